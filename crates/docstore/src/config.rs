@@ -1,0 +1,54 @@
+//! Server configuration: where to listen, where (or whether) to keep data, and timings.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Where the data lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StorageMode {
+    /// Nothing touches the disk; everything is lost at shutdown (tests).
+    InMemory,
+    /// Journal and snapshots in this directory.
+    Directory(PathBuf),
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Address to bind; loopback by default (docstore has no authentication).
+    pub bind: String,
+    /// Port; 0 picks a free one (see `ServerHandle::local_addr`).
+    pub port: u16,
+    pub storage: StorageMode,
+    /// Group-commit interval of the journal (MongoDB's default is 100 ms).
+    pub commit_interval: Duration,
+    /// Idle cursors are closed after this long.
+    pub cursor_timeout: Duration,
+    /// Journal size that triggers a snapshot and journal compaction.
+    pub snapshot_threshold_bytes: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            bind: "127.0.0.1".to_string(),
+            port: 0,
+            storage: StorageMode::InMemory,
+            commit_interval: Duration::from_millis(100),
+            cursor_timeout: Duration::from_secs(600),
+            snapshot_threshold_bytes: 64 * 1024 * 1024,
+        }
+    }
+}
+
+impl Config {
+    pub fn in_memory() -> Self {
+        Config::default()
+    }
+
+    pub fn persistent(dir: impl Into<PathBuf>) -> Self {
+        Config {
+            storage: StorageMode::Directory(dir.into()),
+            ..Config::default()
+        }
+    }
+}

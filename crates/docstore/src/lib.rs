@@ -1,0 +1,24 @@
+//! docstore: an embedded, MongoDB-wire-compatible document store.
+//!
+//! Layers, top to bottom: `wire` (frames) → `server` (connections) → `commands` (dispatch) →
+//! `catalog` (databases, collections, cursors) → `query`/`update`/`aggregation`/`index` (the
+//! languages and structures) → `storage` (journal and snapshots). See the crate README.
+
+pub mod aggregation;
+pub mod catalog;
+pub mod commands;
+pub mod config;
+pub mod cursor;
+pub mod error;
+pub mod index;
+pub mod query;
+pub mod server;
+pub mod state;
+pub mod storage;
+pub mod update;
+pub mod value;
+pub mod wire;
+
+pub use config::{Config, StorageMode};
+pub use error::{Error, ErrorCode, Result};
+pub use server::{Server, ServerHandle};

@@ -1,0 +1,64 @@
+//! Everything a running server shares between connections.
+
+use crate::catalog::Catalog;
+use crate::config::{Config, StorageMode};
+use crate::cursor::CursorManager;
+use crate::error::{Error, Result};
+use crate::storage::Storage;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+pub struct ServerState {
+    pub config: Config,
+    pub catalog: Catalog,
+    pub cursors: CursorManager,
+    pub started: Instant,
+    next_connection_id: AtomicI64,
+}
+
+/// Per-connection facts commands may need (`connectionId`, `whatsmyuri`).
+#[derive(Debug, Clone)]
+pub struct ConnectionInfo {
+    pub id: i64,
+    pub peer: Option<SocketAddr>,
+}
+
+impl ServerState {
+    /// Open storage (recovering a data directory) and build the in-memory catalog.
+    pub fn open(config: Config) -> Result<Arc<ServerState>> {
+        let (storage, recovered) = match &config.storage {
+            StorageMode::InMemory => (Storage::in_memory(), Default::default()),
+            StorageMode::Directory(dir) => {
+                Storage::open(dir, config.commit_interval).map_err(|e| {
+                    Error::internal(format!("cannot open data directory {}: {e}", dir.display()))
+                })?
+            }
+        };
+        let catalog = Catalog::recover(
+            Arc::new(storage),
+            recovered,
+            config.snapshot_threshold_bytes,
+        )?;
+        Ok(Arc::new(ServerState {
+            cursors: CursorManager::new(config.cursor_timeout),
+            config,
+            catalog,
+            started: Instant::now(),
+            next_connection_id: AtomicI64::new(1),
+        }))
+    }
+
+    pub fn new_connection(&self, peer: Option<SocketAddr>) -> ConnectionInfo {
+        ConnectionInfo {
+            id: self.next_connection_id.fetch_add(1, Ordering::Relaxed),
+            peer,
+        }
+    }
+
+    /// Flush the journal (clean shutdown).
+    pub fn shutdown(&self) {
+        self.catalog.flush();
+    }
+}

@@ -1,0 +1,1 @@
+//! Journal segments: framing, checksums, group commit. STUB.
