@@ -206,8 +206,13 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
             .filter(|l| *l > 0)
             .map(|l| l as usize),
     };
-    let batch_size = args.non_negative("batchSize")?.map(|b| b as usize);
     let single_batch = args.bool("singleBatch", false)?;
+    // A single batch holds everything the limit allows (up to the 16 MiB cap).
+    let batch_size = match args.non_negative("batchSize")? {
+        Some(b) => Some(b as usize),
+        None if single_batch => Some(read.limit.unwrap_or(usize::MAX)),
+        None => None,
+    };
     let ns = format!("{db}.{coll}");
     let results = match state.catalog.get(db, coll) {
         None => {
