@@ -103,9 +103,10 @@ async fn racing_inserts_of_one_unique_key_let_exactly_one_win() {
         )
         .await
         .unwrap();
+    let racers = clients(&t, 16).await;
     for round in 0..20 {
         let mut tasks = Vec::new();
-        for db in clients(&t, 16).await {
+        for db in racers.iter().cloned() {
             tasks.push(tokio::spawn(async move {
                 db.collection::<Document>("users")
                     .insert_one(doc! { "email": format!("user{round}@example.com") })
