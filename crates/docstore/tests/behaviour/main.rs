@@ -7,3 +7,4 @@ mod common;
 mod collections;
 mod concurrency;
 mod crud;
+mod gridfs;
