@@ -202,6 +202,13 @@ fn lock_dir(dir: &Path) -> io::Result<File> {
                 ),
             ));
         }
+        Err(fs::TryLockError::Error(e)) if e.kind() == io::ErrorKind::Unsupported => {
+            warn!(
+                "cannot lock {} on this file system ({e}); make sure no other docstore uses {}",
+                path.display(),
+                dir.display()
+            );
+        }
         Err(fs::TryLockError::Error(e)) => return Err(e),
     }
     // The pid is only a hint for the message above; the lock itself is what excludes.
@@ -532,6 +539,25 @@ fn replay(dir: &Path, listing: &Listing, token: u64) -> io::Result<(Vec<JournalO
     Ok((ops, total))
 }
 
+/// The segment new appends go to: the last one if recovery left it empty (so that restarts do
+/// not pile up empty files), else a new one after it.
+fn new_segment_after_recovery(
+    dir: &Path,
+    listing: &Listing,
+    token: u64,
+) -> io::Result<(u64, File)> {
+    if let Some(&last) = listing.segments.keys().next_back() {
+        let path = dir.join(segment_name(last));
+        if last >= token && fs::metadata(&path)?.len() == 0 {
+            return Ok((last, OpenOptions::new().write(true).open(&path)?));
+        }
+        let next = (last + 1).max(token);
+        return Ok((next, create_segment(dir, next)?));
+    }
+    let segment = token.max(FIRST_SEGMENT);
+    Ok((segment, create_segment(dir, segment)?))
+}
+
 /// Delete snapshots and segments that the snapshot `token` makes obsolete.
 fn delete_obsolete(dir: &Path, token: u64) -> io::Result<()> {
     let listing = list_dir(dir)?;
@@ -572,7 +598,9 @@ impl Storage {
         let listing = list_dir(dir)?;
         for tmp in &listing.tmp {
             warn!("removing unfinished snapshot {}", tmp.display());
-            fs::remove_file(tmp)?;
+            if let Err(e) = fs::remove_file(tmp) {
+                warn!("cannot remove {}: {e}", tmp.display());
+            }
         }
         let base = choose_base(dir, &listing)?;
         let (ops, journal_bytes) = replay(dir, &listing, base.token)?;
@@ -581,9 +609,7 @@ impl Storage {
             // Finish a clean-up that a crash interrupted.
             delete_obsolete(dir, base.token)?;
         }
-        let last_segment = listing.segments.keys().next_back().copied().unwrap_or(0);
-        let segment = (last_segment + 1).max(base.token).max(FIRST_SEGMENT);
-        let file = create_segment(dir, segment)?;
+        let (segment, file) = new_segment_after_recovery(dir, &listing, base.token)?;
         info!(
             dir = %dir.display(),
             snapshot = base.token,
@@ -841,6 +867,18 @@ mod tests {
         }
         let (_s, rec) = open(dir.path());
         assert_eq!(rec.ops, vec![put(1), put(2)]);
+    }
+
+    #[test]
+    fn restarting_without_writes_does_not_pile_up_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        write_three_groups(dir.path());
+        for _ in 0..3 {
+            drop(open(dir.path()));
+        }
+        assert_eq!(segments(dir.path()).len(), 2);
+        let (_s, rec) = open(dir.path());
+        assert_eq!(rec.ops.len(), 4);
     }
 
     #[test]
