@@ -8,3 +8,4 @@ mod collections;
 mod concurrency;
 mod crud;
 mod gridfs;
+mod query;
