@@ -5,8 +5,8 @@ use crate::common::test_db;
 use bson::{doc, Bson, Document};
 use futures::io::{AsyncReadExt, AsyncWriteExt};
 use futures::TryStreamExt;
-use mongodb::options::{GridFsBucketOptions, GridFsDownloadByNameOptions};
 use mongodb::gridfs::GridFsBucket;
+use mongodb::options::{GridFsBucketOptions, GridFsDownloadByNameOptions};
 
 fn bucket(db: &mongodb::Database) -> GridFsBucket {
     db.gridfs_bucket(

@@ -9,3 +9,4 @@ mod concurrency;
 mod crud;
 mod gridfs;
 mod query;
+mod update;

@@ -28,7 +28,14 @@ async fn fixture() -> (crate::common::TestDb, Collection<Document>) {
 }
 
 async fn ids(c: &Collection<Document>, filter: Document) -> Vec<i32> {
-    let docs: Vec<Document> = c.find(filter).sort(doc! { "_id": 1 }).await.unwrap().try_collect().await.unwrap();
+    let docs: Vec<Document> = c
+        .find(filter)
+        .sort(doc! { "_id": 1 })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
     docs.iter().map(|d| d.get_i32("_id").unwrap()).collect()
 }
 
@@ -41,9 +48,15 @@ async fn filters_follow_mongodb_matching_rules() {
         (doc! { "a": { "$lte": 1 } }, vec![1, 2]),
         (doc! { "a": Bson::Null }, vec![3, 4]),
         (doc! { "a": { "$exists": false } }, vec![4]),
-        (doc! { "a": { "$ne": 1 } }, vec![3, 4, 5, 6, 7, 8, 9, 10, 11]),
+        (
+            doc! { "a": { "$ne": 1 } },
+            vec![3, 4, 5, 6, 7, 8, 9, 10, 11],
+        ),
         (doc! { "a": { "$in": [2, "1"] } }, vec![2, 5]),
-        (doc! { "a": { "$nin": [1, Bson::Null] } }, vec![5, 6, 7, 8, 9, 10, 11]),
+        (
+            doc! { "a": { "$nin": [1, Bson::Null] } },
+            vec![5, 6, 7, 8, 9, 10, 11],
+        ),
         (doc! { "a.b": 1 }, vec![6, 7]),
         (doc! { "a.b": { "$gte": 2 } }, vec![7]),
         (doc! { "a": { "$size": 0 } }, vec![10]),
@@ -51,15 +64,24 @@ async fn filters_follow_mongodb_matching_rules() {
         (doc! { "a": { "$type": "array" } }, vec![2, 7, 10, 11]),
         (doc! { "a": { "$type": "number" } }, vec![1, 2, 8, 9]),
         (doc! { "a": { "$type": "string" } }, vec![5]),
-        (doc! { "a": { "$elemMatch": { "$gte": 2, "$lt": 3 } } }, vec![2]),
+        (
+            doc! { "a": { "$elemMatch": { "$gte": 2, "$lt": 3 } } },
+            vec![2],
+        ),
         (doc! { "a": { "$elemMatch": { "b": 2 } } }, vec![7]),
         (doc! { "a": { "$all": [1, 3] } }, vec![2]),
         (doc! { "a": [1, 2] }, vec![11]),
         (doc! { "a.1": 2 }, vec![2]),
         (doc! { "$or": [{ "a": 1 }, { "a": "1" }] }, vec![1, 2, 5]),
-        (doc! { "$and": [{ "a": { "$gt": 1 } }, { "a": { "$lt": 3 } }] }, vec![2, 8]),
+        (
+            doc! { "$and": [{ "a": { "$gt": 1 } }, { "a": { "$lt": 3 } }] },
+            vec![2, 8],
+        ),
         (doc! { "$nor": [{ "a": { "$exists": true } }] }, vec![4]),
-        (doc! { "a": { "$not": { "$gt": 1 } } }, vec![1, 3, 4, 5, 6, 7, 10, 11]),
+        (
+            doc! { "a": { "$not": { "$gt": 1 } } },
+            vec![1, 3, 4, 5, 6, 7, 10, 11],
+        ),
         (doc! { "a": { "$regex": "^1" } }, vec![5]),
         (doc! { "a": { "$mod": [2, 1] } }, vec![1, 2, 9]),
         (doc! { "a": 3 }, vec![2, 9]),
@@ -83,12 +105,25 @@ async fn expr_compares_across_types_in_bson_order() {
 async fn regex_options_and_bson_regex_values_work() {
     let t = test_db().await;
     let c = t.db.collection::<Document>("r");
-    c.insert_many(vec![doc! { "_id": 1, "s": "Apple" }, doc! { "_id": 2, "s": "banana\nApple" }, doc! { "_id": 3, "s": 5 }])
-        .await
-        .unwrap();
-    assert_eq!(ids(&c, doc! { "s": { "$regex": "^apple", "$options": "i" } }).await, vec![1]);
-    assert_eq!(ids(&c, doc! { "s": { "$regex": "^Apple", "$options": "m" } }).await, vec![1, 2]);
-    let re = Bson::RegularExpression(bson::Regex { pattern: "an".into(), options: String::new() });
+    c.insert_many(vec![
+        doc! { "_id": 1, "s": "Apple" },
+        doc! { "_id": 2, "s": "banana\nApple" },
+        doc! { "_id": 3, "s": 5 },
+    ])
+    .await
+    .unwrap();
+    assert_eq!(
+        ids(&c, doc! { "s": { "$regex": "^apple", "$options": "i" } }).await,
+        vec![1]
+    );
+    assert_eq!(
+        ids(&c, doc! { "s": { "$regex": "^Apple", "$options": "m" } }).await,
+        vec![1, 2]
+    );
+    let re = Bson::RegularExpression(bson::Regex {
+        pattern: "an".into(),
+        options: String::new(),
+    });
     assert_eq!(ids(&c, doc! { "s": re.clone() }).await, vec![2]);
     assert_eq!(ids(&c, doc! { "s": { "$in": [re, 5] } }).await, vec![2, 3]);
 }
@@ -115,10 +150,28 @@ async fn sort_orders_across_types_and_uses_array_extremes() {
     ])
     .await
     .unwrap();
-    let order = |docs: Vec<Document>| docs.iter().map(|d| d.get_i32("_id").unwrap()).collect::<Vec<_>>();
-    let asc: Vec<Document> = c.find(doc! {}).sort(doc! { "x": 1 }).await.unwrap().try_collect().await.unwrap();
+    let order = |docs: Vec<Document>| {
+        docs.iter()
+            .map(|d| d.get_i32("_id").unwrap())
+            .collect::<Vec<_>>()
+    };
+    let asc: Vec<Document> = c
+        .find(doc! {})
+        .sort(doc! { "x": 1 })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
     assert_eq!(order(asc), vec![4, 2, 3, 1, 5]);
-    let desc: Vec<Document> = c.find(doc! {}).sort(doc! { "x": -1 }).await.unwrap().try_collect().await.unwrap();
+    let desc: Vec<Document> = c
+        .find(doc! {})
+        .sort(doc! { "x": -1 })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
     assert_eq!(order(desc), vec![5, 2, 1, 3, 4]);
 }
 
@@ -126,9 +179,21 @@ async fn sort_orders_across_types_and_uses_array_extremes() {
 async fn sort_ties_keep_a_stable_order_and_compound_keys_apply() {
     let t = test_db().await;
     let c = t.db.collection::<Document>("s");
-    c.insert_many((0..20).map(|i| doc! { "_id": i, "g": i % 3, "v": -i })).await.unwrap();
-    let docs: Vec<Document> = c.find(doc! {}).sort(doc! { "g": 1, "v": 1 }).await.unwrap().try_collect().await.unwrap();
-    let got: Vec<(i32, i32)> = docs.iter().map(|d| (d.get_i32("g").unwrap(), d.get_i32("v").unwrap())).collect();
+    c.insert_many((0..20).map(|i| doc! { "_id": i, "g": i % 3, "v": -i }))
+        .await
+        .unwrap();
+    let docs: Vec<Document> = c
+        .find(doc! {})
+        .sort(doc! { "g": 1, "v": 1 })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let got: Vec<(i32, i32)> = docs
+        .iter()
+        .map(|d| (d.get_i32("g").unwrap(), d.get_i32("v").unwrap()))
+        .collect();
     let mut expected = got.clone();
     expected.sort();
     assert_eq!(got, expected);
@@ -151,15 +216,31 @@ async fn projections_include_exclude_slice_and_elem_match() {
         let c = c.clone();
         async move { c.find_one(doc! {}).projection(p).await.unwrap().unwrap() }
     };
-    assert_eq!(one(doc! { "name": 1 }).await, doc! { "_id": 1, "name": "x" });
-    assert_eq!(one(doc! { "meta.b": 1, "_id": 0 }).await, doc! { "meta": { "b": 2 } });
+    assert_eq!(
+        one(doc! { "name": 1 }).await,
+        doc! { "_id": 1, "name": "x" }
+    );
+    assert_eq!(
+        one(doc! { "meta.b": 1, "_id": 0 }).await,
+        doc! { "meta": { "b": 2 } }
+    );
     assert_eq!(
         one(doc! { "list": 0, "grades": 0, "meta": 0 }).await,
         doc! { "_id": 1, "name": "x" }
     );
-    assert_eq!(one(doc! { "list": { "$slice": 2 }, "_id": 0, "name": 1 }).await.get_array("list").unwrap().len(), 2);
     assert_eq!(
-        one(doc! { "list": { "$slice": [-2, 1] } }).await.get_array("list").unwrap(),
+        one(doc! { "list": { "$slice": 2 }, "_id": 0, "name": 1 })
+            .await
+            .get_array("list")
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        one(doc! { "list": { "$slice": [-2, 1] } })
+            .await
+            .get_array("list")
+            .unwrap(),
         &vec![Bson::Int32(4)]
     );
     assert_eq!(
@@ -173,5 +254,10 @@ async fn projections_include_exclude_slice_and_elem_match() {
         .unwrap()
         .unwrap();
     assert_eq!(positional, doc! { "_id": 1, "grades": [{ "g": 95 }] });
-    assert_code(c.find_one(doc! {}).projection(doc! { "name": 1, "list": 0 }).await, 31254);
+    assert_code(
+        c.find_one(doc! {})
+            .projection(doc! { "name": 1, "list": 0 })
+            .await,
+        31254,
+    );
 }
