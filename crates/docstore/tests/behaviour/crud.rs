@@ -23,6 +23,8 @@ async fn an_id_given_last_is_stored_first() {
     c.insert_one(doc! { "a": 1, "_id": 7 }).await.unwrap();
     let found = c.find_one(doc! {}).await.unwrap().unwrap();
     assert_eq!(found, doc! { "_id": 7, "a": 1 });
+    // Document equality ignores field order; the stored order puts _id first.
+    assert_eq!(found.keys().collect::<Vec<_>>(), vec!["_id", "a"]);
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+mod aggregation;
 mod collections;
 mod concurrency;
 mod crud;
