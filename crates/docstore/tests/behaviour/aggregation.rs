@@ -74,7 +74,7 @@ async fn match_project_unwind_count_skip_limit() {
             doc! { "$match": { "price": { "$gte": 10 } } },
             doc! { "$unwind": "$tags" },
             doc! { "$project": { "_id": 0, "item": 1, "tag": "$tags", "total": { "$multiply": ["$price", "$qty"] } } },
-            doc! { "$sort": { "total": -1, "tag": 1 } },
+            doc! { "$sort": { "total": -1, "tag": 1, "item": -1 } },
             doc! { "$skip": 1 },
             doc! { "$limit": 2 },
         ],
@@ -83,7 +83,7 @@ async fn match_project_unwind_count_skip_limit() {
     assert_eq!(
         out,
         vec![
-            doc! { "item": "a", "tag": "x", "total": 20 },
+            doc! { "item": "b", "tag": "y", "total": 20 },
             doc! { "item": "a", "tag": "y", "total": 20 },
         ]
     );
