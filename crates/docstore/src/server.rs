@@ -150,7 +150,10 @@ async fn accept_loop(
         }
     }
     drop(listener);
-    debug!(open = connections.len(), "docstore stopping: draining connections");
+    debug!(
+        open = connections.len(),
+        "docstore stopping: draining connections"
+    );
     let drain = async {
         while let Some(done) = connections.join_next().await {
             report_connection_end(done);
@@ -272,8 +275,7 @@ async fn handle_message(
             let reply = if msg.body.contains_key("$db") {
                 commands::dispatch(state, conn, msg.body).await
             } else {
-                Error::location(40571, "OP_MSG requests require a $db argument")
-                    .to_command_reply()
+                Error::location(40571, "OP_MSG requests require a $db argument").to_command_reply()
             };
             if more_to_come {
                 Step::Silent

@@ -203,6 +203,9 @@ mod tests {
 
     #[test]
     fn help_wins() {
-        assert!(matches!(parse(&["--in-memory", "--help"]), Ok(Command::Help)));
+        assert!(matches!(
+            parse(&["--in-memory", "--help"]),
+            Ok(Command::Help)
+        ));
     }
 }

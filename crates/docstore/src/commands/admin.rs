@@ -39,12 +39,21 @@ pub fn handle(
         "getLog" => get_log(cmd),
         "serverStatus" => Ok(server_status(state)),
         "connectionStatus" => Ok(connection_status(cmd)),
-        "endSessions" | "killSessions" | "killAllSessions" | "killAllSessionsByPattern"
+        "endSessions"
+        | "killSessions"
+        | "killAllSessions"
+        | "killAllSessionsByPattern"
         | "refreshSessions" => Ok(doc! {}),
-        "saslStart" | "saslContinue" | "authenticate" | "logout" | "createUser"
-        | "updateUser" | "dropUser" | "dropAllUsersFromDatabase" | "createRole" | "getnonce" => {
-            Err(Error::not_supported("authentication"))
-        }
+        "saslStart"
+        | "saslContinue"
+        | "authenticate"
+        | "logout"
+        | "createUser"
+        | "updateUser"
+        | "dropUser"
+        | "dropAllUsersFromDatabase"
+        | "createRole"
+        | "getnonce" => Err(Error::not_supported("authentication")),
         _ => return None,
     };
     Some(reply)
@@ -345,7 +354,12 @@ mod tests {
             assert_eq!(r.get_str("version").ok(), Some("7.0.0"));
             assert_eq!(
                 r.get_array("versionArray").ok(),
-                Some(&vec![Bson::Int32(7), Bson::Int32(0), Bson::Int32(0), Bson::Int32(0)])
+                Some(&vec![
+                    Bson::Int32(7),
+                    Bson::Int32(0),
+                    Bson::Int32(0),
+                    Bson::Int32(0)
+                ])
             );
             assert_eq!(r.get_i32("bits").ok(), Some(64));
             assert_eq!(r.get_i32("maxBsonObjectSize").ok(), Some(16_777_216));
@@ -368,9 +382,15 @@ mod tests {
             doc! { "getParameter": 1, "featureCompatibilityVersion": 1 },
         )
         .unwrap();
-        assert_eq!(r.get_document("featureCompatibilityVersion").ok(), Some(&expected));
+        assert_eq!(
+            r.get_document("featureCompatibilityVersion").ok(),
+            Some(&expected)
+        );
         let r = run("getParameter", doc! { "getParameter": "*" }).unwrap();
-        assert_eq!(r.get_document("featureCompatibilityVersion").ok(), Some(&expected));
+        assert_eq!(
+            r.get_document("featureCompatibilityVersion").ok(),
+            Some(&expected)
+        );
         let r = run(
             "getParameter",
             doc! { "getParameter": { "showDetails": true }, "featureCompatibilityVersion": 1 },
@@ -412,7 +432,10 @@ mod tests {
         let e = run("getLog", doc! { "getLog": 1 }).unwrap_err();
         assert_eq!(e.code_number(), 14);
         let e = run("getLog", doc! { "getLog": "nope" }).unwrap_err();
-        assert_eq!(e.to_command_reply().get_str("codeName").ok(), Some("OperationFailed"));
+        assert_eq!(
+            e.to_command_reply().get_str("codeName").ok(),
+            Some("OperationFailed")
+        );
     }
 
     #[test]
@@ -439,8 +462,14 @@ mod tests {
     fn connection_status_reports_no_authenticated_users() {
         let r = run("connectionStatus", doc! { "connectionStatus": 1 }).unwrap();
         let auth = r.get_document("authInfo").unwrap();
-        assert_eq!(auth.get_array("authenticatedUsers").map(Vec::len).ok(), Some(0));
-        assert_eq!(auth.get_array("authenticatedUserRoles").map(Vec::len).ok(), Some(0));
+        assert_eq!(
+            auth.get_array("authenticatedUsers").map(Vec::len).ok(),
+            Some(0)
+        );
+        assert_eq!(
+            auth.get_array("authenticatedUserRoles").map(Vec::len).ok(),
+            Some(0)
+        );
         assert!(!auth.contains_key("authenticatedUserPrivileges"));
         let r = run(
             "connectionStatus",
@@ -462,7 +491,13 @@ mod tests {
 
     #[test]
     fn authentication_is_not_supported() {
-        for name in ["saslStart", "saslContinue", "authenticate", "logout", "createUser"] {
+        for name in [
+            "saslStart",
+            "saslContinue",
+            "authenticate",
+            "logout",
+            "createUser",
+        ] {
             let e = run(name, doc! { name: 1 }).unwrap_err();
             assert_eq!(e.code_number(), 115, "{name}");
             assert!(e.message.contains("authentication"));
@@ -472,13 +507,21 @@ mod tests {
     #[test]
     fn host_info_and_cmd_line_opts_have_their_sections() {
         let r = run("hostInfo", doc! { "hostInfo": 1 }).unwrap();
-        assert!(r.get_document("system").unwrap().get_str("hostname").is_ok());
+        assert!(r
+            .get_document("system")
+            .unwrap()
+            .get_str("hostname")
+            .is_ok());
         assert!(r.get_document("os").unwrap().get_str("type").is_ok());
         let r = run("getCmdLineOpts", doc! { "getCmdLineOpts": 1 }).unwrap();
         assert!(r.get_array("argv").is_ok());
         let parsed = r.get_document("parsed").unwrap();
         assert_eq!(
-            parsed.get_document("storage").unwrap().get_str("engine").ok(),
+            parsed
+                .get_document("storage")
+                .unwrap()
+                .get_str("engine")
+                .ok(),
             Some("inMemory")
         );
     }

@@ -101,7 +101,10 @@ pub enum WireError {
     LegacyQuery(String),
     /// The frame is sound but a document in it is not acceptable: the client gets this error as
     /// the command's reply and the connection stays open.
-    Rejected { target: ReplyTarget, error: Error },
+    Rejected {
+        target: ReplyTarget,
+        error: Box<Error>,
+    },
 }
 
 impl WireError {
@@ -168,7 +171,9 @@ pub async fn read_message<R: AsyncRead + Unpin>(
             if got == 0 {
                 return Ok(false);
             }
-            return Err(WireError::malformed("connection closed inside a message header"));
+            return Err(WireError::malformed(
+                "connection closed inside a message header",
+            ));
         }
         got += n;
     }
@@ -323,10 +328,10 @@ fn decode_request_document(bytes: &[u8], target: ReplyTarget) -> Result<Document
         DecodeError::Invalid(m) => WireError::malformed(format!("invalid BSON: {m}")),
         DecodeError::TooDeep => WireError::Rejected {
             target,
-            error: Error::new(
+            error: Box::new(Error::new(
                 ErrorCode::Overflow,
                 format!("BSONObj exceeds maximum nested object depth: {MAX_BSON_DEPTH}"),
-            ),
+            )),
         },
     })
 }
@@ -458,7 +463,10 @@ mod tests {
     fn invalid_bson_is_reported_not_panicked_on() {
         // Declares an int32 element (0x10) but ends before its value.
         let bad = [11u8, 0, 0, 0, 0x10, b'a', 0, 1, 0, 0, 0];
-        assert!(matches!(decode_document(&bad), Err(DecodeError::Invalid(_))));
+        assert!(matches!(
+            decode_document(&bad),
+            Err(DecodeError::Invalid(_))
+        ));
         assert!(matches!(
             decode_document(&[5, 0, 0, 0, 1]),
             Err(DecodeError::Invalid(_))

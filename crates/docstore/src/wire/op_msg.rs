@@ -57,14 +57,12 @@ pub(super) fn parse(header: Header, bytes: &[u8]) -> Result<OpMsg, WireError> {
             return Err(WireError::malformed("OP_MSG too short for its checksum"));
         }
         end -= 4;
-        let expected = u32::from_le_bytes([
-            bytes[end],
-            bytes[end + 1],
-            bytes[end + 2],
-            bytes[end + 3],
-        ]);
+        let expected =
+            u32::from_le_bytes([bytes[end], bytes[end + 1], bytes[end + 2], bytes[end + 3]]);
         if crc32c::crc32c(&bytes[..end]) != expected {
-            return Err(WireError::malformed("OP_MSG checksum does not match contents"));
+            return Err(WireError::malformed(
+                "OP_MSG checksum does not match contents",
+            ));
         }
     }
     let target = ReplyTarget {
@@ -84,7 +82,9 @@ pub(super) fn parse(header: Header, bytes: &[u8]) -> Result<OpMsg, WireError> {
             0 => {
                 let len = document_len(bytes, pos, end)?;
                 if body.is_some() {
-                    return Err(WireError::malformed("OP_MSG has more than one body section"));
+                    return Err(WireError::malformed(
+                        "OP_MSG has more than one body section",
+                    ));
                 }
                 body = Some(decode_request_document(&bytes[pos..pos + len], target)?);
                 pos += len;
@@ -92,14 +92,16 @@ pub(super) fn parse(header: Header, bytes: &[u8]) -> Result<OpMsg, WireError> {
             1 => {
                 let size = super::read_i32(bytes, pos)
                     .and_then(|s| usize::try_from(s).ok())
-                    .filter(|&s| s >= 5 && s <= end - pos)
+                    .filter(|s| (5..=end - pos).contains(s))
                     .ok_or_else(|| {
                         WireError::malformed("document sequence size overruns the message")
                     })?;
                 let section_end = pos + size;
                 let (identifier, mut at) = read_cstring(&bytes[..section_end], pos + 4)?;
                 if identifier.is_empty() {
-                    return Err(WireError::malformed("document sequence without an identifier"));
+                    return Err(WireError::malformed(
+                        "document sequence without an identifier",
+                    ));
                 }
                 if sequences.iter().any(|(id, _)| id == identifier) {
                     return Err(WireError::malformed(format!(
@@ -375,7 +377,7 @@ mod tests {
             }
             let _ = parse_message(&m);
         }
-        for len in 0..300 {
+        for len in 0..300usize {
             let mut m: Vec<u8> = (0..len).map(|_| rng.gen()).collect();
             if len >= 16 {
                 m[..4].copy_from_slice(&(len as i32).to_le_bytes());

@@ -2,8 +2,8 @@
 //! shells send first, and the OP_REPLY (opcode 1) that answers it.
 
 use super::{
-    decode_request_document, document_len, finish_message, next_request_id, read_cstring,
-    read_i32, write_document, Header, ReplyTarget, WireError, HEADER_LEN, OP_REPLY,
+    decode_request_document, document_len, finish_message, next_request_id, read_cstring, read_i32,
+    write_document, Header, ReplyTarget, WireError, HEADER_LEN, OP_REPLY,
 };
 use bson::{Bson, Document};
 
@@ -175,8 +175,8 @@ mod tests {
 
     #[test]
     fn a_collection_query_has_no_command_database() {
-        let q = parse_query(&raw_query("shop.items", &doc! {}, Some(&doc! { "a": 1 })))
-            .expect("valid");
+        let q =
+            parse_query(&raw_query("shop.items", &doc! {}, Some(&doc! { "a": 1 }))).expect("valid");
         assert_eq!(q.command_database(), None);
         assert_eq!(q.return_fields_selector, Some(doc! { "a": 1 }));
         let q = parse_query(&raw_query(".$cmd", &doc! { "ping": 1 }, None)).expect("valid");
