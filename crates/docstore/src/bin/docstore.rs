@@ -108,11 +108,19 @@ async fn stop_signal() {
     }
 }
 
+/// Writes to stdout without `println!`'s panic when nobody reads it any more (a closed pipe
+/// must not take the server down).
+fn say(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
 fn main() -> ExitCode {
     let config = match parse_args(std::env::args().skip(1)) {
         Ok(Command::Run(config)) => config,
         Ok(Command::Help) => {
-            println!("{USAGE}");
+            say(&format!("{USAGE}\n"));
             return ExitCode::SUCCESS;
         }
         Err(message) => {
@@ -145,7 +153,7 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        println!("docstore listening on {}", server.uri());
+        say(&format!("docstore listening on {}\n", server.uri()));
         stop_signal().await;
         tracing::info!("stop requested; finishing commands in flight and flushing");
         server.shutdown().await;
