@@ -31,8 +31,11 @@ impl Process {
         let mut reader = BufReader::new(stdout);
         loop {
             line.clear();
-            let n = reader.read_line(&mut line).expect("read docstore output");
-            assert!(n > 0, "docstore exited before listening");
+            let n = reader.read_line(&mut line).unwrap_or(0);
+            if n == 0 {
+                let status = child.wait();
+                panic!("docstore exited before listening: {status:?}");
+            }
             if let Some(pos) = line.find("mongodb://") {
                 let uri = line[pos..].trim().to_string();
                 // Keep draining stdout so the process never blocks on a full pipe.

@@ -106,7 +106,7 @@ async fn racing_inserts_of_one_unique_key_let_exactly_one_win() {
     let racers = clients(&t, 16).await;
     for round in 0..20 {
         let mut tasks = Vec::new();
-        for db in racers.iter().cloned() {
+        for db in racers.clone() {
             tasks.push(tokio::spawn(async move {
                 db.collection::<Document>("users")
                     .insert_one(doc! { "email": format!("user{round}@example.com") })
