@@ -20,27 +20,30 @@ struct Process {
 
 impl Process {
     fn start(dir: &Path) -> Process {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_docstore"))
+        let child = Command::new(env!("CARGO_BIN_EXE_docstore"))
             .args(["--dbpath", dir.to_str().unwrap(), "--port", "0"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("docstore binary starts");
-        let stdout = child.stdout.take().unwrap();
-        let mut line = String::new();
+        // Owned by `Process` at once, so every exit path below kills and reaps it.
+        let mut process = Process {
+            child,
+            uri: String::new(),
+        };
+        let stdout = process.child.stdout.take().expect("piped stdout");
         let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
         loop {
             line.clear();
-            let n = reader.read_line(&mut line).unwrap_or(0);
-            if n == 0 {
-                let status = child.wait();
-                panic!("docstore exited before listening: {status:?}");
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                panic!("docstore exited before listening");
             }
             if let Some(pos) = line.find("mongodb://") {
-                let uri = line[pos..].trim().to_string();
+                process.uri = line[pos..].trim().to_string();
                 // Keep draining stdout so the process never blocks on a full pipe.
                 std::thread::spawn(move || for _ in reader.lines() {});
-                return Process { child, uri };
+                return process;
             }
         }
     }
