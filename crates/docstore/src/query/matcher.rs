@@ -261,7 +261,9 @@ impl ValuePred {
                 cond,
             },
             ValuePred::Not(inner) => Node::Not(Box::new(inner.into_node(path))),
-            ValuePred::And(preds) => Node::And(preds.into_iter().map(|p| p.into_node(path)).collect()),
+            ValuePred::And(preds) => {
+                Node::And(preds.into_iter().map(|p| p.into_node(path)).collect())
+            }
             ValuePred::Const(value) => Node::Const(value),
         }
     }
@@ -279,9 +281,9 @@ impl ValuePred {
     /// On one value as if it were a field's value (`$pull` conditions).
     fn matches_traversing(&self, value: &Bson) -> bool {
         match self {
-            ValuePred::Cond(cond) => {
-                walk_value(value, cond.leaf_arrays(), &mut |v, _| cond.matches(v, &mut None))
-            }
+            ValuePred::Cond(cond) => walk_value(value, cond.leaf_arrays(), &mut |v, _| {
+                cond.matches(v, &mut None)
+            }),
             ValuePred::Not(inner) => !inner.matches_traversing(value),
             ValuePred::And(preds) => preds.iter().all(|p| p.matches_traversing(value)),
             ValuePred::Const(result) => *result,
@@ -306,10 +308,7 @@ impl Cond {
             Cond::Exists => value.is_some(),
             Cond::Type(types) => value.is_some_and(|v| types.matches(v)),
             Cond::Regex(regex) => value.is_some_and(|v| regex.matches(v)),
-            Cond::Mod {
-                divisor,
-                remainder,
-            } => value
+            Cond::Mod { divisor, remainder } => value
                 .and_then(mod_operand_of_value)
                 .is_some_and(|x| x.checked_rem(*divisor).unwrap_or(0) == *remainder),
             Cond::Size(n) => matches!(value, Some(Bson::Array(items)) if items.len() == *n),
@@ -742,7 +741,9 @@ fn parse_in(arg: &Bson, op: &str) -> Result<InList> {
             Bson::Document(d) if is_operator_document(d, false) => {
                 return Err(Error::bad_value(format!("cannot nest $ under {op}")))
             }
-            Bson::RegularExpression(r) => list.regexes.push(RegexCond::new(&r.pattern, &r.options)?),
+            Bson::RegularExpression(r) => {
+                list.regexes.push(RegexCond::new(&r.pattern, &r.options)?)
+            }
             Bson::Undefined => {
                 return Err(Error::bad_value(
                     "InMatchExpression equality cannot be undefined",
@@ -755,7 +756,8 @@ fn parse_in(arg: &Bson, op: &str) -> Result<InList> {
         }
     }
     list.values.sort_by(compare);
-    list.values.dedup_by(|a, b| compare(a, b) == Ordering::Equal);
+    list.values
+        .dedup_by(|a, b| compare(a, b) == Ordering::Equal);
     Ok(list)
 }
 
@@ -828,7 +830,11 @@ fn mod_argument(value: &Bson, which: &str) -> Result<i64> {
             if !(-TWO_63..=TWO_63).contains(&d) {
                 return Err(invalid("Out of bounds coercing to integral value"));
             }
-            Ok(if d == TWO_63 { i64::MIN } else { d.trunc() as i64 })
+            Ok(if d == TWO_63 {
+                i64::MIN
+            } else {
+                d.trunc() as i64
+            })
         }
     }
 }

@@ -281,7 +281,11 @@ mod tests {
         let d = doc! {"a": [{"b": 1}, {"0": {"b": 2}}]};
         assert_eq!(
             visited(&d, "a.0.b", LeafArrays::Traverse),
-            vec![(None, Some(0)), (Some(bson!(1)), None), (Some(bson!(2)), Some(1))]
+            vec![
+                (None, Some(0)),
+                (Some(bson!(1)), None),
+                (Some(bson!(2)), Some(1))
+            ]
         );
         assert!(array_position("01").is_none());
         assert_eq!(array_position("0"), Some(0));
