@@ -996,3 +996,748 @@ fn parse_not(name: &str, arg: &Bson) -> Result<ValuePred> {
         _ => Err(Error::bad_value("$not needs a regex or a document")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+    use bson::{bson, doc, Decimal128, Regex};
+
+    fn matches(filter: Document, doc: Document) -> bool {
+        Filter::parse(&filter)
+            .unwrap_or_else(|e| panic!("{filter} should parse: {e}"))
+            .matches(&doc)
+    }
+
+    fn parse_error(filter: Document) -> Error {
+        match Filter::parse(&filter) {
+            Ok(_) => panic!("{filter} should not parse"),
+            Err(e) => e,
+        }
+    }
+
+    fn position(filter: Document, doc: Document) -> Option<Option<usize>> {
+        Filter::parse(&filter).unwrap().matches_with_position(&doc)
+    }
+
+    fn regex(pattern: &str, options: &str) -> Bson {
+        Bson::RegularExpression(Regex {
+            pattern: pattern.to_string(),
+            options: options.to_string(),
+        })
+    }
+
+    #[test]
+    fn empty_filter_matches_every_document() {
+        let filter = Filter::parse(&doc! {}).unwrap();
+        assert!(filter.matches_everything());
+        assert!(filter.matches(&doc! {"a": 1}));
+        assert!(!Filter::parse(&doc! {"a": 1}).unwrap().matches_everything());
+    }
+
+    #[test]
+    fn equality_matches_scalars_array_elements_and_whole_arrays() {
+        assert!(matches(doc! {"a": 1}, doc! {"a": 1}));
+        assert!(!matches(doc! {"a": 1}, doc! {"a": 2}));
+        assert!(matches(doc! {"a": 2}, doc! {"a": [1, 2, 3]}));
+        assert!(matches(doc! {"a": [1, 2]}, doc! {"a": [1, 2]}));
+        assert!(!matches(doc! {"a": [2, 1]}, doc! {"a": [1, 2]}));
+        assert!(matches(doc! {"a": [1, 2]}, doc! {"a": [[1, 2], 3]}));
+        // Only one level of arrays is looked into.
+        assert!(!matches(doc! {"a": 1}, doc! {"a": [[1, 2]]}));
+        assert!(matches(doc! {"a": {"b": 1}}, doc! {"a": {"b": 1}}));
+        assert!(!matches(doc! {"a": {"b": 1}}, doc! {"a": {"b": 1, "c": 2}}));
+    }
+
+    #[test]
+    fn numbers_are_equal_across_numeric_types() {
+        let dec: Decimal128 = "5".parse().unwrap();
+        assert!(matches(doc! {"a": 5}, doc! {"a": 5.0}));
+        assert!(matches(doc! {"a": 5_i64}, doc! {"a": 5}));
+        assert!(matches(doc! {"a": dec}, doc! {"a": 5_i64}));
+        assert!(matches(doc! {"a": {"$gt": 4.5}}, doc! {"a": 5_i64}));
+        assert!(matches(doc! {"a": {"$lt": 5_i64}}, doc! {"a": 4.99}));
+    }
+
+    #[test]
+    fn dotted_paths_walk_embedded_documents_and_arrays() {
+        let d = doc! {"items": [{"qty": 1, "tags": ["x"]}, {"qty": 5, "tags": ["y", "z"]}]};
+        assert!(matches(doc! {"items.qty": 5}, d.clone()));
+        assert!(!matches(doc! {"items.qty": 3}, d.clone()));
+        assert!(matches(doc! {"items.tags": "z"}, d.clone()));
+        assert!(matches(doc! {"items.tags": ["y", "z"]}, d.clone()));
+        assert!(matches(doc! {"a.b.c": 1}, doc! {"a": {"b": {"c": 1}}}));
+        assert!(matches(doc! {"a.b.c": 1}, doc! {"a": [{"b": [{"c": 1}]}]}));
+    }
+
+    #[test]
+    fn numeric_path_parts_address_positions_and_fields_named_with_digits() {
+        let d = doc! {"items": [{"qty": 1}, {"qty": 5}]};
+        assert!(matches(doc! {"items.0.qty": 1}, d.clone()));
+        assert!(!matches(doc! {"items.0.qty": 5}, d.clone()));
+        assert!(matches(doc! {"items.1.qty": 5}, d.clone()));
+        assert!(matches(doc! {"a.0": 7}, doc! {"a": [7, 8]}));
+        assert!(matches(doc! {"a.0": 7}, doc! {"a": {"0": 7}}));
+        assert!(matches(doc! {"a.0": 7}, doc! {"a": [{"0": 7}]}));
+        assert!(!matches(doc! {"a.5": 7}, doc! {"a": [7, 8]}));
+    }
+
+    #[test]
+    fn null_matches_null_missing_and_undefined_but_not_empty_arrays() {
+        let f = doc! {"a": null};
+        assert!(matches(f.clone(), doc! {"a": null}));
+        assert!(matches(f.clone(), doc! {"b": 1}));
+        assert!(matches(f.clone(), doc! {"a": Bson::Undefined}));
+        assert!(matches(f.clone(), doc! {"a": [1, null]}));
+        assert!(!matches(f.clone(), doc! {"a": []}));
+        assert!(!matches(f.clone(), doc! {"a": 0}));
+        assert!(matches(doc! {"a": {"$eq": null}}, doc! {}));
+    }
+
+    #[test]
+    fn dotted_null_follows_mongodb_null_semantics() {
+        let f = doc! {"a.b": null};
+        assert!(matches(f.clone(), doc! {"a": {}}));
+        assert!(matches(f.clone(), doc! {"a": 4}));
+        assert!(matches(f.clone(), doc! {"a": null}));
+        assert!(matches(f.clone(), doc! {}));
+        assert!(matches(f.clone(), doc! {"a": [{"b": 3}, {}]}));
+        assert!(!matches(f.clone(), doc! {"a": [1, "string", 4]}));
+        assert!(!matches(f.clone(), doc! {"a": []}));
+        assert!(!matches(f.clone(), doc! {"a": [[]]}));
+        assert!(!matches(f.clone(), doc! {"a": {"b": "hi"}}));
+        assert!(matches(doc! {"a.b": {"$ne": null}}, doc! {"a": [1, 2]}));
+    }
+
+    #[test]
+    fn ne_and_nin_negate_over_the_whole_array() {
+        assert!(!matches(doc! {"a": {"$ne": 1}}, doc! {"a": [1, 2]}));
+        assert!(matches(doc! {"a": {"$ne": 3}}, doc! {"a": [1, 2]}));
+        assert!(matches(doc! {"a": {"$ne": 1}}, doc! {}));
+        assert!(!matches(doc! {"a": {"$ne": null}}, doc! {}));
+        assert!(!matches(doc! {"a": {"$nin": [2, 5]}}, doc! {"a": [1, 2]}));
+        assert!(matches(doc! {"a": {"$nin": [3, 5]}}, doc! {"a": [1, 2]}));
+        assert!(!matches(doc! {"a": {"$nin": [null]}}, doc! {}));
+        assert_eq!(
+            parse_error(doc! {"a": {"$ne": regex("x", "")}}).message,
+            "Can't have regex as arg to $ne."
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$nin": 1}}).message,
+            "$nin needs an array"
+        );
+    }
+
+    #[test]
+    fn comparisons_stay_within_one_type_bracket() {
+        assert!(!matches(doc! {"a": {"$gt": 1}}, doc! {"a": "abc"}));
+        assert!(!matches(doc! {"a": {"$lt": "a"}}, doc! {"a": 1}));
+        assert!(matches(doc! {"a": {"$gte": "b"}}, doc! {"a": "c"}));
+        assert!(!matches(doc! {"a": {"$gt": null}}, doc! {"a": 1}));
+        assert!(matches(doc! {"a": {"$gt": 2}}, doc! {"a": [1, 3]}));
+        // Each operator tests the array separately: 1 < 2 and 3 > 2.
+        assert!(matches(
+            doc! {"a": {"$gt": 2, "$lt": 2}},
+            doc! {"a": [1, 3]}
+        ));
+        assert!(matches(doc! {"a": {"$lt": [2]}}, doc! {"a": [[1], 5]}));
+        let early = bson::DateTime::from_millis(1);
+        let late = bson::DateTime::from_millis(2);
+        assert!(matches(doc! {"d": {"$lt": late}}, doc! {"d": early}));
+        assert!(!matches(doc! {"d": {"$lt": 5}}, doc! {"d": early}));
+    }
+
+    #[test]
+    fn null_comparisons_include_missing_only_for_inclusive_operators() {
+        assert!(matches(doc! {"a": {"$gte": null}}, doc! {}));
+        assert!(matches(doc! {"a": {"$lte": null}}, doc! {"a": null}));
+        assert!(!matches(doc! {"a": {"$gt": null}}, doc! {}));
+        assert!(!matches(doc! {"a": {"$lt": null}}, doc! {"a": null}));
+    }
+
+    #[test]
+    fn minkey_and_maxkey_bound_every_value_including_missing() {
+        assert!(matches(doc! {"a": {"$gt": Bson::MinKey}}, doc! {"a": "x"}));
+        assert!(matches(doc! {"a": {"$gt": Bson::MinKey}}, doc! {}));
+        assert!(matches(
+            doc! {"a": {"$lt": Bson::MaxKey}},
+            doc! {"a": {"b": 1}}
+        ));
+        assert!(!matches(doc! {"a": {"$gt": Bson::MaxKey}}, doc! {"a": 1}));
+        assert!(!matches(
+            doc! {"a": {"$gt": Bson::MinKey}},
+            doc! {"a": Bson::MinKey}
+        ));
+        assert!(matches(
+            doc! {"a": {"$gte": Bson::MinKey}},
+            doc! {"a": Bson::MinKey}
+        ));
+        assert!(!matches(doc! {"a": Bson::MinKey}, doc! {"a": 1}));
+    }
+
+    #[test]
+    fn nan_equals_nan_but_is_not_ordered() {
+        assert!(matches(doc! {"a": f64::NAN}, doc! {"a": f64::NAN}));
+        assert!(matches(
+            doc! {"a": {"$gte": f64::NAN}},
+            doc! {"a": f64::NAN}
+        ));
+        assert!(!matches(doc! {"a": {"$lt": 5}}, doc! {"a": f64::NAN}));
+        assert!(!matches(doc! {"a": {"$gt": f64::NAN}}, doc! {"a": 5}));
+    }
+
+    #[test]
+    fn regexes_are_not_allowed_in_ordering_comparisons() {
+        let e = parse_error(doc! {"a": {"$gt": regex("x", "")}});
+        assert_eq!(e.code, ErrorCode::BadValue);
+        assert_eq!(
+            e.message,
+            "Can't have RegEx as arg to predicate over field 'a'."
+        );
+        // $eq with a regex compares regex values.
+        assert!(matches(
+            doc! {"a": {"$eq": regex("x", "i")}},
+            doc! {"a": regex("x", "i")}
+        ));
+        assert!(!matches(
+            doc! {"a": {"$eq": regex("x", "")}},
+            doc! {"a": "x"}
+        ));
+        assert_eq!(
+            parse_error(doc! {"a": Bson::Undefined}).message,
+            "cannot compare to undefined"
+        );
+    }
+
+    #[test]
+    fn in_matches_values_regexes_null_and_whole_arrays() {
+        let f = doc! {"a": {"$in": [1, "x", regex("^ab", ""), null, [7, 8]]}};
+        assert!(matches(f.clone(), doc! {"a": 1.0}));
+        assert!(matches(f.clone(), doc! {"a": [0, "x"]}));
+        assert!(matches(f.clone(), doc! {"a": "abc"}));
+        assert!(matches(f.clone(), doc! {}));
+        assert!(matches(f.clone(), doc! {"a": [7, 8]}));
+        assert!(!matches(f.clone(), doc! {"a": [8, 7]}));
+        assert!(!matches(f, doc! {"a": 2}));
+        assert!(!matches(doc! {"a": {"$in": []}}, doc! {"a": 1}));
+        assert_eq!(
+            parse_error(doc! {"a": {"$in": 1}}).message,
+            "$in needs an array"
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$in": [{"$gt": 1}]}}).message,
+            "cannot nest $ under $in"
+        );
+    }
+
+    #[test]
+    fn logical_operators_combine_subqueries() {
+        let d = doc! {"a": 1, "b": 2};
+        assert!(matches(doc! {"$and": [{"a": 1}, {"b": 2}]}, d.clone()));
+        assert!(!matches(doc! {"$and": [{"a": 1}, {"b": 3}]}, d.clone()));
+        assert!(matches(doc! {"$or": [{"a": 5}, {"b": 2}]}, d.clone()));
+        assert!(!matches(doc! {"$or": [{"a": 5}, {"b": 5}]}, d.clone()));
+        assert!(matches(doc! {"$nor": [{"a": 5}, {"b": 5}]}, d.clone()));
+        assert!(!matches(doc! {"$nor": [{"a": 1}]}, d.clone()));
+        assert!(matches(doc! {"$comment": "why", "a": 1}, d));
+    }
+
+    #[test]
+    fn logical_operators_reject_malformed_arguments() {
+        for op in ["$and", "$or", "$nor"] {
+            let e = parse_error(doc! {op: []});
+            assert_eq!(e.code, ErrorCode::BadValue);
+            assert_eq!(e.message, "$and/$or/$nor must be a nonempty array");
+            assert_eq!(
+                parse_error(doc! {op: [1]}).message,
+                "$or/$and/$nor entries need to be full objects"
+            );
+            assert_eq!(
+                parse_error(doc! {op: {"a": 1}}).message,
+                format!("{op} must be an array")
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_operators_are_bad_values() {
+        let e = parse_error(doc! {"$foo": 1});
+        assert_eq!(e.code, ErrorCode::BadValue);
+        assert!(e.message.starts_with("unknown top level operator: $foo"));
+        let e = parse_error(doc! {"a": {"$foo": 1}});
+        assert_eq!(e.code, ErrorCode::BadValue);
+        assert_eq!(e.message, "unknown operator: $foo");
+        assert_eq!(
+            parse_error(doc! {"a": {"$gt": 1, "b": 2}}).message,
+            "unknown operator: b"
+        );
+        assert!(parse_error(doc! {"$not": {"a": 1}})
+            .message
+            .contains("use $nor"));
+    }
+
+    #[test]
+    fn unsupported_operators_are_named_in_the_error() {
+        for filter in [
+            doc! {"$where": "this.a == 1"},
+            doc! {"$text": {"$search": "x"}},
+            doc! {"$jsonSchema": {}},
+            doc! {"loc": {"$near": [0, 0]}},
+            doc! {"loc": {"$nearSphere": [0, 0]}},
+            doc! {"loc": {"$geoWithin": {}}},
+            doc! {"loc": {"$geoIntersects": {}}},
+        ] {
+            let e = parse_error(filter.clone());
+            assert_eq!(e.code, ErrorCode::CommandNotSupported, "{filter}");
+            let op = filter
+                .iter()
+                .map(|(k, v)| match v {
+                    Bson::Document(d) if k == "loc" => d.keys().next().cloned().unwrap(),
+                    _ => k.clone(),
+                })
+                .next()
+                .unwrap();
+            assert!(e.message.contains(&op), "{} should name {op}", e.message);
+        }
+    }
+
+    #[test]
+    fn not_negates_an_operator_document_or_a_regex() {
+        let f = doc! {"a": {"$not": {"$gt": 5}}};
+        assert!(matches(f.clone(), doc! {"a": 3}));
+        assert!(matches(f.clone(), doc! {}));
+        assert!(matches(f.clone(), doc! {"a": "x"}));
+        assert!(!matches(f.clone(), doc! {"a": [1, 7]}));
+        assert!(matches(
+            doc! {"a": {"$not": regex("^x", "")}},
+            doc! {"a": "yx"}
+        ));
+        assert!(!matches(
+            doc! {"a": {"$not": {"$regex": "^x"}}},
+            doc! {"a": "xy"}
+        ));
+        assert_eq!(
+            parse_error(doc! {"a": {"$not": 5}}).message,
+            "$not needs a regex or a document"
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$not": {}}}).message,
+            "$not cannot be empty"
+        );
+    }
+
+    #[test]
+    fn exists_checks_presence_along_the_path() {
+        assert!(matches(doc! {"a": {"$exists": true}}, doc! {"a": null}));
+        assert!(!matches(doc! {"a": {"$exists": true}}, doc! {"b": 1}));
+        assert!(matches(doc! {"a": {"$exists": false}}, doc! {"b": 1}));
+        assert!(matches(doc! {"a": {"$exists": 0}}, doc! {"b": 1}));
+        assert!(matches(
+            doc! {"a.b": {"$exists": true}},
+            doc! {"a": [{"c": 1}, {"b": 2}]}
+        ));
+        // Below an array of scalars there is nothing, so $exists: false matches.
+        assert!(matches(
+            doc! {"a.b": {"$exists": false}},
+            doc! {"a": [1, 2]}
+        ));
+        assert!(!matches(
+            doc! {"a.b": {"$exists": false}},
+            doc! {"a": [{"b": 1}]}
+        ));
+        assert!(matches(doc! {"a": {"$exists": true}}, doc! {"a": []}));
+    }
+
+    #[test]
+    fn type_accepts_names_numbers_the_number_alias_and_lists() {
+        assert!(matches(doc! {"a": {"$type": "string"}}, doc! {"a": "x"}));
+        assert!(matches(doc! {"a": {"$type": 2}}, doc! {"a": "x"}));
+        assert!(matches(doc! {"a": {"$type": 2.0}}, doc! {"a": "x"}));
+        assert!(!matches(doc! {"a": {"$type": "string"}}, doc! {"a": 1}));
+        assert!(matches(doc! {"a": {"$type": "number"}}, doc! {"a": 1_i64}));
+        assert!(matches(
+            doc! {"a": {"$type": ["bool", "int"]}},
+            doc! {"a": 3}
+        ));
+        assert!(matches(doc! {"a": {"$type": "array"}}, doc! {"a": []}));
+        assert!(matches(doc! {"a": {"$type": "int"}}, doc! {"a": ["x", 1]}));
+        assert!(matches(doc! {"a": {"$type": "null"}}, doc! {"a": null}));
+        assert!(!matches(doc! {"a": {"$type": "null"}}, doc! {}));
+        assert!(matches(
+            doc! {"a": {"$type": "minKey"}},
+            doc! {"a": Bson::MinKey}
+        ));
+        assert!(matches(doc! {"a": {"$type": -1}}, doc! {"a": Bson::MinKey}));
+        assert_eq!(
+            parse_error(doc! {"a": {"$type": "nope"}}).message,
+            "Unknown type name alias: nope"
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$type": 99}}).message,
+            "Invalid numerical type code: 99"
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$type": []}}).code,
+            ErrorCode::FailedToParse
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$type": {}}}).code,
+            ErrorCode::TypeMismatch
+        );
+    }
+
+    #[test]
+    fn regex_supports_options_bson_regexes_and_regex_values() {
+        assert!(matches(doc! {"a": {"$regex": "^ab"}}, doc! {"a": "abc"}));
+        assert!(!matches(doc! {"a": {"$regex": "^ab"}}, doc! {"a": "ABC"}));
+        assert!(matches(
+            doc! {"a": {"$regex": "^ab", "$options": "i"}},
+            doc! {"a": "ABC"}
+        ));
+        assert!(matches(
+            doc! {"a": {"$options": "i", "$regex": "^ab"}},
+            doc! {"a": "ABC"}
+        ));
+        assert!(matches(doc! {"a": regex("^ab", "i")}, doc! {"a": "ABC"}));
+        assert!(matches(
+            doc! {"a": {"$regex": regex("^ab", "i")}},
+            doc! {"a": "ABC"}
+        ));
+        assert!(matches(
+            doc! {"a": {"$regex": "^b", "$options": "m"}},
+            doc! {"a": "a\nb"}
+        ));
+        assert!(!matches(doc! {"a": {"$regex": "^b"}}, doc! {"a": "a\nb"}));
+        assert!(matches(
+            doc! {"a": {"$regex": "a.b", "$options": "s"}},
+            doc! {"a": "a\nb"}
+        ));
+        assert!(!matches(doc! {"a": {"$regex": "a.b"}}, doc! {"a": "a\nb"}));
+        assert!(matches(
+            doc! {"a": {"$regex": "a b # comment", "$options": "x"}},
+            doc! {"a": "ab"}
+        ));
+        assert!(matches(
+            doc! {"a": {"$regex": "b"}},
+            doc! {"a": ["x", "abc"]}
+        ));
+        assert!(!matches(doc! {"a": {"$regex": "1"}}, doc! {"a": 1}));
+        assert!(matches(
+            doc! {"a": regex("x", "i")},
+            doc! {"a": regex("x", "i")}
+        ));
+        assert!(!matches(
+            doc! {"a": regex("x", "i")},
+            doc! {"a": regex("x", "")}
+        ));
+    }
+
+    #[test]
+    fn regex_errors_name_the_problem() {
+        let e = parse_error(doc! {"a": {"$regex": "x", "$options": "z"}});
+        assert_eq!(e.code, ErrorCode::Location(51108));
+        assert_eq!(e.message, "invalid flag in regex options: z");
+        let e = parse_error(doc! {"a": {"$regex": "(?=x)y"}});
+        assert_eq!(e.code, ErrorCode::BadValue);
+        assert!(e.message.contains("(?=x)y"));
+        assert_eq!(
+            parse_error(doc! {"a": {"$regex": "(x"}}).code,
+            ErrorCode::BadValue
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$options": "i"}}).message,
+            "$options needs a $regex"
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$regex": 5}}).message,
+            "$regex has to be a string"
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$regex": regex("x", "i"), "$options": "m"}}).code,
+            ErrorCode::Location(51075)
+        );
+    }
+
+    #[test]
+    fn mod_truncates_and_follows_the_dividend_sign() {
+        assert!(matches(doc! {"a": {"$mod": [4, 0]}}, doc! {"a": 8}));
+        assert!(!matches(doc! {"a": {"$mod": [4, 0]}}, doc! {"a": 9}));
+        assert!(matches(doc! {"a": {"$mod": [4, 1]}}, doc! {"a": 9.7}));
+        assert!(matches(doc! {"a": {"$mod": [4.9, 1.5]}}, doc! {"a": 9_i64}));
+        assert!(matches(
+            doc! {"a": {"$mod": [-100, 89]}},
+            doc! {"a": 123456789}
+        ));
+        assert!(matches(
+            doc! {"a": {"$mod": [100, -89]}},
+            doc! {"a": -123456789}
+        ));
+        assert!(!matches(doc! {"a": {"$mod": [2, 0]}}, doc! {"a": "4"}));
+        assert!(matches(doc! {"a": {"$mod": [2, 0]}}, doc! {"a": [3, 4]}));
+        assert!(matches(doc! {"a": {"$mod": [-1, 0]}}, doc! {"a": i64::MIN}));
+    }
+
+    #[test]
+    fn mod_rejects_malformed_arguments() {
+        let cases = [
+            (bson!(5), "malformed mod, needs to be an array"),
+            (bson!([]), "malformed mod, not enough elements"),
+            (bson!([1]), "malformed mod, not enough elements"),
+            (bson!([1, 2, 3]), "malformed mod, too many elements"),
+            (bson!(["1", 2]), "malformed mod, divisor not a number"),
+            (bson!([1, "2"]), "malformed mod, remainder not a number"),
+            (bson!([0, 1]), "divisor cannot be 0"),
+            (
+                bson!([f64::NAN, 1]),
+                "malformed mod, divisor value is invalid :: caused by :: Unable to coerce NaN/Inf to integral type",
+            ),
+            (
+                bson!([1.0e300, 1]),
+                "malformed mod, divisor value is invalid :: caused by :: Out of bounds coercing to integral value",
+            ),
+        ];
+        for (arg, message) in cases {
+            let e = parse_error(doc! {"a": {"$mod": arg}});
+            assert_eq!(e.code, ErrorCode::BadValue);
+            assert_eq!(e.message, message);
+        }
+    }
+
+    #[test]
+    fn size_matches_only_arrays_of_that_length() {
+        assert!(matches(doc! {"a": {"$size": 2}}, doc! {"a": [1, 2]}));
+        assert!(matches(doc! {"a": {"$size": 2.0}}, doc! {"a": [1, 2]}));
+        assert!(!matches(doc! {"a": {"$size": 1}}, doc! {"a": [1, 2]}));
+        assert!(!matches(doc! {"a": {"$size": 1}}, doc! {"a": "x"}));
+        assert!(!matches(doc! {"a": {"$size": 0}}, doc! {}));
+        assert!(matches(doc! {"a": {"$size": 0}}, doc! {"a": []}));
+        // The leaf array itself is measured, not its nested arrays...
+        assert!(!matches(doc! {"a": {"$size": 2}}, doc! {"a": [[1, 2]]}));
+        // ...but arrays along the way are traversed.
+        assert!(matches(
+            doc! {"a.b": {"$size": 2}},
+            doc! {"a": [{"b": [1, 2]}]}
+        ));
+        assert_eq!(
+            parse_error(doc! {"a": {"$size": "2"}}).message,
+            "$size needs a number"
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$size": 1.5}}).message,
+            "$size must be a whole number"
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$size": -1}}).message,
+            "$size may not be negative"
+        );
+    }
+
+    #[test]
+    fn all_requires_every_value() {
+        let d = doc! {"tags": ["a", "b", "c"]};
+        assert!(matches(doc! {"tags": {"$all": ["a", "c"]}}, d.clone()));
+        assert!(!matches(doc! {"tags": {"$all": ["a", "z"]}}, d.clone()));
+        assert!(matches(
+            doc! {"tags": {"$all": [regex("^b", "")]}},
+            d.clone()
+        ));
+        assert!(!matches(doc! {"tags": {"$all": []}}, d.clone()));
+        assert!(matches(doc! {"tags": {"$all": ["a"]}}, doc! {"tags": "a"}));
+        assert!(matches(doc! {"a": {"$all": [[1, 2]]}}, doc! {"a": [1, 2]}));
+        assert_eq!(
+            parse_error(doc! {"a": {"$all": 1}}).message,
+            "$all needs an array"
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$all": [{"$gt": 1}]}}).message,
+            "no $ expressions in $all"
+        );
+    }
+
+    #[test]
+    fn all_of_elem_match_requires_each_condition_on_some_element() {
+        let d = doc! {"qty": [{"size": "M", "num": 100}, {"size": "L", "num": 50}]};
+        let f = doc! {"qty": {"$all": [
+            {"$elemMatch": {"size": "M", "num": {"$gt": 50}}},
+            {"$elemMatch": {"num": 50}},
+        ]}};
+        assert!(matches(f, d.clone()));
+        let f = doc! {"qty": {"$all": [
+            {"$elemMatch": {"size": "M", "num": {"$gt": 50}}},
+            {"$elemMatch": {"num": 10}},
+        ]}};
+        assert!(!matches(f, d));
+        assert_eq!(
+            parse_error(doc! {"a": {"$all": [{"$elemMatch": {"b": 1}}, 5]}}).message,
+            "$all/$elemMatch has to be consistent"
+        );
+    }
+
+    #[test]
+    fn elem_match_on_documents_needs_one_element_matching_everything() {
+        let d = doc! {"results": [{"product": "abc", "score": 10}, {"product": "xyz", "score": 5}]};
+        assert!(matches(
+            doc! {"results": {"$elemMatch": {"product": "xyz", "score": {"$gte": 5}}}},
+            d.clone()
+        ));
+        assert!(!matches(
+            doc! {"results": {"$elemMatch": {"product": "xyz", "score": {"$gte": 8}}}},
+            d.clone()
+        ));
+        // Without $elemMatch the conditions may be met by different elements.
+        assert!(matches(
+            doc! {"results.product": "xyz", "results.score": {"$gte": 8}},
+            d.clone()
+        ));
+        assert!(matches(
+            doc! {"results": {"$elemMatch": {"$or": [{"score": 10}, {"score": 99}]}}},
+            d
+        ));
+        assert!(!matches(
+            doc! {"a": {"$elemMatch": {"b": 1}}},
+            doc! {"a": {"b": 1}}
+        ));
+        assert!(!matches(doc! {"a": {"$elemMatch": {}}}, doc! {"a": [1, 2]}));
+        assert!(matches(doc! {"a": {"$elemMatch": {}}}, doc! {"a": [1, {}]}));
+    }
+
+    #[test]
+    fn elem_match_on_values_tests_each_element_alone() {
+        let f = doc! {"results": {"$elemMatch": {"$gte": 80, "$lt": 85}}};
+        assert!(matches(f.clone(), doc! {"results": [82, 90]}));
+        assert!(!matches(f.clone(), doc! {"results": [79, 90]}));
+        assert!(!matches(f, doc! {"results": 82}));
+        assert!(!matches(
+            doc! {"a": {"$elemMatch": {"$eq": 1}}},
+            doc! {"a": [[1]]}
+        ));
+        assert!(matches(
+            doc! {"a": {"$elemMatch": {"$ne": null}}},
+            doc! {"a": [null, 1]}
+        ));
+        assert!(!matches(
+            doc! {"a": {"$elemMatch": {"$ne": null}}},
+            doc! {"a": [null]}
+        ));
+        assert!(matches(
+            doc! {"a": {"$elemMatch": {"$elemMatch": {"$eq": 3}}}},
+            doc! {"a": [[1], [2, 3]]}
+        ));
+        assert_eq!(
+            parse_error(doc! {"a": {"$elemMatch": 1}}).message,
+            "$elemMatch needs an Object"
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$elemMatch": {"$expr": {"$eq": [1, 1]}}}}).message,
+            "$expr can only be applied to the top-level document"
+        );
+    }
+
+    #[test]
+    fn matched_position_is_the_array_index_that_satisfied_the_filter() {
+        assert_eq!(
+            position(doc! {"grades": {"$gte": 85}}, doc! {"grades": [80, 85, 90]}),
+            Some(Some(1))
+        );
+        assert_eq!(
+            position(
+                doc! {"items.qty": 5},
+                doc! {"items": [{"qty": 1}, {"qty": 5}]}
+            ),
+            Some(Some(1))
+        );
+        assert_eq!(
+            position(
+                doc! {"items": {"$elemMatch": {"qty": {"$gt": 1}}}},
+                doc! {"items": [{"qty": 1}, {"qty": 5}]}
+            ),
+            Some(Some(1))
+        );
+        // Nested arrays report the outermost position.
+        assert_eq!(
+            position(doc! {"a.b": 2}, doc! {"a": [{"b": [0]}, {"b": [1, 2]}]}),
+            Some(Some(1))
+        );
+        assert_eq!(position(doc! {"a": [1, 2]}, doc! {"a": [1, 2]}), Some(None));
+        assert_eq!(position(doc! {"a": 1}, doc! {"a": 1}), Some(None));
+        assert_eq!(position(doc! {"a": 3}, doc! {"a": [1, 2]}), None);
+        assert_eq!(
+            position(
+                doc! {"_id": 1, "grades": 90},
+                doc! {"_id": 1, "grades": [80, 90]}
+            ),
+            Some(Some(1))
+        );
+        // $or does not report positions, as in MongoDB.
+        assert_eq!(
+            position(doc! {"$or": [{"a": 2}]}, doc! {"a": [1, 2]}),
+            Some(None)
+        );
+    }
+
+    #[test]
+    fn always_true_and_always_false_take_the_value_one() {
+        assert!(matches(doc! {"$alwaysTrue": 1}, doc! {}));
+        assert!(!matches(doc! {"$alwaysFalse": 1}, doc! {}));
+        assert_eq!(
+            parse_error(doc! {"$alwaysTrue": 2}).code,
+            ErrorCode::FailedToParse
+        );
+    }
+
+    #[test]
+    fn dbref_documents_are_compared_as_values() {
+        let d = doc! {"r": {"$ref": "c", "$id": 1}};
+        assert!(matches(doc! {"r": {"$ref": "c", "$id": 1}}, d.clone()));
+        assert!(!matches(doc! {"r": {"$ref": "c", "$id": 2}}, d));
+    }
+
+    #[test]
+    fn element_matcher_applies_operators_to_the_value_itself() {
+        let m = ElementMatcher::parse(&bson!({"$gte": 6})).unwrap();
+        assert!(m.matches(&bson!(6)));
+        assert!(m.matches(&bson!(7.5)));
+        assert!(!m.matches(&bson!(5)));
+        assert!(!m.matches(&bson!("z")));
+        let m = ElementMatcher::parse(&bson!({"$in": ["a", "b"]})).unwrap();
+        assert!(m.matches(&bson!("b")));
+        let m = ElementMatcher::parse(&regex("^x", "")).unwrap();
+        assert!(m.matches(&bson!("xy")));
+        assert!(!m.matches(&bson!("yx")));
+    }
+
+    #[test]
+    fn element_matcher_queries_element_documents() {
+        let m = ElementMatcher::parse(&bson!({"score": 8, "item": {"$regex": "^B"}})).unwrap();
+        assert!(m.matches(&bson!({"item": "B", "score": 8, "extra": 1})));
+        assert!(!m.matches(&bson!({"item": "A", "score": 8})));
+        assert!(!m.matches(&bson!(8)));
+        let any_doc = ElementMatcher::parse(&bson!({})).unwrap();
+        assert!(any_doc.matches(&bson!({"a": 1})));
+        assert!(!any_doc.matches(&bson!([1])));
+        let logical = ElementMatcher::parse(&bson!({"$or": [{"a": 1}, {"b": 1}]})).unwrap();
+        assert!(logical.matches(&bson!({"b": 1})));
+    }
+
+    #[test]
+    fn element_matcher_compares_other_values_for_equality() {
+        let m = ElementMatcher::parse(&bson!(5)).unwrap();
+        assert!(m.matches(&bson!(5.0)));
+        assert!(!m.matches(&bson!([5])));
+        let m = ElementMatcher::parse(&bson!([1, 2])).unwrap();
+        assert!(m.matches(&bson!([1, 2])));
+        assert!(!m.matches(&bson!(1)));
+    }
+
+    #[test]
+    fn elem_match_condition_finds_the_first_matching_element() {
+        let c = ElemMatchCondition::parse(&bson!({"school": 102})).unwrap();
+        let items = vec![
+            bson!({"school": 100}),
+            bson!({"school": 102, "age": 10}),
+            bson!({"school": 102, "age": 11}),
+        ];
+        assert_eq!(c.first_match(&items), Some(1));
+        assert_eq!(c.first_match(&items[..1]), None);
+    }
+}
