@@ -164,11 +164,7 @@ fn walk_array<'a>(
                     return true;
                 }
             }
-            _ if offset_match && offset_is_last => {
-                if visit(Some(item), None) {
-                    return true;
-                }
-            }
+            _ if offset_match && offset_is_last && visit(Some(item), None) => return true,
             _ => {}
         }
     }

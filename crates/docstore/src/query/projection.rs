@@ -450,3 +450,256 @@ fn exclude_value(node: &Node, value: &Bson) -> Bson {
         other => other.clone(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorCode;
+    use bson::doc;
+
+    fn project(spec: Document, doc: Document) -> Document {
+        Projection::parse(&spec)
+            .unwrap_or_else(|e| panic!("{spec} should parse: {e}"))
+            .apply(&doc, None)
+            .unwrap()
+    }
+
+    fn parse_error(spec: Document) -> Error {
+        match Projection::parse(&spec) {
+            Ok(_) => panic!("{spec} should not parse"),
+            Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn empty_projection_returns_the_document_unchanged() {
+        let d = doc! {"_id": 1, "a": 2};
+        assert_eq!(project(doc! {}, d.clone()), d);
+    }
+
+    #[test]
+    fn inclusion_keeps_named_fields_and_id_in_document_order() {
+        let d = doc! {"_id": 1, "a": 1, "b": 2, "c": 3};
+        assert_eq!(
+            project(doc! {"c": 1, "a": true}, d.clone()),
+            doc! {"_id": 1, "a": 1, "c": 3}
+        );
+        assert_eq!(project(doc! {"a": 1, "_id": 0}, d.clone()), doc! {"a": 1});
+        assert_eq!(
+            project(doc! {"a": 1.5, "z": 1_i64}, d.clone()),
+            doc! {"_id": 1, "a": 1}
+        );
+        assert_eq!(project(doc! {"_id": 1}, d), doc! {"_id": 1});
+    }
+
+    #[test]
+    fn exclusion_drops_named_fields() {
+        let d = doc! {"_id": 1, "a": 1, "b": 2};
+        assert_eq!(project(doc! {"a": 0}, d.clone()), doc! {"_id": 1, "b": 2});
+        assert_eq!(project(doc! {"_id": 0}, d.clone()), doc! {"a": 1, "b": 2});
+        assert_eq!(
+            project(doc! {"a": false, "_id": 1}, d),
+            doc! {"_id": 1, "b": 2}
+        );
+    }
+
+    #[test]
+    fn mixing_inclusion_and_exclusion_is_rejected_except_for_id() {
+        let e = parse_error(doc! {"a": 1, "b": 0});
+        assert_eq!(e.code, ErrorCode::Location(31254));
+        assert_eq!(
+            e.message,
+            "Cannot do exclusion on field b in inclusion projection"
+        );
+        let e = parse_error(doc! {"a": 0, "b": 1});
+        assert_eq!(e.code, ErrorCode::Location(31253));
+        assert_eq!(
+            e.message,
+            "Cannot do inclusion on field b in exclusion projection"
+        );
+        assert!(Projection::parse(&doc! {"_id": 0, "a": 1}).is_ok());
+        assert!(Projection::parse(&doc! {"_id": 1, "a": 0}).is_ok());
+    }
+
+    #[test]
+    fn dotted_inclusion_reaches_into_documents_and_arrays_of_documents() {
+        let d = doc! {
+            "_id": 1,
+            "size": {"h": 14, "w": 21, "uom": "cm"},
+            "items": [{"qty": 1, "sku": "a"}, {"sku": "b"}, 7, [{"qty": 2, "x": 0}]],
+            "flat": 5,
+        };
+        assert_eq!(
+            project(
+                doc! {"size.uom": 1, "items.qty": 1, "flat.x": 1, "_id": 0},
+                d.clone()
+            ),
+            doc! {"size": {"uom": "cm"}, "items": [{"qty": 1}, {}, [{"qty": 2}]]}
+        );
+        // Nested sub-projections mean the same as dotted paths.
+        assert_eq!(
+            project(doc! {"size": {"uom": 1}, "_id": 0}, d),
+            doc! {"size": {"uom": "cm"}}
+        );
+    }
+
+    #[test]
+    fn dotted_exclusion_reaches_into_arrays_and_keeps_scalars() {
+        let d = doc! {"a": [{"b": 1, "c": 2}, 3], "d": {"b": 1, "c": 2}};
+        assert_eq!(
+            project(doc! {"a.b": 0, "d.c": 0}, d),
+            doc! {"a": [{"c": 2}, 3], "d": {"b": 1}}
+        );
+    }
+
+    #[test]
+    fn slice_takes_first_last_or_a_range() {
+        let d = doc! {"_id": 1, "a": [1, 2, 3, 4, 5], "b": "x"};
+        assert_eq!(
+            project(doc! {"a": {"$slice": 2}}, d.clone()),
+            doc! {"_id": 1, "a": [1, 2], "b": "x"}
+        );
+        assert_eq!(
+            project(doc! {"a": {"$slice": -2}}, d.clone()),
+            doc! {"_id": 1, "a": [4, 5], "b": "x"}
+        );
+        assert_eq!(
+            project(doc! {"a": {"$slice": [1, 2]}}, d.clone()),
+            doc! {"_id": 1, "a": [2, 3], "b": "x"}
+        );
+        assert_eq!(
+            project(doc! {"a": {"$slice": [-2, 5]}}, d.clone()),
+            doc! {"_id": 1, "a": [4, 5], "b": "x"}
+        );
+        assert_eq!(
+            project(doc! {"a": {"$slice": [10, 2]}}, d.clone()),
+            doc! {"_id": 1, "a": [], "b": "x"}
+        );
+        assert_eq!(project(doc! {"a": {"$slice": -10}}, d.clone()), d.clone());
+        assert_eq!(project(doc! {"b": {"$slice": 1}}, d.clone()), d.clone());
+        // With inclusions, the sliced field is included too.
+        assert_eq!(
+            project(doc! {"a": {"$slice": 1}, "_id": 0, "c": 1}, d.clone()),
+            doc! {"a": [1]}
+        );
+        assert_eq!(
+            project(doc! {"a": {"$slice": 1}, "b": 0}, d),
+            doc! {"_id": 1, "a": [1]}
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$slice": [1, 0]}}).code,
+            ErrorCode::Location(28724)
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$slice": "x"}}).code,
+            ErrorCode::Location(28667)
+        );
+    }
+
+    #[test]
+    fn slice_on_a_dotted_path_slices_inside_array_elements() {
+        let d = doc! {"a": [{"b": [1, 2, 3]}, {"b": [4, 5]}]};
+        assert_eq!(
+            project(doc! {"a.b": {"$slice": 1}}, d),
+            doc! {"a": [{"b": [1]}, {"b": [4]}]}
+        );
+    }
+
+    #[test]
+    fn elem_match_keeps_only_the_first_matching_element() {
+        let d = doc! {
+            "_id": 1,
+            "zipcode": "63109",
+            "students": [
+                {"name": "john", "school": 102, "age": 10},
+                {"name": "jess", "school": 102, "age": 11},
+                {"name": "jeff", "school": 108, "age": 15},
+            ],
+        };
+        assert_eq!(
+            project(
+                doc! {"students": {"$elemMatch": {"school": 102}}},
+                d.clone()
+            ),
+            doc! {"_id": 1, "students": [{"name": "john", "school": 102, "age": 10}]}
+        );
+        assert_eq!(
+            project(doc! {"students": {"$elemMatch": {"school": 999}}}, d),
+            doc! {"_id": 1}
+        );
+        assert_eq!(
+            project(
+                doc! {"s": {"$elemMatch": {"$gt": 2}}, "_id": 0},
+                doc! {"s": [1, 3, 5]}
+            ),
+            doc! {"s": [3]}
+        );
+        assert_eq!(
+            parse_error(doc! {"a.b": {"$elemMatch": {"x": 1}}}).code,
+            ErrorCode::Location(31275)
+        );
+        assert_eq!(
+            parse_error(doc! {"a": 0, "b": {"$elemMatch": {"x": 1}}}).code,
+            ErrorCode::Location(31253)
+        );
+    }
+
+    #[test]
+    fn positional_projection_keeps_the_matched_element() {
+        let p = Projection::parse(&doc! {"grades.$": 1}).unwrap();
+        assert!(p.needs_position());
+        let d = doc! {"_id": 1, "semester": 1, "grades": [70, 87, 90]};
+        assert_eq!(
+            p.apply(&d, Some(1)).unwrap(),
+            doc! {"_id": 1, "grades": [87]}
+        );
+        let e = p.apply(&d, None).unwrap_err();
+        assert_eq!(e.code, ErrorCode::BadValue);
+        assert_eq!(
+            e.message,
+            "Executor error during find command :: caused by :: positional operator '.$' element mismatch"
+        );
+        assert!(p.apply(&d, Some(3)).is_err());
+        // Non-array values pass through unchanged.
+        assert_eq!(
+            p.apply(&doc! {"_id": 2, "grades": 5}, None).unwrap(),
+            doc! {"_id": 2, "grades": 5}
+        );
+    }
+
+    #[test]
+    fn positional_projection_applies_to_the_first_array_on_its_path() {
+        let p = Projection::parse(&doc! {"items.qty.$": 1, "_id": 0}).unwrap();
+        let d = doc! {"items": [{"qty": 1, "sku": "a"}, {"qty": 5, "sku": "b"}]};
+        assert_eq!(p.apply(&d, Some(1)).unwrap(), doc! {"items": [{"qty": 5}]});
+        assert_eq!(
+            parse_error(doc! {"a.$": 1, "b.$": 1}).code,
+            ErrorCode::Location(31276)
+        );
+    }
+
+    #[test]
+    fn unsupported_and_conflicting_specs_are_errors() {
+        assert_eq!(
+            parse_error(doc! {"a": "x"}).code,
+            ErrorCode::CommandNotSupported
+        );
+        assert_eq!(
+            parse_error(doc! {"a": {"$add": [1, 2]}}).code,
+            ErrorCode::CommandNotSupported
+        );
+        let e = parse_error(doc! {"score": {"$meta": "textScore"}});
+        assert_eq!(e.code, ErrorCode::CommandNotSupported);
+        assert!(e.message.contains("$meta"));
+        assert_eq!(
+            parse_error(doc! {"a": 1, "a.b": 1}).code,
+            ErrorCode::Location(31249)
+        );
+        assert_eq!(
+            parse_error(doc! {"a.b": 1, "a": 1}).code,
+            ErrorCode::Location(31250)
+        );
+        assert_eq!(parse_error(doc! {"a": {}}).code, ErrorCode::Location(51270));
+        assert_eq!(parse_error(doc! {"$a": 1}).code, ErrorCode::Location(16410));
+    }
+}
