@@ -23,6 +23,13 @@ pub enum Plan {
     },
 }
 
+impl Plan {
+    /// The explain `winningPlan` for this plan.
+    pub fn describe(&self, _indexes: &[&Index]) -> Document {
+        bson::doc! { "stage": "COLLSCAN", "direction": "forward" }
+    }
+}
+
 /// Choose a plan. `hint` is the command's `hint` (index name or key pattern); an unknown hint
 /// is error 2 "hint provided does not correspond to an existing index".
 pub fn plan(
