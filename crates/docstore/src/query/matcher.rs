@@ -1730,6 +1730,49 @@ mod tests {
     }
 
     #[test]
+    fn a_mixed_collection_matches_like_mongodb() {
+        let docs = [
+            doc! {"_id": 1, "a": 1},
+            doc! {"_id": 2, "a": [1, 2, 3]},
+            doc! {"_id": 3, "a": null},
+            doc! {"_id": 4},
+            doc! {"_id": 5, "a": "1"},
+            doc! {"_id": 6, "a": {"b": 1}},
+            doc! {"_id": 7, "a": [{"b": 1}, {"b": 2}]},
+            doc! {"_id": 8, "a": 2.5},
+            doc! {"_id": 9, "a": 3_i64},
+            doc! {"_id": 10, "a": []},
+            doc! {"_id": 11, "a": [[1, 2]]},
+        ];
+        let cases: Vec<(Document, Vec<i32>)> = vec![
+            (doc! {"a": 1}, vec![1, 2]),
+            (doc! {"a": {"$gt": 1}}, vec![2, 8, 9]),
+            (doc! {"a": null}, vec![3, 4]),
+            (doc! {"a": {"$ne": 1}}, vec![3, 4, 5, 6, 7, 8, 9, 10, 11]),
+            (doc! {"a": {"$nin": [1, null]}}, vec![5, 6, 7, 8, 9, 10, 11]),
+            (doc! {"a.b": {"$gte": 2}}, vec![7]),
+            (doc! {"a": {"$type": "array"}}, vec![2, 7, 10, 11]),
+            (doc! {"a": {"$type": "number"}}, vec![1, 2, 8, 9]),
+            (doc! {"a": [1, 2]}, vec![11]),
+            (doc! {"a.1": 2}, vec![2]),
+            (
+                doc! {"a": {"$not": {"$gt": 1}}},
+                vec![1, 3, 4, 5, 6, 7, 10, 11],
+            ),
+            (doc! {"a": {"$mod": [2, 1]}}, vec![1, 2, 9]),
+        ];
+        for (filter, expected) in cases {
+            let f = Filter::parse(&filter).unwrap();
+            let got: Vec<i32> = docs
+                .iter()
+                .filter(|d| f.matches(d))
+                .map(|d| d.get_i32("_id").unwrap())
+                .collect();
+            assert_eq!(got, expected, "filter {filter}");
+        }
+    }
+
+    #[test]
     fn elem_match_condition_finds_the_first_matching_element() {
         let c = ElemMatchCondition::parse(&bson!({"school": 102})).unwrap();
         let items = vec![

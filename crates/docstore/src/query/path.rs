@@ -193,9 +193,16 @@ pub fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
 ///
 /// `collect_values(&doc! {"a": [{"b": 1}, {"b": [2, 3]}]}, "a.b")` is `[1, 2, 3, [2, 3]]`.
 pub fn collect_values(doc: &Document, path: &str) -> Vec<Bson> {
+    collect_path_values(doc, path, LeafArrays::Traverse)
+}
+
+/// The values at `path` with arrays along the way traversed and an array at the end handled per
+/// `leaf`: with [`LeafArrays::NoTraversal`] a final array comes back whole, once (what
+/// `distinct` needs before flattening one level).
+pub fn collect_path_values(doc: &Document, path: &str, leaf: LeafArrays) -> Vec<Bson> {
     let path = FieldPath::new(path);
     let mut out = Vec::new();
-    walk_path(doc, &path, LeafArrays::Traverse, &mut |value, _| {
+    walk_path(doc, &path, leaf, &mut |value, _| {
         if let Some(value) = value {
             out.push(value.clone());
         }
@@ -237,6 +244,10 @@ mod tests {
             vec![bson!(1), bson!(2), bson!(3), bson!([2, 3])]
         );
         assert_eq!(collect_values(&doc! {"x": 1}, "a.b"), Vec::<Bson>::new());
+        assert_eq!(
+            collect_path_values(&d, "a.b", LeafArrays::NoTraversal),
+            vec![bson!(1), bson!([2, 3])]
+        );
     }
 
     #[test]
