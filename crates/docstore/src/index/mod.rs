@@ -348,6 +348,67 @@ fn validate_key_pattern(key: &Document) -> std::result::Result<(), KeyPatternErr
     Ok(())
 }
 
+/// Longest key stored without a separate allocation (ObjectIds, numbers, short strings).
+const INLINE_KEY: usize = 22;
+
+/// An encoded key as stored in an index: short keys live inside the entry itself, which
+/// halves the memory of typical indexes (an entry is 32 bytes with its record id).
+#[derive(Clone)]
+pub(crate) enum KeyBytes {
+    Inline { len: u8, bytes: [u8; INLINE_KEY] },
+    Heap(Box<[u8]>),
+}
+
+impl KeyBytes {
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            KeyBytes::Inline { len, bytes } => &bytes[..*len as usize],
+            KeyBytes::Heap(b) => b,
+        }
+    }
+}
+
+impl From<&[u8]> for KeyBytes {
+    fn from(key: &[u8]) -> Self {
+        if key.len() <= INLINE_KEY {
+            let mut bytes = [0u8; INLINE_KEY];
+            bytes[..key.len()].copy_from_slice(key);
+            KeyBytes::Inline {
+                len: key.len() as u8,
+                bytes,
+            }
+        } else {
+            KeyBytes::Heap(key.into())
+        }
+    }
+}
+
+impl PartialEq for KeyBytes {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for KeyBytes {}
+
+impl PartialOrd for KeyBytes {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for KeyBytes {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.as_slice().cmp(other.as_slice())
+    }
+}
+
+impl std::fmt::Debug for KeyBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:02x?}", self.as_slice())
+    }
+}
+
 /// One indexed path and its direction.
 #[derive(Debug, Clone)]
 struct KeyField {
@@ -361,8 +422,8 @@ pub struct Index {
     pub spec: IndexSpec,
     fields: Vec<KeyField>,
     partial: Option<Filter>,
-    /// Entries ordered by key, then record id. Boxed slices keep each entry small.
-    entries: BTreeSet<(Box<[u8]>, RecordId)>,
+    /// Entries ordered by key, then record id.
+    entries: BTreeSet<(KeyBytes, RecordId)>,
     /// Set once any document had an array on an indexed path (never cleared, like MongoDB).
     multikey: AtomicBool,
 }
@@ -554,7 +615,7 @@ impl Index {
     }
 
     fn records_with_key<'a>(&'a self, key: &[u8]) -> impl Iterator<Item = RecordId> + 'a {
-        let lo: Box<[u8]> = key.into();
+        let lo = KeyBytes::from(key);
         let hi = lo.clone();
         self.entries
             .range((
@@ -584,14 +645,13 @@ impl Index {
 
     pub fn insert(&mut self, keys: &[Vec<u8>], rid: RecordId) {
         for key in keys {
-            self.entries.insert((key.as_slice().into(), rid));
+            self.entries.insert((KeyBytes::from(key.as_slice()), rid));
         }
     }
 
     pub fn remove(&mut self, keys: &[Vec<u8>], rid: RecordId) {
         for key in keys {
-            self.entries
-                .remove(&(Box::<[u8]>::from(key.as_slice()), rid));
+            self.entries.remove(&(KeyBytes::from(key.as_slice()), rid));
         }
     }
 
@@ -984,6 +1044,17 @@ mod tests {
             "E11000 duplicate key error collection: shop.products index: _id_ dup key: \
              { _id: ObjectId('010101010101010101010101') }"
         );
+    }
+
+    #[test]
+    fn short_keys_are_stored_inline_and_compare_as_bytes() {
+        assert_eq!(std::mem::size_of::<(KeyBytes, RecordId)>(), 32);
+        let short = KeyBytes::from(&[1u8, 2][..]);
+        let long = KeyBytes::from(&[1u8; 40][..]);
+        assert!(matches!(short, KeyBytes::Inline { .. }));
+        assert!(matches!(long, KeyBytes::Heap(_)));
+        assert!(long < short);
+        assert!(KeyBytes::from(&[1u8][..]) < short);
     }
 
     #[test]

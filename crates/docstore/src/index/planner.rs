@@ -5,7 +5,7 @@
 //! document against the full filter, so anything doubtful simply widens the scan.
 
 use super::keystring::{self, NUMBER_TAG, STRING_TAG};
-use super::{Index, RecordId};
+use super::{Index, KeyBytes, RecordId};
 use crate::error::{Error, Result};
 use crate::value::{canonical_rank, compare_documents};
 use bson::{doc, Bson, Document};
@@ -17,7 +17,7 @@ use std::ops::Bound;
 const MAX_POINT_COMBINATIONS: usize = 1_000;
 
 /// An index entry: encoded key and record id.
-type Entry = (Box<[u8]>, RecordId);
+type Entry = (KeyBytes, RecordId);
 
 /// A contiguous range of encoded keys: `start <= key < end` (no `end`: to the last key).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,9 +41,9 @@ impl KeyRange {
                 return None;
             }
         }
-        let start = Bound::Included((self.start.as_slice().into(), RecordId::MIN));
+        let start = Bound::Included((KeyBytes::from(self.start.as_slice()), RecordId::MIN));
         let end = match &self.end {
-            Some(end) => Bound::Excluded((end.as_slice().into(), RecordId::MIN)),
+            Some(end) => Bound::Excluded((KeyBytes::from(end.as_slice()), RecordId::MIN)),
             None => Bound::Unbounded,
         };
         Some((start, end))
@@ -1156,5 +1156,249 @@ mod tests {
             Plan::CollScan.describe(&[&a]),
             doc! { "stage": "COLLSCAN", "direction": "forward" }
         );
+    }
+}
+
+#[cfg(test)]
+mod superset_tests {
+    //! Randomised check that index bounds never lose a matching document, against a small
+    //! reference matcher for the operators the planner bounds.
+    use super::super::IndexSpec;
+    use super::*;
+    use crate::value::{compare, values_equal};
+    use rand::rngs::StdRng;
+    use rand::{Rng, SeedableRng};
+    use std::collections::HashSet;
+
+    fn scalar(rng: &mut StdRng) -> Bson {
+        match rng.gen_range(0..7) {
+            0 => Bson::Int32(rng.gen_range(-3..4)),
+            1 => Bson::Int64(rng.gen_range(-3..4)),
+            2 => Bson::Double(rng.gen_range(-3..4) as f64 / 2.0),
+            3 => Bson::String(["", "a", "ab", "abc", "b", "ba"][rng.gen_range(0..6)].into()),
+            4 => Bson::Null,
+            5 => Bson::Boolean(rng.gen()),
+            _ => Bson::Document(doc! { "x": rng.gen_range(0..2) }),
+        }
+    }
+
+    fn value(rng: &mut StdRng, arrays: bool) -> Option<Bson> {
+        match rng.gen_range(0..10) {
+            0 => None,
+            1 | 2 if arrays => Some(Bson::Array(
+                (0..rng.gen_range(0..3)).map(|_| scalar(rng)).collect(),
+            )),
+            _ => Some(scalar(rng)),
+        }
+    }
+
+    fn condition(rng: &mut StdRng) -> Bson {
+        let operand = scalar(rng);
+        match rng.gen_range(0..8) {
+            0 => operand,
+            1 => Bson::Document(doc! { "$in": [scalar(rng), scalar(rng)] }),
+            2 => Bson::Document(doc! { "$gt": operand }),
+            3 => Bson::Document(doc! { "$gte": operand }),
+            4 => Bson::Document(doc! { "$lt": operand }),
+            5 => Bson::Document(doc! { "$lte": operand, "$gt": scalar(rng) }),
+            6 => {
+                let pattern = ["^a", "^ab", "^b?", "^"][rng.gen_range(0..4)];
+                Bson::Document(doc! { "$regex": pattern })
+            }
+            _ => Bson::Document(doc! { "$eq": operand }),
+        }
+    }
+
+    fn candidates(v: Option<&Bson>) -> Vec<Bson> {
+        match v {
+            None => vec![Bson::Null],
+            Some(Bson::Array(items)) => {
+                let mut c = items.clone();
+                c.push(Bson::Array(items.clone()));
+                c
+            }
+            Some(v) => vec![v.clone()],
+        }
+    }
+
+    fn op_matches(v: Option<&Bson>, op: &str, arg: &Bson) -> bool {
+        let cs = candidates(v);
+        let cmp = |pred: fn(Ordering) -> bool| {
+            cs.iter().any(|c| {
+                canonical_rank(c) == canonical_rank(arg)
+                    && !matches!(arg, Bson::Null)
+                    && pred(compare(c, arg))
+            })
+        };
+        match op {
+            "$eq" => {
+                cs.iter().any(|c| values_equal(c, arg))
+                    || (matches!(arg, Bson::Null) && v.is_none())
+            }
+            "$in" => match arg {
+                Bson::Array(items) => items.iter().any(|i| op_matches(v, "$eq", i)),
+                _ => false,
+            },
+            "$gt" => cmp(|o| o == Ordering::Greater),
+            "$gte" => cmp(|o| o != Ordering::Less),
+            "$lt" => cmp(|o| o == Ordering::Less),
+            "$lte" => cmp(|o| o != Ordering::Greater),
+            "$regex" => {
+                let prefix = arg.as_str().unwrap_or("").trim_start_matches('^');
+                let prefix = prefix.trim_end_matches('?');
+                let optional = arg.as_str().unwrap_or("").ends_with('?');
+                cs.iter().any(|c| match c {
+                    Bson::String(s) if optional => s.starts_with(&prefix[..prefix.len() - 1]),
+                    Bson::String(s) => s.starts_with(prefix),
+                    _ => false,
+                })
+            }
+            _ => false,
+        }
+    }
+
+    fn matches(d: &Document, filter: &Document) -> bool {
+        filter.iter().all(|(field, cond)| {
+            if field == "$and" {
+                return cond.as_array().is_some_and(|members| {
+                    members
+                        .iter()
+                        .all(|m| m.as_document().is_some_and(|m| matches(d, m)))
+                });
+            }
+            let v = d.get(field);
+            match cond {
+                Bson::Document(ops) if ops.keys().next().is_some_and(|k| k.starts_with('$')) => {
+                    ops.iter().all(|(op, arg)| op_matches(v, op, arg))
+                }
+                other => op_matches(v, "$eq", other),
+            }
+        })
+    }
+
+    fn check(arrays: bool, seed: u64) {
+        let mut rng = StdRng::seed_from_u64(seed);
+        let docs: Vec<Document> = (0..60)
+            .map(|_| {
+                let mut d = Document::new();
+                for f in ["a", "b"] {
+                    if let Some(v) = value(&mut rng, arrays && f == "a") {
+                        d.insert(f, v);
+                    }
+                }
+                d
+            })
+            .collect();
+        let mut indexes = Vec::new();
+        for (key, name) in [
+            (doc! { "a": 1 }, "a_1"),
+            (doc! { "a": -1, "b": 1 }, "a_-1_b_1"),
+            (doc! { "b": 1, "a": -1 }, "b_1_a_-1"),
+        ] {
+            let mut idx =
+                Index::new(IndexSpec::parse(&doc! { "key": key, "name": name }).unwrap()).unwrap();
+            for (rid, d) in docs.iter().enumerate() {
+                let keys = idx.keys_for(d).unwrap();
+                idx.insert(&keys, rid as RecordId);
+            }
+            indexes.push(idx);
+        }
+        for _ in 0..400 {
+            let mut filter = Document::new();
+            match rng.gen_range(0..3) {
+                0 => {
+                    filter.insert("a", condition(&mut rng));
+                }
+                1 => {
+                    filter.insert("a", condition(&mut rng));
+                    filter.insert("b", condition(&mut rng));
+                }
+                _ => {
+                    filter.insert(
+                        "$and",
+                        vec![
+                            Bson::Document(doc! { "a": condition(&mut rng) }),
+                            Bson::Document(doc! { "a": condition(&mut rng) }),
+                        ],
+                    );
+                    filter.insert("b", condition(&mut rng));
+                }
+            }
+            let expected: HashSet<RecordId> = docs
+                .iter()
+                .enumerate()
+                .filter(|(_, d)| matches(d, &filter))
+                .map(|(rid, _)| rid as RecordId)
+                .collect();
+            for (i, idx) in indexes.iter().enumerate() {
+                let hint = Bson::String(idx.spec.name.clone());
+                for sort in [None, Some(doc! { "a": 1 }), Some(doc! { "a": -1, "b": -1 })] {
+                    let p = plan(&filter, sort.as_ref(), &[idx], Some(&hint)).unwrap();
+                    let Plan::IndexScan {
+                        index,
+                        bounds,
+                        reverse,
+                        provides_sort,
+                    } = p
+                    else {
+                        panic!("a hinted plan scans the index")
+                    };
+                    assert_eq!(index, 0);
+                    let scanned: Vec<RecordId> = idx.scan(&bounds, reverse).collect();
+                    let unique: HashSet<RecordId> = scanned.iter().copied().collect();
+                    assert_eq!(unique.len(), scanned.len(), "each record once");
+                    let missing: Vec<_> = expected.difference(&unique).collect();
+                    assert!(
+                        missing.is_empty(),
+                        "index {i} filter {filter} lost {missing:?}: {:?}",
+                        missing
+                            .iter()
+                            .map(|r| &docs[**r as usize])
+                            .collect::<Vec<_>>()
+                    );
+                    if provides_sort {
+                        let sort = sort.as_ref().expect("a sort was asked for");
+                        let key = |rid: &RecordId| -> Vec<(Bson, bool)> {
+                            sort.iter()
+                                .map(|(f, dir)| {
+                                    let v = docs[*rid as usize].get(f).cloned();
+                                    (v.unwrap_or(Bson::Null), dir.as_i32() == Some(-1))
+                                })
+                                .collect()
+                        };
+                        let found: Vec<_> =
+                            scanned.iter().filter(|r| expected.contains(r)).collect();
+                        for w in found.windows(2) {
+                            let (x, y) = (key(w[0]), key(w[1]));
+                            let ord = x.iter().zip(&y).fold(Ordering::Equal, |acc, (p, q)| {
+                                acc.then_with(|| {
+                                    let o = compare(&p.0, &q.0);
+                                    if p.1 {
+                                        o.reverse()
+                                    } else {
+                                        o
+                                    }
+                                })
+                            });
+                            assert_ne!(ord, Ordering::Greater, "filter {filter} sort {sort}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bounds_never_lose_a_matching_document_without_arrays() {
+        for seed in 0..5 {
+            check(false, seed);
+        }
+    }
+
+    #[test]
+    fn bounds_never_lose_a_matching_document_with_arrays() {
+        for seed in 0..5 {
+            check(true, seed);
+        }
     }
 }
