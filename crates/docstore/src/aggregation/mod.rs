@@ -21,6 +21,16 @@ impl Pipeline {
         Err(Error::not_supported("aggregation"))
     }
 
+    /// The filter of a leading `$match` stage, so the caller can select input through an index.
+    pub fn leading_match(&self) -> Option<&Document> {
+        None
+    }
+
+    /// Whether the pipeline contains the named stage anywhere at top level.
+    pub fn has_stage(&self, _name: &str) -> bool {
+        false
+    }
+
     pub fn run(&self, _input: Vec<Document>, _ctx: &dyn PipelineContext) -> Result<Vec<Document>> {
         Err(Error::not_supported("aggregation"))
     }
