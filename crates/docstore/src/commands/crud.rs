@@ -822,7 +822,7 @@ pub fn distinct(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<R
         let c = handle.read();
         let (hits, _) = c.query(&read.query_spec())?;
         for hit in hits {
-            for value in path::collect_values(&hit.doc, key) {
+            for value in path::collect_path_values(&hit.doc, key, path::LeafArrays::NoTraversal) {
                 // Arrays contribute their elements, as MongoDB's distinct does.
                 let items = match value {
                     Bson::Array(items) => items,

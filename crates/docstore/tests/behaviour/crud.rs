@@ -337,6 +337,18 @@ async fn distinct_flattens_arrays_and_respects_the_filter() {
     assert_eq!(all, vec![Bson::from("a"), Bson::from("b"), Bson::from("c")]);
     let some = c.distinct("tags", doc! { "k": 2 }).await.unwrap();
     assert_eq!(some, vec![Bson::from("b")]);
+    // Only one level of array is flattened: a nested array is a value of its own.
+    let nested = t.db.collection::<Document>("nested");
+    nested.insert_one(doc! { "a": [[1, 2], 3] }).await.unwrap();
+    let mut values = nested.distinct("a", doc! {}).await.unwrap();
+    values.sort_by(|x, y| matches!(x, Bson::Array(_)).cmp(&matches!(y, Bson::Array(_))));
+    assert_eq!(
+        values,
+        vec![
+            Bson::Int32(3),
+            Bson::Array(vec![Bson::Int32(1), Bson::Int32(2)])
+        ]
+    );
 }
 
 #[tokio::test]
