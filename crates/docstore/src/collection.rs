@@ -267,6 +267,12 @@ impl Collection {
         }
         if needs_sort {
             if let Some(sort) = sort {
+                let input = std::mem::take(&mut stats.winning_plan);
+                stats.winning_plan = doc! {
+                    "stage": "SORT",
+                    "sortPattern": query.sort_doc.cloned().unwrap_or_default(),
+                    "inputStage": input,
+                };
                 sort_hits(
                     &mut hits,
                     sort,

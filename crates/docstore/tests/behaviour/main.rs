@@ -8,6 +8,7 @@ mod aggregation;
 mod collections;
 mod concurrency;
 mod crud;
+mod explain;
 mod gridfs;
 mod query;
 mod update;
