@@ -230,3 +230,67 @@ async fn a_torn_journal_tail_is_dropped_and_earlier_writes_are_kept() {
     );
     drop(p);
 }
+
+#[tokio::test]
+async fn snapshots_compact_the_journal_and_restore_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = docstore::Config {
+        snapshot_threshold_bytes: 256 * 1024,
+        ..docstore::Config::persistent(dir.path())
+    };
+    let server = docstore::Server::start(config.clone()).await.unwrap();
+    let c = client_for(&server.uri())
+        .await
+        .database("shop")
+        .collection::<Document>("items");
+    c.create_index(mongodb::IndexModel::builder().keys(doc! { "n": 1 }).build())
+        .await
+        .unwrap();
+    // Rewrite the same documents many times: far more journal than live data.
+    c.insert_many((0..500).map(|i| doc! { "_id": i, "n": 0, "pad": "y".repeat(200) }))
+        .await
+        .unwrap();
+    for round in 1..=20 {
+        c.update_many(doc! {}, doc! { "$set": { "n": round } })
+            .await
+            .unwrap();
+    }
+    c.delete_many(doc! { "_id": { "$gte": 400 } })
+        .await
+        .unwrap();
+    server.shutdown().await;
+
+    let journal_bytes: u64 = journal_files(dir.path())
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().len())
+        .sum();
+    assert!(
+        journal_bytes < 2 * 1024 * 1024,
+        "journal was compacted, {journal_bytes} bytes left"
+    );
+    let snapshots = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("snapshot")
+        })
+        .count();
+    assert!(snapshots >= 1);
+
+    let server = docstore::Server::start(config).await.unwrap();
+    let c = client_for(&server.uri())
+        .await
+        .database("shop")
+        .collection::<Document>("items");
+    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 400);
+    assert_eq!(c.count_documents(doc! { "n": 20 }).await.unwrap(), 400);
+    assert!(c
+        .list_index_names()
+        .await
+        .unwrap()
+        .contains(&"n_1".to_string()));
+    server.shutdown().await;
+}
