@@ -139,7 +139,8 @@ pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<
         catalog: &state.catalog,
         db,
     };
-    let results = spec.pipeline.run(input, &ctx)?;
+    // The input was already selected by the leading `$match`; don't filter it twice.
+    let results = spec.pipeline.without_leading_match().run(input, &ctx)?;
     let ns = format!("{db}.{}", spec.collection);
     let batch = state
         .cursors
