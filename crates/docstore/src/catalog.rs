@@ -1,23 +1,446 @@
-//! Databases and collections in memory: documents, indexes, and the journaling of every change.
+//! Databases and collections in memory, and the journaling of every change to them.
+//!
+//! Locking: a write holds the checkpoint gate (shared) and its collection's lock (exclusive)
+//! while it changes memory and appends to the journal, so the journal's order is the order of
+//! changes. A snapshot takes the gate exclusively for the instant it needs to rotate the journal
+//! and copy document pointers. Reads take only the collection's lock, shared.
 
-use crate::error::Result;
-use crate::storage::{Recovered, Storage};
+use crate::collection::Collection;
+use crate::error::{Error, ErrorCode, Result};
+use crate::index::IndexSpec;
+use crate::storage::{CollectionImage, JournalOp, Recovered, Storage};
+use bson::Document;
+use parking_lot::RwLock;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+
+pub type SharedCollection = Arc<RwLock<Collection>>;
+
+type Namespaces = BTreeMap<String, BTreeMap<String, SharedCollection>>;
 
 pub struct Catalog {
     storage: Arc<Storage>,
+    databases: RwLock<Namespaces>,
+    gate: RwLock<()>,
+    snapshot_threshold: u64,
+    snapshot_running: Arc<AtomicBool>,
+}
+
+/// The result of a write: what the closure returned and the journal position to wait on for
+/// `j: true`.
+pub struct WriteOutcome<R> {
+    pub value: R,
+    pub lsn: u64,
 }
 
 impl Catalog {
+    /// Rebuild memory from a recovered snapshot and journal.
     pub fn recover(
         storage: Arc<Storage>,
-        _recovered: Recovered,
-        _snapshot_threshold: u64,
+        recovered: Recovered,
+        snapshot_threshold: u64,
     ) -> Result<Catalog> {
-        Ok(Catalog { storage })
+        let catalog = Catalog {
+            storage,
+            databases: RwLock::new(BTreeMap::new()),
+            gate: RwLock::new(()),
+            snapshot_threshold,
+            snapshot_running: Arc::new(AtomicBool::new(false)),
+        };
+        {
+            let mut dbs = catalog.databases.write();
+            for image in recovered.collections {
+                let mut coll = Collection::new(&image.db, &image.coll, image.options);
+                for spec in &image.indexes {
+                    let spec = IndexSpec::parse(spec)?;
+                    coll.create_index(spec)?;
+                }
+                for doc in image.docs {
+                    coll.put(Arc::unwrap_or_clone(doc))?;
+                }
+                dbs.entry(image.db)
+                    .or_default()
+                    .insert(image.coll, Arc::new(RwLock::new(coll)));
+            }
+            for op in recovered.ops {
+                if let Err(e) = replay(&mut dbs, op) {
+                    tracing::warn!("journal replay skipped an operation: {e}");
+                }
+            }
+        }
+        Ok(catalog)
     }
 
-    pub fn flush(&self) {
-        let _ = self.storage.flush();
+    pub fn storage(&self) -> &Arc<Storage> {
+        &self.storage
     }
+
+    pub fn get(&self, db: &str, coll: &str) -> Option<SharedCollection> {
+        self.databases.read().get(db)?.get(coll).cloned()
+    }
+
+    /// Databases that hold at least one collection.
+    pub fn database_names(&self) -> Vec<String> {
+        self.databases
+            .read()
+            .iter()
+            .filter(|(_, colls)| !colls.is_empty())
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
+    pub fn collections(&self, db: &str) -> Vec<(String, SharedCollection)> {
+        self.databases
+            .read()
+            .get(db)
+            .map(|colls| {
+                colls
+                    .iter()
+                    .map(|(n, c)| (n.clone(), Arc::clone(c)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Run `f` on a collection under its write lock and journal the operations it returns.
+    /// With `create`, a missing collection is created first; without, `None` is returned.
+    pub fn write<R>(
+        &self,
+        db: &str,
+        coll: &str,
+        create: bool,
+        f: impl FnOnce(&mut Collection) -> (R, Vec<JournalOp>),
+    ) -> Result<Option<WriteOutcome<R>>> {
+        let outcome = {
+            let _gate = self.gate.read();
+            let handle = loop {
+                let handle = match self.get(db, coll) {
+                    Some(h) => h,
+                    None if create => self.create_locked(db, coll, Document::new(), false)?.0,
+                    None => return Ok(None),
+                };
+                if !handle.read().dropped {
+                    break handle;
+                }
+            };
+            let mut guard = handle.write();
+            if guard.dropped {
+                // Dropped between our lookup and lock: the write behaves as if it came after.
+                drop(guard);
+                return self.write(db, coll, create, f);
+            }
+            let (value, ops) = f(&mut guard);
+            let lsn = if ops.is_empty() {
+                0
+            } else {
+                self.storage.append(&ops)
+            };
+            WriteOutcome { value, lsn }
+        };
+        self.maybe_snapshot();
+        Ok(Some(outcome))
+    }
+
+    /// Explicit `create`: error 48 if the collection exists.
+    pub fn create_collection(&self, db: &str, coll: &str, options: Document) -> Result<u64> {
+        let _gate = self.gate.read();
+        self.create_locked(db, coll, options, true)
+            .map(|(_, lsn)| lsn)
+    }
+
+    /// Create under the gate; returns the handle and the journal position of the creation.
+    fn create_locked(
+        &self,
+        db: &str,
+        coll: &str,
+        options: Document,
+        explicit: bool,
+    ) -> Result<(SharedCollection, u64)> {
+        validate_namespace(db, coll)?;
+        let mut dbs = self.databases.write();
+        let colls = dbs.entry(db.to_string()).or_default();
+        if let Some(existing) = colls.get(coll) {
+            if explicit {
+                return Err(Error::new(
+                    ErrorCode::NamespaceExists,
+                    format!("Collection {db}.{coll} already exists."),
+                ));
+            }
+            return Ok((Arc::clone(existing), 0));
+        }
+        let handle = Arc::new(RwLock::new(Collection::new(db, coll, options.clone())));
+        colls.insert(coll.to_string(), Arc::clone(&handle));
+        let lsn = self.storage.append(&[JournalOp::CreateCollection {
+            db: db.to_string(),
+            coll: coll.to_string(),
+            options,
+        }]);
+        Ok((handle, lsn))
+    }
+
+    /// Drop a collection; `false` when it did not exist.
+    pub fn drop_collection(&self, db: &str, coll: &str) -> Result<(bool, u64)> {
+        let _gate = self.gate.read();
+        let removed = {
+            let mut dbs = self.databases.write();
+            let removed = dbs.get_mut(db).and_then(|colls| colls.remove(coll));
+            if dbs.get(db).is_some_and(|c| c.is_empty()) {
+                dbs.remove(db);
+            }
+            removed
+        };
+        let Some(handle) = removed else {
+            return Ok((false, 0));
+        };
+        let mut guard = handle.write();
+        guard.dropped = true;
+        let lsn = self.storage.append(&[JournalOp::DropCollection {
+            db: db.to_string(),
+            coll: coll.to_string(),
+        }]);
+        Ok((true, lsn))
+    }
+
+    pub fn drop_database(&self, db: &str) -> Result<u64> {
+        let _gate = self.gate.read();
+        let removed = self.databases.write().remove(db);
+        let Some(colls) = removed else {
+            return Ok(0);
+        };
+        for handle in colls.values() {
+            handle.write().dropped = true;
+        }
+        Ok(self
+            .storage
+            .append(&[JournalOp::DropDatabase { db: db.to_string() }]))
+    }
+
+    /// `renameCollection` within or across databases.
+    pub fn rename_collection(
+        &self,
+        db: &str,
+        from: &str,
+        to_db: &str,
+        to: &str,
+        drop_target: bool,
+    ) -> Result<u64> {
+        validate_namespace(to_db, to)?;
+        let _gate = self.gate.read();
+        let mut dbs = self.databases.write();
+        let Some(source) = dbs.get(db).and_then(|c| c.get(from)).cloned() else {
+            return Err(Error::new(
+                ErrorCode::NamespaceNotFound,
+                "source namespace does not exist",
+            ));
+        };
+        if db == to_db && from == to {
+            return Err(Error::new(
+                ErrorCode::IllegalOperation,
+                "Can't rename a collection to itself",
+            ));
+        }
+        let mut ops = Vec::new();
+        if let Some(target) = dbs.get(to_db).and_then(|c| c.get(to)).cloned() {
+            if !drop_target {
+                return Err(Error::new(
+                    ErrorCode::NamespaceExists,
+                    "target namespace exists",
+                ));
+            }
+            target.write().dropped = true;
+            if let Some(colls) = dbs.get_mut(to_db) {
+                colls.remove(to);
+            }
+            ops.push(JournalOp::DropCollection {
+                db: to_db.to_string(),
+                coll: to.to_string(),
+            });
+        }
+        if let Some(colls) = dbs.get_mut(db) {
+            colls.remove(from);
+            if colls.is_empty() {
+                dbs.remove(db);
+            }
+        }
+        {
+            let mut guard = source.write();
+            guard.db = to_db.to_string();
+            guard.name = to.to_string();
+        }
+        dbs.entry(to_db.to_string())
+            .or_default()
+            .insert(to.to_string(), source);
+        ops.push(JournalOp::RenameCollection {
+            db: db.to_string(),
+            from: from.to_string(),
+            to_db: to_db.to_string(),
+            to: to.to_string(),
+        });
+        Ok(self.storage.append(&ops))
+    }
+
+    /// Take a snapshot once the journal has grown past the threshold.
+    fn maybe_snapshot(&self) {
+        if self.storage.journal_bytes() < self.snapshot_threshold {
+            return;
+        }
+        if self.snapshot_running.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        if let Err(e) = self.start_snapshot() {
+            tracing::error!("snapshot failed to start: {e}");
+            self.snapshot_running.store(false, Ordering::Release);
+        }
+    }
+
+    fn start_snapshot(&self) -> std::io::Result<()> {
+        let (token, images) = {
+            let _gate = self.gate.write();
+            let token = self.storage.rotate()?;
+            (token, self.images())
+        };
+        let storage = Arc::clone(&self.storage);
+        let running = Arc::clone(&self.snapshot_running);
+        std::thread::Builder::new()
+            .name("docstore-snapshot".into())
+            .spawn(move || {
+                if let Err(e) = storage.write_snapshot(token, &images) {
+                    tracing::error!("snapshot {token} failed: {e}");
+                }
+                running.store(false, Ordering::Release);
+            })?;
+        Ok(())
+    }
+
+    /// Point-in-time copies (document pointers only) of every collection.
+    fn images(&self) -> Vec<CollectionImage> {
+        let dbs = self.databases.read();
+        let mut images = Vec::new();
+        for (db, colls) in dbs.iter() {
+            for (name, handle) in colls {
+                let c = handle.read();
+                images.push(CollectionImage {
+                    db: db.clone(),
+                    coll: name.clone(),
+                    options: c.options.clone(),
+                    indexes: c.indexes()[1..]
+                        .iter()
+                        .map(|i| i.spec.to_document())
+                        .collect(),
+                    docs: c.all_documents().cloned().collect(),
+                });
+            }
+        }
+        images
+    }
+
+    /// Write everything journaled so far to disk (clean shutdown).
+    pub fn flush(&self) {
+        if let Err(e) = self.storage.flush() {
+            tracing::error!("journal flush failed: {e}");
+        }
+    }
+}
+
+/// Apply one journaled operation during recovery.
+fn replay(dbs: &mut Namespaces, op: JournalOp) -> Result<()> {
+    fn coll<'a>(dbs: &'a mut Namespaces, db: &str, name: &str) -> &'a SharedCollection {
+        dbs.entry(db.to_string())
+            .or_default()
+            .entry(name.to_string())
+            .or_insert_with(|| Arc::new(RwLock::new(Collection::new(db, name, Document::new()))))
+    }
+    match op {
+        JournalOp::CreateCollection {
+            db,
+            coll: name,
+            options,
+        } => {
+            coll(dbs, &db, &name).write().options = options;
+        }
+        JournalOp::DropCollection { db, coll } => {
+            if let Some(colls) = dbs.get_mut(&db) {
+                colls.remove(&coll);
+            }
+        }
+        JournalOp::DropDatabase { db } => {
+            dbs.remove(&db);
+        }
+        JournalOp::RenameCollection {
+            db,
+            from,
+            to_db,
+            to,
+        } => {
+            let source = dbs.get_mut(&db).and_then(|c| c.remove(&from));
+            if let Some(source) = source {
+                {
+                    let mut g = source.write();
+                    g.db = to_db.clone();
+                    g.name = to.clone();
+                }
+                dbs.entry(to_db).or_default().insert(to, source);
+            }
+        }
+        JournalOp::CreateIndex {
+            db,
+            coll: name,
+            spec,
+        } => {
+            let spec = IndexSpec::parse(&spec)?;
+            coll(dbs, &db, &name).write().create_index(spec)?;
+        }
+        JournalOp::DropIndex {
+            db,
+            coll: name,
+            name: index,
+        } => {
+            coll(dbs, &db, &name).write().drop_index(&index)?;
+        }
+        JournalOp::Put {
+            db,
+            coll: name,
+            doc,
+        } => {
+            coll(dbs, &db, &name).write().put(doc)?;
+        }
+        JournalOp::Delete { db, coll: name, id } => {
+            let handle = coll(dbs, &db, &name);
+            let mut g = handle.write();
+            if let Some(record) = g.find_by_id(&id) {
+                g.remove(record);
+            }
+        }
+    }
+    dbs.retain(|_, colls| !colls.is_empty());
+    Ok(())
+}
+
+/// MongoDB's naming rules for databases and collections.
+pub fn validate_namespace(db: &str, coll: &str) -> Result<()> {
+    validate_db_name(db)?;
+    if coll.is_empty() || coll.contains('\0') || coll.starts_with('.') || coll.contains('$') {
+        return Err(Error::new(
+            ErrorCode::InvalidNamespace,
+            format!("Invalid collection name: {coll}"),
+        ));
+    }
+    if db.len() + 1 + coll.len() > 255 {
+        return Err(Error::new(
+            ErrorCode::InvalidNamespace,
+            format!("Fully qualified namespace is too long. Namespace: {db}.{coll} Max: 255"),
+        ));
+    }
+    Ok(())
+}
+
+pub fn validate_db_name(db: &str) -> Result<()> {
+    if db.is_empty() || db.len() >= 64 || db.chars().any(|c| "/\\. \"$\0".contains(c)) {
+        return Err(Error::new(
+            ErrorCode::InvalidNamespace,
+            format!("Invalid database name: '{db}'"),
+        ));
+    }
+    Ok(())
 }

@@ -1,32 +1,46 @@
-//! Open cursors: batches left to return for `getMore`, closed by `killCursors` or when idle.
+//! Open cursors: results not yet returned, handed out in batches by `getMore`, closed by
+//! `killCursors`, by exhaustion, or after sitting idle longer than the cursor timeout.
 
+use crate::collection::bson_size;
+use crate::error::{Error, ErrorCode, Result};
 use bson::Document;
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Documents not yet returned by a cursor.
-pub struct OpenCursor {
-    pub namespace: String,
-    pub remaining: VecDeque<Document>,
-    pub last_used: Instant,
+/// First batches hold 101 documents unless the client asks otherwise (MongoDB's default).
+pub const DEFAULT_FIRST_BATCH: usize = 101;
+/// A batch never exceeds this many bytes (but always holds at least one document).
+pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
+
+struct OpenCursor {
+    namespace: String,
+    remaining: VecDeque<Document>,
+    last_used: Instant,
 }
 
 pub struct CursorManager {
     timeout: Duration,
+    next_id: AtomicI64,
     cursors: Mutex<HashMap<i64, OpenCursor>>,
+}
+
+/// One batch and the cursor id to continue with (0 when the cursor is exhausted).
+pub struct Batch {
+    pub documents: Vec<Document>,
+    pub cursor_id: i64,
 }
 
 impl CursorManager {
     pub fn new(timeout: Duration) -> Self {
+        // Random start so ids from different server runs do not collide in a client's eyes.
+        let start = (rand::random::<u32>() as i64) << 20 | 1;
         CursorManager {
             timeout,
+            next_id: AtomicI64::new(start),
             cursors: Mutex::new(HashMap::new()),
         }
-    }
-
-    pub fn timeout(&self) -> Duration {
-        self.timeout
     }
 
     pub fn len(&self) -> usize {
@@ -35,5 +49,160 @@ impl CursorManager {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// Return the first batch of `results`, keeping the rest under a new cursor id.
+    pub fn first_batch(
+        &self,
+        namespace: &str,
+        results: Vec<Document>,
+        batch_size: Option<usize>,
+        single_batch: bool,
+    ) -> Batch {
+        self.reap_idle();
+        let mut remaining: VecDeque<Document> = results.into();
+        let documents = take_batch(&mut remaining, batch_size.unwrap_or(DEFAULT_FIRST_BATCH));
+        if remaining.is_empty() || single_batch {
+            return Batch {
+                documents,
+                cursor_id: 0,
+            };
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.cursors.lock().insert(
+            id,
+            OpenCursor {
+                namespace: namespace.to_string(),
+                remaining,
+                last_used: Instant::now(),
+            },
+        );
+        Batch {
+            documents,
+            cursor_id: id,
+        }
+    }
+
+    /// `getMore`: the next batch of cursor `id`, which must belong to `namespace`.
+    pub fn get_more(&self, id: i64, namespace: &str, batch_size: Option<usize>) -> Result<Batch> {
+        self.reap_idle();
+        let mut cursors = self.cursors.lock();
+        let Some(cursor) = cursors.get_mut(&id) else {
+            return Err(Error::new(
+                ErrorCode::CursorNotFound,
+                format!("cursor id {id} not found"),
+            ));
+        };
+        if cursor.namespace != namespace {
+            return Err(Error::location(
+                13,
+                format!(
+                    "Requested getMore on namespace '{namespace}', but cursor belongs to a different namespace {}",
+                    cursor.namespace
+                ),
+            ));
+        }
+        let documents = take_batch(&mut cursor.remaining, batch_size.unwrap_or(usize::MAX));
+        cursor.last_used = Instant::now();
+        let cursor_id = if cursor.remaining.is_empty() {
+            cursors.remove(&id);
+            0
+        } else {
+            id
+        };
+        Ok(Batch {
+            documents,
+            cursor_id,
+        })
+    }
+
+    /// Close cursors; returns (killed, not found).
+    pub fn kill(&self, ids: &[i64]) -> (Vec<i64>, Vec<i64>) {
+        let mut cursors = self.cursors.lock();
+        let (mut killed, mut missing) = (Vec::new(), Vec::new());
+        for id in ids {
+            if cursors.remove(id).is_some() {
+                killed.push(*id);
+            } else {
+                missing.push(*id);
+            }
+        }
+        (killed, missing)
+    }
+
+    /// Close cursors idle for longer than the timeout.
+    pub fn reap_idle(&self) {
+        let now = Instant::now();
+        self.cursors
+            .lock()
+            .retain(|_, c| now.duration_since(c.last_used) < self.timeout);
+    }
+}
+
+fn take_batch(remaining: &mut VecDeque<Document>, max_docs: usize) -> Vec<Document> {
+    let mut batch = Vec::new();
+    let mut bytes = 0usize;
+    while batch.len() < max_docs {
+        let Some(next) = remaining.front() else { break };
+        let size = bson_size(next);
+        if !batch.is_empty() && bytes + size > MAX_BATCH_BYTES {
+            break;
+        }
+        bytes += size;
+        if let Some(doc) = remaining.pop_front() {
+            batch.push(doc);
+        }
+    }
+    batch
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn docs(n: i32) -> Vec<Document> {
+        (0..n).map(|i| doc! { "_id": i }).collect()
+    }
+
+    #[test]
+    fn first_batch_defaults_to_101_and_get_more_returns_the_rest() {
+        let m = CursorManager::new(Duration::from_secs(60));
+        let b = m.first_batch("db.c", docs(250), None, false);
+        assert_eq!(b.documents.len(), 101);
+        assert_ne!(b.cursor_id, 0);
+        let more = m.get_more(b.cursor_id, "db.c", Some(100)).unwrap();
+        assert_eq!(more.documents.len(), 100);
+        let last = m.get_more(b.cursor_id, "db.c", None).unwrap();
+        assert_eq!(last.documents.len(), 49);
+        assert_eq!(last.cursor_id, 0);
+        assert!(m.get_more(b.cursor_id, "db.c", None).is_err());
+    }
+
+    #[test]
+    fn single_batch_and_exhausted_results_close_the_cursor() {
+        let m = CursorManager::new(Duration::from_secs(60));
+        assert_eq!(m.first_batch("db.c", docs(5), None, false).cursor_id, 0);
+        assert_eq!(
+            m.first_batch("db.c", docs(500), Some(10), true).cursor_id,
+            0
+        );
+        assert!(m.is_empty());
+    }
+
+    #[test]
+    fn idle_cursors_are_reaped() {
+        let m = CursorManager::new(Duration::from_millis(0));
+        let b = m.first_batch("db.c", docs(200), Some(1), false);
+        m.reap_idle();
+        let err = m.get_more(b.cursor_id, "db.c", None).err().unwrap();
+        assert_eq!(err.code, ErrorCode::CursorNotFound);
+    }
+
+    #[test]
+    fn get_more_on_another_namespace_is_refused() {
+        let m = CursorManager::new(Duration::from_secs(60));
+        let b = m.first_batch("db.c", docs(200), Some(1), false);
+        assert!(m.get_more(b.cursor_id, "db.other", None).is_err());
     }
 }

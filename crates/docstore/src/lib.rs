@@ -6,6 +6,7 @@
 
 pub mod aggregation;
 pub mod catalog;
+pub mod collection;
 pub mod commands;
 pub mod config;
 pub mod cursor;

@@ -1,19 +1,72 @@
 //! TCP listener and per-connection loop: read a frame, dispatch the command, write the reply.
-//! STUB: replaced by the wire module work.
+//! A connection that sends garbage is closed on its own; nothing it sends can stop the others.
 
+use crate::commands;
 use crate::config::Config;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::state::{ConnectionInfo, ServerState};
+use crate::wire::{self, Message, ReplyTarget, WireError};
+use bson::{doc, Document};
 use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::{JoinHandle, JoinSet};
+use tracing::{debug, error, info, warn};
+
+/// How long shutdown waits for connections to finish their current command before cutting them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+/// Read buffer per connection: a typical command arrives in one read.
+const READ_BUFFER: usize = 16 * 1024;
 
 pub struct Server;
 
+/// A running server. Stop it with [`ServerHandle::shutdown`]; dropping the handle also stops it,
+/// in the background, without waiting.
 pub struct ServerHandle {
     local_addr: SocketAddr,
+    state: Arc<ServerState>,
+    /// Sending `true`, or dropping the sender, tells the accept loop and connections to stop.
+    stop: Option<watch::Sender<bool>>,
+    accept_loop: Option<JoinHandle<()>>,
 }
 
 impl Server {
-    pub async fn start(_config: Config) -> Result<ServerHandle> {
-        Err(crate::error::Error::not_supported("the server"))
+    /// Open the data (recovering a data directory), bind `config.bind:config.port` and start
+    /// serving in the background on the current tokio runtime.
+    pub async fn start(config: Config) -> Result<ServerHandle> {
+        let bind = config.bind.clone();
+        let port = config.port;
+        // Recovery reads files: keep it off the async worker threads.
+        let state = tokio::task::spawn_blocking(move || ServerState::open(config))
+            .await
+            .map_err(|e| Error::internal(format!("opening the data failed: {e}")))??;
+        let listener = TcpListener::bind((bind.as_str(), port))
+            .await
+            .map_err(|e| Error::internal(format!("cannot listen on {bind}:{port}: {e}")))?;
+        let local_addr = listener
+            .local_addr()
+            .map_err(|e| Error::internal(format!("cannot read the listening address: {e}")))?;
+        let _ = state.listen_addr.set(local_addr);
+        if !local_addr.ip().is_loopback() {
+            warn!(
+                address = %local_addr,
+                "docstore is listening on a non-loopback address; it has no authentication, \
+                 so anyone who can reach this address can read and change all data"
+            );
+        }
+        info!(address = %local_addr, "docstore listening");
+        let (stop_tx, stop_rx) = watch::channel(false);
+        let accept_loop = tokio::spawn(accept_loop(listener, Arc::clone(&state), stop_rx));
+        Ok(ServerHandle {
+            local_addr,
+            state,
+            stop: Some(stop_tx),
+            accept_loop: Some(accept_loop),
+        })
     }
 }
 
@@ -27,5 +80,269 @@ impl ServerHandle {
         self.local_addr
     }
 
-    pub async fn shutdown(self) {}
+    pub fn state(&self) -> &Arc<ServerState> {
+        &self.state
+    }
+
+    /// Stop accepting, let commands in flight finish and send their replies, close every
+    /// connection, then flush the journal.
+    pub async fn shutdown(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(true);
+        }
+        if let Some(task) = self.accept_loop.take() {
+            if let Err(e) = task.await {
+                error!("docstore accept loop ended abnormally: {e}");
+            }
+        }
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        // Dropping the sender is itself the stop signal; the accept loop then winds down (and
+        // flushes) on its own if the runtime is still running.
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(true);
+        }
+    }
+}
+
+/// A stop signal is pending when `true` was sent or the handle is gone.
+fn stop_requested(stop: &watch::Receiver<bool>) -> bool {
+    *stop.borrow() || stop.has_changed().is_err()
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<ServerState>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut connections = JoinSet::new();
+    while !stop_requested(&stop) {
+        tokio::select! {
+            biased;
+            _ = stop.changed() => {}
+            Some(done) = connections.join_next(), if !connections.is_empty() => {
+                report_connection_end(done);
+            }
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    connections.spawn(serve_connection(
+                        stream,
+                        peer,
+                        Arc::clone(&state),
+                        stop.clone(),
+                    ));
+                }
+                Err(e) => {
+                    // Per-connection failures (reset before accept) are routine; running out of
+                    // file descriptors is not, and retrying at once would spin.
+                    warn!("accepting a connection failed: {e}");
+                    if !matches!(
+                        e.kind(),
+                        std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset
+                    ) {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+            },
+        }
+    }
+    drop(listener);
+    debug!(
+        open = connections.len(),
+        "docstore stopping: draining connections"
+    );
+    let drain = async {
+        while let Some(done) = connections.join_next().await {
+            report_connection_end(done);
+        }
+    };
+    if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
+        warn!(
+            open = connections.len(),
+            "connections did not finish within {SHUTDOWN_GRACE:?}; closing them"
+        );
+        connections.shutdown().await;
+    }
+    let flushing = Arc::clone(&state);
+    if let Err(e) = tokio::task::spawn_blocking(move || flushing.shutdown()).await {
+        error!("flushing the journal at shutdown failed: {e}");
+    }
+    info!("docstore stopped");
+}
+
+fn report_connection_end(done: std::result::Result<(), tokio::task::JoinError>) {
+    if let Err(e) = done {
+        if e.is_panic() {
+            error!("a connection task panicked; that connection was closed: {e}");
+        }
+    }
+}
+
+/// Counts a connection as open for as long as it lives (also when its task unwinds).
+struct OpenConnection(Arc<ServerState>);
+
+impl OpenConnection {
+    fn new(state: &Arc<ServerState>) -> Self {
+        state.open_connections.fetch_add(1, Ordering::Relaxed);
+        OpenConnection(Arc::clone(state))
+    }
+}
+
+impl Drop for OpenConnection {
+    fn drop(&mut self) {
+        self.0.open_connections.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// What to do after one message.
+enum Step {
+    Reply(Vec<u8>),
+    Silent,
+    Close,
+}
+
+async fn serve_connection(
+    stream: TcpStream,
+    peer: SocketAddr,
+    state: Arc<ServerState>,
+    mut stop: watch::Receiver<bool>,
+) {
+    // Replies are written whole in one call; Nagle would only delay them.
+    if let Err(e) = stream.set_nodelay(true) {
+        debug!(%peer, "cannot set TCP_NODELAY: {e}");
+    }
+    let _open = OpenConnection::new(&state);
+    let conn = state.new_connection(Some(peer));
+    debug!(%peer, connection = conn.id, "connection accepted");
+    let mut stream = BufReader::with_capacity(READ_BUFFER, stream);
+    let mut buf = Vec::new();
+    loop {
+        if stop_requested(&stop) {
+            break;
+        }
+        // Only the wait for the next message is cut short by shutdown: a command that has been
+        // read runs to completion and its reply is written.
+        let read = tokio::select! {
+            biased;
+            _ = stop.changed() => break,
+            read = wire::read_message(&mut stream, &mut buf) => read,
+        };
+        match read {
+            Ok(true) => {}
+            Ok(false) => break,
+            Err(WireError::Io(e)) => {
+                debug!(%peer, connection = conn.id, "connection read failed: {e}");
+                break;
+            }
+            Err(e) => {
+                warn!(%peer, connection = conn.id, "closing connection: {e}");
+                break;
+            }
+        }
+        let step = handle_message(&state, &conn, peer, &buf).await;
+        if buf.capacity() > wire::RETAINED_BUFFER_CAPACITY {
+            buf = Vec::new();
+        }
+        match step {
+            Step::Reply(bytes) => {
+                if let Err(e) = stream.get_mut().write_all(&bytes).await {
+                    debug!(%peer, connection = conn.id, "writing a reply failed: {e}");
+                    break;
+                }
+            }
+            Step::Silent => {}
+            Step::Close => break,
+        }
+    }
+    debug!(%peer, connection = conn.id, "connection closed");
+}
+
+/// Parse one message, run its command and encode the answer.
+async fn handle_message(
+    state: &Arc<ServerState>,
+    conn: &ConnectionInfo,
+    peer: SocketAddr,
+    bytes: &[u8],
+) -> Step {
+    match wire::parse_message(bytes) {
+        Ok(Message::Msg(msg)) => {
+            let request_id = msg.header.request_id;
+            let more_to_come = msg.more_to_come();
+            let checksum = msg.checksum_present();
+            let reply = if msg.body.contains_key("$db") {
+                commands::dispatch(state, conn, msg.body).await
+            } else {
+                Error::location(40571, "OP_MSG requests require a $db argument").to_command_reply()
+            };
+            if more_to_come {
+                Step::Silent
+            } else {
+                Step::Reply(wire::encode_op_msg(request_id, &reply, checksum))
+            }
+        }
+        Ok(Message::Query(query)) => {
+            let request_id = query.header.request_id;
+            let Some(db) = query.command_database().map(str::to_string) else {
+                error!(
+                    %peer,
+                    connection = conn.id,
+                    namespace = %query.full_collection_name,
+                    "legacy OP_QUERY on a collection is not supported; closing connection"
+                );
+                return Step::Close;
+            };
+            let mut command = query.into_command();
+            let reply = match command.keys().next() {
+                Some(name) if !wire::OP_QUERY_ALLOWED_COMMANDS.contains(&name.as_str()) => {
+                    unsupported_op_query_command(name)
+                }
+                _ => {
+                    command.insert("$db", db);
+                    commands::dispatch(state, conn, command).await
+                }
+            };
+            Step::Reply(wire::encode_op_reply(request_id, &reply))
+        }
+        Err(WireError::Rejected { target, error }) => reject(target, &error),
+        Err(e @ (WireError::UnsupportedOpCode(_) | WireError::LegacyQuery(_))) => {
+            error!(%peer, connection = conn.id, "{e}; closing connection");
+            Step::Close
+        }
+        Err(e) => {
+            warn!(%peer, connection = conn.id, "closing connection: {e}");
+            Step::Close
+        }
+    }
+}
+
+/// The error reply for a well-framed request whose contents were refused.
+fn reject(target: ReplyTarget, error: &Error) -> Step {
+    let reply = error.to_command_reply();
+    if target.legacy {
+        Step::Reply(wire::encode_op_reply(target.request_id, &reply))
+    } else if target.more_to_come {
+        Step::Silent
+    } else {
+        Step::Reply(wire::encode_op_msg(
+            target.request_id,
+            &reply,
+            target.checksum,
+        ))
+    }
+}
+
+/// MongoDB 7.0's answer to an OP_QUERY command other than the handshake.
+fn unsupported_op_query_command(name: &str) -> Document {
+    doc! {
+        "ok": 0.0,
+        "errmsg": format!(
+            "Unsupported OP_QUERY command: {name}. The client driver may require an upgrade. \
+             For more details see https://dochub.mongodb.org/core/legacy-opcode-removal"
+        ),
+        "code": 352,
+        "codeName": "UnsupportedOpQueryCommand",
+    }
 }

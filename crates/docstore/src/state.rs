@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::storage::Storage;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 pub struct ServerState {
@@ -15,6 +15,10 @@ pub struct ServerState {
     pub catalog: Catalog,
     pub cursors: CursorManager,
     pub started: Instant,
+    /// Client connections open right now (`serverStatus`); kept by the server's accept loop.
+    pub open_connections: AtomicI64,
+    /// The address the server listens on, once bound (`serverStatus`, `getCmdLineOpts`).
+    pub listen_addr: OnceLock<SocketAddr>,
     next_connection_id: AtomicI64,
 }
 
@@ -46,6 +50,8 @@ impl ServerState {
             config,
             catalog,
             started: Instant::now(),
+            open_connections: AtomicI64::new(0),
+            listen_addr: OnceLock::new(),
             next_connection_id: AtomicI64::new(1),
         }))
     }
@@ -55,6 +61,11 @@ impl ServerState {
             id: self.next_connection_id.fetch_add(1, Ordering::Relaxed),
             peer,
         }
+    }
+
+    /// Connections handed out since start (`serverStatus` `totalCreated`).
+    pub fn connections_created(&self) -> i64 {
+        self.next_connection_id.load(Ordering::Relaxed) - 1
     }
 
     /// Flush the journal (clean shutdown).

@@ -144,7 +144,7 @@ impl Number {
             Number::Int(i) => Some(i as i64),
             Number::Long(i) => Some(i),
             Number::Double(d) | Number::Decimal(d) => {
-                if d.fract() == 0.0 && d >= -9.223372036854776e18 && d < 9.223372036854776e18 {
+                if d.fract() == 0.0 && (-9.223372036854776e18..9.223372036854776e18).contains(&d) {
                     Some(d as i64)
                 } else {
                     None

@@ -1,10 +1,21 @@
-//! Aggregation pipelines: stage parsing and execution, accumulators and expressions.
-//! STUB: replaced by the aggregation module work.
+//! Aggregation pipelines: stage parsing and execution, accumulators and expressions, with
+//! MongoDB 7.0's semantics and error codes. Stages MongoDB has but docstore does not implement
+//! are refused by name, never ignored.
 
+mod accumulators;
+mod dates;
 pub mod expression;
+mod operators;
+mod projection;
+mod stages;
 
 use crate::error::{Error, Result};
-use bson::Document;
+use crate::query::{Filter, SortSpec};
+use accumulators::Group;
+use bson::{Bson, Document};
+use expression::Expression;
+use projection::Projection;
+use stages::{Bucket, Lookup, Unwind};
 
 /// Access a pipeline needs beyond its input: other collections of the same database.
 pub trait PipelineContext {
@@ -13,15 +24,425 @@ pub trait PipelineContext {
 }
 
 #[derive(Debug, Clone)]
-pub struct Pipeline {}
+enum Stage {
+    Match {
+        spec: Document,
+        filter: Filter,
+    },
+    /// `$project`, `$addFields`/`$set` and `$unset`.
+    Project(Projection),
+    Group(Group),
+    Sort(SortSpec),
+    Skip(u64),
+    Limit(u64),
+    Unwind(Unwind),
+    Count(String),
+    Lookup(Box<Lookup>),
+    ReplaceRoot {
+        expr: Expression,
+        /// `$replaceWith` names its argument differently in errors.
+        with: bool,
+    },
+    Facet(Vec<(String, Pipeline)>),
+    SortByCount(Expression),
+    Bucket(Box<Bucket>),
+    Sample(usize),
+}
+
+/// A parsed aggregation pipeline.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    stages: Vec<Stage>,
+    /// The stage names as written, parallel to `stages`.
+    names: Vec<String>,
+    vars: Document,
+}
+
+/// Stages MongoDB has that docstore refuses by name.
+const UNSUPPORTED_STAGES: &[&str] = &[
+    "$out",
+    "$merge",
+    "$geoNear",
+    "$search",
+    "$searchMeta",
+    "$vectorSearch",
+    "$listSearchIndexes",
+    "$changeStream",
+    "$changeStreamSplitLargeEvent",
+    "$graphLookup",
+    "$unionWith",
+    "$densify",
+    "$fill",
+    "$setWindowFields",
+    "$redact",
+    "$indexStats",
+    "$collStats",
+    "$currentOp",
+    "$listSessions",
+    "$listLocalSessions",
+    "$listSampledQueries",
+    "$planCacheStats",
+    "$bucketAuto",
+    "$documents",
+    "$shardedDataDistribution",
+];
 
 impl Pipeline {
     /// Parse the `pipeline` array of an `aggregate` command; `vars` are its `let` variables.
-    pub fn parse(_stages: &[Document], _vars: &Document) -> Result<Pipeline> {
-        Err(Error::not_supported("aggregation"))
+    pub fn parse(stages: &[Document], vars: &Document) -> Result<Pipeline> {
+        for name in vars.keys() {
+            expression::validate_variable_name(name)?;
+        }
+        Self::parse_with_system_vars(stages, vars)
     }
 
-    pub fn run(&self, _input: Vec<Document>, _ctx: &dyn PipelineContext) -> Result<Vec<Document>> {
-        Err(Error::not_supported("aggregation"))
+    /// Parse a sub-pipeline whose variables may include system ones (`$$NOW`) set by the
+    /// enclosing pipeline.
+    fn parse_with_system_vars(stages: &[Document], vars: &Document) -> Result<Pipeline> {
+        let parsed = stages
+            .iter()
+            .map(|s| parse_stage(s, vars))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Pipeline {
+            stages: parsed,
+            names: stages
+                .iter()
+                .filter_map(|s| s.keys().next().cloned())
+                .collect(),
+            vars: vars.clone(),
+        })
+    }
+
+    /// The filter of a leading `$match`, which the caller may answer with an index before
+    /// running the rest of the pipeline (see [`Pipeline::without_leading_match`]).
+    pub fn leading_match(&self) -> Option<&Document> {
+        match self.stages.first() {
+            Some(Stage::Match { spec, .. }) => Some(spec),
+            _ => None,
+        }
+    }
+
+    /// The pipeline minus its leading `$match` (unchanged when it has none), for a caller that
+    /// has already selected the matching documents.
+    pub fn without_leading_match(&self) -> Pipeline {
+        let skip = usize::from(self.leading_match().is_some());
+        Pipeline {
+            stages: self.stages[skip..].to_vec(),
+            names: self.names[skip..].to_vec(),
+            vars: self.vars.clone(),
+        }
+    }
+
+    /// Whether a top-level stage is named `name` (as written, e.g. "$set" or "$addFields").
+    pub fn has_stage(&self, name: &str) -> bool {
+        self.names.iter().any(|n| n == name)
+    }
+
+    /// The number of stages (after parsing; `$count` and friends count as one).
+    pub fn len(&self) -> usize {
+        self.stages.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.stages.is_empty()
+    }
+
+    pub fn run(&self, input: Vec<Document>, ctx: &dyn PipelineContext) -> Result<Vec<Document>> {
+        let mut vars = self.vars.clone();
+        // `$$NOW` is one instant for the whole pipeline.
+        if !vars.contains_key("NOW") {
+            vars.insert("NOW", Bson::DateTime(bson::DateTime::now()));
+        }
+        let mut docs = input;
+        let mut i = 0;
+        while i < self.stages.len() {
+            let stage = &self.stages[i];
+            // A sort feeding a limit keeps only the top k documents instead of sorting all.
+            if let Stage::Sort(spec) = stage {
+                match (self.stages.get(i + 1), self.stages.get(i + 2)) {
+                    (Some(Stage::Limit(n)), _) => {
+                        docs = stages::top_k(docs, spec, *n);
+                        i += 2;
+                        continue;
+                    }
+                    (Some(Stage::Skip(s)), Some(Stage::Limit(n))) => {
+                        let mut top = stages::top_k(docs, spec, s.saturating_add(*n));
+                        let s = (*s).min(top.len() as u64) as usize;
+                        top.drain(..s);
+                        docs = top;
+                        i += 3;
+                        continue;
+                    }
+                    _ => {}
+                }
+            }
+            docs = run_stage(stage, docs, &vars, ctx)?;
+            i += 1;
+        }
+        Ok(docs)
     }
 }
+
+fn parse_stage(stage: &Document, vars: &Document) -> Result<Stage> {
+    if stage.len() != 1 {
+        return Err(Error::location(
+            40323,
+            "A pipeline stage specification object must contain exactly one field.",
+        ));
+    }
+    let (name, spec) = stage.iter().next().expect("one field");
+    Ok(match name.as_str() {
+        "$match" => {
+            let Bson::Document(spec) = spec else {
+                return Err(Error::location(
+                    15959,
+                    "the match filter must be an expression in an object",
+                ));
+            };
+            Stage::Match {
+                filter: Filter::parse_with_vars(spec, vars)?,
+                spec: spec.clone(),
+            }
+        }
+        "$project" => {
+            let Bson::Document(spec) = spec else {
+                return Err(Error::location(
+                    15969,
+                    "$project specification must be an object",
+                ));
+            };
+            Stage::Project(Projection::parse_project(spec)?)
+        }
+        "$addFields" | "$set" => {
+            let Bson::Document(spec) = spec else {
+                return Err(Error::location(
+                    40272,
+                    format!(
+                        "{name} specification stage must be an object, got {}",
+                        crate::value::type_name(spec)
+                    ),
+                ));
+            };
+            Stage::Project(Projection::parse_add_fields(spec, name)?)
+        }
+        "$unset" => Stage::Project(Projection::parse_unset(spec)?),
+        "$group" => Stage::Group(Group::parse(spec)?),
+        "$sort" => {
+            let Bson::Document(spec) = spec else {
+                return Err(Error::location(
+                    15973,
+                    "the $sort key specification must be an object",
+                ));
+            };
+            if spec.is_empty() {
+                return Err(Error::location(
+                    15976,
+                    "$sort stage must have at least one sort key",
+                ));
+            }
+            Stage::Sort(SortSpec::parse(spec)?)
+        }
+        "$skip" => Stage::Skip(stages::parse_non_negative(spec, "$skip", 5107200)?),
+        "$limit" => {
+            let n = stages::parse_non_negative(spec, "$limit", 5107201)?;
+            if n == 0 {
+                return Err(Error::location(15958, "the limit must be positive"));
+            }
+            Stage::Limit(n)
+        }
+        "$unwind" => Stage::Unwind(Unwind::parse(spec)?),
+        "$count" => Stage::Count(stages::parse_count(spec)?),
+        "$lookup" => Stage::Lookup(Box::new(Lookup::parse(spec, vars)?)),
+        "$replaceRoot" => Stage::ReplaceRoot {
+            expr: stages::parse_replace_root(spec)?,
+            with: false,
+        },
+        "$replaceWith" => Stage::ReplaceRoot {
+            expr: Expression::parse(spec)?,
+            with: true,
+        },
+        "$facet" => Stage::Facet(parse_facet(spec, vars)?),
+        "$sortByCount" => Stage::SortByCount(stages::parse_sort_by_count(spec)?),
+        "$bucket" => Stage::Bucket(Box::new(Bucket::parse(spec)?)),
+        "$sample" => Stage::Sample(stages::parse_sample(spec)?),
+        other if UNSUPPORTED_STAGES.contains(&other) => {
+            return Err(Error::not_supported(other));
+        }
+        other => {
+            return Err(Error::location(
+                40324,
+                format!("Unrecognized pipeline stage name: '{other}'"),
+            ))
+        }
+    })
+}
+
+/// Stages a `$facet` sub-pipeline may not contain.
+const NOT_IN_FACET: &[&str] = &[
+    "$facet",
+    "$out",
+    "$merge",
+    "$geoNear",
+    "$indexStats",
+    "$collStats",
+    "$changeStream",
+    "$search",
+    "$searchMeta",
+];
+
+fn parse_facet(spec: &Bson, vars: &Document) -> Result<Vec<(String, Pipeline)>> {
+    let Bson::Document(spec) = spec else {
+        return Err(Error::location(
+            15947,
+            "the $facet specification must be a non-empty object",
+        ));
+    };
+    if spec.is_empty() {
+        return Err(Error::location(
+            40169,
+            "the $facet specification must be a non-empty object",
+        ));
+    }
+    let mut facets = Vec::new();
+    for (name, sub) in spec {
+        if name.is_empty() || name.starts_with('$') || name.contains('.') {
+            return Err(Error::location(
+                40172,
+                format!("$facet pipeline names must be valid field names: '{name}'"),
+            ));
+        }
+        let Bson::Array(items) = sub else {
+            return Err(Error::location(
+                40170,
+                format!(
+                    "arguments to $facet must be arrays, {name} is type {}",
+                    crate::value::type_name(sub)
+                ),
+            ));
+        };
+        let mut stages = Vec::with_capacity(items.len());
+        for item in items {
+            let Bson::Document(stage) = item else {
+                return Err(Error::location(
+                    40171,
+                    format!(
+                        "subpipeline of $facet stage must consist of only objects, but found \
+                         type {}",
+                        crate::value::type_name(item)
+                    ),
+                ));
+            };
+            if let Some(stage_name) = stage.keys().next() {
+                if NOT_IN_FACET.contains(&stage_name.as_str()) {
+                    return Err(Error::location(
+                        40600,
+                        format!("{stage_name} is not allowed to be used within a $facet stage"),
+                    ));
+                }
+            }
+            stages.push(stage.clone());
+        }
+        facets.push((
+            name.clone(),
+            Pipeline::parse_with_system_vars(&stages, vars)?,
+        ));
+    }
+    Ok(facets)
+}
+
+fn run_stage(
+    stage: &Stage,
+    mut docs: Vec<Document>,
+    vars: &Document,
+    ctx: &dyn PipelineContext,
+) -> Result<Vec<Document>> {
+    Ok(match stage {
+        Stage::Match { filter, .. } => {
+            docs.retain(|d| filter.matches(d));
+            docs
+        }
+        Stage::Project(p) => docs
+            .iter()
+            .map(|d| p.apply(d, &expression::Scope::new(d, vars)))
+            .collect::<Result<_>>()?,
+        Stage::Group(g) => g.run(&docs, vars)?,
+        Stage::Sort(spec) => {
+            // `sort_by` is stable: ties keep their input order.
+            docs.sort_by(|a, b| spec.compare(a, b));
+            docs
+        }
+        Stage::Skip(n) => {
+            let n = (*n).min(docs.len() as u64) as usize;
+            docs.drain(..n);
+            docs
+        }
+        Stage::Limit(n) => {
+            docs.truncate((*n).min(docs.len() as u64) as usize);
+            docs
+        }
+        Stage::Unwind(u) => u.run(docs),
+        Stage::Count(field) => {
+            if docs.is_empty() {
+                Vec::new()
+            } else {
+                let n = docs.len();
+                let count = i32::try_from(n).map_or(Bson::Int64(n as i64), Bson::Int32);
+                let mut out = Document::new();
+                out.insert(field.clone(), count);
+                vec![out]
+            }
+        }
+        Stage::Lookup(l) => l.run(docs, vars, ctx)?,
+        Stage::ReplaceRoot { expr, with } => docs
+            .iter()
+            .map(|d| stages::replace_root(expr, *with, d, vars))
+            .collect::<Result<_>>()?,
+        Stage::Facet(facets) => {
+            let mut out = Document::new();
+            for (name, pipeline) in facets {
+                let results = pipeline.run_with_vars(docs.clone(), vars, ctx)?;
+                out.insert(
+                    name.clone(),
+                    Bson::Array(results.into_iter().map(Bson::Document).collect()),
+                );
+            }
+            vec![out]
+        }
+        Stage::SortByCount(expr) => {
+            let mut groups = Group::count_by(expr.clone(), "count").run(&docs, vars)?;
+            groups.sort_by(|a, b| {
+                crate::value::compare(
+                    b.get("count").unwrap_or(&Bson::Null),
+                    a.get("count").unwrap_or(&Bson::Null),
+                )
+            });
+            groups
+        }
+        Stage::Bucket(b) => b.run(&docs, vars)?,
+        Stage::Sample(n) => stages::sample(docs, *n),
+    })
+}
+
+impl Pipeline {
+    /// Run as a sub-pipeline that shares its parent's variables (including `$$NOW`).
+    fn run_with_vars(
+        &self,
+        input: Vec<Document>,
+        vars: &Document,
+        ctx: &dyn PipelineContext,
+    ) -> Result<Vec<Document>> {
+        let mut merged = vars.clone();
+        for (k, v) in &self.vars {
+            merged.insert(k.clone(), v.clone());
+        }
+        Pipeline {
+            stages: self.stages.clone(),
+            names: self.names.clone(),
+            vars: merged,
+        }
+        .run(input, ctx)
+    }
+}
+
+#[cfg(test)]
+mod tests;

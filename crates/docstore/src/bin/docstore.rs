@@ -1,2 +1,219 @@
-//! `docstore --dbpath DIR [--port 27017] [--bind 127.0.0.1] [--in-memory]`. STUB.
-fn main() {}
+//! `docstore --dbpath DIR [--port 27017] [--bind 127.0.0.1] [--in-memory]`: run docstore on its
+//! own so that mongosh, Compass or any driver can connect to it.
+
+use docstore::{Config, Server};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: docstore --dbpath DIR [--port PORT] [--bind ADDRESS]
+       docstore --in-memory [--port PORT] [--bind ADDRESS]
+
+  --dbpath DIR      keep data in DIR (created if missing)
+  --in-memory       keep nothing on disk; all data is lost at exit
+  --port PORT       port to listen on (default 27017; 0 picks a free one)
+  --bind ADDRESS    address to listen on (default 127.0.0.1; docstore has no
+                    authentication, so think before binding anything else)
+  --help            show this help
+
+Logging goes to stderr; set RUST_LOG (default: info) to change it.";
+
+/// What the command line asked for.
+#[derive(Debug)]
+enum Command {
+    Run(Config),
+    Help,
+}
+
+fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
+    let mut dbpath: Option<PathBuf> = None;
+    let mut in_memory = false;
+    let mut port: u16 = 27017;
+    let mut bind = "127.0.0.1".to_string();
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        // Accept both `--port 27018` and `--port=27018`.
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_string(), Some(v.to_string())),
+            _ => (arg.clone(), None),
+        };
+        let mut value = |name: &str| -> Result<String, String> {
+            match inline.clone().or_else(|| args.next()) {
+                Some(v) if !v.is_empty() => Ok(v),
+                _ => Err(format!("{name} needs a value")),
+            }
+        };
+        match flag.as_str() {
+            "--help" | "-h" => return Ok(Command::Help),
+            "--dbpath" => dbpath = Some(PathBuf::from(value("--dbpath")?)),
+            "--port" => {
+                let v = value("--port")?;
+                port = v
+                    .parse()
+                    .map_err(|_| format!("--port must be a number from 0 to 65535, not '{v}'"))?;
+            }
+            "--bind" | "--bind_ip" => bind = value("--bind")?,
+            "--in-memory" => {
+                if inline.is_some() {
+                    return Err("--in-memory takes no value".to_string());
+                }
+                in_memory = true;
+            }
+            other => return Err(format!("unknown argument '{other}'")),
+        }
+    }
+    let config = match (dbpath, in_memory) {
+        (Some(_), true) => return Err("--dbpath and --in-memory cannot be combined".to_string()),
+        (None, false) => return Err("either --dbpath DIR or --in-memory is required".to_string()),
+        (Some(dir), false) => Config::persistent(dir),
+        (None, true) => Config::in_memory(),
+    };
+    Ok(Command::Run(Config {
+        bind,
+        port,
+        ..config
+    }))
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+}
+
+/// Resolves on SIGINT (Ctrl-C) or, on Unix, SIGTERM.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!("cannot listen for SIGTERM: {e}");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Writes to stdout without `println!`'s panic when nobody reads it any more (a closed pipe
+/// must not take the server down).
+fn say(text: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
+}
+
+fn main() -> ExitCode {
+    let config = match parse_args(std::env::args().skip(1)) {
+        Ok(Command::Run(config)) => config,
+        Ok(Command::Help) => {
+            say(&format!("{USAGE}\n"));
+            return ExitCode::SUCCESS;
+        }
+        Err(message) => {
+            eprintln!("docstore: {message}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("docstore: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        if let docstore::StorageMode::Directory(dir) = &config.storage {
+            if let Err(e) = std::fs::create_dir_all(dir) {
+                eprintln!("docstore: cannot create {}: {e}", dir.display());
+                return ExitCode::FAILURE;
+            }
+        }
+        let server = match Server::start(config).await {
+            Ok(server) => server,
+            Err(e) => {
+                eprintln!("docstore: {}", e.message);
+                return ExitCode::FAILURE;
+            }
+        };
+        say(&format!("docstore listening on {}\n", server.uri()));
+        stop_signal().await;
+        tracing::info!("stop requested; finishing commands in flight and flushing");
+        server.shutdown().await;
+        ExitCode::SUCCESS
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use docstore::StorageMode;
+
+    fn parse(args: &[&str]) -> Result<Command, String> {
+        parse_args(args.iter().map(|s| s.to_string()))
+    }
+
+    fn config(args: &[&str]) -> Config {
+        match parse(args) {
+            Ok(Command::Run(c)) => c,
+            other => panic!("expected a config, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn dbpath_with_defaults_listens_on_loopback_27017() {
+        let c = config(&["--dbpath", "/tmp/data"]);
+        assert_eq!(c.storage, StorageMode::Directory("/tmp/data".into()));
+        assert_eq!((c.bind.as_str(), c.port), ("127.0.0.1", 27017));
+    }
+
+    #[test]
+    fn port_bind_and_in_memory_are_read_in_both_spellings() {
+        let c = config(&["--in-memory", "--port=0", "--bind", "0.0.0.0"]);
+        assert_eq!(c.storage, StorageMode::InMemory);
+        assert_eq!((c.bind.as_str(), c.port), ("0.0.0.0", 0));
+        let c = config(&["--port", "27018", "--bind=::1", "--dbpath=/d"]);
+        assert_eq!((c.bind.as_str(), c.port), ("::1", 27018));
+    }
+
+    #[test]
+    fn bad_command_lines_are_explained() {
+        for (args, needle) in [
+            (&["--dbpath"][..], "needs a value"),
+            (&["--in-memory", "--port"][..], "needs a value"),
+            (&["--in-memory", "--port", "70000"][..], "--port must be"),
+            (&["--in-memory", "--frobnicate"][..], "unknown argument"),
+            (&[][..], "is required"),
+            (&["--in-memory", "--dbpath", "/x"][..], "cannot be combined"),
+            (&["--in-memory=yes"][..], "takes no value"),
+        ] {
+            let e = parse(args).expect_err("should be refused");
+            assert!(e.contains(needle), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn help_wins() {
+        assert!(matches!(
+            parse(&["--in-memory", "--help"]),
+            Ok(Command::Help)
+        ));
+    }
+}

@@ -1,20 +1,528 @@
-//! Handshake and administrative commands (`hello`, `ping`, `buildInfo`, ...).
-//! STUB: replaced by the wire module work.
+//! Handshake and administrative commands (`hello`, `ping`, `buildInfo`, `serverStatus`, ...): what
+//! drivers, mongosh and Compass ask a server about itself before and beside real work.
 
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
 use crate::state::{ConnectionInfo, ServerState};
-use bson::{doc, Document};
-use std::sync::Arc;
+use crate::wire::{MAX_BSON_OBJECT_SIZE, MAX_MESSAGE_SIZE};
+use bson::{doc, Bson, DateTime, Document};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+
+/// The MongoDB release docstore answers as.
+pub const MONGODB_VERSION: &str = "7.0.0";
+pub const MAX_WRITE_BATCH_SIZE: i32 = 100_000;
+pub const MIN_WIRE_VERSION: i32 = 0;
+/// MongoDB 7.0's wire version.
+pub const MAX_WIRE_VERSION: i32 = 21;
+/// `logicalSessionTimeoutMinutes` (MongoDB's default).
+pub const SESSION_TIMEOUT_MINUTES: i32 = 30;
+/// The connection limit `serverStatus` reports `available` against (MongoDB's default `maxConns`).
+const MAX_INCOMING_CONNECTIONS: i64 = 1_000_000;
 
 /// `None` when `name` is not an admin command.
 pub fn handle(
     name: &str,
-    _state: &Arc<ServerState>,
-    _conn: &ConnectionInfo,
-    _cmd: &Document,
+    state: &Arc<ServerState>,
+    conn: &ConnectionInfo,
+    cmd: &Document,
 ) -> Option<Result<Document>> {
-    match name {
-        "ping" => Some(Ok(doc! {})),
-        _ => None,
+    // Names compare exactly, as in MongoDB: only the registered aliases differ in case.
+    let reply = match name {
+        "hello" => Ok(hello(conn, true)),
+        "isMaster" | "ismaster" => Ok(hello(conn, false)),
+        "ping" => Ok(doc! {}),
+        "buildInfo" | "buildinfo" => Ok(build_info()),
+        "hostInfo" => Ok(host_info()),
+        "whatsmyuri" => Ok(whatsmyuri(conn)),
+        "getParameter" => get_parameter(cmd),
+        "getCmdLineOpts" => Ok(cmd_line_opts(state)),
+        "getLog" => get_log(cmd),
+        "serverStatus" => Ok(server_status(state)),
+        "connectionStatus" => Ok(connection_status(cmd)),
+        "endSessions"
+        | "killSessions"
+        | "killAllSessions"
+        | "killAllSessionsByPattern"
+        | "refreshSessions" => Ok(doc! {}),
+        "saslStart"
+        | "saslContinue"
+        | "authenticate"
+        | "logout"
+        | "createUser"
+        | "updateUser"
+        | "dropUser"
+        | "dropAllUsersFromDatabase"
+        | "createRole"
+        | "getnonce" => Err(Error::not_supported("authentication")),
+        _ => return None,
+    };
+    Some(reply)
+}
+
+/// The handshake reply of a standalone server. `hello` says `isWritablePrimary`, the legacy
+/// `isMaster` says `ismaster`. No `topologyVersion` is sent, so drivers poll rather than use
+/// the streaming (exhaust) protocol, and no `compression` is offered.
+fn hello(conn: &ConnectionInfo, modern: bool) -> Document {
+    let mut reply = Document::new();
+    if modern {
+        reply.insert("isWritablePrimary", true);
+    } else {
+        reply.insert("ismaster", true);
+    }
+    reply.insert("helloOk", true);
+    reply.insert("maxBsonObjectSize", MAX_BSON_OBJECT_SIZE as i32);
+    reply.insert("maxMessageSizeBytes", MAX_MESSAGE_SIZE as i32);
+    reply.insert("maxWriteBatchSize", MAX_WRITE_BATCH_SIZE);
+    reply.insert("localTime", DateTime::now());
+    reply.insert("logicalSessionTimeoutMinutes", SESSION_TIMEOUT_MINUTES);
+    reply.insert("connectionId", int_or_long(conn.id));
+    reply.insert("minWireVersion", MIN_WIRE_VERSION);
+    reply.insert("maxWireVersion", MAX_WIRE_VERSION);
+    reply.insert("readOnly", false);
+    reply
+}
+
+/// MongoDB sends small counters as int32 and switches to int64 only when needed.
+fn int_or_long(n: i64) -> Bson {
+    i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
+}
+
+fn build_info() -> Document {
+    doc! {
+        "version": MONGODB_VERSION,
+        "gitVersion": "docstore",
+        "modules": [],
+        "allocator": "system",
+        "javascriptEngine": "none",
+        "sysInfo": "deprecated",
+        "versionArray": [7, 0, 0, 0],
+        "bits": 64,
+        "debug": cfg!(debug_assertions),
+        "maxBsonObjectSize": MAX_BSON_OBJECT_SIZE as i32,
+        "storageEngines": [],
+        "docstore": {
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "embedded MongoDB-wire-compatible store; not a MongoDB server",
+        },
+    }
+}
+
+fn host_info() -> Document {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mut system = doc! {
+        "currentTime": DateTime::now(),
+        "hostname": hostname(),
+        "cpuAddrSize": 64,
+        "numCores": int_or_long(cores as i64),
+        "cpuArch": std::env::consts::ARCH,
+        "numaEnabled": false,
+    };
+    if let Some(mb) = memory_mb() {
+        system.insert("memSizeMB", mb);
+    }
+    let os_type = match std::env::consts::OS {
+        "linux" => "Linux",
+        "macos" => "Darwin",
+        "windows" => "Windows",
+        other => other,
+    };
+    doc! {
+        "system": system,
+        "os": { "type": os_type, "name": std::env::consts::OS },
+        "extra": {},
+    }
+}
+
+/// Total memory in MiB where the platform tells us cheaply (Linux).
+fn memory_mb() -> Option<i64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kb: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb / 1024)
+}
+
+/// The machine's name, looked up once.
+fn hostname() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+            .ok()
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .or_else(|| std::env::var("HOSTNAME").ok().filter(|s| !s.is_empty()))
+            .unwrap_or_else(|| "localhost".to_string())
+    })
+}
+
+fn whatsmyuri(conn: &ConnectionInfo) -> Document {
+    let you = conn
+        .peer
+        .map_or_else(|| "(embedded)".to_string(), |p| p.to_string());
+    doc! { "you": you }
+}
+
+/// Server parameters docstore reports.
+fn parameters() -> Vec<(&'static str, Bson)> {
+    vec![(
+        "featureCompatibilityVersion",
+        Bson::Document(doc! { "version": "7.0" }),
+    )]
+}
+
+/// `{getParameter: 1, <name>: 1, ...}` or `{getParameter: '*'}` (or `{allParameters: true}`).
+/// As in MongoDB, names it does not know are skipped; finding none at all is error 72.
+fn get_parameter(cmd: &Document) -> Result<Document> {
+    let (all, show_details) = match cmd.get("getParameter") {
+        Some(Bson::String(s)) => (s == "*", false),
+        Some(Bson::Document(opts)) => (
+            opts.get("allParameters").is_some_and(truthy),
+            opts.get("showDetails").is_some_and(truthy),
+        ),
+        _ => (false, false),
+    };
+    let mut reply = Document::new();
+    for (name, value) in parameters() {
+        if all || cmd.contains_key(name) {
+            let value = if show_details {
+                Bson::Document(doc! {
+                    "value": value,
+                    "settableAtRuntime": true,
+                    "settableAtStartup": false,
+                })
+            } else {
+                value
+            };
+            reply.insert(name, value);
+        }
+    }
+    if reply.is_empty() {
+        return Err(Error::new(
+            ErrorCode::InvalidOptions,
+            "no option found to get",
+        ));
+    }
+    Ok(reply)
+}
+
+fn truthy(v: &Bson) -> bool {
+    crate::value::is_truthy(v)
+}
+
+/// The command line of this process, and the settings docstore actually runs with.
+fn cmd_line_opts(state: &ServerState) -> Document {
+    let argv: Vec<Bson> = std::env::args().map(Bson::String).collect();
+    let config = &state.config;
+    let port = state
+        .listen_addr
+        .get()
+        .map_or(i32::from(config.port), |a| i32::from(a.port()));
+    let storage = match &config.storage {
+        crate::config::StorageMode::InMemory => doc! { "engine": "inMemory" },
+        crate::config::StorageMode::Directory(dir) => {
+            doc! { "dbPath": dir.to_string_lossy().into_owned() }
+        }
+    };
+    doc! {
+        "argv": argv,
+        "parsed": {
+            "net": { "bindIp": config.bind.clone(), "port": port },
+            "storage": storage,
+        },
+    }
+}
+
+/// docstore keeps no in-memory log buffers, so the two logs MongoDB names are always empty.
+fn get_log(cmd: &Document) -> Result<Document> {
+    match cmd.get("getLog") {
+        Some(Bson::String(s)) if s == "*" => Ok(doc! { "names": ["global", "startupWarnings"] }),
+        Some(Bson::String(s)) if s == "global" || s == "startupWarnings" => {
+            Ok(doc! { "totalLinesWritten": 0, "log": [] })
+        }
+        Some(Bson::String(s)) => Err(Error::location(
+            ErrorCode::Location(96).code(),
+            format!("No log named '{s}'"),
+        )
+        .with_extra(doc! { "codeName": "OperationFailed" })),
+        Some(other) => Err(Error::type_mismatch(format!(
+            "Argument to getLog must be of type String; found {} of type {}",
+            other,
+            crate::value::type_name(other)
+        ))),
+        None => Err(Error::failed_to_parse("getLog requires an argument")),
+    }
+}
+
+fn server_status(state: &ServerState) -> Document {
+    let uptime = state.started.elapsed();
+    let current = state.open_connections.load(Ordering::Relaxed).max(0);
+    let host = match state.listen_addr.get() {
+        Some(addr) if addr.port() != 27017 => format!("{}:{}", hostname(), addr.port()),
+        _ => hostname().to_string(),
+    };
+    doc! {
+        "host": host,
+        "version": MONGODB_VERSION,
+        "process": "docstore",
+        "pid": i64::from(std::process::id()),
+        "uptime": uptime.as_secs_f64().floor(),
+        "uptimeMillis": i64::try_from(uptime.as_millis()).unwrap_or(i64::MAX),
+        "uptimeEstimate": i64::try_from(uptime.as_secs()).unwrap_or(i64::MAX),
+        "localTime": DateTime::now(),
+        "connections": {
+            "current": int_or_long(current),
+            "available": int_or_long(MAX_INCOMING_CONNECTIONS.saturating_sub(current).max(0)),
+            "totalCreated": int_or_long(state.connections_created()),
+        },
+        "storageEngine": { "name": "docstore", "persistent": matches!(state.config.storage, crate::config::StorageMode::Directory(_)) },
+    }
+}
+
+fn connection_status(cmd: &Document) -> Document {
+    let mut auth_info = doc! {
+        "authenticatedUsers": [],
+        "authenticatedUserRoles": [],
+    };
+    if cmd.get("showPrivileges").is_some_and(truthy) {
+        auth_info.insert("authenticatedUserPrivileges", Bson::Array(vec![]));
+    }
+    doc! { "authInfo": auth_info }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn setup() -> (Arc<ServerState>, ConnectionInfo) {
+        let state = ServerState::open(Config::in_memory()).expect("in-memory state opens");
+        let conn = state.new_connection(Some("127.0.0.1:50123".parse().expect("addr")));
+        (state, conn)
+    }
+
+    fn run(name: &str, cmd: Document) -> Result<Document> {
+        let (state, conn) = setup();
+        handle(name, &state, &conn, &cmd).expect("is an admin command")
+    }
+
+    #[test]
+    fn hello_reports_a_writable_standalone_with_mongodb_limits() {
+        let (state, conn) = setup();
+        let r = handle("hello", &state, &conn, &doc! { "hello": 1 })
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.get_bool("isWritablePrimary").ok(), Some(true));
+        assert!(!r.contains_key("ismaster"));
+        assert_eq!(r.get_bool("helloOk").ok(), Some(true));
+        assert_eq!(r.get_i32("maxBsonObjectSize").ok(), Some(16_777_216));
+        assert_eq!(r.get_i32("maxMessageSizeBytes").ok(), Some(48_000_000));
+        assert_eq!(r.get_i32("maxWriteBatchSize").ok(), Some(100_000));
+        assert!(r.get_datetime("localTime").is_ok());
+        assert_eq!(r.get_i32("logicalSessionTimeoutMinutes").ok(), Some(30));
+        assert_eq!(r.get_i32("connectionId").ok(), Some(conn.id as i32));
+        assert_eq!(r.get_i32("minWireVersion").ok(), Some(0));
+        assert_eq!(r.get_i32("maxWireVersion").ok(), Some(21));
+        assert_eq!(r.get_bool("readOnly").ok(), Some(false));
+        assert!(!r.contains_key("compression"));
+        assert!(!r.contains_key("topologyVersion"));
+    }
+
+    #[test]
+    fn legacy_is_master_says_ismaster_in_both_spellings() {
+        for name in ["isMaster", "ismaster"] {
+            let r = run(name, doc! { name: 1 }).unwrap();
+            assert_eq!(r.get_bool("ismaster").ok(), Some(true), "{name}");
+            assert!(!r.contains_key("isWritablePrimary"));
+        }
+    }
+
+    #[test]
+    fn command_names_are_case_sensitive() {
+        let (state, conn) = setup();
+        for name in ["Hello", "PING", "ISMASTER", "buildINFO", "serverstatus"] {
+            assert!(
+                handle(name, &state, &conn, &doc! { name: 1 }).is_none(),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn build_info_reports_mongodb_7_and_names_docstore() {
+        for name in ["buildInfo", "buildinfo"] {
+            let r = run(name, doc! { name: 1 }).unwrap();
+            assert_eq!(r.get_str("version").ok(), Some("7.0.0"));
+            assert_eq!(
+                r.get_array("versionArray").ok(),
+                Some(&vec![
+                    Bson::Int32(7),
+                    Bson::Int32(0),
+                    Bson::Int32(0),
+                    Bson::Int32(0)
+                ])
+            );
+            assert_eq!(r.get_i32("bits").ok(), Some(64));
+            assert_eq!(r.get_i32("maxBsonObjectSize").ok(), Some(16_777_216));
+            assert!(r.get_array("storageEngines").is_ok());
+            assert!(r.get_document("docstore").is_ok());
+        }
+    }
+
+    #[test]
+    fn whatsmyuri_returns_the_peer_address() {
+        let r = run("whatsmyuri", doc! { "whatsmyuri": 1 }).unwrap();
+        assert_eq!(r.get_str("you").ok(), Some("127.0.0.1:50123"));
+    }
+
+    #[test]
+    fn get_parameter_returns_the_feature_compatibility_version() {
+        let expected = doc! { "version": "7.0" };
+        let r = run(
+            "getParameter",
+            doc! { "getParameter": 1, "featureCompatibilityVersion": 1 },
+        )
+        .unwrap();
+        assert_eq!(
+            r.get_document("featureCompatibilityVersion").ok(),
+            Some(&expected)
+        );
+        let r = run("getParameter", doc! { "getParameter": "*" }).unwrap();
+        assert_eq!(
+            r.get_document("featureCompatibilityVersion").ok(),
+            Some(&expected)
+        );
+        let r = run(
+            "getParameter",
+            doc! { "getParameter": { "showDetails": true }, "featureCompatibilityVersion": 1 },
+        )
+        .unwrap();
+        assert_eq!(
+            r.get_document("featureCompatibilityVersion")
+                .and_then(|d| d.get_document("value"))
+                .ok(),
+            Some(&expected)
+        );
+    }
+
+    #[test]
+    fn get_parameter_with_no_known_parameter_is_invalid_options() {
+        let e = run("getParameter", doc! { "getParameter": 1, "noSuchThing": 1 }).unwrap_err();
+        assert_eq!(e.code_number(), 72);
+        assert_eq!(e.message, "no option found to get");
+        let r = run(
+            "getParameter",
+            doc! { "getParameter": 1, "noSuchThing": 1, "featureCompatibilityVersion": 1 },
+        )
+        .unwrap();
+        assert!(!r.contains_key("noSuchThing"));
+    }
+
+    #[test]
+    fn get_log_lists_and_returns_empty_logs() {
+        let r = run("getLog", doc! { "getLog": "*" }).unwrap();
+        assert_eq!(
+            r.get_array("names").ok(),
+            Some(&vec![Bson::from("global"), Bson::from("startupWarnings")])
+        );
+        for name in ["global", "startupWarnings"] {
+            let r = run("getLog", doc! { "getLog": name }).unwrap();
+            assert_eq!(r.get_i32("totalLinesWritten").ok(), Some(0));
+            assert_eq!(r.get_array("log").map(Vec::len).ok(), Some(0));
+        }
+        let e = run("getLog", doc! { "getLog": 1 }).unwrap_err();
+        assert_eq!(e.code_number(), 14);
+        let e = run("getLog", doc! { "getLog": "nope" }).unwrap_err();
+        assert_eq!(
+            e.to_command_reply().get_str("codeName").ok(),
+            Some("OperationFailed")
+        );
+    }
+
+    #[test]
+    fn server_status_counts_connections() {
+        let (state, conn) = setup();
+        state.open_connections.fetch_add(2, Ordering::Relaxed);
+        let _second = state.new_connection(None);
+        let r = handle("serverStatus", &state, &conn, &doc! { "serverStatus": 1 })
+            .unwrap()
+            .unwrap();
+        assert_eq!(r.get_str("version").ok(), Some("7.0.0"));
+        assert_eq!(r.get_str("process").ok(), Some("docstore"));
+        assert!(r.get_i64("pid").is_ok());
+        assert!(r.get_f64("uptime").is_ok());
+        assert!(r.get_i64("uptimeMillis").is_ok());
+        assert!(r.get_datetime("localTime").is_ok());
+        let c = r.get_document("connections").unwrap();
+        assert_eq!(c.get_i32("current").ok(), Some(2));
+        assert_eq!(c.get_i32("available").ok(), Some(999_998));
+        assert_eq!(c.get_i32("totalCreated").ok(), Some(2));
+    }
+
+    #[test]
+    fn connection_status_reports_no_authenticated_users() {
+        let r = run("connectionStatus", doc! { "connectionStatus": 1 }).unwrap();
+        let auth = r.get_document("authInfo").unwrap();
+        assert_eq!(
+            auth.get_array("authenticatedUsers").map(Vec::len).ok(),
+            Some(0)
+        );
+        assert_eq!(
+            auth.get_array("authenticatedUserRoles").map(Vec::len).ok(),
+            Some(0)
+        );
+        assert!(!auth.contains_key("authenticatedUserPrivileges"));
+        let r = run(
+            "connectionStatus",
+            doc! { "connectionStatus": 1, "showPrivileges": true },
+        )
+        .unwrap();
+        assert!(r
+            .get_document("authInfo")
+            .unwrap()
+            .contains_key("authenticatedUserPrivileges"));
+    }
+
+    #[test]
+    fn session_commands_succeed() {
+        for name in ["endSessions", "killSessions", "killAllSessions"] {
+            assert!(run(name, doc! { name: [] }).is_ok(), "{name}");
+        }
+    }
+
+    #[test]
+    fn authentication_is_not_supported() {
+        for name in [
+            "saslStart",
+            "saslContinue",
+            "authenticate",
+            "logout",
+            "createUser",
+        ] {
+            let e = run(name, doc! { name: 1 }).unwrap_err();
+            assert_eq!(e.code_number(), 115, "{name}");
+            assert!(e.message.contains("authentication"));
+        }
+    }
+
+    #[test]
+    fn host_info_and_cmd_line_opts_have_their_sections() {
+        let r = run("hostInfo", doc! { "hostInfo": 1 }).unwrap();
+        assert!(r
+            .get_document("system")
+            .unwrap()
+            .get_str("hostname")
+            .is_ok());
+        assert!(r.get_document("os").unwrap().get_str("type").is_ok());
+        let r = run("getCmdLineOpts", doc! { "getCmdLineOpts": 1 }).unwrap();
+        assert!(r.get_array("argv").is_ok());
+        let parsed = r.get_document("parsed").unwrap();
+        assert_eq!(
+            parsed
+                .get_document("storage")
+                .unwrap()
+                .get_str("engine")
+                .ok(),
+            Some("inMemory")
+        );
     }
 }

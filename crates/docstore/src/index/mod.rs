@@ -1,12 +1,17 @@
 //! Secondary indexes: ordered key → record structures over an order-preserving encoding of BSON
 //! values, with unique, sparse and partial variants, multikey expansion and the query planner.
-//! STUB: replaced by the index module work.
 
 pub mod keystring;
 pub mod planner;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
+use crate::query::Filter;
+use crate::value::{compare_documents, type_name};
 use bson::{doc, Bson, Document};
+use std::cmp::Ordering;
+use std::collections::{BTreeSet, HashSet};
+use std::ops::Bound;
+use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 /// A document's position in its collection; also the natural (insertion) order.
 pub type RecordId = u64;
@@ -23,11 +28,105 @@ pub struct IndexSpec {
     pub expire_after_seconds: Option<i64>,
 }
 
+/// MongoDB's InvalidIndexSpecificationOption.
+const INVALID_INDEX_SPECIFICATION_OPTION: i32 = 197;
+
 impl IndexSpec {
     /// Parse one entry of `createIndexes.indexes` (validating options; unsupported kinds such as
     /// text or 2dsphere are errors naming the feature).
-    pub fn parse(_spec: &Document) -> Result<IndexSpec> {
-        Err(Error::not_supported("indexes"))
+    pub fn parse(spec: &Document) -> Result<IndexSpec> {
+        let mut key = None;
+        let mut name = None;
+        let mut unique = false;
+        let mut sparse = false;
+        let mut partial_filter = None;
+        let mut expire_after_seconds = None;
+        for (field, value) in spec {
+            match field.as_str() {
+                "key" => match value {
+                    Bson::Document(d) => key = Some(d.clone()),
+                    other => return Err(field_type_error("key", "an object", other)),
+                },
+                "name" => match value {
+                    Bson::String(s) => name = Some(s.clone()),
+                    other => return Err(field_type_error("name", "a string", other)),
+                },
+                "unique" => unique = option_flag("unique", value)?,
+                "sparse" => sparse = option_flag("sparse", value)?,
+                "partialFilterExpression" => match value {
+                    Bson::Document(d) => partial_filter = Some(d.clone()),
+                    other => {
+                        return Err(field_type_error(
+                            "partialFilterExpression",
+                            "an object",
+                            other,
+                        ))
+                    }
+                },
+                "expireAfterSeconds" => expire_after_seconds = Some(parse_ttl(value)?),
+                // Accepted and meaningless here: docstore always builds v2 indexes in the
+                // foreground.
+                "v" | "background" | "ns" | "storageEngine" => {}
+                "hidden" | "prepareUnique" => {
+                    if crate::value::is_truthy(value) {
+                        return Err(Error::not_supported(format!("{field} indexes")));
+                    }
+                }
+                "collation" => return Err(Error::not_supported("index collations")),
+                "weights" | "default_language" | "language_override" | "textIndexVersion" => {
+                    return Err(Error::not_supported("text indexes"))
+                }
+                "2dsphereIndexVersion" | "bits" | "min" | "max" | "bucketSize" => {
+                    return Err(Error::not_supported("geospatial indexes"))
+                }
+                "wildcardProjection" => return Err(Error::not_supported("wildcard indexes")),
+                "clustered" => return Err(Error::not_supported("clustered indexes")),
+                other => {
+                    return Err(Error::location(
+                        INVALID_INDEX_SPECIFICATION_OPTION,
+                        format!(
+                            "The field '{other}' is not valid for an index specification. \
+                             Specification: {}",
+                            keystring::render_document(spec)
+                        ),
+                    ))
+                }
+            }
+        }
+        let Some(key) = key else {
+            return Err(Error::failed_to_parse(
+                "The 'key' field is a required property of an index specification",
+            ));
+        };
+        let Some(name) = name else {
+            return Err(Error::failed_to_parse(
+                "The 'name' field is a required property of an index specification",
+            ));
+        };
+        let in_spec = |message: String| {
+            Error::new(
+                ErrorCode::CannotCreateIndex,
+                format!(
+                    "Error in specification {} :: caused by :: {message}",
+                    keystring::render_document(spec)
+                ),
+            )
+        };
+        if name.is_empty() {
+            return Err(in_spec("The index name cannot be empty".into()));
+        }
+        validate_key_pattern(&key).map_err(|e| match e {
+            KeyPatternError::Invalid(message) => in_spec(message),
+            KeyPatternError::Unsupported(e) => e,
+        })?;
+        Ok(IndexSpec {
+            name,
+            key,
+            unique,
+            sparse,
+            partial_filter,
+            expire_after_seconds,
+        })
     }
 
     /// The `_id_` index every collection has.
@@ -44,57 +143,942 @@ impl IndexSpec {
 
     /// The form `listIndexes` returns (`v: 2`, `key`, `name`, options that are set).
     pub fn to_document(&self) -> Document {
-        doc! { "v": 2, "key": self.key.clone(), "name": self.name.clone() }
+        let mut d = doc! { "v": 2, "key": self.key.clone(), "name": self.name.clone() };
+        // The _id index is unique by nature and MongoDB does not list the flag for it.
+        if self.unique && self.name != "_id_" {
+            d.insert("unique", true);
+        }
+        if self.sparse {
+            d.insert("sparse", true);
+        }
+        if let Some(filter) = &self.partial_filter {
+            d.insert("partialFilterExpression", filter.clone());
+        }
+        if let Some(secs) = self.expire_after_seconds {
+            match i32::try_from(secs) {
+                Ok(s) => d.insert("expireAfterSeconds", s),
+                Err(_) => d.insert("expireAfterSeconds", secs),
+            };
+        }
+        d
+    }
+
+    /// The name drivers and the shell generate for a key pattern: `{ a: 1, b: -1 }` → `a_1_b_-1`.
+    pub fn default_name(key: &Document) -> String {
+        let parts: Vec<String> = key
+            .iter()
+            .map(|(field, value)| {
+                let v = match value {
+                    Bson::Int32(i) => i.to_string(),
+                    Bson::Int64(i) => i.to_string(),
+                    Bson::Double(d) if d.fract() == 0.0 && d.abs() < 1e15 => {
+                        (*d as i64).to_string()
+                    }
+                    Bson::Double(d) => d.to_string(),
+                    Bson::String(s) => s.clone(),
+                    other => keystring::render(other),
+                };
+                format!("{field}_{v}")
+            })
+            .collect();
+        parts.join("_")
+    }
+
+    /// Compare a requested index (`self`) with an existing one for `createIndexes`:
+    /// `Ok(true)` when it is the same index (nothing to do), `Ok(false)` when they are
+    /// unrelated, and MongoDB's conflict errors (85 IndexOptionsConflict, 86
+    /// IndexKeySpecsConflict) otherwise.
+    pub fn same_definition(&self, existing: &IndexSpec) -> Result<bool> {
+        // Key pattern and partial filter identify an index; the other options only qualify it.
+        let same_key = compare_documents(&self.key, &existing.key) == Ordering::Equal;
+        let same_partial = match (&self.partial_filter, &existing.partial_filter) {
+            (None, None) => true,
+            (Some(a), Some(b)) => compare_documents(a, b) == Ordering::Equal,
+            _ => false,
+        };
+        let same_options = self.unique == existing.unique
+            && self.sparse == existing.sparse
+            && self.expire_after_seconds == existing.expire_after_seconds;
+        let both = || {
+            format!(
+                "Requested index: {}, existing index: {}",
+                keystring::render_document(&self.to_document()),
+                keystring::render_document(&existing.to_document())
+            )
+        };
+        if self.name == existing.name {
+            if !same_key || !same_partial {
+                return Err(Error::new(
+                    ErrorCode::IndexKeySpecsConflict,
+                    format!(
+                        "An existing index has the same name as the requested index. When index \
+                         names are not specified, they are auto generated and can cause \
+                         conflicts. Please refer to our documentation. {}",
+                        both()
+                    ),
+                ));
+            }
+            if same_options {
+                return Ok(true);
+            }
+            return Err(Error::new(
+                ErrorCode::IndexOptionsConflict,
+                format!(
+                    "An equivalent index already exists with the same name but different \
+                     options. {}",
+                    both()
+                ),
+            ));
+        }
+        if same_key && same_partial {
+            if same_options {
+                return Err(Error::new(
+                    ErrorCode::IndexOptionsConflict,
+                    format!(
+                        "Index already exists with a different name: {}",
+                        existing.name
+                    ),
+                ));
+            }
+            return Err(Error::new(
+                ErrorCode::IndexOptionsConflict,
+                format!(
+                    "An equivalent index already exists with a different name and options. {}",
+                    both()
+                ),
+            ));
+        }
+        Ok(false)
     }
 }
 
-/// One index's entries.
+fn field_type_error(field: &str, expected: &str, got: &Bson) -> Error {
+    Error::type_mismatch(format!(
+        "The field '{field}' must be {expected}, but got {}",
+        type_name(got)
+    ))
+}
+
+fn option_flag(field: &str, value: &Bson) -> Result<bool> {
+    match value {
+        Bson::Boolean(b) => Ok(*b),
+        v if crate::value::is_number(v) => Ok(crate::value::is_truthy(v)),
+        other => Err(field_type_error(field, "a boolean", other)),
+    }
+}
+
+fn parse_ttl(value: &Bson) -> Result<i64> {
+    let Some(secs) = crate::value::to_f64(value) else {
+        return Err(Error::new(
+            ErrorCode::CannotCreateIndex,
+            format!(
+                "TTL index 'expireAfterSeconds' option must be numeric, but received a type of \
+                 '{}'",
+                type_name(value)
+            ),
+        ));
+    };
+    if secs.is_nan() || !(0.0..=i32::MAX as f64).contains(&secs) {
+        return Err(Error::new(
+            ErrorCode::CannotCreateIndex,
+            "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a \
+             lower number",
+        ));
+    }
+    Ok(secs as i64)
+}
+
+enum KeyPatternError {
+    /// A malformed pattern (wrapped into "Error in specification …").
+    Invalid(String),
+    /// A legal index kind docstore does not implement.
+    Unsupported(Error),
+}
+
+fn validate_key_pattern(key: &Document) -> std::result::Result<(), KeyPatternError> {
+    use KeyPatternError::*;
+    if key.is_empty() {
+        return Err(Invalid("Index keys cannot be empty.".into()));
+    }
+    for (field, value) in key {
+        if field.is_empty() {
+            return Err(Invalid("Index keys cannot be an empty field.".into()));
+        }
+        if field == "$**" || field.ends_with(".$**") {
+            return Err(Unsupported(Error::not_supported("wildcard indexes")));
+        }
+        if field.starts_with('$') {
+            return Err(Invalid(
+                "Index key contains an illegal field name: field name starts with '$'.".into(),
+            ));
+        }
+        if field.split('.').any(str::is_empty) {
+            return Err(Invalid("Index keys cannot contain an empty field.".into()));
+        }
+        match value {
+            Bson::String(kind) => {
+                let feature = match kind.as_str() {
+                    "text" => "text indexes",
+                    "2dsphere" => "2dsphere indexes",
+                    "2d" => "2d indexes",
+                    "geoHaystack" => "geoHaystack indexes",
+                    "hashed" => "hashed indexes",
+                    "columnstore" => "columnstore indexes",
+                    other => return Err(Invalid(format!("Unknown index plugin '{other}'"))),
+                };
+                return Err(Unsupported(Error::not_supported(feature)));
+            }
+            v if crate::value::is_number(v) => {
+                let n = crate::value::to_f64(v).unwrap_or(0.0);
+                if n == 0.0 || n.is_nan() {
+                    return Err(Invalid(
+                        "Values in the index key pattern can't be 0.".into(),
+                    ));
+                }
+            }
+            other => {
+                return Err(Invalid(format!(
+                    "Values in v:2 index key pattern cannot be of type {}. Only numbers > 0, \
+                     numbers < 0, and strings are allowed.",
+                    type_name(other)
+                )))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Longest key stored without a separate allocation (ObjectIds, numbers, short strings).
+const INLINE_KEY: usize = 22;
+
+/// An encoded key as stored in an index: short keys live inside the entry itself, which
+/// halves the memory of typical indexes (an entry is 32 bytes with its record id).
+#[derive(Clone)]
+pub(crate) enum KeyBytes {
+    Inline { len: u8, bytes: [u8; INLINE_KEY] },
+    Heap(Box<[u8]>),
+}
+
+impl KeyBytes {
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            KeyBytes::Inline { len, bytes } => &bytes[..*len as usize],
+            KeyBytes::Heap(b) => b,
+        }
+    }
+}
+
+impl From<&[u8]> for KeyBytes {
+    fn from(key: &[u8]) -> Self {
+        if key.len() <= INLINE_KEY {
+            let mut bytes = [0u8; INLINE_KEY];
+            bytes[..key.len()].copy_from_slice(key);
+            KeyBytes::Inline {
+                len: key.len() as u8,
+                bytes,
+            }
+        } else {
+            KeyBytes::Heap(key.into())
+        }
+    }
+}
+
+impl PartialEq for KeyBytes {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_slice() == other.as_slice()
+    }
+}
+
+impl Eq for KeyBytes {}
+
+impl PartialOrd for KeyBytes {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for KeyBytes {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.as_slice().cmp(other.as_slice())
+    }
+}
+
+impl std::fmt::Debug for KeyBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:02x?}", self.as_slice())
+    }
+}
+
+/// One indexed path and its direction.
 #[derive(Debug, Clone)]
+struct KeyField {
+    path: String,
+    descending: bool,
+}
+
+/// One index's entries.
+#[derive(Debug)]
 pub struct Index {
     pub spec: IndexSpec,
+    fields: Vec<KeyField>,
+    partial: Option<Filter>,
+    /// Entries ordered by key, then record id.
+    entries: BTreeSet<(KeyBytes, RecordId)>,
+    /// Set once any document had an array on an indexed path (never cleared, like MongoDB).
+    multikey: AtomicBool,
+}
+
+impl Clone for Index {
+    fn clone(&self) -> Self {
+        Index {
+            spec: self.spec.clone(),
+            fields: self.fields.clone(),
+            partial: self.partial.clone(),
+            entries: self.entries.clone(),
+            multikey: AtomicBool::new(self.is_multikey()),
+        }
+    }
+}
+
+/// A value a key field takes for one key.
+#[derive(Debug, Clone, Copy)]
+enum Slot<'a> {
+    /// The path does not exist: indexed as null, and "not found" for sparse indexes.
+    Missing,
+    /// An empty array at the end of the path.
+    EmptyArray,
+    Value(&'a Bson),
+}
+
+/// What walking a dotted path up to the first array finds.
+enum Extracted<'a> {
+    Missing,
+    Value(&'a Bson),
+    /// An array that must be expanded: the array, its field name, and the rest of the path.
+    Array(&'a [Bson], &'a str, &'a str),
+}
+
+fn split_path(path: &str) -> (&str, &str) {
+    match path.split_once('.') {
+        Some((head, tail)) => (head, tail),
+        None => (path, ""),
+    }
+}
+
+fn positional(component: &str) -> Option<usize> {
+    if component.is_empty() || !component.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    component.parse().ok()
+}
+
+/// Walk `path` inside `obj`, stopping at the first array that needs expanding. A numeric
+/// component after an array selects that element (positional paths such as `a.0.b`).
+fn extract<'a>(obj: Option<&'a Document>, path: &'a str) -> Extracted<'a> {
+    let Some(doc) = obj else {
+        return Extracted::Missing;
+    };
+    let (head, tail) = split_path(path);
+    let Some(mut current) = doc.get(head) else {
+        return Extracted::Missing;
+    };
+    let mut name = head;
+    let mut rest = tail;
+    loop {
+        match current {
+            Bson::Array(items) => {
+                let (next, after) = split_path(rest);
+                match positional(next) {
+                    Some(i) if !rest.is_empty() => match items.get(i) {
+                        Some(item) => {
+                            current = item;
+                            name = next;
+                            rest = after;
+                        }
+                        None => return Extracted::Missing,
+                    },
+                    _ => return Extracted::Array(items, name, rest),
+                }
+            }
+            v if rest.is_empty() => return Extracted::Value(v),
+            Bson::Document(d) => {
+                let (next, after) = split_path(rest);
+                match d.get(next) {
+                    Some(v) => {
+                        current = v;
+                        name = next;
+                        rest = after;
+                    }
+                    None => return Extracted::Missing,
+                }
+            }
+            _ => return Extracted::Missing,
+        }
+    }
 }
 
 impl Index {
     pub fn new(spec: IndexSpec) -> Result<Index> {
-        Ok(Index { spec })
+        let mut fields = Vec::with_capacity(spec.key.len());
+        for (path, direction) in &spec.key {
+            let Some(n) = crate::value::to_f64(direction) else {
+                return Err(Error::not_supported(format!(
+                    "{} indexes",
+                    keystring::render(direction)
+                )));
+            };
+            fields.push(KeyField {
+                path: path.clone(),
+                descending: n < 0.0,
+            });
+        }
+        let partial = match &spec.partial_filter {
+            Some(filter) => Some(Filter::parse(filter)?),
+            None => None,
+        };
+        Ok(Index {
+            spec,
+            fields,
+            partial,
+            entries: BTreeSet::new(),
+            multikey: AtomicBool::new(false),
+        })
+    }
+
+    /// Field paths of the key pattern, in order, with `true` for descending fields.
+    pub fn key_fields(&self) -> impl Iterator<Item = (&str, bool)> {
+        self.fields.iter().map(|f| (f.path.as_str(), f.descending))
     }
 
     /// Encoded keys a document contributes (several for multikey; none when sparse/partial
     /// excludes it). Errors on parallel arrays in a compound key (code 171).
-    pub fn keys_for(&self, _doc: &Document) -> Result<Vec<Vec<u8>>> {
-        Ok(Vec::new())
+    pub fn keys_for(&self, doc: &Document) -> Result<Vec<Vec<u8>>> {
+        if let Some(filter) = &self.partial {
+            if !filter.matches(doc) {
+                return Ok(Vec::new());
+            }
+        }
+        let mut paths: Vec<Option<&str>> = self.fields.iter().map(|f| Some(&*f.path)).collect();
+        let mut fixed = vec![Slot::Missing; self.fields.len()];
+        let mut tuples = Vec::new();
+        let mut saw_array = false;
+        generate(
+            &mut paths,
+            &mut fixed,
+            Some(doc),
+            &mut tuples,
+            &mut saw_array,
+        )?;
+        if saw_array {
+            self.multikey.store(true, AtomicOrdering::Relaxed);
+        }
+        let mut keys = BTreeSet::new();
+        for tuple in tuples {
+            let found = tuple.iter().any(|s| !matches!(s, Slot::Missing));
+            if self.spec.sparse && !found {
+                continue;
+            }
+            let mut key = Vec::new();
+            for (slot, field) in tuple.iter().zip(&self.fields) {
+                let value = match slot {
+                    Slot::Missing => &Bson::Null,
+                    Slot::EmptyArray => &Bson::Undefined,
+                    Slot::Value(v) => *v,
+                };
+                if field.descending {
+                    keystring::encode_value_descending(value, &mut key);
+                } else {
+                    keystring::encode_value(value, &mut key);
+                }
+            }
+            keys.insert(key);
+        }
+        Ok(keys.into_iter().collect())
+    }
+
+    fn descending_flags(&self) -> Vec<bool> {
+        self.fields.iter().map(|f| f.descending).collect()
     }
 
     /// Duplicate-key check before inserting `keys` for record `rid` (E11000 error with
     /// `keyPattern`/`keyValue`; `ns` is `db.collection` for the message).
-    pub fn check_unique(&self, _keys: &[Vec<u8>], _rid: RecordId, _ns: &str) -> Result<()> {
+    pub fn check_unique(&self, keys: &[Vec<u8>], rid: RecordId, ns: &str) -> Result<()> {
+        if !self.spec.unique {
+            return Ok(());
+        }
+        for key in keys {
+            if self.records_with_key(key).any(|other| other != rid) {
+                return Err(self.duplicate_key_error(key, ns));
+            }
+        }
         Ok(())
     }
 
-    pub fn insert(&mut self, _keys: &[Vec<u8>], _rid: RecordId) {}
+    fn records_with_key<'a>(&'a self, key: &[u8]) -> impl Iterator<Item = RecordId> + 'a {
+        let lo = KeyBytes::from(key);
+        let hi = lo.clone();
+        self.entries
+            .range((
+                Bound::Included((lo, RecordId::MIN)),
+                Bound::Included((hi, RecordId::MAX)),
+            ))
+            .map(|(_, rid)| *rid)
+    }
 
-    pub fn remove(&mut self, _keys: &[Vec<u8>], _rid: RecordId) {}
+    fn duplicate_key_error(&self, key: &[u8], ns: &str) -> Error {
+        let values = keystring::decode_key(key, &self.descending_flags())
+            .unwrap_or_else(|| vec![Bson::Null; self.fields.len()]);
+        let mut key_value = Document::new();
+        for (field, value) in self.fields.iter().zip(values) {
+            key_value.insert(field.path.clone(), value);
+        }
+        Error::new(
+            ErrorCode::DuplicateKey,
+            format!(
+                "E11000 duplicate key error collection: {ns} index: {} dup key: {}",
+                self.spec.name,
+                keystring::render_document(&key_value)
+            ),
+        )
+        .with_extra(doc! { "keyPattern": self.spec.key.clone(), "keyValue": key_value })
+    }
+
+    pub fn insert(&mut self, keys: &[Vec<u8>], rid: RecordId) {
+        for key in keys {
+            self.entries.insert((KeyBytes::from(key.as_slice()), rid));
+        }
+    }
+
+    pub fn remove(&mut self, keys: &[Vec<u8>], rid: RecordId) {
+        for key in keys {
+            self.entries.remove(&(KeyBytes::from(key.as_slice()), rid));
+        }
+    }
 
     /// Record ids whose keys fall within `bounds`, in key order (reversed when `reverse`),
     /// each at most once.
     pub fn scan<'a>(
         &'a self,
-        _bounds: &'a planner::IndexBounds,
-        _reverse: bool,
+        bounds: &'a planner::IndexBounds,
+        reverse: bool,
     ) -> Box<dyn Iterator<Item = RecordId> + 'a> {
-        Box::new(std::iter::empty())
+        let ranges: Vec<_> = bounds
+            .ranges
+            .iter()
+            .filter_map(|r| r.btree_range())
+            .collect();
+        // One range over a single-key-per-document index cannot repeat a record.
+        let dedupe = self.is_multikey() || ranges.len() > 1;
+        let entries = &self.entries;
+        let ids: Box<dyn Iterator<Item = RecordId> + 'a> = if reverse {
+            Box::new(
+                ranges
+                    .into_iter()
+                    .rev()
+                    .flat_map(move |r| entries.range(r).rev().map(|(_, rid)| *rid)),
+            )
+        } else {
+            Box::new(
+                ranges
+                    .into_iter()
+                    .flat_map(move |r| entries.range(r).map(|(_, rid)| *rid)),
+            )
+        };
+        if dedupe {
+            let mut seen = HashSet::new();
+            Box::new(ids.filter(move |rid| seen.insert(*rid)))
+        } else {
+            ids
+        }
     }
 
-    /// Record id of the document whose `_id` equals `id` (for the `_id_` index).
-    pub fn lookup_exact(&self, _values: &[Bson]) -> Vec<RecordId> {
-        Vec::new()
+    /// Record ids of the documents whose key equals `values` (one value per key field; for the
+    /// `_id_` index, the `_id`).
+    pub fn lookup_exact(&self, values: &[Bson]) -> Vec<RecordId> {
+        if values.len() != self.fields.len() {
+            return Vec::new();
+        }
+        let mut key = Vec::new();
+        for (value, field) in values.iter().zip(&self.fields) {
+            if field.descending {
+                keystring::encode_value_descending(value, &mut key);
+            } else {
+                keystring::encode_value(value, &mut key);
+            }
+        }
+        self.records_with_key(&key).collect()
     }
 
     pub fn entry_count(&self) -> usize {
-        0
+        self.entries.len()
     }
 
     pub fn is_multikey(&self) -> bool {
-        false
+        self.multikey.load(AtomicOrdering::Relaxed)
+    }
+}
+
+/// MongoDB's key generation: resolve every pending path up to its first array; at most one
+/// distinct array may be expanded per level (otherwise the arrays are "parallel"), and each of
+/// its elements continues the paths that reached it.
+fn generate<'a>(
+    paths: &mut [Option<&'a str>],
+    fixed: &mut [Slot<'a>],
+    obj: Option<&'a Document>,
+    out: &mut Vec<Vec<Slot<'a>>>,
+    saw_array: &mut bool,
+) -> Result<()> {
+    let mut array: Option<(&'a [Bson], &'a str)> = None;
+    let mut expanding = Vec::new();
+    for i in 0..paths.len() {
+        let Some(path) = paths[i] else { continue };
+        match extract(obj, path) {
+            Extracted::Missing => {
+                fixed[i] = Slot::Missing;
+                paths[i] = None;
+            }
+            Extracted::Value(v) => {
+                fixed[i] = Slot::Value(v);
+                paths[i] = None;
+            }
+            Extracted::Array(items, name, rest) => {
+                match array {
+                    Some((existing, existing_name)) if !std::ptr::eq(existing, items) => {
+                        return Err(Error::new(
+                            ErrorCode::CannotIndexParallelArrays,
+                            format!("cannot index parallel arrays [{name}] [{existing_name}]"),
+                        ));
+                    }
+                    Some(_) => {}
+                    None => array = Some((items, name)),
+                }
+                expanding.push(i);
+                paths[i] = Some(rest);
+            }
+        }
+    }
+    let Some((items, _)) = array else {
+        out.push(fixed.to_vec());
+        return Ok(());
+    };
+    *saw_array = true;
+    // An empty array contributes one key: undefined where it ends the path, null beyond.
+    let elements: Vec<Option<&'a Bson>> = if items.is_empty() {
+        vec![None]
+    } else {
+        items.iter().map(Some).collect()
+    };
+    for element in elements {
+        let mut sub_paths = paths.to_vec();
+        let mut sub_fixed = fixed.to_vec();
+        for &i in &expanding {
+            if sub_paths[i] == Some("") {
+                sub_fixed[i] = match element {
+                    Some(v) => Slot::Value(v),
+                    None => Slot::EmptyArray,
+                };
+                sub_paths[i] = None;
+            }
+        }
+        let next = match element {
+            Some(Bson::Document(d)) => Some(d),
+            _ => None,
+        };
+        generate(&mut sub_paths, &mut sub_fixed, next, out, saw_array)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::oid::ObjectId;
+
+    fn index(spec: Document) -> Index {
+        Index::new(IndexSpec::parse(&spec).expect("valid spec")).expect("index builds")
+    }
+
+    fn decoded_keys(idx: &Index, d: &Document) -> Vec<Vec<Bson>> {
+        idx.keys_for(d)
+            .expect("keys")
+            .iter()
+            .map(|k| keystring::decode_key(k, &idx.descending_flags()).expect("decodes"))
+            .collect()
+    }
+
+    fn ints(values: &[i32]) -> Vec<Vec<Bson>> {
+        values.iter().map(|v| vec![Bson::Int32(*v)]).collect()
+    }
+
+    #[test]
+    fn spec_parse_reads_options_and_lists_them_back() {
+        let spec = IndexSpec::parse(&doc! {
+            "key": { "a": 1, "b": -1 }, "name": "a_1_b_-1", "unique": true, "sparse": true,
+            "expireAfterSeconds": 3600, "v": 2, "background": true,
+        })
+        .unwrap();
+        assert!(spec.unique && spec.sparse);
+        assert_eq!(spec.expire_after_seconds, Some(3600));
+        assert_eq!(
+            spec.to_document(),
+            doc! { "v": 2, "key": { "a": 1, "b": -1 }, "name": "a_1_b_-1", "unique": true,
+            "sparse": true, "expireAfterSeconds": 3600 }
+        );
+        assert_eq!(
+            IndexSpec::id_index().to_document(),
+            doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_" }
+        );
+    }
+
+    #[test]
+    fn spec_parse_rejects_unknown_options_with_code_197() {
+        let err =
+            IndexSpec::parse(&doc! { "key": { "a": 1 }, "name": "a_1", "bogus": 1 }).unwrap_err();
+        assert_eq!(err.code_number(), 197);
+        assert_eq!(
+            err.message,
+            "The field 'bogus' is not valid for an index specification. Specification: \
+             { key: { a: 1 }, name: \"a_1\", bogus: 1 }"
+        );
+    }
+
+    #[test]
+    fn spec_parse_names_unsupported_index_kinds() {
+        for (kind, feature) in [
+            ("text", "text indexes"),
+            ("2dsphere", "2dsphere indexes"),
+            ("2d", "2d indexes"),
+            ("hashed", "hashed indexes"),
+        ] {
+            let err = IndexSpec::parse(&doc! { "key": { "a": kind }, "name": "x" }).unwrap_err();
+            assert_eq!(err.code, ErrorCode::CommandNotSupported);
+            assert!(err.message.contains(feature), "{}", err.message);
+        }
+        let err = IndexSpec::parse(&doc! { "key": { "a": 0 }, "name": "x" }).unwrap_err();
+        assert_eq!(err.code_number(), 67);
+        let err = IndexSpec::parse(&doc! { "key": {}, "name": "x" }).unwrap_err();
+        assert_eq!(err.code_number(), 67);
+        let err = IndexSpec::parse(&doc! { "key": { "a": 1 } }).unwrap_err();
+        assert_eq!(err.code_number(), 9);
+    }
+
+    #[test]
+    fn default_names_join_fields_and_directions() {
+        assert_eq!(
+            IndexSpec::default_name(&doc! { "a": 1, "b.c": -1 }),
+            "a_1_b.c_-1"
+        );
+        assert_eq!(IndexSpec::default_name(&doc! { "a": 1.0 }), "a_1");
+    }
+
+    #[test]
+    fn same_definition_detects_noop_and_conflicts() {
+        let a = IndexSpec::parse(&doc! { "key": { "a": 1 }, "name": "a_1" }).unwrap();
+        assert_eq!(a.same_definition(&a.clone()), Ok(true));
+        let b = IndexSpec::parse(&doc! { "key": { "b": 1 }, "name": "b_1" }).unwrap();
+        assert_eq!(b.same_definition(&a), Ok(false));
+
+        let renamed_key = IndexSpec::parse(&doc! { "key": { "b": 1 }, "name": "a_1" }).unwrap();
+        let err = renamed_key.same_definition(&a).unwrap_err();
+        assert_eq!(err.code_number(), 86);
+        assert!(err
+            .message
+            .starts_with("An existing index has the same name as the requested index."));
+
+        let other_name = IndexSpec::parse(&doc! { "key": { "a": 1 }, "name": "mine" }).unwrap();
+        let err = other_name.same_definition(&a).unwrap_err();
+        assert_eq!(err.code_number(), 85);
+        assert_eq!(
+            err.message,
+            "Index already exists with a different name: a_1"
+        );
+
+        let unique =
+            IndexSpec::parse(&doc! { "key": { "a": 1 }, "name": "a_1", "unique": true }).unwrap();
+        let err = unique.same_definition(&a).unwrap_err();
+        assert_eq!(err.code_number(), 85);
+        assert!(err.message.starts_with(
+            "An equivalent index already exists with the same name but different options."
+        ));
+    }
+
+    #[test]
+    fn arrays_produce_one_key_per_element_and_mark_multikey() {
+        let idx = index(doc! { "key": { "a": 1 }, "name": "a_1" });
+        assert_eq!(decoded_keys(&idx, &doc! { "a": 5 }), ints(&[5]));
+        assert!(!idx.is_multikey());
+        assert_eq!(decoded_keys(&idx, &doc! { "a": [3, 1, 3] }), ints(&[1, 3]));
+        assert!(idx.is_multikey());
+        // Arrays nested in an array are indexed whole.
+        assert_eq!(
+            decoded_keys(&idx, &doc! { "a": [[1, 2]] }),
+            vec![vec![Bson::Array(vec![Bson::Int32(1), Bson::Int32(2)])]]
+        );
+        assert_eq!(
+            decoded_keys(&idx, &doc! { "a": [] }),
+            vec![vec![Bson::Undefined]]
+        );
+        assert_eq!(decoded_keys(&idx, &doc! { "b": 1 }), vec![vec![Bson::Null]]);
+    }
+
+    #[test]
+    fn dotted_paths_fan_out_through_arrays_of_documents() {
+        let idx = index(doc! { "key": { "a.b": 1 }, "name": "a.b_1" });
+        assert_eq!(
+            decoded_keys(
+                &idx,
+                &doc! { "a": [{ "b": 2 }, { "b": [3, 4] }, { "c": 1 }, 7] }
+            ),
+            vec![
+                vec![Bson::Null],
+                vec![Bson::Int32(2)],
+                vec![Bson::Int32(3)],
+                vec![Bson::Int32(4)],
+            ]
+        );
+        assert_eq!(
+            decoded_keys(&idx, &doc! { "a": { "b": { "c": 1 } } }),
+            vec![vec![Bson::Document(doc! { "c": 1 })]]
+        );
+        let positional = index(doc! { "key": { "a.1.b": 1 }, "name": "p" });
+        assert_eq!(
+            decoded_keys(&positional, &doc! { "a": [{ "b": 1 }, { "b": 2 }] }),
+            ints(&[2])
+        );
+    }
+
+    #[test]
+    fn compound_keys_pair_one_array_with_the_other_fields() {
+        let idx = index(doc! { "key": { "a": 1, "b": -1 }, "name": "ab" });
+        assert_eq!(
+            decoded_keys(&idx, &doc! { "a": [1, 2], "b": "x" }),
+            vec![
+                vec![Bson::Int32(1), Bson::String("x".into())],
+                vec![Bson::Int32(2), Bson::String("x".into())],
+            ]
+        );
+        // Two paths through the same array take their values from the same element.
+        let same = index(doc! { "key": { "a.x": 1, "a.y": 1 }, "name": "xy" });
+        assert_eq!(
+            decoded_keys(
+                &same,
+                &doc! { "a": [{ "x": 1, "y": 2 }, { "x": 3, "y": 4 }] }
+            ),
+            vec![
+                vec![Bson::Int32(1), Bson::Int32(2)],
+                vec![Bson::Int32(3), Bson::Int32(4)],
+            ]
+        );
+    }
+
+    #[test]
+    fn parallel_arrays_in_a_compound_key_are_refused() {
+        let idx = index(doc! { "key": { "a": 1, "b": 1 }, "name": "ab" });
+        let err = idx.keys_for(&doc! { "a": [1], "b": [2] }).unwrap_err();
+        assert_eq!(err.code_number(), 171);
+        assert_eq!(err.message, "cannot index parallel arrays [b] [a]");
+    }
+
+    #[test]
+    fn sparse_indexes_skip_documents_missing_every_key_field() {
+        let idx = index(doc! { "key": { "a": 1, "b": 1 }, "name": "ab", "sparse": true });
+        assert!(idx.keys_for(&doc! { "c": 1 }).unwrap().is_empty());
+        assert_eq!(idx.keys_for(&doc! { "b": 1 }).unwrap().len(), 1);
+        let single = index(doc! { "key": { "a": 1 }, "name": "a", "sparse": true });
+        assert!(single.keys_for(&doc! { "a": null }).unwrap().len() == 1);
+        assert!(single.keys_for(&doc! {}).unwrap().is_empty());
+    }
+
+    #[test]
+    fn unique_index_reports_duplicates_like_mongodb() {
+        let mut idx = index(doc! { "key": { "name": 1 }, "name": "name_1", "unique": true });
+        let keys = idx.keys_for(&doc! { "name": "x" }).unwrap();
+        idx.check_unique(&keys, 1, "db.coll").unwrap();
+        idx.insert(&keys, 1);
+        // The same record may keep its own key (updates).
+        idx.check_unique(&keys, 1, "db.coll").unwrap();
+        let err = idx.check_unique(&keys, 2, "db.coll").unwrap_err();
+        assert_eq!(err.code_number(), 11000);
+        assert_eq!(
+            err.message,
+            "E11000 duplicate key error collection: db.coll index: name_1 dup key: { name: \"x\" }"
+        );
+        assert_eq!(
+            err.extra,
+            Some(doc! { "keyPattern": { "name": 1 }, "keyValue": { "name": "x" } })
+        );
+        idx.remove(&keys, 1);
+        idx.check_unique(&keys, 2, "db.coll").unwrap();
+    }
+
+    #[test]
+    fn unique_index_treats_equal_numbers_of_any_type_as_duplicates() {
+        let mut idx = index(doc! { "key": { "a": 1, "b": 1 }, "name": "a_1_b_1", "unique": true });
+        idx.insert(&idx.keys_for(&doc! { "a": 1, "b": "x" }).unwrap(), 1);
+        let keys = idx.keys_for(&doc! { "a": 1.0, "b": "x" }).unwrap();
+        let err = idx.check_unique(&keys, 2, "db.c").unwrap_err();
+        assert_eq!(
+            err.message,
+            "E11000 duplicate key error collection: db.c index: a_1_b_1 dup key: { a: 1, b: \"x\" }"
+        );
+        let big = idx
+            .keys_for(&doc! { "a": 9_007_199_254_740_993i64, "b": "x" })
+            .unwrap();
+        idx.insert(&big, 3);
+        let near = idx
+            .keys_for(&doc! { "a": 9_007_199_254_740_992.0, "b": "x" })
+            .unwrap();
+        idx.check_unique(&near, 4, "db.c").unwrap();
+    }
+
+    #[test]
+    fn id_index_duplicates_render_object_ids() {
+        let mut idx = Index::new(IndexSpec::id_index()).unwrap();
+        let id = ObjectId::from_bytes([1; 12]);
+        let keys = idx.keys_for(&doc! { "_id": id }).unwrap();
+        idx.insert(&keys, 7);
+        assert_eq!(idx.lookup_exact(&[Bson::ObjectId(id)]), vec![7]);
+        let err = idx.check_unique(&keys, 8, "shop.products").unwrap_err();
+        assert_eq!(
+            err.message,
+            "E11000 duplicate key error collection: shop.products index: _id_ dup key: \
+             { _id: ObjectId('010101010101010101010101') }"
+        );
+    }
+
+    #[test]
+    fn short_keys_are_stored_inline_and_compare_as_bytes() {
+        assert_eq!(std::mem::size_of::<(KeyBytes, RecordId)>(), 32);
+        let short = KeyBytes::from(&[1u8, 2][..]);
+        let long = KeyBytes::from(&[1u8; 40][..]);
+        assert!(matches!(short, KeyBytes::Inline { .. }));
+        assert!(matches!(long, KeyBytes::Heap(_)));
+        assert!(long < short);
+        assert!(KeyBytes::from(&[1u8][..]) < short);
+    }
+
+    #[test]
+    fn full_scans_return_each_record_once_in_key_order() {
+        let mut idx = index(doc! { "key": { "a": -1 }, "name": "a_-1" });
+        for (rid, d) in [
+            (1, doc! { "a": 2 }),
+            (2, doc! { "a": [1, 3] }),
+            (3, doc! { "a": "s" }),
+            (4, doc! {}),
+        ] {
+            let keys = idx.keys_for(&d).unwrap();
+            idx.insert(&keys, rid);
+        }
+        assert_eq!(idx.entry_count(), 5);
+        let bounds = planner::IndexBounds::default();
+        // Descending index: "s" (strings above numbers), 3, 2, 1 (already seen), null.
+        assert_eq!(
+            idx.scan(&bounds, false).collect::<Vec<_>>(),
+            vec![3, 2, 1, 4]
+        );
+        assert_eq!(
+            idx.scan(&bounds, true).collect::<Vec<_>>(),
+            vec![4, 2, 1, 3]
+        );
     }
 }

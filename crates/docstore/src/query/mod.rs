@@ -5,6 +5,7 @@ pub mod path;
 pub mod projection;
 pub mod sort;
 
-pub use matcher::{ElementMatcher, Filter};
+pub use matcher::{ElemMatchCondition, ElementMatcher, Filter};
+pub use path::{collect_values, get_path, FieldPath};
 pub use projection::Projection;
 pub use sort::SortSpec;

@@ -1,14 +1,27 @@
 //! Durability: an append-only, checksummed journal of logical operations with group commit, and
 //! snapshots that let the journal be compacted. In-memory mode keeps nothing on disk.
-//! STUB: replaced by the storage module work.
+//!
+//! A data directory holds `journal-<n>.log` segments, `snapshot-<n>.db` files and a `LOCK` file.
+//! Snapshot `n` holds everything journaled before segment `n`; recovery loads the newest intact
+//! snapshot and replays segments `n, n+1, ...` on top. Writers only encode into a shared buffer;
+//! one background thread writes and fsyncs that buffer every commit interval, or at once when a
+//! `j: true` writer is waiting, and publishes the durable sequence number.
 
 pub mod journal;
 pub mod snapshot;
 
 use bson::{Bson, Document};
-use std::path::Path;
+use parking_lot::{Condvar, Mutex};
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
+use tokio::sync::watch;
+use tracing::{error, info, warn};
 
 /// One logical change, journaled after it has been applied in memory.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,53 +85,1184 @@ pub struct Recovered {
     pub ops: Vec<JournalOp>,
 }
 
+impl JournalOp {
+    /// The journal form of this operation, e.g. `{op: "put", db, coll, doc}`.
+    pub fn to_document(&self) -> Document {
+        journal::op_to_document(self)
+    }
+
+    /// Parse the journal form written by [`JournalOp::to_document`].
+    pub fn from_document(doc: &Document) -> Result<JournalOp, String> {
+        journal::op_from_document(doc)
+    }
+}
+
 /// Storage errors are I/O or corruption that recovery could not repair.
 pub type StorageResult<T> = std::io::Result<T>;
 
+/// The first journal segment of a new data directory.
+const FIRST_SEGMENT: u64 = 1;
+/// A buffer that grew larger than this (a burst, or a stalled disk) is not kept for reuse.
+const MAX_SPARE_CAPACITY: usize = 16 << 20;
+const LOCK_FILE: &str = "LOCK";
+
+fn segment_name(n: u64) -> String {
+    format!("journal-{n:016}.log")
+}
+
+fn snapshot_name(n: u64) -> String {
+    format!("snapshot-{n:016}.db")
+}
+
+fn snapshot_tmp_name(n: u64) -> String {
+    format!("snapshot-{n:016}.tmp")
+}
+
+fn parse_number(name: &str, prefix: &str, suffix: &str) -> Option<u64> {
+    let digits = name.strip_prefix(prefix)?.strip_suffix(suffix)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// The storage files found in a data directory.
+#[derive(Debug, Default)]
+struct Listing {
+    /// Segment number -> file size.
+    segments: BTreeMap<u64, u64>,
+    /// Snapshot tokens, ascending.
+    snapshots: Vec<u64>,
+    /// Snapshots whose writing never finished.
+    tmp: Vec<PathBuf>,
+}
+
+fn list_dir(dir: &Path) -> io::Result<Listing> {
+    let mut listing = Listing::default();
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let Ok(name) = entry.file_name().into_string() else {
+            continue;
+        };
+        if !entry.file_type()?.is_file() {
+            continue;
+        }
+        if let Some(n) = parse_number(&name, "journal-", ".log") {
+            listing.segments.insert(n, entry.metadata()?.len());
+        } else if let Some(n) = parse_number(&name, "snapshot-", ".db") {
+            listing.snapshots.push(n);
+        } else if parse_number(&name, "snapshot-", ".tmp").is_some() {
+            listing.tmp.push(entry.path());
+        }
+    }
+    listing.snapshots.sort_unstable();
+    Ok(listing)
+}
+
+/// Make created, renamed and deleted directory entries durable.
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+fn create_segment(dir: &Path, n: u64) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(dir.join(segment_name(n)))?;
+    // The new name must survive a crash, or acknowledged `j: true` writes in it would vanish.
+    sync_dir(dir)?;
+    Ok(file)
+}
+
+/// Hold an exclusive lock on `LOCK` so that a second server cannot share the directory.
+fn lock_dir(dir: &Path) -> io::Result<File> {
+    let path = dir.join(LOCK_FILE);
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)?;
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(fs::TryLockError::WouldBlock) => {
+            let mut holder = String::new();
+            let _ = file.read_to_string(&mut holder);
+            let holder = holder.trim();
+            let by = if holder.is_empty() {
+                String::from("another process")
+            } else {
+                format!("another process (pid {holder})")
+            };
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                format!(
+                    "data directory {} is in use by {by}: its {LOCK_FILE} file is locked",
+                    dir.display()
+                ),
+            ));
+        }
+        Err(fs::TryLockError::Error(e)) if e.kind() == io::ErrorKind::Unsupported => {
+            warn!(
+                "cannot lock {} on this file system ({e}); make sure no other docstore uses {}",
+                path.display(),
+                dir.display()
+            );
+        }
+        Err(fs::TryLockError::Error(e)) => return Err(e),
+    }
+    // The pid is only a hint for the message above; the lock itself is what excludes.
+    file.set_len(0)?;
+    file.write_all(std::process::id().to_string().as_bytes())?;
+    Ok(file)
+}
+
+/// Appended records that the flusher has not yet taken.
+struct Pending {
+    bytes: Vec<u8>,
+    /// Sequence number of the last append group in `bytes` (or already taken).
+    last_lsn: u64,
+    /// Someone waits in `wait_durable`: commit now rather than at the next tick.
+    urgent: bool,
+    shutdown: bool,
+}
+
+/// The open journal segment. Taking the pending buffer happens under this lock, so batches
+/// reach the file in append order even when the flusher, `flush` and `rotate` race.
+struct Writer {
+    file: File,
+    segment: u64,
+    /// Bytes of the segment known to be written and synced.
+    len: u64,
+    /// A batch whose write failed: it is written again, before anything newer, at the next commit.
+    failed: Vec<u8>,
+    failures: u64,
+    /// An emptied buffer kept to swap in for the pending one, to reuse its capacity.
+    spare: Vec<u8>,
+}
+
+impl Writer {
+    fn write_batch(&mut self, batch: &[u8]) -> io::Result<()> {
+        let result = (|| {
+            // After a failed attempt the file may hold part of a batch: overwrite it.
+            self.file.seek(SeekFrom::Start(self.len))?;
+            self.file.write_all(batch)?;
+            self.file.sync_data()
+        })();
+        match result {
+            Ok(()) => {
+                self.len += batch.len() as u64;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = self.file.set_len(self.len);
+                Err(e)
+            }
+        }
+    }
+}
+
+struct Shared {
+    dir: PathBuf,
+    commit_interval: Duration,
+    pending: Mutex<Pending>,
+    wake: Condvar,
+    writer: Mutex<Writer>,
+    durable: watch::Sender<u64>,
+    journal_bytes: AtomicU64,
+    /// Snapshots are written one at a time, so their clean-ups never race.
+    snapshot_lock: Mutex<()>,
+}
+
+impl Shared {
+    fn commit(&self) -> io::Result<()> {
+        let mut w = self.writer.lock();
+        self.commit_locked(&mut w)
+    }
+
+    /// Write and fsync everything appended so far, then publish it as durable.
+    fn commit_locked(&self, w: &mut Writer) -> io::Result<()> {
+        let spare = std::mem::take(&mut w.spare);
+        let (mut batch, lsn) = {
+            let mut p = self.pending.lock();
+            p.urgent = false;
+            (std::mem::replace(&mut p.bytes, spare), p.last_lsn)
+        };
+        if !w.failed.is_empty() {
+            let mut retry = std::mem::take(&mut w.failed);
+            retry.extend_from_slice(&batch);
+            batch = retry;
+        }
+        if !batch.is_empty() {
+            if let Err(e) = w.write_batch(&batch) {
+                w.failures += 1;
+                // Loud but bounded: the flusher retries every commit interval.
+                if w.failures == 1 || w.failures.is_multiple_of(50) {
+                    error!(
+                        segment = %self.dir.join(segment_name(w.segment)).display(),
+                        pending_bytes = batch.len(),
+                        attempts = w.failures,
+                        "journal write failed, writes are NOT durable; retrying: {e}"
+                    );
+                }
+                w.failed = batch;
+                return Err(e);
+            }
+            if w.failures > 0 {
+                warn!(
+                    attempts = w.failures,
+                    "journal write succeeded after failures"
+                );
+                w.failures = 0;
+            }
+        }
+        batch.clear();
+        if batch.capacity() <= MAX_SPARE_CAPACITY {
+            w.spare = batch;
+        }
+        self.durable.send_if_modified(|durable| {
+            let advanced = lsn > *durable;
+            if advanced {
+                *durable = lsn;
+            }
+            advanced
+        });
+        Ok(())
+    }
+}
+
+fn run_flusher(shared: Arc<Shared>) {
+    loop {
+        let shutdown = {
+            let mut p = shared.pending.lock();
+            if !p.urgent && !p.shutdown {
+                shared.wake.wait_for(&mut p, shared.commit_interval);
+            }
+            p.shutdown
+        };
+        // Errors were logged; the failed batch is kept and retried at the next tick.
+        let _ = shared.commit();
+        if shutdown {
+            return;
+        }
+    }
+}
+
+/// A data directory's open journal and the thread that commits it.
+struct Disk {
+    shared: Arc<Shared>,
+    flusher: Option<JoinHandle<()>>,
+    /// Held (locked) for as long as the directory is open.
+    _lock: File,
+}
+
+impl Drop for Disk {
+    fn drop(&mut self) {
+        self.shared.pending.lock().shutdown = true;
+        self.shared.wake.notify_one();
+        if let Some(flusher) = self.flusher.take() {
+            // The flusher makes a last commit before it exits.
+            if flusher.join().is_err() {
+                error!("journal flusher thread panicked");
+            }
+        }
+    }
+}
+
 /// The journal and snapshot files of one data directory, or nothing (in-memory).
-pub struct Storage {}
+///
+/// If writing the journal fails (disk full, I/O error), the flusher logs an error and keeps
+/// retrying the same bytes every commit interval; until a retry succeeds nothing more is reported
+/// durable, so `wait_durable` (`j: true` writes) keeps waiting rather than acknowledging data that
+/// is not on disk, and `flush`/`rotate` return the error. Rewriting the whole batch on retry also
+/// sidesteps Linux marking pages clean after a failed fsync.
+pub struct Storage {
+    disk: Option<Disk>,
+    /// Sequence numbers of in-memory mode.
+    memory_lsn: AtomicU64,
+}
+
+impl std::fmt::Debug for Storage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.disk {
+            Some(disk) => f
+                .debug_struct("Storage")
+                .field("dir", &disk.shared.dir)
+                .finish(),
+            None => f.write_str("Storage(in-memory)"),
+        }
+    }
+}
+
+/// The state recovery starts from: a snapshot (or nothing) and the first segment to replay.
+struct Base {
+    token: u64,
+    collections: Vec<CollectionImage>,
+    /// The newest snapshot was used, so older files are obsolete.
+    newest: bool,
+}
+
+fn data_loss(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, msg)
+}
+
+fn choose_base(dir: &Path, listing: &Listing) -> io::Result<Base> {
+    let mut failed: Vec<(u64, io::Error)> = Vec::new();
+    for &token in listing.snapshots.iter().rev() {
+        // An older snapshot only stands in if the journal after it is all still there.
+        if !failed.is_empty() && !listing.segments.contains_key(&token) {
+            break;
+        }
+        let path = dir.join(snapshot_name(token));
+        match snapshot::read_file(&path) {
+            Ok((t, collections)) if t == token => {
+                return Ok(Base {
+                    token,
+                    collections,
+                    newest: failed.is_empty(),
+                })
+            }
+            Ok((t, _)) => {
+                let e = data_loss(format!(
+                    "snapshot {} says it is snapshot {t}",
+                    path.display()
+                ));
+                warn!("{e}");
+                failed.push((token, e));
+            }
+            Err(e) => {
+                warn!("cannot use snapshot {}: {e}", path.display());
+                failed.push((token, e));
+            }
+        }
+    }
+    let no_snapshot = Base {
+        token: FIRST_SEGMENT,
+        collections: Vec::new(),
+        newest: failed.is_empty(),
+    };
+    if failed.is_empty() {
+        return Ok(no_snapshot);
+    }
+    if listing.segments.contains_key(&FIRST_SEGMENT) {
+        warn!("no usable snapshot; replaying the whole journal");
+        return Ok(no_snapshot);
+    }
+    let reasons: Vec<String> = failed.iter().map(|(_, e)| e.to_string()).collect();
+    Err(data_loss(format!(
+        "cannot recover {}: the newest snapshot is unreadable and the journal segments needed to \
+         rebuild it from an older one are gone ({}); restore the directory from a backup",
+        dir.display(),
+        reasons.join("; ")
+    )))
+}
+
+/// Set aside snapshots that failed to load, so that later recoveries do not trip on them again;
+/// the recovered state already covers them.
+fn quarantine_snapshots_after(dir: &Path, listing: &Listing, base: &Base) {
+    if base.newest {
+        return;
+    }
+    for &token in listing.snapshots.iter().filter(|&&t| t > base.token) {
+        let from = dir.join(snapshot_name(token));
+        let to = dir.join(format!("{}.corrupt", snapshot_name(token)));
+        match fs::rename(&from, &to) {
+            Ok(()) => warn!("moved unusable snapshot aside to {}", to.display()),
+            Err(e) => warn!("cannot move unusable snapshot {}: {e}", from.display()),
+        }
+    }
+}
+
+/// Replay segments `base.token, base.token + 1, ...`; returns their ops and total size.
+fn replay(dir: &Path, listing: &Listing, token: u64) -> io::Result<(Vec<JournalOp>, u64)> {
+    let segments: Vec<(u64, u64)> = listing
+        .segments
+        .range(token..)
+        .map(|(&n, &len)| (n, len))
+        .collect();
+    for (expected, &(n, _)) in (token..).zip(&segments) {
+        if n != expected {
+            return Err(data_loss(format!(
+                "journal segment {} is missing from {}; restore the directory from a backup",
+                dir.join(segment_name(expected)).display(),
+                dir.display()
+            )));
+        }
+    }
+    let mut ops = Vec::new();
+    let mut total = 0u64;
+    let mut payload = Vec::new();
+    for (i, &(n, len)) in segments.iter().enumerate() {
+        let path = dir.join(segment_name(n));
+        let file = OpenOptions::new().read(true).write(true).open(&path)?;
+        let mut r = BufReader::with_capacity(1 << 20, &file);
+        let mut offset = 0u64;
+        let bad = loop {
+            match journal::read_record(&mut r, len - offset, &mut payload)? {
+                journal::ReadRecord::Ok => {
+                    let group = journal::decode_group(&payload).map_err(|e| {
+                        data_loss(format!("{} at byte {offset}: {e}", path.display()))
+                    })?;
+                    ops.extend(group);
+                    offset += (journal::RECORD_HEADER_LEN + payload.len()) as u64;
+                }
+                journal::ReadRecord::End => break None,
+                journal::ReadRecord::Truncated => break Some("truncated"),
+                journal::ReadRecord::BadChecksum => break Some("checksum mismatch"),
+            }
+        };
+        if let Some(what) = bad {
+            // A crash can only tear the tail of the last segment written to; damage followed by
+            // more journal is corruption, and skipping it would silently lose writes.
+            if segments[i + 1..]
+                .iter()
+                .any(|&(_, later_len)| later_len > 0)
+            {
+                return Err(data_loss(format!(
+                    "journal {} is damaged at byte {offset} ({what}) but later segments hold \
+                     more writes; restore the directory from a backup",
+                    path.display()
+                )));
+            }
+            warn!(
+                "journal {} has a torn tail at byte {offset} ({what}): dropping the {} bytes \
+                 after it, which were never acknowledged as durable",
+                path.display(),
+                len - offset
+            );
+            drop(r);
+            file.set_len(offset)?;
+            file.sync_all()?;
+        }
+        total += offset;
+    }
+    Ok((ops, total))
+}
+
+/// The segment new appends go to: the last one if recovery left it empty (so that restarts do
+/// not pile up empty files), else a new one after it.
+fn new_segment_after_recovery(
+    dir: &Path,
+    listing: &Listing,
+    token: u64,
+) -> io::Result<(u64, File)> {
+    if let Some(&last) = listing.segments.keys().next_back() {
+        let path = dir.join(segment_name(last));
+        if last >= token && fs::metadata(&path)?.len() == 0 {
+            return Ok((last, OpenOptions::new().write(true).open(&path)?));
+        }
+        let next = (last + 1).max(token);
+        return Ok((next, create_segment(dir, next)?));
+    }
+    let segment = token.max(FIRST_SEGMENT);
+    Ok((segment, create_segment(dir, segment)?))
+}
+
+/// Delete snapshots and segments that the snapshot `token` makes obsolete.
+fn delete_obsolete(dir: &Path, token: u64) -> io::Result<()> {
+    let listing = list_dir(dir)?;
+    let mut deleted = false;
+    let obsolete_segments = listing
+        .segments
+        .range(..token)
+        .map(|(&n, _)| segment_name(n));
+    let obsolete_snapshots = listing
+        .snapshots
+        .iter()
+        .filter(|&&n| n < token)
+        .map(|&n| snapshot_name(n));
+    for name in obsolete_segments.chain(obsolete_snapshots) {
+        match fs::remove_file(dir.join(&name)) {
+            Ok(()) => deleted = true,
+            Err(e) => warn!("cannot delete obsolete {name}: {e}"),
+        }
+    }
+    if deleted {
+        sync_dir(dir)?;
+    }
+    Ok(())
+}
 
 impl Storage {
     pub fn in_memory() -> Storage {
-        Storage {}
+        Storage {
+            disk: None,
+            memory_lsn: AtomicU64::new(0),
+        }
     }
 
     /// Open (creating) a data directory and recover its contents.
-    pub fn open(_dir: &Path, _commit_interval: Duration) -> StorageResult<(Storage, Recovered)> {
-        Ok((Storage {}, Recovered::default()))
+    pub fn open(dir: &Path, commit_interval: Duration) -> StorageResult<(Storage, Recovered)> {
+        fs::create_dir_all(dir)?;
+        let lock = lock_dir(dir)?;
+        let listing = list_dir(dir)?;
+        for tmp in &listing.tmp {
+            warn!("removing unfinished snapshot {}", tmp.display());
+            if let Err(e) = fs::remove_file(tmp) {
+                warn!("cannot remove {}: {e}", tmp.display());
+            }
+        }
+        let base = choose_base(dir, &listing)?;
+        let (ops, journal_bytes) = replay(dir, &listing, base.token)?;
+        quarantine_snapshots_after(dir, &listing, &base);
+        if base.newest && base.token > FIRST_SEGMENT {
+            // Finish a clean-up that a crash interrupted.
+            delete_obsolete(dir, base.token)?;
+        }
+        let (segment, file) = new_segment_after_recovery(dir, &listing, base.token)?;
+        info!(
+            dir = %dir.display(),
+            snapshot = base.token,
+            collections = base.collections.len(),
+            replayed_ops = ops.len(),
+            "recovered data directory"
+        );
+
+        let (durable, _) = watch::channel(0u64);
+        let shared = Arc::new(Shared {
+            dir: dir.to_path_buf(),
+            commit_interval,
+            pending: Mutex::new(Pending {
+                bytes: Vec::new(),
+                last_lsn: 0,
+                urgent: false,
+                shutdown: false,
+            }),
+            wake: Condvar::new(),
+            writer: Mutex::new(Writer {
+                file,
+                segment,
+                len: 0,
+                failed: Vec::new(),
+                failures: 0,
+                spare: Vec::new(),
+            }),
+            durable,
+            journal_bytes: AtomicU64::new(journal_bytes),
+            snapshot_lock: Mutex::new(()),
+        });
+        let flusher = {
+            let shared = Arc::clone(&shared);
+            std::thread::Builder::new()
+                .name("docstore-journal".into())
+                .spawn(move || run_flusher(shared))?
+        };
+        let storage = Storage {
+            disk: Some(Disk {
+                shared,
+                flusher: Some(flusher),
+                _lock: lock,
+            }),
+            memory_lsn: AtomicU64::new(0),
+        };
+        let recovered = Recovered {
+            collections: base.collections,
+            ops,
+        };
+        Ok((storage, recovered))
     }
 
     /// Append operations (one group, written together); returns the sequence number to wait on.
-    pub fn append(&self, _ops: &[JournalOp]) -> u64 {
-        0
+    /// Never does I/O: the group is encoded and queued for the next group commit. An operation
+    /// that cannot be encoded is logged and left out of the journal (see [`Storage::try_append`]).
+    pub fn append(&self, ops: &[JournalOp]) -> u64 {
+        match self.try_append(ops) {
+            Ok(lsn) => lsn,
+            Err(e) => {
+                error!("cannot journal a write, it will not survive a restart: {e}");
+                self.last_lsn()
+            }
+        }
+    }
+
+    /// Like [`Storage::append`], but reports an operation that cannot be encoded as BSON.
+    pub fn try_append(&self, ops: &[JournalOp]) -> StorageResult<u64> {
+        let Some(disk) = &self.disk else {
+            return Ok(self.memory_lsn.fetch_add(1, Ordering::Relaxed) + 1);
+        };
+        if ops.is_empty() {
+            return Ok(self.last_lsn());
+        }
+        // Encode outside the lock so concurrent writers only contend for a memcpy.
+        let mut record = Vec::with_capacity(512);
+        record.extend_from_slice(&[0; journal::RECORD_HEADER_LEN]);
+        journal::encode_group(ops, &mut record)?;
+        let header = journal::record_header(&record[journal::RECORD_HEADER_LEN..])?;
+        record[..journal::RECORD_HEADER_LEN].copy_from_slice(&header);
+        let shared = &disk.shared;
+        shared
+            .journal_bytes
+            .fetch_add(record.len() as u64, Ordering::Relaxed);
+        let mut p = shared.pending.lock();
+        p.bytes.extend_from_slice(&record);
+        p.last_lsn += 1;
+        Ok(p.last_lsn)
+    }
+
+    /// The sequence number of the last append group.
+    pub fn last_lsn(&self) -> u64 {
+        match &self.disk {
+            Some(disk) => disk.shared.pending.lock().last_lsn,
+            None => self.memory_lsn.load(Ordering::Relaxed),
+        }
+    }
+
+    /// The highest sequence number known to be on disk (everything in memory mode).
+    pub fn durable_lsn(&self) -> u64 {
+        match &self.disk {
+            Some(disk) => *disk.shared.durable.borrow(),
+            None => self.memory_lsn.load(Ordering::Relaxed),
+        }
     }
 
     /// Wait until everything up to `lsn` is on disk (`j: true`); immediate in memory.
-    pub async fn wait_durable(&self, _lsn: u64) {}
+    pub async fn wait_durable(&self, lsn: u64) {
+        let Some(disk) = &self.disk else {
+            return;
+        };
+        let shared = &disk.shared;
+        let mut durable = shared.durable.subscribe();
+        if *durable.borrow() >= lsn {
+            return;
+        }
+        shared.pending.lock().urgent = true;
+        shared.wake.notify_one();
+        // Err only if the storage is being dropped, and then nobody can wait any longer.
+        let _ = durable.wait_for(|&d| d >= lsn).await;
+    }
 
     /// Journal bytes written since the last snapshot.
     pub fn journal_bytes(&self) -> u64 {
-        0
+        match &self.disk {
+            Some(disk) => disk.shared.journal_bytes.load(Ordering::Relaxed),
+            None => 0,
+        }
     }
 
     /// Start a new journal segment; the snapshot taken at this point covers everything before.
     /// Call with writes excluded. Returns a token for [`Storage::write_snapshot`].
     pub fn rotate(&self) -> StorageResult<u64> {
-        Ok(0)
+        let Some(disk) = &self.disk else {
+            return Ok(0);
+        };
+        let shared = &disk.shared;
+        let mut w = shared.writer.lock();
+        shared.commit_locked(&mut w)?;
+        let next = w.segment + 1;
+        w.file = create_segment(&shared.dir, next)?;
+        w.segment = next;
+        w.len = 0;
+        shared.journal_bytes.store(0, Ordering::Relaxed);
+        Ok(next)
     }
 
     /// Write a snapshot of `collections` (state at the rotation `token`), then delete the journal
     /// segments it covers. Safe to run while new writes are appended.
-    pub fn write_snapshot(
-        &self,
-        _token: u64,
-        _collections: &[CollectionImage],
-    ) -> StorageResult<()> {
-        Ok(())
+    pub fn write_snapshot(&self, token: u64, collections: &[CollectionImage]) -> StorageResult<()> {
+        let Some(disk) = &self.disk else {
+            return Ok(());
+        };
+        let shared = &disk.shared;
+        let _one_at_a_time = shared.snapshot_lock.lock();
+        let current = shared.writer.lock().segment;
+        if token == 0 || token > current {
+            // Deleting segments below a token from the future would delete live journal.
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("snapshot token {token} was not returned by rotate (segment {current})"),
+            ));
+        }
+        let dir = &shared.dir;
+        let tmp = dir.join(snapshot_tmp_name(token));
+        if let Err(e) = snapshot::write_file(&tmp, token, collections) {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        fs::rename(&tmp, dir.join(snapshot_name(token)))?;
+        sync_dir(dir)?;
+        delete_obsolete(dir, token)
     }
 
     /// Flush and fsync everything appended so far (clean shutdown).
     pub fn flush(&self) -> StorageResult<()> {
-        Ok(())
+        match &self.disk {
+            Some(disk) => disk.shared.commit(),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+    use std::time::Instant;
+
+    const FAST: Duration = Duration::from_millis(10);
+
+    fn put(i: i32) -> JournalOp {
+        JournalOp::Put {
+            db: "shop".into(),
+            coll: "items".into(),
+            doc: doc! {"_id": i, "name": format!("item {i}")},
+        }
+    }
+
+    fn segments(dir: &Path) -> Vec<u64> {
+        list_dir(dir).unwrap().segments.keys().copied().collect()
+    }
+
+    fn open(dir: &Path) -> (Storage, Recovered) {
+        Storage::open(dir, FAST).unwrap()
+    }
+
+    /// Append three groups, flush, close; returns the path of the segment that holds them.
+    fn write_three_groups(dir: &Path) -> PathBuf {
+        let (s, _) = open(dir);
+        s.append(&[put(1)]);
+        s.append(&[put(2), put(3)]);
+        s.append(&[put(4)]);
+        s.flush().unwrap();
+        let seg = *segments(dir).last().unwrap();
+        dir.join(segment_name(seg))
+    }
+
+    #[test]
+    fn appended_ops_come_back_in_order_after_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (s, rec) = open(dir.path());
+            assert!(rec.ops.is_empty() && rec.collections.is_empty());
+            let ops = [
+                JournalOp::CreateCollection {
+                    db: "shop".into(),
+                    coll: "items".into(),
+                    options: doc! {},
+                },
+                put(1),
+                JournalOp::Delete {
+                    db: "shop".into(),
+                    coll: "items".into(),
+                    id: Bson::Int32(1),
+                },
+            ];
+            assert_eq!(s.append(&ops[..1]), 1);
+            assert_eq!(s.append(&ops[1..]), 2);
+            s.flush().unwrap();
+        }
+        let (_s, rec) = open(dir.path());
+        assert_eq!(rec.ops.len(), 3);
+        assert!(matches!(rec.ops[0], JournalOp::CreateCollection { .. }));
+        assert_eq!(rec.ops[1], put(1));
+        assert!(matches!(rec.ops[2], JournalOp::Delete { .. }));
+    }
+
+    #[test]
+    fn dropping_the_storage_flushes_what_was_appended() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (s, _) = Storage::open(dir.path(), Duration::from_secs(3600)).unwrap();
+            s.append(&[put(1)]);
+            s.append(&[put(2)]);
+        }
+        let (_s, rec) = open(dir.path());
+        assert_eq!(rec.ops, vec![put(1), put(2)]);
+    }
+
+    #[test]
+    fn restarting_without_writes_does_not_pile_up_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        write_three_groups(dir.path());
+        for _ in 0..3 {
+            drop(open(dir.path()));
+        }
+        assert_eq!(segments(dir.path()).len(), 2);
+        let (_s, rec) = open(dir.path());
+        assert_eq!(rec.ops.len(), 4);
+    }
+
+    #[test]
+    fn a_truncated_last_record_is_dropped_and_earlier_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let seg = write_three_groups(dir.path());
+        let len = fs::metadata(&seg).unwrap().len();
+        OpenOptions::new()
+            .write(true)
+            .open(&seg)
+            .unwrap()
+            .set_len(len - 5)
+            .unwrap();
+        {
+            let (s, rec) = open(dir.path());
+            assert_eq!(rec.ops, vec![put(1), put(2), put(3)]);
+            // The torn bytes are cut off, so the file ends at the last good record.
+            let last_record = 8 + {
+                let mut b = Vec::new();
+                journal::encode_group(&[put(4)], &mut b).unwrap();
+                b.len() as u64
+            };
+            assert_eq!(fs::metadata(&seg).unwrap().len(), len - last_record);
+            s.append(&[put(5)]);
+        }
+        let (_s, rec) = open(dir.path());
+        assert_eq!(rec.ops, vec![put(1), put(2), put(3), put(5)]);
+    }
+
+    #[test]
+    fn a_record_cut_inside_its_header_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let seg = write_three_groups(dir.path());
+        let mut bytes = fs::read(&seg).unwrap();
+        bytes.extend_from_slice(&[7, 0, 0]);
+        fs::write(&seg, &bytes).unwrap();
+        let (_s, rec) = open(dir.path());
+        assert_eq!(rec.ops.len(), 4);
+        assert_eq!(fs::metadata(&seg).unwrap().len(), bytes.len() as u64 - 3);
+    }
+
+    #[test]
+    fn a_bad_checksum_in_the_tail_drops_that_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let seg = write_three_groups(dir.path());
+        let mut bytes = fs::read(&seg).unwrap();
+        let last = bytes.len() - 3;
+        bytes[last] ^= 0xff;
+        fs::write(&seg, &bytes).unwrap();
+        let (_s, rec) = open(dir.path());
+        assert_eq!(rec.ops, vec![put(1), put(2), put(3)]);
+    }
+
+    #[test]
+    fn damage_followed_by_more_journal_refuses_to_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let seg = write_three_groups(dir.path());
+        {
+            let (s, _) = open(dir.path());
+            s.append(&[put(9)]);
+        }
+        let mut bytes = fs::read(&seg).unwrap();
+        bytes[12] ^= 0xff;
+        fs::write(&seg, &bytes).unwrap();
+        let err = Storage::open(dir.path(), FAST).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert!(err.to_string().contains("damaged"), "{err}");
+        // Nothing was truncated: the data is still there for a person to rescue.
+        assert_eq!(fs::read(&seg).unwrap(), bytes);
+    }
+
+    #[test]
+    fn a_snapshot_plus_later_ops_is_recovered_and_old_segments_are_deleted() {
+        let dir = tempfile::tempdir().unwrap();
+        let token;
+        {
+            let (s, _) = open(dir.path());
+            s.append(&[put(1)]);
+            s.append(&[put(2)]);
+            token = s.rotate().unwrap();
+            assert_eq!(s.journal_bytes(), 0);
+            let image = CollectionImage {
+                db: "shop".into(),
+                coll: "items".into(),
+                options: doc! {},
+                indexes: vec![doc! {"v": 2, "key": {"name": 1}, "name": "name_1"}],
+                docs: vec![
+                    Arc::new(doc! {"_id": 1, "name": "item 1"}),
+                    Arc::new(doc! {"_id": 2, "name": "item 2"}),
+                ],
+            };
+            // Appends may continue while the snapshot is written.
+            s.append(&[put(3)]);
+            s.write_snapshot(token, &[image]).unwrap();
+            s.append(&[put(4)]);
+            assert!(segments(dir.path()).iter().all(|&n| n >= token));
+        }
+        let listing = list_dir(dir.path()).unwrap();
+        assert_eq!(listing.snapshots, vec![token]);
+        let (_s, rec) = open(dir.path());
+        assert_eq!(rec.collections.len(), 1);
+        assert_eq!(rec.collections[0].docs.len(), 2);
+        assert_eq!(rec.collections[0].indexes.len(), 1);
+        assert_eq!(rec.ops, vec![put(3), put(4)]);
+    }
+
+    #[test]
+    fn a_second_snapshot_deletes_the_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = open(dir.path());
+        let first = s.rotate().unwrap();
+        s.write_snapshot(first, &[]).unwrap();
+        s.append(&[put(1)]);
+        let second = s.rotate().unwrap();
+        assert!(second > first);
+        s.write_snapshot(second, &[]).unwrap();
+        let listing = list_dir(dir.path()).unwrap();
+        assert_eq!(listing.snapshots, vec![second]);
+        assert_eq!(segments(dir.path()), vec![second]);
+    }
+
+    #[test]
+    fn a_token_from_the_future_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = open(dir.path());
+        let err = s.write_snapshot(1000, &[]).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+        assert_eq!(segments(dir.path()).len(), 1);
+    }
+
+    #[test]
+    fn a_large_snapshot_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let docs: Vec<Arc<Document>> = (0..20_000)
+            .map(|i| {
+                Arc::new(doc! {
+                    "_id": i,
+                    "title": format!("product number {i}"),
+                    "price": f64::from(i) * 1.25,
+                    "tags": ["a", "b", {"nested": i}],
+                })
+            })
+            .collect();
+        {
+            let (s, _) = open(dir.path());
+            let token = s.rotate().unwrap();
+            let images = vec![
+                CollectionImage {
+                    db: "shop".into(),
+                    coll: "products".into(),
+                    options: doc! {"validator": {"price": {"$gte": 0}}},
+                    indexes: vec![],
+                    docs: docs.clone(),
+                },
+                CollectionImage {
+                    db: "shop".into(),
+                    coll: "empty".into(),
+                    options: doc! {},
+                    indexes: vec![],
+                    docs: vec![],
+                },
+            ];
+            s.write_snapshot(token, &images).unwrap();
+        }
+        let (_s, rec) = open(dir.path());
+        assert_eq!(rec.collections.len(), 2);
+        let products = &rec.collections[0];
+        assert_eq!(products.coll, "products");
+        assert_eq!(products.options, doc! {"validator": {"price": {"$gte": 0}}});
+        assert_eq!(products.docs, docs);
+        assert!(rec.collections[1].docs.is_empty());
+    }
+
+    #[test]
+    fn a_stray_tmp_snapshot_is_ignored_and_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        write_three_groups(dir.path());
+        let tmp = dir.path().join(snapshot_tmp_name(99));
+        fs::write(&tmp, b"half a snapshot").unwrap();
+        let (_s, rec) = open(dir.path());
+        assert_eq!(rec.ops.len(), 4);
+        assert!(rec.collections.is_empty());
+        assert!(!tmp.exists());
+    }
+
+    fn snapshot_then_more(dir: &Path) -> u64 {
+        let (s, _) = open(dir);
+        s.append(&[put(1)]);
+        let token = s.rotate().unwrap();
+        let image = CollectionImage {
+            db: "shop".into(),
+            coll: "items".into(),
+            options: doc! {},
+            indexes: vec![],
+            docs: vec![Arc::new(doc! {"_id": 1, "name": "item 1"})],
+        };
+        s.write_snapshot(token, &[image]).unwrap();
+        s.append(&[put(2)]);
+        token
+    }
+
+    #[test]
+    fn a_corrupt_newest_snapshot_falls_back_to_an_older_one_when_its_journal_remains() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = snapshot_then_more(dir.path());
+        let newer = *segments(dir.path()).last().unwrap() + 1;
+        fs::write(dir.path().join(snapshot_name(newer)), b"garbage").unwrap();
+        {
+            let (_s, rec) = open(dir.path());
+            assert_eq!(rec.collections.len(), 1);
+            assert_eq!(rec.ops, vec![put(2)]);
+        }
+        // The unusable snapshot is moved aside, and the good one stays.
+        let listing = list_dir(dir.path()).unwrap();
+        assert_eq!(listing.snapshots, vec![token]);
+    }
+
+    #[test]
+    fn a_corrupt_snapshot_without_the_journal_to_rebuild_it_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let token = snapshot_then_more(dir.path());
+        let path = dir.path().join(snapshot_name(token));
+        let mut bytes = fs::read(&path).unwrap();
+        let mid = bytes.len() / 2;
+        bytes[mid] ^= 0x10;
+        fs::write(&path, &bytes).unwrap();
+        let err = Storage::open(dir.path(), FAST).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+        assert!(err.to_string().contains("backup"), "{err}");
+    }
+
+    #[test]
+    fn a_missing_journal_segment_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        write_three_groups(dir.path());
+        {
+            let (s, _) = open(dir.path());
+            s.append(&[put(5)]);
+        }
+        fs::remove_file(dir.path().join(segment_name(FIRST_SEGMENT))).unwrap();
+        let err = Storage::open(dir.path(), FAST).unwrap_err();
+        assert!(err.to_string().contains("missing"), "{err}");
+    }
+
+    #[test]
+    fn a_second_open_of_the_same_directory_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = open(dir.path());
+        let err = Storage::open(dir.path(), FAST).unwrap_err();
+        assert!(err.to_string().contains("in use"), "{err}");
+        drop(s);
+        assert!(Storage::open(dir.path(), FAST).is_ok());
+    }
+
+    #[test]
+    fn journal_bytes_count_appends_and_replayed_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let appended;
+        {
+            let (s, _) = open(dir.path());
+            assert_eq!(s.journal_bytes(), 0);
+            s.append(&[put(1)]);
+            s.append(&[put(2)]);
+            appended = s.journal_bytes();
+            assert!(appended > 0);
+        }
+        let (s, _) = open(dir.path());
+        assert_eq!(s.journal_bytes(), appended);
+        s.rotate().unwrap();
+        assert_eq!(s.journal_bytes(), 0);
+    }
+
+    #[test]
+    fn in_memory_storage_numbers_appends_and_is_always_durable() {
+        let s = Storage::in_memory();
+        let a = s.append(&[put(1)]);
+        let b = s.append(&[put(2)]);
+        assert!(b > a);
+        assert_eq!(s.journal_bytes(), 0);
+        assert_eq!(s.rotate().unwrap(), 0);
+        s.write_snapshot(0, &[]).unwrap();
+        s.flush().unwrap();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(s.wait_durable(b));
+    }
+
+    #[tokio::test]
+    async fn wait_durable_returns_after_a_prompt_group_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        // A commit interval far longer than the test: only the waiter's nudge can commit.
+        let (s, _) = Storage::open(dir.path(), Duration::from_secs(3600)).unwrap();
+        let lsn = s.append(&[put(1)]);
+        assert!(s.durable_lsn() < lsn);
+        let started = Instant::now();
+        tokio::time::timeout(Duration::from_secs(10), s.wait_durable(lsn))
+            .await
+            .unwrap();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(s.durable_lsn() >= lsn);
+        let seg = dir
+            .path()
+            .join(segment_name(*segments(dir.path()).last().unwrap()));
+        assert!(fs::metadata(seg).unwrap().len() > 0);
+        // Already durable: returns at once.
+        s.wait_durable(lsn).await;
+    }
+
+    #[test]
+    fn a_failing_journal_write_is_never_reported_durable_and_is_retried() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = Storage::open(dir.path(), Duration::from_secs(3600)).unwrap();
+        let shared = Arc::clone(&s.disk.as_ref().unwrap().shared);
+        let seg = dir
+            .path()
+            .join(segment_name(*segments(dir.path()).last().unwrap()));
+        // A read-only handle makes every write fail, like a disk that refuses writes.
+        let good = std::mem::replace(&mut shared.writer.lock().file, File::open(&seg).unwrap());
+        let first = s.append(&[put(1)]);
+        assert!(s.flush().is_err());
+        let second = s.append(&[put(2)]);
+        assert!(s.flush().is_err());
+        assert!(s.durable_lsn() < first);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let waited = rt.block_on(async {
+            tokio::time::timeout(Duration::from_millis(200), s.wait_durable(first)).await
+        });
+        assert!(
+            waited.is_err(),
+            "a failed write was acknowledged as durable"
+        );
+
+        shared.writer.lock().file = good;
+        s.flush().unwrap();
+        assert!(s.durable_lsn() >= second);
+        drop(shared);
+        drop(s);
+        let (_s, rec) = open(dir.path());
+        assert_eq!(rec.ops, vec![put(1), put(2)]);
+    }
+
+    #[test]
+    fn the_flusher_commits_on_its_own_every_interval() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, _) = open(dir.path());
+        let lsn = s.append(&[put(1)]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while s.durable_lsn() < lsn {
+            assert!(Instant::now() < deadline, "group commit never happened");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn concurrent_appenders_keep_their_own_order() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (s, _) = open(dir.path());
+            std::thread::scope(|scope| {
+                for t in 0..8 {
+                    let s = &s;
+                    scope.spawn(move || {
+                        for i in 0..200 {
+                            s.append(&[put(t * 1000 + i)]);
+                        }
+                    });
+                }
+            });
+        }
+        let (_s, rec) = open(dir.path());
+        assert_eq!(rec.ops.len(), 1600);
+        let mut last = [-1i32; 8];
+        for op in &rec.ops {
+            let JournalOp::Put { doc, .. } = op else {
+                panic!("unexpected op {op:?}");
+            };
+            let id = doc.get_i32("_id").unwrap();
+            let (t, i) = ((id / 1000) as usize, id % 1000);
+            assert!(i > last[t], "thread {t} ops out of order");
+            last[t] = i;
+        }
     }
 }

@@ -1,0 +1,356 @@
+//! One collection in memory: documents by record id (natural order), its indexes kept in step
+//! with every write, and query execution (plan, scan, filter, sort, skip, limit).
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::index::planner::{self, Plan};
+use crate::index::{Index, IndexSpec, RecordId};
+use crate::query::{Filter, SortSpec};
+use bson::{doc, Bson, Document};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Largest document MongoDB stores.
+pub const MAX_DOCUMENT_SIZE: usize = 16 * 1024 * 1024;
+
+pub struct Collection {
+    pub db: String,
+    pub name: String,
+    pub options: Document,
+    docs: BTreeMap<RecordId, Arc<Document>>,
+    next_record: RecordId,
+    /// `indexes[0]` is always `_id_`.
+    indexes: Vec<Index>,
+    /// Set when the collection is dropped, so a writer holding a stale handle starts over.
+    pub dropped: bool,
+}
+
+/// A query as the collection executes it.
+pub struct QuerySpec<'a> {
+    pub filter: &'a Filter,
+    pub filter_doc: &'a Document,
+    pub sort: Option<&'a SortSpec>,
+    pub sort_doc: Option<&'a Document>,
+    pub hint: Option<&'a Bson>,
+    pub skip: usize,
+    pub limit: Option<usize>,
+}
+
+/// One matching document with the array position its filter matched (for positional `$`).
+pub struct Hit {
+    pub record: RecordId,
+    pub doc: Arc<Document>,
+    pub position: Option<usize>,
+}
+
+/// What a query did, for `explain`.
+#[derive(Debug, Clone)]
+pub struct ExecStats {
+    pub winning_plan: Document,
+    pub keys_examined: u64,
+    pub docs_examined: u64,
+    pub returned: u64,
+}
+
+impl Collection {
+    pub fn new(db: &str, name: &str, options: Document) -> Collection {
+        let id_index = Index::new(IndexSpec::id_index()).expect("the _id index spec is valid");
+        Collection {
+            db: db.to_string(),
+            name: name.to_string(),
+            options,
+            docs: BTreeMap::new(),
+            next_record: 1,
+            indexes: vec![id_index],
+            dropped: false,
+        }
+    }
+
+    pub fn namespace(&self) -> String {
+        format!("{}.{}", self.db, self.name)
+    }
+
+    pub fn len(&self) -> usize {
+        self.docs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.docs.is_empty()
+    }
+
+    pub fn indexes(&self) -> &[Index] {
+        &self.indexes
+    }
+
+    /// Every document in natural order (snapshots, `$lookup`).
+    pub fn all_documents(&self) -> impl Iterator<Item = &Arc<Document>> {
+        self.docs.values()
+    }
+
+    /// Approximate data size in bytes (sum of BSON sizes is costly; we estimate from a sample).
+    pub fn data_size(&self) -> u64 {
+        let sample: Vec<&Arc<Document>> = self.docs.values().take(100).collect();
+        if sample.is_empty() {
+            return 0;
+        }
+        let total: usize = sample.iter().map(|d| bson_size(d)).sum();
+        (total as u64 / sample.len() as u64) * self.docs.len() as u64
+    }
+
+    /// Record id of the document with this `_id`.
+    pub fn find_by_id(&self, id: &Bson) -> Option<RecordId> {
+        self.indexes[0]
+            .lookup_exact(std::slice::from_ref(id))
+            .into_iter()
+            .next()
+    }
+
+    pub fn get(&self, record: RecordId) -> Option<&Arc<Document>> {
+        self.docs.get(&record)
+    }
+
+    /// Insert a document that already has its `_id` first. All indexes are checked before any
+    /// is changed, so a duplicate key leaves the collection untouched.
+    pub fn insert(&mut self, doc: Document) -> Result<RecordId> {
+        check_document_size(&doc)?;
+        let record = self.next_record;
+        let ns = self.namespace();
+        let mut all_keys = Vec::with_capacity(self.indexes.len());
+        for index in &self.indexes {
+            let keys = index.keys_for(&doc)?;
+            index.check_unique(&keys, record, &ns)?;
+            all_keys.push(keys);
+        }
+        for (index, keys) in self.indexes.iter_mut().zip(all_keys) {
+            index.insert(&keys, record);
+        }
+        self.next_record += 1;
+        self.docs.insert(record, Arc::new(doc));
+        Ok(record)
+    }
+
+    /// Replace the document at `record` with `new_doc`, keeping indexes consistent; on a
+    /// duplicate key nothing changes.
+    pub fn replace(&mut self, record: RecordId, new_doc: Document) -> Result<()> {
+        check_document_size(&new_doc)?;
+        let Some(old_doc) = self.docs.get(&record).cloned() else {
+            return Err(Error::internal("record vanished during update"));
+        };
+        let ns = self.namespace();
+        let mut changes = Vec::with_capacity(self.indexes.len());
+        for (i, index) in self.indexes.iter().enumerate() {
+            let old_keys = index.keys_for(&old_doc)?;
+            let new_keys = index.keys_for(&new_doc)?;
+            if old_keys != new_keys {
+                index.check_unique(&new_keys, record, &ns)?;
+                changes.push((i, old_keys, new_keys));
+            }
+        }
+        for (i, old_keys, new_keys) in changes {
+            self.indexes[i].remove(&old_keys, record);
+            self.indexes[i].insert(&new_keys, record);
+        }
+        self.docs.insert(record, Arc::new(new_doc));
+        Ok(())
+    }
+
+    /// Remove a document; returns it.
+    pub fn remove(&mut self, record: RecordId) -> Option<Arc<Document>> {
+        let doc = self.docs.remove(&record)?;
+        for index in &mut self.indexes {
+            if let Ok(keys) = index.keys_for(&doc) {
+                index.remove(&keys, record);
+            }
+        }
+        Some(doc)
+    }
+
+    /// Insert, or replace the document with the same `_id` (journal replay).
+    pub fn put(&mut self, doc: Document) -> Result<()> {
+        let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
+        match self.find_by_id(&id) {
+            Some(record) => self.replace(record, doc),
+            None => self.insert(doc).map(|_| ()),
+        }
+    }
+
+    /// Build a new index over the existing documents. Fails (leaving nothing behind) on a
+    /// duplicate key or an unindexable document.
+    pub fn create_index(&mut self, spec: IndexSpec) -> Result<()> {
+        let mut index = Index::new(spec)?;
+        let ns = self.namespace();
+        for (record, doc) in &self.docs {
+            let keys = index.keys_for(doc)?;
+            index.check_unique(&keys, *record, &ns)?;
+            index.insert(&keys, *record);
+        }
+        self.indexes.push(index);
+        Ok(())
+    }
+
+    pub fn drop_index(&mut self, name: &str) -> Result<IndexSpec> {
+        if name == "_id_" {
+            return Err(Error::new(
+                ErrorCode::InvalidOptions,
+                "cannot drop _id index",
+            ));
+        }
+        match self.indexes.iter().position(|i| i.spec.name == name) {
+            Some(pos) => Ok(self.indexes.remove(pos).spec),
+            None => Err(Error::new(
+                ErrorCode::IndexNotFound,
+                format!("index not found with name [{name}]"),
+            )),
+        }
+    }
+
+    /// Drop every index but `_id_`; returns their names.
+    pub fn drop_all_indexes(&mut self) -> Vec<String> {
+        self.indexes.drain(1..).map(|i| i.spec.name).collect()
+    }
+
+    pub fn plan(&self, query: &QuerySpec<'_>) -> Result<Plan> {
+        let refs: Vec<&Index> = self.indexes.iter().collect();
+        planner::plan(query.filter_doc, query.sort_doc, &refs, query.hint)
+    }
+
+    /// Run a query: candidates from the chosen plan, each re-checked against the full filter,
+    /// then sorted (unless the index provides the order), skipped and limited.
+    pub fn query(&self, query: &QuerySpec<'_>) -> Result<(Vec<Hit>, ExecStats)> {
+        let plan = self.plan(query)?;
+        let refs: Vec<&Index> = self.indexes.iter().collect();
+        let winning_plan = plan.describe(&refs);
+        let mut stats = ExecStats {
+            winning_plan,
+            keys_examined: 0,
+            docs_examined: 0,
+            returned: 0,
+        };
+        let sort = query.sort.filter(|s| !s.keys.is_empty());
+        let (candidates, sorted_by_plan): (Box<dyn Iterator<Item = RecordId> + '_>, bool) =
+            match &plan {
+                Plan::CollScan => (Box::new(self.docs.keys().copied()), false),
+                Plan::IndexScan {
+                    index,
+                    bounds,
+                    reverse,
+                    provides_sort,
+                } => (self.indexes[*index].scan(bounds, *reverse), *provides_sort),
+            };
+        let counts_keys = !matches!(plan, Plan::CollScan);
+        let mut hits = Vec::new();
+        let needs_sort = sort.is_some() && !sorted_by_plan;
+        // Without an in-memory sort we can stop as soon as skip + limit documents matched.
+        let stop_after = if needs_sort {
+            None
+        } else {
+            query.limit.map(|l| l.saturating_add(query.skip))
+        };
+        for record in candidates {
+            if counts_keys {
+                stats.keys_examined += 1;
+            }
+            let Some(doc) = self.docs.get(&record) else {
+                continue;
+            };
+            stats.docs_examined += 1;
+            if let Some(position) = query.filter.matches_with_position(doc) {
+                hits.push(Hit {
+                    record,
+                    doc: Arc::clone(doc),
+                    position,
+                });
+                if stop_after.is_some_and(|n| hits.len() >= n) {
+                    break;
+                }
+            }
+        }
+        if needs_sort {
+            if let Some(sort) = sort {
+                let input = std::mem::take(&mut stats.winning_plan);
+                stats.winning_plan = doc! {
+                    "stage": "SORT",
+                    "sortPattern": query.sort_doc.cloned().unwrap_or_default(),
+                    "inputStage": input,
+                };
+                sort_hits(
+                    &mut hits,
+                    sort,
+                    query.limit.map(|l| l.saturating_add(query.skip)),
+                );
+            }
+        }
+        let hits: Vec<Hit> = match query.limit {
+            Some(limit) => hits.into_iter().skip(query.skip).take(limit).collect(),
+            None => hits.into_iter().skip(query.skip).collect(),
+        };
+        stats.returned = hits.len() as u64;
+        Ok((hits, stats))
+    }
+
+    /// `collStats`-style figures.
+    pub fn stats(&self) -> Document {
+        let size = self.data_size() as i64;
+        let count = self.docs.len() as i64;
+        let mut index_sizes = Document::new();
+        let mut total_index = 0i64;
+        for index in &self.indexes {
+            let bytes = (index.entry_count() as i64) * 32;
+            total_index += bytes;
+            index_sizes.insert(index.spec.name.clone(), bytes);
+        }
+        doc! {
+            "ns": self.namespace(),
+            "count": count,
+            "size": size,
+            "avgObjSize": if count > 0 { size / count } else { 0 },
+            "storageSize": size,
+            "nindexes": self.indexes.len() as i32,
+            "totalIndexSize": total_index,
+            "totalSize": size + total_index,
+            "indexSizes": index_sizes,
+        }
+    }
+}
+
+/// Stable sort of hits (ties keep scan order); with `keep`, only the first `keep` are needed.
+fn sort_hits(hits: &mut Vec<Hit>, sort: &SortSpec, keep: Option<usize>) {
+    let cmp = |a: &(usize, Hit), b: &(usize, Hit)| -> Ordering {
+        sort.compare(&a.1.doc, &b.1.doc).then(a.0.cmp(&b.0))
+    };
+    let mut indexed: Vec<(usize, Hit)> = hits.drain(..).enumerate().collect();
+    match keep {
+        Some(k) if k < indexed.len() => {
+            if k == 0 {
+                indexed.clear();
+            } else {
+                indexed.select_nth_unstable_by(k - 1, cmp);
+                indexed.truncate(k);
+                indexed.sort_unstable_by(cmp);
+            }
+        }
+        _ => indexed.sort_unstable_by(cmp),
+    }
+    hits.extend(indexed.into_iter().map(|(_, h)| h));
+}
+
+pub fn bson_size(doc: &Document) -> usize {
+    let mut buf = Vec::new();
+    match doc.to_writer(&mut buf) {
+        Ok(()) => buf.len(),
+        Err(_) => 0,
+    }
+}
+
+fn check_document_size(doc: &Document) -> Result<()> {
+    let size = bson_size(doc);
+    if size > MAX_DOCUMENT_SIZE {
+        return Err(Error::new(
+            ErrorCode::BSONObjectTooLarge,
+            format!(
+                "object to insert too large. size in bytes: {size}, max size: {MAX_DOCUMENT_SIZE}"
+            ),
+        ));
+    }
+    Ok(())
+}

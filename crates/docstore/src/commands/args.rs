@@ -1,0 +1,270 @@
+//! Reading command arguments with MongoDB's type errors, rejecting fields a command does not
+//! know, and the options every command shares (write concern, transactions, collation).
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::value::{type_name, Number};
+use bson::{Bson, Document};
+
+/// Fields the drivers and shells attach to any command.
+const GENERIC_FIELDS: &[&str] = &[
+    "$db",
+    "lsid",
+    "$clusterTime",
+    "$readPreference",
+    "readConcern",
+    "writeConcern",
+    "comment",
+    "maxTimeMS",
+    "apiVersion",
+    "apiStrict",
+    "apiDeprecationErrors",
+    "txnNumber",
+    "startTransaction",
+    "autocommit",
+    "$audit",
+    "$client",
+];
+
+/// A command document with the command's name, for error messages.
+pub struct Args<'a> {
+    pub name: &'a str,
+    pub cmd: &'a Document,
+}
+
+impl<'a> Args<'a> {
+    pub fn new(name: &'a str, cmd: &'a Document) -> Self {
+        Args { name, cmd }
+    }
+
+    /// Refuse fields outside `known` (and the generic ones), as MongoDB's IDL parser does.
+    pub fn allow_only(&self, known: &[&str]) -> Result<()> {
+        for key in self.cmd.keys().skip(1) {
+            if !known.contains(&key.as_str()) && !GENERIC_FIELDS.contains(&key.as_str()) {
+                return Err(Error::location(
+                    40415,
+                    format!("BSON field '{}.{}' is an unknown field.", self.name, key),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn wrong_type(&self, field: &str, value: &Bson, expected: &str) -> Error {
+        Error::type_mismatch(format!(
+            "BSON field '{}.{}' is the wrong type '{}', expected type '{}'",
+            self.name,
+            field,
+            type_name(value),
+            expected
+        ))
+    }
+
+    /// The collection named by the command's first field.
+    pub fn collection(&self) -> Result<&'a str> {
+        match self.cmd.get(self.name) {
+            Some(Bson::String(s)) if !s.is_empty() => Ok(s.as_str()),
+            Some(Bson::String(_)) => Err(Error::new(
+                ErrorCode::InvalidNamespace,
+                "Invalid namespace specified ''",
+            )),
+            Some(other) => Err(Error::new(
+                ErrorCode::InvalidNamespace,
+                format!("collection name has invalid type {}", type_name(other)),
+            )),
+            None => Err(Error::failed_to_parse("missing collection name")),
+        }
+    }
+
+    pub fn get(&self, field: &str) -> Option<&'a Bson> {
+        self.cmd.get(field)
+    }
+
+    pub fn document(&self, field: &str) -> Result<Option<&'a Document>> {
+        match self.cmd.get(field) {
+            None | Some(Bson::Null) => Ok(None),
+            Some(Bson::Document(d)) => Ok(Some(d)),
+            Some(other) => Err(self.wrong_type(field, other, "object")),
+        }
+    }
+
+    pub fn required_document(&self, field: &str) -> Result<&'a Document> {
+        self.document(field)?.ok_or_else(|| {
+            Error::location(
+                40414,
+                format!(
+                    "BSON field '{}.{}' is missing but a required field",
+                    self.name, field
+                ),
+            )
+        })
+    }
+
+    pub fn array(&self, field: &str) -> Result<Option<&'a Vec<Bson>>> {
+        match self.cmd.get(field) {
+            None => Ok(None),
+            Some(Bson::Array(a)) => Ok(Some(a)),
+            Some(other) => Err(self.wrong_type(field, other, "array")),
+        }
+    }
+
+    /// An array of documents (`documents`, `updates`, `deletes`, `pipeline`...).
+    pub fn documents(&self, field: &str) -> Result<Vec<&'a Document>> {
+        let Some(items) = self.array(field)? else {
+            return Err(Error::location(
+                40414,
+                format!(
+                    "BSON field '{}.{}' is missing but a required field",
+                    self.name, field
+                ),
+            ));
+        };
+        items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| match item {
+                Bson::Document(d) => Ok(d),
+                other => Err(self.wrong_type(&format!("{field}.{i}"), other, "object")),
+            })
+            .collect()
+    }
+
+    pub fn bool(&self, field: &str, default: bool) -> Result<bool> {
+        match self.cmd.get(field) {
+            None | Some(Bson::Null) => Ok(default),
+            Some(Bson::Boolean(b)) => Ok(*b),
+            Some(v) => match Number::from_bson(v) {
+                Some(n) => Ok(n.as_f64() != 0.0),
+                None => Err(self.wrong_type(field, v, "bool")),
+            },
+        }
+    }
+
+    /// An integral numeric field.
+    pub fn i64(&self, field: &str) -> Result<Option<i64>> {
+        match self.cmd.get(field) {
+            None | Some(Bson::Null) => Ok(None),
+            Some(v) => match Number::from_bson(v) {
+                Some(n) => match n.as_i64_exact() {
+                    Some(i) => Ok(Some(i)),
+                    None => Err(Error::failed_to_parse(format!(
+                        "Expected field {field} to have an integral value, got {v}"
+                    ))),
+                },
+                None => Err(self.wrong_type(field, v, "long")),
+            },
+        }
+    }
+
+    /// A non-negative integral field (`skip`, `limit`, `batchSize`).
+    pub fn non_negative(&self, field: &str) -> Result<Option<i64>> {
+        match self.i64(field)? {
+            Some(n) if n < 0 => Err(Error::location(
+                51024,
+                format!("BSON field '{field}' value must be >= 0, actual value '{n}'"),
+            )),
+            other => Ok(other),
+        }
+    }
+
+    pub fn string(&self, field: &str) -> Result<Option<&'a str>> {
+        match self.cmd.get(field) {
+            None | Some(Bson::Null) => Ok(None),
+            Some(Bson::String(s)) => Ok(Some(s)),
+            Some(other) => Err(self.wrong_type(field, other, "string")),
+        }
+    }
+}
+
+/// Commands that carry transaction fields are refused as a standalone mongod refuses them.
+pub fn reject_transactions(cmd: &Document) -> Result<()> {
+    if cmd.contains_key("txnNumber")
+        || cmd.contains_key("startTransaction")
+        || cmd.contains_key("autocommit")
+    {
+        return Err(Error::new(
+            ErrorCode::IllegalOperation,
+            "Transaction numbers are only allowed on a replica set member or mongos",
+        ));
+    }
+    Ok(())
+}
+
+/// Only the simple (binary) collation is supported.
+pub fn check_collation(collation: Option<&Bson>) -> Result<()> {
+    match collation {
+        None | Some(Bson::Null) => Ok(()),
+        Some(Bson::Document(d)) if d.get_str("locale") == Ok("simple") => Ok(()),
+        Some(Bson::Document(d)) if d.is_empty() => {
+            Err(Error::bad_value("Required field 'locale' is missing"))
+        }
+        Some(_) => Err(Error::new(
+            ErrorCode::CommandNotSupported,
+            "collations other than { locale: \"simple\" } are not supported by docstore",
+        )),
+    }
+}
+
+/// `readConcern` levels a single node can honour.
+pub fn check_read_concern(cmd: &Document) -> Result<()> {
+    let Some(rc) = cmd.get("readConcern") else {
+        return Ok(());
+    };
+    let Bson::Document(rc) = rc else {
+        return Err(Error::type_mismatch("readConcern must be an object"));
+    };
+    match rc.get("level") {
+        None => Ok(()),
+        Some(Bson::String(l)) if ["local", "available", "majority"].contains(&l.as_str()) => Ok(()),
+        Some(Bson::String(l)) if ["snapshot", "linearizable"].contains(&l.as_str()) => {
+            Err(Error::not_supported(format!("readConcern level '{l}'")))
+        }
+        Some(other) => Err(Error::failed_to_parse(format!(
+            "readConcern level must be one of local, available, majority, snapshot, linearizable; got {other}"
+        ))),
+    }
+}
+
+/// What a write concern asks for, once validated for a standalone server.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WriteConcern {
+    /// Wait for the journal to reach disk before replying.
+    pub journal: bool,
+}
+
+pub fn write_concern(cmd: &Document) -> Result<WriteConcern> {
+    let Some(wc) = cmd.get("writeConcern") else {
+        return Ok(WriteConcern::default());
+    };
+    let Bson::Document(wc) = wc else {
+        return Err(Error::failed_to_parse("writeConcern must be an object"));
+    };
+    match wc.get("w") {
+        None => {}
+        Some(Bson::String(s)) if s == "majority" => {}
+        Some(Bson::String(tag)) => {
+            return Err(Error::new(
+                ErrorCode::Location(79),
+                format!("No write concern mode named '{tag}' found in replica set configuration"),
+            ))
+        }
+        Some(v) => match Number::from_bson(v).and_then(Number::as_i64_exact) {
+            Some(0) | Some(1) => {}
+            Some(n) if n > 1 => {
+                return Err(Error::bad_value("cannot use 'w' > 1 on a standalone"));
+            }
+            _ => {
+                return Err(Error::failed_to_parse(format!(
+                    "w has to be a number or string, got {v}"
+                )))
+            }
+        },
+    }
+    let flag = |k: &str| match wc.get(k) {
+        Some(Bson::Boolean(b)) => *b,
+        Some(v) => Number::from_bson(v).is_some_and(|n| n.as_f64() != 0.0),
+        None => false,
+    };
+    Ok(WriteConcern {
+        journal: flag("j") || flag("fsync"),
+    })
+}

@@ -1,0 +1,841 @@
+//! CRUD commands: insert, find, getMore, killCursors, update, delete, findAndModify, count,
+//! distinct.
+
+use super::args::{check_collation, Args};
+use super::Reply;
+use crate::collection::{Collection, Hit, QuerySpec};
+use crate::error::{Error, ErrorCode, Result};
+use crate::query::{path, Filter, Projection, SortSpec};
+use crate::state::ServerState;
+use crate::storage::JournalOp;
+use crate::update::{ApplyContext, UpdateSpec};
+use crate::value::values_equal;
+use bson::{doc, oid::ObjectId, Bson, Document};
+use std::sync::Arc;
+
+pub fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+    args.allow_only(&["documents", "ordered", "bypassDocumentValidation"])?;
+    let coll = args.collection()?;
+    let docs = args.documents("documents")?;
+    let ordered = args.bool("ordered", true)?;
+    if docs.len() > 100_000 {
+        return Err(Error::new(
+            ErrorCode::InvalidOptions,
+            format!(
+                "Write batch sizes must be between 1 and 100000. Got {} operations.",
+                docs.len()
+            ),
+        ));
+    }
+    let outcome = state.catalog.write(db, coll, true, |c| {
+        let mut ops = Vec::with_capacity(docs.len());
+        let mut errors = Vec::new();
+        let mut inserted = 0;
+        for (i, doc) in docs.iter().enumerate() {
+            let result = prepare_for_insert(doc).and_then(|d| c.insert(d.clone()).map(|_| d));
+            match result {
+                Ok(d) => {
+                    inserted += 1;
+                    ops.push(JournalOp::Put {
+                        db: c.db.clone(),
+                        coll: c.name.clone(),
+                        doc: d,
+                    });
+                }
+                Err(e) => {
+                    errors.push(e.to_write_error(i));
+                    if ordered {
+                        break;
+                    }
+                }
+            }
+        }
+        ((inserted, errors), ops)
+    })?;
+    let outcome = outcome.ok_or_else(|| Error::internal("collection creation failed"))?;
+    let (inserted, errors) = outcome.value;
+    let mut reply = doc! { "n": inserted };
+    if !errors.is_empty() {
+        reply.insert("writeErrors", errors);
+    }
+    Ok(Reply::write(reply, outcome.lsn))
+}
+
+/// `_id` first (generated when absent) and valid, as mongod stores inserted documents.
+pub fn prepare_for_insert(doc: &Document) -> Result<Document> {
+    let id = match doc.get("_id") {
+        Some(id) => {
+            validate_id(id)?;
+            id.clone()
+        }
+        None => Bson::ObjectId(ObjectId::new()),
+    };
+    if let Some(key) = doc.keys().find(|k| k.starts_with('$')) {
+        return Err(Error::new(
+            ErrorCode::DollarPrefixedFieldName,
+            format!("Document can't have $ prefixed field names: {key}"),
+        ));
+    }
+    let mut out = Document::new();
+    out.insert("_id", id);
+    for (k, v) in doc {
+        if k != "_id" {
+            out.insert(k.clone(), v.clone());
+        }
+    }
+    Ok(out)
+}
+
+fn validate_id(id: &Bson) -> Result<()> {
+    let bad = match id {
+        Bson::Array(_) => Some("array"),
+        Bson::RegularExpression(_) => Some("regex"),
+        Bson::Undefined => Some("undefined"),
+        _ => None,
+    };
+    match bad {
+        Some(t) => Err(Error::new(
+            ErrorCode::InvalidIdField,
+            format!("The '_id' value cannot be of type {t}"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The parsed parts of a read.
+pub struct ReadSpec {
+    pub filter: Filter,
+    pub filter_doc: Document,
+    pub sort: Option<SortSpec>,
+    pub sort_doc: Option<Document>,
+    pub hint: Option<Bson>,
+    pub skip: usize,
+    pub limit: Option<usize>,
+}
+
+impl ReadSpec {
+    pub fn query_spec(&self) -> QuerySpec<'_> {
+        QuerySpec {
+            filter: &self.filter,
+            filter_doc: &self.filter_doc,
+            sort: self.sort.as_ref(),
+            sort_doc: self.sort_doc.as_ref(),
+            hint: self.hint.as_ref(),
+            skip: self.skip,
+            limit: self.limit,
+        }
+    }
+}
+
+fn parse_filter(filter_doc: &Document, vars: Option<&Document>) -> Result<Filter> {
+    match vars {
+        Some(vars) => Filter::parse_with_vars(filter_doc, vars),
+        None => Filter::parse(filter_doc),
+    }
+}
+
+fn parse_sort(sort: Option<&Document>) -> Result<(Option<SortSpec>, Option<Document>)> {
+    match sort {
+        Some(s) if !s.is_empty() => Ok((Some(SortSpec::parse(s)?), Some(s.clone()))),
+        _ => Ok((None, None)),
+    }
+}
+
+fn parse_hint(args: &Args<'_>, field: &str) -> Result<Option<Bson>> {
+    match args.get(field) {
+        None | Some(Bson::Null) => Ok(None),
+        Some(h @ (Bson::String(_) | Bson::Document(_))) => Ok(Some(h.clone())),
+        Some(other) => Err(Error::failed_to_parse(format!(
+            "hint must be a string or an object, got {other}"
+        ))),
+    }
+}
+
+const FIND_UNSUPPORTED: &[&str] = &[
+    "tailable",
+    "awaitData",
+    "oplogReplay",
+    "returnKey",
+    "showRecordId",
+    "min",
+    "max",
+    "allowPartialResults",
+    "readOnce",
+    "exhaust",
+];
+
+pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+    for opt in FIND_UNSUPPORTED {
+        if args.get(opt).is_some_and(|v| v != &Bson::Boolean(false)) {
+            return Err(Error::not_supported(format!("find option '{opt}'")));
+        }
+    }
+    args.allow_only(&[
+        "filter",
+        "sort",
+        "projection",
+        "hint",
+        "skip",
+        "limit",
+        "batchSize",
+        "singleBatch",
+        "let",
+        "collation",
+        "noCursorTimeout",
+        "allowDiskUse",
+        "$readPreference",
+    ])?;
+    let coll = args.collection()?;
+    check_collation(args.get("collation"))?;
+    let vars = args.document("let")?;
+    let filter_doc = args.document("filter")?.cloned().unwrap_or_default();
+    let (sort, sort_doc) = parse_sort(args.document("sort")?)?;
+    let projection = match args.document("projection")? {
+        Some(p) if !p.is_empty() => Some(Projection::parse(p)?),
+        _ => None,
+    };
+    let read = ReadSpec {
+        filter: parse_filter(&filter_doc, vars)?,
+        filter_doc,
+        sort,
+        sort_doc,
+        hint: parse_hint(args, "hint")?,
+        skip: args.non_negative("skip")?.unwrap_or(0) as usize,
+        limit: args
+            .non_negative("limit")?
+            .filter(|l| *l > 0)
+            .map(|l| l as usize),
+    };
+    let single_batch = args.bool("singleBatch", false)?;
+    // A single batch holds everything the limit allows (up to the 16 MiB cap).
+    let batch_size = match args.non_negative("batchSize")? {
+        Some(b) => Some(b as usize),
+        None if single_batch => Some(read.limit.unwrap_or(usize::MAX)),
+        None => None,
+    };
+    let ns = format!("{db}.{coll}");
+    let results = match state.catalog.get(db, coll) {
+        None => {
+            if let Some(hint) = &read.hint {
+                if !matches!(hint, Bson::Document(d) if d.contains_key("$natural")) {
+                    return Err(Error::bad_value(
+                        "hint provided does not correspond to an existing index",
+                    ));
+                }
+            }
+            Vec::new()
+        }
+        Some(handle) => {
+            let c = handle.read();
+            let (hits, _) = c.query(&read.query_spec())?;
+            project_hits(hits, projection.as_ref())?
+        }
+    };
+    let batch = state
+        .cursors
+        .first_batch(&ns, results, batch_size, single_batch);
+    Ok(Reply::read(cursor_reply(
+        &ns,
+        batch.cursor_id,
+        "firstBatch",
+        batch.documents,
+    )))
+}
+
+fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<Document>> {
+    hits.into_iter()
+        .map(|hit| match projection {
+            Some(p) => p.apply(&hit.doc, hit.position),
+            None => Ok(Arc::unwrap_or_clone(hit.doc)),
+        })
+        .collect()
+}
+
+pub fn cursor_reply(ns: &str, id: i64, batch_field: &str, docs: Vec<Document>) -> Document {
+    let mut cursor = Document::new();
+    cursor.insert(batch_field, docs);
+    cursor.insert("id", id);
+    cursor.insert("ns", ns);
+    doc! { "cursor": cursor }
+}
+
+pub fn get_more(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+    args.allow_only(&[
+        "collection",
+        "batchSize",
+        "maxTimeMS",
+        "term",
+        "lastKnownCommittedOpTime",
+    ])?;
+    let id = match args.get("getMore") {
+        Some(Bson::Int64(id)) => *id,
+        Some(other) => {
+            return Err(Error::type_mismatch(format!(
+                "BSON field 'getMore.getMore' is the wrong type '{}', expected type 'long'",
+                crate::value::type_name(other)
+            )))
+        }
+        None => return Err(Error::failed_to_parse("missing cursor id")),
+    };
+    let coll = args.string("collection")?.ok_or_else(|| {
+        Error::location(
+            40414,
+            "BSON field 'getMore.collection' is missing but a required field",
+        )
+    })?;
+    let batch_size = args
+        .non_negative("batchSize")?
+        .filter(|b| *b > 0)
+        .map(|b| b as usize);
+    let ns = format!("{db}.{coll}");
+    let batch = state.cursors.get_more(id, &ns, batch_size)?;
+    Ok(Reply::read(cursor_reply(
+        &ns,
+        batch.cursor_id,
+        "nextBatch",
+        batch.documents,
+    )))
+}
+
+pub fn kill_cursors(state: &Arc<ServerState>, args: &Args<'_>) -> Result<Reply> {
+    args.allow_only(&["cursors"])?;
+    args.collection()?;
+    let ids: Vec<i64> = args
+        .array("cursors")?
+        .ok_or_else(|| {
+            Error::location(
+                40414,
+                "BSON field 'killCursors.cursors' is missing but a required field",
+            )
+        })?
+        .iter()
+        .map(|v| match v {
+            Bson::Int64(i) => Ok(*i),
+            other => Err(Error::type_mismatch(format!(
+                "BSON field 'killCursors.cursors' contains a non-long value {other}"
+            ))),
+        })
+        .collect::<Result<_>>()?;
+    let (killed, missing) = state.cursors.kill(&ids);
+    Ok(Reply::read(doc! {
+        "cursorsKilled": killed,
+        "cursorsNotFound": missing,
+        "cursorsAlive": Vec::<i64>::new(),
+        "cursorsUnknown": Vec::<i64>::new(),
+    }))
+}
+
+/// One update to run against one collection.
+pub struct UpdatePlan {
+    pub read: ReadSpec,
+    pub update: UpdateSpec,
+    pub multi: bool,
+    pub upsert: bool,
+    pub now: bson::DateTime,
+}
+
+/// What an update did, with the documents before and after (single-document updates).
+#[derive(Default)]
+pub struct UpdateOutcome {
+    pub matched: u64,
+    pub modified: u64,
+    pub upserted_id: Option<Bson>,
+    pub before: Option<Document>,
+    pub after: Option<Document>,
+}
+
+/// Apply an update under the collection's write lock; journal operations go to `ops` even when
+/// a later document fails (MongoDB's updates are atomic per document, not per statement).
+pub fn apply_update(
+    c: &mut Collection,
+    plan: &UpdatePlan,
+    ops: &mut Vec<JournalOp>,
+) -> Result<UpdateOutcome> {
+    let mut out = UpdateOutcome::default();
+    let mut query = plan.read.query_spec();
+    if !plan.multi {
+        query.limit = Some(1);
+    }
+    let (hits, _) = c.query(&query)?;
+    for hit in hits {
+        let mut doc = (*hit.doc).clone();
+        let ctx = ApplyContext {
+            matched_position: hit.position,
+            is_insert: false,
+            now: Some(plan.now),
+        };
+        let changed = plan.update.apply(&mut doc, &ctx)?;
+        out.matched += 1;
+        if changed {
+            c.replace(hit.record, doc.clone())?;
+            ops.push(JournalOp::Put {
+                db: c.db.clone(),
+                coll: c.name.clone(),
+                doc: doc.clone(),
+            });
+            out.modified += 1;
+        }
+        if !plan.multi {
+            out.before = Some(Arc::unwrap_or_clone(hit.doc));
+            out.after = Some(doc);
+        }
+    }
+    if out.matched == 0 && plan.upsert {
+        let ctx = ApplyContext {
+            matched_position: None,
+            is_insert: true,
+            now: Some(plan.now),
+        };
+        let doc = plan.update.upsert_document(&plan.read.filter_doc, &ctx)?;
+        let doc = prepare_for_insert(&doc)?;
+        c.insert(doc.clone())?;
+        out.upserted_id = doc.get("_id").cloned();
+        ops.push(JournalOp::Put {
+            db: c.db.clone(),
+            coll: c.name.clone(),
+            doc: doc.clone(),
+        });
+        out.after = Some(doc);
+    }
+    Ok(out)
+}
+
+pub fn update(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+    args.allow_only(&["updates", "ordered", "bypassDocumentValidation", "let"])?;
+    let coll = args.collection()?;
+    let statements = args.documents("updates")?;
+    let ordered = args.bool("ordered", true)?;
+    let vars = args.document("let")?;
+    let now = bson::DateTime::now();
+    let (mut n, mut modified) = (0u64, 0u64);
+    let mut upserted = Vec::new();
+    let mut errors = Vec::new();
+    let mut last_lsn = 0;
+    for (i, statement) in statements.iter().enumerate() {
+        let result = parse_update_statement(statement, vars, now).and_then(|plan| {
+            let outcome = state.catalog.write(db, coll, plan.upsert, |c| {
+                let mut ops = Vec::new();
+                let r = apply_update(c, &plan, &mut ops);
+                (r, ops)
+            })?;
+            match outcome {
+                None => Ok((UpdateOutcome::default(), 0)),
+                Some(o) => o.value.map(|v| (v, o.lsn)),
+            }
+        });
+        match result {
+            Ok((outcome, lsn)) => {
+                last_lsn = last_lsn.max(lsn);
+                n += outcome.matched;
+                modified += outcome.modified;
+                if let Some(id) = outcome.upserted_id {
+                    n += 1;
+                    upserted.push(doc! { "index": i as i32, "_id": id });
+                }
+            }
+            Err(e) => {
+                errors.push(e.to_write_error(i));
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    let mut reply = doc! { "n": n as i32, "nModified": modified as i32 };
+    if !upserted.is_empty() {
+        reply.insert("upserted", upserted);
+    }
+    if !errors.is_empty() {
+        reply.insert("writeErrors", errors);
+    }
+    Ok(Reply::write(reply, last_lsn))
+}
+
+fn parse_update_statement(
+    st: &Document,
+    vars: Option<&Document>,
+    now: bson::DateTime,
+) -> Result<UpdatePlan> {
+    let args = Args::new("q", st);
+    for key in st.keys() {
+        if ![
+            "q",
+            "u",
+            "upsert",
+            "multi",
+            "arrayFilters",
+            "hint",
+            "collation",
+            "c",
+            "upsertSupplied",
+        ]
+        .contains(&key.as_str())
+        {
+            return Err(Error::location(
+                40415,
+                format!("BSON field 'update.updates.{key}' is an unknown field."),
+            ));
+        }
+    }
+    check_collation(st.get("collation"))?;
+    let filter_doc = args.required_document("q")?.clone();
+    let u = st.get("u").ok_or_else(|| {
+        Error::location(
+            40414,
+            "BSON field 'update.updates.u' is missing but a required field",
+        )
+    })?;
+    let array_filters = array_filters(st.get("arrayFilters"))?;
+    let update = UpdateSpec::parse(u, array_filters.as_deref())?;
+    let multi = args.bool("multi", false)?;
+    if multi && update.is_replacement() {
+        return Err(Error::failed_to_parse(
+            "multi update is not supported for replacement-style update",
+        ));
+    }
+    let vars = match (vars, st.get("c")) {
+        (_, Some(Bson::Document(c))) => Some(c),
+        (v, _) => v,
+    };
+    Ok(UpdatePlan {
+        read: ReadSpec {
+            filter: parse_filter(&filter_doc, vars)?,
+            filter_doc,
+            sort: None,
+            sort_doc: None,
+            hint: parse_hint(&args, "hint")?,
+            skip: 0,
+            limit: None,
+        },
+        update,
+        multi,
+        upsert: args.bool("upsert", false)?,
+        now,
+    })
+}
+
+fn array_filters(value: Option<&Bson>) -> Result<Option<Vec<Document>>> {
+    match value {
+        None | Some(Bson::Null) => Ok(None),
+        Some(Bson::Array(items)) => items
+            .iter()
+            .map(|f| match f {
+                Bson::Document(d) => Ok(d.clone()),
+                other => Err(Error::type_mismatch(format!(
+                    "Each array filter must be an object, found {other}"
+                ))),
+            })
+            .collect::<Result<Vec<_>>>()
+            .map(Some),
+        Some(other) => Err(Error::type_mismatch(format!(
+            "arrayFilters must be an array, found {other}"
+        ))),
+    }
+}
+
+pub fn delete(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+    args.allow_only(&["deletes", "ordered", "let"])?;
+    let coll = args.collection()?;
+    let statements = args.documents("deletes")?;
+    let ordered = args.bool("ordered", true)?;
+    let vars = args.document("let")?;
+    let mut n = 0u64;
+    let mut errors = Vec::new();
+    let mut last_lsn = 0;
+    for (i, statement) in statements.iter().enumerate() {
+        let result = parse_delete_statement(statement, vars).and_then(|(read, multi)| {
+            let outcome = state.catalog.write(db, coll, false, |c| {
+                let mut ops = Vec::new();
+                let r =
+                    delete_matching(c, &read, multi, &mut ops).map(|removed| removed.len() as u64);
+                (r, ops)
+            })?;
+            match outcome {
+                None => Ok((0, 0)),
+                Some(o) => o.value.map(|v| (v, o.lsn)),
+            }
+        });
+        match result {
+            Ok((removed, lsn)) => {
+                n += removed;
+                last_lsn = last_lsn.max(lsn);
+            }
+            Err(e) => {
+                errors.push(e.to_write_error(i));
+                if ordered {
+                    break;
+                }
+            }
+        }
+    }
+    let mut reply = doc! { "n": n as i32 };
+    if !errors.is_empty() {
+        reply.insert("writeErrors", errors);
+    }
+    Ok(Reply::write(reply, last_lsn))
+}
+
+fn parse_delete_statement(st: &Document, vars: Option<&Document>) -> Result<(ReadSpec, bool)> {
+    let args = Args::new("q", st);
+    for key in st.keys() {
+        if !["q", "limit", "hint", "collation"].contains(&key.as_str()) {
+            return Err(Error::location(
+                40415,
+                format!("BSON field 'delete.deletes.{key}' is an unknown field."),
+            ));
+        }
+    }
+    check_collation(st.get("collation"))?;
+    let filter_doc = args.required_document("q")?.clone();
+    let multi = match args.i64("limit")? {
+        Some(0) => true,
+        Some(1) => false,
+        Some(other) => {
+            return Err(Error::failed_to_parse(format!(
+                "The limit field in delete objects must be 0 or 1. Got {other}"
+            )))
+        }
+        None => {
+            return Err(Error::location(
+                40414,
+                "BSON field 'delete.deletes.limit' is missing but a required field",
+            ))
+        }
+    };
+    Ok((
+        ReadSpec {
+            filter: parse_filter(&filter_doc, vars)?,
+            filter_doc,
+            sort: None,
+            sort_doc: None,
+            hint: parse_hint(&args, "hint")?,
+            skip: 0,
+            limit: if multi { None } else { Some(1) },
+        },
+        multi,
+    ))
+}
+
+/// Remove the documents a read selects; returns them.
+pub fn delete_matching(
+    c: &mut Collection,
+    read: &ReadSpec,
+    multi: bool,
+    ops: &mut Vec<JournalOp>,
+) -> Result<Vec<Document>> {
+    let mut query = read.query_spec();
+    if !multi {
+        query.limit = Some(1);
+    }
+    let (hits, _) = c.query(&query)?;
+    let mut removed = Vec::with_capacity(hits.len());
+    for hit in hits {
+        if let Some(doc) = c.remove(hit.record) {
+            ops.push(JournalOp::Delete {
+                db: c.db.clone(),
+                coll: c.name.clone(),
+                id: doc.get("_id").cloned().unwrap_or(Bson::Null),
+            });
+            removed.push(Arc::unwrap_or_clone(doc));
+        }
+    }
+    Ok(removed)
+}
+
+pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+    args.allow_only(&[
+        "query",
+        "sort",
+        "remove",
+        "update",
+        "new",
+        "fields",
+        "upsert",
+        "arrayFilters",
+        "bypassDocumentValidation",
+        "hint",
+        "collation",
+        "let",
+    ])?;
+    let coll = args.collection()?;
+    check_collation(args.get("collation"))?;
+    let vars = args.document("let")?;
+    let remove = args.bool("remove", false)?;
+    let return_new = args.bool("new", false)?;
+    let upsert = args.bool("upsert", false)?;
+    let update_value = args.get("update");
+    match (remove, update_value) {
+        (true, Some(_)) => {
+            return Err(Error::failed_to_parse(
+                "Cannot specify both an update and remove=true",
+            ))
+        }
+        (false, None) => {
+            return Err(Error::failed_to_parse(
+                "Either an update or remove=true must be specified",
+            ))
+        }
+        _ => {}
+    }
+    if remove && upsert {
+        return Err(Error::failed_to_parse(
+            "Cannot specify both upsert=true and remove=true",
+        ));
+    }
+    if remove && return_new {
+        return Err(Error::failed_to_parse("Cannot specify both new=true and remove=true; 'remove' always returns the deleted document"));
+    }
+    let filter_doc = args.document("query")?.cloned().unwrap_or_default();
+    let (sort, sort_doc) = parse_sort(args.document("sort")?)?;
+    let projection = match args.document("fields")? {
+        Some(p) if !p.is_empty() => Some(Projection::parse(p)?),
+        _ => None,
+    };
+    let read = ReadSpec {
+        filter: parse_filter(&filter_doc, vars)?,
+        filter_doc,
+        sort,
+        sort_doc,
+        hint: parse_hint(args, "hint")?,
+        skip: 0,
+        limit: Some(1),
+    };
+    let project = |doc: Option<Document>| -> Result<Bson> {
+        match (doc, &projection) {
+            (None, _) => Ok(Bson::Null),
+            (Some(d), Some(p)) => p.apply(&d, None).map(Bson::Document),
+            (Some(d), None) => Ok(Bson::Document(d)),
+        }
+    };
+    if remove {
+        let outcome = state.catalog.write(db, coll, false, |c| {
+            let mut ops = Vec::new();
+            let r = delete_matching(c, &read, false, &mut ops);
+            (r, ops)
+        })?;
+        let (removed, lsn) = match outcome {
+            None => (None, 0),
+            Some(o) => (o.value?.into_iter().next(), o.lsn),
+        };
+        let n = removed.is_some() as i32;
+        let reply = doc! { "lastErrorObject": { "n": n }, "value": project(removed)? };
+        return Ok(Reply::write(reply, lsn));
+    }
+    let array_filters = array_filters(args.get("arrayFilters"))?;
+    let update = UpdateSpec::parse(
+        update_value.unwrap_or(&Bson::Null),
+        array_filters.as_deref(),
+    )?;
+    let plan = UpdatePlan {
+        read,
+        update,
+        multi: false,
+        upsert,
+        now: bson::DateTime::now(),
+    };
+    let outcome = state.catalog.write(db, coll, upsert, |c| {
+        let mut ops = Vec::new();
+        let r = apply_update(c, &plan, &mut ops);
+        (r, ops)
+    })?;
+    let (result, lsn) = match outcome {
+        None => (UpdateOutcome::default(), 0),
+        Some(o) => (o.value?, o.lsn),
+    };
+    let mut last_error = doc! {
+        "n": (result.matched > 0 || result.upserted_id.is_some()) as i32,
+        "updatedExisting": result.matched > 0,
+    };
+    if let Some(id) = &result.upserted_id {
+        last_error.insert("upserted", id.clone());
+    }
+    let value = if return_new {
+        result.after
+    } else {
+        result.before
+    };
+    Ok(Reply::write(
+        doc! { "lastErrorObject": last_error, "value": project(value)? },
+        lsn,
+    ))
+}
+
+pub fn count(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+    args.allow_only(&["query", "limit", "skip", "hint", "collation", "fields"])?;
+    let coll = args.collection()?;
+    check_collation(args.get("collation"))?;
+    let filter_doc = args.document("query")?.cloned().unwrap_or_default();
+    let read = ReadSpec {
+        filter: Filter::parse(&filter_doc)?,
+        filter_doc,
+        sort: None,
+        sort_doc: None,
+        hint: parse_hint(args, "hint")?,
+        skip: args.non_negative("skip")?.unwrap_or(0) as usize,
+        limit: args
+            .i64("limit")?
+            .map(|l| l.unsigned_abs() as usize)
+            .filter(|l| *l > 0),
+    };
+    let n = match state.catalog.get(db, coll) {
+        None => 0,
+        Some(handle) => {
+            let c = handle.read();
+            if read.filter_doc.is_empty() && read.hint.is_none() {
+                let total = c.len().saturating_sub(read.skip);
+                read.limit.map_or(total, |l| total.min(l))
+            } else {
+                c.query(&read.query_spec())?.0.len()
+            }
+        }
+    };
+    Ok(Reply::read(doc! { "n": n as i64 }))
+}
+
+pub fn distinct(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+    args.allow_only(&["key", "query", "collation", "hint"])?;
+    let coll = args.collection()?;
+    check_collation(args.get("collation"))?;
+    let key = args.string("key")?.ok_or_else(|| {
+        Error::location(
+            40414,
+            "BSON field 'distinct.key' is missing but a required field",
+        )
+    })?;
+    if key.is_empty() {
+        return Err(Error::failed_to_parse(
+            "FieldPath cannot be constructed with empty string",
+        ));
+    }
+    let filter_doc = args.document("query")?.cloned().unwrap_or_default();
+    let read = ReadSpec {
+        filter: Filter::parse(&filter_doc)?,
+        filter_doc,
+        sort: None,
+        sort_doc: None,
+        hint: parse_hint(args, "hint")?,
+        skip: 0,
+        limit: None,
+    };
+    let mut values: Vec<Bson> = Vec::new();
+    if let Some(handle) = state.catalog.get(db, coll) {
+        let c = handle.read();
+        let (hits, _) = c.query(&read.query_spec())?;
+        for hit in hits {
+            for value in path::collect_path_values(&hit.doc, key, path::LeafArrays::NoTraversal) {
+                // Arrays contribute their elements, as MongoDB's distinct does.
+                let items = match value {
+                    Bson::Array(items) => items,
+                    other => vec![other],
+                };
+                for item in items {
+                    if !values.iter().any(|v| values_equal(v, &item)) {
+                        values.push(item);
+                    }
+                }
+            }
+        }
+    }
+    values.sort_by(crate::value::compare);
+    Ok(Reply::read(doc! { "values": values }))
+}

@@ -1,0 +1,296 @@
+//! Durability of the persistent mode: acknowledged writes survive `kill -9` of the `docstore`
+//! process, and a torn journal tail is detected and dropped at start-up.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use bson::{doc, Document};
+use common::client_for;
+use mongodb::options::WriteConcern;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+/// A `docstore` process on a data directory, killed (not stopped) on drop.
+struct Process {
+    child: Child,
+    uri: String,
+}
+
+impl Process {
+    fn start(dir: &Path) -> Process {
+        let child = Command::new(env!("CARGO_BIN_EXE_docstore"))
+            .args(["--dbpath", dir.to_str().unwrap(), "--port", "0"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("docstore binary starts");
+        // Owned by `Process` at once, so every exit path below kills and reaps it.
+        let mut process = Process {
+            child,
+            uri: String::new(),
+        };
+        let stdout = process.child.stdout.take().expect("piped stdout");
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                panic!("docstore exited before listening");
+            }
+            if let Some(pos) = line.find("mongodb://") {
+                process.uri = line[pos..].trim().to_string();
+                // Keep draining stdout so the process never blocks on a full pipe.
+                std::thread::spawn(move || for _ in reader.lines() {});
+                return process;
+            }
+        }
+    }
+
+    fn kill(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().unwrap();
+    }
+}
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn journal_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("journal")
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+#[tokio::test]
+async fn acknowledged_writes_survive_kill_dash_nine() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Process::start(dir.path());
+    let client = client_for(&p.uri).await;
+    let c = client.database("shop").collection::<Document>("orders");
+    c.insert_many((0..2000).map(|i| doc! { "_id": i, "total": i * 10 }))
+        .await
+        .unwrap();
+    c.update_many(
+        doc! { "_id": { "$lt": 100 } },
+        doc! { "$set": { "paid": true } },
+    )
+    .await
+    .unwrap();
+    c.delete_many(doc! { "_id": { "$gte": 1900 } })
+        .await
+        .unwrap();
+    let journaled = WriteConcern::builder().journal(true).build();
+    c.insert_one(doc! { "_id": "last", "j": true })
+        .write_concern(journaled)
+        .await
+        .unwrap();
+    p.kill();
+
+    let p = Process::start(dir.path());
+    let client = client_for(&p.uri).await;
+    let c = client.database("shop").collection::<Document>("orders");
+    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 1901);
+    assert_eq!(c.count_documents(doc! { "paid": true }).await.unwrap(), 100);
+    assert!(c.find_one(doc! { "_id": "last" }).await.unwrap().is_some());
+    assert_eq!(
+        c.find_one(doc! { "_id": 42 }).await.unwrap().unwrap(),
+        doc! { "_id": 42, "total": 420, "paid": true }
+    );
+}
+
+#[tokio::test]
+async fn writes_acknowledged_more_than_a_commit_interval_ago_survive_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Process::start(dir.path());
+    let client = client_for(&p.uri).await;
+    let c = client.database("shop").collection::<Document>("items");
+    for i in 0..200 {
+        c.insert_one(doc! { "_id": i }).await.unwrap();
+    }
+    // Group commit runs every 100 ms; wait well past one interval.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    p.kill();
+    let p = Process::start(dir.path());
+    let c = client_for(&p.uri)
+        .await
+        .database("shop")
+        .collection::<Document>("items");
+    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 200);
+}
+
+#[tokio::test]
+async fn indexes_survive_a_restart_and_still_enforce_uniqueness() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Process::start(dir.path());
+    let client = client_for(&p.uri).await;
+    let c = client.database("shop").collection::<Document>("users");
+    c.create_index(
+        mongodb::IndexModel::builder()
+            .keys(doc! { "email": 1 })
+            .options(
+                mongodb::options::IndexOptions::builder()
+                    .unique(true)
+                    .build(),
+            )
+            .build(),
+    )
+    .await
+    .unwrap();
+    c.insert_one(doc! { "email": "a@x" })
+        .write_concern(WriteConcern::builder().journal(true).build())
+        .await
+        .unwrap();
+    p.kill();
+    let p = Process::start(dir.path());
+    let c = client_for(&p.uri)
+        .await
+        .database("shop")
+        .collection::<Document>("users");
+    let names = c.list_index_names().await.unwrap();
+    assert!(names.contains(&"email_1".to_string()), "{names:?}");
+    let e = c.insert_one(doc! { "email": "a@x" }).await.unwrap_err();
+    assert_eq!(common::code_of(&e), Some(11000));
+}
+
+#[tokio::test]
+async fn a_torn_journal_tail_is_dropped_and_earlier_writes_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Process::start(dir.path());
+    let client = client_for(&p.uri).await;
+    let c = client.database("shop").collection::<Document>("items");
+    let journaled = WriteConcern::builder().journal(true).build();
+    for i in 0..50 {
+        c.insert_one(doc! { "_id": i, "pad": "x".repeat(100) })
+            .write_concern(journaled.clone())
+            .await
+            .unwrap();
+    }
+    p.kill();
+
+    // Simulate a crash in the middle of writing a record: a partial record at the end.
+    let newest = journal_files(dir.path())
+        .into_iter()
+        .rev()
+        .find(|f| std::fs::metadata(f).unwrap().len() > 0);
+    let newest = newest.expect("a non-empty journal segment");
+    let mut bytes = std::fs::read(&newest).unwrap();
+    bytes.extend_from_slice(&[200, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7]);
+    std::fs::write(&newest, &bytes).unwrap();
+
+    let p = Process::start(dir.path());
+    let c = client_for(&p.uri)
+        .await
+        .database("shop")
+        .collection::<Document>("items");
+    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 50);
+    // And it keeps accepting writes that survive the next restart.
+    c.insert_one(doc! { "_id": 50 })
+        .write_concern(journaled.clone())
+        .await
+        .unwrap();
+    p.kill();
+
+    // Now cut the last record in half: that write is lost, all earlier ones are kept.
+    let newest = journal_files(dir.path())
+        .into_iter()
+        .rev()
+        .find(|f| std::fs::metadata(f).unwrap().len() > 0);
+    let newest = newest.expect("a non-empty journal segment");
+    let len = std::fs::metadata(&newest).unwrap().len();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&newest)
+        .unwrap();
+    file.set_len(len - 5).unwrap();
+    drop(file);
+    let p = Process::start(dir.path());
+    let c = client_for(&p.uri)
+        .await
+        .database("shop")
+        .collection::<Document>("items");
+    let n = c.count_documents(doc! {}).await.unwrap();
+    assert_eq!(
+        n, 50,
+        "the torn last write is dropped, the 50 before it kept"
+    );
+    drop(p);
+}
+
+#[tokio::test]
+async fn snapshots_compact_the_journal_and_restore_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = docstore::Config {
+        snapshot_threshold_bytes: 256 * 1024,
+        ..docstore::Config::persistent(dir.path())
+    };
+    let server = docstore::Server::start(config.clone()).await.unwrap();
+    let c = client_for(&server.uri())
+        .await
+        .database("shop")
+        .collection::<Document>("items");
+    c.create_index(mongodb::IndexModel::builder().keys(doc! { "n": 1 }).build())
+        .await
+        .unwrap();
+    // Rewrite the same documents many times: far more journal than live data.
+    c.insert_many((0..500).map(|i| doc! { "_id": i, "n": 0, "pad": "y".repeat(200) }))
+        .await
+        .unwrap();
+    for round in 1..=20 {
+        c.update_many(doc! {}, doc! { "$set": { "n": round } })
+            .await
+            .unwrap();
+    }
+    c.delete_many(doc! { "_id": { "$gte": 400 } })
+        .await
+        .unwrap();
+    server.shutdown().await;
+
+    let journal_bytes: u64 = journal_files(dir.path())
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().len())
+        .sum();
+    assert!(
+        journal_bytes < 2 * 1024 * 1024,
+        "journal was compacted, {journal_bytes} bytes left"
+    );
+    let snapshots = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with("snapshot")
+        })
+        .count();
+    assert!(snapshots >= 1);
+
+    let server = docstore::Server::start(config).await.unwrap();
+    let c = client_for(&server.uri())
+        .await
+        .database("shop")
+        .collection::<Document>("items");
+    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 400);
+    assert_eq!(c.count_documents(doc! { "n": 20 }).await.unwrap(), 400);
+    assert!(c
+        .list_index_names()
+        .await
+        .unwrap()
+        .contains(&"n_1".to_string()));
+    server.shutdown().await;
+}
