@@ -269,3 +269,96 @@ async fn coll_stats_and_db_stats_count_documents() {
         10
     );
 }
+
+fn unique(keys: Document, sparse: bool) -> IndexModel {
+    IndexModel::builder()
+        .keys(keys)
+        .options(IndexOptions::builder().unique(true).sparse(sparse).build())
+        .build()
+}
+
+#[tokio::test]
+async fn sparse_unique_indexes_skip_documents_without_the_field() {
+    let t = test_db().await;
+    let sparse = t.db.collection::<Document>("sparse");
+    sparse
+        .create_index(unique(doc! { "code": 1 }, true))
+        .await
+        .unwrap();
+    sparse
+        .insert_many(vec![doc! { "a": 1 }, doc! { "a": 2 }, doc! { "code": "x" }])
+        .await
+        .unwrap();
+    assert_code(sparse.insert_one(doc! { "code": "x" }).await, 11000);
+
+    let dense = t.db.collection::<Document>("dense");
+    dense
+        .create_index(unique(doc! { "code": 1 }, false))
+        .await
+        .unwrap();
+    dense.insert_one(doc! { "a": 1 }).await.unwrap();
+    let e = assert_code(dense.insert_one(doc! { "a": 2 }).await, 11000);
+    assert!(
+        message_of(&e).contains("dup key: { code: null }"),
+        "{}",
+        message_of(&e)
+    );
+}
+
+#[tokio::test]
+async fn unique_multikey_indexes_compare_elements_and_parallel_arrays_are_refused() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("tags");
+    c.create_index(unique(doc! { "tags": 1 }, false))
+        .await
+        .unwrap();
+    c.insert_one(doc! { "tags": ["a", "b"] }).await.unwrap();
+    // Repeating a value inside one document is fine; sharing it with another is not.
+    c.insert_one(doc! { "tags": ["c", "c"] }).await.unwrap();
+    assert_code(c.insert_one(doc! { "tags": ["b", "z"] }).await, 11000);
+
+    let p = t.db.collection::<Document>("pairs");
+    p.create_index(IndexModel::builder().keys(doc! { "a": 1, "b": 1 }).build())
+        .await
+        .unwrap();
+    p.insert_one(doc! { "a": [1, 2], "b": 1 }).await.unwrap();
+    assert_code(p.insert_one(doc! { "a": [1, 2], "b": [3, 4] }).await, 171);
+}
+
+#[tokio::test]
+async fn numbers_of_different_types_are_the_same_unique_key() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("nums");
+    c.create_index(unique(doc! { "n": 1 }, false))
+        .await
+        .unwrap();
+    c.insert_one(doc! { "n": 1 }).await.unwrap();
+    assert_code(c.insert_one(doc! { "n": 1.0 }).await, 11000);
+    assert_code(c.insert_one(doc! { "n": 1i64 }).await, 11000);
+    c.insert_one(doc! { "n": 1.5 }).await.unwrap();
+}
+
+#[tokio::test]
+async fn an_oversized_document_is_refused_and_the_connection_keeps_working() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("big");
+    let huge = "x".repeat(16 * 1024 * 1024 + 100);
+    assert!(c.insert_one(doc! { "s": huge }).await.is_err());
+    c.insert_one(doc! { "s": "small" }).await.unwrap();
+    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn deeply_nested_documents_round_trip() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("deep");
+    let mut d = doc! { "leaf": 1 };
+    for _ in 0..90 {
+        d = doc! { "n": d };
+    }
+    c.insert_one(doc! { "_id": 1, "root": d.clone() })
+        .await
+        .unwrap();
+    let back = c.find_one(doc! { "_id": 1 }).await.unwrap().unwrap();
+    assert_eq!(back.get_document("root").unwrap(), &d);
+}
