@@ -47,7 +47,9 @@ pub fn value_string(value: &Bson) -> String {
         Bson::RegularExpression(re) => format!("/{}/{}", re.pattern, re.options),
         Bson::DbPointer(_) => "DBRef(...)".to_string(),
         Bson::JavaScriptCode(code) => code.clone(),
-        Bson::JavaScriptCodeWithScope(c) => format!("CodeWScope( {}, {})", c.code, document(&c.scope)),
+        Bson::JavaScriptCodeWithScope(c) => {
+            format!("CodeWScope( {}, {})", c.code, document(&c.scope))
+        }
         Bson::Int32(i) => i.to_string(),
         Bson::Int64(i) => i.to_string(),
         Bson::Timestamp(ts) => format!("Timestamp({}, {})", ts.time, ts.increment),

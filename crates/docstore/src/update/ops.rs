@@ -61,12 +61,19 @@ pub enum Op {
     Mul(Bson),
     Min(Bson),
     Max(Bson),
-    CurrentDate { timestamp: bool },
+    CurrentDate {
+        timestamp: bool,
+    },
     /// Stored at the destination path; `from` is the source.
-    Rename { from: Vec<String>, from_dotted: String },
+    Rename {
+        from: Vec<String>,
+        from_dotted: String,
+    },
     Push(PushSpec),
     AddToSet(Vec<Bson>),
-    Pop { first: bool },
+    Pop {
+        first: bool,
+    },
     Pull(PullMatcher),
     PullAll(Vec<Bson>),
     Bit(Vec<(BitOp, Bson)>),
@@ -161,7 +168,9 @@ pub fn parse_argument(kind: OpKind, field: &str, arg: &Bson) -> Result<Op> {
         },
         OpKind::Bit => Op::Bit(parse_bit(arg)?),
         OpKind::Rename => {
-            return Err(Error::internal("$rename is parsed with its destination path"));
+            return Err(Error::internal(
+                "$rename is parsed with its destination path",
+            ));
         }
     })
 }
@@ -279,14 +288,15 @@ fn parse_sort_pattern(pattern: &Document) -> Result<PushSort> {
     }
     let mut fields = Vec::with_capacity(pattern.len());
     for (name, direction) in pattern {
-        let descending = match value::to_f64(direction) {
-            Some(d) if d == 1.0 => false,
-            Some(d) if d == -1.0 => true,
-            _ => {
-                return Err(Error::bad_value(
-                    "The $sort element value must be either 1 or -1",
-                ))
-            }
+        let order = value::to_f64(direction);
+        let descending = if order == Some(1.0) {
+            false
+        } else if order == Some(-1.0) {
+            true
+        } else {
+            return Err(Error::bad_value(
+                "The $sort element value must be either 1 or -1",
+            ));
         };
         if name.is_empty() {
             return Err(Error::bad_value("The $sort field cannot be empty"));
@@ -759,8 +769,7 @@ pub fn identical(a: &Bson, b: &Bson) -> bool {
 
 pub fn identical_documents(a: &Document, b: &Document) -> bool {
     a.len() == b.len()
-        && a
-            .iter()
+        && a.iter()
             .zip(b.iter())
             .all(|((ka, va), (kb, vb))| ka == kb && identical(va, vb))
 }

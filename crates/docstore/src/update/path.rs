@@ -26,9 +26,7 @@ pub fn split(path: &str) -> Result<Vec<String>> {
     if parts.iter().any(String::is_empty) {
         return Err(Error::location(
             EMPTY_FIELD_NAME,
-            format!(
-                "The update path '{path}' contains an empty field name, which is not allowed."
-            ),
+            format!("The update path '{path}' contains an empty field name, which is not allowed."),
         ));
     }
     Ok(parts)
@@ -133,7 +131,9 @@ pub fn existing_depth(root: &Bson, parts: &[String]) -> usize {
 /// padded with nulls up to a numeric part.
 pub fn create(root: &mut Bson, parts: &[String], depth: usize, value: Bson) -> Result<()> {
     let Some(first) = parts.get(depth) else {
-        return Err(Error::internal("update path creation past the end of the path"));
+        return Err(Error::internal(
+            "update path creation past the end of the path",
+        ));
     };
     let mut wrapped = value;
     for part in parts[depth + 1..].iter().rev() {

@@ -56,7 +56,10 @@ fn assert_error(e: &Error, code: i32, message: &str) {
 
 #[test]
 fn set_replaces_a_field_in_place_and_appends_new_fields() {
-    let (d, changed) = run(doc! { "_id": 1, "a": 1, "z": 0 }, doc! { "$set": { "a": 2, "b": 3 } });
+    let (d, changed) = run(
+        doc! { "_id": 1, "a": 1, "z": 0 },
+        doc! { "$set": { "a": 2, "b": 3 } },
+    );
     assert!(changed);
     assert_same(&d, &doc! { "_id": 1, "a": 2, "z": 0, "b": 3 });
 }
@@ -81,7 +84,10 @@ fn numeric_path_parts_are_applied_in_numeric_order() {
 
 #[test]
 fn set_creates_missing_intermediate_documents() {
-    let (d, _) = run(doc! { "_id": 1 }, doc! { "$set": { "a.b.c": 1, "a.b.d": 2 } });
+    let (d, _) = run(
+        doc! { "_id": 1 },
+        doc! { "$set": { "a.b.c": 1, "a.b.d": 2 } },
+    );
     assert_same(&d, &doc! { "_id": 1, "a": { "b": { "c": 1, "d": 2 } } });
 }
 
@@ -89,7 +95,10 @@ fn set_creates_missing_intermediate_documents() {
 fn set_with_a_numeric_part_on_an_array_pads_with_nulls() {
     let (d, _) = run(doc! { "_id": 1, "a": [1] }, doc! { "$set": { "a.3": 4 } });
     assert_same(&d, &doc! { "_id": 1, "a": [1, Bson::Null, Bson::Null, 4] });
-    let (d, _) = run(doc! { "_id": 1, "a": [{ "b": 1 }] }, doc! { "$set": { "a.0.b": 2 } });
+    let (d, _) = run(
+        doc! { "_id": 1, "a": [{ "b": 1 }] },
+        doc! { "$set": { "a.0.b": 2 } },
+    );
     assert_same(&d, &doc! { "_id": 1, "a": [{ "b": 2 }] });
 }
 
@@ -107,12 +116,19 @@ fn set_through_a_scalar_is_path_not_viable() {
         doc! { "_id": 1, "a": [{ "b": 1 }] },
         doc! { "$set": { "a.b": 2 } },
     );
-    assert_error(&e, 28, "Cannot create field 'b' in element {a: [ { b: 1 } ]}");
+    assert_error(
+        &e,
+        28,
+        "Cannot create field 'b' in element {a: [ { b: 1 } ]}",
+    );
 }
 
 #[test]
 fn padding_an_array_by_too_much_is_refused() {
-    let e = apply_error(doc! { "_id": 1, "a": [] }, doc! { "$set": { "a.2000000": 1 } });
+    let e = apply_error(
+        doc! { "_id": 1, "a": [] },
+        doc! { "$set": { "a.2000000": 1 } },
+    );
     assert_eq!(e.code_number(), 34);
 }
 
@@ -183,18 +199,27 @@ fn inc_adds_and_creates_missing_fields() {
         doc! { "_id": 1, "a": 1, "b": 1.5 },
         doc! { "$inc": { "a": 2, "b": 1, "c.d": -3_i64 } },
     );
-    assert_same(&d, &doc! { "_id": 1, "a": 3, "b": 2.5, "c": { "d": -3_i64 } });
+    assert_same(
+        &d,
+        &doc! { "_id": 1, "a": 3, "b": 2.5, "c": { "d": -3_i64 } },
+    );
 }
 
 #[test]
 fn inc_on_int32_overflow_widens_to_int64() {
-    let (d, _) = run(doc! { "_id": 1, "a": i32::MAX }, doc! { "$inc": { "a": 1 } });
+    let (d, _) = run(
+        doc! { "_id": 1, "a": i32::MAX },
+        doc! { "$inc": { "a": 1 } },
+    );
     assert_same(&d, &doc! { "_id": 1, "a": i64::from(i32::MAX) + 1 });
 }
 
 #[test]
 fn inc_on_int64_overflow_is_bad_value() {
-    let e = apply_error(doc! { "_id": 1, "a": i64::MAX }, doc! { "$inc": { "a": 1 } });
+    let e = apply_error(
+        doc! { "_id": 1, "a": i64::MAX },
+        doc! { "$inc": { "a": 1 } },
+    );
     assert_error(
         &e,
         2,
@@ -225,9 +250,17 @@ fn inc_on_a_non_number_is_type_mismatch() {
 #[test]
 fn inc_with_a_non_numeric_argument_is_type_mismatch() {
     let e = parse_error(doc! { "$inc": { "a": "x" } });
-    assert_error(&e, 14, "Cannot increment with non-numeric argument: {a: \"x\"}");
+    assert_error(
+        &e,
+        14,
+        "Cannot increment with non-numeric argument: {a: \"x\"}",
+    );
     let e = parse_error(doc! { "$mul": { "a": true } });
-    assert_error(&e, 14, "Cannot multiply with non-numeric argument: {a: true}");
+    assert_error(
+        &e,
+        14,
+        "Cannot multiply with non-numeric argument: {a: true}",
+    );
 }
 
 #[test]
@@ -285,7 +318,11 @@ fn rename_argument_errors_are_bad_value() {
     let e = parse_error(doc! { "$rename": { "a": 1 } });
     assert_error(&e, 2, "The 'to' field for $rename must be a string: a: 1");
     let e = parse_error(doc! { "$rename": { "a": "a" } });
-    assert_error(&e, 2, "The source and target field for $rename must differ: a: \"a\"");
+    assert_error(
+        &e,
+        2,
+        "The source and target field for $rename must differ: a: \"a\"",
+    );
     let e = parse_error(doc! { "$rename": { "a": "a.b" } });
     assert_error(
         &e,
@@ -293,7 +330,11 @@ fn rename_argument_errors_are_bad_value() {
         "The source and target field for $rename must not be on the same path: a: \"a.b\"",
     );
     let e = parse_error(doc! { "$rename": { "a.$": "b" } });
-    assert_error(&e, 2, "The source field for $rename may not be dynamic: a.$");
+    assert_error(
+        &e,
+        2,
+        "The source field for $rename may not be dynamic: a.$",
+    );
 }
 
 #[test]
@@ -323,7 +364,11 @@ fn rename_through_arrays_is_bad_value() {
 #[test]
 fn rename_conflicts_with_other_operators_on_its_source() {
     let e = parse_error(doc! { "$set": { "a": 1 }, "$rename": { "a": "b" } });
-    assert_error(&e, 40, "Updating the path 'a' would create a conflict at 'a'");
+    assert_error(
+        &e,
+        40,
+        "Updating the path 'a' would create a conflict at 'a'",
+    );
 }
 
 // ---- $setOnInsert and $currentDate -----------------------------------------------------------
@@ -488,13 +533,19 @@ fn add_to_set_adds_only_missing_values() {
 
 #[test]
 fn add_to_set_of_a_present_value_is_not_a_modification() {
-    let (_, changed) = run(doc! { "_id": 1, "a": [1, 2] }, doc! { "$addToSet": { "a": 2.0 } });
+    let (_, changed) = run(
+        doc! { "_id": 1, "a": [1, 2] },
+        doc! { "$addToSet": { "a": 2.0 } },
+    );
     assert!(!changed);
 }
 
 #[test]
 fn add_to_set_creates_the_array_and_refuses_non_arrays() {
-    let (d, _) = run(doc! { "_id": 1 }, doc! { "$addToSet": { "a": { "$each": [1, 1] } } });
+    let (d, _) = run(
+        doc! { "_id": 1 },
+        doc! { "$addToSet": { "a": { "$each": [1, 1] } } },
+    );
     assert_same(&d, &doc! { "_id": 1, "a": [1] });
     let e = apply_error(doc! { "_id": 1, "a": 1 }, doc! { "$addToSet": { "a": 1 } });
     assert_eq!(e.code_number(), 2);
@@ -509,7 +560,10 @@ fn pop_removes_the_first_or_last_element() {
         doc! { "$pop": { "a": 1, "b": -1 } },
     );
     assert_same(&d, &doc! { "_id": 1, "a": [1, 2], "b": [2, 3] });
-    let (_, changed) = run(doc! { "_id": 1, "a": [] }, doc! { "$pop": { "a": 1, "m": 1 } });
+    let (_, changed) = run(
+        doc! { "_id": 1, "a": [] },
+        doc! { "$pop": { "a": 1, "m": 1 } },
+    );
     assert!(!changed);
     let e = parse_error(doc! { "$pop": { "a": 2 } });
     assert_error(&e, 9, "$pop expects 1 or -1, found: 2");
@@ -522,7 +576,10 @@ fn pull_of_a_value_removes_equal_elements() {
         doc! { "$pull": { "a": 2 } },
     );
     assert_same(&d, &doc! { "_id": 1, "a": [1, [2], 3] });
-    let (_, changed) = run(doc! { "_id": 1, "a": [1] }, doc! { "$pull": { "a": 5, "m": 1 } });
+    let (_, changed) = run(
+        doc! { "_id": 1, "a": [1] },
+        doc! { "$pull": { "a": 5, "m": 1 } },
+    );
     assert!(!changed);
     let e = apply_error(doc! { "_id": 1, "a": "x" }, doc! { "$pull": { "a": 1 } });
     assert_error(&e, 2, "Cannot apply $pull to a non-array value");
@@ -536,7 +593,11 @@ fn pull_all_removes_every_listed_value() {
     );
     assert_same(&d, &doc! { "_id": 1, "a": [0, 2] });
     let e = parse_error(doc! { "$pullAll": { "a": 1 } });
-    assert_error(&e, 2, "$pullAll requires an array argument but was given a int");
+    assert_error(
+        &e,
+        2,
+        "$pullAll requires an array argument but was given a int",
+    );
 }
 
 #[test]
@@ -577,7 +638,11 @@ fn positional_operator_without_a_match_is_bad_value() {
 #[test]
 fn positional_path_errors_are_found_when_parsing() {
     let e = parse_error(doc! { "$set": { "a.$.b.$": 1 } });
-    assert_error(&e, 2, "Too many positional (i.e. '$') elements found in path 'a.$.b.$'");
+    assert_error(
+        &e,
+        2,
+        "Too many positional (i.e. '$') elements found in path 'a.$.b.$'",
+    );
     let e = parse_error(doc! { "$set": { "$[].a": 1 } });
     assert_eq!(e.code_number(), 2);
 }
@@ -588,7 +653,10 @@ fn all_positional_updates_every_element() {
         doc! { "_id": 1, "a": [{ "b": 1 }, { "b": 2 }, {}] },
         doc! { "$inc": { "a.$[].b": 10 } },
     );
-    assert_same(&d, &doc! { "_id": 1, "a": [{ "b": 11 }, { "b": 12 }, { "b": 10 }] });
+    assert_same(
+        &d,
+        &doc! { "_id": 1, "a": [{ "b": 11 }, { "b": 12 }, { "b": 10 }] },
+    );
     let (d, _) = run(
         doc! { "_id": 1, "a": [[1, 2], [3]] },
         doc! { "$inc": { "a.$[].$[]": 1 } },
@@ -614,13 +682,21 @@ fn all_positional_needs_an_existing_array() {
         "The path 'a.b' must exist in the document in order to apply array updates.",
     );
     let e = apply_error(doc! { "_id": 1, "a": 5 }, doc! { "$set": { "a.$[]": 1 } });
-    assert_error(&e, 2, "Cannot apply array updates to non-array element a: 5");
+    assert_error(
+        &e,
+        2,
+        "Cannot apply array updates to non-array element a: 5",
+    );
 }
 
 #[test]
 fn filtered_positional_without_an_array_filter_is_bad_value() {
     let e = parse_error(doc! { "$set": { "a.$[x]": 1 } });
-    assert_error(&e, 2, "No array filter found for identifier 'x' in path 'a.$[x]'");
+    assert_error(
+        &e,
+        2,
+        "No array filter found for identifier 'x' in path 'a.$[x]'",
+    );
 }
 
 #[test]
@@ -699,13 +775,29 @@ fn pull_with_a_condition_removes_matching_elements() {
 #[test]
 fn conflicting_paths_are_refused() {
     let e = parse_error(doc! { "$set": { "a": 1 }, "$inc": { "a.b": 1 } });
-    assert_error(&e, 40, "Updating the path 'a.b' would create a conflict at 'a'");
+    assert_error(
+        &e,
+        40,
+        "Updating the path 'a.b' would create a conflict at 'a'",
+    );
     let e = parse_error(doc! { "$set": { "a.b": 1 }, "$inc": { "a": 1 } });
-    assert_error(&e, 40, "Updating the path 'a' would create a conflict at 'a'");
+    assert_error(
+        &e,
+        40,
+        "Updating the path 'a' would create a conflict at 'a'",
+    );
     let e = parse_error(doc! { "$set": { "a.b.c": 1, "a.b": 1 } });
-    assert_error(&e, 40, "Updating the path 'a.b' would create a conflict at 'a.b'");
+    assert_error(
+        &e,
+        40,
+        "Updating the path 'a.b' would create a conflict at 'a.b'",
+    );
     let e = parse_error(doc! { "$set": { "a.b": 1 }, "$unset": { "a.b.c": 1 } });
-    assert_error(&e, 40, "Updating the path 'a.b.c' would create a conflict at 'a.b'");
+    assert_error(
+        &e,
+        40,
+        "Updating the path 'a.b.c' would create a conflict at 'a.b'",
+    );
 }
 
 #[test]
@@ -784,7 +876,10 @@ fn operators_may_not_change_id() {
 
 #[test]
 fn setting_id_to_its_own_value_is_allowed() {
-    let (_, changed) = run(doc! { "_id": 1, "a": 1 }, doc! { "$set": { "_id": 1, "a": 1 } });
+    let (_, changed) = run(
+        doc! { "_id": 1, "a": 1 },
+        doc! { "$set": { "_id": 1, "a": 1 } },
+    );
     assert!(!changed);
 }
 
@@ -847,7 +942,9 @@ fn upsert_seeds_equality_fields_then_applies_the_update() {
         "_id": 9,
         "h": { "$in": [7] },
     };
-    let d = spec.upsert_document(&filter, &ApplyContext::default()).unwrap();
+    let d = spec
+        .upsert_document(&filter, &ApplyContext::default())
+        .unwrap();
     assert_same(
         &d,
         &doc! { "_id": 9, "b": 2, "e": 5, "h": 7, "x": { "y": "deep" }, "c": 1, "n": 1 },
@@ -910,7 +1007,11 @@ fn upsert_refuses_ambiguous_equalities() {
             &ApplyContext::default(),
         )
         .unwrap_err();
-    assert_error(&e, 54, "cannot infer query fields to set, path 'a' is matched twice");
+    assert_error(
+        &e,
+        54,
+        "cannot infer query fields to set, path 'a' is matched twice",
+    );
     let e = spec
         .upsert_document(&doc! { "a": 1, "a.b": 2 }, &ApplyContext::default())
         .unwrap_err();
