@@ -1030,3 +1030,20 @@ fn upsert_with_the_positional_operator_fails() {
         .unwrap_err();
     assert_eq!(e.code_number(), 2);
 }
+
+#[test]
+fn upsert_refuses_an_array_id() {
+    let spec = parse(doc! { "$set": { "_id": [1] } });
+    let e = spec
+        .upsert_document(&doc! { "a": 1 }, &ApplyContext::default())
+        .unwrap_err();
+    assert_error(&e, 53, "The '_id' value cannot be of type array");
+}
+
+#[test]
+fn operators_may_not_create_top_level_dollar_fields() {
+    let e = apply_error(doc! { "_id": 1 }, doc! { "$set": { "$x": 1 } });
+    assert_eq!(e.code_number(), 52);
+    let (d, _) = run(doc! { "_id": 1 }, doc! { "$set": { "a.$x": 1 } });
+    assert_same(&d, &doc! { "_id": 1, "a": { "$x": 1 } });
+}
