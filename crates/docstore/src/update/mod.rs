@@ -121,11 +121,13 @@ impl UpdateSpec {
             }
             Kind::Operators(ops) => ops.apply(&upsert::seed(equalities)?, &ctx)?,
         };
-        if matches!(inserted.get("_id"), Some(Bson::Array(_))) {
+        // mongod validates the new document for storage before anything else looks at it.
+        if let Some(id @ (Bson::Array(_) | Bson::RegularExpression(_) | Bson::Undefined)) =
+            inserted.get("_id")
+        {
             return Err(Error::new(
-                ErrorCode::NotSingleValueField,
-                "After applying the update to the document, the field '_id' was found to be an \
-                 array or array descendant.",
+                ErrorCode::InvalidIdField,
+                format!("The '_id' value cannot be of type {}", value::type_name(id)),
             ));
         }
         Ok(with_id_first(inserted))
@@ -179,13 +181,6 @@ fn replace(replacement: &Document, original: &Document) -> Result<Document> {
                 ),
             ));
         }
-    }
-    if matches!(updated.get("_id"), Some(Bson::Array(_))) {
-        return Err(Error::new(
-            ErrorCode::NotSingleValueField,
-            "After applying the update to the document, the (immutable) field '_id' was found \
-             to be an array or array descendant.",
-        ));
     }
     Ok(updated)
 }
@@ -527,6 +522,9 @@ impl Operators {
                     target.first().map(String::as_str) == Some("_id")
                 }
                 op => {
+                    if !ctx.is_insert {
+                        check_top_level_dollar(&root, target, op)?;
+                    }
                     ops::apply(&mut root, target, op, &env)?;
                     target.first().map(String::as_str) == Some("_id")
                 }
@@ -616,6 +614,33 @@ impl Operators {
             ))),
         }
     }
+}
+
+/// An update may not store a top-level field whose name starts with `$` (nested ones are fine
+/// since 5.0); DBRef fields are left to the storage rules.
+fn check_top_level_dollar(root: &Bson, target: &[String], op: &Op) -> Result<()> {
+    let Some(first) = target.first() else {
+        return Ok(());
+    };
+    if !first.starts_with('$') || matches!(first.as_str(), "$ref" | "$id" | "$db") {
+        return Ok(());
+    }
+    let writes = !matches!(
+        op,
+        Op::Unset | Op::Pop { .. } | Op::Pull(_) | Op::PullAll(_)
+    );
+    let touches_top_level = target.len() == 1 || path::existing_depth(root, target) == 0;
+    if writes && touches_top_level {
+        return Err(Error::new(
+            ErrorCode::DollarPrefixedFieldName,
+            format!(
+                "The dollar ($) prefixed field '{first}' in '{first}' is not allowed in the \
+                 context of an update's replacement document. Consider using an aggregation \
+                 pipeline with $replaceWith."
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// Errors when the document had an `_id` and no longer has an equal one.

@@ -288,14 +288,15 @@ fn parse_sort_pattern(pattern: &Document) -> Result<PushSort> {
     }
     let mut fields = Vec::with_capacity(pattern.len());
     for (name, direction) in pattern {
-        let descending = match value::to_f64(direction) {
-            Some(d) if d == 1.0 => false,
-            Some(d) if d == -1.0 => true,
-            _ => {
-                return Err(Error::bad_value(
-                    "The $sort element value must be either 1 or -1",
-                ))
-            }
+        let order = value::to_f64(direction);
+        let descending = if order == Some(1.0) {
+            false
+        } else if order == Some(-1.0) {
+            true
+        } else {
+            return Err(Error::bad_value(
+                "The $sort element value must be either 1 or -1",
+            ));
         };
         if name.is_empty() {
             return Err(Error::bad_value("The $sort field cannot be empty"));

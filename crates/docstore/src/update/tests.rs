@@ -1030,3 +1030,40 @@ fn upsert_with_the_positional_operator_fails() {
         .unwrap_err();
     assert_eq!(e.code_number(), 2);
 }
+
+#[test]
+fn upsert_refuses_an_array_id() {
+    let spec = parse(doc! { "$set": { "_id": [1] } });
+    let e = spec
+        .upsert_document(&doc! { "a": 1 }, &ApplyContext::default())
+        .unwrap_err();
+    assert_error(&e, 53, "The '_id' value cannot be of type array");
+}
+
+#[test]
+fn operators_may_not_create_top_level_dollar_fields() {
+    let e = apply_error(doc! { "_id": 1 }, doc! { "$set": { "$x": 1 } });
+    assert_eq!(e.code_number(), 52);
+    let (d, _) = run(doc! { "_id": 1 }, doc! { "$set": { "a.$x": 1 } });
+    assert_same(&d, &doc! { "_id": 1, "a": { "$x": 1 } });
+}
+
+#[test]
+fn positional_paths_meeting_at_one_element_conflict_when_applied() {
+    let ctx = ApplyContext {
+        matched_position: Some(0),
+        ..Default::default()
+    };
+    let e = apply_error_ctx(
+        doc! { "_id": 1, "a": [1, 2] },
+        doc! { "$set": { "a.$": 5, "a.0": 6 } },
+        &ctx,
+    );
+    assert_error(&e, 40, "Update created a conflict at 'a.0'");
+    let e = parse_error(doc! { "$set": { "a.$[]": 1, "a.0": 2 } });
+    assert_error(
+        &e,
+        40,
+        "Updating the path 'a.0' would create a conflict at 'a'",
+    );
+}

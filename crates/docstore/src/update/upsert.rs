@@ -30,10 +30,11 @@ fn collect(filter: &Document, found: &mut Vec<(String, Bson)>) -> Result<()> {
                         match (op.as_str(), operand) {
                             ("$eq", v) => add(found, key, v.clone())?,
                             // `{a: {$in: [v]}}` is rewritten to `{a: {$eq: v}}` (not for regexes).
-                            ("$in", Bson::Array(items)) if items.len() == 1 => {
-                                if !matches!(items[0], Bson::RegularExpression(_)) {
-                                    add(found, key, items[0].clone())?;
-                                }
+                            ("$in", Bson::Array(items))
+                                if items.len() == 1
+                                    && !matches!(items[0], Bson::RegularExpression(_)) =>
+                            {
+                                add(found, key, items[0].clone())?;
                             }
                             _ => {}
                         }
