@@ -196,6 +196,15 @@ impl IndexSpec {
             (Some(a), Some(b)) => compare_documents(a, b) == Ordering::Equal,
             _ => false,
         };
+        // Asking for the _id index again, under any name, is a no-op as in MongoDB.
+        if existing.name == "_id_"
+            && same_key
+            && same_partial
+            && !self.sparse
+            && self.expire_after_seconds.is_none()
+        {
+            return Ok(true);
+        }
         let same_options = self.unique == existing.unique
             && self.sparse == existing.sparse
             && self.expire_after_seconds == existing.expire_after_seconds;
@@ -892,6 +901,9 @@ mod tests {
             err.message,
             "Index already exists with a different name: a_1"
         );
+
+        let id = IndexSpec::parse(&doc! { "key": { "_id": 1 }, "name": "_id_1" }).unwrap();
+        assert_eq!(id.same_definition(&IndexSpec::id_index()), Ok(true));
 
         let unique =
             IndexSpec::parse(&doc! { "key": { "a": 1 }, "name": "a_1", "unique": true }).unwrap();
