@@ -236,35 +236,7 @@ fn existing_index<'a>(
     spec: &IndexSpec,
 ) -> Result<bool> {
     existing.try_fold(false, |found, other| {
-        if found {
-            return Ok(true);
-        }
-        let same_name = other.name == spec.name;
-        let same_key = other.key == spec.key;
-        let same_options = other.unique == spec.unique
-            && other.sparse == spec.sparse
-            && other.partial_filter == spec.partial_filter
-            && other.expire_after_seconds == spec.expire_after_seconds;
-        match (same_name, same_key, same_options) {
-            (true, true, true) => Ok(true),
-            (true, false, _) => Err(Error::new(
-                ErrorCode::IndexKeySpecsConflict,
-                format!(
-                    "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: {}, existing index: {}",
-                    spec.to_document(),
-                    other.to_document()
-                ),
-            )),
-            (_, true, _) => Err(Error::new(
-                ErrorCode::IndexOptionsConflict,
-                format!(
-                    "An equivalent index already exists with a different name and options. Requested index: {}, existing index: {}",
-                    spec.to_document(),
-                    other.to_document()
-                ),
-            )),
-            _ => Ok(false),
-        }
+        Ok(found || spec.same_definition(other)?)
     })
 }
 
