@@ -142,6 +142,50 @@ impl Catalog {
         Ok(Some(outcome))
     }
 
+    /// The TTL monitor's pass: in every collection with a TTL index, delete (under the
+    /// collection's write lock, journaled like any delete) the documents whose indexed date
+    /// plus `expireAfterSeconds` is at or before `now`. Returns how many were deleted.
+    pub fn expire_ttl_documents(&self, now: bson::DateTime) -> usize {
+        let targets: Vec<(String, String)> = {
+            let dbs = self.databases.read();
+            dbs.iter()
+                .flat_map(|(db, colls)| {
+                    colls
+                        .iter()
+                        .filter(|(_, handle)| handle.read().indexes().iter().any(|i| i.is_ttl()))
+                        .map(move |(name, _)| (db.clone(), name.clone()))
+                })
+                .collect()
+        };
+        let mut deleted = 0;
+        for (db, coll) in targets {
+            let outcome = self.write(&db, &coll, false, |c| {
+                let expired: std::collections::BTreeSet<_> = c
+                    .indexes()
+                    .iter()
+                    .flat_map(|i| i.expired_records(now))
+                    .collect();
+                let mut ops = Vec::with_capacity(expired.len());
+                for record in expired {
+                    if let Some(doc) = c.remove(record) {
+                        ops.push(JournalOp::Delete {
+                            db: c.db.clone(),
+                            coll: c.name.clone(),
+                            id: doc.get("_id").cloned().unwrap_or(bson::Bson::Null),
+                        });
+                    }
+                }
+                (ops.len(), ops)
+            });
+            match outcome {
+                Ok(Some(o)) => deleted += o.value,
+                Ok(None) => {}
+                Err(e) => tracing::warn!("TTL monitor skipped {db}.{coll}: {e}"),
+            }
+        }
+        deleted
+    }
+
     /// Explicit `create`: error 48 if the collection exists.
     pub fn create_collection(&self, db: &str, coll: &str, options: Document) -> Result<u64> {
         let _gate = self.gate.read();

@@ -1,0 +1,1 @@
+//! `$out` and `$merge`: aggregation results written to a collection.

@@ -1,0 +1,1 @@
+//! Updates given as an aggregation pipeline, through `update` and `findAndModify`.
