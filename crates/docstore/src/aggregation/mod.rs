@@ -138,6 +138,11 @@ impl Pipeline {
         self.names.iter().any(|n| n == name)
     }
 
+    /// The stage names as written, in order.
+    pub fn stage_names(&self) -> &[String] {
+        &self.names
+    }
+
     /// The number of stages (after parsing; `$count` and friends count as one).
     pub fn len(&self) -> usize {
         self.stages.len()
@@ -148,10 +153,20 @@ impl Pipeline {
     }
 
     pub fn run(&self, input: Vec<Document>, ctx: &dyn PipelineContext) -> Result<Vec<Document>> {
+        self.run_at(input, ctx, bson::DateTime::now())
+    }
+
+    /// Run with `$$NOW` fixed to `now` (one instant for a whole command, e.g. a multi-document
+    /// pipeline update), unless the pipeline's variables already set it.
+    pub fn run_at(
+        &self,
+        input: Vec<Document>,
+        ctx: &dyn PipelineContext,
+        now: bson::DateTime,
+    ) -> Result<Vec<Document>> {
         let mut vars = self.vars.clone();
-        // `$$NOW` is one instant for the whole pipeline.
         if !vars.contains_key("NOW") {
-            vars.insert("NOW", Bson::DateTime(bson::DateTime::now()));
+            vars.insert("NOW", Bson::DateTime(now));
         }
         let mut docs = input;
         let mut i = 0;
