@@ -19,6 +19,30 @@ use bson::{Bson, Document};
 use ops::{Op, OpKind};
 use std::collections::HashMap;
 
+/// Parse an update pipeline (the stages allowed in an update only; code 72 otherwise), e.g.
+/// `$merge`'s `whenMatched` pipeline; `vars` names its variables.
+pub fn parse_update_pipeline(
+    stages: &[Bson],
+    vars: &Document,
+) -> Result<crate::aggregation::Pipeline> {
+    pipeline::parse(stages, vars)
+}
+
+/// Run an update pipeline on `doc`: the original `_id` is kept (error 66 if it changed).
+pub fn apply_update_pipeline(
+    p: &crate::aggregation::Pipeline,
+    doc: &Document,
+    now: bson::DateTime,
+) -> Result<Document> {
+    pipeline::apply(p, doc, now)
+}
+
+/// Whether two documents are the same field for field, types included (an update that
+/// produces the same document modifies nothing).
+pub fn same_document(a: &Document, b: &Document) -> bool {
+    ops::identical_documents(a, b)
+}
+
 /// What the update is applied in the context of.
 #[derive(Debug, Clone, Default)]
 pub struct ApplyContext {

@@ -42,6 +42,15 @@ pub fn parse(stages: &[Bson], vars: &Document) -> Result<Pipeline> {
         }
     }
     let pipeline = Pipeline::parse(&docs, vars)?;
+    if let Some(terminal) = pipeline.terminal_write() {
+        return Err(Error::new(
+            ErrorCode::InvalidOptions,
+            format!(
+                "{} is not allowed to be used within an update",
+                terminal.stage_name()
+            ),
+        ));
+    }
     for name in pipeline.stage_names() {
         if !ALLOWED.contains(&name.as_str()) {
             // Stages that desugar into a `$group` are reported under that name.
