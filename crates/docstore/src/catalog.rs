@@ -352,6 +352,10 @@ impl Catalog {
                 if let Err(e) = storage.write_snapshot(token, &images) {
                     tracing::error!("snapshot {token} failed: {e}");
                 }
+                // Let go of the storage (and its directory lock) before reporting completion,
+                // so a shutdown that waits for the snapshot can reopen the directory at once.
+                drop(storage);
+                drop(images);
                 running.store(false, Ordering::Release);
             })?;
         Ok(())
@@ -379,8 +383,14 @@ impl Catalog {
         images
     }
 
-    /// Write everything journaled so far to disk (clean shutdown).
+    /// Write everything journaled so far to disk (clean shutdown), after waiting (bounded) for
+    /// a snapshot in progress so that it completes and releases the data directory.
     pub fn flush(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while self.snapshot_running.load(Ordering::Acquire) && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         if let Err(e) = self.storage.flush() {
             tracing::error!("journal flush failed: {e}");
         }
