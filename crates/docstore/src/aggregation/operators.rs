@@ -1020,24 +1020,8 @@ pub(crate) fn trim(
 
 /// Build a `regex` for a MongoDB pattern and its options (`i m s x`).
 pub(crate) fn build_regex(pattern: &str, options: &str, op: &str) -> Result<regex::Regex> {
-    let mut flags = String::new();
-    for c in options.chars() {
-        match c {
-            'i' | 'm' | 's' | 'x' => flags.push(c),
-            'u' => {}
-            _ => {
-                return Err(Error::location(
-                    51108,
-                    format!("{op}: invalid flag in regex options: {c}"),
-                ))
-            }
-        }
-    }
-    let full = if flags.is_empty() {
-        pattern.to_string()
-    } else {
-        format!("(?{flags}){pattern}")
-    };
+    let full = crate::query::matcher::regex_source(pattern, options)
+        .map_err(|c| Error::location(51108, format!("{op}: invalid flag in regex options: {c}")))?;
     regex::Regex::new(&full)
         .map_err(|e| Error::location(51111, format!("Invalid Regex in {op}: {e}")))
 }

@@ -410,27 +410,29 @@ impl TypeSet {
     }
 }
 
+/// A MongoDB pattern with its options (`i m s x`, and `u` which is always on) as a `regex`
+/// crate source with inline flags; `Err` names the first option letter that is not allowed.
+pub(crate) fn regex_source(pattern: &str, options: &str) -> std::result::Result<String, char> {
+    let mut flags = String::new();
+    for c in options.chars() {
+        match c {
+            'i' | 'm' | 's' | 'x' => flags.push(c),
+            // Unicode matching is always on in the regex crate.
+            'u' => {}
+            other => return Err(other),
+        }
+    }
+    Ok(if flags.is_empty() {
+        pattern.to_string()
+    } else {
+        format!("(?{flags}){pattern}")
+    })
+}
+
 impl RegexCond {
     fn new(pattern: &str, options: &str) -> Result<RegexCond> {
-        let mut flags = String::new();
-        for c in options.chars() {
-            match c {
-                'i' | 'm' | 's' | 'x' => flags.push(c),
-                // Unicode matching is always on in the regex crate.
-                'u' => {}
-                _ => {
-                    return Err(Error::location(
-                        51108,
-                        format!("invalid flag in regex options: {c}"),
-                    ))
-                }
-            }
-        }
-        let source = if flags.is_empty() {
-            pattern.to_string()
-        } else {
-            format!("(?{flags}){pattern}")
-        };
+        let source = regex_source(pattern, options)
+            .map_err(|c| Error::location(51108, format!("invalid flag in regex options: {c}")))?;
         let regex = regex::Regex::new(&source).map_err(|e| {
             Error::bad_value(format!(
                 "Regular expression /{pattern}/ is invalid or uses features docstore does not \
