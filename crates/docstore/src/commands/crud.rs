@@ -114,6 +114,21 @@ pub struct ReadSpec {
 }
 
 impl ReadSpec {
+    /// Filter (from `filter_field`), `sort` and `hint` of a command; no skip or limit.
+    pub fn parse(args: &Args<'_>, filter_field: &str, vars: Option<&Document>) -> Result<ReadSpec> {
+        let filter_doc = args.document(filter_field)?.cloned().unwrap_or_default();
+        let (sort, sort_doc) = parse_sort(args.document("sort")?)?;
+        Ok(ReadSpec {
+            filter: parse_filter(&filter_doc, vars)?,
+            filter_doc,
+            sort,
+            sort_doc,
+            hint: parse_hint(args, "hint")?,
+            skip: 0,
+            limit: None,
+        })
+    }
+
     pub fn query_spec(&self) -> QuerySpec<'_> {
         QuerySpec {
             filter: &self.filter,
@@ -138,6 +153,13 @@ fn parse_sort(sort: Option<&Document>) -> Result<(Option<SortSpec>, Option<Docum
     match sort {
         Some(s) if !s.is_empty() => Ok((Some(SortSpec::parse(s)?), Some(s.clone()))),
         _ => Ok((None, None)),
+    }
+}
+
+fn parse_projection(args: &Args<'_>, field: &str) -> Result<Option<Projection>> {
+    match args.document(field)? {
+        Some(p) if !p.is_empty() => Ok(Some(Projection::parse(p)?)),
+        _ => Ok(None),
     }
 }
 
@@ -188,23 +210,14 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
     let coll = args.collection()?;
     check_collation(args.get("collation"))?;
     let vars = args.document("let")?;
-    let filter_doc = args.document("filter")?.cloned().unwrap_or_default();
-    let (sort, sort_doc) = parse_sort(args.document("sort")?)?;
-    let projection = match args.document("projection")? {
-        Some(p) if !p.is_empty() => Some(Projection::parse(p)?),
-        _ => None,
-    };
+    let projection = parse_projection(args, "projection")?;
     let read = ReadSpec {
-        filter: parse_filter(&filter_doc, vars)?,
-        filter_doc,
-        sort,
-        sort_doc,
-        hint: parse_hint(args, "hint")?,
         skip: args.non_negative("skip")?.unwrap_or(0) as usize,
         limit: args
             .non_negative("limit")?
             .filter(|l| *l > 0)
             .map(|l| l as usize),
+        ..ReadSpec::parse(args, "filter", vars)?
     };
     let single_batch = args.bool("singleBatch", false)?;
     // A single batch holds everything the limit allows (up to the 16 MiB cap).
@@ -685,20 +698,10 @@ pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
     if remove && return_new {
         return Err(Error::failed_to_parse("Cannot specify both new=true and remove=true; 'remove' always returns the deleted document"));
     }
-    let filter_doc = args.document("query")?.cloned().unwrap_or_default();
-    let (sort, sort_doc) = parse_sort(args.document("sort")?)?;
-    let projection = match args.document("fields")? {
-        Some(p) if !p.is_empty() => Some(Projection::parse(p)?),
-        _ => None,
-    };
+    let projection = parse_projection(args, "fields")?;
     let read = ReadSpec {
-        filter: parse_filter(&filter_doc, vars)?,
-        filter_doc,
-        sort,
-        sort_doc,
-        hint: parse_hint(args, "hint")?,
-        skip: 0,
         limit: Some(1),
+        ..ReadSpec::parse(args, "query", vars)?
     };
     let project = |doc: Option<Document>| -> Result<Bson> {
         match (doc, &projection) {

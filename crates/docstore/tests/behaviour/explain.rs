@@ -1,24 +1,10 @@
 //! The planner as `explain` shows it: index scans for equality, range, prefix and sort, the
 //! collection scan otherwise, hints, and how many documents were examined.
 
-use crate::common::{assert_code, test_db};
+use crate::common::{assert_code, find_stage, test_db};
 use bson::{doc, Bson, Document};
 use mongodb::options::IndexOptions;
 use mongodb::{Database, IndexModel};
-
-/// The first stage named `name` anywhere in an explain document.
-fn find_stage(v: &Bson, name: &str) -> Option<Document> {
-    match v {
-        Bson::Document(d) => {
-            if d.get_str("stage") == Ok(name) {
-                return Some(d.clone());
-            }
-            d.values().find_map(|x| find_stage(x, name))
-        }
-        Bson::Array(items) => items.iter().find_map(|x| find_stage(x, name)),
-        _ => None,
-    }
-}
 
 async fn explain_find(db: &Database, find: Document) -> Document {
     db.run_command(doc! { "explain": find, "verbosity": "executionStats" })

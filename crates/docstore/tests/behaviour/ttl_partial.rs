@@ -1,7 +1,7 @@
 //! TTL indexes (expiry by the background monitor, surviving a restart) and partial indexes
 //! (accepted filters, uniqueness among matching documents only, use by the planner).
 
-use crate::common::{assert_code, client_for, is_docstore, message_of, test_db};
+use crate::common::{assert_code, client_for, find_stage, is_docstore, message_of, test_db};
 use bson::{doc, Bson, DateTime, Document};
 use docstore::{Config, Server};
 use futures::TryStreamExt;
@@ -259,20 +259,6 @@ async fn partial_filters_accept_mongodb_operators_and_refuse_the_rest_with_67() 
         ] })
         .await;
     assert_code(sparse_and_partial, 67);
-}
-
-/// The first stage named `name` anywhere in an explain document.
-fn find_stage(v: &Bson, name: &str) -> Option<Document> {
-    match v {
-        Bson::Document(d) => {
-            if d.get_str("stage") == Ok(name) {
-                return Some(d.clone());
-            }
-            d.values().find_map(|x| find_stage(x, name))
-        }
-        Bson::Array(items) => items.iter().find_map(|x| find_stage(x, name)),
-        _ => None,
-    }
 }
 
 #[tokio::test]

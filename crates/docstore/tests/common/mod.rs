@@ -93,3 +93,17 @@ pub fn assert_code<T: std::fmt::Debug>(result: Result<T, Error>, code: i32) -> E
         }
     }
 }
+
+/// The first stage named `name` (`IXSCAN`, `COLLSCAN`, `SORT`...) anywhere in an explain reply.
+pub fn find_stage(v: &bson::Bson, name: &str) -> Option<bson::Document> {
+    match v {
+        bson::Bson::Document(d) => {
+            if d.get_str("stage") == Ok(name) {
+                return Some(d.clone());
+            }
+            d.values().find_map(|x| find_stage(x, name))
+        }
+        bson::Bson::Array(items) => items.iter().find_map(|x| find_stage(x, name)),
+        _ => None,
+    }
+}
