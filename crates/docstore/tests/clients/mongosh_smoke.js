@@ -193,6 +193,15 @@ const stats = db.stats();
 assertEq([stats.ok, stats.db], [1, DB], 'db.stats() succeeds for the database');
 assertTrue(num(stats.collections) === 3 && num(stats.objects) === 255,
   `db.stats() counts collections and objects: ${canon(stats)}`);
+const itemStats = db.items.stats();
+assertEq([itemStats.ok, itemStats.ns, num(itemStats.count), num(itemStats.nindexes)], [1, `${DB}.items`, 4, 3],
+  'db.items.stats() (the $collStats stage) counts documents and indexes');
+assertEq(Object.keys(itemStats.indexSizes).sort(), ['_id_', 'by_qty_price', 'sku_1'], 'db.items.stats() names the indexes');
+assertTrue(num(db.items.dataSize()) === num(itemStats.size) && num(itemStats.size) > 0,
+  'db.items.dataSize() agrees with stats()');
+assertTrue(num(db.items.totalIndexSize()) === num(itemStats.totalIndexSize),
+  'db.items.totalIndexSize() agrees with stats()');
+assertEq(num(db.getProfilingStatus().was), 0, 'db.getProfilingStatus() says the profiler is off');
 assertEq(db.serverBuildInfo().version, '7.0.0', 'buildInfo reports the MongoDB version docstore answers as');
 assertEq(db.runCommand({ ping: 1 }).ok, 1, 'ping');
 
