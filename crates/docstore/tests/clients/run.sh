@@ -74,22 +74,25 @@ if ! "$mongosh" --version 2>/dev/null | grep -q '^2\.'; then
 fi
 log "mongosh $("$mongosh" --version)"
 
+# pymongo goes into a venv; where Python has no venv module (Debian without python3-venv) it
+# goes into a private directory on PYTHONPATH instead.
 python="$cache/venv/bin/python"
 pythonpath=""
-if ! "$python" -c 'import pymongo, gridfs' 2>/dev/null; then
-  log "installing pymongo 4 from PyPI into $cache/venv"
+if "$python" -c 'import pymongo, gridfs' 2>/dev/null; then
+  :
+elif PYTHONPATH="$cache/pylib" python3 -c 'import pymongo, gridfs' 2>/dev/null; then
+  python="python3"
+  pythonpath="$cache/pylib"
+else
+  log "installing pymongo 4 from PyPI"
   if python3 -m venv "$cache/venv" 2>/dev/null && "$python" -m pip --version >/dev/null 2>&1; then
     "$python" -m pip install --quiet --disable-pip-version-check 'pymongo>=4,<5'
   else
-    # No venv module (Debian without python3-venv): install into a private directory instead.
-    rm -rf "$cache/venv"
+    rm -rf "$cache/venv" "$cache/pylib"
     python="python3"
-    python3 -m pip install --quiet --disable-pip-version-check --target "$cache/pylib" 'pymongo>=4,<5'
+    pythonpath="$cache/pylib"
+    python3 -m pip install --quiet --disable-pip-version-check --target "$pythonpath" 'pymongo>=4,<5'
   fi
-fi
-if [ -d "$cache/pylib" ] && ! "$python" -c 'import pymongo' 2>/dev/null; then
-  python="python3"
-  pythonpath="$cache/pylib"
 fi
 log "pymongo $(PYTHONPATH="$pythonpath" "$python" -c 'import pymongo; print(pymongo.version)')"
 
