@@ -19,6 +19,10 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/docstore-clients.XXXXXX")"
 
 log() { printf '== clients: %s\n' "$*"; }
 
+# mongosh must not try to send usage data anywhere (it may in "agentic" sessions); every call
+# below also passes --quiet, which skips its update check.
+export MONGOSH_FORCE_DISABLE_TELEMETRY_FOR_TESTING=1
+
 # --- servers: started with --port 0; the URI is read from the line the binary prints ---------
 server_pids=()
 stop_server() { # pid
