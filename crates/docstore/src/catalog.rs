@@ -142,6 +142,50 @@ impl Catalog {
         Ok(Some(outcome))
     }
 
+    /// The TTL monitor's pass: in every collection with a TTL index, delete (under the
+    /// collection's write lock, journaled like any delete) the documents whose indexed date
+    /// plus `expireAfterSeconds` is at or before `now`. Returns how many were deleted.
+    pub fn expire_ttl_documents(&self, now: bson::DateTime) -> usize {
+        let targets: Vec<(String, String)> = {
+            let dbs = self.databases.read();
+            dbs.iter()
+                .flat_map(|(db, colls)| {
+                    colls
+                        .iter()
+                        .filter(|(_, handle)| handle.read().indexes().iter().any(|i| i.is_ttl()))
+                        .map(move |(name, _)| (db.clone(), name.clone()))
+                })
+                .collect()
+        };
+        let mut deleted = 0;
+        for (db, coll) in targets {
+            let outcome = self.write(&db, &coll, false, |c| {
+                let expired: std::collections::BTreeSet<_> = c
+                    .indexes()
+                    .iter()
+                    .flat_map(|i| i.expired_records(now))
+                    .collect();
+                let mut ops = Vec::with_capacity(expired.len());
+                for record in expired {
+                    if let Some(doc) = c.remove(record) {
+                        ops.push(JournalOp::Delete {
+                            db: c.db.clone(),
+                            coll: c.name.clone(),
+                            id: doc.get("_id").cloned().unwrap_or(bson::Bson::Null),
+                        });
+                    }
+                }
+                (ops.len(), ops)
+            });
+            match outcome {
+                Ok(Some(o)) => deleted += o.value,
+                Ok(None) => {}
+                Err(e) => tracing::warn!("TTL monitor skipped {db}.{coll}: {e}"),
+            }
+        }
+        deleted
+    }
+
     /// Explicit `create`: error 48 if the collection exists.
     pub fn create_collection(&self, db: &str, coll: &str, options: Document) -> Result<u64> {
         let _gate = self.gate.read();
@@ -308,6 +352,10 @@ impl Catalog {
                 if let Err(e) = storage.write_snapshot(token, &images) {
                     tracing::error!("snapshot {token} failed: {e}");
                 }
+                // Let go of the storage (and its directory lock) before reporting completion,
+                // so a shutdown that waits for the snapshot can reopen the directory at once.
+                drop(storage);
+                drop(images);
                 running.store(false, Ordering::Release);
             })?;
         Ok(())
@@ -335,8 +383,14 @@ impl Catalog {
         images
     }
 
-    /// Write everything journaled so far to disk (clean shutdown).
+    /// Write everything journaled so far to disk (clean shutdown), after waiting (bounded) for
+    /// a snapshot in progress so that it completes and releases the data directory.
     pub fn flush(&self) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while self.snapshot_running.load(Ordering::Acquire) && std::time::Instant::now() < deadline
+        {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
         if let Err(e) = self.storage.flush() {
             tracing::error!("journal flush failed: {e}");
         }

@@ -217,9 +217,22 @@ impl Collection {
     /// Run a query: candidates from the chosen plan, each re-checked against the full filter,
     /// then sorted (unless the index provides the order), skipped and limited.
     pub fn query(&self, query: &QuerySpec<'_>) -> Result<(Vec<Hit>, ExecStats)> {
+        self.execute(query, false)
+    }
+
+    /// Like [`Collection::query`], with the winning plan described for `explain`.
+    pub fn explain_query(&self, query: &QuerySpec<'_>) -> Result<(Vec<Hit>, ExecStats)> {
+        self.execute(query, true)
+    }
+
+    fn execute(&self, query: &QuerySpec<'_>, explain: bool) -> Result<(Vec<Hit>, ExecStats)> {
         let plan = self.plan(query)?;
-        let refs: Vec<&Index> = self.indexes.iter().collect();
-        let winning_plan = plan.describe(&refs);
+        let winning_plan = if explain {
+            let refs: Vec<&Index> = self.indexes.iter().collect();
+            plan.describe(&refs)
+        } else {
+            Document::new()
+        };
         let mut stats = ExecStats {
             winning_plan,
             keys_examined: 0,
@@ -266,13 +279,15 @@ impl Collection {
             }
         }
         if needs_sort {
-            if let Some(sort) = sort {
+            if explain {
                 let input = std::mem::take(&mut stats.winning_plan);
                 stats.winning_plan = doc! {
                     "stage": "SORT",
                     "sortPattern": query.sort_doc.cloned().unwrap_or_default(),
                     "inputStage": input,
                 };
+            }
+            if let Some(sort) = sort {
                 sort_hits(
                     &mut hits,
                     sort,
@@ -334,12 +349,66 @@ fn sort_hits(hits: &mut Vec<Hit>, sort: &SortSpec, keep: Option<usize>) {
     hits.extend(indexed.into_iter().map(|(_, h)| h));
 }
 
+/// The encoded BSON size of a document, computed without encoding it.
 pub fn bson_size(doc: &Document) -> usize {
-    let mut buf = Vec::new();
-    match doc.to_writer(&mut buf) {
-        Ok(()) => buf.len(),
-        Err(_) => 0,
+    // length prefix + elements + terminating NUL
+    4 + doc
+        .iter()
+        .map(|(k, v)| element_size(k.len(), v))
+        .sum::<usize>()
+        + 1
+}
+
+fn element_size(key_len: usize, value: &Bson) -> usize {
+    // type byte + key cstring + value
+    1 + key_len + 1 + value_size(value)
+}
+
+fn value_size(value: &Bson) -> usize {
+    let string = |s: &str| 4 + s.len() + 1;
+    match value {
+        Bson::Double(_) | Bson::DateTime(_) | Bson::Timestamp(_) | Bson::Int64(_) => 8,
+        Bson::String(s) | Bson::JavaScriptCode(s) | Bson::Symbol(s) => string(s),
+        Bson::Document(d) => bson_size(d),
+        Bson::Array(items) => {
+            let elements: usize = items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| element_size(decimal_digits(i), v))
+                .sum();
+            4 + elements + 1
+        }
+        Bson::Binary(b) => {
+            // The old binary subtype 2 carries a second length inside the payload.
+            let old = if u8::from(b.subtype) == 2 { 4 } else { 0 };
+            4 + 1 + old + b.bytes.len()
+        }
+        Bson::ObjectId(_) => 12,
+        Bson::Boolean(_) => 1,
+        Bson::Null | Bson::Undefined | Bson::MinKey | Bson::MaxKey => 0,
+        Bson::RegularExpression(r) => r.pattern.len() + 1 + r.options.len() + 1,
+        Bson::JavaScriptCodeWithScope(c) => 4 + string(&c.code) + bson_size(&c.scope),
+        Bson::Int32(_) => 4,
+        Bson::Decimal128(_) => 16,
+        // Namespace string + ObjectId; the driver's type hides the parts, so encode it.
+        Bson::DbPointer(_) => {
+            let mut buf = Vec::new();
+            let wrapped = doc! { "p": value.clone() };
+            match wrapped.to_writer(&mut buf) {
+                Ok(()) => buf.len().saturating_sub(4 + 1 + 2 + 1),
+                Err(_) => 0,
+            }
+        }
     }
+}
+
+fn decimal_digits(mut n: usize) -> usize {
+    let mut digits = 1;
+    while n >= 10 {
+        n /= 10;
+        digits += 1;
+    }
+    digits
 }
 
 fn check_document_size(doc: &Document) -> Result<()> {
@@ -353,4 +422,34 @@ fn check_document_size(doc: &Document) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::{oid::ObjectId, spec::BinarySubtype, Binary, Regex, Timestamp};
+
+    #[test]
+    fn computed_bson_size_equals_the_encoded_length() {
+        let mut big_array = Vec::new();
+        for i in 0..123 {
+            big_array.push(Bson::Int32(i));
+        }
+        let doc = doc! {
+            "_id": ObjectId::new(),
+            "d": 1.5, "s": "héllo", "n": Bson::Null, "b": true, "i": 7, "l": 9i64,
+            "dt": bson::DateTime::now(), "ts": Timestamp { time: 1, increment: 2 },
+            "re": Regex { pattern: "a.*".into(), options: "i".into() },
+            "bin": Binary { subtype: BinarySubtype::Generic, bytes: vec![1, 2, 3] },
+            "old": Binary { subtype: BinarySubtype::BinaryOld, bytes: vec![1, 2, 3] },
+            "dec": Bson::Decimal128("1.5".parse().unwrap()),
+            "nested": { "a": [1, { "b": "c" }, []], "e": {} },
+            "many": big_array,
+            "min": Bson::MinKey, "max": Bson::MaxKey, "u": Bson::Undefined,
+            "js": Bson::JavaScriptCode("x()".into()),
+        };
+        let mut buf = Vec::new();
+        doc.to_writer(&mut buf).unwrap();
+        assert_eq!(bson_size(&doc), buf.len());
+    }
 }

@@ -25,6 +25,8 @@ pub struct Config {
     pub cursor_timeout: Duration,
     /// Journal size that triggers a snapshot and journal compaction.
     pub snapshot_threshold_bytes: u64,
+    /// How often the TTL monitor deletes expired documents (MongoDB's default is 60 s).
+    pub ttl_monitor_interval: Duration,
 }
 
 impl Default for Config {
@@ -36,6 +38,7 @@ impl Default for Config {
             commit_interval: Duration::from_millis(100),
             cursor_timeout: Duration::from_secs(600),
             snapshot_threshold_bytes: 64 * 1024 * 1024,
+            ttl_monitor_interval: Duration::from_secs(60),
         }
     }
 }

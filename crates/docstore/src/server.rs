@@ -60,7 +60,13 @@ impl Server {
         }
         info!(address = %local_addr, "docstore listening");
         let (stop_tx, stop_rx) = watch::channel(false);
-        let accept_loop = tokio::spawn(accept_loop(listener, Arc::clone(&state), stop_rx));
+        let ttl_monitor = tokio::spawn(ttl_monitor(Arc::clone(&state), stop_rx.clone()));
+        let accept_loop = tokio::spawn(accept_loop(
+            listener,
+            Arc::clone(&state),
+            stop_rx,
+            ttl_monitor,
+        ));
         Ok(ServerHandle {
             local_addr,
             state,
@@ -113,10 +119,40 @@ fn stop_requested(stop: &watch::Receiver<bool>) -> bool {
     *stop.borrow() || stop.has_changed().is_err()
 }
 
+/// MongoDB's TTL monitor: every interval (first one after a full interval, as mongod sleeps
+/// before its first pass), delete the documents whose TTL index date has expired.
+async fn ttl_monitor(state: Arc<ServerState>, mut stop: watch::Receiver<bool>) {
+    let period = state
+        .config
+        .ttl_monitor_interval
+        .max(Duration::from_millis(10));
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    while !stop_requested(&stop) {
+        tokio::select! {
+            biased;
+            _ = stop.changed() => {}
+            _ = ticks.tick() => {
+                let sweeping = Arc::clone(&state);
+                let now = bson::DateTime::now();
+                // The sweep takes collection locks: keep it off the async worker threads.
+                match tokio::task::spawn_blocking(move || sweeping.catalog.expire_ttl_documents(now))
+                    .await
+                {
+                    Ok(0) => {}
+                    Ok(n) => debug!(deleted = n, "TTL monitor deleted expired documents"),
+                    Err(e) => error!("TTL monitor pass failed: {e}"),
+                }
+            }
+        }
+    }
+}
+
 async fn accept_loop(
     listener: TcpListener,
     state: Arc<ServerState>,
     mut stop: watch::Receiver<bool>,
+    ttl_monitor: JoinHandle<()>,
 ) {
     let mut connections = JoinSet::new();
     while !stop_requested(&stop) {
@@ -165,6 +201,10 @@ async fn accept_loop(
             "connections did not finish within {SHUTDOWN_GRACE:?}; closing them"
         );
         connections.shutdown().await;
+    }
+    // The monitor stops on the same signal; wait for it so its last deletions are flushed too.
+    if let Err(e) = ttl_monitor.await {
+        error!("TTL monitor ended abnormally: {e}");
     }
     let flushing = Arc::clone(&state);
     if let Err(e) = tokio::task::spawn_blocking(move || flushing.shutdown()).await {

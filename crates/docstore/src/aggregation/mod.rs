@@ -8,6 +8,7 @@ pub mod expression;
 mod operators;
 mod projection;
 mod stages;
+pub mod terminal;
 
 use crate::error::{Error, Result};
 use crate::query::{Filter, SortSpec};
@@ -16,6 +17,7 @@ use bson::{Bson, Document};
 use expression::Expression;
 use projection::Projection;
 use stages::{Bucket, Lookup, Unwind};
+pub use terminal::{MergeSpec, Target, TerminalWrite, WhenMatched, WhenNotMatched};
 
 /// Access a pipeline needs beyond its input: other collections of the same database.
 pub trait PipelineContext {
@@ -56,12 +58,12 @@ pub struct Pipeline {
     /// The stage names as written, parallel to `stages`.
     names: Vec<String>,
     vars: Document,
+    /// A final `$out` or `$merge` (top-level pipelines only).
+    terminal: Option<TerminalWrite>,
 }
 
 /// Stages MongoDB has that docstore refuses by name.
 const UNSUPPORTED_STAGES: &[&str] = &[
-    "$out",
-    "$merge",
     "$geoNear",
     "$search",
     "$searchMeta",
@@ -93,7 +95,24 @@ impl Pipeline {
         for name in vars.keys() {
             expression::validate_variable_name(name)?;
         }
-        Self::parse_with_system_vars(stages, vars)
+        // Only the top-level pipeline may end in `$out`/`$merge`.
+        let last = stages.last().and_then(|s| {
+            let (name, spec) = s.iter().next()?;
+            (s.len() == 1 && (name == "$out" || name == "$merge")).then_some((name, spec))
+        });
+        match last {
+            Some((name, spec)) => {
+                let mut pipeline = Self::parse_with_system_vars(&stages[..stages.len() - 1], vars)?;
+                pipeline.terminal = Some(terminal::parse(name, spec)?);
+                Ok(pipeline)
+            }
+            None => Self::parse_with_system_vars(stages, vars),
+        }
+    }
+
+    /// The final `$out`/`$merge`, whose write the caller performs with the pipeline's results.
+    pub fn terminal_write(&self) -> Option<&TerminalWrite> {
+        self.terminal.as_ref()
     }
 
     /// Parse a sub-pipeline whose variables may include system ones (`$$NOW`) set by the
@@ -110,6 +129,7 @@ impl Pipeline {
                 .filter_map(|s| s.keys().next().cloned())
                 .collect(),
             vars: vars.clone(),
+            terminal: None,
         })
     }
 
@@ -130,12 +150,28 @@ impl Pipeline {
             stages: self.stages[skip..].to_vec(),
             names: self.names[skip..].to_vec(),
             vars: self.vars.clone(),
+            terminal: self.terminal.clone(),
         }
     }
 
     /// Whether a top-level stage is named `name` (as written, e.g. "$set" or "$addFields").
     pub fn has_stage(&self, name: &str) -> bool {
         self.names.iter().any(|n| n == name)
+    }
+
+    /// The same stages with these variables added (overriding any of the same name), e.g.
+    /// `$merge`'s `let` values for one result document.
+    pub fn with_vars(&self, extra: &Document) -> Pipeline {
+        let mut p = self.clone();
+        for (k, v) in extra {
+            p.vars.insert(k.clone(), v.clone());
+        }
+        p
+    }
+
+    /// The stage names as written, in order.
+    pub fn stage_names(&self) -> &[String] {
+        &self.names
     }
 
     /// The number of stages (after parsing; `$count` and friends count as one).
@@ -148,10 +184,20 @@ impl Pipeline {
     }
 
     pub fn run(&self, input: Vec<Document>, ctx: &dyn PipelineContext) -> Result<Vec<Document>> {
+        self.run_at(input, ctx, bson::DateTime::now())
+    }
+
+    /// Run with `$$NOW` fixed to `now` (one instant for a whole command, e.g. a multi-document
+    /// pipeline update), unless the pipeline's variables already set it.
+    pub fn run_at(
+        &self,
+        input: Vec<Document>,
+        ctx: &dyn PipelineContext,
+        now: bson::DateTime,
+    ) -> Result<Vec<Document>> {
         let mut vars = self.vars.clone();
-        // `$$NOW` is one instant for the whole pipeline.
         if !vars.contains_key("NOW") {
-            vars.insert("NOW", Bson::DateTime(bson::DateTime::now()));
+            vars.insert("NOW", Bson::DateTime(now));
         }
         let mut docs = input;
         let mut i = 0;
@@ -265,6 +311,12 @@ fn parse_stage(stage: &Document, vars: &Document) -> Result<Stage> {
         "$sortByCount" => Stage::SortByCount(stages::parse_sort_by_count(spec)?),
         "$bucket" => Stage::Bucket(Box::new(Bucket::parse(spec)?)),
         "$sample" => Stage::Sample(stages::parse_sample(spec)?),
+        "$out" | "$merge" => {
+            return Err(Error::location(
+                40601,
+                format!("{name} can only be the final stage in the pipeline"),
+            ))
+        }
         other if UNSUPPORTED_STAGES.contains(&other) => {
             return Err(Error::not_supported(other));
         }
@@ -439,6 +491,7 @@ impl Pipeline {
             stages: self.stages.clone(),
             names: self.names.clone(),
             vars: merged,
+            terminal: None,
         }
         .run(input, ctx)
     }

@@ -62,19 +62,76 @@ fn stage_documents_need_exactly_one_known_field() {
 
 #[test]
 fn unsupported_stages_are_refused_by_name() {
-    for stage in [
-        "$out",
-        "$merge",
-        "$graphLookup",
-        "$unionWith",
-        "$setWindowFields",
-    ] {
+    for stage in ["$graphLookup", "$unionWith", "$setWindowFields"] {
         let mut d = Document::new();
         d.insert(stage, "x");
         let e = error(vec![d], vec![]);
         assert_eq!(e.code_number(), 115, "{stage}");
         assert!(e.message.contains(stage), "{}", e.message);
     }
+}
+
+#[test]
+fn out_and_merge_parse_only_as_the_final_stage() {
+    let p = Pipeline::parse(
+        &[doc! { "$match": { "a": 1 } }, doc! { "$out": "dest" }],
+        &doc! {},
+    )
+    .unwrap();
+    assert_eq!(p.len(), 1);
+    match p.terminal_write() {
+        Some(TerminalWrite::Out(t)) => {
+            assert_eq!(
+                t,
+                &Target {
+                    db: None,
+                    coll: "dest".into()
+                }
+            )
+        }
+        other => panic!("expected $out, got {other:?}"),
+    }
+    let p = Pipeline::parse(
+        &[
+            doc! { "$merge": { "into": { "db": "x", "coll": "y" }, "on": ["k"],
+            "whenMatched": [{ "$set": { "n": "$$new.n" } }], "whenNotMatched": "discard" } },
+        ],
+        &doc! {},
+    )
+    .unwrap();
+    let Some(TerminalWrite::Merge(m)) = p.terminal_write() else {
+        panic!("expected $merge")
+    };
+    assert_eq!(m.into.db.as_deref(), Some("x"));
+    assert_eq!(m.on, vec!["k".to_string()]);
+    assert!(matches!(m.when_matched, WhenMatched::Pipeline(_)));
+    assert_eq!(m.when_not_matched, WhenNotMatched::Discard);
+    assert_eq!(m.vars, doc! { "new": "$$ROOT" });
+
+    assert_eq!(
+        parse_code(vec![doc! { "$out": "a" }, doc! { "$match": {} }]),
+        40601
+    );
+    assert_eq!(parse_code(vec![doc! { "$out": 1 }]), 16990);
+    assert_eq!(
+        parse_code(vec![
+            doc! { "$merge": { "into": "a", "whenMatched": "nope" } }
+        ]),
+        2
+    );
+    assert_eq!(
+        parse_code(vec![
+            doc! { "$merge": { "into": "a", "whenMatched": "fail", "whenNotMatched": "discard" } }
+        ]),
+        51189
+    );
+    assert_eq!(
+        parse_code(vec![
+            doc! { "$merge": { "into": "a", "whenMatched": [{ "$match": {} }] } }
+        ]),
+        72
+    );
+    assert_eq!(parse_code(vec![doc! { "$merge": { "on": "_id" } }]), 40414);
 }
 
 #[test]

@@ -1,15 +1,21 @@
 //! The `aggregate` command: pick the input documents (through an index when the pipeline starts
-//! with `$match`), run the pipeline, return a cursor.
+//! with `$match`), run the pipeline, return a cursor, or write the results with `$out`/`$merge`.
 
 use super::args::{check_collation, Args};
-use super::crud::{cursor_reply, ReadSpec};
+use super::crud::{cursor_reply, prepare_for_insert, ReadSpec};
 use super::Reply;
-use crate::aggregation::{Pipeline, PipelineContext};
-use crate::catalog::Catalog;
+use crate::aggregation::expression::Expression;
+use crate::aggregation::{
+    MergeSpec, Pipeline, PipelineContext, TerminalWrite, WhenMatched, WhenNotMatched,
+};
+use crate::catalog::{validate_namespace, Catalog};
+use crate::collection::{Collection, QuerySpec};
 use crate::error::{Error, ErrorCode, Result};
+use crate::index::{IndexSpec, RecordId};
 use crate::query::Filter;
 use crate::state::ServerState;
-use bson::{Bson, Document};
+use crate::storage::JournalOp;
+use bson::{doc, Bson, Document};
 use std::sync::Arc;
 
 /// Other collections of the same database, for `$lookup`.
@@ -117,14 +123,6 @@ pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<
         return super::explain::explain_aggregate(state, db, args);
     }
     let spec = parse(args, false)?;
-    for stage in ["$out", "$merge"] {
-        if spec.pipeline.has_stage(stage) {
-            return Err(Error::new(
-                ErrorCode::CommandNotSupported,
-                format!("{stage} is not supported by docstore"),
-            ));
-        }
-    }
     let input = match state.catalog.get(db, &spec.collection) {
         Some(handle) => {
             let c = handle.read();
@@ -142,6 +140,19 @@ pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<
     // The input was already selected by the leading `$match`; don't filter it twice.
     let results = spec.pipeline.without_leading_match().run(input, &ctx)?;
     let ns = format!("{db}.{}", spec.collection);
+    if let Some(terminal) = spec.pipeline.terminal_write() {
+        let target = terminal.target();
+        let target_db = target.db.as_deref().unwrap_or(db);
+        validate_namespace(target_db, &target.coll)?;
+        let lsn = match terminal {
+            TerminalWrite::Out(_) => write_out(&state.catalog, target_db, &target.coll, results)?,
+            TerminalWrite::Merge(m) => write_merge(&state.catalog, target_db, m, results)?,
+        };
+        return Ok(Reply::write(
+            cursor_reply(&ns, 0, "firstBatch", Vec::new()),
+            lsn,
+        ));
+    }
     let batch = state
         .cursors
         .first_batch(&ns, results, spec.batch_size, false);
@@ -151,4 +162,302 @@ pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<
         "firstBatch",
         batch.documents,
     )))
+}
+
+/// A collection holding `docs` under the given indexes, or the error inserting them raised.
+fn build_collection(
+    db: &str,
+    coll: &str,
+    options: Document,
+    indexes: &[IndexSpec],
+    docs: &[Document],
+) -> Result<Collection> {
+    let mut fresh = Collection::new(db, coll, options);
+    for spec in indexes {
+        fresh.create_index(spec.clone())?;
+    }
+    for doc in docs {
+        fresh.insert(doc.clone())?;
+    }
+    Ok(fresh)
+}
+
+/// `$out`: replace the target's documents with `results` in one step under its write lock,
+/// keeping its options and indexes; on any error (a duplicate key, say) it is left untouched.
+fn write_out(catalog: &Catalog, db: &str, coll: &str, results: Vec<Document>) -> Result<u64> {
+    let docs: Vec<Document> = results
+        .iter()
+        .map(prepare_for_insert)
+        .collect::<Result<_>>()?;
+    // Build outside the lock first, so a failing $out neither blocks writers nor creates the
+    // target; under the lock the build is reused unless the target's indexes changed meanwhile.
+    let (options, indexes) = match catalog.get(db, coll) {
+        Some(handle) => {
+            let c = handle.read();
+            let specs: Vec<IndexSpec> = c.indexes()[1..].iter().map(|i| i.spec.clone()).collect();
+            (c.options.clone(), specs)
+        }
+        None => (Document::new(), Vec::new()),
+    };
+    let prepared = build_collection(db, coll, options.clone(), &indexes, &docs)?;
+    let outcome = catalog.write(db, coll, true, |c| {
+        let current: Vec<IndexSpec> = c.indexes()[1..].iter().map(|i| i.spec.clone()).collect();
+        let fresh = if current == indexes && c.options == options {
+            Ok(prepared)
+        } else {
+            build_collection(db, coll, c.options.clone(), &current, &docs)
+        };
+        let fresh = match fresh {
+            Ok(f) => f,
+            Err(e) => return (Err(e), Vec::new()),
+        };
+        let mut ops = vec![
+            JournalOp::DropCollection {
+                db: db.to_string(),
+                coll: coll.to_string(),
+            },
+            JournalOp::CreateCollection {
+                db: db.to_string(),
+                coll: coll.to_string(),
+                options: c.options.clone(),
+            },
+        ];
+        ops.extend(current.iter().map(|spec| JournalOp::CreateIndex {
+            db: db.to_string(),
+            coll: coll.to_string(),
+            spec: spec.to_document(),
+        }));
+        ops.extend(docs.iter().map(|doc| JournalOp::Put {
+            db: db.to_string(),
+            coll: coll.to_string(),
+            doc: doc.clone(),
+        }));
+        *c = fresh;
+        (Ok(()), ops)
+    })?;
+    match outcome {
+        Some(o) => o.value.map(|()| o.lsn),
+        None => Err(Error::internal("$out target could not be created")),
+    }
+}
+
+/// The value at a dotted path through embedded documents (arrays are not traversed).
+fn value_at<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
+    let mut parts = path.split('.');
+    let mut current = doc.get(parts.next()?)?;
+    for part in parts {
+        match current {
+            Bson::Document(d) => current = d.get(part)?,
+            _ => return None,
+        }
+    }
+    Some(current)
+}
+
+/// `on` must be `_id` or the fields of a unique, non-partial index of the target.
+fn check_merge_on(catalog: &Catalog, db: &str, spec: &MergeSpec) -> Result<()> {
+    if spec.on == ["_id"] {
+        return Ok(());
+    }
+    let supported = catalog.get(db, &spec.into.coll).is_some_and(|handle| {
+        handle.read().indexes().iter().any(|i| {
+            i.spec.unique
+                && i.spec.partial_filter.is_none()
+                && i.spec.key.len() == spec.on.len()
+                && spec.on.iter().all(|f| i.spec.key.contains_key(f))
+        })
+    });
+    if supported {
+        Ok(())
+    } else {
+        Err(Error::location(
+            51183,
+            "Cannot find index to verify that join fields will be unique",
+        ))
+    }
+}
+
+fn id_changed() -> Error {
+    Error::new(
+        ErrorCode::ImmutableField,
+        "$merge failed to update the matching document, did you attempt to modify the _id or the \
+         shard key? :: caused by :: Performing an update on the path '_id' would modify the \
+         immutable field '_id'",
+    )
+}
+
+/// The target document matching `doc` on the `on` fields.
+fn find_match(c: &Collection, spec: &MergeSpec, doc: &Document) -> Result<Option<RecordId>> {
+    let mut filter_doc = Document::new();
+    for field in &spec.on {
+        match value_at(doc, field) {
+            None | Some(Bson::Null | Bson::Undefined | Bson::Array(_)) => {
+                return Err(Error::location(
+                    51132,
+                    format!(
+                        "$merge write error: 'on' field '{field}' cannot be missing, null, \
+                         undefined or an array"
+                    ),
+                ))
+            }
+            Some(v) => {
+                filter_doc.insert(field.clone(), doc! { "$eq": v.clone() });
+            }
+        }
+    }
+    if spec.on == ["_id"] {
+        return Ok(doc.get("_id").and_then(|id| c.find_by_id(id)));
+    }
+    let filter = Filter::parse(&filter_doc)?;
+    let (hits, _) = c.query(&QuerySpec {
+        filter: &filter,
+        filter_doc: &filter_doc,
+        sort: None,
+        sort_doc: None,
+        hint: None,
+        skip: 0,
+        limit: Some(1),
+    })?;
+    Ok(hits.first().map(|h| h.record))
+}
+
+/// The document replacing `existing` for one result, or `None` to leave it as it is.
+fn merged_document(
+    spec: &MergeSpec,
+    existing: &Document,
+    doc: &Document,
+    now: bson::DateTime,
+) -> Result<Option<Document>> {
+    let same_id = |new: Option<&Bson>| -> Result<()> {
+        match (existing.get("_id"), new) {
+            (Some(old), Some(new))
+                if crate::value::compare(old, new) != std::cmp::Ordering::Equal =>
+            {
+                Err(id_changed())
+            }
+            _ => Ok(()),
+        }
+    };
+    Ok(match &spec.when_matched {
+        WhenMatched::KeepExisting => None,
+        // Handled by the caller as an insert, which reports the duplicate key.
+        WhenMatched::Fail => None,
+        WhenMatched::Replace => {
+            same_id(doc.get("_id"))?;
+            let mut out = Document::new();
+            if let Some(id) = existing.get("_id") {
+                out.insert("_id", id.clone());
+            }
+            for (k, v) in doc {
+                if k != "_id" {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+            Some(out)
+        }
+        WhenMatched::Merge => {
+            same_id(doc.get("_id"))?;
+            let mut out = existing.clone();
+            for (k, v) in doc {
+                if k != "_id" {
+                    out.insert(k.clone(), v.clone());
+                }
+            }
+            Some(out)
+        }
+        WhenMatched::Pipeline(pipeline) => {
+            let mut values = Document::new();
+            for (name, expr) in &spec.vars {
+                let value = Expression::parse(expr)?
+                    .evaluate(doc, &Document::new())?
+                    .unwrap_or(Bson::Null);
+                values.insert(name.clone(), value);
+            }
+            let updated =
+                crate::update::apply_update_pipeline(&pipeline.with_vars(&values), existing, now)
+                    .map_err(|e| match e.code {
+                    ErrorCode::ImmutableField => id_changed(),
+                    _ => e,
+                })?;
+            Some(updated)
+        }
+    })
+}
+
+/// `$merge`: each result is matched against the target on `on` and replaced, merged, kept,
+/// updated by a pipeline, inserted or discarded as the modes say. Like MongoDB, results are
+/// written one by one: an error stops the stage with the earlier writes kept.
+fn write_merge(
+    catalog: &Catalog,
+    db: &str,
+    spec: &MergeSpec,
+    results: Vec<Document>,
+) -> Result<u64> {
+    check_merge_on(catalog, db, spec)?;
+    let now = bson::DateTime::now();
+    let outcome = catalog.write(db, &spec.into.coll, true, |c| {
+        let mut ops = Vec::new();
+        let mut result = Ok(());
+        for doc in &results {
+            let step = (|| -> Result<Option<Document>> {
+                // Matching on `_id`, a result without one gets one (it then matches nothing);
+                // on other fields it keeps the target's `_id` or gets one when inserted.
+                let doc = if doc.contains_key("_id") || spec.on != ["_id"] {
+                    doc.clone()
+                } else {
+                    prepare_for_insert(doc)?
+                };
+                match find_match(c, spec, &doc)? {
+                    Some(record) if !matches!(spec.when_matched, WhenMatched::Fail) => {
+                        let existing = c
+                            .get(record)
+                            .cloned()
+                            .ok_or_else(|| Error::internal("matched record vanished"))?;
+                        match merged_document(spec, &existing, &doc, now)? {
+                            Some(new) if !crate::update::same_document(&new, &existing) => {
+                                c.replace(record, new.clone())?;
+                                Ok(Some(new))
+                            }
+                            _ => Ok(None),
+                        }
+                    }
+                    Some(_) => {
+                        let doc = prepare_for_insert(&doc)?;
+                        c.insert(doc.clone())?;
+                        Ok(Some(doc))
+                    }
+                    None => match spec.when_not_matched {
+                        WhenNotMatched::Discard => Ok(None),
+                        WhenNotMatched::Fail => Err(Error::location(
+                            13113,
+                            "$merge could not find a matching document in the target collection \
+                             for at least one document in the source collection",
+                        )),
+                        WhenNotMatched::Insert => {
+                            let doc = prepare_for_insert(&doc)?;
+                            c.insert(doc.clone())?;
+                            Ok(Some(doc))
+                        }
+                    },
+                }
+            })();
+            match step {
+                Ok(Some(written)) => ops.push(JournalOp::Put {
+                    db: c.db.clone(),
+                    coll: c.name.clone(),
+                    doc: written,
+                }),
+                Ok(None) => {}
+                Err(e) => {
+                    result = Err(e);
+                    break;
+                }
+            }
+        }
+        (result, ops)
+    })?;
+    match outcome {
+        Some(o) => o.value.map(|()| o.lsn),
+        None => Err(Error::internal("$merge target could not be created")),
+    }
 }

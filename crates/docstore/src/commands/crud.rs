@@ -486,17 +486,17 @@ fn parse_update_statement(
         )
     })?;
     let array_filters = array_filters(st.get("arrayFilters"))?;
-    let update = UpdateSpec::parse(u, array_filters.as_deref())?;
+    let vars = match (vars, st.get("c")) {
+        (_, Some(Bson::Document(c))) => Some(c),
+        (v, _) => v,
+    };
+    let update = UpdateSpec::parse_with_vars(u, array_filters.as_deref(), vars)?;
     let multi = args.bool("multi", false)?;
     if multi && update.is_replacement() {
         return Err(Error::failed_to_parse(
             "multi update is not supported for replacement-style update",
         ));
     }
-    let vars = match (vars, st.get("c")) {
-        (_, Some(Bson::Document(c))) => Some(c),
-        (v, _) => v,
-    };
     Ok(UpdatePlan {
         read: ReadSpec {
             filter: parse_filter(&filter_doc, vars)?,
@@ -722,9 +722,10 @@ pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
         return Ok(Reply::write(reply, lsn));
     }
     let array_filters = array_filters(args.get("arrayFilters"))?;
-    let update = UpdateSpec::parse(
+    let update = UpdateSpec::parse_with_vars(
         update_value.unwrap_or(&Bson::Null),
         array_filters.as_deref(),
+        vars,
     )?;
     let plan = UpdatePlan {
         read,

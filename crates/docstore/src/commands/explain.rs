@@ -95,7 +95,7 @@ fn read_spec_for(
 fn explain_read(state: &Arc<ServerState>, db: &str, coll: &str, read: &ReadSpec) -> Result<Reply> {
     let started = Instant::now();
     let stats = match state.catalog.get(db, coll) {
-        Some(handle) => handle.read().query(&read.query_spec())?.1,
+        Some(handle) => handle.read().explain_query(&read.query_spec())?.1,
         None => ExecStats {
             winning_plan: doc! { "stage": "EOF" },
             keys_examined: 0,

@@ -2,6 +2,7 @@
 //! values, with unique, sparse and partial variants, multikey expansion and the query planner.
 
 pub mod keystring;
+pub mod partial;
 pub mod planner;
 
 use crate::error::{Error, ErrorCode, Result};
@@ -103,12 +104,20 @@ impl IndexSpec {
                 "The 'name' field is a required property of an index specification",
             ));
         };
+        // mongod reports the spec as it normalised it, with the index version appended.
+        let shown = || {
+            let mut normalised = spec.clone();
+            if !normalised.contains_key("v") {
+                normalised.insert("v", 2);
+            }
+            keystring::render_document(&normalised)
+        };
         let in_spec = |message: String| {
             Error::new(
                 ErrorCode::CannotCreateIndex,
                 format!(
                     "Error in specification {} :: caused by :: {message}",
-                    keystring::render_document(spec)
+                    shown()
                 ),
             )
         };
@@ -119,6 +128,60 @@ impl IndexSpec {
             KeyPatternError::Invalid(message) => in_spec(message),
             KeyPatternError::Unsupported(e) => e,
         })?;
+        let is_id_pattern =
+            key.len() == 1 && key.get("_id").and_then(crate::value::to_f64) == Some(1.0);
+        if expire_after_seconds.is_some() {
+            if is_id_pattern {
+                return Err(Error::location(
+                    INVALID_INDEX_SPECIFICATION_OPTION,
+                    format!(
+                        "The field 'expireAfterSeconds' is not valid for an _id index \
+                         specification. Specification: {}",
+                        keystring::render_document(spec)
+                    ),
+                ));
+            }
+            // MongoDB's docs say a compound TTL index is "ignored"; mongod (since 4.4) refuses it.
+            if key.len() != 1 {
+                return Err(Error::new(
+                    ErrorCode::CannotCreateIndex,
+                    format!(
+                        "TTL indexes are single-field indexes, compound indexes do not support \
+                         TTL. Index spec: {}",
+                        keystring::render_document(spec)
+                    ),
+                ));
+            }
+        }
+        if let Some(filter) = &partial_filter {
+            if sparse {
+                return Err(in_spec(
+                    "cannot mix \"partialFilterExpression\" and \"sparse\" options".into(),
+                ));
+            }
+            if let Err(partial::Refusal::NotAllowed(op, code)) = partial::validate(filter) {
+                return Err(Error::location(
+                    code,
+                    format!(
+                        "Error in specification {} :: caused by :: {op} is not allowed in this \
+                         context",
+                        shown()
+                    ),
+                ));
+            }
+            if let Err(mut e) = Filter::parse(filter) {
+                e.message = format!(
+                    "Error in specification {} :: caused by :: {}",
+                    shown(),
+                    e.message
+                );
+                return Err(e);
+            }
+            partial::validate(filter).map_err(|r| in_spec(r.message()))?;
+            if is_id_pattern {
+                return Err(in_spec("_id index cannot be a partial index".into()));
+            }
+        }
         Ok(IndexSpec {
             name,
             key,
@@ -554,6 +617,26 @@ impl Index {
         })
     }
 
+    /// A TTL index the monitor sweeps: `expireAfterSeconds` on a single field.
+    pub fn is_ttl(&self) -> bool {
+        self.spec.expire_after_seconds.is_some() && self.fields.len() == 1
+    }
+
+    /// Records whose indexed date (the earliest, for an array of dates) plus
+    /// `expireAfterSeconds` is at or before `now`, as mongod's TTL monitor selects them: a scan
+    /// of the index's date keys. Other types and missing fields never expire.
+    pub fn expired_records(&self, now: bson::DateTime) -> Vec<RecordId> {
+        let Some(secs) = self.spec.expire_after_seconds.filter(|_| self.is_ttl()) else {
+            return Vec::new();
+        };
+        let cutoff = bson::DateTime::from_millis(
+            now.timestamp_millis()
+                .saturating_sub(secs.saturating_mul(1000)),
+        );
+        let bounds = planner::dates_up_to(self, cutoff);
+        self.scan(&bounds, false).collect()
+    }
+
     /// Field paths of the key pattern, in order, with `true` for descending fields.
     pub fn key_fields(&self) -> impl Iterator<Item = (&str, bool)> {
         self.fields.iter().map(|f| (f.path.as_str(), f.descending))
@@ -822,7 +905,7 @@ mod tests {
     #[test]
     fn spec_parse_reads_options_and_lists_them_back() {
         let spec = IndexSpec::parse(&doc! {
-            "key": { "a": 1, "b": -1 }, "name": "a_1_b_-1", "unique": true, "sparse": true,
+            "key": { "a": -1 }, "name": "a_-1", "unique": true, "sparse": true,
             "expireAfterSeconds": 3600, "v": 2, "background": true,
         })
         .unwrap();
@@ -830,13 +913,83 @@ mod tests {
         assert_eq!(spec.expire_after_seconds, Some(3600));
         assert_eq!(
             spec.to_document(),
-            doc! { "v": 2, "key": { "a": 1, "b": -1 }, "name": "a_1_b_-1", "unique": true,
+            doc! { "v": 2, "key": { "a": -1 }, "name": "a_-1", "unique": true,
             "sparse": true, "expireAfterSeconds": 3600 }
         );
         assert_eq!(
             IndexSpec::id_index().to_document(),
             doc! { "v": 2, "key": { "_id": 1 }, "name": "_id_" }
         );
+    }
+
+    #[test]
+    fn ttl_and_partial_options_are_validated_like_mongod() {
+        let err = IndexSpec::parse(
+            &doc! { "key": { "w": 1, "a": 1 }, "expireAfterSeconds": 10, "name": "w_1_a_1" },
+        )
+        .unwrap_err();
+        assert_eq!(err.code_number(), 67);
+        assert_eq!(
+            err.message,
+            "TTL indexes are single-field indexes, compound indexes do not support TTL. Index \
+             spec: { key: { w: 1, a: 1 }, expireAfterSeconds: 10, name: \"w_1_a_1\" }"
+        );
+        let err = IndexSpec::parse(
+            &doc! { "key": { "_id": 1 }, "name": "_id_1", "expireAfterSeconds": 10 },
+        )
+        .unwrap_err();
+        assert_eq!(err.code_number(), 197);
+        let err = IndexSpec::parse(&doc! {
+            "key": { "a": 1 }, "name": "a_1", "partialFilterExpression": { "a": { "$ne": 1 } },
+        })
+        .unwrap_err();
+        assert_eq!(err.code_number(), 67);
+        assert_eq!(
+            err.message,
+            "Error in specification { key: { a: 1 }, name: \"a_1\", partialFilterExpression: \
+             { a: { $ne: 1 } }, v: 2 } :: caused by :: Expression not supported in partial \
+             index: $not\n    a $eq 1\n"
+        );
+        let err = IndexSpec::parse(&doc! {
+            "key": { "a": 1 }, "name": "a_1", "sparse": true,
+            "partialFilterExpression": { "a": 1 },
+        })
+        .unwrap_err();
+        assert!(err
+            .message
+            .ends_with("cannot mix \"partialFilterExpression\" and \"sparse\" options"));
+        let err = IndexSpec::parse(&doc! {
+            "key": { "a": 1 }, "name": "a_1",
+            "partialFilterExpression": { "$expr": { "$eq": ["$a", 1] } },
+        })
+        .unwrap_err();
+        assert_eq!(err.code_number(), 224);
+    }
+
+    #[test]
+    fn ttl_scan_finds_dates_at_or_before_the_cutoff_only() {
+        let mut idx =
+            index(doc! { "key": { "at": -1 }, "name": "at_-1", "expireAfterSeconds": 60 });
+        let now = bson::DateTime::from_millis(1_000_000);
+        let at = |ms: i64| Bson::DateTime(bson::DateTime::from_millis(ms));
+        let docs = [
+            doc! { "at": at(1_000_000 - 60_000) },
+            doc! { "at": at(1_000_000 - 59_999) },
+            doc! { "at": [at(2_000_000), at(1)] },
+            doc! { "at": 5 },
+            doc! { "at": "yesterday" },
+            doc! {},
+            doc! { "at": bson::Timestamp { time: 1, increment: 1 } },
+        ];
+        for (rid, d) in docs.iter().enumerate() {
+            let keys = idx.keys_for(d).unwrap();
+            idx.insert(&keys, rid as RecordId);
+        }
+        let mut expired = idx.expired_records(now);
+        expired.sort();
+        assert_eq!(expired, vec![0, 2]);
+        let compound_like = index(doc! { "key": { "at": 1 }, "name": "at_1" });
+        assert!(!compound_like.is_ttl());
     }
 
     #[test]

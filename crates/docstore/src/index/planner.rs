@@ -792,6 +792,12 @@ fn evaluate(
     }
 }
 
+/// Bounds over the dates at or before `cutoff` in a single-field index (the TTL monitor's
+/// scan): other types are outside them.
+pub fn dates_up_to(idx: &Index, cutoff: bson::DateTime) -> IndexBounds {
+    build_bounds(idx, &[range("$lte", &Bson::DateTime(cutoff))])
+}
+
 fn unknown_hint() -> Error {
     Error::bad_value("hint provided does not correspond to an existing index")
 }
@@ -844,9 +850,15 @@ pub fn plan(
 
     let mut best: Option<Candidate> = None;
     for (position, idx) in indexes.iter().enumerate() {
-        // Sparse and partial indexes may lack matching documents.
-        if idx.spec.sparse || idx.partial.is_some() {
+        // A sparse index may lack matching documents; a partial one only when the query does
+        // not imply its filter.
+        if idx.spec.sparse {
             continue;
+        }
+        if let Some(partial_filter) = &idx.spec.partial_filter {
+            if !super::partial::query_implies(filter, partial_filter) {
+                continue;
+            }
         }
         let c = evaluate(position, idx, &constraints, sort);
         if c.score() == (0, false, false) {

@@ -5,6 +5,7 @@
 mod format;
 mod ops;
 mod path;
+mod pipeline;
 mod upsert;
 
 #[cfg(test)]
@@ -18,6 +19,30 @@ use bson::{Bson, Document};
 use ops::{Op, OpKind};
 use std::collections::HashMap;
 
+/// Parse an update pipeline (the stages allowed in an update only; code 72 otherwise), e.g.
+/// `$merge`'s `whenMatched` pipeline; `vars` names its variables.
+pub fn parse_update_pipeline(
+    stages: &[Bson],
+    vars: &Document,
+) -> Result<crate::aggregation::Pipeline> {
+    pipeline::parse(stages, vars)
+}
+
+/// Run an update pipeline on `doc`: the original `_id` is kept (error 66 if it changed).
+pub fn apply_update_pipeline(
+    p: &crate::aggregation::Pipeline,
+    doc: &Document,
+    now: bson::DateTime,
+) -> Result<Document> {
+    pipeline::apply(p, doc, now)
+}
+
+/// Whether two documents are the same field for field, types included (an update that
+/// produces the same document modifies nothing).
+pub fn same_document(a: &Document, b: &Document) -> bool {
+    ops::identical_documents(a, b)
+}
+
 /// What the update is applied in the context of.
 #[derive(Debug, Clone, Default)]
 pub struct ApplyContext {
@@ -29,7 +54,7 @@ pub struct ApplyContext {
     pub now: Option<bson::DateTime>,
 }
 
-/// A parsed update: operators, a replacement document, or (later) a pipeline.
+/// A parsed update: operators, a replacement document, or an aggregation pipeline.
 #[derive(Debug, Clone)]
 pub struct UpdateSpec {
     kind: Kind,
@@ -39,6 +64,7 @@ pub struct UpdateSpec {
 enum Kind {
     Replacement(Document),
     Operators(Operators),
+    Pipeline(Box<crate::aggregation::Pipeline>),
 }
 
 #[derive(Debug, Clone)]
@@ -60,6 +86,16 @@ struct Entry {
 impl UpdateSpec {
     /// `update` is the `u`/`update` field of the command; `array_filters` its `arrayFilters`.
     pub fn parse(update: &Bson, array_filters: Option<&[Document]>) -> Result<UpdateSpec> {
+        Self::parse_with_vars(update, array_filters, None)
+    }
+
+    /// [`UpdateSpec::parse`] with the command's `let` variables (or the statement's `c`
+    /// constants), which a pipeline-style update sees as `$$name`.
+    pub fn parse_with_vars(
+        update: &Bson,
+        array_filters: Option<&[Document]>,
+        vars: Option<&Document>,
+    ) -> Result<UpdateSpec> {
         let filters = parse_array_filters(array_filters.unwrap_or(&[]))?;
         match update {
             Bson::Document(d) => {
@@ -73,13 +109,16 @@ impl UpdateSpec {
                 };
                 Ok(UpdateSpec { kind })
             }
-            Bson::Array(_) => {
+            Bson::Array(stages) => {
                 if array_filters.is_some_and(|f| !f.is_empty()) {
                     return Err(Error::failed_to_parse(
                         "arrayFilters may not be specified for pipeline-style updates",
                     ));
                 }
-                Err(Error::not_supported("aggregation pipeline updates"))
+                let vars = vars.cloned().unwrap_or_default();
+                Ok(UpdateSpec {
+                    kind: Kind::Pipeline(Box::new(pipeline::parse(stages, &vars)?)),
+                })
             }
             other => Err(Error::failed_to_parse(format!(
                 "Update argument must be either an object or an array, found {}",
@@ -97,6 +136,9 @@ impl UpdateSpec {
         let updated = match &self.kind {
             Kind::Replacement(replacement) => replace(replacement, doc)?,
             Kind::Operators(ops) => ops.apply(doc, ctx)?,
+            Kind::Pipeline(p) => {
+                pipeline::apply(p, doc, ctx.now.unwrap_or_else(bson::DateTime::now))?
+            }
         };
         if ops::identical_documents(doc, &updated) {
             return Ok(false);
@@ -120,6 +162,12 @@ impl UpdateSpec {
                 replace(replacement, &upsert::seed(id_only)?)?
             }
             Kind::Operators(ops) => ops.apply(&upsert::seed(equalities)?, &ctx)?,
+            // The pipeline sees the seed; `_id` is generated after it ran, as mongod does.
+            Kind::Pipeline(p) => pipeline::run(
+                p,
+                &upsert::seed(equalities)?,
+                ctx.now.unwrap_or_else(bson::DateTime::now),
+            )?,
         };
         // mongod validates the new document for storage before anything else looks at it.
         if let Some(id @ (Bson::Array(_) | Bson::RegularExpression(_) | Bson::Undefined)) =

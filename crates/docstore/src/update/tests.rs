@@ -847,9 +847,31 @@ fn empty_paths_are_refused() {
 }
 
 #[test]
-fn pipeline_updates_are_not_supported_yet() {
-    let e = UpdateSpec::parse(&Bson::Array(vec![]), None).unwrap_err();
-    assert_eq!(e.code, ErrorCode::CommandNotSupported);
+fn pipeline_updates_run_update_stages_with_variables_and_keep_id() {
+    let ctx = ApplyContext::default();
+    let empty = UpdateSpec::parse(&Bson::Array(vec![]), None).unwrap();
+    let mut d = doc! { "_id": 1, "a": 1 };
+    assert!(!empty.apply(&mut d, &ctx).unwrap());
+    let spec = UpdateSpec::parse_with_vars(
+        &Bson::Array(vec![
+            Bson::Document(doc! { "$set": { "b": { "$add": ["$a", "$$k"] } } }),
+            Bson::Document(doc! { "$replaceWith": { "sum": "$b" } }),
+        ]),
+        None,
+        Some(&doc! { "k": 10 }),
+    )
+    .unwrap();
+    assert!(!spec.is_replacement());
+    assert!(spec.apply(&mut d, &ctx).unwrap());
+    assert_eq!(d, doc! { "_id": 1, "sum": 11 });
+    let e = UpdateSpec::parse(
+        &Bson::Array(vec![Bson::Document(doc! { "$set": { "a": 1 } })]),
+        Some(&[doc! { "x": 1 }]),
+    )
+    .unwrap_err();
+    assert_eq!(e.code_number(), 9);
+    let e = UpdateSpec::parse(&Bson::Array(vec![Bson::Int32(1)]), None).unwrap_err();
+    assert_eq!(e.code_number(), 14);
 }
 
 // ---- _id --------------------------------------------------------------------------------------

@@ -11,5 +11,8 @@ mod concurrency;
 mod crud;
 mod explain;
 mod gridfs;
+mod out_merge;
+mod pipeline_updates;
 mod query;
+mod ttl_partial;
 mod update;
