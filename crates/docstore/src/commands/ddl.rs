@@ -1,5 +1,6 @@
 //! Collection, index and database commands: create, drop, dropDatabase, listCollections,
-//! listDatabases, renameCollection, createIndexes, listIndexes, dropIndexes, dbStats, collStats.
+//! listDatabases, renameCollection, createIndexes, listIndexes, dropIndexes, dbStats, collStats
+//! (and the `$collStats` stage, which reports the same figures).
 
 use super::args::Args;
 use super::crud::cursor_reply;
@@ -374,11 +375,218 @@ pub fn db_stats(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<R
 pub fn coll_stats(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["scale"])?;
     let coll = args.collection()?;
+    let scale = scale_factor(args.get("scale"), "collStats.scale")?;
     match state.catalog.get(db, coll) {
-        Some(handle) => Ok(Reply::read(handle.read().stats())),
+        Some(handle) => {
+            let mut reply = doc! { "ns": format!("{db}.{coll}") };
+            reply.extend(storage_stats(&handle.read().stats(), scale));
+            Ok(Reply::read(reply))
+        }
         None => Err(Error::new(
             ErrorCode::NamespaceNotFound,
             format!("Collection [{db}.{coll}] not found."),
         )),
+    }
+}
+
+/// `scale` of collStats and `$collStats.storageStats`: a number of at least 1 (default 1).
+fn scale_factor(value: Option<&Bson>, field: &str) -> Result<i64> {
+    let scale = match value {
+        None => return Ok(1),
+        Some(Bson::Int32(n)) => i64::from(*n),
+        Some(Bson::Int64(n)) => *n,
+        // MongoDB truncates a fractional scale.
+        Some(Bson::Double(d)) if d.is_finite() => *d as i64,
+        Some(other) => {
+            return Err(Error::type_mismatch(format!(
+                "BSON field '{field}' is the wrong type '{}', expected types '[long, int, decimal, double]'",
+                crate::value::type_name(other)
+            )))
+        }
+    };
+    if scale < 1 {
+        return Err(Error::location(
+            51024,
+            format!("BSON field 'scale' value must be >= 1, actual value '{scale}'"),
+        ));
+    }
+    Ok(scale)
+}
+
+/// The storage figures MongoDB 7.0 reports for a collection (`collStats` and
+/// `$collStats.storageStats`), sizes divided by `scale` as MongoDB does (integer division;
+/// `avgObjSize` is never scaled). `stats` is `Collection::stats`.
+fn storage_stats(stats: &Document, scale: i64) -> Document {
+    // MongoDB sends each figure as an int32 while it fits, as an int64 beyond.
+    let int = super::admin::int_or_long;
+    let figure = |name: &str| stats.get_i64(name).unwrap_or(0);
+    let mut index_sizes = Document::new();
+    if let Ok(sizes) = stats.get_document("indexSizes") {
+        for (name, bytes) in sizes {
+            let bytes = match bytes {
+                Bson::Int64(n) => *n,
+                Bson::Int32(n) => i64::from(*n),
+                _ => 0,
+            };
+            index_sizes.insert(name.clone(), int(bytes / scale));
+        }
+    }
+    doc! {
+        "size": int(figure("size") / scale),
+        "count": int(figure("count")),
+        "avgObjSize": int(figure("avgObjSize")),
+        "numOrphanDocs": 0,
+        "storageSize": int(figure("storageSize") / scale),
+        "freeStorageSize": 0,
+        "capped": false,
+        "nindexes": stats.get_i32("nindexes").unwrap_or(0),
+        "indexBuilds": [],
+        "totalIndexSize": int(figure("totalIndexSize") / scale),
+        "totalSize": int(figure("totalSize") / scale),
+        "indexSizes": index_sizes,
+        "scaleFactor": int(scale),
+    }
+}
+
+/// True for an `aggregate` on a collection whose pipeline opens with `$collStats` (what mongosh's
+/// `db.coll.stats()`, `dataSize()`, `totalIndexSize()` ... send). docstore answers that stage
+/// from the catalog here; the aggregation engine runs the stages after it.
+pub fn starts_with_coll_stats(cmd: &Document) -> bool {
+    let first_stage = match cmd.get("pipeline") {
+        Some(Bson::Array(stages)) => stages.first(),
+        _ => None,
+    };
+    matches!(cmd.get("aggregate"), Some(Bson::String(_)))
+        && !cmd.contains_key("explain")
+        && matches!(first_stage, Some(Bson::Document(stage))
+            if stage.len() == 1 && stage.contains_key("$collStats"))
+}
+
+/// `aggregate` with a leading `$collStats`: one document about the collection (`storageStats`
+/// and `count` as MongoDB 7.0 reports them), then the rest of the pipeline over it. docstore
+/// keeps no latency or query-execution counters, so `latencyStats` and `queryExecStats` are
+/// refused rather than answered with made-up zeros.
+pub fn coll_stats_aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+    args.allow_only(&[
+        "pipeline",
+        "cursor",
+        "allowDiskUse",
+        "let",
+        "hint",
+        "collation",
+        "bypassDocumentValidation",
+    ])?;
+    let coll = args.collection()?;
+    let stages: Vec<Document> = args.documents("pipeline")?.into_iter().cloned().collect();
+    let Some((first, rest)) = stages.split_first() else {
+        return Err(Error::failed_to_parse("empty pipeline"));
+    };
+    let spec = match first.get("$collStats") {
+        Some(Bson::Document(spec)) => spec,
+        other => {
+            return Err(Error::location(
+                5447000,
+                format!(
+                    "$collStats must take a nested object but found: $collStats: {}",
+                    other.map_or_else(String::new, |v| v.to_string())
+                ),
+            ))
+        }
+    };
+    let cursor = args.document("cursor")?.ok_or_else(|| {
+        Error::failed_to_parse(
+            "The 'cursor' option is required, except for aggregate with the explain argument",
+        )
+    })?;
+    let batch_size = Args::new("cursor", cursor)
+        .non_negative("batchSize")?
+        .map(|b| b as usize);
+    let vars = args.document("let")?.cloned().unwrap_or_default();
+    let ns = format!("{db}.{coll}");
+    let handle = state.catalog.get(db, coll);
+    let missing = |what: &str| {
+        Error::new(
+            ErrorCode::NamespaceNotFound,
+            format!(
+                "Unable to retrieve {what} in $collStats stage :: caused by :: Collection [{ns}] not found."
+            ),
+        )
+    };
+    let mut out = doc! {
+        "ns": ns.clone(),
+        "host": super::admin::host(state),
+        "localTime": bson::DateTime::now(),
+    };
+    for (field, value) in spec {
+        match field.as_str() {
+            "storageStats" => {
+                let Bson::Document(options) = value else {
+                    return Err(Error::type_mismatch(format!(
+                        "BSON field '$collStats.storageStats' is the wrong type '{}', expected type 'object'",
+                        crate::value::type_name(value)
+                    )));
+                };
+                Args::new("$collStats.storageStats", options).allow_only(&[
+                    "scale",
+                    "verbose",
+                    "waitForLock",
+                    "numericOnly",
+                ])?;
+                let scale = scale_factor(options.get("scale"), "$collStats.storageStats.scale")?;
+                let handle = handle.as_ref().ok_or_else(|| missing("storageStats"))?;
+                out.insert("storageStats", storage_stats(&handle.read().stats(), scale));
+            }
+            "count" => {
+                let handle = handle.as_ref().ok_or_else(|| missing("count"))?;
+                let count = handle.read().stats().get_i64("count").unwrap_or(0);
+                out.insert("count", super::admin::int_or_long(count));
+            }
+            "latencyStats" | "queryExecStats" => {
+                return Err(Error::not_supported(format!("$collStats {field}")))
+            }
+            other => {
+                return Err(Error::location(
+                    40415,
+                    format!("BSON field '$collStats.{other}' is an unknown field."),
+                ))
+            }
+        }
+    }
+    let ctx = SameDatabase {
+        catalog: &state.catalog,
+        db,
+    };
+    let pipeline = crate::aggregation::Pipeline::parse(rest, &vars)?;
+    for stage in ["$out", "$merge"] {
+        if pipeline.has_stage(stage) {
+            return Err(Error::not_supported(format!("{stage} after $collStats")));
+        }
+    }
+    let results = pipeline.run(vec![out], &ctx)?;
+    let batch = state.cursors.first_batch(&ns, results, batch_size, false);
+    Ok(Reply::read(cursor_reply(
+        &ns,
+        batch.cursor_id,
+        "firstBatch",
+        batch.documents,
+    )))
+}
+
+/// The other collections of one database, for stages such as `$lookup` after `$collStats`.
+struct SameDatabase<'a> {
+    catalog: &'a crate::catalog::Catalog,
+    db: &'a str,
+}
+
+impl crate::aggregation::PipelineContext for SameDatabase<'_> {
+    fn collection_documents(&self, collection: &str) -> Result<Vec<Document>> {
+        Ok(match self.catalog.get(self.db, collection) {
+            Some(handle) => handle
+                .read()
+                .all_documents()
+                .map(|d| (**d).clone())
+                .collect(),
+            None => Vec::new(),
+        })
     }
 }

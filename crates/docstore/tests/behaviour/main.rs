@@ -5,6 +5,7 @@
 mod common;
 
 mod aggregation;
+mod clients_regressions;
 mod collections;
 mod concurrency;
 mod crud;
