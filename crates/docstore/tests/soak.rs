@@ -368,7 +368,7 @@ async fn sixty_four_connections_of_mixed_load_lose_nothing_and_memory_stays_boun
     )
     .await
     .unwrap();
-    let job_docs: Vec<Document> = (0..JOBS)
+    let job_docs: Vec<Document> = (0..(JOBS_PER_SECOND * seconds) as i64)
         .map(|i| doc! { "_id": i, "state": "new" })
         .collect();
     for chunk in job_docs.chunks(5000) {
