@@ -475,7 +475,7 @@ proptest! {
         let mut bytes = op_msg_bytes(&body, &sequences, true, false);
         let n = bytes.len();
         bytes[at % n] ^= mask;
-        // Either the frame is refused or a header-only field changed and the checksum caught it.
+        // The checksum covers the header too, and a flip in the checksum itself is a mismatch.
         let parsed = wire::parse_message(&bytes);
         prop_assert!(parsed.is_err(), "flipped byte {} accepted: {:?}", at % n, parsed);
     }
