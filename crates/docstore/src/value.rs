@@ -250,12 +250,34 @@ pub fn decimal_to_f64(d: &Decimal128) -> f64 {
     } else {
         (((bits >> 113) & 0x3fff) as i32, bits & ((1u128 << 113) - 1))
     };
-    let value = coefficient as f64 * 10f64.powi(exponent - 6176);
+    let value = scaled_to_f64(coefficient, exponent - 6176);
     if negative {
         -value
     } else {
         value
     }
+}
+
+/// The double nearest to `coefficient × 10^exponent`, correctly rounded so that equal decimals in
+/// different scales (`0.3`, `0.30`) become the same double.
+fn scaled_to_f64(coefficient: u128, exponent: i32) -> f64 {
+    if coefficient == 0 {
+        return 0.0;
+    }
+    // One exact operand pair, one rounding: exact when the coefficient and the power of ten
+    // are both representable (below 2^53 and 10^22).
+    if coefficient < 1 << 53 && exponent.abs() <= 22 {
+        let power = 10f64.powi(exponent.abs());
+        return if exponent >= 0 {
+            coefficient as f64 * power
+        } else {
+            coefficient as f64 / power
+        };
+    }
+    // Otherwise the standard library's correctly rounded decimal parser does it.
+    format!("{coefficient}e{exponent}")
+        .parse()
+        .unwrap_or(f64::NAN)
 }
 
 /// The name MongoDB gives a value's type (`$type` in queries and aggregation).
