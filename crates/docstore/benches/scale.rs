@@ -88,11 +88,12 @@ async fn load(c: &Collection<Document>, n: u64) -> Duration {
     start.elapsed()
 }
 
-/// p50 and p99 of `queries` sequential indexed equality + sort + limit 20 queries.
-async fn query_latency(c: &Collection<Document>, n: u64, queries: u64) -> (Duration, Duration) {
+/// Latencies of `queries` sequential indexed equality + sort + limit 20 queries (after 20
+/// untimed warm-up queries).
+async fn query_latencies(c: &Collection<Document>, n: u64, queries: u64) -> Vec<Duration> {
     let expected = (n / CATEGORIES).min(20);
     let mut times = Vec::with_capacity(queries as usize);
-    for i in 0..queries + 100 {
+    for i in 0..queries + 20 {
         let cat = (i.wrapping_mul(2_654_435_761) % CATEGORIES) as i64;
         let start = Instant::now();
         let mut cursor = c
@@ -105,15 +106,17 @@ async fn query_latency(c: &Collection<Document>, n: u64, queries: u64) -> (Durat
         while cursor.advance().await.unwrap() {
             got += 1;
         }
-        // The first 100 are warm-up.
-        if i >= 100 {
+        if i >= 20 {
             times.push(start.elapsed());
         }
         assert_eq!(got, expected, "query for category {cat}");
     }
+    times
+}
+
+fn percentile(times: &mut [Duration], q: f64) -> Duration {
     times.sort();
-    let at = |q: f64| times[((times.len() as f64 * q) as usize).min(times.len() - 1)];
-    (at(0.5), at(0.99))
+    times[((times.len() as f64 * q) as usize).min(times.len() - 1)]
 }
 
 fn dir_bytes(dir: &Path) -> u64 {
@@ -196,20 +199,31 @@ async fn main() {
         "{:>10} {:>10} {:>12} {:>12} {:>14} {:>16}",
         "documents", "load (s)", "p50 (µs)", "p99 (µs)", "RSS/doc (B)", "keys/docs exam."
     );
-    let mut p50s = Vec::new();
+    // Every size lives in one server and the timed queries alternate between sizes in rounds,
+    // so load from other processes on this shared machine falls on all sizes alike.
+    let server = Server::start(Config::in_memory()).await.unwrap();
+    let c = client(&server.uri()).await;
+    let db = c.database("bench");
+    let mut loaded = Vec::new();
     for &n in &sizes {
-        let server = Server::start(Config::in_memory()).await.unwrap();
-        let c = client(&server.uri()).await;
-        let items = c.database("bench").collection::<Document>("items");
+        let items = db.collection::<Document>(&format!("items_{n}"));
         let before = rss_bytes();
-        let loaded = load(&items, n).await;
-        let after = rss_bytes();
-        let (p50, p99) = query_latency(&items, n, queries).await;
-        let explained = c
-            .database("bench")
+        let took = load(&items, n).await;
+        let per_doc = rss_bytes().saturating_sub(before) as f64 / n as f64;
+        loaded.push((n, items, took, per_doc, Vec::new()));
+    }
+    const ROUNDS: u64 = 5;
+    for _ in 0..ROUNDS {
+        for (n, items, _, _, samples) in loaded.iter_mut() {
+            samples.extend(query_latencies(items, *n, queries / ROUNDS).await);
+        }
+    }
+    let mut p50s = Vec::new();
+    for (n, items, took, per_doc, samples) in loaded.iter_mut() {
+        let explained = db
             .run_command(doc! {
                 "explain": {
-                    "find": "items",
+                    "find": items.name(),
                     "filter": { "cat": 7 },
                     "sort": { "price": 1 },
                     "limit": 20,
@@ -230,19 +244,18 @@ async fn main() {
             examined("totalKeysExamined"),
             examined("totalDocsExamined")
         );
+        let p50 = percentile(samples, 0.5);
+        let p99 = percentile(samples, 0.99);
         println!(
             "{:>10} {:>10.1} {:>12.0} {:>12.0} {:>14.0} {:>16}",
             n,
-            loaded.as_secs_f64(),
+            took.as_secs_f64(),
             p50.as_secs_f64() * 1e6,
             p99.as_secs_f64() * 1e6,
-            after.saturating_sub(before) as f64 / n as f64,
+            per_doc,
             examined
         );
-        p50s.push((n, p50));
-        c.database("bench").drop().await.unwrap();
-        drop(c);
-        server.shutdown().await;
+        p50s.push((*n, p50));
     }
     if let (Some((small, a)), Some((large, b))) = (p50s.first(), p50s.last()) {
         if small != large {
@@ -252,6 +265,10 @@ async fn main() {
             );
         }
     }
+    db.drop().await.unwrap();
+    drop(loaded);
+    drop(c);
+    server.shutdown().await;
 
     let n = sizes.iter().copied().max().unwrap_or(1_000_000);
     println!();
