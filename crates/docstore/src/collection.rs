@@ -211,7 +211,8 @@ impl Collection {
 
     pub fn plan(&self, query: &QuerySpec<'_>) -> Result<Plan> {
         let refs: Vec<&Index> = self.indexes.iter().collect();
-        planner::plan(query.filter_doc, query.sort_doc, &refs, query.hint)
+        let wanted = query.limit.map(|l| l.saturating_add(query.skip));
+        planner::plan_limited(query.filter_doc, query.sort_doc, &refs, query.hint, wanted)
     }
 
     /// Run a query: candidates from the chosen plan, each re-checked against the full filter,

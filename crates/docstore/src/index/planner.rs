@@ -538,6 +538,7 @@ fn literal_prefix(pattern: &str, options: &str) -> Option<String> {
 }
 
 /// How well one index fits the query.
+#[derive(Clone)]
 struct Candidate {
     index: usize,
     leading_points: usize,
@@ -810,6 +811,24 @@ pub fn plan(
     indexes: &[&Index],
     hint: Option<&Bson>,
 ) -> Result<Plan> {
+    plan_limited(filter, sort, indexes, hint, None)
+}
+
+/// [`plan`] for a query that needs only the first `limit` documents (skip included) in sort
+/// order. Then an index that walks the sort order can beat a more selective index that does
+/// not: with `n` documents matching the selective index's bounds out of `total`, walking the
+/// sort order visits about `limit * total / n` documents until it has `limit` matches, while
+/// the selective index fetches and sorts all `n`. The sort walk is chosen when
+/// `n * n > 4 * limit * total` (counting `n` only up to that threshold, so deciding costs at
+/// most a few thousand key visits). This assumes matches are spread evenly along the sort
+/// order; results are the same either way, only the work differs.
+pub fn plan_limited(
+    filter: &Document,
+    sort: Option<&Document>,
+    indexes: &[&Index],
+    hint: Option<&Bson>,
+    limit: Option<usize>,
+) -> Result<Plan> {
     let mut constraints = HashMap::new();
     collect_constraints(filter, &mut constraints);
 
@@ -849,6 +868,8 @@ pub fn plan(
     }
 
     let mut best: Option<Candidate> = None;
+    // The first index that serves the sort by walking all of its keys in order.
+    let mut sort_walk: Option<Candidate> = None;
     for (position, idx) in indexes.iter().enumerate() {
         // A sparse index may lack matching documents; a partial one only when the query does
         // not imply its filter.
@@ -864,6 +885,9 @@ pub fn plan(
         if c.score() == (0, false, false) {
             continue;
         }
+        if c.provides_sort && c.bounds.is_full() && sort_walk.is_none() {
+            sort_walk = Some(c.clone());
+        }
         // An _id equality finds at most one document: nothing beats it.
         if idx.spec.name == "_id_" && c.leading_points > 0 {
             best = Some(c);
@@ -871,6 +895,19 @@ pub fn plan(
         }
         if best.as_ref().is_none_or(|b| c.score() > b.score()) {
             best = Some(c);
+        }
+    }
+    if let (Some(b), Some(walk), Some(limit)) = (&best, &sort_walk, limit) {
+        if sort.is_some() && !b.provides_sort && b.index != walk.index {
+            let total = indexes[walk.index].entry_count();
+            let threshold = (4.0 * limit.max(1) as f64 * total as f64).sqrt() as usize + 1;
+            let matching = indexes[b.index]
+                .scan(&b.bounds, false)
+                .take(threshold)
+                .count();
+            if matching >= threshold {
+                best = sort_walk;
+            }
         }
     }
     Ok(match best {

@@ -197,3 +197,45 @@ async fn indexed_queries_return_the_same_results_as_scans() {
         assert_eq!(indexed, scanned, "{filter}");
     }
 }
+
+#[tokio::test]
+async fn a_limited_sorted_query_walks_the_sort_index_when_the_filter_matches_many() {
+    let t = test_db().await;
+    let jobs = t.db.collection::<Document>("jobs");
+    jobs.insert_many(
+        (0..2000).map(|i| doc! { "_id": i, "state": if i % 4 == 3 { "done" } else { "queued" } }),
+    )
+    .await
+    .unwrap();
+    jobs.create_index(IndexModel::builder().keys(doc! { "state": 1 }).build())
+        .await
+        .unwrap();
+    // Claiming the oldest queued job: walking _id finds it at once, while the state index would
+    // fetch and sort 1500 documents.
+    let e = explain_find(
+        &t.db,
+        doc! { "find": "jobs", "filter": { "state": "queued" }, "sort": { "_id": 1 }, "limit": 1 },
+    )
+    .await;
+    let scan = find_stage(&Bson::Document(e.clone()), "IXSCAN").expect("an index scan");
+    assert_eq!(scan.get_str("indexName").unwrap(), "_id_", "{e}");
+    assert!(docs_examined(&e) <= 5, "examined {}", docs_examined(&e));
+    // Without a limit every match is needed: the selective index and an in-memory sort.
+    let e = explain_find(
+        &t.db,
+        doc! { "find": "jobs", "filter": { "state": "done" }, "sort": { "_id": 1 } },
+    )
+    .await;
+    let scan = find_stage(&Bson::Document(e.clone()), "IXSCAN").expect("an index scan");
+    assert_eq!(scan.get_str("indexName").unwrap(), "state_1", "{e}");
+    let claimed = jobs
+        .find_one_and_update(
+            doc! { "state": "queued" },
+            doc! { "$set": { "state": "taken" } },
+        )
+        .sort(doc! { "_id": 1 })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(claimed.get_i32("_id").unwrap(), 0);
+}
