@@ -1,0 +1,26 @@
+//! The admin section under `/admin`, behind HTTP Basic auth (see `web::basic_auth`).
+
+pub mod dashboard;
+
+use actix_web::middleware::from_fn;
+use actix_web::{web, Scope};
+
+use crate::web::basic_auth;
+
+pub fn scope() -> Scope<
+    impl actix_web::dev::ServiceFactory<
+        actix_web::dev::ServiceRequest,
+        Config = (),
+        Response = actix_web::dev::ServiceResponse<actix_web::body::BoxBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    web::scope("/admin")
+        // The app-wide gate already checks credentials for every /admin path before CSRF; this
+        // second check guards exactly what the scope routes, whatever the path spelling.
+        .wrap(from_fn(basic_auth::require_admin))
+        .route("", web::get().to(dashboard::show))
+        .route("/", web::get().to(dashboard::show))
+        .route("/seed", web::post().to(dashboard::seed_demo_data))
+}
