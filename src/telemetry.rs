@@ -1,6 +1,7 @@
 //! Logging: the `tracing` subscriber and the request-logging middleware (request id, method,
 //! path, status, latency).
 
+use std::io::IsTerminal;
 use std::time::Instant;
 
 use actix_web::body::MessageBody;
@@ -17,9 +18,12 @@ pub fn init(level: &str) {
     let filter = EnvFilter::try_from_default_env()
         .or_else(|_| EnvFilter::try_new(level))
         .unwrap_or_else(|_| EnvFilter::new("info"));
+    // Logs go to stderr: stdout carries the command's output (the address, a password hash).
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }
 

@@ -22,5 +22,6 @@ pub fn scope() -> Scope<
         .wrap(from_fn(basic_auth::require_admin))
         .route("", web::get().to(dashboard::show))
         .route("/", web::get().to(dashboard::show))
-        .route("/seed", web::post().to(dashboard::seed_demo_data))
+        // A resource (not `.route`) so a GET here is 405 rather than 404.
+        .service(web::resource("/seed").post(dashboard::seed_demo_data))
 }
