@@ -15,7 +15,7 @@ use crate::db::{indexes, Db, Store};
 use crate::web::basic_auth::{self, AdminCredentials};
 use crate::web::errors::{bad_request_page, render_bare_errors};
 use crate::web::security_headers::add_security_headers;
-use crate::web::{assets, csrf, session};
+use crate::web::{assets, csrf, read, session};
 use crate::{admin, health, home, seed, telemetry};
 
 /// How long in-flight requests may take to finish once shutdown starts.
@@ -286,9 +286,9 @@ fn http_server(
 
 /// Every route of the site.
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/", web::get().to(home::index))
-        .route("/healthz", web::get().to(health::healthz))
-        .route("/static/{path:.*}", web::get().to(assets::serve))
+    cfg.route("/", read().to(home::index))
+        .route("/healthz", read().to(health::healthz))
+        .route("/static/{path:.*}", read().to(assets::serve))
         .service(admin::scope());
 }
 

@@ -44,14 +44,14 @@ pub async fn log_requests(
     let started = Instant::now();
     let result = next.call(req).instrument(span.clone()).await;
     let _entered = span.enter();
-    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+    let latency_ms = format!("{:.2}", started.elapsed().as_secs_f64() * 1000.0);
     match result {
         Ok(mut res) => {
             let status = res.status().as_u16();
             if res.status().is_server_error() {
-                tracing::warn!(status, latency_ms, "request failed");
+                tracing::warn!(status, %latency_ms, "request failed");
             } else {
-                tracing::info!(status, latency_ms, "request");
+                tracing::info!(status, %latency_ms, "request");
             }
             if let Ok(value) = HeaderValue::from_str(&request_id) {
                 res.headers_mut()
@@ -60,7 +60,7 @@ pub async fn log_requests(
             Ok(res)
         }
         Err(e) => {
-            tracing::warn!(latency_ms, error = %e, "request failed");
+            tracing::warn!(%latency_ms, error = %e, "request failed");
             Err(e)
         }
     }

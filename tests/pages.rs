@@ -180,3 +180,14 @@ async fn when_the_database_goes_away_healthz_and_pages_answer_503_without_intern
         );
     }
 }
+
+#[tokio::test]
+async fn head_requests_are_answered_like_get_without_a_body() {
+    let app = spawn_app().await;
+    for path in ["/", "/healthz"] {
+        let response = app.client.head(app.url(path)).send().await.expect("sent");
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        assert_security_headers(response.headers(), path);
+        assert!(body(response).await.is_empty(), "{path}");
+    }
+}

@@ -178,3 +178,20 @@ async fn sessions_survive_a_restart_because_the_generated_key_is_kept_in_the_dat
     assert_eq!(csrf_token(&doc), Some(token));
     app.stop().await;
 }
+
+#[tokio::test]
+async fn an_oversized_form_gets_the_400_page() {
+    let app = spawn_app().await;
+    let token = dashboard_token(&app).await;
+    let filler = "x".repeat(300 * 1024);
+    let response = app
+        .post_admin_form(
+            "/admin/seed",
+            &[("csrf_token", token.as_str()), ("notes", filler.as_str())],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let doc = html(&body(response).await);
+    assert_eq!(heading(&doc), "Bad request");
+    assert_eq!(texts(&doc, "header nav a"), vec!["Home"]);
+}

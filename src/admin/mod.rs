@@ -5,7 +5,7 @@ pub mod dashboard;
 use actix_web::middleware::from_fn;
 use actix_web::{web, Scope};
 
-use crate::web::basic_auth;
+use crate::web::{basic_auth, read};
 
 pub fn scope() -> Scope<
     impl actix_web::dev::ServiceFactory<
@@ -20,8 +20,8 @@ pub fn scope() -> Scope<
         // The app-wide gate already checks credentials for every /admin path before CSRF; this
         // second check guards exactly what the scope routes, whatever the path spelling.
         .wrap(from_fn(basic_auth::require_admin))
-        .route("", web::get().to(dashboard::show))
-        .route("/", web::get().to(dashboard::show))
+        .route("", read().to(dashboard::show))
+        .route("/", read().to(dashboard::show))
         // A resource (not `.route`) so a GET here is 405 rather than 404.
         .service(web::resource("/seed").post(dashboard::seed_demo_data))
 }

@@ -171,3 +171,50 @@ pub fn bad_request_page(err: impl std::fmt::Display) -> actix_web::Error {
     )
     .into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn page_text(response: HttpResponse) -> String {
+        let bytes = actix_web::body::to_bytes(response.into_body())
+            .await
+            .unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+
+    #[tokio::test]
+    async fn a_conflict_shows_its_message_in_the_layout() {
+        let response =
+            AppError::Conflict("Someone else saved this page first.".into()).error_response();
+        assert_eq!(response.status(), StatusCode::CONFLICT);
+        let text = page_text(response).await;
+        assert!(text.contains("<h1>Conflict</h1>"), "{text}");
+        assert!(
+            text.contains("Someone else saved this page first."),
+            "{text}"
+        );
+        assert!(text.contains("class=\"site-footer\""), "{text}");
+    }
+
+    #[tokio::test]
+    async fn an_internal_error_page_never_shows_the_error_text() {
+        let response = AppError::Internal(anyhow::anyhow!("connection string mongodb://u:p@db"))
+            .error_response();
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let text = page_text(response).await;
+        assert!(text.contains("<h1>Something went wrong</h1>"), "{text}");
+        assert!(!text.contains("mongodb://"), "{text}");
+    }
+
+    #[tokio::test]
+    async fn user_supplied_text_in_a_message_is_escaped() {
+        let response = AppError::BadRequest("<script>alert(1)</script>".into()).error_response();
+        let text = page_text(response).await;
+        assert!(!text.contains("<script>alert(1)"), "{text}");
+        assert!(
+            text.contains("&#60;script&#62;") || text.contains("&lt;script&gt;"),
+            "{text}"
+        );
+    }
+}

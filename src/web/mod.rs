@@ -9,3 +9,11 @@ pub mod flash;
 pub mod layout;
 pub mod security_headers;
 pub mod session;
+
+use actix_web::{guard, web, Route};
+
+/// A route for reading a page: GET, and HEAD (monitors and link checkers use it; the framework
+/// drops the body).
+pub fn read() -> Route {
+    web::route().guard(guard::Any(guard::Get()).or(guard::Head()))
+}
