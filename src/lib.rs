@@ -1,4 +1,15 @@
-//! Bazaar: storefront, CMS and tumblelog. The web application arrives with the foundation issue;
-//! for now the crate only re-exports the embedded store it will run on.
+//! Bazaar: a server-rendered storefront, CMS and tumblelog on MongoDB, running on the embedded
+//! docstore by default. `main.rs` only calls [`cli::run`].
+
+pub mod admin;
+pub mod cli;
+pub mod config;
+pub mod db;
+pub mod health;
+pub mod home;
+pub mod seed;
+pub mod startup;
+pub mod telemetry;
+pub mod web;
 
 pub use docstore;

@@ -1,0 +1,56 @@
+//! The admin dashboard: what the database holds right now, and re-running the demo seed.
+
+use std::time::Instant;
+
+use actix_session::SessionExt;
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+
+use crate::db::CollectionCount;
+use crate::seed;
+use crate::startup::AppState;
+use crate::web::errors::AppError;
+use crate::web::flash::{self, Level};
+use crate::web::layout::{render, Layout};
+
+#[derive(Template)]
+#[template(path = "admin/dashboard.html")]
+pub struct DashboardPage {
+    pub layout: Layout,
+    pub store: String,
+    pub database: String,
+    pub server_version: String,
+    pub ping_ms: String,
+    pub collections: Vec<CollectionCount>,
+    pub admin_user: String,
+}
+
+pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
+    let started = Instant::now();
+    state.db.ping().await?;
+    let ping_ms = format!("{:.1} ms", started.elapsed().as_secs_f64() * 1000.0);
+    let server_version = state.db.server_version().await?;
+    let collections = state.db.collection_counts().await?;
+    render(&DashboardPage {
+        layout: Layout::admin(&req),
+        store: state.db.store().to_string(),
+        database: state.db.database().name().to_string(),
+        server_version,
+        ping_ms,
+        collections,
+        admin_user: state.admin_user.clone(),
+    })
+}
+
+/// `POST /admin/seed`: add missing demo data, then back to the dashboard with a notice.
+pub async fn seed_demo_data(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AppError> {
+    let report = seed::run(&state.db).await?;
+    flash::push(&req.get_session(), Level::Success, report.summary());
+    Ok(HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, "/admin"))
+        .finish())
+}

@@ -1,0 +1,27 @@
+//! The admin section under `/admin`, behind HTTP Basic auth (see `web::basic_auth`).
+
+pub mod dashboard;
+
+use actix_web::middleware::from_fn;
+use actix_web::{web, Scope};
+
+use crate::web::{basic_auth, read};
+
+pub fn scope() -> Scope<
+    impl actix_web::dev::ServiceFactory<
+        actix_web::dev::ServiceRequest,
+        Config = (),
+        Response = actix_web::dev::ServiceResponse<actix_web::body::BoxBody>,
+        Error = actix_web::Error,
+        InitError = (),
+    >,
+> {
+    web::scope("/admin")
+        // The app-wide gate already checks credentials for every /admin path before CSRF; this
+        // second check guards exactly what the scope routes, whatever the path spelling.
+        .wrap(from_fn(basic_auth::require_admin))
+        .route("", read().to(dashboard::show))
+        .route("/", read().to(dashboard::show))
+        // A resource (not `.route`) so a GET here is 405 rather than 404.
+        .service(web::resource("/seed").post(dashboard::seed_demo_data))
+}

@@ -1,0 +1,629 @@
+//! Typed, validated settings: the built-in defaults (this repository's `config.toml`), then the
+//! config file, then `BAZAAR_SECTION__KEY` environment variables. Every error names the key.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// The defaults are the shipped `config.toml`, so the file and the code cannot disagree.
+const DEFAULTS: &str = include_str!("../config.toml");
+/// Environment variable naming the config file to read instead of `./config.toml`.
+pub const CONFIG_PATH_VAR: &str = "BAZAAR_CONFIG";
+const ENV_PREFIX: &str = "BAZAAR_";
+
+/// Every setting Bazaar knows, as `(section, key)`. Anything else is refused, so a typo in a key
+/// is an error rather than a silently ignored line.
+const KNOWN_KEYS: &[(&str, &str)] = &[
+    ("server", "host"),
+    ("server", "port"),
+    ("server", "public_url"),
+    ("server", "tls"),
+    ("server", "workers"),
+    ("database", "uri"),
+    ("database", "path"),
+    ("database", "name"),
+    ("database", "timeout_ms"),
+    ("session", "key"),
+    ("admin", "username"),
+    ("admin", "password_hash"),
+    ("log", "level"),
+];
+
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub server: ServerSettings,
+    pub database: DatabaseSettings,
+    pub session: SessionSettings,
+    pub admin: AdminSettings,
+    pub log: LogSettings,
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerSettings {
+    pub host: String,
+    pub port: u16,
+    pub public_url: Option<String>,
+    pub tls: bool,
+    /// 0 = one worker per CPU core.
+    pub workers: usize,
+}
+
+#[derive(Debug, Clone)]
+pub struct DatabaseSettings {
+    pub uri: DatabaseUri,
+    pub path: PathBuf,
+    pub name: String,
+    pub timeout_ms: u64,
+}
+
+/// Where the data lives.
+#[derive(Clone, PartialEq, Eq)]
+pub enum DatabaseUri {
+    /// docstore in-process, data under `database.path`.
+    Embedded,
+    /// docstore in-process, nothing on disk.
+    Memory,
+    /// A MongoDB server or cluster (`mongodb://` or `mongodb+srv://`).
+    External(String),
+}
+
+impl fmt::Debug for DatabaseUri {
+    // The URI may carry a password: never print it whole.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DatabaseUri::Embedded => f.write_str("Embedded"),
+            DatabaseUri::Memory => f.write_str("Memory"),
+            DatabaseUri::External(uri) => write!(f, "External({})", redact_uri(uri)),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct SessionSettings {
+    pub key: Option<String>,
+}
+
+impl fmt::Debug for SessionSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let key = if self.key.is_some() {
+            "<set>"
+        } else {
+            "<generated>"
+        };
+        f.debug_struct("SessionSettings")
+            .field("key", &key)
+            .finish()
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct AdminSettings {
+    pub username: String,
+    /// Argon2 PHC string; `None` means "generate a password at start-up".
+    pub password_hash: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct LogSettings {
+    pub level: String,
+}
+
+/// A setting that could not be read, naming the key and where its value came from.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("invalid value for {key} ({origin}): {message}")]
+    InvalidValue {
+        key: String,
+        origin: String,
+        message: String,
+    },
+    #[error("unknown setting {key} ({origin}); known settings: {known}")]
+    UnknownKey {
+        key: String,
+        origin: String,
+        known: String,
+    },
+    #[error("cannot read the config file {path}: {message}")]
+    File { path: String, message: String },
+}
+
+/// Where a raw value came from, so an error can point at it.
+#[derive(Debug, Clone)]
+enum Origin {
+    File(String),
+    Env(String),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::File(path) => write!(f, "in {path}"),
+            Origin::Env(var) => write!(f, "from {var}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum RawValue {
+    Toml(toml::Value),
+    Env(String),
+}
+
+/// Values by `section.key`, later layers replacing earlier ones.
+#[derive(Default)]
+struct Layers {
+    values: BTreeMap<String, (RawValue, Origin)>,
+}
+
+impl Settings {
+    /// Settings for the running process: defaults, then `$BAZAAR_CONFIG` or `./config.toml` (if
+    /// present), then the process environment.
+    pub fn from_environment() -> Result<Settings, ConfigError> {
+        let env: Vec<(String, String)> = std::env::vars().collect();
+        let file = match std::env::var(CONFIG_PATH_VAR) {
+            Ok(path) if !path.is_empty() => Some(PathBuf::from(path)),
+            _ => {
+                let local = PathBuf::from("config.toml");
+                local.exists().then_some(local)
+            }
+        };
+        Settings::load(file.as_deref(), env)
+    }
+
+    /// Settings from the defaults, an optional config file and the given environment variables
+    /// (only `BAZAAR_*__*` names are considered). Tests pass their own environment here.
+    pub fn load(
+        file: Option<&Path>,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<Settings, ConfigError> {
+        let mut layers = Layers::default();
+        layers.add_toml(DEFAULTS, "the built-in defaults")?;
+        if let Some(path) = file {
+            let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
+                path: path.display().to_string(),
+                message: e.to_string(),
+            })?;
+            layers.add_toml(&text, &path.display().to_string())?;
+        }
+        layers.add_env(env)?;
+        layers.settings()
+    }
+
+    /// The address printed at start-up for people to open.
+    pub fn public_address(&self, bound_port: u16) -> String {
+        match &self.server.public_url {
+            Some(url) => url.clone(),
+            None => {
+                let host = match self.server.host.as_str() {
+                    // A wildcard bind is reachable locally through loopback.
+                    "0.0.0.0" | "::" | "[::]" => "127.0.0.1",
+                    host => host,
+                };
+                if host.contains(':') && !host.starts_with('[') {
+                    format!("http://[{host}]:{bound_port}/")
+                } else {
+                    format!("http://{host}:{bound_port}/")
+                }
+            }
+        }
+    }
+}
+
+impl Layers {
+    fn add_toml(&mut self, text: &str, origin: &str) -> Result<(), ConfigError> {
+        let table: toml::Table = text
+            .parse()
+            .map_err(|e: toml::de::Error| ConfigError::File {
+                path: origin.to_string(),
+                message: e.to_string(),
+            })?;
+        for (section, entries) in table {
+            let toml::Value::Table(entries) = entries else {
+                return Err(ConfigError::UnknownKey {
+                    key: section,
+                    origin: format!("in {origin}"),
+                    known: known_keys(),
+                });
+            };
+            for (key, value) in entries {
+                let name = format!("{section}.{key}");
+                let origin = Origin::File(origin.to_string());
+                if !is_known(&section, &key) {
+                    return Err(ConfigError::UnknownKey {
+                        key: name,
+                        origin: origin.to_string(),
+                        known: known_keys(),
+                    });
+                }
+                self.values.insert(name, (RawValue::Toml(value), origin));
+            }
+        }
+        Ok(())
+    }
+
+    fn add_env(
+        &mut self,
+        env: impl IntoIterator<Item = (String, String)>,
+    ) -> Result<(), ConfigError> {
+        for (var, value) in env {
+            let Some(rest) = var.strip_prefix(ENV_PREFIX) else {
+                continue;
+            };
+            // Only SECTION__KEY names are settings; BAZAAR_CONFIG and the like are not.
+            let Some((section, key)) = rest.split_once("__") else {
+                continue;
+            };
+            let (section, key) = (section.to_ascii_lowercase(), key.to_ascii_lowercase());
+            let origin = Origin::Env(var.clone());
+            if !is_known(&section, &key) {
+                return Err(ConfigError::UnknownKey {
+                    key: format!("{section}.{key}"),
+                    origin: origin.to_string(),
+                    known: known_keys(),
+                });
+            }
+            self.values
+                .insert(format!("{section}.{key}"), (RawValue::Env(value), origin));
+        }
+        Ok(())
+    }
+
+    fn raw(&self, key: &str) -> Result<(&RawValue, &Origin), ConfigError> {
+        self.values
+            .get(key)
+            .map(|(value, origin)| (value, origin))
+            .ok_or_else(|| ConfigError::InvalidValue {
+                key: key.to_string(),
+                origin: "the built-in defaults".to_string(),
+                message: "missing".to_string(),
+            })
+    }
+
+    fn invalid(key: &str, origin: &Origin, message: impl Into<String>) -> ConfigError {
+        ConfigError::InvalidValue {
+            key: key.to_string(),
+            origin: origin.to_string(),
+            message: message.into(),
+        }
+    }
+
+    fn string(&self, key: &str) -> Result<(String, Origin), ConfigError> {
+        let (value, origin) = self.raw(key)?;
+        match value {
+            RawValue::Toml(toml::Value::String(s)) | RawValue::Env(s) => {
+                Ok((s.clone(), origin.clone()))
+            }
+            RawValue::Toml(other) => Err(Self::invalid(
+                key,
+                origin,
+                format!("expected a string, got {}", other.type_str()),
+            )),
+        }
+    }
+
+    /// A string where empty means "not set".
+    fn optional_string(&self, key: &str) -> Result<(Option<String>, Origin), ConfigError> {
+        let (s, origin) = self.string(key)?;
+        let s = s.trim().to_string();
+        Ok(((!s.is_empty()).then_some(s), origin))
+    }
+
+    fn integer(&self, key: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
+        let (value, origin) = self.raw(key)?;
+        let n = match value {
+            RawValue::Toml(toml::Value::Integer(n)) => *n,
+            RawValue::Env(s) => s.trim().parse::<i64>().map_err(|_| {
+                Self::invalid(key, origin, format!("expected a whole number, got {s:?}"))
+            })?,
+            RawValue::Toml(other) => {
+                return Err(Self::invalid(
+                    key,
+                    origin,
+                    format!("expected a whole number, got {}", other.type_str()),
+                ))
+            }
+        };
+        if n < min || n > max {
+            return Err(Self::invalid(
+                key,
+                origin,
+                format!("expected a number from {min} to {max}, got {n}"),
+            ));
+        }
+        Ok(n)
+    }
+
+    fn boolean(&self, key: &str) -> Result<bool, ConfigError> {
+        let (value, origin) = self.raw(key)?;
+        match value {
+            RawValue::Toml(toml::Value::Boolean(b)) => Ok(*b),
+            RawValue::Env(s) => match s.trim().to_ascii_lowercase().as_str() {
+                "true" | "1" | "yes" | "on" => Ok(true),
+                "false" | "0" | "no" | "off" => Ok(false),
+                _ => Err(Self::invalid(
+                    key,
+                    origin,
+                    format!("expected true or false, got {s:?}"),
+                )),
+            },
+            RawValue::Toml(other) => Err(Self::invalid(
+                key,
+                origin,
+                format!("expected true or false, got {}", other.type_str()),
+            )),
+        }
+    }
+
+    fn settings(&self) -> Result<Settings, ConfigError> {
+        Ok(Settings {
+            server: self.server()?,
+            database: self.database()?,
+            session: self.session()?,
+            admin: self.admin()?,
+            log: self.log()?,
+        })
+    }
+
+    fn server(&self) -> Result<ServerSettings, ConfigError> {
+        let (host, origin) = self.string("server.host")?;
+        let host = host.trim().to_string();
+        if host.is_empty() || host.contains(char::is_whitespace) || host.contains('/') {
+            return Err(Self::invalid(
+                "server.host",
+                &origin,
+                format!("expected a host name or IP address, got {host:?}"),
+            ));
+        }
+        let (public_url, origin) = self.optional_string("server.public_url")?;
+        if let Some(url) = &public_url {
+            if !(url.starts_with("http://") || url.starts_with("https://")) {
+                return Err(Self::invalid(
+                    "server.public_url",
+                    &origin,
+                    format!("expected an http:// or https:// address, got {url:?}"),
+                ));
+            }
+        }
+        Ok(ServerSettings {
+            host,
+            port: self.integer("server.port", 0, i64::from(u16::MAX))? as u16,
+            public_url,
+            tls: self.boolean("server.tls")?,
+            workers: self.integer("server.workers", 0, 256)? as usize,
+        })
+    }
+
+    fn database(&self) -> Result<DatabaseSettings, ConfigError> {
+        let (uri, origin) = self.string("database.uri")?;
+        let uri = match uri.trim() {
+            "embedded" => DatabaseUri::Embedded,
+            "memory" => DatabaseUri::Memory,
+            u if u.starts_with("mongodb://") || u.starts_with("mongodb+srv://") => {
+                DatabaseUri::External(u.to_string())
+            }
+            other => {
+                return Err(Self::invalid(
+                    "database.uri",
+                    &origin,
+                    format!(
+                        "expected \"embedded\", \"memory\" or a mongodb:// or mongodb+srv:// URI, \
+                         got {:?}",
+                        redact_uri(other)
+                    ),
+                ))
+            }
+        };
+        let (path, origin) = self.string("database.path")?;
+        if path.trim().is_empty() && uri == DatabaseUri::Embedded {
+            return Err(Self::invalid(
+                "database.path",
+                &origin,
+                "the embedded store needs a directory",
+            ));
+        }
+        let (name, origin) = self.string("database.name")?;
+        // MongoDB's rules for database names.
+        let bad_char = name
+            .chars()
+            .find(|c| matches!(c, '/' | '\\' | '.' | ' ' | '"' | '$' | '\0'));
+        if name.is_empty() || name.len() >= 64 || bad_char.is_some() {
+            return Err(Self::invalid(
+                "database.name",
+                &origin,
+                format!(
+                    "expected a MongoDB database name (1-63 bytes, none of / \\ . space \" $), \
+                     got {name:?}"
+                ),
+            ));
+        }
+        Ok(DatabaseSettings {
+            uri,
+            path: PathBuf::from(path.trim()),
+            name,
+            timeout_ms: self.integer("database.timeout_ms", 100, 600_000)? as u64,
+        })
+    }
+
+    fn session(&self) -> Result<SessionSettings, ConfigError> {
+        let (key, origin) = self.optional_string("session.key")?;
+        if let Some(k) = &key {
+            if k.len() < 32 {
+                return Err(Self::invalid(
+                    "session.key",
+                    &origin,
+                    format!("expected at least 32 characters, got {}", k.len()),
+                ));
+            }
+        }
+        Ok(SessionSettings { key })
+    }
+
+    fn admin(&self) -> Result<AdminSettings, ConfigError> {
+        let (username, origin) = self.string("admin.username")?;
+        if username.is_empty() || username.contains(':') {
+            return Err(Self::invalid(
+                "admin.username",
+                &origin,
+                "expected a non-empty name without ':'",
+            ));
+        }
+        let (password_hash, origin) = self.optional_string("admin.password_hash")?;
+        if let Some(hash) = &password_hash {
+            crate::web::basic_auth::check_password_hash(hash)
+                .map_err(|message| Self::invalid("admin.password_hash", &origin, message))?;
+        }
+        Ok(AdminSettings {
+            username,
+            password_hash,
+        })
+    }
+
+    fn log(&self) -> Result<LogSettings, ConfigError> {
+        let (level, origin) = self.string("log.level")?;
+        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&level) {
+            return Err(Self::invalid(
+                "log.level",
+                &origin,
+                format!("expected a tracing filter such as \"info\": {e}"),
+            ));
+        }
+        Ok(LogSettings { level })
+    }
+}
+
+fn is_known(section: &str, key: &str) -> bool {
+    KNOWN_KEYS.iter().any(|(s, k)| *s == section && *k == key)
+}
+
+fn known_keys() -> String {
+    KNOWN_KEYS
+        .iter()
+        .map(|(s, k)| format!("{s}.{k}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `mongodb://user:secret@host/...` → `mongodb://user:***@host/...`.
+pub fn redact_uri(uri: &str) -> String {
+    let Some((scheme, rest)) = uri.split_once("://") else {
+        return uri.to_string();
+    };
+    let authority_end = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (authority, tail) = rest.split_at(authority_end);
+    match authority.rsplit_once('@') {
+        Some((userinfo, hosts)) => {
+            let user = userinfo.split(':').next().unwrap_or("");
+            format!("{scheme}://{user}:***@{hosts}{tail}")
+        }
+        None => uri.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_come_from_the_shipped_config_file() {
+        let s = Settings::load(None, env(&[])).expect("defaults load");
+        assert_eq!(s.server.port, 8080);
+        assert_eq!(s.database.uri, DatabaseUri::Embedded);
+        assert_eq!(s.database.path, PathBuf::from("./data"));
+        assert_eq!(s.admin.username, "admin");
+        assert!(s.admin.password_hash.is_none());
+        assert!(s.session.key.is_none());
+    }
+
+    #[test]
+    fn environment_overrides_name_section_and_key() {
+        let s = Settings::load(
+            None,
+            env(&[
+                ("BAZAAR_SERVER__PORT", "9001"),
+                ("BAZAAR_DATABASE__URI", "mongodb://db.example:27017"),
+                ("BAZAAR_SERVER__TLS", "true"),
+                ("BAZAAR_CONFIG", "ignored-here"),
+                ("OTHER__THING", "x"),
+            ]),
+        )
+        .expect("loads");
+        assert_eq!(s.server.port, 9001);
+        assert!(s.server.tls);
+        assert_eq!(
+            s.database.uri,
+            DatabaseUri::External("mongodb://db.example:27017".into())
+        );
+    }
+
+    #[test]
+    fn an_invalid_port_names_the_key_and_the_variable() {
+        let err = Settings::load(None, env(&[("BAZAAR_SERVER__PORT", "eighty")]))
+            .expect_err("must fail")
+            .to_string();
+        assert!(err.contains("server.port"), "{err}");
+        assert!(err.contains("BAZAAR_SERVER__PORT"), "{err}");
+        let err = Settings::load(None, env(&[("BAZAAR_SERVER__PORT", "70000")]))
+            .expect_err("must fail")
+            .to_string();
+        assert!(err.contains("from 0 to 65535"), "{err}");
+    }
+
+    #[test]
+    fn a_mistyped_key_in_the_file_is_refused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[server]\nprot = 1\n").expect("write");
+        let err = Settings::load(Some(&path), env(&[]))
+            .expect_err("must fail")
+            .to_string();
+        assert!(err.contains("server.prot"), "{err}");
+    }
+
+    #[test]
+    fn values_from_the_file_are_type_checked() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "[server]\ntls = \"yes\"\n").expect("write");
+        let err = Settings::load(Some(&path), env(&[]))
+            .expect_err("must fail")
+            .to_string();
+        assert!(err.contains("server.tls"), "{err}");
+        assert!(err.contains(&path.display().to_string()), "{err}");
+    }
+
+    #[test]
+    fn bad_database_uri_short_session_key_and_bad_hash_are_refused() {
+        for (var, value, key) in [
+            ("BAZAAR_DATABASE__URI", "postgres://x", "database.uri"),
+            ("BAZAAR_SESSION__KEY", "short", "session.key"),
+            (
+                "BAZAAR_ADMIN__PASSWORD_HASH",
+                "not-a-hash",
+                "admin.password_hash",
+            ),
+            ("BAZAAR_DATABASE__NAME", "a.b", "database.name"),
+            ("BAZAAR_LOG__LEVEL", "info,[[", "log.level"),
+        ] {
+            let err = Settings::load(None, env(&[(var, value)]))
+                .expect_err(var)
+                .to_string();
+            assert!(err.contains(key), "{var}: {err}");
+        }
+    }
+
+    #[test]
+    fn passwords_in_database_uris_are_redacted() {
+        assert_eq!(
+            redact_uri("mongodb://bob:s3cret@db:27017/x?tls=true"),
+            "mongodb://bob:***@db:27017/x?tls=true"
+        );
+        assert_eq!(redact_uri("mongodb://db:27017"), "mongodb://db:27017");
+    }
+}

@@ -1,0 +1,27 @@
+//! Every index Bazaar's queries rely on, created idempotently at start-up (creating an index
+//! that already exists with the same definition is a no-op in MongoDB and docstore).
+
+use mongodb::IndexModel;
+
+use crate::db::{Db, DbError};
+
+/// `(collection, indexes)`. Each feature adds the indexes backing its queries here, with a test
+/// that `explain`s the query. The foundation's only collection, `settings`, is read by `_id`,
+/// which MongoDB always indexes, so the plan is empty for now.
+pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
+    Vec::new()
+}
+
+/// Create every index in [`index_plan`]; safe to run on every start.
+pub async fn ensure_indexes(db: &Db) -> Result<(), DbError> {
+    for (collection, models) in index_plan() {
+        if models.is_empty() {
+            continue;
+        }
+        db.collection::<bson::Document>(collection)
+            .create_indexes(models)
+            .await?;
+        tracing::debug!(collection, "indexes ensured");
+    }
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! The database handle: a `mongodb` driver client for docstore or MongoDB, the error type
+//! handlers see instead of raw driver errors, and one module per collection.
+
+pub mod indexes;
+pub mod site;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bson::doc;
+use futures::TryStreamExt;
+use mongodb::error::ErrorKind;
+use mongodb::options::ClientOptions;
+use mongodb::{Client, Database};
+
+/// A database failure, sorted by what the user should be told.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    /// No server reachable: the page says "try again shortly" (503).
+    #[error("the database is unavailable")]
+    Unavailable(#[source] mongodb::error::Error),
+    #[error("database operation failed")]
+    Other(#[source] mongodb::error::Error),
+}
+
+impl From<mongodb::error::Error> for DbError {
+    fn from(e: mongodb::error::Error) -> Self {
+        match e.kind.as_ref() {
+            ErrorKind::ServerSelection { .. }
+            | ErrorKind::Io(_)
+            | ErrorKind::ConnectionPoolCleared { .. } => DbError::Unavailable(e),
+            _ => DbError::Other(e),
+        }
+    }
+}
+
+/// What kind of store the app runs on (shown on the admin dashboard).
+#[derive(Debug, Clone)]
+pub enum Store {
+    EmbeddedDirectory(PathBuf),
+    EmbeddedMemory,
+    /// The URI with any password redacted.
+    External(String),
+}
+
+impl std::fmt::Display for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Store::EmbeddedDirectory(path) => {
+                write!(f, "embedded docstore, data in {}", path.display())
+            }
+            Store::EmbeddedMemory => f.write_str("embedded docstore, in memory (nothing is saved)"),
+            Store::External(uri) => write!(f, "MongoDB at {uri}"),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Db {
+    client: Client,
+    database: Database,
+    store: Store,
+}
+
+/// A collection and how many documents it holds.
+#[derive(Debug, Clone)]
+pub struct CollectionCount {
+    pub name: String,
+    pub documents: u64,
+}
+
+impl Db {
+    /// A client for `uri` using database `name`. Connecting is lazy; call [`Db::ping`] to check.
+    pub async fn connect(
+        uri: &str,
+        name: &str,
+        timeout: Duration,
+        store: Store,
+    ) -> Result<Db, DbError> {
+        let mut options = ClientOptions::parse(uri).await?;
+        options.app_name = Some("bazaar".to_string());
+        // Without this the driver waits 30 s for a server before a page can say "unavailable".
+        options.server_selection_timeout = Some(timeout);
+        options.connect_timeout = Some(timeout);
+        let client = Client::with_options(options)?;
+        let database = client.database(name);
+        Ok(Db {
+            client,
+            database,
+            store,
+        })
+    }
+
+    pub fn database(&self) -> &Database {
+        &self.database
+    }
+
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn collection<T: Send + Sync>(&self, name: &str) -> mongodb::Collection<T> {
+        self.database.collection(name)
+    }
+
+    pub async fn ping(&self) -> Result<(), DbError> {
+        self.database.run_command(doc! { "ping": 1 }).await?;
+        Ok(())
+    }
+
+    /// The server's reported version (docstore reports the MongoDB version it emulates).
+    pub async fn server_version(&self) -> Result<String, DbError> {
+        let info = self.database.run_command(doc! { "buildInfo": 1 }).await?;
+        Ok(info.get_str("version").unwrap_or("unknown").to_string())
+    }
+
+    /// Every collection of the database with its document count, by name.
+    pub async fn collection_counts(&self) -> Result<Vec<CollectionCount>, DbError> {
+        let mut names: Vec<String> = self.database.list_collection_names().await?;
+        names.sort();
+        let mut counts = Vec::with_capacity(names.len());
+        for name in names {
+            let documents = self
+                .database
+                .collection::<bson::Document>(&name)
+                .count_documents(doc! {})
+                .await?;
+            counts.push(CollectionCount { name, documents });
+        }
+        Ok(counts)
+    }
+
+    /// True when the database has no collections at all (a first start).
+    pub async fn is_empty(&self) -> Result<bool, DbError> {
+        let names: Vec<String> = self
+            .database
+            .list_collections()
+            .await?
+            .map_ok(|spec| spec.name)
+            .try_collect()
+            .await?;
+        Ok(names.is_empty())
+    }
+}

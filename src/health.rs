@@ -1,0 +1,33 @@
+//! `/healthz` for load balancers and monitors: 200 `ok` when the database answers a ping,
+//! 503 otherwise.
+
+use std::time::Duration;
+
+use actix_web::http::{header, StatusCode};
+use actix_web::{web, HttpResponse};
+
+use crate::startup::AppState;
+use crate::web::errors::Rendered;
+
+pub async fn healthz(state: web::Data<AppState>) -> HttpResponse {
+    // The driver's own server-selection timeout bounds this too; the outer limit keeps a
+    // monitor's probe short even if a connection hangs mid-command.
+    let limit = Duration::from_millis(state.db_timeout_ms);
+    let healthy = matches!(
+        tokio::time::timeout(limit, state.db.ping()).await,
+        Ok(Ok(()))
+    );
+    let (status, body) = if healthy {
+        (StatusCode::OK, "ok\n")
+    } else {
+        tracing::warn!("health check failed: the database did not answer a ping");
+        (StatusCode::SERVICE_UNAVAILABLE, "unavailable\n")
+    };
+    let mut response = HttpResponse::build(status)
+        .insert_header((header::CONTENT_TYPE, "text/plain; charset=utf-8"))
+        .insert_header((header::CACHE_CONTROL, "no-store"))
+        .body(body);
+    // A plain-text answer on purpose: not replaced by the HTML error page.
+    response.extensions_mut().insert(Rendered);
+    response
+}

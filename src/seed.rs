@@ -1,0 +1,48 @@
+//! Demo data for an empty database. Each feature adds its own seeding step here; every step
+//! adds only what is missing, so `bazaar seed` can run any number of times without duplicates.
+
+use crate::db::{site, Db, DbError};
+
+/// What one seeding run added, by collection.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct SeedReport {
+    pub added: Vec<(&'static str, u64)>,
+}
+
+impl SeedReport {
+    pub fn total(&self) -> u64 {
+        self.added.iter().map(|(_, n)| n).sum()
+    }
+
+    /// One line for people: the CLI prints it, the admin shows it as a flash message.
+    pub fn summary(&self) -> String {
+        let added: Vec<String> = self
+            .added
+            .iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(collection, n)| format!("{n} in {collection}"))
+            .collect();
+        if added.is_empty() {
+            "Demo data is already in place; nothing was added.".to_string()
+        } else {
+            format!("Demo data added: {}.", added.join(", "))
+        }
+    }
+}
+
+/// Add whatever demo data is missing.
+pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
+    let mut report = SeedReport::default();
+    let added = u64::from(site::insert_defaults(db).await?);
+    report.added.push((site::COLLECTION, added));
+    Ok(report)
+}
+
+/// Seed only a brand-new database, so demo data deleted on purpose does not come back at the
+/// next start. Returns `None` when the database already had data.
+pub async fn run_if_empty(db: &Db) -> Result<Option<SeedReport>, DbError> {
+    if !db.is_empty().await? {
+        return Ok(None);
+    }
+    run(db).await.map(Some)
+}

@@ -1,0 +1,298 @@
+//! Start-up: open the database (starting embedded docstore when configured), ensure indexes,
+//! seed an empty database, assemble the web app and run it until stopped.
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use actix_web::cookie::Key;
+use actix_web::dev::Server;
+use actix_web::middleware::{from_fn, ErrorHandlers};
+use actix_web::{web, App, HttpServer};
+use anyhow::Context;
+
+use crate::config::{redact_uri, DatabaseUri, Settings};
+use crate::db::{indexes, Db, Store};
+use crate::web::basic_auth::{self, AdminCredentials};
+use crate::web::errors::{bad_request_page, render_bare_errors};
+use crate::web::security_headers::add_security_headers;
+use crate::web::{assets, csrf, read, session};
+use crate::{admin, health, home, seed, telemetry};
+
+/// How long in-flight requests may take to finish once shutdown starts.
+const SHUTDOWN_GRACE_SECS: u64 = 10;
+
+/// Shared by every handler.
+pub struct AppState {
+    pub db: Db,
+    pub db_timeout_ms: u64,
+    pub admin_user: String,
+}
+
+/// The database connection, and the embedded server when Bazaar started one.
+pub struct OpenDatabase {
+    pub db: Db,
+    embedded: Option<docstore::ServerHandle>,
+}
+
+impl OpenDatabase {
+    /// Connect as configured, starting docstore in-process for `embedded`/`memory`, and check
+    /// the server answers.
+    pub async fn open(settings: &Settings) -> anyhow::Result<OpenDatabase> {
+        let timeout = Duration::from_millis(settings.database.timeout_ms);
+        let name = &settings.database.name;
+        let (uri, store, embedded) = match &settings.database.uri {
+            DatabaseUri::Embedded | DatabaseUri::Memory => {
+                let storage = match &settings.database.uri {
+                    DatabaseUri::Embedded => {
+                        let path = &settings.database.path;
+                        std::fs::create_dir_all(path).with_context(|| {
+                            format!("cannot create the data directory {}", path.display())
+                        })?;
+                        docstore::StorageMode::Directory(path.clone())
+                    }
+                    _ => docstore::StorageMode::InMemory,
+                };
+                let store = match &storage {
+                    docstore::StorageMode::Directory(path) => {
+                        Store::EmbeddedDirectory(path.clone())
+                    }
+                    docstore::StorageMode::InMemory => Store::EmbeddedMemory,
+                };
+                let handle = docstore::Server::start(docstore::Config {
+                    storage,
+                    port: 0,
+                    ..Default::default()
+                })
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot start the embedded store ({store}); is another Bazaar using the \
+                         same database.path?"
+                    )
+                })?;
+                (handle.uri(), store, Some(handle))
+            }
+            DatabaseUri::External(uri) => (uri.clone(), Store::External(redact_uri(uri)), None),
+        };
+        let db = Db::connect(&uri, name, timeout, store.clone())
+            .await
+            .with_context(|| format!("invalid database.uri for {store}"))?;
+        db.ping()
+            .await
+            .with_context(|| format!("cannot reach the database ({store})"))?;
+        tracing::info!(store = %store, database = %name, "database connected");
+        Ok(OpenDatabase { db, embedded })
+    }
+
+    /// Close the connection; an embedded docstore stops and flushes its journal.
+    pub async fn close(self) {
+        self.db.client().clone().shutdown().await;
+        if let Some(handle) = self.embedded {
+            handle.shutdown().await;
+            tracing::info!("embedded store stopped");
+        }
+    }
+}
+
+/// The running web server and its database.
+pub struct Application {
+    port: u16,
+    address: String,
+    server: Server,
+    database: OpenDatabase,
+    generated_admin_password: Option<String>,
+}
+
+impl Application {
+    /// Open the database, prepare it and bind the HTTP listener (port 0 picks a free port).
+    pub async fn build(settings: Settings) -> anyhow::Result<Application> {
+        let database = OpenDatabase::open(&settings).await?;
+        match Application::build_with_database(settings, database).await {
+            Ok(app) => Ok(app),
+            Err((e, database)) => {
+                database.close().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Like [`Application::build`] on an already-open database; on failure the database is
+    /// handed back so the caller can close it.
+    pub async fn build_with_database(
+        settings: Settings,
+        database: OpenDatabase,
+    ) -> Result<Application, (anyhow::Error, OpenDatabase)> {
+        match Application::assemble(&settings, &database.db).await {
+            Ok((port, server, generated_admin_password)) => Ok(Application {
+                port,
+                address: settings.public_address(port),
+                server,
+                database,
+                generated_admin_password,
+            }),
+            Err(e) => Err((e, database)),
+        }
+    }
+
+    async fn assemble(
+        settings: &Settings,
+        db: &Db,
+    ) -> anyhow::Result<(u16, Server, Option<String>)> {
+        indexes::ensure_indexes(db)
+            .await
+            .context("creating the database indexes failed")?;
+        if let Some(report) = seed::run_if_empty(db)
+            .await
+            .context("seeding the empty database failed")?
+        {
+            tracing::info!("{}", report.summary());
+        }
+        // Hash the static files now rather than on the first request.
+        let _ = assets::assets();
+        let key = session::load_or_create_key(settings)?;
+        let (credentials, generated) = AdminCredentials::from_settings(&settings.admin);
+        if let Some(password) = &generated {
+            tracing::warn!(
+                "admin.password_hash is not set: the admin password for this run is {password} \
+                 (user {:?}); set admin.password_hash (see `bazaar hash-password`) to choose one",
+                settings.admin.username
+            );
+        }
+        let listener = TcpListener::bind((settings.server.host.as_str(), settings.server.port))
+            .with_context(|| {
+                format!(
+                    "cannot listen on {}:{} (server.host, server.port)",
+                    settings.server.host, settings.server.port
+                )
+            })?;
+        let port = listener
+            .local_addr()
+            .context("reading the bound port")?
+            .port();
+        let state = web::Data::new(AppState {
+            db: db.clone(),
+            db_timeout_ms: settings.database.timeout_ms,
+            admin_user: settings.admin.username.clone(),
+        });
+        let server = http_server(
+            state,
+            web::Data::new(credentials),
+            key,
+            settings.server.tls,
+            settings.server.workers,
+            listener,
+        )?;
+        Ok((port, server, generated))
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The address to print for people to open.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// The password generated because no hash was configured (already logged once).
+    pub fn generated_admin_password(&self) -> Option<&str> {
+        self.generated_admin_password.as_deref()
+    }
+
+    /// A handle to stop the server gracefully from elsewhere.
+    pub fn server_handle(&self) -> actix_web::dev::ServerHandle {
+        self.server.handle()
+    }
+
+    /// Stop gracefully on SIGINT or SIGTERM: stop accepting, let in-flight requests finish.
+    pub fn stop_on_signals(&self) {
+        let handle = self.server.handle();
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            tracing::info!("shutting down: finishing requests in flight");
+            handle.stop(true).await;
+        });
+    }
+
+    /// Serve until stopped, then close the database (flushing an embedded store).
+    pub async fn run_until_stopped(self) -> anyhow::Result<()> {
+        let served = self.server.await;
+        self.database.close().await;
+        served.context("the HTTP server failed")
+    }
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the server");
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn http_server(
+    state: web::Data<AppState>,
+    credentials: web::Data<AdminCredentials>,
+    key: Key,
+    tls: bool,
+    workers: usize,
+    listener: TcpListener,
+) -> anyhow::Result<Server> {
+    let mut server = HttpServer::new(move || {
+        App::new()
+            .app_data(state.clone())
+            .app_data(credentials.clone())
+            .app_data(
+                web::FormConfig::default()
+                    .limit(csrf::MAX_FORM_BYTES)
+                    .error_handler(|e, _| bad_request_page(e)),
+            )
+            .app_data(web::QueryConfig::default().error_handler(|e, _| bad_request_page(e)))
+            .app_data(web::PathConfig::default().error_handler(|e, _| bad_request_page(e)))
+            .configure(routes)
+            .default_service(web::to(home::not_found))
+            // Listed innermost first: a request passes them bottom to top.
+            .wrap(from_fn(csrf::verify))
+            .wrap(from_fn(basic_auth::guard_admin_area))
+            .wrap(session::middleware(key.clone(), tls))
+            .wrap(ErrorHandlers::new().default_handler(render_bare_errors))
+            .wrap(from_fn(add_security_headers))
+            .wrap(from_fn(telemetry::log_requests))
+    })
+    // Signals are handled by `Application::stop_on_signals`, which always stops gracefully
+    // (actix's own handling treats SIGINT as a forced stop).
+    .disable_signals()
+    .shutdown_timeout(SHUTDOWN_GRACE_SECS);
+    if workers > 0 {
+        server = server.workers(workers);
+    }
+    Ok(server.listen(listener)?.run())
+}
+
+/// Every route of the site.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.route("/", read().to(home::index))
+        .route("/healthz", read().to(health::healthz))
+        .route("/static/{path:.*}", read().to(assets::serve))
+        .service(admin::scope());
+}
+
+/// Start logging for the configured level (separate so the CLI can log before serving).
+pub fn init_logging(settings: &Settings) {
+    telemetry::init(&settings.log.level);
+}

@@ -1,0 +1,111 @@
+//! What every page's layout needs: navigation to the areas that exist, flash messages, the CSRF
+//! token for forms and cache-busted asset URLs. Page structs carry a `Layout` as `layout`.
+
+use actix_session::{Session, SessionExt};
+use actix_web::http::header;
+use actix_web::{HttpRequest, HttpResponse};
+use askama::Template;
+
+use crate::web::errors::{AppError, Rendered};
+use crate::web::flash::{self, Flash};
+use crate::web::{assets, csrf};
+
+/// The public site's areas, in header order. Feature issues add theirs (shop, categories, blog,
+/// gallery) as they arrive.
+const PUBLIC_AREAS: &[(&str, &str)] = &[("/", "Home")];
+
+/// The admin section's screens.
+const ADMIN_AREAS: &[(&str, &str)] = &[("/admin", "Dashboard")];
+
+pub struct NavLink {
+    pub href: &'static str,
+    pub label: &'static str,
+    pub current: bool,
+}
+
+pub struct Layout {
+    pub nav: Vec<NavLink>,
+    pub flashes: Vec<Flash>,
+    /// True in the admin section (its own header and navigation).
+    pub admin: bool,
+    /// `None` on error pages rendered without a request.
+    session: Option<Session>,
+}
+
+impl Layout {
+    /// The public site's layout for this request; takes (and so clears) pending flash messages.
+    pub fn public(req: &HttpRequest) -> Layout {
+        Layout::for_request(req, PUBLIC_AREAS, false)
+    }
+
+    pub fn admin(req: &HttpRequest) -> Layout {
+        Layout::for_request(req, ADMIN_AREAS, true)
+    }
+
+    fn for_request(
+        req: &HttpRequest,
+        areas: &[(&'static str, &'static str)],
+        admin: bool,
+    ) -> Layout {
+        let session = req.get_session();
+        Layout {
+            nav: nav_links(areas, req.path()),
+            flashes: flash::take(&session),
+            admin,
+            session: Some(session),
+        }
+    }
+
+    /// For error pages built where no request is at hand: navigation, no flashes, no forms.
+    pub fn bare() -> Layout {
+        Layout {
+            nav: nav_links(PUBLIC_AREAS, ""),
+            flashes: Vec::new(),
+            admin: false,
+            session: None,
+        }
+    }
+
+    /// Cache-busting URL of a static file (`css/site.css` → `/static/css/site.css?v=…`).
+    pub fn asset(&self, path: &str) -> String {
+        assets::url(path)
+    }
+
+    /// The session's CSRF token, created on first use; every state-changing form embeds it as
+    /// the hidden field `csrf_token` (see the `csrf_field` macro).
+    pub fn csrf_token(&self) -> String {
+        match &self.session {
+            Some(session) => csrf::token(session),
+            None => String::new(),
+        }
+    }
+}
+
+fn nav_links(areas: &[(&'static str, &'static str)], path: &str) -> Vec<NavLink> {
+    areas
+        .iter()
+        .map(|(href, label)| NavLink {
+            href,
+            label,
+            // "/" is current only on the home page; other areas also own their sub-paths.
+            current: path == *href || (*href != "/" && path.starts_with(&format!("{href}/"))),
+        })
+        .collect()
+}
+
+/// Render a page as a 200 HTML response.
+pub fn render<T: Template>(page: &T) -> Result<HttpResponse, AppError> {
+    let html = page
+        .render()
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
+    Ok(html_response(actix_web::http::StatusCode::OK, html))
+}
+
+/// An HTML response marked as a finished page (the error-page middleware leaves it alone).
+pub fn html_response(status: actix_web::http::StatusCode, html: String) -> HttpResponse {
+    let mut response = HttpResponse::build(status)
+        .insert_header((header::CONTENT_TYPE, "text/html; charset=utf-8"))
+        .body(html);
+    response.extensions_mut().insert(Rendered);
+    response
+}

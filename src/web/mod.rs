@@ -1,0 +1,19 @@
+//! Middleware and cross-cutting web parts: sessions, CSRF, admin Basic auth, error pages,
+//! security headers, flash messages, layout and static assets.
+
+pub mod assets;
+pub mod basic_auth;
+pub mod csrf;
+pub mod errors;
+pub mod flash;
+pub mod layout;
+pub mod security_headers;
+pub mod session;
+
+use actix_web::{guard, web, Route};
+
+/// A route for reading a page: GET, and HEAD (monitors and link checkers use it; the framework
+/// drops the body).
+pub fn read() -> Route {
+    web::route().guard(guard::Any(guard::Get()).or(guard::Head()))
+}

@@ -1,0 +1,129 @@
+//! Cookie sessions: signed and encrypted (actix-session's cookie store), with the key from
+//! `session.key` or generated once and kept in the data directory so sessions survive restarts.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use actix_session::config::CookieContentSecurity;
+use actix_session::storage::CookieSessionStore;
+use actix_session::SessionMiddleware;
+use actix_web::cookie::{Key, SameSite};
+use anyhow::Context;
+use rand::RngCore;
+
+use crate::config::{DatabaseUri, Settings};
+
+pub const COOKIE_NAME: &str = "bazaar_session";
+const KEY_FILE: &str = "session.key";
+
+/// The key that signs and encrypts session cookies.
+pub fn load_or_create_key(settings: &Settings) -> anyhow::Result<Key> {
+    if let Some(secret) = &settings.session.key {
+        // Config validation guarantees the 32 bytes `derive_from` needs.
+        return Ok(Key::derive_from(secret.as_bytes()));
+    }
+    match settings.database.uri {
+        // Nothing is kept on disk in memory mode, so neither is the key.
+        DatabaseUri::Memory => Ok(Key::generate()),
+        DatabaseUri::Embedded | DatabaseUri::External(_) => {
+            key_from_file(&settings.database.path.join(KEY_FILE))
+        }
+    }
+}
+
+fn key_from_file(path: &Path) -> anyhow::Result<Key> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let bytes = hex::decode(text.trim()).ok();
+            bytes
+                .and_then(|b| Key::try_from(b.as_slice()).ok())
+                .with_context(|| {
+                    format!(
+                        "{} is not a session key (128 hex digits); delete it to generate a new one \
+                         (signs everyone out)",
+                        path.display()
+                    )
+                })
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => create_key_file(path),
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", path.display())),
+    }
+}
+
+fn create_key_file(path: &Path) -> anyhow::Result<Key> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("cannot create the data directory {}", dir.display()))?;
+    }
+    let mut bytes = [0u8; 64];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // The key lets anyone forge sessions: readable by the owner only.
+        options.mode(0o600);
+    }
+    match options.open(path) {
+        Ok(mut file) => {
+            file.write_all(hex::encode(bytes).as_bytes())
+                .and_then(|()| file.sync_all())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            tracing::info!(path = %path.display(), "generated a new session key");
+            Ok(Key::from(&bytes))
+        }
+        // Another process created it first: use theirs.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => key_from_file(path),
+        Err(e) => {
+            Err(e).with_context(|| format!("cannot create {}", PathBuf::from(path).display()))
+        }
+    }
+}
+
+/// The session middleware: HttpOnly, SameSite=Lax, Secure when served over TLS, contents
+/// encrypted (the cookie may hold the cart id and CSRF token).
+pub fn middleware(key: Key, secure: bool) -> SessionMiddleware<CookieSessionStore> {
+    SessionMiddleware::builder(CookieSessionStore::default(), key)
+        .cookie_name(COOKIE_NAME.to_string())
+        .cookie_http_only(true)
+        .cookie_same_site(SameSite::Lax)
+        .cookie_secure(secure)
+        .cookie_content_security(CookieContentSecurity::Private)
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_generated_key_file_is_reused_on_the_next_start() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("data").join(KEY_FILE);
+        let first = key_from_file(&path).expect("created");
+        let second = key_from_file(&path).expect("read back");
+        assert_eq!(first.master(), second.master());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path)
+                .expect("metadata")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o077, 0, "key file must not be readable by others");
+        }
+    }
+
+    #[test]
+    fn a_corrupt_key_file_is_reported_by_name() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(KEY_FILE);
+        std::fs::write(&path, "not hex").expect("write");
+        let err = match key_from_file(&path) {
+            Ok(_) => panic!("a corrupt key file was accepted"),
+            Err(e) => e.to_string(),
+        };
+        assert!(err.contains("session.key"), "{err}");
+    }
+}

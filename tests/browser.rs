@@ -1,0 +1,222 @@
+//! Real-browser smoke test: headless Chromium (through chromedriver and WebDriver) loads the
+//! home page and the admin dashboard, submits the admin form, and saves screenshots under
+//! `<target>/screenshots/`. Without Chromium it is skipped with a printed reason, except in CI
+//! (`CI` set), where it is required.
+
+mod common;
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::json;
+
+/// Stops chromedriver (and with it the browser) however the test ends.
+struct Driver(Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn find_program(names: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|dir| names.iter().map(move |name| dir.join(name)))
+        .find(|candidate| candidate.is_file())
+}
+
+fn screenshot_dir() -> PathBuf {
+    // CARGO_TARGET_TMPDIR is <target>/tmp; screenshots go next to it.
+    let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+    tmp.parent().unwrap_or(tmp).join("screenshots")
+}
+
+/// chromedriver and Chromium, or why the test cannot run.
+fn browser_programs() -> Result<(PathBuf, PathBuf), String> {
+    let driver = find_program(&["chromedriver"])
+        .ok_or("chromedriver is not installed (Debian: apt-get install chromium-driver)")?;
+    let browser = find_program(&["chromium", "chromium-browser", "google-chrome"])
+        .ok_or("Chromium is not installed (Debian: apt-get install chromium)")?;
+    Ok((driver, browser))
+}
+
+fn start_driver(driver: &Path) -> (Driver, u16) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port");
+    let child = Command::new(driver)
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("chromedriver starts");
+    let guard = Driver(child);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "chromedriver did not listen within 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    (guard, port)
+}
+
+async fn connect(driver_port: u16, browser: &Path, profile: &Path) -> Client {
+    let capabilities = json!({
+        "goog:chromeOptions": {
+            "binary": browser,
+            "args": [
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--disable-background-networking",
+                "--window-size=1280,900",
+                format!("--user-data-dir={}", profile.display()),
+            ],
+        }
+    });
+    let serde_json::Value::Object(capabilities) = capabilities else {
+        unreachable!("a JSON object literal")
+    };
+    ClientBuilder::new(HttpConnector::new())
+        .capabilities(capabilities)
+        .connect(&format!("http://127.0.0.1:{driver_port}"))
+        .await
+        .expect("WebDriver session starts")
+}
+
+async fn text_of(client: &Client, css: &str) -> String {
+    client
+        .find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("{css} not found: {e}"))
+        .text()
+        .await
+        .expect("element text")
+}
+
+async fn computed(client: &Client, css: &str, property: &str) -> String {
+    let value = client
+        .execute(
+            "return getComputedStyle(document.querySelector(arguments[0]))\
+             .getPropertyValue(arguments[1]);",
+            vec![json!(css), json!(property)],
+        )
+        .await
+        .expect("script runs");
+    value.as_str().unwrap_or_default().to_string()
+}
+
+async fn save_screenshot(client: &Client, name: &str) -> PathBuf {
+    let png = client.screenshot().await.expect("screenshot taken");
+    assert!(png.starts_with(b"\x89PNG"), "the screenshot is a PNG");
+    let dir = screenshot_dir();
+    std::fs::create_dir_all(&dir).expect("screenshot directory");
+    let path = dir.join(name);
+    std::fs::write(&path, png).expect("screenshot written");
+    println!("screenshot: {}", path.display());
+    path
+}
+
+#[tokio::test]
+async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
+    let (driver, browser) = match browser_programs() {
+        Ok(programs) => programs,
+        Err(reason) if std::env::var_os("CI").is_some() => {
+            panic!("the browser test is required in CI: {reason}")
+        }
+        Err(reason) => {
+            eprintln!("skipping the browser test: {reason}");
+            return;
+        }
+    };
+    let app = spawn_app().await;
+    let (_driver, driver_port) = start_driver(&driver);
+    let profile = tempfile::tempdir().expect("profile directory");
+    let client = connect(driver_port, &browser, profile.path()).await;
+
+    // Home page: rendered in the layout, styled by the hashed stylesheet under the CSP.
+    client.goto(&app.url("/")).await.expect("home loads");
+    assert_eq!(client.title().await.expect("title"), "Bazaar");
+    assert_eq!(text_of(&client, "main h1").await, "Bazaar");
+    assert_eq!(text_of(&client, "header nav").await, "Home");
+    assert_eq!(
+        computed(&client, ".site-header", "background-color").await,
+        "rgb(122, 46, 31)",
+        "the stylesheet is applied"
+    );
+    save_screenshot(&client, "home.png").await;
+
+    // Narrow screen: the same page still lays out (header wraps, no horizontal scroll).
+    client
+        .set_window_size(390, 844)
+        .await
+        .expect("window resized");
+    let overflow = client
+        .execute(
+            "return document.documentElement.scrollWidth > window.innerWidth;",
+            vec![],
+        )
+        .await
+        .expect("script runs");
+    assert_eq!(overflow, json!(false), "no horizontal scrolling on a phone");
+    save_screenshot(&client, "home-mobile.png").await;
+    client
+        .set_window_size(1280, 900)
+        .await
+        .expect("window resized");
+
+    // A 404 inside the layout.
+    client
+        .goto(&app.url("/no-such-page"))
+        .await
+        .expect("404 loads");
+    assert_eq!(text_of(&client, "main h1").await, "Page not found");
+    save_screenshot(&client, "not-found.png").await;
+
+    // Admin: Basic credentials in the URL, which Chromium turns into an Authorization header.
+    let password = ADMIN_PASSWORD.replace(' ', "%20");
+    let admin_url = format!(
+        "http://{ADMIN_USER}:{password}@127.0.0.1:{}/admin",
+        app.port
+    );
+    client.goto(&admin_url).await.expect("admin loads");
+    assert_eq!(text_of(&client, "main h1").await, "Dashboard");
+    assert_eq!(
+        computed(&client, ".site-header", "background-color").await,
+        "rgb(47, 58, 69)",
+        "the admin header has its own colour"
+    );
+    save_screenshot(&client, "admin.png").await;
+
+    // The admin form posts with its CSRF token and the browser shows the flash message.
+    client
+        .find(Locator::Css("form[action='/admin/seed'] button"))
+        .await
+        .expect("seed button")
+        .click()
+        .await
+        .expect("clicked");
+    let flash = client
+        .wait()
+        .for_element(Locator::Css(".flash"))
+        .await
+        .expect("flash message appears")
+        .text()
+        .await
+        .expect("flash text");
+    assert_eq!(flash, "Demo data is already in place; nothing was added.");
+    save_screenshot(&client, "admin-after-seed.png").await;
+
+    client.close().await.expect("browser closes");
+}

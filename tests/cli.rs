@@ -1,0 +1,188 @@
+//! The `bazaar` command as a user runs it: configuration from the environment, start-up
+//! errors, graceful shutdown, `seed` and `hash-password`.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const BAZAAR: &str = env!("CARGO_BIN_EXE_bazaar");
+
+/// The command run from the repository root (where config.toml is), with the test's
+/// environment free of any BAZAAR_ setting.
+fn bazaar(args: &[&str]) -> Command {
+    let mut command = Command::new(BAZAAR);
+    command.args(args).current_dir(repo_root());
+    for (name, _) in std::env::vars() {
+        if name.starts_with("BAZAAR_") {
+            command.env_remove(name);
+        }
+    }
+    command.env("BAZAAR_LOG__LEVEL", "info");
+    command.env_remove("RUST_LOG");
+    command
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+async fn wait_until_healthy(url: &str, child: &mut Child) -> reqwest::Response {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(response) = reqwest::get(url).await {
+            return response;
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("bazaar exited early with {status}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "bazaar did not start within 30 s"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+fn wait_for_exit(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "bazaar did not stop within 30 s");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn an_invalid_config_value_stops_start_up_with_a_message_naming_the_key() {
+    let output = bazaar(&[])
+        .env("BAZAAR_SERVER__PORT", "eighty")
+        .output()
+        .expect("bazaar runs");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("invalid value for server.port (from BAZAAR_SERVER__PORT)"),
+        "{stderr}"
+    );
+
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("bad.toml");
+    std::fs::write(&file, "[database]\nuri = \"postgres://localhost\"\n").expect("write");
+    let output = bazaar(&[])
+        .env("BAZAAR_CONFIG", &file)
+        .output()
+        .expect("bazaar runs");
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("database.uri"), "{stderr}");
+    assert!(stderr.contains("bad.toml"), "{stderr}");
+}
+
+#[tokio::test]
+async fn an_environment_override_of_the_port_serves_there_and_sigterm_stops_gracefully() {
+    let port = free_port();
+    let mut child = bazaar(&[])
+        .env("BAZAAR_SERVER__PORT", port.to_string())
+        .env("BAZAAR_DATABASE__URI", "memory")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bazaar starts");
+    let response =
+        wait_until_healthy(&format!("http://127.0.0.1:{port}/healthz"), &mut child).await;
+    assert_eq!(response.status(), reqwest::StatusCode::OK);
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(killed.success());
+    let status = wait_for_exit(&mut child);
+    assert!(status.success(), "exit status {status}");
+
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        out.read_to_string(&mut stdout).expect("stdout");
+    }
+    if let Some(mut err) = child.stderr.take() {
+        err.read_to_string(&mut stderr).expect("stderr");
+    }
+    assert!(
+        stdout.contains(&format!("Bazaar is running at http://127.0.0.1:{port}/")),
+        "{stdout}"
+    );
+    // No hash configured: the generated password is logged once.
+    assert_eq!(
+        stderr.matches("the admin password for this run is").count()
+            + stdout.matches("the admin password for this run is").count(),
+        1,
+        "{stderr}"
+    );
+    assert!(stderr.contains("embedded store stopped") || stdout.contains("embedded store stopped"));
+}
+
+#[test]
+fn seed_adds_demo_data_once_and_rerunning_it_adds_nothing() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let run = || {
+        let output = bazaar(&["seed"])
+            .env("BAZAAR_DATABASE__PATH", data.path())
+            .output()
+            .expect("bazaar seed runs");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    };
+    assert_eq!(run(), "Demo data added: 1 in settings.");
+    assert_eq!(run(), "Demo data is already in place; nothing was added.");
+}
+
+#[tokio::test]
+async fn hash_password_prints_a_hash_that_opens_the_admin() {
+    let mut child = bazaar(&["hash-password"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("bazaar hash-password runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(b"s3cret pass\n")
+        .expect("write");
+    let output = child.wait_with_output().expect("finishes");
+    assert!(output.status.success());
+    let hash = String::from_utf8_lossy(&output.stdout).trim().to_string();
+    assert!(hash.starts_with("$argon2id$"), "{hash}");
+
+    let app = spawn_app_with(&[("BAZAAR_ADMIN__PASSWORD_HASH", hash.as_str())]).await;
+    let response = app
+        .client
+        .get(app.url("/admin"))
+        .basic_auth(ADMIN_USER, Some("s3cret pass"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), reqwest::StatusCode::OK);
+}
+
+#[test]
+fn unknown_arguments_print_the_usage() {
+    let output = bazaar(&["serv"]).output().expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("usage: bazaar"));
+}

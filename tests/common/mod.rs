@@ -1,0 +1,229 @@
+//! Test harness: the whole app on a random port with a fresh in-memory docstore per test, an
+//! HTTP client that keeps cookies, and helpers to read pages with CSS selectors.
+
+#![allow(dead_code)] // each test binary uses a different part of the harness
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+
+use bazaar::config::Settings;
+use bazaar::startup::Application;
+use reqwest::cookie::{CookieStore, Jar};
+use reqwest::header::HeaderMap;
+use reqwest::redirect::Policy;
+use scraper::{Html, Selector};
+
+pub const ADMIN_USER: &str = "admin";
+pub const ADMIN_PASSWORD: &str = "correct horse battery staple";
+
+/// The argon2 hash of [`ADMIN_PASSWORD`], computed once per test binary.
+pub fn admin_password_hash() -> &'static str {
+    static HASH: OnceLock<String> = OnceLock::new();
+    HASH.get_or_init(|| {
+        bazaar::web::basic_auth::hash_password(ADMIN_PASSWORD).expect("hashing works")
+    })
+}
+
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Settings as a deployment would load them: the repository's config.toml overlaid with
+/// environment-style overrides. The base overrides give every test its own in-memory store,
+/// a random port and a known admin password; `env` comes last and wins.
+pub fn test_settings(env: &[(&str, &str)]) -> Settings {
+    let mut vars: Vec<(String, String)> = vec![
+        ("BAZAAR_DATABASE__URI".into(), "memory".into()),
+        ("BAZAAR_SERVER__HOST".into(), "127.0.0.1".into()),
+        ("BAZAAR_SERVER__PORT".into(), "0".into()),
+        ("BAZAAR_SERVER__WORKERS".into(), "1".into()),
+        (
+            "BAZAAR_ADMIN__PASSWORD_HASH".into(),
+            admin_password_hash().into(),
+        ),
+        ("BAZAAR_LOG__LEVEL".into(), "warn".into()),
+    ];
+    vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    Settings::load(Some(&repo_root().join("config.toml")), vars).expect("test settings load")
+}
+
+pub struct TestApp {
+    /// `http://127.0.0.1:<port>` without a trailing slash.
+    pub address: String,
+    pub port: u16,
+    /// Keeps cookies (in `jar`), does not follow redirects (tests look at them).
+    pub client: reqwest::Client,
+    pub jar: Arc<Jar>,
+    handle: actix_web::dev::ServerHandle,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(&[]).await
+}
+
+pub async fn spawn_app_with(env: &[(&str, &str)]) -> TestApp {
+    spawn_with_settings(test_settings(env)).await
+}
+
+pub async fn spawn_with_settings(settings: Settings) -> TestApp {
+    if std::env::var_os("TEST_LOG").is_some() {
+        bazaar::telemetry::init("info");
+    }
+    let app = Application::build(settings).await.expect("the app starts");
+    let port = app.port();
+    let handle = app.server_handle();
+    let task = tokio::spawn(app.run_until_stopped());
+    let (client, jar) = new_client();
+    TestApp {
+        address: format!("http://127.0.0.1:{port}"),
+        port,
+        client,
+        jar,
+        handle,
+        task,
+    }
+}
+
+/// A fresh visitor: a client with its own, empty cookie jar.
+pub fn new_client() -> (reqwest::Client, Arc<Jar>) {
+    let jar = Arc::new(Jar::default());
+    let client = reqwest::Client::builder()
+        .cookie_provider(Arc::clone(&jar))
+        .redirect(Policy::none())
+        .build()
+        .expect("client builds");
+    (client, jar)
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.address, path)
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn get_admin(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(self.url(path))
+            .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn post_form(&self, path: &str, fields: &[(&str, &str)]) -> reqwest::Response {
+        self.client
+            .post(self.url(path))
+            .form(fields)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn post_admin_form(&self, path: &str, fields: &[(&str, &str)]) -> reqwest::Response {
+        self.client
+            .post(self.url(path))
+            .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
+            .form(fields)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// The `Cookie` header the client would send to this app (e.g. `bazaar_session=…`).
+    pub fn cookie_header(&self) -> Option<String> {
+        let url = self.url("/").parse().expect("valid url");
+        self.jar
+            .cookies(&url)
+            .and_then(|v| v.to_str().ok().map(str::to_string))
+    }
+
+    /// Stop gracefully and wait for the database to close.
+    pub async fn stop(self) {
+        self.handle.stop(true).await;
+        self.task
+            .await
+            .expect("server task joins")
+            .expect("server ran cleanly");
+    }
+}
+
+pub async fn body(response: reqwest::Response) -> String {
+    response.text().await.expect("body is text")
+}
+
+pub fn html(text: &str) -> Html {
+    Html::parse_document(text)
+}
+
+/// Trimmed text of every element matching `selector`.
+pub fn texts(doc: &Html, selector: &str) -> Vec<String> {
+    let selector = Selector::parse(selector).expect("valid selector");
+    doc.select(&selector)
+        .map(|el| el.text().collect::<String>().trim().to_string())
+        .collect()
+}
+
+pub fn count(doc: &Html, selector: &str) -> usize {
+    let selector = Selector::parse(selector).expect("valid selector");
+    doc.select(&selector).count()
+}
+
+pub fn attr(doc: &Html, selector: &str, name: &str) -> Option<String> {
+    let selector = Selector::parse(selector).expect("valid selector");
+    doc.select(&selector)
+        .next()
+        .and_then(|el| el.value().attr(name))
+        .map(str::to_string)
+}
+
+/// The CSRF token of the first form on the page.
+pub fn csrf_token(doc: &Html) -> Option<String> {
+    attr(doc, "form input[name=csrf_token]", "value")
+}
+
+/// The page's main heading.
+pub fn heading(doc: &Html) -> String {
+    texts(doc, "main h1").into_iter().next().unwrap_or_default()
+}
+
+/// Asserts the security headers every response must carry.
+pub fn assert_security_headers(headers: &HeaderMap, what: &str) {
+    let get = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_else(|| panic!("{what}: missing {name}"))
+            .to_string()
+    };
+    let csp = get("content-security-policy");
+    for directive in [
+        "default-src 'self'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(
+            csp.contains(directive),
+            "{what}: CSP lacks {directive}: {csp}"
+        );
+    }
+    assert!(
+        !csp.contains("unsafe-inline"),
+        "{what}: CSP allows inline code"
+    );
+    assert_eq!(get("x-content-type-options"), "nosniff", "{what}");
+    assert_eq!(
+        get("referrer-policy"),
+        "strict-origin-when-cross-origin",
+        "{what}"
+    );
+    assert_eq!(get("x-frame-options"), "DENY", "{what}");
+}

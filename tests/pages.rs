@@ -1,0 +1,193 @@
+//! Public pages: the layout, error pages, static assets, security headers and /healthz.
+
+mod common;
+
+use common::*;
+use reqwest::StatusCode;
+
+#[tokio::test]
+async fn home_page_renders_inside_the_layout_with_navigation_and_footer() {
+    let app = spawn_app().await;
+    let response = app.get("/").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html")));
+    let doc = html(&body(response).await);
+    assert_eq!(texts(&doc, "header .brand"), vec!["Bazaar"]);
+    assert_eq!(texts(&doc, "header nav a"), vec!["Home"]);
+    assert_eq!(
+        attr(&doc, "header nav a[aria-current=page]", "href").as_deref(),
+        Some("/")
+    );
+    assert_eq!(count(&doc, "footer.site-footer"), 1);
+    // The seeded site settings are what the page shows.
+    assert_eq!(heading(&doc), "Bazaar");
+    assert_eq!(
+        texts(&doc, "main .tagline"),
+        vec!["Records, films and books, with notes from the shop floor."]
+    );
+    // No inline styles or scripts: everything is allowed by the CSP.
+    assert_eq!(count(&doc, "style, script:not([src]), [style]"), 0);
+}
+
+#[tokio::test]
+async fn the_stylesheet_link_carries_a_content_hash_and_is_cached_for_a_year() {
+    let app = spawn_app().await;
+    let doc = html(&body(app.get("/").await).await);
+    let href = attr(&doc, "link[rel=stylesheet]", "href").expect("stylesheet linked");
+    assert!(href.starts_with("/static/css/site.css?v="), "{href}");
+    let hash = href.rsplit('=').next().unwrap_or("");
+    assert_eq!(hash.len(), 16, "{href}");
+
+    let response = app.get(&href).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let headers = response.headers().clone();
+    assert_eq!(
+        headers.get("cache-control").and_then(|v| v.to_str().ok()),
+        Some("public, max-age=31536000, immutable")
+    );
+    assert_eq!(
+        headers.get("content-type").and_then(|v| v.to_str().ok()),
+        Some("text/css; charset=utf-8")
+    );
+    assert!(body(response).await.contains(".site-header"));
+
+    // An old or missing hash still gets the file, but only a short cache lifetime.
+    for stale in [
+        "/static/css/site.css",
+        "/static/css/site.css?v=0000000000000000",
+    ] {
+        let response = app.get(stale).await;
+        assert_eq!(response.status(), StatusCode::OK, "{stale}");
+        assert_eq!(
+            response
+                .headers()
+                .get("cache-control")
+                .and_then(|v| v.to_str().ok()),
+            Some("public, max-age=300"),
+            "{stale}"
+        );
+    }
+
+    // Revalidation with the ETag answers 304 without a body.
+    let response = app
+        .client
+        .get(app.url(&href))
+        .header("if-none-match", format!("\"{hash}\""))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::NOT_MODIFIED);
+}
+
+#[tokio::test]
+async fn unknown_pages_and_static_files_get_the_404_page_in_the_layout() {
+    let app = spawn_app().await;
+    for path in [
+        "/no/such/page",
+        "/static/css/missing.css",
+        "/static/../Cargo.toml",
+    ] {
+        let response = app.get(path).await;
+        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{path}");
+        let doc = html(&body(response).await);
+        assert_eq!(heading(&doc), "Page not found", "{path}");
+        assert_eq!(texts(&doc, "header nav a"), vec!["Home"], "{path}");
+        assert_eq!(count(&doc, "footer.site-footer"), 1, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn a_wrong_method_gets_the_405_page_in_the_layout() {
+    let app = spawn_app().await;
+    let response = app.get_admin("/admin/seed").await;
+    assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
+    assert_security_headers(response.headers(), "405");
+    let doc = html(&body(response).await);
+    assert_eq!(heading(&doc), "Method not allowed");
+}
+
+#[tokio::test]
+async fn every_response_carries_the_security_headers() {
+    let app = spawn_app().await;
+    let doc = html(&body(app.get("/").await).await);
+    let css = attr(&doc, "link[rel=stylesheet]", "href").expect("stylesheet linked");
+    let responses = [
+        ("home", app.get("/").await),
+        ("404 page", app.get("/nope").await),
+        ("static file", app.get(&css).await),
+        ("health check", app.get("/healthz").await),
+        ("admin without credentials", app.get("/admin").await),
+        ("admin", app.get_admin("/admin").await),
+        (
+            "POST without CSRF token",
+            app.post_form("/", &[("a", "b")]).await,
+        ),
+    ];
+    for (what, response) in responses {
+        assert_security_headers(response.headers(), what);
+    }
+}
+
+#[tokio::test]
+async fn healthz_answers_ok_when_the_database_is_reachable() {
+    let app = spawn_app().await;
+    let response = app.get("/healthz").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(body(response).await.trim(), "ok");
+}
+
+#[tokio::test]
+async fn when_the_database_goes_away_healthz_and_pages_answer_503_without_internals() {
+    // A store outside the app, reached through a mongodb:// URI, that the test can stop.
+    let store = docstore::Server::start(docstore::Config::in_memory())
+        .await
+        .expect("docstore starts");
+    let uri = store.uri();
+    let app = spawn_app_with(&[
+        ("BAZAAR_DATABASE__URI", uri.as_str()),
+        ("BAZAAR_DATABASE__TIMEOUT_MS", "500"),
+        // The key would otherwise be kept under ./data.
+        (
+            "BAZAAR_SESSION__KEY",
+            "a test key that is at least thirty-two bytes long",
+        ),
+    ])
+    .await;
+    assert_eq!(app.get("/healthz").await.status(), StatusCode::OK);
+    assert_eq!(app.get("/").await.status(), StatusCode::OK);
+
+    store.shutdown().await;
+
+    let response = app.get("/healthz").await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(body(response).await.trim(), "unavailable");
+
+    let response = app.get("/").await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_security_headers(response.headers(), "503 page");
+    let text = body(response).await;
+    let doc = html(&text);
+    assert_eq!(heading(&doc), "Temporarily unavailable");
+    assert_eq!(texts(&doc, "header nav a"), vec!["Home"]);
+    for leak in ["127.0.0.1", "ServerSelection", "error", "Kind"] {
+        assert!(
+            !doc.root_element().text().collect::<String>().contains(leak),
+            "the 503 page leaks {leak:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn head_requests_are_answered_like_get_without_a_body() {
+    let app = spawn_app().await;
+    for path in ["/", "/healthz"] {
+        let response = app.client.head(app.url(path)).send().await.expect("sent");
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        assert_security_headers(response.headers(), path);
+        assert!(body(response).await.is_empty(), "{path}");
+    }
+}
