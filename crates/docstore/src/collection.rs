@@ -268,7 +268,7 @@ impl Collection {
                 continue;
             };
             stats.docs_examined += 1;
-            if let Some(position) = query.filter.matches_with_position(doc) {
+            if let Some(position) = query.filter.try_matches_with_position(doc)? {
                 hits.push(Hit {
                     record,
                     doc: Arc::clone(doc),

@@ -15,6 +15,12 @@ use crate::value::{
 use bson::{Bson, Document};
 use std::cmp::Ordering;
 
+thread_local! {
+    /// The first `$expr` evaluation error of the match running on this thread (matching is
+    /// synchronous, so the slot never mixes two queries).
+    static EXPR_ERROR: std::cell::RefCell<Option<Error>> = const { std::cell::RefCell::new(None) };
+}
+
 /// A parsed query filter.
 #[derive(Debug, Clone)]
 pub struct Filter {
@@ -46,6 +52,17 @@ impl Filter {
             Some(position)
         } else {
             None
+        }
+    }
+
+    /// Like [`Filter::matches_with_position`], but an `$expr` whose evaluation fails is an error
+    /// for the whole query, as in MongoDB, instead of a non-match.
+    pub fn try_matches_with_position(&self, doc: &Document) -> Result<Option<Option<usize>>> {
+        EXPR_ERROR.with(|slot| slot.borrow_mut().take());
+        let outcome = self.matches_with_position(doc);
+        match EXPR_ERROR.with(|slot| slot.borrow_mut().take()) {
+            Some(e) => Err(e),
+            None => Ok(outcome),
         }
     }
 
@@ -246,8 +263,15 @@ impl Node {
             }
             Node::Expr(expr) => match expr.expr.evaluate(doc, &expr.vars) {
                 Ok(Some(value)) => is_truthy(&value),
-                // Missing is false; evaluation errors cannot surface through a bool.
-                _ => false,
+                Ok(None) => false,
+                Err(e) => {
+                    // Matching returns a bool; the error is kept for
+                    // `Filter::try_matches_with_position` to report.
+                    EXPR_ERROR.with(|slot| {
+                        slot.borrow_mut().get_or_insert(e);
+                    });
+                    false
+                }
             },
         }
     }

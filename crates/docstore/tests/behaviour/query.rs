@@ -261,3 +261,24 @@ async fn projections_include_exclude_slice_and_elem_match() {
         31254,
     );
 }
+
+#[tokio::test]
+async fn an_expr_that_fails_to_evaluate_fails_the_query() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("e");
+    c.insert_many(vec![
+        doc! { "_id": 1, "a": "text" },
+        doc! { "_id": 2, "a": 5 },
+    ])
+    .await
+    .unwrap();
+    // $add of a string is a type error in MongoDB, not a non-match.
+    let r = c
+        .find_one(doc! { "$expr": { "$gt": [{ "$add": ["$a", 1] }, 0] } })
+        .await;
+    assert!(r.is_err(), "{r:?}");
+    assert_eq!(
+        ids(&c, doc! { "$expr": { "$gt": ["$a", 1] } }).await,
+        vec![1, 2]
+    );
+}
