@@ -348,6 +348,7 @@ pub fn drop_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Resu
 
 pub fn db_stats(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["scale", "freeStorage"])?;
+    let scale = scale_factor(args.get("scale"), "dbStats.scale")?;
     let (mut objects, mut data, mut indexes, mut index_size) = (0i64, 0i64, 0i64, 0i64);
     let colls = state.catalog.collections(db);
     for (_, handle) in &colls {
@@ -363,12 +364,12 @@ pub fn db_stats(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<R
         "views": 0i64,
         "objects": objects,
         "avgObjSize": if objects > 0 { data as f64 / objects as f64 } else { 0.0 },
-        "dataSize": data as f64,
-        "storageSize": data as f64,
+        "dataSize": (data / scale) as f64,
+        "storageSize": (data / scale) as f64,
         "indexes": indexes,
-        "indexSize": index_size as f64,
-        "totalSize": (data + index_size) as f64,
-        "scaleFactor": 1i64,
+        "indexSize": (index_size / scale) as f64,
+        "totalSize": ((data + index_size) / scale) as f64,
+        "scaleFactor": scale,
     }))
 }
 

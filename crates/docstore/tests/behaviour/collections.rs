@@ -268,6 +268,16 @@ async fn coll_stats_and_db_stats_count_documents() {
             .unwrap(),
         10
     );
+    let size = |d: &Document| {
+        d.get_f64("dataSize")
+            .or_else(|_| d.get_i64("dataSize").map(|v| v as f64))
+            .unwrap()
+    };
+    let scaled =
+        t.db.run_command(doc! { "dbStats": 1, "scale": 1024 })
+            .await
+            .unwrap();
+    assert_eq!(size(&scaled), (size(&d) as i64 / 1024) as f64);
 }
 
 fn unique(keys: Document, sparse: bool) -> IndexModel {
