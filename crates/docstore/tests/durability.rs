@@ -6,60 +6,10 @@ mod common;
 
 use bson::{doc, Document};
 use common::client_for;
+use common::process::Process;
 use mongodb::options::WriteConcern;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-/// A `docstore` process on a data directory, killed (not stopped) on drop.
-struct Process {
-    child: Child,
-    uri: String,
-}
-
-impl Process {
-    fn start(dir: &Path) -> Process {
-        let child = Command::new(env!("CARGO_BIN_EXE_docstore"))
-            .args(["--dbpath", dir.to_str().unwrap(), "--port", "0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("docstore binary starts");
-        // Owned by `Process` at once, so every exit path below kills and reaps it.
-        let mut process = Process {
-            child,
-            uri: String::new(),
-        };
-        let stdout = process.child.stdout.take().expect("piped stdout");
-        let mut reader = BufReader::new(stdout);
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                panic!("docstore exited before listening");
-            }
-            if let Some(pos) = line.find("mongodb://") {
-                process.uri = line[pos..].trim().to_string();
-                // Keep draining stdout so the process never blocks on a full pipe.
-                std::thread::spawn(move || for _ in reader.lines() {});
-                return process;
-            }
-        }
-    }
-
-    fn kill(mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn journal_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)

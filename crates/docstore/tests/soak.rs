@@ -1,14 +1,15 @@
 //! Soak test: 64 concurrent connections of mixed operations against the `docstore` binary in
 //! persistent mode for `SOAK_SECONDS` (default 10), then `kill -9`, restart and a full check.
 
+#[path = "common/mod.rs"]
+mod common;
+
 use bson::{doc, Bson, Document};
+use common::process::Process;
 use futures::TryStreamExt;
 use mongodb::options::{ClientOptions, FindOptions, ReturnDocument, WriteConcern};
 use mongodb::{Client, Collection, IndexModel};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader};
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -20,66 +21,6 @@ const WORKERS: usize = CLIENTS * POOL_PER_CLIENT as usize;
 /// Jobs per soak second in the shared queue that `findAndModify` claims (more than the
 /// workers claim, so the queue never runs dry).
 const JOBS_PER_SECOND: u64 = 2_000;
-
-/// A `docstore` process on a data directory, killed (not stopped) on drop.
-struct Process {
-    child: Child,
-    uri: String,
-}
-
-impl Process {
-    fn start(dir: &Path) -> Process {
-        let child = Command::new(env!("CARGO_BIN_EXE_docstore"))
-            .args(["--dbpath", dir.to_str().unwrap(), "--port", "0"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("docstore binary starts");
-        let mut process = Process {
-            child,
-            uri: String::new(),
-        };
-        let stdout = process.child.stdout.take().expect("piped stdout");
-        let mut reader = BufReader::new(stdout);
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if reader.read_line(&mut line).unwrap_or(0) == 0 {
-                panic!("docstore exited before listening");
-            }
-            if let Some(pos) = line.find("mongodb://") {
-                process.uri = line[pos..].trim().to_string();
-                // Keep draining stdout so the process never blocks on a full pipe.
-                std::thread::spawn(move || for _ in reader.lines() {});
-                return process;
-            }
-        }
-    }
-
-    /// Resident set size in bytes, from `/proc/<pid>/status`.
-    fn rss_bytes(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("process status readable");
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-            .expect("VmRSS line")
-            * 1024
-    }
-
-    fn kill(mut self) {
-        self.child.kill().expect("SIGKILL");
-        self.child.wait().unwrap();
-    }
-}
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 async fn client(uri: &str, pool: u32) -> Client {
     let mut options = ClientOptions::parse(uri).await.expect("valid URI");

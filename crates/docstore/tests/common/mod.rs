@@ -2,6 +2,8 @@
 //! started for the test or, when `MONGODB_URI` is set, on that real MongoDB server.
 #![allow(dead_code)]
 
+pub mod process;
+
 use docstore::{Config, Server, ServerHandle};
 use mongodb::error::{Error, ErrorKind, WriteFailure};
 use mongodb::options::ClientOptions;
