@@ -2,6 +2,7 @@
 //! docstore by default. `main.rs` only calls [`cli::run`].
 
 pub mod admin;
+pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod db;

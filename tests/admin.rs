@@ -73,13 +73,14 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
     assert!(texts(&doc, ".facts dd")
         .iter()
         .any(|d| d.contains("embedded docstore, in memory")));
-    // Real counts: the seeded settings document.
+    // Real counts: the seeded settings document and demo catalog, by collection name.
     let rows = texts(&doc, "table.counts tbody tr");
-    assert_eq!(rows.len(), 1, "{rows:?}");
-    assert!(
-        rows[0].starts_with("settings") && rows[0].ends_with('1'),
-        "{rows:?}"
-    );
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r.trim_end_matches(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert_eq!(names, ["categories", "products", "settings"], "{rows:?}");
+    assert!(rows[2].ends_with('1'), "{rows:?}");
     assert!(
         csrf_token(&doc).is_some(),
         "the admin form carries a CSRF token"
