@@ -16,7 +16,7 @@ use crate::web::basic_auth::{self, AdminCredentials};
 use crate::web::errors::{bad_request_page, render_bare_errors};
 use crate::web::security_headers::add_security_headers;
 use crate::web::{assets, csrf, read, session};
-use crate::{admin, health, home, seed, telemetry};
+use crate::{admin, catalog, health, home, seed, telemetry};
 
 /// How long in-flight requests may take to finish once shutdown starts.
 const SHUTDOWN_GRACE_SECS: u64 = 10;
@@ -289,6 +289,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", read().to(home::index))
         .route("/healthz", read().to(health::healthz))
         .route("/static/{path:.*}", read().to(assets::serve))
+        .route("/products", read().to(catalog::pages::list))
+        .route("/products/{slug}", read().to(catalog::pages::show))
+        .route("/categories", read().to(catalog::pages::tree))
+        .route("/categories/{slug}", read().to(catalog::pages::category))
         .service(admin::scope());
 }
 

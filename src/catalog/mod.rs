@@ -4,6 +4,7 @@
 pub mod categories;
 pub mod demo;
 pub mod listing;
+pub mod pages;
 pub mod products;
 
 /// Why a catalog change was refused, in words a form can show.

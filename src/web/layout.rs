@@ -12,7 +12,11 @@ use crate::web::{assets, csrf};
 
 /// The public site's areas, in header order. Feature issues add theirs (shop, categories, blog,
 /// gallery) as they arrive.
-const PUBLIC_AREAS: &[(&str, &str)] = &[("/", "Home")];
+const PUBLIC_AREAS: &[(&str, &str)] = &[
+    ("/", "Home"),
+    ("/products", "Shop"),
+    ("/categories", "Categories"),
+];
 
 /// The admin section's screens.
 const ADMIN_AREAS: &[(&str, &str)] = &[("/admin", "Dashboard")];
