@@ -69,7 +69,10 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
     let doc = html(&body(response).await);
     assert_eq!(heading(&doc), "Dashboard");
     assert_eq!(count(&doc, "body.area-admin"), 1);
-    assert_eq!(texts(&doc, "header nav a"), vec!["Dashboard", "View site"]);
+    assert_eq!(
+        texts(&doc, "header nav a"),
+        vec!["Dashboard", "Products", "Categories", "View site"]
+    );
     assert!(texts(&doc, ".facts dd")
         .iter()
         .any(|d| d.contains("embedded docstore, in memory")));
