@@ -8,6 +8,7 @@ pub mod config;
 pub mod db;
 pub mod health;
 pub mod home;
+pub mod media;
 pub mod seed;
 pub mod startup;
 pub mod telemetry;

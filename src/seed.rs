@@ -44,6 +44,11 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
         .added
         .push((catalog::categories::COLLECTION, categories));
     report.added.push((catalog::products::COLLECTION, products));
+    let covers = catalog::demo::seed_covers(db).await.map_err(|e| match e {
+        CatalogError::Db(db) => db,
+        other => DbError::Other(mongodb::error::Error::custom(other.to_string())),
+    })?;
+    report.added.push(("product covers", covers));
     Ok(report)
 }
 

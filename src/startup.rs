@@ -16,7 +16,7 @@ use crate::web::basic_auth::{self, AdminCredentials};
 use crate::web::errors::{bad_request_page, render_bare_errors};
 use crate::web::security_headers::add_security_headers;
 use crate::web::{assets, csrf, read, session};
-use crate::{admin, catalog, health, home, seed, telemetry};
+use crate::{admin, catalog, health, home, media, seed, telemetry};
 
 /// How long in-flight requests may take to finish once shutdown starts.
 const SHUTDOWN_GRACE_SECS: u64 = 10;
@@ -293,6 +293,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/products/{slug}", read().to(catalog::pages::show))
         .route("/categories", read().to(catalog::pages::tree))
         .route("/categories/{slug}", read().to(catalog::pages::category))
+        .route("/media/{file_id}", read().to(media::serve))
+        .route("/media/{file_id}/thumb", read().to(media::serve_thumbnail))
         .service(admin::scope());
 }
 

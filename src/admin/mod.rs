@@ -38,6 +38,7 @@ pub fn scope() -> Scope<
                 .post(products::update),
         )
         .service(web::resource("/products/{id}/stock").post(products::adjust_stock))
+        .service(web::resource("/products/{id}/photos").post(products::upload_photo))
         .service(
             web::resource("/categories")
                 .route(read().to(categories::index))

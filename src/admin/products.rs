@@ -9,7 +9,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use bson::doc;
 use bson::oid::ObjectId;
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 
 use crate::catalog::categories::{self, TreeEntry};
 use crate::catalog::demo::date;
@@ -19,6 +19,7 @@ use crate::catalog::products::{
     ProductType, Shipping,
 };
 use crate::catalog::{is_valid_slug, slugify, CatalogError};
+use crate::media;
 use crate::startup::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
@@ -728,6 +729,52 @@ pub async fn adjust_stock(
             Level::Error,
             "Enter a whole number of units to add (e.g. 5) or remove (e.g. -2).",
         ),
+    }
+    Ok(see_other(&location))
+}
+
+/// `POST /admin/products/{id}/photos?csrf_token=…` (multipart, field `photo`): the file streams
+/// into GridFS as it arrives (the token is in the query so the body need not be buffered).
+pub async fn upload_photo(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    mut payload: actix_multipart::Multipart,
+) -> Result<HttpResponse, AppError> {
+    let id = parse_id(&id)?;
+    if products::by_id(&state.db, id).await?.is_none() {
+        return Err(AppError::NotFound);
+    }
+    let location = format!("/admin/products/{}/edit", id.to_hex());
+    let session = req.get_session();
+    let mut outcome = Err(media::UploadError::Empty);
+    loop {
+        match payload.next().await {
+            None => break,
+            Some(Err(e)) => {
+                tracing::info!(error = %e, "a photo upload could not be read");
+                outcome = Err(media::UploadError::Interrupted);
+                break;
+            }
+            Some(Ok(field)) if field.name() == Some("photo") => {
+                let filename = field
+                    .content_disposition()
+                    .and_then(|cd| cd.get_filename())
+                    .map(|f| f.chars().filter(|c| !c.is_control()).take(100).collect())
+                    .unwrap_or_else(|| "photo".to_string());
+                outcome = media::store_upload(&state.db, &filename, field).await;
+                break;
+            }
+            Some(Ok(_)) => continue,
+        }
+    }
+    match outcome {
+        Ok(stored) => {
+            products::add_photo(&state.db, id, stored.id).await?;
+            flash::push(&session, Level::Success, "Photo added.");
+        }
+        Err(media::UploadError::Db(e)) => return Err(e.into()),
+        Err(e) => flash::push(&session, Level::Error, format!("Photo not added: {e}.")),
     }
     Ok(see_other(&location))
 }

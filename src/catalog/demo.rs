@@ -10,6 +10,8 @@ use crate::catalog::products::{
 };
 use crate::catalog::CatalogError;
 use crate::db::Db;
+use crate::media;
+use futures::TryStreamExt;
 
 /// `(name, slug, parent slug)`, parents before children.
 const TREE: &[(&str, &str, Option<&str>)] = &[
@@ -749,6 +751,31 @@ pub async fn seed(db: &Db) -> Result<(u64, u64), CatalogError> {
         }
     }
     Ok((categories_added, products_added))
+}
+
+/// Give every demo product without a photo a generated cover; returns how many were added.
+pub async fn seed_covers(db: &Db) -> Result<u64, CatalogError> {
+    let missing: Vec<products::Product> = products::collection(db)
+        .find(doc! { "sku": { "$regex": "^demo" }, "photos": { "$size": 0 } })
+        .await
+        .map_err(crate::db::DbError::from)?
+        .try_collect()
+        .await
+        .map_err(crate::db::DbError::from)?;
+    let mut added = 0;
+    for product in missing {
+        let cover = match media::store_generated_cover(db, &product.title).await {
+            Ok(cover) => cover,
+            Err(media::UploadError::Db(e)) => return Err(e.into()),
+            Err(e) => {
+                tracing::warn!(error = %e, product = %product.slug, "a demo cover was refused");
+                continue;
+            }
+        };
+        products::add_photo(db, product.id, cover.id).await?;
+        added += 1;
+    }
+    Ok(added)
 }
 
 #[cfg(test)]

@@ -267,11 +267,11 @@ impl Product {
         format!("/products/{}", self.slug)
     }
 
-    /// URL of the first photo (or its thumbnail), if any.
+    /// URL of the first photo's thumbnail, if there is a photo.
     pub fn cover_url(&self) -> Option<String> {
         self.photos
             .first()
-            .map(|id| format!("/media/{}", id.to_hex()))
+            .map(|id| format!("/media/{}/thumb", id.to_hex()))
     }
 }
 
