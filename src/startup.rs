@@ -286,7 +286,8 @@ fn http_server(
 
 /// Every route of the site.
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/", read().to(home::index))
+    cfg.app_data(web::Data::new(catalog::listing::CountCache::default()))
+        .route("/", read().to(home::index))
         .route("/healthz", read().to(health::healthz))
         .route("/static/{path:.*}", read().to(assets::serve))
         .route("/products", read().to(catalog::pages::list))

@@ -351,3 +351,36 @@ async fn every_storefront_query_uses_an_index() {
     // The people filter's field is the type's own.
     assert_eq!(ProductType::Film.people_field(), "details.actor");
 }
+
+#[tokio::test]
+async fn generated_products_fill_the_tree_consistently_and_regenerating_adds_nothing() {
+    let t = seeded_db().await;
+    let added = bazaar::catalog::demo::seed_bulk(&t.db, 100)
+        .await
+        .expect("generates");
+    assert_eq!(added, 100);
+    assert_eq!(
+        bazaar::catalog::demo::seed_bulk(&t.db, 100)
+            .await
+            .expect("again"),
+        0
+    );
+    assert_eq!(
+        products::collection(&t.db)
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
+        136
+    );
+    assert_hierarchy_consistent(&t.db).await;
+    let jazz = category(&t.db, "jazz").await;
+    let page = listing::find_page(
+        &t.db,
+        &listing::CountCache::default(),
+        listing::in_category(jazz.id),
+        &ListingQuery::default(),
+    )
+    .await
+    .expect("lists");
+    assert!(page.total > 9, "{}", page.total);
+}

@@ -753,6 +753,64 @@ pub async fn seed(db: &Db) -> Result<(u64, u64), CatalogError> {
     Ok((categories_added, products_added))
 }
 
+/// Add generated products (SKUs `bulk000001`, ...) until there are `n` of them, for load tests
+/// and `seed --products N`: variations on the demo catalog spread over the whole tree.
+pub async fn seed_bulk(db: &Db, n: u64) -> Result<u64, CatalogError> {
+    seed_categories(db).await?;
+    let existing = products::collection(db)
+        .count_documents(doc! { "sku": { "$regex": "^bulk" } })
+        .await
+        .map_err(crate::db::DbError::from)?;
+    let templates = demo_products(db).await?;
+    if templates.is_empty() {
+        return Ok(0);
+    }
+    // Category paths, worked out once per template rather than once per product.
+    let mut paths = Vec::with_capacity(templates.len());
+    for t in &templates {
+        paths.push(products::category_path_for(db, &t.categories).await?);
+    }
+    let mut added = 0;
+    let mut batch = Vec::new();
+    for i in existing..n {
+        let k = (i as usize) % templates.len();
+        let mut new = templates[k].clone();
+        let edition = i / templates.len() as u64 + 1;
+        new.title = format!("{} (edition {edition})", new.title);
+        new.slug = format!("{}-edition-{edition}", new.slug);
+        new.sku = format!("bulk{:06}", i + 1);
+        // Vary prices and stock so sorts and filters have work to do.
+        new.list_cents += (i % 500) as i64;
+        new.retail_cents = new.list_cents * (60 + (i % 41) as i64) / 100;
+        new.qty = (i % 13) as i64;
+        new.featured = false;
+        if let Details::Album(d) = &mut new.details {
+            d.issue_date =
+                DateTime::from_millis(d.issue_date.timestamp_millis() + i as i64 * 3_600_000);
+        }
+        if let Details::Film(d) = &mut new.details {
+            d.issue_date =
+                DateTime::from_millis(d.issue_date.timestamp_millis() + i as i64 * 3_600_000);
+        }
+        if let Details::Book(d) = &mut new.details {
+            d.issue_date =
+                DateTime::from_millis(d.issue_date.timestamp_millis() + i as i64 * 3_600_000);
+        }
+        batch.push(new.into_product(paths[k].clone())?);
+        if batch.len() == 1000 {
+            added += batch.len() as u64;
+            products::collection(db)
+                .insert_many(std::mem::take(&mut batch))
+                .await?;
+        }
+    }
+    if !batch.is_empty() {
+        added += batch.len() as u64;
+        products::collection(db).insert_many(batch).await?;
+    }
+    Ok(added)
+}
+
 /// Give every demo product without a photo a generated cover; returns how many were added.
 pub async fn seed_covers(db: &Db) -> Result<u64, CatalogError> {
     let missing: Vec<products::Product> = products::collection(db)

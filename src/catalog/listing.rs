@@ -2,6 +2,8 @@
 //! values fall back to defaults), turned into an indexed query.
 
 use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
@@ -321,11 +323,56 @@ impl Page {
     }
 }
 
+/// How long a listing's total may be reused.
+const COUNT_TTL: Duration = Duration::from_secs(5);
+/// Distinct filters remembered before the cache starts over.
+const COUNT_CACHE_ENTRIES: usize = 1_000;
+
+/// Recently counted listing totals, per server worker. Counting a filter visits every matching
+/// document, which costs far more than the page itself on a large catalog; a total a few
+/// seconds old is fine for "Showing 1–12 of N" and the page links.
+#[derive(Default)]
+pub struct CountCache {
+    entries: Mutex<HashMap<String, (Instant, u64)>>,
+}
+
+impl CountCache {
+    /// The number of products matching `filter`: the collection's count for the whole
+    /// catalog, otherwise a recent count or a fresh one.
+    pub async fn count(&self, db: &Db, filter: &Document) -> Result<u64, DbError> {
+        let collection = products::collection(db);
+        if filter.is_empty() {
+            return Ok(collection.estimated_document_count().await?);
+        }
+        let key = filter.to_string();
+        if let Ok(entries) = self.entries.lock() {
+            if let Some((at, n)) = entries.get(&key) {
+                if at.elapsed() < COUNT_TTL {
+                    return Ok(*n);
+                }
+            }
+        }
+        let n = collection.count_documents(filter.clone()).await?;
+        if let Ok(mut entries) = self.entries.lock() {
+            if entries.len() >= COUNT_CACHE_ENTRIES {
+                entries.clear();
+            }
+            entries.insert(key, (Instant::now(), n));
+        }
+        Ok(n)
+    }
+}
+
 /// Run a listing query within `base`. A page past the end shows the last page.
-pub async fn find_page(db: &Db, base: Document, query: &ListingQuery) -> Result<Page, DbError> {
+pub async fn find_page(
+    db: &Db,
+    counts: &CountCache,
+    base: Document,
+    query: &ListingQuery,
+) -> Result<Page, DbError> {
     let filter = query.filter(base);
     let collection = products::collection(db);
-    let total = collection.count_documents(filter.clone()).await?;
+    let total = counts.count(db, &filter).await?;
     let pages = total.div_ceil(PAGE_SIZE).max(1);
     let page = query.page.clamp(1, pages);
     let products: Vec<Product> = collection

@@ -7,7 +7,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
 use crate::catalog::categories::{self, Category, TreeEntry};
-use crate::catalog::listing::{self, ListingQuery, Page, Sort};
+use crate::catalog::listing::{self, CountCache, ListingQuery, Page, Sort};
 use crate::catalog::products::{
     self, AlbumDetails, BookDetails, Details, FilmDetails, Product, ProductType,
 };
@@ -116,9 +116,10 @@ pub async fn list(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
+    counts: web::Data<CountCache>,
 ) -> Result<HttpResponse, AppError> {
     let query = ListingQuery::from_params(&params);
-    let page = listing::find_page(&state.db, bson::doc! {}, &query).await?;
+    let page = listing::find_page(&state.db, &counts, bson::doc! {}, &query).await?;
     render(&ProductsPage {
         layout: Layout::public(&req),
         listing: Listing {
@@ -182,13 +183,20 @@ pub async fn category(
     state: web::Data<AppState>,
     slug: web::Path<String>,
     params: web::Query<HashMap<String, String>>,
+    counts: web::Data<CountCache>,
 ) -> Result<HttpResponse, AppError> {
     let category = categories::by_slug(&state.db, &slug)
         .await?
         .ok_or(AppError::NotFound)?;
     let children = categories::children(&state.db, Some(category.id)).await?;
     let query = ListingQuery::from_params(&params);
-    let page = listing::find_page(&state.db, listing::in_category(category.id), &query).await?;
+    let page = listing::find_page(
+        &state.db,
+        &counts,
+        listing::in_category(category.id),
+        &query,
+    )
+    .await?;
     let path = category.url();
     render(&CategoryPage {
         layout: Layout::public(&req),
