@@ -345,11 +345,14 @@ impl CountCache {
             return Ok(collection.estimated_document_count().await?);
         }
         let key = filter.to_string();
-        if let Ok(entries) = self.entries.lock() {
-            if let Some((at, n)) = entries.get(&key) {
+        if let Ok(mut entries) = self.entries.lock() {
+            if let Some((at, n)) = entries.get_mut(&key) {
                 if at.elapsed() < COUNT_TTL {
                     return Ok(*n);
                 }
+                // Expired: this request recounts; the others keep using the old total
+                // meanwhile instead of all counting at once.
+                *at = Instant::now();
             }
         }
         let n = collection.count_documents(filter.clone()).await?;
