@@ -2,11 +2,13 @@
 //! docstore by default. `main.rs` only calls [`cli::run`].
 
 pub mod admin;
+pub mod catalog;
 pub mod cli;
 pub mod config;
 pub mod db;
 pub mod health;
 pub mod home;
+pub mod media;
 pub mod seed;
 pub mod startup;
 pub mod telemetry;

@@ -1,6 +1,7 @@
 //! Demo data for an empty database. Each feature adds its own seeding step here; every step
 //! adds only what is missing, so `bazaar seed` can run any number of times without duplicates.
 
+use crate::catalog::{self, CatalogError};
 use crate::db::{site, Db, DbError};
 
 /// What one seeding run added, by collection.
@@ -35,13 +36,28 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
     let mut report = SeedReport::default();
     let added = u64::from(site::insert_defaults(db).await?);
     report.added.push((site::COLLECTION, added));
+    let (categories, products) = catalog::demo::seed(db).await.map_err(|e| match e {
+        CatalogError::Db(db) => db,
+        other => DbError::Other(mongodb::error::Error::custom(other.to_string())),
+    })?;
+    report
+        .added
+        .push((catalog::categories::COLLECTION, categories));
+    report.added.push((catalog::products::COLLECTION, products));
+    let covers = catalog::demo::seed_covers(db).await.map_err(|e| match e {
+        CatalogError::Db(db) => db,
+        other => DbError::Other(mongodb::error::Error::custom(other.to_string())),
+    })?;
+    report.added.push(("product covers", covers));
     Ok(report)
 }
 
 /// Seed only a brand-new database, so demo data deleted on purpose does not come back at the
-/// next start. Returns `None` when the database already had data.
+/// next start. Returns `None` when the database already had data. "Brand-new" means no
+/// documents anywhere: start-up creates the indexes (and so empty collections) before this runs.
 pub async fn run_if_empty(db: &Db) -> Result<Option<SeedReport>, DbError> {
-    if !db.is_empty().await? {
+    let counts = db.collection_counts().await?;
+    if counts.iter().any(|c| c.documents > 0) {
         return Ok(None);
     }
     run(db).await.map(Some)

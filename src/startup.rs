@@ -16,7 +16,7 @@ use crate::web::basic_auth::{self, AdminCredentials};
 use crate::web::errors::{bad_request_page, render_bare_errors};
 use crate::web::security_headers::add_security_headers;
 use crate::web::{assets, csrf, read, session};
-use crate::{admin, health, home, seed, telemetry};
+use crate::{admin, catalog, health, home, media, seed, telemetry};
 
 /// How long in-flight requests may take to finish once shutdown starts.
 const SHUTDOWN_GRACE_SECS: u64 = 10;
@@ -286,9 +286,16 @@ fn http_server(
 
 /// Every route of the site.
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.route("/", read().to(home::index))
+    cfg.app_data(web::Data::new(catalog::listing::CountCache::default()))
+        .route("/", read().to(home::index))
         .route("/healthz", read().to(health::healthz))
         .route("/static/{path:.*}", read().to(assets::serve))
+        .route("/products", read().to(catalog::pages::list))
+        .route("/products/{slug}", read().to(catalog::pages::show))
+        .route("/categories", read().to(catalog::pages::tree))
+        .route("/categories/{slug}", read().to(catalog::pages::category))
+        .route("/media/{file_id}", read().to(media::serve))
+        .route("/media/{file_id}/thumb", read().to(media::serve_thumbnail))
         .service(admin::scope());
 }
 

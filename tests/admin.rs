@@ -69,17 +69,31 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
     let doc = html(&body(response).await);
     assert_eq!(heading(&doc), "Dashboard");
     assert_eq!(count(&doc, "body.area-admin"), 1);
-    assert_eq!(texts(&doc, "header nav a"), vec!["Dashboard", "View site"]);
+    assert_eq!(
+        texts(&doc, "header nav a"),
+        vec!["Dashboard", "Products", "Categories", "View site"]
+    );
     assert!(texts(&doc, ".facts dd")
         .iter()
         .any(|d| d.contains("embedded docstore, in memory")));
-    // Real counts: the seeded settings document.
+    // Real counts: the seeded settings document and demo catalog, by collection name.
     let rows = texts(&doc, "table.counts tbody tr");
-    assert_eq!(rows.len(), 1, "{rows:?}");
-    assert!(
-        rows[0].starts_with("settings") && rows[0].ends_with('1'),
+    let names: Vec<&str> = rows
+        .iter()
+        .map(|r| r.trim_end_matches(|c: char| c.is_ascii_digit()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "assets.chunks",
+            "assets.files",
+            "categories",
+            "products",
+            "settings"
+        ],
         "{rows:?}"
     );
+    assert!(rows[4].ends_with('1'), "{rows:?}");
     assert!(
         csrf_token(&doc).is_some(),
         "the admin form carries a CSRF token"

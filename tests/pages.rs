@@ -17,7 +17,10 @@ async fn home_page_renders_inside_the_layout_with_navigation_and_footer() {
         .is_some_and(|v| v.starts_with("text/html")));
     let doc = html(&body(response).await);
     assert_eq!(texts(&doc, "header .brand"), vec!["Bazaar"]);
-    assert_eq!(texts(&doc, "header nav a"), vec!["Home"]);
+    assert_eq!(
+        texts(&doc, "header nav a"),
+        vec!["Home", "Shop", "Categories"]
+    );
     assert_eq!(
         attr(&doc, "header nav a[aria-current=page]", "href").as_deref(),
         Some("/")
@@ -95,7 +98,11 @@ async fn unknown_pages_and_static_files_get_the_404_page_in_the_layout() {
         assert_eq!(response.status(), StatusCode::NOT_FOUND, "{path}");
         let doc = html(&body(response).await);
         assert_eq!(heading(&doc), "Page not found", "{path}");
-        assert_eq!(texts(&doc, "header nav a"), vec!["Home"], "{path}");
+        assert_eq!(
+            texts(&doc, "header nav a"),
+            vec!["Home", "Shop", "Categories"],
+            "{path}"
+        );
         assert_eq!(count(&doc, "footer.site-footer"), 1, "{path}");
     }
 }
@@ -172,7 +179,10 @@ async fn when_the_database_goes_away_healthz_and_pages_answer_503_without_intern
     let text = body(response).await;
     let doc = html(&text);
     assert_eq!(heading(&doc), "Temporarily unavailable");
-    assert_eq!(texts(&doc, "header nav a"), vec!["Home"]);
+    assert_eq!(
+        texts(&doc, "header nav a"),
+        vec!["Home", "Shop", "Categories"]
+    );
     for leak in ["127.0.0.1", "ServerSelection", "error", "Kind"] {
         assert!(
             !doc.root_element().text().collect::<String>().contains(leak),

@@ -34,7 +34,10 @@ async fn a_post_without_a_csrf_token_gets_the_403_page() {
     assert!(texts(&doc, "main p")
         .iter()
         .any(|p| p.contains("did not come from this site")));
-    assert_eq!(texts(&doc, "header nav a"), vec!["Home"]);
+    assert_eq!(
+        texts(&doc, "header nav a"),
+        vec!["Home", "Shop", "Categories"]
+    );
 }
 
 #[tokio::test]
@@ -193,5 +196,8 @@ async fn an_oversized_form_gets_the_400_page() {
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     let doc = html(&body(response).await);
     assert_eq!(heading(&doc), "Bad request");
-    assert_eq!(texts(&doc, "header nav a"), vec!["Home"]);
+    assert_eq!(
+        texts(&doc, "header nav a"),
+        vec!["Home", "Shop", "Categories"]
+    );
 }

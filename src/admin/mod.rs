@@ -1,6 +1,8 @@
 //! The admin section under `/admin`, behind HTTP Basic auth (see `web::basic_auth`).
 
+pub mod categories;
 pub mod dashboard;
+pub mod products;
 
 use actix_web::middleware::from_fn;
 use actix_web::{web, Scope};
@@ -24,4 +26,25 @@ pub fn scope() -> Scope<
         .route("/", read().to(dashboard::show))
         // A resource (not `.route`) so a GET here is 405 rather than 404.
         .service(web::resource("/seed").post(dashboard::seed_demo_data))
+        .route("/products", read().to(products::index))
+        .service(
+            web::resource("/products/new")
+                .route(read().to(products::new))
+                .post(products::create),
+        )
+        .service(
+            web::resource("/products/{id}/edit")
+                .route(read().to(products::edit))
+                .post(products::update),
+        )
+        .service(web::resource("/products/{id}/stock").post(products::adjust_stock))
+        .service(web::resource("/products/{id}/photos").post(products::upload_photo))
+        .service(
+            web::resource("/categories")
+                .route(read().to(categories::index))
+                .post(categories::add),
+        )
+        .service(web::resource("/categories/{id}/rename").post(categories::rename))
+        .service(web::resource("/categories/{id}/move").post(categories::move_category))
+        .service(web::resource("/categories/{id}/delete").post(categories::delete))
 }

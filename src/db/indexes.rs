@@ -3,13 +3,19 @@
 
 use mongodb::IndexModel;
 
+use crate::catalog;
 use crate::db::{Db, DbError};
 
 /// `(collection, indexes)`. Each feature adds the indexes backing its queries here, with a test
-/// that `explain`s the query. The foundation's only collection, `settings`, is read by `_id`,
-/// which MongoDB always indexes, so the plan is empty for now.
+/// that `explain`s the query. `settings` is read by `_id`, which MongoDB always indexes.
 pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
-    Vec::new()
+    vec![
+        (catalog::products::COLLECTION, catalog::products::indexes()),
+        (
+            catalog::categories::COLLECTION,
+            catalog::categories::indexes(),
+        ),
+    ]
 }
 
 /// Create every index in [`index_plan`]; safe to run on every start.

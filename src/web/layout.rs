@@ -12,10 +12,18 @@ use crate::web::{assets, csrf};
 
 /// The public site's areas, in header order. Feature issues add theirs (shop, categories, blog,
 /// gallery) as they arrive.
-const PUBLIC_AREAS: &[(&str, &str)] = &[("/", "Home")];
+const PUBLIC_AREAS: &[(&str, &str)] = &[
+    ("/", "Home"),
+    ("/products", "Shop"),
+    ("/categories", "Categories"),
+];
 
 /// The admin section's screens.
-const ADMIN_AREAS: &[(&str, &str)] = &[("/admin", "Dashboard")];
+const ADMIN_AREAS: &[(&str, &str)] = &[
+    ("/admin", "Dashboard"),
+    ("/admin/products", "Products"),
+    ("/admin/categories", "Categories"),
+];
 
 pub struct NavLink {
     pub href: &'static str,
@@ -82,13 +90,20 @@ impl Layout {
 }
 
 fn nav_links(areas: &[(&'static str, &'static str)], path: &str) -> Vec<NavLink> {
+    // "/" is current only on the home page; other areas also own their sub-paths, and the
+    // longest matching area wins (/admin/products is Products, not Dashboard).
+    let owns = |href: &str| path == href || (href != "/" && path.starts_with(&format!("{href}/")));
+    let current = areas
+        .iter()
+        .map(|(href, _)| *href)
+        .filter(|href| owns(href))
+        .max_by_key(|href| href.len());
     areas
         .iter()
         .map(|(href, label)| NavLink {
             href,
             label,
-            // "/" is current only on the home page; other areas also own their sub-paths.
-            current: path == *href || (*href != "/" && path.starts_with(&format!("{href}/"))),
+            current: current == Some(*href),
         })
         .collect()
 }

@@ -1,0 +1,171 @@
+//! Load benchmark for the storefront catalog: the product list, a category page and a product
+//! page, with 10 000 products on in-memory docstore, 64 concurrent connections.
+//!
+//! `cargo bench -p bazaar --bench catalog_load` (BENCH_SECONDS, BENCH_PRODUCTS and
+//! BENCH_CONNECTIONS override the defaults). Prints requests/s and latency percentiles.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bazaar::config::Settings;
+use bazaar::startup::{Application, OpenDatabase};
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Chooses the path of the i-th request.
+type PickUrl = Arc<dyn Fn(u64) -> String + Send + Sync>;
+
+struct Outcome {
+    requests: u64,
+    errors: u64,
+    elapsed: Duration,
+    latencies_us: Vec<u64>,
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)] as f64 / 1000.0
+}
+
+/// Hit the URLs `pick` chooses from `connections` concurrent clients for `duration`.
+async fn run_load(base: &str, connections: u64, duration: Duration, pick: PickUrl) -> Outcome {
+    let started = Instant::now();
+    let deadline = started + duration;
+    let mut tasks = Vec::new();
+    for c in 0..connections {
+        // One client per connection: each keeps its own keep-alive connection, like a browser.
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(1)
+            .build()
+            .expect("client");
+        let base = base.to_string();
+        let pick = Arc::clone(&pick);
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut errors = 0u64;
+            let mut i = c * 7919;
+            while Instant::now() < deadline {
+                let url = format!("{base}{}", pick(i));
+                i += 1;
+                let t = Instant::now();
+                match client.get(&url).send().await {
+                    Ok(r) if r.status().is_success() => {
+                        let _ = r.bytes().await;
+                        latencies.push(t.elapsed().as_micros() as u64);
+                    }
+                    _ => errors += 1,
+                }
+            }
+            (latencies, errors)
+        }));
+    }
+    let mut latencies_us = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        if let Ok((l, e)) = t.await {
+            latencies_us.extend(l);
+            errors += e;
+        }
+    }
+    let elapsed = started.elapsed();
+    latencies_us.sort_unstable();
+    Outcome {
+        requests: latencies_us.len() as u64,
+        errors,
+        elapsed,
+        latencies_us,
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(bench())
+}
+
+async fn bench() -> anyhow::Result<()> {
+    let products = env_or("BENCH_PRODUCTS", 10_000);
+    let connections = env_or("BENCH_CONNECTIONS", 64);
+    let seconds = env_or("BENCH_SECONDS", 10);
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let settings = Settings::load(
+        Some(&root.join("config.toml")),
+        vec![
+            ("BAZAAR_DATABASE__URI".to_string(), "memory".to_string()),
+            ("BAZAAR_SERVER__HOST".to_string(), "127.0.0.1".to_string()),
+            ("BAZAAR_SERVER__PORT".to_string(), "0".to_string()),
+            ("BAZAAR_LOG__LEVEL".to_string(), "error".to_string()),
+        ],
+    )?;
+    bazaar::telemetry::init("error");
+    let database = OpenDatabase::open(&settings).await?;
+    bazaar::db::indexes::ensure_indexes(&database.db).await?;
+    bazaar::seed::run(&database.db).await?;
+    let seeding = Instant::now();
+    let demo = 36;
+    let added = bazaar::catalog::demo::seed_bulk(&database.db, products.saturating_sub(demo))
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    println!(
+        "catalog: {} products ({added} generated in {:.1} s), {connections} connections, {seconds} s per page",
+        added + demo,
+        seeding.elapsed().as_secs_f64()
+    );
+    let app = Application::build_with_database(settings, database)
+        .await
+        .map_err(|(e, _)| e)?;
+    let base = format!("http://127.0.0.1:{}", app.port());
+    let handle = app.server_handle();
+    let server = tokio::spawn(app.run_until_stopped());
+
+    let pages = (products / 12).max(1);
+    let cases: Vec<(&str, PickUrl)> = vec![
+        (
+            "product list (/products?page=N, newest)",
+            Arc::new(move |i| format!("/products?page={}", 1 + i % pages.min(50))),
+        ),
+        (
+            "category page (/categories/jazz?page=N)",
+            Arc::new(|i| format!("/categories/jazz?page={}", 1 + i % 20)),
+        ),
+        (
+            "product page (/products/{slug})",
+            Arc::new(move |i| {
+                let edition = 1 + i % (products / 36).max(1);
+                format!("/products/kind-of-blue-edition-{edition}")
+            }),
+        ),
+    ];
+    println!("| page | requests/s | p50 ms | p99 ms | errors |");
+    println!("|---|---|---|---|---|");
+    for (name, pick) in cases {
+        // Warm up caches and connections first.
+        run_load(
+            &base,
+            connections,
+            Duration::from_secs(1),
+            Arc::clone(&pick),
+        )
+        .await;
+        let o = run_load(&base, connections, Duration::from_secs(seconds), pick).await;
+        println!(
+            "| {name} | {:.0} | {:.1} | {:.1} | {} |",
+            o.requests as f64 / o.elapsed.as_secs_f64(),
+            percentile(&o.latencies_us, 50.0),
+            percentile(&o.latencies_us, 99.0),
+            o.errors
+        );
+    }
+    handle.stop(true).await;
+    let _ = server.await;
+    Ok(())
+}

@@ -1,0 +1,292 @@
+//! Admin categories: the tree with add, move, rename and delete. Refusals (a cycle, a slug in
+//! use, a category that still has children or products) come back as messages, never a 500.
+
+use std::collections::HashMap;
+
+use actix_session::SessionExt;
+use actix_web::http::{header, StatusCode};
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use bson::oid::ObjectId;
+
+use crate::catalog::categories::{self, TreeEntry};
+use crate::catalog::{is_valid_slug, slugify, CatalogError};
+use crate::startup::AppState;
+use crate::web::errors::AppError;
+use crate::web::flash::{self, Level};
+use crate::web::layout::{html_response, Layout};
+
+const MAX_NAME: usize = 100;
+
+/// A possible new parent in the move picker.
+pub struct ParentOption {
+    pub id: String,
+    pub label: String,
+}
+
+#[derive(Template)]
+#[template(path = "admin/categories.html")]
+pub struct CategoriesPage {
+    pub layout: Layout,
+    pub tree: Vec<TreeEntry>,
+    pub parents: Vec<ParentOption>,
+    /// The add form's values and errors.
+    pub name: String,
+    pub slug: String,
+    pub parent: String,
+    pub errors: HashMap<&'static str, String>,
+}
+
+impl CategoriesPage {
+    pub fn error(&self, field: &str) -> Option<&String> {
+        self.errors.get(field)
+    }
+
+    /// Where `entry` may move: anywhere but itself and its own descendants.
+    pub fn move_targets(&self, entry: &TreeEntry) -> Vec<&ParentOption> {
+        let id = entry.category.id;
+        let below: Vec<String> = self
+            .tree
+            .iter()
+            .filter(|e| e.category.id == id || e.category.ancestors.iter().any(|a| a.id == id))
+            .map(|e| e.category.id.to_hex())
+            .collect();
+        self.parents
+            .iter()
+            .filter(|p| !below.contains(&p.id))
+            .collect()
+    }
+
+    pub fn parent_of(&self, entry: &TreeEntry) -> String {
+        entry
+            .category
+            .parent
+            .map(|p| p.to_hex())
+            .unwrap_or_default()
+    }
+}
+
+#[derive(serde::Deserialize)]
+pub struct CategoryForm {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub slug: String,
+    #[serde(default)]
+    pub parent: String,
+}
+
+async fn page(
+    req: &HttpRequest,
+    state: &AppState,
+    form: CategoryForm,
+    errors: HashMap<&'static str, String>,
+) -> Result<CategoriesPage, AppError> {
+    let tree = categories::tree_order(categories::all(&state.db).await?);
+    let parents = tree
+        .iter()
+        .map(|e| ParentOption {
+            id: e.category.id.to_hex(),
+            label: e.category.path_label(),
+        })
+        .collect();
+    Ok(CategoriesPage {
+        layout: Layout::admin(req),
+        tree,
+        parents,
+        name: form.name,
+        slug: form.slug,
+        parent: form.parent,
+        errors,
+    })
+}
+
+fn respond(status: StatusCode, page: &CategoriesPage) -> Result<HttpResponse, AppError> {
+    let html = page
+        .render()
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
+    Ok(html_response(status, html))
+}
+
+fn back() -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, "/admin/categories"))
+        .finish()
+}
+
+fn parse_id(id: &str) -> Result<ObjectId, AppError> {
+    ObjectId::parse_str(id).map_err(|_| AppError::NotFound)
+}
+
+/// An optional parent from a form: empty means the top level.
+fn parse_parent(value: &str) -> Result<Option<ObjectId>, ()> {
+    match value.trim() {
+        "" => Ok(None),
+        v => ObjectId::parse_str(v).map(Some).map_err(|_| ()),
+    }
+}
+
+/// Check a name and slug (an empty slug is made from the name).
+fn name_and_slug(
+    form: &CategoryForm,
+    errors: &mut HashMap<&'static str, String>,
+) -> (String, String) {
+    let name = form.name.trim().to_string();
+    if name.is_empty() || name.chars().count() > MAX_NAME {
+        errors.insert(
+            "name",
+            format!("Enter a name of at most {MAX_NAME} characters."),
+        );
+    }
+    let slug = match form.slug.trim() {
+        "" => slugify(&name),
+        s => s.to_string(),
+    };
+    if !is_valid_slug(&slug) {
+        errors.insert(
+            "slug",
+            "Use lowercase letters, digits and single dashes, e.g. modal-jazz.".to_string(),
+        );
+    }
+    (name, slug)
+}
+
+fn refusal(e: CatalogError) -> Result<String, AppError> {
+    Ok(match e {
+        CatalogError::SlugTaken => "Another category already uses that slug.".to_string(),
+        CatalogError::Cycle => {
+            "A category cannot be moved under itself or one of its own subcategories.".to_string()
+        }
+        CatalogError::HasChildren(n) => {
+            format!("This category still has {n} subcategories: move or delete them first.")
+        }
+        CatalogError::HasProducts(n) => {
+            format!("{n} products are filed under this category: file them elsewhere first.")
+        }
+        CatalogError::NotFound => "That category no longer exists.".to_string(),
+        other => return Err(other.into()),
+    })
+}
+
+/// `GET /admin/categories`
+pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
+    let form = CategoryForm {
+        name: String::new(),
+        slug: String::new(),
+        parent: String::new(),
+    };
+    let page = page(&req, &state, form, HashMap::new()).await?;
+    respond(StatusCode::OK, &page)
+}
+
+/// `POST /admin/categories`: add a category.
+pub async fn add(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    form: web::Form<CategoryForm>,
+) -> Result<HttpResponse, AppError> {
+    let form = form.into_inner();
+    let mut errors = HashMap::new();
+    let (name, slug) = name_and_slug(&form, &mut errors);
+    let parent = parse_parent(&form.parent).unwrap_or_else(|()| {
+        errors.insert("parent", "Choose a parent from the list.".to_string());
+        None
+    });
+    if errors.is_empty() {
+        match categories::add(&state.db, &name, &slug, parent).await {
+            Ok(c) => {
+                flash::push(
+                    &req.get_session(),
+                    Level::Success,
+                    format!("Added “{}”.", c.name),
+                );
+                return Ok(back());
+            }
+            Err(CatalogError::SlugTaken) => {
+                errors.insert(
+                    "slug",
+                    "Another category already uses this slug.".to_string(),
+                );
+            }
+            Err(CatalogError::NotFound) => {
+                errors.insert("parent", "That parent no longer exists.".to_string());
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let page = page(&req, &state, form, errors).await?;
+    respond(StatusCode::UNPROCESSABLE_ENTITY, &page)
+}
+
+/// `POST /admin/categories/{id}/rename`
+pub async fn rename(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    form: web::Form<CategoryForm>,
+) -> Result<HttpResponse, AppError> {
+    let id = parse_id(&id)?;
+    let mut errors = HashMap::new();
+    let (name, slug) = name_and_slug(&form, &mut errors);
+    let session = req.get_session();
+    if let Some(message) = errors.values().next() {
+        flash::push(&session, Level::Error, format!("Not renamed: {message}"));
+        return Ok(back());
+    }
+    match categories::rename(&state.db, id, &name, &slug).await {
+        Ok(()) => flash::push(&session, Level::Success, format!("Renamed to “{name}”.")),
+        Err(e) => flash::push(
+            &session,
+            Level::Error,
+            format!("Not renamed: {}", refusal(e)?),
+        ),
+    }
+    Ok(back())
+}
+
+/// `POST /admin/categories/{id}/move`
+pub async fn move_category(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    form: web::Form<CategoryForm>,
+) -> Result<HttpResponse, AppError> {
+    let id = parse_id(&id)?;
+    let session = req.get_session();
+    let Ok(parent) = parse_parent(&form.parent) else {
+        flash::push(
+            &session,
+            Level::Error,
+            "Not moved: choose a parent from the list.",
+        );
+        return Ok(back());
+    };
+    match categories::move_to(&state.db, id, parent).await {
+        Ok(()) => flash::push(&session, Level::Success, "Moved."),
+        Err(e) => flash::push(
+            &session,
+            Level::Error,
+            format!("Not moved: {}", refusal(e)?),
+        ),
+    }
+    Ok(back())
+}
+
+/// `POST /admin/categories/{id}/delete`
+pub async fn delete(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let id = parse_id(&id)?;
+    let session = req.get_session();
+    match categories::delete(&state.db, id).await {
+        Ok(()) => flash::push(&session, Level::Success, "Deleted."),
+        Err(e) => flash::push(
+            &session,
+            Level::Error,
+            format!("Not deleted: {}", refusal(e)?),
+        ),
+    }
+    Ok(back())
+}

@@ -1,0 +1,795 @@
+//! Admin products: the list with search, create and edit forms with each type's own fields,
+//! and stock adjustment.
+
+use std::collections::HashMap;
+
+use actix_session::SessionExt;
+use actix_web::http::{header, StatusCode};
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use bson::doc;
+use bson::oid::ObjectId;
+use futures::{StreamExt, TryStreamExt};
+
+use crate::catalog::categories::{self, TreeEntry};
+use crate::catalog::demo::date;
+use crate::catalog::listing::{parse_dollars, title_prefix};
+use crate::catalog::products::{
+    self, AlbumDetails, BookDetails, Details, Dimensions, FilmDetails, NewProduct, Product,
+    ProductType, Shipping,
+};
+use crate::catalog::{is_valid_slug, slugify, CatalogError};
+use crate::media;
+use crate::startup::AppState;
+use crate::web::errors::AppError;
+use crate::web::flash::{self, Level};
+use crate::web::layout::{html_response, render, Layout};
+
+/// Rows on the admin product list.
+const LIST_LIMIT: i64 = 50;
+const MAX_TEXT: usize = 200;
+const MAX_DESCRIPTION: usize = 5_000;
+
+#[derive(Template)]
+#[template(path = "admin/products/list.html")]
+pub struct ProductListPage {
+    pub layout: Layout,
+    pub search: String,
+    pub products: Vec<Product>,
+    pub total: u64,
+}
+
+impl ProductListPage {
+    pub fn types(&self) -> [ProductType; 3] {
+        ProductType::ALL
+    }
+}
+
+/// One input of the product form, with what was entered and what is wrong with it.
+pub struct FieldView {
+    pub name: &'static str,
+    pub label: &'static str,
+    pub hint: &'static str,
+    pub input: &'static str,
+    pub value: String,
+    pub error: Option<String>,
+}
+
+/// A category the product can be filed under, for the picker.
+pub struct CategoryOption {
+    pub id: String,
+    pub label: String,
+    pub selected: bool,
+}
+
+#[derive(Template)]
+#[template(path = "admin/products/form.html")]
+pub struct ProductFormPage {
+    pub layout: Layout,
+    pub kind: ProductType,
+    /// `None` when creating.
+    pub product: Option<Product>,
+    pub action: String,
+    pub fields: Vec<FieldView>,
+    pub categories: Vec<CategoryOption>,
+    pub categories_error: Option<String>,
+    pub form_error: Option<String>,
+    featured: bool,
+}
+
+impl ProductFormPage {
+    pub fn featured(&self) -> bool {
+        self.featured
+    }
+
+    /// Units held in shoppers' carts right now.
+    pub fn in_carts(&self) -> i64 {
+        self.product
+            .as_ref()
+            .map_or(0, |p| p.carted.iter().map(|c| c.qty).sum())
+    }
+}
+
+/// `(name, label, hint, input type)` of the fields every product has.
+const COMMON_FIELDS: &[(&str, &str, &str, &str)] = &[
+    ("title", "Title", "", "text"),
+    (
+        "slug",
+        "Slug",
+        "Lowercase words joined by dashes; empty: made from the title.",
+        "text",
+    ),
+    ("sku", "SKU", "", "text"),
+    ("description", "Description", "", "textarea"),
+    ("list_price", "List price ($)", "", "text"),
+    (
+        "retail_price",
+        "Retail price ($)",
+        "Savings are worked out from the two prices.",
+        "text",
+    ),
+];
+
+fn type_fields(
+    kind: ProductType,
+) -> &'static [(&'static str, &'static str, &'static str, &'static str)] {
+    match kind {
+        ProductType::Album => &[
+            ("artist", "Artist", "", "text"),
+            ("label", "Label", "", "text"),
+            ("issue_date", "Release date", "YYYY-MM-DD", "date"),
+            ("genre", "Genres", "Separated by commas.", "text"),
+            ("tracks", "Track list", "One track per line.", "textarea"),
+        ],
+        ProductType::Film => &[
+            ("director", "Directors", "Separated by commas.", "text"),
+            ("writer", "Writers", "Separated by commas.", "text"),
+            ("actor", "Cast", "Separated by commas.", "text"),
+            ("genre", "Genres", "Separated by commas.", "text"),
+            ("issue_date", "Release date", "YYYY-MM-DD", "date"),
+            ("rating", "Rating", "", "text"),
+            ("aspect_ratio", "Aspect ratio", "", "text"),
+            ("runtime", "Running time (minutes)", "", "number"),
+        ],
+        ProductType::Book => &[
+            ("author", "Authors", "Separated by commas.", "text"),
+            ("publisher", "Publisher", "", "text"),
+            ("pages", "Pages", "", "number"),
+            ("isbn", "ISBN", "", "text"),
+            ("issue_date", "Publication date", "YYYY-MM-DD", "date"),
+            ("genre", "Genres", "Separated by commas.", "text"),
+        ],
+    }
+}
+
+/// What the form posted, by field; `categories` may repeat.
+struct Submitted {
+    values: HashMap<String, String>,
+    categories: Vec<String>,
+}
+
+impl Submitted {
+    fn from_pairs(pairs: Vec<(String, String)>) -> Submitted {
+        let mut values = HashMap::new();
+        let mut categories = Vec::new();
+        for (k, v) in pairs {
+            if k == "categories" {
+                categories.push(v);
+            } else {
+                values.insert(k, v);
+            }
+        }
+        Submitted { values, categories }
+    }
+
+    fn get(&self, name: &str) -> &str {
+        self.values.get(name).map_or("", |v| v.trim())
+    }
+}
+
+/// Errors by field name, shown next to their inputs.
+#[derive(Default)]
+struct FieldErrors(HashMap<&'static str, String>);
+
+impl FieldErrors {
+    fn add(&mut self, field: &'static str, message: impl Into<String>) {
+        self.0.entry(field).or_insert_with(|| message.into());
+    }
+}
+
+fn list(value: &str, separator: char) -> Vec<String> {
+    value
+        .split(separator)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn parse_date(value: &str) -> Option<bson::DateTime> {
+    let mut parts = value.split('-');
+    let y: i32 = parts.next()?.parse().ok()?;
+    let m: u32 = parts.next()?.parse().ok()?;
+    let d: u32 = parts.next()?.parse().ok()?;
+    if parts.next().is_some() || !(1000..=9999).contains(&y) || !(1..=12).contains(&m) {
+        return None;
+    }
+    let days_in_month = match m {
+        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
+        2 => 28,
+        4 | 6 | 9 | 11 => 30,
+        _ => 31,
+    };
+    (1..=days_in_month).contains(&d).then(|| date(y, m, d))
+}
+
+/// Check and convert a submitted form; field errors say what to fix.
+fn parse_product(
+    kind: ProductType,
+    form: &Submitted,
+    creating: bool,
+) -> Result<NewProduct, FieldErrors> {
+    let mut errors = FieldErrors::default();
+    for (name, label, _, _) in COMMON_FIELDS.iter().chain(type_fields(kind)) {
+        let value = form.get(name);
+        let limit = if *name == "description" || *name == "tracks" {
+            MAX_DESCRIPTION
+        } else {
+            MAX_TEXT
+        };
+        if value.chars().count() > limit {
+            errors.add(
+                name,
+                format!("{label} is too long (at most {limit} characters)."),
+            );
+        }
+    }
+    let title = form.get("title").to_string();
+    if title.is_empty() {
+        errors.add("title", "Enter a title.");
+    }
+    let slug = match form.get("slug") {
+        "" => slugify(&title),
+        s => s.to_string(),
+    };
+    if !is_valid_slug(&slug) {
+        errors.add(
+            "slug",
+            "Use lowercase letters, digits and single dashes, e.g. kind-of-blue.",
+        );
+    }
+    let sku = form.get("sku").to_string();
+    if sku.is_empty()
+        || sku.len() > 40
+        || !sku.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+    {
+        errors.add("sku", "Enter a SKU of letters, digits and dashes.");
+    }
+    let mut price = |name: &'static str| match parse_dollars(form.get(name)) {
+        Some(cents) if cents <= 100_000_000 => cents,
+        _ => {
+            errors.add(name, "Enter a price in dollars, e.g. 12.99.");
+            0
+        }
+    };
+    let list_cents = price("list_price");
+    let retail_cents = price("retail_price");
+    if retail_cents > list_cents {
+        errors.add(
+            "retail_price",
+            "The retail price cannot be above the list price.",
+        );
+    }
+    let qty = if creating {
+        match form.get("qty").parse::<i64>() {
+            Ok(n) if (0..=1_000_000).contains(&n) => n,
+            _ => {
+                errors.add("qty", "Enter the units in stock (0 or more).");
+                0
+            }
+        }
+    } else {
+        0
+    };
+    let mut categories = Vec::new();
+    for id in &form.categories {
+        match ObjectId::parse_str(id) {
+            Ok(id) => categories.push(id),
+            Err(_) => errors.add("categories", "Choose categories from the list."),
+        }
+    }
+    let issue_date = parse_date(form.get("issue_date")).unwrap_or_else(|| {
+        errors.add("issue_date", "Enter a date as YYYY-MM-DD.");
+        bson::DateTime::from_millis(0)
+    });
+    let genre = list(form.get("genre"), ',');
+    let mut required = |name: &'static str, what: &str| {
+        let v = form.get(name).to_string();
+        if v.is_empty() {
+            errors.add(name, format!("Enter {what}."));
+        }
+        v
+    };
+    let details = match kind {
+        ProductType::Album => {
+            let artist = required("artist", "the artist");
+            let label = required("label", "the label");
+            Details::Album(AlbumDetails {
+                title: title.clone(),
+                artist,
+                genre,
+                tracks: list(form.get("tracks"), '\n'),
+                issue_date,
+                label,
+            })
+        }
+        ProductType::Film => {
+            let rating = form.get("rating").to_string();
+            let aspect_ratio = form.get("aspect_ratio").to_string();
+            let runtime = match form.get("runtime").parse::<i32>() {
+                Ok(n) if (1..=10_000).contains(&n) => n,
+                _ => {
+                    errors.add("runtime", "Enter the running time in minutes.");
+                    0
+                }
+            };
+            let director = list(form.get("director"), ',');
+            if director.is_empty() {
+                errors.add("director", "Enter at least one director.");
+            }
+            Details::Film(FilmDetails {
+                title: title.clone(),
+                director,
+                writer: list(form.get("writer"), ','),
+                actor: list(form.get("actor"), ','),
+                genre,
+                issue_date,
+                rating,
+                aspect_ratio,
+                runtime,
+            })
+        }
+        ProductType::Book => {
+            let publisher = required("publisher", "the publisher");
+            let pages = match form.get("pages").parse::<i32>() {
+                Ok(n) if (1..=100_000).contains(&n) => n,
+                _ => {
+                    errors.add("pages", "Enter the number of pages.");
+                    0
+                }
+            };
+            let author = list(form.get("author"), ',');
+            if author.is_empty() {
+                errors.add("author", "Enter at least one author.");
+            }
+            Details::Book(BookDetails {
+                author,
+                publisher,
+                pages,
+                isbn: form.get("isbn").to_string(),
+                issue_date,
+                genre,
+            })
+        }
+    };
+    if !errors.0.is_empty() {
+        return Err(errors);
+    }
+    Ok(NewProduct {
+        sku,
+        slug,
+        title,
+        description: form.get("description").to_string(),
+        list_cents,
+        retail_cents,
+        categories,
+        details,
+        qty,
+        featured: form.get("featured") == "1",
+        shipping: Shipping {
+            weight: 0,
+            dimensions: Dimensions::default(),
+        },
+    })
+}
+
+fn cents_input(cents: i64) -> String {
+    format!("{}.{:02}", cents / 100, cents % 100)
+}
+
+/// The form's values for an existing product.
+fn values_of(product: &Product) -> HashMap<String, String> {
+    let mut v: HashMap<String, String> = HashMap::new();
+    v.insert("title".into(), product.title.clone());
+    v.insert("slug".into(), product.slug.clone());
+    v.insert("sku".into(), product.sku.clone());
+    v.insert("description".into(), product.description.clone());
+    v.insert("list_price".into(), cents_input(product.pricing.list));
+    v.insert("retail_price".into(), cents_input(product.pricing.retail));
+    if product.featured {
+        v.insert("featured".into(), "1".into());
+    }
+    let day = |d: &bson::DateTime| d.to_chrono().format("%Y-%m-%d").to_string();
+    match product.details() {
+        Some(Details::Album(d)) => {
+            v.insert("artist".into(), d.artist);
+            v.insert("label".into(), d.label);
+            v.insert("issue_date".into(), day(&d.issue_date));
+            v.insert("genre".into(), d.genre.join(", "));
+            v.insert("tracks".into(), d.tracks.join("\n"));
+        }
+        Some(Details::Film(d)) => {
+            v.insert("director".into(), d.director.join(", "));
+            v.insert("writer".into(), d.writer.join(", "));
+            v.insert("actor".into(), d.actor.join(", "));
+            v.insert("genre".into(), d.genre.join(", "));
+            v.insert("issue_date".into(), day(&d.issue_date));
+            v.insert("rating".into(), d.rating);
+            v.insert("aspect_ratio".into(), d.aspect_ratio);
+            v.insert("runtime".into(), d.runtime.to_string());
+        }
+        Some(Details::Book(d)) => {
+            v.insert("author".into(), d.author.join(", "));
+            v.insert("publisher".into(), d.publisher);
+            v.insert("pages".into(), d.pages.to_string());
+            v.insert("isbn".into(), d.isbn);
+            v.insert("issue_date".into(), day(&d.issue_date));
+            v.insert("genre".into(), d.genre.join(", "));
+        }
+        None => {}
+    }
+    v
+}
+
+struct FormInput<'a> {
+    kind: ProductType,
+    product: Option<Product>,
+    values: &'a HashMap<String, String>,
+    selected: &'a [String],
+    errors: &'a FieldErrors,
+    form_error: Option<String>,
+}
+
+async fn form_page(
+    req: &HttpRequest,
+    state: &AppState,
+    input: FormInput<'_>,
+) -> Result<ProductFormPage, AppError> {
+    let mut specs: Vec<&(&str, &str, &str, &str)> = COMMON_FIELDS.iter().collect();
+    let qty_field = ("qty", "Units in stock", "", "number");
+    if input.product.is_none() {
+        specs.push(&qty_field);
+    }
+    specs.extend(type_fields(input.kind));
+    let fields = specs
+        .into_iter()
+        .map(|(name, label, hint, kind)| FieldView {
+            name,
+            label,
+            hint,
+            input: kind,
+            value: input.values.get(*name).cloned().unwrap_or_default(),
+            error: input.errors.0.get(name).cloned(),
+        })
+        .collect();
+    let tree: Vec<TreeEntry> = categories::tree_order(categories::all(&state.db).await?);
+    let categories = tree
+        .into_iter()
+        .map(|e| {
+            let id = e.category.id.to_hex();
+            CategoryOption {
+                selected: input.selected.contains(&id),
+                label: e.category.path_label(),
+                id,
+            }
+        })
+        .collect();
+    let action = match &input.product {
+        Some(p) => format!("/admin/products/{}/edit", p.id.to_hex()),
+        None => format!("/admin/products/new?type={}", input.kind.as_str()),
+    };
+    Ok(ProductFormPage {
+        layout: Layout::admin(req),
+        kind: input.kind,
+        product: input.product,
+        action,
+        fields,
+        categories,
+        categories_error: input.errors.0.get("categories").cloned(),
+        featured: input.values.get("featured").is_some_and(|v| v == "1"),
+        form_error: input.form_error,
+    })
+}
+
+fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location))
+        .finish()
+}
+
+fn parse_id(id: &str) -> Result<ObjectId, AppError> {
+    ObjectId::parse_str(id).map_err(|_| AppError::NotFound)
+}
+
+/// `GET /admin/products?q=`: by title prefix or exact SKU.
+pub async fn index(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    params: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, AppError> {
+    let search: String = params
+        .get("q")
+        .map(|q| q.trim().chars().take(100).collect())
+        .unwrap_or_default();
+    let filter = if search.is_empty() {
+        doc! {}
+    } else {
+        doc! { "$or": [ { "sku": &search }, { "search_title": title_prefix(&search) } ] }
+    };
+    let collection = products::collection(&state.db);
+    let total = collection
+        .count_documents(filter.clone())
+        .await
+        .map_err(crate::db::DbError::from)?;
+    let products: Vec<Product> = collection
+        .find(filter)
+        .sort(doc! { "search_title": 1, "_id": 1 })
+        .limit(LIST_LIMIT)
+        .await
+        .map_err(crate::db::DbError::from)?
+        .try_collect()
+        .await
+        .map_err(crate::db::DbError::from)?;
+    render(&ProductListPage {
+        layout: Layout::admin(&req),
+        search,
+        products,
+        total,
+    })
+}
+
+fn kind_param(params: &HashMap<String, String>) -> Result<ProductType, AppError> {
+    params
+        .get("type")
+        .and_then(|t| ProductType::parse(t))
+        .ok_or_else(|| AppError::BadRequest("Choose a product type: album, film or book.".into()))
+}
+
+/// `GET /admin/products/new?type=album`
+pub async fn new(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    params: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, AppError> {
+    let kind = kind_param(&params)?;
+    let mut values = HashMap::new();
+    values.insert("qty".to_string(), "0".to_string());
+    let page = form_page(
+        &req,
+        &state,
+        FormInput {
+            kind,
+            product: None,
+            values: &values,
+            selected: &[],
+            errors: &FieldErrors::default(),
+            form_error: None,
+        },
+    )
+    .await?;
+    render(&page)
+}
+
+/// Re-show a form with its errors (422).
+async fn invalid(
+    req: &HttpRequest,
+    state: &AppState,
+    input: FormInput<'_>,
+) -> Result<HttpResponse, AppError> {
+    let page = form_page(req, state, input).await?;
+    let html = page
+        .render()
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
+    Ok(html_response(StatusCode::UNPROCESSABLE_ENTITY, html))
+}
+
+/// A duplicate slug or SKU becomes an error next to that field.
+fn duplicate_error(e: CatalogError) -> Result<FieldErrors, AppError> {
+    let mut errors = FieldErrors::default();
+    match e {
+        CatalogError::SlugTaken => errors.add("slug", "Another product already uses this slug."),
+        CatalogError::SkuTaken => errors.add("sku", "Another product already uses this SKU."),
+        other => return Err(other.into()),
+    }
+    Ok(errors)
+}
+
+/// `POST /admin/products/new?type=album`
+pub async fn create(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    params: web::Query<HashMap<String, String>>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    let kind = kind_param(&params)?;
+    let form = Submitted::from_pairs(form.into_inner());
+    let errors = match parse_product(kind, &form, true) {
+        Ok(new) => match products::create(&state.db, new).await {
+            Ok(product) => {
+                flash::push(
+                    &req.get_session(),
+                    Level::Success,
+                    format!("Added “{}”.", product.title),
+                );
+                return Ok(see_other(&format!(
+                    "/admin/products/{}/edit",
+                    product.id.to_hex()
+                )));
+            }
+            Err(e) => duplicate_error(e)?,
+        },
+        Err(errors) => errors,
+    };
+    invalid(
+        &req,
+        &state,
+        FormInput {
+            kind,
+            product: None,
+            values: &form.values,
+            selected: &form.categories,
+            errors: &errors,
+            form_error: Some("The product was not saved: correct the fields marked below.".into()),
+        },
+    )
+    .await
+}
+
+/// `GET /admin/products/{id}/edit`
+pub async fn edit(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let product = products::by_id(&state.db, parse_id(&id)?)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let values = values_of(&product);
+    let selected: Vec<String> = product.categories.iter().map(|c| c.to_hex()).collect();
+    let page = form_page(
+        &req,
+        &state,
+        FormInput {
+            kind: product.kind,
+            product: Some(product),
+            values: &values,
+            selected: &selected,
+            errors: &FieldErrors::default(),
+            form_error: None,
+        },
+    )
+    .await?;
+    render(&page)
+}
+
+/// `POST /admin/products/{id}/edit`
+pub async fn update(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    let product = products::by_id(&state.db, parse_id(&id)?)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let form = Submitted::from_pairs(form.into_inner());
+    let errors = match parse_product(product.kind, &form, false) {
+        Ok(edit) => match products::update(&state.db, product.id, edit).await {
+            Ok(()) => {
+                flash::push(&req.get_session(), Level::Success, "Saved.");
+                return Ok(see_other(&format!(
+                    "/admin/products/{}/edit",
+                    product.id.to_hex()
+                )));
+            }
+            Err(e) => duplicate_error(e)?,
+        },
+        Err(errors) => errors,
+    };
+    invalid(
+        &req,
+        &state,
+        FormInput {
+            kind: product.kind,
+            product: Some(product),
+            values: &form.values,
+            selected: &form.categories,
+            errors: &errors,
+            form_error: Some("The changes were not saved: correct the fields marked below.".into()),
+        },
+    )
+    .await
+}
+
+#[derive(serde::Deserialize)]
+pub struct StockForm {
+    pub delta: String,
+}
+
+/// `POST /admin/products/{id}/stock`: add or remove available units.
+pub async fn adjust_stock(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    form: web::Form<StockForm>,
+) -> Result<HttpResponse, AppError> {
+    let id = parse_id(&id)?;
+    let location = format!("/admin/products/{}/edit", id.to_hex());
+    let session = req.get_session();
+    match form.delta.trim().trim_start_matches('+').parse::<i64>() {
+        Ok(delta) if delta != 0 && delta.abs() <= 1_000_000 => {
+            if products::adjust_stock(&state.db, id, delta).await? {
+                flash::push(
+                    &session,
+                    Level::Success,
+                    format!("Stock changed by {delta}."),
+                );
+            } else if products::by_id(&state.db, id).await?.is_none() {
+                return Err(AppError::NotFound);
+            } else {
+                flash::push(
+                    &session,
+                    Level::Error,
+                    "Not enough units available to remove that many.",
+                );
+            }
+        }
+        _ => flash::push(
+            &session,
+            Level::Error,
+            "Enter a whole number of units to add (e.g. 5) or remove (e.g. -2).",
+        ),
+    }
+    Ok(see_other(&location))
+}
+
+/// `POST /admin/products/{id}/photos?csrf_token=…` (multipart, field `photo`): the file streams
+/// into GridFS as it arrives (the token is in the query so the body need not be buffered).
+pub async fn upload_photo(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    mut payload: actix_multipart::Multipart,
+) -> Result<HttpResponse, AppError> {
+    let id = parse_id(&id)?;
+    if products::by_id(&state.db, id).await?.is_none() {
+        return Err(AppError::NotFound);
+    }
+    let location = format!("/admin/products/{}/edit", id.to_hex());
+    let session = req.get_session();
+    let mut outcome = Err(media::UploadError::Empty);
+    loop {
+        match payload.next().await {
+            None => break,
+            Some(Err(e)) => {
+                tracing::info!(error = %e, "a photo upload could not be read");
+                outcome = Err(media::UploadError::Interrupted);
+                break;
+            }
+            Some(Ok(field)) if field.name() == Some("photo") => {
+                let filename = field
+                    .content_disposition()
+                    .and_then(|cd| cd.get_filename())
+                    .map(|f| f.chars().filter(|c| !c.is_control()).take(100).collect())
+                    .unwrap_or_else(|| "photo".to_string());
+                outcome = media::store_upload(&state.db, &filename, field).await;
+                break;
+            }
+            Some(Ok(_)) => continue,
+        }
+    }
+    match outcome {
+        Ok(stored) => {
+            products::add_photo(&state.db, id, stored.id).await?;
+            flash::push(&session, Level::Success, "Photo added.");
+        }
+        Err(media::UploadError::Db(e)) => return Err(e.into()),
+        Err(e) => flash::push(&session, Level::Error, format!("Photo not added: {e}.")),
+    }
+    Ok(see_other(&location))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dates_must_be_real_calendar_days() {
+        assert!(parse_date("1959-08-17").is_some());
+        assert!(parse_date("2024-02-29").is_some());
+        assert!(parse_date("2023-02-29").is_none());
+        assert!(parse_date("1959-13-01").is_none());
+        assert!(parse_date("yesterday").is_none());
+        assert!(parse_date("").is_none());
+    }
+}

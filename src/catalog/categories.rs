@@ -1,0 +1,315 @@
+//! The `categories` collection: a tree kept as parent links plus a root-first copy of each
+//! category's ancestors (for breadcrumbs in one query), and the operations that keep both right.
+
+use std::collections::HashMap;
+
+use bson::oid::ObjectId;
+use bson::{doc, Document};
+use futures::TryStreamExt;
+use mongodb::options::IndexOptions;
+use mongodb::IndexModel;
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{products, CatalogError};
+use crate::db::{Db, DbError};
+
+pub const COLLECTION: &str = "categories";
+
+/// A deeper tree than this can only come from a corrupted parent chain; walking stops there.
+const MAX_DEPTH: usize = 64;
+
+/// One step of a breadcrumb: an ancestor as copied into its descendants.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AncestorRef {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub slug: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Category {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub name: String,
+    pub slug: String,
+    pub parent: Option<ObjectId>,
+    /// Root first, parent last: the breadcrumb order.
+    pub ancestors: Vec<AncestorRef>,
+}
+
+impl Category {
+    pub fn url(&self) -> String {
+        format!("/categories/{}", self.slug)
+    }
+
+    fn as_ancestor(&self) -> AncestorRef {
+        AncestorRef {
+            id: self.id,
+            slug: self.slug.clone(),
+            name: self.name.clone(),
+        }
+    }
+
+    /// The full path of names, e.g. "Music › Jazz › Swing" (for pickers in forms).
+    pub fn path_label(&self) -> String {
+        let mut names: Vec<&str> = self.ancestors.iter().map(|a| a.name.as_str()).collect();
+        names.push(&self.name);
+        names.join(" › ")
+    }
+}
+
+pub fn indexes() -> Vec<IndexModel> {
+    vec![
+        IndexModel::builder()
+            .keys(doc! { "slug": 1 })
+            .options(IndexOptions::builder().unique(true).build())
+            .build(),
+        IndexModel::builder()
+            .keys(doc! { "ancestors._id": 1 })
+            .build(),
+        IndexModel::builder().keys(doc! { "parent": 1 }).build(),
+    ]
+}
+
+pub fn collection(db: &Db) -> mongodb::Collection<Category> {
+    db.collection(COLLECTION)
+}
+
+pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Category>, DbError> {
+    Ok(collection(db).find_one(doc! { "_id": id }).await?)
+}
+
+pub async fn by_slug(db: &Db, slug: &str) -> Result<Option<Category>, DbError> {
+    Ok(collection(db).find_one(doc! { "slug": slug }).await?)
+}
+
+/// Direct children of a category (or the roots for `None`), by name.
+pub async fn children(db: &Db, parent: Option<ObjectId>) -> Result<Vec<Category>, DbError> {
+    let parent = parent.map_or(bson::Bson::Null, bson::Bson::ObjectId);
+    Ok(collection(db)
+        .find(doc! { "parent": parent })
+        .sort(doc! { "name": 1 })
+        .await?
+        .try_collect()
+        .await?)
+}
+
+/// Every category, for the tree views and pickers.
+pub async fn all(db: &Db) -> Result<Vec<Category>, DbError> {
+    Ok(collection(db).find(doc! {}).await?.try_collect().await?)
+}
+
+/// A category with its depth, in tree order (parents before children, siblings by name).
+pub struct TreeEntry {
+    pub category: Category,
+    pub depth: usize,
+}
+
+/// The whole tree flattened depth-first, for an indented list.
+pub fn tree_order(mut categories: Vec<Category>) -> Vec<TreeEntry> {
+    categories.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut by_parent: HashMap<Option<ObjectId>, Vec<Category>> = HashMap::new();
+    for c in categories {
+        by_parent.entry(c.parent).or_default().push(c);
+    }
+    let mut out = Vec::new();
+    let mut stack: Vec<(Category, usize)> = by_parent
+        .remove(&None)
+        .unwrap_or_default()
+        .into_iter()
+        .rev()
+        .map(|c| (c, 0))
+        .collect();
+    while let Some((category, depth)) = stack.pop() {
+        if let Some(kids) = by_parent.remove(&Some(category.id)) {
+            stack.extend(kids.into_iter().rev().map(|c| (c, depth + 1)));
+        }
+        out.push(TreeEntry { category, depth });
+    }
+    out
+}
+
+/// Add a category under `parent` (or as a root): its ancestors are the parent's plus the parent.
+pub async fn add(
+    db: &Db,
+    name: &str,
+    slug: &str,
+    parent: Option<ObjectId>,
+) -> Result<Category, CatalogError> {
+    let ancestors = match parent {
+        Some(parent_id) => {
+            let parent = by_id(db, parent_id).await?.ok_or(CatalogError::NotFound)?;
+            let mut ancestors = parent.ancestors.clone();
+            ancestors.push(parent.as_ancestor());
+            ancestors
+        }
+        None => Vec::new(),
+    };
+    let category = Category {
+        id: ObjectId::new(),
+        name: name.to_string(),
+        slug: slug.to_string(),
+        parent,
+        ancestors,
+    };
+    collection(db).insert_one(&category).await?;
+    Ok(category)
+}
+
+/// Ancestors of a category worked out from parent links in the database (never from the stored
+/// copies, which are what is being repaired), root first. `memo` caches lookups within one
+/// operation.
+async fn ancestors_from_parents(
+    db: &Db,
+    parent: Option<ObjectId>,
+    memo: &mut HashMap<ObjectId, Category>,
+) -> Result<Vec<AncestorRef>, CatalogError> {
+    let mut chain = Vec::new();
+    let mut next = parent;
+    while let Some(id) = next {
+        if chain.len() >= MAX_DEPTH {
+            return Err(CatalogError::Cycle);
+        }
+        let category = match memo.get(&id) {
+            Some(c) => c.clone(),
+            None => {
+                let c = by_id(db, id).await?.ok_or(CatalogError::NotFound)?;
+                memo.insert(id, c.clone());
+                c
+            }
+        };
+        chain.push(category.as_ancestor());
+        next = category.parent;
+    }
+    chain.reverse();
+    Ok(chain)
+}
+
+/// Move a category under `new_parent` (or to the root). Refuses a cycle. Rebuilds the moved
+/// category's ancestors, every descendant's, and the `category_path` of every product filed
+/// anywhere below it. Running the same move again changes nothing further.
+pub async fn move_to(
+    db: &Db,
+    id: ObjectId,
+    new_parent: Option<ObjectId>,
+) -> Result<(), CatalogError> {
+    let moved = by_id(db, id).await?.ok_or(CatalogError::NotFound)?;
+    let mut memo: HashMap<ObjectId, Category> = HashMap::new();
+    if let Some(parent_id) = new_parent {
+        if parent_id == id {
+            return Err(CatalogError::Cycle);
+        }
+        // Walk up from the new parent by parent links: meeting the moved category is a cycle.
+        let chain = ancestors_from_parents(db, Some(parent_id), &mut memo).await?;
+        if chain.iter().any(|a| a.id == id) {
+            return Err(CatalogError::Cycle);
+        }
+    }
+    let parent_value = new_parent.map_or(bson::Bson::Null, bson::Bson::ObjectId);
+    collection(db)
+        .update_one(
+            doc! { "_id": id },
+            doc! { "$set": { "parent": parent_value } },
+        )
+        .await?;
+    memo.clear();
+    let mut updated = moved.clone();
+    updated.parent = new_parent;
+    memo.insert(id, updated);
+
+    // The moved category and its descendants (found by the old ancestor copies, which still
+    // name the moved category), each rebuilt from parent links.
+    let mut affected = vec![moved];
+    affected.extend(
+        collection(db)
+            .find(doc! { "ancestors._id": id })
+            .await?
+            .try_collect::<Vec<_>>()
+            .await?,
+    );
+    for category in &affected {
+        let parent = memo.get(&category.id).map_or(category.parent, |c| c.parent);
+        let ancestors = ancestors_from_parents(db, parent, &mut memo).await?;
+        let ancestors_bson =
+            bson::to_bson(&ancestors).map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
+        collection(db)
+            .update_one(
+                doc! { "_id": category.id },
+                doc! { "$set": { "ancestors": ancestors_bson } },
+            )
+            .await?;
+    }
+    rebuild_product_paths(db, id).await
+}
+
+/// Recompute `category_path` for every product whose path runs through `category`.
+async fn rebuild_product_paths(db: &Db, category: ObjectId) -> Result<(), CatalogError> {
+    let affected: Vec<Document> = db
+        .collection::<Document>(products::COLLECTION)
+        .find(doc! { "category_path": category })
+        .projection(doc! { "categories": 1 })
+        .await?
+        .try_collect()
+        .await?;
+    for product in affected {
+        let Ok(id) = product.get_object_id("_id") else {
+            continue;
+        };
+        let filed: Vec<ObjectId> = product
+            .get_array("categories")
+            .map(|a| a.iter().filter_map(|v| v.as_object_id()).collect())
+            .unwrap_or_default();
+        let path = products::category_path_for(db, &filed).await?;
+        db.collection::<Document>(products::COLLECTION)
+            .update_one(
+                doc! { "_id": id },
+                doc! { "$set": { "category_path": path } },
+            )
+            .await?;
+    }
+    Ok(())
+}
+
+/// Rename a category (name and slug), then fix the copies in every descendant with one
+/// multi-document update through the positional operator.
+pub async fn rename(db: &Db, id: ObjectId, name: &str, slug: &str) -> Result<(), CatalogError> {
+    let result = collection(db)
+        .update_one(
+            doc! { "_id": id },
+            doc! { "$set": { "name": name, "slug": slug } },
+        )
+        .await?;
+    if result.matched_count == 0 {
+        return Err(CatalogError::NotFound);
+    }
+    collection(db)
+        .update_many(
+            doc! { "ancestors._id": id },
+            doc! { "$set": { "ancestors.$.name": name, "ancestors.$.slug": slug } },
+        )
+        .await?;
+    Ok(())
+}
+
+/// Delete a category that has no child categories and no products filed under it.
+pub async fn delete(db: &Db, id: ObjectId) -> Result<(), CatalogError> {
+    let children = collection(db)
+        .count_documents(doc! { "parent": id })
+        .await?;
+    if children > 0 {
+        return Err(CatalogError::HasChildren(children));
+    }
+    let filed = db
+        .collection::<Document>(products::COLLECTION)
+        .count_documents(doc! { "categories": id })
+        .await?;
+    if filed > 0 {
+        return Err(CatalogError::HasProducts(filed));
+    }
+    let result = collection(db).delete_one(doc! { "_id": id }).await?;
+    if result.deleted_count == 0 {
+        return Err(CatalogError::NotFound);
+    }
+    Ok(())
+}

@@ -1,0 +1,497 @@
+//! Product listings: filters, sort and pagination parsed leniently from the query string (bad
+//! values fall back to defaults), turned into an indexed query.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use bson::oid::ObjectId;
+use bson::{doc, Bson, Document};
+use futures::TryStreamExt;
+
+use crate::catalog::products::{self, Product, ProductType};
+use crate::db::{Db, DbError};
+
+pub const PAGE_SIZE: u64 = 12;
+/// Longest search string used (longer input is cut, not refused).
+const MAX_SEARCH_CHARS: usize = 100;
+/// Pages past this are not served (skip gets slow); the last page link stops here too.
+const MAX_PAGE: u64 = 10_000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Sort {
+    #[default]
+    Newest,
+    PriceLow,
+    PriceHigh,
+    Discount,
+    Title,
+}
+
+impl Sort {
+    pub const ALL: [Sort; 5] = [
+        Sort::Newest,
+        Sort::PriceLow,
+        Sort::PriceHigh,
+        Sort::Discount,
+        Sort::Title,
+    ];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Sort::Newest => "newest",
+            Sort::PriceLow => "price",
+            Sort::PriceHigh => "price-desc",
+            Sort::Discount => "discount",
+            Sort::Title => "title",
+        }
+    }
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            Sort::Newest => "Newest",
+            Sort::PriceLow => "Price: low to high",
+            Sort::PriceHigh => "Price: high to low",
+            Sort::Discount => "Biggest discount",
+            Sort::Title => "Title",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Sort> {
+        Sort::ALL.into_iter().find(|x| x.as_str() == s)
+    }
+
+    /// The sort document; `_id` breaks ties so pages never overlap.
+    pub fn document(&self) -> Document {
+        match self {
+            Sort::Newest => doc! { "details.issue_date": -1, "_id": -1 },
+            Sort::PriceLow => doc! { "pricing.retail": 1, "_id": 1 },
+            Sort::PriceHigh => doc! { "pricing.retail": -1, "_id": -1 },
+            Sort::Discount => doc! { "pricing.pct_savings": -1, "_id": -1 },
+            Sort::Title => doc! { "search_title": 1, "_id": 1 },
+        }
+    }
+}
+
+/// A listing request: what the filter form and the page links carry.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListingQuery {
+    pub kind: Option<ProductType>,
+    pub genre: Option<String>,
+    /// Artist, actor or author.
+    pub person: Option<String>,
+    pub min_cents: Option<i64>,
+    pub max_cents: Option<i64>,
+    pub min_discount: Option<i32>,
+    pub in_stock: bool,
+    pub search: Option<String>,
+    pub sort: Sort,
+    pub page: u64,
+}
+
+fn non_empty(params: &HashMap<String, String>, key: &str) -> Option<String> {
+    params
+        .get(key)
+        .map(|v| v.trim())
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+}
+
+/// "12", "12.5" or "12.50" dollars → cents; anything else is ignored.
+pub fn parse_dollars(s: &str) -> Option<i64> {
+    let s = s.trim().trim_start_matches('$');
+    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
+    if whole.is_empty() && frac.is_empty() {
+        return None;
+    }
+    if !whole.chars().all(|c| c.is_ascii_digit()) || frac.len() > 2 {
+        return None;
+    }
+    if !frac.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let whole: i64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
+    let frac: i64 = match frac.len() {
+        0 => 0,
+        1 => frac.parse::<i64>().ok()? * 10,
+        _ => frac.parse().ok()?,
+    };
+    whole.checked_mul(100)?.checked_add(frac)
+}
+
+impl ListingQuery {
+    /// Parse the query string; values that do not parse are dropped (page → 1, sort → newest).
+    pub fn from_params(params: &HashMap<String, String>) -> ListingQuery {
+        let page = params
+            .get("page")
+            .and_then(|p| p.trim().parse::<u64>().ok())
+            .filter(|p| *p >= 1)
+            .unwrap_or(1)
+            .min(MAX_PAGE);
+        ListingQuery {
+            kind: params
+                .get("type")
+                .and_then(|t| ProductType::parse(t.trim())),
+            genre: non_empty(params, "genre"),
+            person: non_empty(params, "person"),
+            min_cents: params.get("min_price").and_then(|v| parse_dollars(v)),
+            max_cents: params.get("max_price").and_then(|v| parse_dollars(v)),
+            min_discount: params
+                .get("min_discount")
+                .and_then(|v| v.trim().parse::<i32>().ok())
+                .filter(|d| (1..=100).contains(d)),
+            in_stock: params
+                .get("in_stock")
+                .is_some_and(|v| matches!(v.as_str(), "1" | "on" | "true")),
+            search: non_empty(params, "q").map(|q| q.chars().take(MAX_SEARCH_CHARS).collect()),
+            sort: params
+                .get("sort")
+                .and_then(|s| Sort::parse(s.trim()))
+                .unwrap_or_default(),
+            page,
+        }
+    }
+
+    /// The filter for these choices, within `base` (e.g. a category).
+    pub fn filter(&self, base: Document) -> Document {
+        let mut filter = base;
+        if let Some(kind) = self.kind {
+            filter.insert("type", kind.as_str());
+        }
+        if let Some(genre) = &self.genre {
+            filter.insert("details.genre", genre.as_str());
+        }
+        if let Some(person) = &self.person {
+            match self.kind {
+                Some(kind) => {
+                    filter.insert(kind.people_field(), person.as_str());
+                }
+                None => {
+                    let any: Vec<Bson> = ProductType::ALL
+                        .iter()
+                        .map(|k| Bson::Document(doc! { k.people_field(): person.as_str() }))
+                        .collect();
+                    filter.insert("$or", any);
+                }
+            }
+        }
+        let mut price = Document::new();
+        if let Some(min) = self.min_cents {
+            price.insert("$gte", min);
+        }
+        if let Some(max) = self.max_cents {
+            price.insert("$lte", max);
+        }
+        if !price.is_empty() {
+            filter.insert("pricing.retail", price);
+        }
+        if let Some(min) = self.min_discount {
+            filter.insert("pricing.pct_savings", doc! { "$gte": min });
+        }
+        if self.in_stock {
+            filter.insert("qty", doc! { "$gt": 0 });
+        }
+        if let Some(search) = &self.search {
+            filter.insert("search_title", title_prefix(search));
+        }
+        filter
+    }
+
+    /// The query string for these choices on another page (for page links), without `page`.
+    pub fn query_string(&self) -> String {
+        let mut s = form_urlencoded::Serializer::new(String::new());
+        if let Some(kind) = self.kind {
+            s.append_pair("type", kind.as_str());
+        }
+        if let Some(genre) = &self.genre {
+            s.append_pair("genre", genre);
+        }
+        if let Some(person) = &self.person {
+            s.append_pair("person", person);
+        }
+        if let Some(min) = self.min_cents {
+            s.append_pair("min_price", &cents_to_input(min));
+        }
+        if let Some(max) = self.max_cents {
+            s.append_pair("max_price", &cents_to_input(max));
+        }
+        if let Some(d) = self.min_discount {
+            s.append_pair("min_discount", &d.to_string());
+        }
+        if self.in_stock {
+            s.append_pair("in_stock", "1");
+        }
+        if let Some(q) = &self.search {
+            s.append_pair("q", q);
+        }
+        if self.sort != Sort::default() {
+            s.append_pair("sort", self.sort.as_str());
+        }
+        s.finish()
+    }
+
+    // Values for the filter form's inputs.
+    pub fn type_value(&self) -> &str {
+        self.kind.map_or("", |k| k.as_str())
+    }
+    pub fn genre_value(&self) -> &str {
+        self.genre.as_deref().unwrap_or("")
+    }
+    pub fn person_value(&self) -> &str {
+        self.person.as_deref().unwrap_or("")
+    }
+    pub fn search_value(&self) -> &str {
+        self.search.as_deref().unwrap_or("")
+    }
+    pub fn min_price_value(&self) -> String {
+        self.min_cents.map(cents_to_input).unwrap_or_default()
+    }
+    pub fn max_price_value(&self) -> String {
+        self.max_cents.map(cents_to_input).unwrap_or_default()
+    }
+    pub fn min_discount_value(&self) -> String {
+        self.min_discount.map(|d| d.to_string()).unwrap_or_default()
+    }
+}
+
+fn cents_to_input(cents: i64) -> String {
+    if cents % 100 == 0 {
+        (cents / 100).to_string()
+    } else {
+        format!("{}.{:02}", cents / 100, cents % 100)
+    }
+}
+
+/// Escape every regex metacharacter so user input matches literally.
+pub fn escape_regex(input: &str) -> String {
+    let mut out = String::with_capacity(input.len() * 2);
+    for c in input.chars() {
+        if "\\^$.|?*+()[]{}".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Title search: an anchored, case-folded prefix of `search_title`, so the index serves it.
+pub fn title_prefix(search: &str) -> Bson {
+    Bson::RegularExpression(bson::Regex {
+        pattern: format!("^{}", escape_regex(&products::search_key(search))),
+        options: String::new(),
+    })
+}
+
+/// One page of a listing.
+pub struct Page {
+    pub products: Vec<Product>,
+    pub total: u64,
+    pub page: u64,
+    pub pages: u64,
+}
+
+impl Page {
+    /// Page numbers to link to: all of them when few, else the first, last and neighbours
+    /// (`None` marks a gap).
+    pub fn links(&self) -> Vec<Option<u64>> {
+        let mut out: Vec<Option<u64>> = Vec::new();
+        for n in 1..=self.pages {
+            let near = n == 1 || n == self.pages || n.abs_diff(self.page) <= 2;
+            if near {
+                out.push(Some(n));
+            } else if out.last().is_some_and(Option::is_some) {
+                out.push(None);
+            }
+        }
+        out
+    }
+
+    pub fn first_shown(&self) -> u64 {
+        if self.total == 0 {
+            0
+        } else {
+            (self.page - 1) * PAGE_SIZE + 1
+        }
+    }
+
+    pub fn last_shown(&self) -> u64 {
+        (self.first_shown() + self.products.len() as u64).saturating_sub(1)
+    }
+}
+
+/// How long a listing's total may be reused.
+const COUNT_TTL: Duration = Duration::from_secs(5);
+/// Distinct filters remembered before the cache starts over.
+const COUNT_CACHE_ENTRIES: usize = 1_000;
+
+/// Recently counted listing totals, per server worker. Counting a filter visits every matching
+/// document, which costs far more than the page itself on a large catalog; a total a few
+/// seconds old is fine for "Showing 1–12 of N" and the page links.
+#[derive(Default)]
+pub struct CountCache {
+    entries: Mutex<HashMap<String, (Instant, u64)>>,
+}
+
+impl CountCache {
+    /// The number of products matching `filter`: the collection's count for the whole
+    /// catalog, otherwise a recent count or a fresh one.
+    pub async fn count(&self, db: &Db, filter: &Document) -> Result<u64, DbError> {
+        let collection = products::collection(db);
+        if filter.is_empty() {
+            return Ok(collection.estimated_document_count().await?);
+        }
+        let key = filter.to_string();
+        if let Ok(mut entries) = self.entries.lock() {
+            if let Some((at, n)) = entries.get_mut(&key) {
+                if at.elapsed() < COUNT_TTL {
+                    return Ok(*n);
+                }
+                // Expired: this request recounts; the others keep using the old total
+                // meanwhile instead of all counting at once.
+                *at = Instant::now();
+            }
+        }
+        let n = collection.count_documents(filter.clone()).await?;
+        if let Ok(mut entries) = self.entries.lock() {
+            if entries.len() >= COUNT_CACHE_ENTRIES {
+                entries.clear();
+            }
+            entries.insert(key, (Instant::now(), n));
+        }
+        Ok(n)
+    }
+}
+
+/// Run a listing query within `base`. A page past the end shows the last page.
+pub async fn find_page(
+    db: &Db,
+    counts: &CountCache,
+    base: Document,
+    query: &ListingQuery,
+) -> Result<Page, DbError> {
+    let filter = query.filter(base);
+    let collection = products::collection(db);
+    let total = counts.count(db, &filter).await?;
+    let pages = total.div_ceil(PAGE_SIZE).max(1);
+    let page = query.page.clamp(1, pages);
+    let products: Vec<Product> = collection
+        .find(filter)
+        .sort(query.sort.document())
+        .skip((page - 1) * PAGE_SIZE)
+        .limit(PAGE_SIZE as i64)
+        .await?
+        .try_collect()
+        .await?;
+    Ok(Page {
+        products,
+        total,
+        page,
+        pages,
+    })
+}
+
+/// A short list for the home page's shelves.
+pub async fn shelf(
+    db: &Db,
+    filter: Document,
+    sort: Document,
+    n: i64,
+) -> Result<Vec<Product>, DbError> {
+    Ok(products::collection(db)
+        .find(filter)
+        .sort(sort)
+        .limit(n)
+        .await?
+        .try_collect()
+        .await?)
+}
+
+/// The home page's shelves: featured, biggest discounts, newest.
+pub fn featured_filter() -> (Document, Document) {
+    (doc! { "featured": true }, doc! { "details.issue_date": -1 })
+}
+
+pub fn discounts_filter() -> (Document, Document) {
+    (
+        doc! { "pricing.pct_savings": { "$gt": 0 } },
+        doc! { "pricing.pct_savings": -1 },
+    )
+}
+
+pub fn newest_filter() -> (Document, Document) {
+    (doc! {}, doc! { "details.issue_date": -1 })
+}
+
+/// The listing base for a category page: the category and all its descendants.
+pub fn in_category(id: ObjectId) -> Document {
+    doc! { "category_path": id }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(pairs: &[(&str, &str)]) -> HashMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn bad_page_and_sort_values_fall_back_to_defaults() {
+        for page in ["0", "abc", "-3", "", "99999999999999999999999"] {
+            let q = ListingQuery::from_params(&params(&[("page", page), ("sort", "evil")]));
+            assert!(q.page >= 1, "{page}");
+            assert_eq!(q.sort, Sort::Newest);
+        }
+        let q = ListingQuery::from_params(&params(&[("page", "3"), ("sort", "price-desc")]));
+        assert_eq!((q.page, q.sort), (3, Sort::PriceHigh));
+    }
+
+    #[test]
+    fn regex_metacharacters_in_a_search_match_literally() {
+        let Bson::RegularExpression(re) = title_prefix("(*+?[ A.B") else {
+            panic!("a regex");
+        };
+        assert_eq!(re.pattern, r"^\(\*\+\?\[ a\.b");
+    }
+
+    #[test]
+    fn prices_are_read_as_dollars() {
+        assert_eq!(parse_dollars("12"), Some(1200));
+        assert_eq!(parse_dollars("$12.5"), Some(1250));
+        assert_eq!(parse_dollars("0.99"), Some(99));
+        assert_eq!(parse_dollars("abc"), None);
+        assert_eq!(parse_dollars("1.234"), None);
+        assert_eq!(parse_dollars(""), None);
+    }
+
+    #[test]
+    fn page_links_show_ends_and_neighbours_with_gaps() {
+        let page = Page {
+            products: Vec::new(),
+            total: 200,
+            page: 8,
+            pages: 17,
+        };
+        assert_eq!(
+            page.links(),
+            vec![
+                Some(1),
+                None,
+                Some(6),
+                Some(7),
+                Some(8),
+                Some(9),
+                Some(10),
+                None,
+                Some(17)
+            ]
+        );
+    }
+}

@@ -1,0 +1,109 @@
+//! The storefront catalog: polymorphic products, the category hierarchy, the queries the shop
+//! pages issue (each backed by an index) and the demo catalog.
+
+pub mod categories;
+pub mod demo;
+pub mod listing;
+pub mod pages;
+pub mod products;
+
+/// Why a catalog change was refused, in words a form can show.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogError {
+    #[error("that slug is already used")]
+    SlugTaken,
+    #[error("that SKU is already used")]
+    SkuTaken,
+    #[error("a category cannot be moved under itself or one of its descendants")]
+    Cycle,
+    #[error("no such category or product")]
+    NotFound,
+    #[error("the category still has {0} child categories")]
+    HasChildren(u64),
+    #[error("the category still has {0} products")]
+    HasProducts(u64),
+    #[error(transparent)]
+    Db(#[from] crate::db::DbError),
+}
+
+impl From<mongodb::error::Error> for CatalogError {
+    fn from(e: mongodb::error::Error) -> Self {
+        match duplicate_key_field(&e) {
+            Some(DuplicateKey::Sku) => CatalogError::SkuTaken,
+            Some(DuplicateKey::Slug) => CatalogError::SlugTaken,
+            None => CatalogError::Db(e.into()),
+        }
+    }
+}
+
+impl From<CatalogError> for crate::web::errors::AppError {
+    fn from(e: CatalogError) -> Self {
+        use crate::web::errors::AppError;
+        match e {
+            CatalogError::Db(db) => db.into(),
+            CatalogError::NotFound => AppError::NotFound,
+            other => AppError::Conflict(other.to_string()),
+        }
+    }
+}
+
+enum DuplicateKey {
+    Slug,
+    Sku,
+}
+
+/// Which unique key a write collided on (server error 11000), from the index named in the
+/// message; the driver reports the code in different shapes for single and bulk writes.
+fn duplicate_key_field(e: &mongodb::error::Error) -> Option<DuplicateKey> {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    let message = match e.kind.as_ref() {
+        ErrorKind::Write(WriteFailure::WriteError(w)) if w.code == 11000 => w.message.clone(),
+        ErrorKind::Command(c) if c.code == 11000 => c.message.clone(),
+        ErrorKind::InsertMany(m) => m
+            .write_errors
+            .as_ref()
+            .and_then(|errors| errors.iter().find(|w| w.code == 11000))
+            .map(|w| w.message.clone())?,
+        _ => return None,
+    };
+    if message.contains("sku") {
+        Some(DuplicateKey::Sku)
+    } else {
+        Some(DuplicateKey::Slug)
+    }
+}
+
+/// Turn a name into a URL slug: lowercase ASCII letters and digits separated by single dashes.
+pub fn slugify(name: &str) -> String {
+    let mut slug = String::with_capacity(name.len());
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            slug.push(c.to_ascii_lowercase());
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    while slug.ends_with('-') {
+        slug.pop();
+    }
+    slug
+}
+
+/// True when `slug` is what [`slugify`] would produce from it (what forms accept).
+pub fn is_valid_slug(slug: &str) -> bool {
+    !slug.is_empty() && slug.len() <= 100 && slugify(slug) == slug
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugify_keeps_letters_and_digits_and_collapses_the_rest() {
+        assert_eq!(slugify("A Love Supreme (1965)!"), "a-love-supreme-1965");
+        assert_eq!(slugify("  --Modal   Jazz-- "), "modal-jazz");
+        assert!(is_valid_slug("modal-jazz"));
+        assert!(!is_valid_slug("Modal Jazz"));
+        assert!(!is_valid_slug(""));
+    }
+}

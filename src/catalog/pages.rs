@@ -1,0 +1,207 @@
+//! The storefront's catalog pages: the product list with filters, a product, the category tree
+//! and a category with its breadcrumbs, child categories and products.
+
+use std::collections::HashMap;
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+
+use crate::catalog::categories::{self, Category, TreeEntry};
+use crate::catalog::listing::{self, CountCache, ListingQuery, Page, Sort};
+use crate::catalog::products::{
+    self, AlbumDetails, BookDetails, Details, FilmDetails, Product, ProductType,
+};
+use crate::startup::AppState;
+use crate::web::errors::AppError;
+use crate::web::layout::{render, Layout};
+
+/// A listing with its filter form and page links (the product list and category pages).
+pub struct Listing {
+    pub page: Page,
+    pub query: ListingQuery,
+    /// Where the filter form and page links point.
+    pub path: String,
+}
+
+impl Listing {
+    pub fn prev_url(&self) -> String {
+        self.page_url(&self.page.page.saturating_sub(1))
+    }
+
+    pub fn next_url(&self) -> String {
+        self.page_url(&(self.page.page + 1))
+    }
+
+    pub fn page_url(&self, n: &u64) -> String {
+        let qs = self.query.query_string();
+        if qs.is_empty() {
+            format!("{}?page={n}", self.path)
+        } else {
+            format!("{}?{qs}&page={n}", self.path)
+        }
+    }
+
+    pub fn is_current(&self, n: &u64) -> bool {
+        *n == self.page.page
+    }
+
+    pub fn types(&self) -> [ProductType; 3] {
+        ProductType::ALL
+    }
+
+    pub fn sorts(&self) -> [Sort; 5] {
+        Sort::ALL
+    }
+}
+
+#[derive(Template)]
+#[template(path = "catalog/products.html")]
+pub struct ProductsPage {
+    pub layout: Layout,
+    pub listing: Listing,
+}
+
+#[derive(Template)]
+#[template(path = "catalog/product.html")]
+pub struct ProductPage {
+    pub layout: Layout,
+    pub product: Product,
+    pub album: Option<AlbumDetails>,
+    pub film: Option<FilmDetails>,
+    pub book: Option<BookDetails>,
+    /// Where the product is filed, each with its full path.
+    pub filed_under: Vec<Category>,
+    /// The release date, written out.
+    pub issued: String,
+}
+
+impl ProductPage {
+    /// The list of films with this actor.
+    pub fn actor_url(&self, actor: &str) -> String {
+        let qs = form_urlencoded::Serializer::new(String::new())
+            .append_pair("type", "film")
+            .append_pair("person", actor)
+            .finish();
+        format!("/products?{qs}")
+    }
+}
+
+#[derive(Template)]
+#[template(path = "catalog/categories.html")]
+pub struct CategoriesPage {
+    pub layout: Layout,
+    pub tree: Vec<TreeEntry>,
+}
+
+#[derive(Template)]
+#[template(path = "catalog/category.html")]
+pub struct CategoryPage {
+    pub layout: Layout,
+    pub category: Category,
+    pub children: Vec<Category>,
+    pub listing: Listing,
+}
+
+/// `1959-08-17` → `17 August 1959`.
+pub fn long_date(date: &bson::DateTime) -> String {
+    date.to_chrono().format("%-d %B %Y").to_string()
+}
+
+pub fn year(date: &bson::DateTime) -> String {
+    date.to_chrono().format("%Y").to_string()
+}
+
+/// `GET /products`
+pub async fn list(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    params: web::Query<HashMap<String, String>>,
+    counts: web::Data<CountCache>,
+) -> Result<HttpResponse, AppError> {
+    let query = ListingQuery::from_params(&params);
+    let page = listing::find_page(&state.db, &counts, bson::doc! {}, &query).await?;
+    render(&ProductsPage {
+        layout: Layout::public(&req),
+        listing: Listing {
+            page,
+            query,
+            path: "/products".to_string(),
+        },
+    })
+}
+
+/// `GET /products/{slug}`
+pub async fn show(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    slug: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let product = products::by_slug(&state.db, &slug)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let mut filed_under = Vec::new();
+    for id in &product.categories {
+        if let Some(c) = categories::by_id(&state.db, *id).await? {
+            filed_under.push(c);
+        }
+    }
+    let (mut album, mut film, mut book) = (None, None, None);
+    let details = product.details();
+    let issued = details
+        .as_ref()
+        .map(|d| long_date(&d.issue_date()))
+        .unwrap_or_default();
+    match details {
+        Some(Details::Album(d)) => album = Some(d),
+        Some(Details::Film(d)) => film = Some(d),
+        Some(Details::Book(d)) => book = Some(d),
+        None => tracing::warn!(slug = %product.slug, "product details do not fit its type"),
+    }
+    render(&ProductPage {
+        layout: Layout::public(&req),
+        product,
+        album,
+        film,
+        book,
+        filed_under,
+        issued,
+    })
+}
+
+/// `GET /categories`
+pub async fn tree(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
+    let all = categories::all(&state.db).await?;
+    render(&CategoriesPage {
+        layout: Layout::public(&req),
+        tree: categories::tree_order(all),
+    })
+}
+
+/// `GET /categories/{slug}`
+pub async fn category(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    slug: web::Path<String>,
+    params: web::Query<HashMap<String, String>>,
+    counts: web::Data<CountCache>,
+) -> Result<HttpResponse, AppError> {
+    let category = categories::by_slug(&state.db, &slug)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let children = categories::children(&state.db, Some(category.id)).await?;
+    let query = ListingQuery::from_params(&params);
+    let page = listing::find_page(
+        &state.db,
+        &counts,
+        listing::in_category(category.id),
+        &query,
+    )
+    .await?;
+    let path = category.url();
+    render(&CategoryPage {
+        layout: Layout::public(&req),
+        category,
+        children,
+        listing: Listing { page, query, path },
+    })
+}

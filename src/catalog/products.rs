@@ -1,0 +1,480 @@
+//! The `products` collection: one document per product whatever its type, common fields first,
+//! the type's own fields in `details`, and the stock counters on the same document.
+
+use bson::oid::ObjectId;
+use bson::{doc, DateTime, Document};
+use mongodb::options::IndexOptions;
+use mongodb::IndexModel;
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::CatalogError;
+use crate::db::{Db, DbError};
+
+pub const COLLECTION: &str = "products";
+
+/// The kinds of product the shop sells; each has its own `details` and page partial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProductType {
+    Album,
+    Film,
+    Book,
+}
+
+impl ProductType {
+    pub const ALL: [ProductType; 3] = [ProductType::Album, ProductType::Film, ProductType::Book];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ProductType::Album => "album",
+            ProductType::Film => "film",
+            ProductType::Book => "book",
+        }
+    }
+
+    /// Plural heading for lists and filters.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ProductType::Album => "Albums",
+            ProductType::Film => "Films",
+            ProductType::Book => "Books",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ProductType> {
+        ProductType::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+
+    /// The `details` field naming the people behind a product of this type.
+    pub fn people_field(&self) -> &'static str {
+        match self {
+            ProductType::Album => "details.artist",
+            ProductType::Film => "details.actor",
+            ProductType::Book => "details.author",
+        }
+    }
+}
+
+/// Prices in integer cents; `savings` and `pct_savings` are derived, never entered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pricing {
+    pub list: i64,
+    pub retail: i64,
+    pub savings: i64,
+    pub pct_savings: i32,
+}
+
+impl Pricing {
+    /// Pricing from the list and retail price; a retail price above list means no savings.
+    pub fn new(list: i64, retail: i64) -> Pricing {
+        let savings = (list - retail).max(0);
+        let pct_savings = if list > 0 {
+            i32::try_from(savings * 100 / list).unwrap_or(0)
+        } else {
+            0
+        };
+        Pricing {
+            list,
+            retail,
+            savings,
+            pct_savings,
+        }
+    }
+}
+
+/// Cents as the shop shows money: `$12.99`.
+pub fn format_cents(cents: i64) -> String {
+    let sign = if cents < 0 { "-" } else { "" };
+    let cents = cents.unsigned_abs();
+    format!("{sign}${}.{:02}", cents / 100, cents % 100)
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Dimensions {
+    pub width: f64,
+    pub height: f64,
+    pub depth: f64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Shipping {
+    /// Grams.
+    pub weight: i64,
+    /// Centimetres.
+    pub dimensions: Dimensions,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AlbumDetails {
+    pub title: String,
+    pub artist: String,
+    pub genre: Vec<String>,
+    pub tracks: Vec<String>,
+    pub issue_date: DateTime,
+    pub label: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FilmDetails {
+    pub title: String,
+    pub director: Vec<String>,
+    pub writer: Vec<String>,
+    pub actor: Vec<String>,
+    pub genre: Vec<String>,
+    pub issue_date: DateTime,
+    pub rating: String,
+    pub aspect_ratio: String,
+    /// Minutes.
+    pub runtime: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BookDetails {
+    pub author: Vec<String>,
+    pub publisher: String,
+    pub pages: i32,
+    pub isbn: String,
+    pub issue_date: DateTime,
+    pub genre: Vec<String>,
+}
+
+/// A product's type-specific fields, parsed according to its `type`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Details {
+    Album(AlbumDetails),
+    Film(FilmDetails),
+    Book(BookDetails),
+}
+
+impl Details {
+    pub fn product_type(&self) -> ProductType {
+        match self {
+            Details::Album(_) => ProductType::Album,
+            Details::Film(_) => ProductType::Film,
+            Details::Book(_) => ProductType::Book,
+        }
+    }
+
+    pub fn to_document(&self) -> Result<Document, bson::ser::Error> {
+        match self {
+            Details::Album(d) => bson::to_document(d),
+            Details::Film(d) => bson::to_document(d),
+            Details::Book(d) => bson::to_document(d),
+        }
+    }
+
+    pub fn parse(kind: ProductType, details: &Document) -> Result<Details, bson::de::Error> {
+        let d = details.clone();
+        Ok(match kind {
+            ProductType::Album => Details::Album(bson::from_document(d)?),
+            ProductType::Film => Details::Film(bson::from_document(d)?),
+            ProductType::Book => Details::Book(bson::from_document(d)?),
+        })
+    }
+
+    pub fn genres(&self) -> &[String] {
+        match self {
+            Details::Album(d) => &d.genre,
+            Details::Film(d) => &d.genre,
+            Details::Book(d) => &d.genre,
+        }
+    }
+
+    /// Who made it: the artist, the lead actors or the authors.
+    pub fn people(&self) -> Vec<String> {
+        match self {
+            Details::Album(d) => vec![d.artist.clone()],
+            Details::Film(d) => d.actor.clone(),
+            Details::Book(d) => d.author.clone(),
+        }
+    }
+
+    pub fn issue_date(&self) -> DateTime {
+        match self {
+            Details::Album(d) => d.issue_date,
+            Details::Film(d) => d.issue_date,
+            Details::Book(d) => d.issue_date,
+        }
+    }
+}
+
+/// One reservation of stock by a cart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Carted {
+    pub cart_id: ObjectId,
+    pub qty: i64,
+    pub timestamp: DateTime,
+}
+
+/// A product as stored. `details` stays a document here because its shape depends on `type`;
+/// [`Product::details`] parses it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Product {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub sku: String,
+    pub slug: String,
+    #[serde(rename = "type")]
+    pub kind: ProductType,
+    pub title: String,
+    /// Lowercased title: what title search and the title sort use (an index serves both).
+    pub search_title: String,
+    pub description: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub asin: Option<String>,
+    pub shipping: Shipping,
+    pub pricing: Pricing,
+    pub categories: Vec<ObjectId>,
+    pub category_path: Vec<ObjectId>,
+    #[serde(default)]
+    pub photos: Vec<ObjectId>,
+    #[serde(default)]
+    pub featured: bool,
+    pub details: Document,
+    pub qty: i64,
+    #[serde(default)]
+    pub carted: Vec<Carted>,
+    #[serde(default)]
+    pub sold: i64,
+    pub created: DateTime,
+    pub updated: DateTime,
+}
+
+impl Product {
+    /// The typed details; `None` when a stored document does not fit its type (shown without
+    /// the type's section rather than failing the page).
+    pub fn details(&self) -> Option<Details> {
+        Details::parse(self.kind, &self.details).ok()
+    }
+
+    pub fn in_stock(&self) -> bool {
+        self.qty > 0
+    }
+
+    pub fn retail_price(&self) -> String {
+        format_cents(self.pricing.retail)
+    }
+
+    pub fn list_price(&self) -> String {
+        format_cents(self.pricing.list)
+    }
+
+    pub fn savings(&self) -> String {
+        format_cents(self.pricing.savings)
+    }
+
+    pub fn url(&self) -> String {
+        format!("/products/{}", self.slug)
+    }
+
+    /// URL of the first photo's thumbnail, if there is a photo.
+    pub fn cover_url(&self) -> Option<String> {
+        self.photos
+            .first()
+            .map(|id| format!("/media/{}/thumb", id.to_hex()))
+    }
+}
+
+/// What an editor fills in for a product; everything else is derived when it is saved.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewProduct {
+    pub sku: String,
+    pub slug: String,
+    pub title: String,
+    pub description: String,
+    pub list_cents: i64,
+    pub retail_cents: i64,
+    pub categories: Vec<ObjectId>,
+    pub details: Details,
+    pub qty: i64,
+    pub featured: bool,
+    pub shipping: Shipping,
+}
+
+impl NewProduct {
+    /// The product document for the first insert (stock counters start from `qty`).
+    pub fn into_product(self, category_path: Vec<ObjectId>) -> Result<Product, CatalogError> {
+        let now = DateTime::now();
+        let details = self
+            .details
+            .to_document()
+            .map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
+        Ok(Product {
+            id: ObjectId::new(),
+            search_title: search_key(&self.title),
+            kind: self.details.product_type(),
+            sku: self.sku,
+            slug: self.slug,
+            title: self.title,
+            description: self.description,
+            asin: None,
+            shipping: self.shipping,
+            pricing: Pricing::new(self.list_cents, self.retail_cents),
+            categories: self.categories,
+            category_path,
+            photos: Vec::new(),
+            featured: self.featured,
+            details,
+            qty: self.qty,
+            carted: Vec::new(),
+            sold: 0,
+            created: now,
+            updated: now,
+        })
+    }
+}
+
+/// The lowercased form of a title that search and the title sort compare.
+pub fn search_key(title: &str) -> String {
+    title.trim().to_lowercase()
+}
+
+/// The indexes behind every product query the shop issues (see SPEC §1's table).
+pub fn indexes() -> Vec<IndexModel> {
+    let unique = || IndexOptions::builder().unique(true).build();
+    let plain = |keys: Document| IndexModel::builder().keys(keys).build();
+    vec![
+        IndexModel::builder()
+            .keys(doc! { "slug": 1 })
+            .options(unique())
+            .build(),
+        IndexModel::builder()
+            .keys(doc! { "sku": 1 })
+            .options(unique())
+            .build(),
+        plain(doc! { "type": 1, "details.genre": 1, "details.issue_date": -1 }),
+        plain(doc! { "type": 1, "details.actor": 1, "details.issue_date": -1 }),
+        plain(doc! { "type": 1, "details.artist": 1, "details.issue_date": -1 }),
+        plain(doc! { "type": 1, "details.author": 1, "details.issue_date": -1 }),
+        plain(doc! { "type": 1, "details.issue_date": -1 }),
+        // Listing sorts end in `_id` so pages never overlap; these indexes serve them whole
+        // (and, by their leading field, price ranges, minimum discounts and title prefixes).
+        plain(doc! { "details.issue_date": -1, "_id": -1 }),
+        plain(doc! { "pricing.pct_savings": -1, "_id": -1 }),
+        plain(doc! { "pricing.retail": 1, "_id": 1 }),
+        plain(doc! { "search_title": 1, "_id": 1 }),
+        plain(doc! { "category_path": 1, "details.issue_date": -1, "_id": -1 }),
+        plain(doc! { "categories": 1 }),
+        plain(doc! { "featured": 1, "details.issue_date": -1 }),
+        plain(doc! { "qty": 1 }),
+    ]
+}
+
+pub fn collection(db: &Db) -> mongodb::Collection<Product> {
+    db.collection(COLLECTION)
+}
+
+pub async fn by_slug(db: &Db, slug: &str) -> Result<Option<Product>, DbError> {
+    Ok(collection(db).find_one(doc! { "slug": slug }).await?)
+}
+
+pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Product>, DbError> {
+    Ok(collection(db).find_one(doc! { "_id": id }).await?)
+}
+
+/// The category path of a product filed under `categories`: those categories and all their
+/// ancestors, each once, in a stable order.
+pub async fn category_path_for(db: &Db, categories: &[ObjectId]) -> Result<Vec<ObjectId>, DbError> {
+    let mut path: Vec<ObjectId> = Vec::new();
+    for id in categories {
+        if let Some(category) = crate::catalog::categories::by_id(db, *id).await? {
+            for ancestor in &category.ancestors {
+                if !path.contains(&ancestor.id) {
+                    path.push(ancestor.id);
+                }
+            }
+            if !path.contains(&category.id) {
+                path.push(category.id);
+            }
+        }
+    }
+    Ok(path)
+}
+
+/// Insert a new product; a duplicate slug or SKU is reported as such.
+pub async fn create(db: &Db, new: NewProduct) -> Result<Product, CatalogError> {
+    let path = category_path_for(db, &new.categories).await?;
+    let product = new.into_product(path)?;
+    collection(db).insert_one(&product).await?;
+    Ok(product)
+}
+
+/// Replace the editable fields of a product (stock counters and photos are left alone).
+pub async fn update(db: &Db, id: ObjectId, edit: NewProduct) -> Result<(), CatalogError> {
+    let path = category_path_for(db, &edit.categories).await?;
+    let details = edit
+        .details
+        .to_document()
+        .map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
+    let pricing = bson::to_bson(&Pricing::new(edit.list_cents, edit.retail_cents))
+        .map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
+    let shipping =
+        bson::to_bson(&edit.shipping).map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
+    let result = db
+        .collection::<Document>(COLLECTION)
+        .update_one(
+            doc! { "_id": id },
+            doc! { "$set": {
+                "sku": &edit.sku, "slug": &edit.slug, "type": edit.details.product_type().as_str(),
+                "title": &edit.title, "search_title": search_key(&edit.title),
+                "description": &edit.description, "pricing": pricing, "shipping": shipping,
+                "categories": &edit.categories, "category_path": path, "details": details,
+                "featured": edit.featured, "updated": DateTime::now(),
+            } },
+        )
+        .await?;
+    if result.matched_count == 0 {
+        return Err(CatalogError::NotFound);
+    }
+    Ok(())
+}
+
+/// Add (or with a negative `delta`, remove) available stock; available stock never goes below
+/// zero, so a removal larger than what is available is refused.
+pub async fn adjust_stock(db: &Db, id: ObjectId, delta: i64) -> Result<bool, DbError> {
+    let filter = if delta < 0 {
+        doc! { "_id": id, "qty": { "$gte": -delta } }
+    } else {
+        doc! { "_id": id }
+    };
+    let result = collection(db)
+        .update_one(
+            filter,
+            doc! { "$inc": { "qty": delta }, "$set": { "updated": DateTime::now() } },
+        )
+        .await?;
+    Ok(result.modified_count == 1)
+}
+
+/// Attach an uploaded photo to a product.
+pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool, DbError> {
+    let result = collection(db)
+        .update_one(
+            doc! { "_id": id },
+            doc! { "$push": { "photos": file_id }, "$set": { "updated": DateTime::now() } },
+        )
+        .await?;
+    Ok(result.matched_count == 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn savings_are_derived_from_list_and_retail() {
+        let p = Pricing::new(1200, 1100);
+        assert_eq!((p.savings, p.pct_savings), (100, 8));
+        let p = Pricing::new(1000, 1500);
+        assert_eq!((p.savings, p.pct_savings), (0, 0));
+        let p = Pricing::new(0, 0);
+        assert_eq!((p.savings, p.pct_savings), (0, 0));
+    }
+
+    #[test]
+    fn cents_are_shown_as_dollars() {
+        assert_eq!(format_cents(1299), "$12.99");
+        assert_eq!(format_cents(5), "$0.05");
+        assert_eq!(format_cents(-250), "-$2.50");
+    }
+}

@@ -1,0 +1,420 @@
+//! Images in the GridFS bucket `assets`: uploads streamed in chunk by chunk with the type
+//! sniffed from the bytes, thumbnails, generated demo covers, and serving at `/media/{file_id}`
+//! with validators and long caching (a stored file never changes: a new image is a new id).
+
+use std::io::Cursor;
+
+use actix_web::body::SizedStream;
+use actix_web::http::header;
+use actix_web::web::Bytes;
+use actix_web::{web, HttpRequest, HttpResponse};
+use bson::oid::ObjectId;
+use bson::{doc, Bson, Document};
+use futures::io::{AsyncReadExt, AsyncWriteExt};
+use futures::{Stream, StreamExt};
+use mongodb::gridfs::{GridFsBucket, GridFsUploadStream};
+use mongodb::options::GridFsBucketOptions;
+
+use crate::db::{Db, DbError};
+use crate::startup::AppState;
+use crate::web::errors::AppError;
+
+pub const BUCKET: &str = "assets";
+/// Largest accepted upload.
+pub const MAX_UPLOAD_BYTES: usize = 10 * 1024 * 1024;
+/// Thumbnails fit in this square.
+pub const THUMBNAIL_SIZE: u32 = 240;
+/// Images are immutable under their id, so caches may keep them for a year.
+const CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
+
+/// The image types the shop accepts, told apart by their first bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ImageKind {
+    Jpeg,
+    Png,
+    Gif,
+    WebP,
+}
+
+impl ImageKind {
+    pub fn mime(&self) -> &'static str {
+        match self {
+            ImageKind::Jpeg => "image/jpeg",
+            ImageKind::Png => "image/png",
+            ImageKind::Gif => "image/gif",
+            ImageKind::WebP => "image/webp",
+        }
+    }
+
+    /// The decoder for thumbnails, for the codecs the build includes.
+    fn decoder_format(&self) -> Option<image::ImageFormat> {
+        match self {
+            ImageKind::Jpeg => Some(image::ImageFormat::Jpeg),
+            ImageKind::Png => Some(image::ImageFormat::Png),
+            ImageKind::Gif | ImageKind::WebP => None,
+        }
+    }
+}
+
+/// Bytes needed to recognise every accepted type.
+const SNIFF_BYTES: usize = 12;
+
+/// The type of an image from its first bytes; `None` for anything else, whatever it is named.
+pub fn sniff(head: &[u8]) -> Option<ImageKind> {
+    if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Some(ImageKind::Jpeg)
+    } else if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some(ImageKind::Png)
+    } else if head.starts_with(b"GIF87a") || head.starts_with(b"GIF89a") {
+        Some(ImageKind::Gif)
+    } else if head.len() >= 12 && &head[..4] == b"RIFF" && &head[8..12] == b"WEBP" {
+        Some(ImageKind::WebP)
+    } else {
+        None
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum UploadError {
+    #[error("the file is not a JPEG, PNG, GIF or WebP image")]
+    NotAnImage,
+    #[error("the file is larger than {} MiB", MAX_UPLOAD_BYTES / (1024 * 1024))]
+    TooLarge,
+    #[error("no file was chosen")]
+    Empty,
+    #[error("the upload was interrupted")]
+    Interrupted,
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl From<mongodb::error::Error> for UploadError {
+    fn from(e: mongodb::error::Error) -> Self {
+        UploadError::Db(e.into())
+    }
+}
+
+/// A stored image and its thumbnail (the image itself when none could be made).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredImage {
+    pub id: ObjectId,
+    pub thumbnail: ObjectId,
+    pub kind: ImageKind,
+    pub width: Option<u32>,
+    pub height: Option<u32>,
+}
+
+pub fn bucket(db: &Db) -> GridFsBucket {
+    db.database().gridfs_bucket(
+        GridFsBucketOptions::builder()
+            .bucket_name(BUCKET.to_string())
+            .build(),
+    )
+}
+
+fn io_error(e: std::io::Error) -> UploadError {
+    UploadError::Db(DbError::Other(e.into()))
+}
+
+async fn discard(upload: &mut GridFsUploadStream) {
+    if let Err(e) = upload.abort().await {
+        tracing::warn!(error = %e, "discarding a refused upload failed");
+    }
+}
+
+/// Stream `body` into the bucket: the first bytes decide the type (nothing is stored for a
+/// non-image), then each chunk goes to GridFS as it arrives; an upload over the limit is
+/// discarded. A thumbnail is made afterwards for types the build can decode.
+pub async fn store_upload<S, E>(
+    db: &Db,
+    filename: &str,
+    mut body: S,
+) -> Result<StoredImage, UploadError>
+where
+    S: Stream<Item = Result<Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    let bucket = bucket(db);
+    let mut head: Vec<u8> = Vec::with_capacity(SNIFF_BYTES);
+    let mut upload: Option<(GridFsUploadStream, ImageKind)> = None;
+    let mut total = 0usize;
+    while let Some(chunk) = body.next().await {
+        let chunk = match chunk {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                tracing::info!(error = %e, "an upload was interrupted");
+                if let Some((up, _)) = upload.as_mut() {
+                    discard(up).await;
+                }
+                return Err(UploadError::Interrupted);
+            }
+        };
+        total += chunk.len();
+        if total > MAX_UPLOAD_BYTES {
+            if let Some((up, _)) = upload.as_mut() {
+                discard(up).await;
+            }
+            return Err(UploadError::TooLarge);
+        }
+        match upload.as_mut() {
+            Some((up, _)) => {
+                if let Err(e) = up.write_all(&chunk).await {
+                    discard(up).await;
+                    return Err(io_error(e));
+                }
+            }
+            None => {
+                head.extend_from_slice(&chunk);
+                if head.len() < SNIFF_BYTES {
+                    continue;
+                }
+                let kind = sniff(&head).ok_or(UploadError::NotAnImage)?;
+                let mut up = bucket
+                    .open_upload_stream(filename)
+                    .metadata(doc! { "content_type": kind.mime() })
+                    .await?;
+                if let Err(e) = up.write_all(&head).await {
+                    discard(&mut up).await;
+                    return Err(io_error(e));
+                }
+                head = Vec::new();
+                upload = Some((up, kind));
+            }
+        }
+    }
+    let Some((mut up, kind)) = upload else {
+        return Err(if head.is_empty() {
+            UploadError::Empty
+        } else {
+            UploadError::NotAnImage
+        });
+    };
+    up.close().await.map_err(io_error)?;
+    let id = up
+        .id()
+        .as_object_id()
+        .ok_or_else(|| UploadError::Db(DbError::Other(mongodb::error::Error::custom("file id"))))?;
+    finish_image(db, id, kind, filename).await
+}
+
+/// Measure a stored image and make its thumbnail. A file that claims to be PNG or JPEG but does
+/// not decode is deleted and refused.
+async fn finish_image(
+    db: &Db,
+    id: ObjectId,
+    kind: ImageKind,
+    filename: &str,
+) -> Result<StoredImage, UploadError> {
+    let Some(format) = kind.decoder_format() else {
+        // No decoder in this build: keep the image, which also serves as its own thumbnail.
+        return Ok(StoredImage {
+            id,
+            thumbnail: id,
+            kind,
+            width: None,
+            height: None,
+        });
+    };
+    let mut bytes = Vec::new();
+    let mut download = bucket(db).open_download_stream(Bson::ObjectId(id)).await?;
+    download.read_to_end(&mut bytes).await.map_err(io_error)?;
+    let decoded = match image::load_from_memory_with_format(&bytes, format) {
+        Ok(img) => img,
+        Err(e) => {
+            tracing::info!(error = %e, "an uploaded image does not decode");
+            bucket(db).delete(Bson::ObjectId(id)).await?;
+            return Err(UploadError::NotAnImage);
+        }
+    };
+    drop(bytes);
+    let (width, height) = (decoded.width(), decoded.height());
+    let thumb = decoded.thumbnail(THUMBNAIL_SIZE, THUMBNAIL_SIZE);
+    let png = encode_png(&thumb).map_err(|e| {
+        UploadError::Db(DbError::Other(mongodb::error::Error::custom(e.to_string())))
+    })?;
+    let thumbnail = store_bytes(
+        db,
+        &format!("thumb-{filename}"),
+        &png,
+        doc! { "content_type": ImageKind::Png.mime(), "thumbnail_of": id,
+        "width": thumb.width(), "height": thumb.height() },
+    )
+    .await?;
+    db.collection::<Document>(&format!("{BUCKET}.files"))
+        .update_one(
+            doc! { "_id": id },
+            doc! { "$set": { "metadata.width": width, "metadata.height": height,
+            "metadata.thumbnail": thumbnail } },
+        )
+        .await?;
+    Ok(StoredImage {
+        id,
+        thumbnail,
+        kind,
+        width: Some(width),
+        height: Some(height),
+    })
+}
+
+fn encode_png(img: &image::DynamicImage) -> Result<Vec<u8>, image::ImageError> {
+    let mut out = Cursor::new(Vec::new());
+    img.write_to(&mut out, image::ImageFormat::Png)?;
+    Ok(out.into_inner())
+}
+
+/// Store bytes made by the app itself (thumbnails, demo covers).
+async fn store_bytes(
+    db: &Db,
+    filename: &str,
+    bytes: &[u8],
+    metadata: Document,
+) -> Result<ObjectId, UploadError> {
+    let mut up = bucket(db)
+        .open_upload_stream(filename)
+        .metadata(metadata)
+        .await?;
+    if let Err(e) = up.write_all(bytes).await {
+        discard(&mut up).await;
+        return Err(io_error(e));
+    }
+    up.close().await.map_err(io_error)?;
+    up.id()
+        .as_object_id()
+        .ok_or_else(|| UploadError::Db(DbError::Other(mongodb::error::Error::custom("file id"))))
+}
+
+/// A demo cover: a colour field with bands, its colours taken from the title so every product
+/// looks different, stored with its thumbnail.
+pub async fn store_generated_cover(db: &Db, title: &str) -> Result<StoredImage, UploadError> {
+    let hash = title.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    let channel = |shift: u32| ((hash >> shift) & 0xff) as u8;
+    let base = [channel(0), channel(8), channel(16)];
+    let band = [255 - base[0], 255 - base[1], 255 - base[2]];
+    let stripes = 3 + (hash >> 24) as u32 % 5;
+    let size = 320u32;
+    let img = image::RgbImage::from_fn(size, size, |x, y| {
+        let diagonal = (x + y) * stripes / (2 * size);
+        let in_band = diagonal % 2 == 1 && y > size / 5;
+        let shade = |c: u8| (u32::from(c) * (2 * size - y / 2) / (2 * size)) as u8;
+        let rgb = if in_band { band } else { base };
+        image::Rgb([shade(rgb[0]), shade(rgb[1]), shade(rgb[2])])
+    });
+    let img = image::DynamicImage::ImageRgb8(img);
+    let png = encode_png(&img).map_err(|e| {
+        UploadError::Db(DbError::Other(mongodb::error::Error::custom(e.to_string())))
+    })?;
+    let filename = format!("{}.png", crate::catalog::slugify(title));
+    let body = futures::stream::iter([Ok::<Bytes, std::io::Error>(Bytes::from(png))]);
+    store_upload(db, &filename, body).await
+}
+
+fn parse_id(id: &str) -> Result<ObjectId, AppError> {
+    ObjectId::parse_str(id).map_err(|_| AppError::NotFound)
+}
+
+/// `GET /media/{file_id}`
+pub async fn serve(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let id = parse_id(&id)?;
+    serve_file(&req, &state.db, id).await
+}
+
+/// `GET /media/{file_id}/thumb`: the image's thumbnail (the image itself when it has none).
+pub async fn serve_thumbnail(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let id = parse_id(&id)?;
+    let file = bucket(&state.db)
+        .find_one(doc! { "_id": id })
+        .await
+        .map_err(DbError::from)?
+        .ok_or(AppError::NotFound)?;
+    let thumb = file
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get_object_id("thumbnail").ok())
+        .unwrap_or(id);
+    serve_file(&req, &state.db, thumb).await
+}
+
+fn matches_etag(req: &HttpRequest, etag: &str) -> bool {
+    req.headers()
+        .get_all(header::IF_NONE_MATCH)
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(|t| t.trim().trim_start_matches("W/"))
+        .any(|t| t == etag || t == "*")
+}
+
+async fn serve_file(req: &HttpRequest, db: &Db, id: ObjectId) -> Result<HttpResponse, AppError> {
+    let bucket = bucket(db);
+    let file = bucket
+        .find_one(doc! { "_id": id })
+        .await
+        .map_err(DbError::from)?
+        .ok_or(AppError::NotFound)?;
+    let etag = format!("\"{}\"", id.to_hex());
+    if matches_etag(req, &etag) {
+        return Ok(HttpResponse::NotModified()
+            .insert_header((header::ETAG, etag))
+            .insert_header((header::CACHE_CONTROL, CACHE_CONTROL))
+            .finish());
+    }
+    let content_type = file
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get_str("content_type").ok())
+        .unwrap_or("application/octet-stream")
+        .to_string();
+    let download = bucket
+        .open_download_stream(Bson::ObjectId(id))
+        .await
+        .map_err(DbError::from)?;
+    // Read the file from GridFS chunk by chunk as the client receives it.
+    let chunks = futures::stream::unfold(Some(download), |state| async move {
+        let mut download = state?;
+        let mut buf = vec![0u8; 64 * 1024];
+        match download.read(&mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((
+                    Ok::<Bytes, std::io::Error>(Bytes::from(buf)),
+                    Some(download),
+                ))
+            }
+            Err(e) => Some((Err(e), None)),
+        }
+    });
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, content_type))
+        .insert_header((header::ETAG, etag))
+        .insert_header((header::CACHE_CONTROL, CACHE_CONTROL))
+        .body(SizedStream::new(file.length, Box::pin(chunks))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn image_types_are_told_by_their_first_bytes() {
+        assert_eq!(
+            sniff(&[0xFF, 0xD8, 0xFF, 0xE0, 0, 0, 0, 0, 0, 0, 0, 0]),
+            Some(ImageKind::Jpeg)
+        );
+        assert_eq!(sniff(b"\x89PNG\r\n\x1a\n\0\0\0\r"), Some(ImageKind::Png));
+        assert_eq!(sniff(b"GIF89a\x01\0\x01\0\0\0"), Some(ImageKind::Gif));
+        assert_eq!(sniff(b"RIFF\x24\0\0\0WEBPVP8 "), Some(ImageKind::WebP));
+        assert_eq!(sniff(b"<svg xmlns=\"http://www.w3.org/2000/svg\">"), None);
+        assert_eq!(sniff(b"%PDF-1.7\n%\xE2\xE3\xCF\xD3"), None);
+        assert_eq!(sniff(b"RIFF\x24\0\0\0WAVEfmt "), None);
+    }
+}

@@ -1,0 +1,394 @@
+//! Admin screens for products and categories: forms with CSRF tokens, errors next to fields,
+//! duplicate slugs and SKUs as form errors, stock adjustment and the category tree operations.
+
+mod common;
+
+use common::*;
+use reqwest::StatusCode;
+
+async fn admin_page(app: &TestApp, path: &str) -> scraper::Html {
+    let response = app.get_admin(path).await;
+    assert_eq!(response.status(), StatusCode::OK, "{path}");
+    html(&body(response).await)
+}
+
+fn location(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A complete, valid album form.
+fn album_fields<'a>(token: &'a str, slug: &'a str, sku: &'a str) -> Vec<(&'a str, &'a str)> {
+    vec![
+        ("csrf_token", token),
+        ("title", "Time Out"),
+        ("slug", slug),
+        ("sku", sku),
+        ("description", "The Dave Brubeck Quartet in odd meters."),
+        ("list_price", "20"),
+        ("retail_price", "15.00"),
+        ("qty", "7"),
+        ("artist", "The Dave Brubeck Quartet"),
+        ("label", "Columbia"),
+        ("issue_date", "1959-12-14"),
+        ("genre", "jazz, cool"),
+        (
+            "tracks",
+            "Blue Rondo à la Turk\nStrange Meadow Lark\nTake Five",
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn the_admin_product_list_searches_by_title_prefix_or_sku() {
+    let app = spawn_app().await;
+    let doc = admin_page(&app, "/admin/products").await;
+    assert_eq!(texts(&doc, ".result-count .total"), ["36"]);
+    assert_eq!(
+        attr(&doc, "header nav a[aria-current=page]", "href").as_deref(),
+        Some("/admin/products")
+    );
+    let doc = admin_page(&app, "/admin/products?q=kind").await;
+    assert_eq!(
+        texts(&doc, "table.admin-products tbody td:first-child"),
+        [
+            "Kind of Blue",
+            "Kind of Blue: The Making of the Miles Davis Masterpiece"
+        ]
+    );
+    let doc = admin_page(&app, "/admin/products?q=demo0001").await;
+    assert_eq!(
+        texts(&doc, "table.admin-products tbody td:first-child"),
+        ["Kind of Blue"]
+    );
+    let doc = admin_page(&app, "/admin/products?q=%28%2A%2B%3F%5B").await;
+    assert_eq!(texts(&doc, ".result-count .total"), ["0"]);
+}
+
+#[tokio::test]
+async fn a_new_album_form_has_the_album_fields_and_saves_a_product_with_derived_savings() {
+    let app = spawn_app().await;
+    let doc = admin_page(&app, "/admin/products/new?type=album").await;
+    assert_eq!(heading(&doc), "New album");
+    for field in ["title", "sku", "artist", "tracks", "label", "qty"] {
+        assert_eq!(
+            count(&doc, &format!("form.product-form [name={field}]")),
+            1,
+            "{field}"
+        );
+    }
+    assert_eq!(count(&doc, "form.product-form [name=actor]"), 0);
+    let doc_film = admin_page(&app, "/admin/products/new?type=film").await;
+    assert_eq!(count(&doc_film, "form.product-form [name=actor]"), 1);
+    assert_eq!(count(&doc_film, "form.product-form [name=tracks]"), 0);
+    let token = csrf_token(&doc).expect("token");
+
+    let mut fields = album_fields(&token, "", "tb-0001");
+    let cool = texts(&doc, "#field-categories option")
+        .iter()
+        .position(|o| o.ends_with("Modal Jazz"))
+        .expect("modal jazz option");
+    let modal_id = {
+        let sel = scraper::Selector::parse("#field-categories option").unwrap();
+        doc.select(&sel)
+            .nth(cool)
+            .and_then(|o| o.value().attr("value"))
+            .expect("value")
+            .to_string()
+    };
+    fields.push(("categories", &modal_id));
+    let response = app
+        .post_admin_form("/admin/products/new?type=album", &fields)
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert!(location(&response).starts_with("/admin/products/"));
+
+    // In the shop: slug made from the title, savings derived, tracks and category shown.
+    let doc = html(&body(app.get("/products/time-out").await).await);
+    assert_eq!(heading(&doc), "Time Out");
+    assert_eq!(texts(&doc, ".savings"), ["You save $5.00 (25%)"]);
+    assert_eq!(texts(&doc, ".tracks li").len(), 3);
+    let doc = html(&body(app.get("/categories/jazz?q=time").await).await);
+    assert_eq!(texts(&doc, ".product-grid .product-title"), ["Time Out"]);
+}
+
+#[tokio::test]
+async fn a_duplicate_slug_or_sku_is_an_error_next_to_its_field() {
+    let app = spawn_app().await;
+    let doc = admin_page(&app, "/admin/products/new?type=album").await;
+    let token = csrf_token(&doc).expect("token");
+    let response = app
+        .post_admin_form(
+            "/admin/products/new?type=album",
+            &album_fields(&token, "kind-of-blue", "tb-0002"),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert_eq!(
+        texts(&doc, "#error-slug"),
+        ["Another product already uses this slug."]
+    );
+    // What was typed is kept.
+    assert_eq!(
+        attr(&doc, "#field-title", "value").as_deref(),
+        Some("Time Out")
+    );
+
+    let response = app
+        .post_admin_form(
+            "/admin/products/new?type=album",
+            &album_fields(&token, "time-out", "demo0001"),
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert_eq!(
+        texts(&doc, "#error-sku"),
+        ["Another product already uses this SKU."]
+    );
+}
+
+#[tokio::test]
+async fn invalid_product_fields_are_reported_next_to_each_field() {
+    let app = spawn_app().await;
+    let doc = admin_page(&app, "/admin/products/new?type=book").await;
+    let token = csrf_token(&doc).expect("token");
+    let response = app
+        .post_admin_form(
+            "/admin/products/new?type=book",
+            &[
+                ("csrf_token", token.as_str()),
+                ("title", ""),
+                ("slug", "Not A Slug"),
+                ("sku", "bk 1"),
+                ("list_price", "ten"),
+                ("retail_price", "5"),
+                ("qty", "-1"),
+                ("pages", "many"),
+                ("issue_date", "2023-02-30"),
+                ("categories", "not-an-id"),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    for field in [
+        "title",
+        "slug",
+        "sku",
+        "list_price",
+        "qty",
+        "pages",
+        "issue_date",
+        "author",
+        "publisher",
+        "categories",
+    ] {
+        assert_eq!(count(&doc, &format!("#error-{field}")), 1, "{field}");
+    }
+    assert_eq!(count(&doc, ".form-error"), 1);
+    // An unknown type or id is a 400/404 page, not a 500.
+    assert_eq!(
+        app.get_admin("/admin/products/new?type=spaceship")
+            .await
+            .status(),
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        app.get_admin("/admin/products/nonsense/edit")
+            .await
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn editing_a_product_keeps_its_type_fields_and_stock_can_be_adjusted() {
+    let app = spawn_app().await;
+    let doc = admin_page(&app, "/admin/products?q=casablanca").await;
+    let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
+    let doc = admin_page(&app, &edit).await;
+    assert_eq!(heading(&doc), "Edit Casablanca");
+    assert_eq!(
+        attr(&doc, "#field-actor", "value").as_deref(),
+        Some("Humphrey Bogart, Ingrid Bergman, Paul Henreid")
+    );
+    let available: i64 = texts(&doc, ".available")[0].parse().expect("a number");
+    let token = csrf_token(&doc).expect("token");
+
+    // Re-submit the form as loaded with a new retail price.
+    let form_sel = scraper::Selector::parse("form.product-form input, form.product-form textarea")
+        .expect("selector");
+    let mut fields: Vec<(String, String)> = doc
+        .select(&form_sel)
+        .filter_map(|el| {
+            let name = el.value().attr("name")?.to_string();
+            let value = if el.value().name() == "textarea" {
+                el.text().collect()
+            } else {
+                el.value().attr("value").unwrap_or_default().to_string()
+            };
+            (el.value().attr("type") != Some("checkbox")).then_some((name, value))
+        })
+        .collect();
+    for (name, value) in fields.iter_mut() {
+        if name == "retail_price" {
+            *value = "7.49".into();
+        }
+    }
+    let pairs: Vec<(&str, &str)> = fields
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let response = app.post_admin_form(&edit, &pairs).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let doc = html(&body(app.get("/products/casablanca").await).await);
+    assert_eq!(texts(&doc, ".savings"), ["You save $7.50 (50%)"]);
+    assert_eq!(texts(&doc, ".cast li").len(), 3);
+
+    let stock = edit.replace("/edit", "/stock");
+    let response = app
+        .post_admin_form(&stock, &[("csrf_token", token.as_str()), ("delta", "5")])
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let doc = admin_page(&app, &edit).await;
+    assert_eq!(texts(&doc, ".available"), [(available + 5).to_string()]);
+    assert_eq!(texts(&doc, ".flash-success"), ["Stock changed by 5."]);
+    let response = app
+        .post_admin_form(
+            &stock,
+            &[("csrf_token", token.as_str()), ("delta", "-100000")],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let doc = admin_page(&app, &edit).await;
+    assert_eq!(texts(&doc, ".available"), [(available + 5).to_string()]);
+    assert_eq!(count(&doc, ".flash-error"), 1);
+}
+
+/// The id of a category from its rename form's action.
+fn category_id(doc: &scraper::Html, slug: &str) -> String {
+    let action = attr(doc, &format!("#category-{slug} form.rename"), "action").expect("form");
+    action
+        .trim_start_matches("/admin/categories/")
+        .trim_end_matches("/rename")
+        .to_string()
+}
+
+#[tokio::test]
+async fn categories_can_be_added_moved_renamed_and_deleted_from_the_admin() {
+    let app = spawn_app().await;
+    let doc = admin_page(&app, "/admin/categories").await;
+    let token = csrf_token(&doc).expect("token");
+    let jazz = category_id(&doc, "jazz");
+    let bop = category_id(&doc, "bop");
+    let modal = category_id(&doc, "modal-jazz");
+
+    // Add under Jazz; the slug comes from the name.
+    let response = app
+        .post_admin_form(
+            "/admin/categories",
+            &[
+                ("csrf_token", token.as_str()),
+                ("name", "Bossa Nova"),
+                ("parent", jazz.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let doc = admin_page(&app, "/admin/categories").await;
+    assert_eq!(count(&doc, "#category-bossa-nova.depth-2"), 1);
+    // A slug in use is an error next to the slug field.
+    let response = app
+        .post_admin_form(
+            "/admin/categories",
+            &[
+                ("csrf_token", token.as_str()),
+                ("name", "Rock"),
+                ("slug", "rock"),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert_eq!(
+        texts(&doc, "#error-slug"),
+        ["Another category already uses this slug."]
+    );
+
+    // The move picker never offers a category's own subtree.
+    let doc = admin_page(&app, "/admin/categories").await;
+    let targets = texts(&doc, "#category-jazz form.move option");
+    assert!(
+        !targets.iter().any(|t| t.ends_with("Modal Jazz")),
+        "{targets:?}"
+    );
+    // Posted anyway, the cycle is refused with a message.
+    app.post_admin_form(
+        &format!("/admin/categories/{jazz}/move"),
+        &[("csrf_token", token.as_str()), ("parent", modal.as_str())],
+    )
+    .await;
+    let doc = admin_page(&app, "/admin/categories").await;
+    assert!(texts(&doc, ".flash-error")[0].contains("cannot be moved under itself"));
+
+    // Bop moves under Jazz; then Jazz is renamed: breadcrumbs follow both.
+    app.post_admin_form(
+        &format!("/admin/categories/{bop}/move"),
+        &[("csrf_token", token.as_str()), ("parent", jazz.as_str())],
+    )
+    .await;
+    app.post_admin_form(
+        &format!("/admin/categories/{jazz}/rename"),
+        &[
+            ("csrf_token", token.as_str()),
+            ("name", "Jazz & Blues"),
+            ("slug", "jazz-blues"),
+        ],
+    )
+    .await;
+    let doc = html(&body(app.get("/categories/modal-jazz").await).await);
+    assert_eq!(
+        texts(&doc, "nav.breadcrumbs li"),
+        ["Categories", "Music", "Jazz & Blues", "Bop", "Modal Jazz"]
+    );
+    let doc = html(&body(app.get("/products/kind-of-blue").await).await);
+    assert_eq!(
+        texts(&doc, "nav.breadcrumbs a"),
+        ["Music", "Jazz & Blues", "Bop", "Modal Jazz"]
+    );
+    // Products follow the move: Ragtime no longer lists Kind of Blue.
+    let doc = html(&body(app.get("/categories/ragtime").await).await);
+    assert_eq!(
+        texts(&doc, ".product-grid .product-title"),
+        ["Piano Rags by Scott Joplin"]
+    );
+
+    // Delete: refused while it has children, done when empty.
+    app.post_admin_form(
+        &format!("/admin/categories/{jazz}/delete"),
+        &[("csrf_token", token.as_str())],
+    )
+    .await;
+    let doc = admin_page(&app, "/admin/categories").await;
+    assert!(texts(&doc, ".flash-error")[0].contains("subcategories"));
+    let bossa = category_id(&doc, "bossa-nova");
+    app.post_admin_form(
+        &format!("/admin/categories/{bossa}/delete"),
+        &[("csrf_token", token.as_str())],
+    )
+    .await;
+    let doc = admin_page(&app, "/admin/categories").await;
+    assert_eq!(texts(&doc, ".flash-success"), ["Deleted."]);
+    assert_eq!(count(&doc, "#category-bossa-nova"), 0);
+    // Without the token nothing happens.
+    let response = app
+        .post_admin_form(&format!("/admin/categories/{modal}/delete"), &[])
+        .await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+}

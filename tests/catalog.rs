@@ -1,0 +1,376 @@
+//! The storefront catalog pages on the seeded demo catalog: what each page, filter, sort and
+//! page link shows, read from the HTML.
+
+mod common;
+
+use std::collections::BTreeSet;
+
+use common::*;
+use reqwest::StatusCode;
+
+/// Titles of the product cards on a page, in order.
+fn titles(doc: &scraper::Html) -> Vec<String> {
+    texts(doc, ".product-grid .product-title")
+}
+
+async fn page(app: &TestApp, path: &str) -> scraper::Html {
+    let response = app.get(path).await;
+    assert_eq!(response.status(), StatusCode::OK, "{path}");
+    html(&body(response).await)
+}
+
+fn cents(price: &str) -> i64 {
+    let digits: String = price.chars().filter(char::is_ascii_digit).collect();
+    digits.parse().expect("a price")
+}
+
+fn set(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+#[tokio::test]
+async fn the_home_page_shows_featured_discounted_and_newest_shelves() {
+    let app = spawn_app().await;
+    let doc = page(&app, "/").await;
+    assert_eq!(
+        texts(&doc, ".shelf h2"),
+        ["Featured", "Biggest discounts", "Newest releases"]
+    );
+    assert_eq!(count(&doc, "#featured .product-card"), 4);
+    let discounts: Vec<i64> = texts(&doc, "#discounts .discount")
+        .iter()
+        .map(|d| cents(d))
+        .collect();
+    assert_eq!(discounts.len(), 4);
+    assert!(discounts.windows(2).all(|w| w[0] >= w[1]), "{discounts:?}");
+    assert_eq!(discounts[0], 35);
+    assert_eq!(
+        texts(&doc, "#newest .product-title"),
+        [
+            "SPQR: A History of Ancient Rome",
+            "Kind of Blue: The Making of the Miles Davis Masterpiece",
+            "Neuromancer",
+            "Goldberg Variations (1981)"
+        ]
+    );
+    assert_eq!(texts(&doc, "header nav a"), ["Home", "Shop", "Categories"]);
+}
+
+#[tokio::test]
+async fn the_product_list_pages_through_every_product_newest_first() {
+    let app = spawn_app().await;
+    let first = page(&app, "/products").await;
+    assert_eq!(texts(&first, ".result-count .total"), ["36"]);
+    assert_eq!(
+        texts(&first, ".pagination a.page"),
+        ["1", "2", "3"],
+        "page links"
+    );
+    assert_eq!(
+        attr(&first, ".pagination a[aria-current=page]", "href").as_deref(),
+        Some("/products?page=1")
+    );
+    assert_eq!(
+        attr(&first, "header nav a[aria-current=page]", "href").as_deref(),
+        Some("/products")
+    );
+    let mut seen = Vec::new();
+    for n in 1..=3 {
+        let doc = page(&app, &format!("/products?page={n}")).await;
+        let t = titles(&doc);
+        assert_eq!(t.len(), 12, "page {n}");
+        seen.extend(t);
+    }
+    assert_eq!(seen[0], "SPQR: A History of Ancient Rome");
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("The Murder of Roger Ackroyd")
+    );
+    let distinct: BTreeSet<&String> = seen.iter().collect();
+    assert_eq!(distinct.len(), 36, "no product twice, none missing");
+}
+
+#[tokio::test]
+async fn filters_by_type_person_and_genre_keep_newest_first() {
+    let app = spawn_app().await;
+    let doc = page(&app, "/products?type=film&person=Harrison+Ford").await;
+    assert_eq!(
+        titles(&doc),
+        ["Blade Runner", "Raiders of the Lost Ark", "Star Wars"]
+    );
+    let doc = page(&app, "/products?type=album&genre=swing").await;
+    assert_eq!(
+        titles(&doc),
+        ["The Atomic Mr. Basie", "Ellington at Newport"]
+    );
+    let doc = page(&app, "/products?type=book&person=Ursula+K.+Le+Guin").await;
+    assert_eq!(
+        titles(&doc),
+        ["The Dispossessed", "The Left Hand of Darkness"]
+    );
+    // Without a type the person may be any artist, actor or author.
+    let doc = page(&app, "/products?person=Miles+Davis").await;
+    assert_eq!(titles(&doc), ["Kind of Blue"]);
+    // The form shows the choices that are in force.
+    assert_eq!(
+        attr(&doc, "#f-person", "value").as_deref(),
+        Some("Miles Davis")
+    );
+}
+
+#[tokio::test]
+async fn a_price_range_sorted_by_price_lists_cheapest_first() {
+    let app = spawn_app().await;
+    let doc = page(&app, "/products?min_price=10&max_price=12&sort=price").await;
+    let found: BTreeSet<String> = titles(&doc).into_iter().collect();
+    assert_eq!(
+        found,
+        set(&[
+            "Roman Holiday",
+            "The Big Sleep",
+            "The Atomic Mr. Basie",
+            "The Apartment",
+            "The Left Hand of Darkness"
+        ])
+    );
+    let prices: Vec<i64> = texts(&doc, ".product-grid .retail")
+        .iter()
+        .map(|p| cents(p))
+        .collect();
+    assert!(prices.windows(2).all(|w| w[0] <= w[1]), "{prices:?}");
+    assert!(prices.iter().all(|p| (1000..=1200).contains(p)));
+
+    let doc = page(&app, "/products?sort=price-desc").await;
+    let prices: Vec<i64> = texts(&doc, ".product-grid .retail")
+        .iter()
+        .map(|p| cents(p))
+        .collect();
+    assert!(prices.windows(2).all(|w| w[0] >= w[1]), "{prices:?}");
+    assert_eq!(prices[0], 1999);
+}
+
+#[tokio::test]
+async fn a_minimum_discount_sorted_by_discount_lists_the_biggest_first() {
+    let app = spawn_app().await;
+    let doc = page(&app, "/products?min_discount=30&sort=discount").await;
+    let found: BTreeSet<String> = titles(&doc).into_iter().collect();
+    assert_eq!(
+        found,
+        set(&[
+            "Kind of Blue",
+            "Blade Runner",
+            "Bird and Diz",
+            "Casablanca",
+            "SPQR: A History of Ancient Rome",
+            "Dune",
+            "The Four Seasons",
+            "Some Like It Hot",
+            "The Murder of Roger Ackroyd"
+        ])
+    );
+    let pct: Vec<i64> = texts(&doc, ".product-grid .discount")
+        .iter()
+        .map(|p| cents(p))
+        .collect();
+    assert!(pct.windows(2).all(|w| w[0] >= w[1]), "{pct:?}");
+    assert!(pct.iter().all(|p| *p >= 30));
+}
+
+#[tokio::test]
+async fn in_stock_only_hides_sold_out_products() {
+    let app = spawn_app().await;
+    let all = page(&app, "/products?sort=title").await;
+    assert!(
+        count(&all, ".stock-out") > 0,
+        "some demo products are sold out"
+    );
+    let doc = page(&app, "/products?in_stock=1&sort=title").await;
+    assert_eq!(texts(&doc, ".result-count .total"), ["28"]);
+    for n in 1..=3 {
+        let doc = page(&app, &format!("/products?in_stock=1&sort=title&page={n}")).await;
+        assert_eq!(count(&doc, ".stock-out"), 0);
+    }
+    let t = titles(&doc);
+    let mut sorted = t.clone();
+    sorted.sort_by_key(|s| s.to_lowercase());
+    assert_eq!(t, sorted, "title order");
+    // Page links keep the filters.
+    assert_eq!(
+        attr(&doc, ".pagination a[rel=next]", "href").as_deref(),
+        Some("/products?in_stock=1&sort=title&page=2")
+    );
+}
+
+#[tokio::test]
+async fn title_search_matches_the_start_of_a_title_and_treats_metacharacters_literally() {
+    let app = spawn_app().await;
+    let doc = page(&app, "/products?q=KIND+of").await;
+    assert_eq!(
+        titles(&doc),
+        [
+            "Kind of Blue: The Making of the Miles Davis Masterpiece",
+            "Kind of Blue"
+        ]
+    );
+    assert_eq!(attr(&doc, "#f-q", "value").as_deref(), Some("KIND of"));
+    for search in ["(*+?[", ".*", "^", "\\", "a|b", "[a-z]+", "$where"] {
+        let path = format!(
+            "/products?q={}",
+            form_urlencoded::byte_serialize(search.as_bytes()).collect::<String>()
+        );
+        let doc = page(&app, &path).await;
+        assert_eq!(titles(&doc), Vec::<String>::new(), "{search}");
+        assert_eq!(texts(&doc, ".result-count"), ["No products match."]);
+    }
+    let doc = page(&app, "/products?q=12+angry").await;
+    assert_eq!(titles(&doc), ["12 Angry Men"]);
+}
+
+#[tokio::test]
+async fn bad_listing_parameters_fall_back_to_defaults_and_unknown_slugs_are_404() {
+    let app = spawn_app().await;
+    for path in [
+        "/products?page=0",
+        "/products?page=abc",
+        "/products?page=-1",
+        "/products?page=99999999999999999999",
+        "/products?sort=evil",
+        "/products?type=spaceship&min_price=cheap&max_price=-3&min_discount=500",
+        "/products?page=999",
+        "/categories/jazz?page=abc&sort=evil",
+        "/products?q=%28%2A%2B%3F%5B&page=0",
+    ] {
+        let response = app.get(path).await;
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        let doc = html(&body(response).await);
+        assert!(count(&doc, "form.filters") == 1, "{path}");
+    }
+    let doc = page(&app, "/products?page=abc&sort=evil").await;
+    assert_eq!(titles(&doc)[0], "SPQR: A History of Ancient Rome");
+    // Past the end: the last page.
+    let doc = page(&app, "/products?page=999").await;
+    assert_eq!(
+        attr(&doc, ".pagination a[aria-current=page]", "href").as_deref(),
+        Some("/products?page=3")
+    );
+    for path in ["/products/no-such-thing", "/categories/no-such-thing"] {
+        let response = app.get(path).await;
+        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{path}");
+        assert_eq!(heading(&html(&body(response).await)), "Page not found");
+    }
+}
+
+#[tokio::test]
+async fn each_product_type_has_its_own_details_with_price_and_stock() {
+    let app = spawn_app().await;
+    let doc = page(&app, "/products/kind-of-blue").await;
+    assert_eq!(heading(&doc), "Kind of Blue");
+    assert_eq!(texts(&doc, ".product-summary .retail"), ["$12.99"]);
+    assert_eq!(texts(&doc, ".product-summary .list-price"), ["$19.99"]);
+    assert_eq!(texts(&doc, ".savings"), ["You save $7.00 (35%)"]);
+    assert_eq!(texts(&doc, ".stock"), ["In stock"]);
+    assert_eq!(
+        texts(&doc, ".tracks li"),
+        [
+            "So What",
+            "Freddie Freeloader",
+            "Blue in Green",
+            "All Blues",
+            "Flamenco Sketches"
+        ]
+    );
+    assert_eq!(
+        texts(&doc, "nav.breadcrumbs a"),
+        ["Music", "Jazz", "Ragtime", "Bop", "Modal Jazz"]
+    );
+    assert!(
+        csrf_token(&doc).is_some(),
+        "the add-to-cart form has a token"
+    );
+
+    let doc = page(&app, "/products/casablanca").await;
+    assert_eq!(
+        texts(&doc, ".cast li"),
+        ["Humphrey Bogart", "Ingrid Bergman", "Paul Henreid"]
+    );
+    assert_eq!(count(&doc, ".tracks"), 0);
+    assert!(texts(&doc, ".details-film .fact")
+        .iter()
+        .any(|f| f.contains("Michael Curtiz")));
+
+    let doc = page(&app, "/products/dune").await;
+    assert_eq!(texts(&doc, ".byline"), ["by Frank Herbert"]);
+    assert!(texts(&doc, ".details-book .fact")
+        .iter()
+        .any(|f| f.contains("978-0-441-17271-9")));
+    assert_eq!(count(&doc, ".cast"), 0);
+
+    // A sold-out product says so and its cart button is disabled.
+    let doc = page(&app, "/products/a-love-supreme").await;
+    assert_eq!(texts(&doc, ".stock"), ["Sold out"]);
+    assert_eq!(count(&doc, ".add-to-cart button[disabled]"), 1);
+    // Full price: no savings line.
+    let doc = page(&app, "/products/neuromancer").await;
+    assert_eq!(count(&doc, ".savings"), 0);
+}
+
+#[tokio::test]
+async fn the_category_tree_lists_every_category_indented_by_depth() {
+    let app = spawn_app().await;
+    let doc = page(&app, "/categories").await;
+    let all = texts(&doc, ".category-tree li");
+    assert_eq!(all.len(), 18);
+    assert_eq!(
+        texts(&doc, ".category-tree li.depth-0"),
+        ["Books", "Film", "Music"]
+    );
+    assert_eq!(texts(&doc, ".category-tree li.depth-4"), ["Modal Jazz"]);
+    let jazz = all.iter().position(|c| c == "Jazz").expect("jazz");
+    assert_eq!(
+        all[jazz + 1..jazz + 5],
+        ["Ragtime", "Bop", "Modal Jazz", "Swing"]
+    );
+}
+
+#[tokio::test]
+async fn a_category_page_has_breadcrumbs_children_and_products_of_its_descendants() {
+    let app = spawn_app().await;
+    let doc = page(&app, "/categories/modal-jazz").await;
+    assert_eq!(heading(&doc), "Modal Jazz");
+    assert_eq!(
+        texts(&doc, "nav.breadcrumbs li"),
+        [
+            "Categories",
+            "Music",
+            "Jazz",
+            "Ragtime",
+            "Bop",
+            "Modal Jazz"
+        ]
+    );
+    assert_eq!(
+        attr(&doc, "nav.breadcrumbs a[href='/categories/bop']", "href").as_deref(),
+        Some("/categories/bop")
+    );
+    assert_eq!(
+        titles(&doc),
+        [
+            "Kind of Blue: The Making of the Miles Davis Masterpiece",
+            "Maiden Voyage",
+            "A Love Supreme",
+            "Kind of Blue"
+        ]
+    );
+
+    let doc = page(&app, "/categories/jazz").await;
+    assert_eq!(texts(&doc, ".child-categories a"), ["Ragtime", "Swing"]);
+    assert_eq!(texts(&doc, ".result-count .total"), ["9"]);
+    // The same filters and sorts as the shop.
+    let doc = page(&app, "/categories/jazz?type=album&sort=price").await;
+    assert_eq!(texts(&doc, ".result-count .total"), ["8"]);
+    assert_eq!(titles(&doc)[0], "Bird and Diz");
+    assert_eq!(
+        attr(&doc, "form.filters", "action").as_deref(),
+        Some("/categories/jazz")
+    );
+}

@@ -1,0 +1,386 @@
+//! The catalog's data model on a fresh in-memory docstore: the category tree operations keep
+//! every copy of the hierarchy right, seeding never duplicates, and every storefront query
+//! runs on an index.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use bazaar::catalog::categories::{self, Category};
+use bazaar::catalog::listing::{self, ListingQuery, Sort};
+use bazaar::catalog::products::{self, ProductType};
+use bazaar::catalog::CatalogError;
+use bazaar::db::{indexes, Db, Store};
+use bson::oid::ObjectId;
+use bson::{doc, Bson, Document};
+use futures::TryStreamExt;
+
+struct TestDb {
+    db: Db,
+    _server: docstore::ServerHandle,
+}
+
+async fn seeded_db() -> TestDb {
+    let server = docstore::Server::start(docstore::Config {
+        storage: docstore::StorageMode::InMemory,
+        port: 0,
+        ..Default::default()
+    })
+    .await
+    .expect("docstore starts");
+    let db = Db::connect(
+        &server.uri(),
+        "catalog_test",
+        Duration::from_secs(5),
+        Store::EmbeddedMemory,
+    )
+    .await
+    .expect("connects");
+    indexes::ensure_indexes(&db).await.expect("indexes");
+    bazaar::seed::run(&db).await.expect("seeds");
+    TestDb {
+        db,
+        _server: server,
+    }
+}
+
+async fn category(db: &Db, slug: &str) -> Category {
+    categories::by_slug(db, slug)
+        .await
+        .expect("query")
+        .unwrap_or_else(|| panic!("category {slug}"))
+}
+
+/// Check every category's stored ancestors and every product's `category_path` against a
+/// recomputation from `parent` links alone.
+async fn assert_hierarchy_consistent(db: &Db) {
+    let all = categories::all(db).await.expect("categories");
+    let by_id: HashMap<ObjectId, &Category> = all.iter().map(|c| (c.id, c)).collect();
+    let chain = |mut parent: Option<ObjectId>| {
+        let mut out = Vec::new();
+        while let Some(id) = parent {
+            let c = by_id[&id];
+            out.push((c.id, c.slug.clone(), c.name.clone()));
+            parent = c.parent;
+            assert!(out.len() < 64, "a cycle in parent links");
+        }
+        out.reverse();
+        out
+    };
+    for c in &all {
+        let stored: Vec<_> = c
+            .ancestors
+            .iter()
+            .map(|a| (a.id, a.slug.clone(), a.name.clone()))
+            .collect();
+        assert_eq!(stored, chain(c.parent), "ancestors of {}", c.slug);
+    }
+    let products: Vec<products::Product> = products::collection(db)
+        .find(doc! {})
+        .await
+        .expect("find")
+        .try_collect()
+        .await
+        .expect("products");
+    for p in products {
+        let mut expected: Vec<ObjectId> = Vec::new();
+        for id in &p.categories {
+            expected.extend(chain(Some(*id)).into_iter().map(|(id, _, _)| id));
+        }
+        expected.sort();
+        expected.dedup();
+        let mut stored = p.category_path.clone();
+        stored.sort();
+        assert_eq!(stored, expected, "category_path of {}", p.slug);
+    }
+}
+
+#[tokio::test]
+async fn the_seeded_tree_is_consistent_and_reseeding_adds_nothing() {
+    let t = seeded_db().await;
+    let modal = category(&t.db, "modal-jazz").await;
+    let names: Vec<&str> = modal.ancestors.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["Music", "Jazz", "Ragtime", "Bop"]);
+    assert_hierarchy_consistent(&t.db).await;
+    let count = products::collection(&t.db)
+        .count_documents(doc! {})
+        .await
+        .unwrap();
+    assert!(count >= 36, "{count} products");
+    let report = bazaar::seed::run(&t.db).await.expect("re-seeds");
+    assert_eq!(report.total(), 0, "{report:?}");
+    assert_eq!(
+        products::collection(&t.db)
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
+        count
+    );
+}
+
+#[tokio::test]
+async fn moving_a_category_rebuilds_descendants_and_product_paths() {
+    let t = seeded_db().await;
+    let bop = category(&t.db, "bop").await;
+    let jazz = category(&t.db, "jazz").await;
+    // Bop (with Modal Jazz below it) moves from Ragtime to directly under Jazz.
+    categories::move_to(&t.db, bop.id, Some(jazz.id))
+        .await
+        .expect("moves");
+    let modal = category(&t.db, "modal-jazz").await;
+    let names: Vec<&str> = modal.ancestors.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["Music", "Jazz", "Bop"]);
+    let kind_of_blue = products::by_slug(&t.db, "kind-of-blue")
+        .await
+        .unwrap()
+        .expect("seeded");
+    let ragtime = category(&t.db, "ragtime").await;
+    assert!(!kind_of_blue.category_path.contains(&ragtime.id));
+    assert_hierarchy_consistent(&t.db).await;
+
+    // Running the same move again is safe; moving to the root and across the tree too.
+    categories::move_to(&t.db, bop.id, Some(jazz.id))
+        .await
+        .expect("moves again");
+    let books = category(&t.db, "books").await;
+    categories::move_to(&t.db, bop.id, Some(books.id))
+        .await
+        .expect("moves across");
+    categories::move_to(&t.db, jazz.id, None)
+        .await
+        .expect("moves to the root");
+    assert_hierarchy_consistent(&t.db).await;
+    let modal = category(&t.db, "modal-jazz").await;
+    let names: Vec<&str> = modal.ancestors.iter().map(|a| a.name.as_str()).collect();
+    assert_eq!(names, ["Books", "Bop"]);
+}
+
+#[tokio::test]
+async fn moving_a_category_under_itself_or_a_descendant_is_refused() {
+    let t = seeded_db().await;
+    let jazz = category(&t.db, "jazz").await;
+    let modal = category(&t.db, "modal-jazz").await;
+    for target in [jazz.id, modal.id] {
+        let outcome = categories::move_to(&t.db, jazz.id, Some(target)).await;
+        assert!(matches!(outcome, Err(CatalogError::Cycle)), "{outcome:?}");
+    }
+    // Nothing changed.
+    assert_eq!(category(&t.db, "jazz").await, jazz);
+    assert_hierarchy_consistent(&t.db).await;
+}
+
+#[tokio::test]
+async fn renaming_a_category_updates_every_descendants_breadcrumbs() {
+    let t = seeded_db().await;
+    let jazz = category(&t.db, "jazz").await;
+    categories::rename(&t.db, jazz.id, "Jazz & Blues", "jazz-and-blues")
+        .await
+        .expect("renames");
+    for slug in ["ragtime", "bop", "modal-jazz", "swing"] {
+        let c = category(&t.db, slug).await;
+        let jazz_ref = c
+            .ancestors
+            .iter()
+            .find(|a| a.id == jazz.id)
+            .expect("in path");
+        assert_eq!(
+            (jazz_ref.name.as_str(), jazz_ref.slug.as_str()),
+            ("Jazz & Blues", "jazz-and-blues")
+        );
+    }
+    assert_hierarchy_consistent(&t.db).await;
+    // A slug another category has is refused.
+    let outcome = categories::rename(&t.db, jazz.id, "Jazz", "rock").await;
+    assert!(
+        matches!(outcome, Err(CatalogError::SlugTaken)),
+        "{outcome:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_category_with_children_or_products_cannot_be_deleted() {
+    let t = seeded_db().await;
+    let jazz = category(&t.db, "jazz").await;
+    let outcome = categories::delete(&t.db, jazz.id).await;
+    assert!(
+        matches!(outcome, Err(CatalogError::HasChildren(2))),
+        "{outcome:?}"
+    );
+    let swing = category(&t.db, "swing").await;
+    let outcome = categories::delete(&t.db, swing.id).await;
+    assert!(
+        matches!(outcome, Err(CatalogError::HasProducts(2))),
+        "{outcome:?}"
+    );
+    let empty = categories::add(&t.db, "Bossa Nova", "bossa-nova", Some(jazz.id))
+        .await
+        .expect("adds");
+    assert_eq!(empty.ancestors.len(), 2);
+    categories::delete(&t.db, empty.id).await.expect("deletes");
+    assert!(categories::by_slug(&t.db, "bossa-nova")
+        .await
+        .unwrap()
+        .is_none());
+}
+
+fn find_stage(v: &Bson, name: &str) -> Option<Document> {
+    match v {
+        Bson::Document(d) => {
+            if d.get_str("stage") == Ok(name) {
+                return Some(d.clone());
+            }
+            d.values().find_map(|x| find_stage(x, name))
+        }
+        Bson::Array(items) => items.iter().find_map(|x| find_stage(x, name)),
+        _ => None,
+    }
+}
+
+async fn assert_uses_index(
+    db: &Db,
+    what: &str,
+    collection: &str,
+    filter: Document,
+    sort: Document,
+) {
+    let explain = db
+        .database()
+        .run_command(doc! {
+            "explain": { "find": collection, "filter": filter, "sort": sort, "limit": 12 },
+            "verbosity": "queryPlanner",
+        })
+        .await
+        .expect("explain runs");
+    let plan = Bson::Document(explain.clone());
+    assert!(
+        find_stage(&plan, "IXSCAN").is_some() && find_stage(&plan, "COLLSCAN").is_none(),
+        "{what} does not use an index: {explain}"
+    );
+}
+
+#[tokio::test]
+async fn every_storefront_query_uses_an_index() {
+    let t = seeded_db().await;
+    let db = &t.db;
+    let jazz = category(db, "jazz").await;
+    let q = |pairs: &[(&str, &str)]| {
+        ListingQuery::from_params(
+            &pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        )
+    };
+    let mut cases: Vec<(String, Document, Document)> = vec![
+        (
+            "product by slug".into(),
+            doc! { "slug": "kind-of-blue" },
+            doc! {},
+        ),
+        ("product by sku".into(), doc! { "sku": "demo0001" }, doc! {}),
+    ];
+    let (f, s) = listing::featured_filter();
+    cases.push(("featured shelf".into(), f, s));
+    let (f, s) = listing::discounts_filter();
+    cases.push(("discount shelf".into(), f, s));
+    let (f, s) = listing::newest_filter();
+    cases.push(("newest shelf".into(), f, s));
+    for sort in Sort::ALL {
+        let query = q(&[("sort", sort.as_str())]);
+        cases.push((
+            format!("all products by {}", sort.as_str()),
+            query.filter(doc! {}),
+            query.sort.document(),
+        ));
+        cases.push((
+            format!("a category by {}", sort.as_str()),
+            query.filter(listing::in_category(jazz.id)),
+            query.sort.document(),
+        ));
+    }
+    for (what, pairs) in [
+        ("type and genre", vec![("type", "album"), ("genre", "jazz")]),
+        (
+            "films by actor",
+            vec![("type", "film"), ("person", "Harrison Ford")],
+        ),
+        (
+            "albums by artist",
+            vec![("type", "album"), ("person", "Miles Davis")],
+        ),
+        (
+            "books by author",
+            vec![("type", "book"), ("person", "Ursula K. Le Guin")],
+        ),
+        (
+            "price range",
+            vec![("min_price", "10"), ("max_price", "15"), ("sort", "price")],
+        ),
+        (
+            "minimum discount",
+            vec![("min_discount", "20"), ("sort", "discount")],
+        ),
+        ("title search", vec![("q", "kind (*+?["), ("sort", "title")]),
+        ("in stock", vec![("in_stock", "1")]),
+    ] {
+        let query = q(&pairs);
+        cases.push((
+            what.to_string(),
+            query.filter(doc! {}),
+            query.sort.document(),
+        ));
+    }
+    cases.push((
+        "category breadcrumbs".into(),
+        doc! { "slug": "modal-jazz" },
+        doc! {},
+    ));
+    for (what, filter, sort) in cases {
+        let collection = if what == "category breadcrumbs" {
+            categories::COLLECTION
+        } else {
+            products::COLLECTION
+        };
+        assert_uses_index(db, &what, collection, filter, sort).await;
+    }
+    for (what, filter) in [
+        ("category descendants", doc! { "ancestors._id": jazz.id }),
+        ("category children", doc! { "parent": jazz.id }),
+    ] {
+        assert_uses_index(db, what, categories::COLLECTION, filter, doc! {}).await;
+    }
+    // The people filter's field is the type's own.
+    assert_eq!(ProductType::Film.people_field(), "details.actor");
+}
+
+#[tokio::test]
+async fn generated_products_fill_the_tree_consistently_and_regenerating_adds_nothing() {
+    let t = seeded_db().await;
+    let added = bazaar::catalog::demo::seed_bulk(&t.db, 100)
+        .await
+        .expect("generates");
+    assert_eq!(added, 100);
+    assert_eq!(
+        bazaar::catalog::demo::seed_bulk(&t.db, 100)
+            .await
+            .expect("again"),
+        0
+    );
+    assert_eq!(
+        products::collection(&t.db)
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
+        136
+    );
+    assert_hierarchy_consistent(&t.db).await;
+    let jazz = category(&t.db, "jazz").await;
+    let page = listing::find_page(
+        &t.db,
+        &listing::CountCache::default(),
+        listing::in_category(jazz.id),
+        &ListingQuery::default(),
+    )
+    .await
+    .expect("lists");
+    assert!(page.total > 9, "{}", page.total);
+}
