@@ -721,9 +721,25 @@ fn prefix_range(prefix: &[u8]) -> KeyRange {
 /// Whether walking the index in order (or reversed) yields documents in `sort` order.
 /// Returns `Some(reverse)` when it does.
 fn sort_order(idx: &Index, per_field: &[Option<Constraint>], sort: &Document) -> Option<bool> {
-    // With several keys per document the order of first appearance is not the sort order.
+    // A multikey index lists a document once per array element. Walking it still yields the
+    // sort order when no field is bounded by a range: within a single-point prefix, a
+    // document's first appearance is at its least (ascending walk) or greatest (descending
+    // walk) element, which is exactly the element MongoDB sorts an array by. A range would
+    // hide elements outside it, so then the order is not guaranteed.
+    // For the same reason a sort field must not be bounded at all: an array document matched
+    // through one element still sorts by its least or greatest element.
     if idx.is_multikey() {
-        return None;
+        let ranged = per_field
+            .iter()
+            .any(|c| c.as_ref().is_some_and(|c| !c.is_single_point()));
+        let sort_field_bounded = idx
+            .fields
+            .iter()
+            .zip(per_field)
+            .any(|(f, c)| c.is_some() && sort.contains_key(&f.path));
+        if ranged || sort_field_bounded {
+            return None;
+        }
     }
     let is_fixed = |path: &str| {
         idx.fields

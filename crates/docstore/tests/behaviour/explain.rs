@@ -239,3 +239,87 @@ async fn a_limited_sorted_query_walks_the_sort_index_when_the_filter_matches_man
         .unwrap();
     assert_eq!(claimed.get_i32("_id").unwrap(), 0);
 }
+
+#[tokio::test]
+async fn an_equality_on_a_multikey_field_still_serves_the_sort_from_the_index() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("tagged");
+    c.insert_many((0..400).map(|i| {
+        let tags = vec![
+            format!("t{}", i % 5),
+            format!("t{}", (i + 1) % 5),
+            "all".to_string(),
+        ];
+        doc! { "_id": i, "tags": tags, "date": (i * 7919) % 1000, "scores": [i % 13, (i * 3) % 17] }
+    }))
+    .await
+    .unwrap();
+    c.create_index(
+        IndexModel::builder()
+            .keys(doc! { "tags": 1, "date": -1, "_id": -1 })
+            .build(),
+    )
+    .await
+    .unwrap();
+    let e = explain_find(
+        &t.db,
+        doc! { "find": "tagged", "filter": { "tags": "t3" }, "sort": { "date": -1, "_id": -1 }, "limit": 12 },
+    )
+    .await;
+    assert!(
+        find_stage(&Bson::Document(e.clone()), "IXSCAN").is_some(),
+        "{e}"
+    );
+    assert!(
+        find_stage(&Bson::Document(e.clone()), "SORT").is_none(),
+        "{e}"
+    );
+    assert_eq!(docs_examined(&e), 12);
+
+    use futures::TryStreamExt;
+    let by_index: Vec<Document> = c
+        .find(doc! { "tags": "t3" })
+        .sort(doc! { "date": -1, "_id": -1 })
+        .limit(12)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let by_scan: Vec<Document> = c
+        .find(doc! { "tags": "t3" })
+        .sort(doc! { "date": -1, "_id": -1 })
+        .limit(12)
+        .hint(mongodb::options::Hint::Keys(doc! { "$natural": 1 }))
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(by_index, by_scan);
+
+    // Sorting by an array field through a multikey index uses each document's least element.
+    c.create_index(IndexModel::builder().keys(doc! { "scores": 1 }).build())
+        .await
+        .unwrap();
+    let asc_index: Vec<Document> = c
+        .find(doc! {})
+        .sort(doc! { "scores": 1, "_id": 1 })
+        .limit(30)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let asc_scan: Vec<Document> = c
+        .find(doc! {})
+        .sort(doc! { "scores": 1, "_id": 1 })
+        .limit(30)
+        .hint(mongodb::options::Hint::Keys(doc! { "$natural": 1 }))
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(asc_index, asc_scan);
+}
