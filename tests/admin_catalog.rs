@@ -391,4 +391,18 @@ async fn categories_can_be_added_moved_renamed_and_deleted_from_the_admin() {
         .post_admin_form(&format!("/admin/categories/{modal}/delete"), &[])
         .await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    // Asked to, a delete hands the subcategories to the parent: Ragtime's children move up.
+    let doc = admin_page(&app, "/admin/categories").await;
+    let ragtime = category_id(&doc, "ragtime");
+    app.post_admin_form(
+        &format!("/admin/categories/{ragtime}/delete"),
+        &[("csrf_token", token.as_str()), ("reparent", "1")],
+    )
+    .await;
+    let doc = admin_page(&app, "/admin/categories").await;
+    assert_eq!(texts(&doc, ".flash-success"), ["Deleted."]);
+    assert_eq!(count(&doc, "#category-ragtime"), 0);
+    // ... and the products filed under Ragtime are filed under its parent instead.
+    let doc = html(&body(app.get("/products/piano-rags-by-scott-joplin").await).await);
+    assert_eq!(texts(&doc, "nav.breadcrumbs a"), ["Music", "Jazz & Blues"]);
 }

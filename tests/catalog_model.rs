@@ -384,3 +384,71 @@ async fn generated_products_fill_the_tree_consistently_and_regenerating_adds_not
     .expect("lists");
     assert!(page.total > 9, "{}", page.total);
 }
+
+#[tokio::test]
+async fn deleting_with_reparenting_hands_children_and_products_to_the_parent() {
+    let t = seeded_db().await;
+    let music = category(&t.db, "music").await;
+    let jazz = category(&t.db, "jazz").await;
+    let products = t.db.collection::<Document>(products::COLLECTION);
+    let filed_under_jazz_tree = products
+        .count_documents(doc! { "category_path": jazz.id })
+        .await
+        .unwrap();
+    assert!(filed_under_jazz_tree > 0);
+    // A product filed directly under jazz, so the products are re-filed too.
+    products
+        .update_one(
+            doc! { "category_path": jazz.id },
+            doc! { "$addToSet": { "categories": jazz.id } },
+        )
+        .await
+        .unwrap();
+
+    categories::delete_reparenting(&t.db, jazz.id)
+        .await
+        .expect("deletes, handing its contents to Music");
+
+    assert!(categories::by_slug(&t.db, "jazz").await.unwrap().is_none());
+    let swing = category(&t.db, "swing").await;
+    assert_eq!(swing.parent, Some(music.id));
+    assert!(products
+        .find_one(doc! { "$or": [{ "categories": jazz.id }, { "category_path": jazz.id }] })
+        .await
+        .unwrap()
+        .is_none());
+    // Nothing was lost: every product that was under jazz is still under music.
+    let under_music = products
+        .count_documents(doc! { "category_path": music.id })
+        .await
+        .unwrap();
+    assert!(under_music >= filed_under_jazz_tree);
+    assert_hierarchy_consistent(&t.db).await;
+
+    // A top-level category's own products have nowhere to go: refused before anything moves.
+    let books = category(&t.db, "books").await;
+    products
+        .update_one(
+            doc! { "category_path": books.id },
+            doc! { "$addToSet": { "categories": books.id } },
+        )
+        .await
+        .unwrap();
+    let children_before = categories::children(&t.db, Some(books.id))
+        .await
+        .unwrap()
+        .len();
+    assert!(children_before > 0);
+    let outcome = categories::delete_reparenting(&t.db, books.id).await;
+    assert!(
+        matches!(outcome, Err(CatalogError::HasProducts(1))),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        categories::children(&t.db, Some(books.id))
+            .await
+            .unwrap()
+            .len(),
+        children_before
+    );
+}

@@ -158,7 +158,10 @@ fn refusal(e: CatalogError) -> Result<String, AppError> {
             "A category cannot be moved under itself or one of its own subcategories.".to_string()
         }
         CatalogError::HasChildren(n) => {
-            format!("This category still has {n} subcategories: move or delete them first.")
+            format!(
+                "This category still has {n} subcategories: move or delete them first, or delete \
+                 it handing its contents to its parent."
+            )
         }
         CatalogError::HasProducts(n) => {
             format!("{n} products are filed under this category: file them elsewhere first.")
@@ -272,15 +275,29 @@ pub async fn move_category(
     Ok(back())
 }
 
+/// The delete form: a plain delete, or one that first hands children and products to the
+/// parent category.
+#[derive(serde::Deserialize)]
+pub struct DeleteForm {
+    #[serde(default)]
+    reparent: Option<String>,
+}
+
 /// `POST /admin/categories/{id}/delete`
 pub async fn delete(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
+    form: web::Form<DeleteForm>,
 ) -> Result<HttpResponse, AppError> {
     let id = parse_id(&id)?;
     let session = req.get_session();
-    match categories::delete(&state.db, id).await {
+    let outcome = if form.reparent.is_some() {
+        categories::delete_reparenting(&state.db, id).await
+    } else {
+        categories::delete(&state.db, id).await
+    };
+    match outcome {
         Ok(()) => flash::push(&session, Level::Success, "Deleted."),
         Err(e) => flash::push(
             &session,

@@ -313,3 +313,52 @@ pub async fn delete(db: &Db, id: ObjectId) -> Result<(), CatalogError> {
     }
     Ok(())
 }
+
+/// Delete a category after handing what it holds to its parent: each child category moves up
+/// (with its whole subtree, through [`move_to`]), and each product filed under it is filed
+/// under the parent instead. A top-level category's children become top-level; its products
+/// have nowhere to go, so then products are refused as in [`delete`].
+///
+/// Every step is a single-document write that leaves the catalog consistent, so a crash
+/// part-way leaves a category with less in it, never a product filed nowhere: products are
+/// filed under the parent before they are unfiled from the category.
+pub async fn delete_reparenting(db: &Db, id: ObjectId) -> Result<(), CatalogError> {
+    let category = by_id(db, id).await?.ok_or(CatalogError::NotFound)?;
+    let products = db.collection::<Document>(products::COLLECTION);
+    if category.parent.is_none() {
+        let filed = products.count_documents(doc! { "categories": id }).await?;
+        if filed > 0 {
+            return Err(CatalogError::HasProducts(filed));
+        }
+    }
+    for child in children(db, Some(id)).await? {
+        move_to(db, child.id, category.parent).await?;
+    }
+    if let Some(parent) = category.parent {
+        let filed: Vec<Document> = products
+            .find(doc! { "categories": id })
+            .projection(doc! { "_id": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        for product in filed {
+            let Ok(product_id) = product.get_object_id("_id") else {
+                continue;
+            };
+            products
+                .update_one(
+                    doc! { "_id": product_id },
+                    doc! { "$addToSet": { "categories": parent } },
+                )
+                .await?;
+            products
+                .update_one(
+                    doc! { "_id": product_id },
+                    doc! { "$pull": { "categories": id } },
+                )
+                .await?;
+        }
+        rebuild_product_paths(db, id).await?;
+    }
+    delete(db, id).await
+}
