@@ -27,6 +27,7 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("admin", "username"),
     ("admin", "password_hash"),
     ("log", "level"),
+    ("media", "max_upload_mb"),
 ];
 
 #[derive(Debug, Clone)]
@@ -36,6 +37,7 @@ pub struct Settings {
     pub session: SessionSettings,
     pub admin: AdminSettings,
     pub log: LogSettings,
+    pub media: MediaSettings,
 }
 
 #[derive(Debug, Clone)]
@@ -106,6 +108,12 @@ pub struct AdminSettings {
 #[derive(Debug, Clone)]
 pub struct LogSettings {
     pub level: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct MediaSettings {
+    /// Largest photo upload accepted, in bytes.
+    pub max_upload_bytes: usize,
 }
 
 /// A setting that could not be read, naming the key and where its value came from.
@@ -361,6 +369,11 @@ impl Layers {
             session: self.session()?,
             admin: self.admin()?,
             log: self.log()?,
+            media: MediaSettings {
+                max_upload_bytes: self.integer("media.max_upload_mb", 1, 1024)? as usize
+                    * 1024
+                    * 1024,
+            },
         })
     }
 

@@ -26,6 +26,8 @@ pub struct AppState {
     pub db: Db,
     pub db_timeout_ms: u64,
     pub admin_user: String,
+    /// `media.max_upload_mb`, in bytes.
+    pub max_upload_bytes: usize,
 }
 
 /// The database connection, and the embedded server when Bazaar started one.
@@ -173,6 +175,7 @@ impl Application {
             db: db.clone(),
             db_timeout_ms: settings.database.timeout_ms,
             admin_user: settings.admin.username.clone(),
+            max_upload_bytes: settings.media.max_upload_bytes,
         });
         let server = http_server(
             state,

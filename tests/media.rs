@@ -163,3 +163,19 @@ async fn an_uploaded_png_gets_a_thumbnail_and_a_non_image_or_oversized_file_is_r
     let response = upload(&app, &no_token, "desert.png", &png(10, 10)).await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
 }
+
+#[tokio::test]
+async fn the_upload_limit_comes_from_configuration() {
+    let app = spawn_app_with(&[("BAZAAR_MEDIA__MAX_UPLOAD_MB", "1")]).await;
+    let doc = html(&body(app.get_admin("/admin/products?q=dune").await).await);
+    let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
+    let doc = html(&body(app.get_admin(&edit).await).await);
+    let action = attr(&doc, ".photos-panel form", "action").expect("upload form");
+    let mut two_mib = png(8, 8);
+    two_mib.resize(2 * 1024 * 1024, 0);
+    let response = upload(&app, &action, "big.png", &two_mib).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let doc = html(&body(app.get_admin(&edit).await).await);
+    assert!(texts(&doc, ".flash-error")[0].contains("larger than 1 MiB"));
+    assert_eq!(count(&doc, ".admin-photos img"), 1, "only the demo cover");
+}

@@ -762,7 +762,8 @@ pub async fn upload_photo(
                     .and_then(|cd| cd.get_filename())
                     .map(|f| f.chars().filter(|c| !c.is_control()).take(100).collect())
                     .unwrap_or_else(|| "photo".to_string());
-                outcome = media::store_upload(&state.db, &filename, field).await;
+                outcome =
+                    media::store_upload(&state.db, &filename, field, state.max_upload_bytes).await;
                 break;
             }
             Some(Ok(_)) => continue,

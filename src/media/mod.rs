@@ -21,7 +21,9 @@ use crate::web::errors::AppError;
 
 pub const BUCKET: &str = "assets";
 /// Largest accepted upload.
-pub const MAX_UPLOAD_BYTES: usize = 10 * 1024 * 1024;
+/// Limit for images the application generates itself (demo covers); uploads use the
+/// configured `media.max_upload_mb`.
+pub const MAX_GENERATED_BYTES: usize = 10 * 1024 * 1024;
 /// Thumbnails fit in this square.
 pub const THUMBNAIL_SIZE: u32 = 240;
 /// Images are immutable under their id, so caches may keep them for a year.
@@ -78,8 +80,8 @@ pub fn sniff(head: &[u8]) -> Option<ImageKind> {
 pub enum UploadError {
     #[error("the file is not a JPEG, PNG, GIF or WebP image")]
     NotAnImage,
-    #[error("the file is larger than {} MiB", MAX_UPLOAD_BYTES / (1024 * 1024))]
-    TooLarge,
+    #[error("the file is larger than {} MiB", .0 / (1024 * 1024))]
+    TooLarge(usize),
     #[error("no file was chosen")]
     Empty,
     #[error("the upload was interrupted")]
@@ -124,11 +126,13 @@ async fn discard(upload: &mut GridFsUploadStream) {
 
 /// Stream `body` into the bucket: the first bytes decide the type (nothing is stored for a
 /// non-image), then each chunk goes to GridFS as it arrives; an upload over the limit is
-/// discarded. A thumbnail is made afterwards for types the build can decode.
+/// discarded once it passes `max_bytes`. A thumbnail is made afterwards for types the build
+/// can decode.
 pub async fn store_upload<S, E>(
     db: &Db,
     filename: &str,
     mut body: S,
+    max_bytes: usize,
 ) -> Result<StoredImage, UploadError>
 where
     S: Stream<Item = Result<Bytes, E>> + Unpin,
@@ -150,11 +154,11 @@ where
             }
         };
         total += chunk.len();
-        if total > MAX_UPLOAD_BYTES {
+        if total > max_bytes {
             if let Some((up, _)) = upload.as_mut() {
                 discard(up).await;
             }
-            return Err(UploadError::TooLarge);
+            return Err(UploadError::TooLarge(max_bytes));
         }
         match upload.as_mut() {
             Some((up, _)) => {
@@ -307,7 +311,7 @@ pub async fn store_generated_cover(db: &Db, title: &str) -> Result<StoredImage, 
     })?;
     let filename = format!("{}.png", crate::catalog::slugify(title));
     let body = futures::stream::iter([Ok::<Bytes, std::io::Error>(Bytes::from(png))]);
-    store_upload(db, &filename, body).await
+    store_upload(db, &filename, body, MAX_GENERATED_BYTES).await
 }
 
 fn parse_id(id: &str) -> Result<ObjectId, AppError> {
