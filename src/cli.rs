@@ -14,7 +14,9 @@ usage: bazaar [COMMAND]
 
 commands:
   serve           run the web site (the default)
-  seed            add missing demo data to the database, then exit
+  seed [--products N]
+                  add missing demo data to the database, then exit; with --products, also
+                  generate products until there are N generated ones (for load tests)
   hash-password   read a password from standard input, print its argon2 hash
                   (for admin.password_hash)
   help            show this help
@@ -23,7 +25,7 @@ Settings come from ./config.toml (or $BAZAAR_CONFIG) and BAZAAR_SECTION__KEY var
 
 enum Command {
     Serve,
-    Seed,
+    Seed { products: Option<u64> },
     HashPassword,
     Help,
 }
@@ -36,7 +38,13 @@ fn parse(args: &[String]) -> Result<Command, String> {
         .as_slice()
     {
         [] | ["serve"] => Ok(Command::Serve),
-        ["seed"] => Ok(Command::Seed),
+        ["seed"] => Ok(Command::Seed { products: None }),
+        ["seed", "--products", n] => n
+            .parse::<u64>()
+            .ok()
+            .filter(|n| *n <= 10_000_000)
+            .map(|n| Command::Seed { products: Some(n) })
+            .ok_or_else(|| format!("--products needs a whole number up to 10000000, got {n:?}")),
         ["hash-password"] => Ok(Command::HashPassword),
         ["help"] | ["--help"] | ["-h"] => Ok(Command::Help),
         other => Err(format!("unknown arguments: {}", other.join(" "))),
@@ -59,7 +67,7 @@ pub fn run(args: Vec<String>) -> ExitCode {
         }
         Command::HashPassword => print_password_hash(),
         Command::Serve => with_runtime(serve()),
-        Command::Seed => with_runtime(seed()),
+        Command::Seed { products } => with_runtime(seed(products)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -103,18 +111,51 @@ async fn serve() -> anyhow::Result<()> {
     app.run_until_stopped().await
 }
 
-async fn seed() -> anyhow::Result<()> {
+async fn seed(products: Option<u64>) -> anyhow::Result<()> {
     let settings = load_settings()?;
     let database = OpenDatabase::open(&settings).await?;
     let outcome = async {
         crate::db::indexes::ensure_indexes(&database.db).await?;
-        crate::seed::run(&database.db).await
+        let report = crate::seed::run(&database.db).await?;
+        let generated = match products {
+            Some(n) => Some(seed_generated_products(&database.db, n).await?),
+            None => None,
+        };
+        anyhow::Ok((report, generated))
     }
     .await;
     database.close().await;
-    let report = outcome.context("seeding failed")?;
+    let (report, generated) = outcome.context("seeding failed")?;
     println!("{}", report.summary());
+    if let Some(added) = generated {
+        println!("Generated products added: {added}.");
+    }
     Ok(())
+}
+
+/// Generate products up to `n` in steps, printing progress to standard error on large runs.
+async fn seed_generated_products(db: &crate::db::Db, n: u64) -> anyhow::Result<u64> {
+    let step = (n / 20).max(1_000);
+    let show_progress = n > step && std::io::stderr().is_terminal();
+    let mut added = 0;
+    let mut target = 0;
+    while target < n {
+        target = (target + step).min(n);
+        added += crate::catalog::demo::seed_bulk(db, target).await?;
+        if show_progress {
+            let done = target * 40 / n;
+            eprint!(
+                "\r[{}{}] {target}/{n} products",
+                "#".repeat(done as usize),
+                " ".repeat(40 - done as usize)
+            );
+            let _ = std::io::stderr().flush();
+        }
+    }
+    if show_progress {
+        eprintln!();
+    }
+    Ok(added)
 }
 
 fn print_password_hash() -> anyhow::Result<()> {

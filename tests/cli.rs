@@ -153,6 +153,31 @@ fn seed_adds_demo_data_once_and_rerunning_it_adds_nothing() {
     assert_eq!(run(), "Demo data is already in place; nothing was added.");
 }
 
+#[test]
+fn seed_with_a_product_count_generates_products_once() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let run = |args: &[&str]| {
+        let output = bazaar(args)
+            .env("BAZAAR_DATABASE__PATH", data.path())
+            .output()
+            .expect("bazaar seed runs");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).to_string(),
+            String::from_utf8_lossy(&output.stderr).to_string(),
+        )
+    };
+    let (code, out, err) = run(&["seed", "--products", "120"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("Generated products added: 120."), "{out}");
+    let (code, out, _) = run(&["seed", "--products", "120"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("Generated products added: 0."), "{out}");
+    let (code, _, err) = run(&["seed", "--products", "many"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--products needs a whole number"), "{err}");
+}
+
 #[tokio::test]
 async fn hash_password_prints_a_hash_that_opens_the_admin() {
     let mut child = bazaar(&["hash-password"])
