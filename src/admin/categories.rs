@@ -171,6 +171,21 @@ fn refusal(e: CatalogError) -> Result<String, AppError> {
     })
 }
 
+/// Flash the outcome of a tree operation (a refusal explained, other errors as error pages)
+/// and go back to the tree.
+fn report(
+    session: &actix_session::Session,
+    outcome: Result<(), CatalogError>,
+    done: &str,
+    refused: &str,
+) -> Result<HttpResponse, AppError> {
+    match outcome {
+        Ok(()) => flash::push(session, Level::Success, done),
+        Err(e) => flash::push(session, Level::Error, format!("{refused}: {}", refusal(e)?)),
+    }
+    Ok(back())
+}
+
 /// `GET /admin/categories`
 pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
     let form = CategoryForm {
@@ -236,15 +251,13 @@ pub async fn rename(
         flash::push(&session, Level::Error, format!("Not renamed: {message}"));
         return Ok(back());
     }
-    match categories::rename(&state.db, id, &name, &slug).await {
-        Ok(()) => flash::push(&session, Level::Success, format!("Renamed to “{name}”.")),
-        Err(e) => flash::push(
-            &session,
-            Level::Error,
-            format!("Not renamed: {}", refusal(e)?),
-        ),
-    }
-    Ok(back())
+    let outcome = categories::rename(&state.db, id, &name, &slug).await;
+    report(
+        &session,
+        outcome,
+        &format!("Renamed to “{name}”."),
+        "Not renamed",
+    )
 }
 
 /// `POST /admin/categories/{id}/move`
@@ -264,15 +277,8 @@ pub async fn move_category(
         );
         return Ok(back());
     };
-    match categories::move_to(&state.db, id, parent).await {
-        Ok(()) => flash::push(&session, Level::Success, "Moved."),
-        Err(e) => flash::push(
-            &session,
-            Level::Error,
-            format!("Not moved: {}", refusal(e)?),
-        ),
-    }
-    Ok(back())
+    let outcome = categories::move_to(&state.db, id, parent).await;
+    report(&session, outcome, "Moved.", "Not moved")
 }
 
 /// The delete form: a plain delete, or one that first hands children and products to the
@@ -297,13 +303,5 @@ pub async fn delete(
     } else {
         categories::delete(&state.db, id).await
     };
-    match outcome {
-        Ok(()) => flash::push(&session, Level::Success, "Deleted."),
-        Err(e) => flash::push(
-            &session,
-            Level::Error,
-            format!("Not deleted: {}", refusal(e)?),
-        ),
-    }
-    Ok(back())
+    report(&session, outcome, "Deleted.", "Not deleted")
 }
