@@ -28,6 +28,10 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("admin", "password_hash"),
     ("log", "level"),
     ("media", "max_upload_mb"),
+    ("cart", "expire_after_secs"),
+    ("cart", "cleanup_after_secs"),
+    ("cart", "jobs_every_secs"),
+    ("payment", "gateway"),
 ];
 
 #[derive(Debug, Clone)]
@@ -38,6 +42,8 @@ pub struct Settings {
     pub admin: AdminSettings,
     pub log: LogSettings,
     pub media: MediaSettings,
+    pub cart: CartSettings,
+    pub payment: PaymentSettings,
 }
 
 #[derive(Debug, Clone)]
@@ -114,6 +120,25 @@ pub struct LogSettings {
 pub struct MediaSettings {
     /// Largest photo upload accepted, in bytes.
     pub max_upload_bytes: usize,
+}
+
+/// How long reservations live (SPEC §2: expiry, then cleanup of what expiry missed).
+#[derive(Debug, Clone)]
+pub struct CartSettings {
+    /// An active cart idle this long expires and returns its stock.
+    pub expire_after: std::time::Duration,
+    /// A stock reservation older than this is checked against its cart; always longer than
+    /// `expire_after`, so cleanup never races a cart that expiry is about to handle.
+    pub cleanup_after: std::time::Duration,
+    /// How often the expiry and cleanup jobs run; zero turns them off (admin can still run them).
+    pub jobs_every: std::time::Duration,
+}
+
+/// Which payment gateway charges cards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PaymentSettings {
+    /// The built-in test gateway (test card numbers only; nothing is really charged).
+    Test,
 }
 
 /// A setting that could not be read, naming the key and where its value came from.
@@ -374,7 +399,43 @@ impl Layers {
                     * 1024
                     * 1024,
             },
+            cart: self.cart()?,
+            payment: self.payment()?,
         })
+    }
+
+    fn cart(&self) -> Result<CartSettings, ConfigError> {
+        use std::time::Duration;
+        let expire = self.integer("cart.expire_after_secs", 1, 30 * 24 * 3600)?;
+        let cleanup = self.integer("cart.cleanup_after_secs", 1, 60 * 24 * 3600)?;
+        if cleanup <= expire {
+            let (_, origin) = self.raw("cart.cleanup_after_secs")?;
+            return Err(Self::invalid(
+                "cart.cleanup_after_secs",
+                origin,
+                format!(
+                    "must be longer than cart.expire_after_secs ({expire}), got {cleanup}: \
+                     cleanup would return stock of carts that are still active"
+                ),
+            ));
+        }
+        Ok(CartSettings {
+            expire_after: Duration::from_secs(expire as u64),
+            cleanup_after: Duration::from_secs(cleanup as u64),
+            jobs_every: Duration::from_secs(self.integer("cart.jobs_every_secs", 0, 86_400)? as u64),
+        })
+    }
+
+    fn payment(&self) -> Result<PaymentSettings, ConfigError> {
+        let (gateway, origin) = self.string("payment.gateway")?;
+        match gateway.trim() {
+            "test" => Ok(PaymentSettings::Test),
+            other => Err(Self::invalid(
+                "payment.gateway",
+                &origin,
+                format!("expected \"test\" (the only gateway built in), got {other:?}"),
+            )),
+        }
     }
 
     fn server(&self) -> Result<ServerSettings, ConfigError> {
@@ -586,6 +647,23 @@ mod tests {
             .expect_err("must fail")
             .to_string();
         assert!(err.contains("from 0 to 65535"), "{err}");
+    }
+
+    #[test]
+    fn cleanup_must_wait_longer_than_expiry() {
+        let err = Settings::load(
+            None,
+            env(&[
+                ("BAZAAR_CART__EXPIRE_AFTER_SECS", "600"),
+                ("BAZAAR_CART__CLEANUP_AFTER_SECS", "600"),
+            ]),
+        )
+        .expect_err("must fail")
+        .to_string();
+        assert!(err.contains("cart.cleanup_after_secs"), "{err}");
+        assert!(err.contains("BAZAAR_CART__CLEANUP_AFTER_SECS"), "{err}");
+        let s = Settings::load(None, env(&[])).expect("defaults load");
+        assert!(s.cart.cleanup_after > s.cart.expire_after);
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! docstore by default. `main.rs` only calls [`cli::run`].
 
 pub mod admin;
+pub mod cart;
 pub mod catalog;
+pub mod checkout;
 pub mod cli;
 pub mod config;
 pub mod db;

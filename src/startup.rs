@@ -2,6 +2,7 @@
 //! seed an empty database, assemble the web app and run it until stopped.
 
 use std::net::TcpListener;
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::cookie::Key;
@@ -10,13 +11,14 @@ use actix_web::middleware::{from_fn, ErrorHandlers};
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
-use crate::config::{redact_uri, DatabaseUri, Settings};
+use crate::checkout::payment::{PaymentGateway, TestGateway};
+use crate::config::{redact_uri, CartSettings, DatabaseUri, PaymentSettings, Settings};
 use crate::db::{indexes, Db, Store};
 use crate::web::basic_auth::{self, AdminCredentials};
 use crate::web::errors::{bad_request_page, render_bare_errors};
 use crate::web::security_headers::add_security_headers;
 use crate::web::{assets, csrf, read, session};
-use crate::{admin, catalog, health, home, media, seed, telemetry};
+use crate::{admin, cart, catalog, checkout, health, home, media, seed, telemetry};
 
 /// How long in-flight requests may take to finish once shutdown starts.
 const SHUTDOWN_GRACE_SECS: u64 = 10;
@@ -28,6 +30,10 @@ pub struct AppState {
     pub admin_user: String,
     /// `media.max_upload_mb`, in bytes.
     pub max_upload_bytes: usize,
+    /// Charges checkouts (`payment.gateway`).
+    pub gateway: Arc<dyn PaymentGateway>,
+    /// Cart expiry and cleanup timeouts (admin can run the jobs by hand).
+    pub cart: CartSettings,
 }
 
 /// The database connection, and the embedded server when Bazaar started one.
@@ -103,6 +109,18 @@ pub struct Application {
     server: Server,
     database: OpenDatabase,
     generated_admin_password: Option<String>,
+    /// The built-in test gateway when it is the configured one (tests count its charges).
+    test_gateway: Option<Arc<TestGateway>>,
+    /// Cart expiry and cleanup, stopped with the server.
+    jobs: Option<tokio::task::JoinHandle<()>>,
+}
+
+/// What [`Application::assemble`] builds besides the database.
+struct Assembled {
+    port: u16,
+    server: Server,
+    generated_admin_password: Option<String>,
+    test_gateway: Option<Arc<TestGateway>>,
 }
 
 impl Application {
@@ -125,21 +143,20 @@ impl Application {
         database: OpenDatabase,
     ) -> Result<Application, (anyhow::Error, OpenDatabase)> {
         match Application::assemble(&settings, &database.db).await {
-            Ok((port, server, generated_admin_password)) => Ok(Application {
-                port,
-                address: settings.public_address(port),
-                server,
+            Ok(built) => Ok(Application {
+                port: built.port,
+                address: settings.public_address(built.port),
+                server: built.server,
+                jobs: cart::jobs::spawn(database.db.clone(), settings.cart.clone()),
                 database,
-                generated_admin_password,
+                generated_admin_password: built.generated_admin_password,
+                test_gateway: built.test_gateway,
             }),
             Err(e) => Err((e, database)),
         }
     }
 
-    async fn assemble(
-        settings: &Settings,
-        db: &Db,
-    ) -> anyhow::Result<(u16, Server, Option<String>)> {
+    async fn assemble(settings: &Settings, db: &Db) -> anyhow::Result<Assembled> {
         indexes::ensure_indexes(db)
             .await
             .context("creating the database indexes failed")?;
@@ -171,11 +188,19 @@ impl Application {
             .local_addr()
             .context("reading the bound port")?
             .port();
+        let (gateway, test_gateway): (Arc<dyn PaymentGateway>, _) = match settings.payment {
+            PaymentSettings::Test => {
+                let test = Arc::new(TestGateway::default());
+                (test.clone(), Some(test))
+            }
+        };
         let state = web::Data::new(AppState {
             db: db.clone(),
             db_timeout_ms: settings.database.timeout_ms,
             admin_user: settings.admin.username.clone(),
             max_upload_bytes: settings.media.max_upload_bytes,
+            gateway,
+            cart: settings.cart.clone(),
         });
         let server = http_server(
             state,
@@ -185,7 +210,12 @@ impl Application {
             settings.server.workers,
             listener,
         )?;
-        Ok((port, server, generated))
+        Ok(Assembled {
+            port,
+            server,
+            generated_admin_password: generated,
+            test_gateway,
+        })
     }
 
     pub fn port(&self) -> u16 {
@@ -200,6 +230,16 @@ impl Application {
     /// The password generated because no hash was configured (already logged once).
     pub fn generated_admin_password(&self) -> Option<&str> {
         self.generated_admin_password.as_deref()
+    }
+
+    /// The built-in test gateway, when configured (tests count its charges).
+    pub fn test_gateway(&self) -> Option<Arc<TestGateway>> {
+        self.test_gateway.clone()
+    }
+
+    /// The database handle (tests check stock invariants through it).
+    pub fn db(&self) -> &Db {
+        &self.database.db
     }
 
     /// A handle to stop the server gracefully from elsewhere.
@@ -220,6 +260,9 @@ impl Application {
     /// Serve until stopped, then close the database (flushing an embedded store).
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
         let served = self.server.await;
+        if let Some(jobs) = self.jobs {
+            jobs.abort();
+        }
         self.database.close().await;
         served.context("the HTTP server failed")
     }
@@ -297,6 +340,16 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/products/{slug}", read().to(catalog::pages::show))
         .route("/categories", read().to(catalog::pages::tree))
         .route("/categories/{slug}", read().to(catalog::pages::category))
+        .route("/cart", read().to(cart::pages::show))
+        .route("/cart/items", web::post().to(cart::pages::add))
+        .route("/cart/items/{sku}", web::post().to(cart::pages::change))
+        .route(
+            "/cart/items/{sku}/remove",
+            web::post().to(cart::pages::remove),
+        )
+        .route("/checkout", read().to(checkout::pages::show))
+        .route("/checkout", web::post().to(checkout::pages::submit))
+        .route("/orders/{number}", read().to(checkout::pages::order))
         .route("/media/{file_id}", read().to(media::serve))
         .route("/media/{file_id}/thumb", read().to(media::serve_thumbnail))
         .service(admin::scope());

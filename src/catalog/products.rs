@@ -201,7 +201,8 @@ impl Details {
 /// One reservation of stock by a cart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Carted {
-    pub cart_id: ObjectId,
+    /// The reserving cart's `_id` (a random hex string).
+    pub cart_id: String,
     pub qty: i64,
     pub timestamp: DateTime,
 }
@@ -357,6 +358,9 @@ pub fn indexes() -> Vec<IndexModel> {
         plain(doc! { "categories": 1 }),
         plain(doc! { "featured": 1, "details.issue_date": -1 }),
         plain(doc! { "qty": 1 }),
+        // Stock reservations: found by cart (checkout, expiry) and by age (cleanup).
+        plain(doc! { "carted.cart_id": 1 }),
+        plain(doc! { "carted.timestamp": 1 }),
     ]
 }
 
@@ -366,6 +370,10 @@ pub fn collection(db: &Db) -> mongodb::Collection<Product> {
 
 pub async fn by_slug(db: &Db, slug: &str) -> Result<Option<Product>, DbError> {
     Ok(collection(db).find_one(doc! { "slug": slug }).await?)
+}
+
+pub async fn by_sku(db: &Db, sku: &str) -> Result<Option<Product>, DbError> {
+    Ok(collection(db).find_one(doc! { "sku": sku }).await?)
 }
 
 pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Product>, DbError> {

@@ -3,8 +3,8 @@
 
 use mongodb::IndexModel;
 
-use crate::catalog;
 use crate::db::{Db, DbError};
+use crate::{cart, catalog, checkout};
 
 /// `(collection, indexes)`. Each feature adds the indexes backing its queries here, with a test
 /// that `explain`s the query. `settings` is read by `_id`, which MongoDB always indexes.
@@ -15,6 +15,8 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
             catalog::categories::COLLECTION,
             catalog::categories::indexes(),
         ),
+        (cart::COLLECTION, cart::indexes()),
+        (checkout::orders::COLLECTION, checkout::orders::indexes()),
     ]
 }
 

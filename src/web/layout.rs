@@ -36,6 +36,10 @@ pub struct Layout {
     pub flashes: Vec<Flash>,
     /// True in the admin section (its own header and navigation).
     pub admin: bool,
+    /// Units in the visitor's cart, for the header.
+    pub cart_count: i64,
+    /// The cart page marks the header's cart link as current.
+    pub on_cart_page: bool,
     /// `None` on error pages rendered without a request.
     session: Option<Session>,
 }
@@ -60,6 +64,8 @@ impl Layout {
             nav: nav_links(areas, req.path()),
             flashes: flash::take(&session),
             admin,
+            cart_count: crate::cart::session_item_count(&session),
+            on_cart_page: req.path() == "/cart",
             session: Some(session),
         }
     }
@@ -70,6 +76,8 @@ impl Layout {
             nav: nav_links(PUBLIC_AREAS, ""),
             flashes: Vec::new(),
             admin: false,
+            cart_count: 0,
+            on_cart_page: false,
             session: None,
         }
     }

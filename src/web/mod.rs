@@ -10,10 +10,18 @@ pub mod layout;
 pub mod security_headers;
 pub mod session;
 
-use actix_web::{guard, web, Route};
+use actix_web::http::header;
+use actix_web::{guard, web, HttpResponse, Route};
 
 /// A route for reading a page: GET, and HEAD (monitors and link checkers use it; the framework
 /// drops the body).
 pub fn read() -> Route {
     web::route().guard(guard::Any(guard::Get()).or(guard::Head()))
+}
+
+/// `303 See Other` to `location`: where a form POST sends the browser next (Post/Redirect/Get).
+pub fn see_other(location: &str) -> HttpResponse {
+    HttpResponse::SeeOther()
+        .insert_header((header::LOCATION, location))
+        .finish()
 }

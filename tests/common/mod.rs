@@ -42,6 +42,8 @@ pub fn test_settings(env: &[(&str, &str)]) -> Settings {
             admin_password_hash().into(),
         ),
         ("BAZAAR_LOG__LEVEL".into(), "warn".into()),
+        // Tests run cart expiry and cleanup themselves, at the moment they choose.
+        ("BAZAAR_CART__JOBS_EVERY_SECS".into(), "0".into()),
     ];
     vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     Settings::load(Some(&repo_root().join("config.toml")), vars).expect("test settings load")
@@ -54,6 +56,10 @@ pub struct TestApp {
     /// Keeps cookies (in `jar`), does not follow redirects (tests look at them).
     pub client: reqwest::Client,
     pub jar: Arc<Jar>,
+    /// The app's database, for checking what pages did.
+    pub db: bazaar::db::Db,
+    /// The built-in test payment gateway (counts charges).
+    pub gateway: Arc<bazaar::checkout::payment::TestGateway>,
     handle: actix_web::dev::ServerHandle,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -73,6 +79,8 @@ pub async fn spawn_with_settings(settings: Settings) -> TestApp {
     let app = Application::build(settings).await.expect("the app starts");
     let port = app.port();
     let handle = app.server_handle();
+    let db = app.db().clone();
+    let gateway = app.test_gateway().expect("tests run with the test gateway");
     let task = tokio::spawn(app.run_until_stopped());
     let (client, jar) = new_client();
     TestApp {
@@ -80,6 +88,8 @@ pub async fn spawn_with_settings(settings: Settings) -> TestApp {
         port,
         client,
         jar,
+        db,
+        gateway,
         handle,
         task,
     }

@@ -1,0 +1,300 @@
+//! The shopping cart (SPEC §2): one document per cart, its id in the session cookie, the stock it
+//! holds reserved on the products themselves. No transactions: every change is a single-document
+//! update whose filter states its precondition, with a compensating update when a later step fails.
+
+pub mod jobs;
+pub mod pages;
+pub mod reserve;
+
+use actix_session::Session;
+use bson::{doc, DateTime};
+use mongodb::IndexModel;
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::products::{format_cents, Product};
+use crate::db::{Db, DbError};
+
+pub const COLLECTION: &str = "carts";
+/// The most units of one product a cart line may hold.
+pub const MAX_LINE_QTY: i64 = 99;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CartStatus {
+    /// The shopper may change it; its lines hold stock.
+    Active,
+    /// Locked while checkout charges the card.
+    Pending,
+    /// Paid: an order exists for it.
+    Complete,
+    /// Idle too long; the expiry job is returning its stock.
+    Expiring,
+    /// Its stock has been returned.
+    Expired,
+}
+
+impl CartStatus {
+    pub const ALL: [CartStatus; 5] = [
+        CartStatus::Active,
+        CartStatus::Pending,
+        CartStatus::Complete,
+        CartStatus::Expiring,
+        CartStatus::Expired,
+    ];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CartStatus::Active => "active",
+            CartStatus::Pending => "pending",
+            CartStatus::Complete => "complete",
+            CartStatus::Expiring => "expiring",
+            CartStatus::Expired => "expired",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CartStatus> {
+        CartStatus::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+
+    /// Expired (or on its way there): its stock went, or is going, back on sale.
+    pub fn has_expired(&self) -> bool {
+        matches!(self, CartStatus::Expiring | CartStatus::Expired)
+    }
+}
+
+/// What the shopper saw when adding the product, kept so the cart shows (and checkout charges)
+/// the price they agreed to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LineDetails {
+    pub title: String,
+    pub slug: String,
+    /// Unit price in cents.
+    pub price: i64,
+    /// Shipping weight of one unit, in grams.
+    #[serde(default)]
+    pub weight: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CartLine {
+    pub sku: String,
+    pub qty: i64,
+    pub details: LineDetails,
+}
+
+impl CartLine {
+    pub fn for_product(product: &Product, qty: i64) -> CartLine {
+        CartLine {
+            sku: product.sku.clone(),
+            qty,
+            details: LineDetails {
+                title: product.title.clone(),
+                slug: product.slug.clone(),
+                price: product.pricing.retail,
+                weight: product.shipping.weight,
+            },
+        }
+    }
+
+    pub fn line_total(&self) -> i64 {
+        self.qty * self.details.price
+    }
+
+    pub fn unit_price(&self) -> String {
+        format_cents(self.details.price)
+    }
+
+    pub fn total(&self) -> String {
+        format_cents(self.line_total())
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cart {
+    /// Random hex, so carts spread evenly over shards.
+    #[serde(rename = "_id")]
+    pub id: String,
+    pub status: CartStatus,
+    pub created: DateTime,
+    pub last_modified: DateTime,
+    #[serde(default)]
+    pub items: Vec<CartLine>,
+}
+
+impl Cart {
+    pub fn line(&self, sku: &str) -> Option<&CartLine> {
+        self.items.iter().find(|l| l.sku == sku)
+    }
+
+    /// Units in the cart (the header's count).
+    pub fn item_count(&self) -> i64 {
+        self.items.iter().map(|l| l.qty).sum()
+    }
+
+    pub fn subtotal_cents(&self) -> i64 {
+        self.items.iter().map(CartLine::line_total).sum()
+    }
+
+    pub fn shipping_cents(&self) -> i64 {
+        let grams = self.items.iter().map(|l| l.qty * l.details.weight).sum();
+        if self.items.is_empty() {
+            0
+        } else {
+            shipping_cents(grams)
+        }
+    }
+
+    pub fn total_cents(&self) -> i64 {
+        self.subtotal_cents() + self.shipping_cents()
+    }
+
+    pub fn subtotal(&self) -> String {
+        format_cents(self.subtotal_cents())
+    }
+
+    pub fn shipping(&self) -> String {
+        format_cents(self.shipping_cents())
+    }
+
+    pub fn total(&self) -> String {
+        format_cents(self.total_cents())
+    }
+}
+
+/// Shipping for a parcel of `grams`: a flat $3.99 plus $1.00 for every started 500 g.
+pub fn shipping_cents(grams: i64) -> i64 {
+    let grams = grams.max(0);
+    399 + 100 * ((grams + 499) / 500)
+}
+
+/// Why a cart change was refused, in words the shopper can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum CartError {
+    #[error("the quantity must be a whole number from 0 to {MAX_LINE_QTY}")]
+    BadQuantity,
+    #[error("at most {MAX_LINE_QTY} of one item fit in a cart")]
+    TooMany,
+    #[error("that product does not exist")]
+    UnknownSku,
+    #[error("that item is not in your cart")]
+    NotInCart,
+    /// The cart is pending, complete or expired (or gone); the shopper needs a new one.
+    #[error("your cart can no longer be changed")]
+    NotActive(Option<CartStatus>),
+    #[error("{}", only_left_message(.title, *.available))]
+    OnlyLeft { title: String, available: i64 },
+    /// The line lost its reservation (a crash between two writes); it was taken out of the cart.
+    #[error("{title} was no longer reserved for you and has been removed from your cart")]
+    ReservationLost { title: String },
+    /// Other shoppers kept changing the same cart; nothing was changed.
+    #[error("your cart changed while we were updating it; please try again")]
+    Contention,
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl From<mongodb::error::Error> for CartError {
+    fn from(e: mongodb::error::Error) -> Self {
+        CartError::Db(e.into())
+    }
+}
+
+fn only_left_message(title: &str, available: i64) -> String {
+    if available <= 0 {
+        format!("Sorry, {title} is sold out")
+    } else {
+        format!("Sorry, only {available} left of {title}")
+    }
+}
+
+/// A new cart id: 128 random bits as hex.
+pub fn new_cart_id() -> String {
+    let mut bytes = [0u8; 16];
+    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    hex::encode(bytes)
+}
+
+/// Expiry finds idle active carts; admin lists carts by status, newest first.
+pub fn indexes() -> Vec<IndexModel> {
+    vec![IndexModel::builder()
+        .keys(doc! { "status": 1, "last_modified": 1 })
+        .build()]
+}
+
+pub fn collection(db: &Db) -> mongodb::Collection<Cart> {
+    db.collection(COLLECTION)
+}
+
+pub async fn by_id(db: &Db, id: &str) -> Result<Option<Cart>, DbError> {
+    Ok(collection(db).find_one(doc! { "_id": id }).await?)
+}
+
+/// Start an empty active cart.
+pub async fn create(db: &Db) -> Result<Cart, DbError> {
+    let now = DateTime::now();
+    let cart = Cart {
+        id: new_cart_id(),
+        status: CartStatus::Active,
+        created: now,
+        last_modified: now,
+        items: Vec::new(),
+    };
+    collection(db).insert_one(&cart).await?;
+    Ok(cart)
+}
+
+const SESSION_CART: &str = "cart_id";
+const SESSION_COUNT: &str = "cart_count";
+
+/// The cart this visitor is using, if any.
+pub fn session_cart_id(session: &Session) -> Option<String> {
+    session.get::<String>(SESSION_CART).ok().flatten()
+}
+
+/// Remember the visitor's cart and how many units it holds (shown in the header on every page
+/// without a database read).
+pub fn remember_in_session(session: &Session, cart: &Cart) {
+    let stored = session
+        .insert(SESSION_CART, &cart.id)
+        .and_then(|()| session.insert(SESSION_COUNT, cart.item_count()));
+    if let Err(e) = stored {
+        tracing::warn!(error = %e, "could not store the cart in the session");
+    }
+}
+
+/// Forget the visitor's cart (it completed or expired); the next add starts a new one.
+pub fn forget_in_session(session: &Session) {
+    session.remove(SESSION_CART);
+    session.remove(SESSION_COUNT);
+}
+
+/// Units in the visitor's cart as last seen (0 without a cart).
+pub fn session_item_count(session: &Session) -> i64 {
+    session
+        .get::<i64>(SESSION_COUNT)
+        .ok()
+        .flatten()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipping_is_flat_plus_a_dollar_per_started_half_kilo() {
+        assert_eq!(shipping_cents(0), 399);
+        assert_eq!(shipping_cents(1), 499);
+        assert_eq!(shipping_cents(500), 499);
+        assert_eq!(shipping_cents(501), 599);
+    }
+
+    #[test]
+    fn cart_ids_are_random_hex() {
+        let (a, b) = (new_cart_id(), new_cart_id());
+        assert_eq!(a.len(), 32);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b);
+    }
+}

@@ -1,0 +1,354 @@
+//! The cart pages: `/cart` with its lines, totals and notices, and the forms that add, change
+//! and remove lines (each redirects back to `/cart` with a flash message).
+
+use actix_session::Session;
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use bson::doc;
+use serde::Deserialize;
+
+use crate::cart::{self, reserve, Cart, CartError, CartStatus};
+use crate::catalog::products;
+use crate::checkout::price_changed_notice;
+use crate::db::Db;
+use crate::startup::AppState;
+use crate::web::errors::AppError;
+use crate::web::flash::{self, Level};
+use crate::web::layout::{render, Layout};
+use crate::web::see_other;
+
+/// Shown once when a shopper comes back to a cart the expiry job emptied.
+pub const EXPIRED_NOTICE: &str =
+    "Your cart expired after a while without changes, and its items were returned to the shelves.";
+
+/// Below this many available units the cart warns that few are left.
+const FEW_LEFT: i64 = 3;
+
+/// A cart line with what the shop knows about it now.
+pub struct LineView {
+    pub line: cart::CartLine,
+    /// Units still available to add (not counting this cart's own).
+    pub available: i64,
+}
+
+impl LineView {
+    pub fn few_left(&self) -> bool {
+        self.available <= FEW_LEFT
+    }
+
+    /// The most the quantity box may ask for.
+    pub fn max_qty(&self) -> i64 {
+        (self.line.qty + self.available).clamp(1, cart::MAX_LINE_QTY)
+    }
+}
+
+#[derive(Template)]
+#[template(path = "cart/cart.html")]
+pub struct CartPage {
+    pub layout: Layout,
+    pub cart: Option<Cart>,
+    pub lines: Vec<LineView>,
+    pub notices: Vec<String>,
+}
+
+impl CartPage {
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    pub fn checking_out(&self) -> bool {
+        matches!(&self.cart, Some(c) if c.status == CartStatus::Pending)
+    }
+}
+
+/// The visitor's cart as the page should see it. A cart that completed is forgotten; one that
+/// expired is forgotten with a notice.
+async fn current_cart(
+    db: &Db,
+    session: &Session,
+    notices: &mut Vec<String>,
+) -> Result<Option<Cart>, AppError> {
+    let Some(id) = cart::session_cart_id(session) else {
+        return Ok(None);
+    };
+    match cart::by_id(db, &id).await? {
+        Some(c) if matches!(c.status, CartStatus::Active | CartStatus::Pending) => Ok(Some(c)),
+        Some(c) => {
+            if c.status.has_expired() {
+                notices.push(EXPIRED_NOTICE.to_string());
+            }
+            cart::forget_in_session(session);
+            Ok(None)
+        }
+        None => {
+            cart::forget_in_session(session);
+            Ok(None)
+        }
+    }
+}
+
+/// Take over prices that changed since the lines were added (telling the shopper), and note
+/// what is still available of each product.
+async fn review_lines(
+    db: &Db,
+    cart: &mut Cart,
+    notices: &mut Vec<String>,
+) -> Result<Vec<LineView>, AppError> {
+    let mut views = Vec::with_capacity(cart.items.len());
+    for line in &mut cart.items {
+        let product = products::by_sku(db, &line.sku).await?;
+        let available = product.as_ref().map_or(0, |p| p.qty.max(0));
+        if let Some(p) = &product {
+            if p.pricing.retail != line.details.price && cart.status == CartStatus::Active {
+                let taken = db
+                    .collection::<bson::Document>(cart::COLLECTION)
+                    .update_one(
+                        doc! {
+                            "_id": &cart.id, "status": "active",
+                            "items": { "$elemMatch": {
+                                "sku": &line.sku, "details.price": line.details.price,
+                            } },
+                        },
+                        doc! { "$set": { "items.$.details.price": p.pricing.retail } },
+                    )
+                    .await
+                    .map_err(crate::db::DbError::from)?;
+                if taken.modified_count == 1 {
+                    notices.push(price_changed_notice(
+                        &line.details.title,
+                        line.details.price,
+                        p.pricing.retail,
+                    ));
+                    line.details.price = p.pricing.retail;
+                }
+            }
+        }
+        if available <= FEW_LEFT && cart.status == CartStatus::Active {
+            notices.push(if available == 0 {
+                format!(
+                    "{} is now sold out: you have the last ones.",
+                    line.details.title
+                )
+            } else {
+                format!("Only {available} more of {} left.", line.details.title)
+            });
+        }
+        views.push(LineView {
+            line: line.clone(),
+            available,
+        });
+    }
+    Ok(views)
+}
+
+/// `GET /cart`
+pub async fn show(
+    req: HttpRequest,
+    session: Session,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AppError> {
+    let mut notices = Vec::new();
+    let mut cart = current_cart(&state.db, &session, &mut notices).await?;
+    let lines = match cart.as_mut() {
+        Some(c) => {
+            let lines = review_lines(&state.db, c, &mut notices).await?;
+            cart::remember_in_session(&session, c);
+            lines
+        }
+        None => Vec::new(),
+    };
+    render(&CartPage {
+        layout: Layout::public(&req),
+        cart,
+        lines,
+        notices,
+    })
+}
+
+/// The add-to-cart form on a product page.
+#[derive(Deserialize)]
+pub struct AddForm {
+    #[serde(default)]
+    sku: String,
+    #[serde(default)]
+    qty: String,
+}
+
+/// The quantity form of a cart line.
+#[derive(Deserialize)]
+pub struct QuantityForm {
+    #[serde(default)]
+    qty: String,
+}
+
+fn parse_qty(text: &str) -> Result<i64, CartError> {
+    text.trim()
+        .parse::<i64>()
+        .map_err(|_| CartError::BadQuantity)
+}
+
+/// The active cart to add to, starting a new one when the visitor has none (or theirs is done).
+async fn cart_for_adding(db: &Db, session: &Session) -> Result<String, AppError> {
+    if let Some(id) = cart::session_cart_id(session) {
+        match cart::by_id(db, &id).await? {
+            Some(c) if c.status == CartStatus::Active => return Ok(c.id),
+            Some(c) if c.status.has_expired() => flash::push(session, Level::Info, EXPIRED_NOTICE),
+            _ => {}
+        }
+    }
+    let fresh = cart::create(db).await?;
+    cart::remember_in_session(session, &fresh);
+    Ok(fresh.id)
+}
+
+/// After a change: refresh the header count from the cart as stored.
+async fn refresh_count(db: &Db, session: &Session, cart_id: &str) -> Result<(), AppError> {
+    if let Some(c) = cart::by_id(db, cart_id).await? {
+        cart::remember_in_session(session, &c);
+    }
+    Ok(())
+}
+
+/// Tell the shopper why a change did not happen; database failures become error pages.
+fn report(session: &Session, error: CartError) -> Result<(), AppError> {
+    match error {
+        CartError::Db(e) => Err(e.into()),
+        CartError::NotActive(Some(CartStatus::Pending)) => {
+            flash::push(
+                session,
+                Level::Warning,
+                "Your cart is being checked out and cannot be changed right now.",
+            );
+            Ok(())
+        }
+        other => {
+            flash::push(session, Level::Error, capitalised(&other.to_string()));
+            Ok(())
+        }
+    }
+}
+
+fn capitalised(message: &str) -> String {
+    let mut chars = message.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// `POST /cart/items`: add `qty` of `sku`.
+pub async fn add(
+    session: Session,
+    state: web::Data<AppState>,
+    form: web::Form<AddForm>,
+) -> Result<HttpResponse, AppError> {
+    let db = &state.db;
+    let qty = match parse_qty(&form.qty) {
+        Ok(q) if q >= 1 => q,
+        _ => {
+            flash::push(
+                &session,
+                Level::Error,
+                format!(
+                    "The quantity must be a whole number from 1 to {}.",
+                    cart::MAX_LINE_QTY
+                ),
+            );
+            return Ok(see_other(&back_to_product(db, &form.sku).await?));
+        }
+    };
+    let mut cart_id = cart_for_adding(db, &session).await?;
+    let mut outcome = reserve::add_item(db, &cart_id, &form.sku, qty).await;
+    if let Err(CartError::NotActive(status)) = &outcome {
+        // The cart expired (or went to checkout elsewhere) just now: carry on in a new one.
+        if status.is_some_and(|s| s.has_expired()) {
+            flash::push(&session, Level::Info, EXPIRED_NOTICE);
+        }
+        let fresh = cart::create(db).await?;
+        cart::remember_in_session(&session, &fresh);
+        cart_id = fresh.id;
+        outcome = reserve::add_item(db, &cart_id, &form.sku, qty).await;
+    }
+    match outcome {
+        Ok(()) => {
+            let title = products::by_sku(db, &form.sku)
+                .await?
+                .map(|p| p.title)
+                .unwrap_or_default();
+            flash::push(&session, Level::Success, added_message(&title, qty));
+            refresh_count(db, &session, &cart_id).await?;
+            Ok(see_other("/cart"))
+        }
+        Err(CartError::UnknownSku) => {
+            flash::push(&session, Level::Error, "That product does not exist.");
+            Ok(see_other("/cart"))
+        }
+        Err(e) => {
+            report(&session, e)?;
+            refresh_count(db, &session, &cart_id).await?;
+            Ok(see_other(&back_to_product(db, &form.sku).await?))
+        }
+    }
+}
+
+fn added_message(title: &str, qty: i64) -> String {
+    if qty == 1 {
+        format!("Added {title} to your cart.")
+    } else {
+        format!("Added {qty} × {title} to your cart.")
+    }
+}
+
+/// Where to send a shopper whose add failed: back to the product, or the cart if it is unknown.
+async fn back_to_product(db: &Db, sku: &str) -> Result<String, AppError> {
+    Ok(products::by_sku(db, sku)
+        .await?
+        .map_or_else(|| "/cart".to_string(), |p| p.url()))
+}
+
+/// `POST /cart/items/{sku}`: set the line's quantity (0 removes it).
+pub async fn change(
+    session: Session,
+    state: web::Data<AppState>,
+    sku: web::Path<String>,
+    form: web::Form<QuantityForm>,
+) -> Result<HttpResponse, AppError> {
+    let qty = parse_qty(&form.qty);
+    update_line(&session, &state.db, &sku, qty).await
+}
+
+/// `POST /cart/items/{sku}/remove`
+pub async fn remove(
+    session: Session,
+    state: web::Data<AppState>,
+    sku: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    update_line(&session, &state.db, &sku, Ok(0)).await
+}
+
+async fn update_line(
+    session: &Session,
+    db: &Db,
+    sku: &str,
+    qty: Result<i64, CartError>,
+) -> Result<HttpResponse, AppError> {
+    let Some(cart_id) = cart::session_cart_id(session) else {
+        flash::push(session, Level::Info, "Your cart is empty.");
+        return Ok(see_other("/cart"));
+    };
+    let outcome = match qty {
+        Ok(q) => reserve::set_quantity(db, &cart_id, sku, q)
+            .await
+            .map(|()| q),
+        Err(e) => Err(e),
+    };
+    match outcome {
+        Ok(0) => flash::push(session, Level::Success, "Removed from your cart."),
+        Ok(_) => flash::push(session, Level::Success, "Cart updated."),
+        // An expired cart is explained by the cart page itself.
+        Err(CartError::NotActive(Some(s))) if s.has_expired() => {}
+        Err(e) => report(session, e)?,
+    }
+    refresh_count(db, session, &cart_id).await?;
+    Ok(see_other("/cart"))
+}

@@ -1,0 +1,490 @@
+//! Checkout (SPEC §2): validate the form, lock the cart (`active → pending`), check its
+//! reservations and prices, charge through the payment gateway, then record the order, complete
+//! the cart and count its units as sold. A decline puts the cart back to `active`, stock still
+//! reserved; a second submit of the same cart shows the one order.
+
+pub mod orders;
+pub mod pages;
+pub mod payment;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use bson::oid::ObjectId;
+use bson::{doc, DateTime, Document};
+use mongodb::options::ReturnDocument;
+use serde::Deserialize;
+
+use crate::cart::{self, reserve, Cart, CartError, CartStatus};
+use crate::catalog::products::{self, format_cents};
+use crate::checkout::orders::{Address, Order, OrderItem, OrderStatus, Payment};
+use crate::checkout::payment::{Card, ChargeRequest, PaymentError, PaymentGateway};
+use crate::db::Db;
+
+/// The checkout form as submitted; every field is text so bad input can be shown back.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct CheckoutForm {
+    pub email: String,
+    pub name: String,
+    pub street: String,
+    pub city: String,
+    pub postcode: String,
+    pub country: String,
+    pub card_number: String,
+    pub expiry: String,
+    pub cvc: String,
+}
+
+/// Field name → what is wrong with it.
+pub type FieldErrors = BTreeMap<&'static str, String>;
+
+/// A form that passed validation.
+#[derive(Debug, Clone)]
+pub struct ValidCheckout {
+    pub email: String,
+    pub name: String,
+    pub address: Address,
+    pub card: Card,
+}
+
+impl CheckoutForm {
+    /// Check every field, collecting a message per bad field; `today` is (year, month).
+    pub fn validate(&self, today: (i32, u32)) -> Result<ValidCheckout, FieldErrors> {
+        let mut errors = FieldErrors::new();
+        let email = self.email.trim();
+        if !is_plausible_email(email) {
+            errors.insert(
+                "email",
+                "Enter an email address like name@example.com.".into(),
+            );
+        }
+        let mut text = |field: &'static str, value: &str, label: &str, max: usize| {
+            let value = value.trim();
+            if value.is_empty() {
+                errors.insert(field, format!("Enter your {label}."));
+            } else if value.chars().count() > max {
+                errors.insert(
+                    field,
+                    format!("{label} is too long (at most {max} characters)."),
+                );
+            } else if value.chars().any(char::is_control) {
+                errors.insert(
+                    field,
+                    format!("{label} contains characters we cannot print."),
+                );
+            }
+            value.to_string()
+        };
+        let name = text("name", &self.name, "name", 100);
+        let street = text("street", &self.street, "street address", 200);
+        let city = text("city", &self.city, "city", 100);
+        let postcode = text("postcode", &self.postcode, "postcode", 20);
+        let country = text("country", &self.country, "country", 60);
+        let number: String = self
+            .card_number
+            .chars()
+            .filter(|c| !matches!(c, ' ' | '-'))
+            .collect();
+        if number.is_empty() {
+            errors.insert("card_number", "Enter your card number.".into());
+        } else if !(12..=19).contains(&number.len()) || !number.chars().all(|c| c.is_ascii_digit())
+        {
+            errors.insert("card_number", "A card number has 12 to 19 digits.".into());
+        } else if !luhn_valid(&number) {
+            errors.insert(
+                "card_number",
+                "That card number is not valid; check the digits.".into(),
+            );
+        }
+        let expiry = parse_expiry(&self.expiry);
+        match expiry {
+            None => {
+                errors.insert("expiry", "Enter the expiry date as MM/YY.".into());
+            }
+            Some((year, month)) if (year, month) < today => {
+                errors.insert("expiry", "This card has expired.".into());
+            }
+            Some(_) => {}
+        }
+        let cvc = self.cvc.trim();
+        if !(3..=4).contains(&cvc.len()) || !cvc.chars().all(|c| c.is_ascii_digit()) {
+            errors.insert(
+                "cvc",
+                "The security code is the 3 or 4 digits on the card.".into(),
+            );
+        }
+        match expiry {
+            Some((exp_year, exp_month)) if errors.is_empty() => Ok(ValidCheckout {
+                email: email.to_string(),
+                name,
+                address: Address {
+                    street,
+                    city,
+                    postcode,
+                    country,
+                },
+                card: Card {
+                    number,
+                    exp_month,
+                    exp_year,
+                    cvc: cvc.to_string(),
+                },
+            }),
+            _ => Err(errors),
+        }
+    }
+
+    /// The form as shown again after an error: never echo the card number or CVC.
+    pub fn without_card(&self) -> CheckoutForm {
+        CheckoutForm {
+            card_number: String::new(),
+            cvc: String::new(),
+            ..self.clone()
+        }
+    }
+}
+
+fn is_plausible_email(email: &str) -> bool {
+    let Some((local, domain)) = email.split_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && email.len() <= 254
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !domain.contains('@')
+        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+/// The Luhn checksum every card number carries.
+pub fn luhn_valid(digits: &str) -> bool {
+    let mut sum = 0;
+    for (i, c) in digits.chars().rev().enumerate() {
+        let Some(mut d) = c.to_digit(10) else {
+            return false;
+        };
+        if i % 2 == 1 {
+            d *= 2;
+            if d > 9 {
+                d -= 9;
+            }
+        }
+        sum += d;
+    }
+    !digits.is_empty() && sum % 10 == 0
+}
+
+/// `MM/YY` or `MM/YYYY` → (year, month).
+fn parse_expiry(value: &str) -> Option<(i32, u32)> {
+    let (month, year) = value.trim().split_once('/')?;
+    let month: u32 = month.trim().parse().ok()?;
+    let year_text = year.trim();
+    let year: i32 = year_text.parse().ok()?;
+    let year = match year_text.len() {
+        2 => 2000 + year,
+        4 => year,
+        _ => return None,
+    };
+    (1..=12).contains(&month).then_some((year, month))
+}
+
+/// (year, month) now, for expiry checks.
+pub fn current_month() -> (i32, u32) {
+    let now = DateTime::now().to_chrono().format("%Y %m").to_string();
+    let mut parts = now.split(' ').map(|p| p.parse::<i64>().unwrap_or(0));
+    let year = parts.next().unwrap_or(0);
+    let month = parts.next().unwrap_or(0);
+    (year as i32, month as u32)
+}
+
+/// How a checkout attempt ended.
+#[derive(Debug)]
+pub enum CheckoutOutcome {
+    /// Paid, or already paid by an earlier submit of the same cart.
+    Placed(Box<Order>),
+    /// The gateway refused the card; the cart is active again with its stock still reserved.
+    Declined(String),
+    /// Something in the cart changed (a price, a lost reservation); the cart is active again and
+    /// the shopper should review it.
+    CartChanged(Vec<String>),
+    /// Nothing to buy.
+    Empty,
+    /// The cart expired or does not exist.
+    NotActive(Option<CartStatus>),
+    /// Another submit of this cart is still being charged.
+    InProgress,
+}
+
+/// How long a second submit waits for the first one's order before saying it is in progress.
+const WAIT_FOR_OTHER_SUBMIT: Duration = Duration::from_secs(5);
+
+/// Run the whole checkout for `cart_id`.
+pub async fn place_order(
+    db: &Db,
+    gateway: &dyn PaymentGateway,
+    cart_id: &str,
+    details: &ValidCheckout,
+) -> Result<CheckoutOutcome, CartError> {
+    let locked = cart::collection(db)
+        .find_one_and_update(
+            doc! { "_id": cart_id, "status": "active", "items.0": { "$exists": true } },
+            doc! { "$set": { "status": "pending", "last_modified": DateTime::now() } },
+        )
+        .return_document(ReturnDocument::After)
+        .await?;
+    let Some(cart) = locked else {
+        return not_lockable(db, cart_id).await;
+    };
+    let changes = review_reservations(db, &cart).await?;
+    if !changes.is_empty() {
+        unlock(db, cart_id).await?;
+        return Ok(CheckoutOutcome::CartChanged(changes));
+    }
+    let charge = gateway
+        .charge(ChargeRequest {
+            idempotency_key: cart.id.clone(),
+            amount_cents: cart.total_cents(),
+            card: details.card.clone(),
+            description: format!("Bazaar cart {}", cart.id),
+        })
+        .await;
+    let charge = match charge {
+        Ok(charge) => charge,
+        Err(e) => {
+            unlock(db, cart_id).await?;
+            let reason = match e {
+                PaymentError::Declined(reason) => reason,
+                PaymentError::Unavailable(_) => {
+                    tracing::warn!(error = %e, "payment gateway unavailable");
+                    "The payment service is not answering; you have not been charged. Please \
+                     try again in a moment."
+                        .to_string()
+                }
+            };
+            return Ok(CheckoutOutcome::Declined(reason));
+        }
+    };
+    let order = Order {
+        id: ObjectId::new(),
+        number: orders::next_number(db).await?,
+        cart_id: cart.id.clone(),
+        created: DateTime::now(),
+        email: details.email.clone(),
+        name: details.name.clone(),
+        address: details.address.clone(),
+        items: cart
+            .items
+            .iter()
+            .map(|l| OrderItem {
+                sku: l.sku.clone(),
+                title: l.details.title.clone(),
+                qty: l.qty,
+                unit_price: l.details.price,
+            })
+            .collect(),
+        subtotal: cart.subtotal_cents(),
+        shipping: cart.shipping_cents(),
+        total: cart.total_cents(),
+        payment: Payment {
+            gateway: gateway.name().to_string(),
+            reference: charge.reference,
+            last4: charge.last4,
+        },
+        status: OrderStatus::Paid,
+    };
+    let order = orders::insert_once(db, order).await?;
+    finish_paid_cart(db, &cart).await?;
+    tracing::info!(order = %order.number, total = order.total, "order placed");
+    Ok(CheckoutOutcome::Placed(Box::new(order)))
+}
+
+/// Mark a paid cart complete and count its reserved units as sold. Idempotent, so a checkout
+/// interrupted after the order was recorded can be finished later.
+pub async fn finish_paid_cart(db: &Db, cart: &Cart) -> Result<(), CartError> {
+    cart::collection(db)
+        .update_one(
+            doc! { "_id": &cart.id, "status": { "$in": ["pending", "complete"] } },
+            doc! { "$set": { "status": "complete", "last_modified": DateTime::now() } },
+        )
+        .await?;
+    for line in &cart.items {
+        reserve::sell_reservation(db, &line.sku, &cart.id).await?;
+    }
+    Ok(())
+}
+
+/// Put a locked cart back in the shopper's hands.
+async fn unlock(db: &Db, cart_id: &str) -> Result<(), CartError> {
+    cart::collection(db)
+        .update_one(
+            doc! { "_id": cart_id, "status": "pending" },
+            doc! { "$set": { "status": "active", "last_modified": DateTime::now() } },
+        )
+        .await?;
+    Ok(())
+}
+
+/// Why the cart could not be locked, and what the shopper should see instead.
+async fn not_lockable(db: &Db, cart_id: &str) -> Result<CheckoutOutcome, CartError> {
+    let deadline = tokio::time::Instant::now() + WAIT_FOR_OTHER_SUBMIT;
+    loop {
+        if let Some(order) = orders::by_cart(db, cart_id).await? {
+            return Ok(CheckoutOutcome::Placed(Box::new(order)));
+        }
+        let status = cart::by_id(db, cart_id)
+            .await?
+            .map(|c| (c.status, c.items.is_empty()));
+        match status {
+            Some((CartStatus::Active, true)) => return Ok(CheckoutOutcome::Empty),
+            // Unlocked again between our attempt and now (a decline): let the shopper retry.
+            Some((CartStatus::Active, false)) => return Ok(CheckoutOutcome::InProgress),
+            Some((CartStatus::Pending | CartStatus::Complete, _)) => {
+                if tokio::time::Instant::now() >= deadline {
+                    return Ok(CheckoutOutcome::InProgress);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Some((status, _)) => return Ok(CheckoutOutcome::NotActive(Some(status))),
+            None => return Ok(CheckoutOutcome::NotActive(None)),
+        }
+    }
+}
+
+/// Before charging, compare every line with its reservation and the current price. A line whose
+/// reservation is short is cut to what is reserved (removed if nothing is); a changed price is
+/// taken over. Returns a notice per change; empty means the cart can be charged as it is.
+async fn review_reservations(db: &Db, cart: &Cart) -> Result<Vec<String>, CartError> {
+    let carts = db.collection::<Document>(cart::COLLECTION);
+    let mut notices = Vec::new();
+    for line in &cart.items {
+        let product = products::by_sku(db, &line.sku).await?;
+        let reserved: i64 = product
+            .as_ref()
+            .map(|p| {
+                p.carted
+                    .iter()
+                    .filter(|c| c.cart_id == cart.id)
+                    .map(|c| c.qty)
+                    .sum()
+            })
+            .unwrap_or(0);
+        let title = &line.details.title;
+        if reserved == 0 {
+            carts
+                .update_one(
+                    doc! { "_id": &cart.id },
+                    doc! { "$pull": { "items": { "sku": &line.sku } } },
+                )
+                .await?;
+            notices.push(format!(
+                "{title} was no longer reserved for you and has been removed from your cart."
+            ));
+            continue;
+        }
+        if reserved != line.qty {
+            carts
+                .update_one(
+                    doc! { "_id": &cart.id, "items.sku": &line.sku },
+                    doc! { "$set": { "items.$.qty": reserved } },
+                )
+                .await?;
+            notices.push(format!(
+                "Only {reserved} of {title} are reserved for you; your cart now holds {reserved}."
+            ));
+        }
+        if let Some(p) = product {
+            if p.pricing.retail != line.details.price {
+                carts
+                    .update_one(
+                        doc! { "_id": &cart.id, "items.sku": &line.sku },
+                        doc! { "$set": { "items.$.details.price": p.pricing.retail } },
+                    )
+                    .await?;
+                notices.push(price_changed_notice(
+                    title,
+                    line.details.price,
+                    p.pricing.retail,
+                ));
+            }
+        }
+    }
+    Ok(notices)
+}
+
+pub fn price_changed_notice(title: &str, was: i64, now: i64) -> String {
+    format!(
+        "The price of {title} changed from {} to {} since you added it.",
+        format_cents(was),
+        format_cents(now)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn good_form() -> CheckoutForm {
+        CheckoutForm {
+            email: "ada@example.com".into(),
+            name: "Ada Lovelace".into(),
+            street: "12 St James's Square".into(),
+            city: "London".into(),
+            postcode: "SW1Y 4JH".into(),
+            country: "United Kingdom".into(),
+            card_number: "4242 4242 4242 4242".into(),
+            expiry: "12/30".into(),
+            cvc: "123".into(),
+        }
+    }
+
+    #[test]
+    fn a_complete_form_validates_with_the_card_digits_only() {
+        let valid = good_form().validate((2026, 11)).expect("valid");
+        assert_eq!(valid.card.number, "4242424242424242");
+        assert_eq!((valid.card.exp_year, valid.card.exp_month), (2030, 12));
+    }
+
+    #[test]
+    fn each_bad_field_gets_its_own_message() {
+        let form = CheckoutForm {
+            email: "not-an-email".into(),
+            name: "  ".into(),
+            card_number: "4242 4242 4242 4241".into(),
+            expiry: "10/26".into(),
+            cvc: "12a".into(),
+            ..good_form()
+        };
+        let errors = form.validate((2026, 11)).expect_err("invalid");
+        let fields: Vec<&str> = errors.keys().copied().collect();
+        assert_eq!(fields, ["card_number", "cvc", "email", "expiry", "name"]);
+        assert!(errors["expiry"].contains("expired"));
+        assert!(errors["card_number"].contains("not valid"));
+    }
+
+    #[test]
+    fn luhn_accepts_the_test_cards_and_rejects_a_changed_digit() {
+        assert!(luhn_valid("4242424242424242"));
+        assert!(luhn_valid("4000000000000002"));
+        assert!(luhn_valid("4000000000000119"));
+        assert!(!luhn_valid("4242424242424241"));
+        assert!(!luhn_valid(""));
+    }
+
+    #[test]
+    fn expiry_dates_take_two_or_four_digit_years() {
+        assert_eq!(parse_expiry("07/29"), Some((2029, 7)));
+        assert_eq!(parse_expiry(" 7 / 2031 "), Some((2031, 7)));
+        assert_eq!(parse_expiry("13/29"), None);
+        assert_eq!(parse_expiry("0729"), None);
+        assert_eq!(parse_expiry("07/299"), None);
+    }
+
+    #[test]
+    fn the_form_shown_again_forgets_the_card() {
+        let shown = good_form().without_card();
+        assert!(shown.card_number.is_empty() && shown.cvc.is_empty());
+        assert_eq!(shown.email, "ada@example.com");
+    }
+}

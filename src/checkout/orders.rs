@@ -1,0 +1,258 @@
+//! The `orders` collection: one paid cart each (a unique index on `cart_id` makes a double
+//! submit unable to create two), numbered `BZ-000123` from a counter document.
+
+use bson::oid::ObjectId;
+use bson::{doc, DateTime, Document};
+use futures::TryStreamExt;
+use mongodb::options::{IndexOptions, ReturnDocument};
+use mongodb::IndexModel;
+use serde::{Deserialize, Serialize};
+
+use crate::cart::{reserve, CartError};
+use crate::catalog::products::{self, format_cents};
+use crate::db::{Db, DbError};
+
+pub const COLLECTION: &str = "orders";
+pub const COUNTERS: &str = "counters";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OrderStatus {
+    Paid,
+    Shipped,
+    Cancelled,
+}
+
+impl OrderStatus {
+    pub const ALL: [OrderStatus; 3] = [
+        OrderStatus::Paid,
+        OrderStatus::Shipped,
+        OrderStatus::Cancelled,
+    ];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            OrderStatus::Paid => "paid",
+            OrderStatus::Shipped => "shipped",
+            OrderStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<OrderStatus> {
+        OrderStatus::ALL.into_iter().find(|o| o.as_str() == s)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Address {
+    pub street: String,
+    pub city: String,
+    pub postcode: String,
+    pub country: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OrderItem {
+    pub sku: String,
+    pub title: String,
+    pub qty: i64,
+    /// Cents.
+    pub unit_price: i64,
+}
+
+impl OrderItem {
+    pub fn unit(&self) -> String {
+        format_cents(self.unit_price)
+    }
+
+    pub fn total(&self) -> String {
+        format_cents(self.unit_price * self.qty)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Payment {
+    pub gateway: String,
+    pub reference: String,
+    pub last4: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Order {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub number: String,
+    pub cart_id: String,
+    pub created: DateTime,
+    pub email: String,
+    pub name: String,
+    pub address: Address,
+    pub items: Vec<OrderItem>,
+    pub subtotal: i64,
+    pub shipping: i64,
+    pub total: i64,
+    pub payment: Payment,
+    pub status: OrderStatus,
+}
+
+impl Order {
+    pub fn url(&self) -> String {
+        format!("/orders/{}", self.number)
+    }
+
+    pub fn subtotal_display(&self) -> String {
+        format_cents(self.subtotal)
+    }
+
+    pub fn shipping_display(&self) -> String {
+        format_cents(self.shipping)
+    }
+
+    pub fn total_display(&self) -> String {
+        format_cents(self.total)
+    }
+
+    pub fn placed(&self) -> String {
+        self.created
+            .to_chrono()
+            .format("%-d %B %Y, %H:%M UTC")
+            .to_string()
+    }
+
+    pub fn unit_count(&self) -> i64 {
+        self.items.iter().map(|i| i.qty).sum()
+    }
+}
+
+pub fn indexes() -> Vec<IndexModel> {
+    let unique = || IndexOptions::builder().unique(true).build();
+    vec![
+        IndexModel::builder()
+            .keys(doc! { "number": 1 })
+            .options(unique())
+            .build(),
+        // One order per cart: what makes a double-submitted checkout create one order.
+        IndexModel::builder()
+            .keys(doc! { "cart_id": 1 })
+            .options(unique())
+            .build(),
+        IndexModel::builder()
+            .keys(doc! { "status": 1, "created": -1 })
+            .build(),
+        IndexModel::builder().keys(doc! { "created": -1 }).build(),
+    ]
+}
+
+pub fn collection(db: &Db) -> mongodb::Collection<Order> {
+    db.collection(COLLECTION)
+}
+
+/// The next order number, `BZ-000001` upwards, from `counters {_id: "order"}`.
+pub async fn next_number(db: &Db) -> Result<String, DbError> {
+    let counters = db.collection::<Document>(COUNTERS);
+    let mut attempts = 0;
+    let counter = loop {
+        attempts += 1;
+        let result = counters
+            .find_one_and_update(doc! { "_id": "order" }, doc! { "$inc": { "seq": 1_i64 } })
+            .upsert(true)
+            .return_document(ReturnDocument::After)
+            .await;
+        match result {
+            Ok(doc) => break doc,
+            // Two first-ever orders racing to create the counter: the loser simply retries.
+            Err(e) if attempts < 3 && is_duplicate_key(&e) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let seq = counter
+        .as_ref()
+        .and_then(|d| d.get("seq"))
+        .and_then(|v| v.as_i64().or_else(|| v.as_i32().map(i64::from)))
+        .unwrap_or(0);
+    Ok(format!("BZ-{seq:06}"))
+}
+
+pub fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+    use mongodb::error::{ErrorKind, WriteFailure};
+    match e.kind.as_ref() {
+        ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == 11000,
+        ErrorKind::Command(c) => c.code == 11000,
+        _ => false,
+    }
+}
+
+/// Insert the order for its cart; if the cart already has one (a double submit won the race),
+/// that order is returned instead.
+pub async fn insert_once(db: &Db, order: Order) -> Result<Order, DbError> {
+    match collection(db).insert_one(&order).await {
+        Ok(_) => Ok(order),
+        Err(e) if is_duplicate_key(&e) => by_cart(db, &order.cart_id)
+            .await?
+            .ok_or_else(|| DbError::Other(e)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+pub async fn by_number(db: &Db, number: &str) -> Result<Option<Order>, DbError> {
+    Ok(collection(db).find_one(doc! { "number": number }).await?)
+}
+
+pub async fn by_cart(db: &Db, cart_id: &str) -> Result<Option<Order>, DbError> {
+    Ok(collection(db).find_one(doc! { "cart_id": cart_id }).await?)
+}
+
+/// Orders newest first, optionally only those with `status`.
+pub async fn list(db: &Db, status: Option<OrderStatus>, limit: i64) -> Result<Vec<Order>, DbError> {
+    let filter = match status {
+        Some(s) => doc! { "status": s.as_str() },
+        None => doc! {},
+    };
+    Ok(collection(db)
+        .find(filter)
+        .sort(doc! { "created": -1 })
+        .limit(limit)
+        .await?
+        .try_collect()
+        .await?)
+}
+
+/// Mark a paid order shipped. False when it is not (or no longer) paid.
+pub async fn mark_shipped(db: &Db, number: &str) -> Result<bool, DbError> {
+    let result = collection(db)
+        .update_one(
+            doc! { "number": number, "status": "paid" },
+            doc! { "$set": { "status": "shipped" } },
+        )
+        .await?;
+    Ok(result.modified_count == 1)
+}
+
+/// Cancel a paid order and put its units back on sale. The status change is the guard (only one
+/// cancel can move an order from `paid`), so stock is returned once.
+pub async fn cancel(db: &Db, number: &str) -> Result<bool, CartError> {
+    let cancelled = collection(db)
+        .find_one_and_update(
+            doc! { "number": number, "status": "paid" },
+            doc! { "$set": { "status": "cancelled" } },
+        )
+        .await?;
+    let Some(order) = cancelled else {
+        return Ok(false);
+    };
+    for item in &order.items {
+        // A checkout interrupted before counting its units as sold finishes that first, so the
+        // return below always comes out of `sold`.
+        reserve::sell_reservation(db, &item.sku, &order.cart_id).await?;
+        db.collection::<Document>(products::COLLECTION)
+            .update_one(
+                doc! { "sku": &item.sku, "sold": { "$gte": item.qty } },
+                doc! {
+                    "$inc": { "qty": item.qty, "sold": -item.qty },
+                    "$set": { "updated": DateTime::now() },
+                },
+            )
+            .await?;
+    }
+    Ok(true)
+}

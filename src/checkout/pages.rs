@@ -1,0 +1,268 @@
+//! The checkout page (`GET`/`POST /checkout`) and the order confirmation (`/orders/{number}`),
+//! which only the session that placed the order (and admins, under /admin) may see.
+
+use actix_session::Session;
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+
+use crate::cart::{self, pages::EXPIRED_NOTICE, Cart, CartStatus};
+use crate::checkout::orders::{self, Order};
+use crate::checkout::{self, CheckoutForm, CheckoutOutcome, FieldErrors};
+use crate::startup::AppState;
+use crate::web::errors::AppError;
+use crate::web::flash::{self, Level};
+use crate::web::layout::{html_response, render, Layout};
+use crate::web::see_other;
+
+/// Orders this session placed, newest last; bounded so the cookie stays small.
+const SESSION_ORDERS: &str = "orders";
+const MAX_REMEMBERED_ORDERS: usize = 20;
+
+#[derive(Template)]
+#[template(path = "checkout/checkout.html")]
+pub struct CheckoutPage {
+    pub layout: Layout,
+    pub cart: Cart,
+    pub form: CheckoutForm,
+    pub errors: FieldErrors,
+    /// Why the last attempt did not go through (a decline), shown above the form.
+    pub problem: Option<String>,
+}
+
+impl CheckoutPage {
+    pub fn error(&self, field: &str) -> Option<&String> {
+        self.errors.get(field)
+    }
+}
+
+#[derive(Template)]
+#[template(path = "checkout/order.html")]
+pub struct OrderPage {
+    pub layout: Layout,
+    pub order: Order,
+}
+
+/// The session's active cart with at least one line, or where to send the shopper instead.
+async fn checkout_cart(
+    state: &AppState,
+    session: &Session,
+) -> Result<Result<Cart, HttpResponse>, AppError> {
+    let cart = match cart::session_cart_id(session) {
+        Some(id) => cart::by_id(&state.db, &id).await?,
+        None => None,
+    };
+    match cart {
+        Some(c) if c.status == CartStatus::Active && !c.items.is_empty() => Ok(Ok(c)),
+        Some(c) if c.status == CartStatus::Complete || c.status == CartStatus::Pending => {
+            match orders::by_cart(&state.db, &c.id).await? {
+                Some(order) => Ok(Err(see_other(&order.url()))),
+                None => {
+                    flash::push(session, Level::Info, "Your payment is being processed.");
+                    Ok(Err(see_other("/cart")))
+                }
+            }
+        }
+        Some(c) if c.status.has_expired() => {
+            cart::forget_in_session(session);
+            flash::push(session, Level::Info, EXPIRED_NOTICE);
+            Ok(Err(see_other("/cart")))
+        }
+        _ => {
+            flash::push(
+                session,
+                Level::Info,
+                "Your cart is empty: add something before checking out.",
+            );
+            Ok(Err(see_other("/cart")))
+        }
+    }
+}
+
+/// `GET /checkout`
+pub async fn show(
+    req: HttpRequest,
+    session: Session,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AppError> {
+    let cart = match checkout_cart(&state, &session).await? {
+        Ok(c) => c,
+        Err(redirect) => return Ok(redirect),
+    };
+    render(&CheckoutPage {
+        layout: Layout::public(&req),
+        cart,
+        form: CheckoutForm::default(),
+        errors: FieldErrors::new(),
+        problem: None,
+    })
+}
+
+/// `POST /checkout`
+pub async fn submit(
+    req: HttpRequest,
+    session: Session,
+    state: web::Data<AppState>,
+    form: web::Form<CheckoutForm>,
+) -> Result<HttpResponse, AppError> {
+    let form = form.into_inner();
+    // A second submit of a cart already paid (or being paid) ends at its order.
+    if let Some(id) = cart::session_cart_id(&session) {
+        let status = cart::by_id(&state.db, &id).await?.map(|c| c.status);
+        if matches!(status, Some(CartStatus::Pending | CartStatus::Complete)) {
+            if let CheckoutOutcome::Placed(order) = wait_for_order(&state, &id).await? {
+                return Ok(placed(&session, &order));
+            }
+        }
+    }
+    let cart = match checkout_cart(&state, &session).await? {
+        Ok(c) => c,
+        Err(redirect) => return Ok(redirect),
+    };
+    let details = match form.validate(checkout::current_month()) {
+        Ok(d) => d,
+        Err(errors) => {
+            return form_again(&req, cart, &form, errors, None, StatusCode::BAD_REQUEST);
+        }
+    };
+    let outcome = checkout::place_order(&state.db, state.gateway.as_ref(), &cart.id, &details)
+        .await
+        .map_err(cart_failure)?;
+    match outcome {
+        CheckoutOutcome::Placed(order) => Ok(placed(&session, &order)),
+        CheckoutOutcome::Declined(reason) => {
+            let cart = cart::by_id(&state.db, &cart.id).await?.unwrap_or(cart);
+            form_again(
+                &req,
+                cart,
+                &form,
+                FieldErrors::new(),
+                Some(reason),
+                StatusCode::PAYMENT_REQUIRED,
+            )
+        }
+        CheckoutOutcome::CartChanged(notices) => {
+            for notice in notices {
+                flash::push(&session, Level::Warning, notice);
+            }
+            flash::push(
+                &session,
+                Level::Info,
+                "Please review your cart; you have not been charged.",
+            );
+            Ok(see_other("/cart"))
+        }
+        CheckoutOutcome::Empty => {
+            flash::push(
+                &session,
+                Level::Info,
+                "Your cart is empty: add something before checking out.",
+            );
+            Ok(see_other("/cart"))
+        }
+        CheckoutOutcome::NotActive(_) => {
+            cart::forget_in_session(&session);
+            flash::push(&session, Level::Info, EXPIRED_NOTICE);
+            Ok(see_other("/cart"))
+        }
+        CheckoutOutcome::InProgress => {
+            flash::push(
+                &session,
+                Level::Info,
+                "Your payment is being processed; this page will show your order once it is.",
+            );
+            Ok(see_other("/cart"))
+        }
+    }
+}
+
+/// A double submit whose first request is still charging: wait briefly for its order.
+async fn wait_for_order(state: &AppState, cart_id: &str) -> Result<CheckoutOutcome, AppError> {
+    for _ in 0..100 {
+        if let Some(order) = orders::by_cart(&state.db, cart_id).await? {
+            return Ok(CheckoutOutcome::Placed(Box::new(order)));
+        }
+        match cart::by_id(&state.db, cart_id).await?.map(|c| c.status) {
+            Some(CartStatus::Pending | CartStatus::Complete) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            }
+            _ => break,
+        }
+    }
+    Ok(CheckoutOutcome::InProgress)
+}
+
+fn cart_failure(e: cart::CartError) -> AppError {
+    match e {
+        cart::CartError::Db(d) => d.into(),
+        other => AppError::Conflict(other.to_string()),
+    }
+}
+
+fn form_again(
+    req: &HttpRequest,
+    cart: Cart,
+    form: &CheckoutForm,
+    errors: FieldErrors,
+    problem: Option<String>,
+    status: StatusCode,
+) -> Result<HttpResponse, AppError> {
+    let page = CheckoutPage {
+        layout: Layout::public(req),
+        cart,
+        form: form.without_card(),
+        errors,
+        problem,
+    };
+    let html = page
+        .render()
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering the checkout failed: {e}")))?;
+    Ok(html_response(status, html))
+}
+
+/// The order is paid: remember it in the session, start afresh and show the confirmation.
+fn placed(session: &Session, order: &Order) -> HttpResponse {
+    let mut mine: Vec<String> = session
+        .get(SESSION_ORDERS)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    if !mine.contains(&order.number) {
+        mine.push(order.number.clone());
+        if mine.len() > MAX_REMEMBERED_ORDERS {
+            mine.remove(0);
+        }
+    }
+    if let Err(e) = session.insert(SESSION_ORDERS, mine) {
+        tracing::warn!(error = %e, "could not remember the order in the session");
+    }
+    if cart::session_cart_id(session).as_deref() == Some(order.cart_id.as_str()) {
+        cart::forget_in_session(session);
+    }
+    see_other(&order.url())
+}
+
+/// `GET /orders/{number}`: only for the session that placed it (others get 404, so order
+/// numbers reveal nothing).
+pub async fn order(
+    req: HttpRequest,
+    session: Session,
+    state: web::Data<AppState>,
+    number: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let mine: Vec<String> = session
+        .get(SESSION_ORDERS)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
+    if !mine.contains(&number) {
+        return Err(AppError::NotFound);
+    }
+    let order = orders::by_number(&state.db, &number)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    render(&OrderPage {
+        layout: Layout::public(&req),
+        order,
+    })
+}

@@ -1,0 +1,546 @@
+//! The cart and stock reservations through HTTP, many shoppers at once: every test ends by
+//! checking SPEC §2's invariant, `qty + Σ carted.qty + sold == stock received`, on the products
+//! it touched.
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bazaar::cart::{self, jobs, CartStatus};
+use bazaar::catalog::products::{self, AlbumDetails, Details, NewProduct, Product, Shipping};
+use bazaar::db::Db;
+use bson::doc;
+use common::*;
+use reqwest::cookie::Jar;
+use reqwest::StatusCode;
+
+/// A product with `stock` units received, none sold.
+async fn product_with_stock(db: &Db, sku: &str, stock: i64) -> Product {
+    products::create(
+        db,
+        NewProduct {
+            sku: sku.to_string(),
+            slug: format!("test-{sku}"),
+            title: format!("Test album {sku}"),
+            description: "For testing the cart.".to_string(),
+            list_cents: 1500,
+            retail_cents: 1200,
+            categories: Vec::new(),
+            details: Details::Album(AlbumDetails {
+                title: format!("Test album {sku}"),
+                artist: "The Testers".to_string(),
+                genre: vec!["Jazz".to_string()],
+                tracks: vec!["One".to_string()],
+                issue_date: bson::DateTime::from_millis(0),
+                label: "Test".to_string(),
+            }),
+            qty: stock,
+            featured: false,
+            shipping: Shipping {
+                weight: 300,
+                ..Shipping::default()
+            },
+        },
+    )
+    .await
+    .expect("product created")
+}
+
+async fn product(db: &Db, sku: &str) -> Product {
+    products::by_sku(db, sku)
+        .await
+        .expect("query")
+        .expect("product exists")
+}
+
+/// SPEC §2's invariant for one product.
+async fn assert_stock_invariant(db: &Db, sku: &str, received: i64) {
+    let p = product(db, sku).await;
+    let carted: i64 = p.carted.iter().map(|c| c.qty).sum();
+    assert!(p.qty >= 0, "{sku}: qty went negative: {}", p.qty);
+    assert_eq!(
+        p.qty + carted + p.sold,
+        received,
+        "{sku}: qty {} + carted {carted} + sold {} != received {received}",
+        p.qty,
+        p.sold
+    );
+}
+
+/// One visitor with their own cookie jar.
+struct Shopper {
+    address: String,
+    client: reqwest::Client,
+    jar: Arc<Jar>,
+    csrf: String,
+}
+
+impl Shopper {
+    async fn new(app: &TestApp) -> Shopper {
+        let (client, jar) = new_client();
+        let mut shopper = Shopper {
+            address: app.address.clone(),
+            client,
+            jar,
+            csrf: String::new(),
+        };
+        shopper.refresh_token().await;
+        shopper
+    }
+
+    /// A second browser sharing this shopper's session (same cart).
+    async fn second_device(&self) -> Shopper {
+        let (client, jar) = new_client();
+        let url: reqwest::Url = self.address.parse().expect("url");
+        use reqwest::cookie::CookieStore;
+        if let Some(cookies) = self.jar.cookies(&url) {
+            for cookie in cookies.to_str().expect("ascii").split("; ") {
+                jar.add_cookie_str(cookie, &url);
+            }
+        }
+        Shopper {
+            address: self.address.clone(),
+            client,
+            jar,
+            csrf: self.csrf.clone(),
+        }
+    }
+
+    async fn refresh_token(&mut self) {
+        let doc = html(&body(self.get("/products").await).await);
+        // The listing has no form; the token lives in the session, so any page's form will do.
+        self.csrf = match csrf_token(&doc) {
+            Some(t) => t,
+            None => {
+                let first = attr(&doc, ".product-grid a", "href").expect("a product link");
+                let page = html(&body(self.get(&first).await).await);
+                csrf_token(&page).expect("product page has a form")
+            }
+        };
+    }
+
+    async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{}", self.address, path))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    async fn post(&self, path: &str, fields: &[(&str, &str)]) -> reqwest::Response {
+        let mut form: Vec<(&str, &str)> = fields.to_vec();
+        form.push(("csrf_token", &self.csrf));
+        self.client
+            .post(format!("{}{}", self.address, path))
+            .form(&form)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// Add to the cart and return the flash messages the cart (or product) page then shows.
+    async fn add(&self, sku: &str, qty: &str) -> Vec<String> {
+        let response = self
+            .post("/cart/items", &[("sku", sku), ("qty", qty)])
+            .await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        self.follow(response).await
+    }
+
+    async fn set_qty(&self, sku: &str, qty: &str) -> Vec<String> {
+        let response = self
+            .post(&format!("/cart/items/{sku}"), &[("qty", qty)])
+            .await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        self.follow(response).await
+    }
+
+    async fn follow(&self, response: reqwest::Response) -> Vec<String> {
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .expect("a redirect")
+            .to_string();
+        let doc = html(&body(self.get(&location).await).await);
+        texts(&doc, ".flash")
+    }
+
+    /// The cart page's lines as (sku, qty).
+    async fn cart_lines(&self) -> Vec<(String, i64)> {
+        let doc = html(&body(self.get("/cart").await).await);
+        cart_lines(&doc)
+    }
+}
+
+fn cart_lines(doc: &scraper::Html) -> Vec<(String, i64)> {
+    let rows = scraper::Selector::parse(".cart-line").expect("selector");
+    let qty = scraper::Selector::parse("input[name=qty]").expect("selector");
+    doc.select(&rows)
+        .map(|row| {
+            let sku = row.value().attr("data-sku").unwrap_or_default().to_string();
+            let n = row
+                .select(&qty)
+                .next()
+                .and_then(|i| i.value().attr("value"))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(-1);
+            (sku, n)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn adding_to_the_cart_reserves_stock_and_shows_the_line_totals_and_header_count() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "cart-basic", 5).await;
+    let shopper = Shopper::new(&app).await;
+    let flashes = shopper.add("cart-basic", "2").await;
+    assert!(
+        flashes
+            .iter()
+            .any(|f| f.contains("Added 2 × Test album cart-basic")),
+        "{flashes:?}"
+    );
+    let doc = html(&body(shopper.get("/cart").await).await);
+    assert_eq!(cart_lines(&doc), [("cart-basic".to_string(), 2)]);
+    assert_eq!(texts(&doc, ".cart-totals .subtotal"), ["$24.00"]);
+    // 600 g: $3.99 + 2 × $1.00.
+    assert_eq!(texts(&doc, ".cart-totals .shipping"), ["$5.99"]);
+    assert_eq!(texts(&doc, ".cart-totals .total"), ["$29.99"]);
+    assert_eq!(texts(&doc, "header .cart-count"), ["2"]);
+    let p = product(&app.db, "cart-basic").await;
+    assert_eq!(p.qty, 3);
+    assert_eq!(p.carted.len(), 1);
+    assert_eq!(p.carted[0].qty, 2);
+    // Adding the same SKU again is a quantity change on the one line.
+    shopper.add("cart-basic", "1").await;
+    assert_eq!(shopper.cart_lines().await, [("cart-basic".to_string(), 3)]);
+    let p = product(&app.db, "cart-basic").await;
+    assert_eq!((p.qty, p.carted.len(), p.carted[0].qty), (2, 1, 3));
+    assert_stock_invariant(&app.db, "cart-basic", 5).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn fifty_shoppers_racing_for_ten_units_exactly_ten_get_one() {
+    let app = spawn_app_with(&[("BAZAAR_SERVER__WORKERS", "4")]).await;
+    product_with_stock(&app.db, "hot-item", 10).await;
+    let mut shoppers = Vec::new();
+    for _ in 0..50 {
+        shoppers.push(Shopper::new(&app).await);
+    }
+    let tasks: Vec<_> = shoppers
+        .into_iter()
+        .map(|s| tokio::spawn(async move { (s.add("hot-item", "1").await, s) }))
+        .collect();
+    let mut got_one = 0;
+    let mut told_sold_out = 0;
+    for task in tasks {
+        let (flashes, shopper) = task.await.expect("shopper task");
+        let lines = shopper.cart_lines().await;
+        if lines == [("hot-item".to_string(), 1)] {
+            got_one += 1;
+            assert!(
+                flashes.iter().any(|f| f.starts_with("Added")),
+                "{flashes:?}"
+            );
+        } else {
+            assert!(lines.is_empty(), "{lines:?}");
+            assert!(
+                flashes
+                    .iter()
+                    .any(|f| f.contains("sold out") || f.contains("only")),
+                "a shopper who missed out must be told why: {flashes:?}"
+            );
+            told_sold_out += 1;
+        }
+    }
+    assert_eq!((got_one, told_sold_out), (10, 40));
+    let p = product(&app.db, "hot-item").await;
+    assert_eq!(p.qty, 0);
+    assert_eq!(p.carted.len(), 10);
+    assert_stock_invariant(&app.db, "hot-item", 10).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn asking_for_more_than_is_left_says_how_many_are_left_and_changes_nothing() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "few", 3).await;
+    let shopper = Shopper::new(&app).await;
+    let flashes = shopper.add("few", "5").await;
+    assert!(
+        flashes.iter().any(|f| f.contains("only 3 left")),
+        "{flashes:?}"
+    );
+    assert!(shopper.cart_lines().await.is_empty());
+    shopper.add("few", "2").await;
+    let flashes = shopper.set_qty("few", "4").await;
+    assert!(
+        flashes.iter().any(|f| f.contains("only 1 left")),
+        "{flashes:?}"
+    );
+    assert_eq!(shopper.cart_lines().await, [("few".to_string(), 2)]);
+    assert_stock_invariant(&app.db, "few", 3).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn quantity_changes_and_removal_move_stock_both_ways() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "qty", 20).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("qty", "3").await;
+    shopper.set_qty("qty", "7").await;
+    assert_eq!(product(&app.db, "qty").await.qty, 13);
+    shopper.set_qty("qty", "2").await;
+    assert_eq!(product(&app.db, "qty").await.qty, 18);
+    assert_eq!(shopper.cart_lines().await, [("qty".to_string(), 2)]);
+    let flashes = shopper.set_qty("qty", "0").await;
+    assert!(flashes.iter().any(|f| f.contains("Removed")), "{flashes:?}");
+    let p = product(&app.db, "qty").await;
+    assert_eq!((p.qty, p.carted.len()), (20, 0));
+    shopper.add("qty", "4").await;
+    let response = shopper.post("/cart/items/qty/remove", &[]).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert!(shopper.cart_lines().await.is_empty());
+    let p = product(&app.db, "qty").await;
+    assert_eq!((p.qty, p.carted.len()), (20, 0));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn two_devices_changing_one_cart_at_once_converge_on_one_of_their_quantities() {
+    let app = spawn_app_with(&[("BAZAAR_SERVER__WORKERS", "4")]).await;
+    product_with_stock(&app.db, "shared", 1000).await;
+    let phone = Shopper::new(&app).await;
+    phone.add("shared", "1").await;
+    let laptop = phone.second_device().await;
+    for round in 0..20 {
+        let a = (round % 7 + 1).to_string();
+        let b = (round % 5 + 10).to_string();
+        let (phone_done, laptop_done) =
+            tokio::join!(phone.set_qty("shared", &a), laptop.set_qty("shared", &b));
+        for flashes in [&phone_done, &laptop_done] {
+            assert!(
+                flashes.iter().all(|f| !f.contains("only")),
+                "plenty of stock, no shortage expected: {flashes:?}"
+            );
+        }
+        let lines = phone.cart_lines().await;
+        let expected = [a.parse::<i64>().unwrap(), b.parse::<i64>().unwrap()];
+        assert_eq!(lines.len(), 1, "one line per SKU: {lines:?}");
+        assert!(
+            expected.contains(&lines[0].1),
+            "round {round}: the cart holds {} but the devices asked for {expected:?}",
+            lines[0].1
+        );
+        // The reservation always matches the cart line.
+        let p = product(&app.db, "shared").await;
+        assert_eq!(p.carted.len(), 1);
+        assert_eq!(p.carted[0].qty, lines[0].1, "round {round}");
+        assert_stock_invariant(&app.db, "shared", 1000).await;
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn bad_quantities_and_unknown_products_get_a_message_and_change_nothing() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "safe", 5).await;
+    let shopper = Shopper::new(&app).await;
+    for bad in ["-1", "0", "10000", "abc", "", "1.5"] {
+        let flashes = shopper.add("safe", bad).await;
+        assert!(
+            flashes.iter().any(|f| f.contains("whole number")),
+            "qty {bad:?}: {flashes:?}"
+        );
+    }
+    let flashes = shopper.add("no-such-sku", "1").await;
+    assert!(
+        flashes.iter().any(|f| f.contains("does not exist")),
+        "{flashes:?}"
+    );
+    assert!(shopper.cart_lines().await.is_empty());
+    shopper.add("safe", "2").await;
+    for bad in ["-1", "10000", "abc"] {
+        let flashes = shopper.set_qty("safe", bad).await;
+        assert!(
+            flashes.iter().any(|f| f.contains("whole number")),
+            "qty {bad:?}: {flashes:?}"
+        );
+    }
+    let flashes = shopper.set_qty("not-in-cart", "1").await;
+    assert!(
+        flashes.iter().any(|f| f.contains("not in your cart")),
+        "{flashes:?}"
+    );
+    assert_eq!(shopper.cart_lines().await, [("safe".to_string(), 2)]);
+    // A form without its fields is a 400 page, not a 500.
+    let response = shopper
+        .post("/cart/items/safe", &[("qty", "9"), ("qty", "x")])
+        .await;
+    assert!(
+        response.status() == StatusCode::SEE_OTHER || response.status() == StatusCode::BAD_REQUEST
+    );
+    assert_stock_invariant(&app.db, "safe", 5).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_idle_cart_expires_once_even_with_two_expiry_runs_racing_a_shopper() {
+    let app = spawn_app_with(&[("BAZAAR_SERVER__WORKERS", "2")]).await;
+    product_with_stock(&app.db, "exp-a", 10).await;
+    product_with_stock(&app.db, "exp-b", 10).await;
+    let idle = Shopper::new(&app).await;
+    idle.add("exp-a", "3").await;
+    idle.add("exp-b", "2").await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let busy = Shopper::new(&app).await;
+    let db1 = app.db.clone();
+    let db2 = app.db.clone();
+    let (first, second, _) = tokio::join!(
+        jobs::expire_idle_carts(&db1, Duration::from_secs(1)),
+        jobs::expire_idle_carts(&db2, Duration::from_secs(1)),
+        busy.add("exp-a", "4"),
+    );
+    let (first, second) = (first.expect("expiry"), second.expect("expiry"));
+    assert_eq!(
+        first.reservations_returned + second.reservations_returned,
+        2,
+        "each of the two lines is returned exactly once: {first:?} {second:?}"
+    );
+    assert_eq!(first.carts_expired + second.carts_expired, 1);
+    // The busy shopper's fresh cart is untouched.
+    assert_eq!(busy.cart_lines().await, [("exp-a".to_string(), 4)]);
+    let a = product(&app.db, "exp-a").await;
+    assert_eq!((a.qty, a.carted.len()), (6, 1));
+    let b = product(&app.db, "exp-b").await;
+    assert_eq!((b.qty, b.carted.len()), (10, 0));
+    // The idle shopper is told, and their cart is empty.
+    let doc = html(&body(idle.get("/cart").await).await);
+    assert!(
+        texts(&doc, ".cart-notices li")
+            .iter()
+            .any(|n| n.contains("expired")),
+        "{:?}",
+        texts(&doc, ".cart-notices li")
+    );
+    assert!(cart_lines(&doc).is_empty());
+    // A later run finds nothing more to do.
+    let again = jobs::expire_idle_carts(&app.db, Duration::from_secs(1))
+        .await
+        .expect("expiry");
+    assert_eq!(again.reservations_returned, 0);
+    assert_stock_invariant(&app.db, "exp-a", 10).await;
+    assert_stock_invariant(&app.db, "exp-b", 10).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_shopper_adding_to_an_expired_cart_is_told_and_gets_a_new_cart() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "again", 10).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("again", "2").await;
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    jobs::expire_idle_carts(&app.db, Duration::from_secs(1))
+        .await
+        .expect("expiry");
+    let flashes = shopper.add("again", "1").await;
+    assert!(flashes.iter().any(|f| f.contains("expired")), "{flashes:?}");
+    assert!(flashes.iter().any(|f| f.contains("Added")), "{flashes:?}");
+    assert_eq!(shopper.cart_lines().await, [("again".to_string(), 1)]);
+    assert_stock_invariant(&app.db, "again", 10).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn cleanup_returns_stock_orphaned_by_a_crash_and_keeps_live_reservations() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "orphan", 10).await;
+    let live = Shopper::new(&app).await;
+    live.add("orphan", "2").await;
+    // A crash between the two writes of an add: the product was reserved for a cart whose own
+    // write never happened (here: a cart that does not exist), and one that expired without
+    // returning it.
+    let products = app.db.collection::<bson::Document>(products::COLLECTION);
+    let old = bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() - 10_000);
+    for (ghost, qty) in [("no-such-cart", 3_i64), ("expired-cart", 1)] {
+        products
+            .update_one(
+                doc! { "sku": "orphan" },
+                doc! {
+                    "$inc": { "qty": -qty },
+                    "$push": { "carted": { "cart_id": ghost, "qty": qty, "timestamp": old } },
+                },
+            )
+            .await
+            .expect("simulated crash");
+    }
+    let now = bson::DateTime::now();
+    cart::collection(&app.db)
+        .insert_one(cart::Cart {
+            id: "expired-cart".to_string(),
+            status: CartStatus::Expired,
+            created: now,
+            last_modified: now,
+            items: Vec::new(),
+        })
+        .await
+        .expect("cart");
+    // Age the live reservation too: cleanup must refresh it, not return it.
+    products
+        .update_one(
+            doc! { "sku": "orphan", "carted.qty": 2 },
+            doc! { "$set": { "carted.$.timestamp": old } },
+        )
+        .await
+        .expect("aged");
+    assert_eq!(product(&app.db, "orphan").await.qty, 4);
+    let report = jobs::clean_up_reservations(&app.db, Duration::from_secs(5))
+        .await
+        .expect("cleanup");
+    assert_eq!((report.returned, report.refreshed), (2, 1), "{report:?}");
+    let p = product(&app.db, "orphan").await;
+    assert_eq!(p.qty, 8);
+    assert_eq!(p.carted.len(), 1);
+    assert!(p.carted[0].timestamp > old);
+    assert_eq!(live.cart_lines().await, [("orphan".to_string(), 2)]);
+    let again = jobs::clean_up_reservations(&app.db, Duration::from_secs(5))
+        .await
+        .expect("cleanup");
+    assert_eq!((again.returned, again.refreshed), (0, 0));
+    assert_stock_invariant(&app.db, "orphan", 10).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_background_jobs_expire_idle_carts_on_their_own() {
+    let app = spawn_app_with(&[
+        ("BAZAAR_CART__JOBS_EVERY_SECS", "1"),
+        ("BAZAAR_CART__EXPIRE_AFTER_SECS", "1"),
+        ("BAZAAR_CART__CLEANUP_AFTER_SECS", "2"),
+    ])
+    .await;
+    product_with_stock(&app.db, "auto", 4).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("auto", "4").await;
+    assert_eq!(product(&app.db, "auto").await.qty, 0);
+    let mut returned = false;
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if product(&app.db, "auto").await.qty == 4 {
+            returned = true;
+            break;
+        }
+    }
+    assert!(
+        returned,
+        "the expiry job never returned the idle cart's stock"
+    );
+    assert_stock_invariant(&app.db, "auto", 4).await;
+    app.stop().await;
+}
