@@ -84,6 +84,35 @@ impl ProductPage {
             .finish();
         format!("/products?{qs}")
     }
+
+    /// `350 g`, or `1.25 kg` from a kilogram up; `None` while the weight is not entered.
+    pub fn shipping_weight(&self) -> Option<String> {
+        let grams = self.product.shipping.weight;
+        match grams {
+            ..=0 => None,
+            1..=999 => Some(format!("{grams} g")),
+            _ => Some(format!("{} kg", trim_decimals(grams as f64 / 1000.0))),
+        }
+    }
+
+    /// `14.2 × 12.5 × 1 cm` (width × height × depth); `None` while no side is entered.
+    pub fn shipping_dimensions(&self) -> Option<String> {
+        let d = &self.product.shipping.dimensions;
+        (d.width > 0.0 || d.height > 0.0 || d.depth > 0.0).then(|| {
+            format!(
+                "{} × {} × {} cm",
+                trim_decimals(d.width),
+                trim_decimals(d.height),
+                trim_decimals(d.depth)
+            )
+        })
+    }
+}
+
+/// A measurement with at most two decimals and no trailing zeros: `1.50` → `1.5`, `1.00` → `1`.
+fn trim_decimals(value: f64) -> String {
+    let text = format!("{value:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[derive(Template)]
