@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
-use crate::catalog::categories::{self, Category, TreeEntry};
+use crate::catalog::categories::{self, Breadcrumbs, Category, TreeEntry};
 use crate::catalog::listing::{self, CountCache, ListingQuery, Page, Sort};
 use crate::catalog::products::{
     self, AlbumDetails, BookDetails, Details, FilmDetails, Product, ProductType,
@@ -126,7 +126,8 @@ pub struct CategoriesPage {
 #[template(path = "catalog/category.html")]
 pub struct CategoryPage {
     pub layout: Layout,
-    pub category: Category,
+    /// The page needs only the category's id, name and trail: the projected breadcrumb query.
+    pub category: Breadcrumbs,
     pub children: Vec<Category>,
     pub listing: Listing,
 }
@@ -214,7 +215,7 @@ pub async fn category(
     params: web::Query<HashMap<String, String>>,
     counts: web::Data<CountCache>,
 ) -> Result<HttpResponse, AppError> {
-    let category = categories::by_slug(&state.db, &slug)
+    let category = categories::breadcrumbs(&state.db, &slug)
         .await?
         .ok_or(AppError::NotFound)?;
     let children = categories::children(&state.db, Some(category.id)).await?;
@@ -226,7 +227,8 @@ pub async fn category(
         &query,
     )
     .await?;
-    let path = category.url();
+    // The query matched the slug exactly, so it is the category's own.
+    let path = format!("/categories/{slug}");
     render(&CategoryPage {
         layout: Layout::public(&req),
         category,
