@@ -250,6 +250,9 @@ async fn editing_a_product_keeps_its_type_fields_and_stock_can_be_adjusted() {
     let doc = html(&body(app.get("/products/casablanca").await).await);
     assert_eq!(texts(&doc, ".savings"), ["You save $7.50 (50%)"]);
     assert_eq!(texts(&doc, ".cast li").len(), 3);
+    // Saving the form as loaded keeps the shipping weight and size it showed.
+    assert_eq!(texts(&doc, ".shipping-weight"), ["100 g"]);
+    assert_eq!(texts(&doc, ".shipping-dimensions"), ["19 × 13.5 × 1.5 cm"]);
 
     let stock = edit.replace("/edit", "/stock");
     let response = app
@@ -269,6 +272,111 @@ async fn editing_a_product_keeps_its_type_fields_and_stock_can_be_adjusted() {
     let doc = admin_page(&app, &edit).await;
     assert_eq!(texts(&doc, ".available"), [(available + 5).to_string()]);
     assert_eq!(count(&doc, ".flash-error"), 1);
+}
+
+#[tokio::test]
+async fn a_shipping_weight_and_size_entered_on_a_new_product_are_saved_and_shown() {
+    let app = spawn_app().await;
+    let doc = admin_page(&app, "/admin/products/new?type=album").await;
+    for field in [
+        "shipping_weight",
+        "shipping_width",
+        "shipping_height",
+        "shipping_depth",
+    ] {
+        assert_eq!(
+            count(&doc, &format!("form.product-form fieldset [name={field}]")),
+            1,
+            "{field}"
+        );
+    }
+    let token = csrf_token(&doc).expect("token");
+    let mut fields = album_fields(&token, "time-out", "tb-0002");
+    fields.extend([
+        ("shipping_weight", "1250"),
+        ("shipping_width", "14.2"),
+        ("shipping_height", "12.50"),
+        ("shipping_depth", "1"),
+    ]);
+    let response = app
+        .post_admin_form("/admin/products/new?type=album", &fields)
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let edit = location(&response);
+
+    let doc = html(&body(app.get("/products/time-out").await).await);
+    assert_eq!(texts(&doc, ".shipping-weight"), ["1.25 kg"]);
+    assert_eq!(texts(&doc, ".shipping-dimensions"), ["14.2 × 12.5 × 1 cm"]);
+    let doc = admin_page(&app, &edit).await;
+    assert_eq!(
+        attr(&doc, "#field-shipping_weight", "value").as_deref(),
+        Some("1250")
+    );
+    assert_eq!(
+        attr(&doc, "#field-shipping_height", "value").as_deref(),
+        Some("12.5")
+    );
+
+    // Left empty, weight and size count as not entered: nothing about shipping is shown.
+    let fields = album_fields(&token, "take-five", "tb-0003");
+    let response = app
+        .post_admin_form("/admin/products/new?type=album", &fields)
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let doc = html(&body(app.get("/products/take-five").await).await);
+    assert_eq!(count(&doc, ".shipping"), 0);
+}
+
+#[tokio::test]
+async fn a_negative_or_non_numeric_shipping_weight_is_a_form_error_and_nothing_is_saved() {
+    let app = spawn_app().await;
+    let doc = admin_page(&app, "/admin/products/new?type=album").await;
+    let token = csrf_token(&doc).expect("token");
+    for (weight, side) in [("-5", "12"), ("abc", "-1"), ("12.5", "wide")] {
+        let mut fields = album_fields(&token, "time-out", "tb-0004");
+        fields.extend([
+            ("shipping_weight", weight),
+            ("shipping_width", side),
+            ("shipping_height", "12"),
+            ("shipping_depth", "1"),
+        ]);
+        let response = app
+            .post_admin_form("/admin/products/new?type=album", &fields)
+            .await;
+        assert_eq!(
+            response.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{weight}"
+        );
+        let doc = html(&body(response).await);
+        assert_eq!(
+            texts(&doc, "#error-shipping_weight"),
+            ["Enter the weight in whole grams (0 or more), e.g. 350."],
+            "{weight}"
+        );
+        let side_errors = count(&doc, "#error-shipping_width");
+        assert_eq!(side_errors, usize::from(side != "12"), "{side}");
+        assert_eq!(count(&doc, "#error-shipping_height"), 0);
+        // What was typed stays in the form to be corrected.
+        assert_eq!(
+            attr(&doc, "#field-shipping_weight", "value").as_deref(),
+            Some(weight)
+        );
+        assert_eq!(
+            attr(&doc, "#field-shipping_width", "value").as_deref(),
+            Some(side)
+        );
+        assert_eq!(
+            attr(&doc, "#field-title", "value").as_deref(),
+            Some("Time Out")
+        );
+    }
+    assert_eq!(
+        app.get("/products/time-out").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    let doc = admin_page(&app, "/admin/products?q=tb-0004").await;
+    assert_eq!(texts(&doc, ".result-count .total"), ["0"]);
 }
 
 /// The id of a category from its rename form's action.

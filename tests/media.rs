@@ -17,13 +17,20 @@ fn header(response: &reqwest::Response, name: &str) -> String {
         .to_string()
 }
 
-fn png(width: u32, height: u32) -> Vec<u8> {
-    let img = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([x as u8, y as u8, 90]));
+/// A gradient image of the given size in the given format.
+fn encoded(width: u32, height: u32, format: image::ImageFormat) -> Vec<u8> {
+    let img = image::RgbaImage::from_fn(width, height, |x, y| {
+        image::Rgba([x as u8, y as u8, 90, 255])
+    });
     let mut out = Cursor::new(Vec::new());
-    image::DynamicImage::ImageRgb8(img)
-        .write_to(&mut out, image::ImageFormat::Png)
+    image::DynamicImage::ImageRgba8(img)
+        .write_to(&mut out, format)
         .expect("encodes");
     out.into_inner()
+}
+
+fn png(width: u32, height: u32) -> Vec<u8> {
+    encoded(width, height, image::ImageFormat::Png)
 }
 
 /// POST a multipart form with one file field `photo`.
@@ -162,6 +169,121 @@ async fn an_uploaded_png_gets_a_thumbnail_and_a_non_image_or_oversized_file_is_r
     let no_token = action.split('?').next().unwrap_or_default().to_string();
     let response = upload(&app, &no_token, "desert.png", &png(10, 10)).await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
+}
+
+/// The `src` of every photo thumbnail on an admin edit page.
+fn thumbnail_srcs(doc: &scraper::Html) -> Vec<String> {
+    let sel = scraper::Selector::parse(".admin-photos img").expect("selector");
+    doc.select(&sel)
+        .filter_map(|i| i.value().attr("src").map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn uploaded_gif_and_webp_photos_get_png_thumbnails_like_png_and_jpeg() {
+    let app = spawn_app().await;
+    let doc = html(&body(app.get_admin("/admin/products?q=dune").await).await);
+    let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
+    let doc = html(&body(app.get_admin(&edit).await).await);
+    let action = attr(&doc, ".photos-panel form", "action").expect("upload form");
+    let gif = encoded(300, 150, image::ImageFormat::Gif);
+    let webp = encoded(120, 480, image::ImageFormat::WebP);
+    assert!(gif.starts_with(b"GIF8") && webp.starts_with(b"RIFF"));
+    for (name, bytes, mime, thumb_size) in [
+        ("dunes.gif", &gif, "image/gif", (240, 120)),
+        ("tower.webp", &webp, "image/webp", (60, 240)),
+    ] {
+        let response = upload(&app, &action, name, bytes).await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{name}");
+        let doc = html(&body(app.get_admin(&edit).await).await);
+        assert_eq!(texts(&doc, ".flash-success"), ["Photo added."], "{name}");
+        let thumb_url = thumbnail_srcs(&doc).pop().expect("the new photo");
+        let thumb = app.get(&thumb_url).await;
+        assert_eq!(header(&thumb, "content-type"), "image/png", "{name}");
+        let bytes = thumb.bytes().await.expect("body");
+        let thumb = image::load_from_memory_with_format(&bytes, image::ImageFormat::Png)
+            .expect("a PNG thumbnail");
+        assert_eq!((thumb.width(), thumb.height()), thumb_size, "{name}");
+        let original = app.get(thumb_url.trim_end_matches("/thumb")).await;
+        assert_eq!(header(&original, "content-type"), mime, "{name}");
+    }
+
+    // A file that starts like a GIF but is not one is refused, not kept without a thumbnail.
+    let mut broken = gif[..16].to_vec();
+    broken.extend_from_slice(&[0xAB; 64]);
+    let response = upload(&app, &action, "broken.gif", &broken).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let doc = html(&body(app.get_admin(&edit).await).await);
+    assert!(texts(&doc, ".flash-error")[0].contains("not a JPEG, PNG, GIF or WebP"));
+    assert_eq!(
+        count(&doc, ".admin-photos img"),
+        3,
+        "the cover and two uploads"
+    );
+}
+
+#[tokio::test]
+async fn the_size_of_a_stored_gif_or_webp_is_recorded_with_its_thumbnail() {
+    let server = docstore::Server::start(docstore::Config {
+        storage: docstore::StorageMode::InMemory,
+        port: 0,
+        ..Default::default()
+    })
+    .await
+    .expect("docstore starts");
+    let db = bazaar::db::Db::connect(
+        &server.uri(),
+        "media_test",
+        std::time::Duration::from_secs(5),
+        bazaar::db::Store::EmbeddedMemory,
+    )
+    .await
+    .expect("connects");
+    for (name, format, kind) in [
+        (
+            "a.gif",
+            image::ImageFormat::Gif,
+            bazaar::media::ImageKind::Gif,
+        ),
+        (
+            "a.webp",
+            image::ImageFormat::WebP,
+            bazaar::media::ImageKind::WebP,
+        ),
+    ] {
+        let bytes = encoded(37, 23, format);
+        let body =
+            futures::stream::iter([Ok::<_, std::io::Error>(actix_web::web::Bytes::from(bytes))]);
+        let stored = bazaar::media::store_upload(&db, name, body, 1024 * 1024)
+            .await
+            .expect("stored");
+        assert_eq!(stored.kind, kind, "{name}");
+        assert_eq!((stored.width, stored.height), (37, 23), "{name}");
+        assert_ne!(stored.thumbnail, stored.id, "{name}");
+        let file = db
+            .database()
+            .collection::<bson::Document>("assets.files")
+            .find_one(bson::doc! { "_id": stored.id })
+            .await
+            .expect("query")
+            .expect("the file");
+        let metadata = file.get_document("metadata").expect("metadata");
+        let pixels = |field: &str| match metadata.get(field) {
+            Some(bson::Bson::Int32(n)) => Some(i64::from(*n)),
+            Some(bson::Bson::Int64(n)) => Some(*n),
+            _ => None,
+        };
+        assert_eq!(
+            (pixels("width"), pixels("height")),
+            (Some(37), Some(23)),
+            "{name}"
+        );
+        assert_eq!(
+            metadata.get_object_id("thumbnail").ok(),
+            Some(stored.thumbnail),
+            "{name}"
+        );
+    }
 }
 
 #[tokio::test]

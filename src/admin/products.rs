@@ -71,6 +71,8 @@ pub struct ProductFormPage {
     pub product: Option<Product>,
     pub action: String,
     pub fields: Vec<FieldView>,
+    /// Weight and dimensions, in their own group.
+    pub shipping: Vec<FieldView>,
     pub categories: Vec<CategoryOption>,
     pub categories_error: Option<String>,
     pub form_error: Option<String>,
@@ -109,6 +111,24 @@ const COMMON_FIELDS: &[(&str, &str, &str, &str)] = &[
         "text",
     ),
 ];
+
+/// Shipping weight and package size; empty inputs count as 0 (not yet measured).
+const SHIPPING_FIELDS: &[(&str, &str, &str, &str)] = &[
+    (
+        "shipping_weight",
+        "Weight (g)",
+        "Whole grams; checkout charges shipping by weight.",
+        "number",
+    ),
+    ("shipping_width", "Width (cm)", "", "decimal"),
+    ("shipping_height", "Height (cm)", "", "decimal"),
+    ("shipping_depth", "Depth (cm)", "", "decimal"),
+];
+
+/// Heaviest accepted shipping weight: a tonne, in grams.
+const MAX_WEIGHT_GRAMS: i64 = 1_000_000;
+/// Largest accepted side of a package, in centimetres.
+const MAX_SIDE_CM: f64 = 10_000.0;
 
 fn type_fields(
     kind: ProductType,
@@ -203,6 +223,63 @@ fn parse_date(value: &str) -> Option<bson::DateTime> {
     (1..=days_in_month).contains(&d).then(|| date(y, m, d))
 }
 
+/// Whole grams, at least 0; empty is 0.
+fn parse_grams(value: &str) -> Option<i64> {
+    if value.is_empty() {
+        return Some(0);
+    }
+    if !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    value.parse::<i64>().ok().filter(|g| *g <= MAX_WEIGHT_GRAMS)
+}
+
+/// Centimetres as digits with at most two decimals (`12`, `14.25`), at least 0; empty is 0.
+/// Written out by hand because `f64::from_str` also takes `inf`, `NaN` and `1e9`.
+fn parse_centimetres(value: &str) -> Option<f64> {
+    if value.is_empty() {
+        return Some(0.0);
+    }
+    let (whole, fraction) = value.split_once('.').unwrap_or((value, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    // `1.` splits into `1` and an empty fraction, so a trailing dot is refused on its own.
+    if whole.is_empty()
+        || !digits(whole)
+        || !digits(fraction)
+        || fraction.len() > 2
+        || value.ends_with('.')
+    {
+        return None;
+    }
+    value.parse::<f64>().ok().filter(|cm| *cm <= MAX_SIDE_CM)
+}
+
+/// The shipping group of the form.
+fn parse_shipping(form: &Submitted, errors: &mut FieldErrors) -> Shipping {
+    let weight = parse_grams(form.get("shipping_weight")).unwrap_or_else(|| {
+        errors.add(
+            "shipping_weight",
+            "Enter the weight in whole grams (0 or more), e.g. 350.",
+        );
+        0
+    });
+    let mut side = |name: &'static str, what: &str| {
+        parse_centimetres(form.get(name)).unwrap_or_else(|| {
+            errors.add(
+                name,
+                format!("Enter the {what} in centimetres (0 or more), e.g. 12.5."),
+            );
+            0.0
+        })
+    };
+    let dimensions = Dimensions {
+        width: side("shipping_width", "width"),
+        height: side("shipping_height", "height"),
+        depth: side("shipping_depth", "depth"),
+    };
+    Shipping { weight, dimensions }
+}
+
 /// Check and convert a submitted form; field errors say what to fix.
 fn parse_product(
     kind: ProductType,
@@ -283,6 +360,7 @@ fn parse_product(
         bson::DateTime::from_millis(0)
     });
     let genre = list(form.get("genre"), ',');
+    let shipping = parse_shipping(form, &mut errors);
     let mut required = |name: &'static str, what: &str| {
         let v = form.get(name).to_string();
         if v.is_empty() {
@@ -366,10 +444,7 @@ fn parse_product(
         details,
         qty,
         featured: form.get("featured") == "1",
-        shipping: Shipping {
-            weight: 0,
-            dimensions: Dimensions::default(),
-        },
+        shipping,
     })
 }
 
@@ -389,6 +464,20 @@ fn values_of(product: &Product) -> HashMap<String, String> {
     if product.featured {
         v.insert("featured".into(), "1".into());
     }
+    let shipping = &product.shipping;
+    v.insert("shipping_weight".into(), shipping.weight.to_string());
+    v.insert(
+        "shipping_width".into(),
+        shipping.dimensions.width.to_string(),
+    );
+    v.insert(
+        "shipping_height".into(),
+        shipping.dimensions.height.to_string(),
+    );
+    v.insert(
+        "shipping_depth".into(),
+        shipping.dimensions.depth.to_string(),
+    );
     let day = |d: &bson::DateTime| d.to_chrono().format("%Y-%m-%d").to_string();
     match product.details() {
         Some(Details::Album(d)) => {
@@ -441,17 +530,19 @@ async fn form_page(
         specs.push(&qty_field);
     }
     specs.extend(type_fields(input.kind));
-    let fields = specs
-        .into_iter()
-        .map(|(name, label, hint, kind)| FieldView {
-            name,
-            label,
-            hint,
-            input: kind,
-            value: input.values.get(*name).cloned().unwrap_or_default(),
-            error: input.errors.0.get(name).cloned(),
-        })
-        .collect();
+    let view =
+        |(name, label, hint, kind): &(&'static str, &'static str, &'static str, &'static str)| {
+            FieldView {
+                name,
+                label,
+                hint,
+                input: kind,
+                value: input.values.get(*name).cloned().unwrap_or_default(),
+                error: input.errors.0.get(name).cloned(),
+            }
+        };
+    let fields = specs.into_iter().map(view).collect();
+    let shipping = SHIPPING_FIELDS.iter().map(view).collect();
     let tree: Vec<TreeEntry> = categories::tree_order(categories::all(&state.db).await?);
     let categories = tree
         .into_iter()
@@ -474,6 +565,7 @@ async fn form_page(
         product: input.product,
         action,
         fields,
+        shipping,
         categories,
         categories_error: input.errors.0.get("categories").cloned(),
         featured: input.values.get("featured").is_some_and(|v| v == "1"),
@@ -792,5 +884,23 @@ mod tests {
         assert!(parse_date("1959-13-01").is_none());
         assert!(parse_date("yesterday").is_none());
         assert!(parse_date("").is_none());
+    }
+
+    #[test]
+    fn shipping_weight_is_whole_grams_and_sides_are_plain_decimals() {
+        assert_eq!(parse_grams(""), Some(0));
+        assert_eq!(parse_grams("350"), Some(350));
+        assert_eq!(parse_grams("-5"), None);
+        assert_eq!(parse_grams("abc"), None);
+        assert_eq!(parse_grams("1.5"), None);
+        assert_eq!(parse_grams("99999999999999999999"), None);
+        assert_eq!(parse_centimetres(""), Some(0.0));
+        assert_eq!(parse_centimetres("14.25"), Some(14.25));
+        assert_eq!(parse_centimetres("3"), Some(3.0));
+        for bad in [
+            "-1", "1.", ".5", "1.234", "inf", "NaN", "1e3", "1,5", "20000",
+        ] {
+            assert_eq!(parse_centimetres(bad), None, "{bad}");
+        }
     }
 }

@@ -59,6 +59,28 @@ impl Category {
     }
 }
 
+/// One step of a breadcrumb trail as the breadcrumb query projects it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Crumb {
+    pub slug: String,
+    pub name: String,
+}
+
+/// What a page needs to show where a category sits: its id (always returned), its name and its
+/// ancestors' slugs and names, root first.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Breadcrumbs {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub name: String,
+    pub ancestors: Vec<Crumb>,
+}
+
+/// The fields the breadcrumb query returns (SPEC §1: `name`, `ancestors.slug`, `ancestors.name`).
+pub fn breadcrumbs_projection() -> Document {
+    doc! { "name": 1, "ancestors.slug": 1, "ancestors.name": 1 }
+}
+
 pub fn indexes() -> Vec<IndexModel> {
     vec![
         IndexModel::builder()
@@ -82,6 +104,16 @@ pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Category>, DbError> {
 
 pub async fn by_slug(db: &Db, slug: &str) -> Result<Option<Category>, DbError> {
     Ok(collection(db).find_one(doc! { "slug": slug }).await?)
+}
+
+/// A category's breadcrumbs in one query by slug on the unique `slug` index, projected to
+/// what the trail shows.
+pub async fn breadcrumbs(db: &Db, slug: &str) -> Result<Option<Breadcrumbs>, DbError> {
+    Ok(db
+        .collection::<Breadcrumbs>(COLLECTION)
+        .find_one(doc! { "slug": slug })
+        .projection(breadcrumbs_projection())
+        .await?)
 }
 
 /// Direct children of a category (or the roots for `None`), by name.

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
-use crate::catalog::categories::{self, Category, TreeEntry};
+use crate::catalog::categories::{self, Breadcrumbs, Category, TreeEntry};
 use crate::catalog::listing::{self, CountCache, ListingQuery, Page, Sort};
 use crate::catalog::products::{
     self, AlbumDetails, BookDetails, Details, FilmDetails, Product, ProductType,
@@ -84,6 +84,35 @@ impl ProductPage {
             .finish();
         format!("/products?{qs}")
     }
+
+    /// `350 g`, or `1.25 kg` from a kilogram up; `None` while the weight is not entered.
+    pub fn shipping_weight(&self) -> Option<String> {
+        let grams = self.product.shipping.weight;
+        match grams {
+            ..=0 => None,
+            1..=999 => Some(format!("{grams} g")),
+            _ => Some(format!("{} kg", trim_decimals(grams as f64 / 1000.0))),
+        }
+    }
+
+    /// `14.2 × 12.5 × 1 cm` (width × height × depth); `None` while no side is entered.
+    pub fn shipping_dimensions(&self) -> Option<String> {
+        let d = &self.product.shipping.dimensions;
+        (d.width > 0.0 || d.height > 0.0 || d.depth > 0.0).then(|| {
+            format!(
+                "{} × {} × {} cm",
+                trim_decimals(d.width),
+                trim_decimals(d.height),
+                trim_decimals(d.depth)
+            )
+        })
+    }
+}
+
+/// A measurement with at most two decimals and no trailing zeros: `1.50` → `1.5`, `1.00` → `1`.
+fn trim_decimals(value: f64) -> String {
+    let text = format!("{value:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[derive(Template)]
@@ -97,7 +126,8 @@ pub struct CategoriesPage {
 #[template(path = "catalog/category.html")]
 pub struct CategoryPage {
     pub layout: Layout,
-    pub category: Category,
+    /// The page needs only the category's id, name and trail: the projected breadcrumb query.
+    pub category: Breadcrumbs,
     pub children: Vec<Category>,
     pub listing: Listing,
 }
@@ -185,7 +215,7 @@ pub async fn category(
     params: web::Query<HashMap<String, String>>,
     counts: web::Data<CountCache>,
 ) -> Result<HttpResponse, AppError> {
-    let category = categories::by_slug(&state.db, &slug)
+    let category = categories::breadcrumbs(&state.db, &slug)
         .await?
         .ok_or(AppError::NotFound)?;
     let children = categories::children(&state.db, Some(category.id)).await?;
@@ -197,7 +227,8 @@ pub async fn category(
         &query,
     )
     .await?;
-    let path = category.url();
+    // The query matched the slug exactly, so it is the category's own.
+    let path = format!("/categories/{slug}");
     render(&CategoryPage {
         layout: Layout::public(&req),
         category,

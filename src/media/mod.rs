@@ -20,7 +20,6 @@ use crate::startup::AppState;
 use crate::web::errors::AppError;
 
 pub const BUCKET: &str = "assets";
-/// Largest accepted upload.
 /// Limit for images the application generates itself (demo covers); uploads use the
 /// configured `media.max_upload_mb`.
 pub const MAX_GENERATED_BYTES: usize = 10 * 1024 * 1024;
@@ -48,12 +47,13 @@ impl ImageKind {
         }
     }
 
-    /// The decoder for thumbnails, for the codecs the build includes.
-    fn decoder_format(&self) -> Option<image::ImageFormat> {
+    /// The decoder that measures the image and makes its thumbnail.
+    fn decoder_format(&self) -> image::ImageFormat {
         match self {
-            ImageKind::Jpeg => Some(image::ImageFormat::Jpeg),
-            ImageKind::Png => Some(image::ImageFormat::Png),
-            ImageKind::Gif | ImageKind::WebP => None,
+            ImageKind::Jpeg => image::ImageFormat::Jpeg,
+            ImageKind::Png => image::ImageFormat::Png,
+            ImageKind::Gif => image::ImageFormat::Gif,
+            ImageKind::WebP => image::ImageFormat::WebP,
         }
     }
 }
@@ -96,14 +96,14 @@ impl From<mongodb::error::Error> for UploadError {
     }
 }
 
-/// A stored image and its thumbnail (the image itself when none could be made).
+/// A stored image, its PNG thumbnail and its size in pixels.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredImage {
     pub id: ObjectId,
     pub thumbnail: ObjectId,
     pub kind: ImageKind,
-    pub width: Option<u32>,
-    pub height: Option<u32>,
+    pub width: u32,
+    pub height: u32,
 }
 
 pub fn bucket(db: &Db) -> GridFsBucket {
@@ -126,8 +126,7 @@ async fn discard(upload: &mut GridFsUploadStream) {
 
 /// Stream `body` into the bucket: the first bytes decide the type (nothing is stored for a
 /// non-image), then each chunk goes to GridFS as it arrives; an upload over the limit is
-/// discarded once it passes `max_bytes`. A thumbnail is made afterwards for types the build
-/// can decode.
+/// discarded once it passes `max_bytes`. The thumbnail is made afterwards.
 pub async fn store_upload<S, E>(
     db: &Db,
     filename: &str,
@@ -201,24 +200,15 @@ where
     finish_image(db, id, kind, filename).await
 }
 
-/// Measure a stored image and make its thumbnail. A file that claims to be PNG or JPEG but does
-/// not decode is deleted and refused.
+/// Measure a stored image and make its thumbnail (from the first frame of an animation). A
+/// file whose first bytes claim an image type but that does not decode is deleted and refused.
 async fn finish_image(
     db: &Db,
     id: ObjectId,
     kind: ImageKind,
     filename: &str,
 ) -> Result<StoredImage, UploadError> {
-    let Some(format) = kind.decoder_format() else {
-        // No decoder in this build: keep the image, which also serves as its own thumbnail.
-        return Ok(StoredImage {
-            id,
-            thumbnail: id,
-            kind,
-            width: None,
-            height: None,
-        });
-    };
+    let format = kind.decoder_format();
     let mut bytes = Vec::new();
     let mut download = bucket(db).open_download_stream(Bson::ObjectId(id)).await?;
     download.read_to_end(&mut bytes).await.map_err(io_error)?;
@@ -255,8 +245,8 @@ async fn finish_image(
         id,
         thumbnail,
         kind,
-        width: Some(width),
-        height: Some(height),
+        width,
+        height,
     })
 }
 
