@@ -269,6 +269,13 @@ pub fn forget_in_session(session: &Session) {
     session.remove(SESSION_COUNT);
 }
 
+/// The header count after checkout: nothing in the cart any more.
+pub fn show_empty_in_session(session: &Session) {
+    if let Err(e) = session.insert(SESSION_COUNT, 0_i64) {
+        tracing::warn!(error = %e, "could not store the cart count in the session");
+    }
+}
+
 /// Units in the visitor's cart as last seen (0 without a cart).
 pub fn session_item_count(session: &Session) -> i64 {
     session

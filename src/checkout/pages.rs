@@ -237,7 +237,9 @@ fn placed(session: &Session, order: &Order) -> HttpResponse {
         tracing::warn!(error = %e, "could not remember the order in the session");
     }
     if cart::session_cart_id(session).as_deref() == Some(order.cart_id.as_str()) {
-        cart::forget_in_session(session);
+        // The cart id stays, so a late second submit still finds its order; the next add
+        // starts a new cart because this one is complete.
+        cart::show_empty_in_session(session);
     }
     see_other(&order.url())
 }

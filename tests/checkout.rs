@@ -1,0 +1,272 @@
+//! Checkout through HTTP: field validation, the test gateway's cards, double submits, the order
+//! page's privacy, and stock moving from reserved to sold exactly once.
+
+mod common;
+
+use bazaar::cart::{self, CartStatus};
+use bazaar::checkout::orders;
+use common::shop::*;
+use common::*;
+use reqwest::StatusCode;
+
+const APPROVED: &str = "4242 4242 4242 4242";
+const NO_FUNDS: &str = "4000 0000 0000 0002";
+const PROCESSING: &str = "4000 0000 0000 0119";
+
+async fn cart_status(app: &TestApp, sku: &str) -> CartStatus {
+    let p = product(&app.db, sku).await;
+    let id = p
+        .carted
+        .first()
+        .map(|c| c.cart_id.clone())
+        .expect("reserved");
+    cart::by_id(&app.db, &id)
+        .await
+        .expect("query")
+        .expect("cart")
+        .status
+}
+
+#[tokio::test]
+async fn a_paid_checkout_creates_the_order_and_counts_the_units_as_sold() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "buy", 10).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("buy", "3").await;
+    let doc = html(&body(shopper.get("/checkout").await).await);
+    assert_eq!(heading(&doc), "Checkout");
+    // 3 × $12.00, and 900 g ship for $3.99 + 2 × $1.00.
+    assert_eq!(texts(&doc, ".checkout-summary .total"), ["$41.99"]);
+    let response = shopper.checkout(APPROVED).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let order_url = location(&response);
+    assert_eq!(order_url, "/orders/BZ-000001");
+    let doc = html(&body(shopper.get(&order_url).await).await);
+    assert_eq!(heading(&doc), "Order BZ-000001");
+    assert_eq!(texts(&doc, ".order-item .item-qty"), ["3"]);
+    assert_eq!(texts(&doc, ".cart-totals .total"), ["$41.99"]);
+    assert!(texts(&doc, ".order-payment")[0].contains("ending 4242"));
+    assert_eq!(texts(&doc, "header .cart-count"), ["0"]);
+    let p = product(&app.db, "buy").await;
+    assert_eq!((p.qty, p.carted.len(), p.sold), (7, 0, 3));
+    assert_stock_invariant(&app.db, "buy", 10).await;
+    assert_eq!(app.gateway.charge_count(), 1);
+    let order = orders::by_number(&app.db, "BZ-000001")
+        .await
+        .expect("query")
+        .expect("order");
+    assert_eq!(order.total, 4199);
+    assert_eq!(order.payment.last4, "4242");
+    let stored = bson::to_document(&order).expect("bson").to_string();
+    assert!(
+        !stored.contains("4242424242424242"),
+        "the card number is never stored"
+    );
+    let cart = cart::by_id(&app.db, &order.cart_id)
+        .await
+        .expect("query")
+        .expect("cart");
+    assert_eq!(cart.status, CartStatus::Complete);
+    // The next order gets the next number, in a new cart.
+    shopper.add("buy", "1").await;
+    let response = shopper.checkout(APPROVED).await;
+    assert_eq!(location(&response), "/orders/BZ-000002");
+    assert_stock_invariant(&app.db, "buy", 10).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_double_submitted_checkout_makes_one_order_and_one_charge() {
+    let app = spawn_app_with(&[("BAZAAR_SERVER__WORKERS", "4")]).await;
+    product_with_stock(&app.db, "twice", 5).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("twice", "2").await;
+    let other_tab = shopper.second_device().await;
+    let (a, b, c) = tokio::join!(
+        shopper.checkout(APPROVED),
+        other_tab.checkout(APPROVED),
+        shopper.checkout(APPROVED),
+    );
+    let urls: Vec<String> = [&a, &b, &c].iter().map(|r| location(r)).collect();
+    for (response, url) in [&a, &b, &c].iter().zip(&urls) {
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        assert_eq!(
+            url, "/orders/BZ-000001",
+            "every submit ends at the one order"
+        );
+    }
+    assert_eq!(app.gateway.charge_count(), 1);
+    let count = orders::collection(&app.db)
+        .count_documents(bson::doc! {})
+        .await
+        .expect("count");
+    assert_eq!(count, 1);
+    // A submit after the fact also shows the order rather than an error.
+    let late = other_tab.checkout(APPROVED).await;
+    assert_eq!(location(&late), "/orders/BZ-000001");
+    let doc = html(&body(other_tab.get("/orders/BZ-000001").await).await);
+    assert_eq!(heading(&doc), "Order BZ-000001");
+    let p = product(&app.db, "twice").await;
+    assert_eq!((p.qty, p.sold), (3, 2));
+    assert_stock_invariant(&app.db, "twice", 5).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_declined_card_returns_the_cart_to_active_with_its_stock_still_reserved() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "decline", 4).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("decline", "2").await;
+    for (card, reason) in [
+        (NO_FUNDS, "insufficient funds"),
+        (PROCESSING, "processing error"),
+    ] {
+        let response = shopper.checkout(card).await;
+        assert_eq!(response.status(), StatusCode::PAYMENT_REQUIRED);
+        let doc = html(&body(response).await);
+        let problem = texts(&doc, ".payment-problem").join(" ");
+        assert!(problem.contains(reason), "{problem}");
+        // Values are kept, the card number is not echoed back.
+        assert_eq!(
+            attr(&doc, "input[name=email]", "value").as_deref(),
+            Some("ada@example.com")
+        );
+        assert_eq!(
+            attr(&doc, "input[name=card_number]", "value").as_deref(),
+            Some("")
+        );
+        assert_eq!(cart_status(&app, "decline").await, CartStatus::Active);
+        let p = product(&app.db, "decline").await;
+        assert_eq!((p.qty, p.carted[0].qty, p.sold), (2, 2, 0));
+    }
+    assert_eq!(app.gateway.charge_count(), 0);
+    assert_eq!(shopper.cart_lines().await, [("decline".to_string(), 2)]);
+    // The shopper can still change the cart, then pay with a good card.
+    shopper.set_qty("decline", "1").await;
+    let response = shopper.checkout(APPROVED).await;
+    assert_eq!(location(&response), "/orders/BZ-000001");
+    let p = product(&app.db, "decline").await;
+    assert_eq!((p.qty, p.carted.len(), p.sold), (3, 0, 1));
+    assert_stock_invariant(&app.db, "decline", 4).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn each_bad_field_is_explained_and_nothing_is_charged_or_reserved_anew() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "fields", 4).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("fields", "1").await;
+    let mut form = checkout_form("4242 4242 4242 4241");
+    for (name, value) in form.iter_mut() {
+        match *name {
+            "email" => *value = "ada at example".into(),
+            "street" => *value = "   ".into(),
+            "expiry" => *value = "01/20".into(),
+            "cvc" => *value = "1x3".into(),
+            _ => {}
+        }
+    }
+    let fields: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let response = shopper.post("/checkout", &fields).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let doc = html(&body(response).await);
+    let mut invalid: Vec<String> = texts(&doc, ".field-error").into_iter().collect();
+    invalid.sort();
+    assert_eq!(invalid.len(), 5, "{invalid:?}");
+    assert_eq!(count(&doc, "input[aria-invalid=true]"), 5);
+    assert!(invalid
+        .iter()
+        .any(|e| e.contains("card number is not valid")));
+    assert!(invalid.iter().any(|e| e.contains("expired")));
+    assert_eq!(
+        attr(&doc, "input[name=name]", "value").as_deref(),
+        Some("Ada Lovelace")
+    );
+    assert_eq!(app.gateway.charge_count(), 0);
+    assert_eq!(cart_status(&app, "fields").await, CartStatus::Active);
+    assert_stock_invariant(&app.db, "fields", 4).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn checking_out_an_empty_or_expired_cart_explains_and_changes_nothing() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "late", 4).await;
+    let shopper = Shopper::new(&app).await;
+    // No cart at all.
+    let response = shopper.checkout(APPROVED).await;
+    assert_eq!(location(&response), "/cart");
+    let flashes = shopper.follow(response).await;
+    assert!(flashes.iter().any(|f| f.contains("empty")), "{flashes:?}");
+    let response = shopper.get("/checkout").await;
+    assert_eq!(location(&response), "/cart");
+    // A cart that expired before the shopper paid.
+    shopper.add("late", "2").await;
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    bazaar::cart::jobs::expire_idle_carts(&app.db, std::time::Duration::from_secs(1))
+        .await
+        .expect("expiry");
+    let response = shopper.checkout(APPROVED).await;
+    assert_eq!(location(&response), "/cart");
+    let flashes = shopper.follow(response).await;
+    assert!(flashes.iter().any(|f| f.contains("expired")), "{flashes:?}");
+    assert_eq!(app.gateway.charge_count(), 0);
+    let p = product(&app.db, "late").await;
+    assert_eq!((p.qty, p.sold), (4, 0));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_order_page_is_only_visible_to_the_session_that_placed_it_and_admins() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "private", 4).await;
+    let buyer = Shopper::new(&app).await;
+    buyer.add("private", "1").await;
+    let response = buyer.checkout(APPROVED).await;
+    let url = location(&response);
+    assert_eq!(buyer.get(&url).await.status(), StatusCode::OK);
+    let stranger = Shopper::new(&app).await;
+    assert_eq!(stranger.get(&url).await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        stranger.get("/orders/BZ-999999").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_price_change_since_adding_is_shown_before_the_shopper_pays() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "repriced", 4).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("repriced", "1").await;
+    app.db
+        .collection::<bson::Document>(bazaar::catalog::products::COLLECTION)
+        .update_one(
+            bson::doc! { "sku": "repriced" },
+            bson::doc! { "$set": { "pricing.retail": 1500_i64 } },
+        )
+        .await
+        .expect("repriced");
+    // Paying straight away: stopped, told, not charged.
+    let response = shopper.checkout(APPROVED).await;
+    assert_eq!(location(&response), "/cart");
+    let flashes = shopper.follow(response).await;
+    assert!(
+        flashes
+            .iter()
+            .any(|f| f.contains("changed from $12.00 to $15.00")),
+        "{flashes:?}"
+    );
+    assert_eq!(app.gateway.charge_count(), 0);
+    // Now the cart holds the new price, and checkout charges it.
+    let response = shopper.checkout(APPROVED).await;
+    let order_url = location(&response);
+    assert_eq!(order_url, "/orders/BZ-000001");
+    let doc = html(&body(shopper.get(&order_url).await).await);
+    assert_eq!(texts(&doc, ".cart-totals .subtotal"), ["$15.00"]);
+    assert_stock_invariant(&app.db, "repriced", 4).await;
+    app.stop().await;
+}

@@ -1,0 +1,221 @@
+//! Shopping through HTTP for the cart and checkout tests: a [`Shopper`] with their own cookie
+//! jar, products with known stock, and the stock invariant of SPEC §2.
+
+use std::sync::Arc;
+
+use bazaar::catalog::products::{self, AlbumDetails, Details, NewProduct, Product, Shipping};
+use bazaar::db::Db;
+use reqwest::cookie::Jar;
+use reqwest::StatusCode;
+
+use super::*;
+
+/// A product with `stock` units received, none sold.
+pub async fn product_with_stock(db: &Db, sku: &str, stock: i64) -> Product {
+    products::create(
+        db,
+        NewProduct {
+            sku: sku.to_string(),
+            slug: format!("test-{sku}"),
+            title: format!("Test album {sku}"),
+            description: "For testing the cart.".to_string(),
+            list_cents: 1500,
+            retail_cents: 1200,
+            categories: Vec::new(),
+            details: Details::Album(AlbumDetails {
+                title: format!("Test album {sku}"),
+                artist: "The Testers".to_string(),
+                genre: vec!["Jazz".to_string()],
+                tracks: vec!["One".to_string()],
+                issue_date: bson::DateTime::from_millis(0),
+                label: "Test".to_string(),
+            }),
+            qty: stock,
+            featured: false,
+            shipping: Shipping {
+                weight: 300,
+                ..Shipping::default()
+            },
+        },
+    )
+    .await
+    .expect("product created")
+}
+
+pub async fn product(db: &Db, sku: &str) -> Product {
+    products::by_sku(db, sku)
+        .await
+        .expect("query")
+        .expect("product exists")
+}
+
+/// SPEC §2's invariant for one product.
+pub async fn assert_stock_invariant(db: &Db, sku: &str, received: i64) {
+    let p = product(db, sku).await;
+    let carted: i64 = p.carted.iter().map(|c| c.qty).sum();
+    assert!(p.qty >= 0, "{sku}: qty went negative: {}", p.qty);
+    assert_eq!(
+        p.qty + carted + p.sold,
+        received,
+        "{sku}: qty {} + carted {carted} + sold {} != received {received}",
+        p.qty,
+        p.sold
+    );
+}
+
+/// One visitor with their own cookie jar.
+pub struct Shopper {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub jar: Arc<Jar>,
+    pub csrf: String,
+}
+
+impl Shopper {
+    pub async fn new(app: &TestApp) -> Shopper {
+        let (client, jar) = new_client();
+        let mut shopper = Shopper {
+            address: app.address.clone(),
+            client,
+            jar,
+            csrf: String::new(),
+        };
+        shopper.refresh_token().await;
+        shopper
+    }
+
+    /// A second browser sharing this shopper's session (same cart).
+    pub async fn second_device(&self) -> Shopper {
+        let (client, jar) = new_client();
+        let url: reqwest::Url = self.address.parse().expect("url");
+        use reqwest::cookie::CookieStore;
+        if let Some(cookies) = self.jar.cookies(&url) {
+            for cookie in cookies.to_str().expect("ascii").split("; ") {
+                jar.add_cookie_str(cookie, &url);
+            }
+        }
+        Shopper {
+            address: self.address.clone(),
+            client,
+            jar,
+            csrf: self.csrf.clone(),
+        }
+    }
+
+    pub async fn refresh_token(&mut self) {
+        let doc = html(&body(self.get("/products").await).await);
+        // The listing has no form; the token lives in the session, so any page's form will do.
+        self.csrf = match csrf_token(&doc) {
+            Some(t) => t,
+            None => {
+                let first = attr(&doc, ".product-grid a", "href").expect("a product link");
+                let page = html(&body(self.get(&first).await).await);
+                csrf_token(&page).expect("product page has a form")
+            }
+        };
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{}", self.address, path))
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    pub async fn post(&self, path: &str, fields: &[(&str, &str)]) -> reqwest::Response {
+        let mut form: Vec<(&str, &str)> = fields.to_vec();
+        form.push(("csrf_token", &self.csrf));
+        self.client
+            .post(format!("{}{}", self.address, path))
+            .form(&form)
+            .send()
+            .await
+            .expect("request sent")
+    }
+
+    /// Add to the cart and return the flash messages the cart (or product) page then shows.
+    pub async fn add(&self, sku: &str, qty: &str) -> Vec<String> {
+        let response = self
+            .post("/cart/items", &[("sku", sku), ("qty", qty)])
+            .await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        self.follow(response).await
+    }
+
+    pub async fn set_qty(&self, sku: &str, qty: &str) -> Vec<String> {
+        let response = self
+            .post(&format!("/cart/items/{sku}"), &[("qty", qty)])
+            .await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+        self.follow(response).await
+    }
+
+    pub async fn follow(&self, response: reqwest::Response) -> Vec<String> {
+        let location = response
+            .headers()
+            .get("location")
+            .and_then(|l| l.to_str().ok())
+            .expect("a redirect")
+            .to_string();
+        let doc = html(&body(self.get(&location).await).await);
+        texts(&doc, ".flash")
+    }
+
+    /// The cart page's lines as (sku, qty).
+    pub async fn cart_lines(&self) -> Vec<(String, i64)> {
+        let doc = html(&body(self.get("/cart").await).await);
+        cart_lines(&doc)
+    }
+}
+
+pub fn cart_lines(doc: &scraper::Html) -> Vec<(String, i64)> {
+    let rows = scraper::Selector::parse(".cart-line").expect("selector");
+    let qty = scraper::Selector::parse("input[name=qty]").expect("selector");
+    doc.select(&rows)
+        .map(|row| {
+            let sku = row.value().attr("data-sku").unwrap_or_default().to_string();
+            let n = row
+                .select(&qty)
+                .next()
+                .and_then(|i| i.value().attr("value"))
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(-1);
+            (sku, n)
+        })
+        .collect()
+}
+
+/// A checkout form that passes validation, paying with `card`.
+pub fn checkout_form(card: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("email", "ada@example.com".to_string()),
+        ("name", "Ada Lovelace".to_string()),
+        ("street", "12 St James's Square".to_string()),
+        ("city", "London".to_string()),
+        ("postcode", "SW1Y 4JH".to_string()),
+        ("country", "United Kingdom".to_string()),
+        ("card_number", card.to_string()),
+        ("expiry", "12/39".to_string()),
+        ("cvc", "123".to_string()),
+    ]
+}
+
+impl Shopper {
+    /// Submit the checkout form; the response is returned unread.
+    pub async fn checkout(&self, card: &str) -> reqwest::Response {
+        let form = checkout_form(card);
+        let fields: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.post("/checkout", &fields).await
+    }
+}
+
+/// The `Location` of a redirect.
+pub fn location(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("location")
+        .and_then(|l| l.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
