@@ -366,3 +366,76 @@ async fn the_background_jobs_expire_idle_carts_on_their_own() {
     assert_stock_invariant(&app.db, "auto", 4).await;
     app.stop().await;
 }
+
+#[tokio::test]
+async fn every_cart_checkout_and_job_query_uses_an_index() {
+    let app = spawn_app().await;
+    let db = &app.db;
+    let now = bson::DateTime::now();
+    let queries: [(&str, &str, bson::Document, bson::Document); 10] = [
+        (
+            "idle carts",
+            cart::COLLECTION,
+            doc! { "status": "active", "last_modified": { "$lt": now } },
+            doc! {},
+        ),
+        (
+            "expiring carts",
+            cart::COLLECTION,
+            doc! { "status": "expiring" },
+            doc! {},
+        ),
+        (
+            "carts by status, newest first",
+            cart::COLLECTION,
+            doc! { "status": "active" },
+            doc! { "last_modified": -1 },
+        ),
+        (
+            "a product's reservation",
+            products::COLLECTION,
+            doc! { "sku": "x", "carted.cart_id": "c" },
+            doc! {},
+        ),
+        (
+            "stale reservations",
+            products::COLLECTION,
+            doc! { "carted.timestamp": { "$lt": now } },
+            doc! {},
+        ),
+        (
+            "reservations of a cart",
+            products::COLLECTION,
+            doc! { "carted.cart_id": "c" },
+            doc! {},
+        ),
+        (
+            "order of a cart",
+            bazaar::checkout::orders::COLLECTION,
+            doc! { "cart_id": "c" },
+            doc! {},
+        ),
+        (
+            "order by number",
+            bazaar::checkout::orders::COLLECTION,
+            doc! { "number": "BZ-000001" },
+            doc! {},
+        ),
+        (
+            "orders by status, newest first",
+            bazaar::checkout::orders::COLLECTION,
+            doc! { "status": "paid" },
+            doc! { "created": -1 },
+        ),
+        (
+            "newest orders",
+            bazaar::checkout::orders::COLLECTION,
+            doc! {},
+            doc! { "created": -1 },
+        ),
+    ];
+    for (what, collection, filter, sort) in queries {
+        assert_uses_index(db, what, collection, filter, sort).await;
+    }
+    app.stop().await;
+}

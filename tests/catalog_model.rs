@@ -2,6 +2,8 @@
 //! every copy of the hierarchy right, seeding never duplicates, and every storefront query
 //! runs on an index.
 
+mod common;
+
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -12,6 +14,7 @@ use bazaar::catalog::CatalogError;
 use bazaar::db::{indexes, Db, Store};
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
+use common::{assert_uses_index, find_stage};
 use futures::TryStreamExt;
 
 struct TestDb {
@@ -220,41 +223,6 @@ async fn a_category_with_children_or_products_cannot_be_deleted() {
         .await
         .unwrap()
         .is_none());
-}
-
-fn find_stage(v: &Bson, name: &str) -> Option<Document> {
-    match v {
-        Bson::Document(d) => {
-            if d.get_str("stage") == Ok(name) {
-                return Some(d.clone());
-            }
-            d.values().find_map(|x| find_stage(x, name))
-        }
-        Bson::Array(items) => items.iter().find_map(|x| find_stage(x, name)),
-        _ => None,
-    }
-}
-
-async fn assert_uses_index(
-    db: &Db,
-    what: &str,
-    collection: &str,
-    filter: Document,
-    sort: Document,
-) {
-    let explain = db
-        .database()
-        .run_command(doc! {
-            "explain": { "find": collection, "filter": filter, "sort": sort, "limit": 12 },
-            "verbosity": "queryPlanner",
-        })
-        .await
-        .expect("explain runs");
-    let plan = Bson::Document(explain.clone());
-    assert!(
-        find_stage(&plan, "IXSCAN").is_some() && find_stage(&plan, "COLLSCAN").is_none(),
-        "{what} does not use an index: {explain}"
-    );
 }
 
 #[tokio::test]

@@ -10,6 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use bazaar::config::Settings;
 use bazaar::startup::Application;
+use bson::{doc, Bson, Document};
 use reqwest::cookie::{CookieStore, Jar};
 use reqwest::header::HeaderMap;
 use reqwest::redirect::Policy;
@@ -238,4 +239,40 @@ pub fn assert_security_headers(headers: &HeaderMap, what: &str) {
         "{what}"
     );
     assert_eq!(get("x-frame-options"), "DENY", "{what}");
+}
+
+/// The first plan stage named `name` anywhere in an `explain` answer.
+pub fn find_stage(v: &Bson, name: &str) -> Option<Document> {
+    match v {
+        Bson::Document(d) => {
+            if d.get_str("stage") == Ok(name) {
+                return Some(d.clone());
+            }
+            d.values().find_map(|x| find_stage(x, name))
+        }
+        Bson::Array(items) => items.iter().find_map(|x| find_stage(x, name)),
+        _ => None,
+    }
+}
+
+pub async fn assert_uses_index(
+    db: &bazaar::db::Db,
+    what: &str,
+    collection: &str,
+    filter: Document,
+    sort: Document,
+) {
+    let explain = db
+        .database()
+        .run_command(doc! {
+            "explain": { "find": collection, "filter": filter, "sort": sort, "limit": 12 },
+            "verbosity": "queryPlanner",
+        })
+        .await
+        .expect("explain runs");
+    let plan = Bson::Document(explain.clone());
+    assert!(
+        find_stage(&plan, "IXSCAN").is_some() && find_stage(&plan, "COLLSCAN").is_none(),
+        "{what} does not use an index: {explain}"
+    );
 }
