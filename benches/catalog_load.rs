@@ -1,5 +1,6 @@
-//! Load benchmark for the storefront catalog: the product list, a category page and a product
-//! page, with 10 000 products on in-memory docstore, 64 concurrent connections.
+//! Load benchmark for the storefront: the product list, a category page and a product page, then
+//! shopping sessions (add to cart + cart page, and a checkout), with 10 000 products on in-memory
+//! docstore and 64 concurrent connections or sessions.
 //!
 //! `cargo bench -p bazaar --bench catalog_load` (BENCH_SECONDS, BENCH_PRODUCTS and
 //! BENCH_CONNECTIONS override the defaults). Prints requests/s and latency percentiles.
@@ -85,6 +86,158 @@ async fn run_load(base: &str, connections: u64, duration: Duration, pick: PickUr
     }
 }
 
+/// What each shopping session repeats.
+#[derive(Clone, Copy)]
+enum Shopping {
+    /// Add one unit of a product (cycling over 20, so the cart stays a realistic size), then
+    /// load the cart page; one iteration is both requests.
+    AddAndViewCart,
+    /// Add one unit and pay for it; the timed part is the checkout POST alone.
+    Checkout,
+}
+
+/// The CSRF token from a page's first form.
+fn csrf_token(page: &str) -> Option<String> {
+    let doc = scraper::Html::parse_document(page);
+    let selector = scraper::Selector::parse("input[name=csrf_token]").ok()?;
+    let token = doc.select(&selector).next()?.value().attr("value")?;
+    Some(token.to_string())
+}
+
+/// One shopper: a cookie-keeping client with its session's CSRF token.
+async fn start_session(base: &str, slug: &str) -> Option<(reqwest::Client, String)> {
+    let client = reqwest::Client::builder()
+        .cookie_store(true)
+        .pool_max_idle_per_host(1)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .ok()?;
+    let page = client
+        .get(format!("{base}/products/{slug}"))
+        .send()
+        .await
+        .ok()?
+        .text()
+        .await
+        .ok()?;
+    let token = csrf_token(&page)?;
+    Some((client, token))
+}
+
+async fn post_ok(client: &reqwest::Client, url: &str, form: &[(&str, &str)]) -> bool {
+    match client.post(url).form(form).send().await {
+        Ok(r) => {
+            let ok = r.status().is_redirection();
+            let _ = r.bytes().await;
+            ok
+        }
+        Err(_) => false,
+    }
+}
+
+/// Run `connections` shopping sessions doing `what` for `duration`.
+async fn run_sessions(
+    base: &str,
+    connections: u64,
+    duration: Duration,
+    skus: Arc<Vec<String>>,
+    what: Shopping,
+) -> Outcome {
+    let started = Instant::now();
+    let deadline = started + duration;
+    let mut tasks = Vec::new();
+    for c in 0..connections {
+        let base = base.to_string();
+        let skus = Arc::clone(&skus);
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            let mut errors = 0u64;
+            let Some((client, token)) = start_session(&base, "kind-of-blue-edition-1").await else {
+                return (latencies, 1);
+            };
+            let mut i = c as usize * 20;
+            let card = [
+                ("email", "bench@example.com"),
+                ("name", "Bench Shopper"),
+                ("street", "1 Load Street"),
+                ("city", "Testville"),
+                ("postcode", "12345"),
+                ("country", "Benchland"),
+                ("card_number", "4242424242424242"),
+                ("expiry", "12/39"),
+                ("cvc", "123"),
+                ("csrf_token", token.as_str()),
+            ];
+            while Instant::now() < deadline {
+                let sku = &skus[(c as usize * 20 + i % 20) % skus.len()];
+                i += 1;
+                let add = [
+                    ("sku", sku.as_str()),
+                    ("qty", "1"),
+                    ("csrf_token", token.as_str()),
+                ];
+                let cart_items = format!("{base}/cart/items");
+                let t = Instant::now();
+                let ok = match what {
+                    Shopping::AddAndViewCart => {
+                        post_ok(&client, &cart_items, &add).await
+                            && match client.get(format!("{base}/cart")).send().await {
+                                Ok(r) if r.status().is_success() => r.bytes().await.is_ok(),
+                                _ => false,
+                            }
+                    }
+                    Shopping::Checkout => {
+                        if !post_ok(&client, &cart_items, &add).await {
+                            errors += 1;
+                            continue;
+                        }
+                        let t = Instant::now();
+                        let paid = post_ok(&client, &format!("{base}/checkout"), &card).await;
+                        if paid {
+                            latencies.push(t.elapsed().as_micros() as u64);
+                        } else {
+                            errors += 1;
+                        }
+                        continue;
+                    }
+                };
+                if ok {
+                    latencies.push(t.elapsed().as_micros() as u64);
+                } else {
+                    errors += 1;
+                }
+            }
+            (latencies, errors)
+        }));
+    }
+    let mut latencies_us = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        if let Ok((l, e)) = t.await {
+            latencies_us.extend(l);
+            errors += e;
+        }
+    }
+    let elapsed = started.elapsed();
+    latencies_us.sort_unstable();
+    Outcome {
+        requests: latencies_us.len() as u64,
+        errors,
+        elapsed,
+        latencies_us,
+    }
+}
+
+fn report(name: &str, o: &Outcome) {
+    println!(
+        "| {name} | {:.0} | {:.1} | {:.1} | {} |",
+        o.requests as f64 / o.elapsed.as_secs_f64(),
+        percentile(&o.latencies_us, 50.0),
+        percentile(&o.latencies_us, 99.0),
+        o.errors
+    );
+}
+
 fn main() -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -120,6 +273,7 @@ async fn bench() -> anyhow::Result<()> {
         added + demo,
         seeding.elapsed().as_secs_f64()
     );
+    let db = database.db.clone();
     let app = Application::build_with_database(settings, database)
         .await
         .map_err(|(e, _)| e)?;
@@ -157,13 +311,48 @@ async fn bench() -> anyhow::Result<()> {
         )
         .await;
         let o = run_load(&base, connections, Duration::from_secs(seconds), pick).await;
-        println!(
-            "| {name} | {:.0} | {:.1} | {:.1} | {} |",
-            o.requests as f64 / o.elapsed.as_secs_f64(),
-            percentile(&o.latencies_us, 50.0),
-            percentile(&o.latencies_us, 99.0),
-            o.errors
-        );
+        report(name, &o);
+    }
+    // Shopping: plenty of stock, so every add succeeds and the figures measure the writes.
+    db.collection::<bson::Document>(bazaar::catalog::products::COLLECTION)
+        .update_many(
+            bson::doc! {},
+            bson::doc! { "$set": { "qty": 1_000_000_i64 } },
+        )
+        .await?;
+    let skus: Vec<String> = {
+        use futures::TryStreamExt;
+        db.collection::<bson::Document>(bazaar::catalog::products::COLLECTION)
+            .find(bson::doc! {})
+            .projection(bson::doc! { "sku": 1 })
+            .limit(2_000)
+            .await?
+            .try_collect::<Vec<_>>()
+            .await?
+            .iter()
+            .filter_map(|d| d.get_str("sku").ok().map(str::to_string))
+            .collect()
+    };
+    let skus = Arc::new(skus);
+    for (name, what) in [
+        (
+            "add to cart + cart page (one session each)",
+            Shopping::AddAndViewCart,
+        ),
+        (
+            "checkout (add 1, then the timed POST /checkout)",
+            Shopping::Checkout,
+        ),
+    ] {
+        let o = run_sessions(
+            &base,
+            connections,
+            Duration::from_secs(seconds),
+            Arc::clone(&skus),
+            what,
+        )
+        .await;
+        report(name, &o);
     }
     handle.stop(true).await;
     let _ = server.await;

@@ -270,3 +270,72 @@ async fn a_price_change_since_adding_is_shown_before_the_shopper_pays() {
     assert_stock_invariant(&app.db, "repriced", 4).await;
     app.stop().await;
 }
+
+#[tokio::test]
+async fn checkouts_interrupted_by_a_crash_are_finished_or_handed_back() {
+    use bazaar::checkout::recover_stuck_checkouts;
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "crash", 6).await;
+    // Crash before payment: the cart is stuck pending with its stock reserved.
+    let unpaid = Shopper::new(&app).await;
+    unpaid.add("crash", "2").await;
+    // Crash after the order was recorded, before the cart completed and the units were sold.
+    let paid = Shopper::new(&app).await;
+    paid.add("crash", "1").await;
+    let response = paid.checkout(APPROVED).await;
+    assert_eq!(location(&response), "/orders/BZ-000001");
+    let order = orders::by_number(&app.db, "BZ-000001")
+        .await
+        .expect("query")
+        .expect("order");
+    let carts = cart::collection(&app.db);
+    let long_ago = bson::DateTime::from_millis(0);
+    carts
+        .update_one(
+            bson::doc! { "_id": &order.cart_id },
+            bson::doc! { "$set": { "status": "pending", "last_modified": long_ago } },
+        )
+        .await
+        .expect("simulated crash");
+    app.db
+        .collection::<bson::Document>(bazaar::catalog::products::COLLECTION)
+        .update_one(
+            bson::doc! { "sku": "crash" },
+            bson::doc! {
+                "$inc": { "sold": -1_i64 },
+                "$push": { "carted": { "cart_id": &order.cart_id, "qty": 1_i64, "timestamp": long_ago } },
+            },
+        )
+        .await
+        .expect("simulated crash");
+    carts
+        .update_many(
+            bson::doc! { "status": "active" },
+            bson::doc! { "$set": { "status": "pending", "last_modified": long_ago } },
+        )
+        .await
+        .expect("simulated crash");
+    assert_stock_invariant(&app.db, "crash", 6).await;
+    let recovered = recover_stuck_checkouts(&app.db, std::time::Duration::from_secs(60))
+        .await
+        .expect("recovery");
+    assert_eq!(recovered, 2);
+    let p = product(&app.db, "crash").await;
+    assert_eq!(
+        (p.qty, p.sold),
+        (3, 1),
+        "the paid unit is sold, the unpaid two still reserved"
+    );
+    assert_eq!(cart_status(&app, "crash").await, CartStatus::Active);
+    let paid_cart = cart::by_id(&app.db, &order.cart_id)
+        .await
+        .expect("q")
+        .expect("cart");
+    assert_eq!(paid_cart.status, CartStatus::Complete);
+    // The handed-back cart can be paid for now; nothing was charged twice.
+    let response = unpaid.checkout(APPROVED).await;
+    assert_eq!(location(&response), "/orders/BZ-000002");
+    assert_eq!(app.gateway.charge_count(), 2);
+    assert_stock_invariant(&app.db, "crash", 6).await;
+    app.stop().await;
+}

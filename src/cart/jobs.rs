@@ -35,6 +35,10 @@ pub struct CleanupReport {
     pub sold: u64,
 }
 
+/// A cart `pending` for longer than this (and than `cart.cleanup_after_secs`) is taken to be an
+/// interrupted checkout.
+const STUCK_CHECKOUT: Duration = Duration::from_secs(15 * 60);
+
 fn cutoff(age: Duration) -> DateTime {
     let millis = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
     DateTime::from_millis(DateTime::now().timestamp_millis().saturating_sub(millis))
@@ -171,6 +175,11 @@ pub fn spawn(db: Db, settings: CartSettings) -> Option<tokio::task::JoinHandle<(
             }
             if let Err(e) = clean_up_reservations(&db, settings.cleanup_after).await {
                 tracing::warn!(error = %e, "reservation cleanup failed; retrying on the next run");
+            }
+            // A checkout takes seconds; one pending this long was interrupted by a crash.
+            let stuck_after = settings.cleanup_after.max(STUCK_CHECKOUT);
+            if let Err(e) = crate::checkout::recover_stuck_checkouts(&db, stuck_after).await {
+                tracing::warn!(error = %e, "checkout recovery failed; retrying on the next run");
             }
         }
     }))

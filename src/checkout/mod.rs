@@ -315,6 +315,38 @@ pub async fn finish_paid_cart(db: &Db, cart: &Cart) -> Result<(), CartError> {
     Ok(())
 }
 
+/// Finish what a crashed checkout left: carts `pending` for longer than `older_than` either have
+/// an order (the crash came after payment: complete the cart and count its units as sold) or not
+/// (before payment, or the charge failed: hand the cart back as `active`, where the shopper can
+/// retry and expiry will eventually reclaim it). The gateway's idempotency key is the cart id, so
+/// a retried checkout of the same cart cannot be charged twice.
+pub async fn recover_stuck_checkouts(db: &Db, older_than: Duration) -> Result<u64, CartError> {
+    let millis = i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX);
+    let cutoff = DateTime::from_millis(DateTime::now().timestamp_millis().saturating_sub(millis));
+    let stuck: Vec<Cart> = futures::TryStreamExt::try_collect(
+        cart::collection(db)
+            .find(doc! { "status": "pending", "last_modified": { "$lt": cutoff } })
+            .await?,
+    )
+    .await?;
+    let mut recovered = 0;
+    for c in stuck {
+        if orders::by_cart(db, &c.id).await?.is_some() {
+            finish_paid_cart(db, &c).await?;
+        } else {
+            cart::collection(db)
+                .update_one(
+                    doc! { "_id": &c.id, "status": "pending", "last_modified": c.last_modified },
+                    doc! { "$set": { "status": "active", "last_modified": DateTime::now() } },
+                )
+                .await?;
+        }
+        recovered += 1;
+        tracing::warn!(cart = %c.id, "recovered a checkout interrupted by a crash");
+    }
+    Ok(recovered)
+}
+
 /// Put a locked cart back in the shopper's hands.
 async fn unlock(db: &Db, cart_id: &str) -> Result<(), CartError> {
     cart::collection(db)
