@@ -71,7 +71,15 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
     assert_eq!(count(&doc, "body.area-admin"), 1);
     assert_eq!(
         texts(&doc, "header nav a"),
-        vec!["Dashboard", "Products", "Categories", "View site"]
+        vec![
+            "Dashboard",
+            "Products",
+            "Categories",
+            "Orders",
+            "Carts",
+            "Stock",
+            "View site"
+        ]
     );
     assert!(texts(&doc, ".facts dd")
         .iter()

@@ -1,8 +1,11 @@
 //! The admin section under `/admin`, behind HTTP Basic auth (see `web::basic_auth`).
 
+pub mod carts;
 pub mod categories;
 pub mod dashboard;
+pub mod orders;
 pub mod products;
+pub mod stock;
 
 use actix_web::middleware::from_fn;
 use actix_web::{web, Scope};
@@ -47,4 +50,12 @@ pub fn scope() -> Scope<
         .service(web::resource("/categories/{id}/rename").post(categories::rename))
         .service(web::resource("/categories/{id}/move").post(categories::move_category))
         .service(web::resource("/categories/{id}/delete").post(categories::delete))
+        .route("/orders", read().to(orders::index))
+        .route("/orders/{number}", read().to(orders::show))
+        .service(web::resource("/orders/{number}/ship").post(orders::mark_shipped))
+        .service(web::resource("/orders/{number}/cancel").post(orders::cancel))
+        .route("/carts", read().to(carts::index))
+        .service(web::resource("/carts/expire").post(carts::expire_now))
+        .service(web::resource("/carts/cleanup").post(carts::clean_up_now))
+        .route("/stock", read().to(stock::index))
 }

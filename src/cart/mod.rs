@@ -285,6 +285,35 @@ pub fn session_item_count(session: &Session) -> i64 {
         .unwrap_or(0)
 }
 
+/// How many carts are in `status` (the admin's carts screen; the `status, last_modified` index
+/// counts them).
+pub async fn count_by_status(db: &Db, status: CartStatus) -> Result<u64, DbError> {
+    Ok(collection(db)
+        .count_documents(doc! { "status": status.as_str() })
+        .await?)
+}
+
+/// The filter and sort of [`list_by_status`], for `explain` in tests.
+pub fn by_status_query(status: CartStatus) -> (bson::Document, bson::Document) {
+    (
+        doc! { "status": status.as_str() },
+        doc! { "last_modified": -1 },
+    )
+}
+
+/// The `limit` most recently changed carts in `status`, newest first.
+pub async fn list_by_status(db: &Db, status: CartStatus, limit: i64) -> Result<Vec<Cart>, DbError> {
+    use futures::TryStreamExt;
+    let (filter, sort) = by_status_query(status);
+    Ok(collection(db)
+        .find(filter)
+        .sort(sort)
+        .limit(limit)
+        .await?
+        .try_collect()
+        .await?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

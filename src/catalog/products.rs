@@ -465,6 +465,74 @@ pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool,
     Ok(result.matched_count == 1)
 }
 
+/// Available units at or below which the admin stock screen flags a product as low.
+pub const LOW_STOCK: i64 = 3;
+
+/// Units one cart holds of a product (all the stock screen needs of a reservation).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ReservedUnits {
+    pub qty: i64,
+}
+
+/// One product's stock position: the fields the admin stock screen reads, nothing more.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct StockLevel {
+    pub sku: String,
+    pub title: String,
+    /// On sale right now.
+    pub qty: i64,
+    #[serde(default)]
+    pub carted: Vec<ReservedUnits>,
+    #[serde(default)]
+    pub sold: i64,
+}
+
+impl StockLevel {
+    /// Units held in shoppers' carts.
+    pub fn reserved(&self) -> i64 {
+        self.carted.iter().map(|c| c.qty).sum()
+    }
+
+    /// Everything ever received: SPEC §2's invariant `qty + Σ carted.qty + sold`.
+    pub fn received(&self) -> i64 {
+        self.qty + self.reserved() + self.sold
+    }
+
+    pub fn is_low(&self) -> bool {
+        self.qty <= LOW_STOCK
+    }
+}
+
+/// Filter and sort of [`stock_levels`]: fewest available first, served by the `qty` index
+/// (which also bounds the low-stock filter).
+pub fn stock_levels_query(low_only: bool) -> (Document, Document) {
+    let filter = if low_only {
+        doc! { "qty": { "$lte": LOW_STOCK } }
+    } else {
+        doc! {}
+    };
+    (filter, doc! { "qty": 1 })
+}
+
+/// What [`stock_levels`] loads of each product: no `details`, no prices.
+pub fn stock_levels_projection() -> Document {
+    doc! { "_id": 0, "sku": 1, "title": 1, "qty": 1, "carted.qty": 1, "sold": 1 }
+}
+
+/// Every product's stock (or only the low ones), fewest available first.
+pub async fn stock_levels(db: &Db, low_only: bool) -> Result<Vec<StockLevel>, DbError> {
+    use futures::TryStreamExt;
+    let (filter, sort) = stock_levels_query(low_only);
+    Ok(db
+        .collection::<StockLevel>(COLLECTION)
+        .find(filter)
+        .sort(sort)
+        .projection(stock_levels_projection())
+        .await?
+        .try_collect()
+        .await?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -256,3 +256,19 @@ pub async fn cancel(db: &Db, number: &str) -> Result<bool, CartError> {
     }
     Ok(true)
 }
+
+/// Orders newest first, optionally only those with `status`: the filter and sort [`list`] uses,
+/// for `explain` in tests.
+pub fn list_query(status: Option<OrderStatus>) -> (Document, Document) {
+    let filter = match status {
+        Some(s) => doc! { "status": s.as_str() },
+        None => doc! {},
+    };
+    (filter, doc! { "created": -1 })
+}
+
+/// How many orders there are, optionally only those with `status`.
+pub async fn count(db: &Db, status: Option<OrderStatus>) -> Result<u64, DbError> {
+    let (filter, _) = list_query(status);
+    Ok(collection(db).count_documents(filter).await?)
+}

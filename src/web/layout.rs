@@ -23,6 +23,9 @@ const ADMIN_AREAS: &[(&str, &str)] = &[
     ("/admin", "Dashboard"),
     ("/admin/products", "Products"),
     ("/admin/categories", "Categories"),
+    ("/admin/orders", "Orders"),
+    ("/admin/carts", "Carts"),
+    ("/admin/stock", "Stock"),
 ];
 
 pub struct NavLink {

@@ -1,0 +1,166 @@
+//! Admin carts: how many carts are in each state, the newest carts of one state, and running the
+//! expiry and cleanup jobs now instead of waiting for their next scheduled run.
+
+use std::collections::HashMap;
+
+use actix_session::SessionExt;
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+
+use crate::cart::{self, jobs, Cart, CartError, CartStatus};
+use crate::catalog::products::format_cents;
+use crate::startup::AppState;
+use crate::web::errors::AppError;
+use crate::web::flash::{self, Level};
+use crate::web::layout::{render, Layout};
+use crate::web::see_other;
+
+/// Rows on the carts list.
+const LIST_LIMIT: i64 = 50;
+
+/// One state with its number of carts, for the tabs.
+pub struct StatusCount {
+    pub status: CartStatus,
+    pub count: u64,
+}
+
+/// One cart as the list shows it.
+pub struct CartRow {
+    pub id: String,
+    pub short_id: String,
+    pub lines: usize,
+    pub units: i64,
+    pub subtotal: String,
+    pub last_modified: String,
+}
+
+impl CartRow {
+    fn from_cart(cart: &Cart) -> CartRow {
+        CartRow {
+            id: cart.id.clone(),
+            // Eight hex digits tell carts apart on one screen; the full id is in the title.
+            short_id: cart.id.chars().take(8).collect(),
+            lines: cart.items.len(),
+            units: cart.item_count(),
+            subtotal: format_cents(cart.subtotal_cents()),
+            last_modified: cart
+                .last_modified
+                .to_chrono()
+                .format("%-d %b %Y, %H:%M:%S UTC")
+                .to_string(),
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin/carts.html")]
+pub struct CartsPage {
+    pub layout: Layout,
+    pub selected: CartStatus,
+    pub counts: Vec<StatusCount>,
+    pub carts: Vec<CartRow>,
+    pub expire_after: String,
+    pub cleanup_after: String,
+}
+
+impl CartsPage {
+    /// Carts of the selected state (the list shows at most [`LIST_LIMIT`]).
+    pub fn selected_count(&self) -> u64 {
+        self.counts
+            .iter()
+            .find(|c| c.status == self.selected)
+            .map_or(0, |c| c.count)
+    }
+}
+
+fn duration_words(d: std::time::Duration) -> String {
+    let secs = d.as_secs();
+    if secs >= 60 && secs.is_multiple_of(60) {
+        plural(secs / 60, "minute", "minutes")
+    } else {
+        plural(secs, "second", "seconds")
+    }
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `GET /admin/carts?status=`: an unknown status shows the active carts.
+pub async fn index(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    params: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, AppError> {
+    let selected = params
+        .get("status")
+        .and_then(|s| CartStatus::parse(s))
+        .unwrap_or(CartStatus::Active);
+    let mut counts = Vec::with_capacity(CartStatus::ALL.len());
+    for status in CartStatus::ALL {
+        let count = cart::count_by_status(&state.db, status).await?;
+        counts.push(StatusCount { status, count });
+    }
+    let carts = cart::list_by_status(&state.db, selected, LIST_LIMIT)
+        .await?
+        .iter()
+        .map(CartRow::from_cart)
+        .collect();
+    render(&CartsPage {
+        layout: Layout::admin(&req),
+        selected,
+        counts,
+        carts,
+        expire_after: duration_words(state.cart.expire_after),
+        cleanup_after: duration_words(state.cart.cleanup_after),
+    })
+}
+
+fn job_failure(e: CartError) -> AppError {
+    match e {
+        CartError::Db(d) => d.into(),
+        other => AppError::Internal(anyhow::anyhow!("a cart job failed: {other}")),
+    }
+}
+
+/// `POST /admin/carts/expire`: run cart expiry now.
+pub async fn expire_now(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AppError> {
+    let report = jobs::expire_idle_carts(&state.db, state.cart.expire_after)
+        .await
+        .map_err(job_failure)?;
+    flash::push(
+        &req.get_session(),
+        Level::Success,
+        format!(
+            "Expiry ran: {} expired, {} returned to stock.",
+            plural(report.carts_expired, "idle cart", "idle carts"),
+            plural(report.reservations_returned, "reservation", "reservations"),
+        ),
+    );
+    Ok(see_other("/admin/carts"))
+}
+
+/// `POST /admin/carts/cleanup`: run the stale-reservation cleanup now.
+pub async fn clean_up_now(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AppError> {
+    let report = jobs::clean_up_reservations(&state.db, state.cart.cleanup_after)
+        .await
+        .map_err(job_failure)?;
+    flash::push(
+        &req.get_session(),
+        Level::Success,
+        format!(
+            "Cleanup ran: {} of carts in use refreshed, {} returned to stock, {} counted as \
+             sold.",
+            plural(report.refreshed, "reservation", "reservations"),
+            report.returned,
+            report.sold,
+        ),
+    );
+    Ok(see_other("/admin/carts"))
+}
