@@ -233,6 +233,16 @@ async fn an_order_page_is_only_visible_to_the_session_that_placed_it_and_admins(
         stranger.get("/orders/BZ-999999").await.status(),
         StatusCode::NOT_FOUND
     );
+    // An admin sees it with the admin credentials; a wrong password does not help.
+    assert_eq!(app.get_admin(&url).await.status(), StatusCode::OK);
+    let wrong = stranger
+        .client
+        .get(app.url(&url))
+        .basic_auth(ADMIN_USER, Some("guess"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(wrong.status(), StatusCode::NOT_FOUND);
     app.stop().await;
 }
 

@@ -7,7 +7,6 @@ use actix_session::SessionExt;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
-use crate::cart::CartError;
 use crate::checkout::orders::{self, Order, OrderStatus};
 use crate::startup::AppState;
 use crate::web::errors::AppError;
@@ -138,12 +137,7 @@ pub async fn cancel(
 ) -> Result<HttpResponse, AppError> {
     let order = existing(&state, &number).await?;
     let session = req.get_session();
-    let cancelled = orders::cancel(&state.db, &order.number)
-        .await
-        .map_err(|e| match e {
-            CartError::Db(d) => AppError::from(d),
-            other => AppError::Internal(anyhow::anyhow!("cancelling an order failed: {other}")),
-        })?;
+    let cancelled = orders::cancel(&state.db, &order.number).await?;
     if cancelled {
         let units = order.unit_count();
         flash::push(

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use actix_session::SessionExt;
-use actix_web::http::{header, StatusCode};
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use bson::doc;
@@ -24,6 +24,7 @@ use crate::startup::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{html_response, render, Layout};
+use crate::web::see_other;
 
 /// Rows on the admin product list.
 const LIST_LIMIT: i64 = 50;
@@ -571,12 +572,6 @@ async fn form_page(
         featured: input.values.get("featured").is_some_and(|v| v == "1"),
         form_error: input.form_error,
     })
-}
-
-fn see_other(location: &str) -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, location))
-        .finish()
 }
 
 fn parse_id(id: &str) -> Result<ObjectId, AppError> {

@@ -200,6 +200,16 @@ impl From<mongodb::error::Error> for CartError {
     }
 }
 
+impl From<CartError> for crate::web::errors::AppError {
+    fn from(e: CartError) -> Self {
+        use crate::web::errors::AppError;
+        match e {
+            CartError::Db(d) => d.into(),
+            other => AppError::Conflict(other.to_string()),
+        }
+    }
+}
+
 fn only_left_message(title: &str, available: i64) -> String {
     if available <= 0 {
         format!("Sorry, {title} is sold out")

@@ -204,13 +204,10 @@ pub async fn by_cart(db: &Db, cart_id: &str) -> Result<Option<Order>, DbError> {
 
 /// Orders newest first, optionally only those with `status`.
 pub async fn list(db: &Db, status: Option<OrderStatus>, limit: i64) -> Result<Vec<Order>, DbError> {
-    let filter = match status {
-        Some(s) => doc! { "status": s.as_str() },
-        None => doc! {},
-    };
+    let (filter, sort) = list_query(status);
     Ok(collection(db)
         .find(filter)
-        .sort(doc! { "created": -1 })
+        .sort(sort)
         .limit(limit)
         .await?
         .try_collect()

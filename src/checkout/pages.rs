@@ -10,6 +10,7 @@ use crate::cart::{self, pages::EXPIRED_NOTICE, Cart, CartStatus};
 use crate::checkout::orders::{self, Order};
 use crate::checkout::{self, CheckoutForm, CheckoutOutcome, FieldErrors};
 use crate::startup::AppState;
+use crate::web::basic_auth::carries_admin_credentials;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{html_response, render, Layout};
@@ -43,38 +44,56 @@ pub struct OrderPage {
     pub order: Order,
 }
 
-/// The session's active cart with at least one line, or where to send the shopper instead.
-async fn checkout_cart(
-    state: &AppState,
-    session: &Session,
-) -> Result<Result<Cart, HttpResponse>, AppError> {
+/// Where the session's cart stands as checkout sees it.
+enum CartState {
+    /// Active with at least one line: ready to pay.
+    Ready(Cart),
+    /// Paid already.
+    Ordered(Box<Order>),
+    /// Locked by a checkout still charging (or one interrupted), identified by cart id.
+    Busy(String),
+    Expired,
+    Empty,
+}
+
+async fn cart_state(state: &AppState, session: &Session) -> Result<CartState, AppError> {
     let cart = match cart::session_cart_id(session) {
         Some(id) => cart::by_id(&state.db, &id).await?,
         None => None,
     };
-    match cart {
-        Some(c) if c.status == CartStatus::Active && !c.items.is_empty() => Ok(Ok(c)),
-        Some(c) if c.status == CartStatus::Complete || c.status == CartStatus::Pending => {
+    Ok(match cart {
+        Some(c) if c.status == CartStatus::Active && !c.items.is_empty() => CartState::Ready(c),
+        Some(c) if matches!(c.status, CartStatus::Complete | CartStatus::Pending) => {
             match orders::by_cart(&state.db, &c.id).await? {
-                Some(order) => Ok(Err(see_other(&order.url()))),
-                None => {
-                    flash::push(session, Level::Info, "Your payment is being processed.");
-                    Ok(Err(see_other("/cart")))
-                }
+                Some(order) => CartState::Ordered(Box::new(order)),
+                None => CartState::Busy(c.id),
             }
         }
-        Some(c) if c.status.has_expired() => {
+        Some(c) if c.status.has_expired() => CartState::Expired,
+        _ => CartState::Empty,
+    })
+}
+
+/// Send a shopper whose cart cannot be paid now to the right place, with a notice.
+fn elsewhere(session: &Session, state: CartState) -> HttpResponse {
+    match state {
+        CartState::Ordered(order) => placed(session, &order),
+        CartState::Busy(_) => {
+            flash::push(session, Level::Info, "Your payment is being processed.");
+            see_other("/cart")
+        }
+        CartState::Expired => {
             cart::forget_in_session(session);
             flash::push(session, Level::Info, EXPIRED_NOTICE);
-            Ok(Err(see_other("/cart")))
+            see_other("/cart")
         }
-        _ => {
+        CartState::Ready(_) | CartState::Empty => {
             flash::push(
                 session,
                 Level::Info,
                 "Your cart is empty: add something before checking out.",
             );
-            Ok(Err(see_other("/cart")))
+            see_other("/cart")
         }
     }
 }
@@ -85,9 +104,9 @@ pub async fn show(
     session: Session,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
-    let cart = match checkout_cart(&state, &session).await? {
-        Ok(c) => c,
-        Err(redirect) => return Ok(redirect),
+    let cart = match cart_state(&state, &session).await? {
+        CartState::Ready(c) => c,
+        other => return Ok(elsewhere(&session, other)),
     };
     render(&CheckoutPage {
         layout: Layout::public(&req),
@@ -106,18 +125,16 @@ pub async fn submit(
     form: web::Form<CheckoutForm>,
 ) -> Result<HttpResponse, AppError> {
     let form = form.into_inner();
-    // A second submit of a cart already paid (or being paid) ends at its order.
-    if let Some(id) = cart::session_cart_id(&session) {
-        let status = cart::by_id(&state.db, &id).await?.map(|c| c.status);
-        if matches!(status, Some(CartStatus::Pending | CartStatus::Complete)) {
-            if let CheckoutOutcome::Placed(order) = wait_for_order(&state, &id).await? {
-                return Ok(placed(&session, &order));
-            }
+    let cart = match cart_state(&state, &session).await? {
+        CartState::Ready(c) => c,
+        // A second submit while the first is still charging ends at the first one's order.
+        CartState::Busy(id) => {
+            return Ok(match wait_for_order(&state, &id).await? {
+                CheckoutOutcome::Placed(order) => placed(&session, &order),
+                _ => elsewhere(&session, CartState::Busy(id)),
+            })
         }
-    }
-    let cart = match checkout_cart(&state, &session).await? {
-        Ok(c) => c,
-        Err(redirect) => return Ok(redirect),
+        other => return Ok(elsewhere(&session, other)),
     };
     let details = match form.validate(checkout::current_month()) {
         Ok(d) => d,
@@ -125,9 +142,8 @@ pub async fn submit(
             return form_again(&req, cart, &form, errors, None, StatusCode::BAD_REQUEST);
         }
     };
-    let outcome = checkout::place_order(&state.db, state.gateway.as_ref(), &cart.id, &details)
-        .await
-        .map_err(cart_failure)?;
+    let outcome =
+        checkout::place_order(&state.db, state.gateway.as_ref(), &cart.id, &details).await?;
     match outcome {
         CheckoutOutcome::Placed(order) => Ok(placed(&session, &order)),
         CheckoutOutcome::Declined(reason) => {
@@ -192,13 +208,6 @@ async fn wait_for_order(state: &AppState, cart_id: &str) -> Result<CheckoutOutco
     Ok(CheckoutOutcome::InProgress)
 }
 
-fn cart_failure(e: cart::CartError) -> AppError {
-    match e {
-        cart::CartError::Db(d) => d.into(),
-        other => AppError::Conflict(other.to_string()),
-    }
-}
-
 fn form_again(
     req: &HttpRequest,
     cart: Cart,
@@ -257,7 +266,7 @@ pub async fn order(
         .ok()
         .flatten()
         .unwrap_or_default();
-    if !mine.contains(&number) {
+    if !mine.contains(&number) && !carries_admin_credentials(&req).await {
         return Err(AppError::NotFound);
     }
     let order = orders::by_number(&state.db, &number)

@@ -147,7 +147,11 @@ pub fn check_password_hash(phc: &str) -> Result<(), String> {
 
 /// `Authorization: Basic base64(user:password)` → `(user, password)`.
 fn basic_credentials(req: &ServiceRequest) -> Option<(String, String)> {
-    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    credentials_in(req.headers())
+}
+
+fn credentials_in(headers: &header::HeaderMap) -> Option<(String, String)> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, encoded) = value.trim().split_once(' ')?;
     if !scheme.eq_ignore_ascii_case("basic") {
         return None;
@@ -158,6 +162,18 @@ fn basic_credentials(req: &ServiceRequest) -> Option<(String, String)> {
     let decoded = String::from_utf8(decoded).ok()?;
     let (user, password) = decoded.split_once(':')?;
     Some((user.to_string(), password.to_string()))
+}
+
+/// Whether a request outside `/admin` carries the admin's credentials (pages that admins may
+/// also see, such as an order's confirmation).
+pub async fn carries_admin_credentials(req: &actix_web::HttpRequest) -> bool {
+    let Some(credentials) = req.app_data::<web::Data<AdminCredentials>>().cloned() else {
+        return false;
+    };
+    match credentials_in(req.headers()) {
+        Some((user, password)) => credentials.into_inner().verify(&user, &password).await,
+        None => false,
+    }
 }
 
 /// Whether a path (as the router sees it, percent-decoding applied) is in the admin area.
