@@ -372,7 +372,7 @@ async fn every_cart_checkout_and_job_query_uses_an_index() {
     let app = spawn_app().await;
     let db = &app.db;
     let now = bson::DateTime::now();
-    let queries: [(&str, &str, bson::Document, bson::Document); 10] = [
+    let queries: [(&str, &str, bson::Document, bson::Document); 11] = [
         (
             "idle carts",
             cart::COLLECTION,
@@ -395,6 +395,12 @@ async fn every_cart_checkout_and_job_query_uses_an_index() {
             "a product's reservation",
             products::COLLECTION,
             doc! { "sku": "x", "carted.cart_id": "c" },
+            doc! {},
+        ),
+        (
+            "the cart page's products",
+            products::COLLECTION,
+            doc! { "sku": { "$in": ["a", "b"] } },
             doc! {},
         ),
         (

@@ -94,12 +94,14 @@ async fn review_lines(
     cart: &mut Cart,
     notices: &mut Vec<String>,
 ) -> Result<Vec<LineView>, AppError> {
+    let skus: Vec<&str> = cart.items.iter().map(|l| l.sku.as_str()).collect();
+    let now_on_sale = products::sale_states(db, &skus).await?;
     let mut views = Vec::with_capacity(cart.items.len());
     for line in &mut cart.items {
-        let product = products::by_sku(db, &line.sku).await?;
-        let available = product.as_ref().map_or(0, |p| p.qty.max(0));
-        if let Some(p) = &product {
-            if p.pricing.retail != line.details.price && cart.status == CartStatus::Active {
+        let product = now_on_sale.get(&line.sku);
+        let available = product.map_or(0, |p| p.qty.max(0));
+        if let Some(p) = product {
+            if p.retail != line.details.price && cart.status == CartStatus::Active {
                 let taken = db
                     .collection::<bson::Document>(cart::COLLECTION)
                     .update_one(
@@ -109,7 +111,7 @@ async fn review_lines(
                                 "sku": &line.sku, "details.price": line.details.price,
                             } },
                         },
-                        doc! { "$set": { "items.$.details.price": p.pricing.retail } },
+                        doc! { "$set": { "items.$.details.price": p.retail } },
                     )
                     .await
                     .map_err(crate::db::DbError::from)?;
@@ -117,9 +119,9 @@ async fn review_lines(
                     notices.push(price_changed_notice(
                         &line.details.title,
                         line.details.price,
-                        p.pricing.retail,
+                        p.retail,
                     ));
-                    line.details.price = p.pricing.retail;
+                    line.details.price = p.retail;
                 }
             }
         }
@@ -270,11 +272,7 @@ pub async fn add(
         outcome = reserve::add_item(db, &cart_id, &form.sku, qty).await;
     }
     match outcome {
-        Ok(()) => {
-            let title = products::by_sku(db, &form.sku)
-                .await?
-                .map(|p| p.title)
-                .unwrap_or_default();
+        Ok(title) => {
             flash::push(&session, Level::Success, added_message(&title, qty));
             refresh_count(db, &session, &cart_id).await?;
             Ok(see_other("/cart"))

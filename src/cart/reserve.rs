@@ -47,8 +47,9 @@ async fn active_cart(db: &Db, cart_id: &str) -> Result<cart::Cart, CartError> {
     }
 }
 
-/// Put `qty` units of `sku` in the cart: a new line, or more of a line already there.
-pub async fn add_item(db: &Db, cart_id: &str, sku: &str, qty: i64) -> Result<(), CartError> {
+/// Put `qty` units of `sku` in the cart: a new line, or more of a line already there. Returns
+/// the product's title for the confirmation.
+pub async fn add_item(db: &Db, cart_id: &str, sku: &str, qty: i64) -> Result<String, CartError> {
     if !(1..=MAX_LINE_QTY).contains(&qty) {
         return Err(CartError::BadQuantity);
     }
@@ -68,7 +69,7 @@ pub async fn add_item(db: &Db, cart_id: &str, sku: &str, qty: i64) -> Result<(),
             None => add_line(db, cart_id, CartLine::for_product(&product, qty)).await,
         };
         match attempt {
-            Ok(()) => return Ok(()),
+            Ok(()) => return Ok(product.title),
             Err(Attempt::Raced) => continue,
             Err(Attempt::Failed(e)) => return Err(e),
         }

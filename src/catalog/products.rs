@@ -380,6 +380,49 @@ pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Product>, DbError> {
     Ok(collection(db).find_one(doc! { "_id": id }).await?)
 }
 
+/// What the cart page needs to know of a product now: units available and the current price.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SaleState {
+    pub qty: i64,
+    /// Cents.
+    pub retail: i64,
+}
+
+/// [`SaleState`] of each of `skus` that exists, in one query on the `sku` index.
+pub async fn sale_states(
+    db: &Db,
+    skus: &[&str],
+) -> Result<std::collections::HashMap<String, SaleState>, DbError> {
+    use futures::TryStreamExt;
+    #[derive(Deserialize)]
+    struct Row {
+        sku: String,
+        qty: i64,
+        pricing: RetailOnly,
+    }
+    #[derive(Deserialize)]
+    struct RetailOnly {
+        retail: i64,
+    }
+    let rows: Vec<Row> = db
+        .collection::<Row>(COLLECTION)
+        .find(doc! { "sku": { "$in": skus } })
+        .projection(doc! { "_id": 0, "sku": 1, "qty": 1, "pricing.retail": 1 })
+        .await?
+        .try_collect()
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| {
+            let state = SaleState {
+                qty: r.qty,
+                retail: r.pricing.retail,
+            };
+            (r.sku, state)
+        })
+        .collect())
+}
+
 /// The category path of a product filed under `categories`: those categories and all their
 /// ancestors, each once, in a stable order.
 pub async fn category_path_for(db: &Db, categories: &[ObjectId]) -> Result<Vec<ObjectId>, DbError> {
