@@ -28,6 +28,26 @@ struct Outcome {
     latencies_us: Vec<u64>,
 }
 
+/// Each client task returns its latencies and error count; sum them up.
+async fn gather(tasks: Vec<tokio::task::JoinHandle<(Vec<u64>, u64)>>, started: Instant) -> Outcome {
+    let mut latencies_us = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        if let Ok((l, e)) = t.await {
+            latencies_us.extend(l);
+            errors += e;
+        }
+    }
+    let elapsed = started.elapsed();
+    latencies_us.sort_unstable();
+    Outcome {
+        requests: latencies_us.len() as u64,
+        errors,
+        elapsed,
+        latencies_us,
+    }
+}
+
 fn percentile(sorted: &[u64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
@@ -68,22 +88,7 @@ async fn run_load(base: &str, connections: u64, duration: Duration, pick: PickUr
             (latencies, errors)
         }));
     }
-    let mut latencies_us = Vec::new();
-    let mut errors = 0;
-    for t in tasks {
-        if let Ok((l, e)) = t.await {
-            latencies_us.extend(l);
-            errors += e;
-        }
-    }
-    let elapsed = started.elapsed();
-    latencies_us.sort_unstable();
-    Outcome {
-        requests: latencies_us.len() as u64,
-        errors,
-        elapsed,
-        latencies_us,
-    }
+    gather(tasks, started).await
 }
 
 /// What each shopping session repeats.
@@ -210,22 +215,7 @@ async fn run_sessions(
             (latencies, errors)
         }));
     }
-    let mut latencies_us = Vec::new();
-    let mut errors = 0;
-    for t in tasks {
-        if let Ok((l, e)) = t.await {
-            latencies_us.extend(l);
-            errors += e;
-        }
-    }
-    let elapsed = started.elapsed();
-    latencies_us.sort_unstable();
-    Outcome {
-        requests: latencies_us.len() as u64,
-        errors,
-        elapsed,
-        latencies_us,
-    }
+    gather(tasks, started).await
 }
 
 fn report(name: &str, o: &Outcome) {

@@ -7,7 +7,7 @@ use actix_session::SessionExt;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
-use crate::cart::{self, jobs, Cart, CartError, CartStatus};
+use crate::cart::{self, jobs, Cart, CartStatus};
 use crate::catalog::products::format_cents;
 use crate::startup::AppState;
 use crate::web::errors::AppError;
@@ -116,21 +116,12 @@ pub async fn index(
     })
 }
 
-fn job_failure(e: CartError) -> AppError {
-    match e {
-        CartError::Db(d) => d.into(),
-        other => AppError::Internal(anyhow::anyhow!("a cart job failed: {other}")),
-    }
-}
-
 /// `POST /admin/carts/expire`: run cart expiry now.
 pub async fn expire_now(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
-    let report = jobs::expire_idle_carts(&state.db, state.cart.expire_after)
-        .await
-        .map_err(job_failure)?;
+    let report = jobs::expire_idle_carts(&state.db, state.cart.expire_after).await?;
     flash::push(
         &req.get_session(),
         Level::Success,
@@ -148,9 +139,7 @@ pub async fn clean_up_now(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
-    let report = jobs::clean_up_reservations(&state.db, state.cart.cleanup_after)
-        .await
-        .map_err(job_failure)?;
+    let report = jobs::clean_up_reservations(&state.db, state.cart.cleanup_after).await?;
     flash::push(
         &req.get_session(),
         Level::Success,

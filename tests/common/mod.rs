@@ -262,12 +262,25 @@ pub async fn assert_uses_index(
     filter: Document,
     sort: Document,
 ) {
+    assert_projected_query_uses_index(db, what, collection, filter, sort, doc! {}).await;
+}
+
+/// Like [`assert_uses_index`] for a query that also projects.
+pub async fn assert_projected_query_uses_index(
+    db: &bazaar::db::Db,
+    what: &str,
+    collection: &str,
+    filter: Document,
+    sort: Document,
+    projection: Document,
+) {
+    let mut find = doc! { "find": collection, "filter": filter, "sort": sort, "limit": 12 };
+    if !projection.is_empty() {
+        find.insert("projection", projection);
+    }
     let explain = db
         .database()
-        .run_command(doc! {
-            "explain": { "find": collection, "filter": filter, "sort": sort, "limit": 12 },
-            "verbosity": "queryPlanner",
-        })
+        .run_command(doc! { "explain": find, "verbosity": "queryPlanner" })
         .await
         .expect("explain runs");
     let plan = Bson::Document(explain.clone());
