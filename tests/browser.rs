@@ -186,6 +186,43 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
     assert_eq!(text_of(&client, "main h1").await, "Page not found");
     save_screenshot(&client, "not-found.png").await;
 
+    // Shopping: add a product from its page, see it in the cart with the header count.
+    client
+        .goto(&app.url("/products/kind-of-blue"))
+        .await
+        .expect("product page loads");
+    client
+        .find(Locator::Css("form.add-to-cart button"))
+        .await
+        .expect("add-to-cart button")
+        .click()
+        .await
+        .expect("clicked");
+    client
+        .wait()
+        .for_element(Locator::Css(".cart-line"))
+        .await
+        .expect("the cart shows the line");
+    assert_eq!(text_of(&client, "main h1").await, "Your cart");
+    assert_eq!(text_of(&client, "header .cart-count").await, "1");
+    assert!(text_of(&client, ".flash")
+        .await
+        .starts_with("Added Kind of Blue"));
+    save_screenshot(&client, "cart.png").await;
+    client
+        .find(Locator::Css(".cart-actions a.button"))
+        .await
+        .expect("checkout link")
+        .click()
+        .await
+        .expect("clicked");
+    client
+        .wait()
+        .for_element(Locator::Css("form.checkout-form"))
+        .await
+        .expect("the checkout form shows");
+    save_screenshot(&client, "checkout.png").await;
+
     // Admin: Basic credentials in the URL, which Chromium turns into an Authorization header.
     let password = ADMIN_PASSWORD.replace(' ', "%20");
     let admin_url = format!(
