@@ -445,3 +445,83 @@ async fn every_cart_checkout_and_job_query_uses_an_index() {
     }
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_shopper_adding_while_two_expiry_runs_race_never_loses_or_doubles_stock() {
+    let app = spawn_app_with(&[("BAZAAR_SERVER__WORKERS", "4")]).await;
+    product_with_stock(&app.db, "race", 1000).await;
+    let mut received_back = 0;
+    for round in 0..12 {
+        let shopper = Shopper::new(&app).await;
+        shopper.add("race", "2").await;
+        // Idle just past the timeout, then come back exactly as expiry runs twice.
+        tokio::time::sleep(Duration::from_millis(if round % 2 == 0 {
+            320
+        } else {
+            280
+        }))
+        .await;
+        let (first, second, flashes) = tokio::join!(
+            jobs::expire_idle_carts(&app.db, Duration::from_millis(300)),
+            jobs::expire_idle_carts(&app.db, Duration::from_millis(300)),
+            shopper.add("race", "1"),
+        );
+        let returned = first.expect("expiry").reservations_returned
+            + second.expect("expiry").reservations_returned;
+        assert!(
+            returned <= 1,
+            "round {round}: a line was returned {returned} times"
+        );
+        received_back += returned;
+        let lines = shopper.cart_lines().await;
+        // Either the add landed in the old cart before it expired (3 units), or the cart expired
+        // and the add started a new one (1 unit, and the shopper was told).
+        match lines.as_slice() {
+            [(sku, 3)] if sku == "race" => {}
+            [(sku, 1)] if sku == "race" => {
+                assert!(
+                    flashes.iter().any(|f| f.contains("expired")),
+                    "round {round}: {flashes:?}"
+                );
+            }
+            other => panic!("round {round}: unexpected cart {other:?}"),
+        }
+        assert_carts_match_reservations(&app.db).await;
+        assert_stock_invariant(&app.db, "race", 1000).await;
+        // Start the next round with no cart left to expire.
+        jobs::expire_idle_carts(&app.db, Duration::ZERO)
+            .await
+            .expect("expiry");
+    }
+    eprintln!("expiry won the race {received_back} times out of 12");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn two_cleanup_runs_at_once_return_an_orphaned_reservation_once() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "twin", 10).await;
+    let old = bson::DateTime::from_millis(0);
+    app.db
+        .collection::<bson::Document>(products::COLLECTION)
+        .update_one(
+            doc! { "sku": "twin" },
+            doc! {
+                "$inc": { "qty": -4_i64 },
+                "$push": { "carted": { "cart_id": "gone", "qty": 4_i64, "timestamp": old } },
+            },
+        )
+        .await
+        .expect("orphan");
+    let (a, b) = tokio::join!(
+        jobs::clean_up_reservations(&app.db, Duration::from_secs(60)),
+        jobs::clean_up_reservations(&app.db, Duration::from_secs(60)),
+    );
+    assert_eq!(
+        a.expect("cleanup").returned + b.expect("cleanup").returned,
+        1
+    );
+    let p = product(&app.db, "twin").await;
+    assert_eq!((p.qty, p.carted.len()), (10, 0));
+    app.stop().await;
+}

@@ -137,6 +137,7 @@ async fn a_random_workload_with_expiry_cleanup_and_cancels_keeps_every_product_c
         }
     }
     assert!(!all.is_empty(), "the workload placed no orders at all");
+    assert_carts_match_reservations(&app.db).await;
     for sku in SKUS {
         assert_stock_invariant(&app.db, sku, STOCK).await;
         let p = product(&app.db, sku).await;

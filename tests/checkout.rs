@@ -349,3 +349,40 @@ async fn checkouts_interrupted_by_a_crash_are_finished_or_handed_back() {
     assert_stock_invariant(&app.db, "crash", 6).await;
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_line_left_unreserved_by_a_crash_between_the_two_writes_of_an_add_is_never_charged() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "kept", 5).await;
+    product_with_stock(&app.db, "lost", 5).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("kept", "1").await;
+    // The crash: the line reached the cart (first write) but the product was never reserved.
+    let p = product(&app.db, "kept").await;
+    let cart_id = p.carted[0].cart_id.clone();
+    let lost = product(&app.db, "lost").await;
+    let line = cart::CartLine::for_product(&lost, 2);
+    cart::collection(&app.db)
+        .update_one(
+            bson::doc! { "_id": &cart_id },
+            bson::doc! { "$push": { "items": bson::to_document(&line).expect("bson") } },
+        )
+        .await
+        .expect("simulated crash");
+    let response = shopper.checkout(APPROVED).await;
+    assert_eq!(location(&response), "/cart");
+    let flashes = shopper.follow(response).await;
+    assert!(
+        flashes.iter().any(|f| f.contains("no longer reserved")),
+        "{flashes:?}"
+    );
+    assert_eq!(app.gateway.charge_count(), 0);
+    assert_eq!(shopper.cart_lines().await, [("kept".to_string(), 1)]);
+    assert_carts_match_reservations(&app.db).await;
+    let response = shopper.checkout(APPROVED).await;
+    assert_eq!(location(&response), "/orders/BZ-000001");
+    assert_stock_invariant(&app.db, "kept", 5).await;
+    assert_stock_invariant(&app.db, "lost", 5).await;
+    assert_eq!(product(&app.db, "lost").await.sold, 0);
+    app.stop().await;
+}

@@ -219,3 +219,52 @@ pub fn location(response: &reqwest::Response) -> String {
         .unwrap_or_default()
         .to_string()
 }
+
+/// Every active or pending cart's lines hold exactly what the products have reserved for them,
+/// and no product holds a reservation for a cart that is not in use.
+pub async fn assert_carts_match_reservations(db: &Db) {
+    use bazaar::cart::{self, CartStatus};
+    use futures::TryStreamExt;
+    use std::collections::HashMap;
+    let carts: Vec<cart::Cart> = cart::collection(db)
+        .find(bson::doc! {})
+        .await
+        .expect("carts")
+        .try_collect()
+        .await
+        .expect("carts");
+    let all: Vec<Product> = products::collection(db)
+        .find(bson::doc! {})
+        .await
+        .expect("products")
+        .try_collect()
+        .await
+        .expect("products");
+    let mut reserved: HashMap<(String, String), i64> = HashMap::new();
+    for p in &all {
+        for c in &p.carted {
+            *reserved
+                .entry((c.cart_id.clone(), p.sku.clone()))
+                .or_default() += c.qty;
+        }
+    }
+    for c in &carts {
+        let in_use = matches!(c.status, CartStatus::Active | CartStatus::Pending);
+        for line in &c.items {
+            let held = reserved
+                .remove(&(c.id.clone(), line.sku.clone()))
+                .unwrap_or(0);
+            let expected = if in_use { line.qty } else { 0 };
+            assert_eq!(
+                held, expected,
+                "cart {} ({:?}) line {}: holds {} but {held} reserved",
+                c.id, c.status, line.sku, line.qty
+            );
+        }
+    }
+    let stray: Vec<_> = reserved.into_iter().filter(|(_, n)| *n != 0).collect();
+    assert!(
+        stray.is_empty(),
+        "reservations without a cart line: {stray:?}"
+    );
+}
