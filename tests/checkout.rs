@@ -386,3 +386,63 @@ async fn a_line_left_unreserved_by_a_crash_between_the_two_writes_of_an_add_is_n
     assert_eq!(product(&app.db, "lost").await.sold, 0);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn units_reserved_beyond_a_paid_order_go_back_on_sale_rather_than_being_sold() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "surplus", 10).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("surplus", "1").await;
+    let response = shopper.checkout(APPROVED).await;
+    assert_eq!(location(&response), "/orders/BZ-000001");
+    let order = orders::by_number(&app.db, "BZ-000001")
+        .await
+        .expect("query")
+        .expect("order");
+    // Re-create the moment before the sale, with a change from another device that reserved two
+    // more units after checkout had compared the cart with its reservations.
+    let old = bson::DateTime::from_millis(0);
+    let products = app
+        .db
+        .collection::<bson::Document>(bazaar::catalog::products::COLLECTION);
+    for finish in ["recovery", "cleanup"] {
+        products
+            .update_one(
+                bson::doc! { "sku": "surplus" },
+                bson::doc! {
+                    "$inc": { "sold": -1_i64, "qty": -2_i64 },
+                    "$push": { "carted": { "cart_id": &order.cart_id, "qty": 3_i64, "timestamp": old } },
+                },
+            )
+            .await
+            .expect("simulated race");
+        assert_stock_invariant(&app.db, "surplus", 10).await;
+        if finish == "recovery" {
+            cart::collection(&app.db)
+                .update_one(
+                    bson::doc! { "_id": &order.cart_id },
+                    bson::doc! { "$set": { "status": "pending", "last_modified": old } },
+                )
+                .await
+                .expect("pending");
+            bazaar::checkout::recover_stuck_checkouts(&app.db, std::time::Duration::from_secs(60))
+                .await
+                .expect("recovery");
+        } else {
+            let report = bazaar::cart::jobs::clean_up_reservations(
+                &app.db,
+                std::time::Duration::from_secs(60),
+            )
+            .await
+            .expect("cleanup");
+            assert_eq!(report.sold, 1, "{report:?}");
+        }
+        let p = product(&app.db, "surplus").await;
+        assert_eq!(
+            (p.qty, p.carted.len(), p.sold),
+            (9, 0, 1),
+            "{finish}: the order's one unit is sold, the two extra are back on sale"
+        );
+    }
+    app.stop().await;
+}

@@ -108,19 +108,16 @@ pub async fn clean_up_reservations(
         .await?
         .try_collect()
         .await?;
-    let mut statuses: HashMap<String, Option<CartStatus>> = HashMap::new();
+    let mut carts: HashMap<String, Option<cart::Cart>> = HashMap::new();
     let mut report = CleanupReport::default();
     for product in stale {
         for entry in product.carted.iter().filter(|c| c.timestamp < before) {
-            let status = match statuses.get(&entry.cart_id) {
-                Some(s) => *s,
-                None => {
-                    let s = cart::by_id(db, &entry.cart_id).await?.map(|c| c.status);
-                    statuses.insert(entry.cart_id.clone(), s);
-                    s
-                }
-            };
-            match status {
+            if !carts.contains_key(&entry.cart_id) {
+                let found = cart::by_id(db, &entry.cart_id).await?;
+                carts.insert(entry.cart_id.clone(), found);
+            }
+            let owner = carts.get(&entry.cart_id).and_then(Option::as_ref);
+            match owner.map(|c| c.status) {
                 Some(CartStatus::Active | CartStatus::Pending) => {
                     let refreshed = db
                         .collection::<Document>(products::COLLECTION)
@@ -137,7 +134,11 @@ pub async fn clean_up_reservations(
                     report.refreshed += refreshed.modified_count;
                 }
                 Some(CartStatus::Complete) => {
-                    if reserve::sell_reservation(db, &product.sku, &entry.cart_id).await? {
+                    // The paid line's units are sold; anything held beyond them goes back.
+                    let units = owner
+                        .and_then(|c| c.line(&product.sku))
+                        .map_or(0, |l| l.qty);
+                    if reserve::sell_reservation(db, &product.sku, &entry.cart_id, units).await? {
                         report.sold += 1;
                     }
                 }

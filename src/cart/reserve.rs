@@ -247,22 +247,29 @@ async fn short_of_stock(db: &Db, line: &CartLine, reserved_by: Option<&str>) -> 
 }
 
 /// The pipeline update that moves every unit `cart_id` holds of a product from `carted` into
-/// `target` (`qty` to put it back on sale, `sold` when the order is paid), all in one atomic
-/// write: the amount moved is whatever the reservation holds, so the stock invariant holds even
+/// `target` (`qty` to put it back on sale), all in one atomic write: the amount moved is whatever the reservation holds, so the stock invariant holds even
 /// when the cart and the reservation disagree.
 fn move_reservation(cart_id: &str, target: &str) -> Vec<Document> {
-    let held = doc! {
-        "$filter": { "input": "$carted", "as": "c", "cond": { "$eq": ["$$c.cart_id", cart_id] } }
-    };
-    let rest = doc! {
-        "$filter": { "input": "$carted", "as": "c", "cond": { "$ne": ["$$c.cart_id", cart_id] } }
-    };
-    let units = doc! { "$sum": { "$map": { "input": held, "as": "c", "in": "$$c.qty" } } };
     vec![doc! { "$set": {
-        target: { "$add": [format!("${target}"), units] },
-        "carted": rest,
+        target: { "$add": [format!("${target}"), held_by(cart_id)] },
+        "carted": others_than(cart_id),
         "updated": DateTime::now(),
     } }]
+}
+
+/// Aggregation expression: the units `cart_id` holds in this product's `carted`.
+fn held_by(cart_id: &str) -> Document {
+    let entries = doc! {
+        "$filter": { "input": "$carted", "as": "c", "cond": { "$eq": ["$$c.cart_id", cart_id] } }
+    };
+    doc! { "$sum": { "$map": { "input": entries, "as": "c", "in": "$$c.qty" } } }
+}
+
+/// Aggregation expression: this product's `carted` without `cart_id`'s entries.
+fn others_than(cart_id: &str) -> Document {
+    doc! {
+        "$filter": { "input": "$carted", "as": "c", "cond": { "$ne": ["$$c.cart_id", cart_id] } }
+    }
 }
 
 /// Put everything `cart_id` reserved of `sku` back on sale. Safe to repeat: once the entry is
@@ -277,12 +284,27 @@ pub async fn return_reservation(db: &Db, sku: &str, cart_id: &str) -> Result<boo
     Ok(result.modified_count == 1)
 }
 
-/// Count everything `cart_id` reserved of `sku` as sold (its order is paid). Safe to repeat.
-pub async fn sell_reservation(db: &Db, sku: &str, cart_id: &str) -> Result<bool, CartError> {
+/// Count `units` of what `cart_id` reserved of `sku` as sold (its order is paid) and put anything
+/// it held beyond that back on sale, in one atomic write. Safe to repeat: once the entry is gone
+/// the filter matches nothing.
+pub async fn sell_reservation(
+    db: &Db,
+    sku: &str,
+    cart_id: &str,
+    units: i64,
+) -> Result<bool, CartError> {
+    let held = held_by(cart_id);
+    let sold_now = doc! { "$min": [units, held.clone()] };
+    let surplus = doc! { "$max": [0, { "$subtract": [held, units] }] };
     let result = products_raw(db)
         .update_one(
             doc! { "sku": sku, "carted.cart_id": cart_id },
-            move_reservation(cart_id, "sold"),
+            vec![doc! { "$set": {
+                "sold": { "$add": ["$sold", sold_now] },
+                "qty": { "$add": ["$qty", surplus] },
+                "carted": others_than(cart_id),
+                "updated": DateTime::now(),
+            } }],
         )
         .await?;
     Ok(result.modified_count == 1)

@@ -300,8 +300,10 @@ pub async fn place_order(
     Ok(CheckoutOutcome::Placed(Box::new(order)))
 }
 
-/// Mark a paid cart complete and count its reserved units as sold. Idempotent, so a checkout
-/// interrupted after the order was recorded can be finished later.
+/// Mark a paid cart complete and count its lines' units as sold (a reservation holding more, from
+/// a change that raced the checkout, gives the surplus back). Idempotent, so a checkout
+/// interrupted after the order was recorded can be finished later. `cart` is the cart as locked,
+/// whose lines are the order's items.
 pub async fn finish_paid_cart(db: &Db, cart: &Cart) -> Result<(), CartError> {
     cart::collection(db)
         .update_one(
@@ -310,7 +312,7 @@ pub async fn finish_paid_cart(db: &Db, cart: &Cart) -> Result<(), CartError> {
         )
         .await?;
     for line in &cart.items {
-        reserve::sell_reservation(db, &line.sku, &cart.id).await?;
+        reserve::sell_reservation(db, &line.sku, &cart.id, line.qty).await?;
     }
     Ok(())
 }

@@ -240,7 +240,7 @@ pub async fn cancel(db: &Db, number: &str) -> Result<bool, CartError> {
     for item in &order.items {
         // A checkout interrupted before counting its units as sold finishes that first, so the
         // return below always comes out of `sold`.
-        reserve::sell_reservation(db, &item.sku, &order.cart_id).await?;
+        reserve::sell_reservation(db, &item.sku, &order.cart_id, item.qty).await?;
         db.collection::<Document>(products::COLLECTION)
             .update_one(
                 doc! { "sku": &item.sku, "sold": { "$gte": item.qty } },
