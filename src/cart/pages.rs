@@ -246,7 +246,7 @@ pub async fn add(
 ) -> Result<HttpResponse, AppError> {
     let db = &state.db;
     let qty = match parse_qty(&form.qty) {
-        Ok(q) if q >= 1 => q,
+        Ok(q) if (1..=cart::MAX_LINE_QTY).contains(&q) => q,
         _ => {
             flash::push(
                 &session,
