@@ -374,7 +374,7 @@ async fn every_cart_checkout_and_job_query_uses_an_index() {
     let app = spawn_app().await;
     let db = &app.db;
     let now = bson::DateTime::now();
-    let queries: [(&str, &str, bson::Document, bson::Document); 11] = [
+    let queries: [(&str, &str, bson::Document, bson::Document); 12] = [
         (
             "idle carts",
             cart::COLLECTION,
@@ -397,6 +397,12 @@ async fn every_cart_checkout_and_job_query_uses_an_index() {
             "a product's reservation",
             products::COLLECTION,
             doc! { "sku": "x", "carted.cart_id": "c" },
+            doc! {},
+        ),
+        (
+            "cancellations to finish",
+            bazaar::checkout::orders::COLLECTION,
+            doc! { "status": "cancelled", "restock.0": { "$exists": true } },
             doc! {},
         ),
         (

@@ -446,3 +446,57 @@ async fn units_reserved_beyond_a_paid_order_go_back_on_sale_rather_than_being_so
     }
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_cancellation_interrupted_by_a_crash_is_finished_exactly_once() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "undo-a", 10).await;
+    product_with_stock(&app.db, "undo-b", 10).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("undo-a", "2").await;
+    shopper.add("undo-b", "3").await;
+    let response = shopper.checkout(APPROVED).await;
+    assert_eq!(location(&response), "/orders/BZ-000001");
+    // The crash: the order was marked cancelled with both SKUs to restock, and undo-a got as far
+    // as moving its units out of `sold` into the order's hold before the process died.
+    let products = app
+        .db
+        .collection::<bson::Document>(bazaar::catalog::products::COLLECTION);
+    orders::collection(&app.db)
+        .update_one(
+            bson::doc! { "number": "BZ-000001" },
+            bson::doc! { "$set": { "status": "cancelled", "restock": ["undo-a", "undo-b"] } },
+        )
+        .await
+        .expect("simulated crash");
+    products
+        .update_one(
+            bson::doc! { "sku": "undo-a" },
+            bson::doc! {
+                "$inc": { "sold": -2_i64 },
+                "$push": { "carted": {
+                    "cart_id": "cancelled:BZ-000001", "qty": 2_i64, "timestamp": bson::DateTime::now(),
+                } },
+            },
+        )
+        .await
+        .expect("simulated crash");
+    assert_stock_invariant(&app.db, "undo-a", 10).await;
+    for run in 0..2 {
+        let finished = orders::resume_restocking(&app.db).await.expect("resume");
+        assert_eq!(finished, if run == 0 { 1 } else { 0 }, "run {run}");
+        for sku in ["undo-a", "undo-b"] {
+            let p = product(&app.db, sku).await;
+            assert_eq!(
+                (p.qty, p.carted.len(), p.sold),
+                (10, 0, 0),
+                "{sku}, run {run}"
+            );
+        }
+    }
+    // A second cancel of the same order is refused and changes nothing.
+    assert!(!orders::cancel(&app.db, "BZ-000001").await.expect("cancel"));
+    assert_stock_invariant(&app.db, "undo-b", 10).await;
+    assert_eq!(product(&app.db, "undo-b").await.qty, 10);
+    app.stop().await;
+}

@@ -182,6 +182,9 @@ pub fn spawn(db: Db, settings: CartSettings) -> Option<tokio::task::JoinHandle<(
             if let Err(e) = crate::checkout::recover_stuck_checkouts(&db, stuck_after).await {
                 tracing::warn!(error = %e, "checkout recovery failed; retrying on the next run");
             }
+            if let Err(e) = crate::checkout::orders::resume_restocking(&db).await {
+                tracing::warn!(error = %e, "restocking cancelled orders failed; retrying later");
+            }
         }
     }))
 }

@@ -293,6 +293,7 @@ pub async fn place_order(
             last4: charge.last4,
         },
         status: OrderStatus::Paid,
+        restock: Vec::new(),
     };
     let order = orders::insert_once(db, order).await?;
     finish_paid_cart(db, &cart).await?;

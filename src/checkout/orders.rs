@@ -93,6 +93,10 @@ pub struct Order {
     pub total: i64,
     pub payment: Payment,
     pub status: OrderStatus,
+    /// SKUs of a cancelled order whose units are still to be put back on sale (empty once done;
+    /// what lets a restock interrupted by a crash be finished, once per SKU).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restock: Vec<String>,
 }
 
 impl Order {
@@ -226,32 +230,79 @@ pub async fn mark_shipped(db: &Db, number: &str) -> Result<bool, DbError> {
 }
 
 /// Cancel a paid order and put its units back on sale. The status change is the guard (only one
-/// cancel can move an order from `paid`), so stock is returned once.
+/// cancel can move an order from `paid`) and records which SKUs are to be restocked; [`restock`]
+/// then returns them one by one, so a crash part-way is finished by [`resume_restocking`].
 pub async fn cancel(db: &Db, number: &str) -> Result<bool, CartError> {
+    let skus: Vec<String> = match by_number(db, number).await? {
+        Some(order) => order.items.iter().map(|i| i.sku.clone()).collect(),
+        None => return Ok(false),
+    };
     let cancelled = collection(db)
         .find_one_and_update(
             doc! { "number": number, "status": "paid" },
-            doc! { "$set": { "status": "cancelled" } },
+            doc! { "$set": { "status": "cancelled", "restock": &skus } },
         )
+        .return_document(ReturnDocument::After)
         .await?;
-    let Some(order) = cancelled else {
-        return Ok(false);
-    };
-    for item in &order.items {
-        // A checkout interrupted before counting its units as sold finishes that first, so the
-        // return below always comes out of `sold`.
-        reserve::sell_reservation(db, &item.sku, &order.cart_id, item.qty).await?;
-        db.collection::<Document>(products::COLLECTION)
+    match cancelled {
+        Some(order) => {
+            restock(db, &order).await?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
+}
+
+/// Put a cancelled order's units back on sale, for each SKU still listed in `restock`. Each SKU
+/// goes through steps that are each safe to repeat: finish a sale checkout left undone, move the
+/// units from `sold` into a reservation held under the order's name (at most one: the filter
+/// refuses a second), strike the SKU off the order, then return that reservation. A crash after
+/// the strike leaves only the held reservation, which cleanup returns (it has no cart).
+pub async fn restock(db: &Db, order: &Order) -> Result<(), CartError> {
+    let hold = format!("cancelled:{}", order.number);
+    let products = db.collection::<Document>(products::COLLECTION);
+    for sku in &order.restock {
+        let units: i64 = order
+            .items
+            .iter()
+            .filter(|i| &i.sku == sku)
+            .map(|i| i.qty)
+            .sum();
+        reserve::sell_reservation(db, sku, &order.cart_id, units).await?;
+        products
             .update_one(
-                doc! { "sku": &item.sku, "sold": { "$gte": item.qty } },
+                doc! { "sku": sku, "sold": { "$gte": units }, "carted.cart_id": { "$ne": &hold } },
                 doc! {
-                    "$inc": { "qty": item.qty, "sold": -item.qty },
-                    "$set": { "updated": DateTime::now() },
+                    "$inc": { "sold": -units },
+                    "$push": { "carted": {
+                        "cart_id": &hold, "qty": units, "timestamp": DateTime::now(),
+                    } },
                 },
             )
             .await?;
+        collection(db)
+            .update_one(
+                doc! { "_id": order.id },
+                doc! { "$pull": { "restock": sku } },
+            )
+            .await?;
+        reserve::return_reservation(db, sku, &hold).await?;
     }
-    Ok(true)
+    Ok(())
+}
+
+/// Finish every cancellation a crash interrupted; returns how many orders it finished.
+pub async fn resume_restocking(db: &Db) -> Result<u64, CartError> {
+    let pending: Vec<Order> = collection(db)
+        .find(doc! { "status": "cancelled", "restock.0": { "$exists": true } })
+        .await?
+        .try_collect()
+        .await?;
+    for order in &pending {
+        tracing::warn!(order = %order.number, "finishing a cancellation interrupted by a crash");
+        restock(db, order).await?;
+    }
+    Ok(pending.len() as u64)
 }
 
 /// Orders newest first, optionally only those with `status`: the filter and sort [`list`] uses,
