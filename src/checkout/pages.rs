@@ -185,7 +185,7 @@ pub async fn submit(
             flash::push(
                 &session,
                 Level::Info,
-                "Your payment is being processed; this page will show your order once it is.",
+                "Your payment is still being processed; check back in a moment.",
             );
             Ok(see_other("/cart"))
         }
