@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use actix_session::SessionExt;
-use actix_web::http::{header, StatusCode};
+use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use bson::oid::ObjectId;
@@ -15,6 +15,7 @@ use crate::startup::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{html_response, Layout};
+use crate::web::see_other;
 
 const MAX_NAME: usize = 100;
 
@@ -109,9 +110,7 @@ fn respond(status: StatusCode, page: &CategoriesPage) -> Result<HttpResponse, Ap
 }
 
 fn back() -> HttpResponse {
-    HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, "/admin/categories"))
-        .finish()
+    see_other("/admin/categories")
 }
 
 fn parse_id(id: &str) -> Result<ObjectId, AppError> {

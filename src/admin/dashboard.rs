@@ -3,7 +3,6 @@
 use std::time::Instant;
 
 use actix_session::SessionExt;
-use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
@@ -13,6 +12,7 @@ use crate::startup::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};
+use crate::web::see_other;
 
 #[derive(Template)]
 #[template(path = "admin/dashboard.html")]
@@ -50,7 +50,5 @@ pub async fn seed_demo_data(
 ) -> Result<HttpResponse, AppError> {
     let report = seed::run(&state.db).await?;
     flash::push(&req.get_session(), Level::Success, report.summary());
-    Ok(HttpResponse::SeeOther()
-        .insert_header((header::LOCATION, "/admin"))
-        .finish())
+    Ok(see_other("/admin"))
 }

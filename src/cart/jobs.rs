@@ -39,7 +39,8 @@ pub struct CleanupReport {
 /// interrupted checkout.
 const STUCK_CHECKOUT: Duration = Duration::from_secs(15 * 60);
 
-fn cutoff(age: Duration) -> DateTime {
+/// The moment `age` ago: anything last touched before it is older than `age`.
+pub fn cutoff(age: Duration) -> DateTime {
     let millis = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
     DateTime::from_millis(DateTime::now().timestamp_millis().saturating_sub(millis))
 }

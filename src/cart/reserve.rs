@@ -227,7 +227,7 @@ async fn short_of_stock(db: &Db, line: &CartLine, reserved_by: Option<&str>) -> 
         Err(e) => return e.into(),
     };
     if let Some(cart_id) = reserved_by {
-        if !product.carted.iter().any(|c| c.cart_id == cart_id) {
+        if product.reserved_for(cart_id) == 0 {
             let pulled = carts(db)
                 .update_one(
                     doc! { "_id": cart_id },
@@ -308,18 +308,4 @@ pub async fn sell_reservation(
         )
         .await?;
     Ok(result.modified_count == 1)
-}
-
-/// Units of `sku` that `cart_id` holds reserved right now.
-pub async fn reserved_units(db: &Db, sku: &str, cart_id: &str) -> Result<i64, CartError> {
-    let product = products::by_sku(db, sku).await?;
-    Ok(product
-        .map(|p| {
-            p.carted
-                .iter()
-                .filter(|c| c.cart_id == cart_id)
-                .map(|c| c.qty)
-                .sum()
-        })
-        .unwrap_or(0))
 }

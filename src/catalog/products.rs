@@ -268,6 +268,15 @@ impl Product {
         format!("/products/{}", self.slug)
     }
 
+    /// Units `cart_id` holds reserved of this product.
+    pub fn reserved_for(&self, cart_id: &str) -> i64 {
+        self.carted
+            .iter()
+            .filter(|c| c.cart_id == cart_id)
+            .map(|c| c.qty)
+            .sum()
+    }
+
     /// URL of the first photo's thumbnail, if there is a photo.
     pub fn cover_url(&self) -> Option<String> {
         self.photos
@@ -374,6 +383,20 @@ pub async fn by_slug(db: &Db, slug: &str) -> Result<Option<Product>, DbError> {
 
 pub async fn by_sku(db: &Db, sku: &str) -> Result<Option<Product>, DbError> {
     Ok(collection(db).find_one(doc! { "sku": sku }).await?)
+}
+
+/// The products with any of `skus`, by SKU, in one query on the `sku` index.
+pub async fn by_skus(
+    db: &Db,
+    skus: &[&str],
+) -> Result<std::collections::HashMap<String, Product>, DbError> {
+    use futures::TryStreamExt;
+    let found: Vec<Product> = collection(db)
+        .find(doc! { "sku": { "$in": skus } })
+        .await?
+        .try_collect()
+        .await?;
+    Ok(found.into_iter().map(|p| (p.sku.clone(), p)).collect())
 }
 
 pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Product>, DbError> {

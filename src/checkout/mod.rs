@@ -235,7 +235,7 @@ pub async fn place_order(
         .return_document(ReturnDocument::After)
         .await?;
     let Some(cart) = locked else {
-        return not_lockable(db, cart_id).await;
+        return outcome_of_other_submit(db, cart_id).await;
     };
     let changes = review_reservations(db, &cart).await?;
     if !changes.is_empty() {
@@ -324,8 +324,7 @@ pub async fn finish_paid_cart(db: &Db, cart: &Cart) -> Result<(), CartError> {
 /// retry and expiry will eventually reclaim it). The gateway's idempotency key is the cart id, so
 /// a retried checkout of the same cart cannot be charged twice.
 pub async fn recover_stuck_checkouts(db: &Db, older_than: Duration) -> Result<u64, CartError> {
-    let millis = i64::try_from(older_than.as_millis()).unwrap_or(i64::MAX);
-    let cutoff = DateTime::from_millis(DateTime::now().timestamp_millis().saturating_sub(millis));
+    let cutoff = cart::jobs::cutoff(older_than);
     let stuck: Vec<Cart> = futures::TryStreamExt::try_collect(
         cart::collection(db)
             .find(doc! { "status": "pending", "last_modified": { "$lt": cutoff } })
@@ -361,8 +360,9 @@ async fn unlock(db: &Db, cart_id: &str) -> Result<(), CartError> {
     Ok(())
 }
 
-/// Why the cart could not be locked, and what the shopper should see instead.
-async fn not_lockable(db: &Db, cart_id: &str) -> Result<CheckoutOutcome, CartError> {
+/// Why the cart could not be locked, and what the shopper should see instead: a submit racing
+/// another one for the same cart waits (briefly) for that one's order.
+pub async fn outcome_of_other_submit(db: &Db, cart_id: &str) -> Result<CheckoutOutcome, CartError> {
     let deadline = tokio::time::Instant::now() + WAIT_FOR_OTHER_SUBMIT;
     loop {
         if let Some(order) = orders::by_cart(db, cart_id).await? {
@@ -392,19 +392,12 @@ async fn not_lockable(db: &Db, cart_id: &str) -> Result<CheckoutOutcome, CartErr
 /// taken over. Returns a notice per change; empty means the cart can be charged as it is.
 async fn review_reservations(db: &Db, cart: &Cart) -> Result<Vec<String>, CartError> {
     let carts = db.collection::<Document>(cart::COLLECTION);
+    let skus: Vec<&str> = cart.items.iter().map(|l| l.sku.as_str()).collect();
+    let on_file = products::by_skus(db, &skus).await?;
     let mut notices = Vec::new();
     for line in &cart.items {
-        let product = products::by_sku(db, &line.sku).await?;
-        let reserved: i64 = product
-            .as_ref()
-            .map(|p| {
-                p.carted
-                    .iter()
-                    .filter(|c| c.cart_id == cart.id)
-                    .map(|c| c.qty)
-                    .sum()
-            })
-            .unwrap_or(0);
+        let product = on_file.get(&line.sku);
+        let reserved = product.map_or(0, |p| p.reserved_for(&cart.id));
         let title = &line.details.title;
         if reserved == 0 {
             carts

@@ -129,10 +129,12 @@ pub async fn submit(
         CartState::Ready(c) => c,
         // A second submit while the first is still charging ends at the first one's order.
         CartState::Busy(id) => {
-            return Ok(match wait_for_order(&state, &id).await? {
-                CheckoutOutcome::Placed(order) => placed(&session, &order),
-                _ => elsewhere(&session, CartState::Busy(id)),
-            })
+            return Ok(
+                match checkout::outcome_of_other_submit(&state.db, &id).await? {
+                    CheckoutOutcome::Placed(order) => placed(&session, &order),
+                    _ => elsewhere(&session, CartState::Busy(id)),
+                },
+            )
         }
         other => return Ok(elsewhere(&session, other)),
     };
@@ -190,22 +192,6 @@ pub async fn submit(
             Ok(see_other("/cart"))
         }
     }
-}
-
-/// A double submit whose first request is still charging: wait briefly for its order.
-async fn wait_for_order(state: &AppState, cart_id: &str) -> Result<CheckoutOutcome, AppError> {
-    for _ in 0..100 {
-        if let Some(order) = orders::by_cart(&state.db, cart_id).await? {
-            return Ok(CheckoutOutcome::Placed(Box::new(order)));
-        }
-        match cart::by_id(&state.db, cart_id).await?.map(|c| c.status) {
-            Some(CartStatus::Pending | CartStatus::Complete) => {
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-            }
-            _ => break,
-        }
-    }
-    Ok(CheckoutOutcome::InProgress)
 }
 
 fn form_again(
