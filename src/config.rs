@@ -26,6 +26,8 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("session", "key"),
     ("admin", "username"),
     ("admin", "password_hash"),
+    ("admin", "max_concurrent_verifications"),
+    ("admin", "failures_before_delay"),
     ("log", "level"),
     ("media", "max_upload_mb"),
     ("cart", "expire_after_secs"),
@@ -109,6 +111,10 @@ pub struct AdminSettings {
     pub username: String,
     /// Argon2 PHC string; `None` means "generate a password at start-up".
     pub password_hash: Option<String>,
+    /// Argon2 verifications allowed to run at once (each takes about 19 MiB).
+    pub max_concurrent_verifications: usize,
+    /// Wrong passwords from one client address before it must wait between attempts.
+    pub failures_before_delay: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -549,6 +555,9 @@ impl Layers {
         Ok(AdminSettings {
             username,
             password_hash,
+            max_concurrent_verifications: self.integer("admin.max_concurrent_verifications", 1, 64)?
+                as usize,
+            failures_before_delay: self.integer("admin.failures_before_delay", 1, 100_000)? as u32,
         })
     }
 

@@ -113,6 +113,8 @@ pub struct Application {
     test_gateway: Option<Arc<TestGateway>>,
     /// Cart expiry and cleanup, stopped with the server.
     jobs: Option<tokio::task::JoinHandle<()>>,
+    /// Who may enter `/admin` (its counters show how many password checks ran).
+    credentials: web::Data<AdminCredentials>,
 }
 
 /// What [`Application::assemble`] builds besides the database.
@@ -121,6 +123,7 @@ struct Assembled {
     server: Server,
     generated_admin_password: Option<String>,
     test_gateway: Option<Arc<TestGateway>>,
+    credentials: web::Data<AdminCredentials>,
 }
 
 impl Application {
@@ -151,6 +154,7 @@ impl Application {
                 database,
                 generated_admin_password: built.generated_admin_password,
                 test_gateway: built.test_gateway,
+                credentials: built.credentials,
             }),
             Err(e) => Err((e, database)),
         }
@@ -202,9 +206,10 @@ impl Application {
             gateway,
             cart: settings.cart.clone(),
         });
+        let credentials = web::Data::new(credentials);
         let server = http_server(
             state,
-            web::Data::new(credentials),
+            credentials.clone(),
             key,
             settings.server.tls,
             settings.server.workers,
@@ -215,6 +220,7 @@ impl Application {
             server,
             generated_admin_password: generated,
             test_gateway,
+            credentials,
         })
     }
 
@@ -235,6 +241,11 @@ impl Application {
     /// The built-in test gateway, when configured (tests count its charges).
     pub fn test_gateway(&self) -> Option<Arc<TestGateway>> {
         self.test_gateway.clone()
+    }
+
+    /// The admin credentials and their password-check counters.
+    pub fn admin_credentials(&self) -> web::Data<AdminCredentials> {
+        self.credentials.clone()
     }
 
     /// The database handle (tests check stock invariants through it).

@@ -45,6 +45,12 @@ pub struct OrderPage {
 }
 
 impl OrderPage {
+    /// The link to write to the customer; `None` for an address that is not strictly valid
+    /// (then the page shows it as plain text).
+    pub fn mailto(&self) -> Option<String> {
+        crate::web::email::mailto_href(&self.order.email)
+    }
+
     /// Only a paid order can still be shipped or cancelled.
     pub fn is_paid(&self) -> bool {
         self.order.status == OrderStatus::Paid

@@ -586,7 +586,13 @@ pub async fn index(
 ) -> Result<HttpResponse, AppError> {
     let search: String = params
         .get("q")
-        .map(|q| q.trim().chars().take(100).collect())
+        .map(|q| {
+            crate::catalog::listing::without_control_chars(q)
+                .trim()
+                .chars()
+                .take(100)
+                .collect()
+        })
         .unwrap_or_default();
     let filter = if search.is_empty() {
         doc! {}
@@ -794,7 +800,8 @@ pub async fn adjust_stock(
     let location = format!("/admin/products/{}/edit", id.to_hex());
     let session = req.get_session();
     match form.delta.trim().trim_start_matches('+').parse::<i64>() {
-        Ok(delta) if delta != 0 && delta.abs() <= 1_000_000 => {
+        // A range test rather than `abs()`, which overflows for i64::MIN.
+        Ok(delta) if delta != 0 && (-1_000_000..=1_000_000).contains(&delta) => {
             if products::adjust_stock(&state.db, id, delta).await? {
                 flash::push(
                     &session,

@@ -92,9 +92,15 @@ pub struct ListingQuery {
 fn non_empty(params: &HashMap<String, String>, key: &str) -> Option<String> {
     params
         .get(key)
-        .map(|v| v.trim())
+        .map(|v| without_control_chars(v))
+        .map(|v| v.trim().to_string())
         .filter(|v| !v.is_empty())
-        .map(str::to_string)
+}
+
+/// Text typed by a visitor without control characters: nobody searches for them, and NUL cannot
+/// be stored in a BSON regular expression or key at all.
+pub fn without_control_chars(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control()).collect()
 }
 
 /// "12", "12.5" or "12.50" dollars → cents; anything else is ignored.
@@ -281,7 +287,11 @@ pub fn escape_regex(input: &str) -> String {
 /// Title search: an anchored, case-folded prefix of `search_title`, so the index serves it.
 pub fn title_prefix(search: &str) -> Bson {
     Bson::RegularExpression(bson::Regex {
-        pattern: format!("^{}", escape_regex(&products::search_key(search))),
+        // A BSON regex is a C string: NUL (or any control character) never reaches it.
+        pattern: format!(
+            "^{}",
+            escape_regex(&products::search_key(&without_control_chars(search)))
+        ),
         options: String::new(),
     })
 }

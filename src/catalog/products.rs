@@ -507,7 +507,11 @@ pub async fn update(db: &Db, id: ObjectId, edit: NewProduct) -> Result<(), Catal
 /// zero, so a removal larger than what is available is refused.
 pub async fn adjust_stock(db: &Db, id: ObjectId, delta: i64) -> Result<bool, DbError> {
     let filter = if delta < 0 {
-        doc! { "_id": id, "qty": { "$gte": -delta } }
+        // i64::MIN has no positive counterpart: no stock could cover it.
+        let Some(needed) = delta.checked_neg() else {
+            return Ok(false);
+        };
+        doc! { "_id": id, "qty": { "$gte": needed } }
     } else {
         doc! { "_id": id }
     };

@@ -146,16 +146,7 @@ impl CheckoutForm {
 }
 
 fn is_plausible_email(email: &str) -> bool {
-    let Some((local, domain)) = email.split_once('@') else {
-        return false;
-    };
-    !local.is_empty()
-        && email.len() <= 254
-        && domain.contains('.')
-        && !domain.starts_with('.')
-        && !domain.ends_with('.')
-        && !domain.contains('@')
-        && !email.chars().any(|c| c.is_whitespace() || c.is_control())
+    crate::web::email::is_valid(email)
 }
 
 /// The Luhn checksum every card number carries.

@@ -1,7 +1,17 @@
 //! HTTP Basic authentication for `/admin`: the configured user name and argon2 password hash,
 //! or a random password generated at start-up when no hash is configured.
+//!
+//! Argon2 is memory-hard on purpose (about 19 MiB per verification), so anyone able to send a
+//! wrong password could otherwise make the server allocate without bound. Two limits stop that:
+//! at most `admin.max_concurrent_verifications` hashes run at once (others wait briefly, then
+//! get 429), and a client address whose passwords keep failing is refused without hashing for a
+//! delay that doubles with every further failure.
 
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -21,6 +31,123 @@ use crate::web::errors::error_page;
 
 pub const REALM_HEADER: &str = "Basic realm=\"Bazaar admin\", charset=\"UTF-8\"";
 const GENERATED_PASSWORD_LENGTH: usize = 24;
+/// How long a request waits for a free verification slot before it is answered 429.
+const VERIFICATION_WAIT: Duration = Duration::from_secs(3);
+/// The longest a failing client address is made to wait between attempts.
+const MAX_DELAY: Duration = Duration::from_secs(300);
+/// A client address without failures for this long starts afresh.
+const FORGET_FAILURES_AFTER: Duration = Duration::from_secs(15 * 60);
+/// Client addresses whose failures are remembered at once (the table must not grow without
+/// bound under a flood from many addresses either).
+const MAX_TRACKED_CLIENTS: usize = 10_000;
+
+/// The outcome of checking a request's credentials.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Granted,
+    Denied,
+    /// Not checked: the client failed too often recently, or every verification slot stayed
+    /// busy. Try again after this many seconds.
+    Throttled { retry_after_secs: u64 },
+}
+
+/// Counters of password verifications (argon2 runs), for monitoring and tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VerificationStats {
+    /// Argon2 verifications started.
+    pub runs: u64,
+    /// The most that ever ran at the same time.
+    pub peak_concurrent: usize,
+    /// Requests refused without a verification (rate limit or no free slot).
+    pub throttled: u64,
+}
+
+/// Failed attempts from one client address.
+#[derive(Debug, Clone, Copy)]
+struct Failures {
+    count: u32,
+    last: Instant,
+    blocked_until: Option<Instant>,
+}
+
+/// The verification slots and per-address failure record.
+struct Limits {
+    slots: tokio::sync::Semaphore,
+    failures_before_delay: u32,
+    failures: Mutex<HashMap<IpAddr, Failures>>,
+    running: AtomicUsize,
+    peak: AtomicUsize,
+    runs: AtomicU64,
+    throttled: AtomicU64,
+}
+
+impl Limits {
+    fn new(admin: &AdminSettings) -> Limits {
+        Limits {
+            slots: tokio::sync::Semaphore::new(admin.max_concurrent_verifications.max(1)),
+            failures_before_delay: admin.failures_before_delay.max(1),
+            failures: Mutex::new(HashMap::new()),
+            running: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            runs: AtomicU64::new(0),
+            throttled: AtomicU64::new(0),
+        }
+    }
+
+    /// Seconds left before `client` may try again, if it is being made to wait.
+    fn blocked_for(&self, client: Option<IpAddr>) -> Option<u64> {
+        let client = client?;
+        let now = Instant::now();
+        let failures = self.failures.lock().ok()?;
+        let until = failures.get(&client)?.blocked_until?;
+        (until > now).then(|| (until - now).as_secs().max(1))
+    }
+
+    fn record_failure(&self, client: Option<IpAddr>) {
+        let Some(client) = client else { return };
+        let Ok(mut failures) = self.failures.lock() else {
+            return;
+        };
+        let now = Instant::now();
+        if failures.len() >= MAX_TRACKED_CLIENTS && !failures.contains_key(&client) {
+            failures.retain(|_, f| now.duration_since(f.last) < FORGET_FAILURES_AFTER);
+            if failures.len() >= MAX_TRACKED_CLIENTS {
+                // Still full of recent failures: forget the stalest one.
+                if let Some(stalest) = failures.iter().min_by_key(|(_, f)| f.last).map(|(ip, _)| *ip)
+                {
+                    failures.remove(&stalest);
+                }
+            }
+        }
+        let entry = failures.entry(client).or_insert(Failures {
+            count: 0,
+            last: now,
+            blocked_until: None,
+        });
+        if now.duration_since(entry.last) >= FORGET_FAILURES_AFTER {
+            entry.count = 0;
+        }
+        entry.count = entry.count.saturating_add(1);
+        entry.last = now;
+        if entry.count >= self.failures_before_delay {
+            // 1 s at the threshold, doubling with every further failure, up to MAX_DELAY.
+            let doublings = (entry.count - self.failures_before_delay).min(16);
+            let delay = Duration::from_secs(1u64 << doublings).min(MAX_DELAY);
+            entry.blocked_until = Some(now + delay);
+        }
+    }
+
+    fn record_success(&self, client: Option<IpAddr>) {
+        if let (Some(client), Ok(mut failures)) = (client, self.failures.lock()) {
+            failures.remove(&client);
+        }
+    }
+
+    fn throttle(&self, retry_after_secs: u64) -> Verdict {
+        self.throttled.fetch_add(1, Ordering::Relaxed);
+        Verdict::Throttled { retry_after_secs }
+    }
+}
 
 /// Who may enter `/admin`.
 pub struct AdminCredentials {
@@ -33,6 +160,7 @@ pub struct AdminCredentials {
     /// in debug builds) and browsers resend credentials with every request, so a request with
     /// the same credentials skips it. Only successes are cached.
     verified: Mutex<Option<[u8; 32]>>,
+    limits: Limits,
 }
 
 enum Secret {
@@ -61,6 +189,7 @@ impl AdminCredentials {
             secret,
             pepper,
             verified: Mutex::new(None),
+            limits: Limits::new(admin),
         };
         (credentials, generated)
     }
@@ -69,12 +198,29 @@ impl AdminCredentials {
         &self.username
     }
 
-    /// Whether these are the admin's credentials. Comparisons are constant-time, and the
-    /// password is checked even when the user name is wrong so timing does not reveal which.
+    /// Whether these are the admin's credentials (no per-address record is kept).
     pub async fn verify(self: &Arc<Self>, username: &str, password: &str) -> bool {
+        self.check(None, username, password).await == Verdict::Granted
+    }
+
+    /// Check credentials sent from `client`. Comparisons are constant-time, and the password is
+    /// checked even when the user name is wrong so timing does not reveal which. Credentials
+    /// accepted before are recognised without argon2 even while the address is throttled, so
+    /// a signed-in admin keeps working during a flood of wrong guesses from the same network.
+    pub async fn check(
+        self: &Arc<Self>,
+        client: Option<IpAddr>,
+        username: &str,
+        password: &str,
+    ) -> Verdict {
         let username_ok: bool = username.as_bytes().ct_eq(self.username.as_bytes()).into();
         let password_ok = match &self.secret {
-            Secret::Generated(expected) => password.as_bytes().ct_eq(expected.as_bytes()).into(),
+            Secret::Generated(expected) => {
+                if let Some(wait) = self.limits.blocked_for(client) {
+                    return self.limits.throttle(wait);
+                }
+                password.as_bytes().ct_eq(expected.as_bytes()).into()
+            }
             Secret::Hash(phc) => {
                 let digest = self.digest(username, password);
                 let cached = self
@@ -83,15 +229,19 @@ impl AdminCredentials {
                     .ok()
                     .and_then(|guard| *guard)
                     .is_some_and(|known| bool::from(known.ct_eq(&digest)));
-                if cached {
-                    true
-                } else {
-                    let phc = phc.clone();
-                    let password = password.to_string();
-                    // Off the async workers: argon2 takes tens of milliseconds at least.
-                    let ok = web::block(move || verify_password(&password, &phc))
-                        .await
-                        .unwrap_or(false);
+                if cached && username_ok {
+                    // Not a new sign-in: the address's failure record stays as it is, so a
+                    // signed-in admin's requests do not reset the count of someone guessing
+                    // from the same network.
+                    return Verdict::Granted;
+                }
+                {
+                    if let Some(wait) = self.limits.blocked_for(client) {
+                        return self.limits.throttle(wait);
+                    }
+                    let Some(ok) = self.run_argon2(phc, password).await else {
+                        return self.limits.throttle(VERIFICATION_WAIT.as_secs());
+                    };
                     if ok && username_ok {
                         if let Ok(mut guard) = self.verified.lock() {
                             *guard = Some(digest);
@@ -101,7 +251,43 @@ impl AdminCredentials {
                 }
             }
         };
-        username_ok && password_ok
+        if username_ok && password_ok {
+            self.limits.record_success(client);
+            Verdict::Granted
+        } else {
+            self.limits.record_failure(client);
+            Verdict::Denied
+        }
+    }
+
+    /// One argon2 verification in a free slot, on the blocking pool; `None` when no slot came
+    /// free within [`VERIFICATION_WAIT`].
+    async fn run_argon2(&self, phc: &str, password: &str) -> Option<bool> {
+        let limits = &self.limits;
+        let _permit = tokio::time::timeout(VERIFICATION_WAIT, limits.slots.acquire())
+            .await
+            .ok()?
+            .ok()?;
+        limits.runs.fetch_add(1, Ordering::Relaxed);
+        let running = limits.running.fetch_add(1, Ordering::SeqCst) + 1;
+        limits.peak.fetch_max(running, Ordering::SeqCst);
+        let phc = phc.to_string();
+        let password = password.to_string();
+        // Off the async workers: argon2 takes tens of milliseconds at least.
+        let ok = web::block(move || verify_password(&password, &phc))
+            .await
+            .unwrap_or(false);
+        limits.running.fetch_sub(1, Ordering::SeqCst);
+        Some(ok)
+    }
+
+    /// How many verifications ran, at most how many at once, and how many were refused.
+    pub fn stats(&self) -> VerificationStats {
+        VerificationStats {
+            runs: self.limits.runs.load(Ordering::Relaxed),
+            peak_concurrent: self.limits.peak.load(Ordering::SeqCst),
+            throttled: self.limits.throttled.load(Ordering::Relaxed),
+        }
     }
 
     fn digest(&self, username: &str, password: &str) -> [u8; 32] {
@@ -170,8 +356,15 @@ pub async fn carries_admin_credentials(req: &actix_web::HttpRequest) -> bool {
     let Some(credentials) = req.app_data::<web::Data<AdminCredentials>>().cloned() else {
         return false;
     };
+    let client = req.peer_addr().map(|a| a.ip());
     match credentials_in(req.headers()) {
-        Some((user, password)) => credentials.into_inner().verify(&user, &password).await,
+        Some((user, password)) => {
+            credentials
+                .into_inner()
+                .check(client, &user, &password)
+                .await
+                == Verdict::Granted
+        }
         None => false,
     }
 }
@@ -208,11 +401,28 @@ pub async fn require_admin(
         tracing::error!("admin credentials are not configured in the app; refusing /admin");
         return Ok(req.into_response(error_page(StatusCode::INTERNAL_SERVER_ERROR, None)));
     };
-    let authorized = match basic_credentials(&req) {
-        Some((user, password)) => credentials.into_inner().verify(&user, &password).await,
-        None => false,
+    let client = req.peer_addr().map(|a| a.ip());
+    let verdict = match basic_credentials(&req) {
+        Some((user, password)) => {
+            credentials
+                .into_inner()
+                .check(client, &user, &password)
+                .await
+        }
+        None => Verdict::Denied,
     };
-    if !authorized {
+    if let Verdict::Throttled { retry_after_secs } = verdict {
+        let mut page = error_page(
+            StatusCode::TOO_MANY_REQUESTS,
+            Some("Too many sign-in attempts. Wait a little and try again."),
+        );
+        page.headers_mut().insert(
+            header::RETRY_AFTER,
+            header::HeaderValue::from(retry_after_secs),
+        );
+        return Ok(req.into_response(page));
+    }
+    if verdict != Verdict::Granted {
         let mut page = error_page(StatusCode::UNAUTHORIZED, None);
         page.headers_mut().insert(
             header::WWW_AUTHENTICATE,

@@ -108,6 +108,14 @@ fn wording(status: StatusCode) -> (&'static str, &'static str) {
             "Someone else changed this while you were working on it.",
         ),
         413 => ("Too large", "What you sent is larger than this site accepts."),
+        408 => (
+            "Request timed out",
+            "The request took too long to arrive. Check your connection and try again.",
+        ),
+        429 => (
+            "Too many requests",
+            "Too many requests came from your network. Wait a little and try again.",
+        ),
         503 => (
             "Temporarily unavailable",
             "The site cannot reach its database right now. Please try again in a moment.",
