@@ -24,6 +24,7 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("database", "name"),
     ("database", "timeout_ms"),
     ("session", "key"),
+    ("session", "max_age_secs"),
     ("admin", "username"),
     ("admin", "password_hash"),
     ("admin", "max_concurrent_verifications"),
@@ -91,6 +92,8 @@ impl fmt::Debug for DatabaseUri {
 #[derive(Clone)]
 pub struct SessionSettings {
     pub key: Option<String>,
+    /// A session older than this is emptied (cart link, orders, CSRF token) and starts over.
+    pub max_age: std::time::Duration,
 }
 
 impl fmt::Debug for SessionSettings {
@@ -102,6 +105,7 @@ impl fmt::Debug for SessionSettings {
         };
         f.debug_struct("SessionSettings")
             .field("key", &key)
+            .field("max_age", &self.max_age)
             .finish()
     }
 }
@@ -535,7 +539,11 @@ impl Layers {
                 ));
             }
         }
-        Ok(SessionSettings { key })
+        let max_age = self.integer("session.max_age_secs", 60, 365 * 24 * 3600)? as u64;
+        Ok(SessionSettings {
+            key,
+            max_age: std::time::Duration::from_secs(max_age),
+        })
     }
 
     fn admin(&self) -> Result<AdminSettings, ConfigError> {

@@ -16,7 +16,7 @@ use crate::config::{redact_uri, CartSettings, DatabaseUri, PaymentSettings, Sett
 use crate::db::{indexes, Db, Store};
 use crate::web::basic_auth::{self, AdminCredentials};
 use crate::web::errors::{bad_request_page, render_bare_errors};
-use crate::web::security_headers::add_security_headers;
+use crate::web::security_headers::{add_security_headers, TransportPolicy};
 use crate::web::{assets, csrf, read, session};
 use crate::{admin, cart, catalog, checkout, health, home, media, seed, telemetry};
 
@@ -211,8 +211,7 @@ impl Application {
             state,
             credentials.clone(),
             key,
-            settings.server.tls,
-            settings.server.workers,
+            settings,
             listener,
         )?;
         Ok(Assembled {
@@ -306,14 +305,20 @@ fn http_server(
     state: web::Data<AppState>,
     credentials: web::Data<AdminCredentials>,
     key: Key,
-    tls: bool,
-    workers: usize,
+    settings: &Settings,
     listener: TcpListener,
 ) -> anyhow::Result<Server> {
+    let (tls, workers) = (settings.server.tls, settings.server.workers);
+    let transport = web::Data::new(TransportPolicy { tls });
+    let session_policy = web::Data::new(session::SessionPolicy {
+        max_age: settings.session.max_age,
+    });
     let mut server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
             .app_data(credentials.clone())
+            .app_data(transport.clone())
+            .app_data(session_policy.clone())
             .app_data(
                 web::FormConfig::default()
                     .limit(csrf::MAX_FORM_BYTES)
@@ -326,6 +331,7 @@ fn http_server(
             // Listed innermost first: a request passes them bottom to top.
             .wrap(from_fn(csrf::verify))
             .wrap(from_fn(basic_auth::guard_admin_area))
+            .wrap(from_fn(session::enforce_max_age))
             .wrap(session::middleware(key.clone(), tls))
             .wrap(ErrorHandlers::new().default_handler(render_bare_errors))
             .wrap(from_fn(add_security_headers))

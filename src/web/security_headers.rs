@@ -46,14 +46,33 @@ impl ResponseError for MiddlewareFailure {
     }
 }
 
+/// Sent when the site is served over HTTPS: browsers then refuse plain HTTP to it for a year,
+/// so a network attacker cannot strip TLS from a later visit.
+pub const STRICT_TRANSPORT_SECURITY: &str = "max-age=31536000";
+
+/// App data: whether the site is served over HTTPS (`server.tls`), which adds HSTS.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TransportPolicy {
+    pub tls: bool,
+}
+
 /// Outermost middleware (inside request logging): adds the headers to every response.
 pub async fn add_security_headers(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let tls = req
+        .app_data::<actix_web::web::Data<TransportPolicy>>()
+        .is_some_and(|p| p.tls);
     match next.call(req).await {
         Ok(mut res) => {
             insert_headers(res.headers_mut());
+            if tls {
+                res.headers_mut().insert(
+                    header::STRICT_TRANSPORT_SECURITY,
+                    HeaderValue::from_static(STRICT_TRANSPORT_SECURITY),
+                );
+            }
             Ok(res)
         }
         Err(e) => {

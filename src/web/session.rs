@@ -93,6 +93,59 @@ pub fn middleware(key: Key, secure: bool) -> SessionMiddleware<CookieSessionStor
         .build()
 }
 
+/// Session key holding when the session started (seconds since the Unix epoch).
+const STARTED_KEY: &str = "started";
+
+/// App data: how long a session may live (`session.max_age_secs`). The cookie is signed and
+/// encrypted but otherwise self-contained, so without this a copied cookie would work forever.
+#[derive(Debug, Clone, Copy)]
+pub struct SessionPolicy {
+    pub max_age: std::time::Duration,
+}
+
+fn now_secs() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+}
+
+/// Middleware inside the session middleware: a session older than the maximum age is emptied
+/// before the request is handled, so its cart link, remembered orders and CSRF token all go
+/// (the next form gets a fresh token). A session that holds anything is stamped with its start.
+pub async fn enforce_max_age(
+    req: actix_web::dev::ServiceRequest,
+    next: actix_web::middleware::Next<impl actix_web::body::MessageBody + 'static>,
+) -> Result<actix_web::dev::ServiceResponse<actix_web::body::BoxBody>, actix_web::Error> {
+    use actix_session::SessionExt;
+    let Some(policy) = req
+        .app_data::<actix_web::web::Data<SessionPolicy>>()
+        .map(|p| *p.get_ref())
+    else {
+        return next
+            .call(req)
+            .await
+            .map(actix_web::dev::ServiceResponse::map_into_boxed_body);
+    };
+    let session = req.get_session();
+    let max_age = i64::try_from(policy.max_age.as_secs()).unwrap_or(i64::MAX);
+    match session.get::<i64>(STARTED_KEY) {
+        Ok(Some(started)) if now_secs().saturating_sub(started) <= max_age => {}
+        Ok(None) if session.entries().is_empty() => {}
+        // Too old, never stamped (written before stamping existed) or unreadable: start over.
+        _ => {
+            session.clear();
+            session.renew();
+        }
+    }
+    let res = next.call(req).await?;
+    if !session.entries().is_empty() && !session.contains_key(STARTED_KEY) {
+        if let Err(e) = session.insert(STARTED_KEY, now_secs()) {
+            tracing::warn!(error = %e, "could not stamp the session's start");
+        }
+    }
+    Ok(res.map_into_boxed_body())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
