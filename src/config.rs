@@ -34,6 +34,10 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("cart", "expire_after_secs"),
     ("cart", "cleanup_after_secs"),
     ("cart", "jobs_every_secs"),
+    ("cart", "max_units"),
+    ("cart", "max_line_share_pct"),
+    ("cart", "new_carts_per_hour"),
+    ("cart", "retention_secs"),
     ("payment", "gateway"),
 ];
 
@@ -142,6 +146,23 @@ pub struct CartSettings {
     pub cleanup_after: std::time::Duration,
     /// How often the expiry and cleanup jobs run; zero turns them off (admin can still run them).
     pub jobs_every: std::time::Duration,
+    /// Units one cart may hold in all.
+    pub max_units: i64,
+    /// Percentage of a product's units on hand one cart line may hold (at least 10 units).
+    pub max_line_share_pct: i64,
+    /// New carts one client address may start per hour.
+    pub new_carts_per_hour: u32,
+    /// How long an expired cart is kept (for the admin's view) before the jobs delete it.
+    pub retention: std::time::Duration,
+}
+
+impl CartSettings {
+    pub fn limits(&self) -> crate::cart::CartLimits {
+        crate::cart::CartLimits {
+            max_units: self.max_units,
+            max_line_share_pct: self.max_line_share_pct,
+        }
+    }
 }
 
 /// Which payment gateway charges cards.
@@ -433,6 +454,12 @@ impl Layers {
             expire_after: Duration::from_secs(expire as u64),
             cleanup_after: Duration::from_secs(cleanup as u64),
             jobs_every: Duration::from_secs(self.integer("cart.jobs_every_secs", 0, 86_400)? as u64),
+            max_units: self.integer("cart.max_units", 1, 100_000)?,
+            max_line_share_pct: self.integer("cart.max_line_share_pct", 1, 100)?,
+            new_carts_per_hour: self.integer("cart.new_carts_per_hour", 1, 1_000_000)? as u32,
+            retention: Duration::from_secs(
+                self.integer("cart.retention_secs", 60, 365 * 24 * 3600)? as u64,
+            ),
         })
     }
 

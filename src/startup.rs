@@ -34,6 +34,8 @@ pub struct AppState {
     pub gateway: Arc<dyn PaymentGateway>,
     /// Cart expiry and cleanup timeouts (admin can run the jobs by hand).
     pub cart: CartSettings,
+    /// New carts per client address (`cart.new_carts_per_hour`).
+    pub new_carts: crate::web::rate_limit::RateLimiter,
 }
 
 /// The database connection, and the embedded server when Bazaar started one.
@@ -205,6 +207,10 @@ impl Application {
             max_upload_bytes: settings.media.max_upload_bytes,
             gateway,
             cart: settings.cart.clone(),
+            new_carts: crate::web::rate_limit::RateLimiter::new(
+                settings.cart.new_carts_per_hour,
+                Duration::from_secs(3600),
+            ),
         });
         let credentials = web::Data::new(credentials);
         let server = http_server(

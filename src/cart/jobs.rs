@@ -87,6 +87,25 @@ pub async fn expire_idle_carts(db: &Db, idle_for: Duration) -> Result<ExpiryRepo
     Ok(report)
 }
 
+/// The filter of [`delete_expired_carts`], for `explain` in tests: expired carts last changed
+/// (that is, expired) before `before`.
+pub fn expired_before_query(before: DateTime) -> Document {
+    doc! { "status": "expired", "last_modified": { "$lt": before } }
+}
+
+/// Delete carts that expired longer than `retention` ago. Their stock went back on sale when
+/// they expired, so nothing refers to them any more; without this every abandoned visit would
+/// leave a document behind for good. Returns how many were deleted.
+pub async fn delete_expired_carts(db: &Db, retention: Duration) -> Result<u64, CartError> {
+    let deleted = cart::collection(db)
+        .delete_many(expired_before_query(cutoff(retention)))
+        .await?;
+    if deleted.deleted_count > 0 {
+        tracing::info!(carts = deleted.deleted_count, "deleted long-expired carts");
+    }
+    Ok(deleted.deleted_count)
+}
+
 #[derive(Deserialize)]
 struct Reservations {
     sku: String,
@@ -177,6 +196,9 @@ pub fn spawn(db: Db, settings: CartSettings) -> Option<tokio::task::JoinHandle<(
             }
             if let Err(e) = clean_up_reservations(&db, settings.cleanup_after).await {
                 tracing::warn!(error = %e, "reservation cleanup failed; retrying on the next run");
+            }
+            if let Err(e) = delete_expired_carts(&db, settings.retention).await {
+                tracing::warn!(error = %e, "deleting old carts failed; retrying on the next run");
             }
             // A checkout takes seconds; one pending this long was interrupted by a crash.
             let stuck_after = settings.cleanup_after.max(STUCK_CHECKOUT);

@@ -19,6 +19,40 @@ pub const COLLECTION: &str = "carts";
 /// The most units of one product a cart line may hold.
 pub const MAX_LINE_QTY: i64 = 99;
 
+/// A cart line may always hold this many units (when in stock), whatever the share below.
+pub const LINE_FLOOR: i64 = 10;
+
+/// How much of the shop one cart may hold, so one visitor cannot take a product off sale for
+/// everyone else for the life of a cart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CartLimits {
+    /// Units in one cart, all lines together (`cart.max_units`).
+    pub max_units: i64,
+    /// Percentage of a product's units on hand (on sale plus reserved) one line may hold
+    /// (`cart.max_line_share_pct`), never less than [`LINE_FLOOR`] nor more than
+    /// [`MAX_LINE_QTY`].
+    pub max_line_share_pct: i64,
+}
+
+impl CartLimits {
+    /// Only the fixed per-line maximum applies.
+    pub const NONE: CartLimits = CartLimits {
+        max_units: i64::MAX,
+        max_line_share_pct: 100,
+    };
+
+    /// The most units of `product` one cart line may hold.
+    pub fn line_cap(&self, product: &Product) -> i64 {
+        let reserved: i64 = product.carted.iter().map(|c| c.qty.max(0)).sum();
+        let on_hand = product.qty.max(0).saturating_add(reserved);
+        let share = on_hand
+            .saturating_mul(self.max_line_share_pct.clamp(1, 100))
+            .saturating_add(99)
+            / 100;
+        share.max(LINE_FLOOR).min(MAX_LINE_QTY)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CartStatus {
@@ -177,6 +211,15 @@ pub enum CartError {
     TooMany,
     #[error("that product does not exist")]
     UnknownSku,
+    /// The line would hold more than its share of the product's stock.
+    #[error("you can have at most {max} of {title} in your cart")]
+    LineLimit { title: String, max: i64 },
+    /// This client address started too many carts lately.
+    #[error("too many carts were started from your network lately; please try again later")]
+    TooManyCarts,
+    /// The cart would hold more units than one cart may.
+    #[error("a cart holds at most {max} items in all")]
+    CartFull { max: i64 },
     #[error("that item is not in your cart")]
     NotInCart,
     /// The cart is pending, complete or expired (or gone); the shopper needs a new one.

@@ -189,18 +189,44 @@ fn parse_qty(text: &str) -> Result<i64, CartError> {
         .map_err(|_| CartError::BadQuantity)
 }
 
-/// The active cart to add to, starting a new one when the visitor has none (or theirs is done).
-async fn cart_for_adding(db: &Db, session: &Session) -> Result<String, AppError> {
+/// The visitor's active cart, if they have one (a finished one is noted and forgotten). A new
+/// cart is only started by [`add_to_new_cart`], once there is a line to put in it.
+async fn active_cart_for_adding(db: &Db, session: &Session) -> Result<Option<String>, AppError> {
     if let Some(id) = cart::session_cart_id(session) {
         match cart::by_id(db, &id).await? {
-            Some(c) if c.status == CartStatus::Active => return Ok(c.id),
+            Some(c) if c.status == CartStatus::Active => return Ok(Some(c.id)),
             Some(c) if c.status.has_expired() => flash::push(session, Level::Info, EXPIRED_NOTICE),
             _ => {}
         }
     }
+    Ok(None)
+}
+
+/// Start a cart holding `qty` of `sku`: refused when this address started too many carts
+/// lately, and deleted again if the line cannot be added, so a request that adds nothing leaves
+/// no cart behind. Returns the cart's id with the outcome.
+async fn add_to_new_cart(
+    req: &HttpRequest,
+    state: &AppState,
+    session: &Session,
+    sku: &str,
+    qty: i64,
+) -> Result<(Option<String>, Result<String, CartError>), AppError> {
+    let db = &state.db;
+    if !state.new_carts.allow(req.peer_addr().map(|a| a.ip())) {
+        return Ok((None, Err(CartError::TooManyCarts)));
+    }
     let fresh = cart::create(db).await?;
+    let outcome = reserve::add_item_within(db, &fresh.id, sku, qty, state.cart.limits()).await;
+    if outcome.is_err() {
+        db.collection::<bson::Document>(cart::COLLECTION)
+            .delete_one(doc! { "_id": &fresh.id, "status": "active", "items": { "$size": 0 } })
+            .await
+            .map_err(crate::db::DbError::from)?;
+        return Ok((None, outcome));
+    }
     cart::remember_in_session(session, &fresh);
-    Ok(fresh.id)
+    Ok((Some(fresh.id), outcome))
 }
 
 /// After a change: refresh the header count from the cart as stored.
@@ -240,6 +266,7 @@ fn capitalised(message: &str) -> String {
 
 /// `POST /cart/items`: add `qty` of `sku`.
 pub async fn add(
+    req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
     form: web::Form<AddForm>,
@@ -259,22 +286,33 @@ pub async fn add(
             return Ok(see_other(&back_to_product(db, &form.sku).await?));
         }
     };
-    let mut cart_id = cart_for_adding(db, &session).await?;
-    let mut outcome = reserve::add_item(db, &cart_id, &form.sku, qty).await;
+    // An unknown SKU starts nothing.
+    if products::by_sku(db, &form.sku).await?.is_none() {
+        flash::push(&session, Level::Error, "That product does not exist.");
+        return Ok(see_other("/cart"));
+    }
+    let limits = state.cart.limits();
+    let (mut cart_id, mut outcome) = match active_cart_for_adding(db, &session).await? {
+        Some(id) => {
+            let outcome = reserve::add_item_within(db, &id, &form.sku, qty, limits).await;
+            (Some(id), outcome)
+        }
+        None => add_to_new_cart(&req, &state, &session, &form.sku, qty).await?,
+    };
     if let Err(CartError::NotActive(status)) = &outcome {
         // The cart expired (or went to checkout elsewhere) just now: carry on in a new one.
         if status.is_some_and(|s| s.has_expired()) {
             flash::push(&session, Level::Info, EXPIRED_NOTICE);
         }
-        let fresh = cart::create(db).await?;
-        cart::remember_in_session(&session, &fresh);
-        cart_id = fresh.id;
-        outcome = reserve::add_item(db, &cart_id, &form.sku, qty).await;
+        cart::forget_in_session(&session);
+        (cart_id, outcome) = add_to_new_cart(&req, &state, &session, &form.sku, qty).await?;
     }
     match outcome {
         Ok(title) => {
             flash::push(&session, Level::Success, added_message(&title, qty));
-            refresh_count(db, &session, &cart_id).await?;
+            if let Some(id) = &cart_id {
+                refresh_count(db, &session, id).await?;
+            }
             Ok(see_other("/cart"))
         }
         Err(CartError::UnknownSku) => {
@@ -283,7 +321,9 @@ pub async fn add(
         }
         Err(e) => {
             report(&session, e)?;
-            refresh_count(db, &session, &cart_id).await?;
+            if let Some(id) = &cart_id {
+                refresh_count(db, &session, id).await?;
+            }
             Ok(see_other(&back_to_product(db, &form.sku).await?))
         }
     }
@@ -312,7 +352,7 @@ pub async fn change(
     form: web::Form<QuantityForm>,
 ) -> Result<HttpResponse, AppError> {
     let qty = parse_qty(&form.qty);
-    update_line(&session, &state.db, &sku, qty).await
+    update_line(&session, &state.db, &sku, qty, state.cart.limits()).await
 }
 
 /// `POST /cart/items/{sku}/remove`
@@ -321,7 +361,7 @@ pub async fn remove(
     state: web::Data<AppState>,
     sku: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    update_line(&session, &state.db, &sku, Ok(0)).await
+    update_line(&session, &state.db, &sku, Ok(0), state.cart.limits()).await
 }
 
 async fn update_line(
@@ -329,13 +369,14 @@ async fn update_line(
     db: &Db,
     sku: &str,
     qty: Result<i64, CartError>,
+    limits: cart::CartLimits,
 ) -> Result<HttpResponse, AppError> {
     let Some(cart_id) = cart::session_cart_id(session) else {
         flash::push(session, Level::Info, "Your cart is empty.");
         return Ok(see_other("/cart"));
     };
     let outcome = match qty {
-        Ok(q) => reserve::set_quantity(db, &cart_id, sku, q)
+        Ok(q) => reserve::set_quantity_within(db, &cart_id, sku, q, limits)
             .await
             .map(|()| q),
         Err(e) => Err(e),

@@ -4,7 +4,7 @@
 
 use bson::{doc, DateTime, Document};
 
-use crate::cart::{self, CartError, CartLine, CartStatus, MAX_LINE_QTY};
+use crate::cart::{self, CartError, CartLimits, CartLine, CartStatus, MAX_LINE_QTY};
 use crate::catalog::products;
 use crate::db::Db;
 
@@ -50,6 +50,18 @@ async fn active_cart(db: &Db, cart_id: &str) -> Result<cart::Cart, CartError> {
 /// Put `qty` units of `sku` in the cart: a new line, or more of a line already there. Returns
 /// the product's title for the confirmation.
 pub async fn add_item(db: &Db, cart_id: &str, sku: &str, qty: i64) -> Result<String, CartError> {
+    add_item_within(db, cart_id, sku, qty, CartLimits::NONE).await
+}
+
+/// [`add_item`] within `limits`, checked against the cart and product as read before the
+/// change.
+pub async fn add_item_within(
+    db: &Db,
+    cart_id: &str,
+    sku: &str,
+    qty: i64,
+    limits: CartLimits,
+) -> Result<String, CartError> {
     if !(1..=MAX_LINE_QTY).contains(&qty) {
         return Err(CartError::BadQuantity);
     }
@@ -58,6 +70,7 @@ pub async fn add_item(db: &Db, cart_id: &str, sku: &str, qty: i64) -> Result<Str
         .ok_or(CartError::UnknownSku)?;
     for _ in 0..MAX_ATTEMPTS {
         let cart = active_cart(db, cart_id).await?;
+        check_limits(&cart, &product, cart.line(sku).map_or(0, |l| l.qty) + qty, limits)?;
         let attempt = match cart.line(sku) {
             Some(line) => {
                 let wanted = line.qty + qty;
@@ -80,12 +93,28 @@ pub async fn add_item(db: &Db, cart_id: &str, sku: &str, qty: i64) -> Result<Str
 /// Set a line's quantity (0 removes it). The current quantity is read from the cart, never
 /// taken from the form, so a stale page cannot reserve the wrong amount.
 pub async fn set_quantity(db: &Db, cart_id: &str, sku: &str, qty: i64) -> Result<(), CartError> {
+    set_quantity_within(db, cart_id, sku, qty, CartLimits::NONE).await
+}
+
+/// [`set_quantity`] within `limits` (only a larger quantity is checked against them).
+pub async fn set_quantity_within(
+    db: &Db,
+    cart_id: &str,
+    sku: &str,
+    qty: i64,
+    limits: CartLimits,
+) -> Result<(), CartError> {
     if !(0..=MAX_LINE_QTY).contains(&qty) {
         return Err(CartError::BadQuantity);
     }
     for _ in 0..MAX_ATTEMPTS {
         let cart = active_cart(db, cart_id).await?;
         let line = cart.line(sku).ok_or(CartError::NotInCart)?;
+        if qty > line.qty && limits != CartLimits::NONE {
+            if let Some(product) = products::by_sku(db, sku).await? {
+                check_limits(&cart, &product, qty, limits)?;
+            }
+        }
         let attempt = if qty == 0 {
             remove_line(db, cart_id, line).await
         } else {
@@ -98,6 +127,33 @@ pub async fn set_quantity(db: &Db, cart_id: &str, sku: &str, qty: i64) -> Result
         }
     }
     Err(CartError::Contention)
+}
+
+/// Whether `cart` may hold `wanted` units of `product` in its line: within the line's share of
+/// the product's stock and the cart's unit limit.
+fn check_limits(
+    cart: &cart::Cart,
+    product: &products::Product,
+    wanted: i64,
+    limits: CartLimits,
+) -> Result<(), CartError> {
+    let current = cart.line(&product.sku).map_or(0, |l| l.qty);
+    if wanted > current {
+        let cap = limits.line_cap(product);
+        if wanted > cap {
+            return Err(CartError::LineLimit {
+                title: product.title.clone(),
+                max: cap,
+            });
+        }
+        let total = cart.item_count().saturating_add(wanted - current);
+        if total > limits.max_units {
+            return Err(CartError::CartFull {
+                max: limits.max_units,
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Take a line out of the cart and put its stock back on sale.

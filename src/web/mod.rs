@@ -8,6 +8,7 @@ pub mod email;
 pub mod errors;
 pub mod flash;
 pub mod layout;
+pub mod rate_limit;
 pub mod security_headers;
 pub mod session;
 
