@@ -19,6 +19,8 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("server", "public_url"),
     ("server", "tls"),
     ("server", "workers"),
+    ("server", "body_timeout_secs"),
+    ("server", "max_concurrent_bodies"),
     ("database", "uri"),
     ("database", "path"),
     ("database", "name"),
@@ -61,6 +63,10 @@ pub struct ServerSettings {
     pub tls: bool,
     /// 0 = one worker per CPU core.
     pub workers: usize,
+    /// A request body must arrive within this, plus a second per 16 KiB received.
+    pub body_timeout: std::time::Duration,
+    /// Request bodies that may be arriving at the same time.
+    pub max_concurrent_bodies: usize,
 }
 
 #[derive(Debug, Clone)]
@@ -501,6 +507,11 @@ impl Layers {
             public_url,
             tls: self.boolean("server.tls")?,
             workers: self.integer("server.workers", 0, 256)? as usize,
+            body_timeout: std::time::Duration::from_secs(
+                self.integer("server.body_timeout_secs", 1, 3600)? as u64,
+            ),
+            max_concurrent_bodies: self.integer("server.max_concurrent_bodies", 1, 1_000_000)?
+                as usize,
         })
     }
 

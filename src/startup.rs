@@ -15,6 +15,7 @@ use crate::checkout::payment::{PaymentGateway, TestGateway};
 use crate::config::{redact_uri, CartSettings, DatabaseUri, PaymentSettings, Settings};
 use crate::db::{indexes, Db, Store};
 use crate::web::basic_auth::{self, AdminCredentials};
+use crate::web::body_timeout::{limit_body_time, BodyPolicy};
 use crate::web::errors::{bad_request_page, render_bare_errors};
 use crate::web::security_headers::{add_security_headers, TransportPolicy};
 use crate::web::{assets, csrf, read, session};
@@ -319,12 +320,17 @@ fn http_server(
     let session_policy = web::Data::new(session::SessionPolicy {
         max_age: settings.session.max_age,
     });
+    let body_policy = web::Data::new(BodyPolicy::new(
+        settings.server.body_timeout,
+        settings.server.max_concurrent_bodies,
+    ));
     let mut server = HttpServer::new(move || {
         App::new()
             .app_data(state.clone())
             .app_data(credentials.clone())
             .app_data(transport.clone())
             .app_data(session_policy.clone())
+            .app_data(body_policy.clone())
             .app_data(
                 web::FormConfig::default()
                     .limit(csrf::MAX_FORM_BYTES)
@@ -336,6 +342,7 @@ fn http_server(
             .default_service(web::to(home::not_found))
             // Listed innermost first: a request passes them bottom to top.
             .wrap(from_fn(csrf::verify))
+            .wrap(from_fn(limit_body_time))
             .wrap(from_fn(basic_auth::guard_admin_area))
             .wrap(from_fn(session::enforce_max_age))
             .wrap(session::middleware(key.clone(), tls))
