@@ -33,6 +33,7 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("admin", "failures_before_delay"),
     ("log", "level"),
     ("media", "max_upload_mb"),
+    ("media", "max_image_megapixels"),
     ("cart", "expire_after_secs"),
     ("cart", "cleanup_after_secs"),
     ("cart", "jobs_every_secs"),
@@ -140,6 +141,8 @@ pub struct LogSettings {
 pub struct MediaSettings {
     /// Largest photo upload accepted, in bytes.
     pub max_upload_bytes: usize,
+    /// Largest image accepted, in pixels (width × height, read before decoding).
+    pub max_image_pixels: u64,
 }
 
 /// How long reservations live (SPEC §2: expiry, then cleanup of what expiry missed).
@@ -435,6 +438,8 @@ impl Layers {
                 max_upload_bytes: self.integer("media.max_upload_mb", 1, 1024)? as usize
                     * 1024
                     * 1024,
+                max_image_pixels: self.integer("media.max_image_megapixels", 1, 1_000)? as u64
+                    * 1_000_000,
             },
             cart: self.cart()?,
             payment: self.payment()?,
@@ -463,9 +468,11 @@ impl Layers {
             max_units: self.integer("cart.max_units", 1, 100_000)?,
             max_line_share_pct: self.integer("cart.max_line_share_pct", 1, 100)?,
             new_carts_per_hour: self.integer("cart.new_carts_per_hour", 1, 1_000_000)? as u32,
-            retention: Duration::from_secs(
-                self.integer("cart.retention_secs", 60, 365 * 24 * 3600)? as u64,
-            ),
+            retention: Duration::from_secs(self.integer(
+                "cart.retention_secs",
+                60,
+                365 * 24 * 3600,
+            )? as u64),
         })
     }
 
@@ -507,9 +514,11 @@ impl Layers {
             public_url,
             tls: self.boolean("server.tls")?,
             workers: self.integer("server.workers", 0, 256)? as usize,
-            body_timeout: std::time::Duration::from_secs(
-                self.integer("server.body_timeout_secs", 1, 3600)? as u64,
-            ),
+            body_timeout: std::time::Duration::from_secs(self.integer(
+                "server.body_timeout_secs",
+                1,
+                3600,
+            )? as u64),
             max_concurrent_bodies: self.integer("server.max_concurrent_bodies", 1, 1_000_000)?
                 as usize,
         })
@@ -601,8 +610,11 @@ impl Layers {
         Ok(AdminSettings {
             username,
             password_hash,
-            max_concurrent_verifications: self.integer("admin.max_concurrent_verifications", 1, 64)?
-                as usize,
+            max_concurrent_verifications: self.integer(
+                "admin.max_concurrent_verifications",
+                1,
+                64,
+            )? as usize,
             failures_before_delay: self.integer("admin.failures_before_delay", 1, 100_000)? as u32,
         })
     }

@@ -31,6 +31,8 @@ pub struct AppState {
     pub admin_user: String,
     /// `media.max_upload_mb`, in bytes.
     pub max_upload_bytes: usize,
+    /// `media.max_image_megapixels`, in pixels.
+    pub max_image_pixels: u64,
     /// Charges checkouts (`payment.gateway`).
     pub gateway: Arc<dyn PaymentGateway>,
     /// Cart expiry and cleanup timeouts (admin can run the jobs by hand).
@@ -206,6 +208,7 @@ impl Application {
             db_timeout_ms: settings.database.timeout_ms,
             admin_user: settings.admin.username.clone(),
             max_upload_bytes: settings.media.max_upload_bytes,
+            max_image_pixels: settings.media.max_image_pixels,
             gateway,
             cart: settings.cart.clone(),
             new_carts: crate::web::rate_limit::RateLimiter::new(
@@ -214,13 +217,7 @@ impl Application {
             ),
         });
         let credentials = web::Data::new(credentials);
-        let server = http_server(
-            state,
-            credentials.clone(),
-            key,
-            settings,
-            listener,
-        )?;
+        let server = http_server(state, credentials.clone(), key, settings, listener)?;
         Ok(Assembled {
             port,
             server,
@@ -382,6 +379,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/orders/{number}", read().to(checkout::pages::order))
         .route("/media/{file_id}", read().to(media::serve))
         .route("/media/{file_id}/thumb", read().to(media::serve_thumbnail))
+        .route("/media/{file_id}/display", read().to(media::serve_display))
         .service(admin::scope());
 }
 

@@ -856,8 +856,14 @@ pub async fn upload_photo(
                     .and_then(|cd| cd.get_filename())
                     .map(|f| f.chars().filter(|c| !c.is_control()).take(100).collect())
                     .unwrap_or_else(|| "photo".to_string());
-                outcome =
-                    media::store_upload(&state.db, &filename, field, state.max_upload_bytes).await;
+                outcome = media::store_upload_limited(
+                    &state.db,
+                    &filename,
+                    field,
+                    state.max_upload_bytes,
+                    state.max_image_pixels,
+                )
+                .await;
                 break;
             }
             Some(Ok(_)) => continue,

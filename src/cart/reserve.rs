@@ -70,7 +70,12 @@ pub async fn add_item_within(
         .ok_or(CartError::UnknownSku)?;
     for _ in 0..MAX_ATTEMPTS {
         let cart = active_cart(db, cart_id).await?;
-        check_limits(&cart, &product, cart.line(sku).map_or(0, |l| l.qty) + qty, limits)?;
+        check_limits(
+            &cart,
+            &product,
+            cart.line(sku).map_or(0, |l| l.qty) + qty,
+            limits,
+        )?;
         let attempt = match cart.line(sku) {
             Some(line) => {
                 let wanted = line.qty + qty;

@@ -25,6 +25,14 @@ pub const BUCKET: &str = "assets";
 pub const MAX_GENERATED_BYTES: usize = 10 * 1024 * 1024;
 /// Thumbnails fit in this square.
 pub const THUMBNAIL_SIZE: u32 = 240;
+/// Pages show images scaled to fit this square (the original is kept for the admin).
+pub const DISPLAY_SIZE: u32 = 1200;
+/// Largest image decoded when no limit is passed (`media.max_image_megapixels` otherwise).
+pub const DEFAULT_MAX_PIXELS: u64 = 40_000_000;
+/// Decoding takes memory in proportion to the pixels (4 bytes each, and more for the scaled
+/// copies), so only this many images are decoded at once, each on the blocking pool.
+const MAX_CONCURRENT_DECODES: usize = 2;
+static DECODES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_CONCURRENT_DECODES);
 /// Images are immutable under their id, so caches may keep them for a year.
 const CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
 
@@ -86,6 +94,15 @@ pub enum UploadError {
     Empty,
     #[error("the upload was interrupted")]
     Interrupted,
+    #[error(
+        "the image is {width}×{height} pixels; at most {} megapixels are accepted",
+        .max_pixels / 1_000_000
+    )]
+    TooManyPixels {
+        width: u32,
+        height: u32,
+        max_pixels: u64,
+    },
     #[error(transparent)]
     Db(#[from] DbError),
 }
@@ -130,8 +147,24 @@ async fn discard(upload: &mut GridFsUploadStream) {
 pub async fn store_upload<S, E>(
     db: &Db,
     filename: &str,
+    body: S,
+    max_bytes: usize,
+) -> Result<StoredImage, UploadError>
+where
+    S: Stream<Item = Result<Bytes, E>> + Unpin,
+    E: std::fmt::Display,
+{
+    store_upload_limited(db, filename, body, max_bytes, DEFAULT_MAX_PIXELS).await
+}
+
+/// [`store_upload`] refusing images of more than `max_pixels` (read from the file's header,
+/// before anything is decoded).
+pub async fn store_upload_limited<S, E>(
+    db: &Db,
+    filename: &str,
     mut body: S,
     max_bytes: usize,
+    max_pixels: u64,
 ) -> Result<StoredImage, UploadError>
 where
     S: Stream<Item = Result<Bytes, E>> + Unpin,
@@ -197,56 +230,161 @@ where
         .id()
         .as_object_id()
         .ok_or_else(|| UploadError::Db(DbError::Other(mongodb::error::Error::custom("file id"))))?;
-    finish_image(db, id, kind, filename).await
+    finish_image(db, id, kind, filename, max_pixels).await
 }
 
-/// Measure a stored image and make its thumbnail (from the first frame of an animation). A
-/// file whose first bytes claim an image type but that does not decode is deleted and refused.
+/// The scaled copies made of an upload, encoded.
+struct Derived {
+    width: u32,
+    height: u32,
+    thumbnail: (Vec<u8>, u32, u32),
+    /// `None` when the original already fits [`DISPLAY_SIZE`].
+    display: Option<(Vec<u8>, ImageKind, u32, u32)>,
+}
+
+/// The image's size from its header alone, refusing more than `max_pixels`.
+fn header_dimensions(
+    bytes: &[u8],
+    format: image::ImageFormat,
+    max_pixels: u64,
+) -> Result<(u32, u32), UploadError> {
+    let (width, height) = image::ImageReader::with_format(Cursor::new(bytes), format)
+        .into_dimensions()
+        .map_err(|e| {
+            tracing::info!(error = %e, "an uploaded image has no readable header");
+            UploadError::NotAnImage
+        })?;
+    if u64::from(width) * u64::from(height) > max_pixels {
+        return Err(UploadError::TooManyPixels {
+            width,
+            height,
+            max_pixels,
+        });
+    }
+    Ok((width, height))
+}
+
+/// Decode (with the decoder's own limits set to the measured size, in case the header lied)
+/// and make the thumbnail and display copies. Runs on the blocking pool.
+fn derive(
+    bytes: &[u8],
+    format: image::ImageFormat,
+    (width, height): (u32, u32),
+) -> Result<Derived, image::ImageError> {
+    let mut reader = image::ImageReader::with_format(Cursor::new(bytes), format);
+    let mut limits = image::Limits::default();
+    limits.max_image_width = Some(width.max(1));
+    limits.max_image_height = Some(height.max(1));
+    // Room for the decoded frame at up to 8 bytes a pixel (16-bit RGBA) plus the decoder's own.
+    limits.max_alloc = Some((u64::from(width) * u64::from(height)).saturating_mul(8) + (64 << 20));
+    reader.limits(limits);
+    let decoded = reader.decode()?;
+    let thumb = decoded.thumbnail(THUMBNAIL_SIZE, THUMBNAIL_SIZE);
+    let thumbnail = (encode_png(&thumb)?, thumb.width(), thumb.height());
+    let display = if decoded.width() > DISPLAY_SIZE || decoded.height() > DISPLAY_SIZE {
+        let scaled = decoded.resize(
+            DISPLAY_SIZE,
+            DISPLAY_SIZE,
+            image::imageops::FilterType::Triangle,
+        );
+        let (w, h) = (scaled.width(), scaled.height());
+        Some(if scaled.color().has_alpha() {
+            (encode_png(&scaled)?, ImageKind::Png, w, h)
+        } else {
+            (encode_jpeg(&scaled)?, ImageKind::Jpeg, w, h)
+        })
+    } else {
+        None
+    };
+    Ok(Derived {
+        width: decoded.width(),
+        height: decoded.height(),
+        thumbnail,
+        display,
+    })
+}
+
+fn encode_jpeg(img: &image::DynamicImage) -> Result<Vec<u8>, image::ImageError> {
+    let mut out = Cursor::new(Vec::new());
+    let rgb = image::DynamicImage::ImageRgb8(img.to_rgb8());
+    rgb.write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(
+        &mut out, 85,
+    ))?;
+    Ok(out.into_inner())
+}
+
+/// Measure a stored image and make its thumbnail and display copy (from the first frame of an
+/// animation). The size is read from the header first: an image over `max_pixels` is refused
+/// without being decoded, however small the file (a few bytes can declare billions of pixels).
+/// A file whose first bytes claim an image type but that does not decode is deleted and
+/// refused.
 async fn finish_image(
     db: &Db,
     id: ObjectId,
     kind: ImageKind,
     filename: &str,
+    max_pixels: u64,
 ) -> Result<StoredImage, UploadError> {
     let format = kind.decoder_format();
     let mut bytes = Vec::new();
     let mut download = bucket(db).open_download_stream(Bson::ObjectId(id)).await?;
     download.read_to_end(&mut bytes).await.map_err(io_error)?;
-    let decoded = match image::load_from_memory_with_format(&bytes, format) {
-        Ok(img) => img,
-        Err(e) => {
+    let refuse = |e: UploadError| async move {
+        bucket(db).delete(Bson::ObjectId(id)).await?;
+        Err::<StoredImage, UploadError>(e)
+    };
+    let dimensions = match header_dimensions(&bytes, format, max_pixels) {
+        Ok(d) => d,
+        Err(e) => return refuse(e).await,
+    };
+    let derived = {
+        let _slot = DECODES.acquire().await.map_err(|e| {
+            UploadError::Db(DbError::Other(mongodb::error::Error::custom(e.to_string())))
+        })?;
+        tokio::task::spawn_blocking(move || derive(&bytes, format, dimensions)).await
+    };
+    let derived = match derived {
+        Ok(Ok(d)) => d,
+        Ok(Err(e)) => {
             tracing::info!(error = %e, "an uploaded image does not decode");
-            bucket(db).delete(Bson::ObjectId(id)).await?;
-            return Err(UploadError::NotAnImage);
+            return refuse(UploadError::NotAnImage).await;
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "decoding an upload failed");
+            return refuse(UploadError::NotAnImage).await;
         }
     };
-    drop(bytes);
-    let (width, height) = (decoded.width(), decoded.height());
-    let thumb = decoded.thumbnail(THUMBNAIL_SIZE, THUMBNAIL_SIZE);
-    let png = encode_png(&thumb).map_err(|e| {
-        UploadError::Db(DbError::Other(mongodb::error::Error::custom(e.to_string())))
-    })?;
+    let (thumb_png, thumb_w, thumb_h) = derived.thumbnail;
     let thumbnail = store_bytes(
         db,
         &format!("thumb-{filename}"),
-        &png,
+        &thumb_png,
         doc! { "content_type": ImageKind::Png.mime(), "thumbnail_of": id,
-        "width": thumb.width(), "height": thumb.height() },
+        "width": thumb_w, "height": thumb_h },
     )
     .await?;
-    db.collection::<Document>(&format!("{BUCKET}.files"))
-        .update_one(
-            doc! { "_id": id },
-            doc! { "$set": { "metadata.width": width, "metadata.height": height,
-            "metadata.thumbnail": thumbnail } },
+    let mut set = doc! { "metadata.width": derived.width, "metadata.height": derived.height,
+    "metadata.thumbnail": thumbnail };
+    if let Some((encoded, display_kind, w, h)) = derived.display {
+        let display = store_bytes(
+            db,
+            &format!("display-{filename}"),
+            &encoded,
+            doc! { "content_type": display_kind.mime(), "display_of": id,
+            "width": w, "height": h },
         )
+        .await?;
+        set.insert("metadata.display", display);
+    }
+    db.collection::<Document>(&format!("{BUCKET}.files"))
+        .update_one(doc! { "_id": id }, doc! { "$set": set })
         .await?;
     Ok(StoredImage {
         id,
         thumbnail,
         kind,
-        width,
-        height,
+        width: derived.width,
+        height: derived.height,
     })
 }
 
@@ -318,24 +456,44 @@ pub async fn serve(
     serve_file(&req, &state.db, id).await
 }
 
+/// `GET /media/{file_id}/display`: the copy scaled for pages (the image itself when it is small
+/// enough already).
+pub async fn serve_display(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    serve_derived(&req, &state.db, &id, "display").await
+}
+
 /// `GET /media/{file_id}/thumb`: the image's thumbnail (the image itself when it has none).
 pub async fn serve_thumbnail(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    let id = parse_id(&id)?;
-    let file = bucket(&state.db)
+    serve_derived(&req, &state.db, &id, "thumbnail").await
+}
+
+/// Serve the copy of an image named in its metadata under `which`, or the image itself.
+async fn serve_derived(
+    req: &HttpRequest,
+    db: &Db,
+    id: &str,
+    which: &str,
+) -> Result<HttpResponse, AppError> {
+    let id = parse_id(id)?;
+    let file = bucket(db)
         .find_one(doc! { "_id": id })
         .await
         .map_err(DbError::from)?
         .ok_or(AppError::NotFound)?;
-    let thumb = file
+    let derived = file
         .metadata
         .as_ref()
-        .and_then(|m| m.get_object_id("thumbnail").ok())
+        .and_then(|m| m.get_object_id(which).ok())
         .unwrap_or(id);
-    serve_file(&req, &state.db, thumb).await
+    serve_file(req, db, derived).await
 }
 
 fn matches_etag(req: &HttpRequest, etag: &str) -> bool {

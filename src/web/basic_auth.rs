@@ -48,7 +48,9 @@ pub enum Verdict {
     Denied,
     /// Not checked: the client failed too often recently, or every verification slot stayed
     /// busy. Try again after this many seconds.
-    Throttled { retry_after_secs: u64 },
+    Throttled {
+        retry_after_secs: u64,
+    },
 }
 
 /// Counters of password verifications (argon2 runs), for monitoring and tests.
@@ -113,7 +115,10 @@ impl Limits {
             failures.retain(|_, f| now.duration_since(f.last) < FORGET_FAILURES_AFTER);
             if failures.len() >= MAX_TRACKED_CLIENTS {
                 // Still full of recent failures: forget the stalest one.
-                if let Some(stalest) = failures.iter().min_by_key(|(_, f)| f.last).map(|(ip, _)| *ip)
+                if let Some(stalest) = failures
+                    .iter()
+                    .min_by_key(|(_, f)| f.last)
+                    .map(|(ip, _)| *ip)
                 {
                     failures.remove(&stalest);
                 }

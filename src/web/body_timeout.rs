@@ -17,10 +17,10 @@ use actix_web::dev::{Payload, ServiceRequest, ServiceResponse};
 use actix_web::error::PayloadError;
 use actix_web::http::{header, StatusCode};
 use actix_web::middleware::Next;
-use actix_web::HttpMessage;
-use std::future::Future;
 use actix_web::web::{self, Bytes};
+use actix_web::HttpMessage;
 use futures::Stream;
+use std::future::Future;
 
 type BoxedPayloadStream = Pin<Box<dyn Stream<Item = Result<Bytes, PayloadError>>>>;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -70,12 +70,12 @@ pub async fn limit_body_time(
             let mut page = error_page(StatusCode::SERVICE_UNAVAILABLE, None);
             page.headers_mut()
                 .insert(header::RETRY_AFTER, header::HeaderValue::from(5u32));
-            page.head_mut().set_connection_type(actix_web::http::ConnectionType::Close);
+            page.head_mut()
+                .set_connection_type(actix_web::http::ConnectionType::Close);
             return Ok(req.into_response(page));
         };
         let inner = req.take_payload();
-        let timed: BoxedPayloadStream =
-            Box::pin(TimedBody::new(inner, policy.timeout, permit));
+        let timed: BoxedPayloadStream = Box::pin(TimedBody::new(inner, policy.timeout, permit));
         req.set_payload(Payload::from(timed));
     }
     next.call(req)

@@ -128,11 +128,16 @@ mod tests {
 
     #[test]
     fn only_the_newest_messages_that_fit_the_budget_are_kept() {
-        let many: Vec<Flash> = (0..10).map(|i| flash(&format!("{i}{}", "y".repeat(290)))).collect();
+        let many: Vec<Flash> = (0..10)
+            .map(|i| flash(&format!("{i}{}", "y".repeat(290))))
+            .collect();
         let kept = fit(many, 1_000);
         assert!(json_len(&kept) <= 1_000);
         assert!(!kept.is_empty());
-        assert!(kept.last().is_some_and(|f| f.message.starts_with('9')), "newest kept");
+        assert!(
+            kept.last().is_some_and(|f| f.message.starts_with('9')),
+            "newest kept"
+        );
         let alone = fit(vec![flash(&"z".repeat(300))], 100);
         assert!(json_len(&alone) <= 100);
     }

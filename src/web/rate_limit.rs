@@ -51,7 +51,10 @@ impl RateLimiter {
         if buckets.len() >= MAX_TRACKED && !buckets.contains_key(&client) {
             buckets.retain(|_, b| self.refilled(*b, now) < self.burst);
             if buckets.len() >= MAX_TRACKED {
-                if let Some(oldest) = buckets.iter().min_by_key(|(_, b)| b.updated).map(|(a, _)| *a)
+                if let Some(oldest) = buckets
+                    .iter()
+                    .min_by_key(|(_, b)| b.updated)
+                    .map(|(a, _)| *a)
                 {
                     buckets.remove(&oldest);
                 }
