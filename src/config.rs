@@ -586,7 +586,7 @@ impl Layers {
                 ));
             }
         }
-        let max_age = self.integer("session.max_age_secs", 60, 365 * 24 * 3600)? as u64;
+        let max_age = self.integer("session.max_age_secs", 1, 365 * 24 * 3600)? as u64;
         Ok(SessionSettings {
             key,
             max_age: std::time::Duration::from_secs(max_age),

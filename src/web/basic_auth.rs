@@ -72,13 +72,65 @@ struct Failures {
     blocked_until: Option<Instant>,
 }
 
+/// A password check handed to a verifier thread.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Threads that run argon2, one per slot. Dedicated threads rather than the shared blocking
+/// pool: each thread's allocator keeps the ~19 MiB it freed for its next verification, so memory
+/// stays at slots × 19 MiB however many requests come, instead of spreading over (and being
+/// retained by) every thread of the pool.
+struct Verifiers {
+    jobs: Mutex<std::sync::mpsc::Sender<Job>>,
+}
+
+impl Verifiers {
+    fn start(threads: usize) -> Verifiers {
+        let (sender, receiver) = std::sync::mpsc::channel::<Job>();
+        let receiver = Arc::new(Mutex::new(receiver));
+        for n in 0..threads {
+            let receiver = Arc::clone(&receiver);
+            let spawned = std::thread::Builder::new()
+                .name(format!("password-check-{n}"))
+                .spawn(move || loop {
+                    // Ends when the credentials (and with them the sender) are dropped.
+                    let job = match receiver.lock() {
+                        Ok(guard) => guard.recv(),
+                        Err(_) => return,
+                    };
+                    match job {
+                        Ok(job) => job(),
+                        Err(_) => return,
+                    }
+                });
+            if let Err(e) = spawned {
+                tracing::error!(error = %e, "cannot start a password-check thread");
+            }
+        }
+        Verifiers {
+            jobs: Mutex::new(sender),
+        }
+    }
+
+    /// Run `check` on a verifier thread; `None` if none is running.
+    async fn run(&self, check: impl FnOnce() -> bool + Send + 'static) -> Option<bool> {
+        let (done, result) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            let _ = done.send(check());
+        });
+        self.jobs.lock().ok()?.send(job).ok()?;
+        result.await.ok()
+    }
+}
+
 /// The verification slots and per-address failure record.
 struct Limits {
     slots: tokio::sync::Semaphore,
+    verifiers: Verifiers,
     failures_before_delay: u32,
     failures: Mutex<HashMap<IpAddr, Failures>>,
-    running: AtomicUsize,
-    peak: AtomicUsize,
+    /// Verifications running right now, counted on the verifier threads themselves.
+    running: Arc<AtomicUsize>,
+    peak: Arc<AtomicUsize>,
     runs: AtomicU64,
     throttled: AtomicU64,
 }
@@ -87,10 +139,11 @@ impl Limits {
     fn new(admin: &AdminSettings) -> Limits {
         Limits {
             slots: tokio::sync::Semaphore::new(admin.max_concurrent_verifications.max(1)),
+            verifiers: Verifiers::start(admin.max_concurrent_verifications.max(1)),
             failures_before_delay: admin.failures_before_delay.max(1),
             failures: Mutex::new(HashMap::new()),
-            running: AtomicUsize::new(0),
-            peak: AtomicUsize::new(0),
+            running: Arc::new(AtomicUsize::new(0)),
+            peak: Arc::new(AtomicUsize::new(0)),
             runs: AtomicU64::new(0),
             throttled: AtomicU64::new(0),
         }
@@ -265,7 +318,7 @@ impl AdminCredentials {
         }
     }
 
-    /// One argon2 verification in a free slot, on the blocking pool; `None` when no slot came
+    /// One argon2 verification in a free slot, on a verifier thread; `None` when no slot came
     /// free within [`VERIFICATION_WAIT`].
     async fn run_argon2(&self, phc: &str, password: &str) -> Option<bool> {
         let limits = &self.limits;
@@ -274,15 +327,21 @@ impl AdminCredentials {
             .ok()?
             .ok()?;
         limits.runs.fetch_add(1, Ordering::Relaxed);
-        let running = limits.running.fetch_add(1, Ordering::SeqCst) + 1;
-        limits.peak.fetch_max(running, Ordering::SeqCst);
         let phc = phc.to_string();
         let password = password.to_string();
+        let (running, peak) = (Arc::clone(&limits.running), Arc::clone(&limits.peak));
         // Off the async workers: argon2 takes tens of milliseconds at least.
-        let ok = web::block(move || verify_password(&password, &phc))
+        let ok = limits
+            .verifiers
+            .run(move || {
+                let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                peak.fetch_max(now, Ordering::SeqCst);
+                let ok = verify_password(&password, &phc);
+                running.fetch_sub(1, Ordering::SeqCst);
+                ok
+            })
             .await
             .unwrap_or(false);
-        limits.running.fetch_sub(1, Ordering::SeqCst);
         Some(ok)
     }
 
