@@ -155,7 +155,8 @@ impl Limits {
         let now = Instant::now();
         let failures = self.failures.lock().ok()?;
         let until = failures.get(&client)?.blocked_until?;
-        (until > now).then(|| (until - now).as_secs().max(1))
+        // Rounded up: "retry after 1 s" must not come before the delay is over.
+        (until > now).then(|| ((until - now).as_secs_f64().ceil() as u64).max(1))
     }
 
     fn record_failure(&self, client: Option<IpAddr>) {

@@ -1,0 +1,838 @@
+//! Regression tests for the findings of a hostile-input sweep: password checks under a flood,
+//! NUL bytes in searches, cart hoarding, image bombs, integer overflow in forms, email syntax,
+//! slow request bodies, flash messages in the session cookie, session age and HSTS.
+
+mod common;
+
+use std::io::Cursor;
+use std::time::Duration;
+
+use bazaar::config::Settings;
+use bazaar::startup::Application;
+use bazaar::web::basic_auth::AdminCredentials;
+use bson::doc;
+use common::shop::*;
+use common::*;
+use reqwest::StatusCode;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+/// The app with a handle on its admin credentials' counters.
+async fn spawn_counted(env: &[(&str, &str)]) -> (String, actix_web::web::Data<AdminCredentials>) {
+    let settings: Settings = test_settings(env);
+    let app = Application::build(settings).await.expect("the app starts");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let credentials = app.admin_credentials();
+    tokio::spawn(app.run_until_stopped());
+    (address, credentials)
+}
+
+fn plain_client() -> reqwest::Client {
+    new_client().0
+}
+
+fn location_of(response: &reqwest::Response) -> String {
+    location(response)
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Basic auth: bounded argon2, per-address delay, public pages unaffected.
+
+#[tokio::test]
+async fn wrong_admin_passwords_from_one_address_are_delayed_longer_each_time_while_a_signed_in_admin_carries_on(
+) {
+    let (address, credentials) =
+        spawn_counted(&[("BAZAAR_ADMIN__FAILURES_BEFORE_DELAY", "3")]).await;
+    let client = plain_client();
+    let admin = |password: &str| {
+        client
+            .get(format!("{address}/admin"))
+            .basic_auth(ADMIN_USER, Some(password.to_string()))
+            .send()
+    };
+    // The admin signs in first.
+    assert_eq!(
+        admin(ADMIN_PASSWORD).await.expect("sent").status(),
+        StatusCode::OK
+    );
+    for attempt in 1..=3 {
+        let response = admin("guess").await.expect("sent");
+        assert_eq!(
+            response.status(),
+            StatusCode::UNAUTHORIZED,
+            "attempt {attempt}"
+        );
+    }
+    let runs_before = credentials.stats().runs;
+    let throttled = admin("guess again").await.expect("sent");
+    assert_eq!(throttled.status(), StatusCode::TOO_MANY_REQUESTS);
+    let retry: u64 = throttled
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .expect("a Retry-After");
+    assert_eq!(retry, 1);
+    assert_eq!(
+        credentials.stats().runs,
+        runs_before,
+        "no argon2 while throttled"
+    );
+    // The signed-in admin is recognised without a new check and is not held up.
+    assert_eq!(
+        admin(ADMIN_PASSWORD).await.expect("sent").status(),
+        StatusCode::OK
+    );
+
+    // After the delay one more guess is checked, and the next delay is twice as long.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(
+        admin("fourth guess").await.expect("sent").status(),
+        StatusCode::UNAUTHORIZED
+    );
+    let throttled = admin("fifth guess").await.expect("sent");
+    assert_eq!(throttled.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        throttled
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("2")
+    );
+}
+
+#[tokio::test]
+async fn public_pages_ignore_basic_credentials_and_an_admin_can_still_open_any_order_with_them() {
+    let (address, credentials) = spawn_counted(&[]).await;
+    let client = plain_client();
+    for path in ["/", "/products", "/cart", "/categories"] {
+        let response = client
+            .get(format!("{address}{path}"))
+            .basic_auth(ADMIN_USER, Some("not the password"))
+            .send()
+            .await
+            .expect("sent");
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+    }
+    assert_eq!(credentials.stats().runs, 0, "no password was checked");
+
+    // A shopper's order, opened by the admin from another browser with Basic credentials.
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "seen", 5).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("seen", "1").await;
+    let placed = shopper.checkout("4242424242424242").await;
+    let order_url = location_of(&placed);
+    assert!(order_url.starts_with("/orders/"), "{order_url}");
+    let stranger = plain_client();
+    let response = stranger
+        .get(app.url(&order_url))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let response = stranger
+        .get(app.url(&order_url))
+        .basic_auth(ADMIN_USER, Some("wrong"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    let response = stranger
+        .get(app.url(&order_url))
+        .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. NUL and other control characters in search text.
+
+#[tokio::test]
+async fn a_nul_byte_in_search_text_shows_a_normal_page_on_listings_categories_and_admin() {
+    let app = spawn_app().await;
+    let tree = html(&body(app.get("/categories").await).await);
+    let category = attr(&tree, "main a[href^='/categories/']", "href").expect("a category");
+    for path in [
+        "/products?q=%00".to_string(),
+        "/products?q=kind%00of".to_string(),
+        "/products?q=%01%1F%7F&genre=%00&person=%00".to_string(),
+        format!("{category}?q=%00"),
+    ] {
+        let response = app.get(&path).await;
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+    }
+    let doc = html(&body(app.get("/products?q=kind%00%20of").await).await);
+    assert!(
+        texts(&doc, ".product-card h2, .product-card h3, .product-card a")
+            .iter()
+            .any(|t| t.contains("Kind of Blue")),
+        "the NUL is dropped and the rest is searched"
+    );
+    let response = app.get_admin("/admin/products?q=%00").await;
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Carts: none before a line, shares of stock, unit limit, rate of new carts, retention.
+
+async fn cart_documents(app: &TestApp) -> u64 {
+    app.db
+        .collection::<bson::Document>("carts")
+        .count_documents(doc! {})
+        .await
+        .expect("count")
+}
+
+#[tokio::test]
+async fn adding_an_unknown_sku_or_more_than_is_available_creates_no_cart() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "scarce", 3).await;
+    let shopper = Shopper::new(&app).await;
+    for _ in 0..5 {
+        let flashes = shopper.add("no-such-sku", "1").await;
+        assert_eq!(flashes, ["That product does not exist."]);
+    }
+    let flashes = shopper.add("scarce", "5").await;
+    assert!(
+        flashes.iter().any(|f| f.contains("only 3 left")),
+        "{flashes:?}"
+    );
+    assert_eq!(
+        cart_documents(&app).await,
+        0,
+        "nothing was added, so no cart"
+    );
+    assert_eq!(product(&app.db, "scarce").await.qty, 3);
+
+    shopper.add("scarce", "1").await;
+    assert_eq!(cart_documents(&app).await, 1);
+    assert_eq!(shopper.cart_lines().await, [("scarce".to_string(), 1)]);
+}
+
+#[tokio::test]
+async fn one_cart_line_holds_at_most_half_of_a_products_stock_so_it_stays_on_sale() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "popular", 60).await;
+    let hoarder = Shopper::new(&app).await;
+    let flashes = hoarder.add("popular", "99").await;
+    assert!(
+        flashes
+            .iter()
+            .any(|f| f == "You can have at most 30 of Test album popular in your cart"),
+        "{flashes:?}"
+    );
+    assert_eq!(cart_documents(&app).await, 0);
+    hoarder.add("popular", "30").await;
+    let flashes = hoarder.add("popular", "1").await;
+    assert!(
+        flashes.iter().any(|f| f.contains("at most 30")),
+        "{flashes:?}"
+    );
+    let flashes = hoarder.set_qty("popular", "31").await;
+    assert!(
+        flashes.iter().any(|f| f.contains("at most 30")),
+        "{flashes:?}"
+    );
+    assert_eq!(hoarder.cart_lines().await, [("popular".to_string(), 30)]);
+    assert_eq!(
+        product(&app.db, "popular").await.qty,
+        30,
+        "half stays on sale"
+    );
+    // A small product may still be bought whole.
+    product_with_stock(&app.db, "rare", 4).await;
+    let buyer = Shopper::new(&app).await;
+    buyer.add("rare", "4").await;
+    assert_eq!(buyer.cart_lines().await, [("rare".to_string(), 4)]);
+}
+
+#[tokio::test]
+async fn a_cart_holds_at_most_the_configured_number_of_units() {
+    let app = spawn_app_with(&[("BAZAAR_CART__MAX_UNITS", "15")]).await;
+    product_with_stock(&app.db, "unit-a", 50).await;
+    product_with_stock(&app.db, "unit-b", 50).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("unit-a", "10").await;
+    let flashes = shopper.add("unit-b", "6").await;
+    assert!(
+        flashes
+            .iter()
+            .any(|f| f == "A cart holds at most 15 items in all"),
+        "{flashes:?}"
+    );
+    shopper.add("unit-b", "5").await;
+    assert_eq!(
+        shopper.cart_lines().await,
+        [("unit-a".to_string(), 10), ("unit-b".to_string(), 5)]
+    );
+    assert_eq!(product(&app.db, "unit-b").await.qty, 45);
+}
+
+#[tokio::test]
+async fn new_carts_from_one_address_are_rate_limited() {
+    let app = spawn_app_with(&[("BAZAAR_CART__NEW_CARTS_PER_HOUR", "3")]).await;
+    product_with_stock(&app.db, "limited", 50).await;
+    for n in 0..3 {
+        let shopper = Shopper::new(&app).await;
+        let flashes = shopper.add("limited", "1").await;
+        assert!(
+            flashes.iter().any(|f| f.starts_with("Added")),
+            "cart {n}: {flashes:?}"
+        );
+    }
+    let fourth = Shopper::new(&app).await;
+    let flashes = fourth.add("limited", "1").await;
+    assert!(
+        flashes
+            .iter()
+            .any(|f| f.contains("Too many carts were started from your network")),
+        "{flashes:?}"
+    );
+    assert_eq!(cart_documents(&app).await, 3);
+    assert_eq!(product(&app.db, "limited").await.qty, 47);
+}
+
+#[tokio::test]
+async fn expired_carts_are_deleted_by_the_jobs_after_the_retention_period() {
+    use bazaar::cart::jobs;
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "kept", 10).await;
+    let old = Shopper::new(&app).await;
+    old.add("kept", "2").await;
+    let live = Shopper::new(&app).await;
+    live.add("kept", "1").await;
+    let carts = app.db.collection::<bson::Document>("carts");
+    // The first cart went idle and expired.
+    carts
+        .update_one(
+            doc! { "items.qty": 2 },
+            doc! { "$set": { "last_modified": bson::DateTime::from_millis(0) } },
+        )
+        .await
+        .expect("aged");
+    let report = jobs::expire_idle_carts(&app.db, Duration::from_secs(600))
+        .await
+        .expect("expiry");
+    assert_eq!(report.carts_expired, 1);
+    // Just expired: kept for the retention period.
+    assert_eq!(
+        jobs::delete_expired_carts(&app.db, Duration::from_secs(3600))
+            .await
+            .expect("retention"),
+        0
+    );
+    carts
+        .update_one(
+            doc! { "status": "expired" },
+            doc! { "$set": { "last_modified": bson::DateTime::from_millis(0) } },
+        )
+        .await
+        .expect("aged");
+    assert_eq!(
+        jobs::delete_expired_carts(&app.db, Duration::from_secs(3600))
+            .await
+            .expect("retention"),
+        1
+    );
+    assert_eq!(carts.count_documents(doc! {}).await.expect("count"), 1);
+    assert_eq!(
+        carts
+            .count_documents(doc! { "status": "active" })
+            .await
+            .expect("count"),
+        1,
+        "the live cart stays"
+    );
+    assert_eq!(
+        product(&app.db, "kept").await.qty,
+        9,
+        "stock came back at expiry"
+    );
+    assert_uses_index(
+        &app.db,
+        "deleting long-expired carts",
+        "carts",
+        jobs::expired_before_query(bson::DateTime::now()),
+        doc! {},
+    )
+    .await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Image bombs.
+
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut crc = 0xFFFF_FFFFu32;
+    for &b in bytes {
+        crc ^= u32::from(b);
+        for _ in 0..8 {
+            crc = if crc & 1 == 1 {
+                (crc >> 1) ^ 0xEDB8_8320
+            } else {
+                crc >> 1
+            };
+        }
+    }
+    !crc
+}
+
+fn png_chunk(out: &mut Vec<u8>, kind: &[u8; 4], data: &[u8]) {
+    out.extend_from_slice(&(data.len() as u32).to_be_bytes());
+    let mut typed = kind.to_vec();
+    typed.extend_from_slice(data);
+    out.extend_from_slice(&typed);
+    out.extend_from_slice(&crc32(&typed).to_be_bytes());
+}
+
+/// A PNG whose header declares `width` × `height` 8-bit grey pixels, with a token of data.
+fn png_declaring(width: u32, height: u32) -> Vec<u8> {
+    let mut out = b"\x89PNG\r\n\x1a\n".to_vec();
+    let mut ihdr = Vec::new();
+    ihdr.extend_from_slice(&width.to_be_bytes());
+    ihdr.extend_from_slice(&height.to_be_bytes());
+    ihdr.extend_from_slice(&[8, 0, 0, 0, 0]);
+    png_chunk(&mut out, b"IHDR", &ihdr);
+    // A zlib stream of one stored empty block.
+    png_chunk(
+        &mut out,
+        b"IDAT",
+        &[0x78, 0x01, 0x01, 0x00, 0x00, 0xFF, 0xFF, 0, 0, 0, 1],
+    );
+    png_chunk(&mut out, b"IEND", &[]);
+    out
+}
+
+/// A 1×1 GIF frame on a logical screen of `width` × `height`.
+fn gif_declaring(width: u16, height: u16) -> Vec<u8> {
+    let mut out = b"GIF89a".to_vec();
+    out.extend_from_slice(&width.to_le_bytes());
+    out.extend_from_slice(&height.to_le_bytes());
+    out.extend_from_slice(&[0x00, 0x00, 0x00]);
+    out.extend_from_slice(&[0x2C, 0, 0, 0, 0, 1, 0, 1, 0, 0x00]);
+    out.extend_from_slice(&[0x02, 0x02, 0x44, 0x01, 0x00, 0x3B]);
+    out
+}
+
+fn real_png(width: u32, height: u32) -> Vec<u8> {
+    let img = image::RgbImage::from_fn(width, height, |x, y| image::Rgb([x as u8, y as u8, 7]));
+    let mut out = Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgb8(img)
+        .write_to(&mut out, image::ImageFormat::Png)
+        .expect("encodes");
+    out.into_inner()
+}
+
+async fn upload_photo(app: &TestApp, action: &str, bytes: &[u8]) -> reqwest::Response {
+    let boundary = "----bazaar-security-boundary";
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"p.png\"\r\nContent-Type: image/png\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    app.client
+        .post(app.url(action))
+        .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(body)
+        .send()
+        .await
+        .expect("sent")
+}
+
+async fn stored_files(app: &TestApp) -> u64 {
+    app.db
+        .collection::<bson::Document>("assets.files")
+        .count_documents(doc! {})
+        .await
+        .expect("count")
+}
+
+/// The edit page of the demo product "Dune" and its upload form's action.
+async fn dune_upload_form(app: &TestApp) -> (String, String) {
+    let doc = html(&body(app.get_admin("/admin/products?q=dune").await).await);
+    let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
+    let doc = html(&body(app.get_admin(&edit).await).await);
+    let action = attr(&doc, ".photos-panel form", "action").expect("upload form");
+    (edit, action)
+}
+
+#[tokio::test]
+async fn images_declaring_more_pixels_than_the_limit_are_refused_before_decoding() {
+    let app = spawn_app().await;
+    let (edit, action) = dune_upload_form(&app).await;
+    let before = stored_files(&app).await;
+    let gif = gif_declaring(11_500, 11_500);
+    assert!(gif.len() < 40, "a tiny file: {} bytes", gif.len());
+    for (what, bytes) in [("gif", gif), ("png", png_declaring(20_000, 20_000))] {
+        let response = upload_photo(&app, &action, &bytes).await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{what}");
+        let doc = html(&body(app.get_admin(&edit).await).await);
+        let errors = texts(&doc, ".flash-error");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.contains("at most 40 megapixels are accepted")),
+            "{what}: {errors:?}"
+        );
+        assert_eq!(stored_files(&app).await, before, "{what}: nothing kept");
+    }
+}
+
+#[tokio::test]
+async fn the_pixel_limit_is_configurable_and_pages_show_a_scaled_copy_of_a_large_photo() {
+    let app = spawn_app_with(&[("BAZAAR_MEDIA__MAX_IMAGE_MEGAPIXELS", "3")]).await;
+    let (edit, action) = dune_upload_form(&app).await;
+    let response = upload_photo(&app, &action, &real_png(2000, 1600)).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let doc = html(&body(app.get_admin(&edit).await).await);
+    assert!(texts(&doc, ".flash-error")[0].contains("2000×1600 pixels; at most 3 megapixels"));
+
+    let response = upload_photo(&app, &action, &real_png(2400, 1200)).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let doc = html(&body(app.get_admin(&edit).await).await);
+    assert_eq!(texts(&doc, ".flash-success"), ["Photo added."]);
+
+    let listing = html(&body(app.get("/products?q=dune").await).await);
+    let product_url = attr(&listing, ".product-card a", "href").expect("product link");
+    let page = html(&body(app.get(&product_url).await).await);
+    let sel = scraper::Selector::parse("img.product-photo").expect("selector");
+    let srcs: Vec<String> = page
+        .select(&sel)
+        .filter_map(|i| i.value().attr("src").map(str::to_string))
+        .collect();
+    assert_eq!(srcs.len(), 2, "{srcs:?}");
+    assert!(srcs.iter().all(|s| s.ends_with("/display")), "{srcs:?}");
+    let shown = app.get(&srcs[1]).await;
+    assert_eq!(shown.status(), StatusCode::OK);
+    let shown = image::load_from_memory(&shown.bytes().await.expect("body")).expect("an image");
+    assert_eq!((shown.width(), shown.height()), (1200, 600));
+    let original = app.get(srcs[1].trim_end_matches("/display")).await;
+    let original = image::load_from_memory(&original.bytes().await.expect("body")).expect("image");
+    assert_eq!((original.width(), original.height()), (2400, 1200));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Integers from forms and query strings.
+
+#[tokio::test]
+async fn a_stock_change_of_i64_min_or_out_of_range_is_a_form_error_and_changes_nothing() {
+    let app = spawn_app().await;
+    let (edit, _) = dune_upload_form(&app).await;
+    let doc = html(&body(app.get_admin(&edit).await).await);
+    let token = csrf_token(&doc).expect("token");
+    let stock_url = edit.replace("/edit", "/stock");
+    let qty_before = app
+        .db
+        .collection::<bson::Document>("products")
+        .find_one(doc! { "search_title": { "$regex": "^dune" } })
+        .await
+        .expect("query")
+        .expect("dune")
+        .get_i64("qty")
+        .expect("qty");
+    for delta in [
+        "-9223372036854775808",
+        "9223372036854775807",
+        "99999999999999999999",
+        "+1000001",
+        "-1000001",
+    ] {
+        let response = app
+            .post_admin_form(
+                &stock_url,
+                &[("csrf_token", token.as_str()), ("delta", delta)],
+            )
+            .await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{delta}");
+        let doc = html(&body(app.get_admin(&edit).await).await);
+        assert!(
+            texts(&doc, ".flash-error")
+                .iter()
+                .any(|e| e.contains("Enter a whole number of units")),
+            "{delta}"
+        );
+    }
+    let qty_after = app
+        .db
+        .collection::<bson::Document>("products")
+        .find_one(doc! { "search_title": { "$regex": "^dune" } })
+        .await
+        .expect("query")
+        .expect("dune")
+        .get_i64("qty")
+        .expect("qty");
+    assert_eq!(qty_before, qty_after);
+    assert!(!bazaar::catalog::products::adjust_stock(
+        &app.db,
+        bson::oid::ObjectId::new(),
+        i64::MIN
+    )
+    .await
+    .expect("no panic, no write"));
+}
+
+#[tokio::test]
+async fn huge_or_negative_numbers_in_listing_queries_show_a_normal_page() {
+    let app = spawn_app().await;
+    for query in [
+        "page=18446744073709551616",
+        "page=-1",
+        "page=99999999999",
+        "min_price=92233720368547758.08",
+        "max_price=-5",
+        "min_discount=2147483648",
+        "min_discount=-2147483649",
+    ] {
+        let response = app.get(&format!("/products?{query}")).await;
+        assert_eq!(response.status(), StatusCode::OK, "{query}");
+    }
+    let shopper = Shopper::new(&app).await;
+    product_with_stock(&app.db, "num", 5).await;
+    for qty in [
+        "9223372036854775807",
+        "-9223372036854775808",
+        "1e3",
+        "99999999999999999999",
+    ] {
+        let flashes = shopper.add("num", qty).await;
+        assert!(
+            flashes
+                .iter()
+                .any(|f| f.contains("whole number from 1 to 99")),
+            "{qty}: {flashes:?}"
+        );
+    }
+    assert_eq!(product(&app.db, "num").await.qty, 5);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. Email addresses.
+
+#[tokio::test]
+async fn checkout_refuses_an_email_that_could_add_mailto_headers_and_admin_links_the_valid_one() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "mail", 5).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("mail", "1").await;
+    for email in [
+        "a@example.com?bcc=x@evil.example&subject=hi",
+        "a@example.com?subject=hi",
+        "a?cc=b@example.com",
+        "a%0d%0abcc@example.com",
+    ] {
+        let mut form = checkout_form("4242424242424242");
+        form[0].1 = email.to_string();
+        let fields: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let response = shopper.post("/checkout", &fields).await;
+        assert!(
+            response.status().is_client_error(),
+            "{email}: {}",
+            response.status()
+        );
+        let text = body(response).await;
+        assert!(
+            text.contains("Enter an email address like name@example.com."),
+            "{email}"
+        );
+    }
+    assert_eq!(app.gateway.charge_count(), 0);
+    let placed = shopper.checkout("4242424242424242").await;
+    let number = location_of(&placed)
+        .trim_start_matches("/orders/")
+        .to_string();
+    let doc = html(&body(app.get_admin(&format!("/admin/orders/{number}")).await).await);
+    assert_eq!(
+        attr(&doc, "a[href^='mailto:']", "href").as_deref(),
+        Some("mailto:ada@example.com")
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Slow request bodies.
+
+/// Open a connection and send a form POST's headers promising `length` bytes of body.
+async fn slow_post(port: u16, length: usize) -> tokio::net::TcpStream {
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .expect("connects");
+    let head = format!(
+        "POST /cart/items HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: \
+         application/x-www-form-urlencoded\r\nContent-Length: {length}\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.expect("head sent");
+    stream
+}
+
+/// Trickle a byte every 200 ms until the server answers and closes; the answer's status line
+/// and how long it took.
+async fn trickle_until_closed(mut stream: tokio::net::TcpStream) -> (String, Duration) {
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        tokio::select! {
+            read = stream.read(&mut buf) => match read {
+                Ok(0) | Err(_) => break,
+                Ok(n) => answer.extend_from_slice(&buf[..n]),
+            },
+            _ = tokio::time::sleep(Duration::from_millis(200)) => {
+                // The server may have closed its side: a failed write ends the trickle too.
+                if stream.write_all(b"a").await.is_err() {
+                    break;
+                }
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the server kept a trickling body open for 20 s"
+        );
+    }
+    let text = String::from_utf8_lossy(&answer);
+    (
+        text.lines().next().unwrap_or_default().to_string(),
+        started.elapsed(),
+    )
+}
+
+#[tokio::test]
+async fn a_trickling_request_body_is_cut_off_after_the_body_timeout_and_its_connection_closed() {
+    let app = spawn_app_with(&[("BAZAAR_SERVER__BODY_TIMEOUT_SECS", "1")]).await;
+    let streams = futures::future::join_all((0..20).map(|_| slow_post(app.port, 10_000))).await;
+    let answers = futures::future::join_all(streams.into_iter().map(trickle_until_closed)).await;
+    for (status, took) in answers {
+        assert!(status.starts_with("HTTP/1.1 4"), "answered {status:?}");
+        assert!(took < Duration::from_secs(10), "closed after {took:?}");
+    }
+    // A normal visitor is still served.
+    assert_eq!(app.get("/healthz").await.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn bodies_beyond_the_concurrent_limit_are_refused_at_once() {
+    let app = spawn_app_with(&[
+        ("BAZAAR_SERVER__MAX_CONCURRENT_BODIES", "2"),
+        ("BAZAAR_SERVER__BODY_TIMEOUT_SECS", "30"),
+    ])
+    .await;
+    let _first = slow_post(app.port, 1000).await;
+    let _second = slow_post(app.port, 1000).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let shopper = Shopper::new(&app).await;
+    let response = shopper
+        .post("/cart/items", &[("sku", "x"), ("qty", "1")])
+        .await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(response.headers().contains_key("retry-after"));
+    // Pages without a body are unaffected.
+    assert_eq!(app.get("/products").await.status(), StatusCode::OK);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 8. Flash messages and the session cookie.
+
+#[tokio::test]
+async fn many_adds_of_long_titled_products_keep_the_session_cookie_small_and_never_fail() {
+    use bazaar::catalog::products::{self, AlbumDetails, Details, NewProduct, Shipping};
+    let app = spawn_app().await;
+    let title = format!("A very long title {}", "and so on ".repeat(40));
+    for n in 0..8 {
+        products::create(
+            &app.db,
+            NewProduct {
+                sku: format!("long-{n}"),
+                slug: format!("long-{n}"),
+                title: format!("{title}{n}"),
+                description: "Long.".into(),
+                list_cents: 1000,
+                retail_cents: 900,
+                categories: Vec::new(),
+                details: Details::Album(AlbumDetails {
+                    title: title.clone(),
+                    artist: "X".into(),
+                    genre: vec!["Jazz".into()],
+                    tracks: vec!["One".into()],
+                    issue_date: bson::DateTime::from_millis(0),
+                    label: "L".into(),
+                }),
+                qty: 10,
+                featured: false,
+                shipping: Shipping::default(),
+            },
+        )
+        .await
+        .expect("created");
+    }
+    let shopper = Shopper::new(&app).await;
+    let url: reqwest::Url = app.address.parse().expect("url");
+    for n in 0..8 {
+        let sku = format!("long-{n}");
+        let response = shopper
+            .post("/cart/items", &[("sku", sku.as_str()), ("qty", "1")])
+            .await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "add {n}");
+        use reqwest::cookie::CookieStore;
+        let cookie = shopper
+            .jar
+            .cookies(&url)
+            .map(|v| v.len())
+            .unwrap_or_default();
+        assert!(cookie < 4000, "add {n}: the cookie is {cookie} bytes");
+    }
+    let lines = shopper.cart_lines().await;
+    assert_eq!(lines.len(), 8, "every add was kept: {lines:?}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 9. Session age, CSRF rotation, HSTS.
+
+#[tokio::test]
+async fn a_session_older_than_the_maximum_age_starts_afresh_with_a_new_csrf_token() {
+    let app = spawn_app_with(&[("BAZAAR_SESSION__MAX_AGE_SECS", "2")]).await;
+    product_with_stock(&app.db, "aged", 5).await;
+    let mut shopper = Shopper::new(&app).await;
+    shopper.add("aged", "1").await;
+    assert_eq!(shopper.cart_lines().await.len(), 1);
+    let old_token = shopper.csrf.clone();
+    tokio::time::sleep(Duration::from_millis(3100)).await;
+    // The old token no longer works: the session it belonged to is gone.
+    let response = shopper
+        .post("/cart/items", &[("sku", "aged"), ("qty", "1")])
+        .await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    assert!(
+        shopper.cart_lines().await.is_empty(),
+        "the cart link went with the session"
+    );
+    shopper.refresh_token().await;
+    assert_ne!(shopper.csrf, old_token, "a new token");
+    let flashes = shopper.add("aged", "1").await;
+    assert!(
+        flashes.iter().any(|f| f.starts_with("Added")),
+        "{flashes:?}"
+    );
+}
+
+#[tokio::test]
+async fn hsts_is_sent_only_when_the_site_is_served_over_tls() {
+    let plain = spawn_app().await;
+    let response = plain.get("/").await;
+    assert!(!response.headers().contains_key("strict-transport-security"));
+    let tls = spawn_app_with(&[("BAZAAR_SERVER__TLS", "true")]).await;
+    for path in ["/", "/no-such-page", "/healthz"] {
+        let response = tls.get(path).await;
+        assert_eq!(
+            response
+                .headers()
+                .get("strict-transport-security")
+                .and_then(|v| v.to_str().ok()),
+            Some("max-age=31536000"),
+            "{path}"
+        );
+    }
+}
