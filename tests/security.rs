@@ -740,7 +740,7 @@ async fn bodies_beyond_the_concurrent_limit_are_refused_at_once() {
 async fn many_adds_of_long_titled_products_keep_the_session_cookie_small_and_never_fail() {
     use bazaar::catalog::products::{self, AlbumDetails, Details, NewProduct, Shipping};
     let app = spawn_app().await;
-    let title = format!("A very long title {}", "and so on ".repeat(40));
+    let title = format!("A very long title {}", "and so on ".repeat(70));
     for n in 0..8 {
         products::create(
             &app.db,
