@@ -1,0 +1,302 @@
+//! A bounded hostile-input pass over every public page and form, through HTTP: query strings,
+//! path segments, form values, cookies and Basic headers made of control characters, markup,
+//! operator-looking JSON, huge and negative numbers and random Unicode. Whatever arrives, the
+//! site answers without a 5xx, never reflects markup unescaped, and a POST without the session's
+//! CSRF token changes nothing.
+//!
+//! Two parts: a fixed corpus of known-bad values sent to every route, then proptest-generated
+//! values. Each generated case sends a few dozen requests, so the number of cases is set here
+//! rather than taken from `PROPTEST_CASES` (CI sets 4096 for the cheap property tests, which
+//! would make this pass take many minutes); `HOSTILE_INPUT_CASES` raises it for a longer run.
+
+mod common;
+
+use bson::doc;
+use common::shop::*;
+use common::*;
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestCaseError, TestRunner};
+use reqwest::StatusCode;
+
+/// Generated cases per run unless `HOSTILE_INPUT_CASES` says otherwise (see the module comment).
+const DEFAULT_CASES: u32 = 24;
+
+/// Appended to values so an unescaped reflection shows as this exact text in a page.
+const MARK: &str = "<hx7 q=\"'\">";
+/// What [`MARK`] looks like when it reached a page unescaped.
+const UNESCAPED: &str = "<hx7";
+
+const CORPUS: &[&str] = &[
+    "\0",
+    "a\0b",
+    "\u{1}\u{1f}\u{7f}",
+    "\r\nSet-Cookie: x=1",
+    "-9223372036854775808",
+    "9223372036854775807",
+    "18446744073709551616",
+    "-1",
+    "0",
+    "1e308",
+    "NaN",
+    "inf",
+    "0x10",
+    "99.999",
+    "$where",
+    "{\"$gt\": \"\"}",
+    "[$ne]=1",
+    "../../../etc/passwd",
+    "..%2f..%2fetc%2fpasswd",
+    "<script>alert(1)</script>",
+    "\"><svg onload=alert(1)>",
+    "javascript:alert(1)",
+    "\u{202e}gnp.exe",
+    "\u{fffd}\u{10ffff}",
+    "%00%ff%fe",
+    "a@example.com?bcc=x@evil.example",
+    "(*+?[ .^$|{}\\",
+];
+
+/// Listing query keys (and one the site does not know).
+const LISTING_KEYS: &[&str] = &[
+    "q",
+    "page",
+    "sort",
+    "type",
+    "genre",
+    "person",
+    "min_price",
+    "max_price",
+    "min_discount",
+    "in_stock",
+    "utm_source",
+];
+
+const CHECKOUT_FIELDS: &[&str] = &[
+    "email",
+    "name",
+    "street",
+    "city",
+    "postcode",
+    "country",
+    "card_number",
+    "expiry",
+    "cvc",
+];
+
+fn encode(text: &str) -> String {
+    form_urlencoded::byte_serialize(text.as_bytes()).collect()
+}
+
+/// What the shop holds: any change by a refused POST would show here.
+async fn state_snapshot(app: &TestApp) -> (u64, u64, i64, i64) {
+    let count = |name: &'static str| {
+        let db = app.db.clone();
+        async move {
+            db.collection::<bson::Document>(name)
+                .count_documents(doc! {})
+                .await
+                .expect("count")
+        }
+    };
+    let products: Vec<bazaar::catalog::products::Product> = {
+        use futures::TryStreamExt;
+        bazaar::catalog::products::collection(&app.db)
+            .find(doc! {})
+            .await
+            .expect("find")
+            .try_collect()
+            .await
+            .expect("products")
+    };
+    let available = products.iter().map(|p| p.qty).sum();
+    let reserved = products
+        .iter()
+        .flat_map(|p| p.carted.iter().map(|c| c.qty))
+        .sum();
+    (count("carts").await, count("orders").await, available, reserved)
+}
+
+/// One request's outcome checked: no 5xx, no unescaped marker in what came back (following one
+/// redirect, where a flash message may repeat the input).
+async fn check(shopper: &Shopper, what: &str, response: reqwest::Response) -> Result<(), String> {
+    let status = response.status();
+    if status.is_server_error() {
+        return Err(format!("{what}: answered {status}"));
+    }
+    let next = (status == StatusCode::SEE_OTHER).then(|| location(&response));
+    let text = response.text().await.unwrap_or_default();
+    if text.contains(UNESCAPED) {
+        return Err(format!("{what}: the input was reflected unescaped"));
+    }
+    if let Some(next) = next.filter(|n| n.starts_with('/')) {
+        let followed = shopper.get(&next).await;
+        let status = followed.status();
+        if status.is_server_error() {
+            return Err(format!("{what} → {next}: answered {status}"));
+        }
+        if followed.text().await.unwrap_or_default().contains(UNESCAPED) {
+            return Err(format!("{what} → {next}: the input was reflected unescaped"));
+        }
+    }
+    Ok(())
+}
+
+/// Every public page and form with `value` in each place input can go.
+async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), String> {
+    let v = encode(value);
+    let mut gets: Vec<String> = vec![
+        format!("/products/{v}"),
+        format!("/categories/{v}"),
+        format!("/orders/{v}"),
+        format!("/media/{v}"),
+        format!("/media/{v}/thumb"),
+        format!("/media/{v}/display"),
+        format!("/static/{v}"),
+        format!("/{v}"),
+        format!("/cart?{v}={v}"),
+        format!("/checkout?{v}={v}"),
+        format!("/?{v}"),
+        format!("/healthz?{v}"),
+        format!("/categories/jazz?q={v}&page={v}&sort={v}"),
+    ];
+    let listing: Vec<String> = LISTING_KEYS.iter().map(|k| format!("{k}={v}")).collect();
+    gets.push(format!("/products?{}", listing.join("&")));
+    for key in LISTING_KEYS {
+        gets.push(format!("/products?{key}={v}"));
+    }
+    for path in &gets {
+        let response = shopper.get(path).await;
+        check(shopper, &format!("GET {path}"), response).await?;
+    }
+    // Forged cookies and Basic headers on a public page.
+    let printable: String = value
+        .chars()
+        .filter(|c| c.is_ascii_graphic() && *c != ';')
+        .collect();
+    let forged = shopper
+        .client
+        .get(app.url("/products"))
+        .header("cookie", format!("bazaar_session={printable}"))
+        .basic_auth(value, Some(value))
+        .send()
+        .await
+        .map_err(|e| format!("forged cookie: {e}"))?;
+    check(shopper, "GET /products with a forged cookie", forged).await?;
+
+    // The forms, with the session's token.
+    let forms: Vec<(String, Vec<(&str, &str)>)> = vec![
+        (
+            "/cart/items".to_string(),
+            vec![("sku", value), ("qty", value)],
+        ),
+        ("/cart/items".to_string(), vec![("sku", "hx"), ("qty", value)]),
+        (format!("/cart/items/{v}"), vec![("qty", value)]),
+        ("/cart/items/hx".to_string(), vec![("qty", value)]),
+        (format!("/cart/items/{v}/remove"), vec![]),
+        (
+            "/checkout".to_string(),
+            CHECKOUT_FIELDS.iter().map(|f| (*f, value)).collect(),
+        ),
+    ];
+    for (path, fields) in &forms {
+        let response = shopper.post(path, fields).await;
+        check(shopper, &format!("POST {path}"), response).await?;
+    }
+
+    // The same forms without a token (or with a wrong one) change nothing.
+    let before = state_snapshot(app).await;
+    for (path, fields) in &forms {
+        for token in [None, Some(value)] {
+            let mut body: Vec<(&str, &str)> = fields.clone();
+            if let Some(t) = token {
+                body.push(("csrf_token", t));
+            }
+            let response = shopper
+                .client
+                .post(app.url(path))
+                .form(&body)
+                .send()
+                .await
+                .map_err(|e| format!("POST {path}: {e}"))?;
+            if response.status() != StatusCode::FORBIDDEN {
+                return Err(format!(
+                    "POST {path} without a valid token answered {}",
+                    response.status()
+                ));
+            }
+        }
+    }
+    let after = state_snapshot(app).await;
+    if before != after {
+        return Err(format!(
+            "POSTs without a token changed the shop: {before:?} → {after:?}"
+        ));
+    }
+    Ok(())
+}
+
+async fn hostile_app() -> (TestApp, Shopper) {
+    // Generous cart limits: this pass looks for errors, not for the limits themselves.
+    let app = spawn_app_with(&[("BAZAAR_CART__NEW_CARTS_PER_HOUR", "1000000")]).await;
+    product_with_stock(&app.db, "hx", 1000).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("hx", "1").await;
+    (app, shopper)
+}
+
+#[tokio::test]
+async fn every_public_page_and_form_survives_the_hostile_corpus() {
+    let (app, shopper) = hostile_app().await;
+    let long = "x".repeat(10_000);
+    let values = CORPUS.iter().copied().chain([long.as_str()]);
+    for value in values {
+        for candidate in [value.to_string(), format!("{value}{MARK}")] {
+            if let Err(problem) = probe(&app, &shopper, &candidate).await {
+                panic!("input {candidate:?}: {problem}");
+            }
+        }
+    }
+    assert_carts_match_reservations(&app.db).await;
+}
+
+fn hostile_value() -> impl Strategy<Value = String> {
+    let base = prop_oneof![
+        proptest::sample::select(CORPUS).prop_map(str::to_string),
+        any::<i64>().prop_map(|n| n.to_string()),
+        any::<u64>().prop_map(|n| format!("{n}{n}")),
+        any::<f64>().prop_map(|f| f.to_string()),
+        // Any Unicode, control characters included.
+        proptest::collection::vec(any::<char>(), 0..40).prop_map(|c| c.into_iter().collect()),
+        "[\\x00-\\x1f<>\"'&%$.{}\\[\\]]{0,30}",
+    ];
+    (base, any::<bool>()).prop_map(|(v, mark)| if mark { format!("{v}{MARK}") } else { v })
+}
+
+#[test]
+fn generated_hostile_values_never_cause_a_server_error_a_reflection_or_a_change_without_a_token()
+{
+    let cases = std::env::var("HOSTILE_INPUT_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(DEFAULT_CASES);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (app, shopper) = runtime.block_on(hostile_app());
+    let mut runner = TestRunner::new(Config {
+        // Failures are reported with the input; no file of past failures is written.
+        failure_persistence: None,
+        ..Config::with_cases(cases)
+    });
+    let outcome = runner.run(&hostile_value(), |value| {
+        runtime
+            .block_on(probe(&app, &shopper, &value))
+            .map_err(TestCaseError::fail)
+    });
+    if let Err(e) = outcome {
+        panic!("{e}");
+    }
+    runtime.block_on(assert_carts_match_reservations(&app.db));
+}
