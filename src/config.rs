@@ -777,6 +777,46 @@ mod tests {
     }
 
     #[test]
+    fn the_abuse_limits_have_safe_defaults_and_are_range_checked() {
+        let s = Settings::load(None, env(&[])).expect("defaults load");
+        assert_eq!(s.admin.max_concurrent_verifications, 2);
+        assert_eq!(s.admin.failures_before_delay, 5);
+        assert_eq!(s.session.max_age, std::time::Duration::from_secs(604_800));
+        assert_eq!(s.media.max_image_pixels, 40_000_000);
+        assert_eq!(s.cart.max_line_share_pct, 50);
+        assert_eq!(s.server.body_timeout, std::time::Duration::from_secs(10));
+        for (var, value, key) in [
+            (
+                "BAZAAR_ADMIN__MAX_CONCURRENT_VERIFICATIONS",
+                "0",
+                "admin.max_concurrent_verifications",
+            ),
+            (
+                "BAZAAR_CART__MAX_LINE_SHARE_PCT",
+                "101",
+                "cart.max_line_share_pct",
+            ),
+            ("BAZAAR_CART__MAX_UNITS", "-1", "cart.max_units"),
+            ("BAZAAR_SESSION__MAX_AGE_SECS", "0", "session.max_age_secs"),
+            (
+                "BAZAAR_SERVER__BODY_TIMEOUT_SECS",
+                "0",
+                "server.body_timeout_secs",
+            ),
+            (
+                "BAZAAR_MEDIA__MAX_IMAGE_MEGAPIXELS",
+                "-9223372036854775808",
+                "media.max_image_megapixels",
+            ),
+        ] {
+            let err = Settings::load(None, env(&[(var, value)]))
+                .expect_err(var)
+                .to_string();
+            assert!(err.contains(key), "{var}: {err}");
+        }
+    }
+
+    #[test]
     fn passwords_in_database_uris_are_redacted() {
         assert_eq!(
             redact_uri("mongodb://bob:s3cret@db:27017/x?tls=true"),

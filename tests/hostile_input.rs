@@ -113,7 +113,12 @@ async fn state_snapshot(app: &TestApp) -> (u64, u64, i64, i64) {
         .iter()
         .flat_map(|p| p.carted.iter().map(|c| c.qty))
         .sum();
-    (count("carts").await, count("orders").await, available, reserved)
+    (
+        count("carts").await,
+        count("orders").await,
+        available,
+        reserved,
+    )
 }
 
 /// One request's outcome checked: no 5xx, no unescaped marker in what came back (following one
@@ -134,8 +139,15 @@ async fn check(shopper: &Shopper, what: &str, response: reqwest::Response) -> Re
         if status.is_server_error() {
             return Err(format!("{what} → {next}: answered {status}"));
         }
-        if followed.text().await.unwrap_or_default().contains(UNESCAPED) {
-            return Err(format!("{what} → {next}: the input was reflected unescaped"));
+        if followed
+            .text()
+            .await
+            .unwrap_or_default()
+            .contains(UNESCAPED)
+        {
+            return Err(format!(
+                "{what} → {next}: the input was reflected unescaped"
+            ));
         }
     }
     Ok(())
@@ -192,7 +204,10 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
             "/cart/items".to_string(),
             vec![("sku", value), ("qty", value)],
         ),
-        ("/cart/items".to_string(), vec![("sku", "hx"), ("qty", value)]),
+        (
+            "/cart/items".to_string(),
+            vec![("sku", "hx"), ("qty", value)],
+        ),
         (format!("/cart/items/{v}"), vec![("qty", value)]),
         ("/cart/items/hx".to_string(), vec![("qty", value)]),
         (format!("/cart/items/{v}/remove"), vec![]),
@@ -282,8 +297,7 @@ fn hostile_value() -> impl Strategy<Value = String> {
 }
 
 #[test]
-fn generated_hostile_values_never_cause_a_server_error_a_reflection_or_a_change_without_a_token()
-{
+fn generated_hostile_values_never_cause_a_server_error_a_reflection_or_a_change_without_a_token() {
     let cases = std::env::var("HOSTILE_INPUT_CASES")
         .ok()
         .and_then(|n| n.parse().ok())
