@@ -49,7 +49,7 @@ impl CartLimits {
             .saturating_mul(self.max_line_share_pct.clamp(1, 100))
             .saturating_add(99)
             / 100;
-        share.max(LINE_FLOOR).min(MAX_LINE_QTY)
+        share.clamp(LINE_FLOOR, MAX_LINE_QTY)
     }
 }
 
