@@ -722,7 +722,8 @@ async fn bodies_beyond_the_concurrent_limit_are_refused_at_once() {
     .await;
     let _first = slow_post(app.port, 1000).await;
     let _second = slow_post(app.port, 1000).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Long enough for the server to have read both heads and started both bodies.
+    tokio::time::sleep(Duration::from_millis(1000)).await;
     let shopper = Shopper::new(&app).await;
     let response = shopper
         .post("/cart/items", &[("sku", "x"), ("qty", "1")])

@@ -130,8 +130,9 @@ pub async fn enforce_max_age(
     let max_age = i64::try_from(policy.max_age.as_secs()).unwrap_or(i64::MAX);
     match session.get::<i64>(STARTED_KEY) {
         Ok(Some(started)) if now_secs().saturating_sub(started) <= max_age => {}
-        Ok(None) if session.entries().is_empty() => {}
-        // Too old, never stamped (written before stamping existed) or unreadable: start over.
+        // Not stamped yet (new, or written before stamping existed): stamped below from now.
+        Ok(None) => {}
+        // Too old, or a stamp that cannot be read: start over.
         _ => {
             session.clear();
             session.renew();
