@@ -472,6 +472,36 @@ mod tests {
     }
 
     #[test]
+    fn control_characters_never_reach_the_search_regex() {
+        let Bson::RegularExpression(re) = title_prefix("ki\0nd\u{1}") else {
+            panic!("a regex");
+        };
+        assert_eq!(re.pattern, "^kind");
+        let q = ListingQuery::from_params(&params(&[("q", "\0\0"), ("genre", "ja\0zz")]));
+        assert_eq!(q.search, None, "nothing but NULs is no search");
+        assert_eq!(q.genre.as_deref(), Some("jazz"));
+    }
+
+    #[test]
+    fn numbers_too_large_for_their_type_fall_back_to_defaults() {
+        let q = ListingQuery::from_params(&params(&[
+            ("page", "18446744073709551616"),
+            ("min_price", "92233720368547758.08"),
+            ("max_price", "99999999999999999999"),
+            ("min_discount", "2147483648"),
+        ]));
+        assert_eq!(q.page, 1);
+        assert_eq!(
+            (q.min_cents, q.max_cents, q.min_discount),
+            (None, None, None)
+        );
+        assert_eq!(
+            ListingQuery::from_params(&params(&[("page", "99999999")])).page,
+            MAX_PAGE
+        );
+    }
+
+    #[test]
     fn prices_are_read_as_dollars() {
         assert_eq!(parse_dollars("12"), Some(1200));
         assert_eq!(parse_dollars("$12.5"), Some(1250));
