@@ -294,20 +294,18 @@ impl AdminCredentials {
                     // from the same network.
                     return Verdict::Granted;
                 }
-                {
-                    if let Some(wait) = self.limits.blocked_for(client) {
-                        return self.limits.throttle(wait);
-                    }
-                    let Some(ok) = self.run_argon2(phc, password).await else {
-                        return self.limits.throttle(VERIFICATION_WAIT.as_secs());
-                    };
-                    if ok && username_ok {
-                        if let Ok(mut guard) = self.verified.lock() {
-                            *guard = Some(digest);
-                        }
-                    }
-                    ok
+                if let Some(wait) = self.limits.blocked_for(client) {
+                    return self.limits.throttle(wait);
                 }
+                let Some(ok) = self.run_argon2(phc, password).await else {
+                    return self.limits.throttle(VERIFICATION_WAIT.as_secs());
+                };
+                if ok && username_ok {
+                    if let Ok(mut guard) = self.verified.lock() {
+                        *guard = Some(digest);
+                    }
+                }
+                ok
             }
         };
         if username_ok && password_ok {
