@@ -337,12 +337,16 @@ async fn finish_image(
         Ok(d) => d,
         Err(e) => return refuse(e).await,
     };
-    let derived = {
-        let _slot = DECODES.acquire().await.map_err(|e| {
-            UploadError::Db(DbError::Other(mongodb::error::Error::custom(e.to_string())))
-        })?;
-        tokio::task::spawn_blocking(move || derive(&bytes, format, dimensions)).await
-    };
+    let slot = DECODES.acquire().await.map_err(|e| {
+        UploadError::Db(DbError::Other(mongodb::error::Error::custom(e.to_string())))
+    })?;
+    // The slot moves into the decoding task: if this request is abandoned, the decode still
+    // counts against the bound until it really ends.
+    let derived = tokio::task::spawn_blocking(move || {
+        let _slot = slot;
+        derive(&bytes, format, dimensions)
+    })
+    .await;
     let derived = match derived {
         Ok(Ok(d)) => d,
         Ok(Err(e)) => {

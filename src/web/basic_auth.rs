@@ -115,7 +115,10 @@ impl Verifiers {
     async fn run(&self, check: impl FnOnce() -> bool + Send + 'static) -> Option<bool> {
         let (done, result) = tokio::sync::oneshot::channel();
         let job: Job = Box::new(move || {
-            let _ = done.send(check());
+            // A request abandoned while queued needs no answer: skip the work.
+            if !done.is_closed() {
+                let _ = done.send(check());
+            }
         });
         self.jobs.lock().ok()?.send(job).ok()?;
         result.await.ok()
