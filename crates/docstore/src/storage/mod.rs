@@ -772,6 +772,10 @@ mod tests {
                 b.len() as u64
             };
             assert_eq!(fs::metadata(&seg).unwrap().len(), len - last_record);
+            // ... and kept in a quarantine file beside it.
+            let offset = len - last_record;
+            let aside = seg.with_file_name(recovery::torn_tail_name(FIRST_SEGMENT, offset as usize));
+            assert_eq!(fs::metadata(aside).unwrap().len(), last_record - 5);
             s.append(&[put(5)]);
         }
         let (_s, rec) = open(dir.path());
@@ -791,15 +795,19 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_checksum_in_the_tail_drops_that_record() {
+    fn a_bad_checksum_in_the_complete_last_record_refuses_to_start() {
+        // A whole record that fails its checksum was written in full, so it may have been
+        // acknowledged: dropping it would lose a write silently.
         let dir = tempfile::tempdir().unwrap();
         let seg = write_three_groups(dir.path());
         let mut bytes = fs::read(&seg).unwrap();
         let last = bytes.len() - 3;
         bytes[last] ^= 0xff;
         fs::write(&seg, &bytes).unwrap();
-        let (_s, rec) = open(dir.path());
-        assert_eq!(rec.ops, vec![put(1), put(2), put(3)]);
+        let err = Storage::open(dir.path(), FAST).unwrap_err();
+        assert!(recovery::damage(&err).is_some(), "{err}");
+        assert!(err.to_string().contains("checksum mismatch"), "{err}");
+        assert_eq!(fs::read(&seg).unwrap(), bytes);
     }
 
     #[test]
@@ -815,7 +823,8 @@ mod tests {
         fs::write(&seg, &bytes).unwrap();
         let err = Storage::open(dir.path(), FAST).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
-        assert!(err.to_string().contains("damaged"), "{err}");
+        assert!(err.to_string().contains("damaged at byte 0"), "{err}");
+        assert!(err.to_string().contains("--repair"), "{err}");
         // Nothing was truncated: the data is still there for a person to rescue.
         assert_eq!(fs::read(&seg).unwrap(), bytes);
     }
@@ -978,6 +987,7 @@ mod tests {
         let err = Storage::open(dir.path(), FAST).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         assert!(err.to_string().contains("backup"), "{err}");
+        assert!(recovery::damage(&err).is_some(), "{err}");
     }
 
     #[test]

@@ -344,16 +344,26 @@ impl LostRegion {
 
 /// Count the records that started in the damaged range `[start, end)`: follow length fields
 /// where they agree with what follows them, and look for the next plausible header where not.
-fn records_in_region(bytes: &[u8], start: usize, end: usize, plausible: fn(&[u8], usize) -> bool) -> u64 {
-    let region = &bytes[..end];
+/// A lower bound when headers inside the range were destroyed too.
+fn records_in_region(
+    bytes: &[u8],
+    start: usize,
+    end: usize,
+    plausible: fn(&[u8], usize) -> bool,
+) -> u64 {
+    // A record header inside the range, whose whole signature is there and which ends in it.
+    let record_end = |q: usize| -> Option<usize> {
+        let (len, _) = header_at(bytes, q)?;
+        let next = q + RECORD_HEADER_LEN + len;
+        (q + RECORD_HEADER_LEN + 9 <= bytes.len() && plausible(bytes, q) && next <= end)
+            .then_some(next)
+    };
     let mut n = 1;
     let mut p = start;
     loop {
-        let next = match header_at(region, p) {
-            Some((len, _)) if plausible(region, p) && p + RECORD_HEADER_LEN + len <= end => {
-                p + RECORD_HEADER_LEN + len
-            }
-            _ => match (p + 1..end).find(|&q| plausible(region, q)) {
+        let next = match record_end(p) {
+            Some(next) => next,
+            None => match (p + 1..end).find(|&q| record_end(q).is_some()) {
                 Some(q) => q,
                 None => return n,
             },
@@ -1037,4 +1047,231 @@ pub fn repair(dir: &Path) -> io::Result<RepairReport> {
         snapshot: snapshot_path,
         moved_to,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Storage;
+    use super::*;
+    use bson::doc;
+    use std::time::Duration;
+
+    const FAST: Duration = Duration::from_millis(10);
+
+    fn put(i: i32) -> JournalOp {
+        JournalOp::Put {
+            db: "shop".into(),
+            coll: "items".into(),
+            doc: doc! {"_id": i, "name": format!("item {i}")},
+        }
+    }
+
+    /// A segment of `n` one-put records; returns its bytes and each record's start.
+    fn segment(n: i32) -> (Vec<u8>, Vec<usize>) {
+        let mut bytes = Vec::new();
+        let mut starts = Vec::new();
+        for i in 0..n {
+            starts.push(bytes.len());
+            let mut payload = Vec::new();
+            journal::encode_group(&[put(i)], &mut payload).unwrap();
+            journal::frame_record(&payload, &mut bytes).unwrap();
+        }
+        (bytes, starts)
+    }
+
+    fn write_segment(dir: &Path, bytes: &[u8]) -> PathBuf {
+        let path = dir.join(segment_name(FIRST_SEGMENT));
+        fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_damaged_length_field_in_the_middle_refuses_to_start_and_truncates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut bytes, starts) = segment(100);
+        let at = starts[50];
+        bytes[at..at + 4].copy_from_slice(&[0xff; 4]);
+        let path = write_segment(dir.path(), &bytes);
+        let err = Storage::open(dir.path(), FAST).unwrap_err();
+        let msg = err.to_string();
+        assert!(recovery_damage_names(&msg, &path, at), "{msg}");
+        assert!(msg.contains("49 intact records"), "{msg}");
+        assert!(msg.contains(&format!("{} bytes", bytes.len() - at)), "{msg}");
+        assert!(msg.contains("docstore --repair --dbpath"), "{msg}");
+        assert_eq!(fs::read(&path).unwrap(), bytes, "nothing may be cut off");
+    }
+
+    fn recovery_damage_names(msg: &str, path: &Path, at: usize) -> bool {
+        msg.contains(&path.display().to_string()) && msg.contains(&format!("damaged at byte {at}"))
+    }
+
+    #[test]
+    fn a_damaged_length_field_in_the_last_record_is_not_taken_for_a_torn_tail() {
+        let (mut bytes, starts) = segment(3);
+        let at = starts[2];
+        // Longer than the file: it looks cut short, but the payload says otherwise.
+        bytes[at + 1] = 0x70;
+        assert!(matches!(
+            check_segment(&bytes, true),
+            SegmentCheck::Damaged { offset, .. } if offset == at
+        ));
+    }
+
+    #[test]
+    fn a_record_cut_short_at_the_end_of_the_newest_segment_is_a_torn_tail() {
+        let (bytes, starts) = segment(3);
+        for cut in [starts[2] + 3, starts[2] + 10, bytes.len() - 1] {
+            let cut_bytes = &bytes[..cut];
+            match check_segment(cut_bytes, true) {
+                SegmentCheck::TornTail { ops, offset, .. } => {
+                    assert_eq!(ops, vec![put(0), put(1)]);
+                    assert_eq!(offset, starts[2]);
+                }
+                other => panic!("cut at {cut}: {other:?}"),
+            }
+            // In an older segment the same thing is damage.
+            assert!(matches!(
+                check_segment(cut_bytes, false),
+                SegmentCheck::Damaged { .. }
+            ));
+        }
+    }
+
+    #[test]
+    fn a_zeroed_tail_is_damage_not_a_torn_write() {
+        let (mut bytes, starts) = segment(3);
+        let at = starts[2];
+        bytes[at..].fill(0);
+        assert!(matches!(
+            check_segment(&bytes, true),
+            SegmentCheck::Damaged { bad: Bad::Implausible { declared: 0 }, .. }
+        ));
+    }
+
+    #[test]
+    fn salvage_resynchronises_after_damage_and_names_what_it_lost() {
+        let (mut bytes, starts) = segment(10);
+        // Damage the length of record 4 and a byte inside record 7.
+        bytes[starts[4]..starts[4] + 4].copy_from_slice(&[0xff; 4]);
+        bytes[starts[7] + 30] ^= 0x01;
+        let s = salvage_segment(Path::new("j"), &bytes, true);
+        let kept: Vec<JournalOp> = [0, 1, 2, 3, 5, 6, 8, 9].iter().map(|&i| put(i)).collect();
+        assert_eq!(s.ops, kept);
+        assert_eq!(s.records, 8);
+        assert_eq!(s.lost.len(), 2);
+        let first = &s.lost[0];
+        assert_eq!(
+            (first.start, first.end, first.records),
+            (starts[4] as u64, starts[5] as u64, 1)
+        );
+        assert!(!first.torn_tail);
+        assert_eq!(first.identified.len(), 1);
+        assert_eq!(first.identified[0].to_string(), "put shop.items _id 4");
+        assert_eq!(
+            (s.lost[1].start, s.lost[1].end),
+            (starts[7] as u64, starts[8] as u64)
+        );
+    }
+
+    #[test]
+    fn repair_keeps_every_valid_record_writes_a_snapshot_and_moves_the_old_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut bytes, starts) = segment(20);
+        bytes[starts[10] + 2] = 0x7f;
+        let path = write_segment(dir.path(), &bytes);
+        assert!(Storage::open(dir.path(), FAST).is_err());
+        let report = repair(dir.path()).unwrap();
+        assert_eq!(report.records_kept, 19);
+        assert_eq!(report.documents, 19);
+        assert_eq!(report.lost.len(), 1);
+        assert!(report.lost_anything());
+        let text = report.to_string();
+        assert!(text.contains("LOST"), "{text}");
+        assert!(text.contains("put shop.items _id 10"), "{text}");
+        // The damaged segment is kept, byte for byte, where the report says.
+        assert!(!path.exists());
+        let kept = report.moved_to.join(segment_name(FIRST_SEGMENT));
+        assert_eq!(fs::read(kept).unwrap(), bytes);
+
+        let (s, rec) = Storage::open(dir.path(), FAST).unwrap();
+        assert!(rec.ops.is_empty());
+        assert_eq!(rec.collections.len(), 1);
+        let ids: Vec<i32> = rec.collections[0]
+            .docs
+            .iter()
+            .map(|d| d.get_i32("_id").unwrap())
+            .collect();
+        assert_eq!(ids.len(), 19);
+        assert!(!ids.contains(&10));
+        // The repaired store keeps working across restarts.
+        s.append(&[put(99)]);
+        drop(s);
+        let (_s, rec) = Storage::open(dir.path(), FAST).unwrap();
+        assert_eq!(rec.ops, vec![put(99)]);
+        assert_eq!(rec.collections[0].docs.len(), 19);
+    }
+
+    #[test]
+    fn repair_refuses_while_the_directory_is_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_s, _) = Storage::open(dir.path(), FAST).unwrap();
+        let err = repair(dir.path()).unwrap_err();
+        assert!(err.to_string().contains("in use"), "{err}");
+    }
+
+    fn image(coll: &str, n: i32) -> CollectionImage {
+        CollectionImage {
+            db: "shop".into(),
+            coll: coll.into(),
+            options: doc! {},
+            indexes: vec![doc! {"v": 2, "key": {"n": 1}, "name": "n_1"}],
+            docs: (0..n).map(|i| Arc::new(doc! {"_id": i, "n": i})).collect(),
+        }
+    }
+
+    /// Start offsets of the records of a framed file.
+    fn record_starts(bytes: &[u8]) -> Vec<usize> {
+        let mut starts = Vec::new();
+        let mut off = 0;
+        while let Some((len, _)) = header_at(bytes, off) {
+            starts.push(off);
+            off += RECORD_HEADER_LEN + len;
+        }
+        starts
+    }
+
+    #[test]
+    fn repair_salvages_a_damaged_only_snapshot_without_misfiling_documents() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(snapshot_name(5));
+        snapshot::write_file(&path, 5, &[image("a", 10), image("b", 10)]).unwrap();
+        let mut bytes = fs::read(&path).unwrap();
+        let starts = record_starts(&bytes);
+        // Records: file header, "a" header, 10 docs, "b" header, 10 docs, trailer.
+        // Damage document 3 of "a" (a checksum) and the header of "b" (its length).
+        bytes[starts[5] + 12] ^= 0x01;
+        bytes[starts[12]..starts[12] + 4].copy_from_slice(&[0xff; 4]);
+        fs::write(&path, &bytes).unwrap();
+        fs::write(dir.path().join(segment_name(5)), b"").unwrap();
+
+        let err = Storage::open(dir.path(), FAST).unwrap_err();
+        assert!(recovery::damage(&err).is_some(), "{err}");
+        let report = repair(dir.path()).unwrap();
+        let text = report.to_string();
+        assert_eq!(report.documents, 9, "{text}");
+        // The documents of "b" cannot be filed under "a": they are reported by _id instead.
+        let orphans = report
+            .lost
+            .iter()
+            .find(|r| r.reason.contains("collection header was lost"))
+            .expect(&text);
+        assert_eq!(orphans.identified.len(), 10, "{text}");
+        let (_s, rec) = Storage::open(dir.path(), FAST).unwrap();
+        assert_eq!(rec.collections.len(), 1);
+        assert_eq!(rec.collections[0].coll, "a");
+        assert_eq!(rec.collections[0].indexes.len(), 1);
+        assert_eq!(rec.collections[0].docs.len(), 9);
+    }
+
+    use super::super::recovery;
 }
