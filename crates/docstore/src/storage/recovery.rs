@@ -233,6 +233,9 @@ pub struct LostOp {
     pub id: Option<Bson>,
     /// Other detail: an index name, a rename target.
     pub detail: Option<String>,
+    /// Where it was read in the file. It was read from a damaged range, so if the damage itself
+    /// fell inside these bytes, what is shown may be altered.
+    pub at: std::ops::Range<u64>,
 }
 
 impl fmt::Display for LostOp {
@@ -248,7 +251,7 @@ impl fmt::Display for LostOp {
     }
 }
 
-fn lost_op(op: &JournalOp) -> LostOp {
+fn lost_op(op: &JournalOp, at: std::ops::Range<u64>) -> LostOp {
     let ns = |db: &str, coll: &str| format!("{db}.{coll}");
     let (name, namespace, id, detail) = match op {
         JournalOp::CreateCollection { db, coll, .. } => ("create", ns(db, coll), None, None),
@@ -282,14 +285,22 @@ fn lost_op(op: &JournalOp) -> LostOp {
         namespace,
         id,
         detail,
+        at,
     }
 }
 
 /// BSON documents embedded anywhere in `bytes` that parse as `f` accepts: how the operations of
 /// a damaged record are still named when only part of it is damaged.
-fn embedded_documents<T>(bytes: &[u8], mut f: impl FnMut(&Document) -> Option<T>) -> Vec<T> {
+/// `[from, to)` is the range searched; `f` gets each document and where it lies.
+fn embedded_documents<T>(
+    bytes: &[u8],
+    from: usize,
+    to: usize,
+    mut f: impl FnMut(&Document, std::ops::Range<u64>) -> Option<T>,
+) -> Vec<T> {
+    let bytes = &bytes[..to];
     let mut found = Vec::new();
-    let mut p = 0;
+    let mut p = from;
     while p + MIN_BSON_LEN <= bytes.len() {
         let len = i32::from_le_bytes([bytes[p], bytes[p + 1], bytes[p + 2], bytes[p + 3]]);
         let fits = usize::try_from(len)
@@ -297,7 +308,7 @@ fn embedded_documents<T>(bytes: &[u8], mut f: impl FnMut(&Document) -> Option<T>
             .filter(|&l| l >= MIN_BSON_LEN && l <= bytes.len() - p && bytes[p + l - 1] == 0);
         if let Some(l) = fits {
             if let Ok(d) = Document::from_reader(&bytes[p..p + l]) {
-                if let Some(t) = f(&d) {
+                if let Some(t) = f(&d, p as u64..(p + l) as u64) {
                     found.push(t);
                     p += l;
                     continue;
@@ -310,12 +321,12 @@ fn embedded_documents<T>(bytes: &[u8], mut f: impl FnMut(&Document) -> Option<T>
 }
 
 /// The journal operations still legible in a damaged byte range.
-fn legible_ops(bytes: &[u8]) -> Vec<LostOp> {
-    embedded_documents(bytes, |d| {
+fn legible_ops(bytes: &[u8], from: usize, to: usize) -> Vec<LostOp> {
+    embedded_documents(bytes, from, to, |d, at| {
         d.contains_key("op")
             .then(|| JournalOp::from_document(d).ok())
             .flatten()
-            .map(|op| lost_op(&op))
+            .map(|op| lost_op(&op, at))
     })
 }
 
@@ -408,7 +419,7 @@ pub fn salvage_segment(file: &Path, bytes: &[u8], newest: bool) -> SegmentSalvag
                     records: records_in_region(bytes, off, end, plausible_journal_start),
                     reason: bad.to_string(),
                     torn_tail: torn,
-                    identified: legible_ops(&bytes[off..end]),
+                    identified: legible_ops(bytes, off, end),
                 });
                 off = end;
             }
@@ -840,6 +851,7 @@ fn salvage_snapshot(path: &Path, bytes: &[u8]) -> (Vec<CollectionImage>, Vec<Los
                             namespace: "(unknown collection)".into(),
                             id: doc.get("_id").cloned(),
                             detail: None,
+                            at: (region_start + RECORD_HEADER_LEN) as u64..off as u64,
                         });
                     }
                 }
@@ -868,12 +880,13 @@ fn salvage_snapshot(path: &Path, bytes: &[u8]) -> (Vec<CollectionImage>, Vec<Los
                     .last()
                     .map(|c| format!("{}.{}", c.db, c.coll))
                     .unwrap_or_default();
-                let identified = embedded_documents(&bytes[off..end], |d| {
+                let identified = embedded_documents(bytes, off, end, |d, at| {
                     d.get("_id").map(|id| LostOp {
                         op: "document".into(),
                         namespace: ns.clone(),
                         id: Some(id.clone()),
                         detail: None,
+                        at,
                     })
                 });
                 lost.push(LostRegion {
