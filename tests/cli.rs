@@ -260,9 +260,16 @@ fn a_damaged_store_refuses_to_start_with_the_repair_command_and_repair_salvages_
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("is damaged"), "{stderr}");
-    assert!(stderr.contains(&format!("damaged at byte {at}")), "{stderr}");
+    assert!(
+        stderr.contains(&format!("damaged at byte {at}")),
+        "{stderr}"
+    );
     assert!(stderr.contains("bazaar repair"), "{stderr}");
-    assert_eq!(std::fs::read(&segment).expect("read"), bytes, "nothing cut off");
+    assert_eq!(
+        std::fs::read(&segment).expect("read"),
+        bytes,
+        "nothing cut off"
+    );
 
     let output = bazaar(&["repair"])
         .env("BAZAAR_DATABASE__PATH", data.path())
@@ -275,7 +282,10 @@ fn a_damaged_store_refuses_to_start_with_the_repair_command_and_repair_salvages_
         String::from_utf8_lossy(&output.stderr)
     );
     assert!(
-        stdout.contains(&format!("LOST: {} bytes {at}..", starts[starts.len() / 2 + 1] - at)),
+        stdout.contains(&format!(
+            "LOST: {} bytes {at}..",
+            starts[starts.len() / 2 + 1] - at
+        )),
         "{stdout}"
     );
     assert!(stdout.contains("fresh snapshot"), "{stdout}");

@@ -159,7 +159,8 @@ fn apply(j: &Journal, damage: &Damage) -> Damaged {
         match at {
             Pos::Anywhere(x) => x as usize % len,
             Pos::NearRecord { record, delta } => {
-                let starts: Vec<usize> = j.records.iter().map(|r| r.0).chain([j.acked_end]).collect();
+                let starts: Vec<usize> =
+                    j.records.iter().map(|r| r.0).chain([j.acked_end]).collect();
                 let base = starts[record as usize % starts.len()] as i64;
                 (base + i64::from(delta)).clamp(0, len as i64 - 1) as usize
             }
@@ -248,7 +249,10 @@ fn check_start_up(j: &Journal, damaged: &[u8], truncated: bool) -> Result<(), Te
         SegmentCheck::Damaged { offset, .. } => {
             prop_assert!(!truncated, "a clean cut was taken for damage");
             // It names where the first damaged record starts.
-            let first = touched.iter().next().map_or(j.acked_end, |&i| j.records[i].0);
+            let first = touched
+                .iter()
+                .next()
+                .map_or(j.acked_end, |&i| j.records[i].0);
             prop_assert_eq!(offset, first);
         }
     }
@@ -278,7 +282,10 @@ fn check_salvage(j: &Journal, d: &Damaged) -> Result<(), TestCaseError> {
         covered.extend(inside.iter().copied());
         let in_flight = end > j.acked_end;
         prop_assert!(r.records >= 1);
-        prop_assert!(r.records as usize <= inside.len() + usize::from(in_flight), "{r:?}");
+        prop_assert!(
+            r.records as usize <= inside.len() + usize::from(in_flight),
+            "{r:?}"
+        );
         let named: Vec<String> = inside
             .iter()
             .flat_map(|&i| j.records[i].2.iter())
@@ -295,7 +302,10 @@ fn check_salvage(j: &Journal, d: &Damaged) -> Result<(), TestCaseError> {
             );
         }
         if r.torn_tail {
-            prop_assert!(inside.is_empty() || truncated, "{r:?} dropped acknowledged records");
+            prop_assert!(
+                inside.is_empty() || truncated,
+                "{r:?} dropped acknowledged records"
+            );
         }
     }
     // Records cut off by a truncation are not in the file any more, so in no range.
@@ -304,7 +314,11 @@ fn check_salvage(j: &Journal, d: &Damaged) -> Result<(), TestCaseError> {
         .copied()
         .filter(|&i| j.records[i].0 < damaged.len())
         .collect();
-    prop_assert_eq!(&covered, &present, "the lost ranges are not the touched records");
+    prop_assert_eq!(
+        &covered,
+        &present,
+        "the lost ranges are not the touched records"
+    );
     Ok(())
 }
 
@@ -362,7 +376,9 @@ fn model_of_recovered(rec: &Recovered) -> Model {
     for c in &rec.collections {
         let entry = m.entry(c.coll.clone()).or_default();
         for d in &c.docs {
-            entry.0.insert(d.get("_id").unwrap().to_string(), (**d).clone());
+            entry
+                .0
+                .insert(d.get("_id").unwrap().to_string(), (**d).clone());
         }
         for i in &c.indexes {
             entry.1.insert(i.get_str("name").unwrap().to_string());
@@ -393,7 +409,11 @@ fn check_directory(j: &Journal, damaged: &[u8], truncated: bool) -> Result<(), T
     match Storage::open(dir.path(), FAST) {
         Ok((storage, rec)) => {
             drop(storage);
-            let expected = if truncated { ops_except(j, &touched) } else { all_ops(j) };
+            let expected = if truncated {
+                ops_except(j, &touched)
+            } else {
+                all_ops(j)
+            };
             prop_assert_eq!(&rec.ops, &expected);
             // Whatever was dropped is in a quarantine file, byte for byte.
             let kept = std::fs::metadata(dir.path().join(SEGMENT)).unwrap().len() as usize;
@@ -403,9 +423,15 @@ fn check_directory(j: &Journal, damaged: &[u8], truncated: bool) -> Result<(), T
             }
         }
         Err(e) => {
-            prop_assert!(recovery::damage(&e).is_some(), "not a repairable refusal: {e}");
+            prop_assert!(
+                recovery::damage(&e).is_some(),
+                "not a repairable refusal: {e}"
+            );
             prop_assert!(e.to_string().contains("docstore --repair --dbpath"), "{e}");
-            prop_assert_eq!(std::fs::read(dir.path().join(SEGMENT)).unwrap(), damaged.to_vec());
+            prop_assert_eq!(
+                std::fs::read(dir.path().join(SEGMENT)).unwrap(),
+                damaged.to_vec()
+            );
             let report = docstore::repair(dir.path()).unwrap();
             prop_assert!(report.lost_anything() || touched.is_empty(), "{report}");
             let (_s, rec) = Storage::open(dir.path(), FAST).unwrap();
@@ -501,7 +527,10 @@ fn verdict(bytes: &[u8]) -> String {
     let start = match recovery::check_segment(bytes, true) {
         SegmentCheck::Intact { ops } => format!("start: intact, {} ops", ops.len()),
         SegmentCheck::TornTail { ops, offset, bad } => {
-            format!("start: torn tail at {offset} ({bad}), keeps {} ops", ops.len())
+            format!(
+                "start: torn tail at {offset} ({bad}), keeps {} ops",
+                ops.len()
+            )
         }
         SegmentCheck::Damaged {
             offset,
@@ -510,7 +539,11 @@ fn verdict(bytes: &[u8]) -> String {
         } => format!("start: refuses, damaged at {offset} ({bad}), {records_after} records after"),
     };
     let s = salvage_segment(Path::new(SEGMENT), bytes, true);
-    let mut out = format!("{start}\nsalvage: keeps {} records, {} ops\n", s.records, s.ops.len());
+    let mut out = format!(
+        "{start}\nsalvage: keeps {} records, {} ops\n",
+        s.records,
+        s.ops.len()
+    );
     for r in &s.lost {
         out += &format!(
             "lost {}..{}: {} records{}{}\n",
@@ -553,7 +586,10 @@ fn corpus_entries_can_be_regenerated() {
         (
             "length-field-overwritten-mid-journal",
             Damage::Overwrite {
-                at: Pos::NearRecord { record: 5, delta: 0 },
+                at: Pos::NearRecord {
+                    record: 5,
+                    delta: 0,
+                },
                 bytes: vec![0xff; 4],
             },
             false,
@@ -561,7 +597,10 @@ fn corpus_entries_can_be_regenerated() {
         (
             "bit-flip-in-a-payload",
             Damage::Flip {
-                at: Pos::NearRecord { record: 3, delta: 13 },
+                at: Pos::NearRecord {
+                    record: 3,
+                    delta: 13,
+                },
                 bit: 2,
             },
             false,
@@ -569,7 +608,10 @@ fn corpus_entries_can_be_regenerated() {
         (
             "zeroed-block-across-a-boundary",
             Damage::Zero {
-                at: Pos::NearRecord { record: 4, delta: -3 },
+                at: Pos::NearRecord {
+                    record: 4,
+                    delta: -3,
+                },
                 len: 70,
             },
             false,
@@ -577,7 +619,10 @@ fn corpus_entries_can_be_regenerated() {
         (
             "length-of-the-last-record-grown",
             Damage::Overwrite {
-                at: Pos::NearRecord { record: 7, delta: 1 },
+                at: Pos::NearRecord {
+                    record: 7,
+                    delta: 1,
+                },
                 bytes: vec![0x40],
             },
             false,
@@ -593,7 +638,10 @@ fn corpus_entries_can_be_regenerated() {
         (
             "truncated-inside-a-record",
             Damage::Truncate {
-                at: Pos::NearRecord { record: 6, delta: 11 },
+                at: Pos::NearRecord {
+                    record: 6,
+                    delta: 11,
+                },
             },
             false,
         ),
@@ -602,14 +650,32 @@ fn corpus_entries_can_be_regenerated() {
         let groups: Vec<Vec<JournalOp>> = (0..8)
             .map(|i| {
                 vec![to_op(&match i % 4 {
-                    0 => Action::Insert { coll: 0, id: i, pad: 10 },
-                    1 => Action::Update { coll: 0, id: i - 1, value: i },
-                    2 => Action::Index { coll: 1, field: "a" },
+                    0 => Action::Insert {
+                        coll: 0,
+                        id: i,
+                        pad: 10,
+                    },
+                    1 => Action::Update {
+                        coll: 0,
+                        id: i - 1,
+                        value: i,
+                    },
+                    2 => Action::Index {
+                        coll: 1,
+                        field: "a",
+                    },
                     _ => Action::Delete { coll: 0, id: i - 3 },
                 })]
             })
             .collect();
-        let in_flight = Some((vec![to_op(&Action::Insert { coll: 1, id: 99, pad: 30 })], 20));
+        let in_flight = Some((
+            vec![to_op(&Action::Insert {
+                coll: 1,
+                id: 99,
+                pad: 30,
+            })],
+            20,
+        ));
         let j = build(&groups, if in_flight_only { in_flight } else { None });
         let damaged = if in_flight_only {
             j.bytes.clone()

@@ -248,7 +248,10 @@ mod tests {
             (&["--in-memory=yes"][..], "takes no value"),
             (&["--repair"][..], "needs --dbpath"),
             (&["--repair", "--in-memory"][..], "only --dbpath"),
-            (&["--repair", "--dbpath", "/d", "--port", "1"][..], "only --dbpath"),
+            (
+                &["--repair", "--dbpath", "/d", "--port", "1"][..],
+                "only --dbpath",
+            ),
         ] {
             let e = parse(args).expect_err("should be refused");
             assert!(e.contains(needle), "{args:?}: {e}");

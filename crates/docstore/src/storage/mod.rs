@@ -774,7 +774,8 @@ mod tests {
             assert_eq!(fs::metadata(&seg).unwrap().len(), len - last_record);
             // ... and kept in a quarantine file beside it.
             let offset = len - last_record;
-            let aside = seg.with_file_name(recovery::torn_tail_name(FIRST_SEGMENT, offset as usize));
+            let aside =
+                seg.with_file_name(recovery::torn_tail_name(FIRST_SEGMENT, offset as usize));
             assert_eq!(fs::metadata(aside).unwrap().len(), last_record - 5);
             s.append(&[put(5)]);
         }

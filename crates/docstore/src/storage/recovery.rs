@@ -579,7 +579,11 @@ fn segments_from(dir: &Path, listing: &Listing, token: u64) -> io::Result<Vec<(u
 }
 
 /// Replay segments `token, token + 1, ...`; returns their ops and total size.
-pub(super) fn replay(dir: &Path, listing: &Listing, token: u64) -> io::Result<(Vec<JournalOp>, u64)> {
+pub(super) fn replay(
+    dir: &Path,
+    listing: &Listing,
+    token: u64,
+) -> io::Result<(Vec<JournalOp>, u64)> {
     let segments = segments_from(dir, listing, token)?;
     // A crash can only tear the last write, and that went to the newest non-empty segment.
     let newest = segments
@@ -739,8 +743,7 @@ fn plausible_snapshot_start(bytes: &[u8], off: usize) -> bool {
         return false;
     };
     let available = &bytes[off + RECORD_HEADER_LEN..];
-    len >= MIN_BSON_LEN
-        && (available.len() < 4 || available[..4] == (len as u32).to_le_bytes())
+    len >= MIN_BSON_LEN && (available.len() < 4 || available[..4] == (len as u32).to_le_bytes())
 }
 
 fn snapshot_doc_at(bytes: &[u8], off: usize) -> Result<Option<(Document, usize)>, Bad> {
@@ -836,8 +839,7 @@ fn salvage_snapshot(path: &Path, bytes: &[u8]) -> (Vec<CollectionImage>, Vec<Los
                                 start: region_start as u64,
                                 end: region_start as u64,
                                 records: 0,
-                                reason: "intact documents whose collection header was lost"
-                                    .into(),
+                                reason: "intact documents whose collection header was lost".into(),
                                 torn_tail: false,
                                 identified: Vec::new(),
                             });
@@ -912,7 +914,10 @@ fn salvage_snapshot(path: &Path, bytes: &[u8]) -> (Vec<CollectionImage>, Vec<Los
     (collections, lost)
 }
 
-fn catalog_images(base: Vec<CollectionImage>, ops: Vec<JournalOp>) -> io::Result<Vec<CollectionImage>> {
+fn catalog_images(
+    base: Vec<CollectionImage>,
+    ops: Vec<JournalOp>,
+) -> io::Result<Vec<CollectionImage>> {
     let catalog = crate::catalog::Catalog::recover(
         Arc::new(super::Storage::in_memory()),
         Recovered {
@@ -1033,7 +1038,12 @@ pub fn repair(dir: &Path) -> io::Result<RepairReport> {
         .segments
         .keys()
         .map(|&n| dir.join(segment_name(n)))
-        .chain(listing.snapshots.iter().map(|&n| dir.join(snapshot_name(n))))
+        .chain(
+            listing
+                .snapshots
+                .iter()
+                .map(|&n| dir.join(snapshot_name(n))),
+        )
         .collect();
     for path in &old {
         keep_copy(path, &moved_to)?;
@@ -1109,7 +1119,10 @@ mod tests {
         let msg = err.to_string();
         assert!(recovery_damage_names(&msg, &path, at), "{msg}");
         assert!(msg.contains("49 intact records"), "{msg}");
-        assert!(msg.contains(&format!("{} bytes", bytes.len() - at)), "{msg}");
+        assert!(
+            msg.contains(&format!("{} bytes", bytes.len() - at)),
+            "{msg}"
+        );
         assert!(msg.contains("docstore --repair --dbpath"), "{msg}");
         assert_eq!(fs::read(&path).unwrap(), bytes, "nothing may be cut off");
     }
@@ -1157,7 +1170,10 @@ mod tests {
         bytes[at..].fill(0);
         assert!(matches!(
             check_segment(&bytes, true),
-            SegmentCheck::Damaged { bad: Bad::Implausible { declared: 0 }, .. }
+            SegmentCheck::Damaged {
+                bad: Bad::Implausible { declared: 0 },
+                ..
+            }
         ));
     }
 
