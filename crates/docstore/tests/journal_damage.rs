@@ -575,7 +575,7 @@ fn the_corpus_of_damaged_journals_still_gets_the_same_verdicts() {
         assert_eq!(verdict(&bytes), expected, "{}", path.display());
         seen += 1;
     }
-    assert!(seen >= 5, "the corpus is missing ({seen} files)");
+    assert!(seen >= 7, "the corpus is missing ({seen} files)");
 }
 
 /// Writes a corpus entry: run with `DOCSTORE_WRITE_CORPUS=1` to add the cases below.
@@ -624,6 +624,19 @@ fn corpus_entries_can_be_regenerated() {
                     delta: 1,
                 },
                 bytes: vec![0x40],
+            },
+            false,
+        ),
+        // Found by the property test: a flipped bit in a database name ("shop" became "rhop");
+        // the report names the operation as read from the damaged bytes.
+        (
+            "bit-flip-in-a-namespace",
+            Damage::Flip {
+                at: Pos::NearRecord {
+                    record: 0,
+                    delta: 48,
+                },
+                bit: 0,
             },
             false,
         ),
@@ -689,5 +702,87 @@ fn corpus_entries_can_be_regenerated() {
             std::fs::write(path.with_extension("expect"), verdict(&damaged)).unwrap();
         }
         assert_eq!(std::fs::read(&path).unwrap(), damaged, "{name} changed");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Snapshots: salvage never files a document under the wrong collection.
+// ---------------------------------------------------------------------------------------------
+
+fn images() -> impl Strategy<Value = Vec<docstore::storage::CollectionImage>> {
+    prop::collection::vec(0usize..8, 1..4).prop_map(|sizes| {
+        sizes
+            .iter()
+            .enumerate()
+            .map(|(c, &n)| docstore::storage::CollectionImage {
+                db: "shop".into(),
+                coll: format!("c{c}"),
+                options: doc! {},
+                indexes: vec![doc! {"v": 2, "key": {"a": 1}, "name": "a_1"}],
+                docs: (0..n as i32)
+                    .map(|i| std::sync::Arc::new(doc! {"_id": c as i32 * 100 + i, "a": i}))
+                    .collect(),
+            })
+            .collect()
+    })
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn a_salvaged_snapshot_keeps_documents_only_in_their_own_collection_and_names_the_rest(
+        images in images(),
+        damage in damage(),
+    ) {
+        let dir = scratch_dir();
+        let path = dir.path().join("snapshot-0000000000000002.db");
+        docstore::storage::snapshot::write_file(&path, 2, &images).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        // Record boundaries, for damage aimed near them.
+        let mut records = Vec::new();
+        let mut off = 0;
+        while off + 8 <= bytes.len() {
+            let end = off + 8 + u32::from_le_bytes(bytes[off..off + 4].try_into().unwrap()) as usize;
+            records.push((off, end, vec![]));
+            off = end;
+        }
+        let j = Journal { records, acked_end: bytes.len(), bytes };
+        let damaged = apply(&j, &damage);
+        let (salvaged, lost) = recovery::salvage_snapshot(&path, &damaged.bytes);
+        let mut kept = BTreeSet::new();
+        for c in &salvaged {
+            let original = images.iter().find(|i| i.coll == c.coll);
+            prop_assert!(original.is_some(), "invented collection {}", c.coll);
+            for d in &c.docs {
+                prop_assert!(original.unwrap().docs.iter().any(|o| **o == **d), "{} misfiled in {}", d, c.coll);
+                kept.insert(d.get_i32("_id").unwrap());
+            }
+        }
+        // A document whose record the damage did not touch is kept or named by _id.
+        let named: BTreeSet<String> = lost
+            .iter()
+            .flat_map(|r| r.identified.iter())
+            .filter_map(|o| o.id.as_ref().map(|id| id.to_string()))
+            .collect();
+        let mut off = 0;
+        let mut untouched_ids = Vec::new();
+        while off + 8 <= j.bytes.len() {
+            let len = u32::from_le_bytes(j.bytes[off..off + 4].try_into().unwrap()) as usize;
+            let end = off + 8 + len;
+            let record = bson::Document::from_reader(&j.bytes[off + 8..end]).unwrap();
+            if damaged.bytes.get(off..end) == Some(&j.bytes[off..end]) {
+                if let Ok(id) = record.get_i32("_id") {
+                    untouched_ids.push(id);
+                }
+            }
+            off = end;
+        }
+        for id in untouched_ids {
+            prop_assert!(
+                kept.contains(&id) || named.contains(&Bson::Int32(id).to_string()),
+                "untouched document {id} neither kept nor reported"
+            );
+        }
     }
 }

@@ -794,7 +794,7 @@ fn is_trailer(d: &Document) -> bool {
 /// only kept when the range's record count is known exactly and the collection header said more
 /// documents were still to come, so a document is never filed under the wrong collection;
 /// otherwise they are reported lost, by `_id`, until the next collection header.
-fn salvage_snapshot(path: &Path, bytes: &[u8]) -> (Vec<CollectionImage>, Vec<LostRegion>) {
+pub fn salvage_snapshot(path: &Path, bytes: &[u8]) -> (Vec<CollectionImage>, Vec<LostRegion>) {
     let mut collections: Vec<CollectionImage> = Vec::new();
     let mut lost: Vec<LostRegion> = Vec::new();
     // Documents still expected for the last collection header, while we know where we are.
@@ -810,7 +810,12 @@ fn salvage_snapshot(path: &Path, bytes: &[u8]) -> (Vec<CollectionImage>, Vec<Los
                 if off == size && doc.get_str("format").is_ok() {
                     continue; // the file header
                 }
-                if let Some((db, coll, options, indexes, count)) = collection_header(&doc) {
+                // While a header's count says documents are still to come, this is one of them,
+                // whatever its shape.
+                let doc_expected = matches!(expected, Some(left) if left > 0);
+                if let Some((db, coll, options, indexes, count)) =
+                    collection_header(&doc).filter(|_| !doc_expected)
+                {
                     collections.push(CollectionImage {
                         db,
                         coll,
@@ -822,7 +827,7 @@ fn salvage_snapshot(path: &Path, bytes: &[u8]) -> (Vec<CollectionImage>, Vec<Los
                     orphans = None;
                     continue;
                 }
-                if is_trailer(&doc) {
+                if !doc_expected && is_trailer(&doc) {
                     expected = Some(0);
                     continue;
                 }
