@@ -722,7 +722,10 @@ impl fmt::Display for RepairReport {
                 r.reason
             )?;
             if r.identified.is_empty() {
-                writeln!(f, "    no operation in it could still be identified")?;
+                writeln!(f, "    nothing in it could still be identified")?;
+            } else {
+                // Read from the damaged bytes: a name the damage itself hit may be altered.
+                writeln!(f, "    still legible in it:")?;
             }
             for op in &r.identified {
                 writeln!(f, "    {op}")?;
