@@ -1,4 +1,5 @@
-//! Command-line interface: `bazaar` (serve), `bazaar seed`, `bazaar hash-password`.
+//! Command-line interface: `bazaar` (serve), `bazaar seed`, `bazaar hash-password`,
+//! `bazaar repair`.
 
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
@@ -19,6 +20,9 @@ commands:
                   generate products until there are N generated ones (for load tests)
   hash-password   read a password from standard input, print its argon2 hash
                   (for admin.password_hash)
+  repair          salvage a damaged embedded store (database.path) with Bazaar
+                  stopped: keep every record that still validates, report exactly
+                  what was lost, move the old files to database.path/repair-<time>/
   help            show this help
 
 Settings come from ./config.toml (or $BAZAAR_CONFIG) and BAZAAR_SECTION__KEY variables.";
@@ -27,6 +31,7 @@ enum Command {
     Serve,
     Seed { products: Option<u64> },
     HashPassword,
+    Repair,
     Help,
 }
 
@@ -46,6 +51,7 @@ fn parse(args: &[String]) -> Result<Command, String> {
             .map(|n| Command::Seed { products: Some(n) })
             .ok_or_else(|| format!("--products needs a whole number up to 10000000, got {n:?}")),
         ["hash-password"] => Ok(Command::HashPassword),
+        ["repair"] => Ok(Command::Repair),
         ["help"] | ["--help"] | ["-h"] => Ok(Command::Help),
         other => Err(format!("unknown arguments: {}", other.join(" "))),
     }
@@ -68,6 +74,7 @@ pub fn run(args: Vec<String>) -> ExitCode {
         Command::HashPassword => print_password_hash(),
         Command::Serve => with_runtime(serve()),
         Command::Seed { products } => with_runtime(seed(products)),
+        Command::Repair => repair(),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -156,6 +163,23 @@ async fn seed_generated_products(db: &crate::db::Db, n: u64) -> anyhow::Result<u
         eprintln!();
     }
     Ok(added)
+}
+
+/// Run docstore's repair on the embedded store's directory and print its report.
+fn repair() -> anyhow::Result<()> {
+    let settings = load_settings()?;
+    if settings.database.uri != crate::config::DatabaseUri::Embedded {
+        anyhow::bail!(
+            "repair works on the embedded store (database.uri = \"embedded\"); this Bazaar uses \
+             {:?}, which has nothing on disk to repair here",
+            settings.database.uri
+        );
+    }
+    let path = &settings.database.path;
+    let report = docstore::repair(path)
+        .with_context(|| format!("cannot repair the embedded store in {}", path.display()))?;
+    println!("{report}");
+    Ok(())
 }
 
 fn print_password_hash() -> anyhow::Result<()> {

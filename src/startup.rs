@@ -71,18 +71,27 @@ impl OpenDatabase {
                     }
                     docstore::StorageMode::InMemory => Store::EmbeddedMemory,
                 };
-                let handle = docstore::Server::start(docstore::Config {
+                let handle = match docstore::Server::start(docstore::Config {
                     storage,
                     port: 0,
                     ..Default::default()
                 })
                 .await
-                .with_context(|| {
-                    format!(
-                        "cannot start the embedded store ({store}); is another Bazaar using the \
-                         same database.path?"
-                    )
-                })?;
+                {
+                    Ok(handle) => handle,
+                    Err(e) if e.needs_repair() => {
+                        return Err(anyhow::anyhow!(damaged_store_message(
+                            &settings.database.path,
+                            e.damage().unwrap_or(&e.message),
+                        )))
+                    }
+                    Err(e) => {
+                        return Err(anyhow::Error::new(e).context(format!(
+                            "cannot start the embedded store ({store}); is another Bazaar using \
+                             the same database.path?"
+                        )))
+                    }
+                };
                 (handle.uri(), store, Some(handle))
             }
             DatabaseUri::External(uri) => (uri.clone(), Store::External(redact_uri(uri)), None),
@@ -105,6 +114,20 @@ impl OpenDatabase {
             tracing::info!("embedded store stopped");
         }
     }
+}
+
+/// What to tell an operator whose embedded store refused to open because of damage: what is
+/// wrong, and the command that salvages it, rather than a bare error.
+pub fn damaged_store_message(path: &std::path::Path, damage: &str) -> String {
+    format!(
+        "the embedded store in {} is damaged: {damage}.\n\nBazaar will not start rather than \
+         silently drop data. To keep every record that still validates and set the damaged bytes \
+         aside, stop every Bazaar using this database.path and run\n\n    bazaar repair\n\n\
+         (or `cargo run -- repair`); it reports exactly what was lost and moves the old files to \
+         {}/repair-<time>/. Or restore the directory from a backup.",
+        path.display(),
+        path.display()
+    )
 }
 
 /// The running web server and its database.

@@ -362,7 +362,7 @@ impl Catalog {
     }
 
     /// Point-in-time copies (document pointers only) of every collection.
-    fn images(&self) -> Vec<CollectionImage> {
+    pub(crate) fn images(&self) -> Vec<CollectionImage> {
         let dbs = self.databases.read();
         let mut images = Vec::new();
         for (db, colls) in dbs.iter() {

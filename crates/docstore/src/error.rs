@@ -182,6 +182,19 @@ impl Error {
         self
     }
 
+    /// Whether the server refused to open its data directory because of damage that
+    /// `docstore::repair` can salvage; the damage is described under `extra.damage`.
+    pub fn needs_repair(&self) -> bool {
+        self.extra
+            .as_ref()
+            .is_some_and(|e| e.get_bool("needsRepair") == Ok(true))
+    }
+
+    /// The description of the damage when [`Error::needs_repair`].
+    pub fn damage(&self) -> Option<&str> {
+        self.extra.as_ref()?.get_str("damage").ok()
+    }
+
     pub fn code_number(&self) -> i32 {
         self.code.code()
     }

@@ -4,7 +4,8 @@ use crate::catalog::Catalog;
 use crate::config::{Config, StorageMode};
 use crate::cursor::CursorManager;
 use crate::error::{Error, Result};
-use crate::storage::Storage;
+use crate::storage::{recovery, Storage};
+use bson::doc;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -36,7 +37,18 @@ impl ServerState {
             StorageMode::InMemory => (Storage::in_memory(), Default::default()),
             StorageMode::Directory(dir) => {
                 Storage::open(dir, config.commit_interval).map_err(|e| {
-                    Error::internal(format!("cannot open data directory {}: {e}", dir.display()))
+                    let error = Error::internal(format!(
+                        "cannot open data directory {}: {e}",
+                        dir.display()
+                    ));
+                    match recovery::damage(&e) {
+                        // Marked so that an embedding program can offer its own repair command.
+                        Some(damage) => error.with_extra(doc! {
+                            "needsRepair": true,
+                            "damage": damage.message.as_str(),
+                        }),
+                        None => error,
+                    }
                 })?
             }
         };

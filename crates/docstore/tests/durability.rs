@@ -1,5 +1,6 @@
 //! Durability of the persistent mode: acknowledged writes survive `kill -9` of the `docstore`
-//! process, and a torn journal tail is detected and dropped at start-up.
+//! process, a torn journal tail is detected and set aside at start-up, and damage elsewhere
+//! refuses to start until `docstore --repair` salvages it.
 
 #[path = "common/mod.rs"]
 mod common;
@@ -138,8 +139,10 @@ async fn a_torn_journal_tail_is_dropped_and_earlier_writes_are_kept() {
         .rev()
         .find(|f| std::fs::metadata(f).unwrap().len() > 0);
     let newest = newest.expect("a non-empty journal segment");
+    // Its first bytes are what a real record starts with: a header, then the payload's length.
     let mut bytes = std::fs::read(&newest).unwrap();
-    bytes.extend_from_slice(&[200, 0, 0, 0, 1, 2, 3, 4, 5, 6, 7]);
+    let torn = bytes[..11].to_vec();
+    bytes.extend_from_slice(&torn);
     std::fs::write(&newest, &bytes).unwrap();
 
     let p = Process::start(dir.path());
@@ -243,4 +246,96 @@ async fn snapshots_compact_the_journal_and_restore_everything() {
         .unwrap()
         .contains(&"n_1".to_string()));
     server.shutdown().await;
+}
+
+/// Start offsets of the records in a journal segment (`[u32 length][u32 crc][payload]`).
+fn record_starts(bytes: &[u8]) -> Vec<usize> {
+    let mut starts = Vec::new();
+    let mut off = 0;
+    while off + 8 <= bytes.len() {
+        starts.push(off);
+        off += 8 + u32::from_le_bytes(bytes[off..off + 4].try_into().unwrap()) as usize;
+    }
+    starts
+}
+
+#[tokio::test]
+async fn damage_mid_journal_refuses_to_start_and_docstore_repair_reports_it_and_the_store_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = Process::start(dir.path());
+    let client = client_for(&p.uri).await;
+    let c = client.database("shop").collection::<Document>("items");
+    let journaled = WriteConcern::builder().journal(true).build();
+    for i in 0..300 {
+        c.insert_one(doc! { "_id": i, "pad": "x".repeat(50) })
+            .write_concern(journaled.clone())
+            .await
+            .unwrap();
+    }
+    p.kill();
+
+    // Four bytes of 0xff over a length field in the middle of the journal, as in a bad sector.
+    let segment = journal_files(dir.path())
+        .into_iter()
+        .find(|f| std::fs::metadata(f).unwrap().len() > 0)
+        .expect("a non-empty journal segment");
+    let mut bytes = std::fs::read(&segment).unwrap();
+    let starts = record_starts(&bytes);
+    let at = starts[starts.len() / 2];
+    bytes[at..at + 4].copy_from_slice(&[0xff; 4]);
+    std::fs::write(&segment, &bytes).unwrap();
+
+    let docstore = env!("CARGO_BIN_EXE_docstore");
+    let dbpath = dir.path().to_str().unwrap();
+    let refused = std::process::Command::new(docstore)
+        .args(["--dbpath", dbpath, "--port", "0"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains(&segment.display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains(&format!("damaged at byte {at}")),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "{} intact records",
+            starts.len() - starts.len() / 2 - 1
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("docstore --repair --dbpath {dbpath}")),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read(&segment).unwrap(),
+        bytes,
+        "nothing was cut off"
+    );
+
+    let repaired = std::process::Command::new(docstore)
+        .args(["--repair", "--dbpath", dbpath])
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&repaired.stdout);
+    assert!(repaired.status.success(), "{report}");
+    let next = starts[starts.len() / 2 + 1];
+    assert!(
+        report.contains(&format!("LOST: {} bytes {at}..{next}", next - at)),
+        "{report}"
+    );
+    assert!(report.contains("1 record ("), "{report}");
+    assert!(report.contains("put shop.items _id"), "{report}");
+    assert!(report.contains("fresh snapshot"), "{report}");
+
+    // The repaired store starts and holds every write but the one in the damaged record.
+    let p = Process::start(dir.path());
+    let c = client_for(&p.uri)
+        .await
+        .database("shop")
+        .collection::<Document>("items");
+    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 299);
+    assert!(c.find_one(doc! { "_id": 299 }).await.unwrap().is_some());
 }

@@ -1,5 +1,6 @@
 //! `docstore --dbpath DIR [--port 27017] [--bind 127.0.0.1] [--in-memory]`: run docstore on its
-//! own so that mongosh, Compass or any driver can connect to it.
+//! own so that mongosh, Compass or any driver can connect to it. `docstore --repair --dbpath DIR`
+//! salvages a damaged data directory and reports what was lost.
 
 use docstore::{Config, Server};
 use std::path::PathBuf;
@@ -8,12 +9,16 @@ use std::process::ExitCode;
 const USAGE: &str = "\
 usage: docstore --dbpath DIR [--port PORT] [--bind ADDRESS]
        docstore --in-memory [--port PORT] [--bind ADDRESS]
+       docstore --repair --dbpath DIR
 
   --dbpath DIR      keep data in DIR (created if missing)
   --in-memory       keep nothing on disk; all data is lost at exit
   --port PORT       port to listen on (default 27017; 0 picks a free one)
   --bind ADDRESS    address to listen on (default 127.0.0.1; docstore has no
                     authentication, so think before binding anything else)
+  --repair          salvage a damaged DIR instead of serving: keep every record
+                    that still validates, write a fresh snapshot, move the old
+                    files to DIR/repair-<time>/, and report exactly what was lost
   --help            show this help
 
 Logging goes to stderr; set RUST_LOG (default: info) to change it.";
@@ -22,12 +27,15 @@ Logging goes to stderr; set RUST_LOG (default: info) to change it.";
 #[derive(Debug)]
 enum Command {
     Run(Config),
+    Repair(PathBuf),
     Help,
 }
 
 fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
     let mut dbpath: Option<PathBuf> = None;
     let mut in_memory = false;
+    let mut repair = false;
+    let mut served = false;
     let mut port: u16 = 27017;
     let mut bind = "127.0.0.1".to_string();
     let mut args = args.into_iter();
@@ -46,13 +54,23 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
         match flag.as_str() {
             "--help" | "-h" => return Ok(Command::Help),
             "--dbpath" => dbpath = Some(PathBuf::from(value("--dbpath")?)),
+            "--repair" => {
+                if inline.is_some() {
+                    return Err("--repair takes no value".to_string());
+                }
+                repair = true;
+            }
             "--port" => {
+                served = true;
                 let v = value("--port")?;
                 port = v
                     .parse()
                     .map_err(|_| format!("--port must be a number from 0 to 65535, not '{v}'"))?;
             }
-            "--bind" | "--bind_ip" => bind = value("--bind")?,
+            "--bind" | "--bind_ip" => {
+                served = true;
+                bind = value("--bind")?;
+            }
             "--in-memory" => {
                 if inline.is_some() {
                     return Err("--in-memory takes no value".to_string());
@@ -61,6 +79,13 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
             }
             other => return Err(format!("unknown argument '{other}'")),
         }
+    }
+    if repair {
+        return match (dbpath, in_memory || served) {
+            (_, true) => Err("--repair takes only --dbpath DIR".to_string()),
+            (None, false) => Err("--repair needs --dbpath DIR".to_string()),
+            (Some(dir), false) => Ok(Command::Repair(dir)),
+        };
     }
     let config = match (dbpath, in_memory) {
         (Some(_), true) => return Err("--dbpath and --in-memory cannot be combined".to_string()),
@@ -116,9 +141,27 @@ fn say(text: &str) {
     let _ = out.write_all(text.as_bytes()).and_then(|()| out.flush());
 }
 
+/// `--repair`: salvage the directory and print the report; fails if it cannot be done at all.
+fn repair(dir: &std::path::Path) -> ExitCode {
+    match docstore::repair(dir) {
+        Ok(report) => {
+            say(&format!("{report}\n"));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("docstore: cannot repair {}: {e}", dir.display());
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let config = match parse_args(std::env::args().skip(1)) {
         Ok(Command::Run(config)) => config,
+        Ok(Command::Repair(dir)) => {
+            init_logging();
+            return repair(&dir);
+        }
         Ok(Command::Help) => {
             say(&format!("{USAGE}\n"));
             return ExitCode::SUCCESS;
@@ -203,10 +246,28 @@ mod tests {
             (&[][..], "is required"),
             (&["--in-memory", "--dbpath", "/x"][..], "cannot be combined"),
             (&["--in-memory=yes"][..], "takes no value"),
+            (&["--repair"][..], "needs --dbpath"),
+            (&["--repair", "--in-memory"][..], "only --dbpath"),
+            (
+                &["--repair", "--dbpath", "/d", "--port", "1"][..],
+                "only --dbpath",
+            ),
         ] {
             let e = parse(args).expect_err("should be refused");
             assert!(e.contains(needle), "{args:?}: {e}");
         }
+    }
+
+    #[test]
+    fn repair_takes_the_data_directory() {
+        assert!(matches!(
+            parse(&["--repair", "--dbpath", "/d"]),
+            Ok(Command::Repair(dir)) if dir == std::path::Path::new("/d")
+        ));
+        assert!(matches!(
+            parse(&["--dbpath=/d", "--repair"]),
+            Ok(Command::Repair(_))
+        ));
     }
 
     #[test]

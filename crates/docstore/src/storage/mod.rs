@@ -8,13 +8,16 @@
 //! `j: true` writer is waiting, and publishes the durable sequence number.
 
 pub mod journal;
+pub mod recovery;
 pub mod snapshot;
+
+use recovery::{choose_base, quarantine_snapshots_after, replay};
 
 use bson::{Bson, Document};
 use parking_lot::{Condvar, Mutex};
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -406,139 +409,6 @@ fn data_loss(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
 
-fn choose_base(dir: &Path, listing: &Listing) -> io::Result<Base> {
-    let mut failed: Vec<(u64, io::Error)> = Vec::new();
-    for &token in listing.snapshots.iter().rev() {
-        // An older snapshot only stands in if the journal after it is all still there.
-        if !failed.is_empty() && !listing.segments.contains_key(&token) {
-            break;
-        }
-        let path = dir.join(snapshot_name(token));
-        match snapshot::read_file(&path) {
-            Ok((t, collections)) if t == token => {
-                return Ok(Base {
-                    token,
-                    collections,
-                    newest: failed.is_empty(),
-                })
-            }
-            Ok((t, _)) => {
-                let e = data_loss(format!(
-                    "snapshot {} says it is snapshot {t}",
-                    path.display()
-                ));
-                warn!("{e}");
-                failed.push((token, e));
-            }
-            Err(e) => {
-                warn!("cannot use snapshot {}: {e}", path.display());
-                failed.push((token, e));
-            }
-        }
-    }
-    let no_snapshot = Base {
-        token: FIRST_SEGMENT,
-        collections: Vec::new(),
-        newest: failed.is_empty(),
-    };
-    if failed.is_empty() {
-        return Ok(no_snapshot);
-    }
-    if listing.segments.contains_key(&FIRST_SEGMENT) {
-        warn!("no usable snapshot; replaying the whole journal");
-        return Ok(no_snapshot);
-    }
-    let reasons: Vec<String> = failed.iter().map(|(_, e)| e.to_string()).collect();
-    Err(data_loss(format!(
-        "cannot recover {}: the newest snapshot is unreadable and the journal segments needed to \
-         rebuild it from an older one are gone ({}); restore the directory from a backup",
-        dir.display(),
-        reasons.join("; ")
-    )))
-}
-
-/// Set aside snapshots that failed to load, so that later recoveries do not trip on them again;
-/// the recovered state already covers them.
-fn quarantine_snapshots_after(dir: &Path, listing: &Listing, base: &Base) {
-    if base.newest {
-        return;
-    }
-    for &token in listing.snapshots.iter().filter(|&&t| t > base.token) {
-        let from = dir.join(snapshot_name(token));
-        let to = dir.join(format!("{}.corrupt", snapshot_name(token)));
-        match fs::rename(&from, &to) {
-            Ok(()) => warn!("moved unusable snapshot aside to {}", to.display()),
-            Err(e) => warn!("cannot move unusable snapshot {}: {e}", from.display()),
-        }
-    }
-}
-
-/// Replay segments `base.token, base.token + 1, ...`; returns their ops and total size.
-fn replay(dir: &Path, listing: &Listing, token: u64) -> io::Result<(Vec<JournalOp>, u64)> {
-    let segments: Vec<(u64, u64)> = listing
-        .segments
-        .range(token..)
-        .map(|(&n, &len)| (n, len))
-        .collect();
-    for (expected, &(n, _)) in (token..).zip(&segments) {
-        if n != expected {
-            return Err(data_loss(format!(
-                "journal segment {} is missing from {}; restore the directory from a backup",
-                dir.join(segment_name(expected)).display(),
-                dir.display()
-            )));
-        }
-    }
-    let mut ops = Vec::new();
-    let mut total = 0u64;
-    let mut payload = Vec::new();
-    for (i, &(n, len)) in segments.iter().enumerate() {
-        let path = dir.join(segment_name(n));
-        let file = OpenOptions::new().read(true).write(true).open(&path)?;
-        let mut r = BufReader::with_capacity(1 << 20, &file);
-        let mut offset = 0u64;
-        let bad = loop {
-            match journal::read_record(&mut r, len - offset, &mut payload)? {
-                journal::ReadRecord::Ok => {
-                    let group = journal::decode_group(&payload).map_err(|e| {
-                        data_loss(format!("{} at byte {offset}: {e}", path.display()))
-                    })?;
-                    ops.extend(group);
-                    offset += (journal::RECORD_HEADER_LEN + payload.len()) as u64;
-                }
-                journal::ReadRecord::End => break None,
-                journal::ReadRecord::Truncated => break Some("truncated"),
-                journal::ReadRecord::BadChecksum => break Some("checksum mismatch"),
-            }
-        };
-        if let Some(what) = bad {
-            // A crash can only tear the tail of the last segment written to; damage followed by
-            // more journal is corruption, and skipping it would silently lose writes.
-            if segments[i + 1..]
-                .iter()
-                .any(|&(_, later_len)| later_len > 0)
-            {
-                return Err(data_loss(format!(
-                    "journal {} is damaged at byte {offset} ({what}) but later segments hold \
-                     more writes; restore the directory from a backup",
-                    path.display()
-                )));
-            }
-            warn!(
-                "journal {} has a torn tail at byte {offset} ({what}): dropping the {} bytes \
-                 after it, which were never acknowledged as durable",
-                path.display(),
-                len - offset
-            );
-            drop(r);
-            file.set_len(offset)?;
-            file.sync_all()?;
-        }
-        total += offset;
-    }
-    Ok((ops, total))
-}
-
 /// The segment new appends go to: the last one if recovery left it empty (so that restarts do
 /// not pile up empty files), else a new one after it.
 fn new_segment_after_recovery(
@@ -902,6 +772,11 @@ mod tests {
                 b.len() as u64
             };
             assert_eq!(fs::metadata(&seg).unwrap().len(), len - last_record);
+            // ... and kept in a quarantine file beside it.
+            let offset = len - last_record;
+            let aside =
+                seg.with_file_name(recovery::torn_tail_name(FIRST_SEGMENT, offset as usize));
+            assert_eq!(fs::metadata(aside).unwrap().len(), last_record - 5);
             s.append(&[put(5)]);
         }
         let (_s, rec) = open(dir.path());
@@ -921,15 +796,19 @@ mod tests {
     }
 
     #[test]
-    fn a_bad_checksum_in_the_tail_drops_that_record() {
+    fn a_bad_checksum_in_the_complete_last_record_refuses_to_start() {
+        // A whole record that fails its checksum was written in full, so it may have been
+        // acknowledged: dropping it would lose a write silently.
         let dir = tempfile::tempdir().unwrap();
         let seg = write_three_groups(dir.path());
         let mut bytes = fs::read(&seg).unwrap();
         let last = bytes.len() - 3;
         bytes[last] ^= 0xff;
         fs::write(&seg, &bytes).unwrap();
-        let (_s, rec) = open(dir.path());
-        assert_eq!(rec.ops, vec![put(1), put(2), put(3)]);
+        let err = Storage::open(dir.path(), FAST).unwrap_err();
+        assert!(recovery::damage(&err).is_some(), "{err}");
+        assert!(err.to_string().contains("checksum mismatch"), "{err}");
+        assert_eq!(fs::read(&seg).unwrap(), bytes);
     }
 
     #[test]
@@ -945,7 +824,8 @@ mod tests {
         fs::write(&seg, &bytes).unwrap();
         let err = Storage::open(dir.path(), FAST).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
-        assert!(err.to_string().contains("damaged"), "{err}");
+        assert!(err.to_string().contains("damaged at byte 0"), "{err}");
+        assert!(err.to_string().contains("--repair"), "{err}");
         // Nothing was truncated: the data is still there for a person to rescue.
         assert_eq!(fs::read(&seg).unwrap(), bytes);
     }
@@ -1108,6 +988,7 @@ mod tests {
         let err = Storage::open(dir.path(), FAST).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::InvalidData);
         assert!(err.to_string().contains("backup"), "{err}");
+        assert!(recovery::damage(&err).is_some(), "{err}");
     }
 
     #[test]
