@@ -1,22 +1,30 @@
-//! `docstore --dbpath DIR [--port 27017] [--bind 127.0.0.1] [--in-memory]`: run docstore on its
-//! own so that mongosh, Compass or any driver can connect to it.
+//! `docstore --dbpath DIR [--port 27017] [--bind 127.0.0.1] [--in-memory] [--auth --user NAME]`:
+//! run docstore on its own so that mongosh, Compass or any driver can connect to it.
 
 use docstore::{Config, Server};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "\
-usage: docstore --dbpath DIR [--port PORT] [--bind ADDRESS]
-       docstore --in-memory [--port PORT] [--bind ADDRESS]
+usage: docstore --dbpath DIR [--port PORT] [--bind ADDRESS] [--auth --user NAME]
+       docstore --in-memory [--port PORT] [--bind ADDRESS] [--auth --user NAME]
 
   --dbpath DIR      keep data in DIR (created if missing)
   --in-memory       keep nothing on disk; all data is lost at exit
   --port PORT       port to listen on (default 27017; 0 picks a free one)
-  --bind ADDRESS    address to listen on (default 127.0.0.1; docstore has no
-                    authentication, so think before binding anything else)
+  --bind ADDRESS    address to listen on (default 127.0.0.1; without --auth,
+                    think before binding anything else)
+  --auth            require clients to authenticate (SCRAM-SHA-256 or
+                    SCRAM-SHA-1, authSource=admin) as the --user NAME, whose
+                    password is read from the environment variable
+                    DOCSTORE_PASSWORD (never from the command line)
+  --user NAME       the user clients authenticate as (needs --auth)
   --help            show this help
 
 Logging goes to stderr; set RUST_LOG (default: info) to change it.";
+
+/// Where `--auth` reads the password: the environment keeps it out of `ps` and shell history.
+const PASSWORD_VARIABLE: &str = "DOCSTORE_PASSWORD";
 
 /// What the command line asked for.
 #[derive(Debug)]
@@ -25,7 +33,13 @@ enum Command {
     Help,
 }
 
-fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
+/// Parse the command line; `password` looks up the `--auth` password (the environment).
+fn parse_args(
+    args: impl IntoIterator<Item = String>,
+    password: impl FnOnce() -> Option<String>,
+) -> Result<Command, String> {
+    let mut auth = false;
+    let mut user: Option<String> = None;
     let mut dbpath: Option<PathBuf> = None;
     let mut in_memory = false;
     let mut port: u16 = 27017;
@@ -59,6 +73,13 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
                 }
                 in_memory = true;
             }
+            "--auth" => {
+                if inline.is_some() {
+                    return Err("--auth takes no value".to_string());
+                }
+                auth = true;
+            }
+            "--user" => user = Some(value("--user")?),
             other => return Err(format!("unknown argument '{other}'")),
         }
     }
@@ -68,9 +89,23 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
         (Some(dir), false) => Config::persistent(dir),
         (None, true) => Config::in_memory(),
     };
+    let user = match (auth, user) {
+        (false, None) => None,
+        (false, Some(_)) => return Err("--user needs --auth".to_string()),
+        (true, None) => return Err("--auth needs --user NAME".to_string()),
+        (true, Some(name)) => {
+            let password = password()
+                .filter(|p| !p.is_empty())
+                .ok_or_else(|| format!("--auth needs the password in {PASSWORD_VARIABLE}"))?;
+            let user = docstore::User::with_password(&name, &password)
+                .map_err(|e| format!("--user {name}: {}", e.message))?;
+            Some(user)
+        }
+    };
     Ok(Command::Run(Config {
         bind,
         port,
+        user,
         ..config
     }))
 }
@@ -117,7 +152,9 @@ fn say(text: &str) {
 }
 
 fn main() -> ExitCode {
-    let config = match parse_args(std::env::args().skip(1)) {
+    let config = match parse_args(std::env::args().skip(1), || {
+        std::env::var(PASSWORD_VARIABLE).ok()
+    }) {
         Ok(Command::Run(config)) => config,
         Ok(Command::Help) => {
             say(&format!("{USAGE}\n"));
@@ -167,7 +204,7 @@ mod tests {
     use docstore::StorageMode;
 
     fn parse(args: &[&str]) -> Result<Command, String> {
-        parse_args(args.iter().map(|s| s.to_string()))
+        parse_args(args.iter().map(|s| s.to_string()), || None)
     }
 
     fn config(args: &[&str]) -> Config {
@@ -203,6 +240,33 @@ mod tests {
             (&[][..], "is required"),
             (&["--in-memory", "--dbpath", "/x"][..], "cannot be combined"),
             (&["--in-memory=yes"][..], "takes no value"),
+        ] {
+            let e = parse(args).expect_err("should be refused");
+            assert!(e.contains(needle), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn auth_takes_the_user_from_the_command_line_and_the_password_from_the_environment() {
+        let args = ["--in-memory", "--auth", "--user", "app"].map(String::from);
+        let c = match parse_args(args.clone(), || Some("s3cret".to_string())) {
+            Ok(Command::Run(c)) => c,
+            other => panic!("expected a config, got {other:?}"),
+        };
+        let user = c.user.expect("a user");
+        assert_eq!(user.name(), "app");
+        assert!(!format!("{user:?}").contains("s3cret"));
+        let e = parse_args(args, || None).expect_err("no password");
+        assert!(e.contains("DOCSTORE_PASSWORD"), "{e}");
+        assert!(config(&["--in-memory"]).user.is_none());
+    }
+
+    #[test]
+    fn auth_and_user_need_each_other() {
+        for (args, needle) in [
+            (&["--in-memory", "--auth"][..], "needs --user"),
+            (&["--in-memory", "--user", "app"][..], "needs --auth"),
+            (&["--in-memory", "--auth=yes"][..], "takes no value"),
         ] {
             let e = parse(args).expect_err("should be refused");
             assert!(e.contains(needle), "{args:?}: {e}");
