@@ -233,10 +233,12 @@ async fn the_embedded_store_refuses_clients_without_the_apps_generated_credentia
 fn server_code(e: &mongodb::error::Error) -> Option<i32> {
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = current {
-        if let Some(mongodb::error::ErrorKind::Command(c)) = err
-            .downcast_ref::<mongodb::error::Error>()
-            .map(|m| m.kind.as_ref())
-        {
+        // The driver keeps the server's error boxed as the source of its own.
+        let driver_error = err.downcast_ref::<mongodb::error::Error>().or_else(|| {
+            err.downcast_ref::<Box<mongodb::error::Error>>()
+                .map(|b| &**b)
+        });
+        if let Some(mongodb::error::ErrorKind::Command(c)) = driver_error.map(|m| m.kind.as_ref()) {
             return Some(c.code);
         }
         current = err.source();

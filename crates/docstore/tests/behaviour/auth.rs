@@ -40,10 +40,12 @@ async fn client(uri: &str) -> Client {
 fn server_code(e: &mongodb::error::Error) -> Option<i32> {
     let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(err) = current {
-        if let Some(code) = err
-            .downcast_ref::<mongodb::error::Error>()
-            .and_then(code_of)
-        {
+        // The driver keeps the server's error boxed as the source of its own.
+        let driver_error = err.downcast_ref::<mongodb::error::Error>().or_else(|| {
+            err.downcast_ref::<Box<mongodb::error::Error>>()
+                .map(|b| &**b)
+        });
+        if let Some(code) = driver_error.and_then(code_of) {
             return Some(code);
         }
         current = err.source();
