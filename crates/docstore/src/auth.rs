@@ -18,7 +18,7 @@ use sha1::Sha1;
 use sha2::{Digest, Sha256};
 use std::fmt;
 use subtle::ConstantTimeEq;
-use tracing::info;
+use tracing::{debug, info};
 
 /// The database users authenticate against (`authSource=admin`).
 pub const AUTH_DB: &str = "admin";
@@ -269,6 +269,8 @@ struct Conversation {
     gs2_header: String,
     nonce: String,
     skip_empty_exchange: bool,
+    /// Started inside `hello` (`speculativeAuthenticate`), which saves the client a round trip.
+    speculative: bool,
     step: Step,
 }
 
@@ -301,6 +303,16 @@ pub fn sasl_start(
     cmd: &Document,
     db: &str,
 ) -> Result<Document> {
+    start_conversation(state, conn, cmd, db, false)
+}
+
+fn start_conversation(
+    state: &ServerState,
+    conn: &ConnectionInfo,
+    cmd: &Document,
+    db: &str,
+    speculative: bool,
+) -> Result<Document> {
     let mechanism = match cmd.get("mechanism") {
         Some(Bson::String(m)) => m.as_str(),
         Some(_) => return Err(Error::type_mismatch("saslStart.mechanism must be a string")),
@@ -325,7 +337,11 @@ pub fn sasl_start(
                 "done": false,
                 "payload": binary(conversation.server_first.as_bytes()),
             };
-            session.conversation = Some(Conversation { id, ..conversation });
+            session.conversation = Some(Conversation {
+                id,
+                speculative,
+                ..conversation
+            });
             Ok(reply)
         }
         Err(e) => Err(e),
@@ -381,6 +397,7 @@ fn start(
         gs2_header: first.gs2_header,
         nonce,
         skip_empty_exchange,
+        speculative: false,
         step: Step::Proof,
     })
 }
@@ -467,10 +484,12 @@ pub fn sasl_continue(
 }
 
 fn authenticated(session: &mut Session, conn: &ConnectionInfo, conversation: &Conversation) {
-    info!(
+    // Every pooled connection authenticates: success is routine, failures are logged at info.
+    debug!(
         connection = conn.id,
         user = %conversation.user,
         mechanism = conversation.mechanism.name(),
+        speculative = conversation.speculative,
         "authenticated"
     );
     session.user = Some(conversation.user.clone());
@@ -658,7 +677,7 @@ pub fn extend_hello(
             return;
         }
         let db = speculative.get_str("db").unwrap_or(AUTH_DB);
-        if let Ok(answer) = sasl_start(state, conn, speculative, db) {
+        if let Ok(answer) = start_conversation(state, conn, speculative, db, true) {
             reply.insert("speculativeAuthenticate", answer);
         }
     }
@@ -748,6 +767,7 @@ mod tests {
             gs2_header: "n,,".into(),
             nonce: "rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0".into(),
             skip_empty_exchange: true,
+            speculative: false,
             step: Step::Proof,
         };
         let state = ServerState::open(crate::Config {
