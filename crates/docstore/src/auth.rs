@@ -292,7 +292,7 @@ pub fn check_access(state: &ServerState, conn: &ConnectionInfo, name: &str) -> R
     }
     Err(Error::new(
         ErrorCode::Unauthorized,
-        format!("Command {name} requires authentication"),
+        format!("command {name} requires authentication"),
     ))
 }
 

@@ -18,25 +18,29 @@ usage: docstore --dbpath DIR [--port PORT] [--bind ADDRESS] [--auth --user NAME]
                     SCRAM-SHA-1, authSource=admin) as the --user NAME, whose
                     password is read from the environment variable
                     DOCSTORE_PASSWORD (never from the command line)
-  --user NAME       the user clients authenticate as (needs --auth)
+  --user NAME       the user clients authenticate as (needs --auth; default:
+                    the environment variable DOCSTORE_USER)
   --help            show this help
 
 Logging goes to stderr; set RUST_LOG (default: info) to change it.";
 
 /// Where `--auth` reads the password: the environment keeps it out of `ps` and shell history.
 const PASSWORD_VARIABLE: &str = "DOCSTORE_PASSWORD";
+/// Where `--auth` reads the user name when `--user` is not given.
+const USER_VARIABLE: &str = "DOCSTORE_USER";
 
 /// What the command line asked for.
 #[derive(Debug)]
 enum Command {
-    Run(Config),
+    /// Boxed: a `Config` is large next to `Help`.
+    Run(Box<Config>),
     Help,
 }
 
-/// Parse the command line; `password` looks up the `--auth` password (the environment).
+/// Parse the command line; `env` looks up environment variables (the `--auth` user and password).
 fn parse_args(
     args: impl IntoIterator<Item = String>,
-    password: impl FnOnce() -> Option<String>,
+    env: impl Fn(&str) -> Option<String>,
 ) -> Result<Command, String> {
     let mut auth = false;
     let mut user: Option<String> = None;
@@ -92,9 +96,11 @@ fn parse_args(
     let user = match (auth, user) {
         (false, None) => None,
         (false, Some(_)) => return Err("--user needs --auth".to_string()),
-        (true, None) => return Err("--auth needs --user NAME".to_string()),
-        (true, Some(name)) => {
-            let password = password()
+        (true, user) => {
+            let name = user
+                .or_else(|| env(USER_VARIABLE).filter(|u| !u.is_empty()))
+                .ok_or_else(|| format!("--auth needs --user NAME (or {USER_VARIABLE})"))?;
+            let password = env(PASSWORD_VARIABLE)
                 .filter(|p| !p.is_empty())
                 .ok_or_else(|| format!("--auth needs the password in {PASSWORD_VARIABLE}"))?;
             let user = docstore::User::with_password(&name, &password)
@@ -102,12 +108,12 @@ fn parse_args(
             Some(user)
         }
     };
-    Ok(Command::Run(Config {
+    Ok(Command::Run(Box::new(Config {
         bind,
         port,
         user,
         ..config
-    }))
+    })))
 }
 
 fn init_logging() {
@@ -152,10 +158,8 @@ fn say(text: &str) {
 }
 
 fn main() -> ExitCode {
-    let config = match parse_args(std::env::args().skip(1), || {
-        std::env::var(PASSWORD_VARIABLE).ok()
-    }) {
-        Ok(Command::Run(config)) => config,
+    let config = match parse_args(std::env::args().skip(1), |name| std::env::var(name).ok()) {
+        Ok(Command::Run(config)) => *config,
         Ok(Command::Help) => {
             say(&format!("{USAGE}\n"));
             return ExitCode::SUCCESS;
@@ -204,12 +208,12 @@ mod tests {
     use docstore::StorageMode;
 
     fn parse(args: &[&str]) -> Result<Command, String> {
-        parse_args(args.iter().map(|s| s.to_string()), || None)
+        parse_args(args.iter().map(|s| s.to_string()), |_| None)
     }
 
     fn config(args: &[&str]) -> Config {
         match parse(args) {
-            Ok(Command::Run(c)) => c,
+            Ok(Command::Run(c)) => *c,
             other => panic!("expected a config, got {other:?}"),
         }
     }
@@ -248,15 +252,21 @@ mod tests {
 
     #[test]
     fn auth_takes_the_user_from_the_command_line_and_the_password_from_the_environment() {
-        let args = ["--in-memory", "--auth", "--user", "app"].map(String::from);
-        let c = match parse_args(args.clone(), || Some("s3cret".to_string())) {
-            Ok(Command::Run(c)) => c,
+        let args = ["--in-memory", "--auth", "--user", "app"];
+        let env = |name: &str| match name {
+            "DOCSTORE_PASSWORD" => Some("s3cret".to_string()),
+            "DOCSTORE_USER" => Some("from-env".to_string()),
+            _ => None,
+        };
+        let user_of = |args: &[&str]| match parse_args(args.iter().map(|s| s.to_string()), env) {
+            Ok(Command::Run(c)) => c.user.expect("a user"),
             other => panic!("expected a config, got {other:?}"),
         };
-        let user = c.user.expect("a user");
+        let user = user_of(&args);
         assert_eq!(user.name(), "app");
         assert!(!format!("{user:?}").contains("s3cret"));
-        let e = parse_args(args, || None).expect_err("no password");
+        assert_eq!(user_of(&["--in-memory", "--auth"]).name(), "from-env");
+        let e = parse_args(args.map(String::from), |_| None).expect_err("no password");
         assert!(e.contains("DOCSTORE_PASSWORD"), "{e}");
         assert!(config(&["--in-memory"]).user.is_none());
     }

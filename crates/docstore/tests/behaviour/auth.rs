@@ -123,7 +123,7 @@ async fn an_unauthenticated_client_gets_unauthorized_for_reads_and_writes() {
         .await
         .expect_err("reading needs authentication");
     assert_eq!(code_of(&e), Some(13), "{e}");
-    assert_eq!(message_of(&e), "Command find requires authentication");
+    assert_eq!(message_of(&e), "command find requires authentication");
     let e = client
         .database("shop")
         .collection::<Document>("orders")
@@ -163,7 +163,7 @@ async fn an_unauthenticated_client_still_gets_hello_ping_build_info_and_its_stat
         .run_command(doc! { "hello": 1, "saslSupportedMechs": "admin.app" })
         .await
         .unwrap();
-    assert_eq!(hello.get_bool("isWritablePrimary").unwrap(), true);
+    assert!(hello.get_bool("isWritablePrimary").unwrap());
     assert_eq!(
         hello.get_array("saslSupportedMechs").unwrap(),
         &vec![Bson::from("SCRAM-SHA-256"), Bson::from("SCRAM-SHA-1")]
@@ -304,7 +304,7 @@ async fn speculative_authentication_in_hello_then_the_full_three_round_exchange_
         .await
         .unwrap();
     let first = hello.get_document("speculativeAuthenticate").unwrap();
-    assert_eq!(first.get_bool("done").unwrap(), false);
+    assert!(!first.get_bool("done").unwrap());
     let server_first = payload_text(first);
     assert!(
         server_first.starts_with("r=fyko+d2lbbFgONRv9qkxdawL") && server_first.contains(",i=15000"),
@@ -323,7 +323,7 @@ async fn speculative_authentication_in_hello_then_the_full_three_round_exchange_
         .await
         .unwrap();
     assert_eq!(payload_text(&second), expected_signature);
-    assert_eq!(second.get_bool("done").unwrap(), false);
+    assert!(!second.get_bool("done").unwrap());
     let e = find_one(&client).await.expect_err("not done yet");
     assert_eq!(code_of(&e), Some(13));
     let third = admin
@@ -334,7 +334,7 @@ async fn speculative_authentication_in_hello_then_the_full_three_round_exchange_
         })
         .await
         .unwrap();
-    assert_eq!(third.get_bool("done").unwrap(), true);
+    assert!(third.get_bool("done").unwrap());
     assert_eq!(find_one(&client).await.unwrap(), None);
 }
 
