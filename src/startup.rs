@@ -21,6 +21,9 @@ use crate::web::security_headers::{add_security_headers, TransportPolicy};
 use crate::web::{assets, csrf, read, session};
 use crate::{admin, cart, catalog, checkout, health, home, media, seed, telemetry};
 
+/// The user Bazaar creates in the embedded store (its password is random per start).
+const EMBEDDED_USER: &str = "bazaar";
+
 /// How long in-flight requests may take to finish once shutdown starts.
 const SHUTDOWN_GRACE_SECS: u64 = 10;
 
@@ -71,9 +74,16 @@ impl OpenDatabase {
                     }
                     docstore::StorageMode::InMemory => Store::EmbeddedMemory,
                 };
+                // The store listens on a loopback port any local program could reach, so it
+                // requires a user whose password is generated now and known only to this
+                // process; the URI that carries it is never logged.
+                let password = docstore::auth::generate_password();
+                let user = docstore::User::with_password(EMBEDDED_USER, &password)
+                    .context("cannot set up the embedded store's user")?;
                 let handle = match docstore::Server::start(docstore::Config {
                     storage,
                     port: 0,
+                    user: Some(user),
                     ..Default::default()
                 })
                 .await
@@ -92,7 +102,11 @@ impl OpenDatabase {
                         )))
                     }
                 };
-                (handle.uri(), store, Some(handle))
+                (
+                    handle.uri_with_credentials(EMBEDDED_USER, &password),
+                    store,
+                    Some(handle),
+                )
             }
             DatabaseUri::External(uri) => (uri.clone(), Store::External(redact_uri(uri)), None),
         };
@@ -104,6 +118,13 @@ impl OpenDatabase {
             .with_context(|| format!("cannot reach the database ({store})"))?;
         tracing::info!(store = %store, database = %name, "database connected");
         Ok(OpenDatabase { db, embedded })
+    }
+
+    /// The address of the embedded store, when Bazaar started one.
+    pub fn embedded_store_address(&self) -> Option<std::net::SocketAddr> {
+        self.embedded
+            .as_ref()
+            .map(docstore::ServerHandle::local_addr)
     }
 
     /// Close the connection; an embedded docstore stops and flushes its journal.
@@ -272,6 +293,12 @@ impl Application {
     /// The admin credentials and their password-check counters.
     pub fn admin_credentials(&self) -> web::Data<AdminCredentials> {
         self.credentials.clone()
+    }
+
+    /// The address of the embedded store, when Bazaar started one (it requires credentials
+    /// only this process knows).
+    pub fn embedded_store_address(&self) -> Option<std::net::SocketAddr> {
+        self.database.embedded_store_address()
     }
 
     /// The database handle (tests check stock invariants through it).

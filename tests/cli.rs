@@ -129,6 +129,11 @@ async fn an_environment_override_of_the_port_serves_there_and_sigterm_stops_grac
         "{stderr}"
     );
     assert!(stderr.contains("embedded store stopped") || stdout.contains("embedded store stopped"));
+    // The embedded store's generated credentials travel in a URI that is never logged.
+    for output in [&stdout, &stderr] {
+        assert!(!output.contains("mongodb://bazaar:"), "{output}");
+        assert!(!output.contains("authSource"), "{output}");
+    }
 }
 
 #[test]

@@ -201,3 +201,47 @@ async fn head_requests_are_answered_like_get_without_a_body() {
         assert!(body(response).await.is_empty(), "{path}");
     }
 }
+
+#[tokio::test]
+async fn the_embedded_store_refuses_clients_without_the_apps_generated_credentials() {
+    let app = spawn_app().await;
+    // The app itself reads and writes through its credentials.
+    assert_eq!(app.get("/").await.status(), StatusCode::OK);
+    let address = app.store_address.expect("tests run on the embedded store");
+    // Another local program that finds the port: no credentials, then a guessed password.
+    for (uri, expected) in [
+        (format!("mongodb://{address}/"), 13),
+        (
+            format!("mongodb://bazaar:guess@{address}/?authSource=admin"),
+            18,
+        ),
+    ] {
+        let mut options = mongodb::options::ClientOptions::parse(&uri).await.unwrap();
+        options.server_selection_timeout = Some(std::time::Duration::from_secs(5));
+        let intruder = mongodb::Client::with_options(options).unwrap();
+        let e = intruder
+            .database(app.db.database().name())
+            .collection::<bson::Document>("orders")
+            .find_one(bson::doc! {})
+            .await
+            .expect_err("the store refuses the read");
+        assert_eq!(server_code(&e), Some(expected), "{uri}: {e}");
+    }
+}
+
+/// The server's error code behind a driver error, also inside an authentication error.
+fn server_code(e: &mongodb::error::Error) -> Option<i32> {
+    let mut current: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(err) = current {
+        // The driver keeps the server's error boxed as the source of its own.
+        let driver_error = err.downcast_ref::<mongodb::error::Error>().or_else(|| {
+            err.downcast_ref::<Box<mongodb::error::Error>>()
+                .map(|b| &**b)
+        });
+        if let Some(mongodb::error::ErrorKind::Command(c)) = driver_error.map(|m| m.kind.as_ref()) {
+            return Some(c.code);
+        }
+        current = err.source();
+    }
+    None
+}

@@ -63,6 +63,8 @@ pub struct TestApp {
     pub db: bazaar::db::Db,
     /// The built-in test payment gateway (counts charges).
     pub gateway: Arc<bazaar::checkout::payment::TestGateway>,
+    /// Where the embedded store listens (it requires the app's generated credentials).
+    pub store_address: Option<std::net::SocketAddr>,
     handle: actix_web::dev::ServerHandle,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -83,6 +85,7 @@ pub async fn spawn_with_settings(settings: Settings) -> TestApp {
     let port = app.port();
     let handle = app.server_handle();
     let db = app.db().clone();
+    let store_address = app.embedded_store_address();
     let gateway = app.test_gateway().expect("tests run with the test gateway");
     let task = tokio::spawn(app.run_until_stopped());
     let (client, jar) = new_client();
@@ -93,6 +96,7 @@ pub async fn spawn_with_settings(settings: Settings) -> TestApp {
         jar,
         db,
         gateway,
+        store_address,
         handle,
         task,
     }

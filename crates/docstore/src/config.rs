@@ -14,7 +14,7 @@ pub enum StorageMode {
 
 #[derive(Debug, Clone)]
 pub struct Config {
-    /// Address to bind; loopback by default (docstore has no authentication).
+    /// Address to bind; loopback by default.
     pub bind: String,
     /// Port; 0 picks a free one (see `ServerHandle::local_addr`).
     pub port: u16,
@@ -27,6 +27,9 @@ pub struct Config {
     pub snapshot_threshold_bytes: u64,
     /// How often the TTL monitor deletes expired documents (MongoDB's default is 60 s).
     pub ttl_monitor_interval: Duration,
+    /// The user clients must authenticate as (SCRAM, `authSource=admin`). `None` means no
+    /// authentication: any client that can connect may do anything.
+    pub user: Option<crate::auth::User>,
 }
 
 impl Default for Config {
@@ -39,6 +42,7 @@ impl Default for Config {
             cursor_timeout: Duration::from_secs(600),
             snapshot_threshold_bytes: 64 * 1024 * 1024,
             ttl_monitor_interval: Duration::from_secs(60),
+            user: None,
         }
     }
 }

@@ -43,6 +43,9 @@ pub enum ErrorCode {
     ProtocolError,
     OperationNotSupportedInTransaction,
     Overflow,
+    Unauthorized,
+    AuthenticationFailed,
+    MechanismUnavailable,
 }
 
 impl ErrorCode {
@@ -55,6 +58,9 @@ impl ErrorCode {
             FailedToParse => 9,
             TypeMismatch => 14,
             Overflow => 15,
+            Unauthorized => 13,
+            AuthenticationFailed => 18,
+            MechanismUnavailable => 334,
             IllegalOperation => 20,
             InvalidBSON => 22,
             NamespaceNotFound => 26,
@@ -95,6 +101,9 @@ impl ErrorCode {
             FailedToParse => "FailedToParse",
             TypeMismatch => "TypeMismatch",
             Overflow => "Overflow",
+            Unauthorized => "Unauthorized",
+            AuthenticationFailed => "AuthenticationFailed",
+            MechanismUnavailable => "MechanismUnavailable",
             IllegalOperation => "IllegalOperation",
             InvalidBSON => "InvalidBSON",
             NamespaceNotFound => "NamespaceNotFound",

@@ -5,6 +5,7 @@
 //! languages and structures) → `storage` (journal and snapshots). See the crate README.
 
 pub mod aggregation;
+pub mod auth;
 pub mod catalog;
 pub mod collection;
 pub mod commands;
@@ -20,6 +21,7 @@ pub mod update;
 pub mod value;
 pub mod wire;
 
+pub use auth::User;
 pub use config::{Config, StorageMode};
 pub use error::{Error, ErrorCode, Result};
 pub use server::{Server, ServerHandle};

@@ -51,14 +51,18 @@ impl Server {
             .local_addr()
             .map_err(|e| Error::internal(format!("cannot read the listening address: {e}")))?;
         let _ = state.listen_addr.set(local_addr);
-        if !local_addr.ip().is_loopback() {
+        if !local_addr.ip().is_loopback() && state.auth.is_none() {
             warn!(
                 address = %local_addr,
-                "docstore is listening on a non-loopback address; it has no authentication, \
+                "docstore is listening on a non-loopback address without authentication, \
                  so anyone who can reach this address can read and change all data"
             );
         }
-        info!(address = %local_addr, "docstore listening");
+        info!(
+            address = %local_addr,
+            authentication = state.auth.is_some(),
+            "docstore listening"
+        );
         let (stop_tx, stop_rx) = watch::channel(false);
         let ttl_monitor = tokio::spawn(ttl_monitor(Arc::clone(&state), stop_rx.clone()));
         let accept_loop = tokio::spawn(accept_loop(
@@ -80,6 +84,18 @@ impl ServerHandle {
     /// `mongodb://host:port/` for the driver.
     pub fn uri(&self) -> String {
         format!("mongodb://{}/", self.local_addr)
+    }
+
+    /// `mongodb://user:password@host:port/?authSource=admin` for a server started with
+    /// [`Config::user`]. The result holds the password: keep it out of logs.
+    pub fn uri_with_credentials(&self, user: &str, password: &str) -> String {
+        format!(
+            "mongodb://{}:{}@{}/?authSource={}",
+            crate::auth::uri_escape(user),
+            crate::auth::uri_escape(password),
+            self.local_addr,
+            crate::auth::AUTH_DB
+        )
     }
 
     pub fn local_addr(&self) -> SocketAddr {

@@ -20,14 +20,18 @@ pub struct ServerState {
     pub open_connections: AtomicI64,
     /// The address the server listens on, once bound (`serverStatus`, `getCmdLineOpts`).
     pub listen_addr: OnceLock<SocketAddr>,
+    /// The user connections must authenticate as, when authentication is on.
+    pub auth: Option<crate::auth::User>,
     next_connection_id: AtomicI64,
 }
 
-/// Per-connection facts commands may need (`connectionId`, `whatsmyuri`).
-#[derive(Debug, Clone)]
+/// Per-connection facts commands may need (`connectionId`, `whatsmyuri`) and the connection's
+/// authentication state.
+#[derive(Debug)]
 pub struct ConnectionInfo {
     pub id: i64,
     pub peer: Option<SocketAddr>,
+    pub auth: parking_lot::Mutex<crate::auth::Session>,
 }
 
 impl ServerState {
@@ -58,6 +62,7 @@ impl ServerState {
             config.snapshot_threshold_bytes,
         )?;
         Ok(Arc::new(ServerState {
+            auth: config.user.clone(),
             cursors: CursorManager::new(config.cursor_timeout),
             config,
             catalog,
@@ -72,6 +77,7 @@ impl ServerState {
         ConnectionInfo {
             id: self.next_connection_id.fetch_add(1, Ordering::Relaxed),
             peer,
+            auth: Default::default(),
         }
     }
 

@@ -1,21 +1,27 @@
-//! `docstore --dbpath DIR [--port 27017] [--bind 127.0.0.1] [--in-memory]`: run docstore on its
-//! own so that mongosh, Compass or any driver can connect to it. `docstore --repair --dbpath DIR`
-//! salvages a damaged data directory and reports what was lost.
+//! `docstore --dbpath DIR [--port 27017] [--bind 127.0.0.1] [--in-memory] [--auth --user NAME]`:
+//! run docstore on its own so that mongosh, Compass or any driver can connect to it.
+//! `docstore --repair --dbpath DIR` salvages a damaged data directory and reports what was lost.
 
 use docstore::{Config, Server};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 const USAGE: &str = "\
-usage: docstore --dbpath DIR [--port PORT] [--bind ADDRESS]
-       docstore --in-memory [--port PORT] [--bind ADDRESS]
+usage: docstore --dbpath DIR [--port PORT] [--bind ADDRESS] [--auth --user NAME]
+       docstore --in-memory [--port PORT] [--bind ADDRESS] [--auth --user NAME]
        docstore --repair --dbpath DIR
 
   --dbpath DIR      keep data in DIR (created if missing)
   --in-memory       keep nothing on disk; all data is lost at exit
   --port PORT       port to listen on (default 27017; 0 picks a free one)
-  --bind ADDRESS    address to listen on (default 127.0.0.1; docstore has no
-                    authentication, so think before binding anything else)
+  --bind ADDRESS    address to listen on (default 127.0.0.1; without --auth,
+                    think before binding anything else)
+  --auth            require clients to authenticate (SCRAM-SHA-256 or
+                    SCRAM-SHA-1, authSource=admin) as the --user NAME, whose
+                    password is read from the environment variable
+                    DOCSTORE_PASSWORD (never from the command line)
+  --user NAME       the user clients authenticate as (needs --auth; default:
+                    the environment variable DOCSTORE_USER)
   --repair          salvage a damaged DIR instead of serving: keep every record
                     that still validates, write a fresh snapshot, move the old
                     files to DIR/repair-<time>/, and report exactly what was lost
@@ -23,15 +29,27 @@ usage: docstore --dbpath DIR [--port PORT] [--bind ADDRESS]
 
 Logging goes to stderr; set RUST_LOG (default: info) to change it.";
 
+/// Where `--auth` reads the password: the environment keeps it out of `ps` and shell history.
+const PASSWORD_VARIABLE: &str = "DOCSTORE_PASSWORD";
+/// Where `--auth` reads the user name when `--user` is not given.
+const USER_VARIABLE: &str = "DOCSTORE_USER";
+
 /// What the command line asked for.
 #[derive(Debug)]
 enum Command {
-    Run(Config),
+    /// Boxed: a `Config` is large next to `Help`.
+    Run(Box<Config>),
     Repair(PathBuf),
     Help,
 }
 
-fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String> {
+/// Parse the command line; `env` looks up environment variables (the `--auth` user and password).
+fn parse_args(
+    args: impl IntoIterator<Item = String>,
+    env: impl Fn(&str) -> Option<String>,
+) -> Result<Command, String> {
+    let mut auth = false;
+    let mut user: Option<String> = None;
     let mut dbpath: Option<PathBuf> = None;
     let mut in_memory = false;
     let mut repair = false;
@@ -77,6 +95,17 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
                 }
                 in_memory = true;
             }
+            "--auth" => {
+                if inline.is_some() {
+                    return Err("--auth takes no value".to_string());
+                }
+                auth = true;
+                served = true;
+            }
+            "--user" => {
+                user = Some(value("--user")?);
+                served = true;
+            }
             other => return Err(format!("unknown argument '{other}'")),
         }
     }
@@ -93,11 +122,27 @@ fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Command, String>
         (Some(dir), false) => Config::persistent(dir),
         (None, true) => Config::in_memory(),
     };
-    Ok(Command::Run(Config {
+    let user = match (auth, user) {
+        (false, None) => None,
+        (false, Some(_)) => return Err("--user needs --auth".to_string()),
+        (true, user) => {
+            let name = user
+                .or_else(|| env(USER_VARIABLE).filter(|u| !u.is_empty()))
+                .ok_or_else(|| format!("--auth needs --user NAME (or {USER_VARIABLE})"))?;
+            let password = env(PASSWORD_VARIABLE)
+                .filter(|p| !p.is_empty())
+                .ok_or_else(|| format!("--auth needs the password in {PASSWORD_VARIABLE}"))?;
+            let user = docstore::User::with_password(&name, &password)
+                .map_err(|e| format!("--user {name}: {}", e.message))?;
+            Some(user)
+        }
+    };
+    Ok(Command::Run(Box::new(Config {
         bind,
         port,
+        user,
         ..config
-    }))
+    })))
 }
 
 fn init_logging() {
@@ -156,8 +201,8 @@ fn repair(dir: &std::path::Path) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    let config = match parse_args(std::env::args().skip(1)) {
-        Ok(Command::Run(config)) => config,
+    let config = match parse_args(std::env::args().skip(1), |name| std::env::var(name).ok()) {
+        Ok(Command::Run(config)) => *config,
         Ok(Command::Repair(dir)) => {
             init_logging();
             return repair(&dir);
@@ -210,12 +255,12 @@ mod tests {
     use docstore::StorageMode;
 
     fn parse(args: &[&str]) -> Result<Command, String> {
-        parse_args(args.iter().map(|s| s.to_string()))
+        parse_args(args.iter().map(|s| s.to_string()), |_| None)
     }
 
     fn config(args: &[&str]) -> Config {
         match parse(args) {
-            Ok(Command::Run(c)) => c,
+            Ok(Command::Run(c)) => *c,
             other => panic!("expected a config, got {other:?}"),
         }
     }
@@ -268,6 +313,39 @@ mod tests {
             parse(&["--dbpath=/d", "--repair"]),
             Ok(Command::Repair(_))
         ));
+    }
+
+    #[test]
+    fn auth_takes_the_user_from_the_command_line_and_the_password_from_the_environment() {
+        let args = ["--in-memory", "--auth", "--user", "app"];
+        let env = |name: &str| match name {
+            "DOCSTORE_PASSWORD" => Some("s3cret".to_string()),
+            "DOCSTORE_USER" => Some("from-env".to_string()),
+            _ => None,
+        };
+        let user_of = |args: &[&str]| match parse_args(args.iter().map(|s| s.to_string()), env) {
+            Ok(Command::Run(c)) => c.user.expect("a user"),
+            other => panic!("expected a config, got {other:?}"),
+        };
+        let user = user_of(&args);
+        assert_eq!(user.name(), "app");
+        assert!(!format!("{user:?}").contains("s3cret"));
+        assert_eq!(user_of(&["--in-memory", "--auth"]).name(), "from-env");
+        let e = parse_args(args.map(String::from), |_| None).expect_err("no password");
+        assert!(e.contains("DOCSTORE_PASSWORD"), "{e}");
+        assert!(config(&["--in-memory"]).user.is_none());
+    }
+
+    #[test]
+    fn auth_and_user_need_each_other() {
+        for (args, needle) in [
+            (&["--in-memory", "--auth"][..], "needs --user"),
+            (&["--in-memory", "--user", "app"][..], "needs --auth"),
+            (&["--in-memory", "--auth=yes"][..], "takes no value"),
+        ] {
+            let e = parse(args).expect_err("should be refused");
+            assert!(e.contains(needle), "{args:?}: {e}");
+        }
     }
 
     #[test]

@@ -28,8 +28,8 @@ pub fn handle(
 ) -> Option<Result<Document>> {
     // Names compare exactly, as in MongoDB: only the registered aliases differ in case.
     let reply = match name {
-        "hello" => Ok(hello(conn, true)),
-        "isMaster" | "ismaster" => Ok(hello(conn, false)),
+        "hello" => Ok(handshake(state, conn, cmd, true)),
+        "isMaster" | "ismaster" => Ok(handshake(state, conn, cmd, false)),
         "ping" => Ok(doc! {}),
         "buildInfo" | "buildinfo" => Ok(build_info()),
         "hostInfo" => Ok(host_info()),
@@ -38,26 +38,50 @@ pub fn handle(
         "getCmdLineOpts" => Ok(cmd_line_opts(state)),
         "getLog" => get_log(cmd),
         "serverStatus" => Ok(server_status(state)),
-        "connectionStatus" => Ok(connection_status(cmd)),
+        "connectionStatus" => Ok(crate::auth::connection_status(
+            conn,
+            cmd.get("showPrivileges").is_some_and(truthy),
+        )),
         "profile" => profile(cmd),
         "endSessions"
         | "killSessions"
         | "killAllSessions"
         | "killAllSessionsByPattern"
         | "refreshSessions" => Ok(doc! {}),
-        "saslStart"
-        | "saslContinue"
-        | "authenticate"
-        | "logout"
-        | "createUser"
+        "saslStart" => crate::auth::sasl_start(state, conn, cmd, db_of(cmd)),
+        "saslContinue" => crate::auth::sasl_continue(state, conn, cmd),
+        "logout" => Ok(crate::auth::logout(conn)),
+        // mongod accepts only MONGODB-X509 through `authenticate`, which docstore lacks.
+        "authenticate" => Err(Error::new(
+            ErrorCode::MechanismUnavailable,
+            format!(
+                "Received authentication for mechanism {} which is not enabled",
+                cmd.get_str("mechanism").unwrap_or("MONGODB-X509")
+            ),
+        )),
+        "createUser"
         | "updateUser"
         | "dropUser"
         | "dropAllUsersFromDatabase"
         | "createRole"
-        | "getnonce" => Err(Error::not_supported("authentication")),
+        | "getnonce" => Err(Error::not_supported(
+            "user management (the user comes from the configuration)",
+        )),
         _ => return None,
     };
     Some(reply)
+}
+
+fn db_of(cmd: &Document) -> &str {
+    cmd.get_str("$db").unwrap_or("admin")
+}
+
+/// `hello`/`isMaster` with what authentication adds (`saslSupportedMechs`,
+/// `speculativeAuthenticate`).
+fn handshake(state: &ServerState, conn: &ConnectionInfo, cmd: &Document, modern: bool) -> Document {
+    let mut reply = hello(conn, modern);
+    crate::auth::extend_hello(state, conn, cmd, &mut reply);
+    reply
 }
 
 /// The handshake reply of a standalone server. `hello` says `isWritablePrimary`, the legacy
@@ -224,13 +248,14 @@ fn cmd_line_opts(state: &ServerState) -> Document {
             doc! { "dbPath": dir.to_string_lossy().into_owned() }
         }
     };
-    doc! {
-        "argv": argv,
-        "parsed": {
-            "net": { "bindIp": config.bind.clone(), "port": port },
-            "storage": storage,
-        },
+    let mut parsed = doc! {
+        "net": { "bindIp": config.bind.clone(), "port": port },
+        "storage": storage,
+    };
+    if state.auth.is_some() {
+        parsed.insert("security", doc! { "authorization": "enabled" });
     }
+    doc! { "argv": argv, "parsed": parsed }
 }
 
 /// docstore keeps no in-memory log buffers, so the two logs MongoDB names are always empty.
@@ -321,17 +346,6 @@ fn server_status(state: &ServerState) -> Document {
         },
         "storageEngine": { "name": "docstore", "persistent": matches!(state.config.storage, crate::config::StorageMode::Directory(_)) },
     }
-}
-
-fn connection_status(cmd: &Document) -> Document {
-    let mut auth_info = doc! {
-        "authenticatedUsers": [],
-        "authenticatedUserRoles": [],
-    };
-    if cmd.get("showPrivileges").is_some_and(truthy) {
-        auth_info.insert("authenticatedUserPrivileges", Bson::Array(vec![]));
-    }
-    doc! { "authInfo": auth_info }
 }
 
 #[cfg(test)]
@@ -535,18 +549,31 @@ mod tests {
     }
 
     #[test]
-    fn authentication_is_not_supported() {
-        for name in [
-            "saslStart",
-            "saslContinue",
-            "authenticate",
-            "logout",
-            "createUser",
-        ] {
-            let e = run(name, doc! { name: 1 }).unwrap_err();
+    fn without_a_configured_user_sasl_fails_as_for_an_unknown_user() {
+        let cmd = doc! {
+            "saslStart": 1,
+            "mechanism": "SCRAM-SHA-256",
+            "payload": Bson::Binary(bson::Binary {
+                subtype: bson::spec::BinarySubtype::Generic,
+                bytes: b"n,,n=app,r=abcdef".to_vec(),
+            }),
+        };
+        let e = run("saslStart", cmd).unwrap_err();
+        assert_eq!(
+            (e.code_number(), e.message.as_str()),
+            (18, "Authentication failed.")
+        );
+        for name in ["createUser", "dropUser"] {
+            let e = run(name, doc! { name: "x" }).unwrap_err();
             assert_eq!(e.code_number(), 115, "{name}");
-            assert!(e.message.contains("authentication"));
+            assert!(e.message.contains("user management"));
         }
+        let e = run(
+            "authenticate",
+            doc! { "authenticate": 1, "mechanism": "PLAIN" },
+        )
+        .unwrap_err();
+        assert_eq!(e.code_number(), 334);
     }
 
     #[test]

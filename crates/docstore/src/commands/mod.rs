@@ -53,6 +53,7 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
         Some(_) => return Err(Error::type_mismatch("$db must be a string")),
         None => "admin",
     };
+    crate::auth::check_access(state, conn, name)?;
     if let Some(reply) = admin::handle(name, state, conn, cmd) {
         return reply;
     }
@@ -106,7 +107,7 @@ fn unsupported_or_unknown(name: &str) -> Error {
         }
         "commitTransaction" | "abortTransaction" => Some("transactions"),
         "createUser" | "updateUser" | "dropUser" | "usersInfo" | "createRole"
-        | "grantRolesToUser" => Some("authentication"),
+        | "grantRolesToUser" => Some("user management (the user comes from the configuration)"),
         "mapReduce" | "mapreduce" => Some("mapReduce"),
         "geoSearch" | "geoNear" => Some("geospatial queries"),
         "collMod" => Some("collMod"),

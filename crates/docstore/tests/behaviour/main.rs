@@ -5,6 +5,7 @@
 mod common;
 
 mod aggregation;
+mod auth;
 mod clients_regressions;
 mod collections;
 mod concurrency;

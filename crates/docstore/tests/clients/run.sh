@@ -164,6 +164,51 @@ start_server pymongo-restarted --dbpath "$dbpath"
 check "pymongo: data and GridFS files survive a restart" \
   env PYTHONPATH="$pythonpath" "$python" "$here/pymongo_smoke.py" "$uri" --after-restart
 
+# --- authentication: docstore --auth, the password only in DOCSTORE_PASSWORD ----------------
+# The password needs percent-escaping in a URI, as real ones often do.
+auth_user="clients"
+auth_password="s3cret/p@ss:$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')"
+auth_password_escaped="$(python3 -c 'import sys, urllib.parse; print(urllib.parse.quote(sys.argv[1], safe=""))' "$auth_password")"
+DOCSTORE_PASSWORD="$auth_password" start_server auth --in-memory --auth --user "$auth_user"
+auth_host="${uri#mongodb://}"
+auth_uri="mongodb://$auth_user:$auth_password_escaped@$auth_host/?authSource=admin"
+check "pymongo --auth: the smoke workflow with user:password@ (SCRAM-SHA-256)" \
+  env PYTHONPATH="$pythonpath" "$python" "$here/pymongo_smoke.py" "$auth_uri"
+check "pymongo --auth: no credentials is Unauthorized (13), a wrong password AuthenticationFailed (18)" \
+  env PYTHONPATH="$pythonpath" "$python" - "$uri" "mongodb://$auth_user:wrong@$auth_host/?authSource=admin" <<'PY'
+import sys
+import pymongo
+from pymongo.errors import OperationFailure
+
+def code_of(uri):
+    client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=10_000)
+    try:
+        client.clients_auth.orders.find_one()
+    except OperationFailure as e:
+        return e.code
+    finally:
+        client.close()
+    return None
+
+assert pymongo.MongoClient(sys.argv[1]).admin.command("ping")["ok"] == 1, "ping needs no auth"
+assert code_of(sys.argv[1]) == 13, code_of(sys.argv[1])
+assert code_of(sys.argv[2]) == 18, code_of(sys.argv[2])
+print("pymongo auth errors: ok")
+PY
+check "pymongo --auth: SCRAM-SHA-1 when asked for" \
+  env PYTHONPATH="$pythonpath" "$python" -c \
+  'import sys, pymongo; c = pymongo.MongoClient(sys.argv[1] + "&authMechanism=SCRAM-SHA-1"); print(c.admin.command("connectionStatus")["authInfo"]["authenticatedUsers"]); assert c.admin.command("connectionStatus")["authInfo"]["authenticatedUsers"] == [{"user": "clients", "db": "admin"}]' \
+  "$auth_uri"
+check "mongosh --auth: scripted workflow (mongosh_smoke.js) with user:password@" \
+  "$mongosh" "$auth_uri" --quiet --file "$here/mongosh_smoke.js"
+check "mongosh --auth: connectionStatus names the user" mongosh_eval_matches "$auth_uri" \
+  "user: '$auth_user'" 'db.adminCommand({ connectionStatus: 1 }).authInfo.authenticatedUsers'
+check "mongosh --auth: without credentials a read is refused" mongosh_eval_matches "$uri" \
+  'requires authentication' \
+  'try { db.getSiblingDB("x").y.findOne() } catch (e) { print(e.message) }'
+check "docstore --auth: the password appears in no log" \
+  bash -c '! grep -qF -- "$1" "$2"' _ "$auth_password" "$work/auth.log"
+
 if [ "$failed" -gt 0 ]; then
   for name in "${failures[@]}"; do echo "clients: failed: $name" >&2; done
   for f in "$work"/*.log; do
