@@ -18,7 +18,7 @@ use crate::web::basic_auth::{self, AdminCredentials};
 use crate::web::errors::{bad_request_page, render_bare_errors};
 use crate::web::security_headers::add_security_headers;
 use crate::web::{assets, csrf, read, session};
-use crate::{admin, cart, catalog, checkout, health, home, media, seed, telemetry};
+use crate::{admin, cart, catalog, checkout, content, health, home, media, seed, telemetry};
 
 /// How long in-flight requests may take to finish once shutdown starts.
 const SHUTDOWN_GRACE_SECS: u64 = 10;
@@ -34,6 +34,9 @@ pub struct AppState {
     pub gateway: Arc<dyn PaymentGateway>,
     /// Cart expiry and cleanup timeouts (admin can run the jobs by hand).
     pub cart: CartSettings,
+    /// The site's absolute address without a trailing slash (`server.public_url`, else the
+    /// bound address): feeds need absolute links.
+    pub public_url: String,
 }
 
 /// The database connection, and the embedded server when Bazaar started one.
@@ -201,6 +204,10 @@ impl Application {
             max_upload_bytes: settings.media.max_upload_bytes,
             gateway,
             cart: settings.cart.clone(),
+            public_url: settings
+                .public_address(port)
+                .trim_end_matches('/')
+                .to_string(),
         });
         let server = http_server(
             state,
@@ -352,6 +359,18 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/orders/{number}", read().to(checkout::pages::order))
         .route("/media/{file_id}", read().to(media::serve))
         .route("/media/{file_id}/thumb", read().to(media::serve_thumbnail))
+        .route("/tags/{tag}", read().to(content::pages::tag));
+    // Content sections (`/pages/`, `/blog/`, `/gallery/`): only the known names match, so
+    // these never shadow another area's routes.
+    let names: Vec<&str> = content::model::SECTIONS.iter().map(|s| s.name).collect();
+    let section = format!("/{{section:(?:{})}}", names.join("|"));
+    cfg.route(&section, read().to(content::pages::list))
+        .route(&format!("{section}/"), read().to(content::pages::list))
+        .route(
+            &format!("{section}/feed.atom"),
+            read().to(content::feed::serve),
+        )
+        .route(&format!("{section}/{{slug}}"), read().to(content::pages::show))
         .service(admin::scope());
 }
 

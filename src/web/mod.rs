@@ -3,6 +3,7 @@
 
 pub mod assets;
 pub mod basic_auth;
+pub mod conflict;
 pub mod csrf;
 pub mod errors;
 pub mod flash;
