@@ -250,11 +250,15 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
             Err(ContentError::Db(e)) => return Err(e),
         }
     }
+    // Demo products get their tags in the run that adds the demo content, and only when they
+    // have none, so tags an admin changed later are left as they are.
+    if added == 0 {
+        return Ok(0);
+    }
     for (slug, tag) in PRODUCT_TAGS {
         products::collection(db)
             .update_one(
-                // Only products never tagged: tags an admin changed are left as they are.
-                doc! { "slug": slug, "tags": { "$exists": false } },
+                doc! { "slug": slug, "tags": { "$size": 0 } },
                 doc! { "$set": { "tags": [tag] } },
             )
             .await?;

@@ -365,7 +365,6 @@ pub fn indexes() -> Vec<IndexModel> {
             .options(
                 IndexOptions::builder()
                     .name("photo_file".to_string())
-                    .sparse(true)
                     .build(),
             )
             .build(),
