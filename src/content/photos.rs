@@ -113,24 +113,29 @@ pub async fn swap_file(
     Ok(before.photo_file())
 }
 
-/// Delete a stored image and its thumbnail; a file already gone is not an error.
-pub async fn delete_file(db: &Db, id: ObjectId) -> Result<(), DbError> {
+/// Delete a stored image and its thumbnail; a file already gone is not an error. Returns how
+/// many files were deleted.
+pub async fn delete_file(db: &Db, id: ObjectId) -> Result<u64, DbError> {
     let files = db.collection::<Document>(&format!("{}.files", media::BUCKET));
     let thumbnail = files
         .find_one(doc! { "_id": id })
         .await?
         .and_then(|f| f.get_document("metadata").ok()?.get_object_id("thumbnail").ok());
+    let mut deleted = 0;
     for file in std::iter::once(id).chain(thumbnail) {
-        if let Err(e) = media::bucket(db).delete(Bson::ObjectId(file)).await {
-            if !matches!(
-                e.kind.as_ref(),
-                mongodb::error::ErrorKind::GridFs(mongodb::error::GridFsErrorKind::FileNotFound { .. })
-            ) {
-                return Err(e.into());
-            }
+        match media::bucket(db).delete(Bson::ObjectId(file)).await {
+            Ok(()) => deleted += 1,
+            Err(e)
+                if matches!(
+                    e.kind.as_ref(),
+                    mongodb::error::ErrorKind::GridFs(
+                        mongodb::error::GridFsErrorKind::FileNotFound { .. }
+                    )
+                ) => {}
+            Err(e) => return Err(e.into()),
         }
     }
-    Ok(())
+    Ok(deleted)
 }
 
 /// Upload `body` as the photo of node `id` (first photo or replacement), under the node's
@@ -230,21 +235,24 @@ pub async fn clean_orphans(db: &Db, older_than: Duration) -> Result<u64, DbError
         if referenced || young {
             kept.insert(id);
         } else {
-            delete_file(db, id).await?;
-            removed += 1;
+            removed += delete_file(db, id).await?;
         }
     }
+    // Thumbnails whose image is gone (deleted above along with it, or lost earlier).
     for (id, parent, uploaded) in thumbnails {
         let young = uploaded.map_or(true, |d| d >= cutoff);
-        if !kept.contains(&parent) && !young {
-            if let Err(e) = media::bucket(db).delete(Bson::ObjectId(id)).await {
-                tracing::info!(error = %e, "an orphaned thumbnail was already gone");
-            } else {
-                removed += 1;
-            }
+        if !kept.contains(&parent) && !young && !file_exists(db, parent).await? {
+            removed += delete_file(db, id).await?;
         }
     }
     Ok(removed)
+}
+
+async fn file_exists(db: &Db, id: ObjectId) -> Result<bool, DbError> {
+    Ok(media::bucket(db)
+        .find_one(doc! { "_id": id })
+        .await?
+        .is_some())
 }
 
 /// True when `node` is a photo whose file is stored (or that has none yet).
