@@ -51,7 +51,9 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
     report.added.push(("product covers", covers));
     // After the catalog: the demo content tags some demo products.
     let nodes = crate::content::demo::seed(db).await?;
-    report.added.push((crate::content::model::COLLECTION, nodes));
+    report
+        .added
+        .push((crate::content::model::COLLECTION, nodes));
     Ok(report)
 }
 

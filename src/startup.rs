@@ -370,7 +370,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             &format!("{section}/feed.atom"),
             read().to(content::feed::serve),
         )
-        .route(&format!("{section}/{{slug}}"), read().to(content::pages::show))
+        .route(
+            &format!("{section}/{{slug}}"),
+            read().to(content::pages::show),
+        )
         .service(admin::scope());
 }
 

@@ -151,7 +151,7 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
     assert_eq!(text_of(&client, "main h1").await, "Bazaar");
     let nav = text_of(&client, "header nav").await;
     let nav: Vec<&str> = nav.split_whitespace().collect();
-    assert_eq!(nav, ["Home", "Shop", "Categories"]);
+    assert_eq!(nav, ["Home", "Shop", "Categories", "Blog", "Gallery"]);
     assert_eq!(
         computed(&client, ".site-header", "background-color").await,
         "rgb(122, 46, 31)",

@@ -64,8 +64,14 @@ async fn the_about_and_shipping_pages_have_stable_urls_linked_from_the_footer() 
             .filter_map(|a| a.value().attr("href").map(str::to_string))
             .collect()
     };
-    assert!(footer_links.contains(&"/pages/about".to_string()), "{footer_links:?}");
-    assert!(footer_links.contains(&"/pages/shipping".to_string()), "{footer_links:?}");
+    assert!(
+        footer_links.contains(&"/pages/about".to_string()),
+        "{footer_links:?}"
+    );
+    assert!(
+        footer_links.contains(&"/pages/shipping".to_string()),
+        "{footer_links:?}"
+    );
 
     let about = page(&app, "/pages/about").await;
     assert_eq!(heading(&about), "About Bazaar");
@@ -120,7 +126,10 @@ async fn the_blog_is_a_stream_of_every_post_type_newest_first_with_comment_count
         texts(&quote, ".post-quote blockquote"),
         ["It's not the notes you play, it's the notes you don't play."]
     );
-    assert_eq!(texts(&quote, ".post-quote figcaption"), ["— Attributed to Miles Davis"]);
+    assert_eq!(
+        texts(&quote, ".post-quote figcaption"),
+        ["— Attributed to Miles Davis"]
+    );
     let link = page(&app, "/blog/liner-notes-archive").await;
     assert_eq!(
         attr(&link, ".post-link a", "href").as_deref(),
@@ -148,19 +157,40 @@ async fn section_lists_are_paginated_newest_first() {
     let titles = texts(&first, "article.node-summary h2");
     assert_eq!(titles.len(), 10);
     assert_eq!(titles[0], "Post 00");
-    assert_eq!(attr(&first, "a[rel=next]", "href").as_deref(), Some("/blog/?page=2"));
+    assert_eq!(
+        attr(&first, "a[rel=next]", "href").as_deref(),
+        Some("/blog/?page=2")
+    );
     let second = page(&app, "/blog/?page=2").await;
     assert_eq!(texts(&second, "article.node-summary h2").len(), 9);
     assert!(attr(&second, "a[rel=next]", "href").is_none());
-    assert_eq!(app.get("/blog/?page=3").await.status(), StatusCode::NOT_FOUND);
-    assert_eq!(app.get("/blog/?page=abc").await.status(), StatusCode::BAD_REQUEST);
-    assert_eq!(app.get("/blog/?page=0").await.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(
+        app.get("/blog/?page=3").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.get("/blog/?page=abc").await.status(),
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        app.get("/blog/?page=0").await.status(),
+        StatusCode::BAD_REQUEST
+    );
 }
 
 #[tokio::test]
 async fn drafts_and_scheduled_nodes_are_invisible_to_the_public() {
     let app = spawn_app().await;
-    add_node(&app, "blog", "a-draft", "A draft", entry("Not yet."), None, &["jazz"]).await;
+    add_node(
+        &app,
+        "blog",
+        "a-draft",
+        "A draft",
+        entry("Not yet."),
+        None,
+        &["jazz"],
+    )
+    .await;
     add_node(
         &app,
         "blog",
@@ -171,7 +201,16 @@ async fn drafts_and_scheduled_nodes_are_invisible_to_the_public() {
         &["jazz"],
     )
     .await;
-    add_node(&app, "pages", "secret", "Secret page", Detail::Page(TextDetail { text: "x".into() }), None, &[]).await;
+    add_node(
+        &app,
+        "pages",
+        "secret",
+        "Secret page",
+        Detail::Page(TextDetail { text: "x".into() }),
+        None,
+        &[],
+    )
+    .await;
     for path in ["/blog/a-draft", "/blog/tomorrow", "/pages/secret"] {
         let response = app.get(path).await;
         assert_eq!(response.status(), StatusCode::NOT_FOUND, "{path}");
@@ -186,7 +225,16 @@ async fn drafts_and_scheduled_nodes_are_invisible_to_the_public() {
         assert!(!text.contains("Scheduled for tomorrow"));
     }
     // Published, it appears.
-    add_node(&app, "blog", "now-live", "Now live", entry("Here."), Some(days_from_now(0)), &["jazz"]).await;
+    add_node(
+        &app,
+        "blog",
+        "now-live",
+        "Now live",
+        entry("Here."),
+        Some(days_from_now(0)),
+        &["jazz"],
+    )
+    .await;
     assert_eq!(app.get("/blog/now-live").await.status(), StatusCode::OK);
     assert!(body(app.get("/tags/jazz").await).await.contains("Now live"));
 }
@@ -215,19 +263,22 @@ async fn the_gallery_shows_a_grid_of_thumbnails_and_a_photo_page_shows_the_image
     let doc = page(&app, "/gallery/").await;
     assert_eq!(count(&doc, ".gallery-grid li"), 4);
     let thumb = attr(&doc, ".gallery-grid img", "src").expect("a thumbnail");
-    assert!(thumb.starts_with("/media/") && thumb.ends_with("/thumb"), "{thumb}");
+    assert!(
+        thumb.starts_with("/media/") && thumb.ends_with("/thumb"),
+        "{thumb}"
+    );
     let response = app.get(&thumb).await;
     assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(
-        response.headers().get("content-type").unwrap(),
-        "image/png"
-    );
+    assert_eq!(response.headers().get("content-type").unwrap(), "image/png");
 
     let photo = page(&app, "/gallery/listening-corner").await;
     assert_eq!(heading(&photo), "Listening corner");
     let src = attr(&photo, ".post-photo img", "src").expect("the image");
     assert_eq!(app.get(&src).await.status(), StatusCode::OK);
-    assert_eq!(attr(&photo, ".post-photo img", "width").as_deref(), Some("320"));
+    assert_eq!(
+        attr(&photo, ".post-photo img", "width").as_deref(),
+        Some("320")
+    );
     assert_eq!(
         texts(&photo, ".post-photo figcaption"),
         ["Two chairs, one turntable, no hurry."]
@@ -240,10 +291,16 @@ async fn a_tag_page_lists_the_published_nodes_and_the_products_with_that_tag() {
     let doc = page(&app, "/tags/jazz").await;
     assert_eq!(heading(&doc), "Tagged “jazz”");
     let nodes = texts(&doc, ".tag-nodes a");
-    assert!(nodes.contains(&"The record that never leaves the turntable".to_string()), "{nodes:?}");
+    assert!(
+        nodes.contains(&"The record that never leaves the turntable".to_string()),
+        "{nodes:?}"
+    );
     assert!(nodes.contains(&"Listening corner".to_string()), "{nodes:?}");
     let products = texts(&doc, ".product-grid .product-title");
-    assert_eq!(products, ["A Love Supreme", "Kind of Blue", "Maiden Voyage"]);
+    assert_eq!(
+        products,
+        ["A Love Supreme", "Kind of Blue", "Maiden Voyage"]
+    );
     let scifi = page(&app, "/tags/science-fiction").await;
     assert!(texts(&scifi, ".product-grid .product-title").contains(&"Dune".to_string()));
 }
@@ -251,8 +308,26 @@ async fn a_tag_page_lists_the_published_nodes_and_the_products_with_that_tag() {
 #[tokio::test]
 async fn the_atom_feed_parses_with_entries_newest_first_absolute_links_and_no_drafts() {
     let app = spawn_app_with(&[("BAZAAR_SERVER__PUBLIC_URL", "https://shop.example.com")]).await;
-    add_node(&app, "blog", "hidden-draft", "Hidden draft", entry("x"), None, &[]).await;
-    add_node(&app, "blog", "future", "Future post", entry("x"), Some(days_from_now(2)), &[]).await;
+    add_node(
+        &app,
+        "blog",
+        "hidden-draft",
+        "Hidden draft",
+        entry("x"),
+        None,
+        &[],
+    )
+    .await;
+    add_node(
+        &app,
+        "blog",
+        "future",
+        "Future post",
+        entry("x"),
+        Some(days_from_now(2)),
+        &[],
+    )
+    .await;
     add_node(
         &app,
         "blog",
@@ -309,7 +384,16 @@ async fn the_atom_feed_parses_with_entries_newest_first_absolute_links_and_no_dr
         .any(|l| l.href == "https://shop.example.com/blog/feed.atom"));
     // The gallery has its own feed; a feed holds at most 20 entries.
     for i in 0..25 {
-        add_node(&app, "pages", &format!("p{i}"), &format!("P{i}"), Detail::Page(TextDetail { text: "x".into() }), Some(days_from_now(0)), &[]).await;
+        add_node(
+            &app,
+            "pages",
+            &format!("p{i}"),
+            &format!("P{i}"),
+            Detail::Page(TextDetail { text: "x".into() }),
+            Some(days_from_now(0)),
+            &[],
+        )
+        .await;
     }
     let xml = app.get("/pages/feed.atom").await.bytes().await.unwrap();
     let feed = feed_rs::parser::parse(&xml[..]).expect("a valid feed");
@@ -380,9 +464,21 @@ async fn markdown_titles_tags_videos_and_links_from_editors_come_out_inert() {
         &[],
     )
     .await;
-    for path in ["/blog/xss", "/blog/bad-video", "/blog/bad-link", "/blog/quote", "/blog/"] {
+    for path in [
+        "/blog/xss",
+        "/blog/bad-video",
+        "/blog/bad-link",
+        "/blog/quote",
+        "/blog/",
+    ] {
         let text = body(app.get(path).await).await;
-        for bad in ["<script>alert", "<img src=x", "<b onmouseover", "<i>me", "<iframe src=\"https://evil"] {
+        for bad in [
+            "<script>alert",
+            "<img src=x",
+            "<b onmouseover",
+            "<i>me",
+            "<iframe src=\"https://evil",
+        ] {
             assert!(!text.contains(bad), "{path} contains {bad}");
         }
         let doc = html(&text);
@@ -412,7 +508,10 @@ async fn markdown_titles_tags_videos_and_links_from_editors_come_out_inert() {
     assert_eq!(texts(&doc, ".tags a"), ["<b onmouseover=alert(6)>x</b>"]);
     let video = page(&app, "/blog/bad-video").await;
     assert_eq!(count(&video, "iframe"), 0);
-    assert_eq!(texts(&video, ".video-missing"), ["This video cannot be shown."]);
+    assert_eq!(
+        texts(&video, ".video-missing"),
+        ["This video cannot be shown."]
+    );
 }
 
 fn texts_of_attr(doc: &scraper::Html, selector: &str, name: &str) -> Vec<String> {
@@ -448,7 +547,10 @@ async fn video_posts_embed_youtube_by_id_and_the_policy_allows_frames_only_from_
 #[tokio::test]
 async fn seeding_again_adds_no_content() {
     let app = spawn_app().await;
-    let before = model::collection(&app.db).count_documents(doc! {}).await.unwrap();
+    let before = model::collection(&app.db)
+        .count_documents(doc! {})
+        .await
+        .unwrap();
     assert_eq!(before, 13);
     let files_before = app
         .db
@@ -458,7 +560,10 @@ async fn seeding_again_adds_no_content() {
         .unwrap();
     let report = bazaar::seed::run(&app.db).await.unwrap();
     assert_eq!(report.total(), 0, "{report:?}");
-    let after = model::collection(&app.db).count_documents(doc! {}).await.unwrap();
+    let after = model::collection(&app.db)
+        .count_documents(doc! {})
+        .await
+        .unwrap();
     assert_eq!(after, before);
     let files_after = app
         .db
@@ -516,11 +621,32 @@ async fn every_content_query_uses_an_index() {
             skip: 0,
             limit: 25,
         };
-        assert_uses_index(db, "the admin content list", c, model::admin_filter(&q), model::admin_sort(sort)).await;
+        assert_uses_index(
+            db,
+            "the admin content list",
+            c,
+            model::admin_filter(&q),
+            model::admin_sort(sort),
+        )
+        .await;
     }
     let file = bson::oid::ObjectId::new();
-    assert_uses_index(db, "orphan check: photo nodes", c, doc! { "metadata.detail.file_id": file }, doc! {}).await;
-    assert_uses_index(db, "orphan check: product photos", "products", doc! { "photos": file }, doc! {}).await;
+    assert_uses_index(
+        db,
+        "orphan check: photo nodes",
+        c,
+        doc! { "metadata.detail.file_id": file },
+        doc! {},
+    )
+    .await;
+    assert_uses_index(
+        db,
+        "orphan check: product photos",
+        "products",
+        doc! { "photos": file },
+        doc! {},
+    )
+    .await;
     assert_uses_index(
         db,
         "the upload lock",

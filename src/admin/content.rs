@@ -48,7 +48,9 @@ const COMMON_FIELDS: &[(&str, &str, &str, &str)] = &[
     ("author", "Author", "", "text"),
 ];
 
-fn type_fields(kind: NodeType) -> &'static [(&'static str, &'static str, &'static str, &'static str)] {
+fn type_fields(
+    kind: NodeType,
+) -> &'static [(&'static str, &'static str, &'static str, &'static str)] {
     match kind {
         NodeType::Page | NodeType::Entry => &[(
             "text",
@@ -74,7 +76,9 @@ fn type_fields(kind: NodeType) -> &'static [(&'static str, &'static str, &'stati
     }
 }
 
-fn all_fields(kind: NodeType) -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str, &'static str)> {
+fn all_fields(
+    kind: NodeType,
+) -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str, &'static str)> {
     COMMON_FIELDS.iter().chain(type_fields(kind))
 }
 
@@ -97,19 +101,32 @@ impl Submitted {
 
     /// Long text keeps its inner whitespace (Markdown depends on it); only the ends go.
     fn text(&self, name: &str) -> String {
-        self.0
-            .get(name)
-            .map_or(String::new(), |v| v.replace("\r\n", "\n").trim().to_string())
+        self.0.get(name).map_or(String::new(), |v| {
+            v.replace("\r\n", "\n").trim().to_string()
+        })
     }
 }
 
 /// Check a submitted form for a node of `kind` in `section`.
-fn parse_node(section: &Section, kind: NodeType, form: &Submitted) -> Result<NodeInput, FieldErrors> {
+fn parse_node(
+    section: &Section,
+    kind: NodeType,
+    form: &Submitted,
+) -> Result<NodeInput, FieldErrors> {
     let mut errors = FieldErrors::default();
     for (name, label, _, input) in all_fields(kind) {
-        let limit = if *input == "textarea" { MAX_TEXT } else if *name == "title" { MAX_TITLE } else { MAX_SHORT };
+        let limit = if *input == "textarea" {
+            MAX_TEXT
+        } else if *name == "title" {
+            MAX_TITLE
+        } else {
+            MAX_SHORT
+        };
         if form.get(name).chars().count() > limit {
-            errors.add(name, format!("{label} is too long (at most {limit} characters)."));
+            errors.add(
+                name,
+                format!("{label} is too long (at most {limit} characters)."),
+            );
         }
     }
     let title = form.get("title").to_string();
@@ -221,7 +238,11 @@ fn values_of(node: &Node) -> HashMap<String, String> {
     v
 }
 
-fn field_views(kind: NodeType, values: &HashMap<String, String>, errors: &FieldErrors) -> Vec<FieldView> {
+fn field_views(
+    kind: NodeType,
+    values: &HashMap<String, String>,
+    errors: &FieldErrors,
+) -> Vec<FieldView> {
     all_fields(kind)
         .map(|(name, label, hint, input)| FieldView {
             name,
@@ -314,7 +335,11 @@ pub async fn index(
     let page = match params.get("page").map(|p| p.parse::<u64>()) {
         None => 1,
         Some(Ok(n)) if (1..=10_000).contains(&n) => n,
-        _ => return Err(AppError::BadRequest("The page number must be a whole number from 1.".into())),
+        _ => {
+            return Err(AppError::BadRequest(
+                "The page number must be a whole number from 1.".into(),
+            ))
+        }
     };
     let (nodes, total) = model::admin_list(
         &state.db,
@@ -389,7 +414,9 @@ pub struct ContentConflictPage {
     pub fields: Vec<FieldView>,
 }
 
-fn kind_in_section(params: &HashMap<String, String>) -> Result<(&'static Section, NodeType), AppError> {
+fn kind_in_section(
+    params: &HashMap<String, String>,
+) -> Result<(&'static Section, NodeType), AppError> {
     let section = section_param(params)?;
     let kind = params
         .get("type")
@@ -398,14 +425,23 @@ fn kind_in_section(params: &HashMap<String, String>) -> Result<(&'static Section
         .ok_or_else(|| {
             AppError::BadRequest(format!(
                 "Choose a type this section holds: {}.",
-                section.types.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")
+                section
+                    .types
+                    .iter()
+                    .map(|t| t.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ))
         })?;
     Ok((section, kind))
 }
 
 fn new_action(section: &Section, kind: NodeType) -> String {
-    format!("/admin/content/new?section={}&type={}", section.name, kind.as_str())
+    format!(
+        "/admin/content/new?section={}&type={}",
+        section.name,
+        kind.as_str()
+    )
 }
 
 fn edit_url(id: ObjectId) -> String {
@@ -460,13 +496,24 @@ pub async fn create(
                     flash::push(
                         &req.get_session(),
                         Level::Success,
-                        format!("Added “{}”{}.", node.metadata.title, if published.is_some() { " and published it" } else { " as a draft" }),
+                        format!(
+                            "Added “{}”{}.",
+                            node.metadata.title,
+                            if published.is_some() {
+                                " and published it"
+                            } else {
+                                " as a draft"
+                            }
+                        ),
                     );
                     return Ok(see_other(&edit_url(node.id)));
                 }
                 Err(ContentError::SlugTaken) => {
                     let mut e = FieldErrors::default();
-                    e.add("slug", "That slug is already used in this section; choose another.");
+                    e.add(
+                        "slug",
+                        "That slug is already used in this section; choose another.",
+                    );
                     e
                 }
                 Err(e) => return Err(e.into()),
@@ -496,8 +543,12 @@ async fn load(state: &AppState, id: &str) -> Result<Node, AppError> {
 }
 
 fn node_section(node: &Node) -> Result<&'static Section, AppError> {
-    section(&node.metadata.section)
-        .ok_or_else(|| AppError::Internal(anyhow::anyhow!("node in unknown section {}", node.metadata.section)))
+    section(&node.metadata.section).ok_or_else(|| {
+        AppError::Internal(anyhow::anyhow!(
+            "node in unknown section {}",
+            node.metadata.section
+        ))
+    })
 }
 
 /// `GET /admin/content/{id}/edit`
@@ -544,7 +595,10 @@ pub async fn update(
             Ok(false) => return conflict(&req, &state, node.id, &form).await,
             Err(ContentError::SlugTaken) => {
                 let mut e = FieldErrors::default();
-                e.add("slug", "That slug is already used in this section; choose another.");
+                e.add(
+                    "slug",
+                    "That slug is already used in this section; choose another.",
+                );
                 e
             }
             Err(e) => return Err(e.into()),
@@ -582,12 +636,19 @@ async fn conflict(
     let mut conflict = Conflict::new();
     let mut theirs = HashMap::new();
     for (name, label, _, _) in all_fields(kind) {
-        let mine = if type_fields(kind).iter().any(|f| f.3 == "textarea" && f.0 == *name) {
+        let mine = if type_fields(kind)
+            .iter()
+            .any(|f| f.3 == "textarea" && f.0 == *name)
+        {
             form.text(name)
         } else {
             form.get(name).to_string()
         };
-        conflict.field(*label, &mine, stored_values.get(*name).map_or("", String::as_str));
+        conflict.field(
+            *label,
+            &mine,
+            stored_values.get(*name).map_or("", String::as_str),
+        );
         theirs.insert(name.to_string(), mine);
     }
     let page = ContentConflictPage {
@@ -623,7 +684,10 @@ pub async fn publish(
         Some(when) => {
             model::set_published(&state.db, node.id, Some(when)).await?;
             let message = if when.timestamp_millis() > DateTime::now().timestamp_millis() {
-                format!("Scheduled for {} UTC.", when.to_chrono().format("%Y-%m-%d %H:%M"))
+                format!(
+                    "Scheduled for {} UTC.",
+                    when.to_chrono().format("%Y-%m-%d %H:%M")
+                )
             } else {
                 "Published.".to_string()
             };
@@ -643,13 +707,24 @@ fn parse_datetime(s: &str) -> Option<DateTime> {
     let s = s.replace(' ', "T");
     let (date, time) = s.split_once('T')?;
     let mut d = date.split('-');
-    let (y, m, day): (i32, u32, u32) = (d.next()?.parse().ok()?, d.next()?.parse().ok()?, d.next()?.parse().ok()?);
+    let (y, m, day): (i32, u32, u32) = (
+        d.next()?.parse().ok()?,
+        d.next()?.parse().ok()?,
+        d.next()?.parse().ok()?,
+    );
     let mut t = time.split(':');
     let (h, min): (u32, u32) = (t.next()?.parse().ok()?, t.next()?.parse().ok()?);
     if d.next().is_some() || !(1970..=9999).contains(&y) {
         return None;
     }
-    let date = bson::DateTime::builder().year(y).month(u8::try_from(m).ok()?).day(u8::try_from(day).ok()?).hour(u8::try_from(h).ok()?).minute(u8::try_from(min).ok()?).build().ok()?;
+    let date = bson::DateTime::builder()
+        .year(y)
+        .month(u8::try_from(m).ok()?)
+        .day(u8::try_from(day).ok()?)
+        .hour(u8::try_from(h).ok()?)
+        .minute(u8::try_from(min).ok()?)
+        .build()
+        .ok()?;
     Some(date)
 }
 
@@ -661,7 +736,11 @@ pub async fn unpublish(
 ) -> Result<HttpResponse, AppError> {
     let node = load(&state, &id).await?;
     model::set_published(&state.db, node.id, None).await?;
-    flash::push(&req.get_session(), Level::Success, "Unpublished: it is a draft again.");
+    flash::push(
+        &req.get_session(),
+        Level::Success,
+        "Unpublished: it is a draft again.",
+    );
     Ok(see_other(&edit_url(node.id)))
 }
 
@@ -683,9 +762,17 @@ pub async fn add_tags(
         .take(20)
         .collect();
     if tags.is_empty() {
-        flash::push(&session, Level::Error, "Enter tags of letters and digits, separated by commas.");
+        flash::push(
+            &session,
+            Level::Error,
+            "Enter tags of letters and digits, separated by commas.",
+        );
     } else if model::add_tags(&state.db, id, &tags).await? {
-        flash::push(&session, Level::Success, format!("Tagged: {}.", tags.join(", ")));
+        flash::push(
+            &session,
+            Level::Success,
+            format!("Tagged: {}.", tags.join(", ")),
+        );
     } else {
         return Err(AppError::NotFound);
     }
@@ -704,7 +791,11 @@ pub async fn remove_tag(
     if !model::remove_tag(&state.db, id, &tag).await? {
         return Err(AppError::NotFound);
     }
-    flash::push(&req.get_session(), Level::Success, format!("Removed the tag “{tag}”."));
+    flash::push(
+        &req.get_session(),
+        Level::Success,
+        format!("Removed the tag “{tag}”."),
+    );
     Ok(see_other(&edit_url(id)))
 }
 
@@ -724,7 +815,11 @@ pub async fn upload_photo(
     let nonce = params
         .get("nonce")
         .and_then(|n| ObjectId::parse_str(n).ok())
-        .ok_or_else(|| AppError::BadRequest("The upload form is missing its version; open the editor again.".into()))?;
+        .ok_or_else(|| {
+            AppError::BadRequest(
+                "The upload form is missing its version; open the editor again.".into(),
+            )
+        })?;
     let session = req.get_session();
     let mut outcome = Err(PhotoError::Upload(UploadError::Empty));
     loop {
@@ -741,7 +836,15 @@ pub async fn upload_photo(
                     .and_then(|cd| cd.get_filename())
                     .map(|f| f.chars().filter(|c| !c.is_control()).take(100).collect())
                     .unwrap_or_else(|| "photo".to_string());
-                outcome = photos::upload(&state.db, id, nonce, &filename, field, state.max_upload_bytes).await;
+                outcome = photos::upload(
+                    &state.db,
+                    id,
+                    nonce,
+                    &filename,
+                    field,
+                    state.max_upload_bytes,
+                )
+                .await;
                 break;
             }
             Some(Ok(_)) => continue,
@@ -803,7 +906,9 @@ pub async fn delete(
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
     let id = parse_id(&id)?;
-    let node = model::delete(&state.db, id).await?.ok_or(AppError::NotFound)?;
+    let node = model::delete(&state.db, id)
+        .await?
+        .ok_or(AppError::NotFound)?;
     // The node is gone first: its file then has no referrer, so a crash here leaves an orphan.
     if let Some(file) = node.photo_file() {
         photos::delete_file(&state.db, file).await?;
@@ -819,5 +924,8 @@ pub async fn delete(
         Level::Success,
         format!("Deleted “{}”.", node.metadata.title),
     );
-    Ok(see_other(&format!("/admin/content?section={}", node.metadata.section)))
+    Ok(see_other(&format!(
+        "/admin/content?section={}",
+        node.metadata.section
+    )))
 }

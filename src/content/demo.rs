@@ -66,9 +66,11 @@ fn demos() -> Vec<Demo> {
             title: "Shipping and returns",
             tags: &[],
             days_ago: 60,
-            detail: || Detail::Page(TextDetail {
-                text: SHIPPING.into(),
-            }),
+            detail: || {
+                Detail::Page(TextDetail {
+                    text: SHIPPING.into(),
+                })
+            },
         },
         Demo {
             section: "blog",
@@ -76,9 +78,11 @@ fn demos() -> Vec<Demo> {
             title: "Welcome to the blog",
             tags: &["news"],
             days_ago: 20,
-            detail: || Detail::Entry(TextDetail {
-                text: NEWS_ENTRY.into(),
-            }),
+            detail: || {
+                Detail::Entry(TextDetail {
+                    text: NEWS_ENTRY.into(),
+                })
+            },
         },
         Demo {
             section: "blog",
@@ -86,9 +90,11 @@ fn demos() -> Vec<Demo> {
             title: "The record that never leaves the turntable",
             tags: &["jazz", "staff-picks"],
             days_ago: 14,
-            detail: || Detail::Entry(TextDetail {
-                text: JAZZ_ENTRY.into(),
-            }),
+            detail: || {
+                Detail::Entry(TextDetail {
+                    text: JAZZ_ENTRY.into(),
+                })
+            },
         },
         Demo {
             section: "blog",
@@ -96,9 +102,11 @@ fn demos() -> Vec<Demo> {
             title: "Three futures",
             tags: &["science-fiction", "staff-picks"],
             days_ago: 9,
-            detail: || Detail::Entry(TextDetail {
-                text: SCIFI_ENTRY.into(),
-            }),
+            detail: || {
+                Detail::Entry(TextDetail {
+                    text: SCIFI_ENTRY.into(),
+                })
+            },
         },
         Demo {
             section: "blog",
@@ -106,10 +114,12 @@ fn demos() -> Vec<Demo> {
             title: "Miles on modal jazz",
             tags: &["jazz"],
             days_ago: 7,
-            detail: || Detail::Quote(QuoteDetail {
-                text: "It's not the notes you play, it's the notes you don't play.".into(),
-                source: "Attributed to Miles Davis".into(),
-            }),
+            detail: || {
+                Detail::Quote(QuoteDetail {
+                    text: "It's not the notes you play, it's the notes you don't play.".into(),
+                    source: "Attributed to Miles Davis".into(),
+                })
+            },
         },
         Demo {
             section: "blog",
@@ -117,10 +127,12 @@ fn demos() -> Vec<Demo> {
             title: "A session worth watching",
             tags: &["jazz"],
             days_ago: 5,
-            detail: || Detail::Video(VideoDetail {
-                url: "https://www.youtube.com/watch?v=zqNTltOGh5c".into(),
-                provider: "youtube".into(),
-            }),
+            detail: || {
+                Detail::Video(VideoDetail {
+                    url: "https://www.youtube.com/watch?v=zqNTltOGh5c".into(),
+                    provider: "youtube".into(),
+                })
+            },
         },
         Demo {
             section: "blog",
@@ -128,10 +140,12 @@ fn demos() -> Vec<Demo> {
             title: "Liner notes, archived",
             tags: &["jazz", "reading"],
             days_ago: 3,
-            detail: || Detail::Link(LinkDetail {
-                url: "https://en.wikipedia.org/wiki/Liner_notes".into(),
-                text: "What liner notes are, and why we still read them".into(),
-            }),
+            detail: || {
+                Detail::Link(LinkDetail {
+                    url: "https://en.wikipedia.org/wiki/Liner_notes".into(),
+                    text: "What liner notes are, and why we still read them".into(),
+                })
+            },
         },
         Demo {
             section: "blog",
@@ -139,10 +153,12 @@ fn demos() -> Vec<Demo> {
             title: "New shelves",
             tags: &["shop"],
             days_ago: 2,
-            detail: || Detail::Photo(PhotoDetail {
-                caption: "The new record shelves, before the records arrived.".into(),
-                ..PhotoDetail::default()
-            }),
+            detail: || {
+                Detail::Photo(PhotoDetail {
+                    caption: "The new record shelves, before the records arrived.".into(),
+                    ..PhotoDetail::default()
+                })
+            },
         },
         Demo {
             section: "gallery",
@@ -150,10 +166,12 @@ fn demos() -> Vec<Demo> {
             title: "Shop window",
             tags: &["shop"],
             days_ago: 30,
-            detail: || Detail::Photo(PhotoDetail {
-                caption: "The shop window in autumn.".into(),
-                ..PhotoDetail::default()
-            }),
+            detail: || {
+                Detail::Photo(PhotoDetail {
+                    caption: "The shop window in autumn.".into(),
+                    ..PhotoDetail::default()
+                })
+            },
         },
         Demo {
             section: "gallery",
@@ -161,10 +179,12 @@ fn demos() -> Vec<Demo> {
             title: "Listening corner",
             tags: &["shop", "jazz"],
             days_ago: 25,
-            detail: || Detail::Photo(PhotoDetail {
-                caption: "Two chairs, one turntable, no hurry.".into(),
-                ..PhotoDetail::default()
-            }),
+            detail: || {
+                Detail::Photo(PhotoDetail {
+                    caption: "Two chairs, one turntable, no hurry.".into(),
+                    ..PhotoDetail::default()
+                })
+            },
         },
         Demo {
             section: "gallery",
@@ -172,10 +192,12 @@ fn demos() -> Vec<Demo> {
             title: "Paperback wall",
             tags: &["shop", "science-fiction"],
             days_ago: 18,
-            detail: || Detail::Photo(PhotoDetail {
-                caption: "Every science-fiction paperback we own, spine out.".into(),
-                ..PhotoDetail::default()
-            }),
+            detail: || {
+                Detail::Photo(PhotoDetail {
+                    caption: "Every science-fiction paperback we own, spine out.".into(),
+                    ..PhotoDetail::default()
+                })
+            },
         },
         Demo {
             section: "gallery",
@@ -183,10 +205,12 @@ fn demos() -> Vec<Demo> {
             title: "Film night",
             tags: &["shop"],
             days_ago: 11,
-            detail: || Detail::Photo(PhotoDetail {
-                caption: "Casablanca on the back wall, twenty folding chairs.".into(),
-                ..PhotoDetail::default()
-            }),
+            detail: || {
+                Detail::Photo(PhotoDetail {
+                    caption: "Casablanca on the back wall, twenty folding chairs.".into(),
+                    ..PhotoDetail::default()
+                })
+            },
         },
     ]
 }
@@ -217,12 +241,13 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
         let mut detail = (demo.detail)();
         let mut generated = None;
         if let Detail::Photo(photo) = &mut detail {
-            let image = media::store_generated_cover(db, demo.title)
-                .await
-                .map_err(|e| match e {
-                    media::UploadError::Db(db) => db,
-                    other => DbError::Other(mongodb::error::Error::custom(other.to_string())),
-                })?;
+            let image =
+                media::store_generated_cover(db, demo.title)
+                    .await
+                    .map_err(|e| match e {
+                        media::UploadError::Db(db) => db,
+                        other => DbError::Other(mongodb::error::Error::custom(other.to_string())),
+                    })?;
             photo.file_id = Some(image.id);
             photo.filename = format!("{}.png", demo.slug);
             photo.content_type = image.kind.mime().to_string();

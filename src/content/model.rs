@@ -514,11 +514,7 @@ pub async fn save_with_nonce(
 
 /// Publish at `when` (now or later) or unpublish (`None`). Needs no nonce: it changes nothing
 /// an edit form holds.
-pub async fn set_published(
-    db: &Db,
-    id: ObjectId,
-    when: Option<DateTime>,
-) -> Result<bool, DbError> {
+pub async fn set_published(db: &Db, id: ObjectId, when: Option<DateTime>) -> Result<bool, DbError> {
     let result = collection(db)
         .update_one(
             doc! { "_id": id },
@@ -553,7 +549,11 @@ pub async fn remove_tag(db: &Db, id: ObjectId, tag: &str) -> Result<bool, DbErro
 /// nothing usable is left.
 pub fn normalise_tag(tag: &str) -> String {
     let slug = crate::catalog::slugify(tag);
-    slug.chars().take(40).collect::<String>().trim_end_matches('-').to_string()
+    slug.chars()
+        .take(40)
+        .collect::<String>()
+        .trim_end_matches('-')
+        .to_string()
 }
 
 /// Admin list: a section's nodes, optionally of one type and with titles containing `search`.

@@ -117,10 +117,12 @@ pub async fn swap_file(
 /// many files were deleted.
 pub async fn delete_file(db: &Db, id: ObjectId) -> Result<u64, DbError> {
     let files = db.collection::<Document>(&format!("{}.files", media::BUCKET));
-    let thumbnail = files
-        .find_one(doc! { "_id": id })
-        .await?
-        .and_then(|f| f.get_document("metadata").ok()?.get_object_id("thumbnail").ok());
+    let thumbnail = files.find_one(doc! { "_id": id }).await?.and_then(|f| {
+        f.get_document("metadata")
+            .ok()?
+            .get_object_id("thumbnail")
+            .ok()
+    });
     let mut deleted = 0;
     for file in std::iter::once(id).chain(thumbnail) {
         match media::bucket(db).delete(Bson::ObjectId(file)).await {

@@ -100,9 +100,15 @@ mod tests {
     #[test]
     fn youtube_and_vimeo_urls_give_their_ids() {
         let yt = Some(Video::YouTube("dQw4w9WgXcQ".into()));
-        assert_eq!(Video::parse("https://www.youtube.com/watch?v=dQw4w9WgXcQ"), yt);
+        assert_eq!(
+            Video::parse("https://www.youtube.com/watch?v=dQw4w9WgXcQ"),
+            yt
+        );
         assert_eq!(Video::parse("https://youtu.be/dQw4w9WgXcQ"), yt);
-        assert_eq!(Video::parse("https://youtube.com/watch?feature=x&v=dQw4w9WgXcQ"), yt);
+        assert_eq!(
+            Video::parse("https://youtube.com/watch?feature=x&v=dQw4w9WgXcQ"),
+            yt
+        );
         assert_eq!(
             Video::parse("https://vimeo.com/76979871"),
             Some(Video::Vimeo("76979871".into()))
