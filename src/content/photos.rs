@@ -242,7 +242,7 @@ pub async fn clean_orphans(db: &Db, older_than: Duration) -> Result<u64, DbError
     }
     // Thumbnails whose image is gone (deleted above along with it, or lost earlier).
     for (id, parent, uploaded) in thumbnails {
-        let young = uploaded.map_or(true, |d| d >= cutoff);
+        let young = uploaded.is_none_or(|d| d >= cutoff);
         if !kept.contains(&parent) && !young && !file_exists(db, parent).await? {
             removed += delete_file(db, id).await?;
         }

@@ -32,10 +32,8 @@ impl Video {
                         .unwrap_or("")
                 } else if let Some(id) = path.strip_prefix("embed/") {
                     id
-                } else if let Some(id) = path.strip_prefix("shorts/") {
-                    id
                 } else {
-                    ""
+                    path.strip_prefix("shorts/").unwrap_or_default()
                 };
                 youtube_id(id).map(Video::YouTube)
             }
