@@ -7,6 +7,7 @@ pub mod catalog;
 pub mod checkout;
 pub mod cli;
 pub mod config;
+pub mod content;
 pub mod db;
 pub mod health;
 pub mod home;

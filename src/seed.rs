@@ -49,6 +49,11 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
         other => DbError::Other(mongodb::error::Error::custom(other.to_string())),
     })?;
     report.added.push(("product covers", covers));
+    // After the catalog: the demo content tags some demo products.
+    let nodes = crate::content::demo::seed(db).await?;
+    report
+        .added
+        .push((crate::content::model::COLLECTION, nodes));
     Ok(report)
 }
 

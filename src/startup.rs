@@ -19,7 +19,7 @@ use crate::web::body_timeout::{limit_body_time, BodyPolicy};
 use crate::web::errors::{bad_request_page, render_bare_errors};
 use crate::web::security_headers::{add_security_headers, TransportPolicy};
 use crate::web::{assets, csrf, read, session};
-use crate::{admin, cart, catalog, checkout, health, home, media, seed, telemetry};
+use crate::{admin, cart, catalog, checkout, content, health, home, media, seed, telemetry};
 
 /// The user Bazaar creates in the embedded store (its password is random per start).
 const EMBEDDED_USER: &str = "bazaar";
@@ -42,6 +42,9 @@ pub struct AppState {
     pub cart: CartSettings,
     /// New carts per client address (`cart.new_carts_per_hour`).
     pub new_carts: crate::web::rate_limit::RateLimiter,
+    /// The site's absolute address without a trailing slash (`server.public_url`, else the
+    /// bound address): feeds need absolute links.
+    pub public_url: String,
 }
 
 /// The database connection, and the embedded server when Bazaar started one.
@@ -259,6 +262,10 @@ impl Application {
                 settings.cart.new_carts_per_hour,
                 Duration::from_secs(3600),
             ),
+            public_url: settings
+                .public_address(port)
+                .trim_end_matches('/')
+                .to_string(),
         });
         let credentials = web::Data::new(credentials);
         let server = http_server(state, credentials.clone(), key, settings, listener)?;
@@ -430,6 +437,21 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/media/{file_id}", read().to(media::serve))
         .route("/media/{file_id}/thumb", read().to(media::serve_thumbnail))
         .route("/media/{file_id}/display", read().to(media::serve_display))
+        .route("/tags/{tag}", read().to(content::pages::tag));
+    // Content sections (`/pages/`, `/blog/`, `/gallery/`): only the known names match, so
+    // these never shadow another area's routes.
+    let names: Vec<&str> = content::model::SECTIONS.iter().map(|s| s.name).collect();
+    let section = format!("/{{section:(?:{})}}", names.join("|"));
+    cfg.route(&section, read().to(content::pages::list))
+        .route(&format!("{section}/"), read().to(content::pages::list))
+        .route(
+            &format!("{section}/feed.atom"),
+            read().to(content::feed::serve),
+        )
+        .route(
+            &format!("{section}/{{slug}}"),
+            read().to(content::pages::show),
+        )
         .service(admin::scope());
 }
 

@@ -1,5 +1,6 @@
 //! Real-browser smoke test: headless Chromium (through chromedriver and WebDriver) loads the
-//! home page and the admin dashboard, submits the admin form, and saves screenshots under
+//! home page and the admin dashboard, submits the admin form, edits a page in two windows up
+//! to the edit-conflict page, and saves screenshots under
 //! `<target>/screenshots/`. Without Chromium it is skipped with a printed reason, except in CI
 //! (`CI` set), where it is required.
 
@@ -151,7 +152,7 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
     assert_eq!(text_of(&client, "main h1").await, "Bazaar");
     let nav = text_of(&client, "header nav").await;
     let nav: Vec<&str> = nav.split_whitespace().collect();
-    assert_eq!(nav, ["Home", "Shop", "Categories"]);
+    assert_eq!(nav, ["Home", "Shop", "Categories", "Blog", "Gallery"]);
     assert_eq!(
         computed(&client, ".site-header", "background-color").await,
         "rgb(122, 46, 31)",
@@ -256,6 +257,107 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .expect("flash text");
     assert_eq!(flash, "Demo data is already in place; nothing was added.");
     save_screenshot(&client, "admin-after-seed.png").await;
+
+    // Content: the About page edited in two windows; the save from the window opened first
+    // lands on the conflict page, whose re-apply form then saves that editor's text.
+    let about = bazaar::content::model::collection(&app.db)
+        .find_one(bson::doc! { "metadata.section": "pages", "metadata.slug": "about" })
+        .await
+        .expect("query")
+        .expect("the demo About page");
+    let edit_url = format!(
+        "http://{ADMIN_USER}:{password}@127.0.0.1:{}/admin/content/{}/edit",
+        app.port,
+        about.id.to_hex()
+    );
+    client.goto(&edit_url).await.expect("editor loads");
+    let first_window = client.window().await.expect("window handle");
+    let second_window = client
+        .new_window(false)
+        .await
+        .expect("second window")
+        .handle;
+    client
+        .switch_to_window(second_window)
+        .await
+        .expect("switched to the second window");
+    client.goto(&edit_url).await.expect("editor loads again");
+    let text = client
+        .find(Locator::Css("form.content-form textarea[name=text]"))
+        .await
+        .expect("text area");
+    text.clear().await.expect("cleared");
+    text.send_keys("Edited in the second window.")
+        .await
+        .expect("typed");
+    client
+        .find(Locator::Css("form.content-form button[type=submit]"))
+        .await
+        .expect("save button")
+        .click()
+        .await
+        .expect("clicked");
+    let flash = client
+        .wait()
+        .for_element(Locator::Css(".flash"))
+        .await
+        .expect("saved")
+        .text()
+        .await
+        .expect("flash text");
+    assert_eq!(flash, "Saved.");
+    client
+        .switch_to_window(first_window)
+        .await
+        .expect("back to the first window");
+    let text = client
+        .find(Locator::Css("form.content-form textarea[name=text]"))
+        .await
+        .expect("text area");
+    text.clear().await.expect("cleared");
+    text.send_keys("Edited in the first window.")
+        .await
+        .expect("typed");
+    client
+        .find(Locator::Css("form.content-form button[type=submit]"))
+        .await
+        .expect("save button")
+        .click()
+        .await
+        .expect("clicked");
+    client
+        .wait()
+        .for_element(Locator::Css("section.conflict"))
+        .await
+        .expect("the conflict page");
+    assert_eq!(
+        text_of(&client, "main h1").await,
+        "Changed since you opened it"
+    );
+    assert!(text_of(&client, "pre.diff")
+        .await
+        .contains("+ Edited in the first window."));
+    save_screenshot(&client, "content-conflict.png").await;
+    client
+        .find(Locator::Css("form.reapply-form button[type=submit]"))
+        .await
+        .expect("re-apply button")
+        .click()
+        .await
+        .expect("clicked");
+    let flash = client
+        .wait()
+        .for_element(Locator::Css(".flash"))
+        .await
+        .expect("saved")
+        .text()
+        .await
+        .expect("flash text");
+    assert_eq!(flash, "Saved.");
+    assert_eq!(
+        text_of(&client, "form.content-form textarea[name=text]").await,
+        "Edited in the first window."
+    );
 
     client.close().await.expect("browser closes");
 }

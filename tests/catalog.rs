@@ -53,7 +53,10 @@ async fn the_home_page_shows_featured_discounted_and_newest_shelves() {
             "Goldberg Variations (1981)"
         ]
     );
-    assert_eq!(texts(&doc, "header nav a"), ["Home", "Shop", "Categories"]);
+    assert_eq!(
+        texts(&doc, "header nav a"),
+        ["Home", "Shop", "Categories", "Blog", "Gallery"]
+    );
 }
 
 #[tokio::test]

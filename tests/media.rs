@@ -162,8 +162,8 @@ async fn an_uploaded_png_gets_a_thumbnail_and_a_non_image_or_oversized_file_is_r
         .into_iter()
         .find(|r| r.starts_with("assets.files"))
         .expect("files row");
-    // 36 covers and their thumbnails, plus the upload and its thumbnail.
-    assert_eq!(files, format!("assets.files{}", 36 * 2 + 2));
+    // 36 covers, 5 demo content photos and their thumbnails, plus the upload and its thumbnail.
+    assert_eq!(files, format!("assets.files{}", (36 + 5) * 2 + 2));
 
     // Without the token in the query the upload is refused before it is read.
     let no_token = action.split('?').next().unwrap_or_default().to_string();

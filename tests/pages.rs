@@ -19,7 +19,7 @@ async fn home_page_renders_inside_the_layout_with_navigation_and_footer() {
     assert_eq!(texts(&doc, "header .brand"), vec!["Bazaar"]);
     assert_eq!(
         texts(&doc, "header nav a"),
-        vec!["Home", "Shop", "Categories"]
+        vec!["Home", "Shop", "Categories", "Blog", "Gallery"]
     );
     assert_eq!(
         attr(&doc, "header nav a[aria-current=page]", "href").as_deref(),
@@ -100,7 +100,7 @@ async fn unknown_pages_and_static_files_get_the_404_page_in_the_layout() {
         assert_eq!(heading(&doc), "Page not found", "{path}");
         assert_eq!(
             texts(&doc, "header nav a"),
-            vec!["Home", "Shop", "Categories"],
+            vec!["Home", "Shop", "Categories", "Blog", "Gallery"],
             "{path}"
         );
         assert_eq!(count(&doc, "footer.site-footer"), 1, "{path}");
@@ -181,7 +181,7 @@ async fn when_the_database_goes_away_healthz_and_pages_answer_503_without_intern
     assert_eq!(heading(&doc), "Temporarily unavailable");
     assert_eq!(
         texts(&doc, "header nav a"),
-        vec!["Home", "Shop", "Categories"]
+        vec!["Home", "Shop", "Categories", "Blog", "Gallery"]
     );
     for leak in ["127.0.0.1", "ServerSelection", "error", "Kind"] {
         assert!(

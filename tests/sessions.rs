@@ -36,7 +36,7 @@ async fn a_post_without_a_csrf_token_gets_the_403_page() {
         .any(|p| p.contains("did not come from this site")));
     assert_eq!(
         texts(&doc, "header nav a"),
-        vec!["Home", "Shop", "Categories"]
+        vec!["Home", "Shop", "Categories", "Blog", "Gallery"]
     );
 }
 
@@ -198,6 +198,6 @@ async fn an_oversized_form_gets_the_400_page() {
     assert_eq!(heading(&doc), "Bad request");
     assert_eq!(
         texts(&doc, "header nav a"),
-        vec!["Home", "Shop", "Categories"]
+        vec!["Home", "Shop", "Categories", "Blog", "Gallery"]
     );
 }

@@ -2,6 +2,7 @@
 
 pub mod carts;
 pub mod categories;
+pub mod content;
 pub mod dashboard;
 pub mod orders;
 pub mod products;
@@ -58,4 +59,26 @@ pub fn scope() -> Scope<
         .service(web::resource("/carts/expire").post(carts::expire_now))
         .service(web::resource("/carts/cleanup").post(carts::clean_up_now))
         .route("/stock", read().to(stock::index))
+        .route("/content", read().to(content::index))
+        .service(
+            web::resource("/content/new")
+                .route(read().to(content::new))
+                .post(content::create),
+        )
+        .service(web::resource("/content/orphans").post(content::clean_orphans))
+        .service(
+            web::resource("/content/{id}/edit")
+                .route(read().to(content::edit))
+                .post(content::update),
+        )
+        .service(web::resource("/content/{id}/publish").post(content::publish))
+        .service(web::resource("/content/{id}/unpublish").post(content::unpublish))
+        .service(web::resource("/content/{id}/tags").post(content::add_tags))
+        .service(web::resource("/content/{id}/tags/remove").post(content::remove_tag))
+        .service(web::resource("/content/{id}/photo").post(content::upload_photo))
+        .service(
+            web::resource("/content/{id}/delete")
+                .route(read().to(content::confirm_delete))
+                .post(content::delete),
+        )
 }

@@ -104,6 +104,12 @@ const COMMON_FIELDS: &[(&str, &str, &str, &str)] = &[
     ),
     ("sku", "SKU", "", "text"),
     ("description", "Description", "", "textarea"),
+    (
+        "tags",
+        "Tags",
+        "Separated by commas; /tags/… pages list products and blog posts sharing a tag.",
+        "text",
+    ),
     ("list_price", "List price ($)", "", "text"),
     (
         "retail_price",
@@ -449,6 +455,20 @@ fn parse_product(
     })
 }
 
+/// The form's tags, normalised like content tags (lowercase words joined by dashes).
+fn tags_of(form: &Submitted) -> Vec<String> {
+    let mut tags: Vec<String> = form
+        .get("tags")
+        .split(',')
+        .map(crate::content::model::normalise_tag)
+        .filter(|t| !t.is_empty())
+        .take(20)
+        .collect();
+    tags.sort();
+    tags.dedup();
+    tags
+}
+
 fn cents_input(cents: i64) -> String {
     format!("{}.{:02}", cents / 100, cents % 100)
 }
@@ -460,6 +480,7 @@ fn values_of(product: &Product) -> HashMap<String, String> {
     v.insert("slug".into(), product.slug.clone());
     v.insert("sku".into(), product.sku.clone());
     v.insert("description".into(), product.description.clone());
+    v.insert("tags".into(), product.tags.join(", "));
     v.insert("list_price".into(), cents_input(product.pricing.list));
     v.insert("retail_price".into(), cents_input(product.pricing.retail));
     if product.featured {
@@ -689,6 +710,7 @@ pub async fn create(
     let errors = match parse_product(kind, &form, true) {
         Ok(new) => match products::create(&state.db, new).await {
             Ok(product) => {
+                products::set_tags(&state.db, product.id, &tags_of(&form)).await?;
                 flash::push(
                     &req.get_session(),
                     Level::Success,
@@ -759,6 +781,7 @@ pub async fn update(
     let errors = match parse_product(product.kind, &form, false) {
         Ok(edit) => match products::update(&state.db, product.id, edit).await {
             Ok(()) => {
+                products::set_tags(&state.db, product.id, &tags_of(&form)).await?;
                 flash::push(&req.get_session(), Level::Success, "Saved.");
                 return Ok(see_other(&format!(
                     "/admin/products/{}/edit",

@@ -231,6 +231,9 @@ pub struct Product {
     pub photos: Vec<ObjectId>,
     #[serde(default)]
     pub featured: bool,
+    /// Shared with content nodes: `/tags/{tag}` lists both.
+    #[serde(default)]
+    pub tags: Vec<String>,
     pub details: Document,
     pub qty: i64,
     #[serde(default)]
@@ -324,6 +327,7 @@ impl NewProduct {
             category_path,
             photos: Vec::new(),
             featured: self.featured,
+            tags: Vec::new(),
             details,
             qty: self.qty,
             carted: Vec::new(),
@@ -367,6 +371,10 @@ pub fn indexes() -> Vec<IndexModel> {
         plain(doc! { "categories": 1 }),
         plain(doc! { "featured": 1, "details.issue_date": -1 }),
         plain(doc! { "qty": 1 }),
+        // Tag pages list the products carrying a tag.
+        plain(doc! { "tags": 1 }),
+        // Orphaned-file clean-up asks whether a file is still a product photo.
+        plain(doc! { "photos": 1 }),
         // Stock reservations: found by cart (checkout, expiry) and by age (cleanup).
         plain(doc! { "carted.cart_id": 1 }),
         plain(doc! { "carted.timestamp": 1 }),
@@ -375,6 +383,26 @@ pub fn indexes() -> Vec<IndexModel> {
 
 pub fn collection(db: &Db) -> mongodb::Collection<Product> {
     db.collection(COLLECTION)
+}
+
+/// Products carrying `tag`, by title.
+pub async fn with_tag(db: &Db, tag: &str, limit: i64) -> Result<Vec<Product>, DbError> {
+    use futures::TryStreamExt;
+    Ok(collection(db)
+        .find(doc! { "tags": tag })
+        .sort(doc! { "search_title": 1 })
+        .limit(limit)
+        .await?
+        .try_collect()
+        .await?)
+}
+
+/// Replace a product's tags (the admin form's comma-separated list, already normalised).
+pub async fn set_tags(db: &Db, id: ObjectId, tags: &[String]) -> Result<(), DbError> {
+    collection(db)
+        .update_one(doc! { "_id": id }, doc! { "$set": { "tags": tags } })
+        .await?;
+    Ok(())
 }
 
 pub async fn by_slug(db: &Db, slug: &str) -> Result<Option<Product>, DbError> {

@@ -16,6 +16,8 @@ const PUBLIC_AREAS: &[(&str, &str)] = &[
     ("/", "Home"),
     ("/products", "Shop"),
     ("/categories", "Categories"),
+    ("/blog", "Blog"),
+    ("/gallery", "Gallery"),
 ];
 
 /// The admin section's screens.
@@ -26,6 +28,7 @@ const ADMIN_AREAS: &[(&str, &str)] = &[
     ("/admin/orders", "Orders"),
     ("/admin/carts", "Carts"),
     ("/admin/stock", "Stock"),
+    ("/admin/content", "Content"),
 ];
 
 pub struct NavLink {

@@ -4,6 +4,7 @@
 pub mod assets;
 pub mod basic_auth;
 pub mod body_timeout;
+pub mod conflict;
 pub mod csrf;
 pub mod email;
 pub mod errors;

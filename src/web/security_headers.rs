@@ -9,10 +9,12 @@ use actix_web::{HttpResponse, ResponseError};
 
 use crate::web::errors::error_page;
 
-/// No inline scripts or styles anywhere: everything comes from /static.
+/// No inline scripts or styles anywhere: everything comes from /static. Frames only from the
+/// two video hosts whose embeds video posts render (see `content::video`).
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
-     style-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'self'; \
-     form-action 'self'";
+     style-src 'self'; img-src 'self' data:; \
+     frame-src https://www.youtube-nocookie.com https://player.vimeo.com; \
+     frame-ancestors 'none'; base-uri 'self'; form-action 'self'";
 
 const HEADERS: &[(HeaderName, &str)] = &[
     (header::CONTENT_SECURITY_POLICY, CONTENT_SECURITY_POLICY),

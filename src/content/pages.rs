@@ -1,0 +1,152 @@
+//! Public content pages: a section's list (`/{section}/`), a node (`/{section}/{slug}`) and
+//! the tag pages (`/tags/{tag}`) listing nodes and products. Drafts and nodes scheduled for
+//! later are never shown: every query asks for `published <= now`.
+
+use std::collections::HashMap;
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+
+use crate::catalog::products::{self, Product};
+use crate::content::model::{self, section, Node, Section};
+use crate::startup::AppState;
+use crate::web::errors::AppError;
+use crate::web::layout::{render, Layout};
+
+/// Nodes per list page.
+pub const PAGE_SIZE: i64 = 10;
+/// Gallery thumbnails per page.
+pub const GRID_PAGE_SIZE: i64 = 24;
+/// Most nodes and products a tag page lists of each.
+const TAG_LIMIT: i64 = 50;
+/// Beyond this a page number is refused (skip would scan too far).
+const MAX_PAGE: u64 = 1000;
+
+#[derive(Template)]
+#[template(path = "content/section.html")]
+pub struct SectionPage {
+    pub layout: Layout,
+    pub section: &'static Section,
+    pub nodes: Vec<Node>,
+    pub total: u64,
+    pub page: u64,
+    pub pages: u64,
+}
+
+impl SectionPage {
+    pub fn page_url(&self, n: u64) -> String {
+        if n <= 1 {
+            format!("/{}/", self.section.name)
+        } else {
+            format!("/{}/?page={n}", self.section.name)
+        }
+    }
+}
+
+#[derive(Template)]
+#[template(path = "content/node.html")]
+pub struct NodePage {
+    pub layout: Layout,
+    pub section: &'static Section,
+    pub node: Node,
+    /// The comments area's rendered block for this node, when it provides one (it attaches
+    /// comments by `discussion_id` = the node's `_id`).
+    pub comments_html: Option<String>,
+}
+
+#[derive(Template)]
+#[template(path = "content/tag.html")]
+pub struct TagPage {
+    pub layout: Layout,
+    pub tag: String,
+    pub nodes: Vec<Node>,
+    pub products: Vec<Product>,
+}
+
+fn known_section(name: &str) -> Result<&'static Section, AppError> {
+    section(name).ok_or(AppError::NotFound)
+}
+
+fn page_param(params: &HashMap<String, String>) -> Result<u64, AppError> {
+    match params.get("page") {
+        None => Ok(1),
+        Some(p) => match p.parse::<u64>() {
+            Ok(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
+            _ => Err(AppError::BadRequest(
+                "The page number must be a whole number from 1.".into(),
+            )),
+        },
+    }
+}
+
+/// `GET /{section}/` (and without the trailing slash).
+pub async fn list(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    params: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, AppError> {
+    let section = known_section(&path)?;
+    let page = page_param(&params)?;
+    let size = if section.grid {
+        GRID_PAGE_SIZE
+    } else {
+        PAGE_SIZE
+    };
+    let skip = (page - 1) * size as u64;
+    let (nodes, total) = model::published_page(&state.db, section.name, skip, size).await?;
+    let pages = total.div_ceil(size as u64).max(1);
+    if page > pages {
+        return Err(AppError::NotFound);
+    }
+    render(&SectionPage {
+        layout: Layout::public(&req),
+        section,
+        nodes,
+        total,
+        page,
+        pages,
+    })
+}
+
+/// `GET /{section}/{slug}`
+pub async fn show(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, AppError> {
+    let (section_name, slug) = path.into_inner();
+    let section = known_section(&section_name)?;
+    let node = model::published_by_slug(&state.db, section.name, &slug)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    render(&NodePage {
+        layout: Layout::public(&req),
+        section,
+        node,
+        comments_html: None,
+    })
+}
+
+/// `GET /tags/{tag}`: published nodes and products carrying the tag.
+pub async fn tag(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let tag = path.into_inner();
+    if tag.len() > 100 {
+        return Err(AppError::NotFound);
+    }
+    let nodes = model::published_with_tag(&state.db, &tag, TAG_LIMIT).await?;
+    let products = products::with_tag(&state.db, &tag, TAG_LIMIT).await?;
+    if nodes.is_empty() && products.is_empty() {
+        return Err(AppError::NotFound);
+    }
+    render(&TagPage {
+        layout: Layout::public(&req),
+        tag,
+        nodes,
+        products,
+    })
+}

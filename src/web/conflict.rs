@@ -1,0 +1,106 @@
+//! The "changed since you opened it" component of edit conflicts: for each field an editor
+//! submitted, their value, the stored value and a line diff between the two (stored → theirs).
+//! An edit screen that saves under a nonce (or version) builds a [`Conflict`] when its save
+//! matches nothing and renders `partials/_conflict.html` in its 409 page, next to a form that
+//! re-applies the editor's values over the stored version and a way to discard them.
+
+use similar::{ChangeTag, TextDiff};
+
+/// One line of a diff: `kind` is `same`, `added` (only in theirs) or `removed` (only stored).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiffLine {
+    pub kind: &'static str,
+    pub text: String,
+}
+
+impl DiffLine {
+    /// The marker shown before the line (`+`, `-` or a space).
+    pub fn sign(&self) -> &'static str {
+        match self.kind {
+            "added" => "+",
+            "removed" => "-",
+            _ => " ",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConflictField {
+    pub label: String,
+    pub theirs: String,
+    pub stored: String,
+    pub diff: Vec<DiffLine>,
+}
+
+impl ConflictField {
+    pub fn differs(&self) -> bool {
+        self.theirs != self.stored
+    }
+}
+
+/// Both versions of everything the editor submitted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Conflict {
+    pub fields: Vec<ConflictField>,
+}
+
+impl Conflict {
+    pub fn new() -> Conflict {
+        Conflict::default()
+    }
+
+    /// Add a field: the editor's value and the stored one.
+    pub fn field(&mut self, label: impl Into<String>, theirs: &str, stored: &str) {
+        self.fields.push(ConflictField {
+            label: label.into(),
+            theirs: theirs.to_string(),
+            stored: stored.to_string(),
+            diff: line_diff(stored, theirs),
+        });
+    }
+
+    /// How many fields differ between the two versions.
+    pub fn differing(&self) -> usize {
+        self.fields.iter().filter(|f| f.differs()).count()
+    }
+}
+
+/// A line diff from `stored` to `theirs`.
+pub fn line_diff(stored: &str, theirs: &str) -> Vec<DiffLine> {
+    let stored = stored.replace("\r\n", "\n");
+    let theirs = theirs.replace("\r\n", "\n");
+    let diff = TextDiff::from_lines(&stored, &theirs);
+    diff.iter_all_changes()
+        .map(|change| DiffLine {
+            kind: match change.tag() {
+                ChangeTag::Equal => "same",
+                ChangeTag::Insert => "added",
+                ChangeTag::Delete => "removed",
+            },
+            text: change.value().trim_end_matches('\n').to_string(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_diff_marks_what_each_side_has_alone() {
+        let diff = line_diff("one\ntwo\nthree\n", "one\n2\nthree\n");
+        let marked: Vec<String> = diff
+            .iter()
+            .map(|l| format!("{}{}", l.sign(), l.text))
+            .collect();
+        assert_eq!(marked, [" one", "-two", "+2", " three"]);
+    }
+
+    #[test]
+    fn equal_fields_do_not_count_as_differing() {
+        let mut conflict = Conflict::new();
+        conflict.field("Title", "Same", "Same");
+        conflict.field("Text", "mine", "theirs");
+        assert_eq!(conflict.differing(), 1);
+    }
+}

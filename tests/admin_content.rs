@@ -1,0 +1,1080 @@
+//! Admin → Content: creating and editing nodes with field errors, saving under the nonce
+//! (two editors, sixteen concurrent saves, the 409 page with both versions and the diff,
+//! re-apply and discard), publishing and scheduling, tags, photo uploads under the lock,
+//! replacing photos without ever pointing at a missing file, and deleting.
+
+mod common;
+
+use std::time::Duration;
+
+use bazaar::content::model::{self, Node};
+use bazaar::content::photos;
+use bson::oid::ObjectId;
+use bson::{doc, DateTime};
+use common::*;
+use futures::future::join_all;
+use reqwest::StatusCode;
+
+async fn admin_page(app: &TestApp, path: &str) -> scraper::Html {
+    let response = app.get_admin(path).await;
+    assert_eq!(response.status(), StatusCode::OK, "{path}");
+    html(&body(response).await)
+}
+
+fn location(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("location")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
+async fn node_by_slug(app: &TestApp, section: &str, slug: &str) -> Node {
+    model::collection(&app.db)
+        .find_one(doc! { "metadata.section": section, "metadata.slug": slug })
+        .await
+        .unwrap()
+        .expect("node exists")
+}
+
+async fn stored_text(app: &TestApp, id: ObjectId) -> String {
+    let node = model::by_id(&app.db, id).await.unwrap().unwrap();
+    node.metadata.detail.get_str("text").unwrap().to_string()
+}
+
+/// An editor's open edit form: its token, nonce and values.
+struct EditForm {
+    token: String,
+    nonce: String,
+    action: String,
+}
+
+async fn open_editor(app: &TestApp, id: ObjectId) -> EditForm {
+    let path = format!("/admin/content/{}/edit", id.to_hex());
+    let doc = admin_page(app, &path).await;
+    EditForm {
+        token: csrf_token(&doc).expect("token"),
+        nonce: attr(&doc, "form.content-form input[name=nonce]", "value").expect("nonce"),
+        action: path,
+    }
+}
+
+async fn save_page(app: &TestApp, form: &EditForm, title: &str, text: &str) -> reqwest::Response {
+    app.post_admin_form(
+        &form.action,
+        &[
+            ("csrf_token", &form.token),
+            ("nonce", &form.nonce),
+            ("title", title),
+            ("slug", "about"),
+            ("author", "Editor"),
+            ("text", text),
+        ],
+    )
+    .await
+}
+
+#[tokio::test]
+async fn two_editors_save_the_same_version_one_lands_and_the_other_gets_the_conflict_page_to_reapply_or_discard(
+) {
+    let app = spawn_app().await;
+    let about = node_by_slug(&app, "pages", "about").await;
+    let alice = open_editor(&app, about.id).await;
+    let bob = open_editor(&app, about.id).await;
+    assert_eq!(alice.nonce, bob.nonce);
+
+    let response = save_page(
+        &app,
+        &alice,
+        "About Bazaar",
+        "Line one\nAlice's line\nLine three",
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        stored_text(&app, about.id).await,
+        "Line one\nAlice's line\nLine three"
+    );
+
+    let response = save_page(&app, &bob, "About us", "Line one\nBob's line\nLine three").await;
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    assert_security_headers(response.headers(), "the conflict page");
+    let doc = html(&body(response).await);
+    assert_eq!(heading(&doc), "Changed since you opened it");
+    // Alice's save stands.
+    assert_eq!(
+        stored_text(&app, about.id).await,
+        "Line one\nAlice's line\nLine three"
+    );
+    // Both versions and the diff, field by field.
+    let text_field = "div.conflict-field.differs";
+    assert_eq!(count(&doc, text_field), 2, "title and text differ");
+    let theirs = texts(&doc, ".conflict-theirs pre");
+    let stored = texts(&doc, ".conflict-stored pre");
+    assert!(
+        theirs.contains(&"Line one\nBob's line\nLine three".to_string()),
+        "{theirs:?}"
+    );
+    assert!(
+        stored.contains(&"Line one\nAlice's line\nLine three".to_string()),
+        "{stored:?}"
+    );
+    assert!(theirs.contains(&"About us".to_string()));
+    let diff = texts(&doc, "pre.diff span");
+    assert!(diff.contains(&"- Alice's line".to_string()), "{diff:?}");
+    assert!(diff.contains(&"+ Bob's line".to_string()), "{diff:?}");
+    assert!(
+        diff.contains(&"Line one".to_string()) || diff.iter().any(|l| l.ends_with("Line one")),
+        "{diff:?}"
+    );
+
+    // Re-apply: the form holds Bob's values and the stored nonce.
+    let reapply_nonce = attr(&doc, "form.reapply-form input[name=nonce]", "value").unwrap();
+    let stored_node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
+    assert_eq!(reapply_nonce, stored_node.metadata.nonce.to_hex());
+    assert_eq!(
+        texts(&doc, "form.reapply-form textarea[name=text]"),
+        ["Line one\nBob's line\nLine three"]
+    );
+    assert_eq!(
+        attr(&doc, "form.reapply-form input[name=title]", "value").as_deref(),
+        Some("About us")
+    );
+    let discard = attr(&doc, "a.discard", "href").unwrap();
+    let reapply = EditForm {
+        token: csrf_token(&doc).unwrap(),
+        nonce: reapply_nonce,
+        action: attr(&doc, "form.reapply-form", "action").unwrap(),
+    };
+    let response = save_page(
+        &app,
+        &reapply,
+        "About us",
+        "Line one\nBob's line\nLine three",
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
+    assert_eq!(node.metadata.title, "About us");
+    assert_eq!(
+        stored_text(&app, about.id).await,
+        "Line one\nBob's line\nLine three"
+    );
+
+    // Discard: Alice, now stale, gets the conflict page and takes the stored version instead.
+    let response = save_page(&app, &alice, "About Bazaar", "Alice again").await;
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    let doc = html(&body(response).await);
+    let discard_again = attr(&doc, "a.discard", "href").unwrap();
+    assert_eq!(discard, discard_again);
+    let editor = admin_page(&app, &discard).await;
+    assert_eq!(
+        texts(&editor, "form.content-form textarea[name=text]"),
+        ["Line one\nBob's line\nLine three"]
+    );
+    assert_eq!(
+        stored_text(&app, about.id).await,
+        "Line one\nBob's line\nLine three"
+    );
+    // The public page shows the stored version.
+    let public = html(&body(app.get("/pages/about").await).await);
+    assert_eq!(heading(&public), "About us");
+}
+
+#[tokio::test]
+async fn sixteen_concurrent_saves_carrying_the_same_nonce_exactly_one_wins() {
+    let app = spawn_app().await;
+    let about = node_by_slug(&app, "pages", "about").await;
+    let form = open_editor(&app, about.id).await;
+    let texts_sent: Vec<String> = (0..16).map(|i| format!("Version {i}")).collect();
+    let responses = join_all(
+        texts_sent
+            .iter()
+            .map(|text| save_page(&app, &form, "About Bazaar", text)),
+    )
+    .await;
+    let statuses: Vec<StatusCode> = responses.iter().map(|r| r.status()).collect();
+    let won: Vec<usize> = statuses
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| **s == StatusCode::SEE_OTHER)
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(won.len(), 1, "{statuses:?}");
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|s| **s == StatusCode::CONFLICT)
+            .count(),
+        15,
+        "{statuses:?}"
+    );
+    assert_eq!(stored_text(&app, about.id).await, texts_sent[won[0]]);
+}
+
+#[tokio::test]
+async fn creating_an_entry_makes_a_draft_that_publishing_shows_and_scheduling_or_unpublishing_hides(
+) {
+    let app = spawn_app().await;
+    let doc = admin_page(&app, "/admin/content/new?section=blog&type=entry").await;
+    let token = csrf_token(&doc).unwrap();
+    let response = app
+        .post_admin_form(
+            "/admin/content/new?section=blog&type=entry",
+            &[
+                ("csrf_token", &token),
+                ("title", "Hello, world"),
+                ("slug", ""),
+                ("author", "Me"),
+                ("text", "First *post*."),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let node = node_by_slug(&app, "blog", "hello-world").await;
+    assert_eq!(
+        location(&response),
+        format!("/admin/content/{}/edit", node.id.to_hex())
+    );
+    assert_eq!(node.metadata.published, None);
+    assert_eq!(
+        app.get("/blog/hello-world").await.status(),
+        StatusCode::NOT_FOUND
+    );
+
+    let list = admin_page(&app, "/admin/content?section=blog&type=entry&sort=updated").await;
+    assert_eq!(
+        texts(&list, "table.admin-content tbody tr:first-child td")[0],
+        "Hello, world"
+    );
+    assert_eq!(
+        texts(&list, "table.admin-content tbody tr:first-child td")[2],
+        "draft"
+    );
+
+    let publish = format!("/admin/content/{}/publish", node.id.to_hex());
+    let response = app
+        .post_admin_form(&publish, &[("csrf_token", &token)])
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let page = html(&body(app.get("/blog/hello-world").await).await);
+    assert_eq!(texts(&page, ".post-text em"), ["post"]);
+
+    // Scheduled for next year: hidden again until then.
+    let next_year =
+        DateTime::from_millis(DateTime::now().timestamp_millis() + 365 * 24 * 3600 * 1000)
+            .to_chrono()
+            .format("%Y-%m-%dT%H:%M")
+            .to_string();
+    let response = app
+        .post_admin_form(&publish, &[("csrf_token", &token), ("at", &next_year)])
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        app.get("/blog/hello-world").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    let edit = admin_page(&app, &location(&response)).await;
+    assert_eq!(texts(&edit, ".publish-panel strong"), ["scheduled"]);
+    // A bad time is refused and changes nothing.
+    let response = app
+        .post_admin_form(&publish, &[("csrf_token", &token), ("at", "tomorrow-ish")])
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let edit = admin_page(&app, &location(&response)).await;
+    assert!(
+        texts(&edit, ".flash")
+            .iter()
+            .any(|t| t.contains("YYYY-MM-DD")),
+        "{:?}",
+        texts(&edit, ".flash")
+    );
+    assert_eq!(texts(&edit, ".publish-panel strong"), ["scheduled"]);
+
+    app.post_admin_form(&publish, &[("csrf_token", &token)])
+        .await;
+    assert_eq!(app.get("/blog/hello-world").await.status(), StatusCode::OK);
+    let response = app
+        .post_admin_form(
+            &format!("/admin/content/{}/unpublish", node.id.to_hex()),
+            &[("csrf_token", &token)],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        app.get("/blog/hello-world").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        node_by_slug(&app, "blog", "hello-world")
+            .await
+            .metadata
+            .published,
+        None
+    );
+}
+
+#[tokio::test]
+async fn empty_titles_slugs_with_spaces_duplicate_slugs_and_foreign_video_urls_are_form_errors_with_kept_values(
+) {
+    let app = spawn_app().await;
+    let doc = admin_page(&app, "/admin/content/new?section=pages&type=page").await;
+    let token = csrf_token(&doc).unwrap();
+    let before = model::collection(&app.db)
+        .count_documents(doc! {})
+        .await
+        .unwrap();
+    let response = app
+        .post_admin_form(
+            "/admin/content/new?section=pages&type=page",
+            &[
+                ("csrf_token", &token),
+                ("title", ""),
+                ("slug", "two words"),
+                ("text", "Kept text"),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert_eq!(texts(&doc, "#error-title"), ["Enter a title."]);
+    assert!(texts(&doc, "#error-slug")[0].contains("no spaces"));
+    assert_eq!(texts(&doc, "textarea[name=text]"), ["Kept text"]);
+    assert_eq!(
+        attr(&doc, "input[name=slug]", "value").as_deref(),
+        Some("two words")
+    );
+
+    // A slug another page already has: a form error, not a 500.
+    let response = app
+        .post_admin_form(
+            "/admin/content/new?section=pages&type=page",
+            &[
+                ("csrf_token", &token),
+                ("title", "About again"),
+                ("slug", "about"),
+                ("text", "x"),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert_eq!(
+        texts(&doc, "#error-slug"),
+        ["That slug is already used in this section; choose another."]
+    );
+    assert_eq!(
+        model::collection(&app.db)
+            .count_documents(doc! {})
+            .await
+            .unwrap(),
+        before
+    );
+    // The same slug in another section is fine.
+    let response = app
+        .post_admin_form(
+            "/admin/content/new?section=blog&type=entry",
+            &[
+                ("csrf_token", &token),
+                ("title", "About"),
+                ("slug", "about"),
+                ("text", "x"),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+
+    // Editing into a taken slug: a form error, the node unchanged, the nonce kept.
+    let shipping = node_by_slug(&app, "pages", "shipping").await;
+    let form = open_editor(&app, shipping.id).await;
+    let response = save_page(&app, &form, "Shipping", "x").await; // slug "about"
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert!(texts(&doc, "#error-slug")[0].contains("already used"));
+    assert_eq!(
+        attr(&doc, "input[name=nonce]", "value").unwrap(),
+        form.nonce
+    );
+    assert_eq!(
+        node_by_slug(&app, "pages", "shipping").await.metadata.title,
+        "Shipping and returns"
+    );
+
+    // A video that is not on YouTube or Vimeo.
+    let response = app
+        .post_admin_form(
+            "/admin/content/new?section=blog&type=video",
+            &[
+                ("csrf_token", &token),
+                ("title", "Clip"),
+                ("url", "https://evil.example.com/v/123"),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert_eq!(
+        texts(&doc, "#error-url"),
+        ["Enter the address of a YouTube or Vimeo video."]
+    );
+    // A link must be http(s).
+    let response = app
+        .post_admin_form(
+            "/admin/content/new?section=blog&type=link",
+            &[
+                ("csrf_token", &token),
+                ("title", "L"),
+                ("url", "javascript:alert(1)"),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    // A type the section does not hold, and an unknown section.
+    assert_eq!(
+        app.get_admin("/admin/content/new?section=pages&type=video")
+            .await
+            .status(),
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        app.get_admin("/admin/content?section=nowhere")
+            .await
+            .status(),
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        app.get_admin("/admin/content/000000000000000000000000/edit")
+            .await
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn tags_are_added_once_normalised_and_removed_without_a_nonce() {
+    let app = spawn_app().await;
+    let about = node_by_slug(&app, "pages", "about").await;
+    let form = open_editor(&app, about.id).await;
+    let tags = format!("/admin/content/{}/tags", about.id.to_hex());
+    let response = app
+        .post_admin_form(
+            &tags,
+            &[
+                ("csrf_token", &form.token),
+                ("tags", "Jazz, New Releases, jazz, <b>"),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    app.post_admin_form(&tags, &[("csrf_token", &form.token), ("tags", "jazz")])
+        .await;
+    let node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
+    assert_eq!(node.metadata.tags, ["jazz", "new-releases", "b"]);
+    let tag_page = html(&body(app.get("/tags/new-releases").await).await);
+    assert_eq!(texts(&tag_page, ".tag-nodes a"), ["About Bazaar"]);
+
+    let response = app
+        .post_admin_form(
+            &format!("{tags}/remove"),
+            &[("csrf_token", &form.token), ("tag", "new-releases")],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
+    assert_eq!(node.metadata.tags, ["jazz", "b"]);
+    assert_eq!(
+        app.get("/tags/new-releases").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    // Tags changed no nonce: the editor opened before still saves.
+    let response = save_page(&app, &form, "About Bazaar", "Still mine").await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+}
+
+#[tokio::test]
+async fn a_product_tagged_in_the_admin_form_appears_on_the_tag_page() {
+    let app = spawn_app().await;
+    let product = bazaar::catalog::products::by_slug(&app.db, "casablanca")
+        .await
+        .unwrap()
+        .unwrap();
+    let path = format!("/admin/products/{}/edit", product.id.to_hex());
+    let doc = admin_page(&app, &path).await;
+    let token = csrf_token(&doc).unwrap();
+    // Post back every field as shown, with tags added.
+    let mut fields: Vec<(String, String)> = Vec::new();
+    let sel =
+        scraper::Selector::parse("form.product-form input, form.product-form textarea").unwrap();
+    for el in doc.select(&sel) {
+        let Some(name) = el.value().attr("name") else {
+            continue;
+        };
+        if el.value().attr("type") == Some("checkbox") && el.value().attr("checked").is_none() {
+            continue;
+        }
+        let value = if el.value().name() == "textarea" {
+            el.text().collect::<String>()
+        } else {
+            el.value().attr("value").unwrap_or_default().to_string()
+        };
+        fields.push((name.to_string(), value));
+    }
+    for (name, value) in fields.iter_mut() {
+        if name == "tags" {
+            *value = "Film Noir, classics".to_string();
+        }
+        if name == "csrf_token" {
+            *value = token.clone();
+        }
+    }
+    let response = app
+        .client
+        .post(app.url(&path))
+        .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
+        .form(&fields)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        response.status(),
+        StatusCode::SEE_OTHER,
+        "{}",
+        body(response).await
+    );
+    let tagged = bazaar::catalog::products::by_slug(&app.db, "casablanca")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(tagged.tags, ["classics", "film-noir"]);
+    let doc = html(&body(app.get("/tags/film-noir").await).await);
+    assert_eq!(texts(&doc, ".product-grid .product-title"), ["Casablanca"]);
+    assert_eq!(count(&doc, ".tag-nodes"), 0);
+}
+
+#[tokio::test]
+async fn the_admin_list_filters_by_section_and_type_searches_titles_sorts_and_pages() {
+    let app = spawn_app().await;
+    let doc = admin_page(&app, "/admin/content").await;
+    assert_eq!(texts(&doc, ".result-count .total"), ["2"]);
+    assert_eq!(
+        attr(&doc, "header nav a[aria-current=page]", "href").as_deref(),
+        Some("/admin/content")
+    );
+    let doc = admin_page(&app, "/admin/content?section=blog").await;
+    assert_eq!(texts(&doc, ".result-count .total"), ["7"]);
+    let doc = admin_page(&app, "/admin/content?section=blog&type=entry&sort=title").await;
+    assert_eq!(
+        texts(&doc, "table.admin-content tbody td:first-child"),
+        [
+            "The record that never leaves the turntable",
+            "Three futures",
+            "Welcome to the blog"
+        ]
+    );
+    let doc = admin_page(&app, "/admin/content?section=blog&q=FUTURE").await;
+    assert_eq!(
+        texts(&doc, "table.admin-content tbody td:first-child"),
+        ["Three futures"]
+    );
+    // A search is taken literally, not as a pattern.
+    let doc = admin_page(&app, "/admin/content?section=blog&q=.*").await;
+    assert_eq!(texts(&doc, ".result-count .total"), ["0"]);
+    for i in 0..30 {
+        model::create(
+            &app.db,
+            model::NodeInput {
+                section: "gallery".into(),
+                slug: format!("g{i}"),
+                title: format!("G{i:02}"),
+                author: "x".into(),
+                detail: model::Detail::Photo(Default::default()),
+            },
+            None,
+            vec![],
+        )
+        .await
+        .unwrap();
+    }
+    let doc = admin_page(&app, "/admin/content?section=gallery&sort=title").await;
+    assert_eq!(count(&doc, "table.admin-content tbody tr"), 25);
+    let next = attr(&doc, "a[rel=next]", "href").unwrap();
+    let doc = admin_page(&app, &next).await;
+    assert_eq!(count(&doc, "table.admin-content tbody tr"), 9);
+}
+
+#[tokio::test]
+async fn deleting_asks_for_confirmation_then_removes_the_node_and_its_photo_file() {
+    let app = spawn_app().await;
+    let photo = node_by_slug(&app, "gallery", "film-night").await;
+    let file = photo.photo_file().unwrap();
+    let path = format!("/admin/content/{}/delete", photo.id.to_hex());
+    let doc = admin_page(&app, &path).await;
+    assert_eq!(heading(&doc), "Delete “Film night”?");
+    assert!(texts(&doc, ".delete-consequences li")
+        .iter()
+        .any(|t| t.contains("photo file")));
+    let token = csrf_token(&doc).unwrap();
+    // A GET deletes nothing.
+    assert!(model::by_id(&app.db, photo.id).await.unwrap().is_some());
+    let response = app.post_admin_form(&path, &[("csrf_token", &token)]).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert!(model::by_id(&app.db, photo.id).await.unwrap().is_none());
+    assert_eq!(
+        app.get(&format!("/media/{}", file.to_hex())).await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.get("/gallery/film-night").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    // Without the token: refused.
+    let other = node_by_slug(&app, "gallery", "shop-window").await;
+    let response = app
+        .post_admin_form(&format!("/admin/content/{}/delete", other.id.to_hex()), &[])
+        .await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    assert!(model::by_id(&app.db, other.id).await.unwrap().is_some());
+}
+
+// ------------------------------------------------------------------------------------------
+// Photos
+
+fn png(width: u32, height: u32, shade: u8) -> Vec<u8> {
+    let img = image::RgbImage::from_pixel(width, height, image::Rgb([shade, 100, 200]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgb8(img)
+        .write_to(&mut out, image::ImageFormat::Png)
+        .unwrap();
+    out.into_inner()
+}
+
+const BOUNDARY: &str = "----bazaar-content-test-boundary";
+
+fn multipart(filename: &str, bytes: &[u8]) -> Vec<u8> {
+    let mut body = format!(
+        "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"{filename}\"\r\nContent-Type: image/png\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
+    body
+}
+
+/// The upload form's action on the node's edit page (carries the token and the nonce).
+async fn upload_action(app: &TestApp, id: ObjectId) -> String {
+    let doc = admin_page(app, &format!("/admin/content/{}/edit", id.to_hex())).await;
+    attr(&doc, ".photos-panel form", "action").expect("an upload form")
+}
+
+async fn upload(app: &TestApp, action: &str, body: reqwest::Body) -> reqwest::Response {
+    app.client
+        .post(app.url(action))
+        .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={BOUNDARY}"),
+        )
+        .body(body)
+        .send()
+        .await
+        .expect("sent")
+}
+
+async fn file_count(app: &TestApp) -> u64 {
+    app.db
+        .collection::<bson::Document>("assets.files")
+        .count_documents(doc! {})
+        .await
+        .unwrap()
+}
+
+async fn file_exists(app: &TestApp, id: ObjectId) -> bool {
+    app.db
+        .collection::<bson::Document>("assets.files")
+        .find_one(doc! { "_id": id })
+        .await
+        .unwrap()
+        .is_some()
+}
+
+async fn new_photo_node(app: &TestApp, slug: &str) -> Node {
+    model::create(
+        &app.db,
+        model::NodeInput {
+            section: "gallery".into(),
+            slug: slug.into(),
+            title: "Upload test".into(),
+            author: "x".into(),
+            detail: model::Detail::Photo(Default::default()),
+        },
+        Some(DateTime::now()),
+        vec![],
+    )
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_photo_upload_records_its_size_and_thumbnail_and_a_replacement_deletes_the_old_file() {
+    let app = spawn_app().await;
+    let node = new_photo_node(&app, "upload-test").await;
+    let action = upload_action(&app, node.id).await;
+    let response = upload(
+        &app,
+        &action,
+        multipart("one.png", &png(640, 480, 10)).into(),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let stored = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+    let photo = stored.photo().unwrap();
+    let first = photo.file_id.unwrap();
+    assert_eq!((photo.width, photo.height), (640, 480));
+    assert_eq!(photo.content_type, "image/png");
+    assert_eq!(photo.filename, "one.png");
+    assert_eq!(stored.metadata.locked, None, "the lock is released");
+    let thumb = app.get(&format!("/media/{}/thumb", first.to_hex())).await;
+    assert_eq!(thumb.status(), StatusCode::OK);
+    let page = html(&body(app.get("/gallery/upload-test").await).await);
+    assert_eq!(
+        attr(&page, ".post-photo img", "src"),
+        Some(format!("/media/{}", first.to_hex()))
+    );
+
+    // Replace: the form now carries the new nonce.
+    let action = upload_action(&app, node.id).await;
+    let files_before = file_count(&app).await;
+    let response = upload(
+        &app,
+        &action,
+        multipart("two.png", &png(300, 200, 99)).into(),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let second = model::by_id(&app.db, node.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .photo_file()
+        .unwrap();
+    assert_ne!(first, second);
+    assert!(!file_exists(&app, first).await, "the old file is deleted");
+    assert!(file_exists(&app, second).await);
+    assert_eq!(
+        file_count(&app).await,
+        files_before,
+        "old file and thumbnail out, new ones in"
+    );
+    // A stale form (the nonce before the replacement) replaces nothing and leaves no file.
+    let response = upload(
+        &app,
+        &action,
+        multipart("three.png", &png(10, 10, 1)).into(),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        model::by_id(&app.db, node.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .photo_file(),
+        Some(second)
+    );
+    assert_eq!(file_count(&app).await, files_before);
+}
+
+#[tokio::test]
+async fn oversized_and_non_image_uploads_are_refused_with_a_message_and_nothing_is_stored() {
+    let app = spawn_app_with(&[("BAZAAR_MEDIA__MAX_UPLOAD_MB", "1")]).await;
+    let node = new_photo_node(&app, "upload-test").await;
+    let action = upload_action(&app, node.id).await;
+    let files_before = file_count(&app).await;
+    let mut big = png(8, 8, 5);
+    big.resize(1024 * 1024 + 10, 0);
+    for (name, bytes, message) in [
+        ("big.png", big, "larger than 1 MiB"),
+        (
+            "fake.png",
+            b"<svg xmlns=\"http://www.w3.org/2000/svg\"><script>alert(1)</script></svg>".to_vec(),
+            "not a JPEG, PNG, GIF or WebP",
+        ),
+        (
+            "broken.png",
+            b"\x89PNG\r\n\x1a\nnot really a png at all".to_vec(),
+            "not a JPEG, PNG, GIF or WebP",
+        ),
+    ] {
+        let response = upload(&app, &action, multipart(name, &bytes).into()).await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{name}");
+        let doc = admin_page(&app, &location(&response)).await;
+        let flashes = texts(&doc, ".flash");
+        assert!(
+            flashes.iter().any(|f| f.contains(message)),
+            "{name}: {flashes:?}"
+        );
+        assert_eq!(file_count(&app).await, files_before, "{name}");
+        let stored = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+        assert_eq!(stored.photo_file(), None, "{name}");
+        assert_eq!(stored.metadata.locked, None, "{name}: the lock is released");
+    }
+    // Uploading to a node that is not a photo: not found.
+    let about = node_by_slug(&app, "pages", "about").await;
+    let response = upload(
+        &app,
+        &action.replace(&node.id.to_hex(), &about.id.to_hex()),
+        multipart("x.png", &png(4, 4, 1)).into(),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn of_two_concurrent_uploads_to_one_photo_node_exactly_one_proceeds() {
+    let app = spawn_app().await;
+    let node = new_photo_node(&app, "upload-test").await;
+    let action = upload_action(&app, node.id).await;
+    let body_bytes = multipart("slow.png", &png(64, 64, 7));
+    // The first upload sends half its body, then waits until the second has been answered.
+    let (head, tail) = body_bytes.split_at(body_bytes.len() / 2);
+    let (mut sender, receiver) =
+        futures::channel::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(2);
+    futures::SinkExt::send(&mut sender, Ok(head.to_vec()))
+        .await
+        .unwrap();
+    let gated = receiver;
+    let first = {
+        let client = app.client.clone();
+        let url = app.url(&action);
+        tokio::spawn(async move {
+            client
+                .post(url)
+                .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
+                .header(
+                    "content-type",
+                    format!("multipart/form-data; boundary={BOUNDARY}"),
+                )
+                .body(reqwest::Body::wrap_stream(gated))
+                .send()
+                .await
+                .expect("sent")
+        })
+    };
+    // Wait until the first upload holds the lock.
+    let mut held = false;
+    for _ in 0..200 {
+        if model::by_id(&app.db, node.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .metadata
+            .locked
+            .is_some()
+        {
+            held = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(held, "the first upload took the lock");
+    let second = upload(
+        &app,
+        &action,
+        multipart("fast.png", &png(32, 32, 200)).into(),
+    )
+    .await;
+    assert_eq!(second.status(), StatusCode::CONFLICT);
+    let text = body(second).await;
+    assert!(
+        text.contains("another upload to this photo is in progress"),
+        "{text}"
+    );
+    futures::SinkExt::send(&mut sender, Ok(tail.to_vec()))
+        .await
+        .unwrap();
+    drop(sender);
+    let first = first.await.unwrap();
+    assert_eq!(first.status(), StatusCode::SEE_OTHER);
+    let stored = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+    let photo = stored.photo().unwrap();
+    assert_eq!(photo.filename, "slow.png");
+    assert_eq!((photo.width, photo.height), (64, 64));
+    assert_eq!(stored.metadata.locked, None);
+}
+
+#[tokio::test]
+async fn a_lock_left_by_a_crashed_upload_is_taken_over_after_five_minutes() {
+    let app = spawn_app().await;
+    let node = new_photo_node(&app, "upload-test").await;
+    let action = upload_action(&app, node.id).await;
+    let set_lock = |age_secs: i64| {
+        let db = app.db.clone();
+        async move {
+            model::collection(&db)
+                .update_one(
+                    doc! { "_id": node.id },
+                    doc! { "$set": { "metadata.locked": DateTime::from_millis(DateTime::now().timestamp_millis() - age_secs * 1000) } },
+                )
+                .await
+                .unwrap();
+        }
+    };
+    set_lock(60).await;
+    let response = upload(&app, &action, multipart("a.png", &png(8, 8, 1)).into()).await;
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    assert_eq!(
+        model::by_id(&app.db, node.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .photo_file(),
+        None
+    );
+    set_lock(6 * 60).await;
+    let response = upload(&app, &action, multipart("a.png", &png(8, 8, 1)).into()).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let stored = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+    assert!(stored.photo_file().is_some());
+    assert_eq!(stored.metadata.locked, None);
+}
+
+#[tokio::test]
+async fn while_photos_are_replaced_the_node_always_points_at_a_stored_file() {
+    let app = spawn_app().await;
+    let node = new_photo_node(&app, "upload-test").await;
+    let action = upload_action(&app, node.id).await;
+    upload(&app, &action, multipart("0.png", &png(50, 50, 0)).into()).await;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let watcher = {
+        let db = app.db.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut checks = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                let node = model::by_id(&db, node.id).await.unwrap().unwrap();
+                assert!(
+                    photos::file_resolves(&db, &node).await.unwrap(),
+                    "the node points at a missing file"
+                );
+                checks += 1;
+                tokio::task::yield_now().await;
+            }
+            checks
+        })
+    };
+    for i in 1..=5u8 {
+        let action = upload_action(&app, node.id).await;
+        let response = upload(
+            &app,
+            &action,
+            multipart(&format!("{i}.png"), &png(50, 50, i * 40)).into(),
+        )
+        .await;
+        assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let checks = watcher.await.expect("the watcher saw no missing file");
+    assert!(checks > 5, "{checks}");
+    assert_eq!(
+        model::by_id(&app.db, node.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .photo()
+            .unwrap()
+            .filename,
+        "5.png"
+    );
+}
+
+#[tokio::test]
+async fn a_crash_between_the_swap_and_the_delete_leaves_only_an_orphan_that_clean_up_removes() {
+    let app = spawn_app().await;
+    let node = new_photo_node(&app, "upload-test").await;
+    // Steps of a replacement, run by hand: upload the first photo...
+    let first = bazaar::media::store_upload(
+        &app.db,
+        "first.png",
+        futures::stream::iter([Ok::<_, std::io::Error>(actix_web::web::Bytes::from(png(
+            20, 20, 1,
+        )))]),
+        1 << 20,
+    )
+    .await
+    .unwrap();
+    photos::swap_file(&app.db, node.id, node.metadata.nonce, &first, "first.png")
+        .await
+        .unwrap();
+    let node = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+    // ...then a replacement that uploads and swaps, and "crashes" before deleting the old file.
+    let second = bazaar::media::store_upload(
+        &app.db,
+        "second.png",
+        futures::stream::iter([Ok::<_, std::io::Error>(actix_web::web::Bytes::from(png(
+            30, 30, 2,
+        )))]),
+        1 << 20,
+    )
+    .await
+    .unwrap();
+    // Crash point 1: uploaded, not swapped: the node still has its stored first file.
+    assert!(photos::file_resolves(
+        &app.db,
+        &model::by_id(&app.db, node.id).await.unwrap().unwrap()
+    )
+    .await
+    .unwrap());
+    let old = photos::swap_file(&app.db, node.id, node.metadata.nonce, &second, "second.png")
+        .await
+        .unwrap();
+    assert_eq!(old, Some(first.id));
+    // Crash point 2: swapped, old not deleted: the node points at the stored second file.
+    let after = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+    assert_eq!(after.photo_file(), Some(second.id));
+    assert!(photos::file_resolves(&app.db, &after).await.unwrap());
+    assert!(
+        file_exists(&app, first.id).await,
+        "the old file is an orphan, not lost"
+    );
+
+    // Recent files are spared (an upload may be between its steps); old orphans go.
+    assert_eq!(
+        photos::clean_orphans(&app.db, photos::ORPHAN_GRACE)
+            .await
+            .unwrap(),
+        0
+    );
+    let removed = photos::clean_orphans(&app.db, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(removed, 2, "the orphaned file and its thumbnail");
+    assert!(!file_exists(&app, first.id).await);
+    assert!(!file_exists(&app, first.thumbnail).await);
+    // Everything still in use stays: this node's photo, demo photos, product covers.
+    assert!(file_exists(&app, second.id).await && file_exists(&app, second.thumbnail).await);
+    let blog_photo = node_by_slug(&app, "gallery", "shop-window")
+        .await
+        .photo_file()
+        .unwrap();
+    assert!(file_exists(&app, blog_photo).await);
+    let cover = bazaar::catalog::products::by_slug(&app.db, "kind-of-blue")
+        .await
+        .unwrap()
+        .unwrap()
+        .photos[0];
+    assert!(file_exists(&app, cover).await);
+    let page = html(&body(app.get("/products/kind-of-blue").await).await);
+    assert!(attr(&page, "img.product-photo", "src").is_some());
+    // The admin action runs the same clean-up (with the grace period).
+    let doc = admin_page(&app, "/admin/content").await;
+    let token = csrf_token(&doc).unwrap();
+    let response = app
+        .post_admin_form("/admin/content/orphans", &[("csrf_token", &token)])
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let doc = admin_page(&app, &location(&response)).await;
+    assert!(texts(&doc, ".flash")
+        .iter()
+        .any(|f| f.contains("Removed 0 orphaned files")));
+}

@@ -1,0 +1,658 @@
+//! The public side of the CMS and tumblelog: section lists, node pages with each type's
+//! partial, tag pages with products, Atom feeds, drafts and scheduled nodes kept hidden,
+//! Markdown and other editor input rendered inert, and an index behind every query.
+
+mod common;
+
+use bazaar::content::model::{
+    self, Detail, LinkDetail, Node, NodeInput, QuoteDetail, TextDetail, VideoDetail,
+};
+use bson::{doc, DateTime};
+use common::*;
+use reqwest::StatusCode;
+
+const DAY_MS: i64 = 24 * 3600 * 1000;
+
+fn days_from_now(days: i64) -> DateTime {
+    DateTime::from_millis(DateTime::now().timestamp_millis() + days * DAY_MS)
+}
+
+async fn add_node(
+    app: &TestApp,
+    section: &str,
+    slug: &str,
+    title: &str,
+    detail: Detail,
+    published: Option<DateTime>,
+    tags: &[&str],
+) -> Node {
+    model::create(
+        &app.db,
+        NodeInput {
+            section: section.to_string(),
+            slug: slug.to_string(),
+            title: title.to_string(),
+            author: "Tester".to_string(),
+            detail,
+        },
+        published,
+        tags.iter().map(|t| t.to_string()).collect(),
+    )
+    .await
+    .expect("node created")
+}
+
+fn entry(text: &str) -> Detail {
+    Detail::Entry(TextDetail {
+        text: text.to_string(),
+    })
+}
+
+async fn page(app: &TestApp, path: &str) -> scraper::Html {
+    let response = app.get(path).await;
+    assert_eq!(response.status(), StatusCode::OK, "{path}");
+    html(&body(response).await)
+}
+
+#[tokio::test]
+async fn the_about_and_shipping_pages_have_stable_urls_linked_from_the_footer() {
+    let app = spawn_app().await;
+    let home = page(&app, "/").await;
+    let footer_links: Vec<String> = {
+        let sel = scraper::Selector::parse("footer a").unwrap();
+        home.select(&sel)
+            .filter_map(|a| a.value().attr("href").map(str::to_string))
+            .collect()
+    };
+    assert!(
+        footer_links.contains(&"/pages/about".to_string()),
+        "{footer_links:?}"
+    );
+    assert!(
+        footer_links.contains(&"/pages/shipping".to_string()),
+        "{footer_links:?}"
+    );
+
+    let about = page(&app, "/pages/about").await;
+    assert_eq!(heading(&about), "About Bazaar");
+    // Markdown became HTML: a second-level heading and a list.
+    assert_eq!(texts(&about, ".post-text h2"), ["What we do"]);
+    assert_eq!(count(&about, ".post-text li"), 3);
+    let shipping = page(&app, "/pages/shipping").await;
+    assert_eq!(heading(&shipping), "Shipping and returns");
+    assert_eq!(count(&shipping, ".post-text table tr"), 4);
+}
+
+#[tokio::test]
+async fn the_blog_is_a_stream_of_every_post_type_newest_first_with_comment_counts() {
+    let app = spawn_app().await;
+    // Comments are kept by another area; it counts them on the node.
+    model::collection(&app.db)
+        .update_one(
+            doc! { "metadata.section": "blog", "metadata.slug": "three-futures" },
+            doc! { "$set": { "metadata.comment_count": 3 } },
+        )
+        .await
+        .unwrap();
+    let doc = page(&app, "/blog/").await;
+    assert_eq!(heading(&doc), "Blog");
+    for kind in ["entry", "photo", "video", "quote", "link"] {
+        assert!(
+            count(&doc, &format!("article.node-{kind}")) >= 1,
+            "no {kind} post in the stream"
+        );
+    }
+    let titles = texts(&doc, "article.node-summary h2");
+    assert_eq!(
+        titles,
+        [
+            "New shelves",
+            "Liner notes, archived",
+            "A session worth watching",
+            "Miles on modal jazz",
+            "Three futures",
+            "The record that never leaves the turntable",
+            "Welcome to the blog",
+        ]
+    );
+    let counts = texts(&doc, "article.node-summary .comment-count");
+    assert_eq!(counts[4], "3 comments");
+    assert_eq!(counts[0], "0 comments");
+    // The same page without the trailing slash.
+    assert_eq!(app.get("/blog").await.status(), StatusCode::OK);
+    // The quote and link partials.
+    let quote = page(&app, "/blog/miles-on-so-what").await;
+    assert_eq!(
+        texts(&quote, ".post-quote blockquote"),
+        ["It's not the notes you play, it's the notes you don't play."]
+    );
+    assert_eq!(
+        texts(&quote, ".post-quote figcaption"),
+        ["— Attributed to Miles Davis"]
+    );
+    let link = page(&app, "/blog/liner-notes-archive").await;
+    assert_eq!(
+        attr(&link, ".post-link a", "href").as_deref(),
+        Some("https://en.wikipedia.org/wiki/Liner_notes")
+    );
+}
+
+#[tokio::test]
+async fn section_lists_are_paginated_newest_first() {
+    let app = spawn_app().await;
+    for i in 0..12 {
+        add_node(
+            &app,
+            "blog",
+            &format!("post-{i:02}"),
+            &format!("Post {i:02}"),
+            entry("Text."),
+            Some(days_from_now(-1 - i)),
+            &[],
+        )
+        .await;
+    }
+    // 12 new posts + 7 demo posts = 19: two pages of 10.
+    let first = page(&app, "/blog/").await;
+    let titles = texts(&first, "article.node-summary h2");
+    assert_eq!(titles.len(), 10);
+    assert_eq!(titles[0], "Post 00");
+    assert_eq!(
+        attr(&first, "a[rel=next]", "href").as_deref(),
+        Some("/blog/?page=2")
+    );
+    let second = page(&app, "/blog/?page=2").await;
+    assert_eq!(texts(&second, "article.node-summary h2").len(), 9);
+    assert!(attr(&second, "a[rel=next]", "href").is_none());
+    assert_eq!(
+        app.get("/blog/?page=3").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.get("/blog/?page=abc").await.status(),
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(
+        app.get("/blog/?page=0").await.status(),
+        StatusCode::BAD_REQUEST
+    );
+}
+
+#[tokio::test]
+async fn drafts_and_scheduled_nodes_are_invisible_to_the_public() {
+    let app = spawn_app().await;
+    add_node(
+        &app,
+        "blog",
+        "a-draft",
+        "A draft",
+        entry("Not yet."),
+        None,
+        &["jazz"],
+    )
+    .await;
+    add_node(
+        &app,
+        "blog",
+        "tomorrow",
+        "Scheduled for tomorrow",
+        entry("Soon."),
+        Some(days_from_now(1)),
+        &["jazz"],
+    )
+    .await;
+    add_node(
+        &app,
+        "pages",
+        "secret",
+        "Secret page",
+        Detail::Page(TextDetail { text: "x".into() }),
+        None,
+        &[],
+    )
+    .await;
+    for path in ["/blog/a-draft", "/blog/tomorrow", "/pages/secret"] {
+        let response = app.get(path).await;
+        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{path}");
+        let doc = html(&body(response).await);
+        assert_eq!(heading(&doc), "Page not found");
+    }
+    let blog = body(app.get("/blog/").await).await;
+    let tag = body(app.get("/tags/jazz").await).await;
+    let feed = body(app.get("/blog/feed.atom").await).await;
+    for text in [&blog, &tag, &feed] {
+        assert!(!text.contains("A draft"));
+        assert!(!text.contains("Scheduled for tomorrow"));
+    }
+    // Published, it appears.
+    add_node(
+        &app,
+        "blog",
+        "now-live",
+        "Now live",
+        entry("Here."),
+        Some(days_from_now(0)),
+        &["jazz"],
+    )
+    .await;
+    assert_eq!(app.get("/blog/now-live").await.status(), StatusCode::OK);
+    assert!(body(app.get("/tags/jazz").await).await.contains("Now live"));
+}
+
+#[tokio::test]
+async fn unknown_sections_and_slugs_are_not_found() {
+    let app = spawn_app().await;
+    for path in [
+        "/blog/no-such-post",
+        "/pages/no-such-page",
+        "/gallery/no-such-photo",
+        "/nosection/",
+        "/nosection/about",
+        "/nosection/feed.atom",
+        "/tags/no-such-tag",
+        "/blog/about",
+    ] {
+        let response = app.get(path).await;
+        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{path}");
+    }
+}
+
+#[tokio::test]
+async fn the_gallery_shows_a_grid_of_thumbnails_and_a_photo_page_shows_the_image_and_caption() {
+    let app = spawn_app().await;
+    let doc = page(&app, "/gallery/").await;
+    assert_eq!(count(&doc, ".gallery-grid li"), 4);
+    let thumb = attr(&doc, ".gallery-grid img", "src").expect("a thumbnail");
+    assert!(
+        thumb.starts_with("/media/") && thumb.ends_with("/thumb"),
+        "{thumb}"
+    );
+    let response = app.get(&thumb).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(response.headers().get("content-type").unwrap(), "image/png");
+
+    let photo = page(&app, "/gallery/listening-corner").await;
+    assert_eq!(heading(&photo), "Listening corner");
+    let src = attr(&photo, ".post-photo img", "src").expect("the image");
+    assert_eq!(app.get(&src).await.status(), StatusCode::OK);
+    assert_eq!(
+        attr(&photo, ".post-photo img", "width").as_deref(),
+        Some("320")
+    );
+    assert_eq!(
+        texts(&photo, ".post-photo figcaption"),
+        ["Two chairs, one turntable, no hurry."]
+    );
+}
+
+#[tokio::test]
+async fn a_tag_page_lists_the_published_nodes_and_the_products_with_that_tag() {
+    let app = spawn_app().await;
+    let doc = page(&app, "/tags/jazz").await;
+    assert_eq!(heading(&doc), "Tagged “jazz”");
+    let nodes = texts(&doc, ".tag-nodes a");
+    assert!(
+        nodes.contains(&"The record that never leaves the turntable".to_string()),
+        "{nodes:?}"
+    );
+    assert!(nodes.contains(&"Listening corner".to_string()), "{nodes:?}");
+    let products = texts(&doc, ".product-grid .product-title");
+    assert_eq!(
+        products,
+        ["A Love Supreme", "Kind of Blue", "Maiden Voyage"]
+    );
+    let scifi = page(&app, "/tags/science-fiction").await;
+    assert!(texts(&scifi, ".product-grid .product-title").contains(&"Dune".to_string()));
+}
+
+#[tokio::test]
+async fn the_atom_feed_parses_with_entries_newest_first_absolute_links_and_no_drafts() {
+    let app = spawn_app_with(&[("BAZAAR_SERVER__PUBLIC_URL", "https://shop.example.com")]).await;
+    add_node(
+        &app,
+        "blog",
+        "hidden-draft",
+        "Hidden draft",
+        entry("x"),
+        None,
+        &[],
+    )
+    .await;
+    add_node(
+        &app,
+        "blog",
+        "future",
+        "Future post",
+        entry("x"),
+        Some(days_from_now(2)),
+        &[],
+    )
+    .await;
+    add_node(
+        &app,
+        "blog",
+        "escaped",
+        "Fish & chips <b>bold</b>",
+        entry("Text with <script>alert(1)</script> & more"),
+        Some(days_from_now(0)),
+        &["food"],
+    )
+    .await;
+    let response = app.get("/blog/feed.atom").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(response
+        .headers()
+        .get("content-type")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .starts_with("application/atom+xml"));
+    let xml = response.bytes().await.unwrap();
+    let feed = feed_rs::parser::parse(&xml[..]).expect("a valid feed");
+    assert_eq!(feed.feed_type, feed_rs::model::FeedType::Atom);
+    let titles: Vec<String> = feed
+        .entries
+        .iter()
+        .map(|e| e.title.as_ref().unwrap().content.clone())
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "Fish & chips <b>bold</b>",
+            "New shelves",
+            "Liner notes, archived",
+            "A session worth watching",
+            "Miles on modal jazz",
+            "Three futures",
+            "The record that never leaves the turntable",
+            "Welcome to the blog",
+        ]
+    );
+    let published: Vec<_> = feed.entries.iter().map(|e| e.published.unwrap()).collect();
+    assert!(published.windows(2).all(|w| w[0] >= w[1]), "{published:?}");
+    assert!(feed.entries.iter().all(|e| e.updated.is_some()));
+    let first = &feed.entries[0];
+    assert_eq!(first.links[0].href, "https://shop.example.com/blog/escaped");
+    assert_eq!(first.id, "https://shop.example.com/blog/escaped");
+    let content = first.content.as_ref().unwrap().body.as_ref().unwrap();
+    assert!(content.contains("&amp; more"), "{content}");
+    assert!(!content.contains("<script"), "{content}");
+    assert_eq!(first.categories[0].term, "food");
+    assert!(feed
+        .links
+        .iter()
+        .any(|l| l.href == "https://shop.example.com/blog/feed.atom"));
+    // The gallery has its own feed; a feed holds at most 20 entries.
+    for i in 0..25 {
+        add_node(
+            &app,
+            "pages",
+            &format!("p{i}"),
+            &format!("P{i}"),
+            Detail::Page(TextDetail { text: "x".into() }),
+            Some(days_from_now(0)),
+            &[],
+        )
+        .await;
+    }
+    let xml = app.get("/pages/feed.atom").await.bytes().await.unwrap();
+    let feed = feed_rs::parser::parse(&xml[..]).expect("a valid feed");
+    assert_eq!(feed.entries.len(), 20);
+    let xml = app.get("/gallery/feed.atom").await.bytes().await.unwrap();
+    assert_eq!(feed_rs::parser::parse(&xml[..]).unwrap().entries.len(), 4);
+}
+
+#[tokio::test]
+async fn markdown_titles_tags_videos_and_links_from_editors_come_out_inert() {
+    let app = spawn_app().await;
+    add_node(
+        &app,
+        "blog",
+        "xss",
+        "<script>alert('title')</script>",
+        entry(
+            "<script>alert(1)</script>\n\n<img src=x onerror=alert(2)>\n\n[click](javascript:alert(3))\n\n<a href=\"javascript:alert(4)\" onclick=\"alert(5)\">y</a>\n\n<iframe src=\"https://evil.example\"></iframe>",
+        ),
+        Some(days_from_now(0)),
+        &[],
+    )
+    .await;
+    // Tags with HTML (stored directly, bypassing the admin's normalising).
+    model::collection(&app.db)
+        .update_one(
+            doc! { "metadata.slug": "xss" },
+            doc! { "$set": { "metadata.tags": ["<b onmouseover=alert(6)>x</b>"] } },
+        )
+        .await
+        .unwrap();
+    add_node(
+        &app,
+        "blog",
+        "bad-video",
+        "Bad video",
+        Detail::Video(VideoDetail {
+            url: "https://evil.example.com/watch?v=dQw4w9WgXcQ".into(),
+            provider: "youtube".into(),
+        }),
+        Some(days_from_now(0)),
+        &[],
+    )
+    .await;
+    add_node(
+        &app,
+        "blog",
+        "bad-link",
+        "Bad link",
+        Detail::Link(LinkDetail {
+            url: "javascript:alert(7)".into(),
+            text: "<img src=x onerror=alert(8)>".into(),
+        }),
+        Some(days_from_now(0)),
+        &[],
+    )
+    .await;
+    add_node(
+        &app,
+        "blog",
+        "quote",
+        "Quote",
+        Detail::Quote(QuoteDetail {
+            text: "<script>alert(9)</script>".into(),
+            source: "<i>me</i>".into(),
+        }),
+        Some(days_from_now(0)),
+        &[],
+    )
+    .await;
+    for path in [
+        "/blog/xss",
+        "/blog/bad-video",
+        "/blog/bad-link",
+        "/blog/quote",
+        "/blog/",
+    ] {
+        let text = body(app.get(path).await).await;
+        for bad in [
+            "<script>alert",
+            "<img src=x",
+            "<b onmouseover",
+            "<i>me",
+            "<iframe src=\"https://evil",
+        ] {
+            assert!(!text.contains(bad), "{path} contains {bad}");
+        }
+        let doc = html(&text);
+        assert_eq!(count(&doc, "main script"), 0, "{path}");
+        // No element carries an event handler or a javascript: address.
+        let all = scraper::Selector::parse("*").unwrap();
+        for el in doc.select(&all) {
+            for (name, value) in el.value().attrs() {
+                assert!(!name.starts_with("on"), "{path}: {name}={value}");
+                assert!(
+                    !value.trim().to_ascii_lowercase().starts_with("javascript:"),
+                    "{path}: {name}={value}"
+                );
+                assert!(!value.contains("evil.example"), "{path}: {name}={value}");
+            }
+        }
+        for src in texts_of_attr(&doc, "iframe", "src") {
+            assert!(
+                src.starts_with("https://www.youtube-nocookie.com/embed/")
+                    || src.starts_with("https://player.vimeo.com/video/"),
+                "{path}: {src}"
+            );
+        }
+    }
+    let doc = page(&app, "/blog/xss").await;
+    assert_eq!(heading(&doc), "<script>alert('title')</script>");
+    assert_eq!(texts(&doc, ".tags a"), ["<b onmouseover=alert(6)>x</b>"]);
+    let video = page(&app, "/blog/bad-video").await;
+    assert_eq!(count(&video, "iframe"), 0);
+    assert_eq!(
+        texts(&video, ".video-missing"),
+        ["This video cannot be shown."]
+    );
+}
+
+fn texts_of_attr(doc: &scraper::Html, selector: &str, name: &str) -> Vec<String> {
+    let sel = scraper::Selector::parse(selector).unwrap();
+    doc.select(&sel)
+        .filter_map(|e| e.value().attr(name).map(str::to_string))
+        .collect()
+}
+
+#[tokio::test]
+async fn video_posts_embed_youtube_by_id_and_the_policy_allows_frames_only_from_the_video_hosts() {
+    let app = spawn_app().await;
+    let response = app.get("/blog/a-session-worth-watching").await;
+    let csp = response
+        .headers()
+        .get("content-security-policy")
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        csp.contains("frame-src https://www.youtube-nocookie.com https://player.vimeo.com;"),
+        "{csp}"
+    );
+    assert_security_headers(response.headers(), "a video page");
+    let doc = html(&body(response).await);
+    assert_eq!(
+        attr(&doc, ".post-video iframe", "src").as_deref(),
+        Some("https://www.youtube-nocookie.com/embed/zqNTltOGh5c")
+    );
+}
+
+#[tokio::test]
+async fn seeding_again_adds_no_content() {
+    let app = spawn_app().await;
+    let before = model::collection(&app.db)
+        .count_documents(doc! {})
+        .await
+        .unwrap();
+    assert_eq!(before, 13);
+    let files_before = app
+        .db
+        .collection::<bson::Document>("assets.files")
+        .count_documents(doc! {})
+        .await
+        .unwrap();
+    let report = bazaar::seed::run(&app.db).await.unwrap();
+    assert_eq!(report.total(), 0, "{report:?}");
+    let after = model::collection(&app.db)
+        .count_documents(doc! {})
+        .await
+        .unwrap();
+    assert_eq!(after, before);
+    let files_after = app
+        .db
+        .collection::<bson::Document>("assets.files")
+        .count_documents(doc! {})
+        .await
+        .unwrap();
+    assert_eq!(files_after, files_before);
+}
+
+#[tokio::test]
+async fn every_content_query_uses_an_index() {
+    let app = spawn_app().await;
+    let db = &app.db;
+    let now = DateTime::now();
+    let c = model::COLLECTION;
+    assert_uses_index(
+        db,
+        "a node by section and slug",
+        c,
+        doc! { "metadata.section": "blog", "metadata.slug": "three-futures", "metadata.published": { "$lte": now } },
+        doc! {},
+    )
+    .await;
+    assert_uses_index(
+        db,
+        "a section's list and feed",
+        c,
+        doc! { "metadata.section": "blog", "metadata.published": { "$lte": now } },
+        doc! { "metadata.published": -1 },
+    )
+    .await;
+    assert_uses_index(
+        db,
+        "a tag page's nodes",
+        c,
+        doc! { "metadata.tags": "jazz", "metadata.published": { "$lte": now } },
+        doc! { "metadata.published": -1 },
+    )
+    .await;
+    assert_uses_index(
+        db,
+        "a tag page's products",
+        "products",
+        doc! { "tags": "jazz" },
+        doc! { "search_title": 1 },
+    )
+    .await;
+    for sort in ["updated", "title", "published"] {
+        let q = model::AdminQuery {
+            section: "blog",
+            kind: Some(model::NodeType::Entry),
+            search: "the",
+            sort,
+            skip: 0,
+            limit: 25,
+        };
+        assert_uses_index(
+            db,
+            "the admin content list",
+            c,
+            model::admin_filter(&q),
+            model::admin_sort(sort),
+        )
+        .await;
+    }
+    let file = bson::oid::ObjectId::new();
+    assert_uses_index(
+        db,
+        "orphan check: photo nodes",
+        c,
+        doc! { "metadata.detail.file_id": file },
+        doc! {},
+    )
+    .await;
+    assert_uses_index(
+        db,
+        "orphan check: product photos",
+        "products",
+        doc! { "photos": file },
+        doc! {},
+    )
+    .await;
+    assert_uses_index(
+        db,
+        "the upload lock",
+        c,
+        doc! { "_id": file, "metadata.type": "photo", "$or": [ { "metadata.locked": null }, { "metadata.locked": { "$lt": now } } ] },
+        doc! {},
+    )
+    .await;
+}
