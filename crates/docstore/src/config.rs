@@ -1,5 +1,6 @@
 //! Server configuration: where to listen, where (or whether) to keep data, and timings.
 
+use crate::storage::DiskFaults;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -27,6 +28,9 @@ pub struct Config {
     pub snapshot_threshold_bytes: u64,
     /// How often the TTL monitor deletes expired documents (MongoDB's default is 60 s).
     pub ttl_monitor_interval: Duration,
+    /// Tests only: journal and snapshot writes go through this switch, which can make them fail
+    /// as a full or broken disk would (see [`DiskFaults`]). `None` in normal use.
+    pub disk_faults: Option<DiskFaults>,
 }
 
 impl Default for Config {
@@ -39,6 +43,7 @@ impl Default for Config {
             cursor_timeout: Duration::from_secs(600),
             snapshot_threshold_bytes: 64 * 1024 * 1024,
             ttl_monitor_interval: Duration::from_secs(60),
+            disk_faults: None,
         }
     }
 }

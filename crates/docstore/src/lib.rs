@@ -23,3 +23,4 @@ pub mod wire;
 pub use config::{Config, StorageMode};
 pub use error::{Error, ErrorCode, Result};
 pub use server::{Server, ServerHandle};
+pub use storage::DiskFaults;
