@@ -69,6 +69,7 @@ impl OpenDatabase {
                 let handle = docstore::Server::start(docstore::Config {
                     storage,
                     port: 0,
+                    disk_faults: settings.database.disk_faults.clone(),
                     ..Default::default()
                 })
                 .await

@@ -361,3 +361,294 @@ pub(super) fn run_flusher(shared: Arc<Shared>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::faults::{DiskFaults, EIO, EROFS};
+    use super::super::{list_dir, CollectionImage, JournalOp, Recovered, Storage};
+    use bson::doc;
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    /// Long enough that only explicit flushes and `j: true` waiters commit.
+    const NEVER: Duration = Duration::from_secs(3600);
+    const FAST: Duration = Duration::from_millis(10);
+
+    fn put(i: i32) -> JournalOp {
+        JournalOp::Put {
+            db: "shop".into(),
+            coll: "items".into(),
+            doc: doc! {"_id": i, "name": format!("item {i}")},
+        }
+    }
+
+    fn open_faulty(dir: &Path, interval: Duration) -> (Storage, DiskFaults) {
+        let faults = DiskFaults::new();
+        let (s, _) = Storage::open_with_faults(dir, interval, Some(faults.clone())).unwrap();
+        (s, faults)
+    }
+
+    fn reopen(dir: &Path) -> Recovered {
+        Storage::open(dir, FAST).unwrap().1
+    }
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+    }
+
+    fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done() {
+            assert!(Instant::now() < deadline, "timed out waiting until {what}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    }
+
+    #[test]
+    fn a_full_disk_refuses_writes_fails_waiters_and_resumes_in_order_when_space_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (s, faults) = open_faulty(dir.path(), NEVER);
+            s.append(&[put(1)]);
+            s.flush().unwrap();
+            assert!(s.check_writable().is_ok());
+
+            faults.fill_after(0);
+            // Accepted before anyone knew the disk was full: the one interval's worth at risk.
+            let second = s.append(&[put(2)]);
+            let err = s.flush().unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::StorageFull);
+            let failure = s.check_writable().unwrap_err();
+            assert!(failure.out_of_space);
+            assert!(failure.message.contains("disk is full"), "{}", failure.message);
+            assert!(s.durable_lsn() < second, "a failed write was reported durable");
+            // A `j: true` waiter gets an answer, and it is a refusal, not a hang.
+            let waited = runtime().block_on(async {
+                tokio::time::timeout(Duration::from_secs(5), s.wait_durable(second)).await
+            });
+            let refused = waited.expect("the waiter was answered").unwrap_err();
+            assert_eq!(refused.message, failure.message);
+            let status = s.journal_status().unwrap();
+            let attempts = status.failure.expect("the failure is reported").attempts;
+            assert!(status.pending_bytes > 0);
+            // Retries keep failing, and keep the bytes, while the disk stays full.
+            assert!(s.flush().is_err());
+            assert_eq!(
+                s.journal_status().unwrap().failure.unwrap().attempts,
+                attempts + 1
+            );
+
+            faults.heal();
+            s.flush().unwrap();
+            assert!(s.check_writable().is_ok());
+            assert!(s.durable_lsn() >= second);
+            assert_eq!(s.journal_status().unwrap().pending_bytes, 0);
+            let third = s.append(&[put(3)]);
+            runtime().block_on(s.wait_durable(third)).unwrap();
+        }
+        assert_eq!(reopen(dir.path()).ops, vec![put(1), put(2), put(3)]);
+    }
+
+    #[test]
+    fn the_flusher_alone_notices_a_full_disk_within_an_interval_and_resumes_when_space_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (s, faults) = open_faulty(dir.path(), FAST);
+            faults.fill_after(40);
+            for i in 0..10 {
+                s.append(&[put(i)]);
+            }
+            wait_until("writes are refused", || s.check_writable().is_err());
+            let lsn = s.last_lsn();
+            assert!(runtime().block_on(s.wait_durable(lsn)).is_err());
+            faults.heal();
+            wait_until("writes are accepted again", || s.check_writable().is_ok());
+            assert!(s.durable_lsn() >= lsn);
+        }
+        assert_eq!(reopen(dir.path()).ops, (0..10).map(put).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn an_io_error_or_a_read_only_disk_is_not_reported_as_a_full_disk() {
+        for errno in [EIO, EROFS] {
+            let dir = tempfile::tempdir().unwrap();
+            let (s, faults) = open_faulty(dir.path(), NEVER);
+            faults.fail_with(errno);
+            s.append(&[put(1)]);
+            assert!(s.flush().is_err());
+            let failure = s.check_writable().unwrap_err();
+            assert!(!failure.out_of_space, "errno {errno}");
+            assert!(failure.message.contains("disk failed"), "{}", failure.message);
+        }
+    }
+
+    #[test]
+    fn a_crash_while_the_disk_is_full_recovers_exactly_what_reached_the_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let (s, faults) = open_faulty(dir.path(), NEVER);
+            let rt = runtime();
+            // `j: true` writes: acknowledged only once on disk.
+            for i in 0..5 {
+                let lsn = s.append(&[put(i)]);
+                rt.block_on(s.wait_durable(lsn)).unwrap();
+            }
+            faults.fill_after(30);
+            let lsn = s.append(&[put(5)]);
+            assert!(rt.block_on(s.wait_durable(lsn)).is_err());
+            // Dropped with the disk still full: its last commit fails too, so nothing more
+            // reaches the disk, as when the process is killed.
+        }
+        assert_eq!(reopen(dir.path()).ops, (0..5).map(put).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn a_snapshot_that_runs_out_of_space_leaves_the_previous_snapshot_and_journal_intact() {
+        let dir = tempfile::tempdir().unwrap();
+        let image = |n: i32| CollectionImage {
+            db: "shop".into(),
+            coll: "items".into(),
+            options: doc! {},
+            indexes: vec![],
+            docs: (0..n)
+                .map(|i| Arc::new(doc! {"_id": i, "name": format!("item {i}")}))
+                .collect(),
+        };
+        let first;
+        {
+            let (s, faults) = open_faulty(dir.path(), NEVER);
+            s.append(&[put(1)]);
+            first = s.rotate().unwrap();
+            s.write_snapshot(first, &[image(1)]).unwrap();
+            s.append(&[put(2)]);
+            let second = s.rotate().unwrap();
+            faults.fill_after(100);
+            let err = s.write_snapshot(second, &[image(500)]).unwrap_err();
+            assert_eq!(err.kind(), std::io::ErrorKind::StorageFull);
+            faults.heal();
+            s.append(&[put(3)]);
+        }
+        let listing = list_dir(dir.path()).unwrap();
+        assert_eq!(listing.snapshots, vec![first]);
+        assert!(listing.tmp.is_empty(), "the half-written snapshot was left behind");
+        let rec = reopen(dir.path());
+        assert_eq!(rec.collections.len(), 1);
+        assert_eq!(rec.collections[0].docs.len(), 1);
+        assert_eq!(rec.ops, vec![put(2), put(3)]);
+    }
+
+    #[test]
+    fn many_concurrent_j_true_writers_share_one_fsync() {
+        let dir = tempfile::tempdir().unwrap();
+        let (s, faults) = open_faulty(dir.path(), NEVER);
+        // A slow disk: every writer that arrives during an fsync must ride on the next one.
+        faults.slow_sync(Duration::from_millis(20));
+        let s = Arc::new(s);
+        let writers = 64;
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
+            .enable_time()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let tasks: Vec<_> = (0..writers)
+                .map(|i| {
+                    let s = Arc::clone(&s);
+                    tokio::spawn(async move {
+                        let lsn = s.append(&[put(i)]);
+                        s.wait_durable(lsn).await.unwrap();
+                    })
+                })
+                .collect();
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        let commits = s.journal_status().unwrap().commits;
+        assert!(commits >= 1);
+        assert!(
+            commits <= 8,
+            "{writers} j:true writers needed {commits} fsyncs: waiters are not grouped"
+        );
+    }
+
+    /// A tmpfs of a few MB, mounted for one test; unmounted when dropped.
+    struct SmallDisk {
+        dir: tempfile::TempDir,
+    }
+
+    impl SmallDisk {
+        fn mount(size: &str) -> Result<SmallDisk, String> {
+            let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+            let out = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+                .arg(dir.path())
+                .output()
+                .map_err(|e| format!("cannot run mount: {e}"))?;
+            if !out.status.success() {
+                return Err(format!(
+                    "mount -t tmpfs failed (needs root): {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                ));
+            }
+            Ok(SmallDisk { dir })
+        }
+    }
+
+    impl Drop for SmallDisk {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount")
+                .arg(self.dir.path())
+                .status();
+        }
+    }
+
+    #[test]
+    fn a_real_full_file_system_refuses_writes_and_resumes_when_space_is_freed() {
+        let disk = match SmallDisk::mount("2m") {
+            Ok(disk) => disk,
+            Err(why) => {
+                eprintln!("skipped: {why}");
+                return;
+            }
+        };
+        let data = disk.dir.path().join("data");
+        let ballast = disk.dir.path().join("ballast");
+        std::fs::write(&ballast, vec![0u8; 512 * 1024]).unwrap();
+        let big = |i: i32| JournalOp::Put {
+            db: "shop".into(),
+            coll: "items".into(),
+            doc: doc! {"_id": i, "pad": "x".repeat(16 * 1024)},
+        };
+        let mut acknowledged = Vec::new();
+        {
+            let (s, _) = Storage::open(&data, NEVER).unwrap();
+            let rt = runtime();
+            for i in 0.. {
+                assert!(i < 1000, "a 2 MB file system never filled up");
+                if s.check_writable().is_err() {
+                    break;
+                }
+                let lsn = s.append(&[big(i)]);
+                if rt.block_on(s.wait_durable(lsn)).is_ok() {
+                    acknowledged.push(big(i));
+                }
+            }
+            assert!(s.check_writable().unwrap_err().out_of_space);
+            std::fs::remove_file(&ballast).unwrap();
+            s.flush().unwrap();
+            assert!(s.check_writable().is_ok());
+            let lsn = s.append(&[big(5000)]);
+            rt.block_on(s.wait_durable(lsn)).unwrap();
+        }
+        let ops = Storage::open(&data, FAST).unwrap().1.ops;
+        assert_eq!(ops[..acknowledged.len()], acknowledged[..]);
+        // The refused write was kept in order and written once space returned; then the next.
+        assert_eq!(ops.len(), acknowledged.len() + 2);
+        assert_eq!(ops.last(), Some(&big(5000)));
+    }
+}
