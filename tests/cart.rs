@@ -591,6 +591,9 @@ async fn on_a_full_disk_adding_to_the_cart_says_the_shop_cannot_take_changes_and
     faults.heal();
     assert_eq!(healthz_until(&app, StatusCode::OK).await, "ok\n");
     shopper.add("full-disk", "2").await;
-    assert_eq!(shopper.cart_lines().await, vec![("full-disk".to_string(), 2)]);
+    assert_eq!(
+        shopper.cart_lines().await,
+        vec![("full-disk".to_string(), 2)]
+    );
     assert_stock_invariant(&app.db, "full-disk", 5).await;
 }

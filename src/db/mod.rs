@@ -56,10 +56,7 @@ pub fn refuses_writes(e: &mongodb::error::Error) -> bool {
         ErrorKind::Write(WriteFailure::WriteError(w)) => refusal(w.code),
         ErrorKind::Write(WriteFailure::WriteConcernError(w)) => refusal(w.code),
         ErrorKind::InsertMany(m) => {
-            m.write_errors
-                .iter()
-                .flatten()
-                .any(|w| refusal(w.code))
+            m.write_errors.iter().flatten().any(|w| refusal(w.code))
                 || m.write_concern_error
                     .as_ref()
                     .is_some_and(|w| refusal(w.code))

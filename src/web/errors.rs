@@ -39,8 +39,8 @@ pub enum AppError {
 }
 
 /// What a visitor is told when the database refuses writes.
-pub const NOT_WRITABLE_MESSAGE: &str = "The shop cannot take changes right now. Nothing was \
-    saved; please try again in a little while.";
+pub const NOT_WRITABLE_MESSAGE: &str =
+    "The shop cannot take changes right now. Please try again in a little while.";
 
 impl From<DbError> for AppError {
     fn from(e: DbError) -> Self {
@@ -56,10 +56,12 @@ impl From<anyhow::Error> for AppError {
     /// A refused write is still a refused write when a handler wrapped it in context.
     fn from(e: anyhow::Error) -> Self {
         let refused = e.chain().any(|cause| {
-            matches!(cause.downcast_ref::<DbError>(), Some(DbError::NotWritable(_)))
-                || cause
-                    .downcast_ref::<mongodb::error::Error>()
-                    .is_some_and(crate::db::refuses_writes)
+            matches!(
+                cause.downcast_ref::<DbError>(),
+                Some(DbError::NotWritable(_))
+            ) || cause
+                .downcast_ref::<mongodb::error::Error>()
+                .is_some_and(crate::db::refuses_writes)
         });
         if refused {
             AppError::NotWritable(e)

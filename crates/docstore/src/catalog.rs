@@ -417,9 +417,7 @@ impl Catalog {
             .spawn(move || {
                 match storage.write_snapshot(token, &images) {
                     Ok(()) => retry.lock().succeeded(),
-                    Err(e) => retry
-                        .lock()
-                        .failed(&format!("snapshot {token} failed"), &e),
+                    Err(e) => retry.lock().failed(&format!("snapshot {token} failed"), &e),
                 }
                 // Let go of the storage (and its directory lock) before reporting completion,
                 // so a shutdown that waits for the snapshot can reopen the directory at once.
@@ -566,4 +564,32 @@ pub fn validate_db_name(db: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_failed_snapshot_waits_before_the_next_attempt_doubling_up_to_five_minutes() {
+        let mut retry = SnapshotRetry::new();
+        let now = Instant::now();
+        assert!(retry.may_start(now));
+        let full = std::io::Error::from_raw_os_error(28);
+        let mut expected = Duration::from_secs(1);
+        for _ in 0..12 {
+            let before = Instant::now();
+            retry.failed("snapshot failed", &full);
+            let not_before = retry.not_before.unwrap();
+            assert!(!retry.may_start(before));
+            assert!(not_before >= before + expected);
+            assert!(retry.may_start(not_before));
+            expected = (expected * 2).min(Duration::from_secs(300));
+        }
+        assert_eq!(retry.backoff, Duration::from_secs(300));
+        retry.succeeded();
+        assert!(retry.may_start(now));
+        assert_eq!(retry.backoff, Duration::from_secs(1));
+    }
 }

@@ -35,7 +35,8 @@ impl ServerState {
         let (storage, recovered) = match &config.storage {
             StorageMode::InMemory => (Storage::in_memory(), Default::default()),
             StorageMode::Directory(dir) => {
-                Storage::open_with_faults(dir, config.commit_interval, config.disk_faults.clone()).map_err(|e| {
+                Storage::open_with_faults(dir, config.commit_interval, config.disk_faults.clone())
+                    .map_err(|e| {
                     Error::internal(format!("cannot open data directory {}: {e}", dir.display()))
                 })?
             }

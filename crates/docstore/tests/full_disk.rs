@@ -34,7 +34,10 @@ async fn insert_until_refused(c: &Collection<Document>, first_id: i32) -> (Vec<i
     let mut acknowledged = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(10);
     for id in first_id.. {
-        match c.insert_one(doc! { "_id": id, "pad": "x".repeat(100) }).await {
+        match c
+            .insert_one(doc! { "_id": id, "pad": "x".repeat(100) })
+            .await
+        {
             Ok(_) => acknowledged.push(id),
             Err(e) => return (acknowledged, code_of(&e).expect("a server error code")),
         }

@@ -55,7 +55,9 @@ impl Writer {
         let len = self.len;
         let file = &mut self.file;
         // After a failed attempt the file may hold part of a batch: overwrite it.
-        let result = file.write_all_at(len, batch).and_then(|()| file.sync_data());
+        let result = file
+            .write_all_at(len, batch)
+            .and_then(|()| file.sync_data());
         match result {
             Ok(()) => {
                 self.len += batch.len() as u64;
@@ -308,9 +310,7 @@ impl Shared {
                 let report = JournalFailure::from_io(e, path, SystemTime::now(), 1);
                 error!(
                     pending_bytes = pending,
-                    "{}; retrying every {:?}",
-                    report.message,
-                    self.commit_interval
+                    "{}; retrying every {:?}", report.message, self.commit_interval
                 );
                 *failing = Some(Failing {
                     report,
@@ -424,8 +424,15 @@ mod tests {
             assert_eq!(err.kind(), std::io::ErrorKind::StorageFull);
             let failure = s.check_writable().unwrap_err();
             assert!(failure.out_of_space);
-            assert!(failure.message.contains("disk is full"), "{}", failure.message);
-            assert!(s.durable_lsn() < second, "a failed write was reported durable");
+            assert!(
+                failure.message.contains("disk is full"),
+                "{}",
+                failure.message
+            );
+            assert!(
+                s.durable_lsn() < second,
+                "a failed write was reported durable"
+            );
             // A `j: true` waiter gets an answer, and it is a refusal, not a hang.
             let waited = runtime().block_on(async {
                 tokio::time::timeout(Duration::from_secs(5), s.wait_durable(second)).await
@@ -482,7 +489,11 @@ mod tests {
             assert!(s.flush().is_err());
             let failure = s.check_writable().unwrap_err();
             assert!(!failure.out_of_space, "errno {errno}");
-            assert!(failure.message.contains("disk failed"), "{}", failure.message);
+            assert!(
+                failure.message.contains("disk failed"),
+                "{}",
+                failure.message
+            );
         }
     }
 
@@ -534,7 +545,10 @@ mod tests {
         }
         let listing = list_dir(dir.path()).unwrap();
         assert_eq!(listing.snapshots, vec![first]);
-        assert!(listing.tmp.is_empty(), "the half-written snapshot was left behind");
+        assert!(
+            listing.tmp.is_empty(),
+            "the half-written snapshot was left behind"
+        );
         let rec = reopen(dir.path());
         assert_eq!(rec.collections.len(), 1);
         assert_eq!(rec.collections[0].docs.len(), 1);

@@ -13,9 +13,9 @@ pub mod journal;
 pub mod snapshot;
 
 pub use faults::DiskFaults;
-pub use group_commit::{JournalFailure, JournalStatus};
 use faults::FaultyFile;
 use group_commit::{run_flusher, Shared, Writer};
+pub use group_commit::{JournalFailure, JournalStatus};
 
 use bson::{Bson, Document};
 use std::collections::BTreeMap;

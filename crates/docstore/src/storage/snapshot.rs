@@ -5,8 +5,8 @@
 //! `{db, coll, options, indexes, count}` followed by `count` document records, then a trailer
 //! `{end: true, collections, docs}`. Every record is framed like a journal record.
 
-use super::journal::{read_record, write_record, ReadRecord, RECORD_HEADER_LEN};
 use super::faults::{DiskFaults, FaultyFile};
+use super::journal::{read_record, write_record, ReadRecord, RECORD_HEADER_LEN};
 use super::CollectionImage;
 use bson::{doc, Bson, Document};
 use std::fs::File;
