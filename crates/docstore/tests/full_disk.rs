@@ -192,3 +192,47 @@ async fn an_io_error_refuses_writes_with_log_write_failed() {
     // Reads still answer.
     assert!(c.find_one(doc! { "_id": 0 }).await.unwrap().is_some());
 }
+
+#[tokio::test]
+async fn a_journaled_write_waiting_when_the_disk_fails_gets_a_write_concern_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = DiskFaults::new();
+    let server = Server::start(config(dir.path(), &faults)).await.unwrap();
+    let client = client_for(&server.uri()).await;
+    let c = client.database("shop").collection::<Document>("orders");
+    c.insert_one(doc! { "_id": 0 })
+        .write_concern(journaled())
+        .await
+        .unwrap();
+    // A slow fsync keeps the next `j: true` write waiting long enough to break the disk under it.
+    faults.slow_sync(Duration::from_millis(300));
+    let waiting = tokio::spawn({
+        let c = c.clone();
+        async move {
+            c.insert_one(doc! { "_id": 1 })
+                .write_concern(journaled())
+                .await
+        }
+    });
+    let admin = client.database("admin");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let status = admin.run_command(doc! { "serverStatus": 1 }).await.unwrap();
+        let journal = status.get_document("journal").unwrap();
+        if journal.get_i64("lastLsn").unwrap() > journal.get_i64("durableLsn").unwrap() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the write never arrived");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    faults.fail_with(docstore::storage::faults::EIO);
+    let err = waiting.await.unwrap().unwrap_err();
+    assert!(
+        matches!(
+            err.kind.as_ref(),
+            mongodb::error::ErrorKind::Write(mongodb::error::WriteFailure::WriteConcernError(_))
+        ),
+        "{err}"
+    );
+    assert_eq!(code_of(&err), Some(LOG_WRITE_FAILED));
+}

@@ -98,14 +98,12 @@ impl DiskFaults {
     }
 
     fn before_sync(&self) -> io::Result<()> {
-        let (mode, delay) = {
-            let s = self.0.lock();
-            (s.mode, s.sync_delay)
-        };
+        let delay = self.0.lock().sync_delay;
         if !delay.is_zero() {
             std::thread::sleep(delay);
         }
-        match mode {
+        // Read after the delay, so a test can break the disk while an fsync is in progress.
+        match self.0.lock().mode {
             Mode::Failing(errno) => Err(io::Error::from_raw_os_error(errno)),
             _ => Ok(()),
         }
