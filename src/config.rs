@@ -76,6 +76,9 @@ pub struct DatabaseSettings {
     pub path: PathBuf,
     pub name: String,
     pub timeout_ms: u64,
+    /// Tests only, never read from configuration: makes the embedded store's disk writes fail
+    /// on demand (a full disk), to test what shoppers see then.
+    pub disk_faults: Option<docstore::DiskFaults>,
 }
 
 /// Where the data lives.
@@ -572,6 +575,7 @@ impl Layers {
             path: PathBuf::from(path.trim()),
             name,
             timeout_ms: self.integer("database.timeout_ms", 100, 600_000)? as u64,
+            disk_faults: None,
         })
     }
 

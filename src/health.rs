@@ -1,5 +1,6 @@
-//! `/healthz` for load balancers and monitors: 200 `ok` when the database answers a ping,
-//! 503 otherwise.
+//! `/healthz` for load balancers and monitors: 200 `ok` when the database answers a ping and
+//! accepts writes, 503 `unavailable` when it does not answer, 503 `not writable` when it answers
+//! but refuses writes (docstore on a full or failing disk).
 
 use std::time::Duration;
 
@@ -17,11 +18,27 @@ pub async fn healthz(state: web::Data<AppState>) -> HttpResponse {
         tokio::time::timeout(limit, state.db.ping()).await,
         Ok(Ok(()))
     );
-    let (status, body) = if healthy {
-        (StatusCode::OK, "ok\n")
+    let refused = if healthy {
+        tokio::time::timeout(limit, state.db.writes_refused())
+            .await
+            .unwrap_or(None)
     } else {
-        tracing::warn!("health check failed: the database did not answer a ping");
-        (StatusCode::SERVICE_UNAVAILABLE, "unavailable\n")
+        None
+    };
+    let (status, body) = match (healthy, refused) {
+        (true, None) => (StatusCode::OK, "ok\n"),
+        (true, Some(reason)) => {
+            // Pages still show, but no cart, order or edit can be saved: not healthy.
+            tracing::warn!("health check failed: {reason}");
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "not writable: the database refuses writes\n",
+            )
+        }
+        (false, _) => {
+            tracing::warn!("health check failed: the database did not answer a ping");
+            (StatusCode::SERVICE_UNAVAILABLE, "unavailable\n")
+        }
     };
     let mut response = HttpResponse::build(status)
         .insert_header((header::CONTENT_TYPE, "text/plain; charset=utf-8"))

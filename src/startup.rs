@@ -87,6 +87,7 @@ impl OpenDatabase {
                     storage,
                     port: 0,
                     user: Some(user),
+                    disk_faults: settings.database.disk_faults.clone(),
                     ..Default::default()
                 })
                 .await

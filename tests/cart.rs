@@ -533,3 +533,67 @@ async fn two_cleanup_runs_at_once_return_an_orphaned_reservation_once() {
     assert_eq!((p.qty, p.carted.len()), (10, 0));
     app.stop().await;
 }
+
+/// Poll `/healthz` until it answers `status`; returns its body.
+async fn healthz_until(app: &TestApp, status: StatusCode) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let response = app.get("/healthz").await;
+        if response.status() == status {
+            return body(response).await;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "/healthz never answered {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn on_a_full_disk_adding_to_the_cart_says_the_shop_cannot_take_changes_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = docstore::DiskFaults::new();
+    let mut settings = test_settings(&[
+        ("BAZAAR_DATABASE__URI", "embedded"),
+        ("BAZAAR_DATABASE__PATH", dir.path().to_str().unwrap()),
+    ]);
+    settings.database.disk_faults = Some(faults.clone());
+    let app = spawn_with_settings(settings).await;
+    product_with_stock(&app.db, "full-disk", 5).await;
+    let shopper = Shopper::new(&app).await;
+    assert_eq!(healthz_until(&app, StatusCode::OK).await, "ok\n");
+
+    faults.fill_after(0);
+    // The store finds the disk full at its next group commit, which needs something to write.
+    let _ = app
+        .db
+        .collection::<bson::Document>("probe")
+        .insert_one(doc! { "probe": 1 })
+        .await;
+    let health = healthz_until(&app, StatusCode::SERVICE_UNAVAILABLE).await;
+    assert!(health.contains("not writable"), "{health}");
+
+    let response = shopper
+        .post("/cart/items", &[("sku", "full-disk"), ("qty", "2")])
+        .await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let page = body(response).await;
+    assert!(
+        page.contains("The shop cannot take changes right now"),
+        "{page}"
+    );
+    // Nothing was reserved, and pages that only read still show.
+    assert!(shopper.cart_lines().await.is_empty());
+    assert_eq!(product(&app.db, "full-disk").await.qty, 5);
+    assert_stock_invariant(&app.db, "full-disk", 5).await;
+
+    faults.heal();
+    assert_eq!(healthz_until(&app, StatusCode::OK).await, "ok\n");
+    shopper.add("full-disk", "2").await;
+    assert_eq!(
+        shopper.cart_lines().await,
+        vec![("full-disk".to_string(), 2)]
+    );
+    assert_stock_invariant(&app.db, "full-disk", 5).await;
+}

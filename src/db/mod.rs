@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bson::doc;
 use futures::TryStreamExt;
-use mongodb::error::ErrorKind;
+use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::options::ClientOptions;
 use mongodb::{Client, Database};
 
@@ -19,18 +19,49 @@ pub enum DbError {
     /// No server reachable: the page says "try again shortly" (503).
     #[error("the database is unavailable")]
     Unavailable(#[source] mongodb::error::Error),
+    /// The server answers but refuses writes because it cannot write to its disk (full or
+    /// failing): the page says the shop cannot take changes right now (503).
+    #[error("the database refuses writes")]
+    NotWritable(#[source] mongodb::error::Error),
     #[error("database operation failed")]
     Other(#[source] mongodb::error::Error),
 }
 
 impl From<mongodb::error::Error> for DbError {
     fn from(e: mongodb::error::Error) -> Self {
+        if refuses_writes(&e) {
+            return DbError::NotWritable(e);
+        }
         match e.kind.as_ref() {
             ErrorKind::ServerSelection { .. }
             | ErrorKind::Io(_)
             | ErrorKind::ConnectionPoolCleared { .. } => DbError::Unavailable(e),
             _ => DbError::Other(e),
         }
+    }
+}
+
+/// MongoDB's (and docstore's) code for a write refused because the disk is full.
+pub const OUT_OF_DISK_SPACE: i32 = 14031;
+/// The code docstore uses for a write refused because its journal cannot be written (an I/O
+/// error or a read-only disk).
+pub const LOG_WRITE_FAILED: i32 = 42;
+
+/// True when `e` says the server cannot store writes on its disk right now, whether the write
+/// was refused outright or applied without its journaling confirmed (a write concern error).
+pub fn refuses_writes(e: &mongodb::error::Error) -> bool {
+    let refusal = |code: i32| code == OUT_OF_DISK_SPACE || code == LOG_WRITE_FAILED;
+    match e.kind.as_ref() {
+        ErrorKind::Command(c) => refusal(c.code),
+        ErrorKind::Write(WriteFailure::WriteError(w)) => refusal(w.code),
+        ErrorKind::Write(WriteFailure::WriteConcernError(w)) => refusal(w.code),
+        ErrorKind::InsertMany(m) => {
+            m.write_errors.iter().flatten().any(|w| refusal(w.code))
+                || m.write_concern_error
+                    .as_ref()
+                    .is_some_and(|w| refusal(w.code))
+        }
+        _ => false,
     }
 }
 
@@ -110,6 +141,28 @@ impl Db {
     pub async fn ping(&self) -> Result<(), DbError> {
         self.database.run_command(doc! { "ping": 1 }).await?;
         Ok(())
+    }
+
+    /// Why the server refuses writes, when it says so: docstore reports it in `serverStatus`
+    /// (`journal.writable`). `None` when writes are accepted or the server does not say (a
+    /// MongoDB server, or a failed command; a ping tells whether it answers at all).
+    pub async fn writes_refused(&self) -> Option<String> {
+        let status = self
+            .client
+            .database("admin")
+            .run_command(doc! { "serverStatus": 1 })
+            .await
+            .ok()?;
+        let journal = status.get_document("journal").ok()?;
+        if journal.get_bool("writable").unwrap_or(true) {
+            return None;
+        }
+        let reason = journal
+            .get_document("writesRefused")
+            .ok()
+            .and_then(|r| r.get_str("errmsg").ok())
+            .unwrap_or("the database refuses writes");
+        Some(reason.to_string())
     }
 
     /// The server's reported version (docstore reports the MongoDB version it emulates).

@@ -31,15 +31,42 @@ pub enum AppError {
     /// The database cannot be reached.
     #[error("database unavailable")]
     Unavailable(#[source] anyhow::Error),
+    /// The database answers but cannot store changes (its disk is full or failing).
+    #[error("database refuses writes")]
+    NotWritable(#[source] anyhow::Error),
     #[error("internal error")]
-    Internal(#[from] anyhow::Error),
+    Internal(#[source] anyhow::Error),
 }
+
+/// What a visitor is told when the database refuses writes.
+pub const NOT_WRITABLE_MESSAGE: &str =
+    "The shop cannot take changes right now. Please try again in a little while.";
 
 impl From<DbError> for AppError {
     fn from(e: DbError) -> Self {
         match e {
             DbError::Unavailable(_) => AppError::Unavailable(e.into()),
+            DbError::NotWritable(_) => AppError::NotWritable(e.into()),
             DbError::Other(_) => AppError::Internal(e.into()),
+        }
+    }
+}
+
+impl From<anyhow::Error> for AppError {
+    /// A refused write is still a refused write when a handler wrapped it in context.
+    fn from(e: anyhow::Error) -> Self {
+        let refused = e.chain().any(|cause| {
+            matches!(
+                cause.downcast_ref::<DbError>(),
+                Some(DbError::NotWritable(_))
+            ) || cause
+                .downcast_ref::<mongodb::error::Error>()
+                .is_some_and(crate::db::refuses_writes)
+        });
+        if refused {
+            AppError::NotWritable(e)
+        } else {
+            AppError::Internal(e)
         }
     }
 }
@@ -51,7 +78,7 @@ impl ResponseError for AppError {
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::NotFound => StatusCode::NOT_FOUND,
             AppError::Conflict(_) => StatusCode::CONFLICT,
-            AppError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Unavailable(_) | AppError::NotWritable(_) => StatusCode::SERVICE_UNAVAILABLE,
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -64,6 +91,10 @@ impl ResponseError for AppError {
             AppError::Unavailable(e) => {
                 tracing::warn!(error = format!("{e:#}"), "database unavailable");
                 None
+            }
+            AppError::NotWritable(e) => {
+                tracing::warn!(error = format!("{e:#}"), "database refuses writes");
+                Some(NOT_WRITABLE_MESSAGE)
             }
             AppError::Internal(e) => {
                 tracing::error!(error = format!("{e:#}"), "internal error");

@@ -4,10 +4,14 @@
 //! `cargo bench -p docstore` (set `BENCH_SECONDS` for the length of each run, default 2;
 //! `BENCH_LARGE` for the large collection size, default 500000; `BENCH_PERSISTENT=1` to run
 //! on a data directory instead of in memory). Each figure is the median of three runs.
+//!
+//! The group-commit table always runs on a data directory: concurrent inserts with the default
+//! write concern beside the same with `j: true`, and how many writers shared each fsync.
+//! `BENCH_GROUP_COMMIT_ONLY=1` runs only that table.
 
 use bson::{doc, Document};
 use docstore::{Config, Server};
-use mongodb::options::ClientOptions;
+use mongodb::options::{ClientOptions, WriteConcern};
 use mongodb::{Client, Collection, IndexModel};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -85,10 +89,62 @@ async fn fill(c: &Collection<Document>, n: u64) {
     }
 }
 
+/// Inserts per second with `j: false` and `j: true` side by side, on a fresh data directory,
+/// and the writes each fsync carried (from the store's commit counter).
+async fn group_commit_table(seconds: f64) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::start(Config::persistent(dir.path())).await.unwrap();
+    let client = client(&server.uri(), 128).await;
+    let c = client.database("bench").collection::<Document>("journaled");
+    println!("group commit on a data directory: inserts/s (median of 3), writes per fsync");
+    println!(
+        "{:<10} {:>12} {:>12} {:>16}",
+        "clients", "j: false", "j: true", "j:true per fsync"
+    );
+    let storage = std::sync::Arc::clone(server.state().catalog.storage());
+    let commits = move || storage.journal_status().map_or(0, |s| s.commits);
+    for clients in [1usize, 16, 64] {
+        let mut figures = [0.0; 2];
+        let mut per_fsync = 0.0;
+        for (slot, journal) in [false, true].into_iter().enumerate() {
+            let concern = WriteConcern::builder().journal(journal).build();
+            let c = c.clone();
+            let before = commits();
+            let ops = Arc::new(AtomicU64::new(0));
+            let counted = Arc::clone(&ops);
+            figures[slot] = median_of_three(clients, seconds, move |i| {
+                let (c, concern, counted) = (c.clone(), concern.clone(), Arc::clone(&counted));
+                async move {
+                    c.insert_one(doc! { "i": i as i64, "name": "order" })
+                        .write_concern(concern)
+                        .await
+                        .unwrap();
+                    counted.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+            .await;
+            if journal {
+                let fsyncs = commits().saturating_sub(before).max(1);
+                per_fsync = ops.load(Ordering::Relaxed) as f64 / fsyncs as f64;
+            }
+        }
+        println!(
+            "{:<10} {:>12.0} {:>12.0} {:>16.1}",
+            clients, figures[0], figures[1], per_fsync
+        );
+    }
+    server.shutdown().await;
+    println!();
+}
+
 #[tokio::main]
 async fn main() {
     let seconds: f64 = env_or("BENCH_SECONDS", 2.0);
     let large: u64 = env_or("BENCH_LARGE", 500_000);
+    if std::env::var("BENCH_GROUP_COMMIT_ONLY").is_ok() {
+        group_commit_table(seconds).await;
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let config = if std::env::var("BENCH_PERSISTENT").is_ok() {
         Config::persistent(dir.path())
@@ -179,6 +235,7 @@ async fn main() {
     }
 
     println!();
+    group_commit_table(seconds).await;
     println!("indexed equality + sort + limit 20 as the collection grows (1 client):");
     // Both sizes are loaded first and measured in alternation, so load from other processes on
     // this shared machine hits both alike.

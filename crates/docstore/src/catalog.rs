@@ -10,7 +10,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::index::IndexSpec;
 use crate::storage::{CollectionImage, JournalOp, Recovered, Storage};
 use bson::Document;
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -25,6 +25,48 @@ pub struct Catalog {
     gate: RwLock<()>,
     snapshot_threshold: u64,
     snapshot_running: Arc<AtomicBool>,
+    snapshot_retry: Arc<Mutex<SnapshotRetry>>,
+}
+
+/// After a failed snapshot (a full disk, say) the next attempt waits, doubling each time, rather
+/// than coming with the very next write.
+#[derive(Debug)]
+struct SnapshotRetry {
+    not_before: Option<std::time::Instant>,
+    backoff: std::time::Duration,
+    failures: u64,
+}
+
+const SNAPSHOT_RETRY_FIRST: std::time::Duration = std::time::Duration::from_secs(1);
+const SNAPSHOT_RETRY_MAX: std::time::Duration = std::time::Duration::from_secs(300);
+
+impl SnapshotRetry {
+    fn new() -> SnapshotRetry {
+        SnapshotRetry {
+            not_before: None,
+            backoff: SNAPSHOT_RETRY_FIRST,
+            failures: 0,
+        }
+    }
+
+    fn may_start(&self, now: std::time::Instant) -> bool {
+        self.not_before.is_none_or(|t| now >= t)
+    }
+
+    fn failed(&mut self, what: &str, e: &std::io::Error) {
+        self.failures += 1;
+        tracing::error!(
+            retry_in_secs = self.backoff.as_secs(),
+            failures = self.failures,
+            "{what}: {e}; the previous snapshot and the journal are intact"
+        );
+        self.not_before = Some(std::time::Instant::now() + self.backoff);
+        self.backoff = (self.backoff * 2).min(SNAPSHOT_RETRY_MAX);
+    }
+
+    fn succeeded(&mut self) {
+        *self = SnapshotRetry::new();
+    }
 }
 
 /// The result of a write: what the closure returned and the journal position to wait on for
@@ -47,6 +89,7 @@ impl Catalog {
             gate: RwLock::new(()),
             snapshot_threshold,
             snapshot_running: Arc::new(AtomicBool::new(false)),
+            snapshot_retry: Arc::new(Mutex::new(SnapshotRetry::new())),
         };
         {
             let mut dbs = catalog.databases.write();
@@ -74,6 +117,14 @@ impl Catalog {
 
     pub fn storage(&self) -> &Arc<Storage> {
         &self.storage
+    }
+
+    /// Refuse a write, before it changes anything, while the journal cannot be written: an
+    /// acknowledged write must be one the journal can still take.
+    fn check_writable(&self) -> Result<()> {
+        self.storage
+            .check_writable()
+            .map_err(|failure| Error::journal_failed(&failure))
     }
 
     pub fn get(&self, db: &str, coll: &str) -> Option<SharedCollection> {
@@ -130,6 +181,7 @@ impl Catalog {
                 drop(guard);
                 return self.write(db, coll, create, f);
             }
+            self.check_writable()?;
             let (value, ops) = f(&mut guard);
             let lsn = if ops.is_empty() {
                 0
@@ -213,6 +265,7 @@ impl Catalog {
             }
             return Ok((Arc::clone(existing), 0));
         }
+        self.check_writable()?;
         let handle = Arc::new(RwLock::new(Collection::new(db, coll, options.clone())));
         colls.insert(coll.to_string(), Arc::clone(&handle));
         let lsn = self.storage.append(&[JournalOp::CreateCollection {
@@ -226,6 +279,7 @@ impl Catalog {
     /// Drop a collection; `false` when it did not exist.
     pub fn drop_collection(&self, db: &str, coll: &str) -> Result<(bool, u64)> {
         let _gate = self.gate.read();
+        self.check_writable()?;
         let removed = {
             let mut dbs = self.databases.write();
             let removed = dbs.get_mut(db).and_then(|colls| colls.remove(coll));
@@ -248,6 +302,7 @@ impl Catalog {
 
     pub fn drop_database(&self, db: &str) -> Result<u64> {
         let _gate = self.gate.read();
+        self.check_writable()?;
         let removed = self.databases.write().remove(db);
         let Some(colls) = removed else {
             return Ok(0);
@@ -271,6 +326,7 @@ impl Catalog {
     ) -> Result<u64> {
         validate_namespace(to_db, to)?;
         let _gate = self.gate.read();
+        self.check_writable()?;
         let mut dbs = self.databases.write();
         let Some(source) = dbs.get(db).and_then(|c| c.get(from)).cloned() else {
             return Err(Error::new(
@@ -329,11 +385,20 @@ impl Catalog {
         if self.storage.journal_bytes() < self.snapshot_threshold {
             return;
         }
+        if !self
+            .snapshot_retry
+            .lock()
+            .may_start(std::time::Instant::now())
+        {
+            return;
+        }
         if self.snapshot_running.swap(true, Ordering::AcqRel) {
             return;
         }
         if let Err(e) = self.start_snapshot() {
-            tracing::error!("snapshot failed to start: {e}");
+            self.snapshot_retry
+                .lock()
+                .failed("snapshot failed to start", &e);
             self.snapshot_running.store(false, Ordering::Release);
         }
     }
@@ -346,11 +411,13 @@ impl Catalog {
         };
         let storage = Arc::clone(&self.storage);
         let running = Arc::clone(&self.snapshot_running);
+        let retry = Arc::clone(&self.snapshot_retry);
         std::thread::Builder::new()
             .name("docstore-snapshot".into())
             .spawn(move || {
-                if let Err(e) = storage.write_snapshot(token, &images) {
-                    tracing::error!("snapshot {token} failed: {e}");
+                match storage.write_snapshot(token, &images) {
+                    Ok(()) => retry.lock().succeeded(),
+                    Err(e) => retry.lock().failed(&format!("snapshot {token} failed"), &e),
                 }
                 // Let go of the storage (and its directory lock) before reporting completion,
                 // so a shutdown that waits for the snapshot can reopen the directory at once.
@@ -497,4 +564,32 @@ pub fn validate_db_name(db: &str) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn a_failed_snapshot_waits_before_the_next_attempt_doubling_up_to_five_minutes() {
+        let mut retry = SnapshotRetry::new();
+        let now = Instant::now();
+        assert!(retry.may_start(now));
+        let full = std::io::Error::from_raw_os_error(28);
+        let mut expected = Duration::from_secs(1);
+        for _ in 0..12 {
+            let before = Instant::now();
+            retry.failed("snapshot failed", &full);
+            let not_before = retry.not_before.unwrap();
+            assert!(!retry.may_start(before));
+            assert!(not_before >= before + expected);
+            assert!(retry.may_start(not_before));
+            expected = (expected * 2).min(Duration::from_secs(300));
+        }
+        assert_eq!(retry.backoff, Duration::from_secs(300));
+        retry.succeeded();
+        assert!(retry.may_start(now));
+        assert_eq!(retry.backoff, Duration::from_secs(1));
+    }
 }

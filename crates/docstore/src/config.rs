@@ -1,5 +1,6 @@
 //! Server configuration: where to listen, where (or whether) to keep data, and timings.
 
+use crate::storage::DiskFaults;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -30,6 +31,9 @@ pub struct Config {
     /// The user clients must authenticate as (SCRAM, `authSource=admin`). `None` means no
     /// authentication: any client that can connect may do anything.
     pub user: Option<crate::auth::User>,
+    /// Tests only: journal and snapshot writes go through this switch, which can make them fail
+    /// as a full or broken disk would (see [`DiskFaults`]). `None` in normal use.
+    pub disk_faults: Option<DiskFaults>,
 }
 
 impl Default for Config {
@@ -43,6 +47,7 @@ impl Default for Config {
             snapshot_threshold_bytes: 64 * 1024 * 1024,
             ttl_monitor_interval: Duration::from_secs(60),
             user: None,
+            disk_faults: None,
         }
     }
 }

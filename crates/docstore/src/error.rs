@@ -46,6 +46,10 @@ pub enum ErrorCode {
     Unauthorized,
     AuthenticationFailed,
     MechanismUnavailable,
+    /// The journal cannot be written: an I/O error or a read-only file system.
+    LogWriteFailed,
+    /// The journal cannot be written because the disk is full.
+    OutOfDiskSpace,
 }
 
 impl ErrorCode {
@@ -88,6 +92,8 @@ impl ErrorCode {
             ConversionFailure => 241,
             BSONObjectTooLarge => 10334,
             DuplicateKey => 11000,
+            LogWriteFailed => 42,
+            OutOfDiskSpace => 14031,
             Location(n) => n,
         }
     }
@@ -131,6 +137,8 @@ impl ErrorCode {
             ConversionFailure => "ConversionFailure",
             BSONObjectTooLarge => "BSONObjectTooLarge",
             DuplicateKey => "DuplicateKey",
+            LogWriteFailed => "LogWriteFailed",
+            OutOfDiskSpace => "OutOfDiskSpace",
             Location(n) => return format!("Location{n}"),
         };
         s.to_string()
@@ -184,6 +192,16 @@ impl Error {
             ErrorCode::CommandNotSupported,
             format!("{feature} is not supported by docstore"),
         )
+    }
+
+    /// A write refused (or not confirmed durable) because the journal cannot be written.
+    pub fn journal_failed(failure: &crate::storage::JournalFailure) -> Self {
+        let code = if failure.out_of_space {
+            ErrorCode::OutOfDiskSpace
+        } else {
+            ErrorCode::LogWriteFailed
+        };
+        Self::new(code, failure.message.clone())
     }
 
     pub fn with_extra(mut self, extra: Document) -> Self {

@@ -26,3 +26,4 @@ pub use config::{Config, StorageMode};
 pub use error::{Error, ErrorCode, Result};
 pub use server::{Server, ServerHandle};
 pub use storage::recovery::{repair, RepairReport};
+pub use storage::DiskFaults;

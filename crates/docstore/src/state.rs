@@ -40,7 +40,8 @@ impl ServerState {
         let (storage, recovered) = match &config.storage {
             StorageMode::InMemory => (Storage::in_memory(), Default::default()),
             StorageMode::Directory(dir) => {
-                Storage::open(dir, config.commit_interval).map_err(|e| {
+                Storage::open_with_faults(dir, config.commit_interval, config.disk_faults.clone())
+                    .map_err(|e| {
                     let error = Error::internal(format!(
                         "cannot open data directory {}: {e}",
                         dir.display()

@@ -737,7 +737,7 @@ proptest! {
     ) {
         let dir = scratch_dir();
         let path = dir.path().join("snapshot-0000000000000002.db");
-        docstore::storage::snapshot::write_file(&path, 2, &images).unwrap();
+        docstore::storage::snapshot::write_file(&path, 2, &images, None).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         // Record boundaries, for damage aimed near them.
         let mut records = Vec::new();

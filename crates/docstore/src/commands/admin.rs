@@ -345,7 +345,37 @@ fn server_status(state: &ServerState) -> Document {
             "totalCreated": int_or_long(state.connections_created()),
         },
         "storageEngine": { "name": "docstore", "persistent": matches!(state.config.storage, crate::config::StorageMode::Directory(_)) },
+        "journal": journal_status(state),
     }
+}
+
+/// Whether writes are accepted, and if not why and since when; group-commit counters.
+fn journal_status(state: &ServerState) -> Document {
+    let Some(status) = state.catalog.storage().journal_status() else {
+        return doc! { "writable": true, "persistent": false };
+    };
+    let mut d = doc! {
+        "writable": status.failure.is_none(),
+        "persistent": true,
+        "commits": int_or_long(i64::try_from(status.commits).unwrap_or(i64::MAX)),
+        "pendingBytes": int_or_long(i64::try_from(status.pending_bytes).unwrap_or(i64::MAX)),
+        "durableLsn": i64::try_from(status.durable_lsn).unwrap_or(i64::MAX),
+        "lastLsn": i64::try_from(status.last_lsn).unwrap_or(i64::MAX),
+    };
+    if let Some(failure) = status.failure {
+        let e = crate::error::Error::journal_failed(&failure);
+        d.insert(
+            "writesRefused",
+            doc! {
+                "code": e.code_number(),
+                "codeName": e.code.name(),
+                "errmsg": e.message,
+                "since": DateTime::from_system_time(failure.since),
+                "attempts": i64::try_from(failure.attempts).unwrap_or(i64::MAX),
+            },
+        );
+    }
+    d
 }
 
 #[cfg(test)]

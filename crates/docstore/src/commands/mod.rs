@@ -90,10 +90,23 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
         "collStats" | "collstats" => ddl::coll_stats(state, db, &a)?,
         _ => return Err(unsupported_or_unknown(name)),
     };
+    let mut doc = reply.doc;
     if concern.journal && reply.lsn > 0 {
-        state.catalog.storage().wait_durable(reply.lsn).await;
+        if let Err(failure) = state.catalog.storage().wait_durable(reply.lsn).await {
+            // The write is applied but its journaling cannot be confirmed: MongoDB's shape for
+            // that is a write concern error beside the result, which drivers raise as an error.
+            let e = Error::journal_failed(&failure);
+            doc.insert(
+                "writeConcernError",
+                bson::doc! {
+                    "code": e.code_number(),
+                    "codeName": e.code.name(),
+                    "errmsg": e.message,
+                },
+            );
+        }
     }
-    Ok(reply.doc)
+    Ok(doc)
 }
 
 /// MongoDB commands docstore deliberately lacks get a message naming the feature; anything

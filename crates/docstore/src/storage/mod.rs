@@ -7,23 +7,27 @@
 //! one background thread writes and fsyncs that buffer every commit interval, or at once when a
 //! `j: true` writer is waiting, and publishes the durable sequence number.
 
+pub mod faults;
+mod group_commit;
 pub mod journal;
 pub mod recovery;
 pub mod snapshot;
 
+pub use faults::DiskFaults;
+use faults::FaultyFile;
+use group_commit::{run_flusher, Shared, Writer};
+pub use group_commit::{JournalFailure, JournalStatus};
 use recovery::{choose_base, quarantine_snapshots_after, replay};
 
 use bson::{Bson, Document};
-use parking_lot::{Condvar, Mutex};
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
-use tokio::sync::watch;
 use tracing::{error, info, warn};
 
 /// One logical change, journaled after it has been applied in memory.
@@ -220,137 +224,6 @@ fn lock_dir(dir: &Path) -> io::Result<File> {
     Ok(file)
 }
 
-/// Appended records that the flusher has not yet taken.
-struct Pending {
-    bytes: Vec<u8>,
-    /// Sequence number of the last append group in `bytes` (or already taken).
-    last_lsn: u64,
-    /// Someone waits in `wait_durable`: commit now rather than at the next tick.
-    urgent: bool,
-    shutdown: bool,
-}
-
-/// The open journal segment. Taking the pending buffer happens under this lock, so batches
-/// reach the file in append order even when the flusher, `flush` and `rotate` race.
-struct Writer {
-    file: File,
-    segment: u64,
-    /// Bytes of the segment known to be written and synced.
-    len: u64,
-    /// A batch whose write failed: it is written again, before anything newer, at the next commit.
-    failed: Vec<u8>,
-    failures: u64,
-    /// An emptied buffer kept to swap in for the pending one, to reuse its capacity.
-    spare: Vec<u8>,
-}
-
-impl Writer {
-    fn write_batch(&mut self, batch: &[u8]) -> io::Result<()> {
-        let result = (|| {
-            // After a failed attempt the file may hold part of a batch: overwrite it.
-            self.file.seek(SeekFrom::Start(self.len))?;
-            self.file.write_all(batch)?;
-            self.file.sync_data()
-        })();
-        match result {
-            Ok(()) => {
-                self.len += batch.len() as u64;
-                Ok(())
-            }
-            Err(e) => {
-                let _ = self.file.set_len(self.len);
-                Err(e)
-            }
-        }
-    }
-}
-
-struct Shared {
-    dir: PathBuf,
-    commit_interval: Duration,
-    pending: Mutex<Pending>,
-    wake: Condvar,
-    writer: Mutex<Writer>,
-    durable: watch::Sender<u64>,
-    journal_bytes: AtomicU64,
-    /// Snapshots are written one at a time, so their clean-ups never race.
-    snapshot_lock: Mutex<()>,
-}
-
-impl Shared {
-    fn commit(&self) -> io::Result<()> {
-        let mut w = self.writer.lock();
-        self.commit_locked(&mut w)
-    }
-
-    /// Write and fsync everything appended so far, then publish it as durable.
-    fn commit_locked(&self, w: &mut Writer) -> io::Result<()> {
-        let spare = std::mem::take(&mut w.spare);
-        let (mut batch, lsn) = {
-            let mut p = self.pending.lock();
-            p.urgent = false;
-            (std::mem::replace(&mut p.bytes, spare), p.last_lsn)
-        };
-        if !w.failed.is_empty() {
-            let mut retry = std::mem::take(&mut w.failed);
-            retry.extend_from_slice(&batch);
-            batch = retry;
-        }
-        if !batch.is_empty() {
-            if let Err(e) = w.write_batch(&batch) {
-                w.failures += 1;
-                // Loud but bounded: the flusher retries every commit interval.
-                if w.failures == 1 || w.failures.is_multiple_of(50) {
-                    error!(
-                        segment = %self.dir.join(segment_name(w.segment)).display(),
-                        pending_bytes = batch.len(),
-                        attempts = w.failures,
-                        "journal write failed, writes are NOT durable; retrying: {e}"
-                    );
-                }
-                w.failed = batch;
-                return Err(e);
-            }
-            if w.failures > 0 {
-                warn!(
-                    attempts = w.failures,
-                    "journal write succeeded after failures"
-                );
-                w.failures = 0;
-            }
-        }
-        batch.clear();
-        if batch.capacity() <= MAX_SPARE_CAPACITY {
-            w.spare = batch;
-        }
-        self.durable.send_if_modified(|durable| {
-            let advanced = lsn > *durable;
-            if advanced {
-                *durable = lsn;
-            }
-            advanced
-        });
-        Ok(())
-    }
-}
-
-fn run_flusher(shared: Arc<Shared>) {
-    loop {
-        let shutdown = {
-            let mut p = shared.pending.lock();
-            if !p.urgent && !p.shutdown {
-                shared.wake.wait_for(&mut p, shared.commit_interval);
-            }
-            p.shutdown
-        };
-        // Errors were logged; the failed batch is kept and retried at the next tick.
-        let _ = shared.commit();
-        if shutdown {
-            return;
-        }
-    }
-}
-
 /// A data directory's open journal and the thread that commits it.
 struct Disk {
     shared: Arc<Shared>,
@@ -374,11 +247,8 @@ impl Drop for Disk {
 
 /// The journal and snapshot files of one data directory, or nothing (in-memory).
 ///
-/// If writing the journal fails (disk full, I/O error), the flusher logs an error and keeps
-/// retrying the same bytes every commit interval; until a retry succeeds nothing more is reported
-/// durable, so `wait_durable` (`j: true` writes) keeps waiting rather than acknowledging data that
-/// is not on disk, and `flush`/`rotate` return the error. Rewriting the whole batch on retry also
-/// sidesteps Linux marking pages clean after a failed fsync.
+/// If writing the journal fails (disk full, I/O error, read-only file system), the store refuses
+/// writes until it can write the journal again: see the `group_commit` module.
 pub struct Storage {
     disk: Option<Disk>,
     /// Sequence numbers of in-memory mode.
@@ -463,6 +333,15 @@ impl Storage {
 
     /// Open (creating) a data directory and recover its contents.
     pub fn open(dir: &Path, commit_interval: Duration) -> StorageResult<(Storage, Recovered)> {
+        Storage::open_with_faults(dir, commit_interval, None)
+    }
+
+    /// [`Storage::open`], with the journal and snapshots written through `faults` (tests).
+    pub fn open_with_faults(
+        dir: &Path,
+        commit_interval: Duration,
+        faults: Option<DiskFaults>,
+    ) -> StorageResult<(Storage, Recovered)> {
         fs::create_dir_all(dir)?;
         let lock = lock_dir(dir)?;
         let listing = list_dir(dir)?;
@@ -488,29 +367,21 @@ impl Storage {
             "recovered data directory"
         );
 
-        let (durable, _) = watch::channel(0u64);
-        let shared = Arc::new(Shared {
-            dir: dir.to_path_buf(),
+        let file = FaultyFile::new(file, faults.clone())?;
+        let writer = Writer {
+            file,
+            segment,
+            len: 0,
+            failed: Vec::new(),
+            spare: Vec::new(),
+        };
+        let shared = Arc::new(Shared::new(
+            dir.to_path_buf(),
             commit_interval,
-            pending: Mutex::new(Pending {
-                bytes: Vec::new(),
-                last_lsn: 0,
-                urgent: false,
-                shutdown: false,
-            }),
-            wake: Condvar::new(),
-            writer: Mutex::new(Writer {
-                file,
-                segment,
-                len: 0,
-                failed: Vec::new(),
-                failures: 0,
-                spare: Vec::new(),
-            }),
-            durable,
-            journal_bytes: AtomicU64::new(journal_bytes),
-            snapshot_lock: Mutex::new(()),
-        });
+            writer,
+            journal_bytes,
+            faults,
+        ));
         let flusher = {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
@@ -559,14 +430,21 @@ impl Storage {
         journal::encode_group(ops, &mut record)?;
         let header = journal::record_header(&record[journal::RECORD_HEADER_LEN..])?;
         record[..journal::RECORD_HEADER_LEN].copy_from_slice(&header);
-        let shared = &disk.shared;
-        shared
-            .journal_bytes
-            .fetch_add(record.len() as u64, Ordering::Relaxed);
-        let mut p = shared.pending.lock();
-        p.bytes.extend_from_slice(&record);
-        p.last_lsn += 1;
-        Ok(p.last_lsn)
+        Ok(disk.shared.append_record(&record))
+    }
+
+    /// `Err` while the journal cannot be written (disk full, I/O error): callers refuse the write
+    /// before changing anything. Always `Ok` in memory.
+    pub fn check_writable(&self) -> Result<(), JournalFailure> {
+        match &self.disk {
+            Some(disk) => disk.shared.check_writable(),
+            None => Ok(()),
+        }
+    }
+
+    /// The journal writer's state for `serverStatus`; `None` in memory.
+    pub fn journal_status(&self) -> Option<JournalStatus> {
+        self.disk.as_ref().map(|disk| disk.shared.status())
     }
 
     /// The sequence number of the last append group.
@@ -580,25 +458,19 @@ impl Storage {
     /// The highest sequence number known to be on disk (everything in memory mode).
     pub fn durable_lsn(&self) -> u64 {
         match &self.disk {
-            Some(disk) => *disk.shared.durable.borrow(),
+            Some(disk) => disk.shared.durable.borrow().lsn,
             None => self.memory_lsn.load(Ordering::Relaxed),
         }
     }
 
-    /// Wait until everything up to `lsn` is on disk (`j: true`); immediate in memory.
-    pub async fn wait_durable(&self, lsn: u64) {
-        let Some(disk) = &self.disk else {
-            return;
-        };
-        let shared = &disk.shared;
-        let mut durable = shared.durable.subscribe();
-        if *durable.borrow() >= lsn {
-            return;
+    /// Wait until everything up to `lsn` is on disk (`j: true`); immediate in memory. Fails, at
+    /// once, when the journal cannot be written: the write stays applied in memory and queued,
+    /// and reaches the disk if a retry succeeds, but nobody can promise that it will.
+    pub async fn wait_durable(&self, lsn: u64) -> Result<(), JournalFailure> {
+        match &self.disk {
+            Some(disk) => disk.shared.wait_durable(lsn).await,
+            None => Ok(()),
         }
-        shared.pending.lock().urgent = true;
-        shared.wake.notify_one();
-        // Err only if the storage is being dropped, and then nobody can wait any longer.
-        let _ = durable.wait_for(|&d| d >= lsn).await;
     }
 
     /// Journal bytes written since the last snapshot.
@@ -619,7 +491,7 @@ impl Storage {
         let mut w = shared.writer.lock();
         shared.commit_locked(&mut w)?;
         let next = w.segment + 1;
-        w.file = create_segment(&shared.dir, next)?;
+        w.file = FaultyFile::new(create_segment(&shared.dir, next)?, shared.faults.clone())?;
         w.segment = next;
         w.len = 0;
         shared.journal_bytes.store(0, Ordering::Relaxed);
@@ -644,7 +516,7 @@ impl Storage {
         }
         let dir = &shared.dir;
         let tmp = dir.join(snapshot_tmp_name(token));
-        if let Err(e) = snapshot::write_file(&tmp, token, collections) {
+        if let Err(e) = snapshot::write_file(&tmp, token, collections, shared.faults.clone()) {
             let _ = fs::remove_file(&tmp);
             return Err(e);
         }
@@ -1045,7 +917,7 @@ mod tests {
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
-        rt.block_on(s.wait_durable(b));
+        rt.block_on(s.wait_durable(b)).unwrap();
     }
 
     #[tokio::test]
@@ -1058,6 +930,7 @@ mod tests {
         let started = Instant::now();
         tokio::time::timeout(Duration::from_secs(10), s.wait_durable(lsn))
             .await
+            .unwrap()
             .unwrap();
         assert!(started.elapsed() < Duration::from_secs(5));
         assert!(s.durable_lsn() >= lsn);
@@ -1066,43 +939,7 @@ mod tests {
             .join(segment_name(*segments(dir.path()).last().unwrap()));
         assert!(fs::metadata(seg).unwrap().len() > 0);
         // Already durable: returns at once.
-        s.wait_durable(lsn).await;
-    }
-
-    #[test]
-    fn a_failing_journal_write_is_never_reported_durable_and_is_retried() {
-        let dir = tempfile::tempdir().unwrap();
-        let (s, _) = Storage::open(dir.path(), Duration::from_secs(3600)).unwrap();
-        let shared = Arc::clone(&s.disk.as_ref().unwrap().shared);
-        let seg = dir
-            .path()
-            .join(segment_name(*segments(dir.path()).last().unwrap()));
-        // A read-only handle makes every write fail, like a disk that refuses writes.
-        let good = std::mem::replace(&mut shared.writer.lock().file, File::open(&seg).unwrap());
-        let first = s.append(&[put(1)]);
-        assert!(s.flush().is_err());
-        let second = s.append(&[put(2)]);
-        assert!(s.flush().is_err());
-        assert!(s.durable_lsn() < first);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .build()
-            .unwrap();
-        let waited = rt.block_on(async {
-            tokio::time::timeout(Duration::from_millis(200), s.wait_durable(first)).await
-        });
-        assert!(
-            waited.is_err(),
-            "a failed write was acknowledged as durable"
-        );
-
-        shared.writer.lock().file = good;
-        s.flush().unwrap();
-        assert!(s.durable_lsn() >= second);
-        drop(shared);
-        drop(s);
-        let (_s, rec) = open(dir.path());
-        assert_eq!(rec.ops, vec![put(1), put(2)]);
+        s.wait_durable(lsn).await.unwrap();
     }
 
     #[test]

@@ -1029,7 +1029,7 @@ pub fn repair(dir: &Path) -> io::Result<RepairReport> {
         .max()
         .map_or(FIRST_SEGMENT, |&n| n + 1);
     let tmp = dir.join(snapshot_tmp_name(fresh));
-    if let Err(e) = snapshot::write_file(&tmp, fresh, &images) {
+    if let Err(e) = snapshot::write_file(&tmp, fresh, &images, None) {
         let _ = fs::remove_file(&tmp);
         return Err(e);
     }
@@ -1281,7 +1281,7 @@ mod tests {
     fn repair_salvages_a_damaged_only_snapshot_without_misfiling_documents() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(snapshot_name(5));
-        snapshot::write_file(&path, 5, &[image("a", 10), image("b", 10)]).unwrap();
+        snapshot::write_file(&path, 5, &[image("a", 10), image("b", 10)], None).unwrap();
         let mut bytes = fs::read(&path).unwrap();
         let starts = record_starts(&bytes);
         // Records: file header, "a" header, 10 docs, "b" header, 10 docs, trailer.

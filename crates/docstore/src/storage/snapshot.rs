@@ -5,6 +5,7 @@
 //! `{db, coll, options, indexes, count}` followed by `count` document records, then a trailer
 //! `{end: true, collections, docs}`. Every record is framed like a journal record.
 
+use super::faults::{DiskFaults, FaultyFile};
 use super::journal::{read_record, write_record, ReadRecord, RECORD_HEADER_LEN};
 use super::CollectionImage;
 use bson::{doc, Bson, Document};
@@ -36,8 +37,13 @@ fn encode(doc: &Document, scratch: &mut Vec<u8>) -> io::Result<()> {
 }
 
 /// Write a complete snapshot to `path` and fsync it. The caller renames it into place.
-pub fn write_file(path: &Path, token: u64, collections: &[CollectionImage]) -> io::Result<()> {
-    let file = File::create(path)?;
+pub fn write_file(
+    path: &Path,
+    token: u64,
+    collections: &[CollectionImage],
+    faults: Option<DiskFaults>,
+) -> io::Result<()> {
+    let file = FaultyFile::new(File::create(path)?, faults)?;
     let mut w = BufWriter::with_capacity(IO_BUFFER, file);
     let mut scratch = Vec::new();
     let token_i64 = i64::try_from(token).unwrap_or(i64::MAX);
@@ -73,7 +79,7 @@ pub fn write_file(path: &Path, token: u64, collections: &[CollectionImage]) -> i
     };
     encode(&trailer, &mut scratch)?;
     write_record(&mut w, &scratch)?;
-    let file = w.into_inner().map_err(|e| e.into_error())?;
+    let mut file = w.into_inner().map_err(|e| e.into_error())?;
     file.sync_all()
 }
 
@@ -204,7 +210,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.db");
         let images = vec![image("a", "one", 3), image("b", "two", 0)];
-        write_file(&path, 7, &images).unwrap();
+        write_file(&path, 7, &images, None).unwrap();
         let (token, back) = read_file(&path).unwrap();
         assert_eq!(token, 7);
         assert_eq!(back.len(), 2);
@@ -220,7 +226,7 @@ mod tests {
     fn a_damaged_or_truncated_snapshot_is_rejected() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.db");
-        write_file(&path, 1, &[image("a", "one", 50)]).unwrap();
+        write_file(&path, 1, &[image("a", "one", 50)], None).unwrap();
         let bytes = std::fs::read(&path).unwrap();
 
         let mut flipped = bytes.clone();
