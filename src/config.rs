@@ -32,6 +32,9 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("cart", "cleanup_after_secs"),
     ("cart", "jobs_every_secs"),
     ("payment", "gateway"),
+    ("comments", "max_length"),
+    ("comments", "rate_limit_per_minute"),
+    ("comments", "page_size"),
 ];
 
 #[derive(Debug, Clone)]
@@ -44,6 +47,7 @@ pub struct Settings {
     pub media: MediaSettings,
     pub cart: CartSettings,
     pub payment: PaymentSettings,
+    pub comments: CommentSettings,
 }
 
 #[derive(Debug, Clone)]
@@ -132,6 +136,17 @@ pub struct CartSettings {
     pub cleanup_after: std::time::Duration,
     /// How often the expiry and cleanup jobs run; zero turns them off (admin can still run them).
     pub jobs_every: std::time::Duration,
+}
+
+/// Limits on comments.
+#[derive(Debug, Clone)]
+pub struct CommentSettings {
+    /// Longest comment text accepted, in characters.
+    pub max_length: usize,
+    /// Comments one client address may post per minute; 0 turns the limit off.
+    pub rate_limit_per_minute: u32,
+    /// Comments on one page of a discussion or permalink.
+    pub page_size: usize,
 }
 
 /// Which payment gateway charges cards.
@@ -401,6 +416,12 @@ impl Layers {
             },
             cart: self.cart()?,
             payment: self.payment()?,
+            comments: CommentSettings {
+                max_length: self.integer("comments.max_length", 1, 100_000)? as usize,
+                rate_limit_per_minute: self.integer("comments.rate_limit_per_minute", 0, 100_000)?
+                    as u32,
+                page_size: self.integer("comments.page_size", 1, 1000)? as usize,
+            },
         })
     }
 

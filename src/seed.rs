@@ -49,6 +49,8 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
         other => DbError::Other(mongodb::error::Error::custom(other.to_string())),
     })?;
     report.added.push(("product covers", covers));
+    let comments = crate::comments::demo::seed(db).await?;
+    report.added.push((crate::comments::COLLECTION, comments));
     Ok(report)
 }
 

@@ -12,7 +12,10 @@ use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
 use crate::checkout::payment::{PaymentGateway, TestGateway};
-use crate::config::{redact_uri, CartSettings, DatabaseUri, PaymentSettings, Settings};
+use crate::comments::rate_limit::CommentRateLimit;
+use crate::config::{
+    redact_uri, CartSettings, CommentSettings, DatabaseUri, PaymentSettings, Settings,
+};
 use crate::db::{indexes, Db, Store};
 use crate::web::basic_auth::{self, AdminCredentials};
 use crate::web::errors::{bad_request_page, render_bare_errors};
@@ -34,6 +37,10 @@ pub struct AppState {
     pub gateway: Arc<dyn PaymentGateway>,
     /// Cart expiry and cleanup timeouts (admin can run the jobs by hand).
     pub cart: CartSettings,
+    /// Comment length, page size and rate limit.
+    pub comments: CommentSettings,
+    /// Comments per client address per minute.
+    pub comment_rate: CommentRateLimit,
 }
 
 /// The database connection, and the embedded server when Bazaar started one.
@@ -201,6 +208,8 @@ impl Application {
             max_upload_bytes: settings.media.max_upload_bytes,
             gateway,
             cart: settings.cart.clone(),
+            comments: settings.comments.clone(),
+            comment_rate: CommentRateLimit::new(settings.comments.rate_limit_per_minute),
         });
         let server = http_server(
             state,
@@ -338,6 +347,22 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/static/{path:.*}", read().to(assets::serve))
         .route("/products", read().to(catalog::pages::list))
         .route("/products/{slug}", read().to(catalog::pages::show))
+        .route(
+            "/products/{slug}/comments",
+            read().to(catalog::pages::comments_anchor),
+        )
+        .route(
+            "/products/{slug}/comments",
+            web::post().to(catalog::pages::post_comment),
+        )
+        .route(
+            "/products/{slug}/comments/{comment:.+}",
+            read().to(catalog::pages::comment_permalink),
+        )
+        .route(
+            "/products/{slug}/comments/{comment:.+}",
+            web::post().to(catalog::pages::post_reply),
+        )
         .route("/categories", read().to(catalog::pages::tree))
         .route("/categories/{slug}", read().to(catalog::pages::category))
         .route("/cart", read().to(cart::pages::show))

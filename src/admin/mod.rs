@@ -2,6 +2,7 @@
 
 pub mod carts;
 pub mod categories;
+pub mod comments;
 pub mod dashboard;
 pub mod orders;
 pub mod products;
@@ -58,4 +59,8 @@ pub fn scope() -> Scope<
         .service(web::resource("/carts/expire").post(carts::expire_now))
         .service(web::resource("/carts/cleanup").post(carts::clean_up_now))
         .route("/stock", read().to(stock::index))
+        .route("/comments", read().to(comments::index))
+        .service(web::resource("/comments/{id}/hide").post(comments::hide))
+        .service(web::resource("/comments/{id}/unhide").post(comments::unhide))
+        .service(web::resource("/comments/{id}/delete").post(comments::delete))
 }

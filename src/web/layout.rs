@@ -26,6 +26,7 @@ const ADMIN_AREAS: &[(&str, &str)] = &[
     ("/admin/orders", "Orders"),
     ("/admin/carts", "Carts"),
     ("/admin/stock", "Stock"),
+    ("/admin/comments", "Comments"),
 ];
 
 pub struct NavLink {
