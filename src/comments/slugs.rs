@@ -1,5 +1,5 @@
 //! Comment slugs: a short random part per level (`34db/8bda`), the timed form that orders a
-//! thread (`2026.11.21.10.00.00:34db/…`), and the shape check a permalink must pass before any
+//! thread (`2026.11.21.10.00.00.000:34db/…`), and the shape check a permalink must pass before any
 //! query is built from it.
 
 use std::collections::{HashMap, VecDeque};
@@ -29,9 +29,11 @@ pub fn next_part(discussion: ObjectId) -> String {
     scripted(discussion).unwrap_or_else(random_part)
 }
 
-/// The posting time as it leads each part of `full_slug`; it sorts like the time itself.
+/// The posting time as it leads each part of `full_slug`; it sorts like the time itself. The
+/// milliseconds keep comments posted within the same second in posting order (the random part
+/// only breaks ties within a millisecond).
 pub fn stamp(posted: DateTime) -> String {
-    posted.to_chrono().format("%Y.%m.%d.%H.%M.%S").to_string()
+    posted.to_chrono().format("%Y.%m.%d.%H.%M.%S%.3f").to_string()
 }
 
 /// True when `slug` is a well-formed permalink: parts of four lowercase hex digits joined by
@@ -110,8 +112,9 @@ mod tests {
     #[test]
     fn stamps_sort_like_times() {
         let a = stamp(DateTime::from_millis(1_700_000_000_000));
-        let b = stamp(DateTime::from_millis(1_700_000_001_000));
-        assert_eq!(a, "2023.11.14.22.13.20");
-        assert!(a < b);
+        let b = stamp(DateTime::from_millis(1_700_000_000_007));
+        let c = stamp(DateTime::from_millis(1_700_000_001_000));
+        assert_eq!(a, "2023.11.14.22.13.20.000");
+        assert!(a < b && b < c);
     }
 }
