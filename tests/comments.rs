@@ -525,8 +525,21 @@ async fn the_admin_lists_comments_newest_first_with_links_in_context_and_the_das
         attr(&doc, ".comment-row .comment-discussion a", "href"),
         Some(format!("/products/{}/comments/{a}#{anchor}", product.slug))
     );
-    let visible = html(&body(app.get_admin("/admin/comments?status=deleted").await).await);
-    assert_eq!(count(&visible, ".comment-row"), 0);
+    let deleted = html(&body(app.get_admin("/admin/comments?status=deleted").await).await);
+    assert_eq!(count(&deleted, ".comment-row"), 0);
+    let one = html(
+        &body(
+            app.get_admin(&format!("/admin/comments?discussion={}", product.id.to_hex()))
+                .await,
+        )
+        .await,
+    );
+    assert_eq!(
+        texts(&one, ".comment-row .comment-excerpt"),
+        vec!["newer one", "older one"]
+    );
+    let all = html(&body(app.get_admin("/admin/comments").await).await);
+    assert!(count(&all, ".comment-row") > 2, "the demo comments are listed too");
     let dash = html(&body(app.get_admin("/admin").await).await);
     assert!(texts(&dash, ".recent-comment")[0].contains("Second"));
     // Moderation needs the admin's CSRF token.
@@ -594,6 +607,11 @@ async fn every_comment_query_uses_an_index() {
         (
             "moderation by status",
             doc! { "status": "hidden" },
+            doc! { "posted": -1 },
+        ),
+        (
+            "moderation of one discussion by status",
+            doc! { "status": "hidden", "discussion_id": id },
             doc! { "posted": -1 },
         ),
     ];

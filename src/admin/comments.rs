@@ -64,9 +64,10 @@ impl ModeratedComment {
 pub async fn newest_with_links(
     db: &Db,
     status: Option<CommentStatus>,
+    discussion: Option<ObjectId>,
     limit: i64,
 ) -> Result<Vec<ModeratedComment>, DbError> {
-    let comments = store::newest(db, status, None, limit).await?;
+    let comments = store::newest(db, status, discussion, limit).await?;
     let mut ids: Vec<ObjectId> = comments.iter().map(|c| c.discussion_id).collect();
     ids.sort();
     ids.dedup();
@@ -85,6 +86,8 @@ pub async fn newest_with_links(
 pub struct CommentListPage {
     pub layout: Layout,
     pub status: Option<CommentStatus>,
+    /// Only this discussion's comments, when set.
+    pub discussion: Option<ObjectId>,
     pub comments: Vec<ModeratedComment>,
     pub total: u64,
 }
@@ -101,20 +104,42 @@ impl CommentListPage {
     pub fn status_param(&self) -> &'static str {
         self.status.map(|s| s.as_str()).unwrap_or("")
     }
+
+    /// The list address for `status` (all when empty), keeping the discussion filter.
+    pub fn filter_url(&self, status: &str) -> String {
+        let mut qs = form_urlencoded::Serializer::new(String::new());
+        if !status.is_empty() {
+            qs.append_pair("status", status);
+        }
+        if let Some(d) = self.discussion {
+            qs.append_pair("discussion", &d.to_hex());
+        }
+        let qs = qs.finish();
+        if qs.is_empty() {
+            "/admin/comments".to_string()
+        } else {
+            format!("/admin/comments?{qs}")
+        }
+    }
 }
 
-/// `GET /admin/comments?status=`: an unknown status shows every comment.
+/// `GET /admin/comments?status=&discussion=`: an unknown status shows every comment; a
+/// discussion id narrows the list to that discussion.
 pub async fn index(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
     let status = params.get("status").and_then(|s| CommentStatus::parse(s));
-    let comments = newest_with_links(&state.db, status, LIST_LIMIT).await?;
-    let total = store::count(&state.db, status).await?;
+    let discussion = params
+        .get("discussion")
+        .and_then(|d| ObjectId::parse_str(d).ok());
+    let comments = newest_with_links(&state.db, status, discussion, LIST_LIMIT).await?;
+    let total = store::count(&state.db, status, discussion).await?;
     render(&CommentListPage {
         layout: Layout::admin(&req),
         status,
+        discussion,
         comments,
         total,
     })

@@ -38,7 +38,7 @@ pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRe
     let ping_ms = format!("{:.1} ms", started.elapsed().as_secs_f64() * 1000.0);
     let server_version = state.db.server_version().await?;
     let collections = state.db.collection_counts().await?;
-    let recent_comments = newest_with_links(&state.db, None, RECENT_COMMENTS).await?;
+    let recent_comments = newest_with_links(&state.db, None, None, RECENT_COMMENTS).await?;
     render(&DashboardPage {
         layout: Layout::admin(&req),
         store: state.db.store().to_string(),

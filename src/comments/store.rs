@@ -422,11 +422,19 @@ pub async fn discussion_links(
     Ok(links)
 }
 
-/// How many comments have `status` (all when `None`), for the moderation list's heading.
-pub async fn count(db: &Db, status: Option<CommentStatus>) -> Result<u64, DbError> {
-    let filter = match status {
-        Some(s) => doc! { "status": s.as_str() },
-        None => doc! {},
-    };
+/// How many comments have `status` (all when `None`), in one discussion or all, for the
+/// moderation list's heading.
+pub async fn count(
+    db: &Db,
+    status: Option<CommentStatus>,
+    discussion_id: Option<ObjectId>,
+) -> Result<u64, DbError> {
+    let mut filter = Document::new();
+    if let Some(status) = status {
+        filter.insert("status", status.as_str());
+    }
+    if let Some(id) = discussion_id {
+        filter.insert("discussion_id", id);
+    }
     Ok(collection(db).count_documents(filter).await?)
 }
