@@ -78,6 +78,7 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "Orders",
             "Carts",
             "Stock",
+            "Comments",
             "View site"
         ]
     );
@@ -97,13 +98,14 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "assets.files",
             "carts",
             "categories",
+            "comments",
             "orders",
             "products",
             "settings"
         ],
         "{rows:?}"
     );
-    assert!(rows[6].ends_with('1'), "{rows:?}");
+    assert!(rows[7].ends_with('1'), "{rows:?}");
     assert!(
         csrf_token(&doc).is_some(),
         "the admin form carries a CSRF token"
