@@ -268,8 +268,14 @@ async fn bench() -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("{e}"))?
     };
     let discussions = [
-        (100, seed_discussion(&database.db, "maiden-voyage", 100).await?),
-        (10_000, seed_discussion(&database.db, "brilliant-corners", 10_000).await?),
+        (
+            100,
+            seed_discussion(&database.db, "maiden-voyage", 100).await?,
+        ),
+        (
+            10_000,
+            seed_discussion(&database.db, "brilliant-corners", 10_000).await?,
+        ),
     ];
     println!(
         "catalog: {} products ({added} generated in {:.1} s), {connections} connections, {seconds} s per page",
@@ -302,16 +308,19 @@ async fn bench() -> anyhow::Result<()> {
                     Arc::new(move |_| url.clone())
                 },
             ),
-            (
-                format!("discussion, {size} comments: deep permalink"),
-                {
-                    let url = d.deep_permalink.clone();
-                    Arc::new(move |_| url.clone())
-                },
-            ),
+            (format!("discussion, {size} comments: deep permalink"), {
+                let url = d.deep_permalink.clone();
+                Arc::new(move |_| url.clone())
+            }),
         ];
         for (name, pick) in cases {
-            run_load(&base, connections, Duration::from_secs(1), Arc::clone(&pick)).await;
+            run_load(
+                &base,
+                connections,
+                Duration::from_secs(1),
+                Arc::clone(&pick),
+            )
+            .await;
             let o = run_load(&base, connections, Duration::from_secs(seconds), pick).await;
             report(&name, &o);
         }

@@ -256,16 +256,28 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .await
         .expect("the new comment's page shows");
     client
-        .find(Locator::Css("li.comment-focus details.comment-reply summary"))
+        .find(Locator::Css(
+            "li.comment-focus details.comment-reply summary",
+        ))
         .await
         .expect("reply toggle")
         .click()
         .await
         .expect("reply form opened");
-    fill("li.comment-focus form.reply-form input[name=name]", "Second Tester").await;
-    fill("li.comment-focus form.reply-form textarea", "A reply from Chromium").await;
+    fill(
+        "li.comment-focus form.reply-form input[name=name]",
+        "Second Tester",
+    )
+    .await;
+    fill(
+        "li.comment-focus form.reply-form textarea",
+        "A reply from Chromium",
+    )
+    .await;
     client
-        .find(Locator::Css("li.comment-focus form.reply-form button[type=submit]"))
+        .find(Locator::Css(
+            "li.comment-focus form.reply-form button[type=submit]",
+        ))
         .await
         .expect("reply button")
         .click()

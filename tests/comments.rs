@@ -144,9 +144,19 @@ async fn a_deep_thread_renders_in_order_indented_by_depth_with_the_indentation_c
     let mut chain = vec![top.clone()];
     for level in 1..=8 {
         let slug = posted_slug(
-            &reply(&shopper, &product, &parent, "Ben", &format!("level {level}")).await,
+            &reply(
+                &shopper,
+                &product,
+                &parent,
+                "Ben",
+                &format!("level {level}"),
+            )
+            .await,
         );
-        assert!(slug.starts_with(&format!("{parent}/")), "{slug} under {parent}");
+        assert!(
+            slug.starts_with(&format!("{parent}/")),
+            "{slug} under {parent}"
+        );
         chain.push(slug.clone());
         parent = slug;
     }
@@ -162,7 +172,12 @@ async fn a_deep_thread_renders_in_order_indented_by_depth_with_the_indentation_c
     assert_eq!(slugs, expected, "thread order");
     for (i, row) in rows.iter().take(9).enumerate() {
         assert_eq!(row.1, i, "depth of {}", row.0);
-        assert_eq!(row.2, format!("indent-{}", i.min(6)), "indentation of {}", row.0);
+        assert_eq!(
+            row.2,
+            format!("indent-{}", i.min(6)),
+            "indentation of {}",
+            row.0
+        );
         assert_eq!(row.3, format!("level {i}"));
     }
     assert_eq!((rows[9].1, rows[9].2.as_str()), (1, "indent-1"));
@@ -274,7 +289,10 @@ async fn hiding_and_unhiding_keep_the_count_exact_and_a_hidden_comment_off_the_p
     assert_eq!(hidden, StatusCode::NOT_FOUND);
 
     let admin = html(&body(app.get_admin("/admin/comments?status=hidden").await).await);
-    assert_eq!(texts(&admin, ".comment-row .comment-excerpt"), vec!["buy pills"]);
+    assert_eq!(
+        texts(&admin, ".comment-row .comment-excerpt"),
+        vec!["buy pills"]
+    );
     moderate(&app, &spam, "unhide").await;
     assert_eq!(comment_count(&app.db, &product).await, 2);
     let doc = page(&s, &format!("/products/{}", product.slug)).await;
@@ -336,7 +354,10 @@ async fn two_comments_given_the_same_slug_in_the_same_second_are_both_stored() {
     let first = posted_slug(&reply(&s, &product, &parent, "One", "first").await);
     let second = posted_slug(&reply(&s, &product, &parent, "Two", "second").await);
     assert_eq!(first, "0a0a/abcd");
-    assert_eq!(second, "0a0a/abce", "the collision was retried with a new part");
+    assert_eq!(
+        second, "0a0a/abce",
+        "the collision was retried with a new part"
+    );
     let all = stored(&app.db, &product).await;
     assert_eq!(all.len(), 3);
     assert_eq!(comment_count(&app.db, &product).await, 3);
@@ -395,7 +416,10 @@ async fn a_comment_over_the_length_limit_gets_a_form_error_with_the_text_kept() 
     let doc = html(&body(response).await);
     assert!(texts(&doc, "#new-comment .field-error")[0].contains("5000 characters"));
     assert_eq!(texts(&doc, "#comment-text"), vec![long.clone()]);
-    assert_eq!(attr(&doc, "#comment-name", "value").as_deref(), Some("Verbose"));
+    assert_eq!(
+        attr(&doc, "#comment-name", "value").as_deref(),
+        Some("Verbose")
+    );
     assert!(stored(&app.db, &product).await.is_empty());
 
     let empty = post(&s, &product, "", "").await;
@@ -465,7 +489,11 @@ async fn a_permalink_slug_with_regex_metacharacters_or_dots_is_not_found() {
         "ABCD".to_string(),
     ] {
         let path = format!("/products/{}/comments/{bad}", product.slug);
-        assert_eq!(s.get(&path).await.status(), StatusCode::NOT_FOUND, "GET {bad}");
+        assert_eq!(
+            s.get(&path).await.status(),
+            StatusCode::NOT_FOUND,
+            "GET {bad}"
+        );
         let posted = s.post(&path, &[("name", "x"), ("text", "y")]).await;
         assert_eq!(posted.status(), StatusCode::NOT_FOUND, "POST {bad}");
     }
@@ -529,8 +557,11 @@ async fn the_admin_lists_comments_newest_first_with_links_in_context_and_the_das
     assert_eq!(count(&deleted, ".comment-row"), 0);
     let one = html(
         &body(
-            app.get_admin(&format!("/admin/comments?discussion={}", product.id.to_hex()))
-                .await,
+            app.get_admin(&format!(
+                "/admin/comments?discussion={}",
+                product.id.to_hex()
+            ))
+            .await,
         )
         .await,
     );
@@ -539,13 +570,19 @@ async fn the_admin_lists_comments_newest_first_with_links_in_context_and_the_das
         vec!["newer one", "older one"]
     );
     let all = html(&body(app.get_admin("/admin/comments").await).await);
-    assert!(count(&all, ".comment-row") > 2, "the demo comments are listed too");
+    assert!(
+        count(&all, ".comment-row") > 2,
+        "the demo comments are listed too"
+    );
     let dash = html(&body(app.get_admin("/admin").await).await);
     assert!(texts(&dash, ".recent-comment")[0].contains("Second"));
     // Moderation needs the admin's CSRF token.
     let refused = app
         .post_admin_form(
-            &format!("/admin/comments/{}/hide", by_slug(&app.db, &product, &a).await.id.to_hex()),
+            &format!(
+                "/admin/comments/{}/hide",
+                by_slug(&app.db, &product, &a).await.id.to_hex()
+            ),
             &[("csrf_token", "wrong")],
         )
         .await;
@@ -581,7 +618,11 @@ async fn every_comment_query_uses_an_index() {
     let id = bson::oid::ObjectId::new();
     let c = comments::COLLECTION;
     let cases = [
-        ("thread page", doc! { "discussion_id": id }, doc! { "full_slug": 1 }),
+        (
+            "thread page",
+            doc! { "discussion_id": id },
+            doc! { "full_slug": 1 },
+        ),
         (
             "next page",
             doc! { "discussion_id": id, "full_slug": { "$gt": "2026.01.01.00.00.00:abcd" } },
@@ -597,7 +638,11 @@ async fn every_comment_query_uses_an_index() {
             comments::store::below(id, "2026.01.01.00.00.00:abcd"),
             doc! { "full_slug": 1 },
         ),
-        ("permalink", doc! { "discussion_id": id, "slug": "abcd/ef01" }, doc! {}),
+        (
+            "permalink",
+            doc! { "discussion_id": id, "slug": "abcd/ef01" },
+            doc! {},
+        ),
         (
             "a discussion by time",
             doc! { "discussion_id": id },
@@ -628,7 +673,10 @@ async fn every_comment_query_uses_an_index() {
         .await
         .unwrap();
     let scan = find_stage(&bson::Bson::Document(explain.clone()), "IXSCAN").expect("an index scan");
-    let bounds = scan.get_document("indexBounds").map(|b| b.to_string()).unwrap_or_default();
+    let bounds = scan
+        .get_document("indexBounds")
+        .map(|b| b.to_string())
+        .unwrap_or_default();
     assert!(
         bounds.contains("2026.01.01.00.00.00:abcd/"),
         "bounds: {bounds} in {explain}"

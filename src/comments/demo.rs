@@ -5,13 +5,16 @@
 use bson::{oid::ObjectId, DateTime};
 
 use crate::catalog::products;
+use crate::checkout::orders::is_duplicate_key;
 use crate::comments::store::{self, collection};
 use crate::comments::{slugs, Author, Comment, CommentStatus, DiscussionKind};
-use crate::checkout::orders::is_duplicate_key;
 use crate::db::{Db, DbError};
 
-/// `(product slug, [(comment slug, name, text)])`, parents before their replies.
-const DISCUSSIONS: &[(&str, &[(&str, &str, &str)])] = &[
+/// `(comment slug, name, text)`.
+type DemoComment = (&'static str, &'static str, &'static str);
+
+/// `(product slug, comments)`, parents before their replies.
+const DISCUSSIONS: &[(&str, &[DemoComment])] = &[
     (
         "kind-of-blue",
         &[

@@ -147,8 +147,7 @@ pub async fn submit(
         Err(PostError::ParentGone) => {
             state.comment_rate.release(client);
             form.notice = Some(
-                "The comment you replied to has been removed, so your reply was not posted."
-                    .into(),
+                "The comment you replied to has been removed, so your reply was not posted.".into(),
             );
             return Ok(Submitted::Refused(form, StatusCode::CONFLICT));
         }

@@ -33,7 +33,10 @@ pub fn next_part(discussion: ObjectId) -> String {
 /// milliseconds keep comments posted within the same second in posting order (the random part
 /// only breaks ties within a millisecond).
 pub fn stamp(posted: DateTime) -> String {
-    posted.to_chrono().format("%Y.%m.%d.%H.%M.%S%.3f").to_string()
+    posted
+        .to_chrono()
+        .format("%Y.%m.%d.%H.%M.%S%.3f")
+        .to_string()
 }
 
 /// True when `slug` is a well-formed permalink: parts of four lowercase hex digits joined by
@@ -93,8 +96,20 @@ mod tests {
         assert!(is_valid("34db"));
         assert!(is_valid("34db/8bda/0000"));
         for bad in [
-            "", "34d", "34dbb", "34DB", "34db/", "/34db", "34db//8bda", "..", "34db/..", ".*",
-            "34d.", "(a|b)", "34db%2F8bda", "34db\\",
+            "",
+            "34d",
+            "34dbb",
+            "34DB",
+            "34db/",
+            "/34db",
+            "34db//8bda",
+            "..",
+            "34db/..",
+            ".*",
+            "34d.",
+            "(a|b)",
+            "34db%2F8bda",
+            "34db\\",
         ] {
             assert!(!is_valid(bad), "{bad:?} accepted");
         }

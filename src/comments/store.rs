@@ -74,7 +74,11 @@ pub async fn adjust_count(
 
 /// Like [`adjust_count`] when only the discussion's id is at hand (moderation): the counter of
 /// whichever kind of document has that id. ObjectIds are unique across collections.
-pub async fn adjust_count_by_id(db: &Db, discussion_id: ObjectId, delta: i64) -> Result<(), DbError> {
+pub async fn adjust_count_by_id(
+    db: &Db,
+    discussion_id: ObjectId,
+    delta: i64,
+) -> Result<(), DbError> {
     for kind in DiscussionKind::ALL {
         let (collection, field) = kind.counter();
         let updated = db
@@ -143,7 +147,9 @@ pub async fn post(
                 .count_documents(doc! { "_id": parent.id, "status": "visible" })
                 .await?;
             if open == 0 {
-                collection(db).delete_one(doc! { "_id": comment.id }).await?;
+                collection(db)
+                    .delete_one(doc! { "_id": comment.id })
+                    .await?;
                 return Err(PostError::ParentGone);
             }
         }
@@ -224,7 +230,11 @@ pub async fn before_in_thread_order(
 }
 
 /// True when any comment replies to the comment with `full_slug` (at any depth).
-pub async fn has_replies(db: &Db, discussion_id: ObjectId, full_slug: &str) -> Result<bool, DbError> {
+pub async fn has_replies(
+    db: &Db,
+    discussion_id: ObjectId,
+    full_slug: &str,
+) -> Result<bool, DbError> {
     Ok(collection(db)
         .find_one(below(discussion_id, full_slug))
         .await?
@@ -380,9 +390,11 @@ pub async fn discussion_links(
         .try_collect()
         .await?;
     for p in products {
-        if let (Ok(id), Ok(title), Ok(slug)) =
-            (p.get_object_id("_id"), p.get_str("title"), p.get_str("slug"))
-        {
+        if let (Ok(id), Ok(title), Ok(slug)) = (
+            p.get_object_id("_id"),
+            p.get_str("title"),
+            p.get_str("slug"),
+        ) {
             links.insert(
                 id,
                 DiscussionLink {

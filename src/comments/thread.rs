@@ -281,7 +281,7 @@ pub async fn sub_thread(
     );
     // The permalink's own comment: a hidden or deleted one is shown as a placeholder when it
     // has replies, and is not found otherwise.
-    if !shown.first().is_some_and(|e| e.comment.slug == slug) {
+    if shown.first().is_none_or(|e| e.comment.slug != slug) {
         return Ok(None);
     }
     let focus = Some(slug.to_string());
