@@ -82,7 +82,7 @@ fn client_address(req: &HttpRequest) -> IpAddr {
 
 /// Check and store a comment on `discussion` — a reply when `parent_slug` is given. Spam checks
 /// and form errors come back as [`Submitted::Refused`] with the text kept, never as an error
-/// page; after a post the browser goes to the comment in its thread.
+/// page; after a post the browser goes to the comment's place, under its parent.
 pub async fn submit(
     req: &HttpRequest,
     state: &AppState,
@@ -168,9 +168,14 @@ pub async fn submit(
         Level::Success,
         "Thank you: your comment is posted.",
     );
+    // A reply is shown under its parent's permalink (which holds it even when the whole
+    // thread runs to many pages); a new comment under its own.
+    let shown_under = parent
+        .as_ref()
+        .map_or(comment.slug.as_str(), |p| p.slug.as_str());
     let location = format!(
         "{}#{}",
-        discussion.comment_url(comment.thread_slug()),
+        discussion.comment_url(shown_under),
         comment.anchor()
     );
     Ok(Submitted::Posted(see_other(&location)))
