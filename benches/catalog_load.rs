@@ -2,8 +2,12 @@
 //! shopping sessions (add to cart + cart page, and a checkout), with 10 000 products on in-memory
 //! docstore and 64 concurrent connections or sessions.
 //!
+//! A separate phase loads discussion pages with 100 and with 10 000 threaded comments: the first
+//! page, a page deep into the discussion, and a permalink deep in a thread.
+//!
 //! `cargo bench -p bazaar --bench catalog_load` (BENCH_SECONDS, BENCH_PRODUCTS and
-//! BENCH_CONNECTIONS override the defaults). Prints requests/s and latency percentiles.
+//! BENCH_CONNECTIONS override the defaults; BENCH_ONLY=comments runs only the comments phase).
+//! Prints requests/s and latency percentiles.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -253,11 +257,26 @@ async fn bench() -> anyhow::Result<()> {
     let database = OpenDatabase::open(&settings).await?;
     bazaar::db::indexes::ensure_indexes(&database.db).await?;
     bazaar::seed::run(&database.db).await?;
+    let only_comments = std::env::var("BENCH_ONLY").is_ok_and(|v| v == "comments");
     let seeding = Instant::now();
     let demo = 36;
-    let added = bazaar::catalog::demo::seed_bulk(&database.db, products.saturating_sub(demo))
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let added = if only_comments {
+        0
+    } else {
+        bazaar::catalog::demo::seed_bulk(&database.db, products.saturating_sub(demo))
+            .await
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+    };
+    let discussions = [
+        (
+            100,
+            seed_discussion(&database.db, "maiden-voyage", 100).await?,
+        ),
+        (
+            10_000,
+            seed_discussion(&database.db, "brilliant-corners", 10_000).await?,
+        ),
+    ];
     println!(
         "catalog: {} products ({added} generated in {:.1} s), {connections} connections, {seconds} s per page",
         added + demo,
@@ -270,6 +289,47 @@ async fn bench() -> anyhow::Result<()> {
     let base = format!("http://127.0.0.1:{}", app.port());
     let handle = app.server_handle();
     let server = tokio::spawn(app.run_until_stopped());
+
+    println!("| page | requests/s | p50 ms | p99 ms | errors |");
+    println!("|---|---|---|---|---|");
+    for (size, d) in discussions {
+        let cases: Vec<(String, PickUrl)> = vec![
+            (
+                format!("discussion, {size} comments: first page (/products/{{slug}})"),
+                {
+                    let url = d.first_page.clone();
+                    Arc::new(move |_| url.clone())
+                },
+            ),
+            (
+                format!("discussion, {size} comments: a page 3/4 in (?after=)"),
+                {
+                    let url = d.deep_page.clone();
+                    Arc::new(move |_| url.clone())
+                },
+            ),
+            (format!("discussion, {size} comments: deep permalink"), {
+                let url = d.deep_permalink.clone();
+                Arc::new(move |_| url.clone())
+            }),
+        ];
+        for (name, pick) in cases {
+            run_load(
+                &base,
+                connections,
+                Duration::from_secs(1),
+                Arc::clone(&pick),
+            )
+            .await;
+            let o = run_load(&base, connections, Duration::from_secs(seconds), pick).await;
+            report(&name, &o);
+        }
+    }
+    if only_comments {
+        handle.stop(true).await;
+        let _ = server.await;
+        return Ok(());
+    }
 
     let pages = (products / 12).max(1);
     let cases: Vec<(&str, PickUrl)> = vec![
@@ -289,8 +349,6 @@ async fn bench() -> anyhow::Result<()> {
             }),
         ),
     ];
-    println!("| page | requests/s | p50 ms | p99 ms | errors |");
-    println!("|---|---|---|---|---|");
     for (name, pick) in cases {
         // Warm up caches and connections first.
         run_load(
@@ -347,4 +405,88 @@ async fn bench() -> anyhow::Result<()> {
     handle.stop(true).await;
     let _ = server.await;
     Ok(())
+}
+
+/// The addresses the comments phase loads for one discussion.
+struct BenchDiscussion {
+    first_page: String,
+    deep_page: String,
+    deep_permalink: String,
+}
+
+/// Give the product `slug` `n` comments in threads of ten (a top-level comment, a chain of four
+/// replies and two shorter branches), one second apart, inserted directly in batches.
+async fn seed_discussion(
+    db: &bazaar::db::Db,
+    slug: &str,
+    n: usize,
+) -> anyhow::Result<BenchDiscussion> {
+    use bazaar::comments::{self, slugs, Author, Comment, CommentStatus};
+    use bson::oid::ObjectId;
+    let product = bazaar::catalog::products::by_slug(db, slug)
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("demo product {slug} is missing"))?;
+    // Each reply's parent, by position in the thread (0 is the top-level comment).
+    const PARENT: [usize; 10] = [0, 0, 1, 2, 3, 0, 5, 0, 7, 8];
+    let start = bson::DateTime::now().timestamp_millis() - (n as i64 + 10) * 1000;
+    let mut batch: Vec<Comment> = Vec::with_capacity(1000);
+    let mut thread: Vec<(String, String, ObjectId)> = Vec::with_capacity(10);
+    let mut full_slugs: Vec<String> = Vec::with_capacity(n);
+    let mut deep_permalink = String::new();
+    for i in 0..n {
+        let (t, k) = (i / 10, i % 10);
+        let posted = bson::DateTime::from_millis(start + i as i64 * 1000);
+        let part = if k == 0 {
+            format!("{t:04x}")
+        } else {
+            format!("{k:04x}")
+        };
+        let timed = format!("{}:{part}", slugs::stamp(posted));
+        let (slug, full_slug, parent_id) = if k == 0 {
+            thread.clear();
+            (part, timed, None)
+        } else {
+            let (ps, pf, pid) = &thread[PARENT[k]];
+            (format!("{ps}/{part}"), format!("{pf}/{timed}"), Some(*pid))
+        };
+        let id = ObjectId::new();
+        thread.push((slug.clone(), full_slug.clone(), id));
+        if t == n / 10 / 2 && k == 2 {
+            deep_permalink = slug.clone();
+        }
+        full_slugs.push(full_slug.clone());
+        batch.push(Comment {
+            id,
+            discussion_id: product.id,
+            parent_id,
+            slug,
+            full_slug,
+            posted,
+            author: Author {
+                name: format!("Reader {i}"),
+            },
+            text: format!("Comment {i}: what a record. https://example.com/{i}"),
+            status: CommentStatus::Visible,
+        });
+        if batch.len() == 1000 {
+            comments::store::collection(db)
+                .insert_many(std::mem::take(&mut batch))
+                .await?;
+        }
+    }
+    if !batch.is_empty() {
+        comments::store::collection(db).insert_many(batch).await?;
+    }
+    comments::store::adjust_count(db, comments::DiscussionKind::Product, product.id, n as i64)
+        .await?;
+    full_slugs.sort();
+    let after = &full_slugs[full_slugs.len() * 3 / 4];
+    let qs = form_urlencoded::Serializer::new(String::new())
+        .append_pair("after", after)
+        .finish();
+    Ok(BenchDiscussion {
+        first_page: format!("/products/{slug}"),
+        deep_page: format!("/products/{slug}?{qs}"),
+        deep_permalink: format!("/products/{slug}/comments/{deep_permalink}"),
+    })
 }

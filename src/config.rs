@@ -42,6 +42,9 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("cart", "new_carts_per_hour"),
     ("cart", "retention_secs"),
     ("payment", "gateway"),
+    ("comments", "max_length"),
+    ("comments", "rate_limit_per_minute"),
+    ("comments", "page_size"),
 ];
 
 #[derive(Debug, Clone)]
@@ -54,6 +57,7 @@ pub struct Settings {
     pub media: MediaSettings,
     pub cart: CartSettings,
     pub payment: PaymentSettings,
+    pub comments: CommentSettings,
 }
 
 #[derive(Debug, Clone)]
@@ -175,6 +179,17 @@ impl CartSettings {
             max_line_share_pct: self.max_line_share_pct,
         }
     }
+}
+
+/// Limits on comments.
+#[derive(Debug, Clone)]
+pub struct CommentSettings {
+    /// Longest comment text accepted, in characters.
+    pub max_length: usize,
+    /// Comments one client address may post per minute; 0 turns the limit off.
+    pub rate_limit_per_minute: u32,
+    /// Comments on one page of a discussion or permalink.
+    pub page_size: usize,
 }
 
 /// Which payment gateway charges cards.
@@ -446,6 +461,12 @@ impl Layers {
             },
             cart: self.cart()?,
             payment: self.payment()?,
+            comments: CommentSettings {
+                max_length: self.integer("comments.max_length", 1, 100_000)? as usize,
+                rate_limit_per_minute: self.integer("comments.rate_limit_per_minute", 0, 100_000)?
+                    as u32,
+                page_size: self.integer("comments.page_size", 1, 1000)? as usize,
+            },
         })
     }
 

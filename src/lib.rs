@@ -6,6 +6,7 @@ pub mod cart;
 pub mod catalog;
 pub mod checkout;
 pub mod cli;
+pub mod comments;
 pub mod config;
 pub mod content;
 pub mod db;

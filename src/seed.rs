@@ -54,6 +54,8 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
     report
         .added
         .push((crate::content::model::COLLECTION, nodes));
+    let comments = crate::comments::demo::seed(db).await?;
+    report.added.push((crate::comments::COLLECTION, comments));
     Ok(report)
 }
 

@@ -12,7 +12,10 @@ use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
 use crate::checkout::payment::{PaymentGateway, TestGateway};
-use crate::config::{redact_uri, CartSettings, DatabaseUri, PaymentSettings, Settings};
+use crate::comments::rate_limit::CommentRateLimit;
+use crate::config::{
+    redact_uri, CartSettings, CommentSettings, DatabaseUri, PaymentSettings, Settings,
+};
 use crate::db::{indexes, Db, Store};
 use crate::web::basic_auth::{self, AdminCredentials};
 use crate::web::body_timeout::{limit_body_time, BodyPolicy};
@@ -45,6 +48,10 @@ pub struct AppState {
     /// The site's absolute address without a trailing slash (`server.public_url`, else the
     /// bound address): feeds need absolute links.
     pub public_url: String,
+    /// Comment length, page size and rate limit.
+    pub comments: CommentSettings,
+    /// Comments per client address per minute.
+    pub comment_rate: CommentRateLimit,
 }
 
 /// The database connection, and the embedded server when Bazaar started one.
@@ -267,6 +274,8 @@ impl Application {
                 .public_address(port)
                 .trim_end_matches('/')
                 .to_string(),
+            comments: settings.comments.clone(),
+            comment_rate: CommentRateLimit::new(settings.comments.rate_limit_per_minute),
         });
         let credentials = web::Data::new(credentials);
         let server = http_server(state, credentials.clone(), key, settings, listener)?;
@@ -423,6 +432,22 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/static/{path:.*}", read().to(assets::serve))
         .route("/products", read().to(catalog::pages::list))
         .route("/products/{slug}", read().to(catalog::pages::show))
+        .route(
+            "/products/{slug}/comments",
+            read().to(catalog::pages::comments_anchor),
+        )
+        .route(
+            "/products/{slug}/comments",
+            web::post().to(catalog::pages::post_comment),
+        )
+        .route(
+            "/products/{slug}/comments/{comment:.+}",
+            read().to(catalog::pages::comment_permalink),
+        )
+        .route(
+            "/products/{slug}/comments/{comment:.+}",
+            web::post().to(catalog::pages::post_reply),
+        )
         .route("/categories", read().to(catalog::pages::tree))
         .route("/categories/{slug}", read().to(catalog::pages::category))
         .route("/cart", read().to(cart::pages::show))

@@ -79,6 +79,7 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "Carts",
             "Stock",
             "Content",
+            "Comments",
             "View site"
         ]
     );
@@ -98,6 +99,7 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "assets.files",
             "carts",
             "categories",
+            "comments",
             "nodes",
             "orders",
             "products",

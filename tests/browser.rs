@@ -1,6 +1,7 @@
 //! Real-browser smoke test: headless Chromium (through chromedriver and WebDriver) loads the
-//! home page and the admin dashboard, submits the admin form, edits a page in two windows up
-//! to the edit-conflict page, and saves screenshots under
+//! home page, shops, posts a comment and a reply and sees them threaded, loads the admin
+//! dashboard, submits the admin form, edits a page in two windows up to the edit-conflict page,
+//! and saves screenshots under
 //! `<target>/screenshots/`. Without Chromium it is skipped with a printed reason, except in CI
 //! (`CI` set), where it is required.
 
@@ -223,6 +224,85 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .await
         .expect("the checkout form shows");
     save_screenshot(&client, "checkout.png").await;
+
+    // Comments: post one on a product page, reply to it, and see the two threaded.
+    client
+        .goto(&app.url("/products/a-love-supreme"))
+        .await
+        .expect("product page loads");
+    let fill = |css: &'static str, text: &'static str| {
+        let client = client.clone();
+        async move {
+            client
+                .find(Locator::Css(css))
+                .await
+                .unwrap_or_else(|e| panic!("{css} not found: {e}"))
+                .send_keys(text)
+                .await
+                .expect("typed");
+        }
+    };
+    fill("#comment-name", "Browser Tester").await;
+    fill("#comment-text", "Posted from Chromium").await;
+    client
+        .find(Locator::Css("#new-comment button[type=submit]"))
+        .await
+        .expect("post button")
+        .click()
+        .await
+        .expect("clicked");
+    client
+        .wait()
+        .for_element(Locator::Css("li.comment-focus"))
+        .await
+        .expect("the new comment's page shows");
+    client
+        .find(Locator::Css(
+            "li.comment-focus details.comment-reply summary",
+        ))
+        .await
+        .expect("reply toggle")
+        .click()
+        .await
+        .expect("reply form opened");
+    fill(
+        "li.comment-focus form.reply-form input[name=name]",
+        "Second Tester",
+    )
+    .await;
+    fill(
+        "li.comment-focus form.reply-form textarea",
+        "A reply from Chromium",
+    )
+    .await;
+    client
+        .find(Locator::Css(
+            "li.comment-focus form.reply-form button[type=submit]",
+        ))
+        .await
+        .expect("reply button")
+        .click()
+        .await
+        .expect("clicked");
+    client
+        .wait()
+        .for_element(Locator::Css("li.comment[data-depth='1']"))
+        .await
+        .expect("the reply shows under the comment");
+    assert_eq!(
+        text_of(&client, "li.comment[data-depth='0'] .comment-text").await,
+        "Posted from Chromium"
+    );
+    assert_eq!(
+        text_of(&client, "li.comment[data-depth='1'] .comment-text").await,
+        "A reply from Chromium"
+    );
+    assert_ne!(
+        computed(&client, "li.comment[data-depth='1']", "margin-left").await,
+        computed(&client, "li.comment[data-depth='0']", "margin-left").await,
+        "the reply is indented"
+    );
+    save_screenshot(&client, "comments.png").await;
 
     // Admin: Basic credentials in the URL, which Chromium turns into an Authorization header.
     let password = ADMIN_PASSWORD.replace(' ', "%20");

@@ -6,6 +6,7 @@ use actix_session::SessionExt;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
+use crate::admin::comments::{newest_with_links, ModeratedComment};
 use crate::db::CollectionCount;
 use crate::seed;
 use crate::startup::AppState;
@@ -13,6 +14,9 @@ use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};
 use crate::web::see_other;
+
+/// Comments listed on the dashboard.
+const RECENT_COMMENTS: i64 = 5;
 
 #[derive(Template)]
 #[template(path = "admin/dashboard.html")]
@@ -24,6 +28,8 @@ pub struct DashboardPage {
     pub ping_ms: String,
     pub collections: Vec<CollectionCount>,
     pub admin_user: String,
+    /// The newest comments across the site, linked to where they are.
+    pub recent_comments: Vec<ModeratedComment>,
 }
 
 pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
@@ -32,6 +38,7 @@ pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRe
     let ping_ms = format!("{:.1} ms", started.elapsed().as_secs_f64() * 1000.0);
     let server_version = state.db.server_version().await?;
     let collections = state.db.collection_counts().await?;
+    let recent_comments = newest_with_links(&state.db, None, None, RECENT_COMMENTS).await?;
     render(&DashboardPage {
         layout: Layout::admin(&req),
         store: state.db.store().to_string(),
@@ -40,6 +47,7 @@ pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRe
         ping_ms,
         collections,
         admin_user: state.admin_user.clone(),
+        recent_comments,
     })
 }
 

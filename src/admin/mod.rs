@@ -3,6 +3,7 @@
 pub mod carts;
 pub mod categories;
 pub mod content;
+pub mod comments;
 pub mod dashboard;
 pub mod orders;
 pub mod products;
@@ -81,4 +82,8 @@ pub fn scope() -> Scope<
                 .route(read().to(content::confirm_delete))
                 .post(content::delete),
         )
+        .route("/comments", read().to(comments::index))
+        .service(web::resource("/comments/{id}/hide").post(comments::hide))
+        .service(web::resource("/comments/{id}/unhide").post(comments::unhide))
+        .service(web::resource("/comments/{id}/delete").post(comments::delete))
 }

@@ -11,9 +11,12 @@ use crate::catalog::listing::{self, CountCache, ListingQuery, Page, Sort};
 use crate::catalog::products::{
     self, AlbumDetails, BookDetails, Details, FilmDetails, Product, ProductType,
 };
+use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
+use crate::comments::thread::{self, PageAt, ThreadView};
 use crate::startup::AppState;
 use crate::web::errors::AppError;
-use crate::web::layout::{render, Layout};
+use crate::web::layout::{html_response, render, Layout};
+use crate::web::see_other;
 
 /// A listing with its filter form and page links (the product list and category pages).
 pub struct Listing {
@@ -73,6 +76,8 @@ pub struct ProductPage {
     pub filed_under: Vec<Category>,
     /// The release date, written out.
     pub issued: String,
+    /// The product's comments (first page, or the one asked for) and the comment form.
+    pub thread: ThreadView,
 }
 
 impl ProductPage {
@@ -160,15 +165,42 @@ pub async fn list(
     })
 }
 
-/// `GET /products/{slug}`
+/// `GET /products/{slug}` (`?after=` / `?before=` page through its comments)
 pub async fn show(
     req: HttpRequest,
     state: web::Data<AppState>,
     slug: web::Path<String>,
+    params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
-    let product = products::by_slug(&state.db, &slug)
+    let product = existing_product(&state, &slug).await?;
+    let at = PageAt::from_params(
+        params.get("after").map(String::as_str),
+        params.get("before").map(String::as_str),
+    );
+    let thread = thread::page(
+        &state.db,
+        product.discussion(),
+        product.comment_count,
+        at,
+        state.comments.page_size,
+    )
+    .await?;
+    let page = product_page(&req, &state, product, thread).await?;
+    render(&page)
+}
+
+async fn existing_product(state: &AppState, slug: &str) -> Result<Product, AppError> {
+    products::by_slug(&state.db, slug)
         .await?
-        .ok_or(AppError::NotFound)?;
+        .ok_or(AppError::NotFound)
+}
+
+async fn product_page(
+    req: &HttpRequest,
+    state: &AppState,
+    product: Product,
+    thread: ThreadView,
+) -> Result<ProductPage, AppError> {
     let mut filed_under = Vec::new();
     for id in &product.categories {
         if let Some(c) = categories::by_id(&state.db, *id).await? {
@@ -187,15 +219,95 @@ pub async fn show(
         Some(Details::Book(d)) => book = Some(d),
         None => tracing::warn!(slug = %product.slug, "product details do not fit its type"),
     }
-    render(&ProductPage {
-        layout: Layout::public(&req),
+    Ok(ProductPage {
+        layout: Layout::public(req),
         product,
         album,
         film,
         book,
         filed_under,
         issued,
+        thread,
     })
+}
+
+/// `GET /products/{slug}/comments`: the comments are on the product page.
+pub async fn comments_anchor(
+    state: web::Data<AppState>,
+    slug: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let product = existing_product(&state, &slug).await?;
+    Ok(see_other(&format!("{}#comments", product.url())))
+}
+
+/// `POST /products/{slug}/comments`: a new comment. A refused one shows the product page again
+/// with the form filled in and what to fix.
+pub async fn post_comment(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    slug: web::Path<String>,
+    input: web::Form<CommentInput>,
+) -> Result<HttpResponse, AppError> {
+    let product = existing_product(&state, &slug).await?;
+    let discussion = product.discussion();
+    match comment_pages::submit(&req, &state, &discussion, None, input.into_inner()).await? {
+        Submitted::Posted(redirect) => Ok(redirect),
+        Submitted::Refused(form, status) => {
+            let mut thread = thread::first_page(
+                &state.db,
+                discussion,
+                product.comment_count,
+                state.comments.page_size,
+            )
+            .await?;
+            thread.form = form;
+            let page = product_page(&req, &state, product, thread).await?;
+            let html = askama::Template::render(&page).map_err(|e| {
+                AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}"))
+            })?;
+            Ok(html_response(status, html))
+        }
+    }
+}
+
+/// `GET /products/{slug}/comments/{comment}`: a comment's permalink.
+pub async fn comment_permalink(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    params: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, AppError> {
+    let (slug, comment) = path.into_inner();
+    let product = existing_product(&state, &slug).await?;
+    comment_pages::permalink(
+        &req,
+        &state,
+        product.discussion(),
+        product.comment_count,
+        &comment,
+        params.get("after").map(String::as_str),
+    )
+    .await
+}
+
+/// `POST /products/{slug}/comments/{comment}`: a reply to that comment.
+pub async fn post_reply(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    input: web::Form<CommentInput>,
+) -> Result<HttpResponse, AppError> {
+    let (slug, comment) = path.into_inner();
+    let product = existing_product(&state, &slug).await?;
+    comment_pages::reply(
+        &req,
+        &state,
+        product.discussion(),
+        product.comment_count,
+        &comment,
+        input.into_inner(),
+    )
+    .await
 }
 
 /// `GET /categories`

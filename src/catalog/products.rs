@@ -240,6 +240,9 @@ pub struct Product {
     pub carted: Vec<Carted>,
     #[serde(default)]
     pub sold: i64,
+    /// Visible comments on the product (kept by the comments area as they come and go).
+    #[serde(default)]
+    pub comment_count: i64,
     pub created: DateTime,
     pub updated: DateTime,
 }
@@ -269,6 +272,16 @@ impl Product {
 
     pub fn url(&self) -> String {
         format!("/products/{}", self.slug)
+    }
+
+    /// The product as a discussion its comments hang from.
+    pub fn discussion(&self) -> crate::comments::Discussion {
+        crate::comments::Discussion {
+            id: self.id,
+            kind: crate::comments::DiscussionKind::Product,
+            title: self.title.clone(),
+            base_url: self.url(),
+        }
     }
 
     /// Units `cart_id` holds reserved of this product.
@@ -332,6 +345,7 @@ impl NewProduct {
             qty: self.qty,
             carted: Vec::new(),
             sold: 0,
+            comment_count: 0,
             created: now,
             updated: now,
         })

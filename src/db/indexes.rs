@@ -4,7 +4,7 @@
 use mongodb::IndexModel;
 
 use crate::db::{Db, DbError};
-use crate::{cart, catalog, checkout, content};
+use crate::{cart, catalog, checkout, comments, content};
 
 /// `(collection, indexes)`. Each feature adds the indexes backing its queries here, with a test
 /// that `explain`s the query. `settings` is read by `_id`, which MongoDB always indexes.
@@ -18,6 +18,7 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
         (cart::COLLECTION, cart::indexes()),
         (checkout::orders::COLLECTION, checkout::orders::indexes()),
         (content::model::COLLECTION, content::model::indexes()),
+        (comments::COLLECTION, comments::indexes()),
     ]
 }
 

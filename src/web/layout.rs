@@ -29,6 +29,7 @@ const ADMIN_AREAS: &[(&str, &str)] = &[
     ("/admin/carts", "Carts"),
     ("/admin/stock", "Stock"),
     ("/admin/content", "Content"),
+    ("/admin/comments", "Comments"),
 ];
 
 pub struct NavLink {

@@ -524,7 +524,21 @@ fn literal_prefix(pattern: &str, options: &str) -> Option<String> {
     let mut prefix = String::new();
     let mut chars = body.chars().peekable();
     while let Some(&c) = chars.peek() {
-        if "\\^$.|?*+()[]{}".contains(c) {
+        // A backslash before punctuation stands for that character (what `regex::escape` and
+        // similar produce), as in MongoDB; before a letter or digit it is a class such as `\d`.
+        if c == '\\' {
+            let mut ahead = chars.clone();
+            ahead.next();
+            match ahead.next() {
+                Some(escaped) if escaped.is_ascii_punctuation() => {
+                    prefix.push(escaped);
+                    chars = ahead;
+                    continue;
+                }
+                _ => break,
+            }
+        }
+        if "^$.|?*+()[]{}".contains(c) {
             // A quantifier makes the previous character optional.
             if "?*{".contains(c) {
                 prefix.pop();
@@ -1025,6 +1039,12 @@ mod tests {
         assert!(matches!(p, Plan::CollScan));
         assert_eq!(literal_prefix("^ab|c", ""), None);
         assert_eq!(literal_prefix("^a.c", ""), Some("a".into()));
+        assert_eq!(
+            literal_prefix(r"^2026\.11:ab/2026\.12", ""),
+            Some("2026.11:ab/2026.12".into())
+        );
+        assert_eq!(literal_prefix(r"^a\.?b", ""), Some("a".into()));
+        assert_eq!(literal_prefix(r"^a\db", ""), Some("a".into()));
     }
 
     #[test]

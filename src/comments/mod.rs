@@ -1,0 +1,146 @@
+//! Threaded comments on any discussion — a product today, a content node as soon as pages call
+//! in — one document per comment in `comments`, ordered into threads by `full_slug`.
+//!
+//! A page shows a discussion's comments by building a [`Discussion`] and calling
+//! [`thread::first_page`] (or [`thread::page`]); it includes `comments/_thread.html`, which also
+//! carries the post and reply forms. The POST handlers for a kind of discussion stay thin over
+//! [`pages::post_comment`] and [`pages::post_reply`].
+
+pub mod demo;
+pub mod pages;
+pub mod rate_limit;
+pub mod slugs;
+pub mod store;
+pub mod text;
+pub mod thread;
+
+use bson::oid::ObjectId;
+use bson::DateTime;
+use serde::{Deserialize, Serialize};
+
+pub use store::{indexes, COLLECTION};
+
+/// What is being discussed: the kind decides where the discussion's counter lives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiscussionKind {
+    Product,
+    /// A content node (post, page, photo) in `nodes`.
+    Node,
+}
+
+impl DiscussionKind {
+    pub const ALL: [DiscussionKind; 2] = [DiscussionKind::Product, DiscussionKind::Node];
+
+    /// `(collection, field path)` of the number of visible comments on the discussion's own
+    /// document, which listings show without counting comments.
+    pub fn counter(&self) -> (&'static str, &'static str) {
+        match self {
+            DiscussionKind::Product => (crate::catalog::products::COLLECTION, "comment_count"),
+            DiscussionKind::Node => ("nodes", "metadata.comment_count"),
+        }
+    }
+}
+
+/// One discussion as a page sees it.
+#[derive(Debug, Clone)]
+pub struct Discussion {
+    pub id: ObjectId,
+    pub kind: DiscussionKind,
+    /// What the discussion is about, for headings ("Comments on …").
+    pub title: String,
+    /// The discussion page's own URL (`/products/blue-train`); comments live under
+    /// `{base_url}/comments`.
+    pub base_url: String,
+}
+
+impl Discussion {
+    /// Where a new top-level comment is posted.
+    pub fn comments_url(&self) -> String {
+        format!("{}/comments", self.base_url)
+    }
+
+    /// A comment's permalink, which is also where a reply to it is posted.
+    pub fn comment_url(&self, slug: &str) -> String {
+        format!("{}/comments/{slug}", self.base_url)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CommentStatus {
+    Visible,
+    /// Taken down by a moderator; can be shown again.
+    Hidden,
+    /// Removed, but kept as "[deleted]" because replies hang from it.
+    Deleted,
+}
+
+impl CommentStatus {
+    pub const ALL: [CommentStatus; 3] = [
+        CommentStatus::Visible,
+        CommentStatus::Hidden,
+        CommentStatus::Deleted,
+    ];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CommentStatus::Visible => "visible",
+            CommentStatus::Hidden => "hidden",
+            CommentStatus::Deleted => "deleted",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CommentStatus> {
+        CommentStatus::ALL.into_iter().find(|c| c.as_str() == s)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Author {
+    pub name: String,
+}
+
+/// A comment as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Comment {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub discussion_id: ObjectId,
+    /// `None` (stored as null) for a top-level comment.
+    pub parent_id: Option<ObjectId>,
+    /// The path of random parts from the top-level comment down: `34db/8bda`. Unique per
+    /// discussion; it is the permalink.
+    pub slug: String,
+    /// The same path with each part prefixed by its posting time, so sorting by it gives each
+    /// thread in posting order with replies right after their parent.
+    pub full_slug: String,
+    pub posted: DateTime,
+    pub author: Author,
+    pub text: String,
+    pub status: CommentStatus,
+}
+
+impl Comment {
+    /// 0 for a top-level comment.
+    pub fn depth(&self) -> usize {
+        self.slug.matches('/').count()
+    }
+
+    /// The permalink of the top-level comment of this comment's thread.
+    pub fn thread_slug(&self) -> &str {
+        self.slug.split('/').next().unwrap_or(&self.slug)
+    }
+
+    /// The HTML id of the comment on a page (`c-34db-8bda`).
+    pub fn anchor(&self) -> String {
+        format!("c-{}", self.slug.replace('/', "-"))
+    }
+
+    /// `22 November 2026, 20:30 UTC`.
+    pub fn posted_display(&self) -> String {
+        self.posted
+            .to_chrono()
+            .format("%-d %B %Y, %H:%M UTC")
+            .to_string()
+    }
+}

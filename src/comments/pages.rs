@@ -1,0 +1,256 @@
+//! The generic half of the comment pages: checking and storing a submitted comment or reply,
+//! and the permalink page. A kind of discussion (products now, nodes later) adds thin routes
+//! that find their discussion and call these.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use actix_session::SessionExt;
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse};
+use askama::Template;
+use serde::Deserialize;
+
+use crate::comments::store::{self, PostError};
+use crate::comments::thread::{self, CommentForm, ThreadView};
+use crate::comments::{slugs, CommentStatus, Discussion};
+use crate::startup::AppState;
+use crate::web::errors::AppError;
+use crate::web::flash::{self, Level};
+use crate::web::layout::{html_response, Layout};
+use crate::web::see_other;
+
+/// Longest commenter name accepted, in characters.
+pub const MAX_NAME_CHARS: usize = 80;
+
+/// What the comment and reply forms send.
+#[derive(Debug, Deserialize)]
+pub struct CommentInput {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub text: String,
+    /// The honeypot: hidden from people, filled in by naive spam robots.
+    #[serde(default)]
+    pub website: String,
+}
+
+/// The outcome of a submit.
+pub enum Submitted {
+    /// Stored: where to send the browser.
+    Posted(HttpResponse),
+    /// Not stored: show the form again with this state and status.
+    Refused(CommentForm, StatusCode),
+}
+
+/// Why a name or text is refused, per field; `None` when both are fine.
+fn check(input: &CommentInput, max_length: usize) -> CommentForm {
+    let name = input.name.trim();
+    let text = input.text.trim();
+    let mut form = CommentForm {
+        name: input.name.clone(),
+        text: input.text.clone(),
+        ..CommentForm::default()
+    };
+    if name.is_empty() {
+        form.name_error = Some("Please give a name to sign your comment with.".into());
+    } else if name.chars().count() > MAX_NAME_CHARS {
+        form.name_error = Some(format!(
+            "Please keep the name to {MAX_NAME_CHARS} characters."
+        ));
+    } else if name.chars().any(char::is_control) {
+        form.name_error = Some("The name cannot contain line breaks or control characters.".into());
+    }
+    let length = text.chars().count();
+    if text.is_empty() {
+        form.text_error = Some("Please write a comment.".into());
+    } else if length > max_length {
+        form.text_error = Some(format!(
+            "Comments are limited to {max_length} characters; this one has {length}. Please \
+             shorten it."
+        ));
+    }
+    form
+}
+
+/// The client's address for the rate limit: the connecting peer. (An address taken from a
+/// header would let a spammer pick a new one for every comment.)
+fn client_address(req: &HttpRequest) -> IpAddr {
+    req.peer_addr()
+        .map(|a| a.ip())
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+}
+
+/// Check and store a comment on `discussion` — a reply when `parent_slug` is given. Spam checks
+/// and form errors come back as [`Submitted::Refused`] with the text kept, never as an error
+/// page; after a post the browser goes to the comment's place, under its parent.
+pub async fn submit(
+    req: &HttpRequest,
+    state: &AppState,
+    discussion: &Discussion,
+    parent_slug: Option<&str>,
+    input: CommentInput,
+) -> Result<Submitted, AppError> {
+    let parent = match parent_slug {
+        Some(slug) => {
+            if !slugs::is_valid(slug) {
+                return Err(AppError::NotFound);
+            }
+            let parent = store::by_slug(&state.db, discussion.id, slug)
+                .await?
+                .ok_or(AppError::NotFound)?;
+            Some(parent)
+        }
+        None => None,
+    };
+    let mut form = check(&input, state.comments.max_length);
+    if form.has_errors() {
+        return Ok(Submitted::Refused(form, StatusCode::UNPROCESSABLE_ENTITY));
+    }
+    if parent
+        .as_ref()
+        .is_some_and(|p| p.status != CommentStatus::Visible)
+    {
+        form.notice = Some(
+            "The comment you replied to has been removed, so your reply was not posted.".into(),
+        );
+        return Ok(Submitted::Refused(form, StatusCode::CONFLICT));
+    }
+    if !input.website.trim().is_empty() {
+        tracing::info!(discussion = %discussion.id, "comment refused: honeypot filled");
+        form.notice = Some(
+            "Your comment was not posted: the field marked \u{201c}leave this empty\u{201d} was \
+             filled in. If you are a person, clear it and post again."
+                .into(),
+        );
+        return Ok(Submitted::Refused(form, StatusCode::UNPROCESSABLE_ENTITY));
+    }
+    let client = client_address(req);
+    if !state.comment_rate.try_acquire(client) {
+        tracing::info!(%client, "comment refused: rate limit");
+        form.notice = Some(format!(
+            "You are commenting faster than we allow ({} comments a minute). Your comment is \
+             still here: please wait a minute and post it again.",
+            state.comment_rate.per_minute()
+        ));
+        return Ok(Submitted::Refused(form, StatusCode::TOO_MANY_REQUESTS));
+    }
+    let posted = store::post(
+        &state.db,
+        discussion,
+        parent.as_ref(),
+        input.name.trim(),
+        input.text.trim(),
+    )
+    .await;
+    let comment = match posted {
+        Ok(comment) => comment,
+        Err(PostError::ParentGone) => {
+            state.comment_rate.release(client);
+            form.notice = Some(
+                "The comment you replied to has been removed, so your reply was not posted.".into(),
+            );
+            return Ok(Submitted::Refused(form, StatusCode::CONFLICT));
+        }
+        Err(PostError::NoFreeSlug) => {
+            state.comment_rate.release(client);
+            return Err(AppError::Internal(anyhow::anyhow!(
+                "no free comment slug in discussion {}",
+                discussion.id
+            )));
+        }
+        Err(PostError::Db(e)) => {
+            state.comment_rate.release(client);
+            return Err(e.into());
+        }
+    };
+    flash::push(
+        &req.get_session(),
+        Level::Success,
+        "Thank you: your comment is posted.",
+    );
+    // A reply is shown under its parent's permalink (which holds it even when the whole
+    // thread runs to many pages); a new comment under its own.
+    let shown_under = parent
+        .as_ref()
+        .map_or(comment.slug.as_str(), |p| p.slug.as_str());
+    let location = format!(
+        "{}#{}",
+        discussion.comment_url(shown_under),
+        comment.anchor()
+    );
+    Ok(Submitted::Posted(see_other(&location)))
+}
+
+#[derive(Template)]
+#[template(path = "comments/permalink.html")]
+pub struct PermalinkPage {
+    pub layout: Layout,
+    pub thread: ThreadView,
+}
+
+/// `GET {discussion}/comments/{slug}`: the comment and its sub-thread; 404 for a malformed slug
+/// or one that names no comment a reader may see.
+pub async fn permalink(
+    req: &HttpRequest,
+    state: &AppState,
+    discussion: Discussion,
+    count: i64,
+    slug: &str,
+    after: Option<&str>,
+) -> Result<HttpResponse, AppError> {
+    let thread = thread::sub_thread(
+        &state.db,
+        discussion,
+        count,
+        slug,
+        after,
+        state.comments.page_size,
+    )
+    .await?
+    .ok_or(AppError::NotFound)?;
+    render_permalink(req, thread, StatusCode::OK)
+}
+
+fn render_permalink(
+    req: &HttpRequest,
+    thread: ThreadView,
+    status: StatusCode,
+) -> Result<HttpResponse, AppError> {
+    let page = PermalinkPage {
+        layout: Layout::public(req),
+        thread,
+    };
+    let html = page
+        .render()
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
+    Ok(html_response(status, html))
+}
+
+/// `POST {discussion}/comments/{slug}`: a reply. A refused reply shows the parent's permalink
+/// page with the reply form open and filled in.
+pub async fn reply(
+    req: &HttpRequest,
+    state: &AppState,
+    discussion: Discussion,
+    count: i64,
+    slug: &str,
+    input: CommentInput,
+) -> Result<HttpResponse, AppError> {
+    match submit(req, state, &discussion, Some(slug), input).await? {
+        Submitted::Posted(redirect) => Ok(redirect),
+        Submitted::Refused(form, status) => {
+            let mut thread = thread::sub_thread(
+                &state.db,
+                discussion,
+                count,
+                slug,
+                None,
+                state.comments.page_size,
+            )
+            .await?
+            .ok_or(AppError::NotFound)?;
+            thread.reply = Some((slug.to_string(), form));
+            render_permalink(req, thread, status)
+        }
+    }
+}

@@ -1,0 +1,452 @@
+//! The `comments` collection: its indexes, posting with slug-collision retries, the thread
+//! queries and moderation, each keeping the discussion's visible-comment counter exact.
+
+use bson::oid::ObjectId;
+use bson::{doc, DateTime, Document};
+use futures::TryStreamExt;
+use mongodb::options::IndexOptions;
+use mongodb::IndexModel;
+
+use crate::checkout::orders::is_duplicate_key;
+use crate::comments::{slugs, Author, Comment, CommentStatus, Discussion, DiscussionKind};
+use crate::db::{Db, DbError};
+
+pub const COLLECTION: &str = "comments";
+
+/// New random parts tried after the unique index refused one before posting gives up.
+const POST_ATTEMPTS: usize = 8;
+
+pub fn collection(db: &Db) -> mongodb::Collection<Comment> {
+    db.collection(COLLECTION)
+}
+
+/// The indexes behind every comment query: a thread in order (and a sub-thread by slug
+/// prefix), a discussion's comments by time, a permalink by slug (unique, which is also what
+/// detects slug collisions), and the moderation list across discussions, all or by status.
+pub fn indexes() -> Vec<IndexModel> {
+    let plain = |keys: Document| IndexModel::builder().keys(keys).build();
+    vec![
+        plain(doc! { "discussion_id": 1, "full_slug": 1 }),
+        plain(doc! { "discussion_id": 1, "posted": 1 }),
+        IndexModel::builder()
+            .keys(doc! { "discussion_id": 1, "slug": 1 })
+            .options(IndexOptions::builder().unique(true).build())
+            .build(),
+        plain(doc! { "posted": -1 }),
+        plain(doc! { "status": 1, "posted": -1 }),
+    ]
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PostError {
+    /// The comment replied to is not (or no longer) open for replies.
+    #[error("the comment replied to is gone")]
+    ParentGone,
+    #[error("no free slug after {POST_ATTEMPTS} attempts")]
+    NoFreeSlug,
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+impl From<mongodb::error::Error> for PostError {
+    fn from(e: mongodb::error::Error) -> Self {
+        PostError::Db(e.into())
+    }
+}
+
+/// Add `delta` to the discussion's visible-comment counter (an atomic `$inc`, so concurrent
+/// posts and moderation never lose an update).
+pub async fn adjust_count(
+    db: &Db,
+    kind: DiscussionKind,
+    discussion_id: ObjectId,
+    delta: i64,
+) -> Result<(), DbError> {
+    let (collection, field) = kind.counter();
+    db.collection::<Document>(collection)
+        .update_one(
+            doc! { "_id": discussion_id },
+            doc! { "$inc": { field: delta } },
+        )
+        .await?;
+    Ok(())
+}
+
+/// Like [`adjust_count`] when only the discussion's id is at hand (moderation): the counter of
+/// whichever kind of document has that id. ObjectIds are unique across collections.
+pub async fn adjust_count_by_id(
+    db: &Db,
+    discussion_id: ObjectId,
+    delta: i64,
+) -> Result<(), DbError> {
+    for kind in DiscussionKind::ALL {
+        let (collection, field) = kind.counter();
+        let updated = db
+            .collection::<Document>(collection)
+            .update_one(
+                doc! { "_id": discussion_id },
+                doc! { "$inc": { field: delta } },
+            )
+            .await?;
+        if updated.matched_count > 0 {
+            return Ok(());
+        }
+    }
+    tracing::warn!(%discussion_id, "a moderated comment's discussion no longer exists");
+    Ok(())
+}
+
+/// Store a comment (a reply when `parent` is given) and count it. A reply's slug and full slug
+/// extend its parent's. When another comment took the same slug (unique index, error 11000)
+/// the post retries with a new random part, so no comment is lost to a collision.
+pub async fn post(
+    db: &Db,
+    discussion: &Discussion,
+    parent: Option<&Comment>,
+    name: &str,
+    text: &str,
+) -> Result<Comment, PostError> {
+    for _ in 0..POST_ATTEMPTS {
+        let part = slugs::next_part(discussion.id);
+        let posted = DateTime::now();
+        let timed = format!("{}:{part}", slugs::stamp(posted));
+        let (slug, full_slug) = match parent {
+            Some(p) => (
+                format!("{}/{part}", p.slug),
+                format!("{}/{timed}", p.full_slug),
+            ),
+            None => (part, timed),
+        };
+        let comment = Comment {
+            id: ObjectId::new(),
+            discussion_id: discussion.id,
+            parent_id: parent.map(|p| p.id),
+            slug,
+            full_slug,
+            posted,
+            author: Author {
+                name: name.to_string(),
+            },
+            text: text.to_string(),
+            status: CommentStatus::Visible,
+        };
+        match collection(db).insert_one(&comment).await {
+            Ok(_) => {}
+            Err(e) if is_duplicate_key(&e) => {
+                tracing::debug!(slug = %comment.slug, "comment slug taken; retrying");
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        }
+        if let Some(parent) = parent {
+            // A moderator may have deleted the parent since it was loaded. Deleting marks it
+            // first and then looks for replies, so either that look sees this reply (and the
+            // parent stays as "[deleted]") or this check sees the mark and the reply is
+            // withdrawn: never a reply hanging from nothing.
+            let open = collection(db)
+                .count_documents(doc! { "_id": parent.id, "status": "visible" })
+                .await?;
+            if open == 0 {
+                collection(db)
+                    .delete_one(doc! { "_id": comment.id })
+                    .await?;
+                return Err(PostError::ParentGone);
+            }
+        }
+        adjust_count(db, discussion.kind, discussion.id, 1).await?;
+        return Ok(comment);
+    }
+    Err(PostError::NoFreeSlug)
+}
+
+/// The comment with permalink `slug` in a discussion (any status).
+pub async fn by_slug(
+    db: &Db,
+    discussion_id: ObjectId,
+    slug: &str,
+) -> Result<Option<Comment>, DbError> {
+    Ok(collection(db)
+        .find_one(doc! { "discussion_id": discussion_id, "slug": slug })
+        .await?)
+}
+
+pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Comment>, DbError> {
+    Ok(collection(db).find_one(doc! { "_id": id }).await?)
+}
+
+/// The filter for the comments strictly below `full_slug` in its thread: a prefix regex on the
+/// full slug, escaped, so the index scans just that sub-thread's range.
+pub fn below(discussion_id: ObjectId, full_slug: &str) -> Document {
+    let pattern = format!("^{}/", regex::escape(full_slug));
+    doc! { "discussion_id": discussion_id, "full_slug": { "$regex": pattern } }
+}
+
+/// Up to `limit` comments of `filter` in thread order, starting after `after` (a full slug)
+/// when given: a range on the index rather than a skip, so a deep page costs what the first
+/// one does.
+pub async fn in_thread_order(
+    db: &Db,
+    mut filter: Document,
+    after: Option<&str>,
+    limit: i64,
+) -> Result<Vec<Comment>, DbError> {
+    if let Some(after) = after {
+        match filter.get_document_mut("full_slug") {
+            Ok(cond) => {
+                cond.insert("$gt", after);
+            }
+            Err(_) => {
+                filter.insert("full_slug", doc! { "$gt": after });
+            }
+        }
+    }
+    let found = collection(db)
+        .find(filter)
+        .sort(doc! { "full_slug": 1 })
+        .limit(limit)
+        .await?
+        .try_collect()
+        .await?;
+    Ok(found)
+}
+
+/// Up to `limit` comments of a discussion just before `before` in thread order, returned in
+/// thread order (the "previous page").
+pub async fn before_in_thread_order(
+    db: &Db,
+    discussion_id: ObjectId,
+    before: &str,
+    limit: i64,
+) -> Result<Vec<Comment>, DbError> {
+    let mut found: Vec<Comment> = collection(db)
+        .find(doc! { "discussion_id": discussion_id, "full_slug": { "$lt": before } })
+        .sort(doc! { "full_slug": -1 })
+        .limit(limit)
+        .await?
+        .try_collect()
+        .await?;
+    found.reverse();
+    Ok(found)
+}
+
+/// True when any comment replies to the comment with `full_slug` (at any depth).
+pub async fn has_replies(
+    db: &Db,
+    discussion_id: ObjectId,
+    full_slug: &str,
+) -> Result<bool, DbError> {
+    Ok(collection(db)
+        .find_one(below(discussion_id, full_slug))
+        .await?
+        .is_some())
+}
+
+/// The newest comments, across discussions or in one, of one status or all (moderation).
+pub async fn newest(
+    db: &Db,
+    status: Option<CommentStatus>,
+    discussion_id: Option<ObjectId>,
+    limit: i64,
+) -> Result<Vec<Comment>, DbError> {
+    let mut filter = Document::new();
+    if let Some(status) = status {
+        filter.insert("status", status.as_str());
+    }
+    if let Some(id) = discussion_id {
+        filter.insert("discussion_id", id);
+    }
+    Ok(collection(db)
+        .find(filter)
+        .sort(doc! { "posted": -1 })
+        .limit(limit)
+        .await?
+        .try_collect()
+        .await?)
+}
+
+/// What a moderation action did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Moderated {
+    Done,
+    /// The comment was already in the requested state (or gone).
+    Unchanged,
+}
+
+/// Move a comment from `from` to `to` status, adjusting the counter when it stops or starts
+/// being visible. The status condition makes the change happen once even when two
+/// moderators click at the same time, so the counter moves once too.
+async fn change_status(
+    db: &Db,
+    id: ObjectId,
+    from: CommentStatus,
+    to: CommentStatus,
+) -> Result<Option<Comment>, DbError> {
+    let before = collection(db)
+        .find_one_and_update(
+            doc! { "_id": id, "status": from.as_str() },
+            doc! { "$set": { "status": to.as_str() } },
+        )
+        .await?;
+    if let Some(c) = &before {
+        let delta = match (from, to) {
+            (CommentStatus::Visible, _) => -1,
+            (_, CommentStatus::Visible) => 1,
+            _ => 0,
+        };
+        if delta != 0 {
+            adjust_count_by_id(db, c.discussion_id, delta).await?;
+        }
+    }
+    Ok(before)
+}
+
+pub async fn hide(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
+    let changed = change_status(db, id, CommentStatus::Visible, CommentStatus::Hidden).await?;
+    Ok(if changed.is_some() {
+        Moderated::Done
+    } else {
+        Moderated::Unchanged
+    })
+}
+
+pub async fn unhide(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
+    let changed = change_status(db, id, CommentStatus::Hidden, CommentStatus::Visible).await?;
+    Ok(if changed.is_some() {
+        Moderated::Done
+    } else {
+        Moderated::Unchanged
+    })
+}
+
+/// Delete a comment: marked "deleted" (its text and name wiped) while replies hang from it,
+/// removed outright when none do. Removing a reply can leave a deleted parent with no replies,
+/// which is then removed too.
+pub async fn delete(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
+    let mut marked = None;
+    for from in [CommentStatus::Visible, CommentStatus::Hidden] {
+        if let Some(c) = change_status(db, id, from, CommentStatus::Deleted).await? {
+            marked = Some(c);
+            break;
+        }
+    }
+    let Some(comment) = marked else {
+        return Ok(Moderated::Unchanged);
+    };
+    collection(db)
+        .update_one(
+            doc! { "_id": comment.id },
+            doc! { "$set": { "text": "", "author.name": "" } },
+        )
+        .await?;
+    remove_if_unanswered(db, comment).await?;
+    Ok(Moderated::Done)
+}
+
+/// Remove a deleted comment that nothing replies to, then its deleted parent if that was its
+/// last reply, and so on up the thread.
+async fn remove_if_unanswered(db: &Db, mut comment: Comment) -> Result<(), DbError> {
+    loop {
+        if has_replies(db, comment.discussion_id, &comment.full_slug).await? {
+            return Ok(());
+        }
+        collection(db)
+            .delete_one(doc! { "_id": comment.id, "status": "deleted" })
+            .await?;
+        let Some(parent_id) = comment.parent_id else {
+            return Ok(());
+        };
+        match collection(db)
+            .find_one(doc! { "_id": parent_id, "status": "deleted" })
+            .await?
+        {
+            Some(parent) => comment = parent,
+            None => return Ok(()),
+        }
+    }
+}
+
+/// Where a discussion is, for links from moderation screens.
+#[derive(Debug, Clone)]
+pub struct DiscussionLink {
+    pub title: String,
+    pub base_url: String,
+}
+
+/// The discussions with these ids, whatever their kind, each found by `_id` (one query per
+/// kind).
+pub async fn discussion_links(
+    db: &Db,
+    ids: &[ObjectId],
+) -> Result<std::collections::HashMap<ObjectId, DiscussionLink>, DbError> {
+    let mut links = std::collections::HashMap::new();
+    if ids.is_empty() {
+        return Ok(links);
+    }
+    let products: Vec<Document> = db
+        .collection::<Document>(crate::catalog::products::COLLECTION)
+        .find(doc! { "_id": { "$in": ids } })
+        .projection(doc! { "title": 1, "slug": 1 })
+        .await?
+        .try_collect()
+        .await?;
+    for p in products {
+        if let (Ok(id), Ok(title), Ok(slug)) = (
+            p.get_object_id("_id"),
+            p.get_str("title"),
+            p.get_str("slug"),
+        ) {
+            links.insert(
+                id,
+                DiscussionLink {
+                    title: title.to_string(),
+                    base_url: format!("/products/{slug}"),
+                },
+            );
+        }
+    }
+    if links.len() < ids.len() {
+        let nodes: Vec<Document> = db
+            .collection::<Document>(DiscussionKind::Node.counter().0)
+            .find(doc! { "_id": { "$in": ids } })
+            .projection(doc! { "metadata.title": 1, "metadata.section": 1, "metadata.slug": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        for n in nodes {
+            let Ok(meta) = n.get_document("metadata") else {
+                continue;
+            };
+            if let (Ok(id), Ok(section), Ok(slug)) = (
+                n.get_object_id("_id"),
+                meta.get_str("section"),
+                meta.get_str("slug"),
+            ) {
+                links.insert(
+                    id,
+                    DiscussionLink {
+                        title: meta.get_str("title").unwrap_or(slug).to_string(),
+                        base_url: format!("/{section}/{slug}"),
+                    },
+                );
+            }
+        }
+    }
+    Ok(links)
+}
+
+/// How many comments have `status` (all when `None`), in one discussion or all, for the
+/// moderation list's heading.
+pub async fn count(
+    db: &Db,
+    status: Option<CommentStatus>,
+    discussion_id: Option<ObjectId>,
+) -> Result<u64, DbError> {
+    let mut filter = Document::new();
+    if let Some(status) = status {
+        filter.insert("status", status.as_str());
+    }
+    if let Some(id) = discussion_id {
+        filter.insert("discussion_id", id);
+    }
+    Ok(collection(db).count_documents(filter).await?)
+}

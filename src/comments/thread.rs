@@ -1,0 +1,299 @@
+//! The threaded view a page shows: one page of a discussion's comments in `full_slug` order, or
+//! a permalink's comment with its sub-thread, with the post and reply forms.
+//!
+//! Pages hold a fixed number of comments and are reached by a range on `full_slug` (`?after=` /
+//! `?before=` the last / first comment shown) rather than by a page number. Why: in a discussion
+//! of 10 000 comments a page number means skipping thousands of index entries, a cost that grows
+//! with the discussion, while a range starts right at the first comment wanted, so every page
+//! costs the same as the first. Fixed-size pages also stay readable when one thread is huge
+//! (paging by top-level threads would put a 5 000-reply thread on a single page). Readers of a
+//! long discussion read on from where they are, which "Newer comments" does; a page that starts
+//! inside a thread links to that thread's start, and each thread has its own permalink.
+
+use bson::doc;
+
+use crate::comments::store::{self, before_in_thread_order, in_thread_order};
+use crate::comments::{slugs, text, Comment, CommentStatus, Discussion};
+use crate::db::{Db, DbError};
+
+/// Replies deeper than this are drawn at this indentation: the thread keeps its depth, the
+/// page keeps its width.
+pub const MAX_INDENT: usize = 6;
+/// Longest `after`/`before` value taken from an address; a real full slug of a very deep reply
+/// fits easily, and anything longer matches nothing useful.
+const MAX_CURSOR_LEN: usize = 16 * 1024;
+
+/// What a comment form holds after a failed submit: the values typed, and what to fix.
+#[derive(Debug, Clone, Default)]
+pub struct CommentForm {
+    pub name: String,
+    pub text: String,
+    pub name_error: Option<String>,
+    pub text_error: Option<String>,
+    /// A message about the whole submit (spam checks, a vanished parent).
+    pub notice: Option<String>,
+}
+
+impl CommentForm {
+    pub fn has_errors(&self) -> bool {
+        self.name_error.is_some() || self.text_error.is_some() || self.notice.is_some()
+    }
+}
+
+/// One comment as drawn.
+pub struct Entry {
+    pub comment: Comment,
+    /// Depth below the top of what is shown (0 = top level, or the permalink's comment).
+    pub depth: usize,
+    /// The escaped text as HTML (empty for a placeholder).
+    pub html: String,
+    /// "[deleted]" or "[hidden]" in place of a comment that is gone but has replies shown.
+    pub placeholder: Option<&'static str>,
+}
+
+impl Entry {
+    /// The CSS indentation step, capped at [`MAX_INDENT`].
+    pub fn indent(&self) -> usize {
+        self.depth.min(MAX_INDENT)
+    }
+}
+
+/// Where in a discussion a page starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PageAt {
+    First,
+    /// The comments after this full slug.
+    After(String),
+    /// The comments before this full slug.
+    Before(String),
+}
+
+impl PageAt {
+    /// From the page address's `after` / `before` parameters (anything unusable: the first page).
+    pub fn from_params(after: Option<&str>, before: Option<&str>) -> PageAt {
+        let usable = |s: &&str| !s.is_empty() && s.len() <= MAX_CURSOR_LEN;
+        match (after.filter(usable), before.filter(usable)) {
+            (Some(a), _) => PageAt::After(a.to_string()),
+            (None, Some(b)) => PageAt::Before(b.to_string()),
+            (None, None) => PageAt::First,
+        }
+    }
+}
+
+/// A page of a discussion, or a permalink's sub-thread, ready for `comments/_thread.html`.
+pub struct ThreadView {
+    pub discussion: Discussion,
+    /// Visible comments in the whole discussion.
+    pub count: i64,
+    pub entries: Vec<Entry>,
+    /// On a permalink page: the comment it is for.
+    pub focus: Option<String>,
+    /// Links to the neighbouring pages.
+    pub newer_url: Option<String>,
+    pub older_url: Option<String>,
+    /// When the page starts inside a thread: that thread's permalink.
+    pub thread_start_url: Option<String>,
+    /// The new-comment form (discussion pages).
+    pub form: CommentForm,
+    /// A reply form to show open, filled in: `(parent slug, form)`.
+    pub reply: Option<(String, CommentForm)>,
+}
+
+impl ThreadView {
+    pub fn is_permalink(&self) -> bool {
+        self.focus.is_some()
+    }
+
+    /// The form state for a reply form under `slug`: the failed one, or empty.
+    pub fn reply_form(&self, slug: &str) -> Option<&CommentForm> {
+        self.reply
+            .as_ref()
+            .filter(|(parent, _)| parent == slug)
+            .map(|(_, form)| form)
+    }
+
+    pub fn comments_label(&self) -> String {
+        match self.count {
+            1 => "1 comment".to_string(),
+            n => format!("{n} comments"),
+        }
+    }
+}
+
+fn page_link(base: &str, key: &str, full_slug: &str) -> String {
+    let qs = form_urlencoded::Serializer::new(String::new())
+        .append_pair(key, full_slug)
+        .finish();
+    format!("{base}?{qs}#comments")
+}
+
+/// Turn comments in thread order into entries. A hidden or deleted comment is drawn as a
+/// placeholder only when the next comment replies to it (so its replies keep their place);
+/// otherwise it is left out. `next` is the full slug following the last comment, if any.
+fn entries(comments: Vec<Comment>, next: Option<&str>, base_depth: usize) -> Vec<Entry> {
+    let mut out = Vec::with_capacity(comments.len());
+    let following: Vec<Option<String>> = comments
+        .iter()
+        .skip(1)
+        .map(|c| Some(c.full_slug.clone()))
+        .chain(std::iter::once(next.map(str::to_string)))
+        .collect();
+    for (comment, after) in comments.into_iter().zip(following) {
+        let depth = comment.depth().saturating_sub(base_depth);
+        let placeholder = match comment.status {
+            CommentStatus::Visible => None,
+            status => {
+                let prefix = format!("{}/", comment.full_slug);
+                let answered = after.as_deref().is_some_and(|n| n.starts_with(&prefix));
+                if !answered {
+                    continue;
+                }
+                Some(if status == CommentStatus::Deleted {
+                    "[deleted]"
+                } else {
+                    "[hidden by a moderator]"
+                })
+            }
+        };
+        let html = match placeholder {
+            None => text::render(&comment.text),
+            Some(_) => String::new(),
+        };
+        out.push(Entry {
+            comment,
+            depth,
+            html,
+            placeholder,
+        });
+    }
+    out
+}
+
+/// One page of a discussion's threads.
+pub async fn page(
+    db: &Db,
+    discussion: Discussion,
+    count: i64,
+    at: PageAt,
+    size: usize,
+) -> Result<ThreadView, DbError> {
+    let limit = size as i64 + 1;
+    let filter = doc! { "discussion_id": discussion.id };
+    let (mut comments, next, has_older, has_newer) = match &at {
+        PageAt::First | PageAt::After(_) => {
+            let after = match &at {
+                PageAt::After(a) => Some(a.as_str()),
+                _ => None,
+            };
+            let mut found = in_thread_order(db, filter, after, limit).await?;
+            let next = (found.len() > size).then(|| found.pop()).flatten();
+            let has_newer = next.is_some();
+            (found, next.map(|c| c.full_slug), after.is_some(), has_newer)
+        }
+        PageAt::Before(before) => {
+            let mut found = before_in_thread_order(db, discussion.id, before, limit).await?;
+            let has_older = found.len() > size;
+            if has_older {
+                found.remove(0);
+            }
+            (found, Some(before.clone()), has_older, true)
+        }
+    };
+    let first_slug = comments.first().map(|c| c.full_slug.clone());
+    let last_slug = comments.last().map(|c| c.full_slug.clone());
+    let thread_start_url = comments
+        .first()
+        .filter(|c| c.depth() > 0)
+        .map(|c| discussion.comment_url(c.thread_slug()));
+    let shown = entries(std::mem::take(&mut comments), next.as_deref(), 0);
+    let base = &discussion.base_url;
+    Ok(ThreadView {
+        older_url: first_slug
+            .filter(|_| has_older)
+            .map(|s| page_link(base, "before", &s)),
+        newer_url: last_slug
+            .filter(|_| has_newer)
+            .map(|s| page_link(base, "after", &s)),
+        thread_start_url,
+        entries: shown,
+        focus: None,
+        count,
+        form: CommentForm::default(),
+        reply: None,
+        discussion,
+    })
+}
+
+/// The first page of a discussion: what a discussion page calls.
+pub async fn first_page(
+    db: &Db,
+    discussion: Discussion,
+    count: i64,
+    size: usize,
+) -> Result<ThreadView, DbError> {
+    page(db, discussion, count, PageAt::First, size).await
+}
+
+/// A permalink: the comment `slug` and its sub-thread (a page of it, continuing after `after`).
+/// `None` when the slug is malformed (checked before any query) or names no comment a reader
+/// may see.
+pub async fn sub_thread(
+    db: &Db,
+    discussion: Discussion,
+    count: i64,
+    slug: &str,
+    after: Option<&str>,
+    size: usize,
+) -> Result<Option<ThreadView>, DbError> {
+    if !slugs::is_valid(slug) {
+        return Ok(None);
+    }
+    let Some(root) = store::by_slug(db, discussion.id, slug).await? else {
+        return Ok(None);
+    };
+    let after = after.filter(|a| !a.is_empty() && a.len() <= MAX_CURSOR_LEN);
+    let mut replies = in_thread_order(
+        db,
+        store::below(discussion.id, &root.full_slug),
+        after,
+        size as i64 + 1,
+    )
+    .await?;
+    let next = (replies.len() > size).then(|| replies.pop()).flatten();
+    let newer_url = match (&next, replies.last()) {
+        (Some(_), Some(last)) => {
+            let base = discussion.comment_url(&root.slug);
+            let qs = form_urlencoded::Serializer::new(String::new())
+                .append_pair("after", &last.full_slug)
+                .finish();
+            Some(format!("{base}?{qs}"))
+        }
+        _ => None,
+    };
+    let older_url = after.map(|_| discussion.comment_url(&root.slug));
+    let base_depth = root.depth();
+    let mut comments = vec![root];
+    comments.extend(replies);
+    let mut shown = entries(
+        comments,
+        next.as_ref().map(|c| c.full_slug.as_str()),
+        base_depth,
+    );
+    // The permalink's own comment: a hidden or deleted one is shown as a placeholder when it
+    // has replies, and is not found otherwise.
+    if shown.first().is_none_or(|e| e.comment.slug != slug) {
+        return Ok(None);
+    }
+    let focus = Some(slug.to_string());
+    Ok(Some(ThreadView {
+        discussion,
+        count,
+        entries: std::mem::take(&mut shown),
+        focus,
+        newer_url,
+        older_url,
+        thread_start_url: None,
+        form: CommentForm::default(),
+        reply: None,
+    }))
+}

@@ -1,0 +1,684 @@
+//! Threaded comments through HTTP: posting and replying, the threaded view and permalinks,
+//! moderation, the exact comment count under concurrency, spam checks, escaping, and the index
+//! behind every comment query.
+
+mod common;
+
+use bazaar::catalog::products::{self, Product};
+use bazaar::comments::{self, slugs, Comment, CommentStatus};
+use bazaar::db::Db;
+use bson::doc;
+use common::shop::{location, product_with_stock, Shopper};
+use common::*;
+use futures::TryStreamExt;
+use reqwest::StatusCode;
+use scraper::Selector;
+
+/// Every comment stored for a product, in thread order.
+async fn stored(db: &Db, product: &Product) -> Vec<Comment> {
+    comments::store::collection(db)
+        .find(doc! { "discussion_id": product.id })
+        .sort(doc! { "full_slug": 1 })
+        .await
+        .expect("query")
+        .try_collect()
+        .await
+        .expect("comments")
+}
+
+async fn comment_count(db: &Db, product: &Product) -> i64 {
+    products::by_slug(db, &product.slug)
+        .await
+        .expect("query")
+        .expect("product")
+        .comment_count
+}
+
+async fn visible_count(db: &Db, product: &Product) -> i64 {
+    stored(db, product)
+        .await
+        .iter()
+        .filter(|c| c.status == CommentStatus::Visible)
+        .count() as i64
+}
+
+/// The slug a post's redirect points at (`…#c-34db-8bda` → `34db/8bda`).
+fn posted_slug(response: &reqwest::Response) -> String {
+    assert_eq!(
+        response.status(),
+        StatusCode::SEE_OTHER,
+        "the comment was not accepted"
+    );
+    let to = location(response);
+    let anchor = to.rsplit_once("#c-").expect("an anchor").1;
+    anchor.replace('-', "/")
+}
+
+async fn post(shopper: &Shopper, product: &Product, name: &str, text: &str) -> reqwest::Response {
+    shopper
+        .post(
+            &format!("/products/{}/comments", product.slug),
+            &[("name", name), ("text", text), ("website", "")],
+        )
+        .await
+}
+
+async fn reply(
+    shopper: &Shopper,
+    product: &Product,
+    parent: &str,
+    name: &str,
+    text: &str,
+) -> reqwest::Response {
+    shopper
+        .post(
+            &format!("/products/{}/comments/{parent}", product.slug),
+            &[("name", name), ("text", text), ("website", "")],
+        )
+        .await
+}
+
+/// `(slug, depth, indent class, text)` of each comment drawn on a page, in order.
+fn drawn(doc: &scraper::Html) -> Vec<(String, usize, String, String)> {
+    let item = Selector::parse(".comment-thread > li.comment").unwrap();
+    let text = Selector::parse(".comment-text, .comment-placeholder").unwrap();
+    doc.select(&item)
+        .map(|li| {
+            let v = li.value();
+            let indent = v
+                .classes()
+                .find(|c| c.starts_with("indent-"))
+                .unwrap_or_default()
+                .to_string();
+            let words = li
+                .select(&text)
+                .next()
+                .map(|t| t.text().collect::<String>().trim().to_string())
+                .unwrap_or_default();
+            (
+                v.attr("data-slug").unwrap_or_default().to_string(),
+                v.attr("data-depth").unwrap_or("0").parse().unwrap(),
+                indent,
+                words,
+            )
+        })
+        .collect()
+}
+
+async fn page(shopper: &Shopper, path: &str) -> scraper::Html {
+    let response = shopper.get(path).await;
+    assert_eq!(response.status(), StatusCode::OK, "{path}");
+    html(&body(response).await)
+}
+
+async fn admin_token(app: &TestApp) -> String {
+    // The dashboard always has a form (demo data), whatever the comment list holds.
+    csrf_token(&html(&body(app.get_admin("/admin").await).await)).expect("a token")
+}
+
+async fn moderate(app: &TestApp, comment: &Comment, action: &str) {
+    let token = admin_token(app).await;
+    let response = app
+        .post_admin_form(
+            &format!("/admin/comments/{}/{action}", comment.id.to_hex()),
+            &[("csrf_token", token.as_str())],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER, "{action}");
+}
+
+async fn by_slug(db: &Db, product: &Product, slug: &str) -> Comment {
+    comments::store::by_slug(db, product.id, slug)
+        .await
+        .expect("query")
+        .expect("comment exists")
+}
+
+#[tokio::test]
+async fn a_deep_thread_renders_in_order_indented_by_depth_with_the_indentation_capped() {
+    let app = spawn_unlimited().await;
+    let product = product_with_stock(&app.db, "deep1", 5).await;
+    let shopper = Shopper::new(&app).await;
+    let top = posted_slug(&post(&shopper, &product, "Ann", "level 0").await);
+    let mut parent = top.clone();
+    let mut chain = vec![top.clone()];
+    for level in 1..=8 {
+        let slug = posted_slug(
+            &reply(
+                &shopper,
+                &product,
+                &parent,
+                "Ben",
+                &format!("level {level}"),
+            )
+            .await,
+        );
+        assert!(
+            slug.starts_with(&format!("{parent}/")),
+            "{slug} under {parent}"
+        );
+        chain.push(slug.clone());
+        parent = slug;
+    }
+    let sibling = posted_slug(&reply(&shopper, &product, &top, "Cy", "second reply to 0").await);
+    let later = posted_slug(&post(&shopper, &product, "Di", "another thread").await);
+
+    let doc = page(&shopper, &format!("/products/{}", product.slug)).await;
+    let rows = drawn(&doc);
+    let slugs: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    let mut expected: Vec<&str> = chain.iter().map(String::as_str).collect();
+    expected.push(&sibling);
+    expected.push(&later);
+    assert_eq!(slugs, expected, "thread order");
+    for (i, row) in rows.iter().take(9).enumerate() {
+        assert_eq!(row.1, i, "depth of {}", row.0);
+        assert_eq!(
+            row.2,
+            format!("indent-{}", i.min(6)),
+            "indentation of {}",
+            row.0
+        );
+        assert_eq!(row.3, format!("level {i}"));
+    }
+    assert_eq!((rows[9].1, rows[9].2.as_str()), (1, "indent-1"));
+    assert_eq!((rows[10].1, rows[10].2.as_str()), (0, "indent-0"));
+    assert_eq!(texts(&doc, "#comments-heading"), vec!["11 comments"]);
+    assert_eq!(comment_count(&app.db, &product).await, 11);
+}
+
+#[tokio::test]
+async fn a_permalink_shows_exactly_its_comment_and_sub_thread_with_a_way_back() {
+    let app = spawn_unlimited().await;
+    let product = product_with_stock(&app.db, "perma1", 5).await;
+    let s = Shopper::new(&app).await;
+    let a = posted_slug(&post(&s, &product, "A", "a").await);
+    let b = posted_slug(&reply(&s, &product, &a, "B", "b").await);
+    let c = posted_slug(&reply(&s, &product, &b, "C", "c").await);
+    let d = posted_slug(&reply(&s, &product, &a, "D", "d").await);
+    let e = posted_slug(&post(&s, &product, "E", "e").await);
+    let _f = posted_slug(&reply(&s, &product, &e, "F", "f").await);
+
+    let doc = page(&s, &format!("/products/{}/comments/{b}", product.slug)).await;
+    let rows = drawn(&doc);
+    let shown: Vec<(&str, usize)> = rows.iter().map(|r| (r.0.as_str(), r.1)).collect();
+    assert_eq!(shown, vec![(b.as_str(), 0), (c.as_str(), 1)]);
+    assert_eq!(
+        attr(&doc, ".back-link a", "href").as_deref(),
+        Some(format!("/products/{}#comments", product.slug).as_str())
+    );
+    assert_eq!(count(&doc, "li.comment-focus"), 1);
+
+    let doc = page(&s, &format!("/products/{}/comments/{a}", product.slug)).await;
+    let shown: Vec<String> = drawn(&doc).into_iter().map(|r| r.0).collect();
+    assert_eq!(shown, vec![a.clone(), b.clone(), c.clone(), d.clone()]);
+
+    let missing = page_status(&s, &format!("/products/{}/comments/ffff", product.slug)).await;
+    assert_eq!(missing, StatusCode::NOT_FOUND);
+}
+
+/// The app with no comment rate limit, for tests that post more than a visitor may.
+async fn spawn_unlimited() -> TestApp {
+    spawn_app_with(&[("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0")]).await
+}
+
+async fn page_status(s: &Shopper, path: &str) -> StatusCode {
+    s.get(path).await.status()
+}
+
+#[tokio::test]
+async fn a_deleted_comment_with_replies_stays_as_deleted_and_one_without_replies_disappears() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "del1", 5).await;
+    let s = Shopper::new(&app).await;
+    let a = posted_slug(&post(&s, &product, "Alice", "parent text").await);
+    let b = posted_slug(&reply(&s, &product, &a, "Bob", "child text").await);
+    let c = posted_slug(&reply(&s, &product, &b, "Cat", "grandchild").await);
+    let lone = posted_slug(&post(&s, &product, "Lone", "no replies").await);
+    assert_eq!(comment_count(&app.db, &product).await, 4);
+
+    moderate(&app, &by_slug(&app.db, &product, &a).await, "delete").await;
+    moderate(&app, &by_slug(&app.db, &product, &lone).await, "delete").await;
+
+    let doc = page(&s, &format!("/products/{}", product.slug)).await;
+    let rows = drawn(&doc);
+    let shown: Vec<(&str, &str)> = rows.iter().map(|r| (r.0.as_str(), r.3.as_str())).collect();
+    assert_eq!(
+        shown,
+        vec![
+            (a.as_str(), "[deleted]"),
+            (b.as_str(), "child text"),
+            (c.as_str(), "grandchild")
+        ]
+    );
+    let page_text = doc.root_element().text().collect::<String>();
+    assert!(!page_text.contains("parent text") && !page_text.contains("Alice"));
+    let kept = by_slug(&app.db, &product, &a).await;
+    assert_eq!(kept.status, CommentStatus::Deleted);
+    assert!(kept.text.is_empty() && kept.author.name.is_empty());
+    assert!(comments::store::by_slug(&app.db, product.id, &lone)
+        .await
+        .unwrap()
+        .is_none());
+    assert_eq!(comment_count(&app.db, &product).await, 2);
+    assert_eq!(visible_count(&app.db, &product).await, 2);
+
+    // Removing the last replies under "[deleted]" removes it too.
+    moderate(&app, &by_slug(&app.db, &product, &c).await, "delete").await;
+    moderate(&app, &by_slug(&app.db, &product, &b).await, "delete").await;
+    assert!(stored(&app.db, &product).await.is_empty());
+    assert_eq!(comment_count(&app.db, &product).await, 0);
+}
+
+#[tokio::test]
+async fn hiding_and_unhiding_keep_the_count_exact_and_a_hidden_comment_off_the_page() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "hide1", 5).await;
+    let s = Shopper::new(&app).await;
+    let a = posted_slug(&post(&s, &product, "Spammer", "buy pills").await);
+    let b = posted_slug(&post(&s, &product, "Reader", "nice record").await);
+    let spam = by_slug(&app.db, &product, &a).await;
+    moderate(&app, &spam, "hide").await;
+    moderate(&app, &spam, "hide").await; // a second click changes nothing
+    assert_eq!(comment_count(&app.db, &product).await, 1);
+    let doc = page(&s, &format!("/products/{}", product.slug)).await;
+    assert_eq!(
+        drawn(&doc).into_iter().map(|r| r.0).collect::<Vec<_>>(),
+        vec![b.clone()]
+    );
+    let hidden = page_status(&s, &format!("/products/{}/comments/{a}", product.slug)).await;
+    assert_eq!(hidden, StatusCode::NOT_FOUND);
+
+    let admin = html(&body(app.get_admin("/admin/comments?status=hidden").await).await);
+    assert_eq!(
+        texts(&admin, ".comment-row .comment-excerpt"),
+        vec!["buy pills"]
+    );
+    moderate(&app, &spam, "unhide").await;
+    assert_eq!(comment_count(&app.db, &product).await, 2);
+    let doc = page(&s, &format!("/products/{}", product.slug)).await;
+    assert_eq!(drawn(&doc).len(), 2);
+}
+
+#[tokio::test]
+async fn thirty_two_concurrent_commenters_each_store_one_comment_and_the_count_is_exact() {
+    let app = spawn_app_with(&[
+        ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
+        ("BAZAAR_COMMENTS__PAGE_SIZE", "100"),
+        ("BAZAAR_SERVER__WORKERS", "4"),
+    ])
+    .await;
+    let product = product_with_stock(&app.db, "busy1", 5).await;
+    let first = Shopper::new(&app).await;
+    let root = posted_slug(&post(&first, &product, "Host", "Say hello below").await);
+    let mut tasks = Vec::new();
+    for i in 0..32 {
+        let shopper = Shopper::new(&app).await;
+        let (product, root) = (product.clone(), root.clone());
+        tasks.push(tokio::spawn(async move {
+            let text = format!("hello from commenter {i}");
+            let response = if i % 2 == 0 {
+                reply(&shopper, &product, &root, &format!("c{i}"), &text).await
+            } else {
+                post(&shopper, &product, &format!("c{i}"), &text).await
+            };
+            posted_slug(&response)
+        }));
+    }
+    let mut slugs = Vec::new();
+    for t in tasks {
+        slugs.push(t.await.expect("commenter finished"));
+    }
+    let all = stored(&app.db, &product).await;
+    assert_eq!(all.len(), 33);
+    for i in 0..32 {
+        let text = format!("hello from commenter {i}");
+        assert_eq!(all.iter().filter(|c| c.text == text).count(), 1, "{text}");
+    }
+    slugs.sort();
+    slugs.dedup();
+    assert_eq!(slugs.len(), 32);
+    let doc = page(&first, &format!("/products/{}", product.slug)).await;
+    let visible = drawn(&doc).len() as i64;
+    assert_eq!(visible, 33);
+    assert_eq!(comment_count(&app.db, &product).await, visible);
+}
+
+#[tokio::test]
+async fn two_comments_given_the_same_slug_in_the_same_second_are_both_stored() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "clash1", 5).await;
+    let s = Shopper::new(&app).await;
+    slugs::script_parts(product.id, &["0a0a", "abcd", "abcd", "abce"]);
+    let parent = posted_slug(&post(&s, &product, "P", "parent").await);
+    assert_eq!(parent, "0a0a");
+    let first = posted_slug(&reply(&s, &product, &parent, "One", "first").await);
+    let second = posted_slug(&reply(&s, &product, &parent, "Two", "second").await);
+    assert_eq!(first, "0a0a/abcd");
+    assert_eq!(
+        second, "0a0a/abce",
+        "the collision was retried with a new part"
+    );
+    let all = stored(&app.db, &product).await;
+    assert_eq!(all.len(), 3);
+    assert_eq!(comment_count(&app.db, &product).await, 3);
+    let doc = page(&s, &format!("/products/{}", product.slug)).await;
+    let texts: Vec<String> = drawn(&doc).into_iter().map(|r| r.3).collect();
+    assert_eq!(texts, vec!["parent", "first", "second"]);
+}
+
+#[tokio::test]
+async fn a_filled_honeypot_stores_nothing_and_says_why() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "honey1", 5).await;
+    let s = Shopper::new(&app).await;
+    let response = s
+        .post(
+            &format!("/products/{}/comments", product.slug),
+            &[
+                ("name", "Bot"),
+                ("text", "cheap watches"),
+                ("website", "http://spam.example"),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert!(texts(&doc, ".comment-notice")[0].contains("leave this empty"));
+    assert!(stored(&app.db, &product).await.is_empty());
+    assert_eq!(comment_count(&app.db, &product).await, 0);
+}
+
+#[tokio::test]
+async fn past_the_rate_limit_a_comment_is_kept_in_the_form_with_a_message_and_not_stored() {
+    let app = spawn_app_with(&[("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "3")]).await;
+    let product = product_with_stock(&app.db, "rate1", 5).await;
+    let s = Shopper::new(&app).await;
+    for i in 0..3 {
+        posted_slug(&post(&s, &product, "Quick", &format!("comment {i}")).await);
+    }
+    let response = post(&s, &product, "Quick", "one too many").await;
+    assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
+    let doc = html(&body(response).await);
+    assert!(texts(&doc, ".comment-notice")[0].contains("please wait a minute"));
+    assert_eq!(texts(&doc, "#comment-text"), vec!["one too many"]);
+    assert_eq!(stored(&app.db, &product).await.len(), 3);
+    assert_eq!(comment_count(&app.db, &product).await, 3);
+}
+
+#[tokio::test]
+async fn a_comment_over_the_length_limit_gets_a_form_error_with_the_text_kept() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "long1", 5).await;
+    let s = Shopper::new(&app).await;
+    let long = "x".repeat(5001);
+    let response = post(&s, &product, "Verbose", &long).await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert!(texts(&doc, "#new-comment .field-error")[0].contains("5000 characters"));
+    assert_eq!(texts(&doc, "#comment-text"), vec![long.clone()]);
+    assert_eq!(
+        attr(&doc, "#comment-name", "value").as_deref(),
+        Some("Verbose")
+    );
+    assert!(stored(&app.db, &product).await.is_empty());
+
+    let empty = post(&s, &product, "", "").await;
+    assert_eq!(empty.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(empty).await);
+    assert_eq!(count(&doc, "#new-comment .field-error"), 2);
+
+    posted_slug(&post(&s, &product, "Verbose", &long[..5000]).await);
+    assert_eq!(stored(&app.db, &product).await.len(), 1);
+}
+
+#[tokio::test]
+async fn markup_in_a_comment_is_inert_and_a_web_address_becomes_a_nofollow_link() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "xss1", 5).await;
+    let s = Shopper::new(&app).await;
+    let text = "<script>alert(1)</script>\n<a href=javascript:alert(2)>click</a>\n\
+                see https://example.com/page?a=1&b=2 too";
+    posted_slug(&post(&s, &product, "<b onmouseover=alert(3)>Bob</b>", text).await);
+    let response = s.get(&format!("/products/{}", product.slug)).await;
+    let raw = body(response).await;
+    assert!(!raw.contains("<script>alert(1)"), "script tag got through");
+    assert!(!raw.contains("<b onmouseover"), "name markup got through");
+    let doc = html(&raw);
+    assert_eq!(count(&doc, ".comment-text script, .comment-author b"), 0);
+    assert_eq!(
+        texts(&doc, ".comment-author"),
+        vec!["<b onmouseover=alert(3)>Bob</b>"]
+    );
+    let links = Selector::parse(".comment-text a").unwrap();
+    let links: Vec<(String, String)> = doc
+        .select(&links)
+        .map(|a| {
+            (
+                a.value().attr("href").unwrap_or_default().to_string(),
+                a.value().attr("rel").unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        links,
+        vec![(
+            "https://example.com/page?a=1&b=2".to_string(),
+            "nofollow ugc".to_string()
+        )]
+    );
+    assert_eq!(count(&doc, ".comment-text br"), 2, "line breaks kept");
+}
+
+#[tokio::test]
+async fn a_permalink_slug_with_regex_metacharacters_or_dots_is_not_found() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "meta1", 5).await;
+    let s = Shopper::new(&app).await;
+    let a = posted_slug(&post(&s, &product, "A", "a").await);
+    for bad in [
+        ".*".to_string(),
+        format!("{a}.*"),
+        format!("{a}/.."),
+        format!("{a}/..%2F.."),
+        "..abcd".to_string(),
+        "%2E%2E".to_string(),
+        "(a%7C.*)".to_string(),
+        "%5Ba-f%5D%7B4%7D".to_string(),
+        "abc%2B".to_string(),
+        format!("{a}%5C"),
+        "ABCD".to_string(),
+    ] {
+        let path = format!("/products/{}/comments/{bad}", product.slug);
+        assert_eq!(
+            s.get(&path).await.status(),
+            StatusCode::NOT_FOUND,
+            "GET {bad}"
+        );
+        let posted = s.post(&path, &[("name", "x"), ("text", "y")]).await;
+        assert_eq!(posted.status(), StatusCode::NOT_FOUND, "POST {bad}");
+    }
+    assert_eq!(stored(&app.db, &product).await.len(), 1);
+}
+
+#[tokio::test]
+async fn pages_continue_from_the_last_comment_shown_and_link_to_a_thread_they_start_inside() {
+    let app = spawn_app_with(&[
+        ("BAZAAR_COMMENTS__PAGE_SIZE", "3"),
+        ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
+    ])
+    .await;
+    let product = product_with_stock(&app.db, "pages1", 5).await;
+    let s = Shopper::new(&app).await;
+    let a = posted_slug(&post(&s, &product, "A", "t1").await);
+    let mut p = a.clone();
+    for i in 2..=4 {
+        p = posted_slug(&reply(&s, &product, &p, "R", &format!("t{i}")).await);
+    }
+    for i in 5..=7 {
+        posted_slug(&post(&s, &product, "T", &format!("t{i}")).await);
+    }
+    let first = page(&s, &format!("/products/{}", product.slug)).await;
+    let words = |d: &scraper::Html| drawn(d).into_iter().map(|r| r.3).collect::<Vec<_>>();
+    assert_eq!(words(&first), vec!["t1", "t2", "t3"]);
+    assert_eq!(count(&first, ".comments-older"), 0);
+    let next = attr(&first, ".comments-newer", "href").expect("a newer link");
+    let second = page(&s, &next).await;
+    assert_eq!(words(&second), vec!["t4", "t5", "t6"]);
+    assert_eq!(
+        attr(&second, ".thread-continues a", "href"),
+        Some(format!("/products/{}/comments/{a}", product.slug))
+    );
+    let third = page(&s, &attr(&second, ".comments-newer", "href").unwrap()).await;
+    assert_eq!(words(&third), vec!["t7"]);
+    assert_eq!(count(&third, ".comments-newer"), 0);
+    let back = page(&s, &attr(&third, ".comments-older", "href").unwrap()).await;
+    assert_eq!(words(&back), vec!["t4", "t5", "t6"]);
+    let start = page(&s, &attr(&back, ".comments-older", "href").unwrap()).await;
+    assert_eq!(words(&start), vec!["t1", "t2", "t3"]);
+}
+
+#[tokio::test]
+async fn the_admin_lists_comments_newest_first_with_links_in_context_and_the_dashboard_shows_them()
+{
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "adm1", 5).await;
+    let s = Shopper::new(&app).await;
+    let a = posted_slug(&post(&s, &product, "First", "older one").await);
+    let b = posted_slug(&reply(&s, &product, &a, "Second", "newer one").await);
+    let doc = html(&body(app.get_admin("/admin/comments").await).await);
+    let excerpts = texts(&doc, ".comment-row .comment-excerpt");
+    assert_eq!(&excerpts[..2], &["newer one", "older one"]);
+    let anchor = format!("c-{}", b.replace('/', "-"));
+    assert_eq!(
+        attr(&doc, ".comment-row .comment-discussion a", "href"),
+        Some(format!("/products/{}/comments/{a}#{anchor}", product.slug))
+    );
+    let deleted = html(&body(app.get_admin("/admin/comments?status=deleted").await).await);
+    assert_eq!(count(&deleted, ".comment-row"), 0);
+    let one = html(
+        &body(
+            app.get_admin(&format!(
+                "/admin/comments?discussion={}",
+                product.id.to_hex()
+            ))
+            .await,
+        )
+        .await,
+    );
+    assert_eq!(
+        texts(&one, ".comment-row .comment-excerpt"),
+        vec!["newer one", "older one"]
+    );
+    let all = html(&body(app.get_admin("/admin/comments").await).await);
+    assert!(
+        count(&all, ".comment-row") > 2,
+        "the demo comments are listed too"
+    );
+    let dash = html(&body(app.get_admin("/admin").await).await);
+    assert!(texts(&dash, ".recent-comment")[0].contains("Second"));
+    // Moderation needs the admin's CSRF token.
+    let refused = app
+        .post_admin_form(
+            &format!(
+                "/admin/comments/{}/hide",
+                by_slug(&app.db, &product, &a).await.id.to_hex()
+            ),
+            &[("csrf_token", "wrong")],
+        )
+        .await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    assert_eq!(comment_count(&app.db, &product).await, 2);
+}
+
+#[tokio::test]
+async fn demo_discussions_are_seeded_once_with_exact_counts() {
+    let app = spawn_app().await;
+    let product = products::by_slug(&app.db, "kind-of-blue")
+        .await
+        .unwrap()
+        .expect("demo product");
+    let before = stored(&app.db, &product).await.len();
+    assert!(before >= 4, "a demo thread on {}", product.slug);
+    bazaar::seed::run(&app.db).await.expect("seed again");
+    assert_eq!(stored(&app.db, &product).await.len(), before);
+    assert_eq!(
+        comment_count(&app.db, &product).await,
+        visible_count(&app.db, &product).await
+    );
+    let s = Shopper::new(&app).await;
+    let doc = page(&s, "/products/kind-of-blue").await;
+    let depths: Vec<usize> = drawn(&doc).into_iter().map(|r| r.1).collect();
+    assert!(depths.iter().any(|d| *d >= 3), "{depths:?}");
+}
+
+#[tokio::test]
+async fn every_comment_query_uses_an_index() {
+    let app = spawn_app().await;
+    let db = &app.db;
+    let id = bson::oid::ObjectId::new();
+    let c = comments::COLLECTION;
+    let cases = [
+        (
+            "thread page",
+            doc! { "discussion_id": id },
+            doc! { "full_slug": 1 },
+        ),
+        (
+            "next page",
+            doc! { "discussion_id": id, "full_slug": { "$gt": "2026.01.01.00.00.00:abcd" } },
+            doc! { "full_slug": 1 },
+        ),
+        (
+            "previous page",
+            doc! { "discussion_id": id, "full_slug": { "$lt": "2026.01.01.00.00.00:abcd" } },
+            doc! { "full_slug": -1 },
+        ),
+        (
+            "sub-thread",
+            comments::store::below(id, "2026.01.01.00.00.00:abcd"),
+            doc! { "full_slug": 1 },
+        ),
+        (
+            "permalink",
+            doc! { "discussion_id": id, "slug": "abcd/ef01" },
+            doc! {},
+        ),
+        (
+            "a discussion by time",
+            doc! { "discussion_id": id },
+            doc! { "posted": -1 },
+        ),
+        ("moderation list", doc! {}, doc! { "posted": -1 }),
+        (
+            "moderation by status",
+            doc! { "status": "hidden" },
+            doc! { "posted": -1 },
+        ),
+        (
+            "moderation of one discussion by status",
+            doc! { "status": "hidden", "discussion_id": id },
+            doc! { "posted": -1 },
+        ),
+    ];
+    for (what, filter, sort) in cases {
+        assert_uses_index(db, what, c, filter, sort).await;
+    }
+    // The escaped prefix bounds the scan to the sub-thread, not to every comment of the year.
+    let explain = db
+        .database()
+        .run_command(doc! {
+            "explain": { "find": c, "filter": comments::store::below(id, "2026.01.01.00.00.00:abcd") },
+            "verbosity": "queryPlanner",
+        })
+        .await
+        .unwrap();
+    let scan = find_stage(&bson::Bson::Document(explain.clone()), "IXSCAN").expect("an index scan");
+    let bounds = scan
+        .get_document("indexBounds")
+        .map(|b| b.to_string())
+        .unwrap_or_default();
+    assert!(
+        bounds.contains("2026.01.01.00.00.00:abcd/"),
+        "bounds: {bounds} in {explain}"
+    );
+}
