@@ -478,6 +478,22 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             &format!("{section}/{{slug}}"),
             read().to(content::pages::show),
         )
+        .route(
+            &format!("{section}/{{slug}}/comments"),
+            read().to(content::pages::comments_anchor),
+        )
+        .route(
+            &format!("{section}/{{slug}}/comments"),
+            web::post().to(content::pages::post_comment),
+        )
+        .route(
+            &format!("{section}/{{slug}}/comments/{{comment:.+}}"),
+            read().to(content::pages::comment_permalink),
+        )
+        .route(
+            &format!("{section}/{{slug}}/comments/{{comment:.+}}"),
+            web::post().to(content::pages::post_reply),
+        )
         .service(admin::scope());
 }
 

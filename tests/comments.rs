@@ -682,3 +682,74 @@ async fn every_comment_query_uses_an_index() {
         "bounds: {bounds} in {explain}"
     );
 }
+
+/// `metadata.comment_count` of the blog post `slug`.
+async fn node_comment_count(db: &Db, slug: &str) -> i64 {
+    let node = db
+        .collection::<bson::Document>("nodes")
+        .find_one(doc! { "metadata.section": "blog", "metadata.slug": slug })
+        .await
+        .expect("query")
+        .expect("node");
+    match node.get_document("metadata").expect("metadata").get("comment_count") {
+        Some(bson::Bson::Int32(n)) => i64::from(*n),
+        Some(bson::Bson::Int64(n)) => *n,
+        other => panic!("comment_count is {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_blog_post_takes_threaded_comments_and_its_count_shows_in_the_stream() {
+    let app = spawn_unlimited().await;
+    let s = Shopper::new(&app).await;
+    let post_url = "/blog/miles-on-so-what";
+    let before = node_comment_count(&app.db, "miles-on-so-what").await;
+
+    let response = s
+        .post(
+            &format!("{post_url}/comments"),
+            &[("name", "Ada"), ("text", "First!"), ("website", "")],
+        )
+        .await;
+    let first = posted_slug(&response);
+    let response = s
+        .post(
+            &format!("{post_url}/comments/{first}"),
+            &[("name", "Bo"), ("text", "A reply"), ("website", "")],
+        )
+        .await;
+    let second = posted_slug(&response);
+    assert!(second.starts_with(&format!("{first}/")), "{second}");
+
+    let doc = page(&s, post_url).await;
+    let rows: Vec<(String, usize, String)> = drawn(&doc)
+        .into_iter()
+        .map(|r| (r.0, r.1, r.3))
+        .filter(|r| r.0 == first || r.0 == second)
+        .collect();
+    assert_eq!(
+        rows,
+        vec![
+            (first.clone(), 0, "First!".to_string()),
+            (second.clone(), 1, "A reply".to_string())
+        ]
+    );
+    assert_eq!(
+        node_comment_count(&app.db, "miles-on-so-what").await,
+        before + 2
+    );
+
+    let permalink = page(&s, &format!("{post_url}/comments/{second}")).await;
+    let shown: Vec<String> = drawn(&permalink).into_iter().map(|r| r.0).collect();
+    assert_eq!(shown, vec![second.clone()]);
+
+    let stream = body(s.get("/blog/").await).await;
+    assert!(
+        stream.contains(&format!("{} comments", before + 2)),
+        "the stream shows the new count"
+    );
+    assert_eq!(
+        page_status(&s, "/blog/no-such-post/comments/ffff").await,
+        StatusCode::NOT_FOUND
+    );
+}

@@ -223,6 +223,17 @@ impl Node {
         Detail::parse(self.metadata.kind, &self.metadata.detail).ok()
     }
 
+    /// This node's comments: `discussion_id` is the node's `_id`, the count is
+    /// `metadata.comment_count`.
+    pub fn discussion(&self) -> crate::comments::Discussion {
+        crate::comments::Discussion {
+            id: self.id,
+            kind: crate::comments::DiscussionKind::Node,
+            title: self.metadata.title.clone(),
+            base_url: self.url(),
+        }
+    }
+
     pub fn url(&self) -> String {
         format!("/{}/{}", self.metadata.section, self.metadata.slug)
     }

@@ -8,6 +8,8 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
 use crate::catalog::products::{self, Product};
+use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
+use crate::comments::thread::{self, PageAt, ThreadView};
 use crate::content::model::{self, section, Node, Section};
 use crate::startup::AppState;
 use crate::web::errors::AppError;
@@ -49,9 +51,8 @@ pub struct NodePage {
     pub layout: Layout,
     pub section: &'static Section,
     pub node: Node,
-    /// The comments area's rendered block for this node, when it provides one (it attaches
-    /// comments by `discussion_id` = the node's `_id`).
-    pub comments_html: Option<String>,
+    /// The node's comments (the page asked for) and the comment form.
+    pub thread: ThreadView,
 }
 
 #[derive(Template)]
@@ -109,23 +110,128 @@ pub async fn list(
     })
 }
 
-/// `GET /{section}/{slug}`
+/// `GET /{section}/{slug}` (`?after=` / `?before=` page through its comments)
 pub async fn show(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
+    params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
-    let (section_name, slug) = path.into_inner();
-    let section = known_section(&section_name)?;
-    let node = model::published_by_slug(&state.db, section.name, &slug)
-        .await?
-        .ok_or(AppError::NotFound)?;
+    let (section, node) = published_node(&state, path.into_inner()).await?;
+    let at = PageAt::from_params(
+        params.get("after").map(String::as_str),
+        params.get("before").map(String::as_str),
+    );
+    let thread = thread::page(
+        &state.db,
+        node.discussion(),
+        node.metadata.comment_count,
+        at,
+        state.comments.page_size,
+    )
+    .await?;
     render(&NodePage {
         layout: Layout::public(&req),
         section,
         node,
-        comments_html: None,
+        thread,
     })
+}
+
+/// The published node at `(section, slug)`, or 404.
+async fn published_node(
+    state: &AppState,
+    (section_name, slug): (String, String),
+) -> Result<(&'static Section, Node), AppError> {
+    let section = known_section(&section_name)?;
+    let node = model::published_by_slug(&state.db, section.name, &slug)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    Ok((section, node))
+}
+
+/// `GET /{section}/{slug}/comments`: the comments are on the node's page.
+pub async fn comments_anchor(
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, AppError> {
+    let (_, node) = published_node(&state, path.into_inner()).await?;
+    Ok(crate::web::see_other(&format!("{}#comments", node.url())))
+}
+
+/// `POST /{section}/{slug}/comments`: a new comment. A refused one shows the node again with
+/// the form filled in and what to fix.
+pub async fn post_comment(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    input: web::Form<CommentInput>,
+) -> Result<HttpResponse, AppError> {
+    let (section, node) = published_node(&state, path.into_inner()).await?;
+    let discussion = node.discussion();
+    match comment_pages::submit(&req, &state, &discussion, None, input.into_inner()).await? {
+        Submitted::Posted(redirect) => Ok(redirect),
+        Submitted::Refused(form, status) => {
+            let mut thread = thread::first_page(
+                &state.db,
+                discussion,
+                node.metadata.comment_count,
+                state.comments.page_size,
+            )
+            .await?;
+            thread.form = form;
+            let page = NodePage {
+                layout: Layout::public(&req),
+                section,
+                node,
+                thread,
+            };
+            let html = page.render().map_err(|e| {
+                AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}"))
+            })?;
+            Ok(crate::web::layout::html_response(status, html))
+        }
+    }
+}
+
+/// `GET /{section}/{slug}/comments/{comment}`: a comment's permalink.
+pub async fn comment_permalink(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String, String)>,
+    params: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, AppError> {
+    let (section, slug, comment) = path.into_inner();
+    let (_, node) = published_node(&state, (section, slug)).await?;
+    comment_pages::permalink(
+        &req,
+        &state,
+        node.discussion(),
+        node.metadata.comment_count,
+        &comment,
+        params.get("after").map(String::as_str),
+    )
+    .await
+}
+
+/// `POST /{section}/{slug}/comments/{comment}`: a reply to that comment.
+pub async fn post_reply(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String, String)>,
+    input: web::Form<CommentInput>,
+) -> Result<HttpResponse, AppError> {
+    let (section, slug, comment) = path.into_inner();
+    let (_, node) = published_node(&state, (section, slug)).await?;
+    comment_pages::reply(
+        &req,
+        &state,
+        node.discussion(),
+        node.metadata.comment_count,
+        &comment,
+        input.into_inner(),
+    )
+    .await
 }
 
 /// `GET /tags/{tag}`: published nodes and products carrying the tag.
