@@ -23,6 +23,7 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("database", "path"),
     ("database", "name"),
     ("database", "timeout_ms"),
+    ("database", "write_concern"),
     ("session", "key"),
     ("admin", "username"),
     ("admin", "password_hash"),
@@ -31,6 +32,7 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("cart", "expire_after_secs"),
     ("cart", "cleanup_after_secs"),
     ("cart", "jobs_every_secs"),
+    ("cart", "recover_checkout_after_secs"),
     ("payment", "gateway"),
 ];
 
@@ -62,6 +64,8 @@ pub struct DatabaseSettings {
     pub path: PathBuf,
     pub name: String,
     pub timeout_ms: u64,
+    /// How far a write a person is told about must get before the page is sent.
+    pub write_concern: crate::db::WriteDurability,
 }
 
 /// Where the data lives.
@@ -132,6 +136,9 @@ pub struct CartSettings {
     pub cleanup_after: std::time::Duration,
     /// How often the expiry and cleanup jobs run; zero turns them off (admin can still run them).
     pub jobs_every: std::time::Duration,
+    /// A checkout still `pending` after this long is taken to have been interrupted by a crash:
+    /// the jobs ask the gateway about it and finish the order or hand the cart back.
+    pub recover_checkout_after: std::time::Duration,
 }
 
 /// Which payment gateway charges cards.
@@ -423,6 +430,9 @@ impl Layers {
             expire_after: Duration::from_secs(expire as u64),
             cleanup_after: Duration::from_secs(cleanup as u64),
             jobs_every: Duration::from_secs(self.integer("cart.jobs_every_secs", 0, 86_400)? as u64),
+            recover_checkout_after: Duration::from_secs(
+                self.integer("cart.recover_checkout_after_secs", 1, 7 * 24 * 3600)? as u64,
+            ),
         })
     }
 
@@ -510,11 +520,24 @@ impl Layers {
                 ),
             ));
         }
+        let (concern, origin) = self.string("database.write_concern")?;
+        let write_concern = match concern.trim() {
+            "durable" => crate::db::WriteDurability::Durable,
+            "fast" => crate::db::WriteDurability::Fast,
+            other => {
+                return Err(Self::invalid(
+                    "database.write_concern",
+                    &origin,
+                    format!("expected \"durable\" or \"fast\", got {other:?}"),
+                ))
+            }
+        };
         Ok(DatabaseSettings {
             uri,
             path: PathBuf::from(path.trim()),
             name,
             timeout_ms: self.integer("database.timeout_ms", 100, 600_000)? as u64,
+            write_concern,
         })
     }
 
@@ -664,6 +687,21 @@ mod tests {
         assert!(err.contains("BAZAAR_CART__CLEANUP_AFTER_SECS"), "{err}");
         let s = Settings::load(None, env(&[])).expect("defaults load");
         assert!(s.cart.cleanup_after > s.cart.expire_after);
+    }
+
+    #[test]
+    fn writes_are_durable_unless_fast_is_asked_for() {
+        use crate::db::WriteDurability;
+        let s = Settings::load(None, env(&[])).expect("defaults load");
+        assert_eq!(s.database.write_concern, WriteDurability::Durable);
+        let s = Settings::load(None, env(&[("BAZAAR_DATABASE__WRITE_CONCERN", "fast")]))
+            .expect("loads");
+        assert_eq!(s.database.write_concern, WriteDurability::Fast);
+        let err = Settings::load(None, env(&[("BAZAAR_DATABASE__WRITE_CONCERN", "majority")]))
+            .expect_err("must fail")
+            .to_string();
+        assert!(err.contains("database.write_concern"), "{err}");
+        assert!(err.contains("\"durable\" or \"fast\""), "{err}");
     }
 
     #[test]

@@ -84,7 +84,8 @@ impl OpenDatabase {
         };
         let db = Db::connect(&uri, name, timeout, store.clone())
             .await
-            .with_context(|| format!("invalid database.uri for {store}"))?;
+            .with_context(|| format!("invalid database.uri for {store}"))?
+            .with_durability(settings.database.write_concern);
         db.ping()
             .await
             .with_context(|| format!("cannot reach the database ({store})"))?;

@@ -377,6 +377,11 @@ pub fn collection(db: &Db) -> mongodb::Collection<Product> {
     db.collection(COLLECTION)
 }
 
+/// For admin saves (create, edit, stock received, photos), which the admin is shown as done.
+fn durable(db: &Db) -> mongodb::Collection<Product> {
+    db.durable(COLLECTION)
+}
+
 pub async fn by_slug(db: &Db, slug: &str) -> Result<Option<Product>, DbError> {
     Ok(collection(db).find_one(doc! { "slug": slug }).await?)
 }
@@ -469,7 +474,7 @@ pub async fn category_path_for(db: &Db, categories: &[ObjectId]) -> Result<Vec<O
 pub async fn create(db: &Db, new: NewProduct) -> Result<Product, CatalogError> {
     let path = category_path_for(db, &new.categories).await?;
     let product = new.into_product(path)?;
-    collection(db).insert_one(&product).await?;
+    durable(db).insert_one(&product).await?;
     Ok(product)
 }
 
@@ -485,7 +490,7 @@ pub async fn update(db: &Db, id: ObjectId, edit: NewProduct) -> Result<(), Catal
     let shipping =
         bson::to_bson(&edit.shipping).map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
     let result = db
-        .collection::<Document>(COLLECTION)
+        .durable::<Document>(COLLECTION)
         .update_one(
             doc! { "_id": id },
             doc! { "$set": {
@@ -511,7 +516,7 @@ pub async fn adjust_stock(db: &Db, id: ObjectId, delta: i64) -> Result<bool, DbE
     } else {
         doc! { "_id": id }
     };
-    let result = collection(db)
+    let result = durable(db)
         .update_one(
             filter,
             doc! { "$inc": { "qty": delta }, "$set": { "updated": DateTime::now() } },
@@ -522,7 +527,7 @@ pub async fn adjust_stock(db: &Db, id: ObjectId, delta: i64) -> Result<bool, DbE
 
 /// Attach an uploaded photo to a product.
 pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool, DbError> {
-    let result = collection(db)
+    let result = durable(db)
         .update_one(
             doc! { "_id": id },
             doc! { "$push": { "photos": file_id }, "$set": { "updated": DateTime::now() } },
