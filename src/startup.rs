@@ -119,6 +119,7 @@ pub struct Application {
 /// What [`Application::assemble`] builds besides the database.
 struct Assembled {
     port: u16,
+    gateway: Arc<dyn PaymentGateway>,
     server: Server,
     generated_admin_password: Option<String>,
     test_gateway: Option<Arc<TestGateway>>,
@@ -148,7 +149,11 @@ impl Application {
                 port: built.port,
                 address: settings.public_address(built.port),
                 server: built.server,
-                jobs: cart::jobs::spawn(database.db.clone(), settings.cart.clone()),
+                jobs: cart::jobs::spawn(
+                    database.db.clone(),
+                    settings.cart.clone(),
+                    built.gateway.clone(),
+                ),
                 database,
                 generated_admin_password: built.generated_admin_password,
                 test_gateway: built.test_gateway,
@@ -191,7 +196,7 @@ impl Application {
             .port();
         let (gateway, test_gateway): (Arc<dyn PaymentGateway>, _) = match settings.payment {
             PaymentSettings::Test => {
-                let test = Arc::new(TestGateway::default());
+                let test = Arc::new(TestGateway::new(db.clone()));
                 (test.clone(), Some(test))
             }
         };
@@ -200,7 +205,7 @@ impl Application {
             db_timeout_ms: settings.database.timeout_ms,
             admin_user: settings.admin.username.clone(),
             max_upload_bytes: settings.media.max_upload_bytes,
-            gateway,
+            gateway: gateway.clone(),
             cart: settings.cart.clone(),
         });
         let server = http_server(
@@ -213,6 +218,7 @@ impl Application {
         )?;
         Ok(Assembled {
             port,
+            gateway,
             server,
             generated_admin_password: generated,
             test_gateway,

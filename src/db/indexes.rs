@@ -17,6 +17,12 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
         ),
         (cart::COLLECTION, cart::indexes()),
         (checkout::orders::COLLECTION, checkout::orders::indexes()),
+        (checkout::payments::COLLECTION, checkout::payments::indexes()),
+        // The built-in test gateway's own charges (a real gateway keeps them elsewhere).
+        (
+            checkout::payment::TEST_GATEWAY_CHARGES,
+            checkout::payment::TestGateway::indexes(),
+        ),
     ]
 }
 
