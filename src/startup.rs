@@ -254,11 +254,14 @@ impl Application {
         self.server.handle()
     }
 
-    /// Stop gracefully on SIGINT or SIGTERM: stop accepting, let in-flight requests finish.
+    /// Stop gracefully on SIGINT or SIGTERM: stop accepting, let in-flight requests finish. The
+    /// signals are caught from the moment this returns, so a stop right after start-up still
+    /// closes the store cleanly.
     pub fn stop_on_signals(&self) {
         let handle = self.server.handle();
+        let signals = Signals::listen();
         tokio::spawn(async move {
-            wait_for_signal().await;
+            signals.wait().await;
             tracing::info!("shutting down: finishing requests in flight");
             handle.stop(true).await;
         });
@@ -275,25 +278,45 @@ impl Application {
     }
 }
 
-async fn wait_for_signal() {
+/// SIGINT and SIGTERM, listened for from creation (a signal that arrives before anyone waits
+/// is kept, not lost to the default action).
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+    streams: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl Signals {
+    fn listen() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let streams = match (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) {
+                (Ok(int), Ok(term)) => Some((int, term)),
+                (Err(e), _) | (_, Err(e)) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the server");
+                    None
                 }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the server");
-                let _ = tokio::signal::ctrl_c().await;
-            }
+            };
+            Signals { streams }
+        }
+        #[cfg(not(unix))]
+        {
+            Signals {}
         }
     }
-    #[cfg(not(unix))]
-    {
+
+    async fn wait(self) {
+        #[cfg(unix)]
+        if let Some((mut int, mut term)) = self.streams {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
         let _ = tokio::signal::ctrl_c().await;
     }
 }

@@ -311,10 +311,17 @@ async fn record_order(
     attempt: &PaymentRecord,
     charge: &Charge,
 ) -> Result<Order, CartError> {
+    // `not_charged` too: recovery may have asked the gateway while this (very slow) checkout
+    // was still charging; the charge went through after all and this order settles it.
+    let open = [
+        PaymentState::Started,
+        PaymentState::Charged,
+        PaymentState::NotCharged,
+    ];
     payments::advance(
         db,
         &attempt.key,
-        &[PaymentState::Started],
+        &open,
         PaymentState::Charged,
         doc! { "reference": &charge.reference },
     )
@@ -349,7 +356,7 @@ async fn record_order(
     payments::advance(
         db,
         &attempt.key,
-        &[PaymentState::Started, PaymentState::Charged],
+        &open,
         PaymentState::Ordered,
         doc! { "reference": &order.payment.reference, "order": &order.number },
     )

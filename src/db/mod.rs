@@ -17,7 +17,7 @@
 //! | `orders` | insert, ship, cancel | the restock steps of a cancel: resumed by the jobs from the order's `restock` list |
 //! | `counters` | the order number | — |
 //! | `payments` | the attempt (`started`) before the card is charged | `charged`, `declined`, `ordered`, `refunded`: recovery works them out again from the gateway and the orders |
-//! | `gateway_charges` (test gateway) | every charge and refund, whatever the setting: it stands for a payment provider, which never forgets a charge | — |
+//! | `gateway_charges` (test gateway) | every charge and refund: it stands for a payment provider, which never forgets a charge | — (with `fast`, a crash may take its newest charges with it) |
 //! | `carts` | `complete` after payment | create, add/change/remove, the checkout lock, expiry: a lost cart change is repaired by cleanup and recovery, and the shopper sees the cart as it is |
 //! | `products` | admin create/edit, stock received, photos; a paid cart's units moving to `sold` | reservations for cart lines: cleanup returns reservations whose cart does not hold them |
 //! | `categories` | every admin save | (demo seeding goes through the same functions) |
@@ -140,7 +140,7 @@ impl Db {
     }
 
     /// Journaled, and acknowledged by a majority of a replica set (a standalone MongoDB and
-    /// docstore take `w: "majority"` as the one node), whatever `database.write_concern` says.
+    /// docstore take `w: "majority"` as the one node).
     pub fn journaled_write_concern(&self) -> WriteConcern {
         WriteConcern::builder()
             .w(Acknowledgment::Majority)
@@ -169,16 +169,6 @@ impl Db {
             ),
             None => self.database.collection(name),
         }
-    }
-
-    /// `name` with every write journaled whatever the setting (the test gateway's charges).
-    pub fn always_journaled<T: Send + Sync>(&self, name: &str) -> Collection<T> {
-        self.database.collection_with_options(
-            name,
-            CollectionOptions::builder()
-                .write_concern(self.journaled_write_concern())
-                .build(),
-        )
     }
 
     pub fn database(&self) -> &Database {
