@@ -10,19 +10,9 @@
 //! other write is acknowledged once applied in memory; losing the last moments of those in a
 //! crash is harmless because it looks exactly like a crash just before them, which the code
 //! already repairs. (Both docstore's journal and MongoDB's oplog are written in order, so a crash
-//! loses a suffix of the writes, never a write in the middle.) Per collection:
-//!
-//! | collection | durable | fast, and why that is safe |
-//! |---|---|---|
-//! | `orders` | insert, ship, cancel | the restock steps of a cancel: resumed by the jobs from the order's `restock` list |
-//! | `counters` | the order number | — |
-//! | `payments` | the attempt (`started`) before the card is charged | `charged`, `declined`, `ordered`, `refunded`: recovery works them out again from the gateway and the orders |
-//! | `gateway_charges` (test gateway) | every charge and refund: it stands for a payment provider, which never forgets a charge | — (with `fast`, a crash may take its newest charges with it) |
-//! | `carts` | `complete` after payment | create, add/change/remove, the checkout lock, expiry: a lost cart change is repaired by cleanup and recovery, and the shopper sees the cart as it is |
-//! | `products` | admin create/edit, stock received, photos; a paid cart's units moving to `sold` | reservations for cart lines: cleanup returns reservations whose cart does not hold them |
-//! | `categories` | every admin save | (demo seeding goes through the same functions) |
-//! | `assets.*` (photos) | uploads | — |
-//! | `settings` | — | only the demo defaults, written again by the next seeding |
+//! loses a suffix of the writes, never a write in the middle.) The README's "What survives a
+//! crash" lists, per collection, which writes are durable and which stay fast and why; a new
+//! write that ends in a confirmation belongs there too.
 
 pub mod indexes;
 pub mod site;
