@@ -430,9 +430,11 @@ impl Layers {
             expire_after: Duration::from_secs(expire as u64),
             cleanup_after: Duration::from_secs(cleanup as u64),
             jobs_every: Duration::from_secs(self.integer("cart.jobs_every_secs", 0, 86_400)? as u64),
-            recover_checkout_after: Duration::from_secs(
-                self.integer("cart.recover_checkout_after_secs", 1, 7 * 24 * 3600)? as u64,
-            ),
+            recover_checkout_after: Duration::from_secs(self.integer(
+                "cart.recover_checkout_after_secs",
+                1,
+                7 * 24 * 3600,
+            )? as u64),
         })
     }
 

@@ -512,7 +512,12 @@ async fn a_cancellation_interrupted_by_a_crash_is_finished_exactly_once() {
 /// Re-create a checkout a crash stopped after its payment attempt was recorded: the shopper's cart
 /// locked long ago, the attempt `started`, and (with `charged`) the card charged at the gateway.
 /// Returns the cart id.
-async fn interrupted_checkout(app: &TestApp, shopper: &Shopper, sku: &str, charged: bool) -> String {
+async fn interrupted_checkout(
+    app: &TestApp,
+    shopper: &Shopper,
+    sku: &str,
+    charged: bool,
+) -> String {
     use bazaar::checkout::payment::{ChargeRequest, PaymentGateway};
     use bazaar::checkout::payments::{self, PaymentRecord};
     shopper.add(sku, "2").await;
@@ -593,7 +598,10 @@ async fn a_payment_attempt_is_recorded_and_linked_to_the_order_it_paid_for() {
     assert_eq!(record.state, PaymentState::Ordered);
     assert_eq!(record.order.as_deref(), Some("BZ-000001"));
     assert_eq!(record.reference.as_ref(), Some(&order.payment.reference));
-    assert_eq!((record.amount, record.last4.as_str()), (order.total, "4242"));
+    assert_eq!(
+        (record.amount, record.last4.as_str()),
+        (order.total, "4242")
+    );
     let stored = bson::to_document(&record).expect("bson").to_string();
     assert!(!stored.contains("4242424242424242"), "no card number kept");
     let charges = app.gateway.all_charges().await.expect("charges");
@@ -610,7 +618,10 @@ async fn recovery_records_the_order_of_a_checkout_charged_just_before_a_crash() 
     product_with_stock(&app.db, "charged", 6).await;
     let shopper = Shopper::new(&app).await;
     let cart_id = interrupted_checkout(&app, &shopper, "charged", true).await;
-    assert!(orders::by_cart(&app.db, &cart_id).await.expect("q").is_none());
+    assert!(orders::by_cart(&app.db, &cart_id)
+        .await
+        .expect("q")
+        .is_none());
     // Too recent to be taken for a crash: nothing happens.
     let report = bazaar::checkout::recover_stuck_checkouts(
         &app.db,
@@ -633,14 +644,21 @@ async fn recovery_records_the_order_of_a_checkout_charged_just_before_a_crash() 
         .expect("query")
         .expect("the order was recorded");
     assert_eq!(
-        (order.name.as_str(), order.email.as_str(), order.unit_count()),
+        (
+            order.name.as_str(),
+            order.email.as_str(),
+            order.unit_count()
+        ),
         ("Grace Hopper", "grace@example.com", 2)
     );
     let charge = &app.gateway.all_charges().await.expect("charges")[0];
     assert_eq!(order.payment.reference, charge.reference);
     assert_eq!(order.total, charge.amount);
     assert_eq!(payment_state(&app, &cart_id).await, PaymentState::Ordered);
-    let cart = cart::by_id(&app.db, &cart_id).await.expect("q").expect("cart");
+    let cart = cart::by_id(&app.db, &cart_id)
+        .await
+        .expect("q")
+        .expect("cart");
     assert_eq!(cart.status, CartStatus::Complete);
     let p = product(&app.db, "charged").await;
     assert_eq!((p.qty, p.carted.len(), p.sold), (4, 0, 2));
@@ -676,8 +694,14 @@ async fn recovery_hands_back_a_cart_whose_card_was_never_charged() {
     .await
     .expect("recovery");
     assert_eq!((report.handed_back, report.total()), (1, 1), "{report:?}");
-    assert_eq!(payment_state(&app, &cart_id).await, PaymentState::NotCharged);
-    let cart = cart::by_id(&app.db, &cart_id).await.expect("q").expect("cart");
+    assert_eq!(
+        payment_state(&app, &cart_id).await,
+        PaymentState::NotCharged
+    );
+    let cart = cart::by_id(&app.db, &cart_id)
+        .await
+        .expect("q")
+        .expect("cart");
     assert_eq!(cart.status, CartStatus::Active);
     assert_eq!(app.gateway.charge_count().await, 0);
     let p = product(&app.db, "uncharged").await;
@@ -720,7 +744,10 @@ async fn a_charge_whose_cart_expired_before_recovery_is_refunded_not_kept() {
     assert_eq!(charges.len(), 1);
     assert!(charges[0].refunded, "the money went back");
     assert_eq!(payment_state(&app, &cart_id).await, PaymentState::Refunded);
-    assert!(orders::by_cart(&app.db, &cart_id).await.expect("q").is_none());
+    assert!(orders::by_cart(&app.db, &cart_id)
+        .await
+        .expect("q")
+        .is_none());
     let p = product(&app.db, "lapsed").await;
     assert_eq!((p.qty, p.carted.len(), p.sold), (6, 0, 0));
     // Refunding is not repeated.

@@ -275,7 +275,11 @@ async fn shop(
         return confirmed;
     };
     let (_, slug) = &products[who % products.len()];
-    let Ok(page) = client.get(format!("{address}/products/{slug}")).send().await else {
+    let Ok(page) = client
+        .get(format!("{address}/products/{slug}"))
+        .send()
+        .await
+    else {
         return confirmed;
     };
     let Ok(page) = page.text().await else {
@@ -284,7 +288,11 @@ async fn shop(
     let token = {
         let doc = scraper::Html::parse_document(&page);
         let selector = scraper::Selector::parse("input[name=csrf_token]").expect("selector");
-        match doc.select(&selector).next().and_then(|e| e.value().attr("value")) {
+        match doc
+            .select(&selector)
+            .next()
+            .and_then(|e| e.value().attr("value"))
+        {
             Some(t) => t.to_string(),
             None => return confirmed,
         }

@@ -183,8 +183,7 @@ pub fn spawn(
             }
             // A checkout takes seconds; one pending this long was interrupted by a crash.
             let stuck_after = settings.recover_checkout_after;
-            match crate::checkout::recover_stuck_checkouts(&db, gateway.as_ref(), stuck_after)
-                .await
+            match crate::checkout::recover_stuck_checkouts(&db, gateway.as_ref(), stuck_after).await
             {
                 Ok(report) if report.total() > 0 => {
                     tracing::warn!(?report, "recovered checkouts interrupted by a crash");

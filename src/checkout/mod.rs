@@ -499,8 +499,14 @@ async fn settle(
         if let Some(c) = cart.as_ref().filter(|c| c.status == CartStatus::Pending) {
             hand_back(db, c).await?;
         }
-        payments::advance(db, &attempt.key, &unfinished, PaymentState::NotCharged, doc! {})
-            .await?;
+        payments::advance(
+            db,
+            &attempt.key,
+            &unfinished,
+            PaymentState::NotCharged,
+            doc! {},
+        )
+        .await?;
         tracing::warn!(cart = %attempt.cart_id,
             "handed back a cart whose checkout was interrupted before the card was charged");
         return Ok(Settled::HandedBack);

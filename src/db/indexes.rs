@@ -17,7 +17,10 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
         ),
         (cart::COLLECTION, cart::indexes()),
         (checkout::orders::COLLECTION, checkout::orders::indexes()),
-        (checkout::payments::COLLECTION, checkout::payments::indexes()),
+        (
+            checkout::payments::COLLECTION,
+            checkout::payments::indexes(),
+        ),
         // The built-in test gateway's own charges (a real gateway keeps them elsewhere).
         (
             checkout::payment::TEST_GATEWAY_CHARGES,
