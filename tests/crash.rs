@@ -310,7 +310,7 @@ async fn shop(
             break;
         }
         // Now and then a declined card, so declined attempts are in the mix too.
-        let card = if n % 7 == 0 {
+        let card = if n.is_multiple_of(7) {
             "4000000000000002"
         } else {
             "4242424242424242"
