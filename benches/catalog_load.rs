@@ -1,13 +1,14 @@
 //! Load benchmark for the storefront: the product list, a category page and a product page, then
 //! shopping sessions (add to cart + cart page, and a checkout), with 10 000 products on in-memory
-//! docstore and 64 concurrent connections or sessions.
+//! docstore and 64 concurrent connections or sessions; then checkouts on the embedded store with
+//! its data on disk, once with `database.write_concern = "durable"` and once with `"fast"`.
 //!
 //! A separate phase loads discussion pages with 100 and with 10 000 threaded comments: the first
 //! page, a page deep into the discussion, and a permalink deep in a thread.
 //!
 //! `cargo bench -p bazaar --bench catalog_load` (BENCH_SECONDS, BENCH_PRODUCTS and
-//! BENCH_CONNECTIONS override the defaults; BENCH_ONLY=comments runs only the comments phase).
-//! Prints requests/s and latency percentiles.
+//! BENCH_CONNECTIONS override the defaults; BENCH_ONLY=comments runs only the comments phase,
+//! BENCH_ONLY=durability only the on-disk checkouts). Prints requests/s and latency percentiles.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -240,9 +241,95 @@ fn main() -> anyhow::Result<()> {
 }
 
 async fn bench() -> anyhow::Result<()> {
-    let products = env_or("BENCH_PRODUCTS", 10_000);
     let connections = env_or("BENCH_CONNECTIONS", 64);
     let seconds = env_or("BENCH_SECONDS", 10);
+    bazaar::telemetry::init("error");
+    println!("| page | requests/s | p50 ms | p99 ms | errors |");
+    println!("|---|---|---|---|---|");
+    if std::env::var("BENCH_ONLY").as_deref() != Ok("durability") {
+        storefront(connections, seconds).await?;
+    }
+    for concern in ["durable", "fast"] {
+        checkout_on_disk(concern, connections, seconds).await?;
+    }
+    Ok(())
+}
+
+/// Every product's stock set high, so every add succeeds and the figures measure the writes;
+/// returns up to 2 000 SKUs to shop for.
+async fn stock_up(db: &bazaar::db::Db) -> anyhow::Result<Arc<Vec<String>>> {
+    use futures::TryStreamExt;
+    db.collection::<bson::Document>(bazaar::catalog::products::COLLECTION)
+        .update_many(
+            bson::doc! {},
+            bson::doc! { "$set": { "qty": 1_000_000_i64 } },
+        )
+        .await?;
+    let skus: Vec<String> = db
+        .collection::<bson::Document>(bazaar::catalog::products::COLLECTION)
+        .find(bson::doc! {})
+        .projection(bson::doc! { "sku": 1 })
+        .limit(2_000)
+        .await?
+        .try_collect::<Vec<_>>()
+        .await?
+        .iter()
+        .filter_map(|d| d.get_str("sku").ok().map(str::to_string))
+        .collect();
+    Ok(Arc::new(skus))
+}
+
+/// Checkouts on the embedded store with its data in a temporary directory, with
+/// `database.write_concern = concern`: what journaling every promise to a shopper costs.
+async fn checkout_on_disk(concern: &str, connections: u64, seconds: u64) -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let settings = Settings::load(
+        Some(&root.join("config.toml")),
+        vec![
+            ("BAZAAR_DATABASE__URI".to_string(), "embedded".to_string()),
+            (
+                "BAZAAR_DATABASE__PATH".to_string(),
+                dir.path().display().to_string(),
+            ),
+            (
+                "BAZAAR_DATABASE__WRITE_CONCERN".to_string(),
+                concern.to_string(),
+            ),
+            ("BAZAAR_SERVER__HOST".to_string(), "127.0.0.1".to_string()),
+            ("BAZAAR_SERVER__PORT".to_string(), "0".to_string()),
+            ("BAZAAR_LOG__LEVEL".to_string(), "error".to_string()),
+        ],
+    )?;
+    let app = Application::build(settings).await?;
+    // Generated editions too, as the sessions start on the first edition's page.
+    bazaar::catalog::demo::seed_bulk(app.db(), 200)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let skus = stock_up(app.db()).await?;
+    let base = format!("http://127.0.0.1:{}", app.port());
+    let handle = app.server_handle();
+    let server = tokio::spawn(app.run_until_stopped());
+    let o = run_sessions(
+        &base,
+        connections,
+        Duration::from_secs(seconds),
+        skus,
+        Shopping::Checkout,
+    )
+    .await;
+    report(
+        &format!("checkout on disk, database.write_concern = \"{concern}\""),
+        &o,
+    );
+    handle.stop(true).await;
+    let _ = server.await;
+    Ok(())
+}
+
+/// The catalog pages and shopping on in-memory docstore with `BENCH_PRODUCTS` products.
+async fn storefront(connections: u64, seconds: u64) -> anyhow::Result<()> {
+    let products = env_or("BENCH_PRODUCTS", 10_000);
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let settings = Settings::load(
         Some(&root.join("config.toml")),
@@ -253,7 +340,6 @@ async fn bench() -> anyhow::Result<()> {
             ("BAZAAR_LOG__LEVEL".to_string(), "error".to_string()),
         ],
     )?;
-    bazaar::telemetry::init("error");
     let database = OpenDatabase::open(&settings).await?;
     bazaar::db::indexes::ensure_indexes(&database.db).await?;
     bazaar::seed::run(&database.db).await?;
@@ -361,34 +447,14 @@ async fn bench() -> anyhow::Result<()> {
         let o = run_load(&base, connections, Duration::from_secs(seconds), pick).await;
         report(name, &o);
     }
-    // Shopping: plenty of stock, so every add succeeds and the figures measure the writes.
-    db.collection::<bson::Document>(bazaar::catalog::products::COLLECTION)
-        .update_many(
-            bson::doc! {},
-            bson::doc! { "$set": { "qty": 1_000_000_i64 } },
-        )
-        .await?;
-    let skus: Vec<String> = {
-        use futures::TryStreamExt;
-        db.collection::<bson::Document>(bazaar::catalog::products::COLLECTION)
-            .find(bson::doc! {})
-            .projection(bson::doc! { "sku": 1 })
-            .limit(2_000)
-            .await?
-            .try_collect::<Vec<_>>()
-            .await?
-            .iter()
-            .filter_map(|d| d.get_str("sku").ok().map(str::to_string))
-            .collect()
-    };
-    let skus = Arc::new(skus);
+    let skus = stock_up(&db).await?;
     for (name, what) in [
         (
             "add to cart + cart page (one session each)",
             Shopping::AddAndViewCart,
         ),
         (
-            "checkout (add 1, then the timed POST /checkout)",
+            "checkout in memory (add 1, then the timed POST /checkout)",
             Shopping::Checkout,
         ),
     ] {

@@ -25,6 +25,7 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("database", "path"),
     ("database", "name"),
     ("database", "timeout_ms"),
+    ("database", "write_concern"),
     ("session", "key"),
     ("session", "max_age_secs"),
     ("admin", "username"),
@@ -41,6 +42,7 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("cart", "max_line_share_pct"),
     ("cart", "new_carts_per_hour"),
     ("cart", "retention_secs"),
+    ("cart", "recover_checkout_after_secs"),
     ("payment", "gateway"),
     ("comments", "max_length"),
     ("comments", "rate_limit_per_minute"),
@@ -83,6 +85,8 @@ pub struct DatabaseSettings {
     /// Tests only, never read from configuration: makes the embedded store's disk writes fail
     /// on demand (a full disk), to test what shoppers see then.
     pub disk_faults: Option<docstore::DiskFaults>,
+    /// How far a write a person is told about must get before the page is sent.
+    pub write_concern: crate::db::WriteDurability,
 }
 
 /// Where the data lives.
@@ -170,6 +174,9 @@ pub struct CartSettings {
     pub new_carts_per_hour: u32,
     /// How long an expired cart is kept (for the admin's view) before the jobs delete it.
     pub retention: std::time::Duration,
+    /// A checkout still `pending` after this long is taken to have been interrupted by a crash:
+    /// the jobs ask the gateway about it and finish the order or hand the cart back.
+    pub recover_checkout_after: std::time::Duration,
 }
 
 impl CartSettings {
@@ -497,6 +504,11 @@ impl Layers {
                 60,
                 365 * 24 * 3600,
             )? as u64),
+            recover_checkout_after: Duration::from_secs(self.integer(
+                "cart.recover_checkout_after_secs",
+                1,
+                7 * 24 * 3600,
+            )? as u64),
         })
     }
 
@@ -591,12 +603,25 @@ impl Layers {
                 ),
             ));
         }
+        let (concern, origin) = self.string("database.write_concern")?;
+        let write_concern = match concern.trim() {
+            "durable" => crate::db::WriteDurability::Durable,
+            "fast" => crate::db::WriteDurability::Fast,
+            other => {
+                return Err(Self::invalid(
+                    "database.write_concern",
+                    &origin,
+                    format!("expected \"durable\" or \"fast\", got {other:?}"),
+                ))
+            }
+        };
         Ok(DatabaseSettings {
             uri,
             path: PathBuf::from(path.trim()),
             name,
             timeout_ms: self.integer("database.timeout_ms", 100, 600_000)? as u64,
             disk_faults: None,
+            write_concern,
         })
     }
 
@@ -756,6 +781,21 @@ mod tests {
         assert!(err.contains("BAZAAR_CART__CLEANUP_AFTER_SECS"), "{err}");
         let s = Settings::load(None, env(&[])).expect("defaults load");
         assert!(s.cart.cleanup_after > s.cart.expire_after);
+    }
+
+    #[test]
+    fn writes_are_durable_unless_fast_is_asked_for() {
+        use crate::db::WriteDurability;
+        let s = Settings::load(None, env(&[])).expect("defaults load");
+        assert_eq!(s.database.write_concern, WriteDurability::Durable);
+        let s = Settings::load(None, env(&[("BAZAAR_DATABASE__WRITE_CONCERN", "fast")]))
+            .expect("loads");
+        assert_eq!(s.database.write_concern, WriteDurability::Fast);
+        let err = Settings::load(None, env(&[("BAZAAR_DATABASE__WRITE_CONCERN", "majority")]))
+            .expect_err("must fail")
+            .to_string();
+        assert!(err.contains("database.write_concern"), "{err}");
+        assert!(err.contains("\"durable\" or \"fast\""), "{err}");
     }
 
     #[test]

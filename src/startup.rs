@@ -123,7 +123,8 @@ impl OpenDatabase {
         };
         let db = Db::connect(&uri, name, timeout, store.clone())
             .await
-            .with_context(|| format!("invalid database.uri for {store}"))?;
+            .with_context(|| format!("invalid database.uri for {store}"))?
+            .with_durability(settings.database.write_concern);
         db.ping()
             .await
             .with_context(|| format!("cannot reach the database ({store})"))?;
@@ -180,6 +181,7 @@ pub struct Application {
 /// What [`Application::assemble`] builds besides the database.
 struct Assembled {
     port: u16,
+    gateway: Arc<dyn PaymentGateway>,
     server: Server,
     generated_admin_password: Option<String>,
     test_gateway: Option<Arc<TestGateway>>,
@@ -210,7 +212,11 @@ impl Application {
                 port: built.port,
                 address: settings.public_address(built.port),
                 server: built.server,
-                jobs: cart::jobs::spawn(database.db.clone(), settings.cart.clone()),
+                jobs: cart::jobs::spawn(
+                    database.db.clone(),
+                    settings.cart.clone(),
+                    built.gateway.clone(),
+                ),
                 database,
                 generated_admin_password: built.generated_admin_password,
                 test_gateway: built.test_gateway,
@@ -254,7 +260,7 @@ impl Application {
             .port();
         let (gateway, test_gateway): (Arc<dyn PaymentGateway>, _) = match settings.payment {
             PaymentSettings::Test => {
-                let test = Arc::new(TestGateway::default());
+                let test = Arc::new(TestGateway::new(db.clone()));
                 (test.clone(), Some(test))
             }
         };
@@ -264,7 +270,7 @@ impl Application {
             admin_user: settings.admin.username.clone(),
             max_upload_bytes: settings.media.max_upload_bytes,
             max_image_pixels: settings.media.max_image_pixels,
-            gateway,
+            gateway: gateway.clone(),
             cart: settings.cart.clone(),
             new_carts: crate::web::rate_limit::RateLimiter::new(
                 settings.cart.new_carts_per_hour,
@@ -281,6 +287,7 @@ impl Application {
         let server = http_server(state, credentials.clone(), key, settings, listener)?;
         Ok(Assembled {
             port,
+            gateway,
             server,
             generated_admin_password: generated,
             test_gateway,
@@ -328,11 +335,14 @@ impl Application {
         self.server.handle()
     }
 
-    /// Stop gracefully on SIGINT or SIGTERM: stop accepting, let in-flight requests finish.
+    /// Stop gracefully on SIGINT or SIGTERM: stop accepting, let in-flight requests finish. The
+    /// signals are caught from the moment this returns, so a stop right after start-up still
+    /// closes the store cleanly.
     pub fn stop_on_signals(&self) {
         let handle = self.server.handle();
+        let signals = Signals::listen();
         tokio::spawn(async move {
-            wait_for_signal().await;
+            signals.wait().await;
             tracing::info!("shutting down: finishing requests in flight");
             handle.stop(true).await;
         });
@@ -349,25 +359,45 @@ impl Application {
     }
 }
 
-async fn wait_for_signal() {
+/// SIGINT and SIGTERM, listened for from creation (a signal that arrives before anyone waits
+/// is kept, not lost to the default action).
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
+    streams: Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>,
+}
+
+impl Signals {
+    fn listen() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let streams = match (
+                signal(SignalKind::interrupt()),
+                signal(SignalKind::terminate()),
+            ) {
+                (Ok(int), Ok(term)) => Some((int, term)),
+                (Err(e), _) | (_, Err(e)) => {
+                    tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the server");
+                    None
                 }
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot listen for SIGTERM; only Ctrl-C stops the server");
-                let _ = tokio::signal::ctrl_c().await;
-            }
+            };
+            Signals { streams }
+        }
+        #[cfg(not(unix))]
+        {
+            Signals {}
         }
     }
-    #[cfg(not(unix))]
-    {
+
+    async fn wait(self) {
+        #[cfg(unix)]
+        if let Some((mut int, mut term)) = self.streams {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+            return;
+        }
         let _ = tokio::signal::ctrl_c().await;
     }
 }

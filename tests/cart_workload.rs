@@ -153,8 +153,8 @@ async fn a_random_workload_with_expiry_cleanup_and_cancels_keeps_every_product_c
         );
     }
     assert_eq!(
-        app.gateway.charge_count(),
-        all.len(),
+        app.gateway.charge_count().await,
+        all.len() as u64,
         "one charge per order"
     );
     eprintln!(

@@ -50,7 +50,7 @@ async fn a_paid_checkout_creates_the_order_and_counts_the_units_as_sold() {
     let p = product(&app.db, "buy").await;
     assert_eq!((p.qty, p.carted.len(), p.sold), (7, 0, 3));
     assert_stock_invariant(&app.db, "buy", 10).await;
-    assert_eq!(app.gateway.charge_count(), 1);
+    assert_eq!(app.gateway.charge_count().await, 1);
     let order = orders::by_number(&app.db, "BZ-000001")
         .await
         .expect("query")
@@ -95,7 +95,7 @@ async fn a_double_submitted_checkout_makes_one_order_and_one_charge() {
             "every submit ends at the one order"
         );
     }
-    assert_eq!(app.gateway.charge_count(), 1);
+    assert_eq!(app.gateway.charge_count().await, 1);
     let count = orders::collection(&app.db)
         .count_documents(bson::doc! {})
         .await
@@ -140,7 +140,7 @@ async fn a_declined_card_returns_the_cart_to_active_with_its_stock_still_reserve
         let p = product(&app.db, "decline").await;
         assert_eq!((p.qty, p.carted[0].qty, p.sold), (2, 2, 0));
     }
-    assert_eq!(app.gateway.charge_count(), 0);
+    assert_eq!(app.gateway.charge_count().await, 0);
     assert_eq!(shopper.cart_lines().await, [("decline".to_string(), 2)]);
     // The shopper can still change the cart, then pay with a good card.
     shopper.set_qty("decline", "1").await;
@@ -184,7 +184,7 @@ async fn each_bad_field_is_explained_and_nothing_is_charged_or_reserved_anew() {
         attr(&doc, "input[name=name]", "value").as_deref(),
         Some("Ada Lovelace")
     );
-    assert_eq!(app.gateway.charge_count(), 0);
+    assert_eq!(app.gateway.charge_count().await, 0);
     assert_eq!(cart_status(&app, "fields").await, CartStatus::Active);
     assert_stock_invariant(&app.db, "fields", 4).await;
     app.stop().await;
@@ -212,7 +212,7 @@ async fn checking_out_an_empty_or_expired_cart_explains_and_changes_nothing() {
     assert_eq!(location(&response), "/cart");
     let flashes = shopper.follow(response).await;
     assert!(flashes.iter().any(|f| f.contains("expired")), "{flashes:?}");
-    assert_eq!(app.gateway.charge_count(), 0);
+    assert_eq!(app.gateway.charge_count().await, 0);
     let p = product(&app.db, "late").await;
     assert_eq!((p.qty, p.sold), (4, 0));
     app.stop().await;
@@ -270,7 +270,7 @@ async fn a_price_change_since_adding_is_shown_before_the_shopper_pays() {
             .any(|f| f.contains("changed from $12.00 to $15.00")),
         "{flashes:?}"
     );
-    assert_eq!(app.gateway.charge_count(), 0);
+    assert_eq!(app.gateway.charge_count().await, 0);
     // Now the cart holds the new price, and checkout charges it.
     let response = shopper.checkout(APPROVED).await;
     let order_url = location(&response);
@@ -326,10 +326,14 @@ async fn checkouts_interrupted_by_a_crash_are_finished_or_handed_back() {
         .await
         .expect("simulated crash");
     assert_stock_invariant(&app.db, "crash", 6).await;
-    let recovered = recover_stuck_checkouts(&app.db, std::time::Duration::from_secs(60))
-        .await
-        .expect("recovery");
-    assert_eq!(recovered, 2);
+    let recovered = recover_stuck_checkouts(
+        &app.db,
+        app.gateway.as_ref(),
+        std::time::Duration::from_secs(60),
+    )
+    .await
+    .expect("recovery");
+    assert_eq!((recovered.finished, recovered.handed_back), (1, 1));
     let p = product(&app.db, "crash").await;
     assert_eq!(
         (p.qty, p.sold),
@@ -345,7 +349,7 @@ async fn checkouts_interrupted_by_a_crash_are_finished_or_handed_back() {
     // The handed-back cart can be paid for now; nothing was charged twice.
     let response = unpaid.checkout(APPROVED).await;
     assert_eq!(location(&response), "/orders/BZ-000002");
-    assert_eq!(app.gateway.charge_count(), 2);
+    assert_eq!(app.gateway.charge_count().await, 2);
     assert_stock_invariant(&app.db, "crash", 6).await;
     app.stop().await;
 }
@@ -376,7 +380,7 @@ async fn a_line_left_unreserved_by_a_crash_between_the_two_writes_of_an_add_is_n
         flashes.iter().any(|f| f.contains("no longer reserved")),
         "{flashes:?}"
     );
-    assert_eq!(app.gateway.charge_count(), 0);
+    assert_eq!(app.gateway.charge_count().await, 0);
     assert_eq!(shopper.cart_lines().await, [("kept".to_string(), 1)]);
     assert_carts_match_reservations(&app.db).await;
     let response = shopper.checkout(APPROVED).await;
@@ -425,9 +429,13 @@ async fn units_reserved_beyond_a_paid_order_go_back_on_sale_rather_than_being_so
                 )
                 .await
                 .expect("pending");
-            bazaar::checkout::recover_stuck_checkouts(&app.db, std::time::Duration::from_secs(60))
-                .await
-                .expect("recovery");
+            bazaar::checkout::recover_stuck_checkouts(
+                &app.db,
+                app.gateway.as_ref(),
+                std::time::Duration::from_secs(60),
+            )
+            .await
+            .expect("recovery");
         } else {
             let report = bazaar::cart::jobs::clean_up_reservations(
                 &app.db,
@@ -498,5 +506,280 @@ async fn a_cancellation_interrupted_by_a_crash_is_finished_exactly_once() {
     assert!(!orders::cancel(&app.db, "BZ-000001").await.expect("cancel"));
     assert_stock_invariant(&app.db, "undo-b", 10).await;
     assert_eq!(product(&app.db, "undo-b").await.qty, 10);
+    app.stop().await;
+}
+
+/// Re-create a checkout a crash stopped after its payment attempt was recorded: the shopper's cart
+/// locked long ago, the attempt `started`, and (with `charged`) the card charged at the gateway.
+/// Returns the cart id.
+async fn interrupted_checkout(
+    app: &TestApp,
+    shopper: &Shopper,
+    sku: &str,
+    charged: bool,
+) -> String {
+    use bazaar::checkout::payment::{ChargeRequest, PaymentGateway};
+    use bazaar::checkout::payments::{self, PaymentRecord};
+    shopper.add(sku, "2").await;
+    let cart_id = product(&app.db, sku).await.carted[0].cart_id.clone();
+    let long_ago = bazaar::cart::jobs::cutoff(std::time::Duration::from_secs(3600));
+    cart::collection(&app.db)
+        .update_one(
+            bson::doc! { "_id": &cart_id },
+            bson::doc! { "$set": { "status": "pending", "last_modified": long_ago } },
+        )
+        .await
+        .expect("locked");
+    let locked = cart::by_id(&app.db, &cart_id)
+        .await
+        .expect("query")
+        .expect("cart");
+    let form = bazaar::checkout::CheckoutForm {
+        email: "grace@example.com".into(),
+        name: "Grace Hopper".into(),
+        street: "1 Navy Yard".into(),
+        city: "Arlington".into(),
+        postcode: "22202".into(),
+        country: "United States".into(),
+        card_number: APPROVED.into(),
+        expiry: "12/39".into(),
+        cvc: "123".into(),
+    };
+    let details = form
+        .validate(bazaar::checkout::current_month())
+        .expect("valid form");
+    let mut attempt = PaymentRecord::started(&locked, "test", &details);
+    attempt.started = long_ago;
+    attempt.updated = long_ago;
+    payments::start(&app.db, &attempt).await.expect("recorded");
+    if charged {
+        app.gateway
+            .charge(ChargeRequest {
+                idempotency_key: cart_id.clone(),
+                amount_cents: attempt.amount,
+                card: details.card.clone(),
+                description: "interrupted".into(),
+            })
+            .await
+            .expect("charged");
+    }
+    cart_id
+}
+
+async fn payment_state(app: &TestApp, cart_id: &str) -> bazaar::checkout::payments::PaymentState {
+    bazaar::checkout::payments::by_key(&app.db, cart_id)
+        .await
+        .expect("query")
+        .expect("a payment record")
+        .state
+}
+
+#[tokio::test]
+async fn a_payment_attempt_is_recorded_and_linked_to_the_order_it_paid_for() {
+    use bazaar::checkout::payments::{self, PaymentState};
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "ledger", 5).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("ledger", "1").await;
+    let declined = shopper.checkout(NO_FUNDS).await;
+    assert_eq!(declined.status(), StatusCode::PAYMENT_REQUIRED);
+    let cart_id = product(&app.db, "ledger").await.carted[0].cart_id.clone();
+    assert_eq!(payment_state(&app, &cart_id).await, PaymentState::Declined);
+    let response = shopper.checkout(APPROVED).await;
+    assert_eq!(location(&response), "/orders/BZ-000001");
+    let record = payments::by_key(&app.db, &cart_id)
+        .await
+        .expect("query")
+        .expect("record");
+    let order = orders::by_cart(&app.db, &cart_id)
+        .await
+        .expect("query")
+        .expect("order");
+    assert_eq!(record.state, PaymentState::Ordered);
+    assert_eq!(record.order.as_deref(), Some("BZ-000001"));
+    assert_eq!(record.reference.as_ref(), Some(&order.payment.reference));
+    assert_eq!(
+        (record.amount, record.last4.as_str()),
+        (order.total, "4242")
+    );
+    let stored = bson::to_document(&record).expect("bson").to_string();
+    assert!(!stored.contains("4242424242424242"), "no card number kept");
+    let charges = app.gateway.all_charges().await.expect("charges");
+    assert_eq!(charges.len(), 1);
+    assert_eq!(charges[0].idempotency_key, cart_id);
+    assert_eq!(charges[0].reference, order.payment.reference);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn recovery_records_the_order_of_a_checkout_charged_just_before_a_crash() {
+    use bazaar::checkout::payments::PaymentState;
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "charged", 6).await;
+    let shopper = Shopper::new(&app).await;
+    let cart_id = interrupted_checkout(&app, &shopper, "charged", true).await;
+    assert!(orders::by_cart(&app.db, &cart_id)
+        .await
+        .expect("q")
+        .is_none());
+    // Too recent to be taken for a crash: nothing happens.
+    let report = bazaar::checkout::recover_stuck_checkouts(
+        &app.db,
+        app.gateway.as_ref(),
+        std::time::Duration::from_secs(2 * 3600),
+    )
+    .await
+    .expect("recovery");
+    assert_eq!(report.total(), 0, "{report:?}");
+    let report = bazaar::checkout::recover_stuck_checkouts(
+        &app.db,
+        app.gateway.as_ref(),
+        std::time::Duration::from_secs(60),
+    )
+    .await
+    .expect("recovery");
+    assert_eq!(report.finished, 1, "{report:?}");
+    let order = orders::by_cart(&app.db, &cart_id)
+        .await
+        .expect("query")
+        .expect("the order was recorded");
+    assert_eq!(
+        (
+            order.name.as_str(),
+            order.email.as_str(),
+            order.unit_count()
+        ),
+        ("Grace Hopper", "grace@example.com", 2)
+    );
+    let charge = &app.gateway.all_charges().await.expect("charges")[0];
+    assert_eq!(order.payment.reference, charge.reference);
+    assert_eq!(order.total, charge.amount);
+    assert_eq!(payment_state(&app, &cart_id).await, PaymentState::Ordered);
+    let cart = cart::by_id(&app.db, &cart_id)
+        .await
+        .expect("q")
+        .expect("cart");
+    assert_eq!(cart.status, CartStatus::Complete);
+    let p = product(&app.db, "charged").await;
+    assert_eq!((p.qty, p.carted.len(), p.sold), (4, 0, 2));
+    // The shopper's late second submit lands on that order; nothing is charged again.
+    let again = shopper.checkout(APPROVED).await;
+    assert_eq!(location(&again), order.url());
+    assert_eq!(app.gateway.charge_count().await, 1);
+    // A second run finds nothing left to do.
+    let report = bazaar::checkout::recover_stuck_checkouts(
+        &app.db,
+        app.gateway.as_ref(),
+        std::time::Duration::from_secs(60),
+    )
+    .await
+    .expect("recovery");
+    assert_eq!(report.total(), 0, "{report:?}");
+    assert_stock_invariant(&app.db, "charged", 6).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn recovery_hands_back_a_cart_whose_card_was_never_charged() {
+    use bazaar::checkout::payments::PaymentState;
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "uncharged", 6).await;
+    let shopper = Shopper::new(&app).await;
+    let cart_id = interrupted_checkout(&app, &shopper, "uncharged", false).await;
+    let report = bazaar::checkout::recover_stuck_checkouts(
+        &app.db,
+        app.gateway.as_ref(),
+        std::time::Duration::from_secs(60),
+    )
+    .await
+    .expect("recovery");
+    assert_eq!((report.handed_back, report.total()), (1, 1), "{report:?}");
+    assert_eq!(
+        payment_state(&app, &cart_id).await,
+        PaymentState::NotCharged
+    );
+    let cart = cart::by_id(&app.db, &cart_id)
+        .await
+        .expect("q")
+        .expect("cart");
+    assert_eq!(cart.status, CartStatus::Active);
+    assert_eq!(app.gateway.charge_count().await, 0);
+    let p = product(&app.db, "uncharged").await;
+    assert_eq!((p.qty, p.carted[0].qty, p.sold), (4, 2, 0));
+    // The shopper pays for the cart they got back.
+    let response = shopper.checkout(APPROVED).await;
+    assert_eq!(location(&response), "/orders/BZ-000001");
+    assert_eq!(payment_state(&app, &cart_id).await, PaymentState::Ordered);
+    assert_stock_invariant(&app.db, "uncharged", 6).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_charge_whose_cart_expired_before_recovery_is_refunded_not_kept() {
+    use bazaar::checkout::payments::PaymentState;
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "lapsed", 6).await;
+    let shopper = Shopper::new(&app).await;
+    let cart_id = interrupted_checkout(&app, &shopper, "lapsed", true).await;
+    // The cart is gone from under the charge (here: expired and its stock returned).
+    cart::collection(&app.db)
+        .update_one(
+            bson::doc! { "_id": &cart_id },
+            bson::doc! { "$set": { "status": "expired" } },
+        )
+        .await
+        .expect("expired");
+    bazaar::cart::reserve::return_reservation(&app.db, "lapsed", &cart_id)
+        .await
+        .expect("returned");
+    let report = bazaar::checkout::recover_stuck_checkouts(
+        &app.db,
+        app.gateway.as_ref(),
+        std::time::Duration::from_secs(60),
+    )
+    .await
+    .expect("recovery");
+    assert_eq!((report.refunded, report.total()), (1, 1), "{report:?}");
+    let charges = app.gateway.all_charges().await.expect("charges");
+    assert_eq!(charges.len(), 1);
+    assert!(charges[0].refunded, "the money went back");
+    assert_eq!(payment_state(&app, &cart_id).await, PaymentState::Refunded);
+    assert!(orders::by_cart(&app.db, &cart_id)
+        .await
+        .expect("q")
+        .is_none());
+    let p = product(&app.db, "lapsed").await;
+    assert_eq!((p.qty, p.carted.len(), p.sold), (6, 0, 0));
+    // Refunding is not repeated.
+    let report = bazaar::checkout::recover_stuck_checkouts(
+        &app.db,
+        app.gateway.as_ref(),
+        std::time::Duration::from_secs(60),
+    )
+    .await
+    .expect("recovery");
+    assert_eq!(report.total(), 0, "{report:?}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn recovery_and_refunds_find_payments_and_charges_through_indexes() {
+    let app = spawn_app().await;
+    assert_uses_index(
+        &app.db,
+        "unfinished payment attempts",
+        bazaar::checkout::payments::COLLECTION,
+        bazaar::checkout::payments::unfinished_query(bson::DateTime::now()),
+        bson::doc! {},
+    )
+    .await;
+    assert_uses_index(
+        &app.db,
+        "a test gateway charge by reference",
+        bazaar::checkout::payment::TEST_GATEWAY_CHARGES,
+        bson::doc! { "reference": "test_ch_1" },
+        bson::doc! {},
+    )
+    .await;
     app.stop().await;
 }

@@ -641,7 +641,7 @@ async fn checkout_refuses_an_email_that_could_add_mailto_headers_and_admin_links
             "{email}"
         );
     }
-    assert_eq!(app.gateway.charge_count(), 0);
+    assert_eq!(app.gateway.charge_count().await, 0);
     let placed = shopper.checkout("4242424242424242").await;
     let number = location_of(&placed)
         .trim_start_matches("/orders/")

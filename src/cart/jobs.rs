@@ -3,6 +3,7 @@
 //! instances may run them at the same time.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bson::{doc, DateTime, Document};
@@ -11,6 +12,7 @@ use serde::Deserialize;
 
 use crate::cart::{self, reserve, CartError, CartStatus};
 use crate::catalog::products;
+use crate::checkout::payment::PaymentGateway;
 use crate::config::CartSettings;
 use crate::db::Db;
 
@@ -34,10 +36,6 @@ pub struct CleanupReport {
     /// Reservations of paid carts counted as sold (checkout stopped before doing it).
     pub sold: u64,
 }
-
-/// A cart `pending` for longer than this (and than `cart.cleanup_after_secs`) is taken to be an
-/// interrupted checkout.
-const STUCK_CHECKOUT: Duration = Duration::from_secs(15 * 60);
 
 /// The moment `age` ago: anything last touched before it is older than `age`.
 pub fn cutoff(age: Duration) -> DateTime {
@@ -180,9 +178,14 @@ pub async fn clean_up_reservations(
     Ok(report)
 }
 
-/// Run expiry and then cleanup every `settings.jobs_every` until the returned task is aborted.
-/// `None` when the jobs are turned off.
-pub fn spawn(db: Db, settings: CartSettings) -> Option<tokio::task::JoinHandle<()>> {
+/// Run expiry, cleanup and the recovery of interrupted checkouts (asking `gateway` what it
+/// charged) every `settings.jobs_every` until the returned task is aborted. `None` when the jobs
+/// are turned off.
+pub fn spawn(
+    db: Db,
+    settings: CartSettings,
+    gateway: Arc<dyn PaymentGateway>,
+) -> Option<tokio::task::JoinHandle<()>> {
     if settings.jobs_every.is_zero() {
         return None;
     }
@@ -201,9 +204,16 @@ pub fn spawn(db: Db, settings: CartSettings) -> Option<tokio::task::JoinHandle<(
                 tracing::warn!(error = %e, "deleting old carts failed; retrying on the next run");
             }
             // A checkout takes seconds; one pending this long was interrupted by a crash.
-            let stuck_after = settings.cleanup_after.max(STUCK_CHECKOUT);
-            if let Err(e) = crate::checkout::recover_stuck_checkouts(&db, stuck_after).await {
-                tracing::warn!(error = %e, "checkout recovery failed; retrying on the next run");
+            let stuck_after = settings.recover_checkout_after;
+            match crate::checkout::recover_stuck_checkouts(&db, gateway.as_ref(), stuck_after).await
+            {
+                Ok(report) if report.total() > 0 => {
+                    tracing::warn!(?report, "recovered checkouts interrupted by a crash");
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "checkout recovery failed; retrying on the next run");
+                }
             }
             if let Err(e) = crate::checkout::orders::resume_restocking(&db).await {
                 tracing::warn!(error = %e, "restocking cancelled orders failed; retrying later");

@@ -1,6 +1,11 @@
 //! The shopping cart (SPEC §2): one document per cart, its id in the session cookie, the stock it
 //! holds reserved on the products themselves. No transactions: every change is a single-document
 //! update whose filter states its precondition, with a compensating update when a later step fails.
+//!
+//! Cart writes (create, add, change, remove) use the fast write concern even with
+//! `database.write_concern = "durable"`: a crash that loses one is a crash between two steps,
+//! which checkout's review and the cleanup job already repair, and the shopper is shown the cart
+//! as it then is. Only a paid cart's completion is journaled (see `checkout::finish_paid_cart`).
 
 pub mod jobs;
 pub mod pages;

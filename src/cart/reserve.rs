@@ -357,7 +357,9 @@ pub async fn sell_reservation(
     let held = held_by(cart_id);
     let sold_now = doc! { "$min": [units, held.clone()] };
     let surplus = doc! { "$max": [0, { "$subtract": [held, units] }] };
-    let result = products_raw(db)
+    // Durable: the shopper has been told the order is placed, and stock sold must stay sold.
+    let result = db
+        .durable::<Document>(products::COLLECTION)
         .update_one(
             doc! { "sku": sku, "carted.cart_id": cart_id },
             vec![doc! { "$set": {

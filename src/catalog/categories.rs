@@ -98,6 +98,11 @@ pub fn collection(db: &Db) -> mongodb::Collection<Category> {
     db.collection(COLLECTION)
 }
 
+/// Every write here is an admin save the admin is shown as done (seeding reuses them).
+fn durable(db: &Db) -> mongodb::Collection<Category> {
+    db.durable(COLLECTION)
+}
+
 pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Category>, DbError> {
     Ok(collection(db).find_one(doc! { "_id": id }).await?)
 }
@@ -185,7 +190,7 @@ pub async fn add(
         parent,
         ancestors,
     };
-    collection(db).insert_one(&category).await?;
+    durable(db).insert_one(&category).await?;
     Ok(category)
 }
 
@@ -239,7 +244,7 @@ pub async fn move_to(
         }
     }
     let parent_value = new_parent.map_or(bson::Bson::Null, bson::Bson::ObjectId);
-    collection(db)
+    durable(db)
         .update_one(
             doc! { "_id": id },
             doc! { "$set": { "parent": parent_value } },
@@ -265,7 +270,7 @@ pub async fn move_to(
         let ancestors = ancestors_from_parents(db, parent, &mut memo).await?;
         let ancestors_bson =
             bson::to_bson(&ancestors).map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
-        collection(db)
+        durable(db)
             .update_one(
                 doc! { "_id": category.id },
                 doc! { "$set": { "ancestors": ancestors_bson } },
@@ -293,7 +298,7 @@ async fn rebuild_product_paths(db: &Db, category: ObjectId) -> Result<(), Catalo
             .map(|a| a.iter().filter_map(|v| v.as_object_id()).collect())
             .unwrap_or_default();
         let path = products::category_path_for(db, &filed).await?;
-        db.collection::<Document>(products::COLLECTION)
+        db.durable::<Document>(products::COLLECTION)
             .update_one(
                 doc! { "_id": id },
                 doc! { "$set": { "category_path": path } },
@@ -306,7 +311,7 @@ async fn rebuild_product_paths(db: &Db, category: ObjectId) -> Result<(), Catalo
 /// Rename a category (name and slug), then fix the copies in every descendant with one
 /// multi-document update through the positional operator.
 pub async fn rename(db: &Db, id: ObjectId, name: &str, slug: &str) -> Result<(), CatalogError> {
-    let result = collection(db)
+    let result = durable(db)
         .update_one(
             doc! { "_id": id },
             doc! { "$set": { "name": name, "slug": slug } },
@@ -315,7 +320,7 @@ pub async fn rename(db: &Db, id: ObjectId, name: &str, slug: &str) -> Result<(),
     if result.matched_count == 0 {
         return Err(CatalogError::NotFound);
     }
-    collection(db)
+    durable(db)
         .update_many(
             doc! { "ancestors._id": id },
             doc! { "$set": { "ancestors.$.name": name, "ancestors.$.slug": slug } },
@@ -339,7 +344,7 @@ pub async fn delete(db: &Db, id: ObjectId) -> Result<(), CatalogError> {
     if filed > 0 {
         return Err(CatalogError::HasProducts(filed));
     }
-    let result = collection(db).delete_one(doc! { "_id": id }).await?;
+    let result = durable(db).delete_one(doc! { "_id": id }).await?;
     if result.deleted_count == 0 {
         return Err(CatalogError::NotFound);
     }
@@ -356,7 +361,8 @@ pub async fn delete(db: &Db, id: ObjectId) -> Result<(), CatalogError> {
 /// filed under the parent before they are unfiled from the category.
 pub async fn delete_reparenting(db: &Db, id: ObjectId) -> Result<(), CatalogError> {
     let category = by_id(db, id).await?.ok_or(CatalogError::NotFound)?;
-    let products = db.collection::<Document>(products::COLLECTION);
+    // Durable: filing products under the parent is part of an admin save.
+    let products = db.durable::<Document>(products::COLLECTION);
     if category.parent.is_none() {
         let filed = products.count_documents(doc! { "categories": id }).await?;
         if filed > 0 {

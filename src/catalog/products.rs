@@ -413,10 +413,15 @@ pub async fn with_tag(db: &Db, tag: &str, limit: i64) -> Result<Vec<Product>, Db
 
 /// Replace a product's tags (the admin form's comma-separated list, already normalised).
 pub async fn set_tags(db: &Db, id: ObjectId, tags: &[String]) -> Result<(), DbError> {
-    collection(db)
+    durable(db)
         .update_one(doc! { "_id": id }, doc! { "$set": { "tags": tags } })
         .await?;
     Ok(())
+}
+
+/// For admin saves (create, edit, stock received, photos), which the admin is shown as done.
+fn durable(db: &Db) -> mongodb::Collection<Product> {
+    db.durable(COLLECTION)
 }
 
 pub async fn by_slug(db: &Db, slug: &str) -> Result<Option<Product>, DbError> {
@@ -511,7 +516,7 @@ pub async fn category_path_for(db: &Db, categories: &[ObjectId]) -> Result<Vec<O
 pub async fn create(db: &Db, new: NewProduct) -> Result<Product, CatalogError> {
     let path = category_path_for(db, &new.categories).await?;
     let product = new.into_product(path)?;
-    collection(db).insert_one(&product).await?;
+    durable(db).insert_one(&product).await?;
     Ok(product)
 }
 
@@ -527,7 +532,7 @@ pub async fn update(db: &Db, id: ObjectId, edit: NewProduct) -> Result<(), Catal
     let shipping =
         bson::to_bson(&edit.shipping).map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
     let result = db
-        .collection::<Document>(COLLECTION)
+        .durable::<Document>(COLLECTION)
         .update_one(
             doc! { "_id": id },
             doc! { "$set": {
@@ -557,7 +562,7 @@ pub async fn adjust_stock(db: &Db, id: ObjectId, delta: i64) -> Result<bool, DbE
     } else {
         doc! { "_id": id }
     };
-    let result = collection(db)
+    let result = durable(db)
         .update_one(
             filter,
             doc! { "$inc": { "qty": delta }, "$set": { "updated": DateTime::now() } },
@@ -568,7 +573,7 @@ pub async fn adjust_stock(db: &Db, id: ObjectId, delta: i64) -> Result<bool, DbE
 
 /// Attach an uploaded photo to a product.
 pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool, DbError> {
-    let result = collection(db)
+    let result = durable(db)
         .update_one(
             doc! { "_id": id },
             doc! { "$push": { "photos": file_id }, "$set": { "updated": DateTime::now() } },

@@ -1,11 +1,12 @@
-//! Checkout (SPEC §2): validate the form, lock the cart (`active → pending`), check its
-//! reservations and prices, charge through the payment gateway, then record the order, complete
-//! the cart and count its units as sold. A decline puts the cart back to `active`, stock still
+//! Checkout: validate the form, lock the cart (`active → pending`), check its reservations and
+//! prices, record the payment attempt (journaled), charge through the payment gateway, then
+//! record the order, complete the cart and count its units as sold. A decline puts the cart back to `active`, stock still
 //! reserved; a second submit of the same cart shows the one order.
 
 pub mod orders;
 pub mod pages;
 pub mod payment;
+pub mod payments;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -17,8 +18,9 @@ use serde::Deserialize;
 
 use crate::cart::{self, reserve, Cart, CartError, CartStatus};
 use crate::catalog::products::{self, format_cents};
-use crate::checkout::orders::{Address, Order, OrderItem, OrderStatus, Payment};
-use crate::checkout::payment::{Card, ChargeRequest, PaymentError, PaymentGateway};
+use crate::checkout::orders::{Address, Order, OrderItem, OrderStatus};
+use crate::checkout::payment::{Card, Charge, ChargeRequest, PaymentError, PaymentGateway};
+use crate::checkout::payments::{PaymentRecord, PaymentState};
 use crate::db::Db;
 
 /// The checkout form as submitted; every field is text so bad input can be shown back.
@@ -218,6 +220,8 @@ pub async fn place_order(
     cart_id: &str,
     details: &ValidCheckout,
 ) -> Result<CheckoutOutcome, CartError> {
+    // Fast: a lost lock is a cart still active, and the journaled payment record below takes it
+    // to disk with it before any money moves.
     let locked = cart::collection(db)
         .find_one_and_update(
             doc! { "_id": cart_id, "status": "active", "items.0": { "$exists": true } },
@@ -233,20 +237,46 @@ pub async fn place_order(
         unlock(db, cart_id).await?;
         return Ok(CheckoutOutcome::CartChanged(changes));
     }
+    // On disk before the card is charged: after a crash, recovery asks the gateway about it.
+    let attempt = PaymentRecord::started(&cart, gateway.name(), details);
+    payments::start(db, &attempt).await?;
     let charge = gateway
         .charge(ChargeRequest {
-            idempotency_key: cart.id.clone(),
-            amount_cents: cart.total_cents(),
+            idempotency_key: attempt.key.clone(),
+            amount_cents: attempt.amount,
             card: details.card.clone(),
             description: format!("Bazaar cart {}", cart.id),
         })
         .await;
     let charge = match charge {
-        Ok(charge) => charge,
-        Err(e) => {
+        Ok(charge) if !charge.refunded => charge,
+        // Recovery refunds only carts that can no longer be paid for; should one come back to
+        // life, its key is spent, and a refunded charge pays for nothing.
+        Ok(charge) => {
+            tracing::warn!(cart = %cart.id, reference = %charge.reference,
+                "a checkout met its cart's refunded charge; not placing an order");
             unlock(db, cart_id).await?;
+            return Ok(CheckoutOutcome::Declined(
+                "This cart's payment was refunded and cannot be used again. Please start a new \
+                 cart."
+                    .to_string(),
+            ));
+        }
+        Err(e) => {
             let reason = match e {
-                PaymentError::Declined(reason) => reason,
+                PaymentError::Declined(reason) => {
+                    payments::advance(
+                        db,
+                        &attempt.key,
+                        &[PaymentState::Started],
+                        PaymentState::Declined,
+                        doc! {},
+                    )
+                    .await?;
+                    reason
+                }
+                // The attempt stays `started`: should the gateway have charged after all,
+                // recovery finds out and settles it.
                 PaymentError::Unavailable(_) => {
                     tracing::warn!(error = %e, "payment gateway unavailable");
                     "The payment service is not answering; you have not been charged. Please \
@@ -254,17 +284,47 @@ pub async fn place_order(
                         .to_string()
                 }
             };
+            unlock(db, cart_id).await?;
             return Ok(CheckoutOutcome::Declined(reason));
         }
     };
+    let order = record_order(db, &cart, &attempt, &charge).await?;
+    tracing::info!(order = %order.number, total = order.total, "order placed");
+    Ok(CheckoutOutcome::Placed(Box::new(order)))
+}
+
+/// After `charge` paid for `cart` (as locked; its lines are the order's items): record the
+/// order, complete the cart, count its units as sold and link the payment to the order. Safe to
+/// repeat (one order per cart), so recovery uses it to finish a checkout a crash interrupted.
+async fn record_order(
+    db: &Db,
+    cart: &Cart,
+    attempt: &PaymentRecord,
+    charge: &Charge,
+) -> Result<Order, CartError> {
+    // `not_charged` too: recovery may have asked the gateway while this (very slow) checkout
+    // was still charging; the charge went through after all and this order settles it.
+    let open = [
+        PaymentState::Started,
+        PaymentState::Charged,
+        PaymentState::NotCharged,
+    ];
+    payments::advance(
+        db,
+        &attempt.key,
+        &open,
+        PaymentState::Charged,
+        doc! { "reference": &charge.reference },
+    )
+    .await?;
     let order = Order {
         id: ObjectId::new(),
         number: orders::next_number(db).await?,
         cart_id: cart.id.clone(),
         created: DateTime::now(),
-        email: details.email.clone(),
-        name: details.name.clone(),
-        address: details.address.clone(),
+        email: attempt.email.clone(),
+        name: attempt.name.clone(),
+        address: attempt.address.clone(),
         items: cart
             .items
             .iter()
@@ -278,18 +338,21 @@ pub async fn place_order(
         subtotal: cart.subtotal_cents(),
         shipping: cart.shipping_cents(),
         total: cart.total_cents(),
-        payment: Payment {
-            gateway: gateway.name().to_string(),
-            reference: charge.reference,
-            last4: charge.last4,
-        },
+        payment: attempt.payment(charge),
         status: OrderStatus::Paid,
         restock: Vec::new(),
     };
     let order = orders::insert_once(db, order).await?;
-    finish_paid_cart(db, &cart).await?;
-    tracing::info!(order = %order.number, total = order.total, "order placed");
-    Ok(CheckoutOutcome::Placed(Box::new(order)))
+    finish_paid_cart(db, cart).await?;
+    payments::advance(
+        db,
+        &attempt.key,
+        &open,
+        PaymentState::Ordered,
+        doc! { "reference": &order.payment.reference, "order": &order.number },
+    )
+    .await?;
+    Ok(order)
 }
 
 /// Mark a paid cart complete and count its lines' units as sold (a reservation holding more, from
@@ -297,7 +360,7 @@ pub async fn place_order(
 /// interrupted after the order was recorded can be finished later. `cart` is the cart as locked,
 /// whose lines are the order's items.
 pub async fn finish_paid_cart(db: &Db, cart: &Cart) -> Result<(), CartError> {
-    cart::collection(db)
+    db.durable::<Document>(cart::COLLECTION)
         .update_one(
             doc! { "_id": &cart.id, "status": { "$in": ["pending", "complete"] } },
             doc! { "$set": { "status": "complete", "last_modified": DateTime::now() } },
@@ -309,35 +372,186 @@ pub async fn finish_paid_cart(db: &Db, cart: &Cart) -> Result<(), CartError> {
     Ok(())
 }
 
-/// Finish what a crashed checkout left: carts `pending` for longer than `older_than` either have
-/// an order (the crash came after payment: complete the cart and count its units as sold) or not
-/// (before payment, or the charge failed: hand the cart back as `active`, where the shopper can
-/// retry and expiry will eventually reclaim it). The gateway's idempotency key is the cart id, so
-/// a retried checkout of the same cart cannot be charged twice.
-pub async fn recover_stuck_checkouts(db: &Db, older_than: Duration) -> Result<u64, CartError> {
+/// What one recovery run did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct RecoveryReport {
+    /// Orders recorded (or carts completed) for checkouts that had been paid.
+    pub finished: u64,
+    /// Carts handed back to their shoppers: never charged.
+    pub handed_back: u64,
+    /// Charges given back because their order could not be finished.
+    pub refunded: u64,
+    /// Unfinished attempts left for a later run (the gateway did not answer, or the shopper
+    /// can still pay for the cart, which reuses its charge).
+    pub waiting: u64,
+}
+
+impl RecoveryReport {
+    pub fn total(&self) -> u64 {
+        self.finished + self.handed_back + self.refunded
+    }
+}
+
+/// Finish what crashed checkouts left, for attempts and carts untouched for `older_than`.
+///
+/// First every payment attempt still `started` or `charged`: if its order exists, the cart is
+/// completed and the attempt linked. Otherwise the gateway is asked about its idempotency key:
+/// not charged → the cart is handed back (`active`, where the shopper can retry and expiry will
+/// eventually reclaim it); charged → the order is recorded from the attempt (its contact details
+/// and address) and the cart as locked, exactly as checkout would have. A charge whose cart can
+/// no longer be paid for (expired or gone) is refunded and logged; one whose cart is active again
+/// is left alone, since paying for that cart reuses the charge (same key).
+///
+/// Then every cart still `pending` with no such attempt (the crash came before the attempt was
+/// recorded, or after it was settled): completed if its order exists, handed back if not.
+pub async fn recover_stuck_checkouts(
+    db: &Db,
+    gateway: &dyn PaymentGateway,
+    older_than: Duration,
+) -> Result<RecoveryReport, CartError> {
     let cutoff = cart::jobs::cutoff(older_than);
+    let mut report = RecoveryReport::default();
+    for attempt in payments::unfinished_before(db, cutoff).await? {
+        match settle(db, gateway, &attempt).await {
+            Ok(Settled::Finished) => report.finished += 1,
+            Ok(Settled::HandedBack) => report.handed_back += 1,
+            Ok(Settled::Refunded) => report.refunded += 1,
+            Ok(Settled::Waiting) => report.waiting += 1,
+            Err(e) => {
+                report.waiting += 1;
+                tracing::warn!(cart = %attempt.cart_id, error = %e,
+                    "could not settle an interrupted payment; retrying on the next run");
+            }
+        }
+    }
     let stuck: Vec<Cart> = futures::TryStreamExt::try_collect(
         cart::collection(db)
             .find(doc! { "status": "pending", "last_modified": { "$lt": cutoff } })
             .await?,
     )
     .await?;
-    let mut recovered = 0;
     for c in stuck {
+        let attempt = payments::by_key(db, &c.id).await?;
+        if attempt.is_some_and(|a| a.state.is_unfinished()) {
+            // Settled above once it is old enough, or the gateway could not tell yet.
+            continue;
+        }
         if orders::by_cart(db, &c.id).await?.is_some() {
             finish_paid_cart(db, &c).await?;
+            report.finished += 1;
         } else {
-            cart::collection(db)
-                .update_one(
-                    doc! { "_id": &c.id, "status": "pending", "last_modified": c.last_modified },
-                    doc! { "$set": { "status": "active", "last_modified": DateTime::now() } },
-                )
-                .await?;
+            hand_back(db, &c).await?;
+            report.handed_back += 1;
         }
-        recovered += 1;
         tracing::warn!(cart = %c.id, "recovered a checkout interrupted by a crash");
     }
-    Ok(recovered)
+    Ok(report)
+}
+
+enum Settled {
+    Finished,
+    HandedBack,
+    Refunded,
+    Waiting,
+}
+
+/// Settle one unfinished payment attempt (see [`recover_stuck_checkouts`]).
+async fn settle(
+    db: &Db,
+    gateway: &dyn PaymentGateway,
+    attempt: &PaymentRecord,
+) -> Result<Settled, CartError> {
+    let unfinished = [PaymentState::Started, PaymentState::Charged];
+    let cart = cart::by_id(db, &attempt.cart_id).await?;
+    let paid_for = |c: &Cart| matches!(c.status, CartStatus::Pending | CartStatus::Complete);
+    if let Some(order) = orders::by_cart(db, &attempt.cart_id).await? {
+        if let Some(c) = cart.as_ref().filter(|c| paid_for(c)) {
+            finish_paid_cart(db, c).await?;
+        }
+        payments::advance(
+            db,
+            &attempt.key,
+            &unfinished,
+            PaymentState::Ordered,
+            doc! { "reference": &order.payment.reference, "order": &order.number },
+        )
+        .await?;
+        return Ok(Settled::Finished);
+    }
+    let charge = match gateway.find_charge(&attempt.key).await {
+        Ok(charge) => charge,
+        Err(e) => {
+            tracing::warn!(cart = %attempt.cart_id, error = %e,
+                "the payment gateway could not say whether an interrupted checkout was charged");
+            return Ok(Settled::Waiting);
+        }
+    };
+    let Some(charge) = charge else {
+        if let Some(c) = cart.as_ref().filter(|c| c.status == CartStatus::Pending) {
+            hand_back(db, c).await?;
+        }
+        payments::advance(
+            db,
+            &attempt.key,
+            &unfinished,
+            PaymentState::NotCharged,
+            doc! {},
+        )
+        .await?;
+        tracing::warn!(cart = %attempt.cart_id,
+            "handed back a cart whose checkout was interrupted before the card was charged");
+        return Ok(Settled::HandedBack);
+    };
+    if charge.refunded {
+        payments::advance(
+            db,
+            &attempt.key,
+            &unfinished,
+            PaymentState::Refunded,
+            doc! { "reference": &charge.reference },
+        )
+        .await?;
+        return Ok(Settled::Refunded);
+    }
+    match cart {
+        Some(c) if paid_for(&c) => {
+            let order = record_order(db, &c, attempt, &charge).await?;
+            tracing::warn!(cart = %c.id, order = %order.number,
+                "recorded the order of a checkout a crash interrupted after the card was charged");
+            Ok(Settled::Finished)
+        }
+        Some(c) if c.status == CartStatus::Active => Ok(Settled::Waiting),
+        _ => {
+            if let Err(e) = gateway.refund(&charge.reference).await {
+                tracing::warn!(cart = %attempt.cart_id, reference = %charge.reference, error = %e,
+                    "could not refund a charge whose order was lost; retrying on the next run");
+                return Ok(Settled::Waiting);
+            }
+            payments::advance(
+                db,
+                &attempt.key,
+                &unfinished,
+                PaymentState::Refunded,
+                doc! { "reference": &charge.reference },
+            )
+            .await?;
+            tracing::warn!(cart = %attempt.cart_id, reference = %charge.reference,
+                amount = charge.amount_cents,
+                "refunded a charge whose cart can no longer be ordered");
+            Ok(Settled::Refunded)
+        }
+    }
+}
+
+/// Hand a cart stuck `pending` back to its shopper.
+async fn hand_back(db: &Db, c: &Cart) -> Result<(), CartError> {
+    cart::collection(db)
+        .update_one(
+            doc! { "_id": &c.id, "status": "pending", "last_modified": c.last_modified },
+            doc! { "$set": { "status": "active", "last_modified": DateTime::now() } },
+        )
+        .await?;
+    Ok(())
 }
 
 /// Put a locked cart back in the shopper's hands.

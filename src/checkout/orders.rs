@@ -151,9 +151,15 @@ pub fn collection(db: &Db) -> mongodb::Collection<Order> {
     db.collection(COLLECTION)
 }
 
+/// For the writes a person is told about: placing, shipping and cancelling an order.
+fn durable(db: &Db) -> mongodb::Collection<Order> {
+    db.durable(COLLECTION)
+}
+
 /// The next order number, `BZ-000001` upwards, from `counters {_id: "order"}`.
 pub async fn next_number(db: &Db) -> Result<String, DbError> {
-    let counters = db.collection::<Document>(COUNTERS);
+    // The number is shown with the order; a crash must not hand it out twice.
+    let counters = db.durable::<Document>(COUNTERS);
     let mut attempts = 0;
     let counter = loop {
         attempts += 1;
@@ -189,7 +195,7 @@ pub fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
 /// Insert the order for its cart; if the cart already has one (a double submit won the race),
 /// that order is returned instead.
 pub async fn insert_once(db: &Db, order: Order) -> Result<Order, DbError> {
-    match collection(db).insert_one(&order).await {
+    match durable(db).insert_one(&order).await {
         Ok(_) => Ok(order),
         Err(e) if is_duplicate_key(&e) => by_cart(db, &order.cart_id)
             .await?
@@ -220,7 +226,7 @@ pub async fn list(db: &Db, status: Option<OrderStatus>, limit: i64) -> Result<Ve
 
 /// Mark a paid order shipped. False when it is not (or no longer) paid.
 pub async fn mark_shipped(db: &Db, number: &str) -> Result<bool, DbError> {
-    let result = collection(db)
+    let result = durable(db)
         .update_one(
             doc! { "number": number, "status": "paid" },
             doc! { "$set": { "status": "shipped" } },
@@ -237,7 +243,7 @@ pub async fn cancel(db: &Db, number: &str) -> Result<bool, CartError> {
         Some(order) => order.items.iter().map(|i| i.sku.clone()).collect(),
         None => return Ok(false),
     };
-    let cancelled = collection(db)
+    let cancelled = durable(db)
         .find_one_and_update(
             doc! { "number": number, "status": "paid" },
             doc! { "$set": { "status": "cancelled", "restock": &skus } },
@@ -258,6 +264,8 @@ pub async fn cancel(db: &Db, number: &str) -> Result<bool, CartError> {
 /// units from `sold` into a reservation held under the order's name (at most one: the filter
 /// refuses a second), strike the SKU off the order, then return that reservation. A crash after
 /// the strike leaves only the held reservation, which cleanup returns (it has no cart).
+/// These writes stay fast (not journaled one by one): a crash that loses some of them is a crash
+/// part-way, which [`resume_restocking`] finishes from the durable `restock` list.
 pub async fn restock(db: &Db, order: &Order) -> Result<(), CartError> {
     let hold = format!("cancelled:{}", order.number);
     let products = db.collection::<Document>(products::COLLECTION);

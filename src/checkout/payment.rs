@@ -1,11 +1,16 @@
-//! Payment gateways: a trait the checkout charges through, and the built-in `test` gateway with
-//! the usual test card numbers. Card numbers are never stored; orders keep the last four digits
-//! and the gateway's reference.
+//! Payment gateways: a trait the checkout charges through (and recovery asks and refunds
+//! through), and the built-in `test` gateway with the usual test card numbers. Card numbers are
+//! never stored; orders keep the last four digits and the gateway's reference.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-
+use bson::oid::ObjectId;
+use bson::{doc, DateTime};
 use futures::future::BoxFuture;
+use futures::TryStreamExt;
+use mongodb::options::IndexOptions;
+use mongodb::{Collection, IndexModel};
+use serde::{Deserialize, Serialize};
+
+use crate::db::Db;
 
 /// A card as entered, already validated (Luhn, expiry in the future, CVC digits).
 #[derive(Clone)]
@@ -48,6 +53,9 @@ pub struct Charge {
     /// The gateway's id for the charge.
     pub reference: String,
     pub last4: String,
+    pub amount_cents: i64,
+    /// Given back in full (see [`PaymentGateway::refund`]).
+    pub refunded: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -64,60 +72,165 @@ pub trait PaymentGateway: Send + Sync {
     /// The name recorded on orders (`payment.gateway`).
     fn name(&self) -> &'static str;
     fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<Charge, PaymentError>>;
+    /// The charge made under `idempotency_key`, refunded or not; `None` if the card was never
+    /// charged under it. What recovery asks after a crash left a payment attempt unfinished.
+    fn find_charge<'a>(
+        &'a self,
+        idempotency_key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Charge>, PaymentError>>;
+    /// Give a charge back in full; refunding it again changes nothing.
+    fn refund<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<(), PaymentError>>;
+}
+
+/// Where the test gateway keeps its charges.
+pub const TEST_GATEWAY_CHARGES: &str = "gateway_charges";
+
+/// One charge as the test gateway keeps it, under its idempotency key.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StoredCharge {
+    #[serde(rename = "_id")]
+    pub idempotency_key: String,
+    pub reference: String,
+    pub amount: i64,
+    pub last4: String,
+    pub created: DateTime,
+    #[serde(default)]
+    pub refunded: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refunded_at: Option<DateTime>,
+}
+
+impl StoredCharge {
+    fn to_charge(&self) -> Charge {
+        Charge {
+            reference: self.reference.clone(),
+            last4: self.last4.clone(),
+            amount_cents: self.amount,
+            refunded: self.refunded,
+        }
+    }
 }
 
 /// The built-in gateway for development and tests: approves 4242 4242 4242 4242, declines
 /// 4000 0000 0000 0002 (insufficient funds) and 4000 0000 0000 0119 (processing error), and
-/// declines every other number as a real test gateway would. Charges are kept in memory.
-#[derive(Default)]
+/// declines every other number as a real test gateway would.
+///
+/// It keeps its charges in the `gateway_charges` collection, as a payment provider keeps them
+/// outside the shop, so after a crash the shop can ask it what was charged (and tests can check
+/// every charge against the orders). Its writes follow `database.write_concern`: durable, it
+/// never forgets a charge; fast, a crash may take its newest charges along with everything the
+/// shop wrote after them (a real provider would remember them: fast mode accepts that risk).
 pub struct TestGateway {
-    charges: Mutex<HashMap<String, Charge>>,
+    db: Db,
 }
 
 pub const APPROVED_CARD: &str = "4242424242424242";
 pub const INSUFFICIENT_FUNDS_CARD: &str = "4000000000000002";
 pub const PROCESSING_ERROR_CARD: &str = "4000000000000119";
 
+fn unavailable(e: impl std::fmt::Display) -> PaymentError {
+    PaymentError::Unavailable(format!("the test gateway failed: {e}"))
+}
+
 impl TestGateway {
-    /// How many distinct charges were made (a retried charge with the same key counts once).
-    pub fn charge_count(&self) -> usize {
-        self.charges.lock().map(|c| c.len()).unwrap_or(0)
+    pub fn new(db: Db) -> TestGateway {
+        TestGateway { db }
     }
 
-    fn decide(&self, request: &ChargeRequest) -> Result<Charge, PaymentError> {
+    /// Refunds look charges up by reference.
+    pub fn indexes() -> Vec<IndexModel> {
+        vec![IndexModel::builder()
+            .keys(doc! { "reference": 1 })
+            .options(IndexOptions::builder().unique(true).build())
+            .build()]
+    }
+
+    fn charges(&self) -> Collection<StoredCharge> {
+        self.db.durable(TEST_GATEWAY_CHARGES)
+    }
+
+    /// How many distinct charges were made (a retried charge with the same key counts once).
+    pub async fn charge_count(&self) -> u64 {
+        self.charges()
+            .count_documents(doc! {})
+            .await
+            .expect("counting the test gateway's charges")
+    }
+
+    /// Every charge made, refunded or not.
+    pub async fn all_charges(&self) -> Result<Vec<StoredCharge>, PaymentError> {
+        self.charges()
+            .find(doc! {})
+            .await
+            .map_err(unavailable)?
+            .try_collect()
+            .await
+            .map_err(unavailable)
+    }
+
+    fn decide(request: &ChargeRequest) -> Result<(), PaymentError> {
         match request.card.number.as_str() {
-            APPROVED_CARD => {}
-            INSUFFICIENT_FUNDS_CARD => {
-                return Err(PaymentError::Declined(
-                    "Your card was declined: insufficient funds.".to_string(),
-                ))
-            }
-            PROCESSING_ERROR_CARD => {
-                return Err(PaymentError::Declined(
-                    "Your card could not be charged: a processing error occurred. Please try \
-                     again."
-                        .to_string(),
-                ))
-            }
-            _ => {
-                return Err(PaymentError::Declined(
-                    "Your card was declined (the test gateway only accepts its test cards)."
-                        .to_string(),
-                ))
-            }
+            APPROVED_CARD => Ok(()),
+            INSUFFICIENT_FUNDS_CARD => Err(PaymentError::Declined(
+                "Your card was declined: insufficient funds.".to_string(),
+            )),
+            PROCESSING_ERROR_CARD => Err(PaymentError::Declined(
+                "Your card could not be charged: a processing error occurred. Please try again."
+                    .to_string(),
+            )),
+            _ => Err(PaymentError::Declined(
+                "Your card was declined (the test gateway only accepts its test cards)."
+                    .to_string(),
+            )),
         }
-        let mut charges = self
-            .charges
-            .lock()
-            .map_err(|_| PaymentError::Unavailable("the test gateway failed".to_string()))?;
-        let next = charges.len() + 1;
-        let charge = charges
-            .entry(request.idempotency_key.clone())
-            .or_insert_with(|| Charge {
-                reference: format!("test_ch_{next:06}"),
-                last4: request.card.last4(),
-            });
-        Ok(charge.clone())
+    }
+
+    /// Charge once per idempotency key: a second request with the key gets the first charge.
+    async fn record(&self, request: ChargeRequest) -> Result<Charge, PaymentError> {
+        Self::decide(&request)?;
+        let charge = StoredCharge {
+            idempotency_key: request.idempotency_key.clone(),
+            reference: format!("test_ch_{}", ObjectId::new().to_hex()),
+            amount: request.amount_cents,
+            last4: request.card.last4(),
+            created: DateTime::now(),
+            refunded: false,
+            refunded_at: None,
+        };
+        match self.charges().insert_one(&charge).await {
+            Ok(_) => Ok(charge.to_charge()),
+            Err(e) if crate::checkout::orders::is_duplicate_key(&e) => self
+                .lookup(&request.idempotency_key)
+                .await?
+                .ok_or_else(|| unavailable(e)),
+            Err(e) => Err(unavailable(e)),
+        }
+    }
+
+    async fn lookup(&self, idempotency_key: &str) -> Result<Option<Charge>, PaymentError> {
+        let found = self
+            .charges()
+            .find_one(doc! { "_id": idempotency_key })
+            .await
+            .map_err(unavailable)?;
+        Ok(found.map(|c| c.to_charge()))
+    }
+
+    async fn give_back(&self, reference: &str) -> Result<(), PaymentError> {
+        let found = self
+            .charges()
+            .update_one(
+                doc! { "reference": reference },
+                doc! { "$set": { "refunded": true, "refunded_at": DateTime::now() } },
+            )
+            .await
+            .map_err(unavailable)?;
+        if found.matched_count == 0 {
+            return Err(PaymentError::Declined(format!(
+                "there is no charge {reference} to refund"
+            )));
+        }
+        Ok(())
     }
 }
 
@@ -127,8 +240,18 @@ impl PaymentGateway for TestGateway {
     }
 
     fn charge(&self, request: ChargeRequest) -> BoxFuture<'_, Result<Charge, PaymentError>> {
-        let decision = self.decide(&request);
-        Box::pin(async move { decision })
+        Box::pin(self.record(request))
+    }
+
+    fn find_charge<'a>(
+        &'a self,
+        idempotency_key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<Charge>, PaymentError>> {
+        Box::pin(self.lookup(idempotency_key))
+    }
+
+    fn refund<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<(), PaymentError>> {
+        Box::pin(self.give_back(reference))
     }
 }
 
@@ -136,44 +259,14 @@ impl PaymentGateway for TestGateway {
 mod tests {
     use super::*;
 
-    fn request(number: &str, key: &str) -> ChargeRequest {
-        ChargeRequest {
-            idempotency_key: key.to_string(),
-            amount_cents: 1000,
-            card: Card {
-                number: number.to_string(),
-                exp_month: 12,
-                exp_year: 2099,
-                cvc: "123".to_string(),
-            },
-            description: "test".to_string(),
-        }
-    }
-
-    #[tokio::test]
-    async fn the_test_cards_approve_and_decline_as_documented() {
-        let gateway = TestGateway::default();
-        let ok = gateway.charge(request(APPROVED_CARD, "a")).await;
-        assert_eq!(ok.map(|c| c.last4), Ok("4242".to_string()));
-        let funds = gateway.charge(request(INSUFFICIENT_FUNDS_CARD, "b")).await;
-        assert!(matches!(funds, Err(PaymentError::Declined(m)) if m.contains("insufficient")));
-        let processing = gateway.charge(request(PROCESSING_ERROR_CARD, "c")).await;
-        assert!(matches!(processing, Err(PaymentError::Declined(m)) if m.contains("processing")));
-        assert_eq!(gateway.charge_count(), 1);
-    }
-
-    #[tokio::test]
-    async fn a_retried_charge_with_the_same_key_is_charged_once() {
-        let gateway = TestGateway::default();
-        let first = gateway.charge(request(APPROVED_CARD, "cart-1")).await;
-        let again = gateway.charge(request(APPROVED_CARD, "cart-1")).await;
-        assert_eq!(first, again);
-        assert_eq!(gateway.charge_count(), 1);
-    }
-
     #[test]
     fn a_card_never_prints_its_number() {
-        let card = request(APPROVED_CARD, "k").card;
+        let card = Card {
+            number: APPROVED_CARD.to_string(),
+            exp_month: 12,
+            exp_year: 2099,
+            cvc: "123".to_string(),
+        };
         let shown = format!("{card:?}");
         assert!(!shown.contains("42424242"), "{shown}");
         assert!(shown.contains("4242"));

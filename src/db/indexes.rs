@@ -19,6 +19,15 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
         (checkout::orders::COLLECTION, checkout::orders::indexes()),
         (content::model::COLLECTION, content::model::indexes()),
         (comments::COLLECTION, comments::indexes()),
+        (
+            checkout::payments::COLLECTION,
+            checkout::payments::indexes(),
+        ),
+        // The built-in test gateway's own charges (a real gateway keeps them elsewhere).
+        (
+            checkout::payment::TEST_GATEWAY_CHARGES,
+            checkout::payment::TestGateway::indexes(),
+        ),
     ]
 }
 

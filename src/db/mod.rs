@@ -1,5 +1,18 @@
 //! The database handle: a `mongodb` driver client for docstore or MongoDB, the error type
 //! handlers see instead of raw driver errors, and one module per collection.
+//!
+//! # Which writes are durable
+//!
+//! A write a person is told about goes through [`Db::durable`] (or carries
+//! [`Db::durable_write_concern`]): with `database.write_concern = "durable"` (the default) it is
+//! journaled (`j: true`), and on a replica set acknowledged by a majority (`w: "majority"`),
+//! before the driver returns, so the page that reports it can never be undone by a crash. Every
+//! other write is acknowledged once applied in memory; losing the last moments of those in a
+//! crash is harmless because it looks exactly like a crash just before them, which the code
+//! already repairs. (Both docstore's journal and MongoDB's oplog are written in order, so a crash
+//! loses a suffix of the writes, never a write in the middle.) The README's "What survives a
+//! crash" lists, per collection, which writes are durable and which stay fast and why; a new
+//! write that ends in a confirmation belongs there too.
 
 pub mod indexes;
 pub mod site;
@@ -10,8 +23,8 @@ use std::time::Duration;
 use bson::doc;
 use futures::TryStreamExt;
 use mongodb::error::{ErrorKind, WriteFailure};
-use mongodb::options::ClientOptions;
-use mongodb::{Client, Database};
+use mongodb::options::{Acknowledgment, ClientOptions, CollectionOptions, WriteConcern};
+use mongodb::{Client, Collection, Database};
 
 /// A database failure, sorted by what the user should be told.
 #[derive(Debug, thiserror::Error)]
@@ -86,11 +99,24 @@ impl std::fmt::Display for Store {
     }
 }
 
+/// `database.write_concern`: how far a write a person is told about must get before the page
+/// saying so is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteDurability {
+    /// Journaled on disk (and on a majority of a replica set) before the write returns.
+    Durable,
+    /// Applied in memory; a crash may lose the last moments of writes.
+    Fast,
+}
+
 #[derive(Clone)]
 pub struct Db {
     client: Client,
     database: Database,
     store: Store,
+    durability: WriteDurability,
+    /// Bounds a majority acknowledgement on a replica set that lost its majority.
+    timeout: Duration,
 }
 
 /// A collection and how many documents it holds.
@@ -119,7 +145,51 @@ impl Db {
             client,
             database,
             store,
+            durability: WriteDurability::Durable,
+            timeout,
         })
+    }
+
+    /// The same connection with writes a person is told about made `durability`.
+    pub fn with_durability(mut self, durability: WriteDurability) -> Db {
+        self.durability = durability;
+        self
+    }
+
+    pub fn durability(&self) -> WriteDurability {
+        self.durability
+    }
+
+    /// Journaled, and acknowledged by a majority of a replica set (a standalone MongoDB and
+    /// docstore take `w: "majority"` as the one node).
+    pub fn journaled_write_concern(&self) -> WriteConcern {
+        WriteConcern::builder()
+            .w(Acknowledgment::Majority)
+            .journal(true)
+            .w_timeout(self.timeout)
+            .build()
+    }
+
+    /// The write concern for writes whose success is shown to a person: journaled (see
+    /// [`Db::journaled_write_concern`]) unless `database.write_concern = "fast"`, then `None`
+    /// (the server's default: acknowledged once applied).
+    pub fn durable_write_concern(&self) -> Option<WriteConcern> {
+        match self.durability {
+            WriteDurability::Durable => Some(self.journaled_write_concern()),
+            WriteDurability::Fast => None,
+        }
+    }
+
+    /// `name` for writes whose success is shown to a person (see the table at the top of this
+    /// module); reads through it are the same as through [`Db::collection`].
+    pub fn durable<T: Send + Sync>(&self, name: &str) -> Collection<T> {
+        match self.durable_write_concern() {
+            Some(concern) => self.database.collection_with_options(
+                name,
+                CollectionOptions::builder().write_concern(concern).build(),
+            ),
+            None => self.database.collection(name),
+        }
     }
 
     pub fn database(&self) -> &Database {

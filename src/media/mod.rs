@@ -124,9 +124,11 @@ pub struct StoredImage {
 }
 
 pub fn bucket(db: &Db) -> GridFsBucket {
+    // An uploaded photo is shown to the admin as stored.
     db.database().gridfs_bucket(
         GridFsBucketOptions::builder()
             .bucket_name(BUCKET.to_string())
+            .write_concern(db.durable_write_concern())
             .build(),
     )
 }
@@ -380,7 +382,7 @@ async fn finish_image(
         .await?;
         set.insert("metadata.display", display);
     }
-    db.collection::<Document>(&format!("{BUCKET}.files"))
+    db.durable::<Document>(&format!("{BUCKET}.files"))
         .update_one(doc! { "_id": id }, doc! { "$set": set })
         .await?;
     Ok(StoredImage {

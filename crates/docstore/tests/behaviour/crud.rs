@@ -387,6 +387,29 @@ async fn journaled_write_concern_is_acknowledged() {
 }
 
 #[tokio::test]
+async fn majority_and_w_one_with_journaling_are_accepted_as_a_standalone_server_does() {
+    use mongodb::options::Acknowledgment;
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("items");
+    for w in [Acknowledgment::Majority, Acknowledgment::Nodes(1)] {
+        let concern = WriteConcern::builder()
+            .w(w)
+            .journal(true)
+            .w_timeout(std::time::Duration::from_secs(5))
+            .build();
+        c.insert_one(doc! { "a": 1 })
+            .write_concern(concern.clone())
+            .await
+            .unwrap();
+        c.find_one_and_update(doc! { "a": 1 }, doc! { "$inc": { "b": 1 } })
+            .write_concern(concern)
+            .await
+            .unwrap();
+    }
+    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 2);
+}
+
+#[tokio::test]
 async fn a_write_concern_above_one_is_refused_on_a_single_node() {
     let t = test_db().await;
     let r =

@@ -1,0 +1,178 @@
+//! The `payments` collection: one document per cart being paid for, keyed by the idempotency key
+//! the gateway charges it under (the cart id). It is written, journaled, *before* the card is
+//! charged (`started`), so after a crash the shop knows which charges it may have made and can ask
+//! the gateway about each; then `charged` with the gateway's reference, then `ordered` with the
+//! order number. A declined card ends it as `declined`; recovery ends an attempt the gateway never
+//! charged as `not_charged`, and one whose order was lost as `refunded`.
+//!
+//! Only `started` is journaled on its own: the later states are written fast because recovery
+//! works each of them out again from the gateway and the orders (and the order insert that
+//! follows `charged` is journaled, which takes every earlier write with it).
+
+use bson::{doc, DateTime, Document};
+use futures::TryStreamExt;
+use mongodb::IndexModel;
+use serde::{Deserialize, Serialize};
+
+use crate::cart::Cart;
+use crate::checkout::orders::{Address, Payment};
+use crate::checkout::payment::Charge;
+use crate::checkout::ValidCheckout;
+use crate::db::{Db, DbError};
+
+pub const COLLECTION: &str = "payments";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PaymentState {
+    /// About to charge, or charging: the gateway may or may not have taken the money.
+    Started,
+    /// The gateway took the money; the order is being recorded.
+    Charged,
+    /// The order is recorded (`order` names it).
+    Ordered,
+    /// The gateway refused the card.
+    Declined,
+    /// Recovery found the gateway never charged this attempt.
+    NotCharged,
+    /// Recovery gave the money back: the order could not be finished.
+    Refunded,
+}
+
+impl PaymentState {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            PaymentState::Started => "started",
+            PaymentState::Charged => "charged",
+            PaymentState::Ordered => "ordered",
+            PaymentState::Declined => "declined",
+            PaymentState::NotCharged => "not_charged",
+            PaymentState::Refunded => "refunded",
+        }
+    }
+
+    /// Money may have been taken without an order to show for it yet.
+    pub fn is_unfinished(&self) -> bool {
+        matches!(self, PaymentState::Started | PaymentState::Charged)
+    }
+}
+
+/// One payment attempt with everything needed to finish its order without the shopper: the
+/// contact details and address from the checkout form and the card's last four digits (never
+/// the card number).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PaymentRecord {
+    /// The gateway's idempotency key: the cart id.
+    #[serde(rename = "_id")]
+    pub key: String,
+    pub cart_id: String,
+    pub state: PaymentState,
+    pub gateway: String,
+    /// Cents, as charged.
+    pub amount: i64,
+    pub last4: String,
+    pub email: String,
+    pub name: String,
+    pub address: Address,
+    pub started: DateTime,
+    pub updated: DateTime,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference: Option<String>,
+    /// The order number, once ordered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order: Option<String>,
+}
+
+impl PaymentRecord {
+    /// A `started` attempt to pay for `cart` (as locked) with `details`.
+    pub fn started(cart: &Cart, gateway: &str, details: &ValidCheckout) -> PaymentRecord {
+        let now = DateTime::now();
+        PaymentRecord {
+            key: cart.id.clone(),
+            cart_id: cart.id.clone(),
+            state: PaymentState::Started,
+            gateway: gateway.to_string(),
+            amount: cart.total_cents(),
+            last4: details.card.last4(),
+            email: details.email.clone(),
+            name: details.name.clone(),
+            address: details.address.clone(),
+            started: now,
+            updated: now,
+            reference: None,
+            order: None,
+        }
+    }
+
+    /// What the order records about the payment, once `charge` went through.
+    pub fn payment(&self, charge: &Charge) -> Payment {
+        Payment {
+            gateway: self.gateway.clone(),
+            reference: charge.reference.clone(),
+            last4: charge.last4.clone(),
+        }
+    }
+}
+
+/// Recovery finds unfinished attempts by state and age.
+pub fn indexes() -> Vec<IndexModel> {
+    vec![IndexModel::builder()
+        .keys(doc! { "state": 1, "updated": 1 })
+        .build()]
+}
+
+pub fn collection(db: &Db) -> mongodb::Collection<PaymentRecord> {
+    db.collection(COLLECTION)
+}
+
+/// Record the attempt, journaled, before the card is charged. A retry of the same cart (after a
+/// decline, or a cart handed back) starts its attempt afresh under the same key.
+pub async fn start(db: &Db, record: &PaymentRecord) -> Result<(), DbError> {
+    db.durable::<PaymentRecord>(COLLECTION)
+        .replace_one(doc! { "_id": &record.key }, record)
+        .upsert(true)
+        .await?;
+    Ok(())
+}
+
+/// Move the attempt `key` from one of `from` to `to`, setting `extra` fields too. False when it
+/// was in none of `from` (already moved on).
+pub async fn advance(
+    db: &Db,
+    key: &str,
+    from: &[PaymentState],
+    to: PaymentState,
+    mut extra: Document,
+) -> Result<bool, DbError> {
+    let from: Vec<&str> = from.iter().map(PaymentState::as_str).collect();
+    extra.insert("state", to.as_str());
+    extra.insert("updated", DateTime::now());
+    let result = collection(db)
+        .update_one(
+            doc! { "_id": key, "state": { "$in": from } },
+            doc! { "$set": extra },
+        )
+        .await?;
+    Ok(result.modified_count == 1)
+}
+
+pub async fn by_key(db: &Db, key: &str) -> Result<Option<PaymentRecord>, DbError> {
+    Ok(collection(db).find_one(doc! { "_id": key }).await?)
+}
+
+/// The filter of [`unfinished_before`], for `explain` in tests.
+pub fn unfinished_query(before: DateTime) -> Document {
+    doc! {
+        "state": { "$in": [PaymentState::Started.as_str(), PaymentState::Charged.as_str()] },
+        "updated": { "$lt": before },
+    }
+}
+
+/// Attempts started or charged but not ordered, last touched before `before`.
+pub async fn unfinished_before(db: &Db, before: DateTime) -> Result<Vec<PaymentRecord>, DbError> {
+    Ok(collection(db)
+        .find(unfinished_query(before))
+        .await?
+        .try_collect()
+        .await?)
+}
