@@ -691,7 +691,11 @@ async fn node_comment_count(db: &Db, slug: &str) -> i64 {
         .await
         .expect("query")
         .expect("node");
-    match node.get_document("metadata").expect("metadata").get("comment_count") {
+    match node
+        .get_document("metadata")
+        .expect("metadata")
+        .get("comment_count")
+    {
         Some(bson::Bson::Int32(n)) => i64::from(*n),
         Some(bson::Bson::Int64(n)) => *n,
         other => panic!("comment_count is {other:?}"),

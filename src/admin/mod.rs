@@ -2,8 +2,8 @@
 
 pub mod carts;
 pub mod categories;
-pub mod content;
 pub mod comments;
+pub mod content;
 pub mod dashboard;
 pub mod orders;
 pub mod products;

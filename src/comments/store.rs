@@ -130,7 +130,8 @@ pub async fn post(
             text: text.to_string(),
             status: CommentStatus::Visible,
         };
-        match collection(db).insert_one(&comment).await {
+        // Journaled before the commenter sees it posted (`database.write_concern`).
+        match db.durable::<Comment>(COLLECTION).insert_one(&comment).await {
             Ok(_) => {}
             Err(e) if is_duplicate_key(&e) => {
                 tracing::debug!(slug = %comment.slug, "comment slug taken; retrying");

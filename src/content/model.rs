@@ -382,6 +382,12 @@ pub fn indexes() -> Vec<IndexModel> {
     ]
 }
 
+/// For saves an editor is shown as done (create, edit, publish, tags, photo swaps): journaled
+/// before the answer (`database.write_concern`).
+pub fn durable(db: &Db) -> mongodb::Collection<Node> {
+    db.durable(COLLECTION)
+}
+
 pub fn collection(db: &Db) -> mongodb::Collection<Node> {
     db.collection(COLLECTION)
 }
@@ -431,7 +437,7 @@ pub async fn create(
             detail,
         },
     };
-    collection(db).insert_one(&node).await?;
+    durable(db).insert_one(&node).await?;
     Ok(node)
 }
 
@@ -514,7 +520,7 @@ pub async fn save_with_nonce(
             set.insert("metadata.detail", detail);
         }
     }
-    let result = collection(db)
+    let result = durable(db)
         .update_one(
             doc! { "_id": id, "metadata.nonce": form_nonce },
             doc! { "$set": set },
@@ -526,7 +532,7 @@ pub async fn save_with_nonce(
 /// Publish at `when` (now or later) or unpublish (`None`). Needs no nonce: it changes nothing
 /// an edit form holds.
 pub async fn set_published(db: &Db, id: ObjectId, when: Option<DateTime>) -> Result<bool, DbError> {
-    let result = collection(db)
+    let result = durable(db)
         .update_one(
             doc! { "_id": id },
             doc! { "$set": { "metadata.published": when, "metadata.updated": DateTime::now() } },
@@ -537,7 +543,7 @@ pub async fn set_published(db: &Db, id: ObjectId, when: Option<DateTime>) -> Res
 
 /// Add tags; tags already there stay once.
 pub async fn add_tags(db: &Db, id: ObjectId, tags: &[String]) -> Result<bool, DbError> {
-    let result = collection(db)
+    let result = durable(db)
         .update_one(
             doc! { "_id": id },
             doc! { "$addToSet": { "metadata.tags": { "$each": tags } } },
@@ -547,7 +553,7 @@ pub async fn add_tags(db: &Db, id: ObjectId, tags: &[String]) -> Result<bool, Db
 }
 
 pub async fn remove_tag(db: &Db, id: ObjectId, tag: &str) -> Result<bool, DbError> {
-    let result = collection(db)
+    let result = durable(db)
         .update_one(
             doc! { "_id": id },
             doc! { "$pull": { "metadata.tags": tag } },

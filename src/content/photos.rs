@@ -94,7 +94,7 @@ pub async fn swap_file(
     image: &StoredImage,
     filename: &str,
 ) -> Result<Option<ObjectId>, PhotoError> {
-    let before = model::collection(db)
+    let before = model::durable(db)
         .find_one_and_update(
             doc! { "_id": id, "metadata.nonce": form_nonce },
             doc! { "$set": {
