@@ -100,14 +100,16 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "carts",
             "categories",
             "comments",
+            "gateway_charges",
             "nodes",
             "orders",
+            "payments",
             "products",
             "settings"
         ],
         "{rows:?}"
     );
-    assert!(rows[7].ends_with('1'), "{rows:?}");
+    assert!(rows.last().is_some_and(|r| r.ends_with('1')), "{rows:?}");
     assert!(
         csrf_token(&doc).is_some(),
         "the admin form carries a CSRF token"
