@@ -97,11 +97,7 @@ async fn page(
         .map(|e| ParentOption {
             id: e.category.id.to_hex(),
             label: e.category.path_label(),
-            value: format!(
-                "{}:{}",
-                e.category.id.to_hex(),
-                e.category.version_input()
-            ),
+            value: format!("{}:{}", e.category.id.to_hex(), e.category.version_input()),
         })
         .collect();
     Ok(CategoriesPage {
@@ -348,9 +344,10 @@ pub async fn move_category(
     let outcome = categories::move_checked(&state.db, id, parent, expected).await;
     if let Err(CatalogError::Stale) = outcome {
         let target = match parent {
-            Some(p) => categories::by_id(&state.db, p)
-                .await?
-                .map_or_else(|| "another category".to_string(), |c| format!("“{}”", c.path_label())),
+            Some(p) => categories::by_id(&state.db, p).await?.map_or_else(
+                || "another category".to_string(),
+                |c| format!("“{}”", c.path_label()),
+            ),
             None => "the top level".to_string(),
         };
         return stale(&req, &state, id, format!("move it under {target}")).await;

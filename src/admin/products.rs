@@ -21,9 +21,9 @@ use crate::catalog::products::{
 use crate::catalog::{is_valid_slug, slugify, CatalogError};
 use crate::media;
 use crate::startup::AppState;
+use crate::web::conflict::Conflict;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
-use crate::web::conflict::Conflict;
 use crate::web::layout::{html_response, render, Layout};
 use crate::web::see_other;
 

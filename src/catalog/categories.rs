@@ -288,16 +288,16 @@ async fn move_category(
         if parent_id == id {
             return Err(CatalogError::Cycle);
         }
+        // Walk up from the new parent by parent links: meeting the moved category is a cycle.
+        let chain = ancestors_from_parents(db, Some(parent_id), &mut memo).await?;
+        if chain.iter().any(|a| a.id == id) {
+            return Err(CatalogError::Cycle);
+        }
         if let Some(expected) = expected {
             let parent = by_id(db, parent_id).await?.ok_or(CatalogError::NotFound)?;
             if parent.edit_version != expected.parent {
                 return Err(CatalogError::Stale);
             }
-        }
-        // Walk up from the new parent by parent links: meeting the moved category is a cycle.
-        let chain = ancestors_from_parents(db, Some(parent_id), &mut memo).await?;
-        if chain.iter().any(|a| a.id == id) {
-            return Err(CatalogError::Cycle);
         }
     }
     let parent_value = new_parent.map_or(bson::Bson::Null, bson::Bson::ObjectId);
