@@ -388,6 +388,27 @@ fn category_id(doc: &scraper::Html, slug: &str) -> String {
         .to_string()
 }
 
+/// The version a category's rename and move forms carry.
+fn category_version(doc: &scraper::Html, slug: &str) -> String {
+    attr(
+        doc,
+        &format!("#category-{slug} form.rename input[name=version]"),
+        "value",
+    )
+    .expect("version field")
+}
+
+/// The value `slug`'s move picker posts for the parent with id `parent` (`id:version`).
+fn move_value(doc: &scraper::Html, slug: &str, parent: &str) -> String {
+    let sel =
+        scraper::Selector::parse(&format!("#category-{slug} form.move option")).expect("selector");
+    doc.select(&sel)
+        .filter_map(|o| o.value().attr("value"))
+        .find(|v| v.starts_with(&format!("{parent}:")))
+        .unwrap_or(parent)
+        .to_string()
+}
+
 #[tokio::test]
 async fn categories_can_be_added_moved_renamed_and_deleted_from_the_admin() {
     let app = spawn_app().await;
@@ -437,29 +458,48 @@ async fn categories_can_be_added_moved_renamed_and_deleted_from_the_admin() {
         "{targets:?}"
     );
     // Posted anyway, the cycle is refused with a message.
+    let jazz_version = category_version(&doc, "jazz");
+    let modal_value = format!("{modal}:{}", category_version(&doc, "modal-jazz"));
     app.post_admin_form(
         &format!("/admin/categories/{jazz}/move"),
-        &[("csrf_token", token.as_str()), ("parent", modal.as_str())],
+        &[
+            ("csrf_token", token.as_str()),
+            ("parent", modal_value.as_str()),
+            ("version", jazz_version.as_str()),
+        ],
     )
     .await;
     let doc = admin_page(&app, "/admin/categories").await;
     assert!(texts(&doc, ".flash-error")[0].contains("cannot be moved under itself"));
 
     // Bop moves under Jazz; then Jazz is renamed: breadcrumbs follow both.
-    app.post_admin_form(
-        &format!("/admin/categories/{bop}/move"),
-        &[("csrf_token", token.as_str()), ("parent", jazz.as_str())],
-    )
-    .await;
-    app.post_admin_form(
-        &format!("/admin/categories/{jazz}/rename"),
-        &[
-            ("csrf_token", token.as_str()),
-            ("name", "Jazz & Blues"),
-            ("slug", "jazz-blues"),
-        ],
-    )
-    .await;
+    let bop_version = category_version(&doc, "bop");
+    let jazz_value = move_value(&doc, "bop", &jazz);
+    let response = app
+        .post_admin_form(
+            &format!("/admin/categories/{bop}/move"),
+            &[
+                ("csrf_token", token.as_str()),
+                ("parent", jazz_value.as_str()),
+                ("version", bop_version.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let doc = admin_page(&app, "/admin/categories").await;
+    let jazz_version = category_version(&doc, "jazz");
+    let response = app
+        .post_admin_form(
+            &format!("/admin/categories/{jazz}/rename"),
+            &[
+                ("csrf_token", token.as_str()),
+                ("name", "Jazz & Blues"),
+                ("slug", "jazz-blues"),
+                ("version", jazz_version.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
     let doc = html(&body(app.get("/categories/modal-jazz").await).await);
     assert_eq!(
         texts(&doc, "nav.breadcrumbs li"),

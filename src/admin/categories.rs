@@ -23,6 +23,9 @@ const MAX_NAME: usize = 100;
 pub struct ParentOption {
     pub id: String,
     pub label: String,
+    /// What the move picker posts: `id:version`, so a move is checked against the parent as
+    /// it was when the page was loaded.
+    pub value: String,
 }
 
 #[derive(Template)]
@@ -36,6 +39,8 @@ pub struct CategoriesPage {
     pub slug: String,
     pub parent: String,
     pub errors: HashMap<&'static str, String>,
+    /// Why a rename or move was not applied because the tree changed after it was loaded.
+    pub conflict: Option<String>,
 }
 
 impl CategoriesPage {
@@ -75,6 +80,9 @@ pub struct CategoryForm {
     pub slug: String,
     #[serde(default)]
     pub parent: String,
+    /// The category's version when the rename or move form was loaded.
+    #[serde(default)]
+    pub version: String,
 }
 
 async fn page(
@@ -89,6 +97,7 @@ async fn page(
         .map(|e| ParentOption {
             id: e.category.id.to_hex(),
             label: e.category.path_label(),
+            value: format!("{}:{}", e.category.id.to_hex(), e.category.version_input()),
         })
         .collect();
     Ok(CategoriesPage {
@@ -99,6 +108,7 @@ async fn page(
         slug: form.slug,
         parent: form.parent,
         errors,
+        conflict: None,
     })
 }
 
@@ -191,6 +201,7 @@ pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpR
         name: String::new(),
         slug: String::new(),
         parent: String::new(),
+        version: String::new(),
     };
     let page = page(&req, &state, form, HashMap::new()).await?;
     respond(StatusCode::OK, &page)
@@ -235,7 +246,45 @@ pub async fn add(
     respond(StatusCode::UNPROCESSABLE_ENTITY, &page)
 }
 
-/// `POST /admin/categories/{id}/rename`
+/// A version as a form carries it: empty means the category had none when loaded.
+fn parse_version(value: &str) -> Result<Option<ObjectId>, AppError> {
+    match value.trim() {
+        "" => Ok(None),
+        v => ObjectId::parse_str(v).map(Some).map_err(|_| {
+            AppError::BadRequest("The form's version is damaged; reload the categories.".into())
+        }),
+    }
+}
+
+/// The 409 answer to a rename or move computed from an older tree: the current tree, with
+/// what was asked and why it was not applied.
+async fn stale(
+    req: &HttpRequest,
+    state: &AppState,
+    id: ObjectId,
+    asked: String,
+) -> Result<HttpResponse, AppError> {
+    let now = categories::by_id(&state.db, id)
+        .await?
+        .map(|c| format!(" It is now “{}” ({}).", c.path_label(), c.slug))
+        .unwrap_or_default();
+    let form = CategoryForm {
+        name: String::new(),
+        slug: String::new(),
+        parent: String::new(),
+        version: String::new(),
+    };
+    let mut page = page(req, state, form, HashMap::new()).await?;
+    page.conflict = Some(format!(
+        "Not applied: you asked to {asked}, but the category or a category above it (or the \
+         new parent) was renamed or moved by someone else after you loaded this page.{now} The \
+         tree below is the current one; repeat your change on it if you still want it."
+    ));
+    respond(StatusCode::CONFLICT, &page)
+}
+
+/// `POST /admin/categories/{id}/rename`: applied only if the category still carries the
+/// version the form was loaded with.
 pub async fn rename(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -243,6 +292,7 @@ pub async fn rename(
     form: web::Form<CategoryForm>,
 ) -> Result<HttpResponse, AppError> {
     let id = parse_id(&id)?;
+    let version = parse_version(&form.version)?;
     let mut errors = HashMap::new();
     let (name, slug) = name_and_slug(&form, &mut errors);
     let session = req.get_session();
@@ -250,7 +300,10 @@ pub async fn rename(
         flash::push(&session, Level::Error, format!("Not renamed: {message}"));
         return Ok(back());
     }
-    let outcome = categories::rename(&state.db, id, &name, &slug).await;
+    let outcome = categories::rename_checked(&state.db, id, &name, &slug, version).await;
+    if let Err(CatalogError::Stale) = outcome {
+        return stale(&req, &state, id, format!("rename it to “{name}” ({slug})")).await;
+    }
     report(
         &session,
         outcome,
@@ -259,7 +312,9 @@ pub async fn rename(
     )
 }
 
-/// `POST /admin/categories/{id}/move`
+/// `POST /admin/categories/{id}/move`: `parent` is `id:version` of the new parent as the page
+/// showed it (empty: the top level); applied only if neither it nor the moved category changed
+/// since.
 pub async fn move_category(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -267,8 +322,14 @@ pub async fn move_category(
     form: web::Form<CategoryForm>,
 ) -> Result<HttpResponse, AppError> {
     let id = parse_id(&id)?;
+    let version = parse_version(&form.version)?;
     let session = req.get_session();
-    let Ok(parent) = parse_parent(&form.parent) else {
+    let (parent_id, parent_version) = form
+        .parent
+        .split_once(':')
+        .unwrap_or((form.parent.as_str(), ""));
+    let (Ok(parent), Ok(parent_version)) = (parse_parent(parent_id), parse_version(parent_version))
+    else {
         flash::push(
             &session,
             Level::Error,
@@ -276,7 +337,21 @@ pub async fn move_category(
         );
         return Ok(back());
     };
-    let outcome = categories::move_to(&state.db, id, parent).await;
+    let expected = categories::Expected {
+        category: version,
+        parent: parent_version,
+    };
+    let outcome = categories::move_checked(&state.db, id, parent, expected).await;
+    if let Err(CatalogError::Stale) = outcome {
+        let target = match parent {
+            Some(p) => categories::by_id(&state.db, p).await?.map_or_else(
+                || "another category".to_string(),
+                |c| format!("“{}”", c.path_label()),
+            ),
+            None => "the top level".to_string(),
+        };
+        return stale(&req, &state, id, format!("move it under {target}")).await;
+    }
     report(&session, outcome, "Moved.", "Not moved")
 }
 

@@ -21,6 +21,7 @@ use crate::catalog::products::{
 use crate::catalog::{is_valid_slug, slugify, CatalogError};
 use crate::media;
 use crate::startup::AppState;
+use crate::web::conflict::Conflict;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{html_response, render, Layout};
@@ -78,6 +79,12 @@ pub struct ProductFormPage {
     pub categories_error: Option<String>,
     pub form_error: Option<String>,
     featured: bool,
+    /// The version this form saves under (empty when creating, or for a product stored before
+    /// versions existed).
+    pub edit_version: String,
+    /// What the form showed when it was loaded (JSON of field → value), so a conflict can tell
+    /// which fields the editor changed.
+    pub loaded: String,
 }
 
 impl ProductFormPage {
@@ -539,6 +546,8 @@ struct FormInput<'a> {
     selected: &'a [String],
     errors: &'a FieldErrors,
     form_error: Option<String>,
+    edit_version: String,
+    loaded: String,
 }
 
 async fn form_page(
@@ -592,6 +601,8 @@ async fn form_page(
         categories_error: input.errors.0.get("categories").cloned(),
         featured: input.values.get("featured").is_some_and(|v| v == "1"),
         form_error: input.form_error,
+        edit_version: input.edit_version,
+        loaded: input.loaded,
     })
 }
 
@@ -668,6 +679,8 @@ pub async fn new(
             selected: &[],
             errors: &FieldErrors::default(),
             form_error: None,
+            edit_version: String::new(),
+            loaded: String::new(),
         },
     )
     .await?;
@@ -685,6 +698,13 @@ async fn invalid(
         .render()
         .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
     Ok(html_response(StatusCode::UNPROCESSABLE_ENTITY, html))
+}
+
+fn render_status<T: Template>(status: StatusCode, page: &T) -> Result<HttpResponse, AppError> {
+    let html = page
+        .render()
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
+    Ok(html_response(status, html))
 }
 
 /// A duplicate slug or SKU becomes an error next to that field.
@@ -735,6 +755,8 @@ pub async fn create(
             selected: &form.categories,
             errors: &errors,
             form_error: Some("The product was not saved: correct the fields marked below.".into()),
+            edit_version: String::new(),
+            loaded: String::new(),
         },
     )
     .await
@@ -756,6 +778,8 @@ pub async fn edit(
         &state,
         FormInput {
             kind: product.kind,
+            edit_version: version_input(&product),
+            loaded: loaded_input(&snapshot_of(&product)),
             product: Some(product),
             values: &values,
             selected: &selected,
@@ -767,7 +791,79 @@ pub async fn edit(
     render(&page)
 }
 
-/// `POST /admin/products/{id}/edit`
+fn version_input(product: &Product) -> String {
+    product.edit_version.map(|v| v.to_hex()).unwrap_or_default()
+}
+
+/// The names of every field the edit form of `kind` shows, in form order, with their labels.
+fn edit_fields(kind: ProductType) -> Vec<(&'static str, &'static str)> {
+    let mut names: Vec<(&'static str, &'static str)> = COMMON_FIELDS
+        .iter()
+        .chain(type_fields(kind))
+        .chain(SHIPPING_FIELDS)
+        .map(|(name, label, _, _)| (*name, *label))
+        .collect();
+    names.push(("categories", "Categories"));
+    names.push(("featured", "Featured on the home page"));
+    names
+}
+
+/// A form value as compared between versions: trimmed, with the browser's CRLF line ends as LF.
+fn normalise(value: &str) -> String {
+    value.trim().replace("\r\n", "\n")
+}
+
+/// Every field of the edit form as one string each: categories as sorted ids joined by
+/// commas, featured as `1` or empty.
+type Snapshot = HashMap<String, String>;
+
+fn snapshot_of(product: &Product) -> Snapshot {
+    let values = values_of(product);
+    let mut snap: Snapshot = edit_fields(product.kind)
+        .into_iter()
+        .map(|(name, _)| {
+            let v = values.get(name).map_or("", String::as_str);
+            (name.to_string(), normalise(v))
+        })
+        .collect();
+    let mut categories: Vec<String> = product.categories.iter().map(|c| c.to_hex()).collect();
+    categories.sort();
+    snap.insert("categories".into(), categories.join(","));
+    snap
+}
+
+fn snapshot_of_form(kind: ProductType, form: &Submitted) -> Snapshot {
+    let mut snap: Snapshot = edit_fields(kind)
+        .into_iter()
+        .map(|(name, _)| (name.to_string(), normalise(form.get(name))))
+        .collect();
+    let mut categories = form.categories.clone();
+    categories.sort();
+    categories.dedup();
+    snap.insert("categories".into(), categories.join(","));
+    snap.insert(
+        "featured".into(),
+        if form.get("featured") == "1" { "1" } else { "" }.into(),
+    );
+    snap
+}
+
+fn loaded_input(snapshot: &Snapshot) -> String {
+    serde_json::to_string(snapshot).unwrap_or_default()
+}
+
+/// The form's `edit_version`: empty means the product had none when the form was loaded.
+fn form_version(form: &Submitted) -> Result<Option<ObjectId>, AppError> {
+    match form.get("edit_version") {
+        "" => Ok(None),
+        v => ObjectId::parse_str(v).map(Some).map_err(|_| {
+            AppError::BadRequest("The form's version is damaged; open the editor again.".into())
+        }),
+    }
+}
+
+/// `POST /admin/products/{id}/edit`: saves only if the product still carries the version the
+/// form was loaded with; otherwise the conflict page.
 pub async fn update(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -778,18 +874,24 @@ pub async fn update(
         .await?
         .ok_or(AppError::NotFound)?;
     let form = Submitted::from_pairs(form.into_inner());
+    let version = form_version(&form)?;
     let errors = match parse_product(product.kind, &form, false) {
-        Ok(edit) => match products::update(&state.db, product.id, edit).await {
-            Ok(()) => {
-                products::set_tags(&state.db, product.id, &tags_of(&form)).await?;
-                flash::push(&req.get_session(), Level::Success, "Saved.");
-                return Ok(see_other(&format!(
-                    "/admin/products/{}/edit",
-                    product.id.to_hex()
-                )));
+        Ok(edit) => {
+            match products::update(&state.db, product.id, version, edit, &tags_of(&form)).await {
+                Ok(products::Saved::Saved(_)) => {
+                    flash::push(&req.get_session(), Level::Success, "Saved.");
+                    return Ok(see_other(&format!(
+                        "/admin/products/{}/edit",
+                        product.id.to_hex()
+                    )));
+                }
+                Ok(products::Saved::Stale) => {
+                    return conflict(&req, &state, product.id, product.kind, &form).await
+                }
+                Err(CatalogError::NotFound) => return Err(AppError::NotFound),
+                Err(e) => duplicate_error(e)?,
             }
-            Err(e) => duplicate_error(e)?,
-        },
+        }
         Err(errors) => errors,
     };
     invalid(
@@ -802,9 +904,147 @@ pub async fn update(
             selected: &form.categories,
             errors: &errors,
             form_error: Some("The changes were not saved: correct the fields marked below.".into()),
+            // Keep what the editor loaded: the next save must still be checked against it.
+            edit_version: form.get("edit_version").to_string(),
+            loaded: form.get("loaded").to_string(),
         },
     )
     .await
+}
+
+/// The 409 page of a product save that lost a race: both versions field by field, and a form
+/// holding the stored version with the editor's changes applied over it.
+#[derive(Template)]
+#[template(path = "admin/products/conflict.html")]
+pub struct ProductConflictPage {
+    pub layout: Layout,
+    pub kind: ProductType,
+    pub product: Option<Product>,
+    pub conflict: Conflict,
+    /// Labels of the fields the editor changed relative to what they loaded.
+    pub changed: Vec<String>,
+    /// When the stored version was saved, UTC.
+    pub stored_updated: String,
+    /// Whether the editor's form said what it was loaded with (else every field they submitted
+    /// that differs from the stored version counts as theirs).
+    pub knew_loaded: bool,
+    pub action: String,
+    pub fields: Vec<FieldView>,
+    pub shipping: Vec<FieldView>,
+    pub categories: Vec<CategoryOption>,
+    pub categories_error: Option<String>,
+    pub edit_version: String,
+    pub loaded: String,
+    featured: bool,
+}
+
+impl ProductConflictPage {
+    pub fn featured(&self) -> bool {
+        self.featured
+    }
+}
+
+/// Build the conflict page. "Apply my changes" means: the fields the editor changed from what
+/// their form loaded (their hidden `loaded` snapshot) are laid over the stored version; every
+/// other field keeps the stored value. The re-apply form carries the stored version, so it too
+/// loses if someone saves again meanwhile.
+async fn conflict(
+    req: &HttpRequest,
+    state: &AppState,
+    id: ObjectId,
+    kind: ProductType,
+    form: &Submitted,
+) -> Result<HttpResponse, AppError> {
+    let stored = products::by_id(&state.db, id).await?.ok_or_else(|| {
+        AppError::Conflict("This product was deleted while you were editing it.".into())
+    })?;
+    let stored_snap = snapshot_of(&stored);
+    let mine = snapshot_of_form(kind, form);
+    let loaded: Option<Snapshot> = serde_json::from_str(form.get("loaded")).ok();
+    let knew_loaded = loaded.is_some();
+    let all_categories = categories::all(&state.db).await?;
+    let category_label = |ids: &str| -> String {
+        ids.split(',')
+            .filter(|s| !s.is_empty())
+            .map(|hex| {
+                all_categories
+                    .iter()
+                    .find(|c| c.id.to_hex() == hex)
+                    .map_or_else(|| format!("(unknown category {hex})"), |c| c.path_label())
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let mut conflict = Conflict::new();
+    let mut changed = Vec::new();
+    let mut merged = stored_snap.clone();
+    for (name, label) in edit_fields(kind) {
+        let theirs = mine.get(name).map_or("", String::as_str);
+        let now = stored_snap.get(name).map_or("", String::as_str);
+        let touched = match &loaded {
+            Some(loaded) => loaded.get(name).map_or("", String::as_str) != theirs,
+            None => theirs != now,
+        };
+        if touched {
+            changed.push(label.to_string());
+            merged.insert(name.to_string(), theirs.to_string());
+        }
+        match name {
+            "categories" => conflict.field(label, &category_label(theirs), &category_label(now)),
+            "featured" => conflict.field(
+                label,
+                if theirs == "1" { "yes" } else { "no" },
+                if now == "1" { "yes" } else { "no" },
+            ),
+            _ => conflict.field(label, theirs, now),
+        }
+    }
+    let selected: Vec<String> = merged
+        .get("categories")
+        .map(|c| {
+            c.split(',')
+                .filter(|s| !s.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let page = form_page(
+        req,
+        state,
+        FormInput {
+            kind,
+            edit_version: version_input(&stored),
+            loaded: loaded_input(&stored_snap),
+            product: Some(stored.clone()),
+            values: &merged,
+            selected: &selected,
+            errors: &FieldErrors::default(),
+            form_error: None,
+        },
+    )
+    .await?;
+    let page = ProductConflictPage {
+        layout: page.layout,
+        kind,
+        stored_updated: stored
+            .updated
+            .to_chrono()
+            .format("%Y-%m-%d %H:%M:%S UTC")
+            .to_string(),
+        product: Some(stored),
+        conflict,
+        changed,
+        knew_loaded,
+        action: page.action,
+        fields: page.fields,
+        shipping: page.shipping,
+        categories: page.categories,
+        categories_error: None,
+        edit_version: page.edit_version,
+        loaded: page.loaded,
+        featured: page.featured,
+    };
+    render_status(StatusCode::CONFLICT, &page)
 }
 
 #[derive(serde::Deserialize)]

@@ -36,6 +36,35 @@ pub struct Category {
     pub parent: Option<ObjectId>,
     /// Root first, parent last: the breadcrumb order.
     pub ancestors: Vec<AncestorRef>,
+    /// Replaced whenever the category's name, slug or place in the tree changes, including a
+    /// rename or move of any of its ancestors (which rewrites its `ancestors`). Admin rename
+    /// and move forms carry it, so one computed from an older tree is refused. Categories
+    /// stored before it existed have none until their first change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit_version: Option<ObjectId>,
+}
+
+impl Category {
+    /// The version as a form carries it (empty: none yet).
+    pub fn version_input(&self) -> String {
+        self.edit_version.map(|v| v.to_hex()).unwrap_or_default()
+    }
+}
+
+/// What an admin form saw when it was loaded: the category's version and, for a move, the new
+/// parent's (`None` for either: it had none yet).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Expected {
+    pub category: Option<ObjectId>,
+    pub parent: Option<ObjectId>,
+}
+
+/// `{_id: id}` narrowed to the version a form expects.
+fn versioned(id: ObjectId, expected: Option<ObjectId>) -> Document {
+    match expected {
+        Some(v) => doc! { "_id": id, "edit_version": v },
+        None => doc! { "_id": id, "edit_version": { "$exists": false } },
+    }
 }
 
 impl Category {
@@ -189,6 +218,7 @@ pub async fn add(
         slug: slug.to_string(),
         parent,
         ancestors,
+        edit_version: Some(ObjectId::new()),
     };
     durable(db).insert_one(&category).await?;
     Ok(category)
@@ -231,6 +261,27 @@ pub async fn move_to(
     id: ObjectId,
     new_parent: Option<ObjectId>,
 ) -> Result<(), CatalogError> {
+    move_category(db, id, new_parent, None).await
+}
+
+/// [`move_to`] for an admin form: refused with [`CatalogError::Stale`], changing nothing, when
+/// the moved category or the new parent no longer carries the version the form was loaded
+/// with (one of them, or one of their ancestors, was renamed or moved meanwhile).
+pub async fn move_checked(
+    db: &Db,
+    id: ObjectId,
+    new_parent: Option<ObjectId>,
+    expected: Expected,
+) -> Result<(), CatalogError> {
+    move_category(db, id, new_parent, Some(expected)).await
+}
+
+async fn move_category(
+    db: &Db,
+    id: ObjectId,
+    new_parent: Option<ObjectId>,
+    expected: Option<Expected>,
+) -> Result<(), CatalogError> {
     let moved = by_id(db, id).await?.ok_or(CatalogError::NotFound)?;
     let mut memo: HashMap<ObjectId, Category> = HashMap::new();
     if let Some(parent_id) = new_parent {
@@ -242,14 +293,33 @@ pub async fn move_to(
         if chain.iter().any(|a| a.id == id) {
             return Err(CatalogError::Cycle);
         }
+        if let Some(expected) = expected {
+            let parent = by_id(db, parent_id).await?.ok_or(CatalogError::NotFound)?;
+            if parent.edit_version != expected.parent {
+                return Err(CatalogError::Stale);
+            }
+        }
     }
     let parent_value = new_parent.map_or(bson::Bson::Null, bson::Bson::ObjectId);
-    durable(db)
+    // The claim: with a form's expectation, only a category still at the version the form saw
+    // moves (two stale moves cannot both pass here).
+    let filter = match expected {
+        Some(expected) => versioned(id, expected.category),
+        None => doc! { "_id": id },
+    };
+    let claimed = durable(db)
         .update_one(
-            doc! { "_id": id },
-            doc! { "$set": { "parent": parent_value } },
+            filter,
+            doc! { "$set": { "parent": parent_value, "edit_version": ObjectId::new() } },
         )
         .await?;
+    if claimed.matched_count == 0 {
+        return Err(if by_id(db, id).await?.is_none() {
+            CatalogError::NotFound
+        } else {
+            CatalogError::Stale
+        });
+    }
     memo.clear();
     let mut updated = moved.clone();
     updated.parent = new_parent;
@@ -273,7 +343,7 @@ pub async fn move_to(
         durable(db)
             .update_one(
                 doc! { "_id": category.id },
-                doc! { "$set": { "ancestors": ancestors_bson } },
+                doc! { "$set": { "ancestors": ancestors_bson, "edit_version": ObjectId::new() } },
             )
             .await?;
     }
@@ -311,19 +381,52 @@ async fn rebuild_product_paths(db: &Db, category: ObjectId) -> Result<(), Catalo
 /// Rename a category (name and slug), then fix the copies in every descendant with one
 /// multi-document update through the positional operator.
 pub async fn rename(db: &Db, id: ObjectId, name: &str, slug: &str) -> Result<(), CatalogError> {
+    rename_category(db, id, name, slug, None).await
+}
+
+/// [`rename`] for an admin form: refused with [`CatalogError::Stale`], changing nothing, when
+/// the category no longer carries the version the form was loaded with.
+pub async fn rename_checked(
+    db: &Db,
+    id: ObjectId,
+    name: &str,
+    slug: &str,
+    expected: Option<ObjectId>,
+) -> Result<(), CatalogError> {
+    rename_category(db, id, name, slug, Some(expected)).await
+}
+
+async fn rename_category(
+    db: &Db,
+    id: ObjectId,
+    name: &str,
+    slug: &str,
+    expected: Option<Option<ObjectId>>,
+) -> Result<(), CatalogError> {
+    let filter = match expected {
+        Some(expected) => versioned(id, expected),
+        None => doc! { "_id": id },
+    };
     let result = durable(db)
         .update_one(
-            doc! { "_id": id },
-            doc! { "$set": { "name": name, "slug": slug } },
+            filter,
+            doc! { "$set": { "name": name, "slug": slug, "edit_version": ObjectId::new() } },
         )
         .await?;
     if result.matched_count == 0 {
-        return Err(CatalogError::NotFound);
+        return Err(if by_id(db, id).await?.is_none() {
+            CatalogError::NotFound
+        } else {
+            CatalogError::Stale
+        });
     }
     durable(db)
         .update_many(
             doc! { "ancestors._id": id },
-            doc! { "$set": { "ancestors.$.name": name, "ancestors.$.slug": slug } },
+            doc! { "$set": {
+                "ancestors.$.name": name, "ancestors.$.slug": slug,
+                "edit_version": ObjectId::new(),
+            } },
         )
         .await?;
     Ok(())

@@ -22,6 +22,9 @@ pub enum CatalogError {
     HasChildren(u64),
     #[error("the category still has {0} products")]
     HasProducts(u64),
+    /// An admin form was loaded before someone else changed what it edits; nothing was written.
+    #[error("it was changed by someone else after the page was loaded")]
+    Stale,
     #[error(transparent)]
     Db(#[from] crate::db::DbError),
 }

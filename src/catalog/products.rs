@@ -245,6 +245,12 @@ pub struct Product {
     pub comment_count: i64,
     pub created: DateTime,
     pub updated: DateTime,
+    /// Replaced by every save of the admin form and checked by the next one, so a form loaded
+    /// before someone else's save cannot overwrite it. Stock, reservations, sales and photos
+    /// leave it alone: they are not fields of the form. Products stored before it existed have
+    /// none; their first save sets one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit_version: Option<ObjectId>,
 }
 
 impl Product {
@@ -348,6 +354,7 @@ impl NewProduct {
             comment_count: 0,
             created: now,
             updated: now,
+            edit_version: Some(ObjectId::new()),
         })
     }
 }
@@ -520,8 +527,26 @@ pub async fn create(db: &Db, new: NewProduct) -> Result<Product, CatalogError> {
     Ok(product)
 }
 
-/// Replace the editable fields of a product (stock counters and photos are left alone).
-pub async fn update(db: &Db, id: ObjectId, edit: NewProduct) -> Result<(), CatalogError> {
+/// What a versioned save of the product form came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Saved {
+    /// Stored; the product now carries this version.
+    Saved(ObjectId),
+    /// Someone saved the product after the form was loaded: nothing was written.
+    Stale,
+}
+
+/// Replace the editable fields of a product (and its tags) if it still carries
+/// `expected_version`, the version the form was loaded with (`None`: the product had none
+/// then, so it must still have none). Stock counters, reservations and photos are not
+/// written, and a stale form writes nothing at all.
+pub async fn update(
+    db: &Db,
+    id: ObjectId,
+    expected_version: Option<ObjectId>,
+    edit: NewProduct,
+    tags: &[String],
+) -> Result<Saved, CatalogError> {
     let path = category_path_for(db, &edit.categories).await?;
     let details = edit
         .details
@@ -531,23 +556,32 @@ pub async fn update(db: &Db, id: ObjectId, edit: NewProduct) -> Result<(), Catal
         .map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
     let shipping =
         bson::to_bson(&edit.shipping).map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
+    let filter = match expected_version {
+        Some(v) => doc! { "_id": id, "edit_version": v },
+        None => doc! { "_id": id, "edit_version": { "$exists": false } },
+    };
+    let version = ObjectId::new();
     let result = db
         .durable::<Document>(COLLECTION)
         .update_one(
-            doc! { "_id": id },
+            filter,
             doc! { "$set": {
                 "sku": &edit.sku, "slug": &edit.slug, "type": edit.details.product_type().as_str(),
                 "title": &edit.title, "search_title": search_key(&edit.title),
                 "description": &edit.description, "pricing": pricing, "shipping": shipping,
                 "categories": &edit.categories, "category_path": path, "details": details,
-                "featured": edit.featured, "updated": DateTime::now(),
+                "featured": edit.featured, "tags": tags, "updated": DateTime::now(),
+                "edit_version": version,
             } },
         )
         .await?;
-    if result.matched_count == 0 {
+    if result.matched_count == 1 {
+        return Ok(Saved::Saved(version));
+    }
+    if by_id(db, id).await?.is_none() {
         return Err(CatalogError::NotFound);
     }
-    Ok(())
+    Ok(Saved::Stale)
 }
 
 /// Add (or with a negative `delta`, remove) available stock; available stock never goes below
