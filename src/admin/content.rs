@@ -508,14 +508,7 @@ pub async fn create(
                     );
                     return Ok(see_other(&edit_url(node.id)));
                 }
-                Err(ContentError::SlugTaken) => {
-                    let mut e = FieldErrors::default();
-                    e.add(
-                        "slug",
-                        "That slug is already used in this section; choose another.",
-                    );
-                    e
-                }
+                Err(ContentError::SlugTaken) => slug_taken(),
                 Err(e) => return Err(e.into()),
             }
         }
@@ -593,14 +586,7 @@ pub async fn update(
                 return Ok(see_other(&edit_url(node.id)));
             }
             Ok(false) => return conflict(&req, &state, node.id, &form).await,
-            Err(ContentError::SlugTaken) => {
-                let mut e = FieldErrors::default();
-                e.add(
-                    "slug",
-                    "That slug is already used in this section; choose another.",
-                );
-                e
-            }
+            Err(ContentError::SlugTaken) => slug_taken(),
             Err(e) => return Err(e.into()),
         },
         Err(errors) => errors,
@@ -928,4 +914,14 @@ pub async fn delete(
         "/admin/content?section={}",
         node.metadata.section
     )))
+}
+
+/// The form error for a slug another node of the section already has (error 11000).
+fn slug_taken() -> FieldErrors {
+    let mut e = FieldErrors::default();
+    e.add(
+        "slug",
+        "That slug is already used in this section; choose another.",
+    );
+    e
 }
