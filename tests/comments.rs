@@ -621,7 +621,7 @@ async fn demo_discussions_are_seeded_once_with_exact_counts() {
             "{slug} has replies: {rows:?}"
         );
     }
-    let stored_on_posts = comments::store::collection(&app.db)
+    let all_stored = comments::store::collection(&app.db)
         .count_documents(doc! {})
         .await
         .expect("count");
@@ -631,7 +631,7 @@ async fn demo_discussions_are_seeded_once_with_exact_counts() {
             .count_documents(doc! {})
             .await
             .expect("count"),
-        stored_on_posts
+        all_stored
     );
     assert_eq!(node_comment_count(&app.db, "miles-on-so-what").await, 5);
     let stream = body(s.get("/blog/").await).await;
