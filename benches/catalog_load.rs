@@ -6,9 +6,13 @@
 //! A separate phase loads discussion pages with 100 and with 10 000 threaded comments: the first
 //! page, a page deep into the discussion, and a permalink deep in a thread.
 //!
+//! A blog phase loads the tumblelog stream `/blog/` with 1 000 published posts of mixed types:
+//! the first page and a page deep in the stream.
+//!
 //! `cargo bench -p bazaar --bench catalog_load` (BENCH_SECONDS, BENCH_PRODUCTS and
 //! BENCH_CONNECTIONS override the defaults; BENCH_ONLY=comments runs only the comments phase,
-//! BENCH_ONLY=durability only the on-disk checkouts). Prints requests/s and latency percentiles.
+//! BENCH_ONLY=blog only the blog phase, BENCH_ONLY=durability only the on-disk checkouts).
+//! Prints requests/s and latency percentiles.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -246,12 +250,148 @@ async fn bench() -> anyhow::Result<()> {
     bazaar::telemetry::init("error");
     println!("| page | requests/s | p50 ms | p99 ms | errors |");
     println!("|---|---|---|---|---|");
-    if std::env::var("BENCH_ONLY").as_deref() != Ok("durability") {
+    let only = std::env::var("BENCH_ONLY").ok();
+    let runs = |phase: &str| only.as_deref().is_none_or(|o| o == phase);
+    if runs("comments") {
         storefront(connections, seconds).await?;
     }
-    for concern in ["durable", "fast"] {
-        checkout_on_disk(concern, connections, seconds).await?;
+    if runs("blog") {
+        blog(connections, seconds).await?;
     }
+    if runs("durability") {
+        for concern in ["durable", "fast"] {
+            checkout_on_disk(concern, connections, seconds).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Settings for a site on in-memory docstore on a free local port.
+fn memory_settings() -> anyhow::Result<Settings> {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    Ok(Settings::load(
+        Some(&root.join("config.toml")),
+        vec![
+            ("BAZAAR_DATABASE__URI".to_string(), "memory".to_string()),
+            ("BAZAAR_SERVER__HOST".to_string(), "127.0.0.1".to_string()),
+            ("BAZAAR_SERVER__PORT".to_string(), "0".to_string()),
+            ("BAZAAR_LOG__LEVEL".to_string(), "error".to_string()),
+        ],
+    )?)
+}
+
+/// Posts in the blog phase, on top of the demo tumblelog.
+const BLOG_POSTS: usize = 1_000;
+
+/// The tumblelog stream with [`BLOG_POSTS`] published posts of every type (entries, quotes,
+/// links, videos and photos), one hour apart, inserted directly through the driver.
+async fn blog(connections: u64, seconds: u64) -> anyhow::Result<()> {
+    use bazaar::content::model::{self, Author, Metadata, Node};
+    use bson::oid::ObjectId;
+
+    let settings = memory_settings()?;
+    let database = OpenDatabase::open(&settings).await?;
+    bazaar::db::indexes::ensure_indexes(&database.db).await?;
+    bazaar::seed::run(&database.db).await?;
+    let db = &database.db;
+    // Photo posts show the demo photo's picture, so every stored file they name exists.
+    let photo = model::collection(db)
+        .find_one(bson::doc! { "metadata.section": "blog", "metadata.type": "photo" })
+        .await?
+        .ok_or_else(|| anyhow::anyhow!("the demo blog has no photo post"))?;
+    let now = bson::DateTime::now().timestamp_millis();
+    let posts: Vec<Node> = (0..BLOG_POSTS)
+        .map(|i| {
+            let (kind, detail) = match i % 5 {
+                0 => (
+                    model::NodeType::Entry,
+                    bson::doc! { "text": format!(
+                        "Post {i}: *a record* we keep returning to, and [why](/products/kind-of-blue).\n\n\
+                         > Some notes are better left unplayed."
+                    ) },
+                ),
+                1 => (
+                    model::NodeType::Quote,
+                    bson::doc! { "text": format!("Quote number {i}."), "source": "A reader" },
+                ),
+                2 => (
+                    model::NodeType::Link,
+                    bson::doc! {
+                        "url": format!("https://example.com/reading/{i}"),
+                        "text": format!("Further reading {i}"),
+                    },
+                ),
+                3 => (
+                    model::NodeType::Video,
+                    bson::doc! {
+                        "url": "https://www.youtube.com/watch?v=zqNTltOGh5c",
+                        "provider": "youtube",
+                    },
+                ),
+                _ => (model::NodeType::Photo, photo.metadata.detail.clone()),
+            };
+            let published = bson::DateTime::from_millis(now - (i as i64 + 1) * 3_600_000);
+            Node {
+                id: ObjectId::new(),
+                metadata: Metadata {
+                    kind,
+                    section: "blog".into(),
+                    slug: format!("bench-post-{i}"),
+                    title: format!("Bench post {i}"),
+                    created: published,
+                    updated: published,
+                    published: Some(published),
+                    author: Author {
+                        name: "Bench".into(),
+                    },
+                    tags: vec!["jazz".into(), format!("bench-{}", i % 7)],
+                    nonce: ObjectId::new(),
+                    locked: None,
+                    comment_count: (i % 13) as i64,
+                    detail,
+                },
+            }
+        })
+        .collect();
+    model::collection(db).insert_many(posts).await?;
+    let total = model::collection(db)
+        .count_documents(bson::doc! { "metadata.section": "blog" })
+        .await?;
+    let pages = total.div_ceil(bazaar::content::pages::PAGE_SIZE as u64);
+    let deep = (pages * 3 / 4).max(1);
+    println!(
+        "blog: {total} posts ({pages} pages), {connections} connections, {seconds} s per page"
+    );
+
+    let app = Application::build_with_database(settings, database)
+        .await
+        .map_err(|(e, _)| e)?;
+    let base = format!("http://127.0.0.1:{}", app.port());
+    let handle = app.server_handle();
+    let server = tokio::spawn(app.run_until_stopped());
+    let cases: Vec<(String, PickUrl)> = vec![
+        (
+            format!("blog, {total} posts: first page (/blog/)"),
+            Arc::new(|_| "/blog/".to_string()),
+        ),
+        (
+            format!("blog, {total} posts: a deep page (/blog/?page={deep} of {pages})"),
+            Arc::new(move |_| format!("/blog/?page={deep}")),
+        ),
+    ];
+    for (name, pick) in cases {
+        run_load(
+            &base,
+            connections,
+            Duration::from_secs(1),
+            Arc::clone(&pick),
+        )
+        .await;
+        let o = run_load(&base, connections, Duration::from_secs(seconds), pick).await;
+        report(&name, &o);
+    }
+    handle.stop(true).await;
+    let _ = server.await;
     Ok(())
 }
 
@@ -330,16 +470,7 @@ async fn checkout_on_disk(concern: &str, connections: u64, seconds: u64) -> anyh
 /// The catalog pages and shopping on in-memory docstore with `BENCH_PRODUCTS` products.
 async fn storefront(connections: u64, seconds: u64) -> anyhow::Result<()> {
     let products = env_or("BENCH_PRODUCTS", 10_000);
-    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let settings = Settings::load(
-        Some(&root.join("config.toml")),
-        vec![
-            ("BAZAAR_DATABASE__URI".to_string(), "memory".to_string()),
-            ("BAZAAR_SERVER__HOST".to_string(), "127.0.0.1".to_string()),
-            ("BAZAAR_SERVER__PORT".to_string(), "0".to_string()),
-            ("BAZAAR_LOG__LEVEL".to_string(), "error".to_string()),
-        ],
-    )?;
+    let settings = memory_settings()?;
     let database = OpenDatabase::open(&settings).await?;
     bazaar::db::indexes::ensure_indexes(&database.db).await?;
     bazaar::seed::run(&database.db).await?;

@@ -154,7 +154,7 @@ fn seed_adds_demo_data_once_and_rerunning_it_adds_nothing() {
     assert_eq!(
         run(),
         "Demo data added: 1 in settings, 18 in categories, 36 in products, 36 in product covers, \
-         13 in nodes, 9 in comments."
+         13 in nodes, 17 in comments."
     );
     assert_eq!(run(), "Demo data is already in place; nothing was added.");
 }

@@ -609,6 +609,36 @@ async fn demo_discussions_are_seeded_once_with_exact_counts() {
     let doc = page(&s, "/products/kind-of-blue").await;
     let depths: Vec<usize> = drawn(&doc).into_iter().map(|r| r.1).collect();
     assert!(depths.iter().any(|d| *d >= 3), "{depths:?}");
+
+    // Two demo blog posts carry discussions too, counted exactly and never seeded twice.
+    for (slug, seeded) in [("miles-on-so-what", 5), ("three-futures", 3)] {
+        assert_eq!(node_comment_count(&app.db, slug).await, seeded, "{slug}");
+        let doc = page(&s, &format!("/blog/{slug}")).await;
+        let rows = drawn(&doc);
+        assert_eq!(rows.len() as i64, seeded, "{slug}: {rows:?}");
+        assert!(
+            rows.iter().any(|r| r.1 >= 1),
+            "{slug} has replies: {rows:?}"
+        );
+    }
+    let all_stored = comments::store::collection(&app.db)
+        .count_documents(doc! {})
+        .await
+        .expect("count");
+    bazaar::seed::run(&app.db).await.expect("seed a third time");
+    assert_eq!(
+        comments::store::collection(&app.db)
+            .count_documents(doc! {})
+            .await
+            .expect("count"),
+        all_stored
+    );
+    assert_eq!(node_comment_count(&app.db, "miles-on-so-what").await, 5);
+    let stream = body(s.get("/blog/").await).await;
+    assert!(
+        stream.contains("5 comments"),
+        "the stream shows the seeded count"
+    );
 }
 
 #[tokio::test]

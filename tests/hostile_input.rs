@@ -1,4 +1,5 @@
-//! A bounded hostile-input pass over every public page and form, through HTTP: query strings,
+//! A bounded hostile-input pass over every public page and form (the shop, the content sections
+//! and feeds, tag pages and the comment forms and permalinks), through HTTP: query strings,
 //! path segments, form values, cookies and Basic headers made of control characters, markup,
 //! operator-looking JSON, huge and negative numbers and random Unicode. Whatever arrives, the
 //! site answers without a 5xx, never reflects markup unescaped, and a POST without the session's
@@ -87,8 +88,12 @@ fn encode(text: &str) -> String {
     form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
+/// The demo post and product whose discussions the pass posts to.
+const POST: &str = "/blog/miles-on-so-what";
+const PRODUCT: &str = "/products/kind-of-blue";
+
 /// What the shop holds: any change by a refused POST would show here.
-async fn state_snapshot(app: &TestApp) -> (u64, u64, i64, i64) {
+async fn state_snapshot(app: &TestApp) -> (u64, u64, u64, i64, i64) {
     let count = |name: &'static str| {
         let db = app.db.clone();
         async move {
@@ -116,9 +121,45 @@ async fn state_snapshot(app: &TestApp) -> (u64, u64, i64, i64) {
     (
         count("carts").await,
         count("orders").await,
+        count("comments").await,
         available,
         reserved,
     )
+}
+
+/// Whatever was posted or refused, each discussion's stored counter equals its visible comments.
+async fn assert_comment_counts_exact(app: &TestApp) {
+    let visible = |id: bson::oid::ObjectId| {
+        let db = app.db.clone();
+        async move {
+            db.collection::<bson::Document>("comments")
+                .count_documents(doc! { "discussion_id": id, "status": "visible" })
+                .await
+                .expect("count") as i64
+        }
+    };
+    let post = app
+        .db
+        .collection::<bson::Document>("nodes")
+        .find_one(doc! { "metadata.section": "blog", "metadata.slug": "miles-on-so-what" })
+        .await
+        .expect("query")
+        .expect("demo post");
+    let counter = match post
+        .get_document("metadata")
+        .expect("metadata")
+        .get("comment_count")
+    {
+        Some(bson::Bson::Int32(n)) => i64::from(*n),
+        Some(bson::Bson::Int64(n)) => *n,
+        other => panic!("comment_count is {other:?}"),
+    };
+    assert_eq!(counter, visible(post.get_object_id("_id").unwrap()).await);
+    let product = bazaar::catalog::products::by_slug(&app.db, "kind-of-blue")
+        .await
+        .expect("query")
+        .expect("demo product");
+    assert_eq!(product.comment_count, visible(product.id).await);
 }
 
 /// One request's outcome checked: no 5xx, no unescaped marker in what came back (following one
@@ -179,6 +220,31 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
     for key in LISTING_KEYS {
         gets.push(format!("/products?{key}={v}"));
     }
+    // Content sections, feeds, tag pages and comment permalinks.
+    gets.extend([
+        format!("/blog/?page={v}"),
+        format!("/blog?page={v}&{v}={v}"),
+        format!("/blog/{v}"),
+        format!("{POST}?after={v}"),
+        format!("{POST}?before={v}&{v}={v}"),
+        format!("/pages/about?{v}={v}"),
+        format!("/pages/{v}"),
+        format!("/gallery/?page={v}"),
+        format!("/gallery/{v}"),
+        format!("/blog/feed.atom?{v}={v}"),
+        format!("/gallery/feed.atom?page={v}"),
+        format!("/tags/{v}"),
+        format!("/tags/jazz?page={v}&{v}={v}"),
+        format!("{POST}/comments/{v}"),
+        format!("{POST}/comments/m001/{v}"),
+        format!("{POST}/comments/m001?after={v}"),
+        format!("{POST}/comments?{v}={v}"),
+        format!("/blog/{v}/comments/{v}"),
+        format!("{PRODUCT}/comments/{v}"),
+        format!("{PRODUCT}/comments/d001/{v}"),
+        format!("{PRODUCT}/comments/d001?after={v}"),
+        format!("{PRODUCT}?after={v}&before={v}"),
+    ]);
     for path in &gets {
         let response = shopper.get(path).await;
         check(shopper, &format!("GET {path}"), response).await?;
@@ -211,6 +277,40 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
         (format!("/cart/items/{v}"), vec![("qty", value)]),
         ("/cart/items/hx".to_string(), vec![("qty", value)]),
         (format!("/cart/items/{v}/remove"), vec![]),
+        // Comments and replies with a hostile name and text: stored and shown escaped, or
+        // refused with a form message (a 4xx); never a 5xx.
+        (
+            format!("{POST}/comments"),
+            vec![("name", value), ("text", value), ("website", "")],
+        ),
+        (
+            format!("{POST}/comments"),
+            vec![("name", "hx"), ("text", value), ("website", value)],
+        ),
+        (
+            format!("{POST}/comments/m001"),
+            vec![("name", value), ("text", value), ("website", "")],
+        ),
+        (
+            format!("{POST}/comments/{v}"),
+            vec![("name", "hx"), ("text", value), ("website", "")],
+        ),
+        (
+            format!("/blog/{v}/comments"),
+            vec![("name", value), ("text", "hx"), ("website", "")],
+        ),
+        (
+            format!("{PRODUCT}/comments"),
+            vec![("name", value), ("text", value), ("website", "")],
+        ),
+        (
+            format!("{PRODUCT}/comments/d001"),
+            vec![("name", "hx"), ("text", value), ("website", "")],
+        ),
+        (
+            format!("{PRODUCT}/comments/{v}"),
+            vec![("name", value), ("text", "hx"), ("website", "")],
+        ),
         (
             "/checkout".to_string(),
             CHECKOUT_FIELDS.iter().map(|f| (*f, value)).collect(),
@@ -254,8 +354,13 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
 }
 
 async fn hostile_app() -> (TestApp, Shopper) {
-    // Generous cart limits: this pass looks for errors, not for the limits themselves.
-    let app = spawn_app_with(&[("BAZAAR_CART__NEW_CARTS_PER_HOUR", "1000000")]).await;
+    // Generous cart and comment limits: this pass looks for errors, not for the limits
+    // themselves.
+    let app = spawn_app_with(&[
+        ("BAZAAR_CART__NEW_CARTS_PER_HOUR", "1000000"),
+        ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
+    ])
+    .await;
     product_with_stock(&app.db, "hx", 1000).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("hx", "1").await;
@@ -271,6 +376,25 @@ async fn every_public_page_and_form_survives_the_hostile_corpus() {
         page.contains("&#60;hx7") || page.contains("&lt;hx7"),
         "the search box shows the marker escaped"
     );
+    // A comment carrying the marker is stored and its permalink shows it, escaped.
+    let posted = shopper
+        .post(
+            &format!("{POST}/comments"),
+            &[("name", MARK), ("text", MARK), ("website", "")],
+        )
+        .await;
+    assert_eq!(
+        posted.status(),
+        StatusCode::SEE_OTHER,
+        "the comment is taken"
+    );
+    let permalink = body(shopper.get(&location(&posted)).await).await;
+    assert!(
+        permalink.contains("&#60;hx7") || permalink.contains("&lt;hx7"),
+        "the permalink shows the marker escaped"
+    );
+    assert!(!permalink.contains(UNESCAPED));
+    let comments_before = state_snapshot(&app).await.2;
     let long = "x".repeat(10_000);
     let values = CORPUS.iter().copied().chain([long.as_str()]);
     for value in values {
@@ -280,7 +404,14 @@ async fn every_public_page_and_form_survives_the_hostile_corpus() {
             }
         }
     }
+    // Hostile comments did reach the store (and so the pages checked above), not only errors.
+    let comments_after = state_snapshot(&app).await.2;
+    assert!(
+        comments_after > comments_before + CORPUS.len() as u64,
+        "{comments_before} → {comments_after} comments"
+    );
     assert_carts_match_reservations(&app.db).await;
+    assert_comment_counts_exact(&app).await;
 }
 
 fn hostile_value() -> impl Strategy<Value = String> {
@@ -322,4 +453,5 @@ fn generated_hostile_values_never_cause_a_server_error_a_reflection_or_a_change_
         panic!("{e}");
     }
     runtime.block_on(assert_carts_match_reservations(&app.db));
+    runtime.block_on(assert_comment_counts_exact(&app));
 }

@@ -1,22 +1,31 @@
-//! Demo discussions on a few demo products: threads a few levels deep, with a web address to
-//! show links. Each demo comment has a fixed slug, so seeding again adds nothing (the unique
+//! Demo discussions on a few demo products and blog posts: threads a few levels deep, with a
+//! web address to show links. Each demo comment has a fixed slug, so seeding again adds nothing (the unique
 //! slug index would refuse a copy anyway).
 
-use bson::{oid::ObjectId, DateTime};
+use bson::{doc, oid::ObjectId, DateTime};
 
 use crate::catalog::products;
 use crate::checkout::orders::is_duplicate_key;
 use crate::comments::store::{self, collection};
 use crate::comments::{slugs, Author, Comment, CommentStatus, DiscussionKind};
+use crate::content::model;
 use crate::db::{Db, DbError};
 
 /// `(comment slug, name, text)`.
 type DemoComment = (&'static str, &'static str, &'static str);
 
-/// `(product slug, comments)`, parents before their replies.
-const DISCUSSIONS: &[(&str, &[DemoComment])] = &[
+/// What a demo discussion is about.
+enum On {
+    /// A demo product, by slug.
+    Product(&'static str),
+    /// A demo blog post, by slug.
+    Post(&'static str),
+}
+
+/// `(discussion, comments)`, parents before their replies.
+const DISCUSSIONS: &[(On, &[DemoComment])] = &[
     (
-        "kind-of-blue",
+        On::Product("kind-of-blue"),
         &[
             ("d001", "Mingus fan", "Still the best place to start with jazz. \"So What\" never gets old."),
             ("d001/d002", "Ana", "Agreed, though I came to it through \"Blue in Green\" first."),
@@ -27,11 +36,29 @@ const DISCUSSIONS: &[(&str, &[DemoComment])] = &[
         ],
     ),
     (
-        "a-love-supreme",
+        On::Product("a-love-supreme"),
         &[
             ("e001", "Lena", "Part one alone is worth the price."),
             ("e001/e002", "Jo", "And the chant at the end of it. Goosebumps every time."),
             ("e003", "Sam", "Arrived well packed, thank you."),
+        ],
+    ),
+    (
+        On::Post("miles-on-so-what"),
+        &[
+            ("m001", "Theo", "The silence between the notes is the whole point of \"So What\"."),
+            ("m001/m002", "Ana", "Which is why it sounds so relaxed, even at that tempo."),
+            ("m001/m002/m003", "Theo", "Relaxed, and nobody rushing to fill the space."),
+            ("m004", "Rui", "Was it really Miles who said it? I have seen it credited to others."),
+            ("m004/m005", "Bazaar staff", "Nobody is quite sure, hence \"attributed\". The quote is older than the record."),
+        ],
+    ),
+    (
+        On::Post("three-futures"),
+        &[
+            ("t001", "Kim", "Dune first, always. The film only makes sense after the book."),
+            ("t001/t002", "Lee", "I would add The Left Hand of Darkness to the list."),
+            ("t003", "Max", "2001 in a cinema is a different film from 2001 on a laptop."),
         ],
     ),
 ];
@@ -39,8 +66,18 @@ const DISCUSSIONS: &[(&str, &[DemoComment])] = &[
 /// Add the demo discussions that are missing; returns how many comments were added.
 pub async fn seed(db: &Db) -> Result<u64, DbError> {
     let mut added = 0;
-    for (product_slug, comments) in DISCUSSIONS {
-        let Some(product) = products::by_slug(db, product_slug).await? else {
+    for (on, comments) in DISCUSSIONS {
+        // A demo product or post deleted on purpose gets no discussion back.
+        let found = match on {
+            On::Product(slug) => products::by_slug(db, slug)
+                .await?
+                .map(|p| (DiscussionKind::Product, p.id)),
+            On::Post(slug) => model::collection(db)
+                .find_one(doc! { "metadata.section": "blog", "metadata.slug": *slug })
+                .await?
+                .map(|n| (DiscussionKind::Node, n.id)),
+        };
+        let Some((kind, discussion_id)) = found else {
             continue;
         };
         let mut added_here = 0i64;
@@ -55,7 +92,7 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
             let timed = format!("{}:{part}", slugs::stamp(posted));
             let (parent_id, full_slug) = match parent_slug {
                 Some(parent) => {
-                    let Some(parent) = store::by_slug(db, product.id, parent).await? else {
+                    let Some(parent) = store::by_slug(db, discussion_id, parent).await? else {
                         continue;
                     };
                     (Some(parent.id), format!("{}/{timed}", parent.full_slug))
@@ -64,7 +101,7 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
             };
             let comment = Comment {
                 id: ObjectId::new(),
-                discussion_id: product.id,
+                discussion_id,
                 parent_id,
                 slug: slug.to_string(),
                 full_slug,
@@ -82,7 +119,7 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
             }
         }
         if added_here > 0 {
-            store::adjust_count(db, DiscussionKind::Product, product.id, added_here).await?;
+            store::adjust_count(db, kind, discussion_id, added_here).await?;
         }
         added += added_here as u64;
     }
