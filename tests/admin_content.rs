@@ -1078,3 +1078,39 @@ async fn a_crash_between_the_swap_and_the_delete_leaves_only_an_orphan_that_clea
         .iter()
         .any(|f| f.contains("Removed 0 orphaned files")));
 }
+
+#[tokio::test]
+async fn a_photo_over_the_configured_pixel_limit_is_refused_before_decoding_and_nothing_is_stored()
+{
+    let app = spawn_app_with(&[("BAZAAR_MEDIA__MAX_IMAGE_MEGAPIXELS", "1")]).await;
+    let node = new_photo_node(&app, "pixel-limit").await;
+    let action = upload_action(&app, node.id).await;
+    let files_before = file_count(&app).await;
+
+    let response = upload(
+        &app,
+        &action,
+        multipart("wide.png", &png(1200, 1000, 3)).into(),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let flashes = texts(&admin_page(&app, &location(&response)).await, ".flash");
+    assert!(
+        flashes.iter().any(|f| f.contains("at most 1 megapixels")),
+        "{flashes:?}"
+    );
+    assert_eq!(file_count(&app).await, files_before);
+    let stored = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+    assert_eq!(stored.photo_file(), None);
+
+    // Under the limit the same node takes the photo.
+    let response = upload(
+        &app,
+        &action,
+        multipart("small.png", &png(900, 1000, 3)).into(),
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let stored = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+    assert!(stored.photo_file().is_some());
+}

@@ -828,7 +828,7 @@ pub async fn upload_photo(
                     nonce,
                     &filename,
                     field,
-                    state.max_upload_bytes,
+                    (state.max_upload_bytes, state.max_image_pixels),
                 )
                 .await;
                 break;

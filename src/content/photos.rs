@@ -141,14 +141,15 @@ pub async fn delete_file(db: &Db, id: ObjectId) -> Result<u64, DbError> {
 }
 
 /// Upload `body` as the photo of node `id` (first photo or replacement), under the node's
-/// upload lock and the nonce its form was loaded with.
+/// upload lock and the nonce its form was loaded with; `max_bytes` and `max_pixels` are the
+/// configured upload limits (`media.max_upload_mb`, `media.max_image_megapixels`).
 pub async fn upload<S, E>(
     db: &Db,
     id: ObjectId,
     form_nonce: ObjectId,
     filename: &str,
     body: S,
-    max_bytes: usize,
+    (max_bytes, max_pixels): (usize, u64),
 ) -> Result<StoredImage, PhotoError>
 where
     S: Stream<Item = Result<Bytes, E>> + Unpin,
@@ -160,7 +161,7 @@ where
             _ => Err(PhotoError::NotFound),
         };
     };
-    let outcome = upload_locked(db, id, form_nonce, filename, body, max_bytes).await;
+    let outcome = upload_locked(db, id, form_nonce, filename, body, (max_bytes, max_pixels)).await;
     if let Err(e) = release_lock(db, id, taken).await {
         // The lock times out by itself; the upload's own outcome stands.
         tracing::warn!(error = %e, "releasing a photo upload lock failed");
@@ -174,13 +175,13 @@ async fn upload_locked<S, E>(
     form_nonce: ObjectId,
     filename: &str,
     body: S,
-    max_bytes: usize,
+    (max_bytes, max_pixels): (usize, u64),
 ) -> Result<StoredImage, PhotoError>
 where
     S: Stream<Item = Result<Bytes, E>> + Unpin,
     E: std::fmt::Display,
 {
-    let stored = media::store_upload(db, filename, body, max_bytes).await?;
+    let stored = media::store_upload_limited(db, filename, body, max_bytes, max_pixels).await?;
     let old = match swap_file(db, id, form_nonce, &stored, filename).await {
         Ok(old) => old,
         Err(e) => {
