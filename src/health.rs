@@ -7,7 +7,7 @@ use std::time::Duration;
 use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpResponse};
 
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::errors::Rendered;
 
 pub async fn healthz(state: web::Data<AppState>) -> HttpResponse {

@@ -13,8 +13,10 @@ pub mod db;
 pub mod health;
 pub mod home;
 pub mod media;
+pub mod routes;
 pub mod seed;
 pub mod startup;
+pub mod state;
 pub mod telemetry;
 pub mod web;
 

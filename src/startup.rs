@@ -13,46 +13,21 @@ use anyhow::Context;
 
 use crate::checkout::payment::{PaymentGateway, TestGateway};
 use crate::comments::rate_limit::CommentRateLimit;
-use crate::config::{
-    redact_uri, CartSettings, CommentSettings, DatabaseUri, PaymentSettings, Settings,
-};
+use crate::config::{redact_uri, DatabaseUri, PaymentSettings, Settings};
 use crate::db::{indexes, Db, Store};
+use crate::state::AppState;
 use crate::web::basic_auth::{self, AdminCredentials};
 use crate::web::body_timeout::{limit_body_time, BodyPolicy};
 use crate::web::errors::{bad_request_page, render_bare_errors};
 use crate::web::security_headers::{add_security_headers, TransportPolicy};
-use crate::web::{assets, csrf, read, session};
-use crate::{admin, cart, catalog, checkout, content, health, home, media, seed, telemetry};
+use crate::web::{assets, csrf, session};
+use crate::{cart, home, seed, telemetry};
 
 /// The user Bazaar creates in the embedded store (its password is random per start).
 const EMBEDDED_USER: &str = "bazaar";
 
 /// How long in-flight requests may take to finish once shutdown starts.
 const SHUTDOWN_GRACE_SECS: u64 = 10;
-
-/// Shared by every handler.
-pub struct AppState {
-    pub db: Db,
-    pub db_timeout_ms: u64,
-    pub admin_user: String,
-    /// `media.max_upload_mb`, in bytes.
-    pub max_upload_bytes: usize,
-    /// `media.max_image_megapixels`, in pixels.
-    pub max_image_pixels: u64,
-    /// Charges checkouts (`payment.gateway`).
-    pub gateway: Arc<dyn PaymentGateway>,
-    /// Cart expiry and cleanup timeouts (admin can run the jobs by hand).
-    pub cart: CartSettings,
-    /// New carts per client address (`cart.new_carts_per_hour`).
-    pub new_carts: crate::web::rate_limit::RateLimiter,
-    /// The site's absolute address without a trailing slash (`server.public_url`, else the
-    /// bound address): feeds need absolute links.
-    pub public_url: String,
-    /// Comment length, page size and rate limit.
-    pub comments: CommentSettings,
-    /// Comments per client address per minute.
-    pub comment_rate: CommentRateLimit,
-}
 
 /// The database connection, and the embedded server when Bazaar started one.
 pub struct OpenDatabase {
@@ -432,7 +407,7 @@ fn http_server(
             )
             .app_data(web::QueryConfig::default().error_handler(|e, _| bad_request_page(e)))
             .app_data(web::PathConfig::default().error_handler(|e, _| bad_request_page(e)))
-            .configure(routes)
+            .configure(crate::routes::routes)
             .default_service(web::to(home::not_found))
             // Listed innermost first: a request passes them bottom to top.
             .wrap(from_fn(csrf::verify))
@@ -452,79 +427,6 @@ fn http_server(
         server = server.workers(workers);
     }
     Ok(server.listen(listener)?.run())
-}
-
-/// Every route of the site.
-pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.app_data(web::Data::new(catalog::listing::CountCache::default()))
-        .route("/", read().to(home::index))
-        .route("/healthz", read().to(health::healthz))
-        .route("/static/{path:.*}", read().to(assets::serve))
-        .route("/products", read().to(catalog::pages::list))
-        .route("/products/{slug}", read().to(catalog::pages::show))
-        .route(
-            "/products/{slug}/comments",
-            read().to(catalog::pages::comments_anchor),
-        )
-        .route(
-            "/products/{slug}/comments",
-            web::post().to(catalog::pages::post_comment),
-        )
-        .route(
-            "/products/{slug}/comments/{comment:.+}",
-            read().to(catalog::pages::comment_permalink),
-        )
-        .route(
-            "/products/{slug}/comments/{comment:.+}",
-            web::post().to(catalog::pages::post_reply),
-        )
-        .route("/categories", read().to(catalog::pages::tree))
-        .route("/categories/{slug}", read().to(catalog::pages::category))
-        .route("/cart", read().to(cart::pages::show))
-        .route("/cart/items", web::post().to(cart::pages::add))
-        .route("/cart/items/{sku}", web::post().to(cart::pages::change))
-        .route(
-            "/cart/items/{sku}/remove",
-            web::post().to(cart::pages::remove),
-        )
-        .route("/checkout", read().to(checkout::pages::show))
-        .route("/checkout", web::post().to(checkout::pages::submit))
-        .route("/orders/{number}", read().to(checkout::pages::order))
-        .route("/media/{file_id}", read().to(media::serve))
-        .route("/media/{file_id}/thumb", read().to(media::serve_thumbnail))
-        .route("/media/{file_id}/display", read().to(media::serve_display))
-        .route("/tags/{tag}", read().to(content::pages::tag));
-    // Content sections (`/pages/`, `/blog/`, `/gallery/`): only the known names match, so
-    // these never shadow another area's routes.
-    let names: Vec<&str> = content::model::SECTIONS.iter().map(|s| s.name).collect();
-    let section = format!("/{{section:(?:{})}}", names.join("|"));
-    cfg.route(&section, read().to(content::pages::list))
-        .route(&format!("{section}/"), read().to(content::pages::list))
-        .route(
-            &format!("{section}/feed.atom"),
-            read().to(content::feed::serve),
-        )
-        .route(
-            &format!("{section}/{{slug}}"),
-            read().to(content::pages::show),
-        )
-        .route(
-            &format!("{section}/{{slug}}/comments"),
-            read().to(content::pages::comments_anchor),
-        )
-        .route(
-            &format!("{section}/{{slug}}/comments"),
-            web::post().to(content::pages::post_comment),
-        )
-        .route(
-            &format!("{section}/{{slug}}/comments/{{comment:.+}}"),
-            read().to(content::pages::comment_permalink),
-        )
-        .route(
-            &format!("{section}/{{slug}}/comments/{{comment:.+}}"),
-            web::post().to(content::pages::post_reply),
-        )
-        .service(admin::scope());
 }
 
 /// Start logging for the configured level (separate so the CLI can log before serving).

@@ -9,7 +9,7 @@ use askama::Template;
 
 use crate::cart::{self, jobs, Cart, CartStatus};
 use crate::catalog::products::format_cents;
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};

@@ -11,7 +11,7 @@ use bson::oid::ObjectId;
 
 use crate::catalog::categories::{self, TreeEntry};
 use crate::catalog::{is_valid_slug, slugify, CatalogError};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{html_response, Layout};

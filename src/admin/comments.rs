@@ -12,7 +12,7 @@ use serde::Deserialize;
 use crate::comments::store::{self, DiscussionLink, Moderated};
 use crate::comments::{Comment, CommentStatus};
 use crate::db::{Db, DbError};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};

@@ -23,7 +23,7 @@ use crate::content::photos::{self, PhotoError};
 use crate::content::video::Video;
 use crate::content::ContentError;
 use crate::media::UploadError;
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::conflict::Conflict;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};

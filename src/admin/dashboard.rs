@@ -9,7 +9,7 @@ use askama::Template;
 use crate::admin::comments::{newest_with_links, ModeratedComment};
 use crate::db::CollectionCount;
 use crate::seed;
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};

@@ -20,7 +20,7 @@ use crate::catalog::products::{
 };
 use crate::catalog::{is_valid_slug, slugify, CatalogError};
 use crate::media;
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::conflict::Conflict;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};

@@ -7,7 +7,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
 use crate::catalog::products::{self, StockLevel, LOW_STOCK};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
 

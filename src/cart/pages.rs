@@ -11,7 +11,7 @@ use crate::cart::{self, reserve, Cart, CartError, CartStatus};
 use crate::catalog::products;
 use crate::checkout::price_changed_notice;
 use crate::db::Db;
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};

@@ -13,7 +13,7 @@ use crate::catalog::products::{
 };
 use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
 use crate::comments::thread::{self, PageAt, ThreadView};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{html_response, render, Layout};
 use crate::web::see_other;

@@ -9,7 +9,7 @@ use askama::Template;
 use crate::cart::{self, pages::EXPIRED_NOTICE, Cart, CartStatus};
 use crate::checkout::orders::{self, Order};
 use crate::checkout::{self, CheckoutForm, CheckoutOutcome, FieldErrors};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::basic_auth::carries_admin_credentials;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};

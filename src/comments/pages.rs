@@ -13,7 +13,7 @@ use serde::Deserialize;
 use crate::comments::store::{self, PostError};
 use crate::comments::thread::{self, CommentForm, ThreadView};
 use crate::comments::{slugs, CommentStatus, Discussion};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{html_response, Layout};

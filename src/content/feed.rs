@@ -5,7 +5,7 @@ use actix_web::http::header;
 use actix_web::{web, HttpResponse};
 
 use crate::content::model::{self, section, Detail, Node};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::errors::AppError;
 
 pub const FEED_SIZE: i64 = 20;

@@ -11,7 +11,7 @@ use crate::catalog::products::{self, Product};
 use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
 use crate::comments::thread::{self, PageAt, ThreadView};
 use crate::content::model::{self, section, Node, Section};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
 

@@ -7,7 +7,7 @@ use askama::Template;
 use crate::catalog::listing;
 use crate::catalog::products::Product;
 use crate::db::site::{self, SiteSettings};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
 

@@ -16,7 +16,7 @@ use mongodb::gridfs::{GridFsBucket, GridFsUploadStream};
 use mongodb::options::GridFsBucketOptions;
 
 use crate::db::{Db, DbError};
-use crate::startup::AppState;
+use crate::state::AppState;
 use crate::web::errors::AppError;
 
 pub const BUCKET: &str = "assets";

@@ -1,0 +1,80 @@
+//! The route table: every URL the site answers, and the handler behind it. Admin routes live
+//! in [`crate::admin::scope`]; middleware is assembled in [`crate::startup`].
+
+use actix_web::web;
+
+use crate::web::{assets, read};
+use crate::{admin, cart, catalog, checkout, content, health, home, media};
+
+/// Every route of the site.
+pub fn routes(cfg: &mut web::ServiceConfig) {
+    cfg.app_data(web::Data::new(catalog::listing::CountCache::default()))
+        .route("/", read().to(home::index))
+        .route("/healthz", read().to(health::healthz))
+        .route("/static/{path:.*}", read().to(assets::serve))
+        .route("/products", read().to(catalog::pages::list))
+        .route("/products/{slug}", read().to(catalog::pages::show))
+        .route(
+            "/products/{slug}/comments",
+            read().to(catalog::pages::comments_anchor),
+        )
+        .route(
+            "/products/{slug}/comments",
+            web::post().to(catalog::pages::post_comment),
+        )
+        .route(
+            "/products/{slug}/comments/{comment:.+}",
+            read().to(catalog::pages::comment_permalink),
+        )
+        .route(
+            "/products/{slug}/comments/{comment:.+}",
+            web::post().to(catalog::pages::post_reply),
+        )
+        .route("/categories", read().to(catalog::pages::tree))
+        .route("/categories/{slug}", read().to(catalog::pages::category))
+        .route("/cart", read().to(cart::pages::show))
+        .route("/cart/items", web::post().to(cart::pages::add))
+        .route("/cart/items/{sku}", web::post().to(cart::pages::change))
+        .route(
+            "/cart/items/{sku}/remove",
+            web::post().to(cart::pages::remove),
+        )
+        .route("/checkout", read().to(checkout::pages::show))
+        .route("/checkout", web::post().to(checkout::pages::submit))
+        .route("/orders/{number}", read().to(checkout::pages::order))
+        .route("/media/{file_id}", read().to(media::serve))
+        .route("/media/{file_id}/thumb", read().to(media::serve_thumbnail))
+        .route("/media/{file_id}/display", read().to(media::serve_display))
+        .route("/tags/{tag}", read().to(content::pages::tag));
+    // Content sections (`/pages/`, `/blog/`, `/gallery/`): only the known names match, so
+    // these never shadow another area's routes.
+    let names: Vec<&str> = content::model::SECTIONS.iter().map(|s| s.name).collect();
+    let section = format!("/{{section:(?:{})}}", names.join("|"));
+    cfg.route(&section, read().to(content::pages::list))
+        .route(&format!("{section}/"), read().to(content::pages::list))
+        .route(
+            &format!("{section}/feed.atom"),
+            read().to(content::feed::serve),
+        )
+        .route(
+            &format!("{section}/{{slug}}"),
+            read().to(content::pages::show),
+        )
+        .route(
+            &format!("{section}/{{slug}}/comments"),
+            read().to(content::pages::comments_anchor),
+        )
+        .route(
+            &format!("{section}/{{slug}}/comments"),
+            web::post().to(content::pages::post_comment),
+        )
+        .route(
+            &format!("{section}/{{slug}}/comments/{{comment:.+}}"),
+            read().to(content::pages::comment_permalink),
+        )
+        .route(
+            &format!("{section}/{{slug}}/comments/{{comment:.+}}"),
+            web::post().to(content::pages::post_reply),
+        )
+        .service(admin::scope());
+}
