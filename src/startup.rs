@@ -205,6 +205,9 @@ impl Application {
         indexes::ensure_indexes(db)
             .await
             .context("creating the database indexes failed")?;
+        crate::catalog::facets::backfill(db)
+            .await
+            .context("normalising the products' filter keys failed")?;
         if let Some(report) = seed::run_if_empty(db)
             .await
             .context("seeding the empty database failed")?

@@ -235,6 +235,14 @@ pub struct Product {
     #[serde(default)]
     pub tags: Vec<String>,
     pub details: Document,
+    /// The genres, normalised (see [`crate::catalog::facets`]): what the genre filter matches,
+    /// so `jazz`, `Jazz` and ` JAZZ ` find the same products through one index.
+    #[serde(default)]
+    pub genre_keys: Vec<String>,
+    /// The artist, actors or authors, normalised like `genre_keys`: what the person filter
+    /// matches ("miles davis" finds Miles Davis).
+    #[serde(default)]
+    pub people_keys: Vec<String>,
     pub qty: i64,
     #[serde(default)]
     pub carted: Vec<Carted>,
@@ -262,6 +270,22 @@ impl Product {
 
     pub fn in_stock(&self) -> bool {
         self.qty > 0
+    }
+
+    /// On sale, but no more than [`crate::catalog::LOW_STOCK_THRESHOLD`] units left: the
+    /// pages say "Only N left".
+    pub fn is_low_stock(&self) -> bool {
+        self.in_stock() && self.qty <= crate::catalog::LOW_STOCK_THRESHOLD
+    }
+
+    /// Units other shoppers' carts hold (all reservations but `own_cart`'s): they come back on
+    /// sale if those carts expire or lines are removed.
+    pub fn held_by_others(&self, own_cart: Option<&str>) -> i64 {
+        self.carted
+            .iter()
+            .filter(|c| Some(c.cart_id.as_str()) != own_cart)
+            .map(|c| c.qty.max(0))
+            .sum()
     }
 
     pub fn retail_price(&self) -> String {
@@ -347,6 +371,8 @@ impl NewProduct {
             photos: Vec::new(),
             featured: self.featured,
             tags: Vec::new(),
+            genre_keys: crate::catalog::facets::keys(self.details.genres()),
+            people_keys: crate::catalog::facets::keys(&self.details.people()),
             details,
             qty: self.qty,
             carted: Vec::new(),
@@ -457,12 +483,15 @@ pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Product>, DbError> {
     Ok(collection(db).find_one(doc! { "_id": id }).await?)
 }
 
-/// What the cart page needs to know of a product now: units available and the current price.
+/// What the cart page needs to know of a product now: units available, the current price and
+/// its cover for the thumbnail.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SaleState {
     pub qty: i64,
     /// Cents.
     pub retail: i64,
+    /// The first photo, if the product has one.
+    pub cover: Option<ObjectId>,
 }
 
 /// [`SaleState`] of each of `skus` that exists, in one query on the `sku` index.
@@ -476,6 +505,8 @@ pub async fn sale_states(
         sku: String,
         qty: i64,
         pricing: RetailOnly,
+        #[serde(default)]
+        photos: Vec<ObjectId>,
     }
     #[derive(Deserialize)]
     struct RetailOnly {
@@ -484,7 +515,7 @@ pub async fn sale_states(
     let rows: Vec<Row> = db
         .collection::<Row>(COLLECTION)
         .find(doc! { "sku": { "$in": skus } })
-        .projection(doc! { "_id": 0, "sku": 1, "qty": 1, "pricing.retail": 1 })
+        .projection(doc! { "_id": 0, "sku": 1, "qty": 1, "pricing.retail": 1, "photos": 1 })
         .await?
         .try_collect()
         .await?;
@@ -494,6 +525,7 @@ pub async fn sale_states(
             let state = SaleState {
                 qty: r.qty,
                 retail: r.pricing.retail,
+                cover: r.photos.first().copied(),
             };
             (r.sku, state)
         })
@@ -560,6 +592,8 @@ pub async fn update(
         Some(v) => doc! { "_id": id, "edit_version": v },
         None => doc! { "_id": id, "edit_version": { "$exists": false } },
     };
+    let genre_keys = crate::catalog::facets::keys(edit.details.genres());
+    let people_keys = crate::catalog::facets::keys(&edit.details.people());
     let version = ObjectId::new();
     let result = db
         .durable::<Document>(COLLECTION)
@@ -570,6 +604,7 @@ pub async fn update(
                 "title": &edit.title, "search_title": search_key(&edit.title),
                 "description": &edit.description, "pricing": pricing, "shipping": shipping,
                 "categories": &edit.categories, "category_path": path, "details": details,
+                "genre_keys": genre_keys, "people_keys": people_keys,
                 "featured": edit.featured, "tags": tags, "updated": DateTime::now(),
                 "edit_version": version,
             } },
@@ -616,8 +651,9 @@ pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool,
     Ok(result.matched_count == 1)
 }
 
-/// Available units at or below which the admin stock screen flags a product as low.
-pub const LOW_STOCK: i64 = 3;
+/// Available units at or below which the admin stock screen flags a product as low (the
+/// site-wide [`crate::catalog::LOW_STOCK_THRESHOLD`]).
+pub const LOW_STOCK: i64 = crate::catalog::LOW_STOCK_THRESHOLD;
 
 /// Units one cart holds of a product (all the stock screen needs of a reservation).
 #[derive(Debug, Clone, PartialEq, Deserialize)]

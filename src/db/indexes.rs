@@ -11,6 +11,8 @@ use crate::{cart, catalog, checkout, comments, content};
 pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
     vec![
         (catalog::products::COLLECTION, catalog::products::indexes()),
+        // Case-insensitive genre and people filters (normalised keys written with the product).
+        (catalog::products::COLLECTION, catalog::facets::indexes()),
         (
             catalog::categories::COLLECTION,
             catalog::categories::indexes(),
