@@ -41,6 +41,9 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         )
         .route("/checkout", read().to(checkout::pages::show))
         .route("/checkout", web::post().to(checkout::pages::submit))
+        // Before `/orders/{number}`, which would otherwise take "lookup" for a number.
+        .route("/orders/lookup", read().to(checkout::lookup::show))
+        .route("/orders/lookup", web::post().to(checkout::lookup::submit))
         .route("/orders/{number}", read().to(checkout::pages::order))
         .route("/media/{file_id}", read().to(media::serve))
         .route("/media/{file_id}/thumb", read().to(media::serve_thumbnail))

@@ -260,6 +260,10 @@ impl Application {
                 .to_string(),
             comments: settings.comments.clone(),
             comment_rate: CommentRateLimit::new(settings.comments.rate_limit_per_minute),
+            order_lookups: crate::web::rate_limit::RateLimiter::new(
+                settings.cart.order_lookups_per_hour,
+                Duration::from_secs(3600),
+            ),
         });
         let credentials = web::Data::new(credentials);
         let server = http_server(state, credentials.clone(), key, settings, listener)?;
@@ -417,8 +421,9 @@ fn http_server(
             .wrap(from_fn(limit_body_time))
             .wrap(from_fn(basic_auth::guard_admin_area))
             .wrap(from_fn(session::enforce_max_age))
-            .wrap(session::middleware(key.clone(), tls))
+            // Inside the session middleware, so error pages can read the visitor's cart count.
             .wrap(ErrorHandlers::new().default_handler(render_bare_errors))
+            .wrap(session::middleware(key.clone(), tls))
             .wrap(from_fn(add_security_headers))
             .wrap(from_fn(telemetry::log_requests))
     })

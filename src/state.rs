@@ -30,4 +30,6 @@ pub struct AppState {
     pub comments: CommentSettings,
     /// Comments per client address per minute.
     pub comment_rate: CommentRateLimit,
+    /// Order lookups (`/orders/lookup`) per client address.
+    pub order_lookups: crate::web::rate_limit::RateLimiter,
 }

@@ -15,6 +15,15 @@ use crate::web::layout::{html_response, Layout};
 #[derive(Clone, Copy)]
 pub struct Rendered;
 
+/// What an error page says, kept on its response: the page is built where no request is at
+/// hand (a handler's error), so [`render_bare_errors`] renders it again with the visitor's own
+/// layout (their cart count in the header).
+#[derive(Clone)]
+struct ErrorPageInfo {
+    status: StatusCode,
+    message: String,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     /// The message is shown to the user: write it for them.
@@ -162,18 +171,28 @@ fn wording(status: StatusCode) -> (&'static str, &'static str) {
 /// The error page for `status` in the site layout; `message` replaces the default explanation
 /// and must be fit for the public.
 pub fn error_page(status: StatusCode, message: Option<&str>) -> HttpResponse {
+    error_page_in(Layout::bare(), status, message)
+}
+
+fn error_page_in(layout: Layout, status: StatusCode, message: Option<&str>) -> HttpResponse {
     let (title, default_message) = wording(status);
+    let message = message.unwrap_or(default_message);
     let page = ErrorPage {
-        layout: Layout::bare(),
+        layout,
         status: status.as_u16(),
         title,
-        message: message.unwrap_or(default_message),
+        message,
     };
     let html = page.render().unwrap_or_else(|e| {
         tracing::error!(error = %e, "rendering the error page failed");
         format!("<!doctype html><title>{title}</title><h1>{title}</h1>")
     });
-    html_response(status, html)
+    let mut response = html_response(status, html);
+    response.extensions_mut().insert(ErrorPageInfo {
+        status,
+        message: message.to_string(),
+    });
+    response
 }
 
 /// Error-handler middleware hook: responses with an error status that no handler turned into a
@@ -181,11 +200,26 @@ pub fn error_page(status: StatusCode, message: Option<&str>) -> HttpResponse {
 pub fn render_bare_errors<B>(
     res: ServiceResponse<B>,
 ) -> actix_web::Result<ErrorHandlerResponse<B>> {
+    let info = res.response().extensions().get::<ErrorPageInfo>().cloned();
+    if let Some(info) = info {
+        // A handler's error page, built without the request: again, in the visitor's layout.
+        let (req, original) = res.into_parts();
+        let mut page = error_page_in(Layout::error(&req), info.status, Some(&info.message));
+        for (name, value) in original.headers() {
+            if !page.headers().contains_key(name) {
+                page.headers_mut().insert(name.clone(), value.clone());
+            }
+        }
+        let page: HttpResponse<EitherBody<B, BoxBody>> = page.map_into_right_body();
+        return Ok(ErrorHandlerResponse::Response(ServiceResponse::new(
+            req, page,
+        )));
+    }
     if res.response().extensions().contains::<Rendered>() {
         return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
     }
     let (req, original) = res.into_parts();
-    let mut page = error_page(original.status(), None);
+    let mut page = error_page_in(Layout::error(&req), original.status(), None);
     // Keep protocol headers the status relies on (Allow for 405, WWW-Authenticate for 401).
     for (name, value) in original.headers() {
         if name == actix_web::http::header::ALLOW
