@@ -522,3 +522,35 @@ async fn the_header_cart_count_is_right_on_error_pages() {
     assert_eq!(distinct.len(), 1);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn genre_and_person_filters_are_served_by_the_normalised_key_indexes() {
+    use bazaar::catalog::listing::ListingQuery;
+    let app = spawn_app().await;
+    for pairs in [
+        vec![("genre", "JAZZ")],
+        vec![("person", "miles davis")],
+        vec![("type", "film"), ("person", "Harrison Ford")],
+        vec![("genre", "Jazz"), ("person", "Miles Davis"), ("sort", "price")],
+    ] {
+        let params = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let query = ListingQuery::from_params(&params);
+        let filter = query.filter(doc! {});
+        assert!(
+            filter.contains_key("genre_keys") || filter.contains_key("people_keys"),
+            "{filter}"
+        );
+        assert_uses_index(
+            &app.db,
+            &format!("{pairs:?}"),
+            bazaar::catalog::products::COLLECTION,
+            filter,
+            query.sort.document(),
+        )
+        .await;
+    }
+    app.stop().await;
+}
