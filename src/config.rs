@@ -502,8 +502,7 @@ impl Layers {
             max_units: self.integer("cart.max_units", 1, 100_000)?,
             max_line_share_pct: self.integer("cart.max_line_share_pct", 1, 100)?,
             new_carts_per_hour: self.integer("cart.new_carts_per_hour", 1, 1_000_000)? as u32,
-            order_lookups_per_hour: self.integer("cart.order_lookups_per_hour", 1, 100_000)?
-                as u32,
+            order_lookups_per_hour: self.integer("cart.order_lookups_per_hour", 1, 100_000)? as u32,
             retention: Duration::from_secs(self.integer(
                 "cart.retention_secs",
                 60,

@@ -209,7 +209,10 @@ impl Stylesheet {
         self.rules_for(selector)
             .iter()
             .rev()
-            .find_map(|r| r.get(property).and_then(|v| colour_in(&resolve(v, &self.vars))))
+            .find_map(|r| {
+                r.get(property)
+                    .and_then(|v| colour_in(&resolve(v, &self.vars)))
+            })
             .unwrap_or_else(|| panic!("no opaque {property} for {selector}"))
     }
 }
@@ -261,9 +264,7 @@ fn every_rule_pairing_text_with_a_background_has_at_least_4_5_to_1() {
         "button:disabled",
     ] {
         assert!(
-            checked
-                .iter()
-                .any(|c| c.split(", ").any(|s| s == selector)),
+            checked.iter().any(|c| c.split(", ").any(|s| s == selector)),
             "{selector} is not among the checked pairs: {checked:?}"
         );
     }
@@ -330,8 +331,8 @@ fn input_borders_and_the_focus_ring_have_at_least_3_to_1() {
 
 /// The levels of the headings in `main`, in document order.
 fn heading_levels(doc: &scraper::Html) -> Vec<(u8, String)> {
-    let s = Selector::parse("main h1, main h2, main h3, main h4, main h5, main h6")
-        .expect("selector");
+    let s =
+        Selector::parse("main h1, main h2, main h3, main h4, main h5, main h6").expect("selector");
     doc.select(&s)
         .map(|h| {
             let level = h.value().name()[1..].parse().expect("h1..h6");
@@ -442,9 +443,6 @@ async fn repeated_links_have_distinct_accessible_names() {
     let doc = html(&body(app.get("/products?type=album&in_stock=1").await).await);
     let s = Selector::parse(".filter-chip a").expect("selector");
     let chips: Vec<String> = doc.select(&s).map(accessible_name).collect();
-    assert_eq!(
-        chips,
-        ["Remove filter: Albums", "Remove filter: In stock"]
-    );
+    assert_eq!(chips, ["Remove filter: Albums", "Remove filter: In stock"]);
     app.stop().await;
 }

@@ -319,7 +319,10 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
     assert_eq!(computed(&client, ".cart-line", "display").await, "grid");
     save_screenshot(&client, "cart-mobile.png").await;
     // Listing filters fold behind "Filter & sort" on a phone and open on a tap.
-    client.goto(&app.url("/products")).await.expect("shop loads");
+    client
+        .goto(&app.url("/products"))
+        .await
+        .expect("shop loads");
     assert_eq!(script(&client, FILTERS_SHOWN).await, json!(false));
     assert_eq!(script(&client, NO_SIDEWAYS_SCROLL).await, json!(true));
     save_screenshot(&client, "products-mobile.png").await;
@@ -336,7 +339,10 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .set_window_size(1280, 900)
         .await
         .expect("window resized");
-    client.goto(&app.url("/products")).await.expect("shop loads");
+    client
+        .goto(&app.url("/products"))
+        .await
+        .expect("shop loads");
     assert_eq!(
         script(&client, FILTERS_SHOWN).await,
         json!(true),
@@ -372,7 +378,10 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         "rgb(228, 221, 209)",
         "the disabled button is greyed"
     );
-    assert_eq!(text_of(&client, ".product-summary .stock").await, "Sold out");
+    assert_eq!(
+        text_of(&client, ".product-summary .stock").await,
+        "Sold out"
+    );
     save_screenshot(&client, "product-sold-out.png").await;
 
     // Comments: post one on a product page, reply to it, and see the two threaded.

@@ -84,10 +84,7 @@ async fn active_filters_show_as_removable_chips_and_in_the_heading() {
         Some("Remove filter: Albums")
     );
     // "Clear all" drops every filter and keeps the sort.
-    assert_eq!(
-        hrefs(&doc, ".filter-clear a"),
-        ["/products?sort=title"]
-    );
+    assert_eq!(hrefs(&doc, ".filter-clear a"), ["/products?sort=title"]);
     // Following a chip's link removes just that filter.
     let without_person = page(&app, &removes[2]).await;
     assert!(titles(&without_person).len() > 1);
@@ -114,7 +111,10 @@ async fn a_bad_price_is_explained_on_the_page_and_not_applied() {
     // The field shows what was typed, marked invalid and pointing at the message; the form is
     // unfolded so it can be corrected.
     assert_eq!(attr(&doc, "#f-min", "value").as_deref(), Some("abc"));
-    assert_eq!(attr(&doc, "#f-min", "aria-invalid").as_deref(), Some("true"));
+    assert_eq!(
+        attr(&doc, "#f-min", "aria-invalid").as_deref(),
+        Some("true")
+    );
     assert_eq!(
         attr(&doc, "#f-min", "aria-describedby").as_deref(),
         Some("problem-min_price")
@@ -221,7 +221,10 @@ async fn sold_out_products_come_last_on_the_newest_shelf() {
     // Sell out everything but one product: it leads, the sold-out ones follow, newest first.
     let keep = "demo0001";
     bazaar::catalog::products::collection(&app.db)
-        .update_many(doc! { "sku": { "$ne": keep } }, doc! { "$set": { "qty": 0 } })
+        .update_many(
+            doc! { "sku": { "$ne": keep } },
+            doc! { "$set": { "qty": 0 } },
+        )
         .await
         .expect("sold out");
     let doc = page(&app, "/").await;
@@ -229,7 +232,10 @@ async fn sold_out_products_come_last_on_the_newest_shelf() {
     assert_eq!(cards.len(), 4);
     let kept = product(&app.db, keep).await;
     assert!(cards[0].contains(&kept.title), "{cards:?}");
-    assert!(cards[1..].iter().all(|c| c.contains("Sold out")), "{cards:?}");
+    assert!(
+        cards[1..].iter().all(|c| c.contains("Sold out")),
+        "{cards:?}"
+    );
     app.stop().await;
 }
 
@@ -263,11 +269,12 @@ async fn cart_lines_name_their_item_and_carry_their_own_stock_note() {
     assert_eq!(count(&doc, ".line-thumb"), 2);
     assert_eq!(count(&doc, "a.checkout-button"), 1);
     // A demo product with a cover shows its thumbnail.
-    let covered: bazaar::catalog::products::Product = bazaar::catalog::products::collection(&app.db)
-        .find_one(doc! { "photos.0": { "$exists": true }, "qty": { "$gt": 0 } })
-        .await
-        .expect("query")
-        .expect("a demo product with a photo");
+    let covered: bazaar::catalog::products::Product =
+        bazaar::catalog::products::collection(&app.db)
+            .find_one(doc! { "photos.0": { "$exists": true }, "qty": { "$gt": 0 } })
+            .await
+            .expect("query")
+            .expect("a demo product with a photo");
     shopper.add(&covered.sku, "1").await;
     let doc = html(&body(shopper.get("/cart").await).await);
     let sku = covered.sku.clone();
@@ -315,7 +322,10 @@ async fn checkout_errors_are_summarised_with_links_and_the_card_number_is_kept()
     // The summary takes focus (autofocus, focusable) and links each problem to its field, in
     // the order of the form.
     assert!(attr(&doc, ".error-summary", "autofocus").is_some());
-    assert_eq!(attr(&doc, ".error-summary", "tabindex").as_deref(), Some("-1"));
+    assert_eq!(
+        attr(&doc, ".error-summary", "tabindex").as_deref(),
+        Some("-1")
+    );
     assert_eq!(
         hrefs(&doc, ".error-summary a"),
         ["#field-postcode", "#field-country"]
@@ -396,7 +406,10 @@ async fn an_order_is_found_again_by_number_and_email_and_wrong_halves_answer_ali
     let (_, number) = placed_order(&app, "find").await;
     let stranger = Shopper::new(&app).await;
     let order_url = format!("/orders/{number}");
-    assert_eq!(stranger.get(&order_url).await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        stranger.get(&order_url).await.status(),
+        StatusCode::NOT_FOUND
+    );
     let form = html(&body(stranger.get("/orders/lookup").await).await);
     assert_eq!(heading(&form), "Find your order");
     assert!(csrf_token(&form).is_some(), "the form carries a CSRF token");
@@ -434,7 +447,10 @@ async fn an_order_is_found_again_by_number_and_email_and_wrong_halves_answer_ali
     assert_eq!(wrong_email.1.len(), 1);
     assert_eq!(wrong_email, wrong_number);
     assert_eq!(wrong_email, nonsense);
-    assert_eq!(stranger.get(&order_url).await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        stranger.get(&order_url).await.status(),
+        StatusCode::NOT_FOUND
+    );
 
     // Both right (the email in another case, the number without its prefix): to the order.
     let digits = number.trim_start_matches("BZ-").trim_start_matches('0');
@@ -531,7 +547,11 @@ async fn genre_and_person_filters_are_served_by_the_normalised_key_indexes() {
         vec![("genre", "JAZZ")],
         vec![("person", "miles davis")],
         vec![("type", "film"), ("person", "Harrison Ford")],
-        vec![("genre", "Jazz"), ("person", "Miles Davis"), ("sort", "price")],
+        vec![
+            ("genre", "Jazz"),
+            ("person", "Miles Davis"),
+            ("sort", "price"),
+        ],
     ] {
         let params = pairs
             .iter()

@@ -54,8 +54,7 @@ impl LineView {
 
     /// URL of the thumbnail, if the product has a photo.
     pub fn thumbnail_url(&self) -> Option<String> {
-        self.cover
-            .map(|id| format!("/media/{}/thumb", id.to_hex()))
+        self.cover.map(|id| format!("/media/{}/thumb", id.to_hex()))
     }
 
     /// The most the quantity box may ask for.

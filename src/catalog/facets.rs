@@ -71,7 +71,10 @@ pub async fn backfill(db: &Db) -> Result<u64, DbError> {
         updated += result.modified_count;
     }
     if updated > 0 {
-        tracing::info!(products = updated, "normalised genre and people filter keys");
+        tracing::info!(
+            products = updated,
+            "normalised genre and people filter keys"
+        );
     }
     Ok(updated)
 }

@@ -281,10 +281,14 @@ impl ListingQuery {
             push(format!("By {person}"), |q| q.person = None);
         }
         if let Some(min) = self.min_cents {
-            push(format!("From {}", format_cents(min)), |q| q.min_cents = None);
+            push(format!("From {}", format_cents(min)), |q| {
+                q.min_cents = None
+            });
         }
         if let Some(max) = self.max_cents {
-            push(format!("Up to {}", format_cents(max)), |q| q.max_cents = None);
+            push(format!("Up to {}", format_cents(max)), |q| {
+                q.max_cents = None
+            });
         }
         if let Some(d) = self.min_discount {
             push(format!("At least {d}% off"), |q| q.min_discount = None);
@@ -365,7 +369,10 @@ impl ListingQuery {
 /// no filter.
 fn filter_problems(params: &HashMap<String, String>) -> Vec<FilterProblem> {
     let mut problems = Vec::new();
-    for (param, label) in [("min_price", "minimum price"), ("max_price", "maximum price")] {
+    for (param, label) in [
+        ("min_price", "minimum price"),
+        ("max_price", "maximum price"),
+    ] {
         let Some(given) = params.get(param).map(|v| without_control_chars(v)) else {
             continue;
         };
