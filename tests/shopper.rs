@@ -166,6 +166,15 @@ async fn products_stored_before_the_normalised_keys_get_them_at_start_up() {
             .expect("again"),
         0
     );
+    // The start-up check is an index lookup, not a scan of the catalog.
+    assert_uses_index(
+        &app.db,
+        "products missing their filter keys",
+        bazaar::catalog::products::COLLECTION,
+        bazaar::catalog::facets::missing_keys_filter(),
+        doc! {},
+    )
+    .await;
     app.stop().await;
 }
 

@@ -42,14 +42,19 @@ pub fn indexes() -> Vec<IndexModel> {
     ]
 }
 
+/// Products stored before the normalised fields existed: they have no `people_keys` at all (a
+/// product without people has an empty array, which this does not match). Equality with null
+/// finds missing fields through the `people_keys` index, so the check at every start-up is an
+/// index lookup, not a scan of the catalog.
+pub fn missing_keys_filter() -> Document {
+    doc! { "people_keys": null }
+}
+
 /// Give every product stored without the normalised fields its keys. Runs at start-up (safe to
 /// run on several instances at once: each write re-checks that the fields are still missing).
 pub async fn backfill(db: &Db) -> Result<u64, DbError> {
-    // A product written before the fields existed has no `people_keys` at all (a product
-    // without people has an empty array).
-    let missing = doc! { "people_keys": { "$exists": false } };
     let stale: Vec<Product> = products::collection(db)
-        .find(missing)
+        .find(missing_keys_filter())
         .await?
         .try_collect()
         .await?;
@@ -61,7 +66,7 @@ pub async fn backfill(db: &Db) -> Result<u64, DbError> {
         let result = db
             .durable::<Document>(products::COLLECTION)
             .update_one(
-                doc! { "_id": product.id, "people_keys": { "$exists": false } },
+                doc! { "_id": product.id, "people_keys": null },
                 doc! { "$set": {
                     "genre_keys": keys(details.genres()),
                     "people_keys": keys(&details.people()),
