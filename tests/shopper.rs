@@ -419,6 +419,9 @@ async fn an_order_is_found_again_by_number_and_email_and_wrong_halves_answer_ali
         stranger.get(&order_url).await.status(),
         StatusCode::NOT_FOUND
     );
+    // Every page's footer leads to the lookup.
+    let home = html(&body(stranger.get("/").await).await);
+    assert!(hrefs(&home, "footer a").contains(&"/orders/lookup".to_string()));
     let form = html(&body(stranger.get("/orders/lookup").await).await);
     assert_eq!(heading(&form), "Find your order");
     assert!(csrf_token(&form).is_some(), "the form carries a CSRF token");
