@@ -586,3 +586,38 @@ async fn genre_and_person_filters_are_served_by_the_normalised_key_indexes() {
     }
     app.stop().await;
 }
+
+#[tokio::test]
+async fn an_edited_product_is_found_by_its_new_artist_and_genre() {
+    use bazaar::catalog::products::{self, AlbumDetails, Details, NewProduct, Shipping};
+    let app = spawn_app().await;
+    let created = product_with_stock(&app.db, "edit", 5).await;
+    let edit = NewProduct {
+        sku: "edit".into(),
+        slug: "test-edit".into(),
+        title: "Test album edit".into(),
+        description: "Edited.".into(),
+        list_cents: 1500,
+        retail_cents: 1200,
+        categories: Vec::new(),
+        details: Details::Album(AlbumDetails {
+            title: "Test album edit".into(),
+            artist: "Nina  Simone".into(),
+            genre: vec!["Soul".into(), "Jazz".into()],
+            tracks: vec!["One".into()],
+            issue_date: bson::DateTime::from_millis(0),
+            label: "Test".into(),
+        }),
+        qty: 5,
+        featured: false,
+        shipping: Shipping::default(),
+    };
+    let saved = products::update(&app.db, created.id, created.edit_version, edit, &[])
+        .await
+        .expect("saved");
+    assert!(matches!(saved, products::Saved::Saved(_)));
+    let doc = page(&app, "/products?person=nina+simone&genre=SOUL").await;
+    assert_eq!(titles(&doc), ["Test album edit"]);
+    assert!(titles(&page(&app, "/products?person=the+testers").await).is_empty());
+    app.stop().await;
+}
