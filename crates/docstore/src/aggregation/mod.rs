@@ -92,7 +92,7 @@ const UNSUPPORTED_STAGES: &[&str] = &[
 impl Pipeline {
     /// Parse the `pipeline` array of an `aggregate` command; `vars` are its `let` variables.
     pub fn parse(stages: &[Document], vars: &Document) -> Result<Pipeline> {
-        for name in vars.keys() {
+        for name in vars.keys().filter(|k| *k != expression::MISSING_VARIABLES) {
             expression::validate_variable_name(name)?;
         }
         // Only the top-level pipeline may end in `$out`/`$merge`.

@@ -73,7 +73,7 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
     check_collation(args.get("collation"))?;
     let stages = args.documents("pipeline")?;
     let stages: Vec<Document> = stages.into_iter().cloned().collect();
-    let vars = args.document("let")?.cloned().unwrap_or_default();
+    let vars = args.let_vars()?.unwrap_or_default();
     let pipeline = Pipeline::parse(&stages, &vars)?;
     let cursor = args.document("cursor")?;
     if cursor.is_none() && !explain && !args.bool("explain", false)? {

@@ -27,6 +27,9 @@ pub struct IndexSpec {
     pub sparse: bool,
     pub partial_filter: Option<Document>,
     pub expire_after_seconds: Option<i64>,
+    /// Options accepted for compatibility that change nothing here (`background`, `dropDups`,
+    /// `storageEngine`), kept as given so that `listIndexes` shows them as mongod does.
+    pub kept_options: Document,
 }
 
 /// MongoDB's InvalidIndexSpecificationOption.
@@ -42,6 +45,7 @@ impl IndexSpec {
         let mut sparse = false;
         let mut partial_filter = None;
         let mut expire_after_seconds = None;
+        let mut kept_options = Document::new();
         for (field, value) in spec {
             match field.as_str() {
                 "key" => match value {
@@ -67,7 +71,13 @@ impl IndexSpec {
                 "expireAfterSeconds" => expire_after_seconds = Some(parse_ttl(value)?),
                 // Accepted and meaningless here: docstore always builds v2 indexes in the
                 // foreground.
-                "v" | "background" | "ns" | "storageEngine" => {}
+                // `ns` is dropped from specs since MongoDB 4.4; `v` is always 2 here.
+                "v" | "ns" => {}
+                // mongod ignores `dropDups` (since 3.0) and `background` (since 4.2) but keeps
+                // them in the spec it lists.
+                "background" | "dropDups" | "storageEngine" => {
+                    kept_options.insert(field.clone(), value.clone());
+                }
                 "hidden" | "prepareUnique" => {
                     if crate::value::is_truthy(value) {
                         return Err(Error::not_supported(format!("{field} indexes")));
@@ -189,6 +199,7 @@ impl IndexSpec {
             sparse,
             partial_filter,
             expire_after_seconds,
+            kept_options,
         })
     }
 
@@ -201,6 +212,7 @@ impl IndexSpec {
             sparse: false,
             partial_filter: None,
             expire_after_seconds: None,
+            kept_options: Document::new(),
         }
     }
 
@@ -223,6 +235,7 @@ impl IndexSpec {
                 Err(_) => d.insert("expireAfterSeconds", secs),
             };
         }
+        d.extend(self.kept_options.clone());
         d
     }
 
