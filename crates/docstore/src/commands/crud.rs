@@ -202,10 +202,6 @@ const FIND_UNSUPPORTED: &[&str] = &[
     "tailable",
     "awaitData",
     "oplogReplay",
-    "returnKey",
-    "showRecordId",
-    "min",
-    "max",
     "allowPartialResults",
     "readOnce",
     "exhaust",
@@ -231,12 +227,17 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
         "noCursorTimeout",
         "allowDiskUse",
         "$readPreference",
+        "returnKey",
+        "showRecordId",
+        "min",
+        "max",
     ])?;
     let coll = args.collection()?;
     check_collation(args.get("collation"))?;
     let vars = args.let_vars()?;
     let vars = vars.as_ref();
     let projection = parse_projection(args, "projection")?;
+    let extras = super::find_options::FindExtras::parse(args)?;
     let read = ReadSpec {
         skip: args.non_negative("skip")?.unwrap_or(0) as usize,
         limit: args
@@ -266,8 +267,12 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
         }
         Some(handle) => {
             let c = handle.read();
-            let (hits, _) = c.query(&read.query_spec())?;
-            project_hits(hits, projection.as_ref())?
+            if extras.is_plain() {
+                let (hits, _) = c.query(&read.query_spec())?;
+                project_hits(hits, projection.as_ref())?
+            } else {
+                extras.run(&c, &read, projection.as_ref())?
+            }
         }
     };
     let batch = state

@@ -1,6 +1,7 @@
 //! Secondary indexes: ordered key → record structures over an order-preserving encoding of BSON
 //! values, with unique, sparse and partial variants, multikey expansion and the query planner.
 
+pub mod hashed;
 pub mod keystring;
 pub mod partial;
 pub mod planner;
@@ -138,6 +139,12 @@ impl IndexSpec {
             KeyPatternError::Invalid(message) => in_spec(message),
             KeyPatternError::Unsupported(e) => e,
         })?;
+        if unique && key.values().any(is_hashed) {
+            return Err(Error::location(
+                16764,
+                "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.",
+            ));
+        }
         let is_id_pattern =
             key.len() == 1 && key.get("_id").and_then(crate::value::to_f64) == Some(1.0);
         if expire_after_seconds.is_some() {
@@ -401,6 +408,16 @@ fn validate_key_pattern(key: &Document) -> std::result::Result<(), KeyPatternErr
             return Err(Invalid("Index keys cannot contain an empty field.".into()));
         }
         match value {
+            Bson::String(kind) if kind == "hashed" => {
+                if key.values().filter(|v| is_hashed(v)).count() > 1 {
+                    return Err(Invalid(format!(
+                        "A maximum of one index field is allowed to be hashed but found {} for \
+                         'key' {}",
+                        key.values().filter(|v| is_hashed(v)).count(),
+                        keystring::render_document(key)
+                    )));
+                }
+            }
             Bson::String(kind) => {
                 let feature = match kind.as_str() {
                     "text" => "text indexes",
@@ -431,6 +448,11 @@ fn validate_key_pattern(key: &Document) -> std::result::Result<(), KeyPatternErr
         }
     }
     Ok(())
+}
+
+/// Whether a key pattern value asks for a hashed field.
+fn is_hashed(direction: &Bson) -> bool {
+    matches!(direction, Bson::String(s) if s == "hashed")
 }
 
 /// Longest key stored without a separate allocation (ObjectIds, numbers, short strings).
@@ -499,6 +521,8 @@ impl std::fmt::Debug for KeyBytes {
 struct KeyField {
     path: String,
     descending: bool,
+    /// A hashed field (`"hashed"`): the key holds the value's 64-bit hash.
+    hashed: bool,
 }
 
 /// One index's entries.
@@ -606,6 +630,14 @@ impl Index {
     pub fn new(spec: IndexSpec) -> Result<Index> {
         let mut fields = Vec::with_capacity(spec.key.len());
         for (path, direction) in &spec.key {
+            if is_hashed(direction) {
+                fields.push(KeyField {
+                    path: path.clone(),
+                    descending: false,
+                    hashed: true,
+                });
+                continue;
+            }
             let Some(n) = crate::value::to_f64(direction) else {
                 return Err(Error::not_supported(format!(
                     "{} indexes",
@@ -615,6 +647,7 @@ impl Index {
             fields.push(KeyField {
                 path: path.clone(),
                 descending: n < 0.0,
+                hashed: false,
             });
         }
         let partial = match &spec.partial_filter {
@@ -663,6 +696,18 @@ impl Index {
                 return Ok(Vec::new());
             }
         }
+        for field in self.fields.iter().filter(|f| f.hashed) {
+            if let Extracted::Array(..) = extract(Some(doc), &field.path) {
+                return Err(Error::location(
+                    16766,
+                    format!(
+                        "Error: hashed indexes do not currently support array values. Found \
+                         array at path: {}",
+                        field.path
+                    ),
+                ));
+            }
+        }
         let mut paths: Vec<Option<&str>> = self.fields.iter().map(|f| Some(&*f.path)).collect();
         let mut fixed = vec![Slot::Missing; self.fields.len()];
         let mut tuples = Vec::new();
@@ -690,7 +735,9 @@ impl Index {
                     Slot::EmptyArray => &Bson::Undefined,
                     Slot::Value(v) => *v,
                 };
-                if field.descending {
+                if field.hashed {
+                    keystring::encode_value(&Bson::Int64(hashed::hash_value(value)), &mut key);
+                } else if field.descending {
                     keystring::encode_value_descending(value, &mut key);
                 } else {
                     keystring::encode_value(value, &mut key);
@@ -812,6 +859,53 @@ impl Index {
             }
         }
         self.records_with_key(&key).collect()
+    }
+
+    /// The key `returnKey` shows for a document: its first key (the least, for a multikey
+    /// document), one field per key pattern field; empty when the index holds no key for it.
+    pub fn key_document(&self, doc: &Document) -> Result<Document> {
+        let mut out = Document::new();
+        let keys = self.keys_for(doc)?;
+        if let Some(first) = keys.first() {
+            out = self.key_to_document(first);
+        }
+        Ok(out)
+    }
+
+    /// An encoded key of this index as a document, field by field (empty if it does not
+    /// decode).
+    pub fn key_to_document(&self, key: &[u8]) -> Document {
+        let mut out = Document::new();
+        if let Some(values) = keystring::decode_key(key, &self.descending_flags()) {
+            for (field, value) in self.fields.iter().zip(values) {
+                out.insert(field.path.clone(), value);
+            }
+        }
+        out
+    }
+
+    /// The encoded key of one value per key field, as `find`'s `min`/`max` give a bound (a
+    /// hashed field's bound is given as a hash already).
+    pub fn encode_values(&self, values: &[Bson]) -> Vec<u8> {
+        let mut key = Vec::new();
+        for (value, field) in values.iter().zip(&self.fields) {
+            if field.descending {
+                keystring::encode_value_descending(value, &mut key);
+            } else {
+                keystring::encode_value(value, &mut key);
+            }
+        }
+        key
+    }
+
+    /// Whether the index holds the entry `key` → `rid` (for `validate`).
+    pub fn has_entry(&self, key: &[u8], rid: RecordId) -> bool {
+        self.entries.contains(&(KeyBytes::from(key), rid))
+    }
+
+    /// Every (key, record id) entry, in key order (for `validate`).
+    pub fn entries(&self) -> impl Iterator<Item = (&[u8], RecordId)> {
+        self.entries.iter().map(|(k, rid)| (k.as_slice(), *rid))
     }
 
     pub fn entry_count(&self) -> usize {

@@ -304,3 +304,302 @@ async fn get_parameter_reports_enable_test_commands_false() {
         .unwrap();
     assert_eq!(all.get_bool("enableTestCommands").ok(), Some(false));
 }
+
+// ---- $getField, $setField, $unsetField ----
+
+/// `$getField` reads a field by its literal name (dots and `$` included); `$setField` and
+/// `$unsetField` return a copy of an object with one such field set or removed; a null or
+/// missing `input` gives null (MongoDB 5.0+).
+#[tokio::test]
+async fn get_set_and_unset_field_reach_fields_paths_cannot() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("c");
+    c.insert_one(doc! { "_id": 1, "price.usd": 5, "$qty": 2, "sub": { "a.b": "x" } })
+        .await
+        .unwrap();
+    let out: Vec<Document> = c
+        .aggregate(vec![doc! { "$project": {
+            "_id": 0,
+            "usd": { "$getField": "price.usd" },
+            "qty": { "$getField": { "$literal": "$qty" } },
+            "ab": { "$getField": { "field": "a.b", "input": "$sub" } },
+            "none": { "$getField": { "field": "a", "input": null } },
+            "set": { "$setField": { "field": "$new", "input": "$sub", "value": 1 } },
+            "unset": { "$unsetField": { "field": "a.b", "input": "$sub" } },
+            "removed": { "$setField": { "field": "a.b", "input": "$sub", "value": "$$REMOVE" } },
+        } }])
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(
+        out,
+        vec![doc! {
+            "usd": 5,
+            "qty": 2,
+            "ab": "x",
+            "none": Bson::Null,
+            "set": { "a.b": "x", "$new": 1 },
+            "unset": {},
+            "removed": {},
+        }]
+    );
+    // Replacing a top-level `$` field is done with $setField in a pipeline update.
+    c.update_one(
+        doc! { "_id": 1 },
+        vec![doc! { "$replaceWith": { "$setField": {
+            "field": "$qty", "input": "$$ROOT", "value": 3
+        } } }],
+    )
+    .await
+    .unwrap();
+    let back = c.find_one(doc! {}).await.unwrap().unwrap();
+    assert_eq!(back.get_i32("$qty").unwrap(), 3);
+    // The field name must be a constant string.
+    let bad = c
+        .aggregate(vec![doc! { "$project": { "x": { "$getField": "$sub" } } }])
+        .await;
+    assert!(bad.is_err());
+}
+
+// ---- database-level aggregate with $documents ----
+
+/// `db.aggregate([{$documents: [...]}, ...])` runs a pipeline over literal documents (no
+/// collection); its cursor namespace is `<db>.$cmd.aggregate`. Other first stages need a
+/// collection (73 InvalidNamespace).
+#[tokio::test]
+async fn database_aggregate_runs_over_documents() {
+    let t = test_db().await;
+    let out: Vec<Document> = t
+        .db
+        .aggregate(vec![
+            doc! { "$documents": [{ "x": 1 }, { "x": 2 }, { "x": 3 }] },
+            doc! { "$match": { "x": { "$gte": 2 } } },
+            doc! { "$project": { "_id": 0, "y": { "$multiply": ["$x", 10] } } },
+        ])
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(out, vec![doc! { "y": 20 }, doc! { "y": 30 }]);
+    // The documents are an expression: let variables are visible.
+    let out: Vec<Document> = t
+        .db
+        .aggregate(vec![doc! { "$documents": "$$docs" }])
+        .let_vars(doc! { "docs": [{ "k": "a" }] })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(out, vec![doc! { "k": "a" }]);
+    // More results than a batch: getMore continues the collection-less cursor.
+    let many: Vec<Bson> = (0..250).map(|i| Bson::Document(doc! { "i": i })).collect();
+    let n = t
+        .db
+        .aggregate(vec![doc! { "$documents": many }])
+        .batch_size(100)
+        .await
+        .unwrap()
+        .try_collect::<Vec<Document>>()
+        .await
+        .unwrap()
+        .len();
+    assert_eq!(n, 250);
+    assert_code(
+        t.db.aggregate(vec![doc! { "$match": {} }]).await,
+        73,
+    );
+}
+
+// ---- find: min, max, returnKey, showRecordId ----
+
+/// `min` (inclusive) and `max` (exclusive) bound the hinted index's keys, and need a hint;
+/// `returnKey` returns the index key instead of the document (empty documents without an
+/// index); `showRecordId` adds `$recordId`.
+#[tokio::test]
+async fn find_min_max_return_key_and_show_record_id() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("c");
+    c.insert_many((1..=6).map(|i| doc! { "_id": i, "a": i * 10, "b": "x" }))
+        .await
+        .unwrap();
+    c.create_index(mongodb::IndexModel::builder().keys(doc! { "a": 1 }).build())
+        .await
+        .unwrap();
+    let hint = mongodb::options::Hint::Keys(doc! { "a": 1 });
+    let ids = |docs: Vec<Document>| -> Vec<i32> {
+        docs.iter().map(|d| d.get_i32("_id").unwrap()).collect()
+    };
+    let found: Vec<Document> = c
+        .find(doc! {})
+        .min(doc! { "a": 20 })
+        .max(doc! { "a": 50 })
+        .hint(hint.clone())
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(ids(found), vec![2, 3, 4]);
+    let found: Vec<Document> = c
+        .find(doc! { "_id": { "$ne": 5 } })
+        .min(doc! { "a": 40 })
+        .hint(hint.clone())
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(ids(found), vec![4, 6]);
+    assert_code(
+        c.find(doc! {}).min(doc! { "a": 20 }).await,
+        51173,
+    );
+    let keys: Vec<Document> = c
+        .find(doc! { "a": { "$gte": 50 } })
+        .return_key(true)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(keys, vec![doc! { "a": 50 }, doc! { "a": 60 }]);
+    let keys: Vec<Document> = c
+        .find(doc! { "b": "x" })
+        .return_key(true)
+        .limit(2)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(keys, vec![doc! {}, doc! {}]);
+    let with_ids: Vec<Document> = c
+        .find(doc! { "_id": 1 })
+        .show_record_id(true)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(with_ids.len(), 1);
+    assert_eq!(with_ids[0].get_i32("a").unwrap(), 10);
+    assert!(
+        matches!(with_ids[0].get("$recordId"), Some(Bson::Int64(_))),
+        "{:?}",
+        with_ids[0]
+    );
+}
+
+// ---- hashed indexes ----
+
+/// A hashed index stores MongoDB's 64-bit hash of each value; equality and `$in` on the field
+/// use it (explain shows an IXSCAN with the hash as bounds), ranges do not. Arrays cannot be
+/// hashed (16766) and a hashed index cannot be unique (16764).
+#[tokio::test]
+async fn hashed_indexes_serve_equality() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("c");
+    c.insert_many((0..50).map(|i| doc! { "_id": i, "k": format!("key{i}"), "n": i }))
+        .await
+        .unwrap();
+    c.create_index(mongodb::IndexModel::builder().keys(doc! { "k": "hashed" }).build())
+        .await
+        .unwrap();
+    let found: Vec<Document> = c
+        .find(doc! { "k": { "$in": ["key7", "key9", "nothing"] } })
+        .sort(doc! { "_id": 1 })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(
+        found.iter().map(|d| d.get_i32("_id").unwrap()).collect::<Vec<_>>(),
+        vec![7, 9]
+    );
+    let explain = t
+        .db
+        .run_command(doc! {
+            "explain": { "find": "c", "filter": { "k": "key7" } },
+            "verbosity": "executionStats",
+        })
+        .await
+        .unwrap();
+    let scan = crate::common::find_stage(&Bson::Document(explain.clone()), "IXSCAN")
+        .unwrap_or_else(|| panic!("no IXSCAN in {explain}"));
+    assert_eq!(scan.get_document("keyPattern").unwrap(), &doc! { "k": "hashed" });
+    let stats = explain.get_document("executionStats").unwrap();
+    let examined = match stats.get("totalDocsExamined") {
+        Some(Bson::Int32(n)) => i64::from(*n),
+        Some(Bson::Int64(n)) => *n,
+        other => panic!("totalDocsExamined {other:?}"),
+    };
+    assert_eq!(examined, 1, "{stats}");
+    // The bounds are one point: the hash of "key7".
+    let bounds = scan.get_document("indexBounds").unwrap();
+    let k = bounds.get_array("k").unwrap();
+    assert_eq!(k.len(), 1);
+    // 1.5 is hashed as 1, which hashes to 5902408780260971510 (a test vector of mongod's).
+    c.insert_one(doc! { "_id": 100, "k": 1.5 }).await.unwrap();
+    let keys: Vec<Document> = c
+        .find(doc! { "k": 1.5 })
+        .return_key(true)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(keys, vec![doc! { "k": 5902408780260971510i64 }]);
+    assert_code(c.insert_one(doc! { "_id": 101, "k": [1, 2] }).await, 16766);
+    assert_code(
+        c.create_index(
+            mongodb::IndexModel::builder()
+                .keys(doc! { "n": "hashed" })
+                .options(mongodb::options::IndexOptions::builder().unique(true).build())
+                .build(),
+        )
+        .await,
+        16764,
+    );
+}
+
+// ---- validate ----
+
+/// `validate` checks that every document is readable and every index holds exactly the keys
+/// of the documents; the reply carries `valid`, `nrecords`, `nIndexes`, `keysPerIndex` and
+/// `errors`. A collection that does not exist is 26 NamespaceNotFound.
+#[tokio::test]
+async fn validate_reports_a_consistent_collection() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("c");
+    c.insert_many(vec![
+        doc! { "_id": 1, "tags": ["a", "b"] },
+        doc! { "_id": 2, "tags": ["c"] },
+        doc! { "_id": 3 },
+    ])
+    .await
+    .unwrap();
+    c.create_index(mongodb::IndexModel::builder().keys(doc! { "tags": 1 }).build())
+        .await
+        .unwrap();
+    let r = t.db.run_command(doc! { "validate": "c" }).await.unwrap();
+    assert_eq!(r.get_bool("valid").ok(), Some(true), "{r}");
+    let int = |d: &Document, k: &str| match d.get(k) {
+        Some(Bson::Int32(n)) => i64::from(*n),
+        Some(Bson::Int64(n)) => *n,
+        other => panic!("{k}: {other:?} in {d}"),
+    };
+    assert_eq!(int(&r, "nrecords"), 3);
+    assert_eq!(int(&r, "nIndexes"), 2);
+    let keys = r.get_document("keysPerIndex").unwrap();
+    assert_eq!(int(keys, "_id_"), 3);
+    // "a", "b", "c" and null for the document without tags.
+    assert_eq!(int(keys, "tags_1"), 4);
+    assert!(r.get_array("errors").unwrap().is_empty());
+    assert_eq!(r.get_str("ns").unwrap(), format!("{}.c", t.db.name()));
+    assert_code(t.db.run_command(doc! { "validate": "nothere" }).await, 26);
+}
