@@ -377,6 +377,13 @@ pub fn evaluate_let(vars: &Document) -> Result<Document> {
     let mut missing = Vec::new();
     for (name, value) in vars {
         validate_variable_name(name)?;
+        if reads_a_document(value) {
+            return Err(Error::location(
+                4890500,
+                "Command let Expression tried to access a field, but this is not allowed \
+                 because command let expressions run before the query examines any documents.",
+            ));
+        }
         let expr = Expression::parse(value)?;
         match expr.evaluate(&empty, &out)? {
             Some(v) => {
@@ -389,6 +396,23 @@ pub fn evaluate_let(vars: &Document) -> Result<Document> {
         out.insert(MISSING_VARIABLES, missing);
     }
     Ok(out)
+}
+
+/// Whether an expression as written reads the current document: a field path (`"$a"`) or
+/// `$$ROOT`/`$$CURRENT`, outside `$literal`.
+fn reads_a_document(expr: &Bson) -> bool {
+    match expr {
+        Bson::String(s) => {
+            (s.starts_with('$') && !s.starts_with("$$"))
+                || ["$$ROOT", "$$CURRENT"]
+                    .iter()
+                    .any(|v| s == v || s.starts_with(&format!("{v}.")))
+        }
+        Bson::Document(d) if d.contains_key("$literal") => false,
+        Bson::Document(d) => d.values().any(reads_a_document),
+        Bson::Array(items) => items.iter().any(reads_a_document),
+        _ => false,
+    }
 }
 
 /// User variable names start with a lowercase letter or a non-ASCII character and then contain

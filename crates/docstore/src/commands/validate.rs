@@ -196,7 +196,7 @@ mod tests {
         let Bson::Document(e) = &extra[0] else { panic!() };
         assert_eq!(e.get_str("indexName"), Ok("a_1"));
         assert_eq!(e.get_i64("recordId"), Ok(99));
-        assert_eq!(e.get_document("indexKey").unwrap(), &doc! { "a": 1 });
+        assert_eq!(e.get_document("indexKey").unwrap(), &doc! { "a": 0 });
         assert_eq!(
             report.get_document("indexDetails").unwrap().get_document("a_1").unwrap(),
             &doc! { "valid": false }

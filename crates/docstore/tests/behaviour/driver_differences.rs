@@ -74,6 +74,11 @@ async fn let_values_are_evaluated_in_aggregate_and_find() {
         .await
         .unwrap();
     assert_eq!(found.len(), 2);
+    // A `let` value may not read a document: it runs before any is examined (4890500).
+    assert_code(
+        c.find(doc! {}).let_vars(doc! { "v": "$x" }).await,
+        4890500,
+    );
 }
 
 #[tokio::test]
@@ -324,7 +329,7 @@ async fn get_set_and_unset_field_reach_fields_paths_cannot() {
             "qty": { "$getField": { "$literal": "$qty" } },
             "ab": { "$getField": { "field": "a.b", "input": "$sub" } },
             "none": { "$getField": { "field": "a", "input": null } },
-            "set": { "$setField": { "field": "$new", "input": "$sub", "value": 1 } },
+            "set": { "$setField": { "field": { "$literal": "$new" }, "input": "$sub", "value": 1 } },
             "unset": { "$unsetField": { "field": "a.b", "input": "$sub" } },
             "removed": { "$setField": { "field": "a.b", "input": "$sub", "value": "$$REMOVE" } },
         } }])
@@ -349,14 +354,14 @@ async fn get_set_and_unset_field_reach_fields_paths_cannot() {
     c.update_one(
         doc! { "_id": 1 },
         vec![doc! { "$replaceWith": { "$setField": {
-            "field": "$qty", "input": "$$ROOT", "value": 3
+            "field": { "$literal": "$qty" }, "input": "$$ROOT", "value": 3
         } } }],
     )
     .await
     .unwrap();
     let back = c.find_one(doc! {}).await.unwrap().unwrap();
     assert_eq!(back.get_i32("$qty").unwrap(), 3);
-    // The field name must be a constant string.
+    // The field name must be a constant string: a `$` name is written inside `$literal`.
     let bad = c
         .aggregate(vec![doc! { "$project": { "x": { "$getField": "$sub" } } }])
         .await;
