@@ -761,7 +761,9 @@ fn constant_field_name(op: &str, field: &Bson, codes: (i32, i32)) -> Result<Stri
         )),
         _ => Err(Error::location(
             codes.0,
-            format!("{op} requires 'field' to evaluate to a constant, but got a non-constant argument"),
+            format!(
+                "{op} requires 'field' to evaluate to a constant, but got a non-constant argument"
+            ),
         )),
     }
 }

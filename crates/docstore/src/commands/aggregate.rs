@@ -99,7 +99,10 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
             ));
         }
         let spec = stage.get("$documents").expect("checked above");
-        (COLLECTIONLESS.to_string(), Some(documents_stage(spec, &vars)?))
+        (
+            COLLECTIONLESS.to_string(),
+            Some(documents_stage(spec, &vars)?),
+        )
     } else {
         if stages.first().is_some_and(|s| s.contains_key("$documents")) {
             return Err(Error::new(

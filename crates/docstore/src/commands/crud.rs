@@ -491,7 +491,12 @@ pub fn update(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
     args.allow_only(&["updates", "ordered", "bypassDocumentValidation", "let"])?;
     let coll = args.collection()?;
     let statements = args.documents("updates")?;
-    check_statement_fields(&statements, "update.updates", UPDATE_STATEMENT_FIELDS, &["q", "u"])?;
+    check_statement_fields(
+        &statements,
+        "update.updates",
+        UPDATE_STATEMENT_FIELDS,
+        &["q", "u"],
+    )?;
     let ordered = args.bool("ordered", true)?;
     let vars = args.let_vars()?;
     let vars = vars.as_ref();

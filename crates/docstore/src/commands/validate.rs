@@ -193,12 +193,18 @@ mod tests {
         let extra = report.get_array("extraIndexEntries").unwrap();
         assert_eq!(missing.len(), 1, "{report}");
         assert_eq!(extra.len(), 1, "{report}");
-        let Bson::Document(e) = &extra[0] else { panic!() };
+        let Bson::Document(e) = &extra[0] else {
+            panic!()
+        };
         assert_eq!(e.get_str("indexName"), Ok("a_1"));
         assert_eq!(e.get_i64("recordId"), Ok(99));
         assert_eq!(e.get_document("indexKey").unwrap(), &doc! { "a": 0 });
         assert_eq!(
-            report.get_document("indexDetails").unwrap().get_document("a_1").unwrap(),
+            report
+                .get_document("indexDetails")
+                .unwrap()
+                .get_document("a_1")
+                .unwrap(),
             &doc! { "valid": false }
         );
         assert_eq!(report.get_array("errors").unwrap().len(), 2);

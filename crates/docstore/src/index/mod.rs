@@ -1021,7 +1021,7 @@ mod tests {
         assert_eq!(
             spec.to_document(),
             doc! { "v": 2, "key": { "a": -1 }, "name": "a_-1", "unique": true,
-            "sparse": true, "expireAfterSeconds": 3600 }
+            "sparse": true, "expireAfterSeconds": 3600, "background": true }
         );
         assert_eq!(
             IndexSpec::id_index().to_document(),
@@ -1117,7 +1117,6 @@ mod tests {
             ("text", "text indexes"),
             ("2dsphere", "2dsphere indexes"),
             ("2d", "2d indexes"),
-            ("hashed", "hashed indexes"),
         ] {
             let err = IndexSpec::parse(&doc! { "key": { "a": kind }, "name": "x" }).unwrap_err();
             assert_eq!(err.code, ErrorCode::CommandNotSupported);
@@ -1125,6 +1124,14 @@ mod tests {
         }
         let err = IndexSpec::parse(&doc! { "key": { "a": 0 }, "name": "x" }).unwrap_err();
         assert_eq!(err.code_number(), 67);
+        // Hashed indexes: one hashed field at most, and never unique.
+        IndexSpec::parse(&doc! { "key": { "a": 1, "b": "hashed" }, "name": "x" }).unwrap();
+        let err = IndexSpec::parse(&doc! { "key": { "a": "hashed", "b": "hashed" }, "name": "x" })
+            .unwrap_err();
+        assert_eq!(err.code_number(), 67);
+        let err = IndexSpec::parse(&doc! { "key": { "a": "hashed" }, "name": "x", "unique": true })
+            .unwrap_err();
+        assert_eq!(err.code_number(), 16764);
         let err = IndexSpec::parse(&doc! { "key": {}, "name": "x" }).unwrap_err();
         assert_eq!(err.code_number(), 67);
         let err = IndexSpec::parse(&doc! { "key": { "a": 1 } }).unwrap_err();

@@ -75,10 +75,7 @@ async fn let_values_are_evaluated_in_aggregate_and_find() {
         .unwrap();
     assert_eq!(found.len(), 2);
     // A `let` value may not read a document: it runs before any is examined (4890500).
-    assert_code(
-        c.find(doc! {}).let_vars(doc! { "v": "$x" }).await,
-        4890500,
-    );
+    assert_code(c.find(doc! {}).let_vars(doc! { "v": "$x" }).await, 4890500);
 }
 
 #[tokio::test]
@@ -198,7 +195,10 @@ async fn an_unknown_field_in_an_update_or_delete_statement_fails_the_command() {
 async fn an_empty_collation_means_no_collation_everywhere() {
     let t = test_db().await;
     t.db.collection::<Document>("c")
-        .insert_many(vec![doc! { "_id": 1, "s": "a" }, doc! { "_id": 2, "s": "B" }])
+        .insert_many(vec![
+            doc! { "_id": 1, "s": "a" },
+            doc! { "_id": 2, "s": "B" },
+        ])
         .await
         .unwrap();
     let commands = [
@@ -216,16 +216,15 @@ async fn an_empty_collation_means_no_collation_everywhere() {
         assert!(r.get("writeErrors").is_none(), "{cmd}: {r}");
     }
     // Simple binary order: "B" sorts before "a".
-    let sorted: Vec<Document> = t
-        .db
-        .collection::<Document>("c")
-        .find(doc! {})
-        .sort(doc! { "s": 1 })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let sorted: Vec<Document> =
+        t.db.collection::<Document>("c")
+            .find(doc! {})
+            .sort(doc! { "s": 1 })
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
     assert_eq!(sorted[0].get_i32("_id").unwrap(), 2);
 }
 
@@ -249,17 +248,22 @@ async fn index_options_are_listed_as_given_and_drop_dups_is_ignored() {
     })
     .await
     .unwrap();
-    let specs: Vec<Document> = t
-        .db
-        .run_cursor_command(doc! { "listIndexes": "c" })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
+    let specs: Vec<Document> =
+        t.db.run_cursor_command(doc! { "listIndexes": "c" })
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+    let a = specs
+        .iter()
+        .find(|s| s.get_str("name") == Ok("a_1"))
         .unwrap();
-    let a = specs.iter().find(|s| s.get_str("name") == Ok("a_1")).unwrap();
     assert_eq!(a.get_bool("background").ok(), Some(true), "{a}");
-    let b = specs.iter().find(|s| s.get_str("name") == Ok("b_1")).unwrap();
+    let b = specs
+        .iter()
+        .find(|s| s.get_str("name") == Ok("b_1"))
+        .unwrap();
     assert_eq!(b.get_bool("sparse").ok(), Some(true), "{b}");
     assert_eq!(b.get_bool("dropDups").ok(), Some(true), "{b}");
     // Asking again with `background` and `dropDups` changed is the same index (they are not
@@ -302,7 +306,11 @@ async fn get_parameter_reports_enable_test_commands_false() {
         .run_command(doc! { "getParameter": 1, "enableTestCommands": 1 })
         .await
         .unwrap();
-    assert_eq!(one.get_bool("enableTestCommands").ok(), Some(false), "{one}");
+    assert_eq!(
+        one.get_bool("enableTestCommands").ok(),
+        Some(false),
+        "{one}"
+    );
     let all = admin
         .run_command(doc! { "getParameter": "*" })
         .await
@@ -376,9 +384,8 @@ async fn get_set_and_unset_field_reach_fields_paths_cannot() {
 #[tokio::test]
 async fn database_aggregate_runs_over_documents() {
     let t = test_db().await;
-    let out: Vec<Document> = t
-        .db
-        .aggregate(vec![
+    let out: Vec<Document> =
+        t.db.aggregate(vec![
             doc! { "$documents": [{ "x": 1 }, { "x": 2 }, { "x": 3 }] },
             doc! { "$match": { "x": { "$gte": 2 } } },
             doc! { "$project": { "_id": 0, "y": { "$multiply": ["$x", 10] } } },
@@ -390,33 +397,28 @@ async fn database_aggregate_runs_over_documents() {
         .unwrap();
     assert_eq!(out, vec![doc! { "y": 20 }, doc! { "y": 30 }]);
     // The documents are an expression: let variables are visible.
-    let out: Vec<Document> = t
-        .db
-        .aggregate(vec![doc! { "$documents": "$$docs" }])
-        .let_vars(doc! { "docs": [{ "k": "a" }] })
-        .await
-        .unwrap()
-        .try_collect()
-        .await
-        .unwrap();
+    let out: Vec<Document> =
+        t.db.aggregate(vec![doc! { "$documents": "$$docs" }])
+            .let_vars(doc! { "docs": [{ "k": "a" }] })
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
     assert_eq!(out, vec![doc! { "k": "a" }]);
     // More results than a batch: getMore continues the collection-less cursor.
     let many: Vec<Bson> = (0..250).map(|i| Bson::Document(doc! { "i": i })).collect();
-    let n = t
-        .db
-        .aggregate(vec![doc! { "$documents": many }])
-        .batch_size(100)
-        .await
-        .unwrap()
-        .try_collect::<Vec<Document>>()
-        .await
-        .unwrap()
-        .len();
+    let n =
+        t.db.aggregate(vec![doc! { "$documents": many }])
+            .batch_size(100)
+            .await
+            .unwrap()
+            .try_collect::<Vec<Document>>()
+            .await
+            .unwrap()
+            .len();
     assert_eq!(n, 250);
-    assert_code(
-        t.db.aggregate(vec![doc! { "$match": {} }]).await,
-        73,
-    );
+    assert_code(t.db.aggregate(vec![doc! { "$match": {} }]).await, 73);
 }
 
 // ---- find: min, max, returnKey, showRecordId ----
@@ -459,10 +461,7 @@ async fn find_min_max_return_key_and_show_record_id() {
         .await
         .unwrap();
     assert_eq!(ids(found), vec![4, 6]);
-    assert_code(
-        c.find(doc! {}).min(doc! { "a": 20 }).await,
-        51173,
-    );
+    assert_code(c.find(doc! {}).min(doc! { "a": 20 }).await, 51173);
     let keys: Vec<Document> = c
         .find(doc! { "a": { "$gte": 50 } })
         .return_key(true)
@@ -511,9 +510,13 @@ async fn hashed_indexes_serve_equality() {
     c.insert_many((0..50).map(|i| doc! { "_id": i, "k": format!("key{i}"), "n": i }))
         .await
         .unwrap();
-    c.create_index(mongodb::IndexModel::builder().keys(doc! { "k": "hashed" }).build())
-        .await
-        .unwrap();
+    c.create_index(
+        mongodb::IndexModel::builder()
+            .keys(doc! { "k": "hashed" })
+            .build(),
+    )
+    .await
+    .unwrap();
     let found: Vec<Document> = c
         .find(doc! { "k": { "$in": ["key7", "key9", "nothing"] } })
         .sort(doc! { "_id": 1 })
@@ -523,12 +526,14 @@ async fn hashed_indexes_serve_equality() {
         .await
         .unwrap();
     assert_eq!(
-        found.iter().map(|d| d.get_i32("_id").unwrap()).collect::<Vec<_>>(),
+        found
+            .iter()
+            .map(|d| d.get_i32("_id").unwrap())
+            .collect::<Vec<_>>(),
         vec![7, 9]
     );
-    let explain = t
-        .db
-        .run_command(doc! {
+    let explain =
+        t.db.run_command(doc! {
             "explain": { "find": "c", "filter": { "k": "key7" } },
             "verbosity": "executionStats",
         })
@@ -536,7 +541,10 @@ async fn hashed_indexes_serve_equality() {
         .unwrap();
     let scan = crate::common::find_stage(&Bson::Document(explain.clone()), "IXSCAN")
         .unwrap_or_else(|| panic!("no IXSCAN in {explain}"));
-    assert_eq!(scan.get_document("keyPattern").unwrap(), &doc! { "k": "hashed" });
+    assert_eq!(
+        scan.get_document("keyPattern").unwrap(),
+        &doc! { "k": "hashed" }
+    );
     let stats = explain.get_document("executionStats").unwrap();
     let examined = match stats.get("totalDocsExamined") {
         Some(Bson::Int32(n)) => i64::from(*n),
@@ -564,7 +572,11 @@ async fn hashed_indexes_serve_equality() {
         c.create_index(
             mongodb::IndexModel::builder()
                 .keys(doc! { "n": "hashed" })
-                .options(mongodb::options::IndexOptions::builder().unique(true).build())
+                .options(
+                    mongodb::options::IndexOptions::builder()
+                        .unique(true)
+                        .build(),
+                )
                 .build(),
         )
         .await,
@@ -588,9 +600,13 @@ async fn validate_reports_a_consistent_collection() {
     ])
     .await
     .unwrap();
-    c.create_index(mongodb::IndexModel::builder().keys(doc! { "tags": 1 }).build())
-        .await
-        .unwrap();
+    c.create_index(
+        mongodb::IndexModel::builder()
+            .keys(doc! { "tags": 1 })
+            .build(),
+    )
+    .await
+    .unwrap();
     let r = t.db.run_command(doc! { "validate": "c" }).await.unwrap();
     assert_eq!(r.get_bool("valid").ok(), Some(true), "{r}");
     let int = |d: &Document, k: &str| match d.get(k) {
