@@ -149,6 +149,38 @@ async fn dollar_prefixed_top_level_fields_are_stored_but_not_inside_id() {
         doc! { "_id": 2, "a": { "$c": 1 } }
     );
     assert_eq!(c.count_documents(doc! {}).await.unwrap(), 1);
+    // A replacement may not hold a top-level `$` name, nor may `$set` add one to an existing
+    // document (52); an upsert that inserts is an insert, so there `$set` may.
+    let write_error_code = |r: Document| {
+        r.get_array("writeErrors")
+            .ok()
+            .and_then(|e| match e.first() {
+                Some(Bson::Document(w)) => w.get_i32("code").ok(),
+                _ => None,
+            })
+    };
+    let r =
+        t.db.run_command(doc! { "update": "c", "updates": [
+            { "q": { "_id": 2 }, "u": { "a": 1, "$c": 1 } },
+        ] })
+        .await
+        .unwrap();
+    assert_eq!(write_error_code(r), Some(52));
+    let r =
+        t.db.run_command(doc! { "update": "c", "updates": [
+            { "q": { "_id": 2 }, "u": { "$set": { "$hotel": 320 } } },
+        ] })
+        .await
+        .unwrap();
+    assert_eq!(write_error_code(r), Some(52));
+    c.update_one(doc! { "_id": 3 }, doc! { "$set": { "$hotel": 320 } })
+        .upsert(true)
+        .await
+        .unwrap();
+    assert_eq!(
+        c.find_one(doc! { "_id": 3 }).await.unwrap().unwrap(),
+        doc! { "_id": 3, "$hotel": 320 }
+    );
 }
 
 // ---- unknown fields in write statements ----
