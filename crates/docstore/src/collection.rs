@@ -82,6 +82,17 @@ impl Collection {
         &self.indexes
     }
 
+    /// The indexes, for tests that damage them on purpose.
+    #[cfg(test)]
+    pub(crate) fn indexes_mut(&mut self) -> &mut [Index] {
+        &mut self.indexes
+    }
+
+    /// Every document with its record id, in natural order (`validate`).
+    pub fn records(&self) -> impl Iterator<Item = (RecordId, &Arc<Document>)> {
+        self.docs.iter().map(|(rid, doc)| (*rid, doc))
+    }
+
     /// Every document in natural order (snapshots, `$lookup`).
     pub fn all_documents(&self) -> impl Iterator<Item = &Arc<Document>> {
         self.docs.values()

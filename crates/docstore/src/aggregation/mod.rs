@@ -85,14 +85,13 @@ const UNSUPPORTED_STAGES: &[&str] = &[
     "$listSampledQueries",
     "$planCacheStats",
     "$bucketAuto",
-    "$documents",
     "$shardedDataDistribution",
 ];
 
 impl Pipeline {
     /// Parse the `pipeline` array of an `aggregate` command; `vars` are its `let` variables.
     pub fn parse(stages: &[Document], vars: &Document) -> Result<Pipeline> {
-        for name in vars.keys() {
+        for name in vars.keys().filter(|k| *k != expression::MISSING_VARIABLES) {
             expression::validate_variable_name(name)?;
         }
         // Only the top-level pipeline may end in `$out`/`$merge`.
@@ -315,6 +314,13 @@ fn parse_stage(stage: &Document, vars: &Document) -> Result<Stage> {
             return Err(Error::location(
                 40601,
                 format!("{name} can only be the final stage in the pipeline"),
+            ))
+        }
+        // A leading `$documents` of `aggregate: 1` is taken off by the command before parsing.
+        "$documents" => {
+            return Err(Error::location(
+                40602,
+                "$documents is only valid as the first stage in a pipeline",
             ))
         }
         other if UNSUPPORTED_STAGES.contains(&other) => {

@@ -1,6 +1,7 @@
 //! Secondary indexes: ordered key → record structures over an order-preserving encoding of BSON
 //! values, with unique, sparse and partial variants, multikey expansion and the query planner.
 
+pub mod hashed;
 pub mod keystring;
 pub mod partial;
 pub mod planner;
@@ -27,6 +28,9 @@ pub struct IndexSpec {
     pub sparse: bool,
     pub partial_filter: Option<Document>,
     pub expire_after_seconds: Option<i64>,
+    /// Options accepted for compatibility that change nothing here (`background`, `dropDups`,
+    /// `storageEngine`), kept as given so that `listIndexes` shows them as mongod does.
+    pub kept_options: Document,
 }
 
 /// MongoDB's InvalidIndexSpecificationOption.
@@ -42,6 +46,7 @@ impl IndexSpec {
         let mut sparse = false;
         let mut partial_filter = None;
         let mut expire_after_seconds = None;
+        let mut kept_options = Document::new();
         for (field, value) in spec {
             match field.as_str() {
                 "key" => match value {
@@ -67,7 +72,13 @@ impl IndexSpec {
                 "expireAfterSeconds" => expire_after_seconds = Some(parse_ttl(value)?),
                 // Accepted and meaningless here: docstore always builds v2 indexes in the
                 // foreground.
-                "v" | "background" | "ns" | "storageEngine" => {}
+                // `ns` is dropped from specs since MongoDB 4.4; `v` is always 2 here.
+                "v" | "ns" => {}
+                // mongod ignores `dropDups` (since 3.0) and `background` (since 4.2) but keeps
+                // them in the spec it lists.
+                "background" | "dropDups" | "storageEngine" => {
+                    kept_options.insert(field.clone(), value.clone());
+                }
                 "hidden" | "prepareUnique" => {
                     if crate::value::is_truthy(value) {
                         return Err(Error::not_supported(format!("{field} indexes")));
@@ -128,6 +139,12 @@ impl IndexSpec {
             KeyPatternError::Invalid(message) => in_spec(message),
             KeyPatternError::Unsupported(e) => e,
         })?;
+        if unique && key.values().any(is_hashed) {
+            return Err(Error::location(
+                16764,
+                "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.",
+            ));
+        }
         let is_id_pattern =
             key.len() == 1 && key.get("_id").and_then(crate::value::to_f64) == Some(1.0);
         if expire_after_seconds.is_some() {
@@ -189,6 +206,7 @@ impl IndexSpec {
             sparse,
             partial_filter,
             expire_after_seconds,
+            kept_options,
         })
     }
 
@@ -201,6 +219,7 @@ impl IndexSpec {
             sparse: false,
             partial_filter: None,
             expire_after_seconds: None,
+            kept_options: Document::new(),
         }
     }
 
@@ -223,6 +242,7 @@ impl IndexSpec {
                 Err(_) => d.insert("expireAfterSeconds", secs),
             };
         }
+        d.extend(self.kept_options.clone());
         d
     }
 
@@ -388,6 +408,16 @@ fn validate_key_pattern(key: &Document) -> std::result::Result<(), KeyPatternErr
             return Err(Invalid("Index keys cannot contain an empty field.".into()));
         }
         match value {
+            Bson::String(kind) if kind == "hashed" => {
+                if key.values().filter(|v| is_hashed(v)).count() > 1 {
+                    return Err(Invalid(format!(
+                        "A maximum of one index field is allowed to be hashed but found {} for \
+                         'key' {}",
+                        key.values().filter(|v| is_hashed(v)).count(),
+                        keystring::render_document(key)
+                    )));
+                }
+            }
             Bson::String(kind) => {
                 let feature = match kind.as_str() {
                     "text" => "text indexes",
@@ -418,6 +448,11 @@ fn validate_key_pattern(key: &Document) -> std::result::Result<(), KeyPatternErr
         }
     }
     Ok(())
+}
+
+/// Whether a key pattern value asks for a hashed field.
+fn is_hashed(direction: &Bson) -> bool {
+    matches!(direction, Bson::String(s) if s == "hashed")
 }
 
 /// Longest key stored without a separate allocation (ObjectIds, numbers, short strings).
@@ -486,6 +521,8 @@ impl std::fmt::Debug for KeyBytes {
 struct KeyField {
     path: String,
     descending: bool,
+    /// A hashed field (`"hashed"`): the key holds the value's 64-bit hash.
+    hashed: bool,
 }
 
 /// One index's entries.
@@ -593,6 +630,14 @@ impl Index {
     pub fn new(spec: IndexSpec) -> Result<Index> {
         let mut fields = Vec::with_capacity(spec.key.len());
         for (path, direction) in &spec.key {
+            if is_hashed(direction) {
+                fields.push(KeyField {
+                    path: path.clone(),
+                    descending: false,
+                    hashed: true,
+                });
+                continue;
+            }
             let Some(n) = crate::value::to_f64(direction) else {
                 return Err(Error::not_supported(format!(
                     "{} indexes",
@@ -602,6 +647,7 @@ impl Index {
             fields.push(KeyField {
                 path: path.clone(),
                 descending: n < 0.0,
+                hashed: false,
             });
         }
         let partial = match &spec.partial_filter {
@@ -650,6 +696,18 @@ impl Index {
                 return Ok(Vec::new());
             }
         }
+        for field in self.fields.iter().filter(|f| f.hashed) {
+            if let Extracted::Array(..) = extract(Some(doc), &field.path) {
+                return Err(Error::location(
+                    16766,
+                    format!(
+                        "Error: hashed indexes do not currently support array values. Found \
+                         array at path: {}",
+                        field.path
+                    ),
+                ));
+            }
+        }
         let mut paths: Vec<Option<&str>> = self.fields.iter().map(|f| Some(&*f.path)).collect();
         let mut fixed = vec![Slot::Missing; self.fields.len()];
         let mut tuples = Vec::new();
@@ -677,7 +735,9 @@ impl Index {
                     Slot::EmptyArray => &Bson::Undefined,
                     Slot::Value(v) => *v,
                 };
-                if field.descending {
+                if field.hashed {
+                    keystring::encode_value(&Bson::Int64(hashed::hash_value(value)), &mut key);
+                } else if field.descending {
                     keystring::encode_value_descending(value, &mut key);
                 } else {
                     keystring::encode_value(value, &mut key);
@@ -801,6 +861,53 @@ impl Index {
         self.records_with_key(&key).collect()
     }
 
+    /// The key `returnKey` shows for a document: its first key (the least, for a multikey
+    /// document), one field per key pattern field; empty when the index holds no key for it.
+    pub fn key_document(&self, doc: &Document) -> Result<Document> {
+        let mut out = Document::new();
+        let keys = self.keys_for(doc)?;
+        if let Some(first) = keys.first() {
+            out = self.key_to_document(first);
+        }
+        Ok(out)
+    }
+
+    /// An encoded key of this index as a document, field by field (empty if it does not
+    /// decode).
+    pub fn key_to_document(&self, key: &[u8]) -> Document {
+        let mut out = Document::new();
+        if let Some(values) = keystring::decode_key(key, &self.descending_flags()) {
+            for (field, value) in self.fields.iter().zip(values) {
+                out.insert(field.path.clone(), value);
+            }
+        }
+        out
+    }
+
+    /// The encoded key of one value per key field, as `find`'s `min`/`max` give a bound (a
+    /// hashed field's bound is given as a hash already).
+    pub fn encode_values(&self, values: &[Bson]) -> Vec<u8> {
+        let mut key = Vec::new();
+        for (value, field) in values.iter().zip(&self.fields) {
+            if field.descending {
+                keystring::encode_value_descending(value, &mut key);
+            } else {
+                keystring::encode_value(value, &mut key);
+            }
+        }
+        key
+    }
+
+    /// Whether the index holds the entry `key` → `rid` (for `validate`).
+    pub fn has_entry(&self, key: &[u8], rid: RecordId) -> bool {
+        self.entries.contains(&(KeyBytes::from(key), rid))
+    }
+
+    /// Every (key, record id) entry, in key order (for `validate`).
+    pub fn entries(&self) -> impl Iterator<Item = (&[u8], RecordId)> {
+        self.entries.iter().map(|(k, rid)| (k.as_slice(), *rid))
+    }
+
     pub fn entry_count(&self) -> usize {
         self.entries.len()
     }
@@ -914,7 +1021,7 @@ mod tests {
         assert_eq!(
             spec.to_document(),
             doc! { "v": 2, "key": { "a": -1 }, "name": "a_-1", "unique": true,
-            "sparse": true, "expireAfterSeconds": 3600 }
+            "sparse": true, "expireAfterSeconds": 3600, "background": true }
         );
         assert_eq!(
             IndexSpec::id_index().to_document(),
@@ -1010,7 +1117,6 @@ mod tests {
             ("text", "text indexes"),
             ("2dsphere", "2dsphere indexes"),
             ("2d", "2d indexes"),
-            ("hashed", "hashed indexes"),
         ] {
             let err = IndexSpec::parse(&doc! { "key": { "a": kind }, "name": "x" }).unwrap_err();
             assert_eq!(err.code, ErrorCode::CommandNotSupported);
@@ -1018,6 +1124,14 @@ mod tests {
         }
         let err = IndexSpec::parse(&doc! { "key": { "a": 0 }, "name": "x" }).unwrap_err();
         assert_eq!(err.code_number(), 67);
+        // Hashed indexes: one hashed field at most, and never unique.
+        IndexSpec::parse(&doc! { "key": { "a": 1, "b": "hashed" }, "name": "x" }).unwrap();
+        let err = IndexSpec::parse(&doc! { "key": { "a": "hashed", "b": "hashed" }, "name": "x" })
+            .unwrap_err();
+        assert_eq!(err.code_number(), 67);
+        let err = IndexSpec::parse(&doc! { "key": { "a": "hashed" }, "name": "x", "unique": true })
+            .unwrap_err();
+        assert_eq!(err.code_number(), 16764);
         let err = IndexSpec::parse(&doc! { "key": {}, "name": "x" }).unwrap_err();
         assert_eq!(err.code_number(), 67);
         let err = IndexSpec::parse(&doc! { "key": { "a": 1 } }).unwrap_err();

@@ -10,6 +10,7 @@ mod clients_regressions;
 mod collections;
 mod concurrency;
 mod crud;
+mod driver_differences;
 mod explain;
 mod gridfs;
 mod out_merge;
