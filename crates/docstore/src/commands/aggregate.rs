@@ -75,6 +75,13 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
     let stages: Vec<Document> = stages.into_iter().cloned().collect();
     let vars = args.document("let")?.cloned().unwrap_or_default();
     let pipeline = Pipeline::parse(&stages, &vars)?;
+    if !pipeline.leading_text_match()
+        && stages
+            .iter()
+            .any(|s| crate::aggregation::uses_text_score(&Bson::Document(s.clone())))
+    {
+        return Err(crate::collection::text_score_unavailable());
+    }
     let cursor = args.document("cursor")?;
     if cursor.is_none() && !explain && !args.bool("explain", false)? {
         return Err(Error::failed_to_parse(
@@ -128,7 +135,13 @@ pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<
             let c = handle.read();
             let (hits, _) = c.query(&spec.input.query_spec())?;
             hits.into_iter()
-                .map(|h| Arc::unwrap_or_clone(h.doc))
+                .map(|h| {
+                    let mut d = Arc::unwrap_or_clone(h.doc);
+                    if let Some(score) = h.score {
+                        d.insert(crate::text::SCORE_FIELD, score);
+                    }
+                    d
+                })
                 .collect()
         }
         None => Vec::new(),
@@ -138,7 +151,10 @@ pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<
         db,
     };
     // The input was already selected by the leading `$match`; don't filter it twice.
-    let results = spec.pipeline.without_leading_match().run(input, &ctx)?;
+    let mut results = spec.pipeline.without_leading_match().run(input, &ctx)?;
+    for d in &mut results {
+        crate::text::strip_score(d);
+    }
     let ns = format!("{db}.{}", spec.collection);
     if let Some(terminal) = spec.pipeline.terminal_write() {
         let target = terminal.target();

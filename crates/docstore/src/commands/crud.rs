@@ -244,6 +244,10 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
             project_hits(hits, projection.as_ref())?
         }
     };
+    if projection.as_ref().is_some_and(|p| p.needs_text_score()) && read.filter.text().is_none()
+    {
+        return Err(crate::collection::text_score_unavailable());
+    }
     let batch = state
         .cursors
         .first_batch(&ns, results, batch_size, single_batch);
@@ -258,7 +262,7 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
 fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<Document>> {
     hits.into_iter()
         .map(|hit| match projection {
-            Some(p) => p.apply(&hit.doc, hit.position),
+            Some(p) => p.apply_scored(&hit.doc, hit.position, hit.score),
             None => Ok(Arc::unwrap_or_clone(hit.doc)),
         })
         .collect()

@@ -903,7 +903,7 @@ pub fn plan_limited(
     for (position, idx) in indexes.iter().enumerate() {
         // A sparse index may lack matching documents; a partial one only when the query does
         // not imply its filter.
-        if idx.spec.sparse {
+        if idx.spec.sparse || idx.text().is_some() {
             continue;
         }
         if let Some(partial_filter) = &idx.spec.partial_filter {
