@@ -219,6 +219,10 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
             .map(|l| l as usize),
         ..ReadSpec::parse(args, "filter", vars)?
     };
+    if projection.as_ref().is_some_and(|p| p.needs_text_score()) && read.filter.text().is_none()
+    {
+        return Err(crate::collection::text_score_unavailable());
+    }
     let single_batch = args.bool("singleBatch", false)?;
     // A single batch holds everything the limit allows (up to the 16 MiB cap).
     let batch_size = match args.non_negative("batchSize")? {
@@ -244,10 +248,7 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
             project_hits(hits, projection.as_ref())?
         }
     };
-    if projection.as_ref().is_some_and(|p| p.needs_text_score()) && read.filter.text().is_none()
-    {
-        return Err(crate::collection::text_score_unavailable());
-    }
+
     let batch = state
         .cursors
         .first_batch(&ns, results, batch_size, single_batch);
