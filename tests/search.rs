@@ -133,7 +133,14 @@ async fn results_are_ranked_by_relevance_with_the_matched_field_shown() {
         "A record about the zyzzyva beetle.",
     )
     .await;
-    entry(&app, "weevil", "On weevils", "The zyzzyva is a weevil.", yesterday()).await;
+    entry(
+        &app,
+        "weevil",
+        "On weevils",
+        "The zyzzyva is a weevil.",
+        yesterday(),
+    )
+    .await;
     entry(&app, "draft", "Zyzzyva draft", "zyzzyva zyzzyva", None).await;
     let doc = results(&app, "zyzzyvas").await;
     // Title (weight 10, the whole title) beats the entry's text (weight 1, two words) and the
@@ -290,8 +297,21 @@ async fn the_admin_product_search_falls_back_to_full_text() {
     );
     assert_eq!(count(&doc, ".full-text-note"), 0);
     // Admin content: a title substring first, then the text of the nodes.
-    entry(&app, "notes", "Studio notes", "Recorded in Zanzibar.", yesterday()).await;
-    let doc = html(&body(app.get_admin("/admin/content?section=blog&q=zanzibar").await).await);
+    entry(
+        &app,
+        "notes",
+        "Studio notes",
+        "Recorded in Zanzibar.",
+        yesterday(),
+    )
+    .await;
+    let doc = html(
+        &body(
+            app.get_admin("/admin/content?section=blog&q=zanzibar")
+                .await,
+        )
+        .await,
+    );
     assert_eq!(
         texts(&doc, "table.admin-content tbody td:first-child"),
         ["Studio notes"]

@@ -354,7 +354,10 @@ mod tests {
             "description": "A spiritual suite.",
         };
         let terms = query_terms("loves jazz");
-        assert_eq!(matched_fields(&d, PRODUCT_FIELDS, &terms), vec!["title", "genre"]);
+        assert_eq!(
+            matched_fields(&d, PRODUCT_FIELDS, &terms),
+            vec!["title", "genre"]
+        );
         assert!(matched_fields(&d, PRODUCT_FIELDS, &query_terms("piano")).is_empty());
     }
 

@@ -219,8 +219,7 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
             .map(|l| l as usize),
         ..ReadSpec::parse(args, "filter", vars)?
     };
-    if projection.as_ref().is_some_and(|p| p.needs_text_score()) && read.filter.text().is_none()
-    {
+    if projection.as_ref().is_some_and(|p| p.needs_text_score()) && read.filter.text().is_none() {
         return Err(crate::collection::text_score_unavailable());
     }
     let single_batch = args.bool("singleBatch", false)?;

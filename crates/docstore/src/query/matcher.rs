@@ -175,7 +175,10 @@ enum Node {
     Nor(Vec<Node>),
     Not(Box<Node>),
     Const(bool),
-    Leaf { path: FieldPath, cond: Cond },
+    Leaf {
+        path: FieldPath,
+        cond: Cond,
+    },
     Expr(Box<ExprMatch>),
     /// `$text`: matched against the collection's text index definition once bound.
     Text(Box<crate::text::TextFilter>),

@@ -65,9 +65,7 @@ impl Projection {
                 if d.len() == 1 && d.get("$meta") == Some(&Bson::String("textScore".into())) {
                     validate_path(&path)?;
                     if path.contains('.') {
-                        return Err(Error::not_supported(
-                            "$meta projection on a dotted path",
-                        ));
+                        return Err(Error::not_supported("$meta projection on a dotted path"));
                     }
                     text_score.push(path);
                     continue;

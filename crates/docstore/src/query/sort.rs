@@ -66,7 +66,9 @@ impl SortSpec {
                             keys.push((crate::text::SCORE_FIELD.to_string(), false));
                             continue;
                         }
-                        Some(Bson::String(m)) if d.len() == 1 && META_NAMES.contains(&m.as_str()) => {
+                        Some(Bson::String(m))
+                            if d.len() == 1 && META_NAMES.contains(&m.as_str()) =>
+                        {
                             return Err(Error::not_supported(format!("sorting by $meta: {m}")))
                         }
                         Some(other) if d.len() == 1 => {

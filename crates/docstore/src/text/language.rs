@@ -53,6 +53,7 @@ const LANGUAGES: &[(&str, &str, Language)] = &[
 ];
 
 /// MongoDB's English stop words (the Snowball list with its contractions).
+#[rustfmt::skip]
 const ENGLISH_STOP_WORDS: &[&str] = &[
     "a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are",
     "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both",
@@ -133,7 +134,11 @@ pub fn fold(text: &str, sensitivity: Sensitivity) -> String {
     if sensitivity.diacritics {
         cased
     } else {
-        cased.nfd().filter(|c| !is_combining_mark(*c)).nfc().collect()
+        cased
+            .nfd()
+            .filter(|c| !is_combining_mark(*c))
+            .nfc()
+            .collect()
     }
 }
 
@@ -188,7 +193,10 @@ impl Tokenizer {
     /// The term a word becomes, or `None` for a stop word.
     pub fn term(&self, word: &str) -> Option<String> {
         let insensitive = fold(word, Sensitivity::default());
-        if self.language.is_stop_word(&insensitive.replace('\u{2019}', "'")) {
+        if self
+            .language
+            .is_stop_word(&insensitive.replace('\u{2019}', "'"))
+        {
             return None;
         }
         let folded = if self.sensitivity == Sensitivity::default() {

@@ -145,8 +145,7 @@ pub fn normalize(key: &Document, raw: &RawTextOptions) -> Result<(Document, Text
         None => {}
         Some(Bson::Document(given)) => {
             for (field, w) in given {
-                let Some(w) = crate::value::to_f64(w).filter(|_| crate::value::is_number(w))
-                else {
+                let Some(w) = crate::value::to_f64(w).filter(|_| crate::value::is_number(w)) else {
                     return Err(location(17283, "weight for text index needs numeric type"));
                 };
                 weights.insert(field.clone(), w);
@@ -455,12 +454,7 @@ impl TextIndex {
 }
 
 /// MongoDB's `_scoreStringV2` (see [`TextIndex::term_scores`]).
-fn score_string(
-    tokenizer: &Tokenizer,
-    raw: &str,
-    weight: f64,
-    scores: &mut BTreeMap<String, f64>,
-) {
+fn score_string(tokenizer: &Tokenizer, raw: &str, weight: f64, scores: &mut BTreeMap<String, f64>) {
     struct Helper {
         count: u32,
         exp: f64,
@@ -581,7 +575,10 @@ mod tests {
 
     #[test]
     fn scores_follow_mongodbs_formula() {
-        let idx = index(doc! { "title": "text", "body": "text" }, Some(doc! { "title": 2 }));
+        let idx = index(
+            doc! { "title": "text", "body": "text" },
+            Some(doc! { "title": 2 }),
+        );
         let scores = idx
             .term_scores(&doc! { "title": "Love", "body": "love me, love my dog" })
             .unwrap();

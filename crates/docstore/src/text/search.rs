@@ -240,10 +240,7 @@ impl BoundText {
         let Ok(scores) = self.index.term_scores(doc) else {
             return 0.0;
         };
-        self.index_terms
-            .iter()
-            .filter_map(|t| scores.get(t))
-            .sum()
+        self.index_terms.iter().filter_map(|t| scores.get(t)).sum()
     }
 }
 

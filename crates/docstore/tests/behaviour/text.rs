@@ -90,11 +90,7 @@ async fn list_indexes_shows_the_normalised_text_index() {
         .into_iter()
         .map(|m| bson::to_document(&m).unwrap())
         .collect();
-    let raw = t
-        .db
-        .run_command(doc! { "listIndexes": "c" })
-        .await
-        .unwrap();
+    let raw = t.db.run_command(doc! { "listIndexes": "c" }).await.unwrap();
     let batch = raw
         .get_document("cursor")
         .unwrap()
@@ -105,7 +101,10 @@ async fn list_indexes_shows_the_normalised_text_index() {
         .filter_map(Bson::as_document)
         .find(|d| d.get_str("name") == Ok("search"))
         .expect("the text index is listed");
-    assert_eq!(spec.get_document("key").unwrap(), &doc! { "_fts": "text", "_ftsx": 1 });
+    assert_eq!(
+        spec.get_document("key").unwrap(),
+        &doc! { "_fts": "text", "_ftsx": 1 }
+    );
     let weights = spec.get_document("weights").unwrap();
     assert_eq!(weights.get("title").and_then(Bson::as_i32), Some(10));
     assert_eq!(weights.get("body").and_then(Bson::as_i32), Some(1));
@@ -176,7 +175,10 @@ async fn case_and_diacritic_sensitivity_are_options() {
         ids(&c, sensitive(doc! { "$diacriticSensitive": true })).await,
         vec![1]
     );
-    assert_eq!(ids(&c, sensitive(doc! { "$caseSensitive": true })).await, vec![1]);
+    assert_eq!(
+        ids(&c, sensitive(doc! { "$caseSensitive": true })).await,
+        vec![1]
+    );
 }
 
 #[tokio::test]
@@ -200,15 +202,24 @@ async fn scores_follow_mongodbs_formula() {
     // _id 1, "blue": title 3 × 1 × 0.75 = 2.25; body 1 × 1.5 × (0.5 × 2/3 + 0.5) = 1.25.
     // _id 2, "blue": body 1 × 1 × 1 × 1.1 = 1.1.
     let blue = scored(&c, "blue").await;
-    assert_eq!(blue.iter().map(|(id, _)| *id).collect::<Vec<_>>(), vec![1, 2]);
+    assert_eq!(
+        blue.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        vec![1, 2]
+    );
     assert!((blue[0].1 - 3.5).abs() < 1e-9, "{blue:?}");
     assert!((blue[1].1 - 1.1).abs() < 1e-9, "{blue:?}");
     // "blue sky": _id 1 adds sky in body, 1 × 1 × (0.5 × 1/3 + 0.5); _id 2 adds the title
     // "Sky", 3 × 1 × 1 × 1.1 = 3.3, and now ranks first.
     let both = scored(&c, "blue sky").await;
-    assert_eq!(both.iter().map(|(id, _)| *id).collect::<Vec<_>>(), vec![2, 1]);
+    assert_eq!(
+        both.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        vec![2, 1]
+    );
     assert!((both[0].1 - 4.4).abs() < 1e-9, "{both:?}");
-    assert!((both[1].1 - (3.5 + 0.5 / 3.0 + 0.5)).abs() < 1e-9, "{both:?}");
+    assert!(
+        (both[1].1 - (3.5 + 0.5 / 3.0 + 0.5)).abs() < 1e-9,
+        "{both:?}"
+    );
 }
 
 #[tokio::test]
@@ -249,17 +260,22 @@ async fn compound_text_index_needs_equality_on_its_prefix() {
     .unwrap();
     text_index(&c, doc! { "shop": 1, "s": "text" }, None).await;
     assert_eq!(
-        ids(&c, doc! { "shop": "a", "$text": { "$search": "blue piano" } }).await,
+        ids(
+            &c,
+            doc! { "shop": "a", "$text": { "$search": "blue piano" } }
+        )
+        .await,
         vec![1, 3]
     );
     assert_eq!(
-        ids(&c, doc! { "shop": { "$eq": "b" }, "$text": { "$search": "blue" } }).await,
+        ids(
+            &c,
+            doc! { "shop": { "$eq": "b" }, "$text": { "$search": "blue" } }
+        )
+        .await,
         vec![2]
     );
-    let e = assert_code(
-        c.find(doc! { "$text": { "$search": "blue" } }).await,
-        291,
-    );
+    let e = assert_code(c.find(doc! { "$text": { "$search": "blue" } }).await, 291);
     assert!(e.to_string().contains("prefix"), "{e}");
     assert_code(
         c.find(doc! { "shop": { "$gt": "a" }, "$text": { "$search": "blue" } })
@@ -287,13 +303,21 @@ async fn language_override_and_default_language_choose_the_stemmer() {
     .await;
     // Spanish stemming: "cancion" finds "canciones".
     assert_eq!(
-        ids(&c, doc! { "$text": { "$search": "cancion", "$language": "es" } }).await,
+        ids(
+            &c,
+            doc! { "$text": { "$search": "cancion", "$language": "es" } }
+        )
+        .await,
         vec![1]
     );
     // English stems "songs"; the "none" document keeps its words (and its stop words) as is.
     assert_eq!(search(&c, "song").await, vec![2]);
     assert_eq!(
-        ids(&c, doc! { "$text": { "$search": "the", "$language": "none" } }).await,
+        ids(
+            &c,
+            doc! { "$text": { "$search": "the", "$language": "none" } }
+        )
+        .await,
         vec![3]
     );
     let e = assert_code(
@@ -312,9 +336,12 @@ async fn language_override_and_default_language_choose_the_stemmer() {
 async fn the_index_follows_updates_and_deletes() {
     let t = test_db().await;
     let c = lines(&t.db).await;
-    c.update_one(doc! { "_id": 2 }, doc! { "$set": { "text": "She hates rock" } })
-        .await
-        .unwrap();
+    c.update_one(
+        doc! { "_id": 2 },
+        doc! { "$set": { "text": "She hates rock" } },
+    )
+    .await
+    .unwrap();
     assert_eq!(search(&c, "jazz").await, Vec::<i32>::new());
     assert_eq!(search(&c, "hate").await, vec![2, 5]);
     c.delete_one(doc! { "_id": 5 }).await.unwrap();
@@ -340,11 +367,12 @@ async fn misuse_gets_mongodbs_errors() {
     let t = test_db().await;
     let plain = t.db.collection::<Document>("plain");
     plain.insert_one(doc! { "_id": 1, "s": "x" }).await.unwrap();
-    let e = assert_code(
-        plain.find(doc! { "$text": { "$search": "x" } }).await,
-        27,
+    let e = assert_code(plain.find(doc! { "$text": { "$search": "x" } }).await, 27);
+    assert!(
+        e.to_string()
+            .contains("text index required for $text query"),
+        "{e}"
     );
-    assert!(e.to_string().contains("text index required for $text query"), "{e}");
 
     let c = lines(&t.db).await;
     let text = doc! { "$search": "love" };
@@ -353,14 +381,18 @@ async fn misuse_gets_mongodbs_errors() {
             .await,
         2,
     );
-    assert_code(c.find(doc! { "$nor": [{ "$text": text.clone() }] }).await, 2);
+    assert_code(
+        c.find(doc! { "$nor": [{ "$text": text.clone() }] }).await,
+        2,
+    );
     assert!(c
         .find(doc! { "a": { "$elemMatch": { "$text": text.clone() } } })
         .await
         .is_err());
     // $or with $text needs every other branch indexed.
     assert_code(
-        c.find(doc! { "$or": [{ "$text": text.clone() }, { "n": 1 }] }).await,
+        c.find(doc! { "$or": [{ "$text": text.clone() }, { "n": 1 }] })
+            .await,
         291,
     );
     c.create_index(IndexModel::builder().keys(doc! { "n": 1 }).build())
@@ -386,7 +418,8 @@ async fn misuse_gets_mongodbs_errors() {
     // Bad $text arguments.
     assert_code(c.find(doc! { "$text": { "$search": 1 } }).await, 14);
     assert_code(
-        c.find(doc! { "$text": { "$search": "x", "$bogus": 1 } }).await,
+        c.find(doc! { "$text": { "$search": "x", "$bogus": 1 } })
+            .await,
         2,
     );
     // One text index per collection.
@@ -424,7 +457,10 @@ async fn aggregation_reads_the_score_after_a_leading_text_match() {
     let ids: Vec<i32> = out.iter().map(|d| d.get_i32("_id").unwrap()).collect();
     assert_eq!(ids, vec![3, 4]);
     assert!(out[0].get_f64("score").unwrap() > out[1].get_f64("score").unwrap());
-    assert_eq!(out[1].keys().collect::<Vec<_>>(), vec!["_id", "text", "score"]);
+    assert_eq!(
+        out[1].keys().collect::<Vec<_>>(),
+        vec!["_id", "text", "score"]
+    );
     assert_code(
         c.aggregate([
             doc! { "$match": { "n": 1 } },
@@ -460,9 +496,8 @@ async fn aggregation_reads_the_score_after_a_leading_text_match() {
 async fn explain_shows_the_text_stages() {
     let t = test_db().await;
     lines(&t.db).await;
-    let e = t
-        .db
-        .run_command(doc! {
+    let e =
+        t.db.run_command(doc! {
             "explain": {
                 "find": "lines",
                 "filter": { "$text": { "$search": "love -grey \"blue sky\"" } },
@@ -511,9 +546,18 @@ async fn text_indexes_survive_a_restart() {
         let client = crate::common::client_for(&server.uri()).await;
         let c = client.database("d").collection::<Document>("c");
         if round == 0 {
-            c.insert_one(doc! { "_id": 1, "s": "loving jazz" }).await.unwrap();
-            text_index(&c, doc! { "s": "text" }, Some(doc! { "weights": { "s": 2 } })).await;
-            c.insert_one(doc! { "_id": 2, "s": "loves rock" }).await.unwrap();
+            c.insert_one(doc! { "_id": 1, "s": "loving jazz" })
+                .await
+                .unwrap();
+            text_index(
+                &c,
+                doc! { "s": "text" },
+                Some(doc! { "weights": { "s": 2 } }),
+            )
+            .await;
+            c.insert_one(doc! { "_id": 2, "s": "loves rock" })
+                .await
+                .unwrap();
         }
         assert_eq!(search(&c, "love").await, vec![1, 2], "round {round}");
         let best = scored(&c, "jazz").await;
