@@ -141,6 +141,13 @@ impl Collection {
         let ns = self.namespace();
         let mut changes = Vec::with_capacity(self.indexes.len());
         for (i, index) in self.indexes.iter().enumerate() {
+            if index
+                .text()
+                .is_some_and(|t| t.same_input(&old_doc, &new_doc))
+                && index.spec.partial_filter.is_none()
+            {
+                continue;
+            }
             let old_keys = index.keys_for(&old_doc)?;
             let new_keys = index.keys_for(&new_doc)?;
             if old_keys != new_keys {

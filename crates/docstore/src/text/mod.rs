@@ -434,6 +434,24 @@ impl TextIndex {
         key
     }
 
+    /// Whether two versions of a document give the same keys without tokenizing them: the
+    /// same indexed strings (with weights and languages) and the same prefix values. Most
+    /// updates (stock counters, reservations) touch no indexed text.
+    pub fn same_input(&self, old: &Document, new: &Document) -> bool {
+        let (Ok(a), Ok(b)) = (self.values(old), self.values(new)) else {
+            return false;
+        };
+        let same_values = a.len() == b.len()
+            && a.iter()
+                .zip(&b)
+                .all(|(x, y)| x.text == y.text && x.weight == y.weight && x.language == y.language);
+        same_values
+            && match (self.prefix_values(old), self.prefix_values(new)) {
+                (Ok(x), Ok(y)) => x == y,
+                _ => false,
+            }
+    }
+
     /// The index keys of `doc`: one per distinct term, under its prefix values.
     pub fn keys_for(&self, doc: &Document) -> Result<Vec<Vec<u8>>> {
         let prefix = self.prefix_values(doc)?;
@@ -589,6 +607,24 @@ mod tests {
         assert!((scores["love"] - love).abs() < 1e-12);
         assert!((scores["dog"] - (0.5 / 3.0 + 0.5)).abs() < 1e-12);
         assert_eq!(scores.len(), 2);
+    }
+
+    #[test]
+    fn updates_that_leave_the_text_alone_are_recognised() {
+        let (key, options) = normalize(
+            &doc! { "shop": 1, "title": "text" },
+            &RawTextOptions::default(),
+        )
+        .unwrap();
+        let idx = TextIndex::new(&key, &options).unwrap();
+        let old = doc! { "shop": "a", "title": "Blue", "qty": 1 };
+        assert!(idx.same_input(&old, &doc! { "shop": "a", "title": "Blue", "qty": 2 }));
+        assert!(!idx.same_input(&old, &doc! { "shop": "a", "title": "Red", "qty": 1 }));
+        assert!(!idx.same_input(&old, &doc! { "shop": "b", "title": "Blue", "qty": 1 }));
+        assert!(!idx.same_input(
+            &old,
+            &doc! { "shop": "a", "title": "Blue", "language": "spanish" }
+        ));
     }
 
     #[test]
