@@ -4,7 +4,7 @@
 use actix_web::web;
 
 use crate::web::{assets, read};
-use crate::{admin, cart, catalog, checkout, content, health, home, media};
+use crate::{admin, cart, catalog, checkout, content, health, home, media, search};
 
 /// Every route of the site.
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -48,7 +48,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/media/{file_id}", read().to(media::serve))
         .route("/media/{file_id}/thumb", read().to(media::serve_thumbnail))
         .route("/media/{file_id}/display", read().to(media::serve_display))
-        .route("/tags/{tag}", read().to(content::pages::tag));
+        .route("/tags/{tag}", read().to(content::pages::tag))
+        .route("/search", read().to(search::pages::results));
     // Content sections (`/pages/`, `/blog/`, `/gallery/`): only the known names match, so
     // these never shadow another area's routes.
     let names: Vec<&str> = content::model::SECTIONS.iter().map(|s| s.name).collect();

@@ -39,6 +39,8 @@ pub struct ProductListPage {
     pub search: String,
     pub products: Vec<Product>,
     pub total: u64,
+    /// No title or SKU matched, so these are full-text matches, best first.
+    pub full_text: bool,
 }
 
 impl ProductListPage {
@@ -610,7 +612,8 @@ fn parse_id(id: &str) -> Result<ObjectId, AppError> {
     ObjectId::parse_str(id).map_err(|_| AppError::NotFound)
 }
 
-/// `GET /admin/products?q=`: by title prefix or exact SKU.
+/// `GET /admin/products?q=`: by title prefix or exact SKU; when neither matches, the site
+/// search's full-text index (titles, people, genres, descriptions), best matches first.
 pub async fn index(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -632,13 +635,24 @@ pub async fn index(
         doc! { "$or": [ { "sku": &search }, { "search_title": title_prefix(&search) } ] }
     };
     let collection = products::collection(&state.db);
-    let total = collection
+    let mut total = collection
         .count_documents(filter.clone())
         .await
         .map_err(crate::db::DbError::from)?;
+    let mut sort = doc! { "search_title": 1, "_id": 1 };
+    let mut filter = filter;
+    let full_text = total == 0 && !search.is_empty();
+    if full_text {
+        filter = crate::search::text_filter(&search);
+        sort = crate::search::score_sort();
+        total = collection
+            .count_documents(filter.clone())
+            .await
+            .map_err(crate::db::DbError::from)?;
+    }
     let products: Vec<Product> = collection
         .find(filter)
-        .sort(doc! { "search_title": 1, "_id": 1 })
+        .sort(sort)
         .limit(LIST_LIMIT)
         .await
         .map_err(crate::db::DbError::from)?
@@ -650,6 +664,7 @@ pub async fn index(
         search,
         products,
         total,
+        full_text: full_text && total > 0,
     })
 }
 

@@ -138,7 +138,11 @@ impl<'a> Scope<'a> {
             local = l.next;
         }
         match name {
-            "ROOT" | "CURRENT" => Ok(Some(Bson::Document(self.root.clone()))),
+            "ROOT" | "CURRENT" => {
+                let mut root = self.root.clone();
+                crate::text::strip_score(&mut root);
+                Ok(Some(Bson::Document(root)))
+            }
             "REMOVE" => Ok(None),
             "NOW" => Ok(Some(
                 self.vars
@@ -164,7 +168,6 @@ impl<'a> Scope<'a> {
 const UNSUPPORTED_OPERATORS: &[&str] = &[
     "$accumulator",
     "$function",
-    "$meta",
     "$rand",
     "$sampleRate",
     "$dateAdd",
@@ -553,6 +556,20 @@ fn find<'a>(args: &[(&str, &'a Bson)], name: &str) -> Option<&'a Bson> {
 fn parse_operator(name: &str, arg: &Bson) -> Result<Expression> {
     let op = match name {
         "$literal" => return Ok(Expression::Literal(arg.clone())),
+        // A document's text score travels in a hidden field of the pipeline's documents (see
+        // `crate::text::SCORE_FIELD`), so reading it is reading that field.
+        "$meta" => {
+            return match arg {
+                Bson::String(m) if m == "textScore" => Ok(Expression::FieldPath(vec![
+                    crate::text::SCORE_FIELD.to_string(),
+                ])),
+                Bson::String(m) => Err(Error::not_supported(format!("$meta: \"{m}\""))),
+                other => Err(Error::location(
+                    17308,
+                    format!("Unsupported argument to $meta: {other}"),
+                )),
+            }
+        }
         "$and" => Operator::And(parse_args(arg)?),
         "$or" => Operator::Or(parse_args(arg)?),
         "$ifNull" => {

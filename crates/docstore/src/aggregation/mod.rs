@@ -121,6 +121,13 @@ impl Pipeline {
             .iter()
             .map(|s| parse_stage(s, vars))
             .collect::<Result<Vec<_>>>()?;
+        for stage in parsed.iter().skip(1) {
+            if let Stage::Match { filter, .. } = stage {
+                if filter.text().is_some() {
+                    return Err(text_not_first());
+                }
+            }
+        }
         Ok(Pipeline {
             stages: parsed,
             names: stages
@@ -139,6 +146,11 @@ impl Pipeline {
             Some(Stage::Match { spec, .. }) => Some(spec),
             _ => None,
         }
+    }
+
+    /// Whether the pipeline starts with a `$match` holding `$text`.
+    pub fn leading_text_match(&self) -> bool {
+        matches!(self.stages.first(), Some(Stage::Match { filter, .. }) if filter.text().is_some())
     }
 
     /// The pipeline minus its leading `$match` (unchanged when it has none), for a caller that
@@ -335,6 +347,25 @@ fn parse_stage(stage: &Document, vars: &Document) -> Result<Stage> {
     })
 }
 
+fn text_not_first() -> Error {
+    Error::location(
+        17313,
+        "$match with $text is only allowed as the first pipeline stage",
+    )
+}
+
+/// Whether a stage specification asks for `{$meta: "textScore"}` anywhere.
+pub fn uses_text_score(value: &Bson) -> bool {
+    match value {
+        Bson::Document(d) => {
+            (d.len() == 1 && d.get("$meta") == Some(&Bson::String("textScore".into())))
+                || d.values().any(uses_text_score)
+        }
+        Bson::Array(items) => items.iter().any(uses_text_score),
+        _ => false,
+    }
+}
+
 /// Stages a `$facet` sub-pipeline may not contain.
 const NOT_IN_FACET: &[&str] = &[
     "$facet",
@@ -400,10 +431,11 @@ fn parse_facet(spec: &Bson, vars: &Document) -> Result<Vec<(String, Pipeline)>> 
             }
             stages.push(stage.clone());
         }
-        facets.push((
-            name.clone(),
-            Pipeline::parse_with_system_vars(&stages, vars)?,
-        ));
+        let pipeline = Pipeline::parse_with_system_vars(&stages, vars)?;
+        if pipeline.leading_text_match() {
+            return Err(text_not_first());
+        }
+        facets.push((name.clone(), pipeline));
     }
     Ok(facets)
 }

@@ -113,6 +113,13 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
         (args.collection()?.to_string(), None)
     };
     let pipeline = Pipeline::parse(&stages, &vars)?;
+    if !pipeline.leading_text_match()
+        && stages
+            .iter()
+            .any(|s| crate::aggregation::uses_text_score(&Bson::Document(s.clone())))
+    {
+        return Err(crate::collection::text_score_unavailable());
+    }
     let cursor = args.document("cursor")?;
     if cursor.is_none() && !explain && !args.bool("explain", false)? {
         return Err(Error::failed_to_parse(
@@ -192,11 +199,14 @@ pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<
         catalog: &state.catalog,
         db,
     };
-    let results = match &spec.documents {
+    let mut results = match &spec.documents {
         // `$documents` input: the whole pipeline runs over it, its leading `$match` included.
         Some(docs) => spec.pipeline.run(docs.clone(), &ctx)?,
         None => collection_results(state, db, &spec, &ctx)?,
     };
+    for d in &mut results {
+        crate::text::strip_score(d);
+    }
     let ns = format!("{db}.{}", spec.collection);
     if let Some(terminal) = spec.pipeline.terminal_write() {
         let target = terminal.target();
@@ -234,7 +244,13 @@ fn collection_results(
             let c = handle.read();
             let (hits, _) = c.query(&spec.input.query_spec())?;
             hits.into_iter()
-                .map(|h| Arc::unwrap_or_clone(h.doc))
+                .map(|h| {
+                    let mut d = Arc::unwrap_or_clone(h.doc);
+                    if let Some(score) = h.score {
+                        d.insert(crate::text::SCORE_FIELD, score);
+                    }
+                    d
+                })
                 .collect()
         }
         None => Vec::new(),

@@ -246,6 +246,9 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
             .map(|l| l as usize),
         ..ReadSpec::parse(args, "filter", vars)?
     };
+    if projection.as_ref().is_some_and(|p| p.needs_text_score()) && read.filter.text().is_none() {
+        return Err(crate::collection::text_score_unavailable());
+    }
     let single_batch = args.bool("singleBatch", false)?;
     // A single batch holds everything the limit allows (up to the 16 MiB cap).
     let batch_size = match args.non_negative("batchSize")? {
@@ -275,6 +278,7 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
             }
         }
     };
+
     let batch = state
         .cursors
         .first_batch(&ns, results, batch_size, single_batch);
@@ -289,7 +293,7 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
 fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<Document>> {
     hits.into_iter()
         .map(|hit| match projection {
-            Some(p) => p.apply(&hit.doc, hit.position),
+            Some(p) => p.apply_scored(&hit.doc, hit.position, hit.score),
             None => Ok(Arc::unwrap_or_clone(hit.doc)),
         })
         .collect()

@@ -31,6 +31,8 @@ pub struct IndexSpec {
     /// Options accepted for compatibility that change nothing here (`background`, `dropDups`,
     /// `storageEngine`), kept as given so that `listIndexes` shows them as mongod does.
     pub kept_options: Document,
+    /// Set for a text index (whose `key` is then the normalised `{…, _fts: "text", _ftsx: 1}`).
+    pub text: Option<crate::text::TextOptions>,
 }
 
 /// MongoDB's InvalidIndexSpecificationOption.
@@ -47,6 +49,7 @@ impl IndexSpec {
         let mut partial_filter = None;
         let mut expire_after_seconds = None;
         let mut kept_options = Document::new();
+        let mut raw_text = crate::text::RawTextOptions::default();
         for (field, value) in spec {
             match field.as_str() {
                 "key" => match value {
@@ -85,9 +88,10 @@ impl IndexSpec {
                     }
                 }
                 "collation" => return Err(Error::not_supported("index collations")),
-                "weights" | "default_language" | "language_override" | "textIndexVersion" => {
-                    return Err(Error::not_supported("text indexes"))
-                }
+                "weights" => raw_text.weights = Some(value.clone()),
+                "default_language" => raw_text.default_language = Some(value.clone()),
+                "language_override" => raw_text.language_override = Some(value.clone()),
+                "textIndexVersion" => raw_text.version = Some(value.clone()),
                 "2dsphereIndexVersion" | "bits" | "min" | "max" | "bucketSize" => {
                     return Err(Error::not_supported("geospatial indexes"))
                 }
@@ -105,7 +109,7 @@ impl IndexSpec {
                 }
             }
         }
-        let Some(key) = key else {
+        let Some(mut key) = key else {
             return Err(Error::failed_to_parse(
                 "The 'key' field is a required property of an index specification",
             ));
@@ -145,6 +149,13 @@ impl IndexSpec {
                 "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.",
             ));
         }
+        let text = if crate::text::is_text_key(&key) || !raw_text.is_empty() {
+            let (normalized, options) = crate::text::normalize(&key, &raw_text)?;
+            key = normalized;
+            Some(options)
+        } else {
+            None
+        };
         let is_id_pattern =
             key.len() == 1 && key.get("_id").and_then(crate::value::to_f64) == Some(1.0);
         if expire_after_seconds.is_some() {
@@ -207,6 +218,7 @@ impl IndexSpec {
             partial_filter,
             expire_after_seconds,
             kept_options,
+            text,
         })
     }
 
@@ -220,6 +232,7 @@ impl IndexSpec {
             partial_filter: None,
             expire_after_seconds: None,
             kept_options: Document::new(),
+            text: None,
         }
     }
 
@@ -243,6 +256,12 @@ impl IndexSpec {
             };
         }
         d.extend(self.kept_options.clone());
+        if let Some(text) = &self.text {
+            d.insert("weights", text.weights.clone());
+            d.insert("default_language", text.default_language.clone());
+            d.insert("language_override", text.language_override.clone());
+            d.insert("textIndexVersion", text.version);
+        }
         d
     }
 
@@ -290,7 +309,8 @@ impl IndexSpec {
         }
         let same_options = self.unique == existing.unique
             && self.sparse == existing.sparse
-            && self.expire_after_seconds == existing.expire_after_seconds;
+            && self.expire_after_seconds == existing.expire_after_seconds
+            && self.text == existing.text;
         let both = || {
             format!(
                 "Requested index: {}, existing index: {}",
@@ -396,10 +416,11 @@ fn validate_key_pattern(key: &Document) -> std::result::Result<(), KeyPatternErr
         if field.is_empty() {
             return Err(Invalid("Index keys cannot be an empty field.".into()));
         }
-        if field == "$**" || field.ends_with(".$**") {
+        let is_text = matches!(value, Bson::String(s) if s == "text");
+        if (field == "$**" || field.ends_with(".$**")) && !(is_text && field == "$**") {
             return Err(Unsupported(Error::not_supported("wildcard indexes")));
         }
-        if field.starts_with('$') {
+        if field.starts_with('$') && !is_text {
             return Err(Invalid(
                 "Index key contains an illegal field name: field name starts with '$'.".into(),
             ));
@@ -420,7 +441,7 @@ fn validate_key_pattern(key: &Document) -> std::result::Result<(), KeyPatternErr
             }
             Bson::String(kind) => {
                 let feature = match kind.as_str() {
-                    "text" => "text indexes",
+                    "text" => continue,
                     "2dsphere" => "2dsphere indexes",
                     "2d" => "2d indexes",
                     "geoHaystack" => "geoHaystack indexes",
@@ -535,6 +556,8 @@ pub struct Index {
     entries: BTreeSet<(KeyBytes, RecordId)>,
     /// Set once any document had an array on an indexed path (never cleared, like MongoDB).
     multikey: AtomicBool,
+    /// For a text index: its definition (keys are then prefix values plus one term).
+    text: Option<std::sync::Arc<crate::text::TextIndex>>,
 }
 
 impl Clone for Index {
@@ -545,6 +568,7 @@ impl Clone for Index {
             partial: self.partial.clone(),
             entries: self.entries.clone(),
             multikey: AtomicBool::new(self.is_multikey()),
+            text: self.text.clone(),
         }
     }
 }
@@ -628,8 +652,17 @@ fn extract<'a>(obj: Option<&'a Document>, path: &'a str) -> Extracted<'a> {
 
 impl Index {
     pub fn new(spec: IndexSpec) -> Result<Index> {
+        let text = match &spec.text {
+            Some(options) => Some(std::sync::Arc::new(crate::text::TextIndex::new(
+                &spec.key, options,
+            )?)),
+            None => None,
+        };
         let mut fields = Vec::with_capacity(spec.key.len());
         for (path, direction) in &spec.key {
+            if text.is_some() && (path == "_fts" || path == "_ftsx") {
+                continue;
+            }
             if is_hashed(direction) {
                 fields.push(KeyField {
                     path: path.clone(),
@@ -660,7 +693,19 @@ impl Index {
             partial,
             entries: BTreeSet::new(),
             multikey: AtomicBool::new(false),
+            text,
         })
+    }
+
+    /// The text index definition, for a text index.
+    pub fn text(&self) -> Option<&crate::text::TextIndex> {
+        self.text.as_deref()
+    }
+
+    /// Records holding `term` under the given equality prefix values (text indexes).
+    pub fn text_records(&self, prefix: &[&Bson], term: &str) -> Vec<RecordId> {
+        let key = crate::text::TextIndex::key(prefix, term);
+        self.records_with_key(&key).collect()
     }
 
     /// A TTL index the monitor sweeps: `expireAfterSeconds` on a single field.
@@ -707,6 +752,9 @@ impl Index {
                     ),
                 ));
             }
+        }
+        if let Some(text) = &self.text {
+            return text.keys_for(doc);
         }
         let mut paths: Vec<Option<&str>> = self.fields.iter().map(|f| Some(&*f.path)).collect();
         let mut fixed = vec![Slot::Missing; self.fields.len()];
@@ -1114,7 +1162,6 @@ mod tests {
     #[test]
     fn spec_parse_names_unsupported_index_kinds() {
         for (kind, feature) in [
-            ("text", "text indexes"),
             ("2dsphere", "2dsphere indexes"),
             ("2d", "2d indexes"),
         ] {

@@ -912,6 +912,13 @@ pub fn plan_limited(
         Some(_) => return Err(unknown_hint()),
     };
     if let Some(position) = hinted {
+        // A text index holds terms, not field values: only `$text` can use it.
+        if indexes[position].text().is_some() {
+            return Err(Error::bad_value(
+                "hint provided does not correspond to an existing index: a text index can only \
+                 answer a $text query",
+            ));
+        }
         let c = evaluate(position, indexes[position], &constraints, sort);
         return Ok(Plan::IndexScan {
             index: c.index,
@@ -927,7 +934,7 @@ pub fn plan_limited(
     for (position, idx) in indexes.iter().enumerate() {
         // A sparse index may lack matching documents; a partial one only when the query does
         // not imply its filter.
-        if idx.spec.sparse {
+        if idx.spec.sparse || idx.text().is_some() {
             continue;
         }
         if let Some(partial_filter) = &idx.spec.partial_filter {

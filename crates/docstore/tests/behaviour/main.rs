@@ -16,5 +16,6 @@ mod gridfs;
 mod out_merge;
 mod pipeline_updates;
 mod query;
+mod text;
 mod ttl_partial;
 mod update;
