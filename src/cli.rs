@@ -28,7 +28,8 @@ commands:
   restore DIR [--force]
                   restore a backup (or a mongodump directory, without --gzip) as the embedded
                   store's data, with Bazaar stopped; --force moves a non-empty database.path
-                  aside to database.path.before-restore-<time> first
+                  aside to database.path.before-restore-<time> first. With a mongodb:// URI,
+                  restore through the driver into empty databases (--force drops them first)
   migrate --to URI [--force | --resume] [--batch N] [--max-batches N]
                   copy the whole database to a MongoDB server (stop writes first), verify
                   counts and checksums; --resume continues an interrupted copy, --force drops
@@ -272,36 +273,58 @@ async fn backup(dir: String) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `bazaar restore DIR [--force]`: into the embedded store's directory, Bazaar stopped.
+/// `bazaar restore DIR [--force]`: into the embedded store's directory (Bazaar stopped), or
+/// through the driver into the configured MongoDB.
 async fn restore(dir: String, force: bool) -> anyhow::Result<()> {
+    use crate::config::DatabaseUri;
     let settings = load_settings()?;
-    if settings.database.uri != crate::config::DatabaseUri::Embedded {
-        anyhow::bail!(
-            "restore writes the embedded store's directory (database.uri = \"embedded\"); for \
-             a MongoDB server use mongorestore on the backup directory (it reads this format), \
-             or restore into the embedded store and run `bazaar migrate`"
-        );
-    }
-    let report =
-        crate::backup::restore_embedded(std::path::Path::new(&dir), &settings.database.path, force)
-            .await
-            .context("restore failed")?;
+    let dir = std::path::Path::new(&dir);
+    let (collections, documents, verified, skipped, target) = match &settings.database.uri {
+        DatabaseUri::Embedded => {
+            let report = crate::backup::restore_embedded(dir, &settings.database.path, force)
+                .await
+                .context("restore failed")?;
+            if let Some(aside) = &report.previous_moved_to {
+                println!("The previous data is in {}.", aside.display());
+            }
+            (
+                report.collections,
+                report.documents,
+                report.verified_manifest,
+                report.skipped,
+                settings.database.path.display().to_string(),
+            )
+        }
+        DatabaseUri::Memory => anyhow::bail!(
+            "database.uri is \"memory\": that store lives only inside the serving process; \
+             restore into the embedded store (database.uri = \"embedded\") instead"
+        ),
+        DatabaseUri::External(uri) => {
+            let client = mongodb::Client::with_uri_str(uri)
+                .await
+                .context("invalid database.uri")?;
+            let outcome = crate::backup::restore_through_driver(&client, dir, force).await;
+            client.shutdown().await;
+            let report = outcome.context("restore failed")?;
+            (
+                report.collections,
+                report.documents,
+                report.verified_manifest,
+                report.skipped,
+                crate::config::redact_uri(uri),
+            )
+        }
+    };
     println!(
-        "Restored {} collections, {} documents into {}{}.",
-        report.collections,
-        report.documents,
-        settings.database.path.display(),
-        if report.verified_manifest {
+        "Restored {collections} collections, {documents} documents into {target}{}.",
+        if verified {
             " (every file matched the backup's checksums)"
         } else {
             " (a mongodump: every file was read and checked before anything was written)"
         }
     );
-    for skipped in &report.skipped {
+    for skipped in &skipped {
         println!("Skipped: {skipped}");
-    }
-    if let Some(aside) = &report.previous_moved_to {
-        println!("The previous data is in {}.", aside.display());
     }
     Ok(())
 }

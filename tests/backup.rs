@@ -539,3 +539,76 @@ async fn bazaar_backup_reaches_a_running_bazaar_and_restore_checks_before_writin
         .collect();
     assert!(siblings.is_empty(), "{siblings:?}");
 }
+
+#[tokio::test]
+async fn an_external_mongodb_is_backed_up_and_restored_through_the_driver() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let source = docstore::Server::start(docstore::Config::in_memory())
+        .await
+        .expect("source starts");
+    let db = Db::connect(
+        &source.uri(),
+        "shop",
+        Duration::from_secs(5),
+        Store::External(source.uri()),
+    )
+    .await
+    .expect("connect");
+    let items: Vec<Document> = (0..300)
+        .map(|i| doc! {"_id": i, "sku": format!("s{i}")})
+        .collect();
+    db.collection::<Document>("items")
+        .insert_many(items)
+        .await
+        .expect("insert");
+    db.collection::<Document>("items")
+        .create_index(
+            mongodb::IndexModel::builder()
+                .keys(doc! {"sku": 1})
+                .options(
+                    mongodb::options::IndexOptions::builder()
+                        .unique(true)
+                        .build(),
+                )
+                .build(),
+        )
+        .await
+        .expect("index");
+    let backup = tmp.path().join("backup");
+    let report = backup_to(&db, &backup).await.expect("logical backup");
+    assert_eq!((report.collections, report.documents), (1, 300));
+    let manifest = docstore::dump::verify_dump(&backup).expect("verified");
+
+    let target = docstore::Server::start(docstore::Config::in_memory())
+        .await
+        .expect("target starts");
+    let client = mongodb::Client::with_uri_str(target.uri())
+        .await
+        .expect("client");
+    let restored = bazaar::backup::restore_through_driver(&client, &backup, false)
+        .await
+        .expect("restore");
+    assert_eq!(restored.documents, 300);
+    let copy = client.database("shop");
+    let (count, sum) = collection_checksum(&copy, "items").await.expect("checksum");
+    let entry = manifest.entry("shop", "items").expect("entry");
+    assert_eq!((count, sum), (entry.documents, entry.bson_sha256.clone()));
+    let indexes = bazaar::backup::index_specs(&copy, "items")
+        .await
+        .expect("indexes");
+    assert!(indexes
+        .iter()
+        .any(|i| i.get_str("name") == Ok("sku_1") && i.get_bool("unique") == Ok(true)));
+    // A second restore finds the database non-empty and refuses without --force.
+    let err = bazaar::backup::restore_through_driver(&client, &backup, false)
+        .await
+        .unwrap_err();
+    assert!(format!("{err:#}").contains("--force"), "{err:#}");
+    bazaar::backup::restore_through_driver(&client, &backup, true)
+        .await
+        .expect("forced restore");
+    client.shutdown().await;
+    db.client().clone().shutdown().await;
+    target.shutdown().await;
+    source.shutdown().await;
+}

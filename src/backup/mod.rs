@@ -208,6 +208,86 @@ pub async fn collection_checksum(
     Ok((count, hex::encode(hasher.finalize())))
 }
 
+/// What [`restore_through_driver`] wrote.
+#[derive(Debug)]
+pub struct DriverRestoreReport {
+    pub collections: usize,
+    pub documents: u64,
+    pub verified_manifest: bool,
+    pub skipped: Vec<String>,
+}
+
+/// Restore a backup (or mongodump) into a MongoDB server through the driver: every file is
+/// checked first; the databases it names must hold no collections unless `force`, which drops
+/// them first. Documents go in with ordered batch inserts, then each collection's indexes.
+pub async fn restore_through_driver(
+    client: &mongodb::Client,
+    dump_dir: &Path,
+    force: bool,
+) -> anyhow::Result<DriverRestoreReport> {
+    let dir = dump_dir.to_path_buf();
+    let loaded = tokio::task::spawn_blocking(move || docstore::dump::load_dump(&dir))
+        .await
+        .context("the restore task failed")??;
+    let mut databases: Vec<&str> = loaded.images.iter().map(|i| i.db.as_str()).collect();
+    databases.sort_unstable();
+    databases.dedup();
+    for name in &databases {
+        let database = client.database(name);
+        let existing = collection_names(&database).await?;
+        if !existing.is_empty() {
+            if !force {
+                anyhow::bail!(
+                    "the database {name} already holds collections ({}): restore into an empty \
+                     database, or add --force to drop it first",
+                    existing.join(", ")
+                );
+            }
+            database
+                .drop()
+                .await
+                .with_context(|| format!("cannot drop the database {name}"))?;
+        }
+    }
+    const BATCH: usize = 1000;
+    let mut documents = 0;
+    for image in &loaded.images {
+        let database = client.database(&image.db);
+        database
+            .create_collection(&image.coll)
+            .await
+            .with_context(|| format!("cannot create {}.{}", image.db, image.coll))?;
+        let coll = database.collection::<Document>(&image.coll);
+        for chunk in image.docs.chunks(BATCH) {
+            coll.insert_many(chunk.iter().map(|d| d.as_ref()))
+                .await
+                .with_context(|| format!("writing {}.{}", image.db, image.coll))?;
+        }
+        documents += image.docs.len() as u64;
+        if !image.indexes.is_empty() {
+            let specs: Vec<Document> = image
+                .indexes
+                .iter()
+                .cloned()
+                .map(|mut spec| {
+                    spec.remove("v");
+                    spec
+                })
+                .collect();
+            database
+                .run_command(doc! {"createIndexes": &image.coll, "indexes": specs})
+                .await
+                .with_context(|| format!("creating the indexes of {}.{}", image.db, image.coll))?;
+        }
+    }
+    Ok(DriverRestoreReport {
+        collections: loaded.images.len(),
+        documents,
+        verified_manifest: loaded.manifest.is_some(),
+        skipped: loaded.skipped,
+    })
+}
+
 /// Restore the backup in `dump_dir` as the embedded store's whole data directory (Bazaar must
 /// be stopped). See [`docstore::dump::restore_into_directory`].
 pub async fn restore_embedded(
