@@ -108,7 +108,7 @@ async fn shop_until_stopped(shopper: Shopper, stop: Arc<AtomicBool>, seed: usize
     while !stop.load(Ordering::Relaxed) {
         let sku = SKUS[i % SKUS.len()];
         shopper.add(sku, "1").await;
-        if i % 2 == 0 {
+        if i.is_multiple_of(2) {
             let status = shopper.checkout("4242424242424242").await.status();
             assert!(!status.is_server_error(), "checkout answered {status}");
         }

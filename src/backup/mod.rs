@@ -167,7 +167,7 @@ pub async fn index_specs(
     let batch = reply
         .get_document("cursor")
         .and_then(|c| c.get_array("firstBatch"))
-        .map(Clone::clone)
+        .cloned()
         .unwrap_or_default();
     let mut specs = Vec::new();
     for item in batch {
