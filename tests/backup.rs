@@ -446,7 +446,8 @@ fn run(command: &mut Command) -> (bool, String) {
     (output.status.success(), text)
 }
 
-#[tokio::test]
+// Multi-threaded: the commands run blocking while this runtime serves the migrate's target.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bazaar_backup_reaches_a_running_bazaar_and_restore_checks_before_writing() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("data");
@@ -514,6 +515,38 @@ async fn bazaar_backup_reaches_a_running_bazaar_and_restore_checks_before_writin
     // A non-empty directory needs --force; its old files are moved aside, not deleted.
     let (ok, out) = run(&mut bazaar(&["restore", backup.to_str().unwrap()], &fresh));
     assert!(!ok && out.contains("--force"), "{out}");
+
+    // `bazaar migrate` from the restored store to another server, in two steps.
+    let target = docstore::Server::start(docstore::Config::in_memory())
+        .await
+        .expect("target starts");
+    let to = format!("{}moved", target.uri());
+    let step = [
+        "migrate",
+        "--to",
+        to.as_str(),
+        "--batch",
+        "20",
+        "--max-batches",
+        "2",
+    ];
+    let (ok, out) = run(&mut bazaar(&step, &fresh));
+    assert!(ok && out.contains("--resume"), "{out}");
+    let (ok, out) = run(&mut bazaar(&step, &fresh));
+    assert!(!ok && out.contains("already holds collections"), "{out}");
+    let (ok, out) = run(&mut bazaar(&["migrate", "--to", &to, "--resume"], &fresh));
+    assert!(ok && out.contains("verified"), "{out}");
+    let client = mongodb::Client::with_uri_str(target.uri())
+        .await
+        .expect("client");
+    for entry in &manifest.collections {
+        let (count, sum) = collection_checksum(&client.database("moved"), &entry.collection)
+            .await
+            .expect("checksum");
+        assert_eq!((count, sum), (entry.documents, entry.bson_sha256.clone()));
+    }
+    client.shutdown().await;
+    target.shutdown().await;
 
     // One flipped byte: a clear message, and nothing restored.
     let products = backup.join("bazaar/products.bson");
