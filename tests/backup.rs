@@ -548,6 +548,18 @@ async fn bazaar_backup_reaches_a_running_bazaar_and_restore_checks_before_writin
     client.shutdown().await;
     target.shutdown().await;
 
+    // --force moves the old files aside and keeps the session key, so sessions survive.
+    std::fs::write(fresh.join("session.key"), b"a-session-key").expect("key");
+    let (ok, out) = run(&mut bazaar(
+        &["restore", backup.to_str().unwrap(), "--force"],
+        &fresh,
+    ));
+    assert!(ok && out.contains("previous data"), "{out}");
+    assert_eq!(
+        std::fs::read(fresh.join("session.key")).expect("key"),
+        b"a-session-key"
+    );
+
     // One flipped byte: a clear message, and nothing restored.
     let products = backup.join("bazaar/products.bson");
     let mut bytes = std::fs::read(&products).expect("read");
@@ -644,4 +656,43 @@ async fn an_external_mongodb_is_backed_up_and_restored_through_the_driver() {
     db.client().clone().shutdown().await;
     target.shutdown().await;
     source.shutdown().await;
+}
+
+#[tokio::test]
+async fn create_backup_needs_the_admin_database_and_an_absolute_new_directory() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let server = docstore::Server::start(docstore::Config::in_memory())
+        .await
+        .expect("starts");
+    let client = mongodb::Client::with_uri_str(server.uri())
+        .await
+        .expect("client");
+    client
+        .database("shop")
+        .collection::<Document>("items")
+        .insert_one(doc! {"_id": 1})
+        .await
+        .expect("insert");
+    let command = |db: &str, dir: &str| {
+        let database = client.database(db);
+        let dir = dir.to_string();
+        async move {
+            database
+                .run_command(doc! {"createBackup": 1, "backupDir": dir})
+                .await
+        }
+    };
+    let err = command("admin", "relative/dir").await.unwrap_err();
+    assert!(err.to_string().contains("absolute"), "{err}");
+    let dir = tmp.path().join("b");
+    let err = command("shop", dir.to_str().unwrap()).await.unwrap_err();
+    assert!(err.to_string().contains("admin database"), "{err}");
+    let reply = command("admin", dir.to_str().unwrap())
+        .await
+        .expect("backup");
+    assert_eq!(reply.get_i64("documents"), Ok(1));
+    let err = command("admin", dir.to_str().unwrap()).await.unwrap_err();
+    assert!(err.to_string().contains("not empty"), "{err}");
+    client.shutdown().await;
+    server.shutdown().await;
 }

@@ -295,11 +295,24 @@ pub async fn restore_embedded(
     data_dir: &Path,
     force: bool,
 ) -> anyhow::Result<docstore::dump::RestoreReport> {
-    let (dump_dir, data_dir) = (dump_dir.to_path_buf(), data_dir.to_path_buf());
+    let (dump, data) = (dump_dir.to_path_buf(), data_dir.to_path_buf());
     let report = tokio::task::spawn_blocking(move || {
-        docstore::dump::restore_into_directory(&dump_dir, &data_dir, force)
+        docstore::dump::restore_into_directory(&dump, &data, force)
     })
     .await
     .context("the restore task failed")??;
+    if let Some(aside) = &report.previous_moved_to {
+        // Bazaar keeps its generated session key beside the store: carry it over so that
+        // shoppers' and admins' sessions survive the restore.
+        let key = aside.join(SESSION_KEY_FILE);
+        if key.is_file() {
+            if let Err(e) = std::fs::copy(&key, data_dir.join(SESSION_KEY_FILE)) {
+                tracing::warn!("cannot carry {} over: {e}", key.display());
+            }
+        }
+    }
     Ok(report)
 }
+
+/// The session key file Bazaar generates in `database.path` (see `web::session`).
+const SESSION_KEY_FILE: &str = "session.key";
