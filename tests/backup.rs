@@ -370,6 +370,16 @@ async fn scheduled_backups_rotate_and_the_dashboard_shows_the_last_one() {
         docstore::dump::verify_dump(dir).expect("a kept backup verifies");
     }
     assert!(monitor.status().warning().is_none());
+    // After a restart the last backup is found on disk.
+    let restarted = bazaar::backup::schedule::BackupMonitor::new(bazaar::config::BackupSettings {
+        every: Some(Duration::from_secs(3600)),
+        keep: 2,
+        dir: backups.clone(),
+    });
+    assert_eq!(
+        restarted.status().last_success,
+        monitor.status().last_success
+    );
 
     let client = reqwest::Client::new();
     let page = client

@@ -435,7 +435,8 @@ fn check_entry(
     Ok(())
 }
 
-fn read_manifest(dir: &Path) -> DumpResult<Option<Manifest>> {
+/// A backup's manifest, without checking the files against it (`None`: there is none).
+pub fn read_manifest(dir: &Path) -> DumpResult<Option<Manifest>> {
     let path = dir.join(MANIFEST_FILE);
     let text = match fs::read_to_string(&path) {
         Ok(text) => text,
