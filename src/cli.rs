@@ -1,5 +1,5 @@
 //! Command-line interface: `bazaar` (serve), `bazaar seed`, `bazaar hash-password`,
-//! `bazaar repair`.
+//! `bazaar repair`, `bazaar backup`, `bazaar restore`, `bazaar migrate`.
 
 use std::io::{IsTerminal, Read, Write};
 use std::process::ExitCode;
@@ -23,6 +23,17 @@ commands:
   repair          salvage a damaged embedded store (database.path) with Bazaar
                   stopped: keep every record that still validates, report exactly
                   what was lost, move the old files to database.path/repair-<time>/
+  backup DIR      write a consistent, verified backup of the whole database into DIR (new or
+                  empty), in mongodump's layout; works while Bazaar is serving
+  restore DIR [--force]
+                  restore a backup (or a mongodump directory, without --gzip) as the embedded
+                  store's data, with Bazaar stopped; --force moves a non-empty database.path
+                  aside to database.path.before-restore-<time> first. With a mongodb:// URI,
+                  restore through the driver into empty databases (--force drops them first)
+  migrate --to URI [--force | --resume] [--batch N] [--max-batches N]
+                  copy the whole database to a MongoDB server (stop writes first), verify
+                  counts and checksums; --resume continues an interrupted copy, --force drops
+                  the target database first, --max-batches stops early (resume later)
   help            show this help
 
 Settings come from ./config.toml (or $BAZAAR_CONFIG) and BAZAAR_SECTION__KEY variables.";
@@ -32,7 +43,55 @@ enum Command {
     Seed { products: Option<u64> },
     HashPassword,
     Repair,
+    Backup { dir: String },
+    Restore { dir: String, force: bool },
+    Migrate(MigrateArgs),
     Help,
+}
+
+struct MigrateArgs {
+    to: String,
+    mode: crate::backup::migrate::TargetMode,
+    batch: usize,
+    max_batches: Option<u64>,
+}
+
+fn parse_migrate(args: &[&str]) -> Result<Command, String> {
+    use crate::backup::migrate::TargetMode;
+    let mut to = None;
+    let mut mode = TargetMode::Fresh;
+    let mut batch = 1000;
+    let mut max_batches = None;
+    let mut rest = args.iter();
+    let number = |flag: &str, value: Option<&&str>, max: u64| {
+        value
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|n| (1..=max).contains(n))
+            .ok_or_else(|| format!("{flag} needs a whole number from 1 to {max}"))
+    };
+    while let Some(arg) = rest.next() {
+        match *arg {
+            "--to" => to = rest.next().map(|s| s.to_string()),
+            "--force" | "--resume" if mode != TargetMode::Fresh => {
+                return Err("use either --force or --resume, not both".into())
+            }
+            "--force" => mode = TargetMode::Force,
+            "--resume" => mode = TargetMode::Resume,
+            "--batch" => batch = number("--batch", rest.next(), 100_000)? as usize,
+            "--max-batches" => max_batches = Some(number("--max-batches", rest.next(), u64::MAX)?),
+            other => return Err(format!("unknown migrate argument {other:?}")),
+        }
+    }
+    let to = to.ok_or("migrate needs --to mongodb://…")?;
+    if !(to.starts_with("mongodb://") || to.starts_with("mongodb+srv://")) {
+        return Err("--to needs a mongodb:// or mongodb+srv:// URI".into());
+    }
+    Ok(Command::Migrate(MigrateArgs {
+        to,
+        mode,
+        batch,
+        max_batches,
+    }))
 }
 
 fn parse(args: &[String]) -> Result<Command, String> {
@@ -52,6 +111,18 @@ fn parse(args: &[String]) -> Result<Command, String> {
             .ok_or_else(|| format!("--products needs a whole number up to 10000000, got {n:?}")),
         ["hash-password"] => Ok(Command::HashPassword),
         ["repair"] => Ok(Command::Repair),
+        ["backup", dir] if !dir.starts_with('-') => Ok(Command::Backup {
+            dir: dir.to_string(),
+        }),
+        ["restore", dir] if !dir.starts_with('-') => Ok(Command::Restore {
+            dir: dir.to_string(),
+            force: false,
+        }),
+        ["restore", dir, "--force"] | ["restore", "--force", dir] => Ok(Command::Restore {
+            dir: dir.to_string(),
+            force: true,
+        }),
+        ["migrate", rest @ ..] => parse_migrate(rest),
         ["help"] | ["--help"] | ["-h"] => Ok(Command::Help),
         other => Err(format!("unknown arguments: {}", other.join(" "))),
     }
@@ -75,6 +146,9 @@ pub fn run(args: Vec<String>) -> ExitCode {
         Command::Serve => with_runtime(serve()),
         Command::Seed { products } => with_runtime(seed(products)),
         Command::Repair => repair(),
+        Command::Backup { dir } => with_runtime(backup(dir)),
+        Command::Restore { dir, force } => with_runtime(restore(dir, force)),
+        Command::Migrate(args) => with_runtime(migrate(args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -179,6 +253,109 @@ fn repair() -> anyhow::Result<()> {
     let report = docstore::repair(path)
         .with_context(|| format!("cannot repair the embedded store in {}", path.display()))?;
     println!("{report}");
+    Ok(())
+}
+
+/// `bazaar backup DIR`: through the store Bazaar is serving, or the configured one.
+async fn backup(dir: String) -> anyhow::Result<()> {
+    let settings = load_settings()?;
+    if settings.database.uri == crate::config::DatabaseUri::Memory {
+        anyhow::bail!(
+            "database.uri is \"memory\": that store lives only inside the serving process and \
+             has nothing to back up from here"
+        );
+    }
+    let database = OpenDatabase::open_or_attach(&settings).await?;
+    let outcome = crate::backup::backup_to(&database.db, std::path::Path::new(&dir)).await;
+    database.close().await;
+    let report = outcome.context("backup failed")?;
+    println!("{}", report.summary());
+    Ok(())
+}
+
+/// `bazaar restore DIR [--force]`: into the embedded store's directory (Bazaar stopped), or
+/// through the driver into the configured MongoDB.
+async fn restore(dir: String, force: bool) -> anyhow::Result<()> {
+    use crate::config::DatabaseUri;
+    let settings = load_settings()?;
+    let dir = std::path::Path::new(&dir);
+    let (collections, documents, verified, skipped, target) = match &settings.database.uri {
+        DatabaseUri::Embedded => {
+            let report = crate::backup::restore_embedded(dir, &settings.database.path, force)
+                .await
+                .context("restore failed")?;
+            if let Some(aside) = &report.previous_moved_to {
+                println!("The previous data is in {}.", aside.display());
+            }
+            (
+                report.collections,
+                report.documents,
+                report.verified_manifest,
+                report.skipped,
+                settings.database.path.display().to_string(),
+            )
+        }
+        DatabaseUri::Memory => anyhow::bail!(
+            "database.uri is \"memory\": that store lives only inside the serving process; \
+             restore into the embedded store (database.uri = \"embedded\") instead"
+        ),
+        DatabaseUri::External(uri) => {
+            let client = mongodb::Client::with_uri_str(uri)
+                .await
+                .context("invalid database.uri")?;
+            let outcome = crate::backup::restore_through_driver(&client, dir, force).await;
+            client.shutdown().await;
+            let report = outcome.context("restore failed")?;
+            (
+                report.collections,
+                report.documents,
+                report.verified_manifest,
+                report.skipped,
+                crate::config::redact_uri(uri),
+            )
+        }
+    };
+    println!(
+        "Restored {collections} collections, {documents} documents into {target}{}.",
+        if verified {
+            " (every file matched the backup's checksums)"
+        } else {
+            " (a mongodump: every file was read and checked before anything was written)"
+        }
+    );
+    for skipped in &skipped {
+        println!("Skipped: {skipped}");
+    }
+    Ok(())
+}
+
+/// `bazaar migrate --to URI`: copy the configured database to a MongoDB server.
+async fn migrate(args: MigrateArgs) -> anyhow::Result<()> {
+    use crate::backup::migrate::{MigrateOptions, MigrateOutcome};
+    let settings = load_settings()?;
+    let database = OpenDatabase::open_or_attach(&settings).await?;
+    let options = MigrateOptions {
+        target_uri: args.to,
+        mode: args.mode,
+        batch: args.batch,
+        max_batches: args.max_batches,
+        progress: true,
+    };
+    let outcome = crate::backup::migrate::migrate(database.db.database(), &options).await;
+    database.close().await;
+    match outcome.context("migrate failed")? {
+        MigrateOutcome::Complete {
+            collections,
+            documents,
+        } => println!(
+            "Migrated and verified {collections} collections, {documents} documents: counts, \
+             SHA-256 checksums and indexes match. Point database.uri at the new server to switch."
+        ),
+        MigrateOutcome::Paused { copied, remaining } => println!(
+            "Stopped after the requested batches: {copied} documents copied, {remaining} to go. \
+             Run again with --resume to continue."
+        ),
+    }
     Ok(())
 }
 

@@ -48,6 +48,9 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("comments", "max_length"),
     ("comments", "rate_limit_per_minute"),
     ("comments", "page_size"),
+    ("backup", "every_hours"),
+    ("backup", "keep"),
+    ("backup", "dir"),
 ];
 
 #[derive(Debug, Clone)]
@@ -61,6 +64,7 @@ pub struct Settings {
     pub cart: CartSettings,
     pub payment: PaymentSettings,
     pub comments: CommentSettings,
+    pub backup: BackupSettings,
 }
 
 #[derive(Debug, Clone)]
@@ -200,6 +204,17 @@ pub struct CommentSettings {
     pub rate_limit_per_minute: u32,
     /// Comments on one page of a discussion or permalink.
     pub page_size: usize,
+}
+
+/// Scheduled backups of the database (see `crate::backup`).
+#[derive(Debug, Clone)]
+pub struct BackupSettings {
+    /// Hours between scheduled backups; `None` when scheduled backups are off.
+    pub every: Option<std::time::Duration>,
+    /// Scheduled backups kept; older ones are deleted after a new one is verified.
+    pub keep: usize,
+    /// Where scheduled backups go, one directory per backup.
+    pub dir: PathBuf,
 }
 
 /// Which payment gateway charges cards.
@@ -477,6 +492,26 @@ impl Layers {
                     as u32,
                 page_size: self.integer("comments.page_size", 1, 1000)? as usize,
             },
+            backup: self.backup()?,
+        })
+    }
+
+    fn backup(&self) -> Result<BackupSettings, ConfigError> {
+        let hours = self.integer("backup.every_hours", 0, 24 * 366)?;
+        let keep = self.integer("backup.keep", 1, 1000)? as usize;
+        let (dir, origin) = self.string("backup.dir")?;
+        let dir = dir.trim();
+        if hours > 0 && dir.is_empty() {
+            return Err(Self::invalid(
+                "backup.dir",
+                &origin,
+                "scheduled backups (backup.every_hours) need a directory to write to",
+            ));
+        }
+        Ok(BackupSettings {
+            every: (hours > 0).then(|| std::time::Duration::from_secs(hours as u64 * 3600)),
+            keep,
+            dir: PathBuf::from(dir),
         })
     }
 

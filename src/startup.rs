@@ -11,6 +11,7 @@ use actix_web::middleware::{from_fn, ErrorHandlers};
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
+use crate::backup::schedule::BackupMonitor;
 use crate::checkout::payment::{PaymentGateway, TestGateway};
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::config::{redact_uri, DatabaseUri, PaymentSettings, Settings};
@@ -88,11 +89,11 @@ impl OpenDatabase {
                         )))
                     }
                 };
-                (
-                    handle.uri_with_credentials(EMBEDDED_USER, &password),
-                    store,
-                    Some(handle),
-                )
+                let uri = handle.uri_with_credentials(EMBEDDED_USER, &password);
+                if let Store::EmbeddedDirectory(path) = &store {
+                    crate::backup::attach::publish(path, &uri);
+                }
+                (uri, store, Some(handle))
             }
             DatabaseUri::External(uri) => (uri.clone(), Store::External(redact_uri(uri)), None),
         };
@@ -114,9 +115,46 @@ impl OpenDatabase {
             .map(docstore::ServerHandle::local_addr)
     }
 
+    /// Connect to the embedded store of the Bazaar that is serving `database.path` right now
+    /// (through the address file it publishes there), for `bazaar backup` and `bazaar migrate`.
+    pub async fn attach_running(settings: &Settings) -> anyhow::Result<OpenDatabase> {
+        let path = &settings.database.path;
+        let uri = crate::backup::attach::read(path)?;
+        let store = Store::EmbeddedDirectory(path.clone());
+        let timeout = Duration::from_millis(settings.database.timeout_ms);
+        let db = Db::connect(&uri, &settings.database.name, timeout, store.clone())
+            .await
+            .with_context(|| format!("cannot connect to the running Bazaar's store ({store})"))?;
+        db.ping()
+            .await
+            .with_context(|| format!("the running Bazaar's store does not answer ({store})"))?;
+        Ok(OpenDatabase { db, embedded: None })
+    }
+
+    /// Open the configured store as [`OpenDatabase::open`] does or, when another Bazaar is
+    /// serving the embedded store's directory, connect to that Bazaar's store instead.
+    pub async fn open_or_attach(settings: &Settings) -> anyhow::Result<OpenDatabase> {
+        match OpenDatabase::open(settings).await {
+            Ok(database) => Ok(database),
+            Err(e)
+                if settings.database.uri == DatabaseUri::Embedded
+                    && crate::backup::attach::exists(&settings.database.path) =>
+            {
+                tracing::info!(
+                    "the data directory is in use ({e:#}); connecting to the Bazaar serving it"
+                );
+                OpenDatabase::attach_running(settings).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     /// Close the connection; an embedded docstore stops and flushes its journal.
     pub async fn close(self) {
         self.db.client().clone().shutdown().await;
+        if let (Some(_), Store::EmbeddedDirectory(path)) = (&self.embedded, self.db.store()) {
+            crate::backup::attach::withdraw(path);
+        }
         if let Some(handle) = self.embedded {
             handle.shutdown().await;
             tracing::info!("embedded store stopped");
@@ -149,6 +187,9 @@ pub struct Application {
     test_gateway: Option<Arc<TestGateway>>,
     /// Cart expiry and cleanup, stopped with the server.
     jobs: Option<tokio::task::JoinHandle<()>>,
+    /// Scheduled backups (when `backup.every_hours` is set), stopped with the server.
+    backups: Option<tokio::task::JoinHandle<()>>,
+    backup_monitor: Arc<BackupMonitor>,
     /// Who may enter `/admin` (its counters show how many password checks ran).
     credentials: web::Data<AdminCredentials>,
 }
@@ -161,6 +202,7 @@ struct Assembled {
     generated_admin_password: Option<String>,
     test_gateway: Option<Arc<TestGateway>>,
     credentials: web::Data<AdminCredentials>,
+    backup_monitor: Arc<BackupMonitor>,
 }
 
 impl Application {
@@ -192,6 +234,11 @@ impl Application {
                     settings.cart.clone(),
                     built.gateway.clone(),
                 ),
+                backups: crate::backup::schedule::spawn(
+                    database.db.clone(),
+                    built.backup_monitor.clone(),
+                ),
+                backup_monitor: built.backup_monitor,
                 database,
                 generated_admin_password: built.generated_admin_password,
                 test_gateway: built.test_gateway,
@@ -266,8 +313,17 @@ impl Application {
             ),
         });
         let credentials = web::Data::new(credentials);
-        let server = http_server(state, credentials.clone(), key, settings, listener)?;
+        let backup_monitor = BackupMonitor::new(settings.backup.clone());
+        let server = http_server(
+            state,
+            credentials.clone(),
+            web::Data::from(backup_monitor.clone()),
+            key,
+            settings,
+            listener,
+        )?;
         Ok(Assembled {
+            backup_monitor,
             port,
             gateway,
             server,
@@ -307,6 +363,11 @@ impl Application {
         self.database.embedded_store_address()
     }
 
+    /// Scheduled backups' status (and a way to run one now, for tests and the admin).
+    pub fn backup_monitor(&self) -> Arc<BackupMonitor> {
+        self.backup_monitor.clone()
+    }
+
     /// The database handle (tests check stock invariants through it).
     pub fn db(&self) -> &Db {
         &self.database.db
@@ -335,6 +396,9 @@ impl Application {
         let served = self.server.await;
         if let Some(jobs) = self.jobs {
             jobs.abort();
+        }
+        if let Some(backups) = self.backups {
+            backups.abort();
         }
         self.database.close().await;
         served.context("the HTTP server failed")
@@ -387,6 +451,7 @@ impl Signals {
 fn http_server(
     state: web::Data<AppState>,
     credentials: web::Data<AdminCredentials>,
+    backup_monitor: web::Data<BackupMonitor>,
     key: Key,
     settings: &Settings,
     listener: TcpListener,
@@ -404,6 +469,7 @@ fn http_server(
         App::new()
             .app_data(state.clone())
             .app_data(credentials.clone())
+            .app_data(backup_monitor.clone())
             .app_data(transport.clone())
             .app_data(session_policy.clone())
             .app_data(body_policy.clone())

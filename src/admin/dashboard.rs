@@ -7,6 +7,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
 use crate::admin::comments::{newest_with_links, ModeratedComment};
+use crate::backup::schedule::{BackupMonitor, BackupStatus};
 use crate::db::CollectionCount;
 use crate::seed;
 use crate::state::AppState;
@@ -30,9 +31,15 @@ pub struct DashboardPage {
     pub admin_user: String,
     /// The newest comments across the site, linked to where they are.
     pub recent_comments: Vec<ModeratedComment>,
+    /// Scheduled backups: the last one, or why there is none (`admin/_backups.html`).
+    pub backups: BackupStatus,
 }
 
-pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
+pub async fn show(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    backups: web::Data<BackupMonitor>,
+) -> Result<HttpResponse, AppError> {
     let started = Instant::now();
     state.db.ping().await?;
     let ping_ms = format!("{:.1} ms", started.elapsed().as_secs_f64() * 1000.0);
@@ -48,6 +55,7 @@ pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRe
         collections,
         admin_user: state.admin_user.clone(),
         recent_comments,
+        backups: backups.status(),
     })
 }
 

@@ -431,6 +431,13 @@ impl Catalog {
         Ok(())
     }
 
+    /// A point-in-time copy of every collection, consistent across collections (a backup): writes
+    /// are held back only while document pointers are copied, and reads do not wait at all.
+    pub fn consistent_images(&self) -> Vec<CollectionImage> {
+        let _gate = self.gate.write();
+        self.images()
+    }
+
     /// Point-in-time copies (document pointers only) of every collection.
     pub(crate) fn images(&self) -> Vec<CollectionImage> {
         let dbs = self.databases.read();

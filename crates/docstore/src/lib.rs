@@ -11,6 +11,7 @@ pub mod collection;
 pub mod commands;
 pub mod config;
 pub mod cursor;
+pub mod dump;
 pub mod error;
 pub mod index;
 pub mod query;

@@ -4,6 +4,7 @@
 pub mod admin;
 pub mod aggregate;
 pub mod args;
+pub mod backup;
 pub mod crud;
 pub mod ddl;
 pub mod explain;
@@ -91,6 +92,7 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
         "dbStats" | "dbstats" => ddl::db_stats(state, db, &a)?,
         "collStats" | "collstats" => ddl::coll_stats(state, db, &a)?,
         "validate" => validate::validate(state, db, &a)?,
+        "createBackup" => backup::create_backup(state, db, &a).await?,
         _ => return Err(unsupported_or_unknown(name)),
     };
     let mut doc = reply.doc;
