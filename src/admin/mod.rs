@@ -2,10 +2,13 @@
 
 pub mod carts;
 pub mod categories;
+pub mod changelist;
 pub mod comments;
 pub mod content;
 pub mod dashboard;
 pub mod orders;
+pub mod product_lifecycle;
+pub mod product_list;
 pub mod products;
 pub mod stock;
 
@@ -31,7 +34,7 @@ pub fn scope() -> Scope<
         .route("/", read().to(dashboard::show))
         // A resource (not `.route`) so a GET here is 405 rather than 404.
         .service(web::resource("/seed").post(dashboard::seed_demo_data))
-        .route("/products", read().to(products::index))
+        .route("/products", read().to(product_list::index))
         .service(
             web::resource("/products/new")
                 .route(read().to(products::new))
@@ -44,6 +47,18 @@ pub fn scope() -> Scope<
         )
         .service(web::resource("/products/{id}/stock").post(products::adjust_stock))
         .service(web::resource("/products/{id}/photos").post(products::upload_photo))
+        .service(
+            web::resource("/products/{id}/delete")
+                .route(read().to(product_lifecycle::confirm_delete))
+                .post(product_lifecycle::delete),
+        )
+        .service(
+            web::resource("/products/{id}/photos/{file}/remove")
+                .post(product_lifecycle::remove_photo),
+        )
+        .service(
+            web::resource("/products/{id}/photos/{file}/move").post(product_lifecycle::move_photo),
+        )
         .service(
             web::resource("/categories")
                 .route(read().to(categories::index))

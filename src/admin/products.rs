@@ -9,11 +9,12 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use bson::doc;
 use bson::oid::ObjectId;
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 
 use crate::catalog::categories::{self, TreeEntry};
 use crate::catalog::demo::date;
-use crate::catalog::listing::{parse_dollars, title_prefix};
+use crate::catalog::lifecycle::ProductStatus;
+use crate::catalog::listing::parse_dollars;
 use crate::catalog::products::{
     self, AlbumDetails, BookDetails, Details, Dimensions, FilmDetails, NewProduct, Product,
     ProductType, Shipping,
@@ -27,25 +28,8 @@ use crate::web::flash::{self, Level};
 use crate::web::layout::{html_response, render, Layout};
 use crate::web::see_other;
 
-/// Rows on the admin product list.
-const LIST_LIMIT: i64 = 50;
 const MAX_TEXT: usize = 200;
 const MAX_DESCRIPTION: usize = 5_000;
-
-#[derive(Template)]
-#[template(path = "admin/products/list.html")]
-pub struct ProductListPage {
-    pub layout: Layout,
-    pub search: String,
-    pub products: Vec<Product>,
-    pub total: u64,
-}
-
-impl ProductListPage {
-    pub fn types(&self) -> [ProductType; 3] {
-        ProductType::ALL
-    }
-}
 
 /// One input of the product form, with what was entered and what is wrong with it.
 pub struct FieldView {
@@ -79,6 +63,9 @@ pub struct ProductFormPage {
     pub categories_error: Option<String>,
     pub form_error: Option<String>,
     featured: bool,
+    /// The lifecycle status the form shows (`draft`, `active`, `archived`).
+    pub status: String,
+    pub status_error: Option<String>,
     /// The version this form saves under (empty when creating, or for a product stored before
     /// versions existed).
     pub edit_version: String,
@@ -90,6 +77,10 @@ pub struct ProductFormPage {
 impl ProductFormPage {
     pub fn featured(&self) -> bool {
         self.featured
+    }
+
+    pub fn statuses(&self) -> [ProductStatus; 3] {
+        ProductStatus::ALL
     }
 
     /// Units held in shoppers' carts right now.
@@ -462,6 +453,14 @@ fn parse_product(
     })
 }
 
+/// The form's lifecycle status; a form without one (an older page) keeps products active.
+fn status_of(form: &Submitted) -> Option<ProductStatus> {
+    match form.get("status") {
+        "" => Some(ProductStatus::Active),
+        s => ProductStatus::parse(s),
+    }
+}
+
 /// The form's tags, normalised like content tags (lowercase words joined by dashes).
 fn tags_of(form: &Submitted) -> Vec<String> {
     let mut tags: Vec<String> = form
@@ -474,6 +473,12 @@ fn tags_of(form: &Submitted) -> Vec<String> {
     tags.sort();
     tags.dedup();
     tags
+}
+
+fn bad_status() -> FieldErrors {
+    let mut errors = FieldErrors::default();
+    errors.add("status", "Choose draft, active or archived.");
+    errors
 }
 
 fn cents_input(cents: i64) -> String {
@@ -493,6 +498,7 @@ fn values_of(product: &Product) -> HashMap<String, String> {
     if product.featured {
         v.insert("featured".into(), "1".into());
     }
+    v.insert("status".into(), product.status.as_str().into());
     let shipping = &product.shipping;
     v.insert("shipping_weight".into(), shipping.weight.to_string());
     v.insert(
@@ -600,6 +606,13 @@ async fn form_page(
         categories,
         categories_error: input.errors.0.get("categories").cloned(),
         featured: input.values.get("featured").is_some_and(|v| v == "1"),
+        status: input
+            .values
+            .get("status")
+            .filter(|s| ProductStatus::parse(s).is_some())
+            .cloned()
+            .unwrap_or_else(|| ProductStatus::Active.as_str().to_string()),
+        status_error: input.errors.0.get("status").cloned(),
         form_error: input.form_error,
         edit_version: input.edit_version,
         loaded: input.loaded,
@@ -608,49 +621,6 @@ async fn form_page(
 
 fn parse_id(id: &str) -> Result<ObjectId, AppError> {
     ObjectId::parse_str(id).map_err(|_| AppError::NotFound)
-}
-
-/// `GET /admin/products?q=`: by title prefix or exact SKU.
-pub async fn index(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    params: web::Query<HashMap<String, String>>,
-) -> Result<HttpResponse, AppError> {
-    let search: String = params
-        .get("q")
-        .map(|q| {
-            crate::catalog::listing::without_control_chars(q)
-                .trim()
-                .chars()
-                .take(100)
-                .collect()
-        })
-        .unwrap_or_default();
-    let filter = if search.is_empty() {
-        doc! {}
-    } else {
-        doc! { "$or": [ { "sku": &search }, { "search_title": title_prefix(&search) } ] }
-    };
-    let collection = products::collection(&state.db);
-    let total = collection
-        .count_documents(filter.clone())
-        .await
-        .map_err(crate::db::DbError::from)?;
-    let products: Vec<Product> = collection
-        .find(filter)
-        .sort(doc! { "search_title": 1, "_id": 1 })
-        .limit(LIST_LIMIT)
-        .await
-        .map_err(crate::db::DbError::from)?
-        .try_collect()
-        .await
-        .map_err(crate::db::DbError::from)?;
-    render(&ProductListPage {
-        layout: Layout::admin(&req),
-        search,
-        products,
-        total,
-    })
 }
 
 fn kind_param(params: &HashMap<String, String>) -> Result<ProductType, AppError> {
@@ -727,8 +697,12 @@ pub async fn create(
 ) -> Result<HttpResponse, AppError> {
     let kind = kind_param(&params)?;
     let form = Submitted::from_pairs(form.into_inner());
-    let errors = match parse_product(kind, &form, true) {
-        Ok(new) => match products::create(&state.db, new).await {
+    let parsed = parse_product(kind, &form, true).and_then(|new| match status_of(&form) {
+        Some(status) => Ok((new, status)),
+        None => Err(bad_status()),
+    });
+    let errors = match parsed {
+        Ok((new, status)) => match products::create_as(&state.db, new, status).await {
             Ok(product) => {
                 products::set_tags(&state.db, product.id, &tags_of(&form)).await?;
                 flash::push(
@@ -805,6 +779,7 @@ fn edit_fields(kind: ProductType) -> Vec<(&'static str, &'static str)> {
         .collect();
     names.push(("categories", "Categories"));
     names.push(("featured", "Featured on the home page"));
+    names.push(("status", "Status"));
     names
 }
 
@@ -875,9 +850,14 @@ pub async fn update(
         .ok_or(AppError::NotFound)?;
     let form = Submitted::from_pairs(form.into_inner());
     let version = form_version(&form)?;
-    let errors = match parse_product(product.kind, &form, false) {
-        Ok(edit) => {
-            match products::update(&state.db, product.id, version, edit, &tags_of(&form)).await {
+    let parsed = parse_product(product.kind, &form, false).and_then(|edit| match status_of(&form) {
+        Some(status) => Ok((edit, status)),
+        None => Err(bad_status()),
+    });
+    let errors = match parsed {
+        Ok((edit, status)) => {
+            let tags = tags_of(&form);
+            match products::update(&state.db, product.id, version, edit, &tags, status).await {
                 Ok(products::Saved::Saved(_)) => {
                     flash::push(&req.get_session(), Level::Success, "Saved.");
                     return Ok(see_other(&format!(
@@ -936,11 +916,17 @@ pub struct ProductConflictPage {
     pub edit_version: String,
     pub loaded: String,
     featured: bool,
+    pub status: String,
+    pub status_error: Option<String>,
 }
 
 impl ProductConflictPage {
     pub fn featured(&self) -> bool {
         self.featured
+    }
+
+    pub fn statuses(&self) -> [ProductStatus; 3] {
+        ProductStatus::ALL
     }
 }
 
@@ -1043,6 +1029,8 @@ async fn conflict(
         edit_version: page.edit_version,
         loaded: page.loaded,
         featured: page.featured,
+        status: page.status,
+        status_error: None,
     };
     render_status(StatusCode::CONFLICT, &page)
 }

@@ -164,7 +164,8 @@ impl ListingQuery {
 
     /// The filter for these choices, within `base` (e.g. a category).
     pub fn filter(&self, base: Document) -> Document {
-        let mut filter = base;
+        // Only products on sale: never drafts or archived ones.
+        let mut filter = crate::catalog::lifecycle::on_sale_within(base);
         if let Some(kind) = self.kind {
             filter.insert("type", kind.as_str());
         }
@@ -354,6 +355,13 @@ impl CountCache {
         if filter.is_empty() {
             return Ok(collection.estimated_document_count().await?);
         }
+        if *filter == crate::catalog::lifecycle::on_sale() {
+            // The whole storefront: every product less the few hidden ones (an index count),
+            // rather than visiting every document.
+            let all = collection.estimated_document_count().await?;
+            let hidden = crate::catalog::lifecycle::hidden_count(db).await?;
+            return Ok(all.saturating_sub(hidden));
+        }
         let key = filter.to_string();
         if let Ok(mut entries) = self.entries.lock() {
             if let Some((at, n)) = entries.get_mut(&key) {
@@ -404,7 +412,7 @@ pub async fn find_page(
     })
 }
 
-/// A short list for the home page's shelves.
+/// A short list for the home page's shelves (products on sale only).
 pub async fn shelf(
     db: &Db,
     filter: Document,
@@ -412,7 +420,7 @@ pub async fn shelf(
     n: i64,
 ) -> Result<Vec<Product>, DbError> {
     Ok(products::collection(db)
-        .find(filter)
+        .find(crate::catalog::lifecycle::on_sale_within(filter))
         .sort(sort)
         .limit(n)
         .await?

@@ -3,6 +3,7 @@
 
 pub mod categories;
 pub mod demo;
+pub mod lifecycle;
 pub mod listing;
 pub mod pages;
 pub mod products;

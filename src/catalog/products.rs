@@ -7,6 +7,7 @@ use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
 
+pub use crate::catalog::lifecycle::ProductStatus;
 use crate::catalog::CatalogError;
 use crate::db::{Db, DbError};
 
@@ -231,6 +232,10 @@ pub struct Product {
     pub photos: Vec<ObjectId>,
     #[serde(default)]
     pub featured: bool,
+    /// Draft, active or archived; only active products are on the storefront (a product
+    /// stored before statuses existed has none and is active).
+    #[serde(default)]
+    pub status: ProductStatus,
     /// Shared with content nodes: `/tags/{tag}` lists both.
     #[serde(default)]
     pub tags: Vec<String>,
@@ -258,6 +263,11 @@ impl Product {
     /// the type's section rather than failing the page).
     pub fn details(&self) -> Option<Details> {
         Details::parse(self.kind, &self.details).ok()
+    }
+
+    /// Whether shoppers may see and buy it (neither draft nor archived).
+    pub fn is_on_sale(&self) -> bool {
+        self.status == ProductStatus::Active
     }
 
     pub fn in_stock(&self) -> bool {
@@ -346,6 +356,7 @@ impl NewProduct {
             category_path,
             photos: Vec::new(),
             featured: self.featured,
+            status: ProductStatus::Active,
             tags: Vec::new(),
             details,
             qty: self.qty,
@@ -392,6 +403,8 @@ pub fn indexes() -> Vec<IndexModel> {
         plain(doc! { "categories": 1 }),
         plain(doc! { "featured": 1, "details.issue_date": -1 }),
         plain(doc! { "qty": 1 }),
+        // The storefront's whole-catalog count subtracts the hidden (draft, archived) ones.
+        plain(doc! { "status": 1 }),
         // Tag pages list the products carrying a tag.
         plain(doc! { "tags": 1 }),
         // Orphaned-file clean-up asks whether a file is still a product photo.
@@ -410,7 +423,7 @@ pub fn collection(db: &Db) -> mongodb::Collection<Product> {
 pub async fn with_tag(db: &Db, tag: &str, limit: i64) -> Result<Vec<Product>, DbError> {
     use futures::TryStreamExt;
     Ok(collection(db)
-        .find(doc! { "tags": tag })
+        .find(crate::catalog::lifecycle::on_sale_within(doc! { "tags": tag }))
         .sort(doc! { "search_title": 1 })
         .limit(limit)
         .await?
@@ -521,8 +534,18 @@ pub async fn category_path_for(db: &Db, categories: &[ObjectId]) -> Result<Vec<O
 
 /// Insert a new product; a duplicate slug or SKU is reported as such.
 pub async fn create(db: &Db, new: NewProduct) -> Result<Product, CatalogError> {
+    create_as(db, new, ProductStatus::Active).await
+}
+
+/// Insert a new product with `status` (e.g. a draft not yet on the storefront).
+pub async fn create_as(
+    db: &Db,
+    new: NewProduct,
+    status: ProductStatus,
+) -> Result<Product, CatalogError> {
     let path = category_path_for(db, &new.categories).await?;
-    let product = new.into_product(path)?;
+    let mut product = new.into_product(path)?;
+    product.status = status;
     durable(db).insert_one(&product).await?;
     Ok(product)
 }
@@ -538,7 +561,7 @@ pub enum Saved {
 
 /// Replace the editable fields of a product (and its tags) if it still carries
 /// `expected_version`, the version the form was loaded with (`None`: the product had none
-/// then, so it must still have none). Stock counters, reservations and photos are not
+/// then, so it must still have none), with its lifecycle `status`. Stock counters, reservations and photos are not
 /// written, and a stale form writes nothing at all.
 pub async fn update(
     db: &Db,
@@ -546,6 +569,7 @@ pub async fn update(
     expected_version: Option<ObjectId>,
     edit: NewProduct,
     tags: &[String],
+    status: ProductStatus,
 ) -> Result<Saved, CatalogError> {
     let path = category_path_for(db, &edit.categories).await?;
     let details = edit
@@ -570,7 +594,7 @@ pub async fn update(
                 "title": &edit.title, "search_title": search_key(&edit.title),
                 "description": &edit.description, "pricing": pricing, "shipping": shipping,
                 "categories": &edit.categories, "category_path": path, "details": details,
-                "featured": edit.featured, "tags": tags, "updated": DateTime::now(),
+                "featured": edit.featured, "tags": tags, "status": status.as_str(), "updated": DateTime::now(),
                 "edit_version": version,
             } },
         )

@@ -144,6 +144,8 @@ pub fn indexes() -> Vec<IndexModel> {
             .keys(doc! { "status": 1, "created": -1 })
             .build(),
         IndexModel::builder().keys(doc! { "created": -1 }).build(),
+        // Whether a product was ever ordered (only a never-ordered product may be deleted).
+        IndexModel::builder().keys(doc! { "items.sku": 1 }).build(),
     ]
 }
 
