@@ -54,7 +54,7 @@ async fn the_admin_product_list_searches_by_title_prefix_or_sku() {
     );
     let doc = admin_page(&app, "/admin/products?q=kind").await;
     assert_eq!(
-        texts(&doc, "table.admin-products tbody td:first-child"),
+        texts(&doc, "table.admin-products tbody td.product-title"),
         [
             "Kind of Blue",
             "Kind of Blue: The Making of the Miles Davis Masterpiece"
@@ -62,7 +62,7 @@ async fn the_admin_product_list_searches_by_title_prefix_or_sku() {
     );
     let doc = admin_page(&app, "/admin/products?q=demo0001").await;
     assert_eq!(
-        texts(&doc, "table.admin-products tbody td:first-child"),
+        texts(&doc, "table.admin-products tbody td.product-title"),
         ["Kind of Blue"]
     );
     let doc = admin_page(&app, "/admin/products?q=%28%2A%2B%3F%5B").await;

@@ -525,8 +525,8 @@ async fn the_stock_page_lists_fewest_available_first_and_flags_low_stock_visibly
     assert!(skus.contains(&"stock-low") && skus.contains(&"stock-edge"));
     assert!(!skus.contains(&"stock-plenty"));
     assert_eq!(
-        attr(&doc, "input[name=low]", "checked").as_deref(),
-        Some("")
+        attr(&doc, "select[name=stock] option[selected]", "value").as_deref(),
+        Some("low")
     );
 }
 

@@ -48,6 +48,15 @@ impl Column {
         }
     }
 
+    /// A right-aligned column that does not sort.
+    pub const fn plain_number(label: &'static str) -> Column {
+        Column {
+            label,
+            sort: None,
+            class: "num",
+        }
+    }
+
     pub const fn sorted(label: &'static str, key: &'static str) -> Column {
         Column {
             label,
@@ -72,6 +81,8 @@ pub struct Filter {
     pub options: Vec<(String, String)>,
     /// The chosen value, when it is one of the options.
     pub selected: Option<String>,
+    /// The value used when none (or an unknown one) is chosen; such a filter offers no "All".
+    pub default: Option<&'static str>,
 }
 
 impl Filter {
@@ -81,7 +92,14 @@ impl Filter {
             label,
             options,
             selected: None,
+            default: None,
         }
+    }
+
+    /// This filter always has a value: `value` unless another option is chosen.
+    pub fn with_default(mut self, value: &'static str) -> Filter {
+        self.default = Some(value);
+        self
     }
 
     /// Options from `(value, label)` string pairs.
@@ -157,6 +175,7 @@ impl ChangeList {
                 .get(f.name)
                 .map(|v| v.trim())
                 .filter(|v| f.options.iter().any(|(value, _)| value == v))
+                .or(f.default)
                 .map(str::to_string);
         }
         let search = match spec.search_label {
@@ -266,9 +285,13 @@ impl ChangeList {
         (self.first_shown() + self.shown).saturating_sub(1)
     }
 
-    /// Whether any filter or the search narrows the list.
+    /// Whether any filter (other than one at its default) or the search narrows the list.
     pub fn is_filtered(&self) -> bool {
-        !self.search.is_empty() || self.filters.iter().any(|f| f.selected.is_some())
+        !self.search.is_empty()
+            || self
+                .filters
+                .iter()
+                .any(|f| f.selected.is_some() && f.selected.as_deref() != f.default)
     }
 
     /// The query pairs that keep this list's choices, `page` left out.

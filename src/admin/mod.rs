@@ -70,7 +70,11 @@ pub fn scope() -> Scope<
         .route("/orders", read().to(orders::index))
         .route("/orders/{number}", read().to(orders::show))
         .service(web::resource("/orders/{number}/ship").post(orders::mark_shipped))
-        .service(web::resource("/orders/{number}/cancel").post(orders::cancel))
+        .service(
+            web::resource("/orders/{number}/cancel")
+                .route(read().to(orders::confirm_cancel))
+                .post(orders::cancel),
+        )
         .route("/carts", read().to(carts::index))
         .service(web::resource("/carts/expire").post(carts::expire_now))
         .service(web::resource("/carts/cleanup").post(carts::clean_up_now))

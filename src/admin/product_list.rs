@@ -59,18 +59,19 @@ impl ProductListPage {
     }
 }
 
-/// The stock-level filter's choices: sold out, low (1 to [`LOW_STOCK`]), plenty.
+/// The stock-level filter's choices: sold out, low (at most [`LOW_STOCK`], sold out
+/// included, as the stock screen flags them), plenty.
 pub const STOCK_LEVELS: &[(&str, &str)] = &[
     ("out", "Sold out"),
-    ("low", "Low (1–3)"),
-    ("in", "In stock (more than 3)"),
+    ("low", "Low (3 or fewer)"),
+    ("in", "More than 3"),
 ];
 
 /// The `qty` condition of a stock-level filter value.
 pub fn stock_condition(level: &str) -> Option<Document> {
     match level {
         "out" => Some(doc! { "$lte": 0 }),
-        "low" => Some(doc! { "$gt": 0, "$lte": LOW_STOCK }),
+        "low" => Some(doc! { "$lte": LOW_STOCK }),
         "in" => Some(doc! { "$gt": LOW_STOCK }),
         _ => None,
     }
