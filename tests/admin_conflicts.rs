@@ -264,17 +264,8 @@ async fn a_product_stored_without_a_version_saves_once_from_a_form_that_had_none
 
 /// `(id, version)` of a category from the admin tree page.
 fn category(doc: &scraper::Html, slug: &str) -> (String, String) {
-    let action = attr(doc, &format!("#category-{slug} form.rename"), "action").expect("form");
-    let id = action
-        .trim_start_matches("/admin/categories/")
-        .trim_end_matches("/rename")
-        .to_string();
-    let version = attr(
-        doc,
-        &format!("#category-{slug} form.rename input[name=version]"),
-        "value",
-    )
-    .expect("version");
+    let id = attr(doc, &format!("#category-{slug}"), "data-id").expect("tree entry");
+    let version = attr(doc, &format!("#category-{slug}"), "data-version").expect("version");
     (id, version)
 }
 

@@ -66,7 +66,12 @@ pub fn scope() -> Scope<
         )
         .service(web::resource("/categories/{id}/rename").post(categories::rename))
         .service(web::resource("/categories/{id}/move").post(categories::move_category))
-        .service(web::resource("/categories/{id}/delete").post(categories::delete))
+        .route("/categories/{id}", read().to(categories::edit))
+        .service(
+            web::resource("/categories/{id}/delete")
+                .route(read().to(categories::confirm_delete))
+                .post(categories::delete),
+        )
         .route("/orders", read().to(orders::index))
         .route("/orders/{number}", read().to(orders::show))
         .service(web::resource("/orders/{number}/ship").post(orders::mark_shipped))

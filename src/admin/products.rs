@@ -44,7 +44,11 @@ pub struct FieldView {
 /// A category the product can be filed under, for the picker.
 pub struct CategoryOption {
     pub id: String,
+    /// The full path, e.g. `Music › Jazz › Bop`.
     pub label: String,
+    /// The category's own name, indented by `depth` in the checkbox tree.
+    pub name: String,
+    pub depth: usize,
     pub selected: bool,
 }
 
@@ -588,6 +592,8 @@ async fn form_page(
             CategoryOption {
                 selected: input.selected.contains(&id),
                 label: e.category.path_label(),
+                name: e.category.name.clone(),
+                depth: e.depth,
                 id,
             }
         })
