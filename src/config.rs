@@ -47,6 +47,7 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("comments", "max_length"),
     ("comments", "rate_limit_per_minute"),
     ("comments", "page_size"),
+    ("seed", "demo"),
 ];
 
 #[derive(Debug, Clone)]
@@ -60,6 +61,14 @@ pub struct Settings {
     pub cart: CartSettings,
     pub payment: PaymentSettings,
     pub comments: CommentSettings,
+    pub seed: SeedSettings,
+}
+
+/// What a brand-new, empty database is given at start-up.
+#[derive(Debug, Clone)]
+pub struct SeedSettings {
+    /// Add the demo catalog, pages and comments (`seed.demo`); false: only the site settings.
+    pub demo: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -473,6 +482,9 @@ impl Layers {
                 rate_limit_per_minute: self.integer("comments.rate_limit_per_minute", 0, 100_000)?
                     as u32,
                 page_size: self.integer("comments.page_size", 1, 1000)? as usize,
+            },
+            seed: SeedSettings {
+                demo: self.boolean("seed.demo")?,
             },
         })
     }

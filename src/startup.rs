@@ -205,7 +205,7 @@ impl Application {
         indexes::ensure_indexes(db)
             .await
             .context("creating the database indexes failed")?;
-        if let Some(report) = seed::run_if_empty(db)
+        if let Some(report) = seed::run_if_empty(db, settings.seed.demo)
             .await
             .context("seeding the empty database failed")?
         {
@@ -257,6 +257,7 @@ impl Application {
                 .to_string(),
             comments: settings.comments.clone(),
             comment_rate: CommentRateLimit::new(settings.comments.rate_limit_per_minute),
+            site: Default::default(),
         });
         let credentials = web::Data::new(credentials);
         let server = http_server(state, credentials.clone(), key, settings, listener)?;
@@ -410,6 +411,7 @@ fn http_server(
             .configure(crate::routes::routes)
             .default_service(web::to(home::not_found))
             // Listed innermost first: a request passes them bottom to top.
+            .wrap(from_fn(crate::db::site::with_settings))
             .wrap(from_fn(csrf::verify))
             .wrap(from_fn(limit_body_time))
             .wrap(from_fn(basic_auth::guard_admin_area))

@@ -30,4 +30,6 @@ pub struct AppState {
     pub comments: CommentSettings,
     /// Comments per client address per minute.
     pub comment_rate: CommentRateLimit,
+    /// The site settings (name, currency, shipping rates) as last read, for every worker.
+    pub site: crate::db::site::SettingsCache,
 }

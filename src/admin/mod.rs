@@ -6,10 +6,12 @@ pub mod changelist;
 pub mod comments;
 pub mod content;
 pub mod dashboard;
+pub mod demo_data;
 pub mod orders;
 pub mod product_lifecycle;
 pub mod product_list;
 pub mod products;
+pub mod settings;
 pub mod stock;
 
 use actix_web::middleware::from_fn;
@@ -105,6 +107,16 @@ pub fn scope() -> Scope<
             web::resource("/content/{id}/delete")
                 .route(read().to(content::confirm_delete))
                 .post(content::delete),
+        )
+        .service(
+            web::resource("/demo-data/remove")
+                .route(read().to(demo_data::confirm_remove))
+                .post(demo_data::remove),
+        )
+        .service(
+            web::resource("/settings")
+                .route(read().to(settings::show))
+                .post(settings::save),
         )
         .route("/comments", read().to(comments::index))
         .service(web::resource("/comments/{id}/hide").post(comments::hide))

@@ -83,11 +83,13 @@ impl Pricing {
     }
 }
 
-/// Cents as the shop shows money: `$12.99`.
+/// Cents as the shop shows money: `$12.99`, with the currency symbol of the site settings
+/// (Admin → Settings).
 pub fn format_cents(cents: i64) -> String {
     let sign = if cents < 0 { "-" } else { "" };
+    let symbol = crate::db::site::current().currency_symbol.clone();
     let cents = cents.unsigned_abs();
-    format!("{sign}${}.{:02}", cents / 100, cents % 100)
+    format!("{sign}{symbol}{}.{:02}", cents / 100, cents % 100)
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

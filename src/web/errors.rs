@@ -15,6 +15,11 @@ use crate::web::layout::{html_response, Layout};
 #[derive(Clone, Copy)]
 pub struct Rendered;
 
+/// Carried by an error page built without a request: what it said, so that
+/// [`render_bare_errors`] can render it again inside the admin layout for an admin path.
+#[derive(Clone)]
+struct ErrorPageMessage(Option<String>);
+
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     /// The message is shown to the user: write it for them.
@@ -162,9 +167,18 @@ fn wording(status: StatusCode) -> (&'static str, &'static str) {
 /// The error page for `status` in the site layout; `message` replaces the default explanation
 /// and must be fit for the public.
 pub fn error_page(status: StatusCode, message: Option<&str>) -> HttpResponse {
+    let mut response = error_page_in(Layout::bare(), status, message);
+    response
+        .extensions_mut()
+        .insert(ErrorPageMessage(message.map(str::to_string)));
+    response
+}
+
+/// The error page for `status` in `layout` (the admin's own for admin paths).
+fn error_page_in(layout: Layout, status: StatusCode, message: Option<&str>) -> HttpResponse {
     let (title, default_message) = wording(status);
     let page = ErrorPage {
-        layout: Layout::bare(),
+        layout,
         status: status.as_u16(),
         title,
         message: message.unwrap_or(default_message),
@@ -181,11 +195,28 @@ pub fn error_page(status: StatusCode, message: Option<&str>) -> HttpResponse {
 pub fn render_bare_errors<B>(
     res: ServiceResponse<B>,
 ) -> actix_web::Result<ErrorHandlerResponse<B>> {
-    if res.response().extensions().contains::<Rendered>() {
+    let status = res.status();
+    // In the admin (past its sign-in: 401 and 429 answer people not signed in), an error page
+    // keeps the admin's layout, with its navigation and a way back.
+    let in_admin = is_admin_path(res.request().path())
+        && status != StatusCode::UNAUTHORIZED
+        && status != StatusCode::TOO_MANY_REQUESTS;
+    let said = res
+        .response()
+        .extensions()
+        .get::<ErrorPageMessage>()
+        .map(|m| m.0.clone());
+    let rendered = res.response().extensions().contains::<Rendered>();
+    if rendered && !(in_admin && said.is_some()) {
         return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
     }
     let (req, original) = res.into_parts();
-    let mut page = error_page(original.status(), None);
+    let message = said.flatten();
+    let mut page = if in_admin {
+        error_page_in(Layout::admin_error(&req), status, message.as_deref())
+    } else {
+        error_page(status, None)
+    };
     // Keep protocol headers the status relies on (Allow for 405, WWW-Authenticate for 401).
     for (name, value) in original.headers() {
         if name == actix_web::http::header::ALLOW
@@ -198,6 +229,11 @@ pub fn render_bare_errors<B>(
     Ok(ErrorHandlerResponse::Response(ServiceResponse::new(
         req, page,
     )))
+}
+
+/// `/admin` and everything under it.
+fn is_admin_path(path: &str) -> bool {
+    path == "/admin" || path.starts_with("/admin/")
 }
 
 /// Extractor configuration errors (bad form, query or path) become 400 pages, not the
