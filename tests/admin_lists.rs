@@ -127,10 +127,15 @@ async fn the_product_list_pages_past_a_hundred_rows_and_sorts_filters_and_search
     assert_eq!(href, format!("/admin/products/{}/edit", first.id.to_hex()));
     let doc = admin_page(&app, "/admin/products?q=page-&sort=-title").await;
     assert_eq!(rows(&doc, "td.product-title a")[0], "Test album page-129");
-    // The sort link of the sorted column reverses it and keeps the search.
+    // The sort link of the sorted column reverses it (to the default, title A–Z, which the
+    // link leaves out) and keeps the search.
     assert_eq!(
         attr(&doc, "th[aria-sort=descending] a", "href").as_deref(),
-        Some("/admin/products?q=page-&sort=title")
+        Some("/admin/products?q=page-")
+    );
+    assert_eq!(
+        attr(&doc, "th.sortable a[href*=stock]", "href").as_deref(),
+        Some("/admin/products?q=page-&sort=stock")
     );
     // Most in stock first.
     let doc = admin_page(&app, "/admin/products?q=page-&sort=-stock").await;
