@@ -569,3 +569,136 @@ async fn without_demo_data_the_shop_starts_empty_and_demo_data_can_be_removed() 
     let response = app.get("/pages/about").await;
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
 }
+
+/// A small PNG, `seed` varying its pixels.
+fn png(seed: u8) -> Vec<u8> {
+    let img = image::RgbaImage::from_fn(16, 16, |x, y| image::Rgba([x as u8, y as u8, seed, 255]));
+    let mut out = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgba8(img)
+        .write_to(&mut out, image::ImageFormat::Png)
+        .expect("encode");
+    out.into_inner()
+}
+
+/// POST the create form as a browser with a photo picker does: multipart, the token in the
+/// action's query, text fields then files.
+async fn create_multipart(
+    app: &TestApp,
+    token: &str,
+    fields: &[(&str, &str)],
+    files: &[(&str, Vec<u8>)],
+) -> reqwest::Response {
+    let boundary = "----bazaar-create-boundary-5fA2";
+    let mut body = Vec::new();
+    for (name, value) in fields {
+        body.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n")
+                .as_bytes(),
+        );
+    }
+    for (filename, bytes) in files {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"photos\"; filename=\"{filename}\"\r\nContent-Type: image/png\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    app.client
+        .post(app.url(&format!(
+            "/admin/products/new?type=album&csrf_token={token}"
+        )))
+        .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
+        .header(
+            "content-type",
+            format!("multipart/form-data; boundary={boundary}"),
+        )
+        .body(body)
+        .send()
+        .await
+        .expect("sent")
+}
+
+async fn stored_files(app: &TestApp) -> u64 {
+    app.db
+        .collection::<bson::Document>("assets.files")
+        .count_documents(doc! {})
+        .await
+        .expect("count")
+}
+
+#[tokio::test]
+async fn photos_chosen_on_the_create_form_are_saved_in_order_and_can_be_reordered_and_removed() {
+    let app = spawn_app().await;
+    let doc = admin_page(&app, "/admin/products/new?type=album").await;
+    assert_eq!(
+        attr(&doc, "form.product-form", "enctype").as_deref(),
+        Some("multipart/form-data")
+    );
+    assert_eq!(count(&doc, "form.product-form input[type=file][name=photos]"), 1);
+    let token = csrf_token(&doc).expect("token");
+    let fields = [
+        ("csrf_token", token.as_str()),
+        ("title", "Mingus Ah Um"),
+        ("sku", "ph-1"),
+        ("list_price", "20"),
+        ("retail_price", "15"),
+        ("qty", "4"),
+        ("artist", "Charles Mingus"),
+        ("label", "Columbia"),
+        ("issue_date", "1959-10-16"),
+        ("status", "active"),
+    ];
+    let before = stored_files(&app).await;
+
+    // A field error: nothing saved, the photo that arrived is not kept.
+    let mut bad = fields.to_vec();
+    bad[1] = ("title", "");
+    let response = create_multipart(&app, &token, &bad, &[("a.png", png(1))]).await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert!(texts(&doc, ".form-error")[0].contains("Choose the photos again"));
+    assert_eq!(stored_files(&app).await, before);
+    // A file that is not an image is refused by name; nothing is saved.
+    let response =
+        create_multipart(&app, &token, &fields, &[("notes.png", b"hello".to_vec())]).await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(products::by_sku(&app.db, "ph-1").await.expect("query").is_none());
+    // Without the token nothing is created.
+    let response = create_multipart(&app, "wrong", &fields, &[]).await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+
+    let response =
+        create_multipart(&app, &token, &fields, &[("a.png", png(1)), ("b.png", png(2))]).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let p = product(&app.db, "ph-1").await;
+    assert_eq!(p.photos.len(), 2);
+    let (first, second) = (p.photos[0], p.photos[1]);
+
+    // Reorder: the second becomes the cover.
+    let edit = format!("/admin/products/{}/edit", p.id.to_hex());
+    let doc = admin_page(&app, &edit).await;
+    assert_eq!(count(&doc, "li.admin-photo"), 2);
+    let response = app
+        .post_admin_form(
+            &format!("/admin/products/{}/photos/{}/move", p.id.to_hex(), second.to_hex()),
+            &[("csrf_token", token.as_str()), ("direction", "earlier")],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(product(&app.db, "ph-1").await.photos, [second, first]);
+    // Remove: the photo and its file go.
+    let files = stored_files(&app).await;
+    let response = app
+        .post_admin_form(
+            &format!("/admin/products/{}/photos/{}/remove", p.id.to_hex(), second.to_hex()),
+            &[("csrf_token", token.as_str())],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(product(&app.db, "ph-1").await.photos, [first]);
+    assert!(stored_files(&app).await < files);
+}

@@ -40,6 +40,12 @@ pub fn scope() -> Scope<
         .service(
             web::resource("/products/new")
                 .route(read().to(products::new))
+                // The create form with its photo picker is multipart; a plain form also works.
+                .route(
+                    web::post()
+                        .guard(actix_web::guard::fn_guard(product_lifecycle::is_multipart))
+                        .to(product_lifecycle::create_with_photos),
+                )
                 .post(products::create),
         )
         .service(

@@ -629,7 +629,7 @@ fn parse_id(id: &str) -> Result<ObjectId, AppError> {
     ObjectId::parse_str(id).map_err(|_| AppError::NotFound)
 }
 
-fn kind_param(params: &HashMap<String, String>) -> Result<ProductType, AppError> {
+pub(crate) fn kind_param(params: &HashMap<String, String>) -> Result<ProductType, AppError> {
     params
         .get("type")
         .and_then(|t| ProductType::parse(t))
@@ -702,15 +702,40 @@ pub async fn create(
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
     let kind = kind_param(&params)?;
-    let form = Submitted::from_pairs(form.into_inner());
+    create_product(&req, &state, kind, form.into_inner(), NewPhotos::default()).await
+}
+
+/// Photos that arrived with a create form (see `product_lifecycle::create_with_photos`):
+/// already stored, in the order chosen, and why any others were refused.
+#[derive(Default)]
+pub struct NewPhotos {
+    pub stored: Vec<ObjectId>,
+    pub refused: Vec<String>,
+}
+
+/// Create a product of `kind` from the submitted fields. The photos are attached when it is
+/// saved; when it is not (a field error, or a photo refused), the stored photos are deleted
+/// and the form comes back saying to choose them again.
+pub async fn create_product(
+    req: &HttpRequest,
+    state: &AppState,
+    kind: ProductType,
+    pairs: Vec<(String, String)>,
+    photos: NewPhotos,
+) -> Result<HttpResponse, AppError> {
+    let form = Submitted::from_pairs(pairs);
     let parsed = parse_product(kind, &form, true).and_then(|new| match status_of(&form) {
         Some(status) => Ok((new, status)),
         None => Err(bad_status()),
     });
     let errors = match parsed {
+        Ok(_) if !photos.refused.is_empty() => FieldErrors::default(),
         Ok((new, status)) => match products::create_as(&state.db, new, status).await {
             Ok(product) => {
                 products::set_tags(&state.db, product.id, &tags_of(&form)).await?;
+                for photo in &photos.stored {
+                    products::add_photo(&state.db, product.id, *photo).await?;
+                }
                 flash::push(
                     &req.get_session(),
                     Level::Success,
@@ -725,16 +750,33 @@ pub async fn create(
         },
         Err(errors) => errors,
     };
+    for photo in &photos.stored {
+        crate::content::photos::delete_file(&state.db, *photo).await?;
+    }
+    let mut form_error = if errors.0.is_empty() {
+        "The product was not saved.".to_string()
+    } else {
+        "The product was not saved: correct the fields marked below.".to_string()
+    };
+    if !photos.refused.is_empty() {
+        form_error.push_str(&format!(
+            " Photos refused: {}.",
+            photos.refused.join("; ")
+        ));
+    }
+    if !photos.stored.is_empty() || !photos.refused.is_empty() {
+        form_error.push_str(" Choose the photos again.");
+    }
     invalid(
-        &req,
-        &state,
+        req,
+        state,
         FormInput {
             kind,
             product: None,
             values: &form.values,
             selected: &form.categories,
             errors: &errors,
-            form_error: Some("The product was not saved: correct the fields marked below.".into()),
+            form_error: Some(form_error),
             edit_version: String::new(),
             loaded: String::new(),
         },
