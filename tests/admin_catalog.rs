@@ -92,7 +92,11 @@ async fn a_new_album_form_has_the_album_fields_and_saves_a_product_with_derived_
     let modal_id = {
         let sel = scraper::Selector::parse("#field-categories input[type=checkbox]").unwrap();
         doc.select(&sel)
-            .find(|o| o.value().attr("title").is_some_and(|t| t.ends_with("Modal Jazz")))
+            .find(|o| {
+                o.value()
+                    .attr("title")
+                    .is_some_and(|t| t.ends_with("Modal Jazz"))
+            })
             .and_then(|o| o.value().attr("value"))
             .expect("modal jazz checkbox")
             .to_string()

@@ -196,7 +196,10 @@ async fn search_input_with_regex_characters_matches_literally() {
     }
     // The stock list searches the same way.
     let doc = admin_page(&app, "/admin/stock?q=%5Bremastered").await;
-    assert_eq!(texts(&doc, "tr.stock-row td.stock-title"), [p.title.clone()]);
+    assert_eq!(
+        texts(&doc, "tr.stock-row td.stock-title"),
+        [p.title.clone()]
+    );
 }
 
 #[tokio::test]
@@ -206,19 +209,31 @@ async fn orders_are_found_by_number_or_email_and_filtered_by_status() {
     let (first, _) = buy(&app, "ord-1", "1", "ada@example.com").await;
     let (second, _) = buy(&app, "ord-1", "1", "grace@example.org").await;
     let doc = admin_page(&app, "/admin/orders?q=ADA%40EXAMPLE").await;
-    assert_eq!(texts(&doc, "td.order-number"), [first.clone()]);
+    assert_eq!(texts(&doc, "td.order-number"), std::slice::from_ref(&first));
     let doc = admin_page(&app, &format!("/admin/orders?q={}", &second[3..])).await;
-    assert_eq!(texts(&doc, "td.order-number"), [second.clone()]);
+    assert_eq!(
+        texts(&doc, "td.order-number"),
+        std::slice::from_ref(&second)
+    );
     // Newest first by default; oldest first when asked.
     let doc = admin_page(&app, "/admin/orders").await;
-    assert_eq!(texts(&doc, "td.order-number"), [second.clone(), first.clone()]);
+    assert_eq!(
+        texts(&doc, "td.order-number"),
+        [second.clone(), first.clone()]
+    );
     let doc = admin_page(&app, "/admin/orders?sort=placed").await;
-    assert_eq!(texts(&doc, "td.order-number"), [first.clone(), second.clone()]);
+    assert_eq!(
+        texts(&doc, "td.order-number"),
+        [first.clone(), second.clone()]
+    );
     let doc = admin_page(&app, "/admin/orders?status=shipped").await;
     assert_eq!(count(&doc, "tr.order-row"), 0);
     // The stock and carts lists page too, and an unknown filter value is ignored.
     let doc = admin_page(&app, "/admin/stock?q=ord-&stock=nonsense").await;
-    assert_eq!(texts(&doc, "tr.stock-row td.stock-title"), ["Test album ord-1"]);
+    assert_eq!(
+        texts(&doc, "tr.stock-row td.stock-title"),
+        ["Test album ord-1"]
+    );
     let doc = admin_page(&app, "/admin/carts?status=complete&sort=-changed").await;
     assert_eq!(count(&doc, ".cart-row"), 2);
 }
@@ -236,7 +251,10 @@ async fn draft_and_archived_products_leave_the_storefront_and_orders_keep_their_
         product(&app.db, "life-a").await.status,
         ProductStatus::Archived
     );
-    assert_eq!(product(&app.db, "life-d").await.status, ProductStatus::Draft);
+    assert_eq!(
+        product(&app.db, "life-d").await.status,
+        ProductStatus::Draft
+    );
 
     for sku in ["life-a", "life-d"] {
         let response = app.get(&format!("/products/test-{sku}")).await;
@@ -302,7 +320,11 @@ async fn a_product_is_deleted_only_if_never_ordered_and_only_after_confirming() 
         .await
         .expect("query")
         .is_some());
-    let doc = admin_page(&app, &format!("/admin/products/{}/edit", ordered.id.to_hex())).await;
+    let doc = admin_page(
+        &app,
+        &format!("/admin/products/{}/edit", ordered.id.to_hex()),
+    )
+    .await;
     assert!(texts(&doc, ".flash-error")[0].contains("was not deleted"));
 
     // Never ordered: GET only asks; without the token nothing happens; with it, it is gone.
@@ -336,7 +358,10 @@ async fn cancelling_an_order_asks_first_and_says_what_goes_back_on_sale() {
 
     // Mark shipped is the main button; cancel is a link to the confirmation.
     let doc = admin_page(&app, &format!("/admin/orders/{number}")).await;
-    assert_eq!(texts(&doc, ".order-actions button.primary"), ["Mark shipped"]);
+    assert_eq!(
+        texts(&doc, ".order-actions button.primary"),
+        ["Mark shipped"]
+    );
     assert_eq!(
         attr(&doc, ".order-actions a.danger", "href"),
         Some(format!("/admin/orders/{number}/cancel"))
@@ -359,7 +384,11 @@ async fn cancelling_an_order_asks_first_and_says_what_goes_back_on_sale() {
                 .status
         }
     };
-    assert_eq!(status(&app).await, orders::OrderStatus::Paid, "GET only asks");
+    assert_eq!(
+        status(&app).await,
+        orders::OrderStatus::Paid,
+        "GET only asks"
+    );
     let response = app.post_admin_form(&url, &[]).await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
     assert_eq!(status(&app).await, orders::OrderStatus::Paid);
@@ -475,16 +504,14 @@ async fn shop_settings_change_the_name_currency_and_the_shipping_charged_at_chec
     let shopper = Shopper::new(&app).await;
     shopper.add("ship-1", "3").await;
     let doc = html(&body(shopper.get("/checkout").await).await);
-    assert!(
-        body_text(&doc).contains("€10.00"),
-        "{}",
-        body_text(&doc)
-    );
+    assert!(body_text(&doc).contains("€10.00"), "{}", body_text(&doc));
     let fields_owned = checkout_form("4242424242424242");
     let fields: Vec<(&str, &str)> = fields_owned.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let response = shopper.post("/checkout", &fields).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let number = location(&response).trim_start_matches("/orders/").to_string();
+    let number = location(&response)
+        .trim_start_matches("/orders/")
+        .to_string();
     let order = orders::by_number(&app.db, &number)
         .await
         .expect("query")
@@ -638,7 +665,10 @@ async fn photos_chosen_on_the_create_form_are_saved_in_order_and_can_be_reordere
         attr(&doc, "form.product-form", "enctype").as_deref(),
         Some("multipart/form-data")
     );
-    assert_eq!(count(&doc, "form.product-form input[type=file][name=photos]"), 1);
+    assert_eq!(
+        count(&doc, "form.product-form input[type=file][name=photos]"),
+        1
+    );
     let token = csrf_token(&doc).expect("token");
     let fields = [
         ("csrf_token", token.as_str()),
@@ -666,13 +696,21 @@ async fn photos_chosen_on_the_create_form_are_saved_in_order_and_can_be_reordere
     let response =
         create_multipart(&app, &token, &fields, &[("notes.png", b"hello".to_vec())]).await;
     assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    assert!(products::by_sku(&app.db, "ph-1").await.expect("query").is_none());
+    assert!(products::by_sku(&app.db, "ph-1")
+        .await
+        .expect("query")
+        .is_none());
     // Without the token nothing is created.
     let response = create_multipart(&app, "wrong", &fields, &[]).await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
 
-    let response =
-        create_multipart(&app, &token, &fields, &[("a.png", png(1)), ("b.png", png(2))]).await;
+    let response = create_multipart(
+        &app,
+        &token,
+        &fields,
+        &[("a.png", png(1)), ("b.png", png(2))],
+    )
+    .await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     let p = product(&app.db, "ph-1").await;
     assert_eq!(p.photos.len(), 2);
@@ -684,7 +722,11 @@ async fn photos_chosen_on_the_create_form_are_saved_in_order_and_can_be_reordere
     assert_eq!(count(&doc, "li.admin-photo"), 2);
     let response = app
         .post_admin_form(
-            &format!("/admin/products/{}/photos/{}/move", p.id.to_hex(), second.to_hex()),
+            &format!(
+                "/admin/products/{}/photos/{}/move",
+                p.id.to_hex(),
+                second.to_hex()
+            ),
             &[("csrf_token", token.as_str()), ("direction", "earlier")],
         )
         .await;
@@ -694,7 +736,11 @@ async fn photos_chosen_on_the_create_form_are_saved_in_order_and_can_be_reordere
     let files = stored_files(&app).await;
     let response = app
         .post_admin_form(
-            &format!("/admin/products/{}/photos/{}/remove", p.id.to_hex(), second.to_hex()),
+            &format!(
+                "/admin/products/{}/photos/{}/remove",
+                p.id.to_hex(),
+                second.to_hex()
+            ),
             &[("csrf_token", token.as_str())],
         )
         .await;

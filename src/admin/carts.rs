@@ -109,8 +109,9 @@ pub async fn index(
         ],
         sorts: SORTS,
         default_sort: "-changed",
-        filters: vec![Filter::fixed("status", "Status", &statuses)
-            .with_default(CartStatus::Active.as_str())],
+        filters: vec![
+            Filter::fixed("status", "Status", &statuses).with_default(CartStatus::Active.as_str())
+        ],
         search_label: None,
     };
     let mut list = ChangeList::parse(spec, &params);

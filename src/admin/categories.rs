@@ -102,9 +102,10 @@ impl CategoryDeletePage {
     }
 
     pub fn parent_name(&self) -> String {
-        self.parent
-            .as_ref()
-            .map_or_else(|| "the top level".to_string(), |p| format!("“{}”", p.path_label()))
+        self.parent.as_ref().map_or_else(
+            || "the top level".to_string(),
+            |p| format!("“{}”", p.path_label()),
+        )
     }
 }
 

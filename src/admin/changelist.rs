@@ -449,7 +449,11 @@ mod tests {
         assert_eq!(list.sort_document(), doc! { "search_title": -1, "_id": -1 });
         for bad in ["$where", "-password", "", "details.secret"] {
             let list = parse(&[("sort", bad)]);
-            assert_eq!(list.sort_document(), doc! { "created": -1, "_id": -1 }, "{bad}");
+            assert_eq!(
+                list.sort_document(),
+                doc! { "created": -1, "_id": -1 },
+                "{bad}"
+            );
         }
     }
 

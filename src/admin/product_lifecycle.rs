@@ -6,12 +6,12 @@ use std::collections::HashMap;
 
 use actix_session::SessionExt;
 use actix_web::{web, HttpRequest, HttpResponse};
-use futures::StreamExt;
 use askama::Template;
 use bson::oid::ObjectId;
+use futures::StreamExt;
 
-use crate::catalog::lifecycle::{self, DeleteRefused, Move};
 use crate::admin::products::{create_product, kind_param, NewPhotos};
+use crate::catalog::lifecycle::{self, DeleteRefused, Move};
 use crate::catalog::products::{self, Product};
 use crate::media::{self, UploadError};
 use crate::state::AppState;
@@ -225,9 +225,9 @@ pub async fn create_with_photos(
                 continue;
             }
             if photos.stored.len() >= MAX_NEW_PHOTOS {
-                photos
-                    .refused
-                    .push(format!("{filename}: at most {MAX_NEW_PHOTOS} photos at once"));
+                photos.refused.push(format!(
+                    "{filename}: at most {MAX_NEW_PHOTOS} photos at once"
+                ));
                 while let Some(chunk) = field.next().await {
                     if chunk.is_err() {
                         break;

@@ -759,10 +759,7 @@ pub async fn create_product(
         "The product was not saved: correct the fields marked below.".to_string()
     };
     if !photos.refused.is_empty() {
-        form_error.push_str(&format!(
-            " Photos refused: {}.",
-            photos.refused.join("; ")
-        ));
+        form_error.push_str(&format!(" Photos refused: {}.", photos.refused.join("; ")));
     }
     if !photos.stored.is_empty() || !photos.refused.is_empty() {
         form_error.push_str(" Choose the photos again.");
@@ -898,10 +895,11 @@ pub async fn update(
         .ok_or(AppError::NotFound)?;
     let form = Submitted::from_pairs(form.into_inner());
     let version = form_version(&form)?;
-    let parsed = parse_product(product.kind, &form, false).and_then(|edit| match status_of(&form) {
-        Some(status) => Ok((edit, status)),
-        None => Err(bad_status()),
-    });
+    let parsed =
+        parse_product(product.kind, &form, false).and_then(|edit| match status_of(&form) {
+            Some(status) => Ok((edit, status)),
+            None => Err(bad_status()),
+        });
     let errors = match parsed {
         Ok((edit, status)) => {
             let tags = tags_of(&form);

@@ -190,7 +190,10 @@ mod tests {
         assert_eq!(ok.shipping.per_half_kilo_cents, 100);
         assert_eq!(ok.currency_symbol, "€");
         for bad in ["-1", "abc", "1001", "1.234"] {
-            assert!(form("$", bad).parse().unwrap_err().contains_key("shipping_base"));
+            assert!(form("$", bad)
+                .parse()
+                .unwrap_err()
+                .contains_key("shipping_base"));
         }
         for bad in ["", "12", "EURO€", "a b"] {
             assert!(form(bad, "1")

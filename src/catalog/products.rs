@@ -425,7 +425,9 @@ pub fn collection(db: &Db) -> mongodb::Collection<Product> {
 pub async fn with_tag(db: &Db, tag: &str, limit: i64) -> Result<Vec<Product>, DbError> {
     use futures::TryStreamExt;
     Ok(collection(db)
-        .find(crate::catalog::lifecycle::on_sale_within(doc! { "tags": tag }))
+        .find(crate::catalog::lifecycle::on_sale_within(
+            doc! { "tags": tag },
+        ))
         .sort(doc! { "search_title": 1 })
         .limit(limit)
         .await?
