@@ -411,13 +411,14 @@ fn http_server(
             .configure(crate::routes::routes)
             .default_service(web::to(home::not_found))
             // Listed innermost first: a request passes them bottom to top.
-            .wrap(from_fn(crate::db::site::with_settings))
             .wrap(from_fn(csrf::verify))
             .wrap(from_fn(limit_body_time))
             .wrap(from_fn(basic_auth::guard_admin_area))
             .wrap(from_fn(session::enforce_max_age))
             .wrap(session::middleware(key.clone(), tls))
             .wrap(ErrorHandlers::new().default_handler(render_bare_errors))
+            // Outside the error pages, so they too show the shop's name from the settings.
+            .wrap(from_fn(crate::db::site::with_settings))
             .wrap(from_fn(add_security_headers))
             .wrap(from_fn(telemetry::log_requests))
     })

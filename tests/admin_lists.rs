@@ -498,6 +498,9 @@ async fn shop_settings_change_the_name_currency_and_the_shipping_charged_at_chec
     assert_eq!(texts(&doc, "header .brand"), ["Corner Records"]);
     assert_eq!(texts(&doc, ".hero h1"), ["Corner Records"]);
     assert_eq!(texts(&doc, ".hero .tagline"), ["Vinyl, mostly"]);
+    // Error pages too.
+    let doc = html(&body(app.get("/products/no-such-thing").await).await);
+    assert_eq!(texts(&doc, "header .brand"), ["Corner Records"]);
 
     // A new shopper's cart and checkout charge the new rates: 3 × 300 g = 900 g, two started
     // half kilos: 5.00 + 2 × 2.50 = 10.00, shown with the new symbol.
@@ -747,4 +750,62 @@ async fn photos_chosen_on_the_create_form_are_saved_in_order_and_can_be_reordere
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     assert_eq!(product(&app.db, "ph-1").await.photos, [first]);
     assert!(stored_files(&app).await < files);
+}
+
+#[tokio::test]
+async fn the_lists_default_sorts_are_served_by_indexes() {
+    let app = spawn_app().await;
+    let db = &app.db;
+    for (what, collection, filter, sort) in [
+        (
+            "products by title",
+            products::COLLECTION,
+            doc! {},
+            doc! { "search_title": 1, "_id": 1 },
+        ),
+        (
+            "products by price",
+            products::COLLECTION,
+            doc! {},
+            doc! { "pricing.retail": -1, "_id": -1 },
+        ),
+        (
+            "products in a category",
+            products::COLLECTION,
+            doc! { "category_path": bson::oid::ObjectId::new() },
+            doc! { "search_title": 1, "_id": 1 },
+        ),
+        (
+            "stock, fewest first",
+            products::COLLECTION,
+            doc! {},
+            doc! { "qty": 1, "_id": 1 },
+        ),
+        (
+            "orders, newest first",
+            orders::COLLECTION,
+            doc! {},
+            doc! { "created": -1, "_id": -1 },
+        ),
+        (
+            "paid orders, newest first",
+            orders::COLLECTION,
+            doc! { "status": "paid" },
+            doc! { "created": -1, "_id": -1 },
+        ),
+        (
+            "active carts, last changed first",
+            bazaar::cart::COLLECTION,
+            doc! { "status": "active" },
+            doc! { "last_modified": -1, "_id": -1 },
+        ),
+        (
+            "was a product ever ordered",
+            orders::COLLECTION,
+            doc! { "items.sku": "demo0001" },
+            doc! {},
+        ),
+    ] {
+        assert_uses_index(db, what, collection, filter, sort).await;
+    }
 }

@@ -404,7 +404,8 @@ pub fn indexes() -> Vec<IndexModel> {
         plain(doc! { "category_path": 1, "details.issue_date": -1, "_id": -1 }),
         plain(doc! { "categories": 1 }),
         plain(doc! { "featured": 1, "details.issue_date": -1 }),
-        plain(doc! { "qty": 1 }),
+        // Stock levels; `_id` after it serves the admin lists' tie-broken stock sort.
+        plain(doc! { "qty": 1, "_id": 1 }),
         // The storefront's whole-catalog count subtracts the hidden (draft, archived) ones.
         plain(doc! { "status": 1 }),
         // Tag pages list the products carrying a tag.
