@@ -41,6 +41,7 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("cart", "max_units"),
     ("cart", "max_line_share_pct"),
     ("cart", "new_carts_per_hour"),
+    ("cart", "order_lookups_per_hour"),
     ("cart", "retention_secs"),
     ("cart", "recover_checkout_after_secs"),
     ("payment", "gateway"),
@@ -181,6 +182,8 @@ pub struct CartSettings {
     pub max_line_share_pct: i64,
     /// New carts one client address may start per hour.
     pub new_carts_per_hour: u32,
+    /// Order lookups (`/orders/lookup`) one client address may try per hour.
+    pub order_lookups_per_hour: u32,
     /// How long an expired cart is kept (for the admin's view) before the jobs delete it.
     pub retention: std::time::Duration,
     /// A checkout still `pending` after this long is taken to have been interrupted by a crash:
@@ -511,6 +514,7 @@ impl Layers {
             max_units: self.integer("cart.max_units", 1, 100_000)?,
             max_line_share_pct: self.integer("cart.max_line_share_pct", 1, 100)?,
             new_carts_per_hour: self.integer("cart.new_carts_per_hour", 1, 1_000_000)? as u32,
+            order_lookups_per_hour: self.integer("cart.order_lookups_per_hour", 1, 100_000)? as u32,
             retention: Duration::from_secs(self.integer(
                 "cart.retention_secs",
                 60,

@@ -15,6 +15,7 @@ pub mod health;
 pub mod home;
 pub mod media;
 pub mod routes;
+pub mod search;
 pub mod seed;
 pub mod startup;
 pub mod state;

@@ -4,7 +4,7 @@
 use actix_web::web;
 
 use crate::web::{assets, read};
-use crate::{admin, cart, catalog, checkout, content, health, home, media};
+use crate::{admin, cart, catalog, checkout, content, health, home, media, search};
 
 /// Every route of the site.
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -41,11 +41,15 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         )
         .route("/checkout", read().to(checkout::pages::show))
         .route("/checkout", web::post().to(checkout::pages::submit))
+        // Before `/orders/{number}`, which would otherwise take "lookup" for a number.
+        .route("/orders/lookup", read().to(checkout::lookup::show))
+        .route("/orders/lookup", web::post().to(checkout::lookup::submit))
         .route("/orders/{number}", read().to(checkout::pages::order))
         .route("/media/{file_id}", read().to(media::serve))
         .route("/media/{file_id}/thumb", read().to(media::serve_thumbnail))
         .route("/media/{file_id}/display", read().to(media::serve_display))
-        .route("/tags/{tag}", read().to(content::pages::tag));
+        .route("/tags/{tag}", read().to(content::pages::tag))
+        .route("/search", read().to(search::pages::results));
     // Content sections (`/pages/`, `/blog/`, `/gallery/`): only the known names match, so
     // these never shadow another area's routes.
     let names: Vec<&str> = content::model::SECTIONS.iter().map(|s| s.name).collect();

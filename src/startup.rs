@@ -205,6 +205,9 @@ impl Application {
         indexes::ensure_indexes(db)
             .await
             .context("creating the database indexes failed")?;
+        crate::catalog::facets::backfill(db)
+            .await
+            .context("normalising the products' filter keys failed")?;
         if let Some(report) = seed::run_if_empty(db, settings.seed.demo)
             .await
             .context("seeding the empty database failed")?
@@ -258,6 +261,10 @@ impl Application {
             comments: settings.comments.clone(),
             comment_rate: CommentRateLimit::new(settings.comments.rate_limit_per_minute),
             site: Default::default(),
+            order_lookups: crate::web::rate_limit::RateLimiter::new(
+                settings.cart.order_lookups_per_hour,
+                Duration::from_secs(3600),
+            ),
         });
         let credentials = web::Data::new(credentials);
         let server = http_server(state, credentials.clone(), key, settings, listener)?;
@@ -415,8 +422,9 @@ fn http_server(
             .wrap(from_fn(limit_body_time))
             .wrap(from_fn(basic_auth::guard_admin_area))
             .wrap(from_fn(session::enforce_max_age))
-            .wrap(session::middleware(key.clone(), tls))
+            // Inside the session middleware, so error pages can read the visitor's cart count.
             .wrap(ErrorHandlers::new().default_handler(render_bare_errors))
+            .wrap(session::middleware(key.clone(), tls))
             // Outside the error pages, so they too show the shop's name from the settings.
             .wrap(from_fn(crate::db::site::with_settings))
             .wrap(from_fn(add_security_headers))

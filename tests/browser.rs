@@ -1,5 +1,6 @@
 //! Real-browser smoke test: headless Chromium (through chromedriver and WebDriver) loads the
-//! home page, shops, posts a comment and a reply and sees them threaded, loads the admin
+//! home page, shops (the cart and checkout at 1280 and 390 px: no sideways scrolling, the
+//! checkout's error summary taking focus, a sold-out product's disabled state), posts a comment and a reply and sees them threaded, loads the admin
 //! dashboard, submits the admin form, edits a page in two windows up to the edit-conflict page,
 //! and saves screenshots under
 //! `<target>/screenshots/`. Without Chromium it is skipped with a printed reason, except in CI
@@ -119,6 +120,26 @@ async fn computed(client: &Client, css: &str, property: &str) -> String {
     value.as_str().unwrap_or_default().to_string()
 }
 
+/// Runs `body` as a function in the page and returns its result.
+async fn script(client: &Client, body: &str) -> serde_json::Value {
+    client.execute(body, vec![]).await.expect("script runs")
+}
+
+/// True when the page is no wider than the window.
+const NO_SIDEWAYS_SCROLL: &str =
+    "return document.documentElement.scrollWidth <= window.innerWidth;";
+
+/// True when the checkout's order summary is to the right of the form (wide screens), false
+/// when it is above it (phones).
+const SUMMARY_BESIDE_FORM: &str = "const s = document.querySelector('.checkout-summary')\
+    .getBoundingClientRect(); const f = document.querySelector('.checkout-form')\
+    .getBoundingClientRect(); if (s.left >= f.right) { return true; } \
+    if (s.bottom <= f.top) { return false; } return 'overlap';";
+
+/// True when the listing's filter form is laid out and visible.
+const FILTERS_SHOWN: &str = "const f = document.querySelector('form.filters'); \
+    return f.checkVisibility() && f.getBoundingClientRect().height > 0;";
+
 async fn save_screenshot(client: &Client, name: &str) -> PathBuf {
     let png = client.screenshot().await.expect("screenshot taken");
     assert!(png.starts_with(b"\x89PNG"), "the screenshot is a PNG");
@@ -224,6 +245,144 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .await
         .expect("the checkout form shows");
     save_screenshot(&client, "checkout.png").await;
+
+    // Checkout with every field empty: the error summary takes focus, sits above the form and
+    // links to the fields; the order summary is beside the form on a wide screen.
+    client
+        .find(Locator::Css("form.checkout-form button[type=submit]"))
+        .await
+        .expect("pay button")
+        .click()
+        .await
+        .expect("clicked");
+    client
+        .wait()
+        .for_element(Locator::Css(".error-summary"))
+        .await
+        .expect("the error summary shows");
+    assert_eq!(
+        script(
+            &client,
+            "return document.activeElement.classList.contains('error-summary');"
+        )
+        .await,
+        json!(true),
+        "focus moves to the error summary"
+    );
+    assert_eq!(
+        script(&client, SUMMARY_BESIDE_FORM).await,
+        json!(true),
+        "the order summary is beside the form at 1280 px"
+    );
+    save_screenshot(&client, "checkout-errors.png").await;
+    client
+        .find(Locator::Css(".error-summary a[href='#field-email']"))
+        .await
+        .expect("summary link to the email field")
+        .click()
+        .await
+        .expect("clicked");
+    assert_eq!(
+        script(&client, "return document.activeElement.id;").await,
+        json!("field-email"),
+        "the summary link takes the shopper to the field"
+    );
+    assert_eq!(
+        computed(&client, "#field-email", "border-top-color").await,
+        "rgb(138, 36, 24)",
+        "an invalid field has the error border"
+    );
+    assert_eq!(
+        computed(&client, "#field-email", "border-top-width").await,
+        "2px"
+    );
+
+    // A phone: the order summary comes above the form, nothing scrolls sideways, and the cart
+    // lines become cards.
+    client
+        .set_window_size(390, 844)
+        .await
+        .expect("window resized");
+    assert_eq!(
+        script(&client, SUMMARY_BESIDE_FORM).await,
+        json!(false),
+        "the order summary is above the form at 390 px"
+    );
+    assert_eq!(script(&client, NO_SIDEWAYS_SCROLL).await, json!(true));
+    save_screenshot(&client, "checkout-mobile.png").await;
+    client.goto(&app.url("/cart")).await.expect("cart loads");
+    assert_eq!(
+        script(&client, NO_SIDEWAYS_SCROLL).await,
+        json!(true),
+        "the cart fits a 390 px screen"
+    );
+    assert_eq!(computed(&client, ".cart-line", "display").await, "grid");
+    save_screenshot(&client, "cart-mobile.png").await;
+    // Listing filters fold behind "Filter & sort" on a phone and open on a tap.
+    client
+        .goto(&app.url("/products"))
+        .await
+        .expect("shop loads");
+    assert_eq!(script(&client, FILTERS_SHOWN).await, json!(false));
+    assert_eq!(script(&client, NO_SIDEWAYS_SCROLL).await, json!(true));
+    save_screenshot(&client, "products-mobile.png").await;
+    client
+        .find(Locator::Css("details.filter-disclosure summary"))
+        .await
+        .expect("the disclosure")
+        .click()
+        .await
+        .expect("clicked");
+    assert_eq!(script(&client, FILTERS_SHOWN).await, json!(true));
+    save_screenshot(&client, "products-mobile-filters.png").await;
+    client
+        .set_window_size(1280, 900)
+        .await
+        .expect("window resized");
+    client
+        .goto(&app.url("/products"))
+        .await
+        .expect("shop loads");
+    assert_eq!(
+        script(&client, FILTERS_SHOWN).await,
+        json!(true),
+        "the filters are always shown on a wide screen"
+    );
+
+    // A sold-out product: the button says so, looks disabled and cannot be pressed; the
+    // quantity box is disabled too.
+    let sold_out = bazaar::catalog::products::collection(&app.db)
+        .find_one(bson::doc! { "qty": 0 })
+        .await
+        .expect("query")
+        .expect("a sold-out demo product");
+    client
+        .goto(&app.url(&sold_out.url()))
+        .await
+        .expect("product page loads");
+    let button = client
+        .find(Locator::Css("form.add-to-cart button"))
+        .await
+        .expect("the button");
+    assert_eq!(button.text().await.expect("text"), "Sold out");
+    assert!(!button.is_enabled().await.expect("state"), "disabled");
+    assert!(!client
+        .find(Locator::Css("#cart-qty"))
+        .await
+        .expect("quantity box")
+        .is_enabled()
+        .await
+        .expect("state"));
+    assert_eq!(
+        computed(&client, "form.add-to-cart button", "background-color").await,
+        "rgb(228, 221, 209)",
+        "the disabled button is greyed"
+    );
+    assert_eq!(
+        text_of(&client, ".product-summary .stock").await,
+        "Sold out"
+    );
+    save_screenshot(&client, "product-sold-out.png").await;
 
     // Comments: post one on a product page, reply to it, and see the two threaded.
     client

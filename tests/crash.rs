@@ -323,7 +323,7 @@ async fn shop(
                 ("street", "1 Kill Street"),
                 ("city", "Signal"),
                 ("postcode", "9"),
-                ("country", "Posix"),
+                ("country", "United States"),
                 ("card_number", card),
                 ("expiry", "12/39"),
                 ("cvc", "123"),

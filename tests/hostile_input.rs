@@ -211,6 +211,8 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
         format!("/?{v}"),
         format!("/healthz?{v}"),
         format!("/categories/jazz?q={v}&page={v}&sort={v}"),
+        format!("/search?q={v}"),
+        format!("/search?q=jazz&page={v}&{v}={v}"),
     ];
     if v.len() < 4_000 {
         // Every filter at once (a URL of many long values would exceed what clients send).

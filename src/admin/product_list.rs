@@ -51,6 +51,9 @@ pub struct ProductListPage {
     pub layout: Layout,
     pub list: ChangeList,
     pub products: Vec<Product>,
+    /// No title or SKU contains the search, so these are the site search's full-text matches
+    /// (people, genres, descriptions).
+    pub full_text: bool,
 }
 
 impl ProductListPage {
@@ -136,6 +139,7 @@ pub async fn index(
     if let Some(qty) = list.filter_value("stock").and_then(stock_condition) {
         filter.insert("qty", qty);
     }
+    let narrowed = filter.clone();
     if let Some(pattern) = list.search_pattern() {
         filter.insert(
             "$or",
@@ -145,12 +149,20 @@ pub async fn index(
             ],
         );
     }
-    let products = list
-        .load(&products::collection(&state.db), filter, None)
-        .await?;
+    let collection = products::collection(&state.db);
+    let mut products = list.load(&collection, filter, None).await?;
+    let mut full_text = false;
+    if products.is_empty() && !list.search.is_empty() {
+        // Nothing in a title or SKU: try the site search's full-text index, same filters.
+        let mut text = narrowed;
+        text.extend(crate::search::text_filter(&list.search));
+        products = list.load(&collection, text, None).await?;
+        full_text = !products.is_empty();
+    }
     render(&ProductListPage {
         layout: Layout::admin(&req),
         list,
         products,
+        full_text,
     })
 }

@@ -903,7 +903,16 @@ pub async fn update(
     let errors = match parsed {
         Ok((edit, status)) => {
             let tags = tags_of(&form);
-            match products::update(&state.db, product.id, version, edit, &tags, status).await {
+            match products::update_with_status(
+                &state.db,
+                product.id,
+                version,
+                edit,
+                &tags,
+                Some(status),
+            )
+            .await
+            {
                 Ok(products::Saved::Saved(_)) => {
                     flash::push(&req.get_session(), Level::Success, "Saved.");
                     return Ok(see_other(&format!(

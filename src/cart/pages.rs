@@ -21,19 +21,40 @@ use crate::web::see_other;
 pub const EXPIRED_NOTICE: &str =
     "Your cart expired after a while without changes, and its items were returned to the shelves.";
 
-/// Below this many available units the cart warns that few are left.
-const FEW_LEFT: i64 = 3;
+/// At or below this many available units the cart line says that few are left.
+const FEW_LEFT: i64 = crate::catalog::LOW_STOCK_THRESHOLD;
 
 /// A cart line with what the shop knows about it now.
 pub struct LineView {
     pub line: cart::CartLine,
     /// Units still available to add (not counting this cart's own).
     pub available: i64,
+    /// The product's first photo, for the thumbnail.
+    pub cover: Option<bson::oid::ObjectId>,
+    /// Whether the cart can still change (stock notes only matter then).
+    pub editable: bool,
 }
 
 impl LineView {
     pub fn few_left(&self) -> bool {
         self.available <= FEW_LEFT
+    }
+
+    /// The low-stock note shown on the line itself (not as a banner above the cart).
+    pub fn stock_note(&self) -> Option<String> {
+        if !self.editable || !self.few_left() {
+            return None;
+        }
+        Some(if self.available == 0 {
+            "You have the last ones: no more are left.".to_string()
+        } else {
+            format!("Only {} more left.", self.available)
+        })
+    }
+
+    /// URL of the thumbnail, if the product has a photo.
+    pub fn thumbnail_url(&self) -> Option<String> {
+        self.cover.map(|id| format!("/media/{}/thumb", id.to_hex()))
     }
 
     /// The most the quantity box may ask for.
@@ -125,19 +146,11 @@ async fn review_lines(
                 }
             }
         }
-        if available <= FEW_LEFT && cart.status == CartStatus::Active {
-            notices.push(if available == 0 {
-                format!(
-                    "{} is now sold out: you have the last ones.",
-                    line.details.title
-                )
-            } else {
-                format!("Only {available} more of {} left.", line.details.title)
-            });
-        }
         views.push(LineView {
             line: line.clone(),
             available,
+            cover: product.and_then(|p| p.cover),
+            editable: cart.status == CartStatus::Active,
         });
     }
     Ok(views)

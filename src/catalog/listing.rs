@@ -9,7 +9,8 @@ use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
 use futures::TryStreamExt;
 
-use crate::catalog::products::{self, Product, ProductType};
+use crate::catalog::facets;
+use crate::catalog::products::{self, format_cents, Product, ProductType};
 use crate::db::{Db, DbError};
 
 pub const PAGE_SIZE: u64 = 12;
@@ -87,6 +88,28 @@ pub struct ListingQuery {
     pub search: Option<String>,
     pub sort: Sort,
     pub page: u64,
+    /// Values that were given but could not be used, each with why: shown above the results
+    /// (and the field marked) rather than silently ignored.
+    pub problems: Vec<FilterProblem>,
+}
+
+/// A filter value that could not be used.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FilterProblem {
+    /// The query parameter (and the filter form's input name).
+    pub param: &'static str,
+    /// The value as given, for the form to show back.
+    pub given: String,
+    /// What was wrong, for the shopper.
+    pub message: String,
+}
+
+/// One filter in force, with the address of the same listing without it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ActiveFilter {
+    pub label: String,
+    /// The query string without this filter (and back on page 1).
+    pub query_without: String,
 }
 
 fn non_empty(params: &HashMap<String, String>, key: &str) -> Option<String> {
@@ -150,6 +173,7 @@ impl ListingQuery {
                 .get("min_discount")
                 .and_then(|v| v.trim().parse::<i32>().ok())
                 .filter(|d| (1..=100).contains(d)),
+            problems: filter_problems(params),
             in_stock: params
                 .get("in_stock")
                 .is_some_and(|v| matches!(v.as_str(), "1" | "on" | "true")),
@@ -169,22 +193,13 @@ impl ListingQuery {
         if let Some(kind) = self.kind {
             filter.insert("type", kind.as_str());
         }
+        // Genres and people match whatever the case and spacing, through the normalised keys
+        // each product stores (see `facets`); with a type, the type's own people are the keys.
         if let Some(genre) = &self.genre {
-            filter.insert("details.genre", genre.as_str());
+            filter.insert("genre_keys", facets::normalise(genre));
         }
         if let Some(person) = &self.person {
-            match self.kind {
-                Some(kind) => {
-                    filter.insert(kind.people_field(), person.as_str());
-                }
-                None => {
-                    let any: Vec<Bson> = ProductType::ALL
-                        .iter()
-                        .map(|k| Bson::Document(doc! { k.people_field(): person.as_str() }))
-                        .collect();
-                    filter.insert("$or", any);
-                }
-            }
+            filter.insert("people_keys", facets::normalise(person));
         }
         let mut price = Document::new();
         if let Some(min) = self.min_cents {
@@ -241,6 +256,83 @@ impl ListingQuery {
         s.finish()
     }
 
+    /// The filters in force, in the form's order, each with the query string that drops it
+    /// (the removable chips above the results). Sort and page are not filters.
+    pub fn active_filters(&self) -> Vec<ActiveFilter> {
+        let mut out = Vec::new();
+        let mut push = |label: String, clear: fn(&mut ListingQuery)| {
+            let mut without = self.clone();
+            clear(&mut without);
+            without.page = 1;
+            out.push(ActiveFilter {
+                label,
+                query_without: without.query_string(),
+            });
+        };
+        if let Some(q) = &self.search {
+            push(format!("Title starts with “{q}”"), |q| q.search = None);
+        }
+        if let Some(kind) = self.kind {
+            push(kind.label().to_string(), |q| q.kind = None);
+        }
+        if let Some(genre) = &self.genre {
+            push(format!("Genre: {genre}"), |q| q.genre = None);
+        }
+        if let Some(person) = &self.person {
+            push(format!("By {person}"), |q| q.person = None);
+        }
+        if let Some(min) = self.min_cents {
+            push(format!("From {}", format_cents(min)), |q| {
+                q.min_cents = None
+            });
+        }
+        if let Some(max) = self.max_cents {
+            push(format!("Up to {}", format_cents(max)), |q| {
+                q.max_cents = None
+            });
+        }
+        if let Some(d) = self.min_discount {
+            push(format!("At least {d}% off"), |q| q.min_discount = None);
+        }
+        if self.in_stock {
+            push("In stock".to_string(), |q| q.in_stock = false);
+        }
+        out
+    }
+
+    /// What the listing is narrowed to, for the page heading: `Albums · Jazz · by Miles Davis`
+    /// (`None` without a type, genre or person filter).
+    pub fn heading_filter(&self) -> Option<String> {
+        let mut parts: Vec<String> = Vec::new();
+        if let Some(kind) = self.kind {
+            parts.push(kind.label().to_string());
+        }
+        if let Some(genre) = &self.genre {
+            parts.push(genre.clone());
+        }
+        if let Some(person) = &self.person {
+            parts.push(format!("by {person}"));
+        }
+        if let Some(q) = &self.search {
+            parts.push(format!("“{q}…”"));
+        }
+        (!parts.is_empty()).then(|| parts.join(" · "))
+    }
+
+    /// Why the value given for the form input `param` was not used, if it was not.
+    pub fn problem(&self, param: &str) -> Option<&FilterProblem> {
+        self.problems.iter().find(|p| p.param == param)
+    }
+
+    /// What the form input `param` shows: the value in force, or the unusable value as given
+    /// (so the shopper sees what to correct).
+    fn shown(&self, param: &str, in_force: String) -> String {
+        match self.problem(param) {
+            Some(p) => p.given.clone(),
+            None => in_force,
+        }
+    }
+
     // Values for the filter form's inputs.
     pub fn type_value(&self) -> &str {
         self.kind.map_or("", |k| k.as_str())
@@ -255,13 +347,73 @@ impl ListingQuery {
         self.search.as_deref().unwrap_or("")
     }
     pub fn min_price_value(&self) -> String {
-        self.min_cents.map(cents_to_input).unwrap_or_default()
+        self.shown(
+            "min_price",
+            self.min_cents.map(cents_to_input).unwrap_or_default(),
+        )
     }
     pub fn max_price_value(&self) -> String {
-        self.max_cents.map(cents_to_input).unwrap_or_default()
+        self.shown(
+            "max_price",
+            self.max_cents.map(cents_to_input).unwrap_or_default(),
+        )
     }
     pub fn min_discount_value(&self) -> String {
-        self.min_discount.map(|d| d.to_string()).unwrap_or_default()
+        self.shown(
+            "min_discount",
+            self.min_discount.map(|d| d.to_string()).unwrap_or_default(),
+        )
+    }
+}
+
+/// The price and discount values given that cannot be used, with why. Empty values are simply
+/// no filter.
+fn filter_problems(params: &HashMap<String, String>) -> Vec<FilterProblem> {
+    let mut problems = Vec::new();
+    for (param, label) in [
+        ("min_price", "minimum price"),
+        ("max_price", "maximum price"),
+    ] {
+        let Some(given) = params.get(param).map(|v| without_control_chars(v)) else {
+            continue;
+        };
+        if !given.trim().is_empty() && parse_dollars(&given).is_none() {
+            problems.push(FilterProblem {
+                param,
+                message: format!(
+                    "The {label} “{}” is not an amount in dollars (like 12 or 12.50), so it is not applied.",
+                    shortened(&given)
+                ),
+                given: shortened(&given),
+            });
+        }
+    }
+    if let Some(given) = params.get("min_discount").map(|v| without_control_chars(v)) {
+        let fits = given
+            .trim()
+            .parse::<i32>()
+            .is_ok_and(|d| (1..=100).contains(&d));
+        if !given.trim().is_empty() && !fits {
+            problems.push(FilterProblem {
+                param: "min_discount",
+                message: format!(
+                    "The minimum discount “{}” is not a whole percentage from 1 to 100, so it is not applied.",
+                    shortened(&given)
+                ),
+                given: shortened(&given),
+            });
+        }
+    }
+    problems
+}
+
+/// A value as echoed back in a message: at most 30 characters.
+fn shortened(text: &str) -> String {
+    let text = text.trim();
+    if text.chars().count() > 30 {
+        format!("{}…", text.chars().take(30).collect::<String>())
+    } else {
+        text.to_string()
     }
 }
 
@@ -412,20 +564,40 @@ pub async fn find_page(
     })
 }
 
-/// A short list for the home page's shelves (products on sale only).
+/// A short list for the home page's shelves (active products only): in stock first, in `sort` order, then
+/// sold-out ones only if too few are on sale to fill the shelf (a shelf of "newest" should not
+/// lead with things nobody can buy).
 pub async fn shelf(
     db: &Db,
     filter: Document,
     sort: Document,
     n: i64,
 ) -> Result<Vec<Product>, DbError> {
-    Ok(products::collection(db)
-        .find(crate::catalog::lifecycle::on_sale_within(filter))
-        .sort(sort)
+    // Drafts and archived products are never on a shelf.
+    let filter = crate::catalog::lifecycle::on_sale_within(filter);
+    let mut on_sale = filter.clone();
+    on_sale.insert("qty", doc! { "$gt": 0 });
+    let mut products: Vec<Product> = products::collection(db)
+        .find(on_sale)
+        .sort(sort.clone())
         .limit(n)
         .await?
         .try_collect()
-        .await?)
+        .await?;
+    let missing = n - products.len() as i64;
+    if missing > 0 {
+        let mut sold_out = filter;
+        sold_out.insert("qty", doc! { "$lte": 0 });
+        let rest: Vec<Product> = products::collection(db)
+            .find(sold_out)
+            .sort(sort)
+            .limit(missing)
+            .await?
+            .try_collect()
+            .await?;
+        products.extend(rest);
+    }
+    Ok(products)
 }
 
 /// The home page's shelves: featured, biggest discounts, newest.

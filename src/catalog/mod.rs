@@ -3,10 +3,15 @@
 
 pub mod categories;
 pub mod demo;
+pub mod facets;
 pub mod lifecycle;
 pub mod listing;
 pub mod pages;
 pub mod products;
+
+/// Available units at or below which the shop says "Only N left" (product pages, cards, the
+/// cart) and the admin stock screen flags a product as low: one threshold for the whole site.
+pub const LOW_STOCK_THRESHOLD: i64 = 3;
 
 /// Why a catalog change was refused, in words a form can show.
 #[derive(Debug, thiserror::Error)]

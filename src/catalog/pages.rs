@@ -3,11 +3,12 @@
 
 use std::collections::HashMap;
 
+use actix_session::SessionExt;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
 use crate::catalog::categories::{self, Breadcrumbs, Category, TreeEntry};
-use crate::catalog::listing::{self, CountCache, ListingQuery, Page, Sort};
+use crate::catalog::listing::{self, ActiveFilter, CountCache, ListingQuery, Page, Sort};
 use crate::catalog::products::{
     self, AlbumDetails, BookDetails, Details, FilmDetails, Product, ProductType,
 };
@@ -48,6 +49,30 @@ impl Listing {
         *n == self.page.page
     }
 
+    /// Where a chip's "remove" link goes: this listing without that filter.
+    pub fn without_url(&self, filter: &ActiveFilter) -> String {
+        if filter.query_without.is_empty() {
+            self.path.clone()
+        } else {
+            format!("{}?{}", self.path, filter.query_without)
+        }
+    }
+
+    /// "Clear all": the listing without any filter (the sort is kept).
+    pub fn clear_all_url(&self) -> String {
+        if self.query.sort == Sort::default() {
+            self.path.clone()
+        } else {
+            format!("{}?sort={}", self.path, self.query.sort.as_str())
+        }
+    }
+
+    /// The filter form starts open when a value in it needs correcting; otherwise it stays
+    /// folded on narrow screens (the chips show what is in force).
+    pub fn filters_open(&self) -> bool {
+        !self.query.problems.is_empty()
+    }
+
     pub fn types(&self) -> [ProductType; 3] {
         ProductType::ALL
     }
@@ -78,9 +103,30 @@ pub struct ProductPage {
     pub issued: String,
     /// The product's comments (first page, or the one asked for) and the comment form.
     pub thread: ThreadView,
+    /// Units other shoppers' carts hold (not this visitor's): they may come back on sale.
+    pub held_by_others: i64,
 }
 
 impl ProductPage {
+    /// Whether to say "Only N left" (the site-wide low-stock threshold).
+    pub fn low_stock(&self) -> bool {
+        self.product.is_low_stock()
+    }
+
+    /// "2 more are in shoppers' carts and may come back", when that matters: the product is
+    /// sold out or nearly so and other carts hold some.
+    pub fn held_note(&self) -> Option<String> {
+        let held = self.held_by_others;
+        if held <= 0 || self.product.qty > crate::catalog::LOW_STOCK_THRESHOLD {
+            return None;
+        }
+        Some(if held == 1 {
+            "1 more is in a shopper's cart and may come back.".to_string()
+        } else {
+            format!("{held} more are in shoppers' carts and may come back.")
+        })
+    }
+
     /// The list of films with this actor.
     pub fn actor_url(&self, actor: &str) -> String {
         let qs = form_urlencoded::Serializer::new(String::new())
@@ -221,8 +267,11 @@ async fn product_page(
         Some(Details::Book(d)) => book = Some(d),
         None => tracing::warn!(slug = %product.slug, "product details do not fit its type"),
     }
+    let own_cart = crate::cart::session_cart_id(&req.get_session());
+    let held_by_others = product.held_by_others(own_cart.as_deref());
     Ok(ProductPage {
         layout: Layout::public(req),
+        held_by_others,
         product,
         album,
         film,

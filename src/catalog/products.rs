@@ -242,6 +242,14 @@ pub struct Product {
     #[serde(default)]
     pub tags: Vec<String>,
     pub details: Document,
+    /// The genres, normalised (see [`crate::catalog::facets`]): what the genre filter matches,
+    /// so `jazz`, `Jazz` and ` JAZZ ` find the same products through one index.
+    #[serde(default)]
+    pub genre_keys: Vec<String>,
+    /// The artist, actors or authors, normalised like `genre_keys`: what the person filter
+    /// matches ("miles davis" finds Miles Davis).
+    #[serde(default)]
+    pub people_keys: Vec<String>,
     pub qty: i64,
     #[serde(default)]
     pub carted: Vec<Carted>,
@@ -274,6 +282,22 @@ impl Product {
 
     pub fn in_stock(&self) -> bool {
         self.qty > 0
+    }
+
+    /// On sale, but no more than [`crate::catalog::LOW_STOCK_THRESHOLD`] units left: the
+    /// pages say "Only N left".
+    pub fn is_low_stock(&self) -> bool {
+        self.in_stock() && self.qty <= crate::catalog::LOW_STOCK_THRESHOLD
+    }
+
+    /// Units other shoppers' carts hold (all reservations but `own_cart`'s): they come back on
+    /// sale if those carts expire or lines are removed.
+    pub fn held_by_others(&self, own_cart: Option<&str>) -> i64 {
+        self.carted
+            .iter()
+            .filter(|c| Some(c.cart_id.as_str()) != own_cart)
+            .map(|c| c.qty.max(0))
+            .sum()
     }
 
     pub fn retail_price(&self) -> String {
@@ -360,6 +384,8 @@ impl NewProduct {
             featured: self.featured,
             status: ProductStatus::Active,
             tags: Vec::new(),
+            genre_keys: crate::catalog::facets::keys(self.details.genres()),
+            people_keys: crate::catalog::facets::keys(&self.details.people()),
             details,
             qty: self.qty,
             carted: Vec::new(),
@@ -475,12 +501,15 @@ pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Product>, DbError> {
     Ok(collection(db).find_one(doc! { "_id": id }).await?)
 }
 
-/// What the cart page needs to know of a product now: units available and the current price.
+/// What the cart page needs to know of a product now: units available, the current price and
+/// its cover for the thumbnail.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SaleState {
     pub qty: i64,
     /// Cents.
     pub retail: i64,
+    /// The first photo, if the product has one.
+    pub cover: Option<ObjectId>,
 }
 
 /// [`SaleState`] of each of `skus` that exists, in one query on the `sku` index.
@@ -494,6 +523,8 @@ pub async fn sale_states(
         sku: String,
         qty: i64,
         pricing: RetailOnly,
+        #[serde(default)]
+        photos: Vec<ObjectId>,
     }
     #[derive(Deserialize)]
     struct RetailOnly {
@@ -502,7 +533,7 @@ pub async fn sale_states(
     let rows: Vec<Row> = db
         .collection::<Row>(COLLECTION)
         .find(doc! { "sku": { "$in": skus } })
-        .projection(doc! { "_id": 0, "sku": 1, "qty": 1, "pricing.retail": 1 })
+        .projection(doc! { "_id": 0, "sku": 1, "qty": 1, "pricing.retail": 1, "photos": 1 })
         .await?
         .try_collect()
         .await?;
@@ -512,6 +543,7 @@ pub async fn sale_states(
             let state = SaleState {
                 qty: r.qty,
                 retail: r.pricing.retail,
+                cover: r.photos.first().copied(),
             };
             (r.sku, state)
         })
@@ -566,15 +598,26 @@ pub enum Saved {
 
 /// Replace the editable fields of a product (and its tags) if it still carries
 /// `expected_version`, the version the form was loaded with (`None`: the product had none
-/// then, so it must still have none), with its lifecycle `status`. Stock counters, reservations and photos are not
-/// written, and a stale form writes nothing at all.
+/// then, so it must still have none). Stock counters, reservations, photos and the lifecycle
+/// status are not written, and a stale form writes nothing at all.
 pub async fn update(
     db: &Db,
     id: ObjectId,
     expected_version: Option<ObjectId>,
     edit: NewProduct,
     tags: &[String],
-    status: ProductStatus,
+) -> Result<Saved, CatalogError> {
+    update_with_status(db, id, expected_version, edit, tags, None).await
+}
+
+/// [`update`], also setting the lifecycle `status` when given (the admin form's Status).
+pub async fn update_with_status(
+    db: &Db,
+    id: ObjectId,
+    expected_version: Option<ObjectId>,
+    edit: NewProduct,
+    tags: &[String],
+    status: Option<ProductStatus>,
 ) -> Result<Saved, CatalogError> {
     let path = category_path_for(db, &edit.categories).await?;
     let details = edit
@@ -589,20 +632,24 @@ pub async fn update(
         Some(v) => doc! { "_id": id, "edit_version": v },
         None => doc! { "_id": id, "edit_version": { "$exists": false } },
     };
+    let genre_keys = crate::catalog::facets::keys(edit.details.genres());
+    let people_keys = crate::catalog::facets::keys(&edit.details.people());
     let version = ObjectId::new();
-    let result = db
-        .durable::<Document>(COLLECTION)
-        .update_one(
-            filter,
-            doc! { "$set": {
+    let mut set = doc! {
                 "sku": &edit.sku, "slug": &edit.slug, "type": edit.details.product_type().as_str(),
                 "title": &edit.title, "search_title": search_key(&edit.title),
                 "description": &edit.description, "pricing": pricing, "shipping": shipping,
                 "categories": &edit.categories, "category_path": path, "details": details,
-                "featured": edit.featured, "tags": tags, "status": status.as_str(), "updated": DateTime::now(),
+                "genre_keys": genre_keys, "people_keys": people_keys,
+                "featured": edit.featured, "tags": tags, "updated": DateTime::now(),
                 "edit_version": version,
-            } },
-        )
+    };
+    if let Some(status) = status {
+        set.insert("status", status.as_str());
+    }
+    let result = db
+        .durable::<Document>(COLLECTION)
+        .update_one(filter, doc! { "$set": set })
         .await?;
     if result.matched_count == 1 {
         return Ok(Saved::Saved(version));
@@ -645,8 +692,9 @@ pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool,
     Ok(result.matched_count == 1)
 }
 
-/// Available units at or below which the admin stock screen flags a product as low.
-pub const LOW_STOCK: i64 = 3;
+/// Available units at or below which the admin stock screen flags a product as low (the
+/// site-wide [`crate::catalog::LOW_STOCK_THRESHOLD`]).
+pub const LOW_STOCK: i64 = crate::catalog::LOW_STOCK_THRESHOLD;
 
 /// Units one cart holds of a product (all the stock screen needs of a reservation).
 #[derive(Debug, Clone, PartialEq, Deserialize)]

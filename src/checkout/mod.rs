@@ -3,6 +3,8 @@
 //! record the order, complete the cart and count its units as sold. A decline puts the cart back to `active`, stock still
 //! reserved; a second submit of the same cart shows the one order.
 
+pub mod countries;
+pub mod lookup;
 pub mod orders;
 pub mod pages;
 pub mod payment;
@@ -82,7 +84,13 @@ impl CheckoutForm {
         let street = text("street", &self.street, "street address", 200);
         let city = text("city", &self.city, "city", 100);
         let postcode = text("postcode", &self.postcode, "postcode", 20);
-        let country = text("country", &self.country, "country", 60);
+        let country = match countries::canonical(&self.country) {
+            Some(c) => c.to_string(),
+            None => {
+                errors.insert("country", "Choose your country from the list.".into());
+                String::new()
+            }
+        };
         let number: String = self
             .card_number
             .chars()
@@ -137,7 +145,17 @@ impl CheckoutForm {
         }
     }
 
-    /// The form as shown again after an error: never echo the card number or CVC.
+    /// The form as shown again after a mistake in some field: everything kept but the
+    /// security code, so a typo in the postcode does not cost the card number. (After a
+    /// decline the card is not shown back at all: see [`CheckoutForm::without_card`].)
+    pub fn for_correction(&self) -> CheckoutForm {
+        CheckoutForm {
+            cvc: String::new(),
+            ..self.clone()
+        }
+    }
+
+    /// The form as shown again after a decline: never echo the card number or CVC.
     pub fn without_card(&self) -> CheckoutForm {
         CheckoutForm {
             card_number: String::new(),

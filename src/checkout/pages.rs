@@ -31,9 +31,54 @@ pub struct CheckoutPage {
     pub problem: Option<String>,
 }
 
+/// The form's fields in page order with their labels: the error summary lists problems in
+/// the order the shopper meets the fields.
+const FIELDS: [(&str, &str); 9] = [
+    ("email", "Email"),
+    ("name", "Full name"),
+    ("street", "Street address"),
+    ("city", "City"),
+    ("postcode", "Postcode"),
+    ("country", "Country"),
+    ("card_number", "Card number"),
+    ("expiry", "Expiry"),
+    ("cvc", "Security code"),
+];
+
+/// One entry of the error summary: a link to the field and what is wrong with it.
+pub struct SummaryEntry {
+    pub field: &'static str,
+    pub label: &'static str,
+    pub message: String,
+}
+
 impl CheckoutPage {
     pub fn error(&self, field: &str) -> Option<&String> {
         self.errors.get(field)
+    }
+
+    /// The fields to correct, in page order, for the summary at the top of the form.
+    pub fn error_summary(&self) -> Vec<SummaryEntry> {
+        FIELDS
+            .iter()
+            .filter_map(|(field, label)| {
+                self.errors.get(field).map(|message| SummaryEntry {
+                    field,
+                    label,
+                    message: message.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// The country list for the select.
+    pub fn countries(&self) -> &'static [&'static str] {
+        checkout::countries::COUNTRIES
+    }
+
+    /// Whether `country` is the one the form holds.
+    pub fn is_country(&self, country: &&str) -> bool {
+        self.form.country.trim().eq_ignore_ascii_case(country)
     }
 }
 
@@ -141,7 +186,14 @@ pub async fn submit(
     let details = match form.validate(checkout::current_month()) {
         Ok(d) => d,
         Err(errors) => {
-            return form_again(&req, cart, &form, errors, None, StatusCode::BAD_REQUEST);
+            return form_again(
+                &req,
+                cart,
+                form.for_correction(),
+                errors,
+                None,
+                StatusCode::BAD_REQUEST,
+            );
         }
     };
     let outcome =
@@ -153,7 +205,7 @@ pub async fn submit(
             form_again(
                 &req,
                 cart,
-                &form,
+                form.without_card(),
                 FieldErrors::new(),
                 Some(reason),
                 StatusCode::PAYMENT_REQUIRED,
@@ -194,10 +246,12 @@ pub async fn submit(
     }
 }
 
+/// The checkout page again with `form` as it should be shown back (see
+/// [`CheckoutForm::for_correction`] and [`CheckoutForm::without_card`]).
 fn form_again(
     req: &HttpRequest,
     cart: Cart,
-    form: &CheckoutForm,
+    form: CheckoutForm,
     errors: FieldErrors,
     problem: Option<String>,
     status: StatusCode,
@@ -205,7 +259,7 @@ fn form_again(
     let page = CheckoutPage {
         layout: Layout::public(req),
         cart,
-        form: form.without_card(),
+        form,
         errors,
         problem,
     };
@@ -217,13 +271,20 @@ fn form_again(
 
 /// The order is paid: remember it in the session, start afresh and show the confirmation.
 fn placed(session: &Session, order: &Order) -> HttpResponse {
+    remember_order(session, &order.number);
+    show_empty_cart_after(session, order);
+    see_other(&order.url())
+}
+
+/// Let this session see `number` from now on (the order lookup found it for them).
+pub fn remember_order(session: &Session, number: &str) {
     let mut mine: Vec<String> = session
         .get(SESSION_ORDERS)
         .ok()
         .flatten()
         .unwrap_or_default();
-    if !mine.contains(&order.number) {
-        mine.push(order.number.clone());
+    if !mine.iter().any(|n| n == number) {
+        mine.push(number.to_string());
         if mine.len() > MAX_REMEMBERED_ORDERS {
             mine.remove(0);
         }
@@ -231,12 +292,15 @@ fn placed(session: &Session, order: &Order) -> HttpResponse {
     if let Err(e) = session.insert(SESSION_ORDERS, mine) {
         tracing::warn!(error = %e, "could not remember the order in the session");
     }
+}
+
+/// The header shows an empty cart once the session's cart became this order.
+fn show_empty_cart_after(session: &Session, order: &Order) {
     if cart::session_cart_id(session).as_deref() == Some(order.cart_id.as_str()) {
         // The cart id stays, so a late second submit still finds its order; the next add
         // starts a new cart because this one is complete.
         cart::show_empty_in_session(session);
     }
-    see_other(&order.url())
 }
 
 /// `GET /orders/{number}`: only for the session that placed it (others get 404, so order

@@ -606,9 +606,25 @@ pub fn admin_sort(sort: &str) -> Document {
     }
 }
 
+/// [`admin_filter`] with the search as a full-text query (titles, tags, text, captions,
+/// sources) instead of a title substring.
+pub fn admin_text_filter(q: &AdminQuery<'_>) -> Document {
+    let mut filter = crate::search::text_filter(q.search);
+    filter.insert("metadata.section", q.section);
+    if let Some(kind) = q.kind {
+        filter.insert("metadata.type", kind.as_str());
+    }
+    filter
+}
+
+/// The admin list: titles containing the search; when none does, the full-text matches.
 pub async fn admin_list(db: &Db, q: &AdminQuery<'_>) -> Result<(Vec<Node>, u64), DbError> {
-    let filter = admin_filter(q);
-    let total = collection(db).count_documents(filter.clone()).await?;
+    let mut filter = admin_filter(q);
+    let mut total = collection(db).count_documents(filter.clone()).await?;
+    if total == 0 && !q.search.trim().is_empty() {
+        filter = admin_text_filter(q);
+        total = collection(db).count_documents(filter.clone()).await?;
+    }
     let nodes = collection(db)
         .find(filter)
         .sort(admin_sort(q.sort))

@@ -9,8 +9,10 @@ use crate::{cart, catalog, checkout, comments, content};
 /// `(collection, indexes)`. Each feature adds the indexes backing its queries here, with a test
 /// that `explain`s the query. `settings` is read by `_id`, which MongoDB always indexes.
 pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
-    vec![
+    let mut plan = vec![
         (catalog::products::COLLECTION, catalog::products::indexes()),
+        // Case-insensitive genre and people filters (normalised keys written with the product).
+        (catalog::products::COLLECTION, catalog::facets::indexes()),
         (
             catalog::categories::COLLECTION,
             catalog::categories::indexes(),
@@ -28,7 +30,10 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
             checkout::payment::TEST_GATEWAY_CHARGES,
             checkout::payment::TestGateway::indexes(),
         ),
-    ]
+    ];
+    // Site search: one weighted text index on products and one on content nodes.
+    plan.extend(crate::search::indexes());
+    plan
 }
 
 /// Create every index in [`index_plan`]; safe to run on every start.

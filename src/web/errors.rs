@@ -15,10 +15,14 @@ use crate::web::layout::{html_response, Layout};
 #[derive(Clone, Copy)]
 pub struct Rendered;
 
-/// Carried by an error page built without a request: what it said, so that
-/// [`render_bare_errors`] can render it again inside the admin layout for an admin path.
+/// What an error page says, kept on its response: the page is built where no request is at
+/// hand (a handler's error), so [`render_bare_errors`] renders it again with the visitor's own
+/// layout (their cart count in the header).
 #[derive(Clone)]
-struct ErrorPageMessage(Option<String>);
+struct ErrorPageInfo {
+    status: StatusCode,
+    message: String,
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -167,27 +171,28 @@ fn wording(status: StatusCode) -> (&'static str, &'static str) {
 /// The error page for `status` in the site layout; `message` replaces the default explanation
 /// and must be fit for the public.
 pub fn error_page(status: StatusCode, message: Option<&str>) -> HttpResponse {
-    let mut response = error_page_in(Layout::bare(), status, message);
-    response
-        .extensions_mut()
-        .insert(ErrorPageMessage(message.map(str::to_string)));
-    response
+    error_page_in(Layout::bare(), status, message)
 }
 
-/// The error page for `status` in `layout` (the admin's own for admin paths).
 fn error_page_in(layout: Layout, status: StatusCode, message: Option<&str>) -> HttpResponse {
     let (title, default_message) = wording(status);
+    let message = message.unwrap_or(default_message);
     let page = ErrorPage {
         layout,
         status: status.as_u16(),
         title,
-        message: message.unwrap_or(default_message),
+        message,
     };
     let html = page.render().unwrap_or_else(|e| {
         tracing::error!(error = %e, "rendering the error page failed");
         format!("<!doctype html><title>{title}</title><h1>{title}</h1>")
     });
-    html_response(status, html)
+    let mut response = html_response(status, html);
+    response.extensions_mut().insert(ErrorPageInfo {
+        status,
+        message: message.to_string(),
+    });
+    response
 }
 
 /// Error-handler middleware hook: responses with an error status that no handler turned into a
@@ -195,28 +200,27 @@ fn error_page_in(layout: Layout, status: StatusCode, message: Option<&str>) -> H
 pub fn render_bare_errors<B>(
     res: ServiceResponse<B>,
 ) -> actix_web::Result<ErrorHandlerResponse<B>> {
-    let status = res.status();
-    // In the admin (past its sign-in: 401 and 429 answer people not signed in), an error page
-    // keeps the admin's layout, with its navigation and a way back.
-    let in_admin = is_admin_path(res.request().path())
-        && status != StatusCode::UNAUTHORIZED
-        && status != StatusCode::TOO_MANY_REQUESTS;
-    let said = res
-        .response()
-        .extensions()
-        .get::<ErrorPageMessage>()
-        .map(|m| m.0.clone());
-    let rendered = res.response().extensions().contains::<Rendered>();
-    if rendered && !(in_admin && said.is_some()) {
+    let info = res.response().extensions().get::<ErrorPageInfo>().cloned();
+    if let Some(info) = info {
+        // A handler's error page, built without the request: again, in the visitor's layout.
+        let (req, original) = res.into_parts();
+        let layout = layout_for(&req, info.status);
+        let mut page = error_page_in(layout, info.status, Some(&info.message));
+        for (name, value) in original.headers() {
+            if !page.headers().contains_key(name) {
+                page.headers_mut().insert(name.clone(), value.clone());
+            }
+        }
+        let page: HttpResponse<EitherBody<B, BoxBody>> = page.map_into_right_body();
+        return Ok(ErrorHandlerResponse::Response(ServiceResponse::new(
+            req, page,
+        )));
+    }
+    if res.response().extensions().contains::<Rendered>() {
         return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
     }
     let (req, original) = res.into_parts();
-    let message = said.flatten();
-    let mut page = if in_admin {
-        error_page_in(Layout::admin_error(&req), status, message.as_deref())
-    } else {
-        error_page(status, None)
-    };
+    let mut page = error_page_in(layout_for(&req, original.status()), original.status(), None);
     // Keep protocol headers the status relies on (Allow for 405, WWW-Authenticate for 401).
     for (name, value) in original.headers() {
         if name == actix_web::http::header::ALLOW
@@ -234,6 +238,19 @@ pub fn render_bare_errors<B>(
 /// `/admin` and everything under it.
 fn is_admin_path(path: &str) -> bool {
     path == "/admin" || path.starts_with("/admin/")
+}
+
+/// The layout of an error page: in the admin (past its sign-in: 401 and 429 answer people not
+/// signed in) the admin's own, with its navigation and a link back; elsewhere the visitor's.
+fn layout_for(req: &actix_web::HttpRequest, status: StatusCode) -> Layout {
+    let in_admin = is_admin_path(req.path())
+        && status != StatusCode::UNAUTHORIZED
+        && status != StatusCode::TOO_MANY_REQUESTS;
+    if in_admin {
+        Layout::admin_error(req)
+    } else {
+        Layout::error(req)
+    }
 }
 
 /// Extractor configuration errors (bad form, query or path) become 400 pages, not the

@@ -95,6 +95,21 @@ impl Layout {
         }
     }
 
+    /// For an error page: the public layout with the visitor's cart count, leaving pending
+    /// flash messages for the next real page.
+    pub fn error(req: &HttpRequest) -> Layout {
+        let session = req.get_session();
+        Layout {
+            nav: nav_links(PUBLIC_AREAS, req.path()),
+            flashes: Vec::new(),
+            admin: false,
+            cart_count: crate::cart::session_item_count(&session),
+            on_cart_page: false,
+            shop_name: crate::db::site::current().name.clone(),
+            session: Some(session),
+        }
+    }
+
     /// For error pages built where no request is at hand: navigation, no flashes, no forms.
     pub fn bare() -> Layout {
         Layout {

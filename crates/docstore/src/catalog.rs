@@ -277,7 +277,9 @@ impl Catalog {
     }
 
     /// Drop a collection; `false` when it did not exist.
-    pub fn drop_collection(&self, db: &str, coll: &str) -> Result<(bool, u64)> {
+    /// Drop a collection: how many indexes it had (`None` when it did not exist) and the
+    /// journal position of the drop.
+    pub fn drop_collection(&self, db: &str, coll: &str) -> Result<(Option<usize>, u64)> {
         let _gate = self.gate.read();
         self.check_writable()?;
         let removed = {
@@ -289,15 +291,16 @@ impl Catalog {
             removed
         };
         let Some(handle) = removed else {
-            return Ok((false, 0));
+            return Ok((None, 0));
         };
         let mut guard = handle.write();
         guard.dropped = true;
+        let indexes = guard.indexes().len();
         let lsn = self.storage.append(&[JournalOp::DropCollection {
             db: db.to_string(),
             coll: coll.to_string(),
         }]);
-        Ok((true, lsn))
+        Ok((Some(indexes), lsn))
     }
 
     pub fn drop_database(&self, db: &str) -> Result<u64> {

@@ -41,6 +41,8 @@ pub struct Hit {
     pub record: RecordId,
     pub doc: Arc<Document>,
     pub position: Option<usize>,
+    /// The text score, for a query with `$text`.
+    pub score: Option<f64>,
 }
 
 /// What a query did, for `explain`.
@@ -80,6 +82,17 @@ impl Collection {
 
     pub fn indexes(&self) -> &[Index] {
         &self.indexes
+    }
+
+    /// The indexes, for tests that damage them on purpose.
+    #[cfg(test)]
+    pub(crate) fn indexes_mut(&mut self) -> &mut [Index] {
+        &mut self.indexes
+    }
+
+    /// Every document with its record id, in natural order (`validate`).
+    pub fn records(&self) -> impl Iterator<Item = (RecordId, &Arc<Document>)> {
+        self.docs.iter().map(|(rid, doc)| (*rid, doc))
     }
 
     /// Every document in natural order (snapshots, `$lookup`).
@@ -139,6 +152,13 @@ impl Collection {
         let ns = self.namespace();
         let mut changes = Vec::with_capacity(self.indexes.len());
         for (i, index) in self.indexes.iter().enumerate() {
+            if index
+                .text()
+                .is_some_and(|t| t.same_input(&old_doc, &new_doc))
+                && index.spec.partial_filter.is_none()
+            {
+                continue;
+            }
             let old_keys = index.keys_for(&old_doc)?;
             let new_keys = index.keys_for(&new_doc)?;
             if old_keys != new_keys {
@@ -177,6 +197,18 @@ impl Collection {
     /// Build a new index over the existing documents. Fails (leaving nothing behind) on a
     /// duplicate key or an unindexable document.
     pub fn create_index(&mut self, spec: IndexSpec) -> Result<()> {
+        if spec.text.is_some() {
+            if let Some((_, existing)) = self.text_index() {
+                return Err(Error::new(
+                    ErrorCode::IndexOptionsConflict,
+                    format!(
+                        "only one text index per collection allowed, found existing text index \
+                         \"{}\"",
+                        existing.spec.name
+                    ),
+                ));
+            }
+        }
         let mut index = Index::new(spec)?;
         let ns = self.namespace();
         for (record, doc) in &self.docs {
@@ -226,7 +258,172 @@ impl Collection {
         self.execute(query, true)
     }
 
+    /// The collection's text index and its position among the indexes.
+    pub fn text_index(&self) -> Option<(usize, &Index)> {
+        self.indexes
+            .iter()
+            .enumerate()
+            .find(|(_, i)| i.text().is_some())
+    }
+
     fn execute(&self, query: &QuerySpec<'_>, explain: bool) -> Result<(Vec<Hit>, ExecStats)> {
+        let sort_uses_score = query.sort.is_some_and(|s| s.uses_text_score());
+        let text = query.filter.text();
+        if sort_uses_score && text.is_none() {
+            return Err(text_score_unavailable());
+        }
+        let mut bound_text = None;
+        if let Some((filter, top_level)) = text {
+            let Some((_, index)) = self.text_index() else {
+                return Err(Error::new(
+                    ErrorCode::IndexNotFound,
+                    "text index required for $text query",
+                ));
+            };
+            let definition = index.text().expect("a text index has its definition");
+            let bound = filter.bind(definition, &index.spec.name);
+            if top_level {
+                return self.execute_text(query, explain, index, &bound);
+            }
+            self.check_or_branches_indexed(query.filter_doc)?;
+            bound_text = Some(bound);
+        }
+        let (mut hits, stats) = self.execute_plan(query, explain)?;
+        if let Some(bound) = bound_text {
+            for hit in &mut hits {
+                hit.score = Some(if bound.matches(&hit.doc) {
+                    bound.score(&hit.doc)
+                } else {
+                    0.0
+                });
+            }
+        }
+        Ok((hits, stats))
+    }
+
+    /// `$text` inside an `$or` is allowed only when every other branch can use an index (mongod
+    /// answers such a query by unioning index scans).
+    fn check_or_branches_indexed(&self, filter_doc: &Document) -> Result<()> {
+        let refs: Vec<&Index> = self.indexes.iter().collect();
+        let mut ors = Vec::new();
+        collect_text_ors(filter_doc, &mut ors);
+        for branches in ors {
+            for branch in branches {
+                let Bson::Document(branch) = branch else {
+                    continue;
+                };
+                if branch.contains_key("$text") {
+                    continue;
+                }
+                if matches!(planner::plan(branch, None, &refs, None)?, Plan::CollScan) {
+                    return Err(Error::location(
+                        291,
+                        format!(
+                            "error processing query: ns={} planner returned error :: caused \
+                             by :: Failed to produce a solution for TEXT under OR - other \
+                             non-TEXT clauses under OR have to be indexed as well.",
+                            self.namespace()
+                        ),
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A query whose `$text` applies to every result: the text index gives the candidates
+    /// (the union of the records holding any query term under the equality prefix), the full
+    /// filter re-checks each (negations, phrases, other conditions), and each hit is scored.
+    fn execute_text(
+        &self,
+        query: &QuerySpec<'_>,
+        explain: bool,
+        index: &Index,
+        bound: &crate::text::search::BoundText,
+    ) -> Result<(Vec<Hit>, ExecStats)> {
+        let definition = &bound.index;
+        let mut prefix_values = Vec::with_capacity(definition.prefix.len());
+        let mut prefix_doc = Document::new();
+        for path in &definition.prefix {
+            match equality_on(query.filter_doc, path) {
+                Some(value) => {
+                    prefix_doc.insert(path.clone(), value.clone());
+                    prefix_values.push(value);
+                }
+                None => {
+                    return Err(Error::location(
+                        291,
+                        format!(
+                            "error processing query: ns={} planner returned error :: caused \
+                             by :: failed to use text index to satisfy $text query (if text \
+                             index is compound, are equality predicates given for all prefix \
+                             fields?)",
+                            self.namespace()
+                        ),
+                    ))
+                }
+            }
+        }
+        let mut stats = ExecStats {
+            winning_plan: Document::new(),
+            keys_examined: 0,
+            docs_examined: 0,
+            returned: 0,
+        };
+        let mut candidates = std::collections::BTreeSet::new();
+        for term in &bound.index_terms {
+            let records = index.text_records(&prefix_values, term);
+            stats.keys_examined += records.len() as u64;
+            candidates.extend(records);
+        }
+        let mut hits = Vec::new();
+        for record in candidates {
+            let Some(doc) = self.docs.get(&record) else {
+                continue;
+            };
+            stats.docs_examined += 1;
+            if let Some(position) = query.filter.try_matches_with_position(doc)? {
+                hits.push(Hit {
+                    record,
+                    doc: Arc::clone(doc),
+                    position,
+                    score: Some(bound.score(doc)),
+                });
+            }
+        }
+        if explain {
+            stats.winning_plan = crate::text::describe_plan(
+                &index.spec.name,
+                &index.spec.key,
+                &prefix_doc,
+                bound.query.to_document(),
+                bound.index_terms.len(),
+            );
+        }
+        if let Some(sort) = query.sort.filter(|s| !s.keys.is_empty()) {
+            if explain {
+                let input = std::mem::take(&mut stats.winning_plan);
+                stats.winning_plan = doc! {
+                    "stage": "SORT",
+                    "sortPattern": query.sort_doc.cloned().unwrap_or_default(),
+                    "inputStage": input,
+                };
+            }
+            sort_hits(
+                &mut hits,
+                sort,
+                query.limit.map(|l| l.saturating_add(query.skip)),
+            );
+        }
+        let hits: Vec<Hit> = match query.limit {
+            Some(limit) => hits.into_iter().skip(query.skip).take(limit).collect(),
+            None => hits.into_iter().skip(query.skip).collect(),
+        };
+        stats.returned = hits.len() as u64;
+        Ok((hits, stats))
+    }
+
+    fn execute_plan(&self, query: &QuerySpec<'_>, explain: bool) -> Result<(Vec<Hit>, ExecStats)> {
         let plan = self.plan(query)?;
         let winning_plan = if explain {
             let refs: Vec<&Index> = self.indexes.iter().collect();
@@ -273,6 +470,7 @@ impl Collection {
                     record,
                     doc: Arc::clone(doc),
                     position,
+                    score: None,
                 });
                 if stop_after.is_some_and(|n| hits.len() >= n) {
                     break;
@@ -329,10 +527,80 @@ impl Collection {
     }
 }
 
+/// MongoDB's error for `{$meta: "textScore"}` in a query without `$text`.
+pub fn text_score_unavailable() -> Error {
+    Error::location(
+        40218,
+        "query requires text score metadata, but it is not available",
+    )
+}
+
+/// The value a filter fixes `path` to by equality (`{path: v}` or `{path: {$eq: v}}`, at the
+/// top level or in a top-level `$and`), for a text index's prefix.
+fn equality_on<'a>(filter: &'a Document, path: &str) -> Option<&'a Bson> {
+    for (key, value) in filter {
+        if key == path {
+            match value {
+                Bson::Document(d) if d.keys().next().is_some_and(|k| k.starts_with('$')) => {
+                    if d.len() == 1 {
+                        if let Some(v) = d.get("$eq") {
+                            return Some(v);
+                        }
+                    }
+                }
+                Bson::Array(_) | Bson::RegularExpression(_) => {}
+                other => return Some(other),
+            }
+        } else if key == "$and" {
+            if let Bson::Array(items) = value {
+                for item in items {
+                    if let Bson::Document(sub) = item {
+                        if let Some(v) = equality_on(sub, path) {
+                            return Some(v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    None
+}
+
+/// The branches of every `$or` (at the top level or in top-level `$and`s) that holds `$text`.
+fn collect_text_ors<'a>(filter: &'a Document, out: &mut Vec<&'a [Bson]>) {
+    for (key, value) in filter {
+        let Bson::Array(items) = value else { continue };
+        match key.as_str() {
+            "$or" => {
+                let has_text = items
+                    .iter()
+                    .any(|b| matches!(b, Bson::Document(d) if d.contains_key("$text")));
+                if has_text {
+                    out.push(items);
+                }
+                for item in items {
+                    if let Bson::Document(sub) = item {
+                        collect_text_ors(sub, out);
+                    }
+                }
+            }
+            "$and" => {
+                for item in items {
+                    if let Bson::Document(sub) = item {
+                        collect_text_ors(sub, out);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Stable sort of hits (ties keep scan order); with `keep`, only the first `keep` are needed.
 fn sort_hits(hits: &mut Vec<Hit>, sort: &SortSpec, keep: Option<usize>) {
     let cmp = |a: &(usize, Hit), b: &(usize, Hit)| -> Ordering {
-        sort.compare(&a.1.doc, &b.1.doc).then(a.0.cmp(&b.0))
+        sort.compare_scored(&a.1.doc, a.1.score, &b.1.doc, b.1.score)
+            .then(a.0.cmp(&b.0))
     };
     let mut indexed: Vec<(usize, Hit)> = hits.drain(..).enumerate().collect();
     match keep {

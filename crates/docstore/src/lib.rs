@@ -17,6 +17,7 @@ pub mod query;
 pub mod server;
 pub mod state;
 pub mod storage;
+pub mod text;
 pub mod update;
 pub mod value;
 pub mod wire;

@@ -88,6 +88,20 @@ pub enum Operator {
         on_error: Option<Expression>,
         on_null: Option<Expression>,
     },
+    /// `$getField`: a field by its literal name (which may hold `.` or start with `$`);
+    /// `input` is `$$CURRENT` when absent.
+    GetField {
+        field: String,
+        input: Option<Expression>,
+    },
+    /// `$setField` (with `value`) and `$unsetField` (`value` absent): a copy of `input` with
+    /// that one field set or removed; a `value` evaluating to missing (`$$REMOVE`) removes it.
+    SetField {
+        op: &'static str,
+        field: String,
+        input: Expression,
+        value: Option<Expression>,
+    },
 }
 
 /// A variable bound by `$let`, `$map`, `$filter` or `$reduce`, chained to the enclosing ones.
@@ -124,7 +138,11 @@ impl<'a> Scope<'a> {
             local = l.next;
         }
         match name {
-            "ROOT" | "CURRENT" => Ok(Some(Bson::Document(self.root.clone()))),
+            "ROOT" | "CURRENT" => {
+                let mut root = self.root.clone();
+                crate::text::strip_score(&mut root);
+                Ok(Some(Bson::Document(root)))
+            }
             "REMOVE" => Ok(None),
             "NOW" => Ok(Some(
                 self.vars
@@ -135,6 +153,7 @@ impl<'a> Scope<'a> {
             "CLUSTER_TIME" => Err(Error::not_supported("$$CLUSTER_TIME")),
             _ => match self.vars.get(name) {
                 Some(v) => Ok(Some(v.clone())),
+                None if is_missing_variable(self.vars, name) => Ok(None),
                 None => Err(Error::location(
                     17276,
                     format!("Use of undefined variable: {name}"),
@@ -149,12 +168,8 @@ impl<'a> Scope<'a> {
 const UNSUPPORTED_OPERATORS: &[&str] = &[
     "$accumulator",
     "$function",
-    "$meta",
     "$rand",
     "$sampleRate",
-    "$getField",
-    "$setField",
-    "$unsetField",
     "$dateAdd",
     "$dateSubtract",
     "$dateDiff",
@@ -345,6 +360,64 @@ fn validate_path_component(part: &str) -> Result<String> {
     Ok(part.to_string())
 }
 
+/// The key, in a variables document, listing the command `let` variables whose expression
+/// evaluated to a missing value (a document cannot hold "missing"). It starts with a space, so
+/// it can never be a user variable's name.
+pub(crate) const MISSING_VARIABLES: &str = " missing";
+
+fn is_missing_variable(vars: &Document, name: &str) -> bool {
+    matches!(vars.get(MISSING_VARIABLES), Some(Bson::Array(names))
+        if names.iter().any(|n| n.as_str() == Some(name)))
+}
+
+/// A command's `let` document with each value evaluated as an expression, as MongoDB does
+/// before the command examines any document: `{$literal: "$x"}` becomes the string `"$x"`,
+/// `{$add: [10, 1]}` becomes 11. The expressions see no document (field paths are missing),
+/// `$$NOW`, and the variables defined before them in the same `let`.
+pub fn evaluate_let(vars: &Document) -> Result<Document> {
+    let empty = Document::new();
+    let mut out = Document::new();
+    let mut missing = Vec::new();
+    for (name, value) in vars {
+        validate_variable_name(name)?;
+        if reads_a_document(value) {
+            return Err(Error::location(
+                4890500,
+                "Command let Expression tried to access a field, but this is not allowed \
+                 because command let expressions run before the query examines any documents.",
+            ));
+        }
+        let expr = Expression::parse(value)?;
+        match expr.evaluate(&empty, &out)? {
+            Some(v) => {
+                out.insert(name.clone(), v);
+            }
+            None => missing.push(Bson::String(name.clone())),
+        }
+    }
+    if !missing.is_empty() {
+        out.insert(MISSING_VARIABLES, missing);
+    }
+    Ok(out)
+}
+
+/// Whether an expression as written reads the current document: a field path (`"$a"`) or
+/// `$$ROOT`/`$$CURRENT`, outside `$literal`.
+fn reads_a_document(expr: &Bson) -> bool {
+    match expr {
+        Bson::String(s) => {
+            (s.starts_with('$') && !s.starts_with("$$"))
+                || ["$$ROOT", "$$CURRENT"]
+                    .iter()
+                    .any(|v| s == v || s.starts_with(&format!("{v}.")))
+        }
+        Bson::Document(d) if d.contains_key("$literal") => false,
+        Bson::Document(d) => d.values().any(reads_a_document),
+        Bson::Array(items) => items.iter().any(reads_a_document),
+        _ => false,
+    }
+}
+
 /// User variable names start with a lowercase letter or a non-ASCII character and then contain
 /// only letters, digits, `_` and non-ASCII characters.
 pub(crate) fn validate_variable_name(name: &str) -> Result<()> {
@@ -483,6 +556,20 @@ fn find<'a>(args: &[(&str, &'a Bson)], name: &str) -> Option<&'a Bson> {
 fn parse_operator(name: &str, arg: &Bson) -> Result<Expression> {
     let op = match name {
         "$literal" => return Ok(Expression::Literal(arg.clone())),
+        // A document's text score travels in a hidden field of the pipeline's documents (see
+        // `crate::text::SCORE_FIELD`), so reading it is reading that field.
+        "$meta" => {
+            return match arg {
+                Bson::String(m) if m == "textScore" => Ok(Expression::FieldPath(vec![
+                    crate::text::SCORE_FIELD.to_string(),
+                ])),
+                Bson::String(m) => Err(Error::not_supported(format!("$meta: \"{m}\""))),
+                other => Err(Error::location(
+                    17308,
+                    format!("Unsupported argument to $meta: {other}"),
+                )),
+            }
+        }
         "$and" => Operator::And(parse_args(arg)?),
         "$or" => Operator::Or(parse_args(arg)?),
         "$ifNull" => {
@@ -650,6 +737,9 @@ fn parse_operator(name: &str, arg: &Bson) -> Result<Expression> {
                 on_null: find(&args, "onNull").map(Expression::parse).transpose()?,
             }
         }
+        "$getField" => parse_get_field(arg)?,
+        "$setField" => parse_set_field("$setField", arg)?,
+        "$unsetField" => parse_set_field("$unsetField", arg)?,
         _ => {
             if let Some(date_op) = dates::parse(name, arg)? {
                 Operator::Date(date_op)
@@ -672,6 +762,110 @@ fn parse_operator(name: &str, arg: &Bson) -> Result<Expression> {
         }
     };
     Ok(Expression::Operator(Box::new(op)))
+}
+
+/// The `field` argument of `$getField`/`$setField`/`$unsetField`: an expression that must be
+/// a constant string (a `$`-prefixed name is written inside `$literal`), as mongod requires.
+fn constant_field_name(op: &str, field: &Bson, codes: (i32, i32)) -> Result<String> {
+    match Expression::parse(field)? {
+        Expression::Literal(Bson::String(s)) => Ok(s),
+        Expression::Literal(other) => Err(Error::location(
+            codes.1,
+            format!(
+                "{op} requires 'field' to evaluate to type String, but got {}",
+                value::type_name(&other)
+            ),
+        )),
+        _ => Err(Error::location(
+            codes.0,
+            format!(
+                "{op} requires 'field' to evaluate to a constant, but got a non-constant argument"
+            ),
+        )),
+    }
+}
+
+/// `{$getField: "name"}` or `{$getField: {field, input}}`.
+fn parse_get_field(arg: &Bson) -> Result<Operator> {
+    const CODES: (i32, i32) = (5654601, 5654602);
+    let (field, input) = match arg {
+        Bson::Document(d) if !d.keys().next().is_some_and(|k| k.starts_with('$')) => {
+            let mut field = None;
+            let mut input = None;
+            for (k, v) in d {
+                match k.as_str() {
+                    "field" => field = Some(v),
+                    "input" => input = Some(Expression::parse(v)?),
+                    other => {
+                        return Err(Error::location(
+                            3041701,
+                            format!("$getField found an unknown argument: {other}"),
+                        ))
+                    }
+                }
+            }
+            let field = field.ok_or_else(|| {
+                Error::location(3041702, "$getField requires 'field' to be specified")
+            })?;
+            (constant_field_name("$getField", field, CODES)?, input)
+        }
+        other => (constant_field_name("$getField", other, CODES)?, None),
+    };
+    Ok(Operator::GetField { field, input })
+}
+
+/// `{$setField: {field, input, value}}` and `{$unsetField: {field, input}}`.
+fn parse_set_field(op: &'static str, arg: &Bson) -> Result<Operator> {
+    let Bson::Document(d) = arg else {
+        return Err(Error::location(
+            4161100,
+            format!("{op} only supports an object as its argument"),
+        ));
+    };
+    let allowed: &[&str] = if op == "$setField" {
+        &["field", "input", "value"]
+    } else {
+        &["field", "input"]
+    };
+    if let Some(k) = d.keys().find(|k| !allowed.contains(&k.as_str())) {
+        return Err(Error::location(
+            4161101,
+            format!("{op} found an unknown argument: {k}"),
+        ));
+    }
+    let required = |name: &str, code: i32| {
+        d.get(name)
+            .ok_or_else(|| Error::location(code, format!("{op} requires '{name}' to be specified")))
+    };
+    let field = constant_field_name(op, required("field", 4161102)?, (4161106, 4161107))?;
+    let input = Expression::parse(required("input", 4161103)?)?;
+    let value = if op == "$setField" {
+        Some(Expression::parse(required("value", 4161104)?)?)
+    } else {
+        None
+    };
+    Ok(Operator::SetField {
+        op,
+        field,
+        input,
+        value,
+    })
+}
+
+/// The object `$getField`/`$setField` work on; `None` when it is null or missing (they then
+/// answer null).
+fn field_input(op: &str, input: Option<Bson>, code: i32) -> Result<Option<Document>> {
+    match input {
+        None | Some(Bson::Null) | Some(Bson::Undefined) => Ok(None),
+        Some(Bson::Document(d)) => Ok(Some(d)),
+        Some(other) => Err(Error::location(
+            code,
+            format!(
+                "{op} requires 'input' to evaluate to type Object, but got {}",
+                value::type_name(&other)
+            ),
+        )),
+    }
 }
 
 fn bound_name(as_field: Option<&Bson>, default: &str) -> Result<String> {
@@ -1120,6 +1314,40 @@ impl Operator {
                     },
                     Err(e) => Err(e),
                 }
+            }
+            Operator::GetField { field, input } => {
+                let input = match input {
+                    Some(e) => e.eval(scope)?,
+                    None => scope.lookup("CURRENT")?,
+                };
+                match field_input("$getField", input, 3041705)? {
+                    None => Ok(Some(Bson::Null)),
+                    Some(d) => Ok(d.get(field).cloned()),
+                }
+            }
+            Operator::SetField {
+                op,
+                field,
+                input,
+                value,
+            } => {
+                let Some(mut d) = field_input(op, input.eval(scope)?, 4161105)? else {
+                    return Ok(Some(Bson::Null));
+                };
+                let value = match value {
+                    Some(e) => e.eval(scope)?,
+                    None => None,
+                };
+                match value {
+                    // Setting an existing field keeps its place, as a MutableDocument does.
+                    Some(v) => {
+                        d.insert(field.clone(), v);
+                    }
+                    None => {
+                        d.remove(field);
+                    }
+                }
+                Ok(Some(Bson::Document(d)))
             }
         }
     }

@@ -85,14 +85,13 @@ const UNSUPPORTED_STAGES: &[&str] = &[
     "$listSampledQueries",
     "$planCacheStats",
     "$bucketAuto",
-    "$documents",
     "$shardedDataDistribution",
 ];
 
 impl Pipeline {
     /// Parse the `pipeline` array of an `aggregate` command; `vars` are its `let` variables.
     pub fn parse(stages: &[Document], vars: &Document) -> Result<Pipeline> {
-        for name in vars.keys() {
+        for name in vars.keys().filter(|k| *k != expression::MISSING_VARIABLES) {
             expression::validate_variable_name(name)?;
         }
         // Only the top-level pipeline may end in `$out`/`$merge`.
@@ -122,6 +121,13 @@ impl Pipeline {
             .iter()
             .map(|s| parse_stage(s, vars))
             .collect::<Result<Vec<_>>>()?;
+        for stage in parsed.iter().skip(1) {
+            if let Stage::Match { filter, .. } = stage {
+                if filter.text().is_some() {
+                    return Err(text_not_first());
+                }
+            }
+        }
         Ok(Pipeline {
             stages: parsed,
             names: stages
@@ -140,6 +146,11 @@ impl Pipeline {
             Some(Stage::Match { spec, .. }) => Some(spec),
             _ => None,
         }
+    }
+
+    /// Whether the pipeline starts with a `$match` holding `$text`.
+    pub fn leading_text_match(&self) -> bool {
+        matches!(self.stages.first(), Some(Stage::Match { filter, .. }) if filter.text().is_some())
     }
 
     /// The pipeline minus its leading `$match` (unchanged when it has none), for a caller that
@@ -317,6 +328,13 @@ fn parse_stage(stage: &Document, vars: &Document) -> Result<Stage> {
                 format!("{name} can only be the final stage in the pipeline"),
             ))
         }
+        // A leading `$documents` of `aggregate: 1` is taken off by the command before parsing.
+        "$documents" => {
+            return Err(Error::location(
+                40602,
+                "$documents is only valid as the first stage in a pipeline",
+            ))
+        }
         other if UNSUPPORTED_STAGES.contains(&other) => {
             return Err(Error::not_supported(other));
         }
@@ -327,6 +345,25 @@ fn parse_stage(stage: &Document, vars: &Document) -> Result<Stage> {
             ))
         }
     })
+}
+
+fn text_not_first() -> Error {
+    Error::location(
+        17313,
+        "$match with $text is only allowed as the first pipeline stage",
+    )
+}
+
+/// Whether a stage specification asks for `{$meta: "textScore"}` anywhere.
+pub fn uses_text_score(value: &Bson) -> bool {
+    match value {
+        Bson::Document(d) => {
+            (d.len() == 1 && d.get("$meta") == Some(&Bson::String("textScore".into())))
+                || d.values().any(uses_text_score)
+        }
+        Bson::Array(items) => items.iter().any(uses_text_score),
+        _ => false,
+    }
 }
 
 /// Stages a `$facet` sub-pipeline may not contain.
@@ -394,10 +431,11 @@ fn parse_facet(spec: &Bson, vars: &Document) -> Result<Vec<(String, Pipeline)>> 
             }
             stages.push(stage.clone());
         }
-        facets.push((
-            name.clone(),
-            Pipeline::parse_with_system_vars(&stages, vars)?,
-        ));
+        let pipeline = Pipeline::parse_with_system_vars(&stages, vars)?;
+        if pipeline.leading_text_match() {
+            return Err(text_not_first());
+        }
+        facets.push((name.clone(), pipeline));
     }
     Ok(facets)
 }

@@ -216,6 +216,10 @@ impl Projection {
             Mode::Exclusion => Ok(exclude(&self.root, doc)),
             Mode::Inclusion => {
                 let mut out = include(&self.root, doc);
+                // The text score is metadata: it survives projections, as in MongoDB.
+                if let Some(score) = doc.get(crate::text::SCORE_FIELD) {
+                    out.insert(crate::text::SCORE_FIELD, score.clone());
+                }
                 apply_expressions(&self.root, &mut out, scope)?;
                 Ok(out)
             }

@@ -187,12 +187,32 @@ fn whatsmyuri(conn: &ConnectionInfo) -> Document {
     doc! { "you": you }
 }
 
-/// Server parameters docstore reports.
-fn parameters() -> Vec<(&'static str, Bson)> {
-    vec![(
-        "featureCompatibilityVersion",
-        Bson::Document(doc! { "version": "7.0" }),
-    )]
+/// A server parameter docstore reports: name, value, and whether mongod lets it be set at run
+/// time and at start-up.
+struct Parameter {
+    name: &'static str,
+    value: Bson,
+    settable_at_runtime: bool,
+    settable_at_startup: bool,
+}
+
+/// Server parameters docstore reports. `enableTestCommands` is false: docstore has none of
+/// mongod's test-only commands (`configureFailPoint` and the like), as a production mongod.
+fn parameters() -> Vec<Parameter> {
+    vec![
+        Parameter {
+            name: "featureCompatibilityVersion",
+            value: Bson::Document(doc! { "version": "7.0" }),
+            settable_at_runtime: true,
+            settable_at_startup: false,
+        },
+        Parameter {
+            name: "enableTestCommands",
+            value: Bson::Boolean(false),
+            settable_at_runtime: false,
+            settable_at_startup: true,
+        },
+    ]
 }
 
 /// `{getParameter: 1, <name>: 1, ...}` or `{getParameter: '*'}` (or `{allParameters: true}`).
@@ -207,18 +227,18 @@ fn get_parameter(cmd: &Document) -> Result<Document> {
         _ => (false, false),
     };
     let mut reply = Document::new();
-    for (name, value) in parameters() {
-        if all || cmd.contains_key(name) {
+    for p in parameters() {
+        if all || cmd.contains_key(p.name) {
             let value = if show_details {
                 Bson::Document(doc! {
-                    "value": value,
-                    "settableAtRuntime": true,
-                    "settableAtStartup": false,
+                    "value": p.value,
+                    "settableAtRuntime": p.settable_at_runtime,
+                    "settableAtStartup": p.settable_at_startup,
                 })
             } else {
-                value
+                p.value
             };
-            reply.insert(name, value);
+            reply.insert(p.name, value);
         }
     }
     if reply.is_empty() {

@@ -43,7 +43,13 @@ pub struct AggregateSpec {
     pub pipeline: Pipeline,
     pub input: ReadSpec,
     pub batch_size: Option<usize>,
+    /// The documents of a leading `$documents` stage (database-level `aggregate: 1`), which
+    /// are the pipeline's input instead of a collection's.
+    pub documents: Option<Vec<Document>>,
 }
+
+/// The collection name a database-level aggregation reports in its cursor's namespace.
+const COLLECTIONLESS: &str = "$cmd.aggregate";
 
 pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
     args.allow_only(&[
@@ -56,12 +62,12 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
         "collation",
         "bypassDocumentValidation",
     ])?;
-    let collection = match args.get("aggregate") {
-        Some(Bson::String(_)) => args.collection()?.to_string(),
-        Some(Bson::Int32(1)) | Some(Bson::Int64(1)) | Some(Bson::Double(_)) => {
-            return Err(Error::not_supported(
-                "collection-less aggregation (aggregate: 1)",
-            ))
+    let collectionless = match args.get("aggregate") {
+        Some(Bson::String(_)) => false,
+        Some(v @ (Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_)))
+            if crate::value::to_f64(v) == Some(1.0) =>
+        {
+            true
         }
         _ => {
             return Err(args
@@ -72,9 +78,48 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
     };
     check_collation(args.get("collation"))?;
     let stages = args.documents("pipeline")?;
-    let stages: Vec<Document> = stages.into_iter().cloned().collect();
-    let vars = args.document("let")?.cloned().unwrap_or_default();
+    let mut stages: Vec<Document> = stages.into_iter().cloned().collect();
+    let vars = args.let_vars()?.unwrap_or_default();
+    let (collection, documents) = if collectionless {
+        let first = stages.first().and_then(|s| s.keys().next()).cloned();
+        if first.as_deref() != Some("$documents") {
+            return Err(Error::new(
+                ErrorCode::InvalidNamespace,
+                format!(
+                    "{{aggregate: 1}} is not valid for '{}'; a collection is required.",
+                    first.unwrap_or_else(|| "an empty pipeline".into())
+                ),
+            ));
+        }
+        let stage = stages.remove(0);
+        if stage.len() != 1 {
+            return Err(Error::location(
+                40323,
+                "A pipeline stage specification object must contain exactly one field.",
+            ));
+        }
+        let spec = stage.get("$documents").expect("checked above");
+        (
+            COLLECTIONLESS.to_string(),
+            Some(documents_stage(spec, &vars)?),
+        )
+    } else {
+        if stages.first().is_some_and(|s| s.contains_key("$documents")) {
+            return Err(Error::new(
+                ErrorCode::InvalidNamespace,
+                "$documents may only be run with a database-level aggregation ({aggregate: 1})",
+            ));
+        }
+        (args.collection()?.to_string(), None)
+    };
     let pipeline = Pipeline::parse(&stages, &vars)?;
+    if !pipeline.leading_text_match()
+        && stages
+            .iter()
+            .any(|s| crate::aggregation::uses_text_score(&Bson::Document(s.clone())))
+    {
+        return Err(crate::collection::text_score_unavailable());
+    }
     let cursor = args.document("cursor")?;
     if cursor.is_none() && !explain && !args.bool("explain", false)? {
         return Err(Error::failed_to_parse(
@@ -115,7 +160,34 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
             limit: None,
         },
         batch_size,
+        documents,
     })
+}
+
+/// `$documents: <expression>`: evaluated once (no input document; `let` variables and `$$NOW`
+/// are visible) to an array of documents.
+fn documents_stage(spec: &Bson, vars: &Document) -> Result<Vec<Document>> {
+    let value = Expression::parse(spec)?.evaluate(&Document::new(), vars)?;
+    let Some(Bson::Array(items)) = value else {
+        return Err(Error::location(
+            5858203,
+            "error during lookup: $documents field must be an array of documents",
+        ));
+    };
+    items
+        .into_iter()
+        .map(|item| match item {
+            Bson::Document(d) => Ok(d),
+            other => Err(Error::location(
+                40228,
+                format!(
+                    "'newRoot' expression must evaluate to an object, but resulting value was: \
+                     {other}. Type of resulting value: '{}'.",
+                    crate::value::type_name(&other)
+                ),
+            )),
+        })
+        .collect()
 }
 
 pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
@@ -123,22 +195,18 @@ pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<
         return super::explain::explain_aggregate(state, db, args);
     }
     let spec = parse(args, false)?;
-    let input = match state.catalog.get(db, &spec.collection) {
-        Some(handle) => {
-            let c = handle.read();
-            let (hits, _) = c.query(&spec.input.query_spec())?;
-            hits.into_iter()
-                .map(|h| Arc::unwrap_or_clone(h.doc))
-                .collect()
-        }
-        None => Vec::new(),
-    };
     let ctx = DatabaseContext {
         catalog: &state.catalog,
         db,
     };
-    // The input was already selected by the leading `$match`; don't filter it twice.
-    let results = spec.pipeline.without_leading_match().run(input, &ctx)?;
+    let mut results = match &spec.documents {
+        // `$documents` input: the whole pipeline runs over it, its leading `$match` included.
+        Some(docs) => spec.pipeline.run(docs.clone(), &ctx)?,
+        None => collection_results(state, db, &spec, &ctx)?,
+    };
+    for d in &mut results {
+        crate::text::strip_score(d);
+    }
     let ns = format!("{db}.{}", spec.collection);
     if let Some(terminal) = spec.pipeline.terminal_write() {
         let target = terminal.target();
@@ -162,6 +230,33 @@ pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<
         "firstBatch",
         batch.documents,
     )))
+}
+
+/// The pipeline's results over a collection, its leading `$match` answered by the planner.
+fn collection_results(
+    state: &Arc<ServerState>,
+    db: &str,
+    spec: &AggregateSpec,
+    ctx: &DatabaseContext<'_>,
+) -> Result<Vec<Document>> {
+    let input = match state.catalog.get(db, &spec.collection) {
+        Some(handle) => {
+            let c = handle.read();
+            let (hits, _) = c.query(&spec.input.query_spec())?;
+            hits.into_iter()
+                .map(|h| {
+                    let mut d = Arc::unwrap_or_clone(h.doc);
+                    if let Some(score) = h.score {
+                        d.insert(crate::text::SCORE_FIELD, score);
+                    }
+                    d
+                })
+                .collect()
+        }
+        None => Vec::new(),
+    };
+    // The input was already selected by the leading `$match`; don't filter it twice.
+    spec.pipeline.without_leading_match().run(input, ctx)
 }
 
 /// A collection holding `docs` under the given indexes, or the error inserting them raised.

@@ -79,6 +79,14 @@ impl<'a> Args<'a> {
         self.cmd.get(field)
     }
 
+    /// The command's `let` variables, each value evaluated as an expression (see
+    /// [`crate::aggregation::expression::evaluate_let`]).
+    pub fn let_vars(&self) -> Result<Option<Document>> {
+        self.document("let")?
+            .map(crate::aggregation::expression::evaluate_let)
+            .transpose()
+    }
+
     pub fn document(&self, field: &str) -> Result<Option<&'a Document>> {
         match self.cmd.get(field) {
             None | Some(Bson::Null) => Ok(None),
@@ -189,14 +197,12 @@ pub fn reject_transactions(cmd: &Document) -> Result<()> {
     Ok(())
 }
 
-/// Only the simple (binary) collation is supported.
+/// Only the simple (binary) collation is supported. An empty `collation: {}` means no
+/// collation, as MongoDB reads it.
 pub fn check_collation(collation: Option<&Bson>) -> Result<()> {
     match collation {
         None | Some(Bson::Null) => Ok(()),
-        Some(Bson::Document(d)) if d.get_str("locale") == Ok("simple") => Ok(()),
-        Some(Bson::Document(d)) if d.is_empty() => {
-            Err(Error::bad_value("Required field 'locale' is missing"))
-        }
+        Some(Bson::Document(d)) if d.is_empty() || d.get_str("locale") == Ok("simple") => Ok(()),
         Some(_) => Err(Error::new(
             ErrorCode::CommandNotSupported,
             "collations other than { locale: \"simple\" } are not supported by docstore",

@@ -61,7 +61,8 @@ pub fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
     Ok(Reply::write(reply, outcome.lsn))
 }
 
-/// `_id` first (generated when absent) and valid, as mongod stores inserted documents.
+/// `_id` first (generated when absent) and valid, as mongod stores inserted documents: not an
+/// array, regex or undefined, and with no `$`-prefixed field name anywhere inside it.
 pub fn prepare_for_insert(doc: &Document) -> Result<Document> {
     let id = match doc.get("_id") {
         Some(id) => {
@@ -70,12 +71,7 @@ pub fn prepare_for_insert(doc: &Document) -> Result<Document> {
         }
         None => Bson::ObjectId(ObjectId::new()),
     };
-    if let Some(key) = doc.keys().find(|k| k.starts_with('$')) {
-        return Err(Error::new(
-            ErrorCode::DollarPrefixedFieldName,
-            format!("Document can't have $ prefixed field names: {key}"),
-        ));
-    }
+    // Since MongoDB 5.0 other `$`-prefixed field names, top-level ones included, are stored.
     let mut out = Document::new();
     out.insert("_id", id);
     for (k, v) in doc {
@@ -93,13 +89,42 @@ fn validate_id(id: &Bson) -> Result<()> {
         Bson::Undefined => Some("undefined"),
         _ => None,
     };
-    match bad {
-        Some(t) => Err(Error::new(
+    if let Some(t) = bad {
+        return Err(Error::new(
             ErrorCode::InvalidIdField,
             format!("The '_id' value cannot be of type {t}"),
-        )),
-        None => Ok(()),
+        ));
     }
+    if let Bson::Document(d) = id {
+        if let Some(name) = dollar_prefixed_name(d) {
+            return Err(Error::new(
+                ErrorCode::DollarPrefixedFieldName,
+                format!(
+                    "_id fields may not contain '$'-prefixed fields: {name} is not valid for storage."
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The first `$`-prefixed field name in a document or in the documents nested in it (inside
+/// arrays too).
+fn dollar_prefixed_name(d: &Document) -> Option<&str> {
+    fn in_value(v: &Bson) -> Option<&str> {
+        match v {
+            Bson::Document(d) => dollar_prefixed_name(d),
+            Bson::Array(items) => items.iter().find_map(in_value),
+            _ => None,
+        }
+    }
+    d.iter().find_map(|(k, v)| {
+        if k.starts_with('$') {
+            Some(k.as_str())
+        } else {
+            in_value(v)
+        }
+    })
 }
 
 /// The parsed parts of a read.
@@ -177,10 +202,6 @@ const FIND_UNSUPPORTED: &[&str] = &[
     "tailable",
     "awaitData",
     "oplogReplay",
-    "returnKey",
-    "showRecordId",
-    "min",
-    "max",
     "allowPartialResults",
     "readOnce",
     "exhaust",
@@ -206,11 +227,17 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
         "noCursorTimeout",
         "allowDiskUse",
         "$readPreference",
+        "returnKey",
+        "showRecordId",
+        "min",
+        "max",
     ])?;
     let coll = args.collection()?;
     check_collation(args.get("collation"))?;
-    let vars = args.document("let")?;
+    let vars = args.let_vars()?;
+    let vars = vars.as_ref();
     let projection = parse_projection(args, "projection")?;
+    let extras = super::find_options::FindExtras::parse(args)?;
     let read = ReadSpec {
         skip: args.non_negative("skip")?.unwrap_or(0) as usize,
         limit: args
@@ -219,6 +246,9 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
             .map(|l| l as usize),
         ..ReadSpec::parse(args, "filter", vars)?
     };
+    if projection.as_ref().is_some_and(|p| p.needs_text_score()) && read.filter.text().is_none() {
+        return Err(crate::collection::text_score_unavailable());
+    }
     let single_batch = args.bool("singleBatch", false)?;
     // A single batch holds everything the limit allows (up to the 16 MiB cap).
     let batch_size = match args.non_negative("batchSize")? {
@@ -240,10 +270,15 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
         }
         Some(handle) => {
             let c = handle.read();
-            let (hits, _) = c.query(&read.query_spec())?;
-            project_hits(hits, projection.as_ref())?
+            if extras.is_plain() {
+                let (hits, _) = c.query(&read.query_spec())?;
+                project_hits(hits, projection.as_ref())?
+            } else {
+                extras.run(&c, &read, projection.as_ref())?
+            }
         }
     };
+
     let batch = state
         .cursors
         .first_batch(&ns, results, batch_size, single_batch);
@@ -258,7 +293,7 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
 fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<Document>> {
     hits.into_iter()
         .map(|hit| match projection {
-            Some(p) => p.apply(&hit.doc, hit.position),
+            Some(p) => p.apply_scored(&hit.doc, hit.position, hit.score),
             None => Ok(Arc::unwrap_or_clone(hit.doc)),
         })
         .collect()
@@ -413,12 +448,62 @@ pub fn apply_update(
     Ok(out)
 }
 
+/// The fields of one `update` statement MongoDB 7.0 knows (`sort` came with 8.0).
+const UPDATE_STATEMENT_FIELDS: &[&str] = &[
+    "q",
+    "u",
+    "upsert",
+    "multi",
+    "arrayFilters",
+    "hint",
+    "collation",
+    "c",
+    "upsertSupplied",
+    "sampleId",
+];
+
+/// The fields of one `delete` statement MongoDB 7.0 knows.
+const DELETE_STATEMENT_FIELDS: &[&str] = &["q", "limit", "hint", "collation", "sampleId"];
+
+/// MongoDB parses the whole command before running any statement, so a statement with a field
+/// it does not know, or without a required one, fails the command (`ok: 0`, 40415 or 40414),
+/// not just that statement.
+fn check_statement_fields(
+    statements: &[&Document],
+    context: &str,
+    known: &[&str],
+    required: &[&str],
+) -> Result<()> {
+    for st in statements {
+        if let Some(key) = st.keys().find(|k| !known.contains(&k.as_str())) {
+            return Err(Error::location(
+                40415,
+                format!("BSON field '{context}.{key}' is an unknown field."),
+            ));
+        }
+        if let Some(field) = required.iter().find(|f| !st.contains_key(**f)) {
+            return Err(Error::location(
+                40414,
+                format!("BSON field '{context}.{field}' is missing but a required field"),
+            ));
+        }
+    }
+    Ok(())
+}
+
 pub fn update(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["updates", "ordered", "bypassDocumentValidation", "let"])?;
     let coll = args.collection()?;
     let statements = args.documents("updates")?;
+    check_statement_fields(
+        &statements,
+        "update.updates",
+        UPDATE_STATEMENT_FIELDS,
+        &["q", "u"],
+    )?;
     let ordered = args.bool("ordered", true)?;
-    let vars = args.document("let")?;
+    let vars = args.let_vars()?;
+    let vars = vars.as_ref();
     let now = bson::DateTime::now();
     let (mut n, mut modified) = (0u64, 0u64);
     let mut upserted = Vec::new();
@@ -470,26 +555,6 @@ fn parse_update_statement(
     now: bson::DateTime,
 ) -> Result<UpdatePlan> {
     let args = Args::new("q", st);
-    for key in st.keys() {
-        if ![
-            "q",
-            "u",
-            "upsert",
-            "multi",
-            "arrayFilters",
-            "hint",
-            "collation",
-            "c",
-            "upsertSupplied",
-        ]
-        .contains(&key.as_str())
-        {
-            return Err(Error::location(
-                40415,
-                format!("BSON field 'update.updates.{key}' is an unknown field."),
-            ));
-        }
-    }
     check_collation(st.get("collation"))?;
     let filter_doc = args.required_document("q")?.clone();
     let u = st.get("u").ok_or_else(|| {
@@ -499,8 +564,16 @@ fn parse_update_statement(
         )
     })?;
     let array_filters = array_filters(st.get("arrayFilters"))?;
+    // The statement's constants `c` (taken as they are, not evaluated) join the command's
+    // `let` variables.
+    let merged;
     let vars = match (vars, st.get("c")) {
-        (_, Some(Bson::Document(c))) => Some(c),
+        (v, Some(Bson::Document(c))) => {
+            let mut all = v.cloned().unwrap_or_default();
+            all.extend(c.clone());
+            merged = all;
+            Some(&merged)
+        }
         (v, _) => v,
     };
     let update = UpdateSpec::parse_with_vars(u, array_filters.as_deref(), vars)?;
@@ -550,8 +623,15 @@ pub fn delete(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
     args.allow_only(&["deletes", "ordered", "let"])?;
     let coll = args.collection()?;
     let statements = args.documents("deletes")?;
+    check_statement_fields(
+        &statements,
+        "delete.deletes",
+        DELETE_STATEMENT_FIELDS,
+        &["q", "limit"],
+    )?;
     let ordered = args.bool("ordered", true)?;
-    let vars = args.document("let")?;
+    let vars = args.let_vars()?;
+    let vars = vars.as_ref();
     let mut n = 0u64;
     let mut errors = Vec::new();
     let mut last_lsn = 0;
@@ -590,14 +670,6 @@ pub fn delete(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
 
 fn parse_delete_statement(st: &Document, vars: Option<&Document>) -> Result<(ReadSpec, bool)> {
     let args = Args::new("q", st);
-    for key in st.keys() {
-        if !["q", "limit", "hint", "collation"].contains(&key.as_str()) {
-            return Err(Error::location(
-                40415,
-                format!("BSON field 'delete.deletes.{key}' is an unknown field."),
-            ));
-        }
-    }
     check_collation(st.get("collation"))?;
     let filter_doc = args.required_document("q")?.clone();
     let multi = match args.i64("limit")? {
@@ -672,7 +744,8 @@ pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
     ])?;
     let coll = args.collection()?;
     check_collation(args.get("collation"))?;
-    let vars = args.document("let")?;
+    let vars = args.let_vars()?;
+    let vars = vars.as_ref();
     let remove = args.bool("remove", false)?;
     let return_new = args.bool("new", false)?;
     let upsert = args.bool("upsert", false)?;

@@ -51,10 +51,12 @@ pub fn create(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
 pub fn drop(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&[])?;
     let coll = args.collection()?;
-    let (existed, lsn) = state.catalog.drop_collection(db, coll)?;
-    // MongoDB 7.0 answers ok for a collection that does not exist.
+    let (indexes, lsn) = state.catalog.drop_collection(db, coll)?;
+    // MongoDB 7.0 answers ok for a collection that does not exist, and otherwise says how many
+    // indexes (the `_id` index included) the collection had.
     let mut reply = Document::new();
-    if existed {
+    if let Some(n) = indexes {
+        reply.insert("nIndexesWas", n as i32);
         reply.insert("ns", format!("{db}.{coll}"));
     }
     Ok(Reply::write(reply, lsn))
@@ -502,7 +504,7 @@ pub fn coll_stats_aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>)
     let batch_size = Args::new("cursor", cursor)
         .non_negative("batchSize")?
         .map(|b| b as usize);
-    let vars = args.document("let")?.cloned().unwrap_or_default();
+    let vars = args.let_vars()?.unwrap_or_default();
     let ns = format!("{db}.{coll}");
     let handle = state.catalog.get(db, coll);
     let missing = |what: &str| {

@@ -68,8 +68,13 @@ fn read_spec_for(
         args.document(sort)?.filter(|s| !s.is_empty()).cloned()
     };
     let sort = sort_doc.as_ref().map(SortSpec::parse).transpose()?;
+    // The explained command's `let` variables, evaluated, for a filter's `$expr`.
+    let filter_parsed = match args.let_vars()? {
+        Some(vars) => Filter::parse_with_vars(&filter_doc, &vars)?,
+        None => Filter::parse(&filter_doc)?,
+    };
     Ok(ReadSpec {
-        filter: Filter::parse(&filter_doc)?,
+        filter: filter_parsed,
         filter_doc,
         sort,
         sort_doc,

@@ -7,6 +7,8 @@ pub mod args;
 pub mod crud;
 pub mod ddl;
 pub mod explain;
+pub mod find_options;
+pub mod validate;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::state::{ConnectionInfo, ServerState};
@@ -88,6 +90,7 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
         "dropIndexes" | "deleteIndexes" => ddl::drop_indexes(state, db, &a)?,
         "dbStats" | "dbstats" => ddl::db_stats(state, db, &a)?,
         "collStats" | "collstats" => ddl::coll_stats(state, db, &a)?,
+        "validate" => validate::validate(state, db, &a)?,
         _ => return Err(unsupported_or_unknown(name)),
     };
     let mut doc = reply.doc;
@@ -124,7 +127,6 @@ fn unsupported_or_unknown(name: &str) -> Error {
         "mapReduce" | "mapreduce" => Some("mapReduce"),
         "geoSearch" | "geoNear" => Some("geospatial queries"),
         "collMod" => Some("collMod"),
-        "validate" => Some("validate"),
         "currentOp" | "killOp" => Some("currentOp/killOp"),
         "fsync" | "fsyncUnlock" => Some("fsync locking"),
         "compact" => Some("compact"),

@@ -1,6 +1,7 @@
 //! Secondary indexes: ordered key → record structures over an order-preserving encoding of BSON
 //! values, with unique, sparse and partial variants, multikey expansion and the query planner.
 
+pub mod hashed;
 pub mod keystring;
 pub mod partial;
 pub mod planner;
@@ -27,6 +28,11 @@ pub struct IndexSpec {
     pub sparse: bool,
     pub partial_filter: Option<Document>,
     pub expire_after_seconds: Option<i64>,
+    /// Options accepted for compatibility that change nothing here (`background`, `dropDups`,
+    /// `storageEngine`), kept as given so that `listIndexes` shows them as mongod does.
+    pub kept_options: Document,
+    /// Set for a text index (whose `key` is then the normalised `{…, _fts: "text", _ftsx: 1}`).
+    pub text: Option<crate::text::TextOptions>,
 }
 
 /// MongoDB's InvalidIndexSpecificationOption.
@@ -42,6 +48,8 @@ impl IndexSpec {
         let mut sparse = false;
         let mut partial_filter = None;
         let mut expire_after_seconds = None;
+        let mut kept_options = Document::new();
+        let mut raw_text = crate::text::RawTextOptions::default();
         for (field, value) in spec {
             match field.as_str() {
                 "key" => match value {
@@ -67,16 +75,23 @@ impl IndexSpec {
                 "expireAfterSeconds" => expire_after_seconds = Some(parse_ttl(value)?),
                 // Accepted and meaningless here: docstore always builds v2 indexes in the
                 // foreground.
-                "v" | "background" | "ns" | "storageEngine" => {}
+                // `ns` is dropped from specs since MongoDB 4.4; `v` is always 2 here.
+                "v" | "ns" => {}
+                // mongod ignores `dropDups` (since 3.0) and `background` (since 4.2) but keeps
+                // them in the spec it lists.
+                "background" | "dropDups" | "storageEngine" => {
+                    kept_options.insert(field.clone(), value.clone());
+                }
                 "hidden" | "prepareUnique" => {
                     if crate::value::is_truthy(value) {
                         return Err(Error::not_supported(format!("{field} indexes")));
                     }
                 }
                 "collation" => return Err(Error::not_supported("index collations")),
-                "weights" | "default_language" | "language_override" | "textIndexVersion" => {
-                    return Err(Error::not_supported("text indexes"))
-                }
+                "weights" => raw_text.weights = Some(value.clone()),
+                "default_language" => raw_text.default_language = Some(value.clone()),
+                "language_override" => raw_text.language_override = Some(value.clone()),
+                "textIndexVersion" => raw_text.version = Some(value.clone()),
                 "2dsphereIndexVersion" | "bits" | "min" | "max" | "bucketSize" => {
                     return Err(Error::not_supported("geospatial indexes"))
                 }
@@ -94,7 +109,7 @@ impl IndexSpec {
                 }
             }
         }
-        let Some(key) = key else {
+        let Some(mut key) = key else {
             return Err(Error::failed_to_parse(
                 "The 'key' field is a required property of an index specification",
             ));
@@ -128,6 +143,19 @@ impl IndexSpec {
             KeyPatternError::Invalid(message) => in_spec(message),
             KeyPatternError::Unsupported(e) => e,
         })?;
+        if unique && key.values().any(is_hashed) {
+            return Err(Error::location(
+                16764,
+                "Currently hashed indexes cannot guarantee uniqueness. Use a regular index.",
+            ));
+        }
+        let text = if crate::text::is_text_key(&key) || !raw_text.is_empty() {
+            let (normalized, options) = crate::text::normalize(&key, &raw_text)?;
+            key = normalized;
+            Some(options)
+        } else {
+            None
+        };
         let is_id_pattern =
             key.len() == 1 && key.get("_id").and_then(crate::value::to_f64) == Some(1.0);
         if expire_after_seconds.is_some() {
@@ -189,6 +217,8 @@ impl IndexSpec {
             sparse,
             partial_filter,
             expire_after_seconds,
+            kept_options,
+            text,
         })
     }
 
@@ -201,6 +231,8 @@ impl IndexSpec {
             sparse: false,
             partial_filter: None,
             expire_after_seconds: None,
+            kept_options: Document::new(),
+            text: None,
         }
     }
 
@@ -222,6 +254,13 @@ impl IndexSpec {
                 Ok(s) => d.insert("expireAfterSeconds", s),
                 Err(_) => d.insert("expireAfterSeconds", secs),
             };
+        }
+        d.extend(self.kept_options.clone());
+        if let Some(text) = &self.text {
+            d.insert("weights", text.weights.clone());
+            d.insert("default_language", text.default_language.clone());
+            d.insert("language_override", text.language_override.clone());
+            d.insert("textIndexVersion", text.version);
         }
         d
     }
@@ -270,7 +309,8 @@ impl IndexSpec {
         }
         let same_options = self.unique == existing.unique
             && self.sparse == existing.sparse
-            && self.expire_after_seconds == existing.expire_after_seconds;
+            && self.expire_after_seconds == existing.expire_after_seconds
+            && self.text == existing.text;
         let both = || {
             format!(
                 "Requested index: {}, existing index: {}",
@@ -376,10 +416,11 @@ fn validate_key_pattern(key: &Document) -> std::result::Result<(), KeyPatternErr
         if field.is_empty() {
             return Err(Invalid("Index keys cannot be an empty field.".into()));
         }
-        if field == "$**" || field.ends_with(".$**") {
+        let is_text = matches!(value, Bson::String(s) if s == "text");
+        if (field == "$**" || field.ends_with(".$**")) && !(is_text && field == "$**") {
             return Err(Unsupported(Error::not_supported("wildcard indexes")));
         }
-        if field.starts_with('$') {
+        if field.starts_with('$') && !is_text {
             return Err(Invalid(
                 "Index key contains an illegal field name: field name starts with '$'.".into(),
             ));
@@ -388,9 +429,19 @@ fn validate_key_pattern(key: &Document) -> std::result::Result<(), KeyPatternErr
             return Err(Invalid("Index keys cannot contain an empty field.".into()));
         }
         match value {
+            Bson::String(kind) if kind == "hashed" => {
+                if key.values().filter(|v| is_hashed(v)).count() > 1 {
+                    return Err(Invalid(format!(
+                        "A maximum of one index field is allowed to be hashed but found {} for \
+                         'key' {}",
+                        key.values().filter(|v| is_hashed(v)).count(),
+                        keystring::render_document(key)
+                    )));
+                }
+            }
             Bson::String(kind) => {
                 let feature = match kind.as_str() {
-                    "text" => "text indexes",
+                    "text" => continue,
                     "2dsphere" => "2dsphere indexes",
                     "2d" => "2d indexes",
                     "geoHaystack" => "geoHaystack indexes",
@@ -418,6 +469,11 @@ fn validate_key_pattern(key: &Document) -> std::result::Result<(), KeyPatternErr
         }
     }
     Ok(())
+}
+
+/// Whether a key pattern value asks for a hashed field.
+fn is_hashed(direction: &Bson) -> bool {
+    matches!(direction, Bson::String(s) if s == "hashed")
 }
 
 /// Longest key stored without a separate allocation (ObjectIds, numbers, short strings).
@@ -486,6 +542,8 @@ impl std::fmt::Debug for KeyBytes {
 struct KeyField {
     path: String,
     descending: bool,
+    /// A hashed field (`"hashed"`): the key holds the value's 64-bit hash.
+    hashed: bool,
 }
 
 /// One index's entries.
@@ -498,6 +556,8 @@ pub struct Index {
     entries: BTreeSet<(KeyBytes, RecordId)>,
     /// Set once any document had an array on an indexed path (never cleared, like MongoDB).
     multikey: AtomicBool,
+    /// For a text index: its definition (keys are then prefix values plus one term).
+    text: Option<std::sync::Arc<crate::text::TextIndex>>,
 }
 
 impl Clone for Index {
@@ -508,6 +568,7 @@ impl Clone for Index {
             partial: self.partial.clone(),
             entries: self.entries.clone(),
             multikey: AtomicBool::new(self.is_multikey()),
+            text: self.text.clone(),
         }
     }
 }
@@ -591,8 +652,25 @@ fn extract<'a>(obj: Option<&'a Document>, path: &'a str) -> Extracted<'a> {
 
 impl Index {
     pub fn new(spec: IndexSpec) -> Result<Index> {
+        let text = match &spec.text {
+            Some(options) => Some(std::sync::Arc::new(crate::text::TextIndex::new(
+                &spec.key, options,
+            )?)),
+            None => None,
+        };
         let mut fields = Vec::with_capacity(spec.key.len());
         for (path, direction) in &spec.key {
+            if text.is_some() && (path == "_fts" || path == "_ftsx") {
+                continue;
+            }
+            if is_hashed(direction) {
+                fields.push(KeyField {
+                    path: path.clone(),
+                    descending: false,
+                    hashed: true,
+                });
+                continue;
+            }
             let Some(n) = crate::value::to_f64(direction) else {
                 return Err(Error::not_supported(format!(
                     "{} indexes",
@@ -602,6 +680,7 @@ impl Index {
             fields.push(KeyField {
                 path: path.clone(),
                 descending: n < 0.0,
+                hashed: false,
             });
         }
         let partial = match &spec.partial_filter {
@@ -614,7 +693,19 @@ impl Index {
             partial,
             entries: BTreeSet::new(),
             multikey: AtomicBool::new(false),
+            text,
         })
+    }
+
+    /// The text index definition, for a text index.
+    pub fn text(&self) -> Option<&crate::text::TextIndex> {
+        self.text.as_deref()
+    }
+
+    /// Records holding `term` under the given equality prefix values (text indexes).
+    pub fn text_records(&self, prefix: &[&Bson], term: &str) -> Vec<RecordId> {
+        let key = crate::text::TextIndex::key(prefix, term);
+        self.records_with_key(&key).collect()
     }
 
     /// A TTL index the monitor sweeps: `expireAfterSeconds` on a single field.
@@ -650,6 +741,21 @@ impl Index {
                 return Ok(Vec::new());
             }
         }
+        for field in self.fields.iter().filter(|f| f.hashed) {
+            if let Extracted::Array(..) = extract(Some(doc), &field.path) {
+                return Err(Error::location(
+                    16766,
+                    format!(
+                        "Error: hashed indexes do not currently support array values. Found \
+                         array at path: {}",
+                        field.path
+                    ),
+                ));
+            }
+        }
+        if let Some(text) = &self.text {
+            return text.keys_for(doc);
+        }
         let mut paths: Vec<Option<&str>> = self.fields.iter().map(|f| Some(&*f.path)).collect();
         let mut fixed = vec![Slot::Missing; self.fields.len()];
         let mut tuples = Vec::new();
@@ -677,7 +783,9 @@ impl Index {
                     Slot::EmptyArray => &Bson::Undefined,
                     Slot::Value(v) => *v,
                 };
-                if field.descending {
+                if field.hashed {
+                    keystring::encode_value(&Bson::Int64(hashed::hash_value(value)), &mut key);
+                } else if field.descending {
                     keystring::encode_value_descending(value, &mut key);
                 } else {
                     keystring::encode_value(value, &mut key);
@@ -801,6 +909,53 @@ impl Index {
         self.records_with_key(&key).collect()
     }
 
+    /// The key `returnKey` shows for a document: its first key (the least, for a multikey
+    /// document), one field per key pattern field; empty when the index holds no key for it.
+    pub fn key_document(&self, doc: &Document) -> Result<Document> {
+        let mut out = Document::new();
+        let keys = self.keys_for(doc)?;
+        if let Some(first) = keys.first() {
+            out = self.key_to_document(first);
+        }
+        Ok(out)
+    }
+
+    /// An encoded key of this index as a document, field by field (empty if it does not
+    /// decode).
+    pub fn key_to_document(&self, key: &[u8]) -> Document {
+        let mut out = Document::new();
+        if let Some(values) = keystring::decode_key(key, &self.descending_flags()) {
+            for (field, value) in self.fields.iter().zip(values) {
+                out.insert(field.path.clone(), value);
+            }
+        }
+        out
+    }
+
+    /// The encoded key of one value per key field, as `find`'s `min`/`max` give a bound (a
+    /// hashed field's bound is given as a hash already).
+    pub fn encode_values(&self, values: &[Bson]) -> Vec<u8> {
+        let mut key = Vec::new();
+        for (value, field) in values.iter().zip(&self.fields) {
+            if field.descending {
+                keystring::encode_value_descending(value, &mut key);
+            } else {
+                keystring::encode_value(value, &mut key);
+            }
+        }
+        key
+    }
+
+    /// Whether the index holds the entry `key` → `rid` (for `validate`).
+    pub fn has_entry(&self, key: &[u8], rid: RecordId) -> bool {
+        self.entries.contains(&(KeyBytes::from(key), rid))
+    }
+
+    /// Every (key, record id) entry, in key order (for `validate`).
+    pub fn entries(&self) -> impl Iterator<Item = (&[u8], RecordId)> {
+        self.entries.iter().map(|(k, rid)| (k.as_slice(), *rid))
+    }
+
     pub fn entry_count(&self) -> usize {
         self.entries.len()
     }
@@ -914,7 +1069,7 @@ mod tests {
         assert_eq!(
             spec.to_document(),
             doc! { "v": 2, "key": { "a": -1 }, "name": "a_-1", "unique": true,
-            "sparse": true, "expireAfterSeconds": 3600 }
+            "sparse": true, "expireAfterSeconds": 3600, "background": true }
         );
         assert_eq!(
             IndexSpec::id_index().to_document(),
@@ -1006,18 +1161,21 @@ mod tests {
 
     #[test]
     fn spec_parse_names_unsupported_index_kinds() {
-        for (kind, feature) in [
-            ("text", "text indexes"),
-            ("2dsphere", "2dsphere indexes"),
-            ("2d", "2d indexes"),
-            ("hashed", "hashed indexes"),
-        ] {
+        for (kind, feature) in [("2dsphere", "2dsphere indexes"), ("2d", "2d indexes")] {
             let err = IndexSpec::parse(&doc! { "key": { "a": kind }, "name": "x" }).unwrap_err();
             assert_eq!(err.code, ErrorCode::CommandNotSupported);
             assert!(err.message.contains(feature), "{}", err.message);
         }
         let err = IndexSpec::parse(&doc! { "key": { "a": 0 }, "name": "x" }).unwrap_err();
         assert_eq!(err.code_number(), 67);
+        // Hashed indexes: one hashed field at most, and never unique.
+        IndexSpec::parse(&doc! { "key": { "a": 1, "b": "hashed" }, "name": "x" }).unwrap();
+        let err = IndexSpec::parse(&doc! { "key": { "a": "hashed", "b": "hashed" }, "name": "x" })
+            .unwrap_err();
+        assert_eq!(err.code_number(), 67);
+        let err = IndexSpec::parse(&doc! { "key": { "a": "hashed" }, "name": "x", "unique": true })
+            .unwrap_err();
+        assert_eq!(err.code_number(), 16764);
         let err = IndexSpec::parse(&doc! { "key": {}, "name": "x" }).unwrap_err();
         assert_eq!(err.code_number(), 67);
         let err = IndexSpec::parse(&doc! { "key": { "a": 1 } }).unwrap_err();

@@ -595,6 +595,9 @@ fn field_constraints_for(
             let mut usable = list
                 .iter()
                 .filter(|c| !(idx.spec.sparse && c.matches_missing));
+            if field.hashed {
+                return hashed_constraint(usable);
+            }
             let first = usable.next()?.clone();
             if multikey {
                 // Different elements may satisfy different conditions: keep only one.
@@ -604,6 +607,23 @@ fn field_constraints_for(
             }
         })
         .collect()
+}
+
+/// A hashed field answers equality only: the first condition made of points (`$eq`, `$in`)
+/// becomes the points of their hashes (null also stands for a missing field). Ranges and
+/// regexes leave the field unconstrained.
+fn hashed_constraint<'a>(mut usable: impl Iterator<Item = &'a Constraint>) -> Option<Constraint> {
+    let points = usable.find(|c| c.all_points() && !c.intervals.is_empty())?;
+    let hashes: Vec<Bson> = points
+        .intervals
+        .iter()
+        .filter_map(|i| i.lo.as_ref().map(|e| &e.display))
+        .filter(|v| !matches!(v, Bson::Undefined))
+        .map(|v| Bson::Int64(super::hashed::hash_value(v)))
+        .collect();
+    let mut c = Constraint::points(hashes);
+    c.matches_missing = points.matches_missing;
+    Some(c)
 }
 
 /// Turn per-field conditions into key ranges: leading point fields expand into key prefixes,
@@ -742,6 +762,10 @@ fn sort_order(idx: &Index, per_field: &[Option<Constraint>], sort: &Document) ->
     // hide elements outside it, so then the order is not guaranteed.
     // For the same reason a sort field must not be bounded at all: an array document matched
     // through one element still sorts by its least or greatest element.
+    // Hash order is not value order.
+    if idx.fields.iter().any(|f| f.hashed) {
+        return None;
+    }
     if idx.is_multikey() {
         let ranged = per_field
             .iter()
@@ -888,6 +912,13 @@ pub fn plan_limited(
         Some(_) => return Err(unknown_hint()),
     };
     if let Some(position) = hinted {
+        // A text index holds terms, not field values: only `$text` can use it.
+        if indexes[position].text().is_some() {
+            return Err(Error::bad_value(
+                "hint provided does not correspond to an existing index: a text index can only \
+                 answer a $text query",
+            ));
+        }
         let c = evaluate(position, indexes[position], &constraints, sort);
         return Ok(Plan::IndexScan {
             index: c.index,
@@ -903,7 +934,7 @@ pub fn plan_limited(
     for (position, idx) in indexes.iter().enumerate() {
         // A sparse index may lack matching documents; a partial one only when the query does
         // not imply its filter.
-        if idx.spec.sparse {
+        if idx.spec.sparse || idx.text().is_some() {
             continue;
         }
         if let Some(partial_filter) = &idx.spec.partial_filter {

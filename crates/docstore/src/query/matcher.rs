@@ -35,9 +35,24 @@ impl Filter {
 
     /// Parse with `let` variables available to `$expr` as `$$name`.
     pub fn parse_with_vars(filter: &Document, vars: &Document) -> Result<Filter> {
-        Ok(Filter {
-            root: parse_query(filter, Level::Top, vars)?,
-        })
+        let root = parse_query(filter, Level::Top, vars)?;
+        let mut texts = Vec::new();
+        root.text_nodes(TextPlace::Top, &mut texts)?;
+        if texts.len() > 1 {
+            return Err(Error::bad_value("Too many text expressions"));
+        }
+        Ok(Filter { root })
+    }
+
+    /// The filter's `$text` condition, with `true` when it applies to every result (it is at
+    /// the top level or in a top-level `$and`) and `false` when it is one branch of an `$or`.
+    pub fn text(&self) -> Option<(&crate::text::TextFilter, bool)> {
+        let mut texts = Vec::new();
+        self.root.text_nodes(TextPlace::Top, &mut texts).ok()?;
+        texts
+            .into_iter()
+            .next()
+            .map(|(t, place)| (t, place == TextPlace::Top))
     }
 
     pub fn matches(&self, doc: &Document) -> bool {
@@ -160,8 +175,61 @@ enum Node {
     Nor(Vec<Node>),
     Not(Box<Node>),
     Const(bool),
-    Leaf { path: FieldPath, cond: Cond },
+    Leaf {
+        path: FieldPath,
+        cond: Cond,
+    },
     Expr(Box<ExprMatch>),
+    /// `$text`: matched against the collection's text index definition once bound.
+    Text(Box<crate::text::TextFilter>),
+}
+
+/// Where a `$text` sits in a filter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TextPlace {
+    Top,
+    UnderOr,
+}
+
+impl Node {
+    /// Collect the `$text` nodes; `$text` under `$nor` (or a negation) is MongoDB's error.
+    fn text_nodes<'a>(
+        &'a self,
+        place: TextPlace,
+        out: &mut Vec<(&'a crate::text::TextFilter, TextPlace)>,
+    ) -> Result<()> {
+        match self {
+            Node::Text(t) => out.push((t, place)),
+            Node::And(children) => {
+                for child in children {
+                    child.text_nodes(place, out)?;
+                }
+            }
+            Node::Or(children) => {
+                for child in children {
+                    child.text_nodes(TextPlace::UnderOr, out)?;
+                }
+            }
+            Node::Nor(children) => {
+                let mut inner = Vec::new();
+                for child in children {
+                    child.text_nodes(TextPlace::UnderOr, &mut inner)?;
+                }
+                if !inner.is_empty() {
+                    return Err(Error::bad_value("text expression not allowed in nor"));
+                }
+            }
+            Node::Not(child) => {
+                let mut inner = Vec::new();
+                child.text_nodes(TextPlace::UnderOr, &mut inner)?;
+                if !inner.is_empty() {
+                    return Err(Error::bad_value("text expression not allowed in not"));
+                }
+            }
+            Node::Const(_) | Node::Leaf { .. } | Node::Expr(_) => {}
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -273,6 +341,7 @@ impl Node {
                     false
                 }
             },
+            Node::Text(text) => text.matches(doc),
         }
     }
 }
@@ -645,7 +714,17 @@ fn parse_top_level_operator(
             }
             Node::Const(key == "$alwaysTrue")
         }
-        "$where" | "$text" | "$jsonSchema" => return Err(Error::not_supported(key)),
+        "$text" => {
+            if level == Level::Sub {
+                return Err(Error::bad_value(
+                    "$text can only be applied to the top-level document",
+                ));
+            }
+            Node::Text(Box::new(crate::text::TextFilter::new(
+                crate::text::TextSearch::parse(value)?,
+            )))
+        }
+        "$where" | "$jsonSchema" => return Err(Error::not_supported(key)),
         // DBRef fields queried directly are plain equalities.
         "$ref" | "$id" | "$db" => Node::Leaf {
             path: FieldPath::new(key),
@@ -1306,7 +1385,6 @@ mod tests {
     fn unsupported_operators_are_named_in_the_error() {
         for filter in [
             doc! {"$where": "this.a == 1"},
-            doc! {"$text": {"$search": "x"}},
             doc! {"$jsonSchema": {}},
             doc! {"loc": {"$near": [0, 0]}},
             doc! {"loc": {"$nearSphere": [0, 0]}},

@@ -16,6 +16,8 @@ pub struct Projection {
     inclusion: bool,
     /// `{}`: the document is returned unchanged.
     identity: bool,
+    /// Fields set to the text score (`{score: {$meta: "textScore"}}`), appended last.
+    text_score: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -57,7 +59,18 @@ impl Projection {
         let mut mode: Option<bool> = None;
         let mut id_included: Option<bool> = None;
         let mut positional_seen = false;
+        let mut text_score = Vec::new();
         for (path, value) in entries {
+            if let Bson::Document(d) = value {
+                if d.len() == 1 && d.get("$meta") == Some(&Bson::String("textScore".into())) {
+                    validate_path(&path)?;
+                    if path.contains('.') {
+                        return Err(Error::not_supported("$meta projection on a dotted path"));
+                    }
+                    text_score.push(path);
+                    continue;
+                }
+            }
             let (path, positional) = match path.strip_suffix(".$") {
                 Some(prefix) => (prefix.to_string(), true),
                 None => (path, false),
@@ -125,7 +138,30 @@ impl Projection {
             identity: spec.is_empty(),
             root,
             inclusion,
+            text_score,
         })
+    }
+
+    /// Whether the projection asks for `{$meta: "textScore"}`.
+    pub fn needs_text_score(&self) -> bool {
+        !self.text_score.is_empty()
+    }
+
+    /// [`Projection::apply`], then the text score (when the query had `$text`) set on the
+    /// fields that ask for it.
+    pub fn apply_scored(
+        &self,
+        doc: &Document,
+        matched_position: Option<usize>,
+        score: Option<f64>,
+    ) -> Result<Document> {
+        let mut out = self.apply(doc, matched_position)?;
+        if let Some(score) = score {
+            for field in &self.text_score {
+                out.insert(field.clone(), score);
+            }
+        }
+        Ok(out)
     }
 
     /// Apply to one document; `matched_position` serves the positional `.$` projection.
@@ -223,7 +259,15 @@ fn parse_action(path: &str, value: &Bson) -> Result<Action> {
                     }
                     Ok(Action::ElemMatch(ElemMatchCondition::parse(arg)?))
                 }
-                "$meta" => Err(Error::not_supported("$meta projection")),
+                "$meta" => match arg {
+                    Bson::String(name) => {
+                        Err(Error::not_supported(format!("$meta projection of {name}")))
+                    }
+                    other => Err(Error::location(
+                        17308,
+                        format!("Unsupported argument to $meta: {other}"),
+                    )),
+                },
                 _ => Err(Error::not_supported("computed projection fields")),
             }
         }
@@ -688,9 +732,22 @@ mod tests {
             parse_error(doc! {"a": {"$add": [1, 2]}}).code,
             ErrorCode::CommandNotSupported
         );
-        let e = parse_error(doc! {"score": {"$meta": "textScore"}});
+        let e = parse_error(doc! {"score": {"$meta": "indexKey"}});
         assert_eq!(e.code, ErrorCode::CommandNotSupported);
         assert!(e.message.contains("$meta"));
+        let p = Projection::parse(&doc! {"a": 1, "score": {"$meta": "textScore"}}).unwrap();
+        assert!(p.needs_text_score());
+        assert_eq!(
+            p.apply_scored(&doc! {"_id": 1, "a": 2, "b": 3}, None, Some(1.5))
+                .unwrap(),
+            doc! {"_id": 1, "a": 2, "score": 1.5}
+        );
+        let only = Projection::parse(&doc! {"score": {"$meta": "textScore"}}).unwrap();
+        assert_eq!(
+            only.apply_scored(&doc! {"_id": 1, "b": 3}, None, Some(2.0))
+                .unwrap(),
+            doc! {"_id": 1, "b": 3, "score": 2.0}
+        );
         assert_eq!(
             parse_error(doc! {"a": 1, "a.b": 1}).code,
             ErrorCode::Location(31249)

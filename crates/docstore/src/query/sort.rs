@@ -18,6 +18,20 @@ pub struct SortSpec {
 }
 
 static NULL: Bson = Bson::Null;
+
+/// `$meta` names MongoDB knows besides `textScore` (docstore has none of their data).
+const META_NAMES: &[&str] = &[
+    "randVal",
+    "searchScore",
+    "searchHighlights",
+    "searchScoreDetails",
+    "indexKey",
+    "recordId",
+    "sortKey",
+    "geoNearDistance",
+    "geoNearPoint",
+    "vectorSearchScore",
+];
 static UNDEFINED: Bson = Bson::Undefined;
 
 impl SortSpec {
@@ -46,7 +60,30 @@ impl SortSpec {
             }
             let ascending = match value {
                 Bson::Document(d) if d.contains_key("$meta") => {
-                    return Err(Error::not_supported("sorting by $meta"))
+                    match d.get("$meta") {
+                        Some(Bson::String(m)) if m == "textScore" && d.len() == 1 => {
+                            // Highest score first, always.
+                            keys.push((crate::text::SCORE_FIELD.to_string(), false));
+                            continue;
+                        }
+                        Some(Bson::String(m))
+                            if d.len() == 1 && META_NAMES.contains(&m.as_str()) =>
+                        {
+                            return Err(Error::not_supported(format!("sorting by $meta: {m}")))
+                        }
+                        Some(other) if d.len() == 1 => {
+                            return Err(Error::location(
+                                17308,
+                                format!("Unsupported argument to $meta: {other}"),
+                            ))
+                        }
+                        _ => {
+                            return Err(Error::location(
+                                17312,
+                                "$meta is the only expression supported by $sort right now",
+                            ))
+                        }
+                    }
                 }
                 Bson::Document(_) => {
                     return Err(Error::location(
@@ -83,8 +120,37 @@ impl SortSpec {
         self.keys.is_empty()
     }
 
+    /// Whether a key is `{$meta: "textScore"}`.
+    pub fn uses_text_score(&self) -> bool {
+        self.keys
+            .iter()
+            .any(|(path, _)| path == crate::text::SCORE_FIELD)
+    }
+
     pub fn compare(&self, a: &Document, b: &Document) -> Ordering {
+        self.compare_scored(a, None, b, None)
+    }
+
+    /// [`SortSpec::compare`] with the documents' text scores given beside them (a document
+    /// inside a pipeline carries its score in a hidden field instead).
+    pub fn compare_scored(
+        &self,
+        a: &Document,
+        a_score: Option<f64>,
+        b: &Document,
+        b_score: Option<f64>,
+    ) -> Ordering {
         for (path, ascending) in &self.keys {
+            if path == crate::text::SCORE_FIELD && (a_score.is_some() || b_score.is_some()) {
+                let ord = a_score
+                    .unwrap_or(0.0)
+                    .total_cmp(&b_score.unwrap_or(0.0))
+                    .reverse();
+                if ord != Ordering::Equal {
+                    return ord;
+                }
+                continue;
+            }
             let ka = sort_value(a, path, *ascending);
             let kb = sort_value(b, path, *ascending);
             let ord = compare(ka, kb);
@@ -240,11 +306,13 @@ mod tests {
             SortSpec::parse(&doc! {"a": "asc"}).unwrap_err().code,
             ErrorCode::Location(15974)
         );
+        let meta = SortSpec::parse(&doc! {"a": {"$meta": "textScore"}, "b": 1}).unwrap();
+        assert!(meta.uses_text_score());
         assert_eq!(
-            SortSpec::parse(&doc! {"a": {"$meta": "textScore"}})
+            SortSpec::parse(&doc! {"a": {"$meta": "bogus"}})
                 .unwrap_err()
                 .code,
-            ErrorCode::CommandNotSupported
+            ErrorCode::Location(17308)
         );
     }
 

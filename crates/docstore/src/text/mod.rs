@@ -1,0 +1,652 @@
+//! Text indexes and `$text` search, as MongoDB implements them (text index version 3).
+//!
+//! A text index is declared with `"text"` in its key pattern (`{title: "text", body: "text"}`,
+//! or `{"$**": "text"}` for every string field) and is listed the way mongod normalises it: the
+//! text fields are replaced by `_fts: "text", _ftsx: 1` and move into `weights`, beside
+//! `default_language`, `language_override` and `textIndexVersion: 3`. Ordinary key fields before
+//! the text fields form an equality prefix that every `$text` query must give.
+//!
+//! The index holds one entry per (prefix values, term) of each document, so a `$text` query
+//! looks its terms up and unions the records (`TEXT_OR`), then re-checks negations and phrases
+//! against the documents (`TEXT_MATCH`). Scores are recomputed from the document for the hits
+//! with MongoDB's formula (see [`TextIndex::term_scores`]).
+
+pub mod language;
+pub mod search;
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::index::keystring;
+use bson::{doc, Bson, Document};
+use language::{Language, Sensitivity, Tokenizer};
+use std::collections::BTreeMap;
+
+pub use search::{TextFilter, TextSearch};
+
+/// The hidden field under which a document carries its text score between pipeline stages.
+/// A NUL can never appear in a field name that came over the wire, so it cannot collide with
+/// user data, and [`strip_score`] removes it before documents leave the server.
+pub const SCORE_FIELD: &str = "\u{0}textScore";
+
+/// The only text index version docstore builds.
+pub const TEXT_INDEX_VERSION: i32 = 3;
+
+/// MongoDB's largest weight (exclusive) for one field.
+const MAX_WORD_WEIGHT: f64 = 100_000.0;
+
+/// Remove the hidden score field (top level) from a document about to leave the server.
+pub fn strip_score(doc: &mut Document) {
+    doc.remove(SCORE_FIELD);
+}
+
+/// The text-specific options of an index, as `listIndexes` shows them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextOptions {
+    /// Field → weight, ordered by field name (`$**` for every string field).
+    pub weights: Document,
+    pub default_language: String,
+    pub language_override: String,
+    pub version: i32,
+}
+
+/// The text options of a `createIndexes` entry, before validation.
+#[derive(Debug, Clone, Default)]
+pub struct RawTextOptions {
+    pub weights: Option<Bson>,
+    pub default_language: Option<Bson>,
+    pub language_override: Option<Bson>,
+    pub version: Option<Bson>,
+}
+
+impl RawTextOptions {
+    pub fn is_empty(&self) -> bool {
+        self.weights.is_none()
+            && self.default_language.is_none()
+            && self.language_override.is_none()
+            && self.version.is_none()
+    }
+}
+
+/// Whether a key pattern declares a text index (a `"text"` value or the normalised `_fts`).
+pub fn is_text_key(key: &Document) -> bool {
+    key.iter()
+        .any(|(f, v)| f == "_fts" || matches!(v, Bson::String(s) if s == "text"))
+}
+
+fn location(code: i32, message: &str) -> Error {
+    Error::location(code, message)
+}
+
+/// MongoDB's `fixSpec`: validate a text index definition and normalise its key pattern to
+/// `{prefix…, _fts: "text", _ftsx: 1, suffix…}`, gathering the text fields into the weights.
+pub fn normalize(key: &Document, raw: &RawTextOptions) -> Result<(Document, TextOptions)> {
+    let mut normalized = Document::new();
+    let mut weights: BTreeMap<String, f64> = BTreeMap::new();
+    // 0: before the text fields, 1: inside them, 2: after them.
+    let mut section = 0;
+    let mut already_normalized = false;
+    for (field, value) in key {
+        if field == "_fts" {
+            if !matches!(value, Bson::String(s) if s == "text") {
+                return Err(location(17271, "expecting _fts:\"text\""));
+            }
+            already_normalized = true;
+            section = 1;
+            normalized.insert("_fts", "text");
+            normalized.insert("_ftsx", 1);
+            continue;
+        }
+        if field == "_ftsx" {
+            if crate::value::to_f64(value) != Some(1.0) {
+                return Err(location(17272, "expecting _ftsx:1"));
+            }
+            if !already_normalized {
+                return Err(location(17274, "expected _ftsx after _fts"));
+            }
+            section = 2;
+            continue;
+        }
+        match value {
+            Bson::String(s) if s == "text" => {
+                if section == 2 || already_normalized {
+                    return Err(location(
+                        17389,
+                        "'text' fields in index must all be adjacent",
+                    ));
+                }
+                if section == 0 {
+                    normalized.insert("_fts", "text");
+                    normalized.insert("_ftsx", 1);
+                }
+                section = 1;
+                weights.insert(field.clone(), 1.0);
+            }
+            other => {
+                let n = crate::value::to_f64(other);
+                if n != Some(1.0) && n != Some(-1.0) {
+                    return Err(location(
+                        17273,
+                        "expected value 1 or -1 for non-text key in compound index",
+                    ));
+                }
+                if section == 1 {
+                    section = 2;
+                }
+                normalized.insert(field.clone(), other.clone());
+            }
+        }
+    }
+    if section == 0 {
+        return Err(Error::new(
+            ErrorCode::CannotCreateIndex,
+            "text index options given for an index without text fields",
+        ));
+    }
+    match &raw.weights {
+        None => {}
+        Some(Bson::Document(given)) => {
+            for (field, w) in given {
+                let Some(w) = crate::value::to_f64(w).filter(|_| crate::value::is_number(w)) else {
+                    return Err(location(17283, "weight for text index needs numeric type"));
+                };
+                weights.insert(field.clone(), w);
+            }
+        }
+        Some(Bson::String(s)) if s == "$**" => {
+            weights.insert("$**".into(), 1.0);
+        }
+        Some(_) => {
+            return Err(location(
+                17284,
+                "text index option 'weights' must be an object",
+            ))
+        }
+    }
+    let mut weights_doc = Document::new();
+    for (field, w) in &weights {
+        if !(*w > 0.0 && *w < MAX_WORD_WEIGHT) {
+            return Err(location(16674, "score for word too high"));
+        }
+        if field.starts_with('$') && field != "$**" {
+            return Err(Error::new(
+                ErrorCode::CannotCreateIndex,
+                format!("text index field names cannot start with '$': {field}"),
+            ));
+        }
+        if w.fract() == 0.0 {
+            weights_doc.insert(field.clone(), *w as i32);
+        } else {
+            weights_doc.insert(field.clone(), *w);
+        }
+    }
+    let default_language = match &raw.default_language {
+        None => "english".to_string(),
+        Some(Bson::String(s)) => {
+            if Language::parse(s).is_none() {
+                return Err(Error::bad_value(Language::unsupported(s)));
+            }
+            s.clone()
+        }
+        Some(_) => return Err(location(17263, "default_language needs a string type")),
+    };
+    let language_override = match &raw.language_override {
+        None => "language".to_string(),
+        Some(Bson::String(s)) if !s.is_empty() && !s.starts_with('$') && !s.contains('.') => {
+            s.clone()
+        }
+        Some(Bson::String(s)) => {
+            return Err(location(
+                17136,
+                &format!("language_override is not valid: {s}"),
+            ))
+        }
+        Some(_) => {
+            return Err(location(
+                17136,
+                "language_override is not valid: it must be a string",
+            ))
+        }
+    };
+    let version = match &raw.version {
+        None => TEXT_INDEX_VERSION,
+        Some(v) => match crate::value::to_f64(v) {
+            Some(n) if n == f64::from(TEXT_INDEX_VERSION) => TEXT_INDEX_VERSION,
+            Some(n) if n == 1.0 || n == 2.0 => {
+                return Err(Error::not_supported(format!(
+                    "text index version {n} (docstore builds version 3)"
+                )))
+            }
+            _ => {
+                return Err(location(
+                    17364,
+                    &format!(
+                        "attempt to use unsupported textIndexVersion {}; versions supported: 3, \
+                         2, 1",
+                        keystring::render(v)
+                    ),
+                ))
+            }
+        },
+    };
+    Ok((
+        normalized,
+        TextOptions {
+            weights: weights_doc,
+            default_language,
+            language_override,
+            version,
+        },
+    ))
+}
+
+/// One string a document contributes to its text index, with its weight and language.
+#[derive(Debug)]
+pub struct TextValue<'a> {
+    pub text: &'a str,
+    pub weight: f64,
+    pub language: Language,
+}
+
+/// A text index's definition as the index structure and the query engine use it.
+#[derive(Debug, Clone)]
+pub struct TextIndex {
+    pub options: TextOptions,
+    /// Key fields before the text fields: a `$text` query must give equality on each.
+    pub prefix: Vec<String>,
+    /// Key fields after the text fields (kept in the definition; not used for matching).
+    pub suffix: Vec<String>,
+    weights: Vec<(String, f64)>,
+    wildcard: Option<f64>,
+    pub default_language: Language,
+}
+
+impl TextIndex {
+    /// From a normalised key pattern and validated options (see [`normalize`]).
+    pub fn new(key: &Document, options: &TextOptions) -> Result<TextIndex> {
+        let mut prefix = Vec::new();
+        let mut suffix = Vec::new();
+        let mut seen_text = false;
+        for field in key.keys() {
+            if field == "_fts" || field == "_ftsx" {
+                seen_text = true;
+            } else if seen_text {
+                suffix.push(field.clone());
+            } else {
+                prefix.push(field.clone());
+            }
+        }
+        let mut weights = Vec::new();
+        let mut wildcard = None;
+        for (field, w) in &options.weights {
+            let w = crate::value::to_f64(w).unwrap_or(1.0);
+            if field == "$**" {
+                wildcard = Some(w);
+            } else {
+                weights.push((field.clone(), w));
+            }
+        }
+        let default_language = Language::parse(&options.default_language)
+            .ok_or_else(|| Error::bad_value(Language::unsupported(&options.default_language)))?;
+        Ok(TextIndex {
+            options: options.clone(),
+            prefix,
+            suffix,
+            weights,
+            wildcard,
+            default_language,
+        })
+    }
+
+    /// The language a (sub)document sets with the override field, or `current`.
+    fn language_of(&self, doc: &Document, current: Language) -> Result<Language> {
+        match doc.get(&self.options.language_override) {
+            None => Ok(current),
+            Some(Bson::String(name)) => Language::parse(name).ok_or_else(|| {
+                Error::location(17262, format!("language override unsupported: {name}"))
+            }),
+            Some(_) => Err(Error::location(
+                17261,
+                "found language override field in document with non-string type",
+            )),
+        }
+    }
+
+    fn weight_of(&self, path: &str) -> Option<f64> {
+        self.weights
+            .iter()
+            .find(|(f, _)| f == path)
+            .map(|(_, w)| *w)
+            .or(self.wildcard)
+    }
+
+    /// Whether anything at or below `path` can be indexed.
+    fn may_contain(&self, path: &str) -> bool {
+        self.wildcard.is_some()
+            || self.weights.iter().any(|(f, _)| {
+                f == path || (f.starts_with(path) && f.as_bytes().get(path.len()) == Some(&b'.'))
+            })
+    }
+
+    /// Every indexed string of `doc` (MongoDB's FTSElementIterator): the weighted fields (or,
+    /// for a wildcard index, every string field), through embedded documents and arrays, in
+    /// the language of the nearest enclosing document that sets the override field.
+    pub fn values<'a>(&self, doc: &'a Document) -> Result<Vec<TextValue<'a>>> {
+        let mut out = Vec::new();
+        let language = self.language_of(doc, self.default_language)?;
+        self.walk_document(doc, "", language, &mut out)?;
+        Ok(out)
+    }
+
+    fn walk_document<'a>(
+        &self,
+        doc: &'a Document,
+        path: &str,
+        language: Language,
+        out: &mut Vec<TextValue<'a>>,
+    ) -> Result<()> {
+        for (field, value) in doc {
+            let child = if path.is_empty() {
+                field.clone()
+            } else {
+                format!("{path}.{field}")
+            };
+            if !self.may_contain(&child) {
+                continue;
+            }
+            self.walk_value(value, &child, language, out)?;
+        }
+        Ok(())
+    }
+
+    fn walk_value<'a>(
+        &self,
+        value: &'a Bson,
+        path: &str,
+        language: Language,
+        out: &mut Vec<TextValue<'a>>,
+    ) -> Result<()> {
+        match value {
+            Bson::String(text) => {
+                if let Some(weight) = self.weight_of(path) {
+                    out.push(TextValue {
+                        text,
+                        weight,
+                        language,
+                    });
+                }
+            }
+            Bson::Document(sub) => {
+                let language = self.language_of(sub, language)?;
+                self.walk_document(sub, path, language, out)?;
+            }
+            Bson::Array(items) => {
+                for item in items {
+                    self.walk_value(item, path, language, out)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// MongoDB's `FTSSpec::scoreDocument`: each term's score in `doc`, summed over the indexed
+    /// strings. For one string of `n` terms (stop words excluded) with field weight `w`, a term
+    /// occurring `c` times scores
+    ///
+    /// `w × freq × (0.5 × c / n + 0.5) × adjustment`
+    ///
+    /// where `freq = 1 + 1/2 + 1/4 + …` (`c` terms: each repeated occurrence counts half the
+    /// previous one) and `adjustment` is 1.1 when the whole string equals the term
+    /// (case-insensitively) and 1 otherwise. A query's score for the document is the sum of
+    /// the scores of its distinct terms.
+    pub fn term_scores(&self, doc: &Document) -> Result<BTreeMap<String, f64>> {
+        let mut scores = BTreeMap::new();
+        for value in self.values(doc)? {
+            let tokenizer = Tokenizer::new(value.language, Sensitivity::default());
+            score_string(&tokenizer, value.text, value.weight, &mut scores);
+        }
+        Ok(scores)
+    }
+
+    /// The equality prefix values of `doc` (arrays are refused, as mongod refuses them).
+    pub fn prefix_values<'a>(&self, doc: &'a Document) -> Result<Vec<&'a Bson>> {
+        let mut values = Vec::with_capacity(self.prefix.len());
+        for path in self.prefix.iter().chain(&self.suffix) {
+            let value = crate::query::path::get_path(doc, path).unwrap_or(&Bson::Null);
+            if matches!(value, Bson::Array(_)) {
+                return Err(Error::location(
+                    16675,
+                    "cannot have a multi-key as a prefix to a text index",
+                ));
+            }
+            values.push(value);
+        }
+        values.truncate(self.prefix.len());
+        Ok(values)
+    }
+
+    /// The index key of one term under the given prefix values.
+    pub fn key(prefix: &[&Bson], term: &str) -> Vec<u8> {
+        let mut key = Vec::new();
+        for value in prefix {
+            keystring::encode_value(value, &mut key);
+        }
+        keystring::encode_value(&Bson::String(term.to_string()), &mut key);
+        key
+    }
+
+    /// Whether two versions of a document give the same keys without tokenizing them: the
+    /// same indexed strings (with weights and languages) and the same prefix values. Most
+    /// updates (stock counters, reservations) touch no indexed text.
+    pub fn same_input(&self, old: &Document, new: &Document) -> bool {
+        let (Ok(a), Ok(b)) = (self.values(old), self.values(new)) else {
+            return false;
+        };
+        let same_values = a.len() == b.len()
+            && a.iter()
+                .zip(&b)
+                .all(|(x, y)| x.text == y.text && x.weight == y.weight && x.language == y.language);
+        same_values
+            && match (self.prefix_values(old), self.prefix_values(new)) {
+                (Ok(x), Ok(y)) => x == y,
+                _ => false,
+            }
+    }
+
+    /// The index keys of `doc`: one per distinct term, under its prefix values.
+    pub fn keys_for(&self, doc: &Document) -> Result<Vec<Vec<u8>>> {
+        let prefix = self.prefix_values(doc)?;
+        Ok(self
+            .term_scores(doc)?
+            .keys()
+            .map(|term| Self::key(&prefix, term))
+            .collect())
+    }
+
+    /// The options as `listIndexes` shows them, after `v`, `key` and `name`.
+    pub fn append_options(&self, d: &mut Document) {
+        d.insert("weights", self.options.weights.clone());
+        d.insert("default_language", self.options.default_language.clone());
+        d.insert("language_override", self.options.language_override.clone());
+        d.insert("textIndexVersion", self.options.version);
+    }
+}
+
+/// MongoDB's `_scoreStringV2` (see [`TextIndex::term_scores`]).
+fn score_string(tokenizer: &Tokenizer, raw: &str, weight: f64, scores: &mut BTreeMap<String, f64>) {
+    struct Helper {
+        count: u32,
+        exp: f64,
+        freq: f64,
+    }
+    let mut terms: BTreeMap<String, Helper> = BTreeMap::new();
+    let mut num_tokens = 0u32;
+    for term in tokenizer.terms(raw) {
+        let h = terms.entry(term).or_insert(Helper {
+            count: 0,
+            exp: 0.0,
+            freq: 0.0,
+        });
+        h.exp = if h.exp == 0.0 { 1.0 } else { h.exp * 2.0 };
+        h.count += 1;
+        h.freq += 1.0 / h.exp;
+        num_tokens += 1;
+    }
+    for (term, h) in terms {
+        let coeff = 0.5 * f64::from(h.count) / f64::from(num_tokens) + 0.5;
+        let adjustment = if raw.len() == term.len() && raw.to_lowercase() == term.to_lowercase() {
+            1.1
+        } else {
+            1.0
+        };
+        *scores.entry(term).or_insert(0.0) += weight * h.freq * coeff * adjustment;
+    }
+}
+
+/// `explain`'s description of a text query's plan.
+pub fn describe_plan(
+    index_name: &str,
+    key: &Document,
+    prefix: &Document,
+    parsed: Document,
+    terms: usize,
+) -> Document {
+    let scans: Vec<Bson> = (0..terms.max(1))
+        .map(|_| {
+            Bson::Document(doc! {
+                "stage": "IXSCAN",
+                "keyPattern": key.clone(),
+                "indexName": index_name,
+                "isMultiKey": true,
+                "isUnique": false,
+                "isSparse": false,
+                "isPartial": false,
+                "indexVersion": 2,
+                "direction": "backward",
+            })
+        })
+        .collect();
+    doc! {
+        "stage": "TEXT_MATCH",
+        "indexPrefix": prefix.clone(),
+        "indexName": index_name,
+        "parsedTextQuery": parsed,
+        "textIndexVersion": TEXT_INDEX_VERSION,
+        "inputStage": {
+            "stage": "TEXT_OR",
+            "inputStages": scans,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn index(key: Document, weights: Option<Document>) -> TextIndex {
+        let raw = RawTextOptions {
+            weights: weights.map(Bson::Document),
+            ..RawTextOptions::default()
+        };
+        let (key, options) = normalize(&key, &raw).unwrap();
+        TextIndex::new(&key, &options).unwrap()
+    }
+
+    #[test]
+    fn key_patterns_normalise_like_mongod() {
+        let (key, options) = normalize(
+            &doc! { "shop": 1, "title": "text", "body": "text" },
+            &RawTextOptions {
+                weights: Some(Bson::Document(doc! { "title": 10 })),
+                ..RawTextOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(key, doc! { "shop": 1, "_fts": "text", "_ftsx": 1 });
+        assert_eq!(options.weights, doc! { "body": 1, "title": 10 });
+        assert_eq!(options.default_language, "english");
+        assert_eq!(options.language_override, "language");
+        let (again, same) = normalize(
+            &key,
+            &RawTextOptions {
+                weights: Some(Bson::Document(options.weights.clone())),
+                ..RawTextOptions::default()
+            },
+        )
+        .unwrap();
+        assert_eq!((again, same), (key, options));
+        let err = normalize(
+            &doc! { "a": "text", "b": 1, "c": "text" },
+            &RawTextOptions::default(),
+        )
+        .unwrap_err();
+        assert_eq!(err.code_number(), 17389);
+        let err = normalize(
+            &doc! { "a": "text" },
+            &RawTextOptions {
+                weights: Some(Bson::Document(doc! { "a": 0 })),
+                ..RawTextOptions::default()
+            },
+        )
+        .unwrap_err();
+        assert_eq!(err.code_number(), 16674);
+    }
+
+    #[test]
+    fn scores_follow_mongodbs_formula() {
+        let idx = index(
+            doc! { "title": "text", "body": "text" },
+            Some(doc! { "title": 2 }),
+        );
+        let scores = idx
+            .term_scores(&doc! { "title": "Love", "body": "love me, love my dog" })
+            .unwrap();
+        // title: one term, weight 2, whole string equals the term: 2 × 1 × 1 × 1.1.
+        // body: terms love, love, dog ("me", "my" are stop words): love freq 1.5, coeff
+        // 0.5 × 2/3 + 0.5; dog freq 1, coeff 0.5 × 1/3 + 0.5.
+        let love = 2.0 * 1.1 + 1.5 * (0.5 * 2.0 / 3.0 + 0.5);
+        assert!((scores["love"] - love).abs() < 1e-12);
+        assert!((scores["dog"] - (0.5 / 3.0 + 0.5)).abs() < 1e-12);
+        assert_eq!(scores.len(), 2);
+    }
+
+    #[test]
+    fn updates_that_leave_the_text_alone_are_recognised() {
+        let (key, options) = normalize(
+            &doc! { "shop": 1, "title": "text" },
+            &RawTextOptions::default(),
+        )
+        .unwrap();
+        let idx = TextIndex::new(&key, &options).unwrap();
+        let old = doc! { "shop": "a", "title": "Blue", "qty": 1 };
+        assert!(idx.same_input(&old, &doc! { "shop": "a", "title": "Blue", "qty": 2 }));
+        assert!(!idx.same_input(&old, &doc! { "shop": "a", "title": "Red", "qty": 1 }));
+        assert!(!idx.same_input(&old, &doc! { "shop": "b", "title": "Blue", "qty": 1 }));
+        assert!(!idx.same_input(
+            &old,
+            &doc! { "shop": "a", "title": "Blue", "language": "spanish" }
+        ));
+    }
+
+    #[test]
+    fn values_follow_arrays_embedded_documents_and_language_overrides() {
+        let idx = index(doc! { "$**": "text" }, None);
+        let d = doc! {
+            "a": "one", "n": 5, "tags": ["x", { "b": "two", "language": "spanish" }],
+        };
+        let values = idx.values(&d).unwrap();
+        let texts: Vec<_> = values.iter().map(|v| (v.text, v.language)).collect();
+        assert_eq!(
+            texts,
+            vec![
+                ("one", Language::English),
+                ("x", Language::English),
+                ("two", Language::Spanish),
+                ("spanish", Language::Spanish),
+            ]
+        );
+        let err = idx.values(&doc! { "language": 1 }).unwrap_err();
+        assert_eq!(err.code_number(), 17261);
+        let err = idx.values(&doc! { "language": "klingon" }).unwrap_err();
+        assert_eq!(err.code_number(), 17262);
+    }
+}

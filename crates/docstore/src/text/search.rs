@@ -1,0 +1,344 @@
+//! `$text` queries: the `{$search, $language, $caseSensitive, $diacriticSensitive}` argument,
+//! the search string's terms, `-negated` terms, `"phrases"` and `-"negated phrases"`, and
+//! matching and scoring documents against them.
+//!
+//! The search string is read as MongoDB reads it: words become terms (folded, stop words left
+//! out, stemmed in the query's language); a `-` directly before a word (after whitespace or at
+//! the start) negates that word; text between double quotes is a phrase whose words also count
+//! as terms (unless the phrase is negated); a quote left open runs to the end of the string.
+//! A document matches when it has at least one term, none of the negated terms, every phrase
+//! and none of the negated phrases (phrases are substrings of one indexed string, compared
+//! case- and diacritic-insensitively unless the query asks otherwise).
+
+use super::language::{fold, words, Language, Sensitivity, Tokenizer};
+use super::TextIndex;
+use crate::error::{Error, ErrorCode, Result};
+use bson::{doc, Bson, Document};
+use std::collections::BTreeSet;
+use std::sync::{Arc, OnceLock};
+
+/// The validated argument of `$text`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextSearch {
+    pub search: String,
+    pub language: Option<String>,
+    pub sensitivity: Sensitivity,
+}
+
+impl TextSearch {
+    /// Parse `{$search, $language?, $caseSensitive?, $diacriticSensitive?}` with MongoDB's
+    /// errors.
+    pub fn parse(value: &Bson) -> Result<TextSearch> {
+        let Bson::Document(args) = value else {
+            return Err(Error::bad_value("$text expects an object"));
+        };
+        let mut search = None;
+        let mut language = None;
+        let mut sensitivity = Sensitivity::default();
+        for (key, arg) in args {
+            match key.as_str() {
+                "$search" => match arg {
+                    Bson::String(s) => search = Some(s.clone()),
+                    other => return Err(wrong_type(key, "string", other)),
+                },
+                "$language" => match arg {
+                    Bson::String(s) => {
+                        if Language::parse(s).is_none() {
+                            return Err(Error::bad_value(Language::unsupported(s)));
+                        }
+                        language = Some(s.clone());
+                    }
+                    _ => return Err(Error::type_mismatch("$language requires a string value")),
+                },
+                "$caseSensitive" => match arg {
+                    Bson::Boolean(b) => sensitivity.case = *b,
+                    other => return Err(wrong_type(key, "boolean", other)),
+                },
+                "$diacriticSensitive" => match arg {
+                    Bson::Boolean(b) => sensitivity.diacritics = *b,
+                    other => return Err(wrong_type(key, "boolean", other)),
+                },
+                _ => return Err(Error::bad_value("extra fields in $text")),
+            }
+        }
+        let Some(search) = search else {
+            return Err(Error::new(
+                ErrorCode::NoSuchKey,
+                "Missing expected field \"$search\"",
+            ));
+        };
+        Ok(TextSearch {
+            search,
+            language,
+            sensitivity,
+        })
+    }
+}
+
+fn wrong_type(field: &str, expected: &str, got: &Bson) -> Error {
+    Error::type_mismatch(format!(
+        "\"{field}\" had the wrong type. Expected {expected}, found {}",
+        crate::value::type_name(got)
+    ))
+}
+
+/// A search string broken into its parts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ParsedQuery {
+    pub terms: BTreeSet<String>,
+    pub negated_terms: BTreeSet<String>,
+    pub phrases: Vec<String>,
+    pub negated_phrases: Vec<String>,
+}
+
+impl ParsedQuery {
+    pub fn parse(search: &str, language: Language, sensitivity: Sensitivity) -> ParsedQuery {
+        let tokenizer = Tokenizer::new(language, sensitivity);
+        let mut parsed = ParsedQuery::default();
+        let add = |text: &str, negated: bool, parsed: &mut ParsedQuery| {
+            for word in words(text) {
+                if let Some(term) = tokenizer.term(word) {
+                    if negated {
+                        parsed.negated_terms.insert(term);
+                    } else {
+                        parsed.terms.insert(term);
+                    }
+                }
+            }
+        };
+        let mut in_phrase = false;
+        let mut phrase_negated = false;
+        let mut phrase_start = 0;
+        let mut in_negation = false;
+        let mut after_space = true;
+        let mut word_start: Option<usize> = None;
+        let chars: Vec<(usize, char)> = search.char_indices().collect();
+        for (n, &(i, c)) in chars.iter().enumerate() {
+            let word_char = super::language::is_word_char(c);
+            if word_char {
+                if word_start.is_none() {
+                    word_start = Some(i);
+                }
+                let ends = chars
+                    .get(n + 1)
+                    .is_none_or(|(_, next)| !super::language::is_word_char(*next));
+                if ends {
+                    let start = word_start.take().unwrap_or(i);
+                    let word = &search[start..i + c.len_utf8()];
+                    if in_phrase {
+                        if !phrase_negated {
+                            add(word, false, &mut parsed);
+                        }
+                    } else {
+                        add(word, in_negation, &mut parsed);
+                    }
+                }
+                after_space = false;
+                continue;
+            }
+            match c {
+                '"' => {
+                    if in_phrase {
+                        push_phrase(&search[phrase_start..i], phrase_negated, &mut parsed);
+                        in_phrase = false;
+                        in_negation = false;
+                    } else {
+                        in_phrase = true;
+                        phrase_negated = in_negation;
+                        phrase_start = i + 1;
+                    }
+                }
+                '-' if !in_phrase && after_space => in_negation = true,
+                c if c.is_whitespace() && !in_phrase => in_negation = false,
+                _ => {}
+            }
+            after_space = c.is_whitespace();
+        }
+        if in_phrase {
+            push_phrase(&search[phrase_start..], phrase_negated, &mut parsed);
+        }
+        if !sensitivity.case {
+            for phrase in parsed
+                .phrases
+                .iter_mut()
+                .chain(parsed.negated_phrases.iter_mut())
+            {
+                *phrase = phrase.to_lowercase();
+            }
+        }
+        parsed
+    }
+
+    /// `explain`'s `parsedTextQuery`.
+    pub fn to_document(&self) -> Document {
+        doc! {
+            "terms": self.terms.iter().cloned().collect::<Vec<_>>(),
+            "negatedTerms": self.negated_terms.iter().cloned().collect::<Vec<_>>(),
+            "phrases": self.phrases.clone(),
+            "negatedPhrases": self.negated_phrases.clone(),
+        }
+    }
+}
+
+fn push_phrase(phrase: &str, negated: bool, parsed: &mut ParsedQuery) {
+    if phrase.trim().is_empty() {
+        return;
+    }
+    if negated {
+        parsed.negated_phrases.push(phrase.to_string());
+    } else {
+        parsed.phrases.push(phrase.to_string());
+    }
+}
+
+/// A `$text` query bound to the collection's text index.
+#[derive(Debug)]
+pub struct BoundText {
+    pub index: TextIndex,
+    /// The index's name, for `explain`.
+    pub index_name: String,
+    pub query: ParsedQuery,
+    /// The query's terms as the index holds them (case- and diacritic-insensitive): what the
+    /// index is searched for and what the score counts.
+    pub index_terms: BTreeSet<String>,
+    sensitivity: Sensitivity,
+}
+
+impl BoundText {
+    /// Whether `doc` matches (see the module documentation). A document whose text cannot be
+    /// read (a bad language override) does not match.
+    pub fn matches(&self, doc: &Document) -> bool {
+        let Ok(values) = self.index.values(doc) else {
+            return false;
+        };
+        let mut terms = BTreeSet::new();
+        for value in &values {
+            let tokenizer = Tokenizer::new(value.language, self.sensitivity);
+            terms.extend(tokenizer.terms(value.text));
+        }
+        if !self.query.terms.iter().any(|t| terms.contains(t)) {
+            return false;
+        }
+        if self.query.negated_terms.iter().any(|t| terms.contains(t)) {
+            return false;
+        }
+        let folded: Vec<String> = values
+            .iter()
+            .map(|v| fold(v.text, self.sensitivity))
+            .collect();
+        let contains = |phrase: &str| {
+            let phrase = fold(phrase, self.sensitivity);
+            folded.iter().any(|text| text.contains(&phrase))
+        };
+        self.query.phrases.iter().all(|p| contains(p))
+            && !self.query.negated_phrases.iter().any(|p| contains(p))
+    }
+
+    /// The document's text score: the sum over the query's distinct terms of their scores in
+    /// the document (see [`TextIndex::term_scores`]).
+    pub fn score(&self, doc: &Document) -> f64 {
+        let Ok(scores) = self.index.term_scores(doc) else {
+            return 0.0;
+        };
+        self.index_terms.iter().filter_map(|t| scores.get(t)).sum()
+    }
+}
+
+/// A `$text` condition inside a parsed filter. It is bound to the collection's text index when
+/// the query runs (the filter is parsed before the collection is known).
+#[derive(Debug, Clone)]
+pub struct TextFilter {
+    pub search: TextSearch,
+    bound: OnceLock<Arc<BoundText>>,
+}
+
+impl TextFilter {
+    pub fn new(search: TextSearch) -> TextFilter {
+        TextFilter {
+            search,
+            bound: OnceLock::new(),
+        }
+    }
+
+    /// Bind to `index` (the first binding wins; a filter runs against one collection).
+    pub fn bind(&self, index: &TextIndex, index_name: &str) -> Arc<BoundText> {
+        Arc::clone(self.bound.get_or_init(|| {
+            let language = self
+                .search
+                .language
+                .as_deref()
+                .and_then(Language::parse)
+                .unwrap_or(index.default_language);
+            let query = ParsedQuery::parse(&self.search.search, language, self.search.sensitivity);
+            let index_terms = if self.search.sensitivity == Sensitivity::default() {
+                query.terms.clone()
+            } else {
+                ParsedQuery::parse(&self.search.search, language, Sensitivity::default()).terms
+            };
+            Arc::new(BoundText {
+                index: index.clone(),
+                index_name: index_name.to_string(),
+                query,
+                index_terms,
+                sensitivity: self.search.sensitivity,
+            })
+        }))
+    }
+
+    pub fn bound(&self) -> Option<&Arc<BoundText>> {
+        self.bound.get()
+    }
+
+    /// Unbound (no text index was found), nothing matches; the query fails before matching.
+    pub fn matches(&self, doc: &Document) -> bool {
+        self.bound().is_some_and(|b| b.matches(doc))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> ParsedQuery {
+        ParsedQuery::parse(s, Language::English, Sensitivity::default())
+    }
+
+    fn set(items: &[&str]) -> BTreeSet<String> {
+        items.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn search_strings_split_into_terms_negations_and_phrases() {
+        let p = parse("Loves the -blue \"Red  Sky\" -\"grey day\" sugar-free");
+        assert_eq!(p.terms, set(&["love", "red", "sky", "sugar", "free"]));
+        assert_eq!(p.negated_terms, set(&["blue"]));
+        assert_eq!(p.phrases, vec!["red  sky"]);
+        assert_eq!(p.negated_phrases, vec!["grey day"]);
+        let open = parse("\"unbalanced quote");
+        assert_eq!(open.phrases, vec!["unbalanced quote"]);
+        assert_eq!(open.terms, set(&["unbalanc", "quot"]));
+        let lone = parse(" - -- \"\" ");
+        assert_eq!(lone, ParsedQuery::default());
+        let spaced = parse("- blue");
+        assert_eq!(spaced.terms, set(&["blue"]));
+    }
+
+    #[test]
+    fn text_argument_errors_match_mongod() {
+        let code = |v: Bson| TextSearch::parse(&v).unwrap_err().code_number();
+        assert_eq!(code(Bson::Document(doc! { "$search": 1 })), 14);
+        assert_eq!(code(Bson::Document(doc! { "$search": "a", "x": 1 })), 2);
+        assert_eq!(
+            code(Bson::Document(
+                doc! { "$search": "a", "$caseSensitive": "yes" }
+            )),
+            14
+        );
+        assert_eq!(
+            code(Bson::Document(doc! { "$search": "a", "$language": "xx" })),
+            2
+        );
+        assert_eq!(code(Bson::Int32(1)), 2);
+        assert_eq!(code(Bson::Document(doc! { "$language": "en" })), 4);
+    }
+}

@@ -1,0 +1,135 @@
+//! Finding an order again: `/orders/lookup` asks for the order number and the email address
+//! given at checkout. The shop sends no email, so this (with the bookmarked confirmation page) is
+//! how a shopper on another device, or after the session ended, gets back to their order.
+//!
+//! A wrong number and a wrong email get the same answer, so the form cannot be used to learn
+//! which order numbers exist; attempts are rate-limited per client address
+//! (`cart.order_lookups_per_hour`) so neither can be guessed by trying many.
+
+use actix_session::Session;
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use serde::Deserialize;
+use subtle::ConstantTimeEq;
+
+use crate::checkout::orders;
+use crate::checkout::pages::remember_order;
+use crate::state::AppState;
+use crate::web::errors::AppError;
+use crate::web::layout::{html_response, Layout};
+use crate::web::see_other;
+
+/// What the form says when nothing matches, whichever half was wrong.
+pub const NO_MATCH: &str =
+    "No order matches that number and email address. Check both against the order page you bookmarked or your payment record.";
+
+/// What it says when this address tried too often.
+pub const TOO_MANY: &str =
+    "Too many lookups came from your network. Wait a few minutes and try again.";
+
+#[derive(Template)]
+#[template(path = "checkout/lookup.html")]
+pub struct LookupPage {
+    pub layout: Layout,
+    pub number: String,
+    pub email: String,
+    /// Why the last attempt found nothing.
+    pub problem: Option<&'static str>,
+}
+
+/// The lookup form as submitted.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct LookupForm {
+    pub number: String,
+    pub email: String,
+}
+
+/// `BZ-000123`, `bz-000123` or plain `123` → `BZ-000123`; `None` for anything else.
+pub fn order_number(text: &str) -> Option<String> {
+    let text = text.trim();
+    let digits = match text.get(..3) {
+        Some(prefix) if prefix.eq_ignore_ascii_case("BZ-") => &text[3..],
+        _ => text,
+    };
+    if digits.is_empty() || digits.len() > 12 || !digits.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = digits.parse().ok()?;
+    (n > 0).then(|| format!("BZ-{n:06}"))
+}
+
+/// Emails match whatever their case and surrounding spaces, compared in constant time.
+fn same_email(given: &str, stored: &str) -> bool {
+    let given = given.trim().to_lowercase();
+    let stored = stored.trim().to_lowercase();
+    given.as_bytes().ct_eq(stored.as_bytes()).into()
+}
+
+fn page(
+    req: &HttpRequest,
+    form: &LookupForm,
+    problem: Option<&'static str>,
+    status: StatusCode,
+) -> Result<HttpResponse, AppError> {
+    let html = LookupPage {
+        layout: Layout::public(req),
+        number: form.number.chars().take(40).collect(),
+        email: form.email.chars().take(200).collect(),
+        problem,
+    }
+    .render()
+    .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering the order lookup failed: {e}")))?;
+    Ok(html_response(status, html))
+}
+
+/// `GET /orders/lookup`
+pub async fn show(req: HttpRequest) -> Result<HttpResponse, AppError> {
+    page(&req, &LookupForm::default(), None, StatusCode::OK)
+}
+
+/// `POST /orders/lookup`: a match lets this session see the order and goes to it.
+pub async fn submit(
+    req: HttpRequest,
+    session: Session,
+    state: web::Data<AppState>,
+    form: web::Form<LookupForm>,
+) -> Result<HttpResponse, AppError> {
+    let form = form.into_inner();
+    if !state.order_lookups.allow(req.peer_addr().map(|a| a.ip())) {
+        return page(&req, &form, Some(TOO_MANY), StatusCode::TOO_MANY_REQUESTS);
+    }
+    let found = match order_number(&form.number) {
+        Some(number) => orders::by_number(&state.db, &number).await?,
+        None => None,
+    };
+    match found {
+        Some(order) if same_email(&form.email, &order.email) => {
+            remember_order(&session, &order.number);
+            Ok(see_other(&order.url()))
+        }
+        _ => page(&req, &form, Some(NO_MATCH), StatusCode::OK),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn order_numbers_are_read_with_or_without_the_prefix() {
+        assert_eq!(order_number(" bz-000123 ").as_deref(), Some("BZ-000123"));
+        assert_eq!(order_number("123").as_deref(), Some("BZ-000123"));
+        assert_eq!(order_number("BZ-1234567").as_deref(), Some("BZ-1234567"));
+        for bad in ["", "BZ-", "abc", "0", "BZ-12x", "99999999999999"] {
+            assert_eq!(order_number(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn emails_match_whatever_their_case() {
+        assert!(same_email(" Ada@Example.com", "ada@example.com"));
+        assert!(!same_email("ada@example.org", "ada@example.com"));
+    }
+}

@@ -1,0 +1,372 @@
+//! Site search: one query over products and published content, ranked by MongoDB's text score.
+//!
+//! Both collections carry a text index (created with the others at start-up, see
+//! [`indexes`]); a search is a standard `$text` query on each, sorted by `{$meta: "textScore"}`,
+//! and the two ranked lists are merged by score. The same queries run unchanged on MongoDB and
+//! on the embedded docstore. Which fields matched is worked out here with the same English
+//! stemming the index uses, so "loves" shows a match in a title that says "love".
+
+pub mod pages;
+
+use bson::{doc, Bson, DateTime, Document};
+use docstore::text::language::{Language, Sensitivity, Tokenizer};
+use docstore::text::search::ParsedQuery;
+use futures::TryStreamExt;
+use mongodb::options::IndexOptions;
+use mongodb::IndexModel;
+
+use crate::catalog::products;
+use crate::content::model;
+use crate::db::{Db, DbError};
+
+/// Longest search used; longer input is cut, not refused.
+pub const MAX_QUERY_CHARS: usize = 200;
+/// Results per page.
+pub const PER_PAGE: usize = 20;
+/// Pages offered at most: a search shows its best `PER_PAGE * MAX_PAGES` results.
+pub const MAX_PAGES: u64 = 10;
+
+/// Name of the products' text index.
+pub const PRODUCT_INDEX: &str = "product_search";
+/// Name of the content nodes' text index.
+pub const NODE_INDEX: &str = "node_search";
+
+/// Product fields searched, with their weights and the label shown when they match.
+pub const PRODUCT_FIELDS: &[(&str, i32, &str)] = &[
+    ("title", 10, "title"),
+    ("details.artist", 6, "artist"),
+    ("details.author", 6, "author"),
+    ("details.actor", 6, "cast"),
+    ("details.director", 4, "director"),
+    ("details.genre", 3, "genre"),
+    ("tags", 3, "tags"),
+    ("description", 1, "description"),
+];
+
+/// Content fields searched, with their weights and labels.
+pub const NODE_FIELDS: &[(&str, i32, &str)] = &[
+    ("metadata.title", 10, "title"),
+    ("metadata.tags", 3, "tags"),
+    ("metadata.detail.caption", 2, "caption"),
+    ("metadata.detail.source", 2, "source"),
+    ("metadata.detail.text", 1, "text"),
+];
+
+/// A field no document has, so no stored value can switch a document's language (a
+/// product field called `language` with, say, "en-GB" in it would otherwise fail its write).
+const LANGUAGE_OVERRIDE: &str = "search_language";
+
+fn text_index(name: &str, fields: &[(&str, i32, &str)]) -> IndexModel {
+    let mut keys = Document::new();
+    let mut weights = Document::new();
+    for (field, weight, _) in fields {
+        keys.insert(*field, "text");
+        weights.insert(*field, *weight);
+    }
+    IndexModel::builder()
+        .keys(keys)
+        .options(
+            IndexOptions::builder()
+                .name(name.to_string())
+                .weights(weights)
+                .default_language("english".to_string())
+                .language_override(LANGUAGE_OVERRIDE.to_string())
+                .build(),
+        )
+        .build()
+}
+
+/// The text indexes search needs: `(collection, indexes)` for [`crate::db::indexes`].
+pub fn indexes() -> Vec<(&'static str, Vec<IndexModel>)> {
+    vec![
+        (
+            products::COLLECTION,
+            vec![text_index(PRODUCT_INDEX, PRODUCT_FIELDS)],
+        ),
+        (model::COLLECTION, vec![text_index(NODE_INDEX, NODE_FIELDS)]),
+    ]
+}
+
+/// The search a visitor typed, made safe to send: control characters (NUL included) removed,
+/// whitespace trimmed, at most [`MAX_QUERY_CHARS`] characters. Quotes and minus signs keep
+/// their `$text` meaning (phrases and negation).
+pub fn clean_query(raw: &str) -> String {
+    let cleaned: String = raw
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(MAX_QUERY_CHARS)
+        .collect();
+    cleaned.trim().to_string()
+}
+
+/// What a result is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    Product,
+    Content,
+}
+
+/// One search result.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub kind: Kind,
+    pub title: String,
+    pub url: String,
+    /// "Album", "Blog entry"…
+    pub label: String,
+    /// The start of the description or text.
+    pub excerpt: String,
+    /// The fields the search words were found in ("title", "artist"…).
+    pub matched: Vec<&'static str>,
+    pub score: f64,
+}
+
+/// A page of results.
+#[derive(Debug)]
+pub struct Results {
+    pub hits: Vec<Hit>,
+    pub page: u64,
+    pub has_next: bool,
+}
+
+/// The `$text` filter for a search.
+pub fn text_filter(query: &str) -> Document {
+    doc! { "$text": { "$search": query } }
+}
+
+/// Products first by score (ties by `_id`, so pages never overlap).
+pub fn score_sort() -> Document {
+    doc! { "score": { "$meta": "textScore" }, "_id": 1 }
+}
+
+/// Search products and published content; `page` counts from 1 (at most [`MAX_PAGES`]).
+pub async fn search(db: &Db, query: &str, page: u64) -> Result<Results, DbError> {
+    let page = page.clamp(1, MAX_PAGES);
+    let wanted = page as usize * PER_PAGE;
+    // One more than needed tells whether a next page exists.
+    let fetch = (wanted + 1) as i64;
+    let terms = query_terms(query);
+
+    let product_docs: Vec<Document> = db
+        .collection::<Document>(products::COLLECTION)
+        // Drafts and archived products are not on the storefront.
+        .find(crate::catalog::lifecycle::on_sale_within(text_filter(
+            query,
+        )))
+        .projection(product_projection())
+        .sort(score_sort())
+        .limit(fetch)
+        .await?
+        .try_collect()
+        .await?;
+    let mut node_filter = text_filter(query);
+    node_filter.insert("metadata.published", doc! { "$lte": DateTime::now() });
+    let node_docs: Vec<Document> = db
+        .collection::<Document>(model::COLLECTION)
+        .find(node_filter)
+        .projection(node_projection())
+        .sort(score_sort())
+        .limit(fetch)
+        .await?
+        .try_collect()
+        .await?;
+
+    let mut hits: Vec<Hit> = product_docs
+        .iter()
+        .map(|d| product_hit(d, &terms))
+        .chain(node_docs.iter().map(|d| node_hit(d, &terms)))
+        .collect();
+    // Stable: equal scores keep products before content, each in its own order.
+    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+    let has_next = hits.len() > wanted && page < MAX_PAGES;
+    let hits = hits
+        .into_iter()
+        .skip(wanted - PER_PAGE)
+        .take(PER_PAGE)
+        .collect();
+    Ok(Results {
+        hits,
+        page,
+        has_next,
+    })
+}
+
+/// The projection of a product search (the score included).
+pub fn product_projection() -> Document {
+    let mut p = doc! { "slug": 1, "type": 1, "score": { "$meta": "textScore" } };
+    for (field, _, _) in PRODUCT_FIELDS {
+        p.insert(*field, 1);
+    }
+    p
+}
+
+/// The projection of a content search (the score included).
+pub fn node_projection() -> Document {
+    let mut p = doc! {
+        "metadata.section": 1, "metadata.slug": 1, "metadata.type": 1,
+        "score": { "$meta": "textScore" },
+    };
+    for (field, _, _) in NODE_FIELDS {
+        p.insert(*field, 1);
+    }
+    p
+}
+
+/// The positive terms of a search as the index stems them.
+fn query_terms(query: &str) -> Vec<String> {
+    ParsedQuery::parse(query, Language::English, Sensitivity::default())
+        .terms
+        .into_iter()
+        .collect()
+}
+
+/// Every string at a dotted path (through arrays), joined by spaces.
+fn text_at(doc: &Document, path: &str) -> String {
+    fn collect(value: &Bson, rest: &[&str], out: &mut Vec<String>) {
+        match (value, rest.split_first()) {
+            (Bson::String(s), None) => out.push(s.clone()),
+            (Bson::Array(items), _) => {
+                for item in items {
+                    collect(item, rest, out);
+                }
+            }
+            (Bson::Document(d), Some((head, tail))) => {
+                if let Some(v) = d.get(*head) {
+                    collect(v, tail, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let parts: Vec<&str> = path.split('.').collect();
+    let mut out = Vec::new();
+    if let Some(v) = doc.get(parts[0]) {
+        collect(v, &parts[1..], &mut out);
+    }
+    out.join(" ")
+}
+
+/// The labels of the fields whose text holds one of `terms`.
+fn matched_fields(
+    doc: &Document,
+    fields: &[(&str, i32, &'static str)],
+    terms: &[String],
+) -> Vec<&'static str> {
+    let tokenizer = Tokenizer::new(Language::English, Sensitivity::default());
+    let mut matched = Vec::new();
+    for (field, _, label) in fields {
+        let text = text_at(doc, field);
+        if text.is_empty() {
+            continue;
+        }
+        let found = tokenizer.terms(&text);
+        if terms.iter().any(|t| found.contains(t)) && !matched.contains(label) {
+            matched.push(*label);
+        }
+    }
+    matched
+}
+
+/// At most `max` characters of `text`, cut at a word, with an ellipsis when cut.
+pub fn excerpt(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() <= max {
+        return flat;
+    }
+    let cut: String = flat.chars().take(max).collect();
+    let cut = match cut.rfind(' ') {
+        Some(i) if i > max / 2 => cut[..i].to_string(),
+        _ => cut,
+    };
+    format!("{cut}…")
+}
+
+fn score_of(doc: &Document) -> f64 {
+    match doc.get("score") {
+        Some(Bson::Double(s)) => *s,
+        Some(other) => other.as_i64().map(|i| i as f64).unwrap_or(0.0),
+        None => 0.0,
+    }
+}
+
+fn product_hit(doc: &Document, terms: &[String]) -> Hit {
+    let kind = doc.get_str("type").unwrap_or("");
+    let label = match kind {
+        "album" => "Album",
+        "film" => "Film",
+        "book" => "Book",
+        _ => "Product",
+    };
+    Hit {
+        kind: Kind::Product,
+        title: doc.get_str("title").unwrap_or("").to_string(),
+        url: format!("/products/{}", doc.get_str("slug").unwrap_or("")),
+        label: label.to_string(),
+        excerpt: excerpt(doc.get_str("description").unwrap_or(""), 180),
+        matched: matched_fields(doc, PRODUCT_FIELDS, terms),
+        score: score_of(doc),
+    }
+}
+
+fn node_hit(doc: &Document, terms: &[String]) -> Hit {
+    let meta = doc.get_document("metadata").ok();
+    let get = |field: &str| meta.and_then(|m| m.get_str(field).ok()).unwrap_or("");
+    let label = match get("type") {
+        "page" => "Page",
+        "entry" => "Blog entry",
+        "photo" => "Photo",
+        "video" => "Video",
+        "quote" => "Quote",
+        "link" => "Link",
+        _ => "Article",
+    };
+    let detail_text = text_at(doc, "metadata.detail.text");
+    let caption = text_at(doc, "metadata.detail.caption");
+    let body = if detail_text.is_empty() {
+        caption
+    } else {
+        detail_text
+    };
+    Hit {
+        kind: Kind::Content,
+        title: get("title").to_string(),
+        url: format!("/{}/{}", get("section"), get("slug")),
+        label: label.to_string(),
+        excerpt: excerpt(&body, 180),
+        matched: matched_fields(doc, NODE_FIELDS, terms),
+        score: score_of(doc),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queries_lose_control_characters_and_excess_length() {
+        assert_eq!(clean_query("  blue\0 note\u{7} "), "blue note");
+        assert_eq!(clean_query(&"x".repeat(5000)).len(), MAX_QUERY_CHARS);
+        assert_eq!(clean_query("\"kind of\" -blue"), "\"kind of\" -blue");
+    }
+
+    #[test]
+    fn matched_fields_use_the_index_stemming() {
+        let d = doc! {
+            "title": "Love Supreme",
+            "details": { "artist": "John Coltrane", "genre": ["Jazz"] },
+            "description": "A spiritual suite.",
+        };
+        let terms = query_terms("loves jazz");
+        assert_eq!(
+            matched_fields(&d, PRODUCT_FIELDS, &terms),
+            vec!["title", "genre"]
+        );
+        assert!(matched_fields(&d, PRODUCT_FIELDS, &query_terms("piano")).is_empty());
+    }
+
+    #[test]
+    fn excerpts_cut_at_a_word() {
+        assert_eq!(excerpt("short  text", 50), "short text");
+        assert_eq!(excerpt("one two three four", 12), "one two…");
+    }
+}

@@ -1,0 +1,365 @@
+//! Site search through HTTP: the header's search box, results ranked by relevance with the
+//! matched fields shown, published content only, pagination, the no-results page, hostile
+//! input answered with a normal page, the admin product search's full-text fallback, and the
+//! text indexes behind the queries.
+
+mod common;
+
+use bazaar::catalog::products::{self, AlbumDetails, BookDetails, Details, NewProduct, Shipping};
+use bazaar::content::model::{self, Detail, NodeInput, TextDetail};
+use bazaar::search;
+use bson::{doc, Bson, DateTime};
+use common::*;
+use reqwest::StatusCode;
+
+const DAY_MS: i64 = 24 * 3600 * 1000;
+
+async fn album(app: &TestApp, sku: &str, title: &str, artist: &str, description: &str) {
+    products::create(
+        &app.db,
+        NewProduct {
+            sku: sku.to_string(),
+            slug: format!("search-{sku}"),
+            title: title.to_string(),
+            description: description.to_string(),
+            list_cents: 1500,
+            retail_cents: 1200,
+            categories: Vec::new(),
+            details: Details::Album(AlbumDetails {
+                title: title.to_string(),
+                artist: artist.to_string(),
+                genre: vec!["Jazz".to_string()],
+                tracks: vec!["One".to_string()],
+                issue_date: DateTime::from_millis(0),
+                label: "Test".to_string(),
+            }),
+            qty: 3,
+            featured: false,
+            shipping: Shipping::default(),
+        },
+    )
+    .await
+    .expect("product created");
+}
+
+async fn book(app: &TestApp, sku: &str, title: &str, author: &str) {
+    products::create(
+        &app.db,
+        NewProduct {
+            sku: sku.to_string(),
+            slug: format!("search-{sku}"),
+            title: title.to_string(),
+            description: "A book.".to_string(),
+            list_cents: 1500,
+            retail_cents: 1200,
+            categories: Vec::new(),
+            details: Details::Book(BookDetails {
+                author: vec![author.to_string()],
+                publisher: "Test".to_string(),
+                pages: 100,
+                isbn: "0000000000".to_string(),
+                issue_date: DateTime::from_millis(0),
+                genre: vec!["Essays".to_string()],
+            }),
+            qty: 3,
+            featured: false,
+            shipping: Shipping::default(),
+        },
+    )
+    .await
+    .expect("product created");
+}
+
+async fn entry(app: &TestApp, slug: &str, title: &str, text: &str, published: Option<DateTime>) {
+    model::create(
+        &app.db,
+        NodeInput {
+            section: "blog".to_string(),
+            slug: slug.to_string(),
+            title: title.to_string(),
+            author: "Tester".to_string(),
+            detail: Detail::Entry(TextDetail {
+                text: text.to_string(),
+            }),
+        },
+        published,
+        Vec::new(),
+    )
+    .await
+    .expect("node created");
+}
+
+fn yesterday() -> Option<DateTime> {
+    Some(DateTime::from_millis(
+        DateTime::now().timestamp_millis() - DAY_MS,
+    ))
+}
+
+async fn results(app: &TestApp, q: &str) -> scraper::Html {
+    let url = format!(
+        "/search?{}",
+        form_urlencoded::Serializer::new(String::new())
+            .append_pair("q", q)
+            .finish()
+    );
+    let response = app.get(&url).await;
+    assert_eq!(response.status(), StatusCode::OK, "{q}");
+    html(&body(response).await)
+}
+
+#[tokio::test]
+async fn the_header_has_a_search_box() {
+    let app = spawn_app().await;
+    let doc = html(&body(app.get("/").await).await);
+    assert_eq!(
+        attr(&doc, "header form[role=search]", "action").as_deref(),
+        Some("/search")
+    );
+    assert_eq!(count(&doc, "header form[role=search] input[name=q]"), 1);
+    let empty = results(&app, "").await;
+    assert_eq!(count(&empty, ".search-hint"), 1);
+    assert_eq!(count(&empty, ".search-hit"), 0);
+}
+
+#[tokio::test]
+async fn results_are_ranked_by_relevance_with_the_matched_field_shown() {
+    let app = spawn_app().await;
+    album(&app, "S1", "Zyzzyva", "The Weevils", "Ten tracks.").await;
+    album(
+        &app,
+        "S2",
+        "Beetle Songs",
+        "The Weevils",
+        "A record about the zyzzyva beetle.",
+    )
+    .await;
+    entry(
+        &app,
+        "weevil",
+        "On weevils",
+        "The zyzzyva is a weevil.",
+        yesterday(),
+    )
+    .await;
+    entry(&app, "draft", "Zyzzyva draft", "zyzzyva zyzzyva", None).await;
+    let doc = results(&app, "zyzzyvas").await;
+    // Title (weight 10, the whole title) beats the entry's text (weight 1, two words) and the
+    // description (weight 1, three words); the draft is never shown.
+    assert_eq!(
+        texts(&doc, ".search-hit-title a"),
+        ["Zyzzyva", "On weevils", "Beetle Songs"]
+    );
+    assert_eq!(
+        texts(&doc, ".matched-fields"),
+        ["title", "text", "description"]
+    );
+    assert_eq!(
+        attr(&doc, ".search-hit-title a", "href").as_deref(),
+        Some("/products/search-S1")
+    );
+    // People and genres are searched too.
+    let doc = results(&app, "weevils").await;
+    let titles = texts(&doc, ".search-hit-title a");
+    assert_eq!(titles.len(), 3, "{titles:?}");
+    assert!(texts(&doc, ".matched-fields")
+        .iter()
+        .any(|m| m.contains("artist")));
+    book(&app, "S3", "Collected Thoughts", "Quentin Xanadu").await;
+    let doc = results(&app, "xanadu").await;
+    assert_eq!(texts(&doc, ".search-hit-title a"), ["Collected Thoughts"]);
+    assert_eq!(texts(&doc, ".matched-fields"), ["author"]);
+}
+
+#[tokio::test]
+async fn phrases_and_negation_narrow_the_results() {
+    let app = spawn_app().await;
+    album(&app, "P1", "Blue Zephyr", "Quartet", "Late night music.").await;
+    album(&app, "P2", "Zephyr in Blue", "Quartet", "Early music.").await;
+    let doc = results(&app, "\"blue zephyr\"").await;
+    assert_eq!(texts(&doc, ".search-hit-title a"), ["Blue Zephyr"]);
+    let doc = results(&app, "zephyr -late").await;
+    assert_eq!(texts(&doc, ".search-hit-title a"), ["Zephyr in Blue"]);
+}
+
+#[tokio::test]
+async fn a_search_without_matches_shows_the_no_results_page() {
+    let app = spawn_app().await;
+    let doc = results(&app, "qwxzvplk").await;
+    assert_eq!(count(&doc, ".no-results"), 1);
+    assert!(texts(&doc, ".no-results").join(" ").contains("qwxzvplk"));
+    // Only stop words or only negations select nothing either.
+    for q in ["the and of", "-blue"] {
+        let doc = results(&app, q).await;
+        assert_eq!(count(&doc, ".no-results"), 1, "{q}");
+    }
+}
+
+#[tokio::test]
+async fn results_are_paginated() {
+    let app = spawn_app().await;
+    for i in 0..25 {
+        album(
+            &app,
+            &format!("M{i:02}"),
+            &format!("Marimba volume {i}"),
+            "Ensemble",
+            "Percussion.",
+        )
+        .await;
+    }
+    let doc = results(&app, "marimba").await;
+    assert_eq!(count(&doc, ".search-hit"), search::PER_PAGE);
+    let next = attr(&doc, "a[rel=next]", "href").expect("a next page");
+    let response = app.get(&next).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let doc = html(&body(response).await);
+    assert_eq!(count(&doc, ".search-hit"), 5);
+    assert!(attr(&doc, "a[rel=next]", "href").is_none());
+    assert!(attr(&doc, "a[rel=prev]", "href").is_some());
+    for bad in ["0", "abc", "-1", "11", "99999999999999999999999"] {
+        let response = app.get(&format!("/search?q=marimba&page={bad}")).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "page={bad}");
+    }
+}
+
+#[tokio::test]
+async fn hostile_input_gets_a_normal_page() {
+    let app = spawn_app().await;
+    album(&app, "H1", "Quiet Storm", "Band", "Soft.").await;
+    let long = "storm ".repeat(3000);
+    let nasty = [
+        "\"",
+        "\"\"",
+        "\"unbalanced quote",
+        "storm \"",
+        "-",
+        "--",
+        "- - -",
+        "-\"",
+        "\0",
+        "storm\0quiet",
+        long.as_str(),
+        "{\"$gt\": 1}",
+        "$where",
+        "\\",
+        "'; drop table products; --",
+        "<script>alert(1)</script>",
+        "💥 storm",
+        "\u{202e}storm",
+    ];
+    for q in nasty {
+        let url = format!(
+            "/search?{}",
+            form_urlencoded::Serializer::new(String::new())
+                .append_pair("q", q)
+                .finish()
+        );
+        let response = app.get(&url).await;
+        assert_eq!(
+            response.status(),
+            StatusCode::OK,
+            "{:?}",
+            q.chars().take(40).collect::<String>()
+        );
+        let text = body(response).await;
+        assert!(!text.contains("<script>alert"), "output is escaped");
+    }
+    // A raw NUL and broken percent-encoding in the query string.
+    for raw in ["/search?q=%00%00", "/search?q=%ZZ", "/search?q=%22%2D%22"] {
+        let response = app.get(raw).await;
+        assert!(
+            response.status() == StatusCode::OK || response.status() == StatusCode::BAD_REQUEST,
+            "{raw}: {}",
+            response.status()
+        );
+    }
+    let doc = results(&app, &long).await;
+    assert_eq!(texts(&doc, ".search-hit-title a"), ["Quiet Storm"]);
+}
+
+#[tokio::test]
+async fn the_admin_product_search_falls_back_to_full_text() {
+    let app = spawn_app().await;
+    album(&app, "A1", "Night Music", "Zanzibar Trio", "Late.").await;
+    let response = app.get_admin("/admin/products?q=zanzibar").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let doc = html(&body(response).await);
+    assert_eq!(
+        texts(&doc, "table.admin-products tbody td.product-title"),
+        ["Night Music"]
+    );
+    assert_eq!(count(&doc, ".full-text-note"), 1);
+    // A title prefix still answers first, without the note.
+    let doc = html(&body(app.get_admin("/admin/products?q=night%20mu").await).await);
+    assert_eq!(
+        texts(&doc, "table.admin-products tbody td.product-title"),
+        ["Night Music"]
+    );
+    assert_eq!(count(&doc, ".full-text-note"), 0);
+    // Admin content: a title substring first, then the text of the nodes.
+    entry(
+        &app,
+        "notes",
+        "Studio notes",
+        "Recorded in Zanzibar.",
+        yesterday(),
+    )
+    .await;
+    let doc = html(
+        &body(
+            app.get_admin("/admin/content?section=blog&q=zanzibar")
+                .await,
+        )
+        .await,
+    );
+    assert_eq!(
+        texts(&doc, "table.admin-content tbody td:first-child"),
+        ["Studio notes"]
+    );
+}
+
+#[tokio::test]
+async fn searches_use_the_text_indexes() {
+    let app = spawn_app().await;
+    let db = app.db.database();
+    let now = DateTime::now();
+    for (collection, filter, projection) in [
+        (
+            products::COLLECTION,
+            search::text_filter("blue jazz"),
+            search::product_projection(),
+        ),
+        (
+            model::COLLECTION,
+            {
+                let mut f = search::text_filter("blue jazz");
+                f.insert("metadata.published", doc! { "$lte": now });
+                f
+            },
+            search::node_projection(),
+        ),
+    ] {
+        let explain = db
+            .run_command(doc! {
+                "explain": {
+                    "find": collection,
+                    "filter": filter,
+                    "projection": projection,
+                    "sort": search::score_sort(),
+                    "limit": 21,
+                },
+                "verbosity": "queryPlanner",
+            })
+            .await
+            .expect("explain runs");
+        let plan = Bson::Document(explain.clone());
+        assert!(find_stage(&plan, "TEXT_MATCH").is_some(), "{explain}");
+        let scan = find_stage(&plan, "IXSCAN").expect("an index scan");
+        assert_eq!(
+            scan.get_document("keyPattern").ok(),
+            Some(&doc! { "_fts": "text", "_ftsx": 1 }),
+            "{collection}"
+        );
+        assert!(find_stage(&plan, "COLLSCAN").is_none(), "{explain}");
+    }
+}
