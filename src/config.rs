@@ -51,6 +51,7 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("backup", "every_hours"),
     ("backup", "keep"),
     ("backup", "dir"),
+    ("seed", "demo"),
 ];
 
 #[derive(Debug, Clone)]
@@ -65,6 +66,14 @@ pub struct Settings {
     pub payment: PaymentSettings,
     pub comments: CommentSettings,
     pub backup: BackupSettings,
+    pub seed: SeedSettings,
+}
+
+/// What a brand-new, empty database is given at start-up.
+#[derive(Debug, Clone)]
+pub struct SeedSettings {
+    /// Add the demo catalog, pages and comments (`seed.demo`); false: only the site settings.
+    pub demo: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -491,6 +500,9 @@ impl Layers {
                 rate_limit_per_minute: self.integer("comments.rate_limit_per_minute", 0, 100_000)?
                     as u32,
                 page_size: self.integer("comments.page_size", 1, 1000)? as usize,
+            },
+            seed: SeedSettings {
+                demo: self.boolean("seed.demo")?,
             },
             backup: self.backup()?,
         })

@@ -11,6 +11,7 @@ pub mod comments;
 pub mod config;
 pub mod content;
 pub mod db;
+pub mod demo_data;
 pub mod health;
 pub mod home;
 pub mod media;

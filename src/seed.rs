@@ -62,10 +62,17 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
 /// Seed only a brand-new database, so demo data deleted on purpose does not come back at the
 /// next start. Returns `None` when the database already had data. "Brand-new" means no
 /// documents anywhere: start-up creates the indexes (and so empty collections) before this runs.
-pub async fn run_if_empty(db: &Db) -> Result<Option<SeedReport>, DbError> {
+/// Without `demo` (`seed.demo = false`) only the default site settings are stored.
+pub async fn run_if_empty(db: &Db, demo: bool) -> Result<Option<SeedReport>, DbError> {
     let counts = db.collection_counts().await?;
     if counts.iter().any(|c| c.documents > 0) {
         return Ok(None);
+    }
+    if !demo {
+        let mut report = SeedReport::default();
+        let added = u64::from(site::insert_defaults(db).await?);
+        report.added.push((site::COLLECTION, added));
+        return Ok(Some(report));
     }
     run(db).await.map(Some)
 }

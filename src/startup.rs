@@ -255,7 +255,7 @@ impl Application {
         crate::catalog::facets::backfill(db)
             .await
             .context("normalising the products' filter keys failed")?;
-        if let Some(report) = seed::run_if_empty(db)
+        if let Some(report) = seed::run_if_empty(db, settings.seed.demo)
             .await
             .context("seeding the empty database failed")?
         {
@@ -307,6 +307,7 @@ impl Application {
                 .to_string(),
             comments: settings.comments.clone(),
             comment_rate: CommentRateLimit::new(settings.comments.rate_limit_per_minute),
+            site: Default::default(),
             order_lookups: crate::web::rate_limit::RateLimiter::new(
                 settings.cart.order_lookups_per_hour,
                 Duration::from_secs(3600),
@@ -490,6 +491,8 @@ fn http_server(
             // Inside the session middleware, so error pages can read the visitor's cart count.
             .wrap(ErrorHandlers::new().default_handler(render_bare_errors))
             .wrap(session::middleware(key.clone(), tls))
+            // Outside the error pages, so they too show the shop's name from the settings.
+            .wrap(from_fn(crate::db::site::with_settings))
             .wrap(from_fn(add_security_headers))
             .wrap(from_fn(telemetry::log_requests))
     })

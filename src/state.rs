@@ -32,4 +32,6 @@ pub struct AppState {
     pub comment_rate: CommentRateLimit,
     /// Order lookups (`/orders/lookup`) per client address.
     pub order_lookups: crate::web::rate_limit::RateLimiter,
+    /// The site settings (name, currency, shipping rates) as last read, for every worker.
+    pub site: crate::db::site::SettingsCache,
 }

@@ -80,6 +80,7 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "Stock",
             "Content",
             "Comments",
+            "Settings",
             "View site"
         ]
     );

@@ -54,7 +54,7 @@ async fn the_admin_product_list_searches_by_title_prefix_or_sku() {
     );
     let doc = admin_page(&app, "/admin/products?q=kind").await;
     assert_eq!(
-        texts(&doc, "table.admin-products tbody td:first-child"),
+        texts(&doc, "table.admin-products tbody td.product-title"),
         [
             "Kind of Blue",
             "Kind of Blue: The Making of the Miles Davis Masterpiece"
@@ -62,7 +62,7 @@ async fn the_admin_product_list_searches_by_title_prefix_or_sku() {
     );
     let doc = admin_page(&app, "/admin/products?q=demo0001").await;
     assert_eq!(
-        texts(&doc, "table.admin-products tbody td:first-child"),
+        texts(&doc, "table.admin-products tbody td.product-title"),
         ["Kind of Blue"]
     );
     let doc = admin_page(&app, "/admin/products?q=%28%2A%2B%3F%5B").await;
@@ -88,16 +88,17 @@ async fn a_new_album_form_has_the_album_fields_and_saves_a_product_with_derived_
     let token = csrf_token(&doc).expect("token");
 
     let mut fields = album_fields(&token, "", "tb-0001");
-    let cool = texts(&doc, "#field-categories option")
-        .iter()
-        .position(|o| o.ends_with("Modal Jazz"))
-        .expect("modal jazz option");
+    // Categories are a checkbox tree; each box's title is the category's full path.
     let modal_id = {
-        let sel = scraper::Selector::parse("#field-categories option").unwrap();
+        let sel = scraper::Selector::parse("#field-categories input[type=checkbox]").unwrap();
         doc.select(&sel)
-            .nth(cool)
+            .find(|o| {
+                o.value()
+                    .attr("title")
+                    .is_some_and(|t| t.ends_with("Modal Jazz"))
+            })
             .and_then(|o| o.value().attr("value"))
-            .expect("value")
+            .expect("modal jazz checkbox")
             .to_string()
     };
     fields.push(("categories", &modal_id));
@@ -379,26 +380,18 @@ async fn a_negative_or_non_numeric_shipping_weight_is_a_form_error_and_nothing_i
     assert_eq!(texts(&doc, ".result-count .total"), ["0"]);
 }
 
-/// The id of a category from its rename form's action.
+/// The id of a category from its entry in the admin tree.
 fn category_id(doc: &scraper::Html, slug: &str) -> String {
-    let action = attr(doc, &format!("#category-{slug} form.rename"), "action").expect("form");
-    action
-        .trim_start_matches("/admin/categories/")
-        .trim_end_matches("/rename")
-        .to_string()
+    attr(doc, &format!("#category-{slug}"), "data-id").expect("tree entry")
 }
 
-/// The version a category's rename and move forms carry.
+/// The version a category's rename and move forms carry, from its entry in the admin tree.
 fn category_version(doc: &scraper::Html, slug: &str) -> String {
-    attr(
-        doc,
-        &format!("#category-{slug} form.rename input[name=version]"),
-        "value",
-    )
-    .expect("version field")
+    attr(doc, &format!("#category-{slug}"), "data-version").expect("version")
 }
 
-/// The value `slug`'s move picker posts for the parent with id `parent` (`id:version`).
+/// The value `slug`'s move picker (on its edit page, `doc`) posts for the parent with id
+/// `parent` (`id:version`).
 fn move_value(doc: &scraper::Html, slug: &str, parent: &str) -> String {
     let sel =
         scraper::Selector::parse(&format!("#category-{slug} form.move option")).expect("selector");
@@ -451,13 +444,18 @@ async fn categories_can_be_added_moved_renamed_and_deleted_from_the_admin() {
     );
 
     // The move picker never offers a category's own subtree.
-    let doc = admin_page(&app, "/admin/categories").await;
-    let targets = texts(&doc, "#category-jazz form.move option");
+    let jazz_page = admin_page(&app, &format!("/admin/categories/{jazz}")).await;
+    assert_eq!(
+        attr(&jazz_page, "#category-jazz form.move", "action"),
+        Some(format!("/admin/categories/{jazz}/move"))
+    );
+    let targets = texts(&jazz_page, "#category-jazz form.move option");
     assert!(
         !targets.iter().any(|t| t.ends_with("Modal Jazz")),
         "{targets:?}"
     );
     // Posted anyway, the cycle is refused with a message.
+    let doc = admin_page(&app, "/admin/categories").await;
     let jazz_version = category_version(&doc, "jazz");
     let modal_value = format!("{modal}:{}", category_version(&doc, "modal-jazz"));
     app.post_admin_form(
@@ -474,7 +472,8 @@ async fn categories_can_be_added_moved_renamed_and_deleted_from_the_admin() {
 
     // Bop moves under Jazz; then Jazz is renamed: breadcrumbs follow both.
     let bop_version = category_version(&doc, "bop");
-    let jazz_value = move_value(&doc, "bop", &jazz);
+    let bop_page = admin_page(&app, &format!("/admin/categories/{bop}")).await;
+    let jazz_value = move_value(&bop_page, "bop", &jazz);
     let response = app
         .post_admin_form(
             &format!("/admin/categories/{bop}/move"),

@@ -59,7 +59,8 @@ impl Admin {
 }
 
 /// Every field of the product form in `doc` (the first `form.product-form`) as a browser would
-/// submit it: inputs, textareas, selected categories, and the featured box if ticked.
+/// submit it: inputs, textareas, selects' chosen options, and ticked boxes (categories,
+/// featured).
 fn product_form(doc: &scraper::Html) -> Vec<(String, String)> {
     let sel = scraper::Selector::parse(
         "form.product-form input, form.product-form textarea, form.product-form option[selected]",
@@ -70,7 +71,16 @@ fn product_form(doc: &scraper::Html) -> Vec<(String, String)> {
             let v = el.value();
             match v.name() {
                 "textarea" => Some((v.attr("name")?.to_string(), el.text().collect())),
-                "option" => Some(("categories".to_string(), v.attr("value")?.to_string())),
+                "option" => {
+                    let select = el
+                        .ancestors()
+                        .filter_map(scraper::ElementRef::wrap)
+                        .find(|a| a.value().name() == "select")?;
+                    Some((
+                        select.value().attr("name")?.to_string(),
+                        v.attr("value")?.to_string(),
+                    ))
+                }
                 _ => {
                     if v.attr("type") == Some("checkbox") && v.attr("checked").is_none() {
                         return None;
@@ -264,17 +274,8 @@ async fn a_product_stored_without_a_version_saves_once_from_a_form_that_had_none
 
 /// `(id, version)` of a category from the admin tree page.
 fn category(doc: &scraper::Html, slug: &str) -> (String, String) {
-    let action = attr(doc, &format!("#category-{slug} form.rename"), "action").expect("form");
-    let id = action
-        .trim_start_matches("/admin/categories/")
-        .trim_end_matches("/rename")
-        .to_string();
-    let version = attr(
-        doc,
-        &format!("#category-{slug} form.rename input[name=version]"),
-        "value",
-    )
-    .expect("version");
+    let id = attr(doc, &format!("#category-{slug}"), "data-id").expect("tree entry");
+    let version = attr(doc, &format!("#category-{slug}"), "data-version").expect("version");
     (id, version)
 }
 

@@ -1,7 +1,7 @@
 //! Real-browser smoke test: headless Chromium (through chromedriver and WebDriver) loads the
 //! home page, shops (the cart and checkout at 1280 and 390 px: no sideways scrolling, the
 //! checkout's error summary taking focus, a sold-out product's disabled state), posts a comment and a reply and sees them threaded, loads the admin
-//! dashboard, submits the admin form, edits a page in two windows up to the edit-conflict page,
+//! dashboard, submits the admin form, cancels an order through its confirmation page, edits a page in two windows up to the edit-conflict page,
 //! and saves screenshots under
 //! `<target>/screenshots/`. Without Chromium it is skipped with a printed reason, except in CI
 //! (`CI` set), where it is required.
@@ -496,6 +496,67 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .expect("flash text");
     assert_eq!(flash, "Demo data is already in place; nothing was added.");
     save_screenshot(&client, "admin-after-seed.png").await;
+
+    // Cancelling an order asks first: the order page links to a confirmation page saying what
+    // goes back on sale, and only its danger button cancels.
+    let shopper = common::shop::Shopper::new(&app).await;
+    shopper.add("demo0001", "1").await;
+    let placed = shopper.checkout("4242424242424242").await;
+    let number = common::shop::location(&placed)
+        .trim_start_matches("/orders/")
+        .to_string();
+    client
+        .goto(&format!(
+            "http://{ADMIN_USER}:{password}@127.0.0.1:{}/admin/orders/{number}",
+            app.port
+        ))
+        .await
+        .expect("order page loads");
+    client
+        .find(Locator::Css(".order-actions a.danger"))
+        .await
+        .expect("the cancel link")
+        .click()
+        .await
+        .expect("clicked");
+    client
+        .wait()
+        .for_element(Locator::Css(".restock-line"))
+        .await
+        .expect("the confirmation page says what goes back on sale");
+    save_screenshot(&client, "admin-cancel-confirm.png").await;
+    let status = |app: &TestApp| {
+        let db = app.db.clone();
+        let number = number.clone();
+        async move {
+            bazaar::checkout::orders::by_number(&db, &number)
+                .await
+                .expect("query")
+                .expect("the order")
+                .status
+        }
+    };
+    assert_eq!(
+        status(&app).await,
+        bazaar::checkout::orders::OrderStatus::Paid,
+        "the confirmation page alone changes nothing"
+    );
+    client
+        .find(Locator::Css("form button.danger"))
+        .await
+        .expect("the confirm button")
+        .click()
+        .await
+        .expect("clicked");
+    client
+        .wait()
+        .for_element(Locator::Css(".flash-success"))
+        .await
+        .expect("the cancel is confirmed");
+    assert_eq!(
+        status(&app).await,
+        bazaar::checkout::orders::OrderStatus::Cancelled
+    );
 
     // Content: the About page edited in two windows; the save from the window opened first
     // lands on the conflict page, whose re-apply form then saves that editor's text.

@@ -312,6 +312,7 @@ async fn cleanup_returns_stock_orphaned_by_a_crash_and_keeps_live_reservations()
             created: now,
             last_modified: now,
             items: Vec::new(),
+            shipping_rates: Default::default(),
         })
         .await
         .expect("cart");

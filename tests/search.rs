@@ -285,14 +285,14 @@ async fn the_admin_product_search_falls_back_to_full_text() {
     assert_eq!(response.status(), StatusCode::OK);
     let doc = html(&body(response).await);
     assert_eq!(
-        texts(&doc, "table.admin-products tbody td:first-child"),
+        texts(&doc, "table.admin-products tbody td.product-title"),
         ["Night Music"]
     );
     assert_eq!(count(&doc, ".full-text-note"), 1);
     // A title prefix still answers first, without the note.
     let doc = html(&body(app.get_admin("/admin/products?q=night%20mu").await).await);
     assert_eq!(
-        texts(&doc, "table.admin-products tbody td:first-child"),
+        texts(&doc, "table.admin-products tbody td.product-title"),
         ["Night Music"]
     );
     assert_eq!(count(&doc, ".full-text-note"), 0);

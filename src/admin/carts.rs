@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use actix_session::SessionExt;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
+use bson::doc;
 
+use crate::admin::changelist::{ChangeList, Column, Filter, ListSpec, SortKey};
 use crate::cart::{self, jobs, Cart, CartStatus};
 use crate::catalog::products::format_cents;
 use crate::state::AppState;
@@ -15,8 +17,17 @@ use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};
 use crate::web::see_other;
 
-/// Rows on the carts list.
-const LIST_LIMIT: i64 = 50;
+/// Sort keys of the carts list (`changed` is served by the `status, last_modified` index).
+const SORTS: &[SortKey] = &[
+    SortKey {
+        key: "changed",
+        field: "last_modified",
+    },
+    SortKey {
+        key: "cart",
+        field: "_id",
+    },
+];
 
 /// One state with its number of carts, for the tabs.
 pub struct StatusCount {
@@ -57,20 +68,11 @@ impl CartRow {
 pub struct CartsPage {
     pub layout: Layout,
     pub selected: CartStatus,
+    pub list: ChangeList,
     pub counts: Vec<StatusCount>,
     pub carts: Vec<CartRow>,
     pub expire_after: String,
     pub cleanup_after: String,
-}
-
-impl CartsPage {
-    /// Carts of the selected state (the list shows at most [`LIST_LIMIT`]).
-    pub fn selected_count(&self) -> u64 {
-        self.counts
-            .iter()
-            .find(|c| c.status == self.selected)
-            .map_or(0, |c| c.count)
-    }
 }
 
 fn duration_words(d: std::time::Duration) -> String {
@@ -86,22 +88,48 @@ fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-/// `GET /admin/carts?status=`: an unknown status shows the active carts.
+/// `GET /admin/carts?status=&sort=&page=`: an unknown status shows the active carts.
 pub async fn index(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
-    let selected = params
-        .get("status")
-        .and_then(|s| CartStatus::parse(s))
+    let statuses: Vec<(&str, &str)> = CartStatus::ALL
+        .iter()
+        .map(|s| (s.as_str(), s.as_str()))
+        .collect();
+    let spec = ListSpec {
+        path: "/admin/carts",
+        columns: vec![
+            Column::sorted("Cart", "cart"),
+            Column::plain_number("Items"),
+            Column::plain_number("Units"),
+            Column::plain_number("Subtotal"),
+            Column::sorted("Last modified", "changed"),
+        ],
+        sorts: SORTS,
+        default_sort: "-changed",
+        filters: vec![
+            Filter::fixed("status", "Status", &statuses).with_default(CartStatus::Active.as_str())
+        ],
+        search_label: None,
+    };
+    let mut list = ChangeList::parse(spec, &params);
+    let selected = list
+        .filter_value("status")
+        .and_then(CartStatus::parse)
         .unwrap_or(CartStatus::Active);
     let mut counts = Vec::with_capacity(CartStatus::ALL.len());
     for status in CartStatus::ALL {
         let count = cart::count_by_status(&state.db, status).await?;
         counts.push(StatusCount { status, count });
     }
-    let carts = cart::list_by_status(&state.db, selected, LIST_LIMIT)
+    let carts = list
+        .load(
+            &cart::collection(&state.db),
+            doc! { "status": selected.as_str() },
+            None,
+        )
         .await?
         .iter()
         .map(CartRow::from_cart)
@@ -109,6 +137,7 @@ pub async fn index(
     render(&CartsPage {
         layout: Layout::admin(&req),
         selected,
+        list,
         counts,
         carts,
         expire_after: duration_words(state.cart.expire_after),

@@ -1,5 +1,7 @@
-//! Admin categories: the tree with add, move, rename and delete. Refusals (a cycle, a slug in
-//! use, a category that still has children or products) come back as messages, never a 500.
+//! Admin categories: the tree with product counts and an add form; one edit page per category
+//! (rename, move) and a delete confirmation page saying what happens to its subcategories and
+//! products. Refusals (a cycle, a slug in use, a category that still has children or products)
+//! come back as messages, never a 500.
 
 use std::collections::HashMap;
 
@@ -9,12 +11,12 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use bson::oid::ObjectId;
 
-use crate::catalog::categories::{self, TreeEntry};
+use crate::catalog::categories::{self, Category, TreeEntry};
 use crate::catalog::{is_valid_slug, slugify, CatalogError};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
-use crate::web::layout::{html_response, Layout};
+use crate::web::layout::{html_response, render, Layout};
 use crate::web::see_other;
 
 const MAX_NAME: usize = 100;
@@ -41,6 +43,8 @@ pub struct CategoriesPage {
     pub errors: HashMap<&'static str, String>,
     /// Why a rename or move was not applied because the tree changed after it was loaded.
     pub conflict: Option<String>,
+    /// Products filed under each category or anything below it.
+    pub counts: HashMap<ObjectId, u64>,
 }
 
 impl CategoriesPage {
@@ -48,28 +52,90 @@ impl CategoriesPage {
         self.errors.get(field)
     }
 
-    /// Where `entry` may move: anywhere but itself and its own descendants.
-    pub fn move_targets(&self, entry: &TreeEntry) -> Vec<&ParentOption> {
-        let id = entry.category.id;
-        let below: Vec<String> = self
-            .tree
-            .iter()
-            .filter(|e| e.category.id == id || e.category.ancestors.iter().any(|a| a.id == id))
-            .map(|e| e.category.id.to_hex())
-            .collect();
-        self.parents
-            .iter()
-            .filter(|p| !below.contains(&p.id))
-            .collect()
+    /// Products in `entry` and its subcategories (what its shop page lists).
+    pub fn product_count(&self, entry: &TreeEntry) -> u64 {
+        self.counts.get(&entry.category.id).copied().unwrap_or(0)
+    }
+}
+
+/// One category's edit page: rename and move, with what it holds.
+#[derive(Template)]
+#[template(path = "admin/category.html")]
+pub struct CategoryPage {
+    pub layout: Layout,
+    pub category: Category,
+    /// Where it may move: anywhere but itself and its own subtree.
+    pub targets: Vec<ParentOption>,
+    pub children: Vec<Category>,
+    /// Products filed directly under it, and under it or below.
+    pub direct_products: u64,
+    pub all_products: u64,
+}
+
+impl CategoryPage {
+    pub fn parent_id(&self) -> String {
+        self.category.parent.map(|p| p.to_hex()).unwrap_or_default()
+    }
+}
+
+/// The delete confirmation: what happens to the subcategories and products.
+#[derive(Template)]
+#[template(path = "admin/category_delete.html")]
+pub struct CategoryDeletePage {
+    pub layout: Layout,
+    pub category: Category,
+    pub parent: Option<Category>,
+    pub children: Vec<Category>,
+    /// Products filed directly under it.
+    pub direct_products: u64,
+}
+
+impl CategoryDeletePage {
+    /// Whether deleting must hand children or products to the parent.
+    pub fn reparents(&self) -> bool {
+        !self.children.is_empty() || self.direct_products > 0
     }
 
-    pub fn parent_of(&self, entry: &TreeEntry) -> String {
-        entry
-            .category
-            .parent
-            .map(|p| p.to_hex())
-            .unwrap_or_default()
+    /// A top-level category's products have no parent to go to: refused.
+    pub fn refused(&self) -> bool {
+        self.parent.is_none() && self.direct_products > 0
     }
+
+    pub fn parent_name(&self) -> String {
+        self.parent.as_ref().map_or_else(
+            || "the top level".to_string(),
+            |p| format!("“{}”", p.path_label()),
+        )
+    }
+}
+
+/// Products filed under each category or below it, in one aggregation over `category_path`.
+async fn product_counts(state: &AppState) -> Result<HashMap<ObjectId, u64>, AppError> {
+    let pipeline = vec![
+        bson::doc! { "$unwind": "$category_path" },
+        bson::doc! { "$group": { "_id": "$category_path", "n": { "$sum": 1 } } },
+    ];
+    let mut cursor = state
+        .db
+        .collection::<bson::Document>(crate::catalog::products::COLLECTION)
+        .aggregate(pipeline)
+        .await
+        .map_err(crate::db::DbError::from)?;
+    let mut counts = HashMap::new();
+    while let Some(row) = futures::TryStreamExt::try_next(&mut cursor)
+        .await
+        .map_err(crate::db::DbError::from)?
+    {
+        if let Ok(id) = row.get_object_id("_id") {
+            let n = match row.get("n") {
+                Some(bson::Bson::Int32(n)) => u64::try_from(*n).unwrap_or(0),
+                Some(bson::Bson::Int64(n)) => u64::try_from(*n).unwrap_or(0),
+                _ => 0,
+            };
+            counts.insert(id, n);
+        }
+    }
+    Ok(counts)
 }
 
 #[derive(serde::Deserialize)]
@@ -109,6 +175,7 @@ async fn page(
         parent: form.parent,
         errors,
         conflict: None,
+        counts: product_counts(state).await?,
     })
 }
 
@@ -361,6 +428,82 @@ pub async fn move_category(
 pub struct DeleteForm {
     #[serde(default)]
     reparent: Option<String>,
+}
+
+async fn existing(state: &AppState, id: &str) -> Result<Category, AppError> {
+    categories::by_id(&state.db, parse_id(id)?)
+        .await?
+        .ok_or(AppError::NotFound)
+}
+
+async fn direct_product_count(state: &AppState, id: ObjectId) -> Result<u64, AppError> {
+    Ok(state
+        .db
+        .collection::<bson::Document>(crate::catalog::products::COLLECTION)
+        .count_documents(bson::doc! { "categories": id })
+        .await
+        .map_err(crate::db::DbError::from)?)
+}
+
+/// `GET /admin/categories/{id}`: the category's edit page.
+pub async fn edit(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let category = existing(&state, &id).await?;
+    let tree = categories::tree_order(categories::all(&state.db).await?);
+    let targets = tree
+        .iter()
+        .filter(|e| {
+            e.category.id != category.id
+                && !e.category.ancestors.iter().any(|a| a.id == category.id)
+        })
+        .map(|e| ParentOption {
+            id: e.category.id.to_hex(),
+            label: e.category.path_label(),
+            value: format!("{}:{}", e.category.id.to_hex(), e.category.version_input()),
+        })
+        .collect();
+    let children = categories::children(&state.db, Some(category.id)).await?;
+    let direct_products = direct_product_count(&state, category.id).await?;
+    let all_products = state
+        .db
+        .collection::<bson::Document>(crate::catalog::products::COLLECTION)
+        .count_documents(bson::doc! { "category_path": category.id })
+        .await
+        .map_err(crate::db::DbError::from)?;
+    render(&CategoryPage {
+        layout: Layout::admin(&req),
+        category,
+        targets,
+        children,
+        direct_products,
+        all_products,
+    })
+}
+
+/// `GET /admin/categories/{id}/delete`: what deleting would do to its subcategories and
+/// products, with the confirming form.
+pub async fn confirm_delete(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let category = existing(&state, &id).await?;
+    let parent = match category.parent {
+        Some(p) => categories::by_id(&state.db, p).await?,
+        None => None,
+    };
+    let children = categories::children(&state.db, Some(category.id)).await?;
+    let direct_products = direct_product_count(&state, category.id).await?;
+    render(&CategoryDeletePage {
+        layout: Layout::admin(&req),
+        category,
+        parent,
+        children,
+        direct_products,
+    })
 }
 
 /// `POST /admin/categories/{id}/delete`

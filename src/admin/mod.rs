@@ -2,11 +2,16 @@
 
 pub mod carts;
 pub mod categories;
+pub mod changelist;
 pub mod comments;
 pub mod content;
 pub mod dashboard;
+pub mod demo_data;
 pub mod orders;
+pub mod product_lifecycle;
+pub mod product_list;
 pub mod products;
+pub mod settings;
 pub mod stock;
 
 use actix_web::middleware::from_fn;
@@ -31,10 +36,16 @@ pub fn scope() -> Scope<
         .route("/", read().to(dashboard::show))
         // A resource (not `.route`) so a GET here is 405 rather than 404.
         .service(web::resource("/seed").post(dashboard::seed_demo_data))
-        .route("/products", read().to(products::index))
+        .route("/products", read().to(product_list::index))
         .service(
             web::resource("/products/new")
                 .route(read().to(products::new))
+                // The create form with its photo picker is multipart; a plain form also works.
+                .route(
+                    web::post()
+                        .guard(actix_web::guard::fn_guard(product_lifecycle::is_multipart))
+                        .to(product_lifecycle::create_with_photos),
+                )
                 .post(products::create),
         )
         .service(
@@ -45,17 +56,38 @@ pub fn scope() -> Scope<
         .service(web::resource("/products/{id}/stock").post(products::adjust_stock))
         .service(web::resource("/products/{id}/photos").post(products::upload_photo))
         .service(
+            web::resource("/products/{id}/delete")
+                .route(read().to(product_lifecycle::confirm_delete))
+                .post(product_lifecycle::delete),
+        )
+        .service(
+            web::resource("/products/{id}/photos/{file}/remove")
+                .post(product_lifecycle::remove_photo),
+        )
+        .service(
+            web::resource("/products/{id}/photos/{file}/move").post(product_lifecycle::move_photo),
+        )
+        .service(
             web::resource("/categories")
                 .route(read().to(categories::index))
                 .post(categories::add),
         )
         .service(web::resource("/categories/{id}/rename").post(categories::rename))
         .service(web::resource("/categories/{id}/move").post(categories::move_category))
-        .service(web::resource("/categories/{id}/delete").post(categories::delete))
+        .route("/categories/{id}", read().to(categories::edit))
+        .service(
+            web::resource("/categories/{id}/delete")
+                .route(read().to(categories::confirm_delete))
+                .post(categories::delete),
+        )
         .route("/orders", read().to(orders::index))
         .route("/orders/{number}", read().to(orders::show))
         .service(web::resource("/orders/{number}/ship").post(orders::mark_shipped))
-        .service(web::resource("/orders/{number}/cancel").post(orders::cancel))
+        .service(
+            web::resource("/orders/{number}/cancel")
+                .route(read().to(orders::confirm_cancel))
+                .post(orders::cancel),
+        )
         .route("/carts", read().to(carts::index))
         .service(web::resource("/carts/expire").post(carts::expire_now))
         .service(web::resource("/carts/cleanup").post(carts::clean_up_now))
@@ -81,6 +113,16 @@ pub fn scope() -> Scope<
             web::resource("/content/{id}/delete")
                 .route(read().to(content::confirm_delete))
                 .post(content::delete),
+        )
+        .service(
+            web::resource("/demo-data/remove")
+                .route(read().to(demo_data::confirm_remove))
+                .post(demo_data::remove),
+        )
+        .service(
+            web::resource("/settings")
+                .route(read().to(settings::show))
+                .post(settings::save),
         )
         .route("/comments", read().to(comments::index))
         .service(web::resource("/comments/{id}/hide").post(comments::hide))

@@ -1,12 +1,15 @@
-//! Admin orders: the list newest first with a status filter, and each order's detail page with
-//! "mark shipped" and "cancel" (a cancel puts the units back on sale).
+//! Admin orders: the list (newest first; sortable, filtered by status, searched by number,
+//! email or name), and each order's detail page with "mark shipped" and "cancel" (a cancel,
+//! confirmed first, puts the units back on sale).
 
 use std::collections::HashMap;
 
 use actix_session::SessionExt;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
+use bson::{doc, Bson, Document};
 
+use crate::admin::changelist::{ChangeList, Column, Filter, ListSpec, SortKey};
 use crate::checkout::orders::{self, Order, OrderStatus};
 use crate::state::AppState;
 use crate::web::errors::AppError;
@@ -14,27 +17,36 @@ use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};
 use crate::web::see_other;
 
-/// Rows on the orders list.
-const LIST_LIMIT: i64 = 100;
+/// Sort keys of the orders list (number and placed are indexed).
+const SORTS: &[SortKey] = &[
+    SortKey {
+        key: "placed",
+        field: "created",
+    },
+    SortKey {
+        key: "number",
+        field: "number",
+    },
+    SortKey {
+        key: "customer",
+        field: "email",
+    },
+    SortKey {
+        key: "total",
+        field: "total",
+    },
+    SortKey {
+        key: "status",
+        field: "status",
+    },
+];
 
 #[derive(Template)]
 #[template(path = "admin/orders.html")]
 pub struct OrderListPage {
     pub layout: Layout,
-    /// `None`: every status.
-    pub status: Option<OrderStatus>,
+    pub list: ChangeList,
     pub orders: Vec<Order>,
-    pub total: u64,
-}
-
-impl OrderListPage {
-    pub fn statuses(&self) -> [OrderStatus; 3] {
-        OrderStatus::ALL
-    }
-
-    pub fn is_selected(&self, status: &OrderStatus) -> bool {
-        self.status == Some(*status)
-    }
 }
 
 #[derive(Template)]
@@ -57,24 +69,71 @@ impl OrderPage {
     }
 }
 
+/// The confirmation page of a cancel: what comes back into stock.
+#[derive(Template)]
+#[template(path = "admin/order_cancel.html")]
+pub struct CancelOrderPage {
+    pub layout: Layout,
+    pub order: Order,
+}
+
+impl CancelOrderPage {
+    pub fn is_paid(&self) -> bool {
+        self.order.status == OrderStatus::Paid
+    }
+}
+
 fn detail_url(number: &str) -> String {
     format!("/admin/orders/{number}")
 }
 
-/// `GET /admin/orders?status=`: an unknown status shows every order.
+/// `GET /admin/orders?q=&status=&sort=&page=`: `q` finds any part of the order number, the
+/// customer's email or name, ignoring case.
 pub async fn index(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
-    let status = params.get("status").and_then(|s| OrderStatus::parse(s));
-    let orders = orders::list(&state.db, status, LIST_LIMIT).await?;
-    let total = orders::count(&state.db, status).await?;
+    let statuses: Vec<(&str, &str)> = OrderStatus::ALL
+        .iter()
+        .map(|s| (s.as_str(), s.as_str()))
+        .collect();
+    let spec = ListSpec {
+        path: "/admin/orders",
+        columns: vec![
+            Column::sorted("Order", "number"),
+            Column::sorted("Placed", "placed"),
+            Column::sorted("Customer", "customer"),
+            Column::plain_number("Units"),
+            Column::number("Total", "total"),
+            Column::sorted("Status", "status"),
+        ],
+        sorts: SORTS,
+        default_sort: "-placed",
+        filters: vec![Filter::fixed("status", "Status", &statuses)],
+        search_label: Some("Order number, email or name contains"),
+    };
+    let mut list = ChangeList::parse(spec, &params);
+    let mut filter = Document::new();
+    if let Some(status) = list.filter_value("status") {
+        filter.insert("status", status);
+    }
+    if let Some(pattern) = list.search_pattern() {
+        filter.insert(
+            "$or",
+            ["number", "email", "name"]
+                .iter()
+                .map(|field| Bson::Document(doc! { *field: pattern.clone() }))
+                .collect::<Vec<_>>(),
+        );
+    }
+    let orders = list
+        .load(&orders::collection(&state.db), filter, None)
+        .await?;
     render(&OrderListPage {
         layout: Layout::admin(&req),
-        status,
+        list,
         orders,
-        total,
     })
 }
 
@@ -92,6 +151,20 @@ pub async fn show(
 ) -> Result<HttpResponse, AppError> {
     let order = existing(&state, &number).await?;
     render(&OrderPage {
+        layout: Layout::admin(&req),
+        order,
+    })
+}
+
+/// `GET /admin/orders/{number}/cancel`: what cancelling would do (units back in stock, the
+/// refund left to the payment provider), with the confirming form.
+pub async fn confirm_cancel(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    number: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let order = existing(&state, &number).await?;
+    render(&CancelOrderPage {
         layout: Layout::admin(&req),
         order,
     })

@@ -9,11 +9,12 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use bson::doc;
 use bson::oid::ObjectId;
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 
 use crate::catalog::categories::{self, TreeEntry};
 use crate::catalog::demo::date;
-use crate::catalog::listing::{parse_dollars, title_prefix};
+use crate::catalog::lifecycle::ProductStatus;
+use crate::catalog::listing::parse_dollars;
 use crate::catalog::products::{
     self, AlbumDetails, BookDetails, Details, Dimensions, FilmDetails, NewProduct, Product,
     ProductType, Shipping,
@@ -27,27 +28,8 @@ use crate::web::flash::{self, Level};
 use crate::web::layout::{html_response, render, Layout};
 use crate::web::see_other;
 
-/// Rows on the admin product list.
-const LIST_LIMIT: i64 = 50;
 const MAX_TEXT: usize = 200;
 const MAX_DESCRIPTION: usize = 5_000;
-
-#[derive(Template)]
-#[template(path = "admin/products/list.html")]
-pub struct ProductListPage {
-    pub layout: Layout,
-    pub search: String,
-    pub products: Vec<Product>,
-    pub total: u64,
-    /// No title or SKU matched, so these are full-text matches, best first.
-    pub full_text: bool,
-}
-
-impl ProductListPage {
-    pub fn types(&self) -> [ProductType; 3] {
-        ProductType::ALL
-    }
-}
 
 /// One input of the product form, with what was entered and what is wrong with it.
 pub struct FieldView {
@@ -62,7 +44,11 @@ pub struct FieldView {
 /// A category the product can be filed under, for the picker.
 pub struct CategoryOption {
     pub id: String,
+    /// The full path, e.g. `Music › Jazz › Bop`.
     pub label: String,
+    /// The category's own name, indented by `depth` in the checkbox tree.
+    pub name: String,
+    pub depth: usize,
     pub selected: bool,
 }
 
@@ -81,6 +67,9 @@ pub struct ProductFormPage {
     pub categories_error: Option<String>,
     pub form_error: Option<String>,
     featured: bool,
+    /// The lifecycle status the form shows (`draft`, `active`, `archived`).
+    pub status: String,
+    pub status_error: Option<String>,
     /// The version this form saves under (empty when creating, or for a product stored before
     /// versions existed).
     pub edit_version: String,
@@ -92,6 +81,10 @@ pub struct ProductFormPage {
 impl ProductFormPage {
     pub fn featured(&self) -> bool {
         self.featured
+    }
+
+    pub fn statuses(&self) -> [ProductStatus; 3] {
+        ProductStatus::ALL
     }
 
     /// Units held in shoppers' carts right now.
@@ -464,6 +457,14 @@ fn parse_product(
     })
 }
 
+/// The form's lifecycle status; a form without one (an older page) keeps products active.
+fn status_of(form: &Submitted) -> Option<ProductStatus> {
+    match form.get("status") {
+        "" => Some(ProductStatus::Active),
+        s => ProductStatus::parse(s),
+    }
+}
+
 /// The form's tags, normalised like content tags (lowercase words joined by dashes).
 fn tags_of(form: &Submitted) -> Vec<String> {
     let mut tags: Vec<String> = form
@@ -476,6 +477,12 @@ fn tags_of(form: &Submitted) -> Vec<String> {
     tags.sort();
     tags.dedup();
     tags
+}
+
+fn bad_status() -> FieldErrors {
+    let mut errors = FieldErrors::default();
+    errors.add("status", "Choose draft, active or archived.");
+    errors
 }
 
 fn cents_input(cents: i64) -> String {
@@ -495,6 +502,7 @@ fn values_of(product: &Product) -> HashMap<String, String> {
     if product.featured {
         v.insert("featured".into(), "1".into());
     }
+    v.insert("status".into(), product.status.as_str().into());
     let shipping = &product.shipping;
     v.insert("shipping_weight".into(), shipping.weight.to_string());
     v.insert(
@@ -584,6 +592,8 @@ async fn form_page(
             CategoryOption {
                 selected: input.selected.contains(&id),
                 label: e.category.path_label(),
+                name: e.category.name.clone(),
+                depth: e.depth,
                 id,
             }
         })
@@ -602,6 +612,13 @@ async fn form_page(
         categories,
         categories_error: input.errors.0.get("categories").cloned(),
         featured: input.values.get("featured").is_some_and(|v| v == "1"),
+        status: input
+            .values
+            .get("status")
+            .filter(|s| ProductStatus::parse(s).is_some())
+            .cloned()
+            .unwrap_or_else(|| ProductStatus::Active.as_str().to_string()),
+        status_error: input.errors.0.get("status").cloned(),
         form_error: input.form_error,
         edit_version: input.edit_version,
         loaded: input.loaded,
@@ -612,63 +629,7 @@ fn parse_id(id: &str) -> Result<ObjectId, AppError> {
     ObjectId::parse_str(id).map_err(|_| AppError::NotFound)
 }
 
-/// `GET /admin/products?q=`: by title prefix or exact SKU; when neither matches, the site
-/// search's full-text index (titles, people, genres, descriptions), best matches first.
-pub async fn index(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    params: web::Query<HashMap<String, String>>,
-) -> Result<HttpResponse, AppError> {
-    let search: String = params
-        .get("q")
-        .map(|q| {
-            crate::catalog::listing::without_control_chars(q)
-                .trim()
-                .chars()
-                .take(100)
-                .collect()
-        })
-        .unwrap_or_default();
-    let filter = if search.is_empty() {
-        doc! {}
-    } else {
-        doc! { "$or": [ { "sku": &search }, { "search_title": title_prefix(&search) } ] }
-    };
-    let collection = products::collection(&state.db);
-    let mut total = collection
-        .count_documents(filter.clone())
-        .await
-        .map_err(crate::db::DbError::from)?;
-    let mut sort = doc! { "search_title": 1, "_id": 1 };
-    let mut filter = filter;
-    let full_text = total == 0 && !search.is_empty();
-    if full_text {
-        filter = crate::search::text_filter(&search);
-        sort = crate::search::score_sort();
-        total = collection
-            .count_documents(filter.clone())
-            .await
-            .map_err(crate::db::DbError::from)?;
-    }
-    let products: Vec<Product> = collection
-        .find(filter)
-        .sort(sort)
-        .limit(LIST_LIMIT)
-        .await
-        .map_err(crate::db::DbError::from)?
-        .try_collect()
-        .await
-        .map_err(crate::db::DbError::from)?;
-    render(&ProductListPage {
-        layout: Layout::admin(&req),
-        search,
-        products,
-        total,
-        full_text: full_text && total > 0,
-    })
-}
-
-fn kind_param(params: &HashMap<String, String>) -> Result<ProductType, AppError> {
+pub(crate) fn kind_param(params: &HashMap<String, String>) -> Result<ProductType, AppError> {
     params
         .get("type")
         .and_then(|t| ProductType::parse(t))
@@ -741,11 +702,40 @@ pub async fn create(
     form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
     let kind = kind_param(&params)?;
-    let form = Submitted::from_pairs(form.into_inner());
-    let errors = match parse_product(kind, &form, true) {
-        Ok(new) => match products::create(&state.db, new).await {
+    create_product(&req, &state, kind, form.into_inner(), NewPhotos::default()).await
+}
+
+/// Photos that arrived with a create form (see `product_lifecycle::create_with_photos`):
+/// already stored, in the order chosen, and why any others were refused.
+#[derive(Default)]
+pub struct NewPhotos {
+    pub stored: Vec<ObjectId>,
+    pub refused: Vec<String>,
+}
+
+/// Create a product of `kind` from the submitted fields. The photos are attached when it is
+/// saved; when it is not (a field error, or a photo refused), the stored photos are deleted
+/// and the form comes back saying to choose them again.
+pub async fn create_product(
+    req: &HttpRequest,
+    state: &AppState,
+    kind: ProductType,
+    pairs: Vec<(String, String)>,
+    photos: NewPhotos,
+) -> Result<HttpResponse, AppError> {
+    let form = Submitted::from_pairs(pairs);
+    let parsed = parse_product(kind, &form, true).and_then(|new| match status_of(&form) {
+        Some(status) => Ok((new, status)),
+        None => Err(bad_status()),
+    });
+    let errors = match parsed {
+        Ok(_) if !photos.refused.is_empty() => FieldErrors::default(),
+        Ok((new, status)) => match products::create_as(&state.db, new, status).await {
             Ok(product) => {
                 products::set_tags(&state.db, product.id, &tags_of(&form)).await?;
+                for photo in &photos.stored {
+                    products::add_photo(&state.db, product.id, *photo).await?;
+                }
                 flash::push(
                     &req.get_session(),
                     Level::Success,
@@ -760,16 +750,30 @@ pub async fn create(
         },
         Err(errors) => errors,
     };
+    for photo in &photos.stored {
+        crate::content::photos::delete_file(&state.db, *photo).await?;
+    }
+    let mut form_error = if errors.0.is_empty() {
+        "The product was not saved.".to_string()
+    } else {
+        "The product was not saved: correct the fields marked below.".to_string()
+    };
+    if !photos.refused.is_empty() {
+        form_error.push_str(&format!(" Photos refused: {}.", photos.refused.join("; ")));
+    }
+    if !photos.stored.is_empty() || !photos.refused.is_empty() {
+        form_error.push_str(" Choose the photos again.");
+    }
     invalid(
-        &req,
-        &state,
+        req,
+        state,
         FormInput {
             kind,
             product: None,
             values: &form.values,
             selected: &form.categories,
             errors: &errors,
-            form_error: Some("The product was not saved: correct the fields marked below.".into()),
+            form_error: Some(form_error),
             edit_version: String::new(),
             loaded: String::new(),
         },
@@ -820,6 +824,7 @@ fn edit_fields(kind: ProductType) -> Vec<(&'static str, &'static str)> {
         .collect();
     names.push(("categories", "Categories"));
     names.push(("featured", "Featured on the home page"));
+    names.push(("status", "Status"));
     names
 }
 
@@ -890,9 +895,24 @@ pub async fn update(
         .ok_or(AppError::NotFound)?;
     let form = Submitted::from_pairs(form.into_inner());
     let version = form_version(&form)?;
-    let errors = match parse_product(product.kind, &form, false) {
-        Ok(edit) => {
-            match products::update(&state.db, product.id, version, edit, &tags_of(&form)).await {
+    let parsed =
+        parse_product(product.kind, &form, false).and_then(|edit| match status_of(&form) {
+            Some(status) => Ok((edit, status)),
+            None => Err(bad_status()),
+        });
+    let errors = match parsed {
+        Ok((edit, status)) => {
+            let tags = tags_of(&form);
+            match products::update_with_status(
+                &state.db,
+                product.id,
+                version,
+                edit,
+                &tags,
+                Some(status),
+            )
+            .await
+            {
                 Ok(products::Saved::Saved(_)) => {
                     flash::push(&req.get_session(), Level::Success, "Saved.");
                     return Ok(see_other(&format!(
@@ -951,11 +971,17 @@ pub struct ProductConflictPage {
     pub edit_version: String,
     pub loaded: String,
     featured: bool,
+    pub status: String,
+    pub status_error: Option<String>,
 }
 
 impl ProductConflictPage {
     pub fn featured(&self) -> bool {
         self.featured
+    }
+
+    pub fn statuses(&self) -> [ProductStatus; 3] {
+        ProductStatus::ALL
     }
 }
 
@@ -1058,6 +1084,8 @@ async fn conflict(
         edit_version: page.edit_version,
         loaded: page.loaded,
         featured: page.featured,
+        status: page.status,
+        status_error: None,
     };
     render_status(StatusCode::CONFLICT, &page)
 }

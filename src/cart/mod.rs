@@ -159,6 +159,12 @@ pub struct Cart {
     pub last_modified: DateTime,
     #[serde(default)]
     pub items: Vec<CartLine>,
+    /// The shop's shipping rates when the cart was started: the cart page, the checkout, the
+    /// amount charged and the order all use these, so a rate change in Admin → Settings never
+    /// changes a total a shopper has already been shown (it applies to carts started after
+    /// it). Carts from before rates were settings have the default rates.
+    #[serde(default)]
+    pub shipping_rates: crate::db::site::ShippingRates,
 }
 
 impl Cart {
@@ -175,12 +181,13 @@ impl Cart {
         self.items.iter().map(CartLine::line_total).sum()
     }
 
+    /// Shipping at the rates the cart started with (see [`Cart::shipping_rates`]).
     pub fn shipping_cents(&self) -> i64 {
         let grams = self.items.iter().map(|l| l.qty * l.details.weight).sum();
         if self.items.is_empty() {
             0
         } else {
-            shipping_cents(grams)
+            self.shipping_rates.cents_for(grams)
         }
     }
 
@@ -201,10 +208,10 @@ impl Cart {
     }
 }
 
-/// Shipping for a parcel of `grams`: a flat $3.99 plus $1.00 for every started 500 g.
+/// Shipping for a parcel of `grams` at the default rates: a flat $3.99 plus $1.00 for every
+/// started 500 g (Admin → Settings changes them for new carts).
 pub fn shipping_cents(grams: i64) -> i64 {
-    let grams = grams.max(0);
-    399 + 100 * ((grams + 499) / 500)
+    crate::db::site::ShippingRates::default().cents_for(grams)
 }
 
 /// Why a cart change was refused, in words the shopper can act on.
@@ -297,6 +304,7 @@ pub async fn create(db: &Db) -> Result<Cart, DbError> {
         created: now,
         last_modified: now,
         items: Vec::new(),
+        shipping_rates: crate::db::site::current().shipping,
     };
     collection(db).insert_one(&cart).await?;
     Ok(cart)

@@ -300,7 +300,10 @@ pub async fn add(
         }
     };
     // An unknown SKU starts nothing.
-    if products::by_sku(db, &form.sku).await?.is_none() {
+    if !products::by_sku(db, &form.sku)
+        .await?
+        .is_some_and(|p| p.is_on_sale())
+    {
         flash::push(&session, Level::Error, "That product does not exist.");
         return Ok(see_other("/cart"));
     }

@@ -65,8 +65,10 @@ pub async fn add_item_within(
     if !(1..=MAX_LINE_QTY).contains(&qty) {
         return Err(CartError::BadQuantity);
     }
+    // A draft or archived product cannot be added (it is not on the storefront).
     let product = products::by_sku(db, sku)
         .await?
+        .filter(products::Product::is_on_sale)
         .ok_or(CartError::UnknownSku)?;
     for _ in 0..MAX_ATTEMPTS {
         let cart = active_cart(db, cart_id).await?;

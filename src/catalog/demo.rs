@@ -570,6 +570,11 @@ fn strings(items: &[&str]) -> Vec<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
+/// The demo tree's category slugs, parents before their children.
+pub fn category_slugs() -> Vec<&'static str> {
+    TREE.iter().map(|(_, slug, _)| *slug).collect()
+}
+
 /// Add the demo category tree; returns how many categories were added.
 pub async fn seed_categories(db: &Db) -> Result<u64, CatalogError> {
     let mut added = 0;

@@ -188,7 +188,8 @@ impl ListingQuery {
 
     /// The filter for these choices, within `base` (e.g. a category).
     pub fn filter(&self, base: Document) -> Document {
-        let mut filter = base;
+        // Only products on sale: never drafts or archived ones.
+        let mut filter = crate::catalog::lifecycle::on_sale_within(base);
         if let Some(kind) = self.kind {
             filter.insert("type", kind.as_str());
         }
@@ -506,6 +507,13 @@ impl CountCache {
         if filter.is_empty() {
             return Ok(collection.estimated_document_count().await?);
         }
+        if *filter == crate::catalog::lifecycle::on_sale() {
+            // The whole storefront: every product less the few hidden ones (an index count),
+            // rather than visiting every document.
+            let all = collection.estimated_document_count().await?;
+            let hidden = crate::catalog::lifecycle::hidden_count(db).await?;
+            return Ok(all.saturating_sub(hidden));
+        }
         let key = filter.to_string();
         if let Ok(mut entries) = self.entries.lock() {
             if let Some((at, n)) = entries.get_mut(&key) {
@@ -556,7 +564,7 @@ pub async fn find_page(
     })
 }
 
-/// A short list for the home page's shelves: products on sale first, in `sort` order, then
+/// A short list for the home page's shelves (active products only): in stock first, in `sort` order, then
 /// sold-out ones only if too few are on sale to fill the shelf (a shelf of "newest" should not
 /// lead with things nobody can buy).
 pub async fn shelf(
@@ -565,6 +573,8 @@ pub async fn shelf(
     sort: Document,
     n: i64,
 ) -> Result<Vec<Product>, DbError> {
+    // Drafts and archived products are never on a shelf.
+    let filter = crate::catalog::lifecycle::on_sale_within(filter);
     let mut on_sale = filter.clone();
     on_sale.insert("qty", doc! { "$gt": 0 });
     let mut products: Vec<Product> = products::collection(db)

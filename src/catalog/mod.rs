@@ -4,6 +4,7 @@
 pub mod categories;
 pub mod demo;
 pub mod facets;
+pub mod lifecycle;
 pub mod listing;
 pub mod pages;
 pub mod products;

@@ -236,8 +236,10 @@ pub async fn show(
 }
 
 async fn existing_product(state: &AppState, slug: &str) -> Result<Product, AppError> {
+    // Drafts and archived products are not on the storefront.
     products::by_slug(&state.db, slug)
         .await?
+        .filter(Product::is_on_sale)
         .ok_or(AppError::NotFound)
 }
 

@@ -7,6 +7,7 @@ use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
 
+pub use crate::catalog::lifecycle::ProductStatus;
 use crate::catalog::CatalogError;
 use crate::db::{Db, DbError};
 
@@ -82,11 +83,13 @@ impl Pricing {
     }
 }
 
-/// Cents as the shop shows money: `$12.99`.
+/// Cents as the shop shows money: `$12.99`, with the currency symbol of the site settings
+/// (Admin → Settings).
 pub fn format_cents(cents: i64) -> String {
     let sign = if cents < 0 { "-" } else { "" };
+    let symbol = crate::db::site::current().currency_symbol.clone();
     let cents = cents.unsigned_abs();
-    format!("{sign}${}.{:02}", cents / 100, cents % 100)
+    format!("{sign}{symbol}{}.{:02}", cents / 100, cents % 100)
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -231,6 +234,10 @@ pub struct Product {
     pub photos: Vec<ObjectId>,
     #[serde(default)]
     pub featured: bool,
+    /// Draft, active or archived; only active products are on the storefront (a product
+    /// stored before statuses existed has none and is active).
+    #[serde(default)]
+    pub status: ProductStatus,
     /// Shared with content nodes: `/tags/{tag}` lists both.
     #[serde(default)]
     pub tags: Vec<String>,
@@ -266,6 +273,11 @@ impl Product {
     /// the type's section rather than failing the page).
     pub fn details(&self) -> Option<Details> {
         Details::parse(self.kind, &self.details).ok()
+    }
+
+    /// Whether shoppers may see and buy it (neither draft nor archived).
+    pub fn is_on_sale(&self) -> bool {
+        self.status == ProductStatus::Active
     }
 
     pub fn in_stock(&self) -> bool {
@@ -370,6 +382,7 @@ impl NewProduct {
             category_path,
             photos: Vec::new(),
             featured: self.featured,
+            status: ProductStatus::Active,
             tags: Vec::new(),
             genre_keys: crate::catalog::facets::keys(self.details.genres()),
             people_keys: crate::catalog::facets::keys(&self.details.people()),
@@ -417,7 +430,10 @@ pub fn indexes() -> Vec<IndexModel> {
         plain(doc! { "category_path": 1, "details.issue_date": -1, "_id": -1 }),
         plain(doc! { "categories": 1 }),
         plain(doc! { "featured": 1, "details.issue_date": -1 }),
-        plain(doc! { "qty": 1 }),
+        // Stock levels; `_id` after it serves the admin lists' tie-broken stock sort.
+        plain(doc! { "qty": 1, "_id": 1 }),
+        // The storefront's whole-catalog count subtracts the hidden (draft, archived) ones.
+        plain(doc! { "status": 1 }),
         // Tag pages list the products carrying a tag.
         plain(doc! { "tags": 1 }),
         // Orphaned-file clean-up asks whether a file is still a product photo.
@@ -436,7 +452,9 @@ pub fn collection(db: &Db) -> mongodb::Collection<Product> {
 pub async fn with_tag(db: &Db, tag: &str, limit: i64) -> Result<Vec<Product>, DbError> {
     use futures::TryStreamExt;
     Ok(collection(db)
-        .find(doc! { "tags": tag })
+        .find(crate::catalog::lifecycle::on_sale_within(
+            doc! { "tags": tag },
+        ))
         .sort(doc! { "search_title": 1 })
         .limit(limit)
         .await?
@@ -553,8 +571,18 @@ pub async fn category_path_for(db: &Db, categories: &[ObjectId]) -> Result<Vec<O
 
 /// Insert a new product; a duplicate slug or SKU is reported as such.
 pub async fn create(db: &Db, new: NewProduct) -> Result<Product, CatalogError> {
+    create_as(db, new, ProductStatus::Active).await
+}
+
+/// Insert a new product with `status` (e.g. a draft not yet on the storefront).
+pub async fn create_as(
+    db: &Db,
+    new: NewProduct,
+    status: ProductStatus,
+) -> Result<Product, CatalogError> {
     let path = category_path_for(db, &new.categories).await?;
-    let product = new.into_product(path)?;
+    let mut product = new.into_product(path)?;
+    product.status = status;
     durable(db).insert_one(&product).await?;
     Ok(product)
 }
@@ -570,14 +598,26 @@ pub enum Saved {
 
 /// Replace the editable fields of a product (and its tags) if it still carries
 /// `expected_version`, the version the form was loaded with (`None`: the product had none
-/// then, so it must still have none). Stock counters, reservations and photos are not
-/// written, and a stale form writes nothing at all.
+/// then, so it must still have none). Stock counters, reservations, photos and the lifecycle
+/// status are not written, and a stale form writes nothing at all.
 pub async fn update(
     db: &Db,
     id: ObjectId,
     expected_version: Option<ObjectId>,
     edit: NewProduct,
     tags: &[String],
+) -> Result<Saved, CatalogError> {
+    update_with_status(db, id, expected_version, edit, tags, None).await
+}
+
+/// [`update`], also setting the lifecycle `status` when given (the admin form's Status).
+pub async fn update_with_status(
+    db: &Db,
+    id: ObjectId,
+    expected_version: Option<ObjectId>,
+    edit: NewProduct,
+    tags: &[String],
+    status: Option<ProductStatus>,
 ) -> Result<Saved, CatalogError> {
     let path = category_path_for(db, &edit.categories).await?;
     let details = edit
@@ -595,11 +635,7 @@ pub async fn update(
     let genre_keys = crate::catalog::facets::keys(edit.details.genres());
     let people_keys = crate::catalog::facets::keys(&edit.details.people());
     let version = ObjectId::new();
-    let result = db
-        .durable::<Document>(COLLECTION)
-        .update_one(
-            filter,
-            doc! { "$set": {
+    let mut set = doc! {
                 "sku": &edit.sku, "slug": &edit.slug, "type": edit.details.product_type().as_str(),
                 "title": &edit.title, "search_title": search_key(&edit.title),
                 "description": &edit.description, "pricing": pricing, "shipping": shipping,
@@ -607,8 +643,13 @@ pub async fn update(
                 "genre_keys": genre_keys, "people_keys": people_keys,
                 "featured": edit.featured, "tags": tags, "updated": DateTime::now(),
                 "edit_version": version,
-            } },
-        )
+    };
+    if let Some(status) = status {
+        set.insert("status", status.as_str());
+    }
+    let result = db
+        .durable::<Document>(COLLECTION)
+        .update_one(filter, doc! { "$set": set })
         .await?;
     if result.matched_count == 1 {
         return Ok(Saved::Saved(version));

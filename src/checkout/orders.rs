@@ -143,7 +143,12 @@ pub fn indexes() -> Vec<IndexModel> {
         IndexModel::builder()
             .keys(doc! { "status": 1, "created": -1 })
             .build(),
-        IndexModel::builder().keys(doc! { "created": -1 }).build(),
+        // Newest first; `_id` after it serves the admin list's tie-broken sort and paging.
+        IndexModel::builder()
+            .keys(doc! { "created": -1, "_id": -1 })
+            .build(),
+        // Whether a product was ever ordered (only a never-ordered product may be deleted).
+        IndexModel::builder().keys(doc! { "items.sku": 1 }).build(),
     ]
 }
 

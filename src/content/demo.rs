@@ -50,6 +50,11 @@ const NEWS_ENTRY: &str = "The shop now has a **gallery** and this very blog. Pho
 videos, quotes and links will show up here as we find them.\n\n\
 Comments are welcome; be kind.";
 
+/// `(section, slug)` of every demo page, post and photo.
+pub fn node_keys() -> Vec<(&'static str, &'static str)> {
+    demos().iter().map(|d| (d.section, d.slug)).collect()
+}
+
 fn demos() -> Vec<Demo> {
     vec![
         Demo {

@@ -1,6 +1,18 @@
-//! The `settings` collection: site-wide settings kept in the database (name, tagline), so
-//! every instance behind a load balancer shows the same.
+//! The `settings` collection: site-wide settings kept in the database (name, tagline, currency
+//! symbol, flat shipping rates), so every instance behind a load balancer shows the same and
+//! the admin can change them (Admin → Settings) without a restart.
+//!
+//! A request sees one consistent copy: the [`with_settings`] middleware reads them through the
+//! [`SettingsCache`] (at most a few seconds old; emptied by a save) and makes them the
+//! request's [`current`] settings, which money formatting and new carts use.
 
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+use actix_web::web;
 use bson::doc;
 use serde::{Deserialize, Serialize};
 
@@ -9,10 +21,48 @@ use crate::db::{Db, DbError};
 pub const COLLECTION: &str = "settings";
 const SITE_ID: &str = "site";
 
+/// How long a read of the settings is reused before the next request reads them again.
+const CACHE_TTL: Duration = Duration::from_secs(5);
+
+/// Flat shipping: a base charge per order plus a charge for every started half kilogram.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ShippingRates {
+    /// Cents charged for any non-empty order.
+    pub base_cents: i64,
+    /// Cents added for every started 500 g of the parcel's weight.
+    pub per_half_kilo_cents: i64,
+}
+
+impl Default for ShippingRates {
+    fn default() -> Self {
+        ShippingRates {
+            base_cents: 399,
+            per_half_kilo_cents: 100,
+        }
+    }
+}
+
+impl ShippingRates {
+    /// Shipping for a parcel of `grams`.
+    pub fn cents_for(&self, grams: i64) -> i64 {
+        let grams = grams.max(0);
+        self.base_cents + self.per_half_kilo_cents * ((grams + 499) / 500)
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct SiteSettings {
     pub name: String,
     pub tagline: String,
+    /// Put before amounts: `$12.99`, `€12.99`.
+    #[serde(default = "default_currency")]
+    pub currency_symbol: String,
+    #[serde(default)]
+    pub shipping: ShippingRates,
+}
+
+fn default_currency() -> String {
+    "$".to_string()
 }
 
 impl Default for SiteSettings {
@@ -20,6 +70,8 @@ impl Default for SiteSettings {
         SiteSettings {
             name: "Bazaar".to_string(),
             tagline: "Records, films and books, with notes from the shop floor.".to_string(),
+            currency_symbol: default_currency(),
+            shipping: ShippingRates::default(),
         }
     }
 }
@@ -29,22 +81,109 @@ pub async fn load(db: &Db) -> Result<SiteSettings, DbError> {
     let stored = db
         .collection::<SiteSettings>(COLLECTION)
         .find_one(doc! { "_id": SITE_ID })
-        .projection(doc! { "_id": 0, "name": 1, "tagline": 1 })
+        .projection(doc! { "_id": 0, "name": 1, "tagline": 1, "currency_symbol": 1, "shipping": 1 })
         .await?;
     Ok(stored.unwrap_or_default())
+}
+
+/// Store `settings` (Admin → Settings), durably: the admin is told they are saved.
+pub async fn save(db: &Db, settings: &SiteSettings) -> Result<(), DbError> {
+    let shipping = bson::to_bson(&settings.shipping).map_err(|e| DbError::Other(e.into()))?;
+    db.durable::<bson::Document>(COLLECTION)
+        .update_one(
+            doc! { "_id": SITE_ID },
+            doc! { "$set": {
+                "name": &settings.name,
+                "tagline": &settings.tagline,
+                "currency_symbol": &settings.currency_symbol,
+                "shipping": shipping,
+            } },
+        )
+        .upsert(true)
+        .await?;
+    Ok(())
 }
 
 /// Store the defaults unless settings exist; returns whether a document was added. An existing
 /// document is never touched, so an edited tagline survives re-seeding.
 pub async fn insert_defaults(db: &Db) -> Result<bool, DbError> {
     let defaults = SiteSettings::default();
+    let shipping = bson::to_bson(&defaults.shipping).map_err(|e| DbError::Other(e.into()))?;
     let result = db
         .collection::<bson::Document>(COLLECTION)
         .update_one(
             doc! { "_id": SITE_ID },
-            doc! { "$setOnInsert": { "name": &defaults.name, "tagline": &defaults.tagline } },
+            doc! { "$setOnInsert": {
+                "name": &defaults.name,
+                "tagline": &defaults.tagline,
+                "currency_symbol": &defaults.currency_symbol,
+                "shipping": shipping,
+            } },
         )
         .upsert(true)
         .await?;
     Ok(result.upserted_id.is_some())
+}
+
+/// The last read of the settings, shared by every server worker.
+#[derive(Default)]
+pub struct SettingsCache {
+    entry: Mutex<Option<(Instant, Arc<SiteSettings>)>>,
+}
+
+impl SettingsCache {
+    /// The settings, read again when the last read is older than a few seconds. A failed read
+    /// falls back to the last one (or the defaults): a page never fails over its currency sign.
+    pub async fn get(&self, db: &Db) -> Arc<SiteSettings> {
+        let cached = self.entry.lock().ok().and_then(|e| e.clone());
+        if let Some((at, settings)) = &cached {
+            if at.elapsed() < CACHE_TTL {
+                return settings.clone();
+            }
+        }
+        match load(db).await {
+            Ok(settings) => {
+                let settings = Arc::new(settings);
+                if let Ok(mut entry) = self.entry.lock() {
+                    *entry = Some((Instant::now(), settings.clone()));
+                }
+                settings
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the site settings failed; using the last ones");
+                cached.map(|(_, s)| s).unwrap_or_default()
+            }
+        }
+    }
+
+    /// Forget the last read (after a save), so the next request reads the new settings.
+    pub fn invalidate(&self) {
+        if let Ok(mut entry) = self.entry.lock() {
+            *entry = None;
+        }
+    }
+}
+
+tokio::task_local! {
+    static CURRENT: Arc<SiteSettings>;
+}
+
+/// The settings of the request being handled; the defaults outside a request (background jobs,
+/// the command line), which never format money for people or start carts.
+pub fn current() -> Arc<SiteSettings> {
+    CURRENT
+        .try_with(Arc::clone)
+        .unwrap_or_else(|_| Arc::new(SiteSettings::default()))
+}
+
+/// Middleware: run the request with the site settings as its [`current`] settings.
+pub async fn with_settings(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let settings = match req.app_data::<web::Data<crate::state::AppState>>() {
+        Some(state) => state.site.get(&state.db).await,
+        None => Arc::new(SiteSettings::default()),
+    };
+    CURRENT.scope(settings, next.call(req)).await
 }

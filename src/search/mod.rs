@@ -149,7 +149,10 @@ pub async fn search(db: &Db, query: &str, page: u64) -> Result<Results, DbError>
 
     let product_docs: Vec<Document> = db
         .collection::<Document>(products::COLLECTION)
-        .find(text_filter(query))
+        // Drafts and archived products are not on the storefront.
+        .find(crate::catalog::lifecycle::on_sale_within(text_filter(
+            query,
+        )))
         .projection(product_projection())
         .sort(score_sort())
         .limit(fetch)

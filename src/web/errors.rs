@@ -204,7 +204,8 @@ pub fn render_bare_errors<B>(
     if let Some(info) = info {
         // A handler's error page, built without the request: again, in the visitor's layout.
         let (req, original) = res.into_parts();
-        let mut page = error_page_in(Layout::error(&req), info.status, Some(&info.message));
+        let layout = layout_for(&req, info.status);
+        let mut page = error_page_in(layout, info.status, Some(&info.message));
         for (name, value) in original.headers() {
             if !page.headers().contains_key(name) {
                 page.headers_mut().insert(name.clone(), value.clone());
@@ -219,7 +220,7 @@ pub fn render_bare_errors<B>(
         return Ok(ErrorHandlerResponse::Response(res.map_into_left_body()));
     }
     let (req, original) = res.into_parts();
-    let mut page = error_page_in(Layout::error(&req), original.status(), None);
+    let mut page = error_page_in(layout_for(&req, original.status()), original.status(), None);
     // Keep protocol headers the status relies on (Allow for 405, WWW-Authenticate for 401).
     for (name, value) in original.headers() {
         if name == actix_web::http::header::ALLOW
@@ -232,6 +233,24 @@ pub fn render_bare_errors<B>(
     Ok(ErrorHandlerResponse::Response(ServiceResponse::new(
         req, page,
     )))
+}
+
+/// `/admin` and everything under it.
+fn is_admin_path(path: &str) -> bool {
+    path == "/admin" || path.starts_with("/admin/")
+}
+
+/// The layout of an error page: in the admin (past its sign-in: 401 and 429 answer people not
+/// signed in) the admin's own, with its navigation and a link back; elsewhere the visitor's.
+fn layout_for(req: &actix_web::HttpRequest, status: StatusCode) -> Layout {
+    let in_admin = is_admin_path(req.path())
+        && status != StatusCode::UNAUTHORIZED
+        && status != StatusCode::TOO_MANY_REQUESTS;
+    if in_admin {
+        Layout::admin_error(req)
+    } else {
+        Layout::error(req)
+    }
 }
 
 /// Extractor configuration errors (bad form, query or path) become 400 pages, not the

@@ -30,6 +30,7 @@ const ADMIN_AREAS: &[(&str, &str)] = &[
     ("/admin/stock", "Stock"),
     ("/admin/content", "Content"),
     ("/admin/comments", "Comments"),
+    ("/admin/settings", "Settings"),
 ];
 
 pub struct NavLink {
@@ -47,6 +48,8 @@ pub struct Layout {
     pub cart_count: i64,
     /// The cart page marks the header's cart link as current.
     pub on_cart_page: bool,
+    /// The shop's name from the site settings (Admin → Settings), for the header.
+    pub shop_name: String,
     /// `None` on error pages rendered without a request.
     session: Option<Session>,
 }
@@ -73,7 +76,22 @@ impl Layout {
             admin,
             cart_count: crate::cart::session_item_count(&session),
             on_cart_page: req.path() == "/cart",
+            shop_name: crate::db::site::current().name.clone(),
             session: Some(session),
+        }
+    }
+
+    /// The admin's layout for an error page: its navigation, no flash messages taken (they
+    /// wait for the next real page).
+    pub fn admin_error(req: &HttpRequest) -> Layout {
+        Layout {
+            nav: nav_links(ADMIN_AREAS, req.path()),
+            flashes: Vec::new(),
+            admin: true,
+            cart_count: 0,
+            on_cart_page: false,
+            shop_name: crate::db::site::current().name.clone(),
+            session: Some(req.get_session()),
         }
     }
 
@@ -87,6 +105,7 @@ impl Layout {
             admin: false,
             cart_count: crate::cart::session_item_count(&session),
             on_cart_page: false,
+            shop_name: crate::db::site::current().name.clone(),
             session: Some(session),
         }
     }
@@ -99,6 +118,7 @@ impl Layout {
             admin: false,
             cart_count: 0,
             on_cart_page: false,
+            shop_name: crate::db::site::current().name.clone(),
             session: None,
         }
     }

@@ -1161,10 +1161,7 @@ mod tests {
 
     #[test]
     fn spec_parse_names_unsupported_index_kinds() {
-        for (kind, feature) in [
-            ("2dsphere", "2dsphere indexes"),
-            ("2d", "2d indexes"),
-        ] {
+        for (kind, feature) in [("2dsphere", "2dsphere indexes"), ("2d", "2d indexes")] {
             let err = IndexSpec::parse(&doc! { "key": { "a": kind }, "name": "x" }).unwrap_err();
             assert_eq!(err.code, ErrorCode::CommandNotSupported);
             assert!(err.message.contains(feature), "{}", err.message);

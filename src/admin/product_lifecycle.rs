@@ -1,0 +1,284 @@
+//! Admin product lifecycle actions beyond the form: creating a product with its photos in one
+//! go, deleting a never-ordered product through a confirmation page, and removing or
+//! reordering its photos.
+
+use std::collections::HashMap;
+
+use actix_session::SessionExt;
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use bson::oid::ObjectId;
+use futures::StreamExt;
+
+use crate::admin::products::{create_product, kind_param, NewPhotos};
+use crate::catalog::lifecycle::{self, DeleteRefused, Move};
+use crate::catalog::products::{self, Product};
+use crate::media::{self, UploadError};
+use crate::state::AppState;
+use crate::web::errors::AppError;
+use crate::web::flash::{self, Level};
+use crate::web::layout::{render, Layout};
+use crate::web::see_other;
+
+#[derive(Template)]
+#[template(path = "admin/products/delete.html")]
+pub struct DeleteProductPage {
+    pub layout: Layout,
+    pub product: Product,
+    /// Why it may not be deleted; `None`: it may.
+    pub refusal: Option<String>,
+}
+
+fn parse_id(id: &str) -> Result<ObjectId, AppError> {
+    ObjectId::parse_str(id).map_err(|_| AppError::NotFound)
+}
+
+async fn existing(state: &AppState, id: &str) -> Result<Product, AppError> {
+    products::by_id(&state.db, parse_id(id)?)
+        .await?
+        .ok_or(AppError::NotFound)
+}
+
+fn edit_url(product: &Product) -> String {
+    format!("/admin/products/{}/edit", product.id.to_hex())
+}
+
+/// A refusal in words, or the database error as an error page.
+fn refusal_text(e: DeleteRefused) -> Result<String, AppError> {
+    match e {
+        DeleteRefused::Db(e) => Err(e.into()),
+        other => Ok(other.to_string()),
+    }
+}
+
+/// `GET /admin/products/{id}/delete`: what deleting would do, or why it cannot be done.
+pub async fn confirm_delete(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let product = existing(&state, &id).await?;
+    let refusal = match lifecycle::check_deletable(&state.db, &product).await {
+        Ok(()) => None,
+        Err(e) => Some(refusal_text(e)?),
+    };
+    render(&DeleteProductPage {
+        layout: Layout::admin(&req),
+        product,
+        refusal,
+    })
+}
+
+/// `POST /admin/products/{id}/delete`: delete a product never ordered and not in any cart.
+pub async fn delete(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let product = existing(&state, &id).await?;
+    let session = req.get_session();
+    match lifecycle::delete_unordered(&state.db, &product).await {
+        Ok(()) => {
+            flash::push(
+                &session,
+                Level::Success,
+                format!("Deleted “{}” ({}).", product.title, product.sku),
+            );
+            Ok(see_other("/admin/products"))
+        }
+        Err(DeleteRefused::Gone) => Err(AppError::NotFound),
+        Err(e) => {
+            let why = refusal_text(e)?;
+            flash::push(
+                &session,
+                Level::Error,
+                format!("“{}” was not deleted: {why}.", product.title),
+            );
+            Ok(see_other(&edit_url(&product)))
+        }
+    }
+}
+
+#[derive(serde::Deserialize)]
+pub struct MoveForm {
+    #[serde(default)]
+    direction: String,
+}
+
+/// `POST /admin/products/{id}/photos/{file}/remove`
+pub async fn remove_photo(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, AppError> {
+    let (id, file) = path.into_inner();
+    let product = existing(&state, &id).await?;
+    let file = parse_id(&file)?;
+    let session = req.get_session();
+    if lifecycle::remove_photo(&state.db, product.id, file).await? {
+        flash::push(&session, Level::Success, "Photo removed.");
+    } else {
+        flash::push(
+            &session,
+            Level::Error,
+            "That photo is no longer on this product; nothing was changed.",
+        );
+    }
+    Ok(see_other(&edit_url(&product)))
+}
+
+/// `POST /admin/products/{id}/photos/{file}/move` with `direction` = `earlier` or `later`
+/// (the first photo is the cover).
+pub async fn move_photo(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    form: web::Form<MoveForm>,
+) -> Result<HttpResponse, AppError> {
+    let (id, file) = path.into_inner();
+    let product = existing(&state, &id).await?;
+    let file = parse_id(&file)?;
+    let direction = match form.direction.as_str() {
+        "earlier" => Move::Earlier,
+        "later" => Move::Later,
+        _ => {
+            return Err(AppError::BadRequest(
+                "Move a photo earlier or later.".into(),
+            ))
+        }
+    };
+    let session = req.get_session();
+    if lifecycle::move_photo(&state.db, product.id, file, direction).await? {
+        flash::push(&session, Level::Success, "Photo moved.");
+    } else {
+        flash::push(
+            &session,
+            Level::Error,
+            "The photo was not moved: it is already at that end, or the photos changed \
+             meanwhile. Check the order below.",
+        );
+    }
+    Ok(see_other(&edit_url(&product)))
+}
+
+/// Text fields of a multipart create form may hold this much in all (like a plain form).
+const MAX_TEXT_BYTES: usize = crate::web::csrf::MAX_FORM_BYTES;
+/// Photos accepted with one create form.
+const MAX_NEW_PHOTOS: usize = 10;
+
+/// Whether a request carries a multipart body (the create form with its photo picker).
+pub fn is_multipart(ctx: &actix_web::guard::GuardContext<'_>) -> bool {
+    ctx.head()
+        .headers()
+        .get(actix_web::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("multipart/form-data"))
+}
+
+/// Delete photos stored for a form that is not going to be saved.
+async fn discard(state: &AppState, photos: &[ObjectId]) -> Result<(), AppError> {
+    for photo in photos {
+        crate::content::photos::delete_file(&state.db, *photo).await?;
+    }
+    Ok(())
+}
+
+/// `POST /admin/products/new?type=album&csrf_token=…` as `multipart/form-data`: the create
+/// form with photos (field `photos`, any number up to ten). Each photo streams into storage as
+/// it arrives, checked like an edit-page upload; the text fields are then saved as a plain
+/// create form would be.
+pub async fn create_with_photos(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    params: web::Query<HashMap<String, String>>,
+    mut payload: actix_multipart::Multipart,
+) -> Result<HttpResponse, AppError> {
+    let kind = kind_param(&params)?;
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    let mut photos = NewPhotos::default();
+    let mut text_bytes = 0usize;
+    while let Some(field) = payload.next().await {
+        let mut field = match field {
+            Ok(field) => field,
+            Err(e) => {
+                tracing::info!(error = %e, "a create form could not be read");
+                discard(&state, &photos.stored).await?;
+                return Err(AppError::BadRequest(
+                    "The form arrived incomplete; please send it again.".into(),
+                ));
+            }
+        };
+        let name = field.name().unwrap_or_default().to_string();
+        if name == "photos" {
+            let filename: String = field
+                .content_disposition()
+                .and_then(|cd| cd.get_filename())
+                .map(|f| f.chars().filter(|c| !c.is_control()).take(100).collect())
+                .unwrap_or_default();
+            if filename.is_empty() {
+                // The picker was left empty: browsers still send an empty part.
+                while let Some(chunk) = field.next().await {
+                    if chunk.is_err() {
+                        break;
+                    }
+                }
+                continue;
+            }
+            if photos.stored.len() >= MAX_NEW_PHOTOS {
+                photos.refused.push(format!(
+                    "{filename}: at most {MAX_NEW_PHOTOS} photos at once"
+                ));
+                while let Some(chunk) = field.next().await {
+                    if chunk.is_err() {
+                        break;
+                    }
+                }
+                continue;
+            }
+            match media::store_upload_limited(
+                &state.db,
+                &filename,
+                field,
+                state.max_upload_bytes,
+                state.max_image_pixels,
+            )
+            .await
+            {
+                Ok(stored) => photos.stored.push(stored.id),
+                Err(UploadError::Db(e)) => {
+                    discard(&state, &photos.stored).await?;
+                    return Err(e.into());
+                }
+                Err(e) => photos.refused.push(format!("{filename}: {e}")),
+            }
+            continue;
+        }
+        let mut value = Vec::new();
+        while let Some(chunk) = field.next().await {
+            let chunk = match chunk {
+                Ok(chunk) => chunk,
+                Err(e) => {
+                    tracing::info!(error = %e, "a create form field could not be read");
+                    discard(&state, &photos.stored).await?;
+                    return Err(AppError::BadRequest(
+                        "The form arrived incomplete; please send it again.".into(),
+                    ));
+                }
+            };
+            text_bytes += chunk.len();
+            if text_bytes > MAX_TEXT_BYTES {
+                discard(&state, &photos.stored).await?;
+                return Err(AppError::BadRequest("The form is too large.".into()));
+            }
+            value.extend_from_slice(&chunk);
+        }
+        let Ok(value) = String::from_utf8(value) else {
+            discard(&state, &photos.stored).await?;
+            return Err(AppError::BadRequest(
+                "The form's text is not valid UTF-8.".into(),
+            ));
+        };
+        pairs.push((name, value));
+    }
+    create_product(&req, &state, kind, pairs, photos).await
+}

@@ -1,0 +1,223 @@
+//! A product's life in the shop: drafted, on sale (active), archived; deleting one that was
+//! never ordered; and its photos' order and removal.
+//!
+//! Only active products are on the storefront: every shop query adds [`on_sale`]. Products
+//! stored before statuses existed have no `status` field and count as active, so no migration
+//! is needed. Orders copy title and price when they are placed, so an archived product's orders
+//! keep their history.
+
+use bson::oid::ObjectId;
+use bson::{doc, DateTime, Document};
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::products::{self, Product};
+use crate::db::{Db, DbError};
+
+/// Where a product stands in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProductStatus {
+    /// Being prepared: only the admin sees it.
+    Draft,
+    /// On the storefront.
+    #[default]
+    Active,
+    /// No longer sold: gone from the storefront, kept for its orders' history.
+    Archived,
+}
+
+impl ProductStatus {
+    pub const ALL: [ProductStatus; 3] = [
+        ProductStatus::Draft,
+        ProductStatus::Active,
+        ProductStatus::Archived,
+    ];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ProductStatus::Draft => "draft",
+            ProductStatus::Active => "active",
+            ProductStatus::Archived => "archived",
+        }
+    }
+
+    pub fn label(&self) -> &'static str {
+        match self {
+            ProductStatus::Draft => "Draft",
+            ProductStatus::Active => "Active",
+            ProductStatus::Archived => "Archived",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<ProductStatus> {
+        ProductStatus::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+}
+
+/// The statuses kept off the storefront.
+const HIDDEN: [&str; 2] = ["draft", "archived"];
+
+/// The condition every storefront product query carries: not draft, not archived (a product
+/// without a `status` field predates statuses and is active).
+pub fn on_sale() -> Document {
+    doc! { "status": { "$nin": HIDDEN.to_vec() } }
+}
+
+/// `filter` narrowed to products on sale.
+pub fn on_sale_within(mut filter: Document) -> Document {
+    filter.insert("status", doc! { "$nin": HIDDEN.to_vec() });
+    filter
+}
+
+/// The admin list's filter for one status (active also matches products without the field).
+pub fn with_status(status: ProductStatus) -> Document {
+    match status {
+        ProductStatus::Active => on_sale(),
+        other => doc! { "status": other.as_str() },
+    }
+}
+
+/// How many products are hidden from the storefront (served by the `status` index); the
+/// storefront's whole-catalog count is the collection's size less these.
+pub async fn hidden_count(db: &Db) -> Result<u64, DbError> {
+    Ok(products::collection(db)
+        .count_documents(doc! { "status": { "$in": HIDDEN.to_vec() } })
+        .await?)
+}
+
+/// Why a product may not be deleted.
+#[derive(Debug, thiserror::Error)]
+pub enum DeleteRefused {
+    #[error("it appears on {0} orders; archive it instead, so those orders keep their history")]
+    Ordered(u64),
+    #[error("{0} units are held in shoppers' carts; archive it, or wait until the carts expire")]
+    InCarts(i64),
+    #[error("it was deleted already")]
+    Gone,
+    #[error(transparent)]
+    Db(#[from] DbError),
+}
+
+/// How many orders list `sku` (served by the orders' `items.sku` index).
+pub async fn order_count(db: &Db, sku: &str) -> Result<u64, DbError> {
+    Ok(db
+        .collection::<Document>(crate::checkout::orders::COLLECTION)
+        .count_documents(doc! { "items.sku": sku })
+        .await?)
+}
+
+/// Whether `product` may be deleted: never ordered, nothing reserved in carts.
+pub async fn check_deletable(db: &Db, product: &Product) -> Result<(), DeleteRefused> {
+    let orders = order_count(db, &product.sku).await?;
+    if orders > 0 || product.sold > 0 {
+        return Err(DeleteRefused::Ordered(orders.max(1)));
+    }
+    let carted: i64 = product.carted.iter().map(|c| c.qty).sum();
+    if carted > 0 {
+        return Err(DeleteRefused::InCarts(carted));
+    }
+    Ok(())
+}
+
+/// Delete a product that was never ordered and has nothing in carts, then its comments and
+/// photo files.
+/// The delete itself re-checks that nothing was sold or reserved meanwhile.
+pub async fn delete_unordered(db: &Db, product: &Product) -> Result<(), DeleteRefused> {
+    check_deletable(db, product).await?;
+    let result = db
+        .durable::<Document>(products::COLLECTION)
+        .delete_one(doc! {
+            "_id": product.id,
+            "sold": { "$in": [0, null] },
+            "carted.0": { "$exists": false },
+        })
+        .await
+        .map_err(DbError::from)?;
+    if result.deleted_count == 0 {
+        return match products::by_id(db, product.id).await? {
+            None => Err(DeleteRefused::Gone),
+            // Sold or reserved between the check and the delete: say which.
+            Some(now) => Err(check_deletable(db, &now)
+                .await
+                .err()
+                .unwrap_or(DeleteRefused::InCarts(0))),
+        };
+    }
+    // The product is gone first: a crash here leaves orphaned files (which the content
+    // area's orphan clean-up removes) or comments nobody can reach.
+    db.collection::<Document>(crate::comments::COLLECTION)
+        .delete_many(doc! { "discussion_id": product.id })
+        .await
+        .map_err(DbError::from)?;
+    for photo in &product.photos {
+        delete_photo_file_if_unused(db, *photo).await?;
+    }
+    Ok(())
+}
+
+/// Delete an image file no product refers to any more.
+async fn delete_photo_file_if_unused(db: &Db, file: ObjectId) -> Result<(), DbError> {
+    let users = products::collection(db)
+        .count_documents(doc! { "photos": file })
+        .await?;
+    if users == 0 {
+        crate::content::photos::delete_file(db, file).await?;
+    }
+    Ok(())
+}
+
+/// Take photo `file` off product `id` and delete the file if no product uses it. False when
+/// the product does not have that photo.
+pub async fn remove_photo(db: &Db, id: ObjectId, file: ObjectId) -> Result<bool, DbError> {
+    let result = db
+        .durable::<Document>(products::COLLECTION)
+        .update_one(
+            doc! { "_id": id, "photos": file },
+            doc! { "$pull": { "photos": file }, "$set": { "updated": DateTime::now() } },
+        )
+        .await?;
+    if result.modified_count == 0 {
+        return Ok(false);
+    }
+    delete_photo_file_if_unused(db, file).await?;
+    Ok(true)
+}
+
+/// Which way a photo moves in the product's list (the first is the cover).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Move {
+    Earlier,
+    Later,
+}
+
+/// Move photo `file` one place earlier or later. The write only applies if the photo list is
+/// still the one read, so two reorders at once cannot lose a photo. False when the photo is
+/// not there, already at that end, or the list changed meanwhile.
+pub async fn move_photo(
+    db: &Db,
+    id: ObjectId,
+    file: ObjectId,
+    direction: Move,
+) -> Result<bool, DbError> {
+    let Some(product) = products::by_id(db, id).await? else {
+        return Ok(false);
+    };
+    let mut photos = product.photos.clone();
+    let Some(at) = photos.iter().position(|p| *p == file) else {
+        return Ok(false);
+    };
+    let to = match direction {
+        Move::Earlier if at > 0 => at - 1,
+        Move::Later if at + 1 < photos.len() => at + 1,
+        _ => return Ok(false),
+    };
+    photos.swap(at, to);
+    let result = db
+        .durable::<Document>(products::COLLECTION)
+        .update_one(
+            doc! { "_id": id, "photos": &product.photos },
+            doc! { "$set": { "photos": &photos, "updated": DateTime::now() } },
+        )
+        .await?;
+    Ok(result.modified_count == 1)
+}
