@@ -12,11 +12,13 @@ pub mod content;
 pub mod db;
 pub mod health;
 pub mod home;
+pub mod jobs;
 pub mod media;
 pub mod routes;
 pub mod seed;
 pub mod startup;
 pub mod state;
+pub mod stock;
 pub mod telemetry;
 pub mod web;
 

@@ -6,8 +6,9 @@ mod common;
 
 use std::time::Duration;
 
-use bazaar::cart::{self, jobs, CartStatus};
+use bazaar::cart::{self, CartStatus};
 use bazaar::catalog::products;
+use bazaar::jobs;
 use bson::doc;
 use common::shop::*;
 use common::*;

@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bazaar::cart::jobs;
 use bazaar::checkout::orders::{self, OrderStatus};
+use bazaar::jobs;
 use common::shop::*;
 use common::*;
 use futures::TryStreamExt;

@@ -7,8 +7,9 @@ use actix_session::SessionExt;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
-use crate::cart::{self, jobs, Cart, CartStatus};
+use crate::cart::{self, Cart, CartStatus};
 use crate::catalog::products::format_cents;
+use crate::jobs;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};

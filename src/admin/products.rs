@@ -1065,7 +1065,7 @@ pub async fn adjust_stock(
     match form.delta.trim().trim_start_matches('+').parse::<i64>() {
         // A range test rather than `abs()`, which overflows for i64::MIN.
         Ok(delta) if delta != 0 && (-1_000_000..=1_000_000).contains(&delta) => {
-            if products::adjust_stock(&state.db, id, delta).await? {
+            if crate::stock::adjust_available(&state.db, id, delta).await? {
                 flash::push(
                     &session,
                     Level::Success,

@@ -4,12 +4,10 @@
 use actix_session::Session;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
-use bson::doc;
 use serde::Deserialize;
 
-use crate::cart::{self, reserve, Cart, CartError, CartStatus};
+use crate::cart::{self, price_changed_notice, reserve, store, Cart, CartError, CartStatus};
 use crate::catalog::products;
-use crate::checkout::price_changed_notice;
 use crate::db::Db;
 use crate::state::AppState;
 use crate::web::errors::AppError;
@@ -17,12 +15,19 @@ use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};
 use crate::web::see_other;
 
+/// A refused cart change is shown to the shopper as a conflict; a database failure as its page.
+impl From<CartError> for AppError {
+    fn from(e: CartError) -> Self {
+        match e {
+            CartError::Db(d) => d.into(),
+            other => AppError::Conflict(other.to_string()),
+        }
+    }
+}
+
 /// Shown once when a shopper comes back to a cart the expiry job emptied.
 pub const EXPIRED_NOTICE: &str =
     "Your cart expired after a while without changes, and its items were returned to the shelves.";
-
-/// Below this many available units the cart warns that few are left.
-const FEW_LEFT: i64 = 3;
 
 /// A cart line with what the shop knows about it now.
 pub struct LineView {
@@ -33,7 +38,7 @@ pub struct LineView {
 
 impl LineView {
     pub fn few_left(&self) -> bool {
-        self.available <= FEW_LEFT
+        products::is_low_stock(self.available)
     }
 
     /// The most the quantity box may ask for.
@@ -102,20 +107,16 @@ async fn review_lines(
         let available = product.map_or(0, |p| p.qty.max(0));
         if let Some(p) = product {
             if p.retail != line.details.price && cart.status == CartStatus::Active {
-                let taken = db
-                    .collection::<bson::Document>(cart::COLLECTION)
-                    .update_one(
-                        doc! {
-                            "_id": &cart.id, "status": "active",
-                            "items": { "$elemMatch": {
-                                "sku": &line.sku, "details.price": line.details.price,
-                            } },
-                        },
-                        doc! { "$set": { "items.$.details.price": p.retail } },
-                    )
-                    .await
-                    .map_err(crate::db::DbError::from)?;
-                if taken.modified_count == 1 {
+                let taken = store::take_over_price(
+                    db,
+                    &cart.id,
+                    CartStatus::Active,
+                    &line.sku,
+                    line.details.price,
+                    p.retail,
+                )
+                .await?;
+                if taken {
                     notices.push(price_changed_notice(
                         &line.details.title,
                         line.details.price,
@@ -125,7 +126,7 @@ async fn review_lines(
                 }
             }
         }
-        if available <= FEW_LEFT && cart.status == CartStatus::Active {
+        if products::is_low_stock(available) && cart.status == CartStatus::Active {
             notices.push(if available == 0 {
                 format!(
                     "{} is now sold out: you have the last ones.",
@@ -143,7 +144,9 @@ async fn review_lines(
     Ok(views)
 }
 
-/// `GET /cart`
+/// `GET /cart`. The one write a visit makes, on purpose: lines take over prices that changed
+/// since they were added ([`store::take_over_price`]), so the page shows what checkout will
+/// charge and tells the shopper once.
 pub async fn show(
     req: HttpRequest,
     session: Session,
@@ -219,10 +222,7 @@ async fn add_to_new_cart(
     let fresh = cart::create(db).await?;
     let outcome = reserve::add_item_within(db, &fresh.id, sku, qty, state.cart.limits()).await;
     if outcome.is_err() {
-        db.collection::<bson::Document>(cart::COLLECTION)
-            .delete_one(doc! { "_id": &fresh.id, "status": "active", "items": { "$size": 0 } })
-            .await
-            .map_err(crate::db::DbError::from)?;
+        store::delete_if_empty(db, &fresh.id).await?;
         return Ok((None, outcome));
     }
     cart::remember_in_session(session, &fresh);

@@ -39,17 +39,6 @@ impl From<mongodb::error::Error> for CatalogError {
     }
 }
 
-impl From<CatalogError> for crate::web::errors::AppError {
-    fn from(e: CatalogError) -> Self {
-        use crate::web::errors::AppError;
-        match e {
-            CatalogError::Db(db) => db.into(),
-            CatalogError::NotFound => AppError::NotFound,
-            other => AppError::Conflict(other.to_string()),
-        }
-    }
-}
-
 enum DuplicateKey {
     Slug,
     Sku,

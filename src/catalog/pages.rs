@@ -19,6 +19,18 @@ use crate::web::layout::{html_response, render, Layout};
 use crate::web::see_other;
 
 /// A listing with its filter form and page links (the product list and category pages).
+/// A catalog refusal is shown as a conflict (or 404); a database failure as its page.
+impl From<crate::catalog::CatalogError> for AppError {
+    fn from(e: crate::catalog::CatalogError) -> Self {
+        use crate::catalog::CatalogError;
+        match e {
+            CatalogError::Db(db) => db.into(),
+            CatalogError::NotFound => AppError::NotFound,
+            other => AppError::Conflict(other.to_string()),
+        }
+    }
+}
+
 pub struct Listing {
     pub page: Page,
     pub query: ListingQuery,
@@ -81,6 +93,11 @@ pub struct ProductPage {
 }
 
 impl ProductPage {
+    /// The most the add-to-cart quantity box offers (one cart line's maximum).
+    pub fn max_line_qty(&self) -> i64 {
+        crate::catalog::products::MAX_LINE_QTY
+    }
+
     /// The list of films with this actor.
     pub fn actor_url(&self, actor: &str) -> String {
         let qs = form_urlencoded::Serializer::new(String::new())

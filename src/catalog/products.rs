@@ -264,6 +264,11 @@ impl Product {
         self.qty > 0
     }
 
+    /// On sale, but running low (see [`LOW_STOCK`]).
+    pub fn is_low_stock(&self) -> bool {
+        self.in_stock() && is_low_stock(self.qty)
+    }
+
     pub fn retail_price(&self) -> String {
         format_cents(self.pricing.retail)
     }
@@ -584,27 +589,6 @@ pub async fn update(
     Ok(Saved::Stale)
 }
 
-/// Add (or with a negative `delta`, remove) available stock; available stock never goes below
-/// zero, so a removal larger than what is available is refused.
-pub async fn adjust_stock(db: &Db, id: ObjectId, delta: i64) -> Result<bool, DbError> {
-    let filter = if delta < 0 {
-        // i64::MIN has no positive counterpart: no stock could cover it.
-        let Some(needed) = delta.checked_neg() else {
-            return Ok(false);
-        };
-        doc! { "_id": id, "qty": { "$gte": needed } }
-    } else {
-        doc! { "_id": id }
-    };
-    let result = durable(db)
-        .update_one(
-            filter,
-            doc! { "$inc": { "qty": delta }, "$set": { "updated": DateTime::now() } },
-        )
-        .await?;
-    Ok(result.modified_count == 1)
-}
-
 /// Attach an uploaded photo to a product.
 pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool, DbError> {
     let result = durable(db)
@@ -616,8 +600,19 @@ pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool,
     Ok(result.matched_count == 1)
 }
 
-/// Available units at or below which the admin stock screen flags a product as low.
+/// Units on sale at or below which a product counts as running low: the product page says "only
+/// N left", the cart warns that few are left, and the admin stock screen flags it (and filters
+/// by it).
 pub const LOW_STOCK: i64 = 3;
+
+/// Whether `available` units on sale count as running low (see [`LOW_STOCK`]).
+pub fn is_low_stock(available: i64) -> bool {
+    available <= LOW_STOCK
+}
+
+/// The most units of one product a cart line (and so an order line) may hold; the product page's
+/// quantity box offers no more. The cart knows it as `cart::MAX_LINE_QTY`.
+pub const MAX_LINE_QTY: i64 = 99;
 
 /// Units one cart holds of a product (all the stock screen needs of a reservation).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -644,13 +639,14 @@ impl StockLevel {
         self.carted.iter().map(|c| c.qty).sum()
     }
 
-    /// Everything ever received: SPEC §2's invariant `qty + Σ carted.qty + sold`.
+    /// Everything ever received: `qty + Σ carted.qty + sold` (the stock ledger's invariant, see
+    /// `crate::stock`).
     pub fn received(&self) -> i64 {
         self.qty + self.reserved() + self.sold
     }
 
     pub fn is_low(&self) -> bool {
-        self.qty <= LOW_STOCK
+        is_low_stock(self.qty)
     }
 }
 

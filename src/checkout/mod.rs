@@ -12,16 +12,16 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
-use bson::{doc, DateTime, Document};
-use mongodb::options::ReturnDocument;
+use bson::{doc, DateTime};
 use serde::Deserialize;
 
-use crate::cart::{self, reserve, Cart, CartError, CartStatus};
-use crate::catalog::products::{self, format_cents};
+use crate::cart::{self, price_changed_notice, store, Cart, CartError, CartStatus};
+use crate::catalog::products;
 use crate::checkout::orders::{Address, Order, OrderItem, OrderStatus};
 use crate::checkout::payment::{Card, Charge, ChargeRequest, PaymentError, PaymentGateway};
 use crate::checkout::payments::{PaymentRecord, PaymentState};
 use crate::db::Db;
+use crate::stock;
 
 /// The checkout form as submitted; every field is text so bad input can be shown back.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -220,21 +220,13 @@ pub async fn place_order(
     cart_id: &str,
     details: &ValidCheckout,
 ) -> Result<CheckoutOutcome, CartError> {
-    // Fast: a lost lock is a cart still active, and the journaled payment record below takes it
-    // to disk with it before any money moves.
-    let locked = cart::collection(db)
-        .find_one_and_update(
-            doc! { "_id": cart_id, "status": "active", "items.0": { "$exists": true } },
-            doc! { "$set": { "status": "pending", "last_modified": DateTime::now() } },
-        )
-        .return_document(ReturnDocument::After)
-        .await?;
+    let locked = store::lock_for_checkout(db, cart_id).await?;
     let Some(cart) = locked else {
         return outcome_of_other_submit(db, cart_id).await;
     };
     let changes = review_reservations(db, &cart).await?;
     if !changes.is_empty() {
-        unlock(db, cart_id).await?;
+        store::unlock(db, cart_id).await?;
         return Ok(CheckoutOutcome::CartChanged(changes));
     }
     // On disk before the card is charged: after a crash, recovery asks the gateway about it.
@@ -255,7 +247,7 @@ pub async fn place_order(
         Ok(charge) => {
             tracing::warn!(cart = %cart.id, reference = %charge.reference,
                 "a checkout met its cart's refunded charge; not placing an order");
-            unlock(db, cart_id).await?;
+            store::unlock(db, cart_id).await?;
             return Ok(CheckoutOutcome::Declined(
                 "This cart's payment was refunded and cannot be used again. Please start a new \
                  cart."
@@ -284,7 +276,7 @@ pub async fn place_order(
                         .to_string()
                 }
             };
-            unlock(db, cart_id).await?;
+            store::unlock(db, cart_id).await?;
             return Ok(CheckoutOutcome::Declined(reason));
         }
     };
@@ -360,14 +352,9 @@ async fn record_order(
 /// interrupted after the order was recorded can be finished later. `cart` is the cart as locked,
 /// whose lines are the order's items.
 pub async fn finish_paid_cart(db: &Db, cart: &Cart) -> Result<(), CartError> {
-    db.durable::<Document>(cart::COLLECTION)
-        .update_one(
-            doc! { "_id": &cart.id, "status": { "$in": ["pending", "complete"] } },
-            doc! { "$set": { "status": "complete", "last_modified": DateTime::now() } },
-        )
-        .await?;
+    store::complete(db, &cart.id).await?;
     for line in &cart.items {
-        reserve::sell_reservation(db, &line.sku, &cart.id, line.qty).await?;
+        stock::sell_reservation(db, &line.sku, &cart.id, line.qty).await?;
     }
     Ok(())
 }
@@ -409,7 +396,7 @@ pub async fn recover_stuck_checkouts(
     gateway: &dyn PaymentGateway,
     older_than: Duration,
 ) -> Result<RecoveryReport, CartError> {
-    let cutoff = cart::jobs::cutoff(older_than);
+    let cutoff = crate::db::cutoff(older_than);
     let mut report = RecoveryReport::default();
     for attempt in payments::unfinished_before(db, cutoff).await? {
         match settle(db, gateway, &attempt).await {
@@ -424,13 +411,7 @@ pub async fn recover_stuck_checkouts(
             }
         }
     }
-    let stuck: Vec<Cart> = futures::TryStreamExt::try_collect(
-        cart::collection(db)
-            .find(doc! { "status": "pending", "last_modified": { "$lt": cutoff } })
-            .await?,
-    )
-    .await?;
-    for c in stuck {
+    for c in store::pending_before(db, cutoff).await? {
         let attempt = payments::by_key(db, &c.id).await?;
         if attempt.is_some_and(|a| a.state.is_unfinished()) {
             // Settled above once it is old enough, or the gateway could not tell yet.
@@ -440,7 +421,7 @@ pub async fn recover_stuck_checkouts(
             finish_paid_cart(db, &c).await?;
             report.finished += 1;
         } else {
-            hand_back(db, &c).await?;
+            store::hand_back(db, &c).await?;
             report.handed_back += 1;
         }
         tracing::warn!(cart = %c.id, "recovered a checkout interrupted by a crash");
@@ -488,7 +469,7 @@ async fn settle(
     };
     let Some(charge) = charge else {
         if let Some(c) = cart.as_ref().filter(|c| c.status == CartStatus::Pending) {
-            hand_back(db, c).await?;
+            store::hand_back(db, c).await?;
         }
         payments::advance(
             db,
@@ -543,28 +524,6 @@ async fn settle(
     }
 }
 
-/// Hand a cart stuck `pending` back to its shopper.
-async fn hand_back(db: &Db, c: &Cart) -> Result<(), CartError> {
-    cart::collection(db)
-        .update_one(
-            doc! { "_id": &c.id, "status": "pending", "last_modified": c.last_modified },
-            doc! { "$set": { "status": "active", "last_modified": DateTime::now() } },
-        )
-        .await?;
-    Ok(())
-}
-
-/// Put a locked cart back in the shopper's hands.
-async fn unlock(db: &Db, cart_id: &str) -> Result<(), CartError> {
-    cart::collection(db)
-        .update_one(
-            doc! { "_id": cart_id, "status": "pending" },
-            doc! { "$set": { "status": "active", "last_modified": DateTime::now() } },
-        )
-        .await?;
-    Ok(())
-}
-
 /// Why the cart could not be locked, and what the shopper should see instead: a submit racing
 /// another one for the same cart waits (briefly) for that one's order.
 pub async fn outcome_of_other_submit(db: &Db, cart_id: &str) -> Result<CheckoutOutcome, CartError> {
@@ -596,7 +555,6 @@ pub async fn outcome_of_other_submit(db: &Db, cart_id: &str) -> Result<CheckoutO
 /// reservation is short is cut to what is reserved (removed if nothing is); a changed price is
 /// taken over. Returns a notice per change; empty means the cart can be charged as it is.
 async fn review_reservations(db: &Db, cart: &Cart) -> Result<Vec<String>, CartError> {
-    let carts = db.collection::<Document>(cart::COLLECTION);
     let skus: Vec<&str> = cart.items.iter().map(|l| l.sku.as_str()).collect();
     let on_file = products::by_skus(db, &skus).await?;
     let mut notices = Vec::new();
@@ -605,36 +563,31 @@ async fn review_reservations(db: &Db, cart: &Cart) -> Result<Vec<String>, CartEr
         let reserved = product.map_or(0, |p| p.reserved_for(&cart.id));
         let title = &line.details.title;
         if reserved == 0 {
-            carts
-                .update_one(
-                    doc! { "_id": &cart.id },
-                    doc! { "$pull": { "items": { "sku": &line.sku } } },
-                )
-                .await?;
+            store::drop_line(db, &cart.id, &line.sku).await?;
             notices.push(format!(
                 "{title} was no longer reserved for you and has been removed from your cart."
             ));
             continue;
         }
         if reserved != line.qty {
-            carts
-                .update_one(
-                    doc! { "_id": &cart.id, "items.sku": &line.sku },
-                    doc! { "$set": { "items.$.qty": reserved } },
-                )
-                .await?;
+            store::cut_line(db, &cart.id, &line.sku, reserved).await?;
             notices.push(format!(
                 "Only {reserved} of {title} are reserved for you; your cart now holds {reserved}."
             ));
         }
         if let Some(p) = product {
             if p.pricing.retail != line.details.price {
-                carts
-                    .update_one(
-                        doc! { "_id": &cart.id, "items.sku": &line.sku },
-                        doc! { "$set": { "items.$.details.price": p.pricing.retail } },
-                    )
-                    .await?;
+                // This checkout holds the lock, so the guard holds; the shopper reviews the
+                // change either way before anything is charged.
+                store::take_over_price(
+                    db,
+                    &cart.id,
+                    CartStatus::Pending,
+                    &line.sku,
+                    line.details.price,
+                    p.pricing.retail,
+                )
+                .await?;
                 notices.push(price_changed_notice(
                     title,
                     line.details.price,
@@ -644,14 +597,6 @@ async fn review_reservations(db: &Db, cart: &Cart) -> Result<Vec<String>, CartEr
         }
     }
     Ok(notices)
-}
-
-pub fn price_changed_notice(title: &str, was: i64, now: i64) -> String {
-    format!(
-        "The price of {title} changed from {} to {} since you added it.",
-        format_cents(was),
-        format_cents(now)
-    )
 }
 
 #[cfg(test)]

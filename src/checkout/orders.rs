@@ -8,9 +8,10 @@ use mongodb::options::{IndexOptions, ReturnDocument};
 use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
 
-use crate::cart::{reserve, CartError};
-use crate::catalog::products::{self, format_cents};
+use crate::cart::CartError;
+use crate::catalog::products::format_cents;
 use crate::db::{Db, DbError};
+use crate::stock;
 
 pub const COLLECTION: &str = "orders";
 pub const COUNTERS: &str = "counters";
@@ -268,7 +269,6 @@ pub async fn cancel(db: &Db, number: &str) -> Result<bool, CartError> {
 /// part-way, which [`resume_restocking`] finishes from the durable `restock` list.
 pub async fn restock(db: &Db, order: &Order) -> Result<(), CartError> {
     let hold = format!("cancelled:{}", order.number);
-    let products = db.collection::<Document>(products::COLLECTION);
     for sku in &order.restock {
         let units: i64 = order
             .items
@@ -276,25 +276,15 @@ pub async fn restock(db: &Db, order: &Order) -> Result<(), CartError> {
             .filter(|i| &i.sku == sku)
             .map(|i| i.qty)
             .sum();
-        reserve::sell_reservation(db, sku, &order.cart_id, units).await?;
-        products
-            .update_one(
-                doc! { "sku": sku, "sold": { "$gte": units }, "carted.cart_id": { "$ne": &hold } },
-                doc! {
-                    "$inc": { "sold": -units },
-                    "$push": { "carted": {
-                        "cart_id": &hold, "qty": units, "timestamp": DateTime::now(),
-                    } },
-                },
-            )
-            .await?;
+        stock::sell_reservation(db, sku, &order.cart_id, units).await?;
+        stock::unsell_into_hold(db, sku, &hold, units).await?;
         collection(db)
             .update_one(
                 doc! { "_id": order.id },
                 doc! { "$pull": { "restock": sku } },
             )
             .await?;
-        reserve::return_reservation(db, sku, &hold).await?;
+        stock::return_reservation(db, sku, &hold).await?;
     }
     Ok(())
 }

@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::config::AdminSettings;
-use crate::web::errors::error_page;
+use crate::web::error_page::error_page;
 
 pub const REALM_HEADER: &str = "Basic realm=\"Bazaar admin\", charset=\"UTF-8\"";
 const GENERATED_PASSWORD_LENGTH: usize = 24;
