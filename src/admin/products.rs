@@ -12,7 +12,7 @@ use bson::oid::ObjectId;
 use futures::{StreamExt, TryStreamExt};
 
 use crate::catalog::categories::{self, TreeEntry};
-use crate::catalog::demo::date;
+use crate::catalog::demo::midnight_utc;
 use crate::catalog::listing::{parse_dollars, title_prefix};
 use crate::catalog::products::{
     self, AlbumDetails, BookDetails, Details, Dimensions, FilmDetails, NewProduct, Product,
@@ -201,15 +201,7 @@ impl Submitted {
     }
 }
 
-/// Errors by field name, shown next to their inputs.
-#[derive(Default)]
-struct FieldErrors(HashMap<&'static str, String>);
-
-impl FieldErrors {
-    fn add(&mut self, field: &'static str, message: impl Into<String>) {
-        self.0.entry(field).or_insert_with(|| message.into());
-    }
-}
+use crate::web::field_errors::FieldErrors;
 
 fn list(value: &str, separator: char) -> Vec<String> {
     value
@@ -225,16 +217,10 @@ fn parse_date(value: &str) -> Option<bson::DateTime> {
     let y: i32 = parts.next()?.parse().ok()?;
     let m: u32 = parts.next()?.parse().ok()?;
     let d: u32 = parts.next()?.parse().ok()?;
-    if parts.next().is_some() || !(1000..=9999).contains(&y) || !(1..=12).contains(&m) {
+    if parts.next().is_some() || !(1000..=9999).contains(&y) {
         return None;
     }
-    let days_in_month = match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    };
-    (1..=days_in_month).contains(&d).then(|| date(y, m, d))
+    midnight_utc(y, m, d)
 }
 
 /// Whole grams, at least 0; empty is 0.
@@ -444,7 +430,7 @@ fn parse_product(
             })
         }
     };
-    if !errors.0.is_empty() {
+    if !errors.is_empty() {
         return Err(errors);
     }
     Ok(NewProduct {
@@ -569,7 +555,7 @@ async fn form_page(
                 hint,
                 input: kind,
                 value: input.values.get(*name).cloned().unwrap_or_default(),
-                error: input.errors.0.get(name).cloned(),
+                error: input.errors.get(name).cloned(),
             }
         };
     let fields = specs.into_iter().map(view).collect();
@@ -598,7 +584,7 @@ async fn form_page(
         fields,
         shipping,
         categories,
-        categories_error: input.errors.0.get("categories").cloned(),
+        categories_error: input.errors.get("categories").cloned(),
         featured: input.values.get("featured").is_some_and(|v| v == "1"),
         form_error: input.form_error,
         edit_version: input.edit_version,
@@ -606,9 +592,8 @@ async fn form_page(
     })
 }
 
-fn parse_id(id: &str) -> Result<ObjectId, AppError> {
-    ObjectId::parse_str(id).map_err(|_| AppError::NotFound)
-}
+/// An id from the URL; one that is not an ObjectId is a 404.
+use crate::web::parse_object_id as parse_id;
 
 /// `GET /admin/products?q=`: by title prefix or exact SKU.
 pub async fn index(

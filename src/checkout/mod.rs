@@ -8,7 +8,6 @@ pub mod pages;
 pub mod payment;
 pub mod payments;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
@@ -38,8 +37,7 @@ pub struct CheckoutForm {
     pub cvc: String,
 }
 
-/// Field name → what is wrong with it.
-pub type FieldErrors = BTreeMap<&'static str, String>;
+pub use crate::web::field_errors::FieldErrors;
 
 /// A form that passed validation.
 #[derive(Debug, Clone)]
@@ -56,22 +54,19 @@ impl CheckoutForm {
         let mut errors = FieldErrors::new();
         let email = self.email.trim();
         if !is_plausible_email(email) {
-            errors.insert(
-                "email",
-                "Enter an email address like name@example.com.".into(),
-            );
+            errors.add("email", "Enter an email address like name@example.com.");
         }
         let mut text = |field: &'static str, value: &str, label: &str, max: usize| {
             let value = value.trim();
             if value.is_empty() {
-                errors.insert(field, format!("Enter your {label}."));
+                errors.add(field, format!("Enter your {label}."));
             } else if value.chars().count() > max {
-                errors.insert(
+                errors.add(
                     field,
                     format!("{label} is too long (at most {max} characters)."),
                 );
             } else if value.chars().any(char::is_control) {
-                errors.insert(
+                errors.add(
                     field,
                     format!("{label} contains characters we cannot print."),
                 );
@@ -89,32 +84,29 @@ impl CheckoutForm {
             .filter(|c| !matches!(c, ' ' | '-'))
             .collect();
         if number.is_empty() {
-            errors.insert("card_number", "Enter your card number.".into());
+            errors.add("card_number", "Enter your card number.");
         } else if !(12..=19).contains(&number.len()) || !number.chars().all(|c| c.is_ascii_digit())
         {
-            errors.insert("card_number", "A card number has 12 to 19 digits.".into());
+            errors.add("card_number", "A card number has 12 to 19 digits.");
         } else if !luhn_valid(&number) {
-            errors.insert(
+            errors.add(
                 "card_number",
-                "That card number is not valid; check the digits.".into(),
+                "That card number is not valid; check the digits.",
             );
         }
         let expiry = parse_expiry(&self.expiry);
         match expiry {
             None => {
-                errors.insert("expiry", "Enter the expiry date as MM/YY.".into());
+                errors.add("expiry", "Enter the expiry date as MM/YY.");
             }
             Some((year, month)) if (year, month) < today => {
-                errors.insert("expiry", "This card has expired.".into());
+                errors.add("expiry", "This card has expired.");
             }
             Some(_) => {}
         }
         let cvc = self.cvc.trim();
         if !(3..=4).contains(&cvc.len()) || !cvc.chars().all(|c| c.is_ascii_digit()) {
-            errors.insert(
-                "cvc",
-                "The security code is the 3 or 4 digits on the card.".into(),
-            );
+            errors.add("cvc", "The security code is the 3 or 4 digits on the card.");
         }
         match expiry {
             Some((exp_year, exp_month)) if errors.is_empty() => Ok(ValidCheckout {
@@ -185,11 +177,9 @@ fn parse_expiry(value: &str) -> Option<(i32, u32)> {
 
 /// (year, month) now, for expiry checks.
 pub fn current_month() -> (i32, u32) {
-    let now = DateTime::now().to_chrono().format("%Y %m").to_string();
-    let mut parts = now.split(' ').map(|p| p.parse::<i64>().unwrap_or(0));
-    let year = parts.next().unwrap_or(0);
-    let month = parts.next().unwrap_or(0);
-    (year as i32, month as u32)
+    use chrono::Datelike;
+    let now = chrono::Utc::now();
+    (now.year(), now.month())
 }
 
 /// How a checkout attempt ended.
@@ -635,10 +625,12 @@ mod tests {
             ..good_form()
         };
         let errors = form.validate((2026, 11)).expect_err("invalid");
-        let fields: Vec<&str> = errors.keys().copied().collect();
+        let fields: Vec<&str> = errors.fields().collect();
         assert_eq!(fields, ["card_number", "cvc", "email", "expiry", "name"]);
-        assert!(errors["expiry"].contains("expired"));
-        assert!(errors["card_number"].contains("not valid"));
+        assert!(errors.get("expiry").is_some_and(|m| m.contains("expired")));
+        assert!(errors
+            .get("card_number")
+            .is_some_and(|m| m.contains("not valid")));
     }
 
     #[test]

@@ -448,9 +448,8 @@ pub async fn store_generated_cover(db: &Db, title: &str) -> Result<StoredImage, 
     store_upload(db, &filename, body, MAX_GENERATED_BYTES).await
 }
 
-fn parse_id(id: &str) -> Result<ObjectId, AppError> {
-    ObjectId::parse_str(id).map_err(|_| AppError::NotFound)
-}
+/// An id from the URL; one that is not an ObjectId is a 404.
+use crate::web::parse_object_id as parse_id;
 
 /// `GET /media/{file_id}`
 pub async fn serve(
