@@ -156,7 +156,7 @@ pub struct MediaSettings {
     pub max_image_pixels: u64,
 }
 
-/// How long reservations live (SPEC §2: expiry, then cleanup of what expiry missed).
+/// How long reservations live (expiry, then cleanup of what expiry missed; see `docs/invariants.md`).
 #[derive(Debug, Clone)]
 pub struct CartSettings {
     /// An active cart idle this long expires and returns its stock.

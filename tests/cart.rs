@@ -1,6 +1,6 @@
 //! The cart and stock reservations through HTTP, many shoppers at once: every test ends by
-//! checking SPEC §2's invariant, `qty + Σ carted.qty + sold == stock received`, on the products
-//! it touched.
+//! checking the stock invariant (`docs/invariants.md`),
+//! `qty + Σ carted.qty + sold == stock received`, on the products it touched.
 
 mod common;
 

@@ -6,6 +6,7 @@ pub mod comments;
 pub mod content;
 pub mod dashboard;
 pub mod orders;
+pub mod product_form;
 pub mod products;
 pub mod stock;
 

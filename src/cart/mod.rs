@@ -1,6 +1,7 @@
-//! The shopping cart (SPEC §2): one document per cart, its id in the session cookie, the stock it
-//! holds reserved on the products themselves. No transactions: every change is a single-document
-//! update whose filter states its precondition, with a compensating update when a later step fails.
+//! The shopping cart: one document per cart, its id in the session cookie, the stock it holds
+//! reserved on the products themselves. No transactions: every change is a single-document update
+//! whose filter states its precondition, with a compensating update when a later step fails (see
+//! `docs/invariants.md`). Writes to `carts` live in [`store`], stock moves in `crate::stock`.
 //!
 //! Cart writes (create, add, change, remove) use the fast write concern even with
 //! `database.write_concern = "durable"`: a crash that loses one is a crash between two steps,

@@ -369,7 +369,7 @@ pub fn search_key(title: &str) -> String {
     title.trim().to_lowercase()
 }
 
-/// The indexes behind every product query the shop issues (see SPEC §1's table).
+/// The indexes behind every product query the shop issues (listed in `docs/data-model.md`).
 pub fn indexes() -> Vec<IndexModel> {
     let unique = || IndexOptions::builder().unique(true).build();
     let plain = |keys: Document| IndexModel::builder().keys(keys).build();
