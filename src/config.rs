@@ -179,15 +179,6 @@ pub struct CartSettings {
     pub recover_checkout_after: std::time::Duration,
 }
 
-impl CartSettings {
-    pub fn limits(&self) -> crate::cart::CartLimits {
-        crate::cart::CartLimits {
-            max_units: self.max_units,
-            max_line_share_pct: self.max_line_share_pct,
-        }
-    }
-}
-
 /// Limits on comments.
 #[derive(Debug, Clone)]
 pub struct CommentSettings {
@@ -654,7 +645,7 @@ impl Layers {
         }
         let (password_hash, origin) = self.optional_string("admin.password_hash")?;
         if let Some(hash) = &password_hash {
-            crate::web::basic_auth::check_password_hash(hash)
+            check_password_hash(hash)
                 .map_err(|message| Self::invalid("admin.password_hash", &origin, message))?;
         }
         Ok(AdminSettings {
@@ -708,6 +699,19 @@ pub fn redact_uri(uri: &str) -> String {
         }
         None => uri.to_string(),
     }
+}
+
+/// Whether a configured hash is an argon2 PHC string (checked when the settings load).
+pub fn check_password_hash(phc: &str) -> Result<(), String> {
+    let hash = argon2::PasswordHash::new(phc)
+        .map_err(|e| format!("expected an argon2 PHC string from `bazaar hash-password` ({e})"))?;
+    if !hash.algorithm.as_str().starts_with("argon2") {
+        return Err(format!(
+            "expected an argon2 hash, got algorithm {:?}",
+            hash.algorithm.as_str()
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -48,6 +48,14 @@ impl CartLimits {
         max_line_share_pct: 100,
     };
 
+    /// The limits the `cart.*` settings configure.
+    pub fn configured(settings: &crate::config::CartSettings) -> CartLimits {
+        CartLimits {
+            max_units: settings.max_units,
+            max_line_share_pct: settings.max_line_share_pct,
+        }
+    }
+
     /// The most units of `product` one cart line may hold.
     pub fn line_cap(&self, product: &Product) -> i64 {
         let reserved: i64 = product.carted.iter().map(|c| c.qty.max(0)).sum();

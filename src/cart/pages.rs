@@ -220,7 +220,14 @@ async fn add_to_new_cart(
         return Ok((None, Err(CartError::TooManyCarts)));
     }
     let fresh = cart::create(db).await?;
-    let outcome = reserve::add_item_within(db, &fresh.id, sku, qty, state.cart.limits()).await;
+    let outcome = reserve::add_item_within(
+        db,
+        &fresh.id,
+        sku,
+        qty,
+        cart::CartLimits::configured(&state.cart),
+    )
+    .await;
     if outcome.is_err() {
         store::delete_if_empty(db, &fresh.id).await?;
         return Ok((None, outcome));
@@ -291,7 +298,7 @@ pub async fn add(
         flash::push(&session, Level::Error, "That product does not exist.");
         return Ok(see_other("/cart"));
     }
-    let limits = state.cart.limits();
+    let limits = cart::CartLimits::configured(&state.cart);
     let (mut cart_id, mut outcome) = match active_cart_for_adding(db, &session).await? {
         Some(id) => {
             let outcome = reserve::add_item_within(db, &id, &form.sku, qty, limits).await;
@@ -352,7 +359,14 @@ pub async fn change(
     form: web::Form<QuantityForm>,
 ) -> Result<HttpResponse, AppError> {
     let qty = parse_qty(&form.qty);
-    update_line(&session, &state.db, &sku, qty, state.cart.limits()).await
+    update_line(
+        &session,
+        &state.db,
+        &sku,
+        qty,
+        cart::CartLimits::configured(&state.cart),
+    )
+    .await
 }
 
 /// `POST /cart/items/{sku}/remove`
@@ -361,7 +375,14 @@ pub async fn remove(
     state: web::Data<AppState>,
     sku: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    update_line(&session, &state.db, &sku, Ok(0), state.cart.limits()).await
+    update_line(
+        &session,
+        &state.db,
+        &sku,
+        Ok(0),
+        cart::CartLimits::configured(&state.cart),
+    )
+    .await
 }
 
 async fn update_line(
