@@ -229,8 +229,8 @@ pub async fn list(db: &Db, status: Option<OrderStatus>, limit: i64) -> Result<Ve
 pub async fn mark_shipped(db: &Db, number: &str) -> Result<bool, DbError> {
     let result = durable(db)
         .update_one(
-            doc! { "number": number, "status": "paid" },
-            doc! { "$set": { "status": "shipped" } },
+            doc! { "number": number, "status": OrderStatus::Paid.as_str() },
+            doc! { "$set": { "status": OrderStatus::Shipped.as_str() } },
         )
         .await?;
     Ok(result.modified_count == 1)
@@ -246,8 +246,8 @@ pub async fn cancel(db: &Db, number: &str) -> Result<bool, CartError> {
     };
     let cancelled = durable(db)
         .find_one_and_update(
-            doc! { "number": number, "status": "paid" },
-            doc! { "$set": { "status": "cancelled", "restock": &skus } },
+            doc! { "number": number, "status": OrderStatus::Paid.as_str() },
+            doc! { "$set": { "status": OrderStatus::Cancelled.as_str(), "restock": &skus } },
         )
         .return_document(ReturnDocument::After)
         .await?;
@@ -292,7 +292,9 @@ pub async fn restock(db: &Db, order: &Order) -> Result<(), CartError> {
 /// Finish every cancellation a crash interrupted; returns how many orders it finished.
 pub async fn resume_restocking(db: &Db) -> Result<u64, CartError> {
     let pending: Vec<Order> = collection(db)
-        .find(doc! { "status": "cancelled", "restock.0": { "$exists": true } })
+        .find(doc! {
+            "status": OrderStatus::Cancelled.as_str(), "restock.0": { "$exists": true },
+        })
         .await?
         .try_collect()
         .await?;
