@@ -170,7 +170,7 @@ pub struct MediaSettings {
     pub max_image_pixels: u64,
 }
 
-/// How long reservations live (SPEC §2: expiry, then cleanup of what expiry missed).
+/// How long reservations live (expiry, then cleanup of what expiry missed; see `docs/invariants.md`).
 #[derive(Debug, Clone)]
 pub struct CartSettings {
     /// An active cart idle this long expires and returns its stock.
@@ -193,15 +193,6 @@ pub struct CartSettings {
     /// A checkout still `pending` after this long is taken to have been interrupted by a crash:
     /// the jobs ask the gateway about it and finish the order or hand the cart back.
     pub recover_checkout_after: std::time::Duration,
-}
-
-impl CartSettings {
-    pub fn limits(&self) -> crate::cart::CartLimits {
-        crate::cart::CartLimits {
-            max_units: self.max_units,
-            max_line_share_pct: self.max_line_share_pct,
-        }
-    }
 }
 
 /// Limits on comments.
@@ -705,7 +696,7 @@ impl Layers {
         }
         let (password_hash, origin) = self.optional_string("admin.password_hash")?;
         if let Some(hash) = &password_hash {
-            crate::web::basic_auth::check_password_hash(hash)
+            check_password_hash(hash)
                 .map_err(|message| Self::invalid("admin.password_hash", &origin, message))?;
         }
         Ok(AdminSettings {
@@ -759,6 +750,19 @@ pub fn redact_uri(uri: &str) -> String {
         }
         None => uri.to_string(),
     }
+}
+
+/// Whether a configured hash is an argon2 PHC string (checked when the settings load).
+pub fn check_password_hash(phc: &str) -> Result<(), String> {
+    let hash = argon2::PasswordHash::new(phc)
+        .map_err(|e| format!("expected an argon2 PHC string from `bazaar hash-password` ({e})"))?;
+    if !hash.algorithm.as_str().starts_with("argon2") {
+        return Err(format!(
+            "expected an argon2 hash, got algorithm {:?}",
+            hash.algorithm.as_str()
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

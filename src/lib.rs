@@ -14,12 +14,14 @@ pub mod db;
 pub mod demo_data;
 pub mod health;
 pub mod home;
+pub mod jobs;
 pub mod media;
 pub mod routes;
 pub mod search;
 pub mod seed;
 pub mod startup;
 pub mod state;
+pub mod stock;
 pub mod telemetry;
 pub mod web;
 

@@ -38,7 +38,7 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
     report.added.push((site::COLLECTION, added));
     let (categories, products) = catalog::demo::seed(db).await.map_err(|e| match e {
         CatalogError::Db(db) => db,
-        other => DbError::Other(mongodb::error::Error::custom(other.to_string())),
+        other => DbError::Invalid(other.to_string()),
     })?;
     report
         .added
@@ -46,7 +46,7 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
     report.added.push((catalog::products::COLLECTION, products));
     let covers = catalog::demo::seed_covers(db).await.map_err(|e| match e {
         CatalogError::Db(db) => db,
-        other => DbError::Other(mongodb::error::Error::custom(other.to_string())),
+        other => DbError::Invalid(other.to_string()),
     })?;
     report.added.push(("product covers", covers));
     // After the catalog: the demo content tags some demo products.

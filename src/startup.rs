@@ -19,10 +19,10 @@ use crate::db::{indexes, Db, Store};
 use crate::state::AppState;
 use crate::web::basic_auth::{self, AdminCredentials};
 use crate::web::body_timeout::{limit_body_time, BodyPolicy};
-use crate::web::errors::{bad_request_page, render_bare_errors};
+use crate::web::error_page::{bad_request_page, render_bare_errors};
 use crate::web::security_headers::{add_security_headers, TransportPolicy};
 use crate::web::{assets, csrf, session};
-use crate::{cart, home, seed, telemetry};
+use crate::{home, seed, telemetry};
 
 /// The user Bazaar creates in the embedded store (its password is random per start).
 const EMBEDDED_USER: &str = "bazaar";
@@ -229,7 +229,7 @@ impl Application {
                 port: built.port,
                 address: settings.public_address(built.port),
                 server: built.server,
-                jobs: cart::jobs::spawn(
+                jobs: crate::jobs::spawn(
                     database.db.clone(),
                     settings.cart.clone(),
                     built.gateway.clone(),

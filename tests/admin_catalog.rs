@@ -553,3 +553,42 @@ async fn categories_can_be_added_moved_renamed_and_deleted_from_the_admin() {
     let doc = html(&body(app.get("/products/piano-rags-by-scott-joplin").await).await);
     assert_eq!(texts(&doc, "nav.breadcrumbs a"), ["Music", "Jazz & Blues"]);
 }
+
+#[tokio::test]
+async fn the_admin_product_search_finds_by_sku_or_title_prefix_through_an_index() {
+    use bazaar::catalog::{admin_search, products};
+    let app = spawn_app().await;
+    common::shop::product_with_stock(&app.db, "search-sku-1", 1).await;
+    common::shop::product_with_stock(&app.db, "other-sku-2", 1).await;
+    let skus = |found: Vec<products::Product>| -> Vec<String> {
+        found.into_iter().map(|p| p.sku).collect()
+    };
+    let (by_sku, total) = admin_search::search(&app.db, "search-sku-1", 10)
+        .await
+        .expect("search");
+    assert_eq!((skus(by_sku), total), (vec!["search-sku-1".to_string()], 1));
+    // Titles are "Test album <sku>": a prefix in any case finds them, in title order.
+    let (by_title, total) = admin_search::search(&app.db, "TEST ALBUM o", 10)
+        .await
+        .expect("search");
+    assert_eq!(
+        (skus(by_title), total),
+        (vec!["other-sku-2".to_string()], 1)
+    );
+    let (none, total) = admin_search::search(&app.db, "no such thing", 10)
+        .await
+        .expect("search");
+    assert!(none.is_empty() && total == 0);
+    for search in ["", "search-sku-1", "Test album"] {
+        let (filter, sort) = admin_search::query(search);
+        assert_projected_query_uses_index(
+            &app.db,
+            &format!("admin product search {search:?}"),
+            products::COLLECTION,
+            filter,
+            sort,
+            bson::doc! {},
+        )
+        .await;
+    }
+}

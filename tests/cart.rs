@@ -1,13 +1,14 @@
 //! The cart and stock reservations through HTTP, many shoppers at once: every test ends by
-//! checking SPEC §2's invariant, `qty + Σ carted.qty + sold == stock received`, on the products
-//! it touched.
+//! checking the stock invariant (`docs/invariants.md`),
+//! `qty + Σ carted.qty + sold == stock received`, on the products it touched.
 
 mod common;
 
 use std::time::Duration;
 
-use bazaar::cart::{self, jobs, CartStatus};
+use bazaar::cart::{self, CartStatus};
 use bazaar::catalog::products;
+use bazaar::jobs;
 use bson::doc;
 use common::shop::*;
 use common::*;
@@ -597,4 +598,83 @@ async fn on_a_full_disk_adding_to_the_cart_says_the_shop_cannot_take_changes_and
         vec![("full-disk".to_string(), 2)]
     );
     assert_stock_invariant(&app.db, "full-disk", 5).await;
+}
+
+#[tokio::test]
+async fn every_stock_ledger_move_keeps_the_invariant_and_refuses_what_is_not_there() {
+    use bazaar::stock;
+    let app = spawn_app().await;
+    let db = &app.db;
+    let p = product_with_stock(db, "ledger", 5).await;
+    let earlier = bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() - 60_000);
+    // Reserving more than is on sale is refused and changes nothing.
+    assert!(!stock::reserve(db, "ledger", "cart-a", 6, earlier)
+        .await
+        .expect("reserve"));
+    assert!(stock::reserve(db, "ledger", "cart-a", 3, earlier)
+        .await
+        .expect("reserve"));
+    assert_stock_invariant(db, "ledger", 5).await;
+    assert_eq!(product(db, "ledger").await.reserved_for("cart-a"), 3);
+    // Cleanup's refresh matches the timestamp it saw, once.
+    assert_eq!(
+        stock::refresh_reservation(db, "ledger", "cart-a", earlier)
+            .await
+            .expect("refresh"),
+        1
+    );
+    assert_eq!(
+        stock::refresh_reservation(db, "ledger", "cart-a", earlier)
+            .await
+            .expect("refresh"),
+        0
+    );
+    // Growing needs units on sale; shrinking needs them reserved.
+    let now = bson::DateTime::now();
+    assert!(!stock::change_reservation(db, "ledger", "cart-a", 3, now)
+        .await
+        .expect("change"));
+    assert!(stock::change_reservation(db, "ledger", "cart-a", 2, now)
+        .await
+        .expect("change"));
+    assert!(!stock::change_reservation(db, "ledger", "cart-a", -6, now)
+        .await
+        .expect("change"));
+    assert!(stock::change_reservation(db, "ledger", "cart-a", -1, now)
+        .await
+        .expect("change"));
+    assert_stock_invariant(db, "ledger", 5).await;
+    // Selling 3 of the 4 held puts the surplus back on sale; a second sale finds nothing.
+    assert!(stock::sell_reservation(db, "ledger", "cart-a", 3)
+        .await
+        .expect("sell"));
+    assert!(!stock::sell_reservation(db, "ledger", "cart-a", 3)
+        .await
+        .expect("sell"));
+    let sold = product(db, "ledger").await;
+    assert_eq!((sold.qty, sold.sold, sold.carted.len()), (2, 3, 0));
+    // A cancellation: the sold units go into a hold (only once), then back on sale.
+    assert!(stock::unsell_into_hold(db, "ledger", "cancelled:BZ-1", 3)
+        .await
+        .expect("hold"));
+    assert!(!stock::unsell_into_hold(db, "ledger", "cancelled:BZ-1", 3)
+        .await
+        .expect("hold"));
+    assert_stock_invariant(db, "ledger", 5).await;
+    assert!(stock::return_reservation(db, "ledger", "cancelled:BZ-1")
+        .await
+        .expect("return"));
+    assert!(!stock::return_reservation(db, "ledger", "cancelled:BZ-1")
+        .await
+        .expect("return"));
+    let restocked = product(db, "ledger").await;
+    assert_eq!(
+        (restocked.qty, restocked.sold, restocked.carted.len()),
+        (5, 0, 0)
+    );
+    // Receiving changes what was received; writing off more than is on sale is refused.
+    assert!(stock::adjust_available(db, p.id, 2).await.expect("adjust"));
+    assert!(!stock::adjust_available(db, p.id, -8).await.expect("adjust"));
+    assert!(stock::adjust_available(db, p.id, -7).await.expect("adjust"));
+    assert_stock_invariant(db, "ledger", 0).await;
 }

@@ -1,6 +1,7 @@
 //! A seeded random workload: many shoppers adding, changing, removing and checking out while
 //! expiry, cleanup and order cancellations run alongside. Afterwards every product must satisfy
-//! SPEC §2's invariant, hold no stray reservations, and have sold exactly what the orders say.
+//! the stock invariant (`docs/invariants.md`), hold no stray reservations, and have sold exactly
+//! what the orders say.
 
 mod common;
 
@@ -9,8 +10,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bazaar::cart::jobs;
 use bazaar::checkout::orders::{self, OrderStatus};
+use bazaar::jobs;
 use common::shop::*;
 use common::*;
 use futures::TryStreamExt;

@@ -205,7 +205,7 @@ async fn checking_out_an_empty_or_expired_cart_explains_and_changes_nothing() {
     // A cart that expired before the shopper paid.
     shopper.add("late", "2").await;
     tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-    bazaar::cart::jobs::expire_idle_carts(&app.db, std::time::Duration::from_secs(1))
+    bazaar::jobs::expire_idle_carts(&app.db, std::time::Duration::from_secs(1))
         .await
         .expect("expiry");
     let response = shopper.checkout(APPROVED).await;
@@ -437,12 +437,10 @@ async fn units_reserved_beyond_a_paid_order_go_back_on_sale_rather_than_being_so
             .await
             .expect("recovery");
         } else {
-            let report = bazaar::cart::jobs::clean_up_reservations(
-                &app.db,
-                std::time::Duration::from_secs(60),
-            )
-            .await
-            .expect("cleanup");
+            let report =
+                bazaar::jobs::clean_up_reservations(&app.db, std::time::Duration::from_secs(60))
+                    .await
+                    .expect("cleanup");
             assert_eq!(report.sold, 1, "{report:?}");
         }
         let p = product(&app.db, "surplus").await;
@@ -522,7 +520,7 @@ async fn interrupted_checkout(
     use bazaar::checkout::payments::{self, PaymentRecord};
     shopper.add(sku, "2").await;
     let cart_id = product(&app.db, sku).await.carted[0].cart_id.clone();
-    let long_ago = bazaar::cart::jobs::cutoff(std::time::Duration::from_secs(3600));
+    let long_ago = bazaar::jobs::cutoff(std::time::Duration::from_secs(3600));
     cart::collection(&app.db)
         .update_one(
             bson::doc! { "_id": &cart_id },
@@ -729,7 +727,7 @@ async fn a_charge_whose_cart_expired_before_recovery_is_refunded_not_kept() {
         )
         .await
         .expect("expired");
-    bazaar::cart::reserve::return_reservation(&app.db, "lapsed", &cart_id)
+    bazaar::stock::return_reservation(&app.db, "lapsed", &cart_id)
         .await
         .expect("returned");
     let report = bazaar::checkout::recover_stuck_checkouts(

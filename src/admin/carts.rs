@@ -9,8 +9,9 @@ use askama::Template;
 use bson::doc;
 
 use crate::admin::changelist::{ChangeList, Column, Filter, ListSpec, SortKey};
-use crate::cart::{self, jobs, Cart, CartStatus};
+use crate::cart::{self, Cart, CartStatus};
 use crate::catalog::products::format_cents;
+use crate::jobs;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};

@@ -190,9 +190,8 @@ fn back() -> HttpResponse {
     see_other("/admin/categories")
 }
 
-fn parse_id(id: &str) -> Result<ObjectId, AppError> {
-    ObjectId::parse_str(id).map_err(|_| AppError::NotFound)
-}
+/// An id from the URL; one that is not an ObjectId is a 404.
+use crate::web::parse_object_id as parse_id;
 
 /// An optional parent from a form: empty means the top level.
 fn parse_parent(value: &str) -> Result<Option<ObjectId>, ()> {

@@ -159,9 +159,8 @@ fn back_to_list(form: &ModerationForm) -> HttpResponse {
     }
 }
 
-fn parse_id(id: &str) -> Result<ObjectId, AppError> {
-    ObjectId::parse_str(id).map_err(|_| AppError::NotFound)
-}
+/// An id from the URL; one that is not an ObjectId is a 404.
+use crate::web::parse_object_id as parse_id;
 
 async fn moderate(
     req: &HttpRequest,

@@ -82,15 +82,7 @@ fn all_fields(
     COMMON_FIELDS.iter().chain(type_fields(kind))
 }
 
-/// Errors by field name, shown next to their inputs.
-#[derive(Default)]
-struct FieldErrors(HashMap<&'static str, String>);
-
-impl FieldErrors {
-    fn add(&mut self, field: &'static str, message: impl Into<String>) {
-        self.0.entry(field).or_insert_with(|| message.into());
-    }
-}
+use crate::web::field_errors::FieldErrors;
 
 struct Submitted(HashMap<String, String>);
 
@@ -197,7 +189,7 @@ fn parse_node(
             Detail::Link(LinkDetail { url, text })
         }
     };
-    if !errors.0.is_empty() {
+    if !errors.is_empty() {
         return Err(errors);
     }
     Ok(NodeInput {
@@ -250,7 +242,7 @@ fn field_views(
             hint,
             input,
             value: values.get(*name).cloned().unwrap_or_default(),
-            error: errors.0.get(name).cloned(),
+            error: errors.get(name).cloned(),
         })
         .collect()
 }
@@ -448,9 +440,8 @@ fn edit_url(id: ObjectId) -> String {
     format!("/admin/content/{}/edit", id.to_hex())
 }
 
-fn parse_id(id: &str) -> Result<ObjectId, AppError> {
-    ObjectId::parse_str(id).map_err(|_| AppError::NotFound)
-}
+/// An id from the URL; one that is not an ObjectId is a 404.
+use crate::web::parse_object_id as parse_id;
 
 fn render_status<T: Template>(status: StatusCode, page: &T) -> Result<HttpResponse, AppError> {
     let html = page

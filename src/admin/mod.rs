@@ -8,6 +8,7 @@ pub mod content;
 pub mod dashboard;
 pub mod demo_data;
 pub mod orders;
+pub mod product_form;
 pub mod product_lifecycle;
 pub mod product_list;
 pub mod products;

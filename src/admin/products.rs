@@ -11,25 +11,21 @@ use bson::doc;
 use bson::oid::ObjectId;
 use futures::StreamExt;
 
-use crate::catalog::categories::{self, TreeEntry};
-use crate::catalog::demo::date;
-use crate::catalog::lifecycle::ProductStatus;
-use crate::catalog::listing::parse_dollars;
-use crate::catalog::products::{
-    self, AlbumDetails, BookDetails, Details, Dimensions, FilmDetails, NewProduct, Product,
-    ProductType, Shipping,
+use crate::admin::product_form::{
+    parse_product, tags_of, type_fields, Submitted, COMMON_FIELDS, SHIPPING_FIELDS,
 };
-use crate::catalog::{is_valid_slug, slugify, CatalogError};
+use crate::catalog::categories::{self, TreeEntry};
+use crate::catalog::lifecycle::ProductStatus;
+use crate::catalog::products::{self, Details, Product, ProductType};
+use crate::catalog::CatalogError;
 use crate::media;
 use crate::state::AppState;
 use crate::web::conflict::Conflict;
 use crate::web::errors::AppError;
+use crate::web::field_errors::FieldErrors;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{html_response, render, Layout};
 use crate::web::see_other;
-
-const MAX_TEXT: usize = 200;
-const MAX_DESCRIPTION: usize = 5_000;
 
 /// One input of the product form, with what was entered and what is wrong with it.
 pub struct FieldView {
@@ -95,388 +91,12 @@ impl ProductFormPage {
     }
 }
 
-/// `(name, label, hint, input type)` of the fields every product has.
-const COMMON_FIELDS: &[(&str, &str, &str, &str)] = &[
-    ("title", "Title", "", "text"),
-    (
-        "slug",
-        "Slug",
-        "Lowercase words joined by dashes; empty: made from the title.",
-        "text",
-    ),
-    ("sku", "SKU", "", "text"),
-    ("description", "Description", "", "textarea"),
-    (
-        "tags",
-        "Tags",
-        "Separated by commas; /tags/… pages list products and blog posts sharing a tag.",
-        "text",
-    ),
-    ("list_price", "List price ($)", "", "text"),
-    (
-        "retail_price",
-        "Retail price ($)",
-        "Savings are worked out from the two prices.",
-        "text",
-    ),
-];
-
-/// Shipping weight and package size; empty inputs count as 0 (not yet measured).
-const SHIPPING_FIELDS: &[(&str, &str, &str, &str)] = &[
-    (
-        "shipping_weight",
-        "Weight (g)",
-        "Whole grams; checkout charges shipping by weight.",
-        "number",
-    ),
-    ("shipping_width", "Width (cm)", "", "decimal"),
-    ("shipping_height", "Height (cm)", "", "decimal"),
-    ("shipping_depth", "Depth (cm)", "", "decimal"),
-];
-
-/// Heaviest accepted shipping weight: a tonne, in grams.
-const MAX_WEIGHT_GRAMS: i64 = 1_000_000;
-/// Largest accepted side of a package, in centimetres.
-const MAX_SIDE_CM: f64 = 10_000.0;
-
-fn type_fields(
-    kind: ProductType,
-) -> &'static [(&'static str, &'static str, &'static str, &'static str)] {
-    match kind {
-        ProductType::Album => &[
-            ("artist", "Artist", "", "text"),
-            ("label", "Label", "", "text"),
-            ("issue_date", "Release date", "YYYY-MM-DD", "date"),
-            ("genre", "Genres", "Separated by commas.", "text"),
-            ("tracks", "Track list", "One track per line.", "textarea"),
-        ],
-        ProductType::Film => &[
-            ("director", "Directors", "Separated by commas.", "text"),
-            ("writer", "Writers", "Separated by commas.", "text"),
-            ("actor", "Cast", "Separated by commas.", "text"),
-            ("genre", "Genres", "Separated by commas.", "text"),
-            ("issue_date", "Release date", "YYYY-MM-DD", "date"),
-            ("rating", "Rating", "", "text"),
-            ("aspect_ratio", "Aspect ratio", "", "text"),
-            ("runtime", "Running time (minutes)", "", "number"),
-        ],
-        ProductType::Book => &[
-            ("author", "Authors", "Separated by commas.", "text"),
-            ("publisher", "Publisher", "", "text"),
-            ("pages", "Pages", "", "number"),
-            ("isbn", "ISBN", "", "text"),
-            ("issue_date", "Publication date", "YYYY-MM-DD", "date"),
-            ("genre", "Genres", "Separated by commas.", "text"),
-        ],
-    }
-}
-
-/// What the form posted, by field; `categories` may repeat.
-struct Submitted {
-    values: HashMap<String, String>,
-    categories: Vec<String>,
-}
-
-impl Submitted {
-    fn from_pairs(pairs: Vec<(String, String)>) -> Submitted {
-        let mut values = HashMap::new();
-        let mut categories = Vec::new();
-        for (k, v) in pairs {
-            if k == "categories" {
-                categories.push(v);
-            } else {
-                values.insert(k, v);
-            }
-        }
-        Submitted { values, categories }
-    }
-
-    fn get(&self, name: &str) -> &str {
-        self.values.get(name).map_or("", |v| v.trim())
-    }
-}
-
-/// Errors by field name, shown next to their inputs.
-#[derive(Default)]
-struct FieldErrors(HashMap<&'static str, String>);
-
-impl FieldErrors {
-    fn add(&mut self, field: &'static str, message: impl Into<String>) {
-        self.0.entry(field).or_insert_with(|| message.into());
-    }
-}
-
-fn list(value: &str, separator: char) -> Vec<String> {
-    value
-        .split(separator)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-fn parse_date(value: &str) -> Option<bson::DateTime> {
-    let mut parts = value.split('-');
-    let y: i32 = parts.next()?.parse().ok()?;
-    let m: u32 = parts.next()?.parse().ok()?;
-    let d: u32 = parts.next()?.parse().ok()?;
-    if parts.next().is_some() || !(1000..=9999).contains(&y) || !(1..=12).contains(&m) {
-        return None;
-    }
-    let days_in_month = match m {
-        2 if (y % 4 == 0 && y % 100 != 0) || y % 400 == 0 => 29,
-        2 => 28,
-        4 | 6 | 9 | 11 => 30,
-        _ => 31,
-    };
-    (1..=days_in_month).contains(&d).then(|| date(y, m, d))
-}
-
-/// Whole grams, at least 0; empty is 0.
-fn parse_grams(value: &str) -> Option<i64> {
-    if value.is_empty() {
-        return Some(0);
-    }
-    if !value.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    value.parse::<i64>().ok().filter(|g| *g <= MAX_WEIGHT_GRAMS)
-}
-
-/// Centimetres as digits with at most two decimals (`12`, `14.25`), at least 0; empty is 0.
-/// Written out by hand because `f64::from_str` also takes `inf`, `NaN` and `1e9`.
-fn parse_centimetres(value: &str) -> Option<f64> {
-    if value.is_empty() {
-        return Some(0.0);
-    }
-    let (whole, fraction) = value.split_once('.').unwrap_or((value, ""));
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    // `1.` splits into `1` and an empty fraction, so a trailing dot is refused on its own.
-    if whole.is_empty()
-        || !digits(whole)
-        || !digits(fraction)
-        || fraction.len() > 2
-        || value.ends_with('.')
-    {
-        return None;
-    }
-    value.parse::<f64>().ok().filter(|cm| *cm <= MAX_SIDE_CM)
-}
-
-/// The shipping group of the form.
-fn parse_shipping(form: &Submitted, errors: &mut FieldErrors) -> Shipping {
-    let weight = parse_grams(form.get("shipping_weight")).unwrap_or_else(|| {
-        errors.add(
-            "shipping_weight",
-            "Enter the weight in whole grams (0 or more), e.g. 350.",
-        );
-        0
-    });
-    let mut side = |name: &'static str, what: &str| {
-        parse_centimetres(form.get(name)).unwrap_or_else(|| {
-            errors.add(
-                name,
-                format!("Enter the {what} in centimetres (0 or more), e.g. 12.5."),
-            );
-            0.0
-        })
-    };
-    let dimensions = Dimensions {
-        width: side("shipping_width", "width"),
-        height: side("shipping_height", "height"),
-        depth: side("shipping_depth", "depth"),
-    };
-    Shipping { weight, dimensions }
-}
-
-/// Check and convert a submitted form; field errors say what to fix.
-fn parse_product(
-    kind: ProductType,
-    form: &Submitted,
-    creating: bool,
-) -> Result<NewProduct, FieldErrors> {
-    let mut errors = FieldErrors::default();
-    for (name, label, _, _) in COMMON_FIELDS.iter().chain(type_fields(kind)) {
-        let value = form.get(name);
-        let limit = if *name == "description" || *name == "tracks" {
-            MAX_DESCRIPTION
-        } else {
-            MAX_TEXT
-        };
-        if value.chars().count() > limit {
-            errors.add(
-                name,
-                format!("{label} is too long (at most {limit} characters)."),
-            );
-        }
-    }
-    let title = form.get("title").to_string();
-    if title.is_empty() {
-        errors.add("title", "Enter a title.");
-    }
-    let slug = match form.get("slug") {
-        "" => slugify(&title),
-        s => s.to_string(),
-    };
-    if !is_valid_slug(&slug) {
-        errors.add(
-            "slug",
-            "Use lowercase letters, digits and single dashes, e.g. kind-of-blue.",
-        );
-    }
-    let sku = form.get("sku").to_string();
-    if sku.is_empty()
-        || sku.len() > 40
-        || !sku.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-    {
-        errors.add("sku", "Enter a SKU of letters, digits and dashes.");
-    }
-    let mut price = |name: &'static str| match parse_dollars(form.get(name)) {
-        Some(cents) if cents <= 100_000_000 => cents,
-        _ => {
-            errors.add(name, "Enter a price in dollars, e.g. 12.99.");
-            0
-        }
-    };
-    let list_cents = price("list_price");
-    let retail_cents = price("retail_price");
-    if retail_cents > list_cents {
-        errors.add(
-            "retail_price",
-            "The retail price cannot be above the list price.",
-        );
-    }
-    let qty = if creating {
-        match form.get("qty").parse::<i64>() {
-            Ok(n) if (0..=1_000_000).contains(&n) => n,
-            _ => {
-                errors.add("qty", "Enter the units in stock (0 or more).");
-                0
-            }
-        }
-    } else {
-        0
-    };
-    let mut categories = Vec::new();
-    for id in &form.categories {
-        match ObjectId::parse_str(id) {
-            Ok(id) => categories.push(id),
-            Err(_) => errors.add("categories", "Choose categories from the list."),
-        }
-    }
-    let issue_date = parse_date(form.get("issue_date")).unwrap_or_else(|| {
-        errors.add("issue_date", "Enter a date as YYYY-MM-DD.");
-        bson::DateTime::from_millis(0)
-    });
-    let genre = list(form.get("genre"), ',');
-    let shipping = parse_shipping(form, &mut errors);
-    let mut required = |name: &'static str, what: &str| {
-        let v = form.get(name).to_string();
-        if v.is_empty() {
-            errors.add(name, format!("Enter {what}."));
-        }
-        v
-    };
-    let details = match kind {
-        ProductType::Album => {
-            let artist = required("artist", "the artist");
-            let label = required("label", "the label");
-            Details::Album(AlbumDetails {
-                title: title.clone(),
-                artist,
-                genre,
-                tracks: list(form.get("tracks"), '\n'),
-                issue_date,
-                label,
-            })
-        }
-        ProductType::Film => {
-            let rating = form.get("rating").to_string();
-            let aspect_ratio = form.get("aspect_ratio").to_string();
-            let runtime = match form.get("runtime").parse::<i32>() {
-                Ok(n) if (1..=10_000).contains(&n) => n,
-                _ => {
-                    errors.add("runtime", "Enter the running time in minutes.");
-                    0
-                }
-            };
-            let director = list(form.get("director"), ',');
-            if director.is_empty() {
-                errors.add("director", "Enter at least one director.");
-            }
-            Details::Film(FilmDetails {
-                title: title.clone(),
-                director,
-                writer: list(form.get("writer"), ','),
-                actor: list(form.get("actor"), ','),
-                genre,
-                issue_date,
-                rating,
-                aspect_ratio,
-                runtime,
-            })
-        }
-        ProductType::Book => {
-            let publisher = required("publisher", "the publisher");
-            let pages = match form.get("pages").parse::<i32>() {
-                Ok(n) if (1..=100_000).contains(&n) => n,
-                _ => {
-                    errors.add("pages", "Enter the number of pages.");
-                    0
-                }
-            };
-            let author = list(form.get("author"), ',');
-            if author.is_empty() {
-                errors.add("author", "Enter at least one author.");
-            }
-            Details::Book(BookDetails {
-                author,
-                publisher,
-                pages,
-                isbn: form.get("isbn").to_string(),
-                issue_date,
-                genre,
-            })
-        }
-    };
-    if !errors.0.is_empty() {
-        return Err(errors);
-    }
-    Ok(NewProduct {
-        sku,
-        slug,
-        title,
-        description: form.get("description").to_string(),
-        list_cents,
-        retail_cents,
-        categories,
-        details,
-        qty,
-        featured: form.get("featured") == "1",
-        shipping,
-    })
-}
-
 /// The form's lifecycle status; a form without one (an older page) keeps products active.
 fn status_of(form: &Submitted) -> Option<ProductStatus> {
     match form.get("status") {
         "" => Some(ProductStatus::Active),
         s => ProductStatus::parse(s),
     }
-}
-
-/// The form's tags, normalised like content tags (lowercase words joined by dashes).
-fn tags_of(form: &Submitted) -> Vec<String> {
-    let mut tags: Vec<String> = form
-        .get("tags")
-        .split(',')
-        .map(crate::content::model::normalise_tag)
-        .filter(|t| !t.is_empty())
-        .take(20)
-        .collect();
-    tags.sort();
-    tags.dedup();
-    tags
 }
 
 fn bad_status() -> FieldErrors {
@@ -579,7 +199,7 @@ async fn form_page(
                 hint,
                 input: kind,
                 value: input.values.get(*name).cloned().unwrap_or_default(),
-                error: input.errors.0.get(name).cloned(),
+                error: input.errors.get(name).cloned(),
             }
         };
     let fields = specs.into_iter().map(view).collect();
@@ -610,7 +230,7 @@ async fn form_page(
         fields,
         shipping,
         categories,
-        categories_error: input.errors.0.get("categories").cloned(),
+        categories_error: input.errors.get("categories").cloned(),
         featured: input.values.get("featured").is_some_and(|v| v == "1"),
         status: input
             .values
@@ -618,16 +238,15 @@ async fn form_page(
             .filter(|s| ProductStatus::parse(s).is_some())
             .cloned()
             .unwrap_or_else(|| ProductStatus::Active.as_str().to_string()),
-        status_error: input.errors.0.get("status").cloned(),
+        status_error: input.errors.get("status").cloned(),
         form_error: input.form_error,
         edit_version: input.edit_version,
         loaded: input.loaded,
     })
 }
 
-fn parse_id(id: &str) -> Result<ObjectId, AppError> {
-    ObjectId::parse_str(id).map_err(|_| AppError::NotFound)
-}
+/// An id from the URL; one that is not an ObjectId is a 404.
+use crate::web::parse_object_id as parse_id;
 
 pub(crate) fn kind_param(params: &HashMap<String, String>) -> Result<ProductType, AppError> {
     params
@@ -753,7 +372,7 @@ pub async fn create_product(
     for photo in &photos.stored {
         crate::content::photos::delete_file(&state.db, *photo).await?;
     }
-    let mut form_error = if errors.0.is_empty() {
+    let mut form_error = if errors.is_empty() {
         "The product was not saved.".to_string()
     } else {
         "The product was not saved: correct the fields marked below.".to_string()
@@ -1108,7 +727,7 @@ pub async fn adjust_stock(
     match form.delta.trim().trim_start_matches('+').parse::<i64>() {
         // A range test rather than `abs()`, which overflows for i64::MIN.
         Ok(delta) if delta != 0 && (-1_000_000..=1_000_000).contains(&delta) => {
-            if products::adjust_stock(&state.db, id, delta).await? {
+            if crate::stock::adjust_available(&state.db, id, delta).await? {
                 flash::push(
                     &session,
                     Level::Success,
@@ -1184,37 +803,4 @@ pub async fn upload_photo(
         Err(e) => flash::push(&session, Level::Error, format!("Photo not added: {e}.")),
     }
     Ok(see_other(&location))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dates_must_be_real_calendar_days() {
-        assert!(parse_date("1959-08-17").is_some());
-        assert!(parse_date("2024-02-29").is_some());
-        assert!(parse_date("2023-02-29").is_none());
-        assert!(parse_date("1959-13-01").is_none());
-        assert!(parse_date("yesterday").is_none());
-        assert!(parse_date("").is_none());
-    }
-
-    #[test]
-    fn shipping_weight_is_whole_grams_and_sides_are_plain_decimals() {
-        assert_eq!(parse_grams(""), Some(0));
-        assert_eq!(parse_grams("350"), Some(350));
-        assert_eq!(parse_grams("-5"), None);
-        assert_eq!(parse_grams("abc"), None);
-        assert_eq!(parse_grams("1.5"), None);
-        assert_eq!(parse_grams("99999999999999999999"), None);
-        assert_eq!(parse_centimetres(""), Some(0.0));
-        assert_eq!(parse_centimetres("14.25"), Some(14.25));
-        assert_eq!(parse_centimetres("3"), Some(3.0));
-        for bad in [
-            "-1", "1.", ".5", "1.234", "inf", "NaN", "1e3", "1,5", "20000",
-        ] {
-            assert_eq!(parse_centimetres(bad), None, "{bad}");
-        }
-    }
 }

@@ -1,15 +1,16 @@
-//! The shopping cart (SPEC §2): one document per cart, its id in the session cookie, the stock it
-//! holds reserved on the products themselves. No transactions: every change is a single-document
-//! update whose filter states its precondition, with a compensating update when a later step fails.
+//! The shopping cart: one document per cart, its id in the session cookie, the stock it holds
+//! reserved on the products themselves. No transactions: every change is a single-document update
+//! whose filter states its precondition, with a compensating update when a later step fails (see
+//! `docs/invariants.md`). Writes to `carts` live in [`store`], stock moves in `crate::stock`.
 //!
 //! Cart writes (create, add, change, remove) use the fast write concern even with
 //! `database.write_concern = "durable"`: a crash that loses one is a crash between two steps,
 //! which checkout's review and the cleanup job already repair, and the shopper is shown the cart
 //! as it then is. Only a paid cart's completion is journaled (see `checkout::finish_paid_cart`).
 
-pub mod jobs;
 pub mod pages;
 pub mod reserve;
+pub mod store;
 
 use actix_session::Session;
 use bson::{doc, DateTime};
@@ -21,8 +22,9 @@ use crate::catalog::products::{format_cents, Product};
 use crate::db::{Db, DbError};
 
 pub const COLLECTION: &str = "carts";
-/// The most units of one product a cart line may hold.
-pub const MAX_LINE_QTY: i64 = 99;
+/// The most units of one product a cart line may hold (the product page's quantity box uses the
+/// same constant).
+pub use crate::catalog::products::MAX_LINE_QTY;
 
 /// A cart line may always hold this many units (when in stock), whatever the share below.
 pub const LINE_FLOOR: i64 = 10;
@@ -45,6 +47,14 @@ impl CartLimits {
         max_units: i64::MAX,
         max_line_share_pct: 100,
     };
+
+    /// The limits the `cart.*` settings configure.
+    pub fn configured(settings: &crate::config::CartSettings) -> CartLimits {
+        CartLimits {
+            max_units: settings.max_units,
+            max_line_share_pct: settings.max_line_share_pct,
+        }
+    }
 
     /// The most units of `product` one cart line may hold.
     pub fn line_cap(&self, product: &Product) -> i64 {
@@ -255,16 +265,6 @@ impl From<mongodb::error::Error> for CartError {
     }
 }
 
-impl From<CartError> for crate::web::errors::AppError {
-    fn from(e: CartError) -> Self {
-        use crate::web::errors::AppError;
-        match e {
-            CartError::Db(d) => d.into(),
-            other => AppError::Conflict(other.to_string()),
-        }
-    }
-}
-
 fn only_left_message(title: &str, available: i64) -> String {
     if available <= 0 {
         format!("Sorry, {title} is sold out")
@@ -295,23 +295,20 @@ pub async fn by_id(db: &Db, id: &str) -> Result<Option<Cart>, DbError> {
     Ok(collection(db).find_one(doc! { "_id": id }).await?)
 }
 
-/// Start an empty active cart.
-pub async fn create(db: &Db) -> Result<Cart, DbError> {
-    let now = DateTime::now();
-    let cart = Cart {
-        id: new_cart_id(),
-        status: CartStatus::Active,
-        created: now,
-        last_modified: now,
-        items: Vec::new(),
-        shipping_rates: crate::db::site::current().shipping,
-    };
-    collection(db).insert_one(&cart).await?;
-    Ok(cart)
+pub use store::create;
+
+/// What the shopper is told when a line took over a changed price (see
+/// [`store::take_over_price`]).
+pub fn price_changed_notice(title: &str, was: i64, now: i64) -> String {
+    format!(
+        "The price of {title} changed from {} to {} since you added it.",
+        format_cents(was),
+        format_cents(now)
+    )
 }
 
 const SESSION_CART: &str = "cart_id";
-const SESSION_COUNT: &str = "cart_count";
+use crate::web::layout::CART_COUNT_KEY as SESSION_COUNT;
 
 /// The cart this visitor is using, if any.
 pub fn session_cart_id(session: &Session) -> Option<String> {

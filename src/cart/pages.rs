@@ -4,12 +4,10 @@
 use actix_session::Session;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
-use bson::doc;
 use serde::Deserialize;
 
-use crate::cart::{self, reserve, Cart, CartError, CartStatus};
+use crate::cart::{self, price_changed_notice, reserve, store, Cart, CartError, CartStatus};
 use crate::catalog::products;
-use crate::checkout::price_changed_notice;
 use crate::db::Db;
 use crate::state::AppState;
 use crate::web::errors::AppError;
@@ -17,12 +15,19 @@ use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};
 use crate::web::see_other;
 
+/// A refused cart change is shown to the shopper as a conflict; a database failure as its page.
+impl From<CartError> for AppError {
+    fn from(e: CartError) -> Self {
+        match e {
+            CartError::Db(d) => d.into(),
+            other => AppError::Conflict(other.to_string()),
+        }
+    }
+}
+
 /// Shown once when a shopper comes back to a cart the expiry job emptied.
 pub const EXPIRED_NOTICE: &str =
     "Your cart expired after a while without changes, and its items were returned to the shelves.";
-
-/// At or below this many available units the cart line says that few are left.
-const FEW_LEFT: i64 = crate::catalog::LOW_STOCK_THRESHOLD;
 
 /// A cart line with what the shop knows about it now.
 pub struct LineView {
@@ -37,7 +42,7 @@ pub struct LineView {
 
 impl LineView {
     pub fn few_left(&self) -> bool {
-        self.available <= FEW_LEFT
+        products::is_low_stock(self.available)
     }
 
     /// The low-stock note shown on the line itself (not as a banner above the cart).
@@ -123,20 +128,16 @@ async fn review_lines(
         let available = product.map_or(0, |p| p.qty.max(0));
         if let Some(p) = product {
             if p.retail != line.details.price && cart.status == CartStatus::Active {
-                let taken = db
-                    .collection::<bson::Document>(cart::COLLECTION)
-                    .update_one(
-                        doc! {
-                            "_id": &cart.id, "status": "active",
-                            "items": { "$elemMatch": {
-                                "sku": &line.sku, "details.price": line.details.price,
-                            } },
-                        },
-                        doc! { "$set": { "items.$.details.price": p.retail } },
-                    )
-                    .await
-                    .map_err(crate::db::DbError::from)?;
-                if taken.modified_count == 1 {
+                let taken = store::take_over_price(
+                    db,
+                    &cart.id,
+                    CartStatus::Active,
+                    &line.sku,
+                    line.details.price,
+                    p.retail,
+                )
+                .await?;
+                if taken {
                     notices.push(price_changed_notice(
                         &line.details.title,
                         line.details.price,
@@ -156,7 +157,9 @@ async fn review_lines(
     Ok(views)
 }
 
-/// `GET /cart`
+/// `GET /cart`. The one write a visit makes, on purpose: lines take over prices that changed
+/// since they were added ([`store::take_over_price`]), so the page shows what checkout will
+/// charge and tells the shopper once.
 pub async fn show(
     req: HttpRequest,
     session: Session,
@@ -230,12 +233,16 @@ async fn add_to_new_cart(
         return Ok((None, Err(CartError::TooManyCarts)));
     }
     let fresh = cart::create(db).await?;
-    let outcome = reserve::add_item_within(db, &fresh.id, sku, qty, state.cart.limits()).await;
+    let outcome = reserve::add_item_within(
+        db,
+        &fresh.id,
+        sku,
+        qty,
+        cart::CartLimits::configured(&state.cart),
+    )
+    .await;
     if outcome.is_err() {
-        db.collection::<bson::Document>(cart::COLLECTION)
-            .delete_one(doc! { "_id": &fresh.id, "status": "active", "items": { "$size": 0 } })
-            .await
-            .map_err(crate::db::DbError::from)?;
+        store::delete_if_empty(db, &fresh.id).await?;
         return Ok((None, outcome));
     }
     cart::remember_in_session(session, &fresh);
@@ -307,7 +314,7 @@ pub async fn add(
         flash::push(&session, Level::Error, "That product does not exist.");
         return Ok(see_other("/cart"));
     }
-    let limits = state.cart.limits();
+    let limits = cart::CartLimits::configured(&state.cart);
     let (mut cart_id, mut outcome) = match active_cart_for_adding(db, &session).await? {
         Some(id) => {
             let outcome = reserve::add_item_within(db, &id, &form.sku, qty, limits).await;
@@ -368,7 +375,14 @@ pub async fn change(
     form: web::Form<QuantityForm>,
 ) -> Result<HttpResponse, AppError> {
     let qty = parse_qty(&form.qty);
-    update_line(&session, &state.db, &sku, qty, state.cart.limits()).await
+    update_line(
+        &session,
+        &state.db,
+        &sku,
+        qty,
+        cart::CartLimits::configured(&state.cart),
+    )
+    .await
 }
 
 /// `POST /cart/items/{sku}/remove`
@@ -377,7 +391,14 @@ pub async fn remove(
     state: web::Data<AppState>,
     sku: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    update_line(&session, &state.db, &sku, Ok(0), state.cart.limits()).await
+    update_line(
+        &session,
+        &state.db,
+        &sku,
+        Ok(0),
+        cart::CartLimits::configured(&state.cart),
+    )
+    .await
 }
 
 async fn update_line(

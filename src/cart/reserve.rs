@@ -1,12 +1,14 @@
-//! Reserving stock for cart lines: add, change quantity, remove, and moving a cart's reservation
-//! back on sale or into `sold`. Each step is one atomic single-document update; "matched 0" means
-//! its precondition failed, and a step that cannot complete undoes the step before it.
+//! Changing cart lines together with their reservations: add, change quantity, remove. Each
+//! change is two steps, a cart write (`cart::store`) and a stock move (`crate::stock`), each one
+//! atomic single-document update; "matched 0" means its precondition failed, and a step that
+//! cannot complete undoes the step before it.
 
-use bson::{doc, DateTime, Document};
+use bson::DateTime;
 
-use crate::cart::{self, CartError, CartLimits, CartLine, CartStatus, MAX_LINE_QTY};
+use crate::cart::{self, store, CartError, CartLimits, CartLine, CartStatus, MAX_LINE_QTY};
 use crate::catalog::products;
-use crate::db::Db;
+use crate::db::{Db, DbError};
+use crate::stock;
 
 /// How often a change is retried when another session changed the same cart in between.
 const MAX_ATTEMPTS: usize = 8;
@@ -24,18 +26,10 @@ impl From<CartError> for Attempt {
     }
 }
 
-impl From<mongodb::error::Error> for Attempt {
-    fn from(e: mongodb::error::Error) -> Self {
+impl From<DbError> for Attempt {
+    fn from(e: DbError) -> Self {
         Attempt::Failed(e.into())
     }
-}
-
-fn carts(db: &Db) -> mongodb::Collection<Document> {
-    db.collection(cart::COLLECTION)
-}
-
-fn products_raw(db: &Db) -> mongodb::Collection<Document> {
-    db.collection(products::COLLECTION)
 }
 
 /// Read the cart, insisting it is still active.
@@ -172,39 +166,14 @@ pub async fn remove_item(db: &Db, cart_id: &str, sku: &str) -> Result<(), CartEr
 /// stock on the product if enough is available, else (3) pull the line again.
 async fn add_line(db: &Db, cart_id: &str, line: CartLine) -> Result<(), Attempt> {
     let now = DateTime::now();
-    let line_doc = bson::to_document(&line).map_err(|e| {
-        CartError::Db(crate::db::DbError::Other(mongodb::error::Error::custom(
-            e.to_string(),
-        )))
-    })?;
-    let pushed = carts(db)
-        .update_one(
-            doc! { "_id": cart_id, "status": "active", "items.sku": { "$ne": &line.sku } },
-            doc! { "$set": { "last_modified": now }, "$push": { "items": line_doc } },
-        )
-        .await?;
-    if pushed.matched_count == 0 {
+    if !store::push_line(db, cart_id, &line, now).await? {
         // Another session added the same SKU, or the cart stopped being active.
         return Err(Attempt::Raced);
     }
-    let reserved = products_raw(db)
-        .update_one(
-            doc! { "sku": &line.sku, "qty": { "$gte": line.qty } },
-            doc! {
-                "$inc": { "qty": -line.qty },
-                "$push": { "carted": { "cart_id": cart_id, "qty": line.qty, "timestamp": now } },
-            },
-        )
-        .await?;
-    if reserved.matched_count == 1 {
+    if stock::reserve(db, &line.sku, cart_id, line.qty, now).await? {
         return Ok(());
     }
-    carts(db)
-        .update_one(
-            doc! { "_id": cart_id },
-            doc! { "$pull": { "items": { "sku": &line.sku } } },
-        )
-        .await?;
+    store::drop_line(db, cart_id, &line.sku).await?;
     Err(short_of_stock(db, &line, None).await.into())
 }
 
@@ -213,69 +182,26 @@ async fn add_line(db: &Db, cart_id: &str, line: CartLine) -> Result<(), Attempt>
 async fn change_line(db: &Db, cart_id: &str, line: &CartLine, wanted: i64) -> Result<(), Attempt> {
     let delta = wanted - line.qty;
     let now = DateTime::now();
-    let changed = carts(db)
-        .update_one(
-            doc! {
-                "_id": cart_id, "status": "active",
-                "items": { "$elemMatch": { "sku": &line.sku, "qty": line.qty } },
-            },
-            doc! { "$inc": { "items.$.qty": delta }, "$set": { "last_modified": now } },
-        )
-        .await?;
-    if changed.matched_count == 0 {
+    if !store::change_line(db, cart_id, &line.sku, line.qty, delta, now).await? {
         return Err(Attempt::Raced);
     }
     if delta == 0 {
         return Ok(());
     }
     // More units need that many available; fewer need the reservation to hold them.
-    let filter = if delta > 0 {
-        doc! { "sku": &line.sku, "qty": { "$gte": delta }, "carted.cart_id": cart_id }
-    } else {
-        doc! {
-            "sku": &line.sku,
-            "carted": { "$elemMatch": { "cart_id": cart_id, "qty": { "$gte": -delta } } },
-        }
-    };
-    let reserved = products_raw(db)
-        .update_one(
-            filter,
-            doc! {
-                "$inc": { "qty": -delta, "carted.$.qty": delta },
-                "$set": { "carted.$.timestamp": now },
-            },
-        )
-        .await?;
-    if reserved.matched_count == 1 {
+    if stock::change_reservation(db, &line.sku, cart_id, delta, now).await? {
         return Ok(());
     }
-    carts(db)
-        .update_one(
-            doc! { "_id": cart_id, "items.sku": &line.sku },
-            doc! { "$inc": { "items.$.qty": -delta } },
-        )
-        .await?;
+    store::undo_line_change(db, cart_id, &line.sku, delta).await?;
     Err(short_of_stock(db, line, Some(cart_id)).await.into())
 }
 
 /// Pull a line from the cart if it still holds what was read, then return its stock.
 async fn remove_line(db: &Db, cart_id: &str, line: &CartLine) -> Result<(), Attempt> {
-    let pulled = carts(db)
-        .update_one(
-            doc! {
-                "_id": cart_id, "status": "active",
-                "items": { "$elemMatch": { "sku": &line.sku, "qty": line.qty } },
-            },
-            doc! {
-                "$pull": { "items": { "sku": &line.sku } },
-                "$set": { "last_modified": DateTime::now() },
-            },
-        )
-        .await?;
-    if pulled.matched_count == 0 {
+    if !store::remove_line(db, cart_id, &line.sku, line.qty).await? {
         return Err(Attempt::Raced);
     }
-    return_reservation(db, &line.sku, cart_id).await?;
+    stock::return_reservation(db, &line.sku, cart_id).await?;
     Ok(())
 }
 
@@ -291,13 +217,7 @@ async fn short_of_stock(db: &Db, line: &CartLine, reserved_by: Option<&str>) -> 
     };
     if let Some(cart_id) = reserved_by {
         if product.reserved_for(cart_id) == 0 {
-            let pulled = carts(db)
-                .update_one(
-                    doc! { "_id": cart_id },
-                    doc! { "$pull": { "items": { "sku": &line.sku } } },
-                )
-                .await;
-            return match pulled {
+            return match store::drop_line(db, cart_id, &line.sku).await {
                 Ok(_) => CartError::ReservationLost { title },
                 Err(e) => e.into(),
             };
@@ -307,70 +227,4 @@ async fn short_of_stock(db: &Db, line: &CartLine, reserved_by: Option<&str>) -> 
         title,
         available: product.qty,
     }
-}
-
-/// The pipeline update that moves every unit `cart_id` holds of a product from `carted` into
-/// `target` (`qty` to put it back on sale), all in one atomic write: the amount moved is whatever the reservation holds, so the stock invariant holds even
-/// when the cart and the reservation disagree.
-fn move_reservation(cart_id: &str, target: &str) -> Vec<Document> {
-    vec![doc! { "$set": {
-        target: { "$add": [format!("${target}"), held_by(cart_id)] },
-        "carted": others_than(cart_id),
-        "updated": DateTime::now(),
-    } }]
-}
-
-/// Aggregation expression: the units `cart_id` holds in this product's `carted`.
-fn held_by(cart_id: &str) -> Document {
-    let entries = doc! {
-        "$filter": { "input": "$carted", "as": "c", "cond": { "$eq": ["$$c.cart_id", cart_id] } }
-    };
-    doc! { "$sum": { "$map": { "input": entries, "as": "c", "in": "$$c.qty" } } }
-}
-
-/// Aggregation expression: this product's `carted` without `cart_id`'s entries.
-fn others_than(cart_id: &str) -> Document {
-    doc! {
-        "$filter": { "input": "$carted", "as": "c", "cond": { "$ne": ["$$c.cart_id", cart_id] } }
-    }
-}
-
-/// Put everything `cart_id` reserved of `sku` back on sale. Safe to repeat: once the entry is
-/// gone the filter matches nothing. Returns whether anything was returned.
-pub async fn return_reservation(db: &Db, sku: &str, cart_id: &str) -> Result<bool, CartError> {
-    let result = products_raw(db)
-        .update_one(
-            doc! { "sku": sku, "carted.cart_id": cart_id },
-            move_reservation(cart_id, "qty"),
-        )
-        .await?;
-    Ok(result.modified_count == 1)
-}
-
-/// Count `units` of what `cart_id` reserved of `sku` as sold (its order is paid) and put anything
-/// it held beyond that back on sale, in one atomic write. Safe to repeat: once the entry is gone
-/// the filter matches nothing.
-pub async fn sell_reservation(
-    db: &Db,
-    sku: &str,
-    cart_id: &str,
-    units: i64,
-) -> Result<bool, CartError> {
-    let held = held_by(cart_id);
-    let sold_now = doc! { "$min": [units, held.clone()] };
-    let surplus = doc! { "$max": [0, { "$subtract": [held, units] }] };
-    // Durable: the shopper has been told the order is placed, and stock sold must stay sold.
-    let result = db
-        .durable::<Document>(products::COLLECTION)
-        .update_one(
-            doc! { "sku": sku, "carted.cart_id": cart_id },
-            vec![doc! { "$set": {
-                "sold": { "$add": ["$sold", sold_now] },
-                "qty": { "$add": ["$qty", surplus] },
-                "carted": others_than(cart_id),
-                "updated": DateTime::now(),
-            } }],
-        )
-        .await?;
-    Ok(result.modified_count == 1)
 }

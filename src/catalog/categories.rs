@@ -105,7 +105,7 @@ pub struct Breadcrumbs {
     pub ancestors: Vec<Crumb>,
 }
 
-/// The fields the breadcrumb query returns (SPEC §1: `name`, `ancestors.slug`, `ancestors.name`).
+/// The fields the breadcrumb query returns (`name`, `ancestors.slug`, `ancestors.name`; see `docs/data-model.md`).
 pub fn breadcrumbs_projection() -> Document {
     doc! { "name": 1, "ancestors.slug": 1, "ancestors.name": 1 }
 }

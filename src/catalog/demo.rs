@@ -554,16 +554,20 @@ const BOOKS: &[Book] = &[
     },
 ];
 
-/// Midnight UTC of a calendar date (days-from-civil, valid for the proleptic Gregorian calendar).
+/// Midnight UTC of a calendar date; `None` for a date that does not exist (30 February).
+pub fn midnight_utc(y: i32, m: u32, d: u32) -> Option<DateTime> {
+    let day = chrono::NaiveDate::from_ymd_opt(y, m, d)?;
+    Some(DateTime::from_millis(
+        day.and_time(chrono::NaiveTime::MIN)
+            .and_utc()
+            .timestamp_millis(),
+    ))
+}
+
+/// Midnight UTC of one of the demo data's dates (all real dates; an impossible one would give
+/// the Unix epoch rather than fail the seeding).
 pub fn date(y: i32, m: u32, d: u32) -> DateTime {
-    let y = i64::from(y) - i64::from(m <= 2);
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let m = i64::from(m);
-    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(d) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    DateTime::from_millis(days * 86_400_000)
+    midnight_utc(y, m, d).unwrap_or(DateTime::from_millis(0))
 }
 
 fn strings(items: &[&str]) -> Vec<String> {

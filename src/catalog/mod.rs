@@ -1,6 +1,7 @@
 //! The storefront catalog: polymorphic products, the category hierarchy, the queries the shop
 //! pages issue (each backed by an index) and the demo catalog.
 
+pub mod admin_search;
 pub mod categories;
 pub mod demo;
 pub mod facets;
@@ -8,10 +9,6 @@ pub mod lifecycle;
 pub mod listing;
 pub mod pages;
 pub mod products;
-
-/// Available units at or below which the shop says "Only N left" (product pages, cards, the
-/// cart) and the admin stock screen flags a product as low: one threshold for the whole site.
-pub const LOW_STOCK_THRESHOLD: i64 = 3;
 
 /// Why a catalog change was refused, in words a form can show.
 #[derive(Debug, thiserror::Error)]
@@ -41,17 +38,6 @@ impl From<mongodb::error::Error> for CatalogError {
             Some(DuplicateKey::Sku) => CatalogError::SkuTaken,
             Some(DuplicateKey::Slug) => CatalogError::SlugTaken,
             None => CatalogError::Db(e.into()),
-        }
-    }
-}
-
-impl From<CatalogError> for crate::web::errors::AppError {
-    fn from(e: CatalogError) -> Self {
-        use crate::web::errors::AppError;
-        match e {
-            CatalogError::Db(db) => db.into(),
-            CatalogError::NotFound => AppError::NotFound,
-            other => AppError::Conflict(other.to_string()),
         }
     }
 }

@@ -20,6 +20,18 @@ use crate::web::layout::{html_response, render, Layout};
 use crate::web::see_other;
 
 /// A listing with its filter form and page links (the product list and category pages).
+/// A catalog refusal is shown as a conflict (or 404); a database failure as its page.
+impl From<crate::catalog::CatalogError> for AppError {
+    fn from(e: crate::catalog::CatalogError) -> Self {
+        use crate::catalog::CatalogError;
+        match e {
+            CatalogError::Db(db) => db.into(),
+            CatalogError::NotFound => AppError::NotFound,
+            other => AppError::Conflict(other.to_string()),
+        }
+    }
+}
+
 pub struct Listing {
     pub page: Page,
     pub query: ListingQuery,
@@ -117,7 +129,7 @@ impl ProductPage {
     /// sold out or nearly so and other carts hold some.
     pub fn held_note(&self) -> Option<String> {
         let held = self.held_by_others;
-        if held <= 0 || self.product.qty > crate::catalog::LOW_STOCK_THRESHOLD {
+        if held <= 0 || !crate::catalog::products::is_low_stock(self.product.qty) {
             return None;
         }
         Some(if held == 1 {
@@ -125,6 +137,11 @@ impl ProductPage {
         } else {
             format!("{held} more are in shoppers' carts and may come back.")
         })
+    }
+
+    /// The most the add-to-cart quantity box offers (one cart line's maximum).
+    pub fn max_line_qty(&self) -> i64 {
+        crate::catalog::products::MAX_LINE_QTY
     }
 
     /// The list of films with this actor.

@@ -284,10 +284,9 @@ impl Product {
         self.qty > 0
     }
 
-    /// On sale, but no more than [`crate::catalog::LOW_STOCK_THRESHOLD`] units left: the
-    /// pages say "Only N left".
+    /// On sale, but running low (see [`LOW_STOCK`]): the pages say "Only N left".
     pub fn is_low_stock(&self) -> bool {
-        self.in_stock() && self.qty <= crate::catalog::LOW_STOCK_THRESHOLD
+        self.in_stock() && is_low_stock(self.qty)
     }
 
     /// Units other shoppers' carts hold (all reservations but `own_cart`'s): they come back on
@@ -403,7 +402,7 @@ pub fn search_key(title: &str) -> String {
     title.trim().to_lowercase()
 }
 
-/// The indexes behind every product query the shop issues (see SPEC §1's table).
+/// The indexes behind every product query the shop issues (listed in `docs/data-model.md`).
 pub fn indexes() -> Vec<IndexModel> {
     let unique = || IndexOptions::builder().unique(true).build();
     let plain = |keys: Document| IndexModel::builder().keys(keys).build();
@@ -660,27 +659,6 @@ pub async fn update_with_status(
     Ok(Saved::Stale)
 }
 
-/// Add (or with a negative `delta`, remove) available stock; available stock never goes below
-/// zero, so a removal larger than what is available is refused.
-pub async fn adjust_stock(db: &Db, id: ObjectId, delta: i64) -> Result<bool, DbError> {
-    let filter = if delta < 0 {
-        // i64::MIN has no positive counterpart: no stock could cover it.
-        let Some(needed) = delta.checked_neg() else {
-            return Ok(false);
-        };
-        doc! { "_id": id, "qty": { "$gte": needed } }
-    } else {
-        doc! { "_id": id }
-    };
-    let result = durable(db)
-        .update_one(
-            filter,
-            doc! { "$inc": { "qty": delta }, "$set": { "updated": DateTime::now() } },
-        )
-        .await?;
-    Ok(result.modified_count == 1)
-}
-
 /// Attach an uploaded photo to a product.
 pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool, DbError> {
     let result = durable(db)
@@ -692,9 +670,19 @@ pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool,
     Ok(result.matched_count == 1)
 }
 
-/// Available units at or below which the admin stock screen flags a product as low (the
-/// site-wide [`crate::catalog::LOW_STOCK_THRESHOLD`]).
-pub const LOW_STOCK: i64 = crate::catalog::LOW_STOCK_THRESHOLD;
+/// Units on sale at or below which a product counts as running low: the product page says "only
+/// N left", the cart warns that few are left, and the admin stock screen flags it (and filters
+/// by it).
+pub const LOW_STOCK: i64 = 3;
+
+/// Whether `available` units on sale count as running low (see [`LOW_STOCK`]).
+pub fn is_low_stock(available: i64) -> bool {
+    available <= LOW_STOCK
+}
+
+/// The most units of one product a cart line (and so an order line) may hold; the product page's
+/// quantity box offers no more. The cart knows it as `cart::MAX_LINE_QTY`.
+pub const MAX_LINE_QTY: i64 = 99;
 
 /// Units one cart holds of a product (all the stock screen needs of a reservation).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -721,13 +709,14 @@ impl StockLevel {
         self.carted.iter().map(|c| c.qty).sum()
     }
 
-    /// Everything ever received: SPEC §2's invariant `qty + Σ carted.qty + sold`.
+    /// Everything ever received: `qty + Σ carted.qty + sold` (the stock ledger's invariant, see
+    /// `crate::stock`).
     pub fn received(&self) -> i64 {
         self.qty + self.reserved() + self.sold
     }
 
     pub fn is_low(&self) -> bool {
-        self.qty <= LOW_STOCK
+        is_low_stock(self.qty)
     }
 }
 

@@ -10,20 +10,19 @@ pub mod pages;
 pub mod payment;
 pub mod payments;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bson::oid::ObjectId;
-use bson::{doc, DateTime, Document};
-use mongodb::options::ReturnDocument;
+use bson::{doc, DateTime};
 use serde::Deserialize;
 
-use crate::cart::{self, reserve, Cart, CartError, CartStatus};
-use crate::catalog::products::{self, format_cents};
+use crate::cart::{self, price_changed_notice, store, Cart, CartError, CartStatus};
+use crate::catalog::products;
 use crate::checkout::orders::{Address, Order, OrderItem, OrderStatus};
 use crate::checkout::payment::{Card, Charge, ChargeRequest, PaymentError, PaymentGateway};
 use crate::checkout::payments::{PaymentRecord, PaymentState};
 use crate::db::Db;
+use crate::stock;
 
 /// The checkout form as submitted; every field is text so bad input can be shown back.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -40,8 +39,7 @@ pub struct CheckoutForm {
     pub cvc: String,
 }
 
-/// Field name → what is wrong with it.
-pub type FieldErrors = BTreeMap<&'static str, String>;
+pub use crate::web::field_errors::FieldErrors;
 
 /// A form that passed validation.
 #[derive(Debug, Clone)]
@@ -58,22 +56,19 @@ impl CheckoutForm {
         let mut errors = FieldErrors::new();
         let email = self.email.trim();
         if !is_plausible_email(email) {
-            errors.insert(
-                "email",
-                "Enter an email address like name@example.com.".into(),
-            );
+            errors.add("email", "Enter an email address like name@example.com.");
         }
         let mut text = |field: &'static str, value: &str, label: &str, max: usize| {
             let value = value.trim();
             if value.is_empty() {
-                errors.insert(field, format!("Enter your {label}."));
+                errors.add(field, format!("Enter your {label}."));
             } else if value.chars().count() > max {
-                errors.insert(
+                errors.add(
                     field,
                     format!("{label} is too long (at most {max} characters)."),
                 );
             } else if value.chars().any(char::is_control) {
-                errors.insert(
+                errors.add(
                     field,
                     format!("{label} contains characters we cannot print."),
                 );
@@ -87,7 +82,7 @@ impl CheckoutForm {
         let country = match countries::canonical(&self.country) {
             Some(c) => c.to_string(),
             None => {
-                errors.insert("country", "Choose your country from the list.".into());
+                errors.add("country", "Choose your country from the list.");
                 String::new()
             }
         };
@@ -97,32 +92,29 @@ impl CheckoutForm {
             .filter(|c| !matches!(c, ' ' | '-'))
             .collect();
         if number.is_empty() {
-            errors.insert("card_number", "Enter your card number.".into());
+            errors.add("card_number", "Enter your card number.");
         } else if !(12..=19).contains(&number.len()) || !number.chars().all(|c| c.is_ascii_digit())
         {
-            errors.insert("card_number", "A card number has 12 to 19 digits.".into());
+            errors.add("card_number", "A card number has 12 to 19 digits.");
         } else if !luhn_valid(&number) {
-            errors.insert(
+            errors.add(
                 "card_number",
-                "That card number is not valid; check the digits.".into(),
+                "That card number is not valid; check the digits.",
             );
         }
         let expiry = parse_expiry(&self.expiry);
         match expiry {
             None => {
-                errors.insert("expiry", "Enter the expiry date as MM/YY.".into());
+                errors.add("expiry", "Enter the expiry date as MM/YY.");
             }
             Some((year, month)) if (year, month) < today => {
-                errors.insert("expiry", "This card has expired.".into());
+                errors.add("expiry", "This card has expired.");
             }
             Some(_) => {}
         }
         let cvc = self.cvc.trim();
         if !(3..=4).contains(&cvc.len()) || !cvc.chars().all(|c| c.is_ascii_digit()) {
-            errors.insert(
-                "cvc",
-                "The security code is the 3 or 4 digits on the card.".into(),
-            );
+            errors.add("cvc", "The security code is the 3 or 4 digits on the card.");
         }
         match expiry {
             Some((exp_year, exp_month)) if errors.is_empty() => Ok(ValidCheckout {
@@ -203,11 +195,9 @@ fn parse_expiry(value: &str) -> Option<(i32, u32)> {
 
 /// (year, month) now, for expiry checks.
 pub fn current_month() -> (i32, u32) {
-    let now = DateTime::now().to_chrono().format("%Y %m").to_string();
-    let mut parts = now.split(' ').map(|p| p.parse::<i64>().unwrap_or(0));
-    let year = parts.next().unwrap_or(0);
-    let month = parts.next().unwrap_or(0);
-    (year as i32, month as u32)
+    use chrono::Datelike;
+    let now = chrono::Utc::now();
+    (now.year(), now.month())
 }
 
 /// How a checkout attempt ended.
@@ -238,21 +228,13 @@ pub async fn place_order(
     cart_id: &str,
     details: &ValidCheckout,
 ) -> Result<CheckoutOutcome, CartError> {
-    // Fast: a lost lock is a cart still active, and the journaled payment record below takes it
-    // to disk with it before any money moves.
-    let locked = cart::collection(db)
-        .find_one_and_update(
-            doc! { "_id": cart_id, "status": "active", "items.0": { "$exists": true } },
-            doc! { "$set": { "status": "pending", "last_modified": DateTime::now() } },
-        )
-        .return_document(ReturnDocument::After)
-        .await?;
+    let locked = store::lock_for_checkout(db, cart_id).await?;
     let Some(cart) = locked else {
         return outcome_of_other_submit(db, cart_id).await;
     };
     let changes = review_reservations(db, &cart).await?;
     if !changes.is_empty() {
-        unlock(db, cart_id).await?;
+        store::unlock(db, cart_id).await?;
         return Ok(CheckoutOutcome::CartChanged(changes));
     }
     // On disk before the card is charged: after a crash, recovery asks the gateway about it.
@@ -273,7 +255,7 @@ pub async fn place_order(
         Ok(charge) => {
             tracing::warn!(cart = %cart.id, reference = %charge.reference,
                 "a checkout met its cart's refunded charge; not placing an order");
-            unlock(db, cart_id).await?;
+            store::unlock(db, cart_id).await?;
             return Ok(CheckoutOutcome::Declined(
                 "This cart's payment was refunded and cannot be used again. Please start a new \
                  cart."
@@ -302,7 +284,7 @@ pub async fn place_order(
                         .to_string()
                 }
             };
-            unlock(db, cart_id).await?;
+            store::unlock(db, cart_id).await?;
             return Ok(CheckoutOutcome::Declined(reason));
         }
     };
@@ -378,14 +360,9 @@ async fn record_order(
 /// interrupted after the order was recorded can be finished later. `cart` is the cart as locked,
 /// whose lines are the order's items.
 pub async fn finish_paid_cart(db: &Db, cart: &Cart) -> Result<(), CartError> {
-    db.durable::<Document>(cart::COLLECTION)
-        .update_one(
-            doc! { "_id": &cart.id, "status": { "$in": ["pending", "complete"] } },
-            doc! { "$set": { "status": "complete", "last_modified": DateTime::now() } },
-        )
-        .await?;
+    store::complete(db, &cart.id).await?;
     for line in &cart.items {
-        reserve::sell_reservation(db, &line.sku, &cart.id, line.qty).await?;
+        stock::sell_reservation(db, &line.sku, &cart.id, line.qty).await?;
     }
     Ok(())
 }
@@ -427,7 +404,7 @@ pub async fn recover_stuck_checkouts(
     gateway: &dyn PaymentGateway,
     older_than: Duration,
 ) -> Result<RecoveryReport, CartError> {
-    let cutoff = cart::jobs::cutoff(older_than);
+    let cutoff = crate::db::cutoff(older_than);
     let mut report = RecoveryReport::default();
     for attempt in payments::unfinished_before(db, cutoff).await? {
         match settle(db, gateway, &attempt).await {
@@ -442,13 +419,7 @@ pub async fn recover_stuck_checkouts(
             }
         }
     }
-    let stuck: Vec<Cart> = futures::TryStreamExt::try_collect(
-        cart::collection(db)
-            .find(doc! { "status": "pending", "last_modified": { "$lt": cutoff } })
-            .await?,
-    )
-    .await?;
-    for c in stuck {
+    for c in store::pending_before(db, cutoff).await? {
         let attempt = payments::by_key(db, &c.id).await?;
         if attempt.is_some_and(|a| a.state.is_unfinished()) {
             // Settled above once it is old enough, or the gateway could not tell yet.
@@ -458,7 +429,7 @@ pub async fn recover_stuck_checkouts(
             finish_paid_cart(db, &c).await?;
             report.finished += 1;
         } else {
-            hand_back(db, &c).await?;
+            store::hand_back(db, &c).await?;
             report.handed_back += 1;
         }
         tracing::warn!(cart = %c.id, "recovered a checkout interrupted by a crash");
@@ -506,7 +477,7 @@ async fn settle(
     };
     let Some(charge) = charge else {
         if let Some(c) = cart.as_ref().filter(|c| c.status == CartStatus::Pending) {
-            hand_back(db, c).await?;
+            store::hand_back(db, c).await?;
         }
         payments::advance(
             db,
@@ -561,28 +532,6 @@ async fn settle(
     }
 }
 
-/// Hand a cart stuck `pending` back to its shopper.
-async fn hand_back(db: &Db, c: &Cart) -> Result<(), CartError> {
-    cart::collection(db)
-        .update_one(
-            doc! { "_id": &c.id, "status": "pending", "last_modified": c.last_modified },
-            doc! { "$set": { "status": "active", "last_modified": DateTime::now() } },
-        )
-        .await?;
-    Ok(())
-}
-
-/// Put a locked cart back in the shopper's hands.
-async fn unlock(db: &Db, cart_id: &str) -> Result<(), CartError> {
-    cart::collection(db)
-        .update_one(
-            doc! { "_id": cart_id, "status": "pending" },
-            doc! { "$set": { "status": "active", "last_modified": DateTime::now() } },
-        )
-        .await?;
-    Ok(())
-}
-
 /// Why the cart could not be locked, and what the shopper should see instead: a submit racing
 /// another one for the same cart waits (briefly) for that one's order.
 pub async fn outcome_of_other_submit(db: &Db, cart_id: &str) -> Result<CheckoutOutcome, CartError> {
@@ -614,7 +563,6 @@ pub async fn outcome_of_other_submit(db: &Db, cart_id: &str) -> Result<CheckoutO
 /// reservation is short is cut to what is reserved (removed if nothing is); a changed price is
 /// taken over. Returns a notice per change; empty means the cart can be charged as it is.
 async fn review_reservations(db: &Db, cart: &Cart) -> Result<Vec<String>, CartError> {
-    let carts = db.collection::<Document>(cart::COLLECTION);
     let skus: Vec<&str> = cart.items.iter().map(|l| l.sku.as_str()).collect();
     let on_file = products::by_skus(db, &skus).await?;
     let mut notices = Vec::new();
@@ -623,36 +571,31 @@ async fn review_reservations(db: &Db, cart: &Cart) -> Result<Vec<String>, CartEr
         let reserved = product.map_or(0, |p| p.reserved_for(&cart.id));
         let title = &line.details.title;
         if reserved == 0 {
-            carts
-                .update_one(
-                    doc! { "_id": &cart.id },
-                    doc! { "$pull": { "items": { "sku": &line.sku } } },
-                )
-                .await?;
+            store::drop_line(db, &cart.id, &line.sku).await?;
             notices.push(format!(
                 "{title} was no longer reserved for you and has been removed from your cart."
             ));
             continue;
         }
         if reserved != line.qty {
-            carts
-                .update_one(
-                    doc! { "_id": &cart.id, "items.sku": &line.sku },
-                    doc! { "$set": { "items.$.qty": reserved } },
-                )
-                .await?;
+            store::cut_line(db, &cart.id, &line.sku, reserved).await?;
             notices.push(format!(
                 "Only {reserved} of {title} are reserved for you; your cart now holds {reserved}."
             ));
         }
         if let Some(p) = product {
             if p.pricing.retail != line.details.price {
-                carts
-                    .update_one(
-                        doc! { "_id": &cart.id, "items.sku": &line.sku },
-                        doc! { "$set": { "items.$.details.price": p.pricing.retail } },
-                    )
-                    .await?;
+                // This checkout holds the lock, so the guard holds; the shopper reviews the
+                // change either way before anything is charged.
+                store::take_over_price(
+                    db,
+                    &cart.id,
+                    CartStatus::Pending,
+                    &line.sku,
+                    line.details.price,
+                    p.pricing.retail,
+                )
+                .await?;
                 notices.push(price_changed_notice(
                     title,
                     line.details.price,
@@ -662,14 +605,6 @@ async fn review_reservations(db: &Db, cart: &Cart) -> Result<Vec<String>, CartEr
         }
     }
     Ok(notices)
-}
-
-pub fn price_changed_notice(title: &str, was: i64, now: i64) -> String {
-    format!(
-        "The price of {title} changed from {} to {} since you added it.",
-        format_cents(was),
-        format_cents(now)
-    )
 }
 
 #[cfg(test)]
@@ -708,10 +643,12 @@ mod tests {
             ..good_form()
         };
         let errors = form.validate((2026, 11)).expect_err("invalid");
-        let fields: Vec<&str> = errors.keys().copied().collect();
+        let fields: Vec<&str> = errors.fields().collect();
         assert_eq!(fields, ["card_number", "cvc", "email", "expiry", "name"]);
-        assert!(errors["expiry"].contains("expired"));
-        assert!(errors["card_number"].contains("not valid"));
+        assert!(errors.get("expiry").is_some_and(|m| m.contains("expired")));
+        assert!(errors
+            .get("card_number")
+            .is_some_and(|m| m.contains("not valid")));
     }
 
     #[test]

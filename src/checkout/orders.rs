@@ -8,9 +8,10 @@ use mongodb::options::{IndexOptions, ReturnDocument};
 use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
 
-use crate::cart::{reserve, CartError};
-use crate::catalog::products::{self, format_cents};
+use crate::cart::CartError;
+use crate::catalog::products::format_cents;
 use crate::db::{Db, DbError};
+use crate::stock;
 
 pub const COLLECTION: &str = "orders";
 pub const COUNTERS: &str = "counters";
@@ -233,8 +234,8 @@ pub async fn list(db: &Db, status: Option<OrderStatus>, limit: i64) -> Result<Ve
 pub async fn mark_shipped(db: &Db, number: &str) -> Result<bool, DbError> {
     let result = durable(db)
         .update_one(
-            doc! { "number": number, "status": "paid" },
-            doc! { "$set": { "status": "shipped" } },
+            doc! { "number": number, "status": OrderStatus::Paid.as_str() },
+            doc! { "$set": { "status": OrderStatus::Shipped.as_str() } },
         )
         .await?;
     Ok(result.modified_count == 1)
@@ -250,8 +251,8 @@ pub async fn cancel(db: &Db, number: &str) -> Result<bool, CartError> {
     };
     let cancelled = durable(db)
         .find_one_and_update(
-            doc! { "number": number, "status": "paid" },
-            doc! { "$set": { "status": "cancelled", "restock": &skus } },
+            doc! { "number": number, "status": OrderStatus::Paid.as_str() },
+            doc! { "$set": { "status": OrderStatus::Cancelled.as_str(), "restock": &skus } },
         )
         .return_document(ReturnDocument::After)
         .await?;
@@ -273,7 +274,6 @@ pub async fn cancel(db: &Db, number: &str) -> Result<bool, CartError> {
 /// part-way, which [`resume_restocking`] finishes from the durable `restock` list.
 pub async fn restock(db: &Db, order: &Order) -> Result<(), CartError> {
     let hold = format!("cancelled:{}", order.number);
-    let products = db.collection::<Document>(products::COLLECTION);
     for sku in &order.restock {
         let units: i64 = order
             .items
@@ -281,25 +281,15 @@ pub async fn restock(db: &Db, order: &Order) -> Result<(), CartError> {
             .filter(|i| &i.sku == sku)
             .map(|i| i.qty)
             .sum();
-        reserve::sell_reservation(db, sku, &order.cart_id, units).await?;
-        products
-            .update_one(
-                doc! { "sku": sku, "sold": { "$gte": units }, "carted.cart_id": { "$ne": &hold } },
-                doc! {
-                    "$inc": { "sold": -units },
-                    "$push": { "carted": {
-                        "cart_id": &hold, "qty": units, "timestamp": DateTime::now(),
-                    } },
-                },
-            )
-            .await?;
+        stock::sell_reservation(db, sku, &order.cart_id, units).await?;
+        stock::unsell_into_hold(db, sku, &hold, units).await?;
         collection(db)
             .update_one(
                 doc! { "_id": order.id },
                 doc! { "$pull": { "restock": sku } },
             )
             .await?;
-        reserve::return_reservation(db, sku, &hold).await?;
+        stock::return_reservation(db, sku, &hold).await?;
     }
     Ok(())
 }
@@ -307,7 +297,9 @@ pub async fn restock(db: &Db, order: &Order) -> Result<(), CartError> {
 /// Finish every cancellation a crash interrupted; returns how many orders it finished.
 pub async fn resume_restocking(db: &Db) -> Result<u64, CartError> {
     let pending: Vec<Order> = collection(db)
-        .find(doc! { "status": "cancelled", "restock.0": { "$exists": true } })
+        .find(doc! {
+            "status": OrderStatus::Cancelled.as_str(), "restock.0": { "$exists": true },
+        })
         .await?
         .try_collect()
         .await?;

@@ -251,7 +251,7 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
                     .await
                     .map_err(|e| match e {
                         media::UploadError::Db(db) => db,
-                        other => DbError::Other(mongodb::error::Error::custom(other.to_string())),
+                        other => DbError::Invalid(other.to_string()),
                     })?;
             photo.file_id = Some(image.id);
             photo.filename = format!("{}.png", demo.slug);

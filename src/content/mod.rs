@@ -30,16 +30,6 @@ impl From<mongodb::error::Error> for ContentError {
     }
 }
 
-impl From<ContentError> for crate::web::errors::AppError {
-    fn from(e: ContentError) -> Self {
-        use crate::web::errors::AppError;
-        match e {
-            ContentError::Db(db) => db.into(),
-            other => AppError::Conflict(other.to_string()),
-        }
-    }
-}
-
 /// True for a unique-index violation (server error 11000); the only unique key on `nodes` is
 /// the section and slug.
 fn is_duplicate_key(e: &mongodb::error::Error) -> bool {

@@ -20,6 +20,17 @@ pub const PAGE_SIZE: i64 = 10;
 /// Gallery thumbnails per page.
 pub const GRID_PAGE_SIZE: i64 = 24;
 /// Most nodes and products a tag page lists of each.
+/// A content refusal is shown as a conflict; a database failure as its page.
+impl From<crate::content::ContentError> for AppError {
+    fn from(e: crate::content::ContentError) -> Self {
+        use crate::content::ContentError;
+        match e {
+            ContentError::Db(db) => db.into(),
+            other => AppError::Conflict(other.to_string()),
+        }
+    }
+}
+
 const TAG_LIMIT: i64 = 50;
 /// Beyond this a page number is refused (skip would scan too far).
 const MAX_PAGE: u64 = 1000;

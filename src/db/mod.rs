@@ -38,6 +38,10 @@ pub enum DbError {
     NotWritable(#[source] mongodb::error::Error),
     #[error("database operation failed")]
     Other(#[source] mongodb::error::Error),
+    /// Not the driver's failure: a value that could not be turned into (or read back from) a
+    /// document, or a reply without what it should carry.
+    #[error("database operation failed: {0}")]
+    Invalid(String),
 }
 
 impl From<mongodb::error::Error> for DbError {
@@ -76,6 +80,17 @@ pub fn refuses_writes(e: &mongodb::error::Error) -> bool {
         }
         _ => false,
     }
+}
+
+/// The moment `age` ago: anything last touched before it is older than `age` (the background
+/// jobs' "idle for", "left behind for").
+pub fn cutoff(age: Duration) -> bson::DateTime {
+    let millis = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
+    bson::DateTime::from_millis(
+        bson::DateTime::now()
+            .timestamp_millis()
+            .saturating_sub(millis),
+    )
 }
 
 /// What kind of store the app runs on (shown on the admin dashboard).

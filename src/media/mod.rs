@@ -228,10 +228,11 @@ where
         });
     };
     up.close().await.map_err(io_error)?;
-    let id = up
-        .id()
-        .as_object_id()
-        .ok_or_else(|| UploadError::Db(DbError::Other(mongodb::error::Error::custom("file id"))))?;
+    let id = up.id().as_object_id().ok_or_else(|| {
+        UploadError::Db(DbError::Invalid(
+            "GridFS returned a file id that is not an ObjectId".into(),
+        ))
+    })?;
     finish_image(db, id, kind, filename, max_pixels).await
 }
 
@@ -339,9 +340,10 @@ async fn finish_image(
         Ok(d) => d,
         Err(e) => return refuse(e).await,
     };
-    let slot = DECODES.acquire().await.map_err(|e| {
-        UploadError::Db(DbError::Other(mongodb::error::Error::custom(e.to_string())))
-    })?;
+    let slot = DECODES
+        .acquire()
+        .await
+        .map_err(|e| UploadError::Db(DbError::Invalid(e.to_string())))?;
     // The slot moves into the decoding task: if this request is abandoned, the decode still
     // counts against the bound until it really ends.
     let derived = tokio::task::spawn_blocking(move || {
@@ -416,9 +418,11 @@ async fn store_bytes(
         return Err(io_error(e));
     }
     up.close().await.map_err(io_error)?;
-    up.id()
-        .as_object_id()
-        .ok_or_else(|| UploadError::Db(DbError::Other(mongodb::error::Error::custom("file id"))))
+    up.id().as_object_id().ok_or_else(|| {
+        UploadError::Db(DbError::Invalid(
+            "GridFS returned a file id that is not an ObjectId".into(),
+        ))
+    })
 }
 
 /// A demo cover: a colour field with bands, its colours taken from the title so every product
@@ -440,17 +444,14 @@ pub async fn store_generated_cover(db: &Db, title: &str) -> Result<StoredImage, 
         image::Rgb([shade(rgb[0]), shade(rgb[1]), shade(rgb[2])])
     });
     let img = image::DynamicImage::ImageRgb8(img);
-    let png = encode_png(&img).map_err(|e| {
-        UploadError::Db(DbError::Other(mongodb::error::Error::custom(e.to_string())))
-    })?;
+    let png = encode_png(&img).map_err(|e| UploadError::Db(DbError::Invalid(e.to_string())))?;
     let filename = format!("{}.png", crate::catalog::slugify(title));
     let body = futures::stream::iter([Ok::<Bytes, std::io::Error>(Bytes::from(png))]);
     store_upload(db, &filename, body, MAX_GENERATED_BYTES).await
 }
 
-fn parse_id(id: &str) -> Result<ObjectId, AppError> {
-    ObjectId::parse_str(id).map_err(|_| AppError::NotFound)
-}
+/// An id from the URL; one that is not an ObjectId is a 404.
+use crate::web::parse_object_id as parse_id;
 
 /// `GET /media/{file_id}`
 pub async fn serve(

@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use crate::config::AdminSettings;
-use crate::web::errors::error_page;
+use crate::web::error_page::error_page;
 
 pub const REALM_HEADER: &str = "Basic realm=\"Bazaar admin\", charset=\"UTF-8\"";
 const GENERATED_PASSWORD_LENGTH: usize = 24;
@@ -384,19 +384,6 @@ pub fn hash_password(password: &str) -> anyhow::Result<String> {
         .map_err(|e| anyhow::anyhow!("hashing the password failed: {e}"))
 }
 
-/// Whether a configured hash is an argon2 PHC string (checked when the settings load).
-pub fn check_password_hash(phc: &str) -> Result<(), String> {
-    let hash = PasswordHash::new(phc)
-        .map_err(|e| format!("expected an argon2 PHC string from `bazaar hash-password` ({e})"))?;
-    if !hash.algorithm.as_str().starts_with("argon2") {
-        return Err(format!(
-            "expected an argon2 hash, got algorithm {:?}",
-            hash.algorithm.as_str()
-        ));
-    }
-    Ok(())
-}
-
 /// `Authorization: Basic base64(user:password)` → `(user, password)`.
 fn basic_credentials(req: &ServiceRequest) -> Option<(String, String)> {
     credentials_in(req.headers())
@@ -504,6 +491,7 @@ pub async fn require_admin(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::check_password_hash;
 
     #[test]
     fn a_hash_from_hash_password_is_accepted_by_the_config_check() {

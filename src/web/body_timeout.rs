@@ -26,7 +26,7 @@ type BoxedPayloadStream = Pin<Box<dyn Stream<Item = Result<Bytes, PayloadError>>
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::{Instant, Sleep};
 
-use crate::web::errors::error_page;
+use crate::web::error_page::error_page;
 
 /// Slowest steady rate a body may arrive at, once the grace period is used up.
 pub const MIN_BYTES_PER_SEC: u64 = 16 * 1024;

@@ -33,6 +33,11 @@ const ADMIN_AREAS: &[(&str, &str)] = &[
     ("/admin/settings", "Settings"),
 ];
 
+/// The session key under which the cart area keeps how many units the visitor's cart holds, so
+/// the header can show it on every page without a database read (and without the layout knowing
+/// about carts).
+pub const CART_COUNT_KEY: &str = "cart_count";
+
 pub struct NavLink {
     pub href: &'static str,
     pub label: &'static str,
@@ -74,7 +79,11 @@ impl Layout {
             nav: nav_links(areas, req.path()),
             flashes: flash::take(&session),
             admin,
-            cart_count: crate::cart::session_item_count(&session),
+            cart_count: session
+                .get::<i64>(CART_COUNT_KEY)
+                .ok()
+                .flatten()
+                .unwrap_or(0),
             on_cart_page: req.path() == "/cart",
             shop_name: crate::db::site::current().name.clone(),
             session: Some(session),

@@ -6,8 +6,11 @@ pub mod basic_auth;
 pub mod body_timeout;
 pub mod conflict;
 pub mod csrf;
+pub mod db_errors;
 pub mod email;
+pub mod error_page;
 pub mod errors;
+pub mod field_errors;
 pub mod flash;
 pub mod layout;
 pub mod rate_limit;
@@ -21,6 +24,12 @@ use actix_web::{guard, web, HttpResponse, Route};
 /// drops the body).
 pub fn read() -> Route {
     web::route().guard(guard::Any(guard::Get()).or(guard::Head()))
+}
+
+/// An ObjectId from a URL path (`/admin/products/{id}/edit`); anything else means there is no such
+/// page, so it is a 404 rather than a bad request.
+pub fn parse_object_id(id: &str) -> Result<bson::oid::ObjectId, errors::AppError> {
+    bson::oid::ObjectId::parse_str(id).map_err(|_| errors::AppError::NotFound)
 }
 
 /// `303 See Other` to `location`: where a form POST sends the browser next (Post/Redirect/Get).

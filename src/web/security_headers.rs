@@ -7,7 +7,7 @@ use actix_web::http::StatusCode;
 use actix_web::middleware::Next;
 use actix_web::{HttpResponse, ResponseError};
 
-use crate::web::errors::error_page;
+use crate::web::error_page::error_page;
 
 /// No inline scripts or styles anywhere: everything comes from /static. Frames only from the
 /// two video hosts whose embeds video posts render (see `content::video`).

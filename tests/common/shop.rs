@@ -1,5 +1,5 @@
 //! Shopping through HTTP for the cart and checkout tests: a [`Shopper`] with their own cookie
-//! jar, products with known stock, and the stock invariant of SPEC §2.
+//! jar, products with known stock, and the stock invariant (`docs/invariants.md`).
 
 use std::sync::Arc;
 
@@ -49,7 +49,7 @@ pub async fn product(db: &Db, sku: &str) -> Product {
         .expect("product exists")
 }
 
-/// SPEC §2's invariant for one product.
+/// The stock invariant (`docs/invariants.md`) for one product.
 pub async fn assert_stock_invariant(db: &Db, sku: &str, received: i64) {
     let p = product(db, sku).await;
     let carted: i64 = p.carted.iter().map(|c| c.qty).sum();

@@ -1,20 +1,29 @@
-//! The background jobs that keep reservations honest: cart expiry returns the stock of idle carts,
-//! cleanup repairs reservations a crash left behind. Both are idempotent, so any number of app
-//! instances may run them at the same time.
+//! The background jobs, and the scheduler that runs them: cart expiry returns the stock of idle
+//! carts, cleanup repairs reservations a crash left behind, old expired carts are deleted, and
+//! checkouts and cancellations a crash interrupted are finished. Every job is idempotent, so any
+//! number of app instances may run them at the same time.
+//!
+//! The jobs sit above the areas they tend (cart, checkout, the stock ledger): those areas never
+//! import this module, and the cart and checkout areas do not import each other for it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bson::{doc, DateTime, Document};
+use bson::doc;
 use futures::TryStreamExt;
 use serde::Deserialize;
 
-use crate::cart::{self, reserve, CartError, CartStatus};
+use crate::cart::{self, store, CartError, CartStatus};
 use crate::catalog::products;
 use crate::checkout::payment::PaymentGateway;
 use crate::config::CartSettings;
 use crate::db::Db;
+use crate::stock;
+
+/// The filter of [`delete_expired_carts`], for `explain` in tests.
+pub use crate::cart::store::expired_before_query;
+pub use crate::db::cutoff;
 
 /// What one expiry run did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -37,43 +46,21 @@ pub struct CleanupReport {
     pub sold: u64,
 }
 
-/// The moment `age` ago: anything last touched before it is older than `age`.
-pub fn cutoff(age: Duration) -> DateTime {
-    let millis = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
-    DateTime::from_millis(DateTime::now().timestamp_millis().saturating_sub(millis))
-}
-
 /// Expire carts idle longer than `idle_for`: mark them `expiring` (one multi-update), return each
 /// line's reservation, then mark them `expired`. Every `expiring` cart is processed, so a run that
 /// crashed half-way is finished by the next; returning a reservation twice is impossible because
 /// the first return removes the entry the second would match.
 pub async fn expire_idle_carts(db: &Db, idle_for: Duration) -> Result<ExpiryReport, CartError> {
-    let carts = cart::collection(db);
-    carts
-        .update_many(
-            doc! { "status": "active", "last_modified": { "$lt": cutoff(idle_for) } },
-            doc! { "$set": { "status": "expiring" } },
-        )
-        .await?;
-    let expiring: Vec<cart::Cart> = carts
-        .find(doc! { "status": "expiring" })
-        .await?
-        .try_collect()
-        .await?;
+    store::start_expiring_idle(db, cutoff(idle_for)).await?;
+    let expiring = store::expiring(db).await?;
     let mut report = ExpiryReport::default();
     for c in expiring {
         for line in &c.items {
-            if reserve::return_reservation(db, &line.sku, &c.id).await? {
+            if stock::return_reservation(db, &line.sku, &c.id).await? {
                 report.reservations_returned += 1;
             }
         }
-        let done = carts
-            .update_one(
-                doc! { "_id": &c.id, "status": "expiring" },
-                doc! { "$set": { "status": "expired", "last_modified": DateTime::now() } },
-            )
-            .await?;
-        report.carts_expired += done.modified_count;
+        report.carts_expired += store::mark_expired(db, &c.id).await?;
     }
     if report.carts_expired > 0 {
         tracing::info!(
@@ -85,23 +72,15 @@ pub async fn expire_idle_carts(db: &Db, idle_for: Duration) -> Result<ExpiryRepo
     Ok(report)
 }
 
-/// The filter of [`delete_expired_carts`], for `explain` in tests: expired carts last changed
-/// (that is, expired) before `before`.
-pub fn expired_before_query(before: DateTime) -> Document {
-    doc! { "status": "expired", "last_modified": { "$lt": before } }
-}
-
 /// Delete carts that expired longer than `retention` ago. Their stock went back on sale when
 /// they expired, so nothing refers to them any more; without this every abandoned visit would
 /// leave a document behind for good. Returns how many were deleted.
 pub async fn delete_expired_carts(db: &Db, retention: Duration) -> Result<u64, CartError> {
-    let deleted = cart::collection(db)
-        .delete_many(expired_before_query(cutoff(retention)))
-        .await?;
-    if deleted.deleted_count > 0 {
-        tracing::info!(carts = deleted.deleted_count, "deleted long-expired carts");
+    let deleted = store::delete_expired_before(db, cutoff(retention)).await?;
+    if deleted > 0 {
+        tracing::info!(carts = deleted, "deleted long-expired carts");
     }
-    Ok(deleted.deleted_count)
+    Ok(deleted)
 }
 
 #[derive(Deserialize)]
@@ -137,31 +116,25 @@ pub async fn clean_up_reservations(
             let owner = carts.get(&entry.cart_id).and_then(Option::as_ref);
             match owner.map(|c| c.status) {
                 Some(CartStatus::Active | CartStatus::Pending) => {
-                    let refreshed = db
-                        .collection::<Document>(products::COLLECTION)
-                        .update_one(
-                            doc! {
-                                "sku": &product.sku,
-                                "carted": { "$elemMatch": {
-                                    "cart_id": &entry.cart_id, "timestamp": entry.timestamp,
-                                } },
-                            },
-                            doc! { "$set": { "carted.$.timestamp": DateTime::now() } },
-                        )
-                        .await?;
-                    report.refreshed += refreshed.modified_count;
+                    report.refreshed += stock::refresh_reservation(
+                        db,
+                        &product.sku,
+                        &entry.cart_id,
+                        entry.timestamp,
+                    )
+                    .await?;
                 }
                 Some(CartStatus::Complete) => {
                     // The paid line's units are sold; anything held beyond them goes back.
                     let units = owner
                         .and_then(|c| c.line(&product.sku))
                         .map_or(0, |l| l.qty);
-                    if reserve::sell_reservation(db, &product.sku, &entry.cart_id, units).await? {
+                    if stock::sell_reservation(db, &product.sku, &entry.cart_id, units).await? {
                         report.sold += 1;
                     }
                 }
                 Some(CartStatus::Expiring | CartStatus::Expired) | None => {
-                    if reserve::return_reservation(db, &product.sku, &entry.cart_id).await? {
+                    if stock::return_reservation(db, &product.sku, &entry.cart_id).await? {
                         report.returned += 1;
                     }
                 }
