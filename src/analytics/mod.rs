@@ -13,6 +13,7 @@
 pub mod counter;
 pub mod middleware;
 pub mod report;
+pub mod sales;
 pub mod svg;
 
 use bson::doc;

@@ -33,9 +33,30 @@ pub struct BarChart {
     pub bars: Vec<Bar>,
     /// Label every n-th bar on the x axis (1 = all), so 60 minutes stay legible.
     pub label_every: usize,
+    /// How values are written (ticks, tooltips, the description): counts as they are, money
+    /// in cents through the shop's price format.
+    pub format: fn(i64) -> String,
+}
+
+/// Values written as plain numbers.
+pub fn plain(n: i64) -> String {
+    n.to_string()
 }
 
 impl BarChart {
+    /// A chart of counts, every bar labelled.
+    pub fn new(id: &str, title: &str, x_axis: &str, y_axis: &str, bars: Vec<Bar>) -> BarChart {
+        BarChart {
+            id: id.to_string(),
+            title: title.to_string(),
+            x_axis: x_axis.to_string(),
+            y_axis: y_axis.to_string(),
+            bars,
+            label_every: 1,
+            format: plain,
+        }
+    }
+
     /// The top of the value axis: the smallest 1, 2 or 5 × 10ⁿ at or above the largest value
     /// (1 for a chart of zeros, which then draws no bars).
     pub fn scale_max(&self) -> i64 {
@@ -69,18 +90,21 @@ impl BarChart {
     pub fn description(&self) -> String {
         let total = self.total();
         if total == 0 {
-            return format!("No {} in this period: every bar is zero.", self.y_axis.to_lowercase());
+            return format!(
+                "No {} in this period: every bar is zero.",
+                self.y_axis.to_lowercase()
+            );
         }
         let busiest = self
             .bars
             .iter()
             .max_by_key(|b| b.value)
-            .map(|b| format!("; the highest bar is {} with {}", b.label, b.value))
+            .map(|b| format!("; the highest bar is {} with {}", b.label, (self.format)(b.value)))
             .unwrap_or_default();
         format!(
             "{} bars, {} {} in all{busiest}.",
             self.bars.len(),
-            total,
+            (self.format)(total),
             self.y_axis.to_lowercase()
         )
     }
@@ -109,10 +133,11 @@ impl BarChart {
             let y = bottom - self.bar_height(tick);
             let _ = write!(
                 svg,
-                r#"<line class="grid" x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}"/><text class="tick y-tick" x="{:.1}" y="{:.1}" text-anchor="end">{tick}</text>"#,
+                r#"<line class="grid" x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}"/><text class="tick y-tick" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
                 WIDTH - RIGHT,
                 LEFT - 6.0,
                 y + 4.0,
+                escape(&(self.format)(tick)),
             );
         }
         for (i, bar) in self.bars.iter().enumerate() {
@@ -127,7 +152,7 @@ impl BarChart {
                 escape(&bar.label),
                 bar.value,
                 escape(&bar.label),
-                bar.value,
+                escape(&(self.format)(bar.value)),
             );
             if i % self.label_every.max(1) == 0 {
                 let _ = write!(
@@ -174,21 +199,15 @@ mod tests {
     use super::*;
 
     fn chart(values: &[i64]) -> BarChart {
-        BarChart {
-            id: "c".into(),
-            title: "Views <by> hour".into(),
-            x_axis: "Hour".into(),
-            y_axis: "Views".into(),
-            bars: values
-                .iter()
-                .enumerate()
-                .map(|(i, v)| Bar {
-                    label: i.to_string(),
-                    value: *v,
-                })
-                .collect(),
-            label_every: 1,
-        }
+        let bars = values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| Bar {
+                label: i.to_string(),
+                value: *v,
+            })
+            .collect();
+        BarChart::new("c", "Views <by> hour", "Hour", "Views", bars)
     }
 
     #[test]
