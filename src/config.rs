@@ -916,14 +916,30 @@ mod tests {
         let s = Settings::load(None, env(&[])).expect("defaults load");
         assert!(s.analytics.enabled);
         assert_eq!(s.analytics.max_paths_per_day, 1000);
-        let s = Settings::load(None, env(&[("BAZAAR_ANALYTICS__ENABLED", "false")]))
-            .expect("loads");
+        let s =
+            Settings::load(None, env(&[("BAZAAR_ANALYTICS__ENABLED", "false")])).expect("loads");
         assert!(!s.analytics.enabled);
         for (var, value, key) in [
-            ("BAZAAR_ANALYTICS__QUEUE_CAPACITY", "0", "analytics.queue_capacity"),
-            ("BAZAAR_ANALYTICS__FLUSH_INTERVAL_MS", "1", "analytics.flush_interval_ms"),
-            ("BAZAAR_ANALYTICS__MAX_PATHS_PER_DAY", "0", "analytics.max_paths_per_day"),
-            ("BAZAAR_ANALYTICS__ENABLED", "sometimes", "analytics.enabled"),
+            (
+                "BAZAAR_ANALYTICS__QUEUE_CAPACITY",
+                "0",
+                "analytics.queue_capacity",
+            ),
+            (
+                "BAZAAR_ANALYTICS__FLUSH_INTERVAL_MS",
+                "1",
+                "analytics.flush_interval_ms",
+            ),
+            (
+                "BAZAAR_ANALYTICS__MAX_PATHS_PER_DAY",
+                "0",
+                "analytics.max_paths_per_day",
+            ),
+            (
+                "BAZAAR_ANALYTICS__ENABLED",
+                "sometimes",
+                "analytics.enabled",
+            ),
         ] {
             let err = Settings::load(None, env(&[(var, value)]))
                 .expect_err(var)

@@ -242,11 +242,9 @@ pub async fn day(
     let path = parse_path(&query)?;
     let hourly = report::hourly(&state.db, day, path.as_deref()).await?;
     let hour = match param(&query, "hour") {
-        Some(s) => s
-            .parse::<u32>()
-            .ok()
-            .filter(|h| *h < 24)
-            .ok_or_else(|| AppError::BadRequest("The hour must be a number from 0 to 23.".into()))?,
+        Some(s) => s.parse::<u32>().ok().filter(|h| *h < 24).ok_or_else(|| {
+            AppError::BadRequest("The hour must be a number from 0 to 23.".into())
+        })?,
         // The busiest hour (the first of equals), so the minute chart shows something.
         None => (0..24u32)
             .max_by_key(|h| (hourly[*h as usize], std::cmp::Reverse(*h)))

@@ -356,11 +356,7 @@ impl ReportWriter {
             } else {
                 OTHER_PATH.to_string()
             };
-            capped
-                .tallies
-                .entry((day, path))
-                .or_default()
-                .merge(tally);
+            capped.tallies.entry((day, path)).or_default().merge(tally);
         }
         Ok(capped)
     }
@@ -415,7 +411,9 @@ mod tests {
     use chrono::TimeZone;
 
     fn at(d: u32, h: u32, m: u32) -> DateTime<Utc> {
-        Utc.with_ymd_and_hms(2026, 11, d, h, m, 7).single().expect("valid")
+        Utc.with_ymd_and_hms(2026, 11, d, h, m, 7)
+            .single()
+            .expect("valid")
     }
 
     #[test]
@@ -439,7 +437,7 @@ mod tests {
         assert_eq!(
             a.daily_increments(),
             doc! { "daily": 3_i64, "hourly.9": 2_i64, "hourly.23": 1_i64,
-                   "minute.9.5": 2_i64, "minute.23.59": 1_i64 }
+            "minute.9.5": 2_i64, "minute.23.59": 1_i64 }
         );
         let months = batch.monthly();
         let month = day.month();
@@ -447,6 +445,9 @@ mod tests {
             months[&(month, "/a".to_string())],
             BTreeMap::from([(21, 3), (22, 1)])
         );
-        assert_eq!(months[&(month, "/b".to_string())], BTreeMap::from([(21, 1)]));
+        assert_eq!(
+            months[&(month, "/b".to_string())],
+            BTreeMap::from([(21, 1)])
+        );
     }
 }

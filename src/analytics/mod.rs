@@ -128,7 +128,8 @@ impl Month {
             .next()
             .map(|m| m.first_day().date())
             .unwrap_or(NaiveDate::MAX);
-        next.signed_duration_since(self.first_day().date()).num_days() as u32
+        next.signed_duration_since(self.first_day().date())
+            .num_days() as u32
     }
 
     /// Day `n` (1-based) of the month, if the month has it.
@@ -217,15 +218,27 @@ mod tests {
 
     #[test]
     fn dates_parse_only_in_iso_form_and_only_when_they_exist() {
-        assert_eq!(Day::parse("2026-11-21").map(|d| d.key()), Some("20261121".into()));
-        for bad in ["2026-02-30", "21/11/2026", "2026-1-2", "+2026-11-21", "", "2026-11-21x"] {
+        assert_eq!(
+            Day::parse("2026-11-21").map(|d| d.key()),
+            Some("20261121".into())
+        );
+        for bad in [
+            "2026-02-30",
+            "21/11/2026",
+            "2026-1-2",
+            "+2026-11-21",
+            "",
+            "2026-11-21x",
+        ] {
             assert_eq!(Day::parse(bad), None, "{bad}");
         }
         assert_eq!(Month::parse("2024-02").map(|m| m.days()), Some(29));
         assert_eq!(Month::parse("2026-12").map(|m| m.days()), Some(31));
         assert_eq!(Month::parse("2026-13"), None);
         assert_eq!(
-            Month::parse("2026-12").and_then(|m| m.next()).map(|m| m.iso()),
+            Month::parse("2026-12")
+                .and_then(|m| m.next())
+                .map(|m| m.iso()),
             Some("2027-01".into())
         );
     }
@@ -236,7 +249,10 @@ mod tests {
         assert_eq!(daily_id(day, "/products/x"), "20261121//products/x");
         assert_eq!(monthly_id(day.month(), "/"), "202611//");
         assert_eq!(daily_id(day, OTHER_PATH), "20261121/(other)");
-        let keys: Vec<&str> = metadata(day.start(), "/").keys().map(String::as_str).collect();
+        let keys: Vec<&str> = metadata(day.start(), "/")
+            .keys()
+            .map(String::as_str)
+            .collect();
         assert_eq!(keys, ["date", "path"]);
     }
 }

@@ -99,7 +99,13 @@ impl BarChart {
             .bars
             .iter()
             .max_by_key(|b| b.value)
-            .map(|b| format!("; the highest bar is {} with {}", b.label, (self.format)(b.value)))
+            .map(|b| {
+                format!(
+                    "; the highest bar is {} with {}",
+                    b.label,
+                    (self.format)(b.value)
+                )
+            })
             .unwrap_or_default();
         format!(
             "{} bars, {} {} in all{busiest}.",
@@ -225,9 +231,18 @@ mod tests {
         assert_eq!(c.bar_height(10), PLOT_HEIGHT);
         assert_eq!(c.bar_height(5), PLOT_HEIGHT / 2.0);
         let svg = c.render();
-        assert!(svg.contains(r#"height="170.0" data-label="0" data-value="10""#), "{svg}");
-        assert!(svg.contains(r#"height="85.0" data-label="1" data-value="5""#), "{svg}");
-        assert!(svg.contains(r#"height="0.0" data-label="2" data-value="0""#), "{svg}");
+        assert!(
+            svg.contains(r#"height="170.0" data-label="0" data-value="10""#),
+            "{svg}"
+        );
+        assert!(
+            svg.contains(r#"height="85.0" data-label="1" data-value="5""#),
+            "{svg}"
+        );
+        assert!(
+            svg.contains(r#"height="0.0" data-label="2" data-value="0""#),
+            "{svg}"
+        );
         assert!(svg.contains("<title id=\"c-title\">Views &lt;by&gt; hour</title>"));
         assert!(svg.contains("15 views in all; the highest bar is 0 with 10."));
     }
