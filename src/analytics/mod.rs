@@ -249,10 +249,8 @@ mod tests {
         assert_eq!(daily_id(day, "/products/x"), "20261121//products/x");
         assert_eq!(monthly_id(day.month(), "/"), "202611//");
         assert_eq!(daily_id(day, OTHER_PATH), "20261121/(other)");
-        let keys: Vec<&str> = metadata(day.start(), "/")
-            .keys()
-            .map(String::as_str)
-            .collect();
+        let metadata = metadata(day.start(), "/");
+        let keys: Vec<&str> = metadata.keys().map(String::as_str).collect();
         assert_eq!(keys, ["date", "path"]);
     }
 }
