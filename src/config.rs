@@ -52,6 +52,10 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("backup", "keep"),
     ("backup", "dir"),
     ("seed", "demo"),
+    ("analytics", "enabled"),
+    ("analytics", "queue_capacity"),
+    ("analytics", "flush_interval_ms"),
+    ("analytics", "max_paths_per_day"),
 ];
 
 #[derive(Debug, Clone)]
@@ -65,6 +69,7 @@ pub struct Settings {
     pub cart: CartSettings,
     pub payment: PaymentSettings,
     pub comments: CommentSettings,
+    pub analytics: AnalyticsSettings,
     pub backup: BackupSettings,
     pub seed: SeedSettings,
 }
@@ -204,6 +209,20 @@ pub struct CommentSettings {
     pub rate_limit_per_minute: u32,
     /// Comments on one page of a discussion or permalink.
     pub page_size: usize,
+}
+
+/// Page-view counting (see `crate::analytics`).
+#[derive(Debug, Clone)]
+pub struct AnalyticsSettings {
+    /// False: no page view is counted (the admin reports still show what was counted before).
+    pub enabled: bool,
+    /// Page views that may wait for the background writer; more are dropped (and counted as
+    /// dropped) rather than slowing a page down.
+    pub queue_capacity: usize,
+    /// How long the writer gathers page views before writing them as one batch.
+    pub flush_interval: std::time::Duration,
+    /// Distinct paths counted per day; views of further paths that day count as "(other)".
+    pub max_paths_per_day: usize,
 }
 
 /// Scheduled backups of the database (see `crate::backup`).
@@ -491,6 +510,17 @@ impl Layers {
                 rate_limit_per_minute: self.integer("comments.rate_limit_per_minute", 0, 100_000)?
                     as u32,
                 page_size: self.integer("comments.page_size", 1, 1000)? as usize,
+            },
+            analytics: AnalyticsSettings {
+                enabled: self.boolean("analytics.enabled")?,
+                queue_capacity: self.integer("analytics.queue_capacity", 1, 10_000_000)? as usize,
+                flush_interval: std::time::Duration::from_millis(self.integer(
+                    "analytics.flush_interval_ms",
+                    10,
+                    3_600_000,
+                )? as u64),
+                max_paths_per_day: self.integer("analytics.max_paths_per_day", 1, 1_000_000)?
+                    as usize,
             },
             seed: SeedSettings {
                 demo: self.boolean("seed.demo")?,
@@ -927,6 +957,43 @@ mod tests {
                 "BAZAAR_MEDIA__MAX_IMAGE_MEGAPIXELS",
                 "-9223372036854775808",
                 "media.max_image_megapixels",
+            ),
+        ] {
+            let err = Settings::load(None, env(&[(var, value)]))
+                .expect_err(var)
+                .to_string();
+            assert!(err.contains(key), "{var}: {err}");
+        }
+    }
+
+    #[test]
+    fn page_view_counting_is_on_by_default_and_its_limits_are_range_checked() {
+        let s = Settings::load(None, env(&[])).expect("defaults load");
+        assert!(s.analytics.enabled);
+        assert_eq!(s.analytics.max_paths_per_day, 1000);
+        let s =
+            Settings::load(None, env(&[("BAZAAR_ANALYTICS__ENABLED", "false")])).expect("loads");
+        assert!(!s.analytics.enabled);
+        for (var, value, key) in [
+            (
+                "BAZAAR_ANALYTICS__QUEUE_CAPACITY",
+                "0",
+                "analytics.queue_capacity",
+            ),
+            (
+                "BAZAAR_ANALYTICS__FLUSH_INTERVAL_MS",
+                "1",
+                "analytics.flush_interval_ms",
+            ),
+            (
+                "BAZAAR_ANALYTICS__MAX_PATHS_PER_DAY",
+                "0",
+                "analytics.max_paths_per_day",
+            ),
+            (
+                "BAZAAR_ANALYTICS__ENABLED",
+                "sometimes",
+                "analytics.enabled",
             ),
         ] {
             let err = Settings::load(None, env(&[(var, value)]))

@@ -2,6 +2,7 @@
 //! docstore by default. `main.rs` only calls [`cli::run`].
 
 pub mod admin;
+pub mod analytics;
 pub mod backup;
 pub mod cart;
 pub mod catalog;

@@ -11,6 +11,7 @@ use actix_web::middleware::{from_fn, ErrorHandlers};
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
+use crate::analytics::PageViewCounter;
 use crate::backup::schedule::BackupMonitor;
 use crate::checkout::payment::{PaymentGateway, TestGateway};
 use crate::comments::rate_limit::CommentRateLimit;
@@ -22,7 +23,7 @@ use crate::web::body_timeout::{limit_body_time, BodyPolicy};
 use crate::web::error_page::{bad_request_page, render_bare_errors};
 use crate::web::security_headers::{add_security_headers, TransportPolicy};
 use crate::web::{assets, csrf, session};
-use crate::{home, seed, telemetry};
+use crate::{analytics, home, seed, telemetry};
 
 /// The user Bazaar creates in the embedded store (its password is random per start).
 const EMBEDDED_USER: &str = "bazaar";
@@ -192,6 +193,8 @@ pub struct Application {
     backup_monitor: Arc<BackupMonitor>,
     /// Who may enter `/admin` (its counters show how many password checks ran).
     credentials: web::Data<AdminCredentials>,
+    /// Counts page views when `analytics.enabled`; stopped (and flushed) with the server.
+    page_views: Option<PageViewCounter>,
 }
 
 /// What [`Application::assemble`] builds besides the database.
@@ -203,6 +206,7 @@ struct Assembled {
     test_gateway: Option<Arc<TestGateway>>,
     credentials: web::Data<AdminCredentials>,
     backup_monitor: Arc<BackupMonitor>,
+    page_views: Option<PageViewCounter>,
 }
 
 impl Application {
@@ -243,6 +247,7 @@ impl Application {
                 generated_admin_password: built.generated_admin_password,
                 test_gateway: built.test_gateway,
                 credentials: built.credentials,
+                page_views: built.page_views,
             }),
             Err(e) => Err((e, database)),
         }
@@ -315,10 +320,15 @@ impl Application {
         });
         let credentials = web::Data::new(credentials);
         let backup_monitor = BackupMonitor::new(settings.backup.clone());
+        let page_views = settings
+            .analytics
+            .enabled
+            .then(|| PageViewCounter::spawn(db.clone(), &settings.analytics));
         let server = http_server(
             state,
             credentials.clone(),
             web::Data::from(backup_monitor.clone()),
+            page_views.clone().map(web::Data::new),
             key,
             settings,
             listener,
@@ -331,6 +341,7 @@ impl Application {
             generated_admin_password: generated,
             test_gateway,
             credentials,
+            page_views,
         })
     }
 
@@ -369,6 +380,11 @@ impl Application {
         self.backup_monitor.clone()
     }
 
+    /// The page-view counter, when `analytics.enabled` (tests flush it and count with it).
+    pub fn page_views(&self) -> Option<PageViewCounter> {
+        self.page_views.clone()
+    }
+
     /// The database handle (tests check stock invariants through it).
     pub fn db(&self) -> &Db {
         &self.database.db
@@ -392,7 +408,8 @@ impl Application {
         });
     }
 
-    /// Serve until stopped, then close the database (flushing an embedded store).
+    /// Serve until stopped, then write the page views still queued and close the database
+    /// (flushing an embedded store).
     pub async fn run_until_stopped(self) -> anyhow::Result<()> {
         let served = self.server.await;
         if let Some(jobs) = self.jobs {
@@ -400,6 +417,9 @@ impl Application {
         }
         if let Some(backups) = self.backups {
             backups.abort();
+        }
+        if let Some(page_views) = &self.page_views {
+            page_views.stop().await;
         }
         self.database.close().await;
         served.context("the HTTP server failed")
@@ -453,6 +473,7 @@ fn http_server(
     state: web::Data<AppState>,
     credentials: web::Data<AdminCredentials>,
     backup_monitor: web::Data<BackupMonitor>,
+    page_views: Option<web::Data<PageViewCounter>>,
     key: Key,
     settings: &Settings,
     listener: TcpListener,
@@ -467,8 +488,11 @@ fn http_server(
         settings.server.max_concurrent_bodies,
     ));
     let mut server = HttpServer::new(move || {
-        App::new()
-            .app_data(state.clone())
+        let mut app = App::new();
+        if let Some(page_views) = &page_views {
+            app = app.app_data(page_views.clone());
+        }
+        app.app_data(state.clone())
             .app_data(credentials.clone())
             .app_data(backup_monitor.clone())
             .app_data(transport.clone())
@@ -484,6 +508,7 @@ fn http_server(
             .configure(crate::routes::routes)
             .default_service(web::to(home::not_found))
             // Listed innermost first: a request passes them bottom to top.
+            .wrap(from_fn(analytics::middleware::count_page_views))
             .wrap(from_fn(csrf::verify))
             .wrap(from_fn(limit_body_time))
             .wrap(from_fn(basic_auth::guard_admin_area))

@@ -336,7 +336,7 @@ async fn an_interrupted_migrate_resumes_and_ends_identical_to_the_source() {
 }
 
 #[tokio::test]
-async fn scheduled_backups_rotate_and_the_dashboard_shows_the_last_one() {
+async fn scheduled_backups_rotate_and_the_system_page_shows_the_last_one() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let backups = tmp.path().join("backups");
     let mut settings = settings_for(&tmp.path().join("data"));
@@ -393,7 +393,7 @@ async fn scheduled_backups_rotate_and_the_dashboard_shows_the_last_one() {
     assert!(last.contains(" · "), "{last}");
     assert_eq!(count(&page, ".backups .backup-warning"), 0);
 
-    // A backup that cannot be written is a failure the dashboard warns about.
+    // A backup that cannot be written is a failure the System page warns about.
     std::fs::write(tmp.path().join("in-the-way"), b"a file").expect("file");
     let mut broken = settings_for(&tmp.path().join("unused"));
     broken.backup.dir = tmp.path().join("in-the-way");
@@ -411,9 +411,9 @@ async fn scheduled_backups_rotate_and_the_dashboard_shows_the_last_one() {
 }
 
 #[tokio::test]
-async fn the_dashboard_warns_when_scheduled_backups_are_off() {
+async fn the_system_page_warns_when_scheduled_backups_are_off() {
     let app = spawn_app().await;
-    let page = html(&body(app.get_admin("/admin").await).await);
+    let page = html(&body(app.get_admin("/admin/system").await).await);
     let warning = texts(&page, ".backups .backup-warning").join(" ");
     assert!(warning.contains("off"), "{warning}");
     app.stop().await;

@@ -478,7 +478,11 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
     );
     save_screenshot(&client, "admin.png").await;
 
-    // The admin form posts with its CSRF token and the browser shows the flash message.
+    // The System page's form posts with its CSRF token and the browser shows the flash message.
+    client
+        .goto(&format!("{admin_url}/system"))
+        .await
+        .expect("system page loads");
     client
         .find(Locator::Css("form[action='/admin/seed'] button"))
         .await

@@ -112,8 +112,8 @@ async fn page(shopper: &Shopper, path: &str) -> scraper::Html {
 }
 
 async fn admin_token(app: &TestApp) -> String {
-    // The dashboard always has a form (demo data), whatever the comment list holds.
-    csrf_token(&html(&body(app.get_admin("/admin").await).await)).expect("a token")
+    // The System page always has a form (demo data), whatever the comment list holds.
+    csrf_token(&html(&body(app.get_admin("/admin/system").await).await)).expect("a token")
 }
 
 async fn moderate(app: &TestApp, comment: &Comment, action: &str) {

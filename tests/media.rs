@@ -157,8 +157,8 @@ async fn an_uploaded_png_gets_a_thumbnail_and_a_non_image_or_oversized_file_is_r
     let doc = html(&body(app.get_admin(&edit).await).await);
     assert!(texts(&doc, ".flash-error")[0].contains("larger than 10 MiB"));
     assert_eq!(count(&doc, ".admin-photos img"), 2);
-    let dashboard = html(&body(app.get_admin("/admin").await).await);
-    let files = texts(&dashboard, "table.counts tbody tr")
+    let system = html(&body(app.get_admin("/admin/system").await).await);
+    let files = texts(&system, "table.counts tbody tr")
         .into_iter()
         .find(|r| r.starts_with("assets.files"))
         .expect("files row");

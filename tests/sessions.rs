@@ -10,16 +10,17 @@ async fn dashboard_token(app: &TestApp) -> String {
     dashboard_token_for(app, &app.client).await
 }
 
-/// The dashboard form's token as seen by `client` (another visitor when it is not `app.client`).
+/// The System page's demo-data form token as seen by `client` (another visitor when it is not
+/// `app.client`).
 async fn dashboard_token_for(app: &TestApp, client: &reqwest::Client) -> String {
     let response = client
-        .get(app.url("/admin"))
+        .get(app.url("/admin/system"))
         .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
         .send()
         .await
         .expect("sent");
     assert_eq!(response.status(), StatusCode::OK);
-    csrf_token(&html(&body(response).await)).expect("the dashboard form has a CSRF token")
+    csrf_token(&html(&body(response).await)).expect("the demo-data form has a CSRF token")
 }
 
 #[tokio::test]
@@ -83,17 +84,17 @@ async fn a_post_with_the_token_succeeds_and_its_flash_message_is_shown_once() {
             .headers()
             .get("location")
             .and_then(|v| v.to_str().ok()),
-        Some("/admin")
+        Some("/admin/system")
     );
 
-    let doc = html(&body(app.get_admin("/admin").await).await);
+    let doc = html(&body(app.get_admin("/admin/system").await).await);
     assert_eq!(
         texts(&doc, ".flash"),
         vec!["Demo data is already in place; nothing was added."]
     );
     assert_eq!(count(&doc, ".flash-success"), 1);
 
-    let doc = html(&body(app.get_admin("/admin").await).await);
+    let doc = html(&body(app.get_admin("/admin/system").await).await);
     assert_eq!(
         count(&doc, ".flash"),
         0,
@@ -116,7 +117,7 @@ async fn the_session_survives_across_requests() {
 #[tokio::test]
 async fn the_session_cookie_is_http_only_same_site_lax_and_not_secure_without_tls() {
     let app = spawn_app().await;
-    let response = app.get_admin("/admin").await;
+    let response = app.get_admin("/admin/system").await;
     let cookie = response
         .headers()
         .get_all("set-cookie")
@@ -130,7 +131,7 @@ async fn the_session_cookie_is_http_only_same_site_lax_and_not_secure_without_tl
     assert!(!cookie.contains("Secure"), "{cookie}");
 
     let tls_app = spawn_app_with(&[("BAZAAR_SERVER__TLS", "true")]).await;
-    let response = tls_app.get_admin("/admin").await;
+    let response = tls_app.get_admin("/admin/system").await;
     let cookie = response
         .headers()
         .get_all("set-cookie")
@@ -166,7 +167,7 @@ async fn sessions_survive_a_restart_because_the_generated_key_is_kept_in_the_dat
     // Same data directory, new process-level state: the old cookie still opens the session.
     let app = spawn_app_with(&env).await;
     let response = reqwest::Client::new()
-        .get(app.url("/admin"))
+        .get(app.url("/admin/system"))
         .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
         .header("cookie", cookie)
         .send()

@@ -1,70 +1,109 @@
-//! The admin dashboard: what the database holds right now, and re-running the demo seed.
+//! The admin dashboard: what a shop owner looks at first. Sales today and over the last seven
+//! days, orders waiting to ship, low stock, recent orders and comments, and today's traffic.
+//! Database facts and demo data live on the System page (`admin::system`).
 
-use std::time::Instant;
-
-use actix_session::SessionExt;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
+use crate::admin::analytics::{day_url, Chart};
 use crate::admin::comments::{newest_with_links, ModeratedComment};
-use crate::backup::schedule::{BackupMonitor, BackupStatus};
-use crate::db::CollectionCount;
-use crate::seed;
+use crate::analytics::report::{self, PageCount};
+use crate::analytics::sales::{self, DaySales};
+use crate::analytics::svg::{Bar, BarChart};
+use crate::analytics::Day;
+use crate::catalog::products::{self, format_cents, StockLevel, LOW_STOCK};
+use crate::checkout::orders::{self, Order, OrderStatus};
 use crate::state::AppState;
 use crate::web::errors::AppError;
-use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};
-use crate::web::see_other;
 
 /// Comments listed on the dashboard.
 const RECENT_COMMENTS: i64 = 5;
+/// Orders listed on the dashboard.
+const RECENT_ORDERS: i64 = 5;
+/// Low-stock products listed (the Stock screen has them all).
+const LOW_STOCK_LISTED: usize = 8;
+/// Pages listed under today's traffic.
+const TOP_PAGES: i64 = 5;
+/// Days in the sales chart, today included.
+const SALES_DAYS: u32 = 7;
 
 #[derive(Template)]
 #[template(path = "admin/dashboard.html")]
 pub struct DashboardPage {
     pub layout: Layout,
-    pub store: String,
-    pub database: String,
-    pub server_version: String,
-    pub ping_ms: String,
-    pub collections: Vec<CollectionCount>,
     pub admin_user: String,
+    pub today: DaySales,
+    /// The last seven days, today included: orders and takings.
+    pub week_orders: u64,
+    pub week_total: i64,
+    pub sales_chart: Chart,
+    /// Paid orders not yet shipped.
+    pub to_ship: u64,
+    pub low_stock: Vec<StockLevel>,
+    pub low_stock_count: usize,
+    pub recent_orders: Vec<Order>,
     /// The newest comments across the site, linked to where they are.
     pub recent_comments: Vec<ModeratedComment>,
-    /// Scheduled backups: the last one, or why there is none (`admin/_backups.html`).
-    pub backups: BackupStatus,
+    pub views_today: i64,
+    pub top_pages: Vec<PageCount>,
+    pub traffic_url: String,
 }
 
-pub async fn show(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    backups: web::Data<BackupMonitor>,
-) -> Result<HttpResponse, AppError> {
-    let started = Instant::now();
-    state.db.ping().await?;
-    let ping_ms = format!("{:.1} ms", started.elapsed().as_secs_f64() * 1000.0);
-    let server_version = state.db.server_version().await?;
-    let collections = state.db.collection_counts().await?;
-    let recent_comments = newest_with_links(&state.db, None, None, RECENT_COMMENTS).await?;
+impl DashboardPage {
+    pub fn money(&self, cents: &i64) -> String {
+        format_cents(*cents)
+    }
+
+    pub fn low_stock_threshold(&self) -> i64 {
+        LOW_STOCK
+    }
+
+    pub fn page_report(&self, path: &str) -> String {
+        day_url(self.today.day, Some(path), None)
+    }
+}
+
+pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
+    let db = &state.db;
+    let day = Day::today();
+    let week = sales::daily_sales(db, day, SALES_DAYS).await?;
+    let today = week.last().cloned().unwrap_or(DaySales {
+        day,
+        orders: 0,
+        total: 0,
+    });
+    let bars = week
+        .iter()
+        .map(|d| Bar {
+            label: d.day.short(),
+            value: d.total,
+        })
+        .collect();
+    let mut chart = BarChart::new(
+        "sales-by-day",
+        "Sales over the last 7 days",
+        "Day (UTC)",
+        "Sales",
+        bars,
+    );
+    chart.format = format_cents;
+    let low_stock = products::stock_levels(db, true).await?;
+    let hourly = report::hourly(db, day, None).await?;
     render(&DashboardPage {
         layout: Layout::admin(&req),
-        store: state.db.store().to_string(),
-        database: state.db.database().name().to_string(),
-        server_version,
-        ping_ms,
-        collections,
         admin_user: state.admin_user.clone(),
-        recent_comments,
-        backups: backups.status(),
+        week_orders: week.iter().map(|d| d.orders).sum(),
+        week_total: week.iter().map(|d| d.total).sum(),
+        sales_chart: Chart::new(chart),
+        today,
+        to_ship: orders::count(db, Some(OrderStatus::Paid)).await?,
+        low_stock_count: low_stock.len(),
+        low_stock: low_stock.into_iter().take(LOW_STOCK_LISTED).collect(),
+        recent_orders: orders::list(db, None, RECENT_ORDERS).await?,
+        recent_comments: newest_with_links(db, None, None, RECENT_COMMENTS).await?,
+        views_today: hourly.iter().sum(),
+        top_pages: report::top_pages_of_day(db, day, TOP_PAGES).await?,
+        traffic_url: day_url(day, None, None),
     })
-}
-
-/// `POST /admin/seed`: add missing demo data, then back to the dashboard with a notice.
-pub async fn seed_demo_data(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, AppError> {
-    let report = seed::run(&state.db).await?;
-    flash::push(&req.get_session(), Level::Success, report.summary());
-    Ok(see_other("/admin"))
 }

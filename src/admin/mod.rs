@@ -1,5 +1,6 @@
 //! The admin section under `/admin`, behind HTTP Basic auth (see `web::basic_auth`).
 
+pub mod analytics;
 pub mod carts;
 pub mod categories;
 pub mod changelist;
@@ -14,6 +15,7 @@ pub mod product_list;
 pub mod products;
 pub mod settings;
 pub mod stock;
+pub mod system;
 
 use actix_web::middleware::from_fn;
 use actix_web::{web, Scope};
@@ -36,7 +38,10 @@ pub fn scope() -> Scope<
         .route("", read().to(dashboard::show))
         .route("/", read().to(dashboard::show))
         // A resource (not `.route`) so a GET here is 405 rather than 404.
-        .service(web::resource("/seed").post(dashboard::seed_demo_data))
+        .service(web::resource("/seed").post(system::seed_demo_data))
+        .route("/system", read().to(system::show))
+        .route("/analytics", read().to(analytics::day))
+        .route("/analytics/month", read().to(analytics::month))
         .route("/products", read().to(product_list::index))
         .service(
             web::resource("/products/new")

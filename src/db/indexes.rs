@@ -4,7 +4,7 @@
 use mongodb::IndexModel;
 
 use crate::db::{Db, DbError};
-use crate::{cart, catalog, checkout, comments, content};
+use crate::{analytics, cart, catalog, checkout, comments, content};
 
 /// `(collection, indexes)`. Each feature adds the indexes backing its queries here, with a test
 /// that `explain`s the query. `settings` is read by `_id`, which MongoDB always indexes.
@@ -25,6 +25,8 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
             checkout::payments::COLLECTION,
             checkout::payments::indexes(),
         ),
+        (analytics::DAILY, analytics::indexes()),
+        (analytics::MONTHLY, analytics::monthly_indexes()),
         // The built-in test gateway's own charges (a real gateway keeps them elsewhere).
         (
             checkout::payment::TEST_GATEWAY_CHARGES,

@@ -30,6 +30,8 @@ const ADMIN_AREAS: &[(&str, &str)] = &[
     ("/admin/stock", "Stock"),
     ("/admin/content", "Content"),
     ("/admin/comments", "Comments"),
+    ("/admin/analytics", "Analytics"),
+    ("/admin/system", "System"),
     ("/admin/settings", "Settings"),
 ];
 

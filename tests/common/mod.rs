@@ -65,6 +65,8 @@ pub struct TestApp {
     pub gateway: Arc<bazaar::checkout::payment::TestGateway>,
     /// Where the embedded store listens (it requires the app's generated credentials).
     pub store_address: Option<std::net::SocketAddr>,
+    /// The page-view counter (`None` when `analytics.enabled` is off); tests flush it.
+    pub page_views: Option<bazaar::analytics::PageViewCounter>,
     handle: actix_web::dev::ServerHandle,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -87,6 +89,7 @@ pub async fn spawn_with_settings(settings: Settings) -> TestApp {
     let db = app.db().clone();
     let store_address = app.embedded_store_address();
     let gateway = app.test_gateway().expect("tests run with the test gateway");
+    let page_views = app.page_views();
     let task = tokio::spawn(app.run_until_stopped());
     let (client, jar) = new_client();
     TestApp {
@@ -97,6 +100,7 @@ pub async fn spawn_with_settings(settings: Settings) -> TestApp {
         db,
         gateway,
         store_address,
+        page_views,
         handle,
         task,
     }

@@ -1,0 +1,194 @@
+//! What counting page views costs a page: product-page throughput with `analytics.enabled` on
+//! and off, measured side by side in one run. Two sites on in-memory docstore with the same
+//! catalog are started; rounds alternate which one is loaded first (so drift on a shared machine
+//! hits both alike), each loading product pages from 64 keep-alive clients for a few seconds.
+//! Prints each round and the medians, and the on/off ratio.
+//!
+//! `cargo bench -p bazaar --bench analytics_overhead` (BENCH_SECONDS per round, default 5;
+//! BENCH_ROUNDS, default 3; BENCH_CONNECTIONS, default 64; BENCH_PRODUCTS, default 1 000).
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bazaar::config::Settings;
+use bazaar::startup::{Application, OpenDatabase};
+use futures::TryStreamExt;
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn settings(counting: bool) -> anyhow::Result<Settings> {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    Ok(Settings::load(
+        Some(&root.join("config.toml")),
+        vec![
+            ("BAZAAR_DATABASE__URI".to_string(), "memory".to_string()),
+            ("BAZAAR_SERVER__HOST".to_string(), "127.0.0.1".to_string()),
+            ("BAZAAR_SERVER__PORT".to_string(), "0".to_string()),
+            ("BAZAAR_LOG__LEVEL".to_string(), "error".to_string()),
+            (
+                "BAZAAR_ANALYTICS__ENABLED".to_string(),
+                counting.to_string(),
+            ),
+        ],
+    )?)
+}
+
+/// A site with the demo catalog plus `products` generated ones; returns its address, the
+/// product slugs and what stops it.
+async fn start_site(
+    counting: bool,
+    products: u64,
+) -> anyhow::Result<(String, Arc<Vec<String>>, Application)> {
+    let settings = settings(counting)?;
+    let database = OpenDatabase::open(&settings).await?;
+    bazaar::db::indexes::ensure_indexes(&database.db).await?;
+    bazaar::seed::run(&database.db).await?;
+    bazaar::catalog::demo::seed_bulk(&database.db, products)
+        .await
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let slugs: Vec<String> = database
+        .db
+        .collection::<bson::Document>(bazaar::catalog::products::COLLECTION)
+        .find(bson::doc! {})
+        .projection(bson::doc! { "slug": 1 })
+        .await?
+        .try_collect::<Vec<_>>()
+        .await?
+        .iter()
+        .filter_map(|d| d.get_str("slug").ok().map(str::to_string))
+        .collect();
+    let app = Application::build_with_database(settings, database)
+        .await
+        .map_err(|(e, _)| e)?;
+    Ok((
+        format!("http://127.0.0.1:{}", app.port()),
+        Arc::new(slugs),
+        app,
+    ))
+}
+
+/// Product pages per second from `connections` clients for `duration`, and the failures.
+async fn load(
+    base: &str,
+    slugs: &Arc<Vec<String>>,
+    connections: u64,
+    duration: Duration,
+) -> (f64, u64) {
+    let started = Instant::now();
+    let deadline = started + duration;
+    let mut tasks = Vec::new();
+    for c in 0..connections {
+        let client = reqwest::Client::builder()
+            .pool_max_idle_per_host(1)
+            .build()
+            .expect("client");
+        let base = base.to_string();
+        let slugs = Arc::clone(slugs);
+        tasks.push(tokio::spawn(async move {
+            let (mut ok, mut failed) = (0u64, 0u64);
+            let mut i = (c * 7919) as usize;
+            while Instant::now() < deadline {
+                let url = format!("{base}/products/{}", slugs[i % slugs.len()]);
+                i += 1;
+                match client.get(&url).send().await {
+                    Ok(r) if r.status().is_success() => {
+                        let _ = r.bytes().await;
+                        ok += 1;
+                    }
+                    _ => failed += 1,
+                }
+            }
+            (ok, failed)
+        }));
+    }
+    let (mut ok, mut failed) = (0, 0);
+    for t in tasks {
+        if let Ok((o, f)) = t.await {
+            ok += o;
+            failed += f;
+        }
+    }
+    (ok as f64 / started.elapsed().as_secs_f64(), failed)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn main() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(bench())
+}
+
+async fn bench() -> anyhow::Result<()> {
+    let seconds = env_or("BENCH_SECONDS", 5);
+    let rounds = env_or("BENCH_ROUNDS", 3).max(1);
+    let connections = env_or("BENCH_CONNECTIONS", 64);
+    let products = env_or("BENCH_PRODUCTS", 1_000);
+    bazaar::telemetry::init("error");
+    let (off_base, off_slugs, off_app) = start_site(false, products).await?;
+    let (on_base, on_slugs, on_app) = start_site(true, products).await?;
+    let counter = on_app.page_views().expect("counting is on");
+    let handles = [off_app.server_handle(), on_app.server_handle()];
+    let servers = [
+        tokio::spawn(off_app.run_until_stopped()),
+        tokio::spawn(on_app.run_until_stopped()),
+    ];
+    println!(
+        "product pages, {} products, {connections} connections, {seconds} s per round",
+        off_slugs.len()
+    );
+    println!("| round | counting | requests/s | errors |");
+    println!("|---|---|---|---|");
+    let duration = Duration::from_secs(seconds);
+    let (mut on, mut off) = (Vec::new(), Vec::new());
+    for round in 1..=rounds {
+        // Alternate which goes first, so a machine getting busier or quieter hits both.
+        let order = if round % 2 == 1 {
+            [false, true]
+        } else {
+            [true, false]
+        };
+        for counting in order {
+            let (base, slugs) = if counting {
+                (&on_base, &on_slugs)
+            } else {
+                (&off_base, &off_slugs)
+            };
+            let (rate, errors) = load(base, slugs, connections, duration).await;
+            let label = if counting { "on" } else { "off" };
+            println!("| {round} | {label} | {rate:.0} | {errors} |");
+            if counting {
+                on.push(rate);
+            } else {
+                off.push(rate);
+            }
+        }
+    }
+    counter.flush().await;
+    let stats = counter.stats();
+    let (on, off) = (median(on), median(off));
+    println!(
+        "median: counting off {off:.0} req/s, on {on:.0} req/s: on/off = {:.1}%",
+        on / off * 100.0
+    );
+    println!(
+        "views written {}, dropped (queue full) {}, failed {}",
+        stats.written, stats.dropped, stats.failed
+    );
+    for handle in handles {
+        handle.stop(true).await;
+    }
+    for server in servers {
+        let _ = server.await;
+    }
+    Ok(())
+}

@@ -1,0 +1,336 @@
+//! Admin → Analytics: page views of a day (by hour, and by minute within a chosen hour) or of a
+//! month (by day), for the whole site or one page, with the most viewed pages. Charts are inline
+//! SVG with their numbers as a table; a bad date, hour or path in the address is a 400 page.
+
+use std::collections::HashMap;
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+
+use crate::analytics::counter::CounterStats;
+use crate::analytics::report::{self, PageCount};
+use crate::analytics::svg::{Bar, BarChart};
+use crate::analytics::{Day, Month, PageViewCounter, OTHER_PATH};
+use crate::state::AppState;
+use crate::web::errors::AppError;
+use crate::web::layout::{render, Layout};
+
+/// Pages listed under "Top pages".
+const TOP_PAGES: i64 = 20;
+/// Longest path accepted in the query string (the counter counts none longer).
+const MAX_PATH_BYTES: usize = 512;
+
+/// A chart ready for a page: the SVG and the same numbers as table rows.
+pub struct Chart {
+    pub id: String,
+    pub title: String,
+    pub x_axis: String,
+    pub y_axis: String,
+    pub svg: String,
+    pub rows: Vec<ChartRow>,
+    pub total: String,
+}
+
+/// One bar as a table row.
+pub struct ChartRow {
+    pub label: String,
+    /// The value as written (a count, or money).
+    pub value: String,
+    /// Where the row's label leads (a month's day leads to that day's report).
+    pub href: Option<String>,
+}
+
+impl Chart {
+    pub fn new(chart: BarChart) -> Chart {
+        Chart {
+            svg: chart.render(),
+            rows: chart
+                .bars
+                .iter()
+                .map(|b| ChartRow {
+                    label: b.label.clone(),
+                    value: (chart.format)(b.value),
+                    href: None,
+                })
+                .collect(),
+            total: (chart.format)(chart.total()),
+            id: chart.id,
+            title: chart.title,
+            x_axis: chart.x_axis,
+            y_axis: chart.y_axis,
+        }
+    }
+
+    /// Link each row's label (in bar order; extra links are ignored).
+    pub fn with_links(mut self, links: impl IntoIterator<Item = Option<String>>) -> Chart {
+        for (row, href) in self.rows.iter_mut().zip(links) {
+            row.href = href;
+        }
+        self
+    }
+}
+
+/// A link to the day view.
+pub fn day_url(day: Day, path: Option<&str>, hour: Option<u32>) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    query.append_pair("date", &day.iso());
+    if let Some(hour) = hour {
+        query.append_pair("hour", &hour.to_string());
+    }
+    if let Some(path) = path {
+        query.append_pair("path", path);
+    }
+    format!("/admin/analytics?{}", query.finish())
+}
+
+/// A link to the month view.
+pub fn month_url(month: Month, path: Option<&str>) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    query.append_pair("month", &month.iso());
+    if let Some(path) = path {
+        query.append_pair("path", path);
+    }
+    format!("/admin/analytics/month?{}", query.finish())
+}
+
+/// A top page with the links of its drill-down.
+pub struct RankedPage {
+    pub path: String,
+    pub views: i64,
+    /// Its own report for the same period.
+    pub report_url: String,
+    /// The page itself on the site (`None` for the catch-all).
+    pub site_url: Option<String>,
+}
+
+/// The page itself on the site, when `path` is one (not the catch-all, not `//host`).
+pub fn site_link(path: &str) -> Option<String> {
+    (path.starts_with('/') && !path.starts_with("//")).then(|| path.to_string())
+}
+
+fn ranked(pages: Vec<PageCount>, report_url: impl Fn(&str) -> String) -> Vec<RankedPage> {
+    pages
+        .into_iter()
+        .map(|p| RankedPage {
+            report_url: report_url(&p.path),
+            site_url: site_link(&p.path),
+            path: p.path,
+            views: p.views,
+        })
+        .collect()
+}
+
+/// What the counter reports about itself, for the page footer.
+pub struct CounterStatus {
+    pub enabled: bool,
+    pub stats: CounterStats,
+}
+
+fn counter_status(req: &HttpRequest) -> CounterStatus {
+    match req.app_data::<web::Data<PageViewCounter>>() {
+        Some(counter) => CounterStatus {
+            enabled: true,
+            stats: counter.stats(),
+        },
+        None => CounterStatus {
+            enabled: false,
+            stats: CounterStats::default(),
+        },
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin/analytics/day.html")]
+pub struct DayPage {
+    pub layout: Layout,
+    pub day: Day,
+    pub hour: u32,
+    pub path: Option<String>,
+    pub total: i64,
+    pub hourly: Chart,
+    pub by_minute: Chart,
+    pub top_pages: Vec<RankedPage>,
+    pub previous_url: Option<String>,
+    pub next_url: Option<String>,
+    pub month_url: String,
+    pub all_pages_url: String,
+    /// The chosen page on the site.
+    pub page_link: Option<String>,
+    pub counter: CounterStatus,
+}
+
+impl DayPage {
+    pub fn hours(&self) -> std::ops::Range<u32> {
+        0..24
+    }
+}
+
+#[derive(Template)]
+#[template(path = "admin/analytics/month.html")]
+pub struct MonthPage {
+    pub layout: Layout,
+    pub month: Month,
+    pub path: Option<String>,
+    pub total: i64,
+    pub daily: Chart,
+    pub top_pages: Vec<RankedPage>,
+    pub previous_url: Option<String>,
+    pub next_url: Option<String>,
+    pub all_pages_url: String,
+    pub first_day_url: String,
+    /// The chosen page on the site.
+    pub page_link: Option<String>,
+    pub counter: CounterStatus,
+}
+
+fn param<'a>(query: &'a HashMap<String, String>, name: &str) -> Option<&'a str> {
+    query.get(name).map(|v| v.trim()).filter(|v| !v.is_empty())
+}
+
+fn parse_path(query: &HashMap<String, String>) -> Result<Option<String>, AppError> {
+    match param(query, "path") {
+        None => Ok(None),
+        Some(p) if (p.starts_with('/') || p == OTHER_PATH) && p.len() <= MAX_PATH_BYTES => {
+            Ok(Some(p.to_string()))
+        }
+        Some(_) => Err(AppError::BadRequest(
+            "The page must be a path on this site, beginning with /.".into(),
+        )),
+    }
+}
+
+fn hour_bars(hourly: &[i64; 24]) -> Vec<Bar> {
+    hourly
+        .iter()
+        .enumerate()
+        .map(|(h, n)| Bar {
+            label: format!("{h:02}"),
+            value: *n,
+        })
+        .collect()
+}
+
+/// The hourly chart of `day` (shared with the dashboard).
+pub fn hourly_chart(id: &str, day: Day, hourly: &[i64; 24], path: Option<&str>) -> Chart {
+    let title = match path {
+        Some(p) => format!("Views of {p} by hour, {}", day.long()),
+        None => format!("Page views by hour, {}", day.long()),
+    };
+    Chart::new(BarChart::new(
+        id,
+        &title,
+        "Hour of day (UTC)",
+        "Views",
+        hour_bars(hourly),
+    ))
+}
+
+/// `GET /admin/analytics?date=YYYY-MM-DD&hour=H&path=/p`: a day, today by default.
+pub async fn day(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    query: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, AppError> {
+    let day = match param(&query, "date") {
+        None => Day::today(),
+        Some(s) => Day::parse(s).ok_or_else(|| {
+            AppError::BadRequest(format!(
+                "{s:?} is not a date. Write the day as YYYY-MM-DD, for example 2026-11-21."
+            ))
+        })?,
+    };
+    let path = parse_path(&query)?;
+    let hourly = report::hourly(&state.db, day, path.as_deref()).await?;
+    let hour = match param(&query, "hour") {
+        Some(s) => s.parse::<u32>().ok().filter(|h| *h < 24).ok_or_else(|| {
+            AppError::BadRequest("The hour must be a number from 0 to 23.".into())
+        })?,
+        // The busiest hour (the first of equals), so the minute chart shows something.
+        None => (0..24u32)
+            .max_by_key(|h| (hourly[*h as usize], std::cmp::Reverse(*h)))
+            .unwrap_or(0),
+    };
+    let minutes = report::minutes(&state.db, day, hour, path.as_deref()).await?;
+    let top = report::top_pages_of_day(&state.db, day, TOP_PAGES).await?;
+    let minute_bars = minutes
+        .iter()
+        .enumerate()
+        .map(|(m, n)| Bar {
+            label: format!("{hour:02}:{m:02}"),
+            value: *n,
+        })
+        .collect();
+    let mut by_minute = BarChart::new(
+        "views-by-minute",
+        &format!("Views by minute, {hour:02}:00–{hour:02}:59 UTC"),
+        "Minute",
+        "Views",
+        minute_bars,
+    );
+    by_minute.label_every = 10;
+    render(&DayPage {
+        layout: Layout::admin(&req),
+        total: hourly.iter().sum(),
+        hourly: hourly_chart("views-by-hour", day, &hourly, path.as_deref()),
+        by_minute: Chart::new(by_minute),
+        top_pages: ranked(top, |p| day_url(day, Some(p), None)),
+        previous_url: day.previous().map(|d| day_url(d, path.as_deref(), None)),
+        next_url: day.next().map(|d| day_url(d, path.as_deref(), None)),
+        month_url: month_url(day.month(), path.as_deref()),
+        all_pages_url: day_url(day, None, None),
+        page_link: path.as_deref().and_then(site_link),
+        counter: counter_status(&req),
+        day,
+        hour,
+        path,
+    })
+}
+
+/// `GET /admin/analytics/month?month=YYYY-MM&path=/p`: a month, this month by default.
+pub async fn month(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    query: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, AppError> {
+    let month = match param(&query, "month") {
+        None => Day::today().month(),
+        Some(s) => Month::parse(s).ok_or_else(|| {
+            AppError::BadRequest(format!(
+                "{s:?} is not a month. Write it as YYYY-MM, for example 2026-11."
+            ))
+        })?,
+    };
+    let path = parse_path(&query)?;
+    let daily = report::daily(&state.db, month, path.as_deref()).await?;
+    let top = report::top_pages_of_month(&state.db, month, TOP_PAGES).await?;
+    let bars = daily
+        .iter()
+        .enumerate()
+        .map(|(i, n)| Bar {
+            label: (i + 1).to_string(),
+            value: *n,
+        })
+        .collect();
+    let title = match &path {
+        Some(p) => format!("Views of {p} by day, {}", month.long()),
+        None => format!("Page views by day, {}", month.long()),
+    };
+    let mut chart = BarChart::new("views-by-day", &title, "Day of month", "Views", bars);
+    chart.label_every = 2;
+    render(&MonthPage {
+        layout: Layout::admin(&req),
+        total: daily.iter().sum(),
+        daily: Chart::new(chart).with_links(
+            (1..=month.days()).map(|n| month.day(n).map(|d| day_url(d, path.as_deref(), None))),
+        ),
+        top_pages: ranked(top, |p| month_url(month, Some(p))),
+        previous_url: month.previous().map(|m| month_url(m, path.as_deref())),
+        next_url: month.next().map(|m| month_url(m, path.as_deref())),
+        all_pages_url: month_url(month, None),
+        first_day_url: day_url(month.first_day(), path.as_deref(), None),
+        page_link: path.as_deref().and_then(site_link),
+        counter: counter_status(&req),
+        month,
+        path,
+    })
+}

@@ -1,0 +1,90 @@
+//! The middleware that counts page views: after the page is built it hands the path and the time
+//! to the [`PageViewCounter`] (registered as app data when `analytics.enabled`), which queues it
+//! without waiting. Only a successful (`200`) HTML answer to a `GET` of a public page counts: not
+//! the admin area, static files, media, the health check, redirects or error pages.
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::{header, Method, StatusCode};
+use actix_web::middleware::Next;
+use actix_web::web;
+
+use super::PageViewCounter;
+
+/// Paths under these prefixes are never page views.
+const NOT_PAGES: &[&str] = &["/admin", "/static", "/media", "/healthz"];
+/// Longer paths are not counted (no page of the site has one; it keeps report ids small).
+const MAX_PATH_BYTES: usize = 512;
+
+pub async fn count_page_views(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let counted = if req.method() == Method::GET {
+        req.app_data::<web::Data<PageViewCounter>>()
+            .cloned()
+            .and_then(|counter| Some((counter, page_path(req.match_info().as_str())?)))
+    } else {
+        None
+    };
+    let response = next.call(req).await?;
+    if let Some((counter, path)) = counted {
+        if response.status() == StatusCode::OK && is_html(&response) {
+            counter.record(&path, chrono::Utc::now());
+        }
+    }
+    Ok(response)
+}
+
+fn is_html<B>(response: &ServiceResponse<B>) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/html"))
+}
+
+/// The path a view is counted under, or `None` when the path is never a page view. `path` is
+/// the request path as routing sees it (percent-decoded where that is unambiguous, without the
+/// query string); a trailing slash is dropped so `/blog/` and `/blog` count as one page.
+pub fn page_path(path: &str) -> Option<String> {
+    if !path.starts_with('/') || path.len() > MAX_PATH_BYTES {
+        return None;
+    }
+    let owned_by = |prefix: &str| {
+        path == prefix
+            || path
+                .strip_prefix(prefix)
+                .is_some_and(|rest| rest.starts_with('/'))
+    };
+    if NOT_PAGES.iter().any(|p| owned_by(p)) {
+        return None;
+    }
+    let trimmed = path.trim_end_matches('/');
+    Some(if trimmed.is_empty() { "/" } else { trimmed }.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_public_pages_have_a_counted_path() {
+        assert_eq!(page_path("/"), Some("/".into()));
+        assert_eq!(page_path("/blog/"), Some("/blog".into()));
+        assert_eq!(page_path("/products/x"), Some("/products/x".into()));
+        assert_eq!(page_path("/administrator"), Some("/administrator".into()));
+        for never in [
+            "/admin",
+            "/admin/",
+            "/admin/orders",
+            "/static/css/site.css",
+            "/media/abc/thumb",
+            "/healthz",
+            "relative",
+        ] {
+            assert_eq!(page_path(never), None, "{never}");
+        }
+        assert_eq!(page_path(&format!("/{}", "x".repeat(600))), None);
+    }
+}
