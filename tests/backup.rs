@@ -383,11 +383,11 @@ async fn scheduled_backups_rotate_and_the_system_page_shows_the_last_one() {
 
     let client = reqwest::Client::new();
     let page = client
-        .get(format!("http://127.0.0.1:{port}/admin"))
+        .get(format!("http://127.0.0.1:{port}/admin/system"))
         .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
         .send()
         .await
-        .expect("dashboard");
+        .expect("system page");
     let page = html(&body(page).await);
     let last = texts(&page, ".backups .backup-last").join(" ");
     assert!(last.contains(" · "), "{last}");
