@@ -14,6 +14,7 @@ pub mod cursor;
 pub mod dump;
 pub mod error;
 pub mod index;
+mod printing;
 pub mod query;
 pub mod server;
 pub mod state;

@@ -1,8 +1,9 @@
 //! Date expressions: parts of a date (`$year` … `$week`), `$dateToString` and `$dateTrunc`, in
 //! UTC or a fixed offset ("+05:30"); named time zones other than UTC are refused as unsupported.
 
-use super::expression::{fmt_document, fmt_value, nullish, type_of, Expression, Scope};
+use super::expression::{Expression, Scope};
 use crate::error::{Error, Result};
+use crate::printing::{fmt_document, fmt_value, nullish, type_of};
 use crate::value::{self, Number};
 use bson::Bson;
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! error codes.
 
 use super::dates;
-use super::expression::{fmt_double, fmt_value, nullish, type_of};
 use crate::error::{Error, ErrorCode, Result};
+use crate::printing::{fmt_double, fmt_value, nullish, type_of};
 use crate::value::{self, compare, is_truthy, values_equal, Arith, Number, Overflow};
 use bson::{oid::ObjectId, Bson, Document};
 use std::cmp::Ordering;

@@ -326,7 +326,7 @@ pub(crate) fn trim(
 
 /// Build a `regex` for a MongoDB pattern and its options (`i m s x`).
 pub(crate) fn build_regex(pattern: &str, options: &str, op: &str) -> Result<regex::Regex> {
-    let full = crate::query::matcher::regex_source(pattern, options)
+    let full = crate::printing::regex_source(pattern, options)
         .map_err(|c| Error::location(51108, format!("{op}: invalid flag in regex options: {c}")))?;
     regex::Regex::new(&full)
         .map_err(|e| Error::location(51111, format!("Invalid Regex in {op}: {e}")))

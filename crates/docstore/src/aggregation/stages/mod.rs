@@ -3,9 +3,10 @@
 //! `$skip`/`$limit`/`$count`.
 
 use super::accumulators::{Group, OrdBson};
-use super::expression::{fmt_document, fmt_double, fmt_value, type_of, Expression, Scope};
+use super::expression::{Expression, Scope};
 use super::{Pipeline, PipelineContext};
 use crate::error::{Error, Result};
+use crate::printing::{fmt_document, fmt_double, fmt_value, type_of};
 use crate::query::SortSpec;
 use crate::value::{self, canonical_rank, compare, Number};
 use bson::{Bson, Document};
