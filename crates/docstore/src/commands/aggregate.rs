@@ -18,10 +18,11 @@ use crate::storage::JournalOp;
 use bson::{doc, Bson, Document};
 use std::sync::Arc;
 
-/// Other collections of the same database, for `$lookup`.
-struct DatabaseContext<'a> {
-    catalog: &'a Catalog,
-    db: &'a str,
+/// Other collections of the same database, for `$lookup` (in `aggregate`, and after
+/// `$collStats`).
+pub(crate) struct DatabaseContext<'a> {
+    pub(crate) catalog: &'a Catalog,
+    pub(crate) db: &'a str,
 }
 
 impl PipelineContext for DatabaseContext<'_> {

@@ -555,7 +555,7 @@ pub fn coll_stats_aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>)
             }
         }
     }
-    let ctx = SameDatabase {
+    let ctx = super::aggregate::DatabaseContext {
         catalog: &state.catalog,
         db,
     };
@@ -573,23 +573,4 @@ pub fn coll_stats_aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>)
         "firstBatch",
         batch.documents,
     )))
-}
-
-/// The other collections of one database, for stages such as `$lookup` after `$collStats`.
-struct SameDatabase<'a> {
-    catalog: &'a crate::catalog::Catalog,
-    db: &'a str,
-}
-
-impl crate::aggregation::PipelineContext for SameDatabase<'_> {
-    fn collection_documents(&self, collection: &str) -> Result<Vec<Document>> {
-        Ok(match self.catalog.get(self.db, collection) {
-            Some(handle) => handle
-                .read()
-                .all_documents()
-                .map(|d| (**d).clone())
-                .collect(),
-            None => Vec::new(),
-        })
-    }
 }
