@@ -30,7 +30,6 @@ pub enum Part {
 #[derive(Debug, Clone)]
 pub enum DateOp {
     Part {
-        name: &'static str,
         part: Part,
         date: Expression,
         timezone: Option<Expression>,
@@ -194,7 +193,6 @@ fn parse_part(name: &'static str, part: Part, arg: &Bson) -> Result<DateOp> {
                 )
             })?;
             Ok(DateOp::Part {
-                name,
                 part,
                 date,
                 timezone,
@@ -211,14 +209,12 @@ fn parse_part(name: &'static str, part: Part, arg: &Bson) -> Result<DateOp> {
                 ));
             }
             Ok(DateOp::Part {
-                name,
                 part,
                 date: Expression::parse(&items[0])?,
                 timezone: None,
             })
         }
         other => Ok(DateOp::Part {
-            name,
             part,
             date: Expression::parse(other)?,
             timezone: None,

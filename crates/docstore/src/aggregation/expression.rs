@@ -30,7 +30,6 @@ pub enum Expression {
 #[derive(Debug, Clone)]
 pub enum Operator {
     Call {
-        name: &'static str,
         func: OpFn,
         args: Vec<Expression>,
     },
@@ -233,14 +232,6 @@ impl Expression {
     /// A missing value evaluates to `None`.
     pub fn evaluate(&self, root: &Document, vars: &Document) -> Result<Option<Bson>> {
         self.eval(&Scope::new(root, vars))
-    }
-
-    /// The value when the expression is a constant (a literal), for stages that need one.
-    pub fn as_literal(&self) -> Option<&Bson> {
-        match self {
-            Expression::Literal(v) => Some(v),
-            _ => None,
-        }
     }
 
     pub(crate) fn eval(&self, scope: &Scope) -> Result<Option<Bson>> {
@@ -747,11 +738,7 @@ fn parse_operator(name: &str, arg: &Bson) -> Result<Expression> {
             } else if let Some((static_name, func, arity)) = operators::lookup(name) {
                 let args = parse_args(arg)?;
                 check_arity(static_name, arity, args.len())?;
-                Operator::Call {
-                    name: static_name,
-                    func,
-                    args,
-                }
+                Operator::Call { func, args }
             } else if UNSUPPORTED_OPERATORS.contains(&name) {
                 return Err(Error::not_supported(format!("the {name} expression")));
             } else {
@@ -1053,7 +1040,7 @@ fn parse_let(arg: &Bson) -> Result<Operator> {
 impl Operator {
     fn eval(&self, scope: &Scope) -> Result<Option<Bson>> {
         match self {
-            Operator::Call { func, args, .. } => {
+            Operator::Call { func, args } => {
                 let mut values = Vec::with_capacity(args.len());
                 for a in args {
                     values.push(a.eval(scope)?);
