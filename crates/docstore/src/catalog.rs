@@ -5,7 +5,7 @@
 //! changes. A snapshot takes the gate exclusively for the instant it needs to rotate the journal
 //! and copy document pointers. Reads take only the collection's lock, shared.
 
-use crate::collection::Collection;
+use crate::collection::{Collection, WriteSession};
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::IndexSpec;
 use crate::storage::{CollectionImage, JournalOp, Recovered, Storage};
@@ -154,14 +154,15 @@ impl Catalog {
             .unwrap_or_default()
     }
 
-    /// Run `f` on a collection under its write lock and journal the operations it returns.
+    /// Run `f` on a collection under its write lock, through a [`WriteSession`] that records a
+    /// journal entry for every change `f` makes, and journal those entries.
     /// With `create`, a missing collection is created first; without, `None` is returned.
     pub fn write<R>(
         &self,
         db: &str,
         coll: &str,
         create: bool,
-        f: impl FnOnce(&mut Collection) -> (R, Vec<JournalOp>),
+        f: impl FnOnce(&mut WriteSession<'_>) -> R,
     ) -> Result<Option<WriteOutcome<R>>> {
         let outcome = {
             let _gate = self.gate.read();
@@ -182,7 +183,9 @@ impl Catalog {
                 return self.write(db, coll, create, f);
             }
             self.check_writable()?;
-            let (value, ops) = f(&mut guard);
+            let mut session = WriteSession::new(&mut guard);
+            let value = f(&mut session);
+            let ops = session.into_ops();
             let lsn = if ops.is_empty() {
                 0
             } else {
@@ -217,17 +220,10 @@ impl Catalog {
                     .iter()
                     .flat_map(|i| i.expired_records(now))
                     .collect();
-                let mut ops = Vec::with_capacity(expired.len());
-                for record in expired {
-                    if let Some(doc) = c.remove(record) {
-                        ops.push(JournalOp::Delete {
-                            db: c.db.clone(),
-                            coll: c.name.clone(),
-                            id: doc.get("_id").cloned().unwrap_or(bson::Bson::Null),
-                        });
-                    }
-                }
-                (ops.len(), ops)
+                expired
+                    .into_iter()
+                    .filter(|&record| c.remove(record).is_some())
+                    .count()
             });
             match outcome {
                 Ok(Some(o)) => deleted += o.value,

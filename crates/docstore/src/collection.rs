@@ -10,6 +10,9 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod session;
+pub use session::WriteSession;
+
 /// Largest document MongoDB stores.
 pub const MAX_DOCUMENT_SIZE: usize = 16 * 1024 * 1024;
 

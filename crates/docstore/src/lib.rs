@@ -4,24 +4,25 @@
 //! `catalog` (databases, collections, cursors) → `query`/`update`/`aggregation`/`index` (the
 //! languages and structures) → `storage` (journal and snapshots). See the crate README.
 
-pub mod aggregation;
+mod aggregation;
 pub mod auth;
-pub mod catalog;
-pub mod collection;
-pub mod commands;
-pub mod config;
-pub mod cursor;
+mod catalog;
+mod collection;
+mod commands;
+mod config;
+mod cursor;
 pub mod dump;
-pub mod error;
-pub mod index;
-pub mod query;
-pub mod server;
-pub mod state;
+mod error;
+mod index;
+mod printing;
+mod query;
+mod server;
+mod state;
 pub mod storage;
 pub mod text;
-pub mod update;
-pub mod value;
-pub mod wire;
+mod update;
+mod value;
+mod wire;
 
 pub use auth::User;
 pub use config::{Config, StorageMode};
@@ -29,3 +30,20 @@ pub use error::{Error, ErrorCode, Result};
 pub use server::{Server, ServerHandle};
 pub use storage::recovery::{repair, RepairReport};
 pub use storage::DiskFaults;
+
+/// Internals that docstore's own property tests (`tests/fuzz.rs`) exercise directly, below the
+/// wire protocol. Not part of the API: anything here may change without notice.
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::index::keystring;
+    pub use crate::query::Filter;
+    pub use crate::update::{ApplyContext, UpdateSpec};
+    pub use crate::value::{canonical_rank, compare, decimal_to_f64, values_equal};
+
+    /// The wire protocol's framing, for the message fuzzers.
+    pub mod wire {
+        pub use crate::wire::{
+            encode_op_msg, parse_message, Message, CHECKSUM_PRESENT, MORE_TO_COME, OP_MSG, OP_QUERY,
+        };
+    }
+}

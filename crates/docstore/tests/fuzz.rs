@@ -6,11 +6,9 @@ use bson::spec::BinarySubtype;
 use bson::{
     doc, Binary, Bson, Decimal128, Document, JavaScriptCodeWithScope, RawDocument, Regex, Timestamp,
 };
-use docstore::index::keystring;
-use docstore::query::Filter;
-use docstore::update::{ApplyContext, UpdateSpec};
-use docstore::value::{canonical_rank, compare, values_equal};
-use docstore::wire::{self, Message, CHECKSUM_PRESENT, MORE_TO_COME, OP_MSG, OP_QUERY};
+use docstore::internals::wire::{self, Message, CHECKSUM_PRESENT, MORE_TO_COME, OP_MSG, OP_QUERY};
+use docstore::internals::{canonical_rank, compare, keystring, values_equal};
+use docstore::internals::{ApplyContext, Filter, UpdateSpec};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use std::cmp::Ordering;
@@ -1048,7 +1046,7 @@ proptest! {
         let d = make_decimal(negative, exponent, coefficient);
         let sign = if negative { "-" } else { "" };
         let nearest: f64 = format!("{sign}{coefficient}e{exponent}").parse().expect("decimal literal");
-        let got = docstore::value::decimal_to_f64(&d);
+        let got = docstore::internals::decimal_to_f64(&d);
         prop_assert!(got == nearest, "{}{}e{} became {} instead of {}", sign, coefficient, exponent, got, nearest);
     }
 

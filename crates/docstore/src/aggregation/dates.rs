@@ -1,8 +1,9 @@
 //! Date expressions: parts of a date (`$year` … `$week`), `$dateToString` and `$dateTrunc`, in
 //! UTC or a fixed offset ("+05:30"); named time zones other than UTC are refused as unsupported.
 
-use super::expression::{fmt_document, fmt_value, nullish, type_of, Expression, Scope};
+use super::expression::{Expression, Scope};
 use crate::error::{Error, Result};
+use crate::printing::{fmt_document, fmt_value, nullish, type_of};
 use crate::value::{self, Number};
 use bson::Bson;
 #[cfg(test)]
@@ -29,7 +30,6 @@ pub enum Part {
 #[derive(Debug, Clone)]
 pub enum DateOp {
     Part {
-        name: &'static str,
         part: Part,
         date: Expression,
         timezone: Option<Expression>,
@@ -193,7 +193,6 @@ fn parse_part(name: &'static str, part: Part, arg: &Bson) -> Result<DateOp> {
                 )
             })?;
             Ok(DateOp::Part {
-                name,
                 part,
                 date,
                 timezone,
@@ -210,14 +209,12 @@ fn parse_part(name: &'static str, part: Part, arg: &Bson) -> Result<DateOp> {
                 ));
             }
             Ok(DateOp::Part {
-                name,
                 part,
                 date: Expression::parse(&items[0])?,
                 timezone: None,
             })
         }
         other => Ok(DateOp::Part {
-            name,
             part,
             date: Expression::parse(other)?,
             timezone: None,

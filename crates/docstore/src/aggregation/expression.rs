@@ -8,6 +8,7 @@
 use super::dates;
 use super::operators::{self, Arity, OpFn};
 use crate::error::{Error, ErrorCode, Result};
+use crate::printing::{fmt_document, fmt_value, nullish};
 use crate::value::{self, is_truthy};
 use bson::{Bson, Document};
 
@@ -29,7 +30,6 @@ pub enum Expression {
 #[derive(Debug, Clone)]
 pub enum Operator {
     Call {
-        name: &'static str,
         func: OpFn,
         args: Vec<Expression>,
     },
@@ -232,14 +232,6 @@ impl Expression {
     /// A missing value evaluates to `None`.
     pub fn evaluate(&self, root: &Document, vars: &Document) -> Result<Option<Bson>> {
         self.eval(&Scope::new(root, vars))
-    }
-
-    /// The value when the expression is a constant (a literal), for stages that need one.
-    pub fn as_literal(&self) -> Option<&Bson> {
-        match self {
-            Expression::Literal(v) => Some(v),
-            _ => None,
-        }
     }
 
     pub(crate) fn eval(&self, scope: &Scope) -> Result<Option<Bson>> {
@@ -746,11 +738,7 @@ fn parse_operator(name: &str, arg: &Bson) -> Result<Expression> {
             } else if let Some((static_name, func, arity)) = operators::lookup(name) {
                 let args = parse_args(arg)?;
                 check_arity(static_name, arity, args.len())?;
-                Operator::Call {
-                    name: static_name,
-                    func,
-                    args,
-                }
+                Operator::Call { func, args }
             } else if UNSUPPORTED_OPERATORS.contains(&name) {
                 return Err(Error::not_supported(format!("the {name} expression")));
             } else {
@@ -1049,23 +1037,10 @@ fn parse_let(arg: &Bson) -> Result<Operator> {
     })
 }
 
-/// `null`, `undefined` or missing: the values most operators answer `null` for.
-pub(crate) fn nullish(v: &Option<Bson>) -> bool {
-    matches!(v, None | Some(Bson::Null) | Some(Bson::Undefined))
-}
-
-/// The type name MongoDB prints in messages, with "missing" for a missing value.
-pub(crate) fn type_of(v: &Option<Bson>) -> &'static str {
-    match v {
-        None => "missing",
-        Some(v) => value::type_name(v),
-    }
-}
-
 impl Operator {
     fn eval(&self, scope: &Scope) -> Result<Option<Bson>> {
         match self {
-            Operator::Call { func, args, .. } => {
+            Operator::Call { func, args } => {
                 let mut values = Vec::with_capacity(args.len());
                 for a in args {
                     values.push(a.eval(scope)?);
@@ -1386,71 +1361,6 @@ fn eval_with_locals<'n>(
     go(scope, &names, values, body)
 }
 
-/// A value as MongoDB prints it in error messages (`{ a: 1, b: "x" }`, `[ 1, 2 ]`).
-pub(crate) fn fmt_value(v: &Bson) -> String {
-    match v {
-        Bson::Double(d) => fmt_double(*d),
-        Bson::String(s) => format!("\"{s}\""),
-        Bson::Document(d) => fmt_document(d),
-        Bson::Array(items) => {
-            if items.is_empty() {
-                "[]".to_string()
-            } else {
-                let parts: Vec<String> = items.iter().map(fmt_value).collect();
-                format!("[ {} ]", parts.join(", "))
-            }
-        }
-        Bson::Boolean(b) => b.to_string(),
-        Bson::Null => "null".to_string(),
-        Bson::Undefined => "undefined".to_string(),
-        Bson::Int32(i) => i.to_string(),
-        Bson::Int64(i) => i.to_string(),
-        Bson::Decimal128(d) => d.to_string(),
-        Bson::ObjectId(o) => format!("ObjectId('{o}')"),
-        Bson::DateTime(d) => format!("new Date({})", d.timestamp_millis()),
-        Bson::Timestamp(t) => format!("Timestamp({}, {})", t.time, t.increment),
-        Bson::RegularExpression(r) => format!("/{}/{}", r.pattern, r.options),
-        Bson::MinKey => "MinKey".to_string(),
-        Bson::MaxKey => "MaxKey".to_string(),
-        other => other.to_string(),
-    }
-}
-
-pub(crate) fn fmt_document(d: &Document) -> String {
-    if d.is_empty() {
-        return "{}".to_string();
-    }
-    let parts: Vec<String> = d
-        .iter()
-        .map(|(k, v)| format!("{k}: {}", fmt_value(v)))
-        .collect();
-    format!("{{ {} }}", parts.join(", "))
-}
-
-/// Doubles the way MongoDB prints them: integral values without a fraction, huge and tiny ones in
-/// exponent form.
-pub(crate) fn fmt_double(d: f64) -> String {
-    if d.is_nan() {
-        return "NaN".to_string();
-    }
-    if d.is_infinite() {
-        return if d > 0.0 { "inf" } else { "-inf" }.to_string();
-    }
-    let abs = d.abs();
-    if abs != 0.0 && !(1e-5..1e21).contains(&abs) {
-        let s = format!("{d:e}");
-        // Rust prints "1e21"; MongoDB prints "1e+21".
-        if let Some((m, e)) = s.split_once('e') {
-            if e.starts_with('-') {
-                return format!("{m}e{e}");
-            }
-            return format!("{m}e+{e}");
-        }
-        return s;
-    }
-    format!("{d}")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1671,17 +1581,6 @@ mod tests {
         assert_eq!(
             code(bson!({ "$switch": { "branches": [] } }), doc! {}),
             40068
-        );
-    }
-
-    #[test]
-    fn doubles_print_like_mongodb() {
-        assert_eq!(fmt_double(2.5), "2.5");
-        assert_eq!(fmt_double(10.0), "10");
-        assert_eq!(fmt_double(1e30), "1e+30");
-        assert_eq!(
-            fmt_value(&bson!({ "a": [1, "x"], "b": {} })),
-            "{ a: [ 1, \"x\" ], b: {} }"
         );
     }
 }

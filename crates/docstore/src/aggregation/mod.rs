@@ -17,7 +17,7 @@ use bson::{Bson, Document};
 use expression::Expression;
 use projection::Projection;
 use stages::{Bucket, Lookup, Unwind};
-pub use terminal::{MergeSpec, Target, TerminalWrite, WhenMatched, WhenNotMatched};
+pub use terminal::{MergeSpec, TerminalWrite, WhenMatched, WhenNotMatched};
 
 /// Access a pipeline needs beyond its input: other collections of the same database.
 pub trait PipelineContext {
@@ -186,12 +186,9 @@ impl Pipeline {
     }
 
     /// The number of stages (after parsing; `$count` and friends count as one).
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.stages.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.stages.is_empty()
     }
 
     pub fn run(&self, input: Vec<Document>, ctx: &dyn PipelineContext) -> Result<Vec<Document>> {

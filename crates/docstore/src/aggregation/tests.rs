@@ -1,5 +1,6 @@
 //! Pipeline tests: each stage, stage combinations and the stage-level error codes.
 
+use super::terminal::Target;
 use super::*;
 use bson::{bson, doc, Bson, Document};
 use std::collections::HashMap;

@@ -14,14 +14,14 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::index::{IndexSpec, RecordId};
 use crate::query::Filter;
 use crate::state::ServerState;
-use crate::storage::JournalOp;
 use bson::{doc, Bson, Document};
 use std::sync::Arc;
 
-/// Other collections of the same database, for `$lookup`.
-struct DatabaseContext<'a> {
-    catalog: &'a Catalog,
-    db: &'a str,
+/// Other collections of the same database, for `$lookup` (in `aggregate`, and after
+/// `$collStats`).
+pub(crate) struct DatabaseContext<'a> {
+    pub(crate) catalog: &'a Catalog,
+    pub(crate) db: &'a str,
 }
 
 impl PipelineContext for DatabaseContext<'_> {
@@ -302,33 +302,7 @@ fn write_out(catalog: &Catalog, db: &str, coll: &str, results: Vec<Document>) ->
         } else {
             build_collection(db, coll, c.options.clone(), &current, &docs)
         };
-        let fresh = match fresh {
-            Ok(f) => f,
-            Err(e) => return (Err(e), Vec::new()),
-        };
-        let mut ops = vec![
-            JournalOp::DropCollection {
-                db: db.to_string(),
-                coll: coll.to_string(),
-            },
-            JournalOp::CreateCollection {
-                db: db.to_string(),
-                coll: coll.to_string(),
-                options: c.options.clone(),
-            },
-        ];
-        ops.extend(current.iter().map(|spec| JournalOp::CreateIndex {
-            db: db.to_string(),
-            coll: coll.to_string(),
-            spec: spec.to_document(),
-        }));
-        ops.extend(docs.iter().map(|doc| JournalOp::Put {
-            db: db.to_string(),
-            coll: coll.to_string(),
-            doc: doc.clone(),
-        }));
-        *c = fresh;
-        (Ok(()), ops)
+        fresh.map(|fresh| c.replace_contents(fresh))
     })?;
     match outcome {
         Some(o) => o.value.map(|()| o.lsn),
@@ -491,7 +465,6 @@ fn write_merge(
     check_merge_on(catalog, db, spec)?;
     let now = bson::DateTime::now();
     let outcome = catalog.write(db, &spec.into.coll, true, |c| {
-        let mut ops = Vec::new();
         let mut result = Ok(());
         for doc in &results {
             let step = (|| -> Result<Option<Document>> {
@@ -536,20 +509,12 @@ fn write_merge(
                     },
                 }
             })();
-            match step {
-                Ok(Some(written)) => ops.push(JournalOp::Put {
-                    db: c.db.clone(),
-                    coll: c.name.clone(),
-                    doc: written,
-                }),
-                Ok(None) => {}
-                Err(e) => {
-                    result = Err(e);
-                    break;
-                }
+            if let Err(e) = step {
+                result = Err(e);
+                break;
             }
         }
-        (result, ops)
+        result
     })?;
     match outcome {
         Some(o) => o.value.map(|()| o.lsn),

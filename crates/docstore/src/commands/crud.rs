@@ -3,11 +3,10 @@
 
 use super::args::{check_collation, Args};
 use super::Reply;
-use crate::collection::{Collection, Hit, QuerySpec};
+use crate::collection::{Hit, QuerySpec, WriteSession};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::{path, Filter, Projection, SortSpec};
 use crate::state::ServerState;
-use crate::storage::JournalOp;
 use crate::update::{ApplyContext, UpdateSpec};
 use crate::value::values_equal;
 use bson::{doc, oid::ObjectId, Bson, Document};
@@ -28,20 +27,11 @@ pub fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
         ));
     }
     let outcome = state.catalog.write(db, coll, true, |c| {
-        let mut ops = Vec::with_capacity(docs.len());
         let mut errors = Vec::new();
         let mut inserted = 0;
         for (i, doc) in docs.iter().enumerate() {
-            let result = prepare_for_insert(doc).and_then(|d| c.insert(d.clone()).map(|_| d));
-            match result {
-                Ok(d) => {
-                    inserted += 1;
-                    ops.push(JournalOp::Put {
-                        db: c.db.clone(),
-                        coll: c.name.clone(),
-                        doc: d,
-                    });
-                }
+            match prepare_for_insert(doc).and_then(|d| c.insert(d)) {
+                Ok(_) => inserted += 1,
                 Err(e) => {
                     errors.push(e.to_write_error(i));
                     if ordered {
@@ -50,7 +40,7 @@ pub fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
                 }
             }
         }
-        ((inserted, errors), ops)
+        (inserted, errors)
     })?;
     let outcome = outcome.ok_or_else(|| Error::internal("collection creation failed"))?;
     let (inserted, errors) = outcome.value;
@@ -392,13 +382,10 @@ pub struct UpdateOutcome {
     pub after: Option<Document>,
 }
 
-/// Apply an update under the collection's write lock; journal operations go to `ops` even when
-/// a later document fails (MongoDB's updates are atomic per document, not per statement).
-pub fn apply_update(
-    c: &mut Collection,
-    plan: &UpdatePlan,
-    ops: &mut Vec<JournalOp>,
-) -> Result<UpdateOutcome> {
+/// Apply an update under the collection's write lock; the session journals each document
+/// changed even when a later one fails (MongoDB's updates are atomic per document, not per
+/// statement).
+pub fn apply_update(c: &mut WriteSession<'_>, plan: &UpdatePlan) -> Result<UpdateOutcome> {
     let mut out = UpdateOutcome::default();
     let mut query = plan.read.query_spec();
     if !plan.multi {
@@ -416,11 +403,6 @@ pub fn apply_update(
         out.matched += 1;
         if changed {
             c.replace(hit.record, doc.clone())?;
-            ops.push(JournalOp::Put {
-                db: c.db.clone(),
-                coll: c.name.clone(),
-                doc: doc.clone(),
-            });
             out.modified += 1;
         }
         if !plan.multi {
@@ -438,11 +420,6 @@ pub fn apply_update(
         let doc = prepare_for_insert(&doc)?;
         c.insert(doc.clone())?;
         out.upserted_id = doc.get("_id").cloned();
-        ops.push(JournalOp::Put {
-            db: c.db.clone(),
-            coll: c.name.clone(),
-            doc: doc.clone(),
-        });
         out.after = Some(doc);
     }
     Ok(out)
@@ -511,11 +488,9 @@ pub fn update(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
     let mut last_lsn = 0;
     for (i, statement) in statements.iter().enumerate() {
         let result = parse_update_statement(statement, vars, now).and_then(|plan| {
-            let outcome = state.catalog.write(db, coll, plan.upsert, |c| {
-                let mut ops = Vec::new();
-                let r = apply_update(c, &plan, &mut ops);
-                (r, ops)
-            })?;
+            let outcome = state
+                .catalog
+                .write(db, coll, plan.upsert, |c| apply_update(c, &plan))?;
             match outcome {
                 None => Ok((UpdateOutcome::default(), 0)),
                 Some(o) => o.value.map(|v| (v, o.lsn)),
@@ -638,10 +613,7 @@ pub fn delete(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
     for (i, statement) in statements.iter().enumerate() {
         let result = parse_delete_statement(statement, vars).and_then(|(read, multi)| {
             let outcome = state.catalog.write(db, coll, false, |c| {
-                let mut ops = Vec::new();
-                let r =
-                    delete_matching(c, &read, multi, &mut ops).map(|removed| removed.len() as u64);
-                (r, ops)
+                delete_matching(c, &read, multi).map(|removed| removed.len() as u64)
             })?;
             match outcome {
                 None => Ok((0, 0)),
@@ -703,10 +675,9 @@ fn parse_delete_statement(st: &Document, vars: Option<&Document>) -> Result<(Rea
 
 /// Remove the documents a read selects; returns them.
 pub fn delete_matching(
-    c: &mut Collection,
+    c: &mut WriteSession<'_>,
     read: &ReadSpec,
     multi: bool,
-    ops: &mut Vec<JournalOp>,
 ) -> Result<Vec<Document>> {
     let mut query = read.query_spec();
     if !multi {
@@ -716,11 +687,6 @@ pub fn delete_matching(
     let mut removed = Vec::with_capacity(hits.len());
     for hit in hits {
         if let Some(doc) = c.remove(hit.record) {
-            ops.push(JournalOp::Delete {
-                db: c.db.clone(),
-                coll: c.name.clone(),
-                id: doc.get("_id").cloned().unwrap_or(Bson::Null),
-            });
             removed.push(Arc::unwrap_or_clone(doc));
         }
     }
@@ -784,11 +750,9 @@ pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
         }
     };
     if remove {
-        let outcome = state.catalog.write(db, coll, false, |c| {
-            let mut ops = Vec::new();
-            let r = delete_matching(c, &read, false, &mut ops);
-            (r, ops)
-        })?;
+        let outcome = state
+            .catalog
+            .write(db, coll, false, |c| delete_matching(c, &read, false))?;
         let (removed, lsn) = match outcome {
             None => (None, 0),
             Some(o) => (o.value?.into_iter().next(), o.lsn),
@@ -810,11 +774,9 @@ pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
         upsert,
         now: bson::DateTime::now(),
     };
-    let outcome = state.catalog.write(db, coll, upsert, |c| {
-        let mut ops = Vec::new();
-        let r = apply_update(c, &plan, &mut ops);
-        (r, ops)
-    })?;
+    let outcome = state
+        .catalog
+        .write(db, coll, upsert, |c| apply_update(c, &plan))?;
     let (result, lsn) = match outcome {
         None => (UpdateOutcome::default(), 0),
         Some(o) => (o.value?, o.lsn),

@@ -9,7 +9,6 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::index::IndexSpec;
 use crate::query::Filter;
 use crate::state::ServerState;
-use crate::storage::JournalOp;
 use bson::{doc, Bson, Document};
 use std::sync::Arc;
 
@@ -195,7 +194,6 @@ pub fn create_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Re
     let existed = state.catalog.get(db, coll).is_some();
     let outcome = state.catalog.write(db, coll, true, |c| {
         let before = c.indexes().len();
-        let mut ops = Vec::new();
         let mut result = Ok(());
         for spec in &specs {
             match existing_index(c.indexes().iter().map(|i| &i.spec), spec) {
@@ -210,13 +208,8 @@ pub fn create_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Re
                 result = Err(e);
                 break;
             }
-            ops.push(JournalOp::CreateIndex {
-                db: c.db.clone(),
-                coll: c.name.clone(),
-                spec: spec.to_document(),
-            });
         }
-        ((result, before, c.indexes().len()), ops)
+        (result, before, c.indexes().len())
     })?;
     let outcome = outcome.ok_or_else(|| Error::internal("collection creation failed"))?;
     let (result, before, after) = outcome.value;
@@ -322,20 +315,7 @@ pub fn drop_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Resu
                 "dropIndexes.index must be a string, array or object, got {other}"
             ))),
         };
-        let ops = names
-            .as_ref()
-            .map(|names| {
-                names
-                    .iter()
-                    .map(|n| JournalOp::DropIndex {
-                        db: c.db.clone(),
-                        coll: c.name.clone(),
-                        name: n.clone(),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        ((names, was), ops)
+        (names, was)
     })?;
     let Some(outcome) = outcome else {
         return Err(Error::new(
@@ -555,7 +535,7 @@ pub fn coll_stats_aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>)
             }
         }
     }
-    let ctx = SameDatabase {
+    let ctx = super::aggregate::DatabaseContext {
         catalog: &state.catalog,
         db,
     };
@@ -573,23 +553,4 @@ pub fn coll_stats_aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>)
         "firstBatch",
         batch.documents,
     )))
-}
-
-/// The other collections of one database, for stages such as `$lookup` after `$collStats`.
-struct SameDatabase<'a> {
-    catalog: &'a crate::catalog::Catalog,
-    db: &'a str,
-}
-
-impl crate::aggregation::PipelineContext for SameDatabase<'_> {
-    fn collection_documents(&self, collection: &str) -> Result<Vec<Document>> {
-        Ok(match self.catalog.get(self.db, collection) {
-            Some(handle) => handle
-                .read()
-                .all_documents()
-                .map(|d| (**d).clone())
-                .collect(),
-            None => Vec::new(),
-        })
-    }
 }

@@ -9,6 +9,7 @@
 use super::path::{walk_path, walk_value, FieldPath, LeafArrays};
 use crate::aggregation::expression::Expression;
 use crate::error::{Error, Result};
+use crate::printing::regex_source;
 use crate::value::{
     canonical_rank, compare, is_truthy, to_f64, type_number, type_number_for_alias, Number,
 };
@@ -501,25 +502,6 @@ impl TypeSet {
         (self.all_numbers && Number::from_bson(value).is_some())
             || self.codes.contains(&type_number(value))
     }
-}
-
-/// A MongoDB pattern with its options (`i m s x`, and `u` which is always on) as a `regex`
-/// crate source with inline flags; `Err` names the first option letter that is not allowed.
-pub(crate) fn regex_source(pattern: &str, options: &str) -> std::result::Result<String, char> {
-    let mut flags = String::new();
-    for c in options.chars() {
-        match c {
-            'i' | 'm' | 's' | 'x' => flags.push(c),
-            // Unicode matching is always on in the regex crate.
-            'u' => {}
-            other => return Err(other),
-        }
-    }
-    Ok(if flags.is_empty() {
-        pattern.to_string()
-    } else {
-        format!("(?{flags}){pattern}")
-    })
 }
 
 impl RegexCond {

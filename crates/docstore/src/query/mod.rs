@@ -5,7 +5,6 @@ pub mod path;
 pub mod projection;
 pub mod sort;
 
-pub use matcher::{ElemMatchCondition, ElementMatcher, Filter};
-pub use path::{collect_values, get_path, FieldPath};
+pub use matcher::{ElementMatcher, Filter};
 pub use projection::Projection;
 pub use sort::SortSpec;

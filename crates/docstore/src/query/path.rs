@@ -23,22 +23,6 @@ impl FieldPath {
             positions,
         }
     }
-
-    pub fn as_str(&self) -> &str {
-        &self.dotted
-    }
-
-    pub fn parts(&self) -> &[String] {
-        &self.parts
-    }
-
-    pub fn len(&self) -> usize {
-        self.parts.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.dotted.is_empty()
-    }
 }
 
 /// The array position a path part names, if it is written as MongoDB's canonical index
@@ -192,6 +176,7 @@ pub fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
 /// arrays of documents, and for an array at the end of the path each element and then the array.
 ///
 /// `collect_values(&doc! {"a": [{"b": 1}, {"b": [2, 3]}]}, "a.b")` is `[1, 2, 3, [2, 3]]`.
+#[cfg(test)]
 pub fn collect_values(doc: &Document, path: &str) -> Vec<Bson> {
     collect_path_values(doc, path, LeafArrays::Traverse)
 }

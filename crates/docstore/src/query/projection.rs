@@ -176,12 +176,8 @@ impl Projection {
         }
     }
 
-    /// Whether this projection keeps only named fields.
-    pub fn is_inclusion(&self) -> bool {
-        self.inclusion && !self.identity
-    }
-
     /// Whether `.$` is used, so callers must pass the filter's matched array position.
+    #[cfg(test)]
     pub fn needs_position(&self) -> bool {
         self.root.has_positional
     }

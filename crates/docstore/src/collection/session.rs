@@ -1,0 +1,229 @@
+//! A write session: the only way commands change a collection. Every mutation goes through a
+//! method here, which applies it to the collection in memory and records the matching journal
+//! entry, so a command cannot change a document, an index or a whole collection without
+//! persisting it. [`Catalog::write`](crate::catalog::Catalog::write) opens a session under the
+//! collection's write lock and appends what it recorded to the journal when the command's
+//! closure returns.
+//!
+//! Reads go through `Deref` to the [`Collection`]; there is deliberately no `DerefMut`.
+
+use super::Collection;
+use crate::error::Result;
+use crate::index::{IndexSpec, RecordId};
+use crate::storage::JournalOp;
+use bson::{Bson, Document};
+use std::ops::Deref;
+use std::sync::Arc;
+
+/// A collection borrowed for writing, with the journal entries of the changes made so far.
+pub struct WriteSession<'a> {
+    coll: &'a mut Collection,
+    ops: Vec<JournalOp>,
+}
+
+impl Deref for WriteSession<'_> {
+    type Target = Collection;
+
+    fn deref(&self) -> &Collection {
+        self.coll
+    }
+}
+
+impl<'a> WriteSession<'a> {
+    /// A session over `coll` with nothing recorded yet.
+    pub(crate) fn new(coll: &'a mut Collection) -> WriteSession<'a> {
+        WriteSession {
+            coll,
+            ops: Vec::new(),
+        }
+    }
+
+    /// The journal entries of the changes made, in the order they were made.
+    pub(crate) fn into_ops(self) -> Vec<JournalOp> {
+        self.ops
+    }
+
+    fn put_op(&self, doc: Document) -> JournalOp {
+        JournalOp::Put {
+            db: self.coll.db.clone(),
+            coll: self.coll.name.clone(),
+            doc,
+        }
+    }
+
+    /// Insert a document (already given its `_id`); journaled as a `Put`.
+    pub fn insert(&mut self, doc: Document) -> Result<RecordId> {
+        let record = self.coll.insert(doc.clone())?;
+        self.ops.push(self.put_op(doc));
+        Ok(record)
+    }
+
+    /// Replace the document at `record`; journaled as a `Put` of the new version.
+    pub fn replace(&mut self, record: RecordId, new_doc: Document) -> Result<()> {
+        self.coll.replace(record, new_doc.clone())?;
+        self.ops.push(self.put_op(new_doc));
+        Ok(())
+    }
+
+    /// Remove the document at `record`, if any; journaled as a `Delete` by `_id`.
+    pub fn remove(&mut self, record: RecordId) -> Option<Arc<Document>> {
+        let doc = self.coll.remove(record)?;
+        self.ops.push(JournalOp::Delete {
+            db: self.coll.db.clone(),
+            coll: self.coll.name.clone(),
+            id: doc.get("_id").cloned().unwrap_or(Bson::Null),
+        });
+        Some(doc)
+    }
+
+    /// Build a secondary index; journaled as a `CreateIndex`.
+    pub fn create_index(&mut self, spec: IndexSpec) -> Result<()> {
+        let document = spec.to_document();
+        self.coll.create_index(spec)?;
+        self.ops.push(JournalOp::CreateIndex {
+            db: self.coll.db.clone(),
+            coll: self.coll.name.clone(),
+            spec: document,
+        });
+        Ok(())
+    }
+
+    /// Drop one index by name; journaled as a `DropIndex`.
+    pub fn drop_index(&mut self, name: &str) -> Result<IndexSpec> {
+        let spec = self.coll.drop_index(name)?;
+        self.record_dropped_index(&spec.name);
+        Ok(spec)
+    }
+
+    /// Drop every index but `_id`'s; each is journaled as a `DropIndex`.
+    pub fn drop_all_indexes(&mut self) -> Vec<String> {
+        let names = self.coll.drop_all_indexes();
+        for name in &names {
+            self.record_dropped_index(name);
+        }
+        names
+    }
+
+    fn record_dropped_index(&mut self, name: &str) {
+        self.ops.push(JournalOp::DropIndex {
+            db: self.coll.db.clone(),
+            coll: self.coll.name.clone(),
+            name: name.to_string(),
+        });
+    }
+
+    /// Swap in a whole new collection (`$out`): journaled as dropping and re-creating the
+    /// collection with `fresh`'s options, then its indexes, then its documents in natural order.
+    pub fn replace_contents(&mut self, fresh: Collection) {
+        let (db, coll) = (self.coll.db.clone(), self.coll.name.clone());
+        self.ops.push(JournalOp::DropCollection {
+            db: db.clone(),
+            coll: coll.clone(),
+        });
+        self.ops.push(JournalOp::CreateCollection {
+            db: db.clone(),
+            coll: coll.clone(),
+            options: fresh.options.clone(),
+        });
+        for index in &fresh.indexes()[1..] {
+            self.ops.push(JournalOp::CreateIndex {
+                db: db.clone(),
+                coll: coll.clone(),
+                spec: index.spec.to_document(),
+            });
+        }
+        for doc in fresh.all_documents() {
+            self.ops.push(JournalOp::Put {
+                db: db.clone(),
+                coll: coll.clone(),
+                doc: (**doc).clone(),
+            });
+        }
+        *self.coll = fresh;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bson::doc;
+
+    fn put(doc: Document) -> JournalOp {
+        JournalOp::Put {
+            db: "shop".into(),
+            coll: "items".into(),
+            doc,
+        }
+    }
+
+    #[test]
+    fn every_change_is_recorded_and_failed_ones_are_not() {
+        let mut coll = Collection::new("shop", "items", Document::new());
+        let mut session = WriteSession::new(&mut coll);
+        let a = session.insert(doc! { "_id": 1, "n": 1 }).unwrap();
+        assert!(session.insert(doc! { "_id": 1, "n": 2 }).is_err());
+        session.replace(a, doc! { "_id": 1, "n": 3 }).unwrap();
+        let spec = IndexSpec::parse(&doc! { "key": { "n": 1 }, "name": "n_1" }).unwrap();
+        session.create_index(spec.clone()).unwrap();
+        session.drop_index("n_1").unwrap();
+        assert!(session.drop_index("n_1").is_err());
+        assert!(session.remove(a).is_some());
+        assert!(session.remove(a).is_none());
+        let ops = session.into_ops();
+        assert_eq!(
+            ops,
+            vec![
+                put(doc! { "_id": 1, "n": 1 }),
+                put(doc! { "_id": 1, "n": 3 }),
+                JournalOp::CreateIndex {
+                    db: "shop".into(),
+                    coll: "items".into(),
+                    spec: spec.to_document(),
+                },
+                JournalOp::DropIndex {
+                    db: "shop".into(),
+                    coll: "items".into(),
+                    name: "n_1".into(),
+                },
+                JournalOp::Delete {
+                    db: "shop".into(),
+                    coll: "items".into(),
+                    id: Bson::Int32(1),
+                },
+            ]
+        );
+        assert_eq!(coll.all_documents().count(), 0);
+    }
+
+    #[test]
+    fn replacing_the_contents_journals_a_rebuild_in_natural_order() {
+        let mut coll = Collection::new("shop", "items", doc! { "validationLevel": "off" });
+        coll.insert(doc! { "_id": 0 }).unwrap();
+        let mut fresh = Collection::new("shop", "items", doc! { "validationLevel": "off" });
+        let spec = IndexSpec::parse(&doc! { "key": { "n": 1 }, "name": "n_1" }).unwrap();
+        fresh.create_index(spec.clone()).unwrap();
+        fresh.insert(doc! { "_id": 2, "n": 1 }).unwrap();
+        fresh.insert(doc! { "_id": 1, "n": 2 }).unwrap();
+        let mut session = WriteSession::new(&mut coll);
+        session.replace_contents(fresh);
+        let ops = session.into_ops();
+        assert_eq!(ops.len(), 5);
+        assert_eq!(
+            ops[0],
+            JournalOp::DropCollection {
+                db: "shop".into(),
+                coll: "items".into()
+            }
+        );
+        assert!(
+            matches!(&ops[1], JournalOp::CreateCollection { options, .. }
+            if options == &doc! { "validationLevel": "off" })
+        );
+        assert!(
+            matches!(&ops[2], JournalOp::CreateIndex { spec: s, .. } if s == &spec.to_document())
+        );
+        assert_eq!(ops[3], put(doc! { "_id": 2, "n": 1 }));
+        assert_eq!(ops[4], put(doc! { "_id": 1, "n": 2 }));
+        assert_eq!(coll.all_documents().count(), 2);
+    }
+}

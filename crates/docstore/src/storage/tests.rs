@@ -1,0 +1,451 @@
+//! Tests of the journal and snapshot files through [`Storage`]: ordering, torn and corrupt
+//! records, snapshots and compaction, locking, and the flusher.
+
+use super::*;
+use bson::doc;
+use std::fs::OpenOptions;
+use std::path::PathBuf;
+use std::time::Instant;
+
+const FAST: Duration = Duration::from_millis(10);
+
+fn put(i: i32) -> JournalOp {
+    JournalOp::Put {
+        db: "shop".into(),
+        coll: "items".into(),
+        doc: doc! {"_id": i, "name": format!("item {i}")},
+    }
+}
+
+fn segments(dir: &Path) -> Vec<u64> {
+    list_dir(dir).unwrap().segments.keys().copied().collect()
+}
+
+fn open(dir: &Path) -> (Storage, Recovered) {
+    Storage::open(dir, FAST).unwrap()
+}
+
+/// Append three groups, flush, close; returns the path of the segment that holds them.
+fn write_three_groups(dir: &Path) -> PathBuf {
+    let (s, _) = open(dir);
+    s.append(&[put(1)]);
+    s.append(&[put(2), put(3)]);
+    s.append(&[put(4)]);
+    s.flush().unwrap();
+    let seg = *segments(dir).last().unwrap();
+    dir.join(segment_name(seg))
+}
+
+#[test]
+fn appended_ops_come_back_in_order_after_reopening() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (s, rec) = open(dir.path());
+        assert!(rec.ops.is_empty() && rec.collections.is_empty());
+        let ops = [
+            JournalOp::CreateCollection {
+                db: "shop".into(),
+                coll: "items".into(),
+                options: doc! {},
+            },
+            put(1),
+            JournalOp::Delete {
+                db: "shop".into(),
+                coll: "items".into(),
+                id: Bson::Int32(1),
+            },
+        ];
+        assert_eq!(s.append(&ops[..1]), 1);
+        assert_eq!(s.append(&ops[1..]), 2);
+        s.flush().unwrap();
+    }
+    let (_s, rec) = open(dir.path());
+    assert_eq!(rec.ops.len(), 3);
+    assert!(matches!(rec.ops[0], JournalOp::CreateCollection { .. }));
+    assert_eq!(rec.ops[1], put(1));
+    assert!(matches!(rec.ops[2], JournalOp::Delete { .. }));
+}
+
+#[test]
+fn dropping_the_storage_flushes_what_was_appended() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (s, _) = Storage::open(dir.path(), Duration::from_secs(3600)).unwrap();
+        s.append(&[put(1)]);
+        s.append(&[put(2)]);
+    }
+    let (_s, rec) = open(dir.path());
+    assert_eq!(rec.ops, vec![put(1), put(2)]);
+}
+
+#[test]
+fn restarting_without_writes_does_not_pile_up_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    write_three_groups(dir.path());
+    for _ in 0..3 {
+        drop(open(dir.path()));
+    }
+    assert_eq!(segments(dir.path()).len(), 2);
+    let (_s, rec) = open(dir.path());
+    assert_eq!(rec.ops.len(), 4);
+}
+
+#[test]
+fn a_truncated_last_record_is_dropped_and_earlier_ones_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = write_three_groups(dir.path());
+    let len = fs::metadata(&seg).unwrap().len();
+    OpenOptions::new()
+        .write(true)
+        .open(&seg)
+        .unwrap()
+        .set_len(len - 5)
+        .unwrap();
+    {
+        let (s, rec) = open(dir.path());
+        assert_eq!(rec.ops, vec![put(1), put(2), put(3)]);
+        // The torn bytes are cut off, so the file ends at the last good record.
+        let last_record = 8 + {
+            let mut b = Vec::new();
+            journal::encode_group(&[put(4)], &mut b).unwrap();
+            b.len() as u64
+        };
+        assert_eq!(fs::metadata(&seg).unwrap().len(), len - last_record);
+        // ... and kept in a quarantine file beside it.
+        let offset = len - last_record;
+        let aside = seg.with_file_name(recovery::torn_tail_name(FIRST_SEGMENT, offset as usize));
+        assert_eq!(fs::metadata(aside).unwrap().len(), last_record - 5);
+        s.append(&[put(5)]);
+    }
+    let (_s, rec) = open(dir.path());
+    assert_eq!(rec.ops, vec![put(1), put(2), put(3), put(5)]);
+}
+
+#[test]
+fn a_record_cut_inside_its_header_is_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = write_three_groups(dir.path());
+    let mut bytes = fs::read(&seg).unwrap();
+    bytes.extend_from_slice(&[7, 0, 0]);
+    fs::write(&seg, &bytes).unwrap();
+    let (_s, rec) = open(dir.path());
+    assert_eq!(rec.ops.len(), 4);
+    assert_eq!(fs::metadata(&seg).unwrap().len(), bytes.len() as u64 - 3);
+}
+
+#[test]
+fn a_bad_checksum_in_the_complete_last_record_refuses_to_start() {
+    // A whole record that fails its checksum was written in full, so it may have been
+    // acknowledged: dropping it would lose a write silently.
+    let dir = tempfile::tempdir().unwrap();
+    let seg = write_three_groups(dir.path());
+    let mut bytes = fs::read(&seg).unwrap();
+    let last = bytes.len() - 3;
+    bytes[last] ^= 0xff;
+    fs::write(&seg, &bytes).unwrap();
+    let err = Storage::open(dir.path(), FAST).unwrap_err();
+    assert!(recovery::damage(&err).is_some(), "{err}");
+    assert!(err.to_string().contains("checksum mismatch"), "{err}");
+    assert_eq!(fs::read(&seg).unwrap(), bytes);
+}
+
+#[test]
+fn damage_followed_by_more_journal_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let seg = write_three_groups(dir.path());
+    {
+        let (s, _) = open(dir.path());
+        s.append(&[put(9)]);
+    }
+    let mut bytes = fs::read(&seg).unwrap();
+    bytes[12] ^= 0xff;
+    fs::write(&seg, &bytes).unwrap();
+    let err = Storage::open(dir.path(), FAST).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    assert!(err.to_string().contains("damaged at byte 0"), "{err}");
+    assert!(err.to_string().contains("--repair"), "{err}");
+    // Nothing was truncated: the data is still there for a person to rescue.
+    assert_eq!(fs::read(&seg).unwrap(), bytes);
+}
+
+#[test]
+fn a_snapshot_plus_later_ops_is_recovered_and_old_segments_are_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let token;
+    {
+        let (s, _) = open(dir.path());
+        s.append(&[put(1)]);
+        s.append(&[put(2)]);
+        token = s.rotate().unwrap();
+        assert_eq!(s.journal_bytes(), 0);
+        let image = CollectionImage {
+            db: "shop".into(),
+            coll: "items".into(),
+            options: doc! {},
+            indexes: vec![doc! {"v": 2, "key": {"name": 1}, "name": "name_1"}],
+            docs: vec![
+                Arc::new(doc! {"_id": 1, "name": "item 1"}),
+                Arc::new(doc! {"_id": 2, "name": "item 2"}),
+            ],
+        };
+        // Appends may continue while the snapshot is written.
+        s.append(&[put(3)]);
+        s.write_snapshot(token, &[image]).unwrap();
+        s.append(&[put(4)]);
+        assert!(segments(dir.path()).iter().all(|&n| n >= token));
+    }
+    let listing = list_dir(dir.path()).unwrap();
+    assert_eq!(listing.snapshots, vec![token]);
+    let (_s, rec) = open(dir.path());
+    assert_eq!(rec.collections.len(), 1);
+    assert_eq!(rec.collections[0].docs.len(), 2);
+    assert_eq!(rec.collections[0].indexes.len(), 1);
+    assert_eq!(rec.ops, vec![put(3), put(4)]);
+}
+
+#[test]
+fn a_second_snapshot_deletes_the_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = open(dir.path());
+    let first = s.rotate().unwrap();
+    s.write_snapshot(first, &[]).unwrap();
+    s.append(&[put(1)]);
+    let second = s.rotate().unwrap();
+    assert!(second > first);
+    s.write_snapshot(second, &[]).unwrap();
+    let listing = list_dir(dir.path()).unwrap();
+    assert_eq!(listing.snapshots, vec![second]);
+    assert_eq!(segments(dir.path()), vec![second]);
+}
+
+#[test]
+fn a_token_from_the_future_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = open(dir.path());
+    let err = s.write_snapshot(1000, &[]).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    assert_eq!(segments(dir.path()).len(), 1);
+}
+
+#[test]
+fn a_large_snapshot_round_trips() {
+    let dir = tempfile::tempdir().unwrap();
+    let docs: Vec<Arc<Document>> = (0..20_000)
+        .map(|i| {
+            Arc::new(doc! {
+                "_id": i,
+                "title": format!("product number {i}"),
+                "price": f64::from(i) * 1.25,
+                "tags": ["a", "b", {"nested": i}],
+            })
+        })
+        .collect();
+    {
+        let (s, _) = open(dir.path());
+        let token = s.rotate().unwrap();
+        let images = vec![
+            CollectionImage {
+                db: "shop".into(),
+                coll: "products".into(),
+                options: doc! {"validator": {"price": {"$gte": 0}}},
+                indexes: vec![],
+                docs: docs.clone(),
+            },
+            CollectionImage {
+                db: "shop".into(),
+                coll: "empty".into(),
+                options: doc! {},
+                indexes: vec![],
+                docs: vec![],
+            },
+        ];
+        s.write_snapshot(token, &images).unwrap();
+    }
+    let (_s, rec) = open(dir.path());
+    assert_eq!(rec.collections.len(), 2);
+    let products = &rec.collections[0];
+    assert_eq!(products.coll, "products");
+    assert_eq!(products.options, doc! {"validator": {"price": {"$gte": 0}}});
+    assert_eq!(products.docs, docs);
+    assert!(rec.collections[1].docs.is_empty());
+}
+
+#[test]
+fn a_stray_tmp_snapshot_is_ignored_and_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    write_three_groups(dir.path());
+    let tmp = dir.path().join(snapshot_tmp_name(99));
+    fs::write(&tmp, b"half a snapshot").unwrap();
+    let (_s, rec) = open(dir.path());
+    assert_eq!(rec.ops.len(), 4);
+    assert!(rec.collections.is_empty());
+    assert!(!tmp.exists());
+}
+
+fn snapshot_then_more(dir: &Path) -> u64 {
+    let (s, _) = open(dir);
+    s.append(&[put(1)]);
+    let token = s.rotate().unwrap();
+    let image = CollectionImage {
+        db: "shop".into(),
+        coll: "items".into(),
+        options: doc! {},
+        indexes: vec![],
+        docs: vec![Arc::new(doc! {"_id": 1, "name": "item 1"})],
+    };
+    s.write_snapshot(token, &[image]).unwrap();
+    s.append(&[put(2)]);
+    token
+}
+
+#[test]
+fn a_corrupt_newest_snapshot_falls_back_to_an_older_one_when_its_journal_remains() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = snapshot_then_more(dir.path());
+    let newer = *segments(dir.path()).last().unwrap() + 1;
+    fs::write(dir.path().join(snapshot_name(newer)), b"garbage").unwrap();
+    {
+        let (_s, rec) = open(dir.path());
+        assert_eq!(rec.collections.len(), 1);
+        assert_eq!(rec.ops, vec![put(2)]);
+    }
+    // The unusable snapshot is moved aside, and the good one stays.
+    let listing = list_dir(dir.path()).unwrap();
+    assert_eq!(listing.snapshots, vec![token]);
+}
+
+#[test]
+fn a_corrupt_snapshot_without_the_journal_to_rebuild_it_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = snapshot_then_more(dir.path());
+    let path = dir.path().join(snapshot_name(token));
+    let mut bytes = fs::read(&path).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x10;
+    fs::write(&path, &bytes).unwrap();
+    let err = Storage::open(dir.path(), FAST).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::InvalidData);
+    assert!(err.to_string().contains("backup"), "{err}");
+    assert!(recovery::damage(&err).is_some(), "{err}");
+}
+
+#[test]
+fn a_missing_journal_segment_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    write_three_groups(dir.path());
+    {
+        let (s, _) = open(dir.path());
+        s.append(&[put(5)]);
+    }
+    fs::remove_file(dir.path().join(segment_name(FIRST_SEGMENT))).unwrap();
+    let err = Storage::open(dir.path(), FAST).unwrap_err();
+    assert!(err.to_string().contains("missing"), "{err}");
+}
+
+#[test]
+fn a_second_open_of_the_same_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = open(dir.path());
+    let err = Storage::open(dir.path(), FAST).unwrap_err();
+    assert!(err.to_string().contains("in use"), "{err}");
+    drop(s);
+    assert!(Storage::open(dir.path(), FAST).is_ok());
+}
+
+#[test]
+fn journal_bytes_count_appends_and_replayed_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let appended;
+    {
+        let (s, _) = open(dir.path());
+        assert_eq!(s.journal_bytes(), 0);
+        s.append(&[put(1)]);
+        s.append(&[put(2)]);
+        appended = s.journal_bytes();
+        assert!(appended > 0);
+    }
+    let (s, _) = open(dir.path());
+    assert_eq!(s.journal_bytes(), appended);
+    s.rotate().unwrap();
+    assert_eq!(s.journal_bytes(), 0);
+}
+
+#[test]
+fn in_memory_storage_numbers_appends_and_is_always_durable() {
+    let s = Storage::in_memory();
+    let a = s.append(&[put(1)]);
+    let b = s.append(&[put(2)]);
+    assert!(b > a);
+    assert_eq!(s.journal_bytes(), 0);
+    assert_eq!(s.rotate().unwrap(), 0);
+    s.write_snapshot(0, &[]).unwrap();
+    s.flush().unwrap();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(s.wait_durable(b)).unwrap();
+}
+
+#[tokio::test]
+async fn wait_durable_returns_after_a_prompt_group_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    // A commit interval far longer than the test: only the waiter's nudge can commit.
+    let (s, _) = Storage::open(dir.path(), Duration::from_secs(3600)).unwrap();
+    let lsn = s.append(&[put(1)]);
+    assert!(s.durable_lsn() < lsn);
+    let started = Instant::now();
+    tokio::time::timeout(Duration::from_secs(10), s.wait_durable(lsn))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(s.durable_lsn() >= lsn);
+    let seg = dir
+        .path()
+        .join(segment_name(*segments(dir.path()).last().unwrap()));
+    assert!(fs::metadata(seg).unwrap().len() > 0);
+    // Already durable: returns at once.
+    s.wait_durable(lsn).await.unwrap();
+}
+
+#[test]
+fn the_flusher_commits_on_its_own_every_interval() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = open(dir.path());
+    let lsn = s.append(&[put(1)]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.durable_lsn() < lsn {
+        assert!(Instant::now() < deadline, "group commit never happened");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn concurrent_appenders_keep_their_own_order() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let (s, _) = open(dir.path());
+        std::thread::scope(|scope| {
+            for t in 0..8 {
+                let s = &s;
+                scope.spawn(move || {
+                    for i in 0..200 {
+                        s.append(&[put(t * 1000 + i)]);
+                    }
+                });
+            }
+        });
+    }
+    let (_s, rec) = open(dir.path());
+    assert_eq!(rec.ops.len(), 1600);
+    let mut last = [-1i32; 8];
+    for op in &rec.ops {
+        let JournalOp::Put { doc, .. } = op else {
+            panic!("unexpected op {op:?}");
+        };
+        let id = doc.get_i32("_id").unwrap();
+        let (t, i) = ((id / 1000) as usize, id % 1000);
+        assert!(i > last[t], "thread {t} ops out of order");
+        last[t] = i;
+    }
+}
