@@ -524,6 +524,7 @@ pub async fn create(db: &Db, new: NewProduct) -> Result<Product, CatalogError> {
     let path = category_path_for(db, &new.categories).await?;
     let product = new.into_product(path)?;
     durable(db).insert_one(&product).await?;
+    db.catalog_cache().products_changed();
     Ok(product)
 }
 
@@ -576,6 +577,7 @@ pub async fn update(
         )
         .await?;
     if result.matched_count == 1 {
+        db.catalog_cache().products_changed();
         return Ok(Saved::Saved(version));
     }
     if by_id(db, id).await?.is_none() {
@@ -613,6 +615,7 @@ pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool,
             doc! { "$push": { "photos": file_id }, "$set": { "updated": DateTime::now() } },
         )
         .await?;
+    db.catalog_cache().products_changed();
     Ok(result.matched_count == 1)
 }
 
