@@ -124,7 +124,6 @@ async fn start(
         .env("BAZAAR_SERVER__HOST", "127.0.0.1")
         .env("BAZAAR_SERVER__PORT", port.to_string())
         .env("BAZAAR_CART__JOBS_EVERY_SECS", "0")
-        .stderr(Stdio::inherit())
         .spawn()?;
     let process = Process {
         name: name.to_string(),

@@ -226,7 +226,9 @@ where
                     Ok(fresh) if db.catalog_cache().generation() == generation => {
                         slot(db.catalog_cache()).store(Arc::new(fresh));
                     }
-                    Ok(_) => {}
+                    // Something was invalidated meanwhile: this value may predate the write, so
+                    // it is dropped and a later request reloads.
+                    Ok(_) => slot(db.catalog_cache()).reload_failed(),
                     Err(e) => {
                         tracing::warn!(error = %e, "reloading cached catalog data failed");
                         slot(db.catalog_cache()).reload_failed();
