@@ -226,13 +226,27 @@ async fn page_views_do_not_rewrite_the_session_cookie() {
     let app = spawn_app().await;
     let sets_cookie = |r: &reqwest::Response| r.headers().contains_key("set-cookie");
     let listing = app.get("/products").await;
-    assert!(!sets_cookie(&listing), "an anonymous listing sets no cookie");
+    assert!(
+        !sets_cookie(&listing),
+        "an anonymous listing sets no cookie"
+    );
     // The product page's forms need a CSRF token: the first view starts a session.
     let first = app.get("/products/kind-of-blue").await;
-    assert!(sets_cookie(&first), "the product page's forms need a session");
-    for path in ["/", "/products", "/categories/music", "/products/kind-of-blue"] {
+    assert!(
+        sets_cookie(&first),
+        "the product page's forms need a session"
+    );
+    for path in [
+        "/",
+        "/products",
+        "/categories/music",
+        "/products/kind-of-blue",
+    ] {
         let again = app.get(path).await;
         assert_eq!(again.status(), StatusCode::OK, "{path}");
-        assert!(!sets_cookie(&again), "{path} re-sent an unchanged session cookie");
+        assert!(
+            !sets_cookie(&again),
+            "{path} re-sent an unchanged session cookie"
+        );
     }
 }
