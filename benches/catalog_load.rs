@@ -1,4 +1,9 @@
-//! Load benchmark for the storefront: the product list, a category page and a product page, then
+//! Load benchmark for the storefront. The first phase (`pages`, see `load/pages.rs`) starts
+//! the real `bazaar` binary on a seeded catalog on disk and a minimal actix-web + askama server
+//! (the ceiling), drives both with the same client and prints requests/s, p50, p99 and the
+//! share of the ceiling for each main page, plus RSS, seeding and start-up time.
+//!
+//! The later phases: the product list, a category page and a product page, then
 //! shopping sessions (add to cart + cart page, and a checkout), with 10 000 products on in-memory
 //! docstore and 64 concurrent connections or sessions; then checkouts on the embedded store with
 //! its data on disk, once with `database.write_concern = "durable"` and once with `"fast"`.
@@ -10,12 +15,22 @@
 //! the first page and a page deep in the stream.
 //!
 //! `cargo bench -p bazaar --bench catalog_load` (BENCH_SECONDS, BENCH_PRODUCTS and
-//! BENCH_CONNECTIONS override the defaults; BENCH_ONLY=comments runs only the comments phase,
+//! BENCH_CONNECTIONS override the defaults; BENCH_ONLY=pages runs only the pages phase
+//! (BENCH_BASELINE=path/to/another/bazaar adds that binary on a copy of the same data,
+//! BENCH_DEEP=0 leaves out the deep pages, BENCH_CATEGORY names the category, default music),
+//! BENCH_ONLY=comments runs only the comments phase,
 //! BENCH_ONLY=blog only the blog phase, BENCH_ONLY=durability only the on-disk checkouts).
 //! Prints requests/s and latency percentiles.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+#[path = "load/ceiling.rs"]
+mod ceiling;
+#[path = "load/client.rs"]
+mod client;
+#[path = "load/pages.rs"]
+mod pages;
 
 use bazaar::config::Settings;
 use bazaar::startup::{Application, OpenDatabase};
@@ -238,6 +253,9 @@ fn report(name: &str, o: &Outcome) {
 }
 
 fn main() -> anyhow::Result<()> {
+    if std::env::var_os(ceiling::CHILD_ENV).is_some() {
+        return Ok(ceiling::serve()?);
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -248,10 +266,16 @@ async fn bench() -> anyhow::Result<()> {
     let connections = env_or("BENCH_CONNECTIONS", 64);
     let seconds = env_or("BENCH_SECONDS", 10);
     bazaar::telemetry::init("error");
-    println!("| page | requests/s | p50 ms | p99 ms | errors |");
-    println!("|---|---|---|---|---|");
     let only = std::env::var("BENCH_ONLY").ok();
     let runs = |phase: &str| only.as_deref().is_none_or(|o| o == phase);
+    if runs("pages") {
+        pages::run(env_or("BENCH_PRODUCTS", 10_000), connections, seconds).await?;
+    }
+    if only.as_deref() == Some("pages") {
+        return Ok(());
+    }
+    println!("| page | requests/s | p50 ms | p99 ms | errors |");
+    println!("|---|---|---|---|---|");
     if runs("comments") {
         storefront(connections, seconds).await?;
     }

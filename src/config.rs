@@ -33,6 +33,7 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("admin", "max_concurrent_verifications"),
     ("admin", "failures_before_delay"),
     ("log", "level"),
+    ("log", "database_commands"),
     ("media", "max_upload_mb"),
     ("media", "max_image_megapixels"),
     ("cart", "expire_after_secs"),
@@ -165,6 +166,8 @@ pub struct AdminSettings {
 #[derive(Debug, Clone)]
 pub struct LogSettings {
     pub level: String,
+    /// Count every database command and log each at `debug` level (`log.database_commands`).
+    pub database_commands: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -750,7 +753,10 @@ impl Layers {
                 format!("expected a tracing filter such as \"info\": {e}"),
             ));
         }
-        Ok(LogSettings { level })
+        Ok(LogSettings {
+            level,
+            database_commands: self.boolean("log.database_commands")?,
+        })
     }
 }
 

@@ -8,8 +8,7 @@ use crate::{admin, cart, catalog, checkout, content, health, home, media, search
 
 /// Every route of the site.
 pub fn routes(cfg: &mut web::ServiceConfig) {
-    cfg.app_data(web::Data::new(catalog::listing::CountCache::default()))
-        .route("/", read().to(home::index))
+    cfg.route("/", read().to(home::index))
         .route("/healthz", read().to(health::healthz))
         .route("/static/{path:.*}", read().to(assets::serve))
         .route("/products", read().to(catalog::pages::list))

@@ -98,10 +98,16 @@ impl OpenDatabase {
             }
             DatabaseUri::External(uri) => (uri.clone(), Store::External(redact_uri(uri)), None),
         };
-        let db = Db::connect(&uri, name, timeout, store.clone())
-            .await
-            .with_context(|| format!("invalid database.uri for {store}"))?
-            .with_durability(settings.database.write_concern);
+        let db = Db::connect_counting(
+            &uri,
+            name,
+            timeout,
+            store.clone(),
+            settings.log.database_commands,
+        )
+        .await
+        .with_context(|| format!("invalid database.uri for {store}"))?
+        .with_durability(settings.database.write_concern);
         db.ping()
             .await
             .with_context(|| format!("cannot reach the database ({store})"))?;

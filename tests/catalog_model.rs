@@ -402,7 +402,6 @@ async fn generated_products_fill_the_tree_consistently_and_regenerating_adds_not
     let jazz = category(&t.db, "jazz").await;
     let page = listing::find_page(
         &t.db,
-        &listing::CountCache::default(),
         listing::in_category(jazz.id),
         &ListingQuery::default(),
     )

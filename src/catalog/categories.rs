@@ -105,6 +105,24 @@ pub struct Breadcrumbs {
     pub ancestors: Vec<Crumb>,
 }
 
+impl Breadcrumbs {
+    /// The breadcrumbs of a category already loaded whole.
+    pub fn of(category: &Category) -> Breadcrumbs {
+        Breadcrumbs {
+            id: category.id,
+            name: category.name.clone(),
+            ancestors: category
+                .ancestors
+                .iter()
+                .map(|a| Crumb {
+                    slug: a.slug.clone(),
+                    name: a.name.clone(),
+                })
+                .collect(),
+        }
+    }
+}
+
 /// The fields the breadcrumb query returns (`name`, `ancestors.slug`, `ancestors.name`; see `docs/data-model.md`).
 pub fn breadcrumbs_projection() -> Document {
     doc! { "name": 1, "ancestors.slug": 1, "ancestors.name": 1 }
@@ -221,6 +239,7 @@ pub async fn add(
         edit_version: Some(ObjectId::new()),
     };
     durable(db).insert_one(&category).await?;
+    db.catalog_cache().categories_changed();
     Ok(category)
 }
 
@@ -347,7 +366,10 @@ async fn move_category(
             )
             .await?;
     }
-    rebuild_product_paths(db, id).await
+    db.catalog_cache().categories_changed();
+    let rebuilt = rebuild_product_paths(db, id).await;
+    db.catalog_cache().categories_changed();
+    rebuilt
 }
 
 /// Recompute `category_path` for every product whose path runs through `category`.
@@ -429,6 +451,7 @@ async fn rename_category(
             } },
         )
         .await?;
+    db.catalog_cache().categories_changed();
     Ok(())
 }
 
@@ -448,6 +471,7 @@ pub async fn delete(db: &Db, id: ObjectId) -> Result<(), CatalogError> {
         return Err(CatalogError::HasProducts(filed));
     }
     let result = durable(db).delete_one(doc! { "_id": id }).await?;
+    db.catalog_cache().categories_changed();
     if result.deleted_count == 0 {
         return Err(CatalogError::NotFound);
     }

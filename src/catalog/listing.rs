@@ -2,13 +2,12 @@
 //! values fall back to defaults), turned into an indexed query.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
 use futures::TryStreamExt;
 
+use crate::catalog::cache;
 use crate::catalog::facets;
 use crate::catalog::products::{self, format_cents, Product, ProductType};
 use crate::db::{Db, DbError};
@@ -16,8 +15,9 @@ use crate::db::{Db, DbError};
 pub const PAGE_SIZE: u64 = 12;
 /// Longest search string used (longer input is cut, not refused).
 const MAX_SEARCH_CHARS: usize = 100;
-/// Pages past this are not served (skip gets slow); the last page link stops here too.
-const MAX_PAGE: u64 = 10_000;
+/// Larger page numbers are read as this one (then as the last page): 12 million products.
+/// No page skips more than half its listing (see [`find_page`]).
+const MAX_PAGE: u64 = 1_000_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Sort {
@@ -486,82 +486,61 @@ impl Page {
     }
 }
 
-/// How long a listing's total may be reused.
-const COUNT_TTL: Duration = Duration::from_secs(5);
-/// Distinct filters remembered before the cache starts over.
-const COUNT_CACHE_ENTRIES: usize = 1_000;
-
-/// Recently counted listing totals, per server worker. Counting a filter visits every matching
-/// document, which costs far more than the page itself on a large catalog; a total a few
-/// seconds old is fine for "Showing 1–12 of N" and the page links.
-#[derive(Default)]
-pub struct CountCache {
-    entries: Mutex<HashMap<String, (Instant, u64)>>,
-}
-
-impl CountCache {
-    /// The number of products matching `filter`: the collection's count for the whole
-    /// catalog, otherwise a recent count or a fresh one.
-    pub async fn count(&self, db: &Db, filter: &Document) -> Result<u64, DbError> {
-        let collection = products::collection(db);
-        if filter.is_empty() {
-            return Ok(collection.estimated_document_count().await?);
-        }
-        if *filter == crate::catalog::lifecycle::on_sale() {
-            // The whole storefront: every product less the few hidden ones (an index count),
-            // rather than visiting every document.
-            let all = collection.estimated_document_count().await?;
-            let hidden = crate::catalog::lifecycle::hidden_count(db).await?;
-            return Ok(all.saturating_sub(hidden));
-        }
-        let key = filter.to_string();
-        if let Ok(mut entries) = self.entries.lock() {
-            if let Some((at, n)) = entries.get_mut(&key) {
-                if at.elapsed() < COUNT_TTL {
-                    return Ok(*n);
-                }
-                // Expired: this request recounts; the others keep using the old total
-                // meanwhile instead of all counting at once.
-                *at = Instant::now();
-            }
-        }
-        let n = collection.count_documents(filter.clone()).await?;
-        if let Ok(mut entries) = self.entries.lock() {
-            if entries.len() >= COUNT_CACHE_ENTRIES {
-                entries.clear();
-            }
-            entries.insert(key, (Instant::now(), n));
-        }
-        Ok(n)
-    }
-}
-
 /// Run a listing query within `base`. A page past the end shows the last page.
-pub async fn find_page(
-    db: &Db,
-    counts: &CountCache,
-    base: Document,
-    query: &ListingQuery,
-) -> Result<Page, DbError> {
+///
+/// The total comes from the catalog cache (at most a few seconds old, recounted in the
+/// background; see [`crate::catalog::cache`]); the products themselves are read fresh, without
+/// their stock reservations.
+pub async fn find_page(db: &Db, base: Document, query: &ListingQuery) -> Result<Page, DbError> {
     let filter = query.filter(base);
     let collection = products::collection(db);
-    let total = counts.count(db, &filter).await?;
+    let total = cache::total(db, &filter).await?;
     let pages = total.div_ceil(PAGE_SIZE).max(1);
     let page = query.page.clamp(1, pages);
-    let products: Vec<Product> = collection
+    // A page in the second half is read from the other end (the sort reversed, then the rows
+    // put back in order), so no page skips more than half the listing: the last page costs what
+    // the first does. With a total a few seconds old the seam may shift by the products added
+    // or removed meanwhile; the last page always shows the real end.
+    let start = (page - 1) * PAGE_SIZE;
+    let end = (start + PAGE_SIZE).min(total);
+    let from_end = page > 1 && start > total / 2;
+    let (sort, skip, limit) = if from_end {
+        (reversed(query.sort.document()), total - end, end - start)
+    } else {
+        (query.sort.document(), start, PAGE_SIZE)
+    };
+    let mut products: Vec<Product> = collection
         .find(filter)
-        .sort(query.sort.document())
-        .skip((page - 1) * PAGE_SIZE)
-        .limit(PAGE_SIZE as i64)
+        .sort(sort)
+        .projection(cache::page_projection())
+        .skip(skip)
+        .limit(limit as i64)
         .await?
         .try_collect()
         .await?;
+    if from_end {
+        products.reverse();
+    }
     Ok(Page {
         products,
         total,
         page,
         pages,
     })
+}
+
+/// The sort with every direction turned round.
+fn reversed(sort: Document) -> Document {
+    sort.into_iter()
+        .map(|(k, v)| {
+            let dir = match v {
+                Bson::Int32(d) => -d,
+                Bson::Int64(d) => -(d as i32),
+                _ => 1,
+            };
+            (k, Bson::Int32(dir))
+        })
+        .collect()
 }
 
 /// A short list for the home page's shelves (active products only): in stock first, in `sort` order, then
@@ -580,6 +559,7 @@ pub async fn shelf(
     let mut products: Vec<Product> = products::collection(db)
         .find(on_sale)
         .sort(sort.clone())
+        .projection(cache::page_projection())
         .limit(n)
         .await?
         .try_collect()
@@ -591,6 +571,7 @@ pub async fn shelf(
         let rest: Vec<Product> = products::collection(db)
             .find(sold_out)
             .sort(sort)
+            .projection(cache::page_projection())
             .limit(missing)
             .await?
             .try_collect()

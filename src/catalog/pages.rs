@@ -7,8 +7,9 @@ use actix_session::SessionExt;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
+use crate::catalog::cache;
 use crate::catalog::categories::{self, Breadcrumbs, Category, TreeEntry};
-use crate::catalog::listing::{self, ActiveFilter, CountCache, ListingQuery, Page, Sort};
+use crate::catalog::listing::{self, ActiveFilter, ListingQuery, Page, Sort};
 use crate::catalog::products::{
     self, AlbumDetails, BookDetails, Details, FilmDetails, Product, ProductType,
 };
@@ -214,10 +215,9 @@ pub async fn list(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
-    counts: web::Data<CountCache>,
 ) -> Result<HttpResponse, AppError> {
     let query = ListingQuery::from_params(&params);
-    let page = listing::find_page(&state.db, &counts, bson::doc! {}, &query).await?;
+    let page = listing::find_page(&state.db, bson::doc! {}, &query).await?;
     render(&ProductsPage {
         layout: Layout::public(&req),
         listing: Listing {
@@ -235,7 +235,9 @@ pub async fn show(
     slug: web::Path<String>,
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
-    let product = existing_product(&state, &slug).await?;
+    let product = cache::product_for_page(&state.db, &slug)
+        .await?
+        .ok_or(AppError::NotFound)?;
     let at = PageAt::from_params(
         params.get("after").map(String::as_str),
         params.get("before").map(String::as_str),
@@ -266,12 +268,8 @@ async fn product_page(
     product: Product,
     thread: ThreadView,
 ) -> Result<ProductPage, AppError> {
-    let mut filed_under = Vec::new();
-    for id in &product.categories {
-        if let Some(c) = categories::by_id(&state.db, *id).await? {
-            filed_under.push(c);
-        }
-    }
+    // From the cached category tree: no query per filing category.
+    let filed_under = cache::filed_under(&state.db, &product.categories).await?;
     let (mut album, mut film, mut book) = (None, None, None);
     let details = product.details();
     let issued = details
@@ -393,20 +391,14 @@ pub async fn category(
     state: web::Data<AppState>,
     slug: web::Path<String>,
     params: web::Query<HashMap<String, String>>,
-    counts: web::Data<CountCache>,
 ) -> Result<HttpResponse, AppError> {
-    let category = categories::breadcrumbs(&state.db, &slug)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    let children = categories::children(&state.db, Some(category.id)).await?;
+    // Breadcrumbs and children from the cached category tree.
+    let tree = cache::categories(&state.db).await?;
+    let found = tree.by_slug(&slug).ok_or(AppError::NotFound)?;
+    let category = Breadcrumbs::of(found);
+    let children = tree.children(found.id);
     let query = ListingQuery::from_params(&params);
-    let page = listing::find_page(
-        &state.db,
-        &counts,
-        listing::in_category(category.id),
-        &query,
-    )
-    .await?;
+    let page = listing::find_page(&state.db, listing::in_category(category.id), &query).await?;
     // The query matched the slug exactly, so it is the category's own.
     let path = format!("/categories/{slug}");
     render(&CategoryPage {

@@ -14,10 +14,12 @@
 //! crash" lists, per collection, which writes are durable and which stay fast and why; a new
 //! write that ends in a confirmation belongs there too.
 
+pub mod commands;
 pub mod indexes;
 pub mod site;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use bson::doc;
@@ -132,6 +134,10 @@ pub struct Db {
     durability: WriteDurability,
     /// Bounds a majority acknowledgement on a replica set that lost its majority.
     timeout: Duration,
+    /// The commands sent, when `log.database_commands` is on.
+    commands: Arc<commands::CommandLog>,
+    /// Read-mostly catalog data, shared by every clone of this handle.
+    catalog_cache: Arc<crate::catalog::cache::CatalogCache>,
 }
 
 /// A collection and how many documents it holds.
@@ -149,7 +155,26 @@ impl Db {
         timeout: Duration,
         store: Store,
     ) -> Result<Db, DbError> {
+        Db::connect_counting(uri, name, timeout, store, false).await
+    }
+
+    /// [`Db::connect`], counting every command sent when `count_commands` is true (see
+    /// [`commands`]; `log.database_commands`).
+    pub async fn connect_counting(
+        uri: &str,
+        name: &str,
+        timeout: Duration,
+        store: Store,
+        count_commands: bool,
+    ) -> Result<Db, DbError> {
         let mut options = ClientOptions::parse(uri).await?;
+        let commands = if count_commands {
+            let log = commands::CommandLog::enabled();
+            options.command_event_handler = Some(log.handler());
+            log
+        } else {
+            Arc::default()
+        };
         options.app_name = Some("bazaar".to_string());
         // Without this the driver waits 30 s for a server before a page can say "unavailable".
         options.server_selection_timeout = Some(timeout);
@@ -162,6 +187,8 @@ impl Db {
             store,
             durability: WriteDurability::Durable,
             timeout,
+            commands,
+            catalog_cache: Arc::default(),
         })
     }
 
@@ -213,6 +240,16 @@ impl Db {
 
     pub fn client(&self) -> &Client {
         &self.client
+    }
+
+    /// The storefront's cache of read-mostly catalog data (see [`crate::catalog::cache`]).
+    pub fn catalog_cache(&self) -> &crate::catalog::cache::CatalogCache {
+        &self.catalog_cache
+    }
+
+    /// The commands this handle's client has sent (counted only with `log.database_commands`).
+    pub fn commands(&self) -> &commands::CommandLog {
+        &self.commands
     }
 
     pub fn store(&self) -> &Store {

@@ -4,9 +4,9 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
-use crate::catalog::listing;
 use crate::catalog::products::Product;
-use crate::db::site::{self, SiteSettings};
+use crate::catalog::{cache, listing};
+use crate::db::site::SiteSettings;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
@@ -32,42 +32,55 @@ pub struct HomePage {
 }
 
 pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
-    let site = site::load(&state.db).await?;
-    let mut shelves = Vec::new();
-    for (id, title, more, (filter, sort)) in [
-        (
-            "featured",
-            "Featured",
-            "/products",
-            listing::featured_filter(),
-        ),
-        (
-            "discounts",
-            "Biggest discounts",
-            "/products?sort=discount",
-            listing::discounts_filter(),
-        ),
-        (
-            "newest",
-            "Newest releases",
-            "/products",
-            listing::newest_filter(),
-        ),
-    ] {
-        let products = listing::shelf(&state.db, filter, sort, SHELF_SIZE).await?;
-        shelves.push(Shelf {
+    // Both from the catalog cache: a few seconds old at most (see `catalog::cache`).
+    let site = cache::site(&state.db).await?;
+    let specs = SHELVES.iter().map(|(_, _, _, spec)| spec()).collect();
+    let loaded = cache::shelves(&state.db, specs, SHELF_SIZE).await?;
+    let shelves = SHELVES
+        .iter()
+        .zip(loaded.iter())
+        .map(|((id, title, more, _), products)| Shelf {
             id,
             title,
             more,
-            products,
-        });
-    }
+            products: products.clone(),
+        })
+        .collect();
     render(&HomePage {
         layout: Layout::public(&req),
-        site,
+        site: (*site).clone(),
         shelves,
     })
 }
+
+/// The shelves: id, title, the listing it previews, and its `(filter, sort)`.
+type ShelfSpec = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn() -> (bson::Document, bson::Document),
+);
+
+const SHELVES: [ShelfSpec; 3] = [
+    (
+        "featured",
+        "Featured",
+        "/products",
+        listing::featured_filter,
+    ),
+    (
+        "discounts",
+        "Biggest discounts",
+        "/products?sort=discount",
+        listing::discounts_filter,
+    ),
+    (
+        "newest",
+        "Newest releases",
+        "/products",
+        listing::newest_filter,
+    ),
+];
 
 /// The default service: anything no route matched.
 pub async fn not_found() -> Result<HttpResponse, AppError> {

@@ -100,6 +100,11 @@ fn truncated(message: String, max_chars: usize) -> String {
 
 /// Take the pending messages, so each is shown once.
 pub fn take(session: &Session) -> Vec<Flash> {
+    // Removing marks the session changed (re-encrypted and sent back as a new cookie), so only
+    // when there is something to take: a plain page view leaves the cookie alone.
+    if !session.contains_key(SESSION_KEY) {
+        return Vec::new();
+    }
     match session.remove_as::<Vec<Flash>>(SESSION_KEY) {
         Some(Ok(messages)) => messages,
         // A cookie written by another version: drop it rather than fail the page.

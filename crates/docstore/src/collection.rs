@@ -10,6 +10,8 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod bulk;
+mod count;
 mod session;
 pub use session::WriteSession;
 
@@ -454,11 +456,21 @@ impl Collection {
         let counts_keys = !matches!(plan, Plan::CollScan);
         let mut hits = Vec::new();
         let needs_sort = sort.is_some() && !sorted_by_plan;
+        // When the index alone answers the filter and gives the order, the skipped keys need
+        // no document fetched or matched (see `count.rs`).
+        let mut skip = query.skip;
+        let candidates: Box<dyn Iterator<Item = RecordId> + '_> =
+            if skip > 0 && !needs_sort && self.answering_index(&plan, query.filter_doc).is_some() {
+                stats.keys_examined += skip as u64;
+                Box::new(candidates.skip(std::mem::take(&mut skip)))
+            } else {
+                candidates
+            };
         // Without an in-memory sort we can stop as soon as skip + limit documents matched.
         let stop_after = if needs_sort {
             None
         } else {
-            query.limit.map(|l| l.saturating_add(query.skip))
+            query.limit.map(|l| l.saturating_add(skip))
         };
         for record in candidates {
             if counts_keys {
@@ -498,8 +510,8 @@ impl Collection {
             }
         }
         let hits: Vec<Hit> = match query.limit {
-            Some(limit) => hits.into_iter().skip(query.skip).take(limit).collect(),
-            None => hits.into_iter().skip(query.skip).collect(),
+            Some(limit) => hits.into_iter().skip(skip).take(limit).collect(),
+            None => hits.into_iter().skip(skip).collect(),
         };
         stats.returned = hits.len() as u64;
         Ok((hits, stats))

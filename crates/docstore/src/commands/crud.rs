@@ -824,7 +824,7 @@ pub fn count(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Repl
                 let total = c.len().saturating_sub(read.skip);
                 read.limit.map_or(total, |l| total.min(l))
             } else {
-                c.query(&read.query_spec())?.0.len()
+                c.count_matching(&read.query_spec())?
             }
         }
     };

@@ -1,0 +1,381 @@
+//! A small in-process cache for the storefront's read-mostly data: the category tree (the
+//! product page's "filed under", a category page's breadcrumbs and children), the site settings
+//! and home page shelves, and listing totals.
+//!
+//! # Staleness
+//!
+//! Every entry is at most [`TTL`] (5 s) old when it is served fresh. A stale entry is still
+//! served while a single background task reloads it, so no request waits for a reload (a
+//! request waits only when there is no entry at all, and then concurrent requests for the same
+//! total share one count). Writes through *this* process (admin saves, seeding) invalidate the
+//! affected entries at once, so an admin sees their own change on the next page. With several
+//! app instances on one MongoDB, another instance's write shows up here within [`TTL`] plus
+//! one reload.
+//!
+//! Stock and prices a shopper is about to pay are never read from here: the product page loads
+//! its product fresh, and the cart and checkout read products themselves. The shelves and
+//! listings may show a stock badge or price up to [`TTL`] old.
+//!
+//! The cache lives in the [`Db`] handle (every clone shares it), so a second handle on the same
+//! store — another instance — has its own.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bson::oid::ObjectId;
+use bson::{doc, Document};
+
+use crate::catalog::categories::{self, Category};
+use crate::catalog::products::{self, Product};
+use crate::db::site::{self, SiteSettings};
+use crate::db::{Db, DbError};
+
+/// How long an entry is served before a background reload is started.
+pub const TTL: Duration = Duration::from_secs(5);
+/// Distinct listing filters whose totals are kept; more start the map over.
+const MAX_TOTALS: usize = 1_000;
+
+/// One cached value with when it was loaded, and whether a reload is under way.
+struct Entry<T> {
+    value: Arc<T>,
+    loaded: Instant,
+    refreshing: bool,
+}
+
+/// A single cached value (see the module documentation for its life cycle).
+struct Slot<T> {
+    entry: Mutex<Option<Entry<T>>>,
+}
+
+impl<T> Default for Slot<T> {
+    fn default() -> Self {
+        Slot {
+            entry: Mutex::new(None),
+        }
+    }
+}
+
+/// What a lookup found.
+enum Lookup<T> {
+    Fresh(Arc<T>),
+    /// Stale: served, and this caller starts the one reload.
+    StaleReload(Arc<T>),
+    /// Stale, with a reload already running.
+    Stale(Arc<T>),
+    Missing,
+}
+
+impl<T> Slot<T> {
+    fn lookup(&self) -> Lookup<T> {
+        let Ok(mut guard) = self.entry.lock() else {
+            return Lookup::Missing;
+        };
+        match guard.as_mut() {
+            None => Lookup::Missing,
+            Some(e) if e.loaded.elapsed() < TTL => Lookup::Fresh(Arc::clone(&e.value)),
+            Some(e) if e.refreshing => Lookup::Stale(Arc::clone(&e.value)),
+            Some(e) => {
+                e.refreshing = true;
+                Lookup::StaleReload(Arc::clone(&e.value))
+            }
+        }
+    }
+
+    fn store(&self, value: Arc<T>) {
+        if let Ok(mut guard) = self.entry.lock() {
+            *guard = Some(Entry {
+                value,
+                loaded: Instant::now(),
+                refreshing: false,
+            });
+        }
+    }
+
+    /// A failed reload: let a later request try again.
+    fn reload_failed(&self) {
+        if let Ok(mut guard) = self.entry.lock() {
+            if let Some(e) = guard.as_mut() {
+                e.refreshing = false;
+            }
+        }
+    }
+
+    fn clear(&self) {
+        if let Ok(mut guard) = self.entry.lock() {
+            *guard = None;
+        }
+    }
+}
+
+/// The category tree, indexed for the storefront's lookups.
+pub struct CategoryTree {
+    pub all: Vec<Category>,
+    by_id: HashMap<ObjectId, usize>,
+    by_slug: HashMap<String, usize>,
+}
+
+impl CategoryTree {
+    fn new(all: Vec<Category>) -> CategoryTree {
+        let by_id = all.iter().enumerate().map(|(i, c)| (c.id, i)).collect();
+        let by_slug = all
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.slug.clone(), i))
+            .collect();
+        CategoryTree {
+            all,
+            by_id,
+            by_slug,
+        }
+    }
+
+    pub fn by_id(&self, id: &ObjectId) -> Option<&Category> {
+        self.by_id.get(id).map(|i| &self.all[*i])
+    }
+
+    pub fn by_slug(&self, slug: &str) -> Option<&Category> {
+        self.by_slug.get(slug).map(|i| &self.all[*i])
+    }
+
+    /// Direct children of `parent`, by name (as [`categories::children`] orders them).
+    pub fn children(&self, parent: ObjectId) -> Vec<Category> {
+        let mut kids: Vec<Category> = self
+            .all
+            .iter()
+            .filter(|c| c.parent == Some(parent))
+            .cloned()
+            .collect();
+        kids.sort_by(|a, b| a.name.cmp(&b.name));
+        kids
+    }
+}
+
+/// The home page's shelves as last loaded, in shelf order.
+pub type Shelves = Vec<Vec<Product>>;
+
+/// The cached data of one [`Db`] handle.
+#[derive(Default)]
+pub struct CatalogCache {
+    /// Bumped by every invalidation: a reload that started before one is not stored.
+    generation: AtomicU64,
+    categories: Slot<CategoryTree>,
+    site: Slot<SiteSettings>,
+    shelves: Slot<Shelves>,
+    totals: Mutex<HashMap<String, Arc<TotalSlot>>>,
+}
+
+/// A listing total: the cached value, and the one initial count concurrent requests share.
+#[derive(Default)]
+struct TotalSlot {
+    slot: Slot<u64>,
+    initial: tokio::sync::OnceCell<u64>,
+}
+
+impl CatalogCache {
+    /// Categories were added, renamed, moved or deleted through this process.
+    pub fn categories_changed(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.categories.clear();
+        // Category moves change which products a category total counts.
+        self.products_changed();
+    }
+
+    /// Products were added, edited, deleted or restocked through this process.
+    pub fn products_changed(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.shelves.clear();
+        if let Ok(mut totals) = self.totals.lock() {
+            totals.clear();
+        }
+    }
+
+    /// The site settings were saved through this process.
+    pub fn site_changed(&self) {
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        self.site.clear();
+    }
+
+    fn generation(&self) -> u64 {
+        self.generation.load(Ordering::SeqCst)
+    }
+}
+
+/// Serve `slot` of `db`'s cache, loading it with `load` when missing and reloading it in the
+/// background when stale.
+async fn cached<T, F, Fut>(
+    db: &Db,
+    slot: fn(&CatalogCache) -> &Slot<T>,
+    load: F,
+) -> Result<Arc<T>, DbError>
+where
+    T: Send + Sync + 'static,
+    F: Fn(Db) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<T, DbError>> + Send + 'static,
+{
+    let cache = db.catalog_cache();
+    match slot(cache).lookup() {
+        Lookup::Fresh(v) | Lookup::Stale(v) => Ok(v),
+        Lookup::StaleReload(v) => {
+            let db = db.clone();
+            tokio::spawn(async move {
+                let generation = db.catalog_cache().generation();
+                match load(db.clone()).await {
+                    Ok(fresh) if db.catalog_cache().generation() == generation => {
+                        slot(db.catalog_cache()).store(Arc::new(fresh));
+                    }
+                    // Something was invalidated meanwhile: this value may predate the write, so
+                    // it is dropped and a later request reloads.
+                    Ok(_) => slot(db.catalog_cache()).reload_failed(),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "reloading cached catalog data failed");
+                        slot(db.catalog_cache()).reload_failed();
+                    }
+                }
+            });
+            Ok(v)
+        }
+        Lookup::Missing => {
+            let generation = cache.generation();
+            let value = Arc::new(load(db.clone()).await?);
+            if cache.generation() == generation {
+                slot(cache).store(Arc::clone(&value));
+            }
+            Ok(value)
+        }
+    }
+}
+
+/// The category tree.
+pub async fn categories(db: &Db) -> Result<Arc<CategoryTree>, DbError> {
+    cached(
+        db,
+        |c| &c.categories,
+        |db| async move { Ok(CategoryTree::new(categories::all(&db).await?)) },
+    )
+    .await
+}
+
+/// The site settings (name and tagline).
+pub async fn site(db: &Db) -> Result<Arc<SiteSettings>, DbError> {
+    cached(db, |c| &c.site, |db| async move { site::load(&db).await }).await
+}
+
+/// The home page's shelves, each `(filter, sort)` with `n` products.
+pub async fn shelves(
+    db: &Db,
+    specs: Vec<(Document, Document)>,
+    n: i64,
+) -> Result<Arc<Shelves>, DbError> {
+    cached(
+        db,
+        |c| &c.shelves,
+        move |db| {
+            let specs = specs.clone();
+            async move {
+                let mut out = Vec::with_capacity(specs.len());
+                for (filter, sort) in specs {
+                    out.push(crate::catalog::listing::shelf(&db, filter, sort, n).await?);
+                }
+                Ok(out)
+            }
+        },
+    )
+    .await
+}
+
+/// Count the products matching `filter` with the `count` command, which docstore answers from
+/// index keys alone when an index covers an equality filter (MongoDB counts from the index
+/// too); the whole catalog is the collection's size.
+async fn count_products(db: &Db, filter: Document) -> Result<u64, DbError> {
+    if filter.is_empty() {
+        return Ok(products::collection(db).estimated_document_count().await?);
+    }
+    if filter == crate::catalog::lifecycle::on_sale() {
+        // The whole storefront: every product less the few hidden (draft or archived) ones,
+        // counted through the status index, rather than visiting every document.
+        let all = products::collection(db).estimated_document_count().await?;
+        let hidden = crate::catalog::lifecycle::hidden_count(db).await?;
+        return Ok(all.saturating_sub(hidden));
+    }
+    let reply = db
+        .database()
+        .run_command(doc! { "count": products::COLLECTION, "query": filter })
+        .await?;
+    Ok(match reply.get("n") {
+        Some(bson::Bson::Int32(n)) => *n as u64,
+        Some(bson::Bson::Int64(n)) => *n as u64,
+        Some(bson::Bson::Double(n)) => *n as u64,
+        _ => 0,
+    })
+}
+
+/// The number of products matching `filter`: cached per filter (see the module documentation);
+/// only the first request for a filter waits, sharing one count with its concurrent peers.
+pub async fn total(db: &Db, filter: &Document) -> Result<u64, DbError> {
+    let cache = db.catalog_cache();
+    let key = filter.to_string();
+    let slot = {
+        let Ok(mut totals) = cache.totals.lock() else {
+            return count_products(db, filter.clone()).await;
+        };
+        if totals.len() >= MAX_TOTALS && !totals.contains_key(&key) {
+            totals.clear();
+        }
+        Arc::clone(totals.entry(key).or_default())
+    };
+    match slot.slot.lookup() {
+        Lookup::Fresh(n) | Lookup::Stale(n) => Ok(*n),
+        Lookup::StaleReload(n) => {
+            let db = db.clone();
+            let filter = filter.clone();
+            tokio::spawn(async move {
+                match count_products(&db, filter).await {
+                    Ok(fresh) => slot.slot.store(Arc::new(fresh)),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "recounting a listing total failed");
+                        slot.slot.reload_failed();
+                    }
+                }
+            });
+            Ok(*n)
+        }
+        Lookup::Missing => {
+            let n = *slot
+                .initial
+                .get_or_try_init(|| count_products(db, filter.clone()))
+                .await?;
+            // Stored once per slot; a slot replaced by an invalidation starts afresh.
+            if matches!(slot.slot.lookup(), Lookup::Missing) {
+                slot.slot.store(Arc::new(n));
+            }
+            Ok(n)
+        }
+    }
+}
+
+/// Products by slug for a storefront page: never the stock reservations (`carted`).
+pub fn page_projection() -> Document {
+    doc! { "carted": 0 }
+}
+
+/// The product for its page, loaded fresh (its stock and price are what the shopper pays). Its
+/// stock reservations come too: the page says how many units other shoppers' carts hold ("2 more
+/// are in shoppers' carts and may come back").
+pub async fn product_for_page(db: &Db, slug: &str) -> Result<Option<Product>, DbError> {
+    Ok(products::collection(db)
+        .find_one(doc! { "slug": slug })
+        .await?)
+}
+
+/// Filed-under categories of a product, from the cached tree.
+pub async fn filed_under(db: &Db, ids: &[ObjectId]) -> Result<Vec<Category>, DbError> {
+    let tree = categories(db).await?;
+    Ok(ids
+        .iter()
+        .filter_map(|id| tree.by_id(id))
+        .cloned()
+        .collect())
+}

@@ -1,0 +1,252 @@
+//! The number of database commands each main storefront page sends, pinned: a page that starts
+//! sending more (a query per item, a lost cache) fails here rather than only slowing a
+//! benchmark. Commands are counted by the driver's command monitoring (`log.database_commands`).
+//! Also: what the catalog cache serves is invalidated by this instance's own writes.
+
+mod common;
+
+use bazaar::catalog::{categories, products};
+use bazaar::db::commands::Command;
+use common::*;
+use reqwest::StatusCode;
+
+async fn counting_app() -> TestApp {
+    spawn_app_with(&[("BAZAAR_LOG__DATABASE_COMMANDS", "true")]).await
+}
+
+/// The commands one GET of `path` sent.
+async fn commands_for(app: &TestApp, path: &str) -> Vec<Command> {
+    app.db.commands().record();
+    let response = app.get(path).await;
+    assert_eq!(response.status(), StatusCode::OK, "{path}");
+    let _ = body(response).await;
+    app.db.commands().take()
+}
+
+fn names(commands: &[Command]) -> Vec<String> {
+    commands.iter().map(Command::to_string).collect()
+}
+
+/// The steady state (caches warm) of each main page, and what its first load costs.
+#[tokio::test]
+async fn each_main_page_sends_a_pinned_number_of_commands() {
+    let app = counting_app().await;
+    assert!(app.db.commands().is_enabled());
+    let product = "/products/kind-of-blue";
+    // (path, commands on a first load at most, commands once warm)
+    let pages: [(&str, usize, &[&str]); 4] = [
+        // The product itself (fresh: its price and stock are what a shopper pays) and its
+        // first page of comments; the filing categories come from the cached tree.
+        (product, 3, &["find products", "find comments"]),
+        // Site settings and shelves are cached.
+        ("/", 4, &[]),
+        // The page of products; the total is cached.
+        ("/products?page=2", 2, &["find products"]),
+        // Breadcrumbs and children from the cached tree; the page of products.
+        ("/categories/music?page=2", 3, &["find products"]),
+    ];
+    for (path, first_at_most, warm) in pages {
+        let first = commands_for(&app, path).await;
+        assert!(
+            first.len() <= first_at_most,
+            "{path}: first load sent {:?}",
+            names(&first)
+        );
+        let again = commands_for(&app, path).await;
+        assert_eq!(names(&again), warm, "{path} once warm");
+    }
+}
+
+/// A product filed in several categories still costs no category query (the old page loaded
+/// each filing category separately).
+#[tokio::test]
+async fn a_product_page_loads_no_category_per_filing() {
+    let app = counting_app().await;
+    let product = products::by_slug(&app.db, "kind-of-blue")
+        .await
+        .unwrap()
+        .expect("demo product");
+    let extra = categories::by_slug(&app.db, "books")
+        .await
+        .unwrap()
+        .unwrap();
+    app.db
+        .collection::<bson::Document>(products::COLLECTION)
+        .update_one(
+            bson::doc! { "_id": product.id },
+            bson::doc! { "$push": { "categories": extra.id } },
+        )
+        .await
+        .unwrap();
+    let _ = commands_for(&app, "/products/kind-of-blue").await;
+    let warm = commands_for(&app, "/products/kind-of-blue").await;
+    assert!(
+        !warm.iter().any(|c| c.target == categories::COLLECTION),
+        "{:?}",
+        names(&warm)
+    );
+    let doc = html(&body(app.get("/products/kind-of-blue").await).await);
+    assert!(
+        doc.root_element().text().any(|t| t.contains("Books")),
+        "the added filing category is listed"
+    );
+}
+
+/// Writes through this instance show on the next page: a renamed category, a new product in
+/// the listing total.
+#[tokio::test]
+async fn this_instances_writes_invalidate_the_cache() {
+    let app = counting_app().await;
+    let first = body(app.get("/categories/jazz").await).await;
+    assert!(
+        heading(&html(&first)).contains("Jazz"),
+        "{}",
+        heading(&html(&first))
+    );
+    let jazz = categories::by_slug(&app.db, "jazz").await.unwrap().unwrap();
+    categories::rename(&app.db, jazz.id, "Jazz Classics", "jazz")
+        .await
+        .expect("renamed");
+    let renamed = html(&body(app.get("/categories/jazz").await).await);
+    assert!(
+        heading(&renamed).contains("Jazz Classics"),
+        "{}",
+        heading(&renamed)
+    );
+
+    let total = |page: &str| -> u64 {
+        let doc = html(page);
+        texts(&doc, ".result-count .total")
+            .first()
+            .and_then(|t| t.trim().parse().ok())
+            .expect("the listing shows its total")
+    };
+    let before = total(&body(app.get("/categories/modal-jazz").await).await);
+    let template = products::by_slug(&app.db, "kind-of-blue")
+        .await
+        .unwrap()
+        .expect("demo product");
+    let details = template.details().expect("details parse");
+    products::create(
+        &app.db,
+        products::NewProduct {
+            sku: "cache-test-1".into(),
+            slug: "cache-test-1".into(),
+            title: "Cache Test".into(),
+            description: "A product added after the total was cached.".into(),
+            list_cents: 1000,
+            retail_cents: 900,
+            categories: template.categories.clone(),
+            details,
+            qty: 3,
+            featured: false,
+            shipping: Default::default(),
+        },
+    )
+    .await
+    .expect("created");
+    let after = body(app.get("/categories/modal-jazz").await).await;
+    assert!(after.contains("Cache Test"), "the new product is listed");
+    assert_eq!(
+        total(&after),
+        before + 1,
+        "the total counts the new product"
+    );
+}
+
+/// Pages in the second half of a listing are read from its other end: walking every page of
+/// the product list and of a category shows each product exactly once, in the listing's order.
+#[tokio::test]
+async fn every_page_of_a_long_listing_shows_each_product_once_in_order() {
+    use futures::TryStreamExt;
+    let app = counting_app().await;
+    bazaar::catalog::demo::seed_bulk(&app.db, 100)
+        .await
+        .expect("seeded");
+    use bazaar::catalog::listing::{self, ListingQuery, Sort};
+    let music = categories::by_slug(&app.db, "music")
+        .await
+        .unwrap()
+        .unwrap();
+    let all = ListingQuery::default();
+    for (path, filter, sort) in [
+        (
+            "/products".to_string(),
+            all.filter(bson::doc! {}),
+            Sort::Newest,
+        ),
+        (
+            "/products?sort=price".to_string(),
+            all.filter(bson::doc! {}),
+            Sort::PriceLow,
+        ),
+        (
+            "/categories/music".to_string(),
+            all.filter(listing::in_category(music.id)),
+            Sort::Newest,
+        ),
+    ] {
+        let sort = sort.document();
+        let expected: Vec<String> = products::collection(&app.db)
+            .find(filter)
+            .sort(sort)
+            .await
+            .unwrap()
+            .try_collect::<Vec<_>>()
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|p| p.url())
+            .collect();
+        let pages = expected.len().div_ceil(12);
+        assert!(pages >= 3, "{path}: {pages} pages");
+        let mut shown = Vec::new();
+        for page in 1..=pages {
+            let sep = if path.contains('?') { '&' } else { '?' };
+            let doc = html(&body(app.get(&format!("{path}{sep}page={page}")).await).await);
+            let links = attr_all(&doc, ".product-card h3 a", "href");
+            shown.extend(links);
+        }
+        assert_eq!(shown, expected, "{path}");
+    }
+}
+
+/// Every value of attribute `name` on elements matching `selector`, in document order.
+fn attr_all(doc: &scraper::Html, selector: &str, name: &str) -> Vec<String> {
+    let sel = scraper::Selector::parse(selector).expect("selector");
+    doc.select(&sel)
+        .filter_map(|e| e.value().attr(name).map(str::to_string))
+        .collect()
+}
+
+/// A page view sends a session cookie only when the session changed: an anonymous visitor's
+/// listing gets none, and a visitor who already has one is not sent it again on every page.
+#[tokio::test]
+async fn page_views_do_not_rewrite_the_session_cookie() {
+    let app = spawn_app().await;
+    let sets_cookie = |r: &reqwest::Response| r.headers().contains_key("set-cookie");
+    let listing = app.get("/products").await;
+    assert!(
+        !sets_cookie(&listing),
+        "an anonymous listing sets no cookie"
+    );
+    // The product page's forms need a CSRF token: the first view starts a session.
+    let first = app.get("/products/kind-of-blue").await;
+    assert!(
+        sets_cookie(&first),
+        "the product page's forms need a session"
+    );
+    for path in [
+        "/",
+        "/products",
+        "/categories/music",
+        "/products/kind-of-blue",
+    ] {
+        let again = app.get(path).await;
+        assert_eq!(again.status(), StatusCode::OK, "{path}");
+        assert!(
+            !sets_cookie(&again),
+            "{path} re-sent an unchanged session cookie"
+        );
+    }
+}
