@@ -44,41 +44,6 @@ async fn buy(app: &TestApp, sku: &str, qty: &str, email: &str) -> (String, Shopp
     (number, shopper)
 }
 
-/// Every field of the first product form as a browser submits it.
-fn product_form(doc: &scraper::Html) -> Vec<(String, String)> {
-    let sel = scraper::Selector::parse(
-        "form.product-form input, form.product-form textarea, form.product-form option[selected]",
-    )
-    .expect("selector");
-    doc.select(&sel)
-        .filter_map(|el| {
-            let v = el.value();
-            match v.name() {
-                "textarea" => Some((v.attr("name")?.to_string(), el.text().collect())),
-                "option" => {
-                    let select = el
-                        .ancestors()
-                        .filter_map(scraper::ElementRef::wrap)
-                        .find(|a| a.value().name() == "select")?;
-                    Some((
-                        select.value().attr("name")?.to_string(),
-                        v.attr("value")?.to_string(),
-                    ))
-                }
-                _ => {
-                    if v.attr("type") == Some("checkbox") && v.attr("checked").is_none() {
-                        return None;
-                    }
-                    Some((
-                        v.attr("name")?.to_string(),
-                        v.attr("value").unwrap_or_default().to_string(),
-                    ))
-                }
-            }
-        })
-        .collect()
-}
-
 /// Save the product `sku` through its admin form with `status`.
 async fn set_status(app: &TestApp, sku: &str, status: &str) {
     let p = product(&app.db, sku).await;
@@ -650,14 +615,6 @@ async fn create_multipart(
         .send()
         .await
         .expect("sent")
-}
-
-async fn stored_files(app: &TestApp) -> u64 {
-    app.db
-        .collection::<bson::Document>("assets.files")
-        .count_documents(doc! {})
-        .await
-        .expect("count")
 }
 
 #[tokio::test]

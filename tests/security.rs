@@ -445,14 +445,6 @@ async fn upload_photo(app: &TestApp, action: &str, bytes: &[u8]) -> reqwest::Res
         .expect("sent")
 }
 
-async fn stored_files(app: &TestApp) -> u64 {
-    app.db
-        .collection::<bson::Document>("assets.files")
-        .count_documents(doc! {})
-        .await
-        .expect("count")
-}
-
 /// The edit page of the demo product "Dune" and its upload form's action.
 async fn dune_upload_form(app: &TestApp) -> (String, String) {
     let doc = html(&body(app.get_admin("/admin/products?q=dune").await).await);

@@ -235,8 +235,10 @@ pub async fn show(
     slug: web::Path<String>,
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
+    // Drafts and archived products are not on the storefront.
     let product = cache::product_for_page(&state.db, &slug)
         .await?
+        .filter(Product::is_on_sale)
         .ok_or(AppError::NotFound)?;
     let at = PageAt::from_params(
         params.get("after").map(String::as_str),

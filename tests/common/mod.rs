@@ -297,3 +297,49 @@ pub async fn assert_projected_query_uses_index(
         "{what} does not use an index: {explain}"
     );
 }
+
+/// Every field of the product form in `doc` (the first `form.product-form`) as a browser would
+/// submit it: inputs, textareas, selects' chosen options, and ticked boxes (categories,
+/// featured).
+pub fn product_form(doc: &scraper::Html) -> Vec<(String, String)> {
+    let sel = scraper::Selector::parse(
+        "form.product-form input, form.product-form textarea, form.product-form option[selected]",
+    )
+    .expect("selector");
+    doc.select(&sel)
+        .filter_map(|el| {
+            let v = el.value();
+            match v.name() {
+                "textarea" => Some((v.attr("name")?.to_string(), el.text().collect())),
+                "option" => {
+                    let select = el
+                        .ancestors()
+                        .filter_map(scraper::ElementRef::wrap)
+                        .find(|a| a.value().name() == "select")?;
+                    Some((
+                        select.value().attr("name")?.to_string(),
+                        v.attr("value")?.to_string(),
+                    ))
+                }
+                _ => {
+                    if v.attr("type") == Some("checkbox") && v.attr("checked").is_none() {
+                        return None;
+                    }
+                    Some((
+                        v.attr("name")?.to_string(),
+                        v.attr("value").unwrap_or_default().to_string(),
+                    ))
+                }
+            }
+        })
+        .collect()
+}
+
+/// Files stored in the photos' GridFS bucket.
+pub async fn stored_files(app: &TestApp) -> u64 {
+    app.db
+        .collection::<bson::Document>("assets.files")
+        .count_documents(doc! {})
+        .await
+        .expect("count")
+}
