@@ -356,18 +356,10 @@ pub async fn total(db: &Db, filter: &Document) -> Result<u64, DbError> {
     }
 }
 
-/// Products by slug for a storefront page: never the stock reservations (`carted`).
+/// The projection of products on listing pages and shelves: never the stock reservations
+/// (`carted`), which only the product page (and the cart) need.
 pub fn page_projection() -> Document {
     doc! { "carted": 0 }
-}
-
-/// The product for its page, loaded fresh (its stock and price are what the shopper pays). Its
-/// stock reservations come too: the page says how many units other shoppers' carts hold ("2 more
-/// are in shoppers' carts and may come back").
-pub async fn product_for_page(db: &Db, slug: &str) -> Result<Option<Product>, DbError> {
-    Ok(products::collection(db)
-        .find_one(doc! { "slug": slug })
-        .await?)
 }
 
 /// Filed-under categories of a product, from the cached tree.

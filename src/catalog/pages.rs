@@ -235,11 +235,9 @@ pub async fn show(
     slug: web::Path<String>,
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
-    // Drafts and archived products are not on the storefront.
-    let product = cache::product_for_page(&state.db, &slug)
-        .await?
-        .filter(Product::is_on_sale)
-        .ok_or(AppError::NotFound)?;
+    // Read fresh (its stock and price are what the shopper pays), with its reservations: the
+    // page says how many units other shoppers' carts hold.
+    let product = existing_product(&state, &slug).await?;
     let at = PageAt::from_params(
         params.get("after").map(String::as_str),
         params.get("before").map(String::as_str),
