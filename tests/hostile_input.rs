@@ -246,6 +246,7 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
         format!("{PRODUCT}/comments/d001/{v}"),
         format!("{PRODUCT}/comments/d001?after={v}"),
         format!("{PRODUCT}?after={v}&before={v}"),
+        format!("/orders/lookup?{v}={v}"),
     ]);
     for path in &gets {
         let response = shopper.get(path).await;
@@ -317,6 +318,10 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
             "/checkout".to_string(),
             CHECKOUT_FIELDS.iter().map(|f| (*f, value)).collect(),
         ),
+        (
+            "/orders/lookup".to_string(),
+            vec![("number", value), ("email", value)],
+        ),
     ];
     for (path, fields) in &forms {
         let response = shopper.post(path, fields).await;
@@ -361,6 +366,7 @@ async fn hostile_app() -> (TestApp, Shopper) {
     let app = spawn_app_with(&[
         ("BAZAAR_CART__NEW_CARTS_PER_HOUR", "1000000"),
         ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
+        ("BAZAAR_CART__ORDER_LOOKUPS_PER_HOUR", "100000"),
     ])
     .await;
     product_with_stock(&app.db, "hx", 1000).await;
