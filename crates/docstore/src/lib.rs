@@ -18,6 +18,7 @@ mod printing;
 mod query;
 mod server;
 mod state;
+mod stats;
 pub mod storage;
 pub mod text;
 mod update;

@@ -16,13 +16,28 @@ use accumulators::Group;
 use bson::{Bson, Document};
 use expression::Expression;
 use projection::Projection;
-use stages::{Bucket, Lookup, Unwind};
+use stages::{Bucket, CollStats, Lookup, Unwind};
 pub use terminal::{MergeSpec, TerminalWrite, WhenMatched, WhenNotMatched};
 
-/// Access a pipeline needs beyond its input: other collections of the same database.
+/// Access a pipeline needs beyond its input: other collections of the same database, and
+/// the collection it aggregates.
 pub trait PipelineContext {
     /// All documents of `collection` in the current database (empty if it does not exist).
     fn collection_documents(&self, collection: &str) -> Result<Vec<Document>>;
+
+    /// What `$collStats` reports on: the collection the pipeline aggregates.
+    fn aggregated_collection(&self) -> Result<AggregatedCollection>;
+}
+
+/// The collection a pipeline aggregates, as `$collStats` reports it.
+#[derive(Debug, Clone)]
+pub struct AggregatedCollection {
+    /// `db.collection`.
+    pub namespace: String,
+    /// The server's `host` (as `serverStatus` reports it).
+    pub host: String,
+    /// The collection's `Collection::stats` figures; `None` when it does not exist.
+    pub stats: Option<Document>,
 }
 
 #[derive(Debug, Clone)]
@@ -49,6 +64,8 @@ enum Stage {
     SortByCount(Expression),
     Bucket(Box<Bucket>),
     Sample(usize),
+    /// `$collStats`, which replaces its (empty) input with one report.
+    CollStats(CollStats),
 }
 
 /// A parsed aggregation pipeline.
@@ -78,7 +95,6 @@ const UNSUPPORTED_STAGES: &[&str] = &[
     "$setWindowFields",
     "$redact",
     "$indexStats",
-    "$collStats",
     "$currentOp",
     "$listSessions",
     "$listLocalSessions",
@@ -101,11 +117,15 @@ impl Pipeline {
         });
         match last {
             Some((name, spec)) => {
-                let mut pipeline = Self::parse_with_system_vars(&stages[..stages.len() - 1], vars)?;
+                let mut pipeline = Self::parse_stages(&stages[..stages.len() - 1], vars, true)?;
                 pipeline.terminal = Some(terminal::parse(name, spec)?);
+                if pipeline.ignores_input() {
+                    // The report is about the collection; writing it elsewhere is not offered.
+                    return Err(Error::not_supported(format!("{name} after $collStats")));
+                }
                 Ok(pipeline)
             }
-            None => Self::parse_with_system_vars(stages, vars),
+            None => Self::parse_stages(stages, vars, true),
         }
     }
 
@@ -114,12 +134,25 @@ impl Pipeline {
         self.terminal.as_ref()
     }
 
-    /// Parse a sub-pipeline whose variables may include system ones (`$$NOW`) set by the
-    /// enclosing pipeline.
+    /// Parse a sub-pipeline (`$lookup`, `$facet`) whose variables may include system ones
+    /// (`$$NOW`) set by the enclosing pipeline.
     fn parse_with_system_vars(stages: &[Document], vars: &Document) -> Result<Pipeline> {
+        Self::parse_stages(stages, vars, false)
+    }
+
+    /// Parse the stages of a top-level pipeline or, with `top_level` false, of a sub-pipeline.
+    fn parse_stages(stages: &[Document], vars: &Document, top_level: bool) -> Result<Pipeline> {
         let parsed = stages
             .iter()
-            .map(|s| parse_stage(s, vars))
+            .enumerate()
+            .map(|(i, s)| {
+                let position = match (top_level, i) {
+                    (false, _) => Position::Nested,
+                    (true, 0) => Position::Opening,
+                    (true, _) => Position::Later,
+                };
+                parse_stage(s, vars, position)
+            })
             .collect::<Result<Vec<_>>>()?;
         for stage in parsed.iter().skip(1) {
             if let Stage::Match { filter, .. } = stage {
@@ -137,6 +170,12 @@ impl Pipeline {
             vars: vars.clone(),
             terminal: None,
         })
+    }
+
+    /// Whether the first stage makes the pipeline's documents itself (`$collStats`), so the
+    /// caller has no input to read.
+    pub fn ignores_input(&self) -> bool {
+        matches!(self.stages.first(), Some(Stage::CollStats(_)))
     }
 
     /// The filter of a leading `$match`, which the caller may answer with an index before
@@ -163,11 +202,6 @@ impl Pipeline {
             vars: self.vars.clone(),
             terminal: self.terminal.clone(),
         }
-    }
-
-    /// Whether a top-level stage is named `name` (as written, e.g. "$set" or "$addFields").
-    pub fn has_stage(&self, name: &str) -> bool {
-        self.names.iter().any(|n| n == name)
     }
 
     /// The same stages with these variables added (overriding any of the same name), e.g.
@@ -237,7 +271,18 @@ impl Pipeline {
     }
 }
 
-fn parse_stage(stage: &Document, vars: &Document) -> Result<Stage> {
+/// Where a stage sits, for the stages that may only open a top-level pipeline.
+#[derive(Debug, Clone, Copy)]
+enum Position {
+    /// The first stage of a top-level pipeline.
+    Opening,
+    /// A later stage of a top-level pipeline.
+    Later,
+    /// Any stage of a `$lookup` or `$facet` sub-pipeline.
+    Nested,
+}
+
+fn parse_stage(stage: &Document, vars: &Document, position: Position) -> Result<Stage> {
     if stage.len() != 1 {
         return Err(Error::location(
             40323,
@@ -319,6 +364,17 @@ fn parse_stage(stage: &Document, vars: &Document) -> Result<Stage> {
         "$sortByCount" => Stage::SortByCount(stages::parse_sort_by_count(spec)?),
         "$bucket" => Stage::Bucket(Box::new(Bucket::parse(spec)?)),
         "$sample" => Stage::Sample(stages::parse_sample(spec)?),
+        "$collStats" => match position {
+            Position::Opening => Stage::CollStats(CollStats::parse(spec)?),
+            Position::Later => {
+                return Err(Error::location(
+                    40602,
+                    "$collStats is only valid as the first stage in a pipeline",
+                ))
+            }
+            // A sub-pipeline's collection is not the one the command names.
+            Position::Nested => return Err(Error::not_supported(name)),
+        },
         "$out" | "$merge" => {
             return Err(Error::location(
                 40601,
@@ -507,6 +563,7 @@ fn run_stage(
         }
         Stage::Bucket(b) => b.run(&docs, vars)?,
         Stage::Sample(n) => stages::sample(docs, *n),
+        Stage::CollStats(c) => vec![c.run(ctx)?],
     })
 }
 

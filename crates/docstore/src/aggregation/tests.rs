@@ -5,13 +5,35 @@ use super::*;
 use bson::{bson, doc, Bson, Document};
 use std::collections::HashMap;
 
-/// Collections for `$lookup`.
+/// Collections for `$lookup`; the pipeline aggregates `test.c` (for `$collStats`).
 #[derive(Default)]
 struct Collections(HashMap<String, Vec<Document>>);
 
 impl PipelineContext for Collections {
     fn collection_documents(&self, collection: &str) -> Result<Vec<Document>> {
         Ok(self.0.get(collection).cloned().unwrap_or_default())
+    }
+
+    fn aggregated_collection(&self) -> Result<AggregatedCollection> {
+        // Figures shaped like `Collection::stats`, only when the test created `c`.
+        let stats = self.0.get("c").map(|docs| {
+            let count = docs.len() as i64;
+            doc! {
+                "count": count,
+                "size": count * 100,
+                "avgObjSize": 100i64,
+                "storageSize": count * 100,
+                "nindexes": 1,
+                "totalIndexSize": count * 32,
+                "totalSize": count * 132,
+                "indexSizes": { "_id_": count * 32 },
+            }
+        });
+        Ok(AggregatedCollection {
+            namespace: "test.c".into(),
+            host: "testhost".into(),
+            stats,
+        })
     }
 }
 
@@ -678,8 +700,8 @@ fn leading_match_is_exposed_for_index_selection() {
     let rest = p.without_leading_match();
     assert_eq!(rest.len(), 1);
     assert_eq!(rest.leading_match(), None);
-    assert!(p.has_stage("$count"));
-    assert!(!rest.has_stage("$match"));
+    assert_eq!(p.stage_names(), ["$match", "$count"]);
+    assert_eq!(rest.stage_names(), ["$count"]);
     let out = rest
         .run(vec![sales()[0].clone()], &Collections::default())
         .unwrap();
@@ -750,4 +772,69 @@ fn a_full_pipeline_like_the_behaviour_suite() {
             doc! { "item": "a", "tag": "y", "total": 20 },
         ]
     );
+}
+
+#[test]
+fn coll_stats_reports_the_aggregated_collection_in_place_of_its_input() {
+    let ctx = Collections(HashMap::from([("c".to_string(), sales())]));
+    let out = run_in(
+        &ctx,
+        vec![
+            doc! { "$collStats": { "count": {}, "storageStats": { "scale": 2 } } },
+            doc! { "$project": { "_id": 0, "ns": 1, "host": 1, "count": 1, "size": "$storageStats.size" } },
+        ],
+        // Ignored: the report replaces the input.
+        vec![doc! { "x": 1 }, doc! { "x": 2 }],
+    )
+    .unwrap();
+    assert_eq!(
+        out,
+        vec![doc! { "ns": "test.c", "host": "testhost", "count": 4, "size": 200 }]
+    );
+    let e = run_in(
+        &Collections::default(),
+        vec![doc! { "$collStats": { "count": {} } }],
+        vec![],
+    )
+    .unwrap_err();
+    assert_eq!(e.code_number(), 26);
+    assert_eq!(
+        e.message,
+        "Unable to retrieve count in $collStats stage :: caused by :: Collection [test.c] not found."
+    );
+}
+
+#[test]
+fn coll_stats_only_opens_a_top_level_pipeline() {
+    assert_eq!(
+        parse_code(vec![doc! { "$match": {} }, doc! { "$collStats": {} }]),
+        40602
+    );
+    // Sub-pipelines would report on the wrong collection.
+    assert_eq!(
+        parse_code(vec![doc! { "$facet": { "x": [{ "$collStats": {} }] } }]),
+        40600
+    );
+    assert_eq!(
+        parse_code(vec![
+            doc! { "$lookup": { "from": "c", "as": "x", "pipeline": [{ "$collStats": {} }] } }
+        ]),
+        115
+    );
+    assert_eq!(
+        parse_code(vec![doc! { "$collStats": {} }, doc! { "$out": "copy" }]),
+        115
+    );
+    assert_eq!(parse_code(vec![doc! { "$collStats": 1 }]), 5447000);
+    assert_eq!(
+        parse_code(vec![
+            doc! { "$collStats": { "storageStats": { "verbose": true, "bogus": 1 } } }
+        ]),
+        40415
+    );
+    let p = Pipeline::parse(&[doc! { "$collStats": {} }, doc! { "$limit": 1 }], &doc! {}).unwrap();
+    assert!(p.ignores_input());
+    assert!(!Pipeline::parse(&[doc! { "$limit": 1 }], &doc! {})
+        .unwrap()
+        .ignores_input());
 }

@@ -3,6 +3,7 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::state::{ConnectionInfo, ServerState};
+use crate::stats::int_or_long;
 use crate::wire::{MAX_BSON_OBJECT_SIZE, MAX_MESSAGE_SIZE};
 use bson::{doc, Bson, DateTime, Document};
 use std::sync::atomic::Ordering;
@@ -105,11 +106,6 @@ fn hello(conn: &ConnectionInfo, modern: bool) -> Document {
     reply.insert("maxWireVersion", MAX_WIRE_VERSION);
     reply.insert("readOnly", false);
     reply
-}
-
-/// MongoDB sends small counters as int32 and switches to int64 only when needed.
-pub(crate) fn int_or_long(n: i64) -> Bson {
-    i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
 }
 
 fn build_info() -> Document {

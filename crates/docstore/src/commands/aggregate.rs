@@ -6,7 +6,8 @@ use super::crud::{cursor_reply, prepare_for_insert, ReadSpec};
 use super::Reply;
 use crate::aggregation::expression::Expression;
 use crate::aggregation::{
-    MergeSpec, Pipeline, PipelineContext, TerminalWrite, WhenMatched, WhenNotMatched,
+    AggregatedCollection, MergeSpec, Pipeline, PipelineContext, TerminalWrite, WhenMatched,
+    WhenNotMatched,
 };
 use crate::catalog::{validate_namespace, Catalog};
 use crate::collection::{Collection, QuerySpec};
@@ -17,22 +18,36 @@ use crate::state::ServerState;
 use bson::{doc, Bson, Document};
 use std::sync::Arc;
 
-/// Other collections of the same database, for `$lookup` (in `aggregate`, and after
-/// `$collStats`).
-pub(crate) struct DatabaseContext<'a> {
-    pub(crate) catalog: &'a Catalog,
-    pub(crate) db: &'a str,
+/// What an `aggregate` pipeline reads besides its input: other collections of the same
+/// database (`$lookup`) and the aggregated collection's figures (`$collStats`).
+struct DatabaseContext<'a> {
+    state: &'a ServerState,
+    db: &'a str,
+    /// The collection the command names.
+    collection: &'a str,
 }
 
 impl PipelineContext for DatabaseContext<'_> {
     fn collection_documents(&self, collection: &str) -> Result<Vec<Document>> {
-        Ok(match self.catalog.get(self.db, collection) {
+        Ok(match self.state.catalog.get(self.db, collection) {
             Some(handle) => handle
                 .read()
                 .all_documents()
                 .map(|d| (**d).clone())
                 .collect(),
             None => Vec::new(),
+        })
+    }
+
+    fn aggregated_collection(&self) -> Result<AggregatedCollection> {
+        Ok(AggregatedCollection {
+            namespace: format!("{}.{}", self.db, self.collection),
+            host: super::admin::host(self.state),
+            stats: self
+                .state
+                .catalog
+                .get(self.db, self.collection)
+                .map(|handle| handle.read().stats()),
         })
     }
 }
@@ -196,12 +211,15 @@ pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<
     }
     let spec = parse(args, false)?;
     let ctx = DatabaseContext {
-        catalog: &state.catalog,
+        state,
         db,
+        collection: &spec.collection,
     };
     let mut results = match &spec.documents {
         // `$documents` input: the whole pipeline runs over it, its leading `$match` included.
         Some(docs) => spec.pipeline.run(docs.clone(), &ctx)?,
+        // `$collStats` first: the collection's documents are not the input.
+        None if spec.pipeline.ignores_input() => spec.pipeline.run(Vec::new(), &ctx)?,
         None => collection_results(state, db, &spec, &ctx)?,
     };
     for d in &mut results {

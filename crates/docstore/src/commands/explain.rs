@@ -119,6 +119,10 @@ fn explain_read(state: &Arc<ServerState>, db: &str, coll: &str, read: &ReadSpec)
 
 pub fn explain_aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     let spec = super::aggregate::parse(args, true)?;
+    if spec.pipeline.ignores_input() {
+        // No query plan to show: the pipeline reads no documents of the collection.
+        return Err(Error::not_supported("explain of $collStats"));
+    }
     explain_read(state, db, &spec.collection, &spec.input)
 }
 

@@ -75,9 +75,6 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
         "findAndModify" | "findandmodify" => crud::find_and_modify(state, db, &a)?,
         "count" => crud::count(state, db, &a)?,
         "distinct" => crud::distinct(state, db, &a)?,
-        "aggregate" if ddl::starts_with_coll_stats(cmd) => {
-            ddl::coll_stats_aggregate(state, db, &a)?
-        }
         "aggregate" => aggregate::aggregate(state, db, &a)?,
         "explain" => explain::explain(state, db, &a)?,
         "create" => ddl::create(state, db, &a)?,

@@ -2,7 +2,7 @@
 //! update, run on the one document being updated, with `_id` kept immutable.
 
 use super::format;
-use crate::aggregation::{Pipeline, PipelineContext};
+use crate::aggregation::{AggregatedCollection, Pipeline, PipelineContext};
 use crate::error::{Error, ErrorCode, Result};
 use crate::value;
 use bson::{Bson, Document};
@@ -23,6 +23,13 @@ struct NoCollections;
 impl PipelineContext for NoCollections {
     fn collection_documents(&self, _collection: &str) -> Result<Vec<Document>> {
         Ok(Vec::new())
+    }
+
+    fn aggregated_collection(&self) -> Result<AggregatedCollection> {
+        // `parse` admits no `$collStats`, the only stage that asks.
+        Err(Error::internal(
+            "an update pipeline aggregates no collection",
+        ))
     }
 }
 

@@ -146,6 +146,29 @@ async fn coll_stats_stage_refuses_unknown_options_and_counters_docstore_does_not
 }
 
 #[tokio::test]
+async fn coll_stats_stage_must_open_the_pipeline() {
+    let t = test_db().await;
+    let c = three_docs_with_an_index(&t).await;
+    let e = assert_code(
+        c.aggregate(vec![
+            doc! { "$match": {} },
+            doc! { "$collStats": { "count": {} } },
+        ])
+        .await,
+        40602,
+    );
+    assert!(message_of(&e).contains("first stage"), "{e}");
+    // Nor inside a sub-pipeline, whose collection is not the one the report would name.
+    assert_code(
+        c.aggregate(vec![
+            doc! { "$facet": { "stats": [{ "$collStats": { "count": {} } }] } },
+        ])
+        .await,
+        40600,
+    );
+}
+
+#[tokio::test]
 async fn coll_stats_command_divides_sizes_by_scale() {
     let t = test_db().await;
     three_docs_with_an_index(&t).await;

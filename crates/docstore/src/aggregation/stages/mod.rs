@@ -1,5 +1,5 @@
-//! The pipeline stages with more than a line of logic: `$unwind`, `$lookup` and `$bucket` (one
-//! file each), `$replaceRoot`, `$sample`, the top-k sort, and the argument parsing of
+//! The pipeline stages with more than a line of logic: `$unwind`, `$lookup`, `$bucket` and
+//! `$collStats` (one file each), `$replaceRoot`, `$sample`, the top-k sort, and the argument parsing of
 //! `$skip`/`$limit`/`$count`.
 
 use super::accumulators::{Group, OrdBson};
@@ -14,10 +14,12 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 
 mod bucket;
+mod coll_stats;
 mod lookup;
 mod unwind;
 
 pub(crate) use bucket::Bucket;
+pub(crate) use coll_stats::CollStats;
 pub(crate) use lookup::Lookup;
 pub(crate) use unwind::Unwind;
 
