@@ -128,7 +128,7 @@ impl Catalog {
     fn check_writable(&self) -> Result<()> {
         self.storage
             .check_writable()
-            .map_err(|failure| Error::journal_failed(&failure))
+            .map_err(|failure| Error::from(&failure))
     }
 
     pub fn get(&self, db: &str, coll: &str) -> Option<SharedCollection> {

@@ -194,16 +194,6 @@ impl Error {
         )
     }
 
-    /// A write refused (or not confirmed durable) because the journal cannot be written.
-    pub fn journal_failed(failure: &crate::storage::JournalFailure) -> Self {
-        let code = if failure.out_of_space {
-            ErrorCode::OutOfDiskSpace
-        } else {
-            ErrorCode::LogWriteFailed
-        };
-        Self::new(code, failure.message.clone())
-    }
-
     pub fn with_extra(mut self, extra: Document) -> Self {
         self.extra = Some(extra);
         self

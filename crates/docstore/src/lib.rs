@@ -16,6 +16,7 @@ mod error;
 mod index;
 mod printing;
 mod query;
+mod repair;
 mod server;
 mod state;
 mod stats;
@@ -28,8 +29,9 @@ mod wire;
 pub use auth::User;
 pub use config::{Config, StorageMode};
 pub use error::{Error, ErrorCode, Result};
+pub use repair::repair;
 pub use server::{Server, ServerHandle};
-pub use storage::recovery::{repair, RepairReport};
+pub use storage::recovery::RepairReport;
 pub use storage::DiskFaults;
 
 /// Internals that docstore's own property tests (`tests/fuzz.rs`) exercise directly, below the

@@ -5,12 +5,13 @@
 //! a missing field is left out of object expressions, becomes `null` inside arrays and compares
 //! below `null`.
 
-use super::dates;
 use super::operators::{self, Arity, OpFn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::printing::{fmt_document, fmt_value, nullish};
 use crate::value::{self, is_truthy};
 use bson::{Bson, Document};
+
+mod date_ops;
 
 /// A parsed expression.
 #[derive(Debug, Clone)]
@@ -65,7 +66,7 @@ pub enum Operator {
         initial: Expression,
         body: Expression,
     },
-    Date(dates::DateOp),
+    Date(date_ops::DateOp),
     Trim {
         name: &'static str,
         input: Expression,
@@ -733,7 +734,7 @@ fn parse_operator(name: &str, arg: &Bson) -> Result<Expression> {
         "$setField" => parse_set_field("$setField", arg)?,
         "$unsetField" => parse_set_field("$unsetField", arg)?,
         _ => {
-            if let Some(date_op) = dates::parse(name, arg)? {
+            if let Some(date_op) = date_ops::parse(name, arg)? {
                 Operator::Date(date_op)
             } else if let Some((static_name, func, arity)) = operators::lookup(name) {
                 let args = parse_args(arg)?;

@@ -379,7 +379,7 @@ fn journal_status(state: &ServerState) -> Document {
         "lastLsn": i64::try_from(status.last_lsn).unwrap_or(i64::MAX),
     };
     if let Some(failure) = status.failure {
-        let e = crate::error::Error::journal_failed(&failure);
+        let e = Error::from(&failure);
         d.insert(
             "writesRefused",
             doc! {

@@ -97,7 +97,7 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
         if let Err(failure) = state.catalog.storage().wait_durable(reply.lsn).await {
             // The write is applied but its journaling cannot be confirmed: MongoDB's shape for
             // that is a write concern error beside the result, which drivers raise as an error.
-            let e = Error::journal_failed(&failure);
+            let e = Error::from(&failure);
             doc.insert(
                 "writeConcernError",
                 bson::doc! {

@@ -15,6 +15,7 @@
 
 use super::faults::{DiskFaults, FaultyFile};
 use super::{segment_name, MAX_SPARE_CAPACITY};
+use crate::error::{Error, ErrorCode};
 use parking_lot::{Condvar, Mutex};
 use std::io;
 use std::path::PathBuf;
@@ -83,6 +84,19 @@ pub struct JournalFailure {
     pub since: SystemTime,
     /// Failed attempts to write it so far.
     pub attempts: u64,
+}
+
+/// A write refused (or not confirmed durable) because the journal cannot be written. Here
+/// rather than in `error`, which stays below storage.
+impl From<&JournalFailure> for Error {
+    fn from(failure: &JournalFailure) -> Error {
+        let code = if failure.out_of_space {
+            ErrorCode::OutOfDiskSpace
+        } else {
+            ErrorCode::LogWriteFailed
+        };
+        Error::new(code, failure.message.clone())
+    }
 }
 
 impl JournalFailure {

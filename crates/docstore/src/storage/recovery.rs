@@ -8,12 +8,12 @@
 //! moved to a quarantine file beside the segment rather than thrown away. Anything else (an
 //! implausible length, a checksum that fails, a record that is not journal BSON, in any segment)
 //! is damage: start-up refuses with a message naming the file, the offset, what follows, and the
-//! remedy, [`repair`], which keeps every record that still validates and reports what was lost.
+//! remedy, [`repair_with`], which keeps every record that still validates and reports what was lost.
 
 use super::journal::{self, RECORD_HEADER_LEN};
 use super::{
     data_loss, list_dir, lock_dir, segment_name, snapshot, snapshot_name, snapshot_tmp_name,
-    sync_dir, Base, CollectionImage, JournalOp, Listing, Recovered, FIRST_SEGMENT,
+    sync_dir, Base, CollectionImage, JournalOp, Listing, FIRST_SEGMENT,
 };
 use bson::{Bson, Document};
 use std::fmt;
@@ -656,7 +656,11 @@ pub(super) fn replay(
     Ok((ops, total))
 }
 
-/// What [`repair`] kept, lost and moved.
+/// Replays journal operations onto collection images (see [`repair_with`]).
+pub type Replay<'a> =
+    &'a dyn Fn(Vec<CollectionImage>, Vec<JournalOp>) -> io::Result<Vec<CollectionImage>>;
+
+/// What [`repair_with`] kept, lost and moved.
 #[derive(Debug, Clone)]
 pub struct RepairReport {
     pub dir: PathBuf,
@@ -922,22 +926,6 @@ pub fn salvage_snapshot(path: &Path, bytes: &[u8]) -> (Vec<CollectionImage>, Vec
     (collections, lost)
 }
 
-fn catalog_images(
-    base: Vec<CollectionImage>,
-    ops: Vec<JournalOp>,
-) -> io::Result<Vec<CollectionImage>> {
-    let catalog = crate::catalog::Catalog::recover(
-        Arc::new(super::Storage::in_memory()),
-        Recovered {
-            collections: base,
-            ops,
-        },
-        u64::MAX,
-    )
-    .map_err(|e| data_loss(format!("cannot rebuild the salvaged state: {}", e.message)))?;
-    Ok(catalog.images())
-}
-
 /// Hard-link (or, where links are not supported, copy) a file into `to_dir`.
 fn keep_copy(from: &Path, to_dir: &Path) -> io::Result<()> {
     let to = to_dir.join(from.file_name().unwrap_or_default());
@@ -952,7 +940,11 @@ fn keep_copy(from: &Path, to_dir: &Path) -> io::Result<()> {
 /// resynchronising after each damaged range, write the result as a fresh snapshot, and move the
 /// old journal segments and snapshots into a `repair-<time>` directory inside `dir` (nothing is
 /// deleted). Refuses while a server has the directory open.
-pub fn repair(dir: &Path) -> io::Result<RepairReport> {
+///
+/// `replay` turns the salvaged base and journal operations into the collections they describe,
+/// as start-up would; the catalog supplies it (`crate::repair`), since what an operation means
+/// is not storage's to know.
+pub fn repair_with(dir: &Path, replay: Replay<'_>) -> io::Result<RepairReport> {
     if !dir.is_dir() {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
@@ -1019,7 +1011,7 @@ pub fn repair(dir: &Path) -> io::Result<RepairReport> {
         lost.extend(salvaged.lost);
     }
     let ops_kept = ops.len() as u64;
-    let images = catalog_images(collections, ops)?;
+    let images = replay(collections, ops)?;
 
     // The fresh snapshot numbers after every existing file, so it is the newest.
     let fresh = listing
@@ -1217,7 +1209,7 @@ mod tests {
         bytes[starts[10] + 2] = 0x7f;
         let path = write_segment(dir.path(), &bytes);
         assert!(Storage::open(dir.path(), FAST).is_err());
-        let report = repair(dir.path()).unwrap();
+        let report = crate::repair::repair(dir.path()).unwrap();
         assert_eq!(report.records_kept, 19);
         assert_eq!(report.documents, 19);
         assert_eq!(report.lost.len(), 1);
@@ -1252,7 +1244,7 @@ mod tests {
     fn repair_refuses_while_the_directory_is_open() {
         let dir = tempfile::tempdir().unwrap();
         let (_s, _) = Storage::open(dir.path(), FAST).unwrap();
-        let err = repair(dir.path()).unwrap_err();
+        let err = crate::repair::repair(dir.path()).unwrap_err();
         assert!(err.to_string().contains("in use"), "{err}");
     }
 
@@ -1293,7 +1285,7 @@ mod tests {
 
         let err = Storage::open(dir.path(), FAST).unwrap_err();
         assert!(recovery::damage(&err).is_some(), "{err}");
-        let report = repair(dir.path()).unwrap();
+        let report = crate::repair::repair(dir.path()).unwrap();
         let text = report.to_string();
         assert_eq!(report.documents, 9, "{text}");
         // The documents of "b" cannot be filed under "a": they are reported by _id instead.
