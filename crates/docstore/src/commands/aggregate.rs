@@ -2,7 +2,8 @@
 //! with `$match`), run the pipeline, return a cursor, or write the results with `$out`/`$merge`.
 
 use super::args::{check_collation, Args};
-use super::crud::{cursor_reply, prepare_for_insert, ReadSpec};
+use super::crud::{cursor_reply, prepare_for_insert};
+use super::read_spec::ReadSpec;
 use super::Reply;
 use crate::aggregation::expression::Expression;
 use crate::aggregation::{
@@ -205,10 +206,8 @@ fn documents_stage(spec: &Bson, vars: &Document) -> Result<Vec<Document>> {
         .collect()
 }
 
+/// `aggregate` without `explain: true` (which the dispatcher sends to `explain`).
 pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
-    if args.bool("explain", false)? {
-        return super::explain::explain_aggregate(state, db, args);
-    }
     let spec = parse(args, false)?;
     let ctx = DatabaseContext {
         state,

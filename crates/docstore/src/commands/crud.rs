@@ -2,10 +2,11 @@
 //! distinct.
 
 use super::args::{check_collation, Args};
+use super::read_spec::{parse_filter, parse_hint, ReadSpec};
 use super::Reply;
-use crate::collection::{Hit, QuerySpec, WriteSession};
+use crate::collection::{Hit, WriteSession};
 use crate::error::{Error, ErrorCode, Result};
-use crate::query::{path, Filter, Projection, SortSpec};
+use crate::query::{path, Filter, Projection};
 use crate::state::ServerState;
 use crate::update::{ApplyContext, UpdateSpec};
 use crate::value::values_equal;
@@ -117,74 +118,10 @@ fn dollar_prefixed_name(d: &Document) -> Option<&str> {
     })
 }
 
-/// The parsed parts of a read.
-pub struct ReadSpec {
-    pub filter: Filter,
-    pub filter_doc: Document,
-    pub sort: Option<SortSpec>,
-    pub sort_doc: Option<Document>,
-    pub hint: Option<Bson>,
-    pub skip: usize,
-    pub limit: Option<usize>,
-}
-
-impl ReadSpec {
-    /// Filter (from `filter_field`), `sort` and `hint` of a command; no skip or limit.
-    pub fn parse(args: &Args<'_>, filter_field: &str, vars: Option<&Document>) -> Result<ReadSpec> {
-        let filter_doc = args.document(filter_field)?.cloned().unwrap_or_default();
-        let (sort, sort_doc) = parse_sort(args.document("sort")?)?;
-        Ok(ReadSpec {
-            filter: parse_filter(&filter_doc, vars)?,
-            filter_doc,
-            sort,
-            sort_doc,
-            hint: parse_hint(args, "hint")?,
-            skip: 0,
-            limit: None,
-        })
-    }
-
-    pub fn query_spec(&self) -> QuerySpec<'_> {
-        QuerySpec {
-            filter: &self.filter,
-            filter_doc: &self.filter_doc,
-            sort: self.sort.as_ref(),
-            sort_doc: self.sort_doc.as_ref(),
-            hint: self.hint.as_ref(),
-            skip: self.skip,
-            limit: self.limit,
-        }
-    }
-}
-
-fn parse_filter(filter_doc: &Document, vars: Option<&Document>) -> Result<Filter> {
-    match vars {
-        Some(vars) => Filter::parse_with_vars(filter_doc, vars),
-        None => Filter::parse(filter_doc),
-    }
-}
-
-fn parse_sort(sort: Option<&Document>) -> Result<(Option<SortSpec>, Option<Document>)> {
-    match sort {
-        Some(s) if !s.is_empty() => Ok((Some(SortSpec::parse(s)?), Some(s.clone()))),
-        _ => Ok((None, None)),
-    }
-}
-
 fn parse_projection(args: &Args<'_>, field: &str) -> Result<Option<Projection>> {
     match args.document(field)? {
         Some(p) if !p.is_empty() => Ok(Some(Projection::parse(p)?)),
         _ => Ok(None),
-    }
-}
-
-fn parse_hint(args: &Args<'_>, field: &str) -> Result<Option<Bson>> {
-    match args.get(field) {
-        None | Some(Bson::Null) => Ok(None),
-        Some(h @ (Bson::String(_) | Bson::Document(_))) => Ok(Some(h.clone())),
-        Some(other) => Err(Error::failed_to_parse(format!(
-            "hint must be a string or an object, got {other}"
-        ))),
     }
 }
 

@@ -2,7 +2,7 @@
 //! uses (`IXSCAN` with its key pattern, or `COLLSCAN`) and how much it examined.
 
 use super::args::Args;
-use super::crud::ReadSpec;
+use super::read_spec::ReadSpec;
 use super::Reply;
 use crate::collection::ExecStats;
 use crate::error::{Error, Result};

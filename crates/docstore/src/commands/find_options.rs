@@ -3,7 +3,7 @@
 //! (the record id as `$recordId`).
 
 use super::args::Args;
-use super::crud::ReadSpec;
+use super::read_spec::ReadSpec;
 use crate::collection::{Collection, Hit};
 use crate::error::{Error, Result};
 use crate::index::planner::Plan;

@@ -9,6 +9,7 @@ pub mod crud;
 pub mod ddl;
 pub mod explain;
 pub mod find_options;
+pub mod read_spec;
 pub mod validate;
 
 use crate::error::{Error, ErrorCode, Result};
@@ -75,6 +76,8 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
         "findAndModify" | "findandmodify" => crud::find_and_modify(state, db, &a)?,
         "count" => crud::count(state, db, &a)?,
         "distinct" => crud::distinct(state, db, &a)?,
+        // `{aggregate, explain: true}` is the older spelling of `{explain: {aggregate}}`.
+        "aggregate" if a.bool("explain", false)? => explain::explain_aggregate(state, db, &a)?,
         "aggregate" => aggregate::aggregate(state, db, &a)?,
         "explain" => explain::explain(state, db, &a)?,
         "create" => ddl::create(state, db, &a)?,
