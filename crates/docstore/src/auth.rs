@@ -7,7 +7,6 @@
 //! StoredKey, ServerKey), never the password.
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::state::{ConnectionInfo, ServerState};
 use base64::engine::general_purpose::STANDARD as B64;
 use base64::Engine;
 use bson::spec::BinarySubtype;
@@ -17,6 +16,7 @@ use rand::RngCore;
 use sha1::Sha1;
 use sha2::{Digest, Sha256};
 use std::fmt;
+use std::net::SocketAddr;
 use subtle::ConstantTimeEq;
 use tracing::{debug, info};
 
@@ -257,6 +257,16 @@ impl Session {
     }
 }
 
+/// Per-connection facts commands may need (`connectionId`, `whatsmyuri`) and the connection's
+/// authentication state. Defined here, beside [`Session`], so that authentication needs nothing
+/// from the server state (`state` re-exports it).
+#[derive(Debug)]
+pub struct ConnectionInfo {
+    pub id: i64,
+    pub peer: Option<SocketAddr>,
+    pub auth: parking_lot::Mutex<Session>,
+}
+
 #[derive(Debug)]
 struct Conversation {
     id: i32,
@@ -283,8 +293,10 @@ enum Step {
 }
 
 /// Whether authentication is required and, if so, whether `name` may run on this connection.
-pub fn check_access(state: &ServerState, conn: &ConnectionInfo, name: &str) -> Result<()> {
-    if state.auth.is_none() || ALLOWED_UNAUTHENTICATED.contains(&name) {
+/// `configured` here and below is the user connections must authenticate as (`None`:
+/// authentication is off).
+pub fn check_access(configured: Option<&User>, conn: &ConnectionInfo, name: &str) -> Result<()> {
+    if configured.is_none() || ALLOWED_UNAUTHENTICATED.contains(&name) {
         return Ok(());
     }
     if conn.auth.lock().user.is_some() {
@@ -298,16 +310,16 @@ pub fn check_access(state: &ServerState, conn: &ConnectionInfo, name: &str) -> R
 
 /// `saslStart`: the client's first SCRAM message; answers `server-first-message`.
 pub fn sasl_start(
-    state: &ServerState,
+    configured: Option<&User>,
     conn: &ConnectionInfo,
     cmd: &Document,
     db: &str,
 ) -> Result<Document> {
-    start_conversation(state, conn, cmd, db, false)
+    start_conversation(configured, conn, cmd, db, false)
 }
 
 fn start_conversation(
-    state: &ServerState,
+    configured: Option<&User>,
     conn: &ConnectionInfo,
     cmd: &Document,
     db: &str,
@@ -327,7 +339,14 @@ fn start_conversation(
     let mut session = conn.auth.lock();
     // A new conversation replaces any unfinished one, as in mongod.
     session.conversation = None;
-    let result = start(state, conn, mechanism, &payload, db, skip_empty_exchange);
+    let result = start(
+        configured,
+        conn,
+        mechanism,
+        &payload,
+        db,
+        skip_empty_exchange,
+    );
     match result {
         Ok(conversation) => {
             session.next_conversation_id += 1;
@@ -349,7 +368,7 @@ fn start_conversation(
 }
 
 fn start(
-    state: &ServerState,
+    configured: Option<&User>,
     conn: &ConnectionInfo,
     mechanism: &str,
     payload: &[u8],
@@ -365,9 +384,7 @@ fn start(
     let message = std::str::from_utf8(payload)
         .map_err(|_| Error::bad_value("SCRAM client-first-message is not UTF-8"))?;
     let first = parse_client_first(message)?;
-    let credentials = state
-        .auth
-        .as_ref()
+    let credentials = configured
         .filter(|user| db == AUTH_DB && user.name == first.user)
         .and_then(|user| user.credentials(mech));
     let Some(credentials) = credentials else {
@@ -405,7 +422,7 @@ fn start(
 /// `saslContinue`: checks the proof and answers `v=<ServerSignature>`; with
 /// `skipEmptyExchange` that ends the conversation, otherwise one more empty round does.
 pub fn sasl_continue(
-    state: &ServerState,
+    configured: Option<&User>,
     conn: &ConnectionInfo,
     cmd: &Document,
 ) -> Result<Document> {
@@ -440,7 +457,7 @@ pub fn sasl_continue(
     }
     match conversation.step {
         Step::Proof => {
-            let server_final = match verify_proof(state, &conversation, &payload) {
+            let server_final = match verify_proof(configured, &conversation, &payload) {
                 Ok(v) => v,
                 Err(e) => {
                     info!(
@@ -496,7 +513,7 @@ fn authenticated(session: &mut Session, conn: &ConnectionInfo, conversation: &Co
 }
 
 /// Check `client-final-message` against the stored keys; `server-final-message` if it holds.
-fn verify_proof(state: &ServerState, conv: &Conversation, payload: &[u8]) -> Result<String> {
+fn verify_proof(configured: Option<&User>, conv: &Conversation, payload: &[u8]) -> Result<String> {
     let message = std::str::from_utf8(payload)
         .map_err(|_| Error::bad_value("SCRAM client-final-message is not UTF-8"))?;
     let (without_proof, proof) = message
@@ -522,9 +539,7 @@ fn verify_proof(state: &ServerState, conv: &Conversation, payload: &[u8]) -> Res
     let proof = B64
         .decode(proof)
         .map_err(|_| Error::bad_value("SCRAM proof is not base64"))?;
-    let user = state
-        .auth
-        .as_ref()
+    let credentials = configured
         .filter(|u| u.name == conv.user)
         .and_then(|u| u.credentials(conv.mechanism))
         .ok_or_else(auth_failed)?;
@@ -533,7 +548,7 @@ fn verify_proof(state: &ServerState, conv: &Conversation, payload: &[u8]) -> Res
         conv.client_first_bare, conv.server_first, without_proof
     );
     let mech = conv.mechanism;
-    let client_signature = mech.hmac(&user.stored_key, auth_message.as_bytes());
+    let client_signature = mech.hmac(&credentials.stored_key, auth_message.as_bytes());
     if proof.len() != client_signature.len() {
         return Err(auth_failed());
     }
@@ -543,10 +558,10 @@ fn verify_proof(state: &ServerState, conv: &Conversation, payload: &[u8]) -> Res
         .map(|(p, s)| p ^ s)
         .collect();
     // Constant time: how much of the key matched must not show in how long the answer takes.
-    if !bool::from(mech.hash(&client_key).ct_eq(&user.stored_key)) {
+    if !bool::from(mech.hash(&client_key).ct_eq(&credentials.stored_key)) {
         return Err(auth_failed());
     }
-    let server_signature = mech.hmac(&user.server_key, auth_message.as_bytes());
+    let server_signature = mech.hmac(&credentials.server_key, auth_message.as_bytes());
     Ok(format!("v={}", B64.encode(server_signature)))
 }
 
@@ -661,12 +676,12 @@ fn binary(bytes: &[u8]) -> Bson {
 /// speculative attempt is simply left out, as in mongod; the driver then runs `saslStart`
 /// itself and sees the error.
 pub fn extend_hello(
-    state: &ServerState,
+    configured: Option<&User>,
     conn: &ConnectionInfo,
     cmd: &Document,
     reply: &mut Document,
 ) {
-    if let (Some(user), Ok(asked)) = (&state.auth, cmd.get_str("saslSupportedMechs")) {
+    if let (Some(user), Ok(asked)) = (configured, cmd.get_str("saslSupportedMechs")) {
         if asked.split_once('.') == Some((AUTH_DB, user.name())) {
             reply.insert("saslSupportedMechs", user.mechanisms());
         }
@@ -677,7 +692,7 @@ pub fn extend_hello(
             return;
         }
         let db = speculative.get_str("db").unwrap_or(AUTH_DB);
-        if let Ok(answer) = start_conversation(state, conn, speculative, db, true) {
+        if let Ok(answer) = start_conversation(configured, conn, speculative, db, true) {
             reply.insert("speculativeAuthenticate", answer);
         }
     }
@@ -738,6 +753,7 @@ pub fn uri_escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::state::ServerState;
 
     /// RFC 7677 section 3: user "user", password "pencil".
     #[test]
@@ -778,12 +794,12 @@ mod tests {
         let client_final = "c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,\
                             p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=";
         assert_eq!(
-            verify_proof(&state, &conv, client_final.as_bytes()).unwrap(),
+            verify_proof(state.auth.as_ref(), &conv, client_final.as_bytes()).unwrap(),
             "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
         );
         let tampered = client_final.replace("p=dH", "p=eH");
         assert_eq!(
-            verify_proof(&state, &conv, tampered.as_bytes())
+            verify_proof(state.auth.as_ref(), &conv, tampered.as_bytes())
                 .unwrap_err()
                 .code_number(),
             18

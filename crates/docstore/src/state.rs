@@ -1,5 +1,6 @@
 //! Everything a running server shares between connections.
 
+pub use crate::auth::ConnectionInfo;
 use crate::catalog::Catalog;
 use crate::config::{Config, StorageMode};
 use crate::cursor::CursorManager;
@@ -23,15 +24,6 @@ pub struct ServerState {
     /// The user connections must authenticate as, when authentication is on.
     pub auth: Option<crate::auth::User>,
     next_connection_id: AtomicI64,
-}
-
-/// Per-connection facts commands may need (`connectionId`, `whatsmyuri`) and the connection's
-/// authentication state.
-#[derive(Debug)]
-pub struct ConnectionInfo {
-    pub id: i64,
-    pub peer: Option<SocketAddr>,
-    pub auth: parking_lot::Mutex<crate::auth::Session>,
 }
 
 impl ServerState {

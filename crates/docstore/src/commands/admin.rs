@@ -49,8 +49,8 @@ pub fn handle(
         | "killAllSessions"
         | "killAllSessionsByPattern"
         | "refreshSessions" => Ok(doc! {}),
-        "saslStart" => crate::auth::sasl_start(state, conn, cmd, db_of(cmd)),
-        "saslContinue" => crate::auth::sasl_continue(state, conn, cmd),
+        "saslStart" => crate::auth::sasl_start(state.auth.as_ref(), conn, cmd, db_of(cmd)),
+        "saslContinue" => crate::auth::sasl_continue(state.auth.as_ref(), conn, cmd),
         "logout" => Ok(crate::auth::logout(conn)),
         // mongod accepts only MONGODB-X509 through `authenticate`, which docstore lacks.
         "authenticate" => Err(Error::new(
@@ -81,7 +81,7 @@ fn db_of(cmd: &Document) -> &str {
 /// `speculativeAuthenticate`).
 fn handshake(state: &ServerState, conn: &ConnectionInfo, cmd: &Document, modern: bool) -> Document {
     let mut reply = hello(conn, modern);
-    crate::auth::extend_hello(state, conn, cmd, &mut reply);
+    crate::auth::extend_hello(state.auth.as_ref(), conn, cmd, &mut reply);
     reply
 }
 

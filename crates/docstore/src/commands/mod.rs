@@ -57,7 +57,7 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
         Some(_) => return Err(Error::type_mismatch("$db must be a string")),
         None => "admin",
     };
-    crate::auth::check_access(state, conn, name)?;
+    crate::auth::check_access(state.auth.as_ref(), conn, name)?;
     if let Some(reply) = admin::handle(name, state, conn, cmd) {
         return reply;
     }
