@@ -68,10 +68,12 @@ fn code_of(text: &str) -> Vec<(usize, String)> {
     let all: Vec<&str> = text.lines().collect();
     for (i, line) in all.iter().enumerate() {
         let trimmed = line.trim();
+        // An inline test module: by convention the rest of the file is tests. (`mod tests;`
+        // names a `tests.rs`, which is not read.)
         if trimmed == "#[cfg(test)]"
-            && all
-                .get(i + 1)
-                .is_some_and(|next| next.trim_start().starts_with("mod "))
+            && all.get(i + 1).is_some_and(|next| {
+                next.trim_start().starts_with("mod ") && next.trim_end().ends_with('{')
+            })
         {
             break;
         }

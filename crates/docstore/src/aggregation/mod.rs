@@ -9,6 +9,7 @@ mod operators;
 mod projection;
 mod stages;
 pub mod terminal;
+mod update_pipeline;
 
 use crate::error::{Error, Result};
 use crate::query::{Filter, SortSpec};

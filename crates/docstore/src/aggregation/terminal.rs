@@ -311,7 +311,7 @@ fn parse_merge(spec: &Bson) -> Result<MergeSpec> {
             let vars = vars.unwrap_or_else(|| bson::doc! { "new": "$$ROOT" });
             // Names only at parse time: the values come from each result document.
             let placeholders: Document = vars.keys().map(|k| (k.clone(), Bson::Null)).collect();
-            let pipeline = crate::update::parse_update_pipeline(&stages, &placeholders)?;
+            let pipeline = Pipeline::parse_for_update(&stages, &placeholders)?;
             merge.vars = vars;
             merge.when_matched = WhenMatched::Pipeline(Box::new(pipeline));
         }

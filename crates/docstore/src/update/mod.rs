@@ -19,15 +19,6 @@ use bson::{Bson, Document};
 use ops::{Op, OpKind};
 use std::collections::HashMap;
 
-/// Parse an update pipeline (the stages allowed in an update only; code 72 otherwise), e.g.
-/// `$merge`'s `whenMatched` pipeline; `vars` names its variables.
-pub fn parse_update_pipeline(
-    stages: &[Bson],
-    vars: &Document,
-) -> Result<crate::aggregation::Pipeline> {
-    pipeline::parse(stages, vars)
-}
-
 /// Run an update pipeline on `doc`: the original `_id` is kept (error 66 if it changed).
 pub fn apply_update_pipeline(
     p: &crate::aggregation::Pipeline,
@@ -117,7 +108,9 @@ impl UpdateSpec {
                 }
                 let vars = vars.cloned().unwrap_or_default();
                 Ok(UpdateSpec {
-                    kind: Kind::Pipeline(Box::new(pipeline::parse(stages, &vars)?)),
+                    kind: Kind::Pipeline(Box::new(crate::aggregation::Pipeline::parse_for_update(
+                        stages, &vars,
+                    )?)),
                 })
             }
             other => Err(Error::failed_to_parse(format!(
