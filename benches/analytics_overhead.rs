@@ -6,6 +6,10 @@
 //!
 //! `cargo bench -p bazaar --bench analytics_overhead` (BENCH_SECONDS per round, default 5;
 //! BENCH_ROUNDS, default 3; BENCH_CONNECTIONS, default 64; BENCH_PRODUCTS, default 1 000).
+//!
+//! `BENCH_SERVE=on` (or `off`) only starts that one site, writes its product paths one a line to
+//! `BENCH_PATHS` (default `target/analytics_overhead_paths.txt`), prints its address and serves
+//! for BENCH_SECONDS, so another load generator (`wrk`) and a profiler can be pointed at it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -134,6 +138,9 @@ async fn bench() -> anyhow::Result<()> {
     let connections = env_or("BENCH_CONNECTIONS", 64);
     let products = env_or("BENCH_PRODUCTS", 1_000);
     bazaar::telemetry::init("error");
+    if let Ok(which) = std::env::var("BENCH_SERVE") {
+        return serve(which == "on", products, Duration::from_secs(seconds)).await;
+    }
     let (off_base, off_slugs, off_app) = start_site(false, products).await?;
     let (on_base, on_slugs, on_app) = start_site(true, products).await?;
     let counter = on_app.page_views().expect("counting is on");
@@ -190,5 +197,35 @@ async fn bench() -> anyhow::Result<()> {
     for server in servers {
         let _ = server.await;
     }
+    Ok(())
+}
+
+/// Serve one site (counting on or off) for `duration`, for an outside load generator.
+async fn serve(counting: bool, products: u64, duration: Duration) -> anyhow::Result<()> {
+    let (base, slugs, app) = start_site(counting, products).await?;
+    let counter = app.page_views();
+    let paths_file = std::env::var("BENCH_PATHS").unwrap_or_else(|_| {
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/target/analytics_overhead_paths.txt"
+        )
+        .to_string()
+    });
+    let paths: String = slugs.iter().map(|s| format!("/products/{s}\n")).collect();
+    std::fs::write(&paths_file, paths)?;
+    let handle = app.server_handle();
+    let server = tokio::spawn(app.run_until_stopped());
+    println!("serving {base} (counting {counting}), paths in {paths_file}");
+    tokio::time::sleep(duration).await;
+    if let Some(counter) = counter {
+        counter.flush().await;
+        let stats = counter.stats();
+        println!(
+            "views written {}, dropped (queue full) {}, failed {}",
+            stats.written, stats.dropped, stats.failed
+        );
+    }
+    handle.stop(true).await;
+    let _ = server.await;
     Ok(())
 }

@@ -1,31 +1,44 @@
-//! Counting page views off the request path: [`PageViewCounter::record`] puts a view in a bounded
-//! queue without waiting (a full queue drops it and counts the drop), and one background task
-//! gathers views for `analytics.flush_interval_ms`, then writes the batch as one `$inc` upsert
-//! per report document: per page and day into `stats.daily`, per page and month into
-//! `stats.monthly`. Stopping the counter writes what is still queued.
+//! Counting page views off the request path. [`PageViewCounter::record`] adds a view to a
+//! tally shared with the writer, without waiting and without waking anything: each thread adds
+//! to its own shard of (path → minute → views) under an uncontended lock, so a page pays for a
+//! counter increment (and a path allocation the first time a path is seen in a batch), not for
+//! a queued message and a cross-thread wake-up per view. At most `analytics.queue_capacity` views
+//! wait to be written; beyond that a view is dropped and the drop counted.
+//!
+//! One background task takes the shards every `analytics.flush_interval_ms` (sooner when many
+//! views wait), and writes the batch as one `$inc` upsert per report document: per page and day
+//! into `stats.daily`, per page and month into `stats.monthly`. The upserts of a batch travel
+//! as one multi-statement `update` command per collection (in chunks), not one round trip each.
+//! Stopping the counter writes what is still waiting.
 //!
 //! Every view carries its own time, so tests drive exactly this path with chosen timestamps.
 
+use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bson::{doc, Document};
+use bson::{doc, Bson, Document};
 use chrono::{DateTime, Datelike, Timelike, Utc};
-use futures::stream::{self, StreamExt};
 use futures::TryStreamExt;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
 use super::{daily_id, metadata, monthly_id, Day, Month, DAILY, MONTHLY, OTHER_PATH};
 use crate::config::AnalyticsSettings;
 use crate::db::{Db, DbError};
 
-/// A batch is written early once it holds this many views, whatever the flush interval.
+/// A batch is written early once this many views wait (or half the queue capacity, if less),
+/// whatever the flush interval.
 const MAX_BATCH_VIEWS: u64 = 10_000;
-/// Report upserts in flight at once while a batch is written.
-const CONCURRENT_WRITES: usize = 16;
+/// Shards of the shared tally; each thread sticks to one, so page threads rarely share a lock.
+const SHARDS: usize = 8;
+/// Upsert statements per `update` command (MongoDB accepts up to 100 000 per command; this keeps
+/// each command well under the 16 MB message limit whatever the paths).
+const STATEMENTS_PER_COMMAND: usize = 1_000;
+/// MongoDB's duplicate key error code.
+const DUPLICATE_KEY: i32 = 11000;
 /// Days whose known paths the writer remembers (today, yesterday, and a little slack for
 /// views queued across midnight).
 const REMEMBERED_DAYS: usize = 3;
@@ -58,6 +71,32 @@ struct Counts {
     failed: AtomicU64,
 }
 
+/// Views waiting for the writer: path → (minute, views), in the order the
+/// minutes were first seen (a path's views of one batch fall in one or two minutes, so a short
+/// list searched from its end beats a map).
+type Pending = HashMap<String, Vec<(DateTime<Utc>, u64)>>;
+
+#[derive(Default)]
+struct Shard {
+    views: Pending,
+    /// Set when the writer has stopped: nothing added any more would ever be written.
+    closed: bool,
+}
+
+/// What the page threads and the writer share.
+struct Shared {
+    shards: [Mutex<Shard>; SHARDS],
+    /// Views recorded and not yet taken by the writer.
+    waiting: AtomicU64,
+    /// At most this many views wait; more are dropped.
+    capacity: u64,
+    /// When this many views wait, the writer is woken before its interval is up.
+    early_write_at: u64,
+    /// Wakes the writer for an early write.
+    early: Notify,
+    counts: Counts,
+}
+
 enum Control {
     /// Write everything queued so far, then answer.
     Flush(oneshot::Sender<()>),
@@ -68,50 +107,93 @@ enum Control {
 /// The handle pages use to count views; cheap to clone.
 #[derive(Clone)]
 pub struct PageViewCounter {
-    views: mpsc::Sender<PageView>,
+    shared: Arc<Shared>,
     control: mpsc::UnboundedSender<Control>,
-    counts: Arc<Counts>,
-    task: Arc<std::sync::Mutex<Option<JoinHandle<()>>>>,
+    task: Arc<Mutex<Option<JoinHandle<()>>>>,
+}
+
+/// The shard this thread adds to, chosen once per thread in turn.
+fn shard_index() -> usize {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    thread_local! {
+        static SHARD: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+    SHARD.with(|s| {
+        s.get().unwrap_or_else(|| {
+            let i = NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS;
+            s.set(Some(i));
+            i
+        })
+    })
 }
 
 impl PageViewCounter {
     /// Start the background writer on the current Tokio runtime.
     pub fn spawn(db: Db, settings: &AnalyticsSettings) -> PageViewCounter {
-        let (views, view_rx) = mpsc::channel(settings.queue_capacity);
+        let capacity = settings.queue_capacity as u64;
+        let shared = Arc::new(Shared {
+            shards: Default::default(),
+            waiting: AtomicU64::new(0),
+            capacity,
+            early_write_at: MAX_BATCH_VIEWS.min(capacity / 2).max(1),
+            early: Notify::new(),
+            counts: Counts::default(),
+        });
         let (control, control_rx) = mpsc::unbounded_channel();
-        let counts = Arc::new(Counts::default());
         let writer = ReportWriter {
             db,
             max_paths_per_day: settings.max_paths_per_day,
             known_paths: BTreeMap::new(),
-            counts: counts.clone(),
+            shared: shared.clone(),
         };
-        let task = tokio::spawn(run(writer, view_rx, control_rx, settings.flush_interval));
+        let task = tokio::spawn(run(writer, control_rx, settings.flush_interval));
         PageViewCounter {
-            views,
+            shared,
             control,
-            counts,
-            task: Arc::new(std::sync::Mutex::new(Some(task))),
+            task: Arc::new(Mutex::new(Some(task))),
         }
     }
 
-    /// Queue one view of `path` at `at` without waiting. False when the queue is full (the view
+    /// Count one view of `path` at `at` without waiting. False when the queue is full (the view
     /// is dropped and counted as dropped) or the counter has stopped.
     pub fn record(&self, path: &str, at: DateTime<Utc>) -> bool {
-        let view = PageView {
-            path: path.to_string(),
-            at,
+        let shared = &*self.shared;
+        let waiting = shared.waiting.fetch_add(1, Ordering::AcqRel);
+        if waiting >= shared.capacity || !self.add(path, at) {
+            shared.waiting.fetch_sub(1, Ordering::AcqRel);
+            shared.counts.dropped.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        shared.counts.queued.fetch_add(1, Ordering::Relaxed);
+        if waiting + 1 == shared.early_write_at {
+            shared.early.notify_one();
+        }
+        true
+    }
+
+    /// Add the view to this thread's shard; false once the writer has stopped.
+    fn add(&self, path: &str, at: DateTime<Utc>) -> bool {
+        // Only the minute matters to the reports; a valid time always has a second 0.
+        let minute = at
+            .with_second(0)
+            .and_then(|t| t.with_nanosecond(0))
+            .unwrap_or(at);
+        let Ok(mut shard) = self.shared.shards[shard_index()].lock() else {
+            return false;
         };
-        match self.views.try_send(view) {
-            Ok(()) => {
-                self.counts.queued.fetch_add(1, Ordering::Relaxed);
-                true
-            }
-            Err(_) => {
-                self.counts.dropped.fetch_add(1, Ordering::Relaxed);
-                false
+        if shard.closed {
+            return false;
+        }
+        match shard.views.get_mut(path) {
+            Some(minutes) => match minutes.iter_mut().rev().find(|(m, _)| *m == minute) {
+                Some((_, n)) => *n += 1,
+                None => minutes.push((minute, 1)),
+            },
+            None => {
+                shard.views.insert(path.to_string(), vec![(minute, 1)]);
             }
         }
+        true
     }
 
     /// Write every view queued before this call, and wait until it is written.
@@ -135,40 +217,60 @@ impl PageViewCounter {
     }
 
     pub fn stats(&self) -> CounterStats {
+        let counts = &self.shared.counts;
         CounterStats {
-            queued: self.counts.queued.load(Ordering::Relaxed),
-            dropped: self.counts.dropped.load(Ordering::Relaxed),
-            written: self.counts.written.load(Ordering::Relaxed),
-            failed: self.counts.failed.load(Ordering::Relaxed),
+            queued: counts.queued.load(Ordering::Relaxed),
+            dropped: counts.dropped.load(Ordering::Relaxed),
+            written: counts.written.load(Ordering::Relaxed),
+            failed: counts.failed.load(Ordering::Relaxed),
         }
     }
 }
 
-/// The writer's loop: gather views until the interval passes (counted from the first view of
-/// the batch), the batch is large, or a flush or stop is asked for; then write.
+impl Shared {
+    /// Everything waiting, as one batch; `close` also refuses any later view (the writer is
+    /// stopping).
+    fn take(&self, close: bool) -> Batch {
+        let mut batch = Batch::default();
+        for shard in &self.shards {
+            let views = match shard.lock() {
+                Ok(mut shard) => {
+                    shard.closed |= close;
+                    std::mem::take(&mut shard.views)
+                }
+                Err(poisoned) => {
+                    let mut shard = poisoned.into_inner();
+                    shard.closed |= close;
+                    std::mem::take(&mut shard.views)
+                }
+            };
+            for (path, minutes) in views {
+                for (minute, n) in minutes {
+                    batch.add_views(&path, minute, n);
+                }
+            }
+        }
+        self.waiting.fetch_sub(batch.views, Ordering::AcqRel);
+        batch
+    }
+}
+
+/// The writer's loop: every interval, when many views wait, or when a flush or stop is asked
+/// for, take what waits and write it.
 async fn run(
     mut writer: ReportWriter,
-    mut views: mpsc::Receiver<PageView>,
     mut control: mpsc::UnboundedReceiver<Control>,
     interval: Duration,
 ) {
-    let mut batch = Batch::default();
-    let mut deadline: Option<tokio::time::Instant> = None;
+    let shared = writer.shared.clone();
+    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + interval, interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let due = async {
-            match deadline {
-                Some(at) => tokio::time::sleep_until(at).await,
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
             biased;
             command = control.recv() => {
-                while let Ok(view) = views.try_recv() {
-                    batch.add(&view);
-                }
-                writer.write(std::mem::take(&mut batch)).await;
-                deadline = None;
+                let stopping = !matches!(command, Some(Control::Flush(_)));
+                writer.write(shared.take(stopping)).await;
                 match command {
                     Some(Control::Flush(done)) => {
                         let _ = done.send(());
@@ -180,24 +282,8 @@ async fn run(
                     None => return,
                 }
             }
-            view = views.recv() => match view {
-                Some(view) => {
-                    batch.add(&view);
-                    deadline.get_or_insert_with(|| tokio::time::Instant::now() + interval);
-                    if batch.views >= MAX_BATCH_VIEWS {
-                        writer.write(std::mem::take(&mut batch)).await;
-                        deadline = None;
-                    }
-                }
-                None => {
-                    writer.write(std::mem::take(&mut batch)).await;
-                    return;
-                }
-            },
-            () = due => {
-                writer.write(std::mem::take(&mut batch)).await;
-                deadline = None;
-            }
+            () = shared.early.notified() => writer.write(shared.take(false)).await,
+            _ = ticks.tick() => writer.write(shared.take(false)).await,
         }
     }
 }
@@ -251,12 +337,17 @@ pub struct Batch {
 
 impl Batch {
     pub fn add(&mut self, view: &PageView) {
-        let day = Day::from_date(view.at.date_naive());
+        self.add_views(&view.path, view.at, 1);
+    }
+
+    /// `n` views of `path` at `at`.
+    pub fn add_views(&mut self, path: &str, at: DateTime<Utc>, n: u64) {
+        let day = Day::from_date(at.date_naive());
         self.tallies
-            .entry((day, view.path.clone()))
+            .entry((day, path.to_string()))
             .or_default()
-            .add(view.at, 1);
-        self.views += 1;
+            .add(at, n as i64);
+        self.views += n;
     }
 
     /// Per (month, path): day of month → views, from the daily tallies.
@@ -280,7 +371,7 @@ struct ReportWriter {
     /// Per day, the paths that already have a document (loaded from the database the first
     /// time a day is written, so a restart does not reset the cap).
     known_paths: BTreeMap<Day, HashSet<String>>,
-    counts: Arc<Counts>,
+    shared: Arc<Shared>,
 }
 
 impl ReportWriter {
@@ -288,77 +379,52 @@ impl ReportWriter {
         if batch.views == 0 {
             return;
         }
+        let shared = self.shared.clone();
+        let counts = &shared.counts;
         let batch = match self.cap_paths(batch).await {
             Ok(batch) => batch,
             Err((e, views)) => {
                 tracing::warn!(error = %e, views, "page views could not be counted");
-                self.counts.failed.fetch_add(views, Ordering::Relaxed);
+                counts.failed.fetch_add(views, Ordering::Relaxed);
                 return;
             }
         };
-        // Each document's upsert is independent: several run at once so a batch touching many
-        // pages is written in a fraction of the time one after another would take.
-        let daily = self.db.collection::<Document>(DAILY);
-        let writes: Vec<(Document, Document, u64)> = batch
+        let daily: Vec<Upsert> = batch
             .tallies
             .iter()
-            .map(|((day, path), tally)| {
-                let update = doc! {
-                    "$setOnInsert": { "metadata": metadata(day.start(), path) },
-                    "$inc": tally.daily_increments(),
-                };
-                (
-                    doc! { "_id": daily_id(*day, path) },
-                    update,
-                    tally.views as u64,
-                )
+            .map(|((day, path), tally)| Upsert {
+                id: daily_id(*day, path),
+                metadata: metadata(day.start(), path),
+                inc: tally.daily_increments(),
+                views: tally.views as u64,
             })
             .collect();
-        let outcomes: Vec<(u64, Result<(), DbError>)> = stream::iter(writes)
-            .map(|(filter, update, views)| {
-                let daily = daily.clone();
-                async move { (views, upsert(&daily, filter, update).await) }
-            })
-            .buffer_unordered(CONCURRENT_WRITES)
-            .collect()
-            .await;
-        for (views, outcome) in outcomes {
-            match outcome {
-                Ok(()) => {
-                    self.counts.written.fetch_add(views, Ordering::Relaxed);
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, views, "page views could not be counted");
-                    self.counts.failed.fetch_add(views, Ordering::Relaxed);
-                }
-            }
-        }
-        let monthly = self.db.collection::<Document>(MONTHLY);
-        let writes: Vec<(Document, Document)> = batch
+        let (written, failed) = upsert_all(&self.db, DAILY, daily).await;
+        counts.written.fetch_add(written, Ordering::Relaxed);
+        counts.failed.fetch_add(failed, Ordering::Relaxed);
+        let monthly: Vec<Upsert> = batch
             .monthly()
             .into_iter()
             .map(|((month, path), days)| {
-                let mut inc = doc! { "total": days.values().sum::<i64>() };
+                let total: i64 = days.values().sum();
+                let mut inc = doc! { "total": total };
                 for (day, n) in days {
                     inc.insert(format!("daily.{day}"), n);
                 }
-                let update = doc! {
-                    "$setOnInsert": { "metadata": metadata(month.start(), &path) },
-                    "$inc": inc,
-                };
-                (doc! { "_id": monthly_id(month, &path) }, update)
+                Upsert {
+                    id: monthly_id(month, &path),
+                    metadata: metadata(month.start(), &path),
+                    inc,
+                    views: total as u64,
+                }
             })
             .collect();
-        let outcomes: Vec<Result<(), DbError>> = stream::iter(writes)
-            .map(|(filter, update)| {
-                let monthly = monthly.clone();
-                async move { upsert(&monthly, filter, update).await }
-            })
-            .buffer_unordered(CONCURRENT_WRITES)
-            .collect()
-            .await;
-        for e in outcomes.into_iter().filter_map(Result::err) {
-            tracing::warn!(error = %e, "a monthly page-view report could not be updated");
+        let (_, failed) = upsert_all(&self.db, MONTHLY, monthly).await;
+        if failed > 0 {
+            tracing::warn!(
+                views = failed,
+                "monthly page-view reports could not be updated"
+            );
         }
     }
 
@@ -418,26 +484,86 @@ impl ReportWriter {
     }
 }
 
-/// One `$inc` upsert; a second writer creating the same document at the same moment makes the
-/// first attempt fail with a duplicate key, and the retry then updates the document it created.
-async fn upsert(
-    collection: &mongodb::Collection<Document>,
-    filter: Document,
-    update: Document,
-) -> Result<(), DbError> {
-    let mut attempts = 0;
-    loop {
-        attempts += 1;
-        match collection
-            .update_one(filter.clone(), update.clone())
-            .upsert(true)
-            .await
-        {
-            Ok(_) => return Ok(()),
-            Err(e) if attempts < 2 && crate::checkout::orders::is_duplicate_key(&e) => continue,
-            Err(e) => return Err(e.into()),
+/// One report document's `$inc` for a batch, created with its `metadata` if missing.
+struct Upsert {
+    id: String,
+    metadata: Document,
+    inc: Document,
+    /// The page views it counts.
+    views: u64,
+}
+
+impl Upsert {
+    fn statement(&self) -> Document {
+        doc! {
+            "q": { "_id": &self.id },
+            "u": { "$setOnInsert": { "metadata": &self.metadata }, "$inc": &self.inc },
+            "upsert": true,
         }
     }
+}
+
+/// Apply `upserts` to `collection` as multi-statement `update` commands (unordered, so one
+/// refused statement does not hold back the others; each document's `$inc` is still atomic).
+/// A second writer creating the same document at the same moment makes a statement fail with a
+/// duplicate key; such statements are sent once more, and then update the document that now
+/// exists. Returns the views written and the views lost.
+async fn upsert_all(db: &Db, collection: &str, upserts: Vec<Upsert>) -> (u64, u64) {
+    let (mut written, mut failed) = (0, 0);
+    let mut pending = upserts;
+    for attempt in 1..=2 {
+        let mut retry = Vec::new();
+        while !pending.is_empty() {
+            let rest = pending.split_off(pending.len().min(STATEMENTS_PER_COMMAND));
+            let chunk = std::mem::replace(&mut pending, rest);
+            let views: u64 = chunk.iter().map(|u| u.views).sum();
+            let command = doc! {
+                "update": collection,
+                "updates": chunk.iter().map(|u| Bson::Document(u.statement())).collect::<Vec<_>>(),
+                "ordered": false,
+            };
+            let reply = match db.database().run_command(command).await {
+                Ok(reply) => reply,
+                Err(e) => {
+                    tracing::warn!(error = %e, collection, views, "page views could not be counted");
+                    failed += views;
+                    continue;
+                }
+            };
+            let mut refused = vec![false; chunk.len()];
+            for error in reply.get_array("writeErrors").into_iter().flatten() {
+                let Some(error) = error.as_document() else {
+                    continue;
+                };
+                let index = match error.get("index") {
+                    Some(Bson::Int32(i)) => *i as usize,
+                    Some(Bson::Int64(i)) => *i as usize,
+                    _ => continue,
+                };
+                if index < refused.len() {
+                    refused[index] = true;
+                    if error.get_i32("code") != Ok(DUPLICATE_KEY) || attempt == 2 {
+                        tracing::warn!(
+                            collection,
+                            error = error.get_str("errmsg").unwrap_or("refused"),
+                            "page views could not be counted"
+                        );
+                    }
+                }
+            }
+            for (upsert, refused) in chunk.into_iter().zip(refused) {
+                if !refused {
+                    written += upsert.views;
+                } else if attempt == 1 {
+                    retry.push(upsert);
+                } else {
+                    failed += upsert.views;
+                }
+            }
+        }
+        pending = retry;
+    }
+    (written, failed)
 }
 
 #[cfg(test)]

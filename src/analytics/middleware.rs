@@ -1,6 +1,7 @@
 //! The middleware that counts page views: after the page is built it hands the path and the time
 //! to the [`PageViewCounter`] (registered as app data when `analytics.enabled`), which queues it
-//! without waiting. Only a successful (`200`) HTML answer to a `GET` of a public page counts: not
+//! without waiting. The checks are made on the finished response, so a page that is not counted
+//! costs nothing more than them, and a counted one no allocation of its own. Only a successful (`200`) HTML answer to a `GET` of a public page counts: not
 //! the admin area, static files, media, the health check, redirects or error pages.
 
 use actix_web::body::MessageBody;
@@ -20,17 +21,14 @@ pub async fn count_page_views(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let counted = if req.method() == Method::GET {
-        req.app_data::<web::Data<PageViewCounter>>()
-            .cloned()
-            .and_then(|counter| Some((counter, page_path(req.match_info().as_str())?)))
-    } else {
-        None
-    };
     let response = next.call(req).await?;
-    if let Some((counter, path)) = counted {
-        if response.status() == StatusCode::OK && is_html(&response) {
-            counter.record(&path, chrono::Utc::now());
+    let request = response.request();
+    if request.method() == Method::GET && response.status() == StatusCode::OK && is_html(&response)
+    {
+        if let Some(counter) = request.app_data::<web::Data<PageViewCounter>>() {
+            if let Some(path) = page_path(request.match_info().as_str()) {
+                counter.record(path, chrono::Utc::now());
+            }
         }
     }
     Ok(response)
@@ -47,7 +45,7 @@ fn is_html<B>(response: &ServiceResponse<B>) -> bool {
 /// The path a view is counted under, or `None` when the path is never a page view. `path` is
 /// the request path as routing sees it (percent-decoded where that is unambiguous, without the
 /// query string); a trailing slash is dropped so `/blog/` and `/blog` count as one page.
-pub fn page_path(path: &str) -> Option<String> {
+pub fn page_path(path: &str) -> Option<&str> {
     if !path.starts_with('/') || path.len() > MAX_PATH_BYTES {
         return None;
     }
@@ -61,7 +59,7 @@ pub fn page_path(path: &str) -> Option<String> {
         return None;
     }
     let trimmed = path.trim_end_matches('/');
-    Some(if trimmed.is_empty() { "/" } else { trimmed }.to_string())
+    Some(if trimmed.is_empty() { "/" } else { trimmed })
 }
 
 #[cfg(test)]
@@ -70,10 +68,10 @@ mod tests {
 
     #[test]
     fn only_public_pages_have_a_counted_path() {
-        assert_eq!(page_path("/"), Some("/".into()));
-        assert_eq!(page_path("/blog/"), Some("/blog".into()));
-        assert_eq!(page_path("/products/x"), Some("/products/x".into()));
-        assert_eq!(page_path("/administrator"), Some("/administrator".into()));
+        assert_eq!(page_path("/"), Some("/"));
+        assert_eq!(page_path("/blog/"), Some("/blog"));
+        assert_eq!(page_path("/products/x"), Some("/products/x"));
+        assert_eq!(page_path("/administrator"), Some("/administrator"));
         for never in [
             "/admin",
             "/admin/",
