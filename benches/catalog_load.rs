@@ -32,6 +32,11 @@ mod client;
 #[path = "load/pages.rs"]
 mod pages;
 
+/// The allocator the `bazaar` binary uses (src/main.rs), so the ceiling server (this binary
+/// started again) and the in-process phases measure the same allocator as the real server.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use bazaar::config::Settings;
 use bazaar::startup::{Application, OpenDatabase};
 

@@ -67,11 +67,16 @@ impl OpenDatabase {
                 let password = docstore::auth::generate_password();
                 let user = docstore::User::with_password(EMBEDDED_USER, &password)
                     .context("cannot set up the embedded store's user")?;
+                let unix_socket = match &store {
+                    Store::EmbeddedDirectory(path) => unix_socket_path(path),
+                    _ => None,
+                };
                 let handle = match docstore::Server::start(docstore::Config {
                     storage,
                     port: 0,
                     user: Some(user),
                     disk_faults: settings.database.disk_faults.clone(),
+                    unix_socket,
                     ..Default::default()
                 })
                 .await
@@ -92,9 +97,14 @@ impl OpenDatabase {
                 };
                 let uri = handle.uri_with_credentials(EMBEDDED_USER, &password);
                 if let Store::EmbeddedDirectory(path) = &store {
+                    // Other processes (`bazaar backup`) attach over TCP.
                     crate::backup::attach::publish(path, &uri);
                 }
-                (uri, store, Some(handle))
+                // This process's own connection goes through the Unix socket when there is one.
+                let own = handle
+                    .unix_uri_with_credentials(EMBEDDED_USER, &password)
+                    .unwrap_or(uri);
+                (own, store, Some(handle))
             }
             DatabaseUri::External(uri) => (uri.clone(), Store::External(redact_uri(uri)), None),
         };
@@ -167,6 +177,23 @@ impl OpenDatabase {
             tracing::info!("embedded store stopped");
         }
     }
+}
+
+/// File name of the embedded store's Unix socket in the data directory.
+const UNIX_SOCKET_FILE: &str = "docstore.sock";
+/// A Unix socket path must fit in `sun_path` (108 bytes on Linux, 104 on macOS).
+const MAX_UNIX_SOCKET_PATH: usize = 100;
+
+/// Where the embedded store's Unix socket goes: in the data directory, by its absolute path, so
+/// the app's own connection skips TCP (a database command then costs the kernel far less). `None`
+/// (TCP only) when that path is too long for a socket or not valid UTF-8 for the driver's URI.
+fn unix_socket_path(data: &std::path::Path) -> Option<std::path::PathBuf> {
+    if !cfg!(unix) {
+        return None;
+    }
+    let path = std::fs::canonicalize(data).ok()?.join(UNIX_SOCKET_FILE);
+    let text = path.to_str()?;
+    (text.len() <= MAX_UNIX_SOCKET_PATH).then_some(path)
 }
 
 /// What to tell an operator whose embedded store refused to open because of damage: what is

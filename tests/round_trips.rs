@@ -1,7 +1,8 @@
 //! The number of database commands each main storefront page sends, pinned: a page that starts
 //! sending more (a query per item, a lost cache) fails here rather than only slowing a
 //! benchmark. Commands are counted by the driver's command monitoring (`log.database_commands`).
-//! Also: what the catalog cache serves is invalidated by this instance's own writes.
+//! Also: what the catalog cache serves is invalidated by this instance's own writes, and the
+//! embedded store on disk is reached through its Unix socket rather than TCP.
 
 mod common;
 
@@ -251,4 +252,34 @@ async fn page_views_do_not_rewrite_the_session_cookie() {
             "{path} re-sent an unchanged session cookie"
         );
     }
+}
+
+/// With the embedded store on disk the app's own connection goes through the store's Unix
+/// socket in the data directory (cheaper per command than TCP loopback); the socket goes away
+/// when the app stops.
+#[cfg(unix)]
+#[tokio::test]
+async fn the_embedded_store_on_disk_is_reached_through_its_unix_socket() {
+    let data = tempfile::tempdir().expect("tempdir");
+    let path = data.path().to_string_lossy().to_string();
+    let app = spawn_app_with(&[
+        ("BAZAAR_DATABASE__URI", "embedded"),
+        ("BAZAAR_DATABASE__PATH", path.as_str()),
+    ])
+    .await;
+    let socket = data.path().join("docstore.sock");
+    assert!(socket.exists(), "{}", socket.display());
+    // docstore answers `whatsmyuri` with the peer's TCP address, and without one otherwise.
+    let me = app
+        .db
+        .database()
+        .run_command(bson::doc! { "whatsmyuri": 1 })
+        .await
+        .expect("whatsmyuri");
+    let you = me.get_str("you").expect("you");
+    assert!(you.parse::<std::net::SocketAddr>().is_err(), "{you}");
+    let response = app.get("/products?page=2").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    app.stop().await;
+    assert!(!socket.exists(), "the socket is removed when the app stops");
 }

@@ -34,6 +34,13 @@ pub struct Config {
     /// Tests only: journal and snapshot writes go through this switch, which can make them fail
     /// as a full or broken disk would (see [`DiskFaults`]). `None` in normal use.
     pub disk_faults: Option<DiskFaults>,
+    /// Also listen on a Unix domain socket at this path (Unix only; the path must end in
+    /// `.sock` for the `mongodb` driver to take it as a socket). An embedding program's own
+    /// connection then skips TCP: each command costs the kernel far less than over loopback.
+    /// The socket file is made readable and writable by its owner only, replaces a stale
+    /// socket left at the path by a crash, and is removed at shutdown. When it cannot be bound
+    /// the server warns and serves TCP alone ([`crate::ServerHandle::unix_socket`] is `None`).
+    pub unix_socket: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -48,6 +55,7 @@ impl Default for Config {
             ttl_monitor_interval: Duration::from_secs(60),
             user: None,
             disk_faults: None,
+            unix_socket: None,
         }
     }
 }

@@ -1,5 +1,6 @@
-//! TCP listener and per-connection loop: read a frame, dispatch the command, write the reply.
-//! A connection that sends garbage is closed on its own; nothing it sends can stop the others.
+//! TCP listener (and, when configured, a Unix domain socket) and the per-connection loop: read
+//! a frame, dispatch the command, write the reply. A connection that sends garbage is closed on
+//! its own; nothing it sends can stop the others.
 
 use crate::commands;
 use crate::config::Config;
@@ -8,11 +9,12 @@ use crate::state::{ConnectionInfo, ServerState};
 use crate::wire::{self, Message, ReplyTarget, WireError};
 use bson::{doc, Document};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncWriteExt, BufReader};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::{JoinHandle, JoinSet};
 use tracing::{debug, error, info, warn};
@@ -32,6 +34,8 @@ pub struct ServerHandle {
     /// Sending `true`, or dropping the sender, tells the accept loop and connections to stop.
     stop: Option<watch::Sender<bool>>,
     accept_loop: Option<JoinHandle<()>>,
+    /// The Unix domain socket also listened on, when one was configured and could be bound.
+    unix_socket: Option<PathBuf>,
 }
 
 impl Server {
@@ -40,6 +44,7 @@ impl Server {
     pub async fn start(config: Config) -> Result<ServerHandle> {
         let bind = config.bind.clone();
         let port = config.port;
+        let unix_path = config.unix_socket.clone();
         // Recovery reads files: keep it off the async worker threads.
         let state = tokio::task::spawn_blocking(move || ServerState::open(config))
             .await
@@ -63,10 +68,13 @@ impl Server {
             authentication = state.auth.is_some(),
             "docstore listening"
         );
+        let unix = unix_path.as_deref().and_then(UnixSocket::bind);
+        let unix_socket = unix.as_ref().map(|u| u.path.clone());
         let (stop_tx, stop_rx) = watch::channel(false);
         let ttl_monitor = tokio::spawn(ttl_monitor(Arc::clone(&state), stop_rx.clone()));
         let accept_loop = tokio::spawn(accept_loop(
             listener,
+            unix,
             Arc::clone(&state),
             stop_rx,
             ttl_monitor,
@@ -76,6 +84,7 @@ impl Server {
             state,
             stop: Some(stop_tx),
             accept_loop: Some(accept_loop),
+            unix_socket,
         })
     }
 }
@@ -96,6 +105,26 @@ impl ServerHandle {
             self.local_addr,
             crate::auth::AUTH_DB
         )
+    }
+
+    /// The Unix domain socket the server also listens on ([`Config::unix_socket`]), when it
+    /// could be bound.
+    pub fn unix_socket(&self) -> Option<&Path> {
+        self.unix_socket.as_deref()
+    }
+
+    /// Like [`ServerHandle::uri_with_credentials`] through the Unix domain socket
+    /// (`mongodb://user:password@%2Fpath%2Fto%2Fdocstore.sock/?authSource=admin`), when the
+    /// server listens on one. The result holds the password: keep it out of logs.
+    pub fn unix_uri_with_credentials(&self, user: &str, password: &str) -> Option<String> {
+        let path = self.unix_socket.as_ref()?.to_str()?;
+        Some(format!(
+            "mongodb://{}:{}@{}/?authSource={}",
+            crate::auth::uri_escape(user),
+            crate::auth::uri_escape(password),
+            crate::auth::uri_escape(path),
+            crate::auth::AUTH_DB
+        ))
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -164,8 +193,81 @@ async fn ttl_monitor(state: Arc<ServerState>, mut stop: watch::Receiver<bool>) {
     }
 }
 
+/// The Unix domain socket listener and the path it was bound at (removed when it closes).
+struct UnixSocket {
+    path: PathBuf,
+    #[cfg(unix)]
+    listener: tokio::net::UnixListener,
+}
+
+impl UnixSocket {
+    /// Bind `path` with owner-only permissions, replacing a socket file a crashed run left
+    /// there (the data directory's lock is already held, so no running server owns it). On
+    /// failure warn and return `None`: clients still have TCP.
+    #[cfg(unix)]
+    fn bind(path: &Path) -> Option<UnixSocket> {
+        use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+        if let Ok(meta) = std::fs::symlink_metadata(path) {
+            if meta.file_type().is_socket() {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        let bound = tokio::net::UnixListener::bind(path).and_then(|listener| {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+            Ok(listener)
+        });
+        match bound {
+            Ok(listener) => {
+                info!(path = %path.display(), "docstore listening on a Unix socket");
+                Some(UnixSocket {
+                    path: path.to_path_buf(),
+                    listener,
+                })
+            }
+            Err(e) => {
+                warn!(path = %path.display(), "cannot listen on the Unix socket, serving TCP only: {e}");
+                let _ = std::fs::remove_file(path);
+                None
+            }
+        }
+    }
+
+    #[cfg(not(unix))]
+    fn bind(path: &Path) -> Option<UnixSocket> {
+        warn!(path = %path.display(), "Unix sockets need a Unix system; serving TCP only");
+        None
+    }
+}
+
+/// The next connection on the Unix socket; never resolves when there is none.
+#[cfg(unix)]
+async fn accept_unix(unix: &Option<UnixSocket>) -> std::io::Result<tokio::net::UnixStream> {
+    match unix {
+        Some(u) => u.listener.accept().await.map(|(stream, _)| stream),
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(not(unix))]
+async fn accept_unix(_: &Option<UnixSocket>) -> std::io::Result<tokio::net::TcpStream> {
+    std::future::pending().await
+}
+
+/// Per-connection failures (reset before accept) are routine; running out of file descriptors
+/// is not, and retrying at once would spin.
+async fn accept_failed(e: std::io::Error) {
+    warn!("accepting a connection failed: {e}");
+    if !matches!(
+        e.kind(),
+        std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset
+    ) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 async fn accept_loop(
     listener: TcpListener,
+    unix: Option<UnixSocket>,
     state: Arc<ServerState>,
     mut stop: watch::Receiver<bool>,
     ttl_monitor: JoinHandle<()>,
@@ -180,28 +282,40 @@ async fn accept_loop(
             }
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    // Replies are written whole in one call; Nagle would only delay them.
+                    if let Err(e) = stream.set_nodelay(true) {
+                        debug!(%peer, "cannot set TCP_NODELAY: {e}");
+                    }
                     connections.spawn(serve_connection(
                         stream,
-                        peer,
+                        Some(peer),
                         Arc::clone(&state),
                         stop.clone(),
                     ));
                 }
-                Err(e) => {
-                    // Per-connection failures (reset before accept) are routine; running out of
-                    // file descriptors is not, and retrying at once would spin.
-                    warn!("accepting a connection failed: {e}");
-                    if !matches!(
-                        e.kind(),
-                        std::io::ErrorKind::ConnectionAborted | std::io::ErrorKind::ConnectionReset
-                    ) {
-                        tokio::time::sleep(Duration::from_millis(100)).await;
-                    }
+                Err(e) => accept_failed(e).await,
+            },
+            accepted = accept_unix(&unix) => match accepted {
+                Ok(stream) => {
+                    connections.spawn(serve_connection(
+                        stream,
+                        None,
+                        Arc::clone(&state),
+                        stop.clone(),
+                    ));
                 }
+                Err(e) => accept_failed(e).await,
             },
         }
     }
     drop(listener);
+    if let Some(unix) = unix {
+        let path = unix.path.clone();
+        drop(unix);
+        if let Err(e) = std::fs::remove_file(&path) {
+            debug!(path = %path.display(), "removing the Unix socket failed: {e}");
+        }
+    }
     debug!(
         open = connections.len(),
         "docstore stopping: draining connections"
@@ -260,18 +374,27 @@ enum Step {
     Close,
 }
 
-async fn serve_connection(
-    stream: TcpStream,
-    peer: SocketAddr,
+/// Who is at the other end of a connection, for log lines: its TCP address, or the Unix socket.
+struct Peer(Option<SocketAddr>);
+
+impl std::fmt::Display for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(addr) => addr.fmt(f),
+            None => f.write_str("unix socket"),
+        }
+    }
+}
+
+async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
+    stream: S,
+    peer: Option<SocketAddr>,
     state: Arc<ServerState>,
     mut stop: watch::Receiver<bool>,
 ) {
-    // Replies are written whole in one call; Nagle would only delay them.
-    if let Err(e) = stream.set_nodelay(true) {
-        debug!(%peer, "cannot set TCP_NODELAY: {e}");
-    }
     let _open = OpenConnection::new(&state);
-    let conn = state.new_connection(Some(peer));
+    let conn = state.new_connection(peer);
+    let peer = Peer(peer);
     debug!(%peer, connection = conn.id, "connection accepted");
     let mut stream = BufReader::with_capacity(READ_BUFFER, stream);
     let mut buf = Vec::new();
@@ -298,7 +421,7 @@ async fn serve_connection(
                 break;
             }
         }
-        let step = handle_message(&state, &conn, peer, &buf).await;
+        let step = handle_message(&state, &conn, &peer, &buf).await;
         if buf.capacity() > wire::RETAINED_BUFFER_CAPACITY {
             buf = Vec::new();
         }
@@ -320,7 +443,7 @@ async fn serve_connection(
 async fn handle_message(
     state: &Arc<ServerState>,
     conn: &ConnectionInfo,
-    peer: SocketAddr,
+    peer: &Peer,
     bytes: &[u8],
 ) -> Step {
     match wire::parse_message(bytes) {

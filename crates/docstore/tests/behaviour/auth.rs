@@ -392,3 +392,54 @@ async fn a_forged_proof_fails_with_18_and_a_failed_speculative_attempt_is_left_o
     let e = find_one(&client).await.expect_err("still unauthenticated");
     assert_eq!(code_of(&e), Some(13));
 }
+
+/// An embedding program's own connection can skip TCP: the Unix socket asks for the same
+/// authentication, is readable by its owner only, replaces a stale socket file a crash left
+/// and is removed at shutdown. docstore only.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_unix_socket_serves_authenticated_clients_and_is_removed_at_shutdown() {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    if !is_docstore() {
+        return;
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("docstore.sock");
+    // What a crashed run leaves behind: a socket file nobody listens on.
+    drop(std::os::unix::net::UnixListener::bind(&path).expect("stale socket"));
+    let server = Server::start(Config {
+        user: Some(User::with_password(USER, PASSWORD).expect("valid user")),
+        unix_socket: Some(path.clone()),
+        ..Config::in_memory()
+    })
+    .await
+    .expect("docstore starts");
+    assert_eq!(server.unix_socket(), Some(path.as_path()));
+    let meta = std::fs::symlink_metadata(&path).expect("socket file");
+    assert!(meta.file_type().is_socket());
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+
+    let uri = server
+        .unix_uri_with_credentials(USER, PASSWORD)
+        .expect("a socket URI");
+    let good = client(&uri).await;
+    good.database("shop")
+        .collection::<Document>("orders")
+        .insert_one(doc! { "_id": 1, "total": 12 })
+        .await
+        .expect("insert through the socket");
+    assert_eq!(
+        find_one(&good).await.expect("find through the socket"),
+        Some(doc! { "_id": 1, "total": 12 })
+    );
+    let wrong = server
+        .unix_uri_with_credentials(USER, "wrong password")
+        .expect("a socket URI");
+    let refused = find_one(&client(&wrong).await)
+        .await
+        .expect_err("a wrong password is refused over the socket too");
+    assert_eq!(server_code(&refused), Some(18), "{refused}");
+
+    server.shutdown().await;
+    assert!(!path.exists(), "the socket file is removed at shutdown");
+}
