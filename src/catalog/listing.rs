@@ -822,9 +822,9 @@ mod tests {
         assert_eq!(parse_dollars(""), None);
     }
 
-    #[test]
-    fn page_links_show_ends_and_neighbours_with_gaps() {
-        let page = |n: u64, pages: u64| Page {
+    /// The number links of page `n` of `pages`.
+    fn links(n: u64, pages: u64) -> Vec<Option<u64>> {
+        Page {
             products: Vec::new(),
             total: pages * PAGE_SIZE,
             page: n,
@@ -834,8 +834,12 @@ mod tests {
             prev: None,
             next: None,
             seek: None,
-        };
-        let links = |n: u64, pages: u64| page(n, pages).links();
+        }
+        .links()
+    }
+
+    #[test]
+    fn page_links_show_ends_and_neighbours_with_gaps() {
         assert_eq!(
             links(8, 17),
             vec![
