@@ -109,6 +109,12 @@ for N in $PRODUCTS; do
   for i in "${!urls[@]}"; do
     single=$(fetch "${urls[$i]}" /dev/null)
     printf '%-26s single %5.3f s  %s\n' "${names[$i]}" "$single" "$(load "${urls[$i]}")"
+    # Let requests still queued from the run drain before the next page's single request.
+    for _ in $(seq 1 600); do
+      t=$(curl -sf -o /dev/null -w '%{time_total}' "$BASE/healthz" || echo 9)
+      [ "$(echo "$t < 0.05" | bc)" = 1 ] && break
+      sleep 0.1
+    done
   done
   echo "RSS after the load: $(rss_mb "$SERVER") MB"
   kill "$SERVER"; wait "$SERVER" 2>/dev/null || true

@@ -541,6 +541,9 @@ pub async fn find_page(db: &Db, base: Document, query: &ListingQuery) -> Result<
     }
 }
 
+/// Numbered pages deeper than the linked ones, read one at a time (see [`find_numbered_page`]).
+static DEEP_SKIPS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
 /// Page `page` (clamped to the listing) by number.
 async fn find_numbered_page(
     db: &Db,
@@ -562,6 +565,13 @@ async fn find_numbered_page(
         (seek::reversed(sort.document()), total - end, end - start)
     } else {
         (sort.document(), start, PAGE_SIZE)
+    };
+    // A skip beyond the linked page numbers reads every skipped product: one such page at a
+    // time, so typing deep page numbers cannot take every worker from the rest of the shop.
+    let _deep = if skip > NUMBERED_PAGES * PAGE_SIZE {
+        Some(DEEP_SKIPS.acquire().await.ok())
+    } else {
+        None
     };
     let mut products: Vec<Product> = products::collection(db)
         .find(filter.clone())
