@@ -76,9 +76,9 @@ impl Listing {
     }
 
     /// A numbered page's address; for this page when reached by a keyset link, that link
-    /// (a deep page by number would cost a skip).
+    /// (a deep page by number would cost a skip), except the first page's plain address.
     pub fn page_url(&self, n: &u64) -> String {
-        if let (true, Some(seek)) = (*n == self.page.page, &self.page.seek) {
+        if let (true, Some(seek)) = (*n == self.page.page && *n > 1, &self.page.seek) {
             return self.seek_url(seek);
         }
         let qs = self.query.query_string();
