@@ -214,29 +214,43 @@ async fn seed(products: Option<u64>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Generate products up to `n` in steps, printing progress to standard error on large runs.
+/// Generate products up to `n`, streamed in batches (see [`crate::catalog::demo::BULK_BATCH`]),
+/// with progress on standard error: a bar redrawn in place on a terminal, otherwise a line at
+/// every tenth of the way (so logs of unattended runs show it too).
 async fn seed_generated_products(db: &crate::db::Db, n: u64) -> anyhow::Result<u64> {
-    let step = (n / 20).max(1_000);
-    let show_progress = n > step && std::io::stderr().is_terminal();
-    let mut added = 0;
-    let mut target = 0;
-    while target < n {
-        target = (target + step).min(n);
-        added += crate::catalog::demo::seed_bulk(db, target).await?;
-        if show_progress {
-            let done = target * 40 / n;
-            eprint!(
-                "\r[{}{}] {target}/{n} products",
-                "#".repeat(done as usize),
-                " ".repeat(40 - done as usize)
-            );
+    let terminal = std::io::stderr().is_terminal();
+    let started = std::time::Instant::now();
+    let mut last_tenth = 0;
+    let mut drew = false;
+    let added = crate::catalog::demo::seed_bulk_with_progress(db, n, |done, total| {
+        let line = progress_line(done, total, started.elapsed());
+        if terminal {
+            eprint!("\r{line}");
             let _ = std::io::stderr().flush();
+            drew = true;
+        } else if done * 10 / total > last_tenth || done == total {
+            last_tenth = done * 10 / total;
+            eprintln!("{line}");
         }
-    }
-    if show_progress {
+    })
+    .await?;
+    if drew {
         eprintln!();
     }
     Ok(added)
+}
+
+/// `[########                                ] 200000/1000000 products (20%), 31 s`
+fn progress_line(done: u64, total: u64, elapsed: std::time::Duration) -> String {
+    let total = total.max(1);
+    let filled = (done.min(total) * 40 / total) as usize;
+    format!(
+        "[{}{}] {done}/{total} products ({}%), {} s",
+        "#".repeat(filled),
+        " ".repeat(40 - filled),
+        done * 100 / total,
+        elapsed.as_secs()
+    )
 }
 
 /// Run docstore's repair on the embedded store's directory and print its report.

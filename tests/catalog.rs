@@ -200,9 +200,23 @@ async fn in_stock_only_hides_sold_out_products() {
     let mut sorted = t.clone();
     sorted.sort_by_key(|s| s.to_lowercase());
     assert_eq!(t, sorted, "title order");
-    // Page links keep the filters.
+    // Page links keep the filters; Next is a keyset link (after the page's last product).
+    let next = attr(&doc, ".pagination a[rel=next]", "href").expect("a next page");
+    assert!(
+        next.starts_with("/products?in_stock=1&sort=title&after="),
+        "{next}"
+    );
     assert_eq!(
-        attr(&doc, ".pagination a[rel=next]", "href").as_deref(),
+        titles(&page(&app, &next).await),
+        titles(&page(&app, "/products?in_stock=1&sort=title&page=2").await)
+    );
+    assert_eq!(
+        texts(&doc, ".pagination a.page"),
+        ["1", "2", "3"],
+        "numbered links keep the filters too"
+    );
+    assert_eq!(
+        attr(&doc, ".pagination a.page:not([aria-current])", "href").as_deref(),
         Some("/products?in_stock=1&sort=title&page=2")
     );
 }

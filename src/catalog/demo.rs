@@ -2,7 +2,7 @@
 //! Seeding adds only what is missing (categories by slug, products by SKU).
 
 use bson::oid::ObjectId;
-use bson::{doc, DateTime};
+use bson::{doc, DateTime, Document};
 
 use crate::catalog::categories;
 use crate::catalog::products::{
@@ -762,14 +762,37 @@ pub async fn seed(db: &Db) -> Result<(u64, u64), CatalogError> {
     Ok((categories_added, products_added))
 }
 
+/// Generated products per `insert_many`: large enough that a round trip costs little per
+/// product, small enough that only one batch is ever held in memory.
+pub const BULK_BATCH: usize = 2_000;
+
 /// Add generated products (SKUs `bulk000001`, ...) until there are `n` of them, for load tests
 /// and `seed --products N`: variations on the demo catalog spread over the whole tree.
 pub async fn seed_bulk(db: &Db, n: u64) -> Result<u64, CatalogError> {
+    seed_bulk_with_progress(db, n, |_, _| {}).await
+}
+
+/// [`seed_bulk`], calling `progress(added, to_add)` after each batch. Products are generated
+/// and inserted [`BULK_BATCH`] at a time, so memory stays bounded whatever `n` is.
+///
+/// Numbering continues after the highest generated SKU already stored (not after the count of
+/// them), so generated products deleted earlier never make a new SKU or slug collide.
+pub async fn seed_bulk_with_progress(
+    db: &Db,
+    n: u64,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<u64, CatalogError> {
     seed_categories(db).await?;
+    let generated = doc! { "sku": { "$regex": "^bulk" } };
     let existing = products::collection(db)
-        .count_documents(doc! { "sku": { "$regex": "^bulk" } })
+        .count_documents(generated.clone())
         .await
         .map_err(crate::db::DbError::from)?;
+    let to_add = n.saturating_sub(existing);
+    if to_add == 0 {
+        return Ok(0);
+    }
+    let first = first_free_number(db, existing).await?;
     let templates = demo_products(db).await?;
     if templates.is_empty() {
         return Ok(0);
@@ -780,45 +803,82 @@ pub async fn seed_bulk(db: &Db, n: u64) -> Result<u64, CatalogError> {
         paths.push(products::category_path_for(db, &t.categories).await?);
     }
     let mut added = 0;
-    let mut batch = Vec::new();
-    for i in existing..n {
-        let k = (i as usize) % templates.len();
-        let mut new = templates[k].clone();
-        let edition = i / templates.len() as u64 + 1;
-        new.title = format!("{} (edition {edition})", new.title);
-        new.slug = format!("{}-edition-{edition}", new.slug);
-        new.sku = format!("bulk{:06}", i + 1);
-        // Vary prices and stock so sorts and filters have work to do.
-        new.list_cents += (i % 500) as i64;
-        new.retail_cents = new.list_cents * (60 + (i % 41) as i64) / 100;
-        new.qty = (i % 13) as i64;
-        new.featured = false;
-        if let Details::Album(d) = &mut new.details {
-            d.issue_date =
-                DateTime::from_millis(d.issue_date.timestamp_millis() + i as i64 * 3_600_000);
+    while added < to_add {
+        let size = (to_add - added).min(BULK_BATCH as u64);
+        let mut batch = Vec::with_capacity(size as usize);
+        for i in first + added..first + added + size {
+            let k = (i as usize) % templates.len();
+            batch.push(
+                generated_product(&templates[k], i, templates.len() as u64)
+                    .into_product(paths[k].clone())?,
+            );
         }
-        if let Details::Film(d) = &mut new.details {
-            d.issue_date =
-                DateTime::from_millis(d.issue_date.timestamp_millis() + i as i64 * 3_600_000);
-        }
-        if let Details::Book(d) = &mut new.details {
-            d.issue_date =
-                DateTime::from_millis(d.issue_date.timestamp_millis() + i as i64 * 3_600_000);
-        }
-        batch.push(new.into_product(paths[k].clone())?);
-        if batch.len() == 1000 {
-            added += batch.len() as u64;
-            products::collection(db)
-                .insert_many(std::mem::take(&mut batch))
-                .await?;
-        }
-    }
-    if !batch.is_empty() {
-        added += batch.len() as u64;
         products::collection(db).insert_many(batch).await?;
+        added += size;
+        progress(added, to_add);
     }
     db.catalog_cache().products_changed();
     Ok(added)
+}
+
+/// Where numbering continues: after the `existing` generated products, unless some were
+/// deleted (then `bulk{existing + 1}` may still be taken), in which case after the highest
+/// number stored. SKUs pad to six digits, so past 999 999 string order is not number order:
+/// the highest is found by reading the SKUs, once, only in that rare case.
+async fn first_free_number(db: &Db, existing: u64) -> Result<u64, CatalogError> {
+    let taken = products::collection(db)
+        .find_one(doc! { "sku": bulk_sku(existing) })
+        .projection(doc! { "sku": 1 })
+        .await
+        .map_err(crate::db::DbError::from)?
+        .is_some();
+    if !taken {
+        return Ok(existing);
+    }
+    let mut skus = db
+        .collection::<Document>(products::COLLECTION)
+        .find(doc! { "sku": { "$regex": "^bulk" } })
+        .projection(doc! { "_id": 0, "sku": 1 })
+        .await
+        .map_err(crate::db::DbError::from)?;
+    let mut highest = existing;
+    while let Some(d) = skus.try_next().await.map_err(crate::db::DbError::from)? {
+        let number = d
+            .get_str("sku")
+            .ok()
+            .and_then(|s| s.strip_prefix("bulk"))
+            .and_then(|n| n.parse::<u64>().ok());
+        highest = highest.max(number.unwrap_or(0));
+    }
+    Ok(highest)
+}
+
+/// The SKU of the `i`-th generated product (0-based).
+fn bulk_sku(i: u64) -> String {
+    format!("bulk{:06}", i + 1)
+}
+
+/// The `i`-th generated product (0-based; its SKU is `bulk{i + 1}`), a variation on `template`.
+fn generated_product(template: &NewProduct, i: u64, templates: u64) -> NewProduct {
+    let mut new = template.clone();
+    let edition = i / templates + 1;
+    new.title = format!("{} (edition {edition})", new.title);
+    new.slug = format!("{}-edition-{edition}", new.slug);
+    new.sku = bulk_sku(i);
+    // Vary prices and stock so sorts and filters have work to do.
+    new.list_cents += (i % 500) as i64;
+    new.retail_cents = new.list_cents * (60 + (i % 41) as i64) / 100;
+    new.qty = (i % 13) as i64;
+    new.featured = false;
+    let later = |d: &mut DateTime| {
+        *d = DateTime::from_millis(d.timestamp_millis() + i as i64 * 3_600_000);
+    };
+    match &mut new.details {
+        Details::Album(d) => later(&mut d.issue_date),
+        Details::Film(d) => later(&mut d.issue_date),
+        Details::Book(d) => later(&mut d.issue_date),
+    }
+    new
 }
 
 /// Give every demo product without a photo a generated cover; returns how many were added.

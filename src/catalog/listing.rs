@@ -10,6 +10,7 @@ use futures::TryStreamExt;
 use crate::catalog::cache;
 use crate::catalog::facets;
 use crate::catalog::products::{self, format_cents, Product, ProductType};
+use crate::catalog::seek::{self, BadToken, Cursor, PlannedFind, Seek};
 use crate::db::{Db, DbError};
 
 pub const PAGE_SIZE: u64 = 12;
@@ -17,7 +18,12 @@ pub const PAGE_SIZE: u64 = 12;
 const MAX_SEARCH_CHARS: usize = 100;
 /// Larger page numbers are read as this one (then as the last page): 12 million products.
 /// No page skips more than half its listing (see [`find_page`]).
-const MAX_PAGE: u64 = 1_000_000;
+pub const MAX_PAGE: u64 = 1_000_000;
+/// Page numbers are linked only this close to either end of a listing (where reaching the page
+/// by number skips at most this many pages' worth of products); deeper pages are reached by
+/// the keyset Next and Previous links (see [`crate::catalog::seek`]), which cost the same at
+/// any depth. A deep `page=N` typed in still works, read from the nearer end.
+pub const NUMBERED_PAGES: u64 = 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Sort {
@@ -88,6 +94,8 @@ pub struct ListingQuery {
     pub search: Option<String>,
     pub sort: Sort,
     pub page: u64,
+    /// A keyset page (`after` / `before`), which takes precedence over `page`.
+    pub seek: Option<Seek>,
     /// Values that were given but could not be used, each with why: shown above the results
     /// (and the field marked) rather than silently ignored.
     pub problems: Vec<FilterProblem>,
@@ -183,7 +191,21 @@ impl ListingQuery {
                 .and_then(|s| Sort::parse(s.trim()))
                 .unwrap_or_default(),
             page,
+            seek: None,
         }
+    }
+
+    /// [`ListingQuery::from_params`] with the keyset parameters `after` / `before` as well,
+    /// which, unlike the filters, are refused when unusable: they are made by the site, so a
+    /// bad one is a mangled address rather than something a shopper typed.
+    pub fn from_address(params: &HashMap<String, String>) -> Result<ListingQuery, BadToken> {
+        let mut query = ListingQuery::from_params(params);
+        query.seek = Seek::from_params(
+            params.get("after").map(String::as_str),
+            params.get("before").map(String::as_str),
+            query.sort,
+        )?;
+        Ok(query)
     }
 
     /// The filter for these choices, within `base` (e.g. a category).
@@ -453,22 +475,40 @@ pub fn title_prefix(search: &str) -> Bson {
 pub struct Page {
     pub products: Vec<Product>,
     pub total: u64,
+    /// This page's number (counted from where a keyset walk started, for keyset pages).
     pub page: u64,
     pub pages: u64,
+    /// Whether there are products before and after this page.
+    pub has_prev: bool,
+    pub has_next: bool,
+    /// The keyset links to the neighbouring pages (`None`: link by number instead, as for the
+    /// first page, or around a product whose sort key is missing).
+    pub prev: Option<Cursor>,
+    pub next: Option<Cursor>,
+    /// How this page was reached when by a keyset link (its own address).
+    pub seek: Option<Seek>,
 }
 
 impl Page {
-    /// Page numbers to link to: all of them when few, else the first, last and neighbours
-    /// (`None` marks a gap).
+    /// Page numbers to link to: all of them when few, else the first, last, this page and its
+    /// neighbours within [`NUMBERED_PAGES`] of either end (`None` marks a gap).
     pub fn links(&self) -> Vec<Option<u64>> {
+        let cheap = |n: u64| n <= NUMBERED_PAGES || n > self.pages.saturating_sub(NUMBERED_PAGES);
+        let near = self.page.saturating_sub(2).max(1)..=(self.page + 2).min(self.pages);
+        let mut wanted: Vec<u64> = near
+            .filter(|&n| n == self.page || cheap(n))
+            .chain([1, self.pages])
+            .collect();
+        wanted.sort_unstable();
+        wanted.dedup();
         let mut out: Vec<Option<u64>> = Vec::new();
-        for n in 1..=self.pages {
-            let near = n == 1 || n == self.pages || n.abs_diff(self.page) <= 2;
-            if near {
-                out.push(Some(n));
-            } else if out.last().is_some_and(Option::is_some) {
+        let mut previous = 0;
+        for n in wanted {
+            if n > previous + 1 {
                 out.push(None);
             }
+            out.push(Some(n));
+            previous = n;
         }
         out
     }
@@ -490,13 +530,30 @@ impl Page {
 ///
 /// The total comes from the catalog cache (at most a few seconds old, recounted in the
 /// background; see [`crate::catalog::cache`]); the products themselves are read fresh, without
-/// their stock reservations.
+/// their stock reservations. A keyset request (`query.seek`) reads from its cursor (see
+/// [`crate::catalog::seek`]); a numbered one from the nearer end of the listing.
 pub async fn find_page(db: &Db, base: Document, query: &ListingQuery) -> Result<Page, DbError> {
     let filter = query.filter(base);
-    let collection = products::collection(db);
     let total = cache::total(db, &filter).await?;
+    match &query.seek {
+        Some(seek) => find_seek_page(db, &filter, total, seek).await,
+        None => find_numbered_page(db, &filter, total, query.sort, query.page).await,
+    }
+}
+
+/// Numbered pages deeper than the linked ones, read one at a time (see [`find_numbered_page`]).
+static DEEP_SKIPS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// Page `page` (clamped to the listing) by number.
+async fn find_numbered_page(
+    db: &Db,
+    filter: &Document,
+    total: u64,
+    sort: Sort,
+    page: u64,
+) -> Result<Page, DbError> {
     let pages = total.div_ceil(PAGE_SIZE).max(1);
-    let page = query.page.clamp(1, pages);
+    let page = page.clamp(1, pages);
     // A page in the second half is read from the other end (the sort reversed, then the rows
     // put back in order), so no page skips more than half the listing: the last page costs what
     // the first does. With a total a few seconds old the seam may shift by the products added
@@ -504,14 +561,21 @@ pub async fn find_page(db: &Db, base: Document, query: &ListingQuery) -> Result<
     let start = (page - 1) * PAGE_SIZE;
     let end = (start + PAGE_SIZE).min(total);
     let from_end = page > 1 && start > total / 2;
-    let (sort, skip, limit) = if from_end {
-        (reversed(query.sort.document()), total - end, end - start)
+    let (order, skip, limit) = if from_end {
+        (seek::reversed(sort.document()), total - end, end - start)
     } else {
-        (query.sort.document(), start, PAGE_SIZE)
+        (sort.document(), start, PAGE_SIZE)
     };
-    let mut products: Vec<Product> = collection
-        .find(filter)
-        .sort(sort)
+    // A skip beyond the linked page numbers reads every skipped product: one such page at a
+    // time, so typing deep page numbers cannot take every worker from the rest of the shop.
+    let _deep = if skip > NUMBERED_PAGES * PAGE_SIZE {
+        Some(DEEP_SKIPS.acquire().await.ok())
+    } else {
+        None
+    };
+    let mut products: Vec<Product> = products::collection(db)
+        .find(filter.clone())
+        .sort(order)
         .projection(cache::page_projection())
         .skip(skip)
         .limit(limit as i64)
@@ -521,26 +585,122 @@ pub async fn find_page(db: &Db, base: Document, query: &ListingQuery) -> Result<
     if from_end {
         products.reverse();
     }
-    Ok(Page {
-        products,
-        total,
+    let links = Links {
         page,
-        pages,
-    })
+        has_prev: page > 1,
+        has_next: page < pages,
+        seek: None,
+    };
+    Ok(links.page(products, total, sort))
 }
 
-/// The sort with every direction turned round.
-fn reversed(sort: Document) -> Document {
-    sort.into_iter()
-        .map(|(k, v)| {
-            let dir = match v {
-                Bson::Int32(d) => -d,
-                Bson::Int64(d) => -(d as i32),
-                _ => 1,
-            };
-            (k, Bson::Int32(dir))
-        })
-        .collect()
+/// The page a keyset link asks for. Past the end (the cursor's product and everything after it
+/// gone) it is the last page; before the start, the first.
+async fn find_seek_page(
+    db: &Db,
+    filter: &Document,
+    total: u64,
+    seek: &Seek,
+) -> Result<Page, DbError> {
+    let sort = seek.cursor().sort;
+    // Walk the sort index when the listing is dense in it; the whole catalog's total is cached
+    // like the listing's.
+    let everything = crate::catalog::lifecycle::on_sale_within(Document::new());
+    let catalog = if *filter == everything {
+        total
+    } else {
+        cache::total(db, &everything).await?
+    };
+    let [ties, rest] = seek::finds(filter, seek, seek::walk_is_cheap(total, catalog));
+    let wanted = ties.limit as usize;
+    let mut products = run_find(db, &ties).await?;
+    if products.len() < wanted {
+        let rest = PlannedFind {
+            limit: (wanted - products.len()) as i64,
+            ..rest
+        };
+        products.extend(run_find(db, &rest).await?);
+    }
+    let more = products.len() > PAGE_SIZE as usize;
+    products.truncate(PAGE_SIZE as usize);
+    let pages = total.div_ceil(PAGE_SIZE).max(1);
+    let asked = seek.cursor().page;
+    let links = match seek {
+        Seek::After(_) if products.is_empty() => {
+            return find_numbered_page(db, filter, total, sort, pages).await;
+        }
+        // The number is the one the walk counted, kept within the listing as now counted.
+        Seek::After(_) => Links {
+            page: asked.clamp(2, pages.max(2)),
+            has_prev: true,
+            has_next: more,
+            seek: Some(seek.clone()),
+        },
+        Seek::Before(_) if products.len() < PAGE_SIZE as usize => {
+            return find_numbered_page(db, filter, total, sort, 1).await;
+        }
+        Seek::Before(_) => {
+            products.reverse();
+            Links {
+                page: if more {
+                    asked.clamp(2, pages.max(2))
+                } else {
+                    1
+                },
+                has_prev: more,
+                has_next: true,
+                seek: Some(seek.clone()),
+            }
+        }
+    };
+    Ok(links.page(products, total, sort))
+}
+
+async fn run_find(db: &Db, find: &PlannedFind) -> Result<Vec<Product>, DbError> {
+    let collection = products::collection(db);
+    let mut action = collection
+        .find(find.filter.clone())
+        .sort(find.sort.clone())
+        .projection(cache::page_projection())
+        .limit(find.limit);
+    if let Some(hint) = &find.hint {
+        action = action.hint(mongodb::options::Hint::Keys(hint.clone()));
+    }
+    Ok(action.await?.try_collect().await?)
+}
+
+/// Where a page sits among its neighbours.
+struct Links {
+    page: u64,
+    has_prev: bool,
+    has_next: bool,
+    seek: Option<Seek>,
+}
+
+impl Links {
+    /// The page with its keyset links: Next after its last product, Previous before its first
+    /// (the first page itself is linked by number: its address has no cursor).
+    fn page(self, products: Vec<Product>, total: u64, sort: Sort) -> Page {
+        let next = match products.last() {
+            Some(last) if self.has_next => Cursor::at(sort, last, self.page + 1),
+            _ => None,
+        };
+        let prev = match products.first() {
+            Some(first) if self.has_prev && self.page > 2 => Cursor::at(sort, first, self.page - 1),
+            _ => None,
+        };
+        Page {
+            products,
+            total,
+            page: self.page,
+            pages: total.div_ceil(PAGE_SIZE).max(1),
+            has_prev: self.has_prev,
+            has_next: self.has_next,
+            prev,
+            next,
+            seek: self.seek,
+        }
+    }
 }
 
 /// A short list for the home page's shelves (active products only): in stock first, in `sort` order, then
@@ -672,16 +832,26 @@ mod tests {
         assert_eq!(parse_dollars(""), None);
     }
 
+    /// The number links of page `n` of `pages`.
+    fn links(n: u64, pages: u64) -> Vec<Option<u64>> {
+        Page {
+            products: Vec::new(),
+            total: pages * PAGE_SIZE,
+            page: n,
+            pages,
+            has_prev: n > 1,
+            has_next: n < pages,
+            prev: None,
+            next: None,
+            seek: None,
+        }
+        .links()
+    }
+
     #[test]
     fn page_links_show_ends_and_neighbours_with_gaps() {
-        let page = Page {
-            products: Vec::new(),
-            total: 200,
-            page: 8,
-            pages: 17,
-        };
         assert_eq!(
-            page.links(),
+            links(8, 17),
             vec![
                 Some(1),
                 None,
@@ -692,6 +862,43 @@ mod tests {
                 Some(10),
                 None,
                 Some(17)
+            ]
+        );
+        assert_eq!(links(1, 1), vec![Some(1)]);
+        assert_eq!(links(2, 3), vec![Some(1), Some(2), Some(3)]);
+    }
+
+    #[test]
+    fn deep_pages_link_no_numbers_but_their_own_and_the_ends() {
+        let n = NUMBERED_PAGES;
+        // Deep in a long listing: only the ends and this page (keyset links do the rest).
+        assert_eq!(
+            links(5_000, 80_000),
+            vec![Some(1), None, Some(5_000), None, Some(80_000)]
+        );
+        // The last cheap pages keep their neighbours, up to the edge of the cheap range.
+        assert_eq!(
+            links(n + 1, 80_000),
+            vec![
+                Some(1),
+                None,
+                Some(n - 1),
+                Some(n),
+                Some(n + 1),
+                None,
+                Some(80_000)
+            ]
+        );
+        assert_eq!(
+            links(80_000 - n, 80_000),
+            vec![
+                Some(1),
+                None,
+                Some(80_000 - n),
+                Some(80_001 - n),
+                Some(80_002 - n),
+                None,
+                Some(80_000)
             ]
         );
     }

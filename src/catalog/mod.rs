@@ -9,6 +9,7 @@ pub mod lifecycle;
 pub mod listing;
 pub mod pages;
 pub mod products;
+pub mod seek;
 
 /// Why a catalog change was refused, in words a form can show.
 #[derive(Debug, thiserror::Error)]

@@ -13,6 +13,7 @@ use crate::catalog::listing::{self, ActiveFilter, ListingQuery, Page, Sort};
 use crate::catalog::products::{
     self, AlbumDetails, BookDetails, Details, FilmDetails, Product, ProductType,
 };
+use crate::catalog::seek::{BadToken, Seek};
 use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
 use crate::comments::thread::{self, PageAt, ThreadView};
 use crate::state::AppState;
@@ -33,6 +34,13 @@ impl From<crate::catalog::CatalogError> for AppError {
     }
 }
 
+/// A mangled keyset page link is a bad request, explained on the error page.
+impl From<BadToken> for AppError {
+    fn from(e: BadToken) -> Self {
+        AppError::BadRequest(e.to_string())
+    }
+}
+
 pub struct Listing {
     pub page: Page,
     pub query: ListingQuery,
@@ -41,15 +49,38 @@ pub struct Listing {
 }
 
 impl Listing {
+    /// The Previous link: before this page's first product (keyset), or page 1 by number.
     pub fn prev_url(&self) -> String {
-        self.page_url(&self.page.page.saturating_sub(1))
+        match &self.page.prev {
+            Some(cursor) => self.seek_url(&Seek::Before(cursor.clone())),
+            None => self.page_url(&self.page.page.saturating_sub(1).max(1)),
+        }
     }
 
+    /// The Next link: after this page's last product (keyset), or by number when that product
+    /// has no sort key to seek from.
     pub fn next_url(&self) -> String {
-        self.page_url(&(self.page.page + 1))
+        match &self.page.next {
+            Some(cursor) => self.seek_url(&Seek::After(cursor.clone())),
+            None => self.page_url(&(self.page.page + 1)),
+        }
     }
 
+    fn seek_url(&self, seek: &Seek) -> String {
+        let qs = self.query.query_string();
+        if qs.is_empty() {
+            format!("{}?{}", self.path, seek.param())
+        } else {
+            format!("{}?{qs}&{}", self.path, seek.param())
+        }
+    }
+
+    /// A numbered page's address; for this page when reached by a keyset link, that link
+    /// (a deep page by number would cost a skip), except the first page's plain address.
     pub fn page_url(&self, n: &u64) -> String {
+        if let (true, Some(seek)) = (*n == self.page.page && *n > 1, &self.page.seek) {
+            return self.seek_url(seek);
+        }
         let qs = self.query.query_string();
         if qs.is_empty() {
             format!("{}?page={n}", self.path)
@@ -216,7 +247,7 @@ pub async fn list(
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
-    let query = ListingQuery::from_params(&params);
+    let query = ListingQuery::from_address(&params)?;
     let page = listing::find_page(&state.db, bson::doc! {}, &query).await?;
     render(&ProductsPage {
         layout: Layout::public(&req),
@@ -397,7 +428,7 @@ pub async fn category(
     let found = tree.by_slug(&slug).ok_or(AppError::NotFound)?;
     let category = Breadcrumbs::of(found);
     let children = tree.children(found.id);
-    let query = ListingQuery::from_params(&params);
+    let query = ListingQuery::from_address(&params)?;
     let page = listing::find_page(&state.db, listing::in_category(category.id), &query).await?;
     // The query matched the slug exactly, so it is the category's own.
     let path = format!("/categories/{slug}");

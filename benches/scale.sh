@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Scale benchmark: for each catalog size, seed that many generated products into a temporary
+# data directory with the release binary, start the server on it, and report
+#   - seeding time and peak RSS, data directory size,
+#   - start-up time until /healthz answers, RSS after start and after the load,
+#   - the first request of each page right after start-up (cold),
+#   - requests/s with p50/p99 (wrk, 2 threads, 64 connections) for the first, middle and last
+#     page of /products and of the largest category, a deep keyset page (Next from the middle
+#     page), and a product page.
+#
+# Usage (from the repository root):
+#   benches/scale.sh                      # 10 000 and 100 000 products
+#   SCALE_PRODUCTS="100000 1000000" SCALE_SECONDS=15 benches/scale.sh
+# Settings: SCALE_PRODUCTS (space-separated sizes), SCALE_SECONDS (per wrk run, default 10),
+# SCALE_CONNECTIONS (default 64), SCALE_CATEGORY (default music, the demo tree's largest),
+# SCALE_PORT (default 18080), BAZAAR_BIN (default target/release/bazaar, built if missing).
+# Needs wrk and curl. The machine's other load skews the figures: compare runs made together.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+PRODUCTS=${SCALE_PRODUCTS:-"10000 100000"}
+SECONDS_EACH=${SCALE_SECONDS:-10}
+CONNECTIONS=${SCALE_CONNECTIONS:-64}
+CATEGORY=${SCALE_CATEGORY:-music}
+PORT=${SCALE_PORT:-18080}
+BIN=${BAZAAR_BIN:-target/release/bazaar}
+BASE="http://127.0.0.1:$PORT"
+
+command -v wrk >/dev/null || { echo "scale.sh needs wrk (apt-get install -y wrk)" >&2; exit 1; }
+if [ ! -x "$BIN" ]; then
+  cargo build --release
+fi
+
+SERVER=""
+WORK=""
+cleanup() {
+  if [ -n "$SERVER" ]; then kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; fi
+  if [ -n "$WORK" ]; then rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+rss_mb() { awk '/VmRSS/ { printf "%d", $2 / 1024 }' "/proc/$1/status"; }
+
+# The listing total shown on a saved page ("of <strong class="total">N</strong>").
+total_of() { sed -n 's/.*class="total">\([0-9]*\)<.*/\1/p' "$1" | head -1; }
+# Fetch a page into a file; prints how long it took.
+fetch() { curl -sf -o "$2" -w '%{time_total}' "$BASE$1"; }
+
+# One wrk run: "req/s p50 p99".
+load() {
+  wrk -t2 -c"$CONNECTIONS" -d"${SECONDS_EACH}s" --timeout 10s --latency "$BASE$1" |
+    awk '/Requests\/sec/ { rps = $2 }
+         /^ +50%/ { p50 = $2 } /^ +99%/ { p99 = $2 }
+         /Non-2xx|Socket errors/ { errors = errors " " $0 }
+         END { printf "%8.0f req/s  p50 %-8s p99 %-8s%s", rps, p50, p99, errors }'
+}
+
+for N in $PRODUCTS; do
+  WORK=$(mktemp -d)
+  export BAZAAR_DATABASE__URI=embedded BAZAAR_DATABASE__PATH="$WORK/data"
+  export BAZAAR_SERVER__HOST=127.0.0.1 BAZAAR_SERVER__PORT=$PORT BAZAAR_LOG__LEVEL=warn
+  echo "== $N generated products (plus the demo catalog) =="
+  /usr/bin/time -f "%e %M" -o "$WORK/seed.time" "$BIN" seed --products "$N" >/dev/null 2>"$WORK/seed.log"
+  read -r seed_s seed_kb <"$WORK/seed.time"
+  echo "seeding: ${seed_s} s, peak RSS $((seed_kb / 1024)) MB; data directory $(du -sh "$WORK/data" | cut -f1)"
+
+  started=$(date +%s.%N)
+  "$BIN" serve >"$WORK/server.log" 2>&1 &
+  SERVER=$!
+  until curl -sf "$BASE/healthz" >/dev/null; do
+    kill -0 "$SERVER" 2>/dev/null || { echo "the server exited:"; cat "$WORK/server.log"; exit 1; }
+    sleep 0.05
+  done
+  ready=$(date +%s.%N)
+  echo "start-up to /healthz: $(echo "$ready - $started" | bc) s; RSS $(rss_mb "$SERVER") MB"
+
+  # The very first requests after start-up count the listing totals.
+  cold_all=$(fetch "/products" "$WORK/first.html")
+  cold_cat=$(fetch "/categories/$CATEGORY" "$WORK/cat.html")
+  all=$(total_of "$WORK/first.html")
+  pages=$(( (all + 11) / 12 ))
+  in_category=$(total_of "$WORK/cat.html")
+  cat_pages=$(( (in_category + 11) / 12 ))
+  echo "first request after start: /products ${cold_all} s, /categories/$CATEGORY ${cold_cat} s"
+  echo "listing: $all products ($pages pages); /categories/$CATEGORY: $in_category ($cat_pages pages)"
+  next_link() { sed -n 's/.*rel="next" href="\([^"]*\)".*/\1/p' "$1" | head -1 | sed 's/&amp;/\&/g'; }
+  fetch "/products?page=$((pages / 2))" "$WORK/middle.html" >/dev/null
+  keyset=$(next_link "$WORK/middle.html")
+  product=$(sed -n 's/.*class="product-title"><a href="\([^"]*\)".*/\1/p' "$WORK/middle.html" | head -1)
+  fetch "/categories/$CATEGORY?page=$((cat_pages / 2))" "$WORK/cat-middle.html" >/dev/null
+  cat_keyset=$(next_link "$WORK/cat-middle.html")
+
+  urls=(
+    "/products"
+    "/products?page=$((pages / 2))"
+    "/products?page=$pages"
+    "$keyset"
+    "/categories/$CATEGORY"
+    "/categories/$CATEGORY?page=$((cat_pages / 2))"
+    "/categories/$CATEGORY?page=$cat_pages"
+    "$cat_keyset"
+    "$product"
+  )
+  names=(
+    "products first" "products middle (page=N)" "products last" "products keyset deep"
+    "category first" "category middle (page=N)" "category last" "category keyset deep"
+    "product page"
+  )
+  for i in "${!urls[@]}"; do
+    single=$(fetch "${urls[$i]}" /dev/null)
+    printf '%-26s single %5.3f s  %s\n' "${names[$i]}" "$single" "$(load "${urls[$i]}")"
+    # Let requests still queued from the run drain before the next page's single request.
+    for _ in $(seq 1 600); do
+      t=$(curl -sf -o /dev/null -w '%{time_total}' "$BASE/healthz" || echo 9)
+      [ "$(echo "$t < 0.05" | bc)" = 1 ] && break
+      sleep 0.1
+    done
+  done
+  echo "RSS after the load: $(rss_mb "$SERVER") MB"
+  kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
+  SERVER=""
+  rm -rf "$WORK"; WORK=""
+  echo
+done

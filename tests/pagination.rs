@@ -1,0 +1,478 @@
+//! Keyset ("seek") pagination of the product listings: Next and Previous links carry a cursor
+//! (`?after=` / `?before=`), walks over a catalog full of equal sort keys visit every product
+//! once in order, in both directions and under every sort; bad cursors are a 400 page; products
+//! added during a walk never repeat or hide products; and a keyset page is a bounded walk of the
+//! sort index, not a skip.
+
+mod common;
+
+use std::cmp::Ordering;
+use std::collections::{HashMap, HashSet};
+
+use bazaar::catalog::listing::{ListingQuery, Sort, PAGE_SIZE};
+use bazaar::catalog::products::{self, AlbumDetails, Details, NewProduct, Product, Shipping};
+use bazaar::catalog::seek::{self, Cursor, Seek};
+use bazaar::catalog::{categories, listing};
+use bson::{doc, Bson, DateTime, Document};
+use common::*;
+use futures::TryStreamExt;
+use reqwest::StatusCode;
+
+/// Products made to collide: few distinct dates, prices, discounts and titles.
+const EXTRA: usize = 150;
+
+fn new_product(n: usize, category: Option<bson::oid::ObjectId>) -> NewProduct {
+    let title = format!("Echo {}", n % 6);
+    let list = 2_000 + (n % 4) as i64 * 100;
+    // Three discounts (0, 25 and 50 %) over four list prices.
+    let retail = list * [100, 75, 50][n % 3] / 100;
+    NewProduct {
+        sku: format!("echo{n:04}"),
+        slug: format!("echo-{n:04}"),
+        title: title.clone(),
+        description: "Made to share its sort keys with others.".to_string(),
+        list_cents: list,
+        retail_cents: retail,
+        categories: category.into_iter().collect(),
+        details: Details::Album(AlbumDetails {
+            title,
+            artist: "The Echoes".to_string(),
+            genre: vec!["Jazz".to_string()],
+            tracks: vec!["One".to_string()],
+            issue_date: DateTime::from_millis((n % 5) as i64 * 86_400_000),
+            label: "Echo".to_string(),
+        }),
+        qty: 3,
+        featured: false,
+        shipping: Shipping::default(),
+    }
+}
+
+/// The demo catalog plus [`EXTRA`] colliding products, a third of them filed under Music.
+async fn app_with_ties() -> TestApp {
+    let app = spawn_app().await;
+    let music = categories::by_slug(&app.db, "swing")
+        .await
+        .unwrap()
+        .expect("demo category");
+    for n in 0..EXTRA {
+        let category = (n % 3 == 0).then_some(music.id);
+        products::create(&app.db, new_product(n, category))
+            .await
+            .expect("created");
+    }
+    app
+}
+
+/// A product's sort key as something comparable.
+#[derive(PartialEq, PartialOrd)]
+enum Key {
+    Number(i64),
+    Text(String),
+}
+
+fn key(sort: Sort, p: &Product) -> Key {
+    match sort {
+        Sort::Newest => Key::Number(
+            p.details
+                .get_datetime("issue_date")
+                .expect("a date")
+                .timestamp_millis(),
+        ),
+        Sort::PriceLow | Sort::PriceHigh => Key::Number(p.pricing.retail),
+        Sort::Discount => Key::Number(i64::from(p.pricing.pct_savings)),
+        Sort::Title => Key::Text(p.search_title.clone()),
+    }
+}
+
+/// `a` before `b` in the listing's order: the key, then `_id`, both one way.
+fn order(sort: Sort, a: &Product, b: &Product) -> Ordering {
+    let ascending = (key(sort, a), a.id)
+        .partial_cmp(&(key(sort, b), b.id))
+        .expect("comparable");
+    if sort.ascending() {
+        ascending
+    } else {
+        ascending.reverse()
+    }
+}
+
+/// Every product of `filter` as the store has it now, in the listing's order.
+async fn expected(app: &TestApp, filter: Document, sort: Sort) -> Vec<Product> {
+    let mut all: Vec<Product> = products::collection(&app.db)
+        .find(filter)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    all.sort_by(|a, b| order(sort, a, b));
+    all
+}
+
+fn slugs(doc: &scraper::Html) -> Vec<String> {
+    let sel = scraper::Selector::parse(".product-grid .product-title a").unwrap();
+    doc.select(&sel)
+        .filter_map(|a| a.value().attr("href"))
+        .map(|href| href.trim_start_matches("/products/").to_string())
+        .collect()
+}
+
+async fn page(app: &TestApp, path: &str) -> scraper::Html {
+    let response = app.get(path).await;
+    assert_eq!(response.status(), StatusCode::OK, "{path}");
+    html(&body(response).await)
+}
+
+fn link(doc: &scraper::Html, rel: &str) -> Option<String> {
+    attr(doc, &format!(".pagination a[rel={rel}]"), "href")
+}
+
+fn current_page(doc: &scraper::Html) -> u64 {
+    texts(doc, ".pagination a[aria-current=page]")
+        .first()
+        .and_then(|n| n.parse().ok())
+        .expect("the current page is marked")
+}
+
+/// Follow Next links from `start` to the end; then Previous links back to the start. Returns the
+/// pages (slugs of each) both ways, the backward ones put back in forward order.
+async fn walk(app: &TestApp, start: &str) -> (Vec<Vec<String>>, Vec<Vec<String>>) {
+    let mut forward = Vec::new();
+    let mut path = start.to_string();
+    let mut last_path;
+    loop {
+        let doc = page(app, &path).await;
+        assert_eq!(
+            current_page(&doc),
+            forward.len() as u64 + 1,
+            "page number along the walk at {path}"
+        );
+        forward.push(slugs(&doc));
+        last_path = path.clone();
+        match link(&doc, "next") {
+            Some(next) => {
+                assert!(next.contains("after="), "Next is a keyset link: {next}");
+                path = next;
+            }
+            None => break,
+        }
+        assert!(forward.len() < 100, "the walk ends");
+    }
+    let mut backward = Vec::new();
+    let mut path = last_path;
+    loop {
+        let doc = page(app, &path).await;
+        backward.push(slugs(&doc));
+        match link(&doc, "prev") {
+            Some(prev) => path = prev,
+            None => break,
+        }
+        assert!(backward.len() < 100, "the walk back ends");
+    }
+    backward.reverse();
+    (forward, backward)
+}
+
+#[tokio::test]
+async fn next_and_previous_links_visit_every_product_once_in_order_under_every_sort() {
+    let app = app_with_ties().await;
+    let on_sale = ListingQuery::default().filter(doc! {});
+    let swing = categories::by_slug(&app.db, "swing")
+        .await
+        .unwrap()
+        .unwrap();
+    for sort in Sort::ALL {
+        for (path, filter) in [
+            (format!("/products?sort={}", sort.as_str()), on_sale.clone()),
+            (
+                format!("/categories/swing?sort={}", sort.as_str()),
+                ListingQuery::default().filter(listing::in_category(swing.id)),
+            ),
+        ] {
+            let want: Vec<String> = expected(&app, filter, sort)
+                .await
+                .into_iter()
+                .map(|p| p.slug)
+                .collect();
+            assert!(want.len() > 2 * PAGE_SIZE as usize, "{path}: several pages");
+            let (forward, backward) = walk(&app, &path).await;
+            for (n, p) in forward.iter().enumerate() {
+                let full = n + 1 < forward.len();
+                assert!(
+                    !full || p.len() == PAGE_SIZE as usize,
+                    "{path}: page {n} is full"
+                );
+            }
+            assert_eq!(
+                forward.concat(),
+                want,
+                "{path}: Next links, in order, once each"
+            );
+            assert_eq!(
+                backward, forward,
+                "{path}: Previous links show the same pages"
+            );
+        }
+    }
+}
+
+#[tokio::test]
+async fn deep_pages_link_numbers_only_near_the_ends() {
+    let app = spawn_app().await;
+    bazaar::catalog::demo::seed_bulk(&app.db, 600)
+        .await
+        .expect("seeded");
+    // 636 products: 53 pages. Page 2 links its neighbours by number.
+    let second = page(&app, "/products?page=2").await;
+    assert_eq!(
+        texts(&second, ".pagination a.page"),
+        ["1", "2", "3", "4", "53"]
+    );
+    // Page 27 by number still works; its neighbours are too deep to be linked by number, and
+    // Next and Previous are keyset links.
+    let middle = page(&app, "/products?page=27").await;
+    assert_eq!(texts(&middle, ".pagination a.page"), ["1", "27", "53"]);
+    let next = link(&middle, "next").expect("a next page");
+    let prev = link(&middle, "prev").expect("a previous page");
+    assert!(next.contains("after=") && prev.contains("before="));
+    let after = page(&app, &next).await;
+    assert_eq!(current_page(&after), 28);
+    assert_eq!(
+        attr(&after, ".pagination a[aria-current=page]", "href").as_deref(),
+        Some(next.as_str()),
+        "a keyset page's own number links to its own address"
+    );
+    let numbered = page(&app, "/products?page=28").await;
+    assert_eq!(
+        slugs(&after),
+        slugs(&numbered),
+        "the keyset page 28 is page 28"
+    );
+    let before = page(&app, &prev).await;
+    assert_eq!(
+        slugs(&before),
+        slugs(&page(&app, "/products?page=26").await)
+    );
+    // The last page by number, and Previous from it.
+    let last = page(&app, "/products?page=53").await;
+    assert!(link(&last, "next").is_none());
+    assert_eq!(slugs(&last).len(), 636 - 52 * PAGE_SIZE as usize);
+}
+
+#[tokio::test]
+async fn bad_cursors_are_a_400_page() {
+    let app = spawn_app().await;
+    let first = page(&app, "/products?sort=price").await;
+    let next = link(&first, "next").expect("a second page");
+    let token = next.split("after=").nth(1).expect("a token").to_string();
+    // The genuine link works.
+    page(&app, &next).await;
+    let garbage = [
+        "/products?after=".to_string(),
+        "/products?after=%21%21%21".to_string(),
+        "/products?before=bm90IGEgdG9rZW4".to_string(),
+        // A token made for another sort order.
+        format!("/products?sort=title&after={token}"),
+        format!("/products?after={token}"),
+        // Both at once.
+        format!("/products?sort=price&after={token}&before={token}"),
+        format!("/categories/jazz?sort=price&after=x{}", &token[1..]),
+        format!("/categories/jazz?sort=price&after={}", "A".repeat(5_000)),
+    ];
+    for path in garbage {
+        let response = app.get(&path).await;
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{path}");
+        let text = body(response).await;
+        assert!(
+            text.contains("page link is not valid"),
+            "{path}: the page says why"
+        );
+    }
+}
+
+#[tokio::test]
+async fn products_added_during_a_walk_never_repeat_or_hide_others() {
+    let app = app_with_ties().await;
+    let sort = Sort::PriceLow;
+    let filter = ListingQuery::default().filter(doc! {});
+    let at_start: Vec<Product> = expected(&app, filter.clone(), sort).await;
+    let mut seen: Vec<String> = Vec::new();
+    // Added products, each with the cursor (last product seen) at the time it was added.
+    let mut added: Vec<(String, Option<String>)> = Vec::new();
+    let mut path = "/products?sort=price".to_string();
+    let mut n = 1_000;
+    loop {
+        let doc = page(&app, &path).await;
+        seen.extend(slugs(&doc));
+        // Two new products per page, at prices spread over the whole listing: some land ahead
+        // of the walk, some behind it, some on its cursor's own price.
+        for _ in 0..2 {
+            let mut new = new_product(n, None);
+            new.retail_cents = [100, 1_200, 2_000, 1_500, 3_000, 900][n % 6];
+            n += 1;
+            let product = products::create(&app.db, new).await.expect("created");
+            added.push((product.slug, seen.last().cloned()));
+        }
+        match link(&doc, "next") {
+            Some(next) => path = next,
+            None => break,
+        }
+    }
+    let mut once = HashSet::new();
+    for slug in &seen {
+        assert!(once.insert(slug.clone()), "{slug} shown twice");
+    }
+    for p in &at_start {
+        assert!(
+            once.contains(&p.slug),
+            "{} was there all along but skipped",
+            p.slug
+        );
+    }
+    // An added product shows exactly when it sorts after the cursor it was added at.
+    let now: HashMap<String, Product> = expected(&app, filter, sort)
+        .await
+        .into_iter()
+        .map(|p| (p.slug.clone(), p))
+        .collect();
+    for (slug, cursor) in &added {
+        let ahead = match cursor {
+            None => true,
+            Some(c) => order(sort, &now[c], &now[slug]) == Ordering::Less,
+        };
+        assert_eq!(once.contains(slug), ahead, "{slug} (added at {cursor:?})");
+    }
+    // And what was shown is in order.
+    let shown: Vec<&Product> = seen.iter().map(|s| &now[s]).collect();
+    assert!(
+        shown
+            .windows(2)
+            .all(|w| order(sort, w[0], w[1]) == Ordering::Less),
+        "the walk is in the listing's order"
+    );
+}
+
+/// A keyset page is read from the sort index at its cursor: the store examines the keys from
+/// the cursor to the page's last product (plus the cursor's ties), sorts nothing and skips
+/// nothing, however deep the cursor is.
+#[tokio::test]
+async fn a_keyset_page_walks_the_sort_index_from_its_cursor() {
+    let app = app_with_ties().await;
+    bazaar::catalog::demo::seed_bulk(&app.db, 1_000)
+        .await
+        .expect("seeded");
+    let music = categories::by_slug(&app.db, "music")
+        .await
+        .unwrap()
+        .unwrap();
+    let everything = ListingQuery::default().filter(doc! {});
+    for sort in Sort::ALL {
+        let catalog = expected(&app, everything.clone(), sort).await;
+        for (what, filter) in [
+            ("all products", everything.clone()),
+            (
+                "the music category",
+                ListingQuery::default().filter(listing::in_category(music.id)),
+            ),
+        ] {
+            let listed: HashSet<bson::oid::ObjectId> = expected(&app, filter.clone(), sort)
+                .await
+                .into_iter()
+                .map(|p| p.id)
+                .collect();
+            // A cursor three quarters of the way down the catalog.
+            let at_index = catalog.len() * 3 / 4;
+            let at = &catalog[at_index];
+            let ties = catalog
+                .iter()
+                .filter(|p| key(sort, p) == key(sort, at))
+                .count();
+            for seek in [
+                Seek::After(Cursor::at(sort, at, 9).unwrap()),
+                Seek::Before(Cursor::at(sort, at, 9).unwrap()),
+            ] {
+                // What an ideal walk reads: index entries from the cursor until a page and one
+                // more product of the listing have gone by.
+                let steps: Box<dyn Iterator<Item = &Product>> = if seek.forward() {
+                    Box::new(catalog[at_index + 1..].iter())
+                } else {
+                    Box::new(catalog[..at_index].iter().rev())
+                };
+                let mut found = 0;
+                let mut walk = 0;
+                for p in steps {
+                    if found == PAGE_SIZE + 1 {
+                        break;
+                    }
+                    walk += 1;
+                    found += u64::from(listed.contains(&p.id));
+                }
+                let mut keys = 0;
+                // The category is a third of the catalog: dense enough to walk the sort index.
+                for find in seek::finds(&filter, &seek, true) {
+                    let explain = app
+                        .db
+                        .database()
+                        .run_command(doc! {
+                            "explain": find.command(products::COLLECTION),
+                            "verbosity": "executionStats",
+                        })
+                        .await
+                        .expect("explain runs");
+                    let plan = Bson::Document(explain.clone());
+                    let scan = find_stage(&plan, "IXSCAN")
+                        .unwrap_or_else(|| panic!("{what} {sort:?}: no index scan: {explain}"));
+                    assert_eq!(
+                        scan.get_document("keyPattern").unwrap(),
+                        &sort.index(),
+                        "{what} {sort:?}"
+                    );
+                    assert!(
+                        find_stage(&plan, "SORT").is_none(),
+                        "{what} {sort:?}: {explain}"
+                    );
+                    let stats = explain.get_document("executionStats").unwrap();
+                    keys += stats.get_i64("totalKeysExamined").unwrap() as usize;
+                }
+                // Within twice the ideal walk (the store counts a key or so beyond each find's
+                // last match); a skip to the cursor would read hundreds.
+                let bound = 2 * (walk + ties) + 2;
+                assert!(
+                    keys <= bound,
+                    "{what} {sort:?} {seek:?}: {keys} keys examined, an ideal walk reads {walk} \
+                     (+{ties} ties)"
+                );
+                assert!(
+                    bound < at_index / 3,
+                    "{what} {sort:?}: the cursor is deep compared with a page"
+                );
+            }
+        }
+    }
+}
+
+/// A keyset page costs the same finds however deep it is: no count, no skip.
+#[tokio::test]
+async fn a_keyset_page_sends_at_most_two_finds() {
+    let app = spawn_app_with(&[("BAZAAR_LOG__DATABASE_COMMANDS", "true")]).await;
+    bazaar::catalog::demo::seed_bulk(&app.db, 600)
+        .await
+        .expect("seeded");
+    let middle = page(&app, "/products?sort=discount&page=27").await;
+    let next = link(&middle, "next").expect("a next page");
+    page(&app, &next).await;
+    app.db.commands().record();
+    page(&app, &next).await;
+    let sent: Vec<String> = app
+        .db
+        .commands()
+        .take()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert!(
+        !sent.is_empty() && sent.len() <= 2 && sent.iter().all(|c| c == "find products"),
+        "{sent:?}"
+    );
+}
