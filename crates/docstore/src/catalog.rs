@@ -98,7 +98,7 @@ impl Catalog {
                 // Documents first, then every secondary index built in parallel (start-up
                 // time at a million documents).
                 for doc in image.docs {
-                    coll.put(Arc::unwrap_or_clone(doc))?;
+                    coll.put_stored(doc)?;
                 }
                 let specs = image
                     .indexes

@@ -378,7 +378,7 @@ fn model_of_recovered(rec: &Recovered) -> Model {
         for d in &c.docs {
             entry
                 .0
-                .insert(d.get("_id").unwrap().to_string(), (**d).clone());
+                .insert(d.id().unwrap().to_string(), d.to_document().unwrap());
         }
         for i in &c.indexes {
             entry.1.insert(i.get_str("name").unwrap().to_string());
@@ -720,7 +720,12 @@ fn images() -> impl Strategy<Value = Vec<docstore::storage::CollectionImage>> {
                 options: doc! {},
                 indexes: vec![doc! {"v": 2, "key": {"a": 1}, "name": "a_1"}],
                 docs: (0..n as i32)
-                    .map(|i| std::sync::Arc::new(doc! {"_id": c as i32 * 100 + i, "a": i}))
+                    .map(|i| {
+                        docstore::storage::StoredDoc::from_document(
+                            &doc! {"_id": c as i32 * 100 + i, "a": i},
+                        )
+                        .unwrap()
+                    })
                     .collect(),
             })
             .collect()
@@ -755,8 +760,8 @@ proptest! {
             let original = images.iter().find(|i| i.coll == c.coll);
             prop_assert!(original.is_some(), "invented collection {}", c.coll);
             for d in &c.docs {
-                prop_assert!(original.unwrap().docs.iter().any(|o| **o == **d), "{} misfiled in {}", d, c.coll);
-                kept.insert(d.get_i32("_id").unwrap());
+                prop_assert!(original.unwrap().docs.iter().any(|o| o == d), "{} misfiled in {}", d, c.coll);
+                kept.insert(d.to_document().unwrap().get_i32("_id").unwrap());
             }
         }
         // A document whose record the damage did not touch is kept or named by _id.

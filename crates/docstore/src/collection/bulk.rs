@@ -36,7 +36,7 @@ impl Collection {
                                 let build = || -> Result<Index> {
                                     let mut index = Index::new(spec)?;
                                     for (record, doc) in docs {
-                                        let keys = index.keys_for(doc)?;
+                                        let keys = index.keys_for_stored(doc)?;
                                         index.check_unique(&keys, *record, ns)?;
                                         index.insert(&keys, *record);
                                     }

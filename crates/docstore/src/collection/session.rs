@@ -7,13 +7,12 @@
 //!
 //! Reads go through `Deref` to the [`Collection`]; there is deliberately no `DerefMut`.
 
-use super::Collection;
+use super::{Collection, StoredDoc};
 use crate::error::Result;
 use crate::index::{IndexSpec, RecordId};
 use crate::storage::JournalOp;
 use bson::{Bson, Document};
 use std::ops::Deref;
-use std::sync::Arc;
 
 /// A collection borrowed for writing, with the journal entries of the changes made so far.
 pub struct WriteSession<'a> {
@@ -66,12 +65,13 @@ impl<'a> WriteSession<'a> {
     }
 
     /// Remove the document at `record`, if any; journaled as a `Delete` by `_id`.
-    pub fn remove(&mut self, record: RecordId) -> Option<Arc<Document>> {
+    pub fn remove(&mut self, record: RecordId) -> Option<StoredDoc> {
         let doc = self.coll.remove(record)?;
         self.ops.push(JournalOp::Delete {
             db: self.coll.db.clone(),
             coll: self.coll.name.clone(),
-            id: doc.get("_id").cloned().unwrap_or(Bson::Null),
+            // Stored bytes were validated when stored: `_id` decodes.
+            id: doc.id().unwrap_or(Bson::Null),
         });
         Some(doc)
     }
@@ -114,8 +114,17 @@ impl<'a> WriteSession<'a> {
 
     /// Swap in a whole new collection (`$out`): journaled as dropping and re-creating the
     /// collection with `fresh`'s options, then its indexes, then its documents in natural order.
-    pub fn replace_contents(&mut self, fresh: Collection) {
+    pub fn replace_contents(&mut self, fresh: Collection) -> Result<()> {
         let (db, coll) = (self.coll.db.clone(), self.coll.name.clone());
+        // Decoded before anything is recorded, so a failure records nothing.
+        let mut puts = Vec::with_capacity(fresh.len());
+        for doc in fresh.all_documents() {
+            puts.push(JournalOp::Put {
+                db: db.clone(),
+                coll: coll.clone(),
+                doc: doc.to_document()?,
+            });
+        }
         self.ops.push(JournalOp::DropCollection {
             db: db.clone(),
             coll: coll.clone(),
@@ -132,14 +141,9 @@ impl<'a> WriteSession<'a> {
                 spec: index.spec.to_document(),
             });
         }
-        for doc in fresh.all_documents() {
-            self.ops.push(JournalOp::Put {
-                db: db.clone(),
-                coll: coll.clone(),
-                doc: (**doc).clone(),
-            });
-        }
+        self.ops.extend(puts);
         *self.coll = fresh;
+        Ok(())
     }
 }
 
@@ -205,7 +209,7 @@ mod tests {
         fresh.insert(doc! { "_id": 2, "n": 1 }).unwrap();
         fresh.insert(doc! { "_id": 1, "n": 2 }).unwrap();
         let mut session = WriteSession::new(&mut coll);
-        session.replace_contents(fresh);
+        session.replace_contents(fresh).unwrap();
         let ops = session.into_ops();
         assert_eq!(ops.len(), 5);
         assert_eq!(

@@ -283,8 +283,8 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
 fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<Document>> {
     hits.into_iter()
         .map(|hit| match projection {
-            Some(p) => p.apply_scored(&hit.doc, hit.position, hit.score),
-            None => Ok(Arc::unwrap_or_clone(hit.doc)),
+            Some(p) => p.apply_scored(&hit.doc.to_document()?, hit.position, hit.score),
+            None => hit.doc.to_document(),
         })
         .collect()
 }
@@ -393,7 +393,8 @@ pub fn apply_update(c: &mut WriteSession<'_>, plan: &UpdatePlan) -> Result<Updat
     }
     let (hits, _) = c.query(&query)?;
     for hit in hits {
-        let mut doc = (*hit.doc).clone();
+        let mut doc = hit.doc.to_document()?;
+        let before = (!plan.multi).then(|| doc.clone());
         let ctx = ApplyContext {
             matched_position: hit.position,
             is_insert: false,
@@ -406,7 +407,7 @@ pub fn apply_update(c: &mut WriteSession<'_>, plan: &UpdatePlan) -> Result<Updat
             out.modified += 1;
         }
         if !plan.multi {
-            out.before = Some(Arc::unwrap_or_clone(hit.doc));
+            out.before = before;
             out.after = Some(doc);
         }
     }
@@ -687,7 +688,7 @@ pub fn delete_matching(
     let mut removed = Vec::with_capacity(hits.len());
     for hit in hits {
         if let Some(doc) = c.remove(hit.record) {
-            removed.push(Arc::unwrap_or_clone(doc));
+            removed.push(doc.to_document()?);
         }
     }
     Ok(removed)
@@ -860,8 +861,10 @@ pub fn distinct(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<R
     if let Some(handle) = state.catalog.get(db, coll) {
         let c = handle.read();
         let (hits, _) = c.query(&read.query_spec())?;
+        let head = [key.split('.').next().unwrap_or_default().to_string()];
         for hit in hits {
-            for value in path::collect_path_values(&hit.doc, key, path::LeafArrays::NoTraversal) {
+            let doc = hit.doc.select(Some(&head))?;
+            for value in path::collect_path_values(&doc, key, path::LeafArrays::NoTraversal) {
                 // Arrays contribute their elements, as MongoDB's distinct does.
                 let items = match value {
                     Bson::Array(items) => items,

@@ -526,7 +526,12 @@ mod tests {
             options: doc! {},
             indexes: vec![],
             docs: (0..n)
-                .map(|i| Arc::new(doc! {"_id": i, "name": format!("item {i}")}))
+                .map(|i| {
+                    crate::collection::StoredDoc::from_document(
+                        &doc! {"_id": i, "name": format!("item {i}")},
+                    )
+                    .unwrap()
+                })
                 .collect(),
         };
         let first;
