@@ -534,7 +534,7 @@ fn replay(dbs: &mut Namespaces, op: JournalOp) -> Result<()> {
             coll: name,
             doc,
         } => {
-            coll(dbs, &db, &name).write().put(doc)?;
+            coll(dbs, &db, &name).write().put_stored(doc)?;
         }
         JournalOp::Delete { db, coll: name, id } => {
             let handle = coll(dbs, &db, &name);

@@ -800,6 +800,44 @@ mod tests {
     use bson::{oid::ObjectId, spec::BinarySubtype, Binary, Regex, Timestamp};
 
     #[test]
+    fn matching_the_fields_a_filter_reads_agrees_with_matching_the_whole_document() {
+        let docs = [
+            doc! { "_id": 1, "a": 5, "b": { "c": [1, 2, { "d": "x" }] }, "tags": ["p", "q"] },
+            doc! { "_id": 2, "a": [4, 6], "b": null, "z": 1 },
+            doc! { "_id": 3, "b": { "c": 3 }, "tags": [] },
+            doc! { "_id": 4, "a": "5", "arr": [{ "k": 1, "v": 2 }, { "k": 2, "v": 9 }] },
+        ];
+        let filters = [
+            doc! {},
+            doc! { "a": 5 },
+            doc! { "a": { "$gt": 4, "$lt": 7 } },
+            doc! { "b.c": 2 },
+            doc! { "b.c.d": "x" },
+            doc! { "b.c.2.d": { "$exists": true } },
+            doc! { "a": { "$exists": false } },
+            doc! { "$or": [{ "z": 1 }, { "tags": "q" }] },
+            doc! { "$nor": [{ "a": 5 }], "tags": { "$size": 0 } },
+            doc! { "a": { "$not": { "$type": "string" } } },
+            doc! { "arr": { "$elemMatch": { "k": 2, "v": { "$gt": 3 } } } },
+            doc! { "arr.k": 2 },
+            doc! { "$expr": { "$eq": ["$a", 5] } },
+            doc! { "$and": [{ "a": { "$in": [6, "5"] } }, { "_id": { "$gte": 2 } }] },
+        ];
+        for filter_doc in &filters {
+            let filter = Filter::parse(filter_doc).unwrap();
+            let matcher = RawMatcher::new(&filter);
+            for doc in &docs {
+                let stored = StoredDoc::from_document(doc).unwrap();
+                assert_eq!(
+                    matcher.matches(&stored).unwrap(),
+                    filter.try_matches_with_position(doc).unwrap(),
+                    "{filter_doc} on {doc}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn computed_bson_size_equals_the_encoded_length() {
         let mut big_array = Vec::new();
         for i in 0..123 {

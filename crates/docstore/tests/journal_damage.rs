@@ -35,12 +35,12 @@ fn to_op(action: &Action) -> JournalOp {
         Action::Insert { coll, id, pad } => JournalOp::Put {
             db: "shop".into(),
             coll: coll_name(*coll),
-            doc: doc! {"_id": id, "a": id * 3, "pad": "p".repeat(*pad)},
+            doc: stored(doc! {"_id": id, "a": id * 3, "pad": "p".repeat(*pad)}),
         },
         Action::Update { coll, id, value } => JournalOp::Put {
             db: "shop".into(),
             coll: coll_name(*coll),
-            doc: doc! {"_id": id, "a": value, "b": "updated"},
+            doc: stored(doc! {"_id": id, "a": value, "b": "updated"}),
         },
         Action::Delete { coll, id } => JournalOp::Delete {
             db: "shop".into(),
@@ -348,8 +348,11 @@ fn model_of_ops(ops: &[JournalOp]) -> Model {
     for op in ops {
         match op {
             JournalOp::Put { coll, doc, .. } => {
-                let id = doc.get("_id").unwrap().to_string();
-                m.entry(coll.clone()).or_default().0.insert(id, doc.clone());
+                let id = doc.id().unwrap().to_string();
+                m.entry(coll.clone())
+                    .or_default()
+                    .0
+                    .insert(id, doc.to_document().unwrap());
             }
             JournalOp::Delete { coll, id, .. } => {
                 m.entry(coll.clone()).or_default().0.remove(&id.to_string());
@@ -385,6 +388,10 @@ fn model_of_recovered(rec: &Recovered) -> Model {
         }
     }
     m
+}
+
+fn stored(doc: bson::Document) -> docstore::storage::StoredDoc {
+    docstore::storage::StoredDoc::from_document(&doc).unwrap()
 }
 
 const FAST: Duration = Duration::from_millis(50);

@@ -42,7 +42,7 @@ impl<'a> WriteSession<'a> {
         self.ops
     }
 
-    fn put_op(&self, doc: Document) -> JournalOp {
+    fn put_op(&self, doc: StoredDoc) -> JournalOp {
         JournalOp::Put {
             db: self.coll.db.clone(),
             coll: self.coll.name.clone(),
@@ -52,16 +52,26 @@ impl<'a> WriteSession<'a> {
 
     /// Insert a document (already given its `_id`); journaled as a `Put`.
     pub fn insert(&mut self, doc: Document) -> Result<RecordId> {
-        let record = self.coll.insert(doc.clone())?;
-        self.ops.push(self.put_op(doc));
+        let record = self.coll.insert(doc)?;
+        self.record_put(record)?;
         Ok(record)
+    }
+
+    /// Journal the document now stored at `record` (sharing its bytes).
+    fn record_put(&mut self, record: RecordId) -> Result<()> {
+        let stored = self
+            .coll
+            .get(record)
+            .cloned()
+            .ok_or_else(|| crate::error::Error::internal("a stored record vanished"))?;
+        self.ops.push(self.put_op(stored));
+        Ok(())
     }
 
     /// Replace the document at `record`; journaled as a `Put` of the new version.
     pub fn replace(&mut self, record: RecordId, new_doc: Document) -> Result<()> {
-        self.coll.replace(record, new_doc.clone())?;
-        self.ops.push(self.put_op(new_doc));
-        Ok(())
+        self.coll.replace(record, new_doc)?;
+        self.record_put(record)
     }
 
     /// Remove the document at `record`, if any; journaled as a `Delete` by `_id`.
@@ -114,17 +124,8 @@ impl<'a> WriteSession<'a> {
 
     /// Swap in a whole new collection (`$out`): journaled as dropping and re-creating the
     /// collection with `fresh`'s options, then its indexes, then its documents in natural order.
-    pub fn replace_contents(&mut self, fresh: Collection) -> Result<()> {
+    pub fn replace_contents(&mut self, fresh: Collection) {
         let (db, coll) = (self.coll.db.clone(), self.coll.name.clone());
-        // Decoded before anything is recorded, so a failure records nothing.
-        let mut puts = Vec::with_capacity(fresh.len());
-        for doc in fresh.all_documents() {
-            puts.push(JournalOp::Put {
-                db: db.clone(),
-                coll: coll.clone(),
-                doc: doc.to_document()?,
-            });
-        }
         self.ops.push(JournalOp::DropCollection {
             db: db.clone(),
             coll: coll.clone(),
@@ -141,9 +142,14 @@ impl<'a> WriteSession<'a> {
                 spec: index.spec.to_document(),
             });
         }
-        self.ops.extend(puts);
+        for doc in fresh.all_documents() {
+            self.ops.push(JournalOp::Put {
+                db: db.clone(),
+                coll: coll.clone(),
+                doc: doc.clone(),
+            });
+        }
         *self.coll = fresh;
-        Ok(())
     }
 }
 
@@ -156,7 +162,7 @@ mod tests {
         JournalOp::Put {
             db: "shop".into(),
             coll: "items".into(),
-            doc,
+            doc: StoredDoc::from_document(&doc).unwrap(),
         }
     }
 
@@ -209,7 +215,7 @@ mod tests {
         fresh.insert(doc! { "_id": 2, "n": 1 }).unwrap();
         fresh.insert(doc! { "_id": 1, "n": 2 }).unwrap();
         let mut session = WriteSession::new(&mut coll);
-        session.replace_contents(fresh).unwrap();
+        session.replace_contents(fresh);
         let ops = session.into_ops();
         assert_eq!(ops.len(), 5);
         assert_eq!(

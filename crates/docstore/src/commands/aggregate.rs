@@ -302,7 +302,7 @@ fn write_out(catalog: &Catalog, db: &str, coll: &str, results: Vec<Document>) ->
         } else {
             build_collection(db, coll, c.options.clone(), &current, &docs)
         };
-        fresh.and_then(|fresh| c.replace_contents(fresh))
+        fresh.map(|fresh| c.replace_contents(fresh))
     })?;
     match outcome {
         Some(o) => o.value.map(|()| o.lsn),

@@ -280,11 +280,16 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
     )))
 }
 
+/// The documents a find returns, each decoded only as far as its projection reads it.
 fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<Document>> {
+    let fields = projection.and_then(Projection::top_level_fields);
     hits.into_iter()
-        .map(|hit| match projection {
-            Some(p) => p.apply_scored(&hit.doc.to_document()?, hit.position, hit.score),
-            None => hit.doc.to_document(),
+        .map(|hit| {
+            let doc = hit.doc.select(fields.as_deref())?;
+            match projection {
+                Some(p) => p.apply_scored(&doc, hit.position, hit.score),
+                None => Ok(doc),
+            }
         })
         .collect()
 }

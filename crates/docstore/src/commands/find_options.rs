@@ -68,6 +68,7 @@ impl FindExtras {
                 None => taken.collect(),
             };
         }
+        let fields = projection.and_then(Projection::top_level_fields);
         hits.into_iter()
             .map(|hit| {
                 let mut out = if self.return_key {
@@ -78,7 +79,7 @@ impl FindExtras {
                     }
                 } else {
                     match projection {
-                        Some(p) => p.apply(&hit.doc.to_document()?, hit.position)?,
+                        Some(p) => p.apply(&hit.doc.select(fields.as_deref())?, hit.position)?,
                         None => hit.doc.to_document()?,
                     }
                 };

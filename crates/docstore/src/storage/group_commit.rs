@@ -379,7 +379,10 @@ mod tests {
         JournalOp::Put {
             db: "shop".into(),
             coll: "items".into(),
-            doc: doc! {"_id": i, "name": format!("item {i}")},
+            doc: crate::collection::StoredDoc::from_document(
+                &doc! {"_id": i, "name": format!("item {i}")},
+            )
+            .unwrap(),
         }
     }
 
@@ -641,7 +644,10 @@ mod tests {
         let big = |i: i32| JournalOp::Put {
             db: "shop".into(),
             coll: "items".into(),
-            doc: doc! {"_id": i, "pad": "x".repeat(16 * 1024)},
+            doc: crate::collection::StoredDoc::from_document(
+                &doc! {"_id": i, "pad": "x".repeat(16 * 1024)},
+            )
+            .unwrap(),
         };
         let mut acknowledged = Vec::new();
         {

@@ -63,11 +63,12 @@ pub enum JournalOp {
         coll: String,
         name: String,
     },
-    /// Insert or replace the document with this `_id` (full post-image).
+    /// Insert or replace the document with this `_id` (full post-image), as the collection
+    /// stores it (journaling it copies no document).
     Put {
         db: String,
         coll: String,
-        doc: Document,
+        doc: StoredDoc,
     },
     Delete {
         db: String,

@@ -277,7 +277,9 @@ fn lost_op(op: &JournalOp, at: std::ops::Range<u64>) -> LostOp {
         JournalOp::DropIndex { db, coll, name } => {
             ("dropIndex", ns(db, coll), None, Some(name.clone()))
         }
-        JournalOp::Put { db, coll, doc } => ("put", ns(db, coll), doc.get("_id").cloned(), None),
+        JournalOp::Put { db, coll, doc } => {
+            ("put", ns(db, coll), doc.get("_id").ok().flatten(), None)
+        }
         JournalOp::Delete { db, coll, id } => ("delete", ns(db, coll), Some(id.clone()), None),
     };
     LostOp {
@@ -1100,7 +1102,10 @@ mod tests {
         JournalOp::Put {
             db: "shop".into(),
             coll: "items".into(),
-            doc: doc! {"_id": i, "name": format!("item {i}")},
+            doc: crate::collection::StoredDoc::from_document(
+                &doc! {"_id": i, "name": format!("item {i}")},
+            )
+            .unwrap(),
         }
     }
 

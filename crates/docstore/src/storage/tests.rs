@@ -13,7 +13,7 @@ fn put(i: i32) -> JournalOp {
     JournalOp::Put {
         db: "shop".into(),
         coll: "items".into(),
-        doc: doc! {"_id": i, "name": format!("item {i}")},
+        doc: StoredDoc::from_document(&doc! {"_id": i, "name": format!("item {i}")}).unwrap(),
     }
 }
 
@@ -444,7 +444,7 @@ fn concurrent_appenders_keep_their_own_order() {
         let JournalOp::Put { doc, .. } = op else {
             panic!("unexpected op {op:?}");
         };
-        let id = doc.get_i32("_id").unwrap();
+        let id = doc.to_document().unwrap().get_i32("_id").unwrap();
         let (t, i) = ((id / 1000) as usize, id % 1000);
         assert!(i > last[t], "thread {t} ops out of order");
         last[t] = i;
