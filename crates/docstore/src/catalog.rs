@@ -94,18 +94,15 @@ impl Catalog {
         {
             let mut dbs = catalog.databases.write();
             for image in recovered.collections {
-                let mut coll = Collection::new(&image.db, &image.coll, image.options);
-                // Documents first, then every secondary index built in parallel (start-up
-                // time at a million documents).
-                for doc in image.docs {
-                    coll.put_stored(doc)?;
-                }
+                // Documents first, then every index built in parallel (start-up time at a
+                // million documents).
                 let specs = image
                     .indexes
                     .iter()
                     .map(IndexSpec::parse)
                     .collect::<Result<Vec<_>>>()?;
-                coll.create_indexes_parallel(specs)?;
+                let coll =
+                    Collection::load(&image.db, &image.coll, image.options, image.docs, specs)?;
                 dbs.entry(image.db)
                     .or_default()
                     .insert(image.coll, Arc::new(RwLock::new(coll)));

@@ -782,7 +782,7 @@ fn encode_checked(doc: &Document) -> Result<StoredDoc> {
     StoredDoc::from_document(doc)
 }
 
-fn check_size(size: usize) -> Result<()> {
+pub(crate) fn check_size(size: usize) -> Result<()> {
     if size > MAX_DOCUMENT_SIZE {
         return Err(Error::new(
             ErrorCode::BSONObjectTooLarge,

@@ -421,6 +421,32 @@ impl Index {
         }
     }
 
+    /// Build an empty index's entries from every document at once (start-up): the keys are
+    /// sorted first and the tree is built from them in order, which is faster than inserting
+    /// one at a time and packs its nodes full. Fails, leaving the index empty, as
+    /// [`Index::check_unique`] would on the first duplicate of a unique index.
+    pub fn build<'a>(
+        &mut self,
+        docs: impl Iterator<Item = (RecordId, &'a crate::collection::StoredDoc)>,
+        ns: &str,
+    ) -> Result<()> {
+        let mut entries: Vec<(KeyBytes, RecordId)> = Vec::new();
+        for (rid, doc) in docs {
+            for key in self.keys_for_stored(doc)? {
+                entries.push((KeyBytes::from(key.as_slice()), rid));
+            }
+        }
+        entries.sort_unstable();
+        entries.dedup();
+        if self.spec.unique {
+            if let Some(pair) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
+                return Err(self.duplicate_key_error(pair[1].0.as_slice(), ns));
+            }
+        }
+        self.entries = entries.into_iter().collect();
+        Ok(())
+    }
+
     pub fn remove(&mut self, keys: &[Vec<u8>], rid: RecordId) {
         for key in keys {
             self.entries.remove(&(KeyBytes::from(key.as_slice()), rid));
