@@ -113,7 +113,10 @@ mod tests {
     use super::*;
     use bson::{doc, Document};
 
-    fn entries(c: &Collection) -> Vec<(String, Vec<(Vec<u8>, u64)>, bool)> {
+    /// Per index: its name, its (key, record) entries and whether it is multikey.
+    type IndexContents = (String, Vec<(Vec<u8>, u64)>, bool);
+
+    fn entries(c: &Collection) -> Vec<IndexContents> {
         c.indexes()
             .iter()
             .map(|i| {
