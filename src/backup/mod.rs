@@ -114,12 +114,17 @@ async fn logical_backup(db: &Db, dir: &Path) -> anyhow::Result<BackupReport> {
             .await
             .with_context(|| format!("reading {name}"))?;
         let indexes = index_specs(database, &name).await?;
+        let docs = docs
+            .iter()
+            .map(docstore::storage::StoredDoc::from_document)
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("encoding a document of {name}"))?;
         images.push(docstore::storage::CollectionImage {
             db: database.name().to_string(),
             coll: name,
             options: Document::new(),
             indexes,
-            docs: docs.into_iter().map(std::sync::Arc::new).collect(),
+            docs,
         });
     }
     let target = dir.to_path_buf();
@@ -259,7 +264,12 @@ pub async fn restore_through_driver(
             .with_context(|| format!("cannot create {}.{}", image.db, image.coll))?;
         let coll = database.collection::<Document>(&image.coll);
         for chunk in image.docs.chunks(BATCH) {
-            coll.insert_many(chunk.iter().map(|d| d.as_ref()))
+            let batch = chunk
+                .iter()
+                .map(docstore::storage::StoredDoc::to_document)
+                .collect::<Result<Vec<_>, _>>()
+                .with_context(|| format!("reading {}.{}", image.db, image.coll))?;
+            coll.insert_many(batch)
                 .await
                 .with_context(|| format!("writing {}.{}", image.db, image.coll))?;
         }

@@ -94,18 +94,15 @@ impl Catalog {
         {
             let mut dbs = catalog.databases.write();
             for image in recovered.collections {
-                let mut coll = Collection::new(&image.db, &image.coll, image.options);
-                // Documents first, then every secondary index built in parallel (start-up
-                // time at a million documents).
-                for doc in image.docs {
-                    coll.put(Arc::unwrap_or_clone(doc))?;
-                }
+                // Documents first, then every index built in parallel (start-up time at a
+                // million documents).
                 let specs = image
                     .indexes
                     .iter()
                     .map(IndexSpec::parse)
                     .collect::<Result<Vec<_>>>()?;
-                coll.create_indexes_parallel(specs)?;
+                let coll =
+                    Collection::load(&image.db, &image.coll, image.options, image.docs, specs)?;
                 dbs.entry(image.db)
                     .or_default()
                     .insert(image.coll, Arc::new(RwLock::new(coll)));
@@ -534,7 +531,7 @@ fn replay(dbs: &mut Namespaces, op: JournalOp) -> Result<()> {
             coll: name,
             doc,
         } => {
-            coll(dbs, &db, &name).write().put(doc)?;
+            coll(dbs, &db, &name).write().put_stored(doc)?;
         }
         JournalOp::Delete { db, coll: name, id } => {
             let handle = coll(dbs, &db, &name);

@@ -1,5 +1,6 @@
-//! One collection in memory: documents by record id (natural order), its indexes kept in step
-//! with every write, and query execution (plan, scan, filter, sort, skip, limit).
+//! One collection in memory: documents by record id (natural order), kept as BSON bytes (see
+//! `stored`), its indexes kept in step with every write, and query execution (plan, scan,
+//! filter, sort, skip, limit).
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::planner::{self, Plan};
@@ -8,12 +9,13 @@ use crate::query::{Filter, SortSpec};
 use bson::{doc, Bson, Document};
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 
 mod bulk;
 mod count;
 mod session;
+mod stored;
 pub use session::WriteSession;
+pub use stored::StoredDoc;
 
 /// Largest document MongoDB stores.
 pub const MAX_DOCUMENT_SIZE: usize = 16 * 1024 * 1024;
@@ -22,7 +24,9 @@ pub struct Collection {
     pub db: String,
     pub name: String,
     pub options: Document,
-    docs: BTreeMap<RecordId, Arc<Document>>,
+    docs: BTreeMap<RecordId, StoredDoc>,
+    /// Sum of the documents' BSON sizes.
+    data_bytes: u64,
     next_record: RecordId,
     /// `indexes[0]` is always `_id_`.
     indexes: Vec<Index>,
@@ -44,7 +48,8 @@ pub struct QuerySpec<'a> {
 /// One matching document with the array position its filter matched (for positional `$`).
 pub struct Hit {
     pub record: RecordId,
-    pub doc: Arc<Document>,
+    /// The stored document; [`StoredDoc::to_document`] decodes it.
+    pub doc: StoredDoc,
     pub position: Option<usize>,
     /// The text score, for a query with `$text`.
     pub score: Option<f64>,
@@ -67,6 +72,7 @@ impl Collection {
             name: name.to_string(),
             options,
             docs: BTreeMap::new(),
+            data_bytes: 0,
             next_record: 1,
             indexes: vec![id_index],
             dropped: false,
@@ -96,23 +102,18 @@ impl Collection {
     }
 
     /// Every document with its record id, in natural order (`validate`).
-    pub fn records(&self) -> impl Iterator<Item = (RecordId, &Arc<Document>)> {
+    pub fn records(&self) -> impl Iterator<Item = (RecordId, &StoredDoc)> {
         self.docs.iter().map(|(rid, doc)| (*rid, doc))
     }
 
     /// Every document in natural order (snapshots, `$lookup`).
-    pub fn all_documents(&self) -> impl Iterator<Item = &Arc<Document>> {
+    pub fn all_documents(&self) -> impl Iterator<Item = &StoredDoc> {
         self.docs.values()
     }
 
-    /// Approximate data size in bytes (sum of BSON sizes is costly; we estimate from a sample).
+    /// Data size in bytes: the sum of the documents' BSON sizes.
     pub fn data_size(&self) -> u64 {
-        let sample: Vec<&Arc<Document>> = self.docs.values().take(100).collect();
-        if sample.is_empty() {
-            return 0;
-        }
-        let total: usize = sample.iter().map(|d| bson_size(d)).sum();
-        (total as u64 / sample.len() as u64) * self.docs.len() as u64
+        self.data_bytes
     }
 
     /// Record id of the document with this `_id`.
@@ -123,48 +124,75 @@ impl Collection {
             .next()
     }
 
-    pub fn get(&self, record: RecordId) -> Option<&Arc<Document>> {
+    pub fn get(&self, record: RecordId) -> Option<&StoredDoc> {
         self.docs.get(&record)
     }
 
     /// Insert a document that already has its `_id` first. All indexes are checked before any
     /// is changed, so a duplicate key leaves the collection untouched.
     pub fn insert(&mut self, doc: Document) -> Result<RecordId> {
-        check_document_size(&doc)?;
-        let record = self.next_record;
-        let ns = self.namespace();
+        let stored = encode_checked(&doc)?;
         let mut all_keys = Vec::with_capacity(self.indexes.len());
         for index in &self.indexes {
-            let keys = index.keys_for(&doc)?;
-            index.check_unique(&keys, record, &ns)?;
-            all_keys.push(keys);
+            all_keys.push(index.keys_for(&doc)?);
+        }
+        self.insert_with_keys(stored, all_keys)
+    }
+
+    /// Insert a document read from a snapshot (its bytes already validated), like
+    /// [`Collection::insert`].
+    pub fn insert_stored(&mut self, stored: StoredDoc) -> Result<RecordId> {
+        check_size(stored.len())?;
+        let mut all_keys = Vec::with_capacity(self.indexes.len());
+        for index in &self.indexes {
+            all_keys.push(index.keys_for_stored(&stored)?);
+        }
+        self.insert_with_keys(stored, all_keys)
+    }
+
+    fn insert_with_keys(
+        &mut self,
+        stored: StoredDoc,
+        all_keys: Vec<Vec<Vec<u8>>>,
+    ) -> Result<RecordId> {
+        let record = self.next_record;
+        let ns = self.namespace();
+        for (index, keys) in self.indexes.iter().zip(&all_keys) {
+            index.check_unique(keys, record, &ns)?;
         }
         for (index, keys) in self.indexes.iter_mut().zip(all_keys) {
             index.insert(&keys, record);
         }
         self.next_record += 1;
-        self.docs.insert(record, Arc::new(doc));
+        self.data_bytes += stored.len() as u64;
+        self.docs.insert(record, stored);
         Ok(record)
     }
 
     /// Replace the document at `record` with `new_doc`, keeping indexes consistent; on a
     /// duplicate key nothing changes.
     pub fn replace(&mut self, record: RecordId, new_doc: Document) -> Result<()> {
-        check_document_size(&new_doc)?;
-        let Some(old_doc) = self.docs.get(&record).cloned() else {
+        let stored = encode_checked(&new_doc)?;
+        let Some(old_stored) = self.docs.get(&record).cloned() else {
             return Err(Error::internal("record vanished during update"));
         };
+        // Decoded in full only for a text index, which reads every string field.
+        let mut old_full: Option<Document> = None;
         let ns = self.namespace();
         let mut changes = Vec::with_capacity(self.indexes.len());
         for (i, index) in self.indexes.iter().enumerate() {
-            if index
-                .text()
-                .is_some_and(|t| t.same_input(&old_doc, &new_doc))
-                && index.spec.partial_filter.is_none()
-            {
-                continue;
-            }
-            let old_keys = index.keys_for(&old_doc)?;
+            let old_keys = if let Some(text) = index.text() {
+                if old_full.is_none() {
+                    old_full = Some(old_stored.to_document()?);
+                }
+                let old_doc = old_full.as_ref().expect("decoded just above");
+                if text.same_input(old_doc, &new_doc) && index.spec.partial_filter.is_none() {
+                    continue;
+                }
+                index.keys_for(old_doc)?
+            } else {
+                index.keys_for_stored(&old_stored)?
+            };
             let new_keys = index.keys_for(&new_doc)?;
             if old_keys != new_keys {
                 index.check_unique(&new_keys, record, &ns)?;
@@ -175,15 +203,17 @@ impl Collection {
             self.indexes[i].remove(&old_keys, record);
             self.indexes[i].insert(&new_keys, record);
         }
-        self.docs.insert(record, Arc::new(new_doc));
+        self.data_bytes = self.data_bytes - old_stored.len() as u64 + stored.len() as u64;
+        self.docs.insert(record, stored);
         Ok(())
     }
 
     /// Remove a document; returns it.
-    pub fn remove(&mut self, record: RecordId) -> Option<Arc<Document>> {
+    pub fn remove(&mut self, record: RecordId) -> Option<StoredDoc> {
         let doc = self.docs.remove(&record)?;
+        self.data_bytes -= doc.len() as u64;
         for index in &mut self.indexes {
-            if let Ok(keys) = index.keys_for(&doc) {
+            if let Ok(keys) = index.keys_for_stored(&doc) {
                 index.remove(&keys, record);
             }
         }
@@ -196,6 +226,14 @@ impl Collection {
         match self.find_by_id(&id) {
             Some(record) => self.replace(record, doc),
             None => self.insert(doc).map(|_| ()),
+        }
+    }
+
+    /// [`Collection::put`] for a document read from a snapshot.
+    pub fn put_stored(&mut self, stored: StoredDoc) -> Result<()> {
+        match self.find_by_id(&stored.id()?) {
+            Some(record) => self.replace(record, stored.to_document()?),
+            None => self.insert_stored(stored).map(|_| ()),
         }
     }
 
@@ -217,7 +255,7 @@ impl Collection {
         let mut index = Index::new(spec)?;
         let ns = self.namespace();
         for (record, doc) in &self.docs {
-            let keys = index.keys_for(doc)?;
+            let keys = index.keys_for_stored(doc)?;
             index.check_unique(&keys, *record, &ns)?;
             index.insert(&keys, *record);
         }
@@ -296,8 +334,9 @@ impl Collection {
         let (mut hits, stats) = self.execute_plan(query, explain)?;
         if let Some(bound) = bound_text {
             for hit in &mut hits {
-                hit.score = Some(if bound.matches(&hit.doc) {
-                    bound.score(&hit.doc)
+                let doc = hit.doc.to_document()?;
+                hit.score = Some(if bound.matches(&doc) {
+                    bound.score(&doc)
                 } else {
                     0.0
                 });
@@ -383,16 +422,17 @@ impl Collection {
         }
         let mut hits = Vec::new();
         for record in candidates {
-            let Some(doc) = self.docs.get(&record) else {
+            let Some(stored) = self.docs.get(&record) else {
                 continue;
             };
             stats.docs_examined += 1;
-            if let Some(position) = query.filter.try_matches_with_position(doc)? {
+            let doc = stored.to_document()?;
+            if let Some(position) = query.filter.try_matches_with_position(&doc)? {
                 hits.push(Hit {
                     record,
-                    doc: Arc::clone(doc),
+                    doc: stored.clone(),
                     position,
-                    score: Some(bound.score(doc)),
+                    score: Some(bound.score(&doc)),
                 });
             }
         }
@@ -418,7 +458,7 @@ impl Collection {
                 &mut hits,
                 sort,
                 query.limit.map(|l| l.saturating_add(query.skip)),
-            );
+            )?;
         }
         let hits: Vec<Hit> = match query.limit {
             Some(limit) => hits.into_iter().skip(query.skip).take(limit).collect(),
@@ -472,6 +512,7 @@ impl Collection {
         } else {
             query.limit.map(|l| l.saturating_add(skip))
         };
+        let matcher = RawMatcher::new(query.filter);
         for record in candidates {
             if counts_keys {
                 stats.keys_examined += 1;
@@ -480,10 +521,10 @@ impl Collection {
                 continue;
             };
             stats.docs_examined += 1;
-            if let Some(position) = query.filter.try_matches_with_position(doc)? {
+            if let Some(position) = matcher.matches(doc)? {
                 hits.push(Hit {
                     record,
-                    doc: Arc::clone(doc),
+                    doc: doc.clone(),
                     position,
                     score: None,
                 });
@@ -506,7 +547,7 @@ impl Collection {
                     &mut hits,
                     sort,
                     query.limit.map(|l| l.saturating_add(query.skip)),
-                );
+                )?;
             }
         }
         let hits: Vec<Hit> = match query.limit {
@@ -611,13 +652,51 @@ fn collect_text_ors<'a>(filter: &'a Document, out: &mut Vec<&'a [Bson]>) {
     }
 }
 
+/// A filter applied to stored documents: each is decoded only as far as the filter reads it
+/// (its top-level fields), and not at all for the empty filter.
+struct RawMatcher<'a> {
+    filter: &'a Filter,
+    everything: bool,
+    fields: Option<Vec<String>>,
+}
+
+impl<'a> RawMatcher<'a> {
+    fn new(filter: &'a Filter) -> RawMatcher<'a> {
+        RawMatcher {
+            filter,
+            everything: filter.matches_everything(),
+            fields: filter.top_level_fields(),
+        }
+    }
+
+    /// [`Filter::try_matches_with_position`] on the stored document.
+    fn matches(&self, doc: &StoredDoc) -> Result<Option<Option<usize>>> {
+        if self.everything {
+            return Ok(Some(None));
+        }
+        let partial = doc.select(self.fields.as_deref())?;
+        self.filter.try_matches_with_position(&partial)
+    }
+}
+
 /// Stable sort of hits (ties keep scan order); with `keep`, only the first `keep` are needed.
-fn sort_hits(hits: &mut Vec<Hit>, sort: &SortSpec, keep: Option<usize>) {
-    let cmp = |a: &(usize, Hit), b: &(usize, Hit)| -> Ordering {
-        sort.compare_scored(&a.1.doc, a.1.score, &b.1.doc, b.1.score)
+/// Each hit's sort fields are decoded once, before sorting.
+fn sort_hits(hits: &mut Vec<Hit>, sort: &SortSpec, keep: Option<usize>) -> Result<()> {
+    let mut fields: Vec<String> = Vec::new();
+    for (path, _) in &sort.keys {
+        let head = path.split('.').next().unwrap_or_default();
+        if !fields.iter().any(|f| f == head) {
+            fields.push(head.to_string());
+        }
+    }
+    let cmp = |a: &(usize, Document, Hit), b: &(usize, Document, Hit)| -> Ordering {
+        sort.compare_scored(&a.1, a.2.score, &b.1, b.2.score)
             .then(a.0.cmp(&b.0))
     };
-    let mut indexed: Vec<(usize, Hit)> = hits.drain(..).enumerate().collect();
+    let mut indexed: Vec<(usize, Document, Hit)> = Vec::with_capacity(hits.len());
+    for (i, hit) in hits.drain(..).enumerate() {
+        indexed.push((i, hit.doc.select(Some(&fields))?, hit));
+    }
     match keep {
         Some(k) if k < indexed.len() => {
             if k == 0 {
@@ -630,7 +709,8 @@ fn sort_hits(hits: &mut Vec<Hit>, sort: &SortSpec, keep: Option<usize>) {
         }
         _ => indexed.sort_unstable_by(cmp),
     }
-    hits.extend(indexed.into_iter().map(|(_, h)| h));
+    hits.extend(indexed.into_iter().map(|(_, _, h)| h));
+    Ok(())
 }
 
 /// The encoded BSON size of a document, computed without encoding it.
@@ -695,8 +775,14 @@ fn decimal_digits(mut n: usize) -> usize {
     digits
 }
 
-fn check_document_size(doc: &Document) -> Result<()> {
-    let size = bson_size(doc);
+/// The stored form of `doc`, refused when over the BSON size limit (checked before encoding,
+/// so an oversized document is never copied).
+fn encode_checked(doc: &Document) -> Result<StoredDoc> {
+    check_size(bson_size(doc))?;
+    StoredDoc::from_document(doc)
+}
+
+pub(crate) fn check_size(size: usize) -> Result<()> {
     if size > MAX_DOCUMENT_SIZE {
         return Err(Error::new(
             ErrorCode::BSONObjectTooLarge,
@@ -712,6 +798,44 @@ fn check_document_size(doc: &Document) -> Result<()> {
 mod tests {
     use super::*;
     use bson::{oid::ObjectId, spec::BinarySubtype, Binary, Regex, Timestamp};
+
+    #[test]
+    fn matching_the_fields_a_filter_reads_agrees_with_matching_the_whole_document() {
+        let docs = [
+            doc! { "_id": 1, "a": 5, "b": { "c": [1, 2, { "d": "x" }] }, "tags": ["p", "q"] },
+            doc! { "_id": 2, "a": [4, 6], "b": null, "z": 1 },
+            doc! { "_id": 3, "b": { "c": 3 }, "tags": [] },
+            doc! { "_id": 4, "a": "5", "arr": [{ "k": 1, "v": 2 }, { "k": 2, "v": 9 }] },
+        ];
+        let filters = [
+            doc! {},
+            doc! { "a": 5 },
+            doc! { "a": { "$gt": 4, "$lt": 7 } },
+            doc! { "b.c": 2 },
+            doc! { "b.c.d": "x" },
+            doc! { "b.c.2.d": { "$exists": true } },
+            doc! { "a": { "$exists": false } },
+            doc! { "$or": [{ "z": 1 }, { "tags": "q" }] },
+            doc! { "$nor": [{ "a": 5 }], "tags": { "$size": 0 } },
+            doc! { "a": { "$not": { "$type": "string" } } },
+            doc! { "arr": { "$elemMatch": { "k": 2, "v": { "$gt": 3 } } } },
+            doc! { "arr.k": 2 },
+            doc! { "$expr": { "$eq": ["$a", 5] } },
+            doc! { "$and": [{ "a": { "$in": [6, "5"] } }, { "_id": { "$gte": 2 } }] },
+        ];
+        for filter_doc in &filters {
+            let filter = Filter::parse(filter_doc).unwrap();
+            let matcher = RawMatcher::new(&filter);
+            for doc in &docs {
+                let stored = StoredDoc::from_document(doc).unwrap();
+                assert_eq!(
+                    matcher.matches(&stored).unwrap(),
+                    filter.try_matches_with_position(doc).unwrap(),
+                    "{filter_doc} on {doc}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn computed_bson_size_equals_the_encoded_length() {

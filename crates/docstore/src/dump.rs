@@ -13,6 +13,7 @@
 //! hashing each document's BSON gets the same value (see [`collection_checksum`]).
 
 use crate::catalog::validate_namespace;
+use crate::collection::StoredDoc;
 use crate::index::IndexSpec;
 use crate::state::ServerState;
 use crate::storage::{CollectionImage, Storage};
@@ -24,7 +25,6 @@ use std::fmt;
 use std::fs::{self, File};
 use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// The file that lists what a backup holds and the checksums `restore` verifies.
@@ -193,10 +193,6 @@ fn unescape_collection_name(name: &str) -> String {
         .replace("%25", "%")
 }
 
-fn id_of(doc: &Document) -> &Bson {
-    doc.get("_id").unwrap_or(&Bson::Null)
-}
-
 /// `{"options":…,"indexes":[…],"uuid":…,"collectionName":…,"type":"collection"}` in canonical
 /// Extended JSON v2, as mongodump writes it.
 fn metadata_json(image: &CollectionImage) -> String {
@@ -237,8 +233,15 @@ pub fn write_dump(
             .map_err(|e| DumpError::io(format!("cannot create {}", db_dir.display()), e))?;
         let base = escape_collection_name(&image.coll);
         let bson_path = db_dir.join(format!("{base}.bson"));
-        let mut docs: Vec<&Arc<Document>> = image.docs.iter().collect();
-        docs.sort_by(|a, b| value::compare(id_of(a), id_of(b)));
+        let mut keyed = Vec::with_capacity(image.docs.len());
+        for doc in &image.docs {
+            let id = doc
+                .id()
+                .map_err(|e| DumpError::new(format!("cannot back up: {}", e.message)))?;
+            keyed.push((id, doc));
+        }
+        keyed.sort_by(|a, b| value::compare(&a.0, &b.0));
+        let docs: Vec<&StoredDoc> = keyed.into_iter().map(|(_, d)| d).collect();
         let (bson_bytes, bson_sha256) = write_bson_file(&bson_path, &docs)
             .map_err(|e| DumpError::io(format!("cannot write {}", bson_path.display()), e))?;
         let metadata_path = db_dir.join(format!("{base}.metadata.json"));
@@ -312,19 +315,16 @@ fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
     file.sync_all()
 }
 
-fn write_bson_file(path: &Path, docs: &[&Arc<Document>]) -> io::Result<(u64, String)> {
+fn write_bson_file(path: &Path, docs: &[&StoredDoc]) -> io::Result<(u64, String)> {
     let file = File::create(path)?;
     let mut out = BufWriter::new(file);
     let mut hasher = Sha256::new();
-    let mut buf = Vec::new();
     let mut total = 0u64;
     for doc in docs {
-        buf.clear();
-        doc.to_writer(&mut buf)
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-        hasher.update(&buf);
-        out.write_all(&buf)?;
-        total += buf.len() as u64;
+        let bytes = doc.as_bytes();
+        hasher.update(bytes);
+        out.write_all(bytes)?;
+        total += bytes.len() as u64;
     }
     let file = out.into_inner().map_err(|e| e.into_error())?;
     file.sync_all()?;
@@ -693,7 +693,10 @@ fn load_database(
         let mut docs = Vec::new();
         if bson_path.exists() {
             let (count, bytes, sha) = scan_bson_file(&bson_path, |doc| {
-                docs.push(Arc::new(doc));
+                let stored = StoredDoc::from_document(&doc).map_err(|e| {
+                    DumpError::new(format!("{}: {}", bson_path.display(), e.message))
+                })?;
+                docs.push(stored);
                 Ok(())
             })?;
             if let Some(entry) = entry {
@@ -958,12 +961,17 @@ mod tests {
             indexes: vec![doc! {"v": 2, "key": {"sku": 1}, "name": "sku_1", "unique": true}],
             docs: ids
                 .iter()
-                .map(|&i| Arc::new(doc! {"_id": i, "sku": format!("sku-{i}"), "price": 1.5}))
+                .map(|&i| {
+                    StoredDoc::from_document(
+                        &doc! {"_id": i, "sku": format!("sku-{i}"), "price": 1.5},
+                    )
+                    .unwrap()
+                })
                 .collect(),
         }
     }
 
-    fn opened(dir: &Path) -> Arc<ServerState> {
+    fn opened(dir: &Path) -> std::sync::Arc<ServerState> {
         ServerState::open(crate::Config::persistent(dir)).unwrap()
     }
 
@@ -983,14 +991,14 @@ mod tests {
         let ids: Vec<i32> = products
             .docs
             .iter()
-            .map(|d| d.get_i32("_id").unwrap())
+            .map(|d| d.to_document().unwrap().get_i32("_id").unwrap())
             .collect();
         assert_eq!(ids, vec![1, 2, 3]);
         assert_eq!(products.indexes.len(), 1);
         let raws: Vec<Vec<u8>> = products
             .docs
             .iter()
-            .map(|d| bson::to_vec(d.as_ref()).unwrap())
+            .map(|d| d.as_bytes().to_vec())
             .collect();
         let checksum = collection_checksum(raws.iter().map(Vec::as_slice));
         assert_eq!(
@@ -1134,7 +1142,7 @@ mod tests {
         let products = state.catalog.get("shop", "products").unwrap();
         let products = products.read();
         let mug = products.find_by_id(&Bson::ObjectId(oid)).unwrap();
-        assert_eq!(products.get(mug).unwrap().as_ref(), &docs[0]);
+        assert_eq!(products.get(mug).unwrap().to_document().unwrap(), docs[0]);
         let names: Vec<_> = products
             .indexes()
             .iter()

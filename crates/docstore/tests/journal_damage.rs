@@ -35,12 +35,12 @@ fn to_op(action: &Action) -> JournalOp {
         Action::Insert { coll, id, pad } => JournalOp::Put {
             db: "shop".into(),
             coll: coll_name(*coll),
-            doc: doc! {"_id": id, "a": id * 3, "pad": "p".repeat(*pad)},
+            doc: stored(doc! {"_id": id, "a": id * 3, "pad": "p".repeat(*pad)}),
         },
         Action::Update { coll, id, value } => JournalOp::Put {
             db: "shop".into(),
             coll: coll_name(*coll),
-            doc: doc! {"_id": id, "a": value, "b": "updated"},
+            doc: stored(doc! {"_id": id, "a": value, "b": "updated"}),
         },
         Action::Delete { coll, id } => JournalOp::Delete {
             db: "shop".into(),
@@ -348,8 +348,11 @@ fn model_of_ops(ops: &[JournalOp]) -> Model {
     for op in ops {
         match op {
             JournalOp::Put { coll, doc, .. } => {
-                let id = doc.get("_id").unwrap().to_string();
-                m.entry(coll.clone()).or_default().0.insert(id, doc.clone());
+                let id = doc.id().unwrap().to_string();
+                m.entry(coll.clone())
+                    .or_default()
+                    .0
+                    .insert(id, doc.to_document().unwrap());
             }
             JournalOp::Delete { coll, id, .. } => {
                 m.entry(coll.clone()).or_default().0.remove(&id.to_string());
@@ -378,13 +381,17 @@ fn model_of_recovered(rec: &Recovered) -> Model {
         for d in &c.docs {
             entry
                 .0
-                .insert(d.get("_id").unwrap().to_string(), (**d).clone());
+                .insert(d.id().unwrap().to_string(), d.to_document().unwrap());
         }
         for i in &c.indexes {
             entry.1.insert(i.get_str("name").unwrap().to_string());
         }
     }
     m
+}
+
+fn stored(doc: bson::Document) -> docstore::storage::StoredDoc {
+    docstore::storage::StoredDoc::from_document(&doc).unwrap()
 }
 
 const FAST: Duration = Duration::from_millis(50);
@@ -720,7 +727,12 @@ fn images() -> impl Strategy<Value = Vec<docstore::storage::CollectionImage>> {
                 options: doc! {},
                 indexes: vec![doc! {"v": 2, "key": {"a": 1}, "name": "a_1"}],
                 docs: (0..n as i32)
-                    .map(|i| std::sync::Arc::new(doc! {"_id": c as i32 * 100 + i, "a": i}))
+                    .map(|i| {
+                        docstore::storage::StoredDoc::from_document(
+                            &doc! {"_id": c as i32 * 100 + i, "a": i},
+                        )
+                        .unwrap()
+                    })
                     .collect(),
             })
             .collect()
@@ -755,8 +767,8 @@ proptest! {
             let original = images.iter().find(|i| i.coll == c.coll);
             prop_assert!(original.is_some(), "invented collection {}", c.coll);
             for d in &c.docs {
-                prop_assert!(original.unwrap().docs.iter().any(|o| **o == **d), "{} misfiled in {}", d, c.coll);
-                kept.insert(d.get_i32("_id").unwrap());
+                prop_assert!(original.unwrap().docs.iter().any(|o| o == d), "{} misfiled in {}", d, c.coll);
+                kept.insert(d.to_document().unwrap().get_i32("_id").unwrap());
             }
         }
         // A document whose record the damage did not touch is kept or named by _id.

@@ -7,13 +7,12 @@
 //!
 //! Reads go through `Deref` to the [`Collection`]; there is deliberately no `DerefMut`.
 
-use super::Collection;
+use super::{Collection, StoredDoc};
 use crate::error::Result;
 use crate::index::{IndexSpec, RecordId};
 use crate::storage::JournalOp;
 use bson::{Bson, Document};
 use std::ops::Deref;
-use std::sync::Arc;
 
 /// A collection borrowed for writing, with the journal entries of the changes made so far.
 pub struct WriteSession<'a> {
@@ -43,7 +42,7 @@ impl<'a> WriteSession<'a> {
         self.ops
     }
 
-    fn put_op(&self, doc: Document) -> JournalOp {
+    fn put_op(&self, doc: StoredDoc) -> JournalOp {
         JournalOp::Put {
             db: self.coll.db.clone(),
             coll: self.coll.name.clone(),
@@ -53,25 +52,36 @@ impl<'a> WriteSession<'a> {
 
     /// Insert a document (already given its `_id`); journaled as a `Put`.
     pub fn insert(&mut self, doc: Document) -> Result<RecordId> {
-        let record = self.coll.insert(doc.clone())?;
-        self.ops.push(self.put_op(doc));
+        let record = self.coll.insert(doc)?;
+        self.record_put(record)?;
         Ok(record)
+    }
+
+    /// Journal the document now stored at `record` (sharing its bytes).
+    fn record_put(&mut self, record: RecordId) -> Result<()> {
+        let stored = self
+            .coll
+            .get(record)
+            .cloned()
+            .ok_or_else(|| crate::error::Error::internal("a stored record vanished"))?;
+        self.ops.push(self.put_op(stored));
+        Ok(())
     }
 
     /// Replace the document at `record`; journaled as a `Put` of the new version.
     pub fn replace(&mut self, record: RecordId, new_doc: Document) -> Result<()> {
-        self.coll.replace(record, new_doc.clone())?;
-        self.ops.push(self.put_op(new_doc));
-        Ok(())
+        self.coll.replace(record, new_doc)?;
+        self.record_put(record)
     }
 
     /// Remove the document at `record`, if any; journaled as a `Delete` by `_id`.
-    pub fn remove(&mut self, record: RecordId) -> Option<Arc<Document>> {
+    pub fn remove(&mut self, record: RecordId) -> Option<StoredDoc> {
         let doc = self.coll.remove(record)?;
         self.ops.push(JournalOp::Delete {
             db: self.coll.db.clone(),
             coll: self.coll.name.clone(),
-            id: doc.get("_id").cloned().unwrap_or(Bson::Null),
+            // Stored bytes were validated when stored: `_id` decodes.
+            id: doc.id().unwrap_or(Bson::Null),
         });
         Some(doc)
     }
@@ -136,7 +146,7 @@ impl<'a> WriteSession<'a> {
             self.ops.push(JournalOp::Put {
                 db: db.clone(),
                 coll: coll.clone(),
-                doc: (**doc).clone(),
+                doc: doc.clone(),
             });
         }
         *self.coll = fresh;
@@ -152,7 +162,7 @@ mod tests {
         JournalOp::Put {
             db: "shop".into(),
             coll: "items".into(),
-            doc,
+            doc: StoredDoc::from_document(&doc).unwrap(),
         }
     }
 

@@ -34,8 +34,8 @@ impl PipelineContext for DatabaseContext<'_> {
             Some(handle) => handle
                 .read()
                 .all_documents()
-                .map(|d| (**d).clone())
-                .collect(),
+                .map(|d| d.to_document())
+                .collect::<Result<_>>()?,
             None => Vec::new(),
         })
     }
@@ -262,13 +262,13 @@ fn collection_results(
             let (hits, _) = c.query(&spec.input.query_spec())?;
             hits.into_iter()
                 .map(|h| {
-                    let mut d = Arc::unwrap_or_clone(h.doc);
+                    let mut d = h.doc.to_document()?;
                     if let Some(score) = h.score {
                         d.insert(crate::text::SCORE_FIELD, score);
                     }
-                    d
+                    Ok(d)
                 })
-                .collect()
+                .collect::<Result<_>>()?
         }
         None => Vec::new(),
     };
@@ -496,8 +496,8 @@ fn write_merge(
                     Some(record) if !matches!(spec.when_matched, WhenMatched::Fail) => {
                         let existing = c
                             .get(record)
-                            .cloned()
-                            .ok_or_else(|| Error::internal("matched record vanished"))?;
+                            .ok_or_else(|| Error::internal("matched record vanished"))?
+                            .to_document()?;
                         match merged_document(spec, &existing, &doc, now)? {
                             Some(new) if !crate::update::same_document(&new, &existing) => {
                                 c.replace(record, new.clone())?;

@@ -217,11 +217,16 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
     )))
 }
 
+/// The documents a find returns, each decoded only as far as its projection reads it.
 fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<Document>> {
+    let fields = projection.and_then(Projection::top_level_fields);
     hits.into_iter()
-        .map(|hit| match projection {
-            Some(p) => p.apply_scored(&hit.doc, hit.position, hit.score),
-            None => Ok(Arc::unwrap_or_clone(hit.doc)),
+        .map(|hit| {
+            let doc = hit.doc.select(fields.as_deref())?;
+            match projection {
+                Some(p) => p.apply_scored(&doc, hit.position, hit.score),
+                None => Ok(doc),
+            }
         })
         .collect()
 }
@@ -330,7 +335,8 @@ pub fn apply_update(c: &mut WriteSession<'_>, plan: &UpdatePlan) -> Result<Updat
     }
     let (hits, _) = c.query(&query)?;
     for hit in hits {
-        let mut doc = (*hit.doc).clone();
+        let mut doc = hit.doc.to_document()?;
+        let before = (!plan.multi).then(|| doc.clone());
         let ctx = ApplyContext {
             matched_position: hit.position,
             is_insert: false,
@@ -343,7 +349,7 @@ pub fn apply_update(c: &mut WriteSession<'_>, plan: &UpdatePlan) -> Result<Updat
             out.modified += 1;
         }
         if !plan.multi {
-            out.before = Some(Arc::unwrap_or_clone(hit.doc));
+            out.before = before;
             out.after = Some(doc);
         }
     }
@@ -624,7 +630,7 @@ pub fn delete_matching(
     let mut removed = Vec::with_capacity(hits.len());
     for hit in hits {
         if let Some(doc) = c.remove(hit.record) {
-            removed.push(Arc::unwrap_or_clone(doc));
+            removed.push(doc.to_document()?);
         }
     }
     Ok(removed)
@@ -797,8 +803,10 @@ pub fn distinct(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<R
     if let Some(handle) = state.catalog.get(db, coll) {
         let c = handle.read();
         let (hits, _) = c.query(&read.query_spec())?;
+        let head = [key.split('.').next().unwrap_or_default().to_string()];
         for hit in hits {
-            for value in path::collect_path_values(&hit.doc, key, path::LeafArrays::NoTraversal) {
+            let doc = hit.doc.select(Some(&head))?;
+            for value in path::collect_path_values(&doc, key, path::LeafArrays::NoTraversal) {
                 // Arrays contribute their elements, as MongoDB's distinct does.
                 let items = match value {
                     Bson::Array(items) => items,

@@ -10,7 +10,6 @@ use crate::index::planner::Plan;
 use crate::index::Index;
 use crate::query::Projection;
 use bson::{Bson, Document};
-use std::sync::Arc;
 
 /// The options as given; all absent is an ordinary find.
 #[derive(Debug, Default)]
@@ -69,18 +68,19 @@ impl FindExtras {
                 None => taken.collect(),
             };
         }
+        let fields = projection.and_then(Projection::top_level_fields);
         hits.into_iter()
             .map(|hit| {
                 let mut out = if self.return_key {
                     match index {
-                        Some(idx) => idx.key_document(&hit.doc)?,
+                        Some(idx) => idx.key_document(&hit.doc.to_document()?)?,
                         // Without an index there is no key: MongoDB returns empty documents.
                         None => Document::new(),
                     }
                 } else {
                     match projection {
-                        Some(p) => p.apply(&hit.doc, hit.position)?,
-                        None => Arc::unwrap_or_clone(hit.doc),
+                        Some(p) => p.apply(&hit.doc.select(fields.as_deref())?, hit.position)?,
+                        None => hit.doc.to_document()?,
                     }
                 };
                 if self.show_record_id {
@@ -126,7 +126,7 @@ impl FindExtras {
         let (min, max) = (bound(&self.min)?, bound(&self.max)?);
         let mut out = Vec::with_capacity(hits.len());
         for hit in hits {
-            let keys = idx.keys_for(&hit.doc)?;
+            let keys = idx.keys_for_stored(&hit.doc)?;
             let inside = keys.iter().any(|k| {
                 min.as_ref().is_none_or(|m| k.as_slice() >= m.as_slice())
                     && max.as_ref().is_none_or(|m| k.as_slice() < m.as_slice())

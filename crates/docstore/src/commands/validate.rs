@@ -54,13 +54,16 @@ pub fn check(c: &Collection) -> Document {
     let mut nrecords = 0i64;
     for (rid, doc) in c.records() {
         nrecords += 1;
-        let problem = match bson::to_vec(&**doc) {
-            Err(e) => Some(format!("record {rid} does not encode as BSON: {e}")),
-            Ok(bytes) if bytes.len() > MAX_DOCUMENT_BYTES => Some(format!(
-                "record {rid} is {} bytes, over the BSON document size limit",
-                bytes.len()
+        let problem = match doc.to_document() {
+            Err(e) => Some(format!(
+                "record {rid} does not decode as BSON: {}",
+                e.message
             )),
-            Ok(_) if !doc.contains_key("_id") => Some(format!("record {rid} has no _id")),
+            Ok(_) if doc.len() > MAX_DOCUMENT_BYTES => Some(format!(
+                "record {rid} is {} bytes, over the BSON document size limit",
+                doc.len()
+            )),
+            Ok(decoded) if !decoded.contains_key("_id") => Some(format!("record {rid} has no _id")),
             Ok(_) => None,
         };
         if let Some(p) = problem {
@@ -79,7 +82,7 @@ pub fn check(c: &Collection) -> Document {
         let mut expected: BTreeSet<(Vec<u8>, u64)> = BTreeSet::new();
         let mut index_errors: Vec<Bson> = Vec::new();
         for (rid, doc) in c.records() {
-            match idx.keys_for(doc) {
+            match idx.keys_for_stored(doc) {
                 Ok(keys) => expected.extend(keys.into_iter().map(|k| (k, rid))),
                 Err(e) => index_errors.push(Bson::String(format!(
                     "record {rid} cannot be indexed: {}",
@@ -183,7 +186,7 @@ mod tests {
         let mut c = collection();
         let doc = c.get(1).unwrap().clone();
         let idx = &mut c.indexes_mut()[1];
-        let keys = idx.keys_for(&doc).unwrap();
+        let keys = idx.keys_for_stored(&doc).unwrap();
         // Drop one real entry and add one pointing at a record that does not exist.
         idx.remove(&keys[..1], 1);
         idx.insert(&keys[..1], 99);

@@ -103,6 +103,9 @@ pub struct Index {
     multikey: AtomicBool,
     /// For a text index: its definition (keys are then prefix values plus one term).
     text: Option<std::sync::Arc<crate::text::TextIndex>>,
+    /// The top-level fields keys are made from (key paths and the partial filter's fields),
+    /// or `None` when any field may count (text indexes).
+    reads: Option<Vec<String>>,
 }
 
 impl Clone for Index {
@@ -114,6 +117,7 @@ impl Clone for Index {
             entries: self.entries.clone(),
             multikey: AtomicBool::new(self.is_multikey()),
             text: self.text.clone(),
+            reads: self.reads.clone(),
         }
     }
 }
@@ -232,6 +236,23 @@ impl Index {
             Some(filter) => Some(Filter::parse(filter)?),
             None => None,
         };
+        let reads = if text.is_some() {
+            None
+        } else {
+            let mut reads = match &partial {
+                Some(filter) => filter.top_level_fields(),
+                None => Some(Vec::new()),
+            };
+            if let Some(reads) = &mut reads {
+                for field in &fields {
+                    let (head, _) = split_path(&field.path);
+                    if !reads.iter().any(|r| r == head) {
+                        reads.push(head.to_string());
+                    }
+                }
+            }
+            reads
+        };
         Ok(Index {
             spec,
             fields,
@@ -239,6 +260,7 @@ impl Index {
             entries: BTreeSet::new(),
             multikey: AtomicBool::new(false),
             text,
+            reads,
         })
     }
 
@@ -276,6 +298,11 @@ impl Index {
     /// Field paths of the key pattern, in order, with `true` for descending fields.
     pub fn key_fields(&self) -> impl Iterator<Item = (&str, bool)> {
         self.fields.iter().map(|f| (f.path.as_str(), f.descending))
+    }
+
+    /// [`Index::keys_for`] of a stored document, decoding only the fields the keys read.
+    pub fn keys_for_stored(&self, doc: &crate::collection::StoredDoc) -> Result<Vec<Vec<u8>>> {
+        self.keys_for(&doc.select(self.reads.as_deref())?)
     }
 
     /// Encoded keys a document contributes (several for multikey; none when sparse/partial
@@ -392,6 +419,32 @@ impl Index {
         for key in keys {
             self.entries.insert((KeyBytes::from(key.as_slice()), rid));
         }
+    }
+
+    /// Build an empty index's entries from every document at once (start-up): the keys are
+    /// sorted first and the tree is built from them in order, which is faster than inserting
+    /// one at a time and packs its nodes full. Fails, leaving the index empty, as
+    /// [`Index::check_unique`] would on the first duplicate of a unique index.
+    pub fn build<'a>(
+        &mut self,
+        docs: impl Iterator<Item = (RecordId, &'a crate::collection::StoredDoc)>,
+        ns: &str,
+    ) -> Result<()> {
+        let mut entries: Vec<(KeyBytes, RecordId)> = Vec::new();
+        for (rid, doc) in docs {
+            for key in self.keys_for_stored(doc)? {
+                entries.push((KeyBytes::from(key.as_slice()), rid));
+            }
+        }
+        entries.sort_unstable();
+        entries.dedup();
+        if self.spec.unique {
+            if let Some(pair) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
+                return Err(self.duplicate_key_error(pair[1].0.as_slice(), ns));
+            }
+        }
+        self.entries = entries.into_iter().collect();
+        Ok(())
     }
 
     pub fn remove(&mut self, keys: &[Vec<u8>], rid: RecordId) {

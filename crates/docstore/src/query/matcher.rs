@@ -86,6 +86,15 @@ impl Filter {
     pub fn matches_everything(&self) -> bool {
         matches!(&self.root, Node::And(children) if children.is_empty())
     }
+
+    /// The top-level fields the filter reads (the first part of each path), or `None` when it
+    /// may read any field (`$expr`, `$text`). Matching a document that holds only these fields
+    /// gives the same result, and the same array position, as matching the whole document.
+    pub fn top_level_fields(&self) -> Option<Vec<String>> {
+        let mut fields = Vec::new();
+        self.root.top_level_fields(&mut fields)?;
+        Some(fields)
+    }
 }
 
 /// A condition on one value: `$elemMatch` bodies, `$pull` conditions, `arrayFilters`.
@@ -291,6 +300,29 @@ struct RegexCond {
     pattern: String,
     options: String,
     regex: regex::Regex,
+}
+
+impl Node {
+    /// Adds the top-level fields this node reads to `out`; `None` when it may read any.
+    fn top_level_fields(&self, out: &mut Vec<String>) -> Option<()> {
+        match self {
+            Node::And(children) | Node::Or(children) | Node::Nor(children) => {
+                for child in children {
+                    child.top_level_fields(out)?;
+                }
+            }
+            Node::Not(child) => child.top_level_fields(out)?,
+            Node::Const(_) => {}
+            Node::Leaf { path, .. } => {
+                let head = path.head();
+                if !out.iter().any(|f| f == head) {
+                    out.push(head.to_string());
+                }
+            }
+            Node::Expr(_) | Node::Text(_) => return None,
+        }
+        Some(())
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

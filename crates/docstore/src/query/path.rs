@@ -23,6 +23,11 @@ impl FieldPath {
             positions,
         }
     }
+
+    /// The first part: the top-level field the path starts at.
+    pub fn head(&self) -> &str {
+        self.parts.first().map_or("", String::as_str)
+    }
 }
 
 /// The array position a path part names, if it is written as MongoDB's canonical index

@@ -176,6 +176,22 @@ impl Projection {
         }
     }
 
+    /// The top-level fields an inclusion projection reads (`_id` among them unless excluded),
+    /// or `None` when it keeps fields it does not name (exclusions, `{}`, `$slice` alone):
+    /// applying it to a document holding only these fields gives the same result.
+    pub fn top_level_fields(&self) -> Option<Vec<String>> {
+        if self.identity || !self.inclusion {
+            return None;
+        }
+        Some(
+            self.root
+                .fields
+                .iter()
+                .map(|(name, _)| name.clone())
+                .collect(),
+        )
+    }
+
     /// Whether `.$` is used, so callers must pass the filter's matched array position.
     #[cfg(test)]
     pub fn needs_position(&self) -> bool {

@@ -393,7 +393,10 @@ mod tests {
         JournalOp::Put {
             db: "shop".into(),
             coll: "items".into(),
-            doc: doc! {"_id": i, "name": format!("item {i}")},
+            doc: crate::collection::StoredDoc::from_document(
+                &doc! {"_id": i, "name": format!("item {i}")},
+            )
+            .unwrap(),
         }
     }
 
@@ -540,7 +543,12 @@ mod tests {
             options: doc! {},
             indexes: vec![],
             docs: (0..n)
-                .map(|i| Arc::new(doc! {"_id": i, "name": format!("item {i}")}))
+                .map(|i| {
+                    crate::collection::StoredDoc::from_document(
+                        &doc! {"_id": i, "name": format!("item {i}")},
+                    )
+                    .unwrap()
+                })
                 .collect(),
         };
         let first;
@@ -650,7 +658,10 @@ mod tests {
         let big = |i: i32| JournalOp::Put {
             db: "shop".into(),
             coll: "items".into(),
-            doc: doc! {"_id": i, "pad": "x".repeat(16 * 1024)},
+            doc: crate::collection::StoredDoc::from_document(
+                &doc! {"_id": i, "pad": "x".repeat(16 * 1024)},
+            )
+            .unwrap(),
         };
         let mut acknowledged = Vec::new();
         {

@@ -2,6 +2,8 @@
 //! (`[u32 LE length][u32 LE CRC-32C][payload]`) shared by journal segments and snapshots.
 
 use super::JournalOp;
+use crate::collection::StoredDoc;
+use bson::raw::{RawBsonRef, RawDocument};
 use bson::{Bson, Document};
 use std::io::{self, Read, Write};
 
@@ -62,7 +64,8 @@ pub fn op_to_document(op: &JournalOp) -> Document {
             d.insert("op", "put");
             d.insert("db", db.as_str());
             d.insert("coll", coll.as_str());
-            d.insert("doc", doc.clone());
+            // Stored bytes were validated when stored, so they decode.
+            d.insert("doc", doc.to_document().map_or(Bson::Null, Bson::Document));
         }
         JournalOp::Delete { db, coll, id } => {
             d.insert("op", "delete");
@@ -127,7 +130,7 @@ pub fn op_from_document(d: &Document) -> Result<JournalOp, String> {
         "put" => JournalOp::Put {
             db: get_str(d, "db")?,
             coll: get_str(d, "coll")?,
-            doc: get_doc(d, "doc")?,
+            doc: StoredDoc::from_document(&get_doc(d, "doc")?).map_err(|e| e.message)?,
         },
         "delete" => JournalOp::Delete {
             db: get_str(d, "db")?,
@@ -187,7 +190,7 @@ fn encode_op(op: &JournalOp, out: &mut Vec<u8>) -> io::Result<()> {
             write_string_element(out, "db", db)?;
             write_string_element(out, "coll", coll)?;
             write_key(out, 0x03, "doc");
-            write_document(out, doc)?;
+            out.extend_from_slice(doc.as_bytes());
             end_doc(out, start)
         }
         other => write_document(out, &op_to_document(other)),
@@ -207,21 +210,48 @@ pub fn encode_group(ops: &[JournalOp], out: &mut Vec<u8>) -> io::Result<()> {
     end_doc(out, start)
 }
 
-/// Parse the payload of one journal record back into its operations.
+/// Parse the payload of one journal record back into its operations. A well-formed `put`
+/// keeps its document's bytes (validated, not decoded): replay stores them as they are.
 pub fn decode_group(payload: &[u8]) -> io::Result<Vec<JournalOp>> {
-    let doc = Document::from_reader(payload)
-        .map_err(|e| invalid_data(format!("journal record is not BSON: {e}")))?;
-    let ops = doc
-        .get_array("ops")
-        .map_err(|_| invalid_data("journal record lacks its 'ops' array"))?;
-    ops.iter()
-        .map(|op| match op {
-            Bson::Document(d) => op_from_document(d).map_err(invalid_data),
-            other => Err(invalid_data(format!(
-                "journal op is not a document: {other}"
-            ))),
-        })
-        .collect()
+    let not_bson = |e: bson::raw::Error| invalid_data(format!("journal record is not BSON: {e}"));
+    let raw = RawDocument::from_bytes(payload).map_err(not_bson)?;
+    let ops = match raw.get("ops").map_err(not_bson)? {
+        Some(RawBsonRef::Array(ops)) => ops,
+        _ => return Err(invalid_data("journal record lacks its 'ops' array")),
+    };
+    let mut out = Vec::new();
+    for op in ops {
+        match op.map_err(not_bson)? {
+            RawBsonRef::Document(d) => out.push(decode_op(d).map_err(invalid_data)?),
+            other => {
+                let shown = Bson::try_from(other).map_or_else(|e| e.to_string(), |b| b.to_string());
+                return Err(invalid_data(format!(
+                    "journal op is not a document: {shown}"
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// One operation of a journal record: a `put` straight from its bytes, anything else (or a
+/// `put` missing a field) through [`op_from_document`].
+fn decode_op(d: &RawDocument) -> Result<JournalOp, String> {
+    if let (Ok("put"), Ok(db), Ok(coll), Ok(doc)) = (
+        d.get_str("op"),
+        d.get_str("db"),
+        d.get_str("coll"),
+        d.get_document("doc"),
+    ) {
+        return Ok(JournalOp::Put {
+            db: db.to_string(),
+            coll: coll.to_string(),
+            doc: StoredDoc::from_bytes(doc.as_bytes())
+                .map_err(|e| format!("journal record is not BSON: {e}"))?,
+        });
+    }
+    let decoded = Document::try_from(d).map_err(|e| format!("journal record is not BSON: {e}"))?;
+    op_from_document(&decoded)
 }
 
 /// Append one framed record (header, then `payload`) to `out`.
@@ -331,7 +361,10 @@ mod tests {
             JournalOp::Put {
                 db: "shop".into(),
                 coll: "items".into(),
-                doc: doc! {"_id": ObjectId::new(), "sku": "A-1", "tags": ["x", {"y": 1.5}], "n": null},
+                doc: StoredDoc::from_document(
+                    &doc! {"_id": ObjectId::new(), "sku": "A-1", "tags": ["x", {"y": 1.5}], "n": null},
+                )
+                .unwrap(),
             },
             JournalOp::Delete {
                 db: "shop".into(),
@@ -354,7 +387,7 @@ mod tests {
         let d = op_to_document(&JournalOp::Put {
             db: "d".into(),
             coll: "c".into(),
-            doc: doc! {"_id": 1},
+            doc: StoredDoc::from_document(&doc! {"_id": 1}).unwrap(),
         });
         assert_eq!(
             d,

@@ -14,6 +14,7 @@ pub mod journal;
 pub mod recovery;
 pub mod snapshot;
 
+pub use crate::collection::StoredDoc;
 pub use faults::DiskFaults;
 use faults::FaultyFile;
 use files::*;
@@ -62,11 +63,12 @@ pub enum JournalOp {
         coll: String,
         name: String,
     },
-    /// Insert or replace the document with this `_id` (full post-image).
+    /// Insert or replace the document with this `_id` (full post-image), as the collection
+    /// stores it (journaling it copies no document).
     Put {
         db: String,
         coll: String,
-        doc: Document,
+        doc: StoredDoc,
     },
     Delete {
         db: String,
@@ -83,7 +85,8 @@ pub struct CollectionImage {
     pub options: Document,
     /// Index specs except `_id_`, in `IndexSpec::to_document` form.
     pub indexes: Vec<Document>,
-    pub docs: Vec<Arc<Document>>,
+    /// The documents, shared with the collection they were copied from (or read from disk).
+    pub docs: Vec<crate::collection::StoredDoc>,
 }
 
 /// What start-up recovery found: the last snapshot, then journal operations to replay on top.

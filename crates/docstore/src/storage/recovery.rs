@@ -277,7 +277,9 @@ fn lost_op(op: &JournalOp, at: std::ops::Range<u64>) -> LostOp {
         JournalOp::DropIndex { db, coll, name } => {
             ("dropIndex", ns(db, coll), None, Some(name.clone()))
         }
-        JournalOp::Put { db, coll, doc } => ("put", ns(db, coll), doc.get("_id").cloned(), None),
+        JournalOp::Put { db, coll, doc } => {
+            ("put", ns(db, coll), doc.get("_id").ok().flatten(), None)
+        }
         JournalOp::Delete { db, coll, id } => ("delete", ns(db, coll), Some(id.clone()), None),
     };
     LostOp {
@@ -840,7 +842,14 @@ pub fn salvage_snapshot(path: &Path, bytes: &[u8]) -> (Vec<CollectionImage>, Vec
                 }
                 match (expected, collections.last_mut()) {
                     (Some(left), Some(c)) if left > 0 && orphans.is_none() => {
-                        c.docs.push(Arc::new(doc));
+                        match crate::collection::StoredDoc::from_document(&doc) {
+                            Ok(stored) => c.docs.push(stored),
+                            // Decoded from valid BSON, so it encodes; never file a guess.
+                            Err(e) => warn!(
+                                "salvage dropped a document that does not encode: {}",
+                                e.message
+                            ),
+                        }
                         expected = Some(left - 1);
                     }
                     _ => {
@@ -1085,7 +1094,10 @@ mod tests {
         JournalOp::Put {
             db: "shop".into(),
             coll: "items".into(),
-            doc: doc! {"_id": i, "name": format!("item {i}")},
+            doc: crate::collection::StoredDoc::from_document(
+                &doc! {"_id": i, "name": format!("item {i}")},
+            )
+            .unwrap(),
         }
     }
 
@@ -1228,7 +1240,7 @@ mod tests {
         let ids: Vec<i32> = rec.collections[0]
             .docs
             .iter()
-            .map(|d| d.get_i32("_id").unwrap())
+            .map(|d| d.to_document().unwrap().get_i32("_id").unwrap())
             .collect();
         assert_eq!(ids.len(), 19);
         assert!(!ids.contains(&10));
@@ -1254,7 +1266,11 @@ mod tests {
             coll: coll.into(),
             options: doc! {},
             indexes: vec![doc! {"v": 2, "key": {"n": 1}, "name": "n_1"}],
-            docs: (0..n).map(|i| Arc::new(doc! {"_id": i, "n": i})).collect(),
+            docs: (0..n)
+                .map(|i| {
+                    crate::collection::StoredDoc::from_document(&doc! {"_id": i, "n": i}).unwrap()
+                })
+                .collect(),
         }
     }
 

@@ -8,11 +8,11 @@
 use super::faults::{DiskFaults, FaultyFile};
 use super::journal::{read_record, write_record, ReadRecord, RECORD_HEADER_LEN};
 use super::CollectionImage;
+use crate::collection::StoredDoc;
 use bson::{doc, Bson, Document};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter};
 use std::path::Path;
-use std::sync::Arc;
 
 const FORMAT: &str = "docstore-snapshot";
 const VERSION: i32 = 1;
@@ -67,8 +67,7 @@ pub fn write_file(
         encode(&coll_header, &mut scratch)?;
         write_record(&mut w, &scratch)?;
         for d in &c.docs {
-            encode(d, &mut scratch)?;
-            write_record(&mut w, &scratch)?;
+            write_record(&mut w, d.as_bytes())?;
         }
         total_docs += c.docs.len() as i64;
     }
@@ -93,7 +92,8 @@ struct Reader<'a> {
 }
 
 impl Reader<'_> {
-    fn next_doc(&mut self) -> io::Result<Document> {
+    /// The next record's payload, its checksum verified.
+    fn next_record(&mut self) -> io::Result<&[u8]> {
         match read_record(&mut self.r, self.remaining, &mut self.payload)? {
             ReadRecord::Ok => {}
             ReadRecord::End | ReadRecord::Truncated => {
@@ -102,8 +102,21 @@ impl Reader<'_> {
             ReadRecord::BadChecksum => return Err(invalid_data(self.path, "checksum mismatch")),
         }
         self.remaining -= (RECORD_HEADER_LEN + self.payload.len()) as u64;
-        Document::from_reader(&self.payload[..])
-            .map_err(|e| invalid_data(self.path, format!("record is not BSON: {e}")))
+        Ok(&self.payload)
+    }
+
+    fn next_doc(&mut self) -> io::Result<Document> {
+        let path = self.path;
+        Document::from_reader(self.next_record()?)
+            .map_err(|e| invalid_data(path, format!("record is not BSON: {e}")))
+    }
+
+    /// The next record as a stored document: validated as thoroughly as decoding would, but
+    /// kept as its bytes.
+    fn next_stored(&mut self) -> io::Result<StoredDoc> {
+        let path = self.path;
+        StoredDoc::from_bytes(self.next_record()?)
+            .map_err(|e| invalid_data(path, format!("record is not BSON: {e}")))
     }
 }
 
@@ -165,7 +178,7 @@ pub fn read_file(path: &Path) -> io::Result<(u64, Vec<CollectionImage>)> {
         let plausible = (reader.remaining / (RECORD_HEADER_LEN as u64 + 5)).min(count);
         let mut docs = Vec::with_capacity(plausible as usize);
         for _ in 0..count {
-            docs.push(Arc::new(reader.next_doc()?));
+            docs.push(reader.next_stored()?);
         }
         total_docs += count;
         collections.push(CollectionImage {
@@ -200,7 +213,10 @@ mod tests {
             options: doc! {},
             indexes: vec![doc! {"v": 2, "key": {"n": 1}, "name": "n_1"}],
             docs: (0..n)
-                .map(|i| Arc::new(doc! {"_id": i, "n": i * 2, "s": "x".repeat(20)}))
+                .map(|i| {
+                    StoredDoc::from_document(&doc! {"_id": i, "n": i * 2, "s": "x".repeat(20)})
+                        .unwrap()
+                })
                 .collect(),
         }
     }

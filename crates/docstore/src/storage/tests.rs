@@ -13,7 +13,7 @@ fn put(i: i32) -> JournalOp {
     JournalOp::Put {
         db: "shop".into(),
         coll: "items".into(),
-        doc: doc! {"_id": i, "name": format!("item {i}")},
+        doc: StoredDoc::from_document(&doc! {"_id": i, "name": format!("item {i}")}).unwrap(),
     }
 }
 
@@ -184,8 +184,8 @@ fn a_snapshot_plus_later_ops_is_recovered_and_old_segments_are_deleted() {
             options: doc! {},
             indexes: vec![doc! {"v": 2, "key": {"name": 1}, "name": "name_1"}],
             docs: vec![
-                Arc::new(doc! {"_id": 1, "name": "item 1"}),
-                Arc::new(doc! {"_id": 2, "name": "item 2"}),
+                StoredDoc::from_document(&doc! {"_id": 1, "name": "item 1"}).unwrap(),
+                StoredDoc::from_document(&doc! {"_id": 2, "name": "item 2"}).unwrap(),
             ],
         };
         // Appends may continue while the snapshot is written.
@@ -230,14 +230,15 @@ fn a_token_from_the_future_is_refused() {
 #[test]
 fn a_large_snapshot_round_trips() {
     let dir = tempfile::tempdir().unwrap();
-    let docs: Vec<Arc<Document>> = (0..20_000)
+    let docs: Vec<StoredDoc> = (0..20_000)
         .map(|i| {
-            Arc::new(doc! {
+            StoredDoc::from_document(&doc! {
                 "_id": i,
                 "title": format!("product number {i}"),
                 "price": f64::from(i) * 1.25,
                 "tags": ["a", "b", {"nested": i}],
             })
+            .unwrap()
         })
         .collect();
     {
@@ -291,7 +292,7 @@ fn snapshot_then_more(dir: &Path) -> u64 {
         coll: "items".into(),
         options: doc! {},
         indexes: vec![],
-        docs: vec![Arc::new(doc! {"_id": 1, "name": "item 1"})],
+        docs: vec![StoredDoc::from_document(&doc! {"_id": 1, "name": "item 1"}).unwrap()],
     };
     s.write_snapshot(token, &[image]).unwrap();
     s.append(&[put(2)]);
@@ -443,7 +444,7 @@ fn concurrent_appenders_keep_their_own_order() {
         let JournalOp::Put { doc, .. } = op else {
             panic!("unexpected op {op:?}");
         };
-        let id = doc.get_i32("_id").unwrap();
+        let id = doc.to_document().unwrap().get_i32("_id").unwrap();
         let (t, i) = ((id / 1000) as usize, id % 1000);
         assert!(i > last[t], "thread {t} ops out of order");
         last[t] = i;
