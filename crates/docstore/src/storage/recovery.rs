@@ -20,7 +20,6 @@ use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use tracing::warn;
 
 /// The bytes every journal record's payload starts with after its BSON length: the `ops` array
