@@ -31,10 +31,17 @@ impl SeedReport {
     }
 }
 
+/// Store the default site settings unless some exist, and let the storefront's cache know.
+async fn insert_default_site(db: &Db) -> Result<bool, DbError> {
+    let added = site::insert_defaults(db).await?;
+    catalog::cache::of(db).site_changed();
+    Ok(added)
+}
+
 /// Add whatever demo data is missing.
 pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
     let mut report = SeedReport::default();
-    let added = u64::from(site::insert_defaults(db).await?);
+    let added = u64::from(insert_default_site(db).await?);
     report.added.push((site::COLLECTION, added));
     let (categories, products) = catalog::demo::seed(db).await.map_err(|e| match e {
         CatalogError::Db(db) => db,
@@ -70,7 +77,7 @@ pub async fn run_if_empty(db: &Db, demo: bool) -> Result<Option<SeedReport>, DbE
     }
     if !demo {
         let mut report = SeedReport::default();
-        let added = u64::from(site::insert_defaults(db).await?);
+        let added = u64::from(insert_default_site(db).await?);
         report.added.push((site::COLLECTION, added));
         return Ok(Some(report));
     }

@@ -238,7 +238,7 @@ async fn sold_out_products_come_last_on_the_newest_shelf() {
         .expect("sold out");
     // Written behind the app's back (as another instance would): the shelves' cache would show
     // the change within seconds; clear it as this instance's own writes do.
-    app.db.catalog_cache().products_changed();
+    bazaar::catalog::cache::of(&app.db).products_changed();
     let doc = page(&app, "/").await;
     let cards = texts(&doc, "#newest .product-card");
     assert_eq!(cards.len(), 4);

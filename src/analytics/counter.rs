@@ -434,7 +434,7 @@ async fn upsert(
             .await
         {
             Ok(_) => return Ok(()),
-            Err(e) if attempts < 2 && crate::checkout::orders::is_duplicate_key(&e) => continue,
+            Err(e) if attempts < 2 && crate::db::is_duplicate_key(&e) => continue,
             Err(e) => return Err(e.into()),
         }
     }

@@ -817,7 +817,7 @@ pub async fn seed_bulk(db: &Db, n: u64) -> Result<u64, CatalogError> {
         added += batch.len() as u64;
         products::collection(db).insert_many(batch).await?;
     }
-    db.catalog_cache().products_changed();
+    super::cache::of(db).products_changed();
     Ok(added)
 }
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cart::CartError;
 use crate::catalog::products::format_cents;
-use crate::db::{Db, DbError};
+use crate::db::{is_duplicate_key, Db, DbError};
 use crate::stock;
 
 pub const COLLECTION: &str = "orders";
@@ -187,15 +187,6 @@ pub async fn next_number(db: &Db) -> Result<String, DbError> {
         .and_then(|v| v.as_i64().or_else(|| v.as_i32().map(i64::from)))
         .unwrap_or(0);
     Ok(format!("BZ-{seq:06}"))
-}
-
-pub fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
-    use mongodb::error::{ErrorKind, WriteFailure};
-    match e.kind.as_ref() {
-        ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == 11000,
-        ErrorKind::Command(c) => c.code == 11000,
-        _ => false,
-    }
 }
 
 /// Insert the order for its cart; if the cart already has one (a double submit won the race),

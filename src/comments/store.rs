@@ -7,9 +7,8 @@ use futures::TryStreamExt;
 use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 
-use crate::checkout::orders::is_duplicate_key;
 use crate::comments::{slugs, Author, Comment, CommentStatus, Discussion, DiscussionKind};
-use crate::db::{Db, DbError};
+use crate::db::{is_duplicate_key, Db, DbError};
 
 pub const COLLECTION: &str = "comments";
 

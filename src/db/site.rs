@@ -122,7 +122,6 @@ pub async fn insert_defaults(db: &Db) -> Result<bool, DbError> {
         )
         .upsert(true)
         .await?;
-    db.catalog_cache().site_changed();
     Ok(result.upserted_id.is_some())
 }
 
