@@ -1,6 +1,8 @@
 //! Demo data for an empty database. Each feature adds its own seeding step here; every step
 //! adds only what is missing, so `bazaar seed` can run any number of times without duplicates.
 
+mod demo_comments;
+
 use crate::catalog::{self, CatalogError};
 use crate::db::{site, Db, DbError};
 
@@ -61,7 +63,7 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
     report
         .added
         .push((crate::content::model::COLLECTION, nodes));
-    let comments = crate::comments::demo::seed(db).await?;
+    let comments = demo_comments::seed(db).await?;
     report.added.push((crate::comments::COLLECTION, comments));
     Ok(report)
 }

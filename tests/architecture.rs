@@ -368,6 +368,56 @@ fn no_two_top_level_modules_depend_on_each_other() {
     );
 }
 
+/// The layers of docs/architecture.md, top first. A module may use modules of the layers below
+/// its own, never one of its own layer or above. A new top-level module must be placed here.
+const LAYERS: &[&[&str]] = &[
+    &["cli"],
+    &["startup"],
+    &["routes"],
+    &["admin"],
+    &["demo_data", "seed", "jobs", "health"],
+    &["search", "home", "analytics"],
+    &["checkout"],
+    &["cart"],
+    &["stock"],
+    &["content"],
+    &["catalog"],
+    &["comments", "media", "backup"],
+    &["state"],
+    &["web"],
+    &["config"],
+    &["db", "telemetry"],
+];
+
+#[test]
+fn every_module_uses_only_the_layers_below_its_own() {
+    let graph = module_graph();
+    let layer_of = |module: &str| LAYERS.iter().position(|layer| layer.contains(&module));
+    let mut wrong = Vec::new();
+    for (module, uses) in &graph {
+        let Some(own) = layer_of(module) else {
+            wrong.push(format!(
+                "{module} is in no layer: add it to LAYERS and the docs"
+            ));
+            continue;
+        };
+        for (used, files) in uses {
+            match layer_of(used) {
+                Some(layer) if layer > own => {}
+                _ => {
+                    let files: Vec<&str> = files.iter().map(String::as_str).collect();
+                    wrong.push(format!("{module} -> {used}: {}", files.join(", ")));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "dependencies against the layer order (see docs/architecture.md):\n{}",
+        wrong.join("\n")
+    );
+}
+
 /// Prints the module map (`cargo test --test architecture -- --nocapture module_map`), the
 /// table docs/architecture.md summarises.
 #[test]
@@ -379,13 +429,30 @@ fn module_map_lists_every_module_with_what_it_uses() {
     }
     assert!(graph.contains_key("catalog") && graph.contains_key("web"));
     // `web` sits below every area: it knows none of them.
-    for area in ["admin", "catalog", "cart", "checkout", "content", "comments"] {
+    for area in [
+        "admin", "catalog", "cart", "checkout", "content", "comments",
+    ] {
         assert!(
             !graph["web"].contains_key(area),
             "web must not use {area}: {:?}",
             graph["web"].get(area)
         );
     }
+}
+
+/// Comments sit below the catalog and content, so they name the discussed collections
+/// themselves; those names must stay the ones the owning areas use.
+#[test]
+fn comments_name_the_collections_their_discussions_live_in() {
+    use bazaar::comments::DiscussionKind;
+    assert_eq!(
+        DiscussionKind::Product.collection(),
+        bazaar::catalog::products::COLLECTION
+    );
+    assert_eq!(
+        DiscussionKind::Node.collection(),
+        bazaar::content::model::COLLECTION
+    );
 }
 
 fn synthetic(edges: &[(&str, &str)]) -> BTreeMap<String, BTreeSet<String>> {
@@ -446,5 +513,8 @@ fn references_are_read_from_paths_and_groups_but_not_comments_or_strings() {
     "##;
     let found = crate_references(&strip_comments_and_strings(source));
     let found: Vec<&str> = found.iter().map(String::as_str).collect();
-    assert_eq!(found, vec!["cart", "catalog", "db", "media", "stock", "web"]);
+    assert_eq!(
+        found,
+        vec!["cart", "catalog", "db", "media", "stock", "web"]
+    );
 }

@@ -189,6 +189,14 @@ pub async fn next_number(db: &Db) -> Result<String, DbError> {
     Ok(format!("BZ-{seq:06}"))
 }
 
+/// How many orders list `sku` (served by the orders' `items.sku` index): a product that was
+/// ever ordered is archived, not deleted.
+pub async fn count_listing(db: &Db, sku: &str) -> Result<u64, DbError> {
+    Ok(collection(db)
+        .count_documents(doc! { "items.sku": sku })
+        .await?)
+}
+
 /// Insert the order for its cart; if the cart already has one (a double submit won the race),
 /// that order is returned instead.
 pub async fn insert_once(db: &Db, order: Order) -> Result<Order, DbError> {

@@ -15,7 +15,6 @@
 //! write that ends in a confirmation belongs there too.
 
 pub mod commands;
-pub mod indexes;
 pub mod site;
 
 use std::any::{Any, TypeId};
@@ -38,6 +37,11 @@ pub fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
         ErrorKind::Command(c) => c.code == 11000,
         _ => false,
     }
+}
+
+/// The `$text` filter for a full-text search of `query` (site search, the admin's searches).
+pub fn text_filter(query: &str) -> bson::Document {
+    doc! { "$text": { "$search": query } }
 }
 
 /// A database failure, sorted by what the user should be told.
