@@ -5,18 +5,17 @@
 mod common;
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use bazaar::catalog::admin_search::AdminProductSearch;
 use bazaar::catalog::categories::{self, Category};
 use bazaar::catalog::listing::{self, ListingQuery, Sort};
 use bazaar::catalog::products::{self, ProductType};
 use bazaar::catalog::CatalogError;
-use bazaar::db::{Db, Store};
+use bazaar::db::Db;
 use bazaar::startup::indexes;
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
-use common::{assert_uses_index, find_stage};
+use common::{assert_uses_index, find_stage, memory_db};
 use futures::TryStreamExt;
 
 struct TestDb {
@@ -25,21 +24,7 @@ struct TestDb {
 }
 
 async fn seeded_db() -> TestDb {
-    let server = docstore::Server::start(docstore::Config {
-        storage: docstore::StorageMode::InMemory,
-        port: 0,
-        ..Default::default()
-    })
-    .await
-    .expect("docstore starts");
-    let db = Db::connect(
-        &server.uri(),
-        "catalog_test",
-        Duration::from_secs(5),
-        Store::EmbeddedMemory,
-    )
-    .await
-    .expect("connects");
+    let (server, db) = memory_db("catalog_test").await;
     indexes::ensure_indexes(&db).await.expect("indexes");
     bazaar::seed::run(&db).await.expect("seeds");
     TestDb {

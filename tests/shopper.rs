@@ -12,16 +12,6 @@ use common::shop::*;
 use common::*;
 use reqwest::StatusCode;
 
-fn titles(doc: &scraper::Html) -> Vec<String> {
-    texts(doc, ".product-grid .product-title")
-}
-
-async fn page(app: &TestApp, path: &str) -> scraper::Html {
-    let response = app.get(path).await;
-    assert_eq!(response.status(), StatusCode::OK, "{path}");
-    html(&body(response).await)
-}
-
 /// The `href` of every element matching `selector`.
 fn hrefs(doc: &scraper::Html, selector: &str) -> Vec<String> {
     let s = scraper::Selector::parse(selector).expect("selector");
