@@ -277,7 +277,7 @@ fn module_graph() -> ModuleGraph {
 
 /// The strongly connected components of `graph` with more than one node (Tarjan's algorithm),
 /// each sorted, in a stable order.
-fn cycles<'a>(graph: &'a BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<&'a str>> {
+fn cycles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<&str>> {
     struct Walk<'a> {
         graph: &'a BTreeMap<String, BTreeSet<String>>,
         index: BTreeMap<&'a str, usize>,
