@@ -50,7 +50,7 @@ async fn start_site(
 ) -> anyhow::Result<(String, Arc<Vec<String>>, Application)> {
     let settings = settings(counting)?;
     let database = OpenDatabase::open(&settings).await?;
-    bazaar::db::indexes::ensure_indexes(&database.db).await?;
+    bazaar::startup::indexes::ensure_indexes(&database.db).await?;
     bazaar::seed::run(&database.db).await?;
     bazaar::catalog::demo::seed_bulk(&database.db, products)
         .await

@@ -320,7 +320,7 @@ async fn blog(connections: u64, seconds: u64) -> anyhow::Result<()> {
 
     let settings = memory_settings()?;
     let database = OpenDatabase::open(&settings).await?;
-    bazaar::db::indexes::ensure_indexes(&database.db).await?;
+    bazaar::startup::indexes::ensure_indexes(&database.db).await?;
     bazaar::seed::run(&database.db).await?;
     let db = &database.db;
     // Photo posts show the demo photo's picture, so every stored file they name exists.
@@ -501,7 +501,7 @@ async fn storefront(connections: u64, seconds: u64) -> anyhow::Result<()> {
     let products = env_or("BENCH_PRODUCTS", 10_000);
     let settings = memory_settings()?;
     let database = OpenDatabase::open(&settings).await?;
-    bazaar::db::indexes::ensure_indexes(&database.db).await?;
+    bazaar::startup::indexes::ensure_indexes(&database.db).await?;
     bazaar::seed::run(&database.db).await?;
     let only_comments = std::env::var("BENCH_ONLY").is_ok_and(|v| v == "comments");
     let seeding = Instant::now();

@@ -196,7 +196,7 @@ async fn seed(products: Option<u64>) -> anyhow::Result<()> {
     let settings = load_settings()?;
     let database = OpenDatabase::open(&settings).await?;
     let outcome = async {
-        crate::db::indexes::ensure_indexes(&database.db).await?;
+        crate::startup::indexes::ensure_indexes(&database.db).await?;
         let report = crate::seed::run(&database.db).await?;
         let generated = match products {
             Some(n) => Some(seed_generated_products(&database.db, n).await?),

@@ -80,7 +80,8 @@ pub async fn remove(db: &Db) -> Result<DemoRemoval, DbError> {
         .try_collect()
         .await?;
     for product in candidates {
-        match lifecycle::delete_unordered(db, &product).await {
+        let orders = crate::checkout::orders::count_listing(db, &product.sku).await?;
+        match lifecycle::delete_unordered(db, &product, orders).await {
             Ok(()) => report.products_deleted += 1,
             Err(DeleteRefused::Gone) => {}
             Err(DeleteRefused::Ordered(_) | DeleteRefused::InCarts(_)) => {
@@ -106,7 +107,7 @@ pub async fn remove(db: &Db) -> Result<DemoRemoval, DbError> {
             continue;
         }
         if let Some(file) = node.photo_file() {
-            crate::content::photos::delete_file(db, file).await?;
+            crate::media::delete_file(db, file).await?;
         }
         db.collection::<Document>(crate::comments::COLLECTION)
             .delete_many(doc! { "discussion_id": node.id })

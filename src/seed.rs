@@ -1,6 +1,8 @@
 //! Demo data for an empty database. Each feature adds its own seeding step here; every step
 //! adds only what is missing, so `bazaar seed` can run any number of times without duplicates.
 
+mod demo_comments;
+
 use crate::catalog::{self, CatalogError};
 use crate::db::{site, Db, DbError};
 
@@ -31,10 +33,17 @@ impl SeedReport {
     }
 }
 
+/// Store the default site settings unless some exist, and let the storefront's cache know.
+async fn insert_default_site(db: &Db) -> Result<bool, DbError> {
+    let added = site::insert_defaults(db).await?;
+    catalog::cache::of(db).site_changed();
+    Ok(added)
+}
+
 /// Add whatever demo data is missing.
 pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
     let mut report = SeedReport::default();
-    let added = u64::from(site::insert_defaults(db).await?);
+    let added = u64::from(insert_default_site(db).await?);
     report.added.push((site::COLLECTION, added));
     let (categories, products) = catalog::demo::seed(db).await.map_err(|e| match e {
         CatalogError::Db(db) => db,
@@ -54,7 +63,7 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
     report
         .added
         .push((crate::content::model::COLLECTION, nodes));
-    let comments = crate::comments::demo::seed(db).await?;
+    let comments = demo_comments::seed(db).await?;
     report.added.push((crate::comments::COLLECTION, comments));
     Ok(report)
 }
@@ -70,7 +79,7 @@ pub async fn run_if_empty(db: &Db, demo: bool) -> Result<Option<SeedReport>, DbE
     }
     if !demo {
         let mut report = SeedReport::default();
-        let added = u64::from(site::insert_defaults(db).await?);
+        let added = u64::from(insert_default_site(db).await?);
         report.added.push((site::COLLECTION, added));
         return Ok(Some(report));
     }

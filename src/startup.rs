@@ -1,6 +1,8 @@
 //! Start-up: open the database (starting embedded docstore when configured), ensure indexes,
 //! seed an empty database, assemble the web app and run it until stopped.
 
+pub mod indexes;
+
 use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +18,7 @@ use crate::backup::schedule::BackupMonitor;
 use crate::checkout::payment::{PaymentGateway, TestGateway};
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::config::{redact_uri, DatabaseUri, PaymentSettings, Settings};
-use crate::db::{indexes, Db, Store};
+use crate::db::{Db, Store};
 use crate::state::AppState;
 use crate::web::basic_auth::{self, AdminCredentials};
 use crate::web::body_timeout::{limit_body_time, BodyPolicy};
@@ -333,7 +335,6 @@ impl Application {
             admin_user: settings.admin.username.clone(),
             max_upload_bytes: settings.media.max_upload_bytes,
             max_image_pixels: settings.media.max_image_pixels,
-            gateway: gateway.clone(),
             cart: settings.cart.clone(),
             new_carts: crate::web::rate_limit::RateLimiter::new(
                 settings.cart.new_carts_per_hour,
@@ -344,7 +345,6 @@ impl Application {
                 .trim_end_matches('/')
                 .to_string(),
             comments: settings.comments.clone(),
-            comment_rate: CommentRateLimit::new(settings.comments.rate_limit_per_minute),
             site: Default::default(),
             order_lookups: crate::web::rate_limit::RateLimiter::new(
                 settings.cart.order_lookups_per_hour,
@@ -357,15 +357,15 @@ impl Application {
             .analytics
             .enabled
             .then(|| PageViewCounter::spawn(db.clone(), &settings.analytics));
-        let server = http_server(
-            state,
-            credentials.clone(),
-            web::Data::from(backup_monitor.clone()),
-            page_views.clone().map(web::Data::new),
-            key,
-            settings,
-            listener,
-        )?;
+        let areas = AreaData {
+            gateway: web::Data::from(gateway.clone()),
+            comment_rate: web::Data::new(CommentRateLimit::new(
+                settings.comments.rate_limit_per_minute,
+            )),
+            backup_monitor: web::Data::from(backup_monitor.clone()),
+            page_views: page_views.clone().map(web::Data::new),
+        };
+        let server = http_server(state, credentials.clone(), areas, key, settings, listener)?;
         Ok(Assembled {
             backup_monitor,
             port,
@@ -502,11 +502,23 @@ impl Signals {
     }
 }
 
+/// The long-lived helpers one area's handlers take as app data of their own (rather than
+/// through [`AppState`], which stays below the areas).
+struct AreaData {
+    /// Charges checkouts (`payment.gateway`): `checkout::pages`.
+    gateway: web::Data<dyn PaymentGateway>,
+    /// Comments per client address per minute: `comments::pages`.
+    comment_rate: web::Data<CommentRateLimit>,
+    /// Scheduled backups' status: the admin's backup screen.
+    backup_monitor: web::Data<BackupMonitor>,
+    /// Page-view counting, when `analytics.enabled`.
+    page_views: Option<web::Data<PageViewCounter>>,
+}
+
 fn http_server(
     state: web::Data<AppState>,
     credentials: web::Data<AdminCredentials>,
-    backup_monitor: web::Data<BackupMonitor>,
-    page_views: Option<web::Data<PageViewCounter>>,
+    areas: AreaData,
     key: Key,
     settings: &Settings,
     listener: TcpListener,
@@ -522,12 +534,14 @@ fn http_server(
     ));
     let mut server = HttpServer::new(move || {
         let mut app = App::new();
-        if let Some(page_views) = &page_views {
+        if let Some(page_views) = &areas.page_views {
             app = app.app_data(page_views.clone());
         }
         app.app_data(state.clone())
             .app_data(credentials.clone())
-            .app_data(backup_monitor.clone())
+            .app_data(areas.backup_monitor.clone())
+            .app_data(areas.gateway.clone())
+            .app_data(areas.comment_rate.clone())
             .app_data(transport.clone())
             .app_data(session_policy.clone())
             .app_data(body_policy.clone())
@@ -550,7 +564,7 @@ fn http_server(
             .wrap(ErrorHandlers::new().default_handler(render_bare_errors))
             .wrap(session::middleware(key.clone(), tls))
             // Outside the error pages, so they too show the shop's name from the settings.
-            .wrap(from_fn(crate::db::site::with_settings))
+            .wrap(from_fn(crate::state::with_site_settings))
             .wrap(from_fn(add_security_headers))
             .wrap(from_fn(telemetry::log_requests))
     })

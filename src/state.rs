@@ -1,11 +1,21 @@
 //! The state every request handler shares: the database, settings the handlers read, and the
-//! long-lived helpers (payment gateway, rate limiters). Built once in [`crate::startup`].
+//! long-lived helpers (rate limiters, the site settings cache). Built once in
+//! [`crate::startup`].
+//!
+//! `state` sits below the areas (see docs/architecture.md): it holds only types of `db`,
+//! `config` and `web`, so every area's handlers may take it. A helper only one area uses (the
+//! payment gateway, the comment rate limit) is registered as app data of its own by
+//! `startup`, and that area's handler takes it directly.
 
 use std::sync::Arc;
 
-use crate::checkout::payment::PaymentGateway;
-use crate::comments::rate_limit::CommentRateLimit;
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::middleware::Next;
+use actix_web::web;
+
 use crate::config::{CartSettings, CommentSettings};
+use crate::db::site::{self, SiteSettings};
 use crate::db::Db;
 
 /// Shared by every handler.
@@ -17,8 +27,6 @@ pub struct AppState {
     pub max_upload_bytes: usize,
     /// `media.max_image_megapixels`, in pixels.
     pub max_image_pixels: u64,
-    /// Charges checkouts (`payment.gateway`).
-    pub gateway: Arc<dyn PaymentGateway>,
     /// Cart expiry and cleanup timeouts (admin can run the jobs by hand).
     pub cart: CartSettings,
     /// New carts per client address (`cart.new_carts_per_hour`).
@@ -26,12 +34,23 @@ pub struct AppState {
     /// The site's absolute address without a trailing slash (`server.public_url`, else the
     /// bound address): feeds need absolute links.
     pub public_url: String,
-    /// Comment length, page size and rate limit.
+    /// Comment length and page size.
     pub comments: CommentSettings,
-    /// Comments per client address per minute.
-    pub comment_rate: CommentRateLimit,
     /// Order lookups (`/orders/lookup`) per client address.
     pub order_lookups: crate::web::rate_limit::RateLimiter,
     /// The site settings (name, currency, shipping rates) as last read, for every worker.
-    pub site: crate::db::site::SettingsCache,
+    pub site: site::SettingsCache,
+}
+
+/// Middleware: run the request with the site settings (through [`AppState::site`]) as its
+/// [`site::current`] settings.
+pub async fn with_site_settings(
+    req: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let settings = match req.app_data::<web::Data<AppState>>() {
+        Some(state) => state.site.get(&state.db).await,
+        None => Arc::new(SiteSettings::default()),
+    };
+    site::scope(settings, next.call(req)).await
 }

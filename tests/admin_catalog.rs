@@ -6,21 +6,6 @@ mod common;
 use common::*;
 use reqwest::StatusCode;
 
-async fn admin_page(app: &TestApp, path: &str) -> scraper::Html {
-    let response = app.get_admin(path).await;
-    assert_eq!(response.status(), StatusCode::OK, "{path}");
-    html(&body(response).await)
-}
-
-fn location(response: &reqwest::Response) -> String {
-    response
-        .headers()
-        .get("location")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// A complete, valid album form.
 fn album_fields<'a>(token: &'a str, slug: &'a str, sku: &'a str) -> Vec<(&'a str, &'a str)> {
     vec![

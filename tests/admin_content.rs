@@ -15,21 +15,6 @@ use common::*;
 use futures::future::join_all;
 use reqwest::StatusCode;
 
-async fn admin_page(app: &TestApp, path: &str) -> scraper::Html {
-    let response = app.get_admin(path).await;
-    assert_eq!(response.status(), StatusCode::OK, "{path}");
-    html(&body(response).await)
-}
-
-fn location(response: &reqwest::Response) -> String {
-    response
-        .headers()
-        .get("location")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_string()
-}
-
 async fn node_by_slug(app: &TestApp, section: &str, slug: &str) -> Node {
     model::collection(&app.db)
         .find_one(doc! { "metadata.section": section, "metadata.slug": slug })
@@ -652,13 +637,7 @@ fn png(width: u32, height: u32, shade: u8) -> Vec<u8> {
 const BOUNDARY: &str = "----bazaar-content-test-boundary";
 
 fn multipart(filename: &str, bytes: &[u8]) -> Vec<u8> {
-    let mut body = format!(
-        "--{BOUNDARY}\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"{filename}\"\r\nContent-Type: image/png\r\n\r\n"
-    )
-    .into_bytes();
-    body.extend_from_slice(bytes);
-    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
-    body
+    png_upload_body(BOUNDARY, "photo", filename, bytes)
 }
 
 /// The upload form's action on the node's edit page (carries the token and the nonce).
@@ -668,17 +647,7 @@ async fn upload_action(app: &TestApp, id: ObjectId) -> String {
 }
 
 async fn upload(app: &TestApp, action: &str, body: reqwest::Body) -> reqwest::Response {
-    app.client
-        .post(app.url(action))
-        .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
-        .header(
-            "content-type",
-            format!("multipart/form-data; boundary={BOUNDARY}"),
-        )
-        .body(body)
-        .send()
-        .await
-        .expect("sent")
+    app.post_admin_multipart(action, BOUNDARY, body).await
 }
 
 async fn file_count(app: &TestApp) -> u64 {

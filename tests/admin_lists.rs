@@ -13,12 +13,6 @@ use common::shop::*;
 use common::*;
 use reqwest::StatusCode;
 
-async fn admin_page(app: &TestApp, path: &str) -> scraper::Html {
-    let response = app.get_admin(path).await;
-    assert_eq!(response.status(), StatusCode::OK, "{path}");
-    html(&body(response).await)
-}
-
 /// The admin's CSRF token, from a page with a form.
 async fn admin_token(app: &TestApp) -> String {
     csrf_token(&admin_page(app, "/admin/settings").await).expect("the settings page has a form")
@@ -602,19 +596,12 @@ async fn create_multipart(
         body.extend_from_slice(b"\r\n");
     }
     body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    app.client
-        .post(app.url(&format!(
-            "/admin/products/new?type=album&csrf_token={token}"
-        )))
-        .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
-        .header(
-            "content-type",
-            format!("multipart/form-data; boundary={boundary}"),
-        )
-        .body(body)
-        .send()
-        .await
-        .expect("sent")
+    app.post_admin_multipart(
+        &format!("/admin/products/new?type=album&csrf_token={token}"),
+        boundary,
+        body,
+    )
+    .await
 }
 
 #[tokio::test]

@@ -439,13 +439,6 @@ fn bazaar(args: &[&str], data: &Path) -> Command {
     command
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 fn run(command: &mut Command) -> (bool, String) {
     let output = command.output().expect("bazaar runs");
     let text = format!(

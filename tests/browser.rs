@@ -506,7 +506,7 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
     let shopper = common::shop::Shopper::new(&app).await;
     shopper.add("demo0001", "1").await;
     let placed = shopper.checkout("4242424242424242").await;
-    let number = common::shop::location(&placed)
+    let number = common::location(&placed)
         .trim_start_matches("/orders/")
         .to_string();
     client

@@ -8,17 +8,6 @@ use std::collections::BTreeSet;
 use common::*;
 use reqwest::StatusCode;
 
-/// Titles of the product cards on a page, in order.
-fn titles(doc: &scraper::Html) -> Vec<String> {
-    texts(doc, ".product-grid .product-title")
-}
-
-async fn page(app: &TestApp, path: &str) -> scraper::Html {
-    let response = app.get(path).await;
-    assert_eq!(response.status(), StatusCode::OK, "{path}");
-    html(&body(response).await)
-}
-
 fn cents(price: &str) -> i64 {
     let digits: String = price.chars().filter(char::is_ascii_digit).collect();
     digits.parse().expect("a price")

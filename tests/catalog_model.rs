@@ -5,16 +5,17 @@
 mod common;
 
 use std::collections::HashMap;
-use std::time::Duration;
 
+use bazaar::catalog::admin_search::AdminProductSearch;
 use bazaar::catalog::categories::{self, Category};
 use bazaar::catalog::listing::{self, ListingQuery, Sort};
 use bazaar::catalog::products::{self, ProductType};
 use bazaar::catalog::CatalogError;
-use bazaar::db::{indexes, Db, Store};
+use bazaar::db::Db;
+use bazaar::startup::indexes;
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
-use common::{assert_uses_index, find_stage};
+use common::{assert_uses_index, find_stage, memory_db};
 use futures::TryStreamExt;
 
 struct TestDb {
@@ -23,21 +24,7 @@ struct TestDb {
 }
 
 async fn seeded_db() -> TestDb {
-    let server = docstore::Server::start(docstore::Config {
-        storage: docstore::StorageMode::InMemory,
-        port: 0,
-        ..Default::default()
-    })
-    .await
-    .expect("docstore starts");
-    let db = Db::connect(
-        &server.uri(),
-        "catalog_test",
-        Duration::from_secs(5),
-        Store::EmbeddedMemory,
-    )
-    .await
-    .expect("connects");
+    let (server, db) = memory_db("catalog_test").await;
     indexes::ensure_indexes(&db).await.expect("indexes");
     bazaar::seed::run(&db).await.expect("seeds");
     TestDb {
@@ -375,6 +362,74 @@ async fn breadcrumbs_come_from_one_projected_query_on_the_slug_index() {
         ixscan.get_document("keyPattern").ok(),
         Some(&doc! { "slug": 1 })
     );
+    assert!(find_stage(&plan, "COLLSCAN").is_none(), "{explain}");
+}
+
+/// The plan of a `find` on products as the admin's product list sends it (first page, sorted
+/// by title, the list's default).
+async fn explain_admin_product_query(db: &Db, filter: Document) -> Document {
+    db.database()
+        .run_command(doc! {
+            "explain": {
+                "find": products::COLLECTION,
+                "filter": filter,
+                "sort": { "search_title": 1, "_id": 1 },
+                "limit": 25,
+            },
+            "verbosity": "queryPlanner",
+        })
+        .await
+        .expect("explain runs")
+}
+
+#[tokio::test]
+async fn the_admin_product_search_runs_on_the_title_index_then_the_text_index() {
+    let t = seeded_db().await;
+    let search = AdminProductSearch {
+        search: "blue",
+        ..Default::default()
+    };
+    let attempts = search.attempts();
+    assert_eq!(attempts.len(), 2);
+
+    // Title or SKU contains: an unanchored regex cannot narrow an index, so the title index
+    // walks the products in the list's order and the regexes filter them (no sort stage).
+    let explain = explain_admin_product_query(&t.db, attempts[0].filter.clone()).await;
+    let plan = Bson::Document(explain.clone());
+    let ixscan = find_stage(&plan, "IXSCAN").expect("an index scan");
+    assert_eq!(
+        ixscan.get_document("keyPattern").ok(),
+        Some(&doc! { "search_title": 1, "_id": 1 }),
+        "{explain}"
+    );
+    assert!(find_stage(&plan, "COLLSCAN").is_none(), "{explain}");
+
+    // The full-text fallback: the products' text index.
+    let explain = explain_admin_product_query(&t.db, attempts[1].filter.clone()).await;
+    let plan = Bson::Document(explain.clone());
+    assert!(find_stage(&plan, "TEXT_MATCH").is_some(), "{explain}");
+    let ixscan = find_stage(&plan, "IXSCAN").expect("an index scan");
+    assert_eq!(
+        ixscan.get_document("keyPattern").ok(),
+        Some(&doc! { "_fts": "text", "_ftsx": 1 }),
+        "{explain}"
+    );
+    assert!(find_stage(&plan, "COLLSCAN").is_none(), "{explain}");
+
+    // With a type chosen, an index led by `type` narrows the products to that type first.
+    let by_type = AdminProductSearch {
+        kind: Some("album"),
+        search: "blue",
+        ..Default::default()
+    };
+    let explain = explain_admin_product_query(&t.db, by_type.attempts()[0].filter.clone()).await;
+    let plan = Bson::Document(explain.clone());
+    let ixscan = find_stage(&plan, "IXSCAN").expect("an index scan");
+    let first_key = ixscan
+        .get_document("keyPattern")
+        .ok()
+        .and_then(|k| k.keys().next().cloned());
+    assert_eq!(first_key.as_deref(), Some("type"), "{explain}");
     assert!(find_stage(&plan, "COLLSCAN").is_none(), "{explain}");
 }
 

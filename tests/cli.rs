@@ -26,13 +26,6 @@ fn bazaar(args: &[&str]) -> Command {
     command
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
 async fn wait_until_healthy(url: &str, child: &mut Child) -> reqwest::Response {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {

@@ -8,7 +8,7 @@ use bazaar::catalog::products::{self, Product};
 use bazaar::comments::{self, slugs, Comment, CommentStatus};
 use bazaar::db::Db;
 use bson::doc;
-use common::shop::{location, product_with_stock, Shopper};
+use common::shop::{product_with_stock, Shopper};
 use common::*;
 use futures::TryStreamExt;
 use reqwest::StatusCode;

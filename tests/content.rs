@@ -48,12 +48,6 @@ fn entry(text: &str) -> Detail {
     })
 }
 
-async fn page(app: &TestApp, path: &str) -> scraper::Html {
-    let response = app.get(path).await;
-    assert_eq!(response.status(), StatusCode::OK, "{path}");
-    html(&body(response).await)
-}
-
 #[tokio::test]
 async fn the_about_and_shipping_pages_have_stable_urls_linked_from_the_footer() {
     let app = spawn_app().await;

@@ -36,26 +36,8 @@ fn png(width: u32, height: u32) -> Vec<u8> {
 /// POST a multipart form with one file field `photo`.
 async fn upload(app: &TestApp, action: &str, filename: &str, bytes: &[u8]) -> reqwest::Response {
     let boundary = "----bazaar-test-boundary-7MA4YWxkTrZu0gW";
-    let mut body = Vec::new();
-    body.extend_from_slice(
-        format!(
-            "--{boundary}\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"{filename}\"\r\nContent-Type: image/png\r\n\r\n"
-        )
-        .as_bytes(),
-    );
-    body.extend_from_slice(bytes);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    app.client
-        .post(app.url(action))
-        .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
-        .header(
-            "content-type",
-            format!("multipart/form-data; boundary={boundary}"),
-        )
-        .body(body)
-        .send()
-        .await
-        .expect("sent")
+    let body = png_upload_body(boundary, "photo", filename, bytes);
+    app.post_admin_multipart(action, boundary, body).await
 }
 
 #[tokio::test]
@@ -224,21 +206,7 @@ async fn uploaded_gif_and_webp_photos_get_png_thumbnails_like_png_and_jpeg() {
 
 #[tokio::test]
 async fn the_size_of_a_stored_gif_or_webp_is_recorded_with_its_thumbnail() {
-    let server = docstore::Server::start(docstore::Config {
-        storage: docstore::StorageMode::InMemory,
-        port: 0,
-        ..Default::default()
-    })
-    .await
-    .expect("docstore starts");
-    let db = bazaar::db::Db::connect(
-        &server.uri(),
-        "media_test",
-        std::time::Duration::from_secs(5),
-        bazaar::db::Store::EmbeddedMemory,
-    )
-    .await
-    .expect("connects");
+    let (_server, db) = memory_db("media_test").await;
     for (name, format, kind) in [
         (
             "a.gif",

@@ -426,23 +426,8 @@ fn real_png(width: u32, height: u32) -> Vec<u8> {
 
 async fn upload_photo(app: &TestApp, action: &str, bytes: &[u8]) -> reqwest::Response {
     let boundary = "----bazaar-security-boundary";
-    let mut body = format!(
-        "--{boundary}\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"p.png\"\r\nContent-Type: image/png\r\n\r\n"
-    )
-    .into_bytes();
-    body.extend_from_slice(bytes);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    app.client
-        .post(app.url(action))
-        .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
-        .header(
-            "content-type",
-            format!("multipart/form-data; boundary={boundary}"),
-        )
-        .body(body)
-        .send()
-        .await
-        .expect("sent")
+    let body = png_upload_body(boundary, "photo", "p.png", bytes);
+    app.post_admin_multipart(action, boundary, body).await
 }
 
 /// The edit page of the demo product "Dune" and its upload form's action.

@@ -12,16 +12,6 @@ use common::shop::*;
 use common::*;
 use reqwest::StatusCode;
 
-fn titles(doc: &scraper::Html) -> Vec<String> {
-    texts(doc, ".product-grid .product-title")
-}
-
-async fn page(app: &TestApp, path: &str) -> scraper::Html {
-    let response = app.get(path).await;
-    assert_eq!(response.status(), StatusCode::OK, "{path}");
-    html(&body(response).await)
-}
-
 /// The `href` of every element matching `selector`.
 fn hrefs(doc: &scraper::Html, selector: &str) -> Vec<String> {
     let s = scraper::Selector::parse(selector).expect("selector");
@@ -238,7 +228,7 @@ async fn sold_out_products_come_last_on_the_newest_shelf() {
         .expect("sold out");
     // Written behind the app's back (as another instance would): the shelves' cache would show
     // the change within seconds; clear it as this instance's own writes do.
-    app.db.catalog_cache().products_changed();
+    bazaar::catalog::cache::of(&app.db).products_changed();
     let doc = page(&app, "/").await;
     let cards = texts(&doc, "#newest .product-card");
     assert_eq!(cards.len(), 4);

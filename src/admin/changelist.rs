@@ -15,7 +15,7 @@ use bson::{doc, Bson, Document};
 use futures::TryStreamExt;
 use serde::de::DeserializeOwned;
 
-use crate::catalog::listing::{escape_regex, without_control_chars};
+use crate::catalog::listing::{contains_ignoring_case, without_control_chars};
 use crate::db::DbError;
 
 /// Rows per page unless the query asks for another of [`PER_PAGE_CHOICES`].
@@ -393,14 +393,6 @@ impl ChangeList {
     pub fn per_page_choices(&self) -> [u64; 4] {
         PER_PAGE_CHOICES
     }
-}
-
-/// A case-insensitive regex matching `text` anywhere, with every metacharacter escaped.
-pub fn contains_ignoring_case(text: &str) -> Bson {
-    Bson::RegularExpression(bson::Regex {
-        pattern: escape_regex(&without_control_chars(text)),
-        options: "i".to_string(),
-    })
 }
 
 #[cfg(test)]

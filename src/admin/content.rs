@@ -888,7 +888,7 @@ pub async fn delete(
         .ok_or(AppError::NotFound)?;
     // The node is gone first: its file then has no referrer, so a crash here leaves an orphan.
     if let Some(file) = node.photo_file() {
-        photos::delete_file(&state.db, file).await?;
+        crate::media::delete_file(&state.db, file).await?;
     }
     state
         .db

@@ -13,6 +13,7 @@ use futures::StreamExt;
 use crate::admin::products::{create_product, kind_param, NewPhotos};
 use crate::catalog::lifecycle::{self, DeleteRefused, Move};
 use crate::catalog::products::{self, Product};
+use crate::checkout::orders;
 use crate::media::{self, UploadError};
 use crate::state::AppState;
 use crate::web::errors::AppError;
@@ -58,7 +59,8 @@ pub async fn confirm_delete(
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
     let product = existing(&state, &id).await?;
-    let refusal = match lifecycle::check_deletable(&state.db, &product).await {
+    let orders = orders::count_listing(&state.db, &product.sku).await?;
+    let refusal = match lifecycle::check_deletable(&product, orders) {
         Ok(()) => None,
         Err(e) => Some(refusal_text(e)?),
     };
@@ -77,7 +79,8 @@ pub async fn delete(
 ) -> Result<HttpResponse, AppError> {
     let product = existing(&state, &id).await?;
     let session = req.get_session();
-    match lifecycle::delete_unordered(&state.db, &product).await {
+    let orders = orders::count_listing(&state.db, &product.sku).await?;
+    match lifecycle::delete_unordered(&state.db, &product, orders).await {
         Ok(()) => {
             flash::push(
                 &session,
@@ -178,7 +181,7 @@ pub fn is_multipart(ctx: &actix_web::guard::GuardContext<'_>) -> bool {
 /// Delete photos stored for a form that is not going to be saved.
 async fn discard(state: &AppState, photos: &[ObjectId]) -> Result<(), AppError> {
     for photo in photos {
-        crate::content::photos::delete_file(&state.db, *photo).await?;
+        crate::media::delete_file(&state.db, *photo).await?;
     }
     Ok(())
 }

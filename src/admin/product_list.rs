@@ -1,21 +1,20 @@
 //! Admin → Products, the list: every product in pages, sortable by title, SKU, price, stock
 //! or last change, filtered by type, category (with its subcategories), status and stock
-//! level, and searched by any part of the title or SKU.
+//! level, and searched by any part of the title or SKU. The queries are the catalog's
+//! ([`crate::catalog::admin_search`]); this module pages and renders them.
 
 use std::collections::HashMap;
 
-use actix_web::{web, HttpRequest, HttpResponse};
-use askama::Template;
-use bson::oid::ObjectId;
-use bson::{doc, Bson, Document};
-
 use crate::admin::changelist::{ChangeList, Column, Filter, ListSpec, SortKey};
+use crate::catalog::admin_search::{AdminProductSearch, STOCK_LEVELS};
 use crate::catalog::categories;
-use crate::catalog::lifecycle::{self, ProductStatus};
-use crate::catalog::products::{self, Product, ProductType, LOW_STOCK};
+use crate::catalog::lifecycle::ProductStatus;
+use crate::catalog::products::{self, Product, ProductType};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
 
 /// Sort keys of the product list; each field but `updated` and `type` leads an index.
 const SORTS: &[SortKey] = &[
@@ -62,24 +61,6 @@ impl ProductListPage {
     }
 }
 
-/// The stock-level filter's choices: sold out, low (at most [`LOW_STOCK`], sold out
-/// included, as the stock screen flags them), plenty.
-pub const STOCK_LEVELS: &[(&str, &str)] = &[
-    ("out", "Sold out"),
-    ("low", "Low (3 or fewer)"),
-    ("in", "More than 3"),
-];
-
-/// The `qty` condition of a stock-level filter value.
-pub fn stock_condition(level: &str) -> Option<Document> {
-    match level {
-        "out" => Some(doc! { "$lte": 0 }),
-        "low" => Some(doc! { "$lte": LOW_STOCK }),
-        "in" => Some(doc! { "$gt": LOW_STOCK }),
-        _ => None,
-    }
-}
-
 /// `GET /admin/products?q=&type=&category=&status=&stock=&sort=&page=`
 pub async fn index(
     req: HttpRequest,
@@ -122,42 +103,23 @@ pub async fn index(
         search_label: Some("Title or SKU contains"),
     };
     let mut list = ChangeList::parse(spec, &params);
-    let mut filter = Document::new();
-    if let Some(kind) = list.filter_value("type") {
-        filter.insert("type", kind);
-    }
-    if let Some(id) = list
-        .filter_value("category")
-        .and_then(|c| ObjectId::parse_str(c).ok())
-    {
-        // The category and everything below it.
-        filter.insert("category_path", id);
-    }
-    if let Some(status) = list.filter_value("status").and_then(ProductStatus::parse) {
-        filter.extend(lifecycle::with_status(status));
-    }
-    if let Some(qty) = list.filter_value("stock").and_then(stock_condition) {
-        filter.insert("qty", qty);
-    }
-    let narrowed = filter.clone();
-    if let Some(pattern) = list.search_pattern() {
-        filter.insert(
-            "$or",
-            vec![
-                Bson::Document(doc! { "search_title": pattern.clone() }),
-                Bson::Document(doc! { "sku": pattern }),
-            ],
-        );
-    }
+    let search = AdminProductSearch {
+        kind: list.filter_value("type"),
+        category: list.filter_value("category"),
+        status: list.filter_value("status"),
+        stock: list.filter_value("stock"),
+        search: &list.search,
+    };
+    let attempts = search.attempts();
     let collection = products::collection(&state.db);
-    let mut products = list.load(&collection, filter, None).await?;
+    let mut products = Vec::new();
     let mut full_text = false;
-    if products.is_empty() && !list.search.is_empty() {
-        // Nothing in a title or SKU: try the site search's full-text index, same filters.
-        let mut text = narrowed;
-        text.extend(crate::search::text_filter(&list.search));
-        products = list.load(&collection, text, None).await?;
-        full_text = !products.is_empty();
+    for attempt in attempts {
+        products = list.load(&collection, attempt.filter, None).await?;
+        if !products.is_empty() {
+            full_text = attempt.full_text;
+            break;
+        }
     }
     render(&ProductListPage {
         layout: Layout::admin(&req),

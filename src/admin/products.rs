@@ -370,7 +370,7 @@ pub async fn create_product(
         Err(errors) => errors,
     };
     for photo in &photos.stored {
-        crate::content::photos::delete_file(&state.db, *photo).await?;
+        crate::media::delete_file(&state.db, *photo).await?;
     }
     let mut form_error = if errors.is_empty() {
         "The product was not saved.".to_string()

@@ -11,7 +11,7 @@ use bson::{doc, Bson, Document};
 use serde::Deserialize;
 
 use crate::admin::changelist::{ChangeList, Column, Filter, ListSpec, SortKey};
-use crate::admin::product_list::{stock_condition, STOCK_LEVELS};
+use crate::catalog::admin_search::{stock_condition, STOCK_LEVELS};
 use crate::catalog::lifecycle::{self, ProductStatus};
 use crate::catalog::products::{self, ProductType, StockLevel, LOW_STOCK};
 use crate::state::AppState;

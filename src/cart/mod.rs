@@ -307,12 +307,12 @@ pub fn price_changed_notice(title: &str, was: i64, now: i64) -> String {
     )
 }
 
-const SESSION_CART: &str = "cart_id";
 use crate::web::layout::CART_COUNT_KEY as SESSION_COUNT;
+use crate::web::session::CART_ID_KEY as SESSION_CART;
 
 /// The cart this visitor is using, if any.
 pub fn session_cart_id(session: &Session) -> Option<String> {
-    session.get::<String>(SESSION_CART).ok().flatten()
+    crate::web::session::cart_id(session)
 }
 
 /// Remember the visitor's cart and how many units it holds (shown in the header on every page
@@ -337,15 +337,6 @@ pub fn show_empty_in_session(session: &Session) {
     if let Err(e) = session.insert(SESSION_COUNT, 0_i64) {
         tracing::warn!(error = %e, "could not store the cart count in the session");
     }
-}
-
-/// Units in the visitor's cart as last seen (0 without a cart).
-pub fn session_item_count(session: &Session) -> i64 {
-    session
-        .get::<i64>(SESSION_COUNT)
-        .ok()
-        .flatten()
-        .unwrap_or(0)
 }
 
 /// How many carts are in `status` (the admin's carts screen; the `status, last_modified` index

@@ -16,8 +16,8 @@
 //! its product fresh, and the cart and checkout read products themselves. The shelves and
 //! listings may show a stock badge or price up to [`TTL`] old.
 //!
-//! The cache lives in the [`Db`] handle (every clone shares it), so a second handle on the same
-//! store — another instance — has its own.
+//! The cache lives in the [`Db`] handle (every clone shares it, see [`of`]), so a second handle
+//! on the same store — another instance — has its own.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -203,6 +203,11 @@ impl CatalogCache {
     }
 }
 
+/// The cache kept with `db` (a [`Db::extension`], so `db` holds it without knowing the catalog).
+pub fn of(db: &Db) -> Arc<CatalogCache> {
+    db.extension::<CatalogCache>()
+}
+
 /// Serve `slot` of `db`'s cache, loading it with `load` when missing and reloading it in the
 /// background when stale.
 async fn cached<T, F, Fut>(
@@ -215,23 +220,23 @@ where
     F: Fn(Db) -> Fut + Send + 'static,
     Fut: Future<Output = Result<T, DbError>> + Send + 'static,
 {
-    let cache = db.catalog_cache();
-    match slot(cache).lookup() {
+    let cache = of(db);
+    match slot(&cache).lookup() {
         Lookup::Fresh(v) | Lookup::Stale(v) => Ok(v),
         Lookup::StaleReload(v) => {
             let db = db.clone();
             tokio::spawn(async move {
-                let generation = db.catalog_cache().generation();
-                match load(db.clone()).await {
-                    Ok(fresh) if db.catalog_cache().generation() == generation => {
-                        slot(db.catalog_cache()).store(Arc::new(fresh));
+                let generation = cache.generation();
+                match load(db).await {
+                    Ok(fresh) if cache.generation() == generation => {
+                        slot(&cache).store(Arc::new(fresh));
                     }
                     // Something was invalidated meanwhile: this value may predate the write, so
                     // it is dropped and a later request reloads.
-                    Ok(_) => slot(db.catalog_cache()).reload_failed(),
+                    Ok(_) => slot(&cache).reload_failed(),
                     Err(e) => {
                         tracing::warn!(error = %e, "reloading cached catalog data failed");
-                        slot(db.catalog_cache()).reload_failed();
+                        slot(&cache).reload_failed();
                     }
                 }
             });
@@ -241,7 +246,7 @@ where
             let generation = cache.generation();
             let value = Arc::new(load(db.clone()).await?);
             if cache.generation() == generation {
-                slot(cache).store(Arc::clone(&value));
+                slot(&cache).store(Arc::clone(&value));
             }
             Ok(value)
         }
@@ -315,7 +320,7 @@ async fn count_products(db: &Db, filter: Document) -> Result<u64, DbError> {
 /// The number of products matching `filter`: cached per filter (see the module documentation);
 /// only the first request for a filter waits, sharing one count with its concurrent peers.
 pub async fn total(db: &Db, filter: &Document) -> Result<u64, DbError> {
-    let cache = db.catalog_cache();
+    let cache = of(db);
     let key = filter.to_string();
     let slot = {
         let Ok(mut totals) = cache.totals.lock() else {

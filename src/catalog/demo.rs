@@ -817,7 +817,7 @@ pub async fn seed_bulk_with_progress(
         added += size;
         progress(added, to_add);
     }
-    db.catalog_cache().products_changed();
+    super::cache::of(db).products_changed();
     Ok(added)
 }
 
@@ -892,14 +892,17 @@ pub async fn seed_covers(db: &Db) -> Result<u64, CatalogError> {
         .map_err(crate::db::DbError::from)?;
     let mut added = 0;
     for product in missing {
-        let cover = match media::store_generated_cover(db, &product.title).await {
-            Ok(cover) => cover,
-            Err(media::UploadError::Db(e)) => return Err(e.into()),
-            Err(e) => {
-                tracing::warn!(error = %e, product = %product.slug, "a demo cover was refused");
-                continue;
-            }
-        };
+        let cover =
+            match media::store_generated_cover(db, &product.title, &super::slugify(&product.title))
+                .await
+            {
+                Ok(cover) => cover,
+                Err(media::UploadError::Db(e)) => return Err(e.into()),
+                Err(e) => {
+                    tracing::warn!(error = %e, product = %product.slug, "a demo cover was refused");
+                    continue;
+                }
+            };
         products::add_photo(db, product.id, cover.id).await?;
         added += 1;
     }

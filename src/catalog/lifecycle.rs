@@ -98,17 +98,10 @@ pub enum DeleteRefused {
     Db(#[from] DbError),
 }
 
-/// How many orders list `sku` (served by the orders' `items.sku` index).
-pub async fn order_count(db: &Db, sku: &str) -> Result<u64, DbError> {
-    Ok(db
-        .collection::<Document>(crate::checkout::orders::COLLECTION)
-        .count_documents(doc! { "items.sku": sku })
-        .await?)
-}
-
-/// Whether `product` may be deleted: never ordered, nothing reserved in carts.
-pub async fn check_deletable(db: &Db, product: &Product) -> Result<(), DeleteRefused> {
-    let orders = order_count(db, &product.sku).await?;
+/// Whether `product` may be deleted: never ordered, nothing reserved in carts. `orders` is how
+/// many orders list its SKU (`checkout::orders::count_listing`: the orders are the checkout's,
+/// which the catalog does not read).
+pub fn check_deletable(product: &Product, orders: u64) -> Result<(), DeleteRefused> {
     if orders > 0 || product.sold > 0 {
         return Err(DeleteRefused::Ordered(orders.max(1)));
     }
@@ -121,9 +114,14 @@ pub async fn check_deletable(db: &Db, product: &Product) -> Result<(), DeleteRef
 
 /// Delete a product that was never ordered and has nothing in carts, then its comments and
 /// photo files.
-/// The delete itself re-checks that nothing was sold or reserved meanwhile.
-pub async fn delete_unordered(db: &Db, product: &Product) -> Result<(), DeleteRefused> {
-    check_deletable(db, product).await?;
+/// The delete itself re-checks that nothing was sold or reserved meanwhile. `orders` as for
+/// [`check_deletable`].
+pub async fn delete_unordered(
+    db: &Db,
+    product: &Product,
+    orders: u64,
+) -> Result<(), DeleteRefused> {
+    check_deletable(product, orders)?;
     let result = db
         .durable::<Document>(products::COLLECTION)
         .delete_one(doc! {
@@ -137,8 +135,7 @@ pub async fn delete_unordered(db: &Db, product: &Product) -> Result<(), DeleteRe
         return match products::by_id(db, product.id).await? {
             None => Err(DeleteRefused::Gone),
             // Sold or reserved between the check and the delete: say which.
-            Some(now) => Err(check_deletable(db, &now)
-                .await
+            Some(now) => Err(check_deletable(&now, orders)
                 .err()
                 .unwrap_or(DeleteRefused::InCarts(0))),
         };
@@ -161,7 +158,7 @@ async fn delete_photo_file_if_unused(db: &Db, file: ObjectId) -> Result<(), DbEr
         .count_documents(doc! { "photos": file })
         .await?;
     if users == 0 {
-        crate::content::photos::delete_file(db, file).await?;
+        crate::media::delete_file(db, file).await?;
     }
     Ok(())
 }

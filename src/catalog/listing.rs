@@ -459,6 +459,14 @@ pub fn escape_regex(input: &str) -> String {
     out
 }
 
+/// A case-insensitive regex matching `text` anywhere, with every metacharacter escaped.
+pub fn contains_ignoring_case(text: &str) -> Bson {
+    Bson::RegularExpression(bson::Regex {
+        pattern: escape_regex(&without_control_chars(text)),
+        options: "i".to_string(),
+    })
+}
+
 /// Title search: an anchored, case-folded prefix of `search_title`, so the index serves it.
 pub fn title_prefix(search: &str) -> Bson {
     Bson::RegularExpression(bson::Regex {

@@ -1,6 +1,7 @@
 //! The storefront catalog: polymorphic products, the category hierarchy, the queries the shop
 //! pages issue (each backed by an index) and the demo catalog.
 
+pub mod admin_search;
 pub mod cache;
 pub mod categories;
 pub mod demo;

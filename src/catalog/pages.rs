@@ -313,7 +313,7 @@ async fn product_page(
         Some(Details::Book(d)) => book = Some(d),
         None => tracing::warn!(slug = %product.slug, "product details do not fit its type"),
     }
-    let own_cart = crate::cart::session_cart_id(&req.get_session());
+    let own_cart = crate::web::session::cart_id(&req.get_session());
     let held_by_others = product.held_by_others(own_cart.as_deref());
     Ok(ProductPage {
         layout: Layout::public(req),

@@ -583,7 +583,7 @@ pub async fn create_as(
     let mut product = new.into_product(path)?;
     product.status = status;
     durable(db).insert_one(&product).await?;
-    db.catalog_cache().products_changed();
+    super::cache::of(db).products_changed();
     Ok(product)
 }
 
@@ -652,7 +652,7 @@ pub async fn update_with_status(
         .update_one(filter, doc! { "$set": set })
         .await?;
     if result.matched_count == 1 {
-        db.catalog_cache().products_changed();
+        super::cache::of(db).products_changed();
         return Ok(Saved::Saved(version));
     }
     if by_id(db, id).await?.is_none() {
@@ -669,7 +669,7 @@ pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool,
             doc! { "$push": { "photos": file_id }, "$set": { "updated": DateTime::now() } },
         )
         .await?;
-    db.catalog_cache().products_changed();
+    super::cache::of(db).products_changed();
     Ok(result.matched_count == 1)
 }
 

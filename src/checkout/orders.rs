@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cart::CartError;
 use crate::catalog::products::format_cents;
-use crate::db::{Db, DbError};
+use crate::db::{is_duplicate_key, Db, DbError};
 use crate::stock;
 
 pub const COLLECTION: &str = "orders";
@@ -189,13 +189,12 @@ pub async fn next_number(db: &Db) -> Result<String, DbError> {
     Ok(format!("BZ-{seq:06}"))
 }
 
-pub fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
-    use mongodb::error::{ErrorKind, WriteFailure};
-    match e.kind.as_ref() {
-        ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == 11000,
-        ErrorKind::Command(c) => c.code == 11000,
-        _ => false,
-    }
+/// How many orders list `sku` (served by the orders' `items.sku` index): a product that was
+/// ever ordered is archived, not deleted.
+pub async fn count_listing(db: &Db, sku: &str) -> Result<u64, DbError> {
+    Ok(collection(db)
+        .count_documents(doc! { "items.sku": sku })
+        .await?)
 }
 
 /// Insert the order for its cart; if the cart already has one (a double submit won the race),

@@ -8,6 +8,7 @@ use askama::Template;
 
 use crate::cart::{self, pages::EXPIRED_NOTICE, Cart, CartStatus};
 use crate::checkout::orders::{self, Order};
+use crate::checkout::payment::PaymentGateway;
 use crate::checkout::{self, CheckoutForm, CheckoutOutcome, FieldErrors};
 use crate::state::AppState;
 use crate::web::basic_auth::carries_admin_credentials;
@@ -167,6 +168,7 @@ pub async fn submit(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
+    gateway: web::Data<dyn PaymentGateway>,
     form: web::Form<CheckoutForm>,
 ) -> Result<HttpResponse, AppError> {
     let form = form.into_inner();
@@ -196,8 +198,7 @@ pub async fn submit(
             );
         }
     };
-    let outcome =
-        checkout::place_order(&state.db, state.gateway.as_ref(), &cart.id, &details).await?;
+    let outcome = checkout::place_order(&state.db, gateway.get_ref(), &cart.id, &details).await?;
     match outcome {
         CheckoutOutcome::Placed(order) => Ok(placed(&session, &order)),
         CheckoutOutcome::Declined(reason) => {

@@ -199,7 +199,7 @@ impl TestGateway {
         };
         match self.charges().insert_one(&charge).await {
             Ok(_) => Ok(charge.to_charge()),
-            Err(e) if crate::checkout::orders::is_duplicate_key(&e) => self
+            Err(e) if crate::db::is_duplicate_key(&e) => self
                 .lookup(&request.idempotency_key)
                 .await?
                 .ok_or_else(|| unavailable(e)),

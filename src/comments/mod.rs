@@ -6,7 +6,6 @@
 //! carries the post and reply forms. The POST handlers for a kind of discussion stay thin over
 //! [`pages::post_comment`] and [`pages::post_reply`].
 
-pub mod demo;
 pub mod pages;
 pub mod rate_limit;
 pub mod slugs;
@@ -31,12 +30,22 @@ pub enum DiscussionKind {
 impl DiscussionKind {
     pub const ALL: [DiscussionKind; 2] = [DiscussionKind::Product, DiscussionKind::Node];
 
+    /// The collection of the discussed documents. Named here rather than taken from the
+    /// catalog and content areas, which sit above comments and embed its threads (their tests
+    /// check the names agree).
+    pub fn collection(&self) -> &'static str {
+        match self {
+            DiscussionKind::Product => "products",
+            DiscussionKind::Node => "nodes",
+        }
+    }
+
     /// `(collection, field path)` of the number of visible comments on the discussion's own
     /// document, which listings show without counting comments.
     pub fn counter(&self) -> (&'static str, &'static str) {
         match self {
-            DiscussionKind::Product => (crate::catalog::products::COLLECTION, "comment_count"),
-            DiscussionKind::Node => ("nodes", "metadata.comment_count"),
+            DiscussionKind::Product => (self.collection(), "comment_count"),
+            DiscussionKind::Node => (self.collection(), "metadata.comment_count"),
         }
     }
 }

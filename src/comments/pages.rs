@@ -6,10 +6,11 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use actix_session::SessionExt;
 use actix_web::http::StatusCode;
-use actix_web::{HttpRequest, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
+use crate::comments::rate_limit::CommentRateLimit;
 use crate::comments::store::{self, PostError};
 use crate::comments::thread::{self, CommentForm, ThreadView};
 use crate::comments::{slugs, CommentStatus, Discussion};
@@ -125,12 +126,18 @@ pub async fn submit(
         return Ok(Submitted::Refused(form, StatusCode::UNPROCESSABLE_ENTITY));
     }
     let client = client_address(req);
-    if !state.comment_rate.try_acquire(client) {
+    // Registered by start-up next to the app state (it is the comments area's own helper).
+    let Some(comment_rate) = req.app_data::<web::Data<CommentRateLimit>>() else {
+        return Err(AppError::Internal(anyhow::anyhow!(
+            "the comment rate limit is not registered as app data"
+        )));
+    };
+    if !comment_rate.try_acquire(client) {
         tracing::info!(%client, "comment refused: rate limit");
         form.notice = Some(format!(
             "You are commenting faster than we allow ({} comments a minute). Your comment is \
              still here: please wait a minute and post it again.",
-            state.comment_rate.per_minute()
+            comment_rate.per_minute()
         ));
         return Ok(Submitted::Refused(form, StatusCode::TOO_MANY_REQUESTS));
     }
@@ -145,21 +152,21 @@ pub async fn submit(
     let comment = match posted {
         Ok(comment) => comment,
         Err(PostError::ParentGone) => {
-            state.comment_rate.release(client);
+            comment_rate.release(client);
             form.notice = Some(
                 "The comment you replied to has been removed, so your reply was not posted.".into(),
             );
             return Ok(Submitted::Refused(form, StatusCode::CONFLICT));
         }
         Err(PostError::NoFreeSlug) => {
-            state.comment_rate.release(client);
+            comment_rate.release(client);
             return Err(AppError::Internal(anyhow::anyhow!(
                 "no free comment slug in discussion {}",
                 discussion.id
             )));
         }
         Err(PostError::Db(e)) => {
-            state.comment_rate.release(client);
+            comment_rate.release(client);
             return Err(e.into());
         }
     };

@@ -7,9 +7,8 @@ use futures::TryStreamExt;
 use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 
-use crate::checkout::orders::is_duplicate_key;
 use crate::comments::{slugs, Author, Comment, CommentStatus, Discussion, DiscussionKind};
-use crate::db::{Db, DbError};
+use crate::db::{is_duplicate_key, Db, DbError};
 
 pub const COLLECTION: &str = "comments";
 
@@ -384,7 +383,7 @@ pub async fn discussion_links(
         return Ok(links);
     }
     let products: Vec<Document> = db
-        .collection::<Document>(crate::catalog::products::COLLECTION)
+        .collection::<Document>(DiscussionKind::Product.collection())
         .find(doc! { "_id": { "$in": ids } })
         .projection(doc! { "title": 1, "slug": 1 })
         .await?
@@ -407,7 +406,7 @@ pub async fn discussion_links(
     }
     if links.len() < ids.len() {
         let nodes: Vec<Document> = db
-            .collection::<Document>(DiscussionKind::Node.counter().0)
+            .collection::<Document>(DiscussionKind::Node.collection())
             .find(doc! { "_id": { "$in": ids } })
             .projection(doc! { "metadata.title": 1, "metadata.section": 1, "metadata.slug": 1 })
             .await?

@@ -247,7 +247,7 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
         let mut generated = None;
         if let Detail::Photo(photo) = &mut detail {
             let image =
-                media::store_generated_cover(db, demo.title)
+                media::store_generated_cover(db, demo.title, &crate::catalog::slugify(demo.title))
                     .await
                     .map_err(|e| match e {
                         media::UploadError::Db(db) => db,
@@ -274,7 +274,7 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
             // Another seeding run added it meanwhile; its photo is the one kept.
             Err(ContentError::SlugTaken) => {
                 if let Some(file) = generated {
-                    crate::content::photos::delete_file(db, file).await?;
+                    crate::media::delete_file(db, file).await?;
                 }
             }
             Err(ContentError::Db(e)) => return Err(e),

@@ -22,21 +22,11 @@ pub enum ContentError {
 
 impl From<mongodb::error::Error> for ContentError {
     fn from(e: mongodb::error::Error) -> Self {
-        if is_duplicate_key(&e) {
+        // The only unique key on `nodes` is the section and slug.
+        if crate::db::is_duplicate_key(&e) {
             ContentError::SlugTaken
         } else {
             ContentError::Db(e.into())
         }
-    }
-}
-
-/// True for a unique-index violation (server error 11000); the only unique key on `nodes` is
-/// the section and slug.
-fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
-    use mongodb::error::{ErrorKind, WriteFailure};
-    match e.kind.as_ref() {
-        ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == 11000,
-        ErrorKind::Command(c) => c.code == 11000,
-        _ => false,
     }
 }

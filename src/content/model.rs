@@ -609,7 +609,7 @@ pub fn admin_sort(sort: &str) -> Document {
 /// [`admin_filter`] with the search as a full-text query (titles, tags, text, captions,
 /// sources) instead of a title substring.
 pub fn admin_text_filter(q: &AdminQuery<'_>) -> Document {
-    let mut filter = crate::search::text_filter(q.search);
+    let mut filter = crate::db::text_filter(q.search);
     filter.insert("metadata.section", q.section);
     if let Some(kind) = q.kind {
         filter.insert("metadata.type", kind.as_str());

@@ -113,33 +113,6 @@ pub async fn swap_file(
     Ok(before.photo_file())
 }
 
-/// Delete a stored image and its thumbnail; a file already gone is not an error. Returns how
-/// many files were deleted.
-pub async fn delete_file(db: &Db, id: ObjectId) -> Result<u64, DbError> {
-    let files = db.collection::<Document>(&format!("{}.files", media::BUCKET));
-    let thumbnail = files.find_one(doc! { "_id": id }).await?.and_then(|f| {
-        f.get_document("metadata")
-            .ok()?
-            .get_object_id("thumbnail")
-            .ok()
-    });
-    let mut deleted = 0;
-    for file in std::iter::once(id).chain(thumbnail) {
-        match media::bucket(db).delete(Bson::ObjectId(file)).await {
-            Ok(()) => deleted += 1,
-            Err(e)
-                if matches!(
-                    e.kind.as_ref(),
-                    mongodb::error::ErrorKind::GridFs(
-                        mongodb::error::GridFsErrorKind::FileNotFound { .. }
-                    )
-                ) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Ok(deleted)
-}
-
 /// Upload `body` as the photo of node `id` (first photo or replacement), under the node's
 /// upload lock and the nonce its form was loaded with; `max_bytes` and `max_pixels` are the
 /// configured upload limits (`media.max_upload_mb`, `media.max_image_megapixels`).
@@ -186,12 +159,12 @@ where
         Ok(old) => old,
         Err(e) => {
             // The node still points at its old file; the new one is not needed.
-            delete_file(db, stored.id).await?;
+            media::delete_file(db, stored.id).await?;
             return Err(e);
         }
     };
     if let Some(old) = old {
-        delete_file(db, old).await?;
+        media::delete_file(db, old).await?;
     }
     Ok(stored)
 }
@@ -238,14 +211,14 @@ pub async fn clean_orphans(db: &Db, older_than: Duration) -> Result<u64, DbError
         if referenced || young {
             kept.insert(id);
         } else {
-            removed += delete_file(db, id).await?;
+            removed += media::delete_file(db, id).await?;
         }
     }
     // Thumbnails whose image is gone (deleted above along with it, or lost earlier).
     for (id, parent, uploaded) in thumbnails {
         let young = uploaded.is_none_or(|d| d >= cutoff);
         if !kept.contains(&parent) && !young && !file_exists(db, parent).await? {
-            removed += delete_file(db, id).await?;
+            removed += media::delete_file(db, id).await?;
         }
     }
     Ok(removed)

@@ -15,9 +15,10 @@
 //! write that ends in a confirmation belongs there too.
 
 pub mod commands;
-pub mod indexes;
 pub mod site;
 
+use std::any::{Any, TypeId};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,6 +28,21 @@ use futures::TryStreamExt;
 use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::options::{Acknowledgment, ClientOptions, CollectionOptions, WriteConcern};
 use mongodb::{Client, Collection, Database};
+
+/// True for a unique-index violation (server error 11000), which callers turn into their own
+/// domain error (a slug taken, an order already placed for the cart).
+pub fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+    match e.kind.as_ref() {
+        ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == 11000,
+        ErrorKind::Command(c) => c.code == 11000,
+        _ => false,
+    }
+}
+
+/// The `$text` filter for a full-text search of `query` (site search, the admin's searches).
+pub fn text_filter(query: &str) -> bson::Document {
+    doc! { "$text": { "$search": query } }
+}
 
 /// A database failure, sorted by what the user should be told.
 #[derive(Debug, thiserror::Error)]
@@ -136,8 +152,39 @@ pub struct Db {
     timeout: Duration,
     /// The commands sent, when `log.database_commands` is on.
     commands: Arc<commands::CommandLog>,
-    /// Read-mostly catalog data, shared by every clone of this handle.
-    catalog_cache: Arc<crate::catalog::cache::CatalogCache>,
+    /// State the areas keep with this handle (the catalog's cache), shared by every clone.
+    extensions: Arc<Extensions>,
+}
+
+/// Values of any type, one per type, kept with a [`Db`] handle (see [`Db::extension`]).
+#[derive(Default)]
+struct Extensions {
+    values: std::sync::RwLock<HashMap<TypeId, Arc<dyn Any + Send + Sync>>>,
+}
+
+impl Extensions {
+    fn get_or_default<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        let key = TypeId::of::<T>();
+        let found = self
+            .values
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .cloned();
+        let value = match found {
+            Some(value) => value,
+            None => self
+                .values
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .entry(key)
+                .or_insert_with(|| Arc::new(T::default()))
+                .clone(),
+        };
+        value
+            .downcast::<T>()
+            .unwrap_or_else(|_| unreachable!("extensions are keyed by their own type"))
+    }
 }
 
 /// A collection and how many documents it holds.
@@ -188,7 +235,7 @@ impl Db {
             durability: WriteDurability::Durable,
             timeout,
             commands,
-            catalog_cache: Arc::default(),
+            extensions: Arc::default(),
         })
     }
 
@@ -242,9 +289,11 @@ impl Db {
         &self.client
     }
 
-    /// The storefront's cache of read-mostly catalog data (see [`crate::catalog::cache`]).
-    pub fn catalog_cache(&self) -> &crate::catalog::cache::CatalogCache {
-        &self.catalog_cache
+    /// The value of type `T` kept with this handle, created with `T::default()` on first use.
+    /// Every clone of the handle shares it; a second handle on the same store has its own. The
+    /// catalog keeps its cache here, so `db` holds it without knowing the catalog.
+    pub fn extension<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        self.extensions.get_or_default()
     }
 
     /// The commands this handle's client has sent (counted only with `log.database_commands`).

@@ -2,17 +2,13 @@
 //! symbol, flat shipping rates), so every instance behind a load balancer shows the same and
 //! the admin can change them (Admin → Settings) without a restart.
 //!
-//! A request sees one consistent copy: the [`with_settings`] middleware reads them through the
-//! [`SettingsCache`] (at most a few seconds old; emptied by a save) and makes them the
-//! request's [`current`] settings, which money formatting and new carts use.
+//! A request sees one consistent copy: the `state::with_site_settings` middleware reads them
+//! through the [`SettingsCache`] (at most a few seconds old; emptied by a save) and makes them
+//! the request's [`current`] settings, which money formatting and new carts use.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use actix_web::body::MessageBody;
-use actix_web::dev::{ServiceRequest, ServiceResponse};
-use actix_web::middleware::Next;
-use actix_web::web;
 use bson::doc;
 use serde::{Deserialize, Serialize};
 
@@ -122,7 +118,6 @@ pub async fn insert_defaults(db: &Db) -> Result<bool, DbError> {
         )
         .upsert(true)
         .await?;
-    db.catalog_cache().site_changed();
     Ok(result.upserted_id.is_some())
 }
 
@@ -177,14 +172,8 @@ pub fn current() -> Arc<SiteSettings> {
         .unwrap_or_else(|_| Arc::new(SiteSettings::default()))
 }
 
-/// Middleware: run the request with the site settings as its [`current`] settings.
-pub async fn with_settings(
-    req: ServiceRequest,
-    next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let settings = match req.app_data::<web::Data<crate::state::AppState>>() {
-        Some(state) => state.site.get(&state.db).await,
-        None => Arc::new(SiteSettings::default()),
-    };
-    CURRENT.scope(settings, next.call(req)).await
+/// Run `work` (a request) with `settings` as its [`current`] settings; the middleware that
+/// reads them for each request is `crate::state::with_site_settings`.
+pub async fn scope<F: std::future::Future>(settings: Arc<SiteSettings>, work: F) -> F::Output {
+    CURRENT.scope(settings, work).await
 }

@@ -133,6 +133,33 @@ pub fn bucket(db: &Db) -> GridFsBucket {
     )
 }
 
+/// Delete a stored image and its thumbnail; a file already gone is not an error. Returns how
+/// many files were deleted.
+pub async fn delete_file(db: &Db, id: ObjectId) -> Result<u64, DbError> {
+    let files = db.collection::<Document>(&format!("{}.files", BUCKET));
+    let thumbnail = files.find_one(doc! { "_id": id }).await?.and_then(|f| {
+        f.get_document("metadata")
+            .ok()?
+            .get_object_id("thumbnail")
+            .ok()
+    });
+    let mut deleted = 0;
+    for file in std::iter::once(id).chain(thumbnail) {
+        match bucket(db).delete(Bson::ObjectId(file)).await {
+            Ok(()) => deleted += 1,
+            Err(e)
+                if matches!(
+                    e.kind.as_ref(),
+                    mongodb::error::ErrorKind::GridFs(
+                        mongodb::error::GridFsErrorKind::FileNotFound { .. }
+                    )
+                ) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(deleted)
+}
+
 fn io_error(e: std::io::Error) -> UploadError {
     UploadError::Db(DbError::Other(e.into()))
 }
@@ -426,8 +453,12 @@ async fn store_bytes(
 }
 
 /// A demo cover: a colour field with bands, its colours taken from the title so every product
-/// looks different, stored with its thumbnail.
-pub async fn store_generated_cover(db: &Db, title: &str) -> Result<StoredImage, UploadError> {
+/// looks different, stored with its thumbnail as `{name}.png` (callers pass the title's slug).
+pub async fn store_generated_cover(
+    db: &Db,
+    title: &str,
+    name: &str,
+) -> Result<StoredImage, UploadError> {
     let hash = title.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
     });
@@ -445,7 +476,7 @@ pub async fn store_generated_cover(db: &Db, title: &str) -> Result<StoredImage, 
     });
     let img = image::DynamicImage::ImageRgb8(img);
     let png = encode_png(&img).map_err(|e| UploadError::Db(DbError::Invalid(e.to_string())))?;
-    let filename = format!("{}.png", crate::catalog::slugify(title));
+    let filename = format!("{name}.png");
     let body = futures::stream::iter([Ok::<Bytes, std::io::Error>(Bytes::from(png))]);
     store_upload(db, &filename, body, MAX_GENERATED_BYTES).await
 }

@@ -76,7 +76,7 @@ fn text_index(name: &str, fields: &[(&str, i32, &str)]) -> IndexModel {
         .build()
 }
 
-/// The text indexes search needs: `(collection, indexes)` for [`crate::db::indexes`].
+/// The text indexes search needs: `(collection, indexes)` for [`crate::startup::indexes`].
 pub fn indexes() -> Vec<(&'static str, Vec<IndexModel>)> {
     vec![
         (
@@ -129,10 +129,9 @@ pub struct Results {
     pub has_next: bool,
 }
 
-/// The `$text` filter for a search.
-pub fn text_filter(query: &str) -> Document {
-    doc! { "$text": { "$search": query } }
-}
+/// The `$text` filter for a search (kept in `db`, below the areas, as the content admin's
+/// search uses it too).
+pub use crate::db::text_filter;
 
 /// Products first by score (ties by `_id`, so pages never overlap).
 pub fn score_sort() -> Document {

@@ -40,6 +40,15 @@ const ADMIN_AREAS: &[(&str, &str)] = &[
 /// about carts).
 pub const CART_COUNT_KEY: &str = "cart_count";
 
+/// Units in the visitor's cart as last seen (0 without a cart).
+fn cart_count(session: &Session) -> i64 {
+    session
+        .get::<i64>(CART_COUNT_KEY)
+        .ok()
+        .flatten()
+        .unwrap_or(0)
+}
+
 pub struct NavLink {
     pub href: &'static str,
     pub label: &'static str,
@@ -81,11 +90,7 @@ impl Layout {
             nav: nav_links(areas, req.path()),
             flashes: flash::take(&session),
             admin,
-            cart_count: session
-                .get::<i64>(CART_COUNT_KEY)
-                .ok()
-                .flatten()
-                .unwrap_or(0),
+            cart_count: cart_count(&session),
             on_cart_page: req.path() == "/cart",
             shop_name: crate::db::site::current().name.clone(),
             session: Some(session),
@@ -114,7 +119,7 @@ impl Layout {
             nav: nav_links(PUBLIC_AREAS, req.path()),
             flashes: Vec::new(),
             admin: false,
-            cart_count: crate::cart::session_item_count(&session),
+            cart_count: cart_count(&session),
             on_cart_page: false,
             shop_name: crate::db::site::current().name.clone(),
             session: Some(session),

@@ -14,6 +14,15 @@ use rand::RngCore;
 use crate::config::{DatabaseUri, Settings};
 
 pub const COOKIE_NAME: &str = "bazaar_session";
+
+/// The session key under which the cart area keeps the id of the visitor's cart.
+pub const CART_ID_KEY: &str = "cart_id";
+
+/// The visitor's cart, as the session records it. Other areas' pages (the product page's "in
+/// your cart" note) read it here, so they need not know the cart area.
+pub fn cart_id(session: &actix_session::Session) -> Option<String> {
+    session.get::<String>(CART_ID_KEY).ok().flatten()
+}
 const KEY_FILE: &str = "session.key";
 
 /// The key that signs and encrypts session cookies.

@@ -166,6 +166,26 @@ impl TestApp {
             .and_then(|v| v.to_str().ok().map(str::to_string))
     }
 
+    /// POST a multipart body (parts separated by `boundary`) with the admin's credentials.
+    pub async fn post_admin_multipart(
+        &self,
+        path: &str,
+        boundary: &str,
+        body: impl Into<reqwest::Body>,
+    ) -> reqwest::Response {
+        self.client
+            .post(self.url(path))
+            .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
+            .header(
+                "content-type",
+                format!("multipart/form-data; boundary={boundary}"),
+            )
+            .body(body)
+            .send()
+            .await
+            .expect("sent")
+    }
+
     /// Stop gracefully and wait for the database to close.
     pub async fn stop(self) {
         self.handle.stop(true).await;
@@ -174,6 +194,75 @@ impl TestApp {
             .expect("server task joins")
             .expect("server ran cleanly");
     }
+}
+
+/// A fresh in-memory docstore and a handle on database `name` in it, for tests of the domain
+/// code without the web app. Keep the server handle alive as long as the handle is used.
+pub async fn memory_db(name: &str) -> (docstore::ServerHandle, bazaar::db::Db) {
+    let server = docstore::Server::start(docstore::Config {
+        storage: docstore::StorageMode::InMemory,
+        port: 0,
+        ..Default::default()
+    })
+    .await
+    .expect("docstore starts");
+    let db = bazaar::db::Db::connect(
+        &server.uri(),
+        name,
+        std::time::Duration::from_secs(5),
+        bazaar::db::Store::EmbeddedMemory,
+    )
+    .await
+    .expect("connects");
+    (server, db)
+}
+
+/// A public page, which must answer 200, parsed.
+pub async fn page(app: &TestApp, path: &str) -> Html {
+    let response = app.get(path).await;
+    assert_eq!(response.status(), reqwest::StatusCode::OK, "{path}");
+    html(&body(response).await)
+}
+
+/// An admin page (with the admin's credentials), which must answer 200, parsed.
+pub async fn admin_page(app: &TestApp, path: &str) -> Html {
+    let response = app.get_admin(path).await;
+    assert_eq!(response.status(), reqwest::StatusCode::OK, "{path}");
+    html(&body(response).await)
+}
+
+/// The titles of a product grid (listings, search, the home page's shelves).
+pub fn titles(doc: &Html) -> Vec<String> {
+    texts(doc, ".product-grid .product-title")
+}
+
+/// Where a redirect points (empty without a `Location` header).
+pub fn location(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("location")
+        .and_then(|l| l.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A free TCP port on the loopback address (for a `bazaar` process the test starts).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// A multipart body with one PNG file in field `field`, as a browser sends a photo upload.
+pub fn png_upload_body(boundary: &str, field: &str, filename: &str, bytes: &[u8]) -> Vec<u8> {
+    let mut body = format!(
+        "--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"{filename}\"\r\nContent-Type: image/png\r\n\r\n"
+    )
+    .into_bytes();
+    body.extend_from_slice(bytes);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    body
 }
 
 pub async fn body(response: reqwest::Response) -> String {

@@ -210,16 +210,6 @@ impl Shopper {
     }
 }
 
-/// The `Location` of a redirect.
-pub fn location(response: &reqwest::Response) -> String {
-    response
-        .headers()
-        .get("location")
-        .and_then(|l| l.to_str().ok())
-        .unwrap_or_default()
-        .to_string()
-}
-
 /// Every active or pending cart's lines hold exactly what the products have reserved for them,
 /// and no product holds a reservation for a cart that is not in use.
 pub async fn assert_carts_match_reservations(db: &Db) {

@@ -5,11 +5,10 @@
 use bson::{doc, oid::ObjectId, DateTime};
 
 use crate::catalog::products;
-use crate::checkout::orders::is_duplicate_key;
 use crate::comments::store::{self, collection};
 use crate::comments::{slugs, Author, Comment, CommentStatus, DiscussionKind};
 use crate::content::model;
-use crate::db::{Db, DbError};
+use crate::db::{is_duplicate_key, Db, DbError};
 
 /// `(comment slug, name, text)`.
 type DemoComment = (&'static str, &'static str, &'static str);

@@ -1,5 +1,8 @@
 //! Every index Bazaar's queries rely on, created idempotently at start-up (creating an index
 //! that already exists with the same definition is a no-op in MongoDB and docstore).
+//!
+//! Each area declares its own indexes next to its queries (`catalog::products::indexes()` …);
+//! this is the one place that collects them, above the areas, so `db` names none of them.
 
 use mongodb::IndexModel;
 
