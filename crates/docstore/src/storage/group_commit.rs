@@ -461,10 +461,10 @@ mod tests {
             assert!(status.pending_bytes > 0);
             // Retries keep failing, and keep the bytes, while the disk stays full.
             assert!(s.flush().is_err());
-            assert_eq!(
-                s.journal_status().unwrap().failure.unwrap().attempts,
-                attempts + 1
-            );
+            // At least this flush's attempt is counted (the committer thread may have retried
+            // too, so more is fine; fewer would mean a retry went unreported).
+            let after = s.journal_status().unwrap().failure.unwrap().attempts;
+            assert!(after > attempts, "attempts {attempts} -> {after}");
 
             faults.heal();
             s.flush().unwrap();
