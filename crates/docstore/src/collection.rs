@@ -13,9 +13,8 @@ use std::collections::BTreeMap;
 mod bulk;
 mod count;
 mod session;
-mod stored;
+pub use crate::stored::StoredDoc;
 pub use session::WriteSession;
-pub use stored::StoredDoc;
 
 /// Largest document MongoDB stores.
 pub const MAX_DOCUMENT_SIZE: usize = 16 * 1024 * 1024;

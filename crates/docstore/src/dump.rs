@@ -13,10 +13,10 @@
 //! hashing each document's BSON gets the same value (see [`collection_checksum`]).
 
 use crate::catalog::validate_namespace;
-use crate::collection::StoredDoc;
 use crate::index::IndexSpec;
 use crate::state::ServerState;
 use crate::storage::{CollectionImage, Storage};
+use crate::stored::StoredDoc;
 use crate::value;
 use bson::{doc, Bson, Document};
 use serde_json::{json, Value};

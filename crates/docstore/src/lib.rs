@@ -21,6 +21,7 @@ mod server;
 mod state;
 mod stats;
 pub mod storage;
+mod stored;
 pub mod text;
 mod update;
 mod value;

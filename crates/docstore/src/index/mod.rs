@@ -301,7 +301,7 @@ impl Index {
     }
 
     /// [`Index::keys_for`] of a stored document, decoding only the fields the keys read.
-    pub fn keys_for_stored(&self, doc: &crate::collection::StoredDoc) -> Result<Vec<Vec<u8>>> {
+    pub fn keys_for_stored(&self, doc: &crate::stored::StoredDoc) -> Result<Vec<Vec<u8>>> {
         self.keys_for(&doc.select(self.reads.as_deref())?)
     }
 
@@ -427,7 +427,7 @@ impl Index {
     /// [`Index::check_unique`] would on the first duplicate of a unique index.
     pub fn build<'a>(
         &mut self,
-        docs: impl Iterator<Item = (RecordId, &'a crate::collection::StoredDoc)>,
+        docs: impl Iterator<Item = (RecordId, &'a crate::stored::StoredDoc)>,
         ns: &str,
     ) -> Result<()> {
         let mut entries: Vec<(KeyBytes, RecordId)> = Vec::new();

@@ -393,7 +393,7 @@ mod tests {
         JournalOp::Put {
             db: "shop".into(),
             coll: "items".into(),
-            doc: crate::collection::StoredDoc::from_document(
+            doc: crate::stored::StoredDoc::from_document(
                 &doc! {"_id": i, "name": format!("item {i}")},
             )
             .unwrap(),
@@ -544,7 +544,7 @@ mod tests {
             indexes: vec![],
             docs: (0..n)
                 .map(|i| {
-                    crate::collection::StoredDoc::from_document(
+                    crate::stored::StoredDoc::from_document(
                         &doc! {"_id": i, "name": format!("item {i}")},
                     )
                     .unwrap()
@@ -658,7 +658,7 @@ mod tests {
         let big = |i: i32| JournalOp::Put {
             db: "shop".into(),
             coll: "items".into(),
-            doc: crate::collection::StoredDoc::from_document(
+            doc: crate::stored::StoredDoc::from_document(
                 &doc! {"_id": i, "pad": "x".repeat(16 * 1024)},
             )
             .unwrap(),

@@ -2,7 +2,7 @@
 //! (`[u32 LE length][u32 LE CRC-32C][payload]`) shared by journal segments and snapshots.
 
 use super::JournalOp;
-use crate::collection::StoredDoc;
+use crate::stored::StoredDoc;
 use bson::raw::{RawBsonRef, RawDocument};
 use bson::{Bson, Document};
 use std::io::{self, Read, Write};

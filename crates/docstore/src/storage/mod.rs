@@ -14,7 +14,7 @@ pub mod journal;
 pub mod recovery;
 pub mod snapshot;
 
-pub use crate::collection::StoredDoc;
+pub use crate::stored::StoredDoc;
 pub use faults::DiskFaults;
 use faults::FaultyFile;
 use files::*;
@@ -86,7 +86,7 @@ pub struct CollectionImage {
     /// Index specs except `_id_`, in `IndexSpec::to_document` form.
     pub indexes: Vec<Document>,
     /// The documents, shared with the collection they were copied from (or read from disk).
-    pub docs: Vec<crate::collection::StoredDoc>,
+    pub docs: Vec<crate::stored::StoredDoc>,
 }
 
 /// What start-up recovery found: the last snapshot, then journal operations to replay on top.

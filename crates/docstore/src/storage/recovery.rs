@@ -841,7 +841,7 @@ pub fn salvage_snapshot(path: &Path, bytes: &[u8]) -> (Vec<CollectionImage>, Vec
                 }
                 match (expected, collections.last_mut()) {
                     (Some(left), Some(c)) if left > 0 && orphans.is_none() => {
-                        match crate::collection::StoredDoc::from_document(&doc) {
+                        match crate::stored::StoredDoc::from_document(&doc) {
                             Ok(stored) => c.docs.push(stored),
                             // Decoded from valid BSON, so it encodes; never file a guess.
                             Err(e) => warn!(
@@ -1093,7 +1093,7 @@ mod tests {
         JournalOp::Put {
             db: "shop".into(),
             coll: "items".into(),
-            doc: crate::collection::StoredDoc::from_document(
+            doc: crate::stored::StoredDoc::from_document(
                 &doc! {"_id": i, "name": format!("item {i}")},
             )
             .unwrap(),
@@ -1266,9 +1266,7 @@ mod tests {
             options: doc! {},
             indexes: vec![doc! {"v": 2, "key": {"n": 1}, "name": "n_1"}],
             docs: (0..n)
-                .map(|i| {
-                    crate::collection::StoredDoc::from_document(&doc! {"_id": i, "n": i}).unwrap()
-                })
+                .map(|i| crate::stored::StoredDoc::from_document(&doc! {"_id": i, "n": i}).unwrap())
                 .collect(),
         }
     }

@@ -8,7 +8,7 @@
 use super::faults::{DiskFaults, FaultyFile};
 use super::journal::{read_record, write_record, ReadRecord, RECORD_HEADER_LEN};
 use super::CollectionImage;
-use crate::collection::StoredDoc;
+use crate::stored::StoredDoc;
 use bson::{doc, Bson, Document};
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter};
