@@ -47,43 +47,7 @@ fn env_or(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-/// Chooses the path of the i-th request.
-type PickUrl = Arc<dyn Fn(u64) -> String + Send + Sync>;
-
-struct Outcome {
-    requests: u64,
-    errors: u64,
-    elapsed: Duration,
-    latencies_us: Vec<u64>,
-}
-
-/// Each client task returns its latencies and error count; sum them up.
-async fn gather(tasks: Vec<tokio::task::JoinHandle<(Vec<u64>, u64)>>, started: Instant) -> Outcome {
-    let mut latencies_us = Vec::new();
-    let mut errors = 0;
-    for t in tasks {
-        if let Ok((l, e)) = t.await {
-            latencies_us.extend(l);
-            errors += e;
-        }
-    }
-    let elapsed = started.elapsed();
-    latencies_us.sort_unstable();
-    Outcome {
-        requests: latencies_us.len() as u64,
-        errors,
-        elapsed,
-        latencies_us,
-    }
-}
-
-fn percentile(sorted: &[u64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((p / 100.0) * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)] as f64 / 1000.0
-}
+use client::{gather, Outcome, PickPath as PickUrl};
 
 /// Hit the URLs `pick` chooses from `connections` concurrent clients for `duration`.
 async fn run_load(base: &str, connections: u64, duration: Duration, pick: PickUrl) -> Outcome {
@@ -250,9 +214,9 @@ async fn run_sessions(
 fn report(name: &str, o: &Outcome) {
     println!(
         "| {name} | {:.0} | {:.1} | {:.1} | {} |",
-        o.requests as f64 / o.elapsed.as_secs_f64(),
-        percentile(&o.latencies_us, 50.0),
-        percentile(&o.latencies_us, 99.0),
+        o.per_second(),
+        o.percentile_ms(50.0),
+        o.percentile_ms(99.0),
         o.errors
     );
 }

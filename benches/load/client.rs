@@ -198,6 +198,14 @@ pub async fn run(addr: &str, connections: u64, duration: Duration, pick: PickPat
             (latencies, errors)
         }));
     }
+    gather(tasks, started).await
+}
+
+/// Sum up what each client task measured (its latencies and its error count).
+pub async fn gather(
+    tasks: Vec<tokio::task::JoinHandle<(Vec<u64>, u64)>>,
+    started: Instant,
+) -> Outcome {
     let mut latencies_us = Vec::new();
     let mut errors = 0;
     for t in tasks {
