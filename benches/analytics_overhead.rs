@@ -14,6 +14,10 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The allocator the `bazaar` binary uses (src/main.rs), so both sites are measured as they run.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use bazaar::config::Settings;
 use bazaar::startup::{Application, OpenDatabase};
 use futures::TryStreamExt;
