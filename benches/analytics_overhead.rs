@@ -42,7 +42,15 @@ fn settings(counting: bool) -> anyhow::Result<Settings> {
                 "BAZAAR_ANALYTICS__ENABLED".to_string(),
                 counting.to_string(),
             ),
-        ],
+        ]
+        .into_iter()
+        // BENCH_FLUSH_MS tries another flush interval than config.toml's.
+        .chain(
+            std::env::var("BENCH_FLUSH_MS")
+                .ok()
+                .map(|ms| ("BAZAAR_ANALYTICS__FLUSH_INTERVAL_MS".to_string(), ms)),
+        )
+        .collect::<Vec<_>>(),
     )?)
 }
 

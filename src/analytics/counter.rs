@@ -29,9 +29,6 @@ use super::{daily_id, metadata, monthly_id, Day, Month, DAILY, MONTHLY, OTHER_PA
 use crate::config::AnalyticsSettings;
 use crate::db::{Db, DbError};
 
-/// A batch is written early once this many views wait (or half the queue capacity, if less),
-/// whatever the flush interval.
-const MAX_BATCH_VIEWS: u64 = 10_000;
 /// Shards of the shared tally; each thread sticks to one, so page threads rarely share a lock.
 const SHARDS: usize = 8;
 /// Upsert statements per `update` command (MongoDB accepts up to 100 000 per command; this keeps
@@ -90,7 +87,9 @@ struct Shared {
     waiting: AtomicU64,
     /// At most this many views wait; more are dropped.
     capacity: u64,
-    /// When this many views wait, the writer is woken before its interval is up.
+    /// When this many views (half the capacity) wait, the writer is woken before its interval
+    /// is up. A batch's size is bounded by its distinct pages and minutes, not by its views, so
+    /// waiting longer only makes each write count more views.
     early_write_at: u64,
     /// Wakes the writer for an early write.
     early: Notify,
@@ -135,7 +134,7 @@ impl PageViewCounter {
             shards: Default::default(),
             waiting: AtomicU64::new(0),
             capacity,
-            early_write_at: MAX_BATCH_VIEWS.min(capacity / 2).max(1),
+            early_write_at: (capacity / 2).max(1),
             early: Notify::new(),
             counts: Counts::default(),
         });
