@@ -14,7 +14,9 @@
 # Settings: SCALE_PRODUCTS (space-separated sizes), SCALE_SECONDS (per wrk run, default 10),
 # SCALE_CONNECTIONS (default 64), SCALE_CATEGORY (default music, the demo tree's largest),
 # SCALE_FILTER (a /products query string, default type=album&in_stock=1),
-# SCALE_PORT (default 18080), BAZAAR_BIN (default target/release/bazaar, built if missing).
+# SCALE_PORT (default 18080), BAZAAR_BIN (default target/release/bazaar, built if missing),
+# SCALE_DATA (a data directory already seeded with one size: measured as it is, not seeded, and
+# kept; give SCALE_PRODUCTS the size it holds).
 # Needs wrk and curl. The machine's other load skews the figures: compare runs made together.
 set -euo pipefail
 
@@ -65,12 +67,17 @@ load() {
 
 for N in $PRODUCTS; do
   WORK=$(mktemp -d)
-  export BAZAAR_DATABASE__URI=embedded BAZAAR_DATABASE__PATH="$WORK/data"
+  DATA=${SCALE_DATA:-$WORK/data}
+  export BAZAAR_DATABASE__URI=embedded BAZAAR_DATABASE__PATH="$DATA"
   export BAZAAR_SERVER__HOST=127.0.0.1 BAZAAR_SERVER__PORT=$PORT BAZAAR_LOG__LEVEL=warn
   echo "== $N generated products (plus the demo catalog) =="
-  /usr/bin/time -f "%e %M" -o "$WORK/seed.time" "$BIN" seed --products "$N" >/dev/null 2>"$WORK/seed.log"
-  read -r seed_s seed_kb <"$WORK/seed.time"
-  echo "seeding: ${seed_s} s, peak RSS $((seed_kb / 1024)) MB; data directory $(du -sh "$WORK/data" | cut -f1)"
+  if [ -z "${SCALE_DATA:-}" ]; then
+    /usr/bin/time -f "%e %M" -o "$WORK/seed.time" "$BIN" seed --products "$N" >/dev/null 2>"$WORK/seed.log"
+    read -r seed_s seed_kb <"$WORK/seed.time"
+    echo "seeding: ${seed_s} s, peak RSS $((seed_kb / 1024)) MB; data directory $(du -sh "$DATA" | cut -f1)"
+  else
+    echo "seeded beforehand in $DATA: data directory $(du -sh "$DATA" | cut -f1)"
+  fi
 
   started=$(date +%s.%N)
   "$BIN" serve >"$WORK/server.log" 2>&1 &
