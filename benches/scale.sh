@@ -6,14 +6,17 @@
 #   - the first request of each page right after start-up (cold),
 #   - requests/s with p50/p99 (wrk, 2 threads, 64 connections) for the first, middle and last
 #     page of /products and of the largest category, a deep keyset page (Next from the middle
-#     page), and a product page.
+#     page), the same three pages of a filtered listing (SCALE_FILTER), and a product page.
 #
 # Usage (from the repository root):
 #   benches/scale.sh                      # 10 000 and 100 000 products
 #   SCALE_PRODUCTS="100000 1000000" SCALE_SECONDS=15 benches/scale.sh
 # Settings: SCALE_PRODUCTS (space-separated sizes), SCALE_SECONDS (per wrk run, default 10),
 # SCALE_CONNECTIONS (default 64), SCALE_CATEGORY (default music, the demo tree's largest),
-# SCALE_PORT (default 18080), BAZAAR_BIN (default target/release/bazaar, built if missing).
+# SCALE_FILTER (a /products query string, default type=album&in_stock=1),
+# SCALE_PORT (default 18080), BAZAAR_BIN (default target/release/bazaar, built if missing),
+# SCALE_DATA (a data directory already seeded with one size: measured as it is, not seeded, and
+# kept; give SCALE_PRODUCTS the size it holds).
 # Needs wrk and curl. The machine's other load skews the figures: compare runs made together.
 set -euo pipefail
 
@@ -22,6 +25,7 @@ PRODUCTS=${SCALE_PRODUCTS:-"10000 100000"}
 SECONDS_EACH=${SCALE_SECONDS:-10}
 CONNECTIONS=${SCALE_CONNECTIONS:-64}
 CATEGORY=${SCALE_CATEGORY:-music}
+FILTER=${SCALE_FILTER:-type=album&in_stock=1}
 PORT=${SCALE_PORT:-18080}
 BIN=${BAZAAR_BIN:-target/release/bazaar}
 BASE="http://127.0.0.1:$PORT"
@@ -38,6 +42,12 @@ cleanup() {
   if [ -n "$WORK" ]; then rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
+
+# Another server on the port would answer /healthz and be measured instead of ours.
+if curl -s -o /dev/null "$BASE/healthz"; then
+  echo "something already listens on port $PORT: set SCALE_PORT to a free one" >&2
+  exit 1
+fi
 
 rss_mb() { awk '/VmRSS/ { printf "%d", $2 / 1024 }' "/proc/$1/status"; }
 
@@ -57,12 +67,17 @@ load() {
 
 for N in $PRODUCTS; do
   WORK=$(mktemp -d)
-  export BAZAAR_DATABASE__URI=embedded BAZAAR_DATABASE__PATH="$WORK/data"
+  DATA=${SCALE_DATA:-$WORK/data}
+  export BAZAAR_DATABASE__URI=embedded BAZAAR_DATABASE__PATH="$DATA"
   export BAZAAR_SERVER__HOST=127.0.0.1 BAZAAR_SERVER__PORT=$PORT BAZAAR_LOG__LEVEL=warn
   echo "== $N generated products (plus the demo catalog) =="
-  /usr/bin/time -f "%e %M" -o "$WORK/seed.time" "$BIN" seed --products "$N" >/dev/null 2>"$WORK/seed.log"
-  read -r seed_s seed_kb <"$WORK/seed.time"
-  echo "seeding: ${seed_s} s, peak RSS $((seed_kb / 1024)) MB; data directory $(du -sh "$WORK/data" | cut -f1)"
+  if [ -z "${SCALE_DATA:-}" ]; then
+    /usr/bin/time -f "%e %M" -o "$WORK/seed.time" "$BIN" seed --products "$N" >/dev/null 2>"$WORK/seed.log"
+    read -r seed_s seed_kb <"$WORK/seed.time"
+    echo "seeding: ${seed_s} s, peak RSS $((seed_kb / 1024)) MB; data directory $(du -sh "$DATA" | cut -f1)"
+  else
+    echo "seeded beforehand in $DATA: data directory $(du -sh "$DATA" | cut -f1)"
+  fi
 
   started=$(date +%s.%N)
   "$BIN" serve >"$WORK/server.log" 2>&1 &
@@ -77,12 +92,15 @@ for N in $PRODUCTS; do
   # The very first requests after start-up count the listing totals.
   cold_all=$(fetch "/products" "$WORK/first.html")
   cold_cat=$(fetch "/categories/$CATEGORY" "$WORK/cat.html")
+  cold_filtered=$(fetch "/products?$FILTER" "$WORK/filtered.html")
   all=$(total_of "$WORK/first.html")
   pages=$(( (all + 11) / 12 ))
   in_category=$(total_of "$WORK/cat.html")
   cat_pages=$(( (in_category + 11) / 12 ))
-  echo "first request after start: /products ${cold_all} s, /categories/$CATEGORY ${cold_cat} s"
-  echo "listing: $all products ($pages pages); /categories/$CATEGORY: $in_category ($cat_pages pages)"
+  filtered=$(total_of "$WORK/filtered.html")
+  filtered_pages=$(( (filtered + 11) / 12 ))
+  echo "first request after start: /products ${cold_all} s, /categories/$CATEGORY ${cold_cat} s, /products?$FILTER ${cold_filtered} s"
+  echo "listing: $all products ($pages pages); /categories/$CATEGORY: $in_category ($cat_pages pages); /products?$FILTER: $filtered ($filtered_pages pages)"
   next_link() { sed -n 's/.*rel="next" href="\([^"]*\)".*/\1/p' "$1" | head -1 | sed 's/&amp;/\&/g'; }
   fetch "/products?page=$((pages / 2))" "$WORK/middle.html" >/dev/null
   keyset=$(next_link "$WORK/middle.html")
@@ -99,11 +117,15 @@ for N in $PRODUCTS; do
     "/categories/$CATEGORY?page=$((cat_pages / 2))"
     "/categories/$CATEGORY?page=$cat_pages"
     "$cat_keyset"
+    "/products?$FILTER"
+    "/products?$FILTER&page=$((filtered_pages / 2))"
+    "/products?$FILTER&page=$filtered_pages"
     "$product"
   )
   names=(
     "products first" "products middle (page=N)" "products last" "products keyset deep"
     "category first" "category middle (page=N)" "category last" "category keyset deep"
+    "filtered first" "filtered middle (page=N)" "filtered last"
     "product page"
   )
   for i in "${!urls[@]}"; do

@@ -73,8 +73,7 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
 /// documents anywhere: start-up creates the indexes (and so empty collections) before this runs.
 /// Without `demo` (`seed.demo = false`) only the default site settings are stored.
 pub async fn run_if_empty(db: &Db, demo: bool) -> Result<Option<SeedReport>, DbError> {
-    let counts = db.collection_counts().await?;
-    if counts.iter().any(|c| c.documents > 0) {
+    if db.has_documents().await? {
         return Ok(None);
     }
     if !demo {

@@ -476,3 +476,110 @@ async fn a_keyset_page_sends_at_most_two_finds() {
         "{sent:?}"
     );
 }
+
+/// A type-filtered newest-first listing (the shop's filter form) reads its page from the type's
+/// index in the listing's order, so it sorts nothing however many products the type has.
+#[tokio::test]
+async fn a_type_filtered_newest_page_is_read_in_index_order() {
+    let app = spawn_app().await;
+    bazaar::catalog::demo::seed_bulk(&app.db, 300)
+        .await
+        .expect("seeded");
+    let query = ListingQuery {
+        kind: Some(bazaar::catalog::products::ProductType::Album),
+        in_stock: true,
+        ..ListingQuery::default()
+    };
+    let filter = query.filter(doc! {});
+    let explain = app
+        .db
+        .database()
+        .run_command(doc! {
+            "explain": {
+                "find": products::COLLECTION,
+                "filter": filter.clone(),
+                "sort": Sort::Newest.document(),
+                "limit": PAGE_SIZE as i64,
+            },
+            "verbosity": "executionStats",
+        })
+        .await
+        .expect("explain runs");
+    let plan = Bson::Document(explain.clone());
+    let scan = find_stage(&plan, "IXSCAN").unwrap_or_else(|| panic!("no index scan: {explain}"));
+    assert_eq!(
+        scan.get_document("keyPattern").unwrap(),
+        &doc! { "type": 1, "details.issue_date": -1, "_id": -1 }
+    );
+    assert!(find_stage(&plan, "SORT").is_none(), "{explain}");
+    // And the page is the listing's first twelve, as a full sort would give them.
+    let page: Vec<Product> = products::collection(&app.db)
+        .find(filter.clone())
+        .sort(Sort::Newest.document())
+        .limit(PAGE_SIZE as i64)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    let all = expected(&app, filter, Sort::Newest).await;
+    assert!(all.len() > PAGE_SIZE as usize);
+    let ids = |ps: &[Product]| ps.iter().map(|p| p.id).collect::<Vec<_>>();
+    assert_eq!(ids(&page), ids(&all[..PAGE_SIZE as usize]));
+}
+
+/// A listing's total is what counting the listing itself gives, drafts and archived products
+/// left out, whether the rest of the filter is a category, a type or nothing at all.
+#[tokio::test]
+async fn listing_totals_leave_out_draft_and_archived_products() {
+    use bazaar::catalog::cache;
+    let app = app_with_ties().await;
+    let music = categories::by_slug(&app.db, "music")
+        .await
+        .unwrap()
+        .unwrap();
+    let all: Vec<Product> = products::collection(&app.db)
+        .find(doc! { "category_path": music.id })
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(all.len() > 6);
+    for (p, status) in all
+        .iter()
+        .take(4)
+        .zip(["archived", "draft", "archived", "draft"])
+    {
+        products::collection(&app.db)
+            .update_one(doc! { "_id": p.id }, doc! { "$set": { "status": status } })
+            .await
+            .unwrap();
+    }
+    cache::of(&app.db).products_changed();
+    let album = ListingQuery {
+        kind: Some(bazaar::catalog::products::ProductType::Album),
+        ..ListingQuery::default()
+    };
+    for filter in [
+        ListingQuery::default().filter(listing::in_category(music.id)),
+        ListingQuery::default().filter(doc! {}),
+        album.filter(doc! {}),
+        album.filter(listing::in_category(music.id)),
+    ] {
+        let counted = products::collection(&app.db)
+            .count_documents(filter.clone())
+            .await
+            .unwrap();
+        assert_eq!(
+            cache::total(&app.db, &filter).await.unwrap(),
+            counted,
+            "{filter}"
+        );
+    }
+    let in_music = ListingQuery::default().filter(listing::in_category(music.id));
+    assert_eq!(
+        cache::total(&app.db, &in_music).await.unwrap(),
+        all.len() as u64 - 4
+    );
+}

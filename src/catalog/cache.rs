@@ -298,17 +298,40 @@ async fn count_products(db: &Db, filter: Document) -> Result<u64, DbError> {
     if filter.is_empty() {
         return Ok(products::collection(db).estimated_document_count().await?);
     }
-    if filter == crate::catalog::lifecycle::on_sale() {
-        // The whole storefront: every product less the few hidden (draft or archived) ones,
-        // counted through the status index, rather than visiting every document.
-        let all = products::collection(db).estimated_document_count().await?;
-        let hidden = crate::catalog::lifecycle::hidden_count(db).await?;
+    let on_sale = crate::catalog::lifecycle::on_sale();
+    let status = on_sale.get("status");
+    if status.is_some() && filter.get("status") == status {
+        // A storefront listing: the products of the rest of the filter less the few hidden
+        // (draft or archived) ones among them. The rest is often one equality the store counts
+        // from index keys alone (a category, the whole catalog); the hidden ones are found
+        // through the status index. Counting the listing as it is would visit every document
+        // of it, as "not hidden" cannot be counted from an index.
+        let mut rest = filter.clone();
+        rest.remove("status");
+        let all = if rest.is_empty() {
+            products::collection(db).estimated_document_count().await?
+        } else {
+            run_count(db, rest.clone(), None).await?
+        };
+        let mut hidden = rest;
+        hidden.extend(crate::catalog::lifecycle::hidden());
+        // Without the status index (not created yet) the store refuses the hint: count anyway.
+        let hidden = match run_count(db, hidden.clone(), Some(doc! { "status": 1 })).await {
+            Ok(n) => n,
+            Err(_) => run_count(db, hidden, None).await?,
+        };
         return Ok(all.saturating_sub(hidden));
     }
-    let reply = db
-        .database()
-        .run_command(doc! { "count": products::COLLECTION, "query": filter })
-        .await?;
+    run_count(db, filter, None).await
+}
+
+/// The `count` command's answer for `filter`, through the index `hint` when given.
+async fn run_count(db: &Db, filter: Document, hint: Option<Document>) -> Result<u64, DbError> {
+    let mut command = doc! { "count": products::COLLECTION, "query": filter };
+    if let Some(hint) = hint {
+        command.insert("hint", hint);
+    }
+    let reply = db.database().run_command(command).await?;
     Ok(match reply.get("n") {
         Some(bson::Bson::Int32(n)) => *n as u64,
         Some(bson::Bson::Int64(n)) => *n as u64,

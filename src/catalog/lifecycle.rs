@@ -77,12 +77,15 @@ pub fn with_status(status: ProductStatus) -> Document {
     }
 }
 
+/// The condition of the products kept off the storefront: the complement of [`on_sale`].
+pub fn hidden() -> Document {
+    doc! { "status": { "$in": HIDDEN.to_vec() } }
+}
+
 /// How many products are hidden from the storefront (served by the `status` index); the
 /// storefront's whole-catalog count is the collection's size less these.
 pub async fn hidden_count(db: &Db) -> Result<u64, DbError> {
-    Ok(products::collection(db)
-        .count_documents(doc! { "status": { "$in": HIDDEN.to_vec() } })
-        .await?)
+    Ok(products::collection(db).count_documents(hidden()).await?)
 }
 
 /// Why a product may not be deleted.

@@ -419,7 +419,9 @@ pub fn indexes() -> Vec<IndexModel> {
         plain(doc! { "type": 1, "details.actor": 1, "details.issue_date": -1 }),
         plain(doc! { "type": 1, "details.artist": 1, "details.issue_date": -1 }),
         plain(doc! { "type": 1, "details.author": 1, "details.issue_date": -1 }),
-        plain(doc! { "type": 1, "details.issue_date": -1 }),
+        // A type filter on the newest-first listing: the type's products already in the
+        // listing's order (`_id` last), so a page reads twelve keys rather than sorting them all.
+        plain(doc! { "type": 1, "details.issue_date": -1, "_id": -1 }),
         // Listing sorts end in `_id` so pages never overlap; these indexes serve them whole
         // (and, by their leading field, price ranges, minimum discounts and title prefixes).
         plain(doc! { "details.issue_date": -1, "_id": -1 }),

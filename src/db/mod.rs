@@ -358,6 +358,23 @@ impl Db {
         Ok(counts)
     }
 
+    /// True when some collection of the database holds at least one document: one indexed
+    /// read per collection, whatever their sizes (counting them would read every document).
+    pub async fn has_documents(&self) -> Result<bool, DbError> {
+        for name in self.database.list_collection_names().await? {
+            let found = self
+                .database
+                .collection::<bson::Document>(&name)
+                .find_one(doc! {})
+                .projection(doc! { "_id": 1 })
+                .await?;
+            if found.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// True when the database has no collections at all (a first start).
     pub async fn is_empty(&self) -> Result<bool, DbError> {
         let names: Vec<String> = self

@@ -249,6 +249,65 @@ async fn snapshots_compact_the_journal_and_restore_everything() {
 }
 
 /// Start offsets of the records in a journal segment (`[u32 length][u32 crc][payload]`).
+#[tokio::test]
+async fn a_clean_shutdown_after_a_long_journal_leaves_a_snapshot_to_start_from() {
+    let dir = tempfile::tempdir().unwrap();
+    // Far above what the writes below journal, so no snapshot is taken while they run.
+    let config = docstore::Config {
+        snapshot_threshold_bytes: 1024 * 1024,
+        ..docstore::Config::persistent(dir.path())
+    };
+    let snapshots = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter(|e| {
+                let name = e.as_ref().unwrap().file_name();
+                let name = name.to_string_lossy();
+                name.starts_with("snapshot") && name.ends_with(".db")
+            })
+            .count()
+    };
+    let server = docstore::Server::start(config.clone()).await.unwrap();
+    let c = client_for(&server.uri())
+        .await
+        .database("shop")
+        .collection::<Document>("items");
+    c.create_index(mongodb::IndexModel::builder().keys(doc! { "n": 1 }).build())
+        .await
+        .unwrap();
+    // About 250 kB of journal: more than an eighth of the threshold, less than all of it.
+    c.insert_many((0..1000).map(|i| doc! { "_id": i, "n": i % 7, "pad": "y".repeat(200) }))
+        .await
+        .unwrap();
+    assert_eq!(snapshots(dir.path()), 0, "no snapshot before the shutdown");
+    server.shutdown().await;
+    assert_eq!(snapshots(dir.path()), 1, "the shutdown wrote a snapshot");
+
+    // The next start has nothing to replay and finds every document and index.
+    let server = docstore::Server::start(config.clone()).await.unwrap();
+    let c = client_for(&server.uri())
+        .await
+        .database("shop")
+        .collection::<Document>("items");
+    assert_eq!(c.count_documents(doc! { "n": 3 }).await.unwrap(), 143);
+    assert!(c
+        .list_index_names()
+        .await
+        .unwrap()
+        .contains(&"n_1".to_string()));
+    // A few writes journal too little for another snapshot at shutdown.
+    c.insert_one(doc! { "_id": 5000, "n": 3 }).await.unwrap();
+    server.shutdown().await;
+    assert_eq!(snapshots(dir.path()), 1);
+    let server = docstore::Server::start(config).await.unwrap();
+    let c = client_for(&server.uri())
+        .await
+        .database("shop")
+        .collection::<Document>("items");
+    assert_eq!(c.count_documents(doc! { "n": 3 }).await.unwrap(), 144);
+    server.shutdown().await;
+}
+
 fn record_starts(bytes: &[u8]) -> Vec<usize> {
     let mut starts = Vec::new();
     let mut off = 0;

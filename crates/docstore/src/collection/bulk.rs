@@ -3,10 +3,22 @@
 //! indexes, `_id_` included, in parallel, each from its sorted keys, instead of updating every
 //! index for every document on one core.
 
-use super::{check_size, Collection, StoredDoc};
+use super::{check_size, encode_checked, Collection, StoredDoc};
 use crate::error::Result;
-use crate::index::{Index, IndexSpec};
+use crate::index::{Index, IndexSpec, RecordId};
 use bson::Document;
+use std::collections::HashSet;
+
+/// Keys of a batch for one index: per document, the keys it contributes.
+type BatchKeys = Vec<Vec<Vec<u8>>>;
+
+/// How many threads work on `jobs` independent pieces of work.
+fn threads_for(jobs: usize) -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(jobs.max(1))
+}
 
 impl Collection {
     /// A collection holding a snapshot's documents (in natural order) and its secondary
@@ -46,6 +58,100 @@ impl Collection {
                 Ok(coll)
             }
         }
+    }
+
+    /// Insert `docs` (each with its `_id` first, as [`Collection::insert`] takes them) all at
+    /// once, in order, with the indexes' keys worked out and added several indexes at a time.
+    /// Only when every document would be inserted: if one cannot be encoded or keyed, or a key
+    /// of a unique index is already stored or comes twice in the batch, nothing changes and
+    /// `None` is returned, so the caller inserts one at a time and reports the failing document
+    /// exactly as it would have. The result is the collection that inserting them one by one
+    /// gives (same record ids, entries and multikey flags).
+    pub fn insert_all(&mut self, docs: &[Document]) -> Option<Vec<RecordId>> {
+        let mut stored = Vec::with_capacity(docs.len());
+        for doc in docs {
+            stored.push(encode_checked(doc).ok()?);
+        }
+        let multikey: Vec<bool> = self.indexes.iter().map(Index::is_multikey).collect();
+        let records = self.insert_all_stored(docs, stored);
+        if records.is_none() {
+            for (index, was) in self.indexes.iter().zip(multikey) {
+                index.reset_multikey(was);
+            }
+        }
+        records
+    }
+
+    /// [`Collection::insert_all`] once the documents are encoded.
+    fn insert_all_stored(
+        &mut self,
+        docs: &[Document],
+        stored: Vec<StoredDoc>,
+    ) -> Option<Vec<RecordId>> {
+        // Per index, every document's keys: each thread takes every `threads`-th index.
+        let threads = threads_for(self.indexes.len());
+        let indexes = &self.indexes;
+        let mut keyed: Vec<(usize, Option<BatchKeys>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..threads)
+                .map(|first| {
+                    scope.spawn(move || {
+                        (first..indexes.len())
+                            .step_by(threads)
+                            .map(|i| {
+                                let keys: Option<BatchKeys> =
+                                    docs.iter().map(|d| indexes[i].keys_for(d).ok()).collect();
+                                (i, keys)
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
+        keyed.sort_by_key(|(i, _)| *i);
+        let mut all_keys = Vec::with_capacity(keyed.len());
+        for (_, keys) in keyed {
+            all_keys.push(keys?);
+        }
+        for (index, keys) in self.indexes.iter().zip(&all_keys) {
+            if !index.spec.unique {
+                continue;
+            }
+            let mut seen = HashSet::new();
+            for key in keys.iter().flatten() {
+                if !seen.insert(key.as_slice()) || index.has_key(key) {
+                    return None;
+                }
+            }
+        }
+        let first = self.next_record;
+        let records: Vec<RecordId> = (first..first + docs.len() as u64).collect();
+        for (record, doc) in records.iter().zip(stored) {
+            self.data_bytes += doc.len() as u64;
+            self.docs.insert(*record, doc);
+        }
+        self.next_record += docs.len() as u64;
+        let mut work: Vec<Vec<(&mut Index, BatchKeys)>> =
+            (0..threads).map(|_| Vec::new()).collect();
+        for (n, pair) in self.indexes.iter_mut().zip(all_keys).enumerate() {
+            work[n % threads].push(pair);
+        }
+        let records = &records;
+        std::thread::scope(|scope| {
+            for share in work {
+                scope.spawn(move || {
+                    for (index, keys) in share {
+                        for (record, keys) in records.iter().zip(keys) {
+                            index.insert(&keys, *record);
+                        }
+                    }
+                });
+            }
+        });
+        Some(records.clone())
     }
 
     /// Build indexes for `specs` over the documents already stored, in parallel, and add them
@@ -164,6 +270,137 @@ mod tests {
         assert_eq!(loaded.data_size(), one_by_one.data_size());
         let id = loaded.find_by_id(&bson::Bson::Int32(42)).unwrap();
         assert_eq!(loaded.get(id).unwrap().to_document().unwrap(), docs[42]);
+    }
+
+    #[test]
+    fn a_large_snapshot_keyed_on_several_threads_builds_the_same_text_and_plain_indexes() {
+        let specs = || {
+            vec![
+                IndexSpec::parse(&doc! {
+                    "key": { "kind": 1, "title": "text", "about.body": "text" },
+                    "name": "words",
+                    "weights": { "title": 5 },
+                })
+                .unwrap(),
+                IndexSpec::parse(&doc! { "key": { "n": -1, "_id": 1 }, "name": "n" }).unwrap(),
+            ]
+        };
+        // Enough documents for the keys to be worked out in slices.
+        let docs: Vec<Document> = (0..25_000)
+            .map(|i| {
+                let mut d = doc! {
+                    "_id": i,
+                    "kind": i % 3,
+                    "n": i % 101,
+                    "title": format!("Running edition {i} of the blue notes"),
+                    "about": { "body": "Recorded in one day, played by everyone" },
+                    "other": "ignored words here",
+                };
+                if i % 4 == 0 {
+                    d.insert("language", "spanish");
+                }
+                d
+            })
+            .collect();
+        let mut one_by_one = Collection::new("db", "c", Document::new());
+        for spec in specs() {
+            one_by_one.create_index(spec).unwrap();
+        }
+        for d in &docs {
+            one_by_one.insert(d.clone()).unwrap();
+        }
+        let stored = docs
+            .iter()
+            .map(|d| StoredDoc::from_document(d).unwrap())
+            .collect();
+        let loaded = Collection::load("db", "c", Document::new(), stored, specs()).unwrap();
+        assert_eq!(entries(&loaded), entries(&one_by_one));
+    }
+
+    #[test]
+    fn a_batch_inserted_at_once_equals_inserting_one_by_one() {
+        let specs = || {
+            vec![
+                IndexSpec::parse(&doc! { "key": { "a": 1 }, "name": "a" }).unwrap(),
+                IndexSpec::parse(&doc! { "key": { "tags": 1, "_id": -1 }, "name": "t" }).unwrap(),
+                IndexSpec::parse(
+                    &doc! { "key": { "u": 1 }, "name": "u", "unique": true, "sparse": true },
+                )
+                .unwrap(),
+                IndexSpec::parse(&doc! { "key": { "words": "text" }, "name": "w" }).unwrap(),
+            ]
+        };
+        let docs: Vec<Document> = (0..300)
+            .map(|i| {
+                let mut d = doc! { "_id": i, "a": i % 7, "words": format!("edition {i} of blue") };
+                if i >= 100 {
+                    d.insert("tags", vec![bson::Bson::Int32(i % 3), "x".into()]);
+                }
+                if i % 10 == 0 {
+                    d.insert("u", i);
+                }
+                d
+            })
+            .collect();
+        let mut one_by_one = Collection::new("db", "c", Document::new());
+        let mut at_once = Collection::new("db", "c", Document::new());
+        for spec in specs() {
+            one_by_one.create_index(spec.clone()).unwrap();
+            at_once.create_index(spec).unwrap();
+        }
+        for d in &docs {
+            one_by_one.insert(d.clone()).unwrap();
+        }
+        // Two batches: the second goes into indexes that already hold entries.
+        assert_eq!(at_once.insert_all(&docs[..100]).unwrap().len(), 100);
+        assert!(!at_once.indexes()[2].is_multikey(), "no arrays yet");
+        let records = at_once.insert_all(&docs[100..]).unwrap();
+        assert_eq!(records, (101..=300).collect::<Vec<u64>>());
+        assert_eq!(entries(&at_once), entries(&one_by_one));
+        assert_eq!(at_once.len(), 300);
+        assert_eq!(at_once.data_size(), one_by_one.data_size());
+        let id = at_once.find_by_id(&bson::Bson::Int32(142)).unwrap();
+        assert_eq!(at_once.get(id).unwrap().to_document().unwrap(), docs[142]);
+    }
+
+    #[test]
+    fn a_batch_that_would_break_a_unique_index_changes_nothing() {
+        let unique =
+            IndexSpec::parse(&doc! { "key": { "u": 1 }, "name": "u", "unique": true }).unwrap();
+        let tags = IndexSpec::parse(&doc! { "key": { "tags": 1 }, "name": "t" }).unwrap();
+        let mut c = Collection::new("db", "c", Document::new());
+        c.create_index(unique).unwrap();
+        c.create_index(tags).unwrap();
+        c.insert(doc! { "_id": 0, "u": 0 }).unwrap();
+        let before = entries(&c);
+        for batch in [
+            // A key already stored, in the `_id` index and in a secondary one.
+            vec![
+                doc! { "_id": 1, "u": 1, "tags": [1, 2] },
+                doc! { "_id": 0, "u": 2 },
+            ],
+            vec![
+                doc! { "_id": 1, "u": 1, "tags": [1, 2] },
+                doc! { "_id": 2, "u": 0 },
+            ],
+            // The same key twice within the batch.
+            vec![
+                doc! { "_id": 1, "u": 1, "tags": [1, 2] },
+                doc! { "_id": 2, "u": 1 },
+            ],
+            vec![
+                doc! { "_id": 1, "u": 1, "tags": [1, 2] },
+                doc! { "_id": 1, "u": 3 },
+            ],
+        ] {
+            assert!(c.insert_all(&batch).is_none(), "{batch:?}");
+            assert_eq!(
+                entries(&c),
+                before,
+                "nothing changed, multikey flags included"
+            );
+            assert_eq!(c.len(), 1);
+        }
     }
 
     #[test]

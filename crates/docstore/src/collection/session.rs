@@ -57,6 +57,17 @@ impl<'a> WriteSession<'a> {
         Ok(record)
     }
 
+    /// [`Collection::insert_all`]: every document inserted and journaled, or (`None`) none.
+    pub fn insert_all(&mut self, docs: &[Document]) -> Result<Option<usize>> {
+        let Some(records) = self.coll.insert_all(docs) else {
+            return Ok(None);
+        };
+        for record in &records {
+            self.record_put(*record)?;
+        }
+        Ok(Some(records.len()))
+    }
+
     /// Journal the document now stored at `record` (sharing its bytes).
     fn record_put(&mut self, record: RecordId) -> Result<()> {
         let stored = self

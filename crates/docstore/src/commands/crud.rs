@@ -29,6 +29,22 @@ pub fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
     }
     let outcome = state.catalog.write(db, coll, true, |c| {
         let mut errors = Vec::new();
+        // A large batch that goes in whole is inserted at once (its index work shared among
+        // threads); otherwise, or if any document would fail, one document at a time.
+        if docs.len() >= INSERT_ALL_MIN {
+            let prepared: Result<Vec<Document>> =
+                docs.iter().map(|d| prepare_for_insert(d)).collect();
+            if let Ok(prepared) = prepared {
+                match c.insert_all(&prepared) {
+                    Ok(Some(inserted)) => return (inserted as i32, errors),
+                    Ok(None) => {}
+                    Err(e) => {
+                        errors.push(e.to_write_error(0));
+                        return (0, errors);
+                    }
+                }
+            }
+        }
         let mut inserted = 0;
         for (i, doc) in docs.iter().enumerate() {
             match prepare_for_insert(doc).and_then(|d| c.insert(d)) {
@@ -51,6 +67,9 @@ pub fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
     }
     Ok(Reply::write(reply, outcome.lsn))
 }
+
+/// Batches from this many documents are first tried whole ([`WriteSession::insert_all`]).
+const INSERT_ALL_MIN: usize = 64;
 
 /// `_id` first (generated when absent) and valid, as mongod stores inserted documents: not an
 /// array, regex or undefined, and with no `$`-prefixed field name anywhere inside it.

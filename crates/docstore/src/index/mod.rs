@@ -23,6 +23,8 @@ pub type RecordId = u64;
 
 /// Longest key stored without a separate allocation (ObjectIds, numbers, short strings).
 const INLINE_KEY: usize = 22;
+/// From this many documents, [`Index::build`] works out keys on several threads.
+const PARALLEL_KEYS_MIN: usize = 20_000;
 
 /// An encoded key as stored in an index: short keys live inside the entry itself, which
 /// halves the memory of typical indexes (an entry is 32 bytes with its record id).
@@ -236,20 +238,29 @@ impl Index {
             Some(filter) => Some(Filter::parse(filter)?),
             None => None,
         };
-        let reads = if text.is_some() {
-            None
-        } else {
+        let reads = {
             let mut reads = match &partial {
                 Some(filter) => filter.top_level_fields(),
                 None => Some(Vec::new()),
             };
-            if let Some(reads) = &mut reads {
-                for field in &fields {
-                    let (head, _) = split_path(&field.path);
-                    if !reads.iter().any(|r| r == head) {
-                        reads.push(head.to_string());
+            let heads: Option<Vec<String>> = match &text {
+                Some(text) => text.top_level_fields(),
+                None => Some(
+                    fields
+                        .iter()
+                        .map(|f| split_path(&f.path).0.to_string())
+                        .collect(),
+                ),
+            };
+            match (&mut reads, heads) {
+                (Some(reads), Some(heads)) => {
+                    for head in heads {
+                        if !reads.contains(&head) {
+                            reads.push(head);
+                        }
                     }
                 }
+                _ => reads = None,
             }
             reads
         };
@@ -386,6 +397,19 @@ impl Index {
         Ok(())
     }
 
+    /// Put back the multikey flag as it was before keys were worked out for documents that were
+    /// then not inserted after all.
+    pub(crate) fn reset_multikey(&self, was: bool) {
+        if !was {
+            self.multikey.store(false, AtomicOrdering::Relaxed);
+        }
+    }
+
+    /// Whether any stored document has this key.
+    pub fn has_key(&self, key: &[u8]) -> bool {
+        self.records_with_key(key).next().is_some()
+    }
+
     fn records_with_key<'a>(&'a self, key: &[u8]) -> impl Iterator<Item = RecordId> + 'a {
         let lo = KeyBytes::from(key);
         let hi = lo.clone();
@@ -430,11 +454,39 @@ impl Index {
         docs: impl Iterator<Item = (RecordId, &'a crate::stored::StoredDoc)>,
         ns: &str,
     ) -> Result<()> {
+        let docs: Vec<(RecordId, &crate::stored::StoredDoc)> = docs.collect();
+        // A large collection's keys are worked out in slices, one thread each: the slowest
+        // index (a text index stems every word) would otherwise hold start-up up on one core.
+        let threads = if docs.len() >= PARALLEL_KEYS_MIN {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            1
+        };
+        let slice = docs.len().div_ceil(threads).max(1);
+        let this = &*self;
+        let parts: Vec<Result<Vec<(KeyBytes, RecordId)>>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = docs
+                .chunks(slice)
+                .map(|part| {
+                    scope.spawn(move || {
+                        let mut entries = Vec::new();
+                        for (rid, doc) in part {
+                            for key in this.keys_for_stored(doc)? {
+                                entries.push((KeyBytes::from(key.as_slice()), *rid));
+                            }
+                        }
+                        Ok(entries)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect()
+        });
         let mut entries: Vec<(KeyBytes, RecordId)> = Vec::new();
-        for (rid, doc) in docs {
-            for key in self.keys_for_stored(doc)? {
-                entries.push((KeyBytes::from(key.as_slice()), rid));
-            }
+        for part in parts {
+            entries.extend(part?);
         }
         entries.sort_unstable();
         entries.dedup();

@@ -318,6 +318,30 @@ impl TextIndex {
             .or(self.wildcard)
     }
 
+    /// The top-level fields keys are made from (weighted fields, the ordinary key fields
+    /// around them and the language override), or `None` for a wildcard index, which reads
+    /// every string field.
+    pub fn top_level_fields(&self) -> Option<Vec<String>> {
+        if self.wildcard.is_some() {
+            return None;
+        }
+        let mut heads: Vec<String> = Vec::new();
+        let paths = self
+            .weights
+            .iter()
+            .map(|(f, _)| f.as_str())
+            .chain(self.prefix.iter().map(String::as_str))
+            .chain(self.suffix.iter().map(String::as_str))
+            .chain(std::iter::once(self.options.language_override.as_str()));
+        for path in paths {
+            let head = path.split('.').next().unwrap_or(path);
+            if !heads.iter().any(|h| h == head) {
+                heads.push(head.to_string());
+            }
+        }
+        Some(heads)
+    }
+
     /// Whether anything at or below `path` can be indexed.
     fn may_contain(&self, path: &str) -> bool {
         self.wildcard.is_some()

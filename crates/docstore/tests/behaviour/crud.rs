@@ -65,6 +65,80 @@ async fn write_errors_carry_the_index_of_the_failing_document() {
         .starts_with("E11000 duplicate key error collection: "));
 }
 
+/// Large batches (inserted whole when every document goes in) behave like small ones: all
+/// stored in order and indexed, or, with a duplicate, the same write errors and documents kept
+/// as one at a time.
+#[tokio::test]
+async fn a_large_batch_is_stored_whole_or_reports_its_failing_documents() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("big");
+    c.create_index(
+        mongodb::IndexModel::builder()
+            .keys(doc! { "sku": 1 })
+            .options(
+                mongodb::options::IndexOptions::builder()
+                    .unique(true)
+                    .build(),
+            )
+            .build(),
+    )
+    .await
+    .unwrap();
+    let batch = |from: i32| -> Vec<Document> {
+        (from..from + 500)
+            .map(|i| doc! { "_id": i, "sku": format!("s{i}"), "tags": [i % 5, "all"] })
+            .collect()
+    };
+    c.insert_many(batch(0)).await.unwrap();
+    assert_eq!(c.count_documents(doc! { "tags": 3 }).await.unwrap(), 100);
+    let ids: Vec<i32> = c
+        .find(doc! {})
+        .await
+        .unwrap()
+        .try_collect::<Vec<Document>>()
+        .await
+        .unwrap()
+        .iter()
+        .map(|d| d.get_i32("_id").unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        (0..500).collect::<Vec<_>>(),
+        "natural order is insertion order"
+    );
+
+    // A batch whose 201st document takes a stored sku: ordered stops there...
+    let mut clash = batch(1000);
+    clash[200].insert("sku", "s7");
+    let reply =
+        t.db.run_command(doc! { "insert": "big", "documents": clash.clone() })
+            .await
+            .unwrap();
+    assert_eq!(reply.get_i32("n").unwrap(), 200);
+    let errors = reply.get_array("writeErrors").unwrap();
+    assert_eq!(errors.len(), 1);
+    let e = errors[0].as_document().unwrap();
+    assert_eq!(e.get_i32("index").unwrap(), 200);
+    assert_eq!(e.get_i32("code").unwrap(), 11000);
+    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 700);
+    // ...and unordered stores all the others (ids 1200.. are still free).
+    let mut clash = batch(2000);
+    clash[10].insert("_id", 2400);
+    let reply =
+        t.db.run_command(doc! { "insert": "big", "documents": clash, "ordered": false })
+            .await
+            .unwrap();
+    assert_eq!(reply.get_i32("n").unwrap(), 499);
+    let errors = reply.get_array("writeErrors").unwrap();
+    assert_eq!(errors.len(), 1);
+    assert_eq!(
+        errors[0].as_document().unwrap().get_i32("index").unwrap(),
+        400
+    );
+    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 1199);
+    assert_eq!(c.count_documents(doc! { "sku": "s2010" }).await.unwrap(), 1);
+}
+
 #[tokio::test]
 async fn array_ids_are_refused() {
     let t = test_db().await;
