@@ -131,9 +131,21 @@ impl Collection {
     /// is changed, so a duplicate key leaves the collection untouched.
     pub fn insert(&mut self, doc: Document) -> Result<RecordId> {
         let stored = encode_checked(&doc)?;
+        self.insert_encoded(&doc, stored)
+    }
+
+    /// The part of [`Collection::insert`] that needs no collection: `doc` encoded and its
+    /// size checked, so a writer can do it before taking the collection's lock.
+    pub fn encode_for_insert(doc: &Document) -> Result<StoredDoc> {
+        encode_checked(doc)
+    }
+
+    /// [`Collection::insert`] of `doc` already encoded as `stored` by
+    /// [`Collection::encode_for_insert`].
+    pub fn insert_encoded(&mut self, doc: &Document, stored: StoredDoc) -> Result<RecordId> {
         let mut all_keys = Vec::with_capacity(self.indexes.len());
         for index in &self.indexes {
-            all_keys.push(index.keys_for(&doc)?);
+            all_keys.push(index.keys_for(doc)?);
         }
         self.insert_with_keys(stored, all_keys)
     }

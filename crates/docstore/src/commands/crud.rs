@@ -4,10 +4,11 @@
 use super::args::{check_collation, Args};
 use super::read_spec::{parse_filter, parse_hint, ReadSpec};
 use super::Reply;
-use crate::collection::{Hit, WriteSession};
+use crate::collection::{Collection, Hit, WriteSession};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::{path, Filter, Projection};
 use crate::state::ServerState;
+use crate::stored::StoredDoc;
 use crate::update::{ApplyContext, UpdateSpec};
 use crate::value::values_equal;
 use bson::{doc, oid::ObjectId, Bson, Document};
@@ -27,11 +28,22 @@ pub fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
             ),
         ));
     }
+    // Validated and encoded before the collection is locked, so concurrent writers to one
+    // collection encode in parallel; the lock covers only the index checks and the insert.
+    // Errors are still reported (and, when ordered, stop the batch) in document order.
+    let prepared: Vec<Result<(Document, StoredDoc)>> = docs
+        .iter()
+        .map(|doc| {
+            let doc = prepare_for_insert(doc)?;
+            let stored = Collection::encode_for_insert(&doc)?;
+            Ok((doc, stored))
+        })
+        .collect();
     let outcome = state.catalog.write(db, coll, true, |c| {
         let mut errors = Vec::new();
         let mut inserted = 0;
-        for (i, doc) in docs.iter().enumerate() {
-            match prepare_for_insert(doc).and_then(|d| c.insert(d)) {
+        for (i, doc) in prepared.into_iter().enumerate() {
+            match doc.and_then(|(doc, stored)| c.insert_encoded(&doc, stored)) {
                 Ok(_) => inserted += 1,
                 Err(e) => {
                     errors.push(e.to_write_error(i));
