@@ -211,7 +211,19 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
             let c = handle.read();
             if extras.is_plain() {
                 let (hits, _) = c.query(&read.query_spec())?;
-                project_hits(hits, projection.as_ref())?
+                drop(c);
+                let docs = project_hits(hits, projection.as_ref())?;
+                if super::encoded::fit_one_batch(&docs, batch_size) {
+                    // The whole answer in one batch: the stored bytes go on the wire as they
+                    // are, and no cursor stays open (idle ones are still reaped, as below).
+                    state.cursors.reap_idle();
+                    return Ok(Reply::encoded_read(super::encoded::exhausted_cursor_reply(
+                        &ns, &docs,
+                    )));
+                }
+                docs.iter()
+                    .map(StoredDoc::to_document)
+                    .collect::<Result<Vec<_>>>()?
             } else {
                 extras.run(&c, &read, projection.as_ref())?
             }
@@ -229,16 +241,18 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
     )))
 }
 
-/// The documents a find returns, each decoded only as far as its projection reads it.
-fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<Document>> {
-    let fields = projection.and_then(Projection::top_level_fields);
+/// The documents a find returns as BSON: the stored bytes themselves without a projection;
+/// with one, each document decoded only as far as the projection reads it, projected and
+/// encoded.
+fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<StoredDoc>> {
+    let Some(p) = projection else {
+        return Ok(hits.into_iter().map(|hit| hit.doc).collect());
+    };
+    let fields = p.top_level_fields();
     hits.into_iter()
         .map(|hit| {
             let doc = hit.doc.select(fields.as_deref())?;
-            match projection {
-                Some(p) => p.apply_scored(&doc, hit.position, hit.score),
-                None => Ok(doc),
-            }
+            StoredDoc::from_document(&p.apply_scored(&doc, hit.position, hit.score)?)
         })
         .collect()
 }
