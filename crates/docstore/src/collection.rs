@@ -131,9 +131,21 @@ impl Collection {
     /// is changed, so a duplicate key leaves the collection untouched.
     pub fn insert(&mut self, doc: Document) -> Result<RecordId> {
         let stored = encode_checked(&doc)?;
+        self.insert_encoded(&doc, stored)
+    }
+
+    /// The part of [`Collection::insert`] that needs no collection: `doc` encoded and its
+    /// size checked, so a writer can do it before taking the collection's lock.
+    pub fn encode_for_insert(doc: &Document) -> Result<StoredDoc> {
+        encode_checked(doc)
+    }
+
+    /// [`Collection::insert`] of `doc` already encoded as `stored` by
+    /// [`Collection::encode_for_insert`].
+    pub fn insert_encoded(&mut self, doc: &Document, stored: StoredDoc) -> Result<RecordId> {
         let mut all_keys = Vec::with_capacity(self.indexes.len());
         for index in &self.indexes {
-            all_keys.push(index.keys_for(&doc)?);
+            all_keys.push(index.keys_for(doc)?);
         }
         self.insert_with_keys(stored, all_keys)
     }
@@ -511,7 +523,7 @@ impl Collection {
         } else {
             query.limit.map(|l| l.saturating_add(skip))
         };
-        let matcher = RawMatcher::new(query.filter);
+        let mut matcher = RawMatcher::new(query.filter);
         for record in candidates {
             if counts_keys {
                 stats.keys_examined += 1;
@@ -657,6 +669,9 @@ struct RawMatcher<'a> {
     filter: &'a Filter,
     everything: bool,
     fields: Option<Vec<String>>,
+    /// The partial document of the last candidate, refilled for the next one: a scan that
+    /// matches thousands of documents allocates one map (and seeds one hasher), not one each.
+    partial: Document,
 }
 
 impl<'a> RawMatcher<'a> {
@@ -665,16 +680,22 @@ impl<'a> RawMatcher<'a> {
             filter,
             everything: filter.matches_everything(),
             fields: filter.top_level_fields(),
+            partial: Document::new(),
         }
     }
 
     /// [`Filter::try_matches_with_position`] on the stored document.
-    fn matches(&self, doc: &StoredDoc) -> Result<Option<Option<usize>>> {
+    fn matches(&mut self, doc: &StoredDoc) -> Result<Option<Option<usize>>> {
         if self.everything {
             return Ok(Some(None));
         }
-        let partial = doc.select(self.fields.as_deref())?;
-        self.filter.try_matches_with_position(&partial)
+        match self.fields.as_deref() {
+            Some(fields) => {
+                doc.select_into(fields, &mut self.partial)?;
+                self.filter.try_matches_with_position(&self.partial)
+            }
+            None => self.filter.try_matches_with_position(&doc.to_document()?),
+        }
     }
 }
 
@@ -824,7 +845,7 @@ mod tests {
         ];
         for filter_doc in &filters {
             let filter = Filter::parse(filter_doc).unwrap();
-            let matcher = RawMatcher::new(&filter);
+            let mut matcher = RawMatcher::new(&filter);
             for doc in &docs {
                 let stored = StoredDoc::from_document(doc).unwrap();
                 assert_eq!(

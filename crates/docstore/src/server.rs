@@ -2,7 +2,7 @@
 //! a frame, dispatch the command, write the reply. A connection that sends garbage is closed on
 //! its own; nothing it sends can stop the others.
 
-use crate::commands;
+use crate::commands::{self, Answer};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::state::{ConnectionInfo, ServerState};
@@ -454,12 +454,19 @@ async fn handle_message(
             let reply = if msg.body.contains_key("$db") {
                 commands::dispatch(state, conn, msg.body).await
             } else {
-                Error::location(40571, "OP_MSG requests require a $db argument").to_command_reply()
+                Answer::Document(
+                    Error::location(40571, "OP_MSG requests require a $db argument")
+                        .to_command_reply(),
+                )
             };
-            if more_to_come {
-                Step::Silent
-            } else {
-                Step::Reply(wire::encode_op_msg(request_id, &reply, checksum))
+            match reply {
+                _ if more_to_come => Step::Silent,
+                Answer::Document(reply) => {
+                    Step::Reply(wire::encode_op_msg(request_id, &reply, checksum))
+                }
+                Answer::Encoded(body) => {
+                    Step::Reply(wire::encode_op_msg_bytes(request_id, &body, checksum))
+                }
             }
         }
         Ok(Message::Query(query)) => {
@@ -480,7 +487,9 @@ async fn handle_message(
                 }
                 _ => {
                     command.insert("$db", db);
-                    commands::dispatch(state, conn, command).await
+                    commands::dispatch(state, conn, command)
+                        .await
+                        .into_document()
                 }
             };
             Step::Reply(wire::encode_op_reply(request_id, &reply))

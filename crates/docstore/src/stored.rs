@@ -68,8 +68,16 @@ impl StoredDoc {
             return self.to_document();
         };
         let mut out = Document::new();
+        self.select_into(fields, &mut out)?;
+        Ok(out)
+    }
+
+    /// [`StoredDoc::select`] of `fields` into `out`, which is emptied first (and keeps its
+    /// allocation, for a caller that selects from many documents in turn).
+    pub fn select_into(&self, fields: &[String], out: &mut Document) -> Result<()> {
+        out.clear();
         if fields.is_empty() {
-            return Ok(out);
+            return Ok(());
         }
         for element in self.raw()?.iter_elements() {
             let element = element.map_err(corrupt)?;
@@ -81,7 +89,7 @@ impl StoredDoc {
                 }
             }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// One top-level field, decoded.

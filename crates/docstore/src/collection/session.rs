@@ -79,6 +79,14 @@ impl<'a> WriteSession<'a> {
         Ok(())
     }
 
+    /// [`WriteSession::insert`] of a document encoded beforehand with
+    /// [`Collection::encode_for_insert`](crate::collection::Collection::encode_for_insert).
+    pub fn insert_encoded(&mut self, doc: &Document, stored: StoredDoc) -> Result<RecordId> {
+        let record = self.coll.insert_encoded(doc, stored)?;
+        self.record_put(record)?;
+        Ok(record)
+    }
+
     /// Replace the document at `record`; journaled as a `Put` of the new version.
     pub fn replace(&mut self, record: RecordId, new_doc: Document) -> Result<()> {
         self.coll.replace(record, new_doc)?;

@@ -4,10 +4,11 @@
 use super::args::{check_collation, Args};
 use super::read_spec::{parse_filter, parse_hint, ReadSpec};
 use super::Reply;
-use crate::collection::{Hit, WriteSession};
+use crate::collection::{Collection, Hit, WriteSession};
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::{path, Filter, Projection};
 use crate::state::ServerState;
+use crate::stored::StoredDoc;
 use crate::update::{ApplyContext, UpdateSpec};
 use crate::value::values_equal;
 use bson::{doc, oid::ObjectId, Bson, Document};
@@ -27,6 +28,17 @@ pub fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
             ),
         ));
     }
+    // Validated and encoded before the collection is locked, so concurrent writers to one
+    // collection encode in parallel; the lock covers only the index checks and the insert.
+    // Errors are still reported (and, when ordered, stop the batch) in document order.
+    let prepared: Vec<Result<(Document, StoredDoc)>> = docs
+        .iter()
+        .map(|doc| {
+            let doc = prepare_for_insert(doc)?;
+            let stored = Collection::encode_for_insert(&doc)?;
+            Ok((doc, stored))
+        })
+        .collect();
     let outcome = state.catalog.write(db, coll, true, |c| {
         let mut errors = Vec::new();
         // A large batch that goes in whole is inserted at once (its index work shared among
@@ -46,8 +58,8 @@ pub fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
             }
         }
         let mut inserted = 0;
-        for (i, doc) in docs.iter().enumerate() {
-            match prepare_for_insert(doc).and_then(|d| c.insert(d)) {
+        for (i, doc) in prepared.into_iter().enumerate() {
+            match doc.and_then(|(doc, stored)| c.insert_encoded(&doc, stored)) {
                 Ok(_) => inserted += 1,
                 Err(e) => {
                     errors.push(e.to_write_error(i));
@@ -218,7 +230,19 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
             let c = handle.read();
             if extras.is_plain() {
                 let (hits, _) = c.query(&read.query_spec())?;
-                project_hits(hits, projection.as_ref())?
+                drop(c);
+                let docs = project_hits(hits, projection.as_ref())?;
+                if super::encoded::fit_one_batch(&docs, batch_size) {
+                    // The whole answer in one batch: the stored bytes go on the wire as they
+                    // are, and no cursor stays open (idle ones are still reaped, as below).
+                    state.cursors.reap_idle();
+                    return Ok(Reply::encoded_read(super::encoded::exhausted_cursor_reply(
+                        &ns, &docs,
+                    )));
+                }
+                docs.iter()
+                    .map(StoredDoc::to_document)
+                    .collect::<Result<Vec<_>>>()?
             } else {
                 extras.run(&c, &read, projection.as_ref())?
             }
@@ -236,16 +260,18 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
     )))
 }
 
-/// The documents a find returns, each decoded only as far as its projection reads it.
-fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<Document>> {
-    let fields = projection.and_then(Projection::top_level_fields);
+/// The documents a find returns as BSON: the stored bytes themselves without a projection;
+/// with one, each document decoded only as far as the projection reads it, projected and
+/// encoded.
+fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<StoredDoc>> {
+    let Some(p) = projection else {
+        return Ok(hits.into_iter().map(|hit| hit.doc).collect());
+    };
+    let fields = p.top_level_fields();
     hits.into_iter()
         .map(|hit| {
             let doc = hit.doc.select(fields.as_deref())?;
-            match projection {
-                Some(p) => p.apply_scored(&doc, hit.position, hit.score),
-                None => Ok(doc),
-            }
+            StoredDoc::from_document(&p.apply_scored(&doc, hit.position, hit.score)?)
         })
         .collect()
 }

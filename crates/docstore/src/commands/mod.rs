@@ -7,6 +7,7 @@ pub mod args;
 pub mod backup;
 pub mod crud;
 pub mod ddl;
+pub mod encoded;
 pub mod explain;
 pub mod find_options;
 pub mod read_spec;
@@ -22,33 +23,73 @@ use std::sync::Arc;
 pub struct Reply {
     pub doc: Document,
     pub lsn: u64,
+    /// The whole reply already encoded (`ok: 1` included), used instead of `doc`: a read
+    /// answered from stored bytes ([`encoded`]).
+    encoded: Option<Vec<u8>>,
 }
 
 impl Reply {
     pub fn read(doc: Document) -> Reply {
-        Reply { doc, lsn: 0 }
+        Reply {
+            doc,
+            lsn: 0,
+            encoded: None,
+        }
     }
 
     pub fn write(doc: Document, lsn: u64) -> Reply {
-        Reply { doc, lsn }
+        Reply {
+            doc,
+            lsn,
+            encoded: None,
+        }
+    }
+
+    /// A read's complete reply as BSON bytes, `ok: 1` included.
+    pub fn encoded_read(bytes: Vec<u8>) -> Reply {
+        Reply {
+            doc: Document::new(),
+            lsn: 0,
+            encoded: Some(bytes),
+        }
+    }
+}
+
+/// What a command answers: a document, or the reply already encoded as BSON.
+pub enum Answer {
+    Document(Document),
+    Encoded(Vec<u8>),
+}
+
+impl Answer {
+    /// The answer as a document (an encoded one decoded; bytes this module built always
+    /// decode, anything else becomes an InternalError reply).
+    pub fn into_document(self) -> Document {
+        match self {
+            Answer::Document(doc) => doc,
+            Answer::Encoded(bytes) => Document::from_reader(&bytes[..]).unwrap_or_else(|e| {
+                Error::internal(format!("cannot decode an encoded reply: {e}")).to_command_reply()
+            }),
+        }
     }
 }
 
 /// Run one command document (OP_MSG body with document sequences merged, or a legacy OP_QUERY
 /// command with `$db` added) and return the reply: `ok: 1` or MongoDB's error shape.
-pub async fn dispatch(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: Document) -> Document {
+pub async fn dispatch(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: Document) -> Answer {
     match run(state, conn, &cmd).await {
-        Ok(mut reply) => {
+        Ok(Answer::Document(mut reply)) => {
             if !reply.contains_key("ok") {
                 reply.insert("ok", 1.0);
             }
-            reply
+            Answer::Document(reply)
         }
-        Err(e) => e.to_command_reply(),
+        Ok(encoded) => encoded,
+        Err(e) => Answer::Document(e.to_command_reply()),
     }
 }
 
-async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) -> Result<Document> {
+async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) -> Result<Answer> {
     let Some(name) = cmd.keys().next().map(String::as_str) else {
         return Err(Error::new(ErrorCode::FailedToParse, "empty command"));
     };
@@ -59,7 +100,7 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
     };
     crate::auth::check_access(state.auth.as_ref(), conn, name)?;
     if let Some(reply) = admin::handle(name, state, conn, cmd) {
-        return reply;
+        return reply.map(Answer::Document);
     }
     args::reject_transactions(cmd)?;
     args::check_read_concern(cmd)?;
@@ -95,6 +136,10 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
         "createBackup" => backup::create_backup(state, db, &a).await?,
         _ => return Err(unsupported_or_unknown(name)),
     };
+    if let Some(bytes) = reply.encoded {
+        // Only reads are encoded ahead: there is no journal position to wait for.
+        return Ok(Answer::Encoded(bytes));
+    }
     let mut doc = reply.doc;
     if concern.journal && reply.lsn > 0 {
         if let Err(failure) = state.catalog.storage().wait_durable(reply.lsn).await {
@@ -111,7 +156,7 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
             );
         }
     }
-    Ok(doc)
+    Ok(Answer::Document(doc))
 }
 
 /// MongoDB commands docstore deliberately lacks get a message naming the feature; anything

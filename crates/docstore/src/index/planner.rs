@@ -551,7 +551,9 @@ fn literal_prefix(pattern: &str, options: &str) -> Option<String> {
     Some(prefix)
 }
 
-/// How well one index fits the query.
+/// How well one index fits the query. Its bounds are built only for the indexes a plan may
+/// use ([`Candidate::bounds`]): most indexes of a collection score nothing for a given query,
+/// and building key bounds allocates.
 #[derive(Clone)]
 struct Candidate {
     index: usize,
@@ -559,12 +561,27 @@ struct Candidate {
     has_range: bool,
     provides_sort: bool,
     reverse: bool,
-    bounds: IndexBounds,
+    /// The conditions usable on each key field ([`field_constraints_for`]).
+    per_field: Vec<Option<Constraint>>,
 }
 
 impl Candidate {
     fn score(&self) -> (usize, bool, bool) {
         (self.leading_points, self.has_range, self.provides_sort)
+    }
+
+    /// The key ranges this index scans (`indexes` is the slice the candidate was chosen from).
+    fn bounds(&self, indexes: &[&Index]) -> IndexBounds {
+        build_bounds(indexes[self.index], &self.per_field)
+    }
+
+    fn into_plan(self, bounds: IndexBounds) -> Plan {
+        Plan::IndexScan {
+            index: self.index,
+            bounds,
+            reverse: self.reverse,
+            provides_sort: self.provides_sort,
+        }
     }
 }
 
@@ -843,7 +860,7 @@ fn evaluate(
         has_range,
         provides_sort: order.is_some(),
         reverse: order.unwrap_or(false),
-        bounds: build_bounds(idx, &per_field),
+        per_field,
     }
 }
 
@@ -920,17 +937,14 @@ pub fn plan_limited(
             ));
         }
         let c = evaluate(position, indexes[position], &constraints, sort);
-        return Ok(Plan::IndexScan {
-            index: c.index,
-            bounds: c.bounds,
-            reverse: c.reverse,
-            provides_sort: c.provides_sort,
-        });
+        let bounds = c.bounds(indexes);
+        return Ok(c.into_plan(bounds));
     }
 
     let mut best: Option<Candidate> = None;
-    // The first index that serves the sort by walking all of its keys in order.
-    let mut sort_walk: Option<Candidate> = None;
+    // The first index that serves the sort by walking all of its keys in order, with its
+    // (full) bounds.
+    let mut sort_walk: Option<(Candidate, IndexBounds)> = None;
     for (position, idx) in indexes.iter().enumerate() {
         // A sparse index may lack matching documents; a partial one only when the query does
         // not imply its filter.
@@ -946,8 +960,11 @@ pub fn plan_limited(
         if c.score() == (0, false, false) {
             continue;
         }
-        if c.provides_sort && c.bounds.is_full() && sort_walk.is_none() {
-            sort_walk = Some(c.clone());
+        if c.provides_sort && sort_walk.is_none() {
+            let bounds = c.bounds(indexes);
+            if bounds.is_full() {
+                sort_walk = Some((c.clone(), bounds));
+            }
         }
         // An _id equality finds at most one document: nothing beats it.
         if idx.spec.name == "_id_" && c.leading_points > 0 {
@@ -958,28 +975,28 @@ pub fn plan_limited(
             best = Some(c);
         }
     }
-    if let (Some(b), Some(walk), Some(limit)) = (&best, &sort_walk, limit) {
-        if sort.is_some() && !b.provides_sort && b.index != walk.index {
+    let Some(best) = best else {
+        return Ok(Plan::CollScan);
+    };
+    let bounds = match &sort_walk {
+        Some((walk, walk_bounds)) if walk.index == best.index => walk_bounds.clone(),
+        _ => best.bounds(indexes),
+    };
+    if let (Some((walk, _)), Some(limit)) = (&sort_walk, limit) {
+        if sort.is_some() && !best.provides_sort && best.index != walk.index {
             let total = indexes[walk.index].entry_count();
             let threshold = (4.0 * limit.max(1) as f64 * total as f64).sqrt() as usize + 1;
-            let matching = indexes[b.index]
-                .scan(&b.bounds, false)
+            let matching = indexes[best.index]
+                .scan(&bounds, false)
                 .take(threshold)
                 .count();
             if matching >= threshold {
-                best = sort_walk;
+                let (walk, walk_bounds) = sort_walk.expect("matched above");
+                return Ok(walk.into_plan(walk_bounds));
             }
         }
     }
-    Ok(match best {
-        None => Plan::CollScan,
-        Some(c) => Plan::IndexScan {
-            index: c.index,
-            bounds: c.bounds,
-            reverse: c.reverse,
-            provides_sort: c.provides_sort,
-        },
-    })
+    Ok(best.into_plan(bounds))
 }
 
 #[cfg(test)]

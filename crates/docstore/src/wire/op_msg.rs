@@ -145,7 +145,23 @@ pub(super) fn parse(header: Header, bytes: &[u8]) -> Result<OpMsg, WireError> {
 
 /// Encodes a reply: flags 0 (or checksumPresent when `checksum`), one body section.
 pub fn encode_op_msg(response_to: i32, body: &Document, checksum: bool) -> Vec<u8> {
-    let mut out = Vec::with_capacity(64);
+    encode_with(response_to, checksum, 64, |out| write_document(out, body))
+}
+
+/// [`encode_op_msg`] of a body already encoded as BSON (copied as it is).
+pub fn encode_op_msg_bytes(response_to: i32, body: &[u8], checksum: bool) -> Vec<u8> {
+    encode_with(response_to, checksum, body.len() + 32, |out| {
+        out.extend_from_slice(body)
+    })
+}
+
+fn encode_with(
+    response_to: i32,
+    checksum: bool,
+    capacity: usize,
+    write_body: impl FnOnce(&mut Vec<u8>),
+) -> Vec<u8> {
+    let mut out = Vec::with_capacity(capacity);
     Header {
         message_length: 0,
         request_id: next_request_id(),
@@ -156,7 +172,7 @@ pub fn encode_op_msg(response_to: i32, body: &Document, checksum: bool) -> Vec<u
     let flags = if checksum { CHECKSUM_PRESENT } else { 0 };
     out.extend_from_slice(&flags.to_le_bytes());
     out.push(0);
-    write_document(&mut out, body);
+    write_body(&mut out);
     if checksum {
         // The length must be final before the checksum covers it.
         let len = i32::try_from(out.len() + 4).unwrap_or(i32::MAX);
