@@ -92,6 +92,20 @@ impl StoredDoc {
         Ok(())
     }
 
+    /// This document without the top-level fields named in `excluded`, every other field
+    /// copied as stored and in order: what a projection that only leaves out top-level fields
+    /// (`{carted: 0}`) returns, without decoding the document.
+    pub fn without_fields(&self, excluded: &[&str]) -> Result<StoredDoc> {
+        let mut out = bson::RawDocumentBuf::new();
+        for element in self.raw()?.iter_elements() {
+            let element = element.map_err(corrupt)?;
+            if !excluded.contains(&element.key()) {
+                out.append_ref(element.key(), element.value().map_err(corrupt)?);
+            }
+        }
+        Ok(StoredDoc(Arc::from(out.into_bytes())))
+    }
+
     /// One top-level field, decoded.
     pub fn get(&self, key: &str) -> Result<Option<Bson>> {
         match self.raw()?.get(key).map_err(corrupt)? {
@@ -208,6 +222,29 @@ mod tests {
         assert_eq!(stored.id().unwrap(), doc.get("_id").unwrap().clone());
         let copy = StoredDoc::from_bytes(stored.as_bytes()).unwrap();
         assert_eq!(copy, stored);
+    }
+
+    #[test]
+    fn leaving_out_top_level_fields_copies_the_rest_as_the_projection_would() {
+        let doc = sample();
+        let stored = StoredDoc::from_document(&doc).unwrap();
+        for spec in [
+            bson::doc! { "nested": 0 },
+            bson::doc! { "_id": 0, "s": 0, "nan": 0 },
+            bson::doc! { "absent": 0 },
+        ] {
+            let projection = crate::query::projection::Projection::parse(&spec).unwrap();
+            let excluded = projection
+                .top_level_exclusions()
+                .expect("top-level exclusion");
+            let projected = projection.apply_scored(&doc, None, None).unwrap();
+            let copied = stored.without_fields(&excluded).unwrap();
+            assert_eq!(
+                copied.as_bytes(),
+                bson::to_vec(&projected).unwrap(),
+                "{spec}"
+            );
+        }
     }
 
     #[test]

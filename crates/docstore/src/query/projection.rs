@@ -179,6 +179,20 @@ impl Projection {
     /// The top-level fields an inclusion projection reads (`_id` among them unless excluded),
     /// or `None` when it keeps fields it does not name (exclusions, `{}`, `$slice` alone):
     /// applying it to a document holding only these fields gives the same result.
+    /// The top-level fields a projection leaves out, when that is all it does (`{carted: 0}`,
+    /// `{_id: 0, notes: 0}`): every other field is returned as it is, so a caller can copy the
+    /// stored bytes instead of decoding and re-encoding the document.
+    pub fn top_level_exclusions(&self) -> Option<Vec<&str>> {
+        if self.identity || self.inclusion || !self.text_score.is_empty() {
+            return None;
+        }
+        self.root
+            .fields
+            .iter()
+            .map(|(name, action)| matches!(action, Action::Exclude).then_some(name.as_str()))
+            .collect()
+    }
+
     pub fn top_level_fields(&self) -> Option<Vec<String>> {
         if self.identity || !self.inclusion {
             return None;
@@ -524,6 +538,30 @@ mod tests {
         match Projection::parse(&spec) {
             Ok(_) => panic!("{spec} should not parse"),
             Err(e) => e,
+        }
+    }
+
+    #[test]
+    fn only_projections_that_just_leave_out_top_level_fields_are_plain_exclusions() {
+        let exclusions = |spec: Document| {
+            Projection::parse(&spec)
+                .unwrap()
+                .top_level_exclusions()
+                .map(|names| names.join(","))
+        };
+        assert_eq!(exclusions(doc! {"carted": 0}), Some("carted".to_string()));
+        assert_eq!(
+            exclusions(doc! {"_id": 0, "a": false}),
+            Some("_id,a".to_string())
+        );
+        for other in [
+            doc! {},
+            doc! {"a": 1},
+            doc! {"a.b": 0},
+            doc! {"a": {"$slice": 2}},
+            doc! {"a": 0, "s": {"$meta": "textScore"}},
+        ] {
+            assert_eq!(exclusions(other.clone()), None, "{other}");
         }
     }
 
