@@ -253,11 +253,25 @@ mod tests {
                 d
             })
             .collect();
+        let (loaded, one_by_one) = loaded_and_inserted(specs, &docs);
+        assert_eq!(entries(&loaded), entries(&one_by_one));
+        assert_eq!(loaded.len(), 300);
+        assert_eq!(loaded.data_size(), one_by_one.data_size());
+        let id = loaded.find_by_id(&bson::Bson::Int32(42)).unwrap();
+        assert_eq!(loaded.get(id).unwrap().to_document().unwrap(), docs[42]);
+    }
+
+    /// The same documents loaded as a snapshot with `specs` indexes, and inserted one at a
+    /// time into a collection given those indexes first.
+    fn loaded_and_inserted(
+        specs: impl Fn() -> Vec<IndexSpec>,
+        docs: &[Document],
+    ) -> (Collection, Collection) {
         let mut one_by_one = Collection::new("db", "c", Document::new());
         for spec in specs() {
             one_by_one.create_index(spec).unwrap();
         }
-        for d in &docs {
+        for d in docs {
             one_by_one.insert(d.clone()).unwrap();
         }
         let stored = docs
@@ -265,11 +279,7 @@ mod tests {
             .map(|d| StoredDoc::from_document(d).unwrap())
             .collect();
         let loaded = Collection::load("db", "c", Document::new(), stored, specs()).unwrap();
-        assert_eq!(entries(&loaded), entries(&one_by_one));
-        assert_eq!(loaded.len(), 300);
-        assert_eq!(loaded.data_size(), one_by_one.data_size());
-        let id = loaded.find_by_id(&bson::Bson::Int32(42)).unwrap();
-        assert_eq!(loaded.get(id).unwrap().to_document().unwrap(), docs[42]);
+        (loaded, one_by_one)
     }
 
     #[test]
@@ -302,18 +312,7 @@ mod tests {
                 d
             })
             .collect();
-        let mut one_by_one = Collection::new("db", "c", Document::new());
-        for spec in specs() {
-            one_by_one.create_index(spec).unwrap();
-        }
-        for d in &docs {
-            one_by_one.insert(d.clone()).unwrap();
-        }
-        let stored = docs
-            .iter()
-            .map(|d| StoredDoc::from_document(d).unwrap())
-            .collect();
-        let loaded = Collection::load("db", "c", Document::new(), stored, specs()).unwrap();
+        let (loaded, one_by_one) = loaded_and_inserted(specs, &docs);
         assert_eq!(entries(&loaded), entries(&one_by_one));
     }
 
