@@ -12,6 +12,14 @@ use mongodb::options::WriteConcern;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// The `shop.items` collection of the server at `uri`, through a new client.
+async fn items(uri: &str) -> mongodb::Collection<Document> {
+    client_for(uri)
+        .await
+        .database("shop")
+        .collection::<Document>("items")
+}
+
 fn journal_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
@@ -77,10 +85,7 @@ async fn writes_acknowledged_more_than_a_commit_interval_ago_survive_a_kill() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     p.kill();
     let p = Process::start(dir.path());
-    let c = client_for(&p.uri)
-        .await
-        .database("shop")
-        .collection::<Document>("items");
+    let c = items(&p.uri).await;
     assert_eq!(c.count_documents(doc! {}).await.unwrap(), 200);
 }
 
@@ -146,10 +151,7 @@ async fn a_torn_journal_tail_is_dropped_and_earlier_writes_are_kept() {
     std::fs::write(&newest, &bytes).unwrap();
 
     let p = Process::start(dir.path());
-    let c = client_for(&p.uri)
-        .await
-        .database("shop")
-        .collection::<Document>("items");
+    let c = items(&p.uri).await;
     assert_eq!(c.count_documents(doc! {}).await.unwrap(), 50);
     // And it keeps accepting writes that survive the next restart.
     c.insert_one(doc! { "_id": 50 })
@@ -172,10 +174,7 @@ async fn a_torn_journal_tail_is_dropped_and_earlier_writes_are_kept() {
     file.set_len(len - 5).unwrap();
     drop(file);
     let p = Process::start(dir.path());
-    let c = client_for(&p.uri)
-        .await
-        .database("shop")
-        .collection::<Document>("items");
+    let c = items(&p.uri).await;
     let n = c.count_documents(doc! {}).await.unwrap();
     assert_eq!(
         n, 50,
@@ -192,10 +191,7 @@ async fn snapshots_compact_the_journal_and_restore_everything() {
         ..docstore::Config::persistent(dir.path())
     };
     let server = docstore::Server::start(config.clone()).await.unwrap();
-    let c = client_for(&server.uri())
-        .await
-        .database("shop")
-        .collection::<Document>("items");
+    let c = items(&server.uri()).await;
     c.create_index(mongodb::IndexModel::builder().keys(doc! { "n": 1 }).build())
         .await
         .unwrap();
@@ -234,10 +230,7 @@ async fn snapshots_compact_the_journal_and_restore_everything() {
     assert!(snapshots >= 1);
 
     let server = docstore::Server::start(config).await.unwrap();
-    let c = client_for(&server.uri())
-        .await
-        .database("shop")
-        .collection::<Document>("items");
+    let c = items(&server.uri()).await;
     assert_eq!(c.count_documents(doc! {}).await.unwrap(), 400);
     assert_eq!(c.count_documents(doc! { "n": 20 }).await.unwrap(), 400);
     assert!(c
@@ -268,10 +261,7 @@ async fn a_clean_shutdown_after_a_long_journal_leaves_a_snapshot_to_start_from()
             .count()
     };
     let server = docstore::Server::start(config.clone()).await.unwrap();
-    let c = client_for(&server.uri())
-        .await
-        .database("shop")
-        .collection::<Document>("items");
+    let c = items(&server.uri()).await;
     c.create_index(mongodb::IndexModel::builder().keys(doc! { "n": 1 }).build())
         .await
         .unwrap();
@@ -285,10 +275,7 @@ async fn a_clean_shutdown_after_a_long_journal_leaves_a_snapshot_to_start_from()
 
     // The next start has nothing to replay and finds every document and index.
     let server = docstore::Server::start(config.clone()).await.unwrap();
-    let c = client_for(&server.uri())
-        .await
-        .database("shop")
-        .collection::<Document>("items");
+    let c = items(&server.uri()).await;
     assert_eq!(c.count_documents(doc! { "n": 3 }).await.unwrap(), 143);
     assert!(c
         .list_index_names()
@@ -300,10 +287,7 @@ async fn a_clean_shutdown_after_a_long_journal_leaves_a_snapshot_to_start_from()
     server.shutdown().await;
     assert_eq!(snapshots(dir.path()), 1);
     let server = docstore::Server::start(config).await.unwrap();
-    let c = client_for(&server.uri())
-        .await
-        .database("shop")
-        .collection::<Document>("items");
+    let c = items(&server.uri()).await;
     assert_eq!(c.count_documents(doc! { "n": 3 }).await.unwrap(), 144);
     server.shutdown().await;
 }
@@ -391,10 +375,7 @@ async fn damage_mid_journal_refuses_to_start_and_docstore_repair_reports_it_and_
 
     // The repaired store starts and holds every write but the one in the damaged record.
     let p = Process::start(dir.path());
-    let c = client_for(&p.uri)
-        .await
-        .database("shop")
-        .collection::<Document>("items");
+    let c = items(&p.uri).await;
     assert_eq!(c.count_documents(doc! {}).await.unwrap(), 299);
     assert!(c.find_one(doc! { "_id": 299 }).await.unwrap().is_some());
 }

@@ -232,18 +232,21 @@ mod tests {
             .collect()
     }
 
+    /// A plain index, a compound one over an array field, and a unique sparse one.
+    fn plain_and_unique_indexes() -> Vec<IndexSpec> {
+        vec![
+            IndexSpec::parse(&doc! { "key": { "a": 1 }, "name": "a" }).unwrap(),
+            IndexSpec::parse(&doc! { "key": { "tags": 1, "_id": -1 }, "name": "t" }).unwrap(),
+            IndexSpec::parse(
+                &doc! { "key": { "u": 1 }, "name": "u", "unique": true, "sparse": true },
+            )
+            .unwrap(),
+        ]
+    }
+
     #[test]
     fn loading_a_snapshot_builds_the_same_indexes_as_inserting_one_by_one() {
-        let specs = || {
-            vec![
-                IndexSpec::parse(&doc! { "key": { "a": 1 }, "name": "a" }).unwrap(),
-                IndexSpec::parse(&doc! { "key": { "tags": 1, "_id": -1 }, "name": "t" }).unwrap(),
-                IndexSpec::parse(
-                    &doc! { "key": { "u": 1 }, "name": "u", "unique": true, "sparse": true },
-                )
-                .unwrap(),
-            ]
-        };
+        let specs = plain_and_unique_indexes;
         let docs: Vec<Document> = (0..300)
             .map(|i| {
                 let mut d = doc! { "_id": i, "a": i % 7, "tags": [i % 3, "x", i % 3] };
@@ -319,15 +322,10 @@ mod tests {
     #[test]
     fn a_batch_inserted_at_once_equals_inserting_one_by_one() {
         let specs = || {
-            vec![
-                IndexSpec::parse(&doc! { "key": { "a": 1 }, "name": "a" }).unwrap(),
-                IndexSpec::parse(&doc! { "key": { "tags": 1, "_id": -1 }, "name": "t" }).unwrap(),
-                IndexSpec::parse(
-                    &doc! { "key": { "u": 1 }, "name": "u", "unique": true, "sparse": true },
-                )
-                .unwrap(),
-                IndexSpec::parse(&doc! { "key": { "words": "text" }, "name": "w" }).unwrap(),
-            ]
+            let mut specs = plain_and_unique_indexes();
+            specs
+                .push(IndexSpec::parse(&doc! { "key": { "words": "text" }, "name": "w" }).unwrap());
+            specs
         };
         let docs: Vec<Document> = (0..300)
             .map(|i| {
