@@ -72,6 +72,16 @@ impl Collection {
         for doc in docs {
             stored.push(encode_checked(doc).ok()?);
         }
+        self.insert_all_encoded(docs, stored)
+    }
+
+    /// [`Collection::insert_all`] of `docs` already encoded as `stored` (in the same order) by
+    /// [`Collection::encode_for_insert`].
+    pub fn insert_all_encoded(
+        &mut self,
+        docs: &[Document],
+        stored: Vec<StoredDoc>,
+    ) -> Option<Vec<RecordId>> {
         let multikey: Vec<bool> = self.indexes.iter().map(Index::is_multikey).collect();
         let records = self.insert_all_stored(docs, stored);
         if records.is_none() {
@@ -82,7 +92,7 @@ impl Collection {
         records
     }
 
-    /// [`Collection::insert_all`] once the documents are encoded.
+    /// [`Collection::insert_all_encoded`] without undoing multikey flags on failure.
     fn insert_all_stored(
         &mut self,
         docs: &[Document],

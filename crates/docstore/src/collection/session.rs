@@ -57,9 +57,14 @@ impl<'a> WriteSession<'a> {
         Ok(record)
     }
 
-    /// [`Collection::insert_all`]: every document inserted and journaled, or (`None`) none.
-    pub fn insert_all(&mut self, docs: &[Document]) -> Result<Option<usize>> {
-        let Some(records) = self.coll.insert_all(docs) else {
+    /// [`Collection::insert_all_encoded`]: every document inserted and journaled, or (`None`)
+    /// none.
+    pub fn insert_all(
+        &mut self,
+        docs: &[Document],
+        stored: Vec<StoredDoc>,
+    ) -> Result<Option<usize>> {
+        let Some(records) = self.coll.insert_all_encoded(docs, stored) else {
             return Ok(None);
         };
         for record in &records {

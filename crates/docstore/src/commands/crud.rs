@@ -43,20 +43,21 @@ pub fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
         let mut errors = Vec::new();
         // A large batch that goes in whole is inserted at once (its index work shared among
         // threads); otherwise, or if any document would fail, one document at a time.
-        if docs.len() >= INSERT_ALL_MIN {
-            let prepared: Result<Vec<Document>> =
-                docs.iter().map(|d| prepare_for_insert(d)).collect();
-            if let Ok(prepared) = prepared {
-                match c.insert_all(&prepared) {
-                    Ok(Some(inserted)) => return (inserted as i32, errors),
-                    Ok(None) => {}
-                    Err(e) => {
-                        errors.push(e.to_write_error(0));
-                        return (0, errors);
-                    }
+        let prepared = if docs.len() >= INSERT_ALL_MIN && prepared.iter().all(Result::is_ok) {
+            let (whole, stored): (Vec<Document>, Vec<StoredDoc>) =
+                prepared.into_iter().flatten().unzip();
+            match c.insert_all(&whole, stored.clone()) {
+                Ok(Some(inserted)) => return (inserted as i32, errors),
+                Ok(None) => {}
+                Err(e) => {
+                    errors.push(e.to_write_error(0));
+                    return (0, errors);
                 }
             }
-        }
+            whole.into_iter().zip(stored).map(Ok).collect()
+        } else {
+            prepared
+        };
         let mut inserted = 0;
         for (i, doc) in prepared.into_iter().enumerate() {
             match doc.and_then(|(doc, stored)| c.insert_encoded(&doc, stored)) {
