@@ -79,11 +79,11 @@ impl StoredDoc {
         if fields.is_empty() {
             return Ok(());
         }
-        for element in self.raw()?.iter_elements() {
-            let element = element.map_err(corrupt)?;
-            if fields.iter().any(|f| f == element.key()) {
-                let value = element.value().and_then(decode_value).map_err(corrupt)?;
-                out.insert(element.key(), value);
+        for element in Elements::new(&self.0)? {
+            let element = element?;
+            if fields.iter().any(|f| f.as_bytes() == element.key) {
+                let (key, value) = element.decode()?;
+                out.insert(key, value);
                 if out.len() == fields.len() {
                     break;
                 }
@@ -96,14 +96,18 @@ impl StoredDoc {
     /// copied as stored and in order: what a projection that only leaves out top-level fields
     /// (`{carted: 0}`) returns, without decoding the document.
     pub fn without_fields(&self, excluded: &[&str]) -> Result<StoredDoc> {
-        let mut out = bson::RawDocumentBuf::new();
-        for element in self.raw()?.iter_elements() {
-            let element = element.map_err(corrupt)?;
-            if !excluded.contains(&element.key()) {
-                out.append_ref(element.key(), element.value().map_err(corrupt)?);
+        let mut out = Vec::with_capacity(self.0.len());
+        out.extend_from_slice(&[0; 4]);
+        for element in Elements::new(&self.0)? {
+            let element = element?;
+            if !excluded.iter().any(|e| e.as_bytes() == element.key) {
+                out.extend_from_slice(element.bytes);
             }
         }
-        Ok(StoredDoc(Arc::from(out.into_bytes())))
+        out.push(0);
+        let len = i32::try_from(out.len()).map_err(|_| damaged("document too large"))?;
+        out[..4].copy_from_slice(&len.to_le_bytes());
+        Ok(StoredDoc(Arc::from(out)))
     }
 
     /// One top-level field, decoded.
@@ -139,6 +143,144 @@ impl std::fmt::Debug for StoredDoc {
 /// them.
 fn corrupt(e: bson::raw::Error) -> Error {
     Error::internal(format!("stored document does not decode: {e}"))
+}
+
+/// A stored document's bytes are no longer what was stored: memory was damaged or a bug wrote
+/// them.
+fn damaged(what: &str) -> Error {
+    Error::internal(format!("stored document does not decode: {what}"))
+}
+
+/// One top-level element of a stored document, found by lengths alone.
+struct Element<'a> {
+    /// The key's bytes (UTF-8 when the document was stored).
+    key: &'a [u8],
+    /// The whole element: type byte, key, NUL, value.
+    bytes: &'a [u8],
+}
+
+impl Element<'_> {
+    /// The key and value, decoded (through a one-element document: the bytes are checked as
+    /// the driver would check them).
+    fn decode(&self) -> Result<(String, Bson)> {
+        let len = self.bytes.len() + 5;
+        let mut one = Vec::with_capacity(len);
+        one.extend_from_slice(&(len as i32).to_le_bytes());
+        one.extend_from_slice(self.bytes);
+        one.push(0);
+        let raw = RawDocument::from_bytes(&one).map_err(corrupt)?;
+        let (key, value) = raw
+            .into_iter()
+            .next()
+            .ok_or_else(|| damaged("empty element"))?
+            .map_err(corrupt)?;
+        Ok((key.to_string(), decode_value(value).map_err(corrupt)?))
+    }
+}
+
+/// The top-level elements of a stored document, walked by reading each element's type and
+/// length and skipping its value, without checking or decoding what they hold (that was done
+/// when the document was stored). Filter matching and projections touch a few top-level fields
+/// of many documents; the driver's iterator validates every key and value it passes, which
+/// cost most of a listing query's time. Lengths are still bounds-checked: damaged bytes give an
+/// error, never a panic or a read past the document.
+struct Elements<'a> {
+    bytes: &'a [u8],
+    at: usize,
+    end: usize,
+}
+
+impl<'a> Elements<'a> {
+    fn new(bytes: &'a [u8]) -> Result<Elements<'a>> {
+        let declared = read_len(bytes, 0)?;
+        if bytes.len() < 5 || declared != bytes.len() || bytes[bytes.len() - 1] != 0 {
+            return Err(damaged("bad document length"));
+        }
+        Ok(Elements {
+            bytes,
+            at: 4,
+            end: bytes.len() - 1,
+        })
+    }
+
+    /// The length of the value starting at `at` whose type is `kind`.
+    fn value_len(&self, kind: u8, at: usize) -> Result<usize> {
+        let cstring = |from: usize| -> Result<usize> {
+            self.bytes
+                .get(from..self.end)
+                .and_then(|rest| rest.iter().position(|&b| b == 0))
+                .map(|n| n + 1)
+                .ok_or_else(|| damaged("unterminated string"))
+        };
+        Ok(match kind {
+            0x06 | 0x0A | 0x7F | 0xFF => 0,
+            0x08 => 1,
+            0x10 => 4,
+            0x01 | 0x09 | 0x11 | 0x12 => 8,
+            0x07 => 12,
+            0x13 => 16,
+            // String, JavaScript code, symbol: length-prefixed.
+            0x02 | 0x0D | 0x0E => 4 + read_len(self.bytes, at)?,
+            // Document, array, code with scope: the length counts itself.
+            0x03 | 0x04 | 0x0F => read_len(self.bytes, at)?,
+            // Binary: length, subtype, bytes.
+            0x05 => 5 + read_len(self.bytes, at)?,
+            // Regular expression: pattern and options, two C strings.
+            0x0B => {
+                let pattern = cstring(at)?;
+                pattern + cstring(at + pattern)?
+            }
+            // DBPointer: a string then an ObjectId.
+            0x0C => 4 + read_len(self.bytes, at)? + 12,
+            _ => return Err(damaged("unknown element type")),
+        })
+    }
+}
+
+impl<'a> Iterator for Elements<'a> {
+    type Item = Result<Element<'a>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.at >= self.end {
+            return None;
+        }
+        let start = self.at;
+        let kind = self.bytes[start];
+        let step = (|| {
+            let key_len = self.bytes[start + 1..self.end]
+                .iter()
+                .position(|&b| b == 0)
+                .ok_or_else(|| damaged("unterminated key"))?;
+            let value = start + 1 + key_len + 1;
+            let end = value
+                .checked_add(self.value_len(kind, value)?)
+                .filter(|&end| end <= self.end)
+                .ok_or_else(|| damaged("element runs past the document"))?;
+            Ok((start + 1 + key_len, end))
+        })();
+        match step {
+            Ok((key_end, end)) => {
+                self.at = end;
+                Some(Ok(Element {
+                    key: &self.bytes[start + 1..key_end],
+                    bytes: &self.bytes[start..end],
+                }))
+            }
+            Err(e) => {
+                self.at = self.end;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// A little-endian length at `at`, which must not be negative.
+fn read_len(bytes: &[u8], at: usize) -> Result<usize> {
+    let four: [u8; 4] = bytes
+        .get(at..at + 4)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| damaged("truncated length"))?;
+    usize::try_from(i32::from_le_bytes(four)).map_err(|_| damaged("negative length"))
 }
 
 /// Decode one document straight from its bytes (the driver's conversion copies every nested
@@ -283,5 +425,70 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_element_walk_finds_every_field_of_every_type_as_decoding_does() {
+        let doc = sample();
+        let stored = StoredDoc::from_document(&doc).unwrap();
+        let keys: Vec<String> = Elements::new(stored.as_bytes())
+            .unwrap()
+            .map(|e| String::from_utf8(e.unwrap().key.to_vec()).unwrap())
+            .collect();
+        assert_eq!(keys, doc.keys().cloned().collect::<Vec<_>>());
+        for key in doc.keys() {
+            let picked = stored.select(Some(&[key.clone()])).unwrap();
+            // Compare encodings: NaN is not equal to itself.
+            assert_eq!(
+                bson::to_vec(&picked).unwrap(),
+                bson::to_vec(&doc! { key.clone(): doc.get(key).unwrap().clone() }).unwrap(),
+                "{key}"
+            );
+        }
+        let everything: Vec<&str> = doc.keys().map(String::as_str).collect();
+        assert_eq!(
+            stored.without_fields(&everything).unwrap().as_bytes(),
+            bson::to_vec(&doc! {}).unwrap()
+        );
+    }
+
+    #[test]
+    fn walking_damaged_bytes_gives_errors_never_a_panic_or_a_wrong_answer() {
+        let bytes = bson::to_vec(&doc! {
+            "a": "text", "re": Regex { pattern: "x".into(), options: "".into() },
+            "bin": Binary { subtype: BinarySubtype::Generic, bytes: vec![1, 2] },
+            "n": { "x": [1, "é"] }, "z": 1.5,
+        })
+        .unwrap();
+        let fields: Vec<String> = ["a", "re", "bin", "n", "z"].map(String::from).to_vec();
+        for i in 0..bytes.len() {
+            for delta in [1u8, 0x80, 0xff] {
+                let mut damaged = bytes.clone();
+                damaged[i] = damaged[i].wrapping_add(delta);
+                // Bypass the check made on storing, as memory damage would.
+                let stored = StoredDoc(Arc::from(damaged.clone()));
+                let selected = stored.select(Some(&fields));
+                let copied = stored.without_fields(&["z"]);
+                if let Ok(valid) = StoredDoc::from_bytes(&damaged) {
+                    let whole = valid.to_document().unwrap();
+                    let named: Document = whole
+                        .iter()
+                        .filter(|(k, _)| fields.contains(k))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    assert_eq!(selected.unwrap(), named, "byte {i} + {delta}");
+                    let mut rest = whole.clone();
+                    rest.remove("z");
+                    assert_eq!(
+                        copied.unwrap().to_document().unwrap(),
+                        rest,
+                        "byte {i} + {delta}"
+                    );
+                }
+            }
+        }
+        assert!(StoredDoc(Arc::from(&bytes[..3]))
+            .select(Some(&fields))
+            .is_err());
     }
 }
