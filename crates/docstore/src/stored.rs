@@ -437,7 +437,7 @@ mod tests {
             .collect();
         assert_eq!(keys, doc.keys().cloned().collect::<Vec<_>>());
         for key in doc.keys() {
-            let picked = stored.select(Some(&[key.clone()])).unwrap();
+            let picked = stored.select(Some(std::slice::from_ref(key))).unwrap();
             // Compare encodings: NaN is not equal to itself.
             assert_eq!(
                 bson::to_vec(&picked).unwrap(),
