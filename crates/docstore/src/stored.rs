@@ -92,15 +92,15 @@ impl StoredDoc {
         Ok(())
     }
 
-    /// This document without the top-level fields named in `excluded`, every other field
-    /// copied as stored and in order: what a projection that only leaves out top-level fields
-    /// (`{carted: 0}`) returns, without decoding the document.
-    pub fn without_fields(&self, excluded: &[&str]) -> Result<StoredDoc> {
+    /// This document with only the top-level fields `keep` accepts, each copied as stored and
+    /// in order: what a projection that keeps or leaves out whole top-level fields
+    /// (`{carted: 0}`, `{title: 1}`) returns, without decoding the document.
+    pub fn with_fields(&self, keep: impl Fn(&[u8]) -> bool) -> Result<StoredDoc> {
         let mut out = Vec::with_capacity(self.0.len());
         out.extend_from_slice(&[0; 4]);
         for element in Elements::new(&self.0)? {
             let element = element?;
-            if !excluded.iter().any(|e| e.as_bytes() == element.key) {
+            if keep(element.key) {
                 out.extend_from_slice(element.bytes);
             }
         }
@@ -367,20 +367,23 @@ mod tests {
     }
 
     #[test]
-    fn leaving_out_top_level_fields_copies_the_rest_as_the_projection_would() {
+    fn keeping_or_leaving_out_top_level_fields_copies_what_the_projection_would_return() {
         let doc = sample();
         let stored = StoredDoc::from_document(&doc).unwrap();
         for spec in [
             bson::doc! { "nested": 0 },
             bson::doc! { "_id": 0, "s": 0, "nan": 0 },
             bson::doc! { "absent": 0 },
+            bson::doc! { "nested": 1, "s": 1, "nan": 1 },
+            bson::doc! { "_id": 0, "dec": 1, "re": 1, "absent": 1 },
+            bson::doc! { "_id": 1 },
         ] {
             let projection = crate::query::projection::Projection::parse(&spec).unwrap();
-            let excluded = projection
-                .top_level_exclusions()
-                .expect("top-level exclusion");
+            let fields = projection
+                .whole_top_level_fields()
+                .expect("whole top-level fields");
             let projected = projection.apply_scored(&doc, None, None).unwrap();
-            let copied = stored.without_fields(&excluded).unwrap();
+            let copied = stored.with_fields(|key| fields.keeps(key)).unwrap();
             assert_eq!(
                 copied.as_bytes(),
                 bson::to_vec(&projected).unwrap(),
@@ -447,7 +450,10 @@ mod tests {
         }
         let everything: Vec<&str> = doc.keys().map(String::as_str).collect();
         assert_eq!(
-            stored.without_fields(&everything).unwrap().as_bytes(),
+            stored
+                .with_fields(|key| !everything.iter().any(|k| k.as_bytes() == key))
+                .unwrap()
+                .as_bytes(),
             bson::to_vec(&doc! {}).unwrap()
         );
     }
@@ -468,7 +474,7 @@ mod tests {
                 // Bypass the check made on storing, as memory damage would.
                 let stored = StoredDoc(Arc::from(damaged.clone()));
                 let selected = stored.select(Some(&fields));
-                let copied = stored.without_fields(&["z"]);
+                let copied = stored.with_fields(|key| key != b"z");
                 if let Ok(valid) = StoredDoc::from_bytes(&damaged) {
                     let whole = valid.to_document().unwrap();
                     let named: Document = whole

@@ -262,17 +262,17 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
 }
 
 /// The documents a find returns as BSON: the stored bytes themselves without a projection;
-/// with one that only leaves out top-level fields, the stored bytes less those fields; with
+/// with one that keeps or leaves out whole top-level fields, those fields of the stored bytes; with
 /// any other, each document decoded only as far as the projection reads it, projected and
 /// encoded.
 fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<StoredDoc>> {
     let Some(p) = projection else {
         return Ok(hits.into_iter().map(|hit| hit.doc).collect());
     };
-    if let Some(excluded) = p.top_level_exclusions() {
+    if let Some(fields) = p.whole_top_level_fields() {
         return hits
             .iter()
-            .map(|hit| hit.doc.without_fields(&excluded))
+            .map(|hit| hit.doc.with_fields(|key| fields.keeps(key)))
             .collect();
     }
     let fields = p.top_level_fields();

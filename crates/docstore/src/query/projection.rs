@@ -37,6 +37,23 @@ enum Action {
     Nested(Node),
 }
 
+/// The top-level fields a projection keeps, for one that keeps or leaves out whole top-level
+/// fields and does nothing else (see [`Projection::whole_top_level_fields`]).
+#[derive(Debug, PartialEq)]
+pub struct TopLevelFields<'a> {
+    /// The fields named with the projection's mode (without an excluded `_id`).
+    names: Vec<&'a str>,
+    /// Whether the named fields are the ones kept (an inclusion) or the ones left out.
+    keep_named: bool,
+}
+
+impl TopLevelFields<'_> {
+    /// Whether a top-level field with this key is in the result.
+    pub fn keeps(&self, key: &[u8]) -> bool {
+        self.names.iter().any(|n| n.as_bytes() == key) == self.keep_named
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 enum Slice {
     /// First n elements, or last -n when negative.
@@ -176,23 +193,36 @@ impl Projection {
         }
     }
 
+    /// When the projection keeps or leaves out whole top-level fields and does nothing else
+    /// (`{carted: 0}`, `{_id: 0, notes: 0}`, `{title: 1, qty: 1}`): which top-level fields it
+    /// keeps. Those fields are returned as they are, so a caller can copy them from the stored
+    /// bytes instead of decoding and re-encoding the document.
+    pub fn whole_top_level_fields(&self) -> Option<TopLevelFields<'_>> {
+        if self.identity || !self.text_score.is_empty() {
+            return None;
+        }
+        let mut names = Vec::with_capacity(self.root.fields.len());
+        for (name, action) in &self.root.fields {
+            match action {
+                // An inclusion projection may still leave out `_id`, its only exclusion.
+                Action::Exclude if !self.inclusion || name == "_id" => {
+                    if !self.inclusion {
+                        names.push(name.as_str());
+                    }
+                }
+                Action::Include if self.inclusion => names.push(name.as_str()),
+                _ => return None,
+            }
+        }
+        Some(TopLevelFields {
+            names,
+            keep_named: self.inclusion,
+        })
+    }
+
     /// The top-level fields an inclusion projection reads (`_id` among them unless excluded),
     /// or `None` when it keeps fields it does not name (exclusions, `{}`, `$slice` alone):
     /// applying it to a document holding only these fields gives the same result.
-    /// The top-level fields a projection leaves out, when that is all it does (`{carted: 0}`,
-    /// `{_id: 0, notes: 0}`): every other field is returned as it is, so a caller can copy the
-    /// stored bytes instead of decoding and re-encoding the document.
-    pub fn top_level_exclusions(&self) -> Option<Vec<&str>> {
-        if self.identity || self.inclusion || !self.text_score.is_empty() {
-            return None;
-        }
-        self.root
-            .fields
-            .iter()
-            .map(|(name, action)| matches!(action, Action::Exclude).then_some(name.as_str()))
-            .collect()
-    }
-
     pub fn top_level_fields(&self) -> Option<Vec<String>> {
         if self.identity || !self.inclusion {
             return None;
@@ -542,26 +572,36 @@ mod tests {
     }
 
     #[test]
-    fn only_projections_that_just_leave_out_top_level_fields_are_plain_exclusions() {
-        let exclusions = |spec: Document| {
-            Projection::parse(&spec)
-                .unwrap()
-                .top_level_exclusions()
-                .map(|names| names.join(","))
+    fn only_projections_that_keep_or_leave_out_whole_top_level_fields_are_copies() {
+        let kept = |spec: Document| {
+            let p = Projection::parse(&spec).unwrap();
+            p.whole_top_level_fields().map(|fields| {
+                ["_id", "a", "b", "carted"]
+                    .into_iter()
+                    .filter(|k| fields.keeps(k.as_bytes()))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
         };
-        assert_eq!(exclusions(doc! {"carted": 0}), Some("carted".to_string()));
+        assert_eq!(kept(doc! {"carted": 0}), Some("_id,a,b".to_string()));
         assert_eq!(
-            exclusions(doc! {"_id": 0, "a": false}),
-            Some("_id,a".to_string())
+            kept(doc! {"_id": 0, "a": false}),
+            Some("b,carted".to_string())
         );
+        assert_eq!(kept(doc! {"a": 1}), Some("_id,a".to_string()));
+        assert_eq!(kept(doc! {"a": 1, "_id": 0}), Some("a".to_string()));
+        assert_eq!(kept(doc! {"_id": 1}), Some("_id".to_string()));
         for other in [
             doc! {},
-            doc! {"a": 1},
             doc! {"a.b": 0},
+            doc! {"a.b": 1},
             doc! {"a": {"$slice": 2}},
+            doc! {"a": 1, "b.$": 1},
+            doc! {"a": {"$elemMatch": {"x": 1}}},
             doc! {"a": 0, "s": {"$meta": "textScore"}},
+            doc! {"a": 1, "s": {"$meta": "textScore"}},
         ] {
-            assert_eq!(exclusions(other.clone()), None, "{other}");
+            assert_eq!(kept(other.clone()), None, "{other}");
         }
     }
 
