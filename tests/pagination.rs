@@ -9,6 +9,7 @@ mod common;
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
+use bazaar::catalog::card::ProductCard;
 use bazaar::catalog::listing::{ListingQuery, Sort, PAGE_SIZE};
 use bazaar::catalog::products::{self, AlbumDetails, Details, NewProduct, Product, Shipping};
 use bazaar::catalog::seek::{self, Cursor, Seek};
@@ -71,14 +72,12 @@ enum Key {
     Text(String),
 }
 
-fn key(sort: Sort, p: &Product) -> Key {
+fn key(sort: Sort, p: &ProductCard) -> Key {
     match sort {
-        Sort::Newest => Key::Number(
-            p.details
-                .get_datetime("issue_date")
-                .expect("a date")
-                .timestamp_millis(),
-        ),
+        Sort::Newest => match &p.details.issue_date {
+            Some(Bson::DateTime(d)) => Key::Number(d.timestamp_millis()),
+            other => panic!("not a date: {other:?}"),
+        },
         Sort::PriceLow | Sort::PriceHigh => Key::Number(p.pricing.retail),
         Sort::Discount => Key::Number(i64::from(p.pricing.pct_savings)),
         Sort::Title => Key::Text(p.search_title.clone()),
@@ -86,7 +85,7 @@ fn key(sort: Sort, p: &Product) -> Key {
 }
 
 /// `a` before `b` in the listing's order: the key, then `_id`, both one way.
-fn order(sort: Sort, a: &Product, b: &Product) -> Ordering {
+fn order(sort: Sort, a: &ProductCard, b: &ProductCard) -> Ordering {
     let ascending = (key(sort, a), a.id)
         .partial_cmp(&(key(sort, b), b.id))
         .expect("comparable");
@@ -98,8 +97,9 @@ fn order(sort: Sort, a: &Product, b: &Product) -> Ordering {
 }
 
 /// Every product of `filter` as the store has it now, in the listing's order.
-async fn expected(app: &TestApp, filter: Document, sort: Sort) -> Vec<Product> {
-    let mut all: Vec<Product> = products::collection(&app.db)
+async fn expected(app: &TestApp, filter: Document, sort: Sort) -> Vec<ProductCard> {
+    let mut all: Vec<ProductCard> = products::collection(&app.db)
+        .clone_with_type::<ProductCard>()
         .find(filter)
         .await
         .unwrap()
@@ -296,7 +296,7 @@ async fn products_added_during_a_walk_never_repeat_or_hide_others() {
     let app = app_with_ties().await;
     let sort = Sort::PriceLow;
     let filter = ListingQuery::default().filter(doc! {});
-    let at_start: Vec<Product> = expected(&app, filter.clone(), sort).await;
+    let at_start: Vec<ProductCard> = expected(&app, filter.clone(), sort).await;
     let mut seen: Vec<String> = Vec::new();
     // Added products, each with the cursor (last product seen) at the time it was added.
     let mut added: Vec<(String, Option<String>)> = Vec::new();
@@ -331,7 +331,7 @@ async fn products_added_during_a_walk_never_repeat_or_hide_others() {
         );
     }
     // An added product shows exactly when it sorts after the cursor it was added at.
-    let now: HashMap<String, Product> = expected(&app, filter, sort)
+    let now: HashMap<String, ProductCard> = expected(&app, filter, sort)
         .await
         .into_iter()
         .map(|p| (p.slug.clone(), p))
@@ -344,7 +344,7 @@ async fn products_added_during_a_walk_never_repeat_or_hide_others() {
         assert_eq!(once.contains(slug), ahead, "{slug} (added at {cursor:?})");
     }
     // And what was shown is in order.
-    let shown: Vec<&Product> = seen.iter().map(|s| &now[s]).collect();
+    let shown: Vec<&ProductCard> = seen.iter().map(|s| &now[s]).collect();
     assert!(
         shown
             .windows(2)
@@ -394,7 +394,7 @@ async fn a_keyset_page_walks_the_sort_index_from_its_cursor() {
             ] {
                 // What an ideal walk reads: index entries from the cursor until a page and one
                 // more product of the listing have gone by.
-                let steps: Box<dyn Iterator<Item = &Product>> = if seek.forward() {
+                let steps: Box<dyn Iterator<Item = &ProductCard>> = if seek.forward() {
                     Box::new(catalog[at_index + 1..].iter())
                 } else {
                     Box::new(catalog[..at_index].iter().rev())
@@ -513,7 +513,8 @@ async fn a_type_filtered_newest_page_is_read_in_index_order() {
     );
     assert!(find_stage(&plan, "SORT").is_none(), "{explain}");
     // And the page is the listing's first twelve, as a full sort would give them.
-    let page: Vec<Product> = products::collection(&app.db)
+    let page: Vec<ProductCard> = products::collection(&app.db)
+        .clone_with_type::<ProductCard>()
         .find(filter.clone())
         .sort(Sort::Newest.document())
         .limit(PAGE_SIZE as i64)
@@ -524,7 +525,7 @@ async fn a_type_filtered_newest_page_is_read_in_index_order() {
         .unwrap();
     let all = expected(&app, filter, Sort::Newest).await;
     assert!(all.len() > PAGE_SIZE as usize);
-    let ids = |ps: &[Product]| ps.iter().map(|p| p.id).collect::<Vec<_>>();
+    let ids = |ps: &[ProductCard]| ps.iter().map(|p| p.id).collect::<Vec<_>>();
     assert_eq!(ids(&page), ids(&all[..PAGE_SIZE as usize]));
 }
 

@@ -28,8 +28,9 @@ use std::time::{Duration, Instant};
 use bson::oid::ObjectId;
 use bson::{doc, Document};
 
+use crate::catalog::card::ProductCard;
 use crate::catalog::categories::{self, Category};
-use crate::catalog::products::{self, Product};
+use crate::catalog::products;
 use crate::db::site::{self, SiteSettings};
 use crate::db::{Db, DbError};
 
@@ -154,7 +155,7 @@ impl CategoryTree {
 }
 
 /// The home page's shelves as last loaded, in shelf order.
-pub type Shelves = Vec<Vec<Product>>;
+pub type Shelves = Vec<Vec<ProductCard>>;
 
 /// The cached data of one [`Db`] handle.
 #[derive(Default)]
@@ -382,12 +383,6 @@ pub async fn total(db: &Db, filter: &Document) -> Result<u64, DbError> {
             Ok(n)
         }
     }
-}
-
-/// The projection of products on listing pages and shelves: never the stock reservations
-/// (`carted`), which only the product page (and the cart) need.
-pub fn page_projection() -> Document {
-    doc! { "carted": 0 }
 }
 
 /// Filed-under categories of a product, from the cached tree.

@@ -8,8 +8,9 @@ use bson::{doc, Bson, Document};
 use futures::TryStreamExt;
 
 use crate::catalog::cache;
+use crate::catalog::card::ProductCard;
 use crate::catalog::facets;
-use crate::catalog::products::{self, format_cents, Product, ProductType};
+use crate::catalog::products::{self, format_cents, ProductType};
 use crate::catalog::seek::{self, BadToken, Cursor, PlannedFind, Seek};
 use crate::db::{Db, DbError};
 
@@ -481,7 +482,7 @@ pub fn title_prefix(search: &str) -> Bson {
 
 /// One page of a listing.
 pub struct Page {
-    pub products: Vec<Product>,
+    pub products: Vec<ProductCard>,
     pub total: u64,
     /// This page's number (counted from where a keyset walk started, for keyset pages).
     pub page: u64,
@@ -581,10 +582,11 @@ async fn find_numbered_page(
     } else {
         None
     };
-    let mut products: Vec<Product> = products::collection(db)
+    let mut products: Vec<ProductCard> = products::collection(db)
+        .clone_with_type::<ProductCard>()
         .find(filter.clone())
         .sort(order)
-        .projection(cache::page_projection())
+        .projection(ProductCard::projection())
         .skip(skip)
         .limit(limit as i64)
         .await?
@@ -664,12 +666,12 @@ async fn find_seek_page(
     Ok(links.page(products, total, sort))
 }
 
-async fn run_find(db: &Db, find: &PlannedFind) -> Result<Vec<Product>, DbError> {
-    let collection = products::collection(db);
+async fn run_find(db: &Db, find: &PlannedFind) -> Result<Vec<ProductCard>, DbError> {
+    let collection = products::collection(db).clone_with_type::<ProductCard>();
     let mut action = collection
         .find(find.filter.clone())
         .sort(find.sort.clone())
-        .projection(cache::page_projection())
+        .projection(ProductCard::projection())
         .limit(find.limit);
     if let Some(hint) = &find.hint {
         action = action.hint(mongodb::options::Hint::Keys(hint.clone()));
@@ -688,7 +690,7 @@ struct Links {
 impl Links {
     /// The page with its keyset links: Next after its last product, Previous before its first
     /// (the first page itself is linked by number: its address has no cursor).
-    fn page(self, products: Vec<Product>, total: u64, sort: Sort) -> Page {
+    fn page(self, products: Vec<ProductCard>, total: u64, sort: Sort) -> Page {
         let next = match products.last() {
             Some(last) if self.has_next => Cursor::at(sort, last, self.page + 1),
             _ => None,
@@ -719,15 +721,16 @@ pub async fn shelf(
     filter: Document,
     sort: Document,
     n: i64,
-) -> Result<Vec<Product>, DbError> {
+) -> Result<Vec<ProductCard>, DbError> {
     // Drafts and archived products are never on a shelf.
     let filter = crate::catalog::lifecycle::on_sale_within(filter);
     let mut on_sale = filter.clone();
     on_sale.insert("qty", doc! { "$gt": 0 });
-    let mut products: Vec<Product> = products::collection(db)
+    let mut products: Vec<ProductCard> = products::collection(db)
+        .clone_with_type::<ProductCard>()
         .find(on_sale)
         .sort(sort.clone())
-        .projection(cache::page_projection())
+        .projection(ProductCard::projection())
         .limit(n)
         .await?
         .try_collect()
@@ -736,10 +739,11 @@ pub async fn shelf(
     if missing > 0 {
         let mut sold_out = filter;
         sold_out.insert("qty", doc! { "$lte": 0 });
-        let rest: Vec<Product> = products::collection(db)
+        let rest: Vec<ProductCard> = products::collection(db)
+            .clone_with_type::<ProductCard>()
             .find(sold_out)
             .sort(sort)
-            .projection(cache::page_projection())
+            .projection(ProductCard::projection())
             .limit(missing)
             .await?
             .try_collect()

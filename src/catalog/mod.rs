@@ -3,6 +3,7 @@
 
 pub mod admin_search;
 pub mod cache;
+pub mod card;
 pub mod categories;
 pub mod demo;
 pub mod facets;

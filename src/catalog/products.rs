@@ -312,7 +312,7 @@ impl Product {
     }
 
     pub fn url(&self) -> String {
-        format!("/products/{}", self.slug)
+        url_of(&self.slug)
     }
 
     /// The product as a discussion its comments hang from.
@@ -336,10 +336,20 @@ impl Product {
 
     /// URL of the first photo's thumbnail, if there is a photo.
     pub fn cover_url(&self) -> Option<String> {
-        self.photos
-            .first()
-            .map(|id| format!("/media/{}/thumb", id.to_hex()))
+        cover_url_of(&self.photos)
     }
+}
+
+/// The address of the product page with this slug.
+pub fn url_of(slug: &str) -> String {
+    format!("/products/{slug}")
+}
+
+/// The thumbnail of the first of these photos, if any: a product's cover.
+pub fn cover_url_of(photos: &[ObjectId]) -> Option<String> {
+    photos
+        .first()
+        .map(|id| format!("/media/{}/thumb", id.to_hex()))
 }
 
 /// What an editor fills in for a product; everything else is derived when it is saved.
@@ -449,14 +459,21 @@ pub fn collection(db: &Db) -> mongodb::Collection<Product> {
     db.collection(COLLECTION)
 }
 
-/// Products carrying `tag`, by title.
-pub async fn with_tag(db: &Db, tag: &str, limit: i64) -> Result<Vec<Product>, DbError> {
+/// Products carrying `tag`, by title, as grid cards.
+pub async fn with_tag(
+    db: &Db,
+    tag: &str,
+    limit: i64,
+) -> Result<Vec<crate::catalog::card::ProductCard>, DbError> {
+    use crate::catalog::card::ProductCard;
     use futures::TryStreamExt;
     Ok(collection(db)
+        .clone_with_type::<ProductCard>()
         .find(crate::catalog::lifecycle::on_sale_within(
             doc! { "tags": tag },
         ))
         .sort(doc! { "search_title": 1 })
+        .projection(ProductCard::projection())
         .limit(limit)
         .await?
         .try_collect()

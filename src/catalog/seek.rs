@@ -33,8 +33,8 @@ use base64::Engine as _;
 use bson::oid::ObjectId;
 use bson::{doc, Bson, DateTime, Document};
 
+use crate::catalog::card::ProductCard;
 use crate::catalog::listing::{Sort, MAX_PAGE, PAGE_SIZE};
-use crate::catalog::products::Product;
 
 /// Longest token accepted (a title key is at most a few hundred characters).
 const MAX_TOKEN_CHARS: usize = 2_048;
@@ -90,9 +90,9 @@ impl Sort {
 
     /// A product's key under this sort; `None` when the stored document lacks it (such a
     /// product gets page-number links around it instead of keyset ones).
-    pub fn key_of(&self, product: &Product) -> Option<Bson> {
+    pub fn key_of(&self, product: &ProductCard) -> Option<Bson> {
         match self {
-            Sort::Newest => match product.details.get("issue_date") {
+            Sort::Newest => match &product.details.issue_date {
                 Some(Bson::DateTime(d)) => Some(Bson::DateTime(*d)),
                 _ => None,
             },
@@ -129,7 +129,7 @@ impl Sort {
 
 impl Cursor {
     /// The cursor at `product` under `sort`, for a link to page `page`.
-    pub fn at(sort: Sort, product: &Product, page: u64) -> Option<Cursor> {
+    pub fn at(sort: Sort, product: &ProductCard, page: u64) -> Option<Cursor> {
         Some(Cursor {
             sort,
             key: sort.key_of(product)?,

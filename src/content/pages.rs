@@ -7,7 +7,8 @@ use std::collections::HashMap;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
-use crate::catalog::products::{self, Product};
+use crate::catalog::card::ProductCard;
+use crate::catalog::products;
 use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
 use crate::comments::thread::{self, PageAt, ThreadView};
 use crate::content::model::{self, section, Node, Section};
@@ -72,7 +73,7 @@ pub struct TagPage {
     pub layout: Layout,
     pub tag: String,
     pub nodes: Vec<Node>,
-    pub products: Vec<Product>,
+    pub products: Vec<ProductCard>,
 }
 
 fn known_section(name: &str) -> Result<&'static Section, AppError> {

@@ -4,7 +4,7 @@
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
-use crate::catalog::products::Product;
+use crate::catalog::card::ProductCard;
 use crate::catalog::{cache, listing};
 use crate::db::site::SiteSettings;
 use crate::state::AppState;
@@ -20,7 +20,7 @@ pub struct Shelf {
     pub title: &'static str,
     /// The full listing this shelf previews.
     pub more: &'static str,
-    pub products: Vec<Product>,
+    pub products: Vec<ProductCard>,
 }
 
 #[derive(Template)]

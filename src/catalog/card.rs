@@ -1,0 +1,133 @@
+//! What a product grid shows of a product: the card on listing pages, home shelves and tag
+//! pages (`templates/partials/_product_card.html`).
+//!
+//! Grids read only these fields ([`ProductCard::projection`]), not the whole [`Product`]: a
+//! listing page of twelve products spent about a third of its time decoding descriptions,
+//! shipping data and each product's `details` into a map, none of which a card shows; and
+//! the store answers a projection of whole top-level fields by copying them as stored.
+//!
+//! [`Product`]: crate::catalog::products::Product
+
+use bson::oid::ObjectId;
+use bson::{doc, Bson, Document};
+use serde::Deserialize;
+
+use crate::catalog::products::{self, format_cents, Pricing, ProductType};
+
+/// One product in a grid, with the sort keys a listing's keyset links are made from.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ProductCard {
+    #[serde(rename = "_id")]
+    pub id: ObjectId,
+    pub slug: String,
+    #[serde(rename = "type")]
+    pub kind: ProductType,
+    pub title: String,
+    /// The title sort's key.
+    pub search_title: String,
+    pub pricing: Pricing,
+    #[serde(default)]
+    pub photos: Vec<ObjectId>,
+    /// Units on sale (not reserved by carts).
+    pub qty: i64,
+    #[serde(default)]
+    pub details: CardDetails,
+}
+
+/// The one field of a product's `details` a card needs: the newest-first sort's key (any
+/// value, as stored; a listing links around a product whose date is missing or not a date).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct CardDetails {
+    #[serde(default)]
+    pub issue_date: Option<Bson>,
+}
+
+impl ProductCard {
+    /// The fields a card reads, all whole top-level fields. Never the stock reservations
+    /// (`carted`), which only the product page and the cart need.
+    pub fn projection() -> Document {
+        doc! {
+            "slug": 1, "type": 1, "title": 1, "search_title": 1, "pricing": 1, "photos": 1,
+            "qty": 1, "details": 1,
+        }
+    }
+
+    pub fn url(&self) -> String {
+        products::url_of(&self.slug)
+    }
+
+    /// URL of the first photo's thumbnail, if there is a photo.
+    pub fn cover_url(&self) -> Option<String> {
+        products::cover_url_of(&self.photos)
+    }
+
+    pub fn retail_price(&self) -> String {
+        format_cents(self.pricing.retail)
+    }
+
+    pub fn list_price(&self) -> String {
+        format_cents(self.pricing.list)
+    }
+
+    pub fn in_stock(&self) -> bool {
+        self.qty > 0
+    }
+
+    /// On sale, but running low: the card says "Only N left".
+    pub fn is_low_stock(&self) -> bool {
+        self.in_stock() && products::is_low_stock(self.qty)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::catalog::products::{AlbumDetails, Details, NewProduct, Shipping};
+
+    #[test]
+    fn a_card_reads_what_the_product_shows_from_the_projected_fields_alone() {
+        let product = NewProduct {
+            sku: "c1".into(),
+            slug: "card-test".into(),
+            title: "Card Test".into(),
+            description: "Not on a card.".into(),
+            list_cents: 2000,
+            retail_cents: 1500,
+            categories: vec![ObjectId::new()],
+            details: Details::Album(AlbumDetails {
+                title: "Card Test".into(),
+                artist: "Someone".into(),
+                genre: vec!["Jazz".into()],
+                tracks: vec!["One".into(), "Two".into()],
+                issue_date: bson::DateTime::from_millis(1_000_000),
+                label: "Label".into(),
+            }),
+            qty: 3,
+            featured: false,
+            shipping: Shipping::default(),
+        }
+        .into_product(vec![ObjectId::new()])
+        .unwrap();
+        let mut product = product;
+        product.photos = vec![ObjectId::new()];
+        let stored = bson::to_document(&product).unwrap();
+        let projection = ProductCard::projection();
+        let projected: Document = stored
+            .iter()
+            .filter(|(k, _)| *k == "_id" || projection.contains_key(k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let card: ProductCard = bson::from_document(projected).unwrap();
+        assert_eq!(card.url(), product.url());
+        assert_eq!(card.cover_url(), product.cover_url());
+        assert!(card.cover_url().is_some());
+        assert_eq!(card.retail_price(), product.retail_price());
+        assert_eq!(card.list_price(), product.list_price());
+        assert_eq!(card.in_stock(), product.in_stock());
+        assert_eq!(card.is_low_stock(), product.is_low_stock());
+        assert_eq!(
+            card.details.issue_date,
+            product.details.get("issue_date").cloned()
+        );
+    }
+}
