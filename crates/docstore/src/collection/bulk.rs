@@ -173,52 +173,17 @@ impl Collection {
         Ok(())
     }
 
-    /// Indexes for `specs` over the stored documents, built in parallel, in the order given.
+    /// Indexes for `specs` over the stored documents, built together (each document decoded
+    /// once for all of them, see [`crate::index::build_all`]), in the order given; the first
+    /// failing spec's error otherwise.
     fn build_indexes(&self, specs: Vec<IndexSpec>) -> Result<Vec<Index>> {
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(specs.len().max(1));
-        let ns = self.namespace();
-        let docs = &self.docs;
-        let mut pending: Vec<(usize, IndexSpec)> = specs.into_iter().enumerate().collect();
-        let mut built: Vec<(usize, Result<Index>)> = Vec::with_capacity(pending.len());
-        // Each thread takes every `threads`-th spec.
-        let mut shares: Vec<Vec<(usize, IndexSpec)>> = (0..threads).map(|_| Vec::new()).collect();
-        for (n, item) in pending.drain(..).enumerate() {
-            shares[n % threads].push(item);
-        }
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = shares
-                .into_iter()
-                .map(|share| {
-                    let ns = &ns;
-                    scope.spawn(move || {
-                        share
-                            .into_iter()
-                            .map(|(position, spec)| {
-                                let build = || -> Result<Index> {
-                                    let mut index = Index::new(spec)?;
-                                    index.build(docs.iter().map(|(r, d)| (*r, d)), ns)?;
-                                    Ok(index)
-                                };
-                                (position, build())
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            for handle in handles {
-                match handle.join() {
-                    Ok(results) => built.extend(results),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
-        });
-        built.sort_by_key(|(position, _)| *position);
-        let mut indexes = Vec::with_capacity(built.len());
-        for (_, index) in built {
-            indexes.push(index?);
+        let mut indexes = specs
+            .into_iter()
+            .map(Index::new)
+            .collect::<Result<Vec<_>>>()?;
+        let docs: Vec<(RecordId, &StoredDoc)> = self.docs.iter().map(|(r, d)| (*r, d)).collect();
+        for result in crate::index::build_all(&mut indexes, &docs, &self.namespace()) {
+            result?;
         }
         Ok(indexes)
     }
