@@ -13,8 +13,14 @@ use crate::text::TermCache;
 use bson::Document;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+/// Documents keyed before the entry vectors are sized for the rest.
+const SAMPLE: usize = 512;
+
 /// One index's entries, or the first error keying a document gave (in record order).
 type Keyed = std::result::Result<Vec<(KeyBytes, RecordId)>, Error>;
+
+/// One index's entries from each slice of documents, in order, or the first error.
+type Parts = Result<Vec<Vec<(KeyBytes, RecordId)>>>;
 
 /// The top-level fields any of `indexes` reads, or `None` when one of them may read any field.
 fn fields_read(indexes: &[Index]) -> Option<Vec<String>> {
@@ -41,7 +47,15 @@ fn key_part(
         .collect();
     let mut terms = TermCache::default();
     let mut partial = Document::new();
-    for (rid, doc) in part {
+    for (n, (rid, doc)) in part.iter().enumerate() {
+        if n == SAMPLE {
+            // Room for the rest at the rate seen so far, so the vectors are not copied as they
+            // grow (the text index's holds tens of entries per document).
+            for entries in out.iter_mut().flatten() {
+                let expected = entries.len() * part.len() / SAMPLE + entries.len() / 16;
+                entries.reserve(expected.saturating_sub(entries.len()));
+            }
+        }
         let decoded = match fields {
             Some(fields) => doc.select_into(fields, &mut partial),
             None => doc.to_document().map(|d| partial = d),
@@ -84,6 +98,7 @@ pub fn build_all(
     };
     let slice = docs.len().div_ceil(threads).max(1);
     let fields = fields_read(indexes);
+    let started = std::time::Instant::now();
     let shared: &[Index] = indexes;
     // Per slice of documents (in order), per index: its entries.
     let parts: Vec<Vec<Keyed>> = std::thread::scope(|scope| {
@@ -99,24 +114,29 @@ pub fn build_all(
             .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect()
     });
-    // Per index: the slices' entries joined, or the first slice's error.
-    let mut per_index: Vec<Keyed> = (0..indexes.len()).map(|_| Ok(Vec::new())).collect();
+    // Per index: the slices' entries, or the first slice's error.
+    let mut per_index: Vec<Parts> = (0..indexes.len()).map(|_| Ok(Vec::new())).collect();
     for part in parts {
         for (slot, keyed) in per_index.iter_mut().zip(part) {
-            let Ok(entries) = slot else { continue };
+            let Ok(parts) = slot else { continue };
             match keyed {
-                Ok(more) if entries.is_empty() => *entries = more,
-                Ok(mut more) => entries.append(&mut more),
+                Ok(more) => parts.push(more),
                 Err(e) => *slot = Err(e),
             }
         }
     }
+    let keyed = started.elapsed();
+    let size = |k: &Parts| {
+        k.as_ref()
+            .map_or(0, |parts| parts.iter().map(Vec::len).sum())
+    };
+    let entries: usize = per_index.iter().map(size).sum();
     // Sort and build the trees, several indexes at a time, the largest first.
     let mut order: Vec<usize> = (0..indexes.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(per_index[i].as_ref().map_or(0, Vec::len)));
-    let mut jobs: Vec<Option<(&mut Index, Keyed)>> =
+    order.sort_by_key(|&i| std::cmp::Reverse(size(&per_index[i])));
+    let mut jobs: Vec<Option<(&mut Index, Parts)>> =
         indexes.iter_mut().zip(per_index).map(Some).collect();
-    let queue: Vec<parking_lot::Mutex<Option<(&mut Index, Keyed)>>> = order
+    let queue: Vec<parking_lot::Mutex<Option<(&mut Index, Parts)>>> = order
         .iter()
         .map(|&i| parking_lot::Mutex::new(jobs[i].take()))
         .collect();
@@ -136,7 +156,16 @@ pub fn build_all(
                         let Some((index, keyed)) = job.lock().take() else {
                             continue;
                         };
-                        let result = keyed.and_then(|entries| index.finish_build(entries, ns));
+                        let result = keyed.and_then(|parts| {
+                            // One vector of exactly the size needed, the parts freed as they
+                            // are moved into it.
+                            let total = parts.iter().map(Vec::len).sum();
+                            let mut entries = Vec::with_capacity(total);
+                            for part in parts {
+                                entries.extend(part);
+                            }
+                            index.finish_build(entries, ns)
+                        });
                         done.push((order[n], result));
                     }
                     done
@@ -150,6 +179,20 @@ pub fn build_all(
     });
     for (i, result) in done {
         results[i] = Some(result);
+    }
+    if docs.len() >= PARALLEL_KEYS_MIN {
+        tracing::info!(
+            ns,
+            documents = docs.len(),
+            indexes = indexes.len(),
+            entries,
+            keyed_ms = keyed.as_millis() as u64,
+            built_ms = (started.elapsed() - keyed).as_millis() as u64,
+            "indexes built"
+        );
+        for index in indexes.iter() {
+            tracing::debug!(ns, index = %index.spec.name, entries = index.entry_count(), "index built");
+        }
     }
     results
         .into_iter()
