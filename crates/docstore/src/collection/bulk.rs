@@ -441,4 +441,45 @@ mod tests {
         assert!(parallel.create_indexes_parallel(vec![unique]).is_err());
         assert_eq!(parallel.indexes().len(), 4, "nothing added on failure");
     }
+
+    #[test]
+    fn building_several_indexes_at_once_reports_the_first_failing_spec_and_adds_none() {
+        // Enough documents for the keys to be worked out on several threads.
+        let mut c = Collection::new("db", "c", Document::new());
+        let docs: Vec<Document> = (0..25_000)
+            .map(|i| {
+                let mut d = doc! { "_id": i, "a": i % 7, "u": i, "tags": [i % 3, "x"] };
+                if i == 24_000 {
+                    d.insert("arr", vec![1, 2]);
+                }
+                d
+            })
+            .collect();
+        assert!(c.insert_all(&docs).is_some());
+        let spec = |d: Document| IndexSpec::parse(&d).unwrap();
+        let parallel_arrays = spec(doc! { "key": { "tags": 1, "arr": 1 }, "name": "pa" });
+        let unique_dup = spec(doc! { "key": { "a": 1 }, "name": "a_u", "unique": true });
+        let fine = spec(doc! { "key": { "u": 1 }, "name": "u", "unique": true });
+        let err = c
+            .create_indexes_parallel(vec![
+                fine.clone(),
+                unique_dup.clone(),
+                parallel_arrays.clone(),
+            ])
+            .unwrap_err();
+        assert_eq!(err.code, crate::error::ErrorCode::DuplicateKey, "{err:?}");
+        let err = c
+            .create_indexes_parallel(vec![fine.clone(), parallel_arrays, unique_dup])
+            .unwrap_err();
+        assert_eq!(
+            err.code,
+            crate::error::ErrorCode::CannotIndexParallelArrays,
+            "{err:?}"
+        );
+        assert_eq!(c.indexes().len(), 1, "nothing added on failure");
+        // The same unique index built alone over the same documents succeeds and enforces.
+        c.create_indexes_parallel(vec![fine]).unwrap();
+        assert_eq!(c.indexes()[1].entry_count(), 25_000);
+        assert!(c.insert(doc! { "_id": -1, "u": 5 }).is_err());
+    }
 }
