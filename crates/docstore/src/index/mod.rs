@@ -365,13 +365,14 @@ impl Index {
         if saw_array {
             self.multikey.store(true, AtomicOrdering::Relaxed);
         }
-        let mut keys = BTreeSet::new();
+        // Sorted and distinct, as a set would give them (most documents have one key).
+        let mut keys = Vec::with_capacity(tuples.len());
         for tuple in tuples {
             let found = tuple.iter().any(|s| !matches!(s, Slot::Missing));
             if self.spec.sparse && !found {
                 continue;
             }
-            let mut key = Vec::new();
+            let mut key = Vec::with_capacity(16 * self.fields.len());
             for (slot, field) in tuple.iter().zip(&self.fields) {
                 let value = match slot {
                     Slot::Missing => &Bson::Null,
@@ -386,9 +387,13 @@ impl Index {
                     keystring::encode_value(value, &mut key);
                 }
             }
-            keys.insert(key);
+            keys.push(key);
         }
-        Ok(keys.into_iter().collect())
+        if keys.len() > 1 {
+            keys.sort_unstable();
+            keys.dedup();
+        }
+        Ok(keys)
     }
 
     fn descending_flags(&self) -> Vec<bool> {
