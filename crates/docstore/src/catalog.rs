@@ -93,6 +93,7 @@ impl Catalog {
         };
         {
             let mut dbs = catalog.databases.write();
+            let started = std::time::Instant::now();
             for image in recovered.collections {
                 // Documents first, then every index built in parallel (start-up time at a
                 // million documents).
@@ -107,11 +108,19 @@ impl Catalog {
                     .or_default()
                     .insert(image.coll, Arc::new(RwLock::new(coll)));
             }
+            let loaded = started.elapsed();
+            let ops = recovered.ops.len();
             for op in recovered.ops {
                 if let Err(e) = replay(&mut dbs, op) {
                     tracing::warn!("journal replay skipped an operation: {e}");
                 }
             }
+            tracing::info!(
+                load_ms = loaded.as_millis() as u64,
+                replay_ms = (started.elapsed() - loaded).as_millis() as u64,
+                replayed_ops = ops,
+                "collections loaded and journal replayed"
+            );
         }
         Ok(catalog)
     }

@@ -35,6 +35,12 @@ impl StoredDoc {
         Ok(StoredDoc(Arc::from(bytes)))
     }
 
+    /// Any bytes, unchecked (tests that write damaged snapshots).
+    #[cfg(test)]
+    pub(crate) fn from_raw_unchecked(bytes: Arc<[u8]>) -> StoredDoc {
+        StoredDoc(bytes)
+    }
+
     /// The encoded document.
     pub fn as_bytes(&self) -> &[u8] {
         &self.0

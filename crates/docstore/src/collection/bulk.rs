@@ -173,52 +173,17 @@ impl Collection {
         Ok(())
     }
 
-    /// Indexes for `specs` over the stored documents, built in parallel, in the order given.
+    /// Indexes for `specs` over the stored documents, built together (each document decoded
+    /// once for all of them, see [`crate::index::build_all`]), in the order given; the first
+    /// failing spec's error otherwise.
     fn build_indexes(&self, specs: Vec<IndexSpec>) -> Result<Vec<Index>> {
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(specs.len().max(1));
-        let ns = self.namespace();
-        let docs = &self.docs;
-        let mut pending: Vec<(usize, IndexSpec)> = specs.into_iter().enumerate().collect();
-        let mut built: Vec<(usize, Result<Index>)> = Vec::with_capacity(pending.len());
-        // Each thread takes every `threads`-th spec.
-        let mut shares: Vec<Vec<(usize, IndexSpec)>> = (0..threads).map(|_| Vec::new()).collect();
-        for (n, item) in pending.drain(..).enumerate() {
-            shares[n % threads].push(item);
-        }
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = shares
-                .into_iter()
-                .map(|share| {
-                    let ns = &ns;
-                    scope.spawn(move || {
-                        share
-                            .into_iter()
-                            .map(|(position, spec)| {
-                                let build = || -> Result<Index> {
-                                    let mut index = Index::new(spec)?;
-                                    index.build(docs.iter().map(|(r, d)| (*r, d)), ns)?;
-                                    Ok(index)
-                                };
-                                (position, build())
-                            })
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            for handle in handles {
-                match handle.join() {
-                    Ok(results) => built.extend(results),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
-        });
-        built.sort_by_key(|(position, _)| *position);
-        let mut indexes = Vec::with_capacity(built.len());
-        for (_, index) in built {
-            indexes.push(index?);
+        let mut indexes = specs
+            .into_iter()
+            .map(Index::new)
+            .collect::<Result<Vec<_>>>()?;
+        let docs: Vec<(RecordId, &StoredDoc)> = self.docs.iter().map(|(r, d)| (*r, d)).collect();
+        for result in crate::index::build_all(&mut indexes, &docs, &self.namespace()) {
+            result?;
         }
         Ok(indexes)
     }
@@ -475,5 +440,46 @@ mod tests {
             IndexSpec::parse(&doc! { "key": { "a": 1 }, "name": "a_u", "unique": true }).unwrap();
         assert!(parallel.create_indexes_parallel(vec![unique]).is_err());
         assert_eq!(parallel.indexes().len(), 4, "nothing added on failure");
+    }
+
+    #[test]
+    fn building_several_indexes_at_once_reports_the_first_failing_spec_and_adds_none() {
+        // Enough documents for the keys to be worked out on several threads.
+        let mut c = Collection::new("db", "c", Document::new());
+        let docs: Vec<Document> = (0..25_000)
+            .map(|i| {
+                let mut d = doc! { "_id": i, "a": i % 7, "u": i, "tags": [i % 3, "x"] };
+                if i == 24_000 {
+                    d.insert("arr", vec![1, 2]);
+                }
+                d
+            })
+            .collect();
+        assert!(c.insert_all(&docs).is_some());
+        let spec = |d: Document| IndexSpec::parse(&d).unwrap();
+        let parallel_arrays = spec(doc! { "key": { "tags": 1, "arr": 1 }, "name": "pa" });
+        let unique_dup = spec(doc! { "key": { "a": 1 }, "name": "a_u", "unique": true });
+        let fine = spec(doc! { "key": { "u": 1 }, "name": "u", "unique": true });
+        let err = c
+            .create_indexes_parallel(vec![
+                fine.clone(),
+                unique_dup.clone(),
+                parallel_arrays.clone(),
+            ])
+            .unwrap_err();
+        assert_eq!(err.code, crate::error::ErrorCode::DuplicateKey, "{err:?}");
+        let err = c
+            .create_indexes_parallel(vec![fine.clone(), parallel_arrays, unique_dup])
+            .unwrap_err();
+        assert_eq!(
+            err.code,
+            crate::error::ErrorCode::CannotIndexParallelArrays,
+            "{err:?}"
+        );
+        assert_eq!(c.indexes().len(), 1, "nothing added on failure");
+        // The same unique index built alone over the same documents succeeds and enforces.
+        c.create_indexes_parallel(vec![fine]).unwrap();
+        assert_eq!(c.indexes()[1].entry_count(), 25_000);
+        assert!(c.insert(doc! { "_id": -1, "u": 5 }).is_err());
     }
 }

@@ -1,12 +1,14 @@
 //! Secondary indexes: ordered key → record structures over an order-preserving encoding of BSON
 //! values, with unique, sparse and partial variants, multikey expansion and the query planner.
 
+mod build;
 pub mod hashed;
 pub mod keystring;
 pub mod partial;
 pub mod planner;
 mod spec;
 
+pub use build::build_all;
 use spec::is_hashed;
 pub use spec::IndexSpec;
 
@@ -319,6 +321,16 @@ impl Index {
     /// Encoded keys a document contributes (several for multikey; none when sparse/partial
     /// excludes it). Errors on parallel arrays in a compound key (code 171).
     pub fn keys_for(&self, doc: &Document) -> Result<Vec<Vec<u8>>> {
+        self.keys_for_with(doc, &mut crate::text::TermCache::disabled())
+    }
+
+    /// [`Index::keys_for`], with the terms a text index's words become remembered in `terms`
+    /// (building over many documents: most words come again and again).
+    pub(crate) fn keys_for_with(
+        &self,
+        doc: &Document,
+        terms: &mut crate::text::TermCache,
+    ) -> Result<Vec<Vec<u8>>> {
         if let Some(filter) = &self.partial {
             if !filter.matches(doc) {
                 return Ok(Vec::new());
@@ -337,7 +349,7 @@ impl Index {
             }
         }
         if let Some(text) = &self.text {
-            return text.keys_for(doc);
+            return text.keys_for_with(doc, terms);
         }
         let mut paths: Vec<Option<&str>> = self.fields.iter().map(|f| Some(&*f.path)).collect();
         let mut fixed = vec![Slot::Missing; self.fields.len()];
@@ -353,13 +365,14 @@ impl Index {
         if saw_array {
             self.multikey.store(true, AtomicOrdering::Relaxed);
         }
-        let mut keys = BTreeSet::new();
+        // Sorted and distinct, as a set would give them (most documents have one key).
+        let mut keys = Vec::with_capacity(tuples.len());
         for tuple in tuples {
             let found = tuple.iter().any(|s| !matches!(s, Slot::Missing));
             if self.spec.sparse && !found {
                 continue;
             }
-            let mut key = Vec::new();
+            let mut key = Vec::with_capacity(16 * self.fields.len());
             for (slot, field) in tuple.iter().zip(&self.fields) {
                 let value = match slot {
                     Slot::Missing => &Bson::Null,
@@ -374,9 +387,13 @@ impl Index {
                     keystring::encode_value(value, &mut key);
                 }
             }
-            keys.insert(key);
+            keys.push(key);
         }
-        Ok(keys.into_iter().collect())
+        if keys.len() > 1 {
+            keys.sort_unstable();
+            keys.dedup();
+        }
+        Ok(keys)
     }
 
     fn descending_flags(&self) -> Vec<bool> {
@@ -488,6 +505,17 @@ impl Index {
         for part in parts {
             entries.extend(part?);
         }
+        self.finish_build(entries, ns)
+    }
+
+    /// The end of a bulk build: an empty index's entries from every document's (key, record)
+    /// pairs, in any order. Fails, leaving the index empty, as [`Index::check_unique`] would on
+    /// the first duplicate of a unique index.
+    pub(crate) fn finish_build(
+        &mut self,
+        mut entries: Vec<(KeyBytes, RecordId)>,
+        ns: &str,
+    ) -> Result<()> {
         entries.sort_unstable();
         entries.dedup();
         if self.spec.unique {

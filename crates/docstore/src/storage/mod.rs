@@ -194,7 +194,9 @@ impl Storage {
                 warn!("cannot remove {}: {e}", tmp.display());
             }
         }
+        let started = std::time::Instant::now();
         let base = choose_base(dir, &listing)?;
+        let read = started.elapsed();
         let (ops, journal_bytes) = replay(dir, &listing, base.token)?;
         quarantine_snapshots_after(dir, &listing, &base);
         if base.newest && base.token > FIRST_SEGMENT {
@@ -207,6 +209,8 @@ impl Storage {
             snapshot = base.token,
             collections = base.collections.len(),
             replayed_ops = ops.len(),
+            snapshot_ms = read.as_millis() as u64,
+            journal_ms = (started.elapsed() - read).as_millis() as u64,
             "recovered data directory"
         );
 

@@ -111,12 +111,122 @@ impl Reader<'_> {
             .map_err(|e| invalid_data(path, format!("record is not BSON: {e}")))
     }
 
-    /// The next record as a stored document: validated as thoroughly as decoding would, but
-    /// kept as its bytes.
-    fn next_stored(&mut self) -> io::Result<StoredDoc> {
+    /// The next `count` records as stored documents, each validated as thoroughly as decoding
+    /// would, but kept as its bytes. This thread reads the records and checks their checksums
+    /// while others validate the documents, a batch at a time (start-up at a million
+    /// documents).
+    fn read_docs(&mut self, count: u64, plausible: usize) -> io::Result<Vec<StoredDoc>> {
+        let validators = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .saturating_sub(1)
+            .max(1);
+        let (send, receive) = std::sync::mpsc::sync_channel::<Batch>(validators * 2);
+        let receive = parking_lot::Mutex::new(receive);
         let path = self.path;
-        StoredDoc::from_bytes(self.next_record()?)
-            .map_err(|e| invalid_data(path, format!("record is not BSON: {e}")))
+        let (read, validated) = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..validators)
+                .map(|_| {
+                    let receive = &receive;
+                    scope.spawn(move || {
+                        let mut done: Vec<(usize, Vec<StoredDoc>)> = Vec::new();
+                        let mut failed = None;
+                        // Every batch is taken, even after a failure, so the reader never
+                        // waits on a full channel.
+                        loop {
+                            let next = receive.lock().recv();
+                            let Ok(batch) = next else { break };
+                            if failed.is_some() {
+                                continue;
+                            }
+                            let mut docs = Vec::with_capacity(batch.ends.len());
+                            let mut start = 0;
+                            for &end in &batch.ends {
+                                match StoredDoc::from_bytes(&batch.bytes[start..end]) {
+                                    Ok(doc) => docs.push(doc),
+                                    Err(e) => {
+                                        failed = Some(invalid_data(
+                                            path,
+                                            format!("record is not BSON: {e}"),
+                                        ));
+                                        break;
+                                    }
+                                }
+                                start = end;
+                            }
+                            done.push((batch.seq, docs));
+                        }
+                        match failed {
+                            Some(e) => Err(e),
+                            None => Ok(done),
+                        }
+                    })
+                })
+                .collect();
+            let read = self.read_batches(count, &send);
+            drop(send);
+            let validated: Vec<io::Result<Vec<(usize, Vec<StoredDoc>)>>> = handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect();
+            (read, validated)
+        });
+        read?;
+        let mut batches = Vec::new();
+        for part in validated {
+            batches.extend(part?);
+        }
+        batches.sort_unstable_by_key(|(seq, _)| *seq);
+        let mut docs = Vec::with_capacity(plausible);
+        for (_, batch) in batches {
+            docs.extend(batch);
+        }
+        Ok(docs)
+    }
+
+    /// Read `count` records into batches for the validators.
+    fn read_batches(
+        &mut self,
+        count: u64,
+        send: &std::sync::mpsc::SyncSender<Batch>,
+    ) -> io::Result<()> {
+        let mut batch = Batch::new(0);
+        for _ in 0..count {
+            let record = self.next_record()?;
+            batch.bytes.extend_from_slice(record);
+            batch.ends.push(batch.bytes.len());
+            if batch.bytes.len() >= BATCH_BYTES {
+                let next = Batch::new(batch.seq + 1);
+                if send.send(std::mem::replace(&mut batch, next)).is_err() {
+                    // A validator failed; its error is reported.
+                    return Ok(());
+                }
+            }
+        }
+        if !batch.ends.is_empty() {
+            let _ = send.send(batch);
+        }
+        Ok(())
+    }
+}
+
+/// Documents read and checksummed, on their way to be validated: their bytes one after
+/// another, and where each ends.
+struct Batch {
+    seq: usize,
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+/// Bytes of documents handed to a validator at once.
+const BATCH_BYTES: usize = 1 << 20;
+
+impl Batch {
+    fn new(seq: usize) -> Batch {
+        Batch {
+            seq,
+            bytes: Vec::with_capacity(BATCH_BYTES + (64 << 10)),
+            ends: Vec::new(),
+        }
     }
 }
 
@@ -176,10 +286,7 @@ pub fn read_file(path: &Path) -> io::Result<(u64, Vec<CollectionImage>)> {
         // Every document takes at least a header and 5 bytes, so this bounds the reservation
         // by the file size even if the count is garbage.
         let plausible = (reader.remaining / (RECORD_HEADER_LEN as u64 + 5)).min(count);
-        let mut docs = Vec::with_capacity(plausible as usize);
-        for _ in 0..count {
-            docs.push(reader.next_stored()?);
-        }
+        let docs = reader.read_docs(count, plausible as usize)?;
         total_docs += count;
         collections.push(CollectionImage {
             db: get_str(path, &h, "db")?,
@@ -236,6 +343,45 @@ mod tests {
         assert_eq!(back[0].docs, images[0].docs);
         assert_eq!(back[1].coll, "two");
         assert!(back[1].docs.is_empty());
+    }
+
+    #[test]
+    fn a_snapshot_of_many_batches_reads_back_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        // About 4 MB of documents: several batches for the validators.
+        let images = vec![image("a", "big", 40_000), image("a", "small", 3)];
+        write_file(&path, 2, &images, None).unwrap();
+        let (_, back) = read_file(&path).unwrap();
+        assert_eq!(back[0].docs, images[0].docs);
+        assert_eq!(back[1].docs, images[1].docs);
+    }
+
+    #[test]
+    fn a_record_that_is_not_bson_is_refused_even_with_a_valid_checksum() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.db");
+        let mut images = vec![image("a", "big", 30_000)];
+        // Valid framing and checksum, invalid BSON (the element after `_id` has no valid
+        // type), in the middle of the collection and in its last batch.
+        for at in [15_000, 29_999] {
+            let mut bytes = images[0].docs[at].as_bytes().to_vec();
+            bytes[13] = 0x55;
+            let bad = std::sync::Arc::<[u8]>::from(bytes);
+            images[0].docs[at] = unsafe_stored(bad);
+            write_file(&path, 1, &images, None).unwrap();
+            let Err(err) = read_file(&path) else {
+                panic!("a snapshot with a record that is not BSON was accepted");
+            };
+            assert_eq!(err.kind(), io::ErrorKind::InvalidData, "{err}");
+            assert!(err.to_string().contains("not BSON"), "{err}");
+            images = vec![image("a", "big", 30_000)];
+        }
+    }
+
+    /// A stored document holding whatever bytes (to write a damaged snapshot).
+    fn unsafe_stored(bytes: std::sync::Arc<[u8]>) -> StoredDoc {
+        StoredDoc::from_raw_unchecked(bytes)
     }
 
     #[test]

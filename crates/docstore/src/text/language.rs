@@ -12,7 +12,7 @@ use unicode_normalization::UnicodeNormalization;
 
 /// A language of MongoDB's text search (text index version 3). `None` indexes words as they
 /// are: no stop words, no stemming.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Language {
     None,
     Danish,

@@ -478,11 +478,25 @@ impl TextIndex {
 
     /// The index keys of `doc`: one per distinct term, under its prefix values.
     pub fn keys_for(&self, doc: &Document) -> Result<Vec<Vec<u8>>> {
+        self.keys_for_with(doc, &mut TermCache::disabled())
+    }
+
+    /// [`TextIndex::keys_for`], remembering in `cache` the term each word becomes: the same
+    /// terms as [`TextIndex::term_scores`] gives, without the scores.
+    pub fn keys_for_with(&self, doc: &Document, cache: &mut TermCache) -> Result<Vec<Vec<u8>>> {
         let prefix = self.prefix_values(doc)?;
-        Ok(self
-            .term_scores(doc)?
-            .keys()
-            .map(|term| Self::key(&prefix, term))
+        let mut terms = std::collections::BTreeSet::new();
+        for value in self.values(doc)? {
+            let tokenizer = Tokenizer::new(value.language, Sensitivity::default());
+            for word in language::words(value.text) {
+                if let Some(term) = cache.term(&tokenizer, value.language, word) {
+                    terms.insert(term);
+                }
+            }
+        }
+        Ok(terms
+            .into_iter()
+            .map(|term| Self::key(&prefix, &term))
             .collect())
     }
 
@@ -492,6 +506,68 @@ impl TextIndex {
         d.insert("default_language", self.options.default_language.clone());
         d.insert("language_override", self.options.language_override.clone());
         d.insert("textIndexVersion", self.options.version);
+    }
+}
+
+/// The terms words become (per language, default sensitivity), remembered while one thread
+/// keys many documents for a text index: folding and stemming every occurrence of a word again
+/// was most of building a text index.
+pub struct TermCache {
+    terms: Vec<(
+        Language,
+        std::collections::HashMap<Box<str>, Option<std::sync::Arc<str>>>,
+    )>,
+    /// How many more words may be remembered (bounds the memory a huge vocabulary takes).
+    room: usize,
+}
+
+/// Words a [`TermCache`] remembers at most.
+const TERM_CACHE_WORDS: usize = 200_000;
+
+impl Default for TermCache {
+    fn default() -> Self {
+        TermCache {
+            terms: Vec::new(),
+            room: TERM_CACHE_WORDS,
+        }
+    }
+}
+
+impl TermCache {
+    /// A cache that remembers nothing (keying one document).
+    pub fn disabled() -> TermCache {
+        TermCache {
+            terms: Vec::new(),
+            room: 0,
+        }
+    }
+
+    /// [`Tokenizer::term`] of `word`; `tokenizer` must be for `language` and the default
+    /// sensitivity.
+    fn term(
+        &mut self,
+        tokenizer: &Tokenizer,
+        language: Language,
+        word: &str,
+    ) -> Option<std::sync::Arc<str>> {
+        if self.room == 0 {
+            return tokenizer.term(word).map(std::sync::Arc::from);
+        }
+        let position = match self.terms.iter().position(|(l, _)| *l == language) {
+            Some(p) => p,
+            None => {
+                self.terms.push((language, Default::default()));
+                self.terms.len() - 1
+            }
+        };
+        let words = &mut self.terms[position].1;
+        if let Some(term) = words.get(word) {
+            return term.clone();
+        }
+        let term: Option<std::sync::Arc<str>> = tokenizer.term(word).map(std::sync::Arc::from);
+        self.room -= 1;
+        words.insert(Box::from(word), term.clone());
+        term
     }
 }
 

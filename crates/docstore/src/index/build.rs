@@ -1,0 +1,201 @@
+//! Building many empty indexes over the same documents at once (start-up, `createIndexes`
+//! with several specs): each document is decoded once, as far as any of the indexes reads it,
+//! and every index's keys are worked out from that one decoded copy; then each index sorts its
+//! (key, record) pairs and builds its tree from them in order.
+//!
+//! Building one index at a time decoded every document once per index (25 times for Bazaar's
+//! products), which was most of start-up at a million documents.
+
+use super::{Index, KeyBytes, RecordId, PARALLEL_KEYS_MIN};
+use crate::error::{Error, Result};
+use crate::stored::StoredDoc;
+use crate::text::TermCache;
+use bson::Document;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Documents keyed before the entry vectors are sized for the rest.
+const SAMPLE: usize = 512;
+
+/// One index's entries, or the first error keying a document gave (in record order).
+type Keyed = std::result::Result<Vec<(KeyBytes, RecordId)>, Error>;
+
+/// One index's entries from each slice of documents, in order, or the first error.
+type Parts = Result<Vec<Vec<(KeyBytes, RecordId)>>>;
+
+/// The top-level fields any of `indexes` reads, or `None` when one of them may read any field.
+fn fields_read(indexes: &[Index]) -> Option<Vec<String>> {
+    let mut all: Vec<String> = Vec::new();
+    for index in indexes {
+        for field in index.reads.as_deref()? {
+            if !all.contains(field) {
+                all.push(field.clone());
+            }
+        }
+    }
+    Some(all)
+}
+
+/// Every index's entries for `part` (documents in record order).
+fn key_part(
+    indexes: &[Index],
+    fields: Option<&[String]>,
+    part: &[(RecordId, &StoredDoc)],
+) -> Vec<Keyed> {
+    let mut out: Vec<Keyed> = indexes
+        .iter()
+        .map(|_| Ok(Vec::with_capacity(part.len())))
+        .collect();
+    let mut terms = TermCache::default();
+    let mut partial = Document::new();
+    for (n, (rid, doc)) in part.iter().enumerate() {
+        if n == SAMPLE {
+            // Room for the rest at the rate seen so far, so the vectors are not copied as they
+            // grow (the text index's holds tens of entries per document).
+            for entries in out.iter_mut().flatten() {
+                let expected = entries.len() * part.len() / SAMPLE + entries.len() / 16;
+                entries.reserve(expected.saturating_sub(entries.len()));
+            }
+        }
+        let decoded = match fields {
+            Some(fields) => doc.select_into(fields, &mut partial),
+            None => doc.to_document().map(|d| partial = d),
+        };
+        if let Err(e) = decoded {
+            for slot in out.iter_mut().filter(|s| s.is_ok()) {
+                *slot = Err(e.clone());
+            }
+            continue;
+        }
+        for (index, slot) in indexes.iter().zip(out.iter_mut()) {
+            let Ok(entries) = slot else { continue };
+            match index.keys_for_with(&partial, &mut terms) {
+                Ok(keys) => {
+                    entries.extend(keys.iter().map(|k| (KeyBytes::from(k.as_slice()), *rid)));
+                }
+                Err(e) => *slot = Err(e),
+            }
+        }
+    }
+    out
+}
+
+/// Build every index of `indexes` (all empty) over `docs`, in record order. The result holds,
+/// per index, whether it was built; a failed one (a document it cannot index, or a duplicate
+/// of a unique index) is left empty, with the error [`Index::build`] alone would give.
+pub fn build_all(
+    indexes: &mut [Index],
+    docs: &[(RecordId, &StoredDoc)],
+    ns: &str,
+) -> Vec<Result<()>> {
+    if indexes.is_empty() {
+        return Vec::new();
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let threads = if docs.len() >= PARALLEL_KEYS_MIN {
+        cores
+    } else {
+        1
+    };
+    let slice = docs.len().div_ceil(threads).max(1);
+    let fields = fields_read(indexes);
+    let started = std::time::Instant::now();
+    let shared: &[Index] = indexes;
+    // Per slice of documents (in order), per index: its entries.
+    let parts: Vec<Vec<Keyed>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = docs
+            .chunks(slice)
+            .map(|part| {
+                let fields = fields.as_deref();
+                scope.spawn(move || key_part(shared, fields, part))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    // Per index: the slices' entries, or the first slice's error.
+    let mut per_index: Vec<Parts> = (0..indexes.len()).map(|_| Ok(Vec::new())).collect();
+    for part in parts {
+        for (slot, keyed) in per_index.iter_mut().zip(part) {
+            let Ok(parts) = slot else { continue };
+            match keyed {
+                Ok(more) => parts.push(more),
+                Err(e) => *slot = Err(e),
+            }
+        }
+    }
+    let keyed = started.elapsed();
+    let size = |k: &Parts| {
+        k.as_ref()
+            .map_or(0, |parts| parts.iter().map(Vec::len).sum())
+    };
+    let entries: usize = per_index.iter().map(size).sum();
+    // Sort and build the trees, several indexes at a time, the largest first.
+    let mut order: Vec<usize> = (0..indexes.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(size(&per_index[i])));
+    let mut jobs: Vec<Option<(&mut Index, Parts)>> =
+        indexes.iter_mut().zip(per_index).map(Some).collect();
+    let queue: Vec<parking_lot::Mutex<Option<(&mut Index, Parts)>>> = order
+        .iter()
+        .map(|&i| parking_lot::Mutex::new(jobs[i].take()))
+        .collect();
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<()>>> = (0..queue.len()).map(|_| None).collect();
+    let done: Vec<(usize, Result<()>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..cores.min(queue.len()))
+            .map(|_| {
+                let queue = &queue;
+                let next = &next;
+                let order = &order;
+                scope.spawn(move || {
+                    let mut done = Vec::new();
+                    loop {
+                        let n = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(job) = queue.get(n) else { break };
+                        let Some((index, keyed)) = job.lock().take() else {
+                            continue;
+                        };
+                        let result = keyed.and_then(|parts| {
+                            // One vector of exactly the size needed, the parts freed as they
+                            // are moved into it.
+                            let total = parts.iter().map(Vec::len).sum();
+                            let mut entries = Vec::with_capacity(total);
+                            for part in parts {
+                                entries.extend(part);
+                            }
+                            index.finish_build(entries, ns)
+                        });
+                        done.push((order[n], result));
+                    }
+                    done
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    for (i, result) in done {
+        results[i] = Some(result);
+    }
+    if docs.len() >= PARALLEL_KEYS_MIN {
+        tracing::info!(
+            ns,
+            documents = docs.len(),
+            indexes = indexes.len(),
+            entries,
+            keyed_ms = keyed.as_millis() as u64,
+            built_ms = (started.elapsed() - keyed).as_millis() as u64,
+            "indexes built"
+        );
+        for index in indexes.iter() {
+            tracing::debug!(ns, index = %index.spec.name, entries = index.entry_count(), "index built");
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(Error::internal("index build did not run"))))
+        .collect()
+}
