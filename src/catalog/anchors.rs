@@ -53,17 +53,22 @@ use crate::catalog::products::{self, Product};
 use crate::catalog::seek::{self, Cursor, PlannedFind, Seek};
 use crate::db::{Db, DbError};
 
-/// Products between two anchors: a deep page skips fewer than this many.
-pub const SPACING: u64 = 240;
+/// Products between two anchors: a deep page skips fewer than this many. Small, because a skip
+/// is not free: docstore reads every skipped document (about 4 µs each at a million products,
+/// where a page that skips 228 serves a third of the requests one that skips none does).
+pub const SPACING: u64 = 48;
 /// Products read by one find of a walk (one round trip, a bounded command in the store).
 const CHUNK: u64 = 4_800;
 /// Listings (filter and sort) whose anchors are kept; the least recently used is dropped.
 const MAX_LISTINGS: usize = 32;
+/// Anchors kept over all listings (about 100 bytes each: 25 MB); past this the least recently
+/// used listings are dropped. A listing of a million products has about 21 000.
+const MAX_ANCHORS: usize = 250_000;
 /// How long a deep page waits for its listing's first walk.
 pub const WAIT: Duration = Duration::from_millis(500);
 /// A page more than this far past its anchor (the listing grew since the walk) waits for a
 /// new walk rather than skipping that far.
-const MAX_SKIP: u64 = 4 * SPACING;
+const MAX_SKIP: u64 = 480;
 
 /// One anchor: the product at a multiple of [`SPACING`] (less one) in the listing's order.
 #[derive(Debug, Clone, PartialEq)]
@@ -174,6 +179,28 @@ impl AnchorCache {
         }
     }
 
+    /// Drop the least recently used listings (other than `keep`) while more than
+    /// [`MAX_ANCHORS`] anchors are kept.
+    fn bound_memory(&self, keep: &Arc<Listing>) {
+        let Ok(mut listings) = self.listings.lock() else {
+            return;
+        };
+        let size = |l: &Listing| l.anchors.borrow().as_ref().map_or(0, |a| a.list.len());
+        let mut kept: usize = listings.values().map(|l| size(l)).sum();
+        while kept > MAX_ANCHORS {
+            let oldest = listings
+                .iter()
+                .filter(|(_, l)| !Arc::ptr_eq(l, keep) && size(l) > 0)
+                .min_by_key(|(_, l)| l.state.lock().map(|s| s.last_used).ok())
+                .map(|(k, l)| (k.clone(), size(l)));
+            let Some((key, freed)) = oldest else {
+                break;
+            };
+            listings.remove(&key);
+            kept -= freed;
+        }
+    }
+
     fn listing(&self, key: String) -> Arc<Listing> {
         let Ok(mut listings) = self.listings.lock() else {
             return Arc::new(Listing::new());
@@ -262,6 +289,7 @@ async fn anchors(
         let filter = filter.clone();
         let walks = Arc::clone(&cache.anchors.walks);
         let listing = Arc::clone(&listing);
+        let cache = Arc::clone(&cache);
         tokio::spawn(async move {
             let _one_at_a_time = walks.acquire_owned().await;
             let started = Instant::now();
@@ -282,6 +310,7 @@ async fn anchors(
                         "walked a listing's page anchors"
                     );
                     listing.anchors.send_replace(Some(Arc::new(anchors)));
+                    cache.anchors.bound_memory(&listing);
                 }
                 Err(e) => tracing::warn!(error = %e, "walking a listing's page anchors failed"),
             }
