@@ -55,15 +55,16 @@ use crate::db::{Db, DbError};
 
 /// Products between two anchors: a deep page skips fewer than this many. Small, because a skip
 /// is not free: docstore reads every skipped document (about 4 µs each at a million products,
-/// where a page that skips 228 serves a third of the requests one that skips none does).
-pub const SPACING: u64 = 48;
+/// where a page that skips 228 serves a third of the requests one that skips none does); and a
+/// multiple of the page size, so a page skips either nothing or one page.
+pub const SPACING: u64 = 2 * crate::catalog::listing::PAGE_SIZE;
 /// Products read by one find of a walk (one round trip, a bounded command in the store).
 const CHUNK: u64 = 4_800;
 /// Listings (filter and sort) whose anchors are kept; the least recently used is dropped.
 const MAX_LISTINGS: usize = 32;
-/// Anchors kept over all listings (about 100 bytes each: 25 MB); past this the least recently
-/// used listings are dropped. A listing of a million products has about 21 000.
-const MAX_ANCHORS: usize = 250_000;
+/// Anchors kept over all listings (about 100 bytes each: 30 MB); past this the least recently
+/// used listings are dropped. A listing of a million products has about 42 000.
+const MAX_ANCHORS: usize = 300_000;
 /// How long a deep page waits for its listing's first walk.
 pub const WAIT: Duration = Duration::from_millis(500);
 /// A page more than this far past its anchor (the listing grew since the walk) waits for a
