@@ -55,6 +55,14 @@ rss_mb() { awk '/VmRSS/ { printf "%d", $2 / 1024 }' "/proc/$1/status"; }
 total_of() { sed -n 's/.*class="total">\([0-9]*\)<.*/\1/p' "$1" | head -1; }
 # Fetch a page into a file; prints how long it took.
 fetch() { curl -sf -o "$2" -w '%{time_total}' "$BASE$1"; }
+# Fetch a deep page, which answers 503 "being prepared" (Retry-After) until its listing's page
+# anchors are walked: prints the first answer's status and time, and when it was served.
+fetch_ready() {
+  local first began=$(date +%s.%N)
+  first=$(curl -s -o "$2" -w '%{http_code} in %{time_total} s' "$BASE$1")
+  until [ "$(curl -s -o "$2" -w '%{http_code}' "$BASE$1")" = 200 ]; do sleep 0.1; done
+  echo "$first, served after $(echo "$(date +%s.%N) - $began" | bc | cut -c1-5) s"
+}
 
 # One wrk run: "req/s p50 p99".
 load() {
@@ -102,10 +110,11 @@ for N in $PRODUCTS; do
   echo "first request after start: /products ${cold_all} s, /categories/$CATEGORY ${cold_cat} s, /products?$FILTER ${cold_filtered} s"
   echo "listing: $all products ($pages pages); /categories/$CATEGORY: $in_category ($cat_pages pages); /products?$FILTER: $filtered ($filtered_pages pages)"
   next_link() { sed -n 's/.*rel="next" href="\([^"]*\)".*/\1/p' "$1" | head -1 | sed 's/&amp;/\&/g'; }
-  fetch "/products?page=$((pages / 2))" "$WORK/middle.html" >/dev/null
+  echo "first middle page=N: /products $(fetch_ready "/products?page=$((pages / 2))" "$WORK/middle.html")"
   keyset=$(next_link "$WORK/middle.html")
   product=$(sed -n 's/.*class="product-title"><a href="\([^"]*\)".*/\1/p' "$WORK/middle.html" | head -1)
-  fetch "/categories/$CATEGORY?page=$((cat_pages / 2))" "$WORK/cat-middle.html" >/dev/null
+  echo "first middle page=N: /categories/$CATEGORY $(fetch_ready "/categories/$CATEGORY?page=$((cat_pages / 2))" "$WORK/cat-middle.html")"
+  echo "first middle page=N: /products?$FILTER $(fetch_ready "/products?$FILTER&page=$((filtered_pages / 2))" /dev/null)"
   cat_keyset=$(next_link "$WORK/cat-middle.html")
 
   urls=(

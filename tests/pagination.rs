@@ -584,3 +584,158 @@ async fn listing_totals_leave_out_draft_and_archived_products() {
         all.len() as u64 - 4
     );
 }
+
+/// The ids of `products`, to compare pages.
+fn ids(products: &[Product]) -> Vec<bson::oid::ObjectId> {
+    products.iter().map(|p| p.id).collect()
+}
+
+/// Read through page anchors (placed every few products here, to go through many of them and
+/// through runs of equal keys longer than their spacing), every page start of a listing full of
+/// ties shows exactly what skipping to it shows on a catalog that does not change.
+#[tokio::test]
+async fn pages_read_from_anchors_are_the_pages_a_skip_reads() {
+    use bazaar::catalog::anchors;
+    let app = app_with_ties().await;
+    let swing = categories::by_slug(&app.db, "swing")
+        .await
+        .unwrap()
+        .unwrap();
+    for sort in Sort::ALL {
+        for filter in [
+            ListingQuery::default().filter(doc! {}),
+            ListingQuery::default().filter(listing::in_category(swing.id)),
+        ] {
+            let want = expected(&app, filter.clone(), sort).await;
+            for hint in [true, false] {
+                let anchors = anchors::walk(&app.db, &filter, sort, 7, hint)
+                    .await
+                    .expect("walked");
+                assert!(anchors.usable);
+                assert_eq!(anchors.count, want.len() as u64, "{sort:?}");
+                assert_eq!(anchors.list.len(), want.len() / 7, "{sort:?}");
+                for start in 0..want.len() {
+                    let page =
+                        anchors::read_planned(&app.db, &filter, &anchors, start as u64, 5, hint)
+                            .await
+                            .expect("read");
+                    let end = (start + 5).min(want.len());
+                    assert_eq!(
+                        ids(&page),
+                        ids(&want[start..end]),
+                        "{sort:?} {filter} from {start} (hint {hint})"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Deep numbered pages, read through the listing's anchors, are the listing's pages.
+#[tokio::test]
+async fn deep_numbered_pages_show_the_listing_in_order() {
+    let app = app_with_ties().await;
+    bazaar::catalog::demo::seed_bulk(&app.db, 600)
+        .await
+        .expect("seeded");
+    let filter = ListingQuery::default().filter(doc! {});
+    for sort in [Sort::Newest, Sort::Discount, Sort::Title] {
+        let want = expected(&app, filter.clone(), sort).await;
+        let pages = want.len().div_ceil(PAGE_SIZE as usize);
+        assert!(pages > 50, "deep pages exist: {pages}");
+        for n in (20..=pages - 19).step_by(3) {
+            let path = format!("/products?sort={}&page={n}", sort.as_str());
+            let shown = slugs(&page(&app, &path).await);
+            let start = (n - 1) * PAGE_SIZE as usize;
+            let end = (start + PAGE_SIZE as usize).min(want.len());
+            let wanted: Vec<String> = want[start..end].iter().map(|p| p.slug.clone()).collect();
+            assert_eq!(shown, wanted, "{path}");
+        }
+    }
+}
+
+/// Anchors are where products were at their walk: products added before a deep page since then
+/// shift it by at most as many products as were added (here: it shows what it showed before
+/// they were added, as a page number did when the anchors were walked), and the anchors are
+/// walked again in the background, never by the page.
+#[tokio::test]
+async fn deep_page_numbers_drift_by_at_most_the_products_added_since_the_walk() {
+    let app = spawn_app().await;
+    bazaar::catalog::demo::seed_bulk(&app.db, 600)
+        .await
+        .expect("seeded");
+    let path = "/products?sort=price&page=30";
+    let before = slugs(&page(&app, path).await);
+    assert_eq!(before.len(), PAGE_SIZE as usize);
+    // Three products cheaper than anything listed: a skip would now show page 30 three
+    // products earlier.
+    let added = 3;
+    for n in 0..added {
+        let mut new = new_product(n, None);
+        new.retail_cents = 1;
+        new.list_cents = 1;
+        products::create(&app.db, new).await.expect("created");
+    }
+    let filter = ListingQuery::default().filter(doc! {});
+    let now: Vec<String> = expected(&app, filter, Sort::PriceLow)
+        .await
+        .into_iter()
+        .map(|p| p.slug)
+        .collect();
+    let start = 29 * PAGE_SIZE as usize;
+    let after = slugs(&page(&app, path).await);
+    let at = now
+        .iter()
+        .position(|s| *s == after[0])
+        .expect("a listed product");
+    assert!(
+        (start..=start + added).contains(&at),
+        "page 30 starts at {at}, within {added} of {start}"
+    );
+    assert_eq!(
+        after,
+        now[at..at + PAGE_SIZE as usize],
+        "a run of the listing"
+    );
+    assert_eq!(after, before, "the anchors were walked before the products were added");
+}
+
+/// Before a listing's anchors are walked, a deep page number waits for the walk a moment, then
+/// answers 503 with Retry-After (never a long skip); pages near the ends need no anchors.
+#[tokio::test]
+async fn a_deep_page_before_its_anchors_exist_asks_to_retry() {
+    let app = spawn_app().await;
+    bazaar::catalog::demo::seed_bulk(&app.db, 600)
+        .await
+        .expect("seeded");
+    let held = bazaar::catalog::cache::of(&app.db)
+        .anchors
+        .hold_walks()
+        .await;
+    let response = app.get("/products?page=27").await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        response
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    assert!(body(response).await.contains("being prepared"));
+    for near_an_end in ["/products?page=2", "/products?page=20", "/products?page=53"] {
+        page(&app, near_an_end).await;
+    }
+    drop(held);
+    // The walk was asked for by the first request and runs now; the page is served once it
+    // is done.
+    let mut tries = 0;
+    loop {
+        let response = app.get("/products?page=27").await;
+        if response.status() == StatusCode::OK {
+            break;
+        }
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+        tries += 1;
+        assert!(tries < 100, "the anchors are walked");
+    }
+}

@@ -166,6 +166,8 @@ pub struct CatalogCache {
     site: Slot<SiteSettings>,
     shelves: Slot<Shelves>,
     totals: Mutex<HashMap<String, Arc<TotalSlot>>>,
+    /// Page anchors of the listings asked for deep pages (see [`crate::catalog::anchors`]).
+    pub anchors: crate::catalog::anchors::AnchorCache,
 }
 
 /// A listing total: the cached value, and the one initial count concurrent requests share.
@@ -191,6 +193,8 @@ impl CatalogCache {
         if let Ok(mut totals) = self.totals.lock() {
             totals.clear();
         }
+        // Anchors are kept (deep page numbers may drift meanwhile) and walked again soon.
+        self.anchors.products_changed();
     }
 
     /// The site settings were saved through this process.

@@ -7,6 +7,7 @@ use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
 use futures::TryStreamExt;
 
+use crate::catalog::anchors::{self, Anchored};
 use crate::catalog::cache;
 use crate::catalog::card::ProductCard;
 use crate::catalog::facets;
@@ -535,13 +536,35 @@ impl Page {
     }
 }
 
+/// Why a listing page could not be shown.
+#[derive(Debug, thiserror::Error)]
+pub enum ListingError {
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// A deep page number of a listing whose page anchors are still being walked (see
+    /// [`crate::catalog::anchors`]): the page says so, with `Retry-After`.
+    #[error("page numbers this deep in the list are being prepared")]
+    Preparing,
+}
+
+impl From<mongodb::error::Error> for ListingError {
+    fn from(e: mongodb::error::Error) -> Self {
+        ListingError::Db(e.into())
+    }
+}
+
 /// Run a listing query within `base`. A page past the end shows the last page.
 ///
 /// The total comes from the catalog cache (at most a few seconds old, recounted in the
 /// background; see [`crate::catalog::cache`]); the products themselves are read fresh, without
 /// their stock reservations. A keyset request (`query.seek`) reads from its cursor (see
-/// [`crate::catalog::seek`]); a numbered one from the nearer end of the listing.
-pub async fn find_page(db: &Db, base: Document, query: &ListingQuery) -> Result<Page, DbError> {
+/// [`crate::catalog::seek`]); a numbered one from the nearer end of the listing, or, deep in a
+/// long listing, from the nearest page anchor (see [`crate::catalog::anchors`]).
+pub async fn find_page(
+    db: &Db,
+    base: Document,
+    query: &ListingQuery,
+) -> Result<Page, ListingError> {
     let filter = query.filter(base);
     let total = cache::total(db, &filter).await?;
     match &query.seek {
@@ -550,8 +573,21 @@ pub async fn find_page(db: &Db, base: Document, query: &ListingQuery) -> Result<
     }
 }
 
-/// Numbered pages deeper than the linked ones, read one at a time (see [`find_numbered_page`]).
+/// Numbered pages deeper than the linked ones of a listing that cannot be anchored (a product
+/// without its sort key), read one at a time by skipping (see [`find_numbered_page`]).
 static DEEP_SKIPS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
+
+/// Whether reading `filter` (of `total` products) along its sort index is cheap (see
+/// [`seek::walk_is_cheap`]); the whole catalog's total is cached like the listing's.
+async fn walk_sort_index(db: &Db, filter: &Document, total: u64) -> Result<bool, DbError> {
+    let everything = crate::catalog::lifecycle::on_sale_within(Document::new());
+    let catalog = if *filter == everything {
+        total
+    } else {
+        cache::total(db, &everything).await?
+    };
+    Ok(seek::walk_is_cheap(total, catalog))
+}
 
 /// Page `page` (clamped to the listing) by number.
 async fn find_numbered_page(
@@ -560,7 +596,7 @@ async fn find_numbered_page(
     total: u64,
     sort: Sort,
     page: u64,
-) -> Result<Page, DbError> {
+) -> Result<Page, ListingError> {
     let pages = total.div_ceil(PAGE_SIZE).max(1);
     let page = page.clamp(1, pages);
     // A page in the second half is read from the other end (the sort reversed, then the rows
@@ -575,10 +611,26 @@ async fn find_numbered_page(
     } else {
         (sort.document(), start, PAGE_SIZE)
     };
-    // A skip beyond the linked page numbers reads every skipped product: one such page at a
-    // time, so typing deep page numbers cannot take every worker from the rest of the shop.
-    let _deep = if skip > NUMBERED_PAGES * PAGE_SIZE {
-        Some(DEEP_SKIPS.acquire().await.ok())
+    // Beyond the linked page numbers, a page is read from the nearest page anchor rather than
+    // by skipping up to half the listing.
+    let deep = skip > NUMBERED_PAGES * PAGE_SIZE;
+    let _deep = if deep {
+        let hint = walk_sort_index(db, filter, total).await?;
+        match anchors::read_page(db, filter, sort, start, limit, hint).await? {
+            Anchored::Page(products) => {
+                let links = Links {
+                    page,
+                    has_prev: page > 1,
+                    has_next: page < pages,
+                    seek: None,
+                };
+                return Ok(links.page(products, total, sort));
+            }
+            Anchored::NotReady => return Err(ListingError::Preparing),
+            // One such skip at a time, so typing deep page numbers cannot take every worker
+            // from the rest of the shop.
+            Anchored::Unusable => Some(DEEP_SKIPS.acquire().await.ok()),
+        }
     } else {
         None
     };
@@ -611,17 +663,11 @@ async fn find_seek_page(
     filter: &Document,
     total: u64,
     seek: &Seek,
-) -> Result<Page, DbError> {
+) -> Result<Page, ListingError> {
     let sort = seek.cursor().sort;
-    // Walk the sort index when the listing is dense in it; the whole catalog's total is cached
-    // like the listing's.
-    let everything = crate::catalog::lifecycle::on_sale_within(Document::new());
-    let catalog = if *filter == everything {
-        total
-    } else {
-        cache::total(db, &everything).await?
-    };
-    let [ties, rest] = seek::finds(filter, seek, seek::walk_is_cheap(total, catalog));
+    // Walk the sort index when the listing is dense in it.
+    let hint = walk_sort_index(db, filter, total).await?;
+    let [ties, rest] = seek::finds(filter, seek, hint);
     let wanted = ties.limit as usize;
     let mut products = run_find(db, &ties).await?;
     if products.len() < wanted {

@@ -2,6 +2,7 @@
 //! pages issue (each backed by an index) and the demo catalog.
 
 pub mod admin_search;
+pub mod anchors;
 pub mod cache;
 pub mod card;
 pub mod categories;

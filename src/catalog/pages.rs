@@ -241,6 +241,18 @@ pub fn year(date: &bson::DateTime) -> String {
     date.to_chrono().format("%Y").to_string()
 }
 
+impl From<listing::ListingError> for AppError {
+    fn from(e: listing::ListingError) -> Self {
+        match e {
+            listing::ListingError::Db(e) => e.into(),
+            listing::ListingError::Preparing => AppError::Busy(
+                "Page numbers this far into the list are being prepared. Try again in a \
+                 moment, or use the Next and Previous links.",
+            ),
+        }
+    }
+}
+
 /// `GET /products`
 pub async fn list(
     req: HttpRequest,

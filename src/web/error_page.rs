@@ -28,7 +28,9 @@ impl ResponseError for AppError {
             AppError::Forbidden(_) => StatusCode::FORBIDDEN,
             AppError::NotFound => StatusCode::NOT_FOUND,
             AppError::Conflict(_) => StatusCode::CONFLICT,
-            AppError::Unavailable(_) | AppError::NotWritable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AppError::Unavailable(_) | AppError::NotWritable(_) | AppError::Busy(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             AppError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -49,6 +51,14 @@ impl ResponseError for AppError {
             AppError::Internal(e) => {
                 tracing::error!(error = format!("{e:#}"), "internal error");
                 None
+            }
+            AppError::Busy(m) => {
+                let mut page = error_page(self.status_code(), Some(m));
+                page.headers_mut().insert(
+                    actix_web::http::header::RETRY_AFTER,
+                    actix_web::http::header::HeaderValue::from_static("1"),
+                );
+                return page;
             }
         };
         error_page(self.status_code(), message)

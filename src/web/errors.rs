@@ -29,6 +29,10 @@ pub enum AppError {
     NotWritable(#[source] anyhow::Error),
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
+    /// Something is being prepared in the background and will be there in a moment: a 503
+    /// with `Retry-After` and this message (shown to the user).
+    #[error("busy: {0}")]
+    Busy(&'static str),
 }
 
 /// What a visitor is told when the database refuses writes.

@@ -452,7 +452,7 @@ async fn handle_message(
             let more_to_come = msg.more_to_come();
             let checksum = msg.checksum_present();
             let reply = if msg.body.contains_key("$db") {
-                commands::dispatch(state, conn, msg.body).await
+                run_command(state, conn, msg.body).await
             } else {
                 Answer::Document(
                     Error::location(40571, "OP_MSG requests require a $db argument")
@@ -506,6 +506,62 @@ async fn handle_message(
     }
 }
 
+/// Commands that may visit a whole collection or index (a count or distinct over an unindexed
+/// filter, an aggregation, an index build, validation, statistics), or write many documents.
+/// Finds and getMores are not among them: a listing's find reads a page and stops, and a
+/// cursor hands out bounded batches.
+fn may_run_long(cmd: &Document) -> bool {
+    matches!(
+        cmd.keys().next().map(String::as_str),
+        Some(
+            "count"
+                | "distinct"
+                | "aggregate"
+                | "createIndexes"
+                | "validate"
+                | "dbStats"
+                | "dbstats"
+                | "collStats"
+                | "collstats"
+        )
+    )
+}
+
+/// Counts a command as running off the async workers for as long as it runs.
+struct LongCommand<'a>(&'a ServerState);
+
+impl<'a> LongCommand<'a> {
+    fn new(state: &'a ServerState) -> Self {
+        state.long_commands.fetch_add(1, Ordering::SeqCst);
+        LongCommand(state)
+    }
+}
+
+impl Drop for LongCommand<'_> {
+    fn drop(&mut self) {
+        self.0.long_commands.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// Run one command. Commands run on the connection's own task, on one of the runtime's async
+/// worker threads; one that may take long ([`may_run_long`]: a count of 300 000 documents takes
+/// half a second) first hands that worker over to a new thread with
+/// [`tokio::task::block_in_place`], so the other connections queued on the worker are served
+/// meanwhile rather than after it. On a current-thread runtime (there is no other worker to
+/// hand over to) every command runs in place.
+async fn run_command(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: Document) -> Answer {
+    let multi_thread = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if multi_thread && may_run_long(&cmd) {
+        let _running = LongCommand::new(state);
+        tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(commands::dispatch(state, conn, cmd))
+        })
+    } else {
+        commands::dispatch(state, conn, cmd).await
+    }
+}
+
 /// The error reply for a well-framed request whose contents were refused.
 fn reject(target: ReplyTarget, error: &Error) -> Step {
     let reply = error.to_command_reply();
@@ -532,5 +588,85 @@ fn unsupported_op_query_command(name: &str) -> Document {
         ),
         "code": 352,
         "codeName": "UnsupportedOpQueryCommand",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+
+    /// Send `cmd` on `stream` and read its reply (blocking, plain `std` I/O: no async runtime
+    /// on the client side that the server's could hold up).
+    fn send(stream: &mut TcpStream, cmd: Document) -> Document {
+        stream
+            .write_all(&wire::encode_op_msg(0, &cmd, false))
+            .expect("sent");
+        let mut len = [0u8; 4];
+        stream.read_exact(&mut len).expect("a reply");
+        let total = i32::from_le_bytes(len) as usize;
+        let mut message = vec![0u8; total];
+        message[..4].copy_from_slice(&len);
+        stream.read_exact(&mut message[4..]).expect("the whole reply");
+        match wire::parse_message(&message).expect("a reply") {
+            Message::Msg(msg) => msg.body,
+            _ => panic!("not an OP_MSG reply"),
+        }
+    }
+
+    /// On a runtime with a single async worker, a count that cannot finish (its collection is
+    /// locked by the test) is running while another connection's ping is answered: the count
+    /// handed its worker over instead of keeping every other connection waiting behind it.
+    #[test]
+    fn a_long_command_does_not_hold_up_another_connections_ping() {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let server = runtime
+            .block_on(Server::start(Config::default()))
+            .expect("started");
+        let addr = server.local_addr();
+        let connect = || {
+            let stream = TcpStream::connect(addr).expect("connected");
+            // Only so that a regression fails instead of hanging.
+            stream
+                .set_read_timeout(Some(Duration::from_secs(60)))
+                .expect("a timeout");
+            stream
+        };
+        let mut first = connect();
+        let inserted = send(
+            &mut first,
+            doc! { "insert": "c", "documents": [{ "n": 1 }, { "n": 2 }], "$db": "t" },
+        );
+        assert_eq!(inserted.get_i32("n"), Ok(2), "{inserted}");
+        let collection = server.state().catalog.get("t", "c").expect("created");
+        let held = collection.write();
+        let (done, finished) = std::sync::mpsc::channel();
+        let counting = std::thread::spawn(move || {
+            let reply = send(
+                &mut first,
+                doc! { "count": "c", "query": { "n": { "$gt": 0 } }, "$db": "t" },
+            );
+            done.send(()).expect("the test waits");
+            reply
+        });
+        // The count has arrived and runs (it waits for the collection the test holds).
+        while server.state().long_commands.load(Ordering::SeqCst) == 0 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut second = connect();
+        let pong = send(&mut second, doc! { "ping": 1, "$db": "admin" });
+        assert_eq!(pong.get_f64("ok"), Ok(1.0), "{pong}");
+        assert!(
+            finished.try_recv().is_err(),
+            "the count cannot have finished: its collection is still locked"
+        );
+        drop(held);
+        let counted = counting.join().expect("the count's thread");
+        assert_eq!(counted.get_i64("n"), Ok(2), "{counted}");
     }
 }

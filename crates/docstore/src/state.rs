@@ -23,6 +23,8 @@ pub struct ServerState {
     pub listen_addr: OnceLock<SocketAddr>,
     /// The user connections must authenticate as, when authentication is on.
     pub auth: Option<crate::auth::User>,
+    /// Commands running right now off the async worker threads (see `server::run_command`).
+    pub long_commands: AtomicI64,
     next_connection_id: AtomicI64,
 }
 
@@ -62,6 +64,7 @@ impl ServerState {
             started: Instant::now(),
             open_connections: AtomicI64::new(0),
             listen_addr: OnceLock::new(),
+            long_commands: AtomicI64::new(0),
             next_connection_id: AtomicI64::new(1),
         }))
     }

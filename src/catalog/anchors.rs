@@ -1,0 +1,599 @@
+//! Page anchors: how a numbered page deep in a long listing (`/products?page=41667` of a million
+//! products) is read without skipping half the listing.
+//!
+//! For each listing (its filter and sort) that someone asks a deep page number of, one
+//! background walk reads the listing in order, a few thousand products per find and only their
+//! sort key and `_id` (the projection a MongoDB index covers), and keeps the place of every
+//! [`SPACING`]th product: its sort key, `_id`, and how many products after it share its key.
+//! Page `N` then starts from the anchor just before it: a keyset read after that anchor (the
+//! same finds as a Next link, see [`crate::catalog::seek`]) that skips fewer than [`SPACING`]
+//! products. Every page then costs about what page 20 does, at any depth, on docstore and on
+//! MongoDB alike (nothing here relies on the store being in-process).
+//!
+//! # Staleness
+//!
+//! Anchors are positions at the time of their walk. A product added or removed before an anchor
+//! since then shifts the pages after it by one: page `N` shows the products that were at its
+//! place when the anchors were walked, give or take the products added or removed meanwhile.
+//! Keyset links (Next / Previous) stay exact, and the first and last [`NUMBERED_PAGES`] pages
+//! are always read from their end of the listing, exactly. Anchors are walked again in the
+//! background, never by the request that finds them old:
+//! - every `max(TTL, 10 × the last walk's duration)` (5 s for small listings, about 10–20 s for a
+//!   listing of a million products, so walks take at most a tenth of a core);
+//! - `max(TTL, 2 × the walk)` after a write through this process (see
+//!   [`crate::catalog::cache::CatalogCache::products_changed`]), whose anchors are kept and
+//!   served meanwhile.
+//!
+//! So a deep page number drifts by at most the products added or removed in the last
+//! `max(5 s, 10 walks)` plus one walk. One walk runs at a time per store handle.
+//!
+//! # Before the anchors exist
+//!
+//! The first deep page of a listing waits for its walk up to [`WAIT`]. A walk that takes longer
+//! (a listing of hundreds of thousands of products, right after start-up) answers that request
+//! with [`Anchored::NotReady`], which the page turns into a 503 "being prepared" page with
+//! `Retry-After` (never a multi-second skip); the walk goes on and the next try is served from
+//! the anchors.
+//!
+//! [`NUMBERED_PAGES`]: crate::catalog::listing::NUMBERED_PAGES
+//! [`TTL`]: crate::catalog::cache::TTL
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bson::oid::ObjectId;
+use bson::{doc, Bson, Document};
+use futures::TryStreamExt;
+use tokio::sync::{watch, Semaphore};
+
+use crate::catalog::cache::{self, TTL};
+use crate::catalog::listing::Sort;
+use crate::catalog::products::{self, Product};
+use crate::catalog::seek::{self, Cursor, PlannedFind, Seek};
+use crate::db::{Db, DbError};
+
+/// Products between two anchors: a deep page skips fewer than this many. Small, because a skip
+/// is not free: docstore reads every skipped document (about 4 µs each at a million products,
+/// where a page that skips 228 serves a third of the requests one that skips none does); and a
+/// multiple of the page size, so a page skips either nothing or one page.
+pub const SPACING: u64 = 2 * crate::catalog::listing::PAGE_SIZE;
+/// Products read by one find of a walk (one round trip). Small enough that the store is not
+/// held up: docstore runs a find in place on its connection's worker thread, and a find of
+/// 4 800 products there made the pages served meanwhile wait tens of milliseconds.
+const CHUNK: u64 = 960;
+/// Listings (filter and sort) whose anchors are kept; the least recently used is dropped.
+const MAX_LISTINGS: usize = 32;
+/// Anchors kept over all listings (about 100 bytes each: 30 MB); past this the least recently
+/// used listings are dropped. A listing of a million products has about 42 000.
+const MAX_ANCHORS: usize = 300_000;
+/// How long a deep page waits for its listing's first walk.
+pub const WAIT: Duration = Duration::from_millis(500);
+/// A page more than this far past its anchor (the listing grew since the walk) waits for a
+/// new walk rather than skipping that far.
+const MAX_SKIP: u64 = 480;
+
+/// One anchor: the product at a multiple of [`SPACING`] (less one) in the listing's order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Anchor {
+    pub key: Bson,
+    pub id: ObjectId,
+    /// Products after this one with the same sort key (the keyset read after it starts with
+    /// them, see [`seek::finds`]).
+    pub ties_after: u64,
+}
+
+/// A listing's anchors as walked: anchor `i` is the product at position `(i + 1) · every - 1`
+/// (counted from 0).
+#[derive(Debug, Clone)]
+pub struct Anchors {
+    pub sort: Sort,
+    pub every: u64,
+    pub list: Vec<Anchor>,
+    /// Products the walk saw.
+    pub count: u64,
+    /// False when a product lacked its sort key: such a listing cannot be walked by keyset, and
+    /// its deep pages are read by skipping.
+    pub usable: bool,
+}
+
+/// Where a page starting at `start` (counted from 0) is read from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Plan<'a> {
+    /// From the start of the listing, skipping `start` products.
+    FromStart,
+    /// After this anchor: skip `skip` products, `skip < ties_after` being among its ties.
+    After { anchor: &'a Anchor, skip: u64 },
+    /// Too far past the last anchor: the anchors are out of date.
+    TooFar,
+}
+
+impl Anchors {
+    pub fn plan(&self, start: u64) -> Plan<'_> {
+        let blocks = (start / self.every).min(self.list.len() as u64);
+        if blocks == 0 {
+            return if start <= MAX_SKIP {
+                Plan::FromStart
+            } else {
+                Plan::TooFar
+            };
+        }
+        let anchor = &self.list[blocks as usize - 1];
+        let position = blocks * self.every - 1;
+        let skip = start - position - 1;
+        if skip > MAX_SKIP {
+            return Plan::TooFar;
+        }
+        Plan::After { anchor, skip }
+    }
+}
+
+/// What reading a page through anchors gave.
+pub enum Anchored {
+    Page(Vec<Product>),
+    /// The anchors are not walked yet (or too old for this page) and the walk did not finish
+    /// within [`WAIT`]: answer "being prepared".
+    NotReady,
+    /// The listing cannot be anchored (a product lacks its sort key): read it some other way.
+    Unusable,
+}
+
+/// The anchors of every listing asked for, kept with the catalog cache of a [`Db`] handle.
+pub struct AnchorCache {
+    listings: Mutex<HashMap<String, Arc<Listing>>>,
+    /// One walk at a time.
+    walks: Arc<Semaphore>,
+}
+
+impl Default for AnchorCache {
+    fn default() -> Self {
+        AnchorCache {
+            listings: Mutex::new(HashMap::new()),
+            walks: Arc::new(Semaphore::new(1)),
+        }
+    }
+}
+
+/// One listing's anchors and the state of its walks.
+struct Listing {
+    anchors: watch::Sender<Option<Arc<Anchors>>>,
+    state: Mutex<WalkState>,
+}
+
+struct WalkState {
+    /// When the anchors served were walked (started), and how long that walk took.
+    walked: Option<(Instant, Duration)>,
+    walking: bool,
+    /// A write through this process since the last walk started.
+    changed: bool,
+    last_used: Instant,
+}
+
+impl AnchorCache {
+    /// Products were added, changed or removed through this process: every listing's anchors
+    /// are walked again soon (and served meanwhile).
+    pub fn products_changed(&self) {
+        if let Ok(listings) = self.listings.lock() {
+            for listing in listings.values() {
+                if let Ok(mut state) = listing.state.lock() {
+                    state.changed = true;
+                }
+            }
+        }
+    }
+
+    /// Drop the least recently used listings (other than `keep`) while more than
+    /// [`MAX_ANCHORS`] anchors are kept.
+    fn bound_memory(&self, keep: &Arc<Listing>) {
+        let Ok(mut listings) = self.listings.lock() else {
+            return;
+        };
+        let size = |l: &Listing| l.anchors.borrow().as_ref().map_or(0, |a| a.list.len());
+        let mut kept: usize = listings.values().map(|l| size(l)).sum();
+        while kept > MAX_ANCHORS {
+            let oldest = listings
+                .iter()
+                .filter(|(_, l)| !Arc::ptr_eq(l, keep) && size(l) > 0)
+                .min_by_key(|(_, l)| l.state.lock().map(|s| s.last_used).ok())
+                .map(|(k, l)| (k.clone(), size(l)));
+            let Some((key, freed)) = oldest else {
+                break;
+            };
+            listings.remove(&key);
+            kept -= freed;
+        }
+    }
+
+    fn listing(&self, key: String) -> Arc<Listing> {
+        let Ok(mut listings) = self.listings.lock() else {
+            return Arc::new(Listing::new());
+        };
+        if listings.len() >= MAX_LISTINGS && !listings.contains_key(&key) {
+            let oldest = listings
+                .iter()
+                .min_by_key(|(_, l)| l.state.lock().map(|s| s.last_used).ok())
+                .map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                listings.remove(&oldest);
+            }
+        }
+        Arc::clone(listings.entry(key).or_insert_with(|| Arc::new(Listing::new())))
+    }
+
+    /// Hold off every walk of this handle while the guard lives (for tests of what a deep page
+    /// answers before its anchors exist).
+    #[doc(hidden)]
+    pub async fn hold_walks(&self) -> tokio::sync::OwnedSemaphorePermit {
+        Arc::clone(&self.walks)
+            .acquire_owned()
+            .await
+            .expect("the walk semaphore is never closed")
+    }
+}
+
+impl Listing {
+    fn new() -> Listing {
+        Listing {
+            anchors: watch::Sender::new(None),
+            state: Mutex::new(WalkState {
+                walked: None,
+                walking: false,
+                changed: false,
+                last_used: Instant::now(),
+            }),
+        }
+    }
+
+    /// Whether a walk should start now (and if so, it is marked as started).
+    fn walk_due(&self, too_far: bool) -> bool {
+        let Ok(mut state) = self.state.lock() else {
+            return false;
+        };
+        state.last_used = Instant::now();
+        if state.walking {
+            return false;
+        }
+        let due = match state.walked {
+            None => true,
+            Some(_) if too_far => true,
+            Some((at, cost)) => {
+                let interval = if state.changed {
+                    TTL.max(cost * 2)
+                } else {
+                    TTL.max(cost * 10)
+                };
+                at.elapsed() >= interval
+            }
+        };
+        if due {
+            state.walking = true;
+            state.changed = false;
+        }
+        due
+    }
+}
+
+/// The anchors of `filter` under `sort`, walked now in the background when missing or due; a
+/// request without any waits for the walk up to [`WAIT`]. `hint` names the sort index for the
+/// walk's finds (see [`seek::walk_is_cheap`]).
+async fn anchors(
+    db: &Db,
+    filter: &Document,
+    sort: Sort,
+    hint: bool,
+    too_far: bool,
+) -> Option<Arc<Anchors>> {
+    let cache = cache::of(db);
+    let listing = cache
+        .anchors
+        .listing(format!("{}|{}", sort.as_str(), filter));
+    if listing.walk_due(too_far) {
+        let db = db.clone();
+        let filter = filter.clone();
+        let walks = Arc::clone(&cache.anchors.walks);
+        let listing = Arc::clone(&listing);
+        let cache = Arc::clone(&cache);
+        tokio::spawn(async move {
+            let _one_at_a_time = walks.acquire_owned().await;
+            let started = Instant::now();
+            let walked = walk(&db, &filter, sort, SPACING, hint).await;
+            let cost = started.elapsed();
+            if let Ok(mut state) = listing.state.lock() {
+                state.walking = false;
+                if walked.is_ok() {
+                    state.walked = Some((started, cost));
+                }
+            }
+            match walked {
+                Ok(anchors) => {
+                    tracing::debug!(
+                        products = anchors.count,
+                        anchors = anchors.list.len(),
+                        ms = cost.as_millis() as u64,
+                        "walked a listing's page anchors"
+                    );
+                    listing.anchors.send_replace(Some(Arc::new(anchors)));
+                    cache.anchors.bound_memory(&listing);
+                }
+                Err(e) => tracing::warn!(error = %e, "walking a listing's page anchors failed"),
+            }
+        });
+    }
+    let mut seen = listing.anchors.subscribe();
+    let current = seen.borrow_and_update().clone();
+    match current {
+        Some(anchors) if !too_far => Some(anchors),
+        _ => {
+            let waited = tokio::time::timeout(WAIT, seen.changed()).await;
+            match waited {
+                Ok(Ok(())) => seen.borrow().clone(),
+                _ => None,
+            }
+        }
+    }
+}
+
+/// The page of `filter` under `sort` that starts at `start` (counted from 0), `limit` products
+/// long, read from the nearest anchor before it.
+pub async fn read_page(
+    db: &Db,
+    filter: &Document,
+    sort: Sort,
+    start: u64,
+    limit: u64,
+    hint: bool,
+) -> Result<Anchored, DbError> {
+    let Some(mut found) = anchors(db, filter, sort, hint, false).await else {
+        return Ok(Anchored::NotReady);
+    };
+    if found.plan(start) == Plan::TooFar {
+        // The listing grew past the anchors since their walk: walk again (waiting as for a
+        // first walk).
+        match anchors(db, filter, sort, hint, true).await {
+            Some(fresh) if fresh.plan(start) != Plan::TooFar => found = fresh,
+            _ => return Ok(Anchored::NotReady),
+        }
+    }
+    if !found.usable {
+        return Ok(Anchored::Unusable);
+    }
+    read_planned(db, filter, &found, start, limit, hint)
+        .await
+        .map(Anchored::Page)
+}
+
+/// The products at `start..start + limit` of `filter` as `anchors` place them.
+pub async fn read_planned(
+    db: &Db,
+    filter: &Document,
+    anchors: &Anchors,
+    start: u64,
+    limit: u64,
+    hint: bool,
+) -> Result<Vec<Product>, DbError> {
+    let sort = anchors.sort;
+    let (anchor, skip) = match anchors.plan(start) {
+        Plan::FromStart | Plan::TooFar => {
+            let find = PlannedFind {
+                filter: filter.clone(),
+                sort: sort.document(),
+                hint: hint.then(|| sort.index()),
+                limit: limit as i64,
+            };
+            return run(db, &find, start.min(MAX_SKIP)).await;
+        }
+        Plan::After { anchor, skip } => (anchor, skip),
+    };
+    let cursor = Cursor {
+        sort,
+        key: anchor.key.clone(),
+        id: anchor.id,
+        page: 1,
+    };
+    let [ties, rest] = seek::finds(filter, &Seek::After(cursor), hint);
+    let limited = |find: PlannedFind, n: u64| PlannedFind {
+        limit: n as i64,
+        ..find
+    };
+    if skip >= anchor.ties_after {
+        return run(db, &limited(rest, limit), skip - anchor.ties_after).await;
+    }
+    let mut products = run(db, &limited(ties, limit), skip).await?;
+    if (products.len() as u64) < limit {
+        let missing = limit - products.len() as u64;
+        products.extend(run(db, &limited(rest, missing), 0).await?);
+    }
+    Ok(products)
+}
+
+async fn run(db: &Db, find: &PlannedFind, skip: u64) -> Result<Vec<Product>, DbError> {
+    let collection = products::collection(db);
+    let mut action = collection
+        .find(find.filter.clone())
+        .sort(find.sort.clone())
+        .projection(cache::page_projection())
+        .skip(skip)
+        .limit(find.limit);
+    if let Some(hint) = &find.hint {
+        action = action.hint(mongodb::options::Hint::Keys(hint.clone()));
+    }
+    Ok(action.await?.try_collect().await?)
+}
+
+/// The value at a dotted `path` of `doc`.
+fn at_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
+    let mut parts = path.split('.');
+    let mut value = doc.get(parts.next()?)?;
+    for part in parts {
+        value = match value {
+            Bson::Document(d) => d.get(part)?,
+            _ => return None,
+        };
+    }
+    Some(value)
+}
+
+/// Walk `filter` in `sort` order, [`CHUNK`] products per find (each a keyset read after the
+/// previous one's last product), and place an anchor every `every` products.
+pub async fn walk(
+    db: &Db,
+    filter: &Document,
+    sort: Sort,
+    every: u64,
+    hint: bool,
+) -> Result<Anchors, DbError> {
+    let every = every.max(1);
+    let field = sort.key_field();
+    let projection = doc! { field: 1, "_id": 1 };
+    let collection = db.collection::<Document>(products::COLLECTION);
+    let mut anchors = Anchors {
+        sort,
+        every,
+        list: Vec::new(),
+        count: 0,
+        usable: true,
+    };
+    // The run of equal keys under way: its key and the anchors in it (whose `ties_after` is
+    // known when it ends).
+    let mut run_key: Option<Bson> = None;
+    let mut run_anchors: Vec<(usize, u64)> = Vec::new();
+    let mut last: Option<(Bson, ObjectId)> = None;
+    let close_run = |anchors: &mut Anchors, run: &mut Vec<(usize, u64)>, end: u64| {
+        for (index, position) in run.drain(..) {
+            anchors.list[index].ties_after = end - position;
+        }
+    };
+    loop {
+        let finds: Vec<PlannedFind> = match &last {
+            None => vec![PlannedFind {
+                filter: filter.clone(),
+                sort: sort.document(),
+                hint: hint.then(|| sort.index()),
+                limit: CHUNK as i64,
+            }],
+            Some((key, id)) => {
+                let cursor = Cursor {
+                    sort,
+                    key: key.clone(),
+                    id: *id,
+                    page: 1,
+                };
+                seek::finds(filter, &Seek::After(cursor), hint)
+                    .into_iter()
+                    .map(|f| PlannedFind {
+                        limit: CHUNK as i64,
+                        ..f
+                    })
+                    .collect()
+            }
+        };
+        let mut chunk: Vec<Document> = Vec::new();
+        for find in finds {
+            let wanted = CHUNK as usize - chunk.len();
+            if wanted == 0 {
+                break;
+            }
+            let mut action = collection
+                .find(find.filter)
+                .sort(find.sort)
+                .projection(projection.clone())
+                .limit(wanted as i64)
+                .batch_size(wanted as u32);
+            if let Some(hint) = find.hint {
+                action = action.hint(mongodb::options::Hint::Keys(hint));
+            }
+            chunk.extend(action.await?.try_collect::<Vec<Document>>().await?);
+        }
+        let full = chunk.len() as u64 == CHUNK;
+        for doc in chunk {
+            let (Some(key), Ok(id)) = (at_path(&doc, field).cloned(), doc.get_object_id("_id"))
+            else {
+                anchors.usable = false;
+                return Ok(anchors);
+            };
+            if matches!(key, Bson::Null | Bson::Undefined) {
+                anchors.usable = false;
+                return Ok(anchors);
+            }
+            let position = anchors.count;
+            if run_key.as_ref() != Some(&key) {
+                if position > 0 {
+                    close_run(&mut anchors, &mut run_anchors, position - 1);
+                }
+                run_key = Some(key.clone());
+            }
+            if (position + 1) % every == 0 {
+                anchors.list.push(Anchor {
+                    key: key.clone(),
+                    id,
+                    ties_after: 0,
+                });
+                run_anchors.push((anchors.list.len() - 1, position));
+            }
+            anchors.count += 1;
+            last = Some((key, id));
+        }
+        if !full {
+            break;
+        }
+        // Let the requests the store serves meanwhile go first.
+        tokio::task::yield_now().await;
+    }
+    if anchors.count > 0 {
+        let end = anchors.count - 1;
+        close_run(&mut anchors, &mut run_anchors, end);
+    }
+    Ok(anchors)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn anchors(n: usize, every: u64) -> Anchors {
+        Anchors {
+            sort: Sort::PriceLow,
+            every,
+            list: (0..n)
+                .map(|i| Anchor {
+                    key: Bson::Int64(i as i64),
+                    id: ObjectId::new(),
+                    ties_after: 0,
+                })
+                .collect(),
+            count: n as u64 * every,
+            usable: true,
+        }
+    }
+
+    #[test]
+    fn a_page_starts_from_the_anchor_just_before_it() {
+        let a = anchors(10, 100);
+        assert_eq!(a.plan(0), Plan::FromStart);
+        assert_eq!(a.plan(99), Plan::FromStart);
+        // Anchor 0 is the product at 99: the page starting at 100 skips nothing after it.
+        assert_eq!(
+            a.plan(100),
+            Plan::After {
+                anchor: &a.list[0],
+                skip: 0
+            }
+        );
+        assert_eq!(
+            a.plan(250),
+            Plan::After {
+                anchor: &a.list[1],
+                skip: 50
+            }
+        );
+        // Past the last anchor (at 999) the skip grows until the anchors are too old.
+        assert_eq!(
+            a.plan(1_000 + MAX_SKIP),
+            Plan::After {
+                anchor: &a.list[9],
+                skip: MAX_SKIP
+            }
+        );
+        assert_eq!(a.plan(1_001 + MAX_SKIP), Plan::TooFar);
+    }
+}
