@@ -525,7 +525,6 @@ async fn a_type_filtered_newest_page_is_read_in_index_order() {
         .unwrap();
     let all = expected(&app, filter, Sort::Newest).await;
     assert!(all.len() > PAGE_SIZE as usize);
-    let ids = |ps: &[ProductCard]| ps.iter().map(|p| p.id).collect::<Vec<_>>();
     assert_eq!(ids(&page), ids(&all[..PAGE_SIZE as usize]));
 }
 
@@ -586,7 +585,7 @@ async fn listing_totals_leave_out_draft_and_archived_products() {
 }
 
 /// The ids of `products`, to compare pages.
-fn ids(products: &[Product]) -> Vec<bson::oid::ObjectId> {
+fn ids(products: &[ProductCard]) -> Vec<bson::oid::ObjectId> {
     products.iter().map(|p| p.id).collect()
 }
 
@@ -697,7 +696,10 @@ async fn deep_page_numbers_drift_by_at_most_the_products_added_since_the_walk() 
         now[at..at + PAGE_SIZE as usize],
         "a run of the listing"
     );
-    assert_eq!(after, before, "the anchors were walked before the products were added");
+    assert_eq!(
+        after, before,
+        "the anchors were walked before the products were added"
+    );
 }
 
 /// Before a listing's anchors are walked, a deep page number waits for the walk a moment, then

@@ -48,8 +48,9 @@ use futures::TryStreamExt;
 use tokio::sync::{watch, Semaphore};
 
 use crate::catalog::cache::{self, TTL};
-use crate::catalog::listing::Sort;
-use crate::catalog::products::{self, Product};
+use crate::catalog::card::ProductCard;
+use crate::catalog::listing::{run_find, Sort};
+use crate::catalog::products;
 use crate::catalog::seek::{self, Cursor, PlannedFind, Seek};
 use crate::db::{Db, DbError};
 
@@ -130,7 +131,7 @@ impl Anchors {
 
 /// What reading a page through anchors gave.
 pub enum Anchored {
-    Page(Vec<Product>),
+    Page(Vec<ProductCard>),
     /// The anchors are not walked yet (or too old for this page) and the walk did not finish
     /// within [`WAIT`]: answer "being prepared".
     NotReady,
@@ -217,7 +218,11 @@ impl AnchorCache {
                 listings.remove(&oldest);
             }
         }
-        Arc::clone(listings.entry(key).or_insert_with(|| Arc::new(Listing::new())))
+        Arc::clone(
+            listings
+                .entry(key)
+                .or_insert_with(|| Arc::new(Listing::new())),
+        )
     }
 
     /// Hold off every walk of this handle while the guard lives (for tests of what a deep page
@@ -370,7 +375,7 @@ pub async fn read_planned(
     start: u64,
     limit: u64,
     hint: bool,
-) -> Result<Vec<Product>, DbError> {
+) -> Result<Vec<ProductCard>, DbError> {
     let sort = anchors.sort;
     let (anchor, skip) = match anchors.plan(start) {
         Plan::FromStart | Plan::TooFar => {
@@ -380,7 +385,7 @@ pub async fn read_planned(
                 hint: hint.then(|| sort.index()),
                 limit: limit as i64,
             };
-            return run(db, &find, start.min(MAX_SKIP)).await;
+            return run_find(db, &find, start.min(MAX_SKIP)).await;
         }
         Plan::After { anchor, skip } => (anchor, skip),
     };
@@ -396,28 +401,14 @@ pub async fn read_planned(
         ..find
     };
     if skip >= anchor.ties_after {
-        return run(db, &limited(rest, limit), skip - anchor.ties_after).await;
+        return run_find(db, &limited(rest, limit), skip - anchor.ties_after).await;
     }
-    let mut products = run(db, &limited(ties, limit), skip).await?;
+    let mut products = run_find(db, &limited(ties, limit), skip).await?;
     if (products.len() as u64) < limit {
         let missing = limit - products.len() as u64;
-        products.extend(run(db, &limited(rest, missing), 0).await?);
+        products.extend(run_find(db, &limited(rest, missing), 0).await?);
     }
     Ok(products)
-}
-
-async fn run(db: &Db, find: &PlannedFind, skip: u64) -> Result<Vec<Product>, DbError> {
-    let collection = products::collection(db);
-    let mut action = collection
-        .find(find.filter.clone())
-        .sort(find.sort.clone())
-        .projection(cache::page_projection())
-        .skip(skip)
-        .limit(find.limit);
-    if let Some(hint) = &find.hint {
-        action = action.hint(mongodb::options::Hint::Keys(hint.clone()));
-    }
-    Ok(action.await?.try_collect().await?)
 }
 
 /// The value at a dotted `path` of `doc`.

@@ -669,13 +669,13 @@ async fn find_seek_page(
     let hint = walk_sort_index(db, filter, total).await?;
     let [ties, rest] = seek::finds(filter, seek, hint);
     let wanted = ties.limit as usize;
-    let mut products = run_find(db, &ties).await?;
+    let mut products = run_find(db, &ties, 0).await?;
     if products.len() < wanted {
         let rest = PlannedFind {
             limit: (wanted - products.len()) as i64,
             ..rest
         };
-        products.extend(run_find(db, &rest).await?);
+        products.extend(run_find(db, &rest, 0).await?);
     }
     let more = products.len() > PAGE_SIZE as usize;
     products.truncate(PAGE_SIZE as usize);
@@ -712,12 +712,18 @@ async fn find_seek_page(
     Ok(links.page(products, total, sort))
 }
 
-async fn run_find(db: &Db, find: &PlannedFind) -> Result<Vec<ProductCard>, DbError> {
+/// The products `find` plans, after skipping `skip` of them, as grid cards.
+pub(crate) async fn run_find(
+    db: &Db,
+    find: &PlannedFind,
+    skip: u64,
+) -> Result<Vec<ProductCard>, DbError> {
     let collection = products::collection(db).clone_with_type::<ProductCard>();
     let mut action = collection
         .find(find.filter.clone())
         .sort(find.sort.clone())
         .projection(ProductCard::projection())
+        .skip(skip)
         .limit(find.limit);
     if let Some(hint) = &find.hint {
         action = action.hint(mongodb::options::Hint::Keys(hint.clone()));

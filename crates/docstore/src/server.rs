@@ -608,7 +608,9 @@ mod tests {
         let total = i32::from_le_bytes(len) as usize;
         let mut message = vec![0u8; total];
         message[..4].copy_from_slice(&len);
-        stream.read_exact(&mut message[4..]).expect("the whole reply");
+        stream
+            .read_exact(&mut message[4..])
+            .expect("the whole reply");
         match wire::parse_message(&message).expect("a reply") {
             Message::Msg(msg) => msg.body,
             _ => panic!("not an OP_MSG reply"),
