@@ -16,6 +16,10 @@ use std::path::Path;
 
 const FORMAT: &str = "docstore-snapshot";
 const VERSION: i32 = 1;
+
+/// A batch of validated documents with its place in the file (batches are validated on several
+/// threads and put back in order).
+type SeqBatch = (usize, Vec<StoredDoc>);
 /// Large enough that a snapshot of hundreds of MB goes to disk in big writes.
 const IO_BUFFER: usize = 1 << 20;
 
@@ -164,7 +168,7 @@ impl Reader<'_> {
                 .collect();
             let read = self.read_batches(count, &send);
             drop(send);
-            let validated: Vec<io::Result<Vec<(usize, Vec<StoredDoc>)>>> = handles
+            let validated: Vec<io::Result<Vec<SeqBatch>>> = handles
                 .into_iter()
                 .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
                 .collect();

@@ -513,13 +513,13 @@ impl TextIndex {
 /// keys many documents for a text index: folding and stemming every occurrence of a word again
 /// was most of building a text index.
 pub struct TermCache {
-    terms: Vec<(
-        Language,
-        std::collections::HashMap<Box<str>, Option<std::sync::Arc<str>>>,
-    )>,
+    terms: Vec<(Language, LanguageTerms)>,
     /// How many more words may be remembered (bounds the memory a huge vocabulary takes).
     room: usize,
 }
+
+/// One language's remembered words: each word's term, `None` for a stop word.
+type LanguageTerms = std::collections::HashMap<Box<str>, Option<std::sync::Arc<str>>>;
 
 /// Words a [`TermCache`] remembers at most.
 const TERM_CACHE_WORDS: usize = 200_000;
