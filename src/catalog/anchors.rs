@@ -513,7 +513,7 @@ pub async fn walk(
                 }
                 run_key = Some(key.clone());
             }
-            if (position + 1) % every == 0 {
+            if (position + 1).is_multiple_of(every) {
                 anchors.list.push(Anchor {
                     key: key.clone(),
                     id,
