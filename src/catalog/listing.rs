@@ -577,9 +577,22 @@ pub async fn find_page(
 /// without its sort key), read one at a time by skipping (see [`find_numbered_page`]).
 static DEEP_SKIPS: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(1);
 
-/// Whether reading `filter` (of `total` products) along its sort index is cheap (see
-/// [`seek::walk_is_cheap`]); the whole catalog's total is cached like the listing's.
-async fn walk_sort_index(db: &Db, filter: &Document, total: u64) -> Result<bool, DbError> {
+/// Whether to make the store read `filter` (of `total` products) along the whole catalog's sort
+/// index: when the listing is dense in it (see [`seek::walk_is_cheap`]), unless the listing has
+/// an index of its own in its order ([`OWN_ORDER_INDEXES`]), which the store's planner picks
+/// without a hint and which never reads another listing's products. Dense on average is not
+/// dense everywhere: generated editions share their template's date, so a type-filtered walk of
+/// the catalog's order crossed runs of hundreds of other products (500 index entries for one
+/// page). The whole catalog's total is cached like the listing's.
+async fn walk_sort_index(
+    db: &Db,
+    filter: &Document,
+    sort: Sort,
+    total: u64,
+) -> Result<bool, DbError> {
+    if has_own_order_index(filter, sort) {
+        return Ok(false);
+    }
     let everything = crate::catalog::lifecycle::on_sale_within(Document::new());
     let catalog = if *filter == everything {
         total
@@ -587,6 +600,21 @@ async fn walk_sort_index(db: &Db, filter: &Document, total: u64) -> Result<bool,
         cache::total(db, &everything).await?
     };
     Ok(seek::walk_is_cheap(total, catalog))
+}
+
+/// Fields whose equality, followed by the newest-first order, is an index of the products
+/// collection (see [`products::indexes`]) that the embedded store's planner picks unhinted for
+/// a keyset read. Not `category_path`: its index is multikey and, unhinted, the store sorts a
+/// category's matches instead of walking it in order (thousands of entries for one page).
+const OWN_ORDER_INDEXES: [&str; 1] = ["type"];
+
+/// Whether `filter` names one value of an [`OWN_ORDER_INDEXES`] field and `sort` is that
+/// index's order.
+fn has_own_order_index(filter: &Document, sort: Sort) -> bool {
+    sort == Sort::Newest
+        && OWN_ORDER_INDEXES
+            .iter()
+            .any(|field| matches!(filter.get(*field), Some(Bson::String(_))))
 }
 
 /// Page `page` (clamped to the listing) by number.
@@ -615,7 +643,7 @@ async fn find_numbered_page(
     // by skipping up to half the listing.
     let deep = skip > NUMBERED_PAGES * PAGE_SIZE;
     let _deep = if deep {
-        let hint = walk_sort_index(db, filter, total).await?;
+        let hint = walk_sort_index(db, filter, sort, total).await?;
         match anchors::read_page(db, filter, sort, start, limit, hint).await? {
             Anchored::Page(products) => {
                 let links = Links {
@@ -666,7 +694,7 @@ async fn find_seek_page(
 ) -> Result<Page, ListingError> {
     let sort = seek.cursor().sort;
     // Walk the sort index when the listing is dense in it.
-    let hint = walk_sort_index(db, filter, total).await?;
+    let hint = walk_sort_index(db, filter, sort, total).await?;
     let [ties, rest] = seek::finds(filter, seek, hint);
     let wanted = ties.limit as usize;
     let mut products = run_find(db, &ties, 0).await?;
@@ -884,6 +912,17 @@ mod tests {
             ListingQuery::from_params(&params(&[("page", "99999999")])).page,
             MAX_PAGE
         );
+    }
+
+    #[test]
+    fn a_type_listing_newest_first_is_left_to_its_own_index() {
+        let album = ListingQuery::from_params(&params(&[("type", "album")])).filter(doc! {});
+        assert!(has_own_order_index(&album, Sort::Newest));
+        assert!(!has_own_order_index(&album, Sort::PriceLow));
+        let everything = ListingQuery::default().filter(doc! {});
+        assert!(!has_own_order_index(&everything, Sort::Newest));
+        let category = ListingQuery::default().filter(in_category(ObjectId::new()));
+        assert!(!has_own_order_index(&category, Sort::Newest));
     }
 
     #[test]
