@@ -49,7 +49,7 @@ use tokio::sync::{watch, Semaphore};
 
 use crate::catalog::cache::{self, TTL};
 use crate::catalog::card::ProductCard;
-use crate::catalog::listing::{run_find, Sort};
+use crate::catalog::listing::{read_keyset, run_find, Sort};
 use crate::catalog::products;
 use crate::catalog::seek::{self, Cursor, PlannedFind, Seek};
 use crate::db::{Db, DbError};
@@ -192,16 +192,14 @@ impl AnchorCache {
         let size = |l: &Listing| l.anchors.borrow().as_ref().map_or(0, |a| a.list.len());
         let mut kept: usize = listings.values().map(|l| size(l)).sum();
         while kept > MAX_ANCHORS {
-            let oldest = listings
-                .iter()
-                .filter(|(_, l)| !Arc::ptr_eq(l, keep) && size(l) > 0)
-                .min_by_key(|(_, l)| l.state.lock().map(|s| s.last_used).ok())
-                .map(|(k, l)| (k.clone(), size(l)));
-            let Some((key, freed)) = oldest else {
+            let Some(key) =
+                least_recently_used(&listings, |l| !Arc::ptr_eq(l, keep) && size(l) > 0)
+            else {
                 break;
             };
-            listings.remove(&key);
-            kept -= freed;
+            if let Some(dropped) = listings.remove(&key) {
+                kept -= size(&dropped);
+            }
         }
     }
 
@@ -210,11 +208,7 @@ impl AnchorCache {
             return Arc::new(Listing::new());
         };
         if listings.len() >= MAX_LISTINGS && !listings.contains_key(&key) {
-            let oldest = listings
-                .iter()
-                .min_by_key(|(_, l)| l.state.lock().map(|s| s.last_used).ok())
-                .map(|(k, _)| k.clone());
-            if let Some(oldest) = oldest {
+            if let Some(oldest) = least_recently_used(&listings, |_| true) {
                 listings.remove(&oldest);
             }
         }
@@ -234,6 +228,18 @@ impl AnchorCache {
             .await
             .expect("the walk semaphore is never closed")
     }
+}
+
+/// The key of the listing among those `eligible` that was asked for longest ago.
+fn least_recently_used(
+    listings: &HashMap<String, Arc<Listing>>,
+    eligible: impl Fn(&Arc<Listing>) -> bool,
+) -> Option<String> {
+    listings
+        .iter()
+        .filter(|(_, l)| eligible(l))
+        .min_by_key(|(_, l)| l.state.lock().map(|s| s.last_used).ok())
+        .map(|(k, _)| k.clone())
 }
 
 impl Listing {
@@ -395,20 +401,8 @@ pub async fn read_planned(
         id: anchor.id,
         page: 1,
     };
-    let [ties, rest] = seek::finds(filter, &Seek::After(cursor), hint);
-    let limited = |find: PlannedFind, n: u64| PlannedFind {
-        limit: n as i64,
-        ..find
-    };
-    if skip >= anchor.ties_after {
-        return run_find(db, &limited(rest, limit), skip - anchor.ties_after).await;
-    }
-    let mut products = run_find(db, &limited(ties, limit), skip).await?;
-    if (products.len() as u64) < limit {
-        let missing = limit - products.len() as u64;
-        products.extend(run_find(db, &limited(rest, missing), 0).await?);
-    }
-    Ok(products)
+    let finds = seek::finds(filter, &Seek::After(cursor), hint);
+    read_keyset(db, finds, limit, skip, Some(anchor.ties_after)).await
 }
 
 /// The value at a dotted `path` of `doc`.

@@ -695,16 +695,9 @@ async fn find_seek_page(
     let sort = seek.cursor().sort;
     // Walk the sort index when the listing is dense in it.
     let hint = walk_sort_index(db, filter, sort, total).await?;
-    let [ties, rest] = seek::finds(filter, seek, hint);
-    let wanted = ties.limit as usize;
-    let mut products = run_find(db, &ties, 0).await?;
-    if products.len() < wanted {
-        let rest = PlannedFind {
-            limit: (wanted - products.len()) as i64,
-            ..rest
-        };
-        products.extend(run_find(db, &rest, 0).await?);
-    }
+    let finds = seek::finds(filter, seek, hint);
+    let wanted = finds[0].limit as u64;
+    let mut products = read_keyset(db, finds, wanted, 0, None).await?;
     let more = products.len() > PAGE_SIZE as usize;
     products.truncate(PAGE_SIZE as usize);
     let pages = total.div_ceil(PAGE_SIZE).max(1);
@@ -738,6 +731,32 @@ async fn find_seek_page(
         }
     };
     Ok(links.page(products, total, sort))
+}
+
+/// Up to `limit` products of a keyset read (its two finds, see [`seek::finds`]), the first `skip`
+/// of them left out: those tied with the cursor's key, then those past it. `ties` is how many
+/// tied products follow the cursor when known (a page anchor knows), so a skip past them goes
+/// straight to the second find.
+pub(crate) async fn read_keyset(
+    db: &Db,
+    [tied, past]: [PlannedFind; 2],
+    limit: u64,
+    skip: u64,
+    ties: Option<u64>,
+) -> Result<Vec<ProductCard>, DbError> {
+    let limited = |find: PlannedFind, n: u64| PlannedFind {
+        limit: n as i64,
+        ..find
+    };
+    if let Some(ties) = ties.filter(|&ties| skip >= ties) {
+        return run_find(db, &limited(past, limit), skip - ties).await;
+    }
+    let mut products = run_find(db, &limited(tied, limit), skip).await?;
+    if (products.len() as u64) < limit {
+        let missing = limit - products.len() as u64;
+        products.extend(run_find(db, &limited(past, missing), 0).await?);
+    }
+    Ok(products)
 }
 
 /// The products `find` plans, after skipping `skip` of them, as grid cards.
