@@ -532,3 +532,28 @@ async fn deleting_with_reparenting_hands_children_and_products_to_the_parent() {
         children_before
     );
 }
+
+/// Indexes no query uses any more are dropped at start-up where an older version created
+/// them, and creating the current ones again changes nothing.
+#[tokio::test]
+async fn start_up_drops_the_retired_product_indexes() {
+    let t = seeded_db().await;
+    let coll = t.db.collection::<Document>(products::COLLECTION);
+    coll.create_index(
+        mongodb::IndexModel::builder()
+            .keys(doc! { "type": 1, "details.genre": 1, "details.issue_date": -1 })
+            .build(),
+    )
+    .await
+    .unwrap();
+    let names = coll.list_index_names().await.unwrap();
+    assert!(names.contains(&products::RETIRED_INDEXES[0].to_string()));
+    bazaar::startup::indexes::ensure_indexes(&t.db)
+        .await
+        .unwrap();
+    let after = coll.list_index_names().await.unwrap();
+    for retired in products::RETIRED_INDEXES {
+        assert!(!after.iter().any(|n| n == retired), "{retired} still there");
+    }
+    assert_eq!(after.len(), names.len() - 1);
+}

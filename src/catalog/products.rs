@@ -425,10 +425,7 @@ pub fn indexes() -> Vec<IndexModel> {
             .keys(doc! { "sku": 1 })
             .options(unique())
             .build(),
-        plain(doc! { "type": 1, "details.genre": 1, "details.issue_date": -1 }),
-        plain(doc! { "type": 1, "details.actor": 1, "details.issue_date": -1 }),
-        plain(doc! { "type": 1, "details.artist": 1, "details.issue_date": -1 }),
-        plain(doc! { "type": 1, "details.author": 1, "details.issue_date": -1 }),
+        // Genre and people filters use the normalised keys' indexes (`facets::indexes`).
         // A type filter on the newest-first listing: the type's products already in the
         // listing's order (`_id` last), so a page reads twelve keys rather than sorting them all.
         plain(doc! { "type": 1, "details.issue_date": -1, "_id": -1 }),
@@ -454,6 +451,18 @@ pub fn indexes() -> Vec<IndexModel> {
         plain(doc! { "carted.timestamp": 1 }),
     ]
 }
+
+/// Indexes earlier versions created and no query uses any more, dropped at start-up (see
+/// `startup::indexes`): every index costs memory, every write and, on the embedded store, start-up
+/// time. The exact-case `type, details.<genre or people>, details.issue_date` indexes were
+/// replaced by the normalised `genre_keys` and `people_keys` ones when the filters became
+/// case-insensitive.
+pub const RETIRED_INDEXES: &[&str] = &[
+    "type_1_details.genre_1_details.issue_date_-1",
+    "type_1_details.actor_1_details.issue_date_-1",
+    "type_1_details.artist_1_details.issue_date_-1",
+    "type_1_details.author_1_details.issue_date_-1",
+];
 
 pub fn collection(db: &Db) -> mongodb::Collection<Product> {
     db.collection(COLLECTION)

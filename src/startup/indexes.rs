@@ -41,8 +41,30 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
     plan
 }
 
-/// Create every index in [`index_plan`]; safe to run on every start.
+/// Indexes no query uses any more: `(collection, index name)`, dropped by [`ensure_indexes`].
+pub fn retired_indexes() -> Vec<(&'static str, &'static str)> {
+    catalog::products::RETIRED_INDEXES
+        .iter()
+        .map(|name| (catalog::products::COLLECTION, *name))
+        .collect()
+}
+
+/// Create every index in [`index_plan`] and drop the [`retired_indexes`] still there; safe to
+/// run on every start.
 pub async fn ensure_indexes(db: &Db) -> Result<(), DbError> {
+    for (collection, name) in retired_indexes() {
+        let coll = db.collection::<bson::Document>(collection);
+        let names = coll.list_index_names().await;
+        // A collection that does not exist yet has no indexes to drop.
+        if names.is_ok_and(|names| names.iter().any(|n| n == name)) {
+            coll.drop_index(name).await?;
+            tracing::info!(
+                collection,
+                index = name,
+                "dropped an index no query uses any more"
+            );
+        }
+    }
     for (collection, models) in index_plan() {
         if models.is_empty() {
             continue;
