@@ -194,6 +194,36 @@ async fn a_search_without_matches_shows_the_no_results_page() {
     }
 }
 
+/// Without its text index (MongoDB while the index is being built; docstore for a few seconds
+/// after starting on a large catalog, while it builds that index in the background) a search
+/// answers "being prepared" with Retry-After, and works again once the index is back.
+#[tokio::test]
+async fn a_search_before_the_text_index_is_ready_says_it_is_being_prepared() {
+    let app = spawn_app().await;
+    album(&app, "P1", "Night Music", "Zanzibar Trio", "Late.").await;
+    let products = app.db.collection::<bson::Document>(products::COLLECTION);
+    products
+        .drop_index(search::PRODUCT_INDEX)
+        .await
+        .expect("text index dropped");
+    for path in ["/search?q=zanzibar", "/admin/products?q=zanzibar"] {
+        let response = if path.starts_with("/admin") {
+            app.get_admin(path).await
+        } else {
+            app.get(path).await
+        };
+        assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE, "{path}");
+        assert!(response.headers().get("retry-after").is_some(), "{path}");
+        let text = body(response).await;
+        assert!(text.contains("Search is being prepared"), "{path}: {text}");
+    }
+    bazaar::startup::indexes::ensure_indexes(&app.db)
+        .await
+        .expect("indexes created again");
+    let doc = results(&app, "zanzibar").await;
+    assert_eq!(texts(&doc, ".search-hit-title a"), ["Night Music"]);
+}
+
 #[tokio::test]
 async fn results_are_paginated() {
     let app = spawn_app().await;

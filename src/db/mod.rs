@@ -54,6 +54,12 @@ pub enum DbError {
     /// failing): the page says the shop cannot take changes right now (503).
     #[error("the database refuses writes")]
     NotWritable(#[source] mongodb::error::Error),
+    /// A `$text` query found no text index: on MongoDB while the index is still being built,
+    /// on the embedded store for the few seconds after start-up while it builds a large
+    /// collection's text index in the background. The page says search is being prepared
+    /// (503, retry shortly).
+    #[error("the text index is not ready")]
+    TextIndexNotReady(#[source] mongodb::error::Error),
     #[error("database operation failed")]
     Other(#[source] mongodb::error::Error),
     /// Not the driver's failure: a value that could not be turned into (or read back from) a
@@ -67,6 +73,9 @@ impl From<mongodb::error::Error> for DbError {
         if refuses_writes(&e) {
             return DbError::NotWritable(e);
         }
+        if text_index_missing(&e) {
+            return DbError::TextIndexNotReady(e);
+        }
         match e.kind.as_ref() {
             ErrorKind::ServerSelection { .. }
             | ErrorKind::Io(_)
@@ -74,6 +83,15 @@ impl From<mongodb::error::Error> for DbError {
             _ => DbError::Other(e),
         }
     }
+}
+
+/// MongoDB's (and docstore's) code for a missing index (`IndexNotFound`).
+const INDEX_NOT_FOUND: i32 = 27;
+
+/// True when `e` is a `$text` query's "text index required" (see [`DbError::TextIndexNotReady`]).
+pub fn text_index_missing(e: &mongodb::error::Error) -> bool {
+    matches!(e.kind.as_ref(), ErrorKind::Command(c)
+        if c.code == INDEX_NOT_FOUND && c.message.contains("text index required"))
 }
 
 /// MongoDB's (and docstore's) code for a write refused because the disk is full.

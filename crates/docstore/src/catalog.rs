@@ -94,6 +94,8 @@ impl Catalog {
         {
             let mut dbs = catalog.databases.write();
             let started = std::time::Instant::now();
+            // Collections with an index left to build once the store answers.
+            let mut later = Vec::new();
             for image in recovered.collections {
                 // Documents first, then every index built in parallel (start-up time at a
                 // million documents).
@@ -102,11 +104,19 @@ impl Catalog {
                     .iter()
                     .map(IndexSpec::parse)
                     .collect::<Result<Vec<_>>>()?;
-                let coll =
-                    Collection::load(&image.db, &image.coll, image.options, image.docs, specs)?;
-                dbs.entry(image.db)
-                    .or_default()
-                    .insert(image.coll, Arc::new(RwLock::new(coll)));
+                let coll = Collection::load(
+                    &image.db,
+                    &image.coll,
+                    image.options,
+                    image.docs,
+                    specs,
+                    true,
+                )?;
+                let handle = Arc::new(RwLock::new(coll));
+                if handle.read().has_building_indexes() {
+                    later.push(Arc::clone(&handle));
+                }
+                dbs.entry(image.db).or_default().insert(image.coll, handle);
             }
             let loaded = started.elapsed();
             let ops = recovered.ops.len();
@@ -121,6 +131,7 @@ impl Catalog {
                 replayed_ops = ops,
                 "collections loaded and journal replayed"
             );
+            crate::collection::spawn_background_builds(later);
         }
         Ok(catalog)
     }

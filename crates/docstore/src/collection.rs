@@ -8,12 +8,14 @@ use crate::index::{Index, IndexSpec, RecordId};
 use crate::query::{Filter, SortSpec};
 use bson::{doc, Bson, Document};
 use std::cmp::Ordering;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
+mod background;
 mod bulk;
 mod count;
 mod session;
 pub use crate::stored::StoredDoc;
+pub use background::spawn_background_builds;
 pub use session::WriteSession;
 
 /// Largest document MongoDB stores.
@@ -31,6 +33,9 @@ pub struct Collection {
     indexes: Vec<Index>,
     /// Set when the collection is dropped, so a writer holding a stale handle starts over.
     pub dropped: bool,
+    /// Records written since a background index build copied the documents (see
+    /// `background`); `None` when no build is under way.
+    changed: Option<BTreeSet<RecordId>>,
 }
 
 /// A query as the collection executes it.
@@ -75,6 +80,7 @@ impl Collection {
             next_record: 1,
             indexes: vec![id_index],
             dropped: false,
+            changed: None,
         }
     }
 
@@ -177,6 +183,7 @@ impl Collection {
         self.next_record += 1;
         self.data_bytes += stored.len() as u64;
         self.docs.insert(record, stored);
+        self.note_change(record);
         Ok(record)
     }
 
@@ -192,6 +199,9 @@ impl Collection {
         let ns = self.namespace();
         let mut changes = Vec::with_capacity(self.indexes.len());
         for (i, index) in self.indexes.iter().enumerate() {
+            if index.is_building() {
+                continue;
+            }
             let old_keys = if let Some(text) = index.text() {
                 if old_full.is_none() {
                     old_full = Some(old_stored.to_document()?);
@@ -216,6 +226,7 @@ impl Collection {
         }
         self.data_bytes = self.data_bytes - old_stored.len() as u64 + stored.len() as u64;
         self.docs.insert(record, stored);
+        self.note_change(record);
         Ok(())
     }
 
@@ -223,6 +234,7 @@ impl Collection {
     pub fn remove(&mut self, record: RecordId) -> Option<StoredDoc> {
         let doc = self.docs.remove(&record)?;
         self.data_bytes -= doc.len() as u64;
+        self.note_change(record);
         for index in &mut self.indexes {
             if let Ok(keys) = index.keys_for_stored(&doc) {
                 index.remove(&keys, record);
@@ -334,6 +346,16 @@ impl Collection {
                     "text index required for $text query",
                 ));
             };
+            if index.is_building() {
+                return Err(Error::new(
+                    ErrorCode::IndexNotFound,
+                    format!(
+                        "text index required for $text query (the text index \"{}\" is still \
+                         being built after start-up; try again in a few seconds)",
+                        index.spec.name
+                    ),
+                ));
+            }
             let definition = index.text().expect("a text index has its definition");
             let bound = filter.bind(definition, &index.spec.name);
             if top_level {

@@ -98,6 +98,16 @@ impl StoredDoc {
         Ok(())
     }
 
+    /// [`StoredDoc::select_into`] of the parts `wanted` names: a field named with nothing
+    /// under it is decoded whole, and an embedded document with fields named under it holds
+    /// only those (anything else, an array included, is decoded whole). Following any of the
+    /// tree's paths on the result finds what it finds on the whole document: index keys read
+    /// from a product's `details` only its `genre`, `artist` …, not every track listing.
+    pub fn select_tree_into(&self, wanted: &FieldTree, out: &mut Document) -> Result<()> {
+        out.clear();
+        select_from(&self.0, wanted, out)
+    }
+
     /// This document with only the top-level fields `keep` accepts, each copied as stored and
     /// in order: what a projection that keeps or leaves out whole top-level fields
     /// (`{carted: 0}`, `{title: 1}`) returns, without decoding the document.
@@ -157,6 +167,71 @@ fn damaged(what: &str) -> Error {
     Error::internal(format!("stored document does not decode: {what}"))
 }
 
+/// Paths into a document, as a tree of field names: what [`StoredDoc::select_tree_into`]
+/// decodes. A field without a subtree is wanted whole.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct FieldTree(Vec<(String, Option<FieldTree>)>);
+
+impl FieldTree {
+    /// The tree of dotted `paths` (`"details.genre"`; `"details"` wants all of it).
+    pub fn from_paths<'a>(paths: impl IntoIterator<Item = &'a str>) -> FieldTree {
+        let mut tree = FieldTree::default();
+        for path in paths {
+            tree.add(path);
+        }
+        tree
+    }
+
+    fn add(&mut self, path: &str) {
+        let (head, rest) = match path.split_once('.') {
+            Some((head, rest)) => (head, Some(rest)),
+            None => (path, None),
+        };
+        match self.0.iter_mut().find(|(name, _)| name == head) {
+            None => {
+                let sub = rest.map(|rest| FieldTree::from_paths([rest]));
+                self.0.push((head.to_string(), sub));
+            }
+            Some((_, sub)) => match (sub.as_mut(), rest) {
+                // Already wanted whole.
+                (None, _) => {}
+                (Some(_), None) => *sub = None,
+                (Some(tree), Some(rest)) => tree.add(rest),
+            },
+        }
+    }
+}
+
+/// [`StoredDoc::select_tree_into`] over the document `bytes`.
+fn select_from(bytes: &[u8], wanted: &FieldTree, out: &mut Document) -> Result<()> {
+    if wanted.0.is_empty() {
+        return Ok(());
+    }
+    let mut found = 0;
+    for element in Elements::new(bytes)? {
+        let element = element?;
+        let Some((name, sub)) = wanted.0.iter().find(|(n, _)| n.as_bytes() == element.key) else {
+            continue;
+        };
+        match sub {
+            Some(sub) if element.bytes[0] == 0x03 => {
+                let mut inner = Document::new();
+                select_from(element.value(), sub, &mut inner)?;
+                out.insert(name.clone(), Bson::Document(inner));
+            }
+            _ => {
+                let (key, value) = element.decode()?;
+                out.insert(key, value);
+            }
+        }
+        found += 1;
+        if found == wanted.0.len() {
+            break;
+        }
+    }
+    Ok(())
+}
+
 /// One top-level element of a stored document, found by lengths alone.
 struct Element<'a> {
     /// The key's bytes (UTF-8 when the document was stored).
@@ -165,7 +240,12 @@ struct Element<'a> {
     bytes: &'a [u8],
 }
 
-impl Element<'_> {
+impl<'a> Element<'a> {
+    /// The value's bytes (for an embedded document, the document).
+    fn value(&self) -> &'a [u8] {
+        &self.bytes[1 + self.key.len() + 1..]
+    }
+
     /// The key and value, decoded (through a one-element document: the bytes are checked as
     /// the driver would check them).
     fn decode(&self) -> Result<(String, Bson)> {
@@ -370,6 +450,43 @@ mod tests {
         assert_eq!(stored.id().unwrap(), doc.get("_id").unwrap().clone());
         let copy = StoredDoc::from_bytes(stored.as_bytes()).unwrap();
         assert_eq!(copy, stored);
+    }
+
+    #[test]
+    fn a_field_tree_selects_embedded_fields_and_keeps_arrays_and_values_whole() {
+        let doc = bson::doc! {
+            "_id": 1,
+            "details": { "genre": ["Jazz"], "tracks": ["a", "b"], "issue": { "y": 1, "m": 2 } },
+            "carted": [{ "cart": 1, "qty": 2 }, 3],
+            "title": "Night",
+            "price": { "list": 5 },
+        };
+        let stored = StoredDoc::from_document(&doc).unwrap();
+        let tree = FieldTree::from_paths([
+            "details.genre",
+            "details.issue.y",
+            "carted.cart",
+            "title.x",
+            "price.list",
+            "price",
+            "absent.field",
+        ]);
+        let mut out = Document::new();
+        stored.select_tree_into(&tree, &mut out).unwrap();
+        assert_eq!(
+            out,
+            bson::doc! {
+                "details": { "genre": ["Jazz"], "issue": { "y": 1 } },
+                "carted": [{ "cart": 1, "qty": 2 }, 3],
+                "title": "Night",
+                "price": { "list": 5 },
+            }
+        );
+        // A path named whole wins over a path below it, in either order.
+        assert_eq!(
+            FieldTree::from_paths(["a.b", "a"]),
+            FieldTree::from_paths(["a", "a.b"])
+        );
     }
 
     #[test]

@@ -25,12 +25,16 @@ impl Collection {
     /// indexes. The documents are taken as they are and every index is built afterwards; if
     /// that finds two documents with one `_id` (a snapshot never holds them, but replaying
     /// puts would keep the later one), the documents are loaded again one `put` at a time.
+    ///
+    /// With `background`, a large collection's text index is left to be built after start-up
+    /// (see `background`): it is added empty, marked as being built.
     pub fn load(
         db: &str,
         name: &str,
         options: Document,
         docs: Vec<StoredDoc>,
         specs: Vec<IndexSpec>,
+        background: bool,
     ) -> Result<Collection> {
         let mut coll = Collection::new(db, name, options.clone());
         for doc in &docs {
@@ -38,14 +42,41 @@ impl Collection {
         }
         coll.data_bytes = docs.iter().map(|d| d.len() as u64).sum();
         coll.next_record = docs.len() as u64 + 1;
+        let docs_len = docs.len();
         coll.docs = (1..).zip(docs).collect();
         coll.indexes.clear();
         let mut all = Vec::with_capacity(specs.len() + 1);
         all.push(IndexSpec::id_index());
         all.extend(specs.iter().cloned());
-        match coll.build_indexes(all) {
-            Ok(indexes) => {
-                coll.indexes = indexes;
+        let later: Vec<bool> = all
+            .iter()
+            .map(|spec| background && super::background::in_background(spec, docs_len))
+            .collect();
+        let mut now = Vec::new();
+        let mut rest = Vec::new();
+        for (spec, &later) in all.into_iter().zip(&later) {
+            if later {
+                rest.push(spec);
+            } else {
+                now.push(spec);
+            }
+        }
+        match coll.build_indexes(now) {
+            Ok(built) => {
+                // Back in the order given, the ones left for later empty.
+                let mut built = built.into_iter();
+                let mut rest = rest.into_iter();
+                for later in later {
+                    let index = if later {
+                        rest.next().map(Index::new_building).transpose()?
+                    } else {
+                        built.next()
+                    };
+                    let index = index.ok_or_else(|| {
+                        crate::error::Error::internal("index build lost an index")
+                    })?;
+                    coll.indexes.push(index);
+                }
                 Ok(coll)
             }
             Err(_) => {
@@ -144,6 +175,9 @@ impl Collection {
             self.docs.insert(*record, doc);
         }
         self.next_record += docs.len() as u64;
+        for record in &records {
+            self.note_change(*record);
+        }
         let mut work: Vec<Vec<(&mut Index, BatchKeys)>> =
             (0..threads).map(|_| Vec::new()).collect();
         for (n, pair) in self.indexes.iter_mut().zip(all_keys).enumerate() {
@@ -182,7 +216,8 @@ impl Collection {
             .map(Index::new)
             .collect::<Result<Vec<_>>>()?;
         let docs: Vec<(RecordId, &StoredDoc)> = self.docs.iter().map(|(r, d)| (*r, d)).collect();
-        for result in crate::index::build_all(&mut indexes, &docs, &self.namespace()) {
+        let threads = crate::index::cores();
+        for result in crate::index::build_all(&mut indexes, &docs, &self.namespace(), threads) {
             result?;
         }
         Ok(indexes)
@@ -256,7 +291,7 @@ mod tests {
             .iter()
             .map(|d| StoredDoc::from_document(d).unwrap())
             .collect();
-        let loaded = Collection::load("db", "c", Document::new(), stored, specs()).unwrap();
+        let loaded = Collection::load("db", "c", Document::new(), stored, specs(), false).unwrap();
         (loaded, one_by_one)
     }
 
@@ -385,7 +420,8 @@ mod tests {
         .iter()
         .map(|d| StoredDoc::from_document(d).unwrap())
         .collect();
-        let loaded = Collection::load("db", "c", Document::new(), stored, Vec::new()).unwrap();
+        let loaded =
+            Collection::load("db", "c", Document::new(), stored, Vec::new(), false).unwrap();
         assert_eq!(loaded.len(), 2);
         let id = loaded.find_by_id(&bson::Bson::Int32(1)).unwrap();
         assert_eq!(
@@ -399,7 +435,7 @@ mod tests {
             .collect();
         let unique =
             IndexSpec::parse(&doc! { "key": { "u": 1 }, "name": "u", "unique": true }).unwrap();
-        assert!(Collection::load("db", "c", Document::new(), stored, vec![unique]).is_err());
+        assert!(Collection::load("db", "c", Document::new(), stored, vec![unique], false).is_err());
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use super::{Index, KeyBytes, RecordId, PARALLEL_KEYS_MIN};
 use crate::error::{Error, Result};
-use crate::stored::StoredDoc;
+use crate::stored::{FieldTree, StoredDoc};
 use crate::text::TermCache;
 use bson::Document;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,23 +22,19 @@ type Keyed = std::result::Result<Vec<(KeyBytes, RecordId)>, Error>;
 /// One index's entries from each slice of documents, in order, or the first error.
 type Parts = Result<Vec<Vec<(KeyBytes, RecordId)>>>;
 
-/// The top-level fields any of `indexes` reads, or `None` when one of them may read any field.
-fn fields_read(indexes: &[Index]) -> Option<Vec<String>> {
-    let mut all: Vec<String> = Vec::new();
+/// The paths any of `indexes` reads, or `None` when one of them may read any field.
+fn fields_read(indexes: &[Index]) -> Option<FieldTree> {
+    let mut all: Vec<&str> = Vec::new();
     for index in indexes {
-        for field in index.reads.as_deref()? {
-            if !all.contains(field) {
-                all.push(field.clone());
-            }
-        }
+        all.extend(index.reads.as_deref()?.iter().map(String::as_str));
     }
-    Some(all)
+    Some(FieldTree::from_paths(all))
 }
 
 /// Every index's entries for `part` (documents in record order).
 fn key_part(
     indexes: &[Index],
-    fields: Option<&[String]>,
+    fields: Option<&FieldTree>,
     part: &[(RecordId, &StoredDoc)],
 ) -> Vec<Keyed> {
     let mut out: Vec<Keyed> = indexes
@@ -57,7 +53,7 @@ fn key_part(
             }
         }
         let decoded = match fields {
-            Some(fields) => doc.select_into(fields, &mut partial),
+            Some(fields) => doc.select_tree_into(fields, &mut partial),
             None => doc.to_document().map(|d| partial = d),
         };
         if let Err(e) = decoded {
@@ -70,7 +66,7 @@ fn key_part(
             let Ok(entries) = slot else { continue };
             match index.keys_for_with(&partial, &mut terms) {
                 Ok(keys) => {
-                    entries.extend(keys.iter().map(|k| (KeyBytes::from(k.as_slice()), *rid)));
+                    entries.extend(keys.into_iter().map(|k| (KeyBytes::from_vec(k), *rid)));
                 }
                 Err(e) => *slot = Err(e),
             }
@@ -79,18 +75,20 @@ fn key_part(
     out
 }
 
-/// Build every index of `indexes` (all empty) over `docs`, in record order. The result holds,
+/// Build every index of `indexes` (all empty) over `docs`, in record order, on up to `threads`
+/// threads. The result holds,
 /// per index, whether it was built; a failed one (a document it cannot index, or a duplicate
 /// of a unique index) is left empty, with the error [`Index::build`] alone would give.
 pub fn build_all(
     indexes: &mut [Index],
     docs: &[(RecordId, &StoredDoc)],
     ns: &str,
+    cores: usize,
 ) -> Vec<Result<()>> {
     if indexes.is_empty() {
         return Vec::new();
     }
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = cores.max(1);
     let threads = if docs.len() >= PARALLEL_KEYS_MIN {
         cores
     } else {
@@ -105,7 +103,7 @@ pub fn build_all(
         let handles: Vec<_> = docs
             .chunks(slice)
             .map(|part| {
-                let fields = fields.as_deref();
+                let fields = fields.as_ref();
                 scope.spawn(move || key_part(shared, fields, part))
             })
             .collect();

@@ -14,6 +14,7 @@ pub use spec::IndexSpec;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::query::Filter;
+use crate::stored::FieldTree;
 use bson::{doc, Bson, Document};
 use std::cmp::Ordering;
 use std::collections::{BTreeSet, HashSet};
@@ -28,6 +29,11 @@ const INLINE_KEY: usize = 22;
 /// From this many documents, [`Index::build`] works out keys on several threads.
 const PARALLEL_KEYS_MIN: usize = 20_000;
 
+/// The machine's cores: how many threads a large index build uses.
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 /// An encoded key as stored in an index: short keys live inside the entry itself, which
 /// halves the memory of typical indexes (an entry is 32 bytes with its record id).
 #[derive(Clone)]
@@ -41,6 +47,17 @@ impl KeyBytes {
         match self {
             KeyBytes::Inline { len, bytes } => &bytes[..*len as usize],
             KeyBytes::Heap(b) => b,
+        }
+    }
+}
+
+impl KeyBytes {
+    /// The key `key`, keeping its allocation when it is too long to be inline.
+    pub(crate) fn from_vec(key: Vec<u8>) -> KeyBytes {
+        if key.len() <= INLINE_KEY {
+            KeyBytes::from(key.as_slice())
+        } else {
+            KeyBytes::Heap(key.into_boxed_slice())
         }
     }
 }
@@ -61,8 +78,19 @@ impl From<&[u8]> for KeyBytes {
 }
 
 impl PartialEq for KeyBytes {
+    /// Like [`KeyBytes::cmp`], inline keys compare as words (tuples of a key and a record id
+    /// test equality before order).
     fn eq(&self, other: &Self) -> bool {
-        self.as_slice() == other.as_slice()
+        match (self, other) {
+            (
+                KeyBytes::Inline { len, bytes },
+                KeyBytes::Inline {
+                    len: other_len,
+                    bytes: other_bytes,
+                },
+            ) => len == other_len && inline_words(bytes) == inline_words(other_bytes),
+            _ => self.as_slice() == other.as_slice(),
+        }
     }
 }
 
@@ -75,9 +103,36 @@ impl PartialOrd for KeyBytes {
 }
 
 impl Ord for KeyBytes {
+    /// Byte order. Two inline keys (almost every key) are compared as three big-endian words
+    /// and then their lengths, which is the same order since the bytes past `len` are zero:
+    /// sorting and searching an index is mostly this comparison, and a `memcmp` call per
+    /// comparison was most of building the indexes at start-up.
     fn cmp(&self, other: &Self) -> Ordering {
-        self.as_slice().cmp(other.as_slice())
+        match (self, other) {
+            (
+                KeyBytes::Inline { len, bytes },
+                KeyBytes::Inline {
+                    len: other_len,
+                    bytes: other_bytes,
+                },
+            ) => inline_words(bytes)
+                .cmp(&inline_words(other_bytes))
+                .then(len.cmp(other_len)),
+            _ => self.as_slice().cmp(other.as_slice()),
+        }
     }
+}
+
+/// An inline key's bytes as big-endian words (the last one zero-padded), ordered as the bytes.
+fn inline_words(bytes: &[u8; INLINE_KEY]) -> [u64; 3] {
+    let mut last = [0u8; 8];
+    last[..INLINE_KEY - 16].copy_from_slice(&bytes[16..]);
+    let word = |at: usize| {
+        let mut w = [0u8; 8];
+        w.copy_from_slice(&bytes[at..at + 8]);
+        u64::from_be_bytes(w)
+    };
+    [word(0), word(8), u64::from_be_bytes(last)]
 }
 
 impl std::fmt::Debug for KeyBytes {
@@ -107,9 +162,14 @@ pub struct Index {
     multikey: AtomicBool,
     /// For a text index: its definition (keys are then prefix values plus one term).
     text: Option<std::sync::Arc<crate::text::TextIndex>>,
-    /// The top-level fields keys are made from (key paths and the partial filter's fields),
-    /// or `None` when any field may count (text indexes).
+    /// The paths keys are made from (the key paths, and the partial filter's top-level fields
+    /// whole), or `None` when any field may count (text indexes).
     reads: Option<Vec<String>>,
+    /// `reads` as a tree, to decode a stored document only that far.
+    read_tree: Option<FieldTree>,
+    /// Still being built in the background (see `collection::background`): it holds no
+    /// entries, writes give it no keys, and queries cannot use it.
+    building: bool,
 }
 
 impl Clone for Index {
@@ -122,6 +182,8 @@ impl Clone for Index {
             multikey: AtomicBool::new(self.is_multikey()),
             text: self.text.clone(),
             reads: self.reads.clone(),
+            read_tree: self.read_tree.clone(),
+            building: self.building,
         }
     }
 }
@@ -145,8 +207,9 @@ enum Extracted<'a> {
 }
 
 fn split_path(path: &str) -> (&str, &str) {
-    match path.split_once('.') {
-        Some((head, tail)) => (head, tail),
+    // A byte scan: paths are short, and this runs for every key of every document.
+    match path.bytes().position(|b| b == b'.') {
+        Some(dot) => (&path[..dot], &path[dot + 1..]),
         None => (path, ""),
     }
 }
@@ -247,12 +310,7 @@ impl Index {
             };
             let heads: Option<Vec<String>> = match &text {
                 Some(text) => text.top_level_fields(),
-                None => Some(
-                    fields
-                        .iter()
-                        .map(|f| split_path(&f.path).0.to_string())
-                        .collect(),
-                ),
+                None => Some(fields.iter().map(|f| f.path.clone()).collect()),
             };
             match (&mut reads, heads) {
                 (Some(reads), Some(heads)) => {
@@ -273,7 +331,11 @@ impl Index {
             entries: BTreeSet::new(),
             multikey: AtomicBool::new(false),
             text,
+            read_tree: reads
+                .as_ref()
+                .map(|paths| FieldTree::from_paths(paths.iter().map(String::as_str))),
             reads,
+            building: false,
         })
     }
 
@@ -315,11 +377,20 @@ impl Index {
 
     /// [`Index::keys_for`] of a stored document, decoding only the fields the keys read.
     pub fn keys_for_stored(&self, doc: &crate::stored::StoredDoc) -> Result<Vec<Vec<u8>>> {
-        self.keys_for(&doc.select(self.reads.as_deref())?)
+        match &self.read_tree {
+            Some(tree) => {
+                let mut selected = Document::new();
+                doc.select_tree_into(tree, &mut selected)?;
+                self.keys_for(&selected)
+            }
+            None => self.keys_for(&doc.to_document()?),
+        }
     }
 
     /// Encoded keys a document contributes (several for multikey; none when sparse/partial
-    /// excludes it). Errors on parallel arrays in a compound key (code 171).
+    /// excludes it, or while the index is being built in the background, since the build keys
+    /// every document changed meanwhile when it finishes). Errors on parallel arrays in a
+    /// compound key (code 171).
     pub fn keys_for(&self, doc: &Document) -> Result<Vec<Vec<u8>>> {
         self.keys_for_with(doc, &mut crate::text::TermCache::disabled())
     }
@@ -331,6 +402,9 @@ impl Index {
         doc: &Document,
         terms: &mut crate::text::TermCache,
     ) -> Result<Vec<Vec<u8>>> {
+        if self.building {
+            return Ok(Vec::new());
+        }
         if let Some(filter) = &self.partial {
             if !filter.matches(doc) {
                 return Ok(Vec::new());
@@ -640,6 +714,18 @@ impl Index {
 
     pub fn is_multikey(&self) -> bool {
         self.multikey.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Whether the index is still being built in the background after start-up.
+    pub fn is_building(&self) -> bool {
+        self.building
+    }
+
+    /// An empty stand-in for `spec`'s index while it is built in the background.
+    pub(crate) fn new_building(spec: IndexSpec) -> Result<Index> {
+        let mut index = Index::new(spec)?;
+        index.building = true;
+        Ok(index)
     }
 }
 
@@ -1056,6 +1142,27 @@ mod tests {
         assert!(matches!(long, KeyBytes::Heap(_)));
         assert!(long < short);
         assert!(KeyBytes::from(&[1u8][..]) < short);
+    }
+
+    fn byte() -> impl proptest::strategy::Strategy<Value = u8> {
+        proptest::sample::select(vec![0u8, 1, 0x7f, 0x80, 0xff])
+    }
+
+    proptest::proptest! {
+        /// Inline keys compare word by word; the order must be the bytes' order, trailing
+        /// zero bytes and keys on either side of the inline limit included.
+        #[test]
+        fn keys_compare_as_their_bytes(
+            common in proptest::collection::vec(byte(), 0..26),
+            tail_a in proptest::collection::vec(byte(), 0..6),
+            tail_b in proptest::collection::vec(byte(), 0..6),
+        ) {
+            let a = [common.as_slice(), tail_a.as_slice()].concat();
+            let b = [common.as_slice(), tail_b.as_slice()].concat();
+            let (ka, kb) = (KeyBytes::from(&a[..]), KeyBytes::from(&b[..]));
+            proptest::prop_assert_eq!(ka.cmp(&kb), a.cmp(&b));
+            proptest::prop_assert_eq!(ka == kb, a == b);
+        }
     }
 
     #[test]

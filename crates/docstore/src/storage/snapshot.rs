@@ -120,17 +120,21 @@ impl Reader<'_> {
     /// while others validate the documents, a batch at a time (start-up at a million
     /// documents).
     fn read_docs(&mut self, count: u64, plausible: usize) -> io::Result<Vec<StoredDoc>> {
-        let validators = std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .saturating_sub(1)
-            .max(1);
+        // One validator per core: the reading thread mostly waits for them (validating and
+        // copying each document into memory of its own is the work; reading and checksumming
+        // is cheap), so a core would otherwise sit idle.
+        let validators = std::thread::available_parallelism().map_or(1, |n| n.get());
         let (send, receive) = std::sync::mpsc::sync_channel::<Batch>(validators * 2);
         let receive = parking_lot::Mutex::new(receive);
+        // Validated batches go back to the reader to be filled again: a few buffers for the
+        // whole file rather than a fresh megabyte per batch.
+        let (give_back, spare) = std::sync::mpsc::channel::<Batch>();
         let path = self.path;
         let (read, validated) = std::thread::scope(|scope| {
             let handles: Vec<_> = (0..validators)
                 .map(|_| {
                     let receive = &receive;
+                    let give_back = give_back.clone();
                     scope.spawn(move || {
                         let mut done: Vec<(usize, Vec<StoredDoc>)> = Vec::new();
                         let mut failed = None;
@@ -158,6 +162,7 @@ impl Reader<'_> {
                                 start = end;
                             }
                             done.push((batch.seq, docs));
+                            let _ = give_back.send(batch);
                         }
                         match failed {
                             Some(e) => Err(e),
@@ -166,7 +171,8 @@ impl Reader<'_> {
                     })
                 })
                 .collect();
-            let read = self.read_batches(count, &send);
+            drop(give_back);
+            let read = self.read_batches(count, &send, &spare);
             drop(send);
             let validated: Vec<io::Result<Vec<SeqBatch>>> = handles
                 .into_iter()
@@ -192,6 +198,7 @@ impl Reader<'_> {
         &mut self,
         count: u64,
         send: &std::sync::mpsc::SyncSender<Batch>,
+        spare: &std::sync::mpsc::Receiver<Batch>,
     ) -> io::Result<()> {
         let mut batch = Batch::new(0);
         for _ in 0..count {
@@ -199,7 +206,16 @@ impl Reader<'_> {
             batch.bytes.extend_from_slice(record);
             batch.ends.push(batch.bytes.len());
             if batch.bytes.len() >= BATCH_BYTES {
-                let next = Batch::new(batch.seq + 1);
+                let seq = batch.seq + 1;
+                let next = match spare.try_recv() {
+                    Ok(mut used) => {
+                        used.seq = seq;
+                        used.bytes.clear();
+                        used.ends.clear();
+                        used
+                    }
+                    Err(_) => Batch::new(seq),
+                };
                 if send.send(std::mem::replace(&mut batch, next)).is_err() {
                     // A validator failed; its error is reported.
                     return Ok(());
