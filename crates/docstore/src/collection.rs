@@ -598,7 +598,7 @@ impl Collection {
         let mut index_sizes = Document::new();
         let mut total_index = 0i64;
         for index in &self.indexes {
-            let bytes = (index.entry_count() as i64) * 32;
+            let bytes = (index.entry_count() * crate::index::ENTRY_BYTES) as i64;
             total_index += bytes;
             index_sizes.insert(index.spec.name.clone(), bytes);
         }

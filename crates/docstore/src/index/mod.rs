@@ -24,8 +24,14 @@ use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 /// A document's position in its collection; also the natural (insertion) order.
 pub type RecordId = u64;
 
-/// Longest key stored without a separate allocation (ObjectIds, numbers, short strings).
-const INLINE_KEY: usize = 22;
+/// Longest key stored without a separate allocation: ObjectIds, numbers, short strings, and
+/// most compound keys of a string or number, a date and an `_id` (a type with the newest-first
+/// order, a price with `_id`). A key on the heap costs an allocation and, for every comparison
+/// while sorting or searching, a read of memory elsewhere: at 32-byte entries (22 inline)
+/// building a million products' indexes took 3.3 s, at 48-byte entries 2.0 s.
+const INLINE_KEY: usize = 38;
+/// Bytes an index entry (key and record id) takes, before the tree's own overhead.
+pub(crate) const ENTRY_BYTES: usize = 48;
 /// From this many documents, [`Index::build`] works out keys on several threads.
 const PARALLEL_KEYS_MIN: usize = 20_000;
 
@@ -35,7 +41,7 @@ pub fn cores() -> usize {
 }
 
 /// An encoded key as stored in an index: short keys live inside the entry itself, which
-/// halves the memory of typical indexes (an entry is 32 bytes with its record id).
+/// halves the memory of typical indexes (an entry is [`ENTRY_BYTES`] with its record id).
 #[derive(Clone)]
 pub(crate) enum KeyBytes {
     Inline { len: u8, bytes: [u8; INLINE_KEY] },
@@ -123,16 +129,18 @@ impl Ord for KeyBytes {
     }
 }
 
+/// Words an inline key is compared as.
+const INLINE_WORDS: usize = INLINE_KEY.div_ceil(8);
+
 /// An inline key's bytes as big-endian words (the last one zero-padded), ordered as the bytes.
-fn inline_words(bytes: &[u8; INLINE_KEY]) -> [u64; 3] {
-    let mut last = [0u8; 8];
-    last[..INLINE_KEY - 16].copy_from_slice(&bytes[16..]);
-    let word = |at: usize| {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(&bytes[at..at + 8]);
-        u64::from_be_bytes(w)
-    };
-    [word(0), word(8), u64::from_be_bytes(last)]
+fn inline_words(bytes: &[u8; INLINE_KEY]) -> [u64; INLINE_WORDS] {
+    let mut padded = [0u8; INLINE_WORDS * 8];
+    padded[..INLINE_KEY].copy_from_slice(bytes);
+    std::array::from_fn(|i| {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&padded[i * 8..i * 8 + 8]);
+        u64::from_be_bytes(word)
+    })
 }
 
 impl std::fmt::Debug for KeyBytes {
@@ -1135,7 +1143,7 @@ mod tests {
 
     #[test]
     fn short_keys_are_stored_inline_and_compare_as_bytes() {
-        assert_eq!(std::mem::size_of::<(KeyBytes, RecordId)>(), 32);
+        assert_eq!(std::mem::size_of::<(KeyBytes, RecordId)>(), ENTRY_BYTES);
         let short = KeyBytes::from(&[1u8, 2][..]);
         let long = KeyBytes::from(&[1u8; 40][..]);
         assert!(matches!(short, KeyBytes::Inline { .. }));
@@ -1153,7 +1161,7 @@ mod tests {
         /// zero bytes and keys on either side of the inline limit included.
         #[test]
         fn keys_compare_as_their_bytes(
-            common in proptest::collection::vec(byte(), 0..26),
+            common in proptest::collection::vec(byte(), 0..42),
             tail_a in proptest::collection::vec(byte(), 0..6),
             tail_b in proptest::collection::vec(byte(), 0..6),
         ) {
