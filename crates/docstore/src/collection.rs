@@ -447,25 +447,47 @@ impl Collection {
             docs_examined: 0,
             returned: 0,
         };
-        let mut candidates = std::collections::BTreeSet::new();
+        // Each document holding a query term, with its score: the sum of its terms' scores as
+        // the index keys hold them (in the order `BoundText::score` adds them).
+        let mut candidates: BTreeMap<RecordId, f64> = BTreeMap::new();
         for term in &bound.index_terms {
-            let records = index.text_records(&prefix_values, term);
-            stats.keys_examined += records.len() as u64;
-            candidates.extend(records);
+            let scored = index.text_scores(&prefix_values, term);
+            stats.keys_examined += scored.len() as u64;
+            for (record, score) in scored {
+                *candidates.entry(record).or_insert(0.0) += score;
+            }
         }
+        // When holding a term is the whole text condition (no phrases or negations, default
+        // sensitivity), the index has decided it: only the rest of the filter is checked, on
+        // the fields it reads, rather than tokenizing every candidate again.
+        let rest_doc: Document = query
+            .filter_doc
+            .iter()
+            .filter(|(key, _)| key.as_str() != "$text")
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
+        let rest = Filter::parse(&rest_doc)?;
+        let index_decides = bound.index_decides() && rest.text().is_none();
+        let rest_fields = rest.top_level_fields();
         let mut hits = Vec::new();
-        for record in candidates {
+        for (record, score) in candidates {
             let Some(stored) = self.docs.get(&record) else {
                 continue;
             };
             stats.docs_examined += 1;
-            let doc = stored.to_document()?;
-            if let Some(position) = query.filter.try_matches_with_position(&doc)? {
+            let position = if index_decides {
+                let doc = stored.select(rest_fields.as_deref())?;
+                rest.try_matches_with_position(&doc)?
+            } else {
+                let doc = stored.to_document()?;
+                query.filter.try_matches_with_position(&doc)?
+            };
+            if let Some(position) = position {
                 hits.push(Hit {
                     record,
                     doc: stored.clone(),
                     position,
-                    score: Some(bound.score(&doc)),
+                    score: Some(score),
                 });
             }
         }
@@ -840,6 +862,73 @@ pub(crate) fn check_size(size: usize) -> Result<()> {
 mod tests {
     use super::*;
     use bson::{oid::ObjectId, spec::BinarySubtype, Binary, Regex, Timestamp};
+
+    /// `$text` results come from the scores the index keys hold, and without phrases or
+    /// negations only the rest of the filter is checked: both must agree with matching and
+    /// scoring every document from its text.
+    #[test]
+    fn text_results_and_scores_from_the_index_agree_with_reading_every_document() {
+        let mut c = Collection::new("db", "c", Document::new());
+        c.create_index(
+            IndexSpec::parse(&doc! {
+                "key": { "title": "text", "body": "text" },
+                "name": "t",
+                "weights": { "title": 5 },
+            })
+            .unwrap(),
+        )
+        .unwrap();
+        let words = [
+            "river", "Rivers", "lantern", "café", "cafe", "the", "meadow", "blue",
+        ];
+        for i in 0..120usize {
+            let title = format!("{} {}", words[i % 8], words[(i / 8) % 8]);
+            let body: Vec<&str> = (0..(i % 5)).map(|k| words[(i + k * 3) % 8]).collect();
+            c.insert(doc! {
+                "_id": i as i32, "title": title, "body": body.join(" "), "on": i % 3 != 0,
+            })
+            .unwrap();
+        }
+        let searches = [
+            doc! { "$search": "river" },
+            doc! { "$search": "river lantern" },
+            doc! { "$search": "cafe -blue" },
+            doc! { "$search": "\"river lantern\"" },
+            doc! { "$search": "Rivers", "$caseSensitive": true },
+            doc! { "$search": "café", "$diacriticSensitive": true },
+            doc! { "$search": "the" },
+        ];
+        for search in searches {
+            for rest in [doc! {}, doc! { "on": true }] {
+                let mut filter = doc! { "$text": search.clone() };
+                filter.extend(rest);
+                let parsed = Filter::parse(&filter).unwrap();
+                let query = QuerySpec {
+                    filter: &parsed,
+                    filter_doc: &filter,
+                    sort: None,
+                    sort_doc: None,
+                    hint: None,
+                    skip: 0,
+                    limit: None,
+                };
+                let (hits, _) = c.query(&query).unwrap();
+                let got: Vec<(RecordId, f64)> =
+                    hits.iter().map(|h| (h.record, h.score.unwrap())).collect();
+                let bound = parsed.text().unwrap().0.bound().unwrap().clone();
+                let expected: Vec<(RecordId, f64)> = c
+                    .records()
+                    .filter_map(|(record, stored)| {
+                        let doc = stored.to_document().unwrap();
+                        parsed.matches(&doc).then(|| (record, bound.score(&doc)))
+                    })
+                    .collect();
+                assert_eq!(got, expected, "{filter}");
+                let stop_words_only = search.get_str("$search") == Ok("the");
+                assert_eq!(expected.is_empty(), stop_words_only, "{filter}");
+            }
+        }
+    }
 
     #[test]
     fn matching_the_fields_a_filter_reads_agrees_with_matching_the_whole_document() {

@@ -352,10 +352,17 @@ impl Index {
         self.text.as_deref()
     }
 
-    /// Records holding `term` under the given equality prefix values (text indexes).
-    pub fn text_records(&self, prefix: &[&Bson], term: &str) -> Vec<RecordId> {
-        let key = crate::text::TextIndex::key(prefix, term);
-        self.records_with_key(&key).collect()
+    /// Records holding `term` under the given equality prefix values, each with the term's
+    /// score in it (text indexes: see [`crate::text::TextIndex::scored_key`]).
+    pub fn text_scores(&self, prefix: &[&Bson], term: &str) -> Vec<(RecordId, f64)> {
+        let term_key = crate::text::TextIndex::key(prefix, term);
+        self.entries
+            .range((KeyBytes::from(term_key.as_slice()), 0)..)
+            .map_while(|(key, rid)| {
+                crate::text::TextIndex::score_in_key(key.as_slice(), &term_key)
+                    .map(|score| (*rid, score))
+            })
+            .collect()
     }
 
     /// A TTL index the monitor sweeps: `expireAfterSeconds` on a single field.

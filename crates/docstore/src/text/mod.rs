@@ -458,6 +458,24 @@ impl TextIndex {
         key
     }
 
+    /// An index entry's key: [`TextIndex::key`] followed by the term's score in the document
+    /// (its bits, big-endian), as MongoDB keeps the score in the key (`_fts`, `_ftsx`): a
+    /// `$text` query sums its terms' scores from the keys it reads instead of tokenizing every
+    /// matching document again.
+    pub fn scored_key(prefix: &[&Bson], term: &str, score: f64) -> Vec<u8> {
+        let mut key = Self::key(prefix, term);
+        key.extend_from_slice(&score.to_bits().to_be_bytes());
+        key
+    }
+
+    /// The score a [`TextIndex::scored_key`] holds after the `term_key` it starts with, if it
+    /// is one.
+    pub fn score_in_key(key: &[u8], term_key: &[u8]) -> Option<f64> {
+        let rest = key.strip_prefix(term_key)?;
+        let bits: [u8; 8] = rest.try_into().ok()?;
+        Some(f64::from_bits(u64::from_be_bytes(bits)))
+    }
+
     /// Whether two versions of a document give the same keys without tokenizing them: the
     /// same indexed strings (with weights and languages) and the same prefix values. Most
     /// updates (stock counters, reservations) touch no indexed text.
@@ -485,18 +503,17 @@ impl TextIndex {
     /// terms as [`TextIndex::term_scores`] gives, without the scores.
     pub fn keys_for_with(&self, doc: &Document, cache: &mut TermCache) -> Result<Vec<Vec<u8>>> {
         let prefix = self.prefix_values(doc)?;
-        let mut terms = std::collections::BTreeSet::new();
+        let mut scores = BTreeMap::new();
         for value in self.values(doc)? {
             let tokenizer = Tokenizer::new(value.language, Sensitivity::default());
-            for word in language::words(value.text) {
-                if let Some(term) = cache.term(&tokenizer, value.language, word) {
-                    terms.insert(term);
-                }
-            }
+            let terms = language::words(value.text)
+                .into_iter()
+                .filter_map(|word| cache.term(&tokenizer, value.language, word));
+            score_terms(terms, value.text, value.weight, &mut scores);
         }
-        Ok(terms
+        Ok(scores
             .into_iter()
-            .map(|term| Self::key(&prefix, &term))
+            .map(|(term, score)| Self::scored_key(&prefix, &term, score))
             .collect())
     }
 
@@ -573,14 +590,24 @@ impl TermCache {
 
 /// MongoDB's `_scoreStringV2` (see [`TextIndex::term_scores`]).
 fn score_string(tokenizer: &Tokenizer, raw: &str, weight: f64, scores: &mut BTreeMap<String, f64>) {
+    score_terms(tokenizer.terms(raw).into_iter(), raw, weight, scores);
+}
+
+/// [`score_string`] of the string `raw`, given the terms its words become, in order.
+fn score_terms<T: Ord + AsRef<str>>(
+    raw_terms: impl Iterator<Item = T>,
+    raw: &str,
+    weight: f64,
+    scores: &mut BTreeMap<String, f64>,
+) {
     struct Helper {
         count: u32,
         exp: f64,
         freq: f64,
     }
-    let mut terms: BTreeMap<String, Helper> = BTreeMap::new();
+    let mut terms: BTreeMap<T, Helper> = BTreeMap::new();
     let mut num_tokens = 0u32;
-    for term in tokenizer.terms(raw) {
+    for term in raw_terms {
         let h = terms.entry(term).or_insert(Helper {
             count: 0,
             exp: 0.0,
@@ -592,13 +619,14 @@ fn score_string(tokenizer: &Tokenizer, raw: &str, weight: f64, scores: &mut BTre
         num_tokens += 1;
     }
     for (term, h) in terms {
+        let term = term.as_ref();
         let coeff = 0.5 * f64::from(h.count) / f64::from(num_tokens) + 0.5;
         let adjustment = if raw.len() == term.len() && raw.to_lowercase() == term.to_lowercase() {
             1.1
         } else {
             1.0
         };
-        *scores.entry(term).or_insert(0.0) += weight * h.freq * coeff * adjustment;
+        *scores.entry(term.to_string()).or_insert(0.0) += weight * h.freq * coeff * adjustment;
     }
 }
 

@@ -234,6 +234,18 @@ impl BoundText {
             && !self.query.negated_phrases.iter().any(|p| contains(p))
     }
 
+    /// Whether a document holding one of [`BoundText::index_terms`] matches, with nothing else
+    /// to check: no phrases or negations, the default (insensitive) matching, and the terms
+    /// the index holds are the query's own.
+    pub fn index_decides(&self) -> bool {
+        !self.sensitivity.case
+            && !self.sensitivity.diacritics
+            && self.query.negated_terms.is_empty()
+            && self.query.phrases.is_empty()
+            && self.query.negated_phrases.is_empty()
+            && self.index_terms == self.query.terms
+    }
+
     /// The document's text score: the sum over the query's distinct terms of their scores in
     /// the document (see [`TextIndex::term_scores`]).
     pub fn score(&self, doc: &Document) -> f64 {
