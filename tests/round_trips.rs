@@ -48,6 +48,16 @@ async fn each_main_page_sends_a_pinned_number_of_commands() {
         // Breadcrumbs and children from the cached tree; the page of products.
         ("/categories/music?page=2", 3, &["find products"]),
     ];
+    // A product nobody has commented on (most of a catalog) needs no comments query.
+    let quiet = products::collection(&app.db)
+        .find_one(bson::doc! { "comment_count": 0 })
+        .await
+        .unwrap()
+        .expect("a demo product without comments");
+    let quiet = format!("/products/{}", quiet.slug);
+    let pages = pages
+        .into_iter()
+        .chain([(quiet.as_str(), 4, &["find products"][..])]);
     for (path, first_at_most, warm) in pages {
         let first = commands_for(&app, path).await;
         assert!(
