@@ -246,9 +246,66 @@ impl<'a> Element<'a> {
         &self.bytes[1 + self.key.len() + 1..]
     }
 
+    /// The value read straight from its bytes when it is one of the common scalars (a
+    /// string, number, date, ObjectId, boolean or null), which filters and index keys read
+    /// most: no one-element document is built for the driver to parse. `None` for other
+    /// types. The checks are the driver's: a string's length and terminator, UTF-8, a
+    /// boolean's byte.
+    fn decode_scalar(&self) -> Option<Result<Bson>> {
+        let value = self.value();
+        let fixed = |n: usize| -> Result<&[u8]> {
+            value
+                .get(..n)
+                .filter(|_| value.len() == n)
+                .ok_or_else(|| damaged("bad value length"))
+        };
+        let eight = |v: &[u8]| -> [u8; 8] {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(v);
+            b
+        };
+        Some(match self.bytes[0] {
+            0x01 => fixed(8).map(|v| Bson::Double(f64::from_le_bytes(eight(v)))),
+            0x02 => (|| {
+                let len = read_len(value, 0)?;
+                let text = value
+                    .get(4..)
+                    .filter(|rest| len >= 1 && rest.len() == len && rest[len - 1] == 0)
+                    .ok_or_else(|| damaged("bad string length"))?;
+                let text = std::str::from_utf8(&text[..len - 1])
+                    .map_err(|_| damaged("string is not UTF-8"))?;
+                Ok(Bson::String(text.to_string()))
+            })(),
+            0x07 => fixed(12).map(|v| {
+                let mut id = [0u8; 12];
+                id.copy_from_slice(v);
+                Bson::ObjectId(bson::oid::ObjectId::from_bytes(id))
+            }),
+            0x08 => fixed(1).and_then(|v| match v[0] {
+                0 => Ok(Bson::Boolean(false)),
+                1 => Ok(Bson::Boolean(true)),
+                _ => Err(damaged("bad boolean")),
+            }),
+            0x09 => fixed(8)
+                .map(|v| Bson::DateTime(bson::DateTime::from_millis(i64::from_le_bytes(eight(v))))),
+            0x0A => fixed(0).map(|_| Bson::Null),
+            0x10 => fixed(4).map(|v| {
+                let mut b = [0u8; 4];
+                b.copy_from_slice(v);
+                Bson::Int32(i32::from_le_bytes(b))
+            }),
+            0x12 => fixed(8).map(|v| Bson::Int64(i64::from_le_bytes(eight(v)))),
+            _ => return None,
+        })
+    }
+
     /// The key and value, decoded (through a one-element document: the bytes are checked as
     /// the driver would check them).
     fn decode(&self) -> Result<(String, Bson)> {
+        if let Some(value) = self.decode_scalar() {
+            let key = std::str::from_utf8(self.key).map_err(|_| damaged("key is not UTF-8"))?;
+            return Ok((key.to_string(), value?));
+        }
         let len = self.bytes.len() + 5;
         let mut one = Vec::with_capacity(len);
         one.extend_from_slice(&(len as i32).to_le_bytes());
