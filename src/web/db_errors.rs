@@ -20,24 +20,19 @@ impl From<DbError> for AppError {
 }
 
 impl From<anyhow::Error> for AppError {
-    /// A refused write is still a refused write when a handler wrapped it in context.
+    /// A refused write is still a refused write, and a search without its text index still
+    /// "being prepared", when a handler wrapped the error in context.
     fn from(e: anyhow::Error) -> Self {
-        let refused = e.chain().any(|cause| {
-            matches!(
-                cause.downcast_ref::<DbError>(),
-                Some(DbError::NotWritable(_))
-            ) || cause
-                .downcast_ref::<mongodb::error::Error>()
-                .is_some_and(crate::db::refuses_writes)
-        });
-        let text_index_missing = e.chain().any(|cause| {
-            matches!(
-                cause.downcast_ref::<DbError>(),
-                Some(DbError::TextIndexNotReady(_))
-            ) || cause
-                .downcast_ref::<mongodb::error::Error>()
-                .is_some_and(crate::db::text_index_missing)
-        });
+        let refused = caused_by(
+            &e,
+            |db| matches!(db, DbError::NotWritable(_)),
+            crate::db::refuses_writes,
+        );
+        let text_index_missing = caused_by(
+            &e,
+            |db| matches!(db, DbError::TextIndexNotReady(_)),
+            crate::db::text_index_missing,
+        );
         if refused {
             AppError::NotWritable(e)
         } else if text_index_missing {
@@ -46,4 +41,19 @@ impl From<anyhow::Error> for AppError {
             AppError::Internal(e)
         }
     }
+}
+
+/// Whether a cause in `e`'s chain is a database error `db` accepts, or a driver error `driver`
+/// accepts (a handler may have wrapped either in context).
+fn caused_by(
+    e: &anyhow::Error,
+    db: impl Fn(&DbError) -> bool,
+    driver: impl Fn(&mongodb::error::Error) -> bool,
+) -> bool {
+    e.chain().any(|cause| {
+        cause.downcast_ref::<DbError>().is_some_and(&db)
+            || cause
+                .downcast_ref::<mongodb::error::Error>()
+                .is_some_and(&driver)
+    })
 }

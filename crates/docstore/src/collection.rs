@@ -49,6 +49,22 @@ pub struct QuerySpec<'a> {
     pub limit: Option<usize>,
 }
 
+#[cfg(test)]
+impl<'a> QuerySpec<'a> {
+    /// A query of `filter` alone: no sort, hint, skip or limit (tests).
+    pub(crate) fn filter_only(filter: &'a Filter, filter_doc: &'a Document) -> QuerySpec<'a> {
+        QuerySpec {
+            filter,
+            filter_doc,
+            sort: None,
+            sort_doc: None,
+            hint: None,
+            skip: 0,
+            limit: None,
+        }
+    }
+}
+
 /// One matching document with the array position its filter matched (for positional `$`).
 pub struct Hit {
     pub record: RecordId,
@@ -903,16 +919,7 @@ mod tests {
                 let mut filter = doc! { "$text": search.clone() };
                 filter.extend(rest);
                 let parsed = Filter::parse(&filter).unwrap();
-                let query = QuerySpec {
-                    filter: &parsed,
-                    filter_doc: &filter,
-                    sort: None,
-                    sort_doc: None,
-                    hint: None,
-                    skip: 0,
-                    limit: None,
-                };
-                let (hits, _) = c.query(&query).unwrap();
+                let (hits, _) = c.query(&QuerySpec::filter_only(&parsed, &filter)).unwrap();
                 let got: Vec<(RecordId, f64)> =
                     hits.iter().map(|h| (h.record, h.score.unwrap())).collect();
                 let bound = parsed.text().unwrap().0.bound().unwrap().clone();

@@ -217,16 +217,8 @@ mod tests {
     fn search(c: &Collection, words: &str) -> crate::error::Result<usize> {
         let filter = doc! { "$text": { "$search": words } };
         let parsed = Filter::parse(&filter).unwrap();
-        let query = QuerySpec {
-            filter: &parsed,
-            filter_doc: &filter,
-            sort: None,
-            sort_doc: None,
-            hint: None,
-            skip: 0,
-            limit: None,
-        };
-        c.query(&query).map(|(hits, _)| hits.len())
+        c.query(&QuerySpec::filter_only(&parsed, &filter))
+            .map(|(hits, _)| hits.len())
     }
 
     /// Every (key, record) a fresh build of `name` over the collection's documents holds.

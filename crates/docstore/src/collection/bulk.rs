@@ -48,33 +48,21 @@ impl Collection {
         let mut all = Vec::with_capacity(specs.len() + 1);
         all.push(IndexSpec::id_index());
         all.extend(specs.iter().cloned());
-        let later: Vec<bool> = all
-            .iter()
-            .map(|spec| background && super::background::in_background(spec, docs_len))
-            .collect();
-        let mut now = Vec::new();
-        let mut rest = Vec::new();
-        for (spec, &later) in all.into_iter().zip(&later) {
-            if later {
-                rest.push(spec);
-            } else {
-                now.push(spec);
-            }
-        }
+        let later =
+            |spec: &IndexSpec| background && super::background::in_background(spec, docs_len);
+        let now: Vec<IndexSpec> = all.iter().filter(|spec| !later(spec)).cloned().collect();
         match coll.build_indexes(now) {
             Ok(built) => {
                 // Back in the order given, the ones left for later empty.
                 let mut built = built.into_iter();
-                let mut rest = rest.into_iter();
-                for later in later {
-                    let index = if later {
-                        rest.next().map(Index::new_building).transpose()?
+                for spec in all {
+                    let index = if later(&spec) {
+                        Index::new_building(spec)?
                     } else {
-                        built.next()
+                        built.next().ok_or_else(|| {
+                            crate::error::Error::internal("index build lost an index")
+                        })?
                     };
-                    let index = index.ok_or_else(|| {
-                        crate::error::Error::internal("index build lost an index")
-                    })?;
                     coll.indexes.push(index);
                 }
                 Ok(coll)

@@ -131,13 +131,9 @@ mod tests {
     fn count(c: &Collection, filter: Document, skip: usize, limit: Option<usize>) -> (usize, bool) {
         let parsed = Filter::parse(&filter).unwrap();
         let q = QuerySpec {
-            filter: &parsed,
-            filter_doc: &filter,
-            sort: None,
-            sort_doc: None,
-            hint: None,
             skip,
             limit,
+            ..QuerySpec::filter_only(&parsed, &filter)
         };
         let from_index = c.answering_index(&c.plan(&q).unwrap(), &filter).is_some();
         let n = c.count_matching(&q).unwrap();
