@@ -177,25 +177,13 @@ pub async fn page(
     at: PageAt,
     size: usize,
 ) -> Result<ThreadView, DbError> {
-    if count <= 0 {
-        // No comment a reader may see (the count is kept exact): nothing to read, since a
-        // hidden comment is only shown as a placeholder above a visible reply. Most products
-        // have no comments, and this is their page's second round trip.
-        return Ok(ThreadView {
-            older_url: None,
-            newer_url: None,
-            thread_start_url: None,
-            entries: Vec::new(),
-            focus: None,
-            count,
-            form: CommentForm::default(),
-            reply: None,
-            discussion,
-        });
-    }
     let limit = size as i64 + 1;
     let filter = doc! { "discussion_id": discussion.id };
     let (mut comments, next, has_older, has_newer) = match &at {
+        // No comment a reader may see (the count is kept exact): nothing to read, since a
+        // hidden comment is only shown as a placeholder above a visible reply. Most products
+        // have no comments, and this would be their page's second round trip.
+        _ if count <= 0 => (Vec::new(), None, false, false),
         PageAt::First | PageAt::After(_) => {
             let after = match &at {
                 PageAt::After(a) => Some(a.as_str()),

@@ -484,7 +484,7 @@ impl Collection {
             .collect();
         let rest = Filter::parse(&rest_doc)?;
         let index_decides = bound.index_decides() && rest.text().is_none();
-        let rest_fields = rest.top_level_fields();
+        let mut rest_matcher = RawMatcher::new(&rest);
         let mut hits = Vec::new();
         for (record, score) in candidates {
             let Some(stored) = self.docs.get(&record) else {
@@ -492,8 +492,7 @@ impl Collection {
             };
             stats.docs_examined += 1;
             let position = if index_decides {
-                let doc = stored.select(rest_fields.as_deref())?;
-                rest.try_matches_with_position(&doc)?
+                rest_matcher.matches(stored)?
             } else {
                 let doc = stored.to_document()?;
                 query.filter.try_matches_with_position(&doc)?

@@ -82,20 +82,8 @@ impl StoredDoc {
     /// allocation, for a caller that selects from many documents in turn).
     pub fn select_into(&self, fields: &[String], out: &mut Document) -> Result<()> {
         out.clear();
-        if fields.is_empty() {
-            return Ok(());
-        }
-        for element in Elements::new(&self.0)? {
-            let element = element?;
-            if fields.iter().any(|f| f.as_bytes() == element.key) {
-                let (key, value) = element.decode()?;
-                out.insert(key, value);
-                if out.len() == fields.len() {
-                    break;
-                }
-            }
-        }
-        Ok(())
+        let whole = |key: &[u8]| fields.iter().any(|f| f.as_bytes() == key).then_some(None);
+        select_from(&self.0, fields.len(), &whole, out)
     }
 
     /// [`StoredDoc::select_into`] of the parts `wanted` names: a field named with nothing
@@ -105,7 +93,7 @@ impl StoredDoc {
     /// from a product's `details` only its `genre`, `artist` …, not every track listing.
     pub fn select_tree_into(&self, wanted: &FieldTree, out: &mut Document) -> Result<()> {
         out.clear();
-        select_from(&self.0, wanted, out)
+        select_from(&self.0, wanted.0.len(), &|key| wanted.find(key), out)
     }
 
     /// This document with only the top-level fields `keep` accepts, each copied as stored and
@@ -182,6 +170,14 @@ impl FieldTree {
         tree
     }
 
+    /// What the tree wants of the field `key` (see [`Wanted`]).
+    fn find(&self, key: &[u8]) -> Option<Option<&FieldTree>> {
+        self.0
+            .iter()
+            .find(|(name, _)| name.as_bytes() == key)
+            .map(|(_, sub)| sub.as_ref())
+    }
+
     fn add(&mut self, path: &str) {
         let (head, rest) = match path.split_once('.') {
             Some((head, rest)) => (head, Some(rest)),
@@ -202,30 +198,38 @@ impl FieldTree {
     }
 }
 
-/// [`StoredDoc::select_tree_into`] over the document `bytes`.
-fn select_from(bytes: &[u8], wanted: &FieldTree, out: &mut Document) -> Result<()> {
-    if wanted.0.is_empty() {
+/// What a selection wants of a field, by its key: `None` for nothing, `Some(None)` for all of
+/// it, `Some(Some(tree))` for the parts `tree` names.
+type Wanted<'w> = dyn Fn(&[u8]) -> Option<Option<&'w FieldTree>> + 'w;
+
+/// The fields `wanted` accepts out of the document `bytes` (at most `count` of them), into
+/// `out`: [`StoredDoc::select_into`] and [`StoredDoc::select_tree_into`].
+fn select_from(bytes: &[u8], count: usize, wanted: &Wanted<'_>, out: &mut Document) -> Result<()> {
+    if count == 0 {
         return Ok(());
     }
-    let mut found = 0;
     for element in Elements::new(bytes)? {
         let element = element?;
-        let Some((name, sub)) = wanted.0.iter().find(|(n, _)| n.as_bytes() == element.key) else {
+        let Some(sub) = wanted(element.key) else {
             continue;
         };
         match sub {
             Some(sub) if element.bytes[0] == 0x03 => {
                 let mut inner = Document::new();
-                select_from(element.value(), sub, &mut inner)?;
-                out.insert(name.clone(), Bson::Document(inner));
+                select_from(
+                    element.value(),
+                    sub.0.len(),
+                    &|key| sub.find(key),
+                    &mut inner,
+                )?;
+                out.insert(element.key_str()?, Bson::Document(inner));
             }
             _ => {
                 let (key, value) = element.decode()?;
                 out.insert(key, value);
             }
         }
-        found += 1;
-        if found == wanted.0.len() {
+        if out.len() == count {
             break;
         }
     }
@@ -299,12 +303,18 @@ impl<'a> Element<'a> {
         })
     }
 
-    /// The key and value, decoded (through a one-element document: the bytes are checked as
-    /// the driver would check them).
+    /// The key (UTF-8 when the document was stored; checked again).
+    fn key_str(&self) -> Result<String> {
+        std::str::from_utf8(self.key)
+            .map(str::to_string)
+            .map_err(|_| damaged("key is not UTF-8"))
+    }
+
+    /// The key and value, decoded: a common scalar straight from its bytes, anything else
+    /// through a one-element document (the bytes are checked as the driver would check them).
     fn decode(&self) -> Result<(String, Bson)> {
         if let Some(value) = self.decode_scalar() {
-            let key = std::str::from_utf8(self.key).map_err(|_| damaged("key is not UTF-8"))?;
-            return Ok((key.to_string(), value?));
+            return Ok((self.key_str()?, value?));
         }
         let len = self.bytes.len() + 5;
         let mut one = Vec::with_capacity(len);

@@ -84,19 +84,10 @@ impl From<&[u8]> for KeyBytes {
 }
 
 impl PartialEq for KeyBytes {
-    /// Like [`KeyBytes::cmp`], inline keys compare as words (tuples of a key and a record id
-    /// test equality before order).
+    /// Through [`KeyBytes::cmp`]: tuples of a key and a record id test equality before order,
+    /// and inline keys compare as words.
     fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (
-                KeyBytes::Inline { len, bytes },
-                KeyBytes::Inline {
-                    len: other_len,
-                    bytes: other_bytes,
-                },
-            ) => len == other_len && inline_words(bytes) == inline_words(other_bytes),
-            _ => self.as_slice() == other.as_slice(),
-        }
+        self.cmp(other) == Ordering::Equal
     }
 }
 
@@ -109,8 +100,8 @@ impl PartialOrd for KeyBytes {
 }
 
 impl Ord for KeyBytes {
-    /// Byte order. Two inline keys (almost every key) are compared as three big-endian words
-    /// and then their lengths, which is the same order since the bytes past `len` are zero:
+    /// Byte order. Two inline keys (almost every key) are compared as big-endian words and
+    /// then their lengths, which is the same order since the bytes past `len` are zero:
     /// sorting and searching an index is mostly this comparison, and a `memcmp` call per
     /// comparison was most of building the indexes at start-up.
     fn cmp(&self, other: &Self) -> Ordering {
