@@ -2,6 +2,9 @@
 //! seed an empty database, assemble the web app and run it until stopped.
 
 pub mod indexes;
+mod workers;
+
+pub use workers::WorkerStores;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -37,6 +40,8 @@ const SHUTDOWN_GRACE_SECS: u64 = 10;
 pub struct OpenDatabase {
     pub db: Db,
     embedded: Option<docstore::ServerHandle>,
+    /// The HTTP workers' own ways into the embedded store (none on an external MongoDB).
+    workers: Option<WorkerStores>,
 }
 
 impl OpenDatabase {
@@ -70,7 +75,7 @@ impl OpenDatabase {
                 let user = docstore::User::with_password(EMBEDDED_USER, &password)
                     .context("cannot set up the embedded store's user")?;
                 let unix_socket = match &store {
-                    Store::EmbeddedDirectory(path) => unix_socket_path(path),
+                    Store::EmbeddedDirectory(path) => unix_socket_path(path, UNIX_SOCKET_FILE),
                     _ => None,
                 };
                 let handle = match docstore::Server::start(docstore::Config {
@@ -124,7 +129,18 @@ impl OpenDatabase {
             .await
             .with_context(|| format!("cannot reach the database ({store})"))?;
         tracing::info!(store = %store, database = %name, "database connected");
-        Ok(OpenDatabase { db, embedded })
+        let workers = embedded.as_ref().and_then(|handle| {
+            let socket_dir = match &store {
+                Store::EmbeddedDirectory(path) => Some(path.clone()),
+                _ => None,
+            };
+            Some(WorkerStores::new(handle.in_process()?, socket_dir))
+        });
+        Ok(OpenDatabase {
+            db,
+            embedded,
+            workers,
+        })
     }
 
     /// The address of the embedded store, when Bazaar started one.
@@ -147,7 +163,11 @@ impl OpenDatabase {
         db.ping()
             .await
             .with_context(|| format!("the running Bazaar's store does not answer ({store})"))?;
-        Ok(OpenDatabase { db, embedded: None })
+        Ok(OpenDatabase {
+            db,
+            embedded: None,
+            workers: None,
+        })
     }
 
     /// Open the configured store as [`OpenDatabase::open`] does or, when another Bazaar is
@@ -189,11 +209,11 @@ const MAX_UNIX_SOCKET_PATH: usize = 100;
 /// Where the embedded store's Unix socket goes: in the data directory, by its absolute path, so
 /// the app's own connection skips TCP (a database command then costs the kernel far less). `None`
 /// (TCP only) when that path is too long for a socket or not valid UTF-8 for the driver's URI.
-fn unix_socket_path(data: &std::path::Path) -> Option<std::path::PathBuf> {
+fn unix_socket_path(data: &std::path::Path, file: &str) -> Option<std::path::PathBuf> {
     if !cfg!(unix) {
         return None;
     }
-    let path = std::fs::canonicalize(data).ok()?.join(UNIX_SOCKET_FILE);
+    let path = std::fs::canonicalize(data).ok()?.join(file);
     let text = path.to_str()?;
     (text.len() <= MAX_UNIX_SOCKET_PATH).then_some(path)
 }
@@ -263,7 +283,7 @@ impl Application {
         settings: Settings,
         database: OpenDatabase,
     ) -> Result<Application, (anyhow::Error, OpenDatabase)> {
-        match Application::assemble(&settings, &database.db).await {
+        match Application::assemble(&settings, &database.db, database.workers.clone()).await {
             Ok(built) => Ok(Application {
                 port: built.port,
                 address: settings.public_address(built.port),
@@ -288,7 +308,11 @@ impl Application {
         }
     }
 
-    async fn assemble(settings: &Settings, db: &Db) -> anyhow::Result<Assembled> {
+    async fn assemble(
+        settings: &Settings,
+        db: &Db,
+        workers: Option<WorkerStores>,
+    ) -> anyhow::Result<Assembled> {
         indexes::ensure_indexes(db)
             .await
             .context("creating the database indexes failed")?;
@@ -336,20 +360,20 @@ impl Application {
             max_upload_bytes: settings.media.max_upload_bytes,
             max_image_pixels: settings.media.max_image_pixels,
             cart: settings.cart.clone(),
-            new_carts: crate::web::rate_limit::RateLimiter::new(
+            new_carts: Arc::new(crate::web::rate_limit::RateLimiter::new(
                 settings.cart.new_carts_per_hour,
                 Duration::from_secs(3600),
-            ),
+            )),
             public_url: settings
                 .public_address(port)
                 .trim_end_matches('/')
                 .to_string(),
             comments: settings.comments.clone(),
             site: Default::default(),
-            order_lookups: crate::web::rate_limit::RateLimiter::new(
+            order_lookups: Arc::new(crate::web::rate_limit::RateLimiter::new(
                 settings.cart.order_lookups_per_hour,
                 Duration::from_secs(3600),
-            ),
+            )),
         });
         let credentials = web::Data::new(credentials);
         let backup_monitor = BackupMonitor::new(settings.backup.clone());
@@ -365,7 +389,15 @@ impl Application {
             backup_monitor: web::Data::from(backup_monitor.clone()),
             page_views: page_views.clone().map(web::Data::new),
         };
-        let server = http_server(state, credentials.clone(), areas, key, settings, listener)?;
+        let server = http_server(
+            state,
+            workers,
+            credentials.clone(),
+            areas,
+            key,
+            settings,
+            listener,
+        )?;
         Ok(Assembled {
             backup_monitor,
             port,
@@ -517,6 +549,7 @@ struct AreaData {
 
 fn http_server(
     state: web::Data<AppState>,
+    worker_stores: Option<WorkerStores>,
     credentials: web::Data<AdminCredentials>,
     areas: AreaData,
     key: Key,
@@ -533,6 +566,7 @@ fn http_server(
         settings.server.max_concurrent_bodies,
     ));
     let mut server = HttpServer::new(move || {
+        let state = worker_state(&state, worker_stores.as_ref());
         let mut app = App::new();
         if let Some(page_views) = &areas.page_views {
             app = app.app_data(page_views.clone());
@@ -576,6 +610,27 @@ fn http_server(
         server = server.workers(workers);
     }
     Ok(server.listen(listener)?.run())
+}
+
+/// The state one HTTP worker's handlers share: `shared` with a database handle of the worker's
+/// own when the store is embedded (see [`WorkerStores`]). Called on the worker's thread.
+fn worker_state(
+    shared: &web::Data<AppState>,
+    workers: Option<&WorkerStores>,
+) -> web::Data<AppState> {
+    let Some(workers) = workers else {
+        return shared.clone();
+    };
+    match workers.connect_here(&shared.db) {
+        Ok(db) => web::Data::new(AppState {
+            db,
+            ..AppState::clone(shared)
+        }),
+        Err(e) => {
+            tracing::warn!("this HTTP worker shares the process's database client: {e:#}");
+            shared.clone()
+        }
+    }
 }
 
 /// Start logging for the configured level (separate so the CLI can log before serving).

@@ -18,7 +18,9 @@ use crate::config::{CartSettings, CommentSettings};
 use crate::db::site::{self, SiteSettings};
 use crate::db::Db;
 
-/// Shared by every handler.
+/// Shared by every handler. Each HTTP worker may hold its own copy with its own [`Db`] handle
+/// (see `startup::WorkerStores`); the limiters and the settings cache are shared by all.
+#[derive(Clone)]
 pub struct AppState {
     pub db: Db,
     pub db_timeout_ms: u64,
@@ -30,16 +32,16 @@ pub struct AppState {
     /// Cart expiry and cleanup timeouts (admin can run the jobs by hand).
     pub cart: CartSettings,
     /// New carts per client address (`cart.new_carts_per_hour`).
-    pub new_carts: crate::web::rate_limit::RateLimiter,
+    pub new_carts: Arc<crate::web::rate_limit::RateLimiter>,
     /// The site's absolute address without a trailing slash (`server.public_url`, else the
     /// bound address): feeds need absolute links.
     pub public_url: String,
     /// Comment length and page size.
     pub comments: CommentSettings,
     /// Order lookups (`/orders/lookup`) per client address.
-    pub order_lookups: crate::web::rate_limit::RateLimiter,
+    pub order_lookups: Arc<crate::web::rate_limit::RateLimiter>,
     /// The site settings (name, currency, shipping rates) as last read, for every worker.
-    pub site: site::SettingsCache,
+    pub site: Arc<site::SettingsCache>,
 }
 
 /// Middleware: run the request with the site settings (through [`AppState::site`]) as its

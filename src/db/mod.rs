@@ -26,7 +26,9 @@ use std::time::Duration;
 use bson::doc;
 use futures::TryStreamExt;
 use mongodb::error::{ErrorKind, WriteFailure};
-use mongodb::options::{Acknowledgment, ClientOptions, CollectionOptions, WriteConcern};
+use mongodb::options::{
+    Acknowledgment, ClientOptions, CollectionOptions, ServerAddress, WriteConcern,
+};
 use mongodb::{Client, Collection, Database};
 
 /// True for a unique-index violation (server error 11000), which callers turn into their own
@@ -172,6 +174,8 @@ pub struct Db {
     commands: Arc<commands::CommandLog>,
     /// State the areas keep with this handle (the catalog's cache), shared by every clone.
     extensions: Arc<Extensions>,
+    /// What `client` was built from, for [`Db::through`].
+    options: Arc<ClientOptions>,
 }
 
 /// Values of any type, one per type, kept with a [`Db`] handle (see [`Db::extension`]).
@@ -244,7 +248,7 @@ impl Db {
         // Without this the driver waits 30 s for a server before a page can say "unavailable".
         options.server_selection_timeout = Some(timeout);
         options.connect_timeout = Some(timeout);
-        let client = Client::with_options(options)?;
+        let client = Client::with_options(options.clone())?;
         let database = client.database(name);
         Ok(Db {
             client,
@@ -254,6 +258,27 @@ impl Db {
             timeout,
             commands,
             extensions: Arc::default(),
+            options: Arc::new(options),
+        })
+    }
+
+    /// The same store through another address of it (an in-process listener of the embedded
+    /// store, see `startup::WorkerStores`): a client of its own, with everything else shared
+    /// with this handle (the command log, the areas' caches, the durability). The client's
+    /// background tasks run on the current runtime, so call it on the runtime that will use it.
+    pub fn through(&self, address: ServerAddress) -> Result<Db, DbError> {
+        let mut options = (*self.options).clone();
+        options.hosts = vec![address];
+        let client = Client::with_options(options.clone())?;
+        Ok(Db {
+            database: client.database(self.database.name()),
+            client,
+            store: self.store.clone(),
+            durability: self.durability,
+            timeout: self.timeout,
+            commands: Arc::clone(&self.commands),
+            extensions: Arc::clone(&self.extensions),
+            options: Arc::new(options),
         })
     }
 

@@ -31,7 +31,7 @@ pub use auth::User;
 pub use config::{Config, StorageMode};
 pub use error::{Error, ErrorCode, Result};
 pub use repair::repair;
-pub use server::{Server, ServerHandle};
+pub use server::{Endpoint, InProcess, Server, ServerHandle};
 pub use storage::recovery::RepairReport;
 pub use storage::DiskFaults;
 

@@ -36,6 +36,8 @@ pub struct ServerHandle {
     accept_loop: Option<JoinHandle<()>>,
     /// The Unix domain socket also listened on, when one was configured and could be bound.
     unix_socket: Option<PathBuf>,
+    /// The runtime the server started on (see [`InProcess`]).
+    runtime: tokio::runtime::Handle,
 }
 
 impl Server {
@@ -85,6 +87,7 @@ impl Server {
             stop: Some(stop_tx),
             accept_loop: Some(accept_loop),
             unix_socket,
+            runtime: tokio::runtime::Handle::current(),
         })
     }
 }
@@ -135,6 +138,16 @@ impl ServerHandle {
         &self.state
     }
 
+    /// What opens further listeners served on other runtimes of this process (see
+    /// [`InProcess::listen_here`]); `None` once the server is stopping.
+    pub fn in_process(&self) -> Option<InProcess> {
+        Some(InProcess {
+            state: Arc::clone(&self.state),
+            stop: self.stop.as_ref()?.subscribe(),
+            shared: self.runtime.clone(),
+        })
+    }
+
     /// Stop accepting, let commands in flight finish and send their replies, close every
     /// connection, then flush the journal.
     pub async fn shutdown(mut self) {
@@ -156,6 +169,103 @@ impl Drop for ServerHandle {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(true);
         }
+    }
+}
+
+/// Opens listeners whose connections are served by the tasks of the runtime that opens them,
+/// rather than the runtime the server started on.
+///
+/// A process that embeds the store and runs several single-threaded runtimes (an HTTP server's
+/// workers) gives each its own listener and its own driver: a command then goes from the driver
+/// to the store and back on one thread, with no wake-up of another thread on the way (a
+/// cross-thread hand-off costs more than a small command itself). The data, the users and the
+/// stop signal are the server's own; only where the connection tasks run differs.
+#[derive(Clone)]
+pub struct InProcess {
+    state: Arc<ServerState>,
+    stop: watch::Receiver<bool>,
+    /// The runtime the server started on: a command that may run long ([`may_run_long`]) is
+    /// handed to it from a current-thread runtime, so it never holds up that runtime's other
+    /// tasks (an HTTP worker's requests).
+    shared: tokio::runtime::Handle,
+}
+
+/// Where an [`InProcess`] listener listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    Unix(PathBuf),
+    Tcp(SocketAddr),
+}
+
+impl InProcess {
+    /// Listen on the Unix socket `unix_socket` (or, without one or when it cannot be bound, on a
+    /// free loopback TCP port) and serve its connections as tasks of the current tokio runtime
+    /// until the server stops or that runtime ends. Must be called within a runtime.
+    pub fn listen_here(&self, unix_socket: Option<&Path>) -> Result<Endpoint> {
+        let unix = unix_socket.and_then(UnixSocket::bind);
+        let (endpoint, tcp) = match &unix {
+            Some(u) => (Endpoint::Unix(u.path.clone()), None),
+            None => {
+                let listener = std::net::TcpListener::bind(("127.0.0.1", 0))
+                    .and_then(|l| l.set_nonblocking(true).map(|()| l))
+                    .and_then(TcpListener::from_std)
+                    .map_err(|e| Error::internal(format!("cannot listen on loopback: {e}")))?;
+                let addr = listener
+                    .local_addr()
+                    .map_err(|e| Error::internal(format!("cannot read the address: {e}")))?;
+                (Endpoint::Tcp(addr), Some(listener))
+            }
+        };
+        tokio::spawn(serve_here(tcp, unix, self.clone()));
+        Ok(endpoint)
+    }
+}
+
+/// The accept loop of an [`InProcess`] listener: one of `tcp` and `unix` is set.
+async fn serve_here(tcp: Option<TcpListener>, unix: Option<UnixSocket>, here: InProcess) {
+    let InProcess {
+        state,
+        mut stop,
+        shared,
+    } = here;
+    let mut connections = JoinSet::new();
+    while !stop_requested(&stop) {
+        tokio::select! {
+            biased;
+            _ = stop.changed() => {}
+            Some(done) = connections.join_next(), if !connections.is_empty() => {
+                report_connection_end(done);
+            }
+            accepted = accept_tcp(tcp.as_ref()) => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    connections.spawn(serve_connection(
+                        stream,
+                        Some(peer),
+                        Arc::clone(&state),
+                        stop.clone(),
+                        Some(shared.clone()),
+                    ));
+                }
+                Err(e) => accept_failed(e).await,
+            },
+            accepted = accept_unix(&unix) => match accepted {
+                Ok(stream) => {
+                    connections.spawn(serve_connection(
+                        stream,
+                        None,
+                        Arc::clone(&state),
+                        stop.clone(),
+                        Some(shared.clone()),
+                    ));
+                }
+                Err(e) => accept_failed(e).await,
+            },
+        }
+    }
+    drop((tcp, unix));
+    while let Some(done) = connections.join_next().await {
+        report_connection_end(done);
     }
 }
 
@@ -198,6 +308,14 @@ struct UnixSocket {
     path: PathBuf,
     #[cfg(unix)]
     listener: tokio::net::UnixListener,
+}
+
+impl Drop for UnixSocket {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_file(&self.path) {
+            debug!(path = %self.path.display(), "removing the Unix socket failed: {e}");
+        }
+    }
 }
 
 impl UnixSocket {
@@ -253,6 +371,16 @@ async fn accept_unix(_: &Option<UnixSocket>) -> std::io::Result<tokio::net::TcpS
     std::future::pending().await
 }
 
+/// The next connection on an [`InProcess`] TCP listener; never resolves when there is none.
+async fn accept_tcp(
+    tcp: Option<&TcpListener>,
+) -> std::io::Result<(tokio::net::TcpStream, SocketAddr)> {
+    match tcp {
+        Some(listener) => listener.accept().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Per-connection failures (reset before accept) are routine; running out of file descriptors
 /// is not, and retrying at once would spin.
 async fn accept_failed(e: std::io::Error) {
@@ -291,6 +419,7 @@ async fn accept_loop(
                         Some(peer),
                         Arc::clone(&state),
                         stop.clone(),
+                        None,
                     ));
                 }
                 Err(e) => accept_failed(e).await,
@@ -302,20 +431,15 @@ async fn accept_loop(
                         None,
                         Arc::clone(&state),
                         stop.clone(),
+                        None,
                     ));
                 }
                 Err(e) => accept_failed(e).await,
             },
         }
     }
-    drop(listener);
-    if let Some(unix) = unix {
-        let path = unix.path.clone();
-        drop(unix);
-        if let Err(e) = std::fs::remove_file(&path) {
-            debug!(path = %path.display(), "removing the Unix socket failed: {e}");
-        }
-    }
+    // The Unix socket's file goes with it (see `UnixSocket`'s `Drop`).
+    drop((listener, unix));
     debug!(
         open = connections.len(),
         "docstore stopping: draining connections"
@@ -324,10 +448,14 @@ async fn accept_loop(
         while let Some(done) = connections.join_next().await {
             report_connection_end(done);
         }
+        // Connections of in-process listeners stop on the same signal, on their own runtimes.
+        while state.open_connections.load(Ordering::Relaxed) > 0 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
     };
     if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
         warn!(
-            open = connections.len(),
+            open = state.open_connections.load(Ordering::Relaxed),
             "connections did not finish within {SHUTDOWN_GRACE:?}; closing them"
         );
         connections.shutdown().await;
@@ -386,14 +514,17 @@ impl std::fmt::Display for Peer {
     }
 }
 
+/// Serve one connection until it closes or the server stops. `shared` is the runtime a command
+/// that may run long is handed to when this one is a current-thread runtime ([`InProcess`]).
 async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
     stream: S,
     peer: Option<SocketAddr>,
     state: Arc<ServerState>,
     mut stop: watch::Receiver<bool>,
+    shared: Option<tokio::runtime::Handle>,
 ) {
     let _open = OpenConnection::new(&state);
-    let conn = state.new_connection(peer);
+    let conn = Arc::new(state.new_connection(peer));
     let peer = Peer(peer);
     debug!(%peer, connection = conn.id, "connection accepted");
     let mut stream = BufReader::with_capacity(READ_BUFFER, stream);
@@ -421,7 +552,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
                 break;
             }
         }
-        let step = handle_message(&state, &conn, &peer, &buf).await;
+        let step = handle_message(&state, &conn, &peer, &buf, shared.as_ref()).await;
         if buf.capacity() > wire::RETAINED_BUFFER_CAPACITY {
             buf = Vec::new();
         }
@@ -442,9 +573,10 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
 /// Parse one message, run its command and encode the answer.
 async fn handle_message(
     state: &Arc<ServerState>,
-    conn: &ConnectionInfo,
+    conn: &Arc<ConnectionInfo>,
     peer: &Peer,
     bytes: &[u8],
+    shared: Option<&tokio::runtime::Handle>,
 ) -> Step {
     match wire::parse_message(bytes) {
         Ok(Message::Msg(msg)) => {
@@ -452,7 +584,7 @@ async fn handle_message(
             let more_to_come = msg.more_to_come();
             let checksum = msg.checksum_present();
             let reply = if msg.body.contains_key("$db") {
-                run_command(state, conn, msg.body).await
+                run_command(state, conn, msg.body, shared).await
             } else {
                 Answer::Document(
                     Error::location(40571, "OP_MSG requests require a $db argument")
@@ -548,11 +680,43 @@ impl Drop for LongCommand<'_> {
 /// half a second) first hands that worker over to a new thread with
 /// [`tokio::task::block_in_place`], so the other connections queued on the worker are served
 /// meanwhile rather than after it. On a current-thread runtime (there is no other worker to
-/// hand over to) every command runs in place.
-async fn run_command(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: Document) -> Answer {
-    let multi_thread = tokio::runtime::Handle::try_current()
-        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
-    if multi_thread && may_run_long(&cmd) {
+/// hand over to) a command runs in place, unless the connection belongs to an [`InProcess`]
+/// listener: then one that may take long is handed to the server's own runtime (`shared`).
+async fn run_command(
+    state: &Arc<ServerState>,
+    conn: &Arc<ConnectionInfo>,
+    cmd: Document,
+    shared: Option<&tokio::runtime::Handle>,
+) -> Answer {
+    match shared {
+        Some(runtime) if may_run_long(&cmd) && !on_multi_thread_runtime() => {
+            let (state, conn) = (Arc::clone(state), Arc::clone(conn));
+            match runtime
+                .spawn(async move { run_on_this_runtime(&state, &conn, cmd).await })
+                .await
+            {
+                Ok(answer) => answer,
+                Err(e) => Answer::Document(
+                    Error::internal(format!("the command did not finish: {e}")).to_command_reply(),
+                ),
+            }
+        }
+        _ => run_on_this_runtime(state, conn, cmd).await,
+    }
+}
+
+fn on_multi_thread_runtime() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
+}
+
+/// [`run_command`] on the current runtime.
+async fn run_on_this_runtime(
+    state: &Arc<ServerState>,
+    conn: &ConnectionInfo,
+    cmd: Document,
+) -> Answer {
+    if on_multi_thread_runtime() && may_run_long(&cmd) {
         let _running = LongCommand::new(state);
         tokio::task::block_in_place(|| {
             tokio::runtime::Handle::current().block_on(commands::dispatch(state, conn, cmd))
@@ -599,7 +763,7 @@ mod tests {
 
     /// Send `cmd` on `stream` and read its reply (blocking, plain `std` I/O: no async runtime
     /// on the client side that the server's could hold up).
-    fn send(stream: &mut TcpStream, cmd: Document) -> Document {
+    fn send(stream: &mut (impl Read + Write), cmd: Document) -> Document {
         stream
             .write_all(&wire::encode_op_msg(0, &cmd, false))
             .expect("sent");
@@ -617,11 +781,8 @@ mod tests {
         }
     }
 
-    /// On a runtime with a single async worker, a count that cannot finish (its collection is
-    /// locked by the test) is running while another connection's ping is answered: the count
-    /// handed its worker over instead of keeping every other connection waiting behind it.
-    #[test]
-    fn a_long_command_does_not_hold_up_another_connections_ping() {
+    /// A runtime with a single async worker (the server's), and a started in-memory server.
+    fn single_worker_server() -> (tokio::runtime::Runtime, ServerHandle) {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -630,7 +791,13 @@ mod tests {
         let server = runtime
             .block_on(Server::start(Config::default()))
             .expect("started");
-        let addr = server.local_addr();
+        (runtime, server)
+    }
+
+    /// A count that cannot finish (its collection is locked by the test) is running on a
+    /// connection to `addr` while another connection's ping is answered: the count did not keep
+    /// every other connection served by the same runtime waiting behind it.
+    fn a_blocked_count_leaves_pings_answered(server: &ServerHandle, addr: SocketAddr) {
         let connect = || {
             let stream = TcpStream::connect(addr).expect("connected");
             // Only so that a regression fails instead of hanging.
@@ -656,8 +823,14 @@ mod tests {
             done.send(()).expect("the test waits");
             reply
         });
-        // The count has arrived and runs (it waits for the collection the test holds).
+        // The count has arrived and runs off the async workers (it waits for the collection the
+        // test holds).
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while server.state().long_commands.load(Ordering::SeqCst) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the count never ran as a long command on the server's runtime"
+            );
             std::thread::sleep(Duration::from_millis(1));
         }
         let mut second = connect();
@@ -670,5 +843,81 @@ mod tests {
         drop(held);
         let counted = counting.join().expect("the count's thread");
         assert_eq!(counted.get_i64("n"), Ok(2), "{counted}");
+    }
+
+    /// On a runtime with a single async worker, a long command hands its worker over instead of
+    /// keeping every other connection waiting behind it.
+    #[test]
+    fn a_long_command_does_not_hold_up_another_connections_ping() {
+        let (_runtime, server) = single_worker_server();
+        a_blocked_count_leaves_pings_answered(&server, server.local_addr());
+    }
+
+    /// An [`InProcess`] listener opened on a current-thread runtime (another thread's, as an
+    /// HTTP worker's): `unix` or loopback TCP. Returns where it listens and what ends that
+    /// runtime.
+    fn listen_on_a_current_thread_runtime(
+        server: &ServerHandle,
+        unix: Option<PathBuf>,
+    ) -> (
+        Endpoint,
+        tokio::sync::oneshot::Sender<()>,
+        std::thread::JoinHandle<()>,
+    ) {
+        let here = server.in_process().expect("running");
+        let (opened, endpoint) = std::sync::mpsc::channel();
+        let (end, ended) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async move {
+                opened
+                    .send(here.listen_here(unix.as_deref()).expect("listening"))
+                    .expect("the test waits");
+                let _ = ended.await;
+            });
+        });
+        (endpoint.recv().expect("an endpoint"), end, thread)
+    }
+
+    /// Through an in-process listener on a current-thread runtime, a long command runs on the
+    /// server's own runtime: the listener's runtime goes on answering its other connections.
+    #[test]
+    fn an_in_process_listener_hands_long_commands_to_the_servers_runtime() {
+        let (_runtime, server) = single_worker_server();
+        let (endpoint, end, thread) = listen_on_a_current_thread_runtime(&server, None);
+        let Endpoint::Tcp(addr) = endpoint else {
+            panic!("no Unix socket was asked for: {endpoint:?}");
+        };
+        a_blocked_count_leaves_pings_answered(&server, addr);
+        end.send(()).expect("the runtime runs");
+        thread.join().expect("the listener's thread");
+    }
+
+    /// An in-process listener's Unix socket serves the server's data, and its file is removed
+    /// when the runtime serving it ends.
+    #[cfg(unix)]
+    #[test]
+    fn an_in_process_unix_socket_serves_the_same_data_and_goes_with_its_runtime() {
+        use std::os::unix::net::UnixStream;
+        let (_runtime, server) = single_worker_server();
+        let dir = tempfile::tempdir().expect("a directory");
+        let path = dir.path().join("worker.sock");
+        let mut main = TcpStream::connect(server.local_addr()).expect("connected");
+        send(
+            &mut main,
+            doc! { "insert": "c", "documents": [{ "_id": 1 }], "$db": "t" },
+        );
+        let (endpoint, end, thread) =
+            listen_on_a_current_thread_runtime(&server, Some(path.clone()));
+        assert_eq!(endpoint, Endpoint::Unix(path.clone()));
+        let mut local = UnixStream::connect(&path).expect("connected");
+        let found = send(&mut local, doc! { "count": "c", "$db": "t" });
+        assert_eq!(found.get_i64("n"), Ok(1), "{found}");
+        end.send(()).expect("the runtime runs");
+        thread.join().expect("the listener's thread");
+        assert!(!path.exists(), "the socket file outlived its listener");
     }
 }
