@@ -265,20 +265,34 @@ async fn page_views_do_not_rewrite_the_session_cookie() {
 }
 
 /// With the embedded store on disk the app's own connection goes through the store's Unix
-/// socket in the data directory (cheaper per command than TCP loopback); the socket goes away
-/// when the app stops.
+/// socket in the data directory (cheaper per command than TCP loopback), and each HTTP worker's
+/// through a socket of its own served on the worker's thread; the sockets go away when the app
+/// stops.
 #[cfg(unix)]
 #[tokio::test]
-async fn the_embedded_store_on_disk_is_reached_through_its_unix_socket() {
+async fn the_embedded_store_on_disk_is_reached_through_its_unix_sockets() {
     let data = tempfile::tempdir().expect("tempdir");
     let path = data.path().to_string_lossy().to_string();
     let app = spawn_app_with(&[
         ("BAZAAR_DATABASE__URI", "embedded"),
         ("BAZAAR_DATABASE__PATH", path.as_str()),
+        ("BAZAAR_SERVER__WORKERS", "2"),
     ])
     .await;
     let socket = data.path().join("docstore.sock");
     assert!(socket.exists(), "{}", socket.display());
+    let workers: Vec<_> = (1..=2)
+        .map(|n| data.path().join(format!("docstore-worker-{n}.sock")))
+        .collect();
+    // Each worker opens its socket when it builds its services, on its own thread.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !workers.iter().all(|w| w.exists()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "a worker's socket never appeared: {workers:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
     // docstore answers `whatsmyuri` with the peer's TCP address, and without one otherwise.
     let me = app
         .db
@@ -292,4 +306,7 @@ async fn the_embedded_store_on_disk_is_reached_through_its_unix_socket() {
     assert_eq!(response.status(), StatusCode::OK);
     app.stop().await;
     assert!(!socket.exists(), "the socket is removed when the app stops");
+    for worker in &workers {
+        assert!(!worker.exists(), "{} outlived the app", worker.display());
+    }
 }
