@@ -576,11 +576,12 @@ impl Collection {
             } else {
                 candidates
             };
-        // Without an in-memory sort we can stop as soon as skip + limit documents matched.
-        let stop_after = if needs_sort {
-            None
+        // Without an in-memory sort, matches in the scan's order: the first `skip` of them are
+        // only counted, and the scan stops as soon as `limit` more matched.
+        let (stop_after, mut to_pass) = if needs_sort {
+            (None, 0)
         } else {
-            query.limit.map(|l| l.saturating_add(skip))
+            (query.limit, std::mem::take(&mut skip))
         };
         let mut matcher = RawMatcher::new(query.filter);
         for record in candidates {
@@ -592,6 +593,10 @@ impl Collection {
             };
             stats.docs_examined += 1;
             if let Some(position) = matcher.matches(doc)? {
+                if to_pass > 0 {
+                    to_pass -= 1;
+                    continue;
+                }
                 hits.push(Hit {
                     record,
                     doc: doc.clone(),

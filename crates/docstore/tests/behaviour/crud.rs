@@ -175,6 +175,45 @@ async fn find_applies_sort_skip_limit_and_projection() {
     assert_eq!(got, vec![doc! {"n": 38}, doc! {"n": 36}, doc! {"n": 34}]);
 }
 
+/// A skip counts matching documents only, whether the order comes from an index or from the
+/// natural order (no sort in memory): the documents the filter rejects are not skipped.
+#[tokio::test]
+async fn a_skip_in_scan_order_passes_matching_documents_only() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("nums");
+    seed_numbers(&c, 50).await;
+    c.create_index(
+        mongodb::IndexModel::builder()
+            .keys(doc! { "n": -1 })
+            .build(),
+    )
+    .await
+    .unwrap();
+    let ns = |sort: Option<Document>, skip: u64, limit: Option<i64>| {
+        let c = c.clone();
+        async move {
+            let mut find = c.find(doc! { "even": true }).skip(skip);
+            if let Some(sort) = sort {
+                find = find.sort(sort);
+            }
+            if let Some(limit) = limit {
+                find = find.limit(limit);
+            }
+            let docs: Vec<Document> = find.await.unwrap().try_collect().await.unwrap();
+            docs.iter()
+                .map(|d| d.get_i32("n").unwrap())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(ns(Some(doc! { "n": -1 }), 5, Some(3)).await, [38, 36, 34]);
+    assert_eq!(ns(None, 5, Some(3)).await, [10, 12, 14]);
+    assert_eq!(ns(None, 22, None).await, [44, 46, 48]);
+    assert_eq!(
+        ns(Some(doc! { "n": -1 }), 25, Some(3)).await,
+        Vec::<i32>::new()
+    );
+}
+
 #[tokio::test]
 async fn cursors_return_every_document_across_get_more_batches() {
     let t = test_db().await;
