@@ -4,7 +4,7 @@
 //! Grids read only these fields ([`ProductCard::projection`]), not the whole [`Product`]: a
 //! listing page of twelve products spent about a third of its time decoding descriptions,
 //! shipping data and each product's `details` into a map, none of which a card shows; and
-//! the store answers a projection of whole top-level fields by copying them as stored.
+//! the store answers a projection of plain paths by copying those parts as stored.
 //!
 //! [`Product`]: crate::catalog::products::Product
 
@@ -43,12 +43,13 @@ pub struct CardDetails {
 }
 
 impl ProductCard {
-    /// The fields a card reads, all whole top-level fields. Never the stock reservations
-    /// (`carted`), which only the product page and the cart need.
+    /// The fields a card reads: of `details` only the sort key, not the track listing or the
+    /// cast, and never the stock reservations (`carted`), which only the product page and the
+    /// cart need.
     pub fn projection() -> Document {
         doc! {
             "slug": 1, "type": 1, "title": 1, "search_title": 1, "pricing": 1, "photos": 1,
-            "qty": 1, "details": 1,
+            "qty": 1, "details.issue_date": 1,
         }
     }
 

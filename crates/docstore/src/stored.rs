@@ -101,17 +101,19 @@ impl StoredDoc {
     /// (`{carted: 0}`, `{title: 1}`) returns, without decoding the document.
     pub fn with_fields(&self, keep: impl Fn(&[u8]) -> bool) -> Result<StoredDoc> {
         let mut out = Vec::with_capacity(self.0.len());
-        out.extend_from_slice(&[0; 4]);
-        for element in Elements::new(&self.0)? {
-            let element = element?;
-            if keep(element.key) {
-                out.extend_from_slice(element.bytes);
-            }
-        }
-        out.push(0);
-        let len = i32::try_from(out.len()).map_err(|_| damaged("document too large"))?;
-        out[..4].copy_from_slice(&len.to_le_bytes());
+        copy_kept(&self.0, &|key| keep(key).then_some(None), &mut out)?;
         Ok(StoredDoc(Arc::from(out)))
+    }
+
+    /// This document with only the parts `keep` names, copied as stored and in the document's
+    /// order: what an inclusion projection of plain paths (`{slug: 1, "details.issue_date": 1}`)
+    /// returns, without decoding the document. A field named with a subtree keeps, of an
+    /// embedded document, the subtree's fields (an empty document when it has none of them),
+    /// and is left out when it holds a scalar. `None` when such a field holds an array (the
+    /// projection then reaches into each element): project the decoded document instead.
+    pub fn with_tree(&self, keep: &FieldTree) -> Result<Option<StoredDoc>> {
+        let mut out = Vec::with_capacity(self.0.len());
+        Ok(copy_kept(&self.0, &|key| keep.find(key), &mut out)?.then(|| StoredDoc(Arc::from(out))))
     }
 
     /// One top-level field, decoded.
@@ -234,6 +236,35 @@ fn select_from(bytes: &[u8], count: usize, wanted: &Wanted<'_>, out: &mut Docume
         }
     }
     Ok(())
+}
+
+/// Append to `out` the document `bytes` with only the parts `keep` names (see
+/// [`StoredDoc::with_tree`]); `false`, with `out` unfinished, when a field named with a
+/// subtree holds an array.
+fn copy_kept(bytes: &[u8], keep: &Wanted<'_>, out: &mut Vec<u8>) -> Result<bool> {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    for element in Elements::new(bytes)? {
+        let element = element?;
+        match keep(element.key) {
+            None => {}
+            Some(None) => out.extend_from_slice(element.bytes),
+            Some(Some(sub)) => match element.bytes[0] {
+                0x03 => {
+                    out.extend_from_slice(&element.bytes[..1 + element.key.len() + 1]);
+                    if !copy_kept(element.value(), &|key| sub.find(key), out)? {
+                        return Ok(false);
+                    }
+                }
+                0x04 => return Ok(false),
+                _ => {}
+            },
+        }
+    }
+    out.push(0);
+    let len = i32::try_from(out.len() - start).map_err(|_| damaged("document too large"))?;
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    Ok(true)
 }
 
 /// One top-level element of a stored document, found by lengths alone.
@@ -579,6 +610,56 @@ mod tests {
                 bson::to_vec(&projected).unwrap(),
                 "{spec}"
             );
+        }
+    }
+
+    #[test]
+    fn copying_included_paths_gives_what_the_projection_would_return() {
+        let doc = bson::doc! {
+            "_id": 1,
+            "details": { "issue_date": 2001, "tracks": ["a", "b"], "label": { "name": "X", "y": 1 } },
+            "title": "Night",
+            "qty": 3,
+            "empty": {},
+        };
+        let stored = StoredDoc::from_document(&doc).unwrap();
+        for spec in [
+            bson::doc! { "details.issue_date": 1, "title": 1 },
+            bson::doc! { "_id": 0, "details.label.name": 1, "details.tracks": 1 },
+            bson::doc! { "details": { "absent": 1 }, "qty": 1 },
+            // Below a scalar there is nothing to keep: the field is left out.
+            bson::doc! { "title.x": 1, "qty.y": 1 },
+            bson::doc! { "empty.a": 1, "absent.b": 1 },
+            bson::doc! { "details": 1, "title": 1 },
+        ] {
+            let projection = crate::query::projection::Projection::parse(&spec).unwrap();
+            let paths = projection.included_paths().expect("plain inclusions");
+            let projected = projection.apply_scored(&doc, None, None).unwrap();
+            let copied = stored
+                .with_tree(&paths)
+                .unwrap()
+                .expect("no array on the way");
+            assert_eq!(
+                copied.as_bytes(),
+                bson::to_vec(&projected).unwrap(),
+                "{spec}"
+            );
+        }
+        // A path into an array reaches into each element: left to the decoded projection.
+        let projection =
+            crate::query::projection::Projection::parse(&bson::doc! { "details.tracks.x": 1 })
+                .unwrap();
+        let paths = projection.included_paths().expect("plain inclusions");
+        assert_eq!(stored.with_tree(&paths).unwrap(), None);
+        // Anything but plain inclusions is not a tree of paths.
+        for spec in [
+            bson::doc! { "title": 0 },
+            bson::doc! { "details.tracks": { "$slice": 1 } },
+            bson::doc! { "details.tracks.$": 1 },
+            bson::doc! {},
+        ] {
+            let projection = crate::query::projection::Projection::parse(&spec).unwrap();
+            assert_eq!(projection.included_paths(), None, "{spec}");
         }
     }
 

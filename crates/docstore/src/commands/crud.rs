@@ -262,9 +262,10 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
 }
 
 /// The documents a find returns as BSON: the stored bytes themselves without a projection;
-/// with one that keeps or leaves out whole top-level fields, those fields of the stored bytes; with
-/// any other, each document decoded only as far as the projection reads it, projected and
-/// encoded.
+/// with one that keeps or leaves out whole top-level fields, those fields of the stored bytes;
+/// with one that includes plain paths, those parts of the stored bytes (unless a path reaches
+/// into an array); with any other, each document decoded only as far as the projection reads
+/// it, projected and encoded.
 fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<StoredDoc>> {
     let Some(p) = projection else {
         return Ok(hits.into_iter().map(|hit| hit.doc).collect());
@@ -275,9 +276,15 @@ fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<S
             .map(|hit| hit.doc.with_fields(|key| fields.keeps(key)))
             .collect();
     }
+    let included = p.included_paths();
     let fields = p.top_level_fields();
     hits.into_iter()
         .map(|hit| {
+            if let Some(copied) = included.as_ref().map(|paths| hit.doc.with_tree(paths)) {
+                if let Some(copied) = copied? {
+                    return Ok(copied);
+                }
+            }
             let doc = hit.doc.select(fields.as_deref())?;
             StoredDoc::from_document(&p.apply_scored(&doc, hit.position, hit.score)?)
         })

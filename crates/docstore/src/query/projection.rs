@@ -7,6 +7,7 @@
 
 use super::matcher::ElemMatchCondition;
 use crate::error::{Error, Result};
+use crate::stored::FieldTree;
 use crate::value::to_f64;
 use bson::{Bson, Document};
 
@@ -220,6 +221,23 @@ impl Projection {
         })
     }
 
+    /// When the projection only includes plain paths (`{slug: 1, "details.issue_date": 1}`,
+    /// `_id` left out or not): those paths, which a caller can copy from the stored bytes (see
+    /// [`crate::stored::StoredDoc::with_tree`]) instead of decoding and re-encoding the document.
+    pub fn included_paths(&self) -> Option<FieldTree> {
+        if self.identity || !self.inclusion || !self.text_score.is_empty() {
+            return None;
+        }
+        let mut paths = Vec::new();
+        for (name, action) in &self.root.fields {
+            match action {
+                Action::Exclude if name == "_id" => {}
+                action => included_paths_of(name, action, &mut paths)?,
+            }
+        }
+        Some(FieldTree::from_paths(paths.iter().map(String::as_str)))
+    }
+
     /// The top-level fields an inclusion projection reads (`_id` among them unless excluded),
     /// or `None` when it keeps fields it does not name (exclusions, `{}`, `$slice` alone):
     /// applying it to a document holding only these fields gives the same result.
@@ -241,6 +259,21 @@ impl Projection {
     pub fn needs_position(&self) -> bool {
         self.root.has_positional
     }
+}
+
+/// The dotted paths `action` at `path` includes (see [`Projection::included_paths`]); `None`
+/// for any other action.
+fn included_paths_of(path: &str, action: &Action, out: &mut Vec<String>) -> Option<()> {
+    match action {
+        Action::Include => out.push(path.to_string()),
+        Action::Nested(node) if !node.has_positional => {
+            for (name, action) in &node.fields {
+                included_paths_of(&format!("{path}.{name}"), action, out)?;
+            }
+        }
+        _ => return None,
+    }
+    Some(())
 }
 
 /// Turn nested sub-projections (`{a: {b: 1}}`) into dotted paths (`"a.b": 1`).
