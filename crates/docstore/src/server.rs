@@ -229,40 +229,15 @@ async fn serve_here(tcp: Option<TcpListener>, unix: Option<UnixSocket>, here: In
         shared,
     } = here;
     let mut connections = JoinSet::new();
-    while !stop_requested(&stop) {
-        tokio::select! {
-            biased;
-            _ = stop.changed() => {}
-            Some(done) = connections.join_next(), if !connections.is_empty() => {
-                report_connection_end(done);
-            }
-            accepted = accept_tcp(tcp.as_ref()) => match accepted {
-                Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    connections.spawn(serve_connection(
-                        stream,
-                        Some(peer),
-                        Arc::clone(&state),
-                        stop.clone(),
-                        Some(shared.clone()),
-                    ));
-                }
-                Err(e) => accept_failed(e).await,
-            },
-            accepted = accept_unix(&unix) => match accepted {
-                Ok(stream) => {
-                    connections.spawn(serve_connection(
-                        stream,
-                        None,
-                        Arc::clone(&state),
-                        stop.clone(),
-                        Some(shared.clone()),
-                    ));
-                }
-                Err(e) => accept_failed(e).await,
-            },
-        }
-    }
+    let listeners = (tcp.as_ref(), unix.as_ref());
+    accept_until_stopped(
+        listeners,
+        &state,
+        &mut stop,
+        Some(&shared),
+        &mut connections,
+    )
+    .await;
     drop((tcp, unix));
     while let Some(done) = connections.join_next().await {
         report_connection_end(done);
@@ -359,7 +334,7 @@ impl UnixSocket {
 
 /// The next connection on the Unix socket; never resolves when there is none.
 #[cfg(unix)]
-async fn accept_unix(unix: &Option<UnixSocket>) -> std::io::Result<tokio::net::UnixStream> {
+async fn accept_unix(unix: Option<&UnixSocket>) -> std::io::Result<tokio::net::UnixStream> {
     match unix {
         Some(u) => u.listener.accept().await.map(|(stream, _)| stream),
         None => std::future::pending().await,
@@ -367,11 +342,11 @@ async fn accept_unix(unix: &Option<UnixSocket>) -> std::io::Result<tokio::net::U
 }
 
 #[cfg(not(unix))]
-async fn accept_unix(_: &Option<UnixSocket>) -> std::io::Result<tokio::net::TcpStream> {
+async fn accept_unix(_: Option<&UnixSocket>) -> std::io::Result<tokio::net::TcpStream> {
     std::future::pending().await
 }
 
-/// The next connection on an [`InProcess`] TCP listener; never resolves when there is none.
+/// The next connection on the TCP listener; never resolves when there is none.
 async fn accept_tcp(
     tcp: Option<&TcpListener>,
 ) -> std::io::Result<(tokio::net::TcpStream, SocketAddr)> {
@@ -401,43 +376,8 @@ async fn accept_loop(
     ttl_monitor: JoinHandle<()>,
 ) {
     let mut connections = JoinSet::new();
-    while !stop_requested(&stop) {
-        tokio::select! {
-            biased;
-            _ = stop.changed() => {}
-            Some(done) = connections.join_next(), if !connections.is_empty() => {
-                report_connection_end(done);
-            }
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    // Replies are written whole in one call; Nagle would only delay them.
-                    if let Err(e) = stream.set_nodelay(true) {
-                        debug!(%peer, "cannot set TCP_NODELAY: {e}");
-                    }
-                    connections.spawn(serve_connection(
-                        stream,
-                        Some(peer),
-                        Arc::clone(&state),
-                        stop.clone(),
-                        None,
-                    ));
-                }
-                Err(e) => accept_failed(e).await,
-            },
-            accepted = accept_unix(&unix) => match accepted {
-                Ok(stream) => {
-                    connections.spawn(serve_connection(
-                        stream,
-                        None,
-                        Arc::clone(&state),
-                        stop.clone(),
-                        None,
-                    ));
-                }
-                Err(e) => accept_failed(e).await,
-            },
-        }
-    }
+    let listeners = (Some(&listener), unix.as_ref());
+    accept_until_stopped(listeners, &state, &mut stop, None, &mut connections).await;
     // The Unix socket's file goes with it (see `UnixSocket`'s `Drop`).
     drop((listener, unix));
     debug!(
@@ -469,6 +409,54 @@ async fn accept_loop(
         error!("flushing the journal at shutdown failed: {e}");
     }
     info!("docstore stopped");
+}
+
+/// Accept connections on the TCP and the Unix listener (either may be absent) until the stop
+/// signal, each served as a task of `connections`; `shared` as for [`serve_connection`].
+async fn accept_until_stopped(
+    (tcp, unix): (Option<&TcpListener>, Option<&UnixSocket>),
+    state: &Arc<ServerState>,
+    stop: &mut watch::Receiver<bool>,
+    shared: Option<&tokio::runtime::Handle>,
+    connections: &mut JoinSet<()>,
+) {
+    while !stop_requested(stop) {
+        tokio::select! {
+            biased;
+            _ = stop.changed() => {}
+            Some(done) = connections.join_next(), if !connections.is_empty() => {
+                report_connection_end(done);
+            }
+            accepted = accept_tcp(tcp) => match accepted {
+                Ok((stream, peer)) => {
+                    // Replies are written whole in one call; Nagle would only delay them.
+                    if let Err(e) = stream.set_nodelay(true) {
+                        debug!(%peer, "cannot set TCP_NODELAY: {e}");
+                    }
+                    connections.spawn(serve_connection(
+                        stream,
+                        Some(peer),
+                        Arc::clone(state),
+                        stop.clone(),
+                        shared.cloned(),
+                    ));
+                }
+                Err(e) => accept_failed(e).await,
+            },
+            accepted = accept_unix(unix) => match accepted {
+                Ok(stream) => {
+                    connections.spawn(serve_connection(
+                        stream,
+                        None,
+                        Arc::clone(state),
+                        stop.clone(),
+                        shared.cloned(),
+                    ));
+                }
+                Err(e) => accept_failed(e).await,
+            },
+        }
+    }
 }
 
 fn report_connection_end(done: std::result::Result<(), tokio::task::JoinError>) {
