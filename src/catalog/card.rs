@@ -113,11 +113,28 @@ mod tests {
         product.photos = vec![ObjectId::new()];
         let stored = bson::to_document(&product).unwrap();
         let projection = ProductCard::projection();
-        let projected: Document = stored
-            .iter()
-            .filter(|(k, _)| *k == "_id" || projection.contains_key(k.as_str()))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+        // The projection's paths (dotted ones into embedded documents), and `_id`.
+        let mut projected = Document::new();
+        for path in std::iter::once("_id").chain(projection.keys().map(String::as_str)) {
+            let (mut from, mut to) = (&stored, &mut projected);
+            let mut parts = path.split('.').peekable();
+            while let Some(part) = parts.next() {
+                if parts.peek().is_none() {
+                    if let Some(value) = from.get(part) {
+                        to.insert(part, value.clone());
+                    }
+                    break;
+                }
+                let Ok(inner) = from.get_document(part) else {
+                    break;
+                };
+                if !to.contains_key(part) {
+                    to.insert(part, Document::new());
+                }
+                from = inner;
+                to = to.get_document_mut(part).expect("just inserted");
+            }
+        }
         let card: ProductCard = bson::from_document(projected).unwrap();
         assert_eq!(card.url(), product.url());
         assert_eq!(card.cover_url(), product.cover_url());
