@@ -223,8 +223,9 @@ pub struct Product {
     /// reads a document's fields in order until it has the ones a filter names (docstore's and
     /// MongoDB's matchers alike). A listing page that skips a few hundred products checks the
     /// status of each; found in the document's first bytes, that check no longer walks past
-    /// the description and the pricing of every one (about 1.4× more skipped products per
-    /// second). Products stored before keep their order until they are saved again.
+    /// the description and the pricing of every one (`/products?page=20` served about 1.4×
+    /// the requests in one measurement at 10 000 products). Products stored before keep their
+    /// order until they are saved again.
     #[serde(default)]
     pub status: ProductStatus,
     pub sku: String,
