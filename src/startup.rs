@@ -74,10 +74,8 @@ impl OpenDatabase {
                 let password = docstore::auth::generate_password();
                 let user = docstore::User::with_password(EMBEDDED_USER, &password)
                     .context("cannot set up the embedded store's user")?;
-                let unix_socket = match &store {
-                    Store::EmbeddedDirectory(path) => unix_socket_path(path, UNIX_SOCKET_FILE),
-                    _ => None,
-                };
+                let unix_socket =
+                    data_dir(&store).and_then(|path| unix_socket_path(&path, UNIX_SOCKET_FILE));
                 let handle = match docstore::Server::start(docstore::Config {
                     storage,
                     port: 0,
@@ -129,13 +127,9 @@ impl OpenDatabase {
             .await
             .with_context(|| format!("cannot reach the database ({store})"))?;
         tracing::info!(store = %store, database = %name, "database connected");
-        let workers = embedded.as_ref().and_then(|handle| {
-            let socket_dir = match &store {
-                Store::EmbeddedDirectory(path) => Some(path.clone()),
-                _ => None,
-            };
-            Some(WorkerStores::new(handle.in_process()?, socket_dir))
-        });
+        let workers = embedded
+            .as_ref()
+            .and_then(|handle| Some(WorkerStores::new(handle.in_process()?, data_dir(&store))));
         Ok(OpenDatabase {
             db,
             embedded,
@@ -198,6 +192,15 @@ impl OpenDatabase {
             handle.shutdown().await;
             tracing::info!("embedded store stopped");
         }
+    }
+}
+
+/// The embedded store's data directory, when it keeps its data on disk (where its Unix sockets
+/// go).
+fn data_dir(store: &Store) -> Option<std::path::PathBuf> {
+    match store {
+        Store::EmbeddedDirectory(path) => Some(path.clone()),
+        _ => None,
     }
 }
 
