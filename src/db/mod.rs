@@ -15,6 +15,7 @@
 //! write that ends in a confirmation belongs there too.
 
 pub mod commands;
+pub mod lease;
 pub mod site;
 
 use std::any::{Any, TypeId};
