@@ -4,7 +4,14 @@
 mod demo_comments;
 
 use crate::catalog::{self, CatalogError};
-use crate::db::{site, Db, DbError};
+use std::time::Duration;
+
+use crate::db::{lease, site, Db, DbError};
+
+/// The lease an instance takes to seed an empty database.
+pub const SEED_LEASE: &str = "seed";
+/// Longer than seeding takes (seconds), so no second instance starts while the first works.
+const SEED_LEASE_FOR: Duration = Duration::from_secs(600);
 
 /// What one seeding run added, by collection.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -72,8 +79,20 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
 /// next start. Returns `None` when the database already had data. "Brand-new" means no
 /// documents anywhere: start-up creates the indexes (and so empty collections) before this runs.
 /// Without `demo` (`seed.demo = false`) only the default site settings are stored.
+///
+/// Several instances may start at once on an empty database: the first to take the `seed` lease
+/// seeds, the others find it taken (or the database no longer empty) and skip. The lease is
+/// never released, only left to expire: by then the database has documents. Each seeding write
+/// is conditional too (see [`run`]), so even a seeder whose lease ran out adds nothing twice.
 pub async fn run_if_empty(db: &Db, demo: bool) -> Result<Option<SeedReport>, DbError> {
     if db.has_documents().await? {
+        return Ok(None);
+    }
+    if lease::try_take_here(db, SEED_LEASE, SEED_LEASE_FOR)
+        .await?
+        .is_none()
+    {
+        tracing::info!("another instance is seeding the empty database");
         return Ok(None);
     }
     if !demo {

@@ -9,14 +9,17 @@
 
 use std::sync::Arc;
 
-use actix_web::body::MessageBody;
+use actix_web::body::{EitherBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::{header, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::web;
 
 use crate::config::{CartSettings, CommentSettings};
+use crate::db::outage::{Admission, Outage};
 use crate::db::site::{self, SiteSettings};
 use crate::db::Db;
+use crate::web::errors::DbUnreachable;
 
 /// Shared by every handler. Each HTTP worker may hold its own copy with its own [`Db`] handle
 /// (see `startup::WorkerStores`); the limiters and the settings cache are shared by all.
@@ -45,14 +48,50 @@ pub struct AppState {
 }
 
 /// Middleware: run the request with the site settings (through [`AppState::site`]) as its
-/// [`site::current`] settings.
+/// [`site::current`] settings, and keep a database outage to one timeout per page (see
+/// [`crate::db::outage`]): while the database is known to be unreachable, requests other than
+/// the periodic probe get the 503 page at once; static assets never need it and always pass.
 pub async fn with_site_settings(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
-) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
-    let settings = match req.app_data::<web::Data<AppState>>() {
-        Some(state) => state.site.get(&state.db).await,
-        None => Arc::new(SiteSettings::default()),
+) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {
+    let Some(state) = req.app_data::<web::Data<AppState>>().cloned() else {
+        let settings = Arc::new(SiteSettings::default());
+        return Ok(site::scope(settings, next.call(req))
+            .await?
+            .map_into_left_body());
     };
-    site::scope(settings, next.call(req)).await
+    if req.path().starts_with("/static/") {
+        let settings = state.site.get(&state.db).await.0;
+        return Ok(site::scope(settings, next.call(req))
+            .await?
+            .map_into_left_body());
+    }
+    let outage = state.db.extension::<Outage>();
+    let admission = outage.admit();
+    if admission == Admission::Refuse {
+        return Ok(req.into_response(unavailable_page()).map_into_right_body());
+    }
+    let (settings, unreachable) = state.site.get(&state.db).await;
+    if unreachable {
+        outage.failed();
+        return Ok(req.into_response(unavailable_page()).map_into_right_body());
+    }
+    let response = site::scope(settings, next.call(req)).await?;
+    if response.response().extensions().contains::<DbUnreachable>() {
+        outage.failed();
+    } else if admission == Admission::Probe {
+        outage.recovered();
+    }
+    Ok(response.map_into_left_body())
+}
+
+/// The 503 page without asking the database anything (and without logging each one: the
+/// breaker logs the outage once).
+fn unavailable_page() -> actix_web::HttpResponse {
+    let mut page = crate::web::error_page::error_page(StatusCode::SERVICE_UNAVAILABLE, None);
+    page.headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+    page.extensions_mut().insert(DbUnreachable);
+    page
 }

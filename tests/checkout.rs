@@ -761,6 +761,115 @@ async fn a_charge_whose_cart_expired_before_recovery_is_refunded_not_kept() {
 }
 
 #[tokio::test]
+async fn three_instances_recovering_at_once_refund_each_lost_charge_exactly_once() {
+    use bazaar::checkout::payments::PaymentState;
+    let app = spawn_app().await;
+    let mut carts = Vec::new();
+    for n in 0..8 {
+        let sku = format!("lost-{n}");
+        product_with_stock(&app.db, &sku, 3).await;
+        let shopper = Shopper::new(&app).await;
+        let cart_id = interrupted_checkout(&app, &shopper, &sku, true).await;
+        cart::collection(&app.db)
+            .update_one(
+                bson::doc! { "_id": &cart_id },
+                bson::doc! { "$set": { "status": "expired" } },
+            )
+            .await
+            .expect("expired");
+        carts.push(cart_id);
+    }
+    // Three instances' recovery jobs run over the same attempts at the same moment.
+    let runs = ["instance-a", "instance-b", "instance-c"].map(|owner| {
+        let db = app.db.clone();
+        let gateway = app.gateway.clone();
+        tokio::spawn(async move {
+            bazaar::checkout::recover_stuck_checkouts_as(
+                &db,
+                gateway.as_ref(),
+                std::time::Duration::from_secs(60),
+                owner,
+            )
+            .await
+            .expect("recovery")
+        })
+    });
+    let mut refunded = 0;
+    for run in runs {
+        refunded += run.await.expect("joined").refunded;
+    }
+    assert_eq!(refunded, 8, "each attempt settled by one instance");
+    let charges = app.gateway.all_charges().await.expect("charges");
+    assert_eq!(charges.len(), 8);
+    for charge in &charges {
+        assert!(charge.refunded, "{} was given back", charge.reference);
+        assert_eq!(
+            charge.refund_requests, 1,
+            "{} was asked to be refunded once, not {} times",
+            charge.reference, charge.refund_requests
+        );
+    }
+    for cart_id in &carts {
+        assert_eq!(payment_state(&app, cart_id).await, PaymentState::Refunded);
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_attempt_claimed_by_an_instance_that_died_is_settled_once_its_claim_runs_out() {
+    use bazaar::checkout::payments::{self, PaymentState};
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "orphaned", 3).await;
+    let shopper = Shopper::new(&app).await;
+    let cart_id = interrupted_checkout(&app, &shopper, "orphaned", true).await;
+    cart::collection(&app.db)
+        .update_one(
+            bson::doc! { "_id": &cart_id },
+            bson::doc! { "$set": { "status": "expired" } },
+        )
+        .await
+        .expect("expired");
+    // Another instance claimed it and died before settling it.
+    let claimed = payments::claim(
+        &app.db,
+        &cart_id,
+        "dead-instance",
+        std::time::Duration::from_secs(3600),
+    )
+    .await
+    .expect("claim");
+    assert!(claimed.is_some(), "the unclaimed attempt could be claimed");
+    let recover = || {
+        bazaar::checkout::recover_stuck_checkouts_as(
+            &app.db,
+            app.gateway.as_ref(),
+            std::time::Duration::from_secs(60),
+            "live-instance",
+        )
+    };
+    let report = recover().await.expect("recovery");
+    assert_eq!((report.refunded, report.elsewhere), (0, 1), "{report:?}");
+    assert_eq!(
+        app.gateway.all_charges().await.expect("c")[0].refund_requests,
+        0
+    );
+    // The dead instance's claim runs out.
+    payments::collection(&app.db)
+        .update_one(
+            bson::doc! { "_id": &cart_id },
+            bson::doc! { "$set": { "claimed_until": bson::DateTime::from_millis(0) } },
+        )
+        .await
+        .expect("expired claim");
+    let report = recover().await.expect("recovery");
+    assert_eq!(report.refunded, 1, "{report:?}");
+    assert_eq!(payment_state(&app, &cart_id).await, PaymentState::Refunded);
+    let charge = &app.gateway.all_charges().await.expect("c")[0];
+    assert!(charge.refunded && charge.refund_requests == 1, "{charge:?}");
+    app.stop().await;
+}
+
+#[tokio::test]
 async fn recovery_and_refunds_find_payments_and_charges_through_indexes() {
     let app = spawn_app().await;
     assert_uses_index(

@@ -4,13 +4,15 @@
 //!
 //! # Staleness
 //!
-//! Every entry is at most [`TTL`] (5 s) old when it is served fresh. A stale entry is still
-//! served while a single background task reloads it, so no request waits for a reload (a
-//! request waits only when there is no entry at all, and then concurrent requests for the same
-//! total share one count). Writes through *this* process (admin saves, seeding) invalidate the
-//! affected entries at once, so an admin sees their own change on the next page. With several
-//! app instances on one MongoDB, another instance's write shows up here within [`TTL`] plus
-//! one reload.
+//! No entry is served older than [`MAX_AGE`] (5 s): a value read from the database at most
+//! 5 s before the page that shows it. Up to [`TTL`] (4 s) an entry is fresh. Between [`TTL`] and
+//! [`MAX_AGE`] it is still served while a single background task reloads it, so under steady
+//! traffic no request waits for a reload. Past [`MAX_AGE`] (after a quiet spell) the request
+//! reloads it itself before answering, as when there is no entry at all (then concurrent
+//! requests for the same total share one count). Writes through *this* process (admin saves,
+//! seeding) invalidate the affected entries at once, so an admin sees their own change on the
+//! next page. With several app instances on one MongoDB, another instance's write shows up here
+//! within [`MAX_AGE`] (plus the time of the read that loads it).
 //!
 //! Stock and prices a shopper is about to pay are never read from here: the product page loads
 //! its product fresh, and the cart and checkout read products themselves. The shelves and
@@ -35,7 +37,9 @@ use crate::db::site::{self, SiteSettings};
 use crate::db::{Db, DbError};
 
 /// How long an entry is served before a background reload is started.
-pub const TTL: Duration = Duration::from_secs(5);
+pub const TTL: Duration = Duration::from_secs(4);
+/// The oldest an entry may be when served; older ones are reloaded before the page is answered.
+pub const MAX_AGE: Duration = Duration::from_secs(5);
 /// Distinct listing filters whose totals are kept; more start the map over.
 const MAX_TOTALS: usize = 1_000;
 
@@ -77,6 +81,8 @@ impl<T> Slot<T> {
         match guard.as_mut() {
             None => Lookup::Missing,
             Some(e) if e.loaded.elapsed() < TTL => Lookup::Fresh(Arc::clone(&e.value)),
+            // Too old to serve, even while a reload runs: load it now like a missing one.
+            Some(e) if e.loaded.elapsed() >= MAX_AGE => Lookup::Missing,
             Some(e) if e.refreshing => Lookup::Stale(Arc::clone(&e.value)),
             Some(e) => {
                 e.refreshing = true;
@@ -374,6 +380,12 @@ pub async fn total(db: &Db, filter: &Document) -> Result<u64, DbError> {
                 }
             });
             Ok(*n)
+        }
+        Lookup::Missing if slot.initial.initialized() => {
+            // Expired (past MAX_AGE): recount before answering.
+            let n = count_products(db, filter.clone()).await?;
+            slot.slot.store(Arc::new(n));
+            Ok(n)
         }
         Lookup::Missing => {
             let n = *slot

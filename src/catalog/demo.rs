@@ -903,8 +903,13 @@ pub async fn seed_covers(db: &Db) -> Result<u64, CatalogError> {
                     continue;
                 }
             };
-        products::add_photo(db, product.id, cover.id).await?;
-        added += 1;
+        // Conditional: a second seeder (another instance starting at the same moment) that
+        // found the product bare too must not give it a second cover.
+        if products::add_first_photo(db, product.id, cover.id).await? {
+            added += 1;
+        } else {
+            media::delete_file(db, cover.id).await?;
+        }
     }
     Ok(added)
 }

@@ -709,6 +709,21 @@ pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool,
     Ok(result.matched_count == 1)
 }
 
+/// Give `id` its first photo, `file_id`: false (and nothing changed) when it has a photo
+/// already, e.g. one another instance's demo seeding gave it a moment earlier.
+pub async fn add_first_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool, DbError> {
+    let result = durable(db)
+        .update_one(
+            doc! { "_id": id, "photos": { "$size": 0 } },
+            doc! { "$push": { "photos": file_id }, "$set": { "updated": DateTime::now() } },
+        )
+        .await?;
+    if result.modified_count == 1 {
+        super::cache::of(db).products_changed();
+    }
+    Ok(result.modified_count == 1)
+}
+
 /// Units on sale at or below which a product counts as running low: the product page says "only
 /// N left", the cart warns that few are left, and the admin stock screen flags it (and filters
 /// by it).

@@ -379,6 +379,8 @@ pub struct RecoveryReport {
     /// Unfinished attempts left for a later run (the gateway did not answer, or the shopper
     /// can still pay for the cart, which reuses its charge).
     pub waiting: u64,
+    /// Attempts another instance's recovery was settling at the time.
+    pub elsewhere: u64,
 }
 
 impl RecoveryReport {
@@ -404,14 +406,27 @@ pub async fn recover_stuck_checkouts(
     gateway: &dyn PaymentGateway,
     older_than: Duration,
 ) -> Result<RecoveryReport, CartError> {
+    let owner = crate::db::lease::this_instance();
+    recover_stuck_checkouts_as(db, gateway, older_than, owner).await
+}
+
+/// [`recover_stuck_checkouts`] claiming attempts as `owner`: tests run several "instances" in
+/// one process with it.
+pub async fn recover_stuck_checkouts_as(
+    db: &Db,
+    gateway: &dyn PaymentGateway,
+    older_than: Duration,
+    owner: &str,
+) -> Result<RecoveryReport, CartError> {
     let cutoff = crate::db::cutoff(older_than);
     let mut report = RecoveryReport::default();
     for attempt in payments::unfinished_before(db, cutoff).await? {
-        match settle(db, gateway, &attempt).await {
+        match settle(db, gateway, &attempt, owner).await {
             Ok(Settled::Finished) => report.finished += 1,
             Ok(Settled::HandedBack) => report.handed_back += 1,
             Ok(Settled::Refunded) => report.refunded += 1,
             Ok(Settled::Waiting) => report.waiting += 1,
+            Ok(Settled::ClaimedElsewhere) => report.elsewhere += 1,
             Err(e) => {
                 report.waiting += 1;
                 tracing::warn!(cart = %attempt.cart_id, error = %e,
@@ -442,14 +457,27 @@ enum Settled {
     HandedBack,
     Refunded,
     Waiting,
+    /// Another instance's recovery holds the attempt.
+    ClaimedElsewhere,
 }
 
-/// Settle one unfinished payment attempt (see [`recover_stuck_checkouts`]).
+/// How long one instance's recovery holds an attempt it settles before another instance may take
+/// it over: far longer than the few gateway calls and writes a settlement makes, so only an
+/// instance that died mid-way loses it.
+pub const SETTLE_CLAIM: Duration = Duration::from_secs(120);
+
+/// Settle one unfinished payment attempt (see [`recover_stuck_checkouts`]), after claiming it
+/// for this instance so no other instance asks the gateway about it or refunds it meanwhile.
 async fn settle(
     db: &Db,
     gateway: &dyn PaymentGateway,
     attempt: &PaymentRecord,
+    owner: &str,
 ) -> Result<Settled, CartError> {
+    let Some(attempt) = payments::claim(db, &attempt.key, owner, SETTLE_CLAIM).await? else {
+        return Ok(Settled::ClaimedElsewhere);
+    };
+    let attempt = &attempt;
     let unfinished = [PaymentState::Started, PaymentState::Charged];
     let cart = cart::by_id(db, &attempt.cart_id).await?;
     let paid_for = |c: &Cart| matches!(c.status, CartStatus::Pending | CartStatus::Complete);
@@ -511,7 +539,10 @@ async fn settle(
         }
         Some(c) if c.status == CartStatus::Active => Ok(Settled::Waiting),
         _ => {
-            if let Err(e) = gateway.refund(&charge.reference).await {
+            // One refund per attempt, whoever sends it and however often: a retry after a
+            // timeout, or after this claim ran out, repeats the key and refunds nothing more.
+            let refund_key = format!("refund-{}", attempt.key);
+            if let Err(e) = gateway.refund(&charge.reference, &refund_key).await {
                 tracing::warn!(cart = %attempt.cart_id, reference = %charge.reference, error = %e,
                     "could not refund a charge whose order was lost; retrying on the next run");
                 return Ok(Settled::Waiting);

@@ -78,8 +78,14 @@ pub trait PaymentGateway: Send + Sync {
         &'a self,
         idempotency_key: &'a str,
     ) -> BoxFuture<'a, Result<Option<Charge>, PaymentError>>;
-    /// Give a charge back in full; refunding it again changes nothing.
-    fn refund<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<(), PaymentError>>;
+    /// Give a charge back in full. `idempotency_key` names this refund, as real providers take
+    /// one (Stripe's `Idempotency-Key`): a retried request with the same key refunds nothing
+    /// more, and refunding a charge already given back changes nothing.
+    fn refund<'a>(
+        &'a self,
+        reference: &'a str,
+        idempotency_key: &'a str,
+    ) -> BoxFuture<'a, Result<(), PaymentError>>;
 }
 
 /// Where the test gateway keeps its charges.
@@ -98,6 +104,14 @@ pub struct StoredCharge {
     pub refunded: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refunded_at: Option<DateTime>,
+    /// Every refund request made for this charge, counted as it arrives (before the
+    /// idempotency check): what tests compare with the charges that needed refunding, since a
+    /// real provider would bill or flag each one.
+    #[serde(default)]
+    pub refund_requests: i64,
+    /// The idempotency key of the refund that gave it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refund_key: Option<String>,
 }
 
 impl StoredCharge {
@@ -196,6 +210,8 @@ impl TestGateway {
             created: DateTime::now(),
             refunded: false,
             refunded_at: None,
+            refund_requests: 0,
+            refund_key: None,
         };
         match self.charges().insert_one(&charge).await {
             Ok(_) => Ok(charge.to_charge()),
@@ -216,20 +232,33 @@ impl TestGateway {
         Ok(found.map(|c| c.to_charge()))
     }
 
-    async fn give_back(&self, reference: &str) -> Result<(), PaymentError> {
-        let found = self
+    /// Count the request, then give the charge back unless it already was: the first refund
+    /// records its key, a repeat (same key or another) changes nothing but the count.
+    async fn give_back(&self, reference: &str, idempotency_key: &str) -> Result<(), PaymentError> {
+        let counted = self
             .charges()
             .update_one(
                 doc! { "reference": reference },
-                doc! { "$set": { "refunded": true, "refunded_at": DateTime::now() } },
+                doc! { "$inc": { "refund_requests": 1_i64 } },
             )
             .await
             .map_err(unavailable)?;
-        if found.matched_count == 0 {
+        if counted.matched_count == 0 {
             return Err(PaymentError::Declined(format!(
                 "there is no charge {reference} to refund"
             )));
         }
+        self.charges()
+            .update_one(
+                doc! { "reference": reference, "refunded": false },
+                doc! { "$set": {
+                    "refunded": true,
+                    "refunded_at": DateTime::now(),
+                    "refund_key": idempotency_key,
+                } },
+            )
+            .await
+            .map_err(unavailable)?;
         Ok(())
     }
 }
@@ -250,8 +279,12 @@ impl PaymentGateway for TestGateway {
         Box::pin(self.lookup(idempotency_key))
     }
 
-    fn refund<'a>(&'a self, reference: &'a str) -> BoxFuture<'a, Result<(), PaymentError>> {
-        Box::pin(self.give_back(reference))
+    fn refund<'a>(
+        &'a self,
+        reference: &'a str,
+        idempotency_key: &'a str,
+    ) -> BoxFuture<'a, Result<(), PaymentError>> {
+        Box::pin(self.give_back(reference, idempotency_key))
     }
 }
 

@@ -81,6 +81,11 @@ pub struct PaymentRecord {
     /// The order number, once ordered.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub order: Option<String>,
+    /// Which instance's recovery is settling this attempt, until when (see [`claim`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_by: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed_until: Option<DateTime>,
 }
 
 impl PaymentRecord {
@@ -101,6 +106,8 @@ impl PaymentRecord {
             updated: now,
             reference: None,
             order: None,
+            claimed_by: None,
+            claimed_until: None,
         }
     }
 
@@ -154,6 +161,44 @@ pub async fn advance(
         )
         .await?;
     Ok(result.modified_count == 1)
+}
+
+/// Claim the unfinished attempt `key` for `owner` for `claim_for`, before recovery asks the
+/// gateway anything about it or refunds it: one conditional update, so of several instances
+/// whose recovery runs find the same attempt, exactly one settles it. Succeeds when the attempt
+/// is still unfinished and unclaimed, its claim ran out (the instance that held it died), or
+/// `owner` holds it already. `None`: another instance is settling it, or it moved on.
+pub async fn claim(
+    db: &Db,
+    key: &str,
+    owner: &str,
+    claim_for: std::time::Duration,
+) -> Result<Option<PaymentRecord>, DbError> {
+    let now = DateTime::now();
+    let until = DateTime::from_millis(
+        now.timestamp_millis()
+            .saturating_add(i64::try_from(claim_for.as_millis()).unwrap_or(i64::MAX / 2)),
+    );
+    let unfinished = [
+        PaymentState::Started.as_str(),
+        PaymentState::Charged.as_str(),
+    ];
+    Ok(collection(db)
+        .find_one_and_update(
+            doc! {
+                "_id": key,
+                "state": { "$in": unfinished.as_slice() },
+                "$or": [
+                    { "claimed_until": { "$exists": false } },
+                    { "claimed_until": { "$lte": now } },
+                    { "claimed_by": owner },
+                ],
+            },
+            doc! { "$set": { "claimed_by": owner, "claimed_until": until } },
+        )
+        .return_document(mongodb::options::ReturnDocument::After)
+        .write_concern(db.journaled_write_concern())
+        .await?)
 }
 
 pub async fn by_key(db: &Db, key: &str) -> Result<Option<PaymentRecord>, DbError> {

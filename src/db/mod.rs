@@ -16,6 +16,7 @@
 
 pub mod commands;
 pub mod lease;
+pub mod outage;
 pub mod site;
 
 use std::any::{Any, TypeId};

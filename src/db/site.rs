@@ -130,26 +130,28 @@ pub struct SettingsCache {
 impl SettingsCache {
     /// The settings, read again when the last read is older than a few seconds. A failed read
     /// falls back to the last one (or the defaults): a page never fails over its currency sign.
-    pub async fn get(&self, db: &Db) -> Arc<SiteSettings> {
+    /// The failure is remembered like a read, so during an outage only one request per
+    /// [`CACHE_TTL`] waits for the database here. The flag is true when this call found the
+    /// database unreachable.
+    pub async fn get(&self, db: &Db) -> (Arc<SiteSettings>, bool) {
         let cached = self.entry.lock().ok().and_then(|e| e.clone());
         if let Some((at, settings)) = &cached {
             if at.elapsed() < CACHE_TTL {
-                return settings.clone();
+                return (settings.clone(), false);
             }
         }
-        match load(db).await {
-            Ok(settings) => {
-                let settings = Arc::new(settings);
-                if let Ok(mut entry) = self.entry.lock() {
-                    *entry = Some((Instant::now(), settings.clone()));
-                }
-                settings
-            }
+        let (settings, unreachable) = match load(db).await {
+            Ok(settings) => (Arc::new(settings), false),
             Err(e) => {
                 tracing::warn!(error = %e, "reading the site settings failed; using the last ones");
-                cached.map(|(_, s)| s).unwrap_or_default()
+                let unreachable = matches!(e, DbError::Unavailable(_));
+                (cached.map(|(_, s)| s).unwrap_or_default(), unreachable)
             }
+        };
+        if let Ok(mut entry) = self.entry.lock() {
+            *entry = Some((Instant::now(), settings.clone()));
         }
+        (settings, unreachable)
     }
 
     /// Forget the last read (after a save), so the next request reads the new settings.

@@ -9,7 +9,7 @@ use actix_web::middleware::ErrorHandlerResponse;
 use actix_web::{HttpResponse, ResponseError};
 use askama::Template;
 
-use crate::web::errors::{AppError, Rendered, NOT_WRITABLE_MESSAGE};
+use crate::web::errors::{AppError, DbUnreachable, Rendered, NOT_WRITABLE_MESSAGE};
 use crate::web::layout::{html_response, Layout};
 
 /// What an error page says, kept on its response: the page is built where no request is at
@@ -42,7 +42,9 @@ impl ResponseError for AppError {
             AppError::NotFound => None,
             AppError::Unavailable(e) => {
                 tracing::warn!(error = format!("{e:#}"), "database unavailable");
-                None
+                let mut page = error_page(self.status_code(), None);
+                page.extensions_mut().insert(DbUnreachable);
+                return page;
             }
             AppError::NotWritable(e) => {
                 tracing::warn!(error = format!("{e:#}"), "database refuses writes");
@@ -161,6 +163,9 @@ pub fn render_bare_errors<B>(
             if !page.headers().contains_key(name) {
                 page.headers_mut().insert(name.clone(), value.clone());
             }
+        }
+        if original.extensions().contains::<DbUnreachable>() {
+            page.extensions_mut().insert(DbUnreachable);
         }
         let page: HttpResponse<EitherBody<B, BoxBody>> = page.map_into_right_body();
         return Ok(ErrorHandlerResponse::Response(ServiceResponse::new(

@@ -8,6 +8,11 @@
 #[derive(Clone, Copy)]
 pub struct Rendered;
 
+/// Marks an error page given because the database could not be reached, so the outage breaker
+/// (`crate::db::outage`, consulted by `crate::state::with_site_settings`) learns of it.
+#[derive(Clone, Copy)]
+pub struct DbUnreachable;
+
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     /// The message is shown to the user: write it for them.
