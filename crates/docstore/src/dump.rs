@@ -15,7 +15,7 @@
 use crate::catalog::validate_namespace;
 use crate::index::IndexSpec;
 use crate::state::ServerState;
-use crate::storage::{CollectionImage, Storage};
+use crate::storage::{private, CollectionImage, Storage};
 use crate::stored::StoredDoc;
 use crate::value;
 use bson::{doc, Bson, Document};
@@ -229,7 +229,7 @@ pub fn write_dump(
     let mut entries = Vec::with_capacity(images.len());
     for image in images {
         let db_dir = dir.join(&image.db);
-        fs::create_dir_all(&db_dir)
+        private::create_dir_all(&db_dir)
             .map_err(|e| DumpError::io(format!("cannot create {}", db_dir.display()), e))?;
         let base = escape_collection_name(&image.coll);
         let bson_path = db_dir.join(format!("{base}.bson"));
@@ -303,20 +303,20 @@ fn prepare_empty_dir(dir: &Path) -> DumpResult<()> {
             }
             Ok(())
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => fs::create_dir_all(dir)
+        Err(e) if e.kind() == io::ErrorKind::NotFound => private::create_dir_all(dir)
             .map_err(|e| DumpError::io(format!("cannot create {}", dir.display()), e)),
         Err(e) => Err(DumpError::io(format!("cannot read {}", dir.display()), e)),
     }
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = File::create(path)?;
+    let mut file = private::create_file(path)?;
     file.write_all(bytes)?;
     file.sync_all()
 }
 
 fn write_bson_file(path: &Path, docs: &[&StoredDoc]) -> io::Result<(u64, String)> {
-    let file = File::create(path)?;
+    let file = private::create_file(path)?;
     let mut out = BufWriter::new(file);
     let mut hasher = Sha256::new();
     let mut total = 0u64;

@@ -229,7 +229,7 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async {
         if let docstore::StorageMode::Directory(dir) = &config.storage {
-            if let Err(e) = std::fs::create_dir_all(dir) {
+            if let Err(e) = docstore::storage::private::create_dir_all(dir) {
                 eprintln!("docstore: cannot create {}: {e}", dir.display());
                 return ExitCode::FAILURE;
             }
