@@ -6,6 +6,7 @@
 
 mod aggregation;
 pub mod auth;
+mod bson_depth;
 mod catalog;
 mod collection;
 mod commands;

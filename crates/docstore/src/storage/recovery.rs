@@ -308,7 +308,7 @@ fn embedded_documents<T>(
             .ok()
             .filter(|&l| l >= MIN_BSON_LEN && l <= bytes.len() - p && bytes[p + l - 1] == 0);
         if let Some(l) = fits {
-            if let Ok(d) = Document::from_reader(&bytes[p..p + l]) {
+            if let Ok(d) = crate::bson_depth::decode(&bytes[p..p + l]) {
                 if let Some(t) = f(&d, p as u64..(p + l) as u64) {
                     found.push(t);
                     p += l;
@@ -758,7 +758,7 @@ fn snapshot_doc_at(bytes: &[u8], off: usize) -> Result<Option<(Document, usize)>
     let Some(payload) = framed_at(bytes, off, MIN_BSON_LEN)? else {
         return Ok(None);
     };
-    let doc = Document::from_reader(payload)
+    let doc = crate::bson_depth::decode(payload)
         .map_err(|e| Bad::NotARecord(format!("the record is not BSON: {e}")))?;
     Ok(Some((doc, RECORD_HEADER_LEN + payload.len())))
 }

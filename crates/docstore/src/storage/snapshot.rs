@@ -111,7 +111,7 @@ impl Reader<'_> {
 
     fn next_doc(&mut self) -> io::Result<Document> {
         let path = self.path;
-        Document::from_reader(self.next_record()?)
+        crate::bson_depth::decode(self.next_record()?)
             .map_err(|e| invalid_data(path, format!("record is not BSON: {e}")))
     }
 
