@@ -15,6 +15,7 @@ mod cursor;
 pub mod dump;
 mod error;
 mod index;
+mod login_throttle;
 mod printing;
 mod query;
 mod repair;
@@ -29,7 +30,7 @@ mod value;
 mod wire;
 
 pub use auth::User;
-pub use config::{Config, StorageMode};
+pub use config::{Config, StorageMode, DEFAULT_MAX_CONNECTIONS};
 pub use error::{Error, ErrorCode, Result};
 pub use repair::repair;
 pub use server::{Endpoint, InProcess, Server, ServerHandle};
