@@ -1172,12 +1172,12 @@ mod tests {
         // Just over the limit is refused too; a handshake-sized message is not.
         let mut over = TcpStream::connect(server.local_addr()).expect("connected");
         let padding = "x".repeat(wire::MAX_UNAUTHENTICATED_MESSAGE_SIZE);
-        over.write_all(&wire::encode_op_msg(
+        // The server may close before the whole message is written: only the closing counts.
+        let _ = over.write_all(&wire::encode_op_msg(
             2,
             &doc! { "hello": 1, "pad": padding, "$db": "admin" },
             false,
-        ))
-        .expect("sent");
+        ));
         assert!(closed_by_the_server(&mut over));
         let mut client = TcpStream::connect(server.local_addr()).expect("connected");
         let hello = send(&mut client, doc! { "hello": 1, "$db": "admin" });
