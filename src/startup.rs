@@ -55,7 +55,7 @@ impl OpenDatabase {
                 let storage = match &settings.database.uri {
                     DatabaseUri::Embedded => {
                         let path = &settings.database.path;
-                        std::fs::create_dir_all(path).with_context(|| {
+                        docstore::storage::private::create_dir_all(path).with_context(|| {
                             format!("cannot create the data directory {}", path.display())
                         })?;
                         docstore::StorageMode::Directory(path.clone())

@@ -11,8 +11,9 @@
 //! ([`docstore::InProcess::listen_here`]), served by that worker's runtime, and a driver client
 //! of its own connected to it ([`Db::through`]): a command then goes from the page to the store
 //! and back on the worker's thread. The data, the caches on the [`Db`] handle and the command
-//! log stay shared; a command that may take long (a count, an aggregation) is still run on the
-//! shared runtime so it never holds up the worker's other requests.
+//! log stay shared; a command that may take long (a count, an aggregation, a `$text` search, a
+//! find that reads a whole large collection — docstore's `server::may_run_long` says which) is
+//! still run on the shared runtime so it never holds up the worker's other requests.
 //!
 //! On an external MongoDB every worker shares the one client, as before.
 

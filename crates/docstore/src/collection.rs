@@ -323,6 +323,24 @@ impl Collection {
         self.indexes.drain(1..).map(|i| i.spec.name).collect()
     }
 
+    /// Whether the planner would answer a find of `filter` (raw, as the command carries it) by
+    /// reading every document: a collection scan, or a walk of a whole index without a limit.
+    /// A filter the planner cannot read is not: the find itself answers it with an error.
+    pub fn find_reads_everything(
+        &self,
+        filter: &Document,
+        sort: Option<&Document>,
+        hint: Option<&Bson>,
+        limit: Option<usize>,
+    ) -> bool {
+        let refs: Vec<&Index> = self.indexes.iter().collect();
+        match planner::plan_limited(filter, sort, &refs, hint, limit) {
+            Ok(Plan::CollScan) => true,
+            Ok(Plan::IndexScan { bounds, .. }) => limit.is_none() && bounds.is_full(),
+            Err(_) => false,
+        }
+    }
+
     pub fn plan(&self, query: &QuerySpec<'_>) -> Result<Plan> {
         let refs: Vec<&Index> = self.indexes.iter().collect();
         let wanted = query.limit.map(|l| l.saturating_add(query.skip));

@@ -41,7 +41,17 @@ pub struct Config {
     /// socket left at the path by a crash, and is removed at shutdown. When it cannot be bound
     /// the server warns and serves TCP alone ([`crate::ServerHandle::unix_socket`] is `None`).
     pub unix_socket: Option<PathBuf>,
+    /// Most client connections open at once, over every listener (TCP, the Unix socket and
+    /// in-process listeners); a connection beyond it is closed as soon as it is accepted, as
+    /// mongod does past `maxConns`. With authentication on, a connection that has not
+    /// authenticated may hold at most 64 KiB of a message, so this also bounds the memory
+    /// unauthenticated clients can take (see `wire::MAX_UNAUTHENTICATED_MESSAGE_SIZE`).
+    pub max_connections: usize,
 }
+
+/// [`Config::max_connections`] by default: far more than an application's driver pools open
+/// (Bazaar: ten per HTTP worker), below the usual 1 024 open files a process may have.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1000;
 
 impl Default for Config {
     fn default() -> Self {
@@ -56,6 +66,7 @@ impl Default for Config {
             user: None,
             disk_faults: None,
             unix_socket: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
         }
     }
 }

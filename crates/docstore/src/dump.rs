@@ -12,10 +12,11 @@
 //! the collection's content: anyone reading the collection sorted by `_id` through a driver and
 //! hashing each document's BSON gets the same value (see [`collection_checksum`]).
 
+use crate::bson_depth::{self, BsonError};
 use crate::catalog::validate_namespace;
 use crate::index::IndexSpec;
 use crate::state::ServerState;
-use crate::storage::{CollectionImage, Storage};
+use crate::storage::{private, CollectionImage, Storage};
 use crate::stored::StoredDoc;
 use crate::value;
 use bson::{doc, Bson, Document};
@@ -229,7 +230,7 @@ pub fn write_dump(
     let mut entries = Vec::with_capacity(images.len());
     for image in images {
         let db_dir = dir.join(&image.db);
-        fs::create_dir_all(&db_dir)
+        private::create_dir_all(&db_dir)
             .map_err(|e| DumpError::io(format!("cannot create {}", db_dir.display()), e))?;
         let base = escape_collection_name(&image.coll);
         let bson_path = db_dir.join(format!("{base}.bson"));
@@ -303,20 +304,20 @@ fn prepare_empty_dir(dir: &Path) -> DumpResult<()> {
             }
             Ok(())
         }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => fs::create_dir_all(dir)
+        Err(e) if e.kind() == io::ErrorKind::NotFound => private::create_dir_all(dir)
             .map_err(|e| DumpError::io(format!("cannot create {}", dir.display()), e)),
         Err(e) => Err(DumpError::io(format!("cannot read {}", dir.display()), e)),
     }
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = File::create(path)?;
+    let mut file = private::create_file(path)?;
     file.write_all(bytes)?;
     file.sync_all()
 }
 
 fn write_bson_file(path: &Path, docs: &[&StoredDoc]) -> io::Result<(u64, String)> {
-    let file = File::create(path)?;
+    let file = private::create_file(path)?;
     let mut out = BufWriter::new(file);
     let mut hasher = Sha256::new();
     let mut total = 0u64;
@@ -376,7 +377,8 @@ pub fn verify_dump(dir: &Path) -> DumpResult<Manifest> {
             .join(&entry.db)
             .join(escape_collection_name(&entry.collection));
         let bson_path = with_suffix(&base, ".bson");
-        let (count, bytes, sha) = scan_bson_file(&bson_path, |_| Ok(()))?;
+        let namespace = format!("{}.{}", entry.db, entry.collection);
+        let (count, bytes, sha) = scan_bson_file(&bson_path, &namespace, |_| Ok(()))?;
         check_entry(entry, &bson_path, count, bytes, &sha)?;
         let metadata_path = with_suffix(&base, ".metadata.json");
         let metadata = fs::read(&metadata_path)
@@ -450,10 +452,13 @@ pub fn read_manifest(dir: &Path) -> DumpResult<Option<Manifest>> {
         .map_err(|e| corrupt(&path, &format!("is not a backup manifest: {e}")))
 }
 
-/// Read a `.bson` file document by document, handing each to `each`; returns the count, byte
-/// size and SHA-256. A truncated or malformed document is an error naming the file and offset.
+/// Read a `.bson` file (of the collection `namespace`) document by document, handing each to
+/// `each`; returns the count, byte size and SHA-256. A truncated or malformed document, or one
+/// nested deeper than any path of docstore accepts, is an error naming the file, the collection
+/// and the offset.
 fn scan_bson_file(
     path: &Path,
+    namespace: &str,
     mut each: impl FnMut(Document) -> DumpResult<()>,
 ) -> DumpResult<(u64, u64, String)> {
     let file = File::open(path)
@@ -497,11 +502,19 @@ fn scan_bson_file(
             }
             Err(e) => return Err(DumpError::io(format!("cannot read {}", path.display()), e)),
         }
-        let doc = Document::from_reader(&buf[..]).map_err(|e| {
-            corrupt(
+        // Through the depth check before anything recurses: a document thousands of levels
+        // deep would otherwise overflow the stack and abort the restore.
+        let doc = bson_depth::decode(&buf).map_err(|e| match e {
+            BsonError::TooDeep => DumpError::new(format!(
+                "{}: the document of {namespace} at byte {offset} is nested more than {} levels \
+                 deep, which neither MongoDB nor docstore accepts; nothing was restored",
+                path.display(),
+                bson_depth::MAX_BSON_DEPTH
+            )),
+            BsonError::Invalid(e) => corrupt(
                 path,
-                &format!("holds an unreadable document at byte {offset} ({e})"),
-            )
+                &format!("holds an unreadable document of {namespace} at byte {offset} ({e})"),
+            ),
         })?;
         hasher.update(&buf);
         each(doc)?;
@@ -692,7 +705,8 @@ fn load_database(
         check_options(&metadata_path, &parsed.options)?;
         let mut docs = Vec::new();
         if bson_path.exists() {
-            let (count, bytes, sha) = scan_bson_file(&bson_path, |doc| {
+            let namespace = format!("{db}.{coll_name}");
+            let (count, bytes, sha) = scan_bson_file(&bson_path, &namespace, |doc| {
                 let stored = StoredDoc::from_document(&doc).map_err(|e| {
                     DumpError::new(format!("{}: {}", bson_path.display(), e.message))
                 })?;
@@ -1175,5 +1189,65 @@ mod tests {
         .unwrap();
         let err = load_dump(&dump).unwrap_err();
         assert!(err.message.contains("\"capped\""), "{err}");
+    }
+
+    /// `bazaar restore` of a dump holding a document nested 1 200 or 100 000 levels deep (a
+    /// crafted or damaged file; 1 200 used to abort the process with a stack overflow): the
+    /// restore is refused with a message naming the file and the collection, and nothing is
+    /// written.
+    #[test]
+    fn a_dump_with_a_document_nested_too_deep_is_refused_and_nothing_is_written() {
+        for depth in [1_200, 100_000] {
+            let tmp = tempfile::tempdir().unwrap();
+            let dump = tmp.path().join("dump");
+            fs::create_dir_all(dump.join("shop")).unwrap();
+            let mut bytes = Vec::new();
+            doc! {"_id": 1, "title": "Mug"}
+                .to_writer(&mut bytes)
+                .unwrap();
+            bytes.extend(bson_depth::nested_bytes(depth));
+            let file = dump.join("shop/products.bson");
+            fs::write(&file, &bytes).unwrap();
+            let data = tmp.path().join("data");
+
+            let err = restore_into_directory(&dump, &data, false).unwrap_err();
+            assert!(
+                err.message.contains(&file.display().to_string())
+                    && err.message.contains("shop.products")
+                    && err.message.contains("nested more than 200 levels"),
+                "depth {depth}: {err}"
+            );
+            assert!(
+                !data.exists(),
+                "depth {depth}: the data directory was created"
+            );
+            let left: Vec<_> = fs::read_dir(tmp.path())
+                .unwrap()
+                .map(|e| e.unwrap().file_name())
+                .collect();
+            assert_eq!(
+                left,
+                vec![std::ffi::OsString::from("dump")],
+                "depth {depth}"
+            );
+        }
+    }
+
+    /// The limit is the wire's: a document as deep as a client could store restores.
+    #[test]
+    fn a_dump_with_a_document_at_the_depth_limit_restores() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dump = tmp.path().join("dump");
+        fs::create_dir_all(dump.join("shop")).unwrap();
+        let mut deep = doc! {"leaf": 1};
+        for _ in 2..bson_depth::MAX_BSON_DEPTH {
+            deep = doc! {"a": deep};
+        }
+        let mut bytes = Vec::new();
+        doc! {"_id": 1, "a": deep}.to_writer(&mut bytes).unwrap();
+        fs::write(dump.join("shop/products.bson"), &bytes).unwrap();
+        let data = tmp.path().join("data");
+        let report = restore_into_directory(&dump, &data, false).unwrap();
+        assert_eq!(report.documents, 1);
     }
 }

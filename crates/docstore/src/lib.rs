@@ -6,6 +6,7 @@
 
 mod aggregation;
 pub mod auth;
+mod bson_depth;
 mod catalog;
 mod collection;
 mod commands;
@@ -14,6 +15,7 @@ mod cursor;
 pub mod dump;
 mod error;
 mod index;
+mod login_throttle;
 mod printing;
 mod query;
 mod repair;
@@ -28,7 +30,7 @@ mod value;
 mod wire;
 
 pub use auth::User;
-pub use config::{Config, StorageMode};
+pub use config::{Config, StorageMode, DEFAULT_MAX_CONNECTIONS};
 pub use error::{Error, ErrorCode, Result};
 pub use repair::repair;
 pub use server::{Endpoint, InProcess, Server, ServerHandle};

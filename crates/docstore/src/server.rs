@@ -4,10 +4,11 @@
 
 use crate::commands::{self, Answer};
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorCode, Result};
+use crate::login_throttle::Client;
 use crate::state::{ConnectionInfo, ServerState};
 use crate::wire::{self, Message, ReplyTarget, WireError};
-use bson::{doc, Document};
+use bson::{doc, Bson, Document};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -429,6 +430,10 @@ async fn accept_until_stopped(
             }
             accepted = accept_tcp(tcp) => match accepted {
                 Ok((stream, peer)) => {
+                    let Some(open) = OpenConnection::try_new(state) else {
+                        refuse_connection(state, Some(peer));
+                        continue;
+                    };
                     // Replies are written whole in one call; Nagle would only delay them.
                     if let Err(e) = stream.set_nodelay(true) {
                         debug!(%peer, "cannot set TCP_NODELAY: {e}");
@@ -436,7 +441,7 @@ async fn accept_until_stopped(
                     connections.spawn(serve_connection(
                         stream,
                         Some(peer),
-                        Arc::clone(state),
+                        open,
                         stop.clone(),
                         shared.cloned(),
                     ));
@@ -445,10 +450,14 @@ async fn accept_until_stopped(
             },
             accepted = accept_unix(unix) => match accepted {
                 Ok(stream) => {
+                    let Some(open) = OpenConnection::try_new(state) else {
+                        refuse_connection(state, None);
+                        continue;
+                    };
                     connections.spawn(serve_connection(
                         stream,
                         None,
-                        Arc::clone(state),
+                        open,
                         stop.clone(),
                         shared.cloned(),
                     ));
@@ -467,13 +476,43 @@ fn report_connection_end(done: std::result::Result<(), tokio::task::JoinError>) 
     }
 }
 
-/// Counts a connection as open for as long as it lives (also when its task unwinds).
+/// Counts a connection as open for as long as it lives (also when its task unwinds). Taken when
+/// the connection is accepted, so that a burst of connections cannot slip past the cap before
+/// their tasks run.
 struct OpenConnection(Arc<ServerState>);
 
 impl OpenConnection {
-    fn new(state: &Arc<ServerState>) -> Self {
-        state.open_connections.fetch_add(1, Ordering::Relaxed);
-        OpenConnection(Arc::clone(state))
+    /// A place for one more connection, unless `Config::max_connections` are open already.
+    fn try_new(state: &Arc<ServerState>) -> Option<Self> {
+        let cap = i64::try_from(state.config.max_connections).unwrap_or(i64::MAX);
+        state
+            .open_connections
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |open| {
+                (open < cap).then_some(open + 1)
+            })
+            .ok()
+            .map(|_| OpenConnection(Arc::clone(state)))
+    }
+}
+
+/// How often, at most, the log says connections are being refused (a flood of them must not
+/// flood the log too).
+const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(10);
+
+/// Close a connection accepted past the cap (dropping the stream closes it; the client's driver
+/// sees the connection closed, as with mongod past `maxConns`) and say so now and then.
+fn refuse_connection(state: &ServerState, peer: Option<SocketAddr>) {
+    let refused = state.refused_connections.fetch_add(1, Ordering::Relaxed) + 1;
+    let mut logged = state.refusal_logged.lock();
+    let now = std::time::Instant::now();
+    if logged.is_none_or(|at| now.duration_since(at) >= REFUSAL_LOG_INTERVAL) {
+        *logged = Some(now);
+        warn!(
+            peer = %Peer(peer),
+            limit = state.config.max_connections,
+            refused_so_far = refused,
+            "refusing a connection: the connection limit is reached (Config::max_connections)"
+        );
     }
 }
 
@@ -507,11 +546,11 @@ impl std::fmt::Display for Peer {
 async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
     stream: S,
     peer: Option<SocketAddr>,
-    state: Arc<ServerState>,
+    open: OpenConnection,
     mut stop: watch::Receiver<bool>,
     shared: Option<tokio::runtime::Handle>,
 ) {
-    let _open = OpenConnection::new(&state);
+    let state = Arc::clone(&open.0);
     let conn = Arc::new(state.new_connection(peer));
     let peer = Peer(peer);
     debug!(%peer, connection = conn.id, "connection accepted");
@@ -526,7 +565,7 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
         let read = tokio::select! {
             biased;
             _ = stop.changed() => break,
-            read = wire::read_message(&mut stream, &mut buf) => read,
+            read = wire::read_message(&mut stream, &mut buf, message_limit(&state, &conn)) => read,
         };
         match read {
             Ok(true) => {}
@@ -555,7 +594,19 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
             Step::Close => break,
         }
     }
+    // The buffers go with the connection (a large one was already released after its message).
+    drop((stream, buf, open));
     debug!(%peer, connection = conn.id, "connection closed");
+}
+
+/// The longest message `conn` may send next: small until it has authenticated, when
+/// authentication is on ([`wire::MAX_UNAUTHENTICATED_MESSAGE_SIZE`]).
+fn message_limit(state: &ServerState, conn: &ConnectionInfo) -> usize {
+    if state.auth.is_some() && conn.auth.lock().user().is_none() {
+        wire::MAX_UNAUTHENTICATED_MESSAGE_SIZE
+    } else {
+        wire::MAX_MESSAGE_SIZE
+    }
 }
 
 /// Parse one message, run its command and encode the answer.
@@ -572,7 +623,9 @@ async fn handle_message(
             let more_to_come = msg.more_to_come();
             let checksum = msg.checksum_present();
             let reply = if msg.body.contains_key("$db") {
-                run_command(state, conn, msg.body, shared).await
+                let login = LoginStep::of(state, &msg.body);
+                let run = run_command(state, conn, msg.body, shared);
+                throttled(state, conn, login, run).await
             } else {
                 Answer::Document(
                     Error::location(40571, "OP_MSG requests require a $db argument")
@@ -607,9 +660,11 @@ async fn handle_message(
                 }
                 _ => {
                     command.insert("$db", db);
-                    commands::dispatch(state, conn, command)
-                        .await
-                        .into_document()
+                    // pymongo and mongosh start with a legacy `hello`, which may carry a
+                    // speculative login: throttled like any other.
+                    let login = LoginStep::of(state, &command);
+                    let run = commands::dispatch(state, conn, command);
+                    throttled(state, conn, login, run).await.into_document()
                 }
             };
             Step::Reply(wire::encode_op_reply(request_id, &reply))
@@ -626,25 +681,176 @@ async fn handle_message(
     }
 }
 
+/// What a command is to the login throttle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LoginStep {
+    /// Not part of a login (or authentication is off).
+    None,
+    /// Begins an attempt (`saslStart`, `authenticate`, a `hello` with `speculativeAuthenticate`):
+    /// waits first if the client has failed too often.
+    Start,
+    /// Continues one (`saslContinue`): its failure counts, but it does not wait again.
+    Continue,
+}
+
+impl LoginStep {
+    fn of(state: &ServerState, cmd: &Document) -> LoginStep {
+        if state.auth.is_none() {
+            return LoginStep::None;
+        }
+        match cmd.keys().next().map(String::as_str) {
+            Some("saslStart" | "authenticate") => LoginStep::Start,
+            Some("hello" | "isMaster" | "ismaster")
+                if cmd.contains_key("speculativeAuthenticate") =>
+            {
+                LoginStep::Start
+            }
+            Some("saslContinue") => LoginStep::Continue,
+            _ => LoginStep::None,
+        }
+    }
+}
+
+/// Run `command`, a step of a login when `login` says so: an attempt from a client address with
+/// too many failures behind it first waits ([`crate::login_throttle`]), with an async sleep on
+/// this connection's task only, so no other connection waits with it; then a failure
+/// (AuthenticationFailed) or a success is recorded against the address.
+async fn throttled(
+    state: &ServerState,
+    conn: &ConnectionInfo,
+    login: LoginStep,
+    command: impl std::future::Future<Output = Answer>,
+) -> Answer {
+    if login == LoginStep::None {
+        return command.await;
+    }
+    let client = Client::of(conn.peer);
+    if login == LoginStep::Start {
+        let wait = state
+            .login_throttle
+            .admit(client, std::time::Instant::now());
+        if !wait.is_zero() {
+            debug!(
+                connection = conn.id,
+                wait_ms = wait.as_millis() as u64,
+                "delaying a login attempt after repeated failures from this address"
+            );
+            tokio::time::sleep(wait).await;
+        }
+    }
+    let was_authenticated = conn.auth.lock().user().is_some();
+    let answer = command.await;
+    if !was_authenticated && conn.auth.lock().user().is_some() {
+        state.login_throttle.succeeded(client);
+    } else if matches!(&answer, Answer::Document(reply)
+        if reply.get_i32("code") == Ok(ErrorCode::AuthenticationFailed.code()))
+    {
+        state
+            .login_throttle
+            .failed(client, std::time::Instant::now());
+    }
+    answer
+}
+
 /// Commands that may visit a whole collection or index (a count or distinct over an unindexed
-/// filter, an aggregation, an index build, validation, statistics), or write many documents.
-/// Finds and getMores are not among them: a listing's find reads a page and stops, and a
-/// cursor hands out bounded batches.
-fn may_run_long(cmd: &Document) -> bool {
-    matches!(
-        cmd.keys().next().map(String::as_str),
+/// filter, an aggregation, an index build, validation, statistics), or write many documents,
+/// and the finds [`find_may_run_long`] picks out.
+fn may_run_long(state: &ServerState, cmd: &Document) -> bool {
+    match cmd.keys().next().map(String::as_str) {
         Some(
-            "count"
-                | "distinct"
-                | "aggregate"
-                | "createIndexes"
-                | "validate"
-                | "dbStats"
-                | "dbstats"
-                | "collStats"
-                | "collstats"
-        )
+            "count" | "distinct" | "aggregate" | "createIndexes" | "validate" | "dbStats"
+            | "dbstats" | "collStats" | "collstats",
+        ) => true,
+        Some("find") => find_may_run_long(state, cmd),
+        _ => false,
+    }
+}
+
+/// A collection this small is read whole in well under a millisecond: handing a find over it
+/// to another thread would cost more than running it.
+const SMALL_COLLECTION: usize = 1_000;
+
+/// The rule for finds. A find is handed over when
+/// - its filter has `$text` (at the top or inside `$and`/`$or`/`$nor`): a text search reads
+///   and scores every document holding a term, and with a phrase or a negation tokenizes each
+///   again (0.3–0.4 s over 10 000 products), or
+/// - the planner would answer it by reading the whole collection (a collection scan, or a walk
+///   of a whole index without a limit) and the collection holds more than [`SMALL_COLLECTION`]
+///   documents, or
+/// - its collection is being written right now (the planner cannot look without waiting, and
+///   the find would wait for the writer anyway: not on a thread that serves other requests).
+///
+/// Everything else runs in place, where it costs no hand-off: an index point or range lookup
+/// (the product page's by-slug find, a category listing's page), or any find on a small
+/// collection. `getMore` always runs in place: a find collects all of its cursor's documents,
+/// so a `getMore` only hands out the next batch of them.
+fn find_may_run_long(state: &ServerState, cmd: &Document) -> bool {
+    let filter = match cmd.get("filter") {
+        Some(Bson::Document(filter)) => filter,
+        // Malformed: the find answers with the error at once.
+        Some(Bson::Null) | None => &Document::new(),
+        Some(_) => return false,
+    };
+    if has_text_search(filter, 0) {
+        return true;
+    }
+    let (Ok(db), Some(Bson::String(coll))) = (cmd.get_str("$db"), cmd.get("find")) else {
+        return false;
+    };
+    let Some(collection) = state.catalog.get(db, coll) else {
+        return false;
+    };
+    let Some(collection) = collection.try_read() else {
+        return true;
+    };
+    if collection.len() <= SMALL_COLLECTION {
+        return false;
+    }
+    let limit = ["limit", "skip"]
+        .iter()
+        .map(|field| cmd.get(field).and_then(count_of))
+        .collect::<Vec<_>>();
+    let limit = match (limit[0], limit[1]) {
+        (Some(0) | None, _) => None,
+        (Some(limit), skip) => Some(limit.saturating_add(skip.unwrap_or(0))),
+    };
+    collection.find_reads_everything(
+        filter,
+        cmd.get_document("sort").ok(),
+        cmd.get("hint"),
+        limit,
     )
+}
+
+/// A find's `limit` or `skip` as a count (a negative limit means the same number, in one batch).
+fn count_of(value: &Bson) -> Option<usize> {
+    let n = match value {
+        Bson::Int32(n) => i64::from(*n),
+        Bson::Int64(n) => *n,
+        Bson::Double(d) if d.is_finite() => *d as i64,
+        _ => return None,
+    };
+    usize::try_from(n.unsigned_abs()).ok()
+}
+
+/// Whether `filter` holds a `$text` query where MongoDB allows one: at its top level, or in a
+/// branch of a top-level `$and`, `$or` or `$nor` (and their own branches).
+fn has_text_search(filter: &Document, depth: usize) -> bool {
+    // Filters arrive through the wire's depth check; the bound only keeps this obviously finite.
+    if depth > wire::MAX_BSON_DEPTH {
+        return false;
+    }
+    filter
+        .iter()
+        .any(|(key, value)| {
+            match (key.as_str(), value) {
+        ("$text", _) => true,
+        ("$and" | "$or" | "$nor", Bson::Array(branches)) => branches.iter().any(|branch| {
+            matches!(branch, Bson::Document(branch) if has_text_search(branch, depth + 1))
+        }),
+        _ => false,
+    }
+        })
 }
 
 /// Counts a command as running off the async workers for as long as it runs.
@@ -676,11 +882,12 @@ async fn run_command(
     cmd: Document,
     shared: Option<&tokio::runtime::Handle>,
 ) -> Answer {
+    let long = may_run_long(state, &cmd);
     match shared {
-        Some(runtime) if may_run_long(&cmd) && !on_multi_thread_runtime() => {
+        Some(runtime) if long && !on_multi_thread_runtime() => {
             let (state, conn) = (Arc::clone(state), Arc::clone(conn));
             match runtime
-                .spawn(async move { run_on_this_runtime(&state, &conn, cmd).await })
+                .spawn(async move { run_on_this_runtime(&state, &conn, cmd, long).await })
                 .await
             {
                 Ok(answer) => answer,
@@ -689,7 +896,7 @@ async fn run_command(
                 ),
             }
         }
-        _ => run_on_this_runtime(state, conn, cmd).await,
+        _ => run_on_this_runtime(state, conn, cmd, long).await,
     }
 }
 
@@ -698,13 +905,14 @@ fn on_multi_thread_runtime() -> bool {
         .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
-/// [`run_command`] on the current runtime.
+/// [`run_command`] on the current runtime; `long` is [`may_run_long`]'s verdict.
 async fn run_on_this_runtime(
     state: &Arc<ServerState>,
     conn: &ConnectionInfo,
     cmd: Document,
+    long: bool,
 ) -> Answer {
-    if on_multi_thread_runtime() && may_run_long(&cmd) {
+    if long && on_multi_thread_runtime() {
         let _running = LongCommand::new(state);
         tokio::task::block_in_place(|| {
             tokio::runtime::Handle::current().block_on(commands::dispatch(state, conn, cmd))
@@ -907,5 +1115,272 @@ mod tests {
         end.send(()).expect("the runtime runs");
         thread.join().expect("the listener's thread");
         assert!(!path.exists(), "the socket file outlived its listener");
+    }
+
+    /// A server requiring `app`/`secret`, with at most `max_connections` connections.
+    fn server_with(max_connections: usize, auth: bool) -> (tokio::runtime::Runtime, ServerHandle) {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        let user = auth.then(|| crate::auth::User::with_password("app", "secret").expect("a user"));
+        let server = runtime
+            .block_on(Server::start(Config {
+                max_connections,
+                user,
+                ..Config::default()
+            }))
+            .expect("started");
+        (runtime, server)
+    }
+
+    /// Whether the server closed `stream` (end of stream or reset) within a few seconds.
+    fn closed_by_the_server(stream: &mut TcpStream) -> bool {
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .expect("a timeout");
+        let mut byte = [0u8; 1];
+        match stream.read(&mut byte) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => !matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        }
+    }
+
+    /// With authentication on, a connection that has not authenticated and announces a 40 MB
+    /// frame is closed as soon as the length arrives: the server does not wait for (or buffer)
+    /// the body. Small messages before authentication, and other connections, still work.
+    #[test]
+    fn an_unauthenticated_connection_announcing_a_large_frame_is_closed_without_reading_it() {
+        let (_runtime, server) = server_with(crate::config::DEFAULT_MAX_CONNECTIONS, true);
+        let mut attacker = TcpStream::connect(server.local_addr()).expect("connected");
+        // Only the header of an OP_MSG announcing 40 MB (the body never comes).
+        let header: Vec<u8> = [40_000_000, 1, 0, wire::OP_MSG]
+            .iter()
+            .flat_map(|field: &i32| field.to_le_bytes())
+            .collect();
+        attacker.write_all(&header).expect("sent");
+        assert!(
+            closed_by_the_server(&mut attacker),
+            "the connection stayed open waiting for 40 MB"
+        );
+
+        // Just over the limit is refused too; a handshake-sized message is not.
+        let mut over = TcpStream::connect(server.local_addr()).expect("connected");
+        let padding = "x".repeat(wire::MAX_UNAUTHENTICATED_MESSAGE_SIZE);
+        // The server may close before the whole message is written: only the closing counts.
+        let _ = over.write_all(&wire::encode_op_msg(
+            2,
+            &doc! { "hello": 1, "pad": padding, "$db": "admin" },
+            false,
+        ));
+        assert!(closed_by_the_server(&mut over));
+        let mut client = TcpStream::connect(server.local_addr()).expect("connected");
+        let hello = send(&mut client, doc! { "hello": 1, "$db": "admin" });
+        assert_eq!(hello.get_f64("ok"), Ok(1.0), "{hello}");
+    }
+
+    /// Without authentication every client is trusted as the owner, as with mongod: the frame
+    /// limit stays the protocol's.
+    #[test]
+    fn without_authentication_a_large_message_is_read_whole() {
+        let (_runtime, server) = server_with(crate::config::DEFAULT_MAX_CONNECTIONS, false);
+        let mut client = TcpStream::connect(server.local_addr()).expect("connected");
+        let big = "x".repeat(2 * wire::MAX_UNAUTHENTICATED_MESSAGE_SIZE);
+        let reply = send(
+            &mut client,
+            doc! { "insert": "c", "documents": [{ "big": big }], "$db": "t" },
+        );
+        assert_eq!(reply.get_i32("n"), Ok(1), "{reply}");
+    }
+
+    /// Past `max_connections` a new connection is closed at once, the open ones keep working,
+    /// and a place freed by a closed connection can be taken again.
+    #[test]
+    fn connections_past_the_limit_are_closed_and_the_others_keep_working() {
+        let (_runtime, server) = server_with(2, false);
+        let addr = server.local_addr();
+        let mut first = TcpStream::connect(addr).expect("connected");
+        let mut second = TcpStream::connect(addr).expect("connected");
+        for stream in [&mut first, &mut second] {
+            let pong = send(stream, doc! { "ping": 1, "$db": "admin" });
+            assert_eq!(pong.get_f64("ok"), Ok(1.0), "{pong}");
+        }
+        let mut third = TcpStream::connect(addr).expect("the kernel accepts it");
+        assert!(
+            closed_by_the_server(&mut third),
+            "a third connection was served"
+        );
+        assert_eq!(
+            server.state().refused_connections.load(Ordering::Relaxed),
+            1
+        );
+        let pong = send(&mut first, doc! { "ping": 1, "$db": "admin" });
+        assert_eq!(pong.get_f64("ok"), Ok(1.0), "{pong}");
+
+        drop(second);
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while server.state().open_connections.load(Ordering::Relaxed) > 1 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the closed connection was not counted out"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let mut again = TcpStream::connect(addr).expect("connected");
+        let pong = send(&mut again, doc! { "ping": 1, "$db": "admin" });
+        assert_eq!(pong.get_f64("ok"), Ok(1.0), "{pong}");
+    }
+
+    /// A `$text` find cannot finish (its collection is locked by the test) while another
+    /// connection's ping is answered: through an in-process listener on a current-thread
+    /// runtime, the text search ran on the server's runtime, not on the listener's thread.
+    #[test]
+    fn an_in_process_listener_hands_text_searches_to_the_servers_runtime() {
+        let (_runtime, server) = single_worker_server();
+        let (endpoint, end, thread) = listen_on_a_current_thread_runtime(&server, None);
+        let Endpoint::Tcp(addr) = endpoint else {
+            panic!("no Unix socket was asked for: {endpoint:?}");
+        };
+        let connect = || {
+            let stream = TcpStream::connect(addr).expect("connected");
+            stream
+                .set_read_timeout(Some(Duration::from_secs(60)))
+                .expect("a timeout");
+            stream
+        };
+        let mut first = connect();
+        let created = send(
+            &mut first,
+            doc! {
+                "createIndexes": "products",
+                "indexes": [{ "key": { "title": "text" }, "name": "title_text" }],
+                "$db": "shop",
+            },
+        );
+        assert_eq!(created.get_f64("ok"), Ok(1.0), "{created}");
+        let inserted = send(
+            &mut first,
+            doc! {
+                "insert": "products",
+                "documents": [{ "title": "blue mug" }, { "title": "red mug" }],
+                "$db": "shop",
+            },
+        );
+        assert_eq!(inserted.get_i32("n"), Ok(2), "{inserted}");
+        let collection = server
+            .state()
+            .catalog
+            .get("shop", "products")
+            .expect("created");
+        let held = collection.write();
+        let (done, finished) = std::sync::mpsc::channel();
+        let searching = std::thread::spawn(move || {
+            let reply = send(
+                &mut first,
+                doc! {
+                    "find": "products",
+                    "filter": { "$text": { "$search": "mug -red" } },
+                    "$db": "shop",
+                },
+            );
+            done.send(()).expect("the test waits");
+            reply
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while server.state().long_commands.load(Ordering::SeqCst) == 0 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the text search never ran as a long command on the server's runtime"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let mut second = connect();
+        let pong = send(&mut second, doc! { "ping": 1, "$db": "admin" });
+        assert_eq!(pong.get_f64("ok"), Ok(1.0), "{pong}");
+        assert!(
+            finished.try_recv().is_err(),
+            "the search cannot have finished: its collection is still locked"
+        );
+        drop(held);
+        let found = searching.join().expect("the search's thread");
+        let batch = found
+            .get_document("cursor")
+            .and_then(|c| c.get_array("firstBatch"))
+            .expect("a cursor");
+        assert_eq!(batch.len(), 1, "{found}");
+        end.send(()).expect("the runtime runs");
+        thread.join().expect("the listener's thread");
+    }
+
+    /// The rule for finds: `$text` anywhere it may be, or a read of a whole large collection,
+    /// is handed over; an indexed lookup, or any find over a small collection, is not.
+    #[test]
+    fn only_text_searches_and_whole_collection_reads_of_large_collections_count_as_long() {
+        let (_runtime, server) = single_worker_server();
+        let state = server.state();
+        let find = |filter: Document| doc! { "find": "p", "filter": filter, "$db": "shop" };
+        assert!(may_run_long(
+            state,
+            &find(doc! { "$text": { "$search": "mug" } })
+        ));
+        assert!(may_run_long(
+            state,
+            &find(doc! { "$or": [{ "a": 1 }, { "$and": [{ "$text": { "$search": "mug" } }] }] })
+        ));
+        // No collection yet: nothing to scan.
+        assert!(!may_run_long(state, &find(doc! { "slug": "mug" })));
+
+        let mut client = TcpStream::connect(server.local_addr()).expect("connected");
+        let created = send(
+            &mut client,
+            doc! {
+                "createIndexes": "p",
+                "indexes": [{ "key": { "slug": 1 }, "name": "slug_1", "unique": true }],
+                "$db": "shop",
+            },
+        );
+        assert_eq!(created.get_f64("ok"), Ok(1.0), "{created}");
+        let insert = |client: &mut TcpStream, from: usize, to: usize| {
+            let documents: Vec<Document> = (from..to)
+                .map(|i| doc! { "slug": format!("p{i}"), "n": i as i64 })
+                .collect();
+            let reply = send(
+                client,
+                doc! { "insert": "p", "documents": documents, "$db": "shop" },
+            );
+            assert_eq!(reply.get_i32("n"), Ok((to - from) as i32), "{reply}");
+        };
+        insert(&mut client, 0, SMALL_COLLECTION);
+        assert!(
+            !may_run_long(state, &find(doc! { "n": 5 })),
+            "a scan of a small collection runs in place"
+        );
+        insert(&mut client, SMALL_COLLECTION, SMALL_COLLECTION + 10);
+        assert!(
+            !may_run_long(state, &find(doc! { "slug": "p5" })),
+            "by slug"
+        );
+        assert!(!may_run_long(
+            state,
+            &doc! { "find": "p", "filter": { "slug": { "$gte": "p1" } }, "limit": 20, "$db": "shop" }
+        ));
+        assert!(may_run_long(state, &find(doc! { "n": 5 })), "unindexed");
+        assert!(may_run_long(state, &find(doc! {})), "everything");
+        assert!(
+            may_run_long(
+                state,
+                &doc! { "find": "p", "sort": { "slug": 1 }, "$db": "shop" }
+            ),
+            "a whole index without a limit"
+        );
+        assert!(!may_run_long(
+            state,
+            &doc! { "getMore": 7_i64, "collection": "p", "$db": "shop" }
+        ));
     }
 }

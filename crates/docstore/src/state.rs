@@ -5,6 +5,7 @@ use crate::catalog::Catalog;
 use crate::config::{Config, StorageMode};
 use crate::cursor::CursorManager;
 use crate::error::{Error, Result};
+use crate::login_throttle::LoginThrottle;
 use crate::storage::{recovery, Storage};
 use bson::doc;
 use std::net::SocketAddr;
@@ -25,6 +26,12 @@ pub struct ServerState {
     pub auth: Option<crate::auth::User>,
     /// Commands running right now off the async worker threads (see `server::run_command`).
     pub long_commands: AtomicI64,
+    /// Failed logins by client address, which delay that address's next attempts.
+    pub login_throttle: LoginThrottle,
+    /// Connections closed at once because `Config::max_connections` were open.
+    pub refused_connections: AtomicI64,
+    /// When refusing a connection was last logged (the log says it at most every few seconds).
+    pub refusal_logged: parking_lot::Mutex<Option<Instant>>,
     next_connection_id: AtomicI64,
 }
 
@@ -65,6 +72,9 @@ impl ServerState {
             open_connections: AtomicI64::new(0),
             listen_addr: OnceLock::new(),
             long_commands: AtomicI64::new(0),
+            login_throttle: LoginThrottle::default(),
+            refused_connections: AtomicI64::new(0),
+            refusal_logged: parking_lot::Mutex::new(None),
             next_connection_id: AtomicI64::new(1),
         }))
     }

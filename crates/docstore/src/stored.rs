@@ -8,6 +8,7 @@
 //! and only documents a command returns or changes are decoded in full
 //! ([`StoredDoc::to_document`]).
 
+use crate::bson_depth;
 use crate::error::{Error, Result};
 use bson::raw::{RawBsonRef, RawDocument};
 use bson::{Bson, Document};
@@ -19,8 +20,19 @@ use std::sync::Arc;
 pub struct StoredDoc(Arc<[u8]>);
 
 impl StoredDoc {
-    /// Encode `doc`. Fails only for a document BSON cannot represent (a key holding a NUL).
+    /// Encode `doc`. Fails for a document BSON cannot represent (a key holding a NUL), and for
+    /// one nested deeper than every reader accepts (an update can nest a client's document
+    /// under a long path): stored, it could not be recovered from the journal.
     pub fn from_document(doc: &Document) -> Result<StoredDoc> {
+        if !bson_depth::within_limit(doc) {
+            return Err(Error::new(
+                crate::error::ErrorCode::Overflow,
+                format!(
+                    "cannot store a document nested more than {} levels deep",
+                    bson_depth::MAX_BSON_DEPTH
+                ),
+            ));
+        }
         let mut bytes = Vec::new();
         doc.to_writer(&mut bytes)
             .map_err(|e| Error::bad_value(format!("cannot encode document as BSON: {e}")))?;
@@ -28,10 +40,11 @@ impl StoredDoc {
     }
 
     /// Take BSON bytes read from disk, checking every element (lengths, types, UTF-8 of keys
-    /// and strings, nested documents) as fully as decoding would, without building anything.
+    /// and strings, nested documents) as fully as decoding would, and the nesting depth,
+    /// without building anything ([`bson_depth::check`]).
     pub fn from_bytes(bytes: &[u8]) -> std::result::Result<StoredDoc, String> {
         let raw = RawDocument::from_bytes(bytes).map_err(|e| e.to_string())?;
-        validate_document(raw).map_err(|e| e.to_string())?;
+        bson_depth::check(raw).map_err(|e| e.to_string())?;
         Ok(StoredDoc(Arc::from(bytes)))
     }
 
@@ -490,26 +503,6 @@ fn decode_value(value: RawBsonRef<'_>) -> bson::raw::Result<Bson> {
         }
         other => Bson::try_from(other)?,
     })
-}
-
-fn validate_document(raw: &RawDocument) -> bson::raw::Result<()> {
-    for element in raw {
-        let (_, value) = element?;
-        validate_value(value)?;
-    }
-    Ok(())
-}
-
-fn validate_value(value: RawBsonRef<'_>) -> bson::raw::Result<()> {
-    match value {
-        RawBsonRef::Document(d) => validate_document(d),
-        RawBsonRef::Array(a) => {
-            // The array's own keys are checked by walking it as a document.
-            validate_document(RawDocument::from_bytes(a.as_bytes())?)
-        }
-        RawBsonRef::JavaScriptCodeWithScope(c) => validate_document(c.scope),
-        _ => Ok(()),
-    }
 }
 
 #[cfg(test)]

@@ -22,6 +22,8 @@ usage: docstore --dbpath DIR [--port PORT] [--bind ADDRESS] [--auth --user NAME]
                     DOCSTORE_PASSWORD (never from the command line)
   --user NAME       the user clients authenticate as (needs --auth; default:
                     the environment variable DOCSTORE_USER)
+  --maxConns N      most client connections open at once (default 1000); more
+                    are closed as soon as they are accepted
   --repair          salvage a damaged DIR instead of serving: keep every record
                     that still validates, write a fresh snapshot, move the old
                     files to DIR/repair-<time>/, and report exactly what was lost
@@ -56,6 +58,7 @@ fn parse_args(
     let mut served = false;
     let mut port: u16 = 27017;
     let mut bind = "127.0.0.1".to_string();
+    let mut max_connections = docstore::DEFAULT_MAX_CONNECTIONS;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         // Accept both `--port 27018` and `--port=27018`.
@@ -84,6 +87,14 @@ fn parse_args(
                 port = v
                     .parse()
                     .map_err(|_| format!("--port must be a number from 0 to 65535, not '{v}'"))?;
+            }
+            "--maxConns" | "--max-connections" => {
+                served = true;
+                let v = value("--maxConns")?;
+                max_connections =
+                    v.parse().ok().filter(|&n: &usize| n > 0).ok_or_else(|| {
+                        format!("--maxConns must be a positive number, not '{v}'")
+                    })?;
             }
             "--bind" | "--bind_ip" => {
                 served = true;
@@ -141,6 +152,7 @@ fn parse_args(
         bind,
         port,
         user,
+        max_connections,
         ..config
     })))
 }
@@ -229,7 +241,7 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async {
         if let docstore::StorageMode::Directory(dir) = &config.storage {
-            if let Err(e) = std::fs::create_dir_all(dir) {
+            if let Err(e) = docstore::storage::private::create_dir_all(dir) {
                 eprintln!("docstore: cannot create {}: {e}", dir.display());
                 return ExitCode::FAILURE;
             }
@@ -262,6 +274,24 @@ mod tests {
         match parse(args) {
             Ok(Command::Run(c)) => *c,
             other => panic!("expected a config, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn max_conns_sets_the_connection_limit_and_refuses_nonsense() {
+        assert_eq!(
+            config(&["--in-memory"]).max_connections,
+            docstore::DEFAULT_MAX_CONNECTIONS
+        );
+        assert_eq!(
+            config(&["--in-memory", "--maxConns", "20"]).max_connections,
+            20
+        );
+        for bad in ["0", "-3", "many"] {
+            assert!(
+                parse(&["--in-memory", "--maxConns", bad]).is_err(),
+                "--maxConns {bad}"
+            );
         }
     }
 

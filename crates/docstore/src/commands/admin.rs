@@ -17,8 +17,6 @@ pub const MIN_WIRE_VERSION: i32 = 0;
 pub const MAX_WIRE_VERSION: i32 = 21;
 /// `logicalSessionTimeoutMinutes` (MongoDB's default).
 pub const SESSION_TIMEOUT_MINUTES: i32 = 30;
-/// The connection limit `serverStatus` reports `available` against (MongoDB's default `maxConns`).
-const MAX_INCOMING_CONNECTIONS: i64 = 1_000_000;
 
 /// `None` when `name` is not an admin command.
 pub fn handle(
@@ -357,7 +355,12 @@ fn server_status(state: &ServerState) -> Document {
         "localTime": DateTime::now(),
         "connections": {
             "current": int_or_long(current),
-            "available": int_or_long(MAX_INCOMING_CONNECTIONS.saturating_sub(current).max(0)),
+            "available": int_or_long(
+                i64::try_from(state.config.max_connections)
+                    .unwrap_or(i64::MAX)
+                    .saturating_sub(current)
+                    .max(0)
+            ),
             "totalCreated": int_or_long(state.connections_created()),
         },
         "storageEngine": { "name": "docstore", "persistent": matches!(state.config.storage, crate::config::StorageMode::Directory(_)) },
@@ -559,7 +562,10 @@ mod tests {
         assert!(r.get_datetime("localTime").is_ok());
         let c = r.get_document("connections").unwrap();
         assert_eq!(c.get_i32("current").ok(), Some(2));
-        assert_eq!(c.get_i32("available").ok(), Some(999_998));
+        assert_eq!(
+            c.get_i32("available").ok(),
+            Some(crate::config::DEFAULT_MAX_CONNECTIONS as i32 - 2)
+        );
         assert_eq!(c.get_i32("totalCreated").ok(), Some(2));
     }
 

@@ -2,8 +2,9 @@
 //! segments durably, the `LOCK` file that keeps a second server out, and deleting what a
 //! snapshot made obsolete.
 
+use super::private;
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use tracing::warn;
@@ -73,7 +74,7 @@ pub(super) fn sync_dir(dir: &Path) -> io::Result<()> {
 }
 
 pub(super) fn create_segment(dir: &Path, n: u64) -> io::Result<File> {
-    let file = OpenOptions::new()
+    let file = private::file_options()
         .write(true)
         .create_new(true)
         .open(dir.join(segment_name(n)))?;
@@ -82,10 +83,36 @@ pub(super) fn create_segment(dir: &Path, n: u64) -> io::Result<File> {
     Ok(file)
 }
 
+/// Create `dir` if needed (owner-only) and make what is already in it owner-only, warning
+/// about each change: journals and snapshots hold customers' personal data, and a directory
+/// created by an older version (or copied with a permissive umask) was readable by every local
+/// user. A mode that cannot be changed (a file system without Unix permissions, a file owned by
+/// someone else) is warned about and does not stop the store.
+pub(super) fn prepare_private_dir(dir: &Path) -> io::Result<()> {
+    private::create_dir_all(dir)?;
+    match private::tighten_tree(dir) {
+        Ok(changed) if changed.is_empty() => {}
+        Ok(changed) => {
+            let list: Vec<String> = changed.iter().map(ToString::to_string).collect();
+            warn!(
+                dir = %dir.display(),
+                changed = %list.join(", "),
+                "the data directory was readable by other users; made it owner-only"
+            );
+        }
+        Err(e) => warn!(
+            dir = %dir.display(),
+            "cannot make the data directory owner-only ({e}); other local users may be able to \
+             read it"
+        ),
+    }
+    Ok(())
+}
+
 /// Hold an exclusive lock on `LOCK` so that a second server cannot share the directory.
 pub(super) fn lock_dir(dir: &Path) -> io::Result<File> {
     let path = dir.join(LOCK_FILE);
-    let mut file = OpenOptions::new()
+    let mut file = private::file_options()
         .read(true)
         .write(true)
         .create(true)
@@ -135,7 +162,7 @@ pub(super) fn new_segment_after_recovery(
     if let Some(&last) = listing.segments.keys().next_back() {
         let path = dir.join(segment_name(last));
         if last >= token && fs::metadata(&path)?.len() == 0 {
-            return Ok((last, OpenOptions::new().write(true).open(&path)?));
+            return Ok((last, private::open_existing(&path)?));
         }
         let next = (last + 1).max(token);
         return Ok((next, create_segment(dir, next)?));

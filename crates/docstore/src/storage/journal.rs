@@ -250,7 +250,8 @@ fn decode_op(d: &RawDocument) -> Result<JournalOp, String> {
                 .map_err(|e| format!("journal record is not BSON: {e}"))?,
         });
     }
-    let decoded = Document::try_from(d).map_err(|e| format!("journal record is not BSON: {e}"))?;
+    let decoded =
+        crate::bson_depth::decode_raw(d).map_err(|e| format!("journal record is not BSON: {e}"))?;
     op_from_document(&decoded)
 }
 

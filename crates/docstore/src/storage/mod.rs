@@ -11,6 +11,7 @@ pub mod faults;
 mod files;
 mod group_commit;
 pub mod journal;
+pub mod private;
 pub mod recovery;
 pub mod snapshot;
 
@@ -185,7 +186,7 @@ impl Storage {
         commit_interval: Duration,
         faults: Option<DiskFaults>,
     ) -> StorageResult<(Storage, Recovered)> {
-        fs::create_dir_all(dir)?;
+        prepare_private_dir(dir)?;
         let lock = lock_dir(dir)?;
         let listing = list_dir(dir)?;
         for tmp in &listing.tmp {

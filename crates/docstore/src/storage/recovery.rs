@@ -12,8 +12,8 @@
 
 use super::journal::{self, RECORD_HEADER_LEN};
 use super::{
-    data_loss, list_dir, lock_dir, segment_name, snapshot, snapshot_name, snapshot_tmp_name,
-    sync_dir, Base, CollectionImage, JournalOp, Listing, FIRST_SEGMENT,
+    data_loss, list_dir, lock_dir, prepare_private_dir, segment_name, snapshot, snapshot_name,
+    snapshot_tmp_name, sync_dir, Base, CollectionImage, JournalOp, Listing, FIRST_SEGMENT,
 };
 use bson::{Bson, Document};
 use std::fmt;
@@ -308,7 +308,7 @@ fn embedded_documents<T>(
             .ok()
             .filter(|&l| l >= MIN_BSON_LEN && l <= bytes.len() - p && bytes[p + l - 1] == 0);
         if let Some(l) = fits {
-            if let Ok(d) = Document::from_reader(&bytes[p..p + l]) {
+            if let Ok(d) = crate::bson_depth::decode(&bytes[p..p + l]) {
                 if let Some(t) = f(&d, p as u64..(p + l) as u64) {
                     found.push(t);
                     p += l;
@@ -547,7 +547,7 @@ pub fn torn_tail_name(segment: u64, offset: usize) -> String {
 fn quarantine_tail(dir: &Path, segment: u64, bytes: &[u8], offset: usize) -> io::Result<PathBuf> {
     let path = dir.join(segment_name(segment));
     let aside = dir.join(torn_tail_name(segment, offset));
-    let mut f = File::create(&aside)?;
+    let mut f = super::private::create_file(&aside)?;
     f.write_all(&bytes[offset..])?;
     f.sync_all()?;
     sync_dir(dir)?;
@@ -758,7 +758,7 @@ fn snapshot_doc_at(bytes: &[u8], off: usize) -> Result<Option<(Document, usize)>
     let Some(payload) = framed_at(bytes, off, MIN_BSON_LEN)? else {
         return Ok(None);
     };
-    let doc = Document::from_reader(payload)
+    let doc = crate::bson_depth::decode(payload)
         .map_err(|e| Bad::NotARecord(format!("the record is not BSON: {e}")))?;
     Ok(Some((doc, RECORD_HEADER_LEN + payload.len())))
 }
@@ -959,6 +959,7 @@ pub fn repair_with(dir: &Path, replay: Replay<'_>) -> io::Result<RepairReport> {
             format!("{} is not a directory", dir.display()),
         ));
     }
+    prepare_private_dir(dir)?;
     let _lock = lock_dir(dir)?;
     let listing = list_dir(dir)?;
     let mut lost = Vec::new();
@@ -1041,7 +1042,7 @@ pub fn repair_with(dir: &Path, replay: Replay<'_>) -> io::Result<RepairReport> {
         k += 1;
         moved_to = dir.join(format!("repair-{stamp}-{k}"));
     }
-    fs::create_dir(&moved_to)?;
+    super::private::create_dir(&moved_to)?;
     let old: Vec<PathBuf> = listing
         .segments
         .keys()

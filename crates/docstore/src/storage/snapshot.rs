@@ -47,7 +47,7 @@ pub fn write_file(
     collections: &[CollectionImage],
     faults: Option<DiskFaults>,
 ) -> io::Result<()> {
-    let file = FaultyFile::new(File::create(path)?, faults)?;
+    let file = FaultyFile::new(super::private::create_file(path)?, faults)?;
     let mut w = BufWriter::with_capacity(IO_BUFFER, file);
     let mut scratch = Vec::new();
     let token_i64 = i64::try_from(token).unwrap_or(i64::MAX);
@@ -111,7 +111,7 @@ impl Reader<'_> {
 
     fn next_doc(&mut self) -> io::Result<Document> {
         let path = self.path;
-        Document::from_reader(self.next_record()?)
+        crate::bson_depth::decode(self.next_record()?)
             .map_err(|e| invalid_data(path, format!("record is not BSON: {e}")))
     }
 

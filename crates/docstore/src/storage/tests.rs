@@ -450,3 +450,73 @@ fn concurrent_appenders_keep_their_own_order() {
         last[t] = i;
     }
 }
+
+/// The mode bits of `path` (permissions only).
+#[cfg(unix)]
+fn mode_of(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    fs::metadata(path).unwrap().permissions().mode() & 0o7777
+}
+
+/// Journals and snapshots hold customers' names, emails and addresses: nobody but the owner may
+/// read them, whatever the umask (the test's is usually 022, which would give 0755 and 0644).
+#[cfg(unix)]
+#[test]
+fn the_data_directory_its_journals_and_its_snapshots_are_owner_only() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    {
+        let (s, _) = open(&dir);
+        s.append(&[put(1)]);
+        let token = s.rotate().unwrap();
+        s.append(&[put(2)]);
+        let image = CollectionImage {
+            db: "shop".into(),
+            coll: "items".into(),
+            options: doc! {},
+            indexes: vec![],
+            docs: vec![StoredDoc::from_document(&doc! {"_id": 1}).unwrap()],
+        };
+        s.write_snapshot(token, &[image]).unwrap();
+        s.flush().unwrap();
+    }
+    let listing = list_dir(&dir).unwrap();
+    assert!(!listing.segments.is_empty() && !listing.snapshots.is_empty());
+    assert_eq!(mode_of(&dir), 0o700, "the data directory");
+    for &n in listing.segments.keys() {
+        assert_eq!(mode_of(&dir.join(segment_name(n))), 0o600, "segment {n}");
+    }
+    for &n in &listing.snapshots {
+        assert_eq!(mode_of(&dir.join(snapshot_name(n))), 0o600, "snapshot {n}");
+    }
+    assert_eq!(mode_of(&dir.join(LOCK_FILE)), 0o600, "the LOCK file");
+}
+
+/// A directory left readable by an older version (0755, files 0644) is made owner-only when it
+/// is opened, and its data is still all there.
+#[cfg(unix)]
+#[test]
+fn a_world_readable_data_directory_is_made_owner_only_when_opened() {
+    use std::os::unix::fs::PermissionsExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("data");
+    let segment = write_three_groups(&dir);
+    let set = |path: &Path, mode: u32| {
+        fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+    };
+    set(&dir, 0o755);
+    set(&segment, 0o644);
+    set(&dir.join(LOCK_FILE), 0o644);
+    fs::create_dir(dir.join("repair-old")).unwrap();
+    set(&dir.join("repair-old"), 0o755);
+    fs::write(dir.join("repair-old/journal-1.log"), b"old").unwrap();
+    set(&dir.join("repair-old/journal-1.log"), 0o644);
+
+    let (_s, recovered) = open(&dir);
+    assert_eq!(recovered.ops, vec![put(1), put(2), put(3), put(4)]);
+    assert_eq!(mode_of(&dir), 0o700);
+    assert_eq!(mode_of(&segment), 0o600);
+    assert_eq!(mode_of(&dir.join(LOCK_FILE)), 0o600);
+    assert_eq!(mode_of(&dir.join("repair-old")), 0o700);
+    assert_eq!(mode_of(&dir.join("repair-old/journal-1.log")), 0o600);
+}

@@ -7,8 +7,9 @@ mod op_query;
 pub use op_msg::{encode_op_msg, encode_op_msg_bytes, OpMsg, CHECKSUM_PRESENT, MORE_TO_COME};
 pub use op_query::{encode_op_reply, OpQuery, OP_QUERY_ALLOWED_COMMANDS};
 
+use crate::bson_depth::{self, BsonError};
 use crate::error::{Error, ErrorCode};
-use bson::{Document, RawBsonRef, RawDocument};
+use bson::Document;
 use std::fmt;
 use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -33,9 +34,19 @@ pub const MAX_BSON_OBJECT_SIZE: usize = 16 * 1024 * 1024;
 /// A document on the wire may exceed the user limit by this much, so that a command can carry a
 /// maximum-size document plus its own fields (MongoDB's `BSONObjMaxInternalSize`).
 pub const MAX_WIRE_DOCUMENT_SIZE: usize = MAX_BSON_OBJECT_SIZE + 16 * 1024;
-/// Deepest nesting accepted in a received document (MongoDB's default `maxBSONDepth`). The check
-/// also keeps recursive code further down from overflowing the stack on hostile input.
-pub const MAX_BSON_DEPTH: usize = 200;
+/// Deepest nesting accepted in a received document (MongoDB's default `maxBSONDepth`); the same
+/// check guards every other path that reads BSON (see [`bson_depth`]).
+pub use crate::bson_depth::MAX_BSON_DEPTH;
+
+/// The longest message a connection may send before it has authenticated, when authentication
+/// is on. Everything a driver sends before that is small: the handshake (`hello` with client
+/// metadata, which the drivers' handshake specification caps at 512 bytes, and a speculative
+/// SCRAM first step) and the SCRAM steps, each well under 2 KiB. Without this an unauthenticated
+/// peer could announce a 48 MB frame and make the server buffer it; 64 KiB leaves room for
+/// unusual clients while keeping what unauthenticated connections can hold to
+/// `max_connections` × 64 KiB (64 MiB at the default 1 000). A longer frame closes the
+/// connection before its body is read, as a malformed one does.
+pub const MAX_UNAUTHENTICATED_MESSAGE_SIZE: usize = 64 * 1024;
 
 /// A buffer that grew past this for one big message is released afterwards rather than kept
 /// for the life of the connection.
@@ -99,6 +110,9 @@ pub enum WireError {
     UnsupportedOpCode(i32),
     /// OP_QUERY on a collection rather than `<db>.$cmd` (legacy find); the connection must close.
     LegacyQuery(String),
+    /// A frame longer than the connection may send yet (it has not authenticated); the
+    /// connection must close, and the body was not read.
+    TooLarge { length: usize, limit: usize },
     /// The frame is sound but a document in it is not acceptable: the client gets this error as
     /// the command's reply and the connection stays open.
     Rejected {
@@ -126,6 +140,11 @@ impl fmt::Display for WireError {
                 "legacy OP_QUERY on namespace '{ns}' is not supported (only <db>.$cmd)"
             ),
             WireError::Rejected { error, .. } => write!(f, "request rejected: {error}"),
+            WireError::TooLarge { length, limit } => write!(
+                f,
+                "a message of {length} bytes from a connection that has not authenticated \
+                 (at most {limit} bytes before authentication)"
+            ),
         }
     }
 }
@@ -157,11 +176,15 @@ pub fn op_code_name(op: i32) -> &'static str {
 /// Reads one whole message (header included) into `buf`, replacing its contents.
 ///
 /// Returns `Ok(false)` when the peer closed the connection cleanly between messages. The declared
-/// length is checked before anything else is read, and the buffer grows as bytes actually arrive
-/// so that a peer announcing 48 MB and sending nothing does not get 48 MB allocated.
+/// length is checked before anything else is read — against the protocol's limits, then against
+/// `limit` ([`MAX_UNAUTHENTICATED_MESSAGE_SIZE`] before authentication), a longer frame being
+/// refused with [`WireError::TooLarge`] without reading its body — and the buffer grows as
+/// bytes actually arrive, so that a peer announcing 48 MB and sending nothing does not get
+/// 48 MB allocated.
 pub async fn read_message<R: AsyncRead + Unpin>(
     reader: &mut R,
     buf: &mut Vec<u8>,
+    limit: usize,
 ) -> Result<bool, WireError> {
     let mut len_bytes = [0u8; 4];
     let mut got = 0;
@@ -178,12 +201,20 @@ pub async fn read_message<R: AsyncRead + Unpin>(
         got += n;
     }
     let total = check_message_length(i32::from_le_bytes(len_bytes))?;
+    if total > limit {
+        return Err(WireError::TooLarge {
+            length: total,
+            limit,
+        });
+    }
     buf.clear();
     buf.extend_from_slice(&len_bytes);
     while buf.len() < total {
         let start = buf.len();
         // At most double what has arrived so far: memory follows the bytes actually received.
         let chunk = (total - start).min(start.max(64 * 1024));
+        // Exactly: `resize` alone may double the capacity, holding up to twice the bytes read.
+        buf.reserve_exact(chunk);
         buf.resize(start + chunk, 0);
         if let Err(e) = reader.read_exact(&mut buf[start..]).await {
             return Err(if e.kind() == io::ErrorKind::UnexpectedEof {
@@ -276,57 +307,11 @@ fn document_len(bytes: &[u8], at: usize, end: usize) -> Result<usize, WireError>
     Ok(len)
 }
 
-/// Why a document's bytes were refused.
-enum DecodeError {
-    /// Not valid BSON: the stream can no longer be trusted.
-    Invalid(String),
-    /// Valid but nested deeper than MongoDB accepts: answered with MongoDB's error.
-    TooDeep,
-}
-
-/// Decodes exactly `bytes` as one BSON document, refusing nesting beyond `MAX_BSON_DEPTH`.
-fn decode_document(bytes: &[u8]) -> Result<Document, DecodeError> {
-    let raw = RawDocument::from_bytes(bytes).map_err(|e| DecodeError::Invalid(e.to_string()))?;
-    // Check the depth before converting: the conversion recurses once per level.
-    check_depth(raw, 1)?;
-    Document::try_from(raw).map_err(|e| DecodeError::Invalid(e.to_string()))
-}
-
-fn check_depth(doc: &RawDocument, depth: usize) -> Result<(), DecodeError> {
-    if depth > MAX_BSON_DEPTH {
-        return Err(DecodeError::TooDeep);
-    }
-    for element in doc {
-        let (_, value) = element.map_err(|e| DecodeError::Invalid(e.to_string()))?;
-        check_value_depth(value, depth)?;
-    }
-    Ok(())
-}
-
-/// Checks the containers inside `value`, an element at nesting level `depth`.
-fn check_value_depth(value: RawBsonRef<'_>, depth: usize) -> Result<(), DecodeError> {
-    match value {
-        RawBsonRef::Document(d) => check_depth(d, depth + 1),
-        RawBsonRef::Array(a) => {
-            if depth + 1 > MAX_BSON_DEPTH {
-                return Err(DecodeError::TooDeep);
-            }
-            for item in a {
-                let item = item.map_err(|e| DecodeError::Invalid(e.to_string()))?;
-                check_value_depth(item, depth + 1)?;
-            }
-            Ok(())
-        }
-        RawBsonRef::JavaScriptCodeWithScope(c) => check_depth(c.scope, depth + 1),
-        _ => Ok(()),
-    }
-}
-
 /// Decodes a document of a well-framed request; depth errors become an error reply.
 fn decode_request_document(bytes: &[u8], target: ReplyTarget) -> Result<Document, WireError> {
-    decode_document(bytes).map_err(|e| match e {
-        DecodeError::Invalid(m) => WireError::malformed(format!("invalid BSON: {m}")),
-        DecodeError::TooDeep => WireError::Rejected {
+    bson_depth::decode(bytes).map_err(|e| match e {
+        BsonError::Invalid(m) => WireError::malformed(format!("invalid BSON: {m}")),
+        BsonError::TooDeep => WireError::Rejected {
             target,
             error: Box::new(Error::new(
                 ErrorCode::Overflow,
@@ -361,7 +346,7 @@ fn finish_message(mut out: Vec<u8>) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bson::{doc, Bson};
+    use bson::doc;
 
     pub(super) fn bytes_of(doc: &Document) -> Vec<u8> {
         let mut v = Vec::new();
@@ -439,23 +424,28 @@ mod tests {
         }
     }
 
-    #[test]
-    fn documents_nested_beyond_the_limit_are_rejected_with_overflow() {
-        assert!(decode_document(&bytes_of(&nested(MAX_BSON_DEPTH))).is_ok());
-        let deep = bytes_of(&nested(MAX_BSON_DEPTH + 1));
-        assert!(matches!(decode_document(&deep), Err(DecodeError::TooDeep)));
+    fn target() -> ReplyTarget {
+        ReplyTarget {
+            request_id: 1,
+            legacy: false,
+            more_to_come: false,
+            checksum: false,
+        }
     }
 
     #[test]
-    fn arrays_count_as_a_nesting_level() {
-        let mut v = Bson::Int32(1);
-        for _ in 0..MAX_BSON_DEPTH {
-            v = Bson::Array(vec![v]);
+    fn documents_nested_beyond_the_limit_are_rejected_with_overflow() {
+        assert!(decode_request_document(&bytes_of(&nested(MAX_BSON_DEPTH)), target()).is_ok());
+        let deep = bytes_of(&nested(MAX_BSON_DEPTH + 1));
+        match decode_request_document(&deep, target()) {
+            Err(WireError::Rejected { error, .. }) => assert_eq!(error.code, ErrorCode::Overflow),
+            other => panic!("not refused with Overflow: {other:?}"),
         }
-        let d = doc! { "a": v };
+        // Far deeper than recursion survives: still a clean error reply.
+        let deepest = crate::bson_depth::nested_bytes(100_000);
         assert!(matches!(
-            decode_document(&bytes_of(&d)),
-            Err(DecodeError::TooDeep)
+            decode_request_document(&deepest, target()),
+            Err(WireError::Rejected { .. })
         ));
     }
 
@@ -464,12 +454,8 @@ mod tests {
         // Declares an int32 element (0x10) but ends before its value.
         let bad = [11u8, 0, 0, 0, 0x10, b'a', 0, 1, 0, 0, 0];
         assert!(matches!(
-            decode_document(&bad),
-            Err(DecodeError::Invalid(_))
-        ));
-        assert!(matches!(
-            decode_document(&[5, 0, 0, 0, 1]),
-            Err(DecodeError::Invalid(_))
+            decode_request_document(&bad, target()),
+            Err(WireError::Malformed(_))
         ));
     }
 
@@ -501,27 +487,39 @@ mod tests {
         let stream: Vec<u8> = [a.clone(), b.clone()].concat();
         let mut reader = &stream[..];
         let mut buf = Vec::new();
-        assert!(read_message(&mut reader, &mut buf).await.unwrap());
+        assert!(read_message(&mut reader, &mut buf, MAX_MESSAGE_SIZE)
+            .await
+            .unwrap());
         assert_eq!(buf, a);
-        assert!(read_message(&mut reader, &mut buf).await.unwrap());
+        assert!(read_message(&mut reader, &mut buf, MAX_MESSAGE_SIZE)
+            .await
+            .unwrap());
         assert_eq!(buf, b);
-        assert!(!read_message(&mut reader, &mut buf).await.unwrap());
+        assert!(!read_message(&mut reader, &mut buf, MAX_MESSAGE_SIZE)
+            .await
+            .unwrap());
     }
 
     #[tokio::test]
     async fn read_message_refuses_bad_lengths_and_truncation() {
         let mut buf = Vec::new();
         let mut short: &[u8] = &[3, 0];
-        assert!(read_message(&mut short, &mut buf).await.is_err());
+        assert!(read_message(&mut short, &mut buf, MAX_MESSAGE_SIZE)
+            .await
+            .is_err());
         let mut tiny: &[u8] = &[15, 0, 0, 0];
-        assert!(read_message(&mut tiny, &mut buf).await.is_err());
+        assert!(read_message(&mut tiny, &mut buf, MAX_MESSAGE_SIZE)
+            .await
+            .is_err());
         let huge = (48_000_001i32).to_le_bytes();
         let mut huge: &[u8] = &huge;
-        assert!(read_message(&mut huge, &mut buf).await.is_err());
+        assert!(read_message(&mut huge, &mut buf, MAX_MESSAGE_SIZE)
+            .await
+            .is_err());
         let m = encode_op_msg(1, &doc! { "ping": 1, "$db": "admin" }, false);
         let mut cut = &m[..m.len() - 1];
         assert!(matches!(
-            read_message(&mut cut, &mut buf).await,
+            read_message(&mut cut, &mut buf, MAX_MESSAGE_SIZE).await,
             Err(WireError::Malformed(_))
         ));
     }
@@ -532,11 +530,36 @@ mod tests {
         let m = encode_op_msg(9, &big, false);
         let mut reader = &m[..];
         let mut buf = Vec::new();
-        assert!(read_message(&mut reader, &mut buf).await.unwrap());
+        assert!(read_message(&mut reader, &mut buf, MAX_MESSAGE_SIZE)
+            .await
+            .unwrap());
         assert_eq!(buf.len(), m.len());
         match parse_message(&buf) {
             Ok(Message::Msg(msg)) => assert_eq!(msg.body, big),
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    /// A frame over the caller's limit is refused from its length alone: nothing of its body is
+    /// read (the reader still holds it) and no buffer is grown for it.
+    #[tokio::test]
+    async fn a_frame_over_the_limit_is_refused_before_its_body_is_read() {
+        let m = encode_op_msg(
+            1,
+            &doc! { "hello": 1, "$db": "admin", "pad": "x".repeat(2000) },
+            false,
+        );
+        let mut reader = &m[..];
+        let mut buf = Vec::new();
+        match read_message(&mut reader, &mut buf, 1024).await {
+            Err(WireError::TooLarge { length, limit }) => {
+                assert_eq!((length, limit), (m.len(), 1024));
+            }
+            other => panic!("not refused: {other:?}"),
+        }
+        assert_eq!(reader.len(), m.len() - 4, "only the length was read");
+        assert_eq!(buf.capacity(), 0);
+        let mut again = &m[..];
+        assert!(read_message(&mut again, &mut buf, m.len()).await.unwrap());
     }
 }

@@ -443,3 +443,69 @@ async fn a_unix_socket_serves_authenticated_clients_and_is_removed_at_shutdown()
     server.shutdown().await;
     assert!(!path.exists(), "the socket file is removed at shutdown");
 }
+
+/// A login attempt that fails at once: `saslStart` for a user that does not exist (18).
+async fn failed_login(admin: &mongodb::Database) -> std::time::Duration {
+    let started = std::time::Instant::now();
+    let e = admin
+        .run_command(doc! {
+            "saslStart": 1,
+            "mechanism": "SCRAM-SHA-256",
+            "payload": binary(b"n,,n=nobody,r=fyko+d2lbbFgONRv9qkxdawL"),
+        })
+        .await
+        .expect_err("no such user");
+    assert_eq!(code_of(&e), Some(18), "{e}");
+    started.elapsed()
+}
+
+/// Guessing passwords from one address is slowed down: five failures cost nothing, the sixth
+/// attempt waits (half a second, doubling with each further failure), the wait holds up no
+/// other connection (the test, its clients and the server share one thread here), and a
+/// successful login clears the address's record.
+#[tokio::test]
+async fn repeated_failed_logins_from_one_address_are_slowed_down_without_holding_up_others() {
+    if !is_docstore() {
+        return;
+    }
+    let server = server_with_user(PASSWORD).await;
+    let authenticated = client(&server.uri_with_credentials(USER, PASSWORD)).await;
+    assert_eq!(find_one(&authenticated).await.unwrap(), None);
+    let guesser = client(&server.uri()).await;
+    let admin = guesser.database("admin");
+    for attempt in 1..=5 {
+        let took = failed_login(&admin).await;
+        assert!(
+            took < Duration::from_millis(400),
+            "attempt {attempt} took {took:?}"
+        );
+    }
+    let (delayed, (other, other_took)) = tokio::join!(failed_login(&admin), async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let started = std::time::Instant::now();
+        (find_one(&authenticated).await, started.elapsed())
+    });
+    assert!(
+        delayed >= Duration::from_millis(450),
+        "the sixth attempt took {delayed:?}"
+    );
+    assert_eq!(other.unwrap(), None);
+    assert!(
+        other_took < Duration::from_millis(300),
+        "an authenticated client waited {other_took:?} behind the delayed login"
+    );
+    let seventh = failed_login(&admin).await;
+    assert!(
+        seventh >= Duration::from_millis(950),
+        "the seventh attempt took {seventh:?}"
+    );
+
+    // The right password (after its own wait) clears the record.
+    let fresh = client(&server.uri_with_credentials(USER, PASSWORD)).await;
+    assert_eq!(find_one(&fresh).await.unwrap(), None);
+    let after = failed_login(&admin).await;
+    assert!(
+        after < Duration::from_millis(400),
+        "after a success it took {after:?}"
+    );
+}
