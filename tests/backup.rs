@@ -699,3 +699,304 @@ async fn create_backup_needs_the_admin_database_and_an_absolute_new_directory() 
     client.shutdown().await;
     server.shutdown().await;
 }
+
+// ---- scheduled backups shared by several instances; private files ----
+
+use bazaar::backup::rotation::{self, Marker};
+use bazaar::backup::schedule::BackupMonitor;
+
+/// An in-memory store with some orders, and a `Db` on it: one database several schedulers share.
+async fn shared_store() -> (docstore::ServerHandle, Db) {
+    let handle = docstore::Server::start(docstore::Config::in_memory())
+        .await
+        .expect("the store starts");
+    let db = Db::connect(
+        &handle.uri(),
+        "bazaar",
+        Duration::from_secs(5),
+        Store::EmbeddedMemory,
+    )
+    .await
+    .expect("connect");
+    let orders: Vec<Document> = (0..50).map(|i| doc! {"_id": i, "total": i * 100}).collect();
+    db.collection::<Document>("orders")
+        .insert_many(orders)
+        .await
+        .expect("orders");
+    (handle, db)
+}
+
+async fn close_store(handle: docstore::ServerHandle, db: Db) {
+    db.client().clone().shutdown().await;
+    handle.shutdown().await;
+}
+
+/// A scheduler as the instance `instance` would run it.
+fn scheduler(dir: &Path, every: Duration, keep: usize, instance: &str) -> Arc<BackupMonitor> {
+    BackupMonitor::with_owner(
+        bazaar::config::BackupSettings {
+            every: Some(every),
+            keep,
+            dir: dir.to_path_buf(),
+        },
+        instance,
+    )
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .expect("read the backup directory")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+fn sequences_in(dir: &Path) -> Vec<Option<i64>> {
+    rotation::completed_backups(dir)
+        .iter()
+        .map(|c| c.sequence)
+        .collect()
+}
+
+const INSTANCES: [&str; 3] = ["shop1/101/aaaaaa", "shop2/102/bbbbbb", "shop3/103/cccccc"];
+
+/// All three schedulers check at once; returns how many wrote a backup.
+async fn tick_all(schedulers: &[Arc<BackupMonitor>], db: &Db) -> usize {
+    let (a, b, c) = tokio::join!(
+        schedulers[0].tick(db),
+        schedulers[1].tick(db),
+        schedulers[2].tick(db)
+    );
+    [a, b, c]
+        .into_iter()
+        .map(|r| r.expect("a check never fails here"))
+        .filter(Option::is_some)
+        .count()
+}
+
+#[tokio::test]
+async fn three_schedulers_on_one_database_write_one_backup_per_period() {
+    let (store, db) = shared_store().await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("backups");
+    let every = Duration::from_secs(3);
+    let schedulers: Vec<_> = INSTANCES
+        .iter()
+        .map(|i| scheduler(&dir, every, 5, i))
+        .collect();
+
+    let period_started = Instant::now();
+    assert_eq!(tick_all(&schedulers, &db).await, 1, "{:?}", names_in(&dir));
+    assert_eq!(sequences_in(&dir), vec![Some(1)]);
+    // Later in the same period (a restart, the next check): nobody writes another.
+    assert!(
+        period_started.elapsed() < every,
+        "the first backup took a whole period"
+    );
+    assert_eq!(tick_all(&schedulers, &db).await, 0, "{:?}", names_in(&dir));
+
+    // Every instance shows the backup, whichever wrote it.
+    let shown: Vec<_> = futures::future::join_all(schedulers.iter().map(|s| s.shared_status(&db)))
+        .await
+        .into_iter()
+        .map(|status| {
+            assert!(status.warning().is_none(), "{:?}", status.warning());
+            status.last_success.expect("a last backup")
+        })
+        .collect();
+    assert!(shown.iter().all(|s| *s == shown[0]), "{shown:?}");
+
+    // The next period: exactly one more.
+    tokio::time::sleep(
+        (every + Duration::from_millis(200)).saturating_sub(period_started.elapsed()),
+    )
+    .await;
+    assert_eq!(tick_all(&schedulers, &db).await, 1, "{:?}", names_in(&dir));
+    assert_eq!(sequences_in(&dir), vec![Some(1), Some(2)]);
+    for backup in rotation::completed_backups(&dir) {
+        docstore::dump::verify_dump(&backup.dir).expect("a completed backup verifies");
+    }
+    // Nothing half-written or half-deleted is left.
+    assert!(
+        names_in(&dir).iter().all(|n| n.starts_with("backup-")),
+        "{:?}",
+        names_in(&dir)
+    );
+    close_store(store, db).await;
+}
+
+/// A completed scheduled backup as another run left it: a manifest and the completion marker.
+fn completed_backup(dir: &Path, sequence: i64, taken_at_millis: i64) -> std::path::PathBuf {
+    let backup = dir.join(rotation::backup_name(
+        sequence,
+        taken_at_millis,
+        "shop2/102/bbbbbb",
+    ));
+    std::fs::create_dir_all(&backup).expect("dir");
+    std::fs::write(backup.join(docstore::dump::MANIFEST_FILE), "{}").expect("manifest");
+    Marker::new(sequence, "shop2/102/bbbbbb", taken_at_millis, 0, 0)
+        .write(&backup)
+        .expect("marker");
+    backup
+}
+
+#[tokio::test]
+async fn after_the_clock_steps_back_the_new_backup_is_kept_and_shown_as_the_last() {
+    let (store, db) = shared_store().await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("backups");
+    // Backups written while the clock was in 2099: their names sort above any written now.
+    const YEAR_2099: i64 = 4_070_908_800_000;
+    for sequence in 1..=3 {
+        completed_backup(&dir, sequence, YEAR_2099 + sequence * 3_600_000);
+    }
+    let monitor = scheduler(&dir, Duration::from_secs(3600), 2, INSTANCES[0]);
+    let report = monitor.run_once(&db).await.expect("backup");
+
+    assert!(report.dir.is_dir(), "the backup just written was deleted");
+    docstore::dump::verify_dump(&report.dir).expect("it verifies");
+    let name = report
+        .dir
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert_eq!(rotation::sequence_in_name(&name), Some(4), "{name}");
+    // Kept: the two highest sequences, the new one among them; the oldest two went.
+    assert_eq!(sequences_in(&dir), vec![Some(3), Some(4)]);
+    let status = scheduler(&dir, Duration::from_secs(3600), 2, INSTANCES[1])
+        .shared_status(&db)
+        .await;
+    assert_eq!(status.last_success, monitor.status().last_success);
+    assert!(status.last_success.expect("shown").0.starts_with("20"));
+    close_store(store, db).await;
+}
+
+#[tokio::test]
+async fn a_failed_scheduled_backup_removes_only_its_own_partial_directory_and_every_instance_warns()
+{
+    let (store, db) = shared_store().await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("backups");
+    let earlier = completed_backup(&dir, 1, 1_767_225_600_000);
+    // Another instance's backup in progress: manifest written, read-back still running.
+    let theirs = dir.join(rotation::partial_name(&rotation::backup_name(
+        7,
+        1_767_225_600_000,
+        INSTANCES[2],
+    )));
+    std::fs::create_dir_all(theirs.join("bazaar")).expect("dir");
+    std::fs::write(theirs.join(docstore::dump::MANIFEST_FILE), "{}").expect("manifest");
+    // A collection whose metadata file name is too long for the file system: the store's
+    // backup fails after it has written into the new directory.
+    let long_name = "x".repeat(248);
+    db.collection::<Document>(&long_name)
+        .insert_one(doc! {"_id": 1})
+        .await
+        .expect("a long collection name is valid");
+    let before = names_in(&dir);
+
+    let failing = scheduler(&dir, Duration::from_secs(3600), 1, INSTANCES[0]);
+    let err = failing.run_once(&db).await.expect_err("the backup fails");
+    // It failed while writing into its own directory, not before creating one.
+    assert!(format!("{err:#}").contains(".metadata.json"), "{err:#}");
+    assert_eq!(names_in(&dir), before, "{err:#}");
+    assert!(theirs.join(docstore::dump::MANIFEST_FILE).is_file());
+    assert!(earlier.is_dir());
+    let other = scheduler(&dir, Duration::from_secs(3600), 1, INSTANCES[1]);
+    let warning = other.shared_status(&db).await.warning().expect("a warning");
+    assert!(
+        warning.contains("failed") && warning.contains(INSTANCES[0]),
+        "{warning}"
+    );
+
+    // Fixed: the next backup clears the warning everywhere and rotation keeps only it, still
+    // leaving the other instance's unfinished backup alone.
+    db.collection::<Document>(&long_name)
+        .drop()
+        .await
+        .expect("drop");
+    let report = failing.run_once(&db).await.expect("backup");
+    assert!(other.shared_status(&db).await.warning().is_none());
+    assert!(!earlier.exists());
+    assert!(report.dir.is_dir() && theirs.is_dir());
+    assert_eq!(rotation::completed_backups(&dir).len(), 1);
+    close_store(store, db).await;
+}
+
+/// Every directory and file under `dir` with its permission bits.
+#[cfg(unix)]
+fn modes_under(dir: &Path) -> Vec<(std::path::PathBuf, bool, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(path) = pending.pop() {
+        let meta = std::fs::symlink_metadata(&path).expect("metadata");
+        found.push((
+            path.clone(),
+            meta.is_dir(),
+            meta.permissions().mode() & 0o777,
+        ));
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path).expect("read_dir") {
+                pending.push(entry.expect("entry").path());
+            }
+        }
+    }
+    found
+}
+
+#[cfg(unix)]
+fn assert_owner_only(dir: &Path) {
+    let modes = modes_under(dir);
+    assert!(
+        modes
+            .iter()
+            .any(|(p, _, _)| p.ends_with("bazaar/orders.bson")),
+        "{modes:?}"
+    );
+    let open: Vec<_> = modes
+        .iter()
+        .filter(|(_, is_dir, mode)| *mode != if *is_dir { 0o700 } else { 0o600 })
+        .collect();
+    assert!(open.is_empty(), "readable by others: {open:?}");
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn manual_and_scheduled_backups_and_restored_data_are_readable_by_their_owner_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let (store, db) = shared_store().await;
+    let tmp = tempfile::tempdir().expect("tempdir");
+
+    // `bazaar backup DIR` into a new directory, and into an existing empty one made 0755.
+    let manual = tmp.path().join("manual");
+    backup_to(&db, &manual).await.expect("backup");
+    assert_owner_only(&manual);
+    let existing = tmp.path().join("existing");
+    std::fs::create_dir(&existing).expect("dir");
+    std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    backup_to(&db, &existing).await.expect("backup");
+    assert_owner_only(&existing);
+
+    let dir = tmp.path().join("scheduled");
+    let report = scheduler(&dir, Duration::from_secs(3600), 3, INSTANCES[0])
+        .run_once(&db)
+        .await
+        .expect("scheduled backup");
+    assert_owner_only(&dir);
+    assert_owner_only(&report.dir);
+
+    let restored = tmp.path().join("restored");
+    restore_embedded(&manual, &restored, false)
+        .await
+        .expect("restore");
+    let mode = std::fs::metadata(&restored)
+        .expect("restored")
+        .permissions()
+        .mode()
+        & 0o777;
+    assert_eq!(mode, 0o700);
+    close_store(store, db).await;
+}

@@ -48,7 +48,7 @@ pub async fn show(
         server_version,
         ping_ms,
         collections,
-        backups: backups.status(),
+        backups: backups.shared_status(&state.db).await,
     })
 }
 

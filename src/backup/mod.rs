@@ -10,6 +10,9 @@
 
 pub mod attach;
 pub mod migrate;
+mod private;
+pub mod record;
+pub mod rotation;
 pub mod schedule;
 
 use std::path::{Path, PathBuf};
@@ -64,10 +67,46 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
-/// Write a verified backup of the database into `dir` (new or empty).
+/// Write a verified backup of the database into `dir` (new or empty), readable by its owner
+/// only: `dir` is made 0700 before anything is written into it, so nobody else can reach the
+/// files while they are written, and every file and directory in it ends 0600 / 0700.
 pub async fn backup_to(db: &Db, dir: &Path) -> anyhow::Result<BackupReport> {
     let dir = std::path::absolute(dir)
         .with_context(|| format!("cannot resolve the backup directory {}", dir.display()))?;
+    prepare_private_dir(&dir)?;
+    let report = write_backup(db, dir.clone()).await?;
+    private::restrict_tree(&dir).with_context(|| {
+        format!(
+            "the backup in {} was written, but its permissions could not be restricted to its \
+             owner",
+            dir.display()
+        )
+    })?;
+    Ok(report)
+}
+
+/// Create `dir` owner-only, or make an existing empty one owner-only; a non-empty one is
+/// refused and left as it is.
+fn prepare_private_dir(dir: &Path) -> anyhow::Result<()> {
+    match std::fs::read_dir(dir) {
+        Ok(mut entries) => {
+            if entries.next().is_some() {
+                anyhow::bail!(
+                    "the backup directory {} is not empty: choose a new directory",
+                    dir.display()
+                );
+            }
+            private::restrict_dir(dir)
+                .with_context(|| format!("cannot make {} private", dir.display()))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            private::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))
+        }
+        Err(e) => Err(e).with_context(|| format!("cannot read {}", dir.display())),
+    }
+}
+
+async fn write_backup(db: &Db, dir: PathBuf) -> anyhow::Result<BackupReport> {
     match db.store() {
         Store::EmbeddedDirectory(_) | Store::EmbeddedMemory => {
             let reply = db
@@ -311,7 +350,19 @@ pub async fn restore_embedded(
     })
     .await
     .context("the restore task failed")??;
+    // The restored data is as private as the backup it came from; the old data moved aside is
+    // a full copy of the shop too. (Files inside keep their modes: a 0700 directory already
+    // keeps everyone else out.)
+    if let Err(e) = private::restrict_dir(data_dir) {
+        tracing::warn!(
+            "restored, but cannot make {} private: {e}",
+            data_dir.display()
+        );
+    }
     if let Some(aside) = &report.previous_moved_to {
+        if let Err(e) = private::restrict_dir(aside) {
+            tracing::warn!("cannot make {} private: {e}", aside.display());
+        }
         // Bazaar keeps its generated session key beside the store: carry it over so that
         // shoppers' and admins' sessions survive the restore.
         let key = aside.join(SESSION_KEY_FILE);

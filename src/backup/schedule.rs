@@ -1,19 +1,35 @@
-//! Scheduled backups (`backup.every_hours`, `backup.keep`, `backup.dir`): a background task
-//! writes a verified backup into a new `backup-<time>` directory, then deletes the oldest ones
-//! beyond `keep`. The last outcome is kept for the admin (see [`BackupMonitor::status`]).
+//! Scheduled backups (`backup.every_hours`, `backup.keep`, `backup.dir`), shared by every
+//! instance on one database: each instance checks often whether a backup is due (the `backups`
+//! document, see `record`), and the one that takes the `backup:scheduled` lease writes it, so
+//! one backup is taken per period whichever instances run. A backup is written under a
+//! `.partial-` name, read back, marked complete and only then renamed to its
+//! `backup-<sequence>-…` name; rotation then deletes the oldest completed ones beyond `keep` (see
+//! `rotation`). Admin → System shows the last outcome of any instance ([`BackupMonitor::shared_status`]).
 
+use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
-use std::sync::{Mutex, MutexGuard};
+use anyhow::Context;
 
 use crate::config::BackupSettings;
+use crate::db::lease::{self, Lease};
 use crate::db::Db;
 
-use super::{backup_to, human_bytes, BackupReport};
+use super::record::{self, FailureDoc, ScheduleDoc, SuccessDoc};
+use super::rotation::{self, Marker};
+use super::{backup_to, human_bytes, private, BackupReport};
 
-/// Name prefix of scheduled backup directories; the rest is the UTC time, so names sort by age.
-const PREFIX: &str = "backup-";
+/// The lease whose holder writes the scheduled backup.
+pub const LEASE: &str = "backup:scheduled";
+/// How long the lease is taken for; renewed every [`RENEW_EVERY`] while a backup runs, so an
+/// instance that dies mid-backup blocks the others for at most this long.
+const RUN_LEASE: Duration = Duration::from_secs(120);
+const RENEW_EVERY: Duration = Duration::from_secs(30);
+/// After a failure the next attempt (by any instance) is due this soon, or after one period if
+/// that is shorter: a full disk should not wait a day for the next try, nor be retried in a loop.
+const RETRY_AFTER: Duration = Duration::from_secs(15 * 60);
 
 /// What the admin sees about scheduled backups.
 #[derive(Debug, Clone)]
@@ -48,6 +64,7 @@ impl BackupStatus {
     }
 }
 
+/// This process's own outcomes: what the admin sees when the database cannot be read.
 #[derive(Debug, Default)]
 struct Outcomes {
     success: Option<(bson::DateTime, u64)>,
@@ -58,16 +75,66 @@ struct Outcomes {
 #[derive(Debug)]
 pub struct BackupMonitor {
     settings: BackupSettings,
+    /// Who this scheduler is in the lease and the records: [`lease::this_instance`] in a server.
+    owner: String,
     outcomes: Mutex<Outcomes>,
 }
 
+fn when(t: &bson::DateTime) -> String {
+    t.try_to_rfc3339_string()
+        .unwrap_or_else(|_| t.to_string())
+        .replace('T', " ")
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX / 4)
+}
+
+/// How often an instance checks whether a backup is due: a twelfth of the period, between 100 ms
+/// and 5 minutes, so a backup starts at most that late whichever instance is up.
+pub fn check_interval(every: Duration) -> Duration {
+    (every / 12).clamp(Duration::from_millis(100), Duration::from_secs(300))
+}
+
+/// The host part of an instance name (`host/pid/id`): instances on one host share a clock.
+fn host_of(instance: &str) -> &str {
+    instance.split('/').next().unwrap_or(instance)
+}
+
+/// Whether a backup is due at `now` for `me`. Normally when `next_due` has passed. A `next_due`
+/// more than a period ahead can only come from a clock that has since been stepped back: when
+/// it was this host's own clock the backup is due now (else a clock stepped back a month would
+/// stop backups for a month); another host's clock ahead of ours is left to that host, whose
+/// clock says when.
+pub fn is_due(state: &ScheduleDoc, now: bson::DateTime, every: Duration, me: &str) -> bool {
+    let Some(due) = state.next_due else {
+        return true;
+    };
+    let (now, due) = (now.timestamp_millis(), due.timestamp_millis());
+    if now >= due {
+        return true;
+    }
+    let set_here = state
+        .next_due_by
+        .as_deref()
+        .is_some_and(|by| host_of(by) == host_of(me));
+    due.saturating_sub(now) > millis(every) && set_here
+}
+
 impl BackupMonitor {
-    /// A monitor that starts from the newest complete backup already in `backup.dir`.
+    /// A monitor for this process that starts from the newest complete backup already in
+    /// `backup.dir`.
     pub fn new(settings: BackupSettings) -> Arc<BackupMonitor> {
-        let success = newest_backup(&settings.dir).and_then(|dir| {
+        BackupMonitor::with_owner(settings, lease::this_instance())
+    }
+
+    /// A monitor with its own name in the lease and records: several schedulers in one process
+    /// (tests) behave as several instances.
+    pub fn with_owner(settings: BackupSettings, owner: &str) -> Arc<BackupMonitor> {
+        let success = rotation::newest(&settings.dir).and_then(|backup| {
             // Only the manifest: reading every file back would slow start-up on a big shop,
             // and the backup was verified when it was written.
-            let manifest = docstore::dump::read_manifest(&dir).ok()??;
+            let manifest = docstore::dump::read_manifest(&backup.dir).ok()??;
             Some((
                 bson::DateTime::from_millis(manifest.created_at_ms),
                 manifest.bytes(),
@@ -75,6 +142,7 @@ impl BackupMonitor {
         });
         Arc::new(BackupMonitor {
             settings,
+            owner: owner.to_string(),
             outcomes: Mutex::new(Outcomes {
                 success,
                 failure: None,
@@ -87,19 +155,21 @@ impl BackupMonitor {
         self.outcomes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The status for the admin.
-    pub fn status(&self) -> BackupStatus {
-        let outcomes = self.outcomes();
-        let when = |t: &bson::DateTime| {
-            t.try_to_rfc3339_string()
-                .unwrap_or_else(|_| t.to_string())
-                .replace('T', " ")
-        };
+    fn base_status(&self) -> BackupStatus {
         BackupStatus {
             enabled: self.settings.every.is_some(),
             every_hours: self.settings.every.map_or(0, |d| d.as_secs() / 3600),
             keep: self.settings.keep,
             dir: self.settings.dir.display().to_string(),
+            last_success: None,
+            last_failure: None,
+        }
+    }
+
+    /// This process's own view: its last outcomes, or the newest backup found on disk at start.
+    pub fn status(&self) -> BackupStatus {
+        let outcomes = self.outcomes();
+        BackupStatus {
             last_success: outcomes
                 .success
                 .as_ref()
@@ -109,98 +179,291 @@ impl BackupMonitor {
                 .as_ref()
                 .filter(|(t, _)| outcomes.success.as_ref().is_none_or(|(s, _)| t > s))
                 .map(|(t, message)| (when(t), message.clone())),
+            ..self.base_status()
         }
     }
 
-    /// Write one scheduled backup now and rotate; the outcome is recorded for [`Self::status`].
-    pub async fn run_once(&self, db: &Db) -> anyhow::Result<BackupReport> {
-        let result = self.backup_and_rotate(db).await;
-        let mut outcomes = self.outcomes();
-        match &result {
-            Ok(report) => outcomes.success = Some((report.taken_at, report.bytes)),
+    /// What every instance on the database did: the last backup and failure of any of them.
+    /// Falls back to [`Self::status`] when the database cannot be read, and to the newest
+    /// backup on disk when the database has no record yet (backups from before the records).
+    pub async fn shared_status(&self, db: &Db) -> BackupStatus {
+        let shared = match record::load(db).await {
+            Ok(shared) => shared,
             Err(e) => {
-                tracing::error!("scheduled backup failed: {e:#}");
-                outcomes.failure = Some((bson::DateTime::now(), format!("{e:#}")));
+                tracing::warn!("cannot read the shared backup status: {e}");
+                return self.status();
             }
+        };
+        let local = self.status();
+        BackupStatus {
+            last_success: match &shared.last_success {
+                Some(s) => Some((when(&s.taken_at), human_bytes(s.bytes.max(0) as u64))),
+                None => local.last_success,
+            },
+            last_failure: shared.current_failure().map(|f| {
+                (
+                    when(&f.at),
+                    format!("{} (instance {})", f.message, f.instance),
+                )
+            }),
+            ..self.base_status()
+        }
+    }
+
+    /// The scheduler's check: when a backup is due and no other instance is writing one, write
+    /// it (`Some`); `None` when there was nothing to do. Errors are recorded for the admin.
+    pub async fn tick(&self, db: &Db) -> anyhow::Result<Option<BackupReport>> {
+        let result = self.tick_inner(db).await;
+        if let Err(e) = &result {
+            self.note_failure(&format!("{e:#}"));
         }
         result
     }
 
-    async fn backup_and_rotate(&self, db: &Db) -> anyhow::Result<BackupReport> {
-        let root = &self.settings.dir;
-        std::fs::create_dir_all(root)
-            .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", root.display()))?;
-        let name = format!(
-            "{PREFIX}{}",
-            chrono_like_stamp(bson::DateTime::now().timestamp_millis())
-        );
-        let dir = root.join(name);
-        match backup_to(db, &dir).await {
-            Ok(report) => {
-                tracing::info!("{}", report.summary());
-                rotate(root, self.settings.keep);
-                Ok(report)
+    async fn tick_inner(&self, db: &Db) -> anyhow::Result<Option<BackupReport>> {
+        let Some(every) = self.settings.every else {
+            return Ok(None);
+        };
+        let due = |state: &ScheduleDoc| is_due(state, bson::DateTime::now(), every, &self.owner);
+        let reading = "cannot read the backup schedule from the database";
+        if !due(&record::load(db).await.context(reading)?) {
+            return Ok(None);
+        }
+        let taken = lease::try_take(db, LEASE, &self.owner, RUN_LEASE)
+            .await
+            .context("cannot take the backup lease")?;
+        let Some(lease) = taken else {
+            // Another instance is writing this period's backup.
+            return Ok(None);
+        };
+        // Read again under the lease: another instance may have finished one since.
+        let due_now = match record::load(db).await {
+            Ok(state) => due(&state),
+            Err(e) => {
+                let _ = lease.release(db).await;
+                return Err(anyhow::Error::new(e).context(reading));
+            }
+        };
+        if !due_now {
+            let _ = lease.release(db).await;
+            return Ok(None);
+        }
+        self.run_under_lease(db, lease).await.map(Some)
+    }
+
+    /// Write one scheduled backup now, due or not (another instance's running backup still
+    /// comes first: then this fails), and rotate. The outcome is recorded for the admin.
+    pub async fn run_once(&self, db: &Db) -> anyhow::Result<BackupReport> {
+        let taken = lease::try_take(db, LEASE, &self.owner, RUN_LEASE).await;
+        let lease = match taken {
+            Ok(Some(lease)) => lease,
+            Ok(None) => {
+                let message = "another instance is writing a scheduled backup right now";
+                return Err(anyhow::anyhow!(message));
             }
             Err(e) => {
-                // A half-written backup must never be taken for one.
-                let _ = std::fs::remove_dir_all(&dir);
+                let e = anyhow::Error::new(e).context("cannot take the backup lease");
+                self.note_failure(&format!("{e:#}"));
+                return Err(e);
+            }
+        };
+        self.run_under_lease(db, lease).await
+    }
+
+    fn note_failure(&self, message: &str) {
+        tracing::error!("scheduled backup failed: {message}");
+        self.outcomes().failure = Some((bson::DateTime::now(), message.to_string()));
+    }
+
+    /// Write, check, rename, rotate and record, holding (and renewing) the lease throughout.
+    async fn run_under_lease(&self, db: &Db, mut lease: Lease) -> anyhow::Result<BackupReport> {
+        let started = bson::DateTime::now();
+        let written = renewing(db, &mut lease, self.write_backup(db)).await;
+        let result = match written {
+            Ok((report, sequence, name)) => {
+                tracing::info!("{}", report.summary());
+                // Fencing: a holder that stalled past its lease leaves rotation to the new one.
+                match lease.still_held(db).await {
+                    Ok(true) => {
+                        if let Some(root) = report.dir.parent() {
+                            rotation::rotate(root, self.settings.keep, &report.dir);
+                        }
+                    }
+                    Ok(false) => tracing::warn!(
+                        "the backup lease was taken over while writing {}: not rotating",
+                        report.dir.display()
+                    ),
+                    Err(e) => tracing::warn!("cannot check the backup lease, not rotating: {e}"),
+                }
+                let success = SuccessDoc {
+                    sequence,
+                    name,
+                    instance: self.owner.clone(),
+                    taken_at: report.taken_at,
+                    bytes: i64::try_from(report.bytes).unwrap_or(i64::MAX),
+                    documents: i64::try_from(report.documents).unwrap_or(i64::MAX),
+                };
+                if let Err(e) = record::record_success(db, &success).await {
+                    tracing::warn!("cannot record the backup in the database: {e}");
+                }
+                if let Some(every) = self.settings.every {
+                    self.set_next_due(db, started, every).await;
+                }
+                self.outcomes().success = Some((report.taken_at, report.bytes));
+                Ok(report)
+            }
+            Err((e, sequence)) => {
+                let message = format!("{e:#}");
+                self.note_failure(&message);
+                let failure = FailureDoc {
+                    sequence: sequence.unwrap_or(0),
+                    instance: self.owner.clone(),
+                    at: bson::DateTime::now(),
+                    message,
+                };
+                if let Err(e) = record::record_failure(db, &failure).await {
+                    tracing::warn!("cannot record the backup failure in the database: {e}");
+                }
+                if let Some(every) = self.settings.every {
+                    self.set_next_due(db, bson::DateTime::now(), every.min(RETRY_AFTER))
+                        .await;
+                }
                 Err(e)
+            }
+        };
+        if let Err(e) = lease.release(db).await {
+            tracing::warn!("cannot release the backup lease (it expires by itself): {e}");
+        }
+        result
+    }
+
+    async fn set_next_due(&self, db: &Db, from: bson::DateTime, after: Duration) {
+        let due =
+            bson::DateTime::from_millis(from.timestamp_millis().saturating_add(millis(after)));
+        if let Err(e) = record::set_next_due(db, due, &self.owner).await {
+            tracing::warn!("cannot record when the next backup is due: {e}");
+        }
+    }
+
+    /// `backup.dir`, absolute (the store writes backups by absolute path).
+    fn root(&self) -> anyhow::Result<PathBuf> {
+        std::path::absolute(&self.settings.dir).with_context(|| {
+            format!(
+                "cannot resolve the backup directory {}",
+                self.settings.dir.display()
+            )
+        })
+    }
+
+    /// Write a verified backup under `.partial-<name>`, mark it complete, rename it to `<name>`.
+    /// On failure only the `.partial-` directory this call created is removed. Returns the
+    /// report, the sequence and the name; on failure the sequence when one was given.
+    async fn write_backup(
+        &self,
+        db: &Db,
+    ) -> Result<(BackupReport, i64, String), (anyhow::Error, Option<i64>)> {
+        let root = self.root().map_err(|e| (e, None))?;
+        // The sequence first, so that every later failure has one and shows as the latest.
+        let sequence = record::next_sequence(db, rotation::highest_sequence(&root))
+            .await
+            .context("cannot get a backup sequence number from the database")
+            .map_err(|e| (e, None))?;
+        private::create_dir_all(&root)
+            .with_context(|| format!("cannot create {}", root.display()))
+            .map_err(|e| (e, Some(sequence)))?;
+        for stale in rotation::foreign_partials(&root, &[]) {
+            let stale_sequence = stale
+                .file_name()
+                .and_then(|n| rotation::sequence_in_name(&n.to_string_lossy()));
+            if stale_sequence.is_none_or(|s| s < sequence) {
+                tracing::warn!(
+                    "{} looks left over from an interrupted backup; delete it when no backup is \
+                     running",
+                    stale.display()
+                );
+            }
+        }
+        let name = rotation::backup_name(
+            sequence,
+            bson::DateTime::now().timestamp_millis(),
+            &self.owner,
+        );
+        let partial = root.join(rotation::partial_name(&name));
+        private::create_new_dir(&partial)
+            .with_context(|| format!("cannot create {}", partial.display()))
+            .map_err(|e| (e, Some(sequence)))?;
+        match self
+            .fill_and_publish(db, &root, &partial, &name, sequence)
+            .await
+        {
+            Ok(report) => Ok((report, sequence, name)),
+            Err(e) => {
+                // Ours alone: created above with a name nobody else is given.
+                if let Err(cleanup) = std::fs::remove_dir_all(&partial) {
+                    tracing::warn!("cannot remove {}: {cleanup}", partial.display());
+                }
+                Err((e, Some(sequence)))
             }
         }
     }
+
+    async fn fill_and_publish(
+        &self,
+        db: &Db,
+        root: &Path,
+        partial: &Path,
+        name: &str,
+        sequence: i64,
+    ) -> anyhow::Result<BackupReport> {
+        let mut report = backup_to(db, partial).await?;
+        Marker::new(
+            sequence,
+            &self.owner,
+            report.taken_at.timestamp_millis(),
+            report.bytes,
+            report.documents,
+        )
+        .write(partial)
+        .with_context(|| format!("cannot mark {} complete", partial.display()))?;
+        let done = root.join(name);
+        std::fs::rename(partial, &done)
+            .with_context(|| format!("cannot rename {} to {name}", partial.display()))?;
+        if let Err(e) = std::fs::File::open(root).and_then(|d| d.sync_all()) {
+            tracing::warn!("cannot sync {}: {e}", root.display());
+        }
+        report.dir = done;
+        Ok(report)
+    }
 }
 
-/// `20261122T230501.123Z`, sortable and safe in a file name.
-fn chrono_like_stamp(millis: i64) -> String {
-    let t = bson::DateTime::from_millis(millis).to_chrono();
-    t.format("%Y%m%dT%H%M%S%.3fZ").to_string()
-}
-
-/// Complete scheduled backups (those with a manifest), oldest first.
-fn complete_backups(root: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(root) else {
-        return Vec::new();
-    };
-    let mut dirs: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(PREFIX))
-                && p.join(docstore::dump::MANIFEST_FILE).is_file()
-        })
-        .collect();
-    dirs.sort();
-    dirs
-}
-
-fn newest_backup(root: &Path) -> Option<PathBuf> {
-    complete_backups(root).pop()
-}
-
-/// Delete the oldest complete backups beyond `keep`.
-fn rotate(root: &Path, keep: usize) {
-    let backups = complete_backups(root);
-    let excess = backups.len().saturating_sub(keep);
-    for old in &backups[..excess] {
-        match std::fs::remove_dir_all(old) {
-            Ok(()) => tracing::info!("deleted old backup {}", old.display()),
-            Err(e) => tracing::warn!("cannot delete old backup {}: {e}", old.display()),
+/// Run `work` while renewing `lease` every [`RENEW_EVERY`]; a lost lease is only logged, since
+/// the work's writes are its own and the steps it must not share check [`Lease::still_held`].
+async fn renewing<T>(db: &Db, lease: &mut Lease, work: impl Future<Output = T>) -> T {
+    tokio::pin!(work);
+    let mut renew = tokio::time::interval(RENEW_EVERY);
+    renew.tick().await;
+    loop {
+        tokio::select! {
+            out = &mut work => return out,
+            _ = renew.tick() => match lease.renew(db, RUN_LEASE).await {
+                Ok(true) => {}
+                Ok(false) => tracing::warn!("the backup lease expired and was taken over"),
+                Err(e) => tracing::warn!("cannot renew the backup lease: {e}"),
+            },
         }
     }
 }
 
-/// Run scheduled backups every `backup.every_hours` until aborted; `None` when they are off.
+/// Check for a due backup every [`check_interval`] until aborted; `None` when scheduled backups
+/// are off. The first check is at start-up, so a new setup shows a backup at once.
 pub fn spawn(db: Db, monitor: Arc<BackupMonitor>) -> Option<tokio::task::JoinHandle<()>> {
     let every = monitor.settings.every?;
     Some(tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(every);
+        let mut ticks = tokio::time::interval(check_interval(every));
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        // The first tick is immediate: a backup right after start-up shows the setup works.
         loop {
             ticks.tick().await;
-            let _ = monitor.run_once(&db).await;
+            let _ = monitor.tick(&db).await;
         }
     }))
 }
@@ -209,32 +472,56 @@ pub fn spawn(db: Db, monitor: Arc<BackupMonitor>) -> Option<tokio::task::JoinHan
 mod tests {
     use super::*;
 
-    #[test]
-    fn rotation_keeps_the_newest_complete_backups_and_ignores_other_files() {
-        let root = tempfile::tempdir().unwrap();
-        for stamp in [
-            "20260101T000000.000Z",
-            "20260102T000000.000Z",
-            "20260103T000000.000Z",
-        ] {
-            let dir = root.path().join(format!("{PREFIX}{stamp}"));
-            std::fs::create_dir(&dir).unwrap();
-            std::fs::write(dir.join(docstore::dump::MANIFEST_FILE), "{}").unwrap();
+    const HOUR: Duration = Duration::from_secs(3600);
+
+    fn at(millis: i64) -> bson::DateTime {
+        bson::DateTime::from_millis(millis)
+    }
+
+    fn due_at(millis: i64, by: &str) -> ScheduleDoc {
+        ScheduleDoc {
+            next_due: Some(at(millis)),
+            next_due_by: Some(by.to_string()),
+            ..ScheduleDoc::default()
         }
-        std::fs::create_dir(root.path().join("my-own-copy")).unwrap();
-        rotate(root.path(), 2);
-        let mut left: Vec<String> = std::fs::read_dir(root.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        left.sort();
+    }
+
+    #[test]
+    fn a_backup_is_due_when_none_was_ever_scheduled_or_its_time_has_come() {
+        let me = "shop1/10/aa";
+        assert!(is_due(&ScheduleDoc::default(), at(0), HOUR, me));
+        let state = due_at(10_000_000, "shop2/11/bb");
+        assert!(!is_due(&state, at(9_999_999), HOUR, me));
+        assert!(is_due(&state, at(10_000_000), HOUR, me));
+    }
+
+    #[test]
+    fn a_clock_stepped_back_past_a_period_does_not_stop_this_hosts_backups() {
+        let state = due_at(100 * 3_600_000, "shop1/10/aa");
+        // A day behind the time this host set: its clock went back; back up now.
+        let a_day_earlier = at(76 * 3_600_000);
+        assert!(is_due(&state, a_day_earlier, HOUR, "shop1/99/cc"));
+        // Another host's clock being ahead is that host's business: it says when.
+        assert!(!is_due(&state, a_day_earlier, HOUR, "shop2/10/aa"));
+        // Within a period: simply not yet due.
+        assert!(!is_due(
+            &state,
+            at(100 * 3_600_000 - 60_000),
+            HOUR,
+            "shop1/10/aa"
+        ));
+    }
+
+    #[test]
+    fn the_check_interval_is_a_twelfth_of_the_period_within_bounds() {
+        assert_eq!(check_interval(HOUR), Duration::from_secs(300));
         assert_eq!(
-            left,
-            vec![
-                "backup-20260102T000000.000Z",
-                "backup-20260103T000000.000Z",
-                "my-own-copy"
-            ]
+            check_interval(Duration::from_secs(60)),
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            check_interval(Duration::from_millis(10)),
+            Duration::from_millis(100)
         );
     }
 
@@ -247,12 +534,38 @@ mod tests {
         });
         assert!(monitor.status().warning().unwrap().contains("off"));
         let monitor = BackupMonitor::new(BackupSettings {
-            every: Some(std::time::Duration::from_secs(3600)),
+            every: Some(HOUR),
             keep: 3,
             dir: PathBuf::from("/nonexistent/backups"),
         });
-        monitor.outcomes().failure = Some((bson::DateTime::now(), "disk full".into()));
+        assert!(monitor.status().warning().unwrap().contains("No backup"));
+        monitor.note_failure("disk full");
         let warning = monitor.status().warning().unwrap();
         assert!(warning.contains("disk full"), "{warning}");
+    }
+
+    #[test]
+    fn a_failure_before_the_last_success_is_not_shown() {
+        let failure = |sequence| FailureDoc {
+            sequence,
+            instance: "a".into(),
+            at: at(0),
+            message: "disk full".into(),
+        };
+        let mut state = ScheduleDoc {
+            last_success: Some(SuccessDoc {
+                sequence: 5,
+                name: "backup-5".into(),
+                instance: "b".into(),
+                taken_at: at(0),
+                bytes: 1,
+                documents: 1,
+            }),
+            last_failure: Some(failure(4)),
+            ..ScheduleDoc::default()
+        };
+        assert!(state.current_failure().is_none());
+        state.last_failure = Some(failure(6));
+        assert_eq!(state.current_failure().map(|f| f.sequence), Some(6));
     }
 }
