@@ -50,6 +50,7 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("comments", "rate_limit_per_minute"),
     ("comments", "page_size"),
     ("backup", "every_hours"),
+    ("backup", "every_secs"),
     ("backup", "keep"),
     ("backup", "dir"),
     ("seed", "demo"),
@@ -231,7 +232,8 @@ pub struct AnalyticsSettings {
 /// Scheduled backups of the database (see `crate::backup`).
 #[derive(Debug, Clone)]
 pub struct BackupSettings {
-    /// Hours between scheduled backups; `None` when scheduled backups are off.
+    /// Time between scheduled backups (`backup.every_secs`, else `backup.every_hours`); `None`
+    /// when scheduled backups are off.
     pub every: Option<std::time::Duration>,
     /// Scheduled backups kept; older ones are deleted after a new one is verified.
     pub keep: usize,
@@ -534,10 +536,16 @@ impl Layers {
 
     fn backup(&self) -> Result<BackupSettings, ConfigError> {
         let hours = self.integer("backup.every_hours", 0, 24 * 366)?;
+        let secs = self.integer("backup.every_secs", 0, 24 * 366 * 3600)?;
+        let every = if secs > 0 {
+            Some(std::time::Duration::from_secs(secs as u64))
+        } else {
+            (hours > 0).then(|| std::time::Duration::from_secs(hours as u64 * 3600))
+        };
         let keep = self.integer("backup.keep", 1, 1000)? as usize;
         let (dir, origin) = self.string("backup.dir")?;
         let dir = dir.trim();
-        if hours > 0 && dir.is_empty() {
+        if every.is_some() && dir.is_empty() {
             return Err(Self::invalid(
                 "backup.dir",
                 &origin,
@@ -545,7 +553,7 @@ impl Layers {
             ));
         }
         Ok(BackupSettings {
-            every: (hours > 0).then(|| std::time::Duration::from_secs(hours as u64 * 3600)),
+            every,
             keep,
             dir: PathBuf::from(dir),
         })

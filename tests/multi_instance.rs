@@ -689,3 +689,82 @@ async fn with_the_database_killed_a_page_costs_at_most_one_timeout_and_service_r
     .await;
     assert!(back, "the shop serves again once the database is back");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn scheduled_backups_on_three_instances_take_turns_and_never_delete_each_other() {
+    let database = Database::in_memory();
+    let backups = tempfile::tempdir().expect("temp dir");
+    let dir = backups.path().display().to_string();
+    let period = Duration::from_secs(2);
+    let instances = Instance::start_together(
+        3,
+        &database.uri(),
+        &[
+            ("BAZAAR_BACKUP__EVERY_SECS", "2"),
+            ("BAZAAR_BACKUP__KEEP", "3"),
+            ("BAZAAR_BACKUP__DIR", &dir),
+        ],
+    );
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(11)).await;
+    let elapsed = started.elapsed();
+    let written: usize = instances
+        .iter()
+        .map(|i| i.log_text().matches("Backup written to").count())
+        .sum();
+    let failed: Vec<String> = instances
+        .iter()
+        .flat_map(|i| {
+            i.log_text()
+                .lines()
+                .filter(|l| l.contains("backup") && (l.contains("ERROR") || l.contains("failed")))
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(failed.is_empty(), "no backup failed: {failed:#?}");
+    // One per period across the three (the first is due at start), not one per instance.
+    let periods = (elapsed.as_secs_f64() / period.as_secs_f64()).ceil() as usize + 1;
+    assert!(
+        (2..=periods).contains(&written),
+        "{written} backups written in {elapsed:?} with a {period:?} period"
+    );
+    drop(instances);
+    let completed = bazaar::backup::rotation::completed_backups(backups.path());
+    assert!(
+        (1..=3).contains(&completed.len()),
+        "rotation keeps 3: {completed:?}"
+    );
+    let sequences: Vec<i64> = completed.iter().filter_map(|c| c.sequence).collect();
+    assert_eq!(
+        sequences.len(),
+        completed.len(),
+        "every backup has a sequence"
+    );
+    let mut sorted = sequences.clone();
+    sorted.sort_unstable();
+    sorted.dedup();
+    assert_eq!(
+        sorted.len(),
+        sequences.len(),
+        "no two backups share a sequence"
+    );
+    let leftovers: Vec<String> = std::fs::read_dir(backups.path())
+        .expect("backup dir")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with('.'))
+        .collect();
+    assert!(
+        leftovers.is_empty(),
+        "nothing half-written left: {leftovers:?}"
+    );
+    let db = database.connect().await;
+    let schedule = documents(&db, "backups", doc! { "_id": "scheduled" }).await;
+    assert_eq!(schedule.len(), 1);
+    assert!(
+        !schedule[0].contains_key("last_failure"),
+        "no failure recorded: {}",
+        schedule[0]
+    );
+}

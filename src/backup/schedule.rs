@@ -31,12 +31,25 @@ const RENEW_EVERY: Duration = Duration::from_secs(30);
 /// that is shorter: a full disk should not wait a day for the next try, nor be retried in a loop.
 const RETRY_AFTER: Duration = Duration::from_secs(15 * 60);
 
+/// A backup period as the admin reads it, in the largest unit that divides it.
+pub fn period_text(every: Duration) -> String {
+    let secs = every.as_secs();
+    if secs >= 3600 && secs % 3600 == 0 {
+        format!("{} h", secs / 3600)
+    } else if secs >= 60 && secs % 60 == 0 {
+        format!("{} min", secs / 60)
+    } else {
+        format!("{secs} s")
+    }
+}
+
 /// What the admin sees about scheduled backups.
 #[derive(Debug, Clone)]
 pub struct BackupStatus {
     /// Scheduled backups are on (`backup.every_hours` > 0).
     pub enabled: bool,
-    pub every_hours: u64,
+    /// The period for people: "24 h", "90 min", "5 s".
+    pub every: String,
     pub keep: usize,
     pub dir: String,
     /// The newest verified backup: when it was taken and its data size.
@@ -158,7 +171,7 @@ impl BackupMonitor {
     fn base_status(&self) -> BackupStatus {
         BackupStatus {
             enabled: self.settings.every.is_some(),
-            every_hours: self.settings.every.map_or(0, |d| d.as_secs() / 3600),
+            every: self.settings.every.map_or_else(String::new, period_text),
             keep: self.settings.keep,
             dir: self.settings.dir.display().to_string(),
             last_success: None,
