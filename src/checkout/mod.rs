@@ -404,7 +404,7 @@ pub async fn recover_stuck_checkouts(
     gateway: &dyn PaymentGateway,
     older_than: Duration,
 ) -> Result<RecoveryReport, CartError> {
-    let cutoff = crate::db::cutoff(older_than);
+    let cutoff = crate::db::cutoff(db.now(), older_than);
     let mut report = RecoveryReport::default();
     for attempt in payments::unfinished_before(db, cutoff).await? {
         match settle(db, gateway, &attempt).await {

@@ -168,6 +168,28 @@ pub fn unfinished_query(before: DateTime) -> Document {
     }
 }
 
+/// The filter of [`bound_future_stamps`], for `explain` in tests: unfinished attempts last
+/// touched after `limit`.
+pub fn touched_after_query(limit: DateTime) -> Document {
+    doc! {
+        "state": { "$in": [PaymentState::Started.as_str(), PaymentState::Charged.as_str()] },
+        "updated": { "$gt": limit },
+    }
+}
+
+/// Give every unfinished attempt last touched after `limit` the stamp `now` (see
+/// `jobs::bound_future_stamps`), so recovery's "interrupted this long ago" counts from now
+/// rather than from a time the clock has not reached again. Returns how many changed.
+pub async fn bound_future_stamps(db: &Db, limit: DateTime, now: DateTime) -> Result<u64, DbError> {
+    let changed = collection(db)
+        .update_many(
+            touched_after_query(limit),
+            doc! { "$set": { "updated": now } },
+        )
+        .await?;
+    Ok(changed.modified_count)
+}
+
 /// Attempts started or charged but not ordered, last touched before `before`.
 pub async fn unfinished_before(db: &Db, before: DateTime) -> Result<Vec<PaymentRecord>, DbError> {
     Ok(collection(db)
