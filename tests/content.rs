@@ -400,9 +400,13 @@ async fn nodes_stored_before_the_live_flag_are_shown_by_their_date_and_marked_li
     )
     .await;
     // As a release before `metadata.live` stored them.
+    let ours = [old.id, soon.id, draft.id];
     let forget_live = || async {
         nodes
-            .update_many(doc! {}, doc! { "$unset": { "metadata.live": "" } })
+            .update_many(
+                doc! { "_id": { "$in": ours.to_vec() } },
+                doc! { "$unset": { "metadata.live": "" } },
+            )
             .await
             .expect("unset");
     };
