@@ -334,6 +334,7 @@ async fn blog(connections: u64, seconds: u64) -> anyhow::Result<()> {
                     created: published,
                     updated: published,
                     published: Some(published),
+                    live: true,
                     author: Author {
                         name: "Bench".into(),
                     },

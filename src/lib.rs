@@ -8,6 +8,7 @@ pub mod cart;
 pub mod catalog;
 pub mod checkout;
 pub mod cli;
+pub mod clock;
 pub mod comments;
 pub mod config;
 pub mod content;

@@ -322,6 +322,10 @@ impl Application {
         crate::catalog::facets::backfill(db)
             .await
             .context("normalising the products' filter keys failed")?;
+        // Also gives nodes stored before `metadata.live` existed their flag.
+        crate::content::model::go_live_due(db)
+            .await
+            .context("marking due content live failed")?;
         if let Some(report) = seed::run_if_empty(db, settings.seed.demo)
             .await
             .context("seeding the empty database failed")?

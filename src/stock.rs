@@ -93,7 +93,7 @@ pub async fn refresh_reservation(
                 "sku": sku,
                 "carted": { "$elemMatch": { "cart_id": holder, "timestamp": seen } },
             },
-            doc! { "$set": { "carted.$.timestamp": DateTime::now() } },
+            doc! { "$set": { "carted.$.timestamp": db.now() } },
         )
         .await?;
     Ok(refreshed.modified_count)
@@ -102,11 +102,11 @@ pub async fn refresh_reservation(
 /// The pipeline update that moves every unit `holder` holds of a product from `carted` into
 /// `target` (`qty` to put it back on sale), all in one atomic write: the amount moved is whatever
 /// the reservation holds, so the invariant holds even when a cart and its reservation disagree.
-fn move_reservation(holder: &str, target: &str) -> Vec<Document> {
+fn move_reservation(holder: &str, target: &str, now: DateTime) -> Vec<Document> {
     vec![doc! { "$set": {
         target: { "$add": [format!("${target}"), held_by(holder)] },
         "carted": others_than(holder),
-        "updated": DateTime::now(),
+        "updated": now,
     } }]
 }
 
@@ -131,7 +131,7 @@ pub async fn return_reservation(db: &Db, sku: &str, holder: &str) -> Result<bool
     let result = products_raw(db)
         .update_one(
             doc! { "sku": sku, "carted.cart_id": holder },
-            move_reservation(holder, "qty"),
+            move_reservation(holder, "qty", db.now()),
         )
         .await?;
     Ok(result.modified_count == 1)
@@ -158,7 +158,7 @@ pub async fn sell_reservation(
                 "sold": { "$add": ["$sold", sold_now] },
                 "qty": { "$add": ["$qty", surplus] },
                 "carted": others_than(holder),
-                "updated": DateTime::now(),
+                "updated": db.now(),
             } }],
         )
         .await?;
@@ -175,7 +175,7 @@ pub async fn unsell_into_hold(db: &Db, sku: &str, hold: &str, units: i64) -> Res
             doc! {
                 "$inc": { "sold": -units },
                 "$push": { "carted": {
-                    "cart_id": hold, "qty": units, "timestamp": DateTime::now(),
+                    "cart_id": hold, "qty": units, "timestamp": db.now(),
                 } },
             },
         )
@@ -200,8 +200,28 @@ pub async fn adjust_available(db: &Db, id: ObjectId, delta: i64) -> Result<bool,
         .durable::<Document>(products::COLLECTION)
         .update_one(
             filter,
-            doc! { "$inc": { "qty": delta }, "$set": { "updated": DateTime::now() } },
+            doc! { "$inc": { "qty": delta }, "$set": { "updated": db.now() } },
         )
         .await?;
     Ok(result.modified_count == 1)
+}
+
+/// The filter of [`bound_future_stamps`], for `explain` in tests: products holding a
+/// reservation stamped after `limit`.
+pub fn reserved_after_query(limit: DateTime) -> Document {
+    doc! { "carted.timestamp": { "$gt": limit } }
+}
+
+/// Give every reservation stamped after `limit` the stamp `now` (see
+/// `jobs::bound_future_stamps`). Only those entries change; the units held do not. Returns how
+/// many products changed.
+pub async fn bound_future_stamps(db: &Db, limit: DateTime, now: DateTime) -> Result<u64, DbError> {
+    let changed = products_raw(db)
+        .update_many(
+            reserved_after_query(limit),
+            doc! { "$set": { "carted.$[late].timestamp": now } },
+        )
+        .array_filters(vec![doc! { "late.timestamp": { "$gt": limit } }])
+        .await?;
+    Ok(changed.modified_count)
 }

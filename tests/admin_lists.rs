@@ -162,6 +162,40 @@ async fn search_input_with_regex_characters_matches_literally() {
 }
 
 #[tokio::test]
+async fn an_order_placed_after_the_clock_stepped_back_is_still_listed_above_older_ones() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "ord-step", 10).await;
+    let (first, _) = buy(&app, "ord-step", "1", "ada@example.com").await;
+    let (second, _) = buy(&app, "ord-step", "1", "grace@example.org").await;
+    // The second was placed after the clock stepped back an hour: its time reads earlier.
+    let placed = orders::by_number(&app.db, &first)
+        .await
+        .expect("query")
+        .expect("order")
+        .created;
+    let an_hour_before = bson::DateTime::from_millis(placed.timestamp_millis() - 3_600_000);
+    orders::collection(&app.db)
+        .update_one(
+            doc! { "number": &second },
+            doc! { "$set": { "created": an_hour_before } },
+        )
+        .await
+        .expect("stepped");
+    let doc = admin_page(&app, "/admin/orders").await;
+    assert_eq!(
+        texts(&doc, "td.order-number"),
+        [second.clone(), first.clone()]
+    );
+    let doc = admin_page(&app, "/admin/orders?status=paid").await;
+    assert_eq!(
+        texts(&doc, "td.order-number"),
+        [second.clone(), first.clone()]
+    );
+    let doc = admin_page(&app, "/admin/orders?sort=placed").await;
+    assert_eq!(texts(&doc, "td.order-number"), [first, second]);
+}
+
+#[tokio::test]
 async fn orders_are_found_by_number_or_email_and_filtered_by_status() {
     let app = spawn_app().await;
     product_with_stock(&app.db, "ord-1", 10).await;

@@ -387,6 +387,7 @@ const LAYERS: &[&[&str]] = &[
     &["web"],
     &["config"],
     &["db", "telemetry"],
+    &["clock"],
 ];
 
 #[test]

@@ -371,12 +371,155 @@ async fn the_background_jobs_expire_idle_carts_on_their_own() {
     app.stop().await;
 }
 
+const HOUR: Duration = Duration::from_secs(3600);
+const IDLE: Duration = Duration::from_secs(600);
+/// A little more than [`IDLE`].
+const PAST_IDLE: Duration = Duration::from_secs(660);
+
+#[tokio::test]
+async fn a_cart_touched_just_before_the_clock_steps_back_expires_on_time() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "step-cart", 10).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("step-cart", "2").await;
+    let clock = app.db.clock();
+    clock.step_back(HOUR);
+    let fresh = jobs::expire_idle_carts(&app.db, IDLE)
+        .await
+        .expect("expiry");
+    assert_eq!(
+        fresh.carts_expired, 0,
+        "a cart touched a moment ago expired"
+    );
+    clock.step_forward(PAST_IDLE);
+    let due = jobs::expire_idle_carts(&app.db, IDLE)
+        .await
+        .expect("expiry");
+    assert_eq!(
+        (due.carts_expired, due.reservations_returned),
+        (1, 1),
+        "the step back kept an idle cart's stock held past its expiry"
+    );
+    let p = product(&app.db, "step-cart").await;
+    assert_eq!((p.qty, p.carted.len()), (10, 0));
+    assert_stock_invariant(&app.db, "step-cart", 10).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_reservation_and_an_expired_cart_stamped_before_a_step_back_are_cleaned_up_on_time() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "step-orphan", 10).await;
+    let now = app.db.now();
+    // A crash left a reservation for a cart that never got written, and a cart expired.
+    app.db
+        .collection::<bson::Document>(products::COLLECTION)
+        .update_one(
+            doc! { "sku": "step-orphan" },
+            doc! {
+                "$inc": { "qty": -3 },
+                "$push": { "carted": { "cart_id": "never-written", "qty": 3, "timestamp": now } },
+            },
+        )
+        .await
+        .expect("simulated crash");
+    cart::collection(&app.db)
+        .insert_one(cart::Cart {
+            id: "step-expired".to_string(),
+            status: CartStatus::Expired,
+            created: now,
+            last_modified: now,
+            items: Vec::new(),
+            shipping_rates: Default::default(),
+        })
+        .await
+        .expect("cart");
+    let clock = app.db.clock();
+    clock.step_back(HOUR);
+    let early = jobs::clean_up_reservations(&app.db, IDLE)
+        .await
+        .expect("cleanup");
+    assert_eq!(early.returned, 0, "{early:?}");
+    assert_eq!(
+        jobs::delete_expired_carts(&app.db, IDLE)
+            .await
+            .expect("retention"),
+        0
+    );
+    clock.step_forward(PAST_IDLE);
+    let due = jobs::clean_up_reservations(&app.db, IDLE)
+        .await
+        .expect("cleanup");
+    assert_eq!(due.returned, 1, "{due:?}");
+    assert_eq!(
+        jobs::delete_expired_carts(&app.db, IDLE)
+            .await
+            .expect("retention"),
+        1
+    );
+    assert_eq!(product(&app.db, "step-orphan").await.qty, 10);
+    assert_stock_invariant(&app.db, "step-orphan", 10).await;
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn stamps_later_than_now_are_set_to_now_once_and_recent_ones_are_left_alone() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "step-stamps", 10).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("step-stamps", "1").await;
+    app.db
+        .collection::<bson::Document>(bazaar::checkout::payments::COLLECTION)
+        .insert_one(doc! {
+            "_id": "step-attempt", "cart_id": "step-attempt", "state": "started",
+            "updated": app.db.now(),
+        })
+        .await
+        .expect("attempt");
+    // Within the slack (instances' clocks a little apart): nothing is rewritten.
+    app.db.clock().step_back(Duration::from_secs(2));
+    let report = jobs::bound_future_stamps(&app.db).await.expect("bound");
+    assert_eq!(report.total(), 0, "{report:?}");
+    app.db.clock().step_back(HOUR);
+    let report = jobs::bound_future_stamps(&app.db).await.expect("bound");
+    assert_eq!(
+        (report.carts, report.reservations, report.payments),
+        (1, 1, 1),
+        "{report:?}"
+    );
+    let now = app.db.now().timestamp_millis();
+    let p = product(&app.db, "step-stamps").await;
+    assert!((now - p.carted[0].timestamp.timestamp_millis()).abs() < 5_000);
+    let again = jobs::bound_future_stamps(&app.db).await.expect("bound");
+    assert_eq!(again.total(), 0, "{again:?}");
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn every_cart_checkout_and_job_query_uses_an_index() {
     let app = spawn_app().await;
     let db = &app.db;
     let now = bson::DateTime::now();
-    let queries: [(&str, &str, bson::Document, bson::Document); 12] = [
+    let limit = now;
+    let queries: [(&str, &str, bson::Document, bson::Document); 15] = [
+        (
+            "carts stamped in the future",
+            cart::COLLECTION,
+            cart::store::modified_after_query(limit),
+            doc! {},
+        ),
+        (
+            "reservations stamped in the future",
+            products::COLLECTION,
+            bazaar::stock::reserved_after_query(limit),
+            doc! {},
+        ),
+        (
+            "payment attempts stamped in the future",
+            bazaar::checkout::payments::COLLECTION,
+            bazaar::checkout::payments::touched_after_query(limit),
+            doc! {},
+        ),
         (
             "idle carts",
             cart::COLLECTION,
@@ -441,13 +584,13 @@ async fn every_cart_checkout_and_job_query_uses_an_index() {
             "orders by status, newest first",
             bazaar::checkout::orders::COLLECTION,
             doc! { "status": "paid" },
-            doc! { "created": -1 },
+            doc! { "number": -1, "_id": -1 },
         ),
         (
             "newest orders",
             bazaar::checkout::orders::COLLECTION,
             doc! {},
-            doc! { "created": -1 },
+            doc! { "number": -1, "_id": -1 },
         ),
     ];
     for (what, collection, filter, sort) in queries {

@@ -520,7 +520,7 @@ async fn interrupted_checkout(
     use bazaar::checkout::payments::{self, PaymentRecord};
     shopper.add(sku, "2").await;
     let cart_id = product(&app.db, sku).await.carted[0].cart_id.clone();
-    let long_ago = bazaar::jobs::cutoff(std::time::Duration::from_secs(3600));
+    let long_ago = bazaar::jobs::cutoff(app.db.now(), std::time::Duration::from_secs(3600));
     cart::collection(&app.db)
         .update_one(
             bson::doc! { "_id": &cart_id },

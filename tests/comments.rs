@@ -641,6 +641,92 @@ async fn demo_discussions_are_seeded_once_with_exact_counts() {
     );
 }
 
+const HOUR: std::time::Duration = std::time::Duration::from_secs(3600);
+
+#[tokio::test]
+async fn comments_posted_after_the_clock_steps_back_still_sort_below_older_ones() {
+    let app = spawn_unlimited().await;
+    let product = product_with_stock(&app.db, "step1", 5).await;
+    let s = Shopper::new(&app).await;
+    let clock = app.db.clock();
+    let first = posted_slug(&post(&s, &product, "Ada", "first").await);
+    clock.step_back(HOUR);
+    posted_slug(&post(&s, &product, "Bo", "second").await);
+    posted_slug(&reply(&s, &product, &first, "Cy", "reply one").await);
+    clock.step_back(std::time::Duration::from_secs(60));
+    posted_slug(&reply(&s, &product, &first, "Di", "reply two").await);
+    posted_slug(&post(&s, &product, "Ed", "third").await);
+    // Stepped well ahead, then corrected back: what came after stays after.
+    clock.step_forward(3 * HOUR);
+    posted_slug(&post(&s, &product, "Fay", "fourth").await);
+    clock.step_back(2 * HOUR);
+    posted_slug(&post(&s, &product, "Gus", "fifth").await);
+    let in_order = [
+        "first",
+        "reply one",
+        "reply two",
+        "second",
+        "third",
+        "fourth",
+        "fifth",
+    ];
+    let all = stored(&app.db, &product).await;
+    let texts: Vec<&str> = all.iter().map(|c| c.text.as_str()).collect();
+    assert_eq!(texts, in_order);
+    let doc = page(&s, &format!("/products/{}", product.slug)).await;
+    let drawn: Vec<String> = drawn(&doc)
+        .into_iter()
+        .map(|(_, _, _, text)| text)
+        .collect();
+    assert_eq!(drawn, in_order);
+    // The time shown is still the clock's reading.
+    assert!(
+        all[3].posted < all[0].posted,
+        "{:?} {:?}",
+        all[3].posted,
+        all[0].posted
+    );
+}
+
+#[tokio::test]
+async fn replies_posted_at_once_after_a_step_back_are_all_stored_after_the_older_reply() {
+    let app = spawn_app_with(&[
+        ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
+        ("BAZAAR_COMMENTS__PAGE_SIZE", "100"),
+        ("BAZAAR_SERVER__WORKERS", "4"),
+    ])
+    .await;
+    let product = product_with_stock(&app.db, "step2", 5).await;
+    let first = Shopper::new(&app).await;
+    let root = posted_slug(&post(&first, &product, "Host", "root").await);
+    posted_slug(&reply(&first, &product, &root, "Early", "early reply").await);
+    app.db.clock().step_back(HOUR);
+    let mut tasks = Vec::new();
+    for i in 0..12 {
+        let shopper = Shopper::new(&app).await;
+        let (product, root) = (product.clone(), root.clone());
+        tasks.push(tokio::spawn(async move {
+            let text = format!("late reply {i}");
+            posted_slug(&reply(&shopper, &product, &root, &format!("r{i}"), &text).await)
+        }));
+    }
+    let mut slugs = Vec::new();
+    for t in tasks {
+        slugs.push(t.await.expect("replier finished"));
+    }
+    slugs.sort();
+    slugs.dedup();
+    assert_eq!(slugs.len(), 12, "every reply has its own slug");
+    let all = stored(&app.db, &product).await;
+    assert_eq!(all.len(), 14);
+    assert_eq!(all[0].text, "root");
+    assert_eq!(all[1].text, "early reply");
+    assert!(all[2..].iter().all(|c| c.text.starts_with("late reply")));
+    let full_slugs: std::collections::HashSet<&str> =
+        all.iter().map(|c| c.full_slug.as_str()).collect();
+    assert_eq!(full_slugs.len(), 14);
+}
+
 #[tokio::test]
 async fn every_comment_query_uses_an_index() {
     let app = spawn_app().await;
@@ -691,6 +777,24 @@ async fn every_comment_query_uses_an_index() {
         ),
     ];
     for (what, filter, sort) in cases {
+        assert_uses_index(db, what, c, filter, sort).await;
+    }
+    let parent = comments::Comment {
+        id: bson::oid::ObjectId::new(),
+        discussion_id: id,
+        parent_id: None,
+        slug: "abcd".into(),
+        full_slug: "2026.01.01.00.00.00.000:abcd".into(),
+        posted: bson::DateTime::now(),
+        author: comments::Author { name: "A".into() },
+        text: String::new(),
+        status: CommentStatus::Visible,
+    };
+    for (what, parent) in [
+        ("latest top-level comment", None),
+        ("latest reply", Some(&parent)),
+    ] {
+        let (filter, sort) = comments::store::last_sibling_query(id, parent);
         assert_uses_index(db, what, c, filter, sort).await;
     }
     // The escaped prefix bounds the scan to the sub-thread, not to every comment of the year.

@@ -233,6 +233,204 @@ async fn drafts_and_scheduled_nodes_are_invisible_to_the_public() {
     assert!(body(app.get("/tags/jazz").await).await.contains("Now live"));
 }
 
+/// Whether the public sees blog post `slug` titled `title`: its page, the blog stream, its tag
+/// page and the feed; all four must agree.
+async fn publicly_shown(app: &TestApp, slug: &str, title: &str) -> bool {
+    let page = app.get(&format!("/blog/{slug}")).await.status() == StatusCode::OK;
+    let blog = body(app.get("/blog/").await).await.contains(title);
+    let tag = body(app.get("/tags/steps").await).await.contains(title);
+    let feed = body(app.get("/blog/feed.atom").await).await.contains(title);
+    assert!(
+        page == blog && blog == tag && tag == feed,
+        "page {page}, blog {blog}, tag {tag}, feed {feed}"
+    );
+    page
+}
+
+async fn stored_live(app: &TestApp, id: bson::oid::ObjectId) -> bool {
+    model::by_id(&app.db, id)
+        .await
+        .expect("query")
+        .expect("node")
+        .metadata
+        .live
+}
+
+const HOUR: std::time::Duration = std::time::Duration::from_secs(3600);
+
+#[tokio::test]
+async fn a_post_published_now_stays_shown_when_the_clock_steps_back_and_goes_when_unpublished() {
+    let app = spawn_app().await;
+    let draft = add_node(
+        &app,
+        "blog",
+        "step-now",
+        "Published now",
+        entry("Hi."),
+        None,
+        &["steps"],
+    )
+    .await;
+    assert!(!publicly_shown(&app, "step-now", "Published now").await);
+    // What "Publish now" does.
+    assert!(model::set_published(&app.db, draft.id, Some(app.db.now()))
+        .await
+        .expect("publish"));
+    assert!(publicly_shown(&app, "step-now", "Published now").await);
+    assert!(stored_live(&app, draft.id).await);
+    app.db.clock().step_back(HOUR);
+    assert!(
+        publicly_shown(&app, "step-now", "Published now").await,
+        "an hour's step back hid a published post"
+    );
+    // Back to draft: gone, and not live any more, whatever the clock says.
+    assert!(model::set_published(&app.db, draft.id, None)
+        .await
+        .expect("unpublish"));
+    assert!(!stored_live(&app, draft.id).await);
+    app.db.clock().step_forward(2 * HOUR);
+    assert!(!publicly_shown(&app, "step-now", "Published now").await);
+}
+
+#[tokio::test]
+async fn a_scheduled_post_that_appeared_stays_shown_when_the_clock_steps_back_before_its_time() {
+    let app = spawn_app().await;
+    let clock = app.db.clock();
+    let at = DateTime::from_millis(app.db.now().timestamp_millis() + 10 * 60 * 1000);
+    let node = add_node(
+        &app,
+        "blog",
+        "step-sched",
+        "Scheduled",
+        entry("Later."),
+        Some(at),
+        &["steps"],
+    )
+    .await;
+    assert!(!stored_live(&app, node.id).await);
+    assert!(!publicly_shown(&app, "step-sched", "Scheduled").await);
+    // Its time comes: shown before any job ran, and the read that showed it marked it live.
+    clock.step_forward(std::time::Duration::from_secs(11 * 60));
+    assert!(publicly_shown(&app, "step-sched", "Scheduled").await);
+    assert!(stored_live(&app, node.id).await);
+    // The clock is stepped back to before its time: readers keep seeing it.
+    clock.step_back(HOUR);
+    assert!(
+        publicly_shown(&app, "step-sched", "Scheduled").await,
+        "a scheduled post that had appeared was hidden by a step back"
+    );
+    // Rescheduling it to later takes it off the site until then.
+    let later = DateTime::from_millis(app.db.now().timestamp_millis() + HOUR.as_millis() as i64);
+    model::set_published(&app.db, node.id, Some(later))
+        .await
+        .expect("reschedule");
+    assert!(!stored_live(&app, node.id).await);
+    assert!(!publicly_shown(&app, "step-sched", "Scheduled").await);
+}
+
+#[tokio::test]
+async fn the_jobs_mark_a_due_post_live_before_anyone_reads_it_and_only_once() {
+    let app = spawn_app().await;
+    let clock = app.db.clock();
+    let at = DateTime::from_millis(app.db.now().timestamp_millis() + 60_000);
+    let due = add_node(
+        &app,
+        "blog",
+        "step-job",
+        "By the job",
+        entry("."),
+        Some(at),
+        &["steps"],
+    )
+    .await;
+    let far = add_node(
+        &app,
+        "blog",
+        "step-far",
+        "Far off",
+        entry("."),
+        Some(days_from_now(3)),
+        &[],
+    )
+    .await;
+    let draft = add_node(&app, "blog", "step-draft", "Draft", entry("."), None, &[]).await;
+    assert_eq!(model::go_live_due(&app.db).await.expect("job"), 0);
+    clock.step_forward(std::time::Duration::from_secs(120));
+    assert_eq!(model::go_live_due(&app.db).await.expect("job"), 1);
+    assert_eq!(model::go_live_due(&app.db).await.expect("job again"), 0);
+    assert!(stored_live(&app, due.id).await);
+    assert!(!stored_live(&app, far.id).await);
+    assert!(!stored_live(&app, draft.id).await);
+    clock.step_back(HOUR);
+    assert!(publicly_shown(&app, "step-job", "By the job").await);
+}
+
+#[tokio::test]
+async fn nodes_stored_before_the_live_flag_are_shown_by_their_date_and_marked_live_once() {
+    let app = spawn_app().await;
+    let nodes = app.db.collection::<bson::Document>(model::COLLECTION);
+    let old = add_node(
+        &app,
+        "blog",
+        "legacy-old",
+        "Legacy old",
+        entry("."),
+        Some(days_from_now(-2)),
+        &["steps"],
+    )
+    .await;
+    let soon = add_node(
+        &app,
+        "blog",
+        "legacy-soon",
+        "Legacy soon",
+        entry("."),
+        Some(days_from_now(1)),
+        &[],
+    )
+    .await;
+    let draft = add_node(
+        &app,
+        "blog",
+        "legacy-draft",
+        "Legacy draft",
+        entry("."),
+        None,
+        &[],
+    )
+    .await;
+    // As a release before `metadata.live` stored them.
+    let ours = [old.id, soon.id, draft.id];
+    let forget_live = || async {
+        nodes
+            .update_many(
+                doc! { "_id": { "$in": ours.to_vec() } },
+                doc! { "$unset": { "metadata.live": "" } },
+            )
+            .await
+            .expect("unset");
+    };
+    forget_live().await;
+    // Start-up's pass marks the one published in the past, and only it.
+    assert_eq!(model::go_live_due(&app.db).await.expect("migration"), 1);
+    assert!(stored_live(&app, old.id).await);
+    for id in [soon.id, draft.id] {
+        let raw = nodes.find_one(doc! { "_id": id }).await.unwrap().unwrap();
+        assert!(raw.get_document("metadata").unwrap().get("live").is_none());
+    }
+    assert_eq!(model::go_live_due(&app.db).await.expect("again"), 0);
+    // Before that pass ran, readers see them by their date; the read marks what it showed.
+    forget_live().await;
+    assert!(publicly_shown(&app, "legacy-old", "Legacy old").await);
+    assert_eq!(
+        app.get("/blog/legacy-soon").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert!(stored_live(&app, old.id).await);
+    app.db.clock().step_back(3 * 24 * HOUR);
+    assert!(publicly_shown(&app, "legacy-old", "Legacy old").await);
+}
+
 #[tokio::test]
 async fn unknown_sections_and_slugs_are_not_found() {
     let app = spawn_app().await;
@@ -574,11 +772,15 @@ async fn every_content_query_uses_an_index() {
     let db = &app.db;
     let now = DateTime::now();
     let c = model::COLLECTION;
+    let visible = |mut filter: bson::Document| {
+        filter.extend(model::visible_at(now));
+        filter
+    };
     assert_uses_index(
         db,
         "a node by section and slug",
         c,
-        doc! { "metadata.section": "blog", "metadata.slug": "three-futures", "metadata.published": { "$lte": now } },
+        visible(doc! { "metadata.section": "blog", "metadata.slug": "three-futures" }),
         doc! {},
     )
     .await;
@@ -586,7 +788,7 @@ async fn every_content_query_uses_an_index() {
         db,
         "a section's list and feed",
         c,
-        doc! { "metadata.section": "blog", "metadata.published": { "$lte": now } },
+        visible(doc! { "metadata.section": "blog" }),
         doc! { "metadata.published": -1 },
     )
     .await;
@@ -594,10 +796,11 @@ async fn every_content_query_uses_an_index() {
         db,
         "a tag page's nodes",
         c,
-        doc! { "metadata.tags": "jazz", "metadata.published": { "$lte": now } },
+        visible(doc! { "metadata.tags": "jazz" }),
         doc! { "metadata.published": -1 },
     )
     .await;
+    assert_uses_index(db, "due scheduled nodes", c, model::due_query(now), doc! {}).await;
     assert_uses_index(
         db,
         "a tag page's products",

@@ -481,7 +481,7 @@ pub async fn create(
     let form = Submitted(form.into_inner());
     let errors = match parse_node(section, kind, &form) {
         Ok(input) => {
-            let published = (form.get("publish") == "1").then(DateTime::now);
+            let published = (form.get("publish") == "1").then(|| state.db.now());
             match model::create(&state.db, input, published, Vec::new()).await {
                 Ok(node) => {
                     flash::push(
@@ -652,15 +652,16 @@ pub async fn publish(
     let node = load(&state, &id).await?;
     let session = req.get_session();
     let at = form.get("at").map_or("", |s| s.trim());
+    let now = state.db.now();
     let when = if at.is_empty() {
-        Some(DateTime::now())
+        Some(now)
     } else {
         parse_datetime(at)
     };
     match when {
         Some(when) => {
             model::set_published(&state.db, node.id, Some(when)).await?;
-            let message = if when.timestamp_millis() > DateTime::now().timestamp_millis() {
+            let message = if when > now {
                 format!(
                     "Scheduled for {} UTC.",
                     when.to_chrono().format("%Y-%m-%d %H:%M")

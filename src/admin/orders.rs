@@ -1,4 +1,4 @@
-//! Admin orders: the list (newest first; sortable, filtered by status, searched by number,
+//! Admin orders: the list (newest first by number; sortable, filtered by status, searched by number,
 //! email or name), and each order's detail page with "mark shipped" and "cancel" (a cancel,
 //! confirmed first, puts the units back on sale).
 
@@ -17,11 +17,13 @@ use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};
 use crate::web::see_other;
 
-/// Sort keys of the orders list (number and placed are indexed).
+/// Sort keys of the orders list (number and placed are indexed). "Placed" sorts by number: the
+/// counter hands numbers out in placing order, while `created` is the clock's reading and goes
+/// backwards when the clock is stepped back, which would list a newer order below older ones.
 const SORTS: &[SortKey] = &[
     SortKey {
         key: "placed",
-        field: "created",
+        field: "number",
     },
     SortKey {
         key: "number",

@@ -3,8 +3,6 @@
 //! atomic single-document update; "matched 0" means its precondition failed, and a step that
 //! cannot complete undoes the step before it.
 
-use bson::DateTime;
-
 use crate::cart::{self, store, CartError, CartLimits, CartLine, CartStatus, MAX_LINE_QTY};
 use crate::catalog::products;
 use crate::db::{Db, DbError};
@@ -165,7 +163,7 @@ pub async fn remove_item(db: &Db, cart_id: &str, sku: &str) -> Result<(), CartEr
 /// A new line: (1) push it onto the active cart unless the SKU is already there, (2) reserve the
 /// stock on the product if enough is available, else (3) pull the line again.
 async fn add_line(db: &Db, cart_id: &str, line: CartLine) -> Result<(), Attempt> {
-    let now = DateTime::now();
+    let now = db.now();
     if !store::push_line(db, cart_id, &line, now).await? {
         // Another session added the same SKU, or the cart stopped being active.
         return Err(Attempt::Raced);
@@ -181,7 +179,7 @@ async fn add_line(db: &Db, cart_id: &str, line: CartLine) -> Result<(), Attempt>
 /// still holds what was read, (2) adjust the reservation by the same delta, else (3) undo (1).
 async fn change_line(db: &Db, cart_id: &str, line: &CartLine, wanted: i64) -> Result<(), Attempt> {
     let delta = wanted - line.qty;
-    let now = DateTime::now();
+    let now = db.now();
     if !store::change_line(db, cart_id, &line.sku, line.qty, delta, now).await? {
         return Err(Attempt::Raced);
     }

@@ -27,7 +27,7 @@ fn carts(db: &Db) -> mongodb::Collection<Document> {
 
 /// Start an empty active cart.
 pub async fn create(db: &Db) -> Result<Cart, DbError> {
-    let now = DateTime::now();
+    let now = db.now();
     let cart = Cart {
         id: new_cart_id(),
         status: CartStatus::Active,
@@ -122,7 +122,7 @@ pub async fn remove_line(db: &Db, cart_id: &str, sku: &str, seen: i64) -> Result
             },
             doc! {
                 "$pull": { "items": { "sku": sku } },
-                "$set": { "last_modified": DateTime::now() },
+                "$set": { "last_modified": db.now() },
             },
         )
         .await?;
@@ -193,7 +193,7 @@ pub async fn lock_for_checkout(db: &Db, cart_id: &str) -> Result<Option<Cart>, D
                 "items.0": { "$exists": true },
             },
             doc! { "$set": {
-                "status": CartStatus::Pending.as_str(), "last_modified": DateTime::now(),
+                "status": CartStatus::Pending.as_str(), "last_modified": db.now(),
             } },
         )
         .return_document(mongodb::options::ReturnDocument::After)
@@ -206,7 +206,7 @@ pub async fn unlock(db: &Db, cart_id: &str) -> Result<(), DbError> {
         .update_one(
             doc! { "_id": cart_id, "status": CartStatus::Pending.as_str() },
             doc! { "$set": {
-                "status": CartStatus::Active.as_str(), "last_modified": DateTime::now(),
+                "status": CartStatus::Active.as_str(), "last_modified": db.now(),
             } },
         )
         .await?;
@@ -222,7 +222,7 @@ pub async fn hand_back(db: &Db, cart: &Cart) -> Result<(), DbError> {
                 "last_modified": cart.last_modified,
             },
             doc! { "$set": {
-                "status": CartStatus::Active.as_str(), "last_modified": DateTime::now(),
+                "status": CartStatus::Active.as_str(), "last_modified": db.now(),
             } },
         )
         .await?;
@@ -237,7 +237,7 @@ pub async fn complete(db: &Db, cart_id: &str) -> Result<(), DbError> {
         .update_one(
             doc! { "_id": cart_id, "status": { "$in": paid.as_slice() } },
             doc! { "$set": {
-                "status": CartStatus::Complete.as_str(), "last_modified": DateTime::now(),
+                "status": CartStatus::Complete.as_str(), "last_modified": db.now(),
             } },
         )
         .await?;
@@ -283,7 +283,7 @@ pub async fn mark_expired(db: &Db, cart_id: &str) -> Result<u64, DbError> {
         .update_one(
             doc! { "_id": cart_id, "status": CartStatus::Expiring.as_str() },
             doc! { "$set": {
-                "status": CartStatus::Expired.as_str(), "last_modified": DateTime::now(),
+                "status": CartStatus::Expired.as_str(), "last_modified": db.now(),
             } },
         )
         .await?;
@@ -300,4 +300,23 @@ pub fn expired_before_query(before: DateTime) -> Document {
 pub async fn delete_expired_before(db: &Db, before: DateTime) -> Result<u64, DbError> {
     let deleted = carts(db).delete_many(expired_before_query(before)).await?;
     Ok(deleted.deleted_count)
+}
+
+/// The filter of [`bound_future_stamps`], for `explain` in tests: carts of any status last
+/// modified after `limit`.
+pub fn modified_after_query(limit: DateTime) -> Document {
+    let statuses: Vec<&str> = CartStatus::ALL.iter().map(CartStatus::as_str).collect();
+    doc! { "status": { "$in": statuses }, "last_modified": { "$gt": limit } }
+}
+
+/// Give every cart last modified after `limit` the stamp `now` (see `jobs::bound_future_stamps`:
+/// such stamps were written before the clock stepped back). Returns how many changed.
+pub async fn bound_future_stamps(db: &Db, limit: DateTime, now: DateTime) -> Result<u64, DbError> {
+    let changed = carts(db)
+        .update_many(
+            modified_after_query(limit),
+            doc! { "$set": { "last_modified": now } },
+        )
+        .await?;
+    Ok(changed.modified_count)
 }

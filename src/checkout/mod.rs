@@ -418,7 +418,7 @@ pub async fn recover_stuck_checkouts_as(
     older_than: Duration,
     owner: &str,
 ) -> Result<RecoveryReport, CartError> {
-    let cutoff = crate::db::cutoff(older_than);
+    let cutoff = crate::db::cutoff(db.now(), older_than);
     let mut report = RecoveryReport::default();
     for attempt in payments::unfinished_before(db, cutoff).await? {
         match settle(db, gateway, &attempt, owner).await {

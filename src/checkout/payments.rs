@@ -174,7 +174,7 @@ pub async fn claim(
     owner: &str,
     claim_for: std::time::Duration,
 ) -> Result<Option<PaymentRecord>, DbError> {
-    let now = DateTime::now();
+    let now = db.now();
     let until = DateTime::from_millis(
         now.timestamp_millis()
             .saturating_add(i64::try_from(claim_for.as_millis()).unwrap_or(i64::MAX / 2)),
@@ -211,6 +211,28 @@ pub fn unfinished_query(before: DateTime) -> Document {
         "state": { "$in": [PaymentState::Started.as_str(), PaymentState::Charged.as_str()] },
         "updated": { "$lt": before },
     }
+}
+
+/// The filter of [`bound_future_stamps`], for `explain` in tests: unfinished attempts last
+/// touched after `limit`.
+pub fn touched_after_query(limit: DateTime) -> Document {
+    doc! {
+        "state": { "$in": [PaymentState::Started.as_str(), PaymentState::Charged.as_str()] },
+        "updated": { "$gt": limit },
+    }
+}
+
+/// Give every unfinished attempt last touched after `limit` the stamp `now` (see
+/// `jobs::bound_future_stamps`), so recovery's "interrupted this long ago" counts from now
+/// rather than from a time the clock has not reached again. Returns how many changed.
+pub async fn bound_future_stamps(db: &Db, limit: DateTime, now: DateTime) -> Result<u64, DbError> {
+    let changed = collection(db)
+        .update_many(
+            touched_after_query(limit),
+            doc! { "$set": { "updated": now } },
+        )
+        .await?;
+    Ok(changed.modified_count)
 }
 
 /// Attempts started or charged but not ordered, last touched before `before`.

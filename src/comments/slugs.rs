@@ -1,6 +1,10 @@
 //! Comment slugs: a short random part per level (`34db/8bda`), the timed form that orders a
 //! thread (`2026.11.21.10.00.00.000:34db/…`), and the shape check a permalink must pass before any
 //! query is built from it.
+//!
+//! A stamp never goes backwards among siblings ([`next_stamp`]): it is the later of now and the
+//! latest sibling's stamp plus a millisecond, so a thread stays in posting order when the clock
+//! steps back or app instances' clocks disagree.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Mutex, OnceLock};
@@ -37,6 +41,37 @@ pub fn stamp(posted: DateTime) -> String {
         .to_chrono()
         .format("%Y.%m.%d.%H.%M.%S%.3f")
         .to_string()
+}
+
+/// The stamp format of [`stamp`], for reading one back.
+const STAMP_FORMAT: &str = "%Y.%m.%d.%H.%M.%S%.3f";
+
+/// The time a stamp written by [`stamp`] stands for; `None` for anything else.
+pub fn parse_stamp(stamp: &str) -> Option<DateTime> {
+    let naive = chrono::NaiveDateTime::parse_from_str(stamp, STAMP_FORMAT).ok()?;
+    Some(DateTime::from_chrono(naive.and_utc()))
+}
+
+/// The stamp of the first level of `timed` (`stamp:part/stamp:part…`, a full slug or what
+/// follows a parent's full slug): the time that orders that comment among its siblings.
+pub fn leading_stamp(timed: &str) -> Option<DateTime> {
+    let first = timed.split('/').next()?;
+    let (stamp, _part) = first.split_once(':')?;
+    parse_stamp(stamp)
+}
+
+/// The stamp for a comment posted at `now` whose latest sibling is stamped `latest`: `now`, or
+/// a millisecond after the sibling when the clock reads earlier than that (a step back, or an
+/// instance whose clock runs behind another's). Two posts reading the same sibling at once may
+/// get the same stamp; their random parts then order them, as for any two posts in one
+/// millisecond.
+pub fn next_stamp(now: DateTime, latest: Option<DateTime>) -> DateTime {
+    match latest {
+        Some(latest) if latest.timestamp_millis() >= now.timestamp_millis() => {
+            DateTime::from_millis(latest.timestamp_millis().saturating_add(1))
+        }
+        _ => now,
+    }
 }
 
 /// True when `slug` is a well-formed permalink: parts of four lowercase hex digits joined by
@@ -122,6 +157,45 @@ mod tests {
         for _ in 0..100 {
             assert!(is_valid(&random_part()));
         }
+    }
+
+    #[test]
+    fn a_stamp_reads_back_as_its_time_and_anything_else_as_none() {
+        let t = DateTime::from_millis(1_700_000_000_007);
+        assert_eq!(parse_stamp(&stamp(t)), Some(t));
+        assert_eq!(
+            leading_stamp(&format!("{}:34db/{}:8bda", stamp(t), stamp(DateTime::MIN))),
+            Some(t)
+        );
+        for bad in [
+            "",
+            "34db",
+            "2023.11.14:34db",
+            "x:y",
+            "2023.13.14.22.13.20.000:34db",
+        ] {
+            assert_eq!(leading_stamp(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_stamp_follows_its_latest_sibling_when_the_clock_reads_earlier() {
+        let now = DateTime::from_millis(1_700_000_000_000);
+        assert_eq!(next_stamp(now, None), now);
+        let earlier = DateTime::from_millis(now.timestamp_millis() - 5);
+        assert_eq!(next_stamp(now, Some(earlier)), now);
+        // The clock stepped back an hour after the sibling was posted.
+        let later = DateTime::from_millis(now.timestamp_millis() + 3_600_000);
+        assert_eq!(
+            next_stamp(now, Some(later)).timestamp_millis(),
+            later.timestamp_millis() + 1
+        );
+        // Same millisecond as the sibling: still after it.
+        assert_eq!(
+            next_stamp(now, Some(now)).timestamp_millis(),
+            now.timestamp_millis() + 1
+        );
+        assert!(stamp(next_stamp(now, Some(later))) > stamp(later));
     }
 
     #[test]

@@ -95,9 +95,54 @@ pub async fn adjust_count_by_id(
     Ok(())
 }
 
+/// The filter and sort that find the last comment in thread order among `parent`'s replies (the
+/// discussion's top-level comments without a parent) and their sub-threads, whose full slug
+/// leads with the latest sibling's stamp. Served by the `discussion_id, full_slug` index walked
+/// backwards; for `explain` in tests.
+pub fn last_sibling_query(
+    discussion_id: ObjectId,
+    parent: Option<&Comment>,
+) -> (Document, Document) {
+    let filter = match parent {
+        Some(p) => below(discussion_id, &p.full_slug),
+        None => doc! { "discussion_id": discussion_id },
+    };
+    (filter, doc! { "full_slug": -1 })
+}
+
+/// When the latest of the comments a new one would sit beside was stamped (see
+/// [`last_sibling_query`]); `None` for the first, or for a full slug that does not parse.
+async fn latest_sibling_stamp(
+    db: &Db,
+    discussion_id: ObjectId,
+    parent: Option<&Comment>,
+) -> Result<Option<DateTime>, DbError> {
+    let (filter, sort) = last_sibling_query(discussion_id, parent);
+    let last = db
+        .collection::<Document>(COLLECTION)
+        .find_one(filter)
+        .sort(sort)
+        .projection(doc! { "_id": 0, "full_slug": 1 })
+        .await?;
+    let Some(full_slug) = last.as_ref().and_then(|d| d.get_str("full_slug").ok()) else {
+        return Ok(None);
+    };
+    let own_levels = match parent {
+        Some(p) => full_slug
+            .strip_prefix(p.full_slug.as_str())
+            .and_then(|rest| rest.strip_prefix('/')),
+        None => Some(full_slug),
+    };
+    Ok(own_levels.and_then(slugs::leading_stamp))
+}
+
 /// Store a comment (a reply when `parent` is given) and count it. A reply's slug and full slug
 /// extend its parent's. When another comment took the same slug (unique index, error 11000)
 /// the post retries with a new random part, so no comment is lost to a collision.
+///
+/// The full slug's stamp is [`slugs::next_stamp`] of now and the latest sibling's stamp, read
+/// just before the insert: thread order is posting order even after the clock stepped back.
+/// `posted` keeps the clock's reading (what the page shows as the time).
 pub async fn post(
     db: &Db,
     discussion: &Discussion,
@@ -107,8 +152,9 @@ pub async fn post(
 ) -> Result<Comment, PostError> {
     for _ in 0..POST_ATTEMPTS {
         let part = slugs::next_part(discussion.id);
-        let posted = DateTime::now();
-        let timed = format!("{}:{part}", slugs::stamp(posted));
+        let posted = db.now();
+        let latest = latest_sibling_stamp(db, discussion.id, parent).await?;
+        let timed = format!("{}:{part}", slugs::stamp(slugs::next_stamp(posted, latest)));
         let (slug, full_slug) = match parent {
             Some(p) => (
                 format!("{}/{part}", p.slug),

@@ -1,9 +1,14 @@
 //! The `nodes` collection: every piece of content (pages, blog entries, photos, videos,
 //! quotes, links) is one document, its common fields under `metadata` and the type's own
 //! fields in `metadata.detail`. Sections group nodes under a URL (`/{section}/{slug}`).
+//!
+//! Publication is recorded, not recomputed: a node published now, or a scheduled node whose
+//! time came, carries `metadata.live: true`, and readers see every live node whatever the clock
+//! says later. Comparing `published` with the current time on every request instead would hide
+//! a post for as long as the server's clock is stepped back (see docs/invariants.md).
 
 use bson::oid::ObjectId;
-use bson::{doc, DateTime, Document};
+use bson::{doc, Bson, DateTime, Document};
 use futures::TryStreamExt;
 use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
@@ -196,6 +201,12 @@ pub struct Metadata {
     pub updated: DateTime,
     /// `None`: a draft. A date in the future: scheduled.
     pub published: Option<DateTime>,
+    /// Readers have been (or may be) shown this node: set by "publish now" and by
+    /// [`go_live_due`] (the jobs, start-up, and any read that shows a due node), cleared by
+    /// unpublishing or rescheduling. Once set, a step of the clock cannot hide the node. Missing
+    /// on nodes stored before the flag existed: read as `false`, and set at start-up.
+    #[serde(default)]
+    pub live: bool,
     pub author: Author,
     #[serde(default)]
     pub tags: Vec<String>,
@@ -242,10 +253,14 @@ impl Node {
         self.metadata.kind.as_str()
     }
 
+    /// Whether readers see it: live, or scheduled for a time that has come (the jobs will mark
+    /// it live).
     pub fn is_published(&self) -> bool {
-        self.metadata
-            .published
-            .is_some_and(|p| p.timestamp_millis() <= DateTime::now().timestamp_millis())
+        self.metadata.live
+            || self
+                .metadata
+                .published
+                .is_some_and(|p| p.timestamp_millis() <= DateTime::now().timestamp_millis())
     }
 
     /// "draft", "scheduled" or "published", for admin lists.
@@ -356,6 +371,16 @@ pub fn indexes() -> Vec<IndexModel> {
                     .build(),
             )
             .build(),
+        // Scheduled nodes whose time came, for [`go_live_due`]: not live (false or missing,
+        // which indexes as null), by publication time.
+        IndexModel::builder()
+            .keys(doc! { "metadata.live": 1, "metadata.published": 1 })
+            .options(
+                IndexOptions::builder()
+                    .name("live_published".to_string())
+                    .build(),
+            )
+            .build(),
         // Section lists and feeds, newest first.
         IndexModel::builder()
             .keys(doc! { "metadata.section": 1, "metadata.published": -1 })
@@ -402,19 +427,75 @@ pub struct NodeInput {
     pub detail: Detail,
 }
 
-/// The filter a public visitor may see: published, and not in the future.
-pub fn visible_now() -> Document {
-    doc! { "$lte": DateTime::now() }
+/// The nodes a public visitor may see at `now`: every live node, and every scheduled one whose
+/// time has come but that [`go_live_due`] has not marked yet (and nodes stored before the flag,
+/// whose `published` is in the past). Drafts (`published: null`) match neither. Merge it into a
+/// filter that bounds an index by its other fields (section, slug, tag).
+pub fn visible_at(now: DateTime) -> Document {
+    doc! { "$or": [
+        { "metadata.live": true },
+        { "metadata.published": { "$lte": now } },
+    ] }
 }
 
-/// Create a node (a draft unless `published` is given) with a fresh nonce.
+/// `filter` narrowed to what a visitor may see at `now` ([`visible_at`]).
+fn visible(mut filter: Document, now: DateTime) -> Document {
+    filter.extend(visible_at(now));
+    filter
+}
+
+/// Nodes due to go live at `now`: not live (false, or missing on nodes stored before the flag)
+/// and published at or before `now`. Served by the `live_published` index.
+pub fn due_query(now: DateTime) -> Document {
+    doc! {
+        "metadata.live": { "$in": [false, Bson::Null] },
+        "metadata.published": { "$lte": now },
+    }
+}
+
+/// Mark live every node whose publication time has come: the background jobs run it, start-up
+/// runs it (which also migrates nodes stored before the flag existed), and so does any read that
+/// showed a node not yet marked. Idempotent, and safe for several instances at once: each update
+/// re-checks the filter, so a node unpublished or rescheduled meanwhile is left alone. Returns
+/// how many nodes went live.
+pub async fn go_live_due(db: &Db) -> Result<u64, DbError> {
+    let result = collection(db)
+        .update_many(
+            due_query(db.now()),
+            doc! { "$set": { "metadata.live": true } },
+        )
+        .await?;
+    Ok(result.modified_count)
+}
+
+/// Readers were just shown `nodes`: mark live any of them that is not yet, so that they stay
+/// shown even if the clock steps back before the jobs run. A no-op (no write) when all are live.
+async fn keep_shown(db: &Db, nodes: &[Node]) -> Result<(), DbError> {
+    let ids: Vec<ObjectId> = nodes
+        .iter()
+        .filter(|n| !n.metadata.live)
+        .map(|n| n.id)
+        .collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let mut filter = due_query(db.now());
+    filter.insert("_id", doc! { "$in": ids });
+    collection(db)
+        .update_many(filter, doc! { "$set": { "metadata.live": true } })
+        .await?;
+    Ok(())
+}
+
+/// Create a node (a draft unless `published` is given) with a fresh nonce; live when
+/// `published` is not in the future.
 pub async fn create(
     db: &Db,
     input: NodeInput,
     published: Option<DateTime>,
     tags: Vec<String>,
 ) -> Result<Node, ContentError> {
-    let now = DateTime::now();
+    let now = db.now();
     let detail = input
         .detail
         .to_document()
@@ -429,6 +510,7 @@ pub async fn create(
             created: now,
             updated: now,
             published,
+            live: published.is_some_and(|p| p <= now),
             author: Author { name: input.author },
             tags,
             nonce: ObjectId::new(),
@@ -451,13 +533,12 @@ pub async fn published_by_slug(
     section: &str,
     slug: &str,
 ) -> Result<Option<Node>, DbError> {
-    Ok(collection(db)
-        .find_one(doc! {
-            "metadata.section": section,
-            "metadata.slug": slug,
-            "metadata.published": visible_now(),
-        })
-        .await?)
+    let filter = doc! { "metadata.section": section, "metadata.slug": slug };
+    let node = collection(db).find_one(visible(filter, db.now())).await?;
+    if let Some(node) = &node {
+        keep_shown(db, std::slice::from_ref(node)).await?;
+    }
+    Ok(node)
 }
 
 /// One page of a section's published nodes, newest first, and how many there are.
@@ -467,9 +548,9 @@ pub async fn published_page(
     skip: u64,
     limit: i64,
 ) -> Result<(Vec<Node>, u64), DbError> {
-    let filter = doc! { "metadata.section": section, "metadata.published": visible_now() };
+    let filter = visible(doc! { "metadata.section": section }, db.now());
     let total = collection(db).count_documents(filter.clone()).await?;
-    let nodes = collection(db)
+    let nodes: Vec<Node> = collection(db)
         .find(filter)
         .sort(doc! { "metadata.published": -1 })
         .skip(skip)
@@ -477,18 +558,21 @@ pub async fn published_page(
         .await?
         .try_collect()
         .await?;
+    keep_shown(db, &nodes).await?;
     Ok((nodes, total))
 }
 
 /// Published nodes carrying `tag`, newest first.
 pub async fn published_with_tag(db: &Db, tag: &str, limit: i64) -> Result<Vec<Node>, DbError> {
-    Ok(collection(db)
-        .find(doc! { "metadata.tags": tag, "metadata.published": visible_now() })
+    let nodes: Vec<Node> = collection(db)
+        .find(visible(doc! { "metadata.tags": tag }, db.now()))
         .sort(doc! { "metadata.published": -1 })
         .limit(limit)
         .await?
         .try_collect()
-        .await?)
+        .await?;
+    keep_shown(db, &nodes).await?;
+    Ok(nodes)
 }
 
 /// Save an edit under the nonce the form was loaded with: one update that only matches while
@@ -509,7 +593,7 @@ pub async fn save_with_nonce(
         "metadata.slug": &input.slug,
         "metadata.title": &input.title,
         "metadata.author.name": &input.author,
-        "metadata.updated": DateTime::now(),
+        "metadata.updated": db.now(),
         "metadata.nonce": ObjectId::new(),
     };
     match &input.detail {
@@ -529,13 +613,20 @@ pub async fn save_with_nonce(
     Ok(result.matched_count == 1)
 }
 
-/// Publish at `when` (now or later) or unpublish (`None`). Needs no nonce: it changes nothing
-/// an edit form holds.
+/// Publish at `when` (now or later) or unpublish (`None`). A time not after now makes the node
+/// live at once; a later one (rescheduling a live node too) or none takes it off the site until
+/// [`go_live_due`] finds it due. Needs no nonce: it changes nothing an edit form holds.
 pub async fn set_published(db: &Db, id: ObjectId, when: Option<DateTime>) -> Result<bool, DbError> {
+    let now = db.now();
+    let live = when.is_some_and(|w| w <= now);
     let result = durable(db)
         .update_one(
             doc! { "_id": id },
-            doc! { "$set": { "metadata.published": when, "metadata.updated": DateTime::now() } },
+            doc! { "$set": {
+                "metadata.published": when,
+                "metadata.live": live,
+                "metadata.updated": now,
+            } },
         )
         .await?;
     Ok(result.matched_count == 1)

@@ -61,9 +61,10 @@ pub struct Lease {
     pub expires: DateTime,
 }
 
-fn after(ttl: Duration) -> DateTime {
+/// `ttl` from now on `db`'s clock.
+fn after(db: &Db, ttl: Duration) -> DateTime {
     let millis = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX / 2);
-    DateTime::from_millis(DateTime::now().timestamp_millis().saturating_add(millis))
+    DateTime::from_millis(db.now().timestamp_millis().saturating_add(millis))
 }
 
 /// Take the lease `name` for `ttl` as `owner`: `Some` when it was free, expired, or already
@@ -75,13 +76,13 @@ pub async fn try_take(
     owner: &str,
     ttl: Duration,
 ) -> Result<Option<Lease>, DbError> {
-    let now = DateTime::now();
+    let now = db.now();
     let filter = doc! {
         "_id": name,
         "$or": [ { "owner": owner }, { "expires": { "$lte": now } } ],
     };
     let update = doc! {
-        "$set": { "owner": owner, "expires": after(ttl) },
+        "$set": { "owner": owner, "expires": after(db, ttl) },
         "$inc": { "fence": 1_i64 },
     };
     let taken = db
@@ -117,7 +118,7 @@ impl Lease {
     /// Extend the lease by `ttl` from now; `false` when it was lost (expired and taken by
     /// another holder), in which case the caller must stop what it was doing under it.
     pub async fn renew(&mut self, db: &Db, ttl: Duration) -> Result<bool, DbError> {
-        let expires = after(ttl);
+        let expires = after(db, ttl);
         let renewed = db
             .collection::<LeaseDoc>(COLLECTION)
             .update_one(

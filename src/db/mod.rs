@@ -122,15 +122,11 @@ pub fn refuses_writes(e: &mongodb::error::Error) -> bool {
     }
 }
 
-/// The moment `age` ago: anything last touched before it is older than `age` (the background
-/// jobs' "idle for", "left behind for").
-pub fn cutoff(age: Duration) -> bson::DateTime {
-    let millis = i64::try_from(age.as_millis()).unwrap_or(i64::MAX);
-    bson::DateTime::from_millis(
-        bson::DateTime::now()
-            .timestamp_millis()
-            .saturating_sub(millis),
-    )
+/// The moment `age` before `now` (read from [`Db::now`]): anything last touched before it is
+/// older than `age` (the background jobs' "idle for", "left behind for"). Stamps a stepped-back
+/// clock left in the future are the jobs' to bound (see `jobs`, docs/invariants.md).
+pub fn cutoff(now: bson::DateTime, age: Duration) -> bson::DateTime {
+    crate::clock::before(now, age)
 }
 
 /// What kind of store the app runs on (shown on the admin dashboard).
@@ -339,6 +335,17 @@ impl Db {
     /// catalog keeps its cache here, so `db` holds it without knowing the catalog.
     pub fn extension<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
         self.extensions.get_or_default()
+    }
+
+    /// The wall clock this handle's users read, shared by every clone (tests step it).
+    pub fn clock(&self) -> Arc<crate::clock::Clock> {
+        self.extension()
+    }
+
+    /// The current time by [`Db::clock`]: what every stamp and cut-off that a clock step
+    /// could disturb is read from.
+    pub fn now(&self) -> bson::DateTime {
+        self.clock().now()
     }
 
     /// The commands this handle's client has sent (counted only with `log.database_commands`).

@@ -1,7 +1,16 @@
 //! The background jobs, and the scheduler that runs them: cart expiry returns the stock of idle
-//! carts, cleanup repairs reservations a crash left behind, old expired carts are deleted, and
-//! checkouts and cancellations a crash interrupted are finished. Every job is idempotent, so any
+//! carts, cleanup repairs reservations a crash left behind, old expired carts are deleted,
+//! checkouts and cancellations a crash interrupted are finished, and scheduled content whose
+//! time came is marked live. Every job is idempotent, so any
 //! number of app instances may run them at the same time.
+//!
+//! Clock steps: every job measures an age as "stored stamp against now", so a clock stepped
+//! back by an hour would make every record written in the hour before the step look younger by
+//! an hour, and every cut-off would stretch by the step. Each run therefore first rewrites the
+//! stamps it measures that lie more than [`CLOCK_SLACK`] after now to now
+//! ([`bound_future_stamps`]): a record is then at most its configured age plus one run interval
+//! (plus the slack) late, however far the clock stepped. A step forward cannot be told from
+//! time passing and shortens ages by the step; see docs/invariants.md.
 //!
 //! The jobs sit above the areas they tend (cart, checkout, the stock ledger): those areas never
 //! import this module, and the cart and checkout areas do not import each other for it.
@@ -10,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bson::doc;
+use bson::{doc, DateTime};
 use futures::TryStreamExt;
 use serde::Deserialize;
 
@@ -24,6 +33,53 @@ use crate::stock;
 /// The filter of [`delete_expired_carts`], for `explain` in tests.
 pub use crate::cart::store::expired_before_query;
 pub use crate::db::cutoff;
+
+/// How far after now a stored stamp may lie before the jobs take it for one written before the
+/// clock stepped back. It absorbs the ordinary skew between the clocks of several app instances
+/// sharing one database, so their stamps are not rewritten all the time; rewriting one anyway
+/// would be harmless (it only makes a record a few seconds younger).
+pub const CLOCK_SLACK: Duration = Duration::from_secs(5);
+
+/// Stamps the jobs found in the future and set to now, by collection.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct StampReport {
+    pub carts: u64,
+    pub reservations: u64,
+    pub payments: u64,
+}
+
+impl StampReport {
+    pub fn total(&self) -> u64 {
+        self.carts + self.reservations + self.payments
+    }
+}
+
+/// Rewrite to now every stamp the jobs measure ages from (carts' `last_modified`, reservations'
+/// `timestamp`, unfinished payment attempts' `updated`) that lies more than [`CLOCK_SLACK`] after
+/// now. Such a stamp was written before the clock stepped back (or by an instance whose clock
+/// runs ahead); left alone it would keep its record young for the size of the step. Idempotent:
+/// a second run finds nothing, and any instance may run it at any time.
+pub async fn bound_future_stamps(db: &Db) -> Result<StampReport, CartError> {
+    let now = db.now();
+    let limit = DateTime::from_millis(
+        now.timestamp_millis()
+            .saturating_add(i64::try_from(CLOCK_SLACK.as_millis()).unwrap_or(i64::MAX)),
+    );
+    let report = StampReport {
+        carts: store::bound_future_stamps(db, limit, now).await?,
+        reservations: stock::bound_future_stamps(db, limit, now).await?,
+        payments: crate::checkout::payments::bound_future_stamps(db, limit, now).await?,
+    };
+    if report.total() > 0 {
+        tracing::warn!(
+            carts = report.carts,
+            reservations = report.reservations,
+            payments = report.payments,
+            "found stamps later than now (the clock stepped back?); counting their age from now"
+        );
+    }
+    Ok(report)
+}
 
 /// What one expiry run did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -51,7 +107,8 @@ pub struct CleanupReport {
 /// crashed half-way is finished by the next; returning a reservation twice is impossible because
 /// the first return removes the entry the second would match.
 pub async fn expire_idle_carts(db: &Db, idle_for: Duration) -> Result<ExpiryReport, CartError> {
-    store::start_expiring_idle(db, cutoff(idle_for)).await?;
+    bound_future_stamps(db).await?;
+    store::start_expiring_idle(db, cutoff(db.now(), idle_for)).await?;
     let expiring = store::expiring(db).await?;
     let mut report = ExpiryReport::default();
     for c in expiring {
@@ -76,7 +133,8 @@ pub async fn expire_idle_carts(db: &Db, idle_for: Duration) -> Result<ExpiryRepo
 /// they expired, so nothing refers to them any more; without this every abandoned visit would
 /// leave a document behind for good. Returns how many were deleted.
 pub async fn delete_expired_carts(db: &Db, retention: Duration) -> Result<u64, CartError> {
-    let deleted = store::delete_expired_before(db, cutoff(retention)).await?;
+    bound_future_stamps(db).await?;
+    let deleted = store::delete_expired_before(db, cutoff(db.now(), retention)).await?;
     if deleted > 0 {
         tracing::info!(carts = deleted, "deleted long-expired carts");
     }
@@ -97,7 +155,8 @@ pub async fn clean_up_reservations(
     db: &Db,
     older_than: Duration,
 ) -> Result<CleanupReport, CartError> {
-    let before = cutoff(older_than);
+    bound_future_stamps(db).await?;
+    let before = cutoff(db.now(), older_than);
     let stale: Vec<Reservations> = db
         .collection::<Reservations>(products::COLLECTION)
         .find(doc! { "carted.timestamp": { "$lt": before } })
@@ -151,6 +210,17 @@ pub async fn clean_up_reservations(
     Ok(report)
 }
 
+/// [`crate::checkout::recover_stuck_checkouts`] after [`bound_future_stamps`], so a checkout
+/// interrupted just before the clock stepped back is recovered on time.
+pub async fn recover_stuck_checkouts(
+    db: &Db,
+    gateway: &dyn PaymentGateway,
+    older_than: Duration,
+) -> Result<crate::checkout::RecoveryReport, CartError> {
+    bound_future_stamps(db).await?;
+    crate::checkout::recover_stuck_checkouts(db, gateway, older_than).await
+}
+
 /// Run expiry, cleanup and the recovery of interrupted checkouts (asking `gateway` what it
 /// charged) every `settings.jobs_every` until the returned task is aborted. `None` when the jobs
 /// are turned off.
@@ -178,14 +248,22 @@ pub fn spawn(
             }
             // A checkout takes seconds; one pending this long was interrupted by a crash.
             let stuck_after = settings.recover_checkout_after;
-            match crate::checkout::recover_stuck_checkouts(&db, gateway.as_ref(), stuck_after).await
-            {
+            match recover_stuck_checkouts(&db, gateway.as_ref(), stuck_after).await {
                 Ok(report) if report.total() > 0 => {
                     tracing::warn!(?report, "recovered checkouts interrupted by a crash");
                 }
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!(error = %e, "checkout recovery failed; retrying on the next run");
+                }
+            }
+            // Scheduled posts whose time came go live once, recorded, so a later step of the
+            // clock cannot take them off the site again.
+            match crate::content::model::go_live_due(&db).await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(nodes = n, "scheduled content went live"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "publishing due content failed; retrying later")
                 }
             }
             if let Err(e) = crate::checkout::orders::resume_restocking(&db).await {

@@ -43,10 +43,13 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
 
 /// Indexes no query uses any more: `(collection, index name)`, dropped by [`ensure_indexes`].
 pub fn retired_indexes() -> Vec<(&'static str, &'static str)> {
-    catalog::products::RETIRED_INDEXES
+    let products = catalog::products::RETIRED_INDEXES
         .iter()
-        .map(|name| (catalog::products::COLLECTION, *name))
-        .collect()
+        .map(|name| (catalog::products::COLLECTION, *name));
+    let orders = crate::checkout::orders::RETIRED_INDEXES
+        .iter()
+        .map(|name| (crate::checkout::orders::COLLECTION, *name));
+    products.chain(orders).collect()
 }
 
 /// Create every index in [`index_plan`] and drop the [`retired_indexes`] still there; safe to
