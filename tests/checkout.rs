@@ -712,14 +712,11 @@ async fn recovery_hands_back_a_cart_whose_card_was_never_charged() {
     app.stop().await;
 }
 
-#[tokio::test]
-async fn a_charge_whose_cart_expired_before_recovery_is_refunded_not_kept() {
-    use bazaar::checkout::payments::PaymentState;
-    let app = spawn_app().await;
-    product_with_stock(&app.db, "lapsed", 6).await;
-    let shopper = Shopper::new(&app).await;
-    let cart_id = interrupted_checkout(&app, &shopper, "lapsed", true).await;
-    // The cart is gone from under the charge (here: expired and its stock returned).
+/// A checkout of `sku` charged just before a crash, whose cart is then gone from under the
+/// charge (expired, its stock returned): recovery can only refund it. Returns the cart id.
+async fn lost_charge(app: &TestApp, sku: &str) -> String {
+    let shopper = Shopper::new(app).await;
+    let cart_id = interrupted_checkout(app, &shopper, sku, true).await;
     cart::collection(&app.db)
         .update_one(
             bson::doc! { "_id": &cart_id },
@@ -727,9 +724,18 @@ async fn a_charge_whose_cart_expired_before_recovery_is_refunded_not_kept() {
         )
         .await
         .expect("expired");
-    bazaar::stock::return_reservation(&app.db, "lapsed", &cart_id)
+    bazaar::stock::return_reservation(&app.db, sku, &cart_id)
         .await
         .expect("returned");
+    cart_id
+}
+
+#[tokio::test]
+async fn a_charge_whose_cart_expired_before_recovery_is_refunded_not_kept() {
+    use bazaar::checkout::payments::PaymentState;
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "lapsed", 6).await;
+    let cart_id = lost_charge(&app, "lapsed").await;
     let report = bazaar::checkout::recover_stuck_checkouts(
         &app.db,
         app.gateway.as_ref(),
@@ -768,15 +774,7 @@ async fn three_instances_recovering_at_once_refund_each_lost_charge_exactly_once
     for n in 0..8 {
         let sku = format!("lost-{n}");
         product_with_stock(&app.db, &sku, 3).await;
-        let shopper = Shopper::new(&app).await;
-        let cart_id = interrupted_checkout(&app, &shopper, &sku, true).await;
-        cart::collection(&app.db)
-            .update_one(
-                bson::doc! { "_id": &cart_id },
-                bson::doc! { "$set": { "status": "expired" } },
-            )
-            .await
-            .expect("expired");
+        let cart_id = lost_charge(&app, &sku).await;
         carts.push(cart_id);
     }
     // Three instances' recovery jobs run over the same attempts at the same moment.
@@ -820,15 +818,7 @@ async fn an_attempt_claimed_by_an_instance_that_died_is_settled_once_its_claim_r
     use bazaar::checkout::payments::{self, PaymentState};
     let app = spawn_app().await;
     product_with_stock(&app.db, "orphaned", 3).await;
-    let shopper = Shopper::new(&app).await;
-    let cart_id = interrupted_checkout(&app, &shopper, "orphaned", true).await;
-    cart::collection(&app.db)
-        .update_one(
-            bson::doc! { "_id": &cart_id },
-            bson::doc! { "$set": { "status": "expired" } },
-        )
-        .await
-        .expect("expired");
+    let cart_id = lost_charge(&app, "orphaned").await;
     // Another instance claimed it and died before settling it.
     let claimed = payments::claim(
         &app.db,

@@ -3,11 +3,10 @@
 //! made has exactly one order or was refunded, and every product's stock still adds up.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bazaar::cart::{self, CartStatus};
@@ -20,6 +19,10 @@ use bazaar::db::Db;
 use bazaar::startup::OpenDatabase;
 use bson::doc;
 use futures::TryStreamExt;
+
+mod common;
+
+use common::process::{self, BazaarProcess};
 
 /// A checkout pending this long after the crash is recovered (seconds); well above how long a
 /// checkout takes here, so recovery never mistakes a live one for a crashed one.
@@ -49,68 +52,26 @@ fn server_env(dir: &Path) -> Vec<(String, String)> {
     .collect()
 }
 
-/// The bazaar binary running as a child process.
+/// The bazaar binary running as a child process on the data directory.
 struct Server {
-    child: Child,
-    address: String,
-    log: Arc<Mutex<Vec<String>>>,
+    process: BazaarProcess,
 }
 
 impl Server {
     fn start(dir: &Path) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_bazaar"))
-            .current_dir(dir)
-            .env_remove("RUST_LOG")
-            .env_remove("BAZAAR_CONFIG")
-            .envs(server_env(dir))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the bazaar binary starts");
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let stderr = child.stderr.take().expect("stderr");
-        let lines = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                lines.lock().expect("log").push(line);
-            }
-        });
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(rest) = line.strip_prefix("Bazaar is running at ") {
-                    let _ = tx.send(rest.trim_end_matches('/').to_string());
-                }
-            }
-        });
-        let address = match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(address) => address,
-            Err(_) => {
-                let _ = child.kill();
-                panic!(
-                    "bazaar did not print its address; its log:\n{}",
-                    log.lock().expect("log").join("\n")
-                );
-            }
-        };
         Server {
-            child,
-            address,
-            log,
+            process: process::launch(dir, server_env(dir)).wait(Duration::from_secs(60)),
         }
     }
 
     /// SIGKILL: no request finishes, nothing is flushed.
     fn kill(mut self) {
-        self.child.kill().expect("SIGKILL sent");
-        self.child.wait().expect("reaped");
+        self.process.kill();
     }
 
     /// SIGTERM, then wait for the store to close.
     fn stop(mut self) {
-        let pid = self.child.id().to_string();
+        let pid = self.process.child.id().to_string();
         let sent = Command::new("kill")
             .args(["-TERM", &pid])
             .status()
@@ -118,16 +79,16 @@ impl Server {
         assert!(sent.success(), "SIGTERM sent");
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
-            if let Some(status) = self.child.try_wait().expect("wait") {
+            if let Some(status) = self.process.child.try_wait().expect("wait") {
                 assert!(
                     status.success(),
                     "bazaar exited with {status}; its log:\n{}",
-                    self.log.lock().expect("log").join("\n")
+                    self.process.log_text()
                 );
                 return;
             }
             if Instant::now() > deadline {
-                let _ = self.child.kill();
+                self.process.kill();
                 panic!("bazaar did not stop on SIGTERM");
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -135,12 +96,11 @@ impl Server {
     }
 
     fn log_lines(&self, containing: &str) -> usize {
-        self.log
-            .lock()
-            .expect("log")
-            .iter()
-            .filter(|l| l.contains(containing))
-            .count()
+        self.process.log_lines(containing)
+    }
+
+    fn address(&self) -> &str {
+        &self.process.address
     }
 }
 
@@ -412,7 +372,7 @@ async fn orders_confirmed_before_a_sigkill_survive_and_every_charge_has_its_orde
         let shoppers: Vec<_> = (0..SHOPPERS)
             .map(|who| {
                 tokio::spawn(shop(
-                    server.address.clone(),
+                    server.address().to_string(),
                     Arc::clone(&catalog),
                     who,
                     Arc::clone(&stop),

@@ -18,13 +18,14 @@ mod common;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
+
 use std::time::{Duration, Instant};
 
 use bazaar::db::{Db, Store};
 use bson::{doc, Document};
 use futures::TryStreamExt;
 
+use common::process::{self, BazaarProcess, Launched};
 use common::shop::{product_with_stock, Shopper};
 
 const USER: &str = "bazaar";
@@ -143,87 +144,41 @@ impl Drop for Database {
     }
 }
 
-/// One `bazaar` process.
+/// One `bazaar` process on the shared database.
 struct Instance {
-    child: Child,
-    address: String,
-    log: Arc<Mutex<Vec<String>>>,
+    process: BazaarProcess,
     _home: tempfile::TempDir,
 }
 
 impl Instance {
-    fn spawn(
-        uri: &str,
-        extra: &[(&str, &str)],
-    ) -> (
-        Child,
-        mpsc::Receiver<String>,
-        Arc<Mutex<Vec<String>>>,
-        tempfile::TempDir,
-    ) {
+    fn launch(uri: &str, extra: &[(&str, &str)]) -> (Launched, tempfile::TempDir) {
         let home = tempfile::tempdir().expect("temp dir");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_bazaar"))
-            .current_dir(home.path())
-            .env_remove("RUST_LOG")
-            .env_remove("BAZAAR_CONFIG")
-            .env("BAZAAR_DATABASE__URI", uri)
-            .env("BAZAAR_DATABASE__PATH", home.path().join("data"))
-            .env("BAZAAR_SERVER__HOST", "127.0.0.1")
-            .env("BAZAAR_SERVER__PORT", "0")
-            .env("BAZAAR_SERVER__WORKERS", "1")
-            .env("BAZAAR_SESSION__KEY", SESSION_KEY)
-            .env("BAZAAR_ADMIN__PASSWORD_HASH", common::admin_password_hash())
-            .env("BAZAAR_LOG__LEVEL", "info")
-            .env("BAZAAR_CART__JOBS_EVERY_SECS", "1")
-            .env("BAZAAR_CART__RECOVER_CHECKOUT_AFTER_SECS", "2")
-            .envs(extra.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the bazaar binary starts");
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let stderr = child.stderr.take().expect("stderr");
-        let lines = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                lines.lock().expect("log").push(line);
-            }
-        });
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(rest) = line.strip_prefix("Bazaar is running at ") {
-                    let _ = tx.send(rest.trim_end_matches('/').to_string());
-                }
-            }
-        });
-        (child, rx, log, home)
+        let data = home.path().join("data").display().to_string();
+        let admin_hash = common::admin_password_hash();
+        let mut env = vec![
+            ("BAZAAR_DATABASE__URI", uri),
+            ("BAZAAR_DATABASE__PATH", data.as_str()),
+            ("BAZAAR_SERVER__HOST", "127.0.0.1"),
+            ("BAZAAR_SERVER__PORT", "0"),
+            ("BAZAAR_SERVER__WORKERS", "1"),
+            ("BAZAAR_SESSION__KEY", SESSION_KEY),
+            ("BAZAAR_ADMIN__PASSWORD_HASH", admin_hash),
+            ("BAZAAR_LOG__LEVEL", "info"),
+            ("BAZAAR_CART__JOBS_EVERY_SECS", "1"),
+            ("BAZAAR_CART__RECOVER_CHECKOUT_AFTER_SECS", "2"),
+        ];
+        env.extend(extra.iter().copied());
+        (process::launch(home.path(), env), home)
     }
 
     /// Start `n` instances at the same moment and wait until each serves.
     fn start_together(n: usize, uri: &str, extra: &[(&str, &str)]) -> Vec<Instance> {
-        let spawned: Vec<_> = (0..n).map(|_| Instance::spawn(uri, extra)).collect();
-        spawned
+        let launched: Vec<_> = (0..n).map(|_| Instance::launch(uri, extra)).collect();
+        launched
             .into_iter()
-            .map(|(mut child, rx, log, home)| {
-                let address = match rx.recv_timeout(Duration::from_secs(120)) {
-                    Ok(address) => address,
-                    Err(_) => {
-                        let _ = child.kill();
-                        panic!(
-                            "bazaar did not print its address; its log:\n{}",
-                            log.lock().expect("log").join("\n")
-                        );
-                    }
-                };
-                Instance {
-                    child,
-                    address,
-                    log,
-                    _home: home,
-                }
+            .map(|(launched, home)| Instance {
+                process: launched.wait(Duration::from_secs(120)),
+                _home: home,
             })
             .collect()
     }
@@ -235,18 +190,21 @@ impl Instance {
     }
 
     fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.kill();
     }
 
     fn log_text(&self) -> String {
-        self.log.lock().expect("log").join("\n")
+        self.process.log_text()
+    }
+
+    fn address(&self) -> &str {
+        &self.process.address
     }
 
     fn shopper(&self) -> Shopper {
         let (client, jar) = common::new_client();
         Shopper {
-            address: self.address.clone(),
+            address: self.address().to_string(),
             client,
             jar,
             csrf: String::new(),
@@ -443,7 +401,7 @@ async fn three_instances_recovering_lost_charges_after_a_sigkill_refund_each_onc
     let db = database.connect().await;
     // Shoppers check out on the instance that is killed in the middle of it.
     product_with_stock(&db, "crash", 1_000).await;
-    let address = instances[2].address.clone();
+    let address = instances[2].address().to_string();
     let checkouts = tokio::spawn(async move {
         let shoppers = (0..6).map(|_| {
             let address = address.clone();
@@ -566,7 +524,7 @@ async fn token_from(client: &reqwest::Client, url: &str) -> Option<String> {
 
 /// The site name the page shows in its header.
 async fn site_name_on(instance: &Instance) -> String {
-    let page = reqwest::get(format!("{}/", instance.address))
+    let page = reqwest::get(format!("{}/", instance.address()))
         .await
         .expect("home page")
         .text()
@@ -640,7 +598,7 @@ async fn with_the_database_killed_a_page_costs_at_most_one_timeout_and_service_r
     ];
     for page in pages {
         let response = client
-            .get(format!("{}{page}", instance.address))
+            .get(format!("{}{page}", instance.address()))
             .send()
             .await
             .expect("served");
@@ -653,7 +611,7 @@ async fn with_the_database_killed_a_page_costs_at_most_one_timeout_and_service_r
         for page in pages {
             let started = Instant::now();
             let response = client
-                .get(format!("{}{page}", instance.address))
+                .get(format!("{}{page}", instance.address()))
                 .send()
                 .await
                 .expect("answered");
@@ -681,7 +639,7 @@ async fn with_the_database_killed_a_page_costs_at_most_one_timeout_and_service_r
     let _database = database.restart();
     let back = eventually(Duration::from_secs(20), || async {
         client
-            .get(format!("{}/products", instance.address))
+            .get(format!("{}/products", instance.address()))
             .send()
             .await
             .is_ok_and(|r| r.status().is_success())
