@@ -1090,3 +1090,29 @@ async fn a_photo_over_the_configured_pixel_limit_is_refused_before_decoding_and_
     let stored = model::by_id(&app.db, node.id).await.unwrap().unwrap();
     assert!(stored.photo_file().is_some());
 }
+
+#[tokio::test]
+async fn an_entry_at_the_editors_length_limit_in_four_byte_characters_is_saved() {
+    let app = spawn_app().await;
+    let about = node_by_slug(&app, "pages", "about").await;
+    let form = open_editor(&app, about.id).await;
+    // 50 000 characters of 4 bytes each: 600 000 bytes once URL-encoded.
+    let text = "🎷".repeat(50_000);
+    let response = save_page(&app, &form, "About", &text).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(stored_text(&app, about.id).await, text);
+
+    // One character more is a form error next to the field, not "the form is too large".
+    let form = open_editor(&app, about.id).await;
+    let response = save_page(&app, &form, "About", &format!("{text}🎺")).await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert!(
+        texts(&doc, ".field-error")
+            .iter()
+            .any(|e| e.contains("at most 50000 characters")),
+        "{:?}",
+        texts(&doc, ".field-error")
+    );
+    assert_eq!(stored_text(&app, about.id).await, text, "nothing changed");
+}

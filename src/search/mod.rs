@@ -6,6 +6,7 @@
 //! on the embedded docstore. Which fields matched is worked out here with the same English
 //! stemming the index uses, so "loves" shows a match in a title that says "love".
 
+pub mod limits;
 pub mod pages;
 
 use bson::{doc, Bson, DateTime, Document};
