@@ -1042,8 +1042,12 @@ async fn a_crash_between_the_swap_and_the_delete_leaves_only_an_orphan_that_clea
     assert!(file_exists(&app, cover).await);
     let page = html(&body(app.get("/products/kind-of-blue").await).await);
     assert!(attr(&page, "img.product-photo", "src").is_some());
-    // The admin action runs the same clean-up (with the grace period).
-    let doc = admin_page(&app, "/admin/content").await;
+    // The admin's review page runs the same search (with the grace period): nothing to list.
+    let doc = admin_page(&app, "/admin/content/orphans").await;
+    assert_eq!(count(&doc, ".orphans-none"), 1);
+    assert_eq!(count(&doc, "tr.orphan"), 0);
+    // A confirmation naming no file deletes nothing.
+    let doc = admin_page(&app, "/admin/products/new?type=album").await;
     let token = csrf_token(&doc).unwrap();
     let response = app
         .post_admin_form("/admin/content/orphans", &[("csrf_token", &token)])
