@@ -275,8 +275,8 @@ async fn the_upload_limit_comes_from_configuration() {
 
 use bazaar::content::model;
 use bson::oid::ObjectId;
-use std::time::Duration;
 use bson::{doc, DateTime, Document};
+use std::time::Duration;
 
 /// A photo of the given size (a gradient PNG).
 fn photo_png(width: u32, height: u32) -> Vec<u8> {

@@ -197,10 +197,8 @@ const REFERRING_COLLECTIONS: [&str; 3] = [
 /// as `/media/{24 hex digits}` inside a string.
 fn collect_file_ids(value: &Bson, known: &HashSet<ObjectId>, found: &mut HashSet<ObjectId>) {
     match value {
-        Bson::ObjectId(id) => {
-            if known.contains(id) {
-                found.insert(*id);
-            }
+        Bson::ObjectId(id) if known.contains(id) => {
+            found.insert(*id);
         }
         Bson::String(text) => {
             for (at, _) in text.match_indices("/media/") {
