@@ -11,6 +11,18 @@ const DEFAULTS: &str = include_str!("../config.toml");
 pub const CONFIG_PATH_VAR: &str = "BAZAAR_CONFIG";
 const ENV_PREFIX: &str = "BAZAAR_";
 
+/// The longest text any form field takes, in characters: the content editor's text and the
+/// ceiling of `comments.max_length`. Form body limits are derived from it
+/// ([`max_form_bytes`]), so the longest text a field accepts always fits in the form.
+pub const MAX_TEXT_CHARS: usize = 50_000;
+
+/// Bytes a form body may take when its longest field holds `chars` characters: each character
+/// may be 4 bytes of UTF-8, each byte URL-encoded as `%XX` (12 bytes a character), plus room
+/// for the form's other, short fields (title, slug, tags, token, nonce).
+pub const fn max_form_bytes(chars: usize) -> usize {
+    chars * 12 + 64 * 1024
+}
+
 /// Every setting Bazaar knows, as `(section, key)`. Anything else is refused, so a typo in a key
 /// is an error rather than a silently ignored line.
 const KNOWN_KEYS: &[(&str, &str)] = &[
@@ -49,6 +61,9 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("comments", "max_length"),
     ("comments", "rate_limit_per_minute"),
     ("comments", "page_size"),
+    ("search", "max_concurrent"),
+    ("search", "max_wait_ms"),
+    ("search", "per_client_per_minute"),
     ("backup", "every_hours"),
     ("backup", "every_secs"),
     ("backup", "keep"),
@@ -71,6 +86,7 @@ pub struct Settings {
     pub cart: CartSettings,
     pub payment: PaymentSettings,
     pub comments: CommentSettings,
+    pub search: SearchSettings,
     pub analytics: AnalyticsSettings,
     pub backup: BackupSettings,
     pub seed: SeedSettings,
@@ -213,6 +229,17 @@ pub struct CommentSettings {
     pub rate_limit_per_minute: u32,
     /// Comments on one page of a discussion or permalink.
     pub page_size: usize,
+}
+
+/// Bounds on site search (see `crate::search::limits`).
+#[derive(Debug, Clone)]
+pub struct SearchSettings {
+    /// Searches running at once.
+    pub max_concurrent: usize,
+    /// How long a search waits for a slot before the visitor is told search is busy.
+    pub max_wait: std::time::Duration,
+    /// Searches one client address may start per minute.
+    pub per_client_per_minute: u32,
 }
 
 /// Page-view counting (see `crate::analytics`).
@@ -511,10 +538,20 @@ impl Layers {
             cart: self.cart()?,
             payment: self.payment()?,
             comments: CommentSettings {
-                max_length: self.integer("comments.max_length", 1, 100_000)? as usize,
+                max_length: self.integer("comments.max_length", 1, MAX_TEXT_CHARS as i64)? as usize,
                 rate_limit_per_minute: self.integer("comments.rate_limit_per_minute", 0, 100_000)?
                     as u32,
                 page_size: self.integer("comments.page_size", 1, 1000)? as usize,
+            },
+            search: SearchSettings {
+                max_concurrent: self.integer("search.max_concurrent", 1, 1024)? as usize,
+                max_wait: std::time::Duration::from_millis(self.integer(
+                    "search.max_wait_ms",
+                    0,
+                    60_000,
+                )? as u64),
+                per_client_per_minute: self.integer("search.per_client_per_minute", 1, 1_000_000)?
+                    as u32,
             },
             analytics: AnalyticsSettings {
                 enabled: self.boolean("analytics.enabled")?,

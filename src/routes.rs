@@ -4,7 +4,7 @@
 use actix_web::web;
 
 use crate::web::{assets, read};
-use crate::{admin, cart, catalog, checkout, content, health, home, media, search};
+use crate::{admin, cart, catalog, checkout, content, health, home, search};
 
 /// Every route of the site.
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -44,9 +44,16 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/orders/lookup", read().to(checkout::lookup::show))
         .route("/orders/lookup", web::post().to(checkout::lookup::submit))
         .route("/orders/{number}", read().to(checkout::pages::order))
-        .route("/media/{file_id}", read().to(media::serve))
-        .route("/media/{file_id}/thumb", read().to(media::serve_thumbnail))
-        .route("/media/{file_id}/display", read().to(media::serve_display))
+        // Stored images; a draft's photo only for the admin (see `content::media_access`).
+        .route("/media/{file_id}", read().to(content::media_access::serve))
+        .route(
+            "/media/{file_id}/thumb",
+            read().to(content::media_access::serve_thumbnail),
+        )
+        .route(
+            "/media/{file_id}/display",
+            read().to(content::media_access::serve_display),
+        )
         .route("/tags/{tag}", read().to(content::pages::tag))
         .route("/search", read().to(search::pages::results));
     // Content sections (`/pages/`, `/blog/`, `/gallery/`): only the known names match, so

@@ -22,6 +22,7 @@ use crate::checkout::payment::{PaymentGateway, TestGateway};
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::config::{redact_uri, DatabaseUri, PaymentSettings, Settings};
 use crate::db::{Db, Store};
+use crate::search::limits::SearchLimits;
 use crate::state::AppState;
 use crate::web::basic_auth::{self, AdminCredentials};
 use crate::web::body_timeout::{limit_body_time, BodyPolicy};
@@ -253,6 +254,8 @@ pub struct Application {
     credentials: web::Data<AdminCredentials>,
     /// Counts page views when `analytics.enabled`; stopped (and flushed) with the server.
     page_views: Option<PageViewCounter>,
+    /// The bounds on site search (tests hold its slots to see the busy page).
+    search_limits: web::Data<SearchLimits>,
 }
 
 /// What [`Application::assemble`] builds besides the database.
@@ -265,6 +268,7 @@ struct Assembled {
     credentials: web::Data<AdminCredentials>,
     backup_monitor: Arc<BackupMonitor>,
     page_views: Option<PageViewCounter>,
+    search_limits: web::Data<SearchLimits>,
 }
 
 impl Application {
@@ -306,6 +310,7 @@ impl Application {
                 test_gateway: built.test_gateway,
                 credentials: built.credentials,
                 page_views: built.page_views,
+                search_limits: built.search_limits,
             }),
             Err(e) => Err((e, database)),
         }
@@ -395,7 +400,9 @@ impl Application {
             )),
             backup_monitor: web::Data::from(backup_monitor.clone()),
             page_views: page_views.clone().map(web::Data::new),
+            search_limits: web::Data::new(SearchLimits::new(&settings.search)),
         };
+        let search_limits = areas.search_limits.clone();
         let server = http_server(
             state,
             workers,
@@ -414,6 +421,7 @@ impl Application {
             test_gateway,
             credentials,
             page_views,
+            search_limits,
         })
     }
 
@@ -439,6 +447,11 @@ impl Application {
     /// The admin credentials and their password-check counters.
     pub fn admin_credentials(&self) -> web::Data<AdminCredentials> {
         self.credentials.clone()
+    }
+
+    /// The bounds on site search (concurrent searches, searches per client).
+    pub fn search_limits(&self) -> web::Data<SearchLimits> {
+        self.search_limits.clone()
     }
 
     /// The address of the embedded store, when Bazaar started one (it requires credentials
@@ -552,6 +565,8 @@ struct AreaData {
     backup_monitor: web::Data<BackupMonitor>,
     /// Page-view counting, when `analytics.enabled`.
     page_views: Option<web::Data<PageViewCounter>>,
+    /// Searches at once and per client: `search::pages`.
+    search_limits: web::Data<SearchLimits>,
 }
 
 fn http_server(
@@ -583,6 +598,7 @@ fn http_server(
             .app_data(areas.backup_monitor.clone())
             .app_data(areas.gateway.clone())
             .app_data(areas.comment_rate.clone())
+            .app_data(areas.search_limits.clone())
             .app_data(transport.clone())
             .app_data(session_policy.clone())
             .app_data(body_policy.clone())

@@ -1042,8 +1042,12 @@ async fn a_crash_between_the_swap_and_the_delete_leaves_only_an_orphan_that_clea
     assert!(file_exists(&app, cover).await);
     let page = html(&body(app.get("/products/kind-of-blue").await).await);
     assert!(attr(&page, "img.product-photo", "src").is_some());
-    // The admin action runs the same clean-up (with the grace period).
-    let doc = admin_page(&app, "/admin/content").await;
+    // The admin's review page runs the same search (with the grace period): nothing to list.
+    let doc = admin_page(&app, "/admin/content/orphans").await;
+    assert_eq!(count(&doc, ".orphans-none"), 1);
+    assert_eq!(count(&doc, "tr.orphan"), 0);
+    // A confirmation naming no file deletes nothing.
+    let doc = admin_page(&app, "/admin/products/new?type=album").await;
     let token = csrf_token(&doc).unwrap();
     let response = app
         .post_admin_form("/admin/content/orphans", &[("csrf_token", &token)])
@@ -1089,4 +1093,30 @@ async fn a_photo_over_the_configured_pixel_limit_is_refused_before_decoding_and_
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     let stored = model::by_id(&app.db, node.id).await.unwrap().unwrap();
     assert!(stored.photo_file().is_some());
+}
+
+#[tokio::test]
+async fn an_entry_at_the_editors_length_limit_in_four_byte_characters_is_saved() {
+    let app = spawn_app().await;
+    let about = node_by_slug(&app, "pages", "about").await;
+    let form = open_editor(&app, about.id).await;
+    // 50 000 characters of 4 bytes each: 600 000 bytes once URL-encoded.
+    let text = "🎷".repeat(50_000);
+    let response = save_page(&app, &form, "About", &text).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(stored_text(&app, about.id).await, text);
+
+    // One character more is a form error next to the field, not "the form is too large".
+    let form = open_editor(&app, about.id).await;
+    let response = save_page(&app, &form, "About", &format!("{text}🎺")).await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert!(
+        texts(&doc, ".field-error")
+            .iter()
+            .any(|e| e.contains("at most 50000 characters")),
+        "{:?}",
+        texts(&doc, ".field-error")
+    );
+    assert_eq!(stored_text(&app, about.id).await, text, "nothing changed");
 }

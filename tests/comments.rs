@@ -891,3 +891,76 @@ async fn a_blog_post_takes_threaded_comments_and_its_count_shows_in_the_stream()
         StatusCode::NOT_FOUND
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Unicode tricks in names and texts.
+
+#[tokio::test]
+async fn a_name_with_a_right_to_left_override_is_stored_without_it_and_shown_isolated() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "bidi1", 5).await;
+    let s = Shopper::new(&app).await;
+    posted_slug(&post(&s, &product, "Mallory\u{202E}\u{2066}gnp.exe", "Hello").await);
+    let comments = stored(&app.db, &product).await;
+    assert_eq!(comments[0].author.name, "Mallorygnp.exe");
+    let raw = body(s.get(&format!("/products/{}", product.slug)).await).await;
+    assert!(
+        !raw.contains('\u{202E}'),
+        "the override never reaches the page"
+    );
+    let doc = html(&raw);
+    // The name sits in <bdi>, so whatever it holds cannot reorder the " · date" after it.
+    assert_eq!(
+        texts(&doc, ".comment-meta bdi.comment-author"),
+        ["Mallorygnp.exe"]
+    );
+}
+
+#[tokio::test]
+async fn names_that_pass_for_the_shops_own_are_refused_in_any_lookalike_spelling() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "bidi2", 5).await;
+    let s = Shopper::new(&app).await;
+    for name in [
+        "The\u{200B} Bazaar team",
+        "THE BAZAAR TEAM",
+        "Ｔｈｅ Ｂａｚａａｒ ｔｅａｍ",
+        "Bazaar\u{00A0}staff",
+        "admin",
+    ] {
+        let response = post(&s, &product, name, "Official announcement").await;
+        assert_eq!(
+            response.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{name:?}"
+        );
+        let doc = html(&body(response).await);
+        assert!(
+            texts(&doc, "#new-comment .field-error")
+                .iter()
+                .any(|e| e.contains("kept for the shop's own staff")),
+            "{name:?}"
+        );
+    }
+    assert!(stored(&app.db, &product).await.is_empty());
+    // A zero-width space alone is no name at all.
+    let response = post(&s, &product, "\u{200B}\u{200D}", "Hello").await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    assert!(stored(&app.db, &product).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_letter_with_thousands_of_combining_marks_keeps_only_a_few() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "zalgo", 5).await;
+    let s = Shopper::new(&app).await;
+    let marks = "\u{0336}".repeat(4800);
+    posted_slug(&post(&s, &product, &format!("Z{marks}oe"), &format!("a{marks}!")).await);
+    let comment = &stored(&app.db, &product).await[0];
+    let kept = bazaar::comments::names::MAX_MARKS_PER_BASE;
+    assert_eq!(
+        comment.author.name,
+        format!("Z{}oe", "\u{0336}".repeat(kept))
+    );
+    assert_eq!(comment.text, format!("a{}!", "\u{0336}".repeat(kept)));
+}

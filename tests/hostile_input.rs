@@ -367,6 +367,7 @@ async fn hostile_app() -> (TestApp, Shopper) {
         ("BAZAAR_CART__NEW_CARTS_PER_HOUR", "1000000"),
         ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
         ("BAZAAR_CART__ORDER_LOOKUPS_PER_HOUR", "100000"),
+        ("BAZAAR_SEARCH__PER_CLIENT_PER_MINUTE", "1000000"),
     ])
     .await;
     product_with_stock(&app.db, "hx", 1000).await;
@@ -462,4 +463,95 @@ fn generated_hostile_values_never_cause_a_server_error_a_reflection_or_a_change_
     }
     runtime.block_on(assert_carts_match_reservations(&app.db));
     runtime.block_on(assert_comment_counts_exact(&app));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Search as a lever against the rest of the site.
+
+/// Products a phrase-and-negation search has to read one by one: every one has the words.
+async fn searchable_products(app: &TestApp, n: usize) {
+    let products = app.db.collection::<bson::Document>("products");
+    let numbers: Vec<usize> = (0..n).collect();
+    for chunk in numbers.chunks(1000) {
+        let docs: Vec<bson::Document> = chunk
+            .iter()
+            .map(|i| {
+                doc! {
+                    "sku": format!("load{i:05}"),
+                    "slug": format!("load-{i:05}"),
+                    "type": "album",
+                    "title": format!("Blue note session {i}"),
+                    "description": "A blue note session recorded live: blue train, blue moon, \
+                                    and a long note held over the blue hour.",
+                    "tags": ["blue", "note"],
+                }
+            })
+            .collect();
+        products.insert_many(docs).await.expect("inserted");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unrelated_page_stays_fast_while_clients_loop_on_expensive_searches() {
+    let app = spawn_app_with(&[
+        ("BAZAAR_SERVER__WORKERS", "2"),
+        // The per-client limit is not what this measures: all clients share one address here.
+        ("BAZAAR_SEARCH__PER_CLIENT_PER_MINUTE", "1000000"),
+    ])
+    .await;
+    searchable_products(&app, 10_000).await;
+    let expensive = [
+        "/search?q=%22blue+note+session%22+-moon",
+        "/search?q=%22note+held%22+-train",
+    ];
+    let looping = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let searchers: Vec<_> = (0..4)
+        .map(|n| {
+            let (client, _) = new_client();
+            let url = app.url(expensive[n % expensive.len()]);
+            let looping = looping.clone();
+            tokio::spawn(async move {
+                let mut statuses = Vec::new();
+                while looping.load(std::sync::atomic::Ordering::Relaxed) {
+                    let status = client.get(&url).send().await.expect("answered").status();
+                    statuses.push(status);
+                }
+                statuses
+            })
+        })
+        .collect();
+    // Let the searches pile up first.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let (reader, _) = new_client();
+    let mut latencies = Vec::new();
+    for _ in 0..15 {
+        let started = std::time::Instant::now();
+        let response = reader
+            .get(app.url("/pages/about"))
+            .send()
+            .await
+            .expect("answered");
+        assert_eq!(response.status(), StatusCode::OK);
+        let _ = response.bytes().await;
+        latencies.push(started.elapsed());
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    looping.store(false, std::sync::atomic::Ordering::Relaxed);
+    let mut searched = 0;
+    for searcher in searchers {
+        for status in searcher.await.expect("searcher") {
+            assert!(
+                status == StatusCode::OK || status == StatusCode::SERVICE_UNAVAILABLE,
+                "a search answered {status}"
+            );
+            searched += usize::from(status == StatusCode::OK);
+        }
+    }
+    assert!(searched > 0, "the searches ran");
+    latencies.sort();
+    let median = latencies[latencies.len() / 2];
+    assert!(
+        median < std::time::Duration::from_secs(1),
+        "median {median:?} for an unrelated page while searches loop: {latencies:?}"
+    );
 }

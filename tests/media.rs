@@ -269,3 +269,378 @@ async fn the_upload_limit_comes_from_configuration() {
     assert!(texts(&doc, ".flash-error")[0].contains("larger than 1 MiB"));
     assert_eq!(count(&doc, ".admin-photos img"), 1, "only the demo cover");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Copies belong to their original; the orphan clean-up; drafts' photos.
+
+use bazaar::content::model;
+use bson::oid::ObjectId;
+use bson::{doc, DateTime, Document};
+use std::time::Duration;
+
+/// A photo of the given size (a gradient PNG).
+fn photo_png(width: u32, height: u32) -> Vec<u8> {
+    png(width, height)
+}
+
+/// Store `bytes` as an uploaded image, as the upload pages do.
+async fn store(app: &TestApp, name: &str, bytes: Vec<u8>) -> bazaar::media::StoredImage {
+    let body = futures::stream::iter([Ok::<_, std::io::Error>(actix_web::web::Bytes::from(bytes))]);
+    bazaar::media::store_upload(&app.db, name, body, 50 * 1024 * 1024)
+        .await
+        .expect("stored")
+}
+
+/// The stored file entry of `id`, if any.
+async fn file_entry(app: &TestApp, id: ObjectId) -> Option<Document> {
+    app.db
+        .collection::<Document>("assets.files")
+        .find_one(doc! { "_id": id })
+        .await
+        .expect("read")
+}
+
+fn metadata_id(entry: &Document, field: &str) -> Option<ObjectId> {
+    entry
+        .get_document("metadata")
+        .ok()?
+        .get_object_id(field)
+        .ok()
+}
+
+/// Make every stored file two hours old, past the clean-up's grace period.
+async fn age_every_file(app: &TestApp) {
+    let two_hours_ago = DateTime::from_millis(DateTime::now().timestamp_millis() - 2 * 3600 * 1000);
+    app.db
+        .collection::<Document>("assets.files")
+        .update_many(doc! {}, doc! { "$set": { "uploadDate": two_hours_ago } })
+        .await
+        .expect("aged");
+}
+
+/// Orphans as the admin's review page lists them (the `data-file` of each row).
+async fn listed_orphans(app: &TestApp) -> Vec<String> {
+    let doc = admin_page(app, "/admin/content/orphans").await;
+    let sel = scraper::Selector::parse("tr.orphan").expect("selector");
+    doc.select(&sel)
+        .filter_map(|r| r.value().attr("data-file").map(str::to_string))
+        .collect()
+}
+
+/// Confirm the review page's form as shown: deletes what it listed.
+async fn confirm_clean_up(app: &TestApp) -> reqwest::Response {
+    let doc = admin_page(app, "/admin/content/orphans").await;
+    let token = csrf_token(&doc).expect("the page lists files to delete");
+    let mut fields = vec![("csrf_token".to_string(), token)];
+    let sel = scraper::Selector::parse("input[name=file]").expect("selector");
+    fields.extend(
+        doc.select(&sel)
+            .filter_map(|i| i.value().attr("value"))
+            .map(|v| ("file".to_string(), v.to_string())),
+    );
+    app.client
+        .post(app.url("/admin/content/orphans"))
+        .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
+        .form(&fields)
+        .send()
+        .await
+        .expect("sent")
+}
+
+#[tokio::test]
+async fn cleaning_up_orphans_keeps_a_live_product_photos_display_copy() {
+    let app = spawn_app().await;
+    let photo = store(&app, "big.png", photo_png(1600, 1200)).await;
+    let product = bazaar::catalog::products::by_slug(&app.db, "kind-of-blue")
+        .await
+        .expect("read")
+        .expect("a demo product");
+    assert!(
+        bazaar::catalog::products::add_photo(&app.db, product.id, photo.id)
+            .await
+            .expect("added")
+    );
+    let entry = file_entry(&app, photo.id).await.expect("stored");
+    let display = metadata_id(&entry, "display").expect("a 1600×1200 photo gets a display copy");
+    let display_url = format!("/media/{}/display", photo.id.to_hex());
+    assert_eq!(app.get(&display_url).await.status(), StatusCode::OK);
+
+    // An unused upload, so the review page has something to delete.
+    let unused = store(&app, "unused.png", photo_png(300, 200)).await;
+    age_every_file(&app).await;
+    assert_eq!(
+        listed_orphans(&app).await,
+        [unused.id.to_hex()],
+        "neither the photo nor its copies are offered for deletion"
+    );
+    let response = confirm_clean_up(&app).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert!(file_entry(&app, unused.id).await.is_none());
+    // The clean-up without the review (the function the page calls) keeps it too.
+    bazaar::content::photos::clean_orphans(&app.db, Duration::ZERO)
+        .await
+        .expect("cleaned");
+
+    let shown = app.get(&display_url).await;
+    assert_eq!(shown.status(), StatusCode::OK, "the page's copy survives");
+    let shown = image::load_from_memory(&shown.bytes().await.expect("body")).expect("an image");
+    assert_eq!(
+        (shown.width(), shown.height()),
+        (1200, 900),
+        "the scaled copy, not the original"
+    );
+    assert!(file_entry(&app, display).await.is_some());
+    assert!(file_entry(&app, photo.thumbnail).await.is_some());
+}
+
+#[tokio::test]
+async fn deleting_an_original_deletes_its_thumbnail_and_display_copy() {
+    let app = spawn_app().await;
+    let photo = store(&app, "big.png", photo_png(1600, 1200)).await;
+    let entry = file_entry(&app, photo.id).await.expect("stored");
+    let display = metadata_id(&entry, "display").expect("a display copy");
+    let deleted = bazaar::media::delete_file(&app.db, photo.id)
+        .await
+        .expect("deleted");
+    assert_eq!(
+        deleted, 3,
+        "the original, its thumbnail and its display copy"
+    );
+    for id in [photo.id, photo.thumbnail, display] {
+        assert!(file_entry(&app, id).await.is_none(), "{id} is gone");
+    }
+    assert_eq!(
+        app.get(&format!("/media/{}/display", photo.id.to_hex()))
+            .await
+            .status(),
+        StatusCode::NOT_FOUND
+    );
+}
+
+#[tokio::test]
+async fn a_file_linked_only_from_a_markdown_body_survives_the_clean_up_and_an_unused_one_goes() {
+    let app = spawn_app().await;
+    let linked = store(&app, "linked.png", photo_png(300, 200)).await;
+    let unused = store(&app, "unused.png", photo_png(300, 200)).await;
+    model::create(
+        &app.db,
+        model::NodeInput {
+            section: "blog".into(),
+            slug: "with-a-picture".into(),
+            title: "With a picture".into(),
+            author: "x".into(),
+            detail: model::Detail::Entry(model::TextDetail {
+                text: format!("Look: ![the shop](/media/{}/display)", linked.id.to_hex()),
+            }),
+        },
+        Some(DateTime::now()),
+        vec![],
+    )
+    .await
+    .expect("created");
+    age_every_file(&app).await;
+
+    // The dry run lists the unused file only, and deletes nothing.
+    let listed = listed_orphans(&app).await;
+    assert_eq!(
+        listed,
+        [unused.id.to_hex()],
+        "only the unused file is listed"
+    );
+    assert!(
+        file_entry(&app, unused.id).await.is_some(),
+        "a dry run deletes nothing"
+    );
+
+    let response = confirm_clean_up(&app).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let doc = admin_page(&app, "/admin/content").await;
+    assert!(
+        texts(&doc, ".flash-success")
+            .iter()
+            .any(|f| f.contains("Removed 2 orphaned files")),
+        "the file and its thumbnail"
+    );
+    assert!(
+        file_entry(&app, linked.id).await.is_some(),
+        "the linked file stays"
+    );
+    assert!(file_entry(&app, linked.thumbnail).await.is_some());
+    assert!(
+        file_entry(&app, unused.id).await.is_none(),
+        "the unused file went"
+    );
+    assert!(
+        file_entry(&app, unused.thumbnail).await.is_none(),
+        "with its thumbnail"
+    );
+    assert!(listed_orphans(&app).await.is_empty());
+}
+
+#[tokio::test]
+async fn a_file_linked_after_the_review_is_kept_when_the_clean_up_is_confirmed() {
+    let app = spawn_app().await;
+    let photo = store(&app, "late.png", photo_png(300, 200)).await;
+    age_every_file(&app).await;
+    let doc = admin_page(&app, "/admin/content/orphans").await;
+    let token = csrf_token(&doc).expect("token");
+    assert_eq!(count(&doc, "tr.orphan"), 1);
+    // Meanwhile an editor puts it on a product.
+    let product = bazaar::catalog::products::by_slug(&app.db, "kind-of-blue")
+        .await
+        .expect("read")
+        .expect("a demo product");
+    bazaar::catalog::products::add_photo(&app.db, product.id, photo.id)
+        .await
+        .expect("added");
+    let response = app
+        .post_admin_form(
+            "/admin/content/orphans",
+            &[("csrf_token", &token), ("file", &photo.id.to_hex())],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert!(file_entry(&app, photo.id).await.is_some());
+}
+
+/// A photo node in the gallery showing a freshly stored image, published or a draft.
+async fn photo_node(
+    app: &TestApp,
+    slug: &str,
+    published: Option<DateTime>,
+) -> (ObjectId, bazaar::media::StoredImage) {
+    let image = store(app, &format!("{slug}.png"), photo_png(1600, 1200)).await;
+    model::create(
+        &app.db,
+        model::NodeInput {
+            section: "gallery".into(),
+            slug: slug.into(),
+            title: slug.into(),
+            author: "x".into(),
+            detail: model::Detail::Photo(model::PhotoDetail {
+                file_id: Some(image.id),
+                filename: format!("{slug}.png"),
+                content_type: "image/png".into(),
+                width: 1600,
+                height: 1200,
+                caption: String::new(),
+            }),
+        },
+        published,
+        vec![],
+    )
+    .await
+    .expect("created");
+    let entry = file_entry(app, image.id).await.expect("stored");
+    (metadata_id(&entry, "display").expect("display copy"), image)
+}
+
+#[tokio::test]
+async fn a_drafts_photo_and_its_copies_are_not_found_by_the_public_but_shown_to_the_admin() {
+    let app = spawn_app().await;
+    let (display, image) = photo_node(&app, "secret-draft", None).await;
+    assert_eq!(
+        app.get("/gallery/secret-draft").await.status(),
+        StatusCode::NOT_FOUND,
+        "the draft's page is hidden"
+    );
+    let id = image.id.to_hex();
+    for path in [
+        format!("/media/{id}"),
+        format!("/media/{id}/thumb"),
+        format!("/media/{id}/display"),
+        // The copies' own ids are no way round it.
+        format!("/media/{}", image.thumbnail.to_hex()),
+        format!("/media/{}", display.to_hex()),
+    ] {
+        let (anonymous, _) = new_client();
+        let response = anonymous.get(app.url(&path)).send().await.expect("sent");
+        assert_eq!(response.status(), StatusCode::NOT_FOUND, "{path}");
+    }
+    // The admin sees it, with Basic auth on the public URL or on the admin's own, never cached.
+    for path in [format!("/media/{id}"), format!("/admin/media/{id}/thumb")] {
+        let response = app.get_admin(&path).await;
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        assert_eq!(header(&response, "cache-control"), "no-store", "{path}");
+        assert!(header(&response, "content-type").starts_with("image/"));
+    }
+    let wrong = app
+        .client
+        .get(app.url(&format!("/media/{id}")))
+        .basic_auth(ADMIN_USER, Some("not the password"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(wrong.status(), StatusCode::NOT_FOUND);
+    // The editor's form shows the draft's photo through the admin's URL.
+    let doc = admin_page(
+        &app,
+        &format!(
+            "/admin/content/{}/edit",
+            node_id(&app, "secret-draft").await
+        ),
+    )
+    .await;
+    let src = attr(&doc, "img[alt^='Current photo']", "src").expect("the current photo");
+    assert_eq!(src, format!("/admin/media/{id}/thumb"));
+
+    // A scheduled photo is as hidden as a draft until its date.
+    let tomorrow = DateTime::from_millis(DateTime::now().timestamp_millis() + 24 * 3600 * 1000);
+    let (_, scheduled) = photo_node(&app, "scheduled", Some(tomorrow)).await;
+    let (anonymous, _) = new_client();
+    let response = anonymous
+        .get(app.url(&format!("/media/{}", scheduled.id.to_hex())))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+}
+
+async fn node_id(app: &TestApp, slug: &str) -> String {
+    app.db
+        .collection::<Document>("nodes")
+        .find_one(doc! { "metadata.slug": slug })
+        .await
+        .expect("read")
+        .expect("the node")
+        .get_object_id("_id")
+        .expect("id")
+        .to_hex()
+}
+
+#[tokio::test]
+async fn a_published_photo_and_a_product_photo_stay_public_and_cacheable() {
+    let app = spawn_app().await;
+    let (_, published) = photo_node(&app, "on-show", Some(DateTime::now())).await;
+    let product = bazaar::catalog::products::by_slug(&app.db, "kind-of-blue")
+        .await
+        .expect("read")
+        .expect("a demo product");
+    let cover = product.photos[0];
+    for path in [
+        format!("/media/{}", published.id.to_hex()),
+        format!("/media/{}/display", published.id.to_hex()),
+        format!("/media/{}/thumb", cover.to_hex()),
+    ] {
+        let (anonymous, _) = new_client();
+        let response = anonymous.get(app.url(&path)).send().await.expect("sent");
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        assert_eq!(
+            header(&response, "cache-control"),
+            "public, max-age=31536000, immutable",
+            "{path}"
+        );
+    }
+    // Unpublishing hides it again.
+    let node = node_id(&app, "on-show").await;
+    bazaar::content::model::set_published(&app.db, ObjectId::parse_str(&node).unwrap(), None)
+        .await
+        .expect("unpublished");
+    let (anonymous, _) = new_client();
+    let response = anonymous
+        .get(app.url(&format!("/media/{}", published.id.to_hex())))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+}

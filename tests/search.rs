@@ -393,3 +393,95 @@ async fn searches_use_the_text_indexes() {
         assert!(find_stage(&plan, "COLLSCAN").is_none(), "{explain}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Search as a denial-of-service lever: a bound on searches at once and per client.
+
+#[tokio::test]
+async fn searches_beyond_a_clients_allowance_get_a_429_page_saying_when_to_try_again() {
+    let app = spawn_app_with(&[("BAZAAR_SEARCH__PER_CLIENT_PER_MINUTE", "3")]).await;
+    for n in 1..=3 {
+        let response = app.get(&format!("/search?q=jazz&page={n}")).await;
+        assert_eq!(response.status(), StatusCode::OK, "search {n}");
+    }
+    let refused = app.get("/search?q=blue").await;
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(
+        refused
+            .headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("20"),
+        "one search's worth of a minute's allowance of 3"
+    );
+    let doc = html(&body(refused).await);
+    let page = texts(&doc, "main").join(" ");
+    assert!(
+        page.contains("You are searching faster than we allow (3 searches a minute)"),
+        "{page}"
+    );
+    // The empty search box costs nothing and is not counted; other pages are unaffected.
+    assert_eq!(app.get("/search").await.status(), StatusCode::OK);
+    assert_eq!(app.get("/products").await.status(), StatusCode::OK);
+    // Another address has its own allowance (the limit is per client, not for the site).
+    let other = reqwest::Client::builder()
+        .local_address(std::net::IpAddr::from([127, 0, 0, 2]))
+        .build()
+        .expect("client");
+    let response = other
+        .get(app.url("/search?q=jazz"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn when_every_search_slot_stays_busy_a_search_gets_the_busy_page_with_retry_after() {
+    let settings = test_settings(&[("BAZAAR_SEARCH__MAX_WAIT_MS", "100")]);
+    let app = bazaar::startup::Application::build(settings)
+        .await
+        .expect("the app starts");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let limits = app.search_limits();
+    tokio::spawn(app.run_until_stopped());
+    let client = reqwest::Client::new();
+
+    // Every slot taken, as by long searches still running.
+    let held = limits.hold_all().await.expect("all slots");
+    let busy = client
+        .get(format!("{address}/search?q=jazz"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(busy.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(
+        busy.headers()
+            .get("retry-after")
+            .and_then(|v| v.to_str().ok()),
+        Some("1")
+    );
+    let doc = html(&body(busy).await);
+    assert!(
+        texts(&doc, "main")
+            .join(" ")
+            .contains("Search is busy, please try again in a moment."),
+        "{:?}",
+        texts(&doc, "main")
+    );
+    // Pages other than search do not wait for a slot.
+    let listing = client
+        .get(format!("{address}/products"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(listing.status(), StatusCode::OK);
+
+    drop(held);
+    let searched = client
+        .get(format!("{address}/search?q=jazz"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(searched.status(), StatusCode::OK);
+}

@@ -812,3 +812,197 @@ async fn hsts_is_sent_only_when_the_site_is_served_over_tls() {
         );
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// 10. Second sweep: simultaneous guesses, caching of personal pages, off-site links.
+
+#[tokio::test]
+async fn of_128_simultaneous_wrong_passwords_from_one_address_only_a_handful_reach_the_hash() {
+    let (address, credentials) = spawn_counted(&[
+        ("BAZAAR_ADMIN__FAILURES_BEFORE_DELAY", "5"),
+        ("BAZAAR_SERVER__WORKERS", "2"),
+    ])
+    .await;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(60))
+        .build()
+        .expect("client");
+    let guesses = (0..128).map(|i| {
+        let (client, url) = (client.clone(), format!("{address}/admin"));
+        tokio::spawn(async move {
+            client
+                .get(url)
+                .basic_auth(ADMIN_USER, Some(format!("guess-{i}")))
+                .send()
+                .await
+                .expect("every guess is answered")
+                .status()
+        })
+    });
+    let statuses = futures::future::join_all(guesses).await;
+    for status in statuses {
+        let status = status.expect("request task");
+        assert!(
+            status == StatusCode::UNAUTHORIZED || status == StatusCode::TOO_MANY_REQUESTS,
+            "{status}"
+        );
+    }
+    let stats = credentials.stats();
+    // Five failures start the delay; at most two checks of the address run at once, so at most
+    // 4 + 2 start before it, and a delay running out during the burst lets one more in each
+    // time (1 s, 2 s, ...). Without the in-flight count, 73 to 128 reached argon2.
+    assert!(
+        stats.runs <= 5 + bazaar::web::basic_auth::MAX_IN_FLIGHT_PER_CLIENT as u64 + 3,
+        "argon2 ran {} times for 128 simultaneous guesses: {stats:?}",
+        stats.runs
+    );
+    assert!(stats.runs >= 1, "some guesses were checked: {stats:?}");
+}
+
+fn cache_control(response: &reqwest::Response) -> String {
+    response
+        .headers()
+        .get("cache-control")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("(none)")
+        .to_string()
+}
+
+#[tokio::test]
+async fn personal_pages_and_pages_with_a_session_are_never_stored_and_public_pages_are_briefly_cacheable(
+) {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "cached", 5).await;
+    let mut shopper = Shopper::new(&app).await;
+    shopper.add("cached", "1").await;
+    let placed = shopper.checkout("4242424242424242").await;
+    let order_url = location_of(&placed);
+    assert!(order_url.starts_with("/orders/"), "{order_url}");
+
+    // The shopper's own pages, with their session.
+    for path in [
+        "/cart",
+        "/checkout",
+        order_url.as_str(),
+        "/orders/lookup",
+        "/products",
+    ] {
+        let response = shopper.get(path).await;
+        assert_eq!(
+            cache_control(&response),
+            "no-store",
+            "{path} ({})",
+            response.status()
+        );
+    }
+    // The admin's pages.
+    for path in [
+        "/admin",
+        "/admin/orders",
+        "/admin/content",
+        "/admin/no-such-page",
+    ] {
+        let response = app.get_admin(path).await;
+        assert_eq!(cache_control(&response), "no-store", "{path}");
+    }
+    // A form's POST answer (a redirect setting the session).
+    shopper.refresh_token().await;
+    let response = shopper
+        .post("/cart/items", &[("sku", "cached"), ("qty", "1")])
+        .await;
+    assert_eq!(cache_control(&response), "no-store", "POST /cart/items");
+
+    // A first visit: a page with a form carries a new session's CSRF token and sets its cookie.
+    let (visitor, _) = new_client();
+    let product = visitor
+        .get(app.url("/products/kind-of-blue"))
+        .send()
+        .await
+        .expect("sent");
+    assert!(product.headers().contains_key("set-cookie"));
+    assert_eq!(cache_control(&product), "no-store");
+    let page = body(product).await;
+    assert!(page.contains("csrf_token"), "the product page has forms");
+
+    // A page without forms, for a visitor without a session: the same for everyone.
+    let (visitor, _) = new_client();
+    let response = visitor
+        .get(app.url("/categories"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(response.status(), StatusCode::OK);
+    assert!(!response.headers().contains_key("set-cookie"));
+    assert_eq!(cache_control(&response), "public, max-age=60");
+    assert!(response
+        .headers()
+        .get_all("vary")
+        .iter()
+        .any(|v| v.to_str().is_ok_and(|v| v.contains("Cookie"))));
+    assert!(!body(response).await.contains("csrf_token"));
+    // The same page for a visitor with a session is theirs alone.
+    let response = shopper.get("/categories").await;
+    assert_eq!(cache_control(&response), "no-store");
+    // Error pages are not cached either; files keep their own long caching.
+    let (visitor, _) = new_client();
+    let missing = visitor
+        .get(app.url("/no-such-page"))
+        .send()
+        .await
+        .expect("sent");
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+    assert_eq!(cache_control(&missing), "no-store");
+    let css = visitor
+        .get(app.url("/static/css/site.css"))
+        .send()
+        .await
+        .expect("sent");
+    assert!(
+        cache_control(&css).starts_with("public"),
+        "{}",
+        cache_control(&css)
+    );
+}
+
+#[tokio::test]
+async fn the_analytics_page_links_only_paths_on_this_site() {
+    let app = spawn_app().await;
+    for path in [
+        "/\\evil.example",
+        "//evil.example",
+        "/\\/evil.example",
+        "/%09/evil.example",
+    ] {
+        let query = form_urlencoded::Serializer::new(String::new())
+            .append_pair("path", &percent_decoded(path))
+            .finish();
+        for report in ["/admin/analytics", "/admin/analytics/month"] {
+            let url = format!("{report}?{query}");
+            let response = app.get_admin(&url).await;
+            assert_eq!(response.status(), StatusCode::OK, "{url}");
+            let doc = html(&body(response).await);
+            let sel = scraper::Selector::parse("a[href]").expect("selector");
+            for link in doc.select(&sel) {
+                let href = link.value().attr("href").unwrap_or_default();
+                assert!(
+                    !href.contains("evil.example") || href.starts_with("/admin/"),
+                    "{url}: a link off the site: {href:?}"
+                );
+            }
+        }
+    }
+    // A real page is still linked.
+    let doc = html(&body(app.get_admin("/admin/analytics?path=/products").await).await);
+    let sel = scraper::Selector::parse("a").expect("selector");
+    let open: Vec<String> = doc
+        .select(&sel)
+        .filter(|a| a.text().collect::<String>() == "Open the page")
+        .filter_map(|a| a.value().attr("href").map(str::to_string))
+        .collect();
+    assert_eq!(open, ["/products"]);
+}
+
+/// `%09` as the tab it stands for (the query parameter carries the raw character).
+fn percent_decoded(path: &str) -> String {
+    path.replace("%09", "\t")
+}

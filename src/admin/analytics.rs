@@ -103,9 +103,10 @@ pub struct RankedPage {
     pub site_url: Option<String>,
 }
 
-/// The page itself on the site, when `path` is one (not the catch-all, not `//host`).
+/// The page itself on the site, when `path` is one (not the catch-all, nothing a browser would
+/// read as another site: see [`crate::web::links::local_path`]).
 pub fn site_link(path: &str) -> Option<String> {
-    (path.starts_with('/') && !path.starts_with("//")).then(|| path.to_string())
+    crate::web::links::local_path(path).map(str::to_string)
 }
 
 fn ranked(pages: Vec<PageCount>, report_url: impl Fn(&str) -> String) -> Vec<RankedPage> {

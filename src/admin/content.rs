@@ -3,7 +3,7 @@
 //! 409 conflict page with both versions, a diff, re-apply and discard); publish, schedule,
 //! unpublish; tags; photo upload and replace; delete with confirmation; orphaned-file clean-up.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use actix_session::SessionExt;
 use actix_web::http::StatusCode;
@@ -32,7 +32,8 @@ use crate::web::see_other;
 
 const LIST_LIMIT: i64 = 25;
 const MAX_TITLE: usize = 200;
-const MAX_TEXT: usize = 50_000;
+/// The editor's text field; the form body limit is derived from the same constant.
+const MAX_TEXT: usize = crate::config::MAX_TEXT_CHARS;
 const MAX_SHORT: usize = 500;
 const DEFAULT_AUTHOR: &str = "The Bazaar team";
 
@@ -840,12 +841,68 @@ pub async fn upload_photo(
     Ok(see_other(&edit_url(id)))
 }
 
-/// `POST /admin/content/orphans`: delete image files nothing refers to (older than an hour).
-pub async fn clean_orphans(
+/// Orphans listed on one review page (and so deleted by one confirmation) at most.
+const MAX_ORPHANS_LISTED: usize = 1000;
+
+#[derive(Template)]
+#[template(path = "admin/content/orphans.html")]
+pub struct OrphansPage {
+    pub layout: Layout,
+    pub orphans: Vec<photos::OrphanFile>,
+    /// Orphans found beyond the listed ones.
+    pub more: usize,
+}
+
+impl OrphansPage {
+    /// Files the confirmation deletes, copies included.
+    pub fn total_files(&self) -> usize {
+        self.orphans.iter().map(|o| 1 + o.derivatives.len()).sum()
+    }
+
+    pub fn size(&self, o: &photos::OrphanFile) -> String {
+        match o.length {
+            n if n >= 1024 * 1024 => format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0)),
+            n if n >= 1024 => format!("{} KiB", n / 1024),
+            n => format!("{n} bytes"),
+        }
+    }
+
+    pub fn uploaded(&self, o: &photos::OrphanFile) -> String {
+        o.uploaded.map_or(String::new(), |d| {
+            d.to_chrono().format("%Y-%m-%d %H:%M").to_string()
+        })
+    }
+}
+
+/// `GET /admin/content/orphans`: the dry run. Lists the files the clean-up would delete (older
+/// than an hour, referred to from nowhere), with a button to confirm.
+pub async fn review_orphans(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
-    let removed = photos::clean_orphans(&state.db, photos::ORPHAN_GRACE).await?;
+    let mut orphans = photos::find_orphans(&state.db, photos::ORPHAN_GRACE).await?;
+    let more = orphans.len().saturating_sub(MAX_ORPHANS_LISTED);
+    orphans.truncate(MAX_ORPHANS_LISTED);
+    render(&OrphansPage {
+        layout: Layout::admin(&req),
+        orphans,
+        more,
+    })
+}
+
+/// `POST /admin/content/orphans` with the `file` ids the review page listed: delete those that
+/// are still orphans (one linked since the list was shown is kept), each with its copies.
+pub async fn clean_orphans(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    form: web::Form<Vec<(String, String)>>,
+) -> Result<HttpResponse, AppError> {
+    let chosen: HashSet<ObjectId> = form
+        .iter()
+        .filter(|(name, _)| name == "file")
+        .filter_map(|(_, value)| ObjectId::parse_str(value).ok())
+        .collect();
+    let removed = photos::remove_orphans(&state.db, photos::ORPHAN_GRACE, &chosen).await?;
     flash::push(
         &req.get_session(),
         Level::Success,

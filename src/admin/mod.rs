@@ -104,7 +104,21 @@ pub fn scope() -> Scope<
                 .route(read().to(content::new))
                 .post(content::create),
         )
-        .service(web::resource("/content/orphans").post(content::clean_orphans))
+        .service(
+            web::resource("/content/orphans")
+                .route(read().to(content::review_orphans))
+                .post(content::clean_orphans),
+        )
+        // Any stored image, drafts' photos included, for the admin's own pages.
+        .route("/media/{file_id}", read().to(crate::media::serve_private))
+        .route(
+            "/media/{file_id}/thumb",
+            read().to(crate::media::serve_private_thumbnail),
+        )
+        .route(
+            "/media/{file_id}/display",
+            read().to(crate::media::serve_private_display),
+        )
         .service(
             web::resource("/content/{id}/edit")
                 .route(read().to(content::edit))

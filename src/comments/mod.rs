@@ -6,6 +6,7 @@
 //! carries the post and reply forms. The POST handlers for a kind of discussion stay thin over
 //! [`pages::post_comment`] and [`pages::post_reply`].
 
+pub mod names;
 pub mod pages;
 pub mod rate_limit;
 pub mod slugs;

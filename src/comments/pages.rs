@@ -13,7 +13,7 @@ use serde::Deserialize;
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::comments::store::{self, PostError};
 use crate::comments::thread::{self, CommentForm, ThreadView};
-use crate::comments::{slugs, CommentStatus, Discussion};
+use crate::comments::{names, slugs, CommentStatus, Discussion};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
@@ -43,9 +43,12 @@ pub enum Submitted {
     Refused(CommentForm, StatusCode),
 }
 
-/// Why a name or text is refused, per field; `None` when both are fine.
+/// Why a name or text is refused, per field; `None` when both are fine. The name is judged as
+/// it will be stored ([`names::clean_name`]), and names the shop's staff sign with are refused
+/// in any lookalike spelling.
 fn check(input: &CommentInput, max_length: usize) -> CommentForm {
-    let name = input.name.trim();
+    let cleaned = names::clean_name(&input.name);
+    let name = cleaned.as_str();
     let text = input.text.trim();
     let mut form = CommentForm {
         name: input.name.clone(),
@@ -58,8 +61,11 @@ fn check(input: &CommentInput, max_length: usize) -> CommentForm {
         form.name_error = Some(format!(
             "Please keep the name to {MAX_NAME_CHARS} characters."
         ));
-    } else if name.chars().any(char::is_control) {
+    } else if input.name.trim().chars().any(char::is_control) {
         form.name_error = Some("The name cannot contain line breaks or control characters.".into());
+    } else if names::is_reserved(name, &crate::db::site::current().name) {
+        form.name_error =
+            Some("That name is kept for the shop's own staff; please sign with another.".into());
     }
     let length = text.chars().count();
     if text.is_empty() {
@@ -145,8 +151,8 @@ pub async fn submit(
         &state.db,
         discussion,
         parent.as_ref(),
-        input.name.trim(),
-        input.text.trim(),
+        &names::clean_name(&input.name),
+        &names::cap_combining_marks(input.text.trim()),
     )
     .await;
     let comment = match posted {

@@ -15,8 +15,16 @@ pub fn render(text: &str) -> String {
     ammonia::Builder::default()
         .url_schemes(["http", "https", "mailto"].into_iter().collect())
         .link_rel(Some("noopener noreferrer nofollow"))
+        // Relative links (`/pages/about`, `#notes`) stay, unless a browser would read them as
+        // another site (`//host`, `/\host`): absolute links must say `https://` openly.
+        .url_relative(ammonia::UrlRelative::Custom(Box::new(keep_local_relative)))
         .clean(&unsafe_html)
         .to_string()
+}
+
+/// A relative link as written, unless a browser would read it as another site (then dropped).
+fn keep_local_relative(url: &str) -> Option<std::borrow::Cow<'_, str>> {
+    crate::web::links::is_safe_relative_link(url).then_some(std::borrow::Cow::Borrowed(url))
 }
 
 /// A plain-text excerpt of the rendered text (for lists and feed summaries).
@@ -54,6 +62,19 @@ mod tests {
         assert!(html.contains("<h1>Title</h1>"), "{html}");
         assert!(html.contains("<em>emphasis</em>"), "{html}");
         assert!(html.contains("href=\"https://example.com\""), "{html}");
+    }
+
+    #[test]
+    fn relative_links_that_a_browser_reads_as_another_site_are_removed() {
+        let html = render(
+            "[b](//evil.example) <a href=\"/\\evil.example\">c</a> \
+             <a href=\" /\t/evil.example\">d</a> [e](/pages/about) [f](#x)",
+        );
+        assert!(!html.contains("href=\"//"), "{html}");
+        assert!(!html.contains("href=\"/\\"), "{html}");
+        assert!(!html.contains("evil.example\""), "{html}");
+        assert!(html.contains("href=\"/pages/about\""), "{html}");
+        assert!(html.contains("href=\"#x\""), "{html}");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 pub mod demo;
 pub mod feed;
 pub mod markdown;
+pub mod media_access;
 pub mod model;
 pub mod pages;
 pub mod photos;

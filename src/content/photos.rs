@@ -8,7 +8,7 @@
 //! new file unreferenced, a crash after the switch leaves the old one; [`clean_orphans`]
 //! removes such files.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use actix_web::web::Bytes;
@@ -169,66 +169,170 @@ where
     Ok(stored)
 }
 
-/// Delete image files that nothing points at any more (no product photo, no photo node, not
-/// the thumbnail of a kept file) and that are older than `older_than`. Returns how many
-/// files went. This reads every file's entry once: it is a maintenance job, not a page.
-pub async fn clean_orphans(db: &Db, older_than: Duration) -> Result<u64, DbError> {
+/// A stored file the clean-up would remove, as the admin is shown it before confirming.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OrphanFile {
+    pub id: ObjectId,
+    pub filename: String,
+    /// Bytes of the file itself (its copies not counted).
+    pub length: i64,
+    pub uploaded: Option<DateTime>,
+    /// Its thumbnail and display copy, removed with it.
+    pub derivatives: Vec<ObjectId>,
+    /// A copy whose original is already gone (left by an interrupted delete or upload).
+    pub leftover_copy: bool,
+}
+
+/// Where a file id can be held: every collection whose documents may name a stored file, as
+/// an ObjectId (product `photos`, a photo node's `metadata.detail.file_id`, a setting) or as a
+/// `/media/{id}` link inside text (Markdown bodies, descriptions). The clean-up reads them all;
+/// a new place that stores file ids must be added here.
+const REFERRING_COLLECTIONS: [&str; 3] = [
+    crate::catalog::products::COLLECTION,
+    model::COLLECTION,
+    crate::db::site::COLLECTION,
+];
+
+/// Collect into `found` the ids in `known` that `value` names, as an ObjectId anywhere in it or
+/// as `/media/{24 hex digits}` inside a string.
+fn collect_file_ids(value: &Bson, known: &HashSet<ObjectId>, found: &mut HashSet<ObjectId>) {
+    match value {
+        Bson::ObjectId(id) if known.contains(id) => {
+            found.insert(*id);
+        }
+        Bson::String(text) => {
+            for (at, _) in text.match_indices("/media/") {
+                let hex = text.get(at + 7..at + 7 + 24);
+                if let Some(id) = hex.and_then(|h| ObjectId::parse_str(h).ok()) {
+                    if known.contains(&id) {
+                        found.insert(id);
+                    }
+                }
+            }
+        }
+        Bson::Document(doc) => doc.values().for_each(|v| collect_file_ids(v, known, found)),
+        Bson::Array(items) => items.iter().for_each(|v| collect_file_ids(v, known, found)),
+        _ => {}
+    }
+}
+
+/// The stored files nothing refers to any more and that are older than `older_than`, each with
+/// the copies that go with it, oldest first. A thumbnail or display copy is never an orphan
+/// while its original exists: it belongs to it, and a reference to a copy (a Markdown body
+/// linking `/media/{id}/display`'s file directly) keeps the original. This reads every stored
+/// file's entry and every document of [`REFERRING_COLLECTIONS`] once: a maintenance job, not a
+/// page.
+pub async fn find_orphans(db: &Db, older_than: Duration) -> Result<Vec<OrphanFile>, DbError> {
     let cutoff = DateTime::from_millis(
         DateTime::now().timestamp_millis() - i64::try_from(older_than.as_millis()).unwrap_or(0),
     );
     let files: Vec<Document> = db
-        .collection::<Document>(&format!("{}.files", media::BUCKET))
+        .collection::<Document>(media::FILES)
         .find(doc! {})
-        .projection(doc! { "_id": 1, "uploadDate": 1, "metadata.thumbnail_of": 1 })
+        .projection(doc! { "_id": 1, "filename": 1, "length": 1, "uploadDate": 1, "metadata": 1 })
         .await?
         .try_collect()
         .await?;
-    let products = db.collection::<Document>(crate::catalog::products::COLLECTION);
-    let nodes = model::collection(db);
-    let mut removed = 0;
-    let mut kept: HashSet<ObjectId> = HashSet::new();
-    let mut thumbnails = Vec::new();
+    let known: HashSet<ObjectId> = files
+        .iter()
+        .filter_map(|f| f.get_object_id("_id").ok())
+        .collect();
+    let mut referenced = HashSet::new();
+    for collection in REFERRING_COLLECTIONS {
+        let mut cursor = db.collection::<Document>(collection).find(doc! {}).await?;
+        while let Some(document) = cursor.try_next().await? {
+            collect_file_ids(&Bson::Document(document), &known, &mut referenced);
+        }
+    }
+    // Copies by original, from both directions (an upload interrupted between storing a copy
+    // and naming it on the original leaves only the copy's link back).
+    let mut copies: HashMap<ObjectId, HashSet<ObjectId>> = HashMap::new();
+    let mut original_of: HashMap<ObjectId, ObjectId> = HashMap::new();
     for file in &files {
         let Ok(id) = file.get_object_id("_id") else {
             continue;
         };
-        if let Some(parent) = file
-            .get_document("metadata")
-            .ok()
-            .and_then(|m| m.get_object_id("thumbnail_of").ok())
-        {
-            thumbnails.push((id, parent, file.get_datetime("uploadDate").ok().copied()));
-            continue;
+        if let Some(original) = media::original_named_in(file) {
+            copies.entry(original).or_default().insert(id);
+            original_of.insert(id, original);
         }
-        let referenced = products.count_documents(doc! { "photos": id }).await? > 0
-            || nodes
-                .count_documents(doc! { "metadata.detail.file_id": id })
-                .await?
-                > 0;
-        let young = file
-            .get_datetime("uploadDate")
-            .map_or(true, |d| *d >= cutoff);
-        if referenced || young {
-            kept.insert(id);
-        } else {
-            removed += media::delete_file(db, id).await?;
+        for copy in media::derivatives_named_in(file) {
+            copies.entry(id).or_default().insert(copy);
         }
     }
-    // Thumbnails whose image is gone (deleted above along with it, or lost earlier).
-    for (id, parent, uploaded) in thumbnails {
-        let young = uploaded.is_none_or(|d| d >= cutoff);
-        if !kept.contains(&parent) && !young && !file_exists(db, parent).await? {
-            removed += media::delete_file(db, id).await?;
+    // A reference to a copy keeps its original (and so the copy).
+    let kept: HashSet<ObjectId> = referenced
+        .iter()
+        .map(|id| original_of.get(id).copied().unwrap_or(*id))
+        .collect();
+    let mut orphans = Vec::new();
+    for file in &files {
+        let Ok(id) = file.get_object_id("_id") else {
+            continue;
+        };
+        let uploaded = file.get_datetime("uploadDate").ok().copied();
+        if uploaded.is_none_or(|d| d >= cutoff) {
+            // Too recent: an upload may be between storing its file and pointing at it.
+            continue;
+        }
+        let leftover_copy = match media::original_named_in(file) {
+            // A copy goes with its original, never on its own while that exists.
+            Some(original) if known.contains(&original) => continue,
+            Some(_) => true,
+            None => false,
+        };
+        if kept.contains(&id) {
+            continue;
+        }
+        let mut derivatives: Vec<ObjectId> = copies
+            .get(&id)
+            .map(|c| c.iter().copied().filter(|c| known.contains(c)).collect())
+            .unwrap_or_default();
+        derivatives.sort();
+        orphans.push(OrphanFile {
+            id,
+            filename: file.get_str("filename").unwrap_or("").to_string(),
+            length: match file.get("length") {
+                Some(Bson::Int64(n)) => *n,
+                Some(Bson::Int32(n)) => i64::from(*n),
+                _ => 0,
+            },
+            uploaded,
+            derivatives,
+            leftover_copy,
+        });
+    }
+    orphans.sort_by_key(|o| (o.uploaded, o.id));
+    Ok(orphans)
+}
+
+/// Delete the orphans among `chosen` (the files an admin confirmed from the list
+/// [`find_orphans`] showed), each with its copies; a file that is no longer an orphan (linked
+/// since the list was shown) is kept. Returns how many files were deleted, copies included.
+pub async fn remove_orphans(
+    db: &Db,
+    older_than: Duration,
+    chosen: &HashSet<ObjectId>,
+) -> Result<u64, DbError> {
+    let mut removed = 0;
+    for orphan in find_orphans(db, older_than).await? {
+        if chosen.contains(&orphan.id) {
+            removed +=
+                media::delete_files(db, std::iter::once(orphan.id).chain(orphan.derivatives))
+                    .await?;
         }
     }
     Ok(removed)
 }
 
-async fn file_exists(db: &Db, id: ObjectId) -> Result<bool, DbError> {
-    Ok(media::bucket(db)
-        .find_one(doc! { "_id": id })
-        .await?
-        .is_some())
+/// Delete every orphan [`find_orphans`] finds, with its copies. Returns how many files went.
+pub async fn clean_orphans(db: &Db, older_than: Duration) -> Result<u64, DbError> {
+    let mut removed = 0;
+    for orphan in find_orphans(db, older_than).await? {
+        removed +=
+            media::delete_files(db, std::iter::once(orphan.id).chain(orphan.derivatives)).await?;
+    }
+    Ok(removed)
 }
 
 /// True when `node` is a photo whose file is stored (or that has none yet).

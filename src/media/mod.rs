@@ -1,6 +1,13 @@
 //! Images in the GridFS bucket `assets`: uploads streamed in chunk by chunk with the type
-//! sniffed from the bytes, thumbnails, generated demo covers, and serving at `/media/{file_id}`
-//! with validators and long caching (a stored file never changes: a new image is a new id).
+//! sniffed from the bytes, thumbnails and display copies, generated demo covers, and sending a
+//! stored file with validators and caching (a stored file never changes: a new image is a new
+//! id). Who may fetch which file is decided above this module: the public routes
+//! (`content::media_access`) hide files only drafts show, the admin's (`/admin/media/…`,
+//! [`serve_private`]) serve any.
+//!
+//! A thumbnail or display copy belongs to its original: its metadata names it
+//! (`thumbnail_of`, `display_of`) and the original's names the copies (`thumbnail`,
+//! `display`); [`delete_file`] deletes them together.
 
 use std::io::Cursor;
 
@@ -35,6 +42,10 @@ const MAX_CONCURRENT_DECODES: usize = 2;
 static DECODES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_CONCURRENT_DECODES);
 /// Images are immutable under their id, so caches may keep them for a year.
 const CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
+/// A file only the admin may see (the photo of a draft): no cache keeps it.
+const PRIVATE_CACHE_CONTROL: &str = "private, no-store";
+/// The files collection of the bucket.
+pub const FILES: &str = "assets.files";
 
 /// The image types the shop accepts, told apart by their first bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -133,18 +144,48 @@ pub fn bucket(db: &Db) -> GridFsBucket {
     )
 }
 
-/// Delete a stored image and its thumbnail; a file already gone is not an error. Returns how
-/// many files were deleted.
+/// The copies made of an original (its thumbnail and display copy), as its metadata names them.
+pub const DERIVATIVE_FIELDS: [&str; 2] = ["thumbnail", "display"];
+/// The metadata fields of a copy that name its original.
+pub const ORIGINAL_FIELDS: [&str; 2] = ["thumbnail_of", "display_of"];
+
+/// The original a stored file was made from, when it is a copy (a thumbnail or display copy).
+pub fn original_named_in(file: &Document) -> Option<ObjectId> {
+    let metadata = file.get_document("metadata").ok()?;
+    ORIGINAL_FIELDS
+        .iter()
+        .find_map(|field| metadata.get_object_id(field).ok())
+}
+
+/// The copies a stored original names in its metadata.
+pub fn derivatives_named_in(file: &Document) -> Vec<ObjectId> {
+    file.get_document("metadata").map_or(Vec::new(), |m| {
+        DERIVATIVE_FIELDS
+            .iter()
+            .filter_map(|field| m.get_object_id(field).ok())
+            .collect()
+    })
+}
+
+/// Delete a stored image with every copy made of it (thumbnail, display copy); a file already
+/// gone is not an error. Returns how many files were deleted.
 pub async fn delete_file(db: &Db, id: ObjectId) -> Result<u64, DbError> {
-    let files = db.collection::<Document>(&format!("{}.files", BUCKET));
-    let thumbnail = files.find_one(doc! { "_id": id }).await?.and_then(|f| {
-        f.get_document("metadata")
-            .ok()?
-            .get_object_id("thumbnail")
-            .ok()
-    });
+    let files = db.collection::<Document>(FILES);
+    let derivatives = files
+        .find_one(doc! { "_id": id })
+        .await?
+        .map_or(Vec::new(), |f| derivatives_named_in(&f));
+    delete_files(db, std::iter::once(id).chain(derivatives)).await
+}
+
+/// Delete exactly these stored files (no copies looked up); one already gone is not an error.
+/// Returns how many were deleted.
+pub async fn delete_files(
+    db: &Db,
+    ids: impl IntoIterator<Item = ObjectId>,
+) -> Result<u64, DbError> {
     let mut deleted = 0;
-    for file in std::iter::once(id).chain(thumbnail) {
+    for file in ids {
         match bucket(db).delete(Bson::ObjectId(file)).await {
             Ok(()) => deleted += 1,
             Err(e)
@@ -484,54 +525,108 @@ pub async fn store_generated_cover(
 /// An id from the URL; one that is not an ObjectId is a 404.
 use crate::web::parse_object_id as parse_id;
 
-/// `GET /media/{file_id}`
-pub async fn serve(
+/// Which copy of an image a URL asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Variant {
+    /// `/media/{id}`: the file itself.
+    Original,
+    /// `/media/{id}/thumb`: its thumbnail (the file itself when it has none).
+    Thumbnail,
+    /// `/media/{id}/display`: the copy scaled for pages (the file itself when small enough).
+    Display,
+}
+
+impl Variant {
+    fn field(self) -> Option<&'static str> {
+        match self {
+            Variant::Original => None,
+            Variant::Thumbnail => Some("thumbnail"),
+            Variant::Display => Some("display"),
+        }
+    }
+}
+
+/// A URL's file, found: the file to send and the original it belongs to (the file itself when
+/// it is an original), whose owner decides who may see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resolved {
+    pub file: ObjectId,
+    pub original: ObjectId,
+}
+
+/// The file to send for `variant` of stored file `id`; `None` when there is no such file.
+pub async fn resolve(db: &Db, id: ObjectId, variant: Variant) -> Result<Option<Resolved>, DbError> {
+    let Some(entry) = db
+        .collection::<Document>(FILES)
+        .find_one(doc! { "_id": id })
+        .projection(doc! { "metadata": 1 })
+        .await?
+    else {
+        return Ok(None);
+    };
+    let file = variant
+        .field()
+        .and_then(|field| {
+            entry
+                .get_document("metadata")
+                .ok()?
+                .get_object_id(field)
+                .ok()
+        })
+        .unwrap_or(id);
+    Ok(Some(Resolved {
+        file,
+        original: original_named_in(&entry).unwrap_or(id),
+    }))
+}
+
+/// Who a file is sent to, which decides how it may be cached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Audience {
+    /// Anyone: cached for a year by browsers and shared caches.
+    Public,
+    /// Only the admin: never kept by a cache.
+    Private,
+}
+
+/// `GET /admin/media/{file_id}` (behind the admin's sign-in): any stored file, drafts' photos
+/// included, never cached.
+pub async fn serve_private(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    let id = parse_id(&id)?;
-    serve_file(&req, &state.db, id).await
+    serve_private_variant(&req, &state.db, &id, Variant::Original).await
 }
 
-/// `GET /media/{file_id}/display`: the copy scaled for pages (the image itself when it is small
-/// enough already).
-pub async fn serve_display(
+/// `GET /admin/media/{file_id}/thumb`
+pub async fn serve_private_thumbnail(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    serve_derived(&req, &state.db, &id, "display").await
+    serve_private_variant(&req, &state.db, &id, Variant::Thumbnail).await
 }
 
-/// `GET /media/{file_id}/thumb`: the image's thumbnail (the image itself when it has none).
-pub async fn serve_thumbnail(
+/// `GET /admin/media/{file_id}/display`
+pub async fn serve_private_display(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    serve_derived(&req, &state.db, &id, "thumbnail").await
+    serve_private_variant(&req, &state.db, &id, Variant::Display).await
 }
 
-/// Serve the copy of an image named in its metadata under `which`, or the image itself.
-async fn serve_derived(
+async fn serve_private_variant(
     req: &HttpRequest,
     db: &Db,
     id: &str,
-    which: &str,
+    variant: Variant,
 ) -> Result<HttpResponse, AppError> {
-    let id = parse_id(id)?;
-    let file = bucket(db)
-        .find_one(doc! { "_id": id })
-        .await
-        .map_err(DbError::from)?
+    let resolved = resolve(db, parse_id(id)?, variant)
+        .await?
         .ok_or(AppError::NotFound)?;
-    let derived = file
-        .metadata
-        .as_ref()
-        .and_then(|m| m.get_object_id(which).ok())
-        .unwrap_or(id);
-    serve_file(req, db, derived).await
+    send(req, db, resolved.file, Audience::Private).await
 }
 
 fn matches_etag(req: &HttpRequest, etag: &str) -> bool {
@@ -543,7 +638,18 @@ fn matches_etag(req: &HttpRequest, etag: &str) -> bool {
         .any(|t| t == etag || t == "*")
 }
 
-async fn serve_file(req: &HttpRequest, db: &Db, id: ObjectId) -> Result<HttpResponse, AppError> {
+/// Send stored file `id` with its type, length and ETag (304 when the client has it), cached as
+/// `audience` allows.
+pub async fn send(
+    req: &HttpRequest,
+    db: &Db,
+    id: ObjectId,
+    audience: Audience,
+) -> Result<HttpResponse, AppError> {
+    let cache_control = match audience {
+        Audience::Public => CACHE_CONTROL,
+        Audience::Private => PRIVATE_CACHE_CONTROL,
+    };
     let bucket = bucket(db);
     let file = bucket
         .find_one(doc! { "_id": id })
@@ -554,7 +660,7 @@ async fn serve_file(req: &HttpRequest, db: &Db, id: ObjectId) -> Result<HttpResp
     if matches_etag(req, &etag) {
         return Ok(HttpResponse::NotModified()
             .insert_header((header::ETAG, etag))
-            .insert_header((header::CACHE_CONTROL, CACHE_CONTROL))
+            .insert_header((header::CACHE_CONTROL, cache_control))
             .finish());
     }
     let content_type = file
@@ -586,7 +692,7 @@ async fn serve_file(req: &HttpRequest, db: &Db, id: ObjectId) -> Result<HttpResp
     Ok(HttpResponse::Ok()
         .insert_header((header::CONTENT_TYPE, content_type))
         .insert_header((header::ETAG, etag))
-        .insert_header((header::CACHE_CONTROL, CACHE_CONTROL))
+        .insert_header((header::CACHE_CONTROL, cache_control))
         .body(SizedStream::new(file.length, Box::pin(chunks))))
 }
 

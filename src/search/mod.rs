@@ -6,9 +6,10 @@
 //! on the embedded docstore. Which fields matched is worked out here with the same English
 //! stemming the index uses, so "loves" shows a match in a title that says "love".
 
+pub mod limits;
 pub mod pages;
 
-use bson::{doc, Bson, DateTime, Document};
+use bson::{doc, Bson, Document};
 use docstore::text::language::{Language, Sensitivity, Tokenizer};
 use docstore::text::search::ParsedQuery;
 use futures::TryStreamExt;
@@ -159,7 +160,9 @@ pub async fn search(db: &Db, query: &str, page: u64) -> Result<Results, DbError>
         .try_collect()
         .await?;
     let mut node_filter = text_filter(query);
-    node_filter.insert("metadata.published", doc! { "$lte": DateTime::now() });
+    // Published: live, or due by now (the same rule as the blog, so a clock stepped back hides
+    // nothing from search either).
+    node_filter.extend(model::visible_at(db.now()));
     let node_docs: Vec<Document> = db
         .collection::<Document>(model::COLLECTION)
         .find(node_filter)

@@ -1,12 +1,17 @@
-//! `GET /search?q=&page=`: the results page behind the header's search box.
+//! `GET /search?q=&page=`: the results page behind the header's search box. A search is
+//! counted against the client's allowance and runs in one of a few slots
+//! ([`crate::search::limits`]); an empty search costs nothing and is not counted.
 
 use std::collections::HashMap;
 
+use actix_web::http::{header, StatusCode};
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
+use crate::search::limits::SearchLimits;
 use crate::search::{self, Hit, MAX_PAGES};
 use crate::state::AppState;
+use crate::web::error_page::error_page;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
 
@@ -44,6 +49,24 @@ impl SearchPage {
     }
 }
 
+/// What a visitor is told when every search slot stayed busy (a 503 with `Retry-After`).
+pub const BUSY_MESSAGE: &str = "Search is busy, please try again in a moment.";
+
+/// The 429 page for a client over its allowance, saying when to come back.
+fn too_many_searches(limits: &SearchLimits) -> HttpResponse {
+    let retry_after = limits.retry_after_secs();
+    let message = format!(
+        "You are searching faster than we allow ({} searches a minute). Please wait {} \
+         seconds and try again.",
+        limits.per_minute(),
+        retry_after
+    );
+    let mut page = error_page(StatusCode::TOO_MANY_REQUESTS, Some(&message));
+    page.headers_mut()
+        .insert(header::RETRY_AFTER, header::HeaderValue::from(retry_after));
+    page
+}
+
 /// `GET /search`
 pub async fn results(
     req: HttpRequest,
@@ -63,6 +86,18 @@ pub async fn results(
     let (hits, has_next) = if query.is_empty() {
         (Vec::new(), false)
     } else {
+        // Registered by start-up next to the app state (the search area's own helper).
+        let Some(limits) = req.app_data::<web::Data<SearchLimits>>() else {
+            return Err(AppError::Internal(anyhow::anyhow!(
+                "the search limits are not registered as app data"
+            )));
+        };
+        if !limits.allow(req.peer_addr().map(|a| a.ip())) {
+            return Ok(too_many_searches(limits));
+        }
+        let Some(_slot) = limits.slot().await else {
+            return Err(AppError::Busy(BUSY_MESSAGE));
+        };
         let results = search::search(&state.db, &query, page).await?;
         (results.hits, results.has_next)
     };

@@ -6,6 +6,11 @@
 //! at most `admin.max_concurrent_verifications` hashes run at once (others wait briefly, then
 //! get 429), and a client address whose passwords keep failing is refused without hashing for a
 //! delay that doubles with every further failure.
+//!
+//! The delay only counts failures that have finished, so an address also holds a reservation
+//! for every check it has running ([`MAX_IN_FLIGHT_PER_CLIENT`] at most): without it, a burst of
+//! simultaneous guesses would all pass the "is this address waiting?" check before the first
+//! failure was recorded, and all reach argon2.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -40,6 +45,9 @@ const FORGET_FAILURES_AFTER: Duration = Duration::from_secs(15 * 60);
 /// Client addresses whose failures are remembered at once (the table must not grow without
 /// bound under a flood from many addresses either).
 const MAX_TRACKED_CLIENTS: usize = 10_000;
+/// Password checks one client address may have running at once; further attempts from it are
+/// answered 429 without hashing until one finishes (and is counted as a failure or success).
+pub const MAX_IN_FLIGHT_PER_CLIENT: u32 = 2;
 
 /// The outcome of checking a request's credentials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,6 +78,8 @@ struct Failures {
     count: u32,
     last: Instant,
     blocked_until: Option<Instant>,
+    /// Checks from this address running right now (reserved by [`Limits::reserve`]).
+    in_flight: u32,
 }
 
 /// A password check handed to a verifier thread.
@@ -155,11 +165,63 @@ impl Limits {
     /// Seconds left before `client` may try again, if it is being made to wait.
     fn blocked_for(&self, client: Option<IpAddr>) -> Option<u64> {
         let client = client?;
-        let now = Instant::now();
         let failures = self.failures.lock().ok()?;
-        let until = failures.get(&client)?.blocked_until?;
-        // Rounded up: "retry after 1 s" must not come before the delay is over.
-        (until > now).then(|| ((until - now).as_secs_f64().ceil() as u64).max(1))
+        wait_left(failures.get(&client)?, Instant::now())
+    }
+
+    /// Take one of `client`'s in-flight places for a password check, or say how long to wait:
+    /// the address is being made to wait, or already has [`MAX_IN_FLIGHT_PER_CLIENT`] checks
+    /// running. The check and the reservation happen under one lock, so simultaneous requests
+    /// cannot all pass it. The place is given back by [`Reservation`]'s drop.
+    fn reserve(&self, client: Option<IpAddr>) -> Result<Reservation<'_>, u64> {
+        let Some(client) = client else {
+            return Ok(Reservation {
+                limits: self,
+                client: None,
+            });
+        };
+        let Ok(mut failures) = self.failures.lock() else {
+            return Err(1);
+        };
+        let now = Instant::now();
+        self.make_room(&mut failures, client, now);
+        let entry = failures.entry(client).or_insert(Failures {
+            count: 0,
+            last: now,
+            blocked_until: None,
+            in_flight: 0,
+        });
+        if let Some(wait) = wait_left(entry, now) {
+            return Err(wait);
+        }
+        if entry.in_flight >= MAX_IN_FLIGHT_PER_CLIENT {
+            return Err(1);
+        }
+        entry.in_flight += 1;
+        Ok(Reservation {
+            limits: self,
+            client: Some(client),
+        })
+    }
+
+    /// Keep the table within [`MAX_TRACKED_CLIENTS`] before `client` is added: forget stale
+    /// addresses, then the stalest one with nothing in flight.
+    fn make_room(&self, failures: &mut HashMap<IpAddr, Failures>, client: IpAddr, now: Instant) {
+        if failures.len() < MAX_TRACKED_CLIENTS || failures.contains_key(&client) {
+            return;
+        }
+        failures
+            .retain(|_, f| f.in_flight > 0 || now.duration_since(f.last) < FORGET_FAILURES_AFTER);
+        if failures.len() >= MAX_TRACKED_CLIENTS {
+            if let Some(stalest) = failures
+                .iter()
+                .filter(|(_, f)| f.in_flight == 0)
+                .min_by_key(|(_, f)| f.last)
+                .map(|(ip, _)| *ip)
+            {
+                failures.remove(&stalest);
+            }
+        }
     }
 
     fn record_failure(&self, client: Option<IpAddr>) {
@@ -168,23 +230,12 @@ impl Limits {
             return;
         };
         let now = Instant::now();
-        if failures.len() >= MAX_TRACKED_CLIENTS && !failures.contains_key(&client) {
-            failures.retain(|_, f| now.duration_since(f.last) < FORGET_FAILURES_AFTER);
-            if failures.len() >= MAX_TRACKED_CLIENTS {
-                // Still full of recent failures: forget the stalest one.
-                if let Some(stalest) = failures
-                    .iter()
-                    .min_by_key(|(_, f)| f.last)
-                    .map(|(ip, _)| *ip)
-                {
-                    failures.remove(&stalest);
-                }
-            }
-        }
+        self.make_room(&mut failures, client, now);
         let entry = failures.entry(client).or_insert(Failures {
             count: 0,
             last: now,
             blocked_until: None,
+            in_flight: 0,
         });
         if now.duration_since(entry.last) >= FORGET_FAILURES_AFTER {
             entry.count = 0;
@@ -201,13 +252,50 @@ impl Limits {
 
     fn record_success(&self, client: Option<IpAddr>) {
         if let (Some(client), Ok(mut failures)) = (client, self.failures.lock()) {
-            failures.remove(&client);
+            // Other checks of this address may still be running: keep their reservations.
+            if let Some(entry) = failures.get_mut(&client) {
+                entry.count = 0;
+                entry.blocked_until = None;
+                if entry.in_flight == 0 {
+                    failures.remove(&client);
+                }
+            }
+        }
+    }
+
+    fn release(&self, client: IpAddr) {
+        if let Ok(mut failures) = self.failures.lock() {
+            if let Some(entry) = failures.get_mut(&client) {
+                entry.in_flight = entry.in_flight.saturating_sub(1);
+            }
         }
     }
 
     fn throttle(&self, retry_after_secs: u64) -> Verdict {
         self.throttled.fetch_add(1, Ordering::Relaxed);
         Verdict::Throttled { retry_after_secs }
+    }
+}
+
+/// Seconds left of the wait imposed on an address, if any (rounded up: "retry after 1 s" must
+/// not come before the delay is over).
+fn wait_left(failures: &Failures, now: Instant) -> Option<u64> {
+    let until = failures.blocked_until?;
+    (until > now).then(|| ((until - now).as_secs_f64().ceil() as u64).max(1))
+}
+
+/// One in-flight place of a client address; given back when dropped, so a request abandoned
+/// mid-check (the client hung up) releases it too.
+struct Reservation<'a> {
+    limits: &'a Limits,
+    client: Option<IpAddr>,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        if let Some(client) = self.client {
+            self.limits.release(client);
+        }
     }
 }
 
@@ -276,12 +364,14 @@ impl AdminCredentials {
         password: &str,
     ) -> Verdict {
         let username_ok: bool = username.as_bytes().ct_eq(self.username.as_bytes()).into();
-        let password_ok = match &self.secret {
+        // The address's in-flight place (if a hash runs) is held until the outcome is recorded
+        // below, so the next attempt from the address already sees this failure.
+        let (password_ok, _reservation) = match &self.secret {
             Secret::Generated(expected) => {
                 if let Some(wait) = self.limits.blocked_for(client) {
                     return self.limits.throttle(wait);
                 }
-                password.as_bytes().ct_eq(expected.as_bytes()).into()
+                (password.as_bytes().ct_eq(expected.as_bytes()).into(), None)
             }
             Secret::Hash(phc) => {
                 let digest = self.digest(username, password);
@@ -297,9 +387,10 @@ impl AdminCredentials {
                     // from the same network.
                     return Verdict::Granted;
                 }
-                if let Some(wait) = self.limits.blocked_for(client) {
-                    return self.limits.throttle(wait);
-                }
+                let reservation = match self.limits.reserve(client) {
+                    Ok(reservation) => reservation,
+                    Err(wait) => return self.limits.throttle(wait),
+                };
                 let Some(ok) = self.run_argon2(phc, password).await else {
                     return self.limits.throttle(VERIFICATION_WAIT.as_secs());
                 };
@@ -308,7 +399,7 @@ impl AdminCredentials {
                         *guard = Some(digest);
                     }
                 }
-                ok
+                (ok, Some(reservation))
             }
         };
         if username_ok && password_ok {
@@ -505,6 +596,41 @@ mod tests {
     fn non_argon2_strings_are_refused() {
         assert!(check_password_hash("plaintext").is_err());
         assert!(check_password_hash("$pbkdf2-sha256$i=1000$c2FsdA$aGFzaA").is_err());
+    }
+
+    fn limits(failures_before_delay: u32) -> Limits {
+        Limits::new(&AdminSettings {
+            username: "admin".into(),
+            password_hash: None,
+            max_concurrent_verifications: 1,
+            failures_before_delay,
+        })
+    }
+
+    #[test]
+    fn an_address_may_have_only_a_few_checks_in_flight_and_a_finished_one_frees_its_place() {
+        let limits = limits(100);
+        let a = Some(IpAddr::from([10, 0, 0, 1]));
+        let held: Vec<_> = (0..MAX_IN_FLIGHT_PER_CLIENT)
+            .map(|_| limits.reserve(a).expect("a free place"))
+            .collect();
+        assert_eq!(limits.reserve(a).err(), Some(1), "the next one waits");
+        assert!(
+            limits.reserve(Some(IpAddr::from([10, 0, 0, 2]))).is_ok(),
+            "another address is not held up"
+        );
+        drop(held);
+        assert!(limits.reserve(a).is_ok());
+    }
+
+    #[test]
+    fn a_failure_recorded_before_the_place_is_given_back_stops_the_next_attempt() {
+        let limits = limits(1);
+        let a = Some(IpAddr::from([10, 0, 0, 1]));
+        let first = limits.reserve(a).expect("a free place");
+        limits.record_failure(a);
+        drop(first);
+        assert!(limits.reserve(a).is_err(), "the address now waits");
     }
 
     #[test]

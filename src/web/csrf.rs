@@ -29,8 +29,10 @@ use crate::web::errors::AppError;
 pub const FIELD: &str = "csrf_token";
 pub const HEADER: &str = "x-csrf-token";
 const SESSION_KEY: &str = "csrf_token";
-/// Plain forms are small; anything larger is refused before it is buffered.
-pub const MAX_FORM_BYTES: usize = 256 * 1024;
+/// The largest plain form: one holding the longest text a field accepts
+/// ([`crate::config::MAX_TEXT_CHARS`]) in the worst encoding. Anything larger is refused
+/// before it is buffered. The form extractor's limit (`startup`) is this same value.
+pub const MAX_FORM_BYTES: usize = crate::config::max_form_bytes(crate::config::MAX_TEXT_CHARS);
 
 /// The session's token, created on first use.
 pub fn token(session: &Session) -> String {

@@ -13,6 +13,7 @@ pub mod errors;
 pub mod field_errors;
 pub mod flash;
 pub mod layout;
+pub mod links;
 pub mod rate_limit;
 pub mod security_headers;
 pub mod session;
@@ -33,7 +34,13 @@ pub fn parse_object_id(id: &str) -> Result<bson::oid::ObjectId, errors::AppError
 }
 
 /// `303 See Other` to `location`: where a form POST sends the browser next (Post/Redirect/Get).
+/// Redirects only ever go to a path on this site ([`links::local_path`]): a location built from
+/// stored text that a browser would read as another site goes to the home page instead.
 pub fn see_other(location: &str) -> HttpResponse {
+    let location = links::local_path(location).unwrap_or_else(|| {
+        tracing::warn!(location, "refused a redirect off the site");
+        "/"
+    });
     HttpResponse::SeeOther()
         .insert_header((header::LOCATION, location))
         .finish()

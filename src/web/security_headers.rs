@@ -1,4 +1,6 @@
-//! Security headers on every response, error pages and static files included.
+//! Security headers on every response, error pages and static files included, and the caching
+//! policy: `Cache-Control: no-store` on anything personal (see [`cache_control`]), a short
+//! public lifetime only on pages that are the same for every visitor.
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
@@ -44,6 +46,10 @@ impl ResponseError for MiddlewareFailure {
     fn error_response(&self) -> HttpResponse {
         let mut page = error_page(StatusCode::INTERNAL_SERVER_ERROR, None);
         insert_headers(page.headers_mut());
+        page.headers_mut().insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static(PRIVATE_CACHE_CONTROL),
+        );
         page
     }
 }
@@ -58,6 +64,85 @@ pub struct TransportPolicy {
     pub tls: bool,
 }
 
+/// How long shared caches and browsers may keep a public page (one that is the same for every
+/// visitor): short, so an edit shows within a minute, yet a burst of anonymous visitors to one
+/// page costs the shop one render per cache.
+pub const PUBLIC_PAGE_CACHE_CONTROL: &str = "public, max-age=60";
+/// Anything personal: no cache may keep a copy, not even the browser's back-forward history.
+pub const PRIVATE_CACHE_CONTROL: &str = "no-store";
+
+/// Areas whose pages show one visitor's (or the admin's) data, whatever else is true.
+fn is_personal_path(path: &str) -> bool {
+    ["/admin", "/cart", "/checkout", "/orders"]
+        .iter()
+        .any(|area| path == *area || path.starts_with(&format!("{area}/")))
+}
+
+/// What of the request decides how its response may be cached, taken before the request is
+/// handed on.
+#[derive(Debug, Clone, Copy)]
+pub struct CacheContext {
+    /// The path is in an area with personal data ([`is_personal_path`]).
+    pub personal_path: bool,
+    /// The request carries a session cookie: the page may show its cart count, flash messages
+    /// and its CSRF token.
+    pub has_session: bool,
+    /// The request carries credentials (the admin's Basic auth).
+    pub has_credentials: bool,
+    /// GET or HEAD.
+    pub is_read: bool,
+}
+
+impl CacheContext {
+    pub fn of(req: &ServiceRequest) -> CacheContext {
+        CacheContext {
+            personal_path: is_personal_path(req.match_info().as_str())
+                || is_personal_path(req.path()),
+            has_session: req.cookie(crate::web::session::COOKIE_NAME).is_some(),
+            has_credentials: req.headers().contains_key(header::AUTHORIZATION),
+            is_read: matches!(
+                *req.method(),
+                actix_web::http::Method::GET | actix_web::http::Method::HEAD
+            ),
+        }
+    }
+}
+
+/// The `Cache-Control` a response gets, or `None` to keep the one its handler set:
+/// - `no-store` for personal areas (admin, cart, checkout, orders), for any response that sets
+///   a cookie, answers a request with credentials, or answers a visitor with a session (its page
+///   carries the session's CSRF token and cart count), and for anything but a successful read;
+/// - the handler's own header otherwise, where it set one (media, static files, feeds);
+/// - [`PUBLIC_PAGE_CACHE_CONTROL`] for the rest: a successful read of a public page by a visitor
+///   without a session, which is then the same for everyone (with `Vary: Cookie`, so a cache
+///   never hands it to a visitor who has one).
+pub fn cache_control(
+    context: CacheContext,
+    status: StatusCode,
+    headers: &HeaderMap,
+) -> Option<&'static str> {
+    let sets_cookie = headers.contains_key(header::SET_COOKIE);
+    if context.personal_path || context.has_credentials || sets_cookie {
+        return Some(PRIVATE_CACHE_CONTROL);
+    }
+    if headers.contains_key(header::CACHE_CONTROL) {
+        return None;
+    }
+    if context.has_session || !context.is_read || !status.is_success() {
+        return Some(PRIVATE_CACHE_CONTROL);
+    }
+    Some(PUBLIC_PAGE_CACHE_CONTROL)
+}
+
+fn apply_cache_control(context: CacheContext, status: StatusCode, headers: &mut HeaderMap) {
+    if let Some(value) = cache_control(context, status, headers) {
+        headers.insert(header::CACHE_CONTROL, HeaderValue::from_static(value));
+        if value == PUBLIC_PAGE_CACHE_CONTROL {
+            headers.append(header::VARY, HeaderValue::from_static("Cookie"));
+        }
+    }
+}
+
 /// Outermost middleware (inside request logging): adds the headers to every response.
 pub async fn add_security_headers(
     req: ServiceRequest,
@@ -66,9 +151,12 @@ pub async fn add_security_headers(
     let tls = req
         .app_data::<actix_web::web::Data<TransportPolicy>>()
         .is_some_and(|p| p.tls);
+    let context = CacheContext::of(&req);
     match next.call(req).await {
         Ok(mut res) => {
             insert_headers(res.headers_mut());
+            let status = res.status();
+            apply_cache_control(context, status, res.headers_mut());
             if tls {
                 res.headers_mut().insert(
                     header::STRICT_TRANSPORT_SECURITY,
@@ -81,5 +169,86 @@ pub async fn add_security_headers(
             tracing::error!(error = %e, "a middleware failed");
             Err(MiddlewareFailure.into())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context() -> CacheContext {
+        CacheContext {
+            personal_path: false,
+            has_session: false,
+            has_credentials: false,
+            is_read: true,
+        }
+    }
+
+    #[test]
+    fn personal_areas_cookies_and_credentials_are_never_stored() {
+        let empty = HeaderMap::new();
+        let personal = CacheContext {
+            personal_path: true,
+            ..context()
+        };
+        assert_eq!(
+            cache_control(personal, StatusCode::OK, &empty),
+            Some("no-store")
+        );
+        let mut cookie = HeaderMap::new();
+        cookie.insert(header::SET_COOKIE, HeaderValue::from_static("a=b"));
+        cookie.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("public, max-age=300"),
+        );
+        assert_eq!(
+            cache_control(context(), StatusCode::OK, &cookie),
+            Some("no-store")
+        );
+        let admin = CacheContext {
+            has_credentials: true,
+            ..context()
+        };
+        assert_eq!(
+            cache_control(admin, StatusCode::OK, &empty),
+            Some("no-store")
+        );
+    }
+
+    #[test]
+    fn only_a_successful_read_without_a_session_is_public() {
+        let empty = HeaderMap::new();
+        assert_eq!(
+            cache_control(context(), StatusCode::OK, &empty),
+            Some(PUBLIC_PAGE_CACHE_CONTROL)
+        );
+        let session = CacheContext {
+            has_session: true,
+            ..context()
+        };
+        assert_eq!(
+            cache_control(session, StatusCode::OK, &empty),
+            Some("no-store")
+        );
+        assert_eq!(
+            cache_control(context(), StatusCode::NOT_FOUND, &empty),
+            Some("no-store")
+        );
+        let post = CacheContext {
+            is_read: false,
+            ..context()
+        };
+        assert_eq!(
+            cache_control(post, StatusCode::OK, &empty),
+            Some("no-store")
+        );
+        // A handler's own policy (files, feeds) stands.
+        let mut own = HeaderMap::new();
+        own.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("public, max-age=300"),
+        );
+        assert_eq!(cache_control(session, StatusCode::OK, &own), None);
     }
 }

@@ -1,0 +1,89 @@
+//! Who may fetch a stored image at the public `/media/{id}` URLs. A draft's page is hidden, so
+//! its photo must be too (file ids are ObjectIds, made in sequence and easy to guess): a file
+//! that only unpublished nodes show is served to the admin alone (Basic credentials on the
+//! request; the admin's own pages link `/admin/media/…`), never cached, and is a 404 for
+//! everyone else. Everything else (published photos, product photos, files only Markdown links
+//! to) stays public and cacheable for a year.
+
+use actix_web::{web, HttpRequest, HttpResponse};
+use bson::doc;
+use bson::oid::ObjectId;
+use futures::TryStreamExt;
+
+use crate::content::model;
+use crate::db::{Db, DbError};
+use crate::media::{self, Audience, Variant};
+use crate::state::AppState;
+use crate::web::basic_auth::carries_admin_credentials;
+use crate::web::errors::AppError;
+use crate::web::parse_object_id;
+
+/// Whether original `file` is shown only by nodes the public cannot see: at least one node
+/// shows it, none of them is published yet (a draft, or scheduled for a later date: checked
+/// against the clock at each request), and no product shows it. Both finds use an index (`photo_file` on nodes, `photos` on products).
+pub async fn shown_only_by_drafts(db: &Db, file: ObjectId) -> Result<bool, DbError> {
+    let nodes: Vec<model::Node> = model::collection(db)
+        .find(doc! { "metadata.detail.file_id": file })
+        .limit(20)
+        .await?
+        .try_collect()
+        .await?;
+    if nodes.is_empty() || nodes.iter().any(model::Node::is_published) {
+        return Ok(false);
+    }
+    let on_a_product = db
+        .collection::<bson::Document>(crate::catalog::products::COLLECTION)
+        .find_one(doc! { "photos": file })
+        .projection(doc! { "_id": 1 })
+        .await?
+        .is_some();
+    Ok(!on_a_product)
+}
+
+/// `GET /media/{file_id}`
+pub async fn serve(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    serve_variant(&req, &state.db, &id, Variant::Original).await
+}
+
+/// `GET /media/{file_id}/thumb`: the image's thumbnail (the image itself when it has none).
+pub async fn serve_thumbnail(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    serve_variant(&req, &state.db, &id, Variant::Thumbnail).await
+}
+
+/// `GET /media/{file_id}/display`: the copy scaled for pages (the image itself when it is small
+/// enough already).
+pub async fn serve_display(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    serve_variant(&req, &state.db, &id, Variant::Display).await
+}
+
+async fn serve_variant(
+    req: &HttpRequest,
+    db: &Db,
+    id: &str,
+    variant: Variant,
+) -> Result<HttpResponse, AppError> {
+    let id = parse_object_id(id)?;
+    let resolved = media::resolve(db, id, variant)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    if shown_only_by_drafts(db, resolved.original).await? {
+        // The same answer as for a file that does not exist: nothing tells a guesser it is there.
+        if !carries_admin_credentials(req).await {
+            return Err(AppError::NotFound);
+        }
+        return media::send(req, db, resolved.file, Audience::Private).await;
+    }
+    media::send(req, db, resolved.file, Audience::Public).await
+}
