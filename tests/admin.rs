@@ -108,6 +108,7 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "categories",
             "comments",
             "gateway_charges",
+            "leases",
             "nodes",
             "orders",
             "payments",

@@ -34,9 +34,9 @@ const RETRY_AFTER: Duration = Duration::from_secs(15 * 60);
 /// A backup period as the admin reads it, in the largest unit that divides it.
 pub fn period_text(every: Duration) -> String {
     let secs = every.as_secs();
-    if secs >= 3600 && secs % 3600 == 0 {
+    if secs >= 3600 && secs.is_multiple_of(3600) {
         format!("{} h", secs / 3600)
-    } else if secs >= 60 && secs % 60 == 0 {
+    } else if secs >= 60 && secs.is_multiple_of(60) {
         format!("{} min", secs / 60)
     } else {
         format!("{secs} s")

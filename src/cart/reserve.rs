@@ -191,7 +191,22 @@ async fn change_line(db: &Db, cart_id: &str, line: &CartLine, wanted: i64) -> Re
         return Ok(());
     }
     store::undo_line_change(db, cart_id, &line.sku, delta).await?;
+    if delta < 0 && reservation_in_flight(db, &line.sku, cart_id).await? {
+        // A decrease needs no stock, only a reservation holding the units. It falls short when
+        // another device's change of this line has changed the cart but not yet its
+        // reservation: let that write land, then read the cart again.
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        return Err(Attempt::Raced);
+    }
     Err(short_of_stock(db, line, Some(cart_id)).await.into())
+}
+
+/// Whether `cart_id` still holds a reservation of `sku` (one that some change in flight may be
+/// about to adjust), as opposed to none at all (lost to a crash: [`short_of_stock`] says so).
+async fn reservation_in_flight(db: &Db, sku: &str, cart_id: &str) -> Result<bool, DbError> {
+    Ok(products::by_sku(db, sku)
+        .await?
+        .is_some_and(|p| p.reserved_for(cart_id) > 0))
 }
 
 /// Pull a line from the cart if it still holds what was read, then return its stock.
