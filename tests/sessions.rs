@@ -189,7 +189,8 @@ async fn sessions_survive_a_restart_because_the_generated_key_is_kept_in_the_dat
 async fn an_oversized_form_gets_the_400_page() {
     let app = spawn_app().await;
     let token = dashboard_token(&app).await;
-    let filler = "x".repeat(300 * 1024);
+    // Past the largest form any field allows (the editor's longest text, URL-encoded).
+    let filler = "x".repeat(bazaar::web::csrf::MAX_FORM_BYTES + 1024);
     let response = app
         .post_admin_form(
             "/admin/seed",
