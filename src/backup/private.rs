@@ -5,47 +5,33 @@
 use std::io;
 use std::path::Path;
 
-/// Owner-only mode bits of directories and files.
+use docstore::storage::private as store_private;
+
+/// Owner-only mode bits of directories and files (the embedded store's, so a backup and a data
+/// directory are private alike).
 #[cfg(unix)]
-const DIR_MODE: u32 = 0o700;
+const DIR_MODE: u32 = store_private::DIR_MODE;
 #[cfg(unix)]
-const FILE_MODE: u32 = 0o600;
+const FILE_MODE: u32 = store_private::FILE_MODE;
 
 /// Create `dir` and any missing parents owner-only (existing ones are left as they are).
 pub fn create_dir_all(dir: &Path) -> io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(DIR_MODE);
-    }
-    builder.create(dir)
+    store_private::create_dir_all(dir)
 }
 
 /// Create the single directory `dir` owner-only; fails if it exists, so two writers never
 /// share one.
 pub fn create_new_dir(dir: &Path) -> io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(DIR_MODE);
-    }
-    builder.create(dir)
+    store_private::create_dir(dir)
 }
 
 /// Write a new owner-only file and sync it.
 pub fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(FILE_MODE);
-    }
-    let mut file = options.open(path)?;
+    let mut file = store_private::file_options()
+        .write(true)
+        .create_new(true)
+        .open(path)?;
     file.write_all(bytes)?;
     file.sync_all()
 }
