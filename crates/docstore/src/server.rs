@@ -994,6 +994,23 @@ mod tests {
     /// connection to `addr` while another connection's ping is answered: the count did not keep
     /// every other connection served by the same runtime waiting behind it.
     fn a_blocked_count_leaves_pings_answered(server: &ServerHandle, addr: SocketAddr) {
+        let setup = [doc! { "insert": "c", "documents": [{ "n": 1 }, { "n": 2 }], "$db": "t" }];
+        let count = doc! { "count": "c", "query": { "n": { "$gt": 0 } }, "$db": "t" };
+        let counted = a_blocked_command_leaves_pings_answered(server, addr, &setup, count, "count");
+        assert_eq!(counted.get_i64("n"), Ok(2), "{counted}");
+    }
+
+    /// Run `setup` on a connection to `addr`, lock the collection `command` names, send
+    /// `command` on that connection, and check that it runs as a long command (on the server's
+    /// runtime) while a ping on a second connection is answered and `command` cannot finish.
+    /// Returns `command`'s reply once the lock is released.
+    fn a_blocked_command_leaves_pings_answered(
+        server: &ServerHandle,
+        addr: SocketAddr,
+        setup: &[Document],
+        command: Document,
+        what: &str,
+    ) -> Document {
         let connect = || {
             let stream = TcpStream::connect(addr).expect("connected");
             // Only so that a regression fails instead of hanging.
@@ -1003,29 +1020,31 @@ mod tests {
             stream
         };
         let mut first = connect();
-        let inserted = send(
-            &mut first,
-            doc! { "insert": "c", "documents": [{ "n": 1 }, { "n": 2 }], "$db": "t" },
-        );
-        assert_eq!(inserted.get_i32("n"), Ok(2), "{inserted}");
-        let collection = server.state().catalog.get("t", "c").expect("created");
+        for step in setup {
+            let reply = send(&mut first, step.clone());
+            assert_eq!(reply.get_f64("ok"), Ok(1.0), "{reply}");
+        }
+        let db = command.get_str("$db").expect("$db");
+        let name = command
+            .iter()
+            .next()
+            .and_then(|(_, v)| v.as_str())
+            .expect("the command names its collection");
+        let collection = server.state().catalog.get(db, name).expect("created");
         let held = collection.write();
         let (done, finished) = std::sync::mpsc::channel();
-        let counting = std::thread::spawn(move || {
-            let reply = send(
-                &mut first,
-                doc! { "count": "c", "query": { "n": { "$gt": 0 } }, "$db": "t" },
-            );
+        let running = std::thread::spawn(move || {
+            let reply = send(&mut first, command);
             done.send(()).expect("the test waits");
             reply
         });
-        // The count has arrived and runs off the async workers (it waits for the collection the
-        // test holds).
+        // The command has arrived and runs off the async workers (it waits for the collection
+        // the test holds).
         let deadline = std::time::Instant::now() + Duration::from_secs(60);
         while server.state().long_commands.load(Ordering::SeqCst) == 0 {
             assert!(
                 std::time::Instant::now() < deadline,
-                "the count never ran as a long command on the server's runtime"
+                "the {what} never ran as a long command on the server's runtime"
             );
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -1034,11 +1053,10 @@ mod tests {
         assert_eq!(pong.get_f64("ok"), Ok(1.0), "{pong}");
         assert!(
             finished.try_recv().is_err(),
-            "the count cannot have finished: its collection is still locked"
+            "the {what} cannot have finished: its collection is still locked"
         );
         drop(held);
-        let counted = counting.join().expect("the count's thread");
-        assert_eq!(counted.get_i64("n"), Ok(2), "{counted}");
+        running.join().expect("the command's thread")
     }
 
     /// On a runtime with a single async worker, a long command hands its worker over instead of
@@ -1246,68 +1264,25 @@ mod tests {
         let Endpoint::Tcp(addr) = endpoint else {
             panic!("no Unix socket was asked for: {endpoint:?}");
         };
-        let connect = || {
-            let stream = TcpStream::connect(addr).expect("connected");
-            stream
-                .set_read_timeout(Some(Duration::from_secs(60)))
-                .expect("a timeout");
-            stream
-        };
-        let mut first = connect();
-        let created = send(
-            &mut first,
+        let setup = [
             doc! {
                 "createIndexes": "products",
                 "indexes": [{ "key": { "title": "text" }, "name": "title_text" }],
                 "$db": "shop",
             },
-        );
-        assert_eq!(created.get_f64("ok"), Ok(1.0), "{created}");
-        let inserted = send(
-            &mut first,
             doc! {
                 "insert": "products",
                 "documents": [{ "title": "blue mug" }, { "title": "red mug" }],
                 "$db": "shop",
             },
-        );
-        assert_eq!(inserted.get_i32("n"), Ok(2), "{inserted}");
-        let collection = server
-            .state()
-            .catalog
-            .get("shop", "products")
-            .expect("created");
-        let held = collection.write();
-        let (done, finished) = std::sync::mpsc::channel();
-        let searching = std::thread::spawn(move || {
-            let reply = send(
-                &mut first,
-                doc! {
-                    "find": "products",
-                    "filter": { "$text": { "$search": "mug -red" } },
-                    "$db": "shop",
-                },
-            );
-            done.send(()).expect("the test waits");
-            reply
-        });
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
-        while server.state().long_commands.load(Ordering::SeqCst) == 0 {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "the text search never ran as a long command on the server's runtime"
-            );
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let mut second = connect();
-        let pong = send(&mut second, doc! { "ping": 1, "$db": "admin" });
-        assert_eq!(pong.get_f64("ok"), Ok(1.0), "{pong}");
-        assert!(
-            finished.try_recv().is_err(),
-            "the search cannot have finished: its collection is still locked"
-        );
-        drop(held);
-        let found = searching.join().expect("the search's thread");
+        ];
+        let search = doc! {
+            "find": "products",
+            "filter": { "$text": { "$search": "mug -red" } },
+            "$db": "shop",
+        };
+        let found =
+            a_blocked_command_leaves_pings_answered(&server, addr, &setup, search, "text search");
         let batch = found
             .get_document("cursor")
             .and_then(|c| c.get_array("firstBatch"))
