@@ -184,13 +184,7 @@ impl Limits {
             return Err(1);
         };
         let now = Instant::now();
-        self.make_room(&mut failures, client, now);
-        let entry = failures.entry(client).or_insert(Failures {
-            count: 0,
-            last: now,
-            blocked_until: None,
-            in_flight: 0,
-        });
+        let entry = self.entry(&mut failures, client, now);
         if let Some(wait) = wait_left(entry, now) {
             return Err(wait);
         }
@@ -201,6 +195,22 @@ impl Limits {
         Ok(Reservation {
             limits: self,
             client: Some(client),
+        })
+    }
+
+    /// `client`'s record, created (room made for it first) when it has none.
+    fn entry<'a>(
+        &self,
+        failures: &'a mut HashMap<IpAddr, Failures>,
+        client: IpAddr,
+        now: Instant,
+    ) -> &'a mut Failures {
+        self.make_room(failures, client, now);
+        failures.entry(client).or_insert(Failures {
+            count: 0,
+            last: now,
+            blocked_until: None,
+            in_flight: 0,
         })
     }
 
@@ -230,13 +240,7 @@ impl Limits {
             return;
         };
         let now = Instant::now();
-        self.make_room(&mut failures, client, now);
-        let entry = failures.entry(client).or_insert(Failures {
-            count: 0,
-            last: now,
-            blocked_until: None,
-            in_flight: 0,
-        });
+        let entry = self.entry(&mut failures, client, now);
         if now.duration_since(entry.last) >= FORGET_FAILURES_AFTER {
             entry.count = 0;
         }
