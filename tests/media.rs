@@ -644,3 +644,40 @@ async fn a_published_photo_and_a_product_photo_stay_public_and_cacheable() {
         .expect("sent");
     assert_eq!(response.status(), StatusCode::NOT_FOUND);
 }
+
+#[tokio::test]
+async fn the_new_media_and_orphan_routes_answer_bad_input_with_a_client_error() {
+    let app = spawn_app().await;
+    for path in [
+        "/admin/media/not-an-id",
+        "/admin/media/not-an-id/thumb",
+        "/admin/media/000000000000000000000000/display",
+    ] {
+        let status = app.get_admin(path).await.status();
+        assert!(
+            status.is_client_error(),
+            "{path} answered {status} for a bad or unknown id"
+        );
+    }
+    let review = app.get_admin("/admin/content/orphans").await;
+    assert_eq!(review.status(), StatusCode::OK);
+    // The session's token, from a page with a form (an empty review has none).
+    let token =
+        csrf_token(&admin_page(&app, "/admin/system").await).expect("the system page has a form");
+    let response = app
+        .post_admin_form(
+            "/admin/content/orphans",
+            &[
+                ("csrf_token", token.as_str()),
+                ("file", "not-an-id"),
+                ("file", "\u{0}<script>"),
+            ],
+        )
+        .await;
+    assert!(
+        !response.status().is_server_error(),
+        "garbage file ids: {}",
+        response.status()
+    );
+    app.stop().await;
+}
