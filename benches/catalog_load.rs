@@ -234,7 +234,7 @@ fn main() -> anyhow::Result<()> {
 async fn bench() -> anyhow::Result<()> {
     let connections = env_or("BENCH_CONNECTIONS", 64);
     let seconds = env_or("BENCH_SECONDS", 10);
-    bazaar::telemetry::init("error");
+    bazaar::telemetry::init("error", bazaar::telemetry::LogFormat::Text);
     let only = std::env::var("BENCH_ONLY").ok();
     let runs = |phase: &str| only.as_deref().is_none_or(|o| o == phase);
     if runs("pages") {

@@ -2,7 +2,8 @@
 # Scale benchmark: for each catalog size, seed that many generated products into a temporary
 # data directory with the release binary, start the server on it, and report
 #   - seeding time and peak RSS, data directory size,
-#   - start-up time until /healthz answers, RSS after start and after the load,
+#   - start-up time until /healthz answers, what /readyz first says is pending and the time
+#     until it answers 200, RSS after start and after the load,
 #   - the first request of each page right after start-up (cold),
 #   - requests/s with p50/p99 (wrk, 2 threads, 64 connections) for the first, middle and last
 #     page of /products and of the largest category, a deep keyset page (Next from the middle
@@ -96,6 +97,11 @@ for N in $PRODUCTS; do
   done
   ready=$(date +%s.%N)
   echo "start-up to /healthz: $(echo "$ready - $started" | bc) s; RSS $(rss_mb "$SERVER") MB"
+  # /readyz is 503 while start-up work a page needs (the background text index build) runs.
+  first_ready=$(curl -s "$BASE/readyz")
+  echo "first /readyz: $first_ready"
+  until curl -sf "$BASE/readyz" >/dev/null; do sleep 0.1; done
+  echo "start-up to /readyz 200: $(echo "$(date +%s.%N) - $started" | bc) s"
 
   # The very first requests after start-up count the listing totals.
   cold_all=$(fetch "/products" "$WORK/first.html")

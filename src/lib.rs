@@ -18,6 +18,7 @@ pub mod health;
 pub mod home;
 pub mod jobs;
 pub mod media;
+pub mod metrics;
 pub mod routes;
 pub mod search;
 pub mod seed;

@@ -10,6 +10,8 @@ use crate::{admin, cart, catalog, checkout, content, health, home, search};
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", read().to(home::index))
         .route("/healthz", read().to(health::healthz))
+        .route("/readyz", read().to(health::ready::readyz))
+        .route("/metrics", read().to(health::scrape::metrics))
         .route("/static/{path:.*}", read().to(assets::serve))
         .route("/products", read().to(catalog::pages::list))
         .route("/products/{slug}", read().to(catalog::pages::show))

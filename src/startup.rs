@@ -49,6 +49,11 @@ impl OpenDatabase {
     /// Connect as configured, starting docstore in-process for `embedded`/`memory`, and check
     /// the server answers.
     pub async fn open(settings: &Settings) -> anyhow::Result<OpenDatabase> {
+        // Before connecting, so the database client reports its commands to the metrics.
+        if settings.metrics.token.is_some() {
+            crate::metrics::install()
+                .map_err(|e| anyhow::anyhow!("cannot keep metrics (metrics.token): {e}"))?;
+        }
         let timeout = Duration::from_millis(settings.database.timeout_ms);
         let name = &settings.database.name;
         let (uri, store, embedded) = match &settings.database.uri {
@@ -290,6 +295,7 @@ impl Application {
         settings: Settings,
         database: OpenDatabase,
     ) -> Result<Application, (anyhow::Error, OpenDatabase)> {
+        crate::metrics::mark_started();
         match Application::assemble(&settings, &database.db, database.workers.clone()).await {
             Ok(built) => Ok(Application {
                 port: built.port,
@@ -401,6 +407,16 @@ impl Application {
             backup_monitor: web::Data::from(backup_monitor.clone()),
             page_views: page_views.clone().map(web::Data::new),
             search_limits: web::Data::new(SearchLimits::new(&settings.search)),
+            readiness: web::Data::new(crate::health::ready::Readiness::new(
+                indexes::index_names(),
+                crate::search::indexes()
+                    .into_iter()
+                    .map(|(collection, _)| collection.to_string())
+                    .collect(),
+            )),
+            metrics_access: web::Data::new(crate::health::scrape::MetricsAccess {
+                token: settings.metrics.token.clone(),
+            }),
         };
         let search_limits = areas.search_limits.clone();
         let server = http_server(
@@ -567,6 +583,10 @@ struct AreaData {
     page_views: Option<web::Data<PageViewCounter>>,
     /// Searches at once and per client: `search::pages`.
     search_limits: web::Data<SearchLimits>,
+    /// What `/readyz` waits for: `health::ready`.
+    readiness: web::Data<crate::health::ready::Readiness>,
+    /// The bearer token of `/metrics`: `health::scrape`.
+    metrics_access: web::Data<crate::health::scrape::MetricsAccess>,
 }
 
 fn http_server(
@@ -580,6 +600,7 @@ fn http_server(
 ) -> anyhow::Result<Server> {
     let (tls, workers) = (settings.server.tls, settings.server.workers);
     let transport = web::Data::new(TransportPolicy { tls });
+    let trusted_proxies = web::Data::new(settings.server.trusted_proxies.clone());
     let session_policy = web::Data::new(session::SessionPolicy {
         max_age: settings.session.max_age,
     });
@@ -599,7 +620,10 @@ fn http_server(
             .app_data(areas.gateway.clone())
             .app_data(areas.comment_rate.clone())
             .app_data(areas.search_limits.clone())
+            .app_data(areas.readiness.clone())
+            .app_data(areas.metrics_access.clone())
             .app_data(transport.clone())
+            .app_data(trusted_proxies.clone())
             .app_data(session_policy.clone())
             .app_data(body_policy.clone())
             .app_data(
@@ -623,7 +647,7 @@ fn http_server(
             // Outside the error pages, so they too show the shop's name from the settings.
             .wrap(from_fn(crate::state::with_site_settings))
             .wrap(from_fn(add_security_headers))
-            .wrap(from_fn(telemetry::log_requests))
+            .wrap(from_fn(crate::web::request_log::log_requests))
     })
     // Signals are handled by `Application::stop_on_signals`, which always stops gracefully
     // (actix's own handling treats SIGINT as a forced stop).
@@ -658,5 +682,5 @@ fn worker_state(
 
 /// Start logging for the configured level (separate so the CLI can log before serving).
 pub fn init_logging(settings: &Settings) {
-    telemetry::init(&settings.log.level);
+    telemetry::init(&settings.log.level, settings.log.format);
 }

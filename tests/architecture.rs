@@ -387,7 +387,7 @@ const LAYERS: &[&[&str]] = &[
     &["web"],
     &["config"],
     &["db", "telemetry"],
-    &["clock"],
+    &["clock", "metrics"],
 ];
 
 #[test]

@@ -368,6 +368,7 @@ async fn hostile_app() -> (TestApp, Shopper) {
         ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
         ("BAZAAR_CART__ORDER_LOOKUPS_PER_HOUR", "100000"),
         ("BAZAAR_SEARCH__PER_CLIENT_PER_MINUTE", "1000000"),
+        ("BAZAAR_METRICS__TOKEN", METRICS_TOKEN),
     ])
     .await;
     product_with_stock(&app.db, "hx", 1000).await;
@@ -421,6 +422,41 @@ async fn every_public_page_and_form_survives_the_hostile_corpus() {
     );
     assert_carts_match_reservations(&app.db).await;
     assert_comment_counts_exact(&app).await;
+    assert_metric_labels_are_bounded(&app).await;
+}
+
+const METRICS_TOKEN: &str = "hostile-input-metrics-token";
+
+/// The hostile paths and values created no metric series of their own: every request series is
+/// labelled by a route template of the route table (or `unmatched`).
+async fn assert_metric_labels_are_bounded(app: &TestApp) {
+    let text = app
+        .client
+        .get(app.url("/metrics"))
+        .bearer_auth(METRICS_TOKEN)
+        .send()
+        .await
+        .expect("metrics answered")
+        .text()
+        .await
+        .expect("body");
+    let routes: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("bazaar_http_requests_total{"))
+        .filter_map(|l| l.split("route=\"").nth(1)?.split('"').next())
+        .collect();
+    assert!(!routes.is_empty(), "requests are counted: {text}");
+    for route in &routes {
+        assert!(
+            *route == "unmatched" || (route.starts_with('/') && !route.contains("hx7")),
+            "a request series is labelled {route:?}"
+        );
+    }
+    assert!(
+        routes.len() < 120,
+        "{} route labels: {routes:?}",
+        routes.len()
+    );
 }
 
 fn hostile_value() -> impl Strategy<Value = String> {

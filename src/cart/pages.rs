@@ -229,7 +229,7 @@ async fn add_to_new_cart(
     qty: i64,
 ) -> Result<(Option<String>, Result<String, CartError>), AppError> {
     let db = &state.db;
-    if !state.new_carts.allow(req.peer_addr().map(|a| a.ip())) {
+    if !state.new_carts.allow(crate::web::client::client_ip(req)) {
         return Ok((None, Err(CartError::TooManyCarts)));
     }
     let fresh = cart::create(db).await?;

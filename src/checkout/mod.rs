@@ -249,7 +249,10 @@ pub async fn place_order(
         })
         .await;
     let charge = match charge {
-        Ok(charge) if !charge.refunded => charge,
+        Ok(charge) if !charge.refunded => {
+            crate::metrics::payment("charged");
+            charge
+        }
         // Recovery refunds only carts that can no longer be paid for; should one come back to
         // life, its key is spent, and a refunded charge pays for nothing.
         Ok(charge) => {
@@ -265,6 +268,7 @@ pub async fn place_order(
         Err(e) => {
             let reason = match e {
                 PaymentError::Declined(reason) => {
+                    crate::metrics::payment("declined");
                     payments::advance(
                         db,
                         &attempt.key,
@@ -278,6 +282,7 @@ pub async fn place_order(
                 // The attempt stays `started`: should the gateway have charged after all,
                 // recovery finds out and settles it.
                 PaymentError::Unavailable(_) => {
+                    crate::metrics::payment("failed");
                     tracing::warn!(error = %e, "payment gateway unavailable");
                     "The payment service is not answering; you have not been charged. Please \
                      try again in a moment."
@@ -289,6 +294,7 @@ pub async fn place_order(
         }
     };
     let order = record_order(db, &cart, &attempt, &charge).await?;
+    crate::metrics::count(crate::metrics::ORDERS, 1);
     tracing::info!(order = %order.number, total = order.total, "order placed");
     Ok(CheckoutOutcome::Placed(Box::new(order)))
 }
@@ -533,6 +539,7 @@ async fn settle(
     match cart {
         Some(c) if paid_for(&c) => {
             let order = record_order(db, &c, attempt, &charge).await?;
+            crate::metrics::count(crate::metrics::ORDERS, 1);
             tracing::warn!(cart = %c.id, order = %order.number,
                 "recorded the order of a checkout a crash interrupted after the card was charged");
             Ok(Settled::Finished)
@@ -555,6 +562,7 @@ async fn settle(
                 doc! { "reference": &charge.reference },
             )
             .await?;
+            crate::metrics::count(crate::metrics::REFUNDS, 1);
             tracing::warn!(cart = %attempt.cart_id, reference = %charge.reference,
                 amount = charge.amount_cents,
                 "refunded a charge whose cart can no longer be ordered");

@@ -79,12 +79,11 @@ fn check(input: &CommentInput, max_length: usize) -> CommentForm {
     form
 }
 
-/// The client's address for the rate limit: the connecting peer. (An address taken from a
-/// header would let a spammer pick a new one for every comment.)
+/// The client's address for the rate limit: the connecting peer, or behind a trusted proxy the
+/// address it forwards (`web::client`). (An address taken from any other sender's header would
+/// let a spammer pick a new one for every comment.)
 fn client_address(req: &HttpRequest) -> IpAddr {
-    req.peer_addr()
-        .map(|a| a.ip())
-        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+    crate::web::client::client_ip(req).unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
 }
 
 /// Check and store a comment on `discussion` — a reply when `parent_slug` is given. Spam checks

@@ -137,9 +137,12 @@ impl SettingsCache {
         let cached = self.entry.lock().ok().and_then(|e| e.clone());
         if let Some((at, settings)) = &cached {
             if at.elapsed() < CACHE_TTL {
+                crate::metrics::cache_lookup("settings", true);
                 return (settings.clone(), false);
             }
         }
+        crate::metrics::cache_lookup("settings", false);
+        crate::metrics::cache_refresh("settings");
         let (settings, unreachable) = match load(db).await {
             Ok(settings) => (Arc::new(settings), false),
             Err(e) => {

@@ -4,6 +4,7 @@
 pub mod assets;
 pub mod basic_auth;
 pub mod body_timeout;
+pub mod client;
 pub mod conflict;
 pub mod csrf;
 pub mod db_errors;
@@ -15,6 +16,7 @@ pub mod flash;
 pub mod layout;
 pub mod links;
 pub mod rate_limit;
+pub mod request_log;
 pub mod security_headers;
 pub mod session;
 

@@ -82,7 +82,7 @@ pub async fn spawn_app_with(env: &[(&str, &str)]) -> TestApp {
 
 pub async fn spawn_with_settings(settings: Settings) -> TestApp {
     if std::env::var_os("TEST_LOG").is_some() {
-        bazaar::telemetry::init("info");
+        bazaar::telemetry::init("info", bazaar::telemetry::LogFormat::Text);
     }
     let app = Application::build(settings).await.expect("the app starts");
     let port = app.port();
