@@ -22,6 +22,7 @@ use crate::checkout::payment::{PaymentGateway, TestGateway};
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::config::{redact_uri, DatabaseUri, PaymentSettings, Settings};
 use crate::db::{Db, Store};
+use crate::mail::sender::Mailer;
 use crate::search::limits::SearchLimits;
 use crate::state::AppState;
 use crate::web::basic_auth::{self, AdminCredentials};
@@ -249,6 +250,8 @@ pub struct Application {
     jobs: Option<tokio::task::JoinHandle<()>>,
     /// Scheduled backups (when `backup.every_hours` is set), stopped with the server.
     backups: Option<tokio::task::JoinHandle<()>>,
+    /// The outbox sender (unless `email.send_every_ms` is 0), stopped with the server.
+    mail_sender: Option<tokio::task::JoinHandle<()>>,
     backup_monitor: Arc<BackupMonitor>,
     /// Who may enter `/admin` (its counters show how many password checks ran).
     credentials: web::Data<AdminCredentials>,
@@ -269,6 +272,7 @@ struct Assembled {
     backup_monitor: Arc<BackupMonitor>,
     page_views: Option<PageViewCounter>,
     search_limits: web::Data<SearchLimits>,
+    mailer: web::Data<Mailer>,
 }
 
 impl Application {
@@ -303,6 +307,10 @@ impl Application {
                 backups: crate::backup::schedule::spawn(
                     database.db.clone(),
                     built.backup_monitor.clone(),
+                ),
+                mail_sender: crate::mail::sender::spawn(
+                    database.db.clone(),
+                    built.mailer.clone().into_inner(),
                 ),
                 backup_monitor: built.backup_monitor,
                 database,
@@ -365,6 +373,8 @@ impl Application {
                 (test.clone(), Some(test))
             }
         };
+        db.extension::<crate::mail::SiteAddress>()
+            .set(&settings.public_address(port));
         let state = web::Data::new(AppState {
             db: db.clone(),
             db_timeout_ms: settings.database.timeout_ms,
@@ -401,7 +411,12 @@ impl Application {
             backup_monitor: web::Data::from(backup_monitor.clone()),
             page_views: page_views.clone().map(web::Data::new),
             search_limits: web::Data::new(SearchLimits::new(&settings.search)),
+            mailer: web::Data::new(
+                Mailer::new(settings.email.clone())
+                    .context("setting up outgoing email (email.*) failed")?,
+            ),
         };
+        let mailer = areas.mailer.clone();
         let search_limits = areas.search_limits.clone();
         let server = http_server(
             state,
@@ -422,6 +437,7 @@ impl Application {
             credentials,
             page_views,
             search_limits,
+            mailer,
         })
     }
 
@@ -503,6 +519,9 @@ impl Application {
         if let Some(backups) = self.backups {
             backups.abort();
         }
+        if let Some(sender) = self.mail_sender {
+            sender.abort();
+        }
         if let Some(page_views) = &self.page_views {
             page_views.stop().await;
         }
@@ -567,6 +586,9 @@ struct AreaData {
     page_views: Option<web::Data<PageViewCounter>>,
     /// Searches at once and per client: `search::pages`.
     search_limits: web::Data<SearchLimits>,
+    /// Outgoing email's settings and transport: the admin's system page (the sender job has
+    /// its own handle).
+    mailer: web::Data<Mailer>,
 }
 
 fn http_server(
@@ -599,6 +621,7 @@ fn http_server(
             .app_data(areas.gateway.clone())
             .app_data(areas.comment_rate.clone())
             .app_data(areas.search_limits.clone())
+            .app_data(areas.mailer.clone())
             .app_data(transport.clone())
             .app_data(session_policy.clone())
             .app_data(body_policy.clone())

@@ -120,6 +120,19 @@ async fn computed(client: &Client, css: &str, property: &str) -> String {
     value.as_str().unwrap_or_default().to_string()
 }
 
+/// How many elements match `css`.
+async fn count_of(client: &Client, css: &str) -> u64 {
+    client
+        .execute(
+            "return document.querySelectorAll(arguments[0]).length;",
+            vec![json!(css)],
+        )
+        .await
+        .expect("script runs")
+        .as_u64()
+        .unwrap_or_default()
+}
+
 /// Runs `body` as a function in the page and returns its result.
 async fn script(client: &Client, body: &str) -> serde_json::Value {
     client.execute(body, vec![]).await.expect("script runs")
@@ -401,8 +414,8 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
                 .expect("typed");
         }
     };
-    fill("#comment-name", "Browser Tester").await;
-    fill("#comment-text", "Posted from Chromium").await;
+    fill("#new-comment-name", "Browser Tester").await;
+    fill("#new-comment-text", "Posted from Chromium").await;
     client
         .find(Locator::Css("#new-comment button[type=submit]"))
         .await
@@ -410,14 +423,16 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .click()
         .await
         .expect("clicked");
+    // Back on the product page, at the new comment, with the "posted" notice.
     client
         .wait()
-        .for_element(Locator::Css("li.comment-focus"))
+        .for_element(Locator::Css("li.comment:target"))
         .await
-        .expect("the new comment's page shows");
+        .expect("the page shows the new comment as its target");
+    assert!(text_of(&client, ".flash").await.contains("posted"));
     client
         .find(Locator::Css(
-            "li.comment-focus details.comment-reply summary",
+            "li.comment:target details.comment-reply summary",
         ))
         .await
         .expect("reply toggle")
@@ -425,18 +440,18 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .await
         .expect("reply form opened");
     fill(
-        "li.comment-focus form.reply-form input[name=name]",
+        "li.comment:target details.comment-reply input[name=name]",
         "Second Tester",
     )
     .await;
     fill(
-        "li.comment-focus form.reply-form textarea",
+        "li.comment:target details.comment-reply textarea",
         "A reply from Chromium",
     )
     .await;
     client
         .find(Locator::Css(
-            "li.comment-focus form.reply-form button[type=submit]",
+            "li.comment:target details.comment-reply button[type=submit]",
         ))
         .await
         .expect("reply button")
@@ -445,7 +460,7 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .expect("clicked");
     client
         .wait()
-        .for_element(Locator::Css("li.comment[data-depth='1']"))
+        .for_element(Locator::Css("li.comment[data-depth='1']:target"))
         .await
         .expect("the reply shows under the comment");
     assert_eq!(
@@ -456,10 +471,32 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         text_of(&client, "li.comment[data-depth='1'] .comment-text").await,
         "A reply from Chromium"
     );
-    assert_ne!(
-        computed(&client, "li.comment[data-depth='1']", "margin-left").await,
-        computed(&client, "li.comment[data-depth='0']", "margin-left").await,
+    let left = |css: &'static str| {
+        let client = &client;
+        async move {
+            client
+                .execute(
+                    "return document.querySelector(arguments[0]).getBoundingClientRect().left;",
+                    vec![json!(css)],
+                )
+                .await
+                .expect("script runs")
+                .as_f64()
+                .unwrap_or_default()
+        }
+    };
+    assert!(
+        left("li.comment[data-depth='1']").await > left("li.comment[data-depth='0']").await,
         "the reply is indented"
+    );
+    assert_eq!(
+        count_of(
+            &client,
+            "li.comment[data-depth='0'] > ol.replies > li.comment[data-depth='1']"
+        )
+        .await,
+        1,
+        "the reply's item is nested in its parent's"
     );
     save_screenshot(&client, "comments.png").await;
 
