@@ -120,19 +120,6 @@ async fn computed(client: &Client, css: &str, property: &str) -> String {
     value.as_str().unwrap_or_default().to_string()
 }
 
-/// How many elements match `css`.
-async fn count_of(client: &Client, css: &str) -> u64 {
-    client
-        .execute(
-            "return document.querySelectorAll(arguments[0]).length;",
-            vec![json!(css)],
-        )
-        .await
-        .expect("script runs")
-        .as_u64()
-        .unwrap_or_default()
-}
-
 /// Runs `body` as a function in the page and returns its result.
 async fn script(client: &Client, body: &str) -> serde_json::Value {
     client.execute(body, vec![]).await.expect("script runs")
@@ -463,40 +450,25 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .for_element(Locator::Css("li.comment[data-depth='1']:target"))
         .await
         .expect("the reply shows under the comment");
+    // The demo comments stay around it: look at the reply (the page's target) and the item
+    // holding it.
     assert_eq!(
-        text_of(&client, "li.comment[data-depth='0'] .comment-text").await,
-        "Posted from Chromium"
-    );
-    assert_eq!(
-        text_of(&client, "li.comment[data-depth='1'] .comment-text").await,
+        text_of(&client, "li.comment:target > article .comment-text").await,
         "A reply from Chromium"
     );
-    let left = |css: &'static str| {
-        let client = &client;
-        async move {
-            client
-                .execute(
-                    "return document.querySelector(arguments[0]).getBoundingClientRect().left;",
-                    vec![json!(css)],
-                )
-                .await
-                .expect("script runs")
-                .as_f64()
-                .unwrap_or_default()
-        }
-    };
-    assert!(
-        left("li.comment[data-depth='1']").await > left("li.comment[data-depth='0']").await,
-        "the reply is indented"
-    );
+    let nesting = script(
+        &client,
+        "const reply = document.querySelector('li.comment:target'); \
+         const list = reply.parentElement; const parent = list.closest('li.comment'); \
+         return [list.tagName + '.' + list.className, parent.dataset.depth, \
+         parent.querySelector(':scope > article .comment-text').textContent.trim(), \
+         reply.getBoundingClientRect().left > parent.getBoundingClientRect().left];",
+    )
+    .await;
     assert_eq!(
-        count_of(
-            &client,
-            "li.comment[data-depth='0'] > ol.replies > li.comment[data-depth='1']"
-        )
-        .await,
-        1,
-        "the reply's item is nested in its parent's"
+        nesting,
+        json!(["OL.replies", "0", "Posted from Chromium", true]),
+        "the reply's item is nested, indented, in its parent's"
     );
     save_screenshot(&client, "comments.png").await;
 
@@ -537,6 +509,43 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .expect("flash text");
     assert_eq!(flash, "Demo data is already in place; nothing was added.");
     save_screenshot(&client, "admin-after-seed.png").await;
+
+    // Moderation and the thread on a phone: no sideways scrolling, every action in reach.
+    client
+        .set_window_size(390, 844)
+        .await
+        .expect("window resized");
+    client
+        .goto(&format!("{admin_url}/comments"))
+        .await
+        .expect("comments page loads");
+    assert_eq!(
+        script(&client, NO_SIDEWAYS_SCROLL).await,
+        json!(true),
+        "the moderation list fits a phone"
+    );
+    let reach = script(
+        &client,
+        "const buttons = [...document.querySelectorAll('.comment-actions button')]; \
+         return buttons.length > 0 && buttons.every(b => { const r = b.getBoundingClientRect(); \
+         return r.left >= 0 && r.right <= window.innerWidth; });",
+    )
+    .await;
+    assert_eq!(reach, json!(true), "every moderation button is on screen");
+    save_screenshot(&client, "admin-comments-mobile.png").await;
+    client
+        .goto(&app.url("/products/a-love-supreme"))
+        .await
+        .expect("product page loads");
+    assert_eq!(
+        script(&client, NO_SIDEWAYS_SCROLL).await,
+        json!(true),
+        "the thread fits a phone"
+    );
+    client
+        .set_window_size(1280, 900)
+        .await
+        .expect("window resized");
 
     // Cancelling an order asks first: the order page links to a confirmation page saying what
     // goes back on sale, and only its danger button cancels.

@@ -528,6 +528,14 @@ async fn every_outbox_query_uses_an_index() {
         .expect("indexes");
     let (filter, sort) = sender::claim_query(db.now());
     assert_uses_index(&db, "the sender's claim", mail::COLLECTION, filter, sort).await;
+    assert_uses_index(
+        &db,
+        "the waiting count",
+        mail::COLLECTION,
+        mail::waiting_query(),
+        bson::doc! {},
+    )
+    .await;
     let (filter, sort) = mail::list_query(MailStatus::Failed);
     assert_uses_index(
         &db,

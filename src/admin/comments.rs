@@ -64,6 +64,29 @@ impl ModeratedComment {
     pub fn is_pending(&self) -> bool {
         self.comment.status == CommentStatus::Pending
     }
+
+    /// `(action, button label)` of the moderation buttons this comment's status allows.
+    pub fn actions(&self) -> Vec<(&'static str, &'static str)> {
+        use CommentStatus::*;
+        let status = self.comment.status;
+        let mut actions = Vec::new();
+        if status == Pending {
+            actions.push(("approve", "Approve"));
+        }
+        if matches!(status, Pending | Visible | Hidden) {
+            actions.push(("spam", "Spam"));
+        }
+        if status == Visible {
+            actions.push(("hide", "Hide"));
+        }
+        if status == Hidden {
+            actions.push(("unhide", "Unhide"));
+        }
+        if matches!(status, Pending | Visible | Hidden) {
+            actions.push(("delete", "Delete"));
+        }
+        actions
+    }
 }
 
 /// The newest comments (of `status`), each with its discussion's link.

@@ -83,8 +83,7 @@ async fn mail_panel(db: &crate::db::Db, mailer: &Mailer) -> Result<MailPanel, Ap
         transport,
         folder: folder.map(|d| d.display().to_string()),
         files,
-        waiting: mail::count(db, MailStatus::Pending).await?
-            + mail::count(db, MailStatus::Sending).await?,
+        waiting: mail::count_waiting(db).await?,
         sent: mail::count(db, MailStatus::Sent).await?,
         failed: mail::list(db, MailStatus::Failed, FAILED_SHOWN).await?,
     })

@@ -37,9 +37,9 @@ pub async fn unsubscribe_path(db: &Db, id: ObjectId) -> Result<String, DbError> 
     ))
 }
 
-#[derive(Template)]
-#[template(path = "email/reply.txt")]
-struct ReplyText<'a> {
+/// What both parts of a reply notification say.
+struct ReplyMail<'a> {
+    subject: &'a str,
     reply_name: &'a str,
     reply_text: &'a str,
     title: &'a str,
@@ -49,15 +49,15 @@ struct ReplyText<'a> {
 }
 
 #[derive(Template)]
+#[template(path = "email/reply.txt")]
+struct ReplyText<'a> {
+    m: &'a ReplyMail<'a>,
+}
+
+#[derive(Template)]
 #[template(path = "email/reply.html")]
 struct ReplyHtml<'a> {
-    subject: &'a str,
-    reply_name: &'a str,
-    reply_text: &'a str,
-    title: &'a str,
-    reply_url: &'a str,
-    unsubscribe_url: &'a str,
-    shop: &'a str,
+    m: &'a ReplyMail<'a>,
 }
 
 /// Queue the notification of `reply` to `parent`'s author, when they asked for one (and did not
@@ -90,17 +90,7 @@ pub async fn queue_reply_notification(
         reply.author.name, discussion.title
     );
     let failed = |e: askama::Error| DbError::Invalid(format!("rendering a reply email: {e}"));
-    let text = ReplyText {
-        reply_name: &reply.author.name,
-        reply_text: &reply.text,
-        title: &discussion.title,
-        reply_url: &reply_url,
-        unsubscribe_url: &unsubscribe_url,
-        shop: &shop,
-    }
-    .render()
-    .map_err(failed)?;
-    let html = ReplyHtml {
+    let m = ReplyMail {
         subject: &subject,
         reply_name: &reply.author.name,
         reply_text: &reply.text,
@@ -108,9 +98,9 @@ pub async fn queue_reply_notification(
         reply_url: &reply_url,
         unsubscribe_url: &unsubscribe_url,
         shop: &shop,
-    }
-    .render()
-    .map_err(failed)?;
+    };
+    let text = ReplyText { m: &m }.render().map_err(failed)?;
+    let html = ReplyHtml { m: &m }.render().map_err(failed)?;
     mail::enqueue(
         db,
         Email {

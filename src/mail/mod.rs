@@ -101,34 +101,26 @@ impl OutboxMessage {
     /// same for every attempt, so a receiver can recognise a re-send.
     pub fn message_id(&self, from: &str) -> String {
         let domain = from.rsplit_once('@').map_or("localhost", |(_, d)| d);
-        let local: String = self
-            .id
-            .chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '-' {
-                    c
-                } else {
-                    '.'
-                }
-            })
-            .collect();
-        format!("<{local}@{domain}>")
+        format!("<{}@{domain}>", self.id_with('.'))
     }
 
     /// The `.eml` file name of this message when written into a folder.
     pub fn file_name(&self) -> String {
-        let safe: String = self
-            .id
+        format!("{}.eml", self.id_with('_'))
+    }
+
+    /// The id with every character but ASCII letters, digits and `-` replaced by `other`.
+    fn id_with(&self, other: char) -> String {
+        self.id
             .chars()
             .map(|c| {
                 if c.is_ascii_alphanumeric() || c == '-' {
                     c
                 } else {
-                    '_'
+                    other
                 }
             })
-            .collect();
-        format!("{safe}.eml")
+            .collect()
     }
 
     pub fn created_display(&self) -> String {
@@ -207,6 +199,17 @@ pub async fn list(db: &Db, status: MailStatus, limit: i64) -> Result<Vec<OutboxM
 pub async fn count(db: &Db, status: MailStatus) -> Result<u64, DbError> {
     let (filter, _) = list_query(status);
     Ok(collection(db).count_documents(filter).await?)
+}
+
+/// How many messages wait to be sent (pending or being sent), counted in one query: every such
+/// message has a `due` time (index `{ due: 1 }`).
+pub async fn count_waiting(db: &Db) -> Result<u64, DbError> {
+    Ok(collection(db).count_documents(waiting_query()).await?)
+}
+
+/// The filter of [`count_waiting`]: a range over every `due` time. For `explain` in tests.
+pub fn waiting_query() -> Document {
+    doc! { "due": { "$gte": DateTime::MIN } }
 }
 
 /// Give a failed message another round of attempts, due now. False when it is not (or no
