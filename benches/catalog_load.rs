@@ -658,6 +658,9 @@ async fn seed_discussion(
             },
             text: format!("Comment {i}: what a record. https://example.com/{i}"),
             status: CommentStatus::Visible,
+            staff: false,
+            email: None,
+            notify: false,
         });
         if batch.len() == 1000 {
             comments::store::collection(db)

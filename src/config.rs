@@ -66,6 +66,19 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("comments", "max_length"),
     ("comments", "rate_limit_per_minute"),
     ("comments", "page_size"),
+    ("comments", "hold_first_time"),
+    ("comments", "hold_over_links"),
+    ("comments", "blocklist"),
+    ("email", "smtp_host"),
+    ("email", "smtp_port"),
+    ("email", "smtp_security"),
+    ("email", "smtp_username"),
+    ("email", "smtp_password"),
+    ("email", "from"),
+    ("email", "folder"),
+    ("email", "send_every_ms"),
+    ("email", "max_attempts"),
+    ("email", "retry_after_secs"),
     ("search", "max_concurrent"),
     ("search", "max_wait_ms"),
     ("search", "per_client_per_minute"),
@@ -91,6 +104,7 @@ pub struct Settings {
     pub cart: CartSettings,
     pub payment: PaymentSettings,
     pub comments: CommentSettings,
+    pub email: EmailSettings,
     pub search: SearchSettings,
     pub analytics: AnalyticsSettings,
     pub backup: BackupSettings,
@@ -247,6 +261,51 @@ pub struct CommentSettings {
     pub rate_limit_per_minute: u32,
     /// Comments on one page of a discussion or permalink.
     pub page_size: usize,
+    /// Hold a commenter's comment for approval until one of theirs was approved.
+    pub hold_first_time: bool,
+    /// Hold comments with more web addresses than this.
+    pub hold_over_links: usize,
+    /// Words or phrases (comma- or line-separated) that hold a comment naming them.
+    pub blocklist: String,
+}
+
+/// How the outgoing-mail connection is secured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmtpSecurity {
+    /// A plain connection upgraded with STARTTLS (required; port 587).
+    StartTls,
+    /// TLS from the first byte (port 465).
+    Tls,
+    /// No encryption: only for a mail server on this machine (and tests).
+    None,
+}
+
+/// Where outgoing email goes (see `crate::mail`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MailTransport {
+    Smtp {
+        host: String,
+        port: u16,
+        security: SmtpSecurity,
+        /// `(user, password)` when the server wants a login.
+        credentials: Option<(String, String)>,
+    },
+    /// No mail server: each message is written as `<id>.eml` into this folder.
+    Folder(PathBuf),
+}
+
+/// Outgoing email: the transport, the sender address, and how the outbox is worked through.
+#[derive(Debug, Clone)]
+pub struct EmailSettings {
+    pub transport: MailTransport,
+    /// The envelope and `From:` address (the shop's name is shown with it).
+    pub from: String,
+    /// How often the sender looks for messages due; zero: messages wait (nothing is sent).
+    pub send_every: std::time::Duration,
+    /// Attempts before a message is given up on (shown as failed in the admin).
+    pub max_attempts: u32,
+    /// The wait after the first temporary failure; each further one doubles it (at most an hour).
+    pub retry_after: std::time::Duration,
 }
 
 /// Bounds on site search (see `crate::search::limits`).
@@ -560,7 +619,11 @@ impl Layers {
                 rate_limit_per_minute: self.integer("comments.rate_limit_per_minute", 0, 100_000)?
                     as u32,
                 page_size: self.integer("comments.page_size", 1, 1000)? as usize,
+                hold_first_time: self.boolean("comments.hold_first_time")?,
+                hold_over_links: self.integer("comments.hold_over_links", 0, 1000)? as usize,
+                blocklist: self.string("comments.blocklist")?.0,
             },
+            email: self.email()?,
             search: SearchSettings {
                 max_concurrent: self.integer("search.max_concurrent", 1, 1024)? as usize,
                 max_wait: std::time::Duration::from_millis(self.integer(
@@ -587,6 +650,67 @@ impl Layers {
             },
             metrics: self.metrics()?,
             backup: self.backup()?,
+        })
+    }
+
+    fn email(&self) -> Result<EmailSettings, ConfigError> {
+        let (host, _) = self.optional_string("email.smtp_host")?;
+        let port = self.integer("email.smtp_port", 1, 65_535)? as u16;
+        let (security, origin) = self.string("email.smtp_security")?;
+        let security = match security.trim().to_ascii_lowercase().as_str() {
+            "starttls" => SmtpSecurity::StartTls,
+            "tls" => SmtpSecurity::Tls,
+            "none" => SmtpSecurity::None,
+            other => {
+                return Err(Self::invalid(
+                    "email.smtp_security",
+                    &origin,
+                    format!("expected \"starttls\", \"tls\" or \"none\", got {other:?}"),
+                ))
+            }
+        };
+        let (user, _) = self.optional_string("email.smtp_username")?;
+        let (password, _) = self.string("email.smtp_password")?;
+        let (folder, folder_origin) = self.string("email.folder")?;
+        let transport =
+            match host {
+                Some(host) => MailTransport::Smtp {
+                    host,
+                    port,
+                    security,
+                    credentials: user.map(|u| (u, password)),
+                },
+                None if folder.trim().is_empty() => return Err(Self::invalid(
+                    "email.folder",
+                    &folder_origin,
+                    "with no email.smtp_host, messages are written into this folder: it cannot \
+                     be empty",
+                )),
+                None => MailTransport::Folder(PathBuf::from(folder.trim())),
+            };
+        let (from, from_origin) = self.string("email.from")?;
+        let from = from.trim().to_string();
+        if from.parse::<lettre::Address>().is_err() || !from.contains('.') {
+            return Err(Self::invalid(
+                "email.from",
+                &from_origin,
+                format!("{from:?} is not an email address such as shop@example.com"),
+            ));
+        }
+        Ok(EmailSettings {
+            transport,
+            from,
+            send_every: std::time::Duration::from_millis(self.integer(
+                "email.send_every_ms",
+                0,
+                3_600_000,
+            )? as u64),
+            max_attempts: self.integer("email.max_attempts", 1, 100)? as u32,
+            retry_after: std::time::Duration::from_secs(self.integer(
+                "email.retry_after_secs",
+                0,
+                86_400,
+            )? as u64),
         })
     }
 

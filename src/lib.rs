@@ -17,6 +17,7 @@ pub mod demo_data;
 pub mod health;
 pub mod home;
 pub mod jobs;
+pub mod mail;
 pub mod media;
 pub mod metrics;
 pub mod routes;

@@ -136,6 +136,15 @@ fn describe() {
         Unit::Seconds,
         "Seconds since this process started serving"
     );
+    describe_counter!(
+        EMAILS_SENT,
+        "Emails the outbox sender handed to the mail server (or folder)"
+    );
+    describe_counter!(
+        EMAIL_FAILURES,
+        "Emails not sent, by what happens next (retrying or given_up)"
+    );
+    describe_gauge!(OUTBOX_BACKLOG, "Emails waiting in the outbox to be sent");
 }
 
 pub const HTTP_REQUESTS: &str = "bazaar_http_requests_total";
@@ -163,6 +172,9 @@ pub const WRITES_REFUSED: &str = "docstore_writes_refused";
 pub const PROCESS_RSS: &str = "process_resident_memory_bytes";
 pub const PROCESS_FDS: &str = "process_open_fds";
 pub const UPTIME: &str = "bazaar_uptime_seconds";
+pub const EMAILS_SENT: &str = "bazaar_emails_sent_total";
+pub const EMAIL_FAILURES: &str = "bazaar_email_send_failures_total";
+pub const OUTBOX_BACKLOG: &str = "bazaar_outbox_waiting";
 
 /// Every metric name above, for checks that a dashboard or alert names only real ones.
 pub const ALL: &[&str] = &[
@@ -191,6 +203,9 @@ pub const ALL: &[&str] = &[
     PROCESS_RSS,
     PROCESS_FDS,
     UPTIME,
+    EMAILS_SENT,
+    EMAIL_FAILURES,
+    OUTBOX_BACKLOG,
 ];
 
 /// One HTTP request answered. `route` is the matched route's template, or `"unmatched"`.
@@ -260,6 +275,13 @@ pub fn count(counter: &'static str, n: u64) {
 pub fn payment(outcome: &'static str) {
     if enabled() {
         ::metrics::counter!(PAYMENTS, "outcome" => outcome).increment(1);
+    }
+}
+
+/// An email the sender could not send: `"retrying"` later or `"given_up"`.
+pub fn email_failure(next: &'static str) {
+    if enabled() {
+        ::metrics::counter!(EMAIL_FAILURES, "next" => next).increment(1);
     }
 }
 

@@ -4,7 +4,7 @@
 use actix_web::web;
 
 use crate::web::{assets, read};
-use crate::{admin, cart, catalog, checkout, content, health, home, search};
+use crate::{admin, cart, catalog, checkout, comments, content, health, home, search};
 
 /// Every route of the site.
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -43,6 +43,14 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/checkout", read().to(checkout::pages::show))
         .route("/checkout", web::post().to(checkout::pages::submit))
         // Before `/orders/{number}`, which would otherwise take "lookup" for a number.
+        .route(
+            "/comments/unsubscribe/{id}/{signature}",
+            read().to(comments::notify::confirm),
+        )
+        .route(
+            "/comments/unsubscribe/{id}/{signature}",
+            web::post().to(comments::notify::unsubscribe),
+        )
         .route("/orders/lookup", read().to(checkout::lookup::show))
         .route("/orders/lookup", web::post().to(checkout::lookup::submit))
         .route("/orders/{number}", read().to(checkout::pages::order))

@@ -22,6 +22,7 @@ use crate::checkout::payment::{PaymentGateway, TestGateway};
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::config::{redact_uri, DatabaseUri, PaymentSettings, Settings};
 use crate::db::{Db, Store};
+use crate::mail::sender::Mailer;
 use crate::search::limits::SearchLimits;
 use crate::state::AppState;
 use crate::web::basic_auth::{self, AdminCredentials};
@@ -254,6 +255,8 @@ pub struct Application {
     jobs: Option<tokio::task::JoinHandle<()>>,
     /// Scheduled backups (when `backup.every_hours` is set), stopped with the server.
     backups: Option<tokio::task::JoinHandle<()>>,
+    /// The outbox sender (unless `email.send_every_ms` is 0), stopped with the server.
+    mail_sender: Option<tokio::task::JoinHandle<()>>,
     backup_monitor: Arc<BackupMonitor>,
     /// Who may enter `/admin` (its counters show how many password checks ran).
     credentials: web::Data<AdminCredentials>,
@@ -274,6 +277,7 @@ struct Assembled {
     backup_monitor: Arc<BackupMonitor>,
     page_views: Option<PageViewCounter>,
     search_limits: web::Data<SearchLimits>,
+    mailer: web::Data<Mailer>,
 }
 
 impl Application {
@@ -309,6 +313,10 @@ impl Application {
                 backups: crate::backup::schedule::spawn(
                     database.db.clone(),
                     built.backup_monitor.clone(),
+                ),
+                mail_sender: crate::mail::sender::spawn(
+                    database.db.clone(),
+                    built.mailer.clone().into_inner(),
                 ),
                 backup_monitor: built.backup_monitor,
                 database,
@@ -371,6 +379,8 @@ impl Application {
                 (test.clone(), Some(test))
             }
         };
+        db.extension::<crate::mail::SiteAddress>()
+            .set(&settings.public_address(port));
         let state = web::Data::new(AppState {
             db: db.clone(),
             db_timeout_ms: settings.database.timeout_ms,
@@ -417,7 +427,12 @@ impl Application {
             metrics_access: web::Data::new(crate::health::scrape::MetricsAccess {
                 token: settings.metrics.token.clone(),
             }),
+            mailer: web::Data::new(
+                Mailer::new(settings.email.clone())
+                    .context("setting up outgoing email (email.*) failed")?,
+            ),
         };
+        let mailer = areas.mailer.clone();
         let search_limits = areas.search_limits.clone();
         let server = http_server(
             state,
@@ -438,6 +453,7 @@ impl Application {
             credentials,
             page_views,
             search_limits,
+            mailer,
         })
     }
 
@@ -519,6 +535,9 @@ impl Application {
         if let Some(backups) = self.backups {
             backups.abort();
         }
+        if let Some(sender) = self.mail_sender {
+            sender.abort();
+        }
         if let Some(page_views) = &self.page_views {
             page_views.stop().await;
         }
@@ -587,6 +606,9 @@ struct AreaData {
     readiness: web::Data<crate::health::ready::Readiness>,
     /// The bearer token of `/metrics`: `health::scrape`.
     metrics_access: web::Data<crate::health::scrape::MetricsAccess>,
+    /// Outgoing email's settings and transport: the admin's system page (the sender job has
+    /// its own handle).
+    mailer: web::Data<Mailer>,
 }
 
 fn http_server(
@@ -622,6 +644,7 @@ fn http_server(
             .app_data(areas.search_limits.clone())
             .app_data(areas.readiness.clone())
             .app_data(areas.metrics_access.clone())
+            .app_data(areas.mailer.clone())
             .app_data(transport.clone())
             .app_data(trusted_proxies.clone())
             .app_data(session_policy.clone())

@@ -383,6 +383,7 @@ const LAYERS: &[&[&str]] = &[
     &["content"],
     &["catalog"],
     &["comments", "media", "backup"],
+    &["mail"],
     &["state"],
     &["web"],
     &["config"],

@@ -1,5 +1,6 @@
 //! Admin → System: what the shop runs on (the store, the database, its collections and sizes)
-//! scheduled backups' status and the demo-data actions; kept apart from the dashboard, which is about the business.
+//! scheduled backups' status, outgoing email (where it goes, what waits, what failed, the `.eml`
+//! files) and the demo-data actions; kept apart from the dashboard, which is about the business.
 
 use std::time::Instant;
 
@@ -8,7 +9,10 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
 use crate::backup::schedule::{BackupMonitor, BackupStatus};
+use crate::config::{MailTransport, SmtpSecurity};
 use crate::db::CollectionCount;
+use crate::mail::sender::{eml_files, Mailer};
+use crate::mail::{self, MailStatus, OutboxMessage};
 use crate::seed;
 use crate::state::AppState;
 use crate::web::errors::AppError;
@@ -38,6 +42,7 @@ pub struct SystemPage {
     pub jobs: Vec<JobRow>,
     /// The warnings and errors this instance logged most recently, newest first.
     pub problems: Vec<ProblemRow>,
+    pub mail: MailPanel,
 }
 
 /// One background job on the System page.
@@ -108,11 +113,90 @@ async fn data_size(db: &crate::db::Db) -> String {
     )
 }
 
+/// Outgoing email on the System page: where it goes, what waits, what failed.
+pub struct MailPanel {
+    /// "SMTP smtp.example.com:587 (STARTTLS)" or the folder `.eml` files go into.
+    pub transport: String,
+    /// The folder, when messages are written as files, with its newest files.
+    pub folder: Option<String>,
+    pub files: Vec<(String, u64)>,
+    pub waiting: u64,
+    pub sent: u64,
+    pub failed: Vec<OutboxMessage>,
+}
+
+/// `.eml` files listed on the page.
+const FILES_SHOWN: usize = 20;
+/// Failed messages listed on the page.
+const FAILED_SHOWN: i64 = 50;
+
+async fn mail_panel(db: &crate::db::Db, mailer: &Mailer) -> Result<MailPanel, AppError> {
+    let transport = match &mailer.settings.transport {
+        MailTransport::Smtp {
+            host,
+            port,
+            security,
+            ..
+        } => format!(
+            "SMTP {host}:{port} ({})",
+            match security {
+                SmtpSecurity::StartTls => "STARTTLS",
+                SmtpSecurity::Tls => "TLS",
+                SmtpSecurity::None => "unencrypted",
+            }
+        ),
+        MailTransport::Folder(dir) => format!("written as .eml files into {}", dir.display()),
+    };
+    let folder = mailer.transport.folder().map(|d| d.to_path_buf());
+    let files = match &folder {
+        Some(dir) => {
+            let dir = dir.clone();
+            tokio::task::spawn_blocking(move || eml_files(&dir, FILES_SHOWN))
+                .await
+                .unwrap_or_default()
+        }
+        None => Vec::new(),
+    };
+    Ok(MailPanel {
+        transport,
+        folder: folder.map(|d| d.display().to_string()),
+        files,
+        waiting: mail::count_waiting(db).await?,
+        sent: mail::count(db, MailStatus::Sent).await?,
+        failed: mail::list(db, MailStatus::Failed, FAILED_SHOWN).await?,
+    })
+}
+
+/// `POST /admin/mail/retry`: give a failed message another round of attempts.
+pub async fn retry_mail(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    form: web::Form<RetryForm>,
+) -> Result<HttpResponse, AppError> {
+    let (level, message) = if mail::retry_failed(&state.db, &form.id).await? {
+        (Level::Success, "The message will be sent again shortly.")
+    } else {
+        (
+            Level::Info,
+            "That message is no longer waiting for a retry.",
+        )
+    };
+    flash::push(&req.get_session(), level, message);
+    Ok(see_other("/admin/system#mail-heading"))
+}
+
+#[derive(serde::Deserialize)]
+pub struct RetryForm {
+    #[serde(default)]
+    pub id: String,
+}
+
 /// `GET /admin/system`.
 pub async fn show(
     req: HttpRequest,
     state: web::Data<AppState>,
     backups: web::Data<BackupMonitor>,
+    mailer: web::Data<Mailer>,
 ) -> Result<HttpResponse, AppError> {
     let started = Instant::now();
     state.db.ping().await?;
@@ -151,6 +235,7 @@ pub async fn show(
                 text: p.text,
             })
             .collect(),
+        mail: mail_panel(&state.db, &mailer).await?,
     })
 }
 

@@ -4,6 +4,7 @@
 //! reserved; a second submit of the same cart shows the one order.
 
 pub mod countries;
+pub mod emails;
 pub mod lookup;
 pub mod orders;
 pub mod pages;
@@ -349,6 +350,9 @@ async fn record_order(
         restock: Vec::new(),
     };
     let order = orders::insert_once(db, order).await?;
+    // Queued before the attempt is marked ordered: a crash in between leaves the attempt
+    // open, and recovery (which finds the order) queues it then; the id keeps it to one.
+    emails::queue(db, emails::OrderEmail::Placed, &order).await?;
     finish_paid_cart(db, cart).await?;
     payments::advance(
         db,
@@ -488,6 +492,7 @@ async fn settle(
     let cart = cart::by_id(db, &attempt.cart_id).await?;
     let paid_for = |c: &Cart| matches!(c.status, CartStatus::Pending | CartStatus::Complete);
     if let Some(order) = orders::by_cart(db, &attempt.cart_id).await? {
+        emails::queue(db, emails::OrderEmail::Placed, &order).await?;
         if let Some(c) = cart.as_ref().filter(|c| paid_for(c)) {
             finish_paid_cart(db, c).await?;
         }

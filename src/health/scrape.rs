@@ -105,6 +105,9 @@ async fn read_store_figures(state: &AppState) {
             );
         }
     }
+    if let Ok(waiting) = crate::mail::count_waiting(db).await {
+        gauge(metrics::OUTBOX_BACKLOG, None, waiting as f64);
+    }
     let Ok(status) = db.server_status().await else {
         return;
     };

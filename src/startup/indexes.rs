@@ -24,6 +24,7 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
         (checkout::orders::COLLECTION, checkout::orders::indexes()),
         (content::model::COLLECTION, content::model::indexes()),
         (comments::COLLECTION, comments::indexes()),
+        (crate::mail::COLLECTION, crate::mail::indexes()),
         (
             checkout::payments::COLLECTION,
             checkout::payments::indexes(),

@@ -5,6 +5,7 @@
 
 pub mod process;
 pub mod shop;
+pub mod smtp;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -48,6 +49,16 @@ pub fn test_settings(env: &[(&str, &str)]) -> Settings {
         ("BAZAAR_LOG__LEVEL".into(), "warn".into()),
         // Tests run cart expiry and cleanup themselves, at the moment they choose.
         ("BAZAAR_CART__JOBS_EVERY_SECS".into(), "0".into()),
+        // Emails wait in the outbox unless a test starts the sender (tests/email.rs), and
+        // never land in the repository's ./mail.
+        ("BAZAAR_EMAIL__SEND_EVERY_MS".into(), "0".into()),
+        (
+            "BAZAAR_EMAIL__FOLDER".into(),
+            std::env::temp_dir()
+                .join("bazaar-test-mail")
+                .display()
+                .to_string(),
+        ),
     ];
     vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     Settings::load(Some(&repo_root().join("config.toml")), vars).expect("test settings load")
