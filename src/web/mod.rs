@@ -4,6 +4,7 @@
 pub mod assets;
 pub mod basic_auth;
 pub mod body_timeout;
+pub mod conditional;
 pub mod conflict;
 pub mod csrf;
 pub mod db_errors;
@@ -14,6 +15,7 @@ pub mod field_errors;
 pub mod flash;
 pub mod layout;
 pub mod links;
+pub mod meta;
 pub mod rate_limit;
 pub mod security_headers;
 pub mod session;
