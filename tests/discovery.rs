@@ -43,9 +43,8 @@ fn python(modules: &[&str], code: &str, args: &[&str], stdin: &str) -> Option<St
         .stderr(Stdio::null())
         .status();
     if !probe.is_ok_and(|s| s.success()) {
-        let why = format!(
-            "python3 with {modules:?} is not available (pip install extruct feedfinder2)"
-        );
+        let why =
+            format!("python3 with {modules:?} is not available (pip install extruct feedfinder2)");
         assert!(std::env::var_os("CI").is_none(), "{why}: required in CI");
         eprintln!("skipped: {why}");
         return None;
@@ -201,12 +200,43 @@ async fn the_sitemaps_follow_the_protocol_list_only_public_things_and_every_addr
     let archived = product_with_stock(&app.db, "archived", 5).await;
     set_status(&app, archived.id, "archived").await;
     let tagged_product = product_with_stock(&app.db, "tagged", 5).await;
-    products::set_tags(&app.db, tagged_product.id, &["sitemap-product-tag".to_string()])
-        .await
-        .expect("tags set");
-    add_node(&app, "blog", "live-post", "Live", text("Hi"), Some(DateTime::now()), &["sitemap-live-tag"]).await;
-    add_node(&app, "blog", "draft-post", "Draft", text("Hi"), None, &["sitemap-draft-tag"]).await;
-    add_node(&app, "blog", "later-post", "Later", text("Hi"), Some(days_from_now(3)), &["sitemap-later-tag"]).await;
+    products::set_tags(
+        &app.db,
+        tagged_product.id,
+        &["sitemap-product-tag".to_string()],
+    )
+    .await
+    .expect("tags set");
+    add_node(
+        &app,
+        "blog",
+        "live-post",
+        "Live",
+        text("Hi"),
+        Some(DateTime::now()),
+        &["sitemap-live-tag"],
+    )
+    .await;
+    add_node(
+        &app,
+        "blog",
+        "draft-post",
+        "Draft",
+        text("Hi"),
+        None,
+        &["sitemap-draft-tag"],
+    )
+    .await;
+    add_node(
+        &app,
+        "blog",
+        "later-post",
+        "Later",
+        text("Hi"),
+        Some(days_from_now(3)),
+        &["sitemap-later-tag"],
+    )
+    .await;
 
     let response = app.get("/sitemap.xml").await;
     assert_eq!(response.status(), StatusCode::OK);
@@ -278,6 +308,7 @@ async fn the_sitemaps_follow_the_protocol_list_only_public_things_and_every_addr
         "/sitemaps/products-ffffffffffffffffffffffff.xml",
         "/sitemaps/blog-0.xml",
         "/sitemaps/blog-99.xml",
+        "/sitemaps/blog-9223372036854775807.xml",
         "/sitemaps/admin-1.xml",
         "/sitemaps/tags",
     ] {
@@ -341,12 +372,33 @@ print(json.dumps({'fetch': {p: rp.can_fetch('AnyBot', sys.argv[1] + p) for p in 
     let mut args = vec![HOST];
     args.extend(paths);
     let parsed: Value =
-        serde_json::from_str(&python(&[], CODE, &args, &robots).expect("python3 runs")).expect("json");
-    for allowed in ["/", "/products", "/products/test-x", "/blog/", "/tags/jazz", "/sitemap.xml"] {
-        assert_eq!(parsed["fetch"][allowed], true, "{allowed} is open: {robots}");
+        serde_json::from_str(&python(&[], CODE, &args, &robots).expect("python3 runs"))
+            .expect("json");
+    for allowed in [
+        "/",
+        "/products",
+        "/products/test-x",
+        "/blog/",
+        "/tags/jazz",
+        "/sitemap.xml",
+    ] {
+        assert_eq!(
+            parsed["fetch"][allowed], true,
+            "{allowed} is open: {robots}"
+        );
     }
-    for denied in ["/admin", "/admin/products", "/cart", "/checkout", "/orders/lookup", "/search?q=jazz"] {
-        assert_eq!(parsed["fetch"][denied], false, "{denied} is closed: {robots}");
+    for denied in [
+        "/admin",
+        "/admin/products",
+        "/cart",
+        "/checkout",
+        "/orders/lookup",
+        "/search?q=jazz",
+    ] {
+        assert_eq!(
+            parsed["fetch"][denied], false,
+            "{denied} is closed: {robots}"
+        );
     }
     assert_eq!(
         parsed["sitemaps"],
@@ -357,13 +409,20 @@ print(json.dumps({'fetch': {p: rp.can_fetch('AnyBot', sys.argv[1] + p) for p in 
     let token = csrf_token(&admin_page(&app, "/admin/settings").await).expect("form");
     let mut form = settings_form(&app).await;
     set_field(&mut form, "csrf_token", &token);
-    set_field(&mut form, "robots_txt", "User-agent: *\r\nDisallow: /products");
-    let saved = app.post_admin_form("/admin/settings", &as_pairs(&form)).await;
+    set_field(
+        &mut form,
+        "robots_txt",
+        "User-agent: *\r\nDisallow: /products",
+    );
+    let saved = app
+        .post_admin_form("/admin/settings", &as_pairs(&form))
+        .await;
     assert_eq!(saved.status(), StatusCode::SEE_OTHER);
     let robots = body(app.get("/robots.txt").await).await;
-    let parsed: Value =
-        serde_json::from_str(&python(&[], CODE, &[HOST, "/products", "/blog/"], &robots).expect("python3 runs"))
-            .expect("json");
+    let parsed: Value = serde_json::from_str(
+        &python(&[], CODE, &[HOST, "/products", "/blog/"], &robots).expect("python3 runs"),
+    )
+    .expect("json");
     assert_eq!(parsed["fetch"]["/products"], false, "{robots}");
     assert_eq!(parsed["fetch"]["/blog/"], true, "{robots}");
     assert_eq!(parsed["sitemaps"][0], format!("{HOST}/sitemap.xml"));
@@ -405,7 +464,9 @@ async fn products_posts_and_the_site_carry_structured_data_and_cards_an_extracto
     let few = product_with_stock(&app.db, "few", 2).await;
     let none = product_with_stock(&app.db, "none", 0).await;
     // Filed under a category with a parent: the breadcrumb has both.
-    let tree = bazaar::catalog::categories::all(&app.db).await.expect("categories");
+    let tree = bazaar::catalog::categories::all(&app.db)
+        .await
+        .expect("categories");
     let child = tree
         .iter()
         .find(|c| !c.ancestors.is_empty())
@@ -428,7 +489,9 @@ async fn products_posts_and_the_site_carry_structured_data_and_cards_an_extracto
     let action = &site[0]["potentialAction"];
     assert_eq!(action["@type"], "SearchAction");
     let target = action["target"]["urlTemplate"].as_str().expect("target");
-    assert!(target.starts_with(&format!("{HOST}/search?q=")) && target.contains("{search_term_string}"));
+    assert!(
+        target.starts_with(&format!("{HOST}/search?q=")) && target.contains("{search_term_string}")
+    );
     assert_eq!(action["query-input"], "required name=search_term_string");
     let org = of_type(&home, "Organization");
     assert_eq!(org.len(), 1);
@@ -524,18 +587,32 @@ async fn titles_with_script_tags_quotes_and_unicode_stay_inside_every_tag() {
         )
         .await
         .expect("renamed");
-    add_node(&app, "blog", "hostile-post", HOSTILE_TITLE, text(HOSTILE_TITLE), Some(DateTime::now()), &["hostile"]).await;
+    add_node(
+        &app,
+        "blog",
+        "hostile-post",
+        HOSTILE_TITLE,
+        text(HOSTILE_TITLE),
+        Some(DateTime::now()),
+        &["hostile"],
+    )
+    .await;
     for path in [product.url(), "/blog/hostile-post".to_string()] {
         let html = body(app.get(&path).await).await;
         let doc = common::html(&html);
         // No script but the structured data, and the page's body is intact after the head.
-        assert_eq!(count(&doc, "script:not([type='application/ld+json'])"), 0, "{path}");
+        assert_eq!(
+            count(&doc, "script:not([type='application/ld+json'])"),
+            0,
+            "{path}"
+        );
         assert!(count(&doc, "main#main") == 1, "{path}");
-        for selector in [
-            "meta[property='og:title']",
-            "meta[name='twitter:title']",
-        ] {
-            assert_eq!(attr(&doc, selector, "content").as_deref(), Some(HOSTILE_TITLE), "{path} {selector}");
+        for selector in ["meta[property='og:title']", "meta[name='twitter:title']"] {
+            assert_eq!(
+                attr(&doc, selector, "content").as_deref(),
+                Some(HOSTILE_TITLE),
+                "{path} {selector}"
+            );
         }
         // A product's description is plain text, kept as written; a post's is its Markdown
         // made plain (the tags are gone, the words stay).
@@ -544,7 +621,10 @@ async fn titles_with_script_tags_quotes_and_unicode_stay_inside_every_tag() {
             assert_eq!(description, HOSTILE_TITLE);
         } else {
             assert!(!description.contains('<'), "{description}");
-            assert!(description.contains("\"quoted\" & 'single'"), "{description}");
+            assert!(
+                description.contains("\"quoted\" & 'single'"),
+                "{description}"
+            );
             assert!(description.ends_with("Ünïcødé ✓ 🎵"), "{description}");
         }
         let Some(data) = extruct(&html, &format!("{HOST}{path}")) else {
@@ -557,7 +637,10 @@ async fn titles_with_script_tags_quotes_and_unicode_stay_inside_every_tag() {
             .filter(|d| d["@type"] == "Product" || d["@type"] == "BlogPosting")
             .collect();
         assert_eq!(named.len(), 1, "{data}");
-        let title = named[0].get("name").or(named[0].get("headline")).expect("title");
+        let title = named[0]
+            .get("name")
+            .or(named[0].get("headline"))
+            .expect("title");
         assert_eq!(title, HOSTILE_TITLE);
     }
     // The feed of the tag carries the title as text, too (parsed by feed-rs).
@@ -565,7 +648,10 @@ async fn titles_with_script_tags_quotes_and_unicode_stay_inside_every_tag() {
     assert_eq!(feed.status(), StatusCode::OK);
     let parsed = feed_rs::parser::parse(body(feed).await.as_bytes()).expect("the feed parses");
     assert_eq!(parsed.entries.len(), 1);
-    assert_eq!(parsed.entries[0].title.as_ref().unwrap().content, HOSTILE_TITLE);
+    assert_eq!(
+        parsed.entries[0].title.as_ref().unwrap().content,
+        HOSTILE_TITLE
+    );
     app.stop().await;
 }
 
@@ -573,9 +659,36 @@ async fn titles_with_script_tags_quotes_and_unicode_stay_inside_every_tag() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_feed_reader_given_the_home_page_or_a_tag_page_finds_their_feeds() {
     let app = app_at_its_own_address().await;
-    add_node(&app, "blog", "tagged-post", "Tagged post", text("Hello"), Some(DateTime::now()), &["found-tag"]).await;
-    add_node(&app, "blog", "untagged-post", "Other post", text("Hello"), Some(DateTime::now()), &[]).await;
-    add_node(&app, "blog", "draft-tagged", "Draft", text("Hello"), None, &["found-tag"]).await;
+    add_node(
+        &app,
+        "blog",
+        "tagged-post",
+        "Tagged post",
+        text("Hello"),
+        Some(DateTime::now()),
+        &["found-tag"],
+    )
+    .await;
+    add_node(
+        &app,
+        "blog",
+        "untagged-post",
+        "Other post",
+        text("Hello"),
+        Some(DateTime::now()),
+        &[],
+    )
+    .await;
+    add_node(
+        &app,
+        "blog",
+        "draft-tagged",
+        "Draft",
+        text("Hello"),
+        None,
+        &["found-tag"],
+    )
+    .await;
     const CODE: &str = r#"
 import json, sys, feedfinder2
 print(json.dumps(feedfinder2.find_feeds(sys.argv[1])))
@@ -589,18 +702,28 @@ print(json.dumps(feedfinder2.find_feeds(sys.argv[1])))
     for path in ["/", "/products", "/pages/about", "/categories"] {
         let doc = page(&app, path).await;
         assert_eq!(
-            attr(&doc, "link[rel=alternate][type='application/atom+xml']", "href"),
+            attr(
+                &doc,
+                "link[rel=alternate][type='application/atom+xml']",
+                "href"
+            ),
             Some(app.url("/blog/feed.atom")),
             "{path}"
         );
     }
     let found = python(&["feedfinder2"], CODE, &[&app.url("/tags/found-tag")], "").expect("python");
     let feeds: Vec<String> = serde_json::from_str(&found).expect("json");
-    assert!(feeds.contains(&app.url("/tags/found-tag/feed.atom")), "{feeds:?}");
+    assert!(
+        feeds.contains(&app.url("/tags/found-tag/feed.atom")),
+        "{feeds:?}"
+    );
     let gallery = page(&app, "/gallery/").await;
     let hrefs: Vec<String> = {
         let sel = scraper::Selector::parse("link[rel=alternate]").unwrap();
-        gallery.select(&sel).filter_map(|l| l.value().attr("href").map(String::from)).collect()
+        gallery
+            .select(&sel)
+            .filter_map(|l| l.value().attr("href").map(String::from))
+            .collect()
     };
     assert!(hrefs.contains(&app.url("/gallery/feed.atom")), "{hrefs:?}");
 
@@ -619,20 +742,46 @@ print(json.dumps(feedfinder2.find_feeds(sys.argv[1])))
         .iter()
         .find(|l| l.rel.as_deref() == Some("alternate"))
         .expect("alternate link");
-    assert_eq!(app.get(alternate.href.strip_prefix(&app.address).unwrap()).await.status(), StatusCode::OK);
-    assert_eq!(app.get("/tags/no-such-tag/feed.atom").await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.get(alternate.href.strip_prefix(&app.address).unwrap())
+            .await
+            .status(),
+        StatusCode::OK
+    );
+    assert_eq!(
+        app.get("/tags/no-such-tag/feed.atom").await.status(),
+        StatusCode::NOT_FOUND
+    );
     app.stop().await;
 }
 
 #[tokio::test]
 async fn feeds_sitemaps_and_robots_answer_not_modified_to_a_client_that_has_them() {
     let app = app_on(HOST).await;
-    add_node(&app, "blog", "cached-post", "Cached", text("Hi"), Some(DateTime::now()), &["cached"]).await;
-    for path in ["/blog/feed.atom", "/tags/cached/feed.atom", "/sitemap.xml", "/sitemaps/categories.xml", "/robots.txt"] {
+    add_node(
+        &app,
+        "blog",
+        "cached-post",
+        "Cached",
+        text("Hi"),
+        Some(DateTime::now()),
+        &["cached"],
+    )
+    .await;
+    for path in [
+        "/blog/feed.atom",
+        "/tags/cached/feed.atom",
+        "/sitemap.xml",
+        "/sitemaps/categories.xml",
+        "/robots.txt",
+    ] {
         let first = app.get(path).await;
         assert_eq!(first.status(), StatusCode::OK, "{path}");
         let etag = first.headers()["etag"].to_str().unwrap().to_string();
-        let modified = first.headers().get("last-modified").map(|v| v.to_str().unwrap().to_string());
+        let modified = first
+            .headers()
+            .get("last-modified")
+            .map(|v| v.to_str().unwrap().to_string());
         let again = app
             .client
             .get(app.url(path))
@@ -662,8 +811,20 @@ async fn feeds_sitemaps_and_robots_answer_not_modified_to_a_client_that_has_them
         }
     }
     // A new post changes the feed: the old ETag no longer matches.
-    let etag = app.get("/blog/feed.atom").await.headers()["etag"].to_str().unwrap().to_string();
-    add_node(&app, "blog", "newer-post", "Newer", text("Hi"), Some(DateTime::now()), &[]).await;
+    let etag = app.get("/blog/feed.atom").await.headers()["etag"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    add_node(
+        &app,
+        "blog",
+        "newer-post",
+        "Newer",
+        text("Hi"),
+        Some(DateTime::now()),
+        &[],
+    )
+    .await;
     let after = app
         .client
         .get(app.url("/blog/feed.atom"))
@@ -683,9 +844,21 @@ async fn every_public_page_has_an_absolute_canonical_address_and_filtered_listin
         ("/".into(), format!("{HOST}/"), false),
         ("/?utm_source=x".into(), format!("{HOST}/"), false),
         ("/products".into(), format!("{HOST}/products"), false),
-        ("/products?page=2".into(), format!("{HOST}/products?page=2"), false),
-        ("/products?sort=price".into(), format!("{HOST}/products"), true),
-        ("/products?type=album".into(), format!("{HOST}/products"), true),
+        (
+            "/products?page=2".into(),
+            format!("{HOST}/products?page=2"),
+            false,
+        ),
+        (
+            "/products?sort=price".into(),
+            format!("{HOST}/products"),
+            true,
+        ),
+        (
+            "/products?type=album".into(),
+            format!("{HOST}/products"),
+            true,
+        ),
         (product.url(), format!("{HOST}{}", product.url()), false),
         ("/categories".into(), format!("{HOST}/categories"), false),
         ("/blog".into(), format!("{HOST}/blog/"), false),
@@ -693,17 +866,32 @@ async fn every_public_page_has_an_absolute_canonical_address_and_filtered_listin
         ("/pages/about".into(), format!("{HOST}/pages/about"), false),
         ("/cart".into(), format!("{HOST}/cart"), true),
         ("/search?q=jazz".into(), format!("{HOST}/search"), true),
-        ("/orders/lookup".into(), format!("{HOST}/orders/lookup"), true),
+        (
+            "/orders/lookup".into(),
+            format!("{HOST}/orders/lookup"),
+            true,
+        ),
     ];
     for (path, canonical, noindex) in cases {
         let doc = page(&app, &path).await;
         assert_eq!(count(&doc, "link[rel=canonical]"), 1, "{path}");
-        assert_eq!(attr(&doc, "link[rel=canonical]", "href"), Some(canonical), "{path}");
+        assert_eq!(
+            attr(&doc, "link[rel=canonical]", "href"),
+            Some(canonical),
+            "{path}"
+        );
         let robots = attr(&doc, "meta[name=robots]", "content");
-        assert_eq!(robots.is_some_and(|r| r.contains("noindex")), noindex, "{path}");
+        assert_eq!(
+            robots.is_some_and(|r| r.contains("noindex")),
+            noindex,
+            "{path}"
+        );
         let description = attr(&doc, "meta[name=description]", "content").unwrap_or_default();
         assert!(!description.trim().is_empty(), "{path} has a description");
-        assert!(attr(&doc, "meta[name='twitter:card']", "content").is_some(), "{path}");
+        assert!(
+            attr(&doc, "meta[name='twitter:card']", "content").is_some(),
+            "{path}"
+        );
     }
     // The admin's pages carry none of it.
     let admin = admin_page(&app, "/admin").await;
@@ -725,9 +913,7 @@ async fn links_to_the_shops_own_pages_are_followed_and_only_links_leaving_it_are
     )
     .await;
     let doc = page(&app, "/blog/links-post").await;
-    let rel_of = |href: &str| {
-        attr(&doc, &format!("article a[href='{href}']"), "rel")
-    };
+    let rel_of = |href: &str| attr(&doc, &format!("article a[href='{href}']"), "rel");
     assert_eq!(rel_of("/products"), None);
     assert_eq!(rel_of("#notes"), None);
     let outside = rel_of("https://example.com/x").expect("a rel");
@@ -736,32 +922,48 @@ async fn links_to_the_shops_own_pages_are_followed_and_only_links_leaving_it_are
 }
 
 #[tokio::test]
-async fn the_admin_sets_the_description_social_image_and_organisation_and_bad_values_are_explained() {
+async fn the_admin_sets_the_description_social_image_and_organisation_and_bad_values_are_explained()
+{
     let app = app_on(HOST).await;
     let token = csrf_token(&admin_page(&app, "/admin/settings").await).expect("form");
     let mut form = settings_form(&app).await;
     set_field(&mut form, "csrf_token", &token);
     set_field(&mut form, "description", HOSTILE_TITLE);
     set_field(&mut form, "social_image", "/static/images/favicon.svg");
-    set_field(&mut form, "organisation", "Bazaar \"Records\" </script> GmbH ✓");
+    set_field(
+        &mut form,
+        "organisation",
+        "Bazaar \"Records\" </script> GmbH ✓",
+    );
     set_field(&mut form, "currency_code", "eur");
-    let saved = app.post_admin_form("/admin/settings", &as_pairs(&form)).await;
+    let saved = app
+        .post_admin_form("/admin/settings", &as_pairs(&form))
+        .await;
     assert_eq!(saved.status(), StatusCode::SEE_OTHER);
     let html = body(app.get("/").await).await;
     let doc = common::html(&html);
-    assert_eq!(attr(&doc, "meta[name=description]", "content").as_deref(), Some(HOSTILE_TITLE));
+    assert_eq!(
+        attr(&doc, "meta[name=description]", "content").as_deref(),
+        Some(HOSTILE_TITLE)
+    );
     assert_eq!(
         attr(&doc, "meta[property='og:image']", "content"),
         Some(format!("{HOST}/static/images/favicon.svg"))
     );
     assert_eq!(count(&doc, "script:not([type='application/ld+json'])"), 0);
     if let Some(data) = extruct(&html, HOST) {
-        assert_eq!(of_type(&data, "Organization")[0]["name"], "Bazaar \"Records\" </script> GmbH ✓");
+        assert_eq!(
+            of_type(&data, "Organization")[0]["name"],
+            "Bazaar \"Records\" </script> GmbH ✓"
+        );
         assert_eq!(of_type(&data, "WebSite")[0]["description"], HOSTILE_TITLE);
     }
     let product = product_with_stock(&app.db, "euro", 3).await;
     if let Some(data) = extruct(&body(app.get(&product.url()).await).await, HOST) {
-        assert_eq!(of_type(&data, "Product")[0]["offers"]["priceCurrency"], "EUR");
+        assert_eq!(
+            of_type(&data, "Product")[0]["offers"]["priceCurrency"],
+            "EUR"
+        );
     }
 
     // Bad values: the form again (422) with the field marked, nothing saved.
@@ -774,8 +976,14 @@ async fn the_admin_sets_the_description_social_image_and_organisation_and_bad_va
     ] {
         let mut bad = form.clone();
         set_field(&mut bad, field, value);
-        let response = app.post_admin_form("/admin/settings", &as_pairs(&bad)).await;
-        assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY, "{field}={value:?}");
+        let response = app
+            .post_admin_form("/admin/settings", &as_pairs(&bad))
+            .await;
+        assert_eq!(
+            response.status(),
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "{field}={value:?}"
+        );
         let doc = common::html(&body(response).await);
         assert_eq!(
             attr(&doc, &format!("#{field}"), "aria-invalid").as_deref(),
@@ -786,13 +994,52 @@ async fn the_admin_sets_the_description_social_image_and_organisation_and_bad_va
     let settings = bazaar::db::site::load(&app.db).await.expect("settings");
     assert_eq!(settings.social_image, "/static/images/favicon.svg");
     assert_eq!(settings.currency_code, "EUR");
+    // A form from before these fields existed changes the others and keeps these.
+    let older: Vec<(&str, &str)> = as_pairs(&form)
+        .into_iter()
+        .filter(|(n, _)| {
+            ![
+                "currency_code",
+                "description",
+                "social_image",
+                "organisation",
+                "robots_txt",
+                "tagline",
+            ]
+            .contains(n)
+        })
+        .chain([("tagline", "Older form")])
+        .collect();
+    let saved = app.post_admin_form("/admin/settings", &older).await;
+    assert_eq!(saved.status(), StatusCode::SEE_OTHER);
+    let after = bazaar::db::site::load(&app.db).await.expect("settings");
+    assert_eq!(after.tagline, "Older form");
+    assert_eq!(
+        (
+            after.social_image,
+            after.currency_code,
+            after.organisation,
+            after.robots_txt
+        ),
+        (
+            settings.social_image.clone(),
+            settings.currency_code.clone(),
+            settings.organisation.clone(),
+            settings.robots_txt.clone()
+        )
+    );
     // Without the session's token, nothing is saved.
     let mut forged = form.clone();
     set_field(&mut forged, "csrf_token", "forged");
     set_field(&mut forged, "organisation", "Forged");
-    let response = app.post_admin_form("/admin/settings", &as_pairs(&forged)).await;
+    let response = app
+        .post_admin_form("/admin/settings", &as_pairs(&forged))
+        .await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
-    assert_ne!(bazaar::db::site::load(&app.db).await.unwrap().organisation, "Forged");
+    assert_ne!(
+        bazaar::db::site::load(&app.db).await.unwrap().organisation,
+        "Forged"
+    );
     app.stop().await;
 }
 
@@ -834,9 +1081,15 @@ async fn every_sitemap_query_runs_on_an_index() {
         "sort": { "metadata.published": -1 },
     })
     .await;
-    assert_eq!(key_of(&section), doc! { "metadata.section": 1, "metadata.published": -1 });
+    assert_eq!(
+        key_of(&section),
+        doc! { "metadata.section": 1, "metadata.published": -1 }
+    );
     for (collection, pipeline) in sitemap::tag_pipelines(DateTime::now()) {
-        let filter = pipeline[0].get_document("$match").expect("$match first").clone();
+        let filter = pipeline[0]
+            .get_document("$match")
+            .expect("$match first")
+            .clone();
         let tags = explain(doc! { "find": collection, "filter": filter }).await;
         let key = key_of(&tags);
         assert!(

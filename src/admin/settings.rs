@@ -1,6 +1,7 @@
 //! Admin → Settings: the shop's name, tagline, currency symbol and code, flat shipping rates and
 //! what search engines and shared links are told (description, default social image,
-//! organisation name, robots.txt rules), kept in the database (see `db::site`), so they change without a restart and every instance agrees.
+//! organisation name, robots.txt rules), kept in the database (see `db::site`), so they change
+//! without a restart and every instance agrees.
 
 use std::collections::HashMap;
 
@@ -54,16 +55,23 @@ pub struct SettingsForm {
     pub shipping_base: String,
     #[serde(default)]
     pub shipping_per_half_kilo: String,
+    /// The fields below, when a form does not send them (one from before they existed), keep
+    /// their stored values ([`SettingsForm::keep_missing`]).
     #[serde(default)]
-    pub currency_code: String,
+    pub currency_code: Option<String>,
     #[serde(default)]
-    pub description: String,
+    pub description: Option<String>,
     #[serde(default)]
-    pub social_image: String,
+    pub social_image: Option<String>,
     #[serde(default)]
-    pub organisation: String,
+    pub organisation: Option<String>,
     #[serde(default)]
-    pub robots_txt: String,
+    pub robots_txt: Option<String>,
+}
+
+/// A form field's text (empty when it was not sent).
+fn text(field: &Option<String>) -> &str {
+    field.as_deref().unwrap_or_default()
 }
 
 fn dollars(cents: i64) -> String {
@@ -78,12 +86,26 @@ impl SettingsForm {
             currency_symbol: settings.currency_symbol.clone(),
             shipping_base: dollars(settings.shipping.base_cents),
             shipping_per_half_kilo: dollars(settings.shipping.per_half_kilo_cents),
-            currency_code: settings.currency_code.clone(),
-            description: settings.description.clone(),
-            social_image: settings.social_image.clone(),
-            organisation: settings.organisation.clone(),
-            robots_txt: settings.robots_txt.clone(),
+            currency_code: Some(settings.currency_code.clone()),
+            description: Some(settings.description.clone()),
+            social_image: Some(settings.social_image.clone()),
+            organisation: Some(settings.organisation.clone()),
+            robots_txt: Some(settings.robots_txt.clone()),
         }
+    }
+
+    /// Fill the fields the form did not send with the `stored` values.
+    fn keep_missing(&mut self, stored: &SiteSettings) {
+        let keep = |field: &mut Option<String>, value: &str| {
+            if field.is_none() {
+                *field = Some(value.to_string());
+            }
+        };
+        keep(&mut self.currency_code, &stored.currency_code);
+        keep(&mut self.description, &stored.description);
+        keep(&mut self.social_image, &stored.social_image);
+        keep(&mut self.organisation, &stored.organisation);
+        keep(&mut self.robots_txt, &stored.robots_txt);
     }
 
     /// Check every field; errors by field name say what to fix.
@@ -116,7 +138,7 @@ impl SettingsForm {
                 format!("Enter a symbol of 1 to {MAX_SYMBOL} characters without digits, e.g. $, € or CHF."),
             );
         }
-        let code = self.currency_code.trim().to_ascii_uppercase();
+        let code = text(&self.currency_code).trim().to_ascii_uppercase();
         if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
             errors.insert(
                 "currency_code",
@@ -124,15 +146,24 @@ impl SettingsForm {
             );
         }
         let one_line = |field: &'static str, value: &str, max: usize, what: &str| {
-            (value.chars().count() > max || value.chars().any(char::is_control))
-                .then(|| (field, format!("Keep the {what} to at most {max} characters on one line.")))
+            (value.chars().count() > max || value.chars().any(char::is_control)).then(|| {
+                (
+                    field,
+                    format!("Keep the {what} to at most {max} characters on one line."),
+                )
+            })
         };
-        let description = self.description.trim();
-        let organisation = self.organisation.trim();
-        let social_image = self.social_image.trim();
+        let description = text(&self.description).trim();
+        let organisation = text(&self.organisation).trim();
+        let social_image = text(&self.social_image).trim();
         for (field, message) in [
             one_line("description", description, MAX_DESCRIPTION, "description"),
-            one_line("organisation", organisation, MAX_ORGANISATION, "organisation name"),
+            one_line(
+                "organisation",
+                organisation,
+                MAX_ORGANISATION,
+                "organisation name",
+            ),
         ]
         .into_iter()
         .flatten()
@@ -152,7 +183,7 @@ impl SettingsForm {
                 ),
             );
         }
-        let robots_txt = self.robots_txt.replace("\r\n", "\n");
+        let robots_txt = text(&self.robots_txt).replace("\r\n", "\n");
         if robots_txt.chars().count() > MAX_ROBOTS
             || robots_txt
                 .chars()
@@ -222,7 +253,8 @@ pub async fn save(
     state: web::Data<AppState>,
     form: web::Form<SettingsForm>,
 ) -> Result<HttpResponse, AppError> {
-    let form = form.into_inner();
+    let mut form = form.into_inner();
+    form.keep_missing(&site::load(&state.db).await?);
     match form.parse() {
         Ok(settings) => {
             site::save(&state.db, &settings).await?;
@@ -252,7 +284,7 @@ mod tests {
             currency_symbol: symbol.into(),
             shipping_base: base.into(),
             shipping_per_half_kilo: "1".into(),
-            currency_code: "eur".into(),
+            currency_code: Some("eur".into()),
             ..SettingsForm::of(&SiteSettings::default())
         }
     }
@@ -286,22 +318,26 @@ mod tests {
             f(&mut form);
             form.parse()
         };
-        assert!(with(|f| f.currency_code = "US".into())
+        assert!(with(|f| f.currency_code = Some("US".into()))
             .unwrap_err()
             .contains_key("currency_code"));
-        assert!(with(|f| f.social_image = "javascript:alert(1)".into())
-            .unwrap_err()
-            .contains_key("social_image"));
-        assert!(with(|f| f.social_image = "//evil.example/x.png".into())
-            .unwrap_err()
-            .contains_key("social_image"));
-        assert!(with(|f| f.description = "two\nlines".into())
+        assert!(
+            with(|f| f.social_image = Some("javascript:alert(1)".into()))
+                .unwrap_err()
+                .contains_key("social_image")
+        );
+        assert!(
+            with(|f| f.social_image = Some("//evil.example/x.png".into()))
+                .unwrap_err()
+                .contains_key("social_image")
+        );
+        assert!(with(|f| f.description = Some("two\nlines".into()))
             .unwrap_err()
             .contains_key("description"));
-        assert!(with(|f| f.robots_txt = "User-agent: *\u{0}".into())
+        assert!(with(|f| f.robots_txt = Some("User-agent: *\u{0}".into()))
             .unwrap_err()
             .contains_key("robots_txt"));
-        let ok = with(|f| f.social_image = "/static/images/card.png".into()).expect("valid");
+        let ok = with(|f| f.social_image = Some("/static/images/card.png".into())).expect("valid");
         assert_eq!(ok.social_image, "/static/images/card.png");
     }
 }

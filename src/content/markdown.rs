@@ -30,8 +30,10 @@ pub fn render(text: &str) -> String {
 /// A link as ammonia writes it: `href` first, `rel` (the one it adds to every link) last;
 /// attribute values never hold a raw `"`.
 static MARKED_LINK: LazyLock<regex::Regex> = LazyLock::new(|| {
-    regex::Regex::new(r#"<a href="([^"]*)"((?: [a-z-]+="[^"]*")*) rel="noopener noreferrer nofollow">"#)
-        .expect("valid pattern")
+    regex::Regex::new(
+        r#"<a href="([^"]*)"((?: [a-z-]+="[^"]*")*) rel="noopener noreferrer nofollow">"#,
+    )
+    .expect("valid pattern")
 });
 
 /// Drop the `rel` ammonia added from links that stay on the site (no scheme: `/pages/about`,
@@ -130,10 +132,15 @@ mod tests {
             "[home](/pages/about \"About us\") [notes](#notes) [out](https://example.com/a?b=1&c=2) \
              <a href=\"/blog/x\" title='a \"q\" > b'>raw</a> [mail](mailto:a@example.com)",
         );
-        assert!(html.contains("<a href=\"/pages/about\" title=\"About us\">home</a>"), "{html}");
+        assert!(
+            html.contains("<a href=\"/pages/about\" title=\"About us\">home</a>"),
+            "{html}"
+        );
         assert!(html.contains("<a href=\"#notes\">notes</a>"), "{html}");
         assert!(
-            html.contains("href=\"https://example.com/a?b=1&amp;c=2\" rel=\"noopener noreferrer nofollow\""),
+            html.contains(
+                "href=\"https://example.com/a?b=1&amp;c=2\" rel=\"noopener noreferrer nofollow\""
+            ),
             "{html}"
         );
         assert!(

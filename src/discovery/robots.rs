@@ -48,8 +48,14 @@ mod tests {
         let served = robots_txt(crate::db::site::DEFAULT_ROBOTS_TXT, "https://shop.example");
         assert!(served.starts_with("User-agent: *\nDisallow: /admin\n"));
         assert!(served.ends_with("\n\nSitemap: https://shop.example/sitemap.xml\n"));
-        let own = robots_txt("User-agent: *\r\nSitemap: https://x.example/s.xml", "https://a");
+        let own = robots_txt(
+            "User-agent: *\r\nSitemap: https://x.example/s.xml",
+            "https://a",
+        );
         assert_eq!(own, "User-agent: *\nSitemap: https://x.example/s.xml\n");
-        assert_eq!(robots_txt("", "https://a"), "Sitemap: https://a/sitemap.xml\n");
+        assert_eq!(
+            robots_txt("", "https://a"),
+            "Sitemap: https://a/sitemap.xml\n"
+        );
     }
 }

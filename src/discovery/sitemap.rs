@@ -41,6 +41,8 @@ pub const NAMESPACE: &str = "http://www.sitemaps.org/schemas/sitemap/0.9";
 const BATCH: u32 = 2_000;
 /// Section sitemaps hold the list page plus this many nodes each.
 const NODES_PER_SITEMAP: usize = MAX_URLS - 1;
+/// Beyond this a section sitemap number is not one (a billion nodes in one section).
+const MAX_SECTION_SITEMAPS: u64 = 20_000;
 
 /// A W3C Datetime (`2026-11-28T12:00:00Z`), as `lastmod` wants it.
 pub fn w3c(at: DateTime) -> String {
@@ -250,7 +252,8 @@ pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpR
     for section in SECTIONS {
         let count = nodes::collection(db)
             .count_documents(section_filter(section.name, now))
-            .await.map_err(DbError::from)?;
+            .await
+            .map_err(DbError::from)?;
         for n in 1..=section_sitemaps(count) {
             out.add(&format!("{base}/sitemaps/{}-{n}.xml", section.name), None)
                 .map_err(xml_error)?;
@@ -285,7 +288,7 @@ pub async fn serve(
                 let n = n
                     .parse::<u64>()
                     .ok()
-                    .filter(|n| *n >= 1)
+                    .filter(|n| (1..=MAX_SECTION_SITEMAPS).contains(n))
                     .ok_or(AppError::NotFound)?;
                 section_sitemap(&state, section.name, n).await?
             }
@@ -308,7 +311,8 @@ async fn products_sitemap(state: &AppState, start: ObjectId) -> Result<Built, Ap
         .sort(doc! { "_id": 1 })
         .limit(MAX_URLS as i64)
         .batch_size(BATCH)
-        .await.map_err(DbError::from)?;
+        .await
+        .map_err(DbError::from)?;
     while let Some(product) = cursor.try_next().await.map_err(DbError::from)? {
         let loc = format!("{}/products/{}", state.public_url, segment(&product.slug));
         out.add(&loc, product.updated).map_err(xml_error)?;
@@ -329,7 +333,8 @@ async fn categories_sitemap(state: &AppState) -> Result<Built, AppError> {
         .sort(doc! { "_id": 1 })
         .limit((MAX_URLS - 3) as i64)
         .batch_size(BATCH)
-        .await.map_err(DbError::from)?;
+        .await
+        .map_err(DbError::from)?;
     while let Some(category) = cursor.try_next().await.map_err(DbError::from)? {
         if let Ok(slug) = category.get_str("slug") {
             out.add(&format!("{base}/categories/{}", segment(slug)), None)
@@ -362,7 +367,8 @@ async fn section_sitemap(state: &AppState, section: &str, n: u64) -> Result<Buil
         .skip((n - 1) * NODES_PER_SITEMAP as u64)
         .limit(NODES_PER_SITEMAP as i64)
         .batch_size(BATCH)
-        .await.map_err(DbError::from)?;
+        .await
+        .map_err(DbError::from)?;
     let first = cursor.try_next().await.map_err(DbError::from)?;
     if n == 1 {
         // The list page leads the first sitemap; it changes when its newest post does.

@@ -327,7 +327,13 @@ mod tests {
             default_image(base, "https://cdn.example/card.png").as_deref(),
             Some("https://cdn.example/card.png")
         );
-        for bad in ["", "//evil.example/x", "javascript:alert(1)", "card.png", "/\\evil"] {
+        for bad in [
+            "",
+            "//evil.example/x",
+            "javascript:alert(1)",
+            "card.png",
+            "/\\evil",
+        ] {
             assert_eq!(default_image(base, bad), None, "{bad}");
         }
     }
