@@ -161,7 +161,7 @@ pub async fn product_chunks(
     let mut chunks: Vec<(ObjectId, Option<DateTime>)> = Vec::new();
     let mut seen = 0usize;
     while let Some(stamp) = cursor.try_next().await? {
-        if seen % per_sitemap.max(1) == 0 {
+        if seen.is_multiple_of(per_sitemap.max(1)) {
             chunks.push((stamp.id, None));
         }
         if let Some(last) = chunks.last_mut() {
