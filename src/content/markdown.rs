@@ -76,19 +76,7 @@ pub fn excerpt(text: &str, max_chars: usize) -> String {
         .replace("&gt;", ">")
         .replace("&quot;", "\"")
         .replace("&#39;", "'");
-    let words: Vec<&str> = plain.split_whitespace().collect();
-    let mut out = String::new();
-    for w in words {
-        if out.chars().count() + w.chars().count() + 1 > max_chars {
-            out.push('…');
-            break;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(w);
-    }
-    out
+    crate::web::meta::words_within(&plain, max_chars)
 }
 
 #[cfg(test)]

@@ -216,9 +216,14 @@ pub fn path_segment(text: &str) -> String {
 
 /// One line of plain text of at most [`DESCRIPTION_CHARS`] characters, cut at a word.
 pub fn plain_description(text: &str) -> String {
+    words_within(text, DESCRIPTION_CHARS)
+}
+
+/// The words of `text` on one line, as many as fit in `max_chars` (then `…`).
+pub fn words_within(text: &str, max_chars: usize) -> String {
     let mut out = String::new();
     for word in text.split_whitespace() {
-        if out.chars().count() + word.chars().count() + 1 > DESCRIPTION_CHARS {
+        if out.chars().count() + word.chars().count() + 1 > max_chars {
             out.push('…');
             break;
         }
