@@ -715,6 +715,16 @@ print(json.dumps(feedfinder2.find_feeds(sys.argv[1])))
     app.stop().await;
 }
 
+/// `GET path` with one request header.
+async fn get_with(app: &TestApp, path: &str, name: &str, value: &str) -> reqwest::Response {
+    app.client
+        .get(app.url(path))
+        .header(name, value)
+        .send()
+        .await
+        .expect("request sent")
+}
+
 #[tokio::test]
 async fn feeds_sitemaps_and_robots_answer_not_modified_to_a_client_that_has_them() {
     let app = app_on(HOST).await;
@@ -733,31 +743,13 @@ async fn feeds_sitemaps_and_robots_answer_not_modified_to_a_client_that_has_them
             .headers()
             .get("last-modified")
             .map(|v| v.to_str().unwrap().to_string());
-        let again = app
-            .client
-            .get(app.url(path))
-            .header("if-none-match", &etag)
-            .send()
-            .await
-            .unwrap();
+        let again = get_with(&app, path, "if-none-match", &etag).await;
         assert_eq!(again.status(), StatusCode::NOT_MODIFIED, "{path}");
         assert!(body(again).await.is_empty());
-        let other = app
-            .client
-            .get(app.url(path))
-            .header("if-none-match", "\"something-else\"")
-            .send()
-            .await
-            .unwrap();
+        let other = get_with(&app, path, "if-none-match", "\"something-else\"").await;
         assert_eq!(other.status(), StatusCode::OK, "{path}");
         if let Some(modified) = modified {
-            let since = app
-                .client
-                .get(app.url(path))
-                .header("if-modified-since", &modified)
-                .send()
-                .await
-                .unwrap();
+            let since = get_with(&app, path, "if-modified-since", &modified).await;
             assert_eq!(since.status(), StatusCode::NOT_MODIFIED, "{path}");
         }
     }
@@ -767,13 +759,7 @@ async fn feeds_sitemaps_and_robots_answer_not_modified_to_a_client_that_has_them
         .unwrap()
         .to_string();
     post(&app, "newer-post", "Newer", "Hi", &[]).await;
-    let after = app
-        .client
-        .get(app.url("/blog/feed.atom"))
-        .header("if-none-match", &etag)
-        .send()
-        .await
-        .unwrap();
+    let after = get_with(&app, "/blog/feed.atom", "if-none-match", &etag).await;
     assert_eq!(after.status(), StatusCode::OK);
     app.stop().await;
 }
