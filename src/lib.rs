@@ -14,6 +14,7 @@ pub mod config;
 pub mod content;
 pub mod db;
 pub mod demo_data;
+pub mod discovery;
 pub mod health;
 pub mod home;
 pub mod jobs;

@@ -4,7 +4,7 @@
 use actix_web::web;
 
 use crate::web::{assets, read};
-use crate::{admin, cart, catalog, checkout, comments, content, health, home, search};
+use crate::{admin, cart, catalog, checkout, comments, content, discovery, health, home, search};
 
 /// Every route of the site.
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -65,6 +65,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             read().to(content::media_access::serve_display),
         )
         .route("/tags/{tag}", read().to(content::pages::tag))
+        .route("/tags/{tag}/", read().to(content::pages::tag))
+        .route("/tags/{tag}/feed.atom", read().to(content::feed::serve_tag))
+        .route("/robots.txt", read().to(discovery::robots::serve))
+        .route("/sitemap.xml", read().to(discovery::sitemap::index))
+        .route("/sitemaps/{name}", read().to(discovery::sitemap::serve))
         .route("/search", read().to(search::pages::results));
     // Content sections (`/pages/`, `/blog/`, `/gallery/`): only the known names match, so
     // these never shadow another area's routes.

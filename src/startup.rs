@@ -630,6 +630,8 @@ fn http_server(
         settings.server.body_timeout,
         settings.server.max_concurrent_bodies,
     ));
+    // The layout's absolute links (canonical, social cards, feeds): `web::meta`.
+    let site_url = web::Data::new(crate::web::meta::SiteUrl(state.public_url.clone()));
     let mut server = HttpServer::new(move || {
         let state = worker_state(&state, worker_stores.as_ref());
         let mut app = App::new();
@@ -637,6 +639,7 @@ fn http_server(
             app = app.app_data(page_views.clone());
         }
         app.app_data(state.clone())
+            .app_data(site_url.clone())
             .app_data(credentials.clone())
             .app_data(areas.backup_monitor.clone())
             .app_data(areas.gateway.clone())

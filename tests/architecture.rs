@@ -376,7 +376,7 @@ const LAYERS: &[&[&str]] = &[
     &["routes"],
     &["admin"],
     &["demo_data", "seed", "jobs", "health"],
-    &["search", "home", "analytics"],
+    &["search", "home", "analytics", "discovery"],
     &["checkout"],
     &["cart"],
     &["stock"],

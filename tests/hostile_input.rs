@@ -1,9 +1,9 @@
 //! A bounded hostile-input pass over every public page and form (the shop, the content sections
-//! and feeds, tag pages and the comment forms and permalinks), through HTTP: query strings,
-//! path segments, form values, cookies and Basic headers made of control characters, markup,
-//! operator-looking JSON, huge and negative numbers and random Unicode. Whatever arrives, the
-//! site answers without a 5xx, never reflects markup unescaped, and a POST without the session's
-//! CSRF token changes nothing.
+//! and feeds, tag pages and tag feeds, sitemaps, robots.txt and the comment forms and
+//! permalinks), through HTTP: query strings, path segments, form values, cookies and Basic
+//! headers made of control characters, markup, operator-looking JSON, huge and negative numbers
+//! and random Unicode. Whatever arrives, the site answers without a 5xx, never reflects markup
+//! unescaped, and a POST without the session's CSRF token changes nothing.
 //!
 //! Two parts: a fixed corpus of known-bad values sent to every route, then proptest-generated
 //! values. Each generated case sends a few dozen requests, so the number of cases is set here
@@ -252,6 +252,17 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
         format!("/orders/lookup?{v}={v}"),
         format!("/comments/unsubscribe/{v}/{v}"),
         format!("/comments/unsubscribe/{FAKE_ID}/{v}"),
+        // Sitemaps, robots.txt and tag feeds.
+        format!("/sitemap.xml?{v}={v}"),
+        format!("/sitemaps/{v}"),
+        format!("/sitemaps/{v}.xml"),
+        format!("/sitemaps/products-{v}.xml"),
+        format!("/sitemaps/blog-{v}.xml"),
+        format!("/sitemaps/{v}-1.xml"),
+        format!("/robots.txt?{v}"),
+        format!("/tags/{v}/"),
+        format!("/tags/{v}/feed.atom"),
+        format!("/tags/jazz/feed.atom?{v}={v}"),
     ]);
     for path in &gets {
         let response = shopper.get(path).await;

@@ -444,3 +444,29 @@ pub async fn stored_files(app: &TestApp) -> u64 {
         .await
         .expect("count")
 }
+
+/// A content node as an editor would create it (author "Tester"); `published: None` is a draft.
+pub async fn add_node(
+    app: &TestApp,
+    section: &str,
+    slug: &str,
+    title: &str,
+    detail: bazaar::content::model::Detail,
+    published: Option<bson::DateTime>,
+    tags: &[&str],
+) -> bazaar::content::model::Node {
+    bazaar::content::model::create(
+        &app.db,
+        bazaar::content::model::NodeInput {
+            section: section.to_string(),
+            slug: slug.to_string(),
+            title: title.to_string(),
+            author: "Tester".to_string(),
+            detail,
+        },
+        published,
+        tags.iter().map(|t| t.to_string()).collect(),
+    )
+    .await
+    .expect("node created")
+}
