@@ -165,9 +165,11 @@ async fn bench() -> anyhow::Result<()> {
         ),
     ];
     for (name, shoppers, items) in rows {
+        // Sessions first: the unrelated page is measured while the adds run, not meanwhile.
+        let ready = sessions(&base, shoppers, &items).await;
         let bystander_path = format!("/products/{bystander}");
         let (adds, during) = tokio::join!(
-            add_to_carts(&base, shoppers, seconds, items),
+            adds_in_sessions(&base, ready, seconds, items),
             client::run(
                 &addr,
                 BYSTANDERS,
@@ -324,12 +326,30 @@ async fn add_to_carts(
     duration: Duration,
     items: Arc<Vec<Item>>,
 ) -> (Outcome, u64) {
-    // Sessions first, so the timed part is the adds alone.
+    let sessions = sessions(base, shoppers, &items).await;
+    adds_in_sessions(base, sessions, duration, items).await
+}
+
+/// One fresh session per shopper, each from the page of the product it starts with.
+async fn sessions(base: &str, shoppers: u64, items: &[Item]) -> Vec<Option<Session>> {
     let mut sessions = Vec::new();
     for s in 0..shoppers {
         let item = &items[s as usize % items.len()];
         sessions.push(fresh_session(base, &item.slug).await);
     }
+    sessions
+}
+
+/// A client keeping no cookies, a session cookie and its CSRF token.
+type Session = (reqwest::Client, String, String);
+
+/// [`add_to_carts`] with the sessions made beforehand, so the timed part is the adds alone.
+async fn adds_in_sessions(
+    base: &str,
+    sessions: Vec<Option<Session>>,
+    duration: Duration,
+    items: Arc<Vec<Item>>,
+) -> (Outcome, u64) {
     let started = Instant::now();
     let deadline = started + duration;
     let refused = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -385,7 +405,7 @@ async fn add_to_carts(
 
 /// A new visitor: a client that keeps no cookies, the session cookie a product page set, and
 /// the CSRF token of that session.
-async fn fresh_session(base: &str, slug: &str) -> Option<(reqwest::Client, String, String)> {
+async fn fresh_session(base: &str, slug: &str) -> Option<Session> {
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(1)
         .redirect(reqwest::redirect::Policy::none())
