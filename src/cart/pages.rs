@@ -307,7 +307,7 @@ pub async fn add(
         }
     };
     // An unknown SKU starts nothing.
-    if !products::by_sku(db, &form.sku)
+    if !products::for_cart(db, &form.sku)
         .await?
         .is_some_and(|p| p.is_on_sale())
     {
@@ -362,7 +362,7 @@ fn added_message(title: &str, qty: i64) -> String {
 
 /// Where to send a shopper whose add failed: back to the product, or the cart if it is unknown.
 async fn back_to_product(db: &Db, sku: &str) -> Result<String, AppError> {
-    Ok(products::by_sku(db, sku)
+    Ok(products::for_cart(db, sku)
         .await?
         .map_or_else(|| "/cart".to_string(), |p| p.url()))
 }
