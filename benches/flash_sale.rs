@@ -69,7 +69,7 @@ async fn bench() -> anyhow::Result<()> {
     let seconds = Duration::from_secs(env_or("FLASH_SECONDS", 5));
     let products = env_or("FLASH_PRODUCTS", 10_000);
     let holders = env_or("FLASH_HOLDERS", 10_000);
-    bazaar::telemetry::init("error");
+    bazaar::telemetry::init("error", bazaar::telemetry::LogFormat::Text);
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let settings = Settings::load(
         Some(&root.join("config.toml")),
