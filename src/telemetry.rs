@@ -1,5 +1,7 @@
 //! Logging: the `tracing` subscriber and the request-logging middleware (request id, method,
-//! path, status, latency).
+//! path, status, latency); progress of the long commands ([`progress`]).
+
+pub mod progress;
 
 use std::io::IsTerminal;
 use std::time::Instant;
