@@ -295,6 +295,51 @@ mod tests {
     }
 
     #[test]
+    fn hostile_labels_come_back_as_text_from_a_strict_xml_parser() {
+        use quick_xml::events::Event;
+        let hostile = "</title><script>alert(1)</script> & \"x\" 'y' ]]>\u{1}";
+        let mut c = chart(&[3, 1]);
+        c.title = hostile.to_string();
+        c.bars[0].label = hostile.to_string();
+        let svg = c.render();
+        let mut reader = quick_xml::Reader::from_str(&svg);
+        reader.config_mut().check_end_names = true;
+        let (mut texts, mut labels, mut text, mut elements) =
+            (Vec::new(), Vec::new(), String::new(), 0);
+        loop {
+            match reader.read_event().expect("well-formed XML") {
+                Event::Text(t) => text.push_str(&t.xml10_content()),
+                Event::GeneralRef(r) => {
+                    let name: &str = &r;
+                    text.push_str(quick_xml::escape::resolve_xml_entity(name).expect("defined"));
+                }
+                Event::Eof => break,
+                event => {
+                    if let Event::Start(e) | Event::Empty(e) = &event {
+                        elements += 1;
+                        if let Some(label) = e.try_get_attribute("data-label").expect("attribute") {
+                            labels.push(label
+                                .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                                .expect("escaped")
+                                .into_owned());
+                        }
+                    }
+                    if !text.is_empty() {
+                        texts.push(std::mem::take(&mut text));
+                    }
+                }
+            }
+        }
+        let clean = "</title><script>alert(1)</script> & \"x\" 'y' ]]>";
+        assert_eq!(texts[0], clean, "{svg}");
+        assert!(texts.contains(&format!("{clean}: 3")), "{texts:?}");
+        assert_eq!(labels, [clean, "1"]);
+        assert!(!svg.contains("<script"), "{svg}");
+        // svg, title, desc, 2 × (grid line, tick), 2 × (rect, its title, x label), 2 axes, 2 labels
+        assert_eq!(elements, 3 + 4 + 6 + 4, "{svg}");
+    }
+
+    #[test]
     fn an_empty_chart_says_so() {
         let c = chart(&[0; 24]);
         assert!(c.render().contains("No views in this period"));
