@@ -56,8 +56,10 @@ enum Command {
     /// Read a password from standard input, print its argon2 hash (for admin.password_hash)
     ///
     /// Only the line ending is removed: spaces are part of the password.
-    #[command(after_help = "Examples:\n  echo 'my password' | bazaar hash-password\n  \
-                            bazaar hash-password    # asks for it on a terminal")]
+    #[command(
+        after_help = "Examples:\n  echo 'my password' | bazaar hash-password\n  \
+                            bazaar hash-password    # asks for it on a terminal"
+    )]
     HashPassword,
     /// Salvage a damaged embedded store (database.path), with Bazaar stopped
     ///
@@ -80,8 +82,10 @@ enum Command {
     ///
     /// Into the embedded store's database.path; with a mongodb:// database.uri, through the
     /// driver into empty databases instead.
-    #[command(after_help = "Examples:\n  bazaar restore ./backups/before-the-sale\n  \
-                            bazaar restore ./backups/before-the-sale --force")]
+    #[command(
+        after_help = "Examples:\n  bazaar restore ./backups/before-the-sale\n  \
+                            bazaar restore ./backups/before-the-sale --force"
+    )]
     Restore {
         /// The backup directory
         #[arg(value_name = "DIR")]

@@ -259,11 +259,20 @@ fn every_subcommand_has_its_own_help_with_examples() {
     let (code, out, _) = outcome(&["--help"]);
     assert_eq!(code, Some(0));
     for sub in SUBCOMMANDS {
-        assert!(out.contains(&format!("\n  {sub} ")), "{sub} missing from: {out}");
+        assert!(
+            out.contains(&format!("\n  {sub} ")),
+            "{sub} missing from: {out}"
+        );
     }
     assert!(out.contains("Exit status: 0 done, 1 the command failed, 2 a usage error"));
     let (_, out, _) = outcome(&["migrate", "--help"]);
-    for flag in ["--to <URI>", "--force", "--resume", "--batch <N>", "--max-batches <N>"] {
+    for flag in [
+        "--to <URI>",
+        "--force",
+        "--resume",
+        "--batch <N>",
+        "--max-batches <N>",
+    ] {
         assert!(out.contains(flag), "{flag} missing from: {out}");
     }
 }
@@ -279,36 +288,61 @@ fn version_prints_the_package_version() {
 fn a_bad_argument_is_a_usage_error_with_status_two_and_a_hint() {
     let cases: &[(&[&str], &str)] = &[
         (&["serv"], "error: unrecognized subcommand 'serv'"),
-        (&["seed", "--product", "5"], "error: unexpected argument '--product' found"),
-        (&["backup"], "error: the following required arguments were not provided"),
+        (
+            &["seed", "--product", "5"],
+            "error: unexpected argument '--product' found",
+        ),
+        (
+            &["backup"],
+            "error: the following required arguments were not provided",
+        ),
         (
             &["migrate", "--to", "http://db.example.com"],
             "error: invalid value 'http://db.example.com' for '--to <URI>': needs a mongodb:// \
              or mongodb+srv:// URI",
         ),
         (
-            &["migrate", "--to", "mongodb://db.example.com", "--force", "--resume"],
+            &[
+                "migrate",
+                "--to",
+                "mongodb://db.example.com",
+                "--force",
+                "--resume",
+            ],
             "error: the argument '--force' cannot be used with '--resume'",
         ),
         (
-            &["migrate", "--to", "mongodb://db.example.com", "--batch", "0"],
+            &[
+                "migrate",
+                "--to",
+                "mongodb://db.example.com",
+                "--batch",
+                "0",
+            ],
             "error: invalid value '0' for '--batch <N>'",
         ),
-        (&["completions", "tcsh"], "error: invalid value 'tcsh' for '<SHELL>'"),
+        (
+            &["completions", "tcsh"],
+            "error: invalid value 'tcsh' for '<SHELL>'",
+        ),
     ];
     for (args, message) in cases {
         let (code, out, err) = outcome(args);
         assert_eq!(code, Some(2), "{args:?}: {err}");
         assert!(err.starts_with(message), "{args:?}: {err}");
         assert!(
-            err.trim_end().ends_with("For more information, try '--help'."),
+            err.trim_end()
+                .ends_with("For more information, try '--help'."),
             "{args:?}: {err}"
         );
         assert!(out.is_empty(), "{args:?}: {out}");
     }
     // A near miss names the command meant, with the usage.
     let (_, _, err) = outcome(&["serv"]);
-    assert!(err.contains("a similar subcommand exists: 'serve'"), "{err}");
+    assert!(
+        err.contains("a similar subcommand exists: 'serve'"),
+        "{err}"
+    );
     assert!(err.contains("Usage: bazaar [COMMAND]"), "{err}");
     let (_, _, err) = outcome(&["restore"]);
     assert!(err.contains("Usage: bazaar restore <DIR>"), "{err}");
@@ -320,7 +354,9 @@ fn a_command_that_fails_says_why_with_status_one() {
     let (code, out, err) = outcome(&["backup", dir.path().to_str().expect("utf-8")]);
     assert_eq!(code, Some(1), "{err}");
     assert!(
-        err.contains("error: database.uri is \"memory\": that store lives only inside the serving process"),
+        err.contains(
+            "error: database.uri is \"memory\": that store lives only inside the serving process"
+        ),
         "{err}"
     );
     assert!(out.is_empty(), "{out}");
@@ -357,7 +393,10 @@ fn bash_completions_complete_subcommands_and_flags() {
     assert_eq!(complete("bazaar migrate --re", 2), "--resume");
     let all = complete("bazaar ''", 1);
     for sub in SUBCOMMANDS {
-        assert!(all.split(' ').any(|w| w == *sub), "{sub} missing from: {all}");
+        assert!(
+            all.split(' ').any(|w| w == *sub),
+            "{sub} missing from: {all}"
+        );
     }
     for shell in ["zsh", "fish", "elvish", "powershell"] {
         let (code, script, _) = outcome(&["completions", shell]);

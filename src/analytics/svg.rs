@@ -318,10 +318,12 @@ mod tests {
                     if let Event::Start(e) | Event::Empty(e) = &event {
                         elements += 1;
                         if let Some(label) = e.try_get_attribute("data-label").expect("attribute") {
-                            labels.push(label
-                                .normalized_value(quick_xml::XmlVersion::Implicit1_0)
-                                .expect("escaped")
-                                .into_owned());
+                            labels.push(
+                                label
+                                    .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                                    .expect("escaped")
+                                    .into_owned(),
+                            );
                         }
                     }
                     if !text.is_empty() {

@@ -6,11 +6,11 @@
 //! it. The source must not change meanwhile (put the shop in maintenance). At the end every
 //! collection's count, checksum and index names are compared on both sides.
 
-use std::collections::BTreeSet;
 use anyhow::{bail, Context};
 use bson::{doc, Document, RawDocumentBuf};
 use futures::TryStreamExt;
 use mongodb::{Client, Database};
+use std::collections::BTreeSet;
 
 use super::{collection_checksum, collection_names, index_specs};
 use crate::telemetry::progress::Progress;

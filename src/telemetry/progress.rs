@@ -9,7 +9,7 @@ use std::io::IsTerminal;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 /// How often a step that is not on a terminal says it is still going.
 pub const STEP_LINE_EVERY: Duration = Duration::from_secs(30);
@@ -33,10 +33,16 @@ impl Progress {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
             bar.set_style(
                 ProgressStyle::with_template(&format!(
-                    "[{{bar:40}}] {{pos}}/{{len}} {unit} ({{percent}}%) {{msg}} · {{per_sec}} · \
-                     {{elapsed}} elapsed, ETA {{eta}}"
+                    "[{{bar:40}}] {{pos}}/{{len}} {unit} ({{percent}}%) · {{rate}} · \
+                     {{elapsed}} elapsed, ETA {{eta}} {{msg}}"
                 ))
                 .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .with_key(
+                    "rate",
+                    |state: &ProgressState, w: &mut dyn std::fmt::Write| {
+                        let _ = write!(w, "{:.0}/s", state.per_sec());
+                    },
+                )
                 .progress_chars("#> "),
             );
             bar

@@ -101,9 +101,7 @@ fn start<'a>(name: &'a str, attributes: &[(&'a str, &'a str)]) -> BytesStart<'a>
 /// `text` without the characters XML 1.0 does not allow anywhere (not even as a character
 /// reference): C0 controls other than tab, line feed and carriage return, and U+FFFE/U+FFFF.
 fn xml_chars(text: &str) -> Cow<'_, str> {
-    let allowed = |c: char| {
-        !matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}')
-    };
+    let allowed = |c: char| !matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}');
     if text.chars().all(allowed) {
         Cow::Borrowed(text)
     } else {
