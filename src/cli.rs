@@ -305,9 +305,7 @@ async fn backup(dir: PathBuf) -> anyhow::Result<()> {
         );
     }
     let database = OpenDatabase::open_or_attach(&settings).await?;
-    let step = Step::start(&format!("writing the backup into {}", dir.display()));
-    let outcome = crate::backup::backup_to(&database.db, &dir).await;
-    drop(step);
+    let outcome = crate::backup::backup_to_with_progress(&database.db, &dir, true).await;
     database.close().await;
     let report = outcome.context("backup failed")?;
     println!("{}", report.summary());
@@ -320,9 +318,10 @@ async fn restore(dir: PathBuf, force: bool) -> anyhow::Result<()> {
     use crate::config::DatabaseUri;
     let settings = load_settings()?;
     let dir = dir.as_path();
-    let step = Step::start(&format!("restoring {}", dir.display()));
     let (collections, documents, verified, skipped, target) = match &settings.database.uri {
         DatabaseUri::Embedded => {
+            // The store restores in one go: a spinner, not a count.
+            let step = Step::start(&format!("restoring {}", dir.display()));
             let report = crate::backup::restore_embedded(dir, &settings.database.path, force)
                 .await
                 .context("restore failed")?;
@@ -346,9 +345,10 @@ async fn restore(dir: PathBuf, force: bool) -> anyhow::Result<()> {
             let client = mongodb::Client::with_uri_str(uri)
                 .await
                 .context("invalid database.uri")?;
-            let outcome = crate::backup::restore_through_driver(&client, dir, force).await;
+            let outcome =
+                crate::backup::restore_through_driver_with_progress(&client, dir, force, true)
+                    .await;
             client.shutdown().await;
-            drop(step);
             let report = outcome.context("restore failed")?;
             (
                 report.collections,
