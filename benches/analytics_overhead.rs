@@ -152,7 +152,7 @@ async fn bench() -> anyhow::Result<()> {
     let rounds = env_or("BENCH_ROUNDS", 3).max(1);
     let connections = env_or("BENCH_CONNECTIONS", 64);
     let products = env_or("BENCH_PRODUCTS", 1_000);
-    bazaar::telemetry::init("error");
+    bazaar::telemetry::init("error", bazaar::telemetry::LogFormat::Text);
     if let Ok(which) = std::env::var("BENCH_SERVE") {
         return serve(which == "on", products, Duration::from_secs(seconds)).await;
     }

@@ -234,7 +234,7 @@ fn main() -> anyhow::Result<()> {
 async fn bench() -> anyhow::Result<()> {
     let connections = env_or("BENCH_CONNECTIONS", 64);
     let seconds = env_or("BENCH_SECONDS", 10);
-    bazaar::telemetry::init("error");
+    bazaar::telemetry::init("error", bazaar::telemetry::LogFormat::Text);
     let only = std::env::var("BENCH_ONLY").ok();
     let runs = |phase: &str| only.as_deref().is_none_or(|o| o == phase);
     if runs("pages") {
@@ -658,6 +658,9 @@ async fn seed_discussion(
             },
             text: format!("Comment {i}: what a record. https://example.com/{i}"),
             status: CommentStatus::Visible,
+            staff: false,
+            email: None,
+            notify: false,
         });
         if batch.len() == 1000 {
             comments::store::collection(db)

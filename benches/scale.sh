@@ -2,11 +2,14 @@
 # Scale benchmark: for each catalog size, seed that many generated products into a temporary
 # data directory with the release binary, start the server on it, and report
 #   - seeding time and peak RSS, data directory size,
-#   - start-up time until /healthz answers, RSS after start and after the load,
+#   - start-up time until /healthz answers, what /readyz first says is pending and the time
+#     until it answers 200, RSS after start and after the load,
 #   - the first request of each page right after start-up (cold),
 #   - requests/s with p50/p99 (wrk, 2 threads, 64 connections) for the first, middle and last
 #     page of /products and of the largest category, a deep keyset page (Next from the middle
-#     page), the same three pages of a filtered listing (SCALE_FILTER), and a product page.
+#     page), the same three pages of a filtered listing (SCALE_FILTER), and a product page,
+#   - the sitemap index's time (a walk over every product on sale) and the first product
+#     sitemap's (50 000 URLs), with the RSS after them.
 #
 # Usage (from the repository root):
 #   benches/scale.sh                      # 10 000 and 100 000 products
@@ -96,6 +99,11 @@ for N in $PRODUCTS; do
   done
   ready=$(date +%s.%N)
   echo "start-up to /healthz: $(echo "$ready - $started" | bc) s; RSS $(rss_mb "$SERVER") MB"
+  # /readyz is 503 while start-up work a page needs (the background text index build) runs.
+  first_ready=$(curl -s "$BASE/readyz")
+  echo "first /readyz: $first_ready"
+  until curl -sf "$BASE/readyz" >/dev/null; do sleep 0.1; done
+  echo "start-up to /readyz 200: $(echo "$(date +%s.%N) - $started" | bc) s"
 
   # The very first requests after start-up count the listing totals.
   cold_all=$(fetch "/products" "$WORK/first.html")
@@ -148,6 +156,14 @@ for N in $PRODUCTS; do
     done
   done
   echo "RSS after the load: $(rss_mb "$SERVER") MB"
+
+  # Sitemaps: the index walks every product on sale once through a cursor; a product sitemap
+  # is one keyset read of at most 50 000. Peak memory shows as the RSS growth.
+  index_time=$(fetch "/sitemap.xml" "$WORK/sitemap.xml")
+  children=$(grep -c '<loc>' "$WORK/sitemap.xml")
+  first_chunk=$(sed -n 's|.*<loc>[a-z]*://[^/]*\(/sitemaps/products-[0-9a-f]*\.xml\)</loc>.*|\1|p' "$WORK/sitemap.xml" | head -1)
+  chunk_time=$(fetch "$first_chunk" "$WORK/products-sitemap.xml")
+  echo "sitemap index: ${index_time} s, $children sitemaps; first product sitemap: ${chunk_time} s, $(grep -c '<loc>' "$WORK/products-sitemap.xml") URLs, $(du -k "$WORK/products-sitemap.xml" | cut -f1) KB; RSS after: $(rss_mb "$SERVER") MB"
   kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
   SERVER=""
   rm -rf "$WORK"; WORK=""

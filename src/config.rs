@@ -5,6 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+pub use crate::telemetry::LogFormat;
+
 /// The defaults are the shipped `config.toml`, so the file and the code cannot disagree.
 const DEFAULTS: &str = include_str!("../config.toml");
 /// Environment variable naming the config file to read instead of `./config.toml`.
@@ -33,6 +35,7 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("server", "workers"),
     ("server", "body_timeout_secs"),
     ("server", "max_concurrent_bodies"),
+    ("server", "trusted_proxies"),
     ("database", "uri"),
     ("database", "path"),
     ("database", "name"),
@@ -46,6 +49,8 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("admin", "failures_before_delay"),
     ("log", "level"),
     ("log", "database_commands"),
+    ("log", "format"),
+    ("metrics", "token"),
     ("media", "max_upload_mb"),
     ("media", "max_image_megapixels"),
     ("cart", "expire_after_secs"),
@@ -61,6 +66,19 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("comments", "max_length"),
     ("comments", "rate_limit_per_minute"),
     ("comments", "page_size"),
+    ("comments", "hold_first_time"),
+    ("comments", "hold_over_links"),
+    ("comments", "blocklist"),
+    ("email", "smtp_host"),
+    ("email", "smtp_port"),
+    ("email", "smtp_security"),
+    ("email", "smtp_username"),
+    ("email", "smtp_password"),
+    ("email", "from"),
+    ("email", "folder"),
+    ("email", "send_every_ms"),
+    ("email", "max_attempts"),
+    ("email", "retry_after_secs"),
     ("search", "max_concurrent"),
     ("search", "max_wait_ms"),
     ("search", "per_client_per_minute"),
@@ -86,13 +104,22 @@ pub struct Settings {
     pub cart: CartSettings,
     pub payment: PaymentSettings,
     pub comments: CommentSettings,
+    pub email: EmailSettings,
     pub search: SearchSettings,
     pub analytics: AnalyticsSettings,
     pub backup: BackupSettings,
     pub seed: SeedSettings,
+    pub metrics: MetricsSettings,
 }
 
 /// What a brand-new, empty database is given at start-up.
+#[derive(Debug, Clone)]
+pub struct MetricsSettings {
+    /// The bearer token `/metrics` asks for (`metrics.token`); `None`: no metrics are kept and
+    /// `/metrics` is not found.
+    pub token: Option<String>,
+}
+
 #[derive(Debug, Clone)]
 pub struct SeedSettings {
     /// Add the demo catalog, pages and comments (`seed.demo`); false: only the site settings.
@@ -111,6 +138,9 @@ pub struct ServerSettings {
     pub body_timeout: std::time::Duration,
     /// Request bodies that may be arriving at the same time.
     pub max_concurrent_bodies: usize,
+    /// Reverse proxies whose `X-Forwarded-For` and `X-Request-Id` are believed
+    /// (`server.trusted_proxies`); empty: every peer is the client itself.
+    pub trusted_proxies: TrustedProxies,
 }
 
 #[derive(Debug, Clone)]
@@ -185,6 +215,8 @@ pub struct LogSettings {
     pub level: String,
     /// Count every database command and log each at `debug` level (`log.database_commands`).
     pub database_commands: bool,
+    /// `log.format`: human-readable lines or one JSON object a line.
+    pub format: LogFormat,
 }
 
 #[derive(Debug, Clone)]
@@ -229,6 +261,51 @@ pub struct CommentSettings {
     pub rate_limit_per_minute: u32,
     /// Comments on one page of a discussion or permalink.
     pub page_size: usize,
+    /// Hold a commenter's comment for approval until one of theirs was approved.
+    pub hold_first_time: bool,
+    /// Hold comments with more web addresses than this.
+    pub hold_over_links: usize,
+    /// Words or phrases (comma- or line-separated) that hold a comment naming them.
+    pub blocklist: String,
+}
+
+/// How the outgoing-mail connection is secured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SmtpSecurity {
+    /// A plain connection upgraded with STARTTLS (required; port 587).
+    StartTls,
+    /// TLS from the first byte (port 465).
+    Tls,
+    /// No encryption: only for a mail server on this machine (and tests).
+    None,
+}
+
+/// Where outgoing email goes (see `crate::mail`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MailTransport {
+    Smtp {
+        host: String,
+        port: u16,
+        security: SmtpSecurity,
+        /// `(user, password)` when the server wants a login.
+        credentials: Option<(String, String)>,
+    },
+    /// No mail server: each message is written as `<id>.eml` into this folder.
+    Folder(PathBuf),
+}
+
+/// Outgoing email: the transport, the sender address, and how the outbox is worked through.
+#[derive(Debug, Clone)]
+pub struct EmailSettings {
+    pub transport: MailTransport,
+    /// The envelope and `From:` address (the shop's name is shown with it).
+    pub from: String,
+    /// How often the sender looks for messages due; zero: messages wait (nothing is sent).
+    pub send_every: std::time::Duration,
+    /// Attempts before a message is given up on (shown as failed in the admin).
+    pub max_attempts: u32,
+    /// The wait after the first temporary failure; each further one doubles it (at most an hour).
+    pub retry_after: std::time::Duration,
 }
 
 /// Bounds on site search (see `crate::search::limits`).
@@ -542,7 +619,11 @@ impl Layers {
                 rate_limit_per_minute: self.integer("comments.rate_limit_per_minute", 0, 100_000)?
                     as u32,
                 page_size: self.integer("comments.page_size", 1, 1000)? as usize,
+                hold_first_time: self.boolean("comments.hold_first_time")?,
+                hold_over_links: self.integer("comments.hold_over_links", 0, 1000)? as usize,
+                blocklist: self.string("comments.blocklist")?.0,
             },
+            email: self.email()?,
             search: SearchSettings {
                 max_concurrent: self.integer("search.max_concurrent", 1, 1024)? as usize,
                 max_wait: std::time::Duration::from_millis(self.integer(
@@ -567,7 +648,69 @@ impl Layers {
             seed: SeedSettings {
                 demo: self.boolean("seed.demo")?,
             },
+            metrics: self.metrics()?,
             backup: self.backup()?,
+        })
+    }
+
+    fn email(&self) -> Result<EmailSettings, ConfigError> {
+        let (host, _) = self.optional_string("email.smtp_host")?;
+        let port = self.integer("email.smtp_port", 1, 65_535)? as u16;
+        let (security, origin) = self.string("email.smtp_security")?;
+        let security = match security.trim().to_ascii_lowercase().as_str() {
+            "starttls" => SmtpSecurity::StartTls,
+            "tls" => SmtpSecurity::Tls,
+            "none" => SmtpSecurity::None,
+            other => {
+                return Err(Self::invalid(
+                    "email.smtp_security",
+                    &origin,
+                    format!("expected \"starttls\", \"tls\" or \"none\", got {other:?}"),
+                ))
+            }
+        };
+        let (user, _) = self.optional_string("email.smtp_username")?;
+        let (password, _) = self.string("email.smtp_password")?;
+        let (folder, folder_origin) = self.string("email.folder")?;
+        let transport =
+            match host {
+                Some(host) => MailTransport::Smtp {
+                    host,
+                    port,
+                    security,
+                    credentials: user.map(|u| (u, password)),
+                },
+                None if folder.trim().is_empty() => return Err(Self::invalid(
+                    "email.folder",
+                    &folder_origin,
+                    "with no email.smtp_host, messages are written into this folder: it cannot \
+                     be empty",
+                )),
+                None => MailTransport::Folder(PathBuf::from(folder.trim())),
+            };
+        let (from, from_origin) = self.string("email.from")?;
+        let from = from.trim().to_string();
+        if from.parse::<lettre::Address>().is_err() || !from.contains('.') {
+            return Err(Self::invalid(
+                "email.from",
+                &from_origin,
+                format!("{from:?} is not an email address such as shop@example.com"),
+            ));
+        }
+        Ok(EmailSettings {
+            transport,
+            from,
+            send_every: std::time::Duration::from_millis(self.integer(
+                "email.send_every_ms",
+                0,
+                3_600_000,
+            )? as u64),
+            max_attempts: self.integer("email.max_attempts", 1, 100)? as u32,
+            retry_after: std::time::Duration::from_secs(self.integer(
+                "email.retry_after_secs",
+                0,
+                86_400,
+            )? as u64),
         })
     }
 
@@ -677,6 +820,11 @@ impl Layers {
             )? as u64),
             max_concurrent_bodies: self.integer("server.max_concurrent_bodies", 1, 1_000_000)?
                 as usize,
+            trusted_proxies: {
+                let (list, origin) = self.string("server.trusted_proxies")?;
+                TrustedProxies::parse(&list)
+                    .map_err(|e| Self::invalid("server.trusted_proxies", &origin, e))?
+            },
         })
     }
 
@@ -798,10 +946,38 @@ impl Layers {
                 format!("expected a tracing filter such as \"info\": {e}"),
             ));
         }
+        let (format, origin) = self.string("log.format")?;
+        let format = match format.trim() {
+            "text" => LogFormat::Text,
+            "json" => LogFormat::Json,
+            other => {
+                return Err(Self::invalid(
+                    "log.format",
+                    &origin,
+                    format!("expected \"text\" or \"json\", got {other:?}"),
+                ))
+            }
+        };
         Ok(LogSettings {
             level,
             database_commands: self.boolean("log.database_commands")?,
+            format,
         })
+    }
+
+    fn metrics(&self) -> Result<MetricsSettings, ConfigError> {
+        let (token, origin) = self.optional_string("metrics.token")?;
+        if let Some(token) = &token {
+            // A Prometheus scrape config sends it in an HTTP header: visible ASCII only.
+            if token.len() < 16 || !token.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(Self::invalid(
+                    "metrics.token",
+                    &origin,
+                    "expected at least 16 visible ASCII characters (no spaces)",
+                ));
+            }
+        }
+        Ok(MetricsSettings { token })
     }
 }
 
@@ -815,6 +991,72 @@ fn known_keys() -> String {
         .map(|(s, k)| format!("{s}.{k}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// The reverse proxies whose forwarding headers are believed (`server.trusted_proxies`): a
+/// comma-separated list of addresses and CIDR blocks such as `127.0.0.1, 10.0.0.0/8, ::1`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TrustedProxies {
+    blocks: Vec<(std::net::IpAddr, u8)>,
+}
+
+impl TrustedProxies {
+    /// Parse the setting's text; the error says which entry is wrong.
+    pub fn parse(list: &str) -> Result<TrustedProxies, String> {
+        let mut blocks = Vec::new();
+        for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (address, bits) = match entry.split_once('/') {
+                Some((address, bits)) => (address, Some(bits)),
+                None => (entry, None),
+            };
+            let address: std::net::IpAddr = address
+                .parse()
+                .map_err(|_| format!("{entry:?} is not an IP address or CIDR block"))?;
+            let max = if address.is_ipv4() { 32 } else { 128 };
+            let bits = match bits {
+                None => max,
+                Some(bits) => bits
+                    .parse::<u8>()
+                    .ok()
+                    .filter(|b| *b <= max)
+                    .ok_or_else(|| format!("{entry:?}: the prefix length must be 0 to {max}"))?,
+            };
+            blocks.push((address, bits));
+        }
+        Ok(TrustedProxies { blocks })
+    }
+
+    /// True when no proxy is trusted.
+    pub fn is_empty(&self) -> bool {
+        self.blocks.is_empty()
+    }
+
+    /// Whether `ip` is one of the trusted proxies.
+    pub fn contains(&self, ip: std::net::IpAddr) -> bool {
+        // An IPv4 peer on a dual-stack socket arrives as ::ffff:a.b.c.d.
+        let ip = match ip {
+            std::net::IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, std::net::IpAddr::V4),
+            v4 => v4,
+        };
+        self.blocks.iter().any(|(block, bits)| match (block, ip) {
+            (std::net::IpAddr::V4(b), std::net::IpAddr::V4(a)) => {
+                prefix_matches(&b.octets(), &a.octets(), *bits)
+            }
+            (std::net::IpAddr::V6(b), std::net::IpAddr::V6(a)) => {
+                prefix_matches(&b.octets(), &a.octets(), *bits)
+            }
+            _ => false,
+        })
+    }
+}
+
+/// Whether the first `bits` bits of `a` and `b` agree.
+fn prefix_matches(a: &[u8], b: &[u8], bits: u8) -> bool {
+    let (whole, rest) = (usize::from(bits / 8), bits % 8);
+    if a[..whole] != b[..whole] {
+        return false;
+    }
+    rest == 0 || (a[whole] ^ b[whole]) >> (8 - rest) == 0
 }
 
 /// `mongodb://user:secret@host/...` → `mongodb://user:***@host/...`.

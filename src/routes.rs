@@ -4,12 +4,14 @@
 use actix_web::web;
 
 use crate::web::{assets, read};
-use crate::{admin, cart, catalog, checkout, content, health, home, search};
+use crate::{admin, cart, catalog, checkout, comments, content, discovery, health, home, search};
 
 /// Every route of the site.
 pub fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", read().to(home::index))
         .route("/healthz", read().to(health::healthz))
+        .route("/readyz", read().to(health::ready::readyz))
+        .route("/metrics", read().to(health::scrape::metrics))
         .route("/static/{path:.*}", read().to(assets::serve))
         .route("/products", read().to(catalog::pages::list))
         .route("/products/{slug}", read().to(catalog::pages::show))
@@ -41,6 +43,14 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/checkout", read().to(checkout::pages::show))
         .route("/checkout", web::post().to(checkout::pages::submit))
         // Before `/orders/{number}`, which would otherwise take "lookup" for a number.
+        .route(
+            "/comments/unsubscribe/{id}/{signature}",
+            read().to(comments::notify::confirm),
+        )
+        .route(
+            "/comments/unsubscribe/{id}/{signature}",
+            web::post().to(comments::notify::unsubscribe),
+        )
         .route("/orders/lookup", read().to(checkout::lookup::show))
         .route("/orders/lookup", web::post().to(checkout::lookup::submit))
         .route("/orders/{number}", read().to(checkout::pages::order))
@@ -55,6 +65,11 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             read().to(content::media_access::serve_display),
         )
         .route("/tags/{tag}", read().to(content::pages::tag))
+        .route("/tags/{tag}/", read().to(content::pages::tag))
+        .route("/tags/{tag}/feed.atom", read().to(content::feed::serve_tag))
+        .route("/robots.txt", read().to(discovery::robots::serve))
+        .route("/sitemap.xml", read().to(discovery::sitemap::index))
+        .route("/sitemaps/{name}", read().to(discovery::sitemap::serve))
         .route("/search", read().to(search::pages::results));
     // Content sections (`/pages/`, `/blog/`, `/gallery/`): only the known names match, so
     // these never shadow another area's routes.

@@ -22,6 +22,7 @@ use crate::checkout::payment::{PaymentGateway, TestGateway};
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::config::{redact_uri, DatabaseUri, PaymentSettings, Settings};
 use crate::db::{Db, Store};
+use crate::mail::sender::Mailer;
 use crate::search::limits::SearchLimits;
 use crate::state::AppState;
 use crate::web::basic_auth::{self, AdminCredentials};
@@ -49,6 +50,11 @@ impl OpenDatabase {
     /// Connect as configured, starting docstore in-process for `embedded`/`memory`, and check
     /// the server answers.
     pub async fn open(settings: &Settings) -> anyhow::Result<OpenDatabase> {
+        // Before connecting, so the database client reports its commands to the metrics.
+        if settings.metrics.token.is_some() {
+            crate::metrics::install()
+                .map_err(|e| anyhow::anyhow!("cannot keep metrics (metrics.token): {e}"))?;
+        }
         let timeout = Duration::from_millis(settings.database.timeout_ms);
         let name = &settings.database.name;
         let (uri, store, embedded) = match &settings.database.uri {
@@ -249,6 +255,8 @@ pub struct Application {
     jobs: Option<tokio::task::JoinHandle<()>>,
     /// Scheduled backups (when `backup.every_hours` is set), stopped with the server.
     backups: Option<tokio::task::JoinHandle<()>>,
+    /// The outbox sender (unless `email.send_every_ms` is 0), stopped with the server.
+    mail_sender: Option<tokio::task::JoinHandle<()>>,
     backup_monitor: Arc<BackupMonitor>,
     /// Who may enter `/admin` (its counters show how many password checks ran).
     credentials: web::Data<AdminCredentials>,
@@ -269,6 +277,7 @@ struct Assembled {
     backup_monitor: Arc<BackupMonitor>,
     page_views: Option<PageViewCounter>,
     search_limits: web::Data<SearchLimits>,
+    mailer: web::Data<Mailer>,
 }
 
 impl Application {
@@ -290,6 +299,7 @@ impl Application {
         settings: Settings,
         database: OpenDatabase,
     ) -> Result<Application, (anyhow::Error, OpenDatabase)> {
+        crate::metrics::mark_started();
         match Application::assemble(&settings, &database.db, database.workers.clone()).await {
             Ok(built) => Ok(Application {
                 port: built.port,
@@ -303,6 +313,10 @@ impl Application {
                 backups: crate::backup::schedule::spawn(
                     database.db.clone(),
                     built.backup_monitor.clone(),
+                ),
+                mail_sender: crate::mail::sender::spawn(
+                    database.db.clone(),
+                    built.mailer.clone().into_inner(),
                 ),
                 backup_monitor: built.backup_monitor,
                 database,
@@ -365,6 +379,8 @@ impl Application {
                 (test.clone(), Some(test))
             }
         };
+        db.extension::<crate::mail::SiteAddress>()
+            .set(&settings.public_address(port));
         let state = web::Data::new(AppState {
             db: db.clone(),
             db_timeout_ms: settings.database.timeout_ms,
@@ -401,7 +417,22 @@ impl Application {
             backup_monitor: web::Data::from(backup_monitor.clone()),
             page_views: page_views.clone().map(web::Data::new),
             search_limits: web::Data::new(SearchLimits::new(&settings.search)),
+            readiness: web::Data::new(crate::health::ready::Readiness::new(
+                indexes::index_names(),
+                crate::search::indexes()
+                    .into_iter()
+                    .map(|(collection, _)| collection.to_string())
+                    .collect(),
+            )),
+            metrics_access: web::Data::new(crate::health::scrape::MetricsAccess {
+                token: settings.metrics.token.clone(),
+            }),
+            mailer: web::Data::new(
+                Mailer::new(settings.email.clone())
+                    .context("setting up outgoing email (email.*) failed")?,
+            ),
         };
+        let mailer = areas.mailer.clone();
         let search_limits = areas.search_limits.clone();
         let server = http_server(
             state,
@@ -422,6 +453,7 @@ impl Application {
             credentials,
             page_views,
             search_limits,
+            mailer,
         })
     }
 
@@ -503,6 +535,9 @@ impl Application {
         if let Some(backups) = self.backups {
             backups.abort();
         }
+        if let Some(sender) = self.mail_sender {
+            sender.abort();
+        }
         if let Some(page_views) = &self.page_views {
             page_views.stop().await;
         }
@@ -567,6 +602,13 @@ struct AreaData {
     page_views: Option<web::Data<PageViewCounter>>,
     /// Searches at once and per client: `search::pages`.
     search_limits: web::Data<SearchLimits>,
+    /// What `/readyz` waits for: `health::ready`.
+    readiness: web::Data<crate::health::ready::Readiness>,
+    /// The bearer token of `/metrics`: `health::scrape`.
+    metrics_access: web::Data<crate::health::scrape::MetricsAccess>,
+    /// Outgoing email's settings and transport: the admin's system page (the sender job has
+    /// its own handle).
+    mailer: web::Data<Mailer>,
 }
 
 fn http_server(
@@ -580,6 +622,7 @@ fn http_server(
 ) -> anyhow::Result<Server> {
     let (tls, workers) = (settings.server.tls, settings.server.workers);
     let transport = web::Data::new(TransportPolicy { tls });
+    let trusted_proxies = web::Data::new(settings.server.trusted_proxies.clone());
     let session_policy = web::Data::new(session::SessionPolicy {
         max_age: settings.session.max_age,
     });
@@ -587,6 +630,8 @@ fn http_server(
         settings.server.body_timeout,
         settings.server.max_concurrent_bodies,
     ));
+    // The layout's absolute links (canonical, social cards, feeds): `web::meta`.
+    let site_url = web::Data::new(crate::web::meta::SiteUrl(state.public_url.clone()));
     let mut server = HttpServer::new(move || {
         let state = worker_state(&state, worker_stores.as_ref());
         let mut app = App::new();
@@ -594,12 +639,17 @@ fn http_server(
             app = app.app_data(page_views.clone());
         }
         app.app_data(state.clone())
+            .app_data(site_url.clone())
             .app_data(credentials.clone())
             .app_data(areas.backup_monitor.clone())
             .app_data(areas.gateway.clone())
             .app_data(areas.comment_rate.clone())
             .app_data(areas.search_limits.clone())
+            .app_data(areas.readiness.clone())
+            .app_data(areas.metrics_access.clone())
+            .app_data(areas.mailer.clone())
             .app_data(transport.clone())
+            .app_data(trusted_proxies.clone())
             .app_data(session_policy.clone())
             .app_data(body_policy.clone())
             .app_data(
@@ -623,7 +673,7 @@ fn http_server(
             // Outside the error pages, so they too show the shop's name from the settings.
             .wrap(from_fn(crate::state::with_site_settings))
             .wrap(from_fn(add_security_headers))
-            .wrap(from_fn(telemetry::log_requests))
+            .wrap(from_fn(crate::web::request_log::log_requests))
     })
     // Signals are handled by `Application::stop_on_signals`, which always stops gracefully
     // (actix's own handling treats SIGINT as a forced stop).
@@ -658,5 +708,5 @@ fn worker_state(
 
 /// Start logging for the configured level (separate so the CLI can log before serving).
 pub fn init_logging(settings: &Settings) {
-    telemetry::init(&settings.log.level);
+    telemetry::init(&settings.log.level, settings.log.format);
 }

@@ -111,6 +111,7 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "leases",
             "nodes",
             "orders",
+            "outbox",
             "payments",
             "products",
             "settings",

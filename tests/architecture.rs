@@ -376,18 +376,19 @@ const LAYERS: &[&[&str]] = &[
     &["routes"],
     &["admin"],
     &["demo_data", "seed", "jobs", "health"],
-    &["search", "home", "analytics"],
+    &["search", "home", "analytics", "discovery"],
     &["checkout"],
     &["cart"],
     &["stock"],
     &["content"],
     &["catalog"],
     &["comments", "media", "backup"],
+    &["mail"],
     &["state"],
     &["web"],
     &["config"],
     &["db", "telemetry"],
-    &["clock"],
+    &["clock", "metrics"],
 ];
 
 #[test]

@@ -401,8 +401,8 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
                 .expect("typed");
         }
     };
-    fill("#comment-name", "Browser Tester").await;
-    fill("#comment-text", "Posted from Chromium").await;
+    fill("#new-comment-name", "Browser Tester").await;
+    fill("#new-comment-text", "Posted from Chromium").await;
     client
         .find(Locator::Css("#new-comment button[type=submit]"))
         .await
@@ -410,14 +410,16 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .click()
         .await
         .expect("clicked");
+    // Back on the product page, at the new comment, with the "posted" notice.
     client
         .wait()
-        .for_element(Locator::Css("li.comment-focus"))
+        .for_element(Locator::Css("li.comment:target"))
         .await
-        .expect("the new comment's page shows");
+        .expect("the page shows the new comment as its target");
+    assert!(text_of(&client, ".flash").await.contains("posted"));
     client
         .find(Locator::Css(
-            "li.comment-focus details.comment-reply summary",
+            "li.comment:target details.comment-reply summary",
         ))
         .await
         .expect("reply toggle")
@@ -425,18 +427,18 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .await
         .expect("reply form opened");
     fill(
-        "li.comment-focus form.reply-form input[name=name]",
+        "li.comment:target details.comment-reply input[name=name]",
         "Second Tester",
     )
     .await;
     fill(
-        "li.comment-focus form.reply-form textarea",
+        "li.comment:target details.comment-reply textarea",
         "A reply from Chromium",
     )
     .await;
     client
         .find(Locator::Css(
-            "li.comment-focus form.reply-form button[type=submit]",
+            "li.comment:target details.comment-reply button[type=submit]",
         ))
         .await
         .expect("reply button")
@@ -445,21 +447,28 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .expect("clicked");
     client
         .wait()
-        .for_element(Locator::Css("li.comment[data-depth='1']"))
+        .for_element(Locator::Css("li.comment[data-depth='1']:target"))
         .await
         .expect("the reply shows under the comment");
+    // The demo comments stay around it: look at the reply (the page's target) and the item
+    // holding it.
     assert_eq!(
-        text_of(&client, "li.comment[data-depth='0'] .comment-text").await,
-        "Posted from Chromium"
-    );
-    assert_eq!(
-        text_of(&client, "li.comment[data-depth='1'] .comment-text").await,
+        text_of(&client, "li.comment:target > article .comment-text").await,
         "A reply from Chromium"
     );
-    assert_ne!(
-        computed(&client, "li.comment[data-depth='1']", "margin-left").await,
-        computed(&client, "li.comment[data-depth='0']", "margin-left").await,
-        "the reply is indented"
+    let nesting = script(
+        &client,
+        "const reply = document.querySelector('li.comment:target'); \
+         const list = reply.parentElement; const parent = list.closest('li.comment'); \
+         return [list.tagName + '.' + list.className, parent.dataset.depth, \
+         parent.querySelector(':scope > article .comment-text').textContent.trim(), \
+         reply.getBoundingClientRect().left > parent.getBoundingClientRect().left];",
+    )
+    .await;
+    assert_eq!(
+        nesting,
+        json!(["OL.replies", "0", "Posted from Chromium", true]),
+        "the reply's item is nested, indented, in its parent's"
     );
     save_screenshot(&client, "comments.png").await;
 
@@ -500,6 +509,43 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .expect("flash text");
     assert_eq!(flash, "Demo data is already in place; nothing was added.");
     save_screenshot(&client, "admin-after-seed.png").await;
+
+    // Moderation and the thread on a phone: no sideways scrolling, every action in reach.
+    client
+        .set_window_size(390, 844)
+        .await
+        .expect("window resized");
+    client
+        .goto(&format!("{admin_url}/comments"))
+        .await
+        .expect("comments page loads");
+    assert_eq!(
+        script(&client, NO_SIDEWAYS_SCROLL).await,
+        json!(true),
+        "the moderation list fits a phone"
+    );
+    let reach = script(
+        &client,
+        "const buttons = [...document.querySelectorAll('.comment-actions button')]; \
+         return buttons.length > 0 && buttons.every(b => { const r = b.getBoundingClientRect(); \
+         return r.left >= 0 && r.right <= window.innerWidth; });",
+    )
+    .await;
+    assert_eq!(reach, json!(true), "every moderation button is on screen");
+    save_screenshot(&client, "admin-comments-mobile.png").await;
+    client
+        .goto(&app.url("/products/a-love-supreme"))
+        .await
+        .expect("product page loads");
+    assert_eq!(
+        script(&client, NO_SIDEWAYS_SCROLL).await,
+        json!(true),
+        "the thread fits a phone"
+    );
+    client
+        .set_window_size(1280, 900)
+        .await
+        .expect("window resized");
 
     // Cancelling an order asks first: the order page links to a confirmation page saying what
     // goes back on sale, and only its danger button cancels.

@@ -365,7 +365,7 @@ async fn a_line_left_unreserved_by_a_crash_between_the_two_writes_of_an_add_is_n
     let p = product(&app.db, "kept").await;
     let cart_id = p.carted[0].cart_id.clone();
     let lost = product(&app.db, "lost").await;
-    let line = cart::CartLine::for_product(&lost, 2);
+    let line = cart::CartLine::for_product(&(&lost).into(), 2);
     cart::collection(&app.db)
         .update_one(
             bson::doc! { "_id": &cart_id },

@@ -42,7 +42,7 @@ async fn visible_count(db: &Db, product: &Product) -> i64 {
         .count() as i64
 }
 
-/// The slug a post's redirect points at (`…#c-34db-8bda` → `34db/8bda`).
+/// The slug a post's redirect points at (`…#comment-34db-8bda` → `34db/8bda`).
 fn posted_slug(response: &reqwest::Response) -> String {
     assert_eq!(
         response.status(),
@@ -50,7 +50,7 @@ fn posted_slug(response: &reqwest::Response) -> String {
         "the comment was not accepted"
     );
     let to = location(response);
-    let anchor = to.rsplit_once("#c-").expect("an anchor").1;
+    let anchor = to.rsplit_once("#comment-").expect("an anchor").1;
     anchor.replace('-', "/")
 }
 
@@ -80,7 +80,7 @@ async fn reply(
 
 /// `(slug, depth, indent class, text)` of each comment drawn on a page, in order.
 fn drawn(doc: &scraper::Html) -> Vec<(String, usize, String, String)> {
-    let item = Selector::parse(".comment-thread > li.comment").unwrap();
+    let item = Selector::parse(".comment-thread li.comment").unwrap();
     let text = Selector::parse(".comment-text, .comment-placeholder").unwrap();
     doc.select(&item)
         .map(|li| {
@@ -182,6 +182,29 @@ async fn a_deep_thread_renders_in_order_indented_by_depth_with_the_indentation_c
     }
     assert_eq!((rows[9].1, rows[9].2.as_str()), (1, "indent-1"));
     assert_eq!((rows[10].1, rows[10].2.as_str()), (0, "indent-0"));
+    // Each reply's item is inside its parent's, down to the cap; the two past it say whom they
+    // answer.
+    for depth in 1..=6 {
+        let nested = format!(
+            "li.comment[data-depth='{}'] > ol.replies > li.comment[data-depth='{depth}']",
+            depth - 1
+        );
+        assert_eq!(
+            count(&doc, &nested),
+            if depth == 1 { 2 } else { 1 },
+            "{nested}"
+        );
+    }
+    assert_eq!(
+        texts(&doc, ".replying-to"),
+        vec!["replying to Ben", "replying to Ben"],
+        "depths 7 and 8 are drawn at depth 6"
+    );
+    assert_eq!(
+        count(&doc, "ol.comment-thread > li.comment"),
+        2,
+        "two threads"
+    );
     assert_eq!(texts(&doc, "#comments-heading"), vec!["11 comments"]);
     assert_eq!(comment_count(&app.db, &product).await, 11);
 }
@@ -383,7 +406,15 @@ async fn a_filled_honeypot_stores_nothing_and_says_why() {
         .await;
     assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let doc = html(&body(response).await);
-    assert!(texts(&doc, ".comment-notice")[0].contains("leave this empty"));
+    let notice = &texts(&doc, ".comment-notice")[0];
+    assert!(
+        notice.contains("spam check") && notice.contains("post it again"),
+        "{notice}"
+    );
+    assert!(
+        !notice.contains("leave this empty"),
+        "no field people cannot see"
+    );
     assert!(stored(&app.db, &product).await.is_empty());
     assert_eq!(comment_count(&app.db, &product).await, 0);
 }
@@ -400,7 +431,7 @@ async fn past_the_rate_limit_a_comment_is_kept_in_the_form_with_a_message_and_no
     assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
     let doc = html(&body(response).await);
     assert!(texts(&doc, ".comment-notice")[0].contains("please wait a minute"));
-    assert_eq!(texts(&doc, "#comment-text"), vec!["one too many"]);
+    assert_eq!(texts(&doc, "#new-comment-text"), vec!["one too many"]);
     assert_eq!(stored(&app.db, &product).await.len(), 3);
     assert_eq!(comment_count(&app.db, &product).await, 3);
 }
@@ -415,9 +446,9 @@ async fn a_comment_over_the_length_limit_gets_a_form_error_with_the_text_kept() 
     assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let doc = html(&body(response).await);
     assert!(texts(&doc, "#new-comment .field-error")[0].contains("5000 characters"));
-    assert_eq!(texts(&doc, "#comment-text"), vec![long.clone()]);
+    assert_eq!(texts(&doc, "#new-comment-text"), vec![long.clone()]);
     assert_eq!(
-        attr(&doc, "#comment-name", "value").as_deref(),
+        attr(&doc, "#new-comment-name", "value").as_deref(),
         Some("Verbose")
     );
     assert!(stored(&app.db, &product).await.is_empty());
@@ -548,7 +579,7 @@ async fn the_admin_lists_comments_newest_first_with_links_in_context_and_the_das
     let doc = html(&body(app.get_admin("/admin/comments").await).await);
     let excerpts = texts(&doc, ".comment-row .comment-excerpt");
     assert_eq!(&excerpts[..2], &["newer one", "older one"]);
-    let anchor = format!("c-{}", b.replace('/', "-"));
+    let anchor = format!("comment-{}", b.replace('/', "-"));
     assert_eq!(
         attr(&doc, ".comment-row .comment-discussion a", "href"),
         Some(format!("/products/{}/comments/{a}#{anchor}", product.slug))
@@ -789,6 +820,9 @@ async fn every_comment_query_uses_an_index() {
         author: comments::Author { name: "A".into() },
         text: String::new(),
         status: CommentStatus::Visible,
+        staff: false,
+        email: None,
+        notify: false,
     };
     for (what, parent) in [
         ("latest top-level comment", None),
@@ -963,4 +997,360 @@ async fn a_letter_with_thousands_of_combining_marks_keeps_only_a_few() {
         format!("Z{}oe", "\u{0336}".repeat(kept))
     );
     assert_eq!(comment.text, format!("a{}!", "\u{0336}".repeat(kept)));
+}
+
+#[tokio::test]
+async fn every_demo_comment_has_a_working_permalink_and_a_reply_form_that_posts_under_it() {
+    let app = spawn_unlimited().await;
+    let s = Shopper::new(&app).await;
+    let all: Vec<Comment> = comments::store::collection(&app.db)
+        .find(doc! {})
+        .await
+        .expect("query")
+        .try_collect()
+        .await
+        .expect("comments");
+    assert!(all.len() >= 17, "the demo comments are seeded");
+    let mut ids: Vec<_> = all.iter().map(|c| c.discussion_id).collect();
+    ids.sort();
+    ids.dedup();
+    let links = comments::store::discussion_links(&app.db, &ids)
+        .await
+        .expect("links");
+    assert!(
+        links.values().any(|l| l.base_url.starts_with("/blog/")),
+        "blog posts' comments are walked too"
+    );
+    for c in &all {
+        let base = &links[&c.discussion_id].base_url;
+        let url = format!("{base}/comments/{}", c.slug);
+        let doc = page(&s, &url).await;
+        let form = format!("#{} details.comment-reply form", c.anchor());
+        assert_eq!(
+            attr(&doc, &form, "action").as_deref(),
+            Some(url.as_str()),
+            "{url}"
+        );
+        let response = s
+            .post(
+                &url,
+                &[("name", "Walker"), ("text", "a reply"), ("website", "")],
+            )
+            .await;
+        let reply = posted_slug(&response);
+        assert!(
+            reply.starts_with(&format!("{}/", c.slug)),
+            "{reply} under {}",
+            c.slug
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_refused_comment_shows_a_focused_error_summary_by_the_form_with_the_fields_marked() {
+    let app = spawn_unlimited().await;
+    let product = product_with_stock(&app.db, "errs1", 5).await;
+    let s = Shopper::new(&app).await;
+    let response = s
+        .post(
+            &format!("/products/{}/comments", product.slug),
+            &[
+                ("name", ""),
+                ("email", "not-an-address"),
+                ("text", ""),
+                ("website", ""),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert_eq!(
+        count(
+            &doc,
+            "#new-comment-errors[role=alert][autofocus][tabindex='-1']"
+        ),
+        1
+    );
+    let links: Vec<String> = doc
+        .select(&Selector::parse("#new-comment-errors a").unwrap())
+        .filter_map(|a| a.value().attr("href").map(str::to_string))
+        .collect();
+    assert_eq!(
+        links,
+        vec![
+            "#new-comment-name",
+            "#new-comment-email",
+            "#new-comment-text"
+        ]
+    );
+    for field in ["name", "email", "text"] {
+        let id = format!("#new-comment-{field}");
+        assert_eq!(
+            attr(&doc, &id, "aria-invalid").as_deref(),
+            Some("true"),
+            "{id}"
+        );
+        let described = attr(&doc, &id, "aria-describedby").expect("described");
+        assert_eq!(count(&doc, &format!("#{described}.field-error")), 1, "{id}");
+    }
+    assert_eq!(
+        attr(&doc, "#new-comment-email", "value").as_deref(),
+        Some("not-an-address")
+    );
+
+    // A refused reply: its own form, open, with its own summary; other forms untouched.
+    let top = posted_slug(&post(&s, &product, "Ann", "hello").await);
+    let response = reply(&s, &product, &top, "Ben", "").await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    let anchor = comments::anchor_of(&top);
+    assert_eq!(
+        count(
+            &doc,
+            &format!("details.comment-reply[open] #{anchor}-errors[autofocus]")
+        ),
+        1
+    );
+    assert_eq!(
+        attr(&doc, &format!("#{anchor}-text"), "aria-invalid").as_deref(),
+        Some("true")
+    );
+    assert_eq!(attr(&doc, &format!("#{anchor}-name"), "aria-invalid"), None);
+    assert_eq!(count(&doc, "[autofocus]"), 1, "one thing takes focus");
+    // Asking for replies needs an address.
+    let response = s
+        .post(
+            &format!("/products/{}/comments", product.slug),
+            &[
+                ("name", "Cy"),
+                ("notify", "yes"),
+                ("text", "hi"),
+                ("website", ""),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert!(texts(&doc, "#new-comment-email-error")[0].contains("email address"));
+    assert_eq!(stored(&app.db, &product).await.len(), 1);
+}
+
+#[tokio::test]
+async fn posting_returns_to_the_post_at_the_new_comment_with_a_posted_notice() {
+    let app = spawn_app_with(&[
+        ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
+        ("BAZAAR_COMMENTS__PAGE_SIZE", "3"),
+    ])
+    .await;
+    let product = product_with_stock(&app.db, "back1", 5).await;
+    let s = Shopper::new(&app).await;
+    let response = post(&s, &product, "Ann", "first").await;
+    let first = posted_slug(&response);
+    let to = location(&response);
+    assert_eq!(
+        to,
+        format!("/products/{}#{}", product.slug, comments::anchor_of(&first))
+    );
+    let doc = page(&s, &to).await;
+    assert!(texts(&doc, ".flash")[0].contains("posted"));
+    assert_eq!(
+        count(&doc, &format!("li#{}", comments::anchor_of(&first))),
+        1
+    );
+    let r = reply(&s, &product, &first, "Ben", "a reply").await;
+    assert!(location(&r).starts_with(&format!("/products/{}#comment-", product.slug)));
+    posted_slug(&post(&s, &product, "Cy", "second").await);
+    // The fourth comment is past the first page: its own permalink holds it.
+    let response = post(&s, &product, "Di", "third").await;
+    let third = posted_slug(&response);
+    assert_eq!(
+        location(&response),
+        format!(
+            "/products/{}/comments/{third}#{}",
+            product.slug,
+            comments::anchor_of(&third)
+        )
+    );
+}
+
+#[tokio::test]
+async fn the_query_placing_a_new_comment_on_the_first_page_uses_an_index() {
+    let (_server, db) = memory_db("first-page-explain").await;
+    bazaar::startup::indexes::ensure_indexes(&db)
+        .await
+        .expect("indexes");
+    let filter = comments::store::up_to_query(bson::oid::ObjectId::new(), "2026.01.01:abcd");
+    assert_uses_index(
+        &db,
+        "comments up to one",
+        comments::COLLECTION,
+        filter,
+        doc! {},
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_first_time_commenter_is_held_until_approved_from_the_queue_then_shown() {
+    let app = spawn_app_with(&[
+        ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
+        ("BAZAAR_COMMENTS__HOLD_FIRST_TIME", "true"),
+        ("BAZAAR_COMMENTS__BLOCKLIST", "cheap watches, casino"),
+    ])
+    .await;
+    let product = product_with_stock(&app.db, "held1", 5).await;
+    let s = Shopper::new(&app).await;
+    let response = post(&s, &product, "Newcomer", "My first comment here").await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        location(&response),
+        format!("/products/{}#comments", product.slug)
+    );
+    let doc = page(&s, &location(&response)).await;
+    assert!(texts(&doc, ".flash")[0].contains("held for a moderator"));
+    assert!(!texts(&doc, ".comment-text").contains(&"My first comment here".to_string()));
+    let held = stored(&app.db, &product).await;
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].status, CommentStatus::Pending);
+    assert_eq!(comment_count(&app.db, &product).await, 0);
+
+    // The approval queue lists it; approving shows it and counts it.
+    let queue = admin_page(&app, "/admin/comments?status=pending").await;
+    assert_eq!(
+        texts(&queue, ".comment-row .comment-excerpt"),
+        vec!["My first comment here"]
+    );
+    let token = csrf_token(&queue).expect("token");
+    let approve = app
+        .post_admin_form(
+            &format!("/admin/comments/{}/approve", held[0].id.to_hex()),
+            &[("csrf_token", token.as_str()), ("back_status", "pending")],
+        )
+        .await;
+    assert_eq!(approve.status(), StatusCode::SEE_OTHER);
+    assert_eq!(comment_count(&app.db, &product).await, 1);
+    let doc = page(&s, &format!("/products/{}", product.slug)).await;
+    assert!(texts(&doc, ".comment-text").contains(&"My first comment here".to_string()));
+
+    // Known now: the next one goes live at once, unless it links too much or names a
+    // blocklisted word.
+    posted_slug(&post(&s, &product, "Newcomer", "Second thoughts").await);
+    let many = "see https://a.example https://b.example https://c.example";
+    post(&s, &product, "Newcomer", many).await;
+    post(&s, &product, "Newcomer", "Great CASINO bonus").await;
+    let pending: Vec<Comment> = stored(&app.db, &product)
+        .await
+        .into_iter()
+        .filter(|c| c.status == CommentStatus::Pending)
+        .collect();
+    assert_eq!(pending.len(), 2, "over the link limit and blocklisted");
+    assert_eq!(comment_count(&app.db, &product).await, 2);
+
+    // Bulk: both marked spam at once, then never shown.
+    let mut form: Vec<(&str, String)> = vec![
+        ("csrf_token", token.clone()),
+        ("action", "spam".to_string()),
+    ];
+    for c in &pending {
+        form.push(("id", c.id.to_hex()));
+    }
+    let fields: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let bulk = app.post_admin_form("/admin/comments/bulk", &fields).await;
+    assert_eq!(bulk.status(), StatusCode::SEE_OTHER);
+    let statuses: Vec<CommentStatus> = stored(&app.db, &product)
+        .await
+        .into_iter()
+        .map(|c| c.status)
+        .collect();
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|s| **s == CommentStatus::Spam)
+            .count(),
+        2
+    );
+    assert_eq!(comment_count(&app.db, &product).await, 2);
+}
+
+#[tokio::test]
+async fn a_staff_reply_from_the_admin_carries_the_badge_and_the_staff_name_is_refused_in_public() {
+    let app = spawn_unlimited().await;
+    let product = product_with_stock(&app.db, "staff1", 5).await;
+    let s = Shopper::new(&app).await;
+    let top = posted_slug(&post(&s, &product, "Ann", "Is this in stock?").await);
+    let parent = by_slug(&app.db, &product, &top).await;
+    let form = admin_page(
+        &app,
+        &format!("/admin/comments/{}/reply", parent.id.to_hex()),
+    )
+    .await;
+    let name = attr(&form, "#staff-name", "value").expect("a default name");
+    assert!(name.ends_with("staff"), "{name}");
+    let token = csrf_token(&form).expect("token");
+    let posted = app
+        .post_admin_form(
+            &format!("/admin/comments/{}/reply", parent.id.to_hex()),
+            &[
+                ("csrf_token", token.as_str()),
+                ("name", name.as_str()),
+                ("text", "Yes, three left."),
+            ],
+        )
+        .await;
+    assert_eq!(posted.status(), StatusCode::SEE_OTHER);
+    let doc = page(&s, &format!("/products/{}", product.slug)).await;
+    let badges = texts(&doc, "li.comment[data-depth='1'] .staff-badge");
+    assert_eq!(badges, vec!["Staff"]);
+    assert_eq!(
+        count(&doc, "li.comment[data-depth='0'] > article .staff-badge"),
+        0
+    );
+    // The same name from the public form is refused.
+    let response = post(
+        &s,
+        &product,
+        &name,
+        "50% off everything! https://evil.example",
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert!(texts(&doc, "#new-comment-name-error")[0].contains("kept for the shop"));
+    assert_eq!(stored(&app.db, &product).await.len(), 2);
+}
+
+#[tokio::test]
+async fn the_moderation_policy_and_queue_queries_use_an_index() {
+    let (_server, db) = memory_db("policy-explain").await;
+    bazaar::startup::indexes::ensure_indexes(&db)
+        .await
+        .expect("indexes");
+    let by_email = comments::store::NewComment {
+        name: "Ann".into(),
+        email: Some("ann@example.com".into()),
+        ..Default::default()
+    };
+    let by_name = comments::store::NewComment {
+        name: "Ann".into(),
+        ..Default::default()
+    };
+    for new in [by_email, by_name] {
+        let filter = comments::policy::known_commenter_query(&new);
+        assert_uses_index(
+            &db,
+            "known commenter",
+            comments::COLLECTION,
+            filter,
+            doc! {},
+        )
+        .await;
+    }
+    assert_uses_index(
+        &db,
+        "approval queue",
+        comments::COLLECTION,
+        doc! { "status": "pending" },
+        doc! { "posted": -1 },
+    )
+    .await;
 }

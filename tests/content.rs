@@ -4,9 +4,7 @@
 
 mod common;
 
-use bazaar::content::model::{
-    self, Detail, LinkDetail, Node, NodeInput, QuoteDetail, TextDetail, VideoDetail,
-};
+use bazaar::content::model::{self, Detail, LinkDetail, QuoteDetail, TextDetail, VideoDetail};
 use bson::{doc, DateTime};
 use common::*;
 use reqwest::StatusCode;
@@ -15,31 +13,6 @@ const DAY_MS: i64 = 24 * 3600 * 1000;
 
 fn days_from_now(days: i64) -> DateTime {
     DateTime::from_millis(DateTime::now().timestamp_millis() + days * DAY_MS)
-}
-
-async fn add_node(
-    app: &TestApp,
-    section: &str,
-    slug: &str,
-    title: &str,
-    detail: Detail,
-    published: Option<DateTime>,
-    tags: &[&str],
-) -> Node {
-    model::create(
-        &app.db,
-        NodeInput {
-            section: section.to_string(),
-            slug: slug.to_string(),
-            title: title.to_string(),
-            author: "Tester".to_string(),
-            detail,
-        },
-        published,
-        tags.iter().map(|t| t.to_string()).collect(),
-    )
-    .await
-    .expect("node created")
 }
 
 fn entry(text: &str) -> Detail {

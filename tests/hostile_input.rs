@@ -1,9 +1,9 @@
 //! A bounded hostile-input pass over every public page and form (the shop, the content sections
-//! and feeds, tag pages and the comment forms and permalinks), through HTTP: query strings,
-//! path segments, form values, cookies and Basic headers made of control characters, markup,
-//! operator-looking JSON, huge and negative numbers and random Unicode. Whatever arrives, the
-//! site answers without a 5xx, never reflects markup unescaped, and a POST without the session's
-//! CSRF token changes nothing.
+//! and feeds, tag pages and tag feeds, sitemaps, robots.txt and the comment forms and
+//! permalinks), through HTTP: query strings, path segments, form values, cookies and Basic
+//! headers made of control characters, markup, operator-looking JSON, huge and negative numbers
+//! and random Unicode. Whatever arrives, the site answers without a 5xx, never reflects markup
+//! unescaped, and a POST without the session's CSRF token changes nothing.
 //!
 //! Two parts: a fixed corpus of known-bad values sent to every route, then proptest-generated
 //! values. Each generated case sends a few dozen requests, so the number of cases is set here
@@ -18,6 +18,9 @@ use common::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use reqwest::StatusCode;
+
+/// An ObjectId no comment has.
+const FAKE_ID: &str = "65a1b2c3d4e5f60718293a4b";
 
 /// Generated cases per run unless `HOSTILE_INPUT_CASES` says otherwise (see the module comment).
 const DEFAULT_CASES: u32 = 24;
@@ -247,6 +250,19 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
         format!("{PRODUCT}/comments/d001?after={v}"),
         format!("{PRODUCT}?after={v}&before={v}"),
         format!("/orders/lookup?{v}={v}"),
+        format!("/comments/unsubscribe/{v}/{v}"),
+        format!("/comments/unsubscribe/{FAKE_ID}/{v}"),
+        // Sitemaps, robots.txt and tag feeds.
+        format!("/sitemap.xml?{v}={v}"),
+        format!("/sitemaps/{v}"),
+        format!("/sitemaps/{v}.xml"),
+        format!("/sitemaps/products-{v}.xml"),
+        format!("/sitemaps/blog-{v}.xml"),
+        format!("/sitemaps/{v}-1.xml"),
+        format!("/robots.txt?{v}"),
+        format!("/tags/{v}/"),
+        format!("/tags/{v}/feed.atom"),
+        format!("/tags/jazz/feed.atom?{v}={v}"),
     ]);
     for path in &gets {
         let response = shopper.get(path).await;
@@ -314,6 +330,27 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
             format!("{PRODUCT}/comments/{v}"),
             vec![("name", value), ("text", "hx"), ("website", "")],
         ),
+        // The optional email and the notify tick.
+        (
+            format!("{POST}/comments"),
+            vec![
+                ("name", "hx"),
+                ("email", value),
+                ("notify", value),
+                ("text", "hx"),
+                ("website", ""),
+            ],
+        ),
+        (
+            format!("{PRODUCT}/comments/d001"),
+            vec![
+                ("name", "hx"),
+                ("email", "hx@example.com"),
+                ("notify", "yes"),
+                ("text", value),
+                ("website", ""),
+            ],
+        ),
         (
             "/checkout".to_string(),
             CHECKOUT_FIELDS.iter().map(|f| (*f, value)).collect(),
@@ -325,6 +362,26 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
     ];
     for (path, fields) in &forms {
         let response = shopper.post(path, fields).await;
+        check(shopper, &format!("POST {path}"), response).await?;
+    }
+    // The one-click unsubscribe takes POSTs without a token (its signature authorises it): a
+    // made-up one is not found, whatever it carries.
+    for path in [
+        format!("/comments/unsubscribe/{v}/{v}"),
+        format!("/comments/unsubscribe/{FAKE_ID}/{v}"),
+        format!("/comments/unsubscribe/{FAKE_ID}/{}", "a".repeat(64)),
+    ] {
+        let response = shopper
+            .client
+            .post(app.url(&path))
+            .form(&[("List-Unsubscribe", value)])
+            .send()
+            .await
+            .map_err(|e| format!("POST {path}: {e}"))?;
+        let status = response.status();
+        if status != StatusCode::NOT_FOUND && status != StatusCode::BAD_REQUEST {
+            return Err(format!("POST {path} answered {status}"));
+        }
         check(shopper, &format!("POST {path}"), response).await?;
     }
 
@@ -368,6 +425,7 @@ async fn hostile_app() -> (TestApp, Shopper) {
         ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
         ("BAZAAR_CART__ORDER_LOOKUPS_PER_HOUR", "100000"),
         ("BAZAAR_SEARCH__PER_CLIENT_PER_MINUTE", "1000000"),
+        ("BAZAAR_METRICS__TOKEN", METRICS_TOKEN),
     ])
     .await;
     product_with_stock(&app.db, "hx", 1000).await;
@@ -420,6 +478,124 @@ async fn every_public_page_and_form_survives_the_hostile_corpus() {
         "{comments_before} → {comments_after} comments"
     );
     assert_carts_match_reservations(&app.db).await;
+    assert_comment_counts_exact(&app).await;
+    assert_metric_labels_are_bounded(&app).await;
+}
+
+const METRICS_TOKEN: &str = "hostile-input-metrics-token";
+
+/// The hostile paths and values created no metric series of their own: every request series is
+/// labelled by a route template of the route table (or `unmatched`).
+async fn assert_metric_labels_are_bounded(app: &TestApp) {
+    let text = app
+        .client
+        .get(app.url("/metrics"))
+        .bearer_auth(METRICS_TOKEN)
+        .send()
+        .await
+        .expect("metrics answered")
+        .text()
+        .await
+        .expect("body");
+    let routes: std::collections::BTreeSet<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("bazaar_http_requests_total{"))
+        .filter_map(|l| l.split("route=\"").nth(1)?.split('"').next())
+        .collect();
+    assert!(!routes.is_empty(), "requests are counted: {text}");
+    for route in &routes {
+        assert!(
+            *route == "unmatched" || (route.starts_with('/') && !route.contains("hx7")),
+            "a request series is labelled {route:?}"
+        );
+    }
+    assert!(
+        routes.len() < 120,
+        "{} route labels: {routes:?}",
+        routes.len()
+    );
+}
+
+/// The admin's moderation, staff-reply and mail forms with hostile ids and values: no 5xx, no
+/// reflection, and the comment counters stay exact.
+#[tokio::test]
+async fn the_admin_moderation_and_mail_forms_survive_the_hostile_corpus() {
+    let (app, _shopper) = hostile_app().await;
+    let token = csrf_token(&admin_page(&app, "/admin/comments").await).expect("token");
+    let long = "x".repeat(10_000);
+    let values = CORPUS.iter().copied().chain([long.as_str()]);
+    for value in values {
+        let v = encode(value);
+        let candidate = format!("{value}{MARK}");
+        for value in [value, candidate.as_str()] {
+            let gets = [
+                format!("/admin/comments/{v}/reply"),
+                format!("/admin/comments/{FAKE_ID}/reply"),
+                format!("/admin/comments?status={v}&discussion={v}"),
+            ];
+            for path in &gets {
+                let response = app.get_admin(path).await;
+                assert!(!response.status().is_server_error(), "GET {path}");
+                assert!(
+                    !body(response).await.contains(UNESCAPED),
+                    "GET {path} reflected"
+                );
+            }
+            let forms: Vec<(String, Vec<(&str, &str)>)> = vec![
+                (
+                    "/admin/comments/bulk".into(),
+                    vec![("action", value), ("id", value), ("back_status", value)],
+                ),
+                (
+                    "/admin/comments/bulk".into(),
+                    vec![("action", "approve"), ("id", value), ("id", FAKE_ID)],
+                ),
+                (
+                    format!("/admin/comments/{v}/approve"),
+                    vec![("back_status", value)],
+                ),
+                (format!("/admin/comments/{v}/spam"), vec![]),
+                (format!("/admin/comments/{FAKE_ID}/approve"), vec![]),
+                (
+                    format!("/admin/comments/{v}/reply"),
+                    vec![("name", value), ("text", value)],
+                ),
+                ("/admin/mail/retry".into(), vec![("id", value)]),
+            ];
+            for (path, fields) in &forms {
+                let mut body_fields = fields.clone();
+                body_fields.push(("csrf_token", token.as_str()));
+                let response = app.post_admin_form(path, &body_fields).await;
+                let status = response.status();
+                assert!(!status.is_server_error(), "POST {path} answered {status}");
+                assert!(
+                    !body(response).await.contains(UNESCAPED),
+                    "POST {path} reflected"
+                );
+            }
+        }
+    }
+    // A staff reply with the marker is stored and shown escaped.
+    let demo = bazaar::comments::store::collection(&app.db)
+        .find_one(doc! { "slug": "m001" })
+        .await
+        .expect("query")
+        .expect("a demo comment");
+    let path = format!("/admin/comments/{}/reply", demo.id.to_hex());
+    let response = app
+        .post_admin_form(
+            &path,
+            &[
+                ("name", MARK),
+                ("text", MARK),
+                ("csrf_token", token.as_str()),
+            ],
+        )
+        .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let page = body(app.get(&location(&response)).await).await;
+    assert!(page.contains("&#60;hx7") || page.contains("&lt;hx7"));
+    assert!(!page.contains(UNESCAPED));
     assert_comment_counts_exact(&app).await;
 }
 

@@ -1,5 +1,6 @@
 //! Admin → Comments: the newest comments across every discussion, by status, each linked to
-//! its place in its discussion, with hide, unhide and delete.
+//! its place in its discussion, with hide, unhide and delete, and replies written as staff
+//! (shown with the staff badge, under a name the public forms refuse).
 
 use std::collections::HashMap;
 
@@ -9,8 +10,9 @@ use askama::Template;
 use bson::oid::ObjectId;
 use serde::Deserialize;
 
-use crate::comments::store::{self, DiscussionLink, Moderated};
-use crate::comments::{Comment, CommentStatus};
+use crate::comments::pages::MAX_NAME_CHARS;
+use crate::comments::store::{self, DiscussionLink, Moderated, NewComment, PostError};
+use crate::comments::{names, notify, Comment, CommentStatus};
 use crate::db::{Db, DbError};
 use crate::state::AppState;
 use crate::web::errors::AppError;
@@ -58,6 +60,33 @@ impl ModeratedComment {
     pub fn is_hidden(&self) -> bool {
         self.comment.status == CommentStatus::Hidden
     }
+
+    pub fn is_pending(&self) -> bool {
+        self.comment.status == CommentStatus::Pending
+    }
+
+    /// `(action, button label)` of the moderation buttons this comment's status allows.
+    pub fn actions(&self) -> Vec<(&'static str, &'static str)> {
+        use CommentStatus::*;
+        let status = self.comment.status;
+        let mut actions = Vec::new();
+        if status == Pending {
+            actions.push(("approve", "Approve"));
+        }
+        if matches!(status, Pending | Visible | Hidden) {
+            actions.push(("spam", "Spam"));
+        }
+        if status == Visible {
+            actions.push(("hide", "Hide"));
+        }
+        if status == Hidden {
+            actions.push(("unhide", "Unhide"));
+        }
+        if matches!(status, Pending | Visible | Hidden) {
+            actions.push(("delete", "Delete"));
+        }
+        actions
+    }
 }
 
 /// The newest comments (of `status`), each with its discussion's link.
@@ -93,7 +122,7 @@ pub struct CommentListPage {
 }
 
 impl CommentListPage {
-    pub fn statuses(&self) -> [CommentStatus; 3] {
+    pub fn statuses(&self) -> [CommentStatus; 5] {
         CommentStatus::ALL
     }
 
@@ -162,6 +191,69 @@ fn back_to_list(form: &ModerationForm) -> HttpResponse {
 /// An id from the URL; one that is not an ObjectId is a 404.
 use crate::web::parse_object_id as parse_id;
 
+/// Apply moderation `action` to comment `id`: `(done, unchanged)` for the flash.
+async fn apply(db: &Db, id: ObjectId, action: &str) -> Result<Moderated, AppError> {
+    Ok(match action {
+        "hide" => store::hide(db, id).await?,
+        "unhide" => store::unhide(db, id).await?,
+        "approve" => match store::approve(db, id).await? {
+            Some(comment) => {
+                notify_parent(db, &comment).await;
+                Moderated::Done
+            }
+            None => Moderated::Unchanged,
+        },
+        "spam" => store::mark_spam(db, id).await?,
+        "delete" => store::delete(db, id).await?,
+        _ => return Err(AppError::NotFound),
+    })
+}
+
+/// An approved reply's notification to its parent's author, queued now that it is shown.
+async fn notify_parent(db: &Db, reply: &Comment) {
+    let Some(parent_id) = reply.parent_id else {
+        return;
+    };
+    let queued = async {
+        let Some(parent) = store::by_id(db, parent_id).await? else {
+            return Ok(false);
+        };
+        let links = store::discussion_links(db, &[reply.discussion_id]).await?;
+        let Some(link) = links.get(&reply.discussion_id) else {
+            return Ok(false);
+        };
+        let mut shown = reply.clone();
+        shown.status = CommentStatus::Visible;
+        notify::queue_reply_notification(db, &link.discussion(reply.discussion_id), &parent, &shown)
+            .await
+    };
+    if let Err(e) = queued.await {
+        tracing::warn!(error = %e, comment = %reply.id, "could not queue a reply notification");
+    }
+}
+
+fn messages(action: &str) -> (&'static str, &'static str) {
+    match action {
+        "hide" => (
+            "Comment hidden.",
+            "That comment was not visible, so nothing changed.",
+        ),
+        "unhide" => (
+            "Comment shown again.",
+            "That comment was not hidden, so nothing changed.",
+        ),
+        "approve" => (
+            "Comment approved: it is shown now.",
+            "That comment was not waiting for approval.",
+        ),
+        "spam" => (
+            "Comment marked as spam.",
+            "That comment was already spam or deleted.",
+        ),
+        _ => ("Comment deleted.", "That comment was already deleted."),
+    }
+}
+
 async fn moderate(
     req: &HttpRequest,
     state: &AppState,
@@ -172,29 +264,90 @@ async fn moderate(
     let id = parse_id(id)?;
     let db = &state.db;
     store::by_id(db, id).await?.ok_or(AppError::NotFound)?;
-    let (result, done, unchanged) = match action {
-        "hide" => (
-            store::hide(db, id).await?,
-            "Comment hidden.",
-            "That comment was not visible, so nothing changed.",
-        ),
-        "unhide" => (
-            store::unhide(db, id).await?,
-            "Comment shown again.",
-            "That comment was not hidden, so nothing changed.",
-        ),
-        _ => (
-            store::delete(db, id).await?,
-            "Comment deleted.",
-            "That comment was already deleted.",
-        ),
-    };
+    let result = apply(db, id, action).await?;
+    let (done, unchanged) = messages(action);
     let (level, message) = match result {
         Moderated::Done => (Level::Success, done),
         Moderated::Unchanged => (Level::Info, unchanged),
     };
     flash::push(&req.get_session(), level, message);
     Ok(back_to_list(form))
+}
+
+/// `POST /admin/comments/{id}/approve`: a held comment goes live.
+pub async fn approve(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    form: web::Form<ModerationForm>,
+) -> Result<HttpResponse, AppError> {
+    moderate(&req, &state, &id, &form, "approve").await
+}
+
+/// `POST /admin/comments/{id}/spam`
+pub async fn spam(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    form: web::Form<ModerationForm>,
+) -> Result<HttpResponse, AppError> {
+    moderate(&req, &state, &id, &form, "spam").await
+}
+
+/// Comments one bulk action may name.
+const BULK_LIMIT: usize = LIST_LIMIT as usize;
+
+/// `POST /admin/comments/bulk`: `action` (approve, spam, hide, delete) on every ticked `id`.
+/// Each comment is changed on its own conditional write, so a comment changed meanwhile is
+/// simply counted as unchanged.
+pub async fn bulk(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    body: web::Bytes,
+) -> Result<HttpResponse, AppError> {
+    let mut action = String::new();
+    let mut back_status = String::new();
+    let mut ids = Vec::new();
+    for (key, value) in form_urlencoded::parse(&body) {
+        match key.as_ref() {
+            "action" => action = value.into_owned(),
+            "back_status" => back_status = value.into_owned(),
+            "id" => ids.push(value.into_owned()),
+            _ => {}
+        }
+    }
+    let form = ModerationForm { back_status };
+    if !matches!(action.as_str(), "approve" | "spam" | "hide" | "delete") {
+        flash::push(
+            &req.get_session(),
+            Level::Warning,
+            "Please choose what to do with the ticked comments.",
+        );
+        return Ok(back_to_list(&form));
+    }
+    if ids.is_empty() || ids.len() > BULK_LIMIT {
+        flash::push(
+            &req.get_session(),
+            Level::Warning,
+            format!("Please tick from 1 to {BULK_LIMIT} comments first."),
+        );
+        return Ok(back_to_list(&form));
+    }
+    let mut done = 0;
+    for id in &ids {
+        let Ok(id) = ObjectId::parse_str(id) else {
+            continue;
+        };
+        if apply(&state.db, id, &action).await? == Moderated::Done {
+            done += 1;
+        }
+    }
+    flash::push(
+        &req.get_session(),
+        Level::Success,
+        format!("{action}: {done} of {} ticked comments changed.", ids.len()),
+    );
+    Ok(back_to_list(&form))
 }
 
 /// `POST /admin/comments/{id}/hide`
@@ -225,4 +378,131 @@ pub async fn delete(
     form: web::Form<ModerationForm>,
 ) -> Result<HttpResponse, AppError> {
     moderate(&req, &state, &id, &form, "delete").await
+}
+
+#[derive(Template)]
+#[template(path = "admin/comment_reply.html")]
+pub struct StaffReplyPage {
+    pub layout: Layout,
+    pub parent: ModeratedComment,
+    pub name: String,
+    pub text: String,
+    pub error: Option<String>,
+}
+
+/// What the staff reply form sends.
+#[derive(Debug, Deserialize)]
+pub struct StaffReplyForm {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default)]
+    pub text: String,
+}
+
+/// The comment `id` with its discussion, when it can be replied to (visible, discussion there).
+async fn reply_target(db: &Db, id: &str) -> Result<(Comment, DiscussionLink), AppError> {
+    let id = parse_id(id)?;
+    let comment = store::by_id(db, id).await?.ok_or(AppError::NotFound)?;
+    let links = store::discussion_links(db, &[comment.discussion_id]).await?;
+    let link = links
+        .get(&comment.discussion_id)
+        .cloned()
+        .ok_or(AppError::NotFound)?;
+    Ok((comment, link))
+}
+
+fn staff_name() -> String {
+    format!("{} staff", crate::db::site::current().name)
+}
+
+/// `GET /admin/comments/{id}/reply`: the staff reply form.
+pub async fn reply_form(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let (comment, link) = reply_target(&state.db, &id).await?;
+    render(&StaffReplyPage {
+        layout: Layout::admin(&req),
+        parent: ModeratedComment {
+            comment,
+            discussion: Some(link),
+        },
+        name: staff_name(),
+        text: String::new(),
+        error: None,
+    })
+}
+
+/// `POST /admin/comments/{id}/reply`: a reply marked as staff's, then to it on the site.
+pub async fn reply(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    form: web::Form<StaffReplyForm>,
+) -> Result<HttpResponse, AppError> {
+    let (comment, link) = reply_target(&state.db, &id).await?;
+    let name = names::clean_name(&form.name);
+    let text = names::cap_combining_marks(form.text.trim());
+    let max = state.comments.max_length;
+    let error = if comment.status != CommentStatus::Visible {
+        Some("That comment is no longer shown, so it cannot be replied to.".to_string())
+    } else if name.is_empty() || name.chars().count() > MAX_NAME_CHARS {
+        Some(format!(
+            "Please sign with a name of 1 to {MAX_NAME_CHARS} characters."
+        ))
+    } else if text.is_empty() || text.chars().count() > max {
+        Some(format!("Please write a reply of 1 to {max} characters."))
+    } else {
+        None
+    };
+    let discussion = link.discussion(comment.discussion_id);
+    if let Some(error) = error {
+        let page = StaffReplyPage {
+            layout: Layout::admin(&req),
+            parent: ModeratedComment {
+                comment,
+                discussion: Some(link),
+            },
+            name: form.name.clone(),
+            text: form.text.clone(),
+            error: Some(error),
+        };
+        let html = page
+            .render()
+            .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
+        return Ok(crate::web::layout::html_response(
+            actix_web::http::StatusCode::UNPROCESSABLE_ENTITY,
+            html,
+        ));
+    }
+    let new = NewComment {
+        name,
+        text,
+        staff: true,
+        ..NewComment::default()
+    };
+    let posted = match store::post(&state.db, &discussion, Some(&comment), &new).await {
+        Ok(posted) => posted,
+        Err(PostError::Db(e)) => return Err(e.into()),
+        Err(e) => {
+            flash::push(
+                &req.get_session(),
+                Level::Warning,
+                format!("The reply was not posted: {e}."),
+            );
+            return Ok(see_other("/admin/comments"));
+        }
+    };
+    if let Err(e) =
+        notify::queue_reply_notification(&state.db, &discussion, &comment, &posted).await
+    {
+        tracing::warn!(error = %e, "could not queue a reply notification");
+    }
+    flash::push(&req.get_session(), Level::Success, "Staff reply posted.");
+    Ok(see_other(&format!(
+        "{}#{}",
+        discussion.comment_url(&comment.slug),
+        posted.anchor()
+    )))
 }

@@ -40,6 +40,7 @@ pub fn scope() -> Scope<
         // A resource (not `.route`) so a GET here is 405 rather than 404.
         .service(web::resource("/seed").post(system::seed_demo_data))
         .route("/system", read().to(system::show))
+        .route("/mail/retry", web::post().to(system::retry_mail))
         .route("/analytics", read().to(analytics::day))
         .route("/analytics/month", read().to(analytics::month))
         .route("/products", read().to(product_list::index))
@@ -148,4 +149,9 @@ pub fn scope() -> Scope<
         .service(web::resource("/comments/{id}/hide").post(comments::hide))
         .service(web::resource("/comments/{id}/unhide").post(comments::unhide))
         .service(web::resource("/comments/{id}/delete").post(comments::delete))
+        .service(web::resource("/comments/{id}/approve").post(comments::approve))
+        .service(web::resource("/comments/{id}/spam").post(comments::spam))
+        .service(web::resource("/comments/bulk").post(comments::bulk))
+        .route("/comments/{id}/reply", read().to(comments::reply_form))
+        .route("/comments/{id}/reply", web::post().to(comments::reply))
 }

@@ -1,5 +1,7 @@
-//! Admin → Settings: the shop's name, tagline, currency symbol and flat shipping rates, kept in
-//! the database (see `db::site`), so they change without a restart and every instance agrees.
+//! Admin → Settings: the shop's name, tagline, currency symbol and code, flat shipping rates and
+//! what search engines and shared links are told (description, default social image,
+//! organisation name, robots.txt rules), kept in the database (see `db::site`), so they change
+//! without a restart and every instance agrees.
 
 use std::collections::HashMap;
 
@@ -19,6 +21,10 @@ use crate::web::see_other;
 const MAX_NAME: usize = 100;
 const MAX_TAGLINE: usize = 200;
 const MAX_SYMBOL: usize = 4;
+const MAX_DESCRIPTION: usize = 300;
+const MAX_ORGANISATION: usize = 100;
+const MAX_SOCIAL_IMAGE: usize = 500;
+const MAX_ROBOTS: usize = 10_000;
 /// Highest accepted shipping charge: $1,000.00.
 const MAX_SHIPPING_CENTS: i64 = 100_000;
 
@@ -49,6 +55,23 @@ pub struct SettingsForm {
     pub shipping_base: String,
     #[serde(default)]
     pub shipping_per_half_kilo: String,
+    /// The fields below, when a form does not send them (one from before they existed), keep
+    /// their stored values ([`SettingsForm::keep_missing`]).
+    #[serde(default)]
+    pub currency_code: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub social_image: Option<String>,
+    #[serde(default)]
+    pub organisation: Option<String>,
+    #[serde(default)]
+    pub robots_txt: Option<String>,
+}
+
+/// A form field's text (empty when it was not sent).
+fn text(field: &Option<String>) -> &str {
+    field.as_deref().unwrap_or_default()
 }
 
 fn dollars(cents: i64) -> String {
@@ -63,7 +86,26 @@ impl SettingsForm {
             currency_symbol: settings.currency_symbol.clone(),
             shipping_base: dollars(settings.shipping.base_cents),
             shipping_per_half_kilo: dollars(settings.shipping.per_half_kilo_cents),
+            currency_code: Some(settings.currency_code.clone()),
+            description: Some(settings.description.clone()),
+            social_image: Some(settings.social_image.clone()),
+            organisation: Some(settings.organisation.clone()),
+            robots_txt: Some(settings.robots_txt.clone()),
         }
+    }
+
+    /// Fill the fields the form did not send with the `stored` values.
+    fn keep_missing(&mut self, stored: &SiteSettings) {
+        let keep = |field: &mut Option<String>, value: &str| {
+            if field.is_none() {
+                *field = Some(value.to_string());
+            }
+        };
+        keep(&mut self.currency_code, &stored.currency_code);
+        keep(&mut self.description, &stored.description);
+        keep(&mut self.social_image, &stored.social_image);
+        keep(&mut self.organisation, &stored.organisation);
+        keep(&mut self.robots_txt, &stored.robots_txt);
     }
 
     /// Check every field; errors by field name say what to fix.
@@ -96,6 +138,62 @@ impl SettingsForm {
                 format!("Enter a symbol of 1 to {MAX_SYMBOL} characters without digits, e.g. $, € or CHF."),
             );
         }
+        let code = text(&self.currency_code).trim().to_ascii_uppercase();
+        if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
+            errors.insert(
+                "currency_code",
+                "Enter the currency's three-letter ISO code, e.g. USD, EUR or CHF.".to_string(),
+            );
+        }
+        let one_line = |field: &'static str, value: &str, max: usize, what: &str| {
+            (value.chars().count() > max || value.chars().any(char::is_control)).then(|| {
+                (
+                    field,
+                    format!("Keep the {what} to at most {max} characters on one line."),
+                )
+            })
+        };
+        let description = text(&self.description).trim();
+        let organisation = text(&self.organisation).trim();
+        let social_image = text(&self.social_image).trim();
+        for (field, message) in [
+            one_line("description", description, MAX_DESCRIPTION, "description"),
+            one_line(
+                "organisation",
+                organisation,
+                MAX_ORGANISATION,
+                "organisation name",
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            errors.insert(field, message);
+        }
+        if !social_image.is_empty()
+            && (social_image.chars().count() > MAX_SOCIAL_IMAGE
+                || (crate::web::links::local_path(social_image).is_none()
+                    && !crate::web::meta::is_absolute_web_url(social_image)))
+        {
+            errors.insert(
+                "social_image",
+                format!(
+                    "Enter a path on this site starting with / (e.g. /media/…/display) or an \
+                     https:// address, at most {MAX_SOCIAL_IMAGE} characters."
+                ),
+            );
+        }
+        let robots_txt = text(&self.robots_txt).replace("\r\n", "\n");
+        if robots_txt.chars().count() > MAX_ROBOTS
+            || robots_txt
+                .chars()
+                .any(|c| c.is_control() && !matches!(c, '\n' | '\t'))
+        {
+            errors.insert(
+                "robots_txt",
+                format!("Keep robots.txt to at most {MAX_ROBOTS} characters of plain text."),
+            );
+        }
         let mut money = |field: &'static str, value: &str| match parse_dollars(value) {
             Some(cents) if cents <= MAX_SHIPPING_CENTS => cents,
             _ => {
@@ -119,6 +217,11 @@ impl SettingsForm {
                 base_cents,
                 per_half_kilo_cents,
             },
+            currency_code: code,
+            description: description.to_string(),
+            social_image: social_image.to_string(),
+            organisation: organisation.to_string(),
+            robots_txt: robots_txt.trim().to_string(),
         })
     }
 }
@@ -150,7 +253,8 @@ pub async fn save(
     state: web::Data<AppState>,
     form: web::Form<SettingsForm>,
 ) -> Result<HttpResponse, AppError> {
-    let form = form.into_inner();
+    let mut form = form.into_inner();
+    form.keep_missing(&site::load(&state.db).await?);
     match form.parse() {
         Ok(settings) => {
             site::save(&state.db, &settings).await?;
@@ -180,6 +284,8 @@ mod tests {
             currency_symbol: symbol.into(),
             shipping_base: base.into(),
             shipping_per_half_kilo: "1".into(),
+            currency_code: Some("eur".into()),
+            ..SettingsForm::of(&SiteSettings::default())
         }
     }
 
@@ -189,6 +295,8 @@ mod tests {
         assert_eq!(ok.shipping.base_cents, 450);
         assert_eq!(ok.shipping.per_half_kilo_cents, 100);
         assert_eq!(ok.currency_symbol, "€");
+        assert_eq!(ok.currency_code, "EUR");
+        assert_eq!(ok.robots_txt, site::DEFAULT_ROBOTS_TXT.trim());
         for bad in ["-1", "abc", "1001", "1.234"] {
             assert!(form("$", bad)
                 .parse()
@@ -201,5 +309,35 @@ mod tests {
                 .unwrap_err()
                 .contains_key("currency_symbol"));
         }
+    }
+
+    #[test]
+    fn discovery_fields_are_checked() {
+        let with = |f: fn(&mut SettingsForm)| {
+            let mut form = form("$", "1");
+            f(&mut form);
+            form.parse()
+        };
+        assert!(with(|f| f.currency_code = Some("US".into()))
+            .unwrap_err()
+            .contains_key("currency_code"));
+        assert!(
+            with(|f| f.social_image = Some("javascript:alert(1)".into()))
+                .unwrap_err()
+                .contains_key("social_image")
+        );
+        assert!(
+            with(|f| f.social_image = Some("//evil.example/x.png".into()))
+                .unwrap_err()
+                .contains_key("social_image")
+        );
+        assert!(with(|f| f.description = Some("two\nlines".into()))
+            .unwrap_err()
+            .contains_key("description"));
+        assert!(with(|f| f.robots_txt = Some("User-agent: *\u{0}".into()))
+            .unwrap_err()
+            .contains_key("robots_txt"));
+        let ok = with(|f| f.social_image = Some("/static/images/card.png".into())).expect("valid");
+        assert_eq!(ok.social_image, "/static/images/card.png");
     }
 }

@@ -18,7 +18,7 @@ use mongodb::IndexModel;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::products::{format_cents, Product};
+use crate::catalog::products::{format_cents, ForCart};
 use crate::db::{Db, DbError};
 
 pub const COLLECTION: &str = "carts";
@@ -56,10 +56,10 @@ impl CartLimits {
         }
     }
 
-    /// The most units of `product` one cart line may hold.
-    pub fn line_cap(&self, product: &Product) -> i64 {
-        let reserved: i64 = product.carted.iter().map(|c| c.qty.max(0)).sum();
-        let on_hand = product.qty.max(0).saturating_add(reserved);
+    /// The most units of a product one cart line may hold, with `on_sale` units of it on
+    /// sale and `reserved` held in carts.
+    pub fn line_cap(&self, on_sale: i64, reserved: i64) -> i64 {
+        let on_hand = on_sale.max(0).saturating_add(reserved.max(0));
         let share = on_hand
             .saturating_mul(self.max_line_share_pct.clamp(1, 100))
             .saturating_add(99)
@@ -133,7 +133,7 @@ pub struct CartLine {
 }
 
 impl CartLine {
-    pub fn for_product(product: &Product, qty: i64) -> CartLine {
+    pub fn for_product(product: &ForCart, qty: i64) -> CartLine {
         CartLine {
             sku: product.sku.clone(),
             qty,

@@ -229,7 +229,7 @@ async fn add_to_new_cart(
     qty: i64,
 ) -> Result<(Option<String>, Result<String, CartError>), AppError> {
     let db = &state.db;
-    if !state.new_carts.allow(req.peer_addr().map(|a| a.ip())) {
+    if !state.new_carts.allow(crate::web::client::client_ip(req)) {
         return Ok((None, Err(CartError::TooManyCarts)));
     }
     let fresh = cart::create(db).await?;
@@ -307,7 +307,7 @@ pub async fn add(
         }
     };
     // An unknown SKU starts nothing.
-    if !products::by_sku(db, &form.sku)
+    if !products::for_cart(db, &form.sku)
         .await?
         .is_some_and(|p| p.is_on_sale())
     {
@@ -362,7 +362,7 @@ fn added_message(title: &str, qty: i64) -> String {
 
 /// Where to send a shopper whose add failed: back to the product, or the cart if it is unknown.
 async fn back_to_product(db: &Db, sku: &str) -> Result<String, AppError> {
-    Ok(products::by_sku(db, sku)
+    Ok(products::for_cart(db, sku)
         .await?
         .map_or_else(|| "/cart".to_string(), |p| p.url()))
 }

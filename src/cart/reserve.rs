@@ -57,19 +57,22 @@ pub async fn add_item_within(
     if !(1..=MAX_LINE_QTY).contains(&qty) {
         return Err(CartError::BadQuantity);
     }
-    // A draft or archived product cannot be added (it is not on the storefront).
-    let product = products::by_sku(db, sku)
+    // A draft or archived product cannot be added (it is not on the storefront). Only the
+    // fields a cart line needs are read: a product in a drop holds thousands of reservations.
+    let product = products::for_cart(db, sku)
         .await?
-        .filter(products::Product::is_on_sale)
+        .filter(products::ForCart::is_on_sale)
         .ok_or(CartError::UnknownSku)?;
     for _ in 0..MAX_ATTEMPTS {
         let cart = active_cart(db, cart_id).await?;
         check_limits(
+            db,
             &cart,
             &product,
             cart.line(sku).map_or(0, |l| l.qty) + qty,
             limits,
-        )?;
+        )
+        .await?;
         let attempt = match cart.line(sku) {
             Some(line) => {
                 let wanted = line.qty + qty;
@@ -110,8 +113,8 @@ pub async fn set_quantity_within(
         let cart = active_cart(db, cart_id).await?;
         let line = cart.line(sku).ok_or(CartError::NotInCart)?;
         if qty > line.qty && limits != CartLimits::NONE {
-            if let Some(product) = products::by_sku(db, sku).await? {
-                check_limits(&cart, &product, qty, limits)?;
+            if let Some(product) = products::for_cart(db, sku).await? {
+                check_limits(db, &cart, &product, qty, limits).await?;
             }
         }
         let attempt = if qty == 0 {
@@ -129,16 +132,25 @@ pub async fn set_quantity_within(
 }
 
 /// Whether `cart` may hold `wanted` units of `product` in its line: within the line's share of
-/// the product's stock and the cart's unit limit.
-fn check_limits(
+/// the product's stock and the cart's unit limit. The share counts the units held in carts
+/// too; they are summed in the store, and only when the units on sale alone do not already
+/// allow `wanted` (a cap only grows with more units held).
+async fn check_limits(
+    db: &Db,
     cart: &cart::Cart,
-    product: &products::Product,
+    product: &products::ForCart,
     wanted: i64,
     limits: CartLimits,
 ) -> Result<(), CartError> {
     let current = cart.line(&product.sku).map_or(0, |l| l.qty);
     if wanted > current {
-        let cap = limits.line_cap(product);
+        let mut cap = limits.line_cap(product.qty, 0);
+        if wanted > cap {
+            cap = limits.line_cap(
+                product.qty,
+                products::units_reserved(db, &product.sku).await?,
+            );
+        }
         if wanted > cap {
             return Err(CartError::LineLimit {
                 title: product.title.clone(),
@@ -204,9 +216,9 @@ async fn change_line(db: &Db, cart_id: &str, line: &CartLine, wanted: i64) -> Re
 /// Whether `cart_id` still holds a reservation of `sku` (one that some change in flight may be
 /// about to adjust), as opposed to none at all (lost to a crash: [`short_of_stock`] says so).
 async fn reservation_in_flight(db: &Db, sku: &str, cart_id: &str) -> Result<bool, DbError> {
-    Ok(products::by_sku(db, sku)
+    Ok(products::for_cart_holding(db, sku, cart_id)
         .await?
-        .is_some_and(|p| p.reserved_for(cart_id) > 0))
+        .is_some_and(|p| p.reserved_by_that_cart() > 0))
 }
 
 /// Pull a line from the cart if it still holds what was read, then return its stock.
@@ -223,18 +235,20 @@ async fn remove_line(db: &Db, cart_id: &str, line: &CartLine) -> Result<(), Atte
 /// the line is taken out of the cart so it cannot be bought unreserved.
 async fn short_of_stock(db: &Db, line: &CartLine, reserved_by: Option<&str>) -> CartError {
     let title = line.details.title.clone();
-    let product = match products::by_sku(db, &line.sku).await {
+    let found = match reserved_by {
+        Some(cart_id) => products::for_cart_holding(db, &line.sku, cart_id).await,
+        None => products::for_cart(db, &line.sku).await,
+    };
+    let product = match found {
         Ok(Some(p)) => p,
         Ok(None) => return CartError::UnknownSku,
         Err(e) => return e.into(),
     };
-    if let Some(cart_id) = reserved_by {
-        if product.reserved_for(cart_id) == 0 {
-            return match store::drop_line(db, cart_id, &line.sku).await {
-                Ok(_) => CartError::ReservationLost { title },
-                Err(e) => e.into(),
-            };
-        }
+    if let Some(cart_id) = reserved_by.filter(|_| product.reserved_by_that_cart() == 0) {
+        return match store::drop_line(db, cart_id, &line.sku).await {
+            Ok(_) => CartError::ReservationLost { title },
+            Err(e) => e.into(),
+        };
     }
     CartError::OnlyLeft {
         title,

@@ -37,6 +37,7 @@ pub async fn create(db: &Db) -> Result<Cart, DbError> {
         shipping_rates: crate::db::site::current().shipping,
     };
     collection(db).insert_one(&cart).await?;
+    crate::metrics::count(crate::metrics::CARTS_CREATED, 1);
     Ok(cart)
 }
 

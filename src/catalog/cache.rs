@@ -73,25 +73,34 @@ enum Lookup<T> {
     Missing,
 }
 
+/// What an entry (or its absence) means for a lookup; a stale entry nobody reloads yet is
+/// marked as being reloaded by this caller.
+fn lookup_entry<T>(entry: Option<&mut Entry<T>>) -> Lookup<T> {
+    match entry {
+        None => Lookup::Missing,
+        Some(e) if e.loaded.elapsed() < TTL => Lookup::Fresh(Arc::clone(&e.value)),
+        // Too old to serve, even while a reload runs: load it now like a missing one.
+        Some(e) if e.loaded.elapsed() >= MAX_AGE => Lookup::Missing,
+        Some(e) if e.refreshing => Lookup::Stale(Arc::clone(&e.value)),
+        Some(e) => {
+            e.refreshing = true;
+            Lookup::StaleReload(Arc::clone(&e.value))
+        }
+    }
+}
+
 impl<T> Slot<T> {
     fn lookup(&self) -> Lookup<T> {
         let Ok(mut guard) = self.entry.lock() else {
             return Lookup::Missing;
         };
-        match guard.as_mut() {
-            None => Lookup::Missing,
-            Some(e) if e.loaded.elapsed() < TTL => Lookup::Fresh(Arc::clone(&e.value)),
-            // Too old to serve, even while a reload runs: load it now like a missing one.
-            Some(e) if e.loaded.elapsed() >= MAX_AGE => Lookup::Missing,
-            Some(e) if e.refreshing => Lookup::Stale(Arc::clone(&e.value)),
-            Some(e) => {
-                e.refreshing = true;
-                Lookup::StaleReload(Arc::clone(&e.value))
-            }
-        }
+        let found = lookup_entry(guard.as_mut());
+        crate::metrics::cache_lookup("catalog", !matches!(found, Lookup::Missing));
+        found
     }
 
     fn store(&self, value: Arc<T>) {
+        crate::metrics::cache_refresh("catalog");
         if let Ok(mut guard) = self.entry.lock() {
             *guard = Some(Entry {
                 value,

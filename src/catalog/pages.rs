@@ -19,6 +19,7 @@ use crate::comments::thread::{self, PageAt, ThreadView};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{html_response, render, Layout};
+use crate::web::meta::{breadcrumb_list, PageMeta};
 use crate::web::see_other;
 
 /// A listing with its filter form and page links (the product list and category pages).
@@ -261,8 +262,11 @@ pub async fn list(
 ) -> Result<HttpResponse, AppError> {
     let query = ListingQuery::from_address(&params)?;
     let page = listing::find_page(&state.db, bson::doc! {}, &query).await?;
+    let mut layout = Layout::public(&req);
+    layout.meta.listing("/products", &params);
+    layout.meta.title = "Shop".to_string();
     render(&ProductsPage {
-        layout: Layout::public(&req),
+        layout,
         listing: Listing {
             page,
             query,
@@ -327,8 +331,10 @@ async fn product_page(
     }
     let own_cart = crate::web::session::cart_id(&req.get_session());
     let held_by_others = product.held_by_others(own_cart.as_deref());
+    let mut layout = Layout::public(req);
+    product_meta(&mut layout.meta, &product, &filed_under);
     Ok(ProductPage {
-        layout: Layout::public(req),
+        layout,
         held_by_others,
         product,
         album,
@@ -338,6 +344,69 @@ async fn product_page(
         issued,
         thread,
     })
+}
+
+/// schema.org's availability for a product's units on sale.
+fn availability(product: &Product) -> &'static str {
+    if !product.in_stock() {
+        "https://schema.org/OutOfStock"
+    } else if product.is_low_stock() {
+        "https://schema.org/LimitedAvailability"
+    } else {
+        "https://schema.org/InStock"
+    }
+}
+
+/// `(name, absolute url)` from the home page down to `category`.
+fn category_trail(meta: &PageMeta, category: &Category) -> Vec<(String, String)> {
+    let mut steps = vec![(meta.site_name.clone(), meta.absolute("/"))];
+    steps.extend(category.ancestors.iter().map(|a| {
+        (
+            a.name.clone(),
+            meta.absolute(&format!("/categories/{}", a.slug)),
+        )
+    }));
+    steps.push((category.name.clone(), meta.absolute(&category.url())));
+    steps
+}
+
+/// The product page's card and structured data: `Product` with its `Offer` (price in the
+/// settings' currency, availability from the units on sale) and the `BreadcrumbList` of its
+/// first category.
+fn product_meta(meta: &mut PageMeta, product: &Product, filed_under: &[Category]) {
+    let url = meta.absolute(&product.url());
+    meta.title = product.title.clone();
+    meta.og_type = "product";
+    meta.describe(&product.description);
+    if let Some(photo) = product.photos.first() {
+        meta.picture(*photo, &product.title);
+    }
+    let settings = crate::db::site::current();
+    let cents = product.pricing.retail.max(0);
+    let mut data = serde_json::json!({
+        "@context": "https://schema.org",
+        "@type": "Product",
+        "name": product.title,
+        "sku": product.sku,
+        "url": url,
+        "description": meta.description,
+        "offers": {
+            "@type": "Offer",
+            "url": url,
+            "price": format!("{}.{:02}", cents / 100, cents % 100),
+            "priceCurrency": settings.currency_code,
+            "availability": availability(product),
+        },
+    });
+    if let Some(image) = &meta.image {
+        data["image"] = serde_json::json!([image.url]);
+    }
+    meta.json_ld.push(data);
+    if let Some(category) = filed_under.first() {
+        let mut steps = category_trail(meta, category);
+        steps.push((product.title.clone(), url));
+        meta.json_ld.push(breadcrumb_list(&steps));
+    }
 }
 
 /// `GET /products/{slug}/comments`: the comments are on the product page.
@@ -422,8 +491,10 @@ pub async fn post_reply(
 /// `GET /categories`
 pub async fn tree(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
     let all = categories::all(&state.db).await?;
+    let mut layout = Layout::public(&req);
+    layout.meta.title = "Categories".to_string();
     render(&CategoriesPage {
-        layout: Layout::public(&req),
+        layout,
         tree: categories::tree_order(all),
     })
 }
@@ -444,8 +515,13 @@ pub async fn category(
     let page = listing::find_page(&state.db, listing::in_category(category.id), &query).await?;
     // The query matched the slug exactly, so it is the category's own.
     let path = format!("/categories/{slug}");
+    let mut layout = Layout::public(&req);
+    layout.meta.listing(&path, &params);
+    layout.meta.title = found.name.clone();
+    let trail = category_trail(&layout.meta, found);
+    layout.meta.json_ld.push(breadcrumb_list(&trail));
     render(&CategoryPage {
-        layout: Layout::public(&req),
+        layout,
         category,
         children,
         listing: Listing { page, query, path },

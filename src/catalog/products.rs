@@ -518,6 +518,110 @@ pub async fn by_sku(db: &Db, sku: &str) -> Result<Option<Product>, DbError> {
     Ok(collection(db).find_one(doc! { "sku": sku }).await?)
 }
 
+/// What changing a cart needs of a product: never its reservations (a product in a drop holds
+/// one per cart, thousands of them), at most the one cart's own ([`for_cart_holding`]).
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct ForCart {
+    pub sku: String,
+    pub slug: String,
+    pub title: String,
+    #[serde(default)]
+    pub status: ProductStatus,
+    /// Units on sale.
+    pub qty: i64,
+    pub pricing: Pricing,
+    pub shipping: Shipping,
+    /// The asking cart's reservation ([`for_cart_holding`]), else nothing.
+    #[serde(default)]
+    carted: Vec<Carted>,
+}
+
+impl ForCart {
+    /// See [`Product::is_on_sale`].
+    pub fn is_on_sale(&self) -> bool {
+        self.status == ProductStatus::Active
+    }
+
+    pub fn url(&self) -> String {
+        url_of(&self.slug)
+    }
+
+    /// Units the cart [`for_cart_holding`] asked about holds reserved.
+    pub fn reserved_by_that_cart(&self) -> i64 {
+        self.carted.iter().map(|c| c.qty).sum()
+    }
+}
+
+impl From<&Product> for ForCart {
+    fn from(p: &Product) -> ForCart {
+        ForCart {
+            sku: p.sku.clone(),
+            slug: p.slug.clone(),
+            title: p.title.clone(),
+            status: p.status,
+            qty: p.qty,
+            pricing: p.pricing,
+            shipping: p.shipping.clone(),
+            carted: Vec::new(),
+        }
+    }
+}
+
+/// The fields [`ForCart`] reads.
+fn for_cart_fields() -> Document {
+    doc! {
+        "_id": 0, "sku": 1, "slug": 1, "title": 1, "status": 1, "qty": 1, "pricing": 1,
+        "shipping": 1,
+    }
+}
+
+/// The product `sku` as adding it to a cart needs it, by the `sku` index.
+pub async fn for_cart(db: &Db, sku: &str) -> Result<Option<ForCart>, DbError> {
+    Ok(db
+        .collection::<ForCart>(COLLECTION)
+        .find_one(doc! { "sku": sku })
+        .projection(for_cart_fields())
+        .await?)
+}
+
+/// [`for_cart`] with `cart_id`'s own reservation, if it holds one (`$elemMatch` projection:
+/// the other carts' entries stay in the store).
+pub async fn for_cart_holding(
+    db: &Db,
+    sku: &str,
+    cart_id: &str,
+) -> Result<Option<ForCart>, DbError> {
+    let mut fields = for_cart_fields();
+    fields.insert("carted", doc! { "$elemMatch": { "cart_id": cart_id } });
+    Ok(db
+        .collection::<ForCart>(COLLECTION)
+        .find_one(doc! { "sku": sku })
+        .projection(fields)
+        .await?)
+}
+
+/// Units all carts hold reserved of `sku`, summed in the store (only the sum comes back).
+pub async fn units_reserved(db: &Db, sku: &str) -> Result<i64, DbError> {
+    use futures::TryStreamExt;
+    let rows: Vec<Document> = db
+        .collection::<Document>(COLLECTION)
+        .aggregate(vec![
+            doc! { "$match": { "sku": sku } },
+            doc! { "$project": { "_id": 0, "reserved": { "$sum": "$carted.qty" } } },
+        ])
+        .await?
+        .try_collect()
+        .await?;
+    Ok(rows
+        .first()
+        .and_then(|r| match r.get("reserved") {
+            Some(bson::Bson::Int64(n)) => Some(*n),
+            Some(bson::Bson::Int32(n)) => Some(i64::from(*n)),
+            _ => None,
+        })
+        .unwrap_or(0))
+}
+
 /// The products with any of `skus`, by SKU, in one query on the `sku` index.
 pub async fn by_skus(
     db: &Db,

@@ -97,7 +97,10 @@ pub async fn submit(
     form: web::Form<LookupForm>,
 ) -> Result<HttpResponse, AppError> {
     let form = form.into_inner();
-    if !state.order_lookups.allow(req.peer_addr().map(|a| a.ip())) {
+    if !state
+        .order_lookups
+        .allow(crate::web::client::client_ip(&req))
+    {
         return page(&req, &form, Some(TOO_MANY), StatusCode::TOO_MANY_REQUESTS);
     }
     let found = match order_number(&form.number) {

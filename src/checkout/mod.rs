@@ -4,6 +4,7 @@
 //! reserved; a second submit of the same cart shows the one order.
 
 pub mod countries;
+pub mod emails;
 pub mod lookup;
 pub mod orders;
 pub mod pages;
@@ -249,7 +250,10 @@ pub async fn place_order(
         })
         .await;
     let charge = match charge {
-        Ok(charge) if !charge.refunded => charge,
+        Ok(charge) if !charge.refunded => {
+            crate::metrics::payment("charged");
+            charge
+        }
         // Recovery refunds only carts that can no longer be paid for; should one come back to
         // life, its key is spent, and a refunded charge pays for nothing.
         Ok(charge) => {
@@ -265,6 +269,7 @@ pub async fn place_order(
         Err(e) => {
             let reason = match e {
                 PaymentError::Declined(reason) => {
+                    crate::metrics::payment("declined");
                     payments::advance(
                         db,
                         &attempt.key,
@@ -278,6 +283,7 @@ pub async fn place_order(
                 // The attempt stays `started`: should the gateway have charged after all,
                 // recovery finds out and settles it.
                 PaymentError::Unavailable(_) => {
+                    crate::metrics::payment("failed");
                     tracing::warn!(error = %e, "payment gateway unavailable");
                     "The payment service is not answering; you have not been charged. Please \
                      try again in a moment."
@@ -289,6 +295,7 @@ pub async fn place_order(
         }
     };
     let order = record_order(db, &cart, &attempt, &charge).await?;
+    crate::metrics::count(crate::metrics::ORDERS, 1);
     tracing::info!(order = %order.number, total = order.total, "order placed");
     Ok(CheckoutOutcome::Placed(Box::new(order)))
 }
@@ -343,6 +350,9 @@ async fn record_order(
         restock: Vec::new(),
     };
     let order = orders::insert_once(db, order).await?;
+    // Queued before the attempt is marked ordered: a crash in between leaves the attempt
+    // open, and recovery (which finds the order) queues it then; the id keeps it to one.
+    emails::queue(db, emails::OrderEmail::Placed, &order).await?;
     finish_paid_cart(db, cart).await?;
     payments::advance(
         db,
@@ -482,6 +492,7 @@ async fn settle(
     let cart = cart::by_id(db, &attempt.cart_id).await?;
     let paid_for = |c: &Cart| matches!(c.status, CartStatus::Pending | CartStatus::Complete);
     if let Some(order) = orders::by_cart(db, &attempt.cart_id).await? {
+        emails::queue(db, emails::OrderEmail::Placed, &order).await?;
         if let Some(c) = cart.as_ref().filter(|c| paid_for(c)) {
             finish_paid_cart(db, c).await?;
         }
@@ -533,6 +544,7 @@ async fn settle(
     match cart {
         Some(c) if paid_for(&c) => {
             let order = record_order(db, &c, attempt, &charge).await?;
+            crate::metrics::count(crate::metrics::ORDERS, 1);
             tracing::warn!(cart = %c.id, order = %order.number,
                 "recorded the order of a checkout a crash interrupted after the card was charged");
             Ok(Settled::Finished)
@@ -555,6 +567,7 @@ async fn settle(
                 doc! { "reference": &charge.reference },
             )
             .await?;
+            crate::metrics::count(crate::metrics::REFUNDS, 1);
             tracing::warn!(cart = %attempt.cart_id, reference = %charge.reference,
                 amount = charge.amount_cents,
                 "refunded a charge whose cart can no longer be ordered");

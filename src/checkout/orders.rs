@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cart::CartError;
 use crate::catalog::products::format_cents;
+use crate::checkout::emails::{self, OrderEmail};
 use crate::db::{is_duplicate_key, Db, DbError};
 use crate::stock;
 
@@ -238,15 +239,23 @@ pub async fn list(db: &Db, status: Option<OrderStatus>, limit: i64) -> Result<Ve
         .await?)
 }
 
-/// Mark a paid order shipped. False when it is not (or no longer) paid.
+/// Mark a paid order shipped and queue the shipping notice. False when it is not (or no
+/// longer) paid.
 pub async fn mark_shipped(db: &Db, number: &str) -> Result<bool, DbError> {
-    let result = durable(db)
-        .update_one(
+    let shipped = durable(db)
+        .find_one_and_update(
             doc! { "number": number, "status": OrderStatus::Paid.as_str() },
             doc! { "$set": { "status": OrderStatus::Shipped.as_str() } },
         )
+        .return_document(ReturnDocument::After)
         .await?;
-    Ok(result.modified_count == 1)
+    match shipped {
+        Some(order) => {
+            emails::queue(db, OrderEmail::Shipped, &order).await?;
+            Ok(true)
+        }
+        None => Ok(false),
+    }
 }
 
 /// Cancel a paid order and put its units back on sale. The status change is the guard (only one
@@ -281,6 +290,11 @@ pub async fn cancel(db: &Db, number: &str) -> Result<bool, CartError> {
 /// These writes stay fast (not journaled one by one): a crash that loses some of them is a crash
 /// part-way, which [`resume_restocking`] finishes from the durable `restock` list.
 pub async fn restock(db: &Db, order: &Order) -> Result<(), CartError> {
+    // The cancellation email goes with the restock, which resumes after a crash; its outbox id
+    // keeps it to one message.
+    if !order.restock.is_empty() {
+        emails::queue(db, OrderEmail::Cancelled, order).await?;
+    }
     let hold = format!("cancelled:{}", order.number);
     for sku in &order.restock {
         let units: i64 = order

@@ -7,7 +7,9 @@
 //! [`pages::post_comment`] and [`pages::post_reply`].
 
 pub mod names;
+pub mod notify;
 pub mod pages;
+pub mod policy;
 pub mod rate_limit;
 pub mod slugs;
 pub mod store;
@@ -19,6 +21,11 @@ use bson::DateTime;
 use serde::{Deserialize, Serialize};
 
 pub use store::{indexes, COLLECTION};
+
+/// The HTML id of the comment with permalink `slug` (see [`Comment::anchor`]).
+pub fn anchor_of(slug: &str) -> String {
+    format!("comment-{}", slug.replace('/', "-"))
+}
 
 /// What is being discussed: the kind decides where the discussion's counter lives.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +86,10 @@ impl Discussion {
 #[serde(rename_all = "lowercase")]
 pub enum CommentStatus {
     Visible,
+    /// Held by the moderation policy until a moderator approves it (not shown, not counted).
+    Pending,
+    /// Judged spam by a moderator: never shown.
+    Spam,
     /// Taken down by a moderator; can be shown again.
     Hidden,
     /// Removed, but kept as "[deleted]" because replies hang from it.
@@ -86,15 +97,19 @@ pub enum CommentStatus {
 }
 
 impl CommentStatus {
-    pub const ALL: [CommentStatus; 3] = [
+    pub const ALL: [CommentStatus; 5] = [
+        CommentStatus::Pending,
         CommentStatus::Visible,
         CommentStatus::Hidden,
+        CommentStatus::Spam,
         CommentStatus::Deleted,
     ];
 
     pub fn as_str(&self) -> &'static str {
         match self {
             CommentStatus::Visible => "visible",
+            CommentStatus::Pending => "pending",
+            CommentStatus::Spam => "spam",
             CommentStatus::Hidden => "hidden",
             CommentStatus::Deleted => "deleted",
         }
@@ -128,6 +143,16 @@ pub struct Comment {
     pub author: Author,
     pub text: String,
     pub status: CommentStatus,
+    /// Written from the admin area: shown with the staff badge.
+    #[serde(default)]
+    pub staff: bool,
+    /// The commenter's email, never shown: only for reply notifications.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email: Option<String>,
+    /// The commenter asked to be emailed about replies to this comment (and has not
+    /// unsubscribed since).
+    #[serde(default)]
+    pub notify: bool,
 }
 
 impl Comment {
@@ -141,9 +166,10 @@ impl Comment {
         self.slug.split('/').next().unwrap_or(&self.slug)
     }
 
-    /// The HTML id of the comment on a page (`c-34db-8bda`).
+    /// The HTML id of the comment on a page (`comment-34db-8bda`): where posting it, and the
+    /// admin's links, take the browser.
     pub fn anchor(&self) -> String {
-        format!("c-{}", self.slug.replace('/', "-"))
+        anchor_of(&self.slug)
     }
 
     /// `22 November 2026, 20:30 UTC`.

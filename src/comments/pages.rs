@@ -11,9 +11,9 @@ use askama::Template;
 use serde::Deserialize;
 
 use crate::comments::rate_limit::CommentRateLimit;
-use crate::comments::store::{self, PostError};
+use crate::comments::store::{self, NewComment, PostError};
 use crate::comments::thread::{self, CommentForm, ThreadView};
-use crate::comments::{names, slugs, CommentStatus, Discussion};
+use crate::comments::{names, notify, policy, slugs, Comment, CommentStatus, Discussion};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
@@ -30,6 +30,12 @@ pub struct CommentInput {
     pub name: String,
     #[serde(default)]
     pub text: String,
+    /// Optional; never shown, kept only to send reply notifications.
+    #[serde(default)]
+    pub email: String,
+    /// "yes" when the commenter asked to be emailed about replies.
+    #[serde(default)]
+    pub notify: String,
     /// The honeypot: hidden from people, filled in by naive spam robots.
     #[serde(default)]
     pub website: String,
@@ -50,11 +56,23 @@ fn check(input: &CommentInput, max_length: usize) -> CommentForm {
     let cleaned = names::clean_name(&input.name);
     let name = cleaned.as_str();
     let text = input.text.trim();
+    let email = input.email.trim();
     let mut form = CommentForm {
         name: input.name.clone(),
+        email: input.email.clone(),
+        notify: input.notify == "yes",
         text: input.text.clone(),
         ..CommentForm::default()
     };
+    if !email.is_empty() && !crate::web::email::is_valid(email) {
+        form.email_error = Some(
+            "Please check the email address (like name@example.com), or leave it empty.".into(),
+        );
+    } else if email.is_empty() && form.notify {
+        form.email_error = Some(
+            "Please give an email address to be told about replies, or untick the box.".into(),
+        );
+    }
     if name.is_empty() {
         form.name_error = Some("Please give a name to sign your comment with.".into());
     } else if name.chars().count() > MAX_NAME_CHARS {
@@ -79,12 +97,11 @@ fn check(input: &CommentInput, max_length: usize) -> CommentForm {
     form
 }
 
-/// The client's address for the rate limit: the connecting peer. (An address taken from a
-/// header would let a spammer pick a new one for every comment.)
+/// The client's address for the rate limit: the connecting peer, or behind a trusted proxy the
+/// address it forwards (`web::client`). (An address taken from any other sender's header would
+/// let a spammer pick a new one for every comment.)
 fn client_address(req: &HttpRequest) -> IpAddr {
-    req.peer_addr()
-        .map(|a| a.ip())
-        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+    crate::web::client::client_ip(req).unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
 }
 
 /// Check and store a comment on `discussion` — a reply when `parent_slug` is given. Spam checks
@@ -125,8 +142,8 @@ pub async fn submit(
     if !input.website.trim().is_empty() {
         tracing::info!(discussion = %discussion.id, "comment refused: honeypot filled");
         form.notice = Some(
-            "Your comment was not posted: the field marked \u{201c}leave this empty\u{201d} was \
-             filled in. If you are a person, clear it and post again."
+            "Our spam check stopped this comment (a hidden field meant for robots was filled \
+             in, perhaps by your browser's autofill). Your text is kept: please post it again."
                 .into(),
         );
         return Ok(Submitted::Refused(form, StatusCode::UNPROCESSABLE_ENTITY));
@@ -147,14 +164,27 @@ pub async fn submit(
         ));
         return Ok(Submitted::Refused(form, StatusCode::TOO_MANY_REQUESTS));
     }
-    let posted = store::post(
-        &state.db,
-        discussion,
-        parent.as_ref(),
-        &names::clean_name(&input.name),
-        &names::cap_combining_marks(input.text.trim()),
-    )
-    .await;
+    let email = Some(input.email.trim().to_string()).filter(|e| !e.is_empty());
+    let mut new = NewComment {
+        name: names::clean_name(&input.name),
+        text: names::cap_combining_marks(input.text.trim()),
+        notify: form.notify && email.is_some(),
+        email,
+        staff: false,
+        held: false,
+    };
+    let hold = match policy::hold(&state.db, &state.comments, &new).await {
+        Ok(hold) => hold,
+        Err(e) => {
+            comment_rate.release(client);
+            return Err(e.into());
+        }
+    };
+    if let Some(why) = &hold {
+        tracing::info!(discussion = %discussion.id, ?why, "comment held for approval");
+        new.held = true;
+    }
+    let posted = store::post(&state.db, discussion, parent.as_ref(), &new).await;
     let comment = match posted {
         Ok(comment) => comment,
         Err(PostError::ParentGone) => {
@@ -176,22 +206,57 @@ pub async fn submit(
             return Err(e.into());
         }
     };
+    if new.held {
+        flash::push(
+            &req.get_session(),
+            Level::Info,
+            "Thank you: your comment is held for a moderator's approval and will appear here \
+             once approved.",
+        );
+        return Ok(Submitted::Posted(see_other(&format!(
+            "{}#comments",
+            discussion.base_url
+        ))));
+    }
+    if let Some(parent) = &parent {
+        // Queued in the posting step; a failure to queue does not withdraw the reply.
+        if let Err(e) =
+            notify::queue_reply_notification(&state.db, discussion, parent, &comment).await
+        {
+            tracing::warn!(error = %e, comment = %comment.id, "could not queue a reply notification");
+        }
+    }
     flash::push(
         &req.get_session(),
         Level::Success,
         "Thank you: your comment is posted.",
     );
-    // A reply is shown under its parent's permalink (which holds it even when the whole
-    // thread runs to many pages); a new comment under its own.
-    let shown_under = parent
-        .as_ref()
-        .map_or(comment.slug.as_str(), |p| p.slug.as_str());
-    let location = format!(
-        "{}#{}",
-        discussion.comment_url(shown_under),
-        comment.anchor()
-    );
+    let location = posted_location(state, discussion, parent.as_ref(), &comment).await?;
     Ok(Submitted::Posted(see_other(&location)))
+}
+
+/// Where the browser goes after posting `comment`: the discussion's own page at the comment
+/// when the comment is on its first page; otherwise (a long discussion) its parent's permalink
+/// (which holds the reply however long the discussion), or its own for a new thread.
+async fn posted_location(
+    state: &AppState,
+    discussion: &Discussion,
+    parent: Option<&Comment>,
+    comment: &Comment,
+) -> Result<String, AppError> {
+    let on_page = store::on_first_page(
+        &state.db,
+        discussion.id,
+        &comment.full_slug,
+        state.comments.page_size,
+    )
+    .await?;
+    let page = if on_page {
+        discussion.base_url.clone()
+    } else {
+        discussion.comment_url(parent.map_or(comment.slug.as_str(), |p| p.slug.as_str()))
+    };
+    Ok(format!("{page}#{}", comment.anchor()))
 }
 
 #[derive(Template)]

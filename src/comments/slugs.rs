@@ -74,15 +74,17 @@ pub fn next_stamp(now: DateTime, latest: Option<DateTime>) -> DateTime {
     }
 }
 
-/// True when `slug` is a well-formed permalink: parts of four lowercase hex digits joined by
-/// `/`. Anything else (regex metacharacters, `..`, empty parts) is no comment's slug.
+/// True when `slug` is a well-formed permalink: parts of four lowercase letters or digits joined
+/// by `/`. Random parts are hex ([`random_part`]); fixed ones (the demo comments' `m001`) use
+/// the rest of the alphabet, and the route must serve both. Anything else (regex
+/// metacharacters, `..`, empty parts) is no comment's slug.
 pub fn is_valid(slug: &str) -> bool {
     let mut parts = 0;
     for part in slug.split('/') {
         parts += 1;
         if parts > MAX_DEPTH
             || part.len() != PART_LEN
-            || !part.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            || !part.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'z'))
         {
             return false;
         }
@@ -127,9 +129,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn permalink_slugs_are_hex_parts_joined_by_slashes() {
+    fn permalink_slugs_are_lowercase_alphanumeric_parts_joined_by_slashes() {
         assert!(is_valid("34db"));
         assert!(is_valid("34db/8bda/0000"));
+        assert!(is_valid("m001/m002"));
+        assert!(is_valid("t001/zz9z"));
         for bad in [
             "",
             "34d",
@@ -142,6 +146,8 @@ mod tests {
             "34db/..",
             ".*",
             "34d.",
+            "m0-1",
+            "é001",
             "(a|b)",
             "34db%2F8bda",
             "34db\\",

@@ -33,6 +33,9 @@ pub fn indexes() -> Vec<IndexModel> {
             .build(),
         plain(doc! { "posted": -1 }),
         plain(doc! { "status": 1, "posted": -1 }),
+        // The moderation policy's "approved before?" by email, else by name.
+        plain(doc! { "email": 1, "status": 1 }),
+        plain(doc! { "author.name": 1, "status": 1 }),
     ]
 }
 
@@ -136,6 +139,18 @@ async fn latest_sibling_stamp(
     Ok(own_levels.and_then(slugs::leading_stamp))
 }
 
+/// What a commenter submitted, checked and cleaned, for [`post`].
+#[derive(Debug, Clone, Default)]
+pub struct NewComment {
+    pub name: String,
+    pub text: String,
+    pub email: Option<String>,
+    pub notify: bool,
+    pub staff: bool,
+    /// Held by the moderation policy: stored `pending`, not counted.
+    pub held: bool,
+}
+
 /// Store a comment (a reply when `parent` is given) and count it. A reply's slug and full slug
 /// extend its parent's. When another comment took the same slug (unique index, error 11000)
 /// the post retries with a new random part, so no comment is lost to a collision.
@@ -147,8 +162,7 @@ pub async fn post(
     db: &Db,
     discussion: &Discussion,
     parent: Option<&Comment>,
-    name: &str,
-    text: &str,
+    new: &NewComment,
 ) -> Result<Comment, PostError> {
     for _ in 0..POST_ATTEMPTS {
         let part = slugs::next_part(discussion.id);
@@ -170,10 +184,17 @@ pub async fn post(
             full_slug,
             posted,
             author: Author {
-                name: name.to_string(),
+                name: new.name.clone(),
             },
-            text: text.to_string(),
-            status: CommentStatus::Visible,
+            text: new.text.clone(),
+            status: if new.held {
+                CommentStatus::Pending
+            } else {
+                CommentStatus::Visible
+            },
+            staff: new.staff,
+            email: new.email.clone(),
+            notify: new.notify && new.email.is_some(),
         };
         // Journaled before the commenter sees it posted (`database.write_concern`).
         match db.durable::<Comment>(COLLECTION).insert_one(&comment).await {
@@ -199,10 +220,35 @@ pub async fn post(
                 return Err(PostError::ParentGone);
             }
         }
-        adjust_count(db, discussion.kind, discussion.id, 1).await?;
+        if !new.held {
+            adjust_count(db, discussion.kind, discussion.id, 1).await?;
+        }
         return Ok(comment);
     }
     Err(PostError::NoFreeSlug)
+}
+
+/// The filter counting the comments (any status) at or before `full_slug` in a discussion's
+/// thread order: a range on the `discussion_id, full_slug` index. For `explain` in tests.
+pub fn up_to_query(discussion_id: ObjectId, full_slug: &str) -> Document {
+    doc! { "discussion_id": discussion_id, "full_slug": { "$lte": full_slug } }
+}
+
+/// Whether the comment with `full_slug` is on the first page of its discussion (pages of
+/// `page_size` comments of any status, as [`crate::comments::thread::page`] reads them). Counts
+/// at most `page_size + 1` index entries.
+pub async fn on_first_page(
+    db: &Db,
+    discussion_id: ObjectId,
+    full_slug: &str,
+    page_size: usize,
+) -> Result<bool, DbError> {
+    let limit = page_size as u64 + 1;
+    let n = collection(db)
+        .count_documents(up_to_query(discussion_id, full_slug))
+        .limit(limit)
+        .await?;
+    Ok(n <= page_size as u64)
 }
 
 /// The comment with permalink `slug` in a discussion (any status).
@@ -355,6 +401,28 @@ pub async fn hide(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
     })
 }
 
+/// Approve a held comment: it goes live (and is counted). Returns the comment as it was.
+pub async fn approve(db: &Db, id: ObjectId) -> Result<Option<Comment>, DbError> {
+    change_status(db, id, CommentStatus::Pending, CommentStatus::Visible).await
+}
+
+/// Mark a held, visible or hidden comment as spam: never shown again.
+pub async fn mark_spam(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
+    for from in [
+        CommentStatus::Pending,
+        CommentStatus::Visible,
+        CommentStatus::Hidden,
+    ] {
+        if change_status(db, id, from, CommentStatus::Spam)
+            .await?
+            .is_some()
+        {
+            return Ok(Moderated::Done);
+        }
+    }
+    Ok(Moderated::Unchanged)
+}
+
 pub async fn unhide(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
     let changed = change_status(db, id, CommentStatus::Hidden, CommentStatus::Visible).await?;
     Ok(if changed.is_some() {
@@ -369,7 +437,12 @@ pub async fn unhide(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
 /// which is then removed too.
 pub async fn delete(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
     let mut marked = None;
-    for from in [CommentStatus::Visible, CommentStatus::Hidden] {
+    for from in [
+        CommentStatus::Visible,
+        CommentStatus::Hidden,
+        CommentStatus::Pending,
+        CommentStatus::Spam,
+    ] {
         if let Some(c) = change_status(db, id, from, CommentStatus::Deleted).await? {
             marked = Some(c);
             break;
@@ -416,6 +489,19 @@ async fn remove_if_unanswered(db: &Db, mut comment: Comment) -> Result<(), DbErr
 pub struct DiscussionLink {
     pub title: String,
     pub base_url: String,
+    pub kind: DiscussionKind,
+}
+
+impl DiscussionLink {
+    /// The discussion as a page builds it, for posting into it from elsewhere (the admin).
+    pub fn discussion(&self, id: ObjectId) -> Discussion {
+        Discussion {
+            id,
+            kind: self.kind,
+            title: self.title.clone(),
+            base_url: self.base_url.clone(),
+        }
+    }
 }
 
 /// The discussions with these ids, whatever their kind, each found by `_id` (one query per
@@ -446,6 +532,7 @@ pub async fn discussion_links(
                 DiscussionLink {
                     title: title.to_string(),
                     base_url: format!("/products/{slug}"),
+                    kind: DiscussionKind::Product,
                 },
             );
         }
@@ -472,6 +559,7 @@ pub async fn discussion_links(
                     DiscussionLink {
                         title: meta.get_str("title").unwrap_or(slug).to_string(),
                         base_url: format!("/{section}/{slug}"),
+                        kind: DiscussionKind::Node,
                     },
                 );
             }

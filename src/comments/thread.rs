@@ -16,8 +16,8 @@ use crate::comments::store::{self, before_in_thread_order, in_thread_order};
 use crate::comments::{slugs, text, Comment, CommentStatus, Discussion};
 use crate::db::{Db, DbError};
 
-/// Replies deeper than this are drawn at this indentation: the thread keeps its depth, the
-/// page keeps its width.
+/// Replies deeper than this are drawn in the list of this level (each saying which comment it
+/// replies to): the thread keeps its depth, the page keeps its width.
 pub const MAX_INDENT: usize = 6;
 /// Longest `after`/`before` value taken from an address; a real full slug of a very deep reply
 /// fits easily, and anything longer matches nothing useful.
@@ -27,16 +27,34 @@ const MAX_CURSOR_LEN: usize = 16 * 1024;
 #[derive(Debug, Clone, Default)]
 pub struct CommentForm {
     pub name: String,
+    pub email: String,
+    pub notify: bool,
     pub text: String,
     pub name_error: Option<String>,
+    pub email_error: Option<String>,
     pub text_error: Option<String>,
     /// A message about the whole submit (spam checks, a vanished parent).
     pub notice: Option<String>,
 }
 
+/// The empty form every reply form starts from.
+static BLANK: CommentForm = CommentForm {
+    name: String::new(),
+    email: String::new(),
+    notify: false,
+    text: String::new(),
+    name_error: None,
+    email_error: None,
+    text_error: None,
+    notice: None,
+};
+
 impl CommentForm {
     pub fn has_errors(&self) -> bool {
-        self.name_error.is_some() || self.text_error.is_some() || self.notice.is_some()
+        self.name_error.is_some()
+            || self.email_error.is_some()
+            || self.text_error.is_some()
+            || self.notice.is_some()
     }
 }
 
@@ -45,6 +63,14 @@ pub struct Entry {
     pub comment: Comment,
     /// Depth below the top of what is shown (0 = top level, or the permalink's comment).
     pub depth: usize,
+    /// How deep its `<li>` is nested in the page's lists (the depth, capped at [`MAX_INDENT`]).
+    pub level: usize,
+    /// Markup closing the lists and items above this one that end before it, and opening the
+    /// reply list of its parent when it is the first reply (fixed tags only).
+    pub before: String,
+    /// When it is not drawn inside the comment it replies to (past [`MAX_INDENT`], or its
+    /// parent is on another page): `(name, permalink)` of that comment, for "replying to X".
+    pub replying_to: Option<(String, String)>,
     /// The escaped text as HTML (empty for a placeholder).
     pub html: String,
     /// "[deleted]" or "[hidden]" in place of a comment that is gone but has replies shown.
@@ -52,10 +78,82 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// The CSS indentation step, capped at [`MAX_INDENT`].
+    /// The CSS nesting step, capped at [`MAX_INDENT`].
     pub fn indent(&self) -> usize {
-        self.depth.min(MAX_INDENT)
+        self.level
     }
+}
+
+/// Nest entries in thread order into lists: a reply's `<li>` sits in an `<ol class="replies">`
+/// inside its parent's `<li>`, down to [`MAX_INDENT`] levels; deeper replies are drawn as
+/// siblings in the deepest list, each saying whom it replies to. Sets each entry's `before`
+/// and `level`, and returns the markup closing what the last entry leaves open.
+fn nest(entries: &mut [Entry], discussion: &Discussion) -> String {
+    // The open `<li>`s, outermost first: (depth, whether its reply list is open).
+    let mut open: Vec<(usize, bool)> = Vec::new();
+    let close = |open: &mut Vec<(usize, bool)>, markup: &mut String| {
+        if let Some((_, list)) = open.pop() {
+            if list {
+                markup.push_str("</ol>");
+            }
+            markup.push_str("</li>");
+        }
+    };
+    let names: std::collections::HashMap<bson::oid::ObjectId, (String, String)> = entries
+        .iter()
+        .map(|e| {
+            let name = match e.placeholder {
+                Some(_) => "a removed comment".to_string(),
+                None => e.comment.author.name.clone(),
+            };
+            (
+                e.comment.id,
+                (name, discussion.comment_url(&e.comment.slug)),
+            )
+        })
+        .collect();
+    for entry in entries.iter_mut() {
+        let mut markup = String::new();
+        while open.last().is_some_and(|(d, _)| *d >= entry.depth) {
+            close(&mut open, &mut markup);
+        }
+        if open.len() > MAX_INDENT {
+            // At the deepest level: a sibling of the comment before it.
+            close(&mut open, &mut markup);
+        }
+        if let Some(top) = open.last_mut() {
+            if !top.1 {
+                markup.push_str("<ol class=\"replies\">");
+                top.1 = true;
+            }
+        }
+        let drawn_under = open.last().map(|(d, _)| *d);
+        entry.replying_to = match (entry.comment.parent_id, drawn_under) {
+            (Some(parent), under) if under.map(|d| d + 1) != Some(entry.depth) => {
+                Some(names.get(&parent).cloned().unwrap_or_else(|| {
+                    let parent_slug = entry
+                        .comment
+                        .slug
+                        .rsplit_once('/')
+                        .map_or("", |(p, _)| p)
+                        .to_string();
+                    (
+                        "an earlier comment".to_string(),
+                        discussion.comment_url(&parent_slug),
+                    )
+                }))
+            }
+            _ => None,
+        };
+        entry.level = open.len();
+        entry.before = markup;
+        open.push((entry.depth, false));
+    }
+    let mut tail = String::new();
+    while !open.is_empty() {
+        close(&mut open, &mut tail);
+    }
+    tail
 }
 
 /// Where in a discussion a page starts.
@@ -93,6 +191,10 @@ pub struct ThreadView {
     pub older_url: Option<String>,
     /// When the page starts inside a thread: that thread's permalink.
     pub thread_start_url: Option<String>,
+    /// Markup closing the lists the last entry leaves open (see [`Entry::before`]).
+    pub closing: String,
+    /// Whether new comments and replies are taken (the forms are shown).
+    pub open: bool,
     /// The new-comment form (discussion pages).
     pub form: CommentForm,
     /// A reply form to show open, filled in: `(parent slug, form)`.
@@ -110,6 +212,11 @@ impl ThreadView {
             .as_ref()
             .filter(|(parent, _)| parent == slug)
             .map(|(_, form)| form)
+    }
+
+    /// [`ThreadView::reply_form`], or the blank form.
+    pub fn reply_form_or_blank(&self, slug: &str) -> &CommentForm {
+        self.reply_form(slug).unwrap_or(&BLANK)
     }
 
     pub fn comments_label(&self) -> String {
@@ -162,6 +269,9 @@ fn entries(comments: Vec<Comment>, next: Option<&str>, base_depth: usize) -> Vec
         out.push(Entry {
             comment,
             depth,
+            level: 0,
+            before: String::new(),
+            replying_to: None,
             html,
             placeholder,
         });
@@ -209,7 +319,8 @@ pub async fn page(
         .first()
         .filter(|c| c.depth() > 0)
         .map(|c| discussion.comment_url(c.thread_slug()));
-    let shown = entries(std::mem::take(&mut comments), next.as_deref(), 0);
+    let mut shown = entries(std::mem::take(&mut comments), next.as_deref(), 0);
+    let closing = nest(&mut shown, &discussion);
     let base = &discussion.base_url;
     Ok(ThreadView {
         older_url: first_slug
@@ -220,8 +331,10 @@ pub async fn page(
             .map(|s| page_link(base, "after", &s)),
         thread_start_url,
         entries: shown,
+        closing,
         focus: None,
         count,
+        open: true,
         form: CommentForm::default(),
         reply: None,
         discussion,
@@ -289,14 +402,17 @@ pub async fn sub_thread(
         return Ok(None);
     }
     let focus = Some(slug.to_string());
+    let closing = nest(&mut shown, &discussion);
     Ok(Some(ThreadView {
         discussion,
         count,
+        closing,
         entries: std::mem::take(&mut shown),
         focus,
         newer_url,
         older_url,
         thread_start_url: None,
+        open: true,
         form: CommentForm::default(),
         reply: None,
     }))

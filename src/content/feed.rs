@@ -1,10 +1,10 @@
-//! Atom 1.0 feeds: `/{section}/feed.atom` holds the section's 20 latest published nodes, with
-//! absolute links built from `server.public_url`, written through [`XmlWriter`] (every text
-//! escaped for XML by construction). An entry's content is HTML, escaped by the templates'
-//! escaper ([`html`]) where it holds user text.
+//! Atom 1.0 feeds: `/{section}/feed.atom` holds the section's 20 latest published nodes and
+//! `/tags/{tag}/feed.atom` the tag's, with absolute links built from `server.public_url`,
+//! written through [`XmlWriter`] (every text escaped for XML by construction); both answer
+//! conditional requests (ETag, Last-Modified, 304). An entry's content is HTML, escaped by the
+//! templates' escaper ([`html`]) where it holds user text.
 
-use actix_web::http::header;
-use actix_web::{web, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::content::model::{self, section, Detail, Node};
 use crate::state::AppState;
@@ -108,14 +108,54 @@ fn author(xml: &mut XmlWriter, name: &str) {
 
 /// `GET /{section}/feed.atom`
 pub async fn serve(
+    req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
     let section = section(&path).ok_or(AppError::NotFound)?;
     let (nodes, _) = model::published_page(&state.db, section.name, 0, FEED_SIZE).await?;
     let xml = atom(&state.public_url, section.name, section.title, &nodes);
-    Ok(HttpResponse::Ok()
-        .insert_header((header::CONTENT_TYPE, "application/atom+xml; charset=utf-8"))
-        .insert_header((header::CACHE_CONTROL, "public, max-age=300"))
-        .body(xml))
+    Ok(feed_response(&req, xml, &nodes))
+}
+
+/// Where the feed of `tag` is (tags are lowercase letters, digits and dashes).
+pub fn tag_feed_path(tag: &str) -> String {
+    format!("/tags/{}/feed.atom", crate::web::meta::path_segment(tag))
+}
+
+/// `GET /tags/{tag}/feed.atom`: the tag's 20 latest published nodes; 404 for a tag no
+/// published node carries.
+pub async fn serve_tag(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let tag = path.into_inner();
+    if tag.is_empty() || tag.len() > 100 {
+        return Err(AppError::NotFound);
+    }
+    let nodes = model::published_with_tag(&state.db, &tag, FEED_SIZE).await?;
+    if nodes.is_empty() {
+        return Err(AppError::NotFound);
+    }
+    // The feed's `alternate` is the tag page, its `self` this address.
+    let xml = atom(
+        &state.public_url,
+        &format!("tags/{}", crate::web::meta::path_segment(&tag)),
+        &format!("Tagged {tag}"),
+        &nodes,
+    );
+    Ok(feed_response(&req, xml, &nodes))
+}
+
+fn feed_response(req: &HttpRequest, xml: String, nodes: &[Node]) -> HttpResponse {
+    crate::web::conditional::respond(
+        req,
+        crate::web::conditional::Document {
+            content_type: "application/atom+xml; charset=utf-8",
+            cache_control: "public, max-age=300",
+            body: xml,
+            last_modified: nodes.iter().map(|n| n.metadata.updated).max(),
+        },
+    )
 }

@@ -1,6 +1,10 @@
 //! Markdown for pages and blog entries: rendered with pulldown-cmark, then cleaned with
 //! ammonia so raw HTML, `javascript:` links and event attributes in the text never reach a
-//! page (pulldown-cmark passes inline HTML through; ammonia keeps only an allow-list).
+//! page (pulldown-cmark passes inline HTML through; ammonia keeps only an allow-list). Links
+//! leaving the site are marked `rel="noopener noreferrer nofollow"`; links to the site's own
+//! pages (relative ones) are not, so search engines follow them.
+
+use std::sync::LazyLock;
 
 use pulldown_cmark::{html, Options, Parser};
 
@@ -12,14 +16,49 @@ pub fn render(text: &str) -> String {
     let parser = Parser::new_ext(text, options);
     let mut unsafe_html = String::with_capacity(text.len() * 3 / 2);
     html::push_html(&mut unsafe_html, parser);
-    ammonia::Builder::default()
+    let cleaned = ammonia::Builder::default()
         .url_schemes(["http", "https", "mailto"].into_iter().collect())
         .link_rel(Some("noopener noreferrer nofollow"))
         // Relative links (`/pages/about`, `#notes`) stay, unless a browser would read them as
         // another site (`//host`, `/\host`): absolute links must say `https://` openly.
         .url_relative(ammonia::UrlRelative::Custom(Box::new(keep_local_relative)))
         .clean(&unsafe_html)
-        .to_string()
+        .to_string();
+    follow_local_links(&cleaned)
+}
+
+/// A link as ammonia writes it: `href` first, `rel` (the one it adds to every link) last;
+/// attribute values never hold a raw `"`.
+static MARKED_LINK: LazyLock<regex::Regex> = LazyLock::new(|| {
+    regex::Regex::new(
+        r#"<a href="([^"]*)"((?: [a-z-]+="[^"]*")*) rel="noopener noreferrer nofollow">"#,
+    )
+    .expect("valid pattern")
+});
+
+/// Drop the `rel` ammonia added from links that stay on the site (no scheme: `/pages/about`,
+/// `#notes`, `page-2`); links with a scheme keep it.
+fn follow_local_links(html: &str) -> String {
+    MARKED_LINK
+        .replace_all(html, |caps: &regex::Captures<'_>| {
+            let href = &caps[1];
+            if has_scheme(href) {
+                caps[0].to_string()
+            } else {
+                format!("<a href=\"{href}\"{}>", &caps[2])
+            }
+        })
+        .into_owned()
+}
+
+/// Whether a link starts with a URL scheme (`https:`, `mailto:`).
+fn has_scheme(href: &str) -> bool {
+    let Some((scheme, _)) = href.split_once(':') else {
+        return false;
+    };
+    let mut chars = scheme.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
 /// A relative link as written, unless a browser would read it as another site (then dropped).
@@ -37,19 +76,7 @@ pub fn excerpt(text: &str, max_chars: usize) -> String {
         .replace("&gt;", ">")
         .replace("&quot;", "\"")
         .replace("&#39;", "'");
-    let words: Vec<&str> = plain.split_whitespace().collect();
-    let mut out = String::new();
-    for w in words {
-        if out.chars().count() + w.chars().count() + 1 > max_chars {
-            out.push('…');
-            break;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(w);
-    }
-    out
+    crate::web::meta::words_within(&plain, max_chars)
 }
 
 #[cfg(test)]
@@ -85,6 +112,30 @@ mod tests {
         assert!(!html.contains("<script"), "{html}");
         assert!(!html.contains("onerror"), "{html}");
         assert!(!html.contains("javascript:"), "{html}");
+    }
+
+    #[test]
+    fn only_links_leaving_the_site_are_nofollow() {
+        let html = render(
+            "[home](/pages/about \"About us\") [notes](#notes) [out](https://example.com/a?b=1&c=2) \
+             <a href=\"/blog/x\" title='a \"q\" > b'>raw</a> [mail](mailto:a@example.com)",
+        );
+        assert!(
+            html.contains("<a href=\"/pages/about\" title=\"About us\">home</a>"),
+            "{html}"
+        );
+        assert!(html.contains("<a href=\"#notes\">notes</a>"), "{html}");
+        assert!(
+            html.contains(
+                "href=\"https://example.com/a?b=1&amp;c=2\" rel=\"noopener noreferrer nofollow\""
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("href=\"mailto:a@example.com\" rel=\"noopener noreferrer nofollow\""),
+            "{html}"
+        );
+        assert_eq!(html.matches("nofollow").count(), 2, "{html}");
     }
 
     #[test]

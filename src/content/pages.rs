@@ -15,6 +15,7 @@ use crate::content::model::{self, section, Node, Section};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
+use crate::web::meta::PageMeta;
 
 /// Nodes per list page.
 pub const PAGE_SIZE: i64 = 10;
@@ -112,8 +113,16 @@ pub async fn list(
     if page > pages {
         return Err(AppError::NotFound);
     }
+    let mut layout = Layout::public(&req);
+    let base = format!("/{}/", section.name);
+    layout.meta.listing(&base, &params);
+    layout.meta.title = section.title.to_string();
+    layout.meta.add_feed(
+        format!("{} · {}", layout.meta.site_name, section.title),
+        &format!("/{}/feed.atom", section.name),
+    );
     render(&SectionPage {
-        layout: Layout::public(&req),
+        layout,
         section,
         nodes,
         total,
@@ -142,12 +151,68 @@ pub async fn show(
         state.comments.page_size,
     )
     .await?;
+    let mut layout = Layout::public(&req);
+    node_meta(&mut layout.meta, section, &node);
     render(&NodePage {
-        layout: Layout::public(&req),
+        layout,
         section,
         node,
         thread,
     })
+}
+
+/// What a node says of itself in a shared link: its first words (an entry's or page's text, a
+/// photo's caption, a quote, a link's text) and its photo.
+fn node_meta(meta: &mut PageMeta, section: &Section, node: &Node) {
+    use crate::content::model::Detail;
+    meta.title = node.metadata.title.clone();
+    let text = match node.detail() {
+        Some(Detail::Page(d)) | Some(Detail::Entry(d)) => {
+            crate::content::markdown::excerpt(&d.text, crate::web::meta::DESCRIPTION_CHARS)
+        }
+        Some(Detail::Photo(p)) => p.caption,
+        Some(Detail::Quote(q)) => q.text,
+        Some(Detail::Link(l)) => l.text,
+        Some(Detail::Video(_)) | None => String::new(),
+    };
+    meta.describe(&text);
+    if let Some(file) = node.photo_file() {
+        meta.picture(file, &node.metadata.title);
+    }
+    meta.add_feed(
+        format!("{} · {}", meta.site_name, section.title),
+        &format!("/{}/feed.atom", section.name),
+    );
+    if section.name == "pages" {
+        return;
+    }
+    // Posts of the tumblelog and the gallery are articles with an author and dates.
+    meta.og_type = "article";
+    let url = meta.absolute(&node.url());
+    let published = node.metadata.published.unwrap_or(node.metadata.created);
+    let mut data = serde_json::json!({
+        "@context": "https://schema.org",
+        "@type": "BlogPosting",
+        "headline": node.metadata.title,
+        "url": url,
+        "mainEntityOfPage": url,
+        "datePublished": iso(published),
+        "dateModified": iso(node.metadata.updated),
+        "author": { "@type": "Person", "name": node.metadata.author.name },
+        "publisher": { "@type": "Organization", "name": crate::db::site::current().organisation_name() },
+        "description": meta.description,
+    });
+    if let Some(image) = &meta.image {
+        data["image"] = serde_json::json!([image.url]);
+    }
+    if !node.metadata.tags.is_empty() {
+        data["keywords"] = serde_json::json!(node.metadata.tags.join(", "));
+    }
+    meta.json_ld.push(data);
+}
+
+fn iso(at: bson::DateTime) -> String {
+    at.to_chrono().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// The published node at `(section, slug)`, or 404.
@@ -246,7 +311,8 @@ pub async fn post_reply(
     .await
 }
 
-/// `GET /tags/{tag}`: published nodes and products carrying the tag.
+/// `GET /tags/{tag}` (and with a trailing slash, the tag feed's `alternate` link): published
+/// nodes and products carrying the tag.
 pub async fn tag(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -261,8 +327,17 @@ pub async fn tag(
     if nodes.is_empty() && products.is_empty() {
         return Err(AppError::NotFound);
     }
+    let mut layout = Layout::public(&req);
+    layout.meta.title = format!("Tagged {tag}");
+    layout.meta.canonical = layout
+        .meta
+        .absolute(&format!("/tags/{}", crate::web::meta::path_segment(&tag)));
+    layout.meta.add_feed(
+        format!("{} · tagged {tag}", layout.meta.site_name),
+        &crate::content::feed::tag_feed_path(&tag),
+    );
     render(&TagPage {
-        layout: Layout::public(&req),
+        layout,
         tag,
         nodes,
         products,

@@ -2,7 +2,8 @@
 //! costs is visible: tests pin it per page (a regression fails a test instead of slowing a
 //! benchmark), and at `debug` level each command is logged with its collection.
 //!
-//! Off by default (`log.database_commands`): the driver then builds no command events at all.
+//! Off by default (`log.database_commands`, and `metrics.token` for the command metrics): the
+//! driver then builds no command events at all.
 //! On, it copies every command and reply into an event, which costs more than the count is
 //! worth on a busy site.
 
@@ -67,11 +68,12 @@ impl CommandLog {
         }
     }
 
-    /// The driver's event handler feeding this log.
+    /// The driver's event handler feeding this log and, when metrics are kept, the database
+    /// command metrics (`crate::metrics::db_command`).
     pub fn handler(self: &Arc<Self>) -> EventHandler<CommandEvent> {
         let log = Arc::clone(self);
-        EventHandler::callback(move |event| {
-            if let CommandEvent::Started(started) = event {
+        EventHandler::callback(move |event| match event {
+            CommandEvent::Started(started) if log.is_enabled() => {
                 log.total.fetch_add(1, Ordering::Relaxed);
                 let target = started
                     .command
@@ -90,6 +92,13 @@ impl CommandLog {
                     }
                 }
             }
+            CommandEvent::Succeeded(done) => {
+                crate::metrics::db_command(&done.command_name, true, done.duration);
+            }
+            CommandEvent::Failed(failed) => {
+                crate::metrics::db_command(&failed.command_name, false, failed.duration);
+            }
+            _ => {}
         })
     }
 }

@@ -81,27 +81,32 @@ pub async fn try_take(
         "_id": name,
         "$or": [ { "owner": owner }, { "expires": { "$lte": now } } ],
     };
+    let expires = after(db, ttl);
     let update = doc! {
-        "$set": { "owner": owner, "expires": after(db, ttl) },
+        "$set": { "owner": owner, "expires": expires },
         "$inc": { "fence": 1_i64 },
     };
+    // The document as it was, so a takeover from another instance can be counted; the lease
+    // as it now is follows from the update.
     let taken = db
         .collection::<LeaseDoc>(COLLECTION)
         .find_one_and_update(filter, update)
         .upsert(true)
-        .return_document(ReturnDocument::After)
+        .return_document(ReturnDocument::Before)
         .write_concern(db.journaled_write_concern())
         .await;
     match taken {
-        Ok(Some(lease)) => Ok(Some(Lease {
-            name: lease.name,
-            owner: lease.owner,
-            fence: lease.fence,
-            expires: lease.expires,
-        })),
-        Ok(None) => Err(DbError::Invalid(format!(
-            "taking the lease {name} returned no document"
-        ))),
+        Ok(before) => {
+            if before.as_ref().is_some_and(|b| b.owner != owner) {
+                crate::metrics::lease_takeover(name);
+            }
+            Ok(Some(Lease {
+                name: name.to_string(),
+                owner: owner.to_string(),
+                fence: before.map_or(1, |b| b.fence + 1),
+                expires,
+            }))
+        }
         // The document exists and matched neither condition, so the upsert tried to insert a
         // second one with the same _id: somebody else holds the lease.
         Err(e) if is_duplicate_key(&e) => Ok(None),

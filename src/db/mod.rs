@@ -236,12 +236,13 @@ impl Db {
     ) -> Result<Db, DbError> {
         let mut options = ClientOptions::parse(uri).await?;
         let commands = if count_commands {
-            let log = commands::CommandLog::enabled();
-            options.command_event_handler = Some(log.handler());
-            log
+            commands::CommandLog::enabled()
         } else {
-            Arc::default()
+            Arc::<commands::CommandLog>::default()
         };
+        if count_commands || crate::metrics::enabled() {
+            options.command_event_handler = Some(commands.handler());
+        }
         options.app_name = Some("bazaar".to_string());
         // Without this the driver waits 30 s for a server before a page can say "unavailable".
         options.server_selection_timeout = Some(timeout);
@@ -366,16 +367,20 @@ impl Db {
         Ok(())
     }
 
+    /// The server's `serverStatus` document (docstore's carries its journal's figures).
+    pub async fn server_status(&self) -> Result<bson::Document, DbError> {
+        Ok(self
+            .client
+            .database("admin")
+            .run_command(doc! { "serverStatus": 1 })
+            .await?)
+    }
+
     /// Why the server refuses writes, when it says so: docstore reports it in `serverStatus`
     /// (`journal.writable`). `None` when writes are accepted or the server does not say (a
     /// MongoDB server, or a failed command; a ping tells whether it answers at all).
     pub async fn writes_refused(&self) -> Option<String> {
-        let status = self
-            .client
-            .database("admin")
-            .run_command(doc! { "serverStatus": 1 })
-            .await
-            .ok()?;
+        let status = self.server_status().await.ok()?;
         let journal = status.get_document("journal").ok()?;
         if journal.get_bool("writable").unwrap_or(true) {
             return None;

@@ -1,5 +1,6 @@
 //! The `settings` collection: site-wide settings kept in the database (name, tagline, currency
-//! symbol, flat shipping rates), so every instance behind a load balancer shows the same and
+//! symbol and code, flat shipping rates, what search engines and shared links are told: site
+//! description, default social image, organisation name, robots.txt rules), so every instance behind a load balancer shows the same and
 //! the admin can change them (Admin → Settings) without a restart.
 //!
 //! A request sees one consistent copy: the `state::with_site_settings` middleware reads them
@@ -55,10 +56,64 @@ pub struct SiteSettings {
     pub currency_symbol: String,
     #[serde(default)]
     pub shipping: ShippingRates,
+    /// ISO 4217 code of the prices (`USD`, `EUR`): structured data's `priceCurrency`.
+    #[serde(default = "default_currency_code")]
+    pub currency_code: String,
+    /// The site's description for search results and shared links, on pages with no text of
+    /// their own (empty: the tagline).
+    #[serde(default)]
+    pub description: String,
+    /// The picture a shared link shows for pages without one of their own: a path on this site
+    /// (`/media/…/display`, `/static/…`) or an `https://` address; empty for none.
+    #[serde(default)]
+    pub social_image: String,
+    /// The organisation behind the shop, for structured data (empty: the shop's name).
+    #[serde(default)]
+    pub organisation: String,
+    /// The rules of `/robots.txt`; the `Sitemap:` line is added when they have none.
+    #[serde(default = "default_robots_txt")]
+    pub robots_txt: String,
 }
 
 fn default_currency() -> String {
     "$".to_string()
+}
+
+fn default_currency_code() -> String {
+    "USD".to_string()
+}
+
+/// What `/robots.txt` says until the admin changes it: the storefront is open, the admin, the
+/// shopper's own pages and search results are not for crawlers.
+pub const DEFAULT_ROBOTS_TXT: &str = "User-agent: *\n\
+Disallow: /admin\n\
+Disallow: /cart\n\
+Disallow: /checkout\n\
+Disallow: /orders\n\
+Disallow: /search\n";
+
+fn default_robots_txt() -> String {
+    DEFAULT_ROBOTS_TXT.to_string()
+}
+
+impl SiteSettings {
+    /// The description pages without their own show: the stored one, else the tagline.
+    pub fn description_or_tagline(&self) -> &str {
+        if self.description.trim().is_empty() {
+            &self.tagline
+        } else {
+            &self.description
+        }
+    }
+
+    /// The organisation's name for structured data: the stored one, else the shop's name.
+    pub fn organisation_name(&self) -> &str {
+        if self.organisation.trim().is_empty() {
+            &self.name
+        } else {
+            &self.organisation
+        }
+    }
 }
 
 impl Default for SiteSettings {
@@ -68,6 +123,11 @@ impl Default for SiteSettings {
             tagline: "Records, films and books, with notes from the shop floor.".to_string(),
             currency_symbol: default_currency(),
             shipping: ShippingRates::default(),
+            currency_code: default_currency_code(),
+            description: String::new(),
+            social_image: String::new(),
+            organisation: String::new(),
+            robots_txt: default_robots_txt(),
         }
     }
 }
@@ -77,7 +137,11 @@ pub async fn load(db: &Db) -> Result<SiteSettings, DbError> {
     let stored = db
         .collection::<SiteSettings>(COLLECTION)
         .find_one(doc! { "_id": SITE_ID })
-        .projection(doc! { "_id": 0, "name": 1, "tagline": 1, "currency_symbol": 1, "shipping": 1 })
+        .projection(doc! {
+            "_id": 0, "name": 1, "tagline": 1, "currency_symbol": 1, "shipping": 1,
+            "currency_code": 1, "description": 1, "social_image": 1, "organisation": 1,
+            "robots_txt": 1,
+        })
         .await?;
     Ok(stored.unwrap_or_default())
 }
@@ -93,6 +157,11 @@ pub async fn save(db: &Db, settings: &SiteSettings) -> Result<(), DbError> {
                 "tagline": &settings.tagline,
                 "currency_symbol": &settings.currency_symbol,
                 "shipping": shipping,
+                "currency_code": &settings.currency_code,
+                "description": &settings.description,
+                "social_image": &settings.social_image,
+                "organisation": &settings.organisation,
+                "robots_txt": &settings.robots_txt,
             } },
         )
         .upsert(true)
@@ -114,6 +183,11 @@ pub async fn insert_defaults(db: &Db) -> Result<bool, DbError> {
                 "tagline": &defaults.tagline,
                 "currency_symbol": &defaults.currency_symbol,
                 "shipping": shipping,
+                "currency_code": &defaults.currency_code,
+                "description": &defaults.description,
+                "social_image": &defaults.social_image,
+                "organisation": &defaults.organisation,
+                "robots_txt": &defaults.robots_txt,
             } },
         )
         .upsert(true)
@@ -137,9 +211,12 @@ impl SettingsCache {
         let cached = self.entry.lock().ok().and_then(|e| e.clone());
         if let Some((at, settings)) = &cached {
             if at.elapsed() < CACHE_TTL {
+                crate::metrics::cache_lookup("settings", true);
                 return (settings.clone(), false);
             }
         }
+        crate::metrics::cache_lookup("settings", false);
+        crate::metrics::cache_refresh("settings");
         let (settings, unreachable) = match load(db).await {
             Ok(settings) => (Arc::new(settings), false),
             Err(e) => {

@@ -1,5 +1,5 @@
 //! The home page: the site's name and tagline, and shelves of featured, discounted and newest
-//! products.
+//! products; its structured data names the web site (with its search) and the organisation.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -10,6 +10,7 @@ use crate::db::site::SiteSettings;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
+use crate::web::meta::PageMeta;
 
 /// Products on each home page shelf.
 const SHELF_SIZE: i64 = 4;
@@ -46,11 +47,44 @@ pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpR
             products: products.clone(),
         })
         .collect();
+    let mut layout = Layout::public(&req);
+    site_meta(&mut layout.meta, &site);
     render(&HomePage {
-        layout: Layout::public(&req),
+        layout,
         site: (*site).clone(),
         shelves,
     })
+}
+
+/// The home page's structured data: the `WebSite` with its search (`/search?q=`) and the
+/// `Organization` behind it, from the site settings.
+fn site_meta(meta: &mut PageMeta, site: &SiteSettings) {
+    let home = meta.absolute("/");
+    meta.json_ld.push(serde_json::json!({
+        "@context": "https://schema.org",
+        "@type": "WebSite",
+        "name": site.name,
+        "url": home,
+        "description": meta.description,
+        "potentialAction": {
+            "@type": "SearchAction",
+            "target": {
+                "@type": "EntryPoint",
+                "urlTemplate": format!("{}?q={{search_term_string}}", meta.absolute("/search")),
+            },
+            "query-input": "required name=search_term_string",
+        },
+    }));
+    let mut organisation = serde_json::json!({
+        "@context": "https://schema.org",
+        "@type": "Organization",
+        "name": site.organisation_name(),
+        "url": home,
+    });
+    if let Some(image) = &meta.image {
+        organisation["logo"] = serde_json::json!(image.url);
+    }
+    meta.json_ld.push(organisation);
 }
 
 /// The shelves: id, title, the listing it previews, and its `(filter, sort)`.

@@ -119,6 +119,7 @@ pub async fn expire_idle_carts(db: &Db, idle_for: Duration) -> Result<ExpiryRepo
         }
         report.carts_expired += store::mark_expired(db, &c.id).await?;
     }
+    crate::metrics::count(crate::metrics::CARTS_EXPIRED, report.carts_expired);
     if report.carts_expired > 0 {
         tracing::info!(
             carts = report.carts_expired,
@@ -237,38 +238,67 @@ pub fn spawn(
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             ticks.tick().await;
-            if let Err(e) = expire_idle_carts(&db, settings.expire_after).await {
-                tracing::warn!(error = %e, "cart expiry failed; retrying on the next run");
-            }
-            if let Err(e) = clean_up_reservations(&db, settings.cleanup_after).await {
-                tracing::warn!(error = %e, "reservation cleanup failed; retrying on the next run");
-            }
-            if let Err(e) = delete_expired_carts(&db, settings.retention).await {
-                tracing::warn!(error = %e, "deleting old carts failed; retrying on the next run");
-            }
+            run(
+                "expire_idle_carts",
+                expire_idle_carts(&db, settings.expire_after),
+            )
+            .await;
+            run(
+                "clean_up_reservations",
+                clean_up_reservations(&db, settings.cleanup_after),
+            )
+            .await;
+            run(
+                "delete_expired_carts",
+                delete_expired_carts(&db, settings.retention),
+            )
+            .await;
             // A checkout takes seconds; one pending this long was interrupted by a crash.
             let stuck_after = settings.recover_checkout_after;
-            match recover_stuck_checkouts(&db, gateway.as_ref(), stuck_after).await {
-                Ok(report) if report.total() > 0 => {
+            let recovery = recover_stuck_checkouts(&db, gateway.as_ref(), stuck_after);
+            if let Some(report) = run("recover_stuck_checkouts", recovery).await {
+                if report.total() > 0 {
                     tracing::warn!(?report, "recovered checkouts interrupted by a crash");
-                }
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, "checkout recovery failed; retrying on the next run");
                 }
             }
             // Scheduled posts whose time came go live once, recorded, so a later step of the
             // clock cannot take them off the site again.
-            match crate::content::model::go_live_due(&db).await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(nodes = n, "scheduled content went live"),
-                Err(e) => {
-                    tracing::warn!(error = %e, "publishing due content failed; retrying later")
-                }
+            let due = crate::content::model::go_live_due(&db);
+            if let Some(n @ 1..) = run("go_live_due", due).await {
+                tracing::info!(nodes = n, "scheduled content went live");
             }
-            if let Err(e) = crate::checkout::orders::resume_restocking(&db).await {
-                tracing::warn!(error = %e, "restocking cancelled orders failed; retrying later");
-            }
+            run(
+                "resume_restocking",
+                crate::checkout::orders::resume_restocking(&db),
+            )
+            .await;
         }
     }))
+}
+
+/// Run one job of the scheduler: inside a `job` span (so its log lines, JSON ones included, name
+/// it), timed and counted (`crate::metrics::job_run`, also shown on Admin → System). A failure is
+/// logged and the job is tried again on the next tick; `None` then.
+async fn run<T, E: std::fmt::Display>(
+    job: &'static str,
+    work: impl std::future::Future<Output = Result<T, E>>,
+) -> Option<T> {
+    use tracing::Instrument;
+    let started = std::time::Instant::now();
+    let result = work
+        .instrument(tracing::info_span!("job", name = job))
+        .await;
+    let took = started.elapsed();
+    match result {
+        Ok(value) => {
+            crate::metrics::job_run(job, None, took);
+            Some(value)
+        }
+        Err(e) => {
+            let error = e.to_string();
+            tracing::warn!(job, %error, "background job failed; retrying on the next run");
+            crate::metrics::job_run(job, Some(&error), took);
+            None
+        }
+    }
 }

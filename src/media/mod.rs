@@ -629,15 +629,6 @@ async fn serve_private_variant(
     send(req, db, resolved.file, Audience::Private).await
 }
 
-fn matches_etag(req: &HttpRequest, etag: &str) -> bool {
-    req.headers()
-        .get_all(header::IF_NONE_MATCH)
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|t| t.trim().trim_start_matches("W/"))
-        .any(|t| t == etag || t == "*")
-}
-
 /// Send stored file `id` with its type, length and ETag (304 when the client has it), cached as
 /// `audience` allows.
 pub async fn send(
@@ -657,7 +648,7 @@ pub async fn send(
         .map_err(DbError::from)?
         .ok_or(AppError::NotFound)?;
     let etag = format!("\"{}\"", id.to_hex());
-    if matches_etag(req, &etag) {
+    if crate::web::conditional::matches_etag(req, &etag) {
         return Ok(HttpResponse::NotModified()
             .insert_header((header::ETAG, etag))
             .insert_header((header::CACHE_CONTROL, cache_control))

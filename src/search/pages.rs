@@ -92,7 +92,7 @@ pub async fn results(
                 "the search limits are not registered as app data"
             )));
         };
-        if !limits.allow(req.peer_addr().map(|a| a.ip())) {
+        if !limits.allow(crate::web::client::client_ip(&req)) {
             return Ok(too_many_searches(limits));
         }
         let Some(_slot) = limits.slot().await else {

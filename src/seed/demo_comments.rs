@@ -110,6 +110,10 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
                 },
                 text: text.to_string(),
                 status: CommentStatus::Visible,
+                // The demo's staff replies are signed with the staff name and badged as such.
+                staff: *name == "Bazaar staff",
+                email: None,
+                notify: false,
             };
             match collection(db).insert_one(&comment).await {
                 Ok(_) => added_here += 1,
@@ -123,4 +127,18 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
         added += added_here as u64;
     }
     Ok(added)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_demo_slug_has_the_shape_the_permalink_route_serves() {
+        for (_, comments) in DISCUSSIONS {
+            for (slug, _, _) in comments.iter() {
+                assert!(slugs::is_valid(slug), "{slug} would 404");
+            }
+        }
+    }
 }

@@ -24,6 +24,7 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
         (checkout::orders::COLLECTION, checkout::orders::indexes()),
         (content::model::COLLECTION, content::model::indexes()),
         (comments::COLLECTION, comments::indexes()),
+        (crate::mail::COLLECTION, crate::mail::indexes()),
         (
             checkout::payments::COLLECTION,
             checkout::payments::indexes(),
@@ -39,6 +40,39 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
     // Site search: one weighted text index on products and one on content nodes.
     plan.extend(crate::search::indexes());
     plan
+}
+
+/// The name of every index in [`index_plan`], by collection: what `/readyz` checks exists. An
+/// index without a given name gets the server's default, its keys as `field_direction` joined
+/// by `_`.
+pub fn index_names() -> Vec<(String, Vec<String>)> {
+    let mut names: Vec<(String, Vec<String>)> = Vec::new();
+    for (collection, models) in index_plan() {
+        let of_collection = models.iter().map(|model| {
+            model
+                .options
+                .as_ref()
+                .and_then(|o| o.name.clone())
+                .unwrap_or_else(|| {
+                    model
+                        .keys
+                        .iter()
+                        .map(|(field, direction)| match direction {
+                            bson::Bson::String(s) => format!("{field}_{s}"),
+                            bson::Bson::Int32(n) => format!("{field}_{n}"),
+                            bson::Bson::Int64(n) => format!("{field}_{n}"),
+                            other => format!("{field}_{other}"),
+                        })
+                        .collect::<Vec<_>>()
+                        .join("_")
+                })
+        });
+        match names.iter_mut().find(|(c, _)| c == collection) {
+            Some((_, list)) => list.extend(of_collection),
+            None => names.push((collection.to_string(), of_collection.collect())),
+        }
+    }
+    names
 }
 
 /// Indexes no query uses any more: `(collection, index name)`, dropped by [`ensure_indexes`].

@@ -504,7 +504,7 @@ pub async fn carries_admin_credentials(req: &actix_web::HttpRequest) -> bool {
     let Some(credentials) = req.app_data::<web::Data<AdminCredentials>>().cloned() else {
         return false;
     };
-    let client = req.peer_addr().map(|a| a.ip());
+    let client = crate::web::client::client_ip(req);
     match credentials_in(req.headers()) {
         Some((user, password)) => {
             credentials
@@ -549,7 +549,7 @@ pub async fn require_admin(
         tracing::error!("admin credentials are not configured in the app; refusing /admin");
         return Ok(req.into_response(error_page(StatusCode::INTERNAL_SERVER_ERROR, None)));
     };
-    let client = req.peer_addr().map(|a| a.ip());
+    let client = crate::web::client::client_ip(req.request());
     let verdict = match basic_credentials(&req) {
         Some((user, password)) => {
             credentials

@@ -1,5 +1,6 @@
 //! What every page's layout needs: navigation to the areas that exist, flash messages, the CSRF
-//! token for forms and cache-busted asset URLs. Page structs carry a `Layout` as `layout`.
+//! token for forms, cache-busted asset URLs and, on public pages, the `<head>` metadata
+//! ([`PageMeta`]: canonical address, social cards, feeds, structured data). Page structs carry a `Layout` as `layout`.
 
 use actix_session::{Session, SessionExt};
 use actix_web::http::header;
@@ -8,6 +9,7 @@ use askama::Template;
 
 use crate::web::errors::{AppError, Rendered};
 use crate::web::flash::{self, Flash};
+use crate::web::meta::{site_url, PageMeta};
 use crate::web::{assets, csrf};
 
 /// The public site's areas, in header order. Feature issues add theirs (shop, categories, blog,
@@ -66,6 +68,9 @@ pub struct Layout {
     pub on_cart_page: bool,
     /// The shop's name from the site settings (Admin → Settings), for the header.
     pub shop_name: String,
+    /// What the page tells search engines and link previews; empty (nothing emitted) in the
+    /// admin and on error pages.
+    pub meta: PageMeta,
     /// `None` on error pages rendered without a request.
     session: Option<Session>,
 }
@@ -86,13 +91,20 @@ impl Layout {
         admin: bool,
     ) -> Layout {
         let session = req.get_session();
+        let settings = crate::db::site::current();
+        let meta = if admin {
+            PageMeta::default()
+        } else {
+            PageMeta::for_page(&site_url(req), req.path(), &settings)
+        };
         Layout {
             nav: nav_links(areas, req.path()),
             flashes: flash::take(&session),
             admin,
             cart_count: cart_count(&session),
             on_cart_page: req.path() == "/cart",
-            shop_name: crate::db::site::current().name.clone(),
+            shop_name: settings.name.clone(),
+            meta,
             session: Some(session),
         }
     }
@@ -107,6 +119,7 @@ impl Layout {
             cart_count: 0,
             on_cart_page: false,
             shop_name: crate::db::site::current().name.clone(),
+            meta: PageMeta::default(),
             session: Some(req.get_session()),
         }
     }
@@ -122,6 +135,7 @@ impl Layout {
             cart_count: cart_count(&session),
             on_cart_page: false,
             shop_name: crate::db::site::current().name.clone(),
+            meta: PageMeta::default(),
             session: Some(session),
         }
     }
@@ -135,6 +149,7 @@ impl Layout {
             cart_count: 0,
             on_cart_page: false,
             shop_name: crate::db::site::current().name.clone(),
+            meta: PageMeta::default(),
             session: None,
         }
     }

@@ -4,6 +4,8 @@
 pub mod assets;
 pub mod basic_auth;
 pub mod body_timeout;
+pub mod client;
+pub mod conditional;
 pub mod conflict;
 pub mod csrf;
 pub mod db_errors;
@@ -15,7 +17,9 @@ pub mod flash;
 pub mod html;
 pub mod layout;
 pub mod links;
+pub mod meta;
 pub mod rate_limit;
+pub mod request_log;
 pub mod security_headers;
 pub mod session;
 pub mod xml;

@@ -5,6 +5,7 @@
 
 pub mod process;
 pub mod shop;
+pub mod smtp;
 
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -48,6 +49,16 @@ pub fn test_settings(env: &[(&str, &str)]) -> Settings {
         ("BAZAAR_LOG__LEVEL".into(), "warn".into()),
         // Tests run cart expiry and cleanup themselves, at the moment they choose.
         ("BAZAAR_CART__JOBS_EVERY_SECS".into(), "0".into()),
+        // Emails wait in the outbox unless a test starts the sender (tests/email.rs), and
+        // never land in the repository's ./mail.
+        ("BAZAAR_EMAIL__SEND_EVERY_MS".into(), "0".into()),
+        (
+            "BAZAAR_EMAIL__FOLDER".into(),
+            std::env::temp_dir()
+                .join("bazaar-test-mail")
+                .display()
+                .to_string(),
+        ),
     ];
     vars.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
     Settings::load(Some(&repo_root().join("config.toml")), vars).expect("test settings load")
@@ -82,7 +93,7 @@ pub async fn spawn_app_with(env: &[(&str, &str)]) -> TestApp {
 
 pub async fn spawn_with_settings(settings: Settings) -> TestApp {
     if std::env::var_os("TEST_LOG").is_some() {
-        bazaar::telemetry::init("info");
+        bazaar::telemetry::init("info", bazaar::telemetry::LogFormat::Text);
     }
     let app = Application::build(settings).await.expect("the app starts");
     let port = app.port();
@@ -432,4 +443,30 @@ pub async fn stored_files(app: &TestApp) -> u64 {
         .count_documents(doc! {})
         .await
         .expect("count")
+}
+
+/// A content node as an editor would create it (author "Tester"); `published: None` is a draft.
+pub async fn add_node(
+    app: &TestApp,
+    section: &str,
+    slug: &str,
+    title: &str,
+    detail: bazaar::content::model::Detail,
+    published: Option<bson::DateTime>,
+    tags: &[&str],
+) -> bazaar::content::model::Node {
+    bazaar::content::model::create(
+        &app.db,
+        bazaar::content::model::NodeInput {
+            section: section.to_string(),
+            slug: slug.to_string(),
+            title: title.to_string(),
+            author: "Tester".to_string(),
+            detail,
+        },
+        published,
+        tags.iter().map(|t| t.to_string()).collect(),
+    )
+    .await
+    .expect("node created")
 }

@@ -103,3 +103,10 @@ impl BazaarProcess {
         let _ = self.child.wait();
     }
 }
+
+/// A test that fails (or forgets) leaves no server running behind it.
+impl Drop for BazaarProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}

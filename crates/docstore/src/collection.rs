@@ -14,6 +14,8 @@ mod background;
 mod bulk;
 mod count;
 mod session;
+#[cfg(test)]
+mod update_tests;
 pub use crate::stored::StoredDoc;
 pub use background::spawn_background_builds;
 pub use session::WriteSession;
@@ -206,7 +208,33 @@ impl Collection {
     /// Replace the document at `record` with `new_doc`, keeping indexes consistent; on a
     /// duplicate key nothing changes.
     pub fn replace(&mut self, record: RecordId, new_doc: Document) -> Result<()> {
-        let stored = encode_checked(&new_doc)?;
+        self.replace_from(record, None, &new_doc, None)
+    }
+
+    /// [`Collection::replace`] after an update: `old_doc` is the version the update read (the
+    /// one stored at `record`), and `touched` the paths it may have changed
+    /// ([`crate::update::UpdateSpec::touched_paths`]). Indexes none of whose fields lie on a
+    /// touched path are left alone without working out any key; the others get only the
+    /// entries whose keys changed (MongoDB's old and new key sets, applied as a difference),
+    /// so pushing one reservation onto an array of thousands adds one entry per index.
+    pub fn update_record(
+        &mut self,
+        record: RecordId,
+        old_doc: &Document,
+        new_doc: &Document,
+        touched: Option<&[String]>,
+    ) -> Result<()> {
+        self.replace_from(record, Some(old_doc), new_doc, touched)
+    }
+
+    fn replace_from(
+        &mut self,
+        record: RecordId,
+        old_doc: Option<&Document>,
+        new_doc: &Document,
+        touched: Option<&[String]>,
+    ) -> Result<()> {
+        let stored = encode_checked(new_doc)?;
         let Some(old_stored) = self.docs.get(&record).cloned() else {
             return Err(Error::internal("record vanished during update"));
         };
@@ -215,30 +243,42 @@ impl Collection {
         let ns = self.namespace();
         let mut changes = Vec::with_capacity(self.indexes.len());
         for (i, index) in self.indexes.iter().enumerate() {
-            if index.is_building() {
+            if index.is_building() || touched.is_some_and(|t| !index.reads_any_of(t)) {
                 continue;
             }
-            let old_keys = if let Some(text) = index.text() {
-                if old_full.is_none() {
-                    old_full = Some(old_stored.to_document()?);
+            let old_keys = match (index.text(), old_doc) {
+                (_, Some(old_doc)) => {
+                    if index
+                        .text()
+                        .is_some_and(|text| text.same_input(old_doc, new_doc))
+                        && index.spec.partial_filter.is_none()
+                    {
+                        continue;
+                    }
+                    index.keys_for(old_doc)?
                 }
-                let old_doc = old_full.as_ref().expect("decoded just above");
-                if text.same_input(old_doc, &new_doc) && index.spec.partial_filter.is_none() {
-                    continue;
+                (Some(text), None) => {
+                    if old_full.is_none() {
+                        old_full = Some(old_stored.to_document()?);
+                    }
+                    let old_doc = old_full.as_ref().expect("decoded just above");
+                    if text.same_input(old_doc, new_doc) && index.spec.partial_filter.is_none() {
+                        continue;
+                    }
+                    index.keys_for(old_doc)?
                 }
-                index.keys_for(old_doc)?
-            } else {
-                index.keys_for_stored(&old_stored)?
+                (None, None) => index.keys_for_stored(&old_stored)?,
             };
-            let new_keys = index.keys_for(&new_doc)?;
+            let new_keys = index.keys_for(new_doc)?;
             if old_keys != new_keys {
-                index.check_unique(&new_keys, record, &ns)?;
-                changes.push((i, old_keys, new_keys));
+                let (removed, added) = crate::index::key_difference(old_keys, new_keys);
+                index.check_unique(&added, record, &ns)?;
+                changes.push((i, removed, added));
             }
         }
-        for (i, old_keys, new_keys) in changes {
-            self.indexes[i].remove(&old_keys, record);
-            self.indexes[i].insert(&new_keys, record);
+        for (i, removed, added) in changes {
+            self.indexes[i].remove(&removed, record);
+            self.indexes[i].insert(&added, record);
         }
         self.data_bytes = self.data_bytes - old_stored.len() as u64 + stored.len() as u64;
         self.docs.insert(record, stored);

@@ -762,8 +762,25 @@ fn may_run_long(state: &ServerState, cmd: &Document) -> bool {
             | "dbstats" | "collStats" | "collstats",
         ) => true,
         Some("find") => find_may_run_long(state, cmd),
+        Some("insert" | "update" | "delete" | "findAndModify" | "findandmodify") => {
+            write_may_wait(state, cmd)
+        }
         _ => false,
     }
+}
+
+/// A write whose collection is locked right now (another write to it under way, or a long
+/// read) would wait for the lock on the worker thread, and every connection served by that
+/// thread would wait with it: one hot document's queue of writers would stall unrelated pages.
+/// Such a write is handed over like a long command; an uncontended write runs in place.
+fn write_may_wait(state: &ServerState, cmd: &Document) -> bool {
+    let (Some((_, Bson::String(coll))), Ok(db)) = (cmd.iter().next(), cmd.get_str("$db")) else {
+        return false;
+    };
+    state
+        .catalog
+        .get(db, coll)
+        .is_some_and(|collection| collection.is_locked())
 }
 
 /// A collection this small is read whole in well under a millisecond: handing a find over it
@@ -1288,6 +1305,33 @@ mod tests {
             .and_then(|c| c.get_array("firstBatch"))
             .expect("a cursor");
         assert_eq!(batch.len(), 1, "{found}");
+        end.send(()).expect("the runtime runs");
+        thread.join().expect("the listener's thread");
+    }
+
+    /// An update of a document whose collection another writer holds waits on the server's
+    /// runtime, not on the in-process listener's only thread: a queue of writers to one hot
+    /// document leaves the thread's other connections served.
+    #[test]
+    fn an_in_process_listener_hands_a_write_waiting_for_its_collection_to_the_servers_runtime() {
+        let (_runtime, server) = single_worker_server();
+        let (endpoint, end, thread) = listen_on_a_current_thread_runtime(&server, None);
+        let Endpoint::Tcp(addr) = endpoint else {
+            panic!("no Unix socket was asked for: {endpoint:?}");
+        };
+        let setup = [doc! {
+            "insert": "products",
+            "documents": [{ "_id": 1, "qty": 5 }],
+            "$db": "shop",
+        }];
+        let update = doc! {
+            "update": "products",
+            "updates": [{ "q": { "_id": 1, "qty": { "$gte": 1 } }, "u": { "$inc": { "qty": -1 } } }],
+            "$db": "shop",
+        };
+        let updated =
+            a_blocked_command_leaves_pings_answered(&server, addr, &setup, update, "update");
+        assert_eq!(updated.get_i32("nModified"), Ok(1), "{updated}");
         end.send(()).expect("the runtime runs");
         thread.join().expect("the listener's thread");
     }

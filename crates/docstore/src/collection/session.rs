@@ -98,6 +98,18 @@ impl<'a> WriteSession<'a> {
         self.record_put(record)
     }
 
+    /// [`Collection::update_record`]; journaled as a `Put` of the new version.
+    pub fn update_record(
+        &mut self,
+        record: RecordId,
+        old_doc: &Document,
+        new_doc: &Document,
+        touched: Option<&[String]>,
+    ) -> Result<()> {
+        self.coll.update_record(record, old_doc, new_doc, touched)?;
+        self.record_put(record)
+    }
+
     /// Remove the document at `record`, if any; journaled as a `Delete` by `_id`.
     pub fn remove(&mut self, record: RecordId) -> Option<StoredDoc> {
         let doc = self.coll.remove(record)?;

@@ -380,7 +380,12 @@ fn journal_status(state: &ServerState) -> Document {
         "pendingBytes": int_or_long(i64::try_from(status.pending_bytes).unwrap_or(i64::MAX)),
         "durableLsn": i64::try_from(status.durable_lsn).unwrap_or(i64::MAX),
         "lastLsn": i64::try_from(status.last_lsn).unwrap_or(i64::MAX),
+        "journalBytes": int_or_long(i64::try_from(status.journal_bytes).unwrap_or(i64::MAX)),
+        "commitMicros": i64::try_from(status.commit_time.as_micros()).unwrap_or(i64::MAX),
     };
+    if let Some(at) = status.last_snapshot {
+        d.insert("lastSnapshot", DateTime::from_system_time(at));
+    }
     if let Some(failure) = status.failure {
         let e = Error::from(&failure);
         d.insert(

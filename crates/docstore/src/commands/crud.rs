@@ -394,23 +394,23 @@ pub fn apply_update(c: &mut WriteSession<'_>, plan: &UpdatePlan) -> Result<Updat
         query.limit = Some(1);
     }
     let (hits, _) = c.query(&query)?;
+    let touched = plan.update.touched_paths();
     for hit in hits {
-        let mut doc = hit.doc.to_document()?;
-        let before = (!plan.multi).then(|| doc.clone());
+        let doc = hit.doc.to_document()?;
         let ctx = ApplyContext {
             matched_position: hit.position,
             is_insert: false,
             now: Some(plan.now),
         };
-        let changed = plan.update.apply(&mut doc, &ctx)?;
+        let updated = plan.update.apply_to(&doc, &ctx)?;
         out.matched += 1;
-        if changed {
-            c.replace(hit.record, doc.clone())?;
+        if let Some(new_doc) = &updated {
+            c.update_record(hit.record, &doc, new_doc, touched.as_deref())?;
             out.modified += 1;
         }
         if !plan.multi {
-            out.before = before;
-            out.after = Some(doc);
+            out.after = Some(updated.unwrap_or_else(|| doc.clone()));
+            out.before = Some(doc);
         }
     }
     if out.matched == 0 && plan.upsert {

@@ -205,6 +205,43 @@ enum Extracted<'a> {
     Array(&'a [Bson], &'a str, &'a str),
 }
 
+/// Whether one dotted path equals the other or lies inside it (`a.b` and `a`, not `ab`).
+fn paths_overlap(a: &str, b: &str) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    long.starts_with(short) && (long.len() == short.len() || long.as_bytes()[short.len()] == b'.')
+}
+
+/// The keys in `old` but not in `new`, and those in `new` but not in `old` (both as
+/// [`Index::keys_for`] gives them: sorted, distinct): what an update must remove from and add
+/// to an index, leaving the keys both versions share alone.
+pub fn key_difference(old: Vec<Vec<u8>>, new: Vec<Vec<u8>>) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let (mut old, mut new) = (old, new);
+    for keys in [&mut old, &mut new] {
+        if !keys.windows(2).all(|w| w[0] < w[1]) {
+            keys.sort_unstable();
+            keys.dedup();
+        }
+    }
+    let (mut removed, mut added) = (Vec::new(), Vec::new());
+    let mut old = old.into_iter().peekable();
+    let mut new = new.into_iter().peekable();
+    loop {
+        match (old.peek(), new.peek()) {
+            (Some(o), Some(n)) => match o.cmp(n) {
+                Ordering::Less => removed.extend(old.next()),
+                Ordering::Greater => added.extend(new.next()),
+                Ordering::Equal => {
+                    old.next();
+                    new.next();
+                }
+            },
+            (Some(_), None) => removed.extend(old.next()),
+            (None, Some(_)) => added.extend(new.next()),
+            (None, None) => return (removed, added),
+        }
+    }
+}
+
 fn split_path(path: &str) -> (&str, &str) {
     // A byte scan: paths are short, and this runs for every key of every document.
     match path.bytes().position(|b| b == b'.') {
@@ -374,6 +411,19 @@ impl Index {
         );
         let bounds = planner::dates_up_to(self, cutoff);
         self.scan(&bounds, false).collect()
+    }
+
+    /// Whether an update that changed only the paths `touched` (see
+    /// [`crate::update::UpdateSpec::touched_paths`]) can change this index's keys: whether
+    /// some path the keys are made from (key fields, partial filter fields, text fields) lies
+    /// on, above or below one of them. A wildcard text index reads every field.
+    pub fn reads_any_of(&self, touched: &[String]) -> bool {
+        match &self.reads {
+            None => true,
+            Some(reads) => reads
+                .iter()
+                .any(|read| touched.iter().any(|t| paths_overlap(read, t))),
+        }
     }
 
     /// Field paths of the key pattern, in order, with `true` for descending fields.

@@ -146,6 +146,12 @@ pub struct JournalStatus {
     pub pending_bytes: u64,
     pub durable_lsn: u64,
     pub last_lsn: u64,
+    /// Journal bytes written since the last snapshot.
+    pub journal_bytes: u64,
+    /// Time spent writing and fsyncing group commits since the store opened.
+    pub commit_time: Duration,
+    /// When the newest snapshot was written by this process (`None` before the first).
+    pub last_snapshot: Option<SystemTime>,
 }
 
 pub(super) struct Shared {
@@ -162,6 +168,9 @@ pub(super) struct Shared {
     writable: AtomicBool,
     failing: Mutex<Option<Failing>>,
     commits: AtomicU64,
+    /// Nanoseconds spent in successful group commits (write + fsync).
+    commit_nanos: AtomicU64,
+    pub(super) last_snapshot: Mutex<Option<SystemTime>>,
     appended_total: AtomicU64,
     written_total: AtomicU64,
     pub(super) faults: Option<DiskFaults>,
@@ -193,6 +202,8 @@ impl Shared {
             writable: AtomicBool::new(true),
             failing: Mutex::new(None),
             commits: AtomicU64::new(0),
+            commit_nanos: AtomicU64::new(0),
+            last_snapshot: Mutex::new(None),
             appended_total: AtomicU64::new(0),
             written_total: AtomicU64::new(0),
             faults,
@@ -236,6 +247,9 @@ impl Shared {
             pending_bytes: appended.saturating_sub(written),
             durable_lsn: self.durable.borrow().lsn,
             last_lsn: self.pending.lock().last_lsn,
+            journal_bytes: self.journal_bytes.load(Ordering::Relaxed),
+            commit_time: Duration::from_nanos(self.commit_nanos.load(Ordering::Relaxed)),
+            last_snapshot: *self.last_snapshot.lock(),
         }
     }
 
@@ -282,6 +296,7 @@ impl Shared {
             batch = retry;
         }
         if !batch.is_empty() {
+            let started = std::time::Instant::now();
             if let Err(e) = w.write_batch(&batch) {
                 let path = self.dir.join(segment_name(w.segment));
                 self.note_failure(&e, &path.display().to_string(), batch.len());
@@ -289,6 +304,8 @@ impl Shared {
                 return Err(e);
             }
             self.commits.fetch_add(1, Ordering::Relaxed);
+            let took = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+            self.commit_nanos.fetch_add(took, Ordering::Relaxed);
             self.written_total
                 .fetch_add(batch.len() as u64, Ordering::Relaxed);
         }

@@ -230,6 +230,10 @@ impl Storage {
             journal_bytes,
             faults,
         ));
+        // The snapshot this start read: its file's time is when it was written.
+        *shared.last_snapshot.lock() = fs::metadata(dir.join(snapshot_name(base.token)))
+            .and_then(|m| m.modified())
+            .ok();
         let flusher = {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
@@ -370,6 +374,7 @@ impl Storage {
         }
         fs::rename(&tmp, dir.join(snapshot_name(token)))?;
         sync_dir(dir)?;
+        *shared.last_snapshot.lock() = Some(std::time::SystemTime::now());
         delete_obsolete(dir, token)
     }
 

@@ -126,6 +126,18 @@ impl UpdateSpec {
 
     /// Apply in place; returns whether the document changed. On error `doc` is unchanged.
     pub fn apply(&self, doc: &mut Document, ctx: &ApplyContext) -> Result<bool> {
+        match self.apply_to(doc, ctx)? {
+            Some(updated) => {
+                *doc = updated;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// The new version of `doc`, or `None` when the update leaves it as it is. A writer keeps
+    /// the old version to work out which index keys changed.
+    pub fn apply_to(&self, doc: &Document, ctx: &ApplyContext) -> Result<Option<Document>> {
         let updated = match &self.kind {
             Kind::Replacement(replacement) => replace(replacement, doc)?,
             Kind::Operators(ops) => ops.apply(doc, ctx)?,
@@ -133,11 +145,25 @@ impl UpdateSpec {
                 pipeline::apply(p, doc, ctx.now.unwrap_or_else(bson::DateTime::now))?
             }
         };
-        if ops::identical_documents(doc, &updated) {
-            return Ok(false);
+        Ok((!ops::identical_documents(doc, &updated)).then_some(updated))
+    }
+
+    /// The paths an operator update may change, each cut before its first positional or
+    /// numeric part (`carted.$.qty` changes somewhere under `carted`), with both ends of a
+    /// `$rename`; `None` when any field may change (a replacement or a pipeline). An index
+    /// none of whose fields lies on or under one of these paths keeps its keys.
+    pub fn touched_paths(&self) -> Option<Vec<String>> {
+        let Kind::Operators(ops) = &self.kind else {
+            return None;
+        };
+        let mut out = Vec::with_capacity(ops.entries.len());
+        for entry in &ops.entries {
+            out.push(static_prefix(&entry.parts)?);
+            if let Op::Rename { from, .. } = &entry.op {
+                out.push(static_prefix(from)?);
+            }
         }
-        *doc = updated;
-        Ok(true)
+        Some(out)
     }
 
     /// The document an upsert inserts: equality fields of `filter` (including inside `$and`),
@@ -404,6 +430,19 @@ fn check_identifiers(
         used.push(identifier.to_string());
     }
     Ok(())
+}
+
+/// The dotted path of `parts` up to (not including) the first positional (`$`, `$[]`,
+/// `$[id]`) or numeric part; `None` when that leaves nothing.
+fn static_prefix(parts: &[String]) -> Option<String> {
+    let fixed: Vec<&str> = parts
+        .iter()
+        .take_while(|p| {
+            !(p.starts_with('$') || (!p.is_empty() && p.bytes().all(|b| b.is_ascii_digit())))
+        })
+        .map(String::as_str)
+        .collect();
+    (!fixed.is_empty()).then(|| fixed.join("."))
 }
 
 fn is_dynamic(parts: &[String]) -> bool {

@@ -1,6 +1,12 @@
+//! What operators and their tools ask of a running instance: `/healthz` (liveness, here),
+//! `/readyz` (readiness, [`ready`]) and `/metrics` (Prometheus, [`scrape`]).
+//!
 //! `/healthz` for load balancers and monitors: 200 `ok` when the database answers a ping and
 //! accepts writes, 503 `unavailable` when it does not answer, 503 `not writable` when it answers
 //! but refuses writes (docstore on a full or failing disk).
+
+pub mod ready;
+pub mod scrape;
 
 use std::time::Duration;
 

@@ -1,0 +1,345 @@
+//! What a public page tells search engines, feed readers and link previews in its `<head>`: the
+//! canonical address (absolute, from `server.public_url`), the description, OpenGraph and
+//! Twitter card tags, feed autodiscovery links and JSON-LD structured data. The layout builds
+//! the defaults for every page; a page handler fills in what it knows (title, picture, its own
+//! feed, a `Product` or `BlogPosting`).
+
+use std::collections::HashMap;
+
+use actix_web::HttpRequest;
+
+/// The site's absolute address without a trailing slash (`server.public_url`, else the bound
+/// address), registered as app data by `startup` so the layout can make links absolute.
+#[derive(Debug, Clone)]
+pub struct SiteUrl(pub String);
+
+/// The site's absolute address for `req`: the registered [`SiteUrl`], else the address the
+/// request came in on.
+pub fn site_url(req: &HttpRequest) -> String {
+    match req.app_data::<actix_web::web::Data<SiteUrl>>() {
+        Some(url) => url.0.trim_end_matches('/').to_string(),
+        None => {
+            let info = req.connection_info();
+            format!("{}://{}", info.scheme(), info.host())
+        }
+    }
+}
+
+/// A shopper's own pages and search results: `noindex` (robots.txt disallows them too, by
+/// default).
+const NOT_FOR_SEARCH_ENGINES: &[&str] = &["/cart", "/checkout", "/orders", "/search"];
+
+/// The longest description a page carries (search engines show about this much).
+pub const DESCRIPTION_CHARS: usize = 160;
+
+/// A link preview's picture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SocialImage {
+    /// Absolute address.
+    pub url: String,
+    /// What it shows (`og:image:alt`).
+    pub alt: String,
+}
+
+/// A feed a page announces (`<link rel="alternate" type="application/atom+xml">`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedLink {
+    pub title: String,
+    /// Absolute address.
+    pub href: String,
+}
+
+/// The `<head>` metadata of one page.
+#[derive(Debug, Clone, Default)]
+pub struct PageMeta {
+    /// The site's absolute address without a trailing slash; empty on pages without metadata
+    /// (admin and error pages), which then emit none.
+    pub site_url: String,
+    /// The shop's name (`og:site_name`).
+    pub site_name: String,
+    /// The page's preferred absolute address.
+    pub canonical: String,
+    /// `noindex, follow` on pages that must not be indexed (filtered or re-sorted listings).
+    pub noindex: bool,
+    /// The title a shared link shows (without the " · shop" suffix of `<title>`).
+    pub title: String,
+    pub description: String,
+    /// `website`, `product` or `article`.
+    pub og_type: &'static str,
+    pub image: Option<SocialImage>,
+    pub feeds: Vec<FeedLink>,
+    /// Structured data, one `<script type="application/ld+json">` each.
+    pub json_ld: Vec<serde_json::Value>,
+}
+
+impl PageMeta {
+    /// The defaults for a public page at `path`: canonical without the query, the site's
+    /// description and picture, and the site feed (the blog's).
+    pub fn for_page(site_url: &str, path: &str, settings: &crate::db::site::SiteSettings) -> Self {
+        let site_url = site_url.trim_end_matches('/').to_string();
+        let image = default_image(&site_url, &settings.social_image).map(|url| SocialImage {
+            url,
+            alt: settings.name.clone(),
+        });
+        PageMeta {
+            canonical: format!("{site_url}{path}"),
+            feeds: vec![FeedLink {
+                title: format!("{} · Blog", settings.name),
+                href: format!("{site_url}/blog/feed.atom"),
+            }],
+            site_name: settings.name.clone(),
+            title: settings.name.clone(),
+            description: plain_description(settings.description_or_tagline()),
+            og_type: "website",
+            image,
+            noindex: NOT_FOR_SEARCH_ENGINES
+                .iter()
+                .any(|p| path == *p || path.starts_with(&format!("{p}/"))),
+            json_ld: Vec::new(),
+            site_url,
+        }
+    }
+
+    /// Whether the page carries metadata at all.
+    pub fn is_public(&self) -> bool {
+        !self.site_url.is_empty()
+    }
+
+    /// An absolute address for a path on this site.
+    pub fn absolute(&self, path: &str) -> String {
+        format!("{}{path}", self.site_url)
+    }
+
+    /// Canonical address and indexing of a listing at `path` (products, a category, a section):
+    /// page numbers are pages of their own (`?page=N` stays in the canonical address), while any
+    /// filter, sort or keyset position makes the page `noindex` with the unfiltered listing as
+    /// canonical, so the combinations never become a crawl space of their own.
+    pub fn listing(&mut self, path: &str, params: &HashMap<String, String>) {
+        let page = params
+            .get("page")
+            .and_then(|p| p.parse::<u64>().ok())
+            .filter(|n| *n > 1);
+        let narrowed = params
+            .iter()
+            .any(|(k, v)| k != "page" && !v.trim().is_empty());
+        self.canonical = match (narrowed, page) {
+            (false, Some(n)) => format!("{}{path}?page={n}", self.site_url),
+            _ => format!("{}{path}", self.site_url),
+        };
+        self.noindex = narrowed;
+    }
+
+    /// Set the description from page text (made plain and shortened); empty text keeps the
+    /// site's.
+    pub fn describe(&mut self, text: &str) {
+        let text = plain_description(text);
+        if !text.is_empty() {
+            self.description = text;
+        }
+    }
+
+    /// Use the stored image's page-sized copy (`/media/{id}/display`) as the picture.
+    pub fn picture(&mut self, file_id: bson::oid::ObjectId, alt: &str) {
+        self.image = Some(SocialImage {
+            url: self.absolute(&format!("/media/{}/display", file_id.to_hex())),
+            alt: alt.to_string(),
+        });
+    }
+
+    /// Announce another feed (after the site's), unless it is already announced.
+    pub fn add_feed(&mut self, title: String, path: &str) {
+        let href = self.absolute(path);
+        if !self.feeds.iter().any(|f| f.href == href) {
+            self.feeds.push(FeedLink { title, href });
+        }
+    }
+
+    /// `summary_large_image` with a picture, else `summary`.
+    pub fn twitter_card(&self) -> &'static str {
+        if self.image.is_some() {
+            "summary_large_image"
+        } else {
+            "summary"
+        }
+    }
+
+    /// Each structured-data object as text safe inside `<script>` ([`json_for_script`]).
+    pub fn json_ld_scripts(&self) -> Vec<String> {
+        self.json_ld.iter().map(json_for_script).collect()
+    }
+}
+
+/// The default social image as an absolute address: a local path joined to the site address,
+/// an `http(s)://` address as it is; anything else (or nothing) none.
+fn default_image(site_url: &str, setting: &str) -> Option<String> {
+    let setting = setting.trim();
+    if setting.is_empty() {
+        return None;
+    }
+    if let Some(path) = crate::web::links::local_path(setting) {
+        return Some(format!("{site_url}{path}"));
+    }
+    is_absolute_web_url(setting).then(|| setting.to_string())
+}
+
+/// Whether `url` is an `http://` or `https://` address with a host and no spaces or controls.
+pub fn is_absolute_web_url(url: &str) -> bool {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    match rest {
+        Some(rest) => {
+            !rest.is_empty()
+                && !rest.starts_with(['/', '\\'])
+                && !url
+                    .chars()
+                    .any(|c| c.is_control() || c.is_whitespace() || c == '\\')
+        }
+        None => false,
+    }
+}
+
+/// `text` as one path segment of a URL: letters, digits and `-._~` as they are, every other
+/// byte percent-encoded (slugs and tags are plain already; this keeps stored oddities from
+/// breaking an address).
+pub fn path_segment(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// One line of plain text of at most [`DESCRIPTION_CHARS`] characters, cut at a word.
+pub fn plain_description(text: &str) -> String {
+    words_within(text, DESCRIPTION_CHARS)
+}
+
+/// The words of `text` on one line, as many as fit in `max_chars` (then `…`).
+pub fn words_within(text: &str, max_chars: usize) -> String {
+    let mut out = String::new();
+    for word in text.split_whitespace() {
+        if out.chars().count() + word.chars().count() + 1 > max_chars {
+            out.push('…');
+            break;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    out
+}
+
+/// `value` as JSON that cannot end the `<script>` element holding it nor be read as HTML:
+/// `<`, `>` and `&` become `\u003c`, `\u003e`, `\u0026` (the same characters to a JSON
+/// parser), and so do the line and paragraph separators some JavaScript parsers refuse.
+pub fn json_for_script(value: &serde_json::Value) -> String {
+    let json = serde_json::to_string(value).unwrap_or_else(|_| "null".to_string());
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `BreadcrumbList` of `(name, absolute url)` steps, first to last.
+pub fn breadcrumb_list(steps: &[(String, String)]) -> serde_json::Value {
+    let items: Vec<serde_json::Value> = steps
+        .iter()
+        .enumerate()
+        .map(|(i, (name, url))| {
+            serde_json::json!({
+                "@type": "ListItem",
+                "position": i + 1,
+                "name": name,
+                "item": url,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "@context": "https://schema.org",
+        "@type": "BreadcrumbList",
+        "itemListElement": items,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn script_json_cannot_close_the_script_element() {
+        let value = serde_json::json!({ "name": "</script><script>alert(1)</script> & \u{2028}" });
+        let text = json_for_script(&value);
+        assert!(!text.contains('<') && !text.contains('>') && !text.contains('&'));
+        let back: serde_json::Value = serde_json::from_str(&text).expect("still JSON");
+        assert_eq!(back, value);
+    }
+
+    #[test]
+    fn filtered_listings_are_noindex_and_point_at_the_plain_listing() {
+        let mut meta = PageMeta {
+            site_url: "https://shop.example".into(),
+            ..Default::default()
+        };
+        let params = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        meta.listing("/products", &params(&[("page", "3")]));
+        assert_eq!(meta.canonical, "https://shop.example/products?page=3");
+        assert!(!meta.noindex);
+        meta.listing("/products", &params(&[("sort", "price"), ("page", "3")]));
+        assert_eq!(meta.canonical, "https://shop.example/products");
+        assert!(meta.noindex);
+        meta.listing("/products", &params(&[("after", "abc")]));
+        assert!(meta.noindex);
+        meta.listing("/products", &params(&[("page", "1")]));
+        assert_eq!(meta.canonical, "https://shop.example/products");
+    }
+
+    #[test]
+    fn descriptions_are_one_short_line() {
+        let long = "word ".repeat(100);
+        let d = plain_description(&long);
+        assert!(d.chars().count() <= DESCRIPTION_CHARS + 1);
+        assert!(d.ends_with('…'));
+        assert_eq!(plain_description(" a\n b\tc "), "a b c");
+    }
+
+    #[test]
+    fn only_site_paths_and_web_addresses_make_a_default_image() {
+        let base = "https://shop.example";
+        assert_eq!(
+            default_image(base, "/static/images/card.png").as_deref(),
+            Some("https://shop.example/static/images/card.png")
+        );
+        assert_eq!(
+            default_image(base, "https://cdn.example/card.png").as_deref(),
+            Some("https://cdn.example/card.png")
+        );
+        for bad in [
+            "",
+            "//evil.example/x",
+            "javascript:alert(1)",
+            "card.png",
+            "/\\evil",
+        ] {
+            assert_eq!(default_image(base, bad), None, "{bad}");
+        }
+    }
+}
