@@ -52,8 +52,19 @@ impl XmlWriter {
         attributes: &[(&str, &str)],
         children: impl FnOnce(&mut XmlWriter),
     ) {
-        self.write(Event::Start(start(name, attributes)));
+        self.open(name, attributes);
         children(self);
+        self.close(name);
+    }
+
+    /// `<name attributes…>`, for an element whose children are written over several calls
+    /// (a sitemap's entries as a database cursor yields them); [`XmlWriter::close`] ends it.
+    pub fn open(&mut self, name: &str, attributes: &[(&str, &str)]) {
+        self.write(Event::Start(start(name, attributes)));
+    }
+
+    /// `</name>`
+    pub fn close(&mut self, name: &str) {
         self.write(Event::End(BytesEnd::new(name)));
     }
 
