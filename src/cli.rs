@@ -1,52 +1,200 @@
-//! Command-line interface: `bazaar` (serve), `bazaar seed`, `bazaar hash-password`,
-//! `bazaar repair`, `bazaar backup`, `bazaar restore`, `bazaar migrate`.
+//! Command-line interface (clap's derive API): `bazaar` (serve), `bazaar seed`, `bazaar
+//! hash-password`, `bazaar repair`, `bazaar backup`, `bazaar restore`, `bazaar migrate`,
+//! `bazaar completions`. Every subcommand has its own `--help` with examples; a usage error is
+//! clap's message on standard error with exit status 2, a failed command `error: …` with 1.
 
 use std::io::{IsTerminal, Read, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::config::Settings;
 use crate::startup::{init_logging, Application, OpenDatabase};
+use crate::telemetry::progress::{Progress, Step};
 use crate::web::basic_auth::hash_password;
 
-const USAGE: &str = "\
-usage: bazaar [COMMAND]
+/// Self-hostable storefront, CMS and tumblelog on MongoDB (embedded docstore by default).
+///
+/// Without a command, Bazaar serves the site.
+#[derive(Debug, Parser)]
+#[command(
+    name = "bazaar",
+    version,
+    after_help = "Settings come from ./config.toml (or $BAZAAR_CONFIG) and BAZAAR_SECTION__KEY \
+                  variables.\nExit status: 0 done, 1 the command failed, 2 a usage error.",
+    after_long_help = "Settings come from ./config.toml (or $BAZAAR_CONFIG) and \
+                       BAZAAR_SECTION__KEY variables (README.md, Configuration).\n\n\
+                       Exit status: 0 done, 1 the command failed, 2 a usage error.\n\n\
+                       Examples:\n  \
+                       bazaar                                 # serve the site\n  \
+                       BAZAAR_SERVER__PORT=9000 bazaar serve  # on another port\n  \
+                       bazaar seed --help                     # one command's help"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
 
-commands:
-  serve           run the web site (the default)
-  seed [--products N]
-                  add missing demo data to the database, then exit; with --products, also
-                  generate products until there are N generated ones (for load tests)
-  hash-password   read a password from standard input, print its argon2 hash
-                  (for admin.password_hash)
-  repair          salvage a damaged embedded store (database.path) with Bazaar
-                  stopped: keep every record that still validates, report exactly
-                  what was lost, move the old files to database.path/repair-<time>/
-  backup DIR      write a consistent, verified backup of the whole database into DIR (new or
-                  empty), in mongodump's layout; works while Bazaar is serving
-  restore DIR [--force]
-                  restore a backup (or a mongodump directory, without --gzip) as the embedded
-                  store's data, with Bazaar stopped; --force moves a non-empty database.path
-                  aside to database.path.before-restore-<time> first. With a mongodb:// URI,
-                  restore through the driver into empty databases (--force drops them first)
-  migrate --to URI [--force | --resume] [--batch N] [--max-batches N]
-                  copy the whole database to a MongoDB server (stop writes first), verify
-                  counts and checksums; --resume continues an interrupted copy, --force drops
-                  the target database first, --max-batches stops early (resume later)
-  help            show this help
-
-Settings come from ./config.toml (or $BAZAAR_CONFIG) and BAZAAR_SECTION__KEY variables.";
-
+#[derive(Debug, Subcommand)]
 enum Command {
+    /// Run the web site (the default)
+    #[command(after_help = "Examples:\n  bazaar serve\n  BAZAAR_SERVER__PORT=9000 bazaar serve")]
     Serve,
-    Seed { products: Option<u64> },
+    /// Add missing demo data to the database, then exit
+    ///
+    /// Adds the demo catalog, pages, posts and comments that are missing (never duplicates).
+    /// With --products, also generates products until there are N generated ones (for load
+    /// tests), streamed in batches, with progress on standard error.
+    #[command(after_help = "Examples:\n  bazaar seed\n  bazaar seed --products 10000")]
+    Seed {
+        /// Also generate products until there are N generated ones (at most 10 000 000)
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(..=10_000_000))]
+        products: Option<u64>,
+    },
+    /// Read a password from standard input, print its argon2 hash (for admin.password_hash)
+    ///
+    /// Only the line ending is removed: spaces are part of the password.
+    #[command(
+        after_help = "Examples:\n  echo 'my password' | bazaar hash-password\n  \
+                            bazaar hash-password    # asks for it on a terminal"
+    )]
     HashPassword,
+    /// Salvage a damaged embedded store (database.path), with Bazaar stopped
+    ///
+    /// Keeps every journal and snapshot record that still validates, writes a fresh snapshot,
+    /// moves the old files to database.path/repair-<time>/ and prints exactly what was lost.
+    #[command(after_help = "Examples:\n  bazaar repair\n  \
+                            BAZAAR_DATABASE__PATH=/srv/bazaar/data bazaar repair")]
     Repair,
-    Backup { dir: String },
-    Restore { dir: String, force: bool },
-    Migrate(MigrateArgs),
-    Help,
+    /// Write a consistent, verified backup of the whole database into DIR
+    ///
+    /// DIR must be new or empty; the backup is in mongodump's layout, readable by its owner
+    /// only. Works while Bazaar is serving.
+    #[command(after_help = "Examples:\n  bazaar backup ./backups/before-the-sale")]
+    Backup {
+        /// The backup directory (new or empty)
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+    },
+    /// Restore a backup (or a mongodump directory, without --gzip), with Bazaar stopped
+    ///
+    /// Into the embedded store's database.path; with a mongodb:// database.uri, through the
+    /// driver into empty databases instead.
+    #[command(
+        after_help = "Examples:\n  bazaar restore ./backups/before-the-sale\n  \
+                            bazaar restore ./backups/before-the-sale --force"
+    )]
+    Restore {
+        /// The backup directory
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
+        /// Move a non-empty database.path aside to database.path.before-restore-<time> first
+        /// (with a mongodb:// URI: drop the databases first)
+        #[arg(long)]
+        force: bool,
+    },
+    /// Copy the whole database to a MongoDB server, then verify counts and checksums
+    ///
+    /// Stop writes first. A target that already holds collections is refused unless --resume
+    /// (continue an interrupted copy) or --force (drop the target database first).
+    #[command(after_help = "Examples:\n  \
+                            bazaar migrate --to 'mongodb://db.example.com:27017/bazaar'\n  \
+                            bazaar migrate --to 'mongodb://db.example.com/bazaar' --resume\n  \
+                            bazaar migrate --to 'mongodb://db.example.com/bazaar' --max-batches 100")]
+    Migrate {
+        /// The target server (the database it names, else database.name)
+        #[arg(long, value_name = "URI", value_parser = mongodb_uri)]
+        to: String,
+        /// Drop the target database first
+        #[arg(long, conflicts_with = "resume")]
+        force: bool,
+        /// Continue an interrupted copy after the last document copied
+        #[arg(long)]
+        resume: bool,
+        /// Documents per insert
+        #[arg(long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+        batch: u64,
+        /// Stop after N batches (run again with --resume to continue)
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        max_batches: Option<u64>,
+    },
+    /// Print a shell completion script for bazaar
+    #[command(after_help = "Examples:\n  \
+                            bazaar completions bash > /etc/bash_completion.d/bazaar\n  \
+                            bazaar completions zsh > \"${fpath[1]}/_bazaar\"\n  \
+                            bazaar completions fish > ~/.config/fish/completions/bazaar.fish")]
+    Completions {
+        /// The shell
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+/// `--to` takes a MongoDB connection string.
+fn mongodb_uri(uri: &str) -> Result<String, String> {
+    if uri.starts_with("mongodb://") || uri.starts_with("mongodb+srv://") {
+        Ok(uri.to_string())
+    } else {
+        Err("needs a mongodb:// or mongodb+srv:// URI".into())
+    }
+}
+
+/// Run the command line (`args` starts with the program name) and return the exit status.
+pub fn run<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version land here too, on standard output with status 0.
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    let result = match cli.command.unwrap_or(Command::Serve) {
+        Command::HashPassword => print_password_hash(),
+        Command::Serve => with_runtime(serve()),
+        Command::Seed { products } => with_runtime(seed(products)),
+        Command::Repair => repair(),
+        Command::Backup { dir } => with_runtime(backup(dir)),
+        Command::Restore { dir, force } => with_runtime(restore(dir, force)),
+        Command::Migrate {
+            to,
+            force,
+            resume,
+            batch,
+            max_batches,
+        } => {
+            use crate::backup::migrate::TargetMode;
+            let mode = match (force, resume) {
+                (true, _) => TargetMode::Force,
+                (_, true) => TargetMode::Resume,
+                _ => TargetMode::Fresh,
+            };
+            with_runtime(migrate(MigrateArgs {
+                to,
+                mode,
+                // At most 100 000 (the parser's range).
+                batch: batch as usize,
+                max_batches,
+            }))
+        }
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "bazaar", &mut std::io::stdout());
+            Ok(())
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 struct MigrateArgs {
@@ -54,109 +202,6 @@ struct MigrateArgs {
     mode: crate::backup::migrate::TargetMode,
     batch: usize,
     max_batches: Option<u64>,
-}
-
-fn parse_migrate(args: &[&str]) -> Result<Command, String> {
-    use crate::backup::migrate::TargetMode;
-    let mut to = None;
-    let mut mode = TargetMode::Fresh;
-    let mut batch = 1000;
-    let mut max_batches = None;
-    let mut rest = args.iter();
-    let number = |flag: &str, value: Option<&&str>, max: u64| {
-        value
-            .and_then(|v| v.parse::<u64>().ok())
-            .filter(|n| (1..=max).contains(n))
-            .ok_or_else(|| format!("{flag} needs a whole number from 1 to {max}"))
-    };
-    while let Some(arg) = rest.next() {
-        match *arg {
-            "--to" => to = rest.next().map(|s| s.to_string()),
-            "--force" | "--resume" if mode != TargetMode::Fresh => {
-                return Err("use either --force or --resume, not both".into())
-            }
-            "--force" => mode = TargetMode::Force,
-            "--resume" => mode = TargetMode::Resume,
-            "--batch" => batch = number("--batch", rest.next(), 100_000)? as usize,
-            "--max-batches" => max_batches = Some(number("--max-batches", rest.next(), u64::MAX)?),
-            other => return Err(format!("unknown migrate argument {other:?}")),
-        }
-    }
-    let to = to.ok_or("migrate needs --to mongodb://…")?;
-    if !(to.starts_with("mongodb://") || to.starts_with("mongodb+srv://")) {
-        return Err("--to needs a mongodb:// or mongodb+srv:// URI".into());
-    }
-    Ok(Command::Migrate(MigrateArgs {
-        to,
-        mode,
-        batch,
-        max_batches,
-    }))
-}
-
-fn parse(args: &[String]) -> Result<Command, String> {
-    match args
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        [] | ["serve"] => Ok(Command::Serve),
-        ["seed"] => Ok(Command::Seed { products: None }),
-        ["seed", "--products", n] => n
-            .parse::<u64>()
-            .ok()
-            .filter(|n| *n <= 10_000_000)
-            .map(|n| Command::Seed { products: Some(n) })
-            .ok_or_else(|| format!("--products needs a whole number up to 10000000, got {n:?}")),
-        ["hash-password"] => Ok(Command::HashPassword),
-        ["repair"] => Ok(Command::Repair),
-        ["backup", dir] if !dir.starts_with('-') => Ok(Command::Backup {
-            dir: dir.to_string(),
-        }),
-        ["restore", dir] if !dir.starts_with('-') => Ok(Command::Restore {
-            dir: dir.to_string(),
-            force: false,
-        }),
-        ["restore", dir, "--force"] | ["restore", "--force", dir] => Ok(Command::Restore {
-            dir: dir.to_string(),
-            force: true,
-        }),
-        ["migrate", rest @ ..] => parse_migrate(rest),
-        ["help"] | ["--help"] | ["-h"] => Ok(Command::Help),
-        other => Err(format!("unknown arguments: {}", other.join(" "))),
-    }
-}
-
-/// Run the command line and return the process exit code.
-pub fn run(args: Vec<String>) -> ExitCode {
-    let command = match parse(&args) {
-        Ok(command) => command,
-        Err(message) => {
-            eprintln!("bazaar: {message}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
-    let result = match command {
-        Command::Help => {
-            println!("{USAGE}");
-            Ok(())
-        }
-        Command::HashPassword => print_password_hash(),
-        Command::Serve => with_runtime(serve()),
-        Command::Seed { products } => with_runtime(seed(products)),
-        Command::Repair => repair(),
-        Command::Backup { dir } => with_runtime(backup(dir)),
-        Command::Restore { dir, force } => with_runtime(restore(dir, force)),
-        Command::Migrate(args) => with_runtime(migrate(args)),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("bazaar: {e:#}");
-            ExitCode::FAILURE
-        }
-    }
 }
 
 fn with_runtime(task: impl std::future::Future<Output = anyhow::Result<()>>) -> anyhow::Result<()> {
@@ -215,42 +260,19 @@ async fn seed(products: Option<u64>) -> anyhow::Result<()> {
 }
 
 /// Generate products up to `n`, streamed in batches (see [`crate::catalog::demo::BULK_BATCH`]),
-/// with progress on standard error: a bar redrawn in place on a terminal, otherwise a line at
-/// every tenth of the way (so logs of unattended runs show it too).
+/// with progress on standard error (see [`Progress`]).
 async fn seed_generated_products(db: &crate::db::Db, n: u64) -> anyhow::Result<u64> {
-    let terminal = std::io::stderr().is_terminal();
-    let started = std::time::Instant::now();
-    let mut last_tenth = 0;
-    let mut drew = false;
+    let mut progress: Option<Progress> = None;
     let added = crate::catalog::demo::seed_bulk_with_progress(db, n, |done, total| {
-        let line = progress_line(done, total, started.elapsed());
-        if terminal {
-            eprint!("\r{line}");
-            let _ = std::io::stderr().flush();
-            drew = true;
-        } else if done * 10 / total > last_tenth || done == total {
-            last_tenth = done * 10 / total;
-            eprintln!("{line}");
-        }
+        progress
+            .get_or_insert_with(|| Progress::counting(total, "products"))
+            .set_position(done);
     })
     .await?;
-    if drew {
-        eprintln!();
+    if let Some(progress) = progress {
+        progress.finish();
     }
     Ok(added)
-}
-
-/// `[########                                ] 200000/1000000 products (20%), 31 s`
-fn progress_line(done: u64, total: u64, elapsed: std::time::Duration) -> String {
-    let total = total.max(1);
-    let filled = (done.min(total) * 40 / total) as usize;
-    format!(
-        "[{}{}] {done}/{total} products ({}%), {} s",
-        "#".repeat(filled),
-        " ".repeat(40 - filled),
-        done * 100 / total,
-        elapsed.as_secs()
-    )
 }
 
 /// Run docstore's repair on the embedded store's directory and print its report.
@@ -264,14 +286,17 @@ fn repair() -> anyhow::Result<()> {
         );
     }
     let path = &settings.database.path;
-    let report = docstore::repair(path)
+    let step = Step::start(&format!("repairing {}", path.display()));
+    let report = docstore::repair(path);
+    drop(step);
+    let report = report
         .with_context(|| format!("cannot repair the embedded store in {}", path.display()))?;
     println!("{report}");
     Ok(())
 }
 
 /// `bazaar backup DIR`: through the store Bazaar is serving, or the configured one.
-async fn backup(dir: String) -> anyhow::Result<()> {
+async fn backup(dir: PathBuf) -> anyhow::Result<()> {
     let settings = load_settings()?;
     if settings.database.uri == crate::config::DatabaseUri::Memory {
         anyhow::bail!(
@@ -280,7 +305,7 @@ async fn backup(dir: String) -> anyhow::Result<()> {
         );
     }
     let database = OpenDatabase::open_or_attach(&settings).await?;
-    let outcome = crate::backup::backup_to(&database.db, std::path::Path::new(&dir)).await;
+    let outcome = crate::backup::backup_to_with_progress(&database.db, &dir, true).await;
     database.close().await;
     let report = outcome.context("backup failed")?;
     println!("{}", report.summary());
@@ -289,15 +314,18 @@ async fn backup(dir: String) -> anyhow::Result<()> {
 
 /// `bazaar restore DIR [--force]`: into the embedded store's directory (Bazaar stopped), or
 /// through the driver into the configured MongoDB.
-async fn restore(dir: String, force: bool) -> anyhow::Result<()> {
+async fn restore(dir: PathBuf, force: bool) -> anyhow::Result<()> {
     use crate::config::DatabaseUri;
     let settings = load_settings()?;
-    let dir = std::path::Path::new(&dir);
+    let dir = dir.as_path();
     let (collections, documents, verified, skipped, target) = match &settings.database.uri {
         DatabaseUri::Embedded => {
+            // The store restores in one go: a spinner, not a count.
+            let step = Step::start(&format!("restoring {}", dir.display()));
             let report = crate::backup::restore_embedded(dir, &settings.database.path, force)
                 .await
                 .context("restore failed")?;
+            drop(step);
             if let Some(aside) = &report.previous_moved_to {
                 println!("The previous data is in {}.", aside.display());
             }
@@ -317,7 +345,9 @@ async fn restore(dir: String, force: bool) -> anyhow::Result<()> {
             let client = mongodb::Client::with_uri_str(uri)
                 .await
                 .context("invalid database.uri")?;
-            let outcome = crate::backup::restore_through_driver(&client, dir, force).await;
+            let outcome =
+                crate::backup::restore_through_driver_with_progress(&client, dir, force, true)
+                    .await;
             client.shutdown().await;
             let report = outcome.context("restore failed")?;
             (

@@ -1,4 +1,5 @@
-//! The `bazaar` command: serve the site, seed demo data, or hash an admin password.
+//! The `bazaar` command: serve the site, seed demo data, back up, restore, migrate … (see
+//! `bazaar --help` and src/cli.rs).
 
 /// mimalloc rather than the system allocator: a page allocates and frees many small and
 /// medium buffers on several threads (the HTTP workers, the driver, the embedded store), where
@@ -8,5 +9,5 @@
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> std::process::ExitCode {
-    bazaar::cli::run(std::env::args().skip(1).collect())
+    bazaar::cli::run(std::env::args_os())
 }

@@ -1,5 +1,7 @@
 //! Logging: the `tracing` subscriber, writing text or JSON lines (the request-logging
-//! middleware is `web::request_log`).
+//! middleware is `web::request_log`); progress of the long commands ([`progress`]).
+
+pub mod progress;
 
 use std::collections::VecDeque;
 use std::io::IsTerminal;

@@ -1,5 +1,6 @@
 //! The `bazaar` command as a user runs it: configuration from the environment, start-up
-//! errors, graceful shutdown, `seed` and `hash-password`.
+//! errors, graceful shutdown, `seed` and `hash-password`, every subcommand's help, usage errors
+//! and their exit status, shell completions.
 
 mod common;
 
@@ -174,7 +175,13 @@ fn seed_with_a_product_count_generates_products_once() {
     assert!(out.contains("Generated products added: 0."), "{out}");
     let (code, _, err) = run(&["seed", "--products", "many"]);
     assert_eq!(code, Some(2));
-    assert!(err.contains("--products needs a whole number"), "{err}");
+    assert!(
+        err.contains("invalid value 'many' for '--products <N>'"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["seed", "--products", "10000001"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("10000001 is not in 0..=10000000"), "{err}");
 }
 
 #[tokio::test]
@@ -207,11 +214,195 @@ async fn hash_password_prints_a_hash_that_opens_the_admin() {
     assert_eq!(response.status(), reqwest::StatusCode::OK);
 }
 
+/// Run `bazaar args` (no database is touched by a usage error): (status, stdout, stderr).
+fn outcome(args: &[&str]) -> (Option<i32>, String, String) {
+    let output = bazaar(args)
+        .env("BAZAAR_DATABASE__URI", "memory")
+        .stdin(Stdio::null())
+        .output()
+        .expect("runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stdout).to_string(),
+        String::from_utf8_lossy(&output.stderr).to_string(),
+    )
+}
+
+const SUBCOMMANDS: &[&str] = &[
+    "serve",
+    "seed",
+    "hash-password",
+    "repair",
+    "backup",
+    "restore",
+    "migrate",
+    "completions",
+];
+
 #[test]
-fn unknown_arguments_print_the_usage() {
-    let output = bazaar(&["serv"]).output().expect("runs");
-    assert_eq!(output.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("usage: bazaar"));
+fn every_subcommand_has_its_own_help_with_examples() {
+    for sub in SUBCOMMANDS {
+        for args in [vec![*sub, "--help"], vec!["help", *sub]] {
+            let (code, out, err) = outcome(&args);
+            assert_eq!(code, Some(0), "{args:?}: {err}");
+            assert!(
+                out.contains(&format!("Usage: bazaar {sub}")),
+                "{args:?}: {out}"
+            );
+            let examples = out.split("Examples:\n").nth(1).unwrap_or_default();
+            assert!(
+                examples.contains(&format!("bazaar {sub}")),
+                "{args:?}: {out}"
+            );
+        }
+    }
+    let (code, out, _) = outcome(&["--help"]);
+    assert_eq!(code, Some(0));
+    for sub in SUBCOMMANDS {
+        assert!(
+            out.contains(&format!("\n  {sub} ")),
+            "{sub} missing from: {out}"
+        );
+    }
+    assert!(out.contains("Exit status: 0 done, 1 the command failed, 2 a usage error"));
+    let (_, out, _) = outcome(&["migrate", "--help"]);
+    for flag in [
+        "--to <URI>",
+        "--force",
+        "--resume",
+        "--batch <N>",
+        "--max-batches <N>",
+    ] {
+        assert!(out.contains(flag), "{flag} missing from: {out}");
+    }
+}
+
+#[test]
+fn version_prints_the_package_version() {
+    let (code, out, _) = outcome(&["--version"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(out.trim(), format!("bazaar {}", env!("CARGO_PKG_VERSION")));
+}
+
+#[test]
+fn a_bad_argument_is_a_usage_error_with_status_two_and_a_hint() {
+    let cases: &[(&[&str], &str)] = &[
+        (&["serv"], "error: unrecognized subcommand 'serv'"),
+        (
+            &["seed", "--product", "5"],
+            "error: unexpected argument '--product' found",
+        ),
+        (
+            &["backup"],
+            "error: the following required arguments were not provided",
+        ),
+        (
+            &["migrate", "--to", "http://db.example.com"],
+            "error: invalid value 'http://db.example.com' for '--to <URI>': needs a mongodb:// \
+             or mongodb+srv:// URI",
+        ),
+        (
+            &[
+                "migrate",
+                "--to",
+                "mongodb://db.example.com",
+                "--force",
+                "--resume",
+            ],
+            "error: the argument '--force' cannot be used with '--resume'",
+        ),
+        (
+            &[
+                "migrate",
+                "--to",
+                "mongodb://db.example.com",
+                "--batch",
+                "0",
+            ],
+            "error: invalid value '0' for '--batch <N>'",
+        ),
+        (
+            &["completions", "tcsh"],
+            "error: invalid value 'tcsh' for '<SHELL>'",
+        ),
+    ];
+    for (args, message) in cases {
+        let (code, out, err) = outcome(args);
+        assert_eq!(code, Some(2), "{args:?}: {err}");
+        assert!(err.starts_with(message), "{args:?}: {err}");
+        assert!(
+            err.trim_end()
+                .ends_with("For more information, try '--help'."),
+            "{args:?}: {err}"
+        );
+        assert!(out.is_empty(), "{args:?}: {out}");
+    }
+    // A near miss names the command meant, with the usage.
+    let (_, _, err) = outcome(&["serv"]);
+    assert!(
+        err.contains("a similar subcommand exists: 'serve'"),
+        "{err}"
+    );
+    assert!(err.contains("Usage: bazaar [COMMAND]"), "{err}");
+    let (_, _, err) = outcome(&["restore"]);
+    assert!(err.contains("Usage: bazaar restore <DIR>"), "{err}");
+}
+
+#[test]
+fn a_command_that_fails_says_why_with_status_one() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (code, out, err) = outcome(&["backup", dir.path().to_str().expect("utf-8")]);
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains(
+            "error: database.uri is \"memory\": that store lives only inside the serving process"
+        ),
+        "{err}"
+    );
+    assert!(out.is_empty(), "{out}");
+}
+
+#[test]
+fn bash_completions_complete_subcommands_and_flags() {
+    let (code, script, err) = outcome(&["completions", "bash"]);
+    assert_eq!(code, Some(0), "{err}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let file = dir.path().join("bazaar.bash");
+    std::fs::write(&file, &script).expect("write");
+    // What bash offers after `bazaar mi<TAB>` and `bazaar migrate --re<TAB>`.
+    let complete = |words: &str, current: usize| {
+        let output = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "source {}; COMP_WORDS=({words}); COMP_CWORD={current}; COMP_LINE='{words}'; \
+                 COMP_POINT=${{#COMP_LINE}}; \
+                 _bazaar bazaar \"${{COMP_WORDS[COMP_CWORD]}}\" \"${{COMP_WORDS[COMP_CWORD-1]}}\"; \
+                 echo \"${{COMPREPLY[@]}}\"",
+                file.display()
+            ))
+            .output()
+            .expect("bash runs");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_string()
+    };
+    assert_eq!(complete("bazaar mi", 1), "migrate");
+    assert_eq!(complete("bazaar migrate --re", 2), "--resume");
+    let all = complete("bazaar ''", 1);
+    for sub in SUBCOMMANDS {
+        assert!(
+            all.split(' ').any(|w| w == *sub),
+            "{sub} missing from: {all}"
+        );
+    }
+    for shell in ["zsh", "fish", "elvish", "powershell"] {
+        let (code, script, _) = outcome(&["completions", shell]);
+        assert_eq!(code, Some(0));
+        assert!(script.contains("bazaar"), "{shell}");
+    }
 }
 
 /// Start offsets of the records in a docstore journal segment (`[u32 length][u32 crc][payload]`).

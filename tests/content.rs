@@ -567,6 +567,90 @@ async fn the_atom_feed_parses_with_entries_newest_first_absolute_links_and_no_dr
     assert_eq!(feed_rs::parser::parse(&xml[..]).unwrap().entries.len(), 4);
 }
 
+/// Every element's text in `xml`, read by a strict XML parser (quick-xml's reader, which fails
+/// on malformed markup and undefined entities), as (element name, unescaped text).
+fn xml_texts(xml: &[u8]) -> Vec<(String, String)> {
+    use quick_xml::events::Event;
+    let mut reader = quick_xml::Reader::from_reader(xml);
+    reader.config_mut().check_end_names = true;
+    let (mut open, mut texts, mut text) = (Vec::<String>::new(), Vec::new(), String::new());
+    let mut buf = Vec::new();
+    loop {
+        let event = reader.read_event_into(&mut buf).expect("well-formed XML");
+        match &event {
+            Event::Text(t) => text.push_str(&t.xml10_content()),
+            Event::GeneralRef(r) => {
+                let name: &str = r;
+                let resolved = match r.resolve_char_ref().expect("a valid character reference") {
+                    Some(c) => c.to_string(),
+                    None => quick_xml::escape::resolve_xml_entity(name)
+                        .expect("a defined entity")
+                        .to_string(),
+                };
+                text.push_str(&resolved);
+            }
+            _ => {
+                if !text.trim().is_empty() {
+                    texts.push((open.last().cloned().unwrap_or_default(), text.clone()));
+                }
+                text.clear();
+            }
+        }
+        match event {
+            Event::Start(e) => open.push(e.name().as_ref().to_string()),
+            Event::End(_) => {
+                open.pop();
+            }
+            Event::Eof => break,
+            _ => {}
+        }
+        buf.clear();
+    }
+    texts
+}
+
+#[tokio::test]
+async fn a_title_with_cdata_ends_markup_and_control_characters_round_trips_through_the_feed() {
+    let app = spawn_app_with(&[("BAZAAR_SERVER__PUBLIC_URL", "https://shop.example.com")]).await;
+    let title = "End ]]> of <b>CDATA</b> & \"more\"\u{1}\u{8}\u{b}\u{1b}\u{7f}\tdone";
+    add_node(
+        &app,
+        "blog",
+        "tricky",
+        title,
+        Detail::Quote(QuoteDetail {
+            text: "a ]]> b < c & d\u{0}".into(),
+            source: "'Q' <src>".into(),
+        }),
+        Some(days_from_now(0)),
+        &["x<y&z\"]]>"],
+    )
+    .await;
+    let response = app.get("/blog/feed.atom").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let xml = response.bytes().await.unwrap();
+    // What XML 1.0 cannot hold at all (C0 controls but tab) is dropped; the rest comes back.
+    let expected = "End ]]> of <b>CDATA</b> & \"more\"\u{7f}\tdone";
+    let texts = xml_texts(&xml);
+    assert!(
+        texts.contains(&("title".to_string(), expected.to_string())),
+        "{texts:?}"
+    );
+    let feed = feed_rs::parser::parse(&xml[..]).expect("a valid feed");
+    let first = &feed.entries[0];
+    assert_eq!(first.title.as_ref().unwrap().content, expected);
+    assert_eq!(first.categories[0].term, "x<y&z\"]]>");
+    // The entry's content is HTML inside XML: both layers unescape back to the text.
+    let content = first.content.as_ref().unwrap().body.as_ref().unwrap();
+    let html = scraper::Html::parse_fragment(content);
+    let quote = scraper::Selector::parse("blockquote p").unwrap();
+    let text: String = html.select(&quote).flat_map(|p| p.text()).collect();
+    assert_eq!(text, "a ]]> b < c & d");
+    let source = scraper::Selector::parse("blockquote + p").unwrap();
+    let text: String = html.select(&source).flat_map(|p| p.text()).collect();
+    assert_eq!(text, "— 'Q' <src>", "{content}");
+}
+
 #[tokio::test]
 async fn markdown_titles_tags_videos_and_links_from_editors_come_out_inert() {
     let app = spawn_app().await;

@@ -3,7 +3,7 @@
 //! stylesheet through classes (the content security policy allows no inline styles). Pages show
 //! the same numbers as a table next to each chart.
 
-use std::fmt::Write;
+use crate::web::xml::XmlWriter;
 
 /// Size of the drawing, in SVG user units (the stylesheet scales it to the page).
 const WIDTH: f64 = 640.0;
@@ -115,89 +115,136 @@ impl BarChart {
         )
     }
 
-    /// The chart as an `<svg>` element (escaped: safe to embed in a page as is).
+    /// The chart as an `<svg>` element, written through [`XmlWriter`] (escaped by
+    /// construction: safe to embed in a page as is).
     pub fn render(&self) -> String {
         let plot_width = WIDTH - LEFT - RIGHT;
         let bottom = TOP + PLOT_HEIGHT;
         let slot = plot_width / self.bars.len().max(1) as f64;
-        let id = escape(&self.id);
-        let mut svg = String::with_capacity(4096 + self.bars.len() * 200);
-        let _ = write!(
-            svg,
-            r#"<svg class="bar-chart" role="img" viewBox="0 0 {WIDTH} {HEIGHT}" aria-labelledby="{id}-title {id}-desc" xmlns="http://www.w3.org/2000/svg"><title id="{id}-title">{}</title><desc id="{id}-desc">{}</desc>"#,
-            escape(&self.title),
-            escape(&self.description()),
-        );
-        // Gridlines and value labels at zero, half and the top of the scale.
-        let max = self.scale_max();
-        let ticks: Vec<i64> = if max % 2 == 0 {
-            vec![0, max / 2, max]
-        } else {
-            vec![0, max]
-        };
-        for tick in ticks {
-            let y = bottom - self.bar_height(tick);
-            let _ = write!(
-                svg,
-                r#"<line class="grid" x1="{LEFT}" y1="{y:.1}" x2="{:.1}" y2="{y:.1}"/><text class="tick y-tick" x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-                WIDTH - RIGHT,
-                LEFT - 6.0,
-                y + 4.0,
-                escape(&(self.format)(tick)),
-            );
-        }
-        for (i, bar) in self.bars.iter().enumerate() {
-            let x = LEFT + slot * i as f64;
-            let height = self.bar_height(bar.value);
-            let _ = write!(
-                svg,
-                r#"<rect class="bar" x="{:.1}" y="{:.1}" width="{:.1}" height="{height:.1}" data-label="{}" data-value="{}"><title>{}: {}</title></rect>"#,
-                x + slot * 0.1,
-                bottom - height,
-                slot * 0.8,
-                escape(&bar.label),
-                bar.value,
-                escape(&bar.label),
-                escape(&(self.format)(bar.value)),
-            );
-            if i % self.label_every.max(1) == 0 {
-                let _ = write!(
+        let title_id = format!("{}-title", self.id);
+        let desc_id = format!("{}-desc", self.id);
+        let mut svg = XmlWriter::fragment();
+        svg.element(
+            "svg",
+            &[
+                ("class", "bar-chart"),
+                ("role", "img"),
+                ("viewBox", format!("0 0 {WIDTH} {HEIGHT}").as_str()),
+                ("aria-labelledby", format!("{title_id} {desc_id}").as_str()),
+                ("xmlns", "http://www.w3.org/2000/svg"),
+            ],
+            |svg| {
+                svg.text_element("title", &[("id", title_id.as_str())], &self.title);
+                svg.text_element("desc", &[("id", desc_id.as_str())], &self.description());
+                // Gridlines and value labels at zero, half and the top of the scale.
+                let max = self.scale_max();
+                let ticks: Vec<i64> = if max % 2 == 0 {
+                    vec![0, max / 2, max]
+                } else {
+                    vec![0, max]
+                };
+                for tick in ticks {
+                    let y = bottom - self.bar_height(tick);
+                    line(svg, "grid", LEFT, y, WIDTH - RIGHT, y);
+                    label(
+                        svg,
+                        "tick y-tick",
+                        (LEFT - 6.0, y + 4.0),
+                        "end",
+                        &[],
+                        &(self.format)(tick),
+                    );
+                }
+                for (i, bar) in self.bars.iter().enumerate() {
+                    let x = LEFT + slot * i as f64;
+                    let height = self.bar_height(bar.value);
+                    svg.element(
+                        "rect",
+                        &[
+                            ("class", "bar"),
+                            ("x", one_decimal(x + slot * 0.1).as_str()),
+                            ("y", one_decimal(bottom - height).as_str()),
+                            ("width", one_decimal(slot * 0.8).as_str()),
+                            ("height", one_decimal(height).as_str()),
+                            ("data-label", bar.label.as_str()),
+                            ("data-value", bar.value.to_string().as_str()),
+                        ],
+                        |svg| {
+                            svg.text_element(
+                                "title",
+                                &[],
+                                &format!("{}: {}", bar.label, (self.format)(bar.value)),
+                            )
+                        },
+                    );
+                    if i % self.label_every.max(1) == 0 {
+                        label(
+                            svg,
+                            "tick x-tick",
+                            (x + slot / 2.0, bottom + 14.0),
+                            "middle",
+                            &[],
+                            &bar.label,
+                        );
+                    }
+                }
+                line(svg, "axis", LEFT, bottom, WIDTH - RIGHT, bottom);
+                line(svg, "axis", LEFT, TOP, LEFT, bottom);
+                label(
                     svg,
-                    r#"<text class="tick x-tick" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                    x + slot / 2.0,
-                    bottom + 14.0,
-                    escape(&bar.label),
+                    "axis-label x-axis-label",
+                    (LEFT + plot_width / 2.0, HEIGHT - 8.0),
+                    "middle",
+                    &[],
+                    &self.x_axis,
                 );
-            }
-        }
-        let _ = write!(
-            svg,
-            r#"<line class="axis" x1="{LEFT}" y1="{bottom}" x2="{:.1}" y2="{bottom}"/><line class="axis" x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{bottom}"/><text class="axis-label x-axis-label" x="{:.1}" y="{:.1}" text-anchor="middle">{}</text><text class="axis-label y-axis-label" x="{:.1}" y="14" text-anchor="middle" transform="rotate(-90)">{}</text></svg>"#,
-            WIDTH - RIGHT,
-            LEFT + plot_width / 2.0,
-            HEIGHT - 8.0,
-            escape(&self.x_axis),
-            -(TOP + PLOT_HEIGHT / 2.0),
-            escape(&self.y_axis),
+                label(
+                    svg,
+                    "axis-label y-axis-label",
+                    (-(TOP + PLOT_HEIGHT / 2.0), 14.0),
+                    "middle",
+                    &[("transform", "rotate(-90)")],
+                    &self.y_axis,
+                );
+            },
         );
-        svg
+        svg.finish()
     }
 }
 
-/// Text safe inside an SVG element or a quoted attribute.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+/// A coordinate with one decimal (`12.0`).
+fn one_decimal(v: f64) -> String {
+    format!("{v:.1}")
+}
+
+/// A `<line>` of `class` from (x1, y1) to (x2, y2).
+fn line(svg: &mut XmlWriter, class: &str, x1: f64, y1: f64, x2: f64, y2: f64) {
+    svg.empty_element(
+        "line",
+        &[
+            ("class", class),
+            ("x1", one_decimal(x1).as_str()),
+            ("y1", one_decimal(y1).as_str()),
+            ("x2", one_decimal(x2).as_str()),
+            ("y2", one_decimal(y2).as_str()),
+        ],
+    );
+}
+
+/// A `<text>` of `class` at `(x, y)`, anchored at `anchor`.
+fn label(
+    svg: &mut XmlWriter,
+    class: &str,
+    (x, y): (f64, f64),
+    anchor: &str,
+    extra: &[(&str, &str)],
+    text: &str,
+) {
+    let (x, y) = (one_decimal(x), one_decimal(y));
+    let mut attributes = vec![("class", class), ("x", x.as_str()), ("y", y.as_str())];
+    attributes.push(("text-anchor", anchor));
+    attributes.extend_from_slice(extra);
+    svg.text_element("text", &attributes, text);
 }
 
 #[cfg(test)]
@@ -245,6 +292,53 @@ mod tests {
         );
         assert!(svg.contains("<title id=\"c-title\">Views &lt;by&gt; hour</title>"));
         assert!(svg.contains("15 views in all; the highest bar is 0 with 10."));
+    }
+
+    #[test]
+    fn hostile_labels_come_back_as_text_from_a_strict_xml_parser() {
+        use quick_xml::events::Event;
+        let hostile = "</title><script>alert(1)</script> & \"x\" 'y' ]]>\u{1}";
+        let mut c = chart(&[3, 1]);
+        c.title = hostile.to_string();
+        c.bars[0].label = hostile.to_string();
+        let svg = c.render();
+        let mut reader = quick_xml::Reader::from_str(&svg);
+        reader.config_mut().check_end_names = true;
+        let (mut texts, mut labels, mut text, mut elements) =
+            (Vec::new(), Vec::new(), String::new(), 0);
+        loop {
+            match reader.read_event().expect("well-formed XML") {
+                Event::Text(t) => text.push_str(&t.xml10_content()),
+                Event::GeneralRef(r) => {
+                    let name: &str = &r;
+                    text.push_str(quick_xml::escape::resolve_xml_entity(name).expect("defined"));
+                }
+                Event::Eof => break,
+                event => {
+                    if let Event::Start(e) | Event::Empty(e) = &event {
+                        elements += 1;
+                        if let Some(label) = e.try_get_attribute("data-label").expect("attribute") {
+                            labels.push(
+                                label
+                                    .normalized_value(quick_xml::XmlVersion::Implicit1_0)
+                                    .expect("escaped")
+                                    .into_owned(),
+                            );
+                        }
+                    }
+                    if !text.is_empty() {
+                        texts.push(std::mem::take(&mut text));
+                    }
+                }
+            }
+        }
+        let clean = "</title><script>alert(1)</script> & \"x\" 'y' ]]>";
+        assert_eq!(texts[0], clean, "{svg}");
+        assert!(texts.contains(&format!("{clean}: 3")), "{texts:?}");
+        assert_eq!(labels, [clean, "1"]);
+        assert!(!svg.contains("<script"), "{svg}");
+        // svg, title, desc, 2 × (grid line, tick), 2 × (rect, its title, x label), 2 axes, 2 labels
+        assert_eq!(elements, 3 + 4 + 6 + 4, "{svg}");
     }
 
     #[test]

@@ -6,15 +6,14 @@
 //! it. The source must not change meanwhile (put the shop in maintenance). At the end every
 //! collection's count, checksum and index names are compared on both sides.
 
-use std::collections::BTreeSet;
-use std::io::{IsTerminal, Write};
-
 use anyhow::{bail, Context};
 use bson::{doc, Document, RawDocumentBuf};
 use futures::TryStreamExt;
 use mongodb::{Client, Database};
+use std::collections::BTreeSet;
 
 use super::{collection_checksum, collection_names, index_specs};
+use crate::telemetry::progress::Progress;
 
 /// What to do with a target database that already holds collections.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +34,7 @@ pub struct MigrateOptions {
     pub batch: usize,
     /// Stop (resumably) after this many batches: to move a large shop in steps.
     pub max_batches: Option<u64>,
-    /// Draw a progress bar on standard error.
+    /// Show progress on standard error (see [`Progress`]).
     pub progress: bool,
 }
 
@@ -108,7 +107,11 @@ pub async fn migrate(
         counts.push(n);
     }
     let total: u64 = counts.iter().sum();
-    let mut progress = Progress::new(total, options.progress);
+    let mut progress = if options.progress {
+        Progress::counting(total, "documents")
+    } else {
+        Progress::hidden()
+    };
     let mut batches = 0u64;
     for (name, &source_count) in names.iter().zip(&counts) {
         let already = copy_collection(
@@ -166,7 +169,8 @@ async fn copy_collection(
     if present > 0 {
         check_prefix(source, target, name, present).await?;
     }
-    progress.advance(present, name);
+    progress.set_message(name);
+    progress.inc(present);
     if present < source_count {
         let mut cursor = source_coll
             .find(doc! {})
@@ -187,7 +191,7 @@ async fn copy_collection(
             }
             if batch.len() >= options.batch || (done && !batch.is_empty()) {
                 if options.max_batches.is_some_and(|max| *batches >= max) {
-                    return Ok(Some(progress.done));
+                    return Ok(Some(progress.position()));
                 }
                 let n = batch.len() as u64;
                 target_coll
@@ -195,7 +199,7 @@ async fn copy_collection(
                     .await
                     .with_context(|| format!("writing {name} on the target"))?;
                 *batches += 1;
-                progress.advance(n, name);
+                progress.inc(n);
             }
             if done {
                 break;
@@ -273,46 +277,4 @@ async fn verify(source: &Database, target: &Database, names: &[String]) -> anyho
         }
     }
     Ok(())
-}
-
-/// A one-line progress bar on standard error (when it is a terminal and asked for).
-struct Progress {
-    total: u64,
-    done: u64,
-    show: bool,
-}
-
-impl Progress {
-    fn new(total: u64, wanted: bool) -> Progress {
-        Progress {
-            total,
-            done: 0,
-            show: wanted && std::io::stderr().is_terminal(),
-        }
-    }
-
-    fn advance(&mut self, n: u64, collection: &str) {
-        self.done += n;
-        if !self.show {
-            return;
-        }
-        let filled = (self.done * 40)
-            .checked_div(self.total)
-            .unwrap_or(40)
-            .min(40) as usize;
-        eprint!(
-            "\r[{}{}] {}/{} documents ({collection})\x1b[K",
-            "#".repeat(filled),
-            " ".repeat(40 - filled),
-            self.done,
-            self.total
-        );
-        let _ = std::io::stderr().flush();
-    }
-
-    fn finish(&self) {
-        if self.show {
-            eprintln!();
-        }
-    }
 }

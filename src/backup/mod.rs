@@ -23,6 +23,7 @@ use futures::TryStreamExt;
 use sha2::{Digest, Sha256};
 
 use crate::db::{Db, Store};
+use crate::telemetry::progress::{Progress, Step};
 
 /// What a finished, verified backup holds.
 #[derive(Debug, Clone)]
@@ -71,10 +72,21 @@ pub fn human_bytes(n: u64) -> String {
 /// only: `dir` is made 0700 before anything is written into it, so nobody else can reach the
 /// files while they are written, and every file and directory in it ends 0600 / 0700.
 pub async fn backup_to(db: &Db, dir: &Path) -> anyhow::Result<BackupReport> {
+    backup_to_with_progress(db, dir, false).await
+}
+
+/// [`backup_to`], showing progress on standard error when `progress` (see [`Progress`]): the
+/// documents read from an external MongoDB, or a spinner while the embedded store writes the
+/// backup in one command.
+pub async fn backup_to_with_progress(
+    db: &Db,
+    dir: &Path,
+    progress: bool,
+) -> anyhow::Result<BackupReport> {
     let dir = std::path::absolute(dir)
         .with_context(|| format!("cannot resolve the backup directory {}", dir.display()))?;
     prepare_private_dir(&dir)?;
-    let report = write_backup(db, dir.clone()).await?;
+    let report = write_backup(db, dir.clone(), progress).await?;
     private::restrict_tree(&dir).with_context(|| {
         format!(
             "the backup in {} was written, but its permissions could not be restricted to its \
@@ -106,15 +118,18 @@ fn prepare_private_dir(dir: &Path) -> anyhow::Result<()> {
     }
 }
 
-async fn write_backup(db: &Db, dir: PathBuf) -> anyhow::Result<BackupReport> {
+async fn write_backup(db: &Db, dir: PathBuf, progress: bool) -> anyhow::Result<BackupReport> {
     match db.store() {
         Store::EmbeddedDirectory(_) | Store::EmbeddedMemory => {
+            let step = progress
+                .then(|| Step::start(&format!("writing the backup into {}", dir.display())));
             let reply = db
                 .client()
                 .database("admin")
                 .run_command(doc! {"createBackup": 1, "backupDir": dir.to_string_lossy().as_ref()})
                 .await
                 .context("the embedded store could not write the backup")?;
+            drop(step);
             let number = |key: &str| -> u64 {
                 match reply.get(key) {
                     Some(Bson::Int64(n)) => u64::try_from(*n).unwrap_or(0),
@@ -133,16 +148,32 @@ async fn write_backup(db: &Db, dir: PathBuf) -> anyhow::Result<BackupReport> {
                 dir,
             })
         }
-        Store::External(_) => logical_backup(db, &dir).await,
+        Store::External(_) => logical_backup(db, &dir, progress).await,
     }
 }
 
 /// A backup of an external MongoDB read through the driver, collection by collection.
-async fn logical_backup(db: &Db, dir: &Path) -> anyhow::Result<BackupReport> {
+async fn logical_backup(db: &Db, dir: &Path, progress: bool) -> anyhow::Result<BackupReport> {
     let taken_at = bson::DateTime::now();
     let database = db.database();
     let mut images = Vec::new();
-    for name in collection_names(database).await? {
+    let names = collection_names(database).await?;
+    let mut bar = if progress {
+        // The bar's length from the collections' metadata: an estimate, exact once read.
+        let mut total = 0;
+        for name in &names {
+            total += database
+                .collection::<Document>(name)
+                .estimated_document_count()
+                .await
+                .with_context(|| format!("counting {name}"))?;
+        }
+        Progress::counting(total, "documents")
+    } else {
+        Progress::hidden()
+    };
+    for name in names {
+        bar.set_message(&name);
         let coll = database.collection::<Document>(&name);
         let docs: Vec<Document> = coll
             .find(doc! {})
@@ -152,6 +183,7 @@ async fn logical_backup(db: &Db, dir: &Path) -> anyhow::Result<BackupReport> {
             .try_collect()
             .await
             .with_context(|| format!("reading {name}"))?;
+        bar.inc(docs.len() as u64);
         let indexes = index_specs(database, &name).await?;
         let docs = docs
             .iter()
@@ -166,12 +198,15 @@ async fn logical_backup(db: &Db, dir: &Path) -> anyhow::Result<BackupReport> {
             docs,
         });
     }
+    bar.finish();
     let target = dir.to_path_buf();
+    let step = progress.then(|| Step::start("writing and verifying the backup's files"));
     let manifest = tokio::task::spawn_blocking(move || {
         docstore::dump::write_verified_dump(&target, &images, taken_at.timestamp_millis())
     })
     .await
     .context("the backup task failed")??;
+    drop(step);
     Ok(BackupReport {
         dir: dir.to_path_buf(),
         collections: manifest.collections.len() as u64,
@@ -269,10 +304,23 @@ pub async fn restore_through_driver(
     dump_dir: &Path,
     force: bool,
 ) -> anyhow::Result<DriverRestoreReport> {
+    restore_through_driver_with_progress(client, dump_dir, force, false).await
+}
+
+/// [`restore_through_driver`], with a bar of the documents written on standard error when
+/// `progress` (see [`Progress`]).
+pub async fn restore_through_driver_with_progress(
+    client: &mongodb::Client,
+    dump_dir: &Path,
+    force: bool,
+    progress: bool,
+) -> anyhow::Result<DriverRestoreReport> {
     let dir = dump_dir.to_path_buf();
+    let checking = progress.then(|| Step::start("reading and checking the backup's files"));
     let loaded = tokio::task::spawn_blocking(move || docstore::dump::load_dump(&dir))
         .await
         .context("the restore task failed")??;
+    drop(checking);
     let mut databases: Vec<&str> = loaded.images.iter().map(|i| i.db.as_str()).collect();
     databases.sort_unstable();
     databases.dedup();
@@ -295,7 +343,14 @@ pub async fn restore_through_driver(
     }
     const BATCH: usize = 1000;
     let mut documents = 0;
+    let mut bar = if progress {
+        let total = loaded.images.iter().map(|i| i.docs.len() as u64).sum();
+        Progress::counting(total, "documents")
+    } else {
+        Progress::hidden()
+    };
     for image in &loaded.images {
+        bar.set_message(&format!("{}.{}", image.db, image.coll));
         let database = client.database(&image.db);
         database
             .create_collection(&image.coll)
@@ -311,6 +366,7 @@ pub async fn restore_through_driver(
             coll.insert_many(batch)
                 .await
                 .with_context(|| format!("writing {}.{}", image.db, image.coll))?;
+            bar.inc(chunk.len() as u64);
         }
         documents += image.docs.len() as u64;
         if !image.indexes.is_empty() {
@@ -329,6 +385,7 @@ pub async fn restore_through_driver(
                 .with_context(|| format!("creating the indexes of {}.{}", image.db, image.coll))?;
         }
     }
+    bar.finish();
     Ok(DriverRestoreReport {
         collections: loaded.images.len(),
         documents,

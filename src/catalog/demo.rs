@@ -803,6 +803,7 @@ pub async fn seed_bulk_with_progress(
         paths.push(products::category_path_for(db, &t.categories).await?);
     }
     let mut added = 0;
+    progress(0, to_add);
     while added < to_add {
         let size = (to_add - added).min(BULK_BATCH as u64);
         let mut batch = Vec::with_capacity(size as usize);

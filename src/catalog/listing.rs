@@ -449,22 +449,10 @@ fn cents_to_input(cents: i64) -> String {
     }
 }
 
-/// Escape every regex metacharacter so user input matches literally.
-pub fn escape_regex(input: &str) -> String {
-    let mut out = String::with_capacity(input.len() * 2);
-    for c in input.chars() {
-        if "\\^$.|?*+()[]{}".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// A case-insensitive regex matching `text` anywhere, with every metacharacter escaped.
 pub fn contains_ignoring_case(text: &str) -> Bson {
     Bson::RegularExpression(bson::Regex {
-        pattern: escape_regex(&without_control_chars(text)),
+        pattern: regex::escape(&without_control_chars(text)),
         options: "i".to_string(),
     })
 }
@@ -475,7 +463,7 @@ pub fn title_prefix(search: &str) -> Bson {
         // A BSON regex is a C string: NUL (or any control character) never reaches it.
         pattern: format!(
             "^{}",
-            escape_regex(&products::search_key(&without_control_chars(search)))
+            regex::escape(&products::search_key(&without_control_chars(search)))
         ),
         options: String::new(),
     })

@@ -1,24 +1,13 @@
 //! A comment's plain text as HTML: everything escaped, line breaks kept, and bare `http(s)://`
 //! addresses turned into links marked `rel="nofollow ugc"` (search engines give such links no
-//! credit, which takes the point out of link spam).
+//! credit, which takes the point out of link spam). Escaping is the templates' own
+//! ([`crate::web::html`]).
+
+use crate::web::html;
 
 /// Characters that end an address when they close it (`see https://a.example/x.` keeps the dot
 /// out of the link).
 const TRAILING: &[char] = &['.', ',', ';', ':', '!', '?', ')', ']', '\'', '"'];
-
-/// Escape `text` for HTML body text and attribute values alike.
-fn escape_into(out: &mut String, text: &str) {
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-}
 
 /// Escaped text with `<br>` for each line break.
 fn text_into(out: &mut String, text: &str) {
@@ -26,7 +15,7 @@ fn text_into(out: &mut String, text: &str) {
         if i > 0 {
             out.push_str("<br>\n");
         }
-        escape_into(out, line.strip_suffix('\r').unwrap_or(line));
+        html::push(out, line.strip_suffix('\r').unwrap_or(line));
     }
 }
 
@@ -64,9 +53,9 @@ pub fn render(text: &str) -> String {
         }
         text_into(&mut out, &text[pos..start]);
         out.push_str("<a href=\"");
-        escape_into(&mut out, url);
+        html::push(&mut out, url);
         out.push_str("\" rel=\"nofollow ugc\">");
-        escape_into(&mut out, url);
+        html::push(&mut out, url);
         out.push_str("</a>");
         pos = start + url.len();
         search = pos;
@@ -83,7 +72,7 @@ mod tests {
     fn markup_is_escaped_and_line_breaks_kept() {
         assert_eq!(
             render("<script>alert(1)</script>\nnext & \"last\""),
-            "&lt;script&gt;alert(1)&lt;/script&gt;<br>\nnext &amp; &quot;last&quot;"
+            "&#60;script&#62;alert(1)&#60;/script&#62;<br>\nnext &#38; &#34;last&#34;"
         );
     }
 
@@ -91,8 +80,8 @@ mod tests {
     fn bare_addresses_become_nofollow_links() {
         assert_eq!(
             render("see https://example.com/a?b=1&c=2."),
-            "see <a href=\"https://example.com/a?b=1&amp;c=2\" rel=\"nofollow ugc\">\
-             https://example.com/a?b=1&amp;c=2</a>."
+            "see <a href=\"https://example.com/a?b=1&#38;c=2\" rel=\"nofollow ugc\">\
+             https://example.com/a?b=1&#38;c=2</a>."
         );
         assert_eq!(
             render("(http://x.example)"),
@@ -105,7 +94,7 @@ mod tests {
         assert_eq!(render("javascript:alert(1)"), "javascript:alert(1)");
         assert_eq!(
             render("<a href=javascript:alert(1)>x</a>"),
-            "&lt;a href=javascript:alert(1)&gt;x&lt;/a&gt;"
+            "&#60;a href=javascript:alert(1)&#62;x&#60;/a&#62;"
         );
         assert_eq!(render("xhttp://a.example"), "xhttp://a.example");
         assert_eq!(render("https:// alone"), "https:// alone");

@@ -1,38 +1,24 @@
 //! Atom 1.0 feeds: `/{section}/feed.atom` holds the section's 20 latest published nodes and
-//! `/tags/{tag}/feed.atom` the tag's, with absolute links built from `server.public_url` and
-//! every text escaped for XML; both answer conditional requests (ETag, Last-Modified, 304).
+//! `/tags/{tag}/feed.atom` the tag's, with absolute links built from `server.public_url`,
+//! written through [`XmlWriter`] (every text escaped for XML by construction); both answer
+//! conditional requests (ETag, Last-Modified, 304). An entry's content is HTML, escaped by the
+//! templates' escaper ([`html`]) where it holds user text.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
 use crate::content::model::{self, section, Detail, Node};
 use crate::state::AppState;
 use crate::web::errors::AppError;
+use crate::web::html;
+use crate::web::xml::XmlWriter;
 
 pub const FEED_SIZE: i64 = 20;
-
-/// Escape text for XML content and attribute values.
-pub fn xml_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            // Characters XML 1.0 does not allow at all are dropped.
-            c if (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r') => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 fn rfc3339(d: bson::DateTime) -> String {
     d.to_chrono().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// The entry's content as (already safe) HTML, escaped again by the caller for XML.
+/// The entry's content as (already safe) HTML; the XML writer escapes it again as text.
 fn content_html(base: &str, node: &Node) -> String {
     match node.detail() {
         Some(Detail::Page(_)) | Some(Detail::Entry(_)) => node.text_html(),
@@ -40,29 +26,29 @@ fn content_html(base: &str, node: &Node) -> String {
             Some(id) => format!(
                 "<p><img src=\"{base}/media/{}\" alt=\"{}\"></p><p>{}</p>",
                 id.to_hex(),
-                xml_escape(&p.caption),
-                xml_escape(&p.caption)
+                html::text(&p.caption),
+                html::text(&p.caption)
             ),
-            None => format!("<p>{}</p>", xml_escape(&p.caption)),
+            None => format!("<p>{}</p>", html::text(&p.caption)),
         },
         Some(Detail::Video(_)) => match node.video() {
             Some(v) => format!(
                 "<p><a href=\"{}\">Watch on {}</a></p>",
-                xml_escape(&v.watch_url()),
+                html::text(&v.watch_url()),
                 v.provider_label()
             ),
             None => String::new(),
         },
         Some(Detail::Quote(q)) => format!(
             "<blockquote><p>{}</p></blockquote><p>— {}</p>",
-            xml_escape(&q.text),
-            xml_escape(&q.source)
+            html::text(&q.text),
+            html::text(&q.source)
         ),
         Some(Detail::Link(_)) => match node.link() {
             Some(l) => format!(
                 "<p><a href=\"{}\">{}</a></p>",
-                xml_escape(&l.url),
-                xml_escape(&l.text)
+                html::text(&l.url),
+                html::text(&l.text)
             ),
             None => String::new(),
         },
@@ -74,50 +60,50 @@ fn content_html(base: &str, node: &Node) -> String {
 pub fn atom(base: &str, section_name: &str, section_title: &str, nodes: &[Node]) -> String {
     let base = base.trim_end_matches('/');
     let section_url = format!("{base}/{section_name}/");
+    let self_url = format!("{section_url}feed.atom");
     let updated = nodes
         .iter()
         .map(|n| n.metadata.updated)
         .max()
         .unwrap_or_else(|| bson::DateTime::from_millis(0));
-    let mut xml = String::with_capacity(4096);
-    xml.push_str("<?xml version=\"1.0\" encoding=\"utf-8\"?>\n");
-    xml.push_str("<feed xmlns=\"http://www.w3.org/2005/Atom\">\n");
-    xml.push_str(&format!(
-        "  <title>{}</title>\n  <id>{}</id>\n  <updated>{}</updated>\n",
-        xml_escape(&format!("Bazaar · {section_title}")),
-        xml_escape(&section_url),
-        rfc3339(updated)
-    ));
-    xml.push_str(&format!(
-        "  <link rel=\"alternate\" type=\"text/html\" href=\"{}\"/>\n  <link rel=\"self\" type=\"application/atom+xml\" href=\"{}feed.atom\"/>\n",
-        xml_escape(&section_url),
-        xml_escape(&section_url)
-    ));
-    xml.push_str("  <author><name>Bazaar</name></author>\n");
-    for node in nodes {
-        let url = format!("{base}{}", node.url());
-        let published = node.metadata.published.unwrap_or(node.metadata.created);
-        xml.push_str("  <entry>\n");
-        xml.push_str(&format!(
-            "    <title>{}</title>\n    <id>{}</id>\n    <link rel=\"alternate\" type=\"text/html\" href=\"{}\"/>\n    <published>{}</published>\n    <updated>{}</updated>\n    <author><name>{}</name></author>\n",
-            xml_escape(&node.metadata.title),
-            xml_escape(&url),
-            xml_escape(&url),
-            rfc3339(published),
-            rfc3339(node.metadata.updated),
-            xml_escape(&node.metadata.author.name),
-        ));
-        for tag in &node.metadata.tags {
-            xml.push_str(&format!("    <category term=\"{}\"/>\n", xml_escape(tag)));
+    let mut xml = XmlWriter::document();
+    xml.element("feed", &[("xmlns", "http://www.w3.org/2005/Atom")], |xml| {
+        xml.text_element("title", &[], &format!("Bazaar · {section_title}"));
+        xml.text_element("id", &[], &section_url);
+        xml.text_element("updated", &[], &rfc3339(updated));
+        link(xml, "alternate", "text/html", &section_url);
+        link(xml, "self", "application/atom+xml", &self_url);
+        author(xml, "Bazaar");
+        for node in nodes {
+            entry(xml, base, node);
         }
-        xml.push_str(&format!(
-            "    <content type=\"html\">{}</content>\n",
-            xml_escape(&content_html(base, node))
-        ));
-        xml.push_str("  </entry>\n");
-    }
-    xml.push_str("</feed>\n");
-    xml
+    });
+    xml.finish()
+}
+
+fn entry(xml: &mut XmlWriter, base: &str, node: &Node) {
+    let url = format!("{base}{}", node.url());
+    let published = node.metadata.published.unwrap_or(node.metadata.created);
+    xml.element("entry", &[], |xml| {
+        xml.text_element("title", &[], &node.metadata.title);
+        xml.text_element("id", &[], &url);
+        link(xml, "alternate", "text/html", &url);
+        xml.text_element("published", &[], &rfc3339(published));
+        xml.text_element("updated", &[], &rfc3339(node.metadata.updated));
+        author(xml, &node.metadata.author.name);
+        for tag in &node.metadata.tags {
+            xml.empty_element("category", &[("term", tag.as_str())]);
+        }
+        xml.text_element("content", &[("type", "html")], &content_html(base, node));
+    });
+}
+
+fn link(xml: &mut XmlWriter, rel: &str, kind: &str, href: &str) {
+    xml.empty_element("link", &[("rel", rel), ("type", kind), ("href", href)]);
+}
+
+fn author(xml: &mut XmlWriter, name: &str) {
+    xml.element("author", &[], |xml| xml.text_element("name", &[], name));
 }
 
 /// `GET /{section}/feed.atom`

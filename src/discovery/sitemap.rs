@@ -10,19 +10,16 @@
 //! cursor (only `_id` and `updated`), keeping every 50 000th `_id` as the start of a product
 //! sitemap and the newest update of each; a product sitemap is one keyset read of at most
 //! 50 000 from its start. `lastmod` comes from the stored `updated` times; drafts, archived
-//! products and unpublished or scheduled nodes are never listed. XML is written with
-//! quick-xml's writer, which escapes every text it is given. Responses carry an ETag and
-//! Last-Modified and answer `304` to a client that has them.
+//! products and unpublished or scheduled nodes are never listed. XML is written with the
+//! shared [`XmlWriter`] (quick-xml), which escapes every text it is given. Responses carry an
+//! ETag and Last-Modified and answer `304` to a client that has them.
 
 use std::collections::BTreeMap;
-use std::io;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use bson::oid::ObjectId;
 use bson::{doc, DateTime, Document};
 use futures::TryStreamExt;
-use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
-use quick_xml::Writer;
 use serde::Deserialize;
 
 use crate::catalog::{categories, lifecycle, products};
@@ -32,6 +29,7 @@ use crate::state::AppState;
 use crate::web::conditional::{self, Document as Served};
 use crate::web::errors::AppError;
 use crate::web::meta::path_segment as segment;
+use crate::web::xml::XmlWriter;
 
 /// The protocol's limit of addresses per sitemap.
 pub const MAX_URLS: usize = 50_000;
@@ -49,14 +47,10 @@ pub fn w3c(at: DateTime) -> String {
     at.to_chrono().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-fn xml_error(e: io::Error) -> AppError {
-    AppError::Internal(anyhow::anyhow!("writing a sitemap failed: {e}"))
-}
-
 /// An XML document of `<url>` or `<sitemap>` entries under one root element, written as they
-/// come.
+/// come (through [`XmlWriter`]: every address escaped by construction).
 struct Entries {
-    writer: Writer<Vec<u8>>,
+    writer: XmlWriter,
     root: &'static str,
     entry: &'static str,
     count: usize,
@@ -64,46 +58,34 @@ struct Entries {
 }
 
 impl Entries {
-    fn start(root: &'static str, entry: &'static str) -> io::Result<Entries> {
-        let mut writer = Writer::new_with_indent(Vec::with_capacity(64 * 1024), b' ', 1);
-        writer.write_event(Event::Decl(BytesDecl::new("1.0", Some("UTF-8"), None)))?;
-        writer.write_event(Event::Start(
-            BytesStart::new(root).with_attributes([("xmlns", NAMESPACE)]),
-        ))?;
-        Ok(Entries {
+    fn start(root: &'static str, entry: &'static str) -> Entries {
+        let mut writer = XmlWriter::document();
+        writer.open(root, &[("xmlns", NAMESPACE)]);
+        Entries {
             writer,
             root,
             entry,
             count: 0,
             newest: None,
-        })
+        }
     }
 
     /// One entry: its absolute address and, when known, its last change.
-    fn add(&mut self, loc: &str, lastmod: Option<DateTime>) -> io::Result<()> {
-        self.writer
-            .write_event(Event::Start(BytesStart::new(self.entry)))?;
-        self.writer
-            .create_element("loc")
-            .write_text_content(BytesText::new(loc))?;
-        if let Some(at) = lastmod {
-            self.writer
-                .create_element("lastmod")
-                .write_text_content(BytesText::new(&w3c(at)))?;
-            self.newest = self.newest.max(Some(at));
-        }
-        self.writer
-            .write_event(Event::End(BytesEnd::new(self.entry)))?;
+    fn add(&mut self, loc: &str, lastmod: Option<DateTime>) {
+        let newest = &mut self.newest;
+        self.writer.element(self.entry, &[], |xml| {
+            xml.text_element("loc", &[], loc);
+            if let Some(at) = lastmod {
+                xml.text_element("lastmod", &[], &w3c(at));
+                *newest = (*newest).max(Some(at));
+            }
+        });
         self.count += 1;
-        Ok(())
     }
 
-    fn finish(mut self) -> io::Result<(String, Option<DateTime>, usize)> {
-        self.writer
-            .write_event(Event::End(BytesEnd::new(self.root)))?;
-        let body = String::from_utf8(self.writer.into_inner())
-            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        Ok((body, self.newest, self.count))
+    fn finish(mut self) -> (String, Option<DateTime>, usize) {
+        self.writer.close(self.root);
+        (self.writer.finish(), self.newest, self.count)
     }
 }
 
@@ -238,15 +220,13 @@ pub fn tag_pipelines(now: DateTime) -> Vec<(&'static str, Vec<Document>)> {
 pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
     let db = &state.db;
     let base = &state.public_url;
-    let mut out = Entries::start("sitemapindex", "sitemap").map_err(xml_error)?;
-    out.add(&format!("{base}/sitemaps/categories.xml"), None)
-        .map_err(xml_error)?;
+    let mut out = Entries::start("sitemapindex", "sitemap");
+    out.add(&format!("{base}/sitemaps/categories.xml"), None);
     for (start, newest) in product_chunks(db, MAX_URLS).await? {
         out.add(
             &format!("{base}/sitemaps/products-{}.xml", start.to_hex()),
             newest,
-        )
-        .map_err(xml_error)?;
+        );
     }
     let now = db.now();
     for section in SECTIONS {
@@ -255,15 +235,13 @@ pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpR
             .await
             .map_err(DbError::from)?;
         for n in 1..=section_sitemaps(count) {
-            out.add(&format!("{base}/sitemaps/{}-{n}.xml", section.name), None)
-                .map_err(xml_error)?;
+            out.add(&format!("{base}/sitemaps/{}-{n}.xml", section.name), None);
         }
     }
     if !tags(db).await?.is_empty() {
-        out.add(&format!("{base}/sitemaps/tags.xml"), None)
-            .map_err(xml_error)?;
+        out.add(&format!("{base}/sitemaps/tags.xml"), None);
     }
-    let (body, newest, _) = out.finish().map_err(xml_error)?;
+    let (body, newest, _) = out.finish();
     Ok(respond(&req, body, newest))
 }
 
@@ -303,7 +281,7 @@ pub async fn serve(
 type Built = (String, Option<DateTime>, usize);
 
 async fn products_sitemap(state: &AppState, start: ObjectId) -> Result<Built, AppError> {
-    let mut out = Entries::start("urlset", "url").map_err(xml_error)?;
+    let mut out = Entries::start("urlset", "url");
     let mut cursor = products::collection(&state.db)
         .clone_with_type::<ProductStamp>()
         .find(product_chunk_filter(start))
@@ -315,16 +293,16 @@ async fn products_sitemap(state: &AppState, start: ObjectId) -> Result<Built, Ap
         .map_err(DbError::from)?;
     while let Some(product) = cursor.try_next().await.map_err(DbError::from)? {
         let loc = format!("{}/products/{}", state.public_url, segment(&product.slug));
-        out.add(&loc, product.updated).map_err(xml_error)?;
+        out.add(&loc, product.updated);
     }
-    out.finish().map_err(xml_error)
+    Ok(out.finish())
 }
 
 async fn categories_sitemap(state: &AppState) -> Result<Built, AppError> {
     let base = &state.public_url;
-    let mut out = Entries::start("urlset", "url").map_err(xml_error)?;
+    let mut out = Entries::start("urlset", "url");
     for path in ["/", "/products", "/categories"] {
-        out.add(&format!("{base}{path}"), None).map_err(xml_error)?;
+        out.add(&format!("{base}{path}"), None);
     }
     let mut cursor = categories::collection(&state.db)
         .clone_with_type::<Document>()
@@ -337,11 +315,10 @@ async fn categories_sitemap(state: &AppState) -> Result<Built, AppError> {
         .map_err(DbError::from)?;
     while let Some(category) = cursor.try_next().await.map_err(DbError::from)? {
         if let Ok(slug) = category.get_str("slug") {
-            out.add(&format!("{base}/categories/{}", segment(slug)), None)
-                .map_err(xml_error)?;
+            out.add(&format!("{base}/categories/{}", segment(slug)), None);
         }
     }
-    out.finish().map_err(xml_error)
+    Ok(out.finish())
 }
 
 /// A published node as the sitemaps read it.
@@ -358,7 +335,7 @@ struct NodeStampMeta {
 
 async fn section_sitemap(state: &AppState, section: &str, n: u64) -> Result<Built, AppError> {
     let base = &state.public_url;
-    let mut out = Entries::start("urlset", "url").map_err(xml_error)?;
+    let mut out = Entries::start("urlset", "url");
     let mut cursor = nodes::collection(&state.db)
         .clone_with_type::<NodeStamp>()
         .find(section_filter(section, state.db.now()))
@@ -373,26 +350,24 @@ async fn section_sitemap(state: &AppState, section: &str, n: u64) -> Result<Buil
     if n == 1 {
         // The list page leads the first sitemap; it changes when its newest post does.
         let lastmod = first.as_ref().and_then(|f| f.metadata.updated);
-        out.add(&format!("{base}/{section}/"), lastmod)
-            .map_err(xml_error)?;
+        out.add(&format!("{base}/{section}/"), lastmod);
     }
     let mut next = first;
     while let Some(node) = next {
         let loc = format!("{base}/{section}/{}", segment(&node.metadata.slug));
-        out.add(&loc, node.metadata.updated).map_err(xml_error)?;
+        out.add(&loc, node.metadata.updated);
         next = cursor.try_next().await.map_err(DbError::from)?;
     }
-    out.finish().map_err(xml_error)
+    Ok(out.finish())
 }
 
 async fn tags_sitemap(state: &AppState) -> Result<Built, AppError> {
     let base = &state.public_url;
-    let mut out = Entries::start("urlset", "url").map_err(xml_error)?;
+    let mut out = Entries::start("urlset", "url");
     for (tag, updated) in tags(&state.db).await?.into_iter().take(MAX_URLS) {
-        out.add(&format!("{base}/tags/{}", segment(&tag)), updated)
-            .map_err(xml_error)?;
+        out.add(&format!("{base}/tags/{}", segment(&tag)), updated);
     }
-    out.finish().map_err(xml_error)
+    Ok(out.finish())
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ pub mod error_page;
 pub mod errors;
 pub mod field_errors;
 pub mod flash;
+pub mod html;
 pub mod layout;
 pub mod links;
 pub mod meta;
@@ -21,6 +22,7 @@ pub mod rate_limit;
 pub mod request_log;
 pub mod security_headers;
 pub mod session;
+pub mod xml;
 
 use actix_web::http::header;
 use actix_web::{guard, web, HttpResponse, Route};
