@@ -1354,3 +1354,127 @@ async fn the_moderation_policy_and_queue_queries_use_an_index() {
     )
     .await;
 }
+
+/// The product page's "comments closed" line, if shown, and whether it has a comment form.
+async fn closed_line_and_form(s: &Shopper, product: &Product) -> (Vec<String>, bool) {
+    let doc = page(s, &format!("/products/{}", product.slug)).await;
+    let forms = Selector::parse(&format!(
+        "form[action=\"/products/{}/comments\"]",
+        product.slug
+    ))
+    .unwrap();
+    (
+        texts(&doc, ".comments-closed"),
+        doc.select(&forms).next().is_some(),
+    )
+}
+
+#[tokio::test]
+async fn a_discussion_closes_the_configured_days_after_it_started_and_posts_to_it_are_refused() {
+    let app = spawn_app_with(&[
+        ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
+        ("BAZAAR_COMMENTS__CLOSE_AFTER_DAYS", "2"),
+    ])
+    .await;
+    let product = product_with_stock(&app.db, "closing1", 5).await;
+    let s = Shopper::new(&app).await;
+    let first = posted_slug(&post(&s, &product, "Ada", "while open").await);
+    assert_eq!(closed_line_and_form(&s, &product).await, (vec![], true));
+
+    app.db.clock().step_forward(3 * 24 * HOUR);
+    assert_eq!(
+        closed_line_and_form(&s, &product).await,
+        (vec!["Comments are closed.".to_string()], false)
+    );
+    let refused = post(&s, &product, "Bo", "too late").await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let doc = html(&body(refused).await);
+    assert_eq!(
+        texts(&doc, ".comments-closed"),
+        vec!["Comments are closed on this page, so your comment was not posted."]
+    );
+    let refused = reply(&s, &product, &first, "Cy", "late reply").await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let doc = html(&body(refused).await);
+    assert_eq!(
+        texts(&doc, ".comments-closed"),
+        vec!["Comments are closed on this page, so your comment was not posted."]
+    );
+    assert_eq!(stored(&app.db, &product).await.len(), 1);
+    assert_eq!(comment_count(&app.db, &product).await, 1);
+}
+
+#[tokio::test]
+async fn the_admin_closes_and_reopens_one_discussion_and_readers_can_post_only_while_open() {
+    let app = spawn_unlimited().await;
+    let product = product_with_stock(&app.db, "closing2", 5).await;
+    let s = Shopper::new(&app).await;
+    posted_slug(&post(&s, &product, "Ada", "first").await);
+    let list = format!("/admin/comments?discussion={}", product.id.to_hex());
+    let admin = html(&body(app.get_admin(&list).await).await);
+    assert_eq!(
+        texts(&admin, ".discussion-closing .closing-state"),
+        vec!["open"]
+    );
+    assert_eq!(
+        texts(&admin, ".discussion-closing button"),
+        vec!["Close comments"]
+    );
+    let token = csrf_token(&admin).expect("a token");
+    let action = format!("/admin/comments/discussions/{}/closed", product.id.to_hex());
+
+    let bad = app
+        .post_admin_form(
+            &action,
+            &[("csrf_token", token.as_str()), ("closed", "maybe")],
+        )
+        .await;
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(closed_line_and_form(&s, &product).await, (vec![], true));
+
+    let closed = app
+        .post_admin_form(
+            &action,
+            &[("csrf_token", token.as_str()), ("closed", "yes")],
+        )
+        .await;
+    assert_eq!(closed.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&closed), list);
+    let stored_product = products::by_slug(&app.db, &product.slug)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(stored_product.comments_closed);
+    assert_eq!(
+        closed_line_and_form(&s, &product).await,
+        (vec!["Comments are closed.".to_string()], false)
+    );
+    assert_eq!(
+        post(&s, &product, "Bo", "refused").await.status(),
+        StatusCode::FORBIDDEN
+    );
+    let admin = html(&body(app.get_admin(&list).await).await);
+    assert_eq!(
+        texts(&admin, ".discussion-closing button"),
+        vec!["Reopen comments"]
+    );
+
+    let reopened = app
+        .post_admin_form(&action, &[("csrf_token", token.as_str()), ("closed", "no")])
+        .await;
+    assert_eq!(reopened.status(), StatusCode::SEE_OTHER);
+    posted_slug(&post(&s, &product, "Cy", "open again").await);
+    assert_eq!(comment_count(&app.db, &product).await, 2);
+
+    let nowhere = format!(
+        "/admin/comments/discussions/{}/closed",
+        bson::oid::ObjectId::new().to_hex()
+    );
+    let missing = app
+        .post_admin_form(
+            &nowhere,
+            &[("csrf_token", token.as_str()), ("closed", "yes")],
+        )
+        .await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+}

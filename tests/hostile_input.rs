@@ -516,8 +516,8 @@ async fn assert_metric_labels_are_bounded(app: &TestApp) {
     );
 }
 
-/// The admin's moderation, staff-reply and mail forms with hostile ids and values: no 5xx, no
-/// reflection, and the comment counters stay exact.
+/// The admin's moderation, closing, staff-reply and mail forms with hostile ids and values: no
+/// 5xx, no reflection, and the comment counters stay exact.
 #[tokio::test]
 async fn the_admin_moderation_and_mail_forms_survive_the_hostile_corpus() {
     let (app, _shopper) = hostile_app().await;
@@ -532,6 +532,7 @@ async fn the_admin_moderation_and_mail_forms_survive_the_hostile_corpus() {
                 format!("/admin/comments/{v}/reply"),
                 format!("/admin/comments/{FAKE_ID}/reply"),
                 format!("/admin/comments?status={v}&discussion={v}"),
+                format!("/admin/comments?status={v}&discussion={FAKE_ID}"),
             ];
             for path in &gets {
                 let response = app.get_admin(path).await;
@@ -561,6 +562,14 @@ async fn the_admin_moderation_and_mail_forms_survive_the_hostile_corpus() {
                     vec![("name", value), ("text", value)],
                 ),
                 ("/admin/mail/retry".into(), vec![("id", value)]),
+                (
+                    format!("/admin/comments/discussions/{v}/closed"),
+                    vec![("closed", value)],
+                ),
+                (
+                    format!("/admin/comments/discussions/{FAKE_ID}/closed"),
+                    vec![("closed", value)],
+                ),
             ];
             for (path, fields) in &forms {
                 let mut body_fields = fields.clone();

@@ -119,6 +119,8 @@ pub struct CommentListPage {
     pub discussion: Option<ObjectId>,
     pub comments: Vec<ModeratedComment>,
     pub total: u64,
+    /// With the discussion filter: whether its owner closed it to new comments.
+    pub closed: Option<bool>,
 }
 
 impl CommentListPage {
@@ -165,13 +167,62 @@ pub async fn index(
         .and_then(|d| ObjectId::parse_str(d).ok());
     let comments = newest_with_links(&state.db, status, discussion, LIST_LIMIT).await?;
     let total = store::count(&state.db, status, discussion).await?;
+    let closed = match discussion {
+        Some(id) => store::closed_by_owner(&state.db, id).await?,
+        None => None,
+    };
     render(&CommentListPage {
         layout: Layout::admin(&req),
         status,
         discussion,
         comments,
         total,
+        closed,
     })
+}
+
+/// What the close/reopen button sends besides the CSRF token.
+#[derive(Debug, Deserialize)]
+pub struct ClosingForm {
+    /// "yes" closes the discussion, "no" reopens it.
+    #[serde(default)]
+    pub closed: String,
+}
+
+/// `POST /admin/comments/discussions/{id}/closed`: close a discussion to new comments or reopen
+/// it; back to its comments. Anything but "yes"/"no" is refused without a change.
+pub async fn set_closed(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    form: web::Form<ClosingForm>,
+) -> Result<HttpResponse, AppError> {
+    let id = parse_id(&id)?;
+    let closed = match form.closed.as_str() {
+        "yes" => true,
+        "no" => false,
+        _ => {
+            return Err(AppError::BadRequest(
+                "Choose whether to close or reopen the comments.".into(),
+            ))
+        }
+    };
+    if !store::set_closed(&state.db, id, closed).await? {
+        return Err(AppError::NotFound);
+    }
+    flash::push(
+        &req.get_session(),
+        Level::Success,
+        if closed {
+            "Comments are closed on this discussion."
+        } else {
+            "Comments are open again on this discussion."
+        },
+    );
+    Ok(see_other(&format!(
+        "/admin/comments?discussion={}",
+        id.to_hex()
+    )))
 }
 
 /// What the moderation buttons send besides the CSRF token: the list filter to return to.

@@ -294,7 +294,7 @@ pub async fn show(
         product.discussion(),
         product.comment_count,
         at,
-        state.comments.page_size,
+        &state.comments,
     )
     .await?;
     let page = product_page(&req, &state, product, thread).await?;
@@ -435,7 +435,7 @@ pub async fn post_comment(
                 &state.db,
                 discussion,
                 product.comment_count,
-                state.comments.page_size,
+                &state.comments,
             )
             .await?;
             thread.form = form;

@@ -127,6 +127,11 @@ pub async fn submit(
         None => None,
     };
     let mut form = check(&input, state.comments.max_length);
+    if !discussion.is_open(state.db.now(), state.comments.close_after_days) {
+        form.notice =
+            Some("Comments are closed on this page, so your comment was not posted.".into());
+        return Ok(Submitted::Refused(form, StatusCode::FORBIDDEN));
+    }
     if form.has_errors() {
         return Ok(Submitted::Refused(form, StatusCode::UNPROCESSABLE_ENTITY));
     }
@@ -276,16 +281,9 @@ pub async fn permalink(
     slug: &str,
     after: Option<&str>,
 ) -> Result<HttpResponse, AppError> {
-    let thread = thread::sub_thread(
-        &state.db,
-        discussion,
-        count,
-        slug,
-        after,
-        state.comments.page_size,
-    )
-    .await?
-    .ok_or(AppError::NotFound)?;
+    let thread = thread::sub_thread(&state.db, discussion, count, slug, after, &state.comments)
+        .await?
+        .ok_or(AppError::NotFound)?;
     render_permalink(req, thread, StatusCode::OK)
 }
 
@@ -317,16 +315,10 @@ pub async fn reply(
     match submit(req, state, &discussion, Some(slug), input).await? {
         Submitted::Posted(redirect) => Ok(redirect),
         Submitted::Refused(form, status) => {
-            let mut thread = thread::sub_thread(
-                &state.db,
-                discussion,
-                count,
-                slug,
-                None,
-                state.comments.page_size,
-            )
-            .await?
-            .ok_or(AppError::NotFound)?;
+            let mut thread =
+                thread::sub_thread(&state.db, discussion, count, slug, None, &state.comments)
+                    .await?
+                    .ok_or(AppError::NotFound)?;
             thread.reply = Some((slug.to_string(), form));
             render_permalink(req, thread, status)
         }

@@ -500,8 +500,51 @@ impl DiscussionLink {
             kind: self.kind,
             title: self.title.clone(),
             base_url: self.base_url.clone(),
+            // Staff may still reply where readers no longer can.
+            closed: false,
+            opened: None,
         }
     }
+}
+
+/// Whether the owner closed discussion `id` to new comments: `None` when no product or node has
+/// that id. Found by `_id`, products first.
+pub async fn closed_by_owner(db: &Db, id: ObjectId) -> Result<Option<bool>, DbError> {
+    for kind in DiscussionKind::ALL {
+        let found = db
+            .collection::<Document>(kind.collection())
+            .find_one(doc! { "_id": id })
+            .projection(doc! { kind.closed_field(): 1 })
+            .await?;
+        if let Some(found) = found {
+            let closed = match kind {
+                DiscussionKind::Product => found.get_bool("comments_closed"),
+                DiscussionKind::Node => found
+                    .get_document("metadata")
+                    .and_then(|m| m.get_bool("comments_closed")),
+            };
+            return Ok(Some(closed.unwrap_or(false)));
+        }
+    }
+    Ok(None)
+}
+
+/// Close (or reopen) discussion `id` to new comments: one write by `_id` per kind until one
+/// matches; `false` when no product or node has that id.
+pub async fn set_closed(db: &Db, id: ObjectId, closed: bool) -> Result<bool, DbError> {
+    for kind in DiscussionKind::ALL {
+        let result = db
+            .collection::<Document>(kind.collection())
+            .update_one(
+                doc! { "_id": id },
+                doc! { "$set": { kind.closed_field(): closed } },
+            )
+            .await?;
+        if result.matched_count > 0 {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The discussions with these ids, whatever their kind, each found by `_id` (one query per

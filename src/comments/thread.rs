@@ -14,6 +14,7 @@ use bson::doc;
 
 use crate::comments::store::{self, before_in_thread_order, in_thread_order};
 use crate::comments::{slugs, text, Comment, CommentStatus, Discussion};
+use crate::config::CommentSettings;
 use crate::db::{Db, DbError};
 
 /// Replies deeper than this are drawn in the list of this level (each saying which comment it
@@ -202,6 +203,15 @@ pub struct ThreadView {
 }
 
 impl ThreadView {
+    /// Why a just-submitted comment or reply was refused, for a closed discussion, which shows
+    /// no form to carry the message.
+    pub fn refused_notice(&self) -> Option<&str> {
+        self.form
+            .notice
+            .as_deref()
+            .or_else(|| self.reply.as_ref().and_then(|(_, f)| f.notice.as_deref()))
+    }
+
     pub fn is_permalink(&self) -> bool {
         self.focus.is_some()
     }
@@ -285,8 +295,10 @@ pub async fn page(
     discussion: Discussion,
     count: i64,
     at: PageAt,
-    size: usize,
+    settings: &CommentSettings,
 ) -> Result<ThreadView, DbError> {
+    let size = settings.page_size;
+    let open = discussion.is_open(db.now(), settings.close_after_days);
     let limit = size as i64 + 1;
     let filter = doc! { "discussion_id": discussion.id };
     let (mut comments, next, has_older, has_newer) = match &at {
@@ -334,7 +346,7 @@ pub async fn page(
         closing,
         focus: None,
         count,
-        open: true,
+        open,
         form: CommentForm::default(),
         reply: None,
         discussion,
@@ -346,9 +358,9 @@ pub async fn first_page(
     db: &Db,
     discussion: Discussion,
     count: i64,
-    size: usize,
+    settings: &CommentSettings,
 ) -> Result<ThreadView, DbError> {
-    page(db, discussion, count, PageAt::First, size).await
+    page(db, discussion, count, PageAt::First, settings).await
 }
 
 /// A permalink: the comment `slug` and its sub-thread (a page of it, continuing after `after`).
@@ -360,8 +372,10 @@ pub async fn sub_thread(
     count: i64,
     slug: &str,
     after: Option<&str>,
-    size: usize,
+    settings: &CommentSettings,
 ) -> Result<Option<ThreadView>, DbError> {
+    let size = settings.page_size;
+    let open = discussion.is_open(db.now(), settings.close_after_days);
     if !slugs::is_valid(slug) {
         return Ok(None);
     }
@@ -412,7 +426,7 @@ pub async fn sub_thread(
         newer_url,
         older_url,
         thread_start_url: None,
-        open: true,
+        open,
         form: CommentForm::default(),
         reply: None,
     }))

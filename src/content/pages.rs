@@ -148,7 +148,7 @@ pub async fn show(
         node.discussion(),
         node.metadata.comment_count,
         at,
-        state.comments.page_size,
+        &state.comments,
     )
     .await?;
     let mut layout = Layout::public(&req);
@@ -253,7 +253,7 @@ pub async fn post_comment(
                 &state.db,
                 discussion,
                 node.metadata.comment_count,
-                state.comments.page_size,
+                &state.comments,
             )
             .await?;
             thread.form = form;
