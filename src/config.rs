@@ -70,6 +70,7 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("comments", "hold_over_links"),
     ("comments", "blocklist"),
     ("comments", "close_after_days"),
+    ("comments", "restore_days"),
     ("email", "smtp_host"),
     ("email", "smtp_port"),
     ("email", "smtp_security"),
@@ -271,6 +272,8 @@ pub struct CommentSettings {
     /// Days after a node's publication or a product's creation when its discussion closes; 0:
     /// never.
     pub close_after_days: u32,
+    /// Days a deleted comment can be restored before the jobs delete it for good.
+    pub restore_days: u32,
 }
 
 /// How the outgoing-mail connection is secured.
@@ -627,6 +630,7 @@ impl Layers {
                 hold_over_links: self.integer("comments.hold_over_links", 0, 1000)? as usize,
                 blocklist: self.string("comments.blocklist")?.0,
                 close_after_days: self.integer("comments.close_after_days", 0, 36_500)? as u32,
+                restore_days: self.integer("comments.restore_days", 1, 3_650)? as u32,
             },
             email: self.email()?,
             search: SearchSettings {

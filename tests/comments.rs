@@ -249,7 +249,7 @@ async fn page_status(s: &Shopper, path: &str) -> StatusCode {
 }
 
 #[tokio::test]
-async fn a_deleted_comment_with_replies_stays_as_deleted_and_one_without_replies_disappears() {
+async fn a_deleted_comment_leaves_the_page_and_its_place_after_the_restore_period_is_purged() {
     let app = spawn_app().await;
     let product = product_with_stock(&app.db, "del1", 5).await;
     let s = Shopper::new(&app).await;
@@ -275,21 +275,103 @@ async fn a_deleted_comment_with_replies_stays_as_deleted_and_one_without_replies
     );
     let page_text = doc.root_element().text().collect::<String>();
     assert!(!page_text.contains("parent text") && !page_text.contains("Alice"));
+    assert!(!page_text.contains("no replies"));
+    assert_eq!(comment_count(&app.db, &product).await, 2);
+    assert_eq!(visible_count(&app.db, &product).await, 2);
+    // Kept whole until the restore period is over.
+    assert_eq!(by_slug(&app.db, &product, &lone).await.text, "no replies");
+    assert_eq!(
+        comments::store::purge_deleted(&app.db, 30).await.unwrap(),
+        0
+    );
+
+    app.db.clock().step_forward(31 * 24 * HOUR);
+    assert_eq!(
+        comments::store::purge_deleted(&app.db, 30).await.unwrap(),
+        2
+    );
     let kept = by_slug(&app.db, &product, &a).await;
     assert_eq!(kept.status, CommentStatus::Deleted);
-    assert!(kept.text.is_empty() && kept.author.name.is_empty());
+    assert!(kept.text.is_empty() && kept.author.name.is_empty() && kept.deleted_at.is_none());
     assert!(comments::store::by_slug(&app.db, product.id, &lone)
         .await
         .unwrap()
         .is_none());
-    assert_eq!(comment_count(&app.db, &product).await, 2);
-    assert_eq!(visible_count(&app.db, &product).await, 2);
+    assert_eq!(
+        comments::store::purge_deleted(&app.db, 30).await.unwrap(),
+        0
+    );
+    let admin = html(&body(app.get_admin("/admin/comments?status=deleted").await).await);
+    assert!(texts(&admin, ".comment-row button")
+        .iter()
+        .all(|b| b != "Restore"));
 
-    // Removing the last replies under "[deleted]" removes it too.
+    // Deleting the last replies under "[deleted]" removes it too once they are purged.
     moderate(&app, &by_slug(&app.db, &product, &c).await, "delete").await;
     moderate(&app, &by_slug(&app.db, &product, &b).await, "delete").await;
+    assert_eq!(comment_count(&app.db, &product).await, 0);
+    assert_eq!(stored(&app.db, &product).await.len(), 3);
+    app.db.clock().step_forward(31 * 24 * HOUR);
+    assert_eq!(
+        comments::store::purge_deleted(&app.db, 30).await.unwrap(),
+        2
+    );
     assert!(stored(&app.db, &product).await.is_empty());
     assert_eq!(comment_count(&app.db, &product).await, 0);
+}
+
+#[tokio::test]
+async fn a_deleted_comment_is_listed_under_deleted_and_restore_brings_it_back_with_exact_counts() {
+    let app = spawn_unlimited().await;
+    let product = product_with_stock(&app.db, "restore1", 5).await;
+    let s = Shopper::new(&app).await;
+    let a = posted_slug(&post(&s, &product, "Ada", "worth keeping").await);
+    posted_slug(&post(&s, &product, "Bo", "another").await);
+    let comment = by_slug(&app.db, &product, &a).await;
+    moderate(&app, &comment, "delete").await;
+    moderate(&app, &comment, "delete").await; // a second click changes nothing
+    assert_eq!(comment_count(&app.db, &product).await, 1);
+    let doc = page(&s, &format!("/products/{}", product.slug)).await;
+    assert!(!texts(&doc, ".comment-text").contains(&"worth keeping".to_string()));
+    assert_eq!(
+        page_status(&s, &format!("/products/{}/comments/{a}", product.slug)).await,
+        StatusCode::NOT_FOUND
+    );
+
+    let admin = html(&body(app.get_admin("/admin/comments?status=deleted").await).await);
+    assert_eq!(
+        texts(&admin, ".comment-row .comment-excerpt"),
+        vec!["worth keeping"]
+    );
+    assert!(texts(&admin, ".comment-row button").contains(&"Restore".to_string()));
+
+    moderate(&app, &comment, "restore").await;
+    moderate(&app, &comment, "restore").await; // nothing more to restore
+    assert_eq!(comment_count(&app.db, &product).await, 2);
+    assert_eq!(visible_count(&app.db, &product).await, 2);
+    let restored = by_slug(&app.db, &product, &a).await;
+    assert_eq!(restored.status, CommentStatus::Visible);
+    assert!(restored.deleted_at.is_none());
+    let doc = page(&s, &format!("/products/{}", product.slug)).await;
+    assert!(texts(&doc, ".comment-text").contains(&"worth keeping".to_string()));
+
+    // A hidden comment deleted comes back hidden; past the period it cannot come back.
+    moderate(&app, &comment, "hide").await;
+    moderate(&app, &comment, "delete").await;
+    moderate(&app, &comment, "restore").await;
+    assert_eq!(
+        by_slug(&app.db, &product, &a).await.status,
+        CommentStatus::Hidden
+    );
+    assert_eq!(comment_count(&app.db, &product).await, 1);
+    moderate(&app, &comment, "delete").await;
+    app.db.clock().step_forward(31 * 24 * HOUR);
+    moderate(&app, &comment, "restore").await;
+    assert_eq!(
+        by_slug(&app.db, &product, &a).await.status,
+        CommentStatus::Deleted
+    );
+    assert_eq!(comment_count(&app.db, &product).await, 1);
 }
 
 #[tokio::test]
@@ -823,6 +905,8 @@ async fn every_comment_query_uses_an_index() {
         staff: false,
         email: None,
         notify: false,
+        deleted_at: None,
+        deleted_from: None,
     };
     for (what, parent) in [
         ("latest top-level comment", None),
@@ -1351,6 +1435,14 @@ async fn the_moderation_policy_and_queue_queries_use_an_index() {
         comments::COLLECTION,
         doc! { "status": "pending" },
         doc! { "posted": -1 },
+    )
+    .await;
+    assert_uses_index(
+        &db,
+        "deleted comments past their restore period",
+        comments::COLLECTION,
+        comments::store::purge_query(bson::DateTime::now()),
+        doc! {},
     )
     .await;
 }

@@ -556,6 +556,11 @@ async fn the_admin_moderation_and_mail_forms_survive_the_hostile_corpus() {
                     vec![("back_status", value)],
                 ),
                 (format!("/admin/comments/{v}/spam"), vec![]),
+                (
+                    format!("/admin/comments/{v}/restore"),
+                    vec![("back_status", value)],
+                ),
+                (format!("/admin/comments/{FAKE_ID}/restore"), vec![]),
                 (format!("/admin/comments/{FAKE_ID}/approve"), vec![]),
                 (
                     format!("/admin/comments/{v}/reply"),

@@ -85,6 +85,10 @@ impl ModeratedComment {
         if matches!(status, Pending | Visible | Hidden) {
             actions.push(("delete", "Delete"));
         }
+        // Restorable until the purge job takes `deleted_at` away.
+        if status == Deleted && self.comment.deleted_at.is_some() {
+            actions.push(("restore", "Restore"));
+        }
         actions
     }
 }
@@ -243,7 +247,12 @@ fn back_to_list(form: &ModerationForm) -> HttpResponse {
 use crate::web::parse_object_id as parse_id;
 
 /// Apply moderation `action` to comment `id`: `(done, unchanged)` for the flash.
-async fn apply(db: &Db, id: ObjectId, action: &str) -> Result<Moderated, AppError> {
+async fn apply(
+    db: &Db,
+    id: ObjectId,
+    action: &str,
+    restore_days: u32,
+) -> Result<Moderated, AppError> {
     Ok(match action {
         "hide" => store::hide(db, id).await?,
         "unhide" => store::unhide(db, id).await?,
@@ -256,6 +265,7 @@ async fn apply(db: &Db, id: ObjectId, action: &str) -> Result<Moderated, AppErro
         },
         "spam" => store::mark_spam(db, id).await?,
         "delete" => store::delete(db, id).await?,
+        "restore" => store::restore(db, id, restore_days).await?,
         _ => return Err(AppError::NotFound),
     })
 }
@@ -301,7 +311,14 @@ fn messages(action: &str) -> (&'static str, &'static str) {
             "Comment marked as spam.",
             "That comment was already spam or deleted.",
         ),
-        _ => ("Comment deleted.", "That comment was already deleted."),
+        "restore" => (
+            "Comment restored.",
+            "That comment was not deleted, or its restore period is over, so nothing changed.",
+        ),
+        _ => (
+            "Comment deleted. It can be restored from the \"deleted\" list.",
+            "That comment was already deleted.",
+        ),
     }
 }
 
@@ -315,7 +332,7 @@ async fn moderate(
     let id = parse_id(id)?;
     let db = &state.db;
     store::by_id(db, id).await?.ok_or(AppError::NotFound)?;
-    let result = apply(db, id, action).await?;
+    let result = apply(db, id, action, state.comments.restore_days).await?;
     let (done, unchanged) = messages(action);
     let (level, message) = match result {
         Moderated::Done => (Level::Success, done),
@@ -389,7 +406,7 @@ pub async fn bulk(
         let Ok(id) = ObjectId::parse_str(id) else {
             continue;
         };
-        if apply(&state.db, id, &action).await? == Moderated::Done {
+        if apply(&state.db, id, &action, state.comments.restore_days).await? == Moderated::Done {
             done += 1;
         }
     }
@@ -421,7 +438,7 @@ pub async fn unhide(
     moderate(&req, &state, &id, &form, "unhide").await
 }
 
-/// `POST /admin/comments/{id}/delete`: kept as "[deleted]" while replies hang from it.
+/// `POST /admin/comments/{id}/delete`: off the page, restorable for `comments.restore_days`.
 pub async fn delete(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -429,6 +446,16 @@ pub async fn delete(
     form: web::Form<ModerationForm>,
 ) -> Result<HttpResponse, AppError> {
     moderate(&req, &state, &id, &form, "delete").await
+}
+
+/// `POST /admin/comments/{id}/restore`: a deleted comment back as it was.
+pub async fn restore(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    form: web::Form<ModerationForm>,
+) -> Result<HttpResponse, AppError> {
+    moderate(&req, &state, &id, &form, "restore").await
 }
 
 #[derive(Template)]

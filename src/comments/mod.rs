@@ -121,7 +121,8 @@ pub enum CommentStatus {
     Spam,
     /// Taken down by a moderator; can be shown again.
     Hidden,
-    /// Removed, but kept as "[deleted]" because replies hang from it.
+    /// Deleted by a moderator: shown as "[deleted]" while replies hang from it, restorable for
+    /// `comments.restore_days`, then purged.
     Deleted,
 }
 
@@ -182,6 +183,13 @@ pub struct Comment {
     /// unsubscribed since).
     #[serde(default)]
     pub notify: bool,
+    /// When a moderator deleted it: restorable until `comments.restore_days` later, then purged
+    /// (text wiped, and removed when nothing replies). `None` once purged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_at: Option<DateTime>,
+    /// The status it had before it was deleted, which a restore gives back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_from: Option<CommentStatus>,
 }
 
 impl Comment {
