@@ -1570,3 +1570,89 @@ async fn the_admin_closes_and_reopens_one_discussion_and_readers_can_post_only_w
         .await;
     assert_eq!(missing.status(), StatusCode::NOT_FOUND);
 }
+
+/// The `value` of the input `selector` on `doc`.
+fn field_value(doc: &scraper::Html, selector: &str) -> Option<String> {
+    let selector = Selector::parse(selector).unwrap();
+    doc.select(&selector)
+        .next()
+        .and_then(|e| e.value().attr("value").map(str::to_string))
+}
+
+fn is_checked(doc: &scraper::Html, selector: &str) -> bool {
+    let selector = Selector::parse(selector).unwrap();
+    doc.select(&selector)
+        .next()
+        .is_some_and(|e| e.value().attr("checked").is_some())
+}
+
+#[tokio::test]
+async fn remember_me_prefills_the_name_and_email_next_time_from_an_encrypted_http_only_cookie() {
+    let app = spawn_unlimited().await;
+    let product = product_with_stock(&app.db, "remember1", 5).await;
+    let s = Shopper::new(&app).await;
+    let path = format!("/products/{}", product.slug);
+    let doc = page(&s, &path).await;
+    assert_eq!(field_value(&doc, "#new-comment-name").as_deref(), Some(""));
+    assert!(!is_checked(&doc, "#new-comment-remember"));
+
+    let response = s
+        .post(
+            &format!("{path}/comments"),
+            &[
+                ("name", "Rita Remembered"),
+                ("email", "rita@example.com"),
+                ("text", "first"),
+                ("remember", "yes"),
+                ("website", ""),
+            ],
+        )
+        .await;
+    let cookies: Vec<String> = response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
+    let slug = posted_slug(&response);
+    assert!(!cookies.is_empty());
+    for cookie in &cookies {
+        assert!(!cookie.contains("Rita") && !cookie.contains("rita%40example"));
+        assert!(cookie.to_ascii_lowercase().contains("httponly"), "{cookie}");
+    }
+
+    let doc = page(&s, &path).await;
+    assert_eq!(
+        field_value(&doc, "#new-comment-name").as_deref(),
+        Some("Rita Remembered")
+    );
+    assert_eq!(
+        field_value(&doc, "#new-comment-email").as_deref(),
+        Some("rita@example.com")
+    );
+    assert!(is_checked(&doc, "#new-comment-remember"));
+    let anchor = by_slug(&app.db, &product, &slug).await.anchor();
+    assert_eq!(
+        field_value(&doc, &format!("#{anchor}-name")).as_deref(),
+        Some("Rita Remembered")
+    );
+    let permalink = page(&s, &format!("{path}/comments/{slug}")).await;
+    assert_eq!(
+        field_value(&permalink, &format!("#{anchor}-email")).as_deref(),
+        Some("rita@example.com")
+    );
+
+    // Another browser sees empty forms.
+    let other = page(&Shopper::new(&app).await, &path).await;
+    assert_eq!(
+        field_value(&other, "#new-comment-name").as_deref(),
+        Some("")
+    );
+
+    // Posting without the tick forgets them.
+    posted_slug(&post(&s, &product, "Rita Remembered", "second").await);
+    let doc = page(&s, &path).await;
+    assert_eq!(field_value(&doc, "#new-comment-name").as_deref(), Some(""));
+    assert_eq!(field_value(&doc, "#new-comment-email").as_deref(), Some(""));
+    assert!(!is_checked(&doc, "#new-comment-remember"));
+}

@@ -330,6 +330,27 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
             format!("{PRODUCT}/comments/{v}"),
             vec![("name", value), ("text", "hx"), ("website", "")],
         ),
+        // "Remember me" with a hostile name: kept in the session and pre-filled (escaped) into
+        // every form this shopper sees next; and a hostile tick value.
+        (
+            format!("{POST}/comments"),
+            vec![
+                ("name", value),
+                ("email", "hx@example.com"),
+                ("remember", "yes"),
+                ("text", "hx"),
+                ("website", ""),
+            ],
+        ),
+        (
+            format!("{PRODUCT}/comments"),
+            vec![
+                ("name", "hx"),
+                ("remember", value),
+                ("text", "hx"),
+                ("website", ""),
+            ],
+        ),
         // The optional email and the notify tick.
         (
             format!("{POST}/comments"),

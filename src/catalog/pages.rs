@@ -289,7 +289,7 @@ pub async fn show(
         params.get("after").map(String::as_str),
         params.get("before").map(String::as_str),
     );
-    let thread = thread::page(
+    let mut thread = thread::page(
         &state.db,
         product.discussion(),
         product.comment_count,
@@ -297,6 +297,7 @@ pub async fn show(
         &state.comments,
     )
     .await?;
+    thread.prefill_remembered(&req);
     let page = product_page(&req, &state, product, thread).await?;
     render(&page)
 }

@@ -36,6 +36,9 @@ pub struct CommentInput {
     /// "yes" when the commenter asked to be emailed about replies.
     #[serde(default)]
     pub notify: String,
+    /// "yes" to keep the name and email (in the encrypted session cookie) for the next comment.
+    #[serde(default)]
+    pub remember: String,
     /// The honeypot: hidden from people, filled in by naive spam robots.
     #[serde(default)]
     pub website: String,
@@ -61,6 +64,7 @@ fn check(input: &CommentInput, max_length: usize) -> CommentForm {
         name: input.name.clone(),
         email: input.email.clone(),
         notify: input.notify == "yes",
+        remember: input.remember == "yes",
         text: input.text.clone(),
         ..CommentForm::default()
     };
@@ -211,6 +215,7 @@ pub async fn submit(
             return Err(e.into());
         }
     };
+    remember_commenter(req, form.remember, &new);
     if new.held {
         flash::push(
             &req.get_session(),
@@ -238,6 +243,23 @@ pub async fn submit(
     );
     let location = posted_location(state, discussion, parent.as_ref(), &comment).await?;
     Ok(Submitted::Posted(see_other(&location)))
+}
+
+/// After a stored comment: keep the name and email in the (encrypted, HttpOnly) session cookie
+/// when "remember me" was ticked, forget them when it was not.
+fn remember_commenter(req: &HttpRequest, remember: bool, new: &NewComment) {
+    let session = req.get_session();
+    if !remember {
+        session.remove(thread::REMEMBERED_KEY);
+        return;
+    }
+    let kept = thread::Remembered {
+        name: new.name.clone(),
+        email: new.email.clone().unwrap_or_default(),
+    };
+    if let Err(e) = session.insert(thread::REMEMBERED_KEY, kept) {
+        tracing::warn!(error = %e, "could not remember the commenter in the session");
+    }
 }
 
 /// Where the browser goes after posting `comment`: the discussion's own page at the comment
@@ -284,6 +306,8 @@ pub async fn permalink(
     let thread = thread::sub_thread(&state.db, discussion, count, slug, after, &state.comments)
         .await?
         .ok_or(AppError::NotFound)?;
+    let mut thread = thread;
+    thread.prefill_remembered(req);
     render_permalink(req, thread, StatusCode::OK)
 }
 

@@ -30,6 +30,8 @@ pub struct CommentForm {
     pub name: String,
     pub email: String,
     pub notify: bool,
+    /// "Remember me" ticked: the name and email are kept for the next comment.
+    pub remember: bool,
     pub text: String,
     pub name_error: Option<String>,
     pub email_error: Option<String>,
@@ -37,18 +39,6 @@ pub struct CommentForm {
     /// A message about the whole submit (spam checks, a vanished parent).
     pub notice: Option<String>,
 }
-
-/// The empty form every reply form starts from.
-static BLANK: CommentForm = CommentForm {
-    name: String::new(),
-    email: String::new(),
-    notify: false,
-    text: String::new(),
-    name_error: None,
-    email_error: None,
-    text_error: None,
-    notice: None,
-};
 
 impl CommentForm {
     pub fn has_errors(&self) -> bool {
@@ -200,9 +190,38 @@ pub struct ThreadView {
     pub form: CommentForm,
     /// A reply form to show open, filled in: `(parent slug, form)`.
     pub reply: Option<(String, CommentForm)>,
+    /// What every other reply form starts with: empty, or the remembered name and email.
+    pub blank: CommentForm,
+}
+
+/// The session key of the name and email a commenter asked to be remembered.
+pub const REMEMBERED_KEY: &str = "remembered_commenter";
+
+/// The name and email kept by "remember me" (in the encrypted session cookie).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Remembered {
+    pub name: String,
+    pub email: String,
 }
 
 impl ThreadView {
+    /// Fill the name and email of the empty forms from "remember me", if the commenter asked.
+    pub fn prefill_remembered(&mut self, req: &actix_web::HttpRequest) {
+        use actix_session::SessionExt;
+        let Ok(Some(kept)) = req.get_session().get::<Remembered>(REMEMBERED_KEY) else {
+            return;
+        };
+        self.blank = CommentForm {
+            name: kept.name,
+            email: kept.email,
+            remember: true,
+            ..CommentForm::default()
+        };
+        if self.form.name.is_empty() && !self.form.has_errors() {
+            self.form = self.blank.clone();
+        }
+    }
+
     /// Why a just-submitted comment or reply was refused, for a closed discussion, which shows
     /// no form to carry the message.
     pub fn refused_notice(&self) -> Option<&str> {
@@ -226,7 +245,7 @@ impl ThreadView {
 
     /// [`ThreadView::reply_form`], or the blank form.
     pub fn reply_form_or_blank(&self, slug: &str) -> &CommentForm {
-        self.reply_form(slug).unwrap_or(&BLANK)
+        self.reply_form(slug).unwrap_or(&self.blank)
     }
 
     pub fn comments_label(&self) -> String {
@@ -349,6 +368,7 @@ pub async fn page(
         open,
         form: CommentForm::default(),
         reply: None,
+        blank: CommentForm::default(),
         discussion,
     })
 }
@@ -429,5 +449,6 @@ pub async fn sub_thread(
         open,
         form: CommentForm::default(),
         reply: None,
+        blank: CommentForm::default(),
     }))
 }

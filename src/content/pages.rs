@@ -143,7 +143,7 @@ pub async fn show(
         params.get("after").map(String::as_str),
         params.get("before").map(String::as_str),
     );
-    let thread = thread::page(
+    let mut thread = thread::page(
         &state.db,
         node.discussion(),
         node.metadata.comment_count,
@@ -151,6 +151,7 @@ pub async fn show(
         &state.comments,
     )
     .await?;
+    thread.prefill_remembered(&req);
     let mut layout = Layout::public(&req);
     node_meta(&mut layout.meta, section, &node);
     render(&NodePage {
