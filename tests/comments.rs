@@ -1437,6 +1437,15 @@ async fn the_moderation_policy_and_queue_queries_use_an_index() {
         doc! { "posted": -1 },
     )
     .await;
+    // The approval-queue search reads the newest of a status (or of all) by index, bounded.
+    assert_uses_index(
+        &db,
+        "search of all comments",
+        comments::COLLECTION,
+        doc! {},
+        doc! { "posted": -1 },
+    )
+    .await;
     assert_uses_index(
         &db,
         "deleted comments past their restore period",
@@ -1655,4 +1664,60 @@ async fn remember_me_prefills_the_name_and_email_next_time_from_an_encrypted_htt
     assert_eq!(field_value(&doc, "#new-comment-name").as_deref(), Some(""));
     assert_eq!(field_value(&doc, "#new-comment-email").as_deref(), Some(""));
     assert!(!is_checked(&doc, "#new-comment-remember"));
+}
+
+#[tokio::test]
+async fn the_approval_queue_search_finds_comments_by_name_or_text_ignoring_case() {
+    let app = spawn_app_with(&[
+        ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
+        ("BAZAAR_COMMENTS__HOLD_FIRST_TIME", "true"),
+    ])
+    .await;
+    let product = product_with_stock(&app.db, "search1", 5).await;
+    let s = Shopper::new(&app).await;
+    for (name, text) in [
+        ("Wanda", "Cheap WATCHES here"),
+        ("Otto", "a fine record"),
+        ("Watson", "lovely sleeve"),
+    ] {
+        assert_eq!(
+            post(&s, &product, name, text).await.status(),
+            StatusCode::SEE_OTHER
+        );
+    }
+    let search = |q: &str| {
+        let q = q.to_string();
+        let app = &app;
+        async move {
+            let path = format!("/admin/comments?status=pending&q={q}");
+            let doc = html(&body(app.get_admin(&path).await).await);
+            let mut rows = texts(&doc, ".comment-row .comment-excerpt");
+            rows.sort();
+            (rows, texts(&doc, ".result-count .total"))
+        }
+    };
+    assert_eq!(
+        search("wat").await,
+        (
+            vec![
+                "Cheap WATCHES here".to_string(),
+                "lovely sleeve".to_string()
+            ],
+            vec!["2".to_string()]
+        )
+    );
+    assert_eq!(search("RECORD").await.0, vec!["a fine record".to_string()]);
+    assert!(search("nothing%20like%20it").await.0.is_empty());
+    // The box keeps the search and the status.
+    let doc = html(&body(app.get_admin("/admin/comments?status=pending&q=otto").await).await);
+    let value = Selector::parse("#comment-search-q").unwrap();
+    assert_eq!(
+        doc.select(&value).next().unwrap().value().attr("value"),
+        Some("otto")
+    );
+    let status = Selector::parse(".comment-search input[name=status]").unwrap();
+    assert_eq!(
+        doc.select(&status).next().unwrap().value().attr("value"),
+        Some("pending")
+    );
 }

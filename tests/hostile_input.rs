@@ -554,6 +554,8 @@ async fn the_admin_moderation_and_mail_forms_survive_the_hostile_corpus() {
                 format!("/admin/comments/{FAKE_ID}/reply"),
                 format!("/admin/comments?status={v}&discussion={v}"),
                 format!("/admin/comments?status={v}&discussion={FAKE_ID}"),
+                format!("/admin/comments?q={v}"),
+                format!("/admin/comments?status=pending&discussion={FAKE_ID}&q={v}"),
             ];
             for path in &gets {
                 let response = app.get_admin(path).await;

@@ -20,6 +20,8 @@ use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};
 use crate::web::see_other;
 
+/// Characters of a search kept (a longer one is cut).
+const MAX_QUERY_CHARS: usize = 200;
 /// Rows on the moderation list.
 const LIST_LIMIT: i64 = 100;
 /// Characters of a comment shown in a row.
@@ -101,6 +103,11 @@ pub async fn newest_with_links(
     limit: i64,
 ) -> Result<Vec<ModeratedComment>, DbError> {
     let comments = store::newest(db, status, discussion, limit).await?;
+    with_links(db, comments).await
+}
+
+/// `comments`, each with its discussion's link (one query per kind of discussion).
+async fn with_links(db: &Db, comments: Vec<Comment>) -> Result<Vec<ModeratedComment>, DbError> {
     let mut ids: Vec<ObjectId> = comments.iter().map(|c| c.discussion_id).collect();
     ids.sort();
     ids.dedup();
@@ -123,6 +130,8 @@ pub struct CommentListPage {
     pub discussion: Option<ObjectId>,
     pub comments: Vec<ModeratedComment>,
     pub total: u64,
+    /// The search text (name or comment text), empty when not searching.
+    pub query: String,
     /// With the discussion filter: whether its owner closed it to new comments.
     pub closed: Option<bool>,
 }
@@ -134,6 +143,10 @@ impl CommentListPage {
 
     pub fn is_selected(&self, status: &CommentStatus) -> bool {
         self.status == Some(*status)
+    }
+
+    pub fn search_scan(&self) -> i64 {
+        store::SEARCH_SCAN
     }
 
     pub fn status_param(&self) -> &'static str {
@@ -169,8 +182,20 @@ pub async fn index(
     let discussion = params
         .get("discussion")
         .and_then(|d| ObjectId::parse_str(d).ok());
-    let comments = newest_with_links(&state.db, status, discussion, LIST_LIMIT).await?;
-    let total = store::count(&state.db, status, discussion).await?;
+    let query: String = params
+        .get("q")
+        .map(|q| q.trim().chars().take(MAX_QUERY_CHARS).collect())
+        .unwrap_or_default();
+    let (comments, total) = if query.is_empty() {
+        let comments = newest_with_links(&state.db, status, discussion, LIST_LIMIT).await?;
+        (comments, store::count(&state.db, status, discussion).await?)
+    } else {
+        let found =
+            store::search_newest(&state.db, status, discussion, &query, LIST_LIMIT as usize)
+                .await?;
+        let total = found.len() as u64;
+        (with_links(&state.db, found).await?, total)
+    };
     let closed = match discussion {
         Some(id) => store::closed_by_owner(&state.db, id).await?,
         None => None,
@@ -181,6 +206,7 @@ pub async fn index(
         discussion,
         comments,
         total,
+        query,
         closed,
     })
 }

@@ -360,6 +360,46 @@ pub async fn newest(
         .await?)
 }
 
+/// Comments a moderation search reads at most: the newest of the status (and discussion), by the
+/// same index as [`newest`], so a search costs a bounded scan however many comments there are.
+pub const SEARCH_SCAN: i64 = 5_000;
+
+/// The newest comments (as [`newest`] filters them) whose author's name or text contains
+/// `needle` (ignoring case), up to `limit`, found among the newest [`SEARCH_SCAN`].
+pub async fn search_newest(
+    db: &Db,
+    status: Option<CommentStatus>,
+    discussion_id: Option<ObjectId>,
+    needle: &str,
+    limit: usize,
+) -> Result<Vec<Comment>, DbError> {
+    let needle = needle.to_lowercase();
+    let mut filter = Document::new();
+    if let Some(status) = status {
+        filter.insert("status", status.as_str());
+    }
+    if let Some(id) = discussion_id {
+        filter.insert("discussion_id", id);
+    }
+    let mut cursor = collection(db)
+        .find(filter)
+        .sort(doc! { "posted": -1 })
+        .limit(SEARCH_SCAN)
+        .await?;
+    let mut found = Vec::new();
+    while let Some(comment) = cursor.try_next().await? {
+        if comment.author.name.to_lowercase().contains(&needle)
+            || comment.text.to_lowercase().contains(&needle)
+        {
+            found.push(comment);
+            if found.len() >= limit {
+                break;
+            }
+        }
+    }
+    Ok(found)
+}
+
 /// What a moderation action did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Moderated {
