@@ -337,13 +337,8 @@ pub async fn has_replies(
         .is_some())
 }
 
-/// The newest comments, across discussions or in one, of one status or all (moderation).
-pub async fn newest(
-    db: &Db,
-    status: Option<CommentStatus>,
-    discussion_id: Option<ObjectId>,
-    limit: i64,
-) -> Result<Vec<Comment>, DbError> {
+/// The moderation list's filter: one status or all, one discussion or all.
+fn list_filter(status: Option<CommentStatus>, discussion_id: Option<ObjectId>) -> Document {
     let mut filter = Document::new();
     if let Some(status) = status {
         filter.insert("status", status.as_str());
@@ -351,6 +346,17 @@ pub async fn newest(
     if let Some(id) = discussion_id {
         filter.insert("discussion_id", id);
     }
+    filter
+}
+
+/// The newest comments, across discussions or in one, of one status or all (moderation).
+pub async fn newest(
+    db: &Db,
+    status: Option<CommentStatus>,
+    discussion_id: Option<ObjectId>,
+    limit: i64,
+) -> Result<Vec<Comment>, DbError> {
+    let filter = list_filter(status, discussion_id);
     Ok(collection(db)
         .find(filter)
         .sort(doc! { "posted": -1 })
@@ -374,13 +380,7 @@ pub async fn search_newest(
     limit: usize,
 ) -> Result<Vec<Comment>, DbError> {
     let needle = needle.to_lowercase();
-    let mut filter = Document::new();
-    if let Some(status) = status {
-        filter.insert("status", status.as_str());
-    }
-    if let Some(id) = discussion_id {
-        filter.insert("discussion_id", id);
-    }
+    let filter = list_filter(status, discussion_id);
     let mut cursor = collection(db)
         .find(filter)
         .sort(doc! { "posted": -1 })
@@ -748,12 +748,7 @@ pub async fn count(
     status: Option<CommentStatus>,
     discussion_id: Option<ObjectId>,
 ) -> Result<u64, DbError> {
-    let mut filter = Document::new();
-    if let Some(status) = status {
-        filter.insert("status", status.as_str());
-    }
-    if let Some(id) = discussion_id {
-        filter.insert("discussion_id", id);
-    }
-    Ok(collection(db).count_documents(filter).await?)
+    Ok(collection(db)
+        .count_documents(list_filter(status, discussion_id))
+        .await?)
 }
