@@ -342,6 +342,7 @@ async fn blog(connections: u64, seconds: u64) -> anyhow::Result<()> {
                     nonce: ObjectId::new(),
                     locked: None,
                     comment_count: (i % 13) as i64,
+                    comments_closed: false,
                     detail,
                 },
             }

@@ -69,6 +69,8 @@ const KNOWN_KEYS: &[(&str, &str)] = &[
     ("comments", "hold_first_time"),
     ("comments", "hold_over_links"),
     ("comments", "blocklist"),
+    ("comments", "close_after_days"),
+    ("comments", "restore_days"),
     ("email", "smtp_host"),
     ("email", "smtp_port"),
     ("email", "smtp_security"),
@@ -267,6 +269,11 @@ pub struct CommentSettings {
     pub hold_over_links: usize,
     /// Words or phrases (comma- or line-separated) that hold a comment naming them.
     pub blocklist: String,
+    /// Days after a node's publication or a product's creation when its discussion closes; 0:
+    /// never.
+    pub close_after_days: u32,
+    /// Days a deleted comment can be restored before the jobs delete it for good.
+    pub restore_days: u32,
 }
 
 /// How the outgoing-mail connection is secured.
@@ -622,6 +629,8 @@ impl Layers {
                 hold_first_time: self.boolean("comments.hold_first_time")?,
                 hold_over_links: self.integer("comments.hold_over_links", 0, 1000)? as usize,
                 blocklist: self.string("comments.blocklist")?.0,
+                close_after_days: self.integer("comments.close_after_days", 0, 36_500)? as u32,
+                restore_days: self.integer("comments.restore_days", 1, 3_650)? as u32,
             },
             email: self.email()?,
             search: SearchSettings {

@@ -309,6 +309,7 @@ impl Application {
                     database.db.clone(),
                     settings.cart.clone(),
                     built.gateway.clone(),
+                    settings.comments.restore_days,
                 ),
                 backups: crate::backup::schedule::spawn(
                     database.db.clone(),

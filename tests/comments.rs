@@ -249,7 +249,7 @@ async fn page_status(s: &Shopper, path: &str) -> StatusCode {
 }
 
 #[tokio::test]
-async fn a_deleted_comment_with_replies_stays_as_deleted_and_one_without_replies_disappears() {
+async fn a_deleted_comment_leaves_the_page_and_its_place_after_the_restore_period_is_purged() {
     let app = spawn_app().await;
     let product = product_with_stock(&app.db, "del1", 5).await;
     let s = Shopper::new(&app).await;
@@ -275,21 +275,103 @@ async fn a_deleted_comment_with_replies_stays_as_deleted_and_one_without_replies
     );
     let page_text = doc.root_element().text().collect::<String>();
     assert!(!page_text.contains("parent text") && !page_text.contains("Alice"));
+    assert!(!page_text.contains("no replies"));
+    assert_eq!(comment_count(&app.db, &product).await, 2);
+    assert_eq!(visible_count(&app.db, &product).await, 2);
+    // Kept whole until the restore period is over.
+    assert_eq!(by_slug(&app.db, &product, &lone).await.text, "no replies");
+    assert_eq!(
+        comments::store::purge_deleted(&app.db, 30).await.unwrap(),
+        0
+    );
+
+    app.db.clock().step_forward(31 * 24 * HOUR);
+    assert_eq!(
+        comments::store::purge_deleted(&app.db, 30).await.unwrap(),
+        2
+    );
     let kept = by_slug(&app.db, &product, &a).await;
     assert_eq!(kept.status, CommentStatus::Deleted);
-    assert!(kept.text.is_empty() && kept.author.name.is_empty());
+    assert!(kept.text.is_empty() && kept.author.name.is_empty() && kept.deleted_at.is_none());
     assert!(comments::store::by_slug(&app.db, product.id, &lone)
         .await
         .unwrap()
         .is_none());
-    assert_eq!(comment_count(&app.db, &product).await, 2);
-    assert_eq!(visible_count(&app.db, &product).await, 2);
+    assert_eq!(
+        comments::store::purge_deleted(&app.db, 30).await.unwrap(),
+        0
+    );
+    let admin = html(&body(app.get_admin("/admin/comments?status=deleted").await).await);
+    assert!(texts(&admin, ".comment-row button")
+        .iter()
+        .all(|b| b != "Restore"));
 
-    // Removing the last replies under "[deleted]" removes it too.
+    // Deleting the last replies under "[deleted]" removes it too once they are purged.
     moderate(&app, &by_slug(&app.db, &product, &c).await, "delete").await;
     moderate(&app, &by_slug(&app.db, &product, &b).await, "delete").await;
+    assert_eq!(comment_count(&app.db, &product).await, 0);
+    assert_eq!(stored(&app.db, &product).await.len(), 3);
+    app.db.clock().step_forward(31 * 24 * HOUR);
+    assert_eq!(
+        comments::store::purge_deleted(&app.db, 30).await.unwrap(),
+        2
+    );
     assert!(stored(&app.db, &product).await.is_empty());
     assert_eq!(comment_count(&app.db, &product).await, 0);
+}
+
+#[tokio::test]
+async fn a_deleted_comment_is_listed_under_deleted_and_restore_brings_it_back_with_exact_counts() {
+    let app = spawn_unlimited().await;
+    let product = product_with_stock(&app.db, "restore1", 5).await;
+    let s = Shopper::new(&app).await;
+    let a = posted_slug(&post(&s, &product, "Ada", "worth keeping").await);
+    posted_slug(&post(&s, &product, "Bo", "another").await);
+    let comment = by_slug(&app.db, &product, &a).await;
+    moderate(&app, &comment, "delete").await;
+    moderate(&app, &comment, "delete").await; // a second click changes nothing
+    assert_eq!(comment_count(&app.db, &product).await, 1);
+    let doc = page(&s, &format!("/products/{}", product.slug)).await;
+    assert!(!texts(&doc, ".comment-text").contains(&"worth keeping".to_string()));
+    assert_eq!(
+        page_status(&s, &format!("/products/{}/comments/{a}", product.slug)).await,
+        StatusCode::NOT_FOUND
+    );
+
+    let admin = html(&body(app.get_admin("/admin/comments?status=deleted").await).await);
+    assert_eq!(
+        texts(&admin, ".comment-row .comment-excerpt"),
+        vec!["worth keeping"]
+    );
+    assert!(texts(&admin, ".comment-row button").contains(&"Restore".to_string()));
+
+    moderate(&app, &comment, "restore").await;
+    moderate(&app, &comment, "restore").await; // nothing more to restore
+    assert_eq!(comment_count(&app.db, &product).await, 2);
+    assert_eq!(visible_count(&app.db, &product).await, 2);
+    let restored = by_slug(&app.db, &product, &a).await;
+    assert_eq!(restored.status, CommentStatus::Visible);
+    assert!(restored.deleted_at.is_none());
+    let doc = page(&s, &format!("/products/{}", product.slug)).await;
+    assert!(texts(&doc, ".comment-text").contains(&"worth keeping".to_string()));
+
+    // A hidden comment deleted comes back hidden; past the period it cannot come back.
+    moderate(&app, &comment, "hide").await;
+    moderate(&app, &comment, "delete").await;
+    moderate(&app, &comment, "restore").await;
+    assert_eq!(
+        by_slug(&app.db, &product, &a).await.status,
+        CommentStatus::Hidden
+    );
+    assert_eq!(comment_count(&app.db, &product).await, 1);
+    moderate(&app, &comment, "delete").await;
+    app.db.clock().step_forward(31 * 24 * HOUR);
+    moderate(&app, &comment, "restore").await;
+    assert_eq!(
+        by_slug(&app.db, &product, &a).await.status,
+        CommentStatus::Deleted
+    );
+    assert_eq!(comment_count(&app.db, &product).await, 1);
 }
 
 #[tokio::test]
@@ -823,6 +905,8 @@ async fn every_comment_query_uses_an_index() {
         staff: false,
         email: None,
         notify: false,
+        deleted_at: None,
+        deleted_from: None,
     };
     for (what, parent) in [
         ("latest top-level comment", None),
@@ -1353,4 +1437,287 @@ async fn the_moderation_policy_and_queue_queries_use_an_index() {
         doc! { "posted": -1 },
     )
     .await;
+    // The approval-queue search reads the newest of a status (or of all) by index, bounded.
+    assert_uses_index(
+        &db,
+        "search of all comments",
+        comments::COLLECTION,
+        doc! {},
+        doc! { "posted": -1 },
+    )
+    .await;
+    assert_uses_index(
+        &db,
+        "deleted comments past their restore period",
+        comments::COLLECTION,
+        comments::store::purge_query(bson::DateTime::now()),
+        doc! {},
+    )
+    .await;
+}
+
+/// The product page's "comments closed" line, if shown, and whether it has a comment form.
+async fn closed_line_and_form(s: &Shopper, product: &Product) -> (Vec<String>, bool) {
+    let doc = page(s, &format!("/products/{}", product.slug)).await;
+    let forms = Selector::parse(&format!(
+        "form[action=\"/products/{}/comments\"]",
+        product.slug
+    ))
+    .unwrap();
+    (
+        texts(&doc, ".comments-closed"),
+        doc.select(&forms).next().is_some(),
+    )
+}
+
+#[tokio::test]
+async fn a_discussion_closes_the_configured_days_after_it_started_and_posts_to_it_are_refused() {
+    let app = spawn_app_with(&[
+        ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
+        ("BAZAAR_COMMENTS__CLOSE_AFTER_DAYS", "2"),
+    ])
+    .await;
+    let product = product_with_stock(&app.db, "closing1", 5).await;
+    let s = Shopper::new(&app).await;
+    let first = posted_slug(&post(&s, &product, "Ada", "while open").await);
+    assert_eq!(closed_line_and_form(&s, &product).await, (vec![], true));
+
+    app.db.clock().step_forward(3 * 24 * HOUR);
+    assert_eq!(
+        closed_line_and_form(&s, &product).await,
+        (vec!["Comments are closed.".to_string()], false)
+    );
+    let refused = post(&s, &product, "Bo", "too late").await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let doc = html(&body(refused).await);
+    assert_eq!(
+        texts(&doc, ".comments-closed"),
+        vec!["Comments are closed on this page, so your comment was not posted."]
+    );
+    let refused = reply(&s, &product, &first, "Cy", "late reply").await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    let doc = html(&body(refused).await);
+    assert_eq!(
+        texts(&doc, ".comments-closed"),
+        vec!["Comments are closed on this page, so your comment was not posted."]
+    );
+    assert_eq!(stored(&app.db, &product).await.len(), 1);
+    assert_eq!(comment_count(&app.db, &product).await, 1);
+}
+
+#[tokio::test]
+async fn the_admin_closes_and_reopens_one_discussion_and_readers_can_post_only_while_open() {
+    let app = spawn_unlimited().await;
+    let product = product_with_stock(&app.db, "closing2", 5).await;
+    let s = Shopper::new(&app).await;
+    posted_slug(&post(&s, &product, "Ada", "first").await);
+    let list = format!("/admin/comments?discussion={}", product.id.to_hex());
+    let admin = html(&body(app.get_admin(&list).await).await);
+    assert_eq!(
+        texts(&admin, ".discussion-closing .closing-state"),
+        vec!["open"]
+    );
+    assert_eq!(
+        texts(&admin, ".discussion-closing button"),
+        vec!["Close comments"]
+    );
+    let token = csrf_token(&admin).expect("a token");
+    let action = format!("/admin/comments/discussions/{}/closed", product.id.to_hex());
+
+    let bad = app
+        .post_admin_form(
+            &action,
+            &[("csrf_token", token.as_str()), ("closed", "maybe")],
+        )
+        .await;
+    assert_eq!(bad.status(), StatusCode::BAD_REQUEST);
+    assert_eq!(closed_line_and_form(&s, &product).await, (vec![], true));
+
+    let closed = app
+        .post_admin_form(
+            &action,
+            &[("csrf_token", token.as_str()), ("closed", "yes")],
+        )
+        .await;
+    assert_eq!(closed.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&closed), list);
+    let stored_product = products::by_slug(&app.db, &product.slug)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(stored_product.comments_closed);
+    assert_eq!(
+        closed_line_and_form(&s, &product).await,
+        (vec!["Comments are closed.".to_string()], false)
+    );
+    assert_eq!(
+        post(&s, &product, "Bo", "refused").await.status(),
+        StatusCode::FORBIDDEN
+    );
+    let admin = html(&body(app.get_admin(&list).await).await);
+    assert_eq!(
+        texts(&admin, ".discussion-closing button"),
+        vec!["Reopen comments"]
+    );
+
+    let reopened = app
+        .post_admin_form(&action, &[("csrf_token", token.as_str()), ("closed", "no")])
+        .await;
+    assert_eq!(reopened.status(), StatusCode::SEE_OTHER);
+    posted_slug(&post(&s, &product, "Cy", "open again").await);
+    assert_eq!(comment_count(&app.db, &product).await, 2);
+
+    let nowhere = format!(
+        "/admin/comments/discussions/{}/closed",
+        bson::oid::ObjectId::new().to_hex()
+    );
+    let missing = app
+        .post_admin_form(
+            &nowhere,
+            &[("csrf_token", token.as_str()), ("closed", "yes")],
+        )
+        .await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+}
+
+/// The `value` of the input `selector` on `doc`.
+fn field_value(doc: &scraper::Html, selector: &str) -> Option<String> {
+    let selector = Selector::parse(selector).unwrap();
+    doc.select(&selector)
+        .next()
+        .and_then(|e| e.value().attr("value").map(str::to_string))
+}
+
+fn is_checked(doc: &scraper::Html, selector: &str) -> bool {
+    let selector = Selector::parse(selector).unwrap();
+    doc.select(&selector)
+        .next()
+        .is_some_and(|e| e.value().attr("checked").is_some())
+}
+
+#[tokio::test]
+async fn remember_me_prefills_the_name_and_email_next_time_from_an_encrypted_http_only_cookie() {
+    let app = spawn_unlimited().await;
+    let product = product_with_stock(&app.db, "remember1", 5).await;
+    let s = Shopper::new(&app).await;
+    let path = format!("/products/{}", product.slug);
+    let doc = page(&s, &path).await;
+    assert_eq!(field_value(&doc, "#new-comment-name").as_deref(), Some(""));
+    assert!(!is_checked(&doc, "#new-comment-remember"));
+
+    let response = s
+        .post(
+            &format!("{path}/comments"),
+            &[
+                ("name", "Rita Remembered"),
+                ("email", "rita@example.com"),
+                ("text", "first"),
+                ("remember", "yes"),
+                ("website", ""),
+            ],
+        )
+        .await;
+    let cookies: Vec<String> = response
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_string())
+        .collect();
+    let slug = posted_slug(&response);
+    assert!(!cookies.is_empty());
+    for cookie in &cookies {
+        assert!(!cookie.contains("Rita") && !cookie.contains("rita%40example"));
+        assert!(cookie.to_ascii_lowercase().contains("httponly"), "{cookie}");
+    }
+
+    let doc = page(&s, &path).await;
+    assert_eq!(
+        field_value(&doc, "#new-comment-name").as_deref(),
+        Some("Rita Remembered")
+    );
+    assert_eq!(
+        field_value(&doc, "#new-comment-email").as_deref(),
+        Some("rita@example.com")
+    );
+    assert!(is_checked(&doc, "#new-comment-remember"));
+    let anchor = by_slug(&app.db, &product, &slug).await.anchor();
+    assert_eq!(
+        field_value(&doc, &format!("#{anchor}-name")).as_deref(),
+        Some("Rita Remembered")
+    );
+    let permalink = page(&s, &format!("{path}/comments/{slug}")).await;
+    assert_eq!(
+        field_value(&permalink, &format!("#{anchor}-email")).as_deref(),
+        Some("rita@example.com")
+    );
+
+    // Another browser sees empty forms.
+    let other = page(&Shopper::new(&app).await, &path).await;
+    assert_eq!(
+        field_value(&other, "#new-comment-name").as_deref(),
+        Some("")
+    );
+
+    // Posting without the tick forgets them.
+    posted_slug(&post(&s, &product, "Rita Remembered", "second").await);
+    let doc = page(&s, &path).await;
+    assert_eq!(field_value(&doc, "#new-comment-name").as_deref(), Some(""));
+    assert_eq!(field_value(&doc, "#new-comment-email").as_deref(), Some(""));
+    assert!(!is_checked(&doc, "#new-comment-remember"));
+}
+
+#[tokio::test]
+async fn the_approval_queue_search_finds_comments_by_name_or_text_ignoring_case() {
+    let app = spawn_app_with(&[
+        ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
+        ("BAZAAR_COMMENTS__HOLD_FIRST_TIME", "true"),
+    ])
+    .await;
+    let product = product_with_stock(&app.db, "search1", 5).await;
+    let s = Shopper::new(&app).await;
+    for (name, text) in [
+        ("Wanda", "Cheap WATCHES here"),
+        ("Otto", "a fine record"),
+        ("Watson", "lovely sleeve"),
+    ] {
+        assert_eq!(
+            post(&s, &product, name, text).await.status(),
+            StatusCode::SEE_OTHER
+        );
+    }
+    let search = |q: &str| {
+        let q = q.to_string();
+        let app = &app;
+        async move {
+            let path = format!("/admin/comments?status=pending&q={q}");
+            let doc = html(&body(app.get_admin(&path).await).await);
+            let mut rows = texts(&doc, ".comment-row .comment-excerpt");
+            rows.sort();
+            (rows, texts(&doc, ".result-count .total"))
+        }
+    };
+    assert_eq!(
+        search("wat").await,
+        (
+            vec![
+                "Cheap WATCHES here".to_string(),
+                "lovely sleeve".to_string()
+            ],
+            vec!["2".to_string()]
+        )
+    );
+    assert_eq!(search("RECORD").await.0, vec!["a fine record".to_string()]);
+    assert!(search("nothing%20like%20it").await.0.is_empty());
+    // The box keeps the search and the status.
+    let doc = html(&body(app.get_admin("/admin/comments?status=pending&q=otto").await).await);
+    let value = Selector::parse("#comment-search-q").unwrap();
+    assert_eq!(
+        doc.select(&value).next().unwrap().value().attr("value"),
+        Some("otto")
+    );
+    let status = Selector::parse(".comment-search input[name=status]").unwrap();
+    assert_eq!(
+        doc.select(&status).next().unwrap().value().attr("value"),
+        Some("pending")
+    );
 }

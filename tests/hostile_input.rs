@@ -330,6 +330,27 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
             format!("{PRODUCT}/comments/{v}"),
             vec![("name", value), ("text", "hx"), ("website", "")],
         ),
+        // "Remember me" with a hostile name: kept in the session and pre-filled (escaped) into
+        // every form this shopper sees next; and a hostile tick value.
+        (
+            format!("{POST}/comments"),
+            vec![
+                ("name", value),
+                ("email", "hx@example.com"),
+                ("remember", "yes"),
+                ("text", "hx"),
+                ("website", ""),
+            ],
+        ),
+        (
+            format!("{PRODUCT}/comments"),
+            vec![
+                ("name", "hx"),
+                ("remember", value),
+                ("text", "hx"),
+                ("website", ""),
+            ],
+        ),
         // The optional email and the notify tick.
         (
             format!("{POST}/comments"),
@@ -516,8 +537,8 @@ async fn assert_metric_labels_are_bounded(app: &TestApp) {
     );
 }
 
-/// The admin's moderation, staff-reply and mail forms with hostile ids and values: no 5xx, no
-/// reflection, and the comment counters stay exact.
+/// The admin's moderation, closing, staff-reply and mail forms with hostile ids and values: no
+/// 5xx, no reflection, and the comment counters stay exact.
 #[tokio::test]
 async fn the_admin_moderation_and_mail_forms_survive_the_hostile_corpus() {
     let (app, _shopper) = hostile_app().await;
@@ -532,6 +553,9 @@ async fn the_admin_moderation_and_mail_forms_survive_the_hostile_corpus() {
                 format!("/admin/comments/{v}/reply"),
                 format!("/admin/comments/{FAKE_ID}/reply"),
                 format!("/admin/comments?status={v}&discussion={v}"),
+                format!("/admin/comments?status={v}&discussion={FAKE_ID}"),
+                format!("/admin/comments?q={v}"),
+                format!("/admin/comments?status=pending&discussion={FAKE_ID}&q={v}"),
             ];
             for path in &gets {
                 let response = app.get_admin(path).await;
@@ -555,12 +579,25 @@ async fn the_admin_moderation_and_mail_forms_survive_the_hostile_corpus() {
                     vec![("back_status", value)],
                 ),
                 (format!("/admin/comments/{v}/spam"), vec![]),
+                (
+                    format!("/admin/comments/{v}/restore"),
+                    vec![("back_status", value)],
+                ),
+                (format!("/admin/comments/{FAKE_ID}/restore"), vec![]),
                 (format!("/admin/comments/{FAKE_ID}/approve"), vec![]),
                 (
                     format!("/admin/comments/{v}/reply"),
                     vec![("name", value), ("text", value)],
                 ),
                 ("/admin/mail/retry".into(), vec![("id", value)]),
+                (
+                    format!("/admin/comments/discussions/{v}/closed"),
+                    vec![("closed", value)],
+                ),
+                (
+                    format!("/admin/comments/discussions/{FAKE_ID}/closed"),
+                    vec![("closed", value)],
+                ),
             ];
             for (path, fields) in &forms {
                 let mut body_fields = fields.clone();

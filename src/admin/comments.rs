@@ -20,6 +20,8 @@ use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};
 use crate::web::see_other;
 
+/// Characters of a search kept (a longer one is cut).
+const MAX_QUERY_CHARS: usize = 200;
 /// Rows on the moderation list.
 const LIST_LIMIT: i64 = 100;
 /// Characters of a comment shown in a row.
@@ -85,6 +87,10 @@ impl ModeratedComment {
         if matches!(status, Pending | Visible | Hidden) {
             actions.push(("delete", "Delete"));
         }
+        // Restorable until the purge job takes `deleted_at` away.
+        if status == Deleted && self.comment.deleted_at.is_some() {
+            actions.push(("restore", "Restore"));
+        }
         actions
     }
 }
@@ -97,6 +103,11 @@ pub async fn newest_with_links(
     limit: i64,
 ) -> Result<Vec<ModeratedComment>, DbError> {
     let comments = store::newest(db, status, discussion, limit).await?;
+    with_links(db, comments).await
+}
+
+/// `comments`, each with its discussion's link (one query per kind of discussion).
+async fn with_links(db: &Db, comments: Vec<Comment>) -> Result<Vec<ModeratedComment>, DbError> {
     let mut ids: Vec<ObjectId> = comments.iter().map(|c| c.discussion_id).collect();
     ids.sort();
     ids.dedup();
@@ -119,6 +130,10 @@ pub struct CommentListPage {
     pub discussion: Option<ObjectId>,
     pub comments: Vec<ModeratedComment>,
     pub total: u64,
+    /// The search text (name or comment text), empty when not searching.
+    pub query: String,
+    /// With the discussion filter: whether its owner closed it to new comments.
+    pub closed: Option<bool>,
 }
 
 impl CommentListPage {
@@ -128,6 +143,10 @@ impl CommentListPage {
 
     pub fn is_selected(&self, status: &CommentStatus) -> bool {
         self.status == Some(*status)
+    }
+
+    pub fn search_scan(&self) -> i64 {
+        store::SEARCH_SCAN
     }
 
     pub fn status_param(&self) -> &'static str {
@@ -163,15 +182,77 @@ pub async fn index(
     let discussion = params
         .get("discussion")
         .and_then(|d| ObjectId::parse_str(d).ok());
-    let comments = newest_with_links(&state.db, status, discussion, LIST_LIMIT).await?;
-    let total = store::count(&state.db, status, discussion).await?;
+    let query: String = params
+        .get("q")
+        .map(|q| q.trim().chars().take(MAX_QUERY_CHARS).collect())
+        .unwrap_or_default();
+    let (comments, total) = if query.is_empty() {
+        let comments = newest_with_links(&state.db, status, discussion, LIST_LIMIT).await?;
+        (comments, store::count(&state.db, status, discussion).await?)
+    } else {
+        let found =
+            store::search_newest(&state.db, status, discussion, &query, LIST_LIMIT as usize)
+                .await?;
+        let total = found.len() as u64;
+        (with_links(&state.db, found).await?, total)
+    };
+    let closed = match discussion {
+        Some(id) => store::closed_by_owner(&state.db, id).await?,
+        None => None,
+    };
     render(&CommentListPage {
         layout: Layout::admin(&req),
         status,
         discussion,
         comments,
         total,
+        query,
+        closed,
     })
+}
+
+/// What the close/reopen button sends besides the CSRF token.
+#[derive(Debug, Deserialize)]
+pub struct ClosingForm {
+    /// "yes" closes the discussion, "no" reopens it.
+    #[serde(default)]
+    pub closed: String,
+}
+
+/// `POST /admin/comments/discussions/{id}/closed`: close a discussion to new comments or reopen
+/// it; back to its comments. Anything but "yes"/"no" is refused without a change.
+pub async fn set_closed(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    form: web::Form<ClosingForm>,
+) -> Result<HttpResponse, AppError> {
+    let id = parse_id(&id)?;
+    let closed = match form.closed.as_str() {
+        "yes" => true,
+        "no" => false,
+        _ => {
+            return Err(AppError::BadRequest(
+                "Choose whether to close or reopen the comments.".into(),
+            ))
+        }
+    };
+    if !store::set_closed(&state.db, id, closed).await? {
+        return Err(AppError::NotFound);
+    }
+    flash::push(
+        &req.get_session(),
+        Level::Success,
+        if closed {
+            "Comments are closed on this discussion."
+        } else {
+            "Comments are open again on this discussion."
+        },
+    );
+    Ok(see_other(&format!(
+        "/admin/comments?discussion={}",
+        id.to_hex()
+    )))
 }
 
 /// What the moderation buttons send besides the CSRF token: the list filter to return to.
@@ -192,7 +273,12 @@ fn back_to_list(form: &ModerationForm) -> HttpResponse {
 use crate::web::parse_object_id as parse_id;
 
 /// Apply moderation `action` to comment `id`: `(done, unchanged)` for the flash.
-async fn apply(db: &Db, id: ObjectId, action: &str) -> Result<Moderated, AppError> {
+async fn apply(
+    db: &Db,
+    id: ObjectId,
+    action: &str,
+    restore_days: u32,
+) -> Result<Moderated, AppError> {
     Ok(match action {
         "hide" => store::hide(db, id).await?,
         "unhide" => store::unhide(db, id).await?,
@@ -205,6 +291,7 @@ async fn apply(db: &Db, id: ObjectId, action: &str) -> Result<Moderated, AppErro
         },
         "spam" => store::mark_spam(db, id).await?,
         "delete" => store::delete(db, id).await?,
+        "restore" => store::restore(db, id, restore_days).await?,
         _ => return Err(AppError::NotFound),
     })
 }
@@ -250,7 +337,14 @@ fn messages(action: &str) -> (&'static str, &'static str) {
             "Comment marked as spam.",
             "That comment was already spam or deleted.",
         ),
-        _ => ("Comment deleted.", "That comment was already deleted."),
+        "restore" => (
+            "Comment restored.",
+            "That comment was not deleted, or its restore period is over, so nothing changed.",
+        ),
+        _ => (
+            "Comment deleted. It can be restored from the \"deleted\" list.",
+            "That comment was already deleted.",
+        ),
     }
 }
 
@@ -264,7 +358,7 @@ async fn moderate(
     let id = parse_id(id)?;
     let db = &state.db;
     store::by_id(db, id).await?.ok_or(AppError::NotFound)?;
-    let result = apply(db, id, action).await?;
+    let result = apply(db, id, action, state.comments.restore_days).await?;
     let (done, unchanged) = messages(action);
     let (level, message) = match result {
         Moderated::Done => (Level::Success, done),
@@ -338,7 +432,7 @@ pub async fn bulk(
         let Ok(id) = ObjectId::parse_str(id) else {
             continue;
         };
-        if apply(&state.db, id, &action).await? == Moderated::Done {
+        if apply(&state.db, id, &action, state.comments.restore_days).await? == Moderated::Done {
             done += 1;
         }
     }
@@ -370,7 +464,7 @@ pub async fn unhide(
     moderate(&req, &state, &id, &form, "unhide").await
 }
 
-/// `POST /admin/comments/{id}/delete`: kept as "[deleted]" while replies hang from it.
+/// `POST /admin/comments/{id}/delete`: off the page, restorable for `comments.restore_days`.
 pub async fn delete(
     req: HttpRequest,
     state: web::Data<AppState>,
@@ -378,6 +472,16 @@ pub async fn delete(
     form: web::Form<ModerationForm>,
 ) -> Result<HttpResponse, AppError> {
     moderate(&req, &state, &id, &form, "delete").await
+}
+
+/// `POST /admin/comments/{id}/restore`: a deleted comment back as it was.
+pub async fn restore(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    form: web::Form<ModerationForm>,
+) -> Result<HttpResponse, AppError> {
+    moderate(&req, &state, &id, &form, "restore").await
 }
 
 #[derive(Template)]

@@ -149,6 +149,8 @@ pub fn scope() -> Scope<
         .service(web::resource("/comments/{id}/hide").post(comments::hide))
         .service(web::resource("/comments/{id}/unhide").post(comments::unhide))
         .service(web::resource("/comments/{id}/delete").post(comments::delete))
+        .service(web::resource("/comments/{id}/restore").post(comments::restore))
+        .service(web::resource("/comments/discussions/{id}/closed").post(comments::set_closed))
         .service(web::resource("/comments/{id}/approve").post(comments::approve))
         .service(web::resource("/comments/{id}/spam").post(comments::spam))
         .service(web::resource("/comments/bulk").post(comments::bulk))

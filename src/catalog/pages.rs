@@ -289,14 +289,15 @@ pub async fn show(
         params.get("after").map(String::as_str),
         params.get("before").map(String::as_str),
     );
-    let thread = thread::page(
+    let mut thread = thread::page(
         &state.db,
         product.discussion(),
         product.comment_count,
         at,
-        state.comments.page_size,
+        &state.comments,
     )
     .await?;
+    thread.prefill_remembered(&req);
     let page = product_page(&req, &state, product, thread).await?;
     render(&page)
 }
@@ -435,7 +436,7 @@ pub async fn post_comment(
                 &state.db,
                 discussion,
                 product.comment_count,
-                state.comments.page_size,
+                &state.comments,
             )
             .await?;
             thread.form = form;

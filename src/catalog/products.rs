@@ -266,6 +266,9 @@ pub struct Product {
     /// Visible comments on the product (kept by the comments area as they come and go).
     #[serde(default)]
     pub comment_count: i64,
+    /// Closed to new comments by the owner (Admin → Comments).
+    #[serde(default)]
+    pub comments_closed: bool,
     pub created: DateTime,
     pub updated: DateTime,
     /// Replaced by every save of the admin form and checked by the next one, so a form loaded
@@ -330,6 +333,8 @@ impl Product {
             kind: crate::comments::DiscussionKind::Product,
             title: self.title.clone(),
             base_url: self.url(),
+            closed: self.comments_closed,
+            opened: Some(self.created),
         }
     }
 
@@ -408,6 +413,7 @@ impl NewProduct {
             carted: Vec::new(),
             sold: 0,
             comment_count: 0,
+            comments_closed: false,
             created: now,
             updated: now,
             edit_version: Some(ObjectId::new()),

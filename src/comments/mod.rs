@@ -56,6 +56,15 @@ impl DiscussionKind {
             DiscussionKind::Node => (self.collection(), "metadata.comment_count"),
         }
     }
+
+    /// The field path of the owner's "comments closed" flag on the discussed document (set from
+    /// Admin → Comments; missing reads as open).
+    pub fn closed_field(&self) -> &'static str {
+        match self {
+            DiscussionKind::Product => "comments_closed",
+            DiscussionKind::Node => "metadata.comments_closed",
+        }
+    }
 }
 
 /// One discussion as a page sees it.
@@ -68,9 +77,29 @@ pub struct Discussion {
     /// The discussion page's own URL (`/products/blue-train`); comments live under
     /// `{base_url}/comments`.
     pub base_url: String,
+    /// Closed by the owner (Admin → Comments): no new comments or replies.
+    pub closed: bool,
+    /// When the discussion started (a node's publication, a product's creation): with
+    /// `comments.close_after_days` it closes that many days later. `None`: never by age.
+    pub opened: Option<DateTime>,
 }
 
 impl Discussion {
+    /// Whether new comments and replies are taken at `now`: not closed by the owner, and
+    /// (when `close_after_days` is not 0) started less than that many days ago.
+    pub fn is_open(&self, now: DateTime, close_after_days: u32) -> bool {
+        if self.closed {
+            return false;
+        }
+        match self.opened {
+            Some(opened) if close_after_days > 0 => {
+                let age_ms = now.timestamp_millis() - opened.timestamp_millis();
+                age_ms < i64::from(close_after_days) * 86_400_000
+            }
+            _ => true,
+        }
+    }
+
     /// Where a new top-level comment is posted.
     pub fn comments_url(&self) -> String {
         format!("{}/comments", self.base_url)
@@ -92,7 +121,8 @@ pub enum CommentStatus {
     Spam,
     /// Taken down by a moderator; can be shown again.
     Hidden,
-    /// Removed, but kept as "[deleted]" because replies hang from it.
+    /// Deleted by a moderator: shown as "[deleted]" while replies hang from it, restorable for
+    /// `comments.restore_days`, then purged.
     Deleted,
 }
 
@@ -153,6 +183,13 @@ pub struct Comment {
     /// unsubscribed since).
     #[serde(default)]
     pub notify: bool,
+    /// When a moderator deleted it: restorable until `comments.restore_days` later, then purged
+    /// (text wiped, and removed when nothing replies). `None` once purged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_at: Option<DateTime>,
+    /// The status it had before it was deleted, which a restore gives back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_from: Option<CommentStatus>,
 }
 
 impl Comment {

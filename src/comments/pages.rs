@@ -36,6 +36,9 @@ pub struct CommentInput {
     /// "yes" when the commenter asked to be emailed about replies.
     #[serde(default)]
     pub notify: String,
+    /// "yes" to keep the name and email (in the encrypted session cookie) for the next comment.
+    #[serde(default)]
+    pub remember: String,
     /// The honeypot: hidden from people, filled in by naive spam robots.
     #[serde(default)]
     pub website: String,
@@ -61,6 +64,7 @@ fn check(input: &CommentInput, max_length: usize) -> CommentForm {
         name: input.name.clone(),
         email: input.email.clone(),
         notify: input.notify == "yes",
+        remember: input.remember == "yes",
         text: input.text.clone(),
         ..CommentForm::default()
     };
@@ -127,6 +131,11 @@ pub async fn submit(
         None => None,
     };
     let mut form = check(&input, state.comments.max_length);
+    if !discussion.is_open(state.db.now(), state.comments.close_after_days) {
+        form.notice =
+            Some("Comments are closed on this page, so your comment was not posted.".into());
+        return Ok(Submitted::Refused(form, StatusCode::FORBIDDEN));
+    }
     if form.has_errors() {
         return Ok(Submitted::Refused(form, StatusCode::UNPROCESSABLE_ENTITY));
     }
@@ -206,6 +215,7 @@ pub async fn submit(
             return Err(e.into());
         }
     };
+    remember_commenter(req, form.remember, &new);
     if new.held {
         flash::push(
             &req.get_session(),
@@ -233,6 +243,23 @@ pub async fn submit(
     );
     let location = posted_location(state, discussion, parent.as_ref(), &comment).await?;
     Ok(Submitted::Posted(see_other(&location)))
+}
+
+/// After a stored comment: keep the name and email in the (encrypted, HttpOnly) session cookie
+/// when "remember me" was ticked, forget them when it was not.
+fn remember_commenter(req: &HttpRequest, remember: bool, new: &NewComment) {
+    let session = req.get_session();
+    if !remember {
+        session.remove(thread::REMEMBERED_KEY);
+        return;
+    }
+    let kept = thread::Remembered {
+        name: new.name.clone(),
+        email: new.email.clone().unwrap_or_default(),
+    };
+    if let Err(e) = session.insert(thread::REMEMBERED_KEY, kept) {
+        tracing::warn!(error = %e, "could not remember the commenter in the session");
+    }
 }
 
 /// Where the browser goes after posting `comment`: the discussion's own page at the comment
@@ -276,16 +303,11 @@ pub async fn permalink(
     slug: &str,
     after: Option<&str>,
 ) -> Result<HttpResponse, AppError> {
-    let thread = thread::sub_thread(
-        &state.db,
-        discussion,
-        count,
-        slug,
-        after,
-        state.comments.page_size,
-    )
-    .await?
-    .ok_or(AppError::NotFound)?;
+    let thread = thread::sub_thread(&state.db, discussion, count, slug, after, &state.comments)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let mut thread = thread;
+    thread.prefill_remembered(req);
     render_permalink(req, thread, StatusCode::OK)
 }
 
@@ -317,16 +339,10 @@ pub async fn reply(
     match submit(req, state, &discussion, Some(slug), input).await? {
         Submitted::Posted(redirect) => Ok(redirect),
         Submitted::Refused(form, status) => {
-            let mut thread = thread::sub_thread(
-                &state.db,
-                discussion,
-                count,
-                slug,
-                None,
-                state.comments.page_size,
-            )
-            .await?
-            .ok_or(AppError::NotFound)?;
+            let mut thread =
+                thread::sub_thread(&state.db, discussion, count, slug, None, &state.comments)
+                    .await?
+                    .ok_or(AppError::NotFound)?;
             thread.reply = Some((slug.to_string(), form));
             render_permalink(req, thread, status)
         }

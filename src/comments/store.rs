@@ -36,6 +36,8 @@ pub fn indexes() -> Vec<IndexModel> {
         // The moderation policy's "approved before?" by email, else by name.
         plain(doc! { "email": 1, "status": 1 }),
         plain(doc! { "author.name": 1, "status": 1 }),
+        // Deleted comments whose restore period is over, for the purge job.
+        plain(doc! { "status": 1, "deleted_at": 1 }),
     ]
 }
 
@@ -195,6 +197,8 @@ pub async fn post(
             staff: new.staff,
             email: new.email.clone(),
             notify: new.notify && new.email.is_some(),
+            deleted_at: None,
+            deleted_from: None,
         };
         // Journaled before the commenter sees it posted (`database.write_concern`).
         match db.durable::<Comment>(COLLECTION).insert_one(&comment).await {
@@ -333,13 +337,8 @@ pub async fn has_replies(
         .is_some())
 }
 
-/// The newest comments, across discussions or in one, of one status or all (moderation).
-pub async fn newest(
-    db: &Db,
-    status: Option<CommentStatus>,
-    discussion_id: Option<ObjectId>,
-    limit: i64,
-) -> Result<Vec<Comment>, DbError> {
+/// The moderation list's filter: one status or all, one discussion or all.
+fn list_filter(status: Option<CommentStatus>, discussion_id: Option<ObjectId>) -> Document {
     let mut filter = Document::new();
     if let Some(status) = status {
         filter.insert("status", status.as_str());
@@ -347,6 +346,17 @@ pub async fn newest(
     if let Some(id) = discussion_id {
         filter.insert("discussion_id", id);
     }
+    filter
+}
+
+/// The newest comments, across discussions or in one, of one status or all (moderation).
+pub async fn newest(
+    db: &Db,
+    status: Option<CommentStatus>,
+    discussion_id: Option<ObjectId>,
+    limit: i64,
+) -> Result<Vec<Comment>, DbError> {
+    let filter = list_filter(status, discussion_id);
     Ok(collection(db)
         .find(filter)
         .sort(doc! { "posted": -1 })
@@ -354,6 +364,40 @@ pub async fn newest(
         .await?
         .try_collect()
         .await?)
+}
+
+/// Comments a moderation search reads at most: the newest of the status (and discussion), by the
+/// same index as [`newest`], so a search costs a bounded scan however many comments there are.
+pub const SEARCH_SCAN: i64 = 5_000;
+
+/// The newest comments (as [`newest`] filters them) whose author's name or text contains
+/// `needle` (ignoring case), up to `limit`, found among the newest [`SEARCH_SCAN`].
+pub async fn search_newest(
+    db: &Db,
+    status: Option<CommentStatus>,
+    discussion_id: Option<ObjectId>,
+    needle: &str,
+    limit: usize,
+) -> Result<Vec<Comment>, DbError> {
+    let needle = needle.to_lowercase();
+    let filter = list_filter(status, discussion_id);
+    let mut cursor = collection(db)
+        .find(filter)
+        .sort(doc! { "posted": -1 })
+        .limit(SEARCH_SCAN)
+        .await?;
+    let mut found = Vec::new();
+    while let Some(comment) = cursor.try_next().await? {
+        if comment.author.name.to_lowercase().contains(&needle)
+            || comment.text.to_lowercase().contains(&needle)
+        {
+            found.push(comment);
+            if found.len() >= limit {
+                break;
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// What a moderation action did.
@@ -432,52 +476,138 @@ pub async fn unhide(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
     })
 }
 
-/// Delete a comment: marked "deleted" (its text and name wiped) while replies hang from it,
-/// removed outright when none do. Removing a reply can leave a deleted parent with no replies,
-/// which is then removed too.
+/// Delete a comment: marked "deleted" with the time and the status it had, in one conditional
+/// write (so two moderators clicking at once delete, and uncount, once). Readers see it as
+/// hidden ("[deleted]" while replies hang from it); its text is kept so [`restore`] can bring it
+/// back until [`purge_deleted`] wipes it after `comments.restore_days`.
 pub async fn delete(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
-    let mut marked = None;
+    let now = db.now();
     for from in [
         CommentStatus::Visible,
         CommentStatus::Hidden,
         CommentStatus::Pending,
         CommentStatus::Spam,
     ] {
-        if let Some(c) = change_status(db, id, from, CommentStatus::Deleted).await? {
-            marked = Some(c);
-            break;
+        let before = collection(db)
+            .find_one_and_update(
+                doc! { "_id": id, "status": from.as_str() },
+                doc! { "$set": {
+                    "status": CommentStatus::Deleted.as_str(),
+                    "deleted_at": now,
+                    "deleted_from": from.as_str(),
+                } },
+            )
+            .await?;
+        if let Some(c) = before {
+            if from == CommentStatus::Visible {
+                adjust_count_by_id(db, c.discussion_id, -1).await?;
+            }
+            return Ok(Moderated::Done);
         }
     }
-    let Some(comment) = marked else {
+    Ok(Moderated::Unchanged)
+}
+
+/// The earliest deletion time still restorable with `restore_days`.
+fn restore_cutoff(db: &Db, restore_days: u32) -> DateTime {
+    DateTime::from_millis(
+        db.now()
+            .timestamp_millis()
+            .saturating_sub(i64::from(restore_days) * 86_400_000),
+    )
+}
+
+/// Undo a [`delete`] made less than `restore_days` ago: the comment gets back the status it had
+/// (and is counted again if that was visible). Conditional on the comment still being deleted
+/// from that status within the period, so a double click or a racing purge changes nothing.
+pub async fn restore(db: &Db, id: ObjectId, restore_days: u32) -> Result<Moderated, DbError> {
+    let Some(comment) = by_id(db, id).await? else {
         return Ok(Moderated::Unchanged);
     };
-    collection(db)
+    let (CommentStatus::Deleted, Some(from), Some(_)) =
+        (comment.status, comment.deleted_from, comment.deleted_at)
+    else {
+        return Ok(Moderated::Unchanged);
+    };
+    let result = collection(db)
         .update_one(
-            doc! { "_id": comment.id },
-            doc! { "$set": { "text": "", "author.name": "" } },
+            doc! {
+                "_id": id,
+                "status": CommentStatus::Deleted.as_str(),
+                "deleted_from": from.as_str(),
+                "deleted_at": { "$gte": restore_cutoff(db, restore_days) },
+            },
+            doc! {
+                "$set": { "status": from.as_str() },
+                "$unset": { "deleted_at": "", "deleted_from": "" },
+            },
         )
         .await?;
-    remove_if_unanswered(db, comment).await?;
+    if result.modified_count == 0 {
+        return Ok(Moderated::Unchanged);
+    }
+    if from == CommentStatus::Visible {
+        adjust_count_by_id(db, comment.discussion_id, 1).await?;
+    }
     Ok(Moderated::Done)
 }
 
-/// Remove a deleted comment that nothing replies to, then its deleted parent if that was its
-/// last reply, and so on up the thread.
+/// The filter of [`purge_deleted`]: comments deleted before `cutoff`. For `explain` in tests.
+pub fn purge_query(cutoff: DateTime) -> Document {
+    doc! { "status": CommentStatus::Deleted.as_str(), "deleted_at": { "$lt": cutoff } }
+}
+
+/// Comments one run of [`purge_deleted`] takes at most.
+const PURGE_BATCH: i64 = 500;
+
+/// Delete for good the comments deleted more than `restore_days` ago: text, name and email
+/// wiped (kept as "[deleted]" while replies hang from it), removed when nothing replies. Each
+/// comment is taken with a conditional write on its deletion time, so instances running this at
+/// once, or a restore racing it, act once. Returns how many were purged (at most a batch a run).
+pub async fn purge_deleted(db: &Db, restore_days: u32) -> Result<u64, DbError> {
+    let due: Vec<Comment> = collection(db)
+        .find(purge_query(restore_cutoff(db, restore_days)))
+        .limit(PURGE_BATCH)
+        .await?
+        .try_collect()
+        .await?;
+    let mut purged = 0;
+    for comment in due {
+        let Some(deleted_at) = comment.deleted_at else {
+            continue;
+        };
+        let taken = collection(db)
+            .update_one(
+                doc! { "_id": comment.id, "status": "deleted", "deleted_at": deleted_at },
+                doc! {
+                    "$set": { "text": "", "author.name": "" },
+                    "$unset": { "deleted_at": "", "deleted_from": "", "email": "" },
+                },
+            )
+            .await?;
+        if taken.modified_count > 0 {
+            purged += 1;
+            remove_if_unanswered(db, comment).await?;
+        }
+    }
+    Ok(purged)
+}
+
+/// Remove a purged comment that nothing replies to, then its purged parent if that was its
+/// last reply, and so on up the thread. A parent deleted but still restorable stays.
 async fn remove_if_unanswered(db: &Db, mut comment: Comment) -> Result<(), DbError> {
+    let purged = |id: ObjectId| {
+        doc! { "_id": id, "status": "deleted", "deleted_at": { "$exists": false } }
+    };
     loop {
         if has_replies(db, comment.discussion_id, &comment.full_slug).await? {
             return Ok(());
         }
-        collection(db)
-            .delete_one(doc! { "_id": comment.id, "status": "deleted" })
-            .await?;
+        collection(db).delete_one(purged(comment.id)).await?;
         let Some(parent_id) = comment.parent_id else {
             return Ok(());
         };
-        match collection(db)
-            .find_one(doc! { "_id": parent_id, "status": "deleted" })
-            .await?
-        {
+        match collection(db).find_one(purged(parent_id)).await? {
             Some(parent) => comment = parent,
             None => return Ok(()),
         }
@@ -500,8 +630,51 @@ impl DiscussionLink {
             kind: self.kind,
             title: self.title.clone(),
             base_url: self.base_url.clone(),
+            // Staff may still reply where readers no longer can.
+            closed: false,
+            opened: None,
         }
     }
+}
+
+/// Whether the owner closed discussion `id` to new comments: `None` when no product or node has
+/// that id. Found by `_id`, products first.
+pub async fn closed_by_owner(db: &Db, id: ObjectId) -> Result<Option<bool>, DbError> {
+    for kind in DiscussionKind::ALL {
+        let found = db
+            .collection::<Document>(kind.collection())
+            .find_one(doc! { "_id": id })
+            .projection(doc! { kind.closed_field(): 1 })
+            .await?;
+        if let Some(found) = found {
+            let closed = match kind {
+                DiscussionKind::Product => found.get_bool("comments_closed"),
+                DiscussionKind::Node => found
+                    .get_document("metadata")
+                    .and_then(|m| m.get_bool("comments_closed")),
+            };
+            return Ok(Some(closed.unwrap_or(false)));
+        }
+    }
+    Ok(None)
+}
+
+/// Close (or reopen) discussion `id` to new comments: one write by `_id` per kind until one
+/// matches; `false` when no product or node has that id.
+pub async fn set_closed(db: &Db, id: ObjectId, closed: bool) -> Result<bool, DbError> {
+    for kind in DiscussionKind::ALL {
+        let result = db
+            .collection::<Document>(kind.collection())
+            .update_one(
+                doc! { "_id": id },
+                doc! { "$set": { kind.closed_field(): closed } },
+            )
+            .await?;
+        if result.matched_count > 0 {
+            return Ok(true);
+        }
+    }
+    Ok(false)
 }
 
 /// The discussions with these ids, whatever their kind, each found by `_id` (one query per
@@ -575,12 +748,7 @@ pub async fn count(
     status: Option<CommentStatus>,
     discussion_id: Option<ObjectId>,
 ) -> Result<u64, DbError> {
-    let mut filter = Document::new();
-    if let Some(status) = status {
-        filter.insert("status", status.as_str());
-    }
-    if let Some(id) = discussion_id {
-        filter.insert("discussion_id", id);
-    }
-    Ok(collection(db).count_documents(filter).await?)
+    Ok(collection(db)
+        .count_documents(list_filter(status, discussion_id))
+        .await?)
 }

@@ -14,6 +14,7 @@ use bson::doc;
 
 use crate::comments::store::{self, before_in_thread_order, in_thread_order};
 use crate::comments::{slugs, text, Comment, CommentStatus, Discussion};
+use crate::config::CommentSettings;
 use crate::db::{Db, DbError};
 
 /// Replies deeper than this are drawn in the list of this level (each saying which comment it
@@ -29,6 +30,8 @@ pub struct CommentForm {
     pub name: String,
     pub email: String,
     pub notify: bool,
+    /// "Remember me" ticked: the name and email are kept for the next comment.
+    pub remember: bool,
     pub text: String,
     pub name_error: Option<String>,
     pub email_error: Option<String>,
@@ -36,18 +39,6 @@ pub struct CommentForm {
     /// A message about the whole submit (spam checks, a vanished parent).
     pub notice: Option<String>,
 }
-
-/// The empty form every reply form starts from.
-static BLANK: CommentForm = CommentForm {
-    name: String::new(),
-    email: String::new(),
-    notify: false,
-    text: String::new(),
-    name_error: None,
-    email_error: None,
-    text_error: None,
-    notice: None,
-};
 
 impl CommentForm {
     pub fn has_errors(&self) -> bool {
@@ -199,9 +190,47 @@ pub struct ThreadView {
     pub form: CommentForm,
     /// A reply form to show open, filled in: `(parent slug, form)`.
     pub reply: Option<(String, CommentForm)>,
+    /// What every other reply form starts with: empty, or the remembered name and email.
+    pub blank: CommentForm,
+}
+
+/// The session key of the name and email a commenter asked to be remembered.
+pub const REMEMBERED_KEY: &str = "remembered_commenter";
+
+/// The name and email kept by "remember me" (in the encrypted session cookie).
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct Remembered {
+    pub name: String,
+    pub email: String,
 }
 
 impl ThreadView {
+    /// Fill the name and email of the empty forms from "remember me", if the commenter asked.
+    pub fn prefill_remembered(&mut self, req: &actix_web::HttpRequest) {
+        use actix_session::SessionExt;
+        let Ok(Some(kept)) = req.get_session().get::<Remembered>(REMEMBERED_KEY) else {
+            return;
+        };
+        self.blank = CommentForm {
+            name: kept.name,
+            email: kept.email,
+            remember: true,
+            ..CommentForm::default()
+        };
+        if self.form.name.is_empty() && !self.form.has_errors() {
+            self.form = self.blank.clone();
+        }
+    }
+
+    /// Why a just-submitted comment or reply was refused, for a closed discussion, which shows
+    /// no form to carry the message.
+    pub fn refused_notice(&self) -> Option<&str> {
+        self.form
+            .notice
+            .as_deref()
+            .or_else(|| self.reply.as_ref().and_then(|(_, f)| f.notice.as_deref()))
+    }
+
     pub fn is_permalink(&self) -> bool {
         self.focus.is_some()
     }
@@ -216,7 +245,7 @@ impl ThreadView {
 
     /// [`ThreadView::reply_form`], or the blank form.
     pub fn reply_form_or_blank(&self, slug: &str) -> &CommentForm {
-        self.reply_form(slug).unwrap_or(&BLANK)
+        self.reply_form(slug).unwrap_or(&self.blank)
     }
 
     pub fn comments_label(&self) -> String {
@@ -285,8 +314,10 @@ pub async fn page(
     discussion: Discussion,
     count: i64,
     at: PageAt,
-    size: usize,
+    settings: &CommentSettings,
 ) -> Result<ThreadView, DbError> {
+    let size = settings.page_size;
+    let open = discussion.is_open(db.now(), settings.close_after_days);
     let limit = size as i64 + 1;
     let filter = doc! { "discussion_id": discussion.id };
     let (mut comments, next, has_older, has_newer) = match &at {
@@ -334,9 +365,10 @@ pub async fn page(
         closing,
         focus: None,
         count,
-        open: true,
+        open,
         form: CommentForm::default(),
         reply: None,
+        blank: CommentForm::default(),
         discussion,
     })
 }
@@ -346,9 +378,9 @@ pub async fn first_page(
     db: &Db,
     discussion: Discussion,
     count: i64,
-    size: usize,
+    settings: &CommentSettings,
 ) -> Result<ThreadView, DbError> {
-    page(db, discussion, count, PageAt::First, size).await
+    page(db, discussion, count, PageAt::First, settings).await
 }
 
 /// A permalink: the comment `slug` and its sub-thread (a page of it, continuing after `after`).
@@ -360,8 +392,10 @@ pub async fn sub_thread(
     count: i64,
     slug: &str,
     after: Option<&str>,
-    size: usize,
+    settings: &CommentSettings,
 ) -> Result<Option<ThreadView>, DbError> {
+    let size = settings.page_size;
+    let open = discussion.is_open(db.now(), settings.close_after_days);
     if !slugs::is_valid(slug) {
         return Ok(None);
     }
@@ -412,8 +446,9 @@ pub async fn sub_thread(
         newer_url,
         older_url,
         thread_start_url: None,
-        open: true,
+        open,
         form: CommentForm::default(),
         reply: None,
+        blank: CommentForm::default(),
     }))
 }

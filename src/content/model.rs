@@ -218,6 +218,9 @@ pub struct Metadata {
     /// Kept by the comments area.
     #[serde(default)]
     pub comment_count: i64,
+    /// Closed to new comments by the owner (Admin → Comments).
+    #[serde(default)]
+    pub comments_closed: bool,
     pub detail: Document,
 }
 
@@ -242,6 +245,8 @@ impl Node {
             kind: crate::comments::DiscussionKind::Node,
             title: self.metadata.title.clone(),
             base_url: self.url(),
+            closed: self.metadata.comments_closed,
+            opened: self.metadata.published,
         }
     }
 
@@ -516,6 +521,7 @@ pub async fn create(
             nonce: ObjectId::new(),
             locked: None,
             comment_count: 0,
+            comments_closed: false,
             detail,
         },
     };

@@ -143,14 +143,15 @@ pub async fn show(
         params.get("after").map(String::as_str),
         params.get("before").map(String::as_str),
     );
-    let thread = thread::page(
+    let mut thread = thread::page(
         &state.db,
         node.discussion(),
         node.metadata.comment_count,
         at,
-        state.comments.page_size,
+        &state.comments,
     )
     .await?;
+    thread.prefill_remembered(&req);
     let mut layout = Layout::public(&req);
     node_meta(&mut layout.meta, section, &node);
     render(&NodePage {
@@ -253,7 +254,7 @@ pub async fn post_comment(
                 &state.db,
                 discussion,
                 node.metadata.comment_count,
-                state.comments.page_size,
+                &state.comments,
             )
             .await?;
             thread.form = form;

@@ -1,7 +1,8 @@
 //! The background jobs, and the scheduler that runs them: cart expiry returns the stock of idle
 //! carts, cleanup repairs reservations a crash left behind, old expired carts are deleted,
 //! checkouts and cancellations a crash interrupted are finished, and scheduled content whose
-//! time came is marked live. Every job is idempotent, so any
+//! time came is marked live, and comments deleted longer ago than their restore period are
+//! deleted for good. Every job is idempotent, so any
 //! number of app instances may run them at the same time.
 //!
 //! Clock steps: every job measures an age as "stored stamp against now", so a clock stepped
@@ -224,11 +225,12 @@ pub async fn recover_stuck_checkouts(
 
 /// Run expiry, cleanup and the recovery of interrupted checkouts (asking `gateway` what it
 /// charged) every `settings.jobs_every` until the returned task is aborted. `None` when the jobs
-/// are turned off.
+/// are turned off. Comments deleted more than `restore_days` ago are deleted for good.
 pub fn spawn(
     db: Db,
     settings: CartSettings,
     gateway: Arc<dyn PaymentGateway>,
+    restore_days: u32,
 ) -> Option<tokio::task::JoinHandle<()>> {
     if settings.jobs_every.is_zero() {
         return None;
@@ -272,6 +274,15 @@ pub fn spawn(
                 crate::checkout::orders::resume_restocking(&db),
             )
             .await;
+            // Each comment is taken by a conditional write, so instances running this at once
+            // purge it once.
+            let purge = crate::comments::store::purge_deleted(&db, restore_days);
+            if let Some(n @ 1..) = run("purge_deleted_comments", purge).await {
+                tracing::info!(
+                    comments = n,
+                    "deleted comments past their restore period purged"
+                );
+            }
         }
     }))
 }

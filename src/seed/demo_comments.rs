@@ -114,6 +114,8 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
                 staff: *name == "Bazaar staff",
                 email: None,
                 notify: false,
+                deleted_at: None,
+                deleted_from: None,
             };
             match collection(db).insert_one(&comment).await {
                 Ok(_) => added_here += 1,
