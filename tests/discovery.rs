@@ -521,7 +521,7 @@ async fn products_posts_and_the_site_carry_structured_data_and_cards_an_extracto
         format!("{HOST}{}", plenty.url())
     );
 
-    // A photo post: BlogPosting with author, dates and the photo (its page-sized copy).
+    // A photo post: BlogPosting with author, dates and the photo (its social card).
     let file = bson::oid::ObjectId::new();
     add_node(
         &app,
@@ -548,7 +548,7 @@ async fn products_posts_and_the_site_carry_structured_data_and_cards_an_extracto
     for date in ["datePublished", "dateModified"] {
         assert!(is_w3c_datetime(post[date].as_str().expect(date)), "{date}");
     }
-    let image = format!("{HOST}/media/{}/display", file.to_hex());
+    let image = format!("{HOST}/media/{}/social", file.to_hex());
     assert_eq!(post["image"][0], image.as_str());
     assert_eq!(og(&data, "og:type"), "article");
     assert_eq!(og(&data, "og:image"), image.as_str());
@@ -630,6 +630,84 @@ async fn titles_with_script_tags_quotes_and_unicode_stay_inside_every_tag() {
         parsed.entries[0].title.as_ref().unwrap().content,
         HOSTILE_TITLE
     );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn product_and_post_cards_show_a_stored_1200_by_630_jpeg_of_the_photo() {
+    let app = app_on(HOST).await;
+    // A tall PNG with transparency: the card is cropped to the shape, flattened, a JPEG.
+    let tall = image::RgbaImage::from_fn(500, 900, |x, y| {
+        image::Rgba([
+            (x % 256) as u8,
+            (y % 256) as u8,
+            90,
+            if y < 100 { 0 } else { 255 },
+        ])
+    });
+    let mut png = std::io::Cursor::new(Vec::new());
+    image::DynamicImage::ImageRgba8(tall)
+        .write_to(&mut png, image::ImageFormat::Png)
+        .expect("png");
+    let body_stream = futures::stream::iter([Ok::<_, std::io::Error>(
+        actix_web::web::Bytes::from(png.into_inner()),
+    )]);
+    let photo = bazaar::media::store_upload(&app.db, "tall.png", body_stream, 10 << 20)
+        .await
+        .expect("stored");
+    let product = product_with_stock(&app.db, "pictured", 5).await;
+    products::collection(&app.db)
+        .update_one(
+            doc! { "_id": product.id },
+            doc! { "$set": { "photos": [photo.id] } },
+        )
+        .await
+        .expect("photo set");
+    add_node(
+        &app,
+        "blog",
+        "pictured-post",
+        "Pictured",
+        Detail::Photo(PhotoDetail {
+            file_id: Some(photo.id),
+            caption: "Tall".into(),
+            ..Default::default()
+        }),
+        Some(DateTime::now()),
+        &[],
+    )
+    .await;
+    let card = format!("{HOST}/media/{}/social", photo.id.to_hex());
+    for page in [product.url(), "/blog/pictured-post".to_string()] {
+        let data = extruct(&body(app.get(&page).await).await, HOST).expect("extruct");
+        assert_eq!(og(&data, "og:image"), card.as_str(), "{page}");
+        assert_eq!(og(&data, "og:image:width"), "1200", "{page}");
+        assert_eq!(og(&data, "og:image:height"), "630", "{page}");
+    }
+    let response = app.get(on_host(&card)).await;
+    assert_eq!(response.status(), StatusCode::OK);
+    assert_eq!(
+        response.headers()["content-type"].to_str().unwrap(),
+        "image/jpeg"
+    );
+    let etag = response.headers()["etag"].to_str().unwrap().to_string();
+    let bytes = response.bytes().await.expect("bytes");
+    let decoded =
+        image::load_from_memory_with_format(&bytes, image::ImageFormat::Jpeg).expect("a JPEG");
+    assert_eq!((decoded.width(), decoded.height()), (1200, 630));
+    // Made once, when the photo was stored: what is sent is the copy the original names.
+    let entry = app
+        .db
+        .collection::<bson::Document>(bazaar::media::FILES)
+        .find_one(doc! { "_id": photo.id })
+        .await
+        .expect("read")
+        .expect("stored");
+    let social = entry
+        .get_document("metadata")
+        .and_then(|m| m.get_object_id("social"))
+        .expect("the original names its social card");
+    assert_eq!(etag, format!("\"{}\"", social.to_hex()));
     app.stop().await;
 }
 

@@ -207,6 +207,7 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
         format!("/media/{v}"),
         format!("/media/{v}/thumb"),
         format!("/media/{v}/display"),
+        format!("/media/{v}/social"),
         format!("/static/{v}"),
         format!("/{v}"),
         format!("/cart?{v}={v}"),

@@ -144,8 +144,8 @@ async fn an_uploaded_png_gets_a_thumbnail_and_a_non_image_or_oversized_file_is_r
         .into_iter()
         .find(|r| r.starts_with("assets.files"))
         .expect("files row");
-    // 36 covers, 5 demo content photos and their thumbnails, plus the upload and its thumbnail.
-    assert_eq!(files, format!("assets.files{}", (36 + 5) * 2 + 2));
+    // 36 covers, 5 demo content photos and the upload, each with its thumbnail and social card.
+    assert_eq!(files, format!("assets.files{}", (36 + 5 + 1) * 3));
 
     // Without the token in the query the upload is refused before it is read.
     let no_token = action.split('?').next().unwrap_or_default().to_string();
@@ -394,19 +394,20 @@ async fn cleaning_up_orphans_keeps_a_live_product_photos_display_copy() {
 }
 
 #[tokio::test]
-async fn deleting_an_original_deletes_its_thumbnail_and_display_copy() {
+async fn deleting_an_original_deletes_its_thumbnail_display_copy_and_social_card() {
     let app = spawn_app().await;
     let photo = store(&app, "big.png", photo_png(1600, 1200)).await;
     let entry = file_entry(&app, photo.id).await.expect("stored");
     let display = metadata_id(&entry, "display").expect("a display copy");
+    let social = metadata_id(&entry, "social").expect("a social card");
     let deleted = bazaar::media::delete_file(&app.db, photo.id)
         .await
         .expect("deleted");
     assert_eq!(
-        deleted, 3,
-        "the original, its thumbnail and its display copy"
+        deleted, 4,
+        "the original, its thumbnail, its display copy and its social card"
     );
-    for id in [photo.id, photo.thumbnail, display] {
+    for id in [photo.id, photo.thumbnail, display, social] {
         assert!(file_entry(&app, id).await.is_none(), "{id} is gone");
     }
     assert_eq!(
@@ -458,7 +459,7 @@ async fn a_file_linked_only_from_a_markdown_body_survives_the_clean_up_and_an_un
     assert!(
         texts(&doc, ".flash-success")
             .iter()
-            .any(|f| f.contains("Removed 2 orphaned files")),
+            .any(|f| f.contains("Removed 3 orphaned files")),
         "the file and its thumbnail"
     );
     assert!(

@@ -286,6 +286,7 @@ async fn three_instances_starting_at_once_on_an_empty_database_seed_it_exactly_o
             doc! {
                 "metadata.thumbnail_of": { "$exists": false },
                 "metadata.display_of": { "$exists": false },
+                "metadata.social_of": { "$exists": false },
             },
         )
         .await;

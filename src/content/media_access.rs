@@ -68,6 +68,15 @@ pub async fn serve_display(
     serve_variant(&req, &state.db, &id, Variant::Display).await
 }
 
+/// `GET /media/{file_id}/social`: the 1200×630 card link previews show (OpenGraph, Twitter).
+pub async fn serve_social(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    serve_variant(&req, &state.db, &id, Variant::Social).await
+}
+
 async fn serve_variant(
     req: &HttpRequest,
     db: &Db,

@@ -5,9 +5,9 @@
 //! (`content::media_access`) hide files only drafts show, the admin's (`/admin/media/…`,
 //! [`serve_private`]) serve any.
 //!
-//! A thumbnail or display copy belongs to its original: its metadata names it
-//! (`thumbnail_of`, `display_of`) and the original's names the copies (`thumbnail`,
-//! `display`); [`delete_file`] deletes them together.
+//! A thumbnail, display copy or social card belongs to its original: its metadata names it
+//! (`thumbnail_of`, `display_of`, `social_of`) and the original's names the copies
+//! (`thumbnail`, `display`, `social`); [`delete_file`] deletes them together.
 
 use std::io::Cursor;
 
@@ -34,6 +34,9 @@ pub const MAX_GENERATED_BYTES: usize = 10 * 1024 * 1024;
 pub const THUMBNAIL_SIZE: u32 = 240;
 /// Pages show images scaled to fit this square (the original is kept for the admin).
 pub const DISPLAY_SIZE: u32 = 1200;
+/// A link preview's picture (OpenGraph, Twitter cards): the image cover-cropped to exactly this
+/// width and height, as a JPEG.
+pub const SOCIAL_SIZE: (u32, u32) = crate::web::meta::SOCIAL_IMAGE_SIZE;
 /// Largest image decoded when no limit is passed (`media.max_image_megapixels` otherwise).
 pub const DEFAULT_MAX_PIXELS: u64 = 40_000_000;
 /// Decoding takes memory in proportion to the pixels (4 bytes each, and more for the scaled
@@ -144,10 +147,11 @@ pub fn bucket(db: &Db) -> GridFsBucket {
     )
 }
 
-/// The copies made of an original (its thumbnail and display copy), as its metadata names them.
-pub const DERIVATIVE_FIELDS: [&str; 2] = ["thumbnail", "display"];
+/// The copies made of an original (its thumbnail, display copy and social card), as its
+/// metadata names them.
+pub const DERIVATIVE_FIELDS: [&str; 3] = ["thumbnail", "display", "social"];
 /// The metadata fields of a copy that name its original.
-pub const ORIGINAL_FIELDS: [&str; 2] = ["thumbnail_of", "display_of"];
+pub const ORIGINAL_FIELDS: [&str; 3] = ["thumbnail_of", "display_of", "social_of"];
 
 /// The original a stored file was made from, when it is a copy (a thumbnail or display copy).
 pub fn original_named_in(file: &Document) -> Option<ObjectId> {
@@ -311,6 +315,8 @@ struct Derived {
     thumbnail: (Vec<u8>, u32, u32),
     /// `None` when the original already fits [`DISPLAY_SIZE`].
     display: Option<(Vec<u8>, ImageKind, u32, u32)>,
+    /// The [`SOCIAL_SIZE`] JPEG, made whatever the original's size.
+    social: Vec<u8>,
 }
 
 /// The image's size from its header alone, refusing more than `max_pixels`.
@@ -372,7 +378,28 @@ fn derive(
         height: decoded.height(),
         thumbnail,
         display,
+        social: social_card(&decoded)?,
     })
+}
+
+/// `img` scaled to cover [`SOCIAL_SIZE`] and cropped to it around its centre, as a JPEG
+/// (transparent parts on white).
+fn social_card(img: &image::DynamicImage) -> Result<Vec<u8>, image::ImageError> {
+    let (width, height) = SOCIAL_SIZE;
+    let filled = img.resize_to_fill(width, height, image::imageops::FilterType::Triangle);
+    let flat = if filled.color().has_alpha() {
+        let rgba = filled.to_rgba8();
+        let on_white = image::RgbImage::from_fn(width, height, |x, y| {
+            let p = rgba.get_pixel(x, y).0;
+            let a = u32::from(p[3]);
+            let blend = |c: u8| ((u32::from(c) * a + 255 * (255 - a)) / 255) as u8;
+            image::Rgb([blend(p[0]), blend(p[1]), blend(p[2])])
+        });
+        image::DynamicImage::ImageRgb8(on_white)
+    } else {
+        filled
+    };
+    encode_jpeg(&flat)
 }
 
 fn encode_jpeg(img: &image::DynamicImage) -> Result<Vec<u8>, image::ImageError> {
@@ -384,7 +411,7 @@ fn encode_jpeg(img: &image::DynamicImage) -> Result<Vec<u8>, image::ImageError> 
     Ok(out.into_inner())
 }
 
-/// Measure a stored image and make its thumbnail and display copy (from the first frame of an
+/// Measure a stored image and make its thumbnail, display copy and social card (from the first frame of an
 /// animation). The size is read from the header first: an image over `max_pixels` is refused
 /// without being decoded, however small the file (a few bytes can declare billions of pixels).
 /// A file whose first bytes claim an image type but that does not decode is deleted and
@@ -452,6 +479,16 @@ async fn finish_image(
         .await?;
         set.insert("metadata.display", display);
     }
+    let (social_w, social_h) = SOCIAL_SIZE;
+    let social = store_bytes(
+        db,
+        &format!("social-{filename}"),
+        &derived.social,
+        doc! { "content_type": ImageKind::Jpeg.mime(), "social_of": id,
+        "width": social_w, "height": social_h },
+    )
+    .await?;
+    set.insert("metadata.social", social);
     db.durable::<Document>(&format!("{BUCKET}.files"))
         .update_one(doc! { "_id": id }, doc! { "$set": set })
         .await?;
@@ -534,6 +571,9 @@ pub enum Variant {
     Thumbnail,
     /// `/media/{id}/display`: the copy scaled for pages (the file itself when small enough).
     Display,
+    /// `/media/{id}/social`: the [`SOCIAL_SIZE`] card for link previews (the file itself for
+    /// an image stored before cards were made).
+    Social,
 }
 
 impl Variant {
@@ -542,6 +582,7 @@ impl Variant {
             Variant::Original => None,
             Variant::Thumbnail => Some("thumbnail"),
             Variant::Display => Some("display"),
+            Variant::Social => Some("social"),
         }
     }
 }

@@ -32,6 +32,10 @@ const NOT_FOR_SEARCH_ENGINES: &[&str] = &["/cart", "/checkout", "/orders", "/sea
 /// The longest description a page carries (search engines show about this much).
 pub const DESCRIPTION_CHARS: usize = 160;
 
+/// The size of a stored photo's social card, in pixels: what link previews show best
+/// (`media` makes the cards to it).
+pub const SOCIAL_IMAGE_SIZE: (u32, u32) = (1200, 630);
+
 /// A link preview's picture.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SocialImage {
@@ -39,6 +43,8 @@ pub struct SocialImage {
     pub url: String,
     /// What it shows (`og:image:alt`).
     pub alt: String,
+    /// Its size in pixels (`og:image:width`, `og:image:height`), when known.
+    pub size: Option<(u32, u32)>,
 }
 
 /// A feed a page announces (`<link rel="alternate" type="application/atom+xml">`).
@@ -80,6 +86,7 @@ impl PageMeta {
         let image = default_image(&site_url, &settings.social_image).map(|url| SocialImage {
             url,
             alt: settings.name.clone(),
+            size: None,
         });
         PageMeta {
             canonical: format!("{site_url}{path}"),
@@ -138,11 +145,13 @@ impl PageMeta {
         }
     }
 
-    /// Use the stored image's page-sized copy (`/media/{id}/display`) as the picture.
+    /// Use the stored image's social card (`/media/{id}/social`, cover-cropped to
+    /// [`SOCIAL_IMAGE_SIZE`]) as the picture.
     pub fn picture(&mut self, file_id: bson::oid::ObjectId, alt: &str) {
         self.image = Some(SocialImage {
-            url: self.absolute(&format!("/media/{}/display", file_id.to_hex())),
+            url: self.absolute(&format!("/media/{}/social", file_id.to_hex())),
             alt: alt.to_string(),
+            size: Some(SOCIAL_IMAGE_SIZE),
         });
     }
 
