@@ -662,6 +662,8 @@ async fn seed_discussion(
             staff: false,
             email: None,
             notify: false,
+            deleted_at: None,
+            deleted_from: None,
         });
         if batch.len() == 1000 {
             comments::store::collection(db)
