@@ -1024,7 +1024,10 @@ async fn a_crash_between_the_swap_and_the_delete_leaves_only_an_orphan_that_clea
     let removed = photos::clean_orphans(&app.db, Duration::ZERO)
         .await
         .unwrap();
-    assert_eq!(removed, 2, "the orphaned file and its thumbnail");
+    assert_eq!(
+        removed, 3,
+        "the orphaned file, its thumbnail and its social card"
+    );
     assert!(!file_exists(&app, first.id).await);
     assert!(!file_exists(&app, first.thumbnail).await);
     // Everything still in use stays: this node's photo, demo photos, product covers.

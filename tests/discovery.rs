@@ -1105,3 +1105,50 @@ async fn every_sitemap_query_runs_on_an_index() {
     }
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_sitemap_index_walks_the_products_once_a_period_and_a_new_product_is_still_listed() {
+    let app = spawn_app_with(&[
+        ("BAZAAR_SERVER__PUBLIC_URL", HOST),
+        ("BAZAAR_LOG__DATABASE_COMMANDS", "true"),
+    ])
+    .await;
+    let product_reads = |app: &TestApp| {
+        app.db
+            .commands()
+            .take()
+            .iter()
+            .filter(|c| c.name == "find" && c.target == products::COLLECTION)
+            .count()
+    };
+    app.db.commands().record();
+    let first = body(app.get("/sitemap.xml").await).await;
+    assert!(
+        product_reads(&app) >= 1,
+        "the first index walks the products"
+    );
+    // A crawler looping on the index costs no further walk within the period.
+    for _ in 0..3 {
+        assert_eq!(body(app.get("/sitemap.xml").await).await, first);
+    }
+    assert_eq!(product_reads(&app), 0, "the later indexes reuse the walk");
+
+    // A product added since is listed at once, in the last product sitemap, read live.
+    let added = product_with_stock(&app.db, "added-after-the-walk", 3).await;
+    let index = parse_sitemap_xml(&first);
+    let last_products = index["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|e| e["loc"].as_str())
+        .filter(|loc| loc.contains("/sitemaps/products-"))
+        .last()
+        .expect("a product sitemap")
+        .to_string();
+    let sitemap = body(app.get(on_host(&last_products)).await).await;
+    assert!(
+        sitemap.contains(&format!("/products/{}", added.slug)),
+        "the new product is in {last_products}"
+    );
+    app.stop().await;
+}

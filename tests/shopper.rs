@@ -389,14 +389,24 @@ async fn placed_order(app: &TestApp, sku: &str) -> (Shopper, String) {
 }
 
 #[tokio::test]
-async fn the_confirmation_promises_no_email_and_points_to_the_order_lookup() {
+async fn the_confirmation_says_where_the_email_goes_and_points_to_the_order_lookup() {
     let app = spawn_app().await;
     let (shopper, number) = placed_order(&app, "conf").await;
     let text = body(shopper.get(&format!("/orders/{number}")).await).await;
     let doc = html(&text);
-    assert!(!text.contains("confirmation goes to"), "no email promised");
     let keep = texts(&doc, ".order-keep").join(" ");
-    assert!(keep.contains("keep this page; bookmark it"), "{keep}");
+    assert!(
+        keep.contains("confirmation email is on its way to"),
+        "{keep}"
+    );
+    // The message it promises is queued in the outbox.
+    let queued = app
+        .db
+        .collection::<bson::Document>("outbox")
+        .count_documents(bson::doc! { "_id": format!("order-placed/{number}") })
+        .await
+        .expect("outbox counted");
+    assert_eq!(queued, 1, "the confirmation email is in the outbox");
     assert!(keep.contains(&number), "{keep}");
     assert_eq!(hrefs(&doc, ".order-keep a"), ["/orders/lookup"]);
     app.stop().await;

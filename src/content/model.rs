@@ -689,7 +689,7 @@ pub fn admin_filter(q: &AdminQuery<'_>) -> Document {
     if !q.search.is_empty() {
         filter.insert(
             "metadata.title",
-            doc! { "$regex": regex_escape(q.search), "$options": "i" },
+            doc! { "$regex": regex::escape(q.search), "$options": "i" },
         );
     }
     filter
@@ -731,18 +731,6 @@ pub async fn admin_list(db: &Db, q: &AdminQuery<'_>) -> Result<(Vec<Node>, u64),
         .try_collect()
         .await?;
     Ok((nodes, total))
-}
-
-/// Escape regex metacharacters so a search is taken literally.
-pub fn regex_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        if "\\^$.|?*+()[]{}".contains(c) {
-            out.push('\\');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Delete a node; returns it as it was (its photo file is the caller's to remove).

@@ -8,7 +8,8 @@
 //!
 //! Nothing is built whole in memory: the index walks the products on sale once through a
 //! cursor (only `_id` and `updated`), keeping every 50 000th `_id` as the start of a product
-//! sitemap and the newest update of each; a product sitemap is one keyset read of at most
+//! sitemap and the newest update of each (at most once per [`CHUNKS_TTL`] per instance, one
+//! walk at a time: [`cached_product_chunks`]); a product sitemap is one keyset read of at most
 //! 50 000 from its start. `lastmod` comes from the stored `updated` times; drafts, archived
 //! products and unpublished or scheduled nodes are never listed. XML is written with the
 //! shared [`XmlWriter`] (quick-xml), which escapes every text it is given. Responses carry an
@@ -154,6 +155,38 @@ pub async fn product_chunks(
     Ok(chunks)
 }
 
+/// How long the index reuses its walk over the products: search engines fetch sitemaps hours
+/// apart, and what the walk finds changes little (see [`cached_product_chunks`]).
+pub const CHUNKS_TTL: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// The last walk's product sitemap starts, kept with each database handle.
+#[derive(Default)]
+pub struct ChunkCache {
+    last: tokio::sync::Mutex<Option<(std::time::Instant, ProductChunks)>>,
+}
+
+type ProductChunks = std::sync::Arc<Vec<(ObjectId, Option<DateTime>)>>;
+
+/// [`product_chunks`] for the index, walked at most once per [`CHUNKS_TTL`] per instance, and
+/// by one request at a time: requests arriving during a walk wait for its result instead of
+/// starting their own, so a crawler (or an attacker) asking for `/sitemap.xml` in a loop
+/// costs one walk per period. What a stale walk can get wrong is small: a product sitemap
+/// reads up to 50 000 products live from its start, so products added since are listed at
+/// once in the last sitemap (until it is full), and one taken off sale is simply not listed;
+/// only the index's `lastmod` values and a newly needed sitemap wait for the next walk.
+pub async fn cached_product_chunks(db: &Db) -> Result<ProductChunks, DbError> {
+    let cache = db.extension::<ChunkCache>();
+    let mut last = cache.last.lock().await;
+    if let Some((at, chunks)) = last.as_ref() {
+        if at.elapsed() < CHUNKS_TTL {
+            return Ok(chunks.clone());
+        }
+    }
+    let chunks = std::sync::Arc::new(product_chunks(db, MAX_URLS).await?);
+    *last = Some((std::time::Instant::now(), chunks.clone()));
+    Ok(chunks)
+}
+
 /// The filter of a section's published nodes (served by the `section_published` index).
 pub fn section_filter(section: &str, now: DateTime) -> Document {
     let mut filter = doc! { "metadata.section": section };
@@ -222,10 +255,10 @@ pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpR
     let base = &state.public_url;
     let mut out = Entries::start("sitemapindex", "sitemap");
     out.add(&format!("{base}/sitemaps/categories.xml"), None);
-    for (start, newest) in product_chunks(db, MAX_URLS).await? {
+    for (start, newest) in cached_product_chunks(db).await?.iter() {
         out.add(
             &format!("{base}/sitemaps/products-{}.xml", start.to_hex()),
-            newest,
+            *newest,
         );
     }
     let now = db.now();
