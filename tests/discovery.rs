@@ -1141,8 +1141,7 @@ async fn the_sitemap_index_walks_the_products_once_a_period_and_a_new_product_is
         .expect("entries")
         .iter()
         .filter_map(|e| e["loc"].as_str())
-        .filter(|loc| loc.contains("/sitemaps/products-"))
-        .last()
+        .rfind(|loc| loc.contains("/sitemaps/products-"))
         .expect("a product sitemap")
         .to_string();
     let sitemap = body(app.get(on_host(&last_products)).await).await;
