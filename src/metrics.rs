@@ -14,6 +14,17 @@ use std::time::Duration;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 static ENABLED: AtomicBool = AtomicBool::new(false);
+static DB_COMMANDS_ENABLED: AtomicBool = AtomicBool::new(false);
+
+/// Time database commands too (`metrics.database_commands`); call before connecting.
+pub fn keep_database_commands() {
+    DB_COMMANDS_ENABLED.store(true, Ordering::Relaxed);
+}
+
+/// True when database commands are timed (metrics kept and `metrics.database_commands` on).
+pub fn database_commands_enabled() -> bool {
+    enabled() && DB_COMMANDS_ENABLED.load(Ordering::Relaxed)
+}
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
 
 /// Latency buckets in seconds: 1 ms to 10 s, dense where pages live.
@@ -35,6 +46,15 @@ pub fn install() -> Result<&'static PrometheusHandle, String> {
     let handle = recorder.handle();
     // A second caller racing this one loses `set_global_recorder`; both then use the winner.
     if ::metrics::set_global_recorder(recorder).is_ok() {
+        // Histogram samples are buffered until this folds them into the buckets: without it
+        // they would pile up between scrapes (or forever, unscraped).
+        let upkeep = handle.clone();
+        let _ = std::thread::Builder::new()
+            .name("metrics-upkeep".into())
+            .spawn(move || loop {
+                std::thread::sleep(Duration::from_secs(5));
+                upkeep.run_upkeep();
+            });
         let _ = HANDLE.set(handle);
     }
     ENABLED.store(true, Ordering::Relaxed);

@@ -54,6 +54,9 @@ impl OpenDatabase {
         if settings.metrics.token.is_some() {
             crate::metrics::install()
                 .map_err(|e| anyhow::anyhow!("cannot keep metrics (metrics.token): {e}"))?;
+            if settings.metrics.database_commands {
+                crate::metrics::keep_database_commands();
+            }
         }
         let timeout = Duration::from_millis(settings.database.timeout_ms);
         let name = &settings.database.name;

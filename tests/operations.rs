@@ -144,7 +144,11 @@ async fn metrics_are_not_found_without_a_token_and_refused_without_the_right_one
 
 #[tokio::test]
 async fn requests_are_counted_by_route_template_and_random_paths_add_one_series_only() {
-    let app = common::spawn_app_with(&[("BAZAAR_METRICS__TOKEN", TOKEN)]).await;
+    let app = common::spawn_app_with(&[
+        ("BAZAAR_METRICS__TOKEN", TOKEN),
+        ("BAZAAR_METRICS__DATABASE_COMMANDS", "true"),
+    ])
+    .await;
     let route = [("route", "/products/{slug}"), ("status", "2xx")];
     let before = sample(&scrape(&app).await, "bazaar_http_requests_total", &route).unwrap_or(0.0);
     let doc = common::page(&app, "/products").await;

@@ -240,7 +240,7 @@ impl Db {
         } else {
             Arc::<commands::CommandLog>::default()
         };
-        if count_commands || crate::metrics::enabled() {
+        if count_commands || crate::metrics::database_commands_enabled() {
             options.command_event_handler = Some(commands.handler());
         }
         options.app_name = Some("bazaar".to_string());
