@@ -122,7 +122,7 @@ pub struct MetricsSettings {
     /// `/metrics` is not found.
     pub token: Option<String>,
     /// `metrics.database_commands`: also time every database command (the driver then copies
-    /// every command and reply into an event, which costs a busy listing page a fifth of its
+    /// every command and reply into an event, which cost a product page about 7% of its
     /// throughput).
     pub database_commands: bool,
 }
