@@ -34,7 +34,7 @@ trap cleanup EXIT
 start() { # name port [token]
   local name=$1 port=$2 token=${3:-}
   mkdir -p "$WORK/$name"
-  (cd "$WORK/$name" && env -u RUST_LOG BAZAAR_DATABASE__URI=memory BAZAAR_SERVER__PORT="$port" \
+  (cd "$WORK/$name" && exec env -u RUST_LOG BAZAAR_DATABASE__URI=memory BAZAAR_SERVER__PORT="$port" \
     BAZAAR_LOG__LEVEL=error BAZAAR_METRICS__TOKEN="$token" BAZAAR_ANALYTICS__ENABLED=false \
     "$OLDPWD/$BIN" serve >"$WORK/$name.log" 2>&1) &
   PIDS+=($!)
@@ -45,6 +45,9 @@ start() { # name port [token]
   echo "$name did not start:" >&2; cat "$WORK/$name.log" >&2; exit 1
 }
 
+if curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null 2>&1 || curl -fs "http://127.0.0.1:$((PORT + 1))/healthz" >/dev/null 2>&1; then
+  echo "something already listens on $PORT or $((PORT + 1)): set BENCH_PORT" >&2; exit 1
+fi
 start off "$PORT"
 start on "$((PORT + 1))" "$TOKEN"
 PRODUCT=$(curl -fs "http://127.0.0.1:$PORT/products" | grep -o 'href="/products/[^"?]*"' | head -1 | cut -d'"' -f2)
