@@ -2,12 +2,10 @@
 //! colour pairs (text ≥ 4.5:1, form control borders and the focus ring ≥ 3:1), heading order
 //! on the main pages, and distinct accessible names for repeated links.
 
-mod common;
-
 use std::collections::HashMap;
 
-use common::shop::*;
-use common::*;
+use crate::common::shop::*;
+use crate::common::*;
 use scraper::{ElementRef, Node, Selector};
 
 // ---------------------------------------------------------------------------------------------

@@ -1,8 +1,6 @@
 //! The admin section: HTTP Basic auth on every method and path, and the dashboard.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqwest::StatusCode;
 
 fn realm(response: &reqwest::Response) -> Option<String> {

@@ -1,9 +1,7 @@
 //! Admin screens for products and categories: forms with CSRF tokens, errors next to fields,
 //! duplicate slugs and SKUs as form errors, stock adjustment and the category tree operations.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqwest::StatusCode;
 
 /// A complete, valid album form.

@@ -2,14 +2,12 @@
 //! with, so a save computed from an older version lands nowhere and gets a 409 page instead of
 //! silently overwriting someone else's change; stock movements never make a form stale.
 
-mod common;
-
 use std::sync::Arc;
 
+use crate::common::shop::*;
+use crate::common::*;
 use bazaar::catalog::categories;
 use bazaar::catalog::products::Product;
-use common::shop::*;
-use common::*;
 use reqwest::cookie::Jar;
 use reqwest::StatusCode;
 

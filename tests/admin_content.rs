@@ -3,15 +3,13 @@
 //! re-apply and discard), publishing and scheduling, tags, photo uploads under the lock,
 //! replacing photos without ever pointing at a missing file, and deleting.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::*;
 use bazaar::content::model::{self, Node};
 use bazaar::content::photos;
 use bson::oid::ObjectId;
 use bson::{doc, DateTime};
-use common::*;
 use futures::future::join_all;
 use reqwest::StatusCode;
 

@@ -4,13 +4,11 @@
 //! ask first and need the CSRF token; shop settings reach the storefront and checkout totals;
 //! admin error pages stay in the admin.
 
-mod common;
-
+use crate::common::shop::*;
+use crate::common::*;
 use bazaar::catalog::products::{self, ProductStatus};
 use bazaar::checkout::orders;
 use bson::doc;
-use common::shop::*;
-use common::*;
 use reqwest::StatusCode;
 
 /// The admin's CSRF token, from a page with a form.

@@ -2,17 +2,15 @@
 //! shipped and cancelled (a cancel returns the stock once), carts are counted by status and the
 //! cart jobs run on demand, and stock levels flag what is running low.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::shop::*;
+use crate::common::*;
 use bazaar::cart::{self, CartStatus};
 use bazaar::catalog::products;
 use bazaar::checkout::orders::{self, OrderStatus};
 use bazaar::db::Db;
 use bson::{doc, Document};
-use common::shop::*;
-use common::*;
 use reqwest::StatusCode;
 
 /// A shopper buys `qty` of `sku`; returns the order number.

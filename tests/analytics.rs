@@ -3,17 +3,15 @@
 //! path cap, dropped views and the flush at shutdown; the charts' SVG, the 400 page for bad
 //! dates, the index behind every report query, and the dashboard's sales figures.
 
-mod common;
-
 use std::collections::BTreeMap;
 
+use crate::common::shop::product_with_stock;
+use crate::common::*;
 use bazaar::analytics::{report, sales, svg, Day, Month, DAILY, MONTHLY, OTHER_PATH};
 use bazaar::checkout::orders::{self, Address, Order, OrderItem, OrderStatus, Payment};
 use bazaar::db::Db;
 use bson::{doc, Bson, Document};
 use chrono::{DateTime, Duration, TimeZone, Timelike, Utc};
-use common::shop::product_with_stock;
-use common::*;
 use futures::TryStreamExt;
 use reqwest::StatusCode;
 use scraper::{Html, Selector};

@@ -420,7 +420,7 @@ fn every_module_uses_only_the_layers_below_its_own() {
     );
 }
 
-/// Prints the module map (`cargo test --test architecture -- --nocapture module_map`), the
+/// Prints the module map (`cargo test --test app -- --nocapture architecture::module_map`), the
 /// table docs/architecture.md summarises.
 #[test]
 fn module_map_lists_every_module_with_what_it_uses() {
@@ -519,4 +519,45 @@ fn references_are_read_from_paths_and_groups_but_not_comments_or_strings() {
         found,
         vec!["cart", "catalog", "db", "media", "stock", "web"]
     );
+}
+
+/// The files of `dir` (one test binary's directory) that its `main.rs` does not declare as
+/// modules. Cargo's test discovery is off, so such a file would silently never run.
+fn undeclared_test_files(dir: &Path) -> Vec<String> {
+    let main = std::fs::read_to_string(dir.join("main.rs")).expect("read tests/main.rs");
+    let declared: BTreeSet<String> = main
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("mod "))
+        .map(|l| l.trim_end_matches(';').to_string())
+        .collect();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(dir).expect("read the tests directory") {
+        let path = entry.expect("directory entry").path();
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        let module = if path.is_dir() && path.join("mod.rs").exists() {
+            name.to_string()
+        } else if let Some(stem) = name.strip_suffix(".rs") {
+            stem.to_string()
+        } else {
+            continue;
+        };
+        if module != "main" && !declared.contains(&module) {
+            missing.push(module);
+        }
+    }
+    missing.sort();
+    missing
+}
+
+#[test]
+fn every_test_file_is_a_module_of_its_crates_test_binary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for dir in [root.join("tests"), root.join("crates/docstore/tests")] {
+        let missing = undeclared_test_files(&dir);
+        assert!(
+            missing.is_empty(),
+            "{} has files its main.rs does not declare (they would never run): {missing:?}",
+            dir.display()
+        );
+    }
 }

@@ -2,14 +2,12 @@
 //! and the process's memory stays flat. Alone in its own test binary so that the resident
 //! memory it measures is the server's under the flood, not other tests'.
 
-mod common;
-
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::*;
 use bazaar::startup::Application;
-use common::*;
 use reqwest::StatusCode;
 
 /// Resident memory of this process (the server runs in it), in bytes.

@@ -2,20 +2,18 @@
 //! in time; `bazaar backup` reaches a running Bazaar; a damaged backup restores nothing; an
 //! interrupted migrate resumes to an identical copy; scheduled backups rotate and show in admin.
 
-mod common;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common::shop::*;
+use crate::common::*;
 use bazaar::backup::migrate::{migrate, MigrateOptions, MigrateOutcome, TargetMode};
 use bazaar::backup::{backup_to, collection_checksum, collection_names, restore_embedded};
 use bazaar::db::{Db, Store};
 use bson::{doc, Document};
-use common::shop::*;
-use common::*;
 use futures::{AsyncWriteExt, TryStreamExt};
 use mongodb::options::GridFsBucketOptions;
 

@@ -2,16 +2,14 @@
 //! checking the stock invariant (`docs/invariants.md`),
 //! `qty + Σ carted.qty + sold == stock received`, on the products it touched.
 
-mod common;
-
 use std::time::Duration;
 
+use crate::common::shop::*;
+use crate::common::*;
 use bazaar::cart::{self, CartStatus};
 use bazaar::catalog::products;
 use bazaar::jobs;
 use bson::doc;
-use common::shop::*;
-use common::*;
 use reqwest::StatusCode;
 
 #[tokio::test]

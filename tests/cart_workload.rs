@@ -3,17 +3,15 @@
 //! the stock invariant (`docs/invariants.md`), hold no stray reservations, and have sold exactly
 //! what the orders say.
 
-mod common;
-
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::common::shop::*;
+use crate::common::*;
 use bazaar::checkout::orders::{self, OrderStatus};
 use bazaar::jobs;
-use common::shop::*;
-use common::*;
 use futures::TryStreamExt;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};

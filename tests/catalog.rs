@@ -1,11 +1,9 @@
 //! The storefront catalog pages on the seeded demo catalog: what each page, filter, sort and
 //! page link shows, read from the HTML.
 
-mod common;
-
 use std::collections::BTreeSet;
 
-use common::*;
+use crate::common::*;
 use reqwest::StatusCode;
 
 fn cents(price: &str) -> i64 {

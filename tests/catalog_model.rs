@@ -2,10 +2,9 @@
 //! every copy of the hierarchy right, seeding never duplicates, and every storefront query
 //! runs on an index.
 
-mod common;
-
 use std::collections::HashMap;
 
+use crate::common::{assert_uses_index, find_stage, memory_db};
 use bazaar::catalog::admin_search::AdminProductSearch;
 use bazaar::catalog::categories::{self, Category};
 use bazaar::catalog::listing::{self, ListingQuery, Sort};
@@ -15,7 +14,6 @@ use bazaar::db::Db;
 use bazaar::startup::indexes;
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
-use common::{assert_uses_index, find_stage, memory_db};
 use futures::TryStreamExt;
 
 struct TestDb {

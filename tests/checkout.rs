@@ -1,12 +1,10 @@
 //! Checkout through HTTP: field validation, the test gateway's cards, double submits, the order
 //! page's privacy, and stock moving from reserved to sold exactly once.
 
-mod common;
-
+use crate::common::shop::*;
+use crate::common::*;
 use bazaar::cart::{self, CartStatus};
 use bazaar::checkout::orders;
-use common::shop::*;
-use common::*;
 use reqwest::StatusCode;
 
 const APPROVED: &str = "4242 4242 4242 4242";

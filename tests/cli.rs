@@ -2,13 +2,11 @@
 //! errors, graceful shutdown, `seed` and `hash-password`, every subcommand's help, usage errors
 //! and their exit status, shell completions.
 
-mod common;
-
 use std::io::{Read, Write};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 const BAZAAR: &str = env!("CARGO_BIN_EXE_bazaar");
 

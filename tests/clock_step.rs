@@ -6,8 +6,7 @@
 //! Without libfaketime the test prints why and passes, except in CI (`CI` set), where `.ci/run`
 //! installs it and its absence is a failure.
 
-mod common;
-
+use crate::common;
 use std::path::Path;
 use std::time::Duration;
 

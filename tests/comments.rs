@@ -2,14 +2,12 @@
 //! moderation, the exact comment count under concurrency, spam checks, escaping, and the index
 //! behind every comment query.
 
-mod common;
-
+use crate::common::shop::{product_with_stock, Shopper};
+use crate::common::*;
 use bazaar::catalog::products::{self, Product};
 use bazaar::comments::{self, slugs, Comment, CommentStatus};
 use bazaar::db::Db;
 use bson::doc;
-use common::shop::{product_with_stock, Shopper};
-use common::*;
 use futures::TryStreamExt;
 use reqwest::StatusCode;
 use scraper::Selector;

@@ -2,11 +2,9 @@
 //! partial, tag pages with products, Atom feeds, drafts and scheduled nodes kept hidden,
 //! Markdown and other editor input rendered inert, and an index behind every query.
 
-mod common;
-
+use crate::common::*;
 use bazaar::content::model::{self, Detail, LinkDetail, QuoteDetail, TextDetail, VideoDetail};
 use bson::{doc, DateTime};
-use common::*;
 use reqwest::StatusCode;
 
 const DAY_MS: i64 = 24 * 3600 * 1000;

@@ -20,9 +20,7 @@ use bazaar::startup::OpenDatabase;
 use bson::doc;
 use futures::TryStreamExt;
 
-mod common;
-
-use common::process::{self, BazaarProcess};
+use crate::common::process::{self, BazaarProcess};
 
 /// A checkout pending this long after the crash is recovered (seconds); well above how long a
 /// checkout takes here, so recovery never mistakes a live one for a crashed one.

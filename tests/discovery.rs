@@ -9,18 +9,17 @@
 //! The Python packages (`extruct`, `feedfinder2`) are installed by `.ci/run`; without them a test
 //! says why and skips, except in CI (`CI` set), where they are required.
 
-mod common;
-
+use crate::common;
 use std::collections::HashSet;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+use crate::common::shop::*;
+use crate::common::*;
 use bazaar::catalog::products;
 use bazaar::content::model::{self, Detail, PhotoDetail, TextDetail};
 use bazaar::discovery::sitemap;
 use bson::{doc, Bson, DateTime};
-use common::shop::*;
-use common::*;
 use reqwest::StatusCode;
 use serde_json::Value;
 

@@ -5,18 +5,16 @@
 //! senders on one database (each message once); a permanent refusal (given up on, listed in
 //! the admin); and the default with no mail server (`.eml` files listed on Admin → System).
 
-mod common;
-
 use std::collections::HashMap;
 use std::time::Duration;
 
+use crate::common::shop::{product_with_stock, Shopper};
+use crate::common::smtp::{Received, SmtpSink};
+use crate::common::*;
 use bazaar::checkout::orders;
 use bazaar::config::EmailSettings;
 use bazaar::mail::sender::{self, Transport};
 use bazaar::mail::{self, Email, MailStatus};
-use common::shop::{product_with_stock, Shopper};
-use common::smtp::{Received, SmtpSink};
-use common::*;
 use mailparse::{MailHeaderMap, ParsedMail};
 use reqwest::StatusCode;
 
@@ -98,6 +96,10 @@ async fn an_order_confirmation_arrives_by_smtp_with_both_parts_the_lines_totals_
     let got = sink.wait_for(1, Duration::from_secs(20)).await;
     assert_eq!(got.len(), 1, "one message");
     assert_eq!(got[0].to, vec!["<ada@example.com>".to_string()]);
+    assert_eq!(
+        got[0].from, "<shop@bazaar.test>",
+        "the envelope sender is email.from"
+    );
     let mail = parse(&got[0]);
     assert!(header(&mail, "Subject").contains(&number));
     assert!(header(&mail, "From").contains("shop@bazaar.test"));

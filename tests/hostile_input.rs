@@ -10,11 +10,9 @@
 //! rather than taken from `PROPTEST_CASES` (CI sets 4096 for the cheap property tests, which
 //! would make this pass take many minutes); `HOSTILE_INPUT_CASES` raises it for a longer run.
 
-mod common;
-
+use crate::common::shop::*;
+use crate::common::*;
 use bson::doc;
-use common::shop::*;
-use common::*;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 use reqwest::StatusCode;

@@ -1,11 +1,9 @@
 //! Photos: uploads sniffed and streamed into GridFS, thumbnails, and `/media/{file_id}` with
 //! its validators and caching; the demo catalog's generated covers.
 
-mod common;
-
 use std::io::Cursor;
 
-use common::*;
+use crate::common::*;
 use reqwest::StatusCode;
 
 fn header(response: &reqwest::Response, name: &str) -> String {

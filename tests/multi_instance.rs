@@ -13,8 +13,7 @@
 //! starts are tried and `MULTI_INSTANCE_LOST_CHARGES` (default 30) how many lost charges the
 //! instances recover.
 
-mod common;
-
+use crate::common;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -25,8 +24,8 @@ use bazaar::db::{Db, Store};
 use bson::{doc, Document};
 use futures::TryStreamExt;
 
-use common::process::{self, BazaarProcess, Launched};
-use common::shop::{product_with_stock, Shopper};
+use crate::common::process::{self, BazaarProcess, Launched};
+use crate::common::shop::{product_with_stock, Shopper};
 
 const USER: &str = "bazaar";
 const PASSWORD: &str = "multi-instance-test-password";

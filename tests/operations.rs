@@ -6,14 +6,13 @@
 //! `systemd`), which `.ci/run` installs; without one of them a test prints why and passes,
 //! except in CI (`CI` set), where its absence is a failure.
 
-mod common;
-
+use crate::common;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::process::{self, BazaarProcess};
+use crate::common::process::{self, BazaarProcess};
 
 const TOKEN: &str = "operations-test-metrics-token";
 

@@ -1,8 +1,6 @@
 //! Public pages: the layout, error pages, static assets, security headers and /healthz.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqwest::StatusCode;
 
 #[tokio::test]

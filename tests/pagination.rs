@@ -4,18 +4,16 @@
 //! added during a walk never repeat or hide products; and a keyset page is a bounded walk of the
 //! sort index, not a skip.
 
-mod common;
-
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
+use crate::common::*;
 use bazaar::catalog::card::ProductCard;
 use bazaar::catalog::listing::{ListingQuery, Sort, PAGE_SIZE};
 use bazaar::catalog::products::{self, AlbumDetails, Details, NewProduct, Product, Shipping};
 use bazaar::catalog::seek::{self, Cursor, Seek};
 use bazaar::catalog::{categories, listing};
 use bson::{doc, Bson, DateTime, Document};
-use common::*;
 use futures::TryStreamExt;
 use reqwest::StatusCode;
 

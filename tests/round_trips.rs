@@ -4,11 +4,9 @@
 //! Also: what the catalog cache serves is invalidated by this instance's own writes, and the
 //! embedded store on disk is reached through its Unix socket rather than TCP.
 
-mod common;
-
+use crate::common::*;
 use bazaar::catalog::{categories, products};
 use bazaar::db::commands::Command;
-use common::*;
 use reqwest::StatusCode;
 
 async fn counting_app() -> TestApp {

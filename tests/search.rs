@@ -3,13 +3,11 @@
 //! input answered with a normal page, the admin product search's full-text fallback, and the
 //! text indexes behind the queries.
 
-mod common;
-
+use crate::common::*;
 use bazaar::catalog::products::{self, AlbumDetails, BookDetails, Details, NewProduct, Shipping};
 use bazaar::content::model::{self, Detail, NodeInput, TextDetail};
 use bazaar::search;
 use bson::{doc, Bson, DateTime};
-use common::*;
 use reqwest::StatusCode;
 
 const DAY_MS: i64 = 24 * 3600 * 1000;

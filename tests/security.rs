@@ -2,17 +2,15 @@
 //! NUL bytes in searches, cart hoarding, image bombs, integer overflow in forms, email syntax,
 //! slow request bodies, flash messages in the session cookie, session age and HSTS.
 
-mod common;
-
 use std::io::Cursor;
 use std::time::Duration;
 
+use crate::common::shop::*;
+use crate::common::*;
 use bazaar::config::Settings;
 use bazaar::startup::Application;
 use bazaar::web::basic_auth::AdminCredentials;
 use bson::doc;
-use common::shop::*;
-use common::*;
 use reqwest::StatusCode;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 

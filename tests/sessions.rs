@@ -1,9 +1,7 @@
 //! Sessions, CSRF tokens and flash messages, driven through the admin dashboard's seed form
 //! (the foundation's one state-changing form).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use reqwest::StatusCode;
 
 async fn dashboard_token(app: &TestApp) -> String {

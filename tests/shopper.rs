@@ -3,13 +3,11 @@
 //! error summary and country list, the confirmation that promises no email, the order lookup,
 //! and the header's cart count on error pages.
 
-mod common;
-
 use std::collections::BTreeSet;
 
+use crate::common::shop::*;
+use crate::common::*;
 use bson::doc;
-use common::shop::*;
-use common::*;
 use reqwest::StatusCode;
 
 /// The `href` of every element matching `selector`.

@@ -1,8 +1,6 @@
 //! Test harness: the whole app on a random port with a fresh in-memory docstore per test, an
 //! HTTP client that keeps cookies, and helpers to read pages with CSS selectors.
 
-#![allow(dead_code)] // each test binary uses a different part of the harness
-
 pub mod process;
 pub mod shop;
 pub mod smtp;

@@ -3,7 +3,6 @@
 //! it accepts. It can be stopped and started again on the same port (the "mail server down"
 //! tests), and told to answer DATA with a permanent refusal.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -107,10 +106,6 @@ impl SmtpSink {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-    }
-
-    pub fn address(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 0, 1], self.port))
     }
 }
 

@@ -2,12 +2,10 @@
 //! process, a torn journal tail is detected and set aside at start-up, and damage elsewhere
 //! refuses to start until `docstore --repair` salvages it.
 
-#[path = "common/mod.rs"]
-mod common;
-
+use crate::common;
+use crate::common::client_for;
+use crate::common::process::Process;
 use bson::{doc, Document};
-use common::client_for;
-use common::process::Process;
 use mongodb::options::WriteConcern;
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -3,11 +3,8 @@
 //! an answer instead of hanging, reads keep working, and everything resumes when space returns.
 //! The disk is filled with docstore's fault-injection switch, so these tests run anywhere.
 
-#[path = "common/mod.rs"]
-mod common;
-
+use crate::common::{assert_code, client_for, code_of};
 use bson::{doc, Document};
-use common::{assert_code, client_for, code_of};
 use docstore::{Config, DiskFaults, Server};
 use mongodb::options::WriteConcern;
 use mongodb::Collection;

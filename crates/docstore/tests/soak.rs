@@ -1,11 +1,8 @@
 //! Soak test: 64 concurrent connections of mixed operations against the `docstore` binary in
 //! persistent mode for `SOAK_SECONDS` (default 10), then `kill -9`, restart and a full check.
 
-#[path = "common/mod.rs"]
-mod common;
-
+use crate::common::process::Process;
 use bson::{doc, Bson, Document};
-use common::process::Process;
 use futures::TryStreamExt;
 use mongodb::options::{ClientOptions, FindOptions, ReturnDocument, WriteConcern};
 use mongodb::{Client, Collection, IndexModel};

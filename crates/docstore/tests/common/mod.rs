@@ -1,6 +1,5 @@
 //! Shared harness for the behaviour suites: a fresh database per test, on an in-memory docstore
 //! started for the test or, when `MONGODB_URI` is set, on that real MongoDB server.
-#![allow(dead_code)]
 
 pub mod process;
 

@@ -1,9 +1,6 @@
 //! Behaviour suites through the official `mongodb` driver, one module per area. They run against
 //! an in-memory docstore, or against a real MongoDB when `MONGODB_URI` is set, unchanged.
 
-#[path = "../common/mod.rs"]
-mod common;
-
 mod aggregation;
 mod auth;
 mod clients_regressions;

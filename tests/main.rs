@@ -1,0 +1,45 @@
+//! Bazaar's integration tests: one test binary (one link of the whole app instead of one per
+//! file), with a module per area. Each module starts the app in-process on a fresh in-memory
+//! docstore through `common::spawn_app` (or starts `bazaar` processes, `common::process`).
+//!
+//! Cargo's discovery of `tests/*.rs` is off (`autotests = false` in Cargo.toml): a new file here
+//! is a module of this binary and is declared below (the architecture test checks that every
+//! file is).
+
+mod common;
+
+mod accessibility;
+mod admin;
+mod admin_catalog;
+mod admin_conflicts;
+mod admin_content;
+mod admin_lists;
+mod admin_orders;
+mod analytics;
+mod architecture;
+mod auth_flood;
+mod backup;
+mod browser;
+mod cart;
+mod cart_workload;
+mod catalog;
+mod catalog_model;
+mod checkout;
+mod cli;
+mod clock_step;
+mod comments;
+mod content;
+mod crash;
+mod discovery;
+mod email;
+mod hostile_input;
+mod media;
+mod multi_instance;
+mod operations;
+mod pages;
+mod pagination;
+mod round_trips;
+mod search;
+mod security;
+mod sessions;
+mod shopper;
