@@ -14,8 +14,11 @@ mod config;
 mod cursor;
 pub mod dump;
 mod error;
+mod expression;
 mod index;
+mod keystring;
 mod login_throttle;
+mod path;
 mod printing;
 mod query;
 mod repair;
@@ -41,10 +44,16 @@ pub use storage::DiskFaults;
 /// wire protocol. Not part of the API: anything here may change without notice.
 #[doc(hidden)]
 pub mod internals {
-    pub use crate::index::keystring;
     pub use crate::query::Filter;
     pub use crate::update::{ApplyContext, UpdateSpec};
     pub use crate::value::{canonical_rank, compare, decimal_to_f64, values_equal};
+
+    /// The order-preserving key encoding, for the ordering and round-trip properties.
+    pub mod keystring {
+        pub use crate::keystring::{
+            decode, decode_key, encode, encode_value, encode_value_descending,
+        };
+    }
 
     /// The wire protocol's framing, for the message fuzzers.
     pub mod wire {

@@ -1,9 +1,9 @@
 //! `$group`: the group key, the accumulators (`$sum $avg $min $max $first $last $push $addToSet
 //! $count $mergeObjects`) and the grouping itself, keyed by MongoDB's value equality.
 
-use super::expression::{Expression, Scope};
-use super::operators::{merge_into, sum_numbers};
 use crate::error::{Error, Result};
+use crate::expression::operators::{merge_into, sum_numbers};
+use crate::expression::{Expression, Scope};
 use crate::value::{compare, f64_to_decimal, is_number, to_f64};
 use bson::{Bson, Document};
 use std::cmp::Ordering;

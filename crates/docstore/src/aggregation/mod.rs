@@ -3,19 +3,16 @@
 //! are refused by name, never ignored.
 
 mod accumulators;
-mod dates;
-pub mod expression;
-mod operators;
 mod projection;
 mod stages;
 pub mod terminal;
 mod update_pipeline;
 
 use crate::error::{Error, Result};
+use crate::expression::{self, Expression};
 use crate::query::{Filter, SortSpec};
 use accumulators::Group;
 use bson::{Bson, Document};
-use expression::Expression;
 use projection::Projection;
 use stages::{Bucket, CollStats, Lookup, Unwind};
 pub use terminal::{MergeSpec, TerminalWrite, WhenMatched, WhenNotMatched};

@@ -3,8 +3,8 @@
 //! projection executor applies them (included fields in document order, then computed fields in
 //! specification order, arrays projected element by element).
 
-use super::expression::{Expression, Scope};
 use crate::error::{Error, Result};
+use crate::expression::{Expression, Scope};
 use bson::{Bson, Document};
 
 #[derive(Debug, Clone)]

@@ -5,7 +5,6 @@ use super::args::{check_collation, Args};
 use super::crud::{cursor_reply, prepare_for_insert};
 use super::read_spec::ReadSpec;
 use super::Reply;
-use crate::aggregation::expression::Expression;
 use crate::aggregation::{
     AggregatedCollection, MergeSpec, Pipeline, PipelineContext, TerminalWrite, WhenMatched,
     WhenNotMatched,
@@ -13,6 +12,7 @@ use crate::aggregation::{
 use crate::catalog::{validate_namespace, Catalog};
 use crate::collection::{Collection, QuerySpec};
 use crate::error::{Error, ErrorCode, Result};
+use crate::expression::Expression;
 use crate::index::{IndexSpec, RecordId};
 use crate::query::Filter;
 use crate::state::ServerState;

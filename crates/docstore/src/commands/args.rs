@@ -80,10 +80,10 @@ impl<'a> Args<'a> {
     }
 
     /// The command's `let` variables, each value evaluated as an expression (see
-    /// [`crate::aggregation::expression::evaluate_let`]).
+    /// [`crate::expression::evaluate_let`]).
     pub fn let_vars(&self) -> Result<Option<Document>> {
         self.document("let")?
-            .map(crate::aggregation::expression::evaluate_let)
+            .map(crate::expression::evaluate_let)
             .transpose()
     }
 

@@ -3,7 +3,6 @@
 
 mod build;
 pub mod hashed;
-pub mod keystring;
 pub mod partial;
 pub mod planner;
 mod spec;
@@ -13,6 +12,7 @@ use spec::is_hashed;
 pub use spec::IndexSpec;
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::keystring;
 use crate::query::Filter;
 use crate::stored::FieldTree;
 use bson::{doc, Bson, Document};

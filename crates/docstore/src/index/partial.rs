@@ -1,7 +1,7 @@
 //! Partial indexes: which filters MongoDB 7.0 accepts as `partialFilterExpression`, and whether
 //! a query implies an index's filter (so the index holds every document the query can match).
 
-use super::keystring::render;
+use crate::keystring::render;
 use crate::value::{canonical_rank, compare, is_truthy, values_equal};
 use bson::{Bson, Document};
 use std::cmp::Ordering;

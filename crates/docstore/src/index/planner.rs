@@ -4,9 +4,9 @@
 //! Bounds are always a superset of the matching documents: the caller re-checks every fetched
 //! document against the full filter, so anything doubtful simply widens the scan.
 
-use super::keystring::{self, NUMBER_TAG, STRING_TAG};
 use super::{Index, KeyBytes, RecordId};
 use crate::error::{Error, Result};
+use crate::keystring::{self, NUMBER_TAG, STRING_TAG};
 use crate::value::{canonical_rank, compare_documents};
 use bson::{doc, Bson, Document};
 use std::cmp::Ordering;

@@ -1,8 +1,9 @@
 //! Index definitions: parsing and validating a `createIndexes` entry (key pattern, options,
 //! TTL, partial filter, text options) into an [`IndexSpec`].
 
-use super::{keystring, partial};
+use super::partial;
 use crate::error::{Error, ErrorCode, Result};
+use crate::keystring;
 use crate::query::Filter;
 use crate::value::{compare_documents, type_name};
 use bson::{doc, Bson, Document};

@@ -6,9 +6,9 @@
 //! patterns using them are rejected with BadValue naming the pattern instead of being
 //! approximated.
 
-use super::path::{walk_path, walk_value, FieldPath, LeafArrays};
-use crate::aggregation::expression::Expression;
 use crate::error::{Error, Result};
+use crate::expression::Expression;
+use crate::path::{walk_path, walk_value, FieldPath, LeafArrays};
 use crate::printing::regex_source;
 use crate::value::{
     canonical_rank, compare, is_truthy, to_f64, type_number, type_number_for_alias, Number,

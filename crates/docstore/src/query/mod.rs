@@ -1,7 +1,7 @@
-//! The read-side languages: query filters, field paths, projections and sort specifications.
+//! The read-side languages: query filters, projections and sort specifications (the dotted
+//! paths they read documents through are `crate::path`).
 
 pub mod matcher;
-pub mod path;
 pub mod projection;
 pub mod sort;
 

@@ -5,8 +5,8 @@
 //! candidates one by one, a missing field (also inside an array's documents) counts as null, and
 //! an empty array counts as `undefined`, which sorts just before null.
 
-use super::path::array_position;
 use crate::error::{Error, Result};
+use crate::path::array_position;
 use crate::value::compare;
 use bson::{Bson, Document};
 use std::cmp::Ordering;

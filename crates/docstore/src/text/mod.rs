@@ -15,7 +15,7 @@ pub mod language;
 pub mod search;
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::index::keystring;
+use crate::keystring;
 use bson::{doc, Bson, Document};
 use language::{Language, Sensitivity, Tokenizer};
 use std::collections::BTreeMap;
@@ -435,7 +435,7 @@ impl TextIndex {
     pub fn prefix_values<'a>(&self, doc: &'a Document) -> Result<Vec<&'a Bson>> {
         let mut values = Vec::with_capacity(self.prefix.len());
         for path in self.prefix.iter().chain(&self.suffix) {
-            let value = crate::query::path::get_path(doc, path).unwrap_or(&Bson::Null);
+            let value = crate::path::get_path(doc, path).unwrap_or(&Bson::Null);
             if matches!(value, Bson::Array(_)) {
                 return Err(Error::location(
                     16675,

@@ -56,7 +56,7 @@ impl Lookup {
                     };
                     has_let = true;
                     for (name, def) in defs {
-                        crate::aggregation::expression::validate_variable_name(name)?;
+                        crate::expression::validate_variable_name(name)?;
                         let_vars.push((name.clone(), Expression::parse(def)?));
                     }
                 }

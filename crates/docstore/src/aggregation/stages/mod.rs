@@ -3,9 +3,9 @@
 //! `$skip`/`$limit`/`$count`.
 
 use super::accumulators::{Group, OrdBson};
-use super::expression::{Expression, Scope};
 use super::{Pipeline, PipelineContext};
 use crate::error::{Error, Result};
+use crate::expression::{Expression, Scope};
 use crate::printing::{fmt_document, fmt_double, fmt_value, type_of};
 use crate::query::SortSpec;
 use crate::value::{self, canonical_rank, compare, Number};

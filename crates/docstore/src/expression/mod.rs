@@ -5,13 +5,15 @@
 //! a missing field is left out of object expressions, becomes `null` inside arrays and compares
 //! below `null`.
 
-use super::operators::{self, Arity, OpFn};
 use crate::error::{Error, ErrorCode, Result};
 use crate::printing::{fmt_document, fmt_value, nullish};
 use crate::value::{self, is_truthy};
 use bson::{Bson, Document};
+use operators::{Arity, OpFn};
 
 mod date_ops;
+mod dates;
+pub mod operators;
 
 /// A parsed expression.
 #[derive(Debug, Clone)]

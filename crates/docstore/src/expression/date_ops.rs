@@ -1,14 +1,14 @@
 //! Date expressions: parts of a date (`$year` … `$week`), `$dateToString` and `$dateTrunc`, in
 //! UTC or a fixed offset ("+05:30"); named time zones other than UTC are refused as unsupported.
-//! The calendar arithmetic is `aggregation::dates`; this module parses the operators' arguments
+//! The calendar arithmetic is `expression::dates`; this module parses the operators' arguments
 //! and evaluates them.
 
 use super::{Expression, Scope};
-use crate::aggregation::dates::{
+use crate::error::{Error, Result};
+use crate::expression::dates::{
     date_millis, day_of_week_from_name, format_date, naive, parse_offset, part_value, require_date,
     truncate, validate_format, Part, DEFAULT_FORMAT_OFFSET, DEFAULT_FORMAT_UTC,
 };
-use crate::error::{Error, Result};
 use crate::printing::{fmt_document, fmt_value, nullish, type_of};
 use crate::value::{self, Number};
 use bson::Bson;
@@ -405,7 +405,7 @@ impl DateOp {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::aggregation::dates::{parse_date_string, parts_of};
+    use crate::expression::dates::{parse_date_string, parts_of};
     use bson::{bson, doc};
 
     // 2021-03-04T05:06:07.089Z, a Thursday.

@@ -1,6 +1,6 @@
 //! Tests of the expression operators, through whole expressions.
 
-use crate::aggregation::expression::Expression;
+use crate::expression::Expression;
 use bson::{bson, doc, Bson, Document};
 
 fn eval_in(expr: Bson, root: Document) -> crate::error::Result<Option<Bson>> {
