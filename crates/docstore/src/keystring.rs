@@ -2,6 +2,9 @@
 //! orders `a` before `b`, and values MongoDB treats as equal (1, NumberLong(1), 1.0) encode to
 //! the same bytes. Encodings are prefix-free, so compound keys are plain concatenations and a
 //! descending field is the bitwise NOT of its encoding.
+//!
+//! Both regular index keys (`index`) and text index entries (`text`) are built from it, so it
+//! sits below both rather than inside `index`.
 
 use crate::value::{canonical_rank, decimal_to_f64};
 use bson::spec::BinarySubtype;

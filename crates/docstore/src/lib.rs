@@ -1,8 +1,9 @@
 //! docstore: an embedded, MongoDB-wire-compatible document store.
 //!
 //! Layers, top to bottom: `wire` (frames) → `server` (connections) → `commands` (dispatch) →
-//! `catalog` (databases, collections, cursors) → `query`/`update`/`aggregation`/`index` (the
-//! languages and structures) → `storage` (journal and snapshots). See the crate README.
+//! `catalog` (databases, collections, cursors) → `update`/`aggregation`/`index`/`query`/
+//! `expression`/`text` (the languages and structures) → `storage` (journal and snapshots). See
+//! the crate README; `tests/module_cycles.rs` holds the exact order of the top-level modules.
 
 mod aggregation;
 pub mod auth;

@@ -1,5 +1,8 @@
 //! Dotted field paths: reading values through embedded documents and arrays, the way MongoDB's
 //! query matcher walks them (implicit traversal of arrays, numeric parts as array positions).
+//!
+//! The query matcher and sort, the text index (reading the fields it indexes) and `distinct`
+//! all read documents through it, so it sits below `query` and `text` rather than inside `query`.
 
 use bson::{Bson, Document};
 

@@ -4,6 +4,9 @@
 //! Evaluation returns `Ok(None)` for a *missing* value, which MongoDB keeps distinct from `null`:
 //! a missing field is left out of object expressions, becomes `null` inside arrays and compares
 //! below `null`.
+//!
+//! A top-level module rather than part of `aggregation` because queries use it too (`$expr`):
+//! both `aggregation` and `query` sit above it, and it uses neither.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::printing::{fmt_document, fmt_value, nullish};
