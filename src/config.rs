@@ -1068,6 +1068,89 @@ mod tests {
         }
     }
 
+    #[test]
+    fn keys_combined_into_one_field_are_read_and_checked_like_any_other() {
+        let s = Settings::load(
+            None,
+            env(&[
+                ("BAZAAR_EMAIL__SMTP_HOST", "mail.example.com"),
+                ("BAZAAR_EMAIL__SMTP_USERNAME", "shop"),
+                ("BAZAAR_EMAIL__SMTP_PASSWORD", "secret"),
+                ("BAZAAR_BACKUP__EVERY_HOURS", "2"),
+            ]),
+        )
+        .expect("loads");
+        assert_eq!(
+            s.email.transport,
+            MailTransport::Smtp {
+                host: "mail.example.com".into(),
+                port: 587,
+                security: SmtpSecurity::StartTls,
+                credentials: Some(("shop".into(), "secret".into())),
+            }
+        );
+        assert_eq!(s.backup.every, Some(std::time::Duration::from_secs(7200)));
+        let s = Settings::load(
+            None,
+            env(&[
+                ("BAZAAR_BACKUP__EVERY_HOURS", "2"),
+                ("BAZAAR_BACKUP__EVERY_SECS", "5"),
+            ]),
+        )
+        .expect("loads");
+        assert_eq!(s.backup.every, Some(std::time::Duration::from_secs(5)));
+        let s = Settings::load(None, env(&[])).expect("defaults load");
+        assert_eq!(s.email.transport, MailTransport::Folder("./mail".into()));
+        assert_eq!(s.backup.every, None);
+        for (var, value, expected) in [
+            (
+                // The example README.md gives.
+                "BAZAAR_SERVER__PORT",
+                "eighty",
+                "invalid value for server.port (from BAZAAR_SERVER__PORT): expected a whole \
+                 number, got \"eighty\"",
+            ),
+            (
+                "BAZAAR_EMAIL__SMTP_SECURITY",
+                "ssl",
+                "invalid value for email.smtp_security (from BAZAAR_EMAIL__SMTP_SECURITY): \
+                 expected \"starttls\", \"tls\" or \"none\", got \"ssl\"",
+            ),
+            (
+                "BAZAAR_EMAIL__FOLDER",
+                " ",
+                "invalid value for email.folder (from BAZAAR_EMAIL__FOLDER): with no \
+                 email.smtp_host, messages are written into this folder: it cannot be empty",
+            ),
+            (
+                "BAZAAR_BACKUP__EVERY_SECS",
+                "-1",
+                "invalid value for backup.every_secs (from BAZAAR_BACKUP__EVERY_SECS): expected a \
+                 number from 0 to 31622400, got -1",
+            ),
+        ] {
+            let err = Settings::load(None, env(&[(var, value)]))
+                .expect_err(var)
+                .to_string();
+            assert_eq!(err, expected);
+        }
+    }
+
+    #[test]
+    fn an_unknown_environment_variable_is_refused_with_the_known_keys() {
+        let err = Settings::load(None, env(&[("BAZAAR_SERVER__PROT", "1")]))
+            .expect_err("must fail")
+            .to_string();
+        assert!(
+            err.starts_with(
+                "unknown setting server.prot (from BAZAAR_SERVER__PROT); known \
+                 settings: server.host, server.port,"
+            ),
+            "{err}"
+        );
+        assert!(err.contains("analytics.max_paths_per_day"), "{err}");
+    }
+
     /// The README's settings table as the declarations and the shipped defaults give it.
     fn settings_table() -> String {
         let defaults: toml::Table = DEFAULTS.parse().expect("the shipped config.toml parses");
