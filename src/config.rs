@@ -341,7 +341,7 @@ section! {
         pub restore_days: u32 = "restore_days", whole(1, 3_650),
             "a comment deleted on Admin → Comments can be restored (status filter \"deleted\") for \
              this many days; then the background jobs delete it for good (text and name wiped, \
-             kept as \"[deleted]\" only while replies hang from it)";
+             kept as `[deleted]` only while replies hang from it)";
     }
 }
 
