@@ -1,9 +1,26 @@
 //! Typed, validated settings: the built-in defaults (this repository's `config.toml`), then the
-//! config file, then `BAZAAR_SECTION__KEY` environment variables. Every error names the key.
+//! config file, then `BAZAAR_SECTION__KEY` environment variables. Every error names the key, the
+//! layer its value came from and what is accepted.
+//!
+//! Each key is declared once, in its section's `section!` below: its name, the field and type it
+//! fills, its kind (range, parser — the validation) and its one-line documentation. The known-key
+//! check, reading from every layer (environment variables included) and the README's settings
+//! table all come from that declaration. **Adding a setting is one line in its section plus its
+//! default in `config.toml`** (the shipped file stays the source of defaults; a test refuses a
+//! key declared without one, loading refuses one there that is not declared, and a test checks
+//! the README's table against the declarations). A key that combines with others into one
+//! field (the SMTP keys into the mail transport, the two backup periods) is declared under its
+//! section's `inputs` and used in its `derived` field. `layers` holds the machinery.
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
+
+mod layers;
+
+use layers::{
+    any_optional_text, any_text, millis, optional_text, scaled, secs, section, text, whole, Flag,
+    Key, Layers,
+};
 
 pub use crate::telemetry::LogFormat;
 
@@ -11,7 +28,6 @@ pub use crate::telemetry::LogFormat;
 const DEFAULTS: &str = include_str!("../config.toml");
 /// Environment variable naming the config file to read instead of `./config.toml`.
 pub const CONFIG_PATH_VAR: &str = "BAZAAR_CONFIG";
-const ENV_PREFIX: &str = "BAZAAR_";
 
 /// The longest text any form field takes, in characters: the content editor's text and the
 /// ceiling of `comments.max_length`. Form body limits are derived from it
@@ -25,75 +41,24 @@ pub const fn max_form_bytes(chars: usize) -> usize {
     chars * 12 + 64 * 1024
 }
 
-/// Every setting Bazaar knows, as `(section, key)`. Anything else is refused, so a typo in a key
-/// is an error rather than a silently ignored line.
-const KNOWN_KEYS: &[(&str, &str)] = &[
-    ("server", "host"),
-    ("server", "port"),
-    ("server", "public_url"),
-    ("server", "tls"),
-    ("server", "workers"),
-    ("server", "body_timeout_secs"),
-    ("server", "max_concurrent_bodies"),
-    ("server", "trusted_proxies"),
-    ("database", "uri"),
-    ("database", "path"),
-    ("database", "name"),
-    ("database", "timeout_ms"),
-    ("database", "write_concern"),
-    ("session", "key"),
-    ("session", "max_age_secs"),
-    ("admin", "username"),
-    ("admin", "password_hash"),
-    ("admin", "max_concurrent_verifications"),
-    ("admin", "failures_before_delay"),
-    ("log", "level"),
-    ("log", "database_commands"),
-    ("log", "format"),
-    ("metrics", "token"),
-    ("metrics", "database_commands"),
-    ("media", "max_upload_mb"),
-    ("media", "max_image_megapixels"),
-    ("cart", "expire_after_secs"),
-    ("cart", "cleanup_after_secs"),
-    ("cart", "jobs_every_secs"),
-    ("cart", "max_units"),
-    ("cart", "max_line_share_pct"),
-    ("cart", "new_carts_per_hour"),
-    ("cart", "order_lookups_per_hour"),
-    ("cart", "retention_secs"),
-    ("cart", "recover_checkout_after_secs"),
-    ("payment", "gateway"),
-    ("comments", "max_length"),
-    ("comments", "rate_limit_per_minute"),
-    ("comments", "page_size"),
-    ("comments", "hold_first_time"),
-    ("comments", "hold_over_links"),
-    ("comments", "blocklist"),
-    ("comments", "close_after_days"),
-    ("comments", "restore_days"),
-    ("email", "smtp_host"),
-    ("email", "smtp_port"),
-    ("email", "smtp_security"),
-    ("email", "smtp_username"),
-    ("email", "smtp_password"),
-    ("email", "from"),
-    ("email", "folder"),
-    ("email", "send_every_ms"),
-    ("email", "max_attempts"),
-    ("email", "retry_after_secs"),
-    ("search", "max_concurrent"),
-    ("search", "max_wait_ms"),
-    ("search", "per_client_per_minute"),
-    ("backup", "every_hours"),
-    ("backup", "every_secs"),
-    ("backup", "keep"),
-    ("backup", "dir"),
-    ("seed", "demo"),
-    ("analytics", "enabled"),
-    ("analytics", "queue_capacity"),
-    ("analytics", "flush_interval_ms"),
-    ("analytics", "max_paths_per_day"),
+/// Every section's keys, in the order of the README's table. Anything else is refused, so a typo
+/// in a key is an error rather than a silently ignored line.
+const SECTIONS: &[&[Key]] = &[
+    ServerSettings::KEYS,
+    DatabaseSettings::KEYS,
+    SessionSettings::KEYS,
+    AdminSettings::KEYS,
+    LogSettings::KEYS,
+    MetricsSettings::KEYS,
+    MediaSettings::KEYS,
+    CartSettings::KEYS,
+    PaymentKeys::KEYS,
+    CommentSettings::KEYS,
+    EmailSettings::KEYS,
+    SearchSettings::KEYS,
+    BackupSettings::KEYS,
+    SeedSettings::KEYS,
+    AnalyticsSettings::KEYS,
 ];
 
 #[derive(Debug, Clone)]
@@ -115,52 +80,69 @@ pub struct Settings {
     pub metrics: MetricsSettings,
 }
 
-/// What a brand-new, empty database is given at start-up.
-#[derive(Debug, Clone)]
-pub struct MetricsSettings {
-    /// The bearer token `/metrics` asks for (`metrics.token`); `None`: no metrics are kept and
-    /// `/metrics` is not found.
-    pub token: Option<String>,
-    /// `metrics.database_commands`: also time every database command (the driver then copies
-    /// every command and reply into an event, which cost a product page about 7% of its
-    /// throughput).
-    pub database_commands: bool,
+section! {
+    /// Listening, the public address, and what the HTTP server lets in.
+    #[derive(Debug, Clone)]
+    pub struct ServerSettings in "server" {
+        pub host: String = "host", text(parse_host),
+            "address to listen on (`0.0.0.0` for all interfaces)";
+        pub port: u16 = "port", whole(0, 65_535),
+            "port; `0` picks a free one (the real address is printed)";
+        pub public_url: Option<String> = "public_url", optional_text(parse_public_url),
+            "address printed at start-up and used for every absolute link: Atom feeds, sitemaps, \
+             robots.txt's `Sitemap:` line, canonical addresses, social cards and structured data, \
+             e.g. `https://shop.example.com`; empty = the bound address (set it in production)";
+        pub tls: bool = "tls", Flag,
+            "`true` when served over HTTPS (e.g. behind a proxy): session cookies get `Secure` and \
+             responses carry `Strict-Transport-Security`";
+        pub workers: usize = "workers", whole(0, 256),
+            "HTTP worker threads; `0` = one per CPU core";
+        pub body_timeout: std::time::Duration = "body_timeout_secs", secs(1, 3600),
+            "a request body must arrive within this, plus a second per 16 KiB received; slower \
+             ones are cut off (4xx) and the connection closed";
+        pub max_concurrent_bodies: usize = "max_concurrent_bodies", whole(1, 1_000_000),
+            "request bodies that may be arriving at once; more get `503` straight away";
+        /// Empty: every peer is the client itself.
+        pub trusted_proxies: TrustedProxies = "trusted_proxies", text(TrustedProxies::parse),
+            "reverse proxies (addresses or CIDR blocks, comma-separated: `127.0.0.1, ::1, \
+             10.0.0.0/8`) whose `X-Forwarded-For` names the real client — for every per-address \
+             limit and the logs — and whose `X-Request-Id` is kept; empty: the connecting peer is \
+             the client and forwarding headers are ignored";
+    }
 }
 
-#[derive(Debug, Clone)]
-pub struct SeedSettings {
-    /// Add the demo catalog, pages and comments (`seed.demo`); false: only the site settings.
-    pub demo: bool,
-}
-
-#[derive(Debug, Clone)]
-pub struct ServerSettings {
-    pub host: String,
-    pub port: u16,
-    pub public_url: Option<String>,
-    pub tls: bool,
-    /// 0 = one worker per CPU core.
-    pub workers: usize,
-    /// A request body must arrive within this, plus a second per 16 KiB received.
-    pub body_timeout: std::time::Duration,
-    /// Request bodies that may be arriving at the same time.
-    pub max_concurrent_bodies: usize,
-    /// Reverse proxies whose `X-Forwarded-For` and `X-Request-Id` are believed
-    /// (`server.trusted_proxies`); empty: every peer is the client itself.
-    pub trusted_proxies: TrustedProxies,
-}
-
-#[derive(Debug, Clone)]
-pub struct DatabaseSettings {
-    pub uri: DatabaseUri,
-    pub path: PathBuf,
-    pub name: String,
-    pub timeout_ms: u64,
-    /// Tests only, never read from configuration: makes the embedded store's disk writes fail
-    /// on demand (a full disk), to test what shoppers see then.
-    pub disk_faults: Option<docstore::DiskFaults>,
-    /// How far a write a person is told about must get before the page is sent.
-    pub write_concern: crate::db::WriteDurability,
+section! {
+    /// Where the data lives and how writes are made.
+    #[derive(Debug, Clone)]
+    pub struct DatabaseSettings in "database" {
+        pub uri: DatabaseUri = "uri", text(parse_database_uri),
+            "`embedded` (docstore in-process, data under `database.path`), `memory` (docstore, \
+             nothing on disk) or a `mongodb://` / `mongodb+srv://` URI";
+        pub path: PathBuf = "path", text(|path| Ok(PathBuf::from(path.trim()))),
+            "the embedded store's directory; also holds the generated `session.key` and, while \
+             Bazaar runs, `docstore.sock` and one `docstore-worker-N.sock` per HTTP worker \
+             (owner-only Unix sockets through which Bazaar talks to its own store: cheaper per \
+             query than TCP, and each worker's served on that worker's own thread)";
+        pub name: String = "name", text(parse_database_name),
+            "database name";
+        pub timeout_ms: u64 = "timeout_ms", whole(100, 600_000),
+            "how long a request waits for an unreachable database before the 503 page";
+        pub write_concern: crate::db::WriteDurability = "write_concern", text(parse_write_concern),
+            "`durable`: every write whose success a person is shown — an order and its number, the \
+             cart completing and its units counted as sold, the payment attempt recorded before a \
+             card is charged, order ship/cancel, admin saves of products, categories and photos — \
+             is in the store's on-disk journal (on a replica set: on a majority of members, \
+             journaled) before the page saying so is sent, so a crash, SIGKILL or power cut right \
+             after cannot undo it. `fast`: those writes return once applied in memory, and a crash \
+             can lose the last ~100 ms of them (the embedded store's group-commit window). Writes \
+             the background jobs repair (cart adds, reservations, expiry) are fast either way";
+    }
+    inputs (layers) {}
+    derived {
+        /// Tests only, never read from configuration: makes the embedded store's disk writes fail
+        /// on demand (a full disk), to test what shoppers see then.
+        pub disk_faults: Option<docstore::DiskFaults> = None;
+    }
 }
 
 /// Where the data lives.
@@ -185,11 +167,17 @@ impl fmt::Debug for DatabaseUri {
     }
 }
 
-#[derive(Clone)]
-pub struct SessionSettings {
-    pub key: Option<String>,
-    /// A session older than this is emptied (cart link, orders, CSRF token) and starts over.
-    pub max_age: std::time::Duration,
+section! {
+    /// The session cookie's key and lifetime.
+    #[derive(Clone)]
+    pub struct SessionSettings in "session" {
+        pub key: Option<String> = "key", optional_text(parse_session_key),
+            "secret of at least 32 characters that signs and encrypts session cookies; empty = \
+             generated once into `<database.path>/session.key`";
+        pub max_age: std::time::Duration = "max_age_secs", secs(1, 365 * 24 * 3600),
+            "a session older than this (7 days) is emptied on its next request (cart link, \
+             remembered orders, CSRF token) and starts afresh";
+    }
 }
 
 impl fmt::Debug for SessionSettings {
@@ -206,79 +194,155 @@ impl fmt::Debug for SessionSettings {
     }
 }
 
-#[derive(Debug, Clone)]
-pub struct AdminSettings {
-    pub username: String,
-    /// Argon2 PHC string; `None` means "generate a password at start-up".
-    pub password_hash: Option<String>,
-    /// Argon2 verifications allowed to run at once (each takes about 19 MiB).
-    pub max_concurrent_verifications: usize,
-    /// Wrong passwords from one client address before it must wait between attempts.
-    pub failures_before_delay: u32,
+section! {
+    /// The back office's login and the limits on guessing it.
+    #[derive(Debug, Clone)]
+    pub struct AdminSettings in "admin" {
+        pub username: String = "username", text(parse_username),
+            "HTTP Basic user for `/admin`";
+        /// `None` means "generate a password at start-up".
+        pub password_hash: Option<String> = "password_hash", optional_text(parse_password_hash),
+            "argon2 PHC string from `bazaar hash-password`; empty = random password per start, \
+             logged once";
+        pub max_concurrent_verifications: usize = "max_concurrent_verifications", whole(1, 64),
+            "password checks (argon2, ~19 MiB each) that may run at once; others wait up to 3 s, \
+             then get `429`";
+        pub failures_before_delay: u32 = "failures_before_delay", whole(1, 100_000),
+            "wrong passwords from one client address before it must wait between attempts (1 s, \
+             doubling per further failure, at most 5 min; `429` meanwhile)";
+    }
 }
 
-#[derive(Debug, Clone)]
-pub struct LogSettings {
-    pub level: String,
-    /// Count every database command and log each at `debug` level (`log.database_commands`).
-    pub database_commands: bool,
-    /// `log.format`: human-readable lines or one JSON object a line.
-    pub format: LogFormat,
+section! {
+    /// What is logged, and how.
+    #[derive(Debug, Clone)]
+    pub struct LogSettings in "log" {
+        pub level: String = "level", text(parse_log_level),
+            "tracing filter (`RUST_LOG`, when set, wins)";
+        pub format: LogFormat = "format", text(parse_log_format),
+            "`text`: one readable line per event; `json`: one JSON object per line, each carrying \
+             the `span` it happened in (a request's `id`, a background `job`'s name)";
+        pub database_commands: bool = "database_commands", Flag,
+            "count every database command and log each at `debug` level (`log.level = \
+             \"bazaar=debug,info\"`): how many round trips a page costs; copies every command and \
+             reply, so off on a busy site";
+    }
 }
 
-#[derive(Debug, Clone)]
-pub struct MediaSettings {
-    /// Largest photo upload accepted, in bytes.
-    pub max_upload_bytes: usize,
-    /// Largest image accepted, in pixels (width × height, read before decoding).
-    pub max_image_pixels: u64,
+section! {
+    /// The operators' metrics at `/metrics`.
+    #[derive(Debug, Clone)]
+    pub struct MetricsSettings in "metrics" {
+        /// `None`: no metrics are kept and `/metrics` is not found.
+        pub token: Option<String> = "token", optional_text(parse_metrics_token),
+            "bearer token (16+ visible characters) Prometheus sends to scrape `/metrics`; empty: no \
+             metrics are kept and `/metrics` answers 404";
+        pub database_commands: bool = "database_commands", Flag,
+            "also count and time every database command by name; the driver then copies every \
+             command and reply, which cost a product page about 7% of its throughput \
+             (`benches/metrics_overhead.sh`), so it is for diagnosing, not for always";
+    }
 }
 
-/// How long reservations live (expiry, then cleanup of what expiry missed; see `docs/invariants.md`).
-#[derive(Debug, Clone)]
-pub struct CartSettings {
-    /// An active cart idle this long expires and returns its stock.
-    pub expire_after: std::time::Duration,
-    /// A stock reservation older than this is checked against its cart; always longer than
-    /// `expire_after`, so cleanup never races a cart that expiry is about to handle.
-    pub cleanup_after: std::time::Duration,
-    /// How often the expiry and cleanup jobs run; zero turns them off (admin can still run them).
-    pub jobs_every: std::time::Duration,
-    /// Units one cart may hold in all.
-    pub max_units: i64,
-    /// Percentage of a product's units on hand one cart line may hold (at least 10 units).
-    pub max_line_share_pct: i64,
-    /// New carts one client address may start per hour.
-    pub new_carts_per_hour: u32,
-    /// Order lookups (`/orders/lookup`) one client address may try per hour.
-    pub order_lookups_per_hour: u32,
-    /// How long an expired cart is kept (for the admin's view) before the jobs delete it.
-    pub retention: std::time::Duration,
-    /// A checkout still `pending` after this long is taken to have been interrupted by a crash:
-    /// the jobs ask the gateway about it and finish the order or hand the cart back.
-    pub recover_checkout_after: std::time::Duration,
+section! {
+    /// Limits on uploaded photos.
+    #[derive(Debug, Clone)]
+    pub struct MediaSettings in "media" {
+        /// In bytes (the setting is in MiB).
+        pub max_upload_bytes: usize = "max_upload_mb",
+            scaled(1, 1024, |mb| usize::try_from(mb).ok()?.checked_mul(1024 * 1024)),
+            "largest photo upload accepted (JPEG, PNG, GIF, WebP, detected from the bytes)";
+        /// In pixels (the setting is in megapixels).
+        pub max_image_pixels: u64 = "max_image_megapixels",
+            scaled(1, 1_000, |mp| u64::try_from(mp).ok()?.checked_mul(1_000_000)),
+            "largest image accepted (width × height, read from the header before decoding); pages \
+             show a copy scaled to fit 1200 px";
+    }
 }
 
-/// Limits on comments.
-#[derive(Debug, Clone)]
-pub struct CommentSettings {
-    /// Longest comment text accepted, in characters.
-    pub max_length: usize,
-    /// Comments one client address may post per minute; 0 turns the limit off.
-    pub rate_limit_per_minute: u32,
-    /// Comments on one page of a discussion or permalink.
-    pub page_size: usize,
-    /// Hold a commenter's comment for approval until one of theirs was approved.
-    pub hold_first_time: bool,
-    /// Hold comments with more web addresses than this.
-    pub hold_over_links: usize,
-    /// Words or phrases (comma- or line-separated) that hold a comment naming them.
-    pub blocklist: String,
-    /// Days after a node's publication or a product's creation when its discussion closes; 0:
-    /// never.
-    pub close_after_days: u32,
-    /// Days a deleted comment can be restored before the jobs delete it for good.
-    pub restore_days: u32,
+section! {
+    /// How long reservations live (expiry, then cleanup of what expiry missed; see
+    /// `docs/invariants.md`), and how much one cart and one client may take.
+    #[derive(Debug, Clone)]
+    pub struct CartSettings in "cart" {
+        pub expire_after: std::time::Duration = "expire_after_secs", secs(1, 30 * 24 * 3600),
+            "an active cart idle this long expires and its reserved stock goes back on sale";
+        /// Always longer than `expire_after`, so cleanup never races a cart that expiry is about
+        /// to handle.
+        pub cleanup_after: std::time::Duration = "cleanup_after_secs", secs(1, 60 * 24 * 3600),
+            "a stock reservation older than this is checked against its cart and repaired; must be \
+             longer than `cart.expire_after_secs` (start-up refuses otherwise)";
+        pub jobs_every: std::time::Duration = "jobs_every_secs", secs(0, 86_400),
+            "how often expiry, cleanup and crashed-checkout recovery run; `0` turns them off \
+             (admin → Carts can still run them)";
+        pub max_units: i64 = "max_units", whole(1, 100_000),
+            "units one cart may hold, all lines together";
+        pub max_line_share_pct: i64 = "max_line_share_pct", whole(1, 100),
+            "percentage of a product's units (on sale plus reserved) one cart line may hold; a \
+             line may always hold 10 when in stock, never more than 99";
+        pub new_carts_per_hour: u32 = "new_carts_per_hour", whole(1, 1_000_000),
+            "new carts one client address may start per hour (a cart starts with its first added \
+             item); behind a reverse proxy, list it in `server.trusted_proxies` so each visitor is \
+             counted by their own address";
+        pub order_lookups_per_hour: u32 = "order_lookups_per_hour", whole(1, 100_000),
+            "order lookups (`/orders/lookup`, order number + email) one client address may try per \
+             hour";
+        pub retention: std::time::Duration = "retention_secs", secs(60, 365 * 24 * 3600),
+            "expired carts are deleted by the jobs this long after they expired";
+        pub recover_checkout_after: std::time::Duration = "recover_checkout_after_secs",
+            secs(1, 7 * 24 * 3600),
+            "a checkout still paying after this long was interrupted by a crash: recovery asks the \
+             gateway whether the card was charged and finishes the order, hands the cart back or \
+             refunds (keep it well above the gateway's slowest answer)";
+    }
+}
+
+section! {
+    /// The `[payment]` section, whose one key is [`Settings::payment`].
+    struct PaymentKeys in "payment" {
+        pub gateway: PaymentSettings = "gateway", text(parse_gateway),
+            "the payment gateway; `test` is built in: 4242 4242 4242 4242 is approved, 4000 0000 \
+             0000 0002 (insufficient funds) and 4000 0000 0000 0119 (processing error) are \
+             declined, Luhn-invalid numbers never reach it";
+    }
+}
+
+/// Which payment gateway charges cards.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PaymentSettings {
+    /// The built-in test gateway (test card numbers only; nothing is really charged).
+    Test,
+}
+
+section! {
+    /// Limits on comments, and which ones are held for moderation.
+    #[derive(Debug, Clone)]
+    pub struct CommentSettings in "comments" {
+        pub max_length: usize = "max_length", whole(1, MAX_TEXT_CHARS as i64),
+            "longest comment accepted, in characters (at most 50 000, the longest text any form \
+             field takes); a longer one comes back with a form error and the text kept";
+        pub rate_limit_per_minute: u32 = "rate_limit_per_minute", whole(0, 100_000),
+            "comments one client address may post per minute (`0`: no limit); counted per process \
+             by the client address (the connecting peer, or what a trusted proxy forwards)";
+        pub page_size: usize = "page_size", whole(1, 1000),
+            "comments per page of a discussion or permalink";
+        pub hold_first_time: bool = "hold_first_time", Flag,
+            "hold a commenter's comments for approval (Admin → Comments → pending) until one of \
+             theirs was approved; known by email when given, else by name";
+        pub hold_over_links: usize = "hold_over_links", whole(0, 1000),
+            "hold comments with more web addresses than this";
+        pub blocklist: String = "blocklist", any_text(),
+            "comma-separated words or phrases; a comment whose name, email or text contains one \
+             (any case) is held";
+        pub close_after_days: u32 = "close_after_days", whole(0, 36_500),
+            "close a discussion to new comments this many days after a post's publication or a \
+             product's creation; `0` never closes by age (Admin → Comments, filtered to one \
+             discussion, also closes or reopens it by hand)";
+        pub restore_days: u32 = "restore_days", whole(1, 3_650),
+            "a comment deleted on Admin → Comments can be restored (status filter \"deleted\") for \
+             this many days; then the background jobs delete it for good (text and name wiped, \
+             kept as `[deleted]` only while replies hang from it)";
+    }
 }
 
 /// How the outgoing-mail connection is secured.
@@ -306,62 +370,127 @@ pub enum MailTransport {
     Folder(PathBuf),
 }
 
-/// Outgoing email: the transport, the sender address, and how the outbox is worked through.
-#[derive(Debug, Clone)]
-pub struct EmailSettings {
-    pub transport: MailTransport,
-    /// The envelope and `From:` address (the shop's name is shown with it).
-    pub from: String,
-    /// How often the sender looks for messages due; zero: messages wait (nothing is sent).
-    pub send_every: std::time::Duration,
-    /// Attempts before a message is given up on (shown as failed in the admin).
-    pub max_attempts: u32,
-    /// The wait after the first temporary failure; each further one doubles it (at most an hour).
-    pub retry_after: std::time::Duration,
+section! {
+    /// Outgoing email: the transport, the sender address, and how the outbox is worked through.
+    #[derive(Debug, Clone)]
+    pub struct EmailSettings in "email" {
+        pub from: String = "from", text(parse_from_address),
+            "the address emails come from, shown with the shop's name; its domain also ends every \
+             `Message-ID`";
+        pub send_every: std::time::Duration = "send_every_ms", millis(0, 3_600_000),
+            "how often each instance's sender looks for due messages in the `outbox` collection; \
+             `0`: messages wait (nothing is sent)";
+        pub max_attempts: u32 = "max_attempts", whole(1, 100),
+            "attempts before a message is given up on and listed as failed on Admin → System (a \
+             `5xx` refusal is given up on at once)";
+        /// Each further failure doubles it (at most an hour).
+        pub retry_after: std::time::Duration = "retry_after_secs", secs(0, 86_400),
+            "wait after the first temporary failure (server down, `4xx`); each further one doubles \
+             it, to at most an hour";
+    }
+    inputs (layers) {
+        smtp_host: Option<String> = "smtp_host", any_optional_text(),
+            "outgoing mail server; empty: nothing is sent, every message is written as an `.eml` \
+             file into `email.folder` (listed on Admin → System), so `cargo run` needs no mail \
+             server";
+        smtp_port: u16 = "smtp_port", whole(1, 65_535),
+            "the mail server's port (465 for `tls`)";
+        smtp_security: SmtpSecurity = "smtp_security", text(parse_smtp_security),
+            "`starttls` (plain connection upgraded to TLS; refused if the server cannot), `tls` \
+             (TLS from the first byte) or `none` (unencrypted: a mail server on this machine only)";
+        smtp_username: Option<String> = "smtp_username", any_optional_text(),
+            "login for the mail server; empty user: no login";
+        smtp_password: String = "smtp_password", any_text(),
+            "password for `email.smtp_username`";
+        folder: String = "folder", text(|folder| Ok(folder.trim().to_string())),
+            "where `.eml` files go when `email.smtp_host` is empty";
+    }
+    derived {
+        pub transport: MailTransport = mail_transport(
+            layers,
+            smtp_host,
+            smtp_port,
+            smtp_security,
+            smtp_username.map(|user| (user, smtp_password)),
+            folder,
+        )?;
+    }
 }
 
-/// Bounds on site search (see `crate::search::limits`).
-#[derive(Debug, Clone)]
-pub struct SearchSettings {
-    /// Searches running at once.
-    pub max_concurrent: usize,
-    /// How long a search waits for a slot before the visitor is told search is busy.
-    pub max_wait: std::time::Duration,
-    /// Searches one client address may start per minute.
-    pub per_client_per_minute: u32,
+section! {
+    /// Bounds on site search (see `crate::search::limits`).
+    #[derive(Debug, Clone)]
+    pub struct SearchSettings in "search" {
+        pub max_concurrent: usize = "max_concurrent", whole(1, 1024),
+            "site searches running at once; others wait for a slot";
+        pub max_wait: std::time::Duration = "max_wait_ms", millis(0, 60_000),
+            "how long a search waits for a slot before the visitor gets `503` \"Search is busy, \
+             please try again in a moment\" (with `Retry-After`)";
+        pub per_client_per_minute: u32 = "per_client_per_minute", whole(1, 1_000_000),
+            "searches one client address may start per minute (short bursts allowed); beyond it \
+             `429` with `Retry-After`";
+    }
 }
 
-/// Page-view counting (see `crate::analytics`).
-#[derive(Debug, Clone)]
-pub struct AnalyticsSettings {
-    /// False: no page view is counted (the admin reports still show what was counted before).
-    pub enabled: bool,
-    /// Page views that may wait for the background writer; more are dropped (and counted as
-    /// dropped) rather than slowing a page down.
-    pub queue_capacity: usize,
-    /// How long the writer gathers page views before writing them as one batch.
-    pub flush_interval: std::time::Duration,
-    /// Distinct paths counted per day; views of further paths that day count as "(other)".
-    pub max_paths_per_day: usize,
+section! {
+    /// Scheduled backups of the database (see `crate::backup`).
+    #[derive(Debug, Clone)]
+    pub struct BackupSettings in "backup" {
+        pub keep: usize = "keep", whole(1, 1000),
+            "scheduled backups kept; older ones are deleted once a newer one is verified";
+        pub dir: PathBuf = "dir", text(|dir| Ok(PathBuf::from(dir.trim()))),
+            "where scheduled backups go, one `backup-<sequence>-<UTC time>-<instance>` directory \
+             each, owner-only (required when `backup.every_hours` > 0)";
+    }
+    inputs (layers) {
+        every_hours: u64 = "every_hours", whole(0, 24 * 366),
+            "hours between scheduled backups (`0`: off), one per period across all instances on \
+             the database; the first is due at the first start";
+        every_secs: u64 = "every_secs", whole(0, 24 * 366 * 3600),
+            "seconds between scheduled backups; above `0` it replaces `backup.every_hours` \
+             (frequent snapshots of a small shop; tests)";
+    }
+    derived {
+        /// Time between scheduled backups (`backup.every_secs`, else `backup.every_hours`);
+        /// `None` when scheduled backups are off.
+        pub every: Option<std::time::Duration> = match (every_secs, every_hours) {
+            (0, 0) => None,
+            (0, hours) => Some(std::time::Duration::from_secs(hours * 3600)),
+            (secs, _) => Some(std::time::Duration::from_secs(secs)),
+        };
+    }
 }
 
-/// Scheduled backups of the database (see `crate::backup`).
-#[derive(Debug, Clone)]
-pub struct BackupSettings {
-    /// Time between scheduled backups (`backup.every_secs`, else `backup.every_hours`); `None`
-    /// when scheduled backups are off.
-    pub every: Option<std::time::Duration>,
-    /// Scheduled backups kept; older ones are deleted after a new one is verified.
-    pub keep: usize,
-    /// Where scheduled backups go, one directory per backup.
-    pub dir: PathBuf,
+section! {
+    /// What a brand-new, empty database is given at start-up.
+    #[derive(Debug, Clone)]
+    pub struct SeedSettings in "seed" {
+        pub demo: bool = "demo", Flag,
+            "a brand-new, empty database gets the demo catalog, pages, posts and comments at \
+             start-up; `false` starts it empty (only the default shop settings). Admin → Settings \
+             → Remove demo data takes them out later; `bazaar seed` adds them again";
+    }
 }
 
-/// Which payment gateway charges cards.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PaymentSettings {
-    /// The built-in test gateway (test card numbers only; nothing is really charged).
-    Test,
+section! {
+    /// Page-view counting (see `crate::analytics`).
+    #[derive(Debug, Clone)]
+    pub struct AnalyticsSettings in "analytics" {
+        pub enabled: bool = "enabled", Flag,
+            "count page views for Admin → Analytics and the dashboard; `false` counts nothing (the \
+             reports keep what was counted)";
+        pub queue_capacity: usize = "queue_capacity", whole(1, 10_000_000),
+            "page views waiting to be written (a write starts early when half are used); when the \
+             writer is this far behind, further views are dropped and the drops counted, so a page \
+             is never slowed down";
+        pub flush_interval: std::time::Duration = "flush_interval_ms", millis(10, 3_600_000),
+            "how long views are gathered before being written as one batch (one `$inc` upsert per \
+             page and day, and per page and month): the reports lag by up to this long";
+        pub max_paths_per_day: usize = "max_paths_per_day", whole(1, 1_000_000),
+            "distinct paths counted per day; views of any further path that day are counted under \
+             `(other)`, so requests for many different addresses cannot create unbounded report \
+             documents";
+    }
 }
 
 /// A setting that could not be read, naming the key and where its value came from.
@@ -381,34 +510,6 @@ pub enum ConfigError {
     },
     #[error("cannot read the config file {path}: {message}")]
     File { path: String, message: String },
-}
-
-/// Where a raw value came from, so an error can point at it.
-#[derive(Debug, Clone)]
-enum Origin {
-    File(String),
-    Env(String),
-}
-
-impl fmt::Display for Origin {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Origin::File(path) => write!(f, "in {path}"),
-            Origin::Env(var) => write!(f, "from {var}"),
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-enum RawValue {
-    Toml(toml::Value),
-    Env(String),
-}
-
-/// Values by `section.key`, later layers replacing earlier ones.
-#[derive(Default)]
-struct Layers {
-    values: BTreeMap<String, (RawValue, Origin)>,
 }
 
 impl Settings {
@@ -432,7 +533,7 @@ impl Settings {
         file: Option<&Path>,
         env: impl IntoIterator<Item = (String, String)>,
     ) -> Result<Settings, ConfigError> {
-        let mut layers = Layers::default();
+        let mut layers = Layers::new(SECTIONS);
         layers.add_toml(DEFAULTS, "the built-in defaults")?;
         if let Some(path) = file {
             let text = std::fs::read_to_string(path).map_err(|e| ConfigError::File {
@@ -442,7 +543,52 @@ impl Settings {
             layers.add_toml(&text, &path.display().to_string())?;
         }
         layers.add_env(env)?;
-        layers.settings()
+        Settings::read(&layers)
+    }
+
+    /// Every section read, then the checks that span keys.
+    fn read(layers: &Layers) -> Result<Settings, ConfigError> {
+        let settings = Settings {
+            server: ServerSettings::read(layers)?,
+            database: DatabaseSettings::read(layers)?,
+            session: SessionSettings::read(layers)?,
+            admin: AdminSettings::read(layers)?,
+            log: LogSettings::read(layers)?,
+            media: MediaSettings::read(layers)?,
+            cart: CartSettings::read(layers)?,
+            payment: PaymentKeys::read(layers)?.gateway,
+            comments: CommentSettings::read(layers)?,
+            email: EmailSettings::read(layers)?,
+            search: SearchSettings::read(layers)?,
+            analytics: AnalyticsSettings::read(layers)?,
+            backup: BackupSettings::read(layers)?,
+            seed: SeedSettings::read(layers)?,
+            metrics: MetricsSettings::read(layers)?,
+        };
+        let database = &settings.database;
+        if database.path.as_os_str().is_empty() && database.uri == DatabaseUri::Embedded {
+            return Err(layers.invalid("database.path", "the embedded store needs a directory"));
+        }
+        let cart = &settings.cart;
+        if cart.cleanup_after <= cart.expire_after {
+            return Err(layers.invalid(
+                "cart.cleanup_after_secs",
+                format!(
+                    "must be longer than cart.expire_after_secs ({}), got {}: cleanup would \
+                     return stock of carts that are still active",
+                    cart.expire_after.as_secs(),
+                    cart.cleanup_after.as_secs()
+                ),
+            ));
+        }
+        let backup = &settings.backup;
+        if backup.every.is_some() && backup.dir.as_os_str().is_empty() {
+            return Err(layers.invalid(
+                "backup.dir",
+                "scheduled backups (backup.every_hours) need a directory to write to",
+            ));
+        }
+        Ok(settings)
     }
 
     /// The address printed at start-up for people to open.
@@ -465,549 +611,158 @@ impl Settings {
     }
 }
 
-impl Layers {
-    fn add_toml(&mut self, text: &str, origin: &str) -> Result<(), ConfigError> {
-        let table: toml::Table = text
-            .parse()
-            .map_err(|e: toml::de::Error| ConfigError::File {
-                path: origin.to_string(),
-                message: e.to_string(),
-            })?;
-        for (section, entries) in table {
-            let toml::Value::Table(entries) = entries else {
-                return Err(ConfigError::UnknownKey {
-                    key: section,
-                    origin: format!("in {origin}"),
-                    known: known_keys(),
-                });
-            };
-            for (key, value) in entries {
-                let name = format!("{section}.{key}");
-                let origin = Origin::File(origin.to_string());
-                if !is_known(&section, &key) {
-                    return Err(ConfigError::UnknownKey {
-                        key: name,
-                        origin: origin.to_string(),
-                        known: known_keys(),
-                    });
-                }
-                self.values.insert(name, (RawValue::Toml(value), origin));
-            }
-        }
-        Ok(())
-    }
-
-    fn add_env(
-        &mut self,
-        env: impl IntoIterator<Item = (String, String)>,
-    ) -> Result<(), ConfigError> {
-        for (var, value) in env {
-            let Some(rest) = var.strip_prefix(ENV_PREFIX) else {
-                continue;
-            };
-            // Only SECTION__KEY names are settings; BAZAAR_CONFIG and the like are not.
-            let Some((section, key)) = rest.split_once("__") else {
-                continue;
-            };
-            let (section, key) = (section.to_ascii_lowercase(), key.to_ascii_lowercase());
-            let origin = Origin::Env(var.clone());
-            if !is_known(&section, &key) {
-                return Err(ConfigError::UnknownKey {
-                    key: format!("{section}.{key}"),
-                    origin: origin.to_string(),
-                    known: known_keys(),
-                });
-            }
-            self.values
-                .insert(format!("{section}.{key}"), (RawValue::Env(value), origin));
-        }
-        Ok(())
-    }
-
-    fn raw(&self, key: &str) -> Result<(&RawValue, &Origin), ConfigError> {
-        self.values
-            .get(key)
-            .map(|(value, origin)| (value, origin))
-            .ok_or_else(|| ConfigError::InvalidValue {
-                key: key.to_string(),
-                origin: "the built-in defaults".to_string(),
-                message: "missing".to_string(),
-            })
-    }
-
-    fn invalid(key: &str, origin: &Origin, message: impl Into<String>) -> ConfigError {
-        ConfigError::InvalidValue {
-            key: key.to_string(),
-            origin: origin.to_string(),
-            message: message.into(),
-        }
-    }
-
-    fn string(&self, key: &str) -> Result<(String, Origin), ConfigError> {
-        let (value, origin) = self.raw(key)?;
-        match value {
-            RawValue::Toml(toml::Value::String(s)) | RawValue::Env(s) => {
-                Ok((s.clone(), origin.clone()))
-            }
-            RawValue::Toml(other) => Err(Self::invalid(
-                key,
-                origin,
-                format!("expected a string, got {}", other.type_str()),
-            )),
-        }
-    }
-
-    /// A string where empty means "not set".
-    fn optional_string(&self, key: &str) -> Result<(Option<String>, Origin), ConfigError> {
-        let (s, origin) = self.string(key)?;
-        let s = s.trim().to_string();
-        Ok(((!s.is_empty()).then_some(s), origin))
-    }
-
-    fn integer(&self, key: &str, min: i64, max: i64) -> Result<i64, ConfigError> {
-        let (value, origin) = self.raw(key)?;
-        let n = match value {
-            RawValue::Toml(toml::Value::Integer(n)) => *n,
-            RawValue::Env(s) => s.trim().parse::<i64>().map_err(|_| {
-                Self::invalid(key, origin, format!("expected a whole number, got {s:?}"))
-            })?,
-            RawValue::Toml(other) => {
-                return Err(Self::invalid(
-                    key,
-                    origin,
-                    format!("expected a whole number, got {}", other.type_str()),
-                ))
-            }
-        };
-        if n < min || n > max {
-            return Err(Self::invalid(
-                key,
-                origin,
-                format!("expected a number from {min} to {max}, got {n}"),
-            ));
-        }
-        Ok(n)
-    }
-
-    fn boolean(&self, key: &str) -> Result<bool, ConfigError> {
-        let (value, origin) = self.raw(key)?;
-        match value {
-            RawValue::Toml(toml::Value::Boolean(b)) => Ok(*b),
-            RawValue::Env(s) => match s.trim().to_ascii_lowercase().as_str() {
-                "true" | "1" | "yes" | "on" => Ok(true),
-                "false" | "0" | "no" | "off" => Ok(false),
-                _ => Err(Self::invalid(
-                    key,
-                    origin,
-                    format!("expected true or false, got {s:?}"),
-                )),
-            },
-            RawValue::Toml(other) => Err(Self::invalid(
-                key,
-                origin,
-                format!("expected true or false, got {}", other.type_str()),
-            )),
-        }
-    }
-
-    fn settings(&self) -> Result<Settings, ConfigError> {
-        Ok(Settings {
-            server: self.server()?,
-            database: self.database()?,
-            session: self.session()?,
-            admin: self.admin()?,
-            log: self.log()?,
-            media: MediaSettings {
-                max_upload_bytes: self.integer("media.max_upload_mb", 1, 1024)? as usize
-                    * 1024
-                    * 1024,
-                max_image_pixels: self.integer("media.max_image_megapixels", 1, 1_000)? as u64
-                    * 1_000_000,
-            },
-            cart: self.cart()?,
-            payment: self.payment()?,
-            comments: CommentSettings {
-                max_length: self.integer("comments.max_length", 1, MAX_TEXT_CHARS as i64)? as usize,
-                rate_limit_per_minute: self.integer("comments.rate_limit_per_minute", 0, 100_000)?
-                    as u32,
-                page_size: self.integer("comments.page_size", 1, 1000)? as usize,
-                hold_first_time: self.boolean("comments.hold_first_time")?,
-                hold_over_links: self.integer("comments.hold_over_links", 0, 1000)? as usize,
-                blocklist: self.string("comments.blocklist")?.0,
-                close_after_days: self.integer("comments.close_after_days", 0, 36_500)? as u32,
-                restore_days: self.integer("comments.restore_days", 1, 3_650)? as u32,
-            },
-            email: self.email()?,
-            search: SearchSettings {
-                max_concurrent: self.integer("search.max_concurrent", 1, 1024)? as usize,
-                max_wait: std::time::Duration::from_millis(self.integer(
-                    "search.max_wait_ms",
-                    0,
-                    60_000,
-                )? as u64),
-                per_client_per_minute: self.integer("search.per_client_per_minute", 1, 1_000_000)?
-                    as u32,
-            },
-            analytics: AnalyticsSettings {
-                enabled: self.boolean("analytics.enabled")?,
-                queue_capacity: self.integer("analytics.queue_capacity", 1, 10_000_000)? as usize,
-                flush_interval: std::time::Duration::from_millis(self.integer(
-                    "analytics.flush_interval_ms",
-                    10,
-                    3_600_000,
-                )? as u64),
-                max_paths_per_day: self.integer("analytics.max_paths_per_day", 1, 1_000_000)?
-                    as usize,
-            },
-            seed: SeedSettings {
-                demo: self.boolean("seed.demo")?,
-            },
-            metrics: self.metrics()?,
-            backup: self.backup()?,
-        })
-    }
-
-    fn email(&self) -> Result<EmailSettings, ConfigError> {
-        let (host, _) = self.optional_string("email.smtp_host")?;
-        let port = self.integer("email.smtp_port", 1, 65_535)? as u16;
-        let (security, origin) = self.string("email.smtp_security")?;
-        let security = match security.trim().to_ascii_lowercase().as_str() {
-            "starttls" => SmtpSecurity::StartTls,
-            "tls" => SmtpSecurity::Tls,
-            "none" => SmtpSecurity::None,
-            other => {
-                return Err(Self::invalid(
-                    "email.smtp_security",
-                    &origin,
-                    format!("expected \"starttls\", \"tls\" or \"none\", got {other:?}"),
-                ))
-            }
-        };
-        let (user, _) = self.optional_string("email.smtp_username")?;
-        let (password, _) = self.string("email.smtp_password")?;
-        let (folder, folder_origin) = self.string("email.folder")?;
-        let transport =
-            match host {
-                Some(host) => MailTransport::Smtp {
-                    host,
-                    port,
-                    security,
-                    credentials: user.map(|u| (u, password)),
-                },
-                None if folder.trim().is_empty() => return Err(Self::invalid(
-                    "email.folder",
-                    &folder_origin,
-                    "with no email.smtp_host, messages are written into this folder: it cannot \
-                     be empty",
-                )),
-                None => MailTransport::Folder(PathBuf::from(folder.trim())),
-            };
-        let (from, from_origin) = self.string("email.from")?;
-        let from = from.trim().to_string();
-        if from.parse::<lettre::Address>().is_err() || !from.contains('.') {
-            return Err(Self::invalid(
-                "email.from",
-                &from_origin,
-                format!("{from:?} is not an email address such as shop@example.com"),
-            ));
-        }
-        Ok(EmailSettings {
-            transport,
-            from,
-            send_every: std::time::Duration::from_millis(self.integer(
-                "email.send_every_ms",
-                0,
-                3_600_000,
-            )? as u64),
-            max_attempts: self.integer("email.max_attempts", 1, 100)? as u32,
-            retry_after: std::time::Duration::from_secs(self.integer(
-                "email.retry_after_secs",
-                0,
-                86_400,
-            )? as u64),
-        })
-    }
-
-    fn backup(&self) -> Result<BackupSettings, ConfigError> {
-        let hours = self.integer("backup.every_hours", 0, 24 * 366)?;
-        let secs = self.integer("backup.every_secs", 0, 24 * 366 * 3600)?;
-        let every = if secs > 0 {
-            Some(std::time::Duration::from_secs(secs as u64))
-        } else {
-            (hours > 0).then(|| std::time::Duration::from_secs(hours as u64 * 3600))
-        };
-        let keep = self.integer("backup.keep", 1, 1000)? as usize;
-        let (dir, origin) = self.string("backup.dir")?;
-        let dir = dir.trim();
-        if every.is_some() && dir.is_empty() {
-            return Err(Self::invalid(
-                "backup.dir",
-                &origin,
-                "scheduled backups (backup.every_hours) need a directory to write to",
-            ));
-        }
-        Ok(BackupSettings {
-            every,
-            keep,
-            dir: PathBuf::from(dir),
-        })
-    }
-
-    fn cart(&self) -> Result<CartSettings, ConfigError> {
-        use std::time::Duration;
-        let expire = self.integer("cart.expire_after_secs", 1, 30 * 24 * 3600)?;
-        let cleanup = self.integer("cart.cleanup_after_secs", 1, 60 * 24 * 3600)?;
-        if cleanup <= expire {
-            let (_, origin) = self.raw("cart.cleanup_after_secs")?;
-            return Err(Self::invalid(
-                "cart.cleanup_after_secs",
-                origin,
-                format!(
-                    "must be longer than cart.expire_after_secs ({expire}), got {cleanup}: \
-                     cleanup would return stock of carts that are still active"
-                ),
-            ));
-        }
-        Ok(CartSettings {
-            expire_after: Duration::from_secs(expire as u64),
-            cleanup_after: Duration::from_secs(cleanup as u64),
-            jobs_every: Duration::from_secs(self.integer("cart.jobs_every_secs", 0, 86_400)? as u64),
-            max_units: self.integer("cart.max_units", 1, 100_000)?,
-            max_line_share_pct: self.integer("cart.max_line_share_pct", 1, 100)?,
-            new_carts_per_hour: self.integer("cart.new_carts_per_hour", 1, 1_000_000)? as u32,
-            order_lookups_per_hour: self.integer("cart.order_lookups_per_hour", 1, 100_000)? as u32,
-            retention: Duration::from_secs(self.integer(
-                "cart.retention_secs",
-                60,
-                365 * 24 * 3600,
-            )? as u64),
-            recover_checkout_after: Duration::from_secs(self.integer(
-                "cart.recover_checkout_after_secs",
-                1,
-                7 * 24 * 3600,
-            )? as u64),
-        })
-    }
-
-    fn payment(&self) -> Result<PaymentSettings, ConfigError> {
-        let (gateway, origin) = self.string("payment.gateway")?;
-        match gateway.trim() {
-            "test" => Ok(PaymentSettings::Test),
-            other => Err(Self::invalid(
-                "payment.gateway",
-                &origin,
-                format!("expected \"test\" (the only gateway built in), got {other:?}"),
-            )),
-        }
-    }
-
-    fn server(&self) -> Result<ServerSettings, ConfigError> {
-        let (host, origin) = self.string("server.host")?;
-        let host = host.trim().to_string();
-        if host.is_empty() || host.contains(char::is_whitespace) || host.contains('/') {
-            return Err(Self::invalid(
-                "server.host",
-                &origin,
-                format!("expected a host name or IP address, got {host:?}"),
-            ));
-        }
-        let (public_url, origin) = self.optional_string("server.public_url")?;
-        if let Some(url) = &public_url {
-            if !(url.starts_with("http://") || url.starts_with("https://")) {
-                return Err(Self::invalid(
-                    "server.public_url",
-                    &origin,
-                    format!("expected an http:// or https:// address, got {url:?}"),
-                ));
-            }
-        }
-        Ok(ServerSettings {
+/// The mail transport from the `email.smtp_*` keys: a server when `email.smtp_host` is set, else
+/// `.eml` files in `email.folder`.
+fn mail_transport(
+    layers: &Layers,
+    host: Option<String>,
+    port: u16,
+    security: SmtpSecurity,
+    credentials: Option<(String, String)>,
+    folder: String,
+) -> Result<MailTransport, ConfigError> {
+    match host {
+        Some(host) => Ok(MailTransport::Smtp {
             host,
-            port: self.integer("server.port", 0, i64::from(u16::MAX))? as u16,
-            public_url,
-            tls: self.boolean("server.tls")?,
-            workers: self.integer("server.workers", 0, 256)? as usize,
-            body_timeout: std::time::Duration::from_secs(self.integer(
-                "server.body_timeout_secs",
-                1,
-                3600,
-            )? as u64),
-            max_concurrent_bodies: self.integer("server.max_concurrent_bodies", 1, 1_000_000)?
-                as usize,
-            trusted_proxies: {
-                let (list, origin) = self.string("server.trusted_proxies")?;
-                TrustedProxies::parse(&list)
-                    .map_err(|e| Self::invalid("server.trusted_proxies", &origin, e))?
-            },
-        })
-    }
-
-    fn database(&self) -> Result<DatabaseSettings, ConfigError> {
-        let (uri, origin) = self.string("database.uri")?;
-        let uri = match uri.trim() {
-            "embedded" => DatabaseUri::Embedded,
-            "memory" => DatabaseUri::Memory,
-            u if u.starts_with("mongodb://") || u.starts_with("mongodb+srv://") => {
-                DatabaseUri::External(u.to_string())
-            }
-            other => {
-                return Err(Self::invalid(
-                    "database.uri",
-                    &origin,
-                    format!(
-                        "expected \"embedded\", \"memory\" or a mongodb:// or mongodb+srv:// URI, \
-                         got {:?}",
-                        redact_uri(other)
-                    ),
-                ))
-            }
-        };
-        let (path, origin) = self.string("database.path")?;
-        if path.trim().is_empty() && uri == DatabaseUri::Embedded {
-            return Err(Self::invalid(
-                "database.path",
-                &origin,
-                "the embedded store needs a directory",
-            ));
-        }
-        let (name, origin) = self.string("database.name")?;
-        // MongoDB's rules for database names.
-        let bad_char = name
-            .chars()
-            .find(|c| matches!(c, '/' | '\\' | '.' | ' ' | '"' | '$' | '\0'));
-        if name.is_empty() || name.len() >= 64 || bad_char.is_some() {
-            return Err(Self::invalid(
-                "database.name",
-                &origin,
-                format!(
-                    "expected a MongoDB database name (1-63 bytes, none of / \\ . space \" $), \
-                     got {name:?}"
-                ),
-            ));
-        }
-        let (concern, origin) = self.string("database.write_concern")?;
-        let write_concern = match concern.trim() {
-            "durable" => crate::db::WriteDurability::Durable,
-            "fast" => crate::db::WriteDurability::Fast,
-            other => {
-                return Err(Self::invalid(
-                    "database.write_concern",
-                    &origin,
-                    format!("expected \"durable\" or \"fast\", got {other:?}"),
-                ))
-            }
-        };
-        Ok(DatabaseSettings {
-            uri,
-            path: PathBuf::from(path.trim()),
-            name,
-            timeout_ms: self.integer("database.timeout_ms", 100, 600_000)? as u64,
-            disk_faults: None,
-            write_concern,
-        })
-    }
-
-    fn session(&self) -> Result<SessionSettings, ConfigError> {
-        let (key, origin) = self.optional_string("session.key")?;
-        if let Some(k) = &key {
-            if k.len() < 32 {
-                return Err(Self::invalid(
-                    "session.key",
-                    &origin,
-                    format!("expected at least 32 characters, got {}", k.len()),
-                ));
-            }
-        }
-        let max_age = self.integer("session.max_age_secs", 1, 365 * 24 * 3600)? as u64;
-        Ok(SessionSettings {
-            key,
-            max_age: std::time::Duration::from_secs(max_age),
-        })
-    }
-
-    fn admin(&self) -> Result<AdminSettings, ConfigError> {
-        let (username, origin) = self.string("admin.username")?;
-        if username.is_empty() || username.contains(':') {
-            return Err(Self::invalid(
-                "admin.username",
-                &origin,
-                "expected a non-empty name without ':'",
-            ));
-        }
-        let (password_hash, origin) = self.optional_string("admin.password_hash")?;
-        if let Some(hash) = &password_hash {
-            check_password_hash(hash)
-                .map_err(|message| Self::invalid("admin.password_hash", &origin, message))?;
-        }
-        Ok(AdminSettings {
-            username,
-            password_hash,
-            max_concurrent_verifications: self.integer(
-                "admin.max_concurrent_verifications",
-                1,
-                64,
-            )? as usize,
-            failures_before_delay: self.integer("admin.failures_before_delay", 1, 100_000)? as u32,
-        })
-    }
-
-    fn log(&self) -> Result<LogSettings, ConfigError> {
-        let (level, origin) = self.string("log.level")?;
-        if let Err(e) = tracing_subscriber::EnvFilter::try_new(&level) {
-            return Err(Self::invalid(
-                "log.level",
-                &origin,
-                format!("expected a tracing filter such as \"info\": {e}"),
-            ));
-        }
-        let (format, origin) = self.string("log.format")?;
-        let format = match format.trim() {
-            "text" => LogFormat::Text,
-            "json" => LogFormat::Json,
-            other => {
-                return Err(Self::invalid(
-                    "log.format",
-                    &origin,
-                    format!("expected \"text\" or \"json\", got {other:?}"),
-                ))
-            }
-        };
-        Ok(LogSettings {
-            level,
-            database_commands: self.boolean("log.database_commands")?,
-            format,
-        })
-    }
-
-    fn metrics(&self) -> Result<MetricsSettings, ConfigError> {
-        let (token, origin) = self.optional_string("metrics.token")?;
-        if let Some(token) = &token {
-            // A Prometheus scrape config sends it in an HTTP header: visible ASCII only.
-            if token.len() < 16 || !token.bytes().all(|b| b.is_ascii_graphic()) {
-                return Err(Self::invalid(
-                    "metrics.token",
-                    &origin,
-                    "expected at least 16 visible ASCII characters (no spaces)",
-                ));
-            }
-        }
-        Ok(MetricsSettings {
-            token,
-            database_commands: self.boolean("metrics.database_commands")?,
-        })
+            port,
+            security,
+            credentials,
+        }),
+        None if folder.is_empty() => Err(layers.invalid(
+            "email.folder",
+            "with no email.smtp_host, messages are written into this folder: it cannot be empty",
+        )),
+        None => Ok(MailTransport::Folder(PathBuf::from(folder))),
     }
 }
 
-fn is_known(section: &str, key: &str) -> bool {
-    KNOWN_KEYS.iter().any(|(s, k)| *s == section && *k == key)
+// The parsers of the text-valued keys: each takes the value as written and says what it accepts.
+
+fn parse_host(host: &str) -> Result<String, String> {
+    let host = host.trim();
+    if host.is_empty() || host.contains(char::is_whitespace) || host.contains('/') {
+        return Err(format!("expected a host name or IP address, got {host:?}"));
+    }
+    Ok(host.to_string())
 }
 
-fn known_keys() -> String {
-    KNOWN_KEYS
-        .iter()
-        .map(|(s, k)| format!("{s}.{k}"))
-        .collect::<Vec<_>>()
-        .join(", ")
+fn parse_public_url(url: &str) -> Result<String, String> {
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(format!(
+            "expected an http:// or https:// address, got {url:?}"
+        ));
+    }
+    Ok(url.to_string())
+}
+
+fn parse_database_uri(uri: &str) -> Result<DatabaseUri, String> {
+    match uri.trim() {
+        "embedded" => Ok(DatabaseUri::Embedded),
+        "memory" => Ok(DatabaseUri::Memory),
+        u if u.starts_with("mongodb://") || u.starts_with("mongodb+srv://") => {
+            Ok(DatabaseUri::External(u.to_string()))
+        }
+        other => Err(format!(
+            "expected \"embedded\", \"memory\" or a mongodb:// or mongodb+srv:// URI, got {:?}",
+            redact_uri(other)
+        )),
+    }
+}
+
+/// MongoDB's rules for database names.
+fn parse_database_name(name: &str) -> Result<String, String> {
+    let bad_char = name
+        .chars()
+        .find(|c| matches!(c, '/' | '\\' | '.' | ' ' | '"' | '$' | '\0'));
+    if name.is_empty() || name.len() >= 64 || bad_char.is_some() {
+        return Err(format!(
+            "expected a MongoDB database name (1-63 bytes, none of / \\ . space \" $), got {name:?}"
+        ));
+    }
+    Ok(name.to_string())
+}
+
+fn parse_write_concern(concern: &str) -> Result<crate::db::WriteDurability, String> {
+    match concern.trim() {
+        "durable" => Ok(crate::db::WriteDurability::Durable),
+        "fast" => Ok(crate::db::WriteDurability::Fast),
+        other => Err(format!("expected \"durable\" or \"fast\", got {other:?}")),
+    }
+}
+
+fn parse_session_key(key: &str) -> Result<String, String> {
+    if key.len() < 32 {
+        return Err(format!(
+            "expected at least 32 characters, got {}",
+            key.len()
+        ));
+    }
+    Ok(key.to_string())
+}
+
+fn parse_username(name: &str) -> Result<String, String> {
+    if name.is_empty() || name.contains(':') {
+        return Err("expected a non-empty name without ':'".to_string());
+    }
+    Ok(name.to_string())
+}
+
+fn parse_password_hash(hash: &str) -> Result<String, String> {
+    check_password_hash(hash)?;
+    Ok(hash.to_string())
+}
+
+fn parse_log_level(level: &str) -> Result<String, String> {
+    match tracing_subscriber::EnvFilter::try_new(level) {
+        Ok(_) => Ok(level.to_string()),
+        Err(e) => Err(format!("expected a tracing filter such as \"info\": {e}")),
+    }
+}
+
+fn parse_log_format(format: &str) -> Result<LogFormat, String> {
+    match format.trim() {
+        "text" => Ok(LogFormat::Text),
+        "json" => Ok(LogFormat::Json),
+        other => Err(format!("expected \"text\" or \"json\", got {other:?}")),
+    }
+}
+
+fn parse_metrics_token(token: &str) -> Result<String, String> {
+    // A Prometheus scrape config sends it in an HTTP header: visible ASCII only.
+    if token.len() < 16 || !token.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err("expected at least 16 visible ASCII characters (no spaces)".to_string());
+    }
+    Ok(token.to_string())
+}
+
+fn parse_gateway(gateway: &str) -> Result<PaymentSettings, String> {
+    match gateway.trim() {
+        "test" => Ok(PaymentSettings::Test),
+        other => Err(format!(
+            "expected \"test\" (the only gateway built in), got {other:?}"
+        )),
+    }
+}
+
+fn parse_smtp_security(security: &str) -> Result<SmtpSecurity, String> {
+    match security.trim().to_ascii_lowercase().as_str() {
+        "starttls" => Ok(SmtpSecurity::StartTls),
+        "tls" => Ok(SmtpSecurity::Tls),
+        "none" => Ok(SmtpSecurity::None),
+        other => Err(format!(
+            "expected \"starttls\", \"tls\" or \"none\", got {other:?}"
+        )),
+    }
+}
+
+fn parse_from_address(from: &str) -> Result<String, String> {
+    let from = from.trim();
+    if from.parse::<lettre::Address>().is_err() || !from.contains('.') {
+        return Err(format!(
+            "{from:?} is not an email address such as shop@example.com"
+        ));
+    }
+    Ok(from.to_string())
 }
 
 /// The reverse proxies whose forwarding headers are believed (`server.trusted_proxies`): a
@@ -1311,6 +1066,139 @@ mod tests {
                 .to_string();
             assert!(err.contains(key), "{var}: {err}");
         }
+    }
+
+    #[test]
+    fn keys_combined_into_one_field_are_read_and_checked_like_any_other() {
+        let s = Settings::load(
+            None,
+            env(&[
+                ("BAZAAR_EMAIL__SMTP_HOST", "mail.example.com"),
+                ("BAZAAR_EMAIL__SMTP_USERNAME", "shop"),
+                ("BAZAAR_EMAIL__SMTP_PASSWORD", "secret"),
+                ("BAZAAR_BACKUP__EVERY_HOURS", "2"),
+            ]),
+        )
+        .expect("loads");
+        assert_eq!(
+            s.email.transport,
+            MailTransport::Smtp {
+                host: "mail.example.com".into(),
+                port: 587,
+                security: SmtpSecurity::StartTls,
+                credentials: Some(("shop".into(), "secret".into())),
+            }
+        );
+        assert_eq!(s.backup.every, Some(std::time::Duration::from_secs(7200)));
+        let s = Settings::load(
+            None,
+            env(&[
+                ("BAZAAR_BACKUP__EVERY_HOURS", "2"),
+                ("BAZAAR_BACKUP__EVERY_SECS", "5"),
+            ]),
+        )
+        .expect("loads");
+        assert_eq!(s.backup.every, Some(std::time::Duration::from_secs(5)));
+        let s = Settings::load(None, env(&[])).expect("defaults load");
+        assert_eq!(s.email.transport, MailTransport::Folder("./mail".into()));
+        assert_eq!(s.backup.every, None);
+        for (var, value, expected) in [
+            (
+                // The example README.md gives.
+                "BAZAAR_SERVER__PORT",
+                "eighty",
+                "invalid value for server.port (from BAZAAR_SERVER__PORT): expected a whole \
+                 number, got \"eighty\"",
+            ),
+            (
+                "BAZAAR_EMAIL__SMTP_SECURITY",
+                "ssl",
+                "invalid value for email.smtp_security (from BAZAAR_EMAIL__SMTP_SECURITY): \
+                 expected \"starttls\", \"tls\" or \"none\", got \"ssl\"",
+            ),
+            (
+                "BAZAAR_EMAIL__FOLDER",
+                " ",
+                "invalid value for email.folder (from BAZAAR_EMAIL__FOLDER): with no \
+                 email.smtp_host, messages are written into this folder: it cannot be empty",
+            ),
+            (
+                "BAZAAR_BACKUP__EVERY_SECS",
+                "-1",
+                "invalid value for backup.every_secs (from BAZAAR_BACKUP__EVERY_SECS): expected a \
+                 number from 0 to 31622400, got -1",
+            ),
+        ] {
+            let err = Settings::load(None, env(&[(var, value)]))
+                .expect_err(var)
+                .to_string();
+            assert_eq!(err, expected);
+        }
+    }
+
+    #[test]
+    fn an_unknown_environment_variable_is_refused_with_the_known_keys() {
+        let err = Settings::load(None, env(&[("BAZAAR_SERVER__PROT", "1")]))
+            .expect_err("must fail")
+            .to_string();
+        assert!(
+            err.starts_with(
+                "unknown setting server.prot (from BAZAAR_SERVER__PROT); known \
+                 settings: server.host, server.port,"
+            ),
+            "{err}"
+        );
+        assert!(err.contains("analytics.max_paths_per_day"), "{err}");
+    }
+
+    /// The README's settings table as the declarations and the shipped defaults give it.
+    fn settings_table() -> String {
+        let defaults: toml::Table = DEFAULTS.parse().expect("the shipped config.toml parses");
+        let mut table = String::from("| key | default | meaning |\n|---|---|---|\n");
+        for key in SECTIONS.iter().flat_map(|keys| keys.iter()) {
+            let (section, name) = key.name.split_once('.').expect("section.key");
+            let default = match &defaults[section][name] {
+                toml::Value::String(s) if s.is_empty() => "empty".to_string(),
+                toml::Value::String(s) => format!("`{s}`"),
+                other => format!("`{other}`"),
+            };
+            table.push_str(&format!("| `{}` | {default} | {} |\n", key.name, key.doc));
+        }
+        table
+    }
+
+    #[test]
+    fn every_declared_key_has_a_default_in_the_shipped_config_file() {
+        let defaults: toml::Table = DEFAULTS.parse().expect("the shipped config.toml parses");
+        for key in SECTIONS.iter().flat_map(|keys| keys.iter()) {
+            let (section, name) = key.name.split_once('.').expect("section.key");
+            assert!(
+                defaults
+                    .get(section)
+                    .and_then(|s| s.as_table())
+                    .is_some_and(|s| s.contains_key(name)),
+                "{} is declared but config.toml gives it no default",
+                key.name
+            );
+        }
+    }
+
+    #[test]
+    fn the_readme_settings_table_matches_the_declarations() {
+        let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md"))
+            .expect("README.md");
+        let start = readme
+            .find("| key | default | meaning |")
+            .expect("README.md has a settings table");
+        let end = readme[start..]
+            .find("\n\n")
+            .map_or(readme.len(), |end| start + end + 1);
+        let expected = settings_table();
+        assert!(
+            readme[start..end] == expected,
+            "README.md's settings table differs from the declarations in src/config.rs; \
+             replace it with:\n\n{expected}"
+        );
     }
 
     #[test]
