@@ -43,7 +43,7 @@ impl SeedReport {
 /// Store the default site settings unless some exist, and let the storefront's cache know.
 async fn insert_default_site(db: &Db) -> Result<bool, DbError> {
     let added = site::insert_defaults(db).await?;
-    catalog::cache::of(db).site_changed();
+    catalog::changes::site_changed(db);
     Ok(added)
 }
 

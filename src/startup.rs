@@ -18,6 +18,8 @@ use anyhow::Context;
 
 use crate::analytics::PageViewCounter;
 use crate::backup::schedule::BackupMonitor;
+use crate::cart::pages::NewCartLimit;
+use crate::checkout::lookup::LookupLimit;
 use crate::checkout::payment::{PaymentGateway, TestGateway};
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::config::{redact_uri, DatabaseUri, PaymentSettings, Settings};
@@ -392,20 +394,12 @@ impl Application {
             max_upload_bytes: settings.media.max_upload_bytes,
             max_image_pixels: settings.media.max_image_pixels,
             cart: settings.cart.clone(),
-            new_carts: Arc::new(crate::web::rate_limit::RateLimiter::new(
-                settings.cart.new_carts_per_hour,
-                Duration::from_secs(3600),
-            )),
             public_url: settings
                 .public_address(port)
                 .trim_end_matches('/')
                 .to_string(),
             comments: settings.comments.clone(),
             site: Default::default(),
-            order_lookups: Arc::new(crate::web::rate_limit::RateLimiter::new(
-                settings.cart.order_lookups_per_hour,
-                Duration::from_secs(3600),
-            )),
         });
         let credentials = web::Data::new(credentials);
         let backup_monitor = BackupMonitor::new(settings.backup.clone());
@@ -417,6 +411,10 @@ impl Application {
             gateway: web::Data::from(gateway.clone()),
             comment_rate: web::Data::new(CommentRateLimit::new(
                 settings.comments.rate_limit_per_minute,
+            )),
+            new_carts: web::Data::new(NewCartLimit::per_hour(settings.cart.new_carts_per_hour)),
+            order_lookups: web::Data::new(LookupLimit::per_hour(
+                settings.cart.order_lookups_per_hour,
             )),
             backup_monitor: web::Data::from(backup_monitor.clone()),
             page_views: page_views.clone().map(web::Data::new),
@@ -598,8 +596,13 @@ impl Signals {
 struct AreaData {
     /// Charges checkouts (`payment.gateway`): `checkout::pages`.
     gateway: web::Data<dyn PaymentGateway>,
-    /// Comments per client address per minute: `comments::pages`.
+    /// Comments per client address per minute: the comment and reply handlers of
+    /// `catalog::pages` and `content::pages`, passed on to `comments::pages`.
     comment_rate: web::Data<CommentRateLimit>,
+    /// New carts per client address per hour: `cart::pages::add`.
+    new_carts: web::Data<NewCartLimit>,
+    /// Order lookups per client address per hour: `checkout::lookup::submit`.
+    order_lookups: web::Data<LookupLimit>,
     /// Scheduled backups' status: the admin's backup screen.
     backup_monitor: web::Data<BackupMonitor>,
     /// Page-view counting, when `analytics.enabled`.
@@ -648,6 +651,8 @@ fn http_server(
             .app_data(areas.backup_monitor.clone())
             .app_data(areas.gateway.clone())
             .app_data(areas.comment_rate.clone())
+            .app_data(areas.new_carts.clone())
+            .app_data(areas.order_lookups.clone())
             .app_data(areas.search_limits.clone())
             .app_data(areas.readiness.clone())
             .app_data(areas.metrics_access.clone())

@@ -1,11 +1,12 @@
 //! The state every request handler shares: the database, settings the handlers read, and the
-//! long-lived helpers (rate limiters, the site settings cache). Built once in
+//! long-lived helpers every area needs (the site settings cache). Built once in
 //! [`crate::startup`].
 //!
 //! `state` sits below the areas (see docs/architecture.md): it holds only types of `db`,
 //! `config` and `web`, so every area's handlers may take it. A helper only one area uses (the
-//! payment gateway, the comment rate limit) is registered as app data of its own by
-//! `startup`, and that area's handler takes it directly.
+//! payment gateway, the comment, new-cart and order-lookup rate limits) is registered as app
+//! data of its own by `startup`, and that area's handlers take it as a parameter
+//! (`web::Data<NewCartLimit>`), so the dependency shows in their signatures.
 
 use std::sync::Arc;
 
@@ -34,15 +35,11 @@ pub struct AppState {
     pub max_image_pixels: u64,
     /// Cart expiry and cleanup timeouts (admin can run the jobs by hand).
     pub cart: CartSettings,
-    /// New carts per client address (`cart.new_carts_per_hour`).
-    pub new_carts: Arc<crate::web::rate_limit::RateLimiter>,
     /// The site's absolute address without a trailing slash (`server.public_url`, else the
     /// bound address): feeds need absolute links.
     pub public_url: String,
     /// Comment length and page size.
     pub comments: CommentSettings,
-    /// Order lookups (`/orders/lookup`) per client address.
-    pub order_lookups: Arc<crate::web::rate_limit::RateLimiter>,
     /// The site settings (name, currency, shipping rates) as last read, for every worker.
     pub site: Arc<site::SettingsCache>,
 }

@@ -229,7 +229,8 @@ async fn an_idle_cart_expires_once_even_with_two_expiry_runs_racing_a_shopper() 
     let idle = Shopper::new(&app).await;
     idle.add("exp-a", "3").await;
     idle.add("exp-b", "2").await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    // Idle for longer than the expiry's second: the shop's clock moves, no real waiting.
+    app.db.clock().step_forward(Duration::from_millis(1100));
     let busy = Shopper::new(&app).await;
     let db1 = app.db.clone();
     let db2 = app.db.clone();
@@ -277,7 +278,7 @@ async fn a_shopper_adding_to_an_expired_cart_is_told_and_gets_a_new_cart() {
     product_with_stock(&app.db, "again", 10).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("again", "2").await;
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    app.db.clock().step_forward(Duration::from_millis(1100));
     jobs::expire_idle_carts(&app.db, Duration::from_secs(1))
         .await
         .expect("expiry");

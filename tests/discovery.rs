@@ -458,7 +458,7 @@ async fn products_posts_and_the_site_carry_structured_data_and_cards_an_extracto
         )
         .await
         .expect("filed");
-    bazaar::catalog::cache::of(&app.db).site_changed();
+    bazaar::catalog::changes::site_changed(&app.db);
 
     let Some(home) = extruct(&body(app.get("/").await).await, &format!("{HOST}/")) else {
         return;

@@ -554,7 +554,7 @@ async fn listing_totals_leave_out_draft_and_archived_products() {
             .await
             .unwrap();
     }
-    cache::of(&app.db).products_changed();
+    bazaar::catalog::changes::products_changed(&app.db);
     let album = ListingQuery {
         kind: Some(bazaar::catalog::products::ProductType::Album),
         ..ListingQuery::default()

@@ -226,7 +226,7 @@ async fn sold_out_products_come_last_on_the_newest_shelf() {
         .expect("sold out");
     // Written behind the app's back (as another instance would): the shelves' cache would show
     // the change within seconds; clear it as this instance's own writes do.
-    bazaar::catalog::cache::of(&app.db).products_changed();
+    bazaar::catalog::changes::products_changed(&app.db);
     let doc = page(&app, "/").await;
     let cards = texts(&doc, "#newest .product-card");
     assert_eq!(cards.len(), 4);

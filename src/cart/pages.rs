@@ -13,6 +13,7 @@ use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};
+use crate::web::rate_limit::RateLimiter;
 use crate::web::see_other;
 
 /// A refused cart change is shown to the shopper as a conflict; a database failure as its page.
@@ -218,18 +219,33 @@ async fn active_cart_for_adding(db: &Db, session: &Session) -> Result<Option<Str
     Ok(None)
 }
 
+/// New carts per client address (`cart.new_carts_per_hour`): the add handler's own limiter,
+/// registered by start-up as app data and taken by [`add`].
+#[derive(Debug)]
+pub struct NewCartLimit(RateLimiter);
+
+impl NewCartLimit {
+    pub fn per_hour(carts: u32) -> NewCartLimit {
+        NewCartLimit(RateLimiter::new(
+            carts,
+            std::time::Duration::from_secs(3600),
+        ))
+    }
+}
+
 /// Start a cart holding `qty` of `sku`: refused when this address started too many carts
 /// lately, and deleted again if the line cannot be added, so a request that adds nothing leaves
 /// no cart behind. Returns the cart's id with the outcome.
 async fn add_to_new_cart(
     req: &HttpRequest,
     state: &AppState,
+    new_carts: &NewCartLimit,
     session: &Session,
     sku: &str,
     qty: i64,
 ) -> Result<(Option<String>, Result<String, CartError>), AppError> {
     let db = &state.db;
-    if !state.new_carts.allow(crate::web::client::client_ip(req)) {
+    if !new_carts.0.allow(crate::web::client::client_ip(req)) {
         return Ok((None, Err(CartError::TooManyCarts)));
     }
     let fresh = cart::create(db).await?;
@@ -289,6 +305,7 @@ pub async fn add(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
+    new_carts: web::Data<NewCartLimit>,
     form: web::Form<AddForm>,
 ) -> Result<HttpResponse, AppError> {
     let db = &state.db;
@@ -320,7 +337,7 @@ pub async fn add(
             let outcome = reserve::add_item_within(db, &id, &form.sku, qty, limits).await;
             (Some(id), outcome)
         }
-        None => add_to_new_cart(&req, &state, &session, &form.sku, qty).await?,
+        None => add_to_new_cart(&req, &state, &new_carts, &session, &form.sku, qty).await?,
     };
     if let Err(CartError::NotActive(status)) = &outcome {
         // The cart expired (or went to checkout elsewhere) just now: carry on in a new one.
@@ -328,7 +345,8 @@ pub async fn add(
             flash::push(&session, Level::Info, EXPIRED_NOTICE);
         }
         cart::forget_in_session(&session);
-        (cart_id, outcome) = add_to_new_cart(&req, &state, &session, &form.sku, qty).await?;
+        (cart_id, outcome) =
+            add_to_new_cart(&req, &state, &new_carts, &session, &form.sku, qty).await?;
     }
     match outcome {
         Ok(title) => {

@@ -21,7 +21,7 @@
 //! - every `max(TTL, 10 × the last walk's duration)` (5 s for small listings, about 10–20 s for a
 //!   listing of a million products, so walks take at most a tenth of a core);
 //! - `max(TTL, 2 × the walk)` after a write through this process (see
-//!   [`crate::catalog::cache::CatalogCache::products_changed`]), whose anchors are kept and
+//!   [`crate::catalog::changes::products_changed`]), whose anchors are kept and
 //!   served meanwhile.
 //!
 //! So a deep page number drifts by at most the products added or removed in the last

@@ -11,7 +11,8 @@
 //! reloads it itself before answering, as when there is no entry at all (then concurrent
 //! requests for the same total share one count). Writes through *this* process (admin saves,
 //! seeding) invalidate the affected entries at once, so an admin sees their own change on the
-//! next page. With several app instances on one MongoDB, another instance's write shows up here
+//! next page: the writers report them ([`crate::catalog::changes`]) and every read of the cache
+//! first catches up with those reports. With several app instances on one MongoDB, another instance's write shows up here
 //! within [`MAX_AGE`] (plus the time of the read that loads it).
 //!
 //! Stock and prices a shopper is about to pay are never read from here: the product page loads
@@ -32,6 +33,7 @@ use bson::{doc, Document};
 
 use crate::catalog::card::ProductCard;
 use crate::catalog::categories::{self, Category};
+use crate::catalog::changes::{self, Seen};
 use crate::catalog::products;
 use crate::db::site::{self, SiteSettings};
 use crate::db::{Db, DbError};
@@ -177,6 +179,8 @@ pub type Shelves = Vec<Vec<ProductCard>>;
 pub struct CatalogCache {
     /// Bumped by every invalidation: a reload that started before one is not stored.
     generation: AtomicU64,
+    /// The change counters ([`changes`]) this cache has caught up with.
+    seen: Mutex<Seen>,
     categories: Slot<CategoryTree>,
     site: Slot<SiteSettings>,
     shelves: Slot<Shelves>,
@@ -193,16 +197,35 @@ struct TotalSlot {
 }
 
 impl CatalogCache {
-    /// Categories were added, renamed, moved or deleted through this process.
-    pub fn categories_changed(&self) {
+    /// Drops what the changes reported since the last call made stale.
+    fn catch_up(&self, now: Seen) {
+        let Ok(mut seen) = self.seen.lock() else {
+            return;
+        };
+        if *seen == now {
+            return;
+        }
+        let was = std::mem::replace(&mut *seen, now);
+        if now.categories != was.categories {
+            self.categories_changed();
+        } else if now.products != was.products {
+            self.products_changed();
+        }
+        if now.site != was.site {
+            self.site_changed();
+        }
+    }
+
+    /// Categories were added, renamed, moved or deleted.
+    fn categories_changed(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.categories.clear();
         // Category moves change which products a category total counts.
         self.products_changed();
     }
 
-    /// Products were added, edited, deleted or restocked through this process.
-    pub fn products_changed(&self) {
+    /// Products were added, edited, deleted or restocked.
+    fn products_changed(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.shelves.clear();
         if let Ok(mut totals) = self.totals.lock() {
@@ -212,20 +235,25 @@ impl CatalogCache {
         self.anchors.products_changed();
     }
 
-    /// The site settings were saved through this process.
-    pub fn site_changed(&self) {
+    /// The site settings were saved.
+    fn site_changed(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
         self.site.clear();
     }
 
-    fn generation(&self) -> u64 {
+    /// The invalidation count, after catching up with `db`'s reported changes.
+    fn generation(&self, db: &Db) -> u64 {
+        self.catch_up(changes::of(db).seen());
         self.generation.load(Ordering::SeqCst)
     }
 }
 
-/// The cache kept with `db` (a [`Db::extension`], so `db` holds it without knowing the catalog).
+/// The cache kept with `db` (a [`Db::extension`], so `db` holds it without knowing the catalog),
+/// caught up with the changes reported since it was last read.
 pub fn of(db: &Db) -> Arc<CatalogCache> {
-    db.extension::<CatalogCache>()
+    let cache = db.extension::<CatalogCache>();
+    cache.catch_up(changes::of(db).seen());
+    cache
 }
 
 /// Serve `slot` of `db`'s cache, loading it with `load` when missing and reloading it in the
@@ -246,9 +274,9 @@ where
         Lookup::StaleReload(v) => {
             let db = db.clone();
             tokio::spawn(async move {
-                let generation = cache.generation();
-                match load(db).await {
-                    Ok(fresh) if cache.generation() == generation => {
+                let generation = cache.generation(&db);
+                match load(db.clone()).await {
+                    Ok(fresh) if cache.generation(&db) == generation => {
                         slot(&cache).store(Arc::new(fresh));
                     }
                     // Something was invalidated meanwhile: this value may predate the write, so
@@ -263,9 +291,9 @@ where
             Ok(v)
         }
         Lookup::Missing => {
-            let generation = cache.generation();
+            let generation = cache.generation(db);
             let value = Arc::new(load(db.clone()).await?);
-            if cache.generation() == generation {
+            if cache.generation(db) == generation {
                 slot(&cache).store(Arc::clone(&value));
             }
             Ok(value)

@@ -239,7 +239,7 @@ pub async fn add(
         edit_version: Some(ObjectId::new()),
     };
     durable(db).insert_one(&category).await?;
-    super::cache::of(db).categories_changed();
+    super::changes::categories_changed(db);
     Ok(category)
 }
 
@@ -366,9 +366,9 @@ async fn move_category(
             )
             .await?;
     }
-    super::cache::of(db).categories_changed();
+    super::changes::categories_changed(db);
     let rebuilt = rebuild_product_paths(db, id).await;
-    super::cache::of(db).categories_changed();
+    super::changes::categories_changed(db);
     rebuilt
 }
 
@@ -451,7 +451,7 @@ async fn rename_category(
             } },
         )
         .await?;
-    super::cache::of(db).categories_changed();
+    super::changes::categories_changed(db);
     Ok(())
 }
 
@@ -471,7 +471,7 @@ pub async fn delete(db: &Db, id: ObjectId) -> Result<(), CatalogError> {
         return Err(CatalogError::HasProducts(filed));
     }
     let result = durable(db).delete_one(doc! { "_id": id }).await?;
-    super::cache::of(db).categories_changed();
+    super::changes::categories_changed(db);
     if result.deleted_count == 0 {
         return Err(CatalogError::NotFound);
     }

@@ -818,7 +818,7 @@ pub async fn seed_bulk_with_progress(
         added += size;
         progress(added, to_add);
     }
-    super::cache::of(db).products_changed();
+    super::changes::products_changed(db);
     Ok(added)
 }
 

@@ -6,6 +6,7 @@ pub mod anchors;
 pub mod cache;
 pub mod card;
 pub mod categories;
+pub mod changes;
 pub mod demo;
 pub mod facets;
 pub mod lifecycle;

@@ -15,6 +15,7 @@ use crate::catalog::products::{
 };
 use crate::catalog::seek::{BadToken, Seek};
 use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
+use crate::comments::rate_limit::CommentRateLimit;
 use crate::comments::thread::{self, PageAt, ThreadView};
 use crate::state::AppState;
 use crate::web::errors::AppError;
@@ -424,12 +425,22 @@ pub async fn comments_anchor(
 pub async fn post_comment(
     req: HttpRequest,
     state: web::Data<AppState>,
+    comment_rate: web::Data<CommentRateLimit>,
     slug: web::Path<String>,
     input: web::Form<CommentInput>,
 ) -> Result<HttpResponse, AppError> {
     let product = existing_product(&state, &slug).await?;
     let discussion = product.discussion();
-    match comment_pages::submit(&req, &state, &discussion, None, input.into_inner()).await? {
+    match comment_pages::submit(
+        &req,
+        &state,
+        &comment_rate,
+        &discussion,
+        None,
+        input.into_inner(),
+    )
+    .await?
+    {
         Submitted::Posted(redirect) => Ok(redirect),
         Submitted::Refused(form, status) => {
             let mut thread = thread::first_page(
@@ -473,6 +484,7 @@ pub async fn comment_permalink(
 pub async fn post_reply(
     req: HttpRequest,
     state: web::Data<AppState>,
+    comment_rate: web::Data<CommentRateLimit>,
     path: web::Path<(String, String)>,
     input: web::Form<CommentInput>,
 ) -> Result<HttpResponse, AppError> {
@@ -481,6 +493,7 @@ pub async fn post_reply(
     comment_pages::reply(
         &req,
         &state,
+        &comment_rate,
         product.discussion(),
         product.comment_count,
         &comment,

@@ -729,7 +729,7 @@ pub async fn create_as(
     let mut product = new.into_product(path)?;
     product.status = status;
     durable(db).insert_one(&product).await?;
-    super::cache::of(db).products_changed();
+    super::changes::products_changed(db);
     Ok(product)
 }
 
@@ -798,7 +798,7 @@ pub async fn update_with_status(
         .update_one(filter, doc! { "$set": set })
         .await?;
     if result.matched_count == 1 {
-        super::cache::of(db).products_changed();
+        super::changes::products_changed(db);
         return Ok(Saved::Saved(version));
     }
     if by_id(db, id).await?.is_none() {
@@ -815,7 +815,7 @@ pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool,
             doc! { "$push": { "photos": file_id }, "$set": { "updated": DateTime::now() } },
         )
         .await?;
-    super::cache::of(db).products_changed();
+    super::changes::products_changed(db);
     Ok(result.matched_count == 1)
 }
 
@@ -829,7 +829,7 @@ pub async fn add_first_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result
         )
         .await?;
     if result.modified_count == 1 {
-        super::cache::of(db).products_changed();
+        super::changes::products_changed(db);
     }
     Ok(result.modified_count == 1)
 }

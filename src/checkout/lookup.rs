@@ -18,6 +18,7 @@ use crate::checkout::pages::remember_order;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{html_response, Layout};
+use crate::web::rate_limit::RateLimiter;
 use crate::web::see_other;
 
 /// What the form says when nothing matches, whichever half was wrong.
@@ -89,18 +90,30 @@ pub async fn show(req: HttpRequest) -> Result<HttpResponse, AppError> {
     page(&req, &LookupForm::default(), None, StatusCode::OK)
 }
 
+/// Order lookups per client address (`cart.order_lookups_per_hour`): [`submit`]'s own
+/// limiter, registered by start-up as app data.
+#[derive(Debug)]
+pub struct LookupLimit(RateLimiter);
+
+impl LookupLimit {
+    pub fn per_hour(lookups: u32) -> LookupLimit {
+        LookupLimit(RateLimiter::new(
+            lookups,
+            std::time::Duration::from_secs(3600),
+        ))
+    }
+}
+
 /// `POST /orders/lookup`: a match lets this session see the order and goes to it.
 pub async fn submit(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
+    lookups: web::Data<LookupLimit>,
     form: web::Form<LookupForm>,
 ) -> Result<HttpResponse, AppError> {
     let form = form.into_inner();
-    if !state
-        .order_lookups
-        .allow(crate::web::client::client_ip(&req))
-    {
+    if !lookups.0.allow(crate::web::client::client_ip(&req)) {
         return page(&req, &form, Some(TOO_MANY), StatusCode::TOO_MANY_REQUESTS);
     }
     let found = match order_number(&form.number) {

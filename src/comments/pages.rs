@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use actix_session::SessionExt;
 use actix_web::http::StatusCode;
-use actix_web::{web, HttpRequest, HttpResponse};
+use actix_web::{HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
@@ -114,6 +114,7 @@ fn client_address(req: &HttpRequest) -> IpAddr {
 pub async fn submit(
     req: &HttpRequest,
     state: &AppState,
+    comment_rate: &CommentRateLimit,
     discussion: &Discussion,
     parent_slug: Option<&str>,
     input: CommentInput,
@@ -158,12 +159,6 @@ pub async fn submit(
         return Ok(Submitted::Refused(form, StatusCode::UNPROCESSABLE_ENTITY));
     }
     let client = client_address(req);
-    // Registered by start-up next to the app state (it is the comments area's own helper).
-    let Some(comment_rate) = req.app_data::<web::Data<CommentRateLimit>>() else {
-        return Err(AppError::Internal(anyhow::anyhow!(
-            "the comment rate limit is not registered as app data"
-        )));
-    };
     if !comment_rate.try_acquire(client) {
         tracing::info!(%client, "comment refused: rate limit");
         form.notice = Some(format!(
@@ -331,12 +326,13 @@ fn render_permalink(
 pub async fn reply(
     req: &HttpRequest,
     state: &AppState,
+    comment_rate: &CommentRateLimit,
     discussion: Discussion,
     count: i64,
     slug: &str,
     input: CommentInput,
 ) -> Result<HttpResponse, AppError> {
-    match submit(req, state, &discussion, Some(slug), input).await? {
+    match submit(req, state, comment_rate, &discussion, Some(slug), input).await? {
         Submitted::Posted(redirect) => Ok(redirect),
         Submitted::Refused(form, status) => {
             let mut thread =

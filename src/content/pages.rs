@@ -10,6 +10,7 @@ use askama::Template;
 use crate::catalog::card::ProductCard;
 use crate::catalog::products;
 use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
+use crate::comments::rate_limit::CommentRateLimit;
 use crate::comments::thread::{self, PageAt, ThreadView};
 use crate::content::model::{self, section, Node, Section};
 use crate::state::AppState;
@@ -242,12 +243,22 @@ pub async fn comments_anchor(
 pub async fn post_comment(
     req: HttpRequest,
     state: web::Data<AppState>,
+    comment_rate: web::Data<CommentRateLimit>,
     path: web::Path<(String, String)>,
     input: web::Form<CommentInput>,
 ) -> Result<HttpResponse, AppError> {
     let (section, node) = published_node(&state, path.into_inner()).await?;
     let discussion = node.discussion();
-    match comment_pages::submit(&req, &state, &discussion, None, input.into_inner()).await? {
+    match comment_pages::submit(
+        &req,
+        &state,
+        &comment_rate,
+        &discussion,
+        None,
+        input.into_inner(),
+    )
+    .await?
+    {
         Submitted::Posted(redirect) => Ok(redirect),
         Submitted::Refused(form, status) => {
             let mut thread = thread::first_page(
@@ -296,6 +307,7 @@ pub async fn comment_permalink(
 pub async fn post_reply(
     req: HttpRequest,
     state: web::Data<AppState>,
+    comment_rate: web::Data<CommentRateLimit>,
     path: web::Path<(String, String, String)>,
     input: web::Form<CommentInput>,
 ) -> Result<HttpResponse, AppError> {
@@ -304,6 +316,7 @@ pub async fn post_reply(
     comment_pages::reply(
         &req,
         &state,
+        &comment_rate,
         node.discussion(),
         node.metadata.comment_count,
         &comment,

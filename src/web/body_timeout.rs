@@ -83,11 +83,6 @@ pub async fn limit_body_time(
         .map(ServiceResponse::map_into_boxed_body)
 }
 
-/// The error a body past its deadline ends with.
-pub fn is_timeout(error: &PayloadError) -> bool {
-    matches!(error, PayloadError::Io(e) if e.kind() == std::io::ErrorKind::TimedOut)
-}
-
 struct TimedBody {
     inner: Payload,
     started: Instant,

@@ -137,7 +137,7 @@ async fn read_body(req: &mut ServiceRequest) -> Result<Bytes, AppError> {
     while let Some(chunk) = payload.next().await {
         let chunk = chunk.map_err(|e| {
             tracing::info!(error = %e, "reading a form body failed");
-            if crate::web::body_timeout::is_timeout(&e) {
+            if crate::web::errors::is_body_timeout(&e) {
                 AppError::BadRequest("The form took too long to arrive. Please try again.".into())
             } else {
                 AppError::BadRequest("The form could not be read.".to_string())

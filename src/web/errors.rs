@@ -4,6 +4,13 @@
 //! [`super::db_errors`], and [`super::error_page`] renders it as a friendly page inside the site
 //! layout (internal details go to the log, never to the page).
 
+/// Whether a request body ended with the error [`super::body_timeout`] gives a body past its
+/// deadline (an I/O error of kind `TimedOut`). It lives here, below every middleware, so the
+/// readers of bodies (`super::csrf`) need not depend on the middleware that renders pages.
+pub fn is_body_timeout(error: &actix_web::error::PayloadError) -> bool {
+    matches!(error, actix_web::error::PayloadError::Io(e) if e.kind() == std::io::ErrorKind::TimedOut)
+}
+
 /// Marks a response whose body is already a finished page, so [`super::error_page::render_bare_errors`] leaves it.
 #[derive(Clone, Copy)]
 pub struct Rendered;
