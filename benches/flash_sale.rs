@@ -249,8 +249,8 @@ async fn hot_product(db: &Db, name: &str, stock: i64) -> anyhow::Result<Item> {
             slug: format!("drop-{name}"),
             title: title.clone(),
             description: "Only while stocks last.".to_string(),
-            list_cents: 5000,
-            retail_cents: 4000,
+            list_price: bazaar::domain::Money::from_cents(5000),
+            retail_price: bazaar::domain::Money::from_cents(4000),
             categories: Vec::new(),
             details: Details::Album(AlbumDetails {
                 title,
@@ -290,7 +290,7 @@ async fn hold(db: &Db, item: &Item, holders: u64) -> anyhow::Result<u64> {
             details: LineDetails {
                 title: item.slug.clone(),
                 slug: item.slug.clone(),
-                price: 4000,
+                price: bazaar::domain::Money::from_cents(4000),
                 weight: 300,
             },
         };

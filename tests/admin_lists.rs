@@ -510,8 +510,8 @@ async fn shop_settings_change_the_name_currency_and_the_shipping_charged_at_chec
         .await
         .expect("query")
         .expect("order");
-    assert_eq!(order.shipping, 1000);
-    assert_eq!(order.total, 3 * 1200 + 1000);
+    assert_eq!(order.shipping.cents(), 1000);
+    assert_eq!(order.total.cents(), 3 * 1200 + 1000);
     let doc = html(&body(shopper.get(&format!("/orders/{number}")).await).await);
     assert!(body_text(&doc).contains("€46.00"), "{}", body_text(&doc));
 }

@@ -53,7 +53,7 @@ async fn a_paid_checkout_creates_the_order_and_counts_the_units_as_sold() {
         .await
         .expect("query")
         .expect("order");
-    assert_eq!(order.total, 4199);
+    assert_eq!(order.total.cents(), 4199);
     assert_eq!(order.payment.last4, "4242");
     let stored = bson::to_document(&order).expect("bson").to_string();
     assert!(
@@ -552,7 +552,7 @@ async fn interrupted_checkout(
         app.gateway
             .charge(ChargeRequest {
                 idempotency_key: cart_id.clone(),
-                amount_cents: attempt.amount,
+                amount_cents: attempt.amount.cents(),
                 card: details.card.clone(),
                 description: "interrupted".into(),
             })
@@ -649,7 +649,7 @@ async fn recovery_records_the_order_of_a_checkout_charged_just_before_a_crash() 
     );
     let charge = &app.gateway.all_charges().await.expect("charges")[0];
     assert_eq!(order.payment.reference, charge.reference);
-    assert_eq!(order.total, charge.amount);
+    assert_eq!(order.total.cents(), charge.amount);
     assert_eq!(payment_state(&app, &cart_id).await, PaymentState::Ordered);
     let cart = cart::by_id(&app.db, &cart_id)
         .await

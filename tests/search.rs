@@ -20,8 +20,8 @@ async fn album(app: &TestApp, sku: &str, title: &str, artist: &str, description:
             slug: format!("search-{sku}"),
             title: title.to_string(),
             description: description.to_string(),
-            list_cents: 1500,
-            retail_cents: 1200,
+            list_price: bazaar::domain::Money::from_cents(1500),
+            retail_price: bazaar::domain::Money::from_cents(1200),
             categories: Vec::new(),
             details: Details::Album(AlbumDetails {
                 title: title.to_string(),
@@ -48,8 +48,8 @@ async fn book(app: &TestApp, sku: &str, title: &str, author: &str) {
             slug: format!("search-{sku}"),
             title: title.to_string(),
             description: "A book.".to_string(),
-            list_cents: 1500,
-            retail_cents: 1200,
+            list_price: bazaar::domain::Money::from_cents(1500),
+            retail_price: bazaar::domain::Money::from_cents(1200),
             categories: Vec::new(),
             details: Details::Book(BookDetails {
                 author: vec![author.to_string()],

@@ -723,8 +723,8 @@ async fn many_adds_of_long_titled_products_keep_the_session_cookie_small_and_nev
                 slug: format!("long-{n}"),
                 title: format!("{title}{n}"),
                 description: "Long.".into(),
-                list_cents: 1000,
-                retail_cents: 900,
+                list_price: bazaar::domain::Money::from_cents(1000),
+                retail_price: bazaar::domain::Money::from_cents(900),
                 categories: Vec::new(),
                 details: Details::Album(AlbumDetails {
                     title: title.clone(),

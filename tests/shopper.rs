@@ -598,8 +598,8 @@ async fn an_edited_product_is_found_by_its_new_artist_and_genre() {
         slug: "test-edit".into(),
         title: "Test album edit".into(),
         description: "Edited.".into(),
-        list_cents: 1500,
-        retail_cents: 1200,
+        list_price: bazaar::domain::Money::from_cents(1500),
+        retail_price: bazaar::domain::Money::from_cents(1200),
         categories: Vec::new(),
         details: Details::Album(AlbumDetails {
             title: "Test album edit".into(),

@@ -105,10 +105,6 @@ fn bad_status() -> FieldErrors {
     errors
 }
 
-fn cents_input(cents: i64) -> String {
-    format!("{}.{:02}", cents / 100, cents % 100)
-}
-
 /// The form's values for an existing product.
 fn values_of(product: &Product) -> HashMap<String, String> {
     let mut v: HashMap<String, String> = HashMap::new();
@@ -117,8 +113,8 @@ fn values_of(product: &Product) -> HashMap<String, String> {
     v.insert("sku".into(), product.sku.clone());
     v.insert("description".into(), product.description.clone());
     v.insert("tags".into(), product.tags.join(", "));
-    v.insert("list_price".into(), cents_input(product.pricing.list));
-    v.insert("retail_price".into(), cents_input(product.pricing.retail));
+    v.insert("list_price".into(), product.pricing.list.amount());
+    v.insert("retail_price".into(), product.pricing.retail.amount());
     if product.featured {
         v.insert("featured".into(), "1".into());
     }

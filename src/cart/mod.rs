@@ -18,8 +18,10 @@ use mongodb::IndexModel;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::products::{format_cents, ForCart};
+use crate::catalog::products::ForCart;
+use crate::db::site;
 use crate::db::{Db, DbError};
+use crate::domain::{Currency, Money};
 
 pub const COLLECTION: &str = "carts";
 /// The most units of one product a cart line may hold (the product page's quantity box uses the
@@ -118,8 +120,8 @@ impl CartStatus {
 pub struct LineDetails {
     pub title: String,
     pub slug: String,
-    /// Unit price in cents.
-    pub price: i64,
+    /// Unit price.
+    pub price: Money,
     /// Shipping weight of one unit, in grams.
     #[serde(default)]
     pub weight: i64,
@@ -146,16 +148,16 @@ impl CartLine {
         }
     }
 
-    pub fn line_total(&self) -> i64 {
-        self.qty * self.details.price
+    pub fn line_total(&self) -> Money {
+        self.details.price.times(self.qty)
     }
 
     pub fn unit_price(&self) -> String {
-        format_cents(self.details.price)
+        self.details.price.display(&site::currency())
     }
 
     pub fn total(&self) -> String {
-        format_cents(self.line_total())
+        self.line_total().display(&site::currency())
     }
 }
 
@@ -187,41 +189,35 @@ impl Cart {
         self.items.iter().map(|l| l.qty).sum()
     }
 
-    pub fn subtotal_cents(&self) -> i64 {
+    pub fn subtotal_amount(&self) -> Money {
         self.items.iter().map(CartLine::line_total).sum()
     }
 
     /// Shipping at the rates the cart started with (see [`Cart::shipping_rates`]).
-    pub fn shipping_cents(&self) -> i64 {
+    pub fn shipping_amount(&self) -> Money {
         let grams = self.items.iter().map(|l| l.qty * l.details.weight).sum();
         if self.items.is_empty() {
-            0
+            Money::ZERO
         } else {
-            self.shipping_rates.cents_for(grams)
+            self.shipping_rates.for_weight(grams)
         }
     }
 
-    pub fn total_cents(&self) -> i64 {
-        self.subtotal_cents() + self.shipping_cents()
+    pub fn total_amount(&self) -> Money {
+        self.subtotal_amount() + self.shipping_amount()
     }
 
     pub fn subtotal(&self) -> String {
-        format_cents(self.subtotal_cents())
+        self.subtotal_amount().display(&site::currency())
     }
 
     pub fn shipping(&self) -> String {
-        format_cents(self.shipping_cents())
+        self.shipping_amount().display(&site::currency())
     }
 
     pub fn total(&self) -> String {
-        format_cents(self.total_cents())
+        self.total_amount().display(&site::currency())
     }
-}
-
-/// Shipping for a parcel of `grams` at the default rates: a flat $3.99 plus $1.00 for every
-/// started 500 g (Admin → Settings changes them for new carts).
-pub fn shipping_cents(grams: i64) -> i64 {
-    crate::db::site::ShippingRates::default().cents_for(grams)
 }
 
 /// Why a cart change was refused, in words the shopper can act on.
@@ -299,11 +295,11 @@ pub use store::create;
 
 /// What the shopper is told when a line took over a changed price (see
 /// [`store::take_over_price`]).
-pub fn price_changed_notice(title: &str, was: i64, now: i64) -> String {
+pub fn price_changed_notice(title: &str, was: Money, now: Money, currency: &Currency) -> String {
     format!(
         "The price of {title} changed from {} to {} since you added it.",
-        format_cents(was),
-        format_cents(now)
+        was.display(currency),
+        now.display(currency)
     )
 }
 
@@ -374,10 +370,13 @@ mod tests {
 
     #[test]
     fn shipping_is_flat_plus_a_dollar_per_started_half_kilo() {
-        assert_eq!(shipping_cents(0), 399);
-        assert_eq!(shipping_cents(1), 499);
-        assert_eq!(shipping_cents(500), 499);
-        assert_eq!(shipping_cents(501), 599);
+        // The default rates: a flat $3.99 plus $1.00 for every started 500 g (Admin → Settings
+        // changes them for new carts).
+        let shipping = |grams| site::ShippingRates::default().for_weight(grams).cents();
+        assert_eq!(shipping(0), 399);
+        assert_eq!(shipping(1), 499);
+        assert_eq!(shipping(500), 499);
+        assert_eq!(shipping(501), 599);
     }
 
     #[test]

@@ -142,6 +142,7 @@ async fn review_lines(
                         &line.details.title,
                         line.details.price,
                         p.retail,
+                        &crate::db::site::currency(),
                     ));
                     line.details.price = p.retail;
                 }

@@ -20,6 +20,7 @@ use futures::TryStreamExt;
 
 use crate::cart::{collection, new_cart_id, Cart, CartLine, CartStatus, COLLECTION};
 use crate::db::{Db, DbError};
+use crate::domain::Money;
 
 fn carts(db: &Db) -> mongodb::Collection<Document> {
     db.collection(COLLECTION)
@@ -160,7 +161,7 @@ pub async fn cut_line(db: &Db, cart_id: &str, sku: &str, qty: i64) -> Result<(),
 ///
 /// The guard: the cart must still be in `held_as` (`active` when the cart page shows it, or
 /// `pending` while the checkout that locked it reviews it), and the line must still carry the
-/// price `was` that the caller read. So a complete or expired cart never changes, and of two
+/// price `was` that the caller read, and takes over `current`. So a complete or expired cart never changes, and of two
 /// requests taking over the same change only one succeeds (and only that one tells the shopper).
 /// Returns whether the price was taken over.
 pub async fn take_over_price(
@@ -168,8 +169,8 @@ pub async fn take_over_price(
     cart_id: &str,
     held_as: CartStatus,
     sku: &str,
-    was: i64,
-    now: i64,
+    was: Money,
+    current: Money,
 ) -> Result<bool, DbError> {
     let taken = carts(db)
         .update_one(
@@ -177,7 +178,7 @@ pub async fn take_over_price(
                 "_id": cart_id, "status": held_as.as_str(),
                 "items": { "$elemMatch": { "sku": sku, "details.price": was } },
             },
-            doc! { "$set": { "items.$.details.price": now } },
+            doc! { "$set": { "items.$.details.price": current } },
         )
         .await?;
     Ok(taken.modified_count == 1)

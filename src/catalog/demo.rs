@@ -10,6 +10,7 @@ use crate::catalog::products::{
 };
 use crate::catalog::CatalogError;
 use crate::db::Db;
+use crate::domain::Money;
 use crate::media;
 use futures::TryStreamExt;
 
@@ -640,8 +641,8 @@ async fn demo_products(db: &Db) -> Result<Vec<NewProduct>, CatalogError> {
                 "{} by {}, first issued on {} and remastered from the original tapes.",
                 a.title, a.artist, a.label
             ),
-            list_cents: a.price.0,
-            retail_cents: a.price.1,
+            list_price: Money::from_cents(a.price.0),
+            retail_price: Money::from_cents(a.price.1),
             categories: category_ids(db, a.categories).await?,
             details: Details::Album(AlbumDetails {
                 title: a.title.to_string(),
@@ -675,8 +676,8 @@ async fn demo_products(db: &Db) -> Result<Vec<NewProduct>, CatalogError> {
                 f.director.join(" and "),
                 f.aspect_ratio
             ),
-            list_cents: f.price.0,
-            retail_cents: f.price.1,
+            list_price: Money::from_cents(f.price.0),
+            retail_price: Money::from_cents(f.price.1),
             categories: category_ids(db, f.categories).await?,
             details: Details::Film(FilmDetails {
                 title: f.title.to_string(),
@@ -714,8 +715,8 @@ async fn demo_products(db: &Db) -> Result<Vec<NewProduct>, CatalogError> {
                 b.publisher,
                 b.pages
             ),
-            list_cents: b.price.0,
-            retail_cents: b.price.1,
+            list_price: Money::from_cents(b.price.0),
+            retail_price: Money::from_cents(b.price.1),
             categories: category_ids(db, b.categories).await?,
             details: Details::Book(BookDetails {
                 author: strings(b.author),
@@ -867,8 +868,9 @@ fn generated_product(template: &NewProduct, i: u64, templates: u64) -> NewProduc
     new.slug = format!("{}-edition-{edition}", new.slug);
     new.sku = bulk_sku(i);
     // Vary prices and stock so sorts and filters have work to do.
-    new.list_cents += (i % 500) as i64;
-    new.retail_cents = new.list_cents * (60 + (i % 41) as i64) / 100;
+    let list = new.list_price.cents() + (i % 500) as i64;
+    new.list_price = Money::from_cents(list);
+    new.retail_price = Money::from_cents(list * (60 + (i % 41) as i64) / 100);
     new.qty = (i % 13) as i64;
     new.featured = false;
     let later = |d: &mut DateTime| {

@@ -16,6 +16,7 @@ use crate::catalog::products::{
 use crate::catalog::seek::{BadToken, Seek};
 use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
 use crate::comments::thread::{self, PageAt, ThreadView};
+use crate::domain::Money;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{html_response, render, Layout};
@@ -383,7 +384,7 @@ fn product_meta(meta: &mut PageMeta, product: &Product, filed_under: &[Category]
         meta.picture(*photo, &product.title);
     }
     let settings = crate::db::site::current();
-    let cents = product.pricing.retail.max(0);
+    let price = product.pricing.retail.max(Money::ZERO);
     let mut data = serde_json::json!({
         "@context": "https://schema.org",
         "@type": "Product",
@@ -394,7 +395,7 @@ fn product_meta(meta: &mut PageMeta, product: &Product, filed_under: &[Category]
         "offers": {
             "@type": "Offer",
             "url": url,
-            "price": format!("{}.{:02}", cents / 100, cents % 100),
+            "price": price.amount(),
             "priceCurrency": settings.currency_code,
             "availability": availability(product),
         },

@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::catalog::lifecycle::ProductStatus;
 use crate::catalog::CatalogError;
-use crate::db::{Db, DbError};
+use crate::db::{site, Db, DbError};
+use crate::domain::Money;
 
 pub const COLLECTION: &str = "products";
 
@@ -59,18 +60,18 @@ impl ProductType {
 /// Prices in integer cents; `savings` and `pct_savings` are derived, never entered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pricing {
-    pub list: i64,
-    pub retail: i64,
-    pub savings: i64,
+    pub list: Money,
+    pub retail: Money,
+    pub savings: Money,
     pub pct_savings: i32,
 }
 
 impl Pricing {
     /// Pricing from the list and retail price; a retail price above list means no savings.
-    pub fn new(list: i64, retail: i64) -> Pricing {
-        let savings = (list - retail).max(0);
-        let pct_savings = if list > 0 {
-            i32::try_from(savings * 100 / list).unwrap_or(0)
+    pub fn new(list: Money, retail: Money) -> Pricing {
+        let savings = (list - retail).max(Money::ZERO);
+        let pct_savings = if list > Money::ZERO {
+            i32::try_from(savings.cents() * 100 / list.cents()).unwrap_or(0)
         } else {
             0
         };
@@ -81,15 +82,11 @@ impl Pricing {
             pct_savings,
         }
     }
-}
 
-/// Cents as the shop shows money: `$12.99`, with the currency symbol of the site settings
-/// (Admin → Settings).
-pub fn format_cents(cents: i64) -> String {
-    let sign = if cents < 0 { "-" } else { "" };
-    let symbol = crate::db::site::current().currency_symbol.clone();
-    let cents = cents.unsigned_abs();
-    format!("{sign}{symbol}{}.{:02}", cents / 100, cents % 100)
+    /// Whether the retail price is below list (the pages then show both).
+    pub fn has_savings(&self) -> bool {
+        self.savings > Money::ZERO
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -311,15 +308,15 @@ impl Product {
     }
 
     pub fn retail_price(&self) -> String {
-        format_cents(self.pricing.retail)
+        self.pricing.retail.display(&site::currency())
     }
 
     pub fn list_price(&self) -> String {
-        format_cents(self.pricing.list)
+        self.pricing.list.display(&site::currency())
     }
 
     pub fn savings(&self) -> String {
-        format_cents(self.pricing.savings)
+        self.pricing.savings.display(&site::currency())
     }
 
     pub fn url(&self) -> String {
@@ -372,8 +369,8 @@ pub struct NewProduct {
     pub slug: String,
     pub title: String,
     pub description: String,
-    pub list_cents: i64,
-    pub retail_cents: i64,
+    pub list_price: Money,
+    pub retail_price: Money,
     pub categories: Vec<ObjectId>,
     pub details: Details,
     pub qty: i64,
@@ -399,7 +396,7 @@ impl NewProduct {
             description: self.description,
             asin: None,
             shipping: self.shipping,
-            pricing: Pricing::new(self.list_cents, self.retail_cents),
+            pricing: Pricing::new(self.list_price, self.retail_price),
             categories: self.categories,
             category_path,
             photos: Vec::new(),
@@ -651,8 +648,7 @@ pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Product>, DbError> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SaleState {
     pub qty: i64,
-    /// Cents.
-    pub retail: i64,
+    pub retail: Money,
     /// The first photo, if the product has one.
     pub cover: Option<ObjectId>,
 }
@@ -673,7 +669,7 @@ pub async fn sale_states(
     }
     #[derive(Deserialize)]
     struct RetailOnly {
-        retail: i64,
+        retail: Money,
     }
     let rows: Vec<Row> = db
         .collection::<Row>(COLLECTION)
@@ -770,7 +766,7 @@ pub async fn update_with_status(
         .details
         .to_document()
         .map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
-    let pricing = bson::to_bson(&Pricing::new(edit.list_cents, edit.retail_cents))
+    let pricing = bson::to_bson(&Pricing::new(edit.list_price, edit.retail_price))
         .map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
     let shipping =
         bson::to_bson(&edit.shipping).map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
@@ -920,18 +916,12 @@ mod tests {
 
     #[test]
     fn savings_are_derived_from_list_and_retail() {
-        let p = Pricing::new(1200, 1100);
-        assert_eq!((p.savings, p.pct_savings), (100, 8));
-        let p = Pricing::new(1000, 1500);
-        assert_eq!((p.savings, p.pct_savings), (0, 0));
-        let p = Pricing::new(0, 0);
-        assert_eq!((p.savings, p.pct_savings), (0, 0));
-    }
-
-    #[test]
-    fn cents_are_shown_as_dollars() {
-        assert_eq!(format_cents(1299), "$12.99");
-        assert_eq!(format_cents(5), "$0.05");
-        assert_eq!(format_cents(-250), "-$2.50");
+        let cents = Money::from_cents;
+        let p = Pricing::new(cents(1200), cents(1100));
+        assert_eq!((p.savings, p.pct_savings), (cents(100), 8));
+        let p = Pricing::new(cents(1000), cents(1500));
+        assert_eq!((p.savings, p.pct_savings), (Money::ZERO, 0));
+        let p = Pricing::new(Money::ZERO, Money::ZERO);
+        assert_eq!((p.savings, p.pct_savings), (Money::ZERO, 0));
     }
 }

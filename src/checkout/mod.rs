@@ -244,7 +244,7 @@ pub async fn place_order(
     let charge = gateway
         .charge(ChargeRequest {
             idempotency_key: attempt.key.clone(),
-            amount_cents: attempt.amount,
+            amount_cents: attempt.amount.cents(),
             card: details.card.clone(),
             description: format!("Bazaar cart {}", cart.id),
         })
@@ -296,7 +296,7 @@ pub async fn place_order(
     };
     let order = record_order(db, &cart, &attempt, &charge).await?;
     crate::metrics::count(crate::metrics::ORDERS, 1);
-    tracing::info!(order = %order.number, total = order.total, "order placed");
+    tracing::info!(order = %order.number, total = order.total.cents(), "order placed");
     Ok(CheckoutOutcome::Placed(Box::new(order)))
 }
 
@@ -342,9 +342,9 @@ async fn record_order(
                 unit_price: l.details.price,
             })
             .collect(),
-        subtotal: cart.subtotal_cents(),
-        shipping: cart.shipping_cents(),
-        total: cart.total_cents(),
+        subtotal: cart.subtotal_amount(),
+        shipping: cart.shipping_amount(),
+        total: cart.total_amount(),
         payment: attempt.payment(charge),
         status: OrderStatus::Paid,
         restock: Vec::new(),
@@ -644,6 +644,7 @@ async fn review_reservations(db: &Db, cart: &Cart) -> Result<Vec<String>, CartEr
                     title,
                     line.details.price,
                     p.pricing.retail,
+                    &crate::db::site::currency(),
                 ));
             }
         }

@@ -9,9 +9,9 @@ use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
 
 use crate::cart::CartError;
-use crate::catalog::products::format_cents;
 use crate::checkout::emails::{self, OrderEmail};
-use crate::db::{is_duplicate_key, Db, DbError};
+use crate::db::{is_duplicate_key, site, Db, DbError};
+use crate::domain::Money;
 use crate::stock;
 
 pub const COLLECTION: &str = "orders";
@@ -58,17 +58,20 @@ pub struct OrderItem {
     pub sku: String,
     pub title: String,
     pub qty: i64,
-    /// Cents.
-    pub unit_price: i64,
+    pub unit_price: Money,
 }
 
 impl OrderItem {
+    pub fn line_total(&self) -> Money {
+        self.unit_price.times(self.qty)
+    }
+
     pub fn unit(&self) -> String {
-        format_cents(self.unit_price)
+        self.unit_price.display(&site::currency())
     }
 
     pub fn total(&self) -> String {
-        format_cents(self.unit_price * self.qty)
+        self.line_total().display(&site::currency())
     }
 }
 
@@ -90,9 +93,9 @@ pub struct Order {
     pub name: String,
     pub address: Address,
     pub items: Vec<OrderItem>,
-    pub subtotal: i64,
-    pub shipping: i64,
-    pub total: i64,
+    pub subtotal: Money,
+    pub shipping: Money,
+    pub total: Money,
     pub payment: Payment,
     pub status: OrderStatus,
     /// SKUs of a cancelled order whose units are still to be put back on sale (empty once done;
@@ -107,15 +110,15 @@ impl Order {
     }
 
     pub fn subtotal_display(&self) -> String {
-        format_cents(self.subtotal)
+        self.subtotal.display(&site::currency())
     }
 
     pub fn shipping_display(&self) -> String {
-        format_cents(self.shipping)
+        self.shipping.display(&site::currency())
     }
 
     pub fn total_display(&self) -> String {
-        format_cents(self.total)
+        self.total.display(&site::currency())
     }
 
     pub fn placed(&self) -> String {

@@ -19,6 +19,7 @@ use crate::checkout::orders::{Address, Payment};
 use crate::checkout::payment::Charge;
 use crate::checkout::ValidCheckout;
 use crate::db::{Db, DbError};
+use crate::domain::Money;
 
 pub const COLLECTION: &str = "payments";
 
@@ -68,8 +69,8 @@ pub struct PaymentRecord {
     pub cart_id: String,
     pub state: PaymentState,
     pub gateway: String,
-    /// Cents, as charged.
-    pub amount: i64,
+    /// As charged.
+    pub amount: Money,
     pub last4: String,
     pub email: String,
     pub name: String,
@@ -97,7 +98,7 @@ impl PaymentRecord {
             cart_id: cart.id.clone(),
             state: PaymentState::Started,
             gateway: gateway.to_string(),
-            amount: cart.total_cents(),
+            amount: cart.total_amount(),
             last4: details.card.last4(),
             email: details.email.clone(),
             name: details.name.clone(),

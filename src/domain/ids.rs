@@ -110,7 +110,10 @@ string_id!(
 impl Slug {
     pub fn parse(text: &str) -> Result<Slug, IdError> {
         let runs_ok = text.split('-').all(|run| {
-            !run.is_empty() && run.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+            !run.is_empty()
+                && run
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
         });
         (text.len() <= 100 && runs_ok)
             .then(|| Slug(text.to_string()))
@@ -138,7 +141,8 @@ impl CartId {
             && text
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-        ok.then(|| CartId(text.to_string())).ok_or_else(CartId::refused)
+        ok.then(|| CartId(text.to_string()))
+            .ok_or_else(CartId::refused)
     }
 
     /// A new cart id: 128 random bits as hex.
@@ -234,7 +238,10 @@ mod tests {
     #[test]
     fn identifiers_are_stored_as_bare_strings() {
         let sku = Sku::parse("bk-1").unwrap();
-        assert_eq!(bson::to_bson(&sku).unwrap(), bson::Bson::String("bk-1".into()));
+        assert_eq!(
+            bson::to_bson(&sku).unwrap(),
+            bson::Bson::String("bk-1".into())
+        );
         assert_eq!(bson::Bson::from(&sku), bson::Bson::String("bk-1".into()));
         let read: OrderNumber = bson::from_bson(bson::Bson::String("BZ-000007".into())).unwrap();
         assert_eq!(read, OrderNumber::from_sequence(7));

@@ -9,7 +9,9 @@ use std::ops::{Add, AddAssign, Sub};
 use serde::{Deserialize, Serialize};
 
 /// An amount in cents. Stored as the bare `i64` it always was (`#[serde(transparent)]`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Money(i64);
 
@@ -40,7 +42,10 @@ impl Money {
         let s = text.trim().trim_start_matches('$');
         let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
         let digits = |part: &str| part.chars().all(|c| c.is_ascii_digit());
-        if (whole.is_empty() && frac.is_empty()) || frac.len() > 2 || !digits(whole) || !digits(frac)
+        if (whole.is_empty() && frac.is_empty())
+            || frac.len() > 2
+            || !digits(whole)
+            || !digits(frac)
         {
             return Err(MoneyError::Malformed);
         }
@@ -64,7 +69,11 @@ impl Money {
     /// As the shop shows money: `$12.99`, `-$2.50`, with `currency`'s symbol.
     pub fn display(self, currency: &Currency) -> String {
         let sign = if self.0 < 0 { "-" } else { "" };
-        format!("{sign}{}{}", currency.symbol, self.amount_of(self.0.unsigned_abs()))
+        format!(
+            "{sign}{}{}",
+            currency.symbol,
+            self.amount_of(self.0.unsigned_abs())
+        )
     }
 
     /// The amount without a symbol, always with two decimals: `12.99`, `12.00` (what a price
@@ -170,7 +179,10 @@ mod tests {
         assert_eq!(Money::from_cents(1299).display(&dollars()), "$12.99");
         assert_eq!(Money::from_cents(5).display(&dollars()), "$0.05");
         assert_eq!(Money::from_cents(-250).display(&dollars()), "-$2.50");
-        assert_eq!(Money::from_cents(1299).display(&Currency::new("€", "EUR")), "€12.99");
+        assert_eq!(
+            Money::from_cents(1299).display(&Currency::new("€", "EUR")),
+            "€12.99"
+        );
     }
 
     #[test]
@@ -197,13 +209,21 @@ mod tests {
 
     #[test]
     fn a_price_too_large_for_cents_is_refused_not_wrapped() {
-        assert_eq!(Money::parse("92233720368547758.08"), Err(MoneyError::TooLarge));
-        assert_eq!(Money::parse("99999999999999999999"), Err(MoneyError::TooLarge));
+        assert_eq!(
+            Money::parse("92233720368547758.08"),
+            Err(MoneyError::TooLarge)
+        );
+        assert_eq!(
+            Money::parse("99999999999999999999"),
+            Err(MoneyError::TooLarge)
+        );
     }
 
     #[test]
     fn money_adds_up_and_multiplies_by_quantities() {
-        let total: Money = [Money::from_cents(100), Money::from_cents(250)].into_iter().sum();
+        let total: Money = [Money::from_cents(100), Money::from_cents(250)]
+            .into_iter()
+            .sum();
         assert_eq!(total, Money::from_cents(350));
         assert_eq!(Money::from_cents(250).times(3), Money::from_cents(750));
         assert_eq!(total - Money::from_cents(50), Money::from_cents(300));

@@ -84,7 +84,10 @@ mod tests {
     fn holders_are_stored_as_the_strings_they_always_were() {
         let cart = StockHolder::Cart(CartId::parse("0f3a").unwrap());
         let order = StockHolder::Cancelled(OrderNumber::from_sequence(12));
-        assert_eq!(bson::to_bson(&cart).unwrap(), bson::Bson::String("0f3a".into()));
+        assert_eq!(
+            bson::to_bson(&cart).unwrap(),
+            bson::Bson::String("0f3a".into())
+        );
         assert_eq!(
             bson::Bson::from(&order),
             bson::Bson::String("cancelled:BZ-000012".into())

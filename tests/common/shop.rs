@@ -19,8 +19,8 @@ pub async fn product_with_stock(db: &Db, sku: &str, stock: i64) -> Product {
             slug: format!("test-{sku}"),
             title: format!("Test album {sku}"),
             description: "For testing the cart.".to_string(),
-            list_cents: 1500,
-            retail_cents: 1200,
+            list_price: bazaar::domain::Money::from_cents(1500),
+            retail_price: bazaar::domain::Money::from_cents(1200),
             categories: Vec::new(),
             details: Details::Album(AlbumDetails {
                 title: format!("Test album {sku}"),
