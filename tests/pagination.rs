@@ -26,8 +26,8 @@ fn new_product(n: usize, category: Option<bson::oid::ObjectId>) -> NewProduct {
     // Three discounts (0, 25 and 50 %) over four list prices.
     let retail = list * [100, 75, 50][n % 3] / 100;
     NewProduct {
-        sku: format!("echo{n:04}"),
-        slug: format!("echo-{n:04}"),
+        sku: bazaar::domain::Sku::parse(&format!("echo{n:04}")).expect("a valid SKU"),
+        slug: bazaar::domain::Slug::parse(&format!("echo-{n:04}")).expect("a valid slug"),
         title: title.clone(),
         description: "Made to share its sort keys with others.".to_string(),
         list_price: bazaar::domain::Money::from_cents(list),
@@ -311,7 +311,7 @@ async fn products_added_during_a_walk_never_repeat_or_hide_others() {
                 bazaar::domain::Money::from_cents([100, 1_200, 2_000, 1_500, 3_000, 900][n % 6]);
             n += 1;
             let product = products::create(&app.db, new).await.expect("created");
-            added.push((product.slug, seen.last().cloned()));
+            added.push((product.slug.to_string(), seen.last().cloned()));
         }
         match link(&doc, "next") {
             Some(next) => path = next,

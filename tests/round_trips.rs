@@ -141,8 +141,8 @@ async fn this_instances_writes_invalidate_the_cache() {
     products::create(
         &app.db,
         products::NewProduct {
-            sku: "cache-test-1".into(),
-            slug: "cache-test-1".into(),
+            sku: bazaar::domain::Sku::parse("cache-test-1").expect("a valid SKU"),
+            slug: bazaar::domain::Slug::parse("cache-test-1").expect("a valid slug"),
             title: "Cache Test".into(),
             description: "A product added after the total was cached.".into(),
             list_price: bazaar::domain::Money::from_cents(1000),

@@ -16,8 +16,8 @@ async fn album(app: &TestApp, sku: &str, title: &str, artist: &str, description:
     products::create(
         &app.db,
         NewProduct {
-            sku: sku.to_string(),
-            slug: format!("search-{sku}"),
+            sku: bazaar::domain::Sku::parse(sku).expect("a valid SKU"),
+            slug: bazaar::domain::Slug::parse(&format!("search-{sku}")).expect("a valid slug"),
             title: title.to_string(),
             description: description.to_string(),
             list_price: bazaar::domain::Money::from_cents(1500),
@@ -44,8 +44,8 @@ async fn book(app: &TestApp, sku: &str, title: &str, author: &str) {
     products::create(
         &app.db,
         NewProduct {
-            sku: sku.to_string(),
-            slug: format!("search-{sku}"),
+            sku: bazaar::domain::Sku::parse(sku).expect("a valid SKU"),
+            slug: bazaar::domain::Slug::parse(&format!("search-{sku}")).expect("a valid slug"),
             title: title.to_string(),
             description: "A book.".to_string(),
             list_price: bazaar::domain::Money::from_cents(1500),

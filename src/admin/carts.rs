@@ -48,9 +48,9 @@ pub struct CartRow {
 impl CartRow {
     fn from_cart(cart: &Cart) -> CartRow {
         CartRow {
-            id: cart.id.clone(),
+            id: cart.id.to_string(),
             // Eight hex digits tell carts apart on one screen; the full id is in the title.
-            short_id: cart.id.chars().take(8).collect(),
+            short_id: cart.id.as_str().chars().take(8).collect(),
             lines: cart.items.len(),
             units: cart.item_count(),
             subtotal: cart.subtotal(),

@@ -10,8 +10,8 @@ use crate::catalog::demo::midnight_utc;
 use crate::catalog::products::{
     AlbumDetails, BookDetails, Details, Dimensions, FilmDetails, NewProduct, ProductType, Shipping,
 };
-use crate::catalog::{is_valid_slug, slugify};
-use crate::domain::Money;
+use crate::catalog::slugify;
+use crate::domain::{Money, Sku, Slug};
 use crate::web::field_errors::FieldErrors;
 
 const MAX_TEXT: usize = 200;
@@ -224,19 +224,17 @@ pub(super) fn parse_product(
         "" => slugify(&title),
         s => s.to_string(),
     };
-    if !is_valid_slug(&slug) {
-        errors.add(
-            "slug",
-            "Use lowercase letters, digits and single dashes, e.g. kind-of-blue.",
-        );
-    }
-    let sku = form.get("sku").to_string();
-    if sku.is_empty()
-        || sku.len() > 40
-        || !sku.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-    {
-        errors.add("sku", "Enter a SKU of letters, digits and dashes.");
-    }
+    let slug = Slug::parse(&slug)
+        .map_err(|_| {
+            errors.add(
+                "slug",
+                "Use lowercase letters, digits and single dashes, e.g. kind-of-blue.",
+            )
+        })
+        .ok();
+    let sku = Sku::parse(form.get("sku"))
+        .map_err(|_| errors.add("sku", "Enter a SKU of letters, digits and dashes."))
+        .ok();
     let mut price = |name: &'static str| match Money::parse(form.get(name)) {
         Ok(amount) if amount.cents() <= 100_000_000 => amount,
         _ => {
@@ -344,6 +342,10 @@ pub(super) fn parse_product(
                 genre,
             })
         }
+    };
+    // Both are there whenever no field was refused.
+    let (Some(sku), Some(slug)) = (sku, slug) else {
+        return Err(errors);
     };
     if !errors.is_empty() {
         return Err(errors);

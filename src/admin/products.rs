@@ -109,8 +109,8 @@ fn bad_status() -> FieldErrors {
 fn values_of(product: &Product) -> HashMap<String, String> {
     let mut v: HashMap<String, String> = HashMap::new();
     v.insert("title".into(), product.title.clone());
-    v.insert("slug".into(), product.slug.clone());
-    v.insert("sku".into(), product.sku.clone());
+    v.insert("slug".into(), product.slug.to_string());
+    v.insert("sku".into(), product.sku.to_string());
     v.insert("description".into(), product.description.clone());
     v.insert("tags".into(), product.tags.join(", "));
     v.insert("list_price".into(), product.pricing.list.amount());

@@ -89,8 +89,8 @@ mod tests {
     #[test]
     fn a_card_reads_what_the_product_shows_from_the_projected_fields_alone() {
         let product = NewProduct {
-            sku: "c1".into(),
-            slug: "card-test".into(),
+            sku: crate::domain::Sku::parse("c1").unwrap(),
+            slug: crate::domain::Slug::parse("card-test").unwrap(),
             title: "Card Test".into(),
             description: "Not on a card.".into(),
             list_price: crate::domain::Money::from_cents(2000),

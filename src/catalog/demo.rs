@@ -10,7 +10,7 @@ use crate::catalog::products::{
 };
 use crate::catalog::CatalogError;
 use crate::db::Db;
-use crate::domain::Money;
+use crate::domain::{Money, Sku, Slug};
 use crate::media;
 use futures::TryStreamExt;
 
@@ -624,18 +624,15 @@ async fn demo_products(db: &Db) -> Result<Vec<NewProduct>, CatalogError> {
         n += 1;
         // Some products sold out, a few featured: the shelves and filters have something to show.
         let qty = [12, 5, 0, 30, 8, 2, 17, 0, 9][n as usize % 9];
-        (
-            format!("demo{n:04}"),
-            crate::catalog::slugify(title),
-            qty,
-            n % 5 == 1,
-        )
+        let sku = Sku::parse(&format!("demo{n:04}"));
+        let slug = Slug::parse(&crate::catalog::slugify(title));
+        (sku, slug, qty, n % 5 == 1)
     };
     for a in ALBUMS {
         let (sku, slug, qty, featured) = next(a.title);
         out.push(NewProduct {
-            sku,
-            slug,
+            sku: sku?,
+            slug: slug?,
             title: a.title.to_string(),
             description: format!(
                 "{} by {}, first issued on {} and remastered from the original tapes.",
@@ -667,8 +664,8 @@ async fn demo_products(db: &Db) -> Result<Vec<NewProduct>, CatalogError> {
     for f in FILMS {
         let (sku, slug, qty, featured) = next(f.title);
         out.push(NewProduct {
-            sku,
-            slug,
+            sku: sku?,
+            slug: slug?,
             title: f.title.to_string(),
             description: format!(
                 "{}, directed by {}, restored and presented in its original {} aspect ratio.",
@@ -705,8 +702,8 @@ async fn demo_products(db: &Db) -> Result<Vec<NewProduct>, CatalogError> {
     for b in BOOKS {
         let (sku, slug, qty, featured) = next(b.title);
         out.push(NewProduct {
-            sku,
-            slug,
+            sku: sku?,
+            slug: slug?,
             title: b.title.to_string(),
             description: format!(
                 "{} by {} ({}), {} pages.",
@@ -811,7 +808,7 @@ pub async fn seed_bulk_with_progress(
         for i in first + added..first + added + size {
             let k = (i as usize) % templates.len();
             batch.push(
-                generated_product(&templates[k], i, templates.len() as u64)
+                generated_product(&templates[k], i, templates.len() as u64)?
                     .into_product(paths[k].clone())?,
             );
         }
@@ -861,12 +858,16 @@ fn bulk_sku(i: u64) -> String {
 }
 
 /// The `i`-th generated product (0-based; its SKU is `bulk{i + 1}`), a variation on `template`.
-fn generated_product(template: &NewProduct, i: u64, templates: u64) -> NewProduct {
+fn generated_product(
+    template: &NewProduct,
+    i: u64,
+    templates: u64,
+) -> Result<NewProduct, CatalogError> {
     let mut new = template.clone();
     let edition = i / templates + 1;
     new.title = format!("{} (edition {edition})", new.title);
-    new.slug = format!("{}-edition-{edition}", new.slug);
-    new.sku = bulk_sku(i);
+    new.slug = Slug::parse(&format!("{}-edition-{edition}", new.slug))?;
+    new.sku = Sku::parse(&bulk_sku(i))?;
     // Vary prices and stock so sorts and filters have work to do.
     let list = new.list_price.cents() + (i % 500) as i64;
     new.list_price = Money::from_cents(list);
@@ -881,7 +882,7 @@ fn generated_product(template: &NewProduct, i: u64, templates: u64) -> NewProduc
         Details::Film(d) => later(&mut d.issue_date),
         Details::Book(d) => later(&mut d.issue_date),
     }
-    new
+    Ok(new)
 }
 
 /// Give every demo product without a photo a generated cover; returns how many were added.

@@ -331,8 +331,9 @@ async fn product_page(
         Some(Details::Book(d)) => book = Some(d),
         None => tracing::warn!(slug = %product.slug, "product details do not fit its type"),
     }
-    let own_cart = crate::web::session::cart_id(&req.get_session());
-    let held_by_others = product.held_by_others(own_cart.as_deref());
+    let own_cart = crate::web::session::cart_id(&req.get_session())
+        .and_then(|id| crate::domain::CartId::parse(&id).ok());
+    let held_by_others = product.held_by_others(own_cart.as_ref());
     let mut layout = Layout::public(req);
     product_meta(&mut layout.meta, &product, &filed_under);
     Ok(ProductPage {

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::catalog::lifecycle::ProductStatus;
 use crate::catalog::CatalogError;
 use crate::db::{site, Db, DbError};
-use crate::domain::Money;
+use crate::domain::{CartId, Money, Sku, Slug, StockHolder};
 
 pub const COLLECTION: &str = "products";
 
@@ -201,8 +201,10 @@ impl Details {
 /// One reservation of stock by a cart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Carted {
-    /// The reserving cart's `_id` (a random hex string).
-    pub cart_id: String,
+    /// The cart (or cancelled order) holding the units; stored as `cart_id`, the name from
+    /// when only carts held stock.
+    #[serde(rename = "cart_id")]
+    pub holder: StockHolder,
     pub qty: i64,
     pub timestamp: DateTime,
 }
@@ -225,8 +227,8 @@ pub struct Product {
     /// order until they are saved again.
     #[serde(default)]
     pub status: ProductStatus,
-    pub sku: String,
-    pub slug: String,
+    pub sku: Sku,
+    pub slug: Slug,
     #[serde(rename = "type")]
     pub kind: ProductType,
     pub title: String,
@@ -299,10 +301,10 @@ impl Product {
 
     /// Units other shoppers' carts hold (all reservations but `own_cart`'s): they come back on
     /// sale if those carts expire or lines are removed.
-    pub fn held_by_others(&self, own_cart: Option<&str>) -> i64 {
+    pub fn held_by_others(&self, own_cart: Option<&CartId>) -> i64 {
         self.carted
             .iter()
-            .filter(|c| Some(c.cart_id.as_str()) != own_cart)
+            .filter(|c| c.holder.cart().is_none() || c.holder.cart() != own_cart)
             .map(|c| c.qty.max(0))
             .sum()
     }
@@ -320,7 +322,7 @@ impl Product {
     }
 
     pub fn url(&self) -> String {
-        url_of(&self.slug)
+        url_of(self.slug.as_str())
     }
 
     /// The product as a discussion its comments hang from.
@@ -336,10 +338,10 @@ impl Product {
     }
 
     /// Units `cart_id` holds reserved of this product.
-    pub fn reserved_for(&self, cart_id: &str) -> i64 {
+    pub fn reserved_for(&self, cart_id: &CartId) -> i64 {
         self.carted
             .iter()
-            .filter(|c| c.cart_id == cart_id)
+            .filter(|c| c.holder.cart() == Some(cart_id))
             .map(|c| c.qty)
             .sum()
     }
@@ -365,8 +367,8 @@ pub fn cover_url_of(photos: &[ObjectId]) -> Option<String> {
 /// What an editor fills in for a product; everything else is derived when it is saved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewProduct {
-    pub sku: String,
-    pub slug: String,
+    pub sku: Sku,
+    pub slug: Slug,
     pub title: String,
     pub description: String,
     pub list_price: Money,
@@ -525,8 +527,8 @@ pub async fn by_sku(db: &Db, sku: &str) -> Result<Option<Product>, DbError> {
 /// one per cart, thousands of them), at most the one cart's own ([`for_cart_holding`]).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ForCart {
-    pub sku: String,
-    pub slug: String,
+    pub sku: Sku,
+    pub slug: Slug,
     pub title: String,
     #[serde(default)]
     pub status: ProductStatus,
@@ -546,7 +548,7 @@ impl ForCart {
     }
 
     pub fn url(&self) -> String {
-        url_of(&self.slug)
+        url_of(self.slug.as_str())
     }
 
     /// Units the cart [`for_cart_holding`] asked about holds reserved.
@@ -579,7 +581,7 @@ fn for_cart_fields() -> Document {
 }
 
 /// The product `sku` as adding it to a cart needs it, by the `sku` index.
-pub async fn for_cart(db: &Db, sku: &str) -> Result<Option<ForCart>, DbError> {
+pub async fn for_cart(db: &Db, sku: &Sku) -> Result<Option<ForCart>, DbError> {
     Ok(db
         .collection::<ForCart>(COLLECTION)
         .find_one(doc! { "sku": sku })
@@ -591,8 +593,8 @@ pub async fn for_cart(db: &Db, sku: &str) -> Result<Option<ForCart>, DbError> {
 /// the other carts' entries stay in the store).
 pub async fn for_cart_holding(
     db: &Db,
-    sku: &str,
-    cart_id: &str,
+    sku: &Sku,
+    cart_id: &CartId,
 ) -> Result<Option<ForCart>, DbError> {
     let mut fields = for_cart_fields();
     fields.insert("carted", doc! { "$elemMatch": { "cart_id": cart_id } });
@@ -604,7 +606,7 @@ pub async fn for_cart_holding(
 }
 
 /// Units all carts hold reserved of `sku`, summed in the store (only the sum comes back).
-pub async fn units_reserved(db: &Db, sku: &str) -> Result<i64, DbError> {
+pub async fn units_reserved(db: &Db, sku: &Sku) -> Result<i64, DbError> {
     use futures::TryStreamExt;
     let rows: Vec<Document> = db
         .collection::<Document>(COLLECTION)
@@ -628,8 +630,8 @@ pub async fn units_reserved(db: &Db, sku: &str) -> Result<i64, DbError> {
 /// The products with any of `skus`, by SKU, in one query on the `sku` index.
 pub async fn by_skus(
     db: &Db,
-    skus: &[&str],
-) -> Result<std::collections::HashMap<String, Product>, DbError> {
+    skus: &[&Sku],
+) -> Result<std::collections::HashMap<Sku, Product>, DbError> {
     use futures::TryStreamExt;
     let found: Vec<Product> = collection(db)
         .find(doc! { "sku": { "$in": skus } })
@@ -656,12 +658,12 @@ pub struct SaleState {
 /// [`SaleState`] of each of `skus` that exists, in one query on the `sku` index.
 pub async fn sale_states(
     db: &Db,
-    skus: &[&str],
-) -> Result<std::collections::HashMap<String, SaleState>, DbError> {
+    skus: &[&Sku],
+) -> Result<std::collections::HashMap<Sku, SaleState>, DbError> {
     use futures::TryStreamExt;
     #[derive(Deserialize)]
     struct Row {
-        sku: String,
+        sku: Sku,
         qty: i64,
         pricing: RetailOnly,
         #[serde(default)]

@@ -92,7 +92,7 @@ pub fn render(
     .render()
     .map_err(failed)?;
     Ok(Email {
-        id: which.outbox_id(&order.number),
+        id: which.outbox_id(order.number.as_str()),
         kind: match which {
             OrderEmail::Placed => "order-placed",
             OrderEmail::Shipped => "order-shipped",

@@ -19,7 +19,7 @@ use crate::checkout::orders::{Address, Payment};
 use crate::checkout::payment::Charge;
 use crate::checkout::ValidCheckout;
 use crate::db::{Db, DbError};
-use crate::domain::Money;
+use crate::domain::{CartId, Money};
 
 pub const COLLECTION: &str = "payments";
 
@@ -66,7 +66,7 @@ pub struct PaymentRecord {
     /// The gateway's idempotency key: the cart id.
     #[serde(rename = "_id")]
     pub key: String,
-    pub cart_id: String,
+    pub cart_id: CartId,
     pub state: PaymentState,
     pub gateway: String,
     /// As charged.
@@ -94,7 +94,7 @@ impl PaymentRecord {
     pub fn started(cart: &Cart, gateway: &str, details: &ValidCheckout) -> PaymentRecord {
         let now = DateTime::now();
         PaymentRecord {
-            key: cart.id.clone(),
+            key: cart.id.to_string(),
             cart_id: cart.id.clone(),
             state: PaymentState::Started,
             gateway: gateway.to_string(),

@@ -183,6 +183,15 @@ impl OrderNumber {
         }
     }
 
+    /// An order number exactly as the shop writes it (`BZ-000123`), as in an order's address:
+    /// `/orders/123` is not that order's page.
+    pub fn parse_exact(text: &str) -> Result<OrderNumber, IdError> {
+        OrderNumber::parse(text)
+            .ok()
+            .filter(|number| number.0 == text)
+            .ok_or_else(OrderNumber::refused)
+    }
+
     /// The number of the `n`th order.
     pub fn from_sequence(n: u64) -> OrderNumber {
         OrderNumber(format!("BZ-{n:06}"))
@@ -218,6 +227,7 @@ mod tests {
     fn cart_ids_are_random_hex_and_never_contain_a_colon() {
         let id = CartId::random();
         assert_eq!(id.as_str().len(), 32);
+        assert!(id.as_str().chars().all(|c| c.is_ascii_hexdigit()));
         assert!(CartId::parse(id.as_str()).is_ok());
         assert_ne!(CartId::random(), id);
         assert!(CartId::parse("cancelled:BZ-000001").is_err());
@@ -229,10 +239,26 @@ mod tests {
         assert_eq!(OrderNumber::parse(" bz-000123 ").unwrap(), "BZ-000123");
         assert_eq!(OrderNumber::parse("123").unwrap(), "BZ-000123");
         assert_eq!(OrderNumber::parse("BZ-1234567").unwrap(), "BZ-1234567");
-        for bad in ["", "BZ-", "0", "BZ-0", "12a", "1234567890123", "BZ 12"] {
+        for bad in [
+            "",
+            "BZ-",
+            "abc",
+            "0",
+            "BZ-0",
+            "BZ-12x",
+            "99999999999999",
+            "BZ 12",
+        ] {
             assert!(OrderNumber::parse(bad).is_err(), "{bad:?} was accepted");
         }
         assert_eq!(OrderNumber::from_sequence(42).to_string(), "BZ-000042");
+        assert!(OrderNumber::parse_exact("BZ-000042").is_ok());
+        for loose in ["42", "bz-000042", " BZ-000042", "BZ-0000042"] {
+            assert!(
+                OrderNumber::parse_exact(loose).is_err(),
+                "{loose:?} was accepted"
+            );
+        }
     }
 
     #[test]
