@@ -18,6 +18,7 @@ use crate::catalog::categories::{self, TreeEntry};
 use crate::catalog::lifecycle::ProductStatus;
 use crate::catalog::products::{self, Details, Product, ProductType};
 use crate::catalog::CatalogError;
+use crate::domain::EditVersion;
 use crate::media;
 use crate::state::AppState;
 use crate::web::conflict::Conflict;
@@ -488,10 +489,10 @@ fn loaded_input(snapshot: &Snapshot) -> String {
 }
 
 /// The form's `edit_version`: empty means the product had none when the form was loaded.
-fn form_version(form: &Submitted) -> Result<Option<ObjectId>, AppError> {
+fn form_version(form: &Submitted) -> Result<Option<EditVersion>, AppError> {
     match form.get("edit_version") {
         "" => Ok(None),
-        v => ObjectId::parse_str(v).map(Some).map_err(|_| {
+        v => EditVersion::parse(v).map(Some).map_err(|_| {
             AppError::BadRequest("The form's version is damaged; open the editor again.".into())
         }),
     }

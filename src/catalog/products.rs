@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 pub use crate::catalog::lifecycle::ProductStatus;
 use crate::catalog::CatalogError;
 use crate::db::{site, Db, DbError};
-use crate::domain::{CartId, Money, Sku, Slug, StockHolder};
+use crate::domain::{CartId, EditVersion, Money, Sku, Slug, StockHolder};
 
 pub const COLLECTION: &str = "products";
 
@@ -275,7 +275,7 @@ pub struct Product {
     /// leave it alone: they are not fields of the form. Products stored before it existed have
     /// none; their first save sets one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub edit_version: Option<ObjectId>,
+    pub edit_version: Option<EditVersion>,
 }
 
 impl Product {
@@ -415,7 +415,7 @@ impl NewProduct {
             comments_closed: false,
             created: now,
             updated: now,
-            edit_version: Some(ObjectId::new()),
+            edit_version: Some(EditVersion::new()),
         })
     }
 }
@@ -735,7 +735,7 @@ pub async fn create_as(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Saved {
     /// Stored; the product now carries this version.
-    Saved(ObjectId),
+    Saved(EditVersion),
     /// Someone saved the product after the form was loaded: nothing was written.
     Stale,
 }
@@ -747,7 +747,7 @@ pub enum Saved {
 pub async fn update(
     db: &Db,
     id: ObjectId,
-    expected_version: Option<ObjectId>,
+    expected_version: Option<EditVersion>,
     edit: NewProduct,
     tags: &[String],
 ) -> Result<Saved, CatalogError> {
@@ -758,7 +758,7 @@ pub async fn update(
 pub async fn update_with_status(
     db: &Db,
     id: ObjectId,
-    expected_version: Option<ObjectId>,
+    expected_version: Option<EditVersion>,
     edit: NewProduct,
     tags: &[String],
     status: Option<ProductStatus>,
@@ -778,7 +778,7 @@ pub async fn update_with_status(
     };
     let genre_keys = crate::catalog::facets::keys(edit.details.genres());
     let people_keys = crate::catalog::facets::keys(&edit.details.people());
-    let version = ObjectId::new();
+    let version = EditVersion::new();
     let mut set = doc! {
                 "sku": &edit.sku, "slug": &edit.slug, "type": edit.details.product_type().as_str(),
                 "title": &edit.title, "search_title": search_key(&edit.title),

@@ -23,7 +23,7 @@ impl EditVersion {
 
     /// The version a form sent back (24 hex digits).
     pub fn parse(text: &str) -> Result<EditVersion, bson::oid::Error> {
-        ObjectId::parse_str(text.trim()).map(EditVersion)
+        ObjectId::parse_str(text).map(EditVersion)
     }
 
     /// As a form carries it.
