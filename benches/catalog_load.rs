@@ -339,7 +339,7 @@ async fn blog(connections: u64, seconds: u64) -> anyhow::Result<()> {
                         name: "Bench".into(),
                     },
                     tags: vec!["jazz".into(), format!("bench-{}", i % 7)],
-                    nonce: ObjectId::new(),
+                    nonce: bazaar::domain::EditVersion::new(),
                     locked: None,
                     comment_count: (i % 13) as i64,
                     comments_closed: false,

@@ -245,12 +245,12 @@ async fn hot_product(db: &Db, name: &str, stock: i64) -> anyhow::Result<Item> {
     let p = products::create(
         db,
         NewProduct {
-            sku: format!("drop-{name}"),
-            slug: format!("drop-{name}"),
+            sku: bazaar::domain::Sku::parse(&format!("drop-{name}")).expect("a valid SKU"),
+            slug: bazaar::domain::Slug::parse(&format!("drop-{name}")).expect("a valid slug"),
             title: title.clone(),
             description: "Only while stocks last.".to_string(),
-            list_cents: 5000,
-            retail_cents: 4000,
+            list_price: bazaar::domain::Money::from_cents(5000),
+            retail_price: bazaar::domain::Money::from_cents(4000),
             categories: Vec::new(),
             details: Details::Album(AlbumDetails {
                 title,
@@ -271,8 +271,8 @@ async fn hot_product(db: &Db, name: &str, stock: i64) -> anyhow::Result<Item> {
     .await
     .map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(Item {
-        sku: p.sku,
-        slug: p.slug,
+        sku: p.sku.to_string(),
+        slug: p.slug.to_string(),
     })
 }
 
@@ -285,12 +285,12 @@ async fn hold(db: &Db, item: &Item, holders: u64) -> anyhow::Result<u64> {
     for _ in 0..holders {
         let c = cart::create(db).await?;
         let line = CartLine {
-            sku: item.sku.clone(),
+            sku: bazaar::domain::Sku::parse(&item.sku)?,
             qty: 1,
             details: LineDetails {
                 title: item.slug.clone(),
                 slug: item.slug.clone(),
-                price: 4000,
+                price: bazaar::domain::Money::from_cents(4000),
                 weight: 300,
             },
         };
@@ -445,7 +445,7 @@ async fn stock_totals(db: &Db) -> anyhow::Result<HashMap<String, i64>> {
         .into_iter()
         .map(|p| {
             let carted: i64 = p.carted.iter().map(|c| c.qty).sum();
-            (p.sku, p.qty + carted + p.sold)
+            (p.sku.to_string(), p.qty + carted + p.sold)
         })
         .collect())
 }
@@ -464,16 +464,16 @@ async fn check_invariants(db: &Db, received: &HashMap<String, i64>) -> anyhow::R
         let carted: i64 = p.carted.iter().map(|c| c.qty).sum();
         anyhow::ensure!(p.qty >= 0, "{}: oversold, qty {}", p.sku, p.qty);
         anyhow::ensure!(
-            Some(&(p.qty + carted + p.sold)) == received.get(&p.sku),
+            Some(&(p.qty + carted + p.sold)) == received.get(p.sku.as_str()),
             "{}: qty {} + carted {carted} + sold {} differs from {:?} before the run",
             p.sku,
             p.qty,
             p.sold,
-            received.get(&p.sku)
+            received.get(p.sku.as_str())
         );
         for c in &p.carted {
             *reserved
-                .entry((c.cart_id.clone(), p.sku.clone()))
+                .entry((c.holder.to_string(), p.sku.to_string()))
                 .or_default() += c.qty;
         }
     }
@@ -486,7 +486,7 @@ async fn check_invariants(db: &Db, received: &HashMap<String, i64>) -> anyhow::R
         let in_use = matches!(c.status, CartStatus::Active | CartStatus::Pending);
         for line in &c.items {
             let held = reserved
-                .remove(&(c.id.clone(), line.sku.clone()))
+                .remove(&(c.id.to_string(), line.sku.to_string()))
                 .unwrap_or(0);
             let expected = if in_use { line.qty } else { 0 };
             anyhow::ensure!(

@@ -15,6 +15,7 @@ pub mod content;
 pub mod db;
 pub mod demo_data;
 pub mod discovery;
+pub mod domain;
 pub mod health;
 pub mod home;
 pub mod jobs;

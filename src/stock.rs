@@ -23,26 +23,27 @@ use bson::{doc, DateTime, Document};
 
 use crate::catalog::products;
 use crate::db::{Db, DbError};
+use crate::domain::{Sku, StockHolder};
 
 fn products_raw(db: &Db) -> mongodb::Collection<Document> {
     db.collection(products::COLLECTION)
 }
 
 /// Move `qty` units of `sku` from on sale into a new reservation for `holder`, if that many are on
-/// sale. Returns whether the units were reserved.
+/// sale, stamped `at`. Returns whether the units were reserved.
 pub async fn reserve(
     db: &Db,
-    sku: &str,
-    holder: &str,
+    sku: &Sku,
+    holder: &StockHolder,
     qty: i64,
-    now: DateTime,
+    at: DateTime,
 ) -> Result<bool, DbError> {
     let reserved = products_raw(db)
         .update_one(
             doc! { "sku": sku, "qty": { "$gte": qty } },
             doc! {
                 "$inc": { "qty": -qty },
-                "$push": { "carted": { "cart_id": holder, "qty": qty, "timestamp": now } },
+                "$push": { "carted": { "cart_id": holder, "qty": qty, "timestamp": at } },
             },
         )
         .await?;
@@ -54,10 +55,10 @@ pub async fn reserve(
 /// reservation to hold at least `-delta`. Returns whether the change happened.
 pub async fn change_reservation(
     db: &Db,
-    sku: &str,
-    holder: &str,
+    sku: &Sku,
+    holder: &StockHolder,
     delta: i64,
-    now: DateTime,
+    at: DateTime,
 ) -> Result<bool, DbError> {
     let filter = if delta > 0 {
         doc! { "sku": sku, "qty": { "$gte": delta }, "carted.cart_id": holder }
@@ -72,7 +73,7 @@ pub async fn change_reservation(
             filter,
             doc! {
                 "$inc": { "qty": -delta, "carted.$.qty": delta },
-                "$set": { "carted.$.timestamp": now },
+                "$set": { "carted.$.timestamp": at },
             },
         )
         .await?;
@@ -83,8 +84,8 @@ pub async fn change_reservation(
 /// job's "this cart is still in use"). Returns how many reservations were refreshed (0 or 1).
 pub async fn refresh_reservation(
     db: &Db,
-    sku: &str,
-    holder: &str,
+    sku: &Sku,
+    holder: &StockHolder,
     seen: DateTime,
 ) -> Result<u64, DbError> {
     let refreshed = products_raw(db)
@@ -102,7 +103,7 @@ pub async fn refresh_reservation(
 /// The pipeline update that moves every unit `holder` holds of a product from `carted` into
 /// `target` (`qty` to put it back on sale), all in one atomic write: the amount moved is whatever
 /// the reservation holds, so the invariant holds even when a cart and its reservation disagree.
-fn move_reservation(holder: &str, target: &str, now: DateTime) -> Vec<Document> {
+fn move_reservation(holder: &StockHolder, target: &str, now: DateTime) -> Vec<Document> {
     vec![doc! { "$set": {
         target: { "$add": [format!("${target}"), held_by(holder)] },
         "carted": others_than(holder),
@@ -111,7 +112,7 @@ fn move_reservation(holder: &str, target: &str, now: DateTime) -> Vec<Document> 
 }
 
 /// Aggregation expression: the units `holder` holds in this product's `carted`.
-fn held_by(holder: &str) -> Document {
+fn held_by(holder: &StockHolder) -> Document {
     let entries = doc! {
         "$filter": { "input": "$carted", "as": "c", "cond": { "$eq": ["$$c.cart_id", holder] } }
     };
@@ -119,7 +120,7 @@ fn held_by(holder: &str) -> Document {
 }
 
 /// Aggregation expression: this product's `carted` without `holder`'s entries.
-fn others_than(holder: &str) -> Document {
+fn others_than(holder: &StockHolder) -> Document {
     doc! {
         "$filter": { "input": "$carted", "as": "c", "cond": { "$ne": ["$$c.cart_id", holder] } }
     }
@@ -127,7 +128,7 @@ fn others_than(holder: &str) -> Document {
 
 /// Put everything `holder` reserved of `sku` back on sale. Safe to repeat: once the entry is gone
 /// the filter matches nothing. Returns whether anything was returned.
-pub async fn return_reservation(db: &Db, sku: &str, holder: &str) -> Result<bool, DbError> {
+pub async fn return_reservation(db: &Db, sku: &Sku, holder: &StockHolder) -> Result<bool, DbError> {
     let result = products_raw(db)
         .update_one(
             doc! { "sku": sku, "carted.cart_id": holder },
@@ -142,8 +143,8 @@ pub async fn return_reservation(db: &Db, sku: &str, holder: &str) -> Result<bool
 /// the filter matches nothing.
 pub async fn sell_reservation(
     db: &Db,
-    sku: &str,
-    holder: &str,
+    sku: &Sku,
+    holder: &StockHolder,
     units: i64,
 ) -> Result<bool, DbError> {
     let held = held_by(holder);
@@ -168,7 +169,12 @@ pub async fn sell_reservation(
 /// Move `units` of `sku` from `sold` into a reservation held under `hold` (a cancelled order's
 /// name), unless `hold` already has one: the first step of putting a cancelled order's units back
 /// on sale, safe to repeat. Returns whether the units moved.
-pub async fn unsell_into_hold(db: &Db, sku: &str, hold: &str, units: i64) -> Result<bool, DbError> {
+pub async fn unsell_into_hold(
+    db: &Db,
+    sku: &Sku,
+    hold: &StockHolder,
+    units: i64,
+) -> Result<bool, DbError> {
     let moved = products_raw(db)
         .update_one(
             doc! { "sku": sku, "sold": { "$gte": units }, "carted.cart_id": { "$ne": hold } },

@@ -111,7 +111,7 @@ async fn of_two_admins_saving_the_same_loaded_product_the_second_gets_a_conflict
     );
     // Nothing was written: Alice's price stands, Bob's description is not stored.
     let stored = product(&app.db, "conflict-1").await;
-    assert_eq!(stored.pricing.retail, 999);
+    assert_eq!(stored.pricing.retail.cents(), 999);
     assert_eq!(stored.description, "For testing the cart.");
 
     // The re-apply form holds the stored version with Bob's change over it.
@@ -132,7 +132,7 @@ async fn of_two_admins_saving_the_same_loaded_product_the_second_gets_a_conflict
     let response = bob.post(&edit_url(&p), &reapply).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     let stored = product(&app.db, "conflict-1").await;
-    assert_eq!(stored.pricing.retail, 999, "Alice's price kept");
+    assert_eq!(stored.pricing.retail.cents(), 999, "Alice's price kept");
     assert_eq!(stored.description, "Bob's better description.");
     assert_eq!((stored.qty, stored.sold), (10, 0));
 }
@@ -186,7 +186,10 @@ async fn a_reservation_and_a_sale_between_loading_and_saving_the_form_neither_ma
     holder.add("conflict-stock", "3").await;
     let before = product(&app.db, "conflict-stock").await;
     assert_eq!(before.sold, 2);
-    assert_eq!(before.reserved_for(&before.carted[0].cart_id), 3);
+    assert_eq!(
+        before.reserved_for(before.carted[0].holder.cart().expect("a cart holds it")),
+        3
+    );
     assert_eq!(
         before.edit_version, p.edit_version,
         "stock left the version alone"

@@ -560,8 +560,8 @@ async fn every_report_query_uses_an_index() {
 fn order(number: &str, created: DateTime<Utc>, total: i64, status: OrderStatus) -> Order {
     Order {
         id: bson::oid::ObjectId::new(),
-        number: number.to_string(),
-        cart_id: format!("cart-{number}"),
+        number: order_number(number),
+        cart_id: cart_id(&format!("cart-{number}")),
         created: bson::DateTime::from_chrono(created),
         email: "buyer@example.com".to_string(),
         name: "A Buyer".to_string(),
@@ -572,14 +572,14 @@ fn order(number: &str, created: DateTime<Utc>, total: i64, status: OrderStatus) 
             country: "Testland".to_string(),
         },
         items: vec![OrderItem {
-            sku: "dash-1".to_string(),
+            sku: sku("dash-1"),
             title: "Dashboard album".to_string(),
             qty: 1,
-            unit_price: total,
+            unit_price: bazaar::domain::Money::from_cents(total),
         }],
-        subtotal: total,
-        shipping: 0,
-        total,
+        subtotal: bazaar::domain::Money::from_cents(total),
+        shipping: bazaar::domain::Money::ZERO,
+        total: bazaar::domain::Money::from_cents(total),
         payment: Payment {
             gateway: "test".to_string(),
             reference: format!("ref-{number}"),

@@ -388,7 +388,7 @@ const LAYERS: &[&[&str]] = &[
     &["web"],
     &["config"],
     &["db", "telemetry"],
-    &["clock", "metrics"],
+    &["clock", "metrics", "domain"],
 ];
 
 #[test]

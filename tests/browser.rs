@@ -578,7 +578,7 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         let db = app.db.clone();
         let number = number.clone();
         async move {
-            bazaar::checkout::orders::by_number(&db, &number)
+            bazaar::checkout::orders::by_number(&db, &order_number(&number))
                 .await
                 .expect("query")
                 .expect("the order")

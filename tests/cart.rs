@@ -316,7 +316,7 @@ async fn cleanup_returns_stock_orphaned_by_a_crash_and_keeps_live_reservations()
     let now = bson::DateTime::now();
     cart::collection(&app.db)
         .insert_one(cart::Cart {
-            id: "expired-cart".to_string(),
+            id: cart_id("expired-cart"),
             status: CartStatus::Expired,
             created: now,
             last_modified: now,
@@ -433,7 +433,7 @@ async fn a_reservation_and_an_expired_cart_stamped_before_a_step_back_are_cleane
         .expect("simulated crash");
     cart::collection(&app.db)
         .insert_one(cart::Cart {
-            id: "step-expired".to_string(),
+            id: cart_id("step-expired"),
             status: CartStatus::Expired,
             created: now,
             last_modified: now,
@@ -766,65 +766,92 @@ async fn every_stock_ledger_move_keeps_the_invariant_and_refuses_what_is_not_the
     let p = product_with_stock(db, "ledger", 5).await;
     let earlier = bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() - 60_000);
     // Reserving more than is on sale is refused and changes nothing.
-    assert!(!stock::reserve(db, "ledger", "cart-a", 6, earlier)
-        .await
-        .expect("reserve"));
-    assert!(stock::reserve(db, "ledger", "cart-a", 3, earlier)
-        .await
-        .expect("reserve"));
+    assert!(
+        !stock::reserve(db, &sku("ledger"), &holder("cart-a"), 6, earlier)
+            .await
+            .expect("reserve")
+    );
+    assert!(
+        stock::reserve(db, &sku("ledger"), &holder("cart-a"), 3, earlier)
+            .await
+            .expect("reserve")
+    );
     assert_stock_invariant(db, "ledger", 5).await;
-    assert_eq!(product(db, "ledger").await.reserved_for("cart-a"), 3);
+    assert_eq!(
+        product(db, "ledger").await.reserved_for(&cart_id("cart-a")),
+        3
+    );
     // Cleanup's refresh matches the timestamp it saw, once.
     assert_eq!(
-        stock::refresh_reservation(db, "ledger", "cart-a", earlier)
+        stock::refresh_reservation(db, &sku("ledger"), &holder("cart-a"), earlier)
             .await
             .expect("refresh"),
         1
     );
     assert_eq!(
-        stock::refresh_reservation(db, "ledger", "cart-a", earlier)
+        stock::refresh_reservation(db, &sku("ledger"), &holder("cart-a"), earlier)
             .await
             .expect("refresh"),
         0
     );
     // Growing needs units on sale; shrinking needs them reserved.
     let now = bson::DateTime::now();
-    assert!(!stock::change_reservation(db, "ledger", "cart-a", 3, now)
-        .await
-        .expect("change"));
-    assert!(stock::change_reservation(db, "ledger", "cart-a", 2, now)
-        .await
-        .expect("change"));
-    assert!(!stock::change_reservation(db, "ledger", "cart-a", -6, now)
-        .await
-        .expect("change"));
-    assert!(stock::change_reservation(db, "ledger", "cart-a", -1, now)
-        .await
-        .expect("change"));
+    assert!(
+        !stock::change_reservation(db, &sku("ledger"), &holder("cart-a"), 3, now)
+            .await
+            .expect("change")
+    );
+    assert!(
+        stock::change_reservation(db, &sku("ledger"), &holder("cart-a"), 2, now)
+            .await
+            .expect("change")
+    );
+    assert!(
+        !stock::change_reservation(db, &sku("ledger"), &holder("cart-a"), -6, now)
+            .await
+            .expect("change")
+    );
+    assert!(
+        stock::change_reservation(db, &sku("ledger"), &holder("cart-a"), -1, now)
+            .await
+            .expect("change")
+    );
     assert_stock_invariant(db, "ledger", 5).await;
     // Selling 3 of the 4 held puts the surplus back on sale; a second sale finds nothing.
-    assert!(stock::sell_reservation(db, "ledger", "cart-a", 3)
-        .await
-        .expect("sell"));
-    assert!(!stock::sell_reservation(db, "ledger", "cart-a", 3)
-        .await
-        .expect("sell"));
+    assert!(
+        stock::sell_reservation(db, &sku("ledger"), &holder("cart-a"), 3)
+            .await
+            .expect("sell")
+    );
+    assert!(
+        !stock::sell_reservation(db, &sku("ledger"), &holder("cart-a"), 3)
+            .await
+            .expect("sell")
+    );
     let sold = product(db, "ledger").await;
     assert_eq!((sold.qty, sold.sold, sold.carted.len()), (2, 3, 0));
     // A cancellation: the sold units go into a hold (only once), then back on sale.
-    assert!(stock::unsell_into_hold(db, "ledger", "cancelled:BZ-1", 3)
-        .await
-        .expect("hold"));
-    assert!(!stock::unsell_into_hold(db, "ledger", "cancelled:BZ-1", 3)
-        .await
-        .expect("hold"));
+    assert!(
+        stock::unsell_into_hold(db, &sku("ledger"), &holder("cancelled:BZ-1"), 3)
+            .await
+            .expect("hold")
+    );
+    assert!(
+        !stock::unsell_into_hold(db, &sku("ledger"), &holder("cancelled:BZ-1"), 3)
+            .await
+            .expect("hold")
+    );
     assert_stock_invariant(db, "ledger", 5).await;
-    assert!(stock::return_reservation(db, "ledger", "cancelled:BZ-1")
-        .await
-        .expect("return"));
-    assert!(!stock::return_reservation(db, "ledger", "cancelled:BZ-1")
-        .await
-        .expect("return"));
+    assert!(
+        stock::return_reservation(db, &sku("ledger"), &holder("cancelled:BZ-1"))
+            .await
+            .expect("return")
+    );
+    assert!(
+        !stock::return_reservation(db, &sku("ledger"), &holder("cancelled:BZ-1"))
+            .await
+            .expect("return")
+    );
     let restocked = product(db, "ledger").await;
     assert_eq!(
         (restocked.qty, restocked.sold, restocked.carted.len()),

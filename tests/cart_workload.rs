@@ -132,7 +132,7 @@ async fn a_random_workload_with_expiry_cleanup_and_cancels_keeps_every_product_c
     let mut sold_by_orders: HashMap<String, i64> = HashMap::new();
     for order in all.iter().filter(|o| o.status != OrderStatus::Cancelled) {
         for item in &order.items {
-            *sold_by_orders.entry(item.sku.clone()).or_default() += item.qty;
+            *sold_by_orders.entry(item.sku.to_string()).or_default() += item.qty;
         }
     }
     assert!(!all.is_empty(), "the workload placed no orders at all");

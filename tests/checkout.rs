@@ -16,7 +16,7 @@ async fn cart_status(app: &TestApp, sku: &str) -> CartStatus {
     let id = p
         .carted
         .first()
-        .map(|c| c.cart_id.clone())
+        .and_then(|c| c.holder.cart().cloned())
         .expect("reserved");
     cart::by_id(&app.db, &id)
         .await
@@ -49,11 +49,11 @@ async fn a_paid_checkout_creates_the_order_and_counts_the_units_as_sold() {
     assert_eq!((p.qty, p.carted.len(), p.sold), (7, 0, 3));
     assert_stock_invariant(&app.db, "buy", 10).await;
     assert_eq!(app.gateway.charge_count().await, 1);
-    let order = orders::by_number(&app.db, "BZ-000001")
+    let order = orders::by_number(&app.db, &order_number("BZ-000001"))
         .await
         .expect("query")
         .expect("order");
-    assert_eq!(order.total, 4199);
+    assert_eq!(order.total.cents(), 4199);
     assert_eq!(order.payment.last4, "4242");
     let stored = bson::to_document(&order).expect("bson").to_string();
     assert!(
@@ -292,7 +292,7 @@ async fn checkouts_interrupted_by_a_crash_are_finished_or_handed_back() {
     paid.add("crash", "1").await;
     let response = paid.checkout(APPROVED).await;
     assert_eq!(location(&response), "/orders/BZ-000001");
-    let order = orders::by_number(&app.db, "BZ-000001")
+    let order = orders::by_number(&app.db, &order_number("BZ-000001"))
         .await
         .expect("query")
         .expect("order");
@@ -361,7 +361,7 @@ async fn a_line_left_unreserved_by_a_crash_between_the_two_writes_of_an_add_is_n
     shopper.add("kept", "1").await;
     // The crash: the line reached the cart (first write) but the product was never reserved.
     let p = product(&app.db, "kept").await;
-    let cart_id = p.carted[0].cart_id.clone();
+    let cart_id = p.carted[0].holder.cart().expect("a cart holds it").clone();
     let lost = product(&app.db, "lost").await;
     let line = cart::CartLine::for_product(&(&lost).into(), 2);
     cart::collection(&app.db)
@@ -397,7 +397,7 @@ async fn units_reserved_beyond_a_paid_order_go_back_on_sale_rather_than_being_so
     shopper.add("surplus", "1").await;
     let response = shopper.checkout(APPROVED).await;
     assert_eq!(location(&response), "/orders/BZ-000001");
-    let order = orders::by_number(&app.db, "BZ-000001")
+    let order = orders::by_number(&app.db, &order_number("BZ-000001"))
         .await
         .expect("query")
         .expect("order");
@@ -499,7 +499,9 @@ async fn a_cancellation_interrupted_by_a_crash_is_finished_exactly_once() {
         }
     }
     // A second cancel of the same order is refused and changes nothing.
-    assert!(!orders::cancel(&app.db, "BZ-000001").await.expect("cancel"));
+    assert!(!orders::cancel(&app.db, &order_number("BZ-000001"))
+        .await
+        .expect("cancel"));
     assert_stock_invariant(&app.db, "undo-b", 10).await;
     assert_eq!(product(&app.db, "undo-b").await.qty, 10);
     app.stop().await;
@@ -513,11 +515,15 @@ async fn interrupted_checkout(
     shopper: &Shopper,
     sku: &str,
     charged: bool,
-) -> String {
+) -> bazaar::domain::CartId {
     use bazaar::checkout::payment::{ChargeRequest, PaymentGateway};
     use bazaar::checkout::payments::{self, PaymentRecord};
     shopper.add(sku, "2").await;
-    let cart_id = product(&app.db, sku).await.carted[0].cart_id.clone();
+    let cart_id = product(&app.db, sku).await.carted[0]
+        .holder
+        .cart()
+        .expect("a cart holds it")
+        .clone();
     let long_ago = bazaar::jobs::cutoff(app.db.now(), std::time::Duration::from_secs(3600));
     cart::collection(&app.db)
         .update_one(
@@ -551,8 +557,8 @@ async fn interrupted_checkout(
     if charged {
         app.gateway
             .charge(ChargeRequest {
-                idempotency_key: cart_id.clone(),
-                amount_cents: attempt.amount,
+                idempotency_key: cart_id.to_string(),
+                amount_cents: attempt.amount.cents(),
                 card: details.card.clone(),
                 description: "interrupted".into(),
             })
@@ -562,8 +568,11 @@ async fn interrupted_checkout(
     cart_id
 }
 
-async fn payment_state(app: &TestApp, cart_id: &str) -> bazaar::checkout::payments::PaymentState {
-    bazaar::checkout::payments::by_key(&app.db, cart_id)
+async fn payment_state(
+    app: &TestApp,
+    cart_id: &bazaar::domain::CartId,
+) -> bazaar::checkout::payments::PaymentState {
+    bazaar::checkout::payments::by_key(&app.db, cart_id.as_str())
         .await
         .expect("query")
         .expect("a payment record")
@@ -579,11 +588,15 @@ async fn a_payment_attempt_is_recorded_and_linked_to_the_order_it_paid_for() {
     shopper.add("ledger", "1").await;
     let declined = shopper.checkout(NO_FUNDS).await;
     assert_eq!(declined.status(), StatusCode::PAYMENT_REQUIRED);
-    let cart_id = product(&app.db, "ledger").await.carted[0].cart_id.clone();
+    let cart_id = product(&app.db, "ledger").await.carted[0]
+        .holder
+        .cart()
+        .expect("a cart holds it")
+        .clone();
     assert_eq!(payment_state(&app, &cart_id).await, PaymentState::Declined);
     let response = shopper.checkout(APPROVED).await;
     assert_eq!(location(&response), "/orders/BZ-000001");
-    let record = payments::by_key(&app.db, &cart_id)
+    let record = payments::by_key(&app.db, cart_id.as_str())
         .await
         .expect("query")
         .expect("record");
@@ -602,7 +615,7 @@ async fn a_payment_attempt_is_recorded_and_linked_to_the_order_it_paid_for() {
     assert!(!stored.contains("4242424242424242"), "no card number kept");
     let charges = app.gateway.all_charges().await.expect("charges");
     assert_eq!(charges.len(), 1);
-    assert_eq!(charges[0].idempotency_key, cart_id);
+    assert_eq!(charges[0].idempotency_key, cart_id.as_str());
     assert_eq!(charges[0].reference, order.payment.reference);
     app.stop().await;
 }
@@ -649,7 +662,7 @@ async fn recovery_records_the_order_of_a_checkout_charged_just_before_a_crash() 
     );
     let charge = &app.gateway.all_charges().await.expect("charges")[0];
     assert_eq!(order.payment.reference, charge.reference);
-    assert_eq!(order.total, charge.amount);
+    assert_eq!(order.total.cents(), charge.amount);
     assert_eq!(payment_state(&app, &cart_id).await, PaymentState::Ordered);
     let cart = cart::by_id(&app.db, &cart_id)
         .await
@@ -712,7 +725,7 @@ async fn recovery_hands_back_a_cart_whose_card_was_never_charged() {
 
 /// A checkout of `sku` charged just before a crash, whose cart is then gone from under the
 /// charge (expired, its stock returned): recovery can only refund it. Returns the cart id.
-async fn lost_charge(app: &TestApp, sku: &str) -> String {
+async fn lost_charge(app: &TestApp, sku: &str) -> bazaar::domain::CartId {
     let shopper = Shopper::new(app).await;
     let cart_id = interrupted_checkout(app, &shopper, sku, true).await;
     cart::collection(&app.db)
@@ -722,9 +735,13 @@ async fn lost_charge(app: &TestApp, sku: &str) -> String {
         )
         .await
         .expect("expired");
-    bazaar::stock::return_reservation(&app.db, sku, &cart_id)
-        .await
-        .expect("returned");
+    bazaar::stock::return_reservation(
+        &app.db,
+        &crate::common::sku(sku),
+        &bazaar::domain::StockHolder::from(&cart_id),
+    )
+    .await
+    .expect("returned");
     cart_id
 }
 
@@ -820,7 +837,7 @@ async fn an_attempt_claimed_by_an_instance_that_died_is_settled_once_its_claim_r
     // Another instance claimed it and died before settling it.
     let claimed = payments::claim(
         &app.db,
-        &cart_id,
+        cart_id.as_str(),
         "dead-instance",
         std::time::Duration::from_secs(3600),
     )

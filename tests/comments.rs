@@ -25,7 +25,7 @@ async fn stored(db: &Db, product: &Product) -> Vec<Comment> {
 }
 
 async fn comment_count(db: &Db, product: &Product) -> i64 {
-    products::by_slug(db, &product.slug)
+    products::by_slug(db, product.slug.as_str())
         .await
         .expect("query")
         .expect("product")
@@ -1539,7 +1539,7 @@ async fn the_admin_closes_and_reopens_one_discussion_and_readers_can_post_only_w
         .await;
     assert_eq!(closed.status(), StatusCode::SEE_OTHER);
     assert_eq!(location(&closed), list);
-    let stored_product = products::by_slug(&app.db, &product.slug)
+    let stored_product = products::by_slug(&app.db, product.slug.as_str())
         .await
         .unwrap()
         .unwrap();

@@ -145,7 +145,7 @@ async fn assert_nothing_lost(
     round: usize,
 ) {
     let all_orders: Vec<Order> = all(db, orders::COLLECTION).await;
-    let numbers: BTreeSet<String> = all_orders.iter().map(|o| o.number.clone()).collect();
+    let numbers: BTreeSet<String> = all_orders.iter().map(|o| o.number.to_string()).collect();
     let lost: Vec<&String> = confirmed.difference(&numbers).collect();
     assert!(
         lost.is_empty(),
@@ -179,7 +179,7 @@ async fn assert_nothing_lost(
                 orders_for.len()
             );
             assert_eq!(orders_for[0].payment.reference, charge.reference);
-            assert_eq!(orders_for[0].total, charge.amount);
+            assert_eq!(orders_for[0].total.cents(), charge.amount);
         }
     }
     let charged: BTreeSet<&str> = charges
@@ -199,7 +199,7 @@ async fn assert_nothing_lost(
         assert!(p.qty >= 0, "round {round}: {} qty {}", p.sku, p.qty);
         assert_eq!(
             units_held(p),
-            received[&p.sku],
+            received[p.sku.as_str()],
             "round {round}: {}: qty {} + carted {:?} + sold {} != received",
             p.sku,
             p.qty,
@@ -354,11 +354,11 @@ async fn orders_confirmed_before_a_sigkill_survive_and_every_charge_has_its_orde
         store.close().await;
         let received: BTreeMap<String, i64> = all_products
             .iter()
-            .map(|p| (p.sku.clone(), units_held(p)))
+            .map(|p| (p.sku.to_string(), units_held(p)))
             .collect();
         let catalog: Vec<(String, String)> = all_products
             .iter()
-            .map(|p| (p.sku.clone(), p.slug.clone()))
+            .map(|p| (p.sku.to_string(), p.slug.to_string()))
             .collect();
         (received, Arc::new(catalog))
     };

@@ -31,6 +31,7 @@ mod comments;
 mod content;
 mod crash;
 mod discovery;
+mod domain;
 mod email;
 mod hostile_input;
 mod media;

@@ -26,12 +26,12 @@ fn new_product(n: usize, category: Option<bson::oid::ObjectId>) -> NewProduct {
     // Three discounts (0, 25 and 50 %) over four list prices.
     let retail = list * [100, 75, 50][n % 3] / 100;
     NewProduct {
-        sku: format!("echo{n:04}"),
-        slug: format!("echo-{n:04}"),
+        sku: bazaar::domain::Sku::parse(&format!("echo{n:04}")).expect("a valid SKU"),
+        slug: bazaar::domain::Slug::parse(&format!("echo-{n:04}")).expect("a valid slug"),
         title: title.clone(),
         description: "Made to share its sort keys with others.".to_string(),
-        list_cents: list,
-        retail_cents: retail,
+        list_price: bazaar::domain::Money::from_cents(list),
+        retail_price: bazaar::domain::Money::from_cents(retail),
         categories: category.into_iter().collect(),
         details: Details::Album(AlbumDetails {
             title,
@@ -76,7 +76,7 @@ fn key(sort: Sort, p: &ProductCard) -> Key {
             Some(Bson::DateTime(d)) => Key::Number(d.timestamp_millis()),
             other => panic!("not a date: {other:?}"),
         },
-        Sort::PriceLow | Sort::PriceHigh => Key::Number(p.pricing.retail),
+        Sort::PriceLow | Sort::PriceHigh => Key::Number(p.pricing.retail.cents()),
         Sort::Discount => Key::Number(i64::from(p.pricing.pct_savings)),
         Sort::Title => Key::Text(p.search_title.clone()),
     }
@@ -307,10 +307,11 @@ async fn products_added_during_a_walk_never_repeat_or_hide_others() {
         // of the walk, some behind it, some on its cursor's own price.
         for _ in 0..2 {
             let mut new = new_product(n, None);
-            new.retail_cents = [100, 1_200, 2_000, 1_500, 3_000, 900][n % 6];
+            new.retail_price =
+                bazaar::domain::Money::from_cents([100, 1_200, 2_000, 1_500, 3_000, 900][n % 6]);
             n += 1;
             let product = products::create(&app.db, new).await.expect("created");
-            added.push((product.slug, seen.last().cloned()));
+            added.push((product.slug.to_string(), seen.last().cloned()));
         }
         match link(&doc, "next") {
             Some(next) => path = next,
@@ -669,8 +670,8 @@ async fn deep_page_numbers_drift_by_at_most_the_products_added_since_the_walk() 
     let added = 3;
     for n in 0..added {
         let mut new = new_product(n, None);
-        new.retail_cents = 1;
-        new.list_cents = 1;
+        new.retail_price = bazaar::domain::Money::from_cents(1);
+        new.list_price = bazaar::domain::Money::from_cents(1);
         products::create(&app.db, new).await.expect("created");
     }
     let filter = ListingQuery::default().filter(doc! {});

@@ -141,12 +141,12 @@ async fn this_instances_writes_invalidate_the_cache() {
     products::create(
         &app.db,
         products::NewProduct {
-            sku: "cache-test-1".into(),
-            slug: "cache-test-1".into(),
+            sku: bazaar::domain::Sku::parse("cache-test-1").expect("a valid SKU"),
+            slug: bazaar::domain::Slug::parse("cache-test-1").expect("a valid slug"),
             title: "Cache Test".into(),
             description: "A product added after the total was cached.".into(),
-            list_cents: 1000,
-            retail_cents: 900,
+            list_price: bazaar::domain::Money::from_cents(1000),
+            retail_price: bazaar::domain::Money::from_cents(900),
             categories: template.categories.clone(),
             details,
             qty: 3,

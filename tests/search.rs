@@ -16,12 +16,13 @@ async fn album(app: &TestApp, sku: &str, title: &str, artist: &str, description:
     products::create(
         &app.db,
         NewProduct {
-            sku: sku.to_string(),
-            slug: format!("search-{sku}"),
+            sku: bazaar::domain::Sku::parse(sku).expect("a valid SKU"),
+            slug: bazaar::domain::Slug::parse(&format!("search-{}", sku.to_lowercase()))
+                .expect("a valid slug"),
             title: title.to_string(),
             description: description.to_string(),
-            list_cents: 1500,
-            retail_cents: 1200,
+            list_price: bazaar::domain::Money::from_cents(1500),
+            retail_price: bazaar::domain::Money::from_cents(1200),
             categories: Vec::new(),
             details: Details::Album(AlbumDetails {
                 title: title.to_string(),
@@ -44,12 +45,13 @@ async fn book(app: &TestApp, sku: &str, title: &str, author: &str) {
     products::create(
         &app.db,
         NewProduct {
-            sku: sku.to_string(),
-            slug: format!("search-{sku}"),
+            sku: bazaar::domain::Sku::parse(sku).expect("a valid SKU"),
+            slug: bazaar::domain::Slug::parse(&format!("search-{}", sku.to_lowercase()))
+                .expect("a valid slug"),
             title: title.to_string(),
             description: "A book.".to_string(),
-            list_cents: 1500,
-            retail_cents: 1200,
+            list_price: bazaar::domain::Money::from_cents(1500),
+            retail_price: bazaar::domain::Money::from_cents(1200),
             categories: Vec::new(),
             details: Details::Book(BookDetails {
                 author: vec![author.to_string()],
@@ -153,7 +155,7 @@ async fn results_are_ranked_by_relevance_with_the_matched_field_shown() {
     );
     assert_eq!(
         attr(&doc, ".search-hit-title a", "href").as_deref(),
-        Some("/products/search-S1")
+        Some("/products/search-s1")
     );
     // People and genres are searched too.
     let doc = results(&app, "weevils").await;

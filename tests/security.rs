@@ -719,12 +719,12 @@ async fn many_adds_of_long_titled_products_keep_the_session_cookie_small_and_nev
         products::create(
             &app.db,
             NewProduct {
-                sku: format!("long-{n}"),
-                slug: format!("long-{n}"),
+                sku: bazaar::domain::Sku::parse(&format!("long-{n}")).expect("a valid SKU"),
+                slug: bazaar::domain::Slug::parse(&format!("long-{n}")).expect("a valid slug"),
                 title: format!("{title}{n}"),
                 description: "Long.".into(),
-                list_cents: 1000,
-                retail_cents: 900,
+                list_price: bazaar::domain::Money::from_cents(1000),
+                retail_price: bazaar::domain::Money::from_cents(900),
                 categories: Vec::new(),
                 details: Details::Album(AlbumDetails {
                     title: title.clone(),

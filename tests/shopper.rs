@@ -275,9 +275,9 @@ async fn cart_lines_name_their_item_and_carry_their_own_stock_note() {
             .await
             .expect("query")
             .expect("a demo product with a photo");
-    shopper.add(&covered.sku, "1").await;
+    shopper.add(covered.sku.as_str(), "1").await;
     let doc = html(&body(shopper.get("/cart").await).await);
-    let sku = covered.sku.clone();
+    let sku = covered.sku.to_string();
     assert_eq!(
         attr(&doc, &format!("{} .line-thumb img", line(&sku)), "src"),
         covered.cover_url()
@@ -350,7 +350,7 @@ async fn checkout_errors_are_summarised_with_links_and_the_card_number_is_kept()
     let form = form_with("4242 4242 4242 4242", "country", "united kingdom");
     let response = submit(&shopper, &form).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let order = bazaar::checkout::orders::by_number(&app.db, "BZ-000001")
+    let order = bazaar::checkout::orders::by_number(&app.db, &order_number("BZ-000001"))
         .await
         .expect("query")
         .expect("order");
@@ -594,12 +594,12 @@ async fn an_edited_product_is_found_by_its_new_artist_and_genre() {
     let app = spawn_app().await;
     let created = product_with_stock(&app.db, "edit", 5).await;
     let edit = NewProduct {
-        sku: "edit".into(),
-        slug: "test-edit".into(),
+        sku: bazaar::domain::Sku::parse("edit").expect("a valid SKU"),
+        slug: bazaar::domain::Slug::parse("test-edit").expect("a valid slug"),
         title: "Test album edit".into(),
         description: "Edited.".into(),
-        list_cents: 1500,
-        retail_cents: 1200,
+        list_price: bazaar::domain::Money::from_cents(1500),
+        retail_price: bazaar::domain::Money::from_cents(1200),
         categories: Vec::new(),
         details: Details::Album(AlbumDetails {
             title: "Test album edit".into(),

@@ -10,7 +10,6 @@ use bson::doc;
 
 use crate::admin::changelist::{ChangeList, Column, Filter, ListSpec, SortKey};
 use crate::cart::{self, Cart, CartStatus};
-use crate::catalog::products::format_cents;
 use crate::jobs;
 use crate::state::AppState;
 use crate::web::errors::AppError;
@@ -49,12 +48,12 @@ pub struct CartRow {
 impl CartRow {
     fn from_cart(cart: &Cart) -> CartRow {
         CartRow {
-            id: cart.id.clone(),
+            id: cart.id.to_string(),
             // Eight hex digits tell carts apart on one screen; the full id is in the title.
-            short_id: cart.id.chars().take(8).collect(),
+            short_id: cart.id.as_str().chars().take(8).collect(),
             lines: cart.items.len(),
             units: cart.item_count(),
-            subtotal: format_cents(cart.subtotal_cents()),
+            subtotal: cart.subtotal(),
             last_modified: cart
                 .last_modified
                 .to_chrono()

@@ -13,6 +13,7 @@ use bson::oid::ObjectId;
 
 use crate::catalog::categories::{self, Category, TreeEntry};
 use crate::catalog::{is_valid_slug, slugify, CatalogError};
+use crate::domain::EditVersion;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
@@ -313,10 +314,10 @@ pub async fn add(
 }
 
 /// A version as a form carries it: empty means the category had none when loaded.
-fn parse_version(value: &str) -> Result<Option<ObjectId>, AppError> {
+fn parse_version(value: &str) -> Result<Option<EditVersion>, AppError> {
     match value.trim() {
         "" => Ok(None),
-        v => ObjectId::parse_str(v).map(Some).map_err(|_| {
+        v => EditVersion::parse(v).map(Some).map_err(|_| {
             AppError::BadRequest("The form's version is damaged; reload the categories.".into())
         }),
     }

@@ -22,6 +22,7 @@ use crate::content::model::{
 use crate::content::photos::{self, PhotoError};
 use crate::content::video::Video;
 use crate::content::ContentError;
+use crate::domain::EditVersion;
 use crate::media::UploadError;
 use crate::state::AppState;
 use crate::web::conflict::Conflict;
@@ -568,7 +569,7 @@ pub async fn update(
     let section = node_section(&node)?;
     let kind = node.metadata.kind;
     let form = Submitted(form.into_inner());
-    let form_nonce = ObjectId::parse_str(form.get("nonce")).map_err(|_| {
+    let form_nonce = EditVersion::parse(form.get("nonce")).map_err(|_| {
         AppError::BadRequest("The form is missing its version; open the editor again.".into())
     })?;
     let errors = match parse_node(section, kind, &form) {
@@ -793,7 +794,7 @@ pub async fn upload_photo(
     let id = parse_id(&id)?;
     let nonce = params
         .get("nonce")
-        .and_then(|n| ObjectId::parse_str(n).ok())
+        .and_then(|n| EditVersion::parse(n).ok())
         .ok_or_else(|| {
             AppError::BadRequest(
                 "The upload form is missing its version; open the editor again.".into(),

@@ -11,8 +11,10 @@ use crate::analytics::report::{self, PageCount};
 use crate::analytics::sales::{self, DaySales};
 use crate::analytics::svg::{Bar, BarChart};
 use crate::analytics::Day;
-use crate::catalog::products::{self, format_cents, StockLevel, LOW_STOCK};
+use crate::catalog::products::{self, StockLevel, LOW_STOCK};
 use crate::checkout::orders::{self, Order, OrderStatus};
+use crate::db::site;
+use crate::domain::{Currency, Money};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
@@ -48,11 +50,14 @@ pub struct DashboardPage {
     pub views_today: i64,
     pub top_pages: Vec<PageCount>,
     pub traffic_url: String,
+    /// The shop's currency, which the sales figures are shown in.
+    pub currency: Currency,
 }
 
 impl DashboardPage {
+    /// Sales figures (summed cents) in the shop's currency.
     pub fn money(&self, cents: &i64) -> String {
-        format_cents(*cents)
+        Money::from_cents(*cents).display(&self.currency)
     }
 
     pub fn low_stock_threshold(&self) -> i64 {
@@ -87,7 +92,7 @@ pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRe
         "Sales",
         bars,
     );
-    chart.format = format_cents;
+    chart.format = sales_in_request_currency;
     let low_stock = products::stock_levels(db, true).await?;
     let hourly = report::hourly(db, day, None).await?;
     render(&DashboardPage {
@@ -105,5 +110,12 @@ pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRe
         views_today: hourly.iter().sum(),
         top_pages: report::top_pages_of_day(db, day, TOP_PAGES).await?,
         traffic_url: day_url(day, None, None),
+        currency: site::currency(),
     })
+}
+
+/// The sales chart's values: the chart takes a plain function, so this one reads the currency
+/// of the request that renders the chart (the dashboard page).
+fn sales_in_request_currency(cents: i64) -> String {
+    Money::from_cents(cents).display(&site::currency())
 }

@@ -11,6 +11,7 @@ use bson::{doc, Bson, Document};
 
 use crate::admin::changelist::{ChangeList, Column, Filter, ListSpec, SortKey};
 use crate::checkout::orders::{self, Order, OrderStatus};
+use crate::domain::OrderNumber;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
@@ -85,7 +86,7 @@ impl CancelOrderPage {
     }
 }
 
-fn detail_url(number: &str) -> String {
+fn detail_url(number: &OrderNumber) -> String {
     format!("/admin/orders/{number}")
 }
 
@@ -139,8 +140,10 @@ pub async fn index(
     })
 }
 
+/// The order at `number` in an address (exactly as the shop writes numbers).
 async fn existing(state: &AppState, number: &str) -> Result<Order, AppError> {
-    orders::by_number(&state.db, number)
+    let number = OrderNumber::parse_exact(number).map_err(|_| AppError::NotFound)?;
+    orders::by_number(&state.db, &number)
         .await?
         .ok_or(AppError::NotFound)
 }
@@ -196,7 +199,7 @@ pub async fn mark_shipped(
             format!("Order {} marked shipped.", order.number),
         );
     } else {
-        let now = existing(&state, &order.number).await?;
+        let now = existing(&state, order.number.as_str()).await?;
         flash::push(
             &session,
             Level::Error,
@@ -231,7 +234,7 @@ pub async fn cancel(
             ),
         );
     } else {
-        let now = existing(&state, &order.number).await?;
+        let now = existing(&state, order.number.as_str()).await?;
         flash::push(
             &session,
             Level::Error,

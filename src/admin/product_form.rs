@@ -7,11 +7,11 @@ use std::collections::HashMap;
 use bson::oid::ObjectId;
 
 use crate::catalog::demo::midnight_utc;
-use crate::catalog::listing::parse_dollars;
 use crate::catalog::products::{
     AlbumDetails, BookDetails, Details, Dimensions, FilmDetails, NewProduct, ProductType, Shipping,
 };
-use crate::catalog::{is_valid_slug, slugify};
+use crate::catalog::slugify;
+use crate::domain::{Money, Sku, Slug};
 use crate::web::field_errors::FieldErrors;
 
 const MAX_TEXT: usize = 200;
@@ -224,29 +224,27 @@ pub(super) fn parse_product(
         "" => slugify(&title),
         s => s.to_string(),
     };
-    if !is_valid_slug(&slug) {
-        errors.add(
-            "slug",
-            "Use lowercase letters, digits and single dashes, e.g. kind-of-blue.",
-        );
-    }
-    let sku = form.get("sku").to_string();
-    if sku.is_empty()
-        || sku.len() > 40
-        || !sku.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
-    {
-        errors.add("sku", "Enter a SKU of letters, digits and dashes.");
-    }
-    let mut price = |name: &'static str| match parse_dollars(form.get(name)) {
-        Some(cents) if cents <= 100_000_000 => cents,
+    let slug = Slug::parse(&slug)
+        .map_err(|_| {
+            errors.add(
+                "slug",
+                "Use lowercase letters, digits and single dashes, e.g. kind-of-blue.",
+            )
+        })
+        .ok();
+    let sku = Sku::parse(form.get("sku"))
+        .map_err(|_| errors.add("sku", "Enter a SKU of letters, digits and dashes."))
+        .ok();
+    let mut price = |name: &'static str| match Money::parse(form.get(name)) {
+        Ok(amount) if amount.cents() <= 100_000_000 => amount,
         _ => {
             errors.add(name, "Enter a price in dollars, e.g. 12.99.");
-            0
+            Money::ZERO
         }
     };
-    let list_cents = price("list_price");
-    let retail_cents = price("retail_price");
-    if retail_cents > list_cents {
+    let list_price = price("list_price");
+    let retail_price = price("retail_price");
+    if retail_price > list_price {
         errors.add(
             "retail_price",
             "The retail price cannot be above the list price.",
@@ -345,6 +343,10 @@ pub(super) fn parse_product(
             })
         }
     };
+    // Both are there whenever no field was refused.
+    let (Some(sku), Some(slug)) = (sku, slug) else {
+        return Err(errors);
+    };
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -353,8 +355,8 @@ pub(super) fn parse_product(
         slug,
         title,
         description: form.get("description").to_string(),
-        list_cents,
-        retail_cents,
+        list_price,
+        retail_price,
         categories,
         details,
         qty,

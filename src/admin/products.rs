@@ -18,6 +18,7 @@ use crate::catalog::categories::{self, TreeEntry};
 use crate::catalog::lifecycle::ProductStatus;
 use crate::catalog::products::{self, Details, Product, ProductType};
 use crate::catalog::CatalogError;
+use crate::domain::EditVersion;
 use crate::media;
 use crate::state::AppState;
 use crate::web::conflict::Conflict;
@@ -105,20 +106,16 @@ fn bad_status() -> FieldErrors {
     errors
 }
 
-fn cents_input(cents: i64) -> String {
-    format!("{}.{:02}", cents / 100, cents % 100)
-}
-
 /// The form's values for an existing product.
 fn values_of(product: &Product) -> HashMap<String, String> {
     let mut v: HashMap<String, String> = HashMap::new();
     v.insert("title".into(), product.title.clone());
-    v.insert("slug".into(), product.slug.clone());
-    v.insert("sku".into(), product.sku.clone());
+    v.insert("slug".into(), product.slug.to_string());
+    v.insert("sku".into(), product.sku.to_string());
     v.insert("description".into(), product.description.clone());
     v.insert("tags".into(), product.tags.join(", "));
-    v.insert("list_price".into(), cents_input(product.pricing.list));
-    v.insert("retail_price".into(), cents_input(product.pricing.retail));
+    v.insert("list_price".into(), product.pricing.list.amount());
+    v.insert("retail_price".into(), product.pricing.retail.amount());
     if product.featured {
         v.insert("featured".into(), "1".into());
     }
@@ -492,10 +489,10 @@ fn loaded_input(snapshot: &Snapshot) -> String {
 }
 
 /// The form's `edit_version`: empty means the product had none when the form was loaded.
-fn form_version(form: &Submitted) -> Result<Option<ObjectId>, AppError> {
+fn form_version(form: &Submitted) -> Result<Option<EditVersion>, AppError> {
     match form.get("edit_version") {
         "" => Ok(None),
-        v => ObjectId::parse_str(v).map(Some).map_err(|_| {
+        v => EditVersion::parse(v).map(Some).map_err(|_| {
             AppError::BadRequest("The form's version is damaged; open the editor again.".into())
         }),
     }

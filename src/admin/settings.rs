@@ -10,8 +10,8 @@ use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
-use crate::catalog::listing::parse_dollars;
 use crate::db::site::{self, ShippingRates, SiteSettings};
+use crate::domain::Money;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
@@ -74,18 +74,14 @@ fn text(field: &Option<String>) -> &str {
     field.as_deref().unwrap_or_default()
 }
 
-fn dollars(cents: i64) -> String {
-    format!("{}.{:02}", cents / 100, cents % 100)
-}
-
 impl SettingsForm {
     fn of(settings: &SiteSettings) -> SettingsForm {
         SettingsForm {
             name: settings.name.clone(),
             tagline: settings.tagline.clone(),
             currency_symbol: settings.currency_symbol.clone(),
-            shipping_base: dollars(settings.shipping.base_cents),
-            shipping_per_half_kilo: dollars(settings.shipping.per_half_kilo_cents),
+            shipping_base: settings.shipping.base_cents.amount(),
+            shipping_per_half_kilo: settings.shipping.per_half_kilo_cents.amount(),
             currency_code: Some(settings.currency_code.clone()),
             description: Some(settings.description.clone()),
             social_image: Some(settings.social_image.clone()),
@@ -194,14 +190,14 @@ impl SettingsForm {
                 format!("Keep robots.txt to at most {MAX_ROBOTS} characters of plain text."),
             );
         }
-        let mut money = |field: &'static str, value: &str| match parse_dollars(value) {
-            Some(cents) if cents <= MAX_SHIPPING_CENTS => cents,
+        let mut money = |field: &'static str, value: &str| match Money::parse(value) {
+            Ok(amount) if amount.cents() <= MAX_SHIPPING_CENTS => amount,
             _ => {
                 errors.insert(
                     field,
                     "Enter an amount from 0 to 1000.00, e.g. 3.99.".to_string(),
                 );
-                0
+                Money::ZERO
             }
         };
         let base_cents = money("shipping_base", &self.shipping_base);
@@ -292,8 +288,8 @@ mod tests {
     #[test]
     fn amounts_and_symbols_are_checked() {
         let ok = form("€", "4.50").parse().expect("valid");
-        assert_eq!(ok.shipping.base_cents, 450);
-        assert_eq!(ok.shipping.per_half_kilo_cents, 100);
+        assert_eq!(ok.shipping.base_cents.cents(), 450);
+        assert_eq!(ok.shipping.per_half_kilo_cents.cents(), 100);
         assert_eq!(ok.currency_symbol, "€");
         assert_eq!(ok.currency_code, "EUR");
         assert_eq!(ok.robots_txt, site::DEFAULT_ROBOTS_TXT.trim());

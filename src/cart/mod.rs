@@ -15,11 +15,12 @@ pub mod store;
 use actix_session::Session;
 use bson::{doc, DateTime};
 use mongodb::IndexModel;
-use rand::RngCore;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::products::{format_cents, ForCart};
+use crate::catalog::products::ForCart;
+use crate::db::site;
 use crate::db::{Db, DbError};
+use crate::domain::{CartId, Currency, Money, Sku};
 
 pub const COLLECTION: &str = "carts";
 /// The most units of one product a cart line may hold (the product page's quantity box uses the
@@ -118,8 +119,8 @@ impl CartStatus {
 pub struct LineDetails {
     pub title: String,
     pub slug: String,
-    /// Unit price in cents.
-    pub price: i64,
+    /// Unit price.
+    pub price: Money,
     /// Shipping weight of one unit, in grams.
     #[serde(default)]
     pub weight: i64,
@@ -127,7 +128,7 @@ pub struct LineDetails {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CartLine {
-    pub sku: String,
+    pub sku: Sku,
     pub qty: i64,
     pub details: LineDetails,
 }
@@ -139,23 +140,23 @@ impl CartLine {
             qty,
             details: LineDetails {
                 title: product.title.clone(),
-                slug: product.slug.clone(),
+                slug: product.slug.to_string(),
                 price: product.pricing.retail,
                 weight: product.shipping.weight,
             },
         }
     }
 
-    pub fn line_total(&self) -> i64 {
-        self.qty * self.details.price
+    pub fn line_total(&self) -> Money {
+        self.details.price.times(self.qty)
     }
 
     pub fn unit_price(&self) -> String {
-        format_cents(self.details.price)
+        self.details.price.display(&site::currency())
     }
 
     pub fn total(&self) -> String {
-        format_cents(self.line_total())
+        self.line_total().display(&site::currency())
     }
 }
 
@@ -163,7 +164,7 @@ impl CartLine {
 pub struct Cart {
     /// Random hex, so carts spread evenly over shards.
     #[serde(rename = "_id")]
-    pub id: String,
+    pub id: CartId,
     pub status: CartStatus,
     pub created: DateTime,
     pub last_modified: DateTime,
@@ -178,8 +179,8 @@ pub struct Cart {
 }
 
 impl Cart {
-    pub fn line(&self, sku: &str) -> Option<&CartLine> {
-        self.items.iter().find(|l| l.sku == sku)
+    pub fn line(&self, sku: &Sku) -> Option<&CartLine> {
+        self.items.iter().find(|l| l.sku == *sku)
     }
 
     /// Units in the cart (the header's count).
@@ -187,41 +188,35 @@ impl Cart {
         self.items.iter().map(|l| l.qty).sum()
     }
 
-    pub fn subtotal_cents(&self) -> i64 {
+    pub fn subtotal_amount(&self) -> Money {
         self.items.iter().map(CartLine::line_total).sum()
     }
 
     /// Shipping at the rates the cart started with (see [`Cart::shipping_rates`]).
-    pub fn shipping_cents(&self) -> i64 {
+    pub fn shipping_amount(&self) -> Money {
         let grams = self.items.iter().map(|l| l.qty * l.details.weight).sum();
         if self.items.is_empty() {
-            0
+            Money::ZERO
         } else {
-            self.shipping_rates.cents_for(grams)
+            self.shipping_rates.for_weight(grams)
         }
     }
 
-    pub fn total_cents(&self) -> i64 {
-        self.subtotal_cents() + self.shipping_cents()
+    pub fn total_amount(&self) -> Money {
+        self.subtotal_amount() + self.shipping_amount()
     }
 
     pub fn subtotal(&self) -> String {
-        format_cents(self.subtotal_cents())
+        self.subtotal_amount().display(&site::currency())
     }
 
     pub fn shipping(&self) -> String {
-        format_cents(self.shipping_cents())
+        self.shipping_amount().display(&site::currency())
     }
 
     pub fn total(&self) -> String {
-        format_cents(self.total_cents())
+        self.total_amount().display(&site::currency())
     }
-}
-
-/// Shipping for a parcel of `grams` at the default rates: a flat $3.99 plus $1.00 for every
-/// started 500 g (Admin → Settings changes them for new carts).
-pub fn shipping_cents(grams: i64) -> i64 {
-    crate::db::site::ShippingRates::default().cents_for(grams)
 }
 
 /// Why a cart change was refused, in words the shopper can act on.
@@ -273,13 +268,6 @@ fn only_left_message(title: &str, available: i64) -> String {
     }
 }
 
-/// A new cart id: 128 random bits as hex.
-pub fn new_cart_id() -> String {
-    let mut bytes = [0u8; 16];
-    rand::rngs::OsRng.fill_bytes(&mut bytes);
-    hex::encode(bytes)
-}
-
 /// Expiry finds idle active carts; admin lists carts by status, newest first.
 pub fn indexes() -> Vec<IndexModel> {
     vec![IndexModel::builder()
@@ -291,7 +279,7 @@ pub fn collection(db: &Db) -> mongodb::Collection<Cart> {
     db.collection(COLLECTION)
 }
 
-pub async fn by_id(db: &Db, id: &str) -> Result<Option<Cart>, DbError> {
+pub async fn by_id(db: &Db, id: &CartId) -> Result<Option<Cart>, DbError> {
     Ok(collection(db).find_one(doc! { "_id": id }).await?)
 }
 
@@ -299,11 +287,11 @@ pub use store::create;
 
 /// What the shopper is told when a line took over a changed price (see
 /// [`store::take_over_price`]).
-pub fn price_changed_notice(title: &str, was: i64, now: i64) -> String {
+pub fn price_changed_notice(title: &str, was: Money, now: Money, currency: &Currency) -> String {
     format!(
         "The price of {title} changed from {} to {} since you added it.",
-        format_cents(was),
-        format_cents(now)
+        was.display(currency),
+        now.display(currency)
     )
 }
 
@@ -311,8 +299,10 @@ use crate::web::layout::CART_COUNT_KEY as SESSION_COUNT;
 use crate::web::session::CART_ID_KEY as SESSION_CART;
 
 /// The cart this visitor is using, if any.
-pub fn session_cart_id(session: &Session) -> Option<String> {
-    crate::web::session::cart_id(session)
+pub fn session_cart_id(session: &Session) -> Option<CartId> {
+    // The cookie is signed, so only an id this app stored can come back; parsing still keeps
+    // anything else from reaching a query.
+    crate::web::session::cart_id(session).and_then(|id| CartId::parse(&id).ok())
 }
 
 /// Remember the visitor's cart and how many units it holds (shown in the header on every page
@@ -374,17 +364,12 @@ mod tests {
 
     #[test]
     fn shipping_is_flat_plus_a_dollar_per_started_half_kilo() {
-        assert_eq!(shipping_cents(0), 399);
-        assert_eq!(shipping_cents(1), 499);
-        assert_eq!(shipping_cents(500), 499);
-        assert_eq!(shipping_cents(501), 599);
-    }
-
-    #[test]
-    fn cart_ids_are_random_hex() {
-        let (a, b) = (new_cart_id(), new_cart_id());
-        assert_eq!(a.len(), 32);
-        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
-        assert_ne!(a, b);
+        // The default rates: a flat $3.99 plus $1.00 for every started 500 g (Admin → Settings
+        // changes them for new carts).
+        let shipping = |grams| site::ShippingRates::default().for_weight(grams).cents();
+        assert_eq!(shipping(0), 399);
+        assert_eq!(shipping(1), 499);
+        assert_eq!(shipping(500), 499);
+        assert_eq!(shipping(501), 599);
     }
 }

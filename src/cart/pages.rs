@@ -9,6 +9,7 @@ use serde::Deserialize;
 use crate::cart::{self, price_changed_notice, reserve, store, Cart, CartError, CartStatus};
 use crate::catalog::products;
 use crate::db::Db;
+use crate::domain::{CartId, Sku};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
@@ -121,7 +122,7 @@ async fn review_lines(
     cart: &mut Cart,
     notices: &mut Vec<String>,
 ) -> Result<Vec<LineView>, AppError> {
-    let skus: Vec<&str> = cart.items.iter().map(|l| l.sku.as_str()).collect();
+    let skus: Vec<&Sku> = cart.items.iter().map(|l| &l.sku).collect();
     let now_on_sale = products::sale_states(db, &skus).await?;
     let mut views = Vec::with_capacity(cart.items.len());
     for line in &mut cart.items {
@@ -143,6 +144,7 @@ async fn review_lines(
                         &line.details.title,
                         line.details.price,
                         p.retail,
+                        &crate::db::site::currency(),
                     ));
                     line.details.price = p.retail;
                 }
@@ -208,7 +210,7 @@ fn parse_qty(text: &str) -> Result<i64, CartError> {
 
 /// The visitor's active cart, if they have one (a finished one is noted and forgotten). A new
 /// cart is only started by [`add_to_new_cart`], once there is a line to put in it.
-async fn active_cart_for_adding(db: &Db, session: &Session) -> Result<Option<String>, AppError> {
+async fn active_cart_for_adding(db: &Db, session: &Session) -> Result<Option<CartId>, AppError> {
     if let Some(id) = cart::session_cart_id(session) {
         match cart::by_id(db, &id).await? {
             Some(c) if c.status == CartStatus::Active => return Ok(Some(c.id)),
@@ -241,9 +243,9 @@ async fn add_to_new_cart(
     state: &AppState,
     new_carts: &NewCartLimit,
     session: &Session,
-    sku: &str,
+    sku: &Sku,
     qty: i64,
-) -> Result<(Option<String>, Result<String, CartError>), AppError> {
+) -> Result<(Option<CartId>, Result<String, CartError>), AppError> {
     let db = &state.db;
     if !new_carts.0.allow(crate::web::client::client_ip(req)) {
         return Ok((None, Err(CartError::TooManyCarts)));
@@ -266,7 +268,7 @@ async fn add_to_new_cart(
 }
 
 /// After a change: refresh the header count from the cart as stored.
-async fn refresh_count(db: &Db, session: &Session, cart_id: &str) -> Result<(), AppError> {
+async fn refresh_count(db: &Db, session: &Session, cart_id: &CartId) -> Result<(), AppError> {
     if let Some(c) = cart::by_id(db, cart_id).await? {
         cart::remember_in_session(session, &c);
     }
@@ -323,21 +325,27 @@ pub async fn add(
             return Ok(see_other(&back_to_product(db, &form.sku).await?));
         }
     };
-    // An unknown SKU starts nothing.
-    if !products::for_cart(db, &form.sku)
-        .await?
-        .is_some_and(|p| p.is_on_sale())
-    {
-        flash::push(&session, Level::Error, "That product does not exist.");
-        return Ok(see_other("/cart"));
-    }
+    // An unknown SKU (or one no product could have) starts nothing.
+    let sku = match Sku::parse(&form.sku) {
+        Ok(sku)
+            if products::for_cart(db, &sku)
+                .await?
+                .is_some_and(|p| p.is_on_sale()) =>
+        {
+            sku
+        }
+        _ => {
+            flash::push(&session, Level::Error, "That product does not exist.");
+            return Ok(see_other("/cart"));
+        }
+    };
     let limits = cart::CartLimits::configured(&state.cart);
     let (mut cart_id, mut outcome) = match active_cart_for_adding(db, &session).await? {
         Some(id) => {
-            let outcome = reserve::add_item_within(db, &id, &form.sku, qty, limits).await;
+            let outcome = reserve::add_item_within(db, &id, &sku, qty, limits).await;
             (Some(id), outcome)
         }
-        None => add_to_new_cart(&req, &state, &new_carts, &session, &form.sku, qty).await?,
+        None => add_to_new_cart(&req, &state, &new_carts, &session, &sku, qty).await?,
     };
     if let Err(CartError::NotActive(status)) = &outcome {
         // The cart expired (or went to checkout elsewhere) just now: carry on in a new one.
@@ -345,8 +353,7 @@ pub async fn add(
             flash::push(&session, Level::Info, EXPIRED_NOTICE);
         }
         cart::forget_in_session(&session);
-        (cart_id, outcome) =
-            add_to_new_cart(&req, &state, &new_carts, &session, &form.sku, qty).await?;
+        (cart_id, outcome) = add_to_new_cart(&req, &state, &new_carts, &session, &sku, qty).await?;
     }
     match outcome {
         Ok(title) => {
@@ -365,7 +372,7 @@ pub async fn add(
             if let Some(id) = &cart_id {
                 refresh_count(db, &session, id).await?;
             }
-            Ok(see_other(&back_to_product(db, &form.sku).await?))
+            Ok(see_other(&back_to_product(db, sku.as_str()).await?))
         }
     }
 }
@@ -380,7 +387,10 @@ fn added_message(title: &str, qty: i64) -> String {
 
 /// Where to send a shopper whose add failed: back to the product, or the cart if it is unknown.
 async fn back_to_product(db: &Db, sku: &str) -> Result<String, AppError> {
-    Ok(products::for_cart(db, sku)
+    let Ok(sku) = Sku::parse(sku) else {
+        return Ok("/cart".to_string());
+    };
+    Ok(products::for_cart(db, &sku)
         .await?
         .map_or_else(|| "/cart".to_string(), |p| p.url()))
 }
@@ -430,11 +440,13 @@ async fn update_line(
         flash::push(session, Level::Info, "Your cart is empty.");
         return Ok(see_other("/cart"));
     };
-    let outcome = match qty {
-        Ok(q) => reserve::set_quantity_within(db, &cart_id, sku, q, limits)
+    let outcome = match (qty, Sku::parse(sku)) {
+        (Ok(q), Ok(sku)) => reserve::set_quantity_within(db, &cart_id, &sku, q, limits)
             .await
             .map(|()| q),
-        Err(e) => Err(e),
+        (Err(e), _) => Err(e),
+        // No line can hold a SKU no product could have.
+        (Ok(_), Err(_)) => Err(CartError::NotInCart),
     };
     match outcome {
         Ok(0) => flash::push(session, Level::Success, "Removed from your cart."),

@@ -6,6 +6,7 @@
 use crate::cart::{self, store, CartError, CartLimits, CartLine, CartStatus, MAX_LINE_QTY};
 use crate::catalog::products;
 use crate::db::{Db, DbError};
+use crate::domain::{CartId, Sku, StockHolder};
 use crate::stock;
 
 /// How often a change is retried when another session changed the same cart in between.
@@ -31,7 +32,7 @@ impl From<DbError> for Attempt {
 }
 
 /// Read the cart, insisting it is still active.
-async fn active_cart(db: &Db, cart_id: &str) -> Result<cart::Cart, CartError> {
+async fn active_cart(db: &Db, cart_id: &CartId) -> Result<cart::Cart, CartError> {
     match cart::by_id(db, cart_id).await? {
         Some(c) if c.status == CartStatus::Active => Ok(c),
         Some(c) => Err(CartError::NotActive(Some(c.status))),
@@ -41,7 +42,7 @@ async fn active_cart(db: &Db, cart_id: &str) -> Result<cart::Cart, CartError> {
 
 /// Put `qty` units of `sku` in the cart: a new line, or more of a line already there. Returns
 /// the product's title for the confirmation.
-pub async fn add_item(db: &Db, cart_id: &str, sku: &str, qty: i64) -> Result<String, CartError> {
+pub async fn add_item(db: &Db, cart_id: &CartId, sku: &Sku, qty: i64) -> Result<String, CartError> {
     add_item_within(db, cart_id, sku, qty, CartLimits::NONE).await
 }
 
@@ -49,8 +50,8 @@ pub async fn add_item(db: &Db, cart_id: &str, sku: &str, qty: i64) -> Result<Str
 /// change.
 pub async fn add_item_within(
     db: &Db,
-    cart_id: &str,
-    sku: &str,
+    cart_id: &CartId,
+    sku: &Sku,
     qty: i64,
     limits: CartLimits,
 ) -> Result<String, CartError> {
@@ -94,15 +95,15 @@ pub async fn add_item_within(
 
 /// Set a line's quantity (0 removes it). The current quantity is read from the cart, never
 /// taken from the form, so a stale page cannot reserve the wrong amount.
-pub async fn set_quantity(db: &Db, cart_id: &str, sku: &str, qty: i64) -> Result<(), CartError> {
+pub async fn set_quantity(db: &Db, cart_id: &CartId, sku: &Sku, qty: i64) -> Result<(), CartError> {
     set_quantity_within(db, cart_id, sku, qty, CartLimits::NONE).await
 }
 
 /// [`set_quantity`] within `limits` (only a larger quantity is checked against them).
 pub async fn set_quantity_within(
     db: &Db,
-    cart_id: &str,
-    sku: &str,
+    cart_id: &CartId,
+    sku: &Sku,
     qty: i64,
     limits: CartLimits,
 ) -> Result<(), CartError> {
@@ -168,19 +169,19 @@ async fn check_limits(
 }
 
 /// Take a line out of the cart and put its stock back on sale.
-pub async fn remove_item(db: &Db, cart_id: &str, sku: &str) -> Result<(), CartError> {
+pub async fn remove_item(db: &Db, cart_id: &CartId, sku: &Sku) -> Result<(), CartError> {
     set_quantity(db, cart_id, sku, 0).await
 }
 
 /// A new line: (1) push it onto the active cart unless the SKU is already there, (2) reserve the
 /// stock on the product if enough is available, else (3) pull the line again.
-async fn add_line(db: &Db, cart_id: &str, line: CartLine) -> Result<(), Attempt> {
+async fn add_line(db: &Db, cart_id: &CartId, line: CartLine) -> Result<(), Attempt> {
     let now = db.now();
     if !store::push_line(db, cart_id, &line, now).await? {
         // Another session added the same SKU, or the cart stopped being active.
         return Err(Attempt::Raced);
     }
-    if stock::reserve(db, &line.sku, cart_id, line.qty, now).await? {
+    if stock::reserve(db, &line.sku, &StockHolder::from(cart_id), line.qty, now).await? {
         return Ok(());
     }
     store::drop_line(db, cart_id, &line.sku).await?;
@@ -189,7 +190,12 @@ async fn add_line(db: &Db, cart_id: &str, line: CartLine) -> Result<(), Attempt>
 
 /// Change a line from its current quantity to `wanted` (> 0): (1) adjust the cart line if it
 /// still holds what was read, (2) adjust the reservation by the same delta, else (3) undo (1).
-async fn change_line(db: &Db, cart_id: &str, line: &CartLine, wanted: i64) -> Result<(), Attempt> {
+async fn change_line(
+    db: &Db,
+    cart_id: &CartId,
+    line: &CartLine,
+    wanted: i64,
+) -> Result<(), Attempt> {
     let delta = wanted - line.qty;
     let now = db.now();
     if !store::change_line(db, cart_id, &line.sku, line.qty, delta, now).await? {
@@ -199,7 +205,7 @@ async fn change_line(db: &Db, cart_id: &str, line: &CartLine, wanted: i64) -> Re
         return Ok(());
     }
     // More units need that many available; fewer need the reservation to hold them.
-    if stock::change_reservation(db, &line.sku, cart_id, delta, now).await? {
+    if stock::change_reservation(db, &line.sku, &StockHolder::from(cart_id), delta, now).await? {
         return Ok(());
     }
     store::undo_line_change(db, cart_id, &line.sku, delta).await?;
@@ -215,25 +221,25 @@ async fn change_line(db: &Db, cart_id: &str, line: &CartLine, wanted: i64) -> Re
 
 /// Whether `cart_id` still holds a reservation of `sku` (one that some change in flight may be
 /// about to adjust), as opposed to none at all (lost to a crash: [`short_of_stock`] says so).
-async fn reservation_in_flight(db: &Db, sku: &str, cart_id: &str) -> Result<bool, DbError> {
+async fn reservation_in_flight(db: &Db, sku: &Sku, cart_id: &CartId) -> Result<bool, DbError> {
     Ok(products::for_cart_holding(db, sku, cart_id)
         .await?
         .is_some_and(|p| p.reserved_by_that_cart() > 0))
 }
 
 /// Pull a line from the cart if it still holds what was read, then return its stock.
-async fn remove_line(db: &Db, cart_id: &str, line: &CartLine) -> Result<(), Attempt> {
+async fn remove_line(db: &Db, cart_id: &CartId, line: &CartLine) -> Result<(), Attempt> {
     if !store::remove_line(db, cart_id, &line.sku, line.qty).await? {
         return Err(Attempt::Raced);
     }
-    stock::return_reservation(db, &line.sku, cart_id).await?;
+    stock::return_reservation(db, &line.sku, &StockHolder::from(cart_id)).await?;
     Ok(())
 }
 
 /// After a reservation step failed: either too few units are available, or the line had no
 /// reservation to change (a crash between the two writes of an earlier add). In the second case
 /// the line is taken out of the cart so it cannot be bought unreserved.
-async fn short_of_stock(db: &Db, line: &CartLine, reserved_by: Option<&str>) -> CartError {
+async fn short_of_stock(db: &Db, line: &CartLine, reserved_by: Option<&CartId>) -> CartError {
     let title = line.details.title.clone();
     let found = match reserved_by {
         Some(cart_id) => products::for_cart_holding(db, &line.sku, cart_id).await,

@@ -18,8 +18,9 @@
 use bson::{doc, DateTime, Document};
 use futures::TryStreamExt;
 
-use crate::cart::{collection, new_cart_id, Cart, CartLine, CartStatus, COLLECTION};
+use crate::cart::{collection, Cart, CartLine, CartStatus, COLLECTION};
 use crate::db::{Db, DbError};
+use crate::domain::{CartId, Money, Sku};
 
 fn carts(db: &Db) -> mongodb::Collection<Document> {
     db.collection(COLLECTION)
@@ -29,7 +30,7 @@ fn carts(db: &Db) -> mongodb::Collection<Document> {
 pub async fn create(db: &Db) -> Result<Cart, DbError> {
     let now = db.now();
     let cart = Cart {
-        id: new_cart_id(),
+        id: CartId::random(),
         status: CartStatus::Active,
         created: now,
         last_modified: now,
@@ -43,7 +44,7 @@ pub async fn create(db: &Db) -> Result<Cart, DbError> {
 
 /// Delete a cart that is still active and empty (a new cart whose first line could not be
 /// added), so a request that added nothing leaves nothing behind.
-pub async fn delete_if_empty(db: &Db, cart_id: &str) -> Result<(), DbError> {
+pub async fn delete_if_empty(db: &Db, cart_id: &CartId) -> Result<(), DbError> {
     carts(db)
         .delete_one(doc! {
             "_id": cart_id, "status": CartStatus::Active.as_str(), "items": { "$size": 0 },
@@ -56,7 +57,7 @@ pub async fn delete_if_empty(db: &Db, cart_id: &str) -> Result<(), DbError> {
 /// pushed (false: another session added the SKU first, or the cart stopped being active).
 pub async fn push_line(
     db: &Db,
-    cart_id: &str,
+    cart_id: &CartId,
     line: &CartLine,
     now: DateTime,
 ) -> Result<bool, DbError> {
@@ -77,8 +78,8 @@ pub async fn push_line(
 /// Returns whether it changed.
 pub async fn change_line(
     db: &Db,
-    cart_id: &str,
-    sku: &str,
+    cart_id: &CartId,
+    sku: &Sku,
     seen: i64,
     delta: i64,
     now: DateTime,
@@ -99,8 +100,8 @@ pub async fn change_line(
 /// whatever the cart's status by now.
 pub async fn undo_line_change(
     db: &Db,
-    cart_id: &str,
-    sku: &str,
+    cart_id: &CartId,
+    sku: &Sku,
     delta: i64,
 ) -> Result<(), DbError> {
     carts(db)
@@ -114,7 +115,7 @@ pub async fn undo_line_change(
 
 /// Pull an active cart's line for `sku` if it still holds `seen` units. Returns whether it was
 /// pulled.
-pub async fn remove_line(db: &Db, cart_id: &str, sku: &str, seen: i64) -> Result<bool, DbError> {
+pub async fn remove_line(db: &Db, cart_id: &CartId, sku: &Sku, seen: i64) -> Result<bool, DbError> {
     let pulled = carts(db)
         .update_one(
             doc! {
@@ -133,7 +134,7 @@ pub async fn remove_line(db: &Db, cart_id: &str, sku: &str, seen: i64) -> Result
 /// Take the line for `sku` out of the cart whatever it holds and whatever the cart's status: the
 /// undo of [`push_line`], and how a line that lost its reservation leaves the cart (it must not
 /// be bought unreserved).
-pub async fn drop_line(db: &Db, cart_id: &str, sku: &str) -> Result<(), DbError> {
+pub async fn drop_line(db: &Db, cart_id: &CartId, sku: &Sku) -> Result<(), DbError> {
     carts(db)
         .update_one(
             doc! { "_id": cart_id },
@@ -145,7 +146,7 @@ pub async fn drop_line(db: &Db, cart_id: &str, sku: &str) -> Result<(), DbError>
 
 /// Cut the line for `sku` to `qty` units (what its reservation holds), whatever the cart's
 /// status: checkout's review of a cart it locked.
-pub async fn cut_line(db: &Db, cart_id: &str, sku: &str, qty: i64) -> Result<(), DbError> {
+pub async fn cut_line(db: &Db, cart_id: &CartId, sku: &Sku, qty: i64) -> Result<(), DbError> {
     carts(db)
         .update_one(
             doc! { "_id": cart_id, "items.sku": sku },
@@ -160,16 +161,16 @@ pub async fn cut_line(db: &Db, cart_id: &str, sku: &str, qty: i64) -> Result<(),
 ///
 /// The guard: the cart must still be in `held_as` (`active` when the cart page shows it, or
 /// `pending` while the checkout that locked it reviews it), and the line must still carry the
-/// price `was` that the caller read. So a complete or expired cart never changes, and of two
+/// price `was` that the caller read, and takes over `current`. So a complete or expired cart never changes, and of two
 /// requests taking over the same change only one succeeds (and only that one tells the shopper).
 /// Returns whether the price was taken over.
 pub async fn take_over_price(
     db: &Db,
-    cart_id: &str,
+    cart_id: &CartId,
     held_as: CartStatus,
-    sku: &str,
-    was: i64,
-    now: i64,
+    sku: &Sku,
+    was: Money,
+    current: Money,
 ) -> Result<bool, DbError> {
     let taken = carts(db)
         .update_one(
@@ -177,7 +178,7 @@ pub async fn take_over_price(
                 "_id": cart_id, "status": held_as.as_str(),
                 "items": { "$elemMatch": { "sku": sku, "details.price": was } },
             },
-            doc! { "$set": { "items.$.details.price": now } },
+            doc! { "$set": { "items.$.details.price": current } },
         )
         .await?;
     Ok(taken.modified_count == 1)
@@ -186,7 +187,7 @@ pub async fn take_over_price(
 /// Lock a non-empty active cart for checkout (`active → pending`), returning it as locked; `None`
 /// when it is not active, or empty. Fast: a lost lock is a cart still active, and checkout's
 /// journaled payment record takes it to disk with it before any money moves.
-pub async fn lock_for_checkout(db: &Db, cart_id: &str) -> Result<Option<Cart>, DbError> {
+pub async fn lock_for_checkout(db: &Db, cart_id: &CartId) -> Result<Option<Cart>, DbError> {
     Ok(collection(db)
         .find_one_and_update(
             doc! {
@@ -202,7 +203,7 @@ pub async fn lock_for_checkout(db: &Db, cart_id: &str) -> Result<Option<Cart>, D
 }
 
 /// Put a locked cart back in the shopper's hands (`pending → active`).
-pub async fn unlock(db: &Db, cart_id: &str) -> Result<(), DbError> {
+pub async fn unlock(db: &Db, cart_id: &CartId) -> Result<(), DbError> {
     carts(db)
         .update_one(
             doc! { "_id": cart_id, "status": CartStatus::Pending.as_str() },
@@ -232,7 +233,7 @@ pub async fn hand_back(db: &Db, cart: &Cart) -> Result<(), DbError> {
 
 /// Mark a paid cart complete (`pending → complete`; repeating it is harmless). Durable: the
 /// shopper has been told the order is placed.
-pub async fn complete(db: &Db, cart_id: &str) -> Result<(), DbError> {
+pub async fn complete(db: &Db, cart_id: &CartId) -> Result<(), DbError> {
     let paid = [CartStatus::Pending.as_str(), CartStatus::Complete.as_str()];
     db.durable::<Document>(COLLECTION)
         .update_one(
@@ -279,7 +280,7 @@ pub async fn expiring(db: &Db) -> Result<Vec<Cart>, DbError> {
 
 /// Finish expiring a cart whose stock went back on sale (`expiring → expired`). Returns how many
 /// carts changed (0 when another run finished it first).
-pub async fn mark_expired(db: &Db, cart_id: &str) -> Result<u64, DbError> {
+pub async fn mark_expired(db: &Db, cart_id: &CartId) -> Result<u64, DbError> {
     let done = carts(db)
         .update_one(
             doc! { "_id": cart_id, "status": CartStatus::Expiring.as_str() },

@@ -12,7 +12,8 @@ use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
 use serde::Deserialize;
 
-use crate::catalog::products::{self, format_cents, Pricing, ProductType};
+use crate::catalog::products::{self, Pricing, ProductType};
+use crate::db::site;
 
 /// One product in a grid, with the sort keys a listing's keyset links are made from.
 #[derive(Debug, Clone, Deserialize)]
@@ -63,11 +64,11 @@ impl ProductCard {
     }
 
     pub fn retail_price(&self) -> String {
-        format_cents(self.pricing.retail)
+        self.pricing.retail.display(&site::currency())
     }
 
     pub fn list_price(&self) -> String {
-        format_cents(self.pricing.list)
+        self.pricing.list.display(&site::currency())
     }
 
     pub fn in_stock(&self) -> bool {
@@ -88,12 +89,12 @@ mod tests {
     #[test]
     fn a_card_reads_what_the_product_shows_from_the_projected_fields_alone() {
         let product = NewProduct {
-            sku: "c1".into(),
-            slug: "card-test".into(),
+            sku: crate::domain::Sku::parse("c1").unwrap(),
+            slug: crate::domain::Slug::parse("card-test").unwrap(),
             title: "Card Test".into(),
             description: "Not on a card.".into(),
-            list_cents: 2000,
-            retail_cents: 1500,
+            list_price: crate::domain::Money::from_cents(2000),
+            retail_price: crate::domain::Money::from_cents(1500),
             categories: vec![ObjectId::new()],
             details: Details::Album(AlbumDetails {
                 title: "Card Test".into(),

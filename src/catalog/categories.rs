@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{products, CatalogError};
 use crate::db::{Db, DbError};
+use crate::domain::EditVersion;
 
 pub const COLLECTION: &str = "categories";
 
@@ -41,7 +42,7 @@ pub struct Category {
     /// and move forms carry it, so one computed from an older tree is refused. Categories
     /// stored before it existed have none until their first change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub edit_version: Option<ObjectId>,
+    pub edit_version: Option<EditVersion>,
 }
 
 impl Category {
@@ -55,12 +56,12 @@ impl Category {
 /// parent's (`None` for either: it had none yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Expected {
-    pub category: Option<ObjectId>,
-    pub parent: Option<ObjectId>,
+    pub category: Option<EditVersion>,
+    pub parent: Option<EditVersion>,
 }
 
 /// `{_id: id}` narrowed to the version a form expects.
-fn versioned(id: ObjectId, expected: Option<ObjectId>) -> Document {
+fn versioned(id: ObjectId, expected: Option<EditVersion>) -> Document {
     match expected {
         Some(v) => doc! { "_id": id, "edit_version": v },
         None => doc! { "_id": id, "edit_version": { "$exists": false } },
@@ -236,7 +237,7 @@ pub async fn add(
         slug: slug.to_string(),
         parent,
         ancestors,
-        edit_version: Some(ObjectId::new()),
+        edit_version: Some(EditVersion::new()),
     };
     durable(db).insert_one(&category).await?;
     super::changes::categories_changed(db);
@@ -329,7 +330,7 @@ async fn move_category(
     let claimed = durable(db)
         .update_one(
             filter,
-            doc! { "$set": { "parent": parent_value, "edit_version": ObjectId::new() } },
+            doc! { "$set": { "parent": parent_value, "edit_version": EditVersion::new() } },
         )
         .await?;
     if claimed.matched_count == 0 {
@@ -362,7 +363,7 @@ async fn move_category(
         durable(db)
             .update_one(
                 doc! { "_id": category.id },
-                doc! { "$set": { "ancestors": ancestors_bson, "edit_version": ObjectId::new() } },
+                doc! { "$set": { "ancestors": ancestors_bson, "edit_version": EditVersion::new() } },
             )
             .await?;
     }
@@ -413,7 +414,7 @@ pub async fn rename_checked(
     id: ObjectId,
     name: &str,
     slug: &str,
-    expected: Option<ObjectId>,
+    expected: Option<EditVersion>,
 ) -> Result<(), CatalogError> {
     rename_category(db, id, name, slug, Some(expected)).await
 }
@@ -423,7 +424,7 @@ async fn rename_category(
     id: ObjectId,
     name: &str,
     slug: &str,
-    expected: Option<Option<ObjectId>>,
+    expected: Option<Option<EditVersion>>,
 ) -> Result<(), CatalogError> {
     let filter = match expected {
         Some(expected) => versioned(id, expected),
@@ -432,7 +433,7 @@ async fn rename_category(
     let result = durable(db)
         .update_one(
             filter,
-            doc! { "$set": { "name": name, "slug": slug, "edit_version": ObjectId::new() } },
+            doc! { "$set": { "name": name, "slug": slug, "edit_version": EditVersion::new() } },
         )
         .await?;
     if result.matched_count == 0 {
@@ -447,7 +448,7 @@ async fn rename_category(
             doc! { "ancestors._id": id },
             doc! { "$set": {
                 "ancestors.$.name": name, "ancestors.$.slug": slug,
-                "edit_version": ObjectId::new(),
+                "edit_version": EditVersion::new(),
             } },
         )
         .await?;

@@ -10,6 +10,7 @@ use crate::catalog::products::{
 };
 use crate::catalog::CatalogError;
 use crate::db::Db;
+use crate::domain::{Money, Sku, Slug};
 use crate::media;
 use futures::TryStreamExt;
 
@@ -623,25 +624,22 @@ async fn demo_products(db: &Db) -> Result<Vec<NewProduct>, CatalogError> {
         n += 1;
         // Some products sold out, a few featured: the shelves and filters have something to show.
         let qty = [12, 5, 0, 30, 8, 2, 17, 0, 9][n as usize % 9];
-        (
-            format!("demo{n:04}"),
-            crate::catalog::slugify(title),
-            qty,
-            n % 5 == 1,
-        )
+        let sku = Sku::parse(&format!("demo{n:04}"));
+        let slug = Slug::parse(&crate::catalog::slugify(title));
+        (sku, slug, qty, n % 5 == 1)
     };
     for a in ALBUMS {
         let (sku, slug, qty, featured) = next(a.title);
         out.push(NewProduct {
-            sku,
-            slug,
+            sku: sku?,
+            slug: slug?,
             title: a.title.to_string(),
             description: format!(
                 "{} by {}, first issued on {} and remastered from the original tapes.",
                 a.title, a.artist, a.label
             ),
-            list_cents: a.price.0,
-            retail_cents: a.price.1,
+            list_price: Money::from_cents(a.price.0),
+            retail_price: Money::from_cents(a.price.1),
             categories: category_ids(db, a.categories).await?,
             details: Details::Album(AlbumDetails {
                 title: a.title.to_string(),
@@ -666,8 +664,8 @@ async fn demo_products(db: &Db) -> Result<Vec<NewProduct>, CatalogError> {
     for f in FILMS {
         let (sku, slug, qty, featured) = next(f.title);
         out.push(NewProduct {
-            sku,
-            slug,
+            sku: sku?,
+            slug: slug?,
             title: f.title.to_string(),
             description: format!(
                 "{}, directed by {}, restored and presented in its original {} aspect ratio.",
@@ -675,8 +673,8 @@ async fn demo_products(db: &Db) -> Result<Vec<NewProduct>, CatalogError> {
                 f.director.join(" and "),
                 f.aspect_ratio
             ),
-            list_cents: f.price.0,
-            retail_cents: f.price.1,
+            list_price: Money::from_cents(f.price.0),
+            retail_price: Money::from_cents(f.price.1),
             categories: category_ids(db, f.categories).await?,
             details: Details::Film(FilmDetails {
                 title: f.title.to_string(),
@@ -704,8 +702,8 @@ async fn demo_products(db: &Db) -> Result<Vec<NewProduct>, CatalogError> {
     for b in BOOKS {
         let (sku, slug, qty, featured) = next(b.title);
         out.push(NewProduct {
-            sku,
-            slug,
+            sku: sku?,
+            slug: slug?,
             title: b.title.to_string(),
             description: format!(
                 "{} by {} ({}), {} pages.",
@@ -714,8 +712,8 @@ async fn demo_products(db: &Db) -> Result<Vec<NewProduct>, CatalogError> {
                 b.publisher,
                 b.pages
             ),
-            list_cents: b.price.0,
-            retail_cents: b.price.1,
+            list_price: Money::from_cents(b.price.0),
+            retail_price: Money::from_cents(b.price.1),
             categories: category_ids(db, b.categories).await?,
             details: Details::Book(BookDetails {
                 author: strings(b.author),
@@ -810,7 +808,7 @@ pub async fn seed_bulk_with_progress(
         for i in first + added..first + added + size {
             let k = (i as usize) % templates.len();
             batch.push(
-                generated_product(&templates[k], i, templates.len() as u64)
+                generated_product(&templates[k], i, templates.len() as u64)?
                     .into_product(paths[k].clone())?,
             );
         }
@@ -860,15 +858,20 @@ fn bulk_sku(i: u64) -> String {
 }
 
 /// The `i`-th generated product (0-based; its SKU is `bulk{i + 1}`), a variation on `template`.
-fn generated_product(template: &NewProduct, i: u64, templates: u64) -> NewProduct {
+fn generated_product(
+    template: &NewProduct,
+    i: u64,
+    templates: u64,
+) -> Result<NewProduct, CatalogError> {
     let mut new = template.clone();
     let edition = i / templates + 1;
     new.title = format!("{} (edition {edition})", new.title);
-    new.slug = format!("{}-edition-{edition}", new.slug);
-    new.sku = bulk_sku(i);
+    new.slug = Slug::parse(&format!("{}-edition-{edition}", new.slug))?;
+    new.sku = Sku::parse(&bulk_sku(i))?;
     // Vary prices and stock so sorts and filters have work to do.
-    new.list_cents += (i % 500) as i64;
-    new.retail_cents = new.list_cents * (60 + (i % 41) as i64) / 100;
+    let list = new.list_price.cents() + (i % 500) as i64;
+    new.list_price = Money::from_cents(list);
+    new.retail_price = Money::from_cents(list * (60 + (i % 41) as i64) / 100);
     new.qty = (i % 13) as i64;
     new.featured = false;
     let later = |d: &mut DateTime| {
@@ -879,7 +882,7 @@ fn generated_product(template: &NewProduct, i: u64, templates: u64) -> NewProduc
         Details::Film(d) => later(&mut d.issue_date),
         Details::Book(d) => later(&mut d.issue_date),
     }
-    new
+    Ok(new)
 }
 
 /// Give every demo product without a photo a generated cover; returns how many were added.

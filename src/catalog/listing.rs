@@ -11,9 +11,11 @@ use crate::catalog::anchors::{self, Anchored};
 use crate::catalog::cache;
 use crate::catalog::card::ProductCard;
 use crate::catalog::facets;
-use crate::catalog::products::{self, format_cents, ProductType};
+use crate::catalog::products::{self, ProductType};
 use crate::catalog::seek::{self, BadToken, Cursor, PlannedFind, Seek};
+use crate::db::site;
 use crate::db::{Db, DbError};
+use crate::domain::Money;
 
 pub const PAGE_SIZE: u64 = 12;
 /// Longest search string used (longer input is cut, not refused).
@@ -89,8 +91,8 @@ pub struct ListingQuery {
     pub genre: Option<String>,
     /// Artist, actor or author.
     pub person: Option<String>,
-    pub min_cents: Option<i64>,
-    pub max_cents: Option<i64>,
+    pub min_price: Option<Money>,
+    pub max_price: Option<Money>,
     pub min_discount: Option<i32>,
     pub in_stock: bool,
     pub search: Option<String>,
@@ -136,32 +138,6 @@ pub fn without_control_chars(text: &str) -> String {
     text.chars().filter(|c| !c.is_control()).collect()
 }
 
-/// "12", "12.5" or "12.50" dollars → cents; anything else is ignored.
-pub fn parse_dollars(s: &str) -> Option<i64> {
-    let s = s.trim().trim_start_matches('$');
-    let (whole, frac) = s.split_once('.').unwrap_or((s, ""));
-    if whole.is_empty() && frac.is_empty() {
-        return None;
-    }
-    if !whole.chars().all(|c| c.is_ascii_digit()) || frac.len() > 2 {
-        return None;
-    }
-    if !frac.chars().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    let whole: i64 = if whole.is_empty() {
-        0
-    } else {
-        whole.parse().ok()?
-    };
-    let frac: i64 = match frac.len() {
-        0 => 0,
-        1 => frac.parse::<i64>().ok()? * 10,
-        _ => frac.parse().ok()?,
-    };
-    whole.checked_mul(100)?.checked_add(frac)
-}
-
 impl ListingQuery {
     /// Parse the query string; values that do not parse are dropped (page → 1, sort → newest).
     pub fn from_params(params: &HashMap<String, String>) -> ListingQuery {
@@ -177,8 +153,8 @@ impl ListingQuery {
                 .and_then(|t| ProductType::parse(t.trim())),
             genre: non_empty(params, "genre"),
             person: non_empty(params, "person"),
-            min_cents: params.get("min_price").and_then(|v| parse_dollars(v)),
-            max_cents: params.get("max_price").and_then(|v| parse_dollars(v)),
+            min_price: params.get("min_price").and_then(|v| Money::parse(v).ok()),
+            max_price: params.get("max_price").and_then(|v| Money::parse(v).ok()),
             min_discount: params
                 .get("min_discount")
                 .and_then(|v| v.trim().parse::<i32>().ok())
@@ -226,10 +202,10 @@ impl ListingQuery {
             filter.insert("people_keys", facets::normalise(person));
         }
         let mut price = Document::new();
-        if let Some(min) = self.min_cents {
+        if let Some(min) = self.min_price {
             price.insert("$gte", min);
         }
-        if let Some(max) = self.max_cents {
+        if let Some(max) = self.max_price {
             price.insert("$lte", max);
         }
         if !price.is_empty() {
@@ -259,11 +235,11 @@ impl ListingQuery {
         if let Some(person) = &self.person {
             s.append_pair("person", person);
         }
-        if let Some(min) = self.min_cents {
-            s.append_pair("min_price", &cents_to_input(min));
+        if let Some(min) = self.min_price {
+            s.append_pair("min_price", &min.short_amount());
         }
-        if let Some(max) = self.max_cents {
-            s.append_pair("max_price", &cents_to_input(max));
+        if let Some(max) = self.max_price {
+            s.append_pair("max_price", &max.short_amount());
         }
         if let Some(d) = self.min_discount {
             s.append_pair("min_discount", &d.to_string());
@@ -305,14 +281,15 @@ impl ListingQuery {
         if let Some(person) = &self.person {
             push(format!("By {person}"), |q| q.person = None);
         }
-        if let Some(min) = self.min_cents {
-            push(format!("From {}", format_cents(min)), |q| {
-                q.min_cents = None
+        let currency = site::currency();
+        if let Some(min) = self.min_price {
+            push(format!("From {}", min.display(&currency)), |q| {
+                q.min_price = None
             });
         }
-        if let Some(max) = self.max_cents {
-            push(format!("Up to {}", format_cents(max)), |q| {
-                q.max_cents = None
+        if let Some(max) = self.max_price {
+            push(format!("Up to {}", max.display(&currency)), |q| {
+                q.max_price = None
             });
         }
         if let Some(d) = self.min_discount {
@@ -373,13 +350,13 @@ impl ListingQuery {
     pub fn min_price_value(&self) -> String {
         self.shown(
             "min_price",
-            self.min_cents.map(cents_to_input).unwrap_or_default(),
+            self.min_price.map(Money::short_amount).unwrap_or_default(),
         )
     }
     pub fn max_price_value(&self) -> String {
         self.shown(
             "max_price",
-            self.max_cents.map(cents_to_input).unwrap_or_default(),
+            self.max_price.map(Money::short_amount).unwrap_or_default(),
         )
     }
     pub fn min_discount_value(&self) -> String {
@@ -401,7 +378,7 @@ fn filter_problems(params: &HashMap<String, String>) -> Vec<FilterProblem> {
         let Some(given) = params.get(param).map(|v| without_control_chars(v)) else {
             continue;
         };
-        if !given.trim().is_empty() && parse_dollars(&given).is_none() {
+        if !given.trim().is_empty() && Money::parse(&given).is_err() {
             problems.push(FilterProblem {
                 param,
                 message: format!(
@@ -438,14 +415,6 @@ fn shortened(text: &str) -> String {
         format!("{}…", text.chars().take(30).collect::<String>())
     } else {
         text.to_string()
-    }
-}
-
-fn cents_to_input(cents: i64) -> String {
-    if cents % 100 == 0 {
-        (cents / 100).to_string()
-    } else {
-        format!("{}.{:02}", cents / 100, cents % 100)
     }
 }
 
@@ -912,7 +881,7 @@ mod tests {
         ]));
         assert_eq!(q.page, 1);
         assert_eq!(
-            (q.min_cents, q.max_cents, q.min_discount),
+            (q.min_price, q.max_price, q.min_discount),
             (None, None, None)
         );
         assert_eq!(
@@ -930,16 +899,6 @@ mod tests {
         assert!(!has_own_order_index(&everything, Sort::Newest));
         let category = ListingQuery::default().filter(in_category(ObjectId::new()));
         assert!(!has_own_order_index(&category, Sort::Newest));
-    }
-
-    #[test]
-    fn prices_are_read_as_dollars() {
-        assert_eq!(parse_dollars("12"), Some(1200));
-        assert_eq!(parse_dollars("$12.5"), Some(1250));
-        assert_eq!(parse_dollars("0.99"), Some(99));
-        assert_eq!(parse_dollars("abc"), None);
-        assert_eq!(parse_dollars("1.234"), None);
-        assert_eq!(parse_dollars(""), None);
     }
 
     /// The number links of page `n` of `pages`.

@@ -37,6 +37,14 @@ pub enum CatalogError {
     Db(#[from] crate::db::DbError),
 }
 
+/// An identifier the code itself made (demo data) that breaks its rules: a bug, reported as an
+/// internal error rather than a panic.
+impl From<crate::domain::IdError> for CatalogError {
+    fn from(e: crate::domain::IdError) -> Self {
+        CatalogError::Db(crate::db::DbError::Invalid(e.to_string()))
+    }
+}
+
 impl From<mongodb::error::Error> for CatalogError {
     fn from(e: mongodb::error::Error) -> Self {
         match duplicate_key_field(&e) {
@@ -91,7 +99,7 @@ pub fn slugify(name: &str) -> String {
 
 /// True when `slug` is what [`slugify`] would produce from it (what forms accept).
 pub fn is_valid_slug(slug: &str) -> bool {
-    !slug.is_empty() && slug.len() <= 100 && slugify(slug) == slug
+    crate::domain::Slug::parse(slug).is_ok()
 }
 
 #[cfg(test)]

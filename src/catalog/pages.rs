@@ -17,6 +17,7 @@ use crate::catalog::seek::{BadToken, Seek};
 use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::comments::thread::{self, PageAt, ThreadView};
+use crate::domain::Money;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{html_response, render, Layout};
@@ -331,8 +332,9 @@ async fn product_page(
         Some(Details::Book(d)) => book = Some(d),
         None => tracing::warn!(slug = %product.slug, "product details do not fit its type"),
     }
-    let own_cart = crate::web::session::cart_id(&req.get_session());
-    let held_by_others = product.held_by_others(own_cart.as_deref());
+    let own_cart = crate::web::session::cart_id(&req.get_session())
+        .and_then(|id| crate::domain::CartId::parse(&id).ok());
+    let held_by_others = product.held_by_others(own_cart.as_ref());
     let mut layout = Layout::public(req);
     product_meta(&mut layout.meta, &product, &filed_under);
     Ok(ProductPage {
@@ -384,7 +386,7 @@ fn product_meta(meta: &mut PageMeta, product: &Product, filed_under: &[Category]
         meta.picture(*photo, &product.title);
     }
     let settings = crate::db::site::current();
-    let cents = product.pricing.retail.max(0);
+    let price = product.pricing.retail.max(Money::ZERO);
     let mut data = serde_json::json!({
         "@context": "https://schema.org",
         "@type": "Product",
@@ -395,7 +397,7 @@ fn product_meta(meta: &mut PageMeta, product: &Product, filed_under: &[Category]
         "offers": {
             "@type": "Offer",
             "url": url,
-            "price": format!("{}.{:02}", cents / 100, cents % 100),
+            "price": price.amount(),
             "priceCurrency": settings.currency_code,
             "availability": availability(product),
         },

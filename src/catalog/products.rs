@@ -9,7 +9,8 @@ use serde::{Deserialize, Serialize};
 
 pub use crate::catalog::lifecycle::ProductStatus;
 use crate::catalog::CatalogError;
-use crate::db::{Db, DbError};
+use crate::db::{site, Db, DbError};
+use crate::domain::{CartId, EditVersion, Money, Sku, Slug, StockHolder};
 
 pub const COLLECTION: &str = "products";
 
@@ -59,18 +60,18 @@ impl ProductType {
 /// Prices in integer cents; `savings` and `pct_savings` are derived, never entered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pricing {
-    pub list: i64,
-    pub retail: i64,
-    pub savings: i64,
+    pub list: Money,
+    pub retail: Money,
+    pub savings: Money,
     pub pct_savings: i32,
 }
 
 impl Pricing {
     /// Pricing from the list and retail price; a retail price above list means no savings.
-    pub fn new(list: i64, retail: i64) -> Pricing {
-        let savings = (list - retail).max(0);
-        let pct_savings = if list > 0 {
-            i32::try_from(savings * 100 / list).unwrap_or(0)
+    pub fn new(list: Money, retail: Money) -> Pricing {
+        let savings = (list - retail).max(Money::ZERO);
+        let pct_savings = if list > Money::ZERO {
+            i32::try_from(savings.cents() * 100 / list.cents()).unwrap_or(0)
         } else {
             0
         };
@@ -81,15 +82,11 @@ impl Pricing {
             pct_savings,
         }
     }
-}
 
-/// Cents as the shop shows money: `$12.99`, with the currency symbol of the site settings
-/// (Admin → Settings).
-pub fn format_cents(cents: i64) -> String {
-    let sign = if cents < 0 { "-" } else { "" };
-    let symbol = crate::db::site::current().currency_symbol.clone();
-    let cents = cents.unsigned_abs();
-    format!("{sign}{symbol}{}.{:02}", cents / 100, cents % 100)
+    /// Whether the retail price is below list (the pages then show both).
+    pub fn has_savings(&self) -> bool {
+        self.savings > Money::ZERO
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -204,8 +201,10 @@ impl Details {
 /// One reservation of stock by a cart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Carted {
-    /// The reserving cart's `_id` (a random hex string).
-    pub cart_id: String,
+    /// The cart (or cancelled order) holding the units; stored as `cart_id`, the name from
+    /// when only carts held stock.
+    #[serde(rename = "cart_id")]
+    pub holder: StockHolder,
     pub qty: i64,
     pub timestamp: DateTime,
 }
@@ -228,8 +227,8 @@ pub struct Product {
     /// order until they are saved again.
     #[serde(default)]
     pub status: ProductStatus,
-    pub sku: String,
-    pub slug: String,
+    pub sku: Sku,
+    pub slug: Slug,
     #[serde(rename = "type")]
     pub kind: ProductType,
     pub title: String,
@@ -276,7 +275,7 @@ pub struct Product {
     /// leave it alone: they are not fields of the form. Products stored before it existed have
     /// none; their first save sets one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub edit_version: Option<ObjectId>,
+    pub edit_version: Option<EditVersion>,
 }
 
 impl Product {
@@ -302,28 +301,28 @@ impl Product {
 
     /// Units other shoppers' carts hold (all reservations but `own_cart`'s): they come back on
     /// sale if those carts expire or lines are removed.
-    pub fn held_by_others(&self, own_cart: Option<&str>) -> i64 {
+    pub fn held_by_others(&self, own_cart: Option<&CartId>) -> i64 {
         self.carted
             .iter()
-            .filter(|c| Some(c.cart_id.as_str()) != own_cart)
+            .filter(|c| c.holder.cart().is_none() || c.holder.cart() != own_cart)
             .map(|c| c.qty.max(0))
             .sum()
     }
 
     pub fn retail_price(&self) -> String {
-        format_cents(self.pricing.retail)
+        self.pricing.retail.display(&site::currency())
     }
 
     pub fn list_price(&self) -> String {
-        format_cents(self.pricing.list)
+        self.pricing.list.display(&site::currency())
     }
 
     pub fn savings(&self) -> String {
-        format_cents(self.pricing.savings)
+        self.pricing.savings.display(&site::currency())
     }
 
     pub fn url(&self) -> String {
-        url_of(&self.slug)
+        url_of(self.slug.as_str())
     }
 
     /// The product as a discussion its comments hang from.
@@ -339,10 +338,10 @@ impl Product {
     }
 
     /// Units `cart_id` holds reserved of this product.
-    pub fn reserved_for(&self, cart_id: &str) -> i64 {
+    pub fn reserved_for(&self, cart_id: &CartId) -> i64 {
         self.carted
             .iter()
-            .filter(|c| c.cart_id == cart_id)
+            .filter(|c| c.holder.cart() == Some(cart_id))
             .map(|c| c.qty)
             .sum()
     }
@@ -368,12 +367,12 @@ pub fn cover_url_of(photos: &[ObjectId]) -> Option<String> {
 /// What an editor fills in for a product; everything else is derived when it is saved.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NewProduct {
-    pub sku: String,
-    pub slug: String,
+    pub sku: Sku,
+    pub slug: Slug,
     pub title: String,
     pub description: String,
-    pub list_cents: i64,
-    pub retail_cents: i64,
+    pub list_price: Money,
+    pub retail_price: Money,
     pub categories: Vec<ObjectId>,
     pub details: Details,
     pub qty: i64,
@@ -399,7 +398,7 @@ impl NewProduct {
             description: self.description,
             asin: None,
             shipping: self.shipping,
-            pricing: Pricing::new(self.list_cents, self.retail_cents),
+            pricing: Pricing::new(self.list_price, self.retail_price),
             categories: self.categories,
             category_path,
             photos: Vec::new(),
@@ -416,7 +415,7 @@ impl NewProduct {
             comments_closed: false,
             created: now,
             updated: now,
-            edit_version: Some(ObjectId::new()),
+            edit_version: Some(EditVersion::new()),
         })
     }
 }
@@ -528,8 +527,8 @@ pub async fn by_sku(db: &Db, sku: &str) -> Result<Option<Product>, DbError> {
 /// one per cart, thousands of them), at most the one cart's own ([`for_cart_holding`]).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ForCart {
-    pub sku: String,
-    pub slug: String,
+    pub sku: Sku,
+    pub slug: Slug,
     pub title: String,
     #[serde(default)]
     pub status: ProductStatus,
@@ -549,7 +548,7 @@ impl ForCart {
     }
 
     pub fn url(&self) -> String {
-        url_of(&self.slug)
+        url_of(self.slug.as_str())
     }
 
     /// Units the cart [`for_cart_holding`] asked about holds reserved.
@@ -582,7 +581,7 @@ fn for_cart_fields() -> Document {
 }
 
 /// The product `sku` as adding it to a cart needs it, by the `sku` index.
-pub async fn for_cart(db: &Db, sku: &str) -> Result<Option<ForCart>, DbError> {
+pub async fn for_cart(db: &Db, sku: &Sku) -> Result<Option<ForCart>, DbError> {
     Ok(db
         .collection::<ForCart>(COLLECTION)
         .find_one(doc! { "sku": sku })
@@ -594,8 +593,8 @@ pub async fn for_cart(db: &Db, sku: &str) -> Result<Option<ForCart>, DbError> {
 /// the other carts' entries stay in the store).
 pub async fn for_cart_holding(
     db: &Db,
-    sku: &str,
-    cart_id: &str,
+    sku: &Sku,
+    cart_id: &CartId,
 ) -> Result<Option<ForCart>, DbError> {
     let mut fields = for_cart_fields();
     fields.insert("carted", doc! { "$elemMatch": { "cart_id": cart_id } });
@@ -607,7 +606,7 @@ pub async fn for_cart_holding(
 }
 
 /// Units all carts hold reserved of `sku`, summed in the store (only the sum comes back).
-pub async fn units_reserved(db: &Db, sku: &str) -> Result<i64, DbError> {
+pub async fn units_reserved(db: &Db, sku: &Sku) -> Result<i64, DbError> {
     use futures::TryStreamExt;
     let rows: Vec<Document> = db
         .collection::<Document>(COLLECTION)
@@ -631,8 +630,8 @@ pub async fn units_reserved(db: &Db, sku: &str) -> Result<i64, DbError> {
 /// The products with any of `skus`, by SKU, in one query on the `sku` index.
 pub async fn by_skus(
     db: &Db,
-    skus: &[&str],
-) -> Result<std::collections::HashMap<String, Product>, DbError> {
+    skus: &[&Sku],
+) -> Result<std::collections::HashMap<Sku, Product>, DbError> {
     use futures::TryStreamExt;
     let found: Vec<Product> = collection(db)
         .find(doc! { "sku": { "$in": skus } })
@@ -651,8 +650,7 @@ pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Product>, DbError> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SaleState {
     pub qty: i64,
-    /// Cents.
-    pub retail: i64,
+    pub retail: Money,
     /// The first photo, if the product has one.
     pub cover: Option<ObjectId>,
 }
@@ -660,12 +658,12 @@ pub struct SaleState {
 /// [`SaleState`] of each of `skus` that exists, in one query on the `sku` index.
 pub async fn sale_states(
     db: &Db,
-    skus: &[&str],
-) -> Result<std::collections::HashMap<String, SaleState>, DbError> {
+    skus: &[&Sku],
+) -> Result<std::collections::HashMap<Sku, SaleState>, DbError> {
     use futures::TryStreamExt;
     #[derive(Deserialize)]
     struct Row {
-        sku: String,
+        sku: Sku,
         qty: i64,
         pricing: RetailOnly,
         #[serde(default)]
@@ -673,7 +671,7 @@ pub async fn sale_states(
     }
     #[derive(Deserialize)]
     struct RetailOnly {
-        retail: i64,
+        retail: Money,
     }
     let rows: Vec<Row> = db
         .collection::<Row>(COLLECTION)
@@ -737,7 +735,7 @@ pub async fn create_as(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Saved {
     /// Stored; the product now carries this version.
-    Saved(ObjectId),
+    Saved(EditVersion),
     /// Someone saved the product after the form was loaded: nothing was written.
     Stale,
 }
@@ -749,7 +747,7 @@ pub enum Saved {
 pub async fn update(
     db: &Db,
     id: ObjectId,
-    expected_version: Option<ObjectId>,
+    expected_version: Option<EditVersion>,
     edit: NewProduct,
     tags: &[String],
 ) -> Result<Saved, CatalogError> {
@@ -760,7 +758,7 @@ pub async fn update(
 pub async fn update_with_status(
     db: &Db,
     id: ObjectId,
-    expected_version: Option<ObjectId>,
+    expected_version: Option<EditVersion>,
     edit: NewProduct,
     tags: &[String],
     status: Option<ProductStatus>,
@@ -770,7 +768,7 @@ pub async fn update_with_status(
         .details
         .to_document()
         .map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
-    let pricing = bson::to_bson(&Pricing::new(edit.list_cents, edit.retail_cents))
+    let pricing = bson::to_bson(&Pricing::new(edit.list_price, edit.retail_price))
         .map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
     let shipping =
         bson::to_bson(&edit.shipping).map_err(|e| CatalogError::Db(DbError::Other(e.into())))?;
@@ -780,7 +778,7 @@ pub async fn update_with_status(
     };
     let genre_keys = crate::catalog::facets::keys(edit.details.genres());
     let people_keys = crate::catalog::facets::keys(&edit.details.people());
-    let version = ObjectId::new();
+    let version = EditVersion::new();
     let mut set = doc! {
                 "sku": &edit.sku, "slug": &edit.slug, "type": edit.details.product_type().as_str(),
                 "title": &edit.title, "search_title": search_key(&edit.title),
@@ -920,18 +918,12 @@ mod tests {
 
     #[test]
     fn savings_are_derived_from_list_and_retail() {
-        let p = Pricing::new(1200, 1100);
-        assert_eq!((p.savings, p.pct_savings), (100, 8));
-        let p = Pricing::new(1000, 1500);
-        assert_eq!((p.savings, p.pct_savings), (0, 0));
-        let p = Pricing::new(0, 0);
-        assert_eq!((p.savings, p.pct_savings), (0, 0));
-    }
-
-    #[test]
-    fn cents_are_shown_as_dollars() {
-        assert_eq!(format_cents(1299), "$12.99");
-        assert_eq!(format_cents(5), "$0.05");
-        assert_eq!(format_cents(-250), "-$2.50");
+        let cents = Money::from_cents;
+        let p = Pricing::new(cents(1200), cents(1100));
+        assert_eq!((p.savings, p.pct_savings), (cents(100), 8));
+        let p = Pricing::new(cents(1000), cents(1500));
+        assert_eq!((p.savings, p.pct_savings), (Money::ZERO, 0));
+        let p = Pricing::new(Money::ZERO, Money::ZERO);
+        assert_eq!((p.savings, p.pct_savings), (Money::ZERO, 0));
     }
 }

@@ -96,7 +96,7 @@ impl Sort {
                 Some(Bson::DateTime(d)) => Some(Bson::DateTime(*d)),
                 _ => None,
             },
-            Sort::PriceLow | Sort::PriceHigh => Some(Bson::Int64(product.pricing.retail)),
+            Sort::PriceLow | Sort::PriceHigh => Some(Bson::from(product.pricing.retail)),
             Sort::Discount => Some(Bson::Int32(product.pricing.pct_savings)),
             Sort::Title => Some(Bson::String(product.search_title.clone())),
         }

@@ -7,6 +7,7 @@ use askama::Template;
 
 use crate::checkout::orders::Order;
 use crate::db::{Db, DbError};
+use crate::domain::Currency;
 use crate::mail::{self, Email};
 
 /// Which order email.
@@ -36,6 +37,7 @@ impl OrderEmail {
 #[template(path = "email/order.txt")]
 struct OrderText<'a> {
     kind: &'a str,
+    currency: &'a Currency,
     order: &'a Order,
     order_url: &'a str,
     shop: &'a str,
@@ -45,14 +47,23 @@ struct OrderText<'a> {
 #[template(path = "email/order.html")]
 struct OrderHtml<'a> {
     kind: &'a str,
+    currency: &'a Currency,
     subject: &'a str,
     order: &'a Order,
     order_url: &'a str,
     shop: &'a str,
 }
 
-/// The email `which` for `order`, with links under `site` (the public address).
-pub fn render(which: OrderEmail, order: &Order, site: &str, shop: &str) -> Result<Email, DbError> {
+/// The email `which` for `order`, with links under `site` (the public address) and amounts in
+/// `currency` (emails are often rendered by background jobs, outside any request, so the
+/// currency is passed rather than read from the request's settings).
+pub fn render(
+    which: OrderEmail,
+    order: &Order,
+    site: &str,
+    shop: &str,
+    currency: &Currency,
+) -> Result<Email, DbError> {
     let subject = match which {
         OrderEmail::Placed => format!("Your order {} at {shop}", order.number),
         OrderEmail::Shipped => format!("Your order {} has shipped", order.number),
@@ -63,6 +74,7 @@ pub fn render(which: OrderEmail, order: &Order, site: &str, shop: &str) -> Resul
     let failed = |e: askama::Error| DbError::Invalid(format!("rendering an order email: {e}"));
     let text = OrderText {
         kind,
+        currency,
         order,
         order_url: &order_url,
         shop,
@@ -71,6 +83,7 @@ pub fn render(which: OrderEmail, order: &Order, site: &str, shop: &str) -> Resul
     .map_err(failed)?;
     let html = OrderHtml {
         kind,
+        currency,
         subject: &subject,
         order,
         order_url: &order_url,
@@ -79,7 +92,7 @@ pub fn render(which: OrderEmail, order: &Order, site: &str, shop: &str) -> Resul
     .render()
     .map_err(failed)?;
     Ok(Email {
-        id: which.outbox_id(&order.number),
+        id: which.outbox_id(order.number.as_str()),
         kind: match which {
             OrderEmail::Placed => "order-placed",
             OrderEmail::Shipped => "order-shipped",
@@ -95,8 +108,15 @@ pub fn render(which: OrderEmail, order: &Order, site: &str, shop: &str) -> Resul
 
 /// Queue email `which` for `order` (once per order and kind, however often this runs).
 pub async fn queue(db: &Db, which: OrderEmail, order: &Order) -> Result<(), DbError> {
-    let shop = crate::db::site::load(db).await?.name;
-    let email = render(which, order, &mail::site_address(db), &shop)?;
+    let settings = crate::db::site::load(db).await?;
+    let currency = settings.currency();
+    let email = render(
+        which,
+        order,
+        &mail::site_address(db),
+        &settings.name,
+        &currency,
+    )?;
     mail::enqueue(db, email).await?;
     Ok(())
 }

@@ -23,6 +23,7 @@ use crate::checkout::orders::{Address, Order, OrderItem, OrderStatus};
 use crate::checkout::payment::{Card, Charge, ChargeRequest, PaymentError, PaymentGateway};
 use crate::checkout::payments::{PaymentRecord, PaymentState};
 use crate::db::Db;
+use crate::domain::{CartId, Sku, StockHolder};
 use crate::stock;
 
 /// The checkout form as submitted; every field is text so bad input can be shown back.
@@ -226,7 +227,7 @@ const WAIT_FOR_OTHER_SUBMIT: Duration = Duration::from_secs(5);
 pub async fn place_order(
     db: &Db,
     gateway: &dyn PaymentGateway,
-    cart_id: &str,
+    cart_id: &CartId,
     details: &ValidCheckout,
 ) -> Result<CheckoutOutcome, CartError> {
     let locked = store::lock_for_checkout(db, cart_id).await?;
@@ -244,7 +245,7 @@ pub async fn place_order(
     let charge = gateway
         .charge(ChargeRequest {
             idempotency_key: attempt.key.clone(),
-            amount_cents: attempt.amount,
+            amount_cents: attempt.amount.cents(),
             card: details.card.clone(),
             description: format!("Bazaar cart {}", cart.id),
         })
@@ -296,7 +297,7 @@ pub async fn place_order(
     };
     let order = record_order(db, &cart, &attempt, &charge).await?;
     crate::metrics::count(crate::metrics::ORDERS, 1);
-    tracing::info!(order = %order.number, total = order.total, "order placed");
+    tracing::info!(order = %order.number, total = order.total.cents(), "order placed");
     Ok(CheckoutOutcome::Placed(Box::new(order)))
 }
 
@@ -342,9 +343,9 @@ async fn record_order(
                 unit_price: l.details.price,
             })
             .collect(),
-        subtotal: cart.subtotal_cents(),
-        shipping: cart.shipping_cents(),
-        total: cart.total_cents(),
+        subtotal: cart.subtotal_amount(),
+        shipping: cart.shipping_amount(),
+        total: cart.total_amount(),
         payment: attempt.payment(charge),
         status: OrderStatus::Paid,
         restock: Vec::new(),
@@ -372,7 +373,7 @@ async fn record_order(
 pub async fn finish_paid_cart(db: &Db, cart: &Cart) -> Result<(), CartError> {
     store::complete(db, &cart.id).await?;
     for line in &cart.items {
-        stock::sell_reservation(db, &line.sku, &cart.id, line.qty).await?;
+        stock::sell_reservation(db, &line.sku, &StockHolder::from(&cart.id), line.qty).await?;
     }
     Ok(())
 }
@@ -445,7 +446,7 @@ pub async fn recover_stuck_checkouts_as(
         }
     }
     for c in store::pending_before(db, cutoff).await? {
-        let attempt = payments::by_key(db, &c.id).await?;
+        let attempt = payments::by_key(db, c.id.as_str()).await?;
         if attempt.is_some_and(|a| a.state.is_unfinished()) {
             // Settled above once it is old enough, or the gateway could not tell yet.
             continue;
@@ -578,7 +579,10 @@ async fn settle(
 
 /// Why the cart could not be locked, and what the shopper should see instead: a submit racing
 /// another one for the same cart waits (briefly) for that one's order.
-pub async fn outcome_of_other_submit(db: &Db, cart_id: &str) -> Result<CheckoutOutcome, CartError> {
+pub async fn outcome_of_other_submit(
+    db: &Db,
+    cart_id: &CartId,
+) -> Result<CheckoutOutcome, CartError> {
     let deadline = tokio::time::Instant::now() + WAIT_FOR_OTHER_SUBMIT;
     loop {
         if let Some(order) = orders::by_cart(db, cart_id).await? {
@@ -607,7 +611,7 @@ pub async fn outcome_of_other_submit(db: &Db, cart_id: &str) -> Result<CheckoutO
 /// reservation is short is cut to what is reserved (removed if nothing is); a changed price is
 /// taken over. Returns a notice per change; empty means the cart can be charged as it is.
 async fn review_reservations(db: &Db, cart: &Cart) -> Result<Vec<String>, CartError> {
-    let skus: Vec<&str> = cart.items.iter().map(|l| l.sku.as_str()).collect();
+    let skus: Vec<&Sku> = cart.items.iter().map(|l| &l.sku).collect();
     let on_file = products::by_skus(db, &skus).await?;
     let mut notices = Vec::new();
     for line in &cart.items {
@@ -644,6 +648,7 @@ async fn review_reservations(db: &Db, cart: &Cart) -> Result<Vec<String>, CartEr
                     title,
                     line.details.price,
                     p.pricing.retail,
+                    &crate::db::site::currency(),
                 ));
             }
         }

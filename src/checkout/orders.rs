@@ -9,9 +9,9 @@ use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
 
 use crate::cart::CartError;
-use crate::catalog::products::format_cents;
 use crate::checkout::emails::{self, OrderEmail};
-use crate::db::{is_duplicate_key, Db, DbError};
+use crate::db::{is_duplicate_key, site, Db, DbError};
+use crate::domain::{CartId, Money, OrderNumber, Sku, StockHolder};
 use crate::stock;
 
 pub const COLLECTION: &str = "orders";
@@ -55,20 +55,23 @@ pub struct Address {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OrderItem {
-    pub sku: String,
+    pub sku: Sku,
     pub title: String,
     pub qty: i64,
-    /// Cents.
-    pub unit_price: i64,
+    pub unit_price: Money,
 }
 
 impl OrderItem {
+    pub fn line_total(&self) -> Money {
+        self.unit_price.times(self.qty)
+    }
+
     pub fn unit(&self) -> String {
-        format_cents(self.unit_price)
+        self.unit_price.display(&site::currency())
     }
 
     pub fn total(&self) -> String {
-        format_cents(self.unit_price * self.qty)
+        self.line_total().display(&site::currency())
     }
 }
 
@@ -83,22 +86,22 @@ pub struct Payment {
 pub struct Order {
     #[serde(rename = "_id")]
     pub id: ObjectId,
-    pub number: String,
-    pub cart_id: String,
+    pub number: OrderNumber,
+    pub cart_id: CartId,
     pub created: DateTime,
     pub email: String,
     pub name: String,
     pub address: Address,
     pub items: Vec<OrderItem>,
-    pub subtotal: i64,
-    pub shipping: i64,
-    pub total: i64,
+    pub subtotal: Money,
+    pub shipping: Money,
+    pub total: Money,
     pub payment: Payment,
     pub status: OrderStatus,
     /// SKUs of a cancelled order whose units are still to be put back on sale (empty once done;
     /// what lets a restock interrupted by a crash be finished, once per SKU).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub restock: Vec<String>,
+    pub restock: Vec<Sku>,
 }
 
 impl Order {
@@ -107,15 +110,15 @@ impl Order {
     }
 
     pub fn subtotal_display(&self) -> String {
-        format_cents(self.subtotal)
+        self.subtotal.display(&site::currency())
     }
 
     pub fn shipping_display(&self) -> String {
-        format_cents(self.shipping)
+        self.shipping.display(&site::currency())
     }
 
     pub fn total_display(&self) -> String {
-        format_cents(self.total)
+        self.total.display(&site::currency())
     }
 
     pub fn placed(&self) -> String {
@@ -173,7 +176,7 @@ fn durable(db: &Db) -> mongodb::Collection<Order> {
 }
 
 /// The next order number, `BZ-000001` upwards, from `counters {_id: "order"}`.
-pub async fn next_number(db: &Db) -> Result<String, DbError> {
+pub async fn next_number(db: &Db) -> Result<OrderNumber, DbError> {
     // The number is shown with the order; a crash must not hand it out twice.
     let counters = db.durable::<Document>(COUNTERS);
     let mut attempts = 0;
@@ -196,12 +199,12 @@ pub async fn next_number(db: &Db) -> Result<String, DbError> {
         .and_then(|d| d.get("seq"))
         .and_then(|v| v.as_i64().or_else(|| v.as_i32().map(i64::from)))
         .unwrap_or(0);
-    Ok(format!("BZ-{seq:06}"))
+    Ok(OrderNumber::from_sequence(u64::try_from(seq).unwrap_or(0)))
 }
 
 /// How many orders list `sku` (served by the orders' `items.sku` index): a product that was
 /// ever ordered is archived, not deleted.
-pub async fn count_listing(db: &Db, sku: &str) -> Result<u64, DbError> {
+pub async fn count_listing(db: &Db, sku: &Sku) -> Result<u64, DbError> {
     Ok(collection(db)
         .count_documents(doc! { "items.sku": sku })
         .await?)
@@ -219,11 +222,11 @@ pub async fn insert_once(db: &Db, order: Order) -> Result<Order, DbError> {
     }
 }
 
-pub async fn by_number(db: &Db, number: &str) -> Result<Option<Order>, DbError> {
+pub async fn by_number(db: &Db, number: &OrderNumber) -> Result<Option<Order>, DbError> {
     Ok(collection(db).find_one(doc! { "number": number }).await?)
 }
 
-pub async fn by_cart(db: &Db, cart_id: &str) -> Result<Option<Order>, DbError> {
+pub async fn by_cart(db: &Db, cart_id: &CartId) -> Result<Option<Order>, DbError> {
     Ok(collection(db).find_one(doc! { "cart_id": cart_id }).await?)
 }
 
@@ -241,7 +244,7 @@ pub async fn list(db: &Db, status: Option<OrderStatus>, limit: i64) -> Result<Ve
 
 /// Mark a paid order shipped and queue the shipping notice. False when it is not (or no
 /// longer) paid.
-pub async fn mark_shipped(db: &Db, number: &str) -> Result<bool, DbError> {
+pub async fn mark_shipped(db: &Db, number: &OrderNumber) -> Result<bool, DbError> {
     let shipped = durable(db)
         .find_one_and_update(
             doc! { "number": number, "status": OrderStatus::Paid.as_str() },
@@ -261,8 +264,8 @@ pub async fn mark_shipped(db: &Db, number: &str) -> Result<bool, DbError> {
 /// Cancel a paid order and put its units back on sale. The status change is the guard (only one
 /// cancel can move an order from `paid`) and records which SKUs are to be restocked; [`restock`]
 /// then returns them one by one, so a crash part-way is finished by [`resume_restocking`].
-pub async fn cancel(db: &Db, number: &str) -> Result<bool, CartError> {
-    let skus: Vec<String> = match by_number(db, number).await? {
+pub async fn cancel(db: &Db, number: &OrderNumber) -> Result<bool, CartError> {
+    let skus: Vec<Sku> = match by_number(db, number).await? {
         Some(order) => order.items.iter().map(|i| i.sku.clone()).collect(),
         None => return Ok(false),
     };
@@ -295,7 +298,8 @@ pub async fn restock(db: &Db, order: &Order) -> Result<(), CartError> {
     if !order.restock.is_empty() {
         emails::queue(db, OrderEmail::Cancelled, order).await?;
     }
-    let hold = format!("cancelled:{}", order.number);
+    let hold = StockHolder::Cancelled(order.number.clone());
+    let cart = StockHolder::from(&order.cart_id);
     for sku in &order.restock {
         let units: i64 = order
             .items
@@ -303,7 +307,7 @@ pub async fn restock(db: &Db, order: &Order) -> Result<(), CartError> {
             .filter(|i| &i.sku == sku)
             .map(|i| i.qty)
             .sum();
-        stock::sell_reservation(db, sku, &order.cart_id, units).await?;
+        stock::sell_reservation(db, sku, &cart, units).await?;
         stock::unsell_into_hold(db, sku, &hold, units).await?;
         collection(db)
             .update_one(

@@ -10,6 +10,7 @@ use crate::cart::{self, pages::EXPIRED_NOTICE, Cart, CartStatus};
 use crate::checkout::orders::{self, Order};
 use crate::checkout::payment::PaymentGateway;
 use crate::checkout::{self, CheckoutForm, CheckoutOutcome, FieldErrors};
+use crate::domain::{CartId, OrderNumber};
 use crate::state::AppState;
 use crate::web::basic_auth::carries_admin_credentials;
 use crate::web::errors::AppError;
@@ -97,7 +98,7 @@ enum CartState {
     /// Paid already.
     Ordered(Box<Order>),
     /// Locked by a checkout still charging (or one interrupted), identified by cart id.
-    Busy(String),
+    Busy(CartId),
     Expired,
     Empty,
 }
@@ -278,13 +279,13 @@ fn placed(session: &Session, order: &Order) -> HttpResponse {
 }
 
 /// Let this session see `number` from now on (the order lookup found it for them).
-pub fn remember_order(session: &Session, number: &str) {
+pub fn remember_order(session: &Session, number: &OrderNumber) {
     let mut mine: Vec<String> = session
         .get(SESSION_ORDERS)
         .ok()
         .flatten()
         .unwrap_or_default();
-    if !mine.iter().any(|n| n == number) {
+    if !mine.iter().any(|n| number == n.as_str()) {
         mine.push(number.to_string());
         if mine.len() > MAX_REMEMBERED_ORDERS {
             mine.remove(0);
@@ -297,7 +298,7 @@ pub fn remember_order(session: &Session, number: &str) {
 
 /// The header shows an empty cart once the session's cart became this order.
 fn show_empty_cart_after(session: &Session, order: &Order) {
-    if cart::session_cart_id(session).as_deref() == Some(order.cart_id.as_str()) {
+    if cart::session_cart_id(session).as_ref() == Some(&order.cart_id) {
         // The cart id stays, so a late second submit still finds its order; the next add
         // starts a new cart because this one is complete.
         cart::show_empty_in_session(session);
@@ -320,6 +321,7 @@ pub async fn order(
     if !mine.contains(&number) && !carries_admin_credentials(&req).await {
         return Err(AppError::NotFound);
     }
+    let number = OrderNumber::parse_exact(&number).map_err(|_| AppError::NotFound)?;
     let order = orders::by_number(&state.db, &number)
         .await?
         .ok_or(AppError::NotFound)?;

@@ -19,6 +19,7 @@ use crate::checkout::orders::{Address, Payment};
 use crate::checkout::payment::Charge;
 use crate::checkout::ValidCheckout;
 use crate::db::{Db, DbError};
+use crate::domain::{CartId, Money};
 
 pub const COLLECTION: &str = "payments";
 
@@ -65,11 +66,11 @@ pub struct PaymentRecord {
     /// The gateway's idempotency key: the cart id.
     #[serde(rename = "_id")]
     pub key: String,
-    pub cart_id: String,
+    pub cart_id: CartId,
     pub state: PaymentState,
     pub gateway: String,
-    /// Cents, as charged.
-    pub amount: i64,
+    /// As charged.
+    pub amount: Money,
     pub last4: String,
     pub email: String,
     pub name: String,
@@ -93,11 +94,11 @@ impl PaymentRecord {
     pub fn started(cart: &Cart, gateway: &str, details: &ValidCheckout) -> PaymentRecord {
         let now = DateTime::now();
         PaymentRecord {
-            key: cart.id.clone(),
+            key: cart.id.to_string(),
             cart_id: cart.id.clone(),
             state: PaymentState::Started,
             gateway: gateway.to_string(),
-            amount: cart.total_cents(),
+            amount: cart.total_amount(),
             last4: details.card.last4(),
             email: details.email.clone(),
             name: details.name.clone(),

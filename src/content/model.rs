@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::content::video::Video;
 use crate::content::ContentError;
 use crate::db::{Db, DbError};
+use crate::domain::EditVersion;
 
 pub const COLLECTION: &str = "nodes";
 
@@ -211,7 +212,7 @@ pub struct Metadata {
     #[serde(default)]
     pub tags: Vec<String>,
     /// Changes at every save; a save must present the nonce its form was loaded with.
-    pub nonce: ObjectId,
+    pub nonce: EditVersion,
     /// When a photo upload took the node; `None` when free.
     #[serde(default)]
     pub locked: Option<DateTime>,
@@ -518,7 +519,7 @@ pub async fn create(
             live: published.is_some_and(|p| p <= now),
             author: Author { name: input.author },
             tags,
-            nonce: ObjectId::new(),
+            nonce: EditVersion::new(),
             locked: None,
             comment_count: 0,
             comments_closed: false,
@@ -587,7 +588,7 @@ pub async fn published_with_tag(db: &Db, tag: &str, limit: i64) -> Result<Vec<No
 pub async fn save_with_nonce(
     db: &Db,
     id: ObjectId,
-    form_nonce: ObjectId,
+    form_nonce: EditVersion,
     input: &NodeInput,
 ) -> Result<bool, ContentError> {
     let detail = input
@@ -600,7 +601,7 @@ pub async fn save_with_nonce(
         "metadata.title": &input.title,
         "metadata.author.name": &input.author,
         "metadata.updated": db.now(),
-        "metadata.nonce": ObjectId::new(),
+        "metadata.nonce": EditVersion::new(),
     };
     match &input.detail {
         Detail::Photo(p) => {

@@ -19,6 +19,7 @@ use mongodb::options::ReturnDocument;
 
 use crate::content::model::{self, Node};
 use crate::db::{Db, DbError};
+use crate::domain::EditVersion;
 use crate::media::{self, StoredImage, UploadError};
 
 /// An upload lock older than this is taken to belong to a crashed upload.
@@ -90,7 +91,7 @@ pub async fn release_lock(db: &Db, id: ObjectId, taken: DateTime) -> Result<(), 
 pub async fn swap_file(
     db: &Db,
     id: ObjectId,
-    form_nonce: ObjectId,
+    form_nonce: EditVersion,
     image: &StoredImage,
     filename: &str,
 ) -> Result<Option<ObjectId>, PhotoError> {
@@ -103,7 +104,7 @@ pub async fn swap_file(
                 "metadata.detail.content_type": image.kind.mime(),
                 "metadata.detail.width": i64::from(image.width),
                 "metadata.detail.height": i64::from(image.height),
-                "metadata.nonce": ObjectId::new(),
+                "metadata.nonce": EditVersion::new(),
                 "metadata.updated": DateTime::now(),
             } },
         )
@@ -119,7 +120,7 @@ pub async fn swap_file(
 pub async fn upload<S, E>(
     db: &Db,
     id: ObjectId,
-    form_nonce: ObjectId,
+    form_nonce: EditVersion,
     filename: &str,
     body: S,
     (max_bytes, max_pixels): (usize, u64),
@@ -145,7 +146,7 @@ where
 async fn upload_locked<S, E>(
     db: &Db,
     id: ObjectId,
-    form_nonce: ObjectId,
+    form_nonce: EditVersion,
     filename: &str,
     body: S,
     (max_bytes, max_pixels): (usize, u64),

@@ -14,6 +14,7 @@ use bson::doc;
 use serde::{Deserialize, Serialize};
 
 use crate::db::{Db, DbError};
+use crate::domain::{Currency, Money};
 
 pub const COLLECTION: &str = "settings";
 const SITE_ID: &str = "site";
@@ -24,26 +25,26 @@ const CACHE_TTL: Duration = Duration::from_secs(5);
 /// Flat shipping: a base charge per order plus a charge for every started half kilogram.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq)]
 pub struct ShippingRates {
-    /// Cents charged for any non-empty order.
-    pub base_cents: i64,
-    /// Cents added for every started 500 g of the parcel's weight.
-    pub per_half_kilo_cents: i64,
+    /// Charged for any non-empty order.
+    pub base_cents: Money,
+    /// Added for every started 500 g of the parcel's weight.
+    pub per_half_kilo_cents: Money,
 }
 
 impl Default for ShippingRates {
     fn default() -> Self {
         ShippingRates {
-            base_cents: 399,
-            per_half_kilo_cents: 100,
+            base_cents: Money::from_cents(399),
+            per_half_kilo_cents: Money::from_cents(100),
         }
     }
 }
 
 impl ShippingRates {
     /// Shipping for a parcel of `grams`.
-    pub fn cents_for(&self, grams: i64) -> i64 {
+    pub fn for_weight(&self, grams: i64) -> Money {
         let grams = grams.max(0);
-        self.base_cents + self.per_half_kilo_cents * ((grams + 499) / 500)
+        self.base_cents + self.per_half_kilo_cents.times((grams + 499) / 500)
     }
 }
 
@@ -97,6 +98,11 @@ fn default_robots_txt() -> String {
 }
 
 impl SiteSettings {
+    /// The currency money is shown in (Admin → Settings).
+    pub fn currency(&self) -> Currency {
+        Currency::new(self.currency_symbol.as_str(), self.currency_code.as_str())
+    }
+
     /// The description pages without their own show: the stored one, else the tagline.
     pub fn description_or_tagline(&self) -> &str {
         if self.description.trim().is_empty() {
@@ -249,6 +255,24 @@ pub fn current() -> Arc<SiteSettings> {
     CURRENT
         .try_with(Arc::clone)
         .unwrap_or_else(|_| Arc::new(SiteSettings::default()))
+}
+
+/// The currency of the request being handled, for the page structs whose templates show money.
+///
+/// Outside a request there is no shop choice to read, and a silent default would show money in
+/// a currency nobody chose (an email sent by a background job): code that runs there passes the
+/// currency of the settings it loads. Reaching this outside a request is a bug, so it is
+/// logged as one (and listed under Admin → System) while the page still shows the default.
+pub fn currency() -> Currency {
+    match CURRENT.try_with(|settings| settings.currency()) {
+        Ok(currency) => currency,
+        Err(_) => {
+            tracing::error!(
+                "money shown outside a request, in the default currency: pass the site's currency"
+            );
+            SiteSettings::default().currency()
+        }
+    }
 }
 
 /// Run `work` (a request) with `settings` as its [`current`] settings; the middleware that

@@ -29,6 +29,7 @@ use crate::catalog::products;
 use crate::checkout::payment::PaymentGateway;
 use crate::config::CartSettings;
 use crate::db::Db;
+use crate::domain::{CartId, Sku, StockHolder};
 use crate::stock;
 
 /// The filter of [`delete_expired_carts`], for `explain` in tests.
@@ -114,7 +115,7 @@ pub async fn expire_idle_carts(db: &Db, idle_for: Duration) -> Result<ExpiryRepo
     let mut report = ExpiryReport::default();
     for c in expiring {
         for line in &c.items {
-            if stock::return_reservation(db, &line.sku, &c.id).await? {
+            if stock::return_reservation(db, &line.sku, &StockHolder::from(&c.id)).await? {
                 report.reservations_returned += 1;
             }
         }
@@ -145,7 +146,7 @@ pub async fn delete_expired_carts(db: &Db, retention: Duration) -> Result<u64, C
 
 #[derive(Deserialize)]
 struct Reservations {
-    sku: String,
+    sku: Sku,
     #[serde(default)]
     carted: Vec<products::Carted>,
 }
@@ -166,21 +167,28 @@ pub async fn clean_up_reservations(
         .await?
         .try_collect()
         .await?;
-    let mut carts: HashMap<String, Option<cart::Cart>> = HashMap::new();
+    let mut carts: HashMap<CartId, Option<cart::Cart>> = HashMap::new();
     let mut report = CleanupReport::default();
     for product in stale {
         for entry in product.carted.iter().filter(|c| c.timestamp < before) {
-            if !carts.contains_key(&entry.cart_id) {
-                let found = cart::by_id(db, &entry.cart_id).await?;
-                carts.insert(entry.cart_id.clone(), found);
-            }
-            let owner = carts.get(&entry.cart_id).and_then(Option::as_ref);
+            // A cancelled order's hold has no cart: like a cart that is gone, its units go back
+            // on sale.
+            let owner = match entry.holder.cart() {
+                Some(id) => {
+                    if !carts.contains_key(id) {
+                        let found = cart::by_id(db, id).await?;
+                        carts.insert(id.clone(), found);
+                    }
+                    carts.get(id).and_then(Option::as_ref)
+                }
+                None => None,
+            };
             match owner.map(|c| c.status) {
                 Some(CartStatus::Active | CartStatus::Pending) => {
                     report.refreshed += stock::refresh_reservation(
                         db,
                         &product.sku,
-                        &entry.cart_id,
+                        &entry.holder,
                         entry.timestamp,
                     )
                     .await?;
@@ -190,12 +198,12 @@ pub async fn clean_up_reservations(
                     let units = owner
                         .and_then(|c| c.line(&product.sku))
                         .map_or(0, |l| l.qty);
-                    if stock::sell_reservation(db, &product.sku, &entry.cart_id, units).await? {
+                    if stock::sell_reservation(db, &product.sku, &entry.holder, units).await? {
                         report.sold += 1;
                     }
                 }
                 Some(CartStatus::Expiring | CartStatus::Expired) | None => {
-                    if stock::return_reservation(db, &product.sku, &entry.cart_id).await? {
+                    if stock::return_reservation(db, &product.sku, &entry.holder).await? {
                         report.returned += 1;
                     }
                 }

@@ -468,3 +468,28 @@ pub async fn add_node(
     .await
     .expect("node created")
 }
+
+/// A SKU for a test (panics on one no product could have: a mistake in the test itself).
+pub fn sku(text: &str) -> bazaar::domain::Sku {
+    bazaar::domain::Sku::parse(text).expect("a test's SKU follows the SKU rules")
+}
+
+/// A slug for a test.
+pub fn slug(text: &str) -> bazaar::domain::Slug {
+    bazaar::domain::Slug::parse(text).expect("a test's slug follows the slug rules")
+}
+
+/// A cart id for a test.
+pub fn cart_id(text: &str) -> bazaar::domain::CartId {
+    bazaar::domain::CartId::parse(text).expect("a test's cart id follows the cart id rules")
+}
+
+/// A stock holder for a test, from the string stored for it (`cancelled:BZ-000001` or a cart id).
+pub fn holder(stored: &str) -> bazaar::domain::StockHolder {
+    bazaar::domain::StockHolder::from_stored(stored.to_string())
+}
+
+/// An order number for a test (`BZ-000001`, or anything the order lookup reads).
+pub fn order_number(text: &str) -> bazaar::domain::OrderNumber {
+    bazaar::domain::OrderNumber::parse(text).expect("a test's order number is one")
+}
