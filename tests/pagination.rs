@@ -709,10 +709,7 @@ async fn a_deep_page_before_its_anchors_exist_asks_to_retry() {
     bazaar::catalog::demo::seed_bulk(&app.db, 600)
         .await
         .expect("seeded");
-    let held = bazaar::catalog::cache::of(&app.db)
-        .anchors
-        .hold_walks()
-        .await;
+    let held = bazaar::catalog::anchors::of(&app.db).hold_walks().await;
     let response = app.get("/products?page=27").await;
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(

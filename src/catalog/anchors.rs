@@ -35,7 +35,7 @@
 //! `Retry-After` (never a multi-second skip); the walk goes on and the next try is served from
 //! the anchors.
 //!
-//! [`NUMBERED_PAGES`]: crate::catalog::listing::NUMBERED_PAGES
+//! [`NUMBERED_PAGES`]: crate::catalog::seek::NUMBERED_PAGES
 //! [`TTL`]: crate::catalog::cache::TTL
 
 use std::collections::HashMap;
@@ -47,18 +47,18 @@ use bson::{doc, Bson, Document};
 use futures::TryStreamExt;
 use tokio::sync::{watch, Semaphore};
 
-use crate::catalog::cache::{self, TTL};
+use crate::catalog::cache::TTL;
 use crate::catalog::card::ProductCard;
-use crate::catalog::listing::{read_keyset, run_find, Sort};
+use crate::catalog::changes;
 use crate::catalog::products;
-use crate::catalog::seek::{self, Cursor, PlannedFind, Seek};
+use crate::catalog::seek::{self, read_keyset, run_find, Cursor, PlannedFind, Seek, Sort};
 use crate::db::{Db, DbError};
 
 /// Products between two anchors: a deep page skips fewer than this many. Small, because a skip
 /// is not free: docstore reads every skipped document (about 4 µs each at a million products,
 /// where a page that skips 228 serves a third of the requests one that skips none does); and a
 /// multiple of the page size, so a page skips either nothing or one page.
-pub const SPACING: u64 = 2 * crate::catalog::listing::PAGE_SIZE;
+pub const SPACING: u64 = 2 * crate::catalog::seek::PAGE_SIZE;
 /// Products read by one find of a walk (one round trip). Small enough that the store is not
 /// held up: docstore runs a find in place on its connection's worker thread, and a find of
 /// 4 800 products there made the pages served meanwhile wait tens of milliseconds.
@@ -139,11 +139,13 @@ pub enum Anchored {
     Unusable,
 }
 
-/// The anchors of every listing asked for, kept with the catalog cache of a [`Db`] handle.
+/// The anchors of every listing asked for, kept with a [`Db`] handle (see [`of`]).
 pub struct AnchorCache {
     listings: Mutex<HashMap<String, Arc<Listing>>>,
     /// One walk at a time.
     walks: Arc<Semaphore>,
+    /// The products change counter ([`changes`]) last caught up with.
+    seen_products: std::sync::atomic::AtomicU64,
 }
 
 impl Default for AnchorCache {
@@ -151,8 +153,23 @@ impl Default for AnchorCache {
         AnchorCache {
             listings: Mutex::new(HashMap::new()),
             walks: Arc::new(Semaphore::new(1)),
+            seen_products: std::sync::atomic::AtomicU64::new(0),
         }
     }
+}
+
+/// The anchor cache kept with `db` (a [`Db::extension`]), caught up with the product changes
+/// reported since it was last read: a change marks every listing's anchors for a new walk.
+pub fn of(db: &Db) -> Arc<AnchorCache> {
+    let cache = db.extension::<AnchorCache>();
+    let now = changes::of(db).seen().products;
+    let was = cache
+        .seen_products
+        .swap(now, std::sync::atomic::Ordering::SeqCst);
+    if was != now {
+        cache.products_changed();
+    }
+    cache
 }
 
 /// One listing's anchors and the state of its walks.
@@ -173,7 +190,7 @@ struct WalkState {
 impl AnchorCache {
     /// Products were added, changed or removed through this process: every listing's anchors
     /// are walked again soon (and served meanwhile).
-    pub fn products_changed(&self) {
+    fn products_changed(&self) {
         if let Ok(listings) = self.listings.lock() {
             for listing in listings.values() {
                 if let Ok(mut state) = listing.state.lock() {
@@ -294,14 +311,12 @@ async fn anchors(
     hint: bool,
     too_far: bool,
 ) -> Option<Arc<Anchors>> {
-    let cache = cache::of(db);
-    let listing = cache
-        .anchors
-        .listing(format!("{}|{}", sort.as_str(), filter));
+    let cache = of(db);
+    let listing = cache.listing(format!("{}|{}", sort.as_str(), filter));
     if listing.walk_due(too_far) {
         let db = db.clone();
         let filter = filter.clone();
-        let walks = Arc::clone(&cache.anchors.walks);
+        let walks = Arc::clone(&cache.walks);
         let listing = Arc::clone(&listing);
         let cache = Arc::clone(&cache);
         tokio::spawn(async move {
@@ -324,7 +339,7 @@ async fn anchors(
                         "walked a listing's page anchors"
                     );
                     listing.anchors.send_replace(Some(Arc::new(anchors)));
-                    cache.anchors.bound_memory(&listing);
+                    cache.bound_memory(&listing);
                 }
                 Err(e) => tracing::warn!(error = %e, "walking a listing's page anchors failed"),
             }

@@ -185,8 +185,6 @@ pub struct CatalogCache {
     site: Slot<SiteSettings>,
     shelves: Slot<Shelves>,
     totals: Mutex<HashMap<String, Arc<TotalSlot>>>,
-    /// Page anchors of the listings asked for deep pages (see [`crate::catalog::anchors`]).
-    pub anchors: crate::catalog::anchors::AnchorCache,
 }
 
 /// A listing total: the cached value, and the one initial count concurrent requests share.
@@ -231,8 +229,6 @@ impl CatalogCache {
         if let Ok(mut totals) = self.totals.lock() {
             totals.clear();
         }
-        // Anchors are kept (deep page numbers may drift meanwhile) and walked again soon.
-        self.anchors.products_changed();
     }
 
     /// The site settings were saved.
@@ -316,27 +312,14 @@ pub async fn site(db: &Db) -> Result<Arc<SiteSettings>, DbError> {
     cached(db, |c| &c.site, |db| async move { site::load(&db).await }).await
 }
 
-/// The home page's shelves, each `(filter, sort)` with `n` products.
-pub async fn shelves(
-    db: &Db,
-    specs: Vec<(Document, Document)>,
-    n: i64,
-) -> Result<Arc<Shelves>, DbError> {
-    cached(
-        db,
-        |c| &c.shelves,
-        move |db| {
-            let specs = specs.clone();
-            async move {
-                let mut out = Vec::with_capacity(specs.len());
-                for (filter, sort) in specs {
-                    out.push(crate::catalog::listing::shelf(&db, filter, sort, n).await?);
-                }
-                Ok(out)
-            }
-        },
-    )
-    .await
+/// The home page's shelves, as `load` reads them (the home page passes the listing's shelf
+/// reads: the cache sits below the listings and does not know how shelves are found).
+pub async fn shelves<F, Fut>(db: &Db, load: F) -> Result<Arc<Shelves>, DbError>
+where
+    F: Fn(Db) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<Shelves, DbError>> + Send + 'static,
+{
+    cached(db, |c| &c.shelves, load).await
 }
 
 /// Count the products matching `filter` with the `count` command, which docstore answers from

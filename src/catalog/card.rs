@@ -6,13 +6,13 @@
 //! shipping data and each product's `details` into a map, none of which a card shows; and
 //! the store answers a projection of plain paths by copying those parts as stored.
 //!
-//! [`Product`]: crate::catalog::products::Product
+//! [`Product`]: crate::catalog::model::Product
 
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
 use serde::Deserialize;
 
-use crate::catalog::products::{self, Pricing, ProductType};
+use crate::catalog::model::{self, Pricing, ProductType};
 use crate::db::site;
 
 /// One product in a grid, with the sort keys a listing's keyset links are made from.
@@ -55,12 +55,12 @@ impl ProductCard {
     }
 
     pub fn url(&self) -> String {
-        products::url_of(&self.slug)
+        model::url_of(&self.slug)
     }
 
     /// URL of the first photo's thumbnail, if there is a photo.
     pub fn cover_url(&self) -> Option<String> {
-        products::cover_url_of(&self.photos)
+        model::cover_url_of(&self.photos)
     }
 
     pub fn retail_price(&self) -> String {
@@ -77,14 +77,14 @@ impl ProductCard {
 
     /// On sale, but running low: the card says "Only N left".
     pub fn is_low_stock(&self) -> bool {
-        self.in_stock() && products::is_low_stock(self.qty)
+        self.in_stock() && model::is_low_stock(self.qty)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalog::products::{AlbumDetails, Details, NewProduct, Shipping};
+    use crate::catalog::model::{AlbumDetails, Details, NewProduct, Shipping};
 
     #[test]
     fn a_card_reads_what_the_product_shows_from_the_projected_fields_alone() {

@@ -10,7 +10,7 @@ use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
 
-use crate::catalog::{products, CatalogError};
+use crate::catalog::{model, CatalogError};
 use crate::db::{Db, DbError};
 use crate::domain::EditVersion;
 
@@ -376,7 +376,7 @@ async fn move_category(
 /// Recompute `category_path` for every product whose path runs through `category`.
 async fn rebuild_product_paths(db: &Db, category: ObjectId) -> Result<(), CatalogError> {
     let affected: Vec<Document> = db
-        .collection::<Document>(products::COLLECTION)
+        .collection::<Document>(model::COLLECTION)
         .find(doc! { "category_path": category })
         .projection(doc! { "categories": 1 })
         .await?
@@ -390,8 +390,8 @@ async fn rebuild_product_paths(db: &Db, category: ObjectId) -> Result<(), Catalo
             .get_array("categories")
             .map(|a| a.iter().filter_map(|v| v.as_object_id()).collect())
             .unwrap_or_default();
-        let path = products::category_path_for(db, &filed).await?;
-        db.durable::<Document>(products::COLLECTION)
+        let path = category_path_for(db, &filed).await?;
+        db.durable::<Document>(model::COLLECTION)
             .update_one(
                 doc! { "_id": id },
                 doc! { "$set": { "category_path": path } },
@@ -465,7 +465,7 @@ pub async fn delete(db: &Db, id: ObjectId) -> Result<(), CatalogError> {
         return Err(CatalogError::HasChildren(children));
     }
     let filed = db
-        .collection::<Document>(products::COLLECTION)
+        .collection::<Document>(model::COLLECTION)
         .count_documents(doc! { "categories": id })
         .await?;
     if filed > 0 {
@@ -490,7 +490,7 @@ pub async fn delete(db: &Db, id: ObjectId) -> Result<(), CatalogError> {
 pub async fn delete_reparenting(db: &Db, id: ObjectId) -> Result<(), CatalogError> {
     let category = by_id(db, id).await?.ok_or(CatalogError::NotFound)?;
     // Durable: filing products under the parent is part of an admin save.
-    let products = db.durable::<Document>(products::COLLECTION);
+    let products = db.durable::<Document>(model::COLLECTION);
     if category.parent.is_none() {
         let filed = products.count_documents(doc! { "categories": id }).await?;
         if filed > 0 {
@@ -527,4 +527,23 @@ pub async fn delete_reparenting(db: &Db, id: ObjectId) -> Result<(), CatalogErro
         rebuild_product_paths(db, id).await?;
     }
     delete(db, id).await
+}
+
+/// The category path of a product filed under `categories`: those categories and all their
+/// ancestors, each once, in a stable order.
+pub async fn category_path_for(db: &Db, categories: &[ObjectId]) -> Result<Vec<ObjectId>, DbError> {
+    let mut path: Vec<ObjectId> = Vec::new();
+    for id in categories {
+        if let Some(category) = by_id(db, *id).await? {
+            for ancestor in &category.ancestors {
+                if !path.contains(&ancestor.id) {
+                    path.push(ancestor.id);
+                }
+            }
+            if !path.contains(&category.id) {
+                path.push(category.id);
+            }
+        }
+    }
+    Ok(path)
 }

@@ -798,7 +798,7 @@ pub async fn seed_bulk_with_progress(
     // Category paths, worked out once per template rather than once per product.
     let mut paths = Vec::with_capacity(templates.len());
     for t in &templates {
-        paths.push(products::category_path_for(db, &t.categories).await?);
+        paths.push(crate::catalog::categories::category_path_for(db, &t.categories).await?);
     }
     let mut added = 0;
     progress(0, to_add);

@@ -8,29 +8,10 @@ use bson::{doc, Document};
 use futures::TryStreamExt;
 use mongodb::IndexModel;
 
-use crate::catalog::products::{self, Product};
+use crate::catalog::model::Product;
+pub use crate::catalog::model::{keys, normalise};
+use crate::catalog::products;
 use crate::db::{Db, DbError};
-
-/// The form a genre or name is compared in: lowercased, surrounding space trimmed and inner
-/// runs of white space collapsed to one space.
-pub fn normalise(text: &str) -> String {
-    text.split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-        .to_lowercase()
-}
-
-/// The normalised keys of `values`, each once, empty ones dropped, in their first order.
-pub fn keys(values: &[String]) -> Vec<String> {
-    let mut out: Vec<String> = Vec::with_capacity(values.len());
-    for value in values {
-        let key = normalise(value);
-        if !key.is_empty() && !out.contains(&key) {
-            out.push(key);
-        }
-    }
-    out
-}
 
 /// The indexes behind the two filters, newest first like the listing's default sort; the
 /// type filter, when present, narrows the scan (it is not needed to use them).

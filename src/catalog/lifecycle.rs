@@ -8,79 +8,11 @@
 
 use bson::oid::ObjectId;
 use bson::{doc, DateTime, Document};
-use serde::{Deserialize, Serialize};
 
-use crate::catalog::products::{self, Product};
+use crate::catalog::model::Product;
+pub use crate::catalog::model::{hidden, on_sale, on_sale_within, with_status, ProductStatus};
+use crate::catalog::products;
 use crate::db::{Db, DbError};
-
-/// Where a product stands in its life.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ProductStatus {
-    /// Being prepared: only the admin sees it.
-    Draft,
-    /// On the storefront.
-    #[default]
-    Active,
-    /// No longer sold: gone from the storefront, kept for its orders' history.
-    Archived,
-}
-
-impl ProductStatus {
-    pub const ALL: [ProductStatus; 3] = [
-        ProductStatus::Draft,
-        ProductStatus::Active,
-        ProductStatus::Archived,
-    ];
-
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ProductStatus::Draft => "draft",
-            ProductStatus::Active => "active",
-            ProductStatus::Archived => "archived",
-        }
-    }
-
-    pub fn label(&self) -> &'static str {
-        match self {
-            ProductStatus::Draft => "Draft",
-            ProductStatus::Active => "Active",
-            ProductStatus::Archived => "Archived",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<ProductStatus> {
-        ProductStatus::ALL.into_iter().find(|t| t.as_str() == s)
-    }
-}
-
-/// The statuses kept off the storefront.
-const HIDDEN: [&str; 2] = ["draft", "archived"];
-
-/// The condition every storefront product query carries: not draft, not archived (a product
-/// without a `status` field predates statuses and is active).
-pub fn on_sale() -> Document {
-    doc! { "status": { "$nin": HIDDEN.to_vec() } }
-}
-
-/// `filter` narrowed to products on sale.
-pub fn on_sale_within(mut filter: Document) -> Document {
-    filter.insert("status", doc! { "$nin": HIDDEN.to_vec() });
-    filter
-}
-
-/// The admin list's filter for one status (active also matches products without the field).
-pub fn with_status(status: ProductStatus) -> Document {
-    match status {
-        ProductStatus::Active => on_sale(),
-        other => doc! { "status": other.as_str() },
-    }
-}
-
-/// The condition of the products kept off the storefront: the complement of [`on_sale`].
-pub fn hidden() -> Document {
-    doc! { "status": { "$in": HIDDEN.to_vec() } }
-}
 
 /// How many products are hidden from the storefront (served by the `status` index); the
 /// storefront's whole-catalog count is the collection's size less these.

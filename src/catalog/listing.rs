@@ -12,77 +12,14 @@ use crate::catalog::cache;
 use crate::catalog::card::ProductCard;
 use crate::catalog::facets;
 use crate::catalog::products::{self, ProductType};
-use crate::catalog::seek::{self, BadToken, Cursor, PlannedFind, Seek};
+use crate::catalog::seek::{self, read_keyset, BadToken, Cursor, Seek};
+pub use crate::catalog::seek::{Sort, MAX_PAGE, NUMBERED_PAGES, PAGE_SIZE};
 use crate::db::site;
 use crate::db::{Db, DbError};
 use crate::domain::Money;
 
-pub const PAGE_SIZE: u64 = 12;
 /// Longest search string used (longer input is cut, not refused).
 const MAX_SEARCH_CHARS: usize = 100;
-/// Larger page numbers are read as this one (then as the last page): 12 million products.
-/// No page skips more than half its listing (see [`find_page`]).
-pub const MAX_PAGE: u64 = 1_000_000;
-/// Page numbers are linked only this close to either end of a listing (where reaching the page
-/// by number skips at most this many pages' worth of products); deeper pages are reached by
-/// the keyset Next and Previous links (see [`crate::catalog::seek`]), which cost the same at
-/// any depth. A deep `page=N` typed in still works, read from the nearer end.
-pub const NUMBERED_PAGES: u64 = 20;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Sort {
-    #[default]
-    Newest,
-    PriceLow,
-    PriceHigh,
-    Discount,
-    Title,
-}
-
-impl Sort {
-    pub const ALL: [Sort; 5] = [
-        Sort::Newest,
-        Sort::PriceLow,
-        Sort::PriceHigh,
-        Sort::Discount,
-        Sort::Title,
-    ];
-
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Sort::Newest => "newest",
-            Sort::PriceLow => "price",
-            Sort::PriceHigh => "price-desc",
-            Sort::Discount => "discount",
-            Sort::Title => "title",
-        }
-    }
-
-    pub fn label(&self) -> &'static str {
-        match self {
-            Sort::Newest => "Newest",
-            Sort::PriceLow => "Price: low to high",
-            Sort::PriceHigh => "Price: high to low",
-            Sort::Discount => "Biggest discount",
-            Sort::Title => "Title",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Sort> {
-        Sort::ALL.into_iter().find(|x| x.as_str() == s)
-    }
-
-    /// The sort document; `_id` breaks ties so pages never overlap.
-    pub fn document(&self) -> Document {
-        match self {
-            Sort::Newest => doc! { "details.issue_date": -1, "_id": -1 },
-            Sort::PriceLow => doc! { "pricing.retail": 1, "_id": 1 },
-            Sort::PriceHigh => doc! { "pricing.retail": -1, "_id": -1 },
-            Sort::Discount => doc! { "pricing.pct_savings": -1, "_id": -1 },
-            Sort::Title => doc! { "search_title": 1, "_id": 1 },
-        }
-    }
-}
 
 /// A listing request: what the filter form and the page links carry.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -688,51 +625,6 @@ async fn find_seek_page(
         }
     };
     Ok(links.page(products, total, sort))
-}
-
-/// Up to `limit` products of a keyset read (its two finds, see [`seek::finds`]), the first `skip`
-/// of them left out: those tied with the cursor's key, then those past it. `ties` is how many
-/// tied products follow the cursor when known (a page anchor knows), so a skip past them goes
-/// straight to the second find.
-pub(crate) async fn read_keyset(
-    db: &Db,
-    [tied, past]: [PlannedFind; 2],
-    limit: u64,
-    skip: u64,
-    ties: Option<u64>,
-) -> Result<Vec<ProductCard>, DbError> {
-    let limited = |find: PlannedFind, n: u64| PlannedFind {
-        limit: n as i64,
-        ..find
-    };
-    if let Some(ties) = ties.filter(|&ties| skip >= ties) {
-        return run_find(db, &limited(past, limit), skip - ties).await;
-    }
-    let mut products = run_find(db, &limited(tied, limit), skip).await?;
-    if (products.len() as u64) < limit {
-        let missing = limit - products.len() as u64;
-        products.extend(run_find(db, &limited(past, missing), 0).await?);
-    }
-    Ok(products)
-}
-
-/// The products `find` plans, after skipping `skip` of them, as grid cards.
-pub(crate) async fn run_find(
-    db: &Db,
-    find: &PlannedFind,
-    skip: u64,
-) -> Result<Vec<ProductCard>, DbError> {
-    let collection = products::collection(db).clone_with_type::<ProductCard>();
-    let mut action = collection
-        .find(find.filter.clone())
-        .sort(find.sort.clone())
-        .projection(ProductCard::projection())
-        .skip(skip)
-        .limit(find.limit);
-    if let Some(hint) = &find.hint {
-        action = action.hint(mongodb::options::Hint::Keys(hint.clone()));
-    }
-    Ok(action.await?.try_collect().await?)
 }
 
 /// Where a page sits among its neighbours.

@@ -11,6 +11,7 @@ pub mod demo;
 pub mod facets;
 pub mod lifecycle;
 pub mod listing;
+pub mod model;
 pub mod pages;
 pub mod products;
 pub mod seek;

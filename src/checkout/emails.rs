@@ -5,7 +5,7 @@
 
 use askama::Template;
 
-use crate::checkout::orders::Order;
+use crate::checkout::model::Order;
 use crate::db::{Db, DbError};
 use crate::domain::Currency;
 use crate::mail::{self, Email};

@@ -6,6 +6,7 @@
 pub mod countries;
 pub mod emails;
 pub mod lookup;
+pub mod model;
 pub mod orders;
 pub mod pages;
 pub mod payment;

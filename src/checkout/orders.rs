@@ -1,137 +1,20 @@
 //! The `orders` collection: one paid cart each (a unique index on `cart_id` makes a double
 //! submit unable to create two), numbered `BZ-000123` from a counter document.
 
-use bson::oid::ObjectId;
-use bson::{doc, DateTime, Document};
+use bson::{doc, Document};
 use futures::TryStreamExt;
 use mongodb::options::{IndexOptions, ReturnDocument};
 use mongodb::IndexModel;
-use serde::{Deserialize, Serialize};
 
 use crate::cart::CartError;
 use crate::checkout::emails::{self, OrderEmail};
-use crate::db::{is_duplicate_key, site, Db, DbError};
-use crate::domain::{CartId, Money, OrderNumber, Sku, StockHolder};
+use crate::db::{is_duplicate_key, Db, DbError};
+use crate::domain::{CartId, OrderNumber, Sku, StockHolder};
 use crate::stock;
 
-pub const COLLECTION: &str = "orders";
-pub const COUNTERS: &str = "counters";
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum OrderStatus {
-    Paid,
-    Shipped,
-    Cancelled,
-}
-
-impl OrderStatus {
-    pub const ALL: [OrderStatus; 3] = [
-        OrderStatus::Paid,
-        OrderStatus::Shipped,
-        OrderStatus::Cancelled,
-    ];
-
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            OrderStatus::Paid => "paid",
-            OrderStatus::Shipped => "shipped",
-            OrderStatus::Cancelled => "cancelled",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<OrderStatus> {
-        OrderStatus::ALL.into_iter().find(|o| o.as_str() == s)
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Address {
-    pub street: String,
-    pub city: String,
-    pub postcode: String,
-    pub country: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct OrderItem {
-    pub sku: Sku,
-    pub title: String,
-    pub qty: i64,
-    pub unit_price: Money,
-}
-
-impl OrderItem {
-    pub fn line_total(&self) -> Money {
-        self.unit_price.times(self.qty)
-    }
-
-    pub fn unit(&self) -> String {
-        self.unit_price.display(&site::currency())
-    }
-
-    pub fn total(&self) -> String {
-        self.line_total().display(&site::currency())
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Payment {
-    pub gateway: String,
-    pub reference: String,
-    pub last4: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Order {
-    #[serde(rename = "_id")]
-    pub id: ObjectId,
-    pub number: OrderNumber,
-    pub cart_id: CartId,
-    pub created: DateTime,
-    pub email: String,
-    pub name: String,
-    pub address: Address,
-    pub items: Vec<OrderItem>,
-    pub subtotal: Money,
-    pub shipping: Money,
-    pub total: Money,
-    pub payment: Payment,
-    pub status: OrderStatus,
-    /// SKUs of a cancelled order whose units are still to be put back on sale (empty once done;
-    /// what lets a restock interrupted by a crash be finished, once per SKU).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub restock: Vec<Sku>,
-}
-
-impl Order {
-    pub fn url(&self) -> String {
-        format!("/orders/{}", self.number)
-    }
-
-    pub fn subtotal_display(&self) -> String {
-        self.subtotal.display(&site::currency())
-    }
-
-    pub fn shipping_display(&self) -> String {
-        self.shipping.display(&site::currency())
-    }
-
-    pub fn total_display(&self) -> String {
-        self.total.display(&site::currency())
-    }
-
-    pub fn placed(&self) -> String {
-        self.created
-            .to_chrono()
-            .format("%-d %B %Y, %H:%M UTC")
-            .to_string()
-    }
-
-    pub fn unit_count(&self) -> i64 {
-        self.items.iter().map(|i| i.qty).sum()
-    }
-}
+pub use crate::checkout::model::{
+    Address, Order, OrderItem, OrderStatus, Payment, COLLECTION, COUNTERS,
+};
 
 pub fn indexes() -> Vec<IndexModel> {
     let unique = || IndexOptions::builder().unique(true).build();

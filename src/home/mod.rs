@@ -35,8 +35,15 @@ pub struct HomePage {
 pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
     // Both from the catalog cache: a few seconds old at most (see `catalog::cache`).
     let site = cache::site(&state.db).await?;
-    let specs = SHELVES.iter().map(|(_, _, _, spec)| spec()).collect();
-    let loaded = cache::shelves(&state.db, specs, SHELF_SIZE).await?;
+    let loaded = cache::shelves(&state.db, |db| async move {
+        let mut out = Vec::with_capacity(SHELVES.len());
+        for (_, _, _, spec) in SHELVES {
+            let (filter, sort) = spec();
+            out.push(listing::shelf(&db, filter, sort, SHELF_SIZE).await?);
+        }
+        Ok(out)
+    })
+    .await?;
     let shelves = SHELVES
         .iter()
         .zip(loaded.iter())
