@@ -56,7 +56,7 @@ pub struct SettingsForm {
     #[serde(default)]
     pub shipping_per_half_kilo: String,
     /// The fields below, when a form does not send them (one from before they existed), keep
-    /// their stored values ([`SettingsForm::keep_missing`]).
+    /// their stored values (`SettingsForm::keep_missing`).
     #[serde(default)]
     pub currency_code: Option<String>,
     #[serde(default)]

@@ -433,7 +433,7 @@ fn at_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
     Some(value)
 }
 
-/// Walk `filter` in `sort` order, [`CHUNK`] products per find (each a keyset read after the
+/// Walk `filter` in `sort` order, `CHUNK` products per find (each a keyset read after the
 /// previous one's last product), and place an anchor every `every` products.
 pub async fn walk(
     db: &Db,

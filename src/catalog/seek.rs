@@ -383,7 +383,7 @@ pub fn walk_is_cheap(matching: u64, catalog: u64) -> bool {
     (matching as u128).pow(2) > 4 * limit as u128 * catalog as u128
 }
 
-/// Up to `limit` products of a keyset read (its two finds, see [`seek::finds`]), the first `skip`
+/// Up to `limit` products of a keyset read (its two finds, see [`finds`]), the first `skip`
 /// of them left out: those tied with the cursor's key, then those past it. `ties` is how many
 /// tied products follow the cursor when known (a page anchor knows), so a skip past them goes
 /// straight to the second find.

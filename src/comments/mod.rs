@@ -1,10 +1,11 @@
-//! Threaded comments on any discussion — a product today, a content node as soon as pages call
-//! in — one document per comment in `comments`, ordered into threads by `full_slug`.
+//! Threaded comments on any discussion — a product or a content node (page, post, gallery) —
+//! one document per comment in `comments`, ordered into threads by `full_slug`.
 //!
 //! A page shows a discussion's comments by building a [`Discussion`] and calling
 //! [`thread::first_page`] (or [`thread::page`]); it includes `comments/_thread.html`, which also
-//! carries the post and reply forms. The POST handlers for a kind of discussion stay thin over
-//! [`pages::post_comment`] and [`pages::post_reply`].
+//! carries the post and reply forms. The POST handlers of each kind of discussion
+//! (`catalog::pages::post_comment`, `content::pages::post_reply` …) stay thin over
+//! [`pages::submit`] and [`pages::reply`].
 
 pub mod names;
 pub mod notify;
@@ -121,7 +122,7 @@ pub enum CommentStatus {
     Spam,
     /// Taken down by a moderator; can be shown again.
     Hidden,
-    /// Deleted by a moderator: shown as "[deleted]" while replies hang from it, restorable for
+    /// Deleted by a moderator: shown as "\[deleted\]" while replies hang from it, restorable for
     /// `comments.restore_days`, then purged.
     Deleted,
 }

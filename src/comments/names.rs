@@ -111,7 +111,7 @@ pub fn comparison_key(name: &str) -> String {
 }
 
 /// Whether `name` is one only the shop's staff may sign with: one of the fixed names, the
-/// shop's name `shop_name`, or "<shop> team" / "the <shop> team" / "<shop> staff", in any
+/// shop's name `shop_name`, or "\<shop\> team" / "the \<shop\> team" / "\<shop\> staff", in any
 /// lookalike spelling.
 pub fn is_reserved(name: &str, shop_name: &str) -> bool {
     let key = comparison_key(name);

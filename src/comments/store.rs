@@ -478,7 +478,7 @@ pub async fn unhide(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
 
 /// Delete a comment: marked "deleted" with the time and the status it had, in one conditional
 /// write (so two moderators clicking at once delete, and uncount, once). Readers see it as
-/// hidden ("[deleted]" while replies hang from it); its text is kept so [`restore`] can bring it
+/// hidden ("\[deleted\]" while replies hang from it); its text is kept so [`restore`] can bring it
 /// back until [`purge_deleted`] wipes it after `comments.restore_days`.
 pub async fn delete(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
     let now = db.now();
@@ -561,7 +561,7 @@ pub fn purge_query(cutoff: DateTime) -> Document {
 const PURGE_BATCH: i64 = 500;
 
 /// Delete for good the comments deleted more than `restore_days` ago: text, name and email
-/// wiped (kept as "[deleted]" while replies hang from it), removed when nothing replies. Each
+/// wiped (kept as "\[deleted\]" while replies hang from it), removed when nothing replies. Each
 /// comment is taken with a conditional write on its deletion time, so instances running this at
 /// once, or a restore racing it, act once. Returns how many were purged (at most a batch a run).
 pub async fn purge_deleted(db: &Db, restore_days: u32) -> Result<u64, DbError> {

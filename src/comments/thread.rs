@@ -64,7 +64,7 @@ pub struct Entry {
     pub replying_to: Option<(String, String)>,
     /// The escaped text as HTML (empty for a placeholder).
     pub html: String,
-    /// "[deleted]" or "[hidden]" in place of a comment that is gone but has replies shown.
+    /// "\[deleted\]" or "\[hidden\]" in place of a comment that is gone but has replies shown.
     pub placeholder: Option<&'static str>,
 }
 

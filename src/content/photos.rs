@@ -221,7 +221,7 @@ fn collect_file_ids(value: &Bson, known: &HashSet<ObjectId>, found: &mut HashSet
 /// the copies that go with it, oldest first. A thumbnail or display copy is never an orphan
 /// while its original exists: it belongs to it, and a reference to a copy (a Markdown body
 /// linking `/media/{id}/display`'s file directly) keeps the original. This reads every stored
-/// file's entry and every document of [`REFERRING_COLLECTIONS`] once: a maintenance job, not a
+/// file's entry and every document of `REFERRING_COLLECTIONS` once: a maintenance job, not a
 /// page.
 pub async fn find_orphans(db: &Db, older_than: Duration) -> Result<Vec<OrphanFile>, DbError> {
     let cutoff = DateTime::from_millis(

@@ -211,7 +211,7 @@ impl SettingsCache {
     /// The settings, read again when the last read is older than a few seconds. A failed read
     /// falls back to the last one (or the defaults): a page never fails over its currency sign.
     /// The failure is remembered like a read, so during an outage only one request per
-    /// [`CACHE_TTL`] waits for the database here. The flag is true when this call found the
+    /// `CACHE_TTL` waits for the database here. The flag is true when this call found the
     /// database unreachable.
     pub async fn get(&self, db: &Db) -> (Arc<SiteSettings>, bool) {
         let cached = self.entry.lock().ok().and_then(|e| e.clone());

@@ -224,7 +224,7 @@ async fn tags(db: &Db) -> Result<BTreeMap<String, Option<DateTime>>, DbError> {
     Ok(found)
 }
 
-/// `(collection, pipeline)` for each side of [`tags`]; the `$match` bounds the `tags` index
+/// `(collection, pipeline)` for each side of `tags`; the `$match` bounds the `tags` index
 /// to documents carrying at least one tag.
 pub fn tag_pipelines(now: DateTime) -> Vec<(&'static str, Vec<Document>)> {
     let mut node_match = doc! { "metadata.tags": { "$gte": "" } };

@@ -82,7 +82,7 @@ fn is_personal_path(path: &str) -> bool {
 /// handed on.
 #[derive(Debug, Clone, Copy)]
 pub struct CacheContext {
-    /// The path is in an area with personal data ([`is_personal_path`]).
+    /// The path is in an area with personal data (`is_personal_path`).
     pub personal_path: bool,
     /// The request carries a session cookie: the page may show its cart count, flash messages
     /// and its CSRF token.

@@ -41,7 +41,7 @@ impl StoredDoc {
 
     /// Take BSON bytes read from disk, checking every element (lengths, types, UTF-8 of keys
     /// and strings, nested documents) as fully as decoding would, and the nesting depth,
-    /// without building anything ([`bson_depth::check`]).
+    /// without building anything (`bson_depth::check`).
     pub fn from_bytes(bytes: &[u8]) -> std::result::Result<StoredDoc, String> {
         let raw = RawDocument::from_bytes(bytes).map_err(|e| e.to_string())?;
         bson_depth::check(raw).map_err(|e| e.to_string())?;

@@ -428,7 +428,7 @@ pub fn salvage_segment(file: &Path, bytes: &[u8], newest: bool) -> SegmentSalvag
     }
 }
 
-/// An error start-up cannot get past on its own; [`repair`] can.
+/// An error start-up cannot get past on its own; [`crate::repair::repair`] can.
 #[derive(Debug)]
 pub struct NeedsRepair {
     pub dir: PathBuf,
@@ -462,7 +462,7 @@ fn needs_repair(dir: &Path, message: String) -> io::Error {
     )
 }
 
-/// The damage behind an error from [`super::Storage::open`], if [`repair`] can deal with it.
+/// The damage behind an error from [`super::Storage::open`], if [`crate::repair::repair`] can deal with it.
 pub fn damage(e: &io::Error) -> Option<&NeedsRepair> {
     e.get_ref()?.downcast_ref::<NeedsRepair>()
 }
