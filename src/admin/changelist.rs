@@ -389,10 +389,6 @@ impl ChangeList {
             .filter(|(k, _)| k == "sort" || k == "per_page")
             .collect()
     }
-
-    pub fn per_page_choices(&self) -> [u64; 4] {
-        PER_PAGE_CHOICES
-    }
 }
 
 #[cfg(test)]

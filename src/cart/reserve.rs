@@ -40,14 +40,9 @@ async fn active_cart(db: &Db, cart_id: &CartId) -> Result<cart::Cart, CartError>
     }
 }
 
-/// Put `qty` units of `sku` in the cart: a new line, or more of a line already there. Returns
-/// the product's title for the confirmation.
-pub async fn add_item(db: &Db, cart_id: &CartId, sku: &Sku, qty: i64) -> Result<String, CartError> {
-    add_item_within(db, cart_id, sku, qty, CartLimits::NONE).await
-}
-
-/// [`add_item`] within `limits`, checked against the cart and product as read before the
-/// change.
+/// Put `qty` units of `sku` in the cart: a new line, or more of a line already there, within
+/// `limits`, checked against the cart and product as read before the change. Returns the
+/// product's title for the confirmation.
 pub async fn add_item_within(
     db: &Db,
     cart_id: &CartId,
@@ -93,13 +88,9 @@ pub async fn add_item_within(
     Err(CartError::Contention)
 }
 
-/// Set a line's quantity (0 removes it). The current quantity is read from the cart, never
+/// Set a line's quantity (0 removes it and puts its stock back on sale), within `limits` (only a
+/// larger quantity is checked against them). The current quantity is read from the cart, never
 /// taken from the form, so a stale page cannot reserve the wrong amount.
-pub async fn set_quantity(db: &Db, cart_id: &CartId, sku: &Sku, qty: i64) -> Result<(), CartError> {
-    set_quantity_within(db, cart_id, sku, qty, CartLimits::NONE).await
-}
-
-/// [`set_quantity`] within `limits` (only a larger quantity is checked against them).
 pub async fn set_quantity_within(
     db: &Db,
     cart_id: &CartId,
@@ -166,11 +157,6 @@ async fn check_limits(
         }
     }
     Ok(())
-}
-
-/// Take a line out of the cart and put its stock back on sale.
-pub async fn remove_item(db: &Db, cart_id: &CartId, sku: &Sku) -> Result<(), CartError> {
-    set_quantity(db, cart_id, sku, 0).await
 }
 
 /// A new line: (1) push it onto the active cart unless the SKU is already there, (2) reserve the

@@ -14,12 +14,6 @@ pub use crate::catalog::model::{hidden, on_sale, on_sale_within, with_status, Pr
 use crate::catalog::products;
 use crate::db::{Db, DbError};
 
-/// How many products are hidden from the storefront (served by the `status` index); the
-/// storefront's whole-catalog count is the collection's size less these.
-pub async fn hidden_count(db: &Db) -> Result<u64, DbError> {
-    Ok(products::collection(db).count_documents(hidden()).await?)
-}
-
 /// Why a product may not be deleted.
 #[derive(Debug, thiserror::Error)]
 pub enum DeleteRefused {
