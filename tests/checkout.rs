@@ -516,7 +516,7 @@ async fn interrupted_checkout(
     sku: &str,
     charged: bool,
 ) -> bazaar::domain::CartId {
-    use bazaar::checkout::payment::{ChargeRequest, PaymentGateway};
+    use bazaar::checkout::gateway::{ChargeRequest, PaymentGateway};
     use bazaar::checkout::payments::{self, PaymentRecord};
     shopper.add(sku, "2").await;
     let cart_id = product(&app.db, sku).await.carted[0]
@@ -888,7 +888,7 @@ async fn recovery_and_refunds_find_payments_and_charges_through_indexes() {
     assert_uses_index(
         &app.db,
         "a test gateway charge by reference",
-        bazaar::checkout::payment::TEST_GATEWAY_CHARGES,
+        bazaar::checkout::gateway::TEST_GATEWAY_CHARGES,
         bson::doc! { "reference": "test_ch_1" },
         bson::doc! {},
     )

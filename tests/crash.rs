@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use bazaar::cart::{self, CartStatus};
 use bazaar::catalog::products::{self, Product};
+use bazaar::checkout::gateway::{StoredCharge, TEST_GATEWAY_CHARGES};
 use bazaar::checkout::orders::{self, Order};
-use bazaar::checkout::payment::{StoredCharge, TEST_GATEWAY_CHARGES};
 use bazaar::checkout::payments::{self, PaymentRecord};
 use bazaar::config::Settings;
 use bazaar::db::Db;

@@ -356,7 +356,7 @@ async fn a_cart_race_across_three_instances_sells_exactly_the_stock() {
 /// A charged payment attempt whose cart is gone: the state a crash between the charge and the
 /// order leaves, once the cart has expired. Built directly in the database.
 async fn lost_charge(db: &Db, n: usize) {
-    use bazaar::checkout::payment::{Card, ChargeRequest, PaymentGateway, TestGateway};
+    use bazaar::checkout::gateway::{Card, ChargeRequest, PaymentGateway, TestGateway};
     let cart_id = format!("lost-cart-{n:04}");
     let long_ago =
         bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() - 3_600_000);
@@ -468,7 +468,7 @@ async fn three_instances_recovering_lost_charges_after_a_sigkill_refund_each_onc
     );
     let charges = documents(
         &db,
-        bazaar::checkout::payment::TEST_GATEWAY_CHARGES,
+        bazaar::checkout::gateway::TEST_GATEWAY_CHARGES,
         doc! { "_id": { "$regex": "^lost-cart-" } },
     )
     .await;
@@ -485,7 +485,7 @@ async fn three_instances_recovering_lost_charges_after_a_sigkill_refund_each_onc
     // The crash left nothing that makes money disappear: every other charge has its order.
     let others = documents(
         &db,
-        bazaar::checkout::payment::TEST_GATEWAY_CHARGES,
+        bazaar::checkout::gateway::TEST_GATEWAY_CHARGES,
         doc! { "_id": { "$not": { "$regex": "^lost-cart-" } } },
     )
     .await;

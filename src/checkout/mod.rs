@@ -5,11 +5,11 @@
 
 pub mod countries;
 pub mod emails;
+pub mod gateway;
 pub mod lookup;
 pub mod model;
 pub mod orders;
 pub mod pages;
-pub mod payment;
 pub mod payments;
 
 use std::time::Duration;
@@ -20,8 +20,8 @@ use serde::Deserialize;
 
 use crate::cart::{self, price_changed_notice, store, Cart, CartError, CartStatus};
 use crate::catalog::products;
+use crate::checkout::gateway::{Card, Charge, ChargeRequest, PaymentError, PaymentGateway};
 use crate::checkout::orders::{Address, Order, OrderItem, OrderStatus};
-use crate::checkout::payment::{Card, Charge, ChargeRequest, PaymentError, PaymentGateway};
 use crate::checkout::payments::{PaymentRecord, PaymentState};
 use crate::db::Db;
 use crate::domain::{CartId, Sku, StockHolder};

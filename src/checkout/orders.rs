@@ -6,7 +6,6 @@ use futures::TryStreamExt;
 use mongodb::options::{IndexOptions, ReturnDocument};
 use mongodb::IndexModel;
 
-use crate::cart::CartError;
 use crate::checkout::emails::{self, OrderEmail};
 use crate::db::{is_duplicate_key, Db, DbError};
 use crate::domain::{CartId, OrderNumber, Sku, StockHolder};
@@ -147,7 +146,7 @@ pub async fn mark_shipped(db: &Db, number: &OrderNumber) -> Result<bool, DbError
 /// Cancel a paid order and put its units back on sale. The status change is the guard (only one
 /// cancel can move an order from `paid`) and records which SKUs are to be restocked; [`restock`]
 /// then returns them one by one, so a crash part-way is finished by [`resume_restocking`].
-pub async fn cancel(db: &Db, number: &OrderNumber) -> Result<bool, CartError> {
+pub async fn cancel(db: &Db, number: &OrderNumber) -> Result<bool, DbError> {
     let skus: Vec<Sku> = match by_number(db, number).await? {
         Some(order) => order.items.iter().map(|i| i.sku.clone()).collect(),
         None => return Ok(false),
@@ -175,7 +174,7 @@ pub async fn cancel(db: &Db, number: &OrderNumber) -> Result<bool, CartError> {
 /// the strike leaves only the held reservation, which cleanup returns (it has no cart).
 /// These writes stay fast (not journaled one by one): a crash that loses some of them is a crash
 /// part-way, which [`resume_restocking`] finishes from the durable `restock` list.
-pub async fn restock(db: &Db, order: &Order) -> Result<(), CartError> {
+pub async fn restock(db: &Db, order: &Order) -> Result<(), DbError> {
     // The cancellation email goes with the restock, which resumes after a crash; its outbox id
     // keeps it to one message.
     if !order.restock.is_empty() {
@@ -204,7 +203,7 @@ pub async fn restock(db: &Db, order: &Order) -> Result<(), CartError> {
 }
 
 /// Finish every cancellation a crash interrupted; returns how many orders it finished.
-pub async fn resume_restocking(db: &Db) -> Result<u64, CartError> {
+pub async fn resume_restocking(db: &Db) -> Result<u64, DbError> {
     let pending: Vec<Order> = collection(db)
         .find(doc! {
             "status": OrderStatus::Cancelled.as_str(), "restock.0": { "$exists": true },

@@ -7,8 +7,8 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
 use crate::cart::{self, pages::EXPIRED_NOTICE, Cart, CartStatus};
+use crate::checkout::gateway::PaymentGateway;
 use crate::checkout::orders::{self, Order};
-use crate::checkout::payment::PaymentGateway;
 use crate::checkout::{self, CheckoutForm, CheckoutOutcome, FieldErrors};
 use crate::domain::{CartId, OrderNumber};
 use crate::state::AppState;

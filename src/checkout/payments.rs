@@ -15,8 +15,8 @@ use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
 
 use crate::cart::Cart;
+use crate::checkout::gateway::Charge;
 use crate::checkout::orders::{Address, Payment};
-use crate::checkout::payment::Charge;
 use crate::checkout::ValidCheckout;
 use crate::db::{Db, DbError};
 use crate::domain::{CartId, Money};

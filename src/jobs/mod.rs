@@ -26,7 +26,7 @@ use serde::Deserialize;
 
 use crate::cart::{self, store, CartError, CartStatus};
 use crate::catalog::products;
-use crate::checkout::payment::PaymentGateway;
+use crate::checkout::gateway::PaymentGateway;
 use crate::config::CartSettings;
 use crate::db::Db;
 use crate::domain::{CartId, Sku, StockHolder};

@@ -33,8 +33,8 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
         (analytics::MONTHLY, analytics::monthly_indexes()),
         // The built-in test gateway's own charges (a real gateway keeps them elsewhere).
         (
-            checkout::payment::TEST_GATEWAY_CHARGES,
-            checkout::payment::TestGateway::indexes(),
+            checkout::gateway::TEST_GATEWAY_CHARGES,
+            checkout::gateway::TestGateway::indexes(),
         ),
     ];
     // Site search: one weighted text index on products and one on content nodes.

@@ -72,7 +72,7 @@ pub struct TestApp {
     /// The app's database, for checking what pages did.
     pub db: bazaar::db::Db,
     /// The built-in test payment gateway (counts charges).
-    pub gateway: Arc<bazaar::checkout::payment::TestGateway>,
+    pub gateway: Arc<bazaar::checkout::gateway::TestGateway>,
     /// Where the embedded store listens (it requires the app's generated credentials).
     pub store_address: Option<std::net::SocketAddr>,
     /// The page-view counter (`None` when `analytics.enabled` is off); tests flush it.
