@@ -21,7 +21,7 @@ fn entry(text: &str) -> Detail {
 
 #[tokio::test]
 async fn the_about_and_shipping_pages_have_stable_urls_linked_from_the_footer() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let home = page(&app, "/").await;
     let footer_links: Vec<String> = {
         let sel = scraper::Selector::parse("footer a").unwrap();
@@ -50,7 +50,7 @@ async fn the_about_and_shipping_pages_have_stable_urls_linked_from_the_footer() 
 
 #[tokio::test]
 async fn the_blog_is_a_stream_of_every_post_type_newest_first_with_comment_counts() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     // Comments are kept by another area; it counts them on the node.
     model::collection(&app.db)
         .update_one(
@@ -104,7 +104,7 @@ async fn the_blog_is_a_stream_of_every_post_type_newest_first_with_comment_count
 
 #[tokio::test]
 async fn section_lists_are_paginated_newest_first() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     for i in 0..12 {
         add_node(
             &app,
@@ -145,7 +145,7 @@ async fn section_lists_are_paginated_newest_first() {
 
 #[tokio::test]
 async fn drafts_and_scheduled_nodes_are_invisible_to_the_public() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     add_node(
         &app,
         "blog",
@@ -231,7 +231,7 @@ const HOUR: std::time::Duration = std::time::Duration::from_secs(3600);
 
 #[tokio::test]
 async fn a_post_published_now_stays_shown_when_the_clock_steps_back_and_goes_when_unpublished() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let draft = add_node(
         &app,
         "blog",
@@ -265,7 +265,7 @@ async fn a_post_published_now_stays_shown_when_the_clock_steps_back_and_goes_whe
 
 #[tokio::test]
 async fn a_scheduled_post_that_appeared_stays_shown_when_the_clock_steps_back_before_its_time() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let clock = app.db.clock();
     let at = DateTime::from_millis(app.db.now().timestamp_millis() + 10 * 60 * 1000);
     let node = add_node(
@@ -301,7 +301,7 @@ async fn a_scheduled_post_that_appeared_stays_shown_when_the_clock_steps_back_be
 
 #[tokio::test]
 async fn the_jobs_mark_a_due_post_live_before_anyone_reads_it_and_only_once() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let clock = app.db.clock();
     let at = DateTime::from_millis(app.db.now().timestamp_millis() + 60_000);
     let due = add_node(
@@ -338,7 +338,7 @@ async fn the_jobs_mark_a_due_post_live_before_anyone_reads_it_and_only_once() {
 
 #[tokio::test]
 async fn nodes_stored_before_the_live_flag_are_shown_by_their_date_and_marked_live_once() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let nodes = app.db.collection::<bson::Document>(model::COLLECTION);
     let old = add_node(
         &app,
@@ -404,7 +404,7 @@ async fn nodes_stored_before_the_live_flag_are_shown_by_their_date_and_marked_li
 
 #[tokio::test]
 async fn unknown_sections_and_slugs_are_not_found() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     for path in [
         "/blog/no-such-post",
         "/pages/no-such-page",
@@ -422,7 +422,7 @@ async fn unknown_sections_and_slugs_are_not_found() {
 
 #[tokio::test]
 async fn the_gallery_shows_a_grid_of_thumbnails_and_a_photo_page_shows_the_image_and_caption() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let doc = page(&app, "/gallery/").await;
     assert_eq!(count(&doc, ".gallery-grid li"), 4);
     let thumb = attr(&doc, ".gallery-grid img", "src").expect("a thumbnail");
@@ -450,7 +450,7 @@ async fn the_gallery_shows_a_grid_of_thumbnails_and_a_photo_page_shows_the_image
 
 #[tokio::test]
 async fn a_tag_page_lists_the_published_nodes_and_the_products_with_that_tag() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let doc = page(&app, "/tags/jazz").await;
     assert_eq!(heading(&doc), "Tagged “jazz”");
     let nodes = texts(&doc, ".tag-nodes a");
@@ -470,7 +470,8 @@ async fn a_tag_page_lists_the_published_nodes_and_the_products_with_that_tag() {
 
 #[tokio::test]
 async fn the_atom_feed_parses_with_entries_newest_first_absolute_links_and_no_drafts() {
-    let app = spawn_app_with(&[("BAZAAR_SERVER__PUBLIC_URL", "https://shop.example.com")]).await;
+    let app =
+        spawn_app_with_demo_and(&[("BAZAAR_SERVER__PUBLIC_URL", "https://shop.example.com")]).await;
     add_node(
         &app,
         "blog",
@@ -609,7 +610,8 @@ fn xml_texts(xml: &[u8]) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn a_title_with_cdata_ends_markup_and_control_characters_round_trips_through_the_feed() {
-    let app = spawn_app_with(&[("BAZAAR_SERVER__PUBLIC_URL", "https://shop.example.com")]).await;
+    let app =
+        spawn_app_with_demo_and(&[("BAZAAR_SERVER__PUBLIC_URL", "https://shop.example.com")]).await;
     let title = "End ]]> of <b>CDATA</b> & \"more\"\u{1}\u{8}\u{b}\u{1b}\u{7f}\tdone";
     add_node(
         &app,
@@ -651,7 +653,7 @@ async fn a_title_with_cdata_ends_markup_and_control_characters_round_trips_throu
 
 #[tokio::test]
 async fn markdown_titles_tags_videos_and_links_from_editors_come_out_inert() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     add_node(
         &app,
         "blog",
@@ -770,7 +772,7 @@ fn texts_of_attr(doc: &scraper::Html, selector: &str, name: &str) -> Vec<String>
 
 #[tokio::test]
 async fn video_posts_embed_youtube_by_id_and_the_policy_allows_frames_only_from_the_video_hosts() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let response = app.get("/blog/a-session-worth-watching").await;
     let csp = response
         .headers()
@@ -793,7 +795,7 @@ async fn video_posts_embed_youtube_by_id_and_the_policy_allows_frames_only_from_
 
 #[tokio::test]
 async fn seeding_again_adds_no_content() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let before = model::collection(&app.db)
         .count_documents(doc! {})
         .await
@@ -823,7 +825,7 @@ async fn seeding_again_adds_no_content() {
 
 #[tokio::test]
 async fn every_content_query_uses_an_index() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let db = &app.db;
     let now = DateTime::now();
     let c = model::COLLECTION;

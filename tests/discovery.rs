@@ -127,14 +127,14 @@ fn is_w3c_datetime(s: &str) -> bool {
 }
 
 async fn app_on(host: &str) -> TestApp {
-    spawn_app_with(&[("BAZAAR_SERVER__PUBLIC_URL", host)]).await
+    spawn_app_with_demo_and(&[("BAZAAR_SERVER__PUBLIC_URL", host)]).await
 }
 
 /// An app whose public address is its real one (feed finders fetch what pages announce).
 async fn app_at_its_own_address() -> TestApp {
     let port = free_port().to_string();
     let url = format!("http://127.0.0.1:{port}");
-    spawn_app_with(&[
+    spawn_app_with_demo_and(&[
         ("BAZAAR_SERVER__PORT", port.as_str()),
         ("BAZAAR_SERVER__PUBLIC_URL", url.as_str()),
     ])
@@ -1107,7 +1107,7 @@ async fn every_sitemap_query_runs_on_an_index() {
 
 #[tokio::test]
 async fn the_sitemap_index_walks_the_products_once_a_period_and_a_new_product_is_still_listed() {
-    let app = spawn_app_with(&[
+    let app = spawn_app_with_demo_and(&[
         ("BAZAAR_SERVER__PUBLIC_URL", HOST),
         ("BAZAAR_LOG__DATABASE_COMMANDS", "true"),
     ])

@@ -1,6 +1,6 @@
 //! Bazaar's integration tests: one test binary (one link of the whole app instead of one per
 //! file), with a module per area. Each module starts the app in-process on a fresh in-memory
-//! docstore through `common::spawn_app` (or starts `bazaar` processes, `common::process`).
+//! docstore through `common::spawn_app_with_demo` (or starts `bazaar` processes, `common::process`).
 //!
 //! Cargo's discovery of `tests/*.rs` is off (`autotests = false` in Cargo.toml): a new file here
 //! is a module of this binary and is declared below (the architecture test checks that every

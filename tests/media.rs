@@ -40,7 +40,7 @@ async fn upload(app: &TestApp, action: &str, filename: &str, bytes: &[u8]) -> re
 
 #[tokio::test]
 async fn a_demo_cover_is_served_with_type_length_etag_and_long_caching() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let doc = html(&body(app.get("/products/kind-of-blue").await).await);
     let src = attr(&doc, "img.product-photo", "src").expect("a cover");
     let response = app.get(&src).await;
@@ -91,7 +91,7 @@ async fn a_demo_cover_is_served_with_type_length_etag_and_long_caching() {
 
 #[tokio::test]
 async fn an_uploaded_png_gets_a_thumbnail_and_a_non_image_or_oversized_file_is_refused() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let doc = html(&body(app.get_admin("/admin/products?q=dune").await).await);
     let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
     let doc = html(&body(app.get_admin(&edit).await).await);
@@ -161,7 +161,7 @@ fn thumbnail_srcs(doc: &scraper::Html) -> Vec<String> {
 
 #[tokio::test]
 async fn uploaded_gif_and_webp_photos_get_png_thumbnails_like_png_and_jpeg() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let doc = html(&body(app.get_admin("/admin/products?q=dune").await).await);
     let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
     let doc = html(&body(app.get_admin(&edit).await).await);
@@ -254,7 +254,7 @@ async fn the_size_of_a_stored_gif_or_webp_is_recorded_with_its_thumbnail() {
 
 #[tokio::test]
 async fn the_upload_limit_comes_from_configuration() {
-    let app = spawn_app_with(&[("BAZAAR_MEDIA__MAX_UPLOAD_MB", "1")]).await;
+    let app = spawn_app_with_demo_and(&[("BAZAAR_MEDIA__MAX_UPLOAD_MB", "1")]).await;
     let doc = html(&body(app.get_admin("/admin/products?q=dune").await).await);
     let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
     let doc = html(&body(app.get_admin(&edit).await).await);
@@ -347,7 +347,7 @@ async fn confirm_clean_up(app: &TestApp) -> reqwest::Response {
 
 #[tokio::test]
 async fn cleaning_up_orphans_keeps_a_live_product_photos_display_copy() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let photo = store(&app, "big.png", photo_png(1600, 1200)).await;
     let product = bazaar::catalog::products::by_slug(&app.db, "kind-of-blue")
         .await
@@ -393,7 +393,7 @@ async fn cleaning_up_orphans_keeps_a_live_product_photos_display_copy() {
 
 #[tokio::test]
 async fn deleting_an_original_deletes_its_thumbnail_display_copy_and_social_card() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let photo = store(&app, "big.png", photo_png(1600, 1200)).await;
     let entry = file_entry(&app, photo.id).await.expect("stored");
     let display = metadata_id(&entry, "display").expect("a display copy");
@@ -418,7 +418,7 @@ async fn deleting_an_original_deletes_its_thumbnail_display_copy_and_social_card
 
 #[tokio::test]
 async fn a_file_linked_only_from_a_markdown_body_survives_the_clean_up_and_an_unused_one_goes() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let linked = store(&app, "linked.png", photo_png(300, 200)).await;
     let unused = store(&app, "unused.png", photo_png(300, 200)).await;
     model::create(
@@ -478,7 +478,7 @@ async fn a_file_linked_only_from_a_markdown_body_survives_the_clean_up_and_an_un
 
 #[tokio::test]
 async fn a_file_linked_after_the_review_is_kept_when_the_clean_up_is_confirmed() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let photo = store(&app, "late.png", photo_png(300, 200)).await;
     age_every_file(&app).await;
     let doc = admin_page(&app, "/admin/content/orphans").await;
@@ -536,7 +536,7 @@ async fn photo_node(
 
 #[tokio::test]
 async fn a_drafts_photo_and_its_copies_are_not_found_by_the_public_but_shown_to_the_admin() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let (display, image) = photo_node(&app, "secret-draft", None).await;
     assert_eq!(
         app.get("/gallery/secret-draft").await.status(),
@@ -609,7 +609,7 @@ async fn node_id(app: &TestApp, slug: &str) -> String {
 
 #[tokio::test]
 async fn a_published_photo_and_a_product_photo_stay_public_and_cacheable() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let (_, published) = photo_node(&app, "on-show", Some(DateTime::now())).await;
     let product = bazaar::catalog::products::by_slug(&app.db, "kind-of-blue")
         .await
@@ -646,7 +646,7 @@ async fn a_published_photo_and_a_product_photo_stay_public_and_cacheable() {
 
 #[tokio::test]
 async fn the_new_media_and_orphan_routes_answer_bad_input_with_a_client_error() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     for path in [
         "/admin/media/not-an-id",
         "/admin/media/not-an-id/thumb",

@@ -120,11 +120,11 @@ fn series_of(text: &str, metric: &str) -> BTreeSet<String> {
 
 #[tokio::test]
 async fn metrics_are_not_found_without_a_token_and_refused_without_the_right_one() {
-    let app = common::spawn_app().await;
+    let app = common::spawn_app_with_demo().await;
     assert_eq!(app.get("/metrics").await.status(), 404);
     app.stop().await;
 
-    let app = common::spawn_app_with(&[("BAZAAR_METRICS__TOKEN", TOKEN)]).await;
+    let app = common::spawn_app_with_demo_and(&[("BAZAAR_METRICS__TOKEN", TOKEN)]).await;
     let bare = app.get("/metrics").await;
     assert_eq!(bare.status(), 401);
     assert!(bare.headers().contains_key("www-authenticate"));
@@ -143,7 +143,7 @@ async fn metrics_are_not_found_without_a_token_and_refused_without_the_right_one
 
 #[tokio::test]
 async fn requests_are_counted_by_route_template_and_random_paths_add_one_series_only() {
-    let app = common::spawn_app_with(&[
+    let app = common::spawn_app_with_demo_and(&[
         ("BAZAAR_METRICS__TOKEN", TOKEN),
         ("BAZAAR_METRICS__DATABASE_COMMANDS", "true"),
     ])
@@ -199,7 +199,7 @@ async fn requests_are_counted_by_route_template_and_random_paths_add_one_series_
 
 #[tokio::test]
 async fn the_grafana_dashboard_queries_only_metrics_that_exist() {
-    let app = common::spawn_app_with(&[("BAZAAR_METRICS__TOKEN", TOKEN)]).await;
+    let app = common::spawn_app_with_demo_and(&[("BAZAAR_METRICS__TOKEN", TOKEN)]).await;
     // Traffic and a job run, so the labelled metrics have series.
     let _ = app.get("/").await;
     let dashboard: serde_json::Value = serde_json::from_str(
@@ -251,7 +251,7 @@ async fn the_grafana_dashboard_queries_only_metrics_that_exist() {
 
 #[tokio::test]
 async fn readyz_is_503_while_a_text_index_is_missing_and_200_once_it_exists() {
-    let app = common::spawn_app().await;
+    let app = common::spawn_app_with_demo().await;
     // As while a large collection's text index is still being built after start-up.
     app.db
         .collection::<bson::Document>("products")

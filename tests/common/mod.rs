@@ -81,11 +81,13 @@ pub struct TestApp {
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
 
-pub async fn spawn_app() -> TestApp {
-    spawn_app_with(&[]).await
+/// The app with the demo catalog, pages, posts and comments seeded, for tests about that data.
+pub async fn spawn_app_with_demo() -> TestApp {
+    spawn_app_with_demo_and(&[]).await
 }
 
-pub async fn spawn_app_with(env: &[(&str, &str)]) -> TestApp {
+/// [`spawn_app_with_demo`] with settings overridden by `env`.
+pub async fn spawn_app_with_demo_and(env: &[(&str, &str)]) -> TestApp {
     spawn_with_settings(test_settings(env)).await
 }
 

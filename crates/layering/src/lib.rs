@@ -107,9 +107,7 @@ impl ModuleMap {
             text.push_str(&format!("cycle: {}\n", cycle.join(" <-> ")));
             let mut seen = BTreeSet::new();
             for e in &self.edges {
-                if cycle.contains(&e.from)
-                    && cycle.contains(&e.to)
-                    && seen.insert((&e.from, &e.to))
+                if cycle.contains(&e.from) && cycle.contains(&e.to) && seen.insert((&e.from, &e.to))
                 {
                     text.push_str(&format!("  {} -> {}  ({})\n", e.from, e.to, e.at));
                 }
