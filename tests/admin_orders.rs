@@ -63,7 +63,7 @@ async fn order_status(db: &Db, number: &str) -> OrderStatus {
 
 #[tokio::test]
 async fn every_orders_carts_and_stock_page_and_action_requires_the_admin_password() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "auth-1", 5).await;
     let number = place_order(&app, "auth-1", "1", "Ada Lovelace", "ada@example.com").await;
     let (anonymous, _jar) = new_client();
@@ -118,7 +118,7 @@ async fn every_orders_carts_and_stock_page_and_action_requires_the_admin_passwor
 
 #[tokio::test]
 async fn the_orders_list_shows_orders_newest_first_and_filters_them_by_status() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "list-1", 10).await;
     let first = place_order(&app, "list-1", "1", "Ada Lovelace", "ada@example.com").await;
     let second = place_order(&app, "list-1", "3", "Grace Hopper", "grace@example.com").await;
@@ -170,7 +170,7 @@ async fn the_orders_list_shows_orders_newest_first_and_filters_them_by_status() 
 
 #[tokio::test]
 async fn an_order_detail_page_shows_the_items_address_and_actions_and_unknown_numbers_are_404() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "detail-1", 10).await;
     let number = place_order(&app, "detail-1", "2", "Ada Lovelace", "ada@example.com").await;
 
@@ -206,7 +206,7 @@ async fn an_order_detail_page_shows_the_items_address_and_actions_and_unknown_nu
 
 #[tokio::test]
 async fn marking_an_order_shipped_is_reported_and_a_shipped_order_can_no_longer_be_cancelled() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "ship-1", 5).await;
     let number = place_order(&app, "ship-1", "2", "Ada Lovelace", "ada@example.com").await;
     let detail = format!("/admin/orders/{number}");
@@ -238,7 +238,7 @@ async fn marking_an_order_shipped_is_reported_and_a_shipped_order_can_no_longer_
 
 #[tokio::test]
 async fn cancelling_an_order_puts_its_units_back_on_sale_exactly_once() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "cancel-1", 5).await;
     let number = place_order(&app, "cancel-1", "2", "Ada Lovelace", "ada@example.com").await;
     let detail = format!("/admin/orders/{number}");
@@ -307,7 +307,7 @@ fn counts(pairs: [u64; 5]) -> Vec<(String, u64)> {
 
 #[tokio::test]
 async fn the_carts_page_counts_carts_by_status_and_lists_the_selected_status() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "carts-1", 10).await;
     let browsing = Shopper::new(&app).await;
     browsing.add("carts-1", "3").await;
@@ -351,7 +351,7 @@ async fn the_carts_page_counts_carts_by_status_and_lists_the_selected_status() {
 
 #[tokio::test]
 async fn the_expire_button_expires_an_idle_cart_and_returns_its_stock() {
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_CART__EXPIRE_AFTER_SECS", "1"),
         ("BAZAAR_CART__CLEANUP_AFTER_SECS", "2"),
     ])
@@ -392,7 +392,7 @@ async fn the_expire_button_expires_an_idle_cart_and_returns_its_stock() {
 
 #[tokio::test]
 async fn the_cleanup_button_returns_a_reservation_no_cart_holds_any_more() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "cleanup-1", 5).await;
     // A crash between the two writes of an add: the product reserved 2 units for a cart that
     // never recorded the line (here: a cart that does not exist), two hours ago.
@@ -450,7 +450,7 @@ fn available_units(cell: &str) -> i64 {
 
 #[tokio::test]
 async fn the_stock_page_lists_fewest_available_first_and_flags_low_stock_visibly() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "stock-low", 2).await;
     product_with_stock(&app.db, "stock-edge", 4).await;
     product_with_stock(&app.db, "stock-plenty", 50).await;
@@ -529,7 +529,7 @@ async fn the_stock_page_lists_fewest_available_first_and_flags_low_stock_visibly
 
 #[tokio::test]
 async fn every_orders_carts_and_stock_screen_query_uses_an_index() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let db = &app.db;
     for low_only in [false, true] {
         let (filter, sort) = products::stock_levels_query(low_only);

@@ -14,7 +14,7 @@ use reqwest::StatusCode;
 
 #[tokio::test]
 async fn adding_to_the_cart_reserves_stock_and_shows_the_line_totals_and_header_count() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "cart-basic", 5).await;
     let shopper = Shopper::new(&app).await;
     let flashes = shopper.add("cart-basic", "2").await;
@@ -48,7 +48,7 @@ async fn adding_to_the_cart_reserves_stock_and_shows_the_line_totals_and_header_
 /// other is told it sold out, and the stock invariant and the carts' reservations hold.
 #[tokio::test]
 async fn five_hundred_shoppers_racing_for_a_hundred_units_exactly_a_hundred_get_one() {
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_SERVER__WORKERS", "4"),
         ("BAZAAR_CART__NEW_CARTS_PER_HOUR", "1000"),
     ])
@@ -97,7 +97,7 @@ async fn five_hundred_shoppers_racing_for_a_hundred_units_exactly_a_hundred_get_
 
 #[tokio::test]
 async fn asking_for_more_than_is_left_says_how_many_are_left_and_changes_nothing() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "few", 3).await;
     let shopper = Shopper::new(&app).await;
     let flashes = shopper.add("few", "5").await;
@@ -119,7 +119,7 @@ async fn asking_for_more_than_is_left_says_how_many_are_left_and_changes_nothing
 
 #[tokio::test]
 async fn quantity_changes_and_removal_move_stock_both_ways() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "qty", 20).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("qty", "3").await;
@@ -143,7 +143,7 @@ async fn quantity_changes_and_removal_move_stock_both_ways() {
 
 #[tokio::test]
 async fn two_devices_changing_one_cart_at_once_converge_on_one_of_their_quantities() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_SERVER__WORKERS", "4")]).await;
+    let app = spawn_app_with(&[("BAZAAR_SERVER__WORKERS", "4")]).await;
     product_with_stock(&app.db, "shared", 1000).await;
     let phone = Shopper::new(&app).await;
     phone.add("shared", "1").await;
@@ -178,7 +178,7 @@ async fn two_devices_changing_one_cart_at_once_converge_on_one_of_their_quantiti
 
 #[tokio::test]
 async fn bad_quantities_and_unknown_products_get_a_message_and_change_nothing() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "safe", 5).await;
     let shopper = Shopper::new(&app).await;
     for bad in ["-1", "0", "10000", "abc", "", "1.5"] {
@@ -223,7 +223,7 @@ async fn bad_quantities_and_unknown_products_get_a_message_and_change_nothing() 
 
 #[tokio::test]
 async fn an_idle_cart_expires_once_even_with_two_expiry_runs_racing_a_shopper() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_SERVER__WORKERS", "2")]).await;
+    let app = spawn_app_with(&[("BAZAAR_SERVER__WORKERS", "2")]).await;
     product_with_stock(&app.db, "exp-a", 10).await;
     product_with_stock(&app.db, "exp-b", 10).await;
     let idle = Shopper::new(&app).await;
@@ -273,7 +273,7 @@ async fn an_idle_cart_expires_once_even_with_two_expiry_runs_racing_a_shopper() 
 
 #[tokio::test]
 async fn a_shopper_adding_to_an_expired_cart_is_told_and_gets_a_new_cart() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "again", 10).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("again", "2").await;
@@ -291,7 +291,7 @@ async fn a_shopper_adding_to_an_expired_cart_is_told_and_gets_a_new_cart() {
 
 #[tokio::test]
 async fn cleanup_returns_stock_orphaned_by_a_crash_and_keeps_live_reservations() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "orphan", 10).await;
     let live = Shopper::new(&app).await;
     live.add("orphan", "2").await;
@@ -352,7 +352,7 @@ async fn cleanup_returns_stock_orphaned_by_a_crash_and_keeps_live_reservations()
 
 #[tokio::test]
 async fn the_background_jobs_expire_idle_carts_on_their_own() {
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_CART__JOBS_EVERY_SECS", "1"),
         ("BAZAAR_CART__EXPIRE_AFTER_SECS", "1"),
         ("BAZAAR_CART__CLEANUP_AFTER_SECS", "2"),
@@ -385,7 +385,7 @@ const PAST_IDLE: Duration = Duration::from_secs(660);
 
 #[tokio::test]
 async fn a_cart_touched_just_before_the_clock_steps_back_expires_on_time() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "step-cart", 10).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("step-cart", "2").await;
@@ -415,7 +415,7 @@ async fn a_cart_touched_just_before_the_clock_steps_back_expires_on_time() {
 
 #[tokio::test]
 async fn a_reservation_and_an_expired_cart_stamped_before_a_step_back_are_cleaned_up_on_time() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "step-orphan", 10).await;
     let now = app.db.now();
     // A crash left a reservation for a cart that never got written, and a cart expired.
@@ -471,7 +471,7 @@ async fn a_reservation_and_an_expired_cart_stamped_before_a_step_back_are_cleane
 
 #[tokio::test]
 async fn stamps_later_than_now_are_set_to_now_once_and_recent_ones_are_left_alone() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "step-stamps", 10).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("step-stamps", "1").await;
@@ -504,7 +504,7 @@ async fn stamps_later_than_now_are_set_to_now_once_and_recent_ones_are_left_alon
 
 #[tokio::test]
 async fn every_cart_checkout_and_job_query_uses_an_index() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let db = &app.db;
     let now = bson::DateTime::now();
     let limit = now;
@@ -615,7 +615,7 @@ async fn every_cart_checkout_and_job_query_uses_an_index() {
 
 #[tokio::test]
 async fn a_shopper_adding_while_two_expiry_runs_race_never_loses_or_doubles_stock() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_SERVER__WORKERS", "4")]).await;
+    let app = spawn_app_with(&[("BAZAAR_SERVER__WORKERS", "4")]).await;
     product_with_stock(&app.db, "race", 1000).await;
     let mut received_back = 0;
     for round in 0..12 {
@@ -666,7 +666,7 @@ async fn a_shopper_adding_while_two_expiry_runs_race_never_loses_or_doubles_stoc
 
 #[tokio::test]
 async fn two_cleanup_runs_at_once_return_an_orphaned_reservation_once() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "twin", 10).await;
     let old = bson::DateTime::from_millis(0);
     app.db
@@ -714,6 +714,7 @@ async fn on_a_full_disk_adding_to_the_cart_says_the_shop_cannot_take_changes_and
     let dir = tempfile::tempdir().unwrap();
     let faults = docstore::DiskFaults::new();
     let mut settings = test_settings(&[
+        NO_DEMO,
         ("BAZAAR_DATABASE__URI", "embedded"),
         ("BAZAAR_DATABASE__PATH", dir.path().to_str().unwrap()),
     ]);
@@ -760,7 +761,7 @@ async fn on_a_full_disk_adding_to_the_cart_says_the_shop_cannot_take_changes_and
 #[tokio::test]
 async fn every_stock_ledger_move_keeps_the_invariant_and_refuses_what_is_not_there() {
     use bazaar::stock;
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let db = &app.db;
     let p = product_with_stock(db, "ledger", 5).await;
     let earlier = bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() - 60_000);

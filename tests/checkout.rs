@@ -27,7 +27,7 @@ async fn cart_status(app: &TestApp, sku: &str) -> CartStatus {
 
 #[tokio::test]
 async fn a_paid_checkout_creates_the_order_and_counts_the_units_as_sold() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "buy", 10).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("buy", "3").await;
@@ -75,7 +75,7 @@ async fn a_paid_checkout_creates_the_order_and_counts_the_units_as_sold() {
 
 #[tokio::test]
 async fn a_double_submitted_checkout_makes_one_order_and_one_charge() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_SERVER__WORKERS", "4")]).await;
+    let app = spawn_app_with(&[("BAZAAR_SERVER__WORKERS", "4")]).await;
     product_with_stock(&app.db, "twice", 5).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("twice", "2").await;
@@ -112,7 +112,7 @@ async fn a_double_submitted_checkout_makes_one_order_and_one_charge() {
 
 #[tokio::test]
 async fn a_declined_card_returns_the_cart_to_active_with_its_stock_still_reserved() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "decline", 4).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("decline", "2").await;
@@ -152,7 +152,7 @@ async fn a_declined_card_returns_the_cart_to_active_with_its_stock_still_reserve
 
 #[tokio::test]
 async fn each_bad_field_is_explained_and_nothing_is_charged_or_reserved_anew() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "fields", 4).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("fields", "1").await;
@@ -190,7 +190,7 @@ async fn each_bad_field_is_explained_and_nothing_is_charged_or_reserved_anew() {
 
 #[tokio::test]
 async fn checking_out_an_empty_or_expired_cart_explains_and_changes_nothing() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "late", 4).await;
     let shopper = Shopper::new(&app).await;
     // No cart at all.
@@ -218,7 +218,7 @@ async fn checking_out_an_empty_or_expired_cart_explains_and_changes_nothing() {
 
 #[tokio::test]
 async fn an_order_page_is_only_visible_to_the_session_that_placed_it_and_admins() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "private", 4).await;
     let buyer = Shopper::new(&app).await;
     buyer.add("private", "1").await;
@@ -246,7 +246,7 @@ async fn an_order_page_is_only_visible_to_the_session_that_placed_it_and_admins(
 
 #[tokio::test]
 async fn a_price_change_since_adding_is_shown_before_the_shopper_pays() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "repriced", 4).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("repriced", "1").await;
@@ -282,7 +282,7 @@ async fn a_price_change_since_adding_is_shown_before_the_shopper_pays() {
 #[tokio::test]
 async fn checkouts_interrupted_by_a_crash_are_finished_or_handed_back() {
     use bazaar::checkout::recover_stuck_checkouts;
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "crash", 6).await;
     // Crash before payment: the cart is stuck pending with its stock reserved.
     let unpaid = Shopper::new(&app).await;
@@ -354,7 +354,7 @@ async fn checkouts_interrupted_by_a_crash_are_finished_or_handed_back() {
 
 #[tokio::test]
 async fn a_line_left_unreserved_by_a_crash_between_the_two_writes_of_an_add_is_never_charged() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "kept", 5).await;
     product_with_stock(&app.db, "lost", 5).await;
     let shopper = Shopper::new(&app).await;
@@ -391,7 +391,7 @@ async fn a_line_left_unreserved_by_a_crash_between_the_two_writes_of_an_add_is_n
 
 #[tokio::test]
 async fn units_reserved_beyond_a_paid_order_go_back_on_sale_rather_than_being_sold() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "surplus", 10).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("surplus", "1").await;
@@ -453,7 +453,7 @@ async fn units_reserved_beyond_a_paid_order_go_back_on_sale_rather_than_being_so
 
 #[tokio::test]
 async fn a_cancellation_interrupted_by_a_crash_is_finished_exactly_once() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "undo-a", 10).await;
     product_with_stock(&app.db, "undo-b", 10).await;
     let shopper = Shopper::new(&app).await;
@@ -573,7 +573,7 @@ async fn payment_state(app: &TestApp, cart_id: &str) -> bazaar::checkout::paymen
 #[tokio::test]
 async fn a_payment_attempt_is_recorded_and_linked_to_the_order_it_paid_for() {
     use bazaar::checkout::payments::{self, PaymentState};
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "ledger", 5).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("ledger", "1").await;
@@ -610,7 +610,7 @@ async fn a_payment_attempt_is_recorded_and_linked_to_the_order_it_paid_for() {
 #[tokio::test]
 async fn recovery_records_the_order_of_a_checkout_charged_just_before_a_crash() {
     use bazaar::checkout::payments::PaymentState;
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "charged", 6).await;
     let shopper = Shopper::new(&app).await;
     let cart_id = interrupted_checkout(&app, &shopper, "charged", true).await;
@@ -678,7 +678,7 @@ async fn recovery_records_the_order_of_a_checkout_charged_just_before_a_crash() 
 #[tokio::test]
 async fn recovery_hands_back_a_cart_whose_card_was_never_charged() {
     use bazaar::checkout::payments::PaymentState;
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "uncharged", 6).await;
     let shopper = Shopper::new(&app).await;
     let cart_id = interrupted_checkout(&app, &shopper, "uncharged", false).await;
@@ -731,7 +731,7 @@ async fn lost_charge(app: &TestApp, sku: &str) -> String {
 #[tokio::test]
 async fn a_charge_whose_cart_expired_before_recovery_is_refunded_not_kept() {
     use bazaar::checkout::payments::PaymentState;
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "lapsed", 6).await;
     let cart_id = lost_charge(&app, "lapsed").await;
     let report = bazaar::checkout::recover_stuck_checkouts(
@@ -767,7 +767,7 @@ async fn a_charge_whose_cart_expired_before_recovery_is_refunded_not_kept() {
 #[tokio::test]
 async fn three_instances_recovering_at_once_refund_each_lost_charge_exactly_once() {
     use bazaar::checkout::payments::PaymentState;
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let mut carts = Vec::new();
     for n in 0..8 {
         let sku = format!("lost-{n}");
@@ -814,7 +814,7 @@ async fn three_instances_recovering_at_once_refund_each_lost_charge_exactly_once
 #[tokio::test]
 async fn an_attempt_claimed_by_an_instance_that_died_is_settled_once_its_claim_runs_out() {
     use bazaar::checkout::payments::{self, PaymentState};
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "orphaned", 3).await;
     let cart_id = lost_charge(&app, "orphaned").await;
     // Another instance claimed it and died before settling it.
@@ -859,7 +859,7 @@ async fn an_attempt_claimed_by_an_instance_that_died_is_settled_once_its_claim_r
 
 #[tokio::test]
 async fn recovery_and_refunds_find_payments_and_charges_through_indexes() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     assert_uses_index(
         &app.db,
         "unfinished payment attempts",

@@ -23,7 +23,7 @@ async fn dashboard_token_for(app: &TestApp, client: &reqwest::Client) -> String 
 
 #[tokio::test]
 async fn a_post_without_a_csrf_token_gets_the_403_page() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     // Even with a session (the dashboard was visited), a missing token is refused.
     dashboard_token(&app).await;
     let response = app.post_admin_form("/admin/seed", &[]).await;
@@ -43,7 +43,7 @@ async fn a_post_without_a_csrf_token_gets_the_403_page() {
 
 #[tokio::test]
 async fn a_post_to_any_address_without_a_token_is_refused_before_routing() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     for path in ["/", "/some/future/form"] {
         let response = app.post_form(path, &[("name", "value")]).await;
         assert_eq!(response.status(), StatusCode::FORBIDDEN, "{path}");
@@ -54,7 +54,7 @@ async fn a_post_to_any_address_without_a_token_is_refused_before_routing() {
 
 #[tokio::test]
 async fn a_wrong_or_foreign_csrf_token_is_refused() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let mine = dashboard_token(&app).await;
     let response = app
         .post_admin_form("/admin/seed", &[("csrf_token", "0123456789abcdef")])
@@ -73,6 +73,8 @@ async fn a_wrong_or_foreign_csrf_token_is_refused() {
 
 #[tokio::test]
 async fn a_post_with_the_token_succeeds_and_its_flash_message_is_shown_once() {
+    // With the demo data in place, the demo-data form is a POST that changes nothing and
+    // answers with a known flash message.
     let app = spawn_app_with_demo().await;
     let token = dashboard_token(&app).await;
     let response = app
@@ -104,7 +106,7 @@ async fn a_post_with_the_token_succeeds_and_its_flash_message_is_shown_once() {
 
 #[tokio::test]
 async fn the_session_survives_across_requests() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let first = dashboard_token(&app).await;
     let second = dashboard_token(&app).await;
     assert_eq!(first, second, "the same session keeps its CSRF token");
@@ -116,7 +118,7 @@ async fn the_session_survives_across_requests() {
 
 #[tokio::test]
 async fn the_session_cookie_is_http_only_same_site_lax_and_not_secure_without_tls() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let response = app.get_admin("/admin/system").await;
     let cookie = response
         .headers()
@@ -130,7 +132,7 @@ async fn the_session_cookie_is_http_only_same_site_lax_and_not_secure_without_tl
     assert!(cookie.contains("SameSite=Lax"), "{cookie}");
     assert!(!cookie.contains("Secure"), "{cookie}");
 
-    let tls_app = spawn_app_with_demo_and(&[("BAZAAR_SERVER__TLS", "true")]).await;
+    let tls_app = spawn_app_with(&[("BAZAAR_SERVER__TLS", "true")]).await;
     let response = tls_app.get_admin("/admin/system").await;
     let cookie = response
         .headers()
@@ -152,6 +154,7 @@ async fn sessions_survive_a_restart_because_the_generated_key_is_kept_in_the_dat
         ("BAZAAR_DATABASE__PATH", path.as_str()),
     ];
 
+    // The demo data in place makes the demo-data form a POST with a known flash message.
     let app = spawn_app_with_demo_and(&env).await;
     let token = dashboard_token(&app).await;
     let response = app
@@ -185,7 +188,7 @@ async fn sessions_survive_a_restart_because_the_generated_key_is_kept_in_the_dat
 
 #[tokio::test]
 async fn an_oversized_form_gets_the_400_page() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let token = dashboard_token(&app).await;
     // Past the largest form any field allows (the editor's longest text, URL-encoded).
     let filler = "x".repeat(bazaar::web::csrf::MAX_FORM_BYTES + 1024);
