@@ -5,6 +5,7 @@
 use std::io::Cursor;
 use std::time::Duration;
 
+use crate::common::builders::{CategoryBuilder, ProductBuilder};
 use crate::common::shop::*;
 use crate::common::*;
 use bazaar::config::Settings;
@@ -114,7 +115,7 @@ async fn public_pages_ignore_basic_credentials_and_an_admin_can_still_open_any_o
     assert_eq!(credentials.stats().runs, 0, "no password was checked");
 
     // A shopper's order, opened by the admin from another browser with Basic credentials.
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "seen", 5).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("seen", "1").await;
@@ -149,7 +150,13 @@ async fn public_pages_ignore_basic_credentials_and_an_admin_can_still_open_any_o
 
 #[tokio::test]
 async fn a_nul_byte_in_search_text_shows_a_normal_page_on_listings_categories_and_admin() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    let jazz = CategoryBuilder::new("jazz").build(&app.db).await;
+    ProductBuilder::new("kob")
+        .title("Kind of Blue")
+        .category(&jazz)
+        .build(&app.db)
+        .await;
     let tree = html(&body(app.get("/categories").await).await);
     let category = attr(&tree, "main a[href^='/categories/']", "href").expect("a category");
     for path in [
@@ -185,7 +192,7 @@ async fn cart_documents(app: &TestApp) -> u64 {
 
 #[tokio::test]
 async fn adding_an_unknown_sku_or_more_than_is_available_creates_no_cart() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "scarce", 3).await;
     let shopper = Shopper::new(&app).await;
     for _ in 0..5 {
@@ -211,7 +218,7 @@ async fn adding_an_unknown_sku_or_more_than_is_available_creates_no_cart() {
 
 #[tokio::test]
 async fn one_cart_line_holds_at_most_half_of_a_products_stock_so_it_stays_on_sale() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "popular", 60).await;
     let hoarder = Shopper::new(&app).await;
     let flashes = hoarder.add("popular", "99").await;
@@ -248,7 +255,7 @@ async fn one_cart_line_holds_at_most_half_of_a_products_stock_so_it_stays_on_sal
 
 #[tokio::test]
 async fn a_cart_holds_at_most_the_configured_number_of_units() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_CART__MAX_UNITS", "15")]).await;
+    let app = spawn_app_with(&[("BAZAAR_CART__MAX_UNITS", "15")]).await;
     product_with_stock(&app.db, "unit-a", 50).await;
     product_with_stock(&app.db, "unit-b", 50).await;
     let shopper = Shopper::new(&app).await;
@@ -270,7 +277,7 @@ async fn a_cart_holds_at_most_the_configured_number_of_units() {
 
 #[tokio::test]
 async fn new_carts_from_one_address_are_rate_limited() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_CART__NEW_CARTS_PER_HOUR", "3")]).await;
+    let app = spawn_app_with(&[("BAZAAR_CART__NEW_CARTS_PER_HOUR", "3")]).await;
     product_with_stock(&app.db, "limited", 50).await;
     for n in 0..3 {
         let shopper = Shopper::new(&app).await;
@@ -295,7 +302,7 @@ async fn new_carts_from_one_address_are_rate_limited() {
 #[tokio::test]
 async fn expired_carts_are_deleted_by_the_jobs_after_the_retention_period() {
     use bazaar::jobs;
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "kept", 10).await;
     let old = Shopper::new(&app).await;
     old.add("kept", "2").await;
@@ -428,8 +435,14 @@ async fn upload_photo(app: &TestApp, action: &str, bytes: &[u8]) -> reqwest::Res
     app.post_admin_multipart(action, boundary, body).await
 }
 
-/// The edit page of the demo product "Dune" and its upload form's action.
+/// A product "Dune", found through the admin's search: its edit page and its upload form's
+/// action.
 async fn dune_upload_form(app: &TestApp) -> (String, String) {
+    ProductBuilder::new("dune")
+        .title("Dune")
+        .stock(4)
+        .build(&app.db)
+        .await;
     let doc = html(&body(app.get_admin("/admin/products?q=dune").await).await);
     let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
     let doc = html(&body(app.get_admin(&edit).await).await);
@@ -439,7 +452,7 @@ async fn dune_upload_form(app: &TestApp) -> (String, String) {
 
 #[tokio::test]
 async fn images_declaring_more_pixels_than_the_limit_are_refused_before_decoding() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let (edit, action) = dune_upload_form(&app).await;
     let before = stored_files(&app).await;
     let gif = gif_declaring(11_500, 11_500);
@@ -461,8 +474,11 @@ async fn images_declaring_more_pixels_than_the_limit_are_refused_before_decoding
 
 #[tokio::test]
 async fn the_pixel_limit_is_configurable_and_pages_show_a_scaled_copy_of_a_large_photo() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_MEDIA__MAX_IMAGE_MEGAPIXELS", "3")]).await;
+    let app = spawn_app_with(&[("BAZAAR_MEDIA__MAX_IMAGE_MEGAPIXELS", "3")]).await;
     let (edit, action) = dune_upload_form(&app).await;
+    // A first, small photo, so the large one is the second the page shows.
+    let response = upload_photo(&app, &action, &real_png(300, 200)).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
     let response = upload_photo(&app, &action, &real_png(2000, 1600)).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     let doc = html(&body(app.get_admin(&edit).await).await);
@@ -497,7 +513,7 @@ async fn the_pixel_limit_is_configurable_and_pages_show_a_scaled_copy_of_a_large
 
 #[tokio::test]
 async fn a_stock_change_of_i64_min_or_out_of_range_is_a_form_error_and_changes_nothing() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let (edit, _) = dune_upload_form(&app).await;
     let doc = html(&body(app.get_admin(&edit).await).await);
     let token = csrf_token(&doc).expect("token");
@@ -552,7 +568,7 @@ async fn a_stock_change_of_i64_min_or_out_of_range_is_a_form_error_and_changes_n
 
 #[tokio::test]
 async fn huge_or_negative_numbers_in_listing_queries_show_a_normal_page() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     for query in [
         "page=18446744073709551616",
         "page=-1",
@@ -589,7 +605,7 @@ async fn huge_or_negative_numbers_in_listing_queries_show_a_normal_page() {
 
 #[tokio::test]
 async fn checkout_refuses_an_email_that_could_add_mailto_headers_and_admin_links_the_valid_one() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "mail", 5).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("mail", "1").await;
@@ -675,7 +691,7 @@ async fn trickle_until_closed(mut stream: tokio::net::TcpStream) -> (String, Dur
 
 #[tokio::test]
 async fn a_trickling_request_body_is_cut_off_after_the_body_timeout_and_its_connection_closed() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_SERVER__BODY_TIMEOUT_SECS", "1")]).await;
+    let app = spawn_app_with(&[("BAZAAR_SERVER__BODY_TIMEOUT_SECS", "1")]).await;
     let streams = futures::future::join_all((0..20).map(|_| slow_post(app.port, 10_000))).await;
     let answers = futures::future::join_all(streams.into_iter().map(trickle_until_closed)).await;
     for (status, took) in answers {
@@ -688,7 +704,7 @@ async fn a_trickling_request_body_is_cut_off_after_the_body_timeout_and_its_conn
 
 #[tokio::test]
 async fn bodies_beyond_the_concurrent_limit_are_refused_at_once() {
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_SERVER__MAX_CONCURRENT_BODIES", "2"),
         ("BAZAAR_SERVER__BODY_TIMEOUT_SECS", "30"),
     ])
@@ -713,7 +729,7 @@ async fn bodies_beyond_the_concurrent_limit_are_refused_at_once() {
 #[tokio::test]
 async fn many_adds_of_long_titled_products_keep_the_session_cookie_small_and_never_fail() {
     use bazaar::catalog::products::{self, AlbumDetails, Details, NewProduct, Shipping};
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let title = format!("A very long title {}", "and so on ".repeat(70));
     for n in 0..8 {
         products::create(
@@ -767,7 +783,7 @@ async fn many_adds_of_long_titled_products_keep_the_session_cookie_small_and_nev
 
 #[tokio::test]
 async fn a_session_older_than_the_maximum_age_starts_afresh_with_a_new_csrf_token() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_SESSION__MAX_AGE_SECS", "2")]).await;
+    let app = spawn_app_with(&[("BAZAAR_SESSION__MAX_AGE_SECS", "2")]).await;
     product_with_stock(&app.db, "aged", 5).await;
     let mut shopper = Shopper::new(&app).await;
     shopper.add("aged", "1").await;
@@ -794,10 +810,10 @@ async fn a_session_older_than_the_maximum_age_starts_afresh_with_a_new_csrf_toke
 
 #[tokio::test]
 async fn hsts_is_sent_only_when_the_site_is_served_over_tls() {
-    let plain = spawn_app_with_demo().await;
+    let plain = spawn_app().await;
     let response = plain.get("/").await;
     assert!(!response.headers().contains_key("strict-transport-security"));
-    let tls = spawn_app_with_demo_and(&[("BAZAAR_SERVER__TLS", "true")]).await;
+    let tls = spawn_app_with(&[("BAZAAR_SERVER__TLS", "true")]).await;
     for path in ["/", "/no-such-page", "/healthz"] {
         let response = tls.get(path).await;
         assert_eq!(
@@ -869,7 +885,7 @@ fn cache_control(response: &reqwest::Response) -> String {
 #[tokio::test]
 async fn personal_pages_and_pages_with_a_session_are_never_stored_and_public_pages_are_briefly_cacheable(
 ) {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "cached", 5).await;
     let mut shopper = Shopper::new(&app).await;
     shopper.add("cached", "1").await;
@@ -913,7 +929,7 @@ async fn personal_pages_and_pages_with_a_session_are_never_stored_and_public_pag
     // A first visit: a page with a form carries a new session's CSRF token and sets its cookie.
     let (visitor, _) = new_client();
     let product = visitor
-        .get(app.url("/products/kind-of-blue"))
+        .get(app.url("/products/test-cached"))
         .send()
         .await
         .expect("sent");
@@ -964,7 +980,7 @@ async fn personal_pages_and_pages_with_a_session_are_never_stored_and_public_pag
 
 #[tokio::test]
 async fn the_analytics_page_links_only_paths_on_this_site() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     for path in [
         "/\\evil.example",
         "//evil.example",
