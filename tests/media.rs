@@ -1,9 +1,11 @@
 //! Photos: uploads sniffed and streamed into GridFS, thumbnails, and `/media/{file_id}` with
-//! its validators and caching; the demo catalog's generated covers.
+//! its validators and caching; generated covers.
 
 use std::io::Cursor;
 
+use crate::common::builders::ProductBuilder;
 use crate::common::*;
+use bazaar::catalog::products::Product;
 use reqwest::StatusCode;
 
 fn header(response: &reqwest::Response, name: &str) -> String {
@@ -31,6 +33,25 @@ fn png(width: u32, height: u32) -> Vec<u8> {
     encoded(width, height, image::ImageFormat::Png)
 }
 
+/// The album "Kind of Blue" at `/products/kind-of-blue`, with its generated cover.
+async fn kind_of_blue(app: &TestApp) -> Product {
+    ProductBuilder::new("kob")
+        .slug("kind-of-blue")
+        .title("Kind of Blue")
+        .cover()
+        .build(&app.db)
+        .await
+}
+
+/// The product "Dune", with its generated cover.
+async fn dune(app: &TestApp) -> Product {
+    ProductBuilder::new("dune")
+        .title("Dune")
+        .cover()
+        .build(&app.db)
+        .await
+}
+
 /// POST a multipart form with one file field `photo`.
 async fn upload(app: &TestApp, action: &str, filename: &str, bytes: &[u8]) -> reqwest::Response {
     let boundary = "----bazaar-test-boundary-7MA4YWxkTrZu0gW";
@@ -39,8 +60,9 @@ async fn upload(app: &TestApp, action: &str, filename: &str, bytes: &[u8]) -> re
 }
 
 #[tokio::test]
-async fn a_demo_cover_is_served_with_type_length_etag_and_long_caching() {
-    let app = spawn_app_with_demo().await;
+async fn a_generated_cover_is_served_with_type_length_etag_and_long_caching() {
+    let app = spawn_app().await;
+    kind_of_blue(&app).await;
     let doc = html(&body(app.get("/products/kind-of-blue").await).await);
     let src = attr(&doc, "img.product-photo", "src").expect("a cover");
     let response = app.get(&src).await;
@@ -91,13 +113,14 @@ async fn a_demo_cover_is_served_with_type_length_etag_and_long_caching() {
 
 #[tokio::test]
 async fn an_uploaded_png_gets_a_thumbnail_and_a_non_image_or_oversized_file_is_refused() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    dune(&app).await;
     let doc = html(&body(app.get_admin("/admin/products?q=dune").await).await);
     let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
     let doc = html(&body(app.get_admin(&edit).await).await);
     let action = attr(&doc, ".photos-panel form", "action").expect("upload form");
     assert!(action.contains("csrf_token="), "{action}");
-    assert_eq!(count(&doc, ".admin-photos img"), 1, "the demo cover");
+    assert_eq!(count(&doc, ".admin-photos img"), 1, "its cover");
 
     let response = upload(&app, &action, "desert.png", &png(800, 400)).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
@@ -142,8 +165,8 @@ async fn an_uploaded_png_gets_a_thumbnail_and_a_non_image_or_oversized_file_is_r
         .into_iter()
         .find(|r| r.starts_with("assets.files"))
         .expect("files row");
-    // 36 covers, 5 demo content photos and the upload, each with its thumbnail and social card.
-    assert_eq!(files, format!("assets.files{}", (36 + 5 + 1) * 3));
+    // The cover and the upload, each with its thumbnail and social card.
+    assert_eq!(files, format!("assets.files{}", (1 + 1) * 3));
 
     // Without the token in the query the upload is refused before it is read.
     let no_token = action.split('?').next().unwrap_or_default().to_string();
@@ -161,7 +184,8 @@ fn thumbnail_srcs(doc: &scraper::Html) -> Vec<String> {
 
 #[tokio::test]
 async fn uploaded_gif_and_webp_photos_get_png_thumbnails_like_png_and_jpeg() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    dune(&app).await;
     let doc = html(&body(app.get_admin("/admin/products?q=dune").await).await);
     let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
     let doc = html(&body(app.get_admin(&edit).await).await);
@@ -254,7 +278,8 @@ async fn the_size_of_a_stored_gif_or_webp_is_recorded_with_its_thumbnail() {
 
 #[tokio::test]
 async fn the_upload_limit_comes_from_configuration() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_MEDIA__MAX_UPLOAD_MB", "1")]).await;
+    let app = spawn_app_with(&[("BAZAAR_MEDIA__MAX_UPLOAD_MB", "1")]).await;
+    dune(&app).await;
     let doc = html(&body(app.get_admin("/admin/products?q=dune").await).await);
     let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
     let doc = html(&body(app.get_admin(&edit).await).await);
@@ -265,7 +290,7 @@ async fn the_upload_limit_comes_from_configuration() {
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     let doc = html(&body(app.get_admin(&edit).await).await);
     assert!(texts(&doc, ".flash-error")[0].contains("larger than 1 MiB"));
-    assert_eq!(count(&doc, ".admin-photos img"), 1, "only the demo cover");
+    assert_eq!(count(&doc, ".admin-photos img"), 1, "only its cover");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -347,12 +372,9 @@ async fn confirm_clean_up(app: &TestApp) -> reqwest::Response {
 
 #[tokio::test]
 async fn cleaning_up_orphans_keeps_a_live_product_photos_display_copy() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let photo = store(&app, "big.png", photo_png(1600, 1200)).await;
-    let product = bazaar::catalog::products::by_slug(&app.db, "kind-of-blue")
-        .await
-        .expect("read")
-        .expect("a demo product");
+    let product = kind_of_blue(&app).await;
     assert!(
         bazaar::catalog::products::add_photo(&app.db, product.id, photo.id)
             .await
@@ -393,7 +415,7 @@ async fn cleaning_up_orphans_keeps_a_live_product_photos_display_copy() {
 
 #[tokio::test]
 async fn deleting_an_original_deletes_its_thumbnail_display_copy_and_social_card() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let photo = store(&app, "big.png", photo_png(1600, 1200)).await;
     let entry = file_entry(&app, photo.id).await.expect("stored");
     let display = metadata_id(&entry, "display").expect("a display copy");
@@ -418,7 +440,7 @@ async fn deleting_an_original_deletes_its_thumbnail_display_copy_and_social_card
 
 #[tokio::test]
 async fn a_file_linked_only_from_a_markdown_body_survives_the_clean_up_and_an_unused_one_goes() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let linked = store(&app, "linked.png", photo_png(300, 200)).await;
     let unused = store(&app, "unused.png", photo_png(300, 200)).await;
     model::create(
@@ -478,17 +500,14 @@ async fn a_file_linked_only_from_a_markdown_body_survives_the_clean_up_and_an_un
 
 #[tokio::test]
 async fn a_file_linked_after_the_review_is_kept_when_the_clean_up_is_confirmed() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let photo = store(&app, "late.png", photo_png(300, 200)).await;
     age_every_file(&app).await;
     let doc = admin_page(&app, "/admin/content/orphans").await;
     let token = csrf_token(&doc).expect("token");
     assert_eq!(count(&doc, "tr.orphan"), 1);
     // Meanwhile an editor puts it on a product.
-    let product = bazaar::catalog::products::by_slug(&app.db, "kind-of-blue")
-        .await
-        .expect("read")
-        .expect("a demo product");
+    let product = kind_of_blue(&app).await;
     bazaar::catalog::products::add_photo(&app.db, product.id, photo.id)
         .await
         .expect("added");
@@ -536,7 +555,7 @@ async fn photo_node(
 
 #[tokio::test]
 async fn a_drafts_photo_and_its_copies_are_not_found_by_the_public_but_shown_to_the_admin() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let (display, image) = photo_node(&app, "secret-draft", None).await;
     assert_eq!(
         app.get("/gallery/secret-draft").await.status(),
@@ -609,12 +628,9 @@ async fn node_id(app: &TestApp, slug: &str) -> String {
 
 #[tokio::test]
 async fn a_published_photo_and_a_product_photo_stay_public_and_cacheable() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let (_, published) = photo_node(&app, "on-show", Some(DateTime::now())).await;
-    let product = bazaar::catalog::products::by_slug(&app.db, "kind-of-blue")
-        .await
-        .expect("read")
-        .expect("a demo product");
+    let product = kind_of_blue(&app).await;
     let cover = product.photos[0];
     for path in [
         format!("/media/{}", published.id.to_hex()),
@@ -646,7 +662,7 @@ async fn a_published_photo_and_a_product_photo_stay_public_and_cacheable() {
 
 #[tokio::test]
 async fn the_new_media_and_orphan_routes_answer_bad_input_with_a_client_error() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     for path in [
         "/admin/media/not-an-id",
         "/admin/media/not-an-id/thumb",

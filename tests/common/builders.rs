@@ -11,9 +11,10 @@ use bazaar::db::Db;
 use bson::oid::ObjectId;
 
 /// A product: by default an album "Test album {sku}" at $12.00 (list $15.00), slug
-/// `test-{sku}`, no stock, in no category, active (on the storefront).
+/// `test-{sku}`, no stock, in no category, untagged, without photos, active (on the storefront).
 pub struct ProductBuilder {
     sku: String,
+    slug: String,
     title: String,
     retail_cents: i64,
     list_cents: i64,
@@ -21,12 +22,14 @@ pub struct ProductBuilder {
     categories: Vec<ObjectId>,
     status: ProductStatus,
     tags: Vec<String>,
+    cover: bool,
 }
 
 impl ProductBuilder {
     pub fn new(sku: &str) -> ProductBuilder {
         ProductBuilder {
             sku: sku.to_string(),
+            slug: format!("test-{sku}"),
             title: format!("Test album {sku}"),
             retail_cents: 1200,
             list_cents: 1500,
@@ -34,7 +37,14 @@ impl ProductBuilder {
             categories: Vec::new(),
             status: ProductStatus::Active,
             tags: Vec::new(),
+            cover: false,
         }
+    }
+
+    /// The product page's address is `/products/{slug}`.
+    pub fn slug(mut self, slug: &str) -> ProductBuilder {
+        self.slug = slug.to_string();
+        self
     }
 
     pub fn title(mut self, title: &str) -> ProductBuilder {
@@ -59,10 +69,16 @@ impl ProductBuilder {
         self
     }
 
+    /// A generated cover (320×320 PNG) as its first photo, as every demo product has.
+    pub fn cover(mut self) -> ProductBuilder {
+        self.cover = true;
+        self
+    }
+
     pub async fn build(self, db: &Db) -> Product {
-        let tags = self.tags;
+        let (tags, cover) = (self.tags, self.cover);
         let new = NewProduct {
-            slug: format!("test-{}", self.sku),
+            slug: self.slug,
             description: "For testing the cart.".to_string(),
             list_cents: self.list_cents,
             retail_cents: self.retail_cents,
@@ -94,6 +110,15 @@ impl ProductBuilder {
                 .expect("tags set");
             product.tags = tags;
         }
+        if cover {
+            let image = bazaar::media::store_generated_cover(db, &product.title, &product.slug)
+                .await
+                .expect("cover stored");
+            products::add_photo(db, product.id, image.id)
+                .await
+                .expect("cover added");
+            product.photos.push(image.id);
+        }
         product
     }
 }
@@ -112,6 +137,12 @@ impl CategoryBuilder {
             name: slug.to_string(),
             parent: None,
         }
+    }
+
+    /// Under `parent` (a root by default).
+    pub fn parent(mut self, parent: &Category) -> CategoryBuilder {
+        self.parent = Some(parent.id);
+        self
     }
 
     pub async fn build(self, db: &Db) -> Category {
