@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::common::builders::CategoryBuilder;
 use crate::common::shop::*;
 use crate::common::*;
 use bazaar::catalog::categories;
@@ -71,7 +72,7 @@ fn edit_url(p: &Product) -> String {
 #[tokio::test]
 async fn of_two_admins_saving_the_same_loaded_product_the_second_gets_a_conflict_page_and_can_apply_their_change_over_the_first(
 ) {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let p = product_with_stock(&app.db, "conflict-1", 10).await;
     let (alice, bob) = (Admin::new(&app), Admin::new(&app));
     let mut alice_form = product_form(&alice.page(&edit_url(&p)).await);
@@ -139,7 +140,7 @@ async fn of_two_admins_saving_the_same_loaded_product_the_second_gets_a_conflict
 
 #[tokio::test]
 async fn of_sixteen_concurrent_saves_carrying_the_same_version_exactly_one_lands() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let p = product_with_stock(&app.db, "conflict-16", 5).await;
     let admin = Admin::new(&app);
     let form = product_form(&admin.page(&edit_url(&p)).await);
@@ -168,7 +169,7 @@ async fn of_sixteen_concurrent_saves_carrying_the_same_version_exactly_one_lands
 #[tokio::test]
 async fn a_reservation_and_a_sale_between_loading_and_saving_the_form_neither_make_it_stale_nor_are_overwritten(
 ) {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let p = product_with_stock(&app.db, "conflict-stock", 10).await;
     let admin = Admin::new(&app);
     let mut form = product_form(&admin.page(&edit_url(&p)).await);
@@ -204,7 +205,7 @@ async fn a_reservation_and_a_sale_between_loading_and_saving_the_form_neither_ma
 
 #[tokio::test]
 async fn a_product_stored_without_a_version_saves_once_from_a_form_that_had_none_and_gets_one() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let p = product_with_stock(&app.db, "conflict-old", 1).await;
     app.db
         .collection::<bson::Document>("products")
@@ -249,7 +250,13 @@ fn fields(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn a_category_rename_or_move_computed_from_an_older_tree_gets_a_409_and_changes_nothing() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    let jazz = CategoryBuilder::new("jazz").build(&app.db).await;
+    CategoryBuilder::new("bop")
+        .parent(&jazz)
+        .build(&app.db)
+        .await;
+    CategoryBuilder::new("rock").build(&app.db).await;
     let (alice, bob) = (Admin::new(&app), Admin::new(&app));
     let alice_doc = alice.page("/admin/categories").await;
     let bob_doc = bob.page("/admin/categories").await;

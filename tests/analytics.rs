@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::common::builders::ProductBuilder;
 use crate::common::shop::product_with_stock;
 use crate::common::*;
 use bazaar::analytics::{report, sales, svg, Day, Month, DAILY, MONTHLY, OTHER_PATH};
@@ -68,7 +69,7 @@ async fn views_of(db: &Db, path: &str) -> i64 {
 
 #[tokio::test]
 async fn views_with_chosen_times_add_up_exactly_in_the_daily_and_monthly_reports() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let views = [
         ("/", at(2025, 3, 14, 9, 5, 1)),
         ("/", at(2025, 3, 14, 9, 5, 59)),
@@ -186,7 +187,7 @@ async fn views_with_chosen_times_add_up_exactly_in_the_daily_and_monthly_reports
 
 #[tokio::test]
 async fn sixty_four_clients_at_once_lose_no_page_view() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_SERVER__WORKERS", "4")]).await;
+    let app = spawn_app_with(&[("BAZAAR_SERVER__WORKERS", "4")]).await;
     let paths = ["/", "/products", "/categories"];
     let clients: Vec<_> = (0..64)
         .map(|_| {
@@ -218,7 +219,8 @@ async fn sixty_four_clients_at_once_lose_no_page_view() {
 
 #[tokio::test]
 async fn only_successful_public_pages_are_counted_under_their_path_without_the_query() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    ProductBuilder::new("counted").cover().build(&app.db).await;
     let home = body(app.get("/?utm_source=mail&page=2").await).await;
     let css = attr(&html(&home), "link[rel=stylesheet]", "href").expect("stylesheet");
     assert_eq!(app.get("/blog/").await.status(), StatusCode::OK);
@@ -279,7 +281,7 @@ async fn only_successful_public_pages_are_counted_under_their_path_without_the_q
 
 #[tokio::test]
 async fn paths_beyond_the_daily_cap_are_counted_as_other() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_ANALYTICS__MAX_PATHS_PER_DAY", "2")]).await;
+    let app = spawn_app_with(&[("BAZAAR_ANALYTICS__MAX_PATHS_PER_DAY", "2")]).await;
     let t = at(2025, 6, 1, 10, 0, 0);
     for path in ["/a", "/b", "/c", "/d", "/a"] {
         counter(&app).record(path, t);
@@ -316,7 +318,7 @@ async fn paths_beyond_the_daily_cap_are_counted_as_other() {
 
 #[tokio::test]
 async fn a_full_queue_drops_views_and_counts_the_drops() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_ANALYTICS__QUEUE_CAPACITY", "2")]).await;
+    let app = spawn_app_with(&[("BAZAAR_ANALYTICS__QUEUE_CAPACITY", "2")]).await;
     let t = at(2025, 6, 1, 10, 0, 0);
     // The writer runs on this test's single-threaded runtime, so nothing drains the queue
     // between these calls.
@@ -340,14 +342,14 @@ async fn stopping_the_server_writes_the_views_still_queued() {
         // Never written on a timer: only the stop can write them.
         ("BAZAAR_ANALYTICS__FLUSH_INTERVAL_MS", "3600000"),
     ];
-    let app = spawn_app_with_demo_and(&env).await;
+    let app = spawn_app_with(&env).await;
     for _ in 0..3 {
         assert_eq!(app.get("/products").await.status(), StatusCode::OK);
     }
     assert_eq!(views_of(&app.db, "/products").await, 0, "not written yet");
     app.stop().await;
 
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_DATABASE__URI", "embedded"),
         ("BAZAAR_DATABASE__PATH", path.as_str()),
         ("BAZAAR_ANALYTICS__ENABLED", "false"),
@@ -380,7 +382,7 @@ fn bars(doc: &Html, id: &str) -> Vec<(String, i64, f64)> {
 
 #[tokio::test]
 async fn the_day_chart_draws_the_counted_hours_and_an_empty_day_draws_zeros() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let hits = [(9, 4), (10, 2), (23, 1)];
     for (hour, n) in hits {
         for i in 0..n {
@@ -482,7 +484,7 @@ async fn the_day_chart_draws_the_counted_hours_and_an_empty_day_draws_zeros() {
 
 #[tokio::test]
 async fn bad_dates_hours_and_paths_in_the_address_get_the_400_page() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     for query in [
         "/admin/analytics?date=2025-02-30",
         "/admin/analytics?date=yesterday",
@@ -507,7 +509,7 @@ async fn bad_dates_hours_and_paths_in_the_address_get_the_400_page() {
 
 #[tokio::test]
 async fn every_report_query_uses_an_index() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     counter(&app).record("/a", at(2025, 3, 14, 9, 0, 0));
     counter(&app).record("/b", at(2025, 3, 14, 9, 0, 0));
     counter(&app).flush().await;
@@ -592,7 +594,7 @@ fn order(number: &str, created: DateTime<Utc>, total: i64, status: OrderStatus) 
 
 #[tokio::test]
 async fn the_dashboard_figures_match_the_orders_and_stock_in_the_database() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let now = Utc::now();
     // Orders placed in the test: today (paid, shipped, and a cancelled one that is no sale),
     // three days ago, and eight days ago (outside the seven days).
@@ -662,6 +664,7 @@ async fn the_dashboard_figures_match_the_orders_and_stock_in_the_database() {
 
 #[tokio::test]
 async fn the_system_page_shows_the_database_and_adds_demo_data() {
+    // About the demo data: with it in place, adding it again adds nothing.
     let app = spawn_app_with_demo().await;
     let response = app.get_admin("/admin/system").await;
     assert_eq!(response.status(), StatusCode::OK);

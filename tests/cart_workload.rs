@@ -64,7 +64,7 @@ async fn shop_randomly(shopper: Shopper, seed: u64) {
 
 #[tokio::test]
 async fn a_random_workload_with_expiry_cleanup_and_cancels_keeps_every_product_consistent() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_SERVER__WORKERS", "4")]).await;
+    let app = spawn_app_with(&[("BAZAAR_SERVER__WORKERS", "4")]).await;
     for sku in SKUS {
         product_with_stock(&app.db, sku, STOCK).await;
     }

@@ -31,7 +31,7 @@ async fn app_sending_to(sink: &SmtpSink, extra: &[(&str, &str)]) -> TestApp {
         ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
     ];
     env.extend_from_slice(extra);
-    spawn_app_with_demo_and(&env).await
+    spawn_app_with(&env).await
 }
 
 fn parse(received: &Received) -> ParsedMail<'_> {
@@ -510,7 +510,7 @@ async fn temporary_failures_are_retried_up_to_the_bound_then_given_up_on() {
 async fn without_a_mail_server_messages_are_written_as_eml_files_listed_on_the_system_page() {
     let folder = tempfile::tempdir().expect("temp dir");
     let path = folder.path().display().to_string();
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_EMAIL__FOLDER", path.as_str()),
         ("BAZAAR_EMAIL__SEND_EVERY_MS", "100"),
     ])

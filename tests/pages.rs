@@ -5,7 +5,7 @@ use reqwest::StatusCode;
 
 #[tokio::test]
 async fn home_page_renders_inside_the_layout_with_navigation_and_footer() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let response = app.get("/").await;
     assert_eq!(response.status(), StatusCode::OK);
     assert!(response
@@ -43,7 +43,7 @@ async fn home_page_renders_inside_the_layout_with_navigation_and_footer() {
 
 #[tokio::test]
 async fn the_stylesheet_link_carries_a_content_hash_and_is_cached_for_a_year() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let doc = html(&body(app.get("/").await).await);
     let href = attr(&doc, "link[rel=stylesheet]", "href").expect("stylesheet linked");
     assert!(href.starts_with("/static/css/site.css?v="), "{href}");
@@ -93,7 +93,7 @@ async fn the_stylesheet_link_carries_a_content_hash_and_is_cached_for_a_year() {
 
 #[tokio::test]
 async fn unknown_pages_and_static_files_get_the_404_page_in_the_layout() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     for path in [
         "/no/such/page",
         "/static/css/missing.css",
@@ -114,7 +114,7 @@ async fn unknown_pages_and_static_files_get_the_404_page_in_the_layout() {
 
 #[tokio::test]
 async fn a_wrong_method_gets_the_405_page_in_the_layout() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let response = app.get_admin("/admin/seed").await;
     assert_eq!(response.status(), StatusCode::METHOD_NOT_ALLOWED);
     assert_security_headers(response.headers(), "405");
@@ -124,7 +124,7 @@ async fn a_wrong_method_gets_the_405_page_in_the_layout() {
 
 #[tokio::test]
 async fn every_response_carries_the_security_headers() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let doc = html(&body(app.get("/").await).await);
     let css = attr(&doc, "link[rel=stylesheet]", "href").expect("stylesheet linked");
     let responses = [
@@ -146,7 +146,7 @@ async fn every_response_carries_the_security_headers() {
 
 #[tokio::test]
 async fn healthz_answers_ok_when_the_database_is_reachable() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let response = app.get("/healthz").await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(body(response).await.trim(), "ok");
@@ -159,7 +159,7 @@ async fn when_the_database_goes_away_healthz_and_pages_answer_503_without_intern
         .await
         .expect("docstore starts");
     let uri = store.uri();
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_DATABASE__URI", uri.as_str()),
         ("BAZAAR_DATABASE__TIMEOUT_MS", "500"),
         // The key would otherwise be kept under ./data.
@@ -200,7 +200,7 @@ async fn when_the_database_goes_away_healthz_and_pages_answer_503_without_intern
 
 #[tokio::test]
 async fn head_requests_are_answered_like_get_without_a_body() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     for path in ["/", "/healthz"] {
         let response = app.client.head(app.url(path)).send().await.expect("sent");
         assert_eq!(response.status(), StatusCode::OK, "{path}");
@@ -211,7 +211,7 @@ async fn head_requests_are_answered_like_get_without_a_body() {
 
 #[tokio::test]
 async fn the_embedded_store_refuses_clients_without_the_apps_generated_credentials() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     // The app itself reads and writes through its credentials.
     assert_eq!(app.get("/").await.status(), StatusCode::OK);
     let address = app.store_address.expect("tests run on the embedded store");
