@@ -61,6 +61,7 @@ async fn save_page(app: &TestApp, form: &EditForm, title: &str, text: &str) -> r
 #[tokio::test]
 async fn two_editors_save_the_same_version_one_lands_and_the_other_gets_the_conflict_page_to_reapply_or_discard(
 ) {
+    // Not converted yet: still reads data from the demo catalog or content.
     let app = spawn_app_with_demo().await;
     let about = node_by_slug(&app, "pages", "about").await;
     let alice = open_editor(&app, about.id).await;
@@ -167,6 +168,7 @@ async fn two_editors_save_the_same_version_one_lands_and_the_other_gets_the_conf
 
 #[tokio::test]
 async fn sixteen_concurrent_saves_carrying_the_same_nonce_exactly_one_wins() {
+    // Not converted yet: still reads data from the demo catalog or content.
     let app = spawn_app_with_demo().await;
     let about = node_by_slug(&app, "pages", "about").await;
     let form = open_editor(&app, about.id).await;
@@ -199,7 +201,7 @@ async fn sixteen_concurrent_saves_carrying_the_same_nonce_exactly_one_wins() {
 #[tokio::test]
 async fn creating_an_entry_makes_a_draft_that_publishing_shows_and_scheduling_or_unpublishing_hides(
 ) {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let doc = admin_page(&app, "/admin/content/new?section=blog&type=entry").await;
     let token = csrf_token(&doc).unwrap();
     let response = app
@@ -301,6 +303,7 @@ async fn creating_an_entry_makes_a_draft_that_publishing_shows_and_scheduling_or
 #[tokio::test]
 async fn empty_titles_slugs_with_spaces_duplicate_slugs_and_foreign_video_urls_are_form_errors_with_kept_values(
 ) {
+    // Not converted yet: still reads data from the demo catalog or content.
     let app = spawn_app_with_demo().await;
     let doc = admin_page(&app, "/admin/content/new?section=pages&type=page").await;
     let token = csrf_token(&doc).unwrap();
@@ -436,6 +439,7 @@ async fn empty_titles_slugs_with_spaces_duplicate_slugs_and_foreign_video_urls_a
 
 #[tokio::test]
 async fn tags_are_added_once_normalised_and_removed_without_a_nonce() {
+    // Not converted yet: still reads data from the demo catalog or content.
     let app = spawn_app_with_demo().await;
     let about = node_by_slug(&app, "pages", "about").await;
     let form = open_editor(&app, about.id).await;
@@ -477,6 +481,7 @@ async fn tags_are_added_once_normalised_and_removed_without_a_nonce() {
 
 #[tokio::test]
 async fn a_product_tagged_in_the_admin_form_appears_on_the_tag_page() {
+    // Not converted yet: still reads data from the demo catalog or content.
     let app = spawn_app_with_demo().await;
     let product = bazaar::catalog::products::by_slug(&app.db, "casablanca")
         .await
@@ -537,6 +542,7 @@ async fn a_product_tagged_in_the_admin_form_appears_on_the_tag_page() {
 
 #[tokio::test]
 async fn the_admin_list_filters_by_section_and_type_searches_titles_sorts_and_pages() {
+    // Not converted yet: still reads data from the demo catalog or content.
     let app = spawn_app_with_demo().await;
     let doc = admin_page(&app, "/admin/content").await;
     assert_eq!(texts(&doc, ".result-count .total"), ["2"]);
@@ -588,6 +594,7 @@ async fn the_admin_list_filters_by_section_and_type_searches_titles_sorts_and_pa
 
 #[tokio::test]
 async fn deleting_asks_for_confirmation_then_removes_the_node_and_its_photo_file() {
+    // Not converted yet: still reads data from the demo catalog or content.
     let app = spawn_app_with_demo().await;
     let photo = node_by_slug(&app, "gallery", "film-night").await;
     let file = photo.photo_file().unwrap();
@@ -684,7 +691,7 @@ async fn new_photo_node(app: &TestApp, slug: &str) -> Node {
 
 #[tokio::test]
 async fn a_photo_upload_records_its_size_and_thumbnail_and_a_replacement_deletes_the_old_file() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let node = new_photo_node(&app, "upload-test").await;
     let action = upload_action(&app, node.id).await;
     let response = upload(
@@ -754,6 +761,7 @@ async fn a_photo_upload_records_its_size_and_thumbnail_and_a_replacement_deletes
 
 #[tokio::test]
 async fn oversized_and_non_image_uploads_are_refused_with_a_message_and_nothing_is_stored() {
+    // Not converted yet: still reads data from the demo catalog or content.
     let app = spawn_app_with_demo_and(&[("BAZAAR_MEDIA__MAX_UPLOAD_MB", "1")]).await;
     let node = new_photo_node(&app, "upload-test").await;
     let action = upload_action(&app, node.id).await;
@@ -799,7 +807,7 @@ async fn oversized_and_non_image_uploads_are_refused_with_a_message_and_nothing_
 
 #[tokio::test]
 async fn of_two_concurrent_uploads_to_one_photo_node_exactly_one_proceeds() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let node = new_photo_node(&app, "upload-test").await;
     let action = upload_action(&app, node.id).await;
     let body_bytes = multipart("slow.png", &png(64, 64, 7));
@@ -872,7 +880,7 @@ async fn of_two_concurrent_uploads_to_one_photo_node_exactly_one_proceeds() {
 
 #[tokio::test]
 async fn a_lock_left_by_a_crashed_upload_is_taken_over_after_five_minutes() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let node = new_photo_node(&app, "upload-test").await;
     let action = upload_action(&app, node.id).await;
     let set_lock = |age_secs: i64| {
@@ -908,7 +916,7 @@ async fn a_lock_left_by_a_crashed_upload_is_taken_over_after_five_minutes() {
 
 #[tokio::test]
 async fn while_photos_are_replaced_the_node_always_points_at_a_stored_file() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let node = new_photo_node(&app, "upload-test").await;
     let action = upload_action(&app, node.id).await;
     upload(&app, &action, multipart("0.png", &png(50, 50, 0)).into()).await;
@@ -964,6 +972,7 @@ async fn while_photos_are_replaced_the_node_always_points_at_a_stored_file() {
 
 #[tokio::test]
 async fn a_crash_between_the_swap_and_the_delete_leaves_only_an_orphan_that_clean_up_removes() {
+    // Not converted yet: still reads data from the demo catalog or content.
     let app = spawn_app_with_demo().await;
     let node = new_photo_node(&app, "upload-test").await;
     // Steps of a replacement, run by hand: upload the first photo...
@@ -1063,7 +1072,7 @@ async fn a_crash_between_the_swap_and_the_delete_leaves_only_an_orphan_that_clea
 #[tokio::test]
 async fn a_photo_over_the_configured_pixel_limit_is_refused_before_decoding_and_nothing_is_stored()
 {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_MEDIA__MAX_IMAGE_MEGAPIXELS", "1")]).await;
+    let app = spawn_app_with(&[("BAZAAR_MEDIA__MAX_IMAGE_MEGAPIXELS", "1")]).await;
     let node = new_photo_node(&app, "pixel-limit").await;
     let action = upload_action(&app, node.id).await;
     let files_before = file_count(&app).await;
@@ -1098,6 +1107,7 @@ async fn a_photo_over_the_configured_pixel_limit_is_refused_before_decoding_and_
 
 #[tokio::test]
 async fn an_entry_at_the_editors_length_limit_in_four_byte_characters_is_saved() {
+    // Not converted yet: still reads data from the demo catalog or content.
     let app = spawn_app_with_demo().await;
     let about = node_by_slug(&app, "pages", "about").await;
     let form = open_editor(&app, about.id).await;

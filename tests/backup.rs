@@ -410,7 +410,7 @@ async fn scheduled_backups_rotate_and_the_system_page_shows_the_last_one() {
 
 #[tokio::test]
 async fn the_system_page_warns_when_scheduled_backups_are_off() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let page = html(&body(app.get_admin("/admin/system").await).await);
     let warning = texts(&page, ".backups .backup-warning").join(" ");
     assert!(warning.contains("off"), "{warning}");

@@ -7,6 +7,7 @@
 //! except in CI (`CI` set), where its absence is a failure.
 
 use crate::common;
+use crate::common::builders::ProductBuilder;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -120,11 +121,11 @@ fn series_of(text: &str, metric: &str) -> BTreeSet<String> {
 
 #[tokio::test]
 async fn metrics_are_not_found_without_a_token_and_refused_without_the_right_one() {
-    let app = common::spawn_app_with_demo().await;
+    let app = common::spawn_app().await;
     assert_eq!(app.get("/metrics").await.status(), 404);
     app.stop().await;
 
-    let app = common::spawn_app_with_demo_and(&[("BAZAAR_METRICS__TOKEN", TOKEN)]).await;
+    let app = common::spawn_app_with(&[("BAZAAR_METRICS__TOKEN", TOKEN)]).await;
     let bare = app.get("/metrics").await;
     assert_eq!(bare.status(), 401);
     assert!(bare.headers().contains_key("www-authenticate"));
@@ -143,11 +144,14 @@ async fn metrics_are_not_found_without_a_token_and_refused_without_the_right_one
 
 #[tokio::test]
 async fn requests_are_counted_by_route_template_and_random_paths_add_one_series_only() {
-    let app = common::spawn_app_with_demo_and(&[
+    let app = common::spawn_app_with(&[
         ("BAZAAR_METRICS__TOKEN", TOKEN),
         ("BAZAAR_METRICS__DATABASE_COMMANDS", "true"),
     ])
     .await;
+    for sku in ["m1", "m2", "m3"] {
+        ProductBuilder::new(sku).build(&app.db).await;
+    }
     let route = [("route", "/products/{slug}"), ("status", "2xx")];
     let before = sample(&scrape(&app).await, "bazaar_http_requests_total", &route).unwrap_or(0.0);
     let doc = common::page(&app, "/products").await;
@@ -158,7 +162,7 @@ async fn requests_are_counted_by_route_template_and_random_paths_add_one_series_
         .map(str::to_string)
         .take(3)
         .collect();
-    assert!(!products.is_empty(), "the demo catalog lists products");
+    assert!(!products.is_empty(), "the catalog lists products");
     for path in &products {
         assert_eq!(app.get(path).await.status(), 200, "{path}");
     }
@@ -199,7 +203,7 @@ async fn requests_are_counted_by_route_template_and_random_paths_add_one_series_
 
 #[tokio::test]
 async fn the_grafana_dashboard_queries_only_metrics_that_exist() {
-    let app = common::spawn_app_with_demo_and(&[("BAZAAR_METRICS__TOKEN", TOKEN)]).await;
+    let app = common::spawn_app_with(&[("BAZAAR_METRICS__TOKEN", TOKEN)]).await;
     // Traffic and a job run, so the labelled metrics have series.
     let _ = app.get("/").await;
     let dashboard: serde_json::Value = serde_json::from_str(
@@ -251,7 +255,7 @@ async fn the_grafana_dashboard_queries_only_metrics_that_exist() {
 
 #[tokio::test]
 async fn readyz_is_503_while_a_text_index_is_missing_and_200_once_it_exists() {
-    let app = common::spawn_app_with_demo().await;
+    let app = common::spawn_app().await;
     // As while a large collection's text index is still being built after start-up.
     app.db
         .collection::<bson::Document>("products")
