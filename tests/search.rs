@@ -107,7 +107,7 @@ async fn results(app: &TestApp, q: &str) -> scraper::Html {
 
 #[tokio::test]
 async fn the_header_has_a_search_box() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let doc = html(&body(app.get("/").await).await);
     assert_eq!(
         attr(&doc, "header form[role=search]", "action").as_deref(),
@@ -121,7 +121,7 @@ async fn the_header_has_a_search_box() {
 
 #[tokio::test]
 async fn results_are_ranked_by_relevance_with_the_matched_field_shown() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     album(&app, "S1", "Zyzzyva", "The Weevils", "Ten tracks.").await;
     album(
         &app,
@@ -170,7 +170,7 @@ async fn results_are_ranked_by_relevance_with_the_matched_field_shown() {
 
 #[tokio::test]
 async fn phrases_and_negation_narrow_the_results() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     album(&app, "P1", "Blue Zephyr", "Quartet", "Late night music.").await;
     album(&app, "P2", "Zephyr in Blue", "Quartet", "Early music.").await;
     let doc = results(&app, "\"blue zephyr\"").await;
@@ -181,7 +181,7 @@ async fn phrases_and_negation_narrow_the_results() {
 
 #[tokio::test]
 async fn a_search_without_matches_shows_the_no_results_page() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let doc = results(&app, "qwxzvplk").await;
     assert_eq!(count(&doc, ".no-results"), 1);
     assert!(texts(&doc, ".no-results").join(" ").contains("qwxzvplk"));
@@ -197,7 +197,7 @@ async fn a_search_without_matches_shows_the_no_results_page() {
 /// answers "being prepared" with Retry-After, and works again once the index is back.
 #[tokio::test]
 async fn a_search_before_the_text_index_is_ready_says_it_is_being_prepared() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     album(&app, "P1", "Night Music", "Zanzibar Trio", "Late.").await;
     let products = app.db.collection::<bson::Document>(products::COLLECTION);
     products
@@ -224,7 +224,7 @@ async fn a_search_before_the_text_index_is_ready_says_it_is_being_prepared() {
 
 #[tokio::test]
 async fn results_are_paginated() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     for i in 0..25 {
         album(
             &app,
@@ -252,7 +252,7 @@ async fn results_are_paginated() {
 
 #[tokio::test]
 async fn hostile_input_gets_a_normal_page() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     album(&app, "H1", "Quiet Storm", "Band", "Soft.").await;
     let long = "storm ".repeat(3000);
     let nasty = [
@@ -307,7 +307,7 @@ async fn hostile_input_gets_a_normal_page() {
 
 #[tokio::test]
 async fn the_admin_product_search_falls_back_to_full_text() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     album(&app, "A1", "Night Music", "Zanzibar Trio", "Late.").await;
     let response = app.get_admin("/admin/products?q=zanzibar").await;
     assert_eq!(response.status(), StatusCode::OK);
@@ -348,7 +348,7 @@ async fn the_admin_product_search_falls_back_to_full_text() {
 
 #[tokio::test]
 async fn searches_use_the_text_indexes() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let db = app.db.database();
     let now = DateTime::now();
     for (collection, filter, projection) in [
@@ -397,7 +397,7 @@ async fn searches_use_the_text_indexes() {
 
 #[tokio::test]
 async fn searches_beyond_a_clients_allowance_get_a_429_page_saying_when_to_try_again() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_SEARCH__PER_CLIENT_PER_MINUTE", "3")]).await;
+    let app = spawn_app_with(&[("BAZAAR_SEARCH__PER_CLIENT_PER_MINUTE", "3")]).await;
     for n in 1..=3 {
         let response = app.get(&format!("/search?q=jazz&page={n}")).await;
         assert_eq!(response.status(), StatusCode::OK, "search {n}");
