@@ -17,7 +17,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The app with a handle on its admin credentials' counters.
 async fn spawn_counted(env: &[(&str, &str)]) -> (String, actix_web::web::Data<AdminCredentials>) {
-    let settings: Settings = test_settings(env);
+    let mut vars = vec![NO_DEMO];
+    vars.extend_from_slice(env);
+    let settings: Settings = test_settings(&vars);
     let app = Application::build(settings).await.expect("the app starts");
     let address = format!("http://127.0.0.1:{}", app.port());
     let credentials = app.admin_credentials();

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::common::builders::ProductBuilder;
 use crate::common::shop::*;
 use crate::common::*;
 use bson::doc;
@@ -210,17 +211,20 @@ async fn a_sold_out_product_looks_sold_out_and_says_what_other_carts_hold() {
 
 #[tokio::test]
 async fn sold_out_products_come_last_on_the_newest_shelf() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    // More products than the shelf holds, the one kept in stock the oldest.
+    for i in 1..=6 {
+        product_with_stock(&app.db, &format!("shelf-{i}"), 5).await;
+    }
     let doc = page(&app, "/").await;
     let stock = texts(&doc, "#newest .product-card");
     assert_eq!(stock.len(), 4);
     assert!(
         stock.iter().all(|card| !card.contains("Sold out")),
-        "the demo has enough in stock to fill the shelf: {stock:?}"
+        "enough in stock to fill the shelf: {stock:?}"
     );
     // Sell out everything but one product: it leads, the sold-out ones follow, newest first.
-    let keep = "demo0001";
+    let keep = "shelf-1";
     bazaar::catalog::products::collection(&app.db)
         .update_many(
             doc! { "sku": { "$ne": keep } },
@@ -245,8 +249,7 @@ async fn sold_out_products_come_last_on_the_newest_shelf() {
 
 #[tokio::test]
 async fn cart_lines_name_their_item_and_carry_their_own_stock_note() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     product_with_stock(&app.db, "few", 3).await;
     product_with_stock(&app.db, "many", 20).await;
     let shopper = Shopper::new(&app).await;
@@ -273,13 +276,12 @@ async fn cart_lines_name_their_item_and_carry_their_own_stock_note() {
     // A thumbnail (placeholder without a photo) on each line, one checkout button.
     assert_eq!(count(&doc, ".line-thumb"), 2);
     assert_eq!(count(&doc, "a.checkout-button"), 1);
-    // A demo product with a cover shows its thumbnail.
-    let covered: bazaar::catalog::products::Product =
-        bazaar::catalog::products::collection(&app.db)
-            .find_one(doc! { "photos.0": { "$exists": true }, "qty": { "$gt": 0 } })
-            .await
-            .expect("query")
-            .expect("a demo product with a photo");
+    // A product with a cover shows its thumbnail.
+    let covered = ProductBuilder::new("covered")
+        .stock(5)
+        .cover()
+        .build(&app.db)
+        .await;
     shopper.add(&covered.sku, "1").await;
     let doc = html(&body(shopper.get("/cart").await).await);
     let sku = covered.sku.clone();
