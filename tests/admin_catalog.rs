@@ -1,6 +1,7 @@
 //! Admin screens for products and categories: forms with CSRF tokens, errors next to fields,
 //! duplicate slugs and SKUs as form errors, stock adjustment and the category tree operations.
 
+use crate::common::builders::{CategoryBuilder, ProductBuilder};
 use crate::common::*;
 use reqwest::StatusCode;
 
@@ -55,8 +56,16 @@ async fn the_admin_product_list_searches_by_title_prefix_or_sku() {
 
 #[tokio::test]
 async fn a_new_album_form_has_the_album_fields_and_saves_a_product_with_derived_savings() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    let jazz = CategoryBuilder::new("jazz")
+        .name("Jazz")
+        .build(&app.db)
+        .await;
+    CategoryBuilder::new("modal-jazz")
+        .name("Modal Jazz")
+        .parent(&jazz)
+        .build(&app.db)
+        .await;
     let doc = admin_page(&app, "/admin/products/new?type=album").await;
     assert_eq!(heading(&doc), "New album");
     for field in ["title", "sku", "artist", "tracks", "label", "qty"] {
@@ -104,8 +113,11 @@ async fn a_new_album_form_has_the_album_fields_and_saves_a_product_with_derived_
 
 #[tokio::test]
 async fn a_duplicate_slug_or_sku_is_an_error_next_to_its_field() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    ProductBuilder::new("taken")
+        .slug("kind-of-blue")
+        .build(&app.db)
+        .await;
     let doc = admin_page(&app, "/admin/products/new?type=album").await;
     let token = csrf_token(&doc).expect("token");
     let response = app
@@ -129,7 +141,7 @@ async fn a_duplicate_slug_or_sku_is_an_error_next_to_its_field() {
     let response = app
         .post_admin_form(
             "/admin/products/new?type=album",
-            &album_fields(&token, "time-out", "demo0001"),
+            &album_fields(&token, "time-out", "taken"),
         )
         .await;
     assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);

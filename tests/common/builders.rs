@@ -139,6 +139,12 @@ impl CategoryBuilder {
         }
     }
 
+    /// The name shown in the tree and breadcrumbs (the slug by default).
+    pub fn name(mut self, name: &str) -> CategoryBuilder {
+        self.name = name.to_string();
+        self
+    }
+
     /// Under `parent` (a root by default).
     pub fn parent(mut self, parent: &Category) -> CategoryBuilder {
         self.parent = Some(parent.id);
