@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use crate::common::builders::NodeBuilder;
 use crate::common::*;
 use bazaar::content::model::{self, Node};
 use bazaar::content::photos;
@@ -19,6 +20,15 @@ async fn node_by_slug(app: &TestApp, section: &str, slug: &str) -> Node {
         .await
         .unwrap()
         .expect("node exists")
+}
+
+/// A page "About Bazaar" at `/pages/about`, three lines long.
+async fn about_page(app: &TestApp) -> Node {
+    NodeBuilder::page("about")
+        .title("About Bazaar")
+        .text("Line one\nLine two\nLine three")
+        .build(&app.db)
+        .await
 }
 
 async fn stored_text(app: &TestApp, id: ObjectId) -> String {
@@ -61,9 +71,8 @@ async fn save_page(app: &TestApp, form: &EditForm, title: &str, text: &str) -> r
 #[tokio::test]
 async fn two_editors_save_the_same_version_one_lands_and_the_other_gets_the_conflict_page_to_reapply_or_discard(
 ) {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
-    let about = node_by_slug(&app, "pages", "about").await;
+    let app = spawn_app().await;
+    let about = about_page(&app).await;
     let alice = open_editor(&app, about.id).await;
     let bob = open_editor(&app, about.id).await;
     assert_eq!(alice.nonce, bob.nonce);
@@ -168,9 +177,8 @@ async fn two_editors_save_the_same_version_one_lands_and_the_other_gets_the_conf
 
 #[tokio::test]
 async fn sixteen_concurrent_saves_carrying_the_same_nonce_exactly_one_wins() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
-    let about = node_by_slug(&app, "pages", "about").await;
+    let app = spawn_app().await;
+    let about = about_page(&app).await;
     let form = open_editor(&app, about.id).await;
     let texts_sent: Vec<String> = (0..16).map(|i| format!("Version {i}")).collect();
     let responses = join_all(
@@ -439,9 +447,8 @@ async fn empty_titles_slugs_with_spaces_duplicate_slugs_and_foreign_video_urls_a
 
 #[tokio::test]
 async fn tags_are_added_once_normalised_and_removed_without_a_nonce() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
-    let about = node_by_slug(&app, "pages", "about").await;
+    let app = spawn_app().await;
+    let about = about_page(&app).await;
     let form = open_editor(&app, about.id).await;
     let tags = format!("/admin/content/{}/tags", about.id.to_hex());
     let response = app
@@ -1107,9 +1114,8 @@ async fn a_photo_over_the_configured_pixel_limit_is_refused_before_decoding_and_
 
 #[tokio::test]
 async fn an_entry_at_the_editors_length_limit_in_four_byte_characters_is_saved() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
-    let about = node_by_slug(&app, "pages", "about").await;
+    let app = spawn_app().await;
+    let about = about_page(&app).await;
     let form = open_editor(&app, about.id).await;
     // 50 000 characters of 4 bytes each: 600 000 bytes once URL-encoded.
     let text = "🎷".repeat(50_000);

@@ -179,6 +179,11 @@ impl NodeBuilder {
         NodeBuilder::new("blog", slug, Detail::Entry(TextDetail::default()))
     }
 
+    /// A page (section `pages`).
+    pub fn page(slug: &str) -> NodeBuilder {
+        NodeBuilder::new("pages", slug, Detail::Page(TextDetail::default()))
+    }
+
     /// A photo in section `gallery`, with a generated image stored as its file.
     pub fn photo(slug: &str) -> NodeBuilder {
         let mut node = NodeBuilder::new("gallery", slug, Detail::Photo(PhotoDetail::default()));
@@ -210,6 +215,14 @@ impl NodeBuilder {
 
     pub fn title(mut self, title: &str) -> NodeBuilder {
         self.title = title.to_string();
+        self
+    }
+
+    /// The Markdown text of a post or page (other kinds keep their detail).
+    pub fn text(mut self, text: &str) -> NodeBuilder {
+        if let Detail::Entry(d) | Detail::Page(d) = &mut self.detail {
+            d.text = text.to_string();
+        }
         self
     }
 
