@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::common::builders::NodeBuilder;
+use crate::common::builders::{NodeBuilder, ProductBuilder};
 use crate::common::*;
 use bazaar::content::model::{self, Node};
 use bazaar::content::photos;
@@ -768,8 +768,7 @@ async fn a_photo_upload_records_its_size_and_thumbnail_and_a_replacement_deletes
 
 #[tokio::test]
 async fn oversized_and_non_image_uploads_are_refused_with_a_message_and_nothing_is_stored() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo_and(&[("BAZAAR_MEDIA__MAX_UPLOAD_MB", "1")]).await;
+    let app = spawn_app_with(&[("BAZAAR_MEDIA__MAX_UPLOAD_MB", "1")]).await;
     let node = new_photo_node(&app, "upload-test").await;
     let action = upload_action(&app, node.id).await;
     let files_before = file_count(&app).await;
@@ -802,7 +801,7 @@ async fn oversized_and_non_image_uploads_are_refused_with_a_message_and_nothing_
         assert_eq!(stored.metadata.locked, None, "{name}: the lock is released");
     }
     // Uploading to a node that is not a photo: not found.
-    let about = node_by_slug(&app, "pages", "about").await;
+    let about = about_page(&app).await;
     let response = upload(
         &app,
         &action.replace(&node.id.to_hex(), &about.id.to_hex()),
@@ -979,8 +978,14 @@ async fn while_photos_are_replaced_the_node_always_points_at_a_stored_file() {
 
 #[tokio::test]
 async fn a_crash_between_the_swap_and_the_delete_leaves_only_an_orphan_that_clean_up_removes() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    // Files in use that the clean-up must keep: a gallery photo's and a product cover.
+    NodeBuilder::photo("shop-window").build(&app.db).await;
+    ProductBuilder::new("kob")
+        .slug("kind-of-blue")
+        .cover()
+        .build(&app.db)
+        .await;
     let node = new_photo_node(&app, "upload-test").await;
     // Steps of a replacement, run by hand: upload the first photo...
     let first = bazaar::media::store_upload(
@@ -1044,7 +1049,7 @@ async fn a_crash_between_the_swap_and_the_delete_leaves_only_an_orphan_that_clea
     );
     assert!(!file_exists(&app, first.id).await);
     assert!(!file_exists(&app, first.thumbnail).await);
-    // Everything still in use stays: this node's photo, demo photos, product covers.
+    // Everything still in use stays: this node's photo, other photos, product covers.
     assert!(file_exists(&app, second.id).await && file_exists(&app, second.thumbnail).await);
     let blog_photo = node_by_slug(&app, "gallery", "shop-window")
         .await
