@@ -488,12 +488,12 @@ async fn tags_are_added_once_normalised_and_removed_without_a_nonce() {
 
 #[tokio::test]
 async fn a_product_tagged_in_the_admin_form_appears_on_the_tag_page() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
-    let product = bazaar::catalog::products::by_slug(&app.db, "casablanca")
-        .await
-        .unwrap()
-        .unwrap();
+    let app = spawn_app().await;
+    let product = ProductBuilder::new("casa")
+        .slug("casablanca")
+        .title("Casablanca")
+        .build(&app.db)
+        .await;
     let path = format!("/admin/products/{}/edit", product.id.to_hex());
     let doc = admin_page(&app, &path).await;
     let token = csrf_token(&doc).unwrap();
@@ -601,9 +601,12 @@ async fn the_admin_list_filters_by_section_and_type_searches_titles_sorts_and_pa
 
 #[tokio::test]
 async fn deleting_asks_for_confirmation_then_removes_the_node_and_its_photo_file() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
-    let photo = node_by_slug(&app, "gallery", "film-night").await;
+    let app = spawn_app().await;
+    let photo = NodeBuilder::photo("film-night")
+        .title("Film night")
+        .build(&app.db)
+        .await;
+    NodeBuilder::photo("shop-window").build(&app.db).await;
     let file = photo.photo_file().unwrap();
     let path = format!("/admin/content/{}/delete", photo.id.to_hex());
     let doc = admin_page(&app, &path).await;
