@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use crate::common::builders::CategoryBuilder;
 use crate::common::shop::*;
 use crate::common::*;
 use bazaar::catalog::categories;
@@ -253,6 +254,12 @@ fn fields(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
 #[tokio::test]
 async fn a_category_rename_or_move_computed_from_an_older_tree_gets_a_409_and_changes_nothing() {
     let app = spawn_app().await;
+    let jazz = CategoryBuilder::new("jazz").build(&app.db).await;
+    CategoryBuilder::new("bop")
+        .parent(&jazz)
+        .build(&app.db)
+        .await;
+    CategoryBuilder::new("rock").build(&app.db).await;
     let (alice, bob) = (Admin::new(&app), Admin::new(&app));
     let alice_doc = alice.page("/admin/categories").await;
     let bob_doc = bob.page("/admin/categories").await;

@@ -58,7 +58,8 @@ fn rows(doc: &scraper::Html, selector: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn the_product_list_pages_past_a_hundred_rows_and_sorts_filters_and_searches() {
-    let app = spawn_app().await;
+    // Not converted yet: still reads data from the demo catalog or content.
+    let app = spawn_app_with_demo().await;
     for n in 0..130 {
         product_with_stock(&app.db, &format!("page-{n:03}"), n % 7).await;
     }
@@ -234,6 +235,8 @@ async fn draft_and_archived_products_leave_the_storefront_and_orders_keep_their_
     let app = spawn_app().await;
     product_with_stock(&app.db, "life-a", 5).await;
     product_with_stock(&app.db, "life-d", 5).await;
+    // One that stays on sale, so the listing has a count to show.
+    product_with_stock(&app.db, "life-on", 5).await;
     let (number, shopper) = buy(&app, "life-a", "1", "ada@example.com").await;
 
     set_status(&app, "life-a", "archived").await;
@@ -397,7 +400,8 @@ async fn cancelling_an_order_asks_first_and_says_what_goes_back_on_sale() {
 
 #[tokio::test]
 async fn deleting_a_category_asks_first_and_says_where_its_contents_go() {
-    let app = spawn_app().await;
+    // Not converted yet: still reads data from the demo catalog or content.
+    let app = spawn_app_with_demo().await;
     let tree = admin_page(&app, "/admin/categories").await;
     let jazz = attr(&tree, "#category-jazz", "data-id").expect("jazz");
     // The tree shows product counts and links to one edit page per category.
@@ -551,12 +555,14 @@ async fn admin_error_pages_stay_in_the_admin_layout_with_a_way_back() {
 
 #[tokio::test]
 async fn without_demo_data_the_shop_starts_empty_and_demo_data_can_be_removed() {
-    let app = spawn_app_with(&[("BAZAAR_SEED__DEMO", "false")]).await;
+    // `spawn_app` is a start with `seed.demo = false`.
+    let app = spawn_app().await;
     let doc = admin_page(&app, "/admin/products").await;
     assert_eq!(texts(&doc, ".result-count .total"), ["0"]);
     app.stop().await;
 
-    let app = spawn_app().await;
+    // About the demo data: removing it.
+    let app = spawn_app_with_demo().await;
     let mine = product_with_stock(&app.db, "mine-1", 3).await;
     buy(&app, "demo0001", "1", "ada@example.com").await;
     let doc = admin_page(&app, "/admin/demo-data/remove").await;

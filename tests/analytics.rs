@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::common::builders::ProductBuilder;
 use crate::common::shop::product_with_stock;
 use crate::common::*;
 use bazaar::analytics::{report, sales, svg, Day, Month, DAILY, MONTHLY, OTHER_PATH};
@@ -219,6 +220,7 @@ async fn sixty_four_clients_at_once_lose_no_page_view() {
 #[tokio::test]
 async fn only_successful_public_pages_are_counted_under_their_path_without_the_query() {
     let app = spawn_app().await;
+    ProductBuilder::new("counted").cover().build(&app.db).await;
     let home = body(app.get("/?utm_source=mail&page=2").await).await;
     let css = attr(&html(&home), "link[rel=stylesheet]", "href").expect("stylesheet");
     assert_eq!(app.get("/blog/").await.status(), StatusCode::OK);
@@ -662,7 +664,8 @@ async fn the_dashboard_figures_match_the_orders_and_stock_in_the_database() {
 
 #[tokio::test]
 async fn the_system_page_shows_the_database_and_adds_demo_data() {
-    let app = spawn_app().await;
+    // About the demo data: with it in place, adding it again adds nothing.
+    let app = spawn_app_with_demo().await;
     let response = app.get_admin("/admin/system").await;
     assert_eq!(response.status(), StatusCode::OK);
     let doc = html(&body(response).await);

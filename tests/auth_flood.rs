@@ -27,7 +27,9 @@ async fn spawn_counted(
     String,
     actix_web::web::Data<bazaar::web::basic_auth::AdminCredentials>,
 ) {
-    let app = Application::build(test_settings(env))
+    let mut vars = vec![NO_DEMO];
+    vars.extend_from_slice(env);
+    let app = Application::build(test_settings(&vars))
         .await
         .expect("the app starts");
     let address = format!("http://127.0.0.1:{}", app.port());

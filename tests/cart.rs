@@ -715,6 +715,7 @@ async fn on_a_full_disk_adding_to_the_cart_says_the_shop_cannot_take_changes_and
     let dir = tempfile::tempdir().unwrap();
     let faults = docstore::DiskFaults::new();
     let mut settings = test_settings(&[
+        NO_DEMO,
         ("BAZAAR_DATABASE__URI", "embedded"),
         ("BAZAAR_DATABASE__PATH", dir.path().to_str().unwrap()),
     ]);

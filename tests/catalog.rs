@@ -17,7 +17,7 @@ fn set(items: &[&str]) -> BTreeSet<String> {
 
 #[tokio::test]
 async fn the_home_page_shows_featured_discounted_and_newest_shelves() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let doc = page(&app, "/").await;
     assert_eq!(
         texts(&doc, ".shelf h2"),
@@ -51,7 +51,7 @@ async fn the_home_page_shows_featured_discounted_and_newest_shelves() {
 
 #[tokio::test]
 async fn the_product_list_pages_through_every_product_newest_first() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let first = page(&app, "/products").await;
     assert_eq!(texts(&first, ".result-count .total"), ["36"]);
     assert_eq!(
@@ -85,7 +85,7 @@ async fn the_product_list_pages_through_every_product_newest_first() {
 
 #[tokio::test]
 async fn filters_by_type_person_and_genre_keep_newest_first() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let doc = page(&app, "/products?type=film&person=Harrison+Ford").await;
     assert_eq!(
         titles(&doc),
@@ -113,7 +113,7 @@ async fn filters_by_type_person_and_genre_keep_newest_first() {
 
 #[tokio::test]
 async fn a_price_range_sorted_by_price_lists_cheapest_first() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let doc = page(&app, "/products?min_price=10&max_price=12&sort=price").await;
     let found: BTreeSet<String> = titles(&doc).into_iter().collect();
     assert_eq!(
@@ -144,7 +144,7 @@ async fn a_price_range_sorted_by_price_lists_cheapest_first() {
 
 #[tokio::test]
 async fn a_minimum_discount_sorted_by_discount_lists_the_biggest_first() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let doc = page(&app, "/products?min_discount=30&sort=discount").await;
     let found: BTreeSet<String> = titles(&doc).into_iter().collect();
     assert_eq!(
@@ -171,7 +171,7 @@ async fn a_minimum_discount_sorted_by_discount_lists_the_biggest_first() {
 
 #[tokio::test]
 async fn in_stock_only_hides_sold_out_products() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let all = page(&app, "/products?sort=title").await;
     assert!(
         count(&all, ".stock-out") > 0,
@@ -210,7 +210,7 @@ async fn in_stock_only_hides_sold_out_products() {
 
 #[tokio::test]
 async fn title_search_matches_the_start_of_a_title_and_treats_metacharacters_literally() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let doc = page(&app, "/products?q=KIND+of").await;
     assert_eq!(
         titles(&doc),
@@ -235,7 +235,7 @@ async fn title_search_matches_the_start_of_a_title_and_treats_metacharacters_lit
 
 #[tokio::test]
 async fn bad_listing_parameters_fall_back_to_defaults_and_unknown_slugs_are_404() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     for path in [
         "/products?page=0",
         "/products?page=abc",
@@ -269,7 +269,7 @@ async fn bad_listing_parameters_fall_back_to_defaults_and_unknown_slugs_are_404(
 
 #[tokio::test]
 async fn each_product_type_has_its_own_details_with_price_and_stock() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let doc = page(&app, "/products/kind-of-blue").await;
     assert_eq!(heading(&doc), "Kind of Blue");
     assert_eq!(texts(&doc, ".product-summary .retail"), ["$12.99"]);
@@ -323,7 +323,7 @@ async fn each_product_type_has_its_own_details_with_price_and_stock() {
 
 #[tokio::test]
 async fn the_category_tree_lists_every_category_indented_by_depth() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let doc = page(&app, "/categories").await;
     let all = texts(&doc, ".category-tree li");
     assert_eq!(all.len(), 18);
@@ -341,7 +341,7 @@ async fn the_category_tree_lists_every_category_indented_by_depth() {
 
 #[tokio::test]
 async fn a_category_page_has_breadcrumbs_children_and_products_of_its_descendants() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let doc = page(&app, "/categories/modal-jazz").await;
     assert_eq!(heading(&doc), "Modal Jazz");
     assert_eq!(

@@ -130,11 +130,17 @@ async fn app_on(host: &str) -> TestApp {
     spawn_app_with(&[("BAZAAR_SERVER__PUBLIC_URL", host)]).await
 }
 
-/// An app whose public address is its real one (feed finders fetch what pages announce).
-async fn app_at_its_own_address() -> TestApp {
+/// [`app_on`] with the demo data, for the tests not converted yet.
+async fn demo_app_on(host: &str) -> TestApp {
+    spawn_app_with_demo_and(&[("BAZAAR_SERVER__PUBLIC_URL", host)]).await
+}
+
+/// An app whose public address is its real one (feed finders fetch what pages announce), with
+/// the demo data: its one test is not converted yet.
+async fn demo_app_at_its_own_address() -> TestApp {
     let port = free_port().to_string();
     let url = format!("http://127.0.0.1:{port}");
-    spawn_app_with(&[
+    spawn_app_with_demo_and(&[
         ("BAZAAR_SERVER__PORT", port.as_str()),
         ("BAZAAR_SERVER__PUBLIC_URL", url.as_str()),
     ])
@@ -438,7 +444,8 @@ fn as_pairs(form: &[(String, String)]) -> Vec<(&str, &str)> {
 
 #[tokio::test]
 async fn products_posts_and_the_site_carry_structured_data_and_cards_an_extractor_reads() {
-    let app = app_on(HOST).await;
+    // Not converted yet: still reads data from the demo catalog or content.
+    let app = demo_app_on(HOST).await;
     let plenty = product_with_stock(&app.db, "plenty", 50).await;
     let few = product_with_stock(&app.db, "few", 2).await;
     let none = product_with_stock(&app.db, "none", 0).await;
@@ -713,7 +720,8 @@ async fn product_and_post_cards_show_a_stored_1200_by_630_jpeg_of_the_photo() {
 // Several threads: the feed finder (a blocking child process) fetches from this app meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_feed_reader_given_the_home_page_or_a_tag_page_finds_their_feeds() {
-    let app = app_at_its_own_address().await;
+    // Not converted yet: still reads data from the demo catalog or content.
+    let app = demo_app_at_its_own_address().await;
     post(&app, "tagged-post", "Tagged post", "Hello", &["found-tag"]).await;
     post(&app, "untagged-post", "Other post", "Hello", &[]).await;
     add_node(
@@ -843,7 +851,8 @@ async fn feeds_sitemaps_and_robots_answer_not_modified_to_a_client_that_has_them
 
 #[tokio::test]
 async fn every_public_page_has_an_absolute_canonical_address_and_filtered_listings_are_noindex() {
-    let app = app_on(HOST).await;
+    // Not converted yet: still reads data from the demo catalog or content.
+    let app = demo_app_on(HOST).await;
     let product = product_with_stock(&app.db, "canon", 3).await;
     let cases: Vec<(String, String, bool)> = vec![
         ("/".into(), format!("{HOST}/"), false),
@@ -1107,7 +1116,8 @@ async fn every_sitemap_query_runs_on_an_index() {
 
 #[tokio::test]
 async fn the_sitemap_index_walks_the_products_once_a_period_and_a_new_product_is_still_listed() {
-    let app = spawn_app_with(&[
+    // Not converted yet: still reads data from the demo catalog or content.
+    let app = spawn_app_with_demo_and(&[
         ("BAZAAR_SERVER__PUBLIC_URL", HOST),
         ("BAZAAR_LOG__DATABASE_COMMANDS", "true"),
     ])

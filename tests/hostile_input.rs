@@ -440,7 +440,7 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
 async fn hostile_app() -> (TestApp, Shopper) {
     // Generous cart and comment limits: this pass looks for errors, not for the limits
     // themselves.
-    let app = spawn_app_with(&[
+    let app = spawn_app_with_demo_and(&[
         ("BAZAAR_CART__NEW_CARTS_PER_HOUR", "1000000"),
         ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
         ("BAZAAR_CART__ORDER_LOOKUPS_PER_HOUR", "100000"),
@@ -705,7 +705,7 @@ async fn searchable_products(app: &TestApp, n: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unrelated_page_stays_fast_while_clients_loop_on_expensive_searches() {
-    let app = spawn_app_with(&[
+    let app = spawn_app_with_demo_and(&[
         ("BAZAAR_SERVER__WORKERS", "2"),
         // The per-client limit is not what this measures: all clients share one address here.
         ("BAZAAR_SEARCH__PER_CLIENT_PER_MINUTE", "1000000"),

@@ -1,9 +1,11 @@
 //! Photos: uploads sniffed and streamed into GridFS, thumbnails, and `/media/{file_id}` with
-//! its validators and caching; the demo catalog's generated covers.
+//! its validators and caching; generated covers.
 
 use std::io::Cursor;
 
+use crate::common::builders::ProductBuilder;
 use crate::common::*;
+use bazaar::catalog::products::Product;
 use reqwest::StatusCode;
 
 fn header(response: &reqwest::Response, name: &str) -> String {
@@ -31,6 +33,25 @@ fn png(width: u32, height: u32) -> Vec<u8> {
     encoded(width, height, image::ImageFormat::Png)
 }
 
+/// The album "Kind of Blue" at `/products/kind-of-blue`, with its generated cover.
+async fn kind_of_blue(app: &TestApp) -> Product {
+    ProductBuilder::new("kob")
+        .slug("kind-of-blue")
+        .title("Kind of Blue")
+        .cover()
+        .build(&app.db)
+        .await
+}
+
+/// The product "Dune", with its generated cover.
+async fn dune(app: &TestApp) -> Product {
+    ProductBuilder::new("dune")
+        .title("Dune")
+        .cover()
+        .build(&app.db)
+        .await
+}
+
 /// POST a multipart form with one file field `photo`.
 async fn upload(app: &TestApp, action: &str, filename: &str, bytes: &[u8]) -> reqwest::Response {
     let boundary = "----bazaar-test-boundary-7MA4YWxkTrZu0gW";
@@ -39,8 +60,9 @@ async fn upload(app: &TestApp, action: &str, filename: &str, bytes: &[u8]) -> re
 }
 
 #[tokio::test]
-async fn a_demo_cover_is_served_with_type_length_etag_and_long_caching() {
+async fn a_generated_cover_is_served_with_type_length_etag_and_long_caching() {
     let app = spawn_app().await;
+    kind_of_blue(&app).await;
     let doc = html(&body(app.get("/products/kind-of-blue").await).await);
     let src = attr(&doc, "img.product-photo", "src").expect("a cover");
     let response = app.get(&src).await;
@@ -92,12 +114,13 @@ async fn a_demo_cover_is_served_with_type_length_etag_and_long_caching() {
 #[tokio::test]
 async fn an_uploaded_png_gets_a_thumbnail_and_a_non_image_or_oversized_file_is_refused() {
     let app = spawn_app().await;
+    dune(&app).await;
     let doc = html(&body(app.get_admin("/admin/products?q=dune").await).await);
     let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
     let doc = html(&body(app.get_admin(&edit).await).await);
     let action = attr(&doc, ".photos-panel form", "action").expect("upload form");
     assert!(action.contains("csrf_token="), "{action}");
-    assert_eq!(count(&doc, ".admin-photos img"), 1, "the demo cover");
+    assert_eq!(count(&doc, ".admin-photos img"), 1, "its cover");
 
     let response = upload(&app, &action, "desert.png", &png(800, 400)).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
@@ -142,8 +165,8 @@ async fn an_uploaded_png_gets_a_thumbnail_and_a_non_image_or_oversized_file_is_r
         .into_iter()
         .find(|r| r.starts_with("assets.files"))
         .expect("files row");
-    // 36 covers, 5 demo content photos and the upload, each with its thumbnail and social card.
-    assert_eq!(files, format!("assets.files{}", (36 + 5 + 1) * 3));
+    // The cover and the upload, each with its thumbnail and social card.
+    assert_eq!(files, format!("assets.files{}", (1 + 1) * 3));
 
     // Without the token in the query the upload is refused before it is read.
     let no_token = action.split('?').next().unwrap_or_default().to_string();
@@ -162,6 +185,7 @@ fn thumbnail_srcs(doc: &scraper::Html) -> Vec<String> {
 #[tokio::test]
 async fn uploaded_gif_and_webp_photos_get_png_thumbnails_like_png_and_jpeg() {
     let app = spawn_app().await;
+    dune(&app).await;
     let doc = html(&body(app.get_admin("/admin/products?q=dune").await).await);
     let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
     let doc = html(&body(app.get_admin(&edit).await).await);
@@ -255,6 +279,7 @@ async fn the_size_of_a_stored_gif_or_webp_is_recorded_with_its_thumbnail() {
 #[tokio::test]
 async fn the_upload_limit_comes_from_configuration() {
     let app = spawn_app_with(&[("BAZAAR_MEDIA__MAX_UPLOAD_MB", "1")]).await;
+    dune(&app).await;
     let doc = html(&body(app.get_admin("/admin/products?q=dune").await).await);
     let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
     let doc = html(&body(app.get_admin(&edit).await).await);
@@ -265,7 +290,7 @@ async fn the_upload_limit_comes_from_configuration() {
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     let doc = html(&body(app.get_admin(&edit).await).await);
     assert!(texts(&doc, ".flash-error")[0].contains("larger than 1 MiB"));
-    assert_eq!(count(&doc, ".admin-photos img"), 1, "only the demo cover");
+    assert_eq!(count(&doc, ".admin-photos img"), 1, "only its cover");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -349,10 +374,7 @@ async fn confirm_clean_up(app: &TestApp) -> reqwest::Response {
 async fn cleaning_up_orphans_keeps_a_live_product_photos_display_copy() {
     let app = spawn_app().await;
     let photo = store(&app, "big.png", photo_png(1600, 1200)).await;
-    let product = bazaar::catalog::products::by_slug(&app.db, "kind-of-blue")
-        .await
-        .expect("read")
-        .expect("a demo product");
+    let product = kind_of_blue(&app).await;
     assert!(
         bazaar::catalog::products::add_photo(&app.db, product.id, photo.id)
             .await
@@ -485,10 +507,7 @@ async fn a_file_linked_after_the_review_is_kept_when_the_clean_up_is_confirmed()
     let token = csrf_token(&doc).expect("token");
     assert_eq!(count(&doc, "tr.orphan"), 1);
     // Meanwhile an editor puts it on a product.
-    let product = bazaar::catalog::products::by_slug(&app.db, "kind-of-blue")
-        .await
-        .expect("read")
-        .expect("a demo product");
+    let product = kind_of_blue(&app).await;
     bazaar::catalog::products::add_photo(&app.db, product.id, photo.id)
         .await
         .expect("added");
@@ -611,10 +630,7 @@ async fn node_id(app: &TestApp, slug: &str) -> String {
 async fn a_published_photo_and_a_product_photo_stay_public_and_cacheable() {
     let app = spawn_app().await;
     let (_, published) = photo_node(&app, "on-show", Some(DateTime::now())).await;
-    let product = bazaar::catalog::products::by_slug(&app.db, "kind-of-blue")
-        .await
-        .expect("read")
-        .expect("a demo product");
+    let product = kind_of_blue(&app).await;
     let cover = product.photos[0];
     for path in [
         format!("/media/{}", published.id.to_hex()),

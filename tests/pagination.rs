@@ -49,7 +49,7 @@ fn new_product(n: usize, category: Option<bson::oid::ObjectId>) -> NewProduct {
 
 /// The demo catalog plus [`EXTRA`] colliding products, a third of them filed under Music.
 async fn app_with_ties() -> TestApp {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let music = categories::by_slug(&app.db, "swing")
         .await
         .unwrap()
@@ -217,7 +217,7 @@ async fn next_and_previous_links_visit_every_product_once_in_order_under_every_s
 
 #[tokio::test]
 async fn deep_pages_link_numbers_only_near_the_ends() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     bazaar::catalog::demo::seed_bulk(&app.db, 600)
         .await
         .expect("seeded");
@@ -260,7 +260,7 @@ async fn deep_pages_link_numbers_only_near_the_ends() {
 
 #[tokio::test]
 async fn bad_cursors_are_a_400_page() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let first = page(&app, "/products?sort=price").await;
     let next = link(&first, "next").expect("a second page");
     let token = next.split("after=").nth(1).expect("a token").to_string();
@@ -454,7 +454,7 @@ async fn a_keyset_page_walks_the_sort_index_from_its_cursor() {
 /// A keyset page costs the same finds however deep it is: no count, no skip.
 #[tokio::test]
 async fn a_keyset_page_sends_at_most_two_finds() {
-    let app = spawn_app_with(&[("BAZAAR_LOG__DATABASE_COMMANDS", "true")]).await;
+    let app = spawn_app_with_demo_and(&[("BAZAAR_LOG__DATABASE_COMMANDS", "true")]).await;
     bazaar::catalog::demo::seed_bulk(&app.db, 600)
         .await
         .expect("seeded");
@@ -480,7 +480,7 @@ async fn a_keyset_page_sends_at_most_two_finds() {
 /// index in the listing's order, so it sorts nothing however many products the type has.
 #[tokio::test]
 async fn a_type_filtered_newest_page_is_read_in_index_order() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     bazaar::catalog::demo::seed_bulk(&app.db, 300)
         .await
         .expect("seeded");
@@ -658,7 +658,7 @@ async fn deep_numbered_pages_show_the_listing_in_order() {
 /// walked again in the background, never by the page.
 #[tokio::test]
 async fn deep_page_numbers_drift_by_at_most_the_products_added_since_the_walk() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     bazaar::catalog::demo::seed_bulk(&app.db, 600)
         .await
         .expect("seeded");
@@ -705,7 +705,7 @@ async fn deep_page_numbers_drift_by_at_most_the_products_added_since_the_walk() 
 /// answers 503 with Retry-After (never a long skip); pages near the ends need no anchors.
 #[tokio::test]
 async fn a_deep_page_before_its_anchors_exist_asks_to_retry() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     bazaar::catalog::demo::seed_bulk(&app.db, 600)
         .await
         .expect("seeded");

@@ -10,7 +10,7 @@ use bazaar::db::commands::Command;
 use reqwest::StatusCode;
 
 async fn counting_app() -> TestApp {
-    spawn_app_with(&[("BAZAAR_LOG__DATABASE_COMMANDS", "true")]).await
+    spawn_app_with_demo_and(&[("BAZAAR_LOG__DATABASE_COMMANDS", "true")]).await
 }
 
 /// The commands one GET of `path` sent.
@@ -234,7 +234,7 @@ fn attr_all(doc: &scraper::Html, selector: &str, name: &str) -> Vec<String> {
 /// listing gets none, and a visitor who already has one is not sent it again on every page.
 #[tokio::test]
 async fn page_views_do_not_rewrite_the_session_cookie() {
-    let app = spawn_app().await;
+    let app = spawn_app_with_demo().await;
     let sets_cookie = |r: &reqwest::Response| r.headers().contains_key("set-cookie");
     let listing = app.get("/products").await;
     assert!(
@@ -271,7 +271,7 @@ async fn page_views_do_not_rewrite_the_session_cookie() {
 async fn the_embedded_store_on_disk_is_reached_through_its_unix_sockets() {
     let data = tempfile::tempdir().expect("tempdir");
     let path = data.path().to_string_lossy().to_string();
-    let app = spawn_app_with(&[
+    let app = spawn_app_with_demo_and(&[
         ("BAZAAR_DATABASE__URI", "embedded"),
         ("BAZAAR_DATABASE__PATH", path.as_str()),
         ("BAZAAR_SERVER__WORKERS", "2"),

@@ -5,6 +5,7 @@
 use std::io::Cursor;
 use std::time::Duration;
 
+use crate::common::builders::{CategoryBuilder, ProductBuilder};
 use crate::common::shop::*;
 use crate::common::*;
 use bazaar::config::Settings;
@@ -16,7 +17,9 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// The app with a handle on its admin credentials' counters.
 async fn spawn_counted(env: &[(&str, &str)]) -> (String, actix_web::web::Data<AdminCredentials>) {
-    let settings: Settings = test_settings(env);
+    let mut vars = vec![NO_DEMO];
+    vars.extend_from_slice(env);
+    let settings: Settings = test_settings(&vars);
     let app = Application::build(settings).await.expect("the app starts");
     let address = format!("http://127.0.0.1:{}", app.port());
     let credentials = app.admin_credentials();
@@ -150,6 +153,12 @@ async fn public_pages_ignore_basic_credentials_and_an_admin_can_still_open_any_o
 #[tokio::test]
 async fn a_nul_byte_in_search_text_shows_a_normal_page_on_listings_categories_and_admin() {
     let app = spawn_app().await;
+    let jazz = CategoryBuilder::new("jazz").build(&app.db).await;
+    ProductBuilder::new("kob")
+        .title("Kind of Blue")
+        .category(&jazz)
+        .build(&app.db)
+        .await;
     let tree = html(&body(app.get("/categories").await).await);
     let category = attr(&tree, "main a[href^='/categories/']", "href").expect("a category");
     for path in [
@@ -428,8 +437,14 @@ async fn upload_photo(app: &TestApp, action: &str, bytes: &[u8]) -> reqwest::Res
     app.post_admin_multipart(action, boundary, body).await
 }
 
-/// The edit page of the demo product "Dune" and its upload form's action.
+/// A product "Dune", found through the admin's search: its edit page and its upload form's
+/// action.
 async fn dune_upload_form(app: &TestApp) -> (String, String) {
+    ProductBuilder::new("dune")
+        .title("Dune")
+        .stock(4)
+        .build(&app.db)
+        .await;
     let doc = html(&body(app.get_admin("/admin/products?q=dune").await).await);
     let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
     let doc = html(&body(app.get_admin(&edit).await).await);
@@ -463,6 +478,9 @@ async fn images_declaring_more_pixels_than_the_limit_are_refused_before_decoding
 async fn the_pixel_limit_is_configurable_and_pages_show_a_scaled_copy_of_a_large_photo() {
     let app = spawn_app_with(&[("BAZAAR_MEDIA__MAX_IMAGE_MEGAPIXELS", "3")]).await;
     let (edit, action) = dune_upload_form(&app).await;
+    // A first, small photo, so the large one is the second the page shows.
+    let response = upload_photo(&app, &action, &real_png(300, 200)).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
     let response = upload_photo(&app, &action, &real_png(2000, 1600)).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     let doc = html(&body(app.get_admin(&edit).await).await);
@@ -913,7 +931,7 @@ async fn personal_pages_and_pages_with_a_session_are_never_stored_and_public_pag
     // A first visit: a page with a form carries a new session's CSRF token and sets its cookie.
     let (visitor, _) = new_client();
     let product = visitor
-        .get(app.url("/products/kind-of-blue"))
+        .get(app.url("/products/test-cached"))
         .send()
         .await
         .expect("sent");

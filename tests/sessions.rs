@@ -73,7 +73,9 @@ async fn a_wrong_or_foreign_csrf_token_is_refused() {
 
 #[tokio::test]
 async fn a_post_with_the_token_succeeds_and_its_flash_message_is_shown_once() {
-    let app = spawn_app().await;
+    // With the demo data in place, the demo-data form is a POST that changes nothing and
+    // answers with a known flash message.
+    let app = spawn_app_with_demo().await;
     let token = dashboard_token(&app).await;
     let response = app
         .post_admin_form("/admin/seed", &[("csrf_token", token.as_str())])
@@ -152,7 +154,8 @@ async fn sessions_survive_a_restart_because_the_generated_key_is_kept_in_the_dat
         ("BAZAAR_DATABASE__PATH", path.as_str()),
     ];
 
-    let app = spawn_app_with(&env).await;
+    // The demo data in place makes the demo-data form a POST with a known flash message.
+    let app = spawn_app_with_demo_and(&env).await;
     let token = dashboard_token(&app).await;
     let response = app
         .post_admin_form("/admin/seed", &[("csrf_token", token.as_str())])
@@ -165,7 +168,7 @@ async fn sessions_survive_a_restart_because_the_generated_key_is_kept_in_the_dat
     assert!(data.path().join("session.key").exists());
 
     // Same data directory, new process-level state: the old cookie still opens the session.
-    let app = spawn_app_with(&env).await;
+    let app = spawn_app_with_demo_and(&env).await;
     let response = reqwest::Client::new()
         .get(app.url("/admin/system"))
         .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::common::builders::ProductBuilder;
 use crate::common::shop::*;
 use crate::common::*;
 use bson::doc;
@@ -20,7 +21,8 @@ fn hrefs(doc: &scraper::Html, selector: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn genre_and_person_filters_ignore_case_and_spacing() {
-    let app = spawn_app().await;
+    // Not converted yet: still reads data from the demo catalog or content.
+    let app = spawn_app_with_demo().await;
     let lower = titles(&page(&app, "/products?genre=jazz&sort=title").await);
     assert!(lower.len() > 3, "{lower:?}");
     for variant in ["JAZZ", "Jazz", "%20%20jaZZ%20"] {
@@ -47,7 +49,8 @@ async fn genre_and_person_filters_ignore_case_and_spacing() {
 
 #[tokio::test]
 async fn active_filters_show_as_removable_chips_and_in_the_heading() {
-    let app = spawn_app().await;
+    // Not converted yet: still reads data from the demo catalog or content.
+    let app = spawn_app_with_demo().await;
     let doc = page(
         &app,
         "/products?type=album&genre=jazz&person=miles+davis&sort=title",
@@ -89,7 +92,8 @@ async fn active_filters_show_as_removable_chips_and_in_the_heading() {
 
 #[tokio::test]
 async fn a_bad_price_is_explained_on_the_page_and_not_applied() {
-    let app = spawn_app().await;
+    // Not converted yet: still reads data from the demo catalog or content.
+    let app = spawn_app_with_demo().await;
     let all = page(&app, "/products").await;
     let doc = page(&app, "/products?min_price=abc&max_price=12").await;
     let problems = texts(&doc, ".filter-problem");
@@ -208,15 +212,19 @@ async fn a_sold_out_product_looks_sold_out_and_says_what_other_carts_hold() {
 #[tokio::test]
 async fn sold_out_products_come_last_on_the_newest_shelf() {
     let app = spawn_app().await;
+    // More products than the shelf holds, the one kept in stock the oldest.
+    for i in 1..=6 {
+        product_with_stock(&app.db, &format!("shelf-{i}"), 5).await;
+    }
     let doc = page(&app, "/").await;
     let stock = texts(&doc, "#newest .product-card");
     assert_eq!(stock.len(), 4);
     assert!(
         stock.iter().all(|card| !card.contains("Sold out")),
-        "the demo has enough in stock to fill the shelf: {stock:?}"
+        "enough in stock to fill the shelf: {stock:?}"
     );
     // Sell out everything but one product: it leads, the sold-out ones follow, newest first.
-    let keep = "demo0001";
+    let keep = "shelf-1";
     bazaar::catalog::products::collection(&app.db)
         .update_many(
             doc! { "sku": { "$ne": keep } },
@@ -268,13 +276,12 @@ async fn cart_lines_name_their_item_and_carry_their_own_stock_note() {
     // A thumbnail (placeholder without a photo) on each line, one checkout button.
     assert_eq!(count(&doc, ".line-thumb"), 2);
     assert_eq!(count(&doc, "a.checkout-button"), 1);
-    // A demo product with a cover shows its thumbnail.
-    let covered: bazaar::catalog::products::Product =
-        bazaar::catalog::products::collection(&app.db)
-            .find_one(doc! { "photos.0": { "$exists": true }, "qty": { "$gt": 0 } })
-            .await
-            .expect("query")
-            .expect("a demo product with a photo");
+    // A product with a cover shows its thumbnail.
+    let covered = ProductBuilder::new("covered")
+        .stock(5)
+        .cover()
+        .build(&app.db)
+        .await;
     shopper.add(covered.sku.as_str(), "1").await;
     let doc = html(&body(shopper.get("/cart").await).await);
     let sku = covered.sku.to_string();

@@ -1,6 +1,7 @@
 //! Test harness: the whole app on a random port with a fresh in-memory docstore per test, an
 //! HTTP client that keeps cookies, and helpers to read pages with CSS selectors.
 
+pub mod builders;
 pub mod process;
 pub mod shop;
 pub mod smtp;
@@ -33,7 +34,8 @@ pub fn repo_root() -> PathBuf {
 
 /// Settings as a deployment would load them: the repository's config.toml overlaid with
 /// environment-style overrides. The base overrides give every test its own in-memory store,
-/// a random port and a known admin password; `env` comes last and wins.
+/// a random port and a known admin password; `env` comes last and wins. The demo data is
+/// seeded unless `env` holds [`NO_DEMO`].
 pub fn test_settings(env: &[(&str, &str)]) -> Settings {
     let mut vars: Vec<(String, String)> = vec![
         ("BAZAAR_DATABASE__URI".into(), "memory".into()),
@@ -81,11 +83,29 @@ pub struct TestApp {
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
 
+/// The setting that starts the app on an empty database (only the default site settings):
+/// `config.toml` seeds the demo data into a new database, as a first start should.
+pub const NO_DEMO: (&str, &str) = ("BAZAAR_SEED__DEMO", "false");
+
+/// The app on an empty database; a test builds the data it needs (`common::builders`).
 pub async fn spawn_app() -> TestApp {
     spawn_app_with(&[]).await
 }
 
+/// [`spawn_app`] with settings overridden by `env` (environment-style, as in [`test_settings`]).
 pub async fn spawn_app_with(env: &[(&str, &str)]) -> TestApp {
+    let mut vars = vec![NO_DEMO];
+    vars.extend_from_slice(env);
+    spawn_with_settings(test_settings(&vars)).await
+}
+
+/// The app with the demo catalog, pages, posts and comments seeded, for tests about that data.
+pub async fn spawn_app_with_demo() -> TestApp {
+    spawn_app_with_demo_and(&[]).await
+}
+
+/// [`spawn_app_with_demo`] with settings overridden by `env`.
+pub async fn spawn_app_with_demo_and(env: &[(&str, &str)]) -> TestApp {
     spawn_with_settings(test_settings(env)).await
 }
 
@@ -444,6 +464,7 @@ pub async fn stored_files(app: &TestApp) -> u64 {
 }
 
 /// A content node as an editor would create it (author "Tester"); `published: None` is a draft.
+/// The [`builders::NodeBuilder`] with every field given.
 pub async fn add_node(
     app: &TestApp,
     section: &str,
@@ -453,20 +474,12 @@ pub async fn add_node(
     published: Option<bson::DateTime>,
     tags: &[&str],
 ) -> bazaar::content::model::Node {
-    bazaar::content::model::create(
-        &app.db,
-        bazaar::content::model::NodeInput {
-            section: section.to_string(),
-            slug: slug.to_string(),
-            title: title.to_string(),
-            author: "Tester".to_string(),
-            detail,
-        },
-        published,
-        tags.iter().map(|t| t.to_string()).collect(),
-    )
-    .await
-    .expect("node created")
+    builders::NodeBuilder::new(section, slug, detail)
+        .title(title)
+        .published(published)
+        .tags(tags)
+        .build(&app.db)
+        .await
 }
 
 /// A SKU for a test (panics on one no product could have: a mistake in the test itself).

@@ -3,43 +3,17 @@
 
 use std::sync::Arc;
 
-use bazaar::catalog::products::{self, AlbumDetails, Details, NewProduct, Product, Shipping};
+use bazaar::catalog::products::{self, Product};
 use bazaar::db::Db;
 use reqwest::cookie::Jar;
 use reqwest::StatusCode;
 
+use super::builders::ProductBuilder;
 use super::*;
 
-/// A product with `stock` units received, none sold.
+/// A product with `stock` units received, none sold (the [`ProductBuilder`]'s defaults).
 pub async fn product_with_stock(db: &Db, sku: &str, stock: i64) -> Product {
-    products::create(
-        db,
-        NewProduct {
-            sku: super::sku(sku),
-            slug: super::slug(&format!("test-{sku}")),
-            title: format!("Test album {sku}"),
-            description: "For testing the cart.".to_string(),
-            list_price: bazaar::domain::Money::from_cents(1500),
-            retail_price: bazaar::domain::Money::from_cents(1200),
-            categories: Vec::new(),
-            details: Details::Album(AlbumDetails {
-                title: format!("Test album {sku}"),
-                artist: "The Testers".to_string(),
-                genre: vec!["Jazz".to_string()],
-                tracks: vec!["One".to_string()],
-                issue_date: bson::DateTime::from_millis(0),
-                label: "Test".to_string(),
-            }),
-            qty: stock,
-            featured: false,
-            shipping: Shipping {
-                weight: 300,
-                ..Shipping::default()
-            },
-        },
-    )
-    .await
-    .expect("product created")
+    ProductBuilder::new(sku).stock(stock).build(db).await
 }
 
 pub async fn product(db: &Db, sku: &str) -> Product {
@@ -104,15 +78,18 @@ impl Shopper {
 
     pub async fn refresh_token(&mut self) {
         let doc = html(&body(self.get("/products").await).await);
-        // The listing has no form; the token lives in the session, so any page's form will do.
-        self.csrf = match csrf_token(&doc) {
-            Some(t) => t,
-            None => {
-                let first = attr(&doc, ".product-grid a", "href").expect("a product link");
-                let page = html(&body(self.get(&first).await).await);
-                csrf_token(&page).expect("product page has a form")
+        // The listing has no form; the token lives in the session, so any page's form will do:
+        // a product's, or on an empty shop the order lookup's.
+        let page = match (csrf_token(&doc), attr(&doc, ".product-grid a", "href")) {
+            (Some(t), _) => {
+                self.csrf = t;
+                return;
             }
+            (None, Some(first)) => first,
+            (None, None) => "/orders/lookup".to_string(),
         };
+        let doc = html(&body(self.get(&page).await).await);
+        self.csrf = csrf_token(&doc).expect("the page has a form");
     }
 
     pub async fn get(&self, path: &str) -> reqwest::Response {
