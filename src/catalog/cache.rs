@@ -179,8 +179,9 @@ pub type Shelves = Vec<Vec<ProductCard>>;
 pub struct CatalogCache {
     /// Bumped by every invalidation: a reload that started before one is not stored.
     generation: AtomicU64,
-    /// The change counters ([`changes`]) this cache has caught up with.
+    /// The change counters ([`changes`]) this cache has caught up with, and their sum.
     seen: Mutex<Seen>,
+    seen_sum: AtomicU64,
     categories: Slot<CategoryTree>,
     site: Slot<SiteSettings>,
     shelves: Slot<Shelves>,
@@ -197,13 +198,24 @@ struct TotalSlot {
 impl CatalogCache {
     /// Drops what the changes reported since the last call made stale.
     fn catch_up(&self, now: Seen) {
+        // The counters only grow, so an equal sum means nothing changed: the common case takes
+        // no lock.
+        let sum = now.products + now.categories + now.site;
+        if self.seen_sum.load(Ordering::Acquire) == sum {
+            return;
+        }
         let Ok(mut seen) = self.seen.lock() else {
             return;
         };
-        if *seen == now {
+        // Another reader may have caught up with newer counters meanwhile: never step back.
+        if now.products <= seen.products
+            && now.categories <= seen.categories
+            && now.site <= seen.site
+        {
             return;
         }
         let was = std::mem::replace(&mut *seen, now);
+        self.seen_sum.store(sum, Ordering::Release);
         if now.categories != was.categories {
             self.categories_changed();
         } else if now.products != was.products {

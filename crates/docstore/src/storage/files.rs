@@ -109,6 +109,35 @@ pub(super) fn prepare_private_dir(dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
+/// The lock on `file`, waiting up to a second while the recorded holder is this very process.
+///
+/// A lock this process released can still be held for a moment by a child it is starting: a
+/// child shares the parent's open files between `fork` and `exec` (close-on-exec closes them
+/// only at `exec`), so a thread spawning a process while another releases the directory keeps
+/// the lock alive that long. Another process's lock is reported at once.
+fn try_lock_own(file: &File) -> Result<(), fs::TryLockError> {
+    let own = std::process::id().to_string();
+    let mut waited = std::time::Duration::ZERO;
+    loop {
+        match file.try_lock() {
+            Err(fs::TryLockError::WouldBlock) if waited < std::time::Duration::from_secs(1) => {
+                let mut holder = String::new();
+                let mut reader = file;
+                let _ = std::io::Seek::rewind(&mut reader);
+                let _ = reader.read_to_string(&mut holder);
+                let _ = std::io::Seek::rewind(&mut reader);
+                if holder.trim() != own {
+                    return Err(fs::TryLockError::WouldBlock);
+                }
+                let pause = std::time::Duration::from_millis(20);
+                std::thread::sleep(pause);
+                waited += pause;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// Hold an exclusive lock on `LOCK` so that a second server cannot share the directory.
 pub(super) fn lock_dir(dir: &Path) -> io::Result<File> {
     let path = dir.join(LOCK_FILE);
@@ -118,7 +147,7 @@ pub(super) fn lock_dir(dir: &Path) -> io::Result<File> {
         .create(true)
         .truncate(false)
         .open(&path)?;
-    match file.try_lock() {
+    match try_lock_own(&file) {
         Ok(()) => {}
         Err(fs::TryLockError::WouldBlock) => {
             let mut holder = String::new();
