@@ -26,6 +26,10 @@ pub enum MoneyError {
 
 impl Money {
     pub const ZERO: Money = Money(0);
+    /// The largest amount a form accepts (a billion in the shop's currency): large enough for
+    /// any price, small enough that a line of the most units a cart holds, and an order of many
+    /// such lines, stay far inside `i64`.
+    pub const MAX_TYPED: Money = Money(100_000_000_000);
 
     pub const fn from_cents(cents: i64) -> Money {
         Money(cents)
@@ -62,6 +66,7 @@ impl Money {
         whole
             .checked_mul(100)
             .and_then(|c| c.checked_add(frac))
+            .filter(|&cents| cents <= Money::MAX_TYPED.0)
             .map(Money)
             .ok_or(MoneyError::TooLarge)
     }
@@ -95,7 +100,7 @@ impl Money {
 
     /// The price of `qty` units.
     pub fn times(self, qty: i64) -> Money {
-        Money(self.0 * qty)
+        Money(self.0.saturating_mul(qty))
     }
 
     fn amount_of(self, cents: u64) -> String {
@@ -106,20 +111,20 @@ impl Money {
 impl Add for Money {
     type Output = Money;
     fn add(self, other: Money) -> Money {
-        Money(self.0 + other.0)
+        Money(self.0.saturating_add(other.0))
     }
 }
 
 impl AddAssign for Money {
     fn add_assign(&mut self, other: Money) {
-        self.0 += other.0;
+        self.0 = self.0.saturating_add(other.0);
     }
 }
 
 impl Sub for Money {
     type Output = Money;
     fn sub(self, other: Money) -> Money {
-        Money(self.0 - other.0)
+        Money(self.0.saturating_sub(other.0))
     }
 }
 
@@ -217,6 +222,16 @@ mod tests {
             Money::parse("99999999999999999999"),
             Err(MoneyError::TooLarge)
         );
+        assert_eq!(Money::parse("1000000000"), Ok(Money::MAX_TYPED));
+        assert_eq!(Money::parse("1000000000.01"), Err(MoneyError::TooLarge));
+    }
+
+    #[test]
+    fn sums_and_line_totals_saturate_instead_of_wrapping_or_panicking() {
+        let huge = Money::from_cents(i64::MAX - 1);
+        assert_eq!(huge.times(99), Money::from_cents(i64::MAX));
+        assert_eq!(huge + huge, Money::from_cents(i64::MAX));
+        assert_eq!(Money::MAX_TYPED.times(99).cents(), 9_900_000_000_000);
     }
 
     #[test]
