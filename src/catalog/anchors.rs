@@ -163,10 +163,16 @@ impl Default for AnchorCache {
 pub fn of(db: &Db) -> Arc<AnchorCache> {
     let cache = db.extension::<AnchorCache>();
     let now = changes::of(db).seen().products;
-    let was = cache
+    // Read first: the common case (nothing changed) writes nothing shared.
+    if cache
         .seen_products
-        .swap(now, std::sync::atomic::Ordering::SeqCst);
-    if was != now {
+        .load(std::sync::atomic::Ordering::Acquire)
+        != now
+        && cache
+            .seen_products
+            .swap(now, std::sync::atomic::Ordering::AcqRel)
+            != now
+    {
         cache.products_changed();
     }
     cache
