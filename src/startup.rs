@@ -351,6 +351,9 @@ impl Application {
         crate::content::model::go_live_due(db)
             .await
             .context("marking due content live failed")?;
+        crate::content::model::backfill_summaries(db)
+            .await
+            .context("working out the summaries of content stored before them failed")?;
         if let Some(report) = seed::run_if_empty(db, settings.seed.demo)
             .await
             .context("seeding the empty database failed")?

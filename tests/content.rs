@@ -146,7 +146,7 @@ async fn the_blog_is_a_stream_of_every_post_type_newest_first_with_comment_count
 }
 
 #[tokio::test]
-async fn section_lists_are_paginated_newest_first() {
+async fn section_lists_page_by_older_and_newer_links_newest_first() {
     let app = spawn_app().await;
     for i in 0..19 {
         add_node(
@@ -160,30 +160,46 @@ async fn section_lists_are_paginated_newest_first() {
         )
         .await;
     }
-    // 19 posts: two pages of 10.
+    // 19 posts: a page of 10, then 9.
     let first = page(&app, "/blog/").await;
     let titles = texts(&first, "article.node-summary h2");
     assert_eq!(titles.len(), 10);
     assert_eq!(titles[0], "Post 00");
-    assert_eq!(
-        attr(&first, "a[rel=next]", "href").as_deref(),
-        Some("/blog/?page=2")
-    );
-    let second = page(&app, "/blog/?page=2").await;
-    assert_eq!(texts(&second, "article.node-summary h2").len(), 9);
+    assert!(attr(&first, "a[rel=prev]", "href").is_none());
+    let older = attr(&first, "a[rel=next]", "href").expect("an Older link");
+    assert!(older.starts_with("/blog/?before="), "{older}");
+    let second = page(&app, &older).await;
+    let titles = texts(&second, "article.node-summary h2");
+    assert_eq!(titles.len(), 9);
+    assert_eq!(titles[0], "Post 10");
     assert!(attr(&second, "a[rel=next]", "href").is_none());
+    let newer = attr(&second, "a[rel=prev]", "href").expect("a Newer link");
+    assert!(newer.starts_with("/blog/?after="), "{newer}");
+    let back = page(&app, &newer).await;
+    assert_eq!(
+        texts(&back, "article.node-summary h2"),
+        texts(&first, "article.node-summary h2")
+    );
+    // The numbered pages of earlier versions still answer, within bounds.
+    let numbered = page(&app, "/blog/?page=2").await;
+    assert_eq!(texts(&numbered, "article.node-summary h2")[0], "Post 10");
     assert_eq!(
         app.get("/blog/?page=3").await.status(),
         StatusCode::NOT_FOUND
     );
-    assert_eq!(
-        app.get("/blog/?page=abc").await.status(),
-        StatusCode::BAD_REQUEST
-    );
-    assert_eq!(
-        app.get("/blog/?page=0").await.status(),
-        StatusCode::BAD_REQUEST
-    );
+    for bad in [
+        "/blog/?page=abc",
+        "/blog/?page=0",
+        "/blog/?page=101",
+        "/blog/?before=yesterday",
+        "/blog/?after=1.zz",
+    ] {
+        assert_eq!(
+            app.get(bad).await.status(),
+            StatusCode::BAD_REQUEST,
+            "{bad}"
+        );
+    }
 }
 
 #[tokio::test]

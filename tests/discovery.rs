@@ -1097,7 +1097,7 @@ async fn every_sitemap_query_runs_on_an_index() {
     .await;
     assert_eq!(
         key_of(&section),
-        doc! { "metadata.section": 1, "metadata.published": -1 }
+        doc! { "metadata.section": 1, "metadata.published": -1, "_id": -1 }
     );
     for (collection, pipeline) in sitemap::tag_pipelines(DateTime::now()) {
         let filter = pipeline[0]

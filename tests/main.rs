@@ -33,6 +33,7 @@ mod cli;
 mod clock_step;
 mod comments;
 mod content;
+mod content_stream;
 mod crash;
 mod discovery;
 mod domain;

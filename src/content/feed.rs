@@ -113,7 +113,7 @@ pub async fn serve(
     path: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
     let section = section(&path).ok_or(AppError::NotFound)?;
-    let (nodes, _) = model::published_page(&state.db, section.name, 0, FEED_SIZE).await?;
+    let nodes = model::latest(&state.db, section.name, FEED_SIZE).await?;
     let xml = atom(&state.public_url, section.name, section.title, &nodes);
     Ok(feed_response(&req, xml, &nodes))
 }

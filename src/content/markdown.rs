@@ -66,19 +66,6 @@ fn keep_local_relative(url: &str) -> Option<std::borrow::Cow<'_, str>> {
     crate::web::links::is_safe_relative_link(url).then_some(std::borrow::Cow::Borrowed(url))
 }
 
-/// A plain-text excerpt of the rendered text (for lists and feed summaries).
-pub fn excerpt(text: &str, max_chars: usize) -> String {
-    let html = render(text);
-    let plain = ammonia::Builder::empty().clean(&html).to_string();
-    let plain = plain
-        .replace("&amp;", "&")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&#39;", "'");
-    crate::web::meta::words_within(&plain, max_chars)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -136,10 +123,5 @@ mod tests {
             "{html}"
         );
         assert_eq!(html.matches("nofollow").count(), 2, "{html}");
-    }
-
-    #[test]
-    fn excerpts_are_plain_text_cut_at_a_word() {
-        assert_eq!(excerpt("**Hello** world, again", 12), "Hello world,…");
     }
 }

@@ -4,12 +4,14 @@
 //! The admin screens are in `crate::admin::content`.
 
 pub mod demo;
+pub mod excerpt;
 pub mod feed;
 pub mod markdown;
 pub mod media_access;
 pub mod model;
 pub mod pages;
 pub mod photos;
+pub mod stream;
 pub mod video;
 
 /// Why a content change was refused, in words a form can show.

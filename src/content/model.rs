@@ -14,6 +14,7 @@ use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
 
+use crate::content::excerpt::Summary;
 use crate::content::video::Video;
 use crate::content::ContentError;
 use crate::db::{Db, DbError};
@@ -178,6 +179,18 @@ impl Detail {
         }
     }
 
+    /// What a stream shows instead of the body (`content::excerpt`): an excerpt of a text, a
+    /// quote or a link's words, a photo's caption; nothing of a video.
+    pub fn summary(&self) -> Summary {
+        match self {
+            Detail::Page(d) | Detail::Entry(d) => Summary::of_markdown(&d.text),
+            Detail::Photo(d) => Summary::of_plain(&d.caption),
+            Detail::Video(_) => Summary::default(),
+            Detail::Quote(d) => Summary::of_plain(&d.text),
+            Detail::Link(d) => Summary::of_plain(&d.text),
+        }
+    }
+
     pub fn parse(kind: NodeType, detail: &Document) -> Result<Detail, bson::de::Error> {
         let d = detail.clone();
         Ok(match kind {
@@ -222,6 +235,11 @@ pub struct Metadata {
     /// Closed to new comments by the owner (Admin → Comments).
     #[serde(default)]
     pub comments_closed: bool,
+    /// What streams show instead of the body, worked out from `detail` at every save
+    /// ([`Detail::summary`]); `None` only on nodes stored before it existed until start-up
+    /// fills it in ([`backfill_summaries`]).
+    #[serde(default)]
+    pub summary: Option<Summary>,
     pub detail: Document,
 }
 
@@ -253,6 +271,16 @@ impl Node {
 
     pub fn url(&self) -> String {
         format!("/{}/{}", self.metadata.section, self.metadata.slug)
+    }
+
+    /// What lists and link previews show of the node (`content::excerpt`): the stored summary,
+    /// or one worked out from the detail for a node that has none yet.
+    pub fn summary(&self) -> Summary {
+        self.metadata
+            .summary
+            .clone()
+            .or_else(|| self.detail().map(|d| d.summary()))
+            .unwrap_or_default()
     }
 
     pub fn kind(&self) -> &'static str {
@@ -348,6 +376,16 @@ impl Node {
         }
     }
 
+    /// A link node's target when it is an http(s) address; unlike [`Node::link`] it needs only
+    /// the address, so it works on a card.
+    pub fn link_url(&self) -> Option<&str> {
+        self.metadata
+            .detail
+            .get_str("url")
+            .ok()
+            .filter(|url| self.metadata.kind == NodeType::Link && is_web_url(url))
+    }
+
     pub fn comments_label(&self) -> String {
         match self.metadata.comment_count {
             1 => "1 comment".to_string(),
@@ -364,6 +402,10 @@ pub fn is_web_url(url: &str) -> bool {
         && url.len() > "https://".len()
         && !url.chars().any(|c| c.is_whitespace() || c.is_control())
 }
+
+/// Indexes no query uses any more, dropped at start-up: `section_published` became
+/// `section_published_id` (ties in a stream are ordered by `_id`).
+pub const RETIRED_INDEXES: [&str; 1] = ["section_published"];
 
 pub fn indexes() -> Vec<IndexModel> {
     vec![
@@ -387,12 +429,12 @@ pub fn indexes() -> Vec<IndexModel> {
                     .build(),
             )
             .build(),
-        // Section lists and feeds, newest first.
+        // Section streams and feeds, newest first ([`newest_first`]), and a post's neighbours.
         IndexModel::builder()
-            .keys(doc! { "metadata.section": 1, "metadata.published": -1 })
+            .keys(doc! { "metadata.section": 1, "metadata.published": -1, "_id": -1 })
             .options(
                 IndexOptions::builder()
-                    .name("section_published".to_string())
+                    .name("section_published_id".to_string())
                     .build(),
             )
             .build(),
@@ -476,7 +518,7 @@ pub async fn go_live_due(db: &Db) -> Result<u64, DbError> {
 
 /// Readers were just shown `nodes`: mark live any of them that is not yet, so that they stay
 /// shown even if the clock steps back before the jobs run. A no-op (no write) when all are live.
-async fn keep_shown(db: &Db, nodes: &[Node]) -> Result<(), DbError> {
+pub(crate) async fn keep_shown(db: &Db, nodes: &[Node]) -> Result<(), DbError> {
     let ids: Vec<ObjectId> = nodes
         .iter()
         .filter(|n| !n.metadata.live)
@@ -523,6 +565,7 @@ pub async fn create(
             locked: None,
             comment_count: 0,
             comments_closed: false,
+            summary: Some(input.detail.summary()),
             detail,
         },
     };
@@ -548,32 +591,90 @@ pub async fn published_by_slug(
     Ok(node)
 }
 
-/// One page of a section's published nodes, newest first, and how many there are.
-pub async fn published_page(
-    db: &Db,
-    section: &str,
-    skip: u64,
-    limit: i64,
-) -> Result<(Vec<Node>, u64), DbError> {
+/// The newest `limit` published nodes of a section, whole (the feeds show their bodies).
+pub async fn latest(db: &Db, section: &str, limit: i64) -> Result<Vec<Node>, DbError> {
     let filter = visible(doc! { "metadata.section": section }, db.now());
-    let total = collection(db).count_documents(filter.clone()).await?;
     let nodes: Vec<Node> = collection(db)
         .find(filter)
-        .sort(doc! { "metadata.published": -1 })
-        .skip(skip)
+        .sort(newest_first())
         .limit(limit)
         .await?
         .try_collect()
         .await?;
     keep_shown(db, &nodes).await?;
-    Ok((nodes, total))
+    Ok(nodes)
 }
 
-/// Published nodes carrying `tag`, newest first.
+/// The order of every stream: newest first, ties (the same millisecond) by `_id`, so that
+/// `(published, _id)` orders a section completely. Served by the `section_published_id` index.
+pub fn newest_first() -> Document {
+    doc! { "metadata.published": -1, "_id": -1 }
+}
+
+/// What a list shows of a node: everything but the body text (`metadata.detail.text`: a
+/// page's or entry's Markdown, a quote's or a link's words), which `metadata.summary` stands
+/// in for.
+pub fn card_projection() -> Document {
+    doc! { "metadata.detail.text": 0 }
+}
+
+/// Give every node stored before `metadata.summary` existed its summary; run at start-up. Each
+/// update names the nonce it read, so a node saved meanwhile (which set its own summary) is
+/// left alone, and several instances starting at once write the same values. Returns how many
+/// nodes were filled in.
+pub async fn backfill_summaries(db: &Db) -> Result<u64, DbError> {
+    let mut filled = 0;
+    let raw = db.collection::<Document>(COLLECTION);
+    let mut cursor = raw
+        .find(doc! { "metadata.summary": null })
+        .projection(doc! { "metadata.type": 1, "metadata.detail": 1, "metadata.nonce": 1 })
+        .await?;
+    while let Some(stored) = cursor.try_next().await? {
+        let (Ok(id), Ok(metadata)) = (stored.get_object_id("_id"), stored.get_document("metadata"))
+        else {
+            continue;
+        };
+        let kind = metadata.get_str("type").ok().and_then(NodeType::parse);
+        let (Some(kind), Ok(detail), Some(nonce)) =
+            (kind, metadata.get_document("detail"), metadata.get("nonce"))
+        else {
+            continue;
+        };
+        let summary = Detail::parse(kind, detail)
+            .map(|d| d.summary())
+            .unwrap_or_default();
+        let summary = bson::to_bson(&summary).map_err(|e| DbError::Other(e.into()))?;
+        let result = raw
+            .update_one(
+                doc! { "_id": id, "metadata.nonce": nonce, "metadata.summary": null },
+                doc! { "$set": { "metadata.summary": summary } },
+            )
+            .await?;
+        filled += result.modified_count;
+    }
+    Ok(filled)
+}
+
+/// Published nodes carrying `tag`, newest first, whole (the tag feeds show their bodies).
 pub async fn published_with_tag(db: &Db, tag: &str, limit: i64) -> Result<Vec<Node>, DbError> {
+    with_tag(db, tag, limit, doc! {}).await
+}
+
+/// [`published_with_tag`] as cards ([`card_projection`]), for the tag pages.
+pub async fn cards_with_tag(db: &Db, tag: &str, limit: i64) -> Result<Vec<Node>, DbError> {
+    with_tag(db, tag, limit, card_projection()).await
+}
+
+async fn with_tag(
+    db: &Db,
+    tag: &str,
+    limit: i64,
+    projection: Document,
+) -> Result<Vec<Node>, DbError> {
     let nodes: Vec<Node> = collection(db)
         .find(visible(doc! { "metadata.tags": tag }, db.now()))
         .sort(doc! { "metadata.published": -1 })
+        .projection(projection)
         .limit(limit)
         .await?
         .try_collect()
@@ -611,6 +712,9 @@ pub async fn save_with_nonce(
             set.insert("metadata.detail", detail);
         }
     }
+    let summary = bson::to_bson(&input.detail.summary())
+        .map_err(|e| ContentError::Db(DbError::Other(e.into())))?;
+    set.insert("metadata.summary", summary);
     let result = durable(db)
         .update_one(
             doc! { "_id": id, "metadata.nonce": form_nonce },

@@ -13,6 +13,7 @@ use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::comments::thread::{self, PageAt, ThreadView};
 use crate::content::model::{self, section, Node, Section};
+use crate::content::stream::{self, At, Cursor, Neighbour};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
@@ -35,27 +36,26 @@ impl From<crate::content::ContentError> for AppError {
 }
 
 const TAG_LIMIT: i64 = 50;
-/// Beyond this a page number is refused (skip would scan too far).
-const MAX_PAGE: u64 = 1000;
 
 #[derive(Template)]
 #[template(path = "content/section.html")]
 pub struct SectionPage {
     pub layout: Layout,
     pub section: &'static Section,
+    /// Cards: no body text; `metadata.summary` stands in for it.
     pub nodes: Vec<Node>,
-    pub total: u64,
-    pub page: u64,
-    pub pages: u64,
+    pub newer: Option<Cursor>,
+    pub older: Option<Cursor>,
 }
 
 impl SectionPage {
-    pub fn page_url(&self, n: u64) -> String {
-        if n <= 1 {
-            format!("/{}/", self.section.name)
-        } else {
-            format!("/{}/?page={n}", self.section.name)
-        }
+    /// Where "Newer posts" leads: the first page when it is the newest.
+    pub fn newer_url(&self, point: &Cursor) -> String {
+        format!("/{}/?after={}", self.section.name, point.token())
+    }
+
+    pub fn older_url(&self, point: &Cursor) -> String {
+        format!("/{}/?before={}", self.section.name, point.token())
     }
 }
 
@@ -65,6 +65,9 @@ pub struct NodePage {
     pub layout: Layout,
     pub section: &'static Section,
     pub node: Node,
+    /// The posts just newer and just older in the section (none for pages).
+    pub newer: Option<Neighbour>,
+    pub older: Option<Neighbour>,
     /// The node's comments (the page asked for) and the comment form.
     pub thread: ThreadView,
 }
@@ -82,18 +85,6 @@ fn known_section(name: &str) -> Result<&'static Section, AppError> {
     section(name).ok_or(AppError::NotFound)
 }
 
-fn page_param(params: &HashMap<String, String>) -> Result<u64, AppError> {
-    match params.get("page") {
-        None => Ok(1),
-        Some(p) => match p.parse::<u64>() {
-            Ok(n) if (1..=MAX_PAGE).contains(&n) => Ok(n),
-            _ => Err(AppError::BadRequest(
-                "The page number must be a whole number from 1.".into(),
-            )),
-        },
-    }
-}
-
 /// `GET /{section}/` (and without the trailing slash).
 pub async fn list(
     req: HttpRequest,
@@ -102,16 +93,20 @@ pub async fn list(
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
     let section = known_section(&path)?;
-    let page = page_param(&params)?;
+    let param = |name: &str| params.get(name).map(String::as_str);
+    let at = At::from_params(param("before"), param("after"), param("page"))
+        .map_err(|m| AppError::BadRequest(m.into()))?;
     let size = if section.grid {
         GRID_PAGE_SIZE
     } else {
         PAGE_SIZE
     };
-    let skip = (page - 1) * size as u64;
-    let (nodes, total) = model::published_page(&state.db, section.name, skip, size).await?;
-    let pages = total.div_ceil(size as u64).max(1);
-    if page > pages {
+    let stream::Page {
+        nodes,
+        newer,
+        older,
+    } = stream::page(&state.db, section.name, at, size).await?;
+    if nodes.is_empty() && at != At::Newest {
         return Err(AppError::NotFound);
     }
     let mut layout = Layout::public(&req);
@@ -126,9 +121,8 @@ pub async fn list(
         layout,
         section,
         nodes,
-        total,
-        page,
-        pages,
+        newer,
+        older,
     })
 }
 
@@ -153,31 +147,36 @@ pub async fn show(
     )
     .await?;
     thread.prefill_remembered(&req);
+    let (newer, older) = neighbours_of(&state, section, &node).await?;
     let mut layout = Layout::public(&req);
     node_meta(&mut layout.meta, section, &node);
     render(&NodePage {
         layout,
         section,
         node,
+        newer,
+        older,
         thread,
     })
+}
+
+/// The posts around `node` in its section; pages have no order, so no neighbours.
+async fn neighbours_of(
+    state: &AppState,
+    section: &Section,
+    node: &Node,
+) -> Result<(Option<Neighbour>, Option<Neighbour>), AppError> {
+    if section.name == "pages" {
+        return Ok((None, None));
+    }
+    Ok(stream::neighbours(&state.db, node).await?)
 }
 
 /// What a node says of itself in a shared link: its first words (an entry's or page's text, a
 /// photo's caption, a quote, a link's text) and its photo.
 fn node_meta(meta: &mut PageMeta, section: &Section, node: &Node) {
-    use crate::content::model::Detail;
     meta.title = node.metadata.title.clone();
-    let text = match node.detail() {
-        Some(Detail::Page(d)) | Some(Detail::Entry(d)) => {
-            crate::content::markdown::excerpt(&d.text, crate::web::meta::DESCRIPTION_CHARS)
-        }
-        Some(Detail::Photo(p)) => p.caption,
-        Some(Detail::Quote(q)) => q.text,
-        Some(Detail::Link(l)) => l.text,
-        Some(Detail::Video(_)) | None => String::new(),
-    };
-    meta.describe(&text);
+    meta.describe(&node.summary().text);
     if let Some(file) = node.photo_file() {
         meta.picture(file, &node.metadata.title);
     }
@@ -269,10 +268,13 @@ pub async fn post_comment(
             )
             .await?;
             thread.form = form;
+            let (newer, older) = neighbours_of(&state, section, &node).await?;
             let page = NodePage {
                 layout: Layout::public(&req),
                 section,
                 node,
+                newer,
+                older,
                 thread,
             };
             let html = page.render().map_err(|e| {
@@ -336,7 +338,7 @@ pub async fn tag(
     if tag.len() > 100 {
         return Err(AppError::NotFound);
     }
-    let nodes = model::published_with_tag(&state.db, &tag, TAG_LIMIT).await?;
+    let nodes = model::cards_with_tag(&state.db, &tag, TAG_LIMIT).await?;
     let products = products::with_tag(&state.db, &tag, TAG_LIMIT).await?;
     if nodes.is_empty() && products.is_empty() {
         return Err(AppError::NotFound);

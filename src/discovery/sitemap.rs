@@ -187,7 +187,7 @@ pub async fn cached_product_chunks(db: &Db) -> Result<ProductChunks, DbError> {
     Ok(chunks)
 }
 
-/// The filter of a section's published nodes (served by the `section_published` index).
+/// The filter of a section's published nodes (served by the `section_published_id` index).
 pub fn section_filter(section: &str, now: DateTime) -> Document {
     let mut filter = doc! { "metadata.section": section };
     filter.extend(nodes::visible_at(now));

@@ -83,7 +83,10 @@ pub fn retired_indexes() -> Vec<(&'static str, &'static str)> {
     let orders = crate::checkout::orders::RETIRED_INDEXES
         .iter()
         .map(|name| (crate::checkout::orders::COLLECTION, *name));
-    products.chain(orders).collect()
+    let nodes = crate::content::model::RETIRED_INDEXES
+        .iter()
+        .map(|name| (crate::content::model::COLLECTION, *name));
+    products.chain(orders).chain(nodes).collect()
 }
 
 /// Create every index in [`index_plan`] and drop the [`retired_indexes`] still there; safe to
