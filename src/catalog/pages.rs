@@ -364,12 +364,12 @@ fn availability(product: &Product) -> &'static str {
 /// `(name, absolute url)` from the home page down to `category`.
 fn category_trail(meta: &PageMeta, category: &Category) -> Vec<(String, String)> {
     let mut steps = vec![(meta.site_name.clone(), meta.absolute("/"))];
-    steps.extend(category.ancestors.iter().map(|a| {
-        (
-            a.name.clone(),
-            meta.absolute(&format!("/categories/{}", a.slug)),
-        )
-    }));
+    steps.extend(
+        category
+            .ancestors
+            .iter()
+            .map(|a| (a.name.clone(), meta.absolute(&a.url()))),
+    );
     steps.push((category.name.clone(), meta.absolute(&category.url())));
     steps
 }
@@ -529,8 +529,8 @@ pub async fn category(
     let children = tree.children(found.id);
     let query = ListingQuery::from_address(&params)?;
     let page = listing::find_page(&state.db, listing::in_category(category.id), &query).await?;
-    // The query matched the slug exactly, so it is the category's own.
-    let path = format!("/categories/{slug}");
+    // The query matched the slug exactly, so it is the category's own (percent-encoded).
+    let path = found.url();
     let mut layout = Layout::public(&req);
     layout.meta.listing(&path, &params);
     layout.meta.title = found.name.clone();

@@ -251,8 +251,19 @@ impl Node {
         }
     }
 
+    /// `/{section}/{slug}`, the slug percent-encoded (a Unicode slug is sent as UTF-8 bytes,
+    /// `/blog/caf%C3%A9`; an ASCII slug reads as it is).
     pub fn url(&self) -> String {
-        format!("/{}/{}", self.metadata.section, self.metadata.slug)
+        url_of(&self.metadata.section, &self.metadata.slug)
+    }
+
+    /// The node's tags, each with its tag page's address (percent-encoded like [`Node::url`]).
+    pub fn tag_links(&self) -> Vec<(&str, String)> {
+        self.metadata
+            .tags
+            .iter()
+            .map(|tag| (tag.as_str(), tag_url(tag)))
+            .collect()
     }
 
     pub fn kind(&self) -> &'static str {
@@ -354,6 +365,16 @@ impl Node {
             n => format!("{n} comments"),
         }
     }
+}
+
+/// The address of the node at `slug` in `section`.
+pub fn url_of(section: &str, slug: &str) -> String {
+    format!("/{section}/{}", crate::web::meta::path_segment(slug))
+}
+
+/// The address of `tag`'s page.
+pub fn tag_url(tag: &str) -> String {
+    format!("/tags/{}", crate::web::meta::path_segment(tag))
 }
 
 /// True for an absolute http:// or https:// URL without spaces or control characters.
@@ -660,15 +681,49 @@ pub async fn remove_tag(db: &Db, id: ObjectId, tag: &str) -> Result<bool, DbErro
     Ok(result.matched_count == 1)
 }
 
-/// Normalise a tag as typed: lowercase letters and digits joined by dashes; empty when
-/// nothing usable is left.
+/// The longest tag, in characters.
+pub const MAX_TAG_CHARS: usize = 40;
+/// The most tags one form submission adds.
+pub const MAX_TAGS: usize = 20;
+
+/// Normalise a tag as typed, by the slug rule (`domain::slugify`): lowercase letters and digits
+/// of any script joined by dashes, at most [`MAX_TAG_CHARS`] characters; empty when nothing
+/// usable is left. One normalised form is stored and shown, so `Café` and `café` are one tag.
 pub fn normalise_tag(tag: &str) -> String {
-    let slug = crate::catalog::slugify(tag);
-    slug.chars()
-        .take(40)
-        .collect::<String>()
-        .trim_end_matches('-')
-        .to_string()
+    crate::domain::slugify_within(tag, MAX_TAG_CHARS)
+}
+
+/// The tags of a comma-separated list as typed (the node's tag form, the product form),
+/// normalised, each once, in the order typed. Empty items (`a,,b`, a trailing comma) are not
+/// tags. Refused, with what to tell the editor, when an item has no letter or digit left or
+/// there are more than [`MAX_TAGS`]: nothing typed is dropped without a word.
+pub fn parse_tags(typed: &str) -> Result<Vec<String>, String> {
+    let mut tags: Vec<String> = Vec::new();
+    let mut unusable: Vec<&str> = Vec::new();
+    for item in typed.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        match normalise_tag(item) {
+            tag if tag.is_empty() => unusable.push(item),
+            tag if !tags.contains(&tag) => tags.push(tag),
+            _ => {}
+        }
+    }
+    if !unusable.is_empty() {
+        let quoted: Vec<String> = unusable
+            .iter()
+            .map(|t| format!("“{}”", t.chars().take(MAX_TAG_CHARS).collect::<String>()))
+            .collect();
+        return Err(format!(
+            "{} has no letter or digit; a tag needs at least one.",
+            quoted.join(", ")
+        ));
+    }
+    if tags.len() > MAX_TAGS {
+        return Err(format!(
+            "That is {} tags; give at most {MAX_TAGS} at a time.",
+            tags.len()
+        ));
+    }
+    Ok(tags)
 }
 
 /// Admin list: a section's nodes, optionally of one type and with titles containing `search`.
@@ -750,6 +805,26 @@ mod tests {
         assert_eq!(normalise_tag("  Modal Jazz "), "modal-jazz");
         assert_eq!(normalise_tag("<b>bold</b>"), "b-bold-b");
         assert_eq!(normalise_tag("!!!"), "");
+        assert_eq!(normalise_tag("Ñandú"), "ñandú");
+        assert_eq!(normalise_tag("日本のジャズ"), "日本のジャズ");
+        assert_eq!(
+            normalise_tag(&"é".repeat(50)).chars().count(),
+            MAX_TAG_CHARS
+        );
+    }
+
+    #[test]
+    fn a_tag_list_keeps_every_tag_once_and_refuses_one_without_a_letter() {
+        assert_eq!(
+            parse_tags("Ñandú, café,日本のジャズ, CAFÉ, ,").unwrap(),
+            ["ñandú", "café", "日本のジャズ"]
+        );
+        assert_eq!(parse_tags(" , ").unwrap(), Vec::<String>::new());
+        let refused = parse_tags("jazz, !!!, ---").unwrap_err();
+        assert!(refused.contains("“!!!”, “---”"), "{refused}");
+        let many: Vec<String> = (0..=MAX_TAGS).map(|n| format!("t{n}")).collect();
+        assert!(parse_tags(&many.join(",")).is_err());
+        assert!(parse_tags(&many[..MAX_TAGS].join(",")).is_ok());
     }
 
     #[test]

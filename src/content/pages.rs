@@ -333,7 +333,9 @@ pub async fn tag(
     path: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
     let tag = path.into_inner();
-    if tag.len() > 100 {
+    // Longer than any tag can be (counted in characters: a Japanese tag is three bytes a
+    // character), so nothing to look up.
+    if tag.chars().count() > model::MAX_TAG_CHARS {
         return Err(AppError::NotFound);
     }
     let nodes = model::published_with_tag(&state.db, &tag, TAG_LIMIT).await?;
