@@ -570,7 +570,7 @@ pub async fn update(
         AppError::BadRequest("The form is missing its version; open the editor again.".into())
     })?;
     let errors = match parse_node(section, kind, &form) {
-        Ok(input) => match model::save_with_nonce(&state.db, node.id, form_nonce, &input).await {
+        Ok(input) => match model::save_with_nonce(&state.db, &node, form_nonce, &input).await {
             Ok(true) => {
                 flash::push(&req.get_session(), Level::Success, "Saved.");
                 return Ok(see_other(&edit_url(node.id)));

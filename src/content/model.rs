@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::content::video::Video;
 use crate::content::ContentError;
-use crate::db::{Db, DbError};
+use crate::db::{redirects, Db, DbError};
 use crate::domain::EditVersion;
 
 pub const COLLECTION: &str = "nodes";
@@ -548,6 +548,7 @@ pub async fn create(
         },
     };
     durable(db).insert_one(&node).await?;
+    redirects::forget(db, &node.metadata.section, &node.metadata.slug).await?;
     Ok(node)
 }
 
@@ -606,12 +607,23 @@ pub async fn published_with_tag(db: &Db, tag: &str, limit: i64) -> Result<Vec<No
 /// Save an edit under the nonce the form was loaded with: one update that only matches while
 /// the stored nonce is still that one, and that sets a new nonce. `Ok(false)`: someone saved
 /// in between (or the node is gone).
+///
+/// A new slug keeps the old address working: `stored` is the node as the handler read it, and
+/// when that is the version the form was loaded with, its slug is recorded as an old address
+/// of the node (`db::redirects`) before the update. First, so that a crash between the two
+/// loses no redirect: a record naming the node at the address it still holds is shadowed by
+/// the node itself, and harmless if the update then does not land.
 pub async fn save_with_nonce(
     db: &Db,
-    id: ObjectId,
+    stored: &Node,
     form_nonce: EditVersion,
     input: &NodeInput,
 ) -> Result<bool, ContentError> {
+    let id = stored.id;
+    let renamed = stored.metadata.nonce == form_nonce && stored.metadata.slug != input.slug;
+    if renamed {
+        redirects::remember(db, &stored.metadata.section, &stored.metadata.slug, id).await?;
+    }
     let detail = input
         .detail
         .to_document()
@@ -638,7 +650,11 @@ pub async fn save_with_nonce(
             doc! { "$set": set },
         )
         .await?;
-    Ok(result.matched_count == 1)
+    let saved = result.matched_count == 1;
+    if saved && renamed {
+        redirects::forget(db, &stored.metadata.section, &input.slug).await?;
+    }
+    Ok(saved)
 }
 
 /// Publish at `when` (now or later) or unpublish (`None`). A time not after now makes the node
@@ -789,11 +805,30 @@ pub async fn admin_list(db: &Db, q: &AdminQuery<'_>) -> Result<(Vec<Node>, u64),
     Ok((nodes, total))
 }
 
-/// Delete a node; returns it as it was (its photo file is the caller's to remove).
+/// Delete a node and its old addresses; returns it as it was (its photo file is the caller's
+/// to remove).
 pub async fn delete(db: &Db, id: ObjectId) -> Result<Option<Node>, DbError> {
-    Ok(collection(db)
+    let node = collection(db)
         .find_one_and_delete(doc! { "_id": id })
-        .await?)
+        .await?;
+    if node.is_some() {
+        redirects::forget_target(db, id).await?;
+    }
+    Ok(node)
+}
+
+/// Where a visitor asking for `/{section}/{slug}` should go when no published node is there:
+/// the address now of the published node that was renamed away from it. `None` when nothing
+/// was, or when that node is gone or not published.
+pub async fn moved_to(db: &Db, section: &str, slug: &str) -> Result<Option<String>, DbError> {
+    let Some(target) = redirects::target(db, section, slug).await? else {
+        return Ok(None);
+    };
+    let filter = visible(doc! { "_id": target }, db.now());
+    let node = collection(db).find_one(filter).await?;
+    Ok(node
+        .filter(|n| n.metadata.section == section)
+        .map(|n| n.url()))
 }
 
 #[cfg(test)]
