@@ -49,3 +49,4 @@ mod search;
 mod security;
 mod sessions;
 mod shopper;
+mod unicode_slugs;

@@ -12,7 +12,7 @@ use askama::Template;
 use bson::oid::ObjectId;
 
 use crate::catalog::categories::{self, Category, TreeEntry};
-use crate::catalog::{is_valid_slug, slugify, CatalogError};
+use crate::catalog::{is_valid_slug, typed_slug, CatalogError};
 use crate::domain::EditVersion;
 use crate::state::AppState;
 use crate::web::errors::AppError;
@@ -214,14 +214,12 @@ fn name_and_slug(
             format!("Enter a name of at most {MAX_NAME} characters."),
         );
     }
-    let slug = match form.slug.trim() {
-        "" => slugify(&name),
-        s => s.to_string(),
-    };
+    let slug = typed_slug(&form.slug, &name);
     if !is_valid_slug(&slug) {
         errors.insert(
             "slug",
-            "Use lowercase letters, digits and single dashes, e.g. modal-jazz.".to_string(),
+            "Use lowercase letters and digits (of any alphabet) and single dashes, e.g. modal-jazz."
+                .to_string(),
         );
     }
     (name, slug)

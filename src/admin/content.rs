@@ -14,7 +14,7 @@ use bson::{doc, DateTime};
 use futures::StreamExt;
 
 use crate::admin::products::FieldView;
-use crate::catalog::{is_valid_slug, slugify};
+use crate::catalog::{is_valid_slug, typed_slug};
 use crate::content::model::{
     self, section, Detail, LinkDetail, Node, NodeInput, NodeType, PhotoDetail, QuoteDetail,
     Section, TextDetail, VideoDetail, SECTIONS,
@@ -127,14 +127,11 @@ fn parse_node(
     if title.is_empty() {
         errors.add("title", "Enter a title.");
     }
-    let slug = match form.get("slug") {
-        "" => slugify(&title),
-        s => s.to_string(),
-    };
+    let slug = typed_slug(form.get("slug"), &title);
     if !is_valid_slug(&slug) || slug == "feed-atom" {
         errors.add(
             "slug",
-            "Use lowercase letters, digits and single dashes (no spaces), e.g. about-us.",
+            "Use lowercase letters and digits (of any alphabet) and single dashes (no spaces), e.g. about-us.",
         );
     }
     let author = match form.get("author") {
@@ -573,7 +570,7 @@ pub async fn update(
         AppError::BadRequest("The form is missing its version; open the editor again.".into())
     })?;
     let errors = match parse_node(section, kind, &form) {
-        Ok(input) => match model::save_with_nonce(&state.db, node.id, form_nonce, &input).await {
+        Ok(input) => match model::save_with_nonce(&state.db, &node, form_nonce, &input).await {
             Ok(true) => {
                 flash::push(&req.get_session(), Level::Success, "Saved.");
                 return Ok(see_other(&edit_url(node.id)));
@@ -733,28 +730,23 @@ pub async fn add_tags(
 ) -> Result<HttpResponse, AppError> {
     let id = parse_id(&id)?;
     let session = req.get_session();
-    let tags: Vec<String> = form
-        .get("tags")
-        .map_or("", String::as_str)
-        .split(',')
-        .map(model::normalise_tag)
-        .filter(|t| !t.is_empty())
-        .take(20)
-        .collect();
-    if tags.is_empty() {
-        flash::push(
+    match model::parse_tags(form.get("tags").map_or("", String::as_str)) {
+        Err(why) => flash::push(&session, Level::Error, format!("Not tagged: {why}")),
+        Ok(tags) if tags.is_empty() => flash::push(
             &session,
             Level::Error,
             "Enter tags of letters and digits, separated by commas.",
-        );
-    } else if model::add_tags(&state.db, id, &tags).await? {
-        flash::push(
-            &session,
-            Level::Success,
-            format!("Tagged: {}.", tags.join(", ")),
-        );
-    } else {
-        return Err(AppError::NotFound);
+        ),
+        Ok(tags) => {
+            if !model::add_tags(&state.db, id, &tags).await? {
+                return Err(AppError::NotFound);
+            }
+            flash::push(
+                &session,
+                Level::Success,
+                format!("Tagged: {}.", tags.join(", ")),
+            );
+        }
     }
     Ok(see_other(&edit_url(id)))
 }

@@ -10,7 +10,7 @@ use crate::catalog::demo::midnight_utc;
 use crate::catalog::products::{
     AlbumDetails, BookDetails, Details, Dimensions, FilmDetails, NewProduct, ProductType, Shipping,
 };
-use crate::catalog::slugify;
+use crate::catalog::typed_slug;
 use crate::domain::{Money, Sku, Slug};
 use crate::web::field_errors::FieldErrors;
 
@@ -220,15 +220,11 @@ pub(super) fn parse_product(
     if title.is_empty() {
         errors.add("title", "Enter a title.");
     }
-    let slug = match form.get("slug") {
-        "" => slugify(&title),
-        s => s.to_string(),
-    };
-    let slug = Slug::parse(&slug)
+    let slug = Slug::parse(&typed_slug(form.get("slug"), &title))
         .map_err(|_| {
             errors.add(
                 "slug",
-                "Use lowercase letters, digits and single dashes, e.g. kind-of-blue.",
+                "Use lowercase letters and digits (of any alphabet) and single dashes, e.g. kind-of-blue.",
             )
         })
         .ok();
@@ -343,6 +339,9 @@ pub(super) fn parse_product(
             })
         }
     };
+    if let Err(why) = crate::content::model::parse_tags(form.get("tags")) {
+        errors.add("tags", why);
+    }
     // Both are there whenever no field was refused.
     let (Some(sku), Some(slug)) = (sku, slug) else {
         return Err(errors);
@@ -365,17 +364,11 @@ pub(super) fn parse_product(
     })
 }
 
-/// The form's tags, normalised like content tags (lowercase words joined by dashes).
+/// The form's tags, normalised like content tags (`content::model::parse_tags`), sorted.
+/// [`parse_product`] refused the form when they did not parse, so here they do.
 pub(super) fn tags_of(form: &Submitted) -> Vec<String> {
-    let mut tags: Vec<String> = form
-        .get("tags")
-        .split(',')
-        .map(crate::content::model::normalise_tag)
-        .filter(|t| !t.is_empty())
-        .take(20)
-        .collect();
+    let mut tags = crate::content::model::parse_tags(form.get("tags")).unwrap_or_default();
     tags.sort();
-    tags.dedup();
     tags
 }
 

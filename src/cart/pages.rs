@@ -59,6 +59,11 @@ impl LineView {
         })
     }
 
+    /// The product's page (its slug percent-encoded).
+    pub fn product_url(&self) -> String {
+        crate::catalog::model::url_of(&self.line.details.slug)
+    }
+
     /// URL of the thumbnail, if the product has a photo.
     pub fn thumbnail_url(&self) -> Option<String> {
         self.cover.map(|id| format!("/media/{}/thumb", id.to_hex()))

@@ -28,6 +28,17 @@ pub struct AncestorRef {
     pub name: String,
 }
 
+impl AncestorRef {
+    pub fn url(&self) -> String {
+        url_of(&self.slug)
+    }
+}
+
+/// The shop page of the category at `slug`, the slug percent-encoded.
+pub fn url_of(slug: &str) -> String {
+    format!("/categories/{}", crate::web::meta::path_segment(slug))
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Category {
     #[serde(rename = "_id")]
@@ -70,7 +81,7 @@ fn versioned(id: ObjectId, expected: Option<EditVersion>) -> Document {
 
 impl Category {
     pub fn url(&self) -> String {
-        format!("/categories/{}", self.slug)
+        url_of(&self.slug)
     }
 
     fn as_ancestor(&self) -> AncestorRef {
@@ -94,6 +105,12 @@ impl Category {
 pub struct Crumb {
     pub slug: String,
     pub name: String,
+}
+
+impl Crumb {
+    pub fn url(&self) -> String {
+        url_of(&self.slug)
+    }
 }
 
 /// What a page needs to show where a category sits: its id (always returned), its name and its

@@ -70,7 +70,9 @@ pub async fn delete_unordered(
         };
     }
     // The product is gone first: a crash here leaves orphaned files (which the content
-    // area's orphan clean-up removes) or comments nobody can reach.
+    // area's orphan clean-up removes), comments nobody can reach, or old addresses that lead
+    // to "not found" anyway.
+    crate::db::redirects::forget_target(db, product.id).await?;
     db.collection::<Document>(crate::comments::COLLECTION)
         .delete_many(doc! { "discussion_id": product.id })
         .await

@@ -82,20 +82,20 @@ fn duplicate_key_field(e: &mongodb::error::Error) -> Option<DuplicateKey> {
     }
 }
 
-/// Turn a name into a URL slug: lowercase ASCII letters and digits separated by single dashes.
-pub fn slugify(name: &str) -> String {
-    let mut slug = String::with_capacity(name.len());
-    for c in name.chars() {
-        if c.is_ascii_alphanumeric() {
-            slug.push(c.to_ascii_lowercase());
-        } else if !slug.is_empty() && !slug.ends_with('-') {
-            slug.push('-');
-        }
+/// The one slug rule of the shop and the content (`domain::slugify`: letters and digits of
+/// every script, lowercased, NFC, dashes between), re-exported where the forms have always
+/// found it.
+pub use crate::domain::slugify;
+
+/// The slug a form asks for: the one typed, NFC-normalised (a keyboard may send `é` as `e` and
+/// a combining accent, which is the same slug), or when none is typed the one made from `name`.
+/// Still to be parsed: a typed slug may break the rule.
+pub fn typed_slug(typed: &str, name: &str) -> String {
+    use unicode_normalization::UnicodeNormalization;
+    match typed.trim() {
+        "" => slugify(name),
+        typed => typed.nfc().collect(),
     }
-    while slug.ends_with('-') {
-        slug.pop();
-    }
-    slug
 }
 
 /// True when `slug` is what [`slugify`] would produce from it (what forms accept).
@@ -112,6 +112,9 @@ mod tests {
         assert_eq!(slugify("A Love Supreme (1965)!"), "a-love-supreme-1965");
         assert_eq!(slugify("  --Modal   Jazz-- "), "modal-jazz");
         assert!(is_valid_slug("modal-jazz"));
+        assert!(is_valid_slug("café-society"));
+        assert_eq!(typed_slug(" cafe\u{301} ", "ignored"), "café");
+        assert_eq!(typed_slug("", "Café Society"), "café-society");
         assert!(!is_valid_slug("Modal Jazz"));
         assert!(!is_valid_slug(""));
     }

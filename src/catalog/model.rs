@@ -356,7 +356,7 @@ impl Product {
 
 /// The address of the product page with this slug.
 pub fn url_of(slug: &str) -> String {
-    format!("/products/{slug}")
+    format!("/products/{}", crate::web::meta::path_segment(slug))
 }
 
 /// The thumbnail of the first of these photos, if any: a product's cover.

@@ -286,7 +286,10 @@ pub async fn show(
 ) -> Result<HttpResponse, AppError> {
     // Read fresh (its stock and price are what the shopper pays), with its reservations: the
     // page says how many units other shoppers' carts hold.
-    let product = existing_product(&state, &slug).await?;
+    let product = match existing_product(&state, &slug).await {
+        Err(AppError::NotFound) => return moved(&req, &state, &slug).await,
+        found => found?,
+    };
     let at = PageAt::from_params(
         params.get("after").map(String::as_str),
         params.get("before").map(String::as_str),
@@ -302,6 +305,20 @@ pub async fn show(
     thread.prefill_remembered(&req);
     let page = product_page(&req, &state, product, thread).await?;
     render(&page)
+}
+
+/// No product on sale at `/products/{slug}`: when one was renamed away from that slug, `301`
+/// to its address now (the query kept); otherwise not found. A product holding the slug now is
+/// always found first.
+async fn moved(req: &HttpRequest, state: &AppState, slug: &str) -> Result<HttpResponse, AppError> {
+    let Some(mut location) = products::moved_to(&state.db, slug).await? else {
+        return Err(AppError::NotFound);
+    };
+    if !req.query_string().is_empty() {
+        location.push('?');
+        location.push_str(req.query_string());
+    }
+    Ok(crate::web::moved_permanently(&location))
 }
 
 async fn existing_product(state: &AppState, slug: &str) -> Result<Product, AppError> {
@@ -364,12 +381,12 @@ fn availability(product: &Product) -> &'static str {
 /// `(name, absolute url)` from the home page down to `category`.
 fn category_trail(meta: &PageMeta, category: &Category) -> Vec<(String, String)> {
     let mut steps = vec![(meta.site_name.clone(), meta.absolute("/"))];
-    steps.extend(category.ancestors.iter().map(|a| {
-        (
-            a.name.clone(),
-            meta.absolute(&format!("/categories/{}", a.slug)),
-        )
-    }));
+    steps.extend(
+        category
+            .ancestors
+            .iter()
+            .map(|a| (a.name.clone(), meta.absolute(&a.url()))),
+    );
     steps.push((category.name.clone(), meta.absolute(&category.url())));
     steps
 }
@@ -529,8 +546,8 @@ pub async fn category(
     let children = tree.children(found.id);
     let query = ListingQuery::from_address(&params)?;
     let page = listing::find_page(&state.db, listing::in_category(category.id), &query).await?;
-    // The query matched the slug exactly, so it is the category's own.
-    let path = format!("/categories/{slug}");
+    // The query matched the slug exactly, so it is the category's own (percent-encoded).
+    let path = found.url();
     let mut layout = Layout::public(&req);
     layout.meta.listing(&path, &params);
     layout.meta.title = found.name.clone();

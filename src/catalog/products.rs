@@ -13,7 +13,7 @@ pub use crate::catalog::model::{
     COLLECTION, LOW_STOCK, MAX_LINE_QTY,
 };
 use crate::catalog::CatalogError;
-use crate::db::{Db, DbError};
+use crate::db::{redirects, Db, DbError};
 use crate::domain::{CartId, EditVersion, Money, Sku, Slug};
 
 /// The indexes behind every product query the shop issues (listed in `docs/data-model.md`).
@@ -106,6 +106,17 @@ fn durable(db: &Db) -> mongodb::Collection<Product> {
 
 pub async fn by_slug(db: &Db, slug: &str) -> Result<Option<Product>, DbError> {
     Ok(collection(db).find_one(doc! { "slug": slug }).await?)
+}
+
+/// The address now of the product on sale that was renamed away from `slug`, if one was.
+pub async fn moved_to(db: &Db, slug: &str) -> Result<Option<String>, DbError> {
+    let Some(target) = redirects::target(db, redirects::PRODUCTS, slug).await? else {
+        return Ok(None);
+    };
+    Ok(by_id(db, target)
+        .await?
+        .filter(Product::is_on_sale)
+        .map(|p| p.url()))
 }
 
 pub async fn by_sku(db: &Db, sku: &str) -> Result<Option<Product>, DbError> {
@@ -298,6 +309,7 @@ pub async fn create_as(
     product.status = status;
     durable(db).insert_one(&product).await?;
     super::changes::products_changed(db);
+    redirects::forget(db, redirects::PRODUCTS, product.slug.as_str()).await?;
     Ok(product)
 }
 
@@ -348,6 +360,21 @@ pub async fn update_with_status(
     };
     let genre_keys = crate::catalog::model::keys(edit.details.genres());
     let people_keys = crate::catalog::model::keys(&edit.details.people());
+    // A new slug keeps the old address working (`db::redirects`): the slug the save replaces
+    // is recorded first, read under the same version check the update makes, so a crash
+    // between the two loses no redirect (a record naming the product at the address it still
+    // holds is shadowed by the product itself).
+    let renamed_from = db
+        .collection::<Document>(COLLECTION)
+        .find_one(filter.clone())
+        .projection(doc! { "_id": 0, "slug": 1 })
+        .await?
+        .and_then(|d| d.get_str("slug").ok().map(str::to_string))
+        .filter(|old| old != edit.slug.as_str());
+    if let Some(old) = &renamed_from {
+        redirects::remember(db, redirects::PRODUCTS, old, id).await?;
+    }
+    let new_slug = edit.slug.clone();
     let version = EditVersion::new();
     let mut set = doc! {
                 "sku": &edit.sku, "slug": &edit.slug, "type": edit.details.product_type().as_str(),
@@ -367,6 +394,9 @@ pub async fn update_with_status(
         .await?;
     if result.matched_count == 1 {
         super::changes::products_changed(db);
+        if renamed_from.is_some() {
+            redirects::forget(db, redirects::PRODUCTS, new_slug.as_str()).await?;
+        }
         return Ok(Saved::Saved(version));
     }
     if by_id(db, id).await?.is_none() {

@@ -9,6 +9,7 @@ use mongodb::IndexModel;
 
 use crate::comments::{slugs, Author, Comment, CommentStatus, Discussion, DiscussionKind};
 use crate::db::{is_duplicate_key, Db, DbError};
+use crate::web::meta::path_segment;
 
 pub const COLLECTION: &str = "comments";
 
@@ -704,7 +705,7 @@ pub async fn discussion_links(
                 id,
                 DiscussionLink {
                     title: title.to_string(),
-                    base_url: format!("/products/{slug}"),
+                    base_url: format!("/products/{}", path_segment(slug)),
                     kind: DiscussionKind::Product,
                 },
             );
@@ -731,7 +732,7 @@ pub async fn discussion_links(
                     id,
                     DiscussionLink {
                         title: meta.get_str("title").unwrap_or(slug).to_string(),
-                        base_url: format!("/{section}/{slug}"),
+                        base_url: format!("/{section}/{}", path_segment(slug)),
                         kind: DiscussionKind::Node,
                     },
                 );

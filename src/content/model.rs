@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::content::excerpt::Summary;
 use crate::content::video::Video;
 use crate::content::ContentError;
-use crate::db::{Db, DbError};
+use crate::db::{redirects, Db, DbError};
 use crate::domain::EditVersion;
 
 pub const COLLECTION: &str = "nodes";
@@ -269,8 +269,19 @@ impl Node {
         }
     }
 
+    /// `/{section}/{slug}`, the slug percent-encoded (a Unicode slug is sent as UTF-8 bytes,
+    /// `/blog/caf%C3%A9`; an ASCII slug reads as it is).
     pub fn url(&self) -> String {
-        format!("/{}/{}", self.metadata.section, self.metadata.slug)
+        url_of(&self.metadata.section, &self.metadata.slug)
+    }
+
+    /// The node's tags, each with its tag page's address (percent-encoded like [`Node::url`]).
+    pub fn tag_links(&self) -> Vec<(&str, String)> {
+        self.metadata
+            .tags
+            .iter()
+            .map(|tag| (tag.as_str(), tag_url(tag)))
+            .collect()
     }
 
     /// What lists and link previews show of the node (`content::excerpt`): the stored summary,
@@ -392,6 +403,16 @@ impl Node {
             n => format!("{n} comments"),
         }
     }
+}
+
+/// The address of the node at `slug` in `section`.
+pub fn url_of(section: &str, slug: &str) -> String {
+    format!("/{section}/{}", crate::web::meta::path_segment(slug))
+}
+
+/// The address of `tag`'s page.
+pub fn tag_url(tag: &str) -> String {
+    format!("/tags/{}", crate::web::meta::path_segment(tag))
 }
 
 /// True for an absolute http:// or https:// URL without spaces or control characters.
@@ -570,6 +591,7 @@ pub async fn create(
         },
     };
     durable(db).insert_one(&node).await?;
+    redirects::forget(db, &node.metadata.section, &node.metadata.slug).await?;
     Ok(node)
 }
 
@@ -686,12 +708,23 @@ async fn with_tag(
 /// Save an edit under the nonce the form was loaded with: one update that only matches while
 /// the stored nonce is still that one, and that sets a new nonce. `Ok(false)`: someone saved
 /// in between (or the node is gone).
+///
+/// A new slug keeps the old address working: `stored` is the node as the handler read it, and
+/// when that is the version the form was loaded with, its slug is recorded as an old address
+/// of the node (`db::redirects`) before the update. First, so that a crash between the two
+/// loses no redirect: a record naming the node at the address it still holds is shadowed by
+/// the node itself, and harmless if the update then does not land.
 pub async fn save_with_nonce(
     db: &Db,
-    id: ObjectId,
+    stored: &Node,
     form_nonce: EditVersion,
     input: &NodeInput,
 ) -> Result<bool, ContentError> {
+    let id = stored.id;
+    let renamed = stored.metadata.nonce == form_nonce && stored.metadata.slug != input.slug;
+    if renamed {
+        redirects::remember(db, &stored.metadata.section, &stored.metadata.slug, id).await?;
+    }
     let detail = input
         .detail
         .to_document()
@@ -721,7 +754,11 @@ pub async fn save_with_nonce(
             doc! { "$set": set },
         )
         .await?;
-    Ok(result.matched_count == 1)
+    let saved = result.matched_count == 1;
+    if saved && renamed {
+        redirects::forget(db, &stored.metadata.section, &input.slug).await?;
+    }
+    Ok(saved)
 }
 
 /// Publish at `when` (now or later) or unpublish (`None`). A time not after now makes the node
@@ -764,15 +801,49 @@ pub async fn remove_tag(db: &Db, id: ObjectId, tag: &str) -> Result<bool, DbErro
     Ok(result.matched_count == 1)
 }
 
-/// Normalise a tag as typed: lowercase letters and digits joined by dashes; empty when
-/// nothing usable is left.
+/// The longest tag, in characters.
+pub const MAX_TAG_CHARS: usize = 40;
+/// The most tags one form submission adds.
+pub const MAX_TAGS: usize = 20;
+
+/// Normalise a tag as typed, by the slug rule (`domain::slugify`): lowercase letters and digits
+/// of any script joined by dashes, at most [`MAX_TAG_CHARS`] characters; empty when nothing
+/// usable is left. One normalised form is stored and shown, so `Café` and `café` are one tag.
 pub fn normalise_tag(tag: &str) -> String {
-    let slug = crate::catalog::slugify(tag);
-    slug.chars()
-        .take(40)
-        .collect::<String>()
-        .trim_end_matches('-')
-        .to_string()
+    crate::domain::slugify_within(tag, MAX_TAG_CHARS)
+}
+
+/// The tags of a comma-separated list as typed (the node's tag form, the product form),
+/// normalised, each once, in the order typed. Empty items (`a,,b`, a trailing comma) are not
+/// tags. Refused, with what to tell the editor, when an item has no letter or digit left or
+/// there are more than [`MAX_TAGS`]: nothing typed is dropped without a word.
+pub fn parse_tags(typed: &str) -> Result<Vec<String>, String> {
+    let mut tags: Vec<String> = Vec::new();
+    let mut unusable: Vec<&str> = Vec::new();
+    for item in typed.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+        match normalise_tag(item) {
+            tag if tag.is_empty() => unusable.push(item),
+            tag if !tags.contains(&tag) => tags.push(tag),
+            _ => {}
+        }
+    }
+    if !unusable.is_empty() {
+        let quoted: Vec<String> = unusable
+            .iter()
+            .map(|t| format!("“{}”", t.chars().take(MAX_TAG_CHARS).collect::<String>()))
+            .collect();
+        return Err(format!(
+            "{} has no letter or digit; a tag needs at least one.",
+            quoted.join(", ")
+        ));
+    }
+    if tags.len() > MAX_TAGS {
+        return Err(format!(
+            "That is {} tags; give at most {MAX_TAGS} at a time.",
+            tags.len()
+        ));
+    }
+    Ok(tags)
 }
 
 /// Admin list: a section's nodes, optionally of one type and with titles containing `search`.
@@ -838,11 +909,30 @@ pub async fn admin_list(db: &Db, q: &AdminQuery<'_>) -> Result<(Vec<Node>, u64),
     Ok((nodes, total))
 }
 
-/// Delete a node; returns it as it was (its photo file is the caller's to remove).
+/// Delete a node and its old addresses; returns it as it was (its photo file is the caller's
+/// to remove).
 pub async fn delete(db: &Db, id: ObjectId) -> Result<Option<Node>, DbError> {
-    Ok(collection(db)
+    let node = collection(db)
         .find_one_and_delete(doc! { "_id": id })
-        .await?)
+        .await?;
+    if node.is_some() {
+        redirects::forget_target(db, id).await?;
+    }
+    Ok(node)
+}
+
+/// Where a visitor asking for `/{section}/{slug}` should go when no published node is there:
+/// the address now of the published node that was renamed away from it. `None` when nothing
+/// was, or when that node is gone or not published.
+pub async fn moved_to(db: &Db, section: &str, slug: &str) -> Result<Option<String>, DbError> {
+    let Some(target) = redirects::target(db, section, slug).await? else {
+        return Ok(None);
+    };
+    let filter = visible(doc! { "_id": target }, db.now());
+    let node = collection(db).find_one(filter).await?;
+    Ok(node
+        .filter(|n| n.metadata.section == section)
+        .map(|n| n.url()))
 }
 
 #[cfg(test)]
@@ -854,6 +944,26 @@ mod tests {
         assert_eq!(normalise_tag("  Modal Jazz "), "modal-jazz");
         assert_eq!(normalise_tag("<b>bold</b>"), "b-bold-b");
         assert_eq!(normalise_tag("!!!"), "");
+        assert_eq!(normalise_tag("Ñandú"), "ñandú");
+        assert_eq!(normalise_tag("日本のジャズ"), "日本のジャズ");
+        assert_eq!(
+            normalise_tag(&"é".repeat(50)).chars().count(),
+            MAX_TAG_CHARS
+        );
+    }
+
+    #[test]
+    fn a_tag_list_keeps_every_tag_once_and_refuses_one_without_a_letter() {
+        assert_eq!(
+            parse_tags("Ñandú, café,日本のジャズ, CAFÉ, ,").unwrap(),
+            ["ñandú", "café", "日本のジャズ"]
+        );
+        assert_eq!(parse_tags(" , ").unwrap(), Vec::<String>::new());
+        let refused = parse_tags("jazz, !!!, ---").unwrap_err();
+        assert!(refused.contains("“!!!”, “---”"), "{refused}");
+        let many: Vec<String> = (0..=MAX_TAGS).map(|n| format!("t{n}")).collect();
+        assert!(parse_tags(&many.join(",")).is_err());
+        assert!(parse_tags(&many[..MAX_TAGS].join(",")).is_ok());
     }
 
     #[test]

@@ -133,7 +133,11 @@ pub async fn show(
     path: web::Path<(String, String)>,
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
-    let (section, node) = published_node(&state, path.into_inner()).await?;
+    let (section_name, slug) = path.into_inner();
+    let (section, node) = match published_node(&state, (section_name.clone(), slug.clone())).await {
+        Err(AppError::NotFound) => return moved(&req, &state, &section_name, &slug, "").await,
+        found => found?,
+    };
     let at = PageAt::from_params(
         params.get("after").map(String::as_str),
         params.get("before").map(String::as_str),
@@ -228,13 +232,40 @@ async fn published_node(
     Ok((section, node))
 }
 
+/// Nothing published at `/{section}/{slug}`: when a published node was renamed away from that
+/// slug, `301` to the same place (`rest`: what followed the slug in the path; the query too)
+/// under its slug now; otherwise not found. A node holding the slug now is always found first.
+async fn moved(
+    req: &HttpRequest,
+    state: &AppState,
+    section_name: &str,
+    slug: &str,
+    rest: &str,
+) -> Result<HttpResponse, AppError> {
+    let section = known_section(section_name)?;
+    let Some(url) = model::moved_to(&state.db, section.name, slug).await? else {
+        return Err(AppError::NotFound);
+    };
+    let mut location = format!("{url}{rest}");
+    if !req.query_string().is_empty() {
+        location.push('?');
+        location.push_str(req.query_string());
+    }
+    Ok(crate::web::moved_permanently(&location))
+}
+
 /// `GET /{section}/{slug}/comments`: the comments are on the node's page.
 pub async fn comments_anchor(
+    req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, AppError> {
-    let (_, node) = published_node(&state, path.into_inner()).await?;
-    Ok(crate::web::see_other(&format!("{}#comments", node.url())))
+    let (section_name, slug) = path.into_inner();
+    match published_node(&state, (section_name.clone(), slug.clone())).await {
+        Ok((_, node)) => Ok(crate::web::see_other(&format!("{}#comments", node.url()))),
+        Err(AppError::NotFound) => moved(&req, &state, &section_name, &slug, "/comments").await,
+        Err(e) => Err(e),
+    }
 }
 
 /// `POST /{section}/{slug}/comments`: a new comment. A refused one shows the node again with
@@ -293,7 +324,14 @@ pub async fn comment_permalink(
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
     let (section, slug, comment) = path.into_inner();
-    let (_, node) = published_node(&state, (section, slug)).await?;
+    let (_, node) = match published_node(&state, (section.clone(), slug.clone())).await {
+        // Only a well-formed comment slug is carried over into the new address.
+        Err(AppError::NotFound) if crate::comments::slugs::is_valid(&comment) => {
+            let rest = format!("/comments/{comment}");
+            return moved(&req, &state, &section, &slug, &rest).await;
+        }
+        found => found?,
+    };
     comment_pages::permalink(
         &req,
         &state,
@@ -335,7 +373,9 @@ pub async fn tag(
     path: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
     let tag = path.into_inner();
-    if tag.len() > 100 {
+    // Longer than any tag can be (counted in characters: a Japanese tag is three bytes a
+    // character), so nothing to look up.
+    if tag.chars().count() > model::MAX_TAG_CHARS {
         return Err(AppError::NotFound);
     }
     let nodes = model::cards_with_tag(&state.db, &tag, TAG_LIMIT).await?;

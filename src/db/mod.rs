@@ -17,6 +17,7 @@
 pub mod commands;
 pub mod lease;
 pub mod outage;
+pub mod redirects;
 pub mod site;
 
 use std::any::{Any, TypeId};

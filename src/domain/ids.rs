@@ -9,6 +9,8 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
+use unicode_normalization::char::is_combining_mark;
+use unicode_normalization::{is_nfc, UnicodeNormalization};
 
 /// An identifier that does not follow its rules; says which kind of identifier it was meant to be.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -101,24 +103,88 @@ impl Sku {
 }
 
 string_id!(
-    /// A URL slug: lowercase ASCII letters and digits in runs joined by single dashes, at most
-    /// 100 bytes (what `catalog::slugify` makes of a name, and what the forms accept).
+    /// A URL slug: runs of lowercase letters and digits of any script joined by single dashes,
+    /// NFC-normalised, at most [`Slug::MAX_CHARS`] characters: what [`slugify`] makes of a name,
+    /// and what the forms accept. A run may carry combining marks after its first character
+    /// (Devanagari vowel signs and viramas, a dot left by lowercasing `İ`), which no precomposed
+    /// letter replaces. ASCII slugs written before Unicode was allowed keep passing unchanged.
+    ///
+    /// Stored and compared as the text itself; a URL carries it percent-encoded
+    /// (`/blog/caf%C3%A9-society`), which actix decodes back before routing.
     Slug,
     "slug"
 );
 
 impl Slug {
+    /// The longest slug, in characters (a Japanese title of 100 characters is 300 bytes).
+    pub const MAX_CHARS: usize = 100;
+
     pub fn parse(text: &str) -> Result<Slug, IdError> {
         let runs_ok = text.split('-').all(|run| {
-            !run.is_empty()
-                && run
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+            let mut chars = run.chars();
+            chars
+                .next()
+                .is_some_and(|c| c.is_alphanumeric() && is_lowercase_stable(c))
+                && chars.all(|c| {
+                    (c.is_alphanumeric() || is_combining_mark(c)) && is_lowercase_stable(c)
+                })
         });
-        (text.len() <= 100 && runs_ok)
-            .then(|| Slug(text.to_string()))
-            .ok_or_else(Slug::refused)
+        let ok = runs_ok && text.chars().count() <= Slug::MAX_CHARS && is_nfc(text);
+        ok.then(|| Slug(text.to_string())).ok_or_else(Slug::refused)
     }
+
+    /// The slug [`slugify`] makes of `name`; refused when nothing of it is left (a name of
+    /// punctuation only).
+    pub fn from_name(name: &str) -> Result<Slug, IdError> {
+        Slug::parse(&slugify(name))
+    }
+}
+
+/// True when lowercasing `c` gives `c` back: the slug is already in the one case it is stored in.
+fn is_lowercase_stable(c: char) -> bool {
+    let mut lower = c.to_lowercase();
+    lower.next() == Some(c) && lower.next().is_none()
+}
+
+/// Turn a name into a URL slug ([`Slug`]'s rule): NFC-normalised (so "café" typed with a
+/// combining accent gives the same slug as with `é`), letters and digits of every script kept
+/// and lowercased, everything else collapsed into single dashes, no dash at either end, at most
+/// [`Slug::MAX_CHARS`] characters. Empty when the name has no letter or digit.
+pub fn slugify(name: &str) -> String {
+    slugify_within(name, Slug::MAX_CHARS)
+}
+
+/// [`slugify`] bounded to `max_chars` characters (tags are shorter than slugs). The cut falls
+/// between characters, and never between a letter and the combining marks that follow it (they
+/// go with it), so a cut slug is still a slug.
+pub fn slugify_within(name: &str, max_chars: usize) -> String {
+    let mut chars: Vec<char> = Vec::with_capacity(name.len());
+    // Whether the last character kept is part of a run (a mark may follow it).
+    let mut in_run = false;
+    for c in name.nfc() {
+        if c.is_alphanumeric() || (in_run && is_combining_mark(c)) {
+            chars.extend(c.to_lowercase());
+            in_run = true;
+        } else {
+            if in_run {
+                chars.push('-');
+            }
+            in_run = false;
+        }
+    }
+    // Lowercasing can leave a sequence that is no longer composed (or composes further).
+    let mut chars: Vec<char> = chars.into_iter().nfc().collect();
+    if chars.len() > max_chars {
+        let mut cut = max_chars;
+        while cut > 0 && is_combining_mark(chars[cut]) {
+            cut -= 1;
+        }
+        chars.truncate(cut);
+    }
+    while chars.last() == Some(&'-') {
+        chars.pop();
+    }
+    chars.into_iter().collect()
 }
 
 string_id!(
@@ -216,11 +282,95 @@ mod tests {
     #[test]
     fn slugs_are_what_slugify_would_make() {
         assert!(Slug::parse("blue-note-2").is_ok());
-        for bad in ["", "-a", "a-", "a--b", "Blue", "a b", "ü"] {
+        for good in [
+            "café-society",
+            "ñandú",
+            "日本のジャズ",
+            "нина-симон",
+            "नमस्ते",
+            "ß",
+        ] {
+            assert!(Slug::parse(good).is_ok(), "{good:?} was refused");
+        }
+        let decomposed = "cafe\u{301}";
+        for bad in [
+            "", "-a", "a-", "a--b", "Blue", "a b", "Ñandú", decomposed, "\u{301}a", "a_b",
+        ] {
             assert!(Slug::parse(bad).is_err(), "{bad:?} was accepted");
         }
         assert!(Slug::parse(&"a".repeat(100)).is_ok());
         assert!(Slug::parse(&"a".repeat(101)).is_err());
+        assert!(Slug::parse(&"日".repeat(100)).is_ok());
+        assert!(Slug::parse(&"日".repeat(101)).is_err());
+    }
+
+    #[test]
+    fn slugify_keeps_letters_and_digits_of_every_script_in_lowercase() {
+        assert_eq!(slugify("A Love Supreme (1965)!"), "a-love-supreme-1965");
+        assert_eq!(slugify("  --Modal   Jazz-- "), "modal-jazz");
+        assert_eq!(slugify("Café society"), "café-society");
+        assert_eq!(slugify("Ñandú"), "ñandú");
+        assert_eq!(slugify("日本のジャズ"), "日本のジャズ");
+        assert_eq!(
+            slugify("Nina Симон: 日本 tour, 1969"),
+            "nina-симон-日本-tour-1969"
+        );
+        assert_eq!(slugify("नमस्ते दुनिया"), "नमस्ते-दुनिया");
+        assert_eq!(slugify("İstanbul"), "i\u{307}stanbul");
+        assert_eq!(slugify("!!! ---"), "");
+    }
+
+    #[test]
+    fn slugify_gives_one_slug_for_composed_and_decomposed_accents() {
+        let composed = "Caf\u{e9} Society";
+        let decomposed = "Cafe\u{301} Society";
+        assert_ne!(composed, decomposed);
+        assert_eq!(slugify(composed), slugify(decomposed));
+        assert_eq!(slugify(decomposed), "caf\u{e9}-society");
+        // A mark with no letter before it is not a letter of its own.
+        assert_eq!(slugify("\u{301}a \u{301}b"), "a-b");
+    }
+
+    #[test]
+    fn slugify_cuts_at_a_character_never_inside_one_or_before_its_accent() {
+        let long = "日本".repeat(60);
+        let slug = slugify(&long);
+        assert_eq!(slug.chars().count(), Slug::MAX_CHARS);
+        assert!(Slug::parse(&slug).is_ok());
+        // A letter typed with a combining accent counts once: it is composed before the cut.
+        let accented = format!("{}e\u{301}", "a".repeat(99));
+        assert_eq!(slugify(&accented), format!("{}é", "a".repeat(99)));
+        let hindi = format!("{}नमस्ते", "a".repeat(98));
+        let cut = slugify_within(&hindi, 100);
+        assert_eq!(cut, format!("{}नम", "a".repeat(98)));
+        let cut = slugify_within(&format!("{}स्ते", "a".repeat(99)), 100);
+        assert_eq!(cut, "a".repeat(99), "a letter goes with its virama");
+        // A cut just after a dash leaves no dash at the end.
+        assert_eq!(slugify_within("ab cd", 3), "ab");
+    }
+
+    #[test]
+    fn whatever_slugify_makes_parses_and_slugify_keeps_a_slug_as_it_is() {
+        let mut text = String::new();
+        for c in (0..0x3_0000u32).filter_map(char::from_u32) {
+            let alone = slugify(&c.to_string());
+            assert!(
+                alone.is_empty() || Slug::parse(&alone).is_ok(),
+                "{c:?} gave {alone:?}"
+            );
+            text.push(c);
+        }
+        for chunk in text.chars().collect::<Vec<_>>().chunks(37) {
+            let chunk: String = chunk.iter().collect();
+            let slug = slugify(&chunk);
+            assert!(
+                slug.is_empty() || Slug::parse(&slug).is_ok(),
+                "{chunk:?} gave {slug:?}"
+            );
+            assert_eq!(slugify(&slug), slug, "slugify is idempotent on {slug:?}");
+        }
+        assert_eq!(Slug::from_name("Café society").unwrap(), "café-society");
+        assert!(Slug::from_name("!!!").is_err());
     }
 
     #[test]

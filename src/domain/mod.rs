@@ -13,6 +13,6 @@ mod money;
 mod stock_holder;
 
 pub use edit_version::EditVersion;
-pub use ids::{CartId, IdError, OrderNumber, Sku, Slug};
+pub use ids::{slugify, slugify_within, CartId, IdError, OrderNumber, Sku, Slug};
 pub use money::{Currency, Money, MoneyError};
 pub use stock_holder::StockHolder;

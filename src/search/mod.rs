@@ -302,7 +302,7 @@ fn product_hit(doc: &Document, terms: &[String]) -> Hit {
     Hit {
         kind: Kind::Product,
         title: doc.get_str("title").unwrap_or("").to_string(),
-        url: format!("/products/{}", doc.get_str("slug").unwrap_or("")),
+        url: crate::catalog::model::url_of(doc.get_str("slug").unwrap_or("")),
         label: label.to_string(),
         excerpt: excerpt(doc.get_str("description").unwrap_or(""), 180),
         matched: matched_fields(doc, PRODUCT_FIELDS, terms),
@@ -332,7 +332,7 @@ fn node_hit(doc: &Document, terms: &[String]) -> Hit {
     Hit {
         kind: Kind::Content,
         title: get("title").to_string(),
-        url: format!("/{}/{}", get("section"), get("slug")),
+        url: crate::content::model::url_of(get("section"), get("slug")),
         label: label.to_string(),
         excerpt: excerpt(&body, 180),
         matched: matched_fields(doc, NODE_FIELDS, terms),

@@ -23,6 +23,11 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
         (cart::COLLECTION, cart::indexes()),
         (checkout::orders::COLLECTION, checkout::orders::indexes()),
         (content::model::COLLECTION, content::model::indexes()),
+        // Old slugs of renamed nodes and products (`db::redirects`).
+        (
+            crate::db::redirects::COLLECTION,
+            crate::db::redirects::indexes(),
+        ),
         (comments::COLLECTION, comments::indexes()),
         (crate::mail::COLLECTION, crate::mail::indexes()),
         (

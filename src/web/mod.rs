@@ -51,3 +51,16 @@ pub fn see_other(location: &str) -> HttpResponse {
         .insert_header((header::LOCATION, location))
         .finish()
 }
+
+/// `301 Moved Permanently` to `location`: an address that changed for good (a renamed slug), so
+/// browsers and search engines learn the new one. Only to a path on this site, like
+/// [`see_other`].
+pub fn moved_permanently(location: &str) -> HttpResponse {
+    let location = links::local_path(location).unwrap_or_else(|| {
+        tracing::warn!(location, "refused a redirect off the site");
+        "/"
+    });
+    HttpResponse::MovedPermanently()
+        .insert_header((header::LOCATION, location))
+        .finish()
+}
