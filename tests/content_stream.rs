@@ -286,7 +286,7 @@ async fn nodes_stored_before_summaries_get_them_and_a_later_save_is_not_overwrit
         }),
     };
     assert!(
-        model::save_with_nonce(&app.db, edited.id, edited.metadata.nonce, &input)
+        model::save_with_nonce(&app.db, &edited, edited.metadata.nonce, &input)
             .await
             .unwrap()
     );

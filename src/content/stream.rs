@@ -263,7 +263,7 @@ pub struct NeighbourMetadata {
 
 impl Neighbour {
     pub fn url(&self) -> String {
-        format!("/{}/{}", self.metadata.section, self.metadata.slug)
+        model::url_of(&self.metadata.section, &self.metadata.slug)
     }
 }
 
