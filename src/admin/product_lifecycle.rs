@@ -247,11 +247,7 @@ pub async fn create_with_photos(
             )
             .await
             {
-                Ok(stored) => {
-                    // Sized copies for pages, made after this request is answered.
-                    media::sizes::make_soon(&state.db, stored.id, state.max_image_pixels);
-                    photos.stored.push(stored.id)
-                }
+                Ok(stored) => photos.stored.push(stored.id),
                 Err(UploadError::Db(e)) => {
                     discard(&state, &photos.stored).await?;
                     return Err(e.into());

@@ -794,8 +794,6 @@ pub async fn upload_photo(
     match outcome {
         Ok(stored) => {
             products::add_photo(&state.db, id, stored.id).await?;
-            // Sized copies for pages, made after this request is answered.
-            media::sizes::make_soon(&state.db, stored.id, state.max_image_pixels);
             flash::push(&session, Level::Success, "Photo added.");
         }
         Err(media::UploadError::Db(e)) => return Err(e.into()),

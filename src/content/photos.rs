@@ -164,9 +164,6 @@ where
             return Err(e);
         }
     };
-    // The sized copies pages show, made after this request is answered (pages fall back to
-    // the display copy until then).
-    media::sizes::make_soon(db, stored.id, max_pixels);
     if let Some(old) = old {
         media::delete_file(db, old).await?;
     }

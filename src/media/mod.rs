@@ -326,6 +326,8 @@ struct Derived {
     display: Option<(Vec<u8>, ImageKind, u32, u32)>,
     /// The [`SOCIAL_SIZE`] JPEG, made whatever the original's size.
     social: Vec<u8>,
+    /// The copies for pages' `srcset`, smallest first ([`sizes`]).
+    sizes: Vec<sizes::Encoded>,
 }
 
 /// The image's size from its header alone, refusing more than `max_pixels`.
@@ -414,6 +416,7 @@ fn derive(
         thumbnail,
         display,
         social: social_card(&decoded)?,
+        sizes: sizes::scale_all(&decoded)?,
     })
 }
 
@@ -448,8 +451,8 @@ fn encode_jpeg(img: &image::DynamicImage, quality: u8) -> Result<Vec<u8>, image:
     Ok(out.into_inner())
 }
 
-/// Measure a stored image and make its thumbnail, display copy and social card (from the first frame of an
-/// animation). The size is read from the header first: an image over `max_pixels` is refused
+/// Measure a stored image and make its thumbnail, display copy, social card and sized copies
+/// (from the first frame of an animation, turned upright as its EXIF orientation says). The size is read from the header first: an image over `max_pixels` is refused
 /// without being decoded, however small the file (a few bytes can declare billions of pixels).
 /// A file whose first bytes claim an image type but that does not decode is deleted and
 /// refused.
@@ -526,6 +529,23 @@ async fn finish_image(
     )
     .await?;
     set.insert("metadata.social", social);
+    let mut made = Vec::with_capacity(derived.sizes.len());
+    for (encoded, size_kind, width, height) in derived.sizes {
+        let file = store_bytes(
+            db,
+            &format!("w{width}-{filename}"),
+            &encoded,
+            doc! { "content_type": size_kind.mime(), sizes::SIZE_OF: id,
+            "width": width, "height": height },
+        )
+        .await?;
+        made.push(sizes::Size {
+            file,
+            width,
+            height,
+        });
+    }
+    set.insert("metadata.sizes", sizes::to_list(&made));
     db.durable::<Document>(&format!("{BUCKET}.files"))
         .update_one(doc! { "_id": id }, doc! { "$set": set })
         .await?;

@@ -9,11 +9,13 @@
 //! only, which makes a photo larger than the JPEG, and the AVIF encoders are either a C library
 //! or a slow build of rav1e; JPEG at [`QUALITY`] is what every browser reads.
 //!
-//! Made once per original, after the upload has been answered (`make_soon`) or, for an image
-//! stored before copies existed, by the first request that needs them ([`ensure`]). Several
-//! requests or instances may want them at once: the maker takes `metadata.sizing` on the
-//! original (free, or older than [`SIZING_TIMEOUT_MS`]), and the list is recorded only when none
-//! is yet (`metadata.sizes` absent), so a second maker's copies are deleted, never recorded twice.
+//! Made once per original: by the upload, from the same decode as its thumbnail (one decode slot,
+//! as before; decoding a photo costs more than scaling and encoding these, and a second decode
+//! in the background would double it), or, for an image stored before sizes existed, by the
+//! first request that needs them ([`ensure`]). Several requests or instances may want those at
+//! once: the maker takes `metadata.sizing` on the original (free, or older than
+//! [`SIZING_TIMEOUT_MS`]), and the list is recorded only where none is yet (`metadata.sizes`
+//! absent), so a second maker's copies are deleted, never recorded twice.
 
 use bson::oid::ObjectId;
 use bson::{doc, Bson, DateTime, Document};
@@ -73,6 +75,11 @@ impl Size {
     }
 }
 
+/// `sizes` as the original's `metadata.sizes` stores them.
+pub fn to_list(sizes: &[Size]) -> Vec<Document> {
+    sizes.iter().map(|s| s.to_document()).collect()
+}
+
 /// The copies an original's entry records, smallest first; `None` when none were made yet (an
 /// empty list: the image could not be decoded when they were made, so none will be).
 pub fn recorded(entry: &Document) -> Option<Vec<Size>> {
@@ -116,18 +123,6 @@ pub async fn ensure(db: &Db, id: ObjectId, max_pixels: u64) -> Result<Option<Siz
         Ok(outcome) => outcome,
         Err(e) => Err(DbError::Invalid(format!("making sized copies failed: {e}"))),
     }
-}
-
-/// Make the copies of original `id` in the background (after an upload, so its request is
-/// answered without waiting for them); a failure is logged, and the first request needing them
-/// tries again.
-pub fn make_soon(db: &Db, id: ObjectId, max_pixels: u64) {
-    let db = db.clone();
-    tokio::spawn(async move {
-        if let Err(e) = make(db, id, max_pixels).await {
-            tracing::warn!(error = %e, file = %id, "making sized copies failed");
-        }
-    });
 }
 
 async fn make(db: Db, id: ObjectId, max_pixels: u64) -> Result<Option<Sizes>, DbError> {
@@ -181,7 +176,7 @@ async fn make(db: Db, id: ObjectId, max_pixels: u64) -> Result<Option<Sizes>, Db
             height,
         });
     }
-    let list: Vec<Document> = sizes.iter().map(|s| s.to_document()).collect();
+    let list = to_list(&sizes);
     let recorded_now = db
         .durable::<Document>(FILES)
         .update_one(
@@ -208,7 +203,7 @@ async fn encode_sizes(
     db: &Db,
     id: ObjectId,
     max_pixels: u64,
-) -> Result<Vec<(Vec<u8>, ImageKind, u32, u32)>, UploadError> {
+) -> Result<Vec<Encoded>, UploadError> {
     let mut bytes = Vec::new();
     let mut download = bucket(db).open_download_stream(Bson::ObjectId(id)).await?;
     download.read_to_end(&mut bytes).await.map_err(io_error)?;
@@ -232,11 +227,13 @@ async fn encode_sizes(
     })
 }
 
-/// Every width of `img`, largest first scaled from the image and each smaller one from the
-/// one before (a fraction of the work, at the same quality for these ratios).
-fn scale_all(
-    img: &DynamicImage,
-) -> Result<Vec<(Vec<u8>, ImageKind, u32, u32)>, image::ImageError> {
+/// An encoded copy: bytes, type, width, height.
+pub(super) type Encoded = (Vec<u8>, ImageKind, u32, u32);
+
+/// Every width of `img` ([`widths_for`]), smallest first; the largest is scaled from the image
+/// and each smaller one from the one before (a fraction of the work, at the same quality for
+/// these ratios). Runs on the blocking pool.
+pub(super) fn scale_all(img: &DynamicImage) -> Result<Vec<Encoded>, image::ImageError> {
     let (width, height) = (img.width(), img.height());
     let alpha = img.color().has_alpha();
     let mut out = Vec::new();
