@@ -493,7 +493,10 @@ async fn the_gallery_shows_a_grid_of_thumbnails_and_a_photo_page_shows_the_image
     );
     let response = app.get(&thumb).await;
     assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(response.headers().get("content-type").unwrap(), "image/jpeg");
+    assert_eq!(
+        response.headers().get("content-type").unwrap(),
+        "image/jpeg"
+    );
 
     let photo = page(&app, "/gallery/listening-corner").await;
     assert_eq!(heading(&photo), "Listening corner");

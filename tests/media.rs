@@ -438,7 +438,10 @@ async fn deleting_an_original_deletes_its_thumbnail_display_copy_and_social_card
     let sizes = bazaar::media::sizes::recorded(&entry).expect("sized copies");
     assert_eq!(sizes.len(), 4, "400, 800, 1200 and 1600 px");
     let sized = sizes.iter().map(|s| s.file);
-    for id in [photo.id, photo.thumbnail, display, social].into_iter().chain(sized) {
+    for id in [photo.id, photo.thumbnail, display, social]
+        .into_iter()
+        .chain(sized)
+    {
         assert!(file_entry(&app, id).await.is_none(), "{id} is gone");
     }
     assert_eq!(

@@ -102,7 +102,10 @@ fn assert_no_metadata(bytes: &[u8], what: &str) {
     assert_eq!(exif_of(bytes), None, "{what}: a decoder finds EXIF");
     let contains = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
     assert!(!contains(b"Exif"), "{what}: carries an Exif segment");
-    assert!(!contains(&latitude_bytes()), "{what}: carries the GPS latitude");
+    assert!(
+        !contains(&latitude_bytes()),
+        "{what}: carries the GPS latitude"
+    );
 }
 
 const BOUNDARY: &str = "----bazaar-photo-derivatives-boundary";
@@ -135,7 +138,10 @@ async fn upload_photo(app: &TestApp, id: ObjectId, bytes: &[u8]) -> model::Photo
     let body = png_upload_body(BOUNDARY, "photo", "IMG_0042.JPG", bytes);
     let response = app.post_admin_multipart(&action, BOUNDARY, body).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let node = model::by_id(&app.db, id).await.expect("read").expect("node");
+    let node = model::by_id(&app.db, id)
+        .await
+        .expect("read")
+        .expect("node");
     let photo = node.photo().expect("a photo node");
     assert!(photo.file_id.is_some(), "the upload was stored");
     photo
@@ -191,7 +197,10 @@ async fn fetch_public(app: &TestApp, path: &str) -> (String, Vec<u8>) {
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_string();
-    (cache_control, response.bytes().await.expect("body").to_vec())
+    (
+        cache_control,
+        response.bytes().await.expect("body").to_vec(),
+    )
 }
 
 async fn stored_bytes(app: &TestApp, id: ObjectId) -> Vec<u8> {
@@ -242,7 +251,11 @@ async fn a_phone_photo_with_gps_exif_is_served_and_stored_only_as_copies_without
         Some("3000")
     );
     assert!(attr(&photo_page, ".post-photo img", "sizes").is_some());
-    assert_eq!(attr(&photo_page, ".post-photo img", "loading"), None, "first image");
+    assert_eq!(
+        attr(&photo_page, ".post-photo img", "loading"),
+        None,
+        "first image"
+    );
 
     // A 390 px phone takes a candidate of at most 800w: it is small and of that width.
     let (url, width) = candidates
@@ -266,7 +279,10 @@ async fn a_phone_photo_with_gps_exif_is_served_and_stored_only_as_copies_without
     assert!(urls.len() >= 14, "{urls:?}");
     for url in &urls {
         let (cache_control, bytes) = fetch_public(&app, url).await;
-        assert_eq!(cache_control, "public, max-age=31536000, immutable", "{url}");
+        assert_eq!(
+            cache_control, "public, max-age=31536000, immutable",
+            "{url}"
+        );
         assert_no_metadata(&bytes, url);
     }
     // The largest copy is what `/media/{id}` (Markdown links, feeds) shows.
@@ -335,9 +351,9 @@ async fn a_photo_stored_before_sizes_existed_gets_them_on_first_need_and_a_stand
     let app = spawn_app().await;
     // Stored as before this change: no sizes recorded (the copies made at upload removed from
     // the list), and another instance busy making them.
-    let body = futures::stream::iter([Ok::<_, std::io::Error>(
-        actix_web::web::Bytes::from(jpeg_with_gps(1600, 1200, 1)),
-    )]);
+    let body = futures::stream::iter([Ok::<_, std::io::Error>(actix_web::web::Bytes::from(
+        jpeg_with_gps(1600, 1200, 1),
+    ))]);
     let stored = bazaar::media::store_upload(&app.db, "old.jpg", body, 50 << 20)
         .await
         .expect("stored");

@@ -176,7 +176,12 @@ pub fn derivatives_named_in(file: &Document) -> Vec<ObjectId> {
             .filter_map(|field| m.get_object_id(field).ok())
             .collect()
     });
-    copies.extend(sizes::recorded(file).unwrap_or_default().iter().map(|s| s.file));
+    copies.extend(
+        sizes::recorded(file)
+            .unwrap_or_default()
+            .iter()
+            .map(|s| s.file),
+    );
     copies
 }
 
@@ -747,7 +752,10 @@ pub async fn resolve_public(
         sizes::Sizes::Busy => (None, false),
     };
     // No sized copy (being made, or the image would not decode): the copies made at upload.
-    let Some(file) = file.or_else(|| copy("display")).or_else(|| copy("thumbnail")) else {
+    let Some(file) = file
+        .or_else(|| copy("display"))
+        .or_else(|| copy("thumbnail"))
+    else {
         return Ok(None);
     };
     Ok(Some(Resolved {

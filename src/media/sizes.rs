@@ -199,11 +199,7 @@ async fn make(db: Db, id: ObjectId, max_pixels: u64) -> Result<Option<Sizes>, Db
 
 /// Read original `id`, decode it (under the decode bound, on the blocking pool) and encode
 /// each width of [`widths_for`] its oriented width.
-async fn encode_sizes(
-    db: &Db,
-    id: ObjectId,
-    max_pixels: u64,
-) -> Result<Vec<Encoded>, UploadError> {
+async fn encode_sizes(db: &Db, id: ObjectId, max_pixels: u64) -> Result<Vec<Encoded>, UploadError> {
     let mut bytes = Vec::new();
     let mut download = bucket(db).open_download_stream(Bson::ObjectId(id)).await?;
     download.read_to_end(&mut bytes).await.map_err(io_error)?;
@@ -286,8 +282,7 @@ pub fn responsive(id: ObjectId, width: u32, height: u32) -> Option<Responsive> {
     let src_width = widths
         .iter()
         .copied()
-        .filter(|w| *w <= 800)
-        .next_back()
+        .rfind(|w| *w <= 800)
         .or(widths.first().copied())?;
     let srcset = widths
         .iter()
@@ -335,7 +330,9 @@ mod tests {
         let id = ObjectId::parse_str("0123456789abcdef01234567").unwrap();
         let r = responsive(id, 4000, 3000).unwrap();
         assert_eq!(r.src, "/media/0123456789abcdef01234567/w/800");
-        assert!(r.srcset.starts_with("/media/0123456789abcdef01234567/w/400 400w, "));
+        assert!(r
+            .srcset
+            .starts_with("/media/0123456789abcdef01234567/w/400 400w, "));
         assert!(r.srcset.ends_with("/w/2000 2000w"));
         assert_eq!((r.width, r.height), (4000, 3000));
         assert_eq!(responsive(id, 300, 200).unwrap().src, url(id, 300));
