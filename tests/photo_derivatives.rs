@@ -346,47 +346,109 @@ async fn a_sideways_stored_portrait_is_turned_upright_in_its_copies_and_its_reco
     app.stop().await;
 }
 
+/// Make stored original `id` as it was before sized copies existed: none stored, none listed.
+async fn as_before_sizes(app: &TestApp, id: ObjectId) {
+    let entry = file_entry(app, id).await;
+    let made = bazaar::media::sizes::recorded(&entry).expect("sizes made at upload");
+    let ids: Vec<ObjectId> = made.iter().map(|s| s.file).collect();
+    bazaar::media::delete_files(&app.db, ids)
+        .await
+        .expect("deleted");
+    app.db
+        .collection::<Document>("assets.files")
+        .update_one(
+            doc! { "_id": id },
+            doc! { "$unset": { "metadata.sizes": "" } },
+        )
+        .await
+        .expect("updated");
+}
+
+/// A gallery photo node `slug` showing stored JPEG `id` of `size` pixels (published unless
+/// the caller makes it a draft).
+fn photo_showing(slug: &str, id: ObjectId, size: (i64, i64)) -> NodeBuilder {
+    NodeBuilder::new(
+        "gallery",
+        slug,
+        model::Detail::Photo(model::PhotoDetail {
+            file_id: Some(id),
+            filename: format!("{slug}.jpg"),
+            content_type: "image/jpeg".into(),
+            width: size.0,
+            height: size.1,
+            caption: String::new(),
+        }),
+    )
+}
+
+async fn store_jpeg(app: &TestApp, name: &str, bytes: Vec<u8>) -> ObjectId {
+    let body = futures::stream::iter([Ok::<_, std::io::Error>(actix_web::web::Bytes::from(bytes))]);
+    bazaar::media::store_upload(&app.db, name, body, 50 << 20)
+        .await
+        .expect("stored")
+        .id
+}
+
+#[tokio::test]
+async fn an_older_photo_is_sized_on_its_first_view_but_a_drafts_not_for_a_visitor() {
+    let app = spawn_app().await;
+    let published = store_jpeg(&app, "shown.jpg", jpeg_with_gps(500, 400, 1)).await;
+    let draft = store_jpeg(&app, "draft.jpg", jpeg_with_gps(500, 400, 1)).await;
+    for id in [published, draft] {
+        as_before_sizes(&app, id).await;
+    }
+    photo_showing("shown", published, (500, 400))
+        .build(&app.db)
+        .await;
+    photo_showing("unfinished", draft, (500, 400))
+        .draft()
+        .build(&app.db)
+        .await;
+
+    let (anonymous, _) = new_client();
+    let url = format!("/media/{}/w/400", draft.to_hex());
+    let response = anonymous.get(app.url(&url)).send().await.expect("sent");
+    assert_eq!(response.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        bazaar::media::sizes::recorded(&file_entry(&app, draft).await),
+        None,
+        "nothing is made for a visitor who may not see it"
+    );
+
+    // The published one: `/media/{id}` (a Markdown link) makes them and sends the largest.
+    let (cache_control, bytes) =
+        fetch_public(&app, &format!("/media/{}", published.to_hex())).await;
+    assert_eq!(cache_control, "public, max-age=31536000, immutable");
+    assert_no_metadata(&bytes, "the older photo's largest copy");
+    let largest = image::load_from_memory(&bytes).expect("an image");
+    assert_eq!((largest.width(), largest.height()), (500, 400));
+    let sizes = bazaar::media::sizes::recorded(&file_entry(&app, published).await).expect("made");
+    assert_eq!(
+        sizes.iter().map(|s| s.width).collect::<Vec<_>>(),
+        [400, 500]
+    );
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn a_photo_stored_before_sizes_existed_gets_them_on_first_need_and_a_stand_in_meanwhile() {
     let app = spawn_app().await;
     // Stored as before this change: no sizes recorded (the copies made at upload removed from
     // the list), and another instance busy making them.
-    let body = futures::stream::iter([Ok::<_, std::io::Error>(actix_web::web::Bytes::from(
-        jpeg_with_gps(1600, 1200, 1),
-    ))]);
-    let stored = bazaar::media::store_upload(&app.db, "old.jpg", body, 50 << 20)
-        .await
-        .expect("stored");
-    let id = stored.id;
+    let id = store_jpeg(&app, "old.jpg", jpeg_with_gps(1600, 1200, 1)).await;
     let files = app.db.collection::<Document>("assets.files");
-    let before = file_entry(&app, id).await;
-    let made = bazaar::media::sizes::recorded(&before).expect("sizes made at upload");
-    let ids: Vec<ObjectId> = made.iter().map(|s| s.file).collect();
-    bazaar::media::delete_files(&app.db, ids)
-        .await
-        .expect("deleted");
+    as_before_sizes(&app, id).await;
     files
         .update_one(
             doc! { "_id": id },
-            doc! { "$unset": { "metadata.sizes": "" },
-            "$set": { "metadata.sizing": DateTime::now() } },
+            doc! { "$set": { "metadata.sizing": DateTime::now() } },
         )
         .await
         .expect("updated");
-    NodeBuilder::new(
-        "gallery",
-        "old-photo",
-        model::Detail::Photo(model::PhotoDetail {
-            file_id: Some(id),
-            filename: "old.jpg".into(),
-            content_type: "image/jpeg".into(),
-            width: 1600,
-            height: 1200,
-            caption: String::new(),
-        }),
-    )
-    .build(&app.db)
-    .await;
+    photo_showing("old-photo", id, (1600, 1200))
+        .build(&app.db)
+        .await;
+    let before = file_entry(&app, id).await;
     let display = before
         .get_document("metadata")
         .and_then(|m| m.get_object_id("display"))

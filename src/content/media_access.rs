@@ -102,17 +102,23 @@ async fn serve_variant(
 ) -> Result<HttpResponse, AppError> {
     let db = &state.db;
     let id = parse_object_id(id)?;
+    // Who may see it is decided before anything is made: a guesser must not get a draft's
+    // sized copies made (nor tell it exists by how long the answer takes).
+    let original = media::resolve(db, id, Variant::Original)
+        .await?
+        .ok_or(AppError::NotFound)?
+        .original;
+    let private = shown_only_by_drafts(db, original).await?;
+    // The same answer as for a file that does not exist: nothing tells a guesser it is there.
+    if private && !carries_admin_credentials(req).await {
+        return Err(AppError::NotFound);
+    }
     let resolved = media::resolve_public(db, id, variant, state.max_image_pixels)
         .await?
         .ok_or(AppError::NotFound)?;
-    if shown_only_by_drafts(db, resolved.original).await? {
-        // The same answer as for a file that does not exist: nothing tells a guesser it is there.
-        if !carries_admin_credentials(req).await {
-            return Err(AppError::NotFound);
-        }
-        return media::send(req, db, resolved.file, Audience::Private).await;
-    }
-    let audience = if resolved.lasting {
+    let audience = if private {
+        Audience::Private
+    } else if resolved.lasting {
         Audience::Public
     } else {
         Audience::PublicForNow
