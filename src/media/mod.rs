@@ -457,8 +457,9 @@ fn encode_jpeg(img: &image::DynamicImage, quality: u8) -> Result<Vec<u8>, image:
 }
 
 /// Measure a stored image and make its thumbnail, display copy, social card and sized copies
-/// (from the first frame of an animation, turned upright as its EXIF orientation says). The size is read from the header first: an image over `max_pixels` is refused
-/// without being decoded, however small the file (a few bytes can declare billions of pixels).
+/// (from the first frame of an animation, turned upright as its EXIF orientation says). The
+/// size is read from the header first: an image over `max_pixels` is refused without being
+/// decoded, however small the file (a few bytes can declare billions of pixels).
 /// A file whose first bytes claim an image type but that does not decode is deleted and
 /// refused.
 async fn finish_image(
