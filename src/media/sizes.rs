@@ -10,8 +10,8 @@
 //! or a slow build of rav1e; JPEG at [`QUALITY`] is what every browser reads.
 //!
 //! Made once per original: by the upload, from the same decode as its thumbnail (one decode slot,
-//! as before; decoding a photo costs more than scaling and encoding these, and a second decode
-//! in the background would double it), or, for an image stored before sizes existed, by the
+//! held as before; the upload waits for the scaling and encoding too, but a background job would
+//! have to decode the photo a second time), or, for an image stored before sizes existed, by the
 //! first request that needs them ([`ensure`]). Several requests or instances may want those at
 //! once: the maker takes `metadata.sizing` on the original (free, or older than
 //! [`SIZING_TIMEOUT_MS`]), and the list is recorded only where none is yet (`metadata.sizes`
