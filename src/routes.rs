@@ -68,6 +68,10 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             "/media/{file_id}/social",
             read().to(content::media_access::serve_social),
         )
+        .route(
+            "/media/{file_id}/w/{width}",
+            read().to(content::media_access::serve_width),
+        )
         .route("/tags/{tag}", read().to(content::pages::tag))
         .route("/tags/{tag}/", read().to(content::pages::tag))
         .route("/tags/{tag}/feed.atom", read().to(content::feed::serve_tag))

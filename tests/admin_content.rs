@@ -720,10 +720,11 @@ async fn a_photo_upload_records_its_size_and_thumbnail_and_a_replacement_deletes
     assert_eq!(stored.metadata.locked, None, "the lock is released");
     let thumb = app.get(&format!("/media/{}/thumb", first.to_hex())).await;
     assert_eq!(thumb.status(), StatusCode::OK);
+    // The page shows a sized copy (640 px is its largest of the widths it gets, 400 and 640).
     let page = html(&body(app.get("/gallery/upload-test").await).await);
     assert_eq!(
         attr(&page, ".post-photo img", "src"),
-        Some(format!("/media/{}", first.to_hex()))
+        Some(format!("/media/{}/w/640", first.to_hex()))
     );
 
     // Replace: the form now carries the new nonce.
@@ -747,8 +748,8 @@ async fn a_photo_upload_records_its_size_and_thumbnail_and_a_replacement_deletes
     assert!(file_exists(&app, second).await);
     assert_eq!(
         file_count(&app).await,
-        files_before,
-        "old file and thumbnail out, new ones in"
+        files_before - 1,
+        "old file and its copies out, new ones in (one sized copy fewer: 300 px wide, not 640)"
     );
     // A stale form (the nonce before the replacement) replaces nothing and leaves no file.
     let response = upload(
@@ -766,7 +767,7 @@ async fn a_photo_upload_records_its_size_and_thumbnail_and_a_replacement_deletes
             .photo_file(),
         Some(second)
     );
-    assert_eq!(file_count(&app).await, files_before);
+    assert_eq!(file_count(&app).await, files_before - 1);
 }
 
 #[tokio::test]
@@ -1047,8 +1048,8 @@ async fn a_crash_between_the_swap_and_the_delete_leaves_only_an_orphan_that_clea
         .await
         .unwrap();
     assert_eq!(
-        removed, 3,
-        "the orphaned file, its thumbnail and its social card"
+        removed, 4,
+        "the orphaned file, its thumbnail, its social card and its one sized copy (20 px)"
     );
     assert!(!file_exists(&app, first.id).await);
     assert!(!file_exists(&app, first.thumbnail).await);

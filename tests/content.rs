@@ -497,14 +497,22 @@ async fn the_gallery_shows_a_grid_of_thumbnails_and_a_photo_page_shows_the_image
         .await;
     let doc = page(&app, "/gallery/").await;
     assert_eq!(count(&doc, ".gallery-grid li"), 4);
-    let thumb = attr(&doc, ".gallery-grid img", "src").expect("a thumbnail");
+    // Tiles show the photos' sized copies (the generated 320 px image has one, 320 wide).
+    let thumb = attr(&doc, ".gallery-grid img", "src").expect("a tile's image");
     assert!(
-        thumb.starts_with("/media/") && thumb.ends_with("/thumb"),
+        thumb.starts_with("/media/") && thumb.ends_with("/w/320"),
         "{thumb}"
+    );
+    assert_eq!(
+        attr(&doc, ".gallery-grid img", "srcset"),
+        Some(format!("{thumb} 320w"))
     );
     let response = app.get(&thumb).await;
     assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(response.headers().get("content-type").unwrap(), "image/png");
+    assert_eq!(
+        response.headers().get("content-type").unwrap(),
+        "image/jpeg"
+    );
 
     let photo = page(&app, "/gallery/listening-corner").await;
     assert_eq!(heading(&photo), "Listening corner");

@@ -44,6 +44,7 @@ mod multi_instance;
 mod operations;
 mod pages;
 mod pagination;
+mod photo_derivatives;
 mod round_trips;
 mod search;
 mod security;

@@ -67,7 +67,8 @@ async fn a_generated_cover_is_served_with_type_length_etag_and_long_caching() {
     let src = attr(&doc, "img.product-photo", "src").expect("a cover");
     let response = app.get(&src).await;
     assert_eq!(response.status(), StatusCode::OK);
-    assert_eq!(header(&response, "content-type"), "image/png");
+    // A cover fits the display size, so its full-size copy (re-encoded, a JPEG) is shown.
+    assert_eq!(header(&response, "content-type"), "image/jpeg");
     assert!(header(&response, "cache-control").contains("max-age=31536000"));
     let etag = header(&response, "etag");
     assert!(etag.starts_with('"') && etag.len() > 2, "{etag}");
@@ -76,7 +77,7 @@ async fn a_generated_cover_is_served_with_type_length_etag_and_long_caching() {
         .expect("a length");
     let bytes = response.bytes().await.expect("body");
     assert_eq!(bytes.len(), length);
-    let cover = image::load_from_memory(&bytes).expect("a real PNG");
+    let cover = image::load_from_memory(&bytes).expect("a real image");
     assert_eq!((cover.width(), cover.height()), (320, 320));
 
     let response = app
@@ -165,8 +166,9 @@ async fn an_uploaded_png_gets_a_thumbnail_and_a_non_image_or_oversized_file_is_r
         .into_iter()
         .find(|r| r.starts_with("assets.files"))
         .expect("files row");
-    // The cover and the upload, each with its thumbnail and social card.
-    assert_eq!(files, format!("assets.files{}", (1 + 1) * 3));
+    // The cover and the upload, each with its thumbnail and social card, and their sized copies
+    // (the 320 px cover one, the 800 px upload two: 400 and 800).
+    assert_eq!(files, format!("assets.files{}", (1 + 1) * 3 + 1 + 2));
 
     // Without the token in the query the upload is refused before it is read.
     let no_token = action.split('?').next().unwrap_or_default().to_string();
@@ -208,8 +210,13 @@ async fn uploaded_gif_and_webp_photos_get_png_thumbnails_like_png_and_jpeg() {
         let thumb = image::load_from_memory_with_format(&bytes, image::ImageFormat::Png)
             .expect("a PNG thumbnail");
         assert_eq!((thumb.width(), thumb.height()), thumb_size, "{name}");
-        let original = app.get(thumb_url.trim_end_matches("/thumb")).await;
-        assert_eq!(header(&original, "content-type"), mime, "{name}");
+        // The original as uploaded is the admin's; the public URL sends a re-encoded copy (PNG:
+        // these decode with an alpha channel).
+        let original = thumb_url.trim_end_matches("/thumb");
+        let admin = app.get_admin(&format!("/admin{original}")).await;
+        assert_eq!(header(&admin, "content-type"), mime, "{name}");
+        let public = app.get(original).await;
+        assert_eq!(header(&public, "content-type"), "image/png", "{name}");
     }
 
     // A file that starts like a GIF but is not one is refused, not kept without a thumbnail.
@@ -424,10 +431,17 @@ async fn deleting_an_original_deletes_its_thumbnail_display_copy_and_social_card
         .await
         .expect("deleted");
     assert_eq!(
-        deleted, 4,
-        "the original, its thumbnail, its display copy and its social card"
+        deleted,
+        4 + 4,
+        "the original, its thumbnail, its display copy, its social card and its four sized copies"
     );
-    for id in [photo.id, photo.thumbnail, display, social] {
+    let sizes = bazaar::media::sizes::recorded(&entry).expect("sized copies");
+    assert_eq!(sizes.len(), 4, "400, 800, 1200 and 1600 px");
+    let sized = sizes.iter().map(|s| s.file);
+    for id in [photo.id, photo.thumbnail, display, social]
+        .into_iter()
+        .chain(sized)
+    {
         assert!(file_entry(&app, id).await.is_none(), "{id} is gone");
     }
     assert_eq!(
@@ -479,8 +493,8 @@ async fn a_file_linked_only_from_a_markdown_body_survives_the_clean_up_and_an_un
     assert!(
         texts(&doc, ".flash-success")
             .iter()
-            .any(|f| f.contains("Removed 3 orphaned files")),
-        "the file and its thumbnail"
+            .any(|f| f.contains("Removed 4 orphaned files")),
+        "the file, its thumbnail, its social card and its sized copy"
     );
     assert!(
         file_entry(&app, linked.id).await.is_some(),

@@ -278,7 +278,8 @@ async fn three_instances_starting_at_once_on_an_empty_database_seed_it_exactly_o
                     .is_ok_and(|d| d.contains_key("file_id"))
             })
             .count();
-        // Originals only: derivatives (thumbnails, display copies) name their original.
+        // Originals only: derivatives (thumbnails, display copies, sized copies) name their
+        // original.
         let originals = documents(
             &db,
             &format!("{}.files", bazaar::media::BUCKET),
@@ -286,6 +287,7 @@ async fn three_instances_starting_at_once_on_an_empty_database_seed_it_exactly_o
                 "metadata.thumbnail_of": { "$exists": false },
                 "metadata.display_of": { "$exists": false },
                 "metadata.social_of": { "$exists": false },
+                "metadata.size_of": { "$exists": false },
             },
         )
         .await;

@@ -505,7 +505,13 @@ async fn the_pixel_limit_is_configurable_and_pages_show_a_scaled_copy_of_a_large
     assert_eq!(shown.status(), StatusCode::OK);
     let shown = image::load_from_memory(&shown.bytes().await.expect("body")).expect("an image");
     assert_eq!((shown.width(), shown.height()), (1200, 600));
-    let original = app.get(srcs[1].trim_end_matches("/display")).await;
+    // The public URL of the original sends its largest sized copy; the original is the admin's.
+    let largest = app.get(srcs[1].trim_end_matches("/display")).await;
+    let largest = image::load_from_memory(&largest.bytes().await.expect("body")).expect("image");
+    assert_eq!((largest.width(), largest.height()), (2000, 1000));
+    let original = app
+        .get_admin(&format!("/admin{}", srcs[1].trim_end_matches("/display")))
+        .await;
     let original = image::load_from_memory(&original.bytes().await.expect("body")).expect("image");
     assert_eq!((original.width(), original.height()), (2400, 1200));
 }

@@ -4,6 +4,11 @@
 //! request; the admin's own pages link `/admin/media/…`), never cached, and is a 404 for
 //! everyone else. Everything else (published photos, product photos, files only Markdown links
 //! to) stays public and cacheable for a year.
+//!
+//! None of these URLs sends an original as uploaded (it may carry the uploader's EXIF: GPS
+//! position, camera): `media::resolve_public` picks a re-encoded copy, so `/media/{id}` links
+//! already written in Markdown keep working and show the largest sized copy. The original is
+//! the admin's, at `/admin/media/{id}`.
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use bson::doc;
@@ -46,7 +51,7 @@ pub async fn serve(
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    serve_variant(&req, &state.db, &id, Variant::Original).await
+    serve_variant(&req, &state, &id, Variant::Original).await
 }
 
 /// `GET /media/{file_id}/thumb`: the image's thumbnail (the image itself when it has none).
@@ -55,7 +60,7 @@ pub async fn serve_thumbnail(
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    serve_variant(&req, &state.db, &id, Variant::Thumbnail).await
+    serve_variant(&req, &state, &id, Variant::Thumbnail).await
 }
 
 /// `GET /media/{file_id}/display`: the copy scaled for pages (the image itself when it is small
@@ -65,7 +70,7 @@ pub async fn serve_display(
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    serve_variant(&req, &state.db, &id, Variant::Display).await
+    serve_variant(&req, &state, &id, Variant::Display).await
 }
 
 /// `GET /media/{file_id}/social`: the 1200×630 card link previews show (OpenGraph, Twitter).
@@ -74,25 +79,49 @@ pub async fn serve_social(
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    serve_variant(&req, &state.db, &id, Variant::Social).await
+    serve_variant(&req, &state, &id, Variant::Social).await
+}
+
+/// `GET /media/{file_id}/w/{width}`: the sized copy for a `srcset` candidate that wide (the
+/// nearest one the image has; see `media::sizes`).
+pub async fn serve_width(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+) -> Result<HttpResponse, AppError> {
+    let (id, width) = path.into_inner();
+    let width: u32 = width.parse().map_err(|_| AppError::NotFound)?;
+    serve_variant(&req, &state, &id, Variant::Width(width)).await
 }
 
 async fn serve_variant(
     req: &HttpRequest,
-    db: &Db,
+    state: &AppState,
     id: &str,
     variant: Variant,
 ) -> Result<HttpResponse, AppError> {
+    let db = &state.db;
     let id = parse_object_id(id)?;
-    let resolved = media::resolve(db, id, variant)
+    // Who may see it is decided before anything is made: a guesser must not get a draft's
+    // sized copies made (nor tell it exists by how long the answer takes).
+    let original = media::resolve(db, id, Variant::Original)
+        .await?
+        .ok_or(AppError::NotFound)?
+        .original;
+    let private = shown_only_by_drafts(db, original).await?;
+    // The same answer as for a file that does not exist: nothing tells a guesser it is there.
+    if private && !carries_admin_credentials(req).await {
+        return Err(AppError::NotFound);
+    }
+    let resolved = media::resolve_public(db, id, variant, state.max_image_pixels)
         .await?
         .ok_or(AppError::NotFound)?;
-    if shown_only_by_drafts(db, resolved.original).await? {
-        // The same answer as for a file that does not exist: nothing tells a guesser it is there.
-        if !carries_admin_credentials(req).await {
-            return Err(AppError::NotFound);
-        }
-        return media::send(req, db, resolved.file, Audience::Private).await;
-    }
-    media::send(req, db, resolved.file, Audience::Public).await
+    let audience = if private {
+        Audience::Private
+    } else if resolved.lasting {
+        Audience::Public
+    } else {
+        Audience::PublicForNow
+    };
+    media::send(req, db, resolved.file, audience).await
 }

@@ -106,6 +106,19 @@ pub struct Author {
     pub name: String,
 }
 
+impl PhotoDetail {
+    /// The `<img>` attributes (sized copies' `srcset`, size in pixels) of the photo; `None`
+    /// before its first upload, or when its size was not recorded (pages then link
+    /// `/media/{id}`, which sends the largest copy).
+    pub fn responsive(&self) -> Option<crate::media::sizes::Responsive> {
+        crate::media::sizes::responsive(
+            self.file_id?,
+            u32::try_from(self.width).ok()?,
+            u32::try_from(self.height).ok()?,
+        )
+    }
+}
+
 /// Text of a page or blog entry: Markdown.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TextDetail {
@@ -363,6 +376,11 @@ impl Node {
             Some(Detail::Video(d)) => Video::parse(&d.url),
             _ => None,
         }
+    }
+
+    /// The `<img>` attributes of the photo's sized copies (see [`PhotoDetail::responsive`]).
+    pub fn responsive_photo(&self) -> Option<crate::media::sizes::Responsive> {
+        self.photo()?.responsive()
     }
 
     pub fn photo(&self) -> Option<PhotoDetail> {

@@ -5,9 +5,14 @@
 //! (`content::media_access`) hide files only drafts show, the admin's (`/admin/media/…`,
 //! [`serve_private`]) serve any.
 //!
-//! A thumbnail, display copy or social card belongs to its original: its metadata names it
-//! (`thumbnail_of`, `display_of`, `social_of`) and the original's names the copies
-//! (`thumbnail`, `display`, `social`); [`delete_file`] deletes them together.
+//! A thumbnail, display copy, social card or sized copy ([`sizes`]) belongs to its original: its
+//! metadata names it (`thumbnail_of`, `display_of`, `social_of`, `size_of`) and the original's
+//! names the copies (`thumbnail`, `display`, `social`, `sizes`); [`delete_file`] deletes them
+//! together. Every copy is re-encoded from the decoded pixels (EXIF orientation applied), so
+//! none carries the uploader's metadata; the public routes send copies only ([`resolve_public`]),
+//! the original itself goes to the admin alone.
+
+pub mod sizes;
 
 use std::io::Cursor;
 
@@ -47,6 +52,8 @@ static DECODES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(MAX_C
 const CACHE_CONTROL: &str = "public, max-age=31536000, immutable";
 /// A file only the admin may see (the photo of a draft): no cache keeps it.
 const PRIVATE_CACHE_CONTROL: &str = "private, no-store";
+/// A stand-in sent while an original's sized copies are being made.
+const STAND_IN_CACHE_CONTROL: &str = "public, max-age=60";
 /// The files collection of the bucket.
 pub const FILES: &str = "assets.files";
 
@@ -148,10 +155,10 @@ pub fn bucket(db: &Db) -> GridFsBucket {
 }
 
 /// The copies made of an original (its thumbnail, display copy and social card), as its
-/// metadata names them.
+/// metadata names them; the sized copies are listed in `sizes` ([`sizes::recorded`]).
 pub const DERIVATIVE_FIELDS: [&str; 3] = ["thumbnail", "display", "social"];
 /// The metadata fields of a copy that name its original.
-pub const ORIGINAL_FIELDS: [&str; 3] = ["thumbnail_of", "display_of", "social_of"];
+pub const ORIGINAL_FIELDS: [&str; 4] = ["thumbnail_of", "display_of", "social_of", sizes::SIZE_OF];
 
 /// The original a stored file was made from, when it is a copy (a thumbnail or display copy).
 pub fn original_named_in(file: &Document) -> Option<ObjectId> {
@@ -161,14 +168,21 @@ pub fn original_named_in(file: &Document) -> Option<ObjectId> {
         .find_map(|field| metadata.get_object_id(field).ok())
 }
 
-/// The copies a stored original names in its metadata.
+/// The copies a stored original names in its metadata, sized copies included.
 pub fn derivatives_named_in(file: &Document) -> Vec<ObjectId> {
-    file.get_document("metadata").map_or(Vec::new(), |m| {
+    let mut copies: Vec<ObjectId> = file.get_document("metadata").map_or(Vec::new(), |m| {
         DERIVATIVE_FIELDS
             .iter()
             .filter_map(|field| m.get_object_id(field).ok())
             .collect()
-    })
+    });
+    copies.extend(
+        sizes::recorded(file)
+            .unwrap_or_default()
+            .iter()
+            .map(|s| s.file),
+    );
+    copies
 }
 
 /// Delete a stored image with every copy made of it (thumbnail, display copy); a file already
@@ -317,6 +331,8 @@ struct Derived {
     display: Option<(Vec<u8>, ImageKind, u32, u32)>,
     /// The [`SOCIAL_SIZE`] JPEG, made whatever the original's size.
     social: Vec<u8>,
+    /// The copies for pages' `srcset`, smallest first ([`sizes`]).
+    sizes: Vec<sizes::Encoded>,
 }
 
 /// The image's size from its header alone, refusing more than `max_pixels`.
@@ -341,21 +357,47 @@ fn header_dimensions(
     Ok((width, height))
 }
 
-/// Decode (with the decoder's own limits set to the measured size, in case the header lied)
-/// and make the thumbnail and display copies. Runs on the blocking pool.
-fn derive(
+/// Decode the first frame (with the decoder's own limits set to the measured size, in case the
+/// header lied) and turn it upright as its EXIF orientation says (a phone's portrait photo is
+/// stored sideways with a tag saying so, and the copies carry no tag). Runs on the blocking
+/// pool.
+fn decode_oriented(
     bytes: &[u8],
     format: image::ImageFormat,
     (width, height): (u32, u32),
-) -> Result<Derived, image::ImageError> {
+) -> Result<image::DynamicImage, image::ImageError> {
+    use image::ImageDecoder;
     let mut reader = image::ImageReader::with_format(Cursor::new(bytes), format);
     let mut limits = image::Limits::default();
     limits.max_image_width = Some(width.max(1));
     limits.max_image_height = Some(height.max(1));
     // Room for the decoded frame at up to 8 bytes a pixel (16-bit RGBA) plus the decoder's own.
-    limits.max_alloc = Some((u64::from(width) * u64::from(height)).saturating_mul(8) + (64 << 20));
+    let max_alloc = (u64::from(width) * u64::from(height)).saturating_mul(8) + (64 << 20);
+    limits.max_alloc = Some(max_alloc);
     reader.limits(limits);
-    let decoded = reader.decode()?;
+    let mut decoder = reader.into_decoder()?;
+    if decoder.total_bytes() > max_alloc {
+        return Err(image::ImageError::Limits(
+            image::error::LimitError::from_kind(image::error::LimitErrorKind::InsufficientMemory),
+        ));
+    }
+    // An unreadable orientation is no reason to refuse the picture: it is shown as stored.
+    let orientation = decoder
+        .orientation()
+        .unwrap_or(image::metadata::Orientation::NoTransforms);
+    let mut decoded = image::DynamicImage::from_decoder(decoder)?;
+    decoded.apply_orientation(orientation);
+    Ok(decoded)
+}
+
+/// Decode (see [`decode_oriented`]) and make the thumbnail and display copies. Runs on the
+/// blocking pool.
+fn derive(
+    bytes: &[u8],
+    format: image::ImageFormat,
+    dimensions: (u32, u32),
+) -> Result<Derived, image::ImageError> {
+    let decoded = decode_oriented(bytes, format, dimensions)?;
     let thumb = decoded.thumbnail(THUMBNAIL_SIZE, THUMBNAIL_SIZE);
     let thumbnail = (encode_png(&thumb)?, thumb.width(), thumb.height());
     let display = if decoded.width() > DISPLAY_SIZE || decoded.height() > DISPLAY_SIZE {
@@ -368,7 +410,7 @@ fn derive(
         Some(if scaled.color().has_alpha() {
             (encode_png(&scaled)?, ImageKind::Png, w, h)
         } else {
-            (encode_jpeg(&scaled)?, ImageKind::Jpeg, w, h)
+            (encode_jpeg(&scaled, 85)?, ImageKind::Jpeg, w, h)
         })
     } else {
         None
@@ -379,6 +421,7 @@ fn derive(
         thumbnail,
         display,
         social: social_card(&decoded)?,
+        sizes: sizes::scale_all(&decoded)?,
     })
 }
 
@@ -399,21 +442,24 @@ fn social_card(img: &image::DynamicImage) -> Result<Vec<u8>, image::ImageError> 
     } else {
         filled
     };
-    encode_jpeg(&flat)
+    encode_jpeg(&flat, 85)
 }
 
-fn encode_jpeg(img: &image::DynamicImage) -> Result<Vec<u8>, image::ImageError> {
+/// `img` as a JPEG of `quality` (1–100). The encoder writes a JFIF header and the pixels: no
+/// EXIF, XMP or ICC segment.
+fn encode_jpeg(img: &image::DynamicImage, quality: u8) -> Result<Vec<u8>, image::ImageError> {
     let mut out = Cursor::new(Vec::new());
     let rgb = image::DynamicImage::ImageRgb8(img.to_rgb8());
     rgb.write_with_encoder(image::codecs::jpeg::JpegEncoder::new_with_quality(
-        &mut out, 85,
+        &mut out, quality,
     ))?;
     Ok(out.into_inner())
 }
 
-/// Measure a stored image and make its thumbnail, display copy and social card (from the first frame of an
-/// animation). The size is read from the header first: an image over `max_pixels` is refused
-/// without being decoded, however small the file (a few bytes can declare billions of pixels).
+/// Measure a stored image and make its thumbnail, display copy, social card and sized copies
+/// (from the first frame of an animation, turned upright as its EXIF orientation says). The
+/// size is read from the header first: an image over `max_pixels` is refused without being
+/// decoded, however small the file (a few bytes can declare billions of pixels).
 /// A file whose first bytes claim an image type but that does not decode is deleted and
 /// refused.
 async fn finish_image(
@@ -489,6 +535,23 @@ async fn finish_image(
     )
     .await?;
     set.insert("metadata.social", social);
+    let mut made = Vec::with_capacity(derived.sizes.len());
+    for (encoded, size_kind, width, height) in derived.sizes {
+        let file = store_bytes(
+            db,
+            &format!("w{width}-{filename}"),
+            &encoded,
+            doc! { "content_type": size_kind.mime(), sizes::SIZE_OF: id,
+            "width": width, "height": height },
+        )
+        .await?;
+        made.push(sizes::Size {
+            file,
+            width,
+            height,
+        });
+    }
+    set.insert("metadata.sizes", sizes::to_list(&made));
     db.durable::<Document>(&format!("{BUCKET}.files"))
         .update_one(doc! { "_id": id }, doc! { "$set": set })
         .await?;
@@ -574,15 +637,29 @@ pub enum Variant {
     /// `/media/{id}/social`: the [`SOCIAL_SIZE`] card for link previews (the file itself for
     /// an image stored before cards were made).
     Social,
+    /// `/media/{id}/w/{width}`: the sized copy for a `srcset` candidate of that width
+    /// ([`sizes`]); public only.
+    Width(u32),
 }
 
 impl Variant {
     fn field(self) -> Option<&'static str> {
         match self {
-            Variant::Original => None,
+            Variant::Original | Variant::Width(_) => None,
             Variant::Thumbnail => Some("thumbnail"),
             Variant::Display => Some("display"),
             Variant::Social => Some("social"),
+        }
+    }
+
+    /// The width of sized copy that stands in for this variant of an original that has no
+    /// such copy of its own (public URLs never send the original itself).
+    fn stand_in_width(self) -> u32 {
+        match self {
+            Variant::Original | Variant::Social => u32::MAX,
+            Variant::Display => DISPLAY_SIZE,
+            Variant::Thumbnail => THUMBNAIL_SIZE,
+            Variant::Width(w) => w,
         }
     }
 }
@@ -593,6 +670,9 @@ impl Variant {
 pub struct Resolved {
     pub file: ObjectId,
     pub original: ObjectId,
+    /// False when the file only stands in until the sized copies exist (they are being made):
+    /// the answer may then be cached only briefly.
+    pub lasting: bool,
 }
 
 /// The file to send for `variant` of stored file `id`; `None` when there is no such file.
@@ -618,6 +698,71 @@ pub async fn resolve(db: &Db, id: ObjectId, variant: Variant) -> Result<Option<R
     Ok(Some(Resolved {
         file,
         original: original_named_in(&entry).unwrap_or(id),
+        lasting: true,
+    }))
+}
+
+/// The file a public URL sends for `variant` of stored file `id`: a copy, never an original
+/// (which may carry its uploader's EXIF: GPS position, camera). A copy's own id is the copy; an
+/// original's thumbnail, display copy or social card when it has that one; otherwise one of its
+/// sized copies (made now if it has none yet, under the decode bound), and while another request
+/// or instance is making them, the display copy or thumbnail stands in. `None` when there is no
+/// such file, or nothing re-encoded to send yet.
+pub async fn resolve_public(
+    db: &Db,
+    id: ObjectId,
+    variant: Variant,
+    max_pixels: u64,
+) -> Result<Option<Resolved>, DbError> {
+    let Some(entry) = db
+        .collection::<Document>(FILES)
+        .find_one(doc! { "_id": id })
+        .projection(doc! { "metadata": 1 })
+        .await?
+    else {
+        return Ok(None);
+    };
+    if let Some(original) = original_named_in(&entry) {
+        return Ok(Some(Resolved {
+            file: id,
+            original,
+            lasting: true,
+        }));
+    }
+    let metadata = entry.get_document("metadata").ok();
+    let copy = |field: &str| metadata.and_then(|m| m.get_object_id(field).ok());
+    if let Some(file) = variant.field().and_then(copy) {
+        return Ok(Some(Resolved {
+            file,
+            original: id,
+            lasting: true,
+        }));
+    }
+    let made = match sizes::recorded(&entry) {
+        Some(made) => sizes::Sizes::Made(made),
+        None => match sizes::ensure(db, id, max_pixels).await? {
+            Some(sizes) => sizes,
+            None => return Ok(None),
+        },
+    };
+    let (file, lasting) = match made {
+        sizes::Sizes::Made(made) => (
+            sizes::pick(&made, variant.stand_in_width()).map(|s| s.file),
+            true,
+        ),
+        sizes::Sizes::Busy => (None, false),
+    };
+    // No sized copy (being made, or the image would not decode): the copies made at upload.
+    let Some(file) = file
+        .or_else(|| copy("display"))
+        .or_else(|| copy("thumbnail"))
+    else {
+        return Ok(None);
+    };
+    Ok(Some(Resolved {
+        file,
+        original: id,
+        lasting,
     }))
 }
 
@@ -628,6 +773,8 @@ pub enum Audience {
     Public,
     /// Only the admin: never kept by a cache.
     Private,
+    /// Anyone, but a stand-in that a better file replaces soon: caches keep it a minute.
+    PublicForNow,
 }
 
 /// `GET /admin/media/{file_id}` (behind the admin's sign-in): any stored file, drafts' photos
@@ -681,6 +828,7 @@ pub async fn send(
     let cache_control = match audience {
         Audience::Public => CACHE_CONTROL,
         Audience::Private => PRIVATE_CACHE_CONTROL,
+        Audience::PublicForNow => STAND_IN_CACHE_CONTROL,
     };
     let bucket = bucket(db);
     let file = bucket
