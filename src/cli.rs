@@ -45,13 +45,19 @@ enum Command {
     /// Add missing demo data to the database, then exit
     ///
     /// Adds the demo catalog, pages, posts and comments that are missing (never duplicates).
-    /// With --products, also generates products until there are N generated ones (for load
-    /// tests), streamed in batches, with progress on standard error.
-    #[command(after_help = "Examples:\n  bazaar seed\n  bazaar seed --products 10000")]
+    /// With --products, also generates products until there are N generated ones, and with
+    /// --posts blog posts (for load tests), in batches, with progress on standard error.
+    #[command(
+        after_help = "Examples:\n  bazaar seed\n  bazaar seed --products 10000\n  bazaar seed --posts 100000"
+    )]
     Seed {
         /// Also generate products until there are N generated ones (at most 10 000 000)
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(..=10_000_000))]
         products: Option<u64>,
+        /// Also generate blog posts of every type until there are N generated ones (at most
+        /// 1 000 000)
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(..=1_000_000))]
+        posts: Option<u64>,
     },
     /// Read a password from standard input, print its argon2 hash (for admin.password_hash)
     ///
@@ -158,7 +164,7 @@ where
     let result = match cli.command.unwrap_or(Command::Serve) {
         Command::HashPassword => print_password_hash(),
         Command::Serve => with_runtime(serve()),
-        Command::Seed { products } => with_runtime(seed(products)),
+        Command::Seed { products, posts } => with_runtime(seed(products, posts)),
         Command::Repair => repair(),
         Command::Backup { dir } => with_runtime(backup(dir)),
         Command::Restore { dir, force } => with_runtime(restore(dir, force)),
@@ -237,7 +243,7 @@ async fn serve() -> anyhow::Result<()> {
     app.run_until_stopped().await
 }
 
-async fn seed(products: Option<u64>) -> anyhow::Result<()> {
+async fn seed(products: Option<u64>, posts: Option<u64>) -> anyhow::Result<()> {
     let settings = load_settings()?;
     let database = OpenDatabase::open(&settings).await?;
     let outcome = async {
@@ -247,14 +253,21 @@ async fn seed(products: Option<u64>) -> anyhow::Result<()> {
             Some(n) => Some(seed_generated_products(&database.db, n).await?),
             None => None,
         };
-        anyhow::Ok((report, generated))
+        let posts = match posts {
+            Some(n) => Some(seed_generated_posts(&database.db, n).await?),
+            None => None,
+        };
+        anyhow::Ok((report, generated, posts))
     }
     .await;
     database.close().await;
-    let (report, generated) = outcome.context("seeding failed")?;
+    let (report, generated, posts) = outcome.context("seeding failed")?;
     println!("{}", report.summary());
     if let Some(added) = generated {
         println!("Generated products added: {added}.");
+    }
+    if let Some(added) = posts {
+        println!("Generated posts added: {added}.");
     }
     Ok(())
 }
@@ -266,6 +279,22 @@ async fn seed_generated_products(db: &crate::db::Db, n: u64) -> anyhow::Result<u
     let added = crate::catalog::demo::seed_bulk_with_progress(db, n, |done, total| {
         progress
             .get_or_insert_with(|| Progress::counting(total, "products"))
+            .set_position(done);
+    })
+    .await?;
+    if let Some(progress) = progress {
+        progress.finish();
+    }
+    Ok(added)
+}
+
+/// Generate blog posts up to `n` (see [`crate::content::demo::seed_generated_posts`]), with
+/// progress on standard error.
+async fn seed_generated_posts(db: &crate::db::Db, n: u64) -> anyhow::Result<u64> {
+    let mut progress: Option<Progress> = None;
+    let added = crate::content::demo::seed_generated_posts(db, n, |done, total| {
+        progress
+            .get_or_insert_with(|| Progress::counting(total, "posts"))
             .set_position(done);
     })
     .await?;

@@ -72,6 +72,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             "/media/{file_id}/w/{width}",
             read().to(content::media_access::serve_width),
         )
+        // A draft or scheduled node through a signed, expiring link (`content::preview`).
+        .route("/preview/{id}", read().to(content::pages::preview))
         .route("/tags/{tag}", read().to(content::pages::tag))
         .route("/tags/{tag}/", read().to(content::pages::tag))
         .route("/tags/{tag}/feed.atom", read().to(content::feed::serve_tag))

@@ -240,6 +240,18 @@ async fn every_stream_query_reads_the_section_index_in_order() {
     let mut section = doc! { "metadata.section": "blog" };
     section.extend(model::visible_at(now));
     assert_eq!(index_of(&app, section, model::newest_first()).await, index);
+    for find in stream::neighbour_probes("blog", point, now) {
+        let filter = find.get_document("filter").unwrap().clone();
+        let sort = find.get_document("sort").unwrap().clone();
+        assert_eq!(index_of(&app, filter, sort).await, index, "neighbours");
+    }
+    // A tag page: newest first within the tag.
+    let mut tagged = doc! { "metadata.tags": "jazz" };
+    tagged.extend(model::visible_at(now));
+    assert_eq!(
+        index_of(&app, tagged, doc! { "metadata.published": -1 }).await,
+        doc! { "metadata.tags": 1, "metadata.published": -1 }
+    );
     for older in [true, false] {
         for find in stream::finds_past("blog", point, older, now) {
             let filter = find.get_document("filter").unwrap().clone();
@@ -351,5 +363,37 @@ async fn a_deep_stream_page_and_a_post_send_a_pinned_number_of_commands() {
         commands("/blog/p10".into()).await,
         ["find nodes", "find nodes", "find nodes"]
     );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn generated_posts_for_load_tests_are_added_once_with_their_summaries() {
+    let app = spawn_app().await;
+    let mut reported = Vec::new();
+    let added = bazaar::content::demo::seed_generated_posts(&app.db, 12, |done, total| {
+        reported.push((done, total))
+    })
+    .await
+    .unwrap();
+    assert_eq!(added, 12);
+    assert_eq!(reported.last(), Some(&(12, 12)));
+    let again = bazaar::content::demo::seed_generated_posts(&app.db, 12, |_, _| {})
+        .await
+        .unwrap();
+    assert_eq!(again, 0);
+    let stored = model::collection(&app.db)
+        .count_documents(doc! { "metadata.summary": { "$ne": null } })
+        .await
+        .unwrap();
+    assert_eq!(stored, 12);
+    let (titles, older) = stream_page(&app, "/blog/").await;
+    assert_eq!(titles.first().map(String::as_str), Some("Generated post 0"));
+    assert!(older.is_some());
+    // Every type renders; the entry's five paragraphs show as an excerpt.
+    let doc = page(&app, "/blog/").await;
+    for kind in ["entry", "photo", "video", "quote", "link"] {
+        assert!(count(&doc, &format!("article.node-{kind}")) >= 1, "{kind}");
+    }
+    assert_eq!(count(&doc, ".continue-reading"), 2);
     app.stop().await;
 }

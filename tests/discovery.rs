@@ -1107,7 +1107,8 @@ async fn every_sitemap_query_runs_on_an_index() {
         let tags = explain(doc! { "find": collection, "filter": filter }).await;
         let key = key_of(&tags);
         assert!(
-            key == doc! { "metadata.tags": 1 } || key == doc! { "tags": 1 },
+            key == doc! { "metadata.tags": 1, "metadata.published": -1 }
+                || key == doc! { "tags": 1 },
             "{collection}: {key}"
         );
     }

@@ -45,6 +45,7 @@ mod operations;
 mod pages;
 mod pagination;
 mod photo_derivatives;
+mod preview;
 mod round_trips;
 mod search;
 mod security;

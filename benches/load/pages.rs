@@ -89,12 +89,13 @@ fn bazaar(binary: &Path, data: &Path) -> Command {
     cmd
 }
 
-/// Seed `products` generated products into `data`; returns the seconds taken and the seeding
-/// process's peak RSS in MB.
-fn seed(binary: &Path, data: &Path, products: u64) -> anyhow::Result<(f64, f64)> {
+/// Seed `products` generated products and `posts` generated blog posts into `data`; returns the
+/// seconds taken and the seeding process's peak RSS in MB.
+fn seed(binary: &Path, data: &Path, products: u64, posts: u64) -> anyhow::Result<(f64, f64)> {
     let started = Instant::now();
     let mut child = bazaar(binary, data)
         .args(["seed", "--products", &products.to_string()])
+        .args(["--posts", &posts.to_string()])
         .stderr(Stdio::inherit())
         .spawn()?;
     let mut peak: f64 = 0.0;
@@ -187,6 +188,24 @@ async fn last_page(addr: &str, path: &str) -> anyhow::Result<u64> {
         .unwrap_or(1))
 }
 
+/// The `before=` address of the blog page that starts with generated post `i`: its publication
+/// time (read from its page, whole seconds) and the largest id, so the page holds that post and
+/// the older ones. Only this build reads such addresses.
+async fn blog_page_from(addr: &str, i: u64) -> anyhow::Result<String> {
+    let path = format!("/blog/generated-post-{i}");
+    let r = Connection::new(addr).get(&path).await?;
+    anyhow::ensure!(r.status == 200, "{path} answered {}", r.status);
+    let html = String::from_utf8_lossy(&r.body);
+    let (_, rest) = html
+        .split_once("<time datetime=\"")
+        .ok_or_else(|| anyhow::anyhow!("{path} shows no date"))?;
+    let stamp = rest.split('"').next().unwrap_or_default();
+    let at = chrono::DateTime::parse_from_rfc3339(stamp)?;
+    // The page shows whole seconds; the post was published within that second.
+    let millis = at.timestamp_millis() + 999;
+    Ok(format!("/blog/?before={millis}.ffffffffffffffffffffffff"))
+}
+
 /// A load run after a one-second warm-up; the worst latency includes the warm-up, so the first
 /// requests after start-up (cold caches) count.
 async fn measure(addr: &str, connections: u64, seconds: u64, pick: &PickPath) -> Outcome {
@@ -211,10 +230,15 @@ pub async fn run(products: u64, connections: u64, seconds: u64) -> anyhow::Resul
     let baseline = std::env::var_os("BENCH_BASELINE").map(PathBuf::from);
     let dir = tempfile::tempdir()?;
     let data = dir.path().join("data");
-    let (seed_secs, seed_peak) = seed(&binary, &data, products)?;
+    let posts: u64 = std::env::var("BENCH_POSTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1_000);
+    let (seed_secs, seed_peak) = seed(&binary, &data, products, posts)?;
     println!(
-        "pages: {products} generated products seeded in {seed_secs:.1} s (peak RSS {seed_peak:.0} MB), \
-         data directory {:.1} MB; {connections} connections, {seconds} s per page after 1 s warm-up",
+        "pages: {products} generated products and {posts} generated posts seeded in {seed_secs:.1} s \
+         (peak RSS {seed_peak:.0} MB), data directory {:.1} MB; {connections} connections, \
+         {seconds} s per page after 1 s warm-up",
         dir_mb(&data)
     );
     let mut servers: Vec<(Process, String)> = Vec::new();
@@ -294,6 +318,36 @@ pub async fn run(products: u64, connections: u64, seconds: u64) -> anyhow::Resul
             cases.push((label, Arc::new(move |_| path.clone())));
         }
     }
+    // The content half: streams, a post, a tag page, the gallery, a feed and search. Pages
+    // only this build understands (keyset addresses) are measured on it alone.
+    let mut this_build_only: Vec<String> = Vec::new();
+    if std::env::var("BENCH_CONTENT").map_or(true, |v| v != "0") && posts > 0 {
+        let middle = posts / 2;
+        let last = posts.saturating_sub(bazaar::content::pages::PAGE_SIZE as u64);
+        let mut content: Vec<(String, String)> = vec![
+            ("/blog/ (first page)".into(), "/blog/".into()),
+            ("/blog/?page=50".into(), "/blog/?page=50".into()),
+            (
+                format!("a blog post (/blog/generated-post-{middle})"),
+                format!("/blog/generated-post-{middle}"),
+            ),
+            (
+                "tag page /tags/generated-3".into(),
+                "/tags/generated-3".into(),
+            ),
+            ("/gallery/".into(), "/gallery/".into()),
+            ("/blog/feed.atom".into(), "/blog/feed.atom".into()),
+            ("/search?q=jazz".into(), "/search?q=jazz".into()),
+        ];
+        for (label, i) in [("middle", middle), ("last", last)] {
+            let name = format!("/blog/ {label} page, from post {i} (keyset)");
+            content.push((name.clone(), blog_page_from(first, i).await?));
+            this_build_only.push(name);
+        }
+        for (label, path) in content {
+            cases.push((label, Arc::new(move |_| path.clone())));
+        }
+    }
     println!();
     println!(
         "| page | server | requests/s | p50 ms | p99 ms | max ms | share of ceiling | errors |"
@@ -310,7 +364,8 @@ pub async fn run(products: u64, connections: u64, seconds: u64) -> anyhow::Resul
             top.max_ms(),
             top.errors
         );
-        for (process, addr) in &servers {
+        let only_first = this_build_only.contains(name);
+        for (process, addr) in servers.iter().take(if only_first { 1 } else { usize::MAX }) {
             let o = measure(addr, connections, seconds, pick).await;
             println!(
                 "| {name} | {} | {:.0} | {:.2} | {:.2} | {:.1} | {:.1}% | {} |",

@@ -9,6 +9,7 @@ pub mod content;
 pub mod dashboard;
 pub mod demo_data;
 pub mod orders;
+pub mod preview;
 pub mod product_form;
 pub mod product_lifecycle;
 pub mod product_list;
@@ -125,6 +126,7 @@ pub fn scope() -> Scope<
                 .route(read().to(content::edit))
                 .post(content::update),
         )
+        .route("/content/{id}/preview", read().to(preview::open))
         .service(web::resource("/content/{id}/publish").post(content::publish))
         .service(web::resource("/content/{id}/unpublish").post(content::unpublish))
         .service(web::resource("/content/{id}/tags").post(content::add_tags))

@@ -295,3 +295,109 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
     }
     Ok(added)
 }
+
+/// Slugs of generated posts (`bazaar seed --posts N`) start with this.
+pub const GENERATED_PREFIX: &str = "generated-post-";
+/// Generated posts are inserted this many at a time.
+const POST_BATCH: u64 = 1_000;
+
+/// A paragraph of generated prose (about 60 words), different for each `i`.
+fn generated_paragraph(i: u64, n: u64) -> String {
+    format!(
+        "Paragraph {n} of post {i}: the record opens quietly, a brushed snare and a bass line \
+         that takes its time. By the second chorus the piano has found the tune again, and the \
+         horns answer each other as if the room were half empty. *Nobody hurries.* Read more \
+         about [the session](/products/kind-of-blue) and what came after it; the liner notes \
+         tell the rest of the story better than we could."
+    )
+}
+
+/// Generate blog posts until there are `n` generated ones (for load tests): entries of five
+/// paragraphs, quotes, links, videos and photos (all photos show one generated picture), one
+/// hour apart going back from now, each tagged `jazz` and one of `generated-0` … `generated-6`.
+/// Inserted in batches; `progress(done, total)` after each. Returns how many were added.
+pub async fn seed_generated_posts(
+    db: &Db,
+    n: u64,
+    mut progress: impl FnMut(u64, u64),
+) -> Result<u64, DbError> {
+    let prefix = doc! { "$regex": format!("^{GENERATED_PREFIX}") };
+    let existing = model::collection(db)
+        .count_documents(doc! { "metadata.section": "blog", "metadata.slug": prefix })
+        .await?;
+    if existing >= n {
+        return Ok(0);
+    }
+    let picture = media::store_generated_cover(db, "Generated posts", "generated-posts")
+        .await
+        .map_err(|e| match e {
+            media::UploadError::Db(db) => db,
+            other => DbError::Invalid(other.to_string()),
+        })?;
+    let photo = PhotoDetail {
+        file_id: Some(picture.id),
+        filename: "generated-posts.png".into(),
+        content_type: picture.kind.mime().to_string(),
+        width: i64::from(picture.width),
+        height: i64::from(picture.height),
+        caption: "From the shop floor.".into(),
+    };
+    let now = db.now().timestamp_millis();
+    let mut i = existing;
+    while i < n {
+        let end = (i + POST_BATCH).min(n);
+        let batch: Vec<model::Node> = (i..end)
+            .map(|i| {
+                let detail = match i % 5 {
+                    0 => Detail::Entry(TextDetail {
+                        text: (1..=5)
+                            .map(|p| generated_paragraph(i, p))
+                            .collect::<Vec<_>>()
+                            .join("\n\n"),
+                    }),
+                    1 => Detail::Quote(QuoteDetail {
+                        text: format!("Quote number {i}: play what you hear, not what you know."),
+                        source: "A reader".into(),
+                    }),
+                    2 => Detail::Link(LinkDetail {
+                        url: format!("https://example.com/reading/{i}"),
+                        text: format!("Further reading {i}"),
+                    }),
+                    3 => Detail::Video(VideoDetail {
+                        url: "https://www.youtube.com/watch?v=zqNTltOGh5c".into(),
+                        provider: "youtube".into(),
+                    }),
+                    _ => Detail::Photo(photo.clone()),
+                };
+                let published = DateTime::from_millis(now - (i as i64 + 1) * 3_600_000);
+                model::Node {
+                    id: bson::oid::ObjectId::new(),
+                    metadata: model::Metadata {
+                        kind: detail.kind(),
+                        section: "blog".into(),
+                        slug: format!("{GENERATED_PREFIX}{i}"),
+                        title: format!("Generated post {i}"),
+                        created: published,
+                        updated: published,
+                        published: Some(published),
+                        live: true,
+                        author: model::Author {
+                            name: "The Bazaar team".into(),
+                        },
+                        tags: vec!["jazz".into(), format!("generated-{}", i % 7)],
+                        nonce: crate::domain::EditVersion::new(),
+                        locked: None,
+                        comment_count: 0,
+                        comments_closed: false,
+                        summary: Some(detail.summary()),
+                        detail: detail.to_document().unwrap_or_default(),
+                    },
+                }
+            })
+            .collect();
+        model::collection(db).insert_many(batch).await?;
+        i = end;
+        progress(i - existing, n - existing);
+    }
+    Ok(n - existing)
+}

@@ -11,6 +11,7 @@ pub mod media_access;
 pub mod model;
 pub mod pages;
 pub mod photos;
+pub mod preview;
 pub mod stream;
 pub mod video;
 

@@ -443,8 +443,9 @@ pub fn is_web_url(url: &str) -> bool {
 }
 
 /// Indexes no query uses any more, dropped at start-up: `section_published` became
-/// `section_published_id` (ties in a stream are ordered by `_id`).
-pub const RETIRED_INDEXES: [&str; 1] = ["section_published"];
+/// `section_published_id` (ties in a stream are ordered by `_id`), `tags` became
+/// `tags_published` (a tag page reads only its newest nodes).
+pub const RETIRED_INDEXES: [&str; 2] = ["section_published", "tags"];
 
 pub fn indexes() -> Vec<IndexModel> {
     vec![
@@ -477,10 +478,15 @@ pub fn indexes() -> Vec<IndexModel> {
                     .build(),
             )
             .build(),
-        // Tag pages.
+        // Tag pages and feeds, newest first (a bounded read of the newest in a tag), and the
+        // sitemap's tags.
         IndexModel::builder()
-            .keys(doc! { "metadata.tags": 1 })
-            .options(IndexOptions::builder().name("tags".to_string()).build())
+            .keys(doc! { "metadata.tags": 1, "metadata.published": -1 })
+            .options(
+                IndexOptions::builder()
+                    .name("tags_published".to_string())
+                    .build(),
+            )
             .build(),
         // Finding the node that holds a photo file (orphan clean-up).
         IndexModel::builder()

@@ -70,6 +70,8 @@ pub struct NodePage {
     pub older: Option<Neighbour>,
     /// The node's comments (the page asked for) and the comment form.
     pub thread: ThreadView,
+    /// Shown through a preview link (`content::preview`): a banner, no comments, no neighbours.
+    pub preview: bool,
 }
 
 #[derive(Template)]
@@ -161,7 +163,63 @@ pub async fn show(
         newer,
         older,
         thread,
+        preview: false,
     })
+}
+
+/// `GET /preview/{id}?expires=…&sig=…`: any node, draft or scheduled, as readers will see it,
+/// to whoever holds a link the site signed, until it expires (`content::preview`). A link that
+/// is not the site's is a 404; an expired one says so.
+pub async fn preview(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<String>,
+    params: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, AppError> {
+    use crate::content::preview::{self, Checked};
+    let id = bson::oid::ObjectId::parse_str(path.as_str()).map_err(|_| AppError::NotFound)?;
+    let expires = params
+        .get("expires")
+        .and_then(|e| e.parse::<i64>().ok())
+        .ok_or(AppError::NotFound)?;
+    let sig = params.get("sig").map_or("", String::as_str);
+    match preview::check(&state.db, id, expires, sig).await? {
+        Checked::Forged => return Err(AppError::NotFound),
+        Checked::Expired => {
+            return Err(AppError::Forbidden(
+                "This preview link has expired. Ask the editor for a new one.",
+            ))
+        }
+        Checked::Valid => {}
+    }
+    let node = model::by_id(&state.db, id)
+        .await?
+        .ok_or(AppError::NotFound)?;
+    let section = known_section(&node.metadata.section)?;
+    let thread = thread::first_page(
+        &state.db,
+        node.discussion(),
+        node.metadata.comment_count,
+        &state.comments,
+    )
+    .await?;
+    let mut layout = Layout::public(&req);
+    node_meta(&mut layout.meta, section, &node);
+    layout.meta.noindex = true;
+    let mut response = render(&NodePage {
+        layout,
+        section,
+        node,
+        newer: None,
+        older: None,
+        thread,
+        preview: true,
+    })?;
+    response.headers_mut().insert(
+        actix_web::http::header::CACHE_CONTROL,
+        actix_web::http::header::HeaderValue::from_static("private, no-store"),
+    );
+    Ok(response)
 }
 
 /// The posts around `node` in its section; pages have no order, so no neighbours.
@@ -307,6 +365,7 @@ pub async fn post_comment(
                 newer,
                 older,
                 thread,
+                preview: false,
             };
             let html = page.render().map_err(|e| {
                 AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}"))

@@ -274,6 +274,21 @@ fn neighbour_projection() -> Document {
     }
 }
 
+/// The finds of [`neighbours`]' usual case: from `point`'s time towards the newest and towards
+/// the oldest, the point's own node included. Public for the `explain` tests.
+pub fn neighbour_probes(section: &str, point: Cursor, now: DateTime) -> [Document; 2] {
+    let towards = |older: bool| {
+        let (op, sort) = if older {
+            ("$lte", model::newest_first())
+        } else {
+            ("$gte", doc! { "metadata.published": 1, "_id": 1 })
+        };
+        let range = doc! { "metadata.published": { op: point.published } };
+        doc! { "filter": section_range(section, range, now), "sort": sort }
+    };
+    [towards(false), towards(true)]
+}
+
 /// The posts just newer and just older than `node` in its section (for "Previous" and "Next"
 /// links). Usually two finds, run together: from the node's time towards each end, two nodes
 /// each, the node itself first; when another node shares its millisecond, the exact ranges of
@@ -286,19 +301,7 @@ pub async fn neighbours(
         return Ok((None, None));
     };
     let section = node.metadata.section.as_str();
-    let now = db.now();
-    let towards = |older: bool| {
-        let (op, sort) = if older {
-            ("$lte", model::newest_first())
-        } else {
-            ("$gte", doc! { "metadata.published": 1, "_id": 1 })
-        };
-        doc! {
-            "filter": section_range(section, doc! { "metadata.published": { op: point.published } }, now),
-            "sort": sort,
-        }
-    };
-    let (newer_find, older_find) = (towards(false), towards(true));
+    let [newer_find, older_find] = neighbour_probes(section, point, db.now());
     let (newer_probe, older_probe) = futures::try_join!(
         run::<Neighbour>(db, &newer_find, neighbour_projection(), 2),
         run::<Neighbour>(db, &older_find, neighbour_projection(), 2),

@@ -1,0 +1,56 @@
+//! Preview links: a draft or scheduled node shown exactly as readers will see it, to anyone
+//! holding the link until it expires, so an editor can check a post and share it with a
+//! reviewer who has no admin account. A link is `/preview/{id}?expires=…&sig=…`: the node's id
+//! and the expiry (Unix seconds) signed with HMAC-SHA256 under the site's link key
+//! (`mail::signing`, kept in the database so every instance signs and checks alike; the message
+//! names its purpose, so an unsubscribe link's signature is no preview's).
+//!
+//! The page is marked `noindex` and `private, no-store`; it has no comment form and no links to
+//! neighbouring posts. A draft's photo is served only to the admin (`content::media_access`),
+//! so a reviewer without an admin account sees a photo post's text but not its picture.
+
+use bson::oid::ObjectId;
+
+use crate::db::{Db, DbError};
+use crate::mail::signing;
+
+/// How long a preview link works.
+pub const PREVIEW_DAYS: i64 = 7;
+
+/// What a preview link's signature covers.
+fn message(id: ObjectId, expires: i64) -> String {
+    format!("preview:{}:{expires}", id.to_hex())
+}
+
+/// A preview link for node `id`, valid for [`PREVIEW_DAYS`] from now.
+pub async fn link(db: &Db, id: ObjectId) -> Result<String, DbError> {
+    let key = signing::key(db).await?;
+    let expires = db.now().timestamp_millis() / 1000 + PREVIEW_DAYS * 24 * 3600;
+    let sig = signing::sign(&key, &message(id, expires));
+    Ok(format!(
+        "/preview/{}?expires={expires}&sig={sig}",
+        id.to_hex()
+    ))
+}
+
+/// What a presented link is worth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checked {
+    Valid,
+    /// Made by the site, but its time is up.
+    Expired,
+    /// Not made by the site (or altered).
+    Forged,
+}
+
+/// Check a link's `expires` and `sig` for node `id`.
+pub async fn check(db: &Db, id: ObjectId, expires: i64, sig: &str) -> Result<Checked, DbError> {
+    let key = signing::key(db).await?;
+    if !signing::verify(&key, &message(id, expires), sig) {
+        return Ok(Checked::Forged);
+    }
+    if db.now().timestamp_millis() / 1000 > expires {
+        return Ok(Checked::Expired);
+    }
+    Ok(Checked::Valid)
+}
