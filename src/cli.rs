@@ -275,33 +275,49 @@ async fn seed(products: Option<u64>, posts: Option<u64>) -> anyhow::Result<()> {
 /// Generate products up to `n`, streamed in batches (see [`crate::catalog::demo::BULK_BATCH`]),
 /// with progress on standard error (see [`Progress`]).
 async fn seed_generated_products(db: &crate::db::Db, n: u64) -> anyhow::Result<u64> {
-    let mut progress: Option<Progress> = None;
+    let mut progress = ProgressOf::new("products");
     let added = crate::catalog::demo::seed_bulk_with_progress(db, n, |done, total| {
-        progress
-            .get_or_insert_with(|| Progress::counting(total, "products"))
-            .set_position(done);
+        progress.set(done, total)
     })
     .await?;
-    if let Some(progress) = progress {
-        progress.finish();
-    }
+    progress.finish();
     Ok(added)
 }
 
 /// Generate blog posts up to `n` (see [`crate::content::demo::seed_generated_posts`]), with
 /// progress on standard error.
 async fn seed_generated_posts(db: &crate::db::Db, n: u64) -> anyhow::Result<u64> {
-    let mut progress: Option<Progress> = None;
+    let mut progress = ProgressOf::new("posts");
     let added = crate::content::demo::seed_generated_posts(db, n, |done, total| {
-        progress
-            .get_or_insert_with(|| Progress::counting(total, "posts"))
-            .set_position(done);
+        progress.set(done, total)
     })
     .await?;
-    if let Some(progress) = progress {
-        progress.finish();
-    }
+    progress.finish();
     Ok(added)
+}
+
+/// A [`Progress`] bar of `noun`s, started at the first report (when the total is known).
+struct ProgressOf {
+    noun: &'static str,
+    bar: Option<Progress>,
+}
+
+impl ProgressOf {
+    fn new(noun: &'static str) -> ProgressOf {
+        ProgressOf { noun, bar: None }
+    }
+
+    fn set(&mut self, done: u64, total: u64) {
+        self.bar
+            .get_or_insert_with(|| Progress::counting(total, self.noun))
+            .set_position(done);
+    }
+
+    fn finish(self) {
+        if let Some(bar) = self.bar {
+            bar.finish();
+        }
+    }
 }
 
 /// Run docstore's repair on the embedded store's directory and print its report.

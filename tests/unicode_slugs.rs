@@ -186,21 +186,7 @@ async fn a_title_a_tag_or_a_product_tag_of_punctuation_only_is_refused_with_a_me
         .slug("punct")
         .build(&app.db)
         .await;
-    let path = format!("/admin/products/{}/edit", product.id.to_hex());
-    let mut form = product_form(&admin_page(&app, &path).await);
-    for (name, value) in form.iter_mut() {
-        if name == "tags" {
-            *value = "noir, ???".to_string();
-        }
-    }
-    let response = app
-        .client
-        .post(app.url(&path))
-        .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
+    let response = submit_product_form(&app, &product, "tags", "noir, ???").await;
     assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
     assert!(body(response)
         .await
@@ -306,21 +292,7 @@ async fn a_product_renamed_in_the_admin_form_answers_its_old_address_with_a_301(
         .title("Old record")
         .build(&app.db)
         .await;
-    let path = format!("/admin/products/{}/edit", product.id.to_hex());
-    let mut form = product_form(&admin_page(&app, &path).await);
-    for (name, value) in form.iter_mut() {
-        if name == "slug" {
-            *value = "disque-ancien-été".to_string();
-        }
-    }
-    let response = app
-        .client
-        .post(app.url(&path))
-        .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
-        .form(&form)
-        .send()
-        .await
-        .unwrap();
+    let response = submit_product_form(&app, &product, "slug", "disque-ancien-été").await;
     assert_eq!(
         response.status(),
         StatusCode::SEE_OTHER,
@@ -365,4 +337,27 @@ async fn old_address_lookups_use_an_index() {
         doc! {},
     )
     .await;
+}
+
+/// Submit `product`'s admin edit form as loaded, with `field` set to `value`.
+async fn submit_product_form(
+    app: &TestApp,
+    product: &bazaar::catalog::products::Product,
+    field: &str,
+    value: &str,
+) -> reqwest::Response {
+    let path = format!("/admin/products/{}/edit", product.id.to_hex());
+    let mut form = product_form(&admin_page(app, &path).await);
+    for (name, current) in form.iter_mut() {
+        if name == field {
+            *current = value.to_string();
+        }
+    }
+    app.client
+        .post(app.url(&path))
+        .basic_auth(ADMIN_USER, Some(ADMIN_PASSWORD))
+        .form(&form)
+        .send()
+        .await
+        .unwrap()
 }

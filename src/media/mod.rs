@@ -675,14 +675,18 @@ pub struct Resolved {
     pub lasting: bool,
 }
 
-/// The file to send for `variant` of stored file `id`; `None` when there is no such file.
-pub async fn resolve(db: &Db, id: ObjectId, variant: Variant) -> Result<Option<Resolved>, DbError> {
-    let Some(entry) = db
+/// The files-collection entry of stored file `id`, its `metadata` only.
+async fn file_metadata(db: &Db, id: ObjectId) -> Result<Option<Document>, DbError> {
+    Ok(db
         .collection::<Document>(FILES)
         .find_one(doc! { "_id": id })
         .projection(doc! { "metadata": 1 })
-        .await?
-    else {
+        .await?)
+}
+
+/// The file to send for `variant` of stored file `id`; `None` when there is no such file.
+pub async fn resolve(db: &Db, id: ObjectId, variant: Variant) -> Result<Option<Resolved>, DbError> {
+    let Some(entry) = file_metadata(db, id).await? else {
         return Ok(None);
     };
     let file = variant
@@ -714,12 +718,7 @@ pub async fn resolve_public(
     variant: Variant,
     max_pixels: u64,
 ) -> Result<Option<Resolved>, DbError> {
-    let Some(entry) = db
-        .collection::<Document>(FILES)
-        .find_one(doc! { "_id": id })
-        .projection(doc! { "metadata": 1 })
-        .await?
-    else {
+    let Some(entry) = file_metadata(db, id).await? else {
         return Ok(None);
     };
     if let Some(original) = original_named_in(&entry) {
