@@ -125,10 +125,6 @@ pub fn scope() -> Scope<
                 .route(read().to(content::edit))
                 .post(content::update),
         )
-        .service(web::resource("/content/{id}/publish").post(content::publish))
-        .service(web::resource("/content/{id}/unpublish").post(content::unpublish))
-        .service(web::resource("/content/{id}/tags").post(content::add_tags))
-        .service(web::resource("/content/{id}/tags/remove").post(content::remove_tag))
         .service(web::resource("/content/{id}/photo").post(content::upload_photo))
         .service(
             web::resource("/content/{id}/delete")

@@ -226,6 +226,10 @@ pub struct Metadata {
     pub title: String,
     pub created: DateTime,
     pub updated: DateTime,
+    /// The admin who saved the last edit (shown on the conflict page: "saved by X at T");
+    /// missing on nodes not edited since it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<String>,
     /// `None`: a draft. A date in the future: scheduled.
     pub published: Option<DateTime>,
     /// Readers have been (or may be) shown this node: set by "publish now" and by
@@ -596,6 +600,7 @@ pub async fn create(
             title: input.title,
             created: now,
             updated: now,
+            updated_by: None,
             published,
             live: published.is_some_and(|p| p <= now),
             author: Author { name: input.author },
@@ -738,6 +743,30 @@ pub async fn save_with_nonce(
     form_nonce: EditVersion,
     input: &NodeInput,
 ) -> Result<bool, ContentError> {
+    save_edit(db, stored, form_nonce, input, &EditExtras::default()).await
+}
+
+/// What the one edit form changes besides the fields of [`NodeInput`], in the same update.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EditExtras {
+    /// The whole tag list; `None` keeps the stored one.
+    pub tags: Option<Vec<String>>,
+    /// `Some(when)`: publish at `when` (`None` inside: back to draft), with `metadata.live` as
+    /// [`set_published`] sets it; `None` keeps the publication as stored.
+    pub published: Option<Option<DateTime>>,
+    /// Who saves (`metadata.updated_by`).
+    pub by: Option<String>,
+}
+
+/// [`save_with_nonce`] with the tags, the publication and the editor's name in the same
+/// nonce-guarded update, so a form's text and its status land together or not at all.
+pub async fn save_edit(
+    db: &Db,
+    stored: &Node,
+    form_nonce: EditVersion,
+    input: &NodeInput,
+    extras: &EditExtras,
+) -> Result<bool, ContentError> {
     let id = stored.id;
     let renamed = stored.metadata.nonce == form_nonce && stored.metadata.slug != input.slug;
     if renamed {
@@ -766,6 +795,17 @@ pub async fn save_with_nonce(
     let summary = bson::to_bson(&input.detail.summary())
         .map_err(|e| ContentError::Db(DbError::Other(e.into())))?;
     set.insert("metadata.summary", summary);
+    if let Some(tags) = &extras.tags {
+        set.insert("metadata.tags", tags.clone());
+    }
+    if let Some(when) = extras.published {
+        let now = db.now();
+        set.insert("metadata.published", when);
+        set.insert("metadata.live", when.is_some_and(|w| w <= now));
+    }
+    if let Some(by) = &extras.by {
+        set.insert("metadata.updated_by", by.clone());
+    }
     let result = durable(db)
         .update_one(
             doc! { "_id": id, "metadata.nonce": form_nonce },
