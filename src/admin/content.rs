@@ -501,7 +501,18 @@ pub async fn create(
 ) -> Result<HttpResponse, AppError> {
     let (section, kind) = kind_in_section(&params)?;
     let form = Submitted(form.into_inner());
-    let errors = match parse_node(section, kind, &form) {
+    let parsed = parse_node(section, kind, &form).and_then(|input| {
+        if kind == NodeType::Photo && form.get("publish") == "1" {
+            let mut errors = FieldErrors::default();
+            errors.add(
+                "publish",
+                "Add it as a draft and upload the photo first: a photo post cannot be published without its photo.",
+            );
+            return Err(errors);
+        }
+        Ok(input)
+    });
+    let errors = match parsed {
         Ok(input) => {
             let published = (form.get("publish") == "1").then(|| state.db.now());
             match model::create(&state.db, input, published, Vec::new()).await {
@@ -626,6 +637,8 @@ struct Edit {
     /// `None`: the form had no tag field (the stored tags stay).
     tags: Option<Vec<String>>,
     publication: Option<DateTime>,
+    /// The publication field as typed, shown again when the form comes back with errors.
+    typed_date: String,
 }
 
 /// The buttons of the one edit form.
@@ -762,6 +775,7 @@ fn read_edit(
         values,
         tags,
         publication,
+        typed_date: typed.to_string(),
     }
 }
 
@@ -796,6 +810,7 @@ fn merge_edit(kind: NodeType, form: &Submitted, mine: Edit, stored: &Node) -> Me
             values: HashMap::new(),
             tags: None,
             publication: None,
+            typed_date: mine.typed_date.clone(),
         },
         merged: Vec::new(),
         conflicts: Vec::new(),
@@ -934,6 +949,7 @@ pub async fn update(
                     values: mine.values.clone(),
                     tags: mine.tags.clone(),
                     publication: mine.publication,
+                    typed_date: mine.typed_date.clone(),
                 },
                 &stored,
             );
@@ -947,6 +963,7 @@ pub async fn update(
                     values: mine.values.clone(),
                     tags: mine.tags.clone(),
                     publication: mine.publication,
+                    typed_date: mine.typed_date.clone(),
                 },
                 Vec::new(),
             )
@@ -1046,7 +1063,7 @@ fn edit_errors(
                 .as_ref()
                 .unwrap_or(&stored.metadata.tags)
                 .join(", "),
-            published_at: minute_of(edit.publication),
+            published_at: edit.typed_date.clone(),
             base: base_fields(&stored),
             errors,
             node: Some(stored),
