@@ -637,6 +637,9 @@ struct Edit {
     /// `None`: the form had no tag field (the stored tags stay).
     tags: Option<Vec<String>>,
     publication: Option<DateTime>,
+    /// The button asks for no change of the publication (Save, or Publish on a published
+    /// node with its date untouched): the stored one stays, whatever the form's base says.
+    keep_publication: bool,
     /// The publication field as typed, shown again when the form comes back with errors.
     typed_date: String,
 }
@@ -745,6 +748,7 @@ fn read_edit(
         errors.add("published_at", "Choose one of the form's buttons.");
         Action::Save
     });
+    let mut keep_publication = false;
     let publication = match action {
         Action::Resolve => parse_millis(form.get("publication")),
         Action::Unpublish => None,
@@ -756,7 +760,10 @@ fn read_edit(
         }
         Action::Publish => match (base_publication, date_changed, parsed) {
             (_, true, Some(when)) => Some(when),
-            (Some(when), false, _) if when <= now => Some(when),
+            (Some(when), false, _) if when <= now => {
+                keep_publication = true;
+                Some(when)
+            }
             _ => Some(now),
         },
         Action::Save => match (base_publication, date_changed, parsed) {
@@ -768,13 +775,17 @@ fn read_edit(
                 );
                 None
             }
-            (base, ..) => base,
+            (base, ..) => {
+                keep_publication = true;
+                base
+            }
         },
     };
     Edit {
         values,
         tags,
         publication,
+        keep_publication,
         typed_date: typed.to_string(),
     }
 }
@@ -810,6 +821,7 @@ fn merge_edit(kind: NodeType, form: &Submitted, mine: Edit, stored: &Node) -> Me
             values: HashMap::new(),
             tags: None,
             publication: None,
+            keep_publication: false,
             typed_date: mine.typed_date.clone(),
         },
         merged: Vec::new(),
@@ -941,6 +953,13 @@ pub async fn update(
     let by = admin_name(&req);
     for _ in 0..3 {
         let merging = stored.metadata.nonce != form_nonce;
+        // A button that changes no publication asks for the version it started from: merged,
+        // that takes the stored one; and so it does directly, base fields or none.
+        let wish = match (mine.keep_publication, merging) {
+            (false, _) => mine.publication,
+            (true, true) => parse_millis(form.get("base_publication")),
+            (true, false) => stored.metadata.published,
+        };
         let (edit, merged) = if merging {
             let outcome = merge_edit(
                 kind,
@@ -948,7 +967,8 @@ pub async fn update(
                 Edit {
                     values: mine.values.clone(),
                     tags: mine.tags.clone(),
-                    publication: mine.publication,
+                    publication: wish,
+                    keep_publication: false,
                     typed_date: mine.typed_date.clone(),
                 },
                 &stored,
@@ -962,7 +982,8 @@ pub async fn update(
                 Edit {
                     values: mine.values.clone(),
                     tags: mine.tags.clone(),
-                    publication: mine.publication,
+                    publication: wish,
+                    keep_publication: false,
                     typed_date: mine.typed_date.clone(),
                 },
                 Vec::new(),
