@@ -1,7 +1,9 @@
 //! Admin → Content: nodes by section and type with title search, paging and sorting; create
-//! and edit per type; saving under the nonce the form was loaded with (a lost race gets the
-//! 409 conflict page with both versions, a diff, re-apply and discard); publish, schedule,
-//! unpublish; tags; photo upload and replace; delete with confirmation; orphaned-file clean-up.
+//! per type; one edit form per node (fields, tags, publication; its buttons save draft,
+//! update, publish, schedule, unpublish) saved in one update under the nonce it was loaded
+//! with. A lost race is merged three ways with the stored version (changes on one side only
+//! are kept and saved); only true conflicts get the 409 page with both versions and a choice
+//! each. Photo upload and replace; delete with confirmation; orphaned-file clean-up.
 
 use std::collections::{HashMap, HashSet};
 
