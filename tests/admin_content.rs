@@ -228,6 +228,42 @@ async fn two_editors_changing_different_lines_and_tags_are_merged_with_a_notice(
 }
 
 #[tokio::test]
+async fn a_publication_changed_differently_by_two_editors_is_a_conflict_settled_by_a_choice() {
+    let app = spawn_app().await;
+    let about = about_page(&app).await;
+    let alice = open_editor(&app, about.id).await;
+    let mut bob = open_editor(&app, about.id).await;
+    assert_eq!(
+        alice.post(&app, "unpublish").await.status(),
+        StatusCode::SEE_OTHER
+    );
+    bob.set("published_at", "2031-01-02T10:30")
+        .set("text", "Line one\nLine two\nLine three, Bob");
+    let response = bob.post(&app, "schedule").await;
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    let doc = html(&body(response).await);
+    assert_eq!(count(&doc, "div.conflict-field"), 1);
+    assert_eq!(
+        texts(&doc, "#conflict-publication .conflict-mine pre"),
+        ["2031-01-02 10:30 UTC"]
+    );
+    assert_eq!(
+        texts(&doc, "#conflict-publication .conflict-theirs pre"),
+        ["draft"]
+    );
+    // Keeping the other editor's choice (a draft) still saves this editor's text.
+    let mut resolve = EditForm::read(&doc, "form.reapply-form");
+    resolve.set("choice_publication", "theirs");
+    assert_eq!(resolve.post(&app, "").await.status(), StatusCode::SEE_OTHER);
+    let node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
+    assert_eq!(node.metadata.published, None);
+    assert_eq!(
+        stored_text(&app, about.id).await,
+        "Line one\nLine two\nLine three, Bob"
+    );
+}
+
+#[tokio::test]
 async fn sixteen_concurrent_saves_carrying_the_same_nonce_exactly_one_wins() {
     let app = spawn_app().await;
     let about = about_page(&app).await;

@@ -821,7 +821,8 @@ pub async fn save_edit(
 
 /// Publish at `when` (now or later) or unpublish (`None`). A time not after now makes the node
 /// live at once; a later one (rescheduling a live node too) or none takes it off the site until
-/// [`go_live_due`] finds it due. Needs no nonce: it changes nothing an edit form holds.
+/// [`go_live_due`] finds it due. Not nonce-guarded: the admin editor publishes through
+/// [`save_edit`] (with its text, in one update); this is for callers that hold no form.
 pub async fn set_published(db: &Db, id: ObjectId, when: Option<DateTime>) -> Result<bool, DbError> {
     let now = db.now();
     let live = when.is_some_and(|w| w <= now);
@@ -838,30 +839,9 @@ pub async fn set_published(db: &Db, id: ObjectId, when: Option<DateTime>) -> Res
     Ok(result.matched_count == 1)
 }
 
-/// Add tags; tags already there stay once.
-pub async fn add_tags(db: &Db, id: ObjectId, tags: &[String]) -> Result<bool, DbError> {
-    let result = durable(db)
-        .update_one(
-            doc! { "_id": id },
-            doc! { "$addToSet": { "metadata.tags": { "$each": tags } } },
-        )
-        .await?;
-    Ok(result.matched_count == 1)
-}
-
-pub async fn remove_tag(db: &Db, id: ObjectId, tag: &str) -> Result<bool, DbError> {
-    let result = durable(db)
-        .update_one(
-            doc! { "_id": id },
-            doc! { "$pull": { "metadata.tags": tag } },
-        )
-        .await?;
-    Ok(result.matched_count == 1)
-}
-
 /// The longest tag, in characters.
 pub const MAX_TAG_CHARS: usize = 40;
-/// The most tags one form submission adds.
+/// The most tags one form submission gives (a node's or product's whole list).
 pub const MAX_TAGS: usize = 20;
 
 /// Normalise a tag as typed, by the slug rule (`domain::slugify`): lowercase letters and digits
@@ -871,7 +851,7 @@ pub fn normalise_tag(tag: &str) -> String {
     crate::domain::slugify_within(tag, MAX_TAG_CHARS)
 }
 
-/// The tags of a comma-separated list as typed (the node's tag form, the product form),
+/// The tags of a comma-separated list as typed (the node's edit form, the product form),
 /// normalised, each once, in the order typed. Empty items (`a,,b`, a trailing comma) are not
 /// tags. Refused, with what to tell the editor, when an item has no letter or digit left or
 /// there are more than [`MAX_TAGS`]: nothing typed is dropped without a word.
