@@ -333,6 +333,7 @@ async fn blog(connections: u64, seconds: u64) -> anyhow::Result<()> {
                     title: format!("Bench post {i}"),
                     created: published,
                     updated: published,
+                    updated_by: None,
                     published: Some(published),
                     live: true,
                     author: Author {

@@ -288,10 +288,9 @@ async fn seed_generated_products(db: &crate::db::Db, n: u64) -> anyhow::Result<u
 /// progress on standard error.
 async fn seed_generated_posts(db: &crate::db::Db, n: u64) -> anyhow::Result<u64> {
     let mut progress = ProgressOf::new("posts");
-    let added = crate::content::demo::seed_generated_posts(db, n, |done, total| {
-        progress.set(done, total)
-    })
-    .await?;
+    let added =
+        crate::content::demo::seed_generated_posts(db, n, |done, total| progress.set(done, total))
+            .await?;
     progress.finish();
     Ok(added)
 }

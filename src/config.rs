@@ -35,11 +35,16 @@ pub const CONFIG_PATH_VAR: &str = "BAZAAR_CONFIG";
 pub const MAX_TEXT_CHARS: usize = 50_000;
 
 /// Bytes a form body may take when its longest field holds `chars` characters: each character
-/// may be 4 bytes of UTF-8, each byte URL-encoded as `%XX` (12 bytes a character), plus room
-/// for the form's other, short fields (title, slug, tags, token, nonce).
+/// may be 4 bytes of UTF-8, each byte URL-encoded as `%XX` (12 bytes a character), and the
+/// content editor sends its text up to [`TEXT_COPIES`] times; plus room for the form's other,
+/// short fields (title, slug, tags, token, nonce).
 pub const fn max_form_bytes(chars: usize) -> usize {
-    chars * 12 + 64 * 1024
+    chars * 12 * TEXT_COPIES + 64 * 1024
 }
+
+/// How many times one form may carry the longest text: the content editor's text, the base it
+/// was loaded from (for the three-way merge), and on the conflict page both sides of a choice.
+pub const TEXT_COPIES: usize = 4;
 
 /// Every section's keys, in the order of the README's table. Anything else is refused, so a typo
 /// in a key is an error rather than a silently ignored line.

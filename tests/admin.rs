@@ -113,6 +113,7 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "outbox",
             "payments",
             "products",
+            "redirects",
             "settings",
             "stats.daily",
             "stats.monthly"

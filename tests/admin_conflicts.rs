@@ -70,8 +70,7 @@ fn edit_url(p: &Product) -> String {
 }
 
 #[tokio::test]
-async fn of_two_admins_saving_the_same_loaded_product_the_second_gets_a_conflict_page_and_can_apply_their_change_over_the_first(
-) {
+async fn of_two_admins_changing_different_fields_of_a_loaded_product_the_second_save_merges_both() {
     let app = spawn_app().await;
     let p = product_with_stock(&app.db, "conflict-1", 10).await;
     let (alice, bob) = (Admin::new(&app), Admin::new(&app));
@@ -86,8 +85,37 @@ async fn of_two_admins_saving_the_same_loaded_product_the_second_gets_a_conflict
     let response = alice.post(&edit_url(&p), &alice_form).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
 
-    // Bob, from the page he loaded before, rewrites the description: refused with the 409 page.
+    // Bob, from the page he loaded before, rewrites the description: merged with her price.
     set(&mut bob_form, "description", "Bob's better description.");
+    let response = bob.post(&edit_url(&p), &bob_form).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let stored = product(&app.db, "conflict-1").await;
+    assert_eq!(stored.pricing.retail.cents(), 999, "Alice's price kept");
+    assert_eq!(stored.description, "Bob's better description.");
+    assert_eq!((stored.qty, stored.sold), (10, 0));
+    let edit = bob.page(&edit_url(&p)).await;
+    let flash = texts(&edit, ".flash").join(" ");
+    assert!(
+        flash.contains("Merged with the changes saved at") && flash.contains("Retail price"),
+        "{flash}"
+    );
+}
+
+#[tokio::test]
+async fn of_two_admins_changing_the_same_field_the_second_gets_a_conflict_page_with_only_that_field_and_can_apply_theirs(
+) {
+    let app = spawn_app().await;
+    let p = product_with_stock(&app.db, "conflict-2", 10).await;
+    let (alice, bob) = (Admin::new(&app), Admin::new(&app));
+    let mut alice_form = product_form(&alice.page(&edit_url(&p)).await);
+    let mut bob_form = product_form(&bob.page(&edit_url(&p)).await);
+    set(&mut alice_form, "retail_price", "9.99");
+    set(&mut alice_form, "description", "Alice's description.");
+    let response = alice.post(&edit_url(&p), &alice_form).await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+
+    set(&mut bob_form, "description", "Bob's better description.");
+    set(&mut bob_form, "title", "Bob's title");
     let response = bob.post(&edit_url(&p), &bob_form).await;
     assert_eq!(response.status(), StatusCode::CONFLICT);
     assert_security_headers(response.headers(), "the conflict page");
@@ -98,24 +126,28 @@ async fn of_two_admins_saving_the_same_loaded_product_the_second_gets_a_conflict
         1,
         "in the admin layout"
     );
-    // Field by field: the price differs (Bob has the old one, the store has Alice's) and so
-    // does the description (Bob's new one against the stored one).
+    // Only the field both changed differently: not the price (Alice's alone) nor the title.
     let differing = texts(&doc, ".conflict-field.differs h3");
-    assert_eq!(differing, ["Description", "Retail price ($)"]);
-    assert!(texts(&doc, ".conflict-stored pre").contains(&"9.99".to_string()));
-    assert!(texts(&doc, ".conflict-theirs pre").contains(&"Bob's better description.".to_string()));
+    assert_eq!(differing, ["Description"]);
+    assert_eq!(
+        texts(&doc, ".conflict-stored pre"),
+        ["Alice's description."]
+    );
+    assert_eq!(
+        texts(&doc, ".conflict-theirs pre"),
+        ["Bob's better description."]
+    );
     assert_eq!(texts(&doc, ".stored-updated").len(), 1);
-    assert_eq!(texts(&doc, ".changed-fields"), ["Description"]);
     assert_eq!(
         attr(&doc, "a.discard", "href").as_deref(),
         Some(edit_url(&p).as_str())
     );
-    // Nothing was written: Alice's price stands, Bob's description is not stored.
-    let stored = product(&app.db, "conflict-1").await;
+    // Nothing was written: Alice's save stands.
+    let stored = product(&app.db, "conflict-2").await;
     assert_eq!(stored.pricing.retail.cents(), 999);
-    assert_eq!(stored.description, "For testing the cart.");
+    assert_eq!(stored.description, "Alice's description.");
 
-    // The re-apply form holds the stored version with Bob's change over it.
+    // The re-apply form holds the stored version with all of Bob's changes over it.
     let reapply = product_form(&doc);
     let value = |name: &str| {
         reapply
@@ -125,6 +157,7 @@ async fn of_two_admins_saving_the_same_loaded_product_the_second_gets_a_conflict
             .unwrap_or_default()
     };
     assert_eq!(value("retail_price"), "9.99");
+    assert_eq!(value("title"), "Bob's title");
     assert_eq!(value("description"), "Bob's better description.");
     assert_eq!(
         Some(value("edit_version")),
@@ -132,10 +165,10 @@ async fn of_two_admins_saving_the_same_loaded_product_the_second_gets_a_conflict
     );
     let response = bob.post(&edit_url(&p), &reapply).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let stored = product(&app.db, "conflict-1").await;
+    let stored = product(&app.db, "conflict-2").await;
     assert_eq!(stored.pricing.retail.cents(), 999, "Alice's price kept");
+    assert_eq!(stored.title, "Bob's title");
     assert_eq!(stored.description, "Bob's better description.");
-    assert_eq!((stored.qty, stored.sold), (10, 0));
 }
 
 #[tokio::test]

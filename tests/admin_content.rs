@@ -1,7 +1,8 @@
 //! Admin → Content: creating and editing nodes with field errors, saving under the nonce
-//! (two editors, sixteen concurrent saves, the 409 page with both versions and the diff,
-//! re-apply and discard), publishing and scheduling, tags, photo uploads under the lock,
-//! replacing photos without ever pointing at a missing file, and deleting.
+//! (two editors merged three ways, sixteen concurrent saves, the 409 page with only the true
+//! conflicts, per-conflict choices and discard), publishing and scheduling from the one edit
+//! form, tags, photo uploads under the lock, replacing photos without ever pointing at a
+//! missing file, and deleting.
 
 use std::time::Duration;
 
@@ -36,46 +37,90 @@ async fn stored_text(app: &TestApp, id: ObjectId) -> String {
     node.metadata.detail.get_str("text").unwrap().to_string()
 }
 
-/// An editor's open edit form: its token, nonce and values.
+/// An editor's open edit form: every field as a browser would submit it, and where it posts.
 struct EditForm {
-    token: String,
-    nonce: String,
+    fields: Vec<(String, String)>,
     action: String,
 }
 
-async fn open_editor(app: &TestApp, id: ObjectId) -> EditForm {
-    let path = format!("/admin/content/{}/edit", id.to_hex());
-    let doc = admin_page(app, &path).await;
-    EditForm {
-        token: csrf_token(&doc).expect("token"),
-        nonce: attr(&doc, "form.content-form input[name=nonce]", "value").expect("nonce"),
-        action: path,
+impl EditForm {
+    /// The form `selector` of `doc`: inputs (unticked radios and boxes left out) and textareas.
+    fn read(doc: &scraper::Html, selector: &str) -> EditForm {
+        let sel = scraper::Selector::parse(&format!("{selector} input, {selector} textarea"))
+            .expect("selector");
+        let fields = doc
+            .select(&sel)
+            .filter_map(|el| {
+                let v = el.value();
+                let name = v.attr("name")?.to_string();
+                if v.name() == "textarea" {
+                    return Some((name, el.text().collect()));
+                }
+                if matches!(v.attr("type"), Some("radio") | Some("checkbox"))
+                    && v.attr("checked").is_none()
+                {
+                    return None;
+                }
+                Some((name, v.attr("value").unwrap_or_default().to_string()))
+            })
+            .collect();
+        EditForm {
+            fields,
+            action: attr(doc, selector, "action").expect("the form's action"),
+        }
+    }
+
+    fn get(&self, name: &str) -> &str {
+        self.fields
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.as_str())
+    }
+
+    /// Set a field (added when the form has none, as a pressed button's name and value are).
+    fn set(&mut self, name: &str, value: &str) -> &mut EditForm {
+        match self.fields.iter_mut().find(|(k, _)| k == name) {
+            Some(field) => field.1 = value.to_string(),
+            None => self.fields.push((name.to_string(), value.to_string())),
+        }
+        self
+    }
+
+    async fn post(&self, app: &TestApp, button: &str) -> reqwest::Response {
+        let mut fields: Vec<(&str, &str)> = self
+            .fields
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        if !button.is_empty() {
+            fields.push(("action", button));
+        }
+        app.post_admin_form(&self.action, &fields).await
     }
 }
 
+async fn open_editor(app: &TestApp, id: ObjectId) -> EditForm {
+    let doc = admin_page(app, &format!("/admin/content/{}/edit", id.to_hex())).await;
+    EditForm::read(&doc, "form.edit-form")
+}
+
 async fn save_page(app: &TestApp, form: &EditForm, title: &str, text: &str) -> reqwest::Response {
-    app.post_admin_form(
-        &form.action,
-        &[
-            ("csrf_token", &form.token),
-            ("nonce", &form.nonce),
-            ("title", title),
-            ("slug", "about"),
-            ("author", "Editor"),
-            ("text", text),
-        ],
-    )
-    .await
+    let mut form = EditForm {
+        fields: form.fields.clone(),
+        action: form.action.clone(),
+    };
+    form.set("title", title).set("text", text);
+    form.post(app, "save").await
 }
 
 #[tokio::test]
-async fn two_editors_save_the_same_version_one_lands_and_the_other_gets_the_conflict_page_to_reapply_or_discard(
+async fn two_editors_changing_the_same_line_get_a_conflict_page_with_only_that_line_and_a_choice_each(
 ) {
     let app = spawn_app().await;
     let about = about_page(&app).await;
     let alice = open_editor(&app, about.id).await;
     let bob = open_editor(&app, about.id).await;
-    assert_eq!(alice.nonce, bob.nonce);
+    assert_eq!(alice.get("nonce"), bob.get("nonce"));
 
     let response = save_page(
         &app,
@@ -95,61 +140,41 @@ async fn two_editors_save_the_same_version_one_lands_and_the_other_gets_the_conf
     assert_security_headers(response.headers(), "the conflict page");
     let doc = html(&body(response).await);
     assert_eq!(heading(&doc), "Changed since you opened it");
-    // Alice's save stands.
+    // Alice's save stands, and the page says who saved it.
     assert_eq!(
         stored_text(&app, about.id).await,
         "Line one\nAlice's line\nLine three"
     );
-    // Both versions and the diff, field by field.
-    let text_field = "div.conflict-field.differs";
-    assert_eq!(count(&doc, text_field), 2, "title and text differ");
-    let theirs = texts(&doc, ".conflict-theirs pre");
-    let stored = texts(&doc, ".conflict-stored pre");
-    assert!(
-        theirs.contains(&"Line one\nBob's line\nLine three".to_string()),
-        "{theirs:?}"
-    );
-    assert!(
-        stored.contains(&"Line one\nAlice's line\nLine three".to_string()),
-        "{stored:?}"
-    );
-    assert!(theirs.contains(&"About us".to_string()));
-    let diff = texts(&doc, "pre.diff span");
-    assert!(diff.contains(&"- Alice's line".to_string()), "{diff:?}");
-    assert!(diff.contains(&"+ Bob's line".to_string()), "{diff:?}");
-    assert!(
-        diff.contains(&"Line one".to_string()) || diff.iter().any(|l| l.ends_with("Line one")),
-        "{diff:?}"
-    );
+    let notice = texts(&doc, "p.form-error").join(" ");
+    assert!(notice.contains(&format!("{ADMIN_USER} saved")), "{notice}");
+    // Only the text conflicts (the title was Bob's change alone), and only its line.
+    assert_eq!(count(&doc, "div.conflict-field"), 1);
+    assert_eq!(count(&doc, "#conflict-text"), 1);
+    assert_eq!(texts(&doc, ".conflict-mine pre"), ["Bob's line"]);
+    assert_eq!(texts(&doc, ".conflict-theirs pre"), ["Alice's line"]);
 
-    // Re-apply: the form holds Bob's values and the stored nonce.
-    let reapply_nonce = attr(&doc, "form.reapply-form input[name=nonce]", "value").unwrap();
+    // The form holds the merged edit: Bob's title, both lines between markers, the stored nonce.
+    let mut resolve = EditForm::read(&doc, "form.reapply-form");
     let stored_node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
-    assert_eq!(reapply_nonce, stored_node.metadata.nonce.to_hex());
+    assert_eq!(resolve.get("nonce"), stored_node.metadata.nonce.to_hex());
+    assert_eq!(resolve.get("title"), "About us");
+    let marked = resolve.get("text").to_string();
+    assert!(marked.contains("Alice's line") && marked.contains("Bob's line"));
+    // Saved as it is, the markers are refused: nothing is lost to a hasty click.
+    let response = resolve.post(&app, "").await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
     assert_eq!(
-        texts(&doc, "form.reapply-form textarea[name=text]"),
-        ["Line one\nBob's line\nLine three"]
-    );
-    assert_eq!(
-        attr(&doc, "form.reapply-form input[name=title]", "value").as_deref(),
-        Some("About us")
+        stored_text(&app, about.id).await,
+        "Line one\nAlice's line\nLine three"
     );
     let discard = attr(&doc, "a.discard", "href").unwrap();
-    let reapply = EditForm {
-        token: csrf_token(&doc).unwrap(),
-        nonce: reapply_nonce,
-        action: attr(&doc, "form.reapply-form", "action").unwrap(),
-    };
-    let response = save_page(
-        &app,
-        &reapply,
-        "About us",
-        "Line one\nBob's line\nLine three",
-    )
-    .await;
+    // Choosing Bob's line: saved with Bob's title.
+    resolve.set("choice_text", "mine");
+    let response = resolve.post(&app, "").await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     let node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
     assert_eq!(node.metadata.title, "About us");
+    assert_eq!(node.metadata.updated_by.as_deref(), Some(ADMIN_USER));
     assert_eq!(
         stored_text(&app, about.id).await,
         "Line one\nBob's line\nLine three"
@@ -166,13 +191,76 @@ async fn two_editors_save_the_same_version_one_lands_and_the_other_gets_the_conf
         texts(&editor, "form.content-form textarea[name=text]"),
         ["Line one\nBob's line\nLine three"]
     );
-    assert_eq!(
-        stored_text(&app, about.id).await,
-        "Line one\nBob's line\nLine three"
-    );
     // The public page shows the stored version.
     let public = html(&body(app.get("/pages/about").await).await);
     assert_eq!(heading(&public), "About us");
+}
+
+#[tokio::test]
+async fn two_editors_changing_different_lines_and_tags_are_merged_with_a_notice() {
+    let app = spawn_app().await;
+    let about = about_page(&app).await;
+    let mut alice = open_editor(&app, about.id).await;
+    let mut bob = open_editor(&app, about.id).await;
+    alice
+        .set("text", "Line one, Alice\nLine two\nLine three")
+        .set("tags", "jazz, alice");
+    assert_eq!(
+        alice.post(&app, "save").await.status(),
+        StatusCode::SEE_OTHER
+    );
+    bob.set("text", "Line one\nLine two\nLine three, Bob")
+        .set("tags", "bob")
+        .set("author", "Bob");
+    let response = bob.post(&app, "save").await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
+    assert_eq!(
+        stored_text(&app, about.id).await,
+        "Line one, Alice\nLine two\nLine three, Bob"
+    );
+    assert_eq!(node.metadata.tags, ["jazz", "alice", "bob"]);
+    assert_eq!(node.metadata.author.name, "Bob");
+    let edit = admin_page(&app, &location(&response)).await;
+    let flash = texts(&edit, ".flash").join(" ");
+    assert!(flash.contains("Merged with the changes"), "{flash}");
+    assert!(flash.contains("Text") && flash.contains("Tags"), "{flash}");
+}
+
+#[tokio::test]
+async fn a_publication_changed_differently_by_two_editors_is_a_conflict_settled_by_a_choice() {
+    let app = spawn_app().await;
+    let about = about_page(&app).await;
+    let alice = open_editor(&app, about.id).await;
+    let mut bob = open_editor(&app, about.id).await;
+    assert_eq!(
+        alice.post(&app, "unpublish").await.status(),
+        StatusCode::SEE_OTHER
+    );
+    bob.set("published_at", "2031-01-02T10:30")
+        .set("text", "Line one\nLine two\nLine three, Bob");
+    let response = bob.post(&app, "schedule").await;
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    let doc = html(&body(response).await);
+    assert_eq!(count(&doc, "div.conflict-field"), 1);
+    assert_eq!(
+        texts(&doc, "#conflict-publication .conflict-mine pre"),
+        ["2031-01-02 10:30 UTC"]
+    );
+    assert_eq!(
+        texts(&doc, "#conflict-publication .conflict-theirs pre"),
+        ["draft"]
+    );
+    // Keeping the other editor's choice (a draft) still saves this editor's text.
+    let mut resolve = EditForm::read(&doc, "form.reapply-form");
+    resolve.set("choice_publication", "theirs");
+    assert_eq!(resolve.post(&app, "").await.status(), StatusCode::SEE_OTHER);
+    let node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
+    assert_eq!(node.metadata.published, None);
+    assert_eq!(
+        stored_text(&app, about.id).await,
+        "Line one\nLine two\nLine three, Bob"
+    );
 }
 
 #[tokio::test]
@@ -246,13 +334,28 @@ async fn creating_an_entry_makes_a_draft_that_publishing_shows_and_scheduling_or
         "draft"
     );
 
-    let publish = format!("/admin/content/{}/publish", node.id.to_hex());
-    let response = app
-        .post_admin_form(&publish, &[("csrf_token", &token)])
-        .await;
+    // Everything from the one edit form: its Publish button publishes what is typed with it.
+    let mut form = open_editor(&app, node.id).await;
+    form.set("text", "First *post*, edited.")
+        .set("tags", "news");
+    let response = form.post(&app, "publish").await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     let page = html(&body(app.get("/blog/hello-world").await).await);
     assert_eq!(texts(&page, ".post-text em"), ["post"]);
+    let published = node_by_slug(&app, "blog", "hello-world").await;
+    assert_eq!(published.metadata.tags, ["news"]);
+    let first_date = published.metadata.published.expect("published");
+
+    // Publishing (or updating) a published post keeps its date.
+    let mut form = open_editor(&app, node.id).await;
+    form.set("title", "Hello again");
+    assert_eq!(
+        form.post(&app, "publish").await.status(),
+        StatusCode::SEE_OTHER
+    );
+    let again = node_by_slug(&app, "blog", "hello-world").await;
+    assert_eq!(again.metadata.title, "Hello again");
+    assert_eq!(again.metadata.published, Some(first_date));
 
     // Scheduled for next year: hidden again until then.
     let next_year =
@@ -260,9 +363,9 @@ async fn creating_an_entry_makes_a_draft_that_publishing_shows_and_scheduling_or
             .to_chrono()
             .format("%Y-%m-%dT%H:%M")
             .to_string();
-    let response = app
-        .post_admin_form(&publish, &[("csrf_token", &token), ("at", &next_year)])
-        .await;
+    let mut form = open_editor(&app, node.id).await;
+    form.set("published_at", &next_year);
+    let response = form.post(&app, "schedule").await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     assert_eq!(
         app.get("/blog/hello-world").await.status(),
@@ -270,42 +373,45 @@ async fn creating_an_entry_makes_a_draft_that_publishing_shows_and_scheduling_or
     );
     let edit = admin_page(&app, &location(&response)).await;
     assert_eq!(texts(&edit, ".publish-panel strong"), ["scheduled"]);
-    // A bad time is refused and changes nothing.
-    let response = app
-        .post_admin_form(&publish, &[("csrf_token", &token), ("at", "tomorrow-ish")])
-        .await;
-    assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let edit = admin_page(&app, &location(&response)).await;
-    assert!(
-        texts(&edit, ".flash")
-            .iter()
-            .any(|t| t.contains("YYYY-MM-DD")),
-        "{:?}",
-        texts(&edit, ".flash")
+    // A bad time is refused, changes nothing and keeps what was typed.
+    let mut form = EditForm::read(&edit, "form.edit-form");
+    form.set("published_at", "tomorrow-ish")
+        .set("text", "Kept text");
+    let response = form.post(&app, "schedule").await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert!(texts(&doc, "#error-published_at")[0].contains("YYYY-MM-DD"));
+    assert_eq!(texts(&doc, "textarea[name=text]"), ["Kept text"]);
+    assert_eq!(
+        attr(&doc, "input[name=published_at]", "value").as_deref(),
+        Some("tomorrow-ish")
     );
+    let edit = admin_page(&app, &format!("/admin/content/{}/edit", node.id.to_hex())).await;
     assert_eq!(texts(&edit, ".publish-panel strong"), ["scheduled"]);
 
-    app.post_admin_form(&publish, &[("csrf_token", &token)])
-        .await;
+    let form = EditForm::read(&edit, "form.edit-form");
+    assert_eq!(
+        form.post(&app, "publish").await.status(),
+        StatusCode::SEE_OTHER
+    );
     assert_eq!(app.get("/blog/hello-world").await.status(), StatusCode::OK);
-    let response = app
-        .post_admin_form(
-            &format!("/admin/content/{}/unpublish", node.id.to_hex()),
-            &[("csrf_token", &token)],
-        )
-        .await;
+    let form = open_editor(&app, node.id).await;
+    let response = form.post(&app, "unpublish").await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     assert_eq!(
         app.get("/blog/hello-world").await.status(),
         StatusCode::NOT_FOUND
     );
-    assert_eq!(
-        node_by_slug(&app, "blog", "hello-world")
-            .await
-            .metadata
-            .published,
-        None
-    );
+    let draft = node_by_slug(&app, "blog", "hello-world").await;
+    assert_eq!(draft.metadata.published, None);
+    assert!(!draft.metadata.live);
+    // A time typed into a draft's form is not dropped by "Save draft": it asks for Schedule.
+    let mut form = open_editor(&app, node.id).await;
+    form.set("published_at", &next_year);
+    let response = form.post(&app, "save").await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert!(texts(&doc, "#error-published_at")[0].contains("Schedule"));
 }
 
 #[tokio::test]
@@ -381,14 +487,15 @@ async fn empty_titles_slugs_with_spaces_duplicate_slugs_and_foreign_video_urls_a
 
     // Editing into a taken slug: a form error, the node unchanged, the nonce kept.
     let shipping = node_by_slug(&app, "pages", "shipping").await;
-    let form = open_editor(&app, shipping.id).await;
-    let response = save_page(&app, &form, "Shipping", "x").await; // slug "about"
+    let mut form = open_editor(&app, shipping.id).await;
+    form.set("slug", "about");
+    let response = save_page(&app, &form, "Shipping", "x").await;
     assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let doc = html(&body(response).await);
     assert!(texts(&doc, "#error-slug")[0].contains("already used"));
     assert_eq!(
         attr(&doc, "input[name=nonce]", "value").unwrap(),
-        form.nonce
+        form.get("nonce")
     );
     assert_eq!(
         node_by_slug(&app, "pages", "shipping").await.metadata.title,
@@ -446,44 +553,68 @@ async fn empty_titles_slugs_with_spaces_duplicate_slugs_and_foreign_video_urls_a
 }
 
 #[tokio::test]
-async fn tags_are_added_once_normalised_and_removed_without_a_nonce() {
+async fn tags_are_edited_as_one_list_in_the_edit_form_normalised_and_each_once() {
     let app = spawn_app().await;
     let about = about_page(&app).await;
-    let form = open_editor(&app, about.id).await;
-    let tags = format!("/admin/content/{}/tags", about.id.to_hex());
-    let response = app
-        .post_admin_form(
-            &tags,
-            &[
-                ("csrf_token", &form.token),
-                ("tags", "Jazz, New Releases, jazz, <b>"),
-            ],
-        )
-        .await;
-    assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    app.post_admin_form(&tags, &[("csrf_token", &form.token), ("tags", "jazz")])
-        .await;
+    let mut form = open_editor(&app, about.id).await;
+    form.set("tags", "Jazz, New Releases, jazz, <b>");
+    assert_eq!(
+        form.post(&app, "save").await.status(),
+        StatusCode::SEE_OTHER
+    );
     let node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
     assert_eq!(node.metadata.tags, ["jazz", "new-releases", "b"]);
     let tag_page = html(&body(app.get("/tags/new-releases").await).await);
     assert_eq!(texts(&tag_page, ".tag-nodes a"), ["About Bazaar"]);
 
-    let response = app
-        .post_admin_form(
-            &format!("{tags}/remove"),
-            &[("csrf_token", &form.token), ("tag", "new-releases")],
-        )
-        .await;
-    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let mut form = open_editor(&app, about.id).await;
+    assert_eq!(form.get("tags"), "jazz, new-releases, b");
+    form.set("tags", "jazz, b");
+    assert_eq!(
+        form.post(&app, "save").await.status(),
+        StatusCode::SEE_OTHER
+    );
     let node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
     assert_eq!(node.metadata.tags, ["jazz", "b"]);
     assert_eq!(
         app.get("/tags/new-releases").await.status(),
         StatusCode::NOT_FOUND
     );
-    // Tags changed no nonce: the editor opened before still saves.
-    let response = save_page(&app, &form, "About Bazaar", "Still mine").await;
+    // A tag without a letter or digit is a form error; the text typed with it is kept.
+    let mut form = open_editor(&app, about.id).await;
+    form.set("tags", "jazz, ???")
+        .set("text", "Typed with a bad tag");
+    let response = form.post(&app, "save").await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert!(texts(&doc, "#error-tags")[0].contains("no letter or digit"));
+    assert_eq!(texts(&doc, "textarea[name=text]"), ["Typed with a bad tag"]);
+}
+
+#[tokio::test]
+async fn a_photo_post_cannot_be_published_before_its_photo_is_uploaded() {
+    let app = spawn_app().await;
+    let doc = admin_page(&app, "/admin/content/new?section=gallery&type=photo").await;
+    let token = csrf_token(&doc).unwrap();
+    let response = app
+        .post_admin_form(
+            "/admin/content/new?section=gallery&type=photo",
+            &[
+                ("csrf_token", &token),
+                ("title", "Sunset"),
+                ("caption", "Red"),
+            ],
+        )
+        .await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let node = node_by_slug(&app, "gallery", "sunset").await;
+    let form = open_editor(&app, node.id).await;
+    let response = form.post(&app, "publish").await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert!(texts(&doc, "#error-published_at")[0].contains("Upload the photo first"));
+    let node = node_by_slug(&app, "gallery", "sunset").await;
+    assert_eq!(node.metadata.published, None);
 }
 
 #[tokio::test]

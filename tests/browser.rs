@@ -1,8 +1,9 @@
 //! Real-browser smoke test: headless Chromium (through chromedriver and WebDriver) loads the
 //! home page, shops (the cart and checkout at 1280 and 390 px: no sideways scrolling, the
 //! checkout's error summary taking focus, a sold-out product's disabled state), posts a comment and a reply and sees them threaded, loads the admin
-//! dashboard, submits the admin form, cancels an order through its confirmation page, edits a page in two windows up to the edit-conflict page,
-//! and saves screenshots under
+//! dashboard, submits the admin form, cancels an order through its confirmation page; and the
+//! content editor: every field typed and every button of its one form pressed with nothing
+//! lost, two windows merged or sent to the conflict page; and saves screenshots under
 //! `<target>/screenshots/`. Without Chromium it is skipped with a printed reason, except in CI
 //! (`CI` set), where it is required.
 
@@ -608,19 +609,183 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         bazaar::checkout::orders::OrderStatus::Cancelled
     );
 
-    // Content: the About page edited in two windows; the save from the window opened first
-    // lands on the conflict page, whose re-apply form then saves that editor's text.
-    let about = bazaar::content::model::collection(&app.db)
-        .find_one(bson::doc! { "metadata.section": "pages", "metadata.slug": "about" })
+    client.close().await.expect("browser closes");
+}
+
+/// Skips (or in CI fails) without a browser; else the app, chromedriver and a session.
+async fn browser_session() -> Option<(TestApp, Driver, tempfile::TempDir, Client)> {
+    let (driver, browser) = match browser_programs() {
+        Ok(programs) => programs,
+        Err(reason) if std::env::var_os("CI").is_some() => {
+            panic!("the browser test is required in CI: {reason}")
+        }
+        Err(reason) => {
+            eprintln!("skipping the browser test: {reason}");
+            return None;
+        }
+    };
+    let app = spawn_app().await;
+    let (guard, driver_port) = start_driver(&driver);
+    let profile = tempfile::tempdir().expect("profile directory");
+    let client = connect(driver_port, &browser, profile.path()).await;
+    Some((app, guard, profile, client))
+}
+
+/// Replace what a field holds by typing `text` into it.
+async fn type_into(client: &Client, css: &str, text: &str) {
+    let field = client
+        .find(Locator::Css(css))
         .await
-        .expect("query")
-        .expect("the demo About page");
+        .unwrap_or_else(|e| panic!("{css} not found: {e}"));
+    field.clear().await.expect("cleared");
+    field.send_keys(text).await.expect("typed");
+}
+
+/// Press the edit form's button `action` and wait for the page that answers; returns its flash
+/// text (empty without one, as on the conflict page).
+async fn press(client: &Client, action: &str) -> String {
+    client
+        .execute("document.body.dataset.leaving = '1';", vec![])
+        .await
+        .expect("page marked");
+    client
+        .find(Locator::Css(&format!(
+            "form.edit-form button[name=action][value={action}]"
+        )))
+        .await
+        .unwrap_or_else(|e| panic!("the {action} button: {e}"))
+        .click()
+        .await
+        .expect("clicked");
+    wait_for_new_page(client).await;
+    match client.find(Locator::Css(".flash")).await {
+        Ok(flash) => flash.text().await.expect("flash text"),
+        Err(_) => String::new(),
+    }
+}
+
+/// Waits until the page marked before a click has been replaced.
+async fn wait_for_new_page(client: &Client) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let marked = client
+            .execute(
+                "return document.readyState === 'complete' && !document.body.dataset.leaving;",
+                vec![],
+            )
+            .await
+            .unwrap_or(json!(false));
+        if marked == json!(true) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no new page within 20 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn stored_node(app: &TestApp, id: bson::oid::ObjectId) -> bazaar::content::model::Node {
+    bazaar::content::model::by_id(&app.db, id)
+        .await
+        .expect("read")
+        .expect("the node")
+}
+
+fn stored_text_of(node: &bazaar::content::model::Node) -> String {
+    node.metadata
+        .detail
+        .get_str("text")
+        .expect("a text node")
+        .to_string()
+}
+
+#[tokio::test]
+async fn chromium_edits_a_page_through_every_button_of_its_one_form_and_merges_two_windows() {
+    let Some((app, _driver, _profile, client)) = browser_session().await else {
+        return;
+    };
+    let about = common::builders::NodeBuilder::page("about")
+        .title("About Bazaar")
+        .text("Paragraph one.\n\nParagraph two.\n\nParagraph three.")
+        .build(&app.db)
+        .await;
+    let password = ADMIN_PASSWORD.replace(' ', "%20");
     let edit_url = format!(
         "http://{ADMIN_USER}:{password}@127.0.0.1:{}/admin/content/{}/edit",
         app.port,
         about.id.to_hex()
     );
     client.goto(&edit_url).await.expect("editor loads");
+    let rows = script(
+        &client,
+        "return document.querySelector('form.edit-form textarea[name=text]').rows;",
+    )
+    .await;
+    assert!(rows.as_i64().unwrap_or(0) >= 20, "a big text box: {rows}");
+
+    // Every button of the one form, each pressed after typing into every field: all of it is
+    // stored with the button's publication change.
+    let steps = [
+        ("save", "Saved.", "published"),
+        (
+            "unpublish",
+            "Saved and unpublished: it is a draft again.",
+            "draft",
+        ),
+        ("save", "Saved.", "draft"),
+        (
+            "schedule",
+            "Saved and scheduled for 2031-01-02 10:30 UTC.",
+            "scheduled",
+        ),
+        ("publish", "Saved and published.", "published"),
+    ];
+    for (i, (action, flash, status)) in steps.iter().enumerate() {
+        let title = format!("About, take {i}");
+        let text = format!("Paragraph one.\n\nParagraph two, take {i}.\n\nParagraph three.");
+        type_into(&client, "form.edit-form input[name=title]", &title).await;
+        type_into(
+            &client,
+            "form.edit-form input[name=author]",
+            &format!("Author {i}"),
+        )
+        .await;
+        type_into(&client, "form.edit-form textarea[name=text]", &text).await;
+        type_into(
+            &client,
+            "form.edit-form input[name=tags]",
+            &format!("tag-{i}, common"),
+        )
+        .await;
+        if *action == "schedule" {
+            // A datetime-local input takes keys in the browser's locale order: set its value.
+            script(
+                &client,
+                "document.querySelector('#field-published_at').value = '2031-01-02T10:30';",
+            )
+            .await;
+        }
+        assert_eq!(press(&client, action).await, *flash, "{action}");
+        let node = stored_node(&app, about.id).await;
+        assert_eq!(node.metadata.title, title, "{action}");
+        assert_eq!(node.metadata.author.name, format!("Author {i}"), "{action}");
+        assert_eq!(stored_text_of(&node), text, "{action}");
+        assert_eq!(
+            node.metadata.tags,
+            [format!("tag-{i}"), "common".into()],
+            "{action}"
+        );
+        assert_eq!(node.status(), *status, "{action}");
+    }
+    let published = stored_node(&app, about.id).await.metadata.published;
+    // Updating the published page again keeps its date.
+    type_into(&client, "form.edit-form input[name=title]", "About Bazaar").await;
+    assert_eq!(press(&client, "save").await, "Saved.");
+    assert_eq!(
+        stored_node(&app, about.id).await.metadata.published,
+        published
+    );
+
+    // Two windows, different paragraphs: the second save merges the first one's change.
     let first_window = client.window().await.expect("window handle");
     let second_window = client
         .new_window(false)
@@ -628,85 +793,113 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
         .expect("second window")
         .handle;
     client
+        .switch_to_window(second_window.clone())
+        .await
+        .expect("switched");
+    client.goto(&edit_url).await.expect("editor loads again");
+    type_into(
+        &client,
+        "form.edit-form textarea[name=text]",
+        "Paragraph one, second window.\n\nParagraph two, take 4.\n\nParagraph three.",
+    )
+    .await;
+    assert_eq!(press(&client, "save").await, "Saved.");
+    client
+        .switch_to_window(first_window.clone())
+        .await
+        .expect("back");
+    type_into(
+        &client,
+        "form.edit-form textarea[name=text]",
+        "Paragraph one.\n\nParagraph two, take 4.\n\nParagraph three, first window.",
+    )
+    .await;
+    let flash = press(&client, "save").await;
+    assert!(
+        flash.starts_with("Saved. Merged with the changes"),
+        "{flash}"
+    );
+    assert!(
+        flash.contains(ADMIN_USER) && flash.contains("Text"),
+        "{flash}"
+    );
+    let merged =
+        "Paragraph one, second window.\n\nParagraph two, take 4.\n\nParagraph three, first window.";
+    assert_eq!(stored_text_of(&stored_node(&app, about.id).await), merged);
+    assert_eq!(
+        text_of(&client, "form.edit-form textarea[name=text]").await,
+        merged
+    );
+
+    // The same paragraph in both: the conflict page shows both versions, loses neither.
+    client
+        .switch_to_window(second_window.clone())
+        .await
+        .expect("switched");
+    client.goto(&edit_url).await.expect("editor reloads");
+    client
+        .switch_to_window(first_window.clone())
+        .await
+        .expect("back");
+    client.goto(&edit_url).await.expect("editor reloads");
+    client
         .switch_to_window(second_window)
         .await
-        .expect("switched to the second window");
-    client.goto(&edit_url).await.expect("editor loads again");
-    let text = client
-        .find(Locator::Css("form.content-form textarea[name=text]"))
-        .await
-        .expect("text area");
-    text.clear().await.expect("cleared");
-    text.send_keys("Edited in the second window.")
-        .await
-        .expect("typed");
-    client
-        .find(Locator::Css("form.content-form button[type=submit]"))
-        .await
-        .expect("save button")
-        .click()
-        .await
-        .expect("clicked");
-    let flash = client
-        .wait()
-        .for_element(Locator::Css(".flash"))
-        .await
-        .expect("saved")
-        .text()
-        .await
-        .expect("flash text");
-    assert_eq!(flash, "Saved.");
-    client
-        .switch_to_window(first_window)
-        .await
-        .expect("back to the first window");
-    let text = client
-        .find(Locator::Css("form.content-form textarea[name=text]"))
-        .await
-        .expect("text area");
-    text.clear().await.expect("cleared");
-    text.send_keys("Edited in the first window.")
-        .await
-        .expect("typed");
-    client
-        .find(Locator::Css("form.content-form button[type=submit]"))
-        .await
-        .expect("save button")
-        .click()
-        .await
-        .expect("clicked");
-    client
-        .wait()
-        .for_element(Locator::Css("section.conflict"))
-        .await
-        .expect("the conflict page");
+        .expect("switched");
+    type_into(
+        &client,
+        "form.edit-form textarea[name=text]",
+        &merged.replace("take 4", "by the second window"),
+    )
+    .await;
+    assert_eq!(press(&client, "save").await, "Saved.");
+    client.switch_to_window(first_window).await.expect("back");
+    type_into(
+        &client,
+        "form.edit-form textarea[name=text]",
+        &merged.replace("take 4", "by the first window"),
+    )
+    .await;
+    assert_eq!(press(&client, "save").await, "");
     assert_eq!(
         text_of(&client, "main h1").await,
         "Changed since you opened it"
     );
-    assert!(text_of(&client, "pre.diff")
-        .await
-        .contains("+ Edited in the first window."));
+    assert_eq!(
+        text_of(&client, ".conflict-mine pre").await,
+        "Paragraph two, by the first window."
+    );
+    assert_eq!(
+        text_of(&client, ".conflict-theirs pre").await,
+        "Paragraph two, by the second window."
+    );
+    assert!(text_of(&client, "p.form-error").await.contains(ADMIN_USER));
     save_screenshot(&client, "content-conflict.png").await;
+    // Nothing was overwritten; choosing this window's paragraph keeps the rest of both.
+    assert!(stored_text_of(&stored_node(&app, about.id).await).contains("by the second window"));
+    client
+        .find(Locator::Css("input[name=choice_text][value=mine]"))
+        .await
+        .expect("the choice")
+        .click()
+        .await
+        .expect("chosen");
+    client
+        .execute("document.body.dataset.leaving = '1';", vec![])
+        .await
+        .expect("page marked");
     client
         .find(Locator::Css("form.reapply-form button[type=submit]"))
         .await
-        .expect("re-apply button")
+        .expect("the save button")
         .click()
         .await
         .expect("clicked");
-    let flash = client
-        .wait()
-        .for_element(Locator::Css(".flash"))
-        .await
-        .expect("saved")
-        .text()
-        .await
-        .expect("flash text");
-    assert_eq!(flash, "Saved.");
+    wait_for_new_page(&client).await;
+    assert_eq!(text_of(&client, ".flash").await, "Saved.");
     assert_eq!(
-        text_of(&client, "form.content-form textarea[name=text]").await,
-        "Edited in the first window."
+        stored_text_of(&stored_node(&app, about.id).await),
+        merged.replace("take 4", "by the first window")
     );
 
     client.close().await.expect("browser closes");

@@ -1,7 +1,9 @@
 //! Admin → Content: nodes by section and type with title search, paging and sorting; create
-//! and edit per type; saving under the nonce the form was loaded with (a lost race gets the
-//! 409 conflict page with both versions, a diff, re-apply and discard); publish, schedule,
-//! unpublish; tags; photo upload and replace; delete with confirmation; orphaned-file clean-up.
+//! per type; one edit form per node (fields, tags, publication; its buttons save draft,
+//! update, publish, schedule, unpublish) saved in one update under the nonce it was loaded
+//! with. A lost race is merged three ways with the stored version (changes on one side only
+//! are kept and saved); only true conflicts get the 409 page with both versions and a choice
+//! each. Photo upload and replace; delete with confirmation; orphaned-file clean-up.
 
 use std::collections::{HashMap, HashSet};
 
@@ -25,7 +27,6 @@ use crate::content::ContentError;
 use crate::domain::EditVersion;
 use crate::media::UploadError;
 use crate::state::AppState;
-use crate::web::conflict::Conflict;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{html_response, render, Layout};
@@ -380,29 +381,49 @@ pub struct ContentFormPage {
     /// The nonce this form saves under (empty when creating).
     pub nonce: String,
     pub fields: Vec<FieldView>,
+    /// The tag field's value: the whole list, comma-separated.
+    pub tags: String,
+    /// The publication field's value (`YYYY-MM-DDTHH:MM`, UTC; empty for none).
+    pub published_at: String,
+    /// Hidden fields: what the form was loaded with (`base_*`), and on the conflict page the
+    /// sides a choice can take (`mine_*`, `theirs_*`).
+    pub base: Vec<(String, String)>,
+    /// Messages for the tag and publication fields (the others are in `fields`).
+    pub errors: FieldErrors,
     pub form_error: Option<String>,
 }
 
 impl ContentFormPage {
-    pub fn tags(&self) -> Vec<String> {
+    pub fn error(&self, field: &str) -> Option<String> {
+        self.errors.get(field).cloned()
+    }
+
+    /// Whether the node is published or scheduled (so the save button keeps it so).
+    pub fn has_date(&self) -> bool {
         self.node
             .as_ref()
-            .map(|n| n.metadata.tags.clone())
-            .unwrap_or_default()
+            .is_some_and(|n| n.metadata.published.is_some())
+    }
+
+    pub fn is_live(&self) -> bool {
+        self.node.as_ref().is_some_and(|n| n.is_published())
     }
 }
 
-/// The 409 page: both versions, the diff, a form re-applying the editor's values over the
-/// stored version (it carries the stored nonce), and a way to discard them.
+/// The 409 page: what merged, the conflicting fields side by side, and the edit form holding
+/// the merged edit (it carries the stored nonce and the stored version as its base).
 #[derive(Template)]
 #[template(path = "admin/content/conflict.html")]
 pub struct ContentConflictPage {
     pub layout: Layout,
     pub node: Node,
-    pub conflict: Conflict,
     pub action: String,
     pub nonce: String,
-    pub fields: Vec<FieldView>,
+    pub saved_by: String,
+    pub saved_at: String,
+    pub merged: Vec<String>,
+    pub conflicts: Vec<FieldConflict>,
+    pub form: ContentFormPage,
 }
 
 fn kind_in_section(
@@ -465,6 +486,10 @@ pub async fn new(
         action: new_action(section, kind),
         nonce: String::new(),
         fields: field_views(kind, &values, &FieldErrors::default()),
+        tags: String::new(),
+        published_at: String::new(),
+        base: Vec::new(),
+        errors: FieldErrors::default(),
         form_error: None,
     })
 }
@@ -478,7 +503,18 @@ pub async fn create(
 ) -> Result<HttpResponse, AppError> {
     let (section, kind) = kind_in_section(&params)?;
     let form = Submitted(form.into_inner());
-    let errors = match parse_node(section, kind, &form) {
+    let parsed = parse_node(section, kind, &form).and_then(|input| {
+        if kind == NodeType::Photo && form.get("publish") == "1" {
+            let mut errors = FieldErrors::default();
+            errors.add(
+                "publish",
+                "Add it as a draft and upload the photo first: a photo post cannot be published without its photo.",
+            );
+            return Err(errors);
+        }
+        Ok(input)
+    });
+    let errors = match parsed {
         Ok(input) => {
             let published = (form.get("publish") == "1").then(|| state.db.now());
             match model::create(&state.db, input, published, Vec::new()).await {
@@ -514,6 +550,10 @@ pub async fn create(
             action: new_action(section, kind),
             nonce: String::new(),
             fields: field_views(kind, &form.0, &errors),
+            tags: String::new(),
+            published_at: String::new(),
+            base: Vec::new(),
+            errors,
             form_error: Some("The item was not saved: correct the fields marked below.".into()),
         },
     )
@@ -550,133 +590,561 @@ pub async fn edit(
         action: edit_url(node.id),
         nonce: node.metadata.nonce.to_hex(),
         fields: field_views(node.metadata.kind, &values, &FieldErrors::default()),
+        tags: node.metadata.tags.join(", "),
+        published_at: minute_of(node.metadata.published),
+        base: base_fields(&node),
+        errors: FieldErrors::default(),
         node: Some(node),
         form_error: None,
     })
 }
 
-/// `POST /admin/content/{id}/edit`: save under the form's nonce.
+/// The hidden `base_*` fields of the edit form: the values it was loaded with, so that a save
+/// that lost a race can be merged three ways (base, stored, submitted). A tampered base only
+/// spoils its sender's own merge: the stored version is always read from the database.
+fn base_fields(node: &Node) -> Vec<(String, String)> {
+    let mut base: Vec<(String, String)> = all_fields(node.metadata.kind)
+        .map(|(name, ..)| {
+            let value = values_of(node).remove(*name).unwrap_or_default();
+            (format!("base_{name}"), value)
+        })
+        .collect();
+    base.push(("base_tags".into(), node.metadata.tags.join(", ")));
+    base.push((
+        "base_publication".into(),
+        millis_of(node.metadata.published),
+    ));
+    base
+}
+
+/// A publication time for the form's datetime-local input (minutes, UTC); empty for none.
+fn minute_of(when: Option<DateTime>) -> String {
+    when.map(|w| w.to_chrono().format("%Y-%m-%dT%H:%M").to_string())
+        .unwrap_or_default()
+}
+
+/// A publication time exactly (milliseconds), for hidden fields; empty for none.
+fn millis_of(when: Option<DateTime>) -> String {
+    when.map(|w| w.timestamp_millis().to_string())
+        .unwrap_or_default()
+}
+
+fn parse_millis(s: &str) -> Option<DateTime> {
+    s.trim().parse::<i64>().ok().map(DateTime::from_millis)
+}
+
+/// What a submission of the edit form asks, parsed once: its values, tags and publication.
+struct Edit {
+    values: HashMap<String, String>,
+    /// `None`: the form had no tag field (the stored tags stay).
+    tags: Option<Vec<String>>,
+    publication: Option<DateTime>,
+    /// The button asks for no change of the publication (Save, or Publish on a published
+    /// node with its date untouched): the stored one stays, whatever the form's base says.
+    keep_publication: bool,
+    /// The publication field as typed, shown again when the form comes back with errors.
+    typed_date: String,
+}
+
+/// The buttons of the one edit form.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Save,
+    Publish,
+    Schedule,
+    Unpublish,
+    /// The conflict page's form: the publication is given exactly (`publication`).
+    Resolve,
+}
+
+impl Action {
+    fn parse(s: &str) -> Option<Action> {
+        Some(match s {
+            "" | "save" => Action::Save,
+            "publish" => Action::Publish,
+            "schedule" => Action::Schedule,
+            "unpublish" => Action::Unpublish,
+            "resolve" => Action::Resolve,
+            _ => return None,
+        })
+    }
+}
+
+/// The field values as submitted (long text normalised like the save does).
+fn submitted_values(kind: NodeType, form: &Submitted, prefix: &str) -> HashMap<String, String> {
+    all_fields(kind)
+        .map(|(name, _, _, input)| {
+            let key = format!("{prefix}{name}");
+            let value = if *input == "textarea" {
+                form.text(&key)
+            } else {
+                form.get(&key).to_string()
+            };
+            (name.to_string(), value)
+        })
+        .collect()
+}
+
+/// Read the form: conflict choices applied, tags and the publication the pressed button asks
+/// for. The publication is worked out against the base (what the form was loaded with), so
+/// "Publish" on a published node keeps its date unless the editor changed the date field.
+fn read_edit(
+    kind: NodeType,
+    form: &mut Submitted,
+    now: DateTime,
+    errors: &mut FieldErrors,
+) -> Edit {
+    // The conflict page's per-conflict choices: take the carried value of the chosen side.
+    let chosen: Vec<(String, String)> = form
+        .0
+        .iter()
+        .filter_map(|(k, v)| {
+            let name = k.strip_prefix("choice_")?;
+            let side = match v.as_str() {
+                "mine" => "mine_",
+                "theirs" => "theirs_",
+                _ => return None,
+            };
+            Some((name.to_string(), format!("{side}{name}")))
+        })
+        .collect();
+    for (name, from) in chosen {
+        if let Some(value) = form.0.get(&from).cloned() {
+            form.0.insert(name, value);
+        }
+    }
+    let values = submitted_values(kind, form, "");
+    for (name, label, _, input) in all_fields(kind) {
+        if *input == "textarea"
+            && crate::web::merge::has_conflict_markers(values.get(*name).map_or("", |s| s))
+        {
+            errors.add(
+                name,
+                format!("{label} still holds both versions between <<<<<<< and >>>>>>> lines: keep what should stay and delete the marker lines."),
+            );
+        }
+    }
+    let tags = form.0.contains_key("tags").then(|| {
+        model::parse_tags(form.get("tags")).unwrap_or_else(|why| {
+            errors.add("tags", why);
+            Vec::new()
+        })
+    });
+    let base_publication = parse_millis(form.get("base_publication"));
+    let typed = form.get("published_at");
+    let date_changed = typed != minute_of(base_publication);
+    let parsed = match typed {
+        "" => None,
+        t => match parse_datetime(t) {
+            Some(when) => Some(when),
+            None => {
+                errors.add(
+                    "published_at",
+                    "Enter the publication time as YYYY-MM-DD HH:MM (UTC).",
+                );
+                None
+            }
+        },
+    };
+    let action = Action::parse(form.get("action")).unwrap_or_else(|| {
+        errors.add("published_at", "Choose one of the form's buttons.");
+        Action::Save
+    });
+    let mut keep_publication = false;
+    let publication = match action {
+        Action::Resolve => parse_millis(form.get("publication")),
+        Action::Unpublish => None,
+        Action::Schedule => {
+            if typed.is_empty() {
+                errors.add("published_at", "Enter the time to schedule it for.");
+            }
+            parsed.or(base_publication)
+        }
+        Action::Publish => match (base_publication, date_changed, parsed) {
+            (_, true, Some(when)) => Some(when),
+            (Some(when), false, _) if when <= now => {
+                keep_publication = true;
+                Some(when)
+            }
+            _ => Some(now),
+        },
+        Action::Save => match (base_publication, date_changed, parsed) {
+            (Some(_), true, Some(when)) => Some(when),
+            (None, true, Some(_)) => {
+                errors.add(
+                    "published_at",
+                    "A publication time is filled in: press Schedule to schedule it, or clear it to keep a draft.",
+                );
+                None
+            }
+            (base, ..) => {
+                keep_publication = true;
+                base
+            }
+        },
+    };
+    Edit {
+        values,
+        tags,
+        publication,
+        keep_publication,
+        typed_date: typed.to_string(),
+    }
+}
+
+/// One field both editors changed differently, for the conflict page.
+pub struct FieldConflict {
+    pub name: String,
+    pub label: String,
+    pub base: String,
+    pub mine: String,
+    pub theirs: String,
+    /// For long text: the conflicting stretches only, `(base, mine, theirs)`.
+    pub hunks: Vec<(String, String, String)>,
+}
+
+/// The three-way merge of an edit with the version stored since its form was loaded.
+struct MergeOutcome {
+    edit: Edit,
+    /// Labels of the fields the other editor changed that were merged in.
+    merged: Vec<String>,
+    conflicts: Vec<FieldConflict>,
+    /// For each conflicting field: the value taking mine, and taking theirs (in conflicting
+    /// stretches only, for long text).
+    sides: Vec<(String, String, String)>,
+}
+
+fn merge_edit(kind: NodeType, form: &Submitted, mine: Edit, stored: &Node) -> MergeOutcome {
+    use crate::web::merge::{merge_lines, merge_set, merge_value, Chunk, Merged, Pick};
+    let base = submitted_values(kind, form, "base_");
+    let theirs = values_of(stored);
+    let mut out = MergeOutcome {
+        edit: Edit {
+            values: HashMap::new(),
+            tags: None,
+            publication: None,
+            keep_publication: false,
+            typed_date: mine.typed_date.clone(),
+        },
+        merged: Vec::new(),
+        conflicts: Vec::new(),
+        sides: Vec::new(),
+    };
+    for (name, label, _, input) in all_fields(kind) {
+        let get = |m: &HashMap<String, String>| m.get(*name).cloned().unwrap_or_default();
+        let (b, m, t) = (get(&base), get(&mine.values), get(&theirs));
+        let value = match merge_value(&b, &m, &t) {
+            Merged::Same(v) | Merged::Mine(v) => v,
+            Merged::Theirs(v) => {
+                out.merged.push(label.to_string());
+                v
+            }
+            Merged::Conflict(m, t) if *input == "textarea" => {
+                let lines = merge_lines(&b, &m, &t);
+                if lines.conflicts() == 0 {
+                    out.merged.push(label.to_string());
+                    lines.text(Pick::Mine)
+                } else {
+                    let hunks = lines
+                        .chunks
+                        .iter()
+                        .filter_map(|c| match c {
+                            Chunk::Conflict { base, mine, theirs } => {
+                                Some((base.join("\n"), mine.join("\n"), theirs.join("\n")))
+                            }
+                            Chunk::Clean(_) => None,
+                        })
+                        .collect();
+                    out.sides.push((
+                        name.to_string(),
+                        lines.text(Pick::Mine),
+                        lines.text(Pick::Theirs),
+                    ));
+                    out.conflicts.push(FieldConflict {
+                        name: name.to_string(),
+                        label: label.to_string(),
+                        base: b.clone(),
+                        mine: m,
+                        theirs: t,
+                        hunks,
+                    });
+                    lines.text(Pick::Markers)
+                }
+            }
+            Merged::Conflict(m, t) => {
+                out.sides.push((name.to_string(), m.clone(), t.clone()));
+                out.conflicts.push(FieldConflict {
+                    name: name.to_string(),
+                    label: label.to_string(),
+                    base: b.clone(),
+                    mine: m.clone(),
+                    theirs: t,
+                    hunks: Vec::new(),
+                });
+                m
+            }
+        };
+        out.edit.values.insert(name.to_string(), value);
+    }
+    let stored_tags = &stored.metadata.tags;
+    out.edit.tags = mine.tags.map(|tags| {
+        let base_tags = model::parse_tags(form.get("base_tags")).unwrap_or_default();
+        let merged = merge_set(&base_tags, &tags, stored_tags);
+        if base_tags != *stored_tags {
+            out.merged.push("Tags".into());
+        }
+        merged
+    });
+    let base_publication = parse_millis(form.get("base_publication"));
+    out.edit.publication = match merge_value(
+        &base_publication,
+        &mine.publication,
+        &stored.metadata.published,
+    ) {
+        Merged::Same(p) | Merged::Mine(p) => p,
+        Merged::Theirs(p) => {
+            out.merged.push("Publication".into());
+            p
+        }
+        Merged::Conflict(m, t) => {
+            let label = |p: Option<DateTime>| match p {
+                None => "draft".to_string(),
+                Some(p) => format!("{} UTC", p.to_chrono().format("%Y-%m-%d %H:%M")),
+            };
+            out.sides
+                .push(("publication".into(), millis_of(m), millis_of(t)));
+            out.conflicts.push(FieldConflict {
+                name: "publication".into(),
+                label: "Publication".into(),
+                base: label(base_publication),
+                mine: label(m),
+                theirs: label(t),
+                hunks: Vec::new(),
+            });
+            m
+        }
+    };
+    out
+}
+
+/// The name of the admin saving (`metadata.updated_by`).
+fn admin_name(req: &HttpRequest) -> Option<String> {
+    req.app_data::<web::Data<crate::web::basic_auth::AdminCredentials>>()
+        .map(|c| c.username().to_string())
+}
+
+/// `POST /admin/content/{id}/edit`: the one edit form (text, tags, publication) saved in one
+/// update under the form's nonce. When someone saved in between, the edit is merged three
+/// ways with what they saved: changes on one side only are kept and saved (conditional again,
+/// retried if it lost once more); true conflicts get the 409 page with both versions.
 pub async fn update(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
     form: web::Form<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
-    let node = load(&state, &id).await?;
-    let section = node_section(&node)?;
-    let kind = node.metadata.kind;
-    let form = Submitted(form.into_inner());
+    let mut stored = load(&state, &id).await?;
+    let section = node_section(&stored)?;
+    let kind = stored.metadata.kind;
+    let mut form = Submitted(form.into_inner());
     let form_nonce = EditVersion::parse(form.get("nonce")).map_err(|_| {
         AppError::BadRequest("The form is missing its version; open the editor again.".into())
     })?;
-    let errors = match parse_node(section, kind, &form) {
-        Ok(input) => match model::save_with_nonce(&state.db, &node, form_nonce, &input).await {
-            Ok(true) => {
-                flash::push(&req.get_session(), Level::Success, "Saved.");
-                return Ok(see_other(&edit_url(node.id)));
+    let mut errors = FieldErrors::default();
+    let mine = read_edit(kind, &mut form, state.db.now(), &mut errors);
+    let by = admin_name(&req);
+    for _ in 0..3 {
+        let merging = stored.metadata.nonce != form_nonce;
+        // A button that changes no publication asks for the version it started from: merged,
+        // that takes the stored one; and so it does directly, base fields or none.
+        let wish = match (mine.keep_publication, merging) {
+            (false, _) => mine.publication,
+            (true, true) => parse_millis(form.get("base_publication")),
+            (true, false) => stored.metadata.published,
+        };
+        let (edit, merged) = if merging {
+            let outcome = merge_edit(
+                kind,
+                &form,
+                Edit {
+                    values: mine.values.clone(),
+                    tags: mine.tags.clone(),
+                    publication: wish,
+                    keep_publication: false,
+                    typed_date: mine.typed_date.clone(),
+                },
+                &stored,
+            );
+            if !outcome.conflicts.is_empty() {
+                return conflict_page(&req, section, stored, outcome, errors);
             }
-            Ok(false) => return conflict(&req, &state, node.id, &form).await,
-            Err(ContentError::SlugTaken) => slug_taken(),
+            (outcome.edit, outcome.merged)
+        } else {
+            (
+                Edit {
+                    values: mine.values.clone(),
+                    tags: mine.tags.clone(),
+                    publication: wish,
+                    keep_publication: false,
+                    typed_date: mine.typed_date.clone(),
+                },
+                Vec::new(),
+            )
+        };
+        let mut errors = errors.clone();
+        if kind == NodeType::Photo && edit.publication.is_some() && stored.photo_file().is_none() {
+            errors.add(
+                "published_at",
+                "Upload the photo first: a photo post cannot be published without its photo.",
+            );
+        }
+        let input = match parse_node(section, kind, &Submitted(edit.values.clone())) {
+            Ok(input) if errors.is_empty() => input,
+            Ok(_) => return edit_errors(&req, section, stored, &edit, errors),
+            Err(more) => {
+                errors.extend(more);
+                return edit_errors(&req, section, stored, &edit, errors);
+            }
+        };
+        let extras = model::EditExtras {
+            tags: edit.tags.clone(),
+            published: (edit.publication != stored.metadata.published).then_some(edit.publication),
+            by: by.clone(),
+        };
+        let nonce = stored.metadata.nonce;
+        match model::save_edit(&state.db, &stored, nonce, &input, &extras).await {
+            Ok(true) => {
+                let mut message = saved_message(&stored, &edit);
+                if !merged.is_empty() {
+                    message = format!(
+                        "{message} Merged with the changes {} saved at {} UTC: {}.",
+                        stored
+                            .metadata
+                            .updated_by
+                            .as_deref()
+                            .unwrap_or("another editor"),
+                        stored.updated_label(),
+                        merged.join(", ")
+                    );
+                }
+                flash::push(&req.get_session(), Level::Success, message);
+                return Ok(see_other(&edit_url(stored.id)));
+            }
+            Ok(false) => {
+                stored = model::by_id(&state.db, stored.id).await?.ok_or_else(|| {
+                    AppError::Conflict("This item was deleted while you were editing it.".into())
+                })?;
+            }
+            Err(ContentError::SlugTaken) => {
+                errors.extend(slug_taken());
+                return edit_errors(&req, section, stored, &edit, errors);
+            }
             Err(e) => return Err(e.into()),
-        },
-        Err(errors) => errors,
-    };
+        }
+    }
+    Err(AppError::Conflict(
+        "This item keeps changing while you save it; open the editor again.".into(),
+    ))
+}
+
+/// What the flash says after a save, by what happened to the publication.
+fn saved_message(stored: &Node, edit: &Edit) -> String {
+    if edit.publication == stored.metadata.published {
+        return "Saved.".into();
+    }
+    match edit.publication {
+        None => "Saved and unpublished: it is a draft again.".into(),
+        Some(when) if when > DateTime::now() => format!(
+            "Saved and scheduled for {} UTC.",
+            when.to_chrono().format("%Y-%m-%d %H:%M")
+        ),
+        Some(_) => "Saved and published.".into(),
+    }
+}
+
+/// The edit form again (422) with everything the editor sent and what to correct. It saves
+/// under the stored nonce with the stored version as its base: what was sent is already merged.
+fn edit_errors(
+    req: &HttpRequest,
+    section: &'static Section,
+    stored: Node,
+    edit: &Edit,
+    errors: FieldErrors,
+) -> Result<HttpResponse, AppError> {
+    let kind = stored.metadata.kind;
     render_status(
         StatusCode::UNPROCESSABLE_ENTITY,
         &ContentFormPage {
-            layout: Layout::admin(&req),
+            layout: Layout::admin(req),
             section,
             kind,
-            action: edit_url(node.id),
-            // Keep the nonce the editor loaded: their next save must still be checked against it.
-            nonce: form_nonce.to_hex(),
-            fields: field_views(kind, &form.0, &errors),
-            node: Some(node),
+            action: edit_url(stored.id),
+            nonce: stored.metadata.nonce.to_hex(),
+            fields: field_views(kind, &edit.values, &errors),
+            tags: edit
+                .tags
+                .as_ref()
+                .unwrap_or(&stored.metadata.tags)
+                .join(", "),
+            published_at: edit.typed_date.clone(),
+            base: base_fields(&stored),
+            errors,
+            node: Some(stored),
             form_error: Some("The changes were not saved: correct the fields marked below.".into()),
         },
     )
 }
 
-/// The save matched nothing: show both versions (the stored one read now) with the diff.
-async fn conflict(
+/// The 409 page: only the fields both editors changed differently, side by side (yours, theirs,
+/// the version you started from) with a choice each, in a form holding the whole merged edit.
+fn conflict_page(
     req: &HttpRequest,
-    state: &AppState,
-    id: ObjectId,
-    form: &Submitted,
+    section: &'static Section,
+    stored: Node,
+    outcome: MergeOutcome,
+    errors: FieldErrors,
 ) -> Result<HttpResponse, AppError> {
-    let stored = model::by_id(&state.db, id).await?.ok_or_else(|| {
-        AppError::Conflict("This item was deleted while you were editing it.".into())
-    })?;
     let kind = stored.metadata.kind;
-    let stored_values = values_of(&stored);
-    let mut conflict = Conflict::new();
-    let mut theirs = HashMap::new();
-    for (name, label, _, _) in all_fields(kind) {
-        let mine = if type_fields(kind)
-            .iter()
-            .any(|f| f.3 == "textarea" && f.0 == *name)
-        {
-            form.text(name)
-        } else {
-            form.get(name).to_string()
-        };
-        conflict.field(
-            *label,
-            &mine,
-            stored_values.get(*name).map_or("", String::as_str),
-        );
-        theirs.insert(name.to_string(), mine);
+    let mut carried: Vec<(String, String)> = base_fields(&stored);
+    for (name, mine, theirs) in &outcome.sides {
+        carried.push((format!("mine_{name}"), mine.clone()));
+        carried.push((format!("theirs_{name}"), theirs.clone()));
     }
+    carried.push(("publication".into(), millis_of(outcome.edit.publication)));
     let page = ContentConflictPage {
         layout: Layout::admin(req),
         action: edit_url(stored.id),
         nonce: stored.metadata.nonce.to_hex(),
-        fields: field_views(kind, &theirs, &FieldErrors::default()),
-        conflict,
+        saved_by: stored
+            .metadata
+            .updated_by
+            .clone()
+            .unwrap_or_else(|| "another editor".into()),
+        saved_at: stored.updated_label(),
+        merged: outcome.merged,
+        conflicts: outcome.conflicts,
+        form: ContentFormPage {
+            layout: Layout::admin(req),
+            section,
+            kind,
+            action: edit_url(stored.id),
+            nonce: stored.metadata.nonce.to_hex(),
+            fields: field_views(kind, &outcome.edit.values, &errors),
+            tags: outcome
+                .edit
+                .tags
+                .as_ref()
+                .unwrap_or(&stored.metadata.tags)
+                .join(", "),
+            published_at: minute_of(outcome.edit.publication),
+            base: carried,
+            errors,
+            node: Some(stored.clone()),
+            form_error: None,
+        },
         node: stored,
     };
     render_status(StatusCode::CONFLICT, &page)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Publishing and tags
-
-/// `POST /admin/content/{id}/publish` (`at` empty: now; else `YYYY-MM-DDTHH:MM`, UTC).
-pub async fn publish(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    id: web::Path<String>,
-    form: web::Form<HashMap<String, String>>,
-) -> Result<HttpResponse, AppError> {
-    let node = load(&state, &id).await?;
-    let session = req.get_session();
-    let at = form.get("at").map_or("", |s| s.trim());
-    let now = state.db.now();
-    let when = if at.is_empty() {
-        Some(now)
-    } else {
-        parse_datetime(at)
-    };
-    match when {
-        Some(when) => {
-            model::set_published(&state.db, node.id, Some(when)).await?;
-            let message = if when > now {
-                format!(
-                    "Scheduled for {} UTC.",
-                    when.to_chrono().format("%Y-%m-%d %H:%M")
-                )
-            } else {
-                "Published.".to_string()
-            };
-            flash::push(&session, Level::Success, message);
-        }
-        None => flash::push(
-            &session,
-            Level::Error,
-            "Enter the publication time as YYYY-MM-DD HH:MM (UTC), or leave it empty for now.",
-        ),
-    }
-    Ok(see_other(&edit_url(node.id)))
 }
 
 /// `YYYY-MM-DDTHH:MM` (what a datetime-local input sends) or with a space, in UTC.
@@ -703,72 +1171,6 @@ fn parse_datetime(s: &str) -> Option<DateTime> {
         .build()
         .ok()?;
     Some(date)
-}
-
-/// `POST /admin/content/{id}/unpublish`: back to draft.
-pub async fn unpublish(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    id: web::Path<String>,
-) -> Result<HttpResponse, AppError> {
-    let node = load(&state, &id).await?;
-    model::set_published(&state.db, node.id, None).await?;
-    flash::push(
-        &req.get_session(),
-        Level::Success,
-        "Unpublished: it is a draft again.",
-    );
-    Ok(see_other(&edit_url(node.id)))
-}
-
-/// `POST /admin/content/{id}/tags` (`tags`: comma-separated)
-pub async fn add_tags(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    id: web::Path<String>,
-    form: web::Form<HashMap<String, String>>,
-) -> Result<HttpResponse, AppError> {
-    let id = parse_id(&id)?;
-    let session = req.get_session();
-    match model::parse_tags(form.get("tags").map_or("", String::as_str)) {
-        Err(why) => flash::push(&session, Level::Error, format!("Not tagged: {why}")),
-        Ok(tags) if tags.is_empty() => flash::push(
-            &session,
-            Level::Error,
-            "Enter tags of letters and digits, separated by commas.",
-        ),
-        Ok(tags) => {
-            if !model::add_tags(&state.db, id, &tags).await? {
-                return Err(AppError::NotFound);
-            }
-            flash::push(
-                &session,
-                Level::Success,
-                format!("Tagged: {}.", tags.join(", ")),
-            );
-        }
-    }
-    Ok(see_other(&edit_url(id)))
-}
-
-/// `POST /admin/content/{id}/tags/remove` (`tag`)
-pub async fn remove_tag(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    id: web::Path<String>,
-    form: web::Form<HashMap<String, String>>,
-) -> Result<HttpResponse, AppError> {
-    let id = parse_id(&id)?;
-    let tag = form.get("tag").cloned().unwrap_or_default();
-    if !model::remove_tag(&state.db, id, &tag).await? {
-        return Err(AppError::NotFound);
-    }
-    flash::push(
-        &req.get_session(),
-        Level::Success,
-        format!("Removed the tag “{tag}”."),
-    );
-    Ok(see_other(&edit_url(id)))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -127,10 +127,6 @@ pub fn scope() -> Scope<
                 .post(content::update),
         )
         .route("/content/{id}/preview", read().to(preview::open))
-        .service(web::resource("/content/{id}/publish").post(content::publish))
-        .service(web::resource("/content/{id}/unpublish").post(content::unpublish))
-        .service(web::resource("/content/{id}/tags").post(content::add_tags))
-        .service(web::resource("/content/{id}/tags/remove").post(content::remove_tag))
         .service(web::resource("/content/{id}/photo").post(content::upload_photo))
         .service(
             web::resource("/content/{id}/delete")

@@ -509,58 +509,109 @@ pub async fn update(
     let product = products::by_id(&state.db, parse_id(&id)?)
         .await?
         .ok_or(AppError::NotFound)?;
-    let form = Submitted::from_pairs(form.into_inner());
-    let version = form_version(&form)?;
-    let parsed =
-        parse_product(product.kind, &form, false).and_then(|edit| match status_of(&form) {
-            Some(status) => Ok((edit, status)),
-            None => Err(bad_status()),
-        });
-    let errors = match parsed {
-        Ok((edit, status)) => {
-            let tags = tags_of(&form);
-            match products::update_with_status(
-                &state.db,
-                product.id,
-                version,
-                edit,
-                &tags,
-                Some(status),
+    let submitted = Submitted::from_pairs(form.into_inner());
+    let mut version = form_version(&submitted)?;
+    // What is saved: the submission, or after a lost race its merge with the stored version.
+    let mut form = Submitted::from_pairs(
+        submitted
+            .values
+            .clone()
+            .into_iter()
+            .chain(
+                submitted
+                    .categories
+                    .iter()
+                    .map(|c| ("categories".to_string(), c.clone())),
             )
-            .await
-            {
-                Ok(products::Saved::Saved(_)) => {
-                    flash::push(&req.get_session(), Level::Success, "Saved.");
-                    return Ok(see_other(&format!(
-                        "/admin/products/{}/edit",
-                        product.id.to_hex()
-                    )));
+            .collect(),
+    );
+    let mut notice = String::new();
+    for _ in 0..3 {
+        let parsed =
+            parse_product(product.kind, &form, false).and_then(|edit| match status_of(&form) {
+                Some(status) => Ok((edit, status)),
+                None => Err(bad_status()),
+            });
+        let errors = match parsed {
+            Ok((edit, status)) => {
+                let tags = tags_of(&form);
+                match products::update_with_status(
+                    &state.db,
+                    product.id,
+                    version,
+                    edit,
+                    &tags,
+                    Some(status),
+                )
+                .await
+                {
+                    Ok(products::Saved::Saved(_)) => {
+                        flash::push(
+                            &req.get_session(),
+                            Level::Success,
+                            format!("Saved.{notice}"),
+                        );
+                        return Ok(see_other(&format!(
+                            "/admin/products/{}/edit",
+                            product.id.to_hex()
+                        )));
+                    }
+                    Ok(products::Saved::Stale) => {
+                        match conflict(&req, &state, product.id, product.kind, &submitted).await? {
+                            Resolution::Page(page) => return Ok(page),
+                            Resolution::Merged {
+                                form: merged,
+                                version: stored_version,
+                                notice: merged_notice,
+                            } => {
+                                form = merged;
+                                version = stored_version;
+                                notice = merged_notice;
+                                continue;
+                            }
+                        }
+                    }
+                    Err(CatalogError::NotFound) => return Err(AppError::NotFound),
+                    Err(e) => duplicate_error(e)?,
                 }
-                Ok(products::Saved::Stale) => {
-                    return conflict(&req, &state, product.id, product.kind, &form).await
-                }
-                Err(CatalogError::NotFound) => return Err(AppError::NotFound),
-                Err(e) => duplicate_error(e)?,
             }
-        }
-        Err(errors) => errors,
-    };
-    invalid(
-        &req,
-        &state,
-        FormInput {
-            kind: product.kind,
-            product: Some(product),
-            values: &form.values,
-            selected: &form.categories,
-            errors: &errors,
-            form_error: Some("The changes were not saved: correct the fields marked below.".into()),
-            // Keep what the editor loaded: the next save must still be checked against it.
-            edit_version: form.get("edit_version").to_string(),
-            loaded: form.get("loaded").to_string(),
-        },
-    )
-    .await
+            Err(errors) => errors,
+        };
+        return invalid(
+            &req,
+            &state,
+            FormInput {
+                kind: product.kind,
+                product: Some(product),
+                values: &form.values,
+                selected: &form.categories,
+                errors: &errors,
+                form_error: Some(
+                    "The changes were not saved: correct the fields marked below.".into(),
+                ),
+                // Keep what the editor loaded (or, merged, the stored version): the next save
+                // must still be checked against it.
+                edit_version: form.get("edit_version").to_string(),
+                loaded: form.get("loaded").to_string(),
+            },
+        )
+        .await;
+    }
+    Err(AppError::Conflict(
+        "This product keeps changing while you save it; open the editor again.".into(),
+    ))
+}
+
+/// What a save that lost a race becomes: merged (nothing conflicts), or the conflict page.
+enum Resolution {
+    /// The stored version with the editor's changes, to save under the stored `version`.
+    Merged {
+        form: Submitted,
+        version: Option<EditVersion>,
+        /// What the flash adds: when the other version was saved and what of it was merged.
+        notice: String,
+    },
+    Page(HttpResponse),
 }
 
 /// The 409 page of a product save that lost a race: both versions field by field, and a form
@@ -601,17 +652,22 @@ impl ProductConflictPage {
     }
 }
 
-/// Build the conflict page. "Apply my changes" means: the fields the editor changed from what
-/// their form loaded (their hidden `loaded` snapshot) are laid over the stored version; every
-/// other field keeps the stored value. The re-apply form carries the stored version, so it too
-/// loses if someone saves again meanwhile.
+/// Merge a save that lost a race three ways: what the editor's form loaded (their hidden
+/// `loaded` snapshot), the stored version and their submission. A field changed on one side
+/// only takes that side's value; tags merge as sets and the description line by line. With
+/// no true conflict the merge is saved (under the stored version, so it too loses if someone
+/// saves again meanwhile). Otherwise the 409 page shows only the fields both changed
+/// differently, with a form holding the stored version and all of the editor's changes. A
+/// form that did not say what it loaded counts every field differing from the stored version
+/// as a conflict.
 async fn conflict(
     req: &HttpRequest,
     state: &AppState,
     id: ObjectId,
     kind: ProductType,
     form: &Submitted,
-) -> Result<HttpResponse, AppError> {
+) -> Result<Resolution, AppError> {
+    use crate::web::merge::{merge_lines, merge_set, merge_value, Merged, Pick};
     let stored = products::by_id(&state.db, id).await?.ok_or_else(|| {
         AppError::Conflict("This product was deleted while you were editing it.".into())
     })?;
@@ -634,17 +690,62 @@ async fn conflict(
     };
     let mut conflict = Conflict::new();
     let mut changed = Vec::new();
+    let mut theirs_merged = Vec::new();
     let mut merged = stored_snap.clone();
     for (name, label) in edit_fields(kind) {
         let theirs = mine.get(name).map_or("", String::as_str);
         let now = stored_snap.get(name).map_or("", String::as_str);
-        let touched = match &loaded {
-            Some(loaded) => loaded.get(name).map_or("", String::as_str) != theirs,
-            None => theirs != now,
+        let conflicting = match &loaded {
+            None => {
+                if theirs != now {
+                    changed.push(label.to_string());
+                    merged.insert(name.to_string(), theirs.to_string());
+                }
+                theirs != now
+            }
+            Some(loaded) => {
+                let base = loaded.get(name).map_or("", String::as_str).to_string();
+                match merge_value(&base, &theirs.to_string(), &now.to_string()) {
+                    Merged::Same(_) => false,
+                    Merged::Theirs(_) => {
+                        theirs_merged.push(label.to_string());
+                        false
+                    }
+                    Merged::Mine(v) => {
+                        changed.push(label.to_string());
+                        merged.insert(name.to_string(), v);
+                        false
+                    }
+                    Merged::Conflict(m, t) => {
+                        changed.push(label.to_string());
+                        let clean = match name {
+                            "tags" => {
+                                let split = |v: &str| crate::admin::product_form::list(v, ',');
+                                Some(merge_set(&split(&base), &split(&m), &split(&t)).join(", "))
+                            }
+                            "description" => {
+                                let lines = merge_lines(&base, &m, &t);
+                                (lines.conflicts() == 0).then(|| lines.text(Pick::Mine))
+                            }
+                            _ => None,
+                        };
+                        match clean {
+                            Some(v) => {
+                                theirs_merged.push(label.to_string());
+                                merged.insert(name.to_string(), v);
+                                false
+                            }
+                            None => {
+                                merged.insert(name.to_string(), m);
+                                true
+                            }
+                        }
+                    }
+                }
+            }
         };
-        if touched {
-            changed.push(label.to_string());
-            merged.insert(name.to_string(), theirs.to_string());
+        if !conflicting {
+            continue;
         }
         match name {
             "categories" => conflict.field(label, &category_label(theirs), &category_label(now)),
@@ -655,6 +756,41 @@ async fn conflict(
             ),
             _ => conflict.field(label, theirs, now),
         }
+    }
+    let stored_updated = stored
+        .updated
+        .to_chrono()
+        .format("%Y-%m-%d %H:%M:%S UTC")
+        .to_string();
+    if knew_loaded && conflict.fields.is_empty() {
+        let mut pairs: Vec<(String, String)> = merged
+            .iter()
+            .filter(|(k, _)| *k != "categories")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        pairs.extend(
+            crate::admin::product_form::list(
+                merged.get("categories").map_or("", String::as_str),
+                ',',
+            )
+            .into_iter()
+            .map(|c| ("categories".to_string(), c)),
+        );
+        pairs.push(("edit_version".into(), version_input(&stored)));
+        pairs.push(("loaded".into(), loaded_input(&stored_snap)));
+        let notice = if theirs_merged.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " Merged with the changes saved at {stored_updated}: {}.",
+                theirs_merged.join(", ")
+            )
+        };
+        return Ok(Resolution::Merged {
+            form: Submitted::from_pairs(pairs),
+            version: stored.edit_version,
+            notice,
+        });
     }
     let selected: Vec<String> = merged
         .get("categories")
@@ -683,11 +819,7 @@ async fn conflict(
     let page = ProductConflictPage {
         layout: page.layout,
         kind,
-        stored_updated: stored
-            .updated
-            .to_chrono()
-            .format("%Y-%m-%d %H:%M:%S UTC")
-            .to_string(),
+        stored_updated,
         product: Some(stored),
         conflict,
         changed,
@@ -703,7 +835,10 @@ async fn conflict(
         status: page.status,
         status_error: None,
     };
-    render_status(StatusCode::CONFLICT, &page)
+    Ok(Resolution::Page(render_status(
+        StatusCode::CONFLICT,
+        &page,
+    )?))
 }
 
 #[derive(serde::Deserialize)]

@@ -379,6 +379,7 @@ pub async fn seed_generated_posts(
                         title: format!("Generated post {i}"),
                         created: published,
                         updated: published,
+                        updated_by: None,
                         published: Some(published),
                         live: true,
                         author: model::Author {

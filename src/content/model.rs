@@ -226,6 +226,10 @@ pub struct Metadata {
     pub title: String,
     pub created: DateTime,
     pub updated: DateTime,
+    /// The admin who saved the last edit (shown on the conflict page: "saved by X at T");
+    /// missing on nodes not edited since it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<String>,
     /// `None`: a draft. A date in the future: scheduled.
     pub published: Option<DateTime>,
     /// Readers have been (or may be) shown this node: set by "publish now" and by
@@ -602,6 +606,7 @@ pub async fn create(
             title: input.title,
             created: now,
             updated: now,
+            updated_by: None,
             published,
             live: published.is_some_and(|p| p <= now),
             author: Author { name: input.author },
@@ -744,6 +749,30 @@ pub async fn save_with_nonce(
     form_nonce: EditVersion,
     input: &NodeInput,
 ) -> Result<bool, ContentError> {
+    save_edit(db, stored, form_nonce, input, &EditExtras::default()).await
+}
+
+/// What the one edit form changes besides the fields of [`NodeInput`], in the same update.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EditExtras {
+    /// The whole tag list; `None` keeps the stored one.
+    pub tags: Option<Vec<String>>,
+    /// `Some(when)`: publish at `when` (`None` inside: back to draft), with `metadata.live` as
+    /// [`set_published`] sets it; `None` keeps the publication as stored.
+    pub published: Option<Option<DateTime>>,
+    /// Who saves (`metadata.updated_by`).
+    pub by: Option<String>,
+}
+
+/// [`save_with_nonce`] with the tags, the publication and the editor's name in the same
+/// nonce-guarded update, so a form's text and its status land together or not at all.
+pub async fn save_edit(
+    db: &Db,
+    stored: &Node,
+    form_nonce: EditVersion,
+    input: &NodeInput,
+    extras: &EditExtras,
+) -> Result<bool, ContentError> {
     let id = stored.id;
     let renamed = stored.metadata.nonce == form_nonce && stored.metadata.slug != input.slug;
     if renamed {
@@ -772,6 +801,17 @@ pub async fn save_with_nonce(
     let summary = bson::to_bson(&input.detail.summary())
         .map_err(|e| ContentError::Db(DbError::Other(e.into())))?;
     set.insert("metadata.summary", summary);
+    if let Some(tags) = &extras.tags {
+        set.insert("metadata.tags", tags.clone());
+    }
+    if let Some(when) = extras.published {
+        let now = db.now();
+        set.insert("metadata.published", when);
+        set.insert("metadata.live", when.is_some_and(|w| w <= now));
+    }
+    if let Some(by) = &extras.by {
+        set.insert("metadata.updated_by", by.clone());
+    }
     let result = durable(db)
         .update_one(
             doc! { "_id": id, "metadata.nonce": form_nonce },
@@ -787,7 +827,8 @@ pub async fn save_with_nonce(
 
 /// Publish at `when` (now or later) or unpublish (`None`). A time not after now makes the node
 /// live at once; a later one (rescheduling a live node too) or none takes it off the site until
-/// [`go_live_due`] finds it due. Needs no nonce: it changes nothing an edit form holds.
+/// [`go_live_due`] finds it due. Not nonce-guarded: the admin editor publishes through
+/// [`save_edit`] (with its text, in one update); this is for callers that hold no form.
 pub async fn set_published(db: &Db, id: ObjectId, when: Option<DateTime>) -> Result<bool, DbError> {
     let now = db.now();
     let live = when.is_some_and(|w| w <= now);
@@ -804,30 +845,9 @@ pub async fn set_published(db: &Db, id: ObjectId, when: Option<DateTime>) -> Res
     Ok(result.matched_count == 1)
 }
 
-/// Add tags; tags already there stay once.
-pub async fn add_tags(db: &Db, id: ObjectId, tags: &[String]) -> Result<bool, DbError> {
-    let result = durable(db)
-        .update_one(
-            doc! { "_id": id },
-            doc! { "$addToSet": { "metadata.tags": { "$each": tags } } },
-        )
-        .await?;
-    Ok(result.matched_count == 1)
-}
-
-pub async fn remove_tag(db: &Db, id: ObjectId, tag: &str) -> Result<bool, DbError> {
-    let result = durable(db)
-        .update_one(
-            doc! { "_id": id },
-            doc! { "$pull": { "metadata.tags": tag } },
-        )
-        .await?;
-    Ok(result.matched_count == 1)
-}
-
 /// The longest tag, in characters.
 pub const MAX_TAG_CHARS: usize = 40;
-/// The most tags one form submission adds.
+/// The most tags one form submission gives (a node's or product's whole list).
 pub const MAX_TAGS: usize = 20;
 
 /// Normalise a tag as typed, by the slug rule (`domain::slugify`): lowercase letters and digits
@@ -837,7 +857,7 @@ pub fn normalise_tag(tag: &str) -> String {
     crate::domain::slugify_within(tag, MAX_TAG_CHARS)
 }
 
-/// The tags of a comma-separated list as typed (the node's tag form, the product form),
+/// The tags of a comma-separated list as typed (the node's edit form, the product form),
 /// normalised, each once, in the order typed. Empty items (`a,,b`, a trailing comma) are not
 /// tags. Refused, with what to tell the editor, when an item has no letter or digit left or
 /// there are more than [`MAX_TAGS`]: nothing typed is dropped without a word.

@@ -1,8 +1,9 @@
-//! The "changed since you opened it" component of edit conflicts: for each field an editor
-//! submitted, their value, the stored value and a line diff between the two (stored → theirs).
-//! An edit screen that saves under a nonce (or version) builds a [`Conflict`] when its save
-//! matches nothing and renders `partials/_conflict.html` in its 409 page, next to a form that
-//! re-applies the editor's values over the stored version and a way to discard them.
+//! The "changed since you opened it" component of edit conflicts: for each field shown, the
+//! editor's value, the stored value and a line diff between the two (stored → theirs). The
+//! product edit screen builds a [`Conflict`] of the fields its three-way merge
+//! (`web::merge`) could not settle and renders `partials/_conflict.html` in its 409 page, next
+//! to a form that applies the editor's values over the stored version and a way to discard
+//! them.
 
 use similar::{ChangeTag, TextDiff};
 

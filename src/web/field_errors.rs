@@ -27,6 +27,13 @@ impl FieldErrors {
         self.0.is_empty()
     }
 
+    /// Add `other`'s messages, each unless its field already has one.
+    pub fn extend(&mut self, other: FieldErrors) {
+        for (field, message) in other.0 {
+            self.add(field, message);
+        }
+    }
+
     /// The fields with a message, in name order.
     pub fn fields(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.0.keys().copied()

@@ -17,6 +17,7 @@ pub mod flash;
 pub mod html;
 pub mod layout;
 pub mod links;
+pub mod merge;
 pub mod meta;
 pub mod rate_limit;
 pub mod request_log;
