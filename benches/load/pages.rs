@@ -190,7 +190,7 @@ async fn last_page(addr: &str, path: &str) -> anyhow::Result<u64> {
 
 /// Settings every measured server gets: the per-address search limit lifted, since every
 /// request of the load comes from one address (the concurrency bound stays as configured).
-const SERVER_ENV: &[(&str, &str)] = &[("BAZAAR_SEARCH__PER_CLIENT_PER_MINUTE", "1000000000")];
+const SERVER_ENV: &[(&str, &str)] = &[("BAZAAR_SEARCH__PER_CLIENT_PER_MINUTE", "1000000")];
 
 /// The `before=` address of the blog page that starts with generated post `i`: its publication
 /// time (read from its page, whole seconds) and the largest id, so the page holds that post and
