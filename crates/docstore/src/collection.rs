@@ -522,18 +522,23 @@ impl Collection {
             returned: 0,
         };
         // Each document holding a query term, with its score: the sum of its terms' scores as
-        // the index keys hold them (in the order `BoundText::score` adds them).
-        let mut candidates: BTreeMap<RecordId, f64> = BTreeMap::new();
+        // the index keys hold them, added in the order of `index_terms` (as `BoundText::score`
+        // adds them). The postings are gathered term by term and stably sorted by record, so
+        // each record's scores stay in that order.
+        let mut postings: Vec<(RecordId, f64)> = Vec::new();
         for term in &bound.index_terms {
             let scored = index.text_scores(&prefix_values, term);
             stats.keys_examined += scored.len() as u64;
-            for (record, score) in scored {
-                *candidates.entry(record).or_insert(0.0) += score;
+            postings.extend(scored);
+        }
+        postings.sort_by_key(|(record, _)| *record);
+        let mut candidates: Vec<(RecordId, f64)> = Vec::with_capacity(postings.len());
+        for (record, score) in postings {
+            match candidates.last_mut() {
+                Some((last, total)) if *last == record => *total += score,
+                _ => candidates.push((record, 0.0 + score)),
             }
         }
-        // When holding a term is the whole text condition (no phrases or negations, default
-        // sensitivity), the index has decided it: only the rest of the filter is checked, on
-        // the fields it reads, rather than tokenizing every candidate again.
         let rest_doc: Document = query
             .filter_doc
             .iter()
@@ -541,21 +546,65 @@ impl Collection {
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
         let rest = Filter::parse(&rest_doc)?;
-        let index_decides = bound.index_decides() && rest.text().is_none();
+        // When the index's terms are the query's (default sensitivity), the postings decide
+        // the terms: holding one is being a candidate, and the negated terms' postings say
+        // which candidates to drop. Only phrases need a candidate's text, and only its indexed
+        // strings folded, never tokenized and stemmed again.
+        let postings_decide = bound.postings_decide_terms() && rest.text().is_none();
+        if postings_decide && !bound.query.negated_terms.is_empty() {
+            let mut excluded: std::collections::HashSet<RecordId> =
+                std::collections::HashSet::new();
+            for term in &bound.query.negated_terms {
+                let scored = index.text_scores(&prefix_values, term);
+                stats.keys_examined += scored.len() as u64;
+                excluded.extend(scored.into_iter().map(|(record, _)| record));
+            }
+            candidates.retain(|(record, _)| !excluded.contains(record));
+        }
+        let text_fields = definition.top_level_fields();
         let mut rest_matcher = RawMatcher::new(&rest);
+        let mut check = |stored: &StoredDoc| -> Result<Option<Option<usize>>> {
+            if !postings_decide {
+                let doc = stored.to_document()?;
+                return query.filter.try_matches_with_position(&doc);
+            }
+            let Some(position) = rest_matcher.matches(stored)? else {
+                return Ok(None);
+            };
+            if bound.has_phrases() && !bound.phrases_match(&stored.select(text_fields.as_deref())?)
+            {
+                return Ok(None);
+            }
+            Ok(Some(position))
+        };
+        // Sorted by score first with a limit, only the best candidates are looked at: walked
+        // best first, the walk stops once `skip + limit` matched and the next candidate scores
+        // below the last of them (equal scores go on: a later sort key may order them first).
+        let wanted = query.limit.map(|l| l.saturating_add(query.skip));
+        let best_first = wanted.filter(|&w| w > 0).filter(|_| {
+            query
+                .sort
+                .and_then(|s| s.keys.first())
+                .is_some_and(|(path, _)| path == crate::text::SCORE_FIELD)
+        });
+        if best_first.is_some() {
+            candidates.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        }
         let mut hits = Vec::new();
         for (record, score) in candidates {
+            if let Some(wanted) = best_first {
+                if hits.len() >= wanted {
+                    let last: &Hit = &hits[wanted - 1];
+                    if score.total_cmp(&last.score.unwrap_or(0.0)) == Ordering::Less {
+                        break;
+                    }
+                }
+            }
             let Some(stored) = self.docs.get(&record) else {
                 continue;
             };
             stats.docs_examined += 1;
-            let position = if index_decides {
-                rest_matcher.matches(stored)?
-            } else {
-                let doc = stored.to_document()?;
-                query.filter.try_matches_with_position(&doc)?
-            };
-            if let Some(position) = position {
+            if let Some(position) = check(stored)? {
                 hits.push(Hit {
                     record,
                     doc: stored.clone(),
