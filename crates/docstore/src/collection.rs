@@ -531,14 +531,25 @@ impl Collection {
             stats.keys_examined += scored.len() as u64;
             postings.extend(scored);
         }
-        postings.sort_by_key(|(record, _)| *record);
-        let mut candidates: Vec<(RecordId, f64)> = Vec::with_capacity(postings.len());
-        for (record, score) in postings {
-            match candidates.last_mut() {
-                Some((last, total)) if *last == record => *total += score,
-                _ => candidates.push((record, 0.0 + score)),
+        // One term has one entry per document: its postings are the candidates as they are
+        // (the common one-word search skips the merge), in the index's order (by score).
+        let single_term = bound.index_terms.len() == 1;
+        let mut candidates = if single_term {
+            postings
+                .into_iter()
+                .map(|(record, score)| (record, 0.0 + score))
+                .collect()
+        } else {
+            postings.sort_by_key(|(record, _)| *record);
+            let mut candidates: Vec<(RecordId, f64)> = Vec::with_capacity(postings.len());
+            for (record, score) in postings {
+                match candidates.last_mut() {
+                    Some((last, total)) if *last == record => *total += score,
+                    _ => candidates.push((record, 0.0 + score)),
+                }
             }
-        }
+            candidates
+        };
         let rest_doc: Document = query
             .filter_doc
             .iter()
@@ -589,6 +600,9 @@ impl Collection {
         });
         if best_first.is_some() {
             candidates.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        } else if single_term {
+            // Otherwise candidates go in record order, as every other query's do.
+            candidates.sort_unstable_by_key(|(record, _)| *record);
         }
         let mut hits = Vec::new();
         for (record, score) in candidates {
