@@ -598,14 +598,22 @@ impl Collection {
                 .and_then(|s| s.keys.first())
                 .is_some_and(|(path, _)| path == crate::text::SCORE_FIELD)
         });
-        if best_first.is_some() {
-            candidates.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-        } else if single_term {
-            // Otherwise candidates go in record order, as every other query's do.
-            candidates.sort_unstable_by_key(|(record, _)| *record);
-        }
+        // Best first from a heap: building it is linear and the walk pops only about a page,
+        // where sorting every candidate (a common word's hundreds of thousands) cost more than
+        // the rest of the query.
+        let ordered: Box<dyn Iterator<Item = (RecordId, f64)>> = if best_first.is_some() {
+            let mut heap: std::collections::BinaryHeap<BestFirst> =
+                candidates.into_iter().map(BestFirst).collect();
+            Box::new(std::iter::from_fn(move || heap.pop().map(|b| b.0)))
+        } else {
+            if single_term {
+                // Otherwise candidates go in record order, as every other query's do.
+                candidates.sort_unstable_by_key(|(record, _)| *record);
+            }
+            Box::new(candidates.into_iter())
+        };
         let mut hits = Vec::new();
-        for (record, score) in candidates {
+        for (record, score) in ordered {
             if let Some(wanted) = best_first {
                 if hits.len() >= wanted {
                     let last: &Hit = &hits[wanted - 1];
@@ -886,6 +894,33 @@ impl<'a> RawMatcher<'a> {
 
 /// Stable sort of hits (ties keep scan order); with `keep`, only the first `keep` are needed.
 /// Each hit's sort fields are decoded once, before sorting.
+/// A `$text` candidate (record, score) ordered for a max-heap: the higher score first, then the
+/// lower record (insertion order).
+struct BestFirst((RecordId, f64));
+
+impl PartialEq for BestFirst {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for BestFirst {}
+
+impl PartialOrd for BestFirst {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for BestFirst {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let ((record, score), (other_record, other_score)) = (self.0, other.0);
+        score
+            .total_cmp(&other_score)
+            .then(other_record.cmp(&record))
+    }
+}
+
 fn sort_hits(hits: &mut Vec<Hit>, sort: &SortSpec, keep: Option<usize>) -> Result<()> {
     let mut fields: Vec<String> = Vec::new();
     for (path, _) in &sort.keys {
