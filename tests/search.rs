@@ -485,3 +485,26 @@ async fn when_every_search_slot_stays_busy_a_search_gets_the_busy_page_with_retr
         .expect("sent");
     assert_eq!(searched.status(), StatusCode::OK);
 }
+
+/// A popular search runs once every two seconds, not once per visitor; a product saved through
+/// this instance drops the kept results at once, so the change shows on the next search.
+#[tokio::test]
+async fn a_repeated_search_is_answered_from_the_cache_until_a_product_changes() {
+    let app = spawn_app().await;
+    album(&app, "Q1", "Quokka Dawn", "The Quokkas", "Early.").await;
+    let doc = results(&app, "quokka").await;
+    assert_eq!(texts(&doc, ".search-hit-title a"), ["Quokka Dawn"]);
+    assert!(
+        search::cache::cached(&app.db, "quokka", 1).is_some(),
+        "the page is kept"
+    );
+    album(&app, "Q2", "Quokka Dusk", "The Quokkas", "Late.").await;
+    assert!(
+        search::cache::cached(&app.db, "quokka", 1).is_none(),
+        "a product write makes it stale"
+    );
+    let doc = results(&app, "quokka").await;
+    let mut titles = texts(&doc, ".search-hit-title a");
+    titles.sort();
+    assert_eq!(titles, ["Quokka Dawn", "Quokka Dusk"]);
+}

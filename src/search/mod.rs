@@ -5,7 +5,11 @@
 //! and the two ranked lists are merged by score. The same queries run unchanged on MongoDB and
 //! on the embedded docstore. Which fields matched is worked out here with the same English
 //! stemming the index uses, so "loves" shows a match in a title that says "love".
+//!
+//! The results page asks [`cache`] first (a search repeated within two seconds is answered
+//! from memory) and runs at most a few searches at once ([`limits`]).
 
+pub mod cache;
 pub mod limits;
 pub mod pages;
 

@@ -1,5 +1,6 @@
 //! `GET /search?q=&page=`: the results page behind the header's search box. A search is
-//! counted against the client's allowance and runs in one of a few slots
+//! counted against the client's allowance, answered from [`crate::search::cache`] when it was
+//! asked within the last two seconds, and otherwise runs in one of a few slots
 //! ([`crate::search::limits`]); an empty search costs nothing and is not counted.
 
 use std::collections::HashMap;
@@ -95,11 +96,18 @@ pub async fn results(
         if !limits.allow(crate::web::client::client_ip(&req)) {
             return Ok(too_many_searches(limits));
         }
-        let Some(_slot) = limits.slot().await else {
-            return Err(AppError::Busy(BUSY_MESSAGE));
+        // A search kept in the cache costs a copy of one page and needs no slot; it still
+        // counted against the client's allowance above, so that means the same either way.
+        let results = match search::cache::cached(&state.db, &query, page) {
+            Some(results) => results,
+            None => {
+                let Some(_slot) = limits.slot().await else {
+                    return Err(AppError::Busy(BUSY_MESSAGE));
+                };
+                search::cache::search(&state.db, &query, page).await?
+            }
         };
-        let results = search::search(&state.db, &query, page).await?;
-        (results.hits, results.has_next)
+        (results.hits.clone(), results.has_next)
     };
     render(&SearchPage {
         layout: Layout::public(&req),

@@ -522,18 +522,34 @@ impl Collection {
             returned: 0,
         };
         // Each document holding a query term, with its score: the sum of its terms' scores as
-        // the index keys hold them (in the order `BoundText::score` adds them).
-        let mut candidates: BTreeMap<RecordId, f64> = BTreeMap::new();
+        // the index keys hold them, added in the order of `index_terms` (as `BoundText::score`
+        // adds them). The postings are gathered term by term and stably sorted by record, so
+        // each record's scores stay in that order.
+        let mut postings: Vec<(RecordId, f64)> = Vec::new();
         for term in &bound.index_terms {
             let scored = index.text_scores(&prefix_values, term);
             stats.keys_examined += scored.len() as u64;
-            for (record, score) in scored {
-                *candidates.entry(record).or_insert(0.0) += score;
-            }
+            postings.extend(scored);
         }
-        // When holding a term is the whole text condition (no phrases or negations, default
-        // sensitivity), the index has decided it: only the rest of the filter is checked, on
-        // the fields it reads, rather than tokenizing every candidate again.
+        // One term has one entry per document: its postings are the candidates as they are
+        // (the common one-word search skips the merge), in the index's order (by score).
+        let single_term = bound.index_terms.len() == 1;
+        let mut candidates = if single_term {
+            postings
+                .into_iter()
+                .map(|(record, score)| (record, 0.0 + score))
+                .collect()
+        } else {
+            postings.sort_by_key(|(record, _)| *record);
+            let mut candidates: Vec<(RecordId, f64)> = Vec::with_capacity(postings.len());
+            for (record, score) in postings {
+                match candidates.last_mut() {
+                    Some((last, total)) if *last == record => *total += score,
+                    _ => candidates.push((record, 0.0 + score)),
+                }
+            }
+            candidates
+        };
         let rest_doc: Document = query
             .filter_doc
             .iter()
@@ -541,21 +557,76 @@ impl Collection {
             .map(|(key, value)| (key.clone(), value.clone()))
             .collect();
         let rest = Filter::parse(&rest_doc)?;
-        let index_decides = bound.index_decides() && rest.text().is_none();
+        // When the index's terms are the query's (default sensitivity), the postings decide
+        // the terms: holding one is being a candidate, and the negated terms' postings say
+        // which candidates to drop. Only phrases need a candidate's text, and only its indexed
+        // strings folded, never tokenized and stemmed again.
+        let postings_decide = bound.postings_decide_terms() && rest.text().is_none();
+        if postings_decide && !bound.query.negated_terms.is_empty() {
+            let mut excluded: std::collections::HashSet<RecordId> =
+                std::collections::HashSet::new();
+            for term in &bound.query.negated_terms {
+                let scored = index.text_scores(&prefix_values, term);
+                stats.keys_examined += scored.len() as u64;
+                excluded.extend(scored.into_iter().map(|(record, _)| record));
+            }
+            candidates.retain(|(record, _)| !excluded.contains(record));
+        }
+        let text_fields = definition.top_level_fields();
         let mut rest_matcher = RawMatcher::new(&rest);
+        let mut check = |stored: &StoredDoc| -> Result<Option<Option<usize>>> {
+            if !postings_decide {
+                let doc = stored.to_document()?;
+                return query.filter.try_matches_with_position(&doc);
+            }
+            let Some(position) = rest_matcher.matches(stored)? else {
+                return Ok(None);
+            };
+            if bound.has_phrases() && !bound.phrases_match(&stored.select(text_fields.as_deref())?)
+            {
+                return Ok(None);
+            }
+            Ok(Some(position))
+        };
+        // Sorted by score first with a limit, only the best candidates are looked at: walked
+        // best first, the walk stops once `skip + limit` matched and the next candidate scores
+        // below the last of them (equal scores go on: a later sort key may order them first).
+        let wanted = query.limit.map(|l| l.saturating_add(query.skip));
+        let best_first = wanted.filter(|&w| w > 0).filter(|_| {
+            query
+                .sort
+                .and_then(|s| s.keys.first())
+                .is_some_and(|(path, _)| path == crate::text::SCORE_FIELD)
+        });
+        // Best first from a heap: building it is linear and the walk pops only about a page,
+        // where sorting every candidate (a common word's hundreds of thousands) cost more than
+        // the rest of the query.
+        let ordered: Box<dyn Iterator<Item = (RecordId, f64)>> = if best_first.is_some() {
+            let mut heap: std::collections::BinaryHeap<BestFirst> =
+                candidates.into_iter().map(BestFirst).collect();
+            Box::new(std::iter::from_fn(move || heap.pop().map(|b| b.0)))
+        } else {
+            if single_term {
+                // Otherwise candidates go in record order, as every other query's do.
+                candidates.sort_unstable_by_key(|(record, _)| *record);
+            }
+            Box::new(candidates.into_iter())
+        };
         let mut hits = Vec::new();
-        for (record, score) in candidates {
+        for (record, score) in ordered {
+            if let Some(wanted) = best_first {
+                if hits.len() >= wanted {
+                    let last: &Hit = &hits[wanted - 1];
+                    if score.total_cmp(&last.score.unwrap_or(0.0)) == Ordering::Less {
+                        break;
+                    }
+                }
+            }
             let Some(stored) = self.docs.get(&record) else {
                 continue;
             };
             stats.docs_examined += 1;
-            let position = if index_decides {
-                rest_matcher.matches(stored)?
-            } else {
-                let doc = stored.to_document()?;
-                query.filter.try_matches_with_position(&doc)?
-            };
-            if let Some(position) = position {
+            if let Some(position) = check(stored)? {
                 hits.push(Hit {
                     record,
                     doc: stored.clone(),
@@ -823,6 +894,33 @@ impl<'a> RawMatcher<'a> {
 
 /// Stable sort of hits (ties keep scan order); with `keep`, only the first `keep` are needed.
 /// Each hit's sort fields are decoded once, before sorting.
+/// A `$text` candidate (record, score) ordered for a max-heap: the higher score first, then the
+/// lower record (insertion order).
+struct BestFirst((RecordId, f64));
+
+impl PartialEq for BestFirst {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for BestFirst {}
+
+impl PartialOrd for BestFirst {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for BestFirst {
+    fn cmp(&self, other: &Self) -> Ordering {
+        let ((record, score), (other_record, other_score)) = (self.0, other.0);
+        score
+            .total_cmp(&other_score)
+            .then(other_record.cmp(&record))
+    }
+}
+
 fn sort_hits(hits: &mut Vec<Hit>, sort: &SortSpec, keep: Option<usize>) -> Result<()> {
     let mut fields: Vec<String> = Vec::new();
     for (path, _) in &sort.keys {

@@ -234,16 +234,40 @@ impl BoundText {
             && !self.query.negated_phrases.iter().any(|p| contains(p))
     }
 
-    /// Whether a document holding one of [`BoundText::index_terms`] matches, with nothing else
-    /// to check: no phrases or negations, the default (insensitive) matching, and the terms
-    /// the index holds are the query's own.
-    pub fn index_decides(&self) -> bool {
-        !self.sensitivity.case
-            && !self.sensitivity.diacritics
-            && self.query.negated_terms.is_empty()
-            && self.query.phrases.is_empty()
-            && self.query.negated_phrases.is_empty()
-            && self.index_terms == self.query.terms
+    /// Whether the index's posting lists decide the query's terms: a document matches its
+    /// positive terms exactly when the index holds one of [`BoundText::index_terms`] for it,
+    /// and its negated terms exactly when the index holds one of them. True for the default
+    /// (insensitive) matching, the form the index keeps its terms in; phrases are left to
+    /// [`BoundText::phrases_match`].
+    pub fn postings_decide_terms(&self) -> bool {
+        self.sensitivity == Sensitivity::default() && self.index_terms == self.query.terms
+    }
+
+    /// Whether the query has phrases or negated phrases (which need the document's text).
+    pub fn has_phrases(&self) -> bool {
+        !self.query.phrases.is_empty() || !self.query.negated_phrases.is_empty()
+    }
+
+    /// The phrase part of [`BoundText::matches`] alone: `doc` holds every phrase and none of
+    /// the negated phrases. Folding the indexed strings is all it reads; tokenizing and
+    /// stemming them (what checking the terms takes) is left to the index.
+    pub fn phrases_match(&self, doc: &Document) -> bool {
+        if !self.has_phrases() {
+            return true;
+        }
+        let Ok(values) = self.index.values(doc) else {
+            return false;
+        };
+        let folded: Vec<String> = values
+            .iter()
+            .map(|v| fold(v.text, self.sensitivity))
+            .collect();
+        let contains = |phrase: &str| {
+            let phrase = fold(phrase, self.sensitivity);
+            folded.iter().any(|text| text.contains(&phrase))
+        };
+        self.query.phrases.iter().all(|p| contains(p))
+            && !self.query.negated_phrases.iter().any(|p| contains(p))
     }
 
     /// The document's text score: the sum over the query's distinct terms of their scores in

@@ -154,6 +154,104 @@ async fn terms_are_or_phrases_are_and_and_minus_negates() {
     );
 }
 
+/// `(_id, score)` pairs of a sorted, limited and skipped search, best first.
+async fn scored_page(
+    c: &Collection<Document>,
+    filter: Document,
+    skip: u64,
+    limit: i64,
+) -> Vec<(i32, f64)> {
+    c.find(filter)
+        .projection(doc! { "score": { "$meta": "textScore" } })
+        .sort(doc! { "score": { "$meta": "textScore" }, "_id": 1 })
+        .skip(skip)
+        .limit(limit)
+        .await
+        .unwrap()
+        .try_collect::<Vec<_>>()
+        .await
+        .unwrap()
+        .iter()
+        .map(|d| (d.get_i32("_id").unwrap(), d.get_f64("score").unwrap()))
+        .collect()
+}
+
+#[tokio::test]
+async fn limited_pages_of_a_score_sorted_search_are_slices_of_the_whole_ranking() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("c");
+    // Many equal scores (ties ordered by `_id`), negations, phrases and a second condition,
+    // so a page cut at any point must still be the whole ranking's slice.
+    let docs: Vec<Document> = (0..60)
+        .map(|i| {
+            let mut text = vec!["jazz"; 1 + (i % 3) as usize].join(" ");
+            if i % 4 == 0 {
+                text.push_str(" kind of blue");
+            }
+            if i % 5 == 0 {
+                text.push_str(" blue");
+            }
+            if i % 7 == 0 {
+                text.push_str(" unkind of bluest");
+            }
+            doc! { "_id": i, "text": text, "n": i % 2 }
+        })
+        .collect();
+    c.insert_many(docs).await.unwrap();
+    text_index(&c, doc! { "text": "text" }, None).await;
+    for search in [
+        "jazz",
+        "jazz -blue",
+        "\"kind of blue\"",
+        "jazz -\"kind of blue\"",
+        "bluest",
+    ] {
+        for filter in [
+            doc! { "$text": { "$search": search } },
+            doc! { "$text": { "$search": search }, "n": 1 },
+        ] {
+            let all = scored_page(&c, filter.clone(), 0, 0).await;
+            for (skip, limit) in [(0, 1), (0, 5), (3, 4), (10, 10), (0, 100)] {
+                let page = scored_page(&c, filter.clone(), skip, limit).await;
+                let expected: Vec<(i32, f64)> = all
+                    .iter()
+                    .skip(skip as usize)
+                    .take(limit as usize)
+                    .copied()
+                    .collect();
+                assert_eq!(
+                    page, expected,
+                    "{search} {filter} skip {skip} limit {limit}"
+                );
+            }
+        }
+    }
+    // A phrase is a substring of one indexed string (case-insensitively), as in mongod: "kind
+    // of blue" is in "unkind of bluest", but that document holds neither term, so it is found
+    // only by a search that also has one of its own terms (or with a plain "blue" beside it).
+    let phrase = scored_page(
+        &c,
+        doc! { "$text": { "$search": "\"kind of blue\"" } },
+        0,
+        0,
+    )
+    .await;
+    let mut ids: Vec<i32> = phrase.iter().map(|(id, _)| *id).collect();
+    ids.sort();
+    let expected: Vec<i32> = (0..60)
+        .filter(|i| i % 4 == 0 || (i % 7 == 0 && i % 5 == 0))
+        .collect();
+    assert_eq!(ids, expected);
+    let with_term = scored_page(
+        &c,
+        doc! { "$text": { "$search": "bluest \"kind of blue\"" } },
+        0,
+        0,
+    )
+    .await;
+    assert!(with_term.iter().any(|(id, _)| id % 7 == 0 && id % 4 != 0));
+}
+
 #[tokio::test]
 async fn case_and_diacritic_sensitivity_are_options() {
     let t = test_db().await;
