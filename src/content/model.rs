@@ -762,6 +762,9 @@ pub struct EditExtras {
     pub published: Option<Option<DateTime>>,
     /// Who saves (`metadata.updated_by`).
     pub by: Option<String>,
+    /// How many revisions of the node to keep once this save's is written
+    /// (`content.revisions_kept`).
+    pub kept: crate::content::revisions::Retention,
 }
 
 /// [`save_with_nonce`] with the tags, the publication and the editor's name in the same
@@ -812,17 +815,28 @@ pub async fn save_edit(
     if let Some(by) = &extras.by {
         set.insert("metadata.updated_by", by.clone());
     }
-    let result = durable(db)
-        .update_one(
+    // The update hands back the document it replaced, so the revision written below is exactly
+    // the version this save overwrote (whatever `stored` the caller read), and a save that lost
+    // its race (retried by the editor's merge) leaves no revision of a version it never replaced.
+    let replaced = durable(db)
+        .find_one_and_update(
             doc! { "_id": id, "metadata.nonce": form_nonce },
             doc! { "$set": set },
         )
         .await?;
-    let saved = result.matched_count == 1;
-    if saved && renamed {
+    let Some(replaced) = replaced else {
+        return Ok(false);
+    };
+    if renamed {
         redirects::forget(db, &stored.metadata.section, &input.slug).await?;
     }
-    Ok(saved)
+    // Written after the save: a crash in between loses one revision, never the save. A failure
+    // here is logged, not returned: the edit is saved, and an error page would only make the
+    // editor save it again (into a conflict with their own save).
+    if let Err(e) = crate::content::revisions::record(db, &replaced, extras.kept).await {
+        tracing::warn!(node = %id, error = %e, "the revision of a save could not be kept");
+    }
+    Ok(true)
 }
 
 /// Publish at `when` (now or later) or unpublish (`None`). A time not after now makes the node
@@ -953,7 +967,7 @@ pub async fn admin_list(db: &Db, q: &AdminQuery<'_>) -> Result<(Vec<Node>, u64),
     Ok((nodes, total))
 }
 
-/// Delete a node and its old addresses; returns it as it was (its photo file is the caller's
+/// Delete a node, its old addresses and its revisions; returns it as it was (its photo file is the caller's
 /// to remove).
 pub async fn delete(db: &Db, id: ObjectId) -> Result<Option<Node>, DbError> {
     let node = collection(db)
@@ -961,6 +975,7 @@ pub async fn delete(db: &Db, id: ObjectId) -> Result<Option<Node>, DbError> {
         .await?;
     if node.is_some() {
         redirects::forget_target(db, id).await?;
+        crate::content::revisions::delete_all(db, id).await?;
     }
     Ok(node)
 }
