@@ -107,7 +107,10 @@ async fn two_saves_keep_two_revisions_holding_the_texts_they_replaced_listed_on_
     let editor = admin_page(&app, &edit_path(about.id)).await;
     let listed = texts(&editor, ".revisions-panel li");
     assert_eq!(listed.len(), 2, "{listed:?}");
-    assert!(listed[0].contains(&format!("by {ADMIN_USER}")), "{listed:?}");
+    assert!(
+        listed[0].contains(&format!("by {ADMIN_USER}")),
+        "{listed:?}"
+    );
     assert!(listed[1].contains("“About”"), "{listed:?}");
 }
 
@@ -116,13 +119,25 @@ async fn a_revision_page_shows_the_line_diff_against_the_current_version_or_anot
     let app = spawn_app().await;
     let about = page(&app, "Line one\nLine two\nLine three").await;
     save(&app, about.id, "About", "Line one\nLine 2\nLine three").await;
-    save(&app, about.id, "About us", "Line one\nLine 2\nLine three\nLine four").await;
+    save(
+        &app,
+        about.id,
+        "About us",
+        "Line one\nLine 2\nLine three\nLine four",
+    )
+    .await;
     let kept = all_revisions(&app, about.id).await;
     let (newer, oldest) = (&kept[0], &kept[1]);
 
     let doc = admin_page(&app, &revision_path(about.id, oldest.id)).await;
     let diff = texts(&doc, ".revision-diff .differs pre.diff").join("\n");
-    for line in ["- Line two", "+ Line 2", "+ Line four", "- About", "+ About us"] {
+    for line in [
+        "- Line two",
+        "+ Line 2",
+        "+ Line four",
+        "- About",
+        "+ About us",
+    ] {
         assert!(diff.contains(line), "{line:?} in {diff}");
     }
     assert_eq!(count(&doc, "form.restore-form button"), 1);
@@ -134,8 +149,14 @@ async fn a_revision_page_shows_the_line_diff_against_the_current_version_or_anot
     );
     let doc = admin_page(&app, &against).await;
     let diff = texts(&doc, ".revision-diff .differs pre.diff").join("\n");
-    assert!(diff.contains("- Line two") && diff.contains("+ Line 2"), "{diff}");
-    assert!(!diff.contains("Line four"), "only in the current version: {diff}");
+    assert!(
+        diff.contains("- Line two") && diff.contains("+ Line 2"),
+        "{diff}"
+    );
+    assert!(
+        !diff.contains("Line four"),
+        "only in the current version: {diff}"
+    );
 }
 
 #[tokio::test]
@@ -210,7 +231,11 @@ async fn deleting_a_node_deletes_its_revisions_and_not_another_nodes() {
     save(&app, about.id, "About", "Two").await;
     save(&app, other.id, "Other", "Other two").await;
 
-    let doc = admin_page(&app, &format!("/admin/content/{}/delete", about.id.to_hex())).await;
+    let doc = admin_page(
+        &app,
+        &format!("/admin/content/{}/delete", about.id.to_hex()),
+    )
+    .await;
     let token = csrf_token(&doc).expect("token");
     let response = app
         .post_admin_form(
@@ -241,9 +266,20 @@ async fn bad_or_foreign_revision_ids_are_not_found() {
         format!("/admin/content/{id}/revisions/nope"),
         format!("/admin/content/{id}/revisions/{}", ObjectId::new().to_hex()),
         format!("/admin/content/{id}/revisions/{}", foreign.id.to_hex()),
-        format!("/admin/content/{}/revisions/{}", ObjectId::new().to_hex(), mine.id.to_hex()),
-        format!("/admin/content/{id}/revisions/{}?against=%00", mine.id.to_hex()),
-        format!("/admin/content/{id}/revisions/{}?against={}", mine.id.to_hex(), foreign.id.to_hex()),
+        format!(
+            "/admin/content/{}/revisions/{}",
+            ObjectId::new().to_hex(),
+            mine.id.to_hex()
+        ),
+        format!(
+            "/admin/content/{id}/revisions/{}?against=%00",
+            mine.id.to_hex()
+        ),
+        format!(
+            "/admin/content/{id}/revisions/{}?against={}",
+            mine.id.to_hex(),
+            foreign.id.to_hex()
+        ),
     ] {
         let response = app.get_admin(&path).await;
         assert_eq!(response.status(), StatusCode::NOT_FOUND, "{path}");
@@ -251,7 +287,10 @@ async fn bad_or_foreign_revision_ids_are_not_found() {
     let doc = admin_page(&app, &revision_path(about.id, mine.id)).await;
     let fields = form_fields(&doc, "form.restore-form");
     for path in [
-        format!("/admin/content/{id}/revisions/{}/restore", foreign.id.to_hex()),
+        format!(
+            "/admin/content/{id}/revisions/{}/restore",
+            foreign.id.to_hex()
+        ),
         format!("/admin/content/{id}/revisions/%27/restore"),
     ] {
         let response = post_fields(&app, &path, &fields).await;

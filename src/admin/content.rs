@@ -1373,9 +1373,7 @@ pub async fn restore_revision(
         .get("nonce")
         .and_then(|n| EditVersion::parse(n.trim()).ok())
         .ok_or_else(|| {
-            AppError::BadRequest(
-                "The form is missing its version; open the revision again.".into(),
-            )
+            AppError::BadRequest("The form is missing its version; open the revision again.".into())
         })?;
     let changed = || {
         AppError::Conflict(

@@ -109,11 +109,7 @@ pub fn indexes() -> Vec<IndexModel> {
         // `_id` and node), the retention cut and the delete of a node's history.
         IndexModel::builder()
             .keys(doc! { "node_id": 1, "at": -1 })
-            .options(
-                IndexOptions::builder()
-                    .name("node_at".to_string())
-                    .build(),
-            )
+            .options(IndexOptions::builder().name("node_at".to_string()).build())
             .build(),
     ]
 }
