@@ -1019,7 +1019,7 @@ pub async fn update(
             tags: edit.tags.clone(),
             published: (edit.publication != stored.metadata.published).then_some(edit.publication),
             by: by.clone(),
-            kept: state.revisions_kept,
+            kept: revisions::Retention::new(state.revisions_kept),
         };
         let nonce = stored.metadata.nonce;
         match model::save_edit(&state.db, &stored, nonce, &input, &extras).await {
@@ -1335,9 +1335,9 @@ pub async fn revision(
         None | Some("") => None,
         Some(other) => Some(load_revision(&state, &node, other).await?),
     };
-    let then = revision.applied_to(&node);
+    let then = node.as_of(&revision);
     let diff = match &against {
-        Some(other) => version_diff(&then, &other.applied_to(&node)),
+        Some(other) => version_diff(&then, &node.as_of(other)),
         None => version_diff(&then, &node),
     };
     let others = revisions::list(&state.db, node.id, REVISIONS_LISTED)
@@ -1403,7 +1403,7 @@ pub async fn restore_revision(
         tags: Some(revision.tags.clone()),
         published: (revision.published != node.metadata.published).then_some(revision.published),
         by: admin_name(&req),
-        kept: state.revisions_kept,
+        kept: revisions::Retention::new(state.revisions_kept),
     };
     match model::save_edit(&state.db, &node, form_nonce, &input, &extras).await {
         Ok(true) => {

@@ -1,4 +1,5 @@
-//! The `revisions` collection: the history of a content node. Every save through
+//! The `revisions` collection: the history of a content node (stored fields only: the node's
+//! shape is `content::model`'s, which builds a revision from a node and back). Every save through
 //! [`model::save_edit`](crate::content::model::save_edit) keeps the version it replaced — its
 //! editable fields (title, slug, tags, publication, detail), when it was saved and by whom — so
 //! a bad save can be looked at, compared and undone (a restore is itself a save, and so itself
@@ -12,7 +13,6 @@ use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
 
-use crate::content::model::Node;
 use crate::db::{Db, DbError};
 
 pub const COLLECTION: &str = "revisions";
@@ -65,33 +65,6 @@ pub struct Revision {
 }
 
 impl Revision {
-    /// The revision of `node` as it is now, to be kept before it is replaced.
-    pub fn of(node: &Node) -> Revision {
-        Revision {
-            id: ObjectId::new(),
-            node_id: node.id,
-            at: node.metadata.updated,
-            by: node.metadata.updated_by.clone(),
-            title: node.metadata.title.clone(),
-            slug: node.metadata.slug.clone(),
-            tags: node.metadata.tags.clone(),
-            published: node.metadata.published,
-            detail: node.metadata.detail.clone(),
-        }
-    }
-
-    /// `node` with this revision's editable fields: what the node looked like then (its type,
-    /// section, author and counters are today's, which a revision does not change).
-    pub fn applied_to(&self, node: &Node) -> Node {
-        let mut then = node.clone();
-        then.metadata.title = self.title.clone();
-        then.metadata.slug = self.slug.clone();
-        then.metadata.tags = self.tags.clone();
-        then.metadata.published = self.published;
-        then.metadata.detail = self.detail.clone();
-        then
-    }
-
     /// `YYYY-MM-DD HH:MM` (UTC), for lists and headings.
     pub fn at_label(&self) -> String {
         self.at.to_chrono().format("%Y-%m-%d %H:%M:%S").to_string()
@@ -128,13 +101,14 @@ pub fn newest_first() -> Document {
     doc! { "at": -1 }
 }
 
-/// Keep `replaced` (the version a save just replaced) as a revision of its node, then drop the
-/// node's revisions beyond the newest `kept`. Journaled like the save it follows.
-pub async fn record(db: &Db, replaced: &Node, kept: Retention) -> Result<(), DbError> {
+/// Keep `revision` (the version a save just replaced, built by `content::model`, which knows
+/// the node's shape) then drop its node's revisions beyond the newest `kept`. Journaled like the
+/// save it follows.
+pub async fn record(db: &Db, revision: &Revision, kept: Retention) -> Result<(), DbError> {
     db.durable::<Revision>(COLLECTION)
-        .insert_one(Revision::of(replaced))
+        .insert_one(revision)
         .await?;
-    prune(db, replaced.id, kept).await
+    prune(db, revision.node_id, kept).await
 }
 
 /// Delete the revisions of `node_id` older than its `kept`-th newest: one read of that one
