@@ -321,3 +321,21 @@ async fn the_revision_queries_use_the_node_at_index() {
     )
     .await;
 }
+
+#[tokio::test]
+async fn a_restore_without_the_forms_csrf_token_is_refused_and_changes_nothing() {
+    let app = spawn_app().await;
+    let about = page(&app, "Old text").await;
+    save(&app, about.id, "About", "Newer text").await;
+    let old = all_revisions(&app, about.id).await.remove(0);
+    let doc = admin_page(&app, &revision_path(about.id, old.id)).await;
+    let fields: Vec<(String, String)> = form_fields(&doc, "form.restore-form")
+        .into_iter()
+        .filter(|(name, _)| name != "csrf_token")
+        .collect();
+    let action = attr(&doc, "form.restore-form", "action").unwrap();
+    let response = post_fields(&app, &action, &fields).await;
+    assert_eq!(response.status(), StatusCode::FORBIDDEN);
+    assert_eq!(stored_text(&app, about.id).await, "Newer text");
+    assert_eq!(all_revisions(&app, about.id).await.len(), 1);
+}
