@@ -59,6 +59,7 @@ const SECTIONS: &[&[Key]] = &[
     CartSettings::KEYS,
     PaymentKeys::KEYS,
     CommentSettings::KEYS,
+    ContentSettings::KEYS,
     EmailSettings::KEYS,
     SearchSettings::KEYS,
     BackupSettings::KEYS,
@@ -77,6 +78,7 @@ pub struct Settings {
     pub cart: CartSettings,
     pub payment: PaymentSettings,
     pub comments: CommentSettings,
+    pub content: ContentSettings,
     pub email: EmailSettings,
     pub search: SearchSettings,
     pub analytics: AnalyticsSettings,
@@ -350,6 +352,16 @@ section! {
     }
 }
 
+section! {
+    /// Content nodes (see `crate::content`).
+    #[derive(Debug, Clone)]
+    pub struct ContentSettings in "content" {
+        pub revisions_kept: usize = "revisions_kept", whole(1, 1000),
+            "earlier versions kept of each content node (Admin → Content → edit → Revisions); \
+             after each save the oldest beyond this many are deleted";
+    }
+}
+
 /// How the outgoing-mail connection is secured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SmtpSecurity {
@@ -563,6 +575,7 @@ impl Settings {
             cart: CartSettings::read(layers)?,
             payment: PaymentKeys::read(layers)?.gateway,
             comments: CommentSettings::read(layers)?,
+            content: ContentSettings::read(layers)?,
             email: EmailSettings::read(layers)?,
             search: SearchSettings::read(layers)?,
             analytics: AnalyticsSettings::read(layers)?,

@@ -402,6 +402,7 @@ impl Application {
                 .trim_end_matches('/')
                 .to_string(),
             comments: settings.comments.clone(),
+            revisions_kept: settings.content.revisions_kept,
             site: Default::default(),
         });
         let credentials = web::Data::new(credentials);

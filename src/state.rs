@@ -40,6 +40,8 @@ pub struct AppState {
     pub public_url: String,
     /// Comment length and page size.
     pub comments: CommentSettings,
+    /// `content.revisions_kept`: how many earlier versions of a node its saves keep.
+    pub revisions_kept: usize,
     /// The site settings (name, currency, shipping rates) as last read, for every worker.
     pub site: Arc<site::SettingsCache>,
 }

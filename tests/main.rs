@@ -46,6 +46,7 @@ mod pages;
 mod pagination;
 mod photo_derivatives;
 mod preview;
+mod revisions;
 mod round_trips;
 mod search;
 mod security;

@@ -22,6 +22,7 @@ use crate::content::model::{
     Section, TextDetail, VideoDetail, SECTIONS,
 };
 use crate::content::photos::{self, PhotoError};
+use crate::content::revisions::{self, Revision};
 use crate::content::video::Video;
 use crate::content::ContentError;
 use crate::domain::EditVersion;
@@ -38,6 +39,8 @@ const MAX_TITLE: usize = 200;
 const MAX_TEXT: usize = crate::config::MAX_TEXT_CHARS;
 const MAX_SHORT: usize = 500;
 const DEFAULT_AUTHOR: &str = "The Bazaar team";
+/// Revisions the edit page lists, newest first.
+const REVISIONS_LISTED: i64 = 50;
 
 /// `(name, label, hint, input)` of the fields every node has.
 const COMMON_FIELDS: &[(&str, &str, &str, &str)] = &[
@@ -391,6 +394,9 @@ pub struct ContentFormPage {
     /// Messages for the tag and publication fields (the others are in `fields`).
     pub errors: FieldErrors,
     pub form_error: Option<String>,
+    /// The node's newest revisions, for the edit page's Revisions panel; `None` on the pages
+    /// that do not show it (create, and the form sent back with errors or conflicts).
+    pub revisions: Option<Vec<Revision>>,
 }
 
 impl ContentFormPage {
@@ -491,6 +497,7 @@ pub async fn new(
         base: Vec::new(),
         errors: FieldErrors::default(),
         form_error: None,
+        revisions: None,
     })
 }
 
@@ -555,6 +562,7 @@ pub async fn create(
             base: Vec::new(),
             errors,
             form_error: Some("The item was not saved: correct the fields marked below.".into()),
+            revisions: None,
         },
     )
 }
@@ -594,6 +602,7 @@ pub async fn edit(
         published_at: minute_of(node.metadata.published),
         base: base_fields(&node),
         errors: FieldErrors::default(),
+        revisions: Some(revisions::list(&state.db, node.id, REVISIONS_LISTED).await?),
         node: Some(node),
         form_error: None,
     })
@@ -1010,6 +1019,7 @@ pub async fn update(
             tags: edit.tags.clone(),
             published: (edit.publication != stored.metadata.published).then_some(edit.publication),
             by: by.clone(),
+            kept: revisions::Retention::new(state.revisions_kept),
         };
         let nonce = stored.metadata.nonce;
         match model::save_edit(&state.db, &stored, nonce, &input, &extras).await {
@@ -1091,6 +1101,7 @@ fn edit_errors(
             errors,
             node: Some(stored),
             form_error: Some("The changes were not saved: correct the fields marked below.".into()),
+            revisions: None,
         },
     )
 }
@@ -1141,6 +1152,7 @@ fn conflict_page(
             errors,
             node: Some(stored.clone()),
             form_error: None,
+            revisions: None,
         },
         node: stored,
     };
@@ -1234,6 +1246,184 @@ pub async fn upload_photo(
         Err(e) => flash::push(&session, Level::Error, format!("Photo not uploaded: {e}.")),
     }
     Ok(see_other(&edit_url(id)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Revisions
+
+/// One revision of a node next to the current version (or another revision): each field of
+/// both, with a line diff from the revision to the other, and the form restoring the revision.
+#[derive(Template)]
+#[template(path = "admin/content/revision.html")]
+pub struct RevisionPage {
+    pub layout: Layout,
+    pub node: Node,
+    pub revision: Revision,
+    /// The revision compared with, when not the current version (`?against=`).
+    pub against: Option<Revision>,
+    /// `stored`: the revision's value; `theirs`: the compared version's.
+    pub diff: crate::web::conflict::Conflict,
+    /// The current version's nonce: a restore saves under it, so an edit saved meanwhile is
+    /// detected rather than overwritten.
+    pub nonce: String,
+    /// Other revisions to compare with.
+    pub others: Vec<Revision>,
+}
+
+impl RevisionPage {
+    /// What the revision is compared with, in words.
+    pub fn other_label(&self) -> String {
+        match &self.against {
+            Some(r) => format!("the revision of {} UTC", r.at_label()),
+            None => "the current version".into(),
+        }
+    }
+}
+
+/// A publication as the revision page shows it.
+fn publication_label(when: Option<DateTime>) -> String {
+    match when {
+        None => "draft".into(),
+        Some(p) => format!("{} UTC", p.to_chrono().format("%Y-%m-%d %H:%M")),
+    }
+}
+
+/// Every editable field of `old` and `new` (two versions of one node), with line diffs.
+fn version_diff(old: &Node, new: &Node) -> crate::web::conflict::Conflict {
+    let mut diff = crate::web::conflict::Conflict::new();
+    let (old_values, new_values) = (values_of(old), values_of(new));
+    for (name, label, ..) in all_fields(old.metadata.kind) {
+        // The author is not part of a revision: the current one stays on restore.
+        if *name == "author" {
+            continue;
+        }
+        let value = |v: &HashMap<String, String>| v.get(*name).cloned().unwrap_or_default();
+        diff.field(*label, &value(&new_values), &value(&old_values));
+    }
+    diff.field(
+        "Tags",
+        &new.metadata.tags.join(", "),
+        &old.metadata.tags.join(", "),
+    );
+    diff.field(
+        "Publication",
+        &publication_label(new.metadata.published),
+        &publication_label(old.metadata.published),
+    );
+    diff
+}
+
+/// Revision `rev` of `node`; a bad or foreign id is a 404.
+async fn load_revision(state: &AppState, node: &Node, rev: &str) -> Result<Revision, AppError> {
+    revisions::get(&state.db, node.id, parse_id(rev)?)
+        .await?
+        .ok_or(AppError::NotFound)
+}
+
+/// `GET /admin/content/{id}/revisions/{rev}?against={other}`: the revision, its diff against
+/// the current version (or revision `other`), and a button restoring it.
+pub async fn revision(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    params: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, AppError> {
+    let (id, rev) = path.into_inner();
+    let node = load(&state, &id).await?;
+    let revision = load_revision(&state, &node, &rev).await?;
+    let against = match params.get("against").map(String::as_str) {
+        None | Some("") => None,
+        Some(other) => Some(load_revision(&state, &node, other).await?),
+    };
+    let then = node.as_of(&revision);
+    let diff = match &against {
+        Some(other) => version_diff(&then, &node.as_of(other)),
+        None => version_diff(&then, &node),
+    };
+    let others = revisions::list(&state.db, node.id, REVISIONS_LISTED)
+        .await?
+        .into_iter()
+        .filter(|r| r.id != revision.id)
+        .collect();
+    render(&RevisionPage {
+        layout: Layout::admin(&req),
+        nonce: node.metadata.nonce.to_hex(),
+        node,
+        revision,
+        against,
+        diff,
+        others,
+    })
+}
+
+/// `POST /admin/content/{id}/revisions/{rev}/restore` (`nonce`: the current version's when the
+/// revision page was opened): saves the revision's fields through the same nonce-guarded save
+/// as the edit form, so the version it replaces becomes a revision in turn, and an edit saved
+/// since the page was opened is reported (409) rather than overwritten.
+pub async fn restore_revision(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    path: web::Path<(String, String)>,
+    form: web::Form<HashMap<String, String>>,
+) -> Result<HttpResponse, AppError> {
+    let (id, rev) = path.into_inner();
+    let node = load(&state, &id).await?;
+    let revision = load_revision(&state, &node, &rev).await?;
+    let form_nonce = form
+        .get("nonce")
+        .and_then(|n| EditVersion::parse(n.trim()).ok())
+        .ok_or_else(|| {
+            AppError::BadRequest("The form is missing its version; open the revision again.".into())
+        })?;
+    let changed = || {
+        AppError::Conflict(
+            "This item was saved since you opened the revision: open the revision again to \
+             compare it with the new version before restoring it."
+                .into(),
+        )
+    };
+    if form_nonce != node.metadata.nonce {
+        return Err(changed());
+    }
+    let detail = Detail::parse(node.metadata.kind, &revision.detail).map_err(|e| {
+        AppError::Internal(anyhow::anyhow!(
+            "revision {} of node {} has an unreadable detail: {e}",
+            revision.id,
+            node.id
+        ))
+    })?;
+    let input = NodeInput {
+        section: node.metadata.section.clone(),
+        slug: revision.slug.clone(),
+        title: revision.title.clone(),
+        author: node.metadata.author.name.clone(),
+        detail,
+    };
+    let extras = model::EditExtras {
+        tags: Some(revision.tags.clone()),
+        published: (revision.published != node.metadata.published).then_some(revision.published),
+        by: admin_name(&req),
+        kept: revisions::Retention::new(state.revisions_kept),
+    };
+    match model::save_edit(&state.db, &node, form_nonce, &input, &extras).await {
+        Ok(true) => {
+            flash::push(
+                &req.get_session(),
+                Level::Success,
+                format!(
+                    "Restored the version of {} UTC; the version it replaced is kept as a revision.",
+                    revision.at_label()
+                ),
+            );
+            Ok(see_other(&edit_url(node.id)))
+        }
+        Ok(false) => Err(changed()),
+        Err(ContentError::SlugTaken) => Err(AppError::Conflict(format!(
+            "Not restored: its slug “{}” is now used by another item of this section.",
+            revision.slug
+        ))),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Orphans listed on one review page (and so deleted by one confirmation) at most.

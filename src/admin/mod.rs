@@ -126,6 +126,13 @@ pub fn scope() -> Scope<
                 .route(read().to(content::edit))
                 .post(content::update),
         )
+        .route(
+            "/content/{id}/revisions/{rev}",
+            read().to(content::revision),
+        )
+        .service(
+            web::resource("/content/{id}/revisions/{rev}/restore").post(content::restore_revision),
+        )
         .route("/content/{id}/preview", read().to(preview::open))
         .service(web::resource("/content/{id}/photo").post(content::upload_photo))
         .service(

@@ -1,6 +1,7 @@
 //! The CMS and tumblelog: content nodes of several types in one collection (`model`), Markdown
 //! rendering (`markdown`), video embeds (`video`), the public pages and tag pages (`pages`),
-//! Atom feeds (`feed`), photo uploads into GridFS (`photos`) and the demo content (`demo`).
+//! Atom feeds (`feed`), photo uploads into GridFS (`photos`), the history of
+//! every node's saves (`revisions`) and the demo content (`demo`).
 //! The admin screens are in `crate::admin::content`.
 
 pub mod demo;
@@ -12,6 +13,7 @@ pub mod model;
 pub mod pages;
 pub mod photos;
 pub mod preview;
+pub mod revisions;
 pub mod stream;
 pub mod video;
 

@@ -15,6 +15,7 @@ use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
 
 use crate::content::excerpt::Summary;
+use crate::content::revisions::{self, Retention, Revision};
 use crate::content::video::Video;
 use crate::content::ContentError;
 use crate::db::{redirects, Db, DbError};
@@ -269,6 +270,33 @@ pub struct Node {
 }
 
 impl Node {
+    /// This version of the node as a revision, kept when a save replaces it.
+    pub fn revision(&self) -> Revision {
+        Revision {
+            id: ObjectId::new(),
+            node_id: self.id,
+            at: self.metadata.updated,
+            by: self.metadata.updated_by.clone(),
+            title: self.metadata.title.clone(),
+            slug: self.metadata.slug.clone(),
+            tags: self.metadata.tags.clone(),
+            published: self.metadata.published,
+            detail: self.metadata.detail.clone(),
+        }
+    }
+
+    /// The node with `revision`'s editable fields: what it looked like then (its type, section,
+    /// author and counters are today's, which a revision does not change).
+    pub fn as_of(&self, revision: &Revision) -> Node {
+        let mut then = self.clone();
+        then.metadata.title = revision.title.clone();
+        then.metadata.slug = revision.slug.clone();
+        then.metadata.tags = revision.tags.clone();
+        then.metadata.published = revision.published;
+        then.metadata.detail = revision.detail.clone();
+        then
+    }
+
     pub fn detail(&self) -> Option<Detail> {
         Detail::parse(self.metadata.kind, &self.metadata.detail).ok()
     }
@@ -762,6 +790,9 @@ pub struct EditExtras {
     pub published: Option<Option<DateTime>>,
     /// Who saves (`metadata.updated_by`).
     pub by: Option<String>,
+    /// How many revisions of the node to keep once this save's is written
+    /// (`content.revisions_kept`).
+    pub kept: Retention,
 }
 
 /// [`save_with_nonce`] with the tags, the publication and the editor's name in the same
@@ -812,17 +843,28 @@ pub async fn save_edit(
     if let Some(by) = &extras.by {
         set.insert("metadata.updated_by", by.clone());
     }
-    let result = durable(db)
-        .update_one(
+    // The update hands back the document it replaced, so the revision written below is exactly
+    // the version this save overwrote (whatever `stored` the caller read), and a save that lost
+    // its race (retried by the editor's merge) leaves no revision of a version it never replaced.
+    let replaced = durable(db)
+        .find_one_and_update(
             doc! { "_id": id, "metadata.nonce": form_nonce },
             doc! { "$set": set },
         )
         .await?;
-    let saved = result.matched_count == 1;
-    if saved && renamed {
+    let Some(replaced) = replaced else {
+        return Ok(false);
+    };
+    if renamed {
         redirects::forget(db, &stored.metadata.section, &input.slug).await?;
     }
-    Ok(saved)
+    // Written after the save: a crash in between loses one revision, never the save. A failure
+    // here is logged, not returned: the edit is saved, and an error page would only make the
+    // editor save it again (into a conflict with their own save).
+    if let Err(e) = revisions::record(db, &replaced.revision(), extras.kept).await {
+        tracing::warn!(node = %id, error = %e, "the revision of a save could not be kept");
+    }
+    Ok(true)
 }
 
 /// Publish at `when` (now or later) or unpublish (`None`). A time not after now makes the node
@@ -953,7 +995,7 @@ pub async fn admin_list(db: &Db, q: &AdminQuery<'_>) -> Result<(Vec<Node>, u64),
     Ok((nodes, total))
 }
 
-/// Delete a node and its old addresses; returns it as it was (its photo file is the caller's
+/// Delete a node, its old addresses and its revisions; returns it as it was (its photo file is the caller's
 /// to remove).
 pub async fn delete(db: &Db, id: ObjectId) -> Result<Option<Node>, DbError> {
     let node = collection(db)
@@ -961,6 +1003,7 @@ pub async fn delete(db: &Db, id: ObjectId) -> Result<Option<Node>, DbError> {
         .await?;
     if node.is_some() {
         redirects::forget_target(db, id).await?;
+        revisions::delete_all(db, id).await?;
     }
     Ok(node)
 }

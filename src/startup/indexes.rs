@@ -23,6 +23,11 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
         (cart::COLLECTION, cart::indexes()),
         (checkout::orders::COLLECTION, checkout::orders::indexes()),
         (content::model::COLLECTION, content::model::indexes()),
+        // Each node's earlier versions, newest first.
+        (
+            content::revisions::COLLECTION,
+            content::revisions::indexes(),
+        ),
         // Old slugs of renamed nodes and products (`db::redirects`).
         (
             crate::db::redirects::COLLECTION,
