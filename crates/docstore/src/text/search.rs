@@ -11,7 +11,7 @@
 //! case- and diacritic-insensitively unless the query asks otherwise).
 
 use super::language::{fold, words, Language, Sensitivity, Tokenizer};
-use super::TextIndex;
+use super::{TextIndex, TextValue};
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
 use std::collections::BTreeSet;
@@ -222,16 +222,7 @@ impl BoundText {
         if self.query.negated_terms.iter().any(|t| terms.contains(t)) {
             return false;
         }
-        let folded: Vec<String> = values
-            .iter()
-            .map(|v| fold(v.text, self.sensitivity))
-            .collect();
-        let contains = |phrase: &str| {
-            let phrase = fold(phrase, self.sensitivity);
-            folded.iter().any(|text| text.contains(&phrase))
-        };
-        self.query.phrases.iter().all(|p| contains(p))
-            && !self.query.negated_phrases.iter().any(|p| contains(p))
+        self.phrases_hold(&values)
     }
 
     /// Whether the index's posting lists decide the query's terms: a document matches its
@@ -248,16 +239,9 @@ impl BoundText {
         !self.query.phrases.is_empty() || !self.query.negated_phrases.is_empty()
     }
 
-    /// The phrase part of [`BoundText::matches`] alone: `doc` holds every phrase and none of
-    /// the negated phrases. Folding the indexed strings is all it reads; tokenizing and
-    /// stemming them (what checking the terms takes) is left to the index.
-    pub fn phrases_match(&self, doc: &Document) -> bool {
-        if !self.has_phrases() {
-            return true;
-        }
-        let Ok(values) = self.index.values(doc) else {
-            return false;
-        };
+    /// Whether the indexed strings `values` hold every phrase and none of the negated phrases
+    /// (folded like the query: case and diacritics as the query's sensitivity says).
+    fn phrases_hold(&self, values: &[TextValue<'_>]) -> bool {
         let folded: Vec<String> = values
             .iter()
             .map(|v| fold(v.text, self.sensitivity))
@@ -268,6 +252,19 @@ impl BoundText {
         };
         self.query.phrases.iter().all(|p| contains(p))
             && !self.query.negated_phrases.iter().any(|p| contains(p))
+    }
+
+    /// The phrase part of [`BoundText::matches`] alone: `doc` holds every phrase and none of
+    /// the negated phrases. Folding the indexed strings is all it reads; tokenizing and
+    /// stemming them (what checking the terms takes) is left to the index.
+    pub fn phrases_match(&self, doc: &Document) -> bool {
+        if !self.has_phrases() {
+            return true;
+        }
+        let Ok(values) = self.index.values(doc) else {
+            return false;
+        };
+        self.phrases_hold(&values)
     }
 
     /// The document's text score: the sum over the query's distinct terms of their scores in
