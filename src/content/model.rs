@@ -734,26 +734,14 @@ pub async fn backfill_summaries(db: &Db) -> Result<u64, DbError> {
     Ok(filled)
 }
 
-/// Published nodes carrying `tag`, newest first, whole (the tag feeds show their bodies).
+/// Published nodes carrying `tag`, newest first, whole: the tag feeds show their bodies, and the
+/// tag pages read them whole too, because projecting the body away cost the embedded store more
+/// than sending it (measured: the tag page at 2.3% of the ceiling with the projection, 3.6%
+/// without).
 pub async fn published_with_tag(db: &Db, tag: &str, limit: i64) -> Result<Vec<Node>, DbError> {
-    with_tag(db, tag, limit, doc! {}).await
-}
-
-/// [`published_with_tag`] as cards ([`card_projection`]), for the tag pages.
-pub async fn cards_with_tag(db: &Db, tag: &str, limit: i64) -> Result<Vec<Node>, DbError> {
-    with_tag(db, tag, limit, card_projection()).await
-}
-
-async fn with_tag(
-    db: &Db,
-    tag: &str,
-    limit: i64,
-    projection: Document,
-) -> Result<Vec<Node>, DbError> {
     let nodes: Vec<Node> = collection(db)
         .find(visible(doc! { "metadata.tags": tag }, db.now()))
         .sort(doc! { "metadata.published": -1 })
-        .projection(projection)
         .limit(limit)
         .await?
         .try_collect()
