@@ -15,9 +15,19 @@ const COLLECTION: &str = "secrets";
 const KEY_ID: &str = "mail-links";
 const BLOCK: usize = 64;
 
+/// The signing key of one [`Db`] handle once read (a [`Db::extension`]): the key never changes
+/// after it is created, so every link signed or checked later needs no database command.
+#[derive(Default)]
+struct KnownKey(tokio::sync::OnceCell<Vec<u8>>);
+
 /// The signing key: created once (an upsert with `$setOnInsert`, so instances racing at start
-/// agree on one) and read back.
+/// agree on one), read back, and kept with the handle.
 pub async fn key(db: &Db) -> Result<Vec<u8>, DbError> {
+    let known = db.extension::<KnownKey>();
+    known.0.get_or_try_init(|| stored_key(db)).await.cloned()
+}
+
+async fn stored_key(db: &Db) -> Result<Vec<u8>, DbError> {
     let mut fresh = [0u8; 32];
     rand::thread_rng().fill_bytes(&mut fresh);
     let found = db
