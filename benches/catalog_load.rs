@@ -345,6 +345,7 @@ async fn blog(connections: u64, seconds: u64) -> anyhow::Result<()> {
                     comment_count: (i % 13) as i64,
                     comments_closed: false,
                     summary: None,
+                    media: None,
                     detail,
                 },
             }

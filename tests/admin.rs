@@ -78,6 +78,7 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "Carts",
             "Stock",
             "Content",
+            "Media",
             "Comments",
             "Analytics",
             "System",

@@ -1277,3 +1277,30 @@ async fn an_entry_at_the_editors_length_limit_in_four_byte_characters_is_saved()
     );
     assert_eq!(stored_text(&app, about.id).await, text, "nothing changed");
 }
+
+#[tokio::test]
+async fn a_photos_alt_text_is_its_own_and_falls_back_to_the_caption() {
+    let app = spawn_app().await;
+    let photo = NodeBuilder::photo("harbour")
+        .title("Harbour")
+        .caption("The harbour at six")
+        .build(&app.db)
+        .await;
+    let doc = page(&app, "/gallery/harbour").await;
+    assert_eq!(
+        attr(&doc, "figure img", "alt").as_deref(),
+        Some("The harbour at six")
+    );
+    let mut form = open_editor(&app, photo.id).await;
+    form.set("alt", "Fishing boats moored at low tide");
+    assert_eq!(
+        form.post(&app, "save").await.status(),
+        StatusCode::SEE_OTHER
+    );
+    let doc = page(&app, "/gallery/harbour").await;
+    assert_eq!(
+        attr(&doc, "figure img", "alt").as_deref(),
+        Some("Fishing boats moored at low tide")
+    );
+    assert_eq!(texts(&doc, "figure figcaption"), ["The harbour at six"]);
+}

@@ -24,11 +24,11 @@ const FAKE_ID: &str = "65a1b2c3d4e5f60718293a4b";
 const DEFAULT_CASES: u32 = 24;
 
 /// Appended to values so an unescaped reflection shows as this exact text in a page.
-const MARK: &str = "<hx7 q=\"'\">";
+pub(crate) const MARK: &str = "<hx7 q=\"'\">";
 /// What [`MARK`] looks like when it reached a page unescaped.
-const UNESCAPED: &str = "<hx7";
+pub(crate) const UNESCAPED: &str = "<hx7";
 
-const CORPUS: &[&str] = &[
+pub(crate) const CORPUS: &[&str] = &[
     "\0",
     "a\0b",
     "\u{1}\u{1f}\u{7f}",
@@ -85,7 +85,7 @@ const CHECKOUT_FIELDS: &[&str] = &[
     "cvc",
 ];
 
-fn encode(text: &str) -> String {
+pub(crate) fn encode(text: &str) -> String {
     form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 

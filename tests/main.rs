@@ -40,6 +40,7 @@ mod domain;
 mod email;
 mod hostile_input;
 mod media;
+mod media_library;
 mod multi_instance;
 mod operations;
 mod pages;

@@ -556,6 +556,7 @@ async fn photo_node(
                 width: 1600,
                 height: 1200,
                 caption: String::new(),
+                alt: String::new(),
             }),
         },
         published,

@@ -377,6 +377,7 @@ fn photo_showing(slug: &str, id: ObjectId, size: (i64, i64)) -> NodeBuilder {
             width: size.0,
             height: size.1,
             caption: String::new(),
+            alt: String::new(),
         }),
     )
 }

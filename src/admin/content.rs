@@ -30,7 +30,7 @@ use crate::media::UploadError;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
-use crate::web::layout::{html_response, render, Layout};
+use crate::web::layout::{render, render_status, Layout};
 use crate::web::see_other;
 
 const LIST_LIMIT: i64 = 25;
@@ -64,7 +64,15 @@ fn type_fields(
             "Markdown: # headings, *emphasis*, [links](https://…), lists. HTML is removed.",
             "textarea",
         )],
-        NodeType::Photo => &[("caption", "Caption", "", "text")],
+        NodeType::Photo => &[
+            ("caption", "Caption", "Printed under the photo.", "text"),
+            (
+                "alt",
+                "Alt text",
+                "What the photo shows, for people who cannot see it; empty: the caption is read out.",
+                "text",
+            ),
+        ],
         NodeType::Video => &[(
             "url",
             "Video address",
@@ -157,6 +165,7 @@ fn parse_node(
         }
         NodeType::Photo => Detail::Photo(PhotoDetail {
             caption: form.get("caption").to_string(),
+            alt: form.get("alt").to_string(),
             ..PhotoDetail::default()
         }),
         NodeType::Video => {
@@ -216,6 +225,7 @@ fn values_of(node: &Node) -> HashMap<String, String> {
         }
         Some(Detail::Photo(d)) => {
             v.insert("caption".into(), d.caption);
+            v.insert("alt".into(), d.alt);
         }
         Some(Detail::Video(d)) => {
             v.insert("url".into(), d.url);
@@ -397,6 +407,9 @@ pub struct ContentFormPage {
     /// The node's newest revisions, for the edit page's Revisions panel; `None` on the pages
     /// that do not show it (create, and the form sent back with errors or conflicts).
     pub revisions: Option<Vec<Revision>>,
+    /// The newest pictures of the media library, offered for insertion into a text (empty
+    /// where the node has no Markdown text, and on the pages sent back with errors).
+    pub pictures: Vec<crate::content::library::LibraryFile>,
 }
 
 impl ContentFormPage {
@@ -469,13 +482,6 @@ fn edit_url(id: ObjectId) -> String {
 /// An id from the URL; one that is not an ObjectId is a 404.
 use crate::web::parse_object_id as parse_id;
 
-fn render_status<T: Template>(status: StatusCode, page: &T) -> Result<HttpResponse, AppError> {
-    let html = page
-        .render()
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
-    Ok(html_response(status, html))
-}
-
 /// `GET /admin/content/new?section=blog&type=entry`
 pub async fn new(
     req: HttpRequest,
@@ -498,6 +504,7 @@ pub async fn new(
         errors: FieldErrors::default(),
         form_error: None,
         revisions: None,
+        pictures: Vec::new(),
     })
 }
 
@@ -563,6 +570,7 @@ pub async fn create(
             errors,
             form_error: Some("The item was not saved: correct the fields marked below.".into()),
             revisions: None,
+            pictures: Vec::new(),
         },
     )
 }
@@ -603,6 +611,11 @@ pub async fn edit(
         base: base_fields(&node),
         errors: FieldErrors::default(),
         revisions: Some(revisions::list(&state.db, node.id, REVISIONS_LISTED).await?),
+        pictures: if matches!(node.metadata.kind, NodeType::Page | NodeType::Entry) {
+            crate::admin::media::picker(&state).await?
+        } else {
+            Vec::new()
+        },
         node: Some(node),
         form_error: None,
     })
@@ -1102,6 +1115,7 @@ fn edit_errors(
             node: Some(stored),
             form_error: Some("The changes were not saved: correct the fields marked below.".into()),
             revisions: None,
+            pictures: Vec::new(),
         },
     )
 }
@@ -1153,6 +1167,7 @@ fn conflict_page(
             node: Some(stored.clone()),
             form_error: None,
             revisions: None,
+            pictures: Vec::new(),
         },
         node: stored,
     };

@@ -8,6 +8,7 @@ pub mod comments;
 pub mod content;
 pub mod dashboard;
 pub mod demo_data;
+pub mod media;
 pub mod orders;
 pub mod preview;
 pub mod product_form;
@@ -111,6 +112,18 @@ pub fn scope() -> Scope<
                 .route(read().to(content::review_orphans))
                 .post(content::clean_orphans),
         )
+        // The media library; the upload is multipart with its token in the query.
+        .service(
+            web::resource("/media")
+                .route(read().to(media::index))
+                .post(media::upload),
+        )
+        .service(
+            web::resource("/media/{file_id}/edit")
+                .route(read().to(media::edit))
+                .post(media::describe),
+        )
+        .service(web::resource("/media/{file_id}/delete").post(media::delete))
         // Any stored image, drafts' photos included, for the admin's own pages.
         .route("/media/{file_id}", read().to(crate::media::serve_private))
         .route(

@@ -25,7 +25,7 @@ use crate::web::conflict::Conflict;
 use crate::web::errors::AppError;
 use crate::web::field_errors::FieldErrors;
 use crate::web::flash::{self, Level};
-use crate::web::layout::{html_response, render, Layout};
+use crate::web::layout::{html_response, render, render_status, Layout};
 use crate::web::see_other;
 
 /// One input of the product form, with what was entered and what is wrong with it.
@@ -290,13 +290,6 @@ async fn invalid(
         .render()
         .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
     Ok(html_response(StatusCode::UNPROCESSABLE_ENTITY, html))
-}
-
-fn render_status<T: Template>(status: StatusCode, page: &T) -> Result<HttpResponse, AppError> {
-    let html = page
-        .render()
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
-    Ok(html_response(status, html))
 }
 
 /// A duplicate slug or SKU becomes an error next to that field.

@@ -341,6 +341,7 @@ pub async fn seed_generated_posts(
         width: i64::from(picture.width),
         height: i64::from(picture.height),
         caption: "From the shop floor.".into(),
+        alt: "Generated cover of the sample posts".into(),
     };
     let now = db.now().timestamp_millis();
     let mut i = existing;
@@ -391,6 +392,7 @@ pub async fn seed_generated_posts(
                         comment_count: 0,
                         comments_closed: false,
                         summary: Some(detail.summary()),
+                        media: Some(detail.media()),
                         detail: detail.to_document().unwrap_or_default(),
                     },
                 }

@@ -7,6 +7,7 @@
 pub mod demo;
 pub mod excerpt;
 pub mod feed;
+pub mod library;
 pub mod markdown;
 pub mod media_access;
 pub mod model;

@@ -140,6 +140,19 @@ pub struct PhotoDetail {
     pub height: i64,
     #[serde(default)]
     pub caption: String,
+    /// What a screen reader says instead of the photo; empty: the caption (or the title).
+    #[serde(default)]
+    pub alt: String,
+}
+
+impl PhotoDetail {
+    /// The `alt` of the photo's `<img>`: its alt text, else its caption, else `title`.
+    pub fn alt_or<'a>(&'a self, title: &'a str) -> &'a str {
+        [self.alt.as_str(), self.caption.as_str()]
+            .into_iter()
+            .find(|t| !t.trim().is_empty())
+            .unwrap_or(title)
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -205,6 +218,20 @@ impl Detail {
         }
     }
 
+    /// The stored files this detail shows: a photo's file, and every file its text links to
+    /// (`/media/{id}` in Markdown, a quote or a link's words). Stored as `metadata.media`, so
+    /// the media library can tell where a file is used with one indexed query.
+    pub fn media(&self) -> Vec<ObjectId> {
+        let linked = crate::media::refs::linked_ids;
+        match self {
+            Detail::Page(d) | Detail::Entry(d) => linked(&d.text),
+            Detail::Photo(d) => d.file_id.into_iter().collect(),
+            Detail::Video(_) => Vec::new(),
+            Detail::Quote(d) => linked(&format!("{}\n{}", d.text, d.source)),
+            Detail::Link(d) => linked(&d.text),
+        }
+    }
+
     pub fn parse(kind: NodeType, detail: &Document) -> Result<Detail, bson::de::Error> {
         let d = detail.clone();
         Ok(match kind {
@@ -258,6 +285,11 @@ pub struct Metadata {
     /// fills it in ([`backfill_summaries`]).
     #[serde(default)]
     pub summary: Option<Summary>,
+    /// The stored files the node shows ([`Detail::media`]), worked out at every save like the
+    /// summary; `None` only on nodes stored before it existed until start-up fills it in
+    /// ([`backfill_summaries`]). Index `media_used` (the media library's "used by").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media: Option<Vec<ObjectId>>,
     pub detail: Document,
 }
 
@@ -520,6 +552,16 @@ pub fn indexes() -> Vec<IndexModel> {
                     .build(),
             )
             .build(),
+        // Where a stored file is shown (the media library's "used by", deleting a file,
+        // whether a file only drafts show is public).
+        IndexModel::builder()
+            .keys(doc! { "metadata.media": 1 })
+            .options(
+                IndexOptions::builder()
+                    .name("media_used".to_string())
+                    .build(),
+            )
+            .build(),
         // Finding the node that holds a photo file (orphan clean-up).
         IndexModel::builder()
             .keys(doc! { "metadata.detail.file_id": 1 })
@@ -644,6 +686,7 @@ pub async fn create(
             comment_count: 0,
             comments_closed: false,
             summary: Some(input.detail.summary()),
+            media: Some(input.detail.media()),
             detail,
         },
     };
@@ -697,7 +740,13 @@ pub fn card_projection() -> Document {
     doc! { "metadata.detail.text": 0 }
 }
 
-/// Give every node stored before `metadata.summary` existed its summary; run at start-up. Each
+/// Nodes stored before `metadata.summary` or `metadata.media` existed.
+fn missing_derived() -> Document {
+    doc! { "$or": [{ "metadata.summary": null }, { "metadata.media": null }] }
+}
+
+/// Give every node stored before `metadata.summary` (or `metadata.media`) existed its summary
+/// (and the files it shows); run at start-up. Each
 /// update names the nonce it read, so a node saved meanwhile (which set its own summary) is
 /// left alone, and several instances starting at once write the same values. Returns how many
 /// nodes were filled in.
@@ -705,7 +754,7 @@ pub async fn backfill_summaries(db: &Db) -> Result<u64, DbError> {
     let mut filled = 0;
     let raw = db.collection::<Document>(COLLECTION);
     let mut cursor = raw
-        .find(doc! { "metadata.summary": null })
+        .find(missing_derived())
         .projection(doc! { "metadata.type": 1, "metadata.detail": 1, "metadata.nonce": 1 })
         .await?;
     while let Some(stored) = cursor.try_next().await? {
@@ -719,14 +768,17 @@ pub async fn backfill_summaries(db: &Db) -> Result<u64, DbError> {
         else {
             continue;
         };
-        let summary = Detail::parse(kind, detail)
-            .map(|d| d.summary())
-            .unwrap_or_default();
+        let parsed = Detail::parse(kind, detail).ok();
+        let summary = parsed.as_ref().map(Detail::summary).unwrap_or_default();
         let summary = bson::to_bson(&summary).map_err(|e| DbError::Other(e.into()))?;
+        let media = parsed.as_ref().map(Detail::media).unwrap_or_default();
+        let mut filter = missing_derived();
+        filter.insert("_id", id);
+        filter.insert("metadata.nonce", nonce);
         let result = raw
             .update_one(
-                doc! { "_id": id, "metadata.nonce": nonce, "metadata.summary": null },
-                doc! { "$set": { "metadata.summary": summary } },
+                filter,
+                doc! { "$set": { "metadata.summary": summary, "metadata.media": media } },
             )
             .await?;
         filled += result.modified_count;
@@ -812,6 +864,7 @@ pub async fn save_edit(
     match &input.detail {
         Detail::Photo(p) => {
             set.insert("metadata.detail.caption", &p.caption);
+            set.insert("metadata.detail.alt", &p.alt);
         }
         _ => {
             set.insert("metadata.detail", detail);
@@ -820,6 +873,10 @@ pub async fn save_edit(
     let summary = bson::to_bson(&input.detail.summary())
         .map_err(|e| ContentError::Db(DbError::Other(e.into())))?;
     set.insert("metadata.summary", summary);
+    // A photo's file is not in the form (see above): its `metadata.media` is the upload's.
+    if !matches!(input.detail, Detail::Photo(_)) {
+        set.insert("metadata.media", input.detail.media());
+    }
     if let Some(tags) = &extras.tags {
         set.insert("metadata.tags", tags.clone());
     }

@@ -104,6 +104,7 @@ pub async fn swap_file(
                 "metadata.detail.content_type": image.kind.mime(),
                 "metadata.detail.width": i64::from(image.width),
                 "metadata.detail.height": i64::from(image.height),
+                "metadata.media": [image.id],
                 "metadata.nonce": EditVersion::new(),
                 "metadata.updated": DateTime::now(),
             } },
@@ -201,16 +202,11 @@ fn collect_file_ids(value: &Bson, known: &HashSet<ObjectId>, found: &mut HashSet
         Bson::ObjectId(id) if known.contains(id) => {
             found.insert(*id);
         }
-        Bson::String(text) => {
-            for (at, _) in text.match_indices("/media/") {
-                let hex = text.get(at + 7..at + 7 + 24);
-                if let Some(id) = hex.and_then(|h| ObjectId::parse_str(h).ok()) {
-                    if known.contains(&id) {
-                        found.insert(id);
-                    }
-                }
-            }
-        }
+        Bson::String(text) => found.extend(
+            media::refs::linked_ids(text)
+                .into_iter()
+                .filter(|id| known.contains(id)),
+        ),
         Bson::Document(doc) => doc.values().for_each(|v| collect_file_ids(v, known, found)),
         Bson::Array(items) => items.iter().for_each(|v| collect_file_ids(v, known, found)),
         _ => {}

@@ -12,6 +12,7 @@
 //! none carries the uploader's metadata; the public routes send copies only ([`resolve_public`]),
 //! the original itself goes to the admin alone.
 
+pub mod refs;
 pub mod sizes;
 
 use std::io::Cursor;

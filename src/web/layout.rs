@@ -31,6 +31,7 @@ const ADMIN_AREAS: &[(&str, &str)] = &[
     ("/admin/carts", "Carts"),
     ("/admin/stock", "Stock"),
     ("/admin/content", "Content"),
+    ("/admin/media", "Media"),
     ("/admin/comments", "Comments"),
     ("/admin/analytics", "Analytics"),
     ("/admin/system", "System"),
@@ -190,10 +191,19 @@ fn nav_links(areas: &[(&'static str, &'static str)], path: &str) -> Vec<NavLink>
 
 /// Render a page as a 200 HTML response.
 pub fn render<T: Template>(page: &T) -> Result<HttpResponse, AppError> {
+    render_status(actix_web::http::StatusCode::OK, page)
+}
+
+/// Render a page as an HTML response with `status` (a form sent back with its errors, a
+/// refused action explained).
+pub fn render_status<T: Template>(
+    status: actix_web::http::StatusCode,
+    page: &T,
+) -> Result<HttpResponse, AppError> {
     let html = page
         .render()
         .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
-    Ok(html_response(actix_web::http::StatusCode::OK, html))
+    Ok(html_response(status, html))
 }
 
 /// An HTML response marked as a finished page (the error-page middleware leaves it alone).
