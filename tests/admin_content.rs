@@ -1304,3 +1304,53 @@ async fn a_photos_alt_text_is_its_own_and_falls_back_to_the_caption() {
     );
     assert_eq!(texts(&doc, "figure figcaption"), ["The harbour at six"]);
 }
+
+#[tokio::test]
+async fn preview_renders_the_typed_text_saves_nothing_and_the_form_it_returns_still_saves() {
+    let app = spawn_app().await;
+    let post = NodeBuilder::post("draft-news")
+        .text("Old text.")
+        .draft()
+        .build(&app.db)
+        .await;
+    let mut form = open_editor(&app, post.id).await;
+    let typed = "# Big news\n\nA *new* paragraph.\n\n<script>alert(1)</script>";
+    form.set("text", typed).set("tags", "news, jazz");
+    let response = form.post(&app, "preview").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let doc = html(&body(response).await);
+    assert_eq!(texts(&doc, ".markdown-preview h1"), ["Big news"]);
+    assert_eq!(texts(&doc, ".markdown-preview em"), ["new"]);
+    assert!(
+        texts(&doc, ".markdown-preview")
+            .concat()
+            .contains("not saved"),
+        "the page says nothing is saved"
+    );
+    assert!(doc
+        .select(&scraper::Selector::parse(".markdown-preview script").expect("selector"))
+        .next()
+        .is_none());
+    assert_eq!(
+        stored_text(&app, post.id).await,
+        "Old text.",
+        "nothing saved"
+    );
+
+    // The returned form carries everything typed, under the nonce and base it was loaded with.
+    let returned = EditForm::read(&doc, "form.edit-form");
+    assert_eq!(returned.get("text"), typed);
+    assert_eq!(returned.get("tags"), "news, jazz");
+    assert_eq!(returned.get("nonce"), form.get("nonce"));
+    assert_eq!(returned.get("base_text"), "Old text.");
+    assert!(attr(&doc, "form.edit-form", "data-unsaved-changes").is_some());
+
+    let saved = returned.post(&app, "save").await;
+    assert_eq!(saved.status(), StatusCode::SEE_OTHER);
+    assert_eq!(stored_text(&app, post.id).await, typed);
+    let node = model::by_id(&app.db, post.id)
+        .await
+        .expect("read")
+        .expect("node");
+    assert_eq!(node.metadata.tags, ["news", "jazz"]);
+}

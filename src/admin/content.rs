@@ -410,11 +410,25 @@ pub struct ContentFormPage {
     /// The newest pictures of the media library, offered for insertion into a text (empty
     /// where the node has no Markdown text, and on the pages sent back with errors).
     pub pictures: Vec<crate::content::library::LibraryFile>,
+    /// The typed text rendered as readers would see it (the Preview button); `Some` also means
+    /// the form holds unsaved changes.
+    pub preview: Option<String>,
 }
 
 impl ContentFormPage {
     pub fn error(&self, field: &str) -> Option<String> {
         self.errors.get(field).cloned()
+    }
+
+    /// Whether the form offers a Preview (kinds with Markdown text).
+    pub fn has_preview(&self) -> bool {
+        matches!(self.kind, NodeType::Page | NodeType::Entry)
+    }
+
+    /// Whether the page holds typed changes not saved yet (a preview, or errors to correct):
+    /// the unsaved-changes warning is armed from the start.
+    pub fn unsaved(&self) -> bool {
+        self.preview.is_some() || self.form_error.is_some()
     }
 
     /// Whether the node is published or scheduled (so the save button keeps it so).
@@ -505,6 +519,7 @@ pub async fn new(
         form_error: None,
         revisions: None,
         pictures: Vec::new(),
+        preview: None,
     })
 }
 
@@ -571,6 +586,7 @@ pub async fn create(
             form_error: Some("The item was not saved: correct the fields marked below.".into()),
             revisions: None,
             pictures: Vec::new(),
+            preview: None,
         },
     )
 }
@@ -611,14 +627,23 @@ pub async fn edit(
         base: base_fields(&node),
         errors: FieldErrors::default(),
         revisions: Some(revisions::list(&state.db, node.id, REVISIONS_LISTED).await?),
-        pictures: if matches!(node.metadata.kind, NodeType::Page | NodeType::Entry) {
-            crate::admin::media::picker(&state).await?
-        } else {
-            Vec::new()
-        },
+        pictures: pictures_for(&state, node.metadata.kind).await?,
+        preview: None,
         node: Some(node),
         form_error: None,
     })
+}
+
+/// The library pictures the editor offers: for kinds with Markdown text only.
+async fn pictures_for(
+    state: &AppState,
+    kind: NodeType,
+) -> Result<Vec<crate::content::library::LibraryFile>, AppError> {
+    if matches!(kind, NodeType::Page | NodeType::Entry) {
+        crate::admin::media::picker(state).await
+    } else {
+        Ok(Vec::new())
+    }
 }
 
 /// The hidden `base_*` fields of the edit form: the values it was loaded with, so that a save
@@ -677,6 +702,8 @@ enum Action {
     Unpublish,
     /// The conflict page's form: the publication is given exactly (`publication`).
     Resolve,
+    /// Show the typed text rendered, save nothing.
+    Preview,
 }
 
 impl Action {
@@ -687,6 +714,7 @@ impl Action {
             "schedule" => Action::Schedule,
             "unpublish" => Action::Unpublish,
             "resolve" => Action::Resolve,
+            "preview" => Action::Preview,
             _ => return None,
         })
     }
@@ -790,7 +818,7 @@ fn read_edit(
             }
             _ => Some(now),
         },
-        Action::Save => match (base_publication, date_changed, parsed) {
+        Action::Save | Action::Preview => match (base_publication, date_changed, parsed) {
             (Some(_), true, Some(when)) => Some(when),
             (None, true, Some(_)) => {
                 errors.add(
@@ -974,6 +1002,9 @@ pub async fn update(
     })?;
     let mut errors = FieldErrors::default();
     let mine = read_edit(kind, &mut form, state.db.now(), &mut errors);
+    if Action::parse(form.get("action")) == Some(Action::Preview) {
+        return preview_page(&req, &state, section, stored, &form, &mine).await;
+    }
     let by = admin_name(&req);
     for _ in 0..3 {
         let merging = stored.metadata.nonce != form_nonce;
@@ -1070,6 +1101,49 @@ pub async fn update(
     ))
 }
 
+/// The Preview button: the form again exactly as typed (same nonce and base, so a later save
+/// merges as it would have), with the text rendered as readers will see it above it. Nothing
+/// is saved; the page says so, and the unsaved-changes warning stays armed.
+async fn preview_page(
+    req: &HttpRequest,
+    state: &AppState,
+    section: &'static Section,
+    stored: Node,
+    form: &Submitted,
+    edit: &Edit,
+) -> Result<HttpResponse, AppError> {
+    let kind = stored.metadata.kind;
+    let text = edit.values.get("text").map_or("", String::as_str);
+    let rendered = match kind {
+        NodeType::Page | NodeType::Entry => crate::content::markdown::render(text),
+        _ => String::new(),
+    };
+    let mut base: Vec<(String, String)> = form
+        .0
+        .iter()
+        .filter(|(k, _)| k.starts_with("base_"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    base.sort();
+    render(&ContentFormPage {
+        layout: Layout::admin(req),
+        section,
+        kind,
+        action: edit_url(stored.id),
+        nonce: form.get("nonce").to_string(),
+        fields: field_views(kind, &edit.values, &FieldErrors::default()),
+        tags: form.get("tags").to_string(),
+        published_at: edit.typed_date.clone(),
+        base,
+        errors: FieldErrors::default(),
+        form_error: None,
+        revisions: None,
+        pictures: pictures_for(state, kind).await?,
+        preview: Some(rendered),
+        node: Some(stored),
+    })
+}
+
 /// What the flash says after a save, by what happened to the publication.
 fn saved_message(stored: &Node, edit: &Edit) -> String {
     if edit.publication == stored.metadata.published {
@@ -1116,6 +1190,7 @@ fn edit_errors(
             form_error: Some("The changes were not saved: correct the fields marked below.".into()),
             revisions: None,
             pictures: Vec::new(),
+            preview: None,
         },
     )
 }
@@ -1168,6 +1243,7 @@ fn conflict_page(
             form_error: None,
             revisions: None,
             pictures: Vec::new(),
+            preview: None,
         },
         node: stored,
     };

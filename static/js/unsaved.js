@@ -5,6 +5,8 @@
   var forms = document.querySelectorAll("form[data-unsaved-warning]");
   var dirty = false;
   forms.forEach(function (form) {
+    // A form sent back unsaved (a preview, errors to correct) starts with changes to keep.
+    if (form.hasAttribute("data-unsaved-changes")) { dirty = true; }
     form.addEventListener("input", function () { dirty = true; });
     form.addEventListener("submit", function () { dirty = false; });
   });
