@@ -19,12 +19,14 @@ fn youtube() -> Detail {
     Detail::Video(VideoDetail {
         url: "https://www.youtube.com/watch?v=zqNTltOGh5c".into(),
         provider: "youtube".into(),
+        ..Default::default()
     })
 }
 
 fn entry(text: &str) -> Detail {
     Detail::Entry(TextDetail {
         text: text.to_string(),
+        ..Default::default()
     })
 }
 
@@ -70,6 +72,7 @@ async fn the_blog_is_a_stream_of_every_post_type_newest_first_with_comment_count
     let quote = QuoteDetail {
         text: "It's not the notes you play, it's the notes you don't play.".into(),
         source: "Attributed to Miles Davis".into(),
+        ..Default::default()
     };
     NodeBuilder::new("blog", "miles-on-so-what", Detail::Quote(quote))
         .title("Miles on modal jazz")
@@ -84,6 +87,7 @@ async fn the_blog_is_a_stream_of_every_post_type_newest_first_with_comment_count
     let link = LinkDetail {
         url: "https://en.wikipedia.org/wiki/Liner_notes".into(),
         text: "What liner notes are".into(),
+        ..Default::default()
     };
     NodeBuilder::new("blog", "liner-notes-archive", Detail::Link(link))
         .title("Liner notes, archived")
@@ -230,7 +234,10 @@ async fn drafts_and_scheduled_nodes_are_invisible_to_the_public() {
         "pages",
         "secret",
         "Secret page",
-        Detail::Page(TextDetail { text: "x".into() }),
+        Detail::Page(TextDetail {
+            text: "x".into(),
+            ..Default::default()
+        }),
         None,
         &[],
     )
@@ -671,7 +678,10 @@ async fn the_atom_feed_parses_with_entries_newest_first_absolute_links_and_no_dr
             "pages",
             &format!("p{i}"),
             &format!("P{i}"),
-            Detail::Page(TextDetail { text: "x".into() }),
+            Detail::Page(TextDetail {
+                text: "x".into(),
+                ..Default::default()
+            }),
             Some(days_from_now(0)),
             &[],
         )
@@ -738,6 +748,7 @@ async fn a_title_with_cdata_ends_markup_and_control_characters_round_trips_throu
         Detail::Quote(QuoteDetail {
             text: "a ]]> b < c & d\u{0}".into(),
             source: "'Q' <src>".into(),
+            ..Default::default()
         }),
         Some(days_from_now(0)),
         &["x<y&z\"]]>"],
@@ -799,6 +810,7 @@ async fn markdown_titles_tags_videos_and_links_from_editors_come_out_inert() {
         Detail::Video(VideoDetail {
             url: "https://evil.example.com/watch?v=dQw4w9WgXcQ".into(),
             provider: "youtube".into(),
+            ..Default::default()
         }),
         Some(days_from_now(0)),
         &[],
@@ -812,6 +824,7 @@ async fn markdown_titles_tags_videos_and_links_from_editors_come_out_inert() {
         Detail::Link(LinkDetail {
             url: "javascript:alert(7)".into(),
             text: "<img src=x onerror=alert(8)>".into(),
+            ..Default::default()
         }),
         Some(days_from_now(0)),
         &[],
@@ -825,6 +838,7 @@ async fn markdown_titles_tags_videos_and_links_from_editors_come_out_inert() {
         Detail::Quote(QuoteDetail {
             text: "<script>alert(9)</script>".into(),
             source: "<i>me</i>".into(),
+            ..Default::default()
         }),
         Some(days_from_now(0)),
         &[],
@@ -1030,4 +1044,121 @@ async fn every_content_query_uses_an_index() {
         doc! {},
     )
     .await;
+}
+
+#[tokio::test]
+async fn an_editors_excerpt_replaces_the_automatic_one_in_the_stream_and_keeps_the_reading_time() {
+    let app = spawn_app().await;
+    let long = "Word ".repeat(700);
+    NodeBuilder::new(
+        "blog",
+        "with-excerpt",
+        Detail::Entry(TextDetail {
+            text: format!("The opening sentence.\n\n{long}"),
+            excerpt: "A hand-written teaser.".into(),
+        }),
+    )
+    .build(&app.db)
+    .await;
+    NodeBuilder::post("without-excerpt")
+        .text("Only the opening.")
+        .build(&app.db)
+        .await;
+    let doc = page(&app, "/blog/").await;
+    let excerpts = texts(&doc, ".post-excerpt");
+    assert!(
+        excerpts.contains(&"A hand-written teaser.".to_string()),
+        "{excerpts:?}"
+    );
+    assert!(
+        excerpts.contains(&"Only the opening.".to_string()),
+        "{excerpts:?}"
+    );
+    assert!(!excerpts.iter().any(|e| e.contains("The opening sentence")));
+    let times = texts(&doc, ".reading-time");
+    assert_eq!(times, ["· 4 min read"], "703 words at 230 a minute");
+    // The post page shows the whole text, not the excerpt.
+    let post = page(&app, "/blog/with-excerpt").await;
+    assert!(texts(&post, ".post-text")
+        .concat()
+        .contains("The opening sentence."));
+}
+
+#[tokio::test]
+async fn videos_quotes_and_links_show_their_commentary_rendered_and_sanitised() {
+    let app = spawn_app().await;
+    let commentary = "Why it *matters*: [the notes](/pages/about).\n\n<script>alert(1)</script>";
+    NodeBuilder::new(
+        "blog",
+        "a-video",
+        Detail::Video(VideoDetail {
+            url: "https://www.youtube.com/watch?v=zqNTltOGh5c".into(),
+            provider: "youtube".into(),
+            commentary: commentary.into(),
+        }),
+    )
+    .build(&app.db)
+    .await;
+    NodeBuilder::new(
+        "blog",
+        "a-link",
+        Detail::Link(LinkDetail {
+            url: "https://example.com/".into(),
+            text: "An example".into(),
+            commentary: "Worth a *look*.".into(),
+        }),
+    )
+    .build(&app.db)
+    .await;
+    NodeBuilder::new(
+        "blog",
+        "a-quote",
+        Detail::Quote(QuoteDetail {
+            text: "So what.".into(),
+            source: "Miles".into(),
+            ..Default::default()
+        }),
+    )
+    .build(&app.db)
+    .await;
+
+    let video = page(&app, "/blog/a-video").await;
+    assert_eq!(texts(&video, ".post-commentary em"), ["matters"]);
+    assert_eq!(
+        attr(&video, ".post-commentary a", "href").as_deref(),
+        Some("/pages/about")
+    );
+    assert!(video
+        .select(&scraper::Selector::parse(".post-commentary script").expect("selector"))
+        .next()
+        .is_none());
+    let link = page(&app, "/blog/a-link").await;
+    assert_eq!(texts(&link, ".post-commentary em"), ["look"]);
+    let quote = page(&app, "/blog/a-quote").await;
+    assert!(
+        texts(&quote, ".post-commentary").is_empty(),
+        "none written, none shown"
+    );
+
+    // The stream: the video's commentary as its excerpt, the link points to its commentary.
+    let stream = page(&app, "/blog/").await;
+    let excerpts = texts(&stream, ".post-excerpt");
+    assert!(
+        excerpts
+            .iter()
+            .any(|e| e.starts_with("Why it matters: the notes.")),
+        "{excerpts:?}"
+    );
+    let more: Vec<String> = texts(&stream, ".continue-reading");
+    assert!(
+        more.iter().any(|m| m.contains("Read the commentary")),
+        "{more:?}"
+    );
+
+    // The feed carries the commentary after the item.
+    let feed = body(app.get("/blog/feed.atom").await).await;
+    assert!(
+        feed.contains("Worth a &lt;em&gt;look&lt;/em&gt;."),
+        "{feed}"
+    );
 }

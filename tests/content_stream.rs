@@ -92,6 +92,7 @@ async fn a_stream_shows_excerpts_with_continue_reading_and_never_a_whole_long_bo
     let quote = QuoteDetail {
         text: "Simplicity is the ultimate sophistication.".into(),
         source: "A reader".into(),
+        ..Default::default()
     };
     NodeBuilder::new("blog", "a-quote", Detail::Quote(quote))
         .build(&app.db)
@@ -295,6 +296,7 @@ async fn nodes_stored_before_summaries_get_them_and_a_later_save_is_not_overwrit
         author: "Tester".into(),
         detail: Detail::Entry(TextDetail {
             text: "After the edit.".into(),
+            ..Default::default()
         }),
     };
     assert!(

@@ -171,6 +171,7 @@ async fn post(app: &TestApp, slug: &str, title: &str, body: &str, tags: &[&str])
 fn text(body: &str) -> Detail {
     Detail::Entry(TextDetail {
         text: body.to_string(),
+        ..Default::default()
     })
 }
 

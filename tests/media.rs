@@ -466,6 +466,7 @@ async fn a_file_linked_only_from_a_markdown_body_survives_the_clean_up_and_an_un
             author: "x".into(),
             detail: model::Detail::Entry(model::TextDetail {
                 text: format!("Look: ![the shop](/media/{}/display)", linked.id.to_hex()),
+                ..Default::default()
             }),
         },
         Some(DateTime::now()),

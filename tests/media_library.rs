@@ -321,6 +321,7 @@ async fn a_nodes_media_follows_its_text_and_old_nodes_get_theirs_at_start_up() {
         author: "x".into(),
         detail: model::Detail::Entry(model::TextDetail {
             text: format!("Now only ![b](/media/{b})"),
+            ..Default::default()
         }),
     };
     assert!(

@@ -80,6 +80,7 @@ async fn entry(app: &TestApp, slug: &str, title: &str, text: &str, published: Op
             author: "Tester".to_string(),
             detail: Detail::Entry(TextDetail {
                 text: text.to_string(),
+                ..Default::default()
             }),
         },
         published,

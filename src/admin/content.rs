@@ -54,16 +54,32 @@ const COMMON_FIELDS: &[(&str, &str, &str, &str)] = &[
     ("author", "Author", "", "text"),
 ];
 
+/// The optional commentary of a video, quote or link.
+const COMMENTARY_FIELD: (&str, &str, &str, &str) = (
+    "commentary",
+    "Commentary",
+    "Optional: your words about it, in Markdown, shown under it.",
+    "textarea",
+);
+
 fn type_fields(
     kind: NodeType,
 ) -> &'static [(&'static str, &'static str, &'static str, &'static str)] {
     match kind {
-        NodeType::Page | NodeType::Entry => &[(
-            "text",
-            "Text",
-            "Markdown: # headings, *emphasis*, [links](https://…), lists. HTML is removed.",
-            "textarea",
-        )],
+        NodeType::Page | NodeType::Entry => &[
+            (
+                "text",
+                "Text",
+                "Markdown: # headings, *emphasis*, [links](https://…), lists. HTML is removed.",
+                "textarea",
+            ),
+            (
+                "excerpt",
+                "Excerpt",
+                "Optional: what lists and search results show instead of the text's opening (plain text).",
+                "text",
+            ),
+        ],
         NodeType::Photo => &[
             ("caption", "Caption", "Printed under the photo.", "text"),
             (
@@ -73,19 +89,24 @@ fn type_fields(
                 "text",
             ),
         ],
-        NodeType::Video => &[(
-            "url",
-            "Video address",
-            "A YouTube or Vimeo page, e.g. https://www.youtube.com/watch?v=… or https://vimeo.com/…",
-            "text",
-        )],
+        NodeType::Video => &[
+            (
+                "url",
+                "Video address",
+                "A YouTube or Vimeo page, e.g. https://www.youtube.com/watch?v=… or https://vimeo.com/…",
+                "text",
+            ),
+            COMMENTARY_FIELD,
+        ],
         NodeType::Quote => &[
             ("text", "Quote", "", "textarea"),
             ("source", "Source", "Who said or wrote it.", "text"),
+            COMMENTARY_FIELD,
         ],
         NodeType::Link => &[
             ("url", "Address", "https://…", "text"),
             ("text", "Link text", "", "text"),
+            COMMENTARY_FIELD,
         ],
     }
 }
@@ -156,7 +177,10 @@ fn parse_node(
             if text.is_empty() {
                 errors.add("text", "Enter the text.");
             }
-            let d = TextDetail { text };
+            let d = TextDetail {
+                text,
+                excerpt: form.get("excerpt").to_string(),
+            };
             if kind == NodeType::Page {
                 Detail::Page(d)
             } else {
@@ -177,7 +201,11 @@ fn parse_node(
                     String::new()
                 }
             };
-            Detail::Video(VideoDetail { url, provider })
+            Detail::Video(VideoDetail {
+                url,
+                provider,
+                commentary: form.text("commentary"),
+            })
         }
         NodeType::Quote => {
             let text = form.text("text");
@@ -187,6 +215,7 @@ fn parse_node(
             Detail::Quote(QuoteDetail {
                 text,
                 source: form.get("source").to_string(),
+                commentary: form.text("commentary"),
             })
         }
         NodeType::Link => {
@@ -198,7 +227,11 @@ fn parse_node(
                 "" => url.clone(),
                 t => t.to_string(),
             };
-            Detail::Link(LinkDetail { url, text })
+            Detail::Link(LinkDetail {
+                url,
+                text,
+                commentary: form.text("commentary"),
+            })
         }
     };
     if !errors.is_empty() {
@@ -222,6 +255,7 @@ fn values_of(node: &Node) -> HashMap<String, String> {
     match node.detail() {
         Some(Detail::Page(d)) | Some(Detail::Entry(d)) => {
             v.insert("text".into(), d.text);
+            v.insert("excerpt".into(), d.excerpt);
         }
         Some(Detail::Photo(d)) => {
             v.insert("caption".into(), d.caption);
@@ -229,14 +263,17 @@ fn values_of(node: &Node) -> HashMap<String, String> {
         }
         Some(Detail::Video(d)) => {
             v.insert("url".into(), d.url);
+            v.insert("commentary".into(), d.commentary);
         }
         Some(Detail::Quote(d)) => {
             v.insert("text".into(), d.text);
             v.insert("source".into(), d.source);
+            v.insert("commentary".into(), d.commentary);
         }
         Some(Detail::Link(d)) => {
             v.insert("url".into(), d.url);
             v.insert("text".into(), d.text);
+            v.insert("commentary".into(), d.commentary);
         }
         None => {}
     }

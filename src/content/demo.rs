@@ -63,7 +63,12 @@ fn demos() -> Vec<Demo> {
             title: "About Bazaar",
             tags: &[],
             days_ago: 60,
-            detail: || Detail::Page(TextDetail { text: ABOUT.into() }),
+            detail: || {
+                Detail::Page(TextDetail {
+                    text: ABOUT.into(),
+                    ..Default::default()
+                })
+            },
         },
         Demo {
             section: "pages",
@@ -74,6 +79,7 @@ fn demos() -> Vec<Demo> {
             detail: || {
                 Detail::Page(TextDetail {
                     text: SHIPPING.into(),
+                    ..Default::default()
                 })
             },
         },
@@ -86,6 +92,7 @@ fn demos() -> Vec<Demo> {
             detail: || {
                 Detail::Entry(TextDetail {
                     text: NEWS_ENTRY.into(),
+                    ..Default::default()
                 })
             },
         },
@@ -98,6 +105,7 @@ fn demos() -> Vec<Demo> {
             detail: || {
                 Detail::Entry(TextDetail {
                     text: JAZZ_ENTRY.into(),
+                    ..Default::default()
                 })
             },
         },
@@ -110,6 +118,7 @@ fn demos() -> Vec<Demo> {
             detail: || {
                 Detail::Entry(TextDetail {
                     text: SCIFI_ENTRY.into(),
+                    ..Default::default()
                 })
             },
         },
@@ -123,6 +132,7 @@ fn demos() -> Vec<Demo> {
                 Detail::Quote(QuoteDetail {
                     text: "It's not the notes you play, it's the notes you don't play.".into(),
                     source: "Attributed to Miles Davis".into(),
+                    ..Default::default()
                 })
             },
         },
@@ -136,6 +146,7 @@ fn demos() -> Vec<Demo> {
                 Detail::Video(VideoDetail {
                     url: "https://www.youtube.com/watch?v=zqNTltOGh5c".into(),
                     provider: "youtube".into(),
+                    ..Default::default()
                 })
             },
         },
@@ -149,6 +160,7 @@ fn demos() -> Vec<Demo> {
                 Detail::Link(LinkDetail {
                     url: "https://en.wikipedia.org/wiki/Liner_notes".into(),
                     text: "What liner notes are, and why we still read them".into(),
+                    ..Default::default()
                 })
             },
         },
@@ -355,18 +367,22 @@ pub async fn seed_generated_posts(
                             .map(|p| generated_paragraph(i, p))
                             .collect::<Vec<_>>()
                             .join("\n\n"),
+                        ..Default::default()
                     }),
                     1 => Detail::Quote(QuoteDetail {
                         text: format!("Quote number {i}: play what you hear, not what you know."),
                         source: "A reader".into(),
+                        ..Default::default()
                     }),
                     2 => Detail::Link(LinkDetail {
                         url: format!("https://example.com/reading/{i}"),
                         text: format!("Further reading {i}"),
+                        ..Default::default()
                     }),
                     3 => Detail::Video(VideoDetail {
                         url: "https://www.youtube.com/watch?v=zqNTltOGh5c".into(),
                         provider: "youtube".into(),
+                        ..Default::default()
                     }),
                     _ => Detail::Photo(photo.clone()),
                 };

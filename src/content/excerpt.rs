@@ -47,6 +47,20 @@ impl Summary {
         }
     }
 
+    /// This summary with the editor's own excerpt instead of the automatic one, when they
+    /// wrote one (the body's word count stays; a written excerpt always leads to the body).
+    pub fn with_excerpt(self, excerpt: &str) -> Summary {
+        let excerpt = excerpt.trim();
+        if excerpt.is_empty() {
+            return self;
+        }
+        Summary {
+            text: excerpt.to_string(),
+            more: true,
+            ..self
+        }
+    }
+
     /// Whole minutes to read the body, at least 1.
     pub fn reading_minutes(&self) -> i64 {
         ((self.words + WORDS_PER_MINUTE - 1) / WORDS_PER_MINUTE).max(1)

@@ -18,15 +18,22 @@ fn rfc3339(d: bson::DateTime) -> String {
     d.to_chrono().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// The entry's content as (already safe) HTML; the XML writer escapes it again as text.
+/// The entry's content as (already safe) HTML, a video's, quote's or link's commentary after
+/// it; the XML writer escapes it again as text.
 fn content_html(base: &str, node: &Node) -> String {
+    let mut html = body_html(base, node);
+    html.push_str(&node.commentary_html());
+    html
+}
+
+fn body_html(base: &str, node: &Node) -> String {
     match node.detail() {
         Some(Detail::Page(_)) | Some(Detail::Entry(_)) => node.text_html(),
         Some(Detail::Photo(p)) => match p.file_id {
             Some(id) => format!(
                 "<p><img src=\"{base}/media/{}\" alt=\"{}\"></p><p>{}</p>",
                 id.to_hex(),
-                html::text(&p.caption),
+                html::text(p.alt_or(&node.metadata.title)),
                 html::text(&p.caption)
             ),
             None => format!("<p>{}</p>", html::text(&p.caption)),

@@ -124,6 +124,9 @@ impl PhotoDetail {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TextDetail {
     pub text: String,
+    /// What lists show instead of the text's opening (plain text), when the editor wrote one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub excerpt: String,
 }
 
 /// A photo; `file_id` is `None` until the first upload.
@@ -159,18 +162,27 @@ impl PhotoDetail {
 pub struct VideoDetail {
     pub url: String,
     pub provider: String,
+    /// The editor's own words about it (Markdown), shown under it; empty for none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub commentary: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct QuoteDetail {
     pub text: String,
     pub source: String,
+    /// The editor's own words about it (Markdown), shown under it; empty for none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub commentary: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct LinkDetail {
     pub url: String,
     pub text: String,
+    /// The editor's own words about it (Markdown), shown under it; empty for none.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub commentary: String,
 }
 
 /// A node's type-specific fields, parsed according to `metadata.type`.
@@ -210,9 +222,11 @@ impl Detail {
     /// quote or a link's words, a photo's caption; nothing of a video.
     pub fn summary(&self) -> Summary {
         match self {
-            Detail::Page(d) | Detail::Entry(d) => Summary::of_markdown(&d.text),
+            Detail::Page(d) | Detail::Entry(d) => {
+                Summary::of_markdown(&d.text).with_excerpt(&d.excerpt)
+            }
             Detail::Photo(d) => Summary::of_plain(&d.caption),
-            Detail::Video(_) => Summary::default(),
+            Detail::Video(d) => Summary::of_markdown(&d.commentary),
             Detail::Quote(d) => Summary::of_plain(&d.text),
             Detail::Link(d) => Summary::of_plain(&d.text),
         }
@@ -226,9 +240,9 @@ impl Detail {
         match self {
             Detail::Page(d) | Detail::Entry(d) => linked(&d.text),
             Detail::Photo(d) => d.file_id.into_iter().collect(),
-            Detail::Video(_) => Vec::new(),
-            Detail::Quote(d) => linked(&format!("{}\n{}", d.text, d.source)),
-            Detail::Link(d) => linked(&d.text),
+            Detail::Video(d) => linked(&d.commentary),
+            Detail::Quote(d) => linked(&format!("{}\n{}\n{}", d.text, d.source, d.commentary)),
+            Detail::Link(d) => linked(&format!("{}\n{}", d.text, d.commentary)),
         }
     }
 
@@ -431,6 +445,30 @@ impl Node {
                 crate::content::markdown::render(&d.text)
             }
             _ => String::new(),
+        }
+    }
+
+    /// Whether a video, quote or link carries commentary (works on a card: read from the
+    /// stored detail without parsing it).
+    pub fn has_commentary(&self) -> bool {
+        self.metadata
+            .detail
+            .get_str("commentary")
+            .is_ok_and(|c| !c.trim().is_empty())
+    }
+
+    /// A video's, quote's or link's commentary rendered to safe HTML (empty for none).
+    pub fn commentary_html(&self) -> String {
+        let commentary = match self.detail() {
+            Some(Detail::Video(d)) => d.commentary,
+            Some(Detail::Quote(d)) => d.commentary,
+            Some(Detail::Link(d)) => d.commentary,
+            _ => String::new(),
+        };
+        if commentary.trim().is_empty() {
+            String::new()
+        } else {
+            crate::content::markdown::render(&commentary)
         }
     }
 
