@@ -416,7 +416,7 @@ print(json.dumps({'fetch': {p: rp.can_fetch('AnyBot', sys.argv[1] + p) for p in 
 }
 
 /// The settings form's fields as the admin's browser would send them.
-async fn settings_form(app: &TestApp) -> Vec<(String, String)> {
+pub(crate) async fn settings_form(app: &TestApp) -> Vec<(String, String)> {
     let page = admin_page(app, "/admin/settings").await;
     let inputs = scraper::Selector::parse("form.settings-form input, form.settings-form textarea")
         .expect("selector");
@@ -432,14 +432,14 @@ async fn settings_form(app: &TestApp) -> Vec<(String, String)> {
         .collect()
 }
 
-fn set_field(form: &mut Vec<(String, String)>, name: &str, value: &str) {
+pub(crate) fn set_field(form: &mut Vec<(String, String)>, name: &str, value: &str) {
     match form.iter_mut().find(|(n, _)| n == name) {
         Some(field) => field.1 = value.to_string(),
         None => form.push((name.to_string(), value.to_string())),
     }
 }
 
-fn as_pairs(form: &[(String, String)]) -> Vec<(&str, &str)> {
+pub(crate) fn as_pairs(form: &[(String, String)]) -> Vec<(&str, &str)> {
     form.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect()
 }
 

@@ -53,4 +53,5 @@ mod search;
 mod security;
 mod sessions;
 mod shopper;
+mod time_zone;
 mod unicode_slugs;

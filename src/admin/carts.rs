@@ -54,11 +54,14 @@ impl CartRow {
             lines: cart.items.len(),
             units: cart.item_count(),
             subtotal: cart.subtotal(),
-            last_modified: cart
-                .last_modified
-                .to_chrono()
-                .format("%-d %b %Y, %H:%M:%S UTC")
-                .to_string(),
+            last_modified: {
+                let zone = crate::db::site::time_zone();
+                format!(
+                    "{} {}",
+                    zone.format(cart.last_modified, "%-d %b %Y, %H:%M:%S"),
+                    zone.abbreviation(cart.last_modified)
+                )
+            },
         }
     }
 }

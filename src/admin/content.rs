@@ -433,7 +433,8 @@ pub struct ContentFormPage {
     pub fields: Vec<FieldView>,
     /// The tag field's value: the whole list, comma-separated.
     pub tags: String,
-    /// The publication field's value (`YYYY-MM-DDTHH:MM`, UTC; empty for none).
+    /// The publication field's value (`YYYY-MM-DDTHH:MM` in the site's time zone; empty for
+    /// none).
     pub published_at: String,
     /// Hidden fields: what the form was loaded with (`base_*`), and on the conflict page the
     /// sides a choice can take (`mine_*`, `theirs_*`).
@@ -455,6 +456,11 @@ pub struct ContentFormPage {
 impl ContentFormPage {
     pub fn error(&self, field: &str) -> Option<String> {
         self.errors.get(field).cloned()
+    }
+
+    /// The site's time zone, which the publication field is typed in.
+    pub fn zone_name(&self) -> &'static str {
+        crate::db::site::time_zone().name()
     }
 
     /// Whether the form offers a Preview (kinds with Markdown text).
@@ -701,9 +707,10 @@ fn base_fields(node: &Node) -> Vec<(String, String)> {
     base
 }
 
-/// A publication time for the form's datetime-local input (minutes, UTC); empty for none.
+/// A publication time for the form's datetime-local input (minutes, in the site's time zone);
+/// empty for none.
 fn minute_of(when: Option<DateTime>) -> String {
-    when.map(|w| w.to_chrono().format("%Y-%m-%dT%H:%M").to_string())
+    when.map(|w| crate::db::site::time_zone().format(w, "%Y-%m-%dT%H:%M"))
         .unwrap_or_default()
 }
 
@@ -827,7 +834,10 @@ fn read_edit(
             None => {
                 errors.add(
                     "published_at",
-                    "Enter the publication time as YYYY-MM-DD HH:MM (UTC).",
+                    format!(
+                        "Enter the publication time as YYYY-MM-DD HH:MM ({}).",
+                        crate::db::site::time_zone()
+                    ),
                 );
                 None
             }
@@ -996,7 +1006,7 @@ fn merge_edit(kind: NodeType, form: &Submitted, mine: Edit, stored: &Node) -> Me
         Merged::Conflict(m, t) => {
             let label = |p: Option<DateTime>| match p {
                 None => "draft".to_string(),
-                Some(p) => format!("{} UTC", p.to_chrono().format("%Y-%m-%d %H:%M")),
+                Some(p) => crate::db::site::time_zone().minute_label(p),
             };
             out.sides
                 .push(("publication".into(), millis_of(m), millis_of(t)));
@@ -1108,7 +1118,7 @@ pub async fn update(
                 let mut message = saved_message(&stored, &edit);
                 if !merged.is_empty() {
                     message = format!(
-                        "{message} Merged with the changes {} saved at {} UTC: {}.",
+                        "{message} Merged with the changes {} saved at {}: {}.",
                         stored
                             .metadata
                             .updated_by
@@ -1189,8 +1199,8 @@ fn saved_message(stored: &Node, edit: &Edit) -> String {
     match edit.publication {
         None => "Saved and unpublished: it is a draft again.".into(),
         Some(when) if when > DateTime::now() => format!(
-            "Saved and scheduled for {} UTC.",
-            when.to_chrono().format("%Y-%m-%d %H:%M")
+            "Saved and scheduled for {}.",
+            crate::db::site::time_zone().minute_label(when)
         ),
         Some(_) => "Saved and published.".into(),
     }
@@ -1287,30 +1297,15 @@ fn conflict_page(
     render_status(StatusCode::CONFLICT, &page)
 }
 
-/// `YYYY-MM-DDTHH:MM` (what a datetime-local input sends) or with a space, in UTC.
+/// `YYYY-MM-DDTHH:MM` (what a datetime-local input sends) or with a space, read in the site's
+/// time zone.
 fn parse_datetime(s: &str) -> Option<DateTime> {
-    let s = s.replace(' ', "T");
-    let (date, time) = s.split_once('T')?;
-    let mut d = date.split('-');
-    let (y, m, day): (i32, u32, u32) = (
-        d.next()?.parse().ok()?,
-        d.next()?.parse().ok()?,
-        d.next()?.parse().ok()?,
-    );
-    let mut t = time.split(':');
-    let (h, min): (u32, u32) = (t.next()?.parse().ok()?, t.next()?.parse().ok()?);
-    if d.next().is_some() || !(1970..=9999).contains(&y) {
+    let s = s.trim().replace(' ', "T");
+    let local = chrono::NaiveDateTime::parse_from_str(&s, "%Y-%m-%dT%H:%M").ok()?;
+    if !(1970..=9999).contains(&chrono::Datelike::year(&local)) {
         return None;
     }
-    let date = bson::DateTime::builder()
-        .year(y)
-        .month(u8::try_from(m).ok()?)
-        .day(u8::try_from(day).ok()?)
-        .hour(u8::try_from(h).ok()?)
-        .minute(u8::try_from(min).ok()?)
-        .build()
-        .ok()?;
-    Some(date)
+    Some(crate::db::site::time_zone().instant(local))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1402,7 +1397,7 @@ impl RevisionPage {
     /// What the revision is compared with, in words.
     pub fn other_label(&self) -> String {
         match &self.against {
-            Some(r) => format!("the revision of {} UTC", r.at_label()),
+            Some(r) => format!("the revision of {}", r.at_label()),
             None => "the current version".into(),
         }
     }
@@ -1412,7 +1407,7 @@ impl RevisionPage {
 fn publication_label(when: Option<DateTime>) -> String {
     match when {
         None => "draft".into(),
-        Some(p) => format!("{} UTC", p.to_chrono().format("%Y-%m-%d %H:%M")),
+        Some(p) => crate::db::site::time_zone().minute_label(p),
     }
 }
 
@@ -1539,7 +1534,7 @@ pub async fn restore_revision(
                 &req.get_session(),
                 Level::Success,
                 format!(
-                    "Restored the version of {} UTC; the version it replaced is kept as a revision.",
+                    "Restored the version of {}; the version it replaced is kept as a revision.",
                     revision.at_label()
                 ),
             );
@@ -1582,7 +1577,7 @@ impl OrphansPage {
 
     pub fn uploaded(&self, o: &photos::OrphanFile) -> String {
         o.uploaded.map_or(String::new(), |d| {
-            d.to_chrono().format("%Y-%m-%d %H:%M").to_string()
+            crate::db::site::time_zone().minute_label(d)
         })
     }
 }

@@ -33,7 +33,7 @@ pub fn size_label(bytes: i64) -> String {
 
 fn uploaded_label(file: &LibraryFile) -> String {
     file.uploaded.map_or(String::new(), |d| {
-        d.to_chrono().format("%Y-%m-%d %H:%M").to_string()
+        crate::db::site::time_zone().minute_label(d)
     })
 }
 

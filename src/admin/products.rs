@@ -750,11 +750,7 @@ async fn conflict(
             _ => conflict.field(label, theirs, now),
         }
     }
-    let stored_updated = stored
-        .updated
-        .to_chrono()
-        .format("%Y-%m-%d %H:%M:%S UTC")
-        .to_string();
+    let stored_updated = crate::db::site::time_zone().minute_label(stored.updated);
     if knew_loaded && conflict.fields.is_empty() {
         let mut pairs: Vec<(String, String)> = merged
             .iter()

@@ -11,7 +11,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
 use crate::db::site::{self, ShippingRates, SiteSettings};
-use crate::domain::Money;
+use crate::domain::{Money, TimeZone};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
@@ -67,6 +67,16 @@ pub struct SettingsForm {
     pub organisation: Option<String>,
     #[serde(default)]
     pub robots_txt: Option<String>,
+    #[serde(default)]
+    pub time_zone: Option<String>,
+}
+
+/// `text` with its first letter in upper case (an error message that starts a sentence).
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map_or(String::new(), |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
 }
 
 /// A form field's text (empty when it was not sent).
@@ -87,6 +97,7 @@ impl SettingsForm {
             social_image: Some(settings.social_image.clone()),
             organisation: Some(settings.organisation.clone()),
             robots_txt: Some(settings.robots_txt.clone()),
+            time_zone: Some(settings.time_zone.name().to_string()),
         }
     }
 
@@ -102,6 +113,7 @@ impl SettingsForm {
         keep(&mut self.social_image, &stored.social_image);
         keep(&mut self.organisation, &stored.organisation);
         keep(&mut self.robots_txt, &stored.robots_txt);
+        keep(&mut self.time_zone, stored.time_zone.name());
     }
 
     /// Check every field; errors by field name say what to fix.
@@ -190,6 +202,10 @@ impl SettingsForm {
                 format!("Keep robots.txt to at most {MAX_ROBOTS} characters of plain text."),
             );
         }
+        let time_zone = TimeZone::parse(text(&self.time_zone)).unwrap_or_else(|e| {
+            errors.insert("time_zone", format!("{}.", capitalised(&e.to_string())));
+            TimeZone::utc()
+        });
         let mut money = |field: &'static str, value: &str| match Money::parse(value) {
             Ok(amount) if amount.cents() <= MAX_SHIPPING_CENTS => amount,
             _ => {
@@ -218,6 +234,7 @@ impl SettingsForm {
             social_image: social_image.to_string(),
             organisation: organisation.to_string(),
             robots_txt: robots_txt.trim().to_string(),
+            time_zone,
         })
     }
 }

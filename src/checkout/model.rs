@@ -116,11 +116,14 @@ impl Order {
         self.total.display(&site::currency())
     }
 
+    /// `22 November 2026, 20:30 UTC`, in the site's time zone.
     pub fn placed(&self) -> String {
-        self.created
-            .to_chrono()
-            .format("%-d %B %Y, %H:%M UTC")
-            .to_string()
+        let zone = site::time_zone();
+        format!(
+            "{} {}",
+            zone.format(self.created, "%-d %B %Y, %H:%M"),
+            zone.abbreviation(self.created)
+        )
     }
 
     pub fn unit_count(&self) -> i64 {

@@ -210,11 +210,13 @@ impl Comment {
         anchor_of(&self.slug)
     }
 
-    /// `22 November 2026, 20:30 UTC`.
+    /// `22 November 2026, 20:30 UTC`, in the site's time zone.
     pub fn posted_display(&self) -> String {
-        self.posted
-            .to_chrono()
-            .format("%-d %B %Y, %H:%M UTC")
-            .to_string()
+        let zone = crate::db::site::time_zone();
+        format!(
+            "{} {}",
+            zone.format(self.posted, "%-d %B %Y, %H:%M"),
+            zone.abbreviation(self.posted)
+        )
     }
 }

@@ -411,7 +411,7 @@ impl Node {
     pub fn published_label(&self) -> String {
         self.metadata
             .published
-            .map(|p| p.to_chrono().format("%-d %B %Y").to_string())
+            .map(|p| crate::db::site::time_zone().format(p, "%-d %B %Y"))
             .unwrap_or_default()
     }
 
@@ -422,12 +422,9 @@ impl Node {
             .unwrap_or_default()
     }
 
+    /// When it was last saved, in the site's time zone (`2026-11-28 21:40 CET`).
     pub fn updated_label(&self) -> String {
-        self.metadata
-            .updated
-            .to_chrono()
-            .format("%Y-%m-%d %H:%M")
-            .to_string()
+        crate::db::site::time_zone().minute_label(self.metadata.updated)
     }
 
     /// The photo's stored file, if it has one.

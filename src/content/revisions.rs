@@ -65,9 +65,14 @@ pub struct Revision {
 }
 
 impl Revision {
-    /// `YYYY-MM-DD HH:MM` (UTC), for lists and headings.
+    /// `YYYY-MM-DD HH:MM:SS ZONE` in the site's time zone, for lists and headings.
     pub fn at_label(&self) -> String {
-        self.at.to_chrono().format("%Y-%m-%d %H:%M:%S").to_string()
+        let zone = crate::db::site::time_zone();
+        format!(
+            "{} {}",
+            zone.format(self.at, "%Y-%m-%d %H:%M:%S"),
+            zone.abbreviation(self.at)
+        )
     }
 
     /// Who saved it, in words.

@@ -14,7 +14,7 @@ use bson::doc;
 use serde::{Deserialize, Serialize};
 
 use crate::db::{Db, DbError};
-use crate::domain::{Currency, Money};
+use crate::domain::{Currency, Money, TimeZone};
 
 pub const COLLECTION: &str = "settings";
 const SITE_ID: &str = "site";
@@ -74,6 +74,9 @@ pub struct SiteSettings {
     /// The rules of `/robots.txt`; the `Sitemap:` line is added when they have none.
     #[serde(default = "default_robots_txt")]
     pub robots_txt: String,
+    /// Where times are shown and typed (stored times stay UTC).
+    #[serde(default)]
+    pub time_zone: TimeZone,
 }
 
 fn default_currency() -> String {
@@ -134,6 +137,7 @@ impl Default for SiteSettings {
             social_image: String::new(),
             organisation: String::new(),
             robots_txt: default_robots_txt(),
+            time_zone: TimeZone::utc(),
         }
     }
 }
@@ -146,7 +150,7 @@ pub async fn load(db: &Db) -> Result<SiteSettings, DbError> {
         .projection(doc! {
             "_id": 0, "name": 1, "tagline": 1, "currency_symbol": 1, "shipping": 1,
             "currency_code": 1, "description": 1, "social_image": 1, "organisation": 1,
-            "robots_txt": 1,
+            "robots_txt": 1, "time_zone": 1,
         })
         .await?;
     Ok(stored.unwrap_or_default())
@@ -168,6 +172,7 @@ pub async fn save(db: &Db, settings: &SiteSettings) -> Result<(), DbError> {
                 "social_image": &settings.social_image,
                 "organisation": &settings.organisation,
                 "robots_txt": &settings.robots_txt,
+                "time_zone": settings.time_zone.name(),
             } },
         )
         .upsert(true)
@@ -273,6 +278,14 @@ pub fn currency() -> Currency {
             SiteSettings::default().currency()
         }
     }
+}
+
+/// The site's time zone for the request being handled; UTC outside a request (a background
+/// job that shows times to people loads the settings and uses theirs).
+pub fn time_zone() -> TimeZone {
+    CURRENT
+        .try_with(|settings| settings.time_zone)
+        .unwrap_or_default()
 }
 
 /// Run `work` (a request) with `settings` as its [`current`] settings; the middleware that

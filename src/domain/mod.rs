@@ -11,8 +11,10 @@ mod edit_version;
 mod ids;
 mod money;
 mod stock_holder;
+mod time_zone;
 
 pub use edit_version::EditVersion;
 pub use ids::{slugify, slugify_within, CartId, IdError, OrderNumber, Sku, Slug};
 pub use money::{Currency, Money, MoneyError};
 pub use stock_holder::StockHolder;
+pub use time_zone::{TimeZone, UnknownTimeZone};
