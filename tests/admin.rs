@@ -79,6 +79,7 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "Stock",
             "Content",
             "Media",
+            "Menus",
             "Comments",
             "Analytics",
             "System",

@@ -41,6 +41,7 @@ mod email;
 mod hostile_input;
 mod media;
 mod media_library;
+mod menus;
 mod multi_instance;
 mod operations;
 mod pages;

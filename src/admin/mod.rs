@@ -9,6 +9,7 @@ pub mod content;
 pub mod dashboard;
 pub mod demo_data;
 pub mod media;
+pub mod menus;
 pub mod orders;
 pub mod preview;
 pub mod product_form;
@@ -111,6 +112,11 @@ pub fn scope() -> Scope<
             web::resource("/content/orphans")
                 .route(read().to(content::review_orphans))
                 .post(content::clean_orphans),
+        )
+        .service(
+            web::resource("/menus")
+                .route(read().to(menus::show))
+                .post(menus::save),
         )
         // The media library; the upload is multipart with its token in the query.
         .service(

@@ -235,6 +235,8 @@ impl SettingsForm {
             organisation: organisation.to_string(),
             robots_txt: robots_txt.trim().to_string(),
             time_zone,
+            // Not on this form: `site::save` leaves the stored menus alone (Admin → Menus).
+            menus: site::Menus::default(),
         })
     }
 }

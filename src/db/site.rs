@@ -77,6 +77,65 @@ pub struct SiteSettings {
     /// Where times are shown and typed (stored times stay UTC).
     #[serde(default)]
     pub time_zone: TimeZone,
+    /// The header's and footer's navigation (Admin → Menus).
+    #[serde(default)]
+    pub menus: Menus,
+}
+
+/// One link of a navigation menu: a path on this site (`/pages/about`) or an `https://`
+/// address, checked when saved (`admin::menus`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct MenuItem {
+    pub label: String,
+    pub href: String,
+}
+
+impl MenuItem {
+    fn new(label: &str, href: &str) -> MenuItem {
+        MenuItem {
+            label: label.to_string(),
+            href: href.to_string(),
+        }
+    }
+}
+
+/// The site's navigation menus, in order; stored with the settings (so cached with them) and
+/// written only by [`save_menus`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Menus {
+    #[serde(default = "default_header_menu")]
+    pub header: Vec<MenuItem>,
+    #[serde(default = "default_footer_menu")]
+    pub footer: Vec<MenuItem>,
+}
+
+fn default_header_menu() -> Vec<MenuItem> {
+    vec![
+        MenuItem::new("Home", "/"),
+        MenuItem::new("Shop", "/products"),
+        MenuItem::new("Categories", "/categories"),
+        MenuItem::new("Blog", "/blog"),
+        MenuItem::new("Gallery", "/gallery"),
+    ]
+}
+
+fn default_footer_menu() -> Vec<MenuItem> {
+    vec![
+        MenuItem::new("About", "/pages/about"),
+        MenuItem::new("Shipping and returns", "/pages/shipping"),
+        MenuItem::new("Find your order", "/orders/lookup"),
+        MenuItem::new("Blog", "/blog/"),
+        MenuItem::new("Gallery", "/gallery/"),
+    ]
+}
+
+impl Default for Menus {
+    fn default() -> Self {
+        Menus {
+            header: default_header_menu(),
+            footer: default_footer_menu(),
+        }
+    }
 }
 
 fn default_currency() -> String {
@@ -138,6 +197,7 @@ impl Default for SiteSettings {
             organisation: String::new(),
             robots_txt: default_robots_txt(),
             time_zone: TimeZone::utc(),
+            menus: Menus::default(),
         }
     }
 }
@@ -150,7 +210,7 @@ pub async fn load(db: &Db) -> Result<SiteSettings, DbError> {
         .projection(doc! {
             "_id": 0, "name": 1, "tagline": 1, "currency_symbol": 1, "shipping": 1,
             "currency_code": 1, "description": 1, "social_image": 1, "organisation": 1,
-            "robots_txt": 1, "time_zone": 1,
+            "robots_txt": 1, "time_zone": 1, "menus": 1,
         })
         .await?;
     Ok(stored.unwrap_or_default())
@@ -176,6 +236,17 @@ pub async fn save(db: &Db, settings: &SiteSettings) -> Result<(), DbError> {
             } },
         )
         .upsert(true)
+        .await?;
+    Ok(())
+}
+
+/// Store the navigation menus (Admin → Menus), durably; the other settings are left as they
+/// are (stored first as the defaults when there are none yet).
+pub async fn save_menus(db: &Db, menus: &Menus) -> Result<(), DbError> {
+    insert_defaults(db).await?;
+    let menus = bson::to_bson(menus).map_err(|e| DbError::Other(e.into()))?;
+    db.durable::<bson::Document>(COLLECTION)
+        .update_one(doc! { "_id": SITE_ID }, doc! { "$set": { "menus": menus } })
         .await?;
     Ok(())
 }

@@ -14,14 +14,6 @@ use crate::web::{assets, csrf};
 
 /// The public site's areas, in header order. Feature issues add theirs (shop, categories, blog,
 /// gallery) as they arrive.
-const PUBLIC_AREAS: &[(&str, &str)] = &[
-    ("/", "Home"),
-    ("/products", "Shop"),
-    ("/categories", "Categories"),
-    ("/blog", "Blog"),
-    ("/gallery", "Gallery"),
-];
-
 /// The admin section's screens.
 const ADMIN_AREAS: &[(&str, &str)] = &[
     ("/admin", "Dashboard"),
@@ -32,6 +24,7 @@ const ADMIN_AREAS: &[(&str, &str)] = &[
     ("/admin/stock", "Stock"),
     ("/admin/content", "Content"),
     ("/admin/media", "Media"),
+    ("/admin/menus", "Menus"),
     ("/admin/comments", "Comments"),
     ("/admin/analytics", "Analytics"),
     ("/admin/system", "System"),
@@ -53,13 +46,15 @@ fn cart_count(session: &Session) -> i64 {
 }
 
 pub struct NavLink {
-    pub href: &'static str,
-    pub label: &'static str,
+    pub href: String,
+    pub label: String,
     pub current: bool,
 }
 
 pub struct Layout {
     pub nav: Vec<NavLink>,
+    /// The footer's links (the public site's footer menu; empty in the admin).
+    pub footer: Vec<NavLink>,
     pub flashes: Vec<Flash>,
     /// True in the admin section (its own header and navigation).
     pub admin: bool,
@@ -79,18 +74,14 @@ pub struct Layout {
 impl Layout {
     /// The public site's layout for this request; takes (and so clears) pending flash messages.
     pub fn public(req: &HttpRequest) -> Layout {
-        Layout::for_request(req, PUBLIC_AREAS, false)
+        Layout::for_request(req, false)
     }
 
     pub fn admin(req: &HttpRequest) -> Layout {
-        Layout::for_request(req, ADMIN_AREAS, true)
+        Layout::for_request(req, true)
     }
 
-    fn for_request(
-        req: &HttpRequest,
-        areas: &[(&'static str, &'static str)],
-        admin: bool,
-    ) -> Layout {
+    fn for_request(req: &HttpRequest, admin: bool) -> Layout {
         let session = req.get_session();
         let settings = crate::db::site::current();
         let meta = if admin {
@@ -98,8 +89,14 @@ impl Layout {
         } else {
             PageMeta::for_page(&site_url(req), req.path(), &settings)
         };
+        let (nav, footer) = if admin {
+            (admin_links(req.path()), Vec::new())
+        } else {
+            public_links(req.path())
+        };
         Layout {
-            nav: nav_links(areas, req.path()),
+            nav,
+            footer,
             flashes: flash::take(&session),
             admin,
             cart_count: cart_count(&session),
@@ -114,7 +111,8 @@ impl Layout {
     /// wait for the next real page).
     pub fn admin_error(req: &HttpRequest) -> Layout {
         Layout {
-            nav: nav_links(ADMIN_AREAS, req.path()),
+            nav: admin_links(req.path()),
+            footer: Vec::new(),
             flashes: Vec::new(),
             admin: true,
             cart_count: 0,
@@ -129,8 +127,10 @@ impl Layout {
     /// flash messages for the next real page.
     pub fn error(req: &HttpRequest) -> Layout {
         let session = req.get_session();
+        let (nav, footer) = public_links(req.path());
         Layout {
-            nav: nav_links(PUBLIC_AREAS, req.path()),
+            nav,
+            footer,
             flashes: Vec::new(),
             admin: false,
             cart_count: cart_count(&session),
@@ -143,8 +143,10 @@ impl Layout {
 
     /// For error pages built where no request is at hand: navigation, no flashes, no forms.
     pub fn bare() -> Layout {
+        let (nav, footer) = public_links("");
         Layout {
-            nav: nav_links(PUBLIC_AREAS, ""),
+            nav,
+            footer,
             flashes: Vec::new(),
             admin: false,
             cart_count: 0,
@@ -170,21 +172,52 @@ impl Layout {
     }
 }
 
-fn nav_links(areas: &[(&'static str, &'static str)], path: &str) -> Vec<NavLink> {
+/// The admin's navigation, `path`'s screen marked current.
+fn admin_links(path: &str) -> Vec<NavLink> {
+    nav_links(
+        ADMIN_AREAS.iter().map(|(href, label)| (*href, *label)),
+        path,
+    )
+}
+
+/// The public header's and footer's menus (Admin → Menus, read with the site settings), the
+/// links to `path`'s area marked current.
+fn public_links(path: &str) -> (Vec<NavLink>, Vec<NavLink>) {
+    let settings = crate::db::site::current();
+    let menu = |items: &[crate::db::site::MenuItem]| {
+        nav_links(
+            items.iter().map(|i| (i.href.as_str(), i.label.as_str())),
+            path,
+        )
+    };
+    (menu(&settings.menus.header), menu(&settings.menus.footer))
+}
+
+fn nav_links<'a>(
+    links: impl Iterator<Item = (&'a str, &'a str)> + Clone,
+    path: &str,
+) -> Vec<NavLink> {
     // "/" is current only on the home page; other areas also own their sub-paths, and the
-    // longest matching area wins (/admin/products is Products, not Dashboard).
-    let owns = |href: &str| path == href || (href != "/" && path.starts_with(&format!("{href}/")));
-    let current = areas
-        .iter()
-        .map(|(href, _)| *href)
+    // longest matching area wins (/admin/products is Products, not Dashboard). A link written
+    // with a trailing slash (`/blog/`) owns the same paths as without.
+    let owns = |href: &str| {
+        let href = if href.len() > 1 {
+            href.trim_end_matches('/')
+        } else {
+            href
+        };
+        path == href || (href != "/" && path.starts_with(&format!("{href}/")))
+    };
+    let current = links
+        .clone()
+        .map(|(href, _)| href)
         .filter(|href| owns(href))
         .max_by_key(|href| href.len());
-    areas
-        .iter()
+    links
         .map(|(href, label)| NavLink {
-            href,
-            label,
-            current: current == Some(*href),
+            href: href.to_string(),
+            label: label.to_string(),
+            current: current == Some(href),
         })
         .collect()
 }
