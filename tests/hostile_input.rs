@@ -2,8 +2,9 @@
 //! and feeds, tag pages and tag feeds, sitemaps, robots.txt, the comment forms and permalinks,
 //! and the customer account pages and forms, signed in), through HTTP: query strings, path
 //! segments, form values, cookies and Basic headers made of control characters, markup,
-//! operator-looking JSON, huge and negative numbers and random Unicode. Whatever arrives, the site answers without a 5xx, never reflects markup
-//! unescaped, and a POST without the session's CSRF token changes nothing.
+//! operator-looking JSON, huge and negative numbers and random Unicode. Whatever arrives, the
+//! site answers without a 5xx, never reflects markup unescaped, and a POST without the
+//! session's CSRF token changes nothing.
 //!
 //! Two parts: a fixed corpus of known-bad values sent to every route, then proptest-generated
 //! values. Each generated case sends a few dozen requests, so the number of cases is set here
