@@ -168,7 +168,28 @@ async fn a_customer_signs_in_by_the_emailed_link_and_sees_the_guest_order_placed
 
     // Two order confirmations, then the sign-in email.
     let got = sink.wait_for(3, Duration::from_secs(20)).await;
-    let (link, _) = received_sign_in(&got, "ada.lovelace@example.com");
+    let (link, code) = received_sign_in(&got, "ada.lovelace@example.com");
+    // Once sent, the outbox keeps no usable copy of the link or the code.
+    let mut kept = None;
+    for _ in 0..100 {
+        let message = app
+            .db
+            .collection::<bson::Document>("outbox")
+            .find_one(doc! { "kind": "sign-in", "status": "sent" })
+            .await
+            .expect("query");
+        if message.is_some() {
+            kept = message;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let kept = kept.expect("the sign-in email is marked sent");
+    for part in ["text", "html"] {
+        let body = kept.get_str(part).expect(part);
+        assert_eq!(body, bazaar::mail::REDACTED);
+        assert!(!body.contains(&code) && !body.contains("/account/sign-in/link/"));
+    }
 
     let cookie_before = session_cookie(&visitor);
     let token_before = visitor.csrf.clone();

@@ -1,6 +1,7 @@
 //! The sign-in email: a link and a code, queued in the outbox (id `sign-in/<token id>`, one
 //! message per request). The same message whether or not an account exists for the address —
-//! the first sign-in creates it — so the email itself reveals nothing either.
+//! the first sign-in creates it — so the email itself reveals nothing either. It is marked
+//! secret: once sent, the outbox keeps no copy of the link or code.
 
 use askama::Template;
 
@@ -57,6 +58,7 @@ pub async fn queue(db: &Db, to: &EmailAddress, issued: &Issued) -> Result<(), Db
             text,
             html,
             unsubscribe: None,
+            secret: true,
         },
     )
     .await?;
