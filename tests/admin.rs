@@ -101,6 +101,7 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
     assert_eq!(
         names,
         [
+            "accounts",
             "assets.chunks",
             "assets.files",
             "carts",
@@ -116,6 +117,8 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "redirects",
             "revisions",
             "settings",
+            "sign_in_limits",
+            "sign_in_tokens",
             "stats.daily",
             "stats.monthly"
         ],
