@@ -33,6 +33,11 @@ pub fn set_pending(session: &Session, pending: &Pending) {
     }
 }
 
+/// Forget the pending sign-in (its token is dead).
+pub fn clear_pending(session: &Session) {
+    session.remove(PENDING_KEY);
+}
+
 pub fn pending(session: &Session) -> Option<Pending> {
     session.get::<Pending>(PENDING_KEY).ok().flatten()
 }

@@ -203,7 +203,10 @@ pub async fn enter_code(
             )),
             StatusCode::BAD_REQUEST,
         ),
-        CodeOutcome::Dead => sign_in_form(&req, "", Some(DEAD_TOKEN), StatusCode::GONE),
+        CodeOutcome::Dead => {
+            session::clear_pending(&session);
+            sign_in_form(&req, "", Some(DEAD_TOKEN), StatusCode::GONE)
+        }
     }
 }
 
