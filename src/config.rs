@@ -58,6 +58,7 @@ const SECTIONS: &[&[Key]] = &[
     MediaSettings::KEYS,
     CartSettings::KEYS,
     PaymentKeys::KEYS,
+    AccountSettings::KEYS,
     CommentSettings::KEYS,
     ContentSettings::KEYS,
     EmailSettings::KEYS,
@@ -77,6 +78,7 @@ pub struct Settings {
     pub media: MediaSettings,
     pub cart: CartSettings,
     pub payment: PaymentSettings,
+    pub accounts: AccountSettings,
     pub comments: CommentSettings,
     pub content: ContentSettings,
     pub email: EmailSettings,
@@ -319,6 +321,19 @@ section! {
 pub enum PaymentSettings {
     /// The built-in test gateway (test card numbers only; nothing is really charged).
     Test,
+}
+
+section! {
+    /// Customer accounts (`crate::accounts`): how many sign-in emails may be asked for.
+    #[derive(Debug, Clone)]
+    pub struct AccountSettings in "accounts" {
+        pub sign_ins_per_email_per_hour: u32 = "sign_ins_per_email_per_hour", whole(1, 100_000),
+            "sign-in emails (link and code) one email address may be sent per hour, counted in \
+             the database so the limit holds across instances";
+        pub sign_ins_per_client_per_hour: u32 = "sign_ins_per_client_per_hour",
+            whole(1, 1_000_000),
+            "sign-in emails one client address may ask for per hour, counted in the database";
+    }
 }
 
 section! {
@@ -574,6 +589,7 @@ impl Settings {
             media: MediaSettings::read(layers)?,
             cart: CartSettings::read(layers)?,
             payment: PaymentKeys::read(layers)?.gateway,
+            accounts: AccountSettings::read(layers)?,
             comments: CommentSettings::read(layers)?,
             content: ContentSettings::read(layers)?,
             email: EmailSettings::read(layers)?,

@@ -4,7 +4,9 @@
 use actix_web::web;
 
 use crate::web::{assets, read};
-use crate::{admin, cart, catalog, checkout, comments, content, discovery, health, home, search};
+use crate::{
+    accounts, admin, cart, catalog, checkout, comments, content, discovery, health, home, search,
+};
 
 /// Every route of the site.
 pub fn routes(cfg: &mut web::ServiceConfig) {
@@ -54,6 +56,71 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/orders/lookup", read().to(checkout::lookup::show))
         .route("/orders/lookup", web::post().to(checkout::lookup::submit))
         .route("/orders/{number}", read().to(checkout::pages::order))
+        .route("/account", read().to(accounts::pages::overview))
+        .route("/account/sign-in", read().to(accounts::sign_in::show))
+        .route(
+            "/account/sign-in",
+            web::post().to(accounts::sign_in::request),
+        )
+        .route(
+            "/account/sign-in/code",
+            read().to(accounts::sign_in::code_form),
+        )
+        .route(
+            "/account/sign-in/code",
+            web::post().to(accounts::sign_in::enter_code),
+        )
+        .route(
+            "/account/sign-in/link/{token}",
+            read().to(accounts::sign_in::open_link),
+        )
+        .route(
+            "/account/sign-in/link/{token}",
+            web::post().to(accounts::sign_in::follow_link),
+        )
+        .route(
+            "/account/sign-out",
+            web::post().to(accounts::sign_in::sign_out),
+        )
+        .route(
+            "/account/sign-out-everywhere",
+            web::post().to(accounts::sign_in::sign_out_everywhere),
+        )
+        .route(
+            "/account/orders/{number}",
+            read().to(accounts::pages::order),
+        )
+        .route("/account/settings", read().to(accounts::pages::settings))
+        .route(
+            "/account/settings",
+            web::post().to(accounts::pages::save_settings),
+        )
+        .route("/account/addresses", read().to(accounts::addresses::list))
+        .route(
+            "/account/addresses",
+            web::post().to(accounts::addresses::add),
+        )
+        // Before `/account/addresses/{id}`, which would otherwise take "new" for an id.
+        .route(
+            "/account/addresses/new",
+            read().to(accounts::addresses::new_form),
+        )
+        .route(
+            "/account/addresses/{id}",
+            read().to(accounts::addresses::edit_form),
+        )
+        .route(
+            "/account/addresses/{id}",
+            web::post().to(accounts::addresses::update),
+        )
+        .route(
+            "/account/addresses/{id}/delete",
+            web::post().to(accounts::addresses::delete),
+        )
+        .route(
+            "/account/addresses/{id}/default",
+            web::post().to(accounts::addresses::make_default),
+        )
         // Stored images; a draft's photo only for the admin (see `content::media_access`).
         .route("/media/{file_id}", read().to(content::media_access::serve))
         .route(

@@ -420,6 +420,9 @@ impl Application {
             order_lookups: web::Data::new(LookupLimit::per_hour(
                 settings.cart.order_lookups_per_hour,
             )),
+            account_settings: web::Data::new(settings.accounts.clone()),
+            checkout_prefill: web::Data::from(Arc::new(crate::accounts::addresses::AccountPrefill)
+                as Arc<dyn crate::checkout::pages::CheckoutPrefill>),
             backup_monitor: web::Data::from(backup_monitor.clone()),
             page_views: page_views.clone().map(web::Data::new),
             search_limits: web::Data::new(SearchLimits::new(&settings.search)),
@@ -607,6 +610,11 @@ struct AreaData {
     new_carts: web::Data<NewCartLimit>,
     /// Order lookups per client address per hour: `checkout::lookup::submit`.
     order_lookups: web::Data<LookupLimit>,
+    /// Sign-in limits: `accounts::sign_in::request`.
+    account_settings: web::Data<crate::config::AccountSettings>,
+    /// A signed-in customer's email and default address in the checkout form:
+    /// `checkout::pages::show`.
+    checkout_prefill: web::Data<dyn crate::checkout::pages::CheckoutPrefill>,
     /// Scheduled backups' status: the admin's backup screen.
     backup_monitor: web::Data<BackupMonitor>,
     /// Page-view counting, when `analytics.enabled`.
@@ -657,6 +665,8 @@ fn http_server(
             .app_data(areas.comment_rate.clone())
             .app_data(areas.new_carts.clone())
             .app_data(areas.order_lookups.clone())
+            .app_data(areas.account_settings.clone())
+            .app_data(areas.checkout_prefill.clone())
             .app_data(areas.search_limits.clone())
             .app_data(areas.readiness.clone())
             .app_data(areas.metrics_access.clone())

@@ -589,6 +589,7 @@ fn order(number: &str, created: DateTime<Utc>, total: i64, status: OrderStatus) 
         },
         status,
         restock: Vec::new(),
+        account_id: None,
     }
 }
 

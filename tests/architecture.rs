@@ -61,6 +61,7 @@ const LAYERS: &[&[&str]] = &[
     &["admin"],
     &["demo_data", "seed", "jobs", "health"],
     &["search", "home", "analytics", "discovery"],
+    &["accounts"],
     &["checkout"],
     &["cart"],
     &["stock"],

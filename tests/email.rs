@@ -286,6 +286,7 @@ fn test_email(i: usize) -> Email {
         text: format!("Hello {i}"),
         html: format!("<p>Hello {i}</p>"),
         unsubscribe: None,
+        secret: false,
     }
 }
 

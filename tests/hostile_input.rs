@@ -1,9 +1,10 @@
 //! A bounded hostile-input pass over every public page and form (the shop, the content sections
-//! and feeds, tag pages and tag feeds, sitemaps, robots.txt and the comment forms and
-//! permalinks), through HTTP: query strings, path segments, form values, cookies and Basic
-//! headers made of control characters, markup, operator-looking JSON, huge and negative numbers
-//! and random Unicode. Whatever arrives, the site answers without a 5xx, never reflects markup
-//! unescaped, and a POST without the session's CSRF token changes nothing.
+//! and feeds, tag pages and tag feeds, sitemaps, robots.txt, the comment forms and permalinks,
+//! and the customer account pages and forms, signed in), through HTTP: query strings, path
+//! segments, form values, cookies and Basic headers made of control characters, markup,
+//! operator-looking JSON, huge and negative numbers and random Unicode. Whatever arrives, the
+//! site answers without a 5xx, never reflects markup unescaped, and a POST without the
+//! session's CSRF token changes nothing.
 //!
 //! Two parts: a fixed corpus of known-bad values sent to every route, then proptest-generated
 //! values. Each generated case sends a few dozen requests, so the number of cases is set here
@@ -94,7 +95,7 @@ const POST: &str = "/blog/miles-on-so-what";
 const PRODUCT: &str = "/products/kind-of-blue";
 
 /// What the shop holds: any change by a refused POST would show here.
-async fn state_snapshot(app: &TestApp) -> (u64, u64, u64, i64, i64) {
+async fn state_snapshot(app: &TestApp) -> (u64, u64, u64, i64, i64, u64) {
     let count = |name: &'static str| {
         let db = app.db.clone();
         async move {
@@ -119,12 +120,24 @@ async fn state_snapshot(app: &TestApp) -> (u64, u64, u64, i64, i64) {
         .iter()
         .flat_map(|p| p.carted.iter().map(|c| c.qty))
         .sum();
+    let addresses: u64 = {
+        use futures::TryStreamExt;
+        let accounts: Vec<bazaar::accounts::Account> = bazaar::accounts::model::collection(&app.db)
+            .find(doc! {})
+            .await
+            .expect("find")
+            .try_collect()
+            .await
+            .expect("accounts");
+        accounts.iter().map(|a| a.addresses.len() as u64).sum()
+    };
     (
         count("carts").await,
         count("orders").await,
         count("comments").await,
         available,
         reserved,
+        count("accounts").await + count("sign_in_tokens").await + addresses,
     )
 }
 
@@ -249,6 +262,16 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
         format!("{PRODUCT}/comments/d001?after={v}"),
         format!("{PRODUCT}?after={v}&before={v}"),
         format!("/orders/lookup?{v}={v}"),
+        // Customer accounts (the pass's shopper is signed in: see `hostile_app`).
+        format!("/account?{v}={v}"),
+        format!("/account/sign-in?{v}={v}"),
+        format!("/account/sign-in/code?{v}={v}"),
+        format!("/account/sign-in/link/{v}"),
+        format!("/account/orders/{v}"),
+        format!("/account/addresses?{v}={v}"),
+        format!("/account/addresses/new?{v}={v}"),
+        format!("/account/addresses/{v}"),
+        format!("/account/settings?{v}={v}"),
         format!("/comments/unsubscribe/{v}/{v}"),
         format!("/comments/unsubscribe/{FAKE_ID}/{v}"),
         // Sitemaps, robots.txt and tag feeds.
@@ -283,6 +306,7 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
     check(shopper, "GET /products with a forged cookie", forged).await?;
 
     // The forms, with the session's token.
+    let address = hostile_address(app).await;
     let forms: Vec<(String, Vec<(&str, &str)>)> = vec![
         (
             "/cart/items".to_string(),
@@ -379,6 +403,27 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
             "/orders/lookup".to_string(),
             vec![("number", value), ("email", value)],
         ),
+        ("/account/sign-in".to_string(), vec![("email", value)]),
+        ("/account/sign-in/code".to_string(), vec![("code", value)]),
+        (format!("/account/sign-in/link/{v}"), vec![]),
+        (
+            "/account/settings".to_string(),
+            vec![("display_name", value), ("notify_replies", value)],
+        ),
+        (
+            "/account/addresses".to_string(),
+            ADDRESS_FIELDS.iter().map(|f| (*f, value)).collect(),
+        ),
+        (
+            format!("/account/addresses/{address}"),
+            ADDRESS_FIELDS.iter().map(|f| (*f, value)).collect(),
+        ),
+        (
+            format!("/account/addresses/{v}"),
+            ADDRESS_FIELDS.iter().map(|f| (*f, value)).collect(),
+        ),
+        (format!("/account/addresses/{v}/delete"), vec![]),
+        (format!("/account/addresses/{v}/default"), vec![]),
     ];
     for (path, fields) in &forms {
         let response = shopper.post(path, fields).await;
@@ -405,9 +450,12 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
         check(shopper, &format!("POST {path}"), response).await?;
     }
 
-    // The same forms without a token (or with a wrong one) change nothing.
+    // The same forms without a token (or with a wrong one) change nothing; nor do the
+    // sign-out forms (not sent with the token above: they would end the pass's session).
     let before = state_snapshot(app).await;
-    for (path, fields) in &forms {
+    let sign_outs = ["/account/sign-out", "/account/sign-out-everywhere"]
+        .map(|path| (path.to_string(), vec![("hx", value)]));
+    for (path, fields) in forms.iter().chain(sign_outs.iter()) {
         for token in [None, Some(value)] {
             let mut body: Vec<(&str, &str)> = fields.clone();
             if let Some(t) = token {
@@ -437,6 +485,64 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
     Ok(())
 }
 
+/// The fields of the saved-address form.
+const ADDRESS_FIELDS: &[&str] = &[
+    "name", "line1", "line2", "city", "postcode", "country", "default",
+];
+
+/// The email the pass's shopper is signed in with.
+const HOSTILE_ACCOUNT: &str = "hostile@example.com";
+
+/// The id of the pass's shopper's saved address.
+async fn hostile_address(app: &TestApp) -> String {
+    let email = bazaar::domain::EmailAddress::parse(HOSTILE_ACCOUNT).expect("valid");
+    let account = bazaar::accounts::model::find_by_email(&app.db, &email)
+        .await
+        .expect("query")
+        .expect("the pass's shopper has an account");
+    account.addresses[0].id.to_hex()
+}
+
+/// Sign `shopper` in by the code of the sign-in email (read from the outbox), with one saved
+/// address, so the account pages and forms are probed signed in.
+async fn sign_in(app: &TestApp, shopper: &mut Shopper) {
+    let asked = shopper
+        .post("/account/sign-in", &[("email", HOSTILE_ACCOUNT)])
+        .await;
+    assert_eq!(asked.status(), StatusCode::SEE_OTHER);
+    let sent = app
+        .db
+        .collection::<bson::Document>("outbox")
+        .find_one(doc! { "kind": "sign-in", "to": HOSTILE_ACCOUNT })
+        .await
+        .expect("query")
+        .expect("the sign-in email was queued");
+    let text = sent.get_str("text").expect("text");
+    let code = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.len() == 6 && l.bytes().all(|b| b.is_ascii_digit()))
+        .expect("a code");
+    let entered = shopper
+        .post("/account/sign-in/code", &[("code", code)])
+        .await;
+    assert_eq!(entered.status(), StatusCode::SEE_OTHER);
+    shopper.refresh_token().await;
+    let saved = shopper
+        .post(
+            "/account/addresses",
+            &[
+                ("name", "Hx"),
+                ("line1", "1 Hx Street"),
+                ("city", "Hx"),
+                ("postcode", "HX1"),
+                ("country", "United Kingdom"),
+            ],
+        )
+        .await;
+    assert_eq!(saved.status(), StatusCode::SEE_OTHER);
+}
+
 async fn hostile_app() -> (TestApp, Shopper) {
     // Generous cart and comment limits: this pass looks for errors, not for the limits
     // themselves.
@@ -445,11 +551,13 @@ async fn hostile_app() -> (TestApp, Shopper) {
         ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
         ("BAZAAR_CART__ORDER_LOOKUPS_PER_HOUR", "100000"),
         ("BAZAAR_SEARCH__PER_CLIENT_PER_MINUTE", "1000000"),
+        ("BAZAAR_ACCOUNTS__SIGN_INS_PER_CLIENT_PER_HOUR", "1000000"),
         ("BAZAAR_METRICS__TOKEN", METRICS_TOKEN),
     ])
     .await;
     product_with_stock(&app.db, "hx", 1000).await;
-    let shopper = Shopper::new(&app).await;
+    let mut shopper = Shopper::new(&app).await;
+    sign_in(&app, &mut shopper).await;
     shopper.add("hx", "1").await;
     (app, shopper)
 }

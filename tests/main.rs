@@ -13,6 +13,7 @@
 mod common;
 
 mod accessibility;
+mod accounts;
 mod admin;
 mod admin_catalog;
 mod admin_conflicts;

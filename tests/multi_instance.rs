@@ -7,7 +7,8 @@
 //! repeated, since it is timing-dependent), a cart race across instances, recovery of lost
 //! charges by three instances after one was SIGKILLed mid-checkout (one refund request per
 //! charge), scheduled backups on all three, another instance's write showing within the cache's
-//! bound after a quiet spell, and a SIGKILLed database costing a page at most one timeout.
+//! bound after a quiet spell, a SIGKILLed database costing a page at most one timeout, and
+//! sign-in rate limits and single-use sign-in links holding across the three.
 //!
 //! CI runs a short version; `MULTI_INSTANCE_TRIALS` (default 3) sets how many joint first
 //! starts are tried and `MULTI_INSTANCE_LOST_CHARGES` (default 30) how many lost charges the
@@ -740,4 +741,86 @@ async fn scheduled_backups_on_three_instances_take_turns_and_never_delete_each_o
         "no failure recorded: {}",
         schedule[0]
     );
+}
+
+/// The sign-in link and code of the newest sign-in email to `to`, from the shared outbox.
+async fn sign_in_email(db: &Db, to: &str) -> String {
+    let found = db
+        .collection::<Document>("outbox")
+        .find_one(doc! { "kind": "sign-in", "to": to })
+        .sort(doc! { "created": -1 })
+        .await
+        .expect("query")
+        .expect("a sign-in email was queued");
+    let text = found.get_str("text").expect("text");
+    let link = text
+        .split_whitespace()
+        .find(|w| w.contains("/account/sign-in/link/"))
+        .expect("a link");
+    link[link.find("/account/").expect("a path")..].to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sign_in_limits_and_single_use_links_hold_across_three_instances() {
+    let database = Database::in_memory();
+    let instances = Instance::start_together(
+        3,
+        &database.uri(),
+        &[
+            ("BAZAAR_SEED__DEMO", "false"),
+            ("BAZAAR_ACCOUNTS__SIGN_INS_PER_EMAIL_PER_HOUR", "3"),
+        ],
+    );
+    let db = database.connect().await;
+
+    // Nine requests for one address, three through each instance at once: three are sent.
+    let requests = (0..9).map(|n| {
+        let mut shopper = instances[n % instances.len()].shopper();
+        async move {
+            shopper.refresh_token().await;
+            shopper
+                .post("/account/sign-in", &[("email", "Shared@Example.com")])
+                .await
+                .status()
+        }
+    });
+    let statuses = futures::future::join_all(requests).await;
+    let sent = statuses
+        .iter()
+        .filter(|s| **s == reqwest::StatusCode::SEE_OTHER)
+        .count();
+    let refused = statuses
+        .iter()
+        .filter(|s| **s == reqwest::StatusCode::TOO_MANY_REQUESTS)
+        .count();
+    assert_eq!((sent, refused), (3, 6), "{statuses:?}");
+    let tokens = documents(&db, "sign_in_tokens", doc! {}).await;
+    assert_eq!(tokens.len(), 3, "one token per email sent");
+
+    // One link pressed through all three instances at once signs in exactly one browser.
+    let link = sign_in_email(&db, "shared@example.com").await;
+    let presses = instances.iter().map(|instance| {
+        let mut shopper = instance.shopper();
+        let link = link.clone();
+        async move {
+            shopper.refresh_token().await;
+            let pressed = shopper.post(&link, &[]).await;
+            (pressed.status(), common::location(&pressed))
+        }
+    });
+    let outcomes = futures::future::join_all(presses).await;
+    let signed_in = outcomes
+        .iter()
+        .filter(|(status, to)| *status == reqwest::StatusCode::SEE_OTHER && to == "/account")
+        .count();
+    assert_eq!(signed_in, 1, "{outcomes:?}");
+    assert!(
+        outcomes
+            .iter()
+            .filter(|(status, _)| *status != reqwest::StatusCode::SEE_OTHER)
+            .all(|(status, _)| *status == reqwest::StatusCode::GONE),
+        "{outcomes:?}"
+    );
+    let accounts = documents(&db, "accounts", doc! { "email": "shared@example.com" }).await;
+    assert_eq!(accounts.len(), 1);
 }

@@ -103,6 +103,7 @@ pub fn render(
         text,
         html,
         unsubscribe: None,
+        secret: false,
     })
 }
 

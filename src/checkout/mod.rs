@@ -61,34 +61,11 @@ impl CheckoutForm {
         if !is_plausible_email(email) {
             errors.add("email", "Enter an email address like name@example.com.");
         }
-        let mut text = |field: &'static str, value: &str, label: &str, max: usize| {
-            let value = value.trim();
-            if value.is_empty() {
-                errors.add(field, format!("Enter your {label}."));
-            } else if value.chars().count() > max {
-                errors.add(
-                    field,
-                    format!("{label} is too long (at most {max} characters)."),
-                );
-            } else if value.chars().any(char::is_control) {
-                errors.add(
-                    field,
-                    format!("{label} contains characters we cannot print."),
-                );
-            }
-            value.to_string()
-        };
-        let name = text("name", &self.name, "name", 100);
-        let street = text("street", &self.street, "street address", 200);
-        let city = text("city", &self.city, "city", 100);
-        let postcode = text("postcode", &self.postcode, "postcode", 20);
-        let country = match countries::canonical(&self.country) {
-            Some(c) => c.to_string(),
-            None => {
-                errors.add("country", "Choose your country from the list.");
-                String::new()
-            }
-        };
+        let name = required_text(&mut errors, "name", &self.name, "name", 100);
+        let street = required_text(&mut errors, "street", &self.street, "street address", 200);
+        let city = required_text(&mut errors, "city", &self.city, "city", 100);
+        let postcode = required_text(&mut errors, "postcode", &self.postcode, "postcode", 20);
+        let country = parse_country(&mut errors, "country", &self.country);
         let number: String = self
             .card_number
             .chars()
@@ -156,6 +133,63 @@ impl CheckoutForm {
             card_number: String::new(),
             cvc: String::new(),
             ..self.clone()
+        }
+    }
+}
+
+/// One required line of a delivery address (or the name on it), trimmed: a message in `errors`
+/// under `field` when it is empty, longer than `max` characters or holds control characters.
+/// Checkout and the saved addresses of accounts (`accounts::addresses`) check alike with it.
+pub fn required_text(
+    errors: &mut FieldErrors,
+    field: &'static str,
+    value: &str,
+    label: &str,
+    max: usize,
+) -> String {
+    let value = value.trim();
+    if value.is_empty() {
+        errors.add(field, format!("Enter your {label}."));
+    } else {
+        check_text(errors, field, value, label, max);
+    }
+    value.to_string()
+}
+
+/// An optional line (a second address line): empty is fine, otherwise as [`required_text`].
+pub fn optional_text(
+    errors: &mut FieldErrors,
+    field: &'static str,
+    value: &str,
+    label: &str,
+    max: usize,
+) -> String {
+    let value = value.trim();
+    check_text(errors, field, value, label, max);
+    value.to_string()
+}
+
+fn check_text(errors: &mut FieldErrors, field: &'static str, value: &str, label: &str, max: usize) {
+    if value.chars().count() > max {
+        errors.add(
+            field,
+            format!("{label} is too long (at most {max} characters)."),
+        );
+    } else if value.chars().any(char::is_control) {
+        errors.add(
+            field,
+            format!("{label} contains characters we cannot print."),
+        );
+    }
+}
+
+/// The country as the list spells it, or a message in `errors` under `field`.
+pub fn parse_country(errors: &mut FieldErrors, field: &'static str, value: &str) -> String {
+    match countries::canonical(value) {
+        Some(c) => c.to_string(),
+        None => {
+            errors.add(field, "Choose your country from the list.");
+            String::new()
         }
     }
 }
@@ -350,6 +384,7 @@ async fn record_order(
         payment: attempt.payment(charge),
         status: OrderStatus::Paid,
         restock: Vec::new(),
+        account_id: None,
     };
     let order = orders::insert_once(db, order).await?;
     // Queued before the attempt is marked ordered: a crash in between leaves the attempt

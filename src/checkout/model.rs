@@ -97,6 +97,10 @@ pub struct Order {
     /// what lets a restock interrupted by a crash be finished, once per SKU).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restock: Vec<Sku>,
+    /// The customer account that owns the order: set when someone signs in with the order's
+    /// email (`orders::claim_for_account`); absent on guest orders nobody claimed yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<ObjectId>,
 }
 
 impl Order {

@@ -8,7 +8,7 @@ use mongodb::IndexModel;
 
 use crate::checkout::emails::{self, OrderEmail};
 use crate::db::{is_duplicate_key, Db, DbError};
-use crate::domain::{CartId, OrderNumber, Sku, StockHolder};
+use crate::domain::{CartId, EmailAddress, OrderNumber, Sku, StockHolder};
 use crate::stock;
 
 pub use crate::checkout::model::{
@@ -42,6 +42,12 @@ pub fn indexes() -> Vec<IndexModel> {
             .build(),
         // Whether a product was ever ordered (only a never-ordered product may be deleted).
         IndexModel::builder().keys(doc! { "items.sku": 1 }).build(),
+        // The orders a signed-in customer may claim (`claim_for_account`: by email prefix).
+        IndexModel::builder().keys(doc! { "email": 1 }).build(),
+        // A customer's orders, newest first (`for_account`).
+        IndexModel::builder()
+            .keys(doc! { "account_id": 1, "number": -1 })
+            .build(),
     ]
 }
 
@@ -232,4 +238,99 @@ pub fn list_query(status: Option<OrderStatus>) -> (Document, Document) {
 pub async fn count(db: &Db, status: Option<OrderStatus>) -> Result<u64, DbError> {
     let (filter, _) = list_query(status);
     Ok(collection(db).count_documents(filter).await?)
+}
+
+/// How many leading characters of an address the claim spells in every case: at most 2² ranges
+/// of the `email` index, narrow enough that a claim reads a few orders, not all of them.
+const CLAIM_PREFIX: usize = 2;
+
+/// The filters of [`claim_for_account`]'s candidates, one per upper/lower-case spelling of
+/// `email`'s first characters: each a range of the `{ email: 1 }` index holding every order
+/// whose stored email begins so (orders keep the address as typed at checkout; the exact,
+/// case-insensitive comparison is made on what they find). Separate queries rather than one
+/// `$or`, which the embedded store answers with a collection scan. For `explain` in tests.
+pub fn claim_candidate_queries(email: &EmailAddress) -> Vec<Document> {
+    let mut prefixes = vec![String::new()];
+    for c in email.as_str().chars().take(CLAIM_PREFIX) {
+        let upper = c.to_ascii_uppercase();
+        prefixes = prefixes
+            .into_iter()
+            .flat_map(|p| {
+                let mut both = vec![format!("{p}{c}")];
+                if upper != c {
+                    both.push(format!("{p}{upper}"));
+                }
+                both
+            })
+            .collect();
+    }
+    prefixes
+        .into_iter()
+        .map(|p| doc! { "email": { "$gte": &p, "$lt": format!("{p}\u{10FFFF}") } })
+        .collect()
+}
+
+/// Give the orders placed with `email` (in any case, with any surrounding spaces) and not yet
+/// claimed to `account`: run when someone proves they own the address (sign-in) and when they
+/// look at their orders, so a guest order placed since is theirs too. Returns how many it
+/// claimed. An order already owned by an account keeps its owner.
+pub async fn claim_for_account(
+    db: &Db,
+    email: &EmailAddress,
+    account: bson::oid::ObjectId,
+) -> Result<u64, DbError> {
+    let mut candidates: Vec<Document> = Vec::new();
+    for filter in claim_candidate_queries(email) {
+        let found: Vec<Document> = db
+            .collection::<Document>(COLLECTION)
+            .find(filter)
+            .projection(doc! { "_id": 1, "email": 1, "account_id": 1 })
+            .await?
+            .try_collect()
+            .await?;
+        candidates.extend(found);
+    }
+    let ids: Vec<bson::Bson> = candidates
+        .iter()
+        .filter(|d| !d.contains_key("account_id"))
+        .filter(|d| {
+            d.get_str("email")
+                .is_ok_and(|e| crate::domain::email::normalise(e) == email.as_str())
+        })
+        .filter_map(|d| d.get("_id").cloned())
+        .collect();
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let claimed = durable(db)
+        .update_many(
+            doc! { "_id": { "$in": ids }, "account_id": { "$exists": false } },
+            doc! { "$set": { "account_id": account } },
+        )
+        .await?;
+    Ok(claimed.modified_count)
+}
+
+/// The filter and sort of [`for_account`], newest first; for `explain` in tests.
+pub fn account_query(account: bson::oid::ObjectId) -> (Document, Document) {
+    (
+        doc! { "account_id": account },
+        doc! { "account_id": 1, "number": -1 },
+    )
+}
+
+/// The newest `limit` orders `account` owns.
+pub async fn for_account(
+    db: &Db,
+    account: bson::oid::ObjectId,
+    limit: i64,
+) -> Result<Vec<Order>, DbError> {
+    let (filter, sort) = account_query(account);
+    Ok(collection(db)
+        .find(filter)
+        .sort(sort)
+        .limit(limit)
+        .await?
+        .try_collect()
+        .await?)
 }

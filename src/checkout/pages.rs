@@ -145,20 +145,41 @@ fn elsewhere(session: &Session, state: CartState) -> HttpResponse {
     }
 }
 
+/// What the checkout form starts with for a visitor: a signed-in customer's email and default
+/// address. The accounts area (above checkout) provides it; start-up registers it as app data
+/// (`web::Data<dyn CheckoutPrefill>`), so checkout does not know about accounts.
+pub trait CheckoutPrefill: Send + Sync {
+    /// The form to start from, or `None` for the empty one. A failure to read is logged and
+    /// treated as `None`: a guest's empty form is always a usable answer.
+    fn prefill<'a>(
+        &'a self,
+        db: &'a crate::db::Db,
+        session: &'a Session,
+    ) -> futures::future::LocalBoxFuture<'a, Option<CheckoutForm>>;
+}
+
 /// `GET /checkout`
 pub async fn show(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
+    prefill: Option<web::Data<dyn CheckoutPrefill>>,
 ) -> Result<HttpResponse, AppError> {
     let cart = match cart_state(&state, &session).await? {
         CartState::Ready(c) => c,
         other => return Ok(elsewhere(&session, other)),
     };
+    let form = match prefill {
+        Some(prefill) => prefill
+            .prefill(&state.db, &session)
+            .await
+            .unwrap_or_default(),
+        None => CheckoutForm::default(),
+    };
     render(&CheckoutPage {
         layout: Layout::public(&req),
         cart,
-        form: CheckoutForm::default(),
+        form,
         errors: FieldErrors::new(),
         problem: None,
     })

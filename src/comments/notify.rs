@@ -111,6 +111,7 @@ pub async fn queue_reply_notification(
             text,
             html,
             unsubscribe: Some(unsubscribe_url),
+            secret: false,
         },
     )
     .await

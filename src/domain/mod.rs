@@ -1,4 +1,4 @@
-//! The shop's domain values: money, SKUs, slugs, cart ids, order numbers, stock holders and the
+//! The shop's domain values: email addresses, money, SKUs, slugs, cart ids, order numbers, stock holders and the
 //! edit-conflict token. Each is built only through `parse` (or `TryFrom<&str>`), so a value of
 //! one of these types has passed its rules once, where it came in, and the compiler keeps the
 //! two ids of a call from being swapped.
@@ -8,12 +8,14 @@
 //! written before these types existed read back unchanged (tests/domain.rs).
 
 mod edit_version;
+pub mod email;
 mod ids;
 mod money;
 mod stock_holder;
 mod time_zone;
 
 pub use edit_version::EditVersion;
+pub use email::{EmailAddress, EmailError};
 pub use ids::{slugify, slugify_within, CartId, IdError, OrderNumber, Sku, Slug};
 pub use money::{Currency, Money, MoneyError};
 pub use stock_holder::StockHolder;

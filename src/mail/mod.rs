@@ -63,7 +63,14 @@ pub struct Email {
     pub html: String,
     /// The one-click unsubscribe address (RFC 8058), for messages someone subscribed to.
     pub unsubscribe: Option<String>,
+    /// The body holds a secret (a sign-in link and code): once the message is sent or given
+    /// up on, its text and HTML are replaced by [`REDACTED`], so the outbox keeps no usable
+    /// copy.
+    pub secret: bool,
 }
+
+/// What a [`Email::secret`] message's body reads once it was sent or given up on.
+pub const REDACTED: &str = "[removed after sending: this message held a secret]";
 
 /// A message in the outbox.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -77,6 +84,9 @@ pub struct OutboxMessage {
     pub html: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unsubscribe: Option<String>,
+    /// See [`Email::secret`].
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub secret: bool,
     /// When the event happened: the message's `Date:`.
     pub created: DateTime,
     pub status: MailStatus,
@@ -158,6 +168,7 @@ pub async fn enqueue(db: &Db, email: Email) -> Result<bool, DbError> {
         text: email.text,
         html: email.html,
         unsubscribe: email.unsubscribe,
+        secret: email.secret,
         created: now,
         status: MailStatus::Pending,
         due: Some(now),

@@ -220,6 +220,16 @@ pub async fn record(
             "$unset": { "due": "", "claimed_by": "" },
         },
     };
+    let mut update = update;
+    let finished = update
+        .get_document("$set")
+        .is_ok_and(|set| set.get_str("status") != Ok(MailStatus::Pending.as_str()));
+    if m.secret && finished {
+        if let Ok(set) = update.get_document_mut("$set") {
+            set.insert("text", crate::mail::REDACTED);
+            set.insert("html", crate::mail::REDACTED);
+        }
+    }
     let updated = db
         .durable::<OutboxMessage>(crate::mail::COLLECTION)
         .update_one(still_mine(m), update)

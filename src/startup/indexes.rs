@@ -7,7 +7,7 @@
 use mongodb::IndexModel;
 
 use crate::db::{Db, DbError};
-use crate::{analytics, cart, catalog, checkout, comments, content};
+use crate::{accounts, analytics, cart, catalog, checkout, comments, content};
 
 /// `(collection, indexes)`. Each feature adds the indexes backing its queries here, with a test
 /// that `explain`s the query. `settings` is read by `_id`, which MongoDB always indexes.
@@ -34,6 +34,10 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
             crate::db::redirects::indexes(),
         ),
         (comments::COLLECTION, comments::indexes()),
+        (accounts::model::COLLECTION, accounts::model::indexes()),
+        // Sign-in tokens and rate-limit windows: TTL indexes clear what expired.
+        (accounts::tokens::COLLECTION, accounts::tokens::indexes()),
+        (accounts::limits::COLLECTION, accounts::limits::indexes()),
         (crate::mail::COLLECTION, crate::mail::indexes()),
         (
             checkout::payments::COLLECTION,

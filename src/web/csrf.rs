@@ -54,6 +54,12 @@ pub fn token(session: &Session) -> String {
     token
 }
 
+/// Forget the session's token: the next form gets a new one. Signing in and out do this with
+/// the session's renewal, so a token seen before cannot be used after.
+pub fn rotate(session: &Session) {
+    session.remove(SESSION_KEY);
+}
+
 fn is_safe(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }

@@ -1,54 +1,8 @@
-//! Email addresses typed by shoppers: a strict, conservative syntax, and `mailto:` links built
-//! only from addresses that passed it.
-//!
-//! The accepted form is `local@domain` where the local part is letters, digits and `. _ + - '`
-//! (no leading, trailing or doubled dot) and the domain is two or more DNS labels of letters,
-//! digits and inner hyphens. That refuses quoted local parts and the rarer RFC 5322 characters
-//! (`? & = % #` among them), which is what would let an address smuggle headers such as
-//! `?bcc=` into a `mailto:` link.
+//! Email addresses typed by shoppers: the strict syntax (kept with the domain values,
+//! `domain::email`, where accounts parse their normalised form) and `mailto:` links built only
+//! from addresses that passed it.
 
-/// The longest address a mail system can route.
-const MAX_ADDRESS: usize = 254;
-const MAX_LOCAL: usize = 64;
-const MAX_LABEL: usize = 63;
-
-/// Whether `address` is an email address of the strict form described above.
-pub fn is_valid(address: &str) -> bool {
-    if address.len() > MAX_ADDRESS {
-        return false;
-    }
-    let Some((local, domain)) = address.rsplit_once('@') else {
-        return false;
-    };
-    valid_local(local) && valid_domain(domain)
-}
-
-fn valid_local(local: &str) -> bool {
-    !local.is_empty()
-        && local.len() <= MAX_LOCAL
-        && !local.starts_with('.')
-        && !local.ends_with('.')
-        && !local.contains("..")
-        && local
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'+' | b'-' | b'\''))
-}
-
-fn valid_domain(domain: &str) -> bool {
-    let labels: Vec<&str> = domain.split('.').collect();
-    labels.len() >= 2
-        && labels.iter().all(|label| {
-            !label.is_empty()
-                && label.len() <= MAX_LABEL
-                && !label.starts_with('-')
-                && !label.ends_with('-')
-                && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-        })
-        // The top-level domain is never all digits (that would be an IP address).
-        && labels
-            .last()
-            .is_some_and(|tld| !tld.bytes().all(|b| b.is_ascii_digit()))
-}
+pub use crate::domain::email::is_valid;
 
 /// `mailto:` link for `address`, or `None` when it is not a valid address (e.g. an order
 /// stored before the check was strict). `'` is percent-encoded; nothing else needs it.

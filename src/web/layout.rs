@@ -162,6 +162,13 @@ impl Layout {
         assets::url(path)
     }
 
+    /// Whether a customer is signed in: the header links to "Account" instead of "Sign in".
+    pub fn signed_in(&self) -> bool {
+        self.session
+            .as_ref()
+            .is_some_and(crate::web::session::signed_in)
+    }
+
     /// The session's CSRF token, created on first use; every state-changing form embeds it as
     /// the hidden field `csrf_token` (see the `csrf_field` macro).
     pub fn csrf_token(&self) -> String {

@@ -23,6 +23,17 @@ pub const CART_ID_KEY: &str = "cart_id";
 pub fn cart_id(session: &actix_session::Session) -> Option<String> {
     session.get::<String>(CART_ID_KEY).ok().flatten()
 }
+
+/// The session key under which the accounts area keeps the signed-in customer's account id.
+/// The header reads only whether it is there (no database read per page); the account pages
+/// check it against the account's `sessions_epoch`.
+pub const ACCOUNT_KEY: &str = "account_id";
+
+/// Whether the session says a customer is signed in (for the header's "Account" link).
+pub fn signed_in(session: &actix_session::Session) -> bool {
+    session.contains_key(ACCOUNT_KEY)
+}
+
 const KEY_FILE: &str = "session.key";
 
 /// The key that signs and encrypts session cookies.

@@ -1,0 +1,19 @@
+//! Customer accounts: signing in by an emailed link or code (no passwords), the account pages
+//! (orders, saved addresses, comment settings) and the checkout prefill. Guest checkout is
+//! unchanged; an account owns the orders placed with its verified email (claimed when the
+//! customer signs in or opens their account).
+//!
+//! Bottom first: `model` (the `accounts` collection), `tokens` (sign-in tokens), `limits`
+//! (sign-in rate limits in the database), `email` (the sign-in message), `session` (who is
+//! signed in), then the pages: `sign_in`, `addresses`, `pages`.
+
+pub mod addresses;
+pub mod email;
+pub mod limits;
+pub mod model;
+pub mod pages;
+pub mod session;
+pub mod sign_in;
+pub mod tokens;
+
+pub use model::{Account, SavedAddress};

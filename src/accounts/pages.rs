@@ -1,0 +1,158 @@
+//! The signed-in customer's pages: `/account` (who they are, their orders, sign-out forms),
+//! `/account/orders/{number}` (an order they own, on checkout's order template) and
+//! `/account/settings` (the name shown on their comments, reply notifications). A signed-out
+//! visitor is sent to the sign-in form.
+
+use actix_session::Session;
+use actix_web::http::StatusCode;
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use serde::Deserialize;
+
+use crate::accounts::model::{self, Account};
+use crate::accounts::session::{self, to_sign_in};
+use crate::checkout::orders::{self, Order};
+use crate::checkout::pages::OrderPage;
+use crate::domain::OrderNumber;
+use crate::state::AppState;
+use crate::web::errors::AppError;
+use crate::web::field_errors::FieldErrors;
+use crate::web::flash::{self, Level};
+use crate::web::layout::{html_response, render, Layout};
+use crate::web::see_other;
+
+/// Orders listed on the overview; a customer with more sees the newest.
+const ORDERS_SHOWN: i64 = 100;
+
+/// Longest display name.
+const MAX_DISPLAY_NAME: usize = 60;
+
+#[derive(Template)]
+#[template(path = "account/overview.html")]
+pub struct OverviewPage {
+    pub layout: Layout,
+    pub account: Account,
+    pub orders: Vec<Order>,
+}
+
+/// `GET /account`: orders placed with the account's email since the last visit are claimed
+/// first, so a guest order placed meanwhile shows too.
+pub async fn overview(
+    req: HttpRequest,
+    session: Session,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AppError> {
+    let Some(account) = session::current(&session, &state.db).await? else {
+        return Ok(to_sign_in());
+    };
+    orders::claim_for_account(&state.db, &account.email, account.id).await?;
+    model::touch(&state.db, account.id).await?;
+    let orders = orders::for_account(&state.db, account.id, ORDERS_SHOWN).await?;
+    render(&OverviewPage {
+        layout: Layout::public(&req),
+        account,
+        orders,
+    })
+}
+
+/// `GET /account/orders/{number}`: only an order this account owns; any other is not found.
+pub async fn order(
+    req: HttpRequest,
+    session: Session,
+    state: web::Data<AppState>,
+    number: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
+    let Some(account) = session::current(&session, &state.db).await? else {
+        return Ok(to_sign_in());
+    };
+    let number = OrderNumber::parse_exact(&number).map_err(|_| AppError::NotFound)?;
+    let order = orders::by_number(&state.db, &number)
+        .await?
+        .filter(|o| o.account_id == Some(account.id))
+        .ok_or(AppError::NotFound)?;
+    render(&OrderPage {
+        layout: Layout::public(&req),
+        order,
+    })
+}
+
+#[derive(Template)]
+#[template(path = "account/settings.html")]
+pub struct SettingsPage {
+    pub layout: Layout,
+    pub display_name: String,
+    pub notify_replies: bool,
+    pub errors: FieldErrors,
+}
+
+impl SettingsPage {
+    pub fn error(&self, field: &str) -> Option<&String> {
+        self.errors.get(field)
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct SettingsForm {
+    pub display_name: String,
+    /// A ticked box (any value).
+    pub notify_replies: Option<String>,
+}
+
+/// `GET /account/settings`
+pub async fn settings(
+    req: HttpRequest,
+    session: Session,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AppError> {
+    let Some(account) = session::current(&session, &state.db).await? else {
+        return Ok(to_sign_in());
+    };
+    render(&SettingsPage {
+        layout: Layout::public(&req),
+        display_name: account.display_name.unwrap_or_default(),
+        notify_replies: account.notify_replies,
+        errors: FieldErrors::new(),
+    })
+}
+
+/// `POST /account/settings`
+pub async fn save_settings(
+    req: HttpRequest,
+    session: Session,
+    state: web::Data<AppState>,
+    form: web::Form<SettingsForm>,
+) -> Result<HttpResponse, AppError> {
+    let Some(account) = session::current(&session, &state.db).await? else {
+        return Ok(to_sign_in());
+    };
+    let name = form.display_name.trim();
+    let mut errors = FieldErrors::new();
+    if name.chars().count() > MAX_DISPLAY_NAME {
+        errors.add(
+            "display_name",
+            format!("A display name has at most {MAX_DISPLAY_NAME} characters."),
+        );
+    } else if name.chars().any(char::is_control) {
+        errors.add(
+            "display_name",
+            "The display name contains characters we cannot print.",
+        );
+    }
+    let notify = form.notify_replies.is_some();
+    if !errors.is_empty() {
+        let html = SettingsPage {
+            layout: Layout::public(&req),
+            display_name: name.chars().take(MAX_DISPLAY_NAME * 2).collect(),
+            notify_replies: notify,
+            errors,
+        }
+        .render()
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering the settings failed: {e}")))?;
+        return Ok(html_response(StatusCode::BAD_REQUEST, html));
+    }
+    let display_name = (!name.is_empty()).then_some(name);
+    model::set_comment_settings(&state.db, account.id, display_name, notify).await?;
+    flash::push(&session, Level::Success, "Settings saved.");
+    Ok(see_other("/account/settings"))
+}
