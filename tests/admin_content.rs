@@ -786,10 +786,17 @@ fn multipart(filename: &str, bytes: &[u8]) -> Vec<u8> {
     png_upload_body(BOUNDARY, "photo", filename, bytes)
 }
 
-/// The upload form's action on the node's edit page (carries the token and the nonce).
+/// The photo-only upload route of the node (`/admin/content/{id}/photo`, for scripts: the
+/// edit page's one form carries the picker), with the edit page's token and nonce.
 async fn upload_action(app: &TestApp, id: ObjectId) -> String {
     let doc = admin_page(app, &format!("/admin/content/{}/edit", id.to_hex())).await;
-    attr(&doc, ".photos-panel form", "action").expect("an upload form")
+    let form = EditForm::read(&doc, "form.edit-form");
+    format!(
+        "/admin/content/{}/photo?csrf_token={}&nonce={}",
+        id.to_hex(),
+        form.get("csrf_token"),
+        form.get("nonce")
+    )
 }
 
 async fn upload(app: &TestApp, action: &str, body: reqwest::Body) -> reqwest::Response {
@@ -1353,4 +1360,117 @@ async fn preview_renders_the_typed_text_saves_nothing_and_the_form_it_returns_st
         .expect("read")
         .expect("node");
     assert_eq!(node.metadata.tags, ["news", "jazz"]);
+}
+
+#[tokio::test]
+async fn a_photo_is_chosen_in_the_one_edit_form_and_saved_with_the_fields_in_one_press() {
+    let app = spawn_app().await;
+    let node = new_photo_node(&app, "harbour-at-dawn").await;
+    // Publish with a photo and a caption in one press: nothing typed is dropped.
+    let response = save_photo_form(
+        &app,
+        node.id,
+        &[("caption", "The harbour at dawn"), ("tags", "sea, morning")],
+        "dawn.png",
+        &png(400, 300, 40),
+        "publish",
+    )
+    .await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let saved = model::by_id(&app.db, node.id)
+        .await
+        .expect("read")
+        .expect("node");
+    let first = saved.photo_file().expect("the photo was saved");
+    assert!(saved.is_published());
+    assert_eq!(saved.metadata.tags, ["sea", "morning"]);
+    assert_eq!(
+        saved.photo().expect("a photo").caption,
+        "The harbour at dawn"
+    );
+    assert_eq!(saved.photo().expect("a photo").width, 400);
+    assert_eq!(saved.metadata.media, Some(vec![first]));
+
+    // Replacing it deletes the old file once the save landed.
+    let response =
+        save_photo_form(&app, node.id, &[], "noon.png", &png(200, 100, 90), "save").await;
+    assert_eq!(response.status(), StatusCode::SEE_OTHER);
+    let saved = model::by_id(&app.db, node.id)
+        .await
+        .expect("read")
+        .expect("node");
+    let second = saved.photo_file().expect("a photo");
+    assert_ne!(second, first);
+    assert!(!file_exists(&app, first).await, "the replaced photo went");
+
+    // A file that is not an image comes back as a form error with the typed caption; nothing
+    // changes and nothing is left stored.
+    let files = file_count(&app).await;
+    let doc = admin_page(&app, &format!("/admin/content/{}/edit", node.id.to_hex())).await;
+    let action = attr(&doc, "form.edit-form", "action").expect("the form");
+    let mut fields = form_fields(&doc, "form.edit-form");
+    fields.retain(|(k, _)| k != "caption");
+    fields.push(("caption".into(), "Typed while refused".into()));
+    fields.push(("action".into(), "save".into()));
+    let boundary = "----bazaar-refused-photo";
+    let mut payload = Vec::new();
+    for (name, value) in &fields {
+        payload.extend_from_slice(
+            format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n").as_bytes(),
+        );
+    }
+    payload.extend_from_slice(
+        format!("--{boundary}\r\nContent-Disposition: form-data; name=\"photo\"; filename=\"notes.txt\"\r\nContent-Type: text/plain\r\n\r\nnot a picture\r\n--{boundary}--\r\n").as_bytes(),
+    );
+    let refused = app.post_admin_multipart(&action, boundary, payload).await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(refused).await);
+    assert!(texts(&doc, "#error-photo")[0].contains("not accepted"));
+    assert_eq!(
+        attr(&doc, "#field-caption", "value").as_deref(),
+        Some("Typed while refused")
+    );
+    let unchanged = model::by_id(&app.db, node.id)
+        .await
+        .expect("read")
+        .expect("node");
+    assert_eq!(unchanged.photo_file(), Some(second));
+    assert_eq!(file_count(&app).await, files, "nothing left stored");
+}
+
+#[tokio::test]
+async fn a_photo_chosen_in_a_form_opened_before_another_editor_replaced_it_is_not_saved_over_theirs(
+) {
+    let app = spawn_app().await;
+    let node = new_photo_node(&app, "two-editors").await;
+    // Editor A opens the form; editor B replaces the photo meanwhile.
+    let doc = admin_page(&app, &format!("/admin/content/{}/edit", node.id.to_hex())).await;
+    let a_action = attr(&doc, "form.edit-form", "action").expect("the form");
+    let mut a_fields = form_fields(&doc, "form.edit-form");
+    let b = save_photo_form(&app, node.id, &[], "b.png", &png(300, 200, 10), "save").await;
+    assert_eq!(b.status(), StatusCode::SEE_OTHER);
+    let theirs = model::by_id(&app.db, node.id)
+        .await
+        .expect("read")
+        .expect("node")
+        .photo_file();
+    let files = file_count(&app).await;
+
+    a_fields.push(("action".into(), "save".into()));
+    let boundary = "----bazaar-stale-photo";
+    let payload = multipart_form_body(boundary, &a_fields, "photo", "a.png", &png(300, 200, 200));
+    let response = app.post_admin_multipart(&a_action, boundary, payload).await;
+    assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let doc = html(&body(response).await);
+    assert!(
+        texts(&doc, "#error-photo")[0].contains("replaced the photo"),
+        "{:?}",
+        texts(&doc, "#error-photo")
+    );
+    let after = model::by_id(&app.db, node.id)
+        .await
+        .expect("read")
+        .expect("node");
+    assert_eq!(after.photo_file(), theirs, "their photo stays");
+    assert_eq!(file_count(&app).await, files, "A's upload was deleted");
 }

@@ -108,8 +108,6 @@ fn assert_no_metadata(bytes: &[u8], what: &str) {
     );
 }
 
-const BOUNDARY: &str = "----bazaar-photo-derivatives-boundary";
-
 /// A published gallery photo node with no photo yet.
 async fn empty_photo_node(app: &TestApp, slug: &str) -> ObjectId {
     model::create(
@@ -133,10 +131,7 @@ async fn empty_photo_node(app: &TestApp, slug: &str) -> ObjectId {
 
 /// Upload `bytes` as the photo of node `id` through the admin's form; returns the stored file.
 async fn upload_photo(app: &TestApp, id: ObjectId, bytes: &[u8]) -> model::PhotoDetail {
-    let doc = admin_page(app, &format!("/admin/content/{}/edit", id.to_hex())).await;
-    let action = attr(&doc, ".photos-panel form", "action").expect("an upload form");
-    let body = png_upload_body(BOUNDARY, "photo", "IMG_0042.JPG", bytes);
-    let response = app.post_admin_multipart(&action, BOUNDARY, body).await;
+    let response = save_photo_form(app, id, &[], "IMG_0042.JPG", bytes, "save").await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     let node = model::by_id(&app.db, id)
         .await

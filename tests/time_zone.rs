@@ -104,24 +104,3 @@ async fn readers_see_dates_in_the_sites_zone_and_editors_type_times_in_it() {
         .iter()
         .all(|r| r.ends_with("CET") || r.ends_with("CEST")));
 }
-
-/// The inputs and textareas of form `selector` as a browser would send them (no button).
-fn form_fields(doc: &scraper::Html, selector: &str) -> Vec<(String, String)> {
-    let sel = scraper::Selector::parse(&format!("{selector} input, {selector} textarea"))
-        .expect("selector");
-    doc.select(&sel)
-        .filter_map(|el| {
-            let v = el.value();
-            let name = v.attr("name")?.to_string();
-            if v.name() == "textarea" {
-                return Some((name, el.text().collect()));
-            }
-            if matches!(v.attr("type"), Some("radio") | Some("checkbox"))
-                && v.attr("checked").is_none()
-            {
-                return None;
-            }
-            Some((name, v.attr("value").unwrap_or_default().to_string()))
-        })
-        .collect()
-}

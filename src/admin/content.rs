@@ -463,6 +463,26 @@ impl ContentFormPage {
         crate::db::site::time_zone().name()
     }
 
+    /// Whether the node has its photo already.
+    pub fn has_photo(&self) -> bool {
+        self.node.as_ref().is_some_and(|n| n.photo_file().is_some())
+    }
+
+    /// Whether the form carries a photo picker (a photo node's form: multipart).
+    pub fn is_photo(&self) -> bool {
+        self.kind == NodeType::Photo
+    }
+
+    /// Where the form posts: a multipart form carries its CSRF token in the query, since the
+    /// body is not read before the upload streams.
+    pub fn post_url(&self) -> String {
+        if self.is_photo() {
+            format!("{}?csrf_token={}", self.action, self.layout.csrf_token())
+        } else {
+            self.action.clone()
+        }
+    }
+
     /// Whether the form offers a Preview (kinds with Markdown text).
     pub fn has_preview(&self) -> bool {
         matches!(self.kind, NodeType::Page | NodeType::Entry)
@@ -699,6 +719,10 @@ fn base_fields(node: &Node) -> Vec<(String, String)> {
             (format!("base_{name}"), value)
         })
         .collect();
+    if node.metadata.kind == NodeType::Photo {
+        let photo = node.photo_file().map(|f| f.to_hex()).unwrap_or_default();
+        base.push(("base_photo".into(), photo));
+    }
     base.push(("base_tags".into(), node.metadata.tags.join(", ")));
     base.push((
         "base_publication".into(),
@@ -1040,17 +1064,124 @@ pub async fn update(
     id: web::Path<String>,
     form: web::Form<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
-    let mut stored = load(&state, &id).await?;
+    let stored = load(&state, &id).await?;
+    let outcome = save_form(&req, &state, stored, form.into_inner(), None).await?;
+    Ok(outcome.response)
+}
+
+/// What [`save_form`] answered, and the file its save replaced (a photo node's old photo,
+/// when a new one was saved).
+struct FormOutcome {
+    response: HttpResponse,
+    saved: bool,
+    replaced: Option<ObjectId>,
+}
+
+impl From<HttpResponse> for FormOutcome {
+    fn from(response: HttpResponse) -> Self {
+        FormOutcome {
+            response,
+            saved: false,
+            replaced: None,
+        }
+    }
+}
+
+/// Files one photo node's edit form may carry.
+const PHOTOS_PER_FORM: usize = 1;
+
+/// `POST /admin/content/{id}/edit?csrf_token=…` as `multipart/form-data`: a photo node's one
+/// edit form with its photo picker. The chosen photo streams into storage first; the fields
+/// are then saved as [`update`] saves them, with the new photo in the same nonce-guarded
+/// update. The replaced photo is deleted once the save landed; when it does not (a field
+/// error, a conflict), the new one is deleted and the form says to choose it again.
+pub async fn update_with_photo(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    id: web::Path<String>,
+    payload: actix_multipart::Multipart,
+) -> Result<HttpResponse, AppError> {
+    let stored = load(&state, &id).await?;
+    let mut form =
+        crate::admin::upload_form::read(&state, payload, "photo", PHOTOS_PER_FORM).await?;
+    let photo = form
+        .stored
+        .pop()
+        .map(|(image, filename)| model::NewPhoto { image, filename });
+    let mut fields: HashMap<String, String> = form.pairs.drain(..).collect();
+    if let Some(refused) = form.refused.first() {
+        fields.insert(PHOTO_REFUSED.into(), refused.clone());
+    }
+    let new_file = photo.as_ref().map(|p| p.image.id);
+    let outcome = match save_form(&req, &state, stored, fields, photo).await {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            if let Some(file) = new_file {
+                crate::media::delete_file(&state.db, file).await?;
+            }
+            return Err(e);
+        }
+    };
+    match (outcome.saved, new_file) {
+        (true, Some(_)) => {
+            if let Some(old) = outcome.replaced {
+                crate::media::delete_file(&state.db, old).await?;
+            }
+        }
+        (false, Some(file)) => {
+            crate::media::delete_file(&state.db, file).await?;
+        }
+        (_, None) => {}
+    }
+    Ok(outcome.response)
+}
+
+/// The form field under which [`update_with_photo`] hands a refused upload's reason on.
+const PHOTO_REFUSED: &str = "photo_refused";
+
+/// The one edit form's save (see [`update`]), with a photo node's new photo when one came.
+async fn save_form(
+    req: &HttpRequest,
+    state: &AppState,
+    mut stored: Node,
+    fields: HashMap<String, String>,
+    photo: Option<model::NewPhoto>,
+) -> Result<FormOutcome, AppError> {
+    let req = req.clone();
     let section = node_section(&stored)?;
     let kind = stored.metadata.kind;
-    let mut form = Submitted(form.into_inner());
+    let mut form = Submitted(fields);
     let form_nonce = EditVersion::parse(form.get("nonce")).map_err(|_| {
         AppError::BadRequest("The form is missing its version; open the editor again.".into())
     })?;
     let mut errors = FieldErrors::default();
     let mine = read_edit(kind, &mut form, state.db.now(), &mut errors);
     if Action::parse(form.get("action")) == Some(Action::Preview) {
-        return preview_page(&req, &state, section, stored, &form, &mine).await;
+        return Ok(preview_page(&req, state, section, stored, &form, &mine)
+            .await?
+            .into());
+    }
+    match form.get(PHOTO_REFUSED) {
+        "" => {}
+        why => errors.add(
+            "photo",
+            format!("The photo was not accepted ({why}); choose another file."),
+        ),
+    }
+    if photo.is_some() && photo_chosen_again(&form, &stored) {
+        errors.add(
+            "photo",
+            format!(
+                "{} replaced the photo at {}, after you opened the editor: your photo was not \
+                 saved. Choose it again to replace theirs.",
+                stored
+                    .metadata
+                    .updated_by
+                    .as_deref()
+                    .unwrap_or("Another editor"),
+                stored.updated_label()
+            ),
+        );
     }
     let by = admin_name(&req);
     for _ in 0..3 {
@@ -1076,7 +1207,7 @@ pub async fn update(
                 &stored,
             );
             if !outcome.conflicts.is_empty() {
-                return conflict_page(&req, section, stored, outcome, errors);
+                return Ok(conflict_page(&req, section, stored, outcome, errors)?.into());
             }
             (outcome.edit, outcome.merged)
         } else {
@@ -1092,7 +1223,11 @@ pub async fn update(
             )
         };
         let mut errors = errors.clone();
-        if kind == NodeType::Photo && edit.publication.is_some() && stored.photo_file().is_none() {
+        if kind == NodeType::Photo
+            && edit.publication.is_some()
+            && stored.photo_file().is_none()
+            && photo.is_none()
+        {
             errors.add(
                 "published_at",
                 "Upload the photo first: a photo post cannot be published without its photo.",
@@ -1100,10 +1235,10 @@ pub async fn update(
         }
         let input = match parse_node(section, kind, &Submitted(edit.values.clone())) {
             Ok(input) if errors.is_empty() => input,
-            Ok(_) => return edit_errors(&req, section, stored, &edit, errors),
+            Ok(_) => return Ok(edit_errors(&req, section, stored, &edit, errors)?.into()),
             Err(more) => {
                 errors.extend(more);
-                return edit_errors(&req, section, stored, &edit, errors);
+                return Ok(edit_errors(&req, section, stored, &edit, errors)?.into());
             }
         };
         let extras = model::EditExtras {
@@ -1111,6 +1246,7 @@ pub async fn update(
             published: (edit.publication != stored.metadata.published).then_some(edit.publication),
             by: by.clone(),
             kept: revisions::Retention::new(state.revisions_kept),
+            photo: photo.clone(),
         };
         let nonce = stored.metadata.nonce;
         match model::save_edit(&state.db, &stored, nonce, &input, &extras).await {
@@ -1128,17 +1264,34 @@ pub async fn update(
                         merged.join(", ")
                     );
                 }
+                if photo.is_some() {
+                    message.push_str(" The new photo is in place.");
+                }
                 flash::push(&req.get_session(), Level::Success, message);
-                return Ok(see_other(&edit_url(stored.id)));
+                return Ok(FormOutcome {
+                    response: see_other(&edit_url(stored.id)),
+                    saved: true,
+                    replaced: stored.photo_file(),
+                });
             }
             Ok(false) => {
                 stored = model::by_id(&state.db, stored.id).await?.ok_or_else(|| {
                     AppError::Conflict("This item was deleted while you were editing it.".into())
                 })?;
+                if photo.is_some() && photo_chosen_again(&form, &stored) {
+                    // Someone replaced the photo between the last read and this save.
+                    let mut errors = errors.clone();
+                    errors.add(
+                        "photo",
+                        "The photo was replaced by another editor meanwhile: yours was not \
+                         saved. Choose it again to replace theirs.",
+                    );
+                    return Ok(edit_errors(&req, section, stored, &edit, errors)?.into());
+                }
             }
             Err(ContentError::SlugTaken) => {
                 errors.extend(slug_taken());
-                return edit_errors(&req, section, stored, &edit, errors);
+                return Ok(edit_errors(&req, section, stored, &edit, errors)?.into());
             }
             Err(e) => return Err(e.into()),
         }
@@ -1146,6 +1299,14 @@ pub async fn update(
     Err(AppError::Conflict(
         "This item keeps changing while you save it; open the editor again.".into(),
     ))
+}
+
+/// Whether the stored photo is no longer the one the form was loaded with (`base_photo`): a
+/// new photo sent with it would silently replace another editor's.
+fn photo_chosen_again(form: &Submitted, stored: &Node) -> bool {
+    let base = form.get("base_photo");
+    let now = stored.photo_file().map(|f| f.to_hex()).unwrap_or_default();
+    base != now
 }
 
 /// The Preview button: the form again exactly as typed (same nonce and base, so a later save
@@ -1527,6 +1688,7 @@ pub async fn restore_revision(
         published: (revision.published != node.metadata.published).then_some(revision.published),
         by: admin_name(&req),
         kept: revisions::Retention::new(state.revisions_kept),
+        photo: None,
     };
     match model::save_edit(&state.db, &node, form_nonce, &input, &extras).await {
         Ok(true) => {

@@ -19,6 +19,7 @@ pub mod products;
 pub mod settings;
 pub mod stock;
 pub mod system;
+pub mod upload_form;
 
 use actix_web::middleware::from_fn;
 use actix_web::{web, Scope};
@@ -143,6 +144,12 @@ pub fn scope() -> Scope<
         .service(
             web::resource("/content/{id}/edit")
                 .route(read().to(content::edit))
+                // A photo node's form carries its photo picker (multipart, token in the query).
+                .route(
+                    web::post()
+                        .guard(actix_web::guard::fn_guard(product_lifecycle::is_multipart))
+                        .to(content::update_with_photo),
+                )
                 .post(content::update),
         )
         .route(

@@ -8,13 +8,11 @@ use actix_session::SessionExt;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use bson::oid::ObjectId;
-use futures::StreamExt;
 
 use crate::admin::products::{create_product, kind_param, NewPhotos};
 use crate::catalog::lifecycle::{self, DeleteRefused, Move};
 use crate::catalog::products::{self, Product};
 use crate::checkout::orders;
-use crate::media::{self, UploadError};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
@@ -164,8 +162,6 @@ pub async fn move_photo(
     Ok(see_other(&edit_url(&product)))
 }
 
-/// Text fields of a multipart create form may hold this much in all (like a plain form).
-const MAX_TEXT_BYTES: usize = crate::web::csrf::MAX_FORM_BYTES;
 /// Photos accepted with one create form.
 const MAX_NEW_PHOTOS: usize = 10;
 
@@ -178,14 +174,6 @@ pub fn is_multipart(ctx: &actix_web::guard::GuardContext<'_>) -> bool {
         .is_some_and(|v| v.starts_with("multipart/form-data"))
 }
 
-/// Delete photos stored for a form that is not going to be saved.
-async fn discard(state: &AppState, photos: &[ObjectId]) -> Result<(), AppError> {
-    for photo in photos {
-        crate::media::delete_file(&state.db, *photo).await?;
-    }
-    Ok(())
-}
-
 /// `POST /admin/products/new?type=album&csrf_token=…` as `multipart/form-data`: the create
 /// form with photos (field `photos`, any number up to ten). Each photo streams into storage as
 /// it arrives, checked like an edit-page upload; the text fields are then saved as a plain
@@ -194,94 +182,13 @@ pub async fn create_with_photos(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
-    mut payload: actix_multipart::Multipart,
+    payload: actix_multipart::Multipart,
 ) -> Result<HttpResponse, AppError> {
     let kind = kind_param(&params)?;
-    let mut pairs: Vec<(String, String)> = Vec::new();
-    let mut photos = NewPhotos::default();
-    let mut text_bytes = 0usize;
-    while let Some(field) = payload.next().await {
-        let mut field = match field {
-            Ok(field) => field,
-            Err(e) => {
-                tracing::info!(error = %e, "a create form could not be read");
-                discard(&state, &photos.stored).await?;
-                return Err(AppError::BadRequest(
-                    "The form arrived incomplete; please send it again.".into(),
-                ));
-            }
-        };
-        let name = field.name().unwrap_or_default().to_string();
-        if name == "photos" {
-            let filename: String = field
-                .content_disposition()
-                .and_then(|cd| cd.get_filename())
-                .map(|f| f.chars().filter(|c| !c.is_control()).take(100).collect())
-                .unwrap_or_default();
-            if filename.is_empty() {
-                // The picker was left empty: browsers still send an empty part.
-                while let Some(chunk) = field.next().await {
-                    if chunk.is_err() {
-                        break;
-                    }
-                }
-                continue;
-            }
-            if photos.stored.len() >= MAX_NEW_PHOTOS {
-                photos.refused.push(format!(
-                    "{filename}: at most {MAX_NEW_PHOTOS} photos at once"
-                ));
-                while let Some(chunk) = field.next().await {
-                    if chunk.is_err() {
-                        break;
-                    }
-                }
-                continue;
-            }
-            match media::store_upload_limited(
-                &state.db,
-                &filename,
-                field,
-                state.max_upload_bytes,
-                state.max_image_pixels,
-            )
-            .await
-            {
-                Ok(stored) => photos.stored.push(stored.id),
-                Err(UploadError::Db(e)) => {
-                    discard(&state, &photos.stored).await?;
-                    return Err(e.into());
-                }
-                Err(e) => photos.refused.push(format!("{filename}: {e}")),
-            }
-            continue;
-        }
-        let mut value = Vec::new();
-        while let Some(chunk) = field.next().await {
-            let chunk = match chunk {
-                Ok(chunk) => chunk,
-                Err(e) => {
-                    tracing::info!(error = %e, "a create form field could not be read");
-                    discard(&state, &photos.stored).await?;
-                    return Err(AppError::BadRequest(
-                        "The form arrived incomplete; please send it again.".into(),
-                    ));
-                }
-            };
-            text_bytes += chunk.len();
-            if text_bytes > MAX_TEXT_BYTES {
-                discard(&state, &photos.stored).await?;
-                return Err(AppError::BadRequest("The form is too large.".into()));
-            }
-            value.extend_from_slice(&chunk);
-        }
-        let Ok(value) = String::from_utf8(value) else {
-            discard(&state, &photos.stored).await?;
-            return Err(AppError::BadRequest(
-                "The form's text is not valid UTF-8.".into(),
-            ));
-        };
-        pairs.push((name, value));
-    }
-    create_product(&req, &state, kind, pairs, photos).await
+    let form = crate::admin::upload_form::read(&state, payload, "photos", MAX_NEW_PHOTOS).await?;
+    let photos = NewPhotos {
+        stored: form.stored.iter().map(|(image, _)| image.id).collect(),
+        refused: form.refused,
+    };
+    create_product(&req, &state, kind, form.pairs, photos).await
 }

@@ -868,6 +868,16 @@ pub struct EditExtras {
     /// How many revisions of the node to keep once this save's is written
     /// (`content.revisions_kept`).
     pub kept: Retention,
+    /// A photo node's new file, uploaded with the form: it replaces the stored one in the
+    /// same update (the caller deletes the replaced file once the save landed).
+    pub photo: Option<NewPhoto>,
+}
+
+/// A stored image becoming a photo node's file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewPhoto {
+    pub image: crate::media::StoredImage,
+    pub filename: String,
 }
 
 /// [`save_with_nonce`] with the tags, the publication and the editor's name in the same
@@ -888,7 +898,7 @@ pub async fn save_edit(
         .detail
         .to_document()
         .map_err(|e| ContentError::Db(DbError::Other(e.into())))?;
-    // A photo's file is changed only by upload/replace, never by the text form.
+    // A photo's file changes only with a new upload (`extras.photo`), never from the text fields.
     let mut set = doc! {
         "metadata.slug": &input.slug,
         "metadata.title": &input.title,
@@ -911,6 +921,15 @@ pub async fn save_edit(
     // A photo's file is not in the form (see above): its `metadata.media` is the upload's.
     if !matches!(input.detail, Detail::Photo(_)) {
         set.insert("metadata.media", input.detail.media());
+    }
+    if let (Some(new), Detail::Photo(_)) = (&extras.photo, &input.detail) {
+        let image = &new.image;
+        set.insert("metadata.detail.file_id", image.id);
+        set.insert("metadata.detail.filename", &new.filename);
+        set.insert("metadata.detail.content_type", image.kind.mime());
+        set.insert("metadata.detail.width", i64::from(image.width));
+        set.insert("metadata.detail.height", i64::from(image.height));
+        set.insert("metadata.media", vec![image.id]);
     }
     if let Some(tags) = &extras.tags {
         set.insert("metadata.tags", tags.clone());

@@ -506,3 +506,71 @@ pub fn holder(stored: &str) -> bazaar::domain::StockHolder {
 pub fn order_number(text: &str) -> bazaar::domain::OrderNumber {
     bazaar::domain::OrderNumber::parse(text).expect("a test's order number is one")
 }
+
+/// The inputs and textareas of form `selector` in `doc` as a browser would send them (unticked
+/// boxes and radios, file pickers and nameless inputs left out).
+pub fn form_fields(doc: &Html, selector: &str) -> Vec<(String, String)> {
+    let sel = scraper::Selector::parse(&format!("{selector} input, {selector} textarea"))
+        .expect("selector");
+    doc.select(&sel)
+        .filter_map(|el| {
+            let v = el.value();
+            let name = v.attr("name")?.to_string();
+            if v.name() == "textarea" {
+                return Some((name, el.text().collect()));
+            }
+            match v.attr("type") {
+                Some("radio") | Some("checkbox") if v.attr("checked").is_none() => None,
+                Some("file") => None,
+                _ => Some((name, v.attr("value").unwrap_or_default().to_string())),
+            }
+        })
+        .collect()
+}
+
+/// A multipart body of text `fields` and one file (`file_field`, `filename`, PNG `bytes`),
+/// the file last, as a browser sends a form with a file picker.
+pub fn multipart_form_body(
+    boundary: &str,
+    fields: &[(String, String)],
+    file_field: &str,
+    filename: &str,
+    bytes: &[u8],
+) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (name, value) in fields {
+        body.extend_from_slice(
+            format!(
+                "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+            )
+            .as_bytes(),
+        );
+    }
+    body.extend_from_slice(&png_upload_body(boundary, file_field, filename, bytes));
+    body
+}
+
+/// Save a photo node's one edit form (as loaded, plus `changes`) with `bytes` as its new photo,
+/// pressing `button`.
+pub async fn save_photo_form(
+    app: &TestApp,
+    id: bson::oid::ObjectId,
+    changes: &[(&str, &str)],
+    filename: &str,
+    bytes: &[u8],
+    button: &str,
+) -> reqwest::Response {
+    let doc = admin_page(app, &format!("/admin/content/{}/edit", id.to_hex())).await;
+    let action = attr(&doc, "form.edit-form", "action").expect("the edit form");
+    let mut fields = form_fields(&doc, "form.edit-form");
+    for (name, value) in changes {
+        match fields.iter_mut().find(|(k, _)| k == name) {
+            Some(field) => field.1 = value.to_string(),
+            None => fields.push((name.to_string(), value.to_string())),
+        }
+    }
+    fields.push(("action".into(), button.into()));
+    let boundary = "----bazaar-edit-form-boundary";
+    let body = multipart_form_body(boundary, &fields, "photo", filename, bytes);
+    app.post_admin_multipart(&action, boundary, body).await
+}
