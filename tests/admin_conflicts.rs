@@ -384,3 +384,55 @@ async fn a_category_rename_or_move_computed_from_an_older_tree_gets_a_409_and_ch
         .expect("bop");
     assert_eq!(moved.parent.map(|p| p.to_hex()), Some(rock));
 }
+
+#[tokio::test]
+async fn on_the_product_conflict_page_each_conflicting_field_can_keep_the_stored_version() {
+    let app = spawn_app().await;
+    let p = product_with_stock(&app.db, "conflict-choice", 10).await;
+    let (alice, bob) = (Admin::new(&app), Admin::new(&app));
+    let mut alice_form = product_form(&alice.page(&edit_url(&p)).await);
+    let mut bob_form = product_form(&bob.page(&edit_url(&p)).await);
+    set(&mut alice_form, "description", "Alice's description.");
+    set(&mut alice_form, "title", "Alice's title");
+    assert_eq!(
+        alice.post(&edit_url(&p), &alice_form).await.status(),
+        StatusCode::SEE_OTHER
+    );
+    set(&mut bob_form, "description", "Bob's description.");
+    set(&mut bob_form, "title", "Bob's title");
+    set(&mut bob_form, "retail_price", "7.50");
+    let response = bob.post(&edit_url(&p), &bob_form).await;
+    assert_eq!(response.status(), StatusCode::CONFLICT);
+    let doc = html(&body(response).await);
+    // A choice per conflicting field, joined to the re-apply form by its id.
+    let radios =
+        scraper::Selector::parse("input[type=radio][form=conflict-form]").expect("selector");
+    let names: std::collections::BTreeSet<String> = doc
+        .select(&radios)
+        .filter_map(|r| r.value().attr("name").map(str::to_string))
+        .collect();
+    assert_eq!(
+        names.into_iter().collect::<Vec<_>>(),
+        ["choice_description", "choice_title"]
+    );
+    assert_eq!(
+        attr(&doc, "input[name=choice_title][checked]", "value").as_deref(),
+        Some("mine"),
+        "mine is the default: what the form below holds"
+    );
+    // Bob keeps Alice's title and his own description; his price (his change alone) stays.
+    let mut reapply = product_form(&doc);
+    let hidden = |name: &str| attr(&doc, &format!("input[name={name}]"), "value").expect(name);
+    reapply.push(("choice_title".into(), "stored".into()));
+    reapply.push(("stored_title".into(), hidden("stored_title")));
+    reapply.push(("choice_description".into(), "mine".into()));
+    reapply.push(("stored_description".into(), hidden("stored_description")));
+    assert_eq!(
+        bob.post(&edit_url(&p), &reapply).await.status(),
+        StatusCode::SEE_OTHER
+    );
+    let stored = product(&app.db, "conflict-choice").await;
+    assert_eq!(stored.title, "Alice's title");
+    assert_eq!(stored.description, "Bob's description.");
+    assert_eq!(stored.pricing.retail.cents(), 750);
+}

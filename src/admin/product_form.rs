@@ -116,6 +116,28 @@ impl Submitted {
     pub(super) fn get(&self, name: &str) -> &str {
         self.values.get(name).map_or("", |v| v.trim())
     }
+
+    /// Apply the conflict page's choices: a field whose `choice_{name}` is `stored` takes the
+    /// stored value the page carried (`stored_{name}`; categories as ids joined by commas).
+    pub(super) fn apply_choices(&mut self) {
+        let chosen: Vec<(String, String)> = self
+            .values
+            .iter()
+            .filter(|(_, side)| side.as_str() == "stored")
+            .filter_map(|(key, _)| {
+                let name = key.strip_prefix("choice_")?;
+                let value = self.values.get(&format!("stored_{name}"))?;
+                Some((name.to_string(), value.clone()))
+            })
+            .collect();
+        for (name, value) in chosen {
+            if name == "categories" {
+                self.categories = list(&value, ',');
+            } else {
+                self.values.insert(name, value);
+            }
+        }
+    }
 }
 
 pub(super) fn list(value: &str, separator: char) -> Vec<String> {

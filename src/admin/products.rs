@@ -502,7 +502,8 @@ pub async fn update(
     let product = products::by_id(&state.db, parse_id(&id)?)
         .await?
         .ok_or(AppError::NotFound)?;
-    let submitted = Submitted::from_pairs(form.into_inner());
+    let mut submitted = Submitted::from_pairs(form.into_inner());
+    submitted.apply_choices();
     let mut version = form_version(&submitted)?;
     // What is saved: the submission, or after a lost race its merge with the stored version.
     let mut form = Submitted::from_pairs(
@@ -741,13 +742,21 @@ async fn conflict(
             continue;
         }
         match name {
-            "categories" => conflict.field(label, &category_label(theirs), &category_label(now)),
-            "featured" => conflict.field(
+            "categories" => conflict.field_with_choice(
+                label,
+                &category_label(theirs),
+                &category_label(now),
+                name,
+                now,
+            ),
+            "featured" => conflict.field_with_choice(
                 label,
                 if theirs == "1" { "yes" } else { "no" },
                 if now == "1" { "yes" } else { "no" },
+                name,
+                now,
             ),
-            _ => conflict.field(label, theirs, now),
+            _ => conflict.field_with_choice(label, theirs, now, name, now),
         }
     }
     let stored_updated = crate::db::site::time_zone().minute_label(stored.updated);

@@ -31,7 +31,15 @@ pub struct ConflictField {
     pub theirs: String,
     pub stored: String,
     pub diff: Vec<DiffLine>,
+    /// When the page offers a choice for this field: the form field's name and the stored
+    /// value as the form would send it (radios `choice_{name}` and the hidden `stored_{name}`,
+    /// attached to the form with id [`CHOICE_FORM`]).
+    pub choice: Option<(String, String)>,
 }
+
+/// The id of the form a conflict page's per-field choices belong to (they sit outside it,
+/// next to the versions they choose between, and join it through the `form` attribute).
+pub const CHOICE_FORM: &str = "conflict-form";
 
 impl ConflictField {
     pub fn differs(&self) -> bool {
@@ -57,7 +65,24 @@ impl Conflict {
             theirs: theirs.to_string(),
             stored: stored.to_string(),
             diff: line_diff(stored, theirs),
+            choice: None,
         });
+    }
+
+    /// [`Conflict::field`] with a choice between the two versions: form field `name`, whose
+    /// stored value the form would send as `stored_value`.
+    pub fn field_with_choice(
+        &mut self,
+        label: impl Into<String>,
+        theirs: &str,
+        stored: &str,
+        name: &str,
+        stored_value: &str,
+    ) {
+        self.field(label, theirs, stored);
+        if let Some(field) = self.fields.last_mut() {
+            field.choice = Some((name.to_string(), stored_value.to_string()));
+        }
     }
 
     /// How many fields differ between the two versions.
