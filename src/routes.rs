@@ -74,6 +74,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         )
         // A draft or scheduled node through a signed, expiring link (`content::preview`).
         .route("/preview/{id}", read().to(content::pages::preview))
+        .route("/tags", read().to(content::tag_index::index))
+        .route("/tags/", read().to(content::tag_index::index))
         .route("/tags/{tag}", read().to(content::pages::tag))
         .route("/tags/{tag}/", read().to(content::pages::tag))
         .route("/tags/{tag}/feed.atom", read().to(content::feed::serve_tag))

@@ -28,7 +28,8 @@ pub struct Summary {
 impl Summary {
     /// The summary of a Markdown body.
     pub fn of_markdown(markdown: &str) -> Summary {
-        let plain = PlainText::of(markdown);
+        // A live block (`{shipping-rates}`) is a table on the page, no words of the excerpt.
+        let plain = PlainText::of(&crate::content::live_blocks::strip(markdown));
         let words = plain.all.split_whitespace().count() as i64;
         let lead = plain.lead.trim();
         let text = cut_at_sentence(lead, EXCERPT_CHARS);
