@@ -13,7 +13,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/readyz", read().to(health::ready::readyz))
         .route("/metrics", read().to(health::scrape::metrics))
         .route("/static/{path:.*}", read().to(assets::serve))
-        .route("/products", read().to(catalog::pages::list))
+        .route("/products", read().to(search::listing::products))
         .route("/products/{slug}", read().to(catalog::pages::show))
         .route(
             "/products/{slug}/comments",
@@ -32,7 +32,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             web::post().to(catalog::pages::post_reply),
         )
         .route("/categories", read().to(catalog::pages::tree))
-        .route("/categories/{slug}", read().to(catalog::pages::category))
+        .route("/categories/{slug}", read().to(search::listing::category))
         .route("/cart", read().to(cart::pages::show))
         .route("/cart/items", web::post().to(cart::pages::add))
         .route("/cart/items/{sku}", web::post().to(cart::pages::change))

@@ -54,6 +54,12 @@ impl Summary {
     }
 }
 
+/// A Markdown body as plain text, all of it (markup, link addresses, images and live-block
+/// markers dropped): what search results show an excerpt of.
+pub fn plain_text(markdown: &str) -> String {
+    PlainText::of(&crate::content::live_blocks::strip(markdown)).all
+}
+
 /// A Markdown body as plain text: all of it, and its leading paragraphs (up to the first
 /// heading after some text, or enough to fill an excerpt).
 struct PlainText {
@@ -149,6 +155,14 @@ fn cut_at_sentence(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_text_drops_markdown_and_quote_markers() {
+        assert_eq!(
+            plain_text("*Kind of Blue* is one.\n\n> So what?\n\n[A Love Supreme](/products/x)"),
+            "Kind of Blue is one. So what? A Love Supreme"
+        );
+    }
 
     #[test]
     fn a_short_body_is_its_own_excerpt_and_needs_no_continue_link() {
