@@ -1039,6 +1039,35 @@ async fn chromium_shows_every_admin_list_and_form_on_a_phone_without_sideways_sc
         .await;
         save_screenshot(&client, &name(path)).await;
     }
+    // Chart labels keep a readable size on a phone (the chart scrolls in its frame instead).
+    client
+        .goto(&format!("{origin}/admin/analytics"))
+        .await
+        .expect("analytics loads");
+    let tick = script(
+        &client,
+        "return document.querySelector('#views-by-hour .x-tick').getBoundingClientRect().height;",
+    )
+    .await;
+    assert!(
+        tick.as_f64().is_some_and(|h| h >= 9.0),
+        "axis labels at least 9 px tall on a phone: {tick}"
+    );
+    save_screenshot(&client, "admin-mobile-analytics.png").await;
+    // The shop's header leaves the screen to the page: at most a fifth of a phone's height.
+    client.goto(&app.url("/")).await.expect("home loads");
+    let share = script(
+        &client,
+        "return document.querySelector('.site-header').getBoundingClientRect().height \
+         / window.innerHeight;",
+    )
+    .await;
+    assert!(
+        share.as_f64().is_some_and(|s| s <= 0.2),
+        "the header takes {share} of the screen"
+    );
+    assert_eq!(script(&client, NO_SIDEWAYS_SCROLL).await, json!(true));
+    save_screenshot(&client, "header-mobile.png").await;
     assert!(
         to_visit.len() > ADMIN_LISTS.len() + 8,
         "the forms and detail pages were found too: {to_visit:?}"

@@ -9,6 +9,7 @@ pub mod content;
 pub mod dashboard;
 pub mod demo_data;
 pub mod orders;
+pub mod page_titles;
 pub mod preview;
 pub mod product_form;
 pub mod product_lifecycle;
