@@ -15,7 +15,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         .route("/readyz", read().to(health::ready::readyz))
         .route("/metrics", read().to(health::scrape::metrics))
         .route("/static/{path:.*}", read().to(assets::serve))
-        .route("/products", read().to(catalog::pages::list))
+        .route("/products", read().to(search::listing::products))
         .route("/products/{slug}", read().to(catalog::pages::show))
         .route(
             "/products/{slug}/comments",
@@ -34,7 +34,7 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             web::post().to(catalog::pages::post_reply),
         )
         .route("/categories", read().to(catalog::pages::tree))
-        .route("/categories/{slug}", read().to(catalog::pages::category))
+        .route("/categories/{slug}", read().to(search::listing::category))
         .route("/cart", read().to(cart::pages::show))
         .route("/cart/items", web::post().to(cart::pages::add))
         .route("/cart/items/{sku}", web::post().to(cart::pages::change))
@@ -141,6 +141,8 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
         )
         // A draft or scheduled node through a signed, expiring link (`content::preview`).
         .route("/preview/{id}", read().to(content::pages::preview))
+        .route("/tags", read().to(content::tag_index::index))
+        .route("/tags/", read().to(content::tag_index::index))
         .route("/tags/{tag}", read().to(content::pages::tag))
         .route("/tags/{tag}/", read().to(content::pages::tag))
         .route("/tags/{tag}/feed.atom", read().to(content::feed::serve_tag))

@@ -697,3 +697,43 @@ async fn the_system_page_shows_the_database_and_adds_demo_data() {
     let nav = texts(&doc, "header nav a");
     assert!(nav.contains(&"Analytics".to_string()) && nav.contains(&"System".to_string()));
 }
+
+#[tokio::test]
+async fn reports_name_pages_by_their_titles_and_count_comment_permalinks_as_their_page() {
+    let app = spawn_app().await;
+    ProductBuilder::new("titled")
+        .title("Kind of Blue")
+        .slug("kind-of-blue")
+        .build(&app.db)
+        .await;
+    for path in ["/products/kind-of-blue", "/products/gone-away", "/"] {
+        counter(&app).record(path, at(2025, 3, 14, 9, 0, 0));
+    }
+    counter(&app).flush().await;
+    let doc = html(&body(app.get_admin("/admin/analytics?date=2025-03-14").await).await);
+    let mut named = texts(&doc, ".top-page .page-report");
+    named.sort();
+    // A known page by its title (its path beside it); a page since deleted by its path.
+    assert_eq!(named, ["/products/gone-away", "Home", "Kind of Blue"]);
+    let mut paths = texts(&doc, ".top-page .page-path");
+    paths.sort();
+    assert_eq!(paths, ["/", "/products/kind-of-blue"]);
+    let drill = html(
+        &body(
+            app.get_admin("/admin/analytics?date=2025-03-14&path=/products/kind-of-blue")
+                .await,
+        )
+        .await,
+    );
+    let title = texts(&drill, "figure#views-by-hour figcaption").concat();
+    assert!(
+        title.starts_with("Views of “Kind of Blue” by hour"),
+        "{title}"
+    );
+    // A comment's permalink is a view of its page.
+    assert_eq!(
+        bazaar::analytics::middleware::page_path("/products/kind-of-blue/comments/abc"),
+        Some("/products/kind-of-blue")
+    );
+    app.stop().await;
+}

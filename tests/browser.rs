@@ -904,3 +904,179 @@ async fn chromium_edits_a_page_through_every_button_of_its_one_form_and_merges_t
 
     client.close().await.expect("browser closes");
 }
+
+/// The admin pages a phone must show without sideways scrolling: every list of the admin's
+/// navigation and the forms they lead to.
+const ADMIN_LISTS: &[&str] = &[
+    "/admin",
+    "/admin/products",
+    "/admin/stock",
+    "/admin/orders",
+    "/admin/carts",
+    "/admin/categories",
+    "/admin/content",
+    "/admin/comments",
+    "/admin/analytics",
+    "/admin/analytics/month",
+    "/admin/settings",
+    "/admin/system",
+];
+
+/// `path` with each segment that names one record (digits, an ObjectId, an order number)
+/// replaced by `*`, so one page of each kind is visited.
+fn page_kind(path: &str) -> String {
+    let path = path.split(['?', '#']).next().unwrap_or(path);
+    path.split('/')
+        .map(|segment| {
+            if segment.chars().any(|c| c.is_ascii_digit()) {
+                "*"
+            } else {
+                segment
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// What sticks out of a 390 px window on the current page: the page's width when it scrolls
+/// sideways, and every visible control (link, button, field) reaching past the right edge.
+const OVERFLOW_REPORT: &str = "const width = window.innerWidth; \
+    const out = []; \
+    if (document.documentElement.scrollWidth > width) { \
+      out.push('page ' + document.documentElement.scrollWidth + ' px wide'); } \
+    for (const el of document.querySelectorAll('main a, main button, main input, main select, main textarea')) { \
+      const r = el.getBoundingClientRect(); \
+      if (r.width === 0 || r.height === 0 || el.closest('.visually-hidden, .hp')) continue; \
+      if (r.right > width + 1 || r.left < -1) { \
+        out.push(el.tagName.toLowerCase() + ' \"' + (el.textContent || el.name || '').trim().slice(0, 30) \
+          + '\" at ' + Math.round(r.left) + '..' + Math.round(r.right)); } \
+    } \
+    return out.slice(0, 5);";
+
+#[tokio::test]
+async fn chromium_shows_every_admin_list_and_form_on_a_phone_without_sideways_scrolling() {
+    let (driver, browser) = match browser_programs() {
+        Ok(programs) => programs,
+        Err(reason) if std::env::var_os("CI").is_some() => {
+            panic!("the browser test is required in CI: {reason}")
+        }
+        Err(reason) => {
+            eprintln!("skipping the browser test: {reason}");
+            return;
+        }
+    };
+    let app = spawn_app_with_demo().await;
+    // An order, a cart and a comment, so their lists have rows and detail pages.
+    crate::common::shop::product_with_stock(&app.db, "phone1", 5).await;
+    let shopper = crate::common::shop::Shopper::new(&app).await;
+    shopper.add("phone1", "1").await;
+    shopper.checkout("4242424242424242").await;
+    let browsing = crate::common::shop::Shopper::new(&app).await;
+    browsing.add("phone1", "1").await;
+    let (_driver, driver_port) = start_driver(&driver);
+    let profile = tempfile::tempdir().expect("profile directory");
+    let client = connect(driver_port, &browser, profile.path()).await;
+    client
+        .set_window_size(390, 844)
+        .await
+        .expect("window resized");
+    let password = ADMIN_PASSWORD.replace(' ', "%20");
+    let origin = format!("http://{ADMIN_USER}:{password}@127.0.0.1:{}", app.port);
+
+    // The lists, then one page of every kind they link to (forms, details, confirmations).
+    let mut to_visit: Vec<String> = ADMIN_LISTS.iter().map(|p| p.to_string()).collect();
+    let mut kinds: Vec<String> = to_visit.iter().map(|p| page_kind(p)).collect();
+    let mut problems: Vec<String> = Vec::new();
+    let mut visited = 0;
+    while let Some(path) = (visited < to_visit.len()).then(|| to_visit[visited].clone()) {
+        visited += 1;
+        client
+            .goto(&format!("{origin}{path}"))
+            .await
+            .unwrap_or_else(|e| panic!("{path} loads: {e}"));
+        let found = script(&client, OVERFLOW_REPORT).await;
+        if found.as_array().is_some_and(|a| !a.is_empty()) {
+            problems.push(format!("{path}: {found}"));
+        }
+        if visited <= ADMIN_LISTS.len() {
+            let links = script(
+                &client,
+                "return [...document.querySelectorAll('main a[href^=\"/admin/\"]')]\
+                 .map(a => a.getAttribute('href'));",
+            )
+            .await;
+            for link in links.as_array().into_iter().flatten() {
+                let Some(link) = link.as_str() else { continue };
+                // Files and previews are not admin pages to lay out.
+                if link.starts_with("/admin/media/") || link.contains("/preview") {
+                    continue;
+                }
+                let kind = page_kind(link);
+                if !kinds.contains(&kind) {
+                    kinds.push(kind);
+                    to_visit.push(link.to_string());
+                }
+            }
+        }
+    }
+    let name = |path: &str| {
+        format!(
+            "admin-mobile{}.png",
+            page_kind(path).replace(['/', '*'], "-")
+        )
+    };
+    for path in ["/admin/products", "/admin/stock", "/admin/orders"] {
+        client
+            .goto(&format!("{origin}{path}"))
+            .await
+            .expect("list loads");
+        // The list itself, not the header, in the picture.
+        script(
+            &client,
+            "const t = document.querySelector('main table'); if (t) { t.scrollIntoView(); } \
+             return true;",
+        )
+        .await;
+        save_screenshot(&client, &name(path)).await;
+    }
+    // Chart labels keep a readable size on a phone (the chart scrolls in its frame instead).
+    client
+        .goto(&format!("{origin}/admin/analytics"))
+        .await
+        .expect("analytics loads");
+    let tick = script(
+        &client,
+        "return document.querySelector('#views-by-hour .x-tick').getBoundingClientRect().height;",
+    )
+    .await;
+    assert!(
+        tick.as_f64().is_some_and(|h| h >= 9.0),
+        "axis labels at least 9 px tall on a phone: {tick}"
+    );
+    save_screenshot(&client, "admin-mobile-analytics.png").await;
+    // The shop's header leaves the screen to the page: at most a fifth of a phone's height.
+    client.goto(&app.url("/")).await.expect("home loads");
+    let share = script(
+        &client,
+        "return document.querySelector('.site-header').getBoundingClientRect().height \
+         / window.innerHeight;",
+    )
+    .await;
+    assert!(
+        share.as_f64().is_some_and(|s| s <= 0.2),
+        "the header takes {share} of the screen"
+    );
+    assert_eq!(script(&client, NO_SIDEWAYS_SCROLL).await, json!(true));
+    save_screenshot(&client, "header-mobile.png").await;
+    assert!(
+        to_visit.len() > ADMIN_LISTS.len() + 8,
+        "the forms and detail pages were found too: {to_visit:?}"
+    );
+    assert!(
+        problems.is_empty(),
+        "admin pages wider than a 390 px phone:\n{}",
+        problems.join("\n")
+    );
+    client.close().await.expect("browser closes");
+    app.stop().await;
+}

@@ -272,7 +272,6 @@ async fn every_storefront_query_uses_an_index() {
             "minimum discount",
             vec![("min_discount", "20"), ("sort", "discount")],
         ),
-        ("title search", vec![("q", "kind (*+?["), ("sort", "title")]),
         ("in stock", vec![("in_stock", "1")]),
     ] {
         let query = q(&pairs);

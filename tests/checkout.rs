@@ -895,3 +895,68 @@ async fn recovery_and_refunds_find_payments_and_charges_through_indexes() {
     .await;
     app.stop().await;
 }
+
+/// The shipping checkout charges a new cart holding `qty` units of `sku`.
+async fn checkout_shipping(app: &TestApp, sku: &str, qty: i64) -> String {
+    let s = Shopper::new(app).await;
+    s.add(sku, &qty.to_string()).await;
+    let doc = html(&body(s.get("/checkout").await).await);
+    texts(&doc, ".shipping")
+        .first()
+        .cloned()
+        .expect("checkout shows shipping")
+}
+
+#[tokio::test]
+async fn the_shipping_page_shows_the_configured_rates_and_checkout_charges_each_of_them() {
+    let app = spawn_app_with_demo().await;
+    // Each unit weighs 300 g (the builder's default).
+    product_with_stock(&app.db, "parcel", 50).await;
+    save_settings(
+        &app,
+        &[
+            ("currency_symbol", "€"),
+            ("shipping_base", "2.50"),
+            ("shipping_per_half_kilo", "1.75"),
+        ],
+    )
+    .await;
+
+    let page = page(&app, "/pages/shipping").await;
+    let rows: Vec<Vec<String>> = {
+        let row = scraper::Selector::parse("table.shipping-rates tbody tr").expect("selector");
+        let cell = scraper::Selector::parse("td").expect("selector");
+        page.select(&row)
+            .map(|tr| {
+                tr.select(&cell)
+                    .map(|td| td.text().collect::<String>().trim().to_string())
+                    .collect()
+            })
+            .collect()
+    };
+    let text = texts(&page, ".post-text").concat();
+    assert!(!text.contains("{shipping-rates}"), "{text}");
+    assert!(!text.contains('$'), "no hard-coded prices: {text}");
+    assert_eq!(rows.len(), 5, "{rows:?}");
+    // The heaviest parcel of 300 g units within each row's limit is charged the row's price.
+    let limits = [(500, 1), (1_000, 3), (2_000, 6), (5_000, 16)];
+    for ((grams, qty), row) in limits.iter().zip(&rows) {
+        let label = if *grams < 1_000 {
+            format!("up to {grams} g")
+        } else {
+            format!("up to {} kg", grams / 1_000)
+        };
+        assert_eq!(row[0], label, "{rows:?}");
+        assert_eq!(
+            checkout_shipping(&app, "parcel", *qty).await,
+            row[1],
+            "{label}"
+        );
+    }
+    assert_eq!(rows[0][1], "€4.25");
+    assert_eq!(rows[4], ["each further 500 g over 5 kg", "+ €1.75"]);
+    // 17 units: 5.1 kg, one step past the last row.
+    assert_eq!(checkout_shipping(&app, "parcel", 17).await, "€21.75");
+    assert_eq!(rows[3][1], "€20.00");
+    app.stop().await;
+}

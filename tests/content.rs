@@ -57,7 +57,8 @@ async fn the_about_and_shipping_pages_have_stable_urls_linked_from_the_footer() 
     assert_eq!(count(&about, ".post-text li"), 3);
     let shipping = page(&app, "/pages/shipping").await;
     assert_eq!(heading(&shipping), "Shipping and returns");
-    assert_eq!(count(&shipping, ".post-text table tr"), 4);
+    // The configured rates: a header row, four weights and the charge per further 500 g.
+    assert_eq!(count(&shipping, ".post-text table.shipping-rates tr"), 6);
 }
 
 #[tokio::test]

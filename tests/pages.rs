@@ -1,5 +1,6 @@
 //! Public pages: the layout, error pages, static assets, security headers and /healthz.
 
+use crate::common::builders::{NodeBuilder, ProductBuilder};
 use crate::common::*;
 use reqwest::StatusCode;
 
@@ -251,4 +252,93 @@ fn server_code(e: &mongodb::error::Error) -> Option<i32> {
         current = err.source();
     }
     None
+}
+
+#[tokio::test]
+async fn every_page_title_names_the_shop_as_the_settings_call_it() {
+    let app = spawn_app_with_demo().await;
+    save_settings(&app, &[("name", "Corner Records")]).await;
+    let title = |doc: &scraper::Html| texts(doc, "head > title").concat();
+    for path in [
+        "/",
+        "/products",
+        "/categories",
+        "/blog/",
+        "/pages/shipping",
+        "/tags/",
+        "/tags/jazz",
+        "/search?q=jazz",
+        "/cart",
+        "/orders/lookup",
+        "/no-such-page",
+    ] {
+        // The 404 page too.
+        let doc = html(&body(app.get(path).await).await);
+        let shown = title(&doc);
+        assert!(shown.ends_with("Corner Records"), "{path}: {shown}");
+        assert!(!shown.contains("Bazaar"), "{path}: {shown}");
+    }
+    for path in [
+        "/admin",
+        "/admin/products",
+        "/admin/orders",
+        "/admin/settings",
+    ] {
+        let shown = title(&admin_page(&app, path).await);
+        assert!(shown.ends_with("Corner Records admin"), "{path}: {shown}");
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_tags_page_lists_every_tag_of_posts_and_products_with_counts_and_links() {
+    let app = spawn_app().await;
+    NodeBuilder::post("kind-of-blue")
+        .tags(&["jazz", "classics"])
+        .build(&app.db)
+        .await;
+    NodeBuilder::post("a-love-supreme")
+        .tags(&["jazz"])
+        .build(&app.db)
+        .await;
+    // Not public yet: not counted.
+    NodeBuilder::post("coming-soon")
+        .tags(&["jazz", "secret"])
+        .draft()
+        .build(&app.db)
+        .await;
+    ProductBuilder::new("blue")
+        .tags(&["jazz", "vinyl"])
+        .build(&app.db)
+        .await;
+    ProductBuilder::new("gone")
+        .tags(&["withdrawn"])
+        .status(bazaar::catalog::model::ProductStatus::Archived)
+        .build(&app.db)
+        .await;
+
+    let response = app.get("/tags/").await;
+    assert_eq!(response.status(), StatusCode::OK);
+    let doc = html(&body(response).await);
+    assert_eq!(heading(&doc), "Tags");
+    let links = texts(&doc, ".tag-index a");
+    assert_eq!(links, ["classics", "jazz", "vinyl"]);
+    let counts = texts(&doc, ".tag-index .tag-count");
+    assert_eq!(
+        counts,
+        ["1 (1 post)", "3 (2 posts, 1 product)", "1 (1 product)"]
+    );
+    assert_eq!(
+        attr(&doc, ".tag-index a", "href").as_deref(),
+        Some("/tags/classics")
+    );
+    // Every link leads to a tag page that lists something.
+    for tag in links {
+        assert_eq!(
+            app.get(&format!("/tags/{tag}")).await.status(),
+            StatusCode::OK
+        );
+    }
+    assert_eq!(app.get("/tags").await.status(), StatusCode::OK);
+    app.stop().await;
 }

@@ -509,3 +509,187 @@ async fn a_repeated_search_is_answered_from_the_cache_until_a_product_changes() 
     titles.sort();
     assert_eq!(titles, ["Quokka Dawn", "Quokka Dusk"]);
 }
+
+/// The titles of the product results of `/search?q=`, sorted.
+async fn product_hits(app: &TestApp, q: &str) -> Vec<String> {
+    let doc = results(app, q).await;
+    let mut titles = texts(&doc, ".search-hit-product .search-hit-title a");
+    titles.sort();
+    titles
+}
+
+/// The titles `/products?q=` lists, sorted.
+async fn listed(app: &TestApp, q: &str) -> Vec<String> {
+    let url = format!(
+        "/products?{}",
+        form_urlencoded::Serializer::new(String::new())
+            .append_pair("q", q)
+            .finish()
+    );
+    let mut titles = titles(&page(app, &url).await);
+    titles.sort();
+    titles
+}
+
+#[tokio::test]
+async fn the_last_word_matches_as_a_prefix_as_people_type() {
+    let app = spawn_app().await;
+    album(&app, "P1", "Zanzibar Nights", "Quillon Vex", "Late sets.").await;
+    album(&app, "P2", "Harbour Lights", "Mara Quill", "Early sets.").await;
+    let doc = results(&app, "zanzi").await;
+    assert_eq!(texts(&doc, ".search-hit-title a"), ["Zanzibar Nights"]);
+    // Both "quillon" and "quill" start with "quil".
+    assert_eq!(
+        product_hits(&app, "quil").await,
+        ["Harbour Lights", "Zanzibar Nights"]
+    );
+    // Only the last word is a prefix: "zanzi" before another word is a word of its own.
+    assert!(product_hits(&app, "zanzi nights").await == ["Zanzibar Nights"]);
+    let doc = results(&app, "zanzi").await;
+    assert_eq!(
+        count(&doc, ".search-suggestion"),
+        0,
+        "a word being typed is no mistake"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_misspelled_word_gets_a_did_you_mean_from_the_indexes_own_words() {
+    let app = spawn_app().await;
+    album(&app, "M1", "A Love Supreme", "John Coltrane", "Four parts.").await;
+    let doc = results(&app, "coltrain").await;
+    assert_eq!(texts(&doc, ".search-suggestion a"), ["coltrane"]);
+    let href = attr(&doc, ".search-suggestion a", "href").expect("a link");
+    assert_eq!(href, "/search?q=coltrane");
+    let followed = html(&body(app.get(&href).await).await);
+    assert_eq!(texts(&followed, ".search-hit-title a"), ["A Love Supreme"]);
+    assert_eq!(count(&followed, ".search-suggestion"), 0);
+    // Words it knows are left as typed; the misspelled one is corrected.
+    let doc = results(&app, "love supremme").await;
+    assert_eq!(texts(&doc, ".search-suggestion a"), ["love supreme"]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn posts_are_found_by_their_authors_name() {
+    let app = spawn_app().await;
+    model::create(
+        &app.db,
+        NodeInput {
+            section: "blog".to_string(),
+            slug: "field-notes".to_string(),
+            title: "Field notes".to_string(),
+            author: "Wilhelmina Oakshott".to_string(),
+            detail: Detail::Entry(TextDetail {
+                text: "From the shop floor.".to_string(),
+                ..Default::default()
+            }),
+        },
+        yesterday(),
+        Vec::new(),
+    )
+    .await
+    .expect("node created");
+    let doc = results(&app, "oakshott").await;
+    assert_eq!(texts(&doc, ".search-hit-title a"), ["Field notes"]);
+    assert_eq!(texts(&doc, ".matched-fields"), ["author"]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn excerpts_are_plain_text_with_the_matched_words_marked_and_escaped() {
+    let app = spawn_app().await;
+    entry(
+        &app,
+        "blue",
+        "On records",
+        "*Kind of Blue* is one.\n\n> So what?\n\nThe [zebrafinch](/products/x) sings.",
+        yesterday(),
+    )
+    .await;
+    album(
+        &app,
+        "E1",
+        "Birdsong",
+        "Aviary",
+        "<em>zebrafinch</em> & friends",
+    )
+    .await;
+    let response = app.get("/search?q=zebrafinch").await;
+    let text = body(response).await;
+    let doc = html(&text);
+    let excerpts = texts(&doc, ".search-hit-excerpt");
+    assert_eq!(excerpts.len(), 2, "{excerpts:?}");
+    let post = excerpts
+        .iter()
+        .find(|e| e.contains("Kind of Blue"))
+        .expect("the post's excerpt");
+    assert_eq!(post, "Kind of Blue is one. So what? The zebrafinch sings.");
+    assert_eq!(
+        texts(&doc, ".search-hit-excerpt mark"),
+        ["zebrafinch", "zebrafinch"]
+    );
+    // A description's markup is shown as text, never as elements.
+    assert_eq!(count(&doc, ".search-hit-excerpt em"), 0);
+    assert!(
+        text.contains("&lt;em&gt;") || text.contains("&#60;em&#62;"),
+        "escaped: {excerpts:?}"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn product_results_show_price_picture_and_stock() {
+    let app = spawn_app().await;
+    crate::common::builders::ProductBuilder::new("pic1")
+        .title("Quagga Suite")
+        .stock(40)
+        .cover()
+        .build(&app.db)
+        .await;
+    crate::common::builders::ProductBuilder::new("pic2")
+        .title("Quagga Reprise")
+        .build(&app.db)
+        .await;
+    let doc = results(&app, "quagga").await;
+    assert_eq!(count(&doc, ".search-hit-product"), 2);
+    assert_eq!(
+        texts(&doc, ".search-hit-product .retail"),
+        ["$12.00", "$12.00"]
+    );
+    assert_eq!(count(&doc, ".search-hit-product .search-hit-cover img"), 1);
+    let mut stock = texts(&doc, ".search-hit-product .stock");
+    stock.sort();
+    assert_eq!(stock, ["In stock", "Sold out"]);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_product_lists_search_finds_the_same_products_as_site_search() {
+    let app = spawn_app().await;
+    album(&app, "L1", "Zanzibar Nights", "Quillon Vex", "Late sets.").await;
+    album(
+        &app,
+        "L2",
+        "Harbour Lights",
+        "Mara Quill",
+        "Zanzibar mornings.",
+    )
+    .await;
+    album(&app, "L3", "Quiet", "Nobody", "Nothing to see.").await;
+    book(&app, "L4", "Collected Thoughts", "Quentin Xanadu").await;
+    for q in [
+        "zanzibar",
+        "zanzi",
+        "quil",
+        "xanadu",
+        "lights sets",
+        "nothing-here",
+    ] {
+        let site = product_hits(&app, q).await;
+        assert_eq!(listed(&app, q).await, site, "{q}");
+    }
+    assert_eq!(listed(&app, "xanadu").await, ["Collected Thoughts"]);
+    app.stop().await;
+}

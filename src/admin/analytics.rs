@@ -96,6 +96,8 @@ pub fn month_url(month: Month, path: Option<&str>) -> String {
 /// A top page with the links of its drill-down.
 pub struct RankedPage {
     pub path: String,
+    /// The page's title when it is known (a product, a post, a fixed page).
+    pub title: Option<String>,
     pub views: i64,
     /// Its own report for the same period.
     pub report_url: String,
@@ -109,16 +111,39 @@ pub fn site_link(path: &str) -> Option<String> {
     crate::web::links::local_path(path).map(str::to_string)
 }
 
-fn ranked(pages: Vec<PageCount>, report_url: impl Fn(&str) -> String) -> Vec<RankedPage> {
+fn ranked(
+    pages: Vec<PageCount>,
+    titles: &HashMap<String, String>,
+    report_url: impl Fn(&str) -> String,
+) -> Vec<RankedPage> {
     pages
         .into_iter()
         .map(|p| RankedPage {
             report_url: report_url(&p.path),
             site_url: site_link(&p.path),
+            title: titles.get(&p.path).cloned(),
             path: p.path,
             views: p.views,
         })
         .collect()
+}
+
+/// The titles of the ranked pages and of the page a report is narrowed to.
+async fn titles_of(
+    db: &crate::db::Db,
+    top: &[PageCount],
+    path: Option<&str>,
+) -> Result<HashMap<String, String>, AppError> {
+    let paths = top.iter().map(|p| p.path.as_str()).chain(path);
+    Ok(super::page_titles::of_paths(db, paths).await?)
+}
+
+/// How a chart's title names the page `path`: its title in quotes when known, else its path.
+fn page_name(path: &str, titles: &HashMap<String, String>) -> String {
+    match titles.get(path) {
+        Some(title) => format!("“{title}”"),
+        None => path.to_string(),
+    }
 }
 
 /// What the counter reports about itself, for the page footer.
@@ -212,6 +237,7 @@ fn hour_bars(hourly: &[i64; 24]) -> Vec<Bar> {
 }
 
 /// The hourly chart of `day` (shared with the dashboard).
+/// `path` is the page the chart is narrowed to, as the title should name it.
 pub fn hourly_chart(id: &str, day: Day, hourly: &[i64; 24], path: Option<&str>) -> Chart {
     let title = match path {
         Some(p) => format!("Views of {p} by hour, {}", day.long()),
@@ -253,6 +279,8 @@ pub async fn day(
     };
     let minutes = report::minutes(&state.db, day, hour, path.as_deref()).await?;
     let top = report::top_pages_of_day(&state.db, day, TOP_PAGES).await?;
+    let titles = titles_of(&state.db, &top, path.as_deref()).await?;
+    let named = path.as_deref().map(|p| page_name(p, &titles));
     let minute_bars = minutes
         .iter()
         .enumerate()
@@ -272,9 +300,9 @@ pub async fn day(
     render(&DayPage {
         layout: Layout::admin(&req),
         total: hourly.iter().sum(),
-        hourly: hourly_chart("views-by-hour", day, &hourly, path.as_deref()),
+        hourly: hourly_chart("views-by-hour", day, &hourly, named.as_deref()),
         by_minute: Chart::new(by_minute),
-        top_pages: ranked(top, |p| day_url(day, Some(p), None)),
+        top_pages: ranked(top, &titles, |p| day_url(day, Some(p), None)),
         previous_url: day.previous().map(|d| day_url(d, path.as_deref(), None)),
         next_url: day.next().map(|d| day_url(d, path.as_deref(), None)),
         month_url: month_url(day.month(), path.as_deref()),
@@ -312,8 +340,13 @@ pub async fn month(
             value: *n,
         })
         .collect();
+    let titles = titles_of(&state.db, &top, path.as_deref()).await?;
     let title = match &path {
-        Some(p) => format!("Views of {p} by day, {}", month.long()),
+        Some(p) => format!(
+            "Views of {} by day, {}",
+            page_name(p, &titles),
+            month.long()
+        ),
         None => format!("Page views by day, {}", month.long()),
     };
     let mut chart = BarChart::new("views-by-day", &title, "Day of month", "Views", bars);
@@ -324,7 +357,7 @@ pub async fn month(
         daily: Chart::new(chart).with_links(
             (1..=month.days()).map(|n| month.day(n).map(|d| day_url(d, path.as_deref(), None))),
         ),
-        top_pages: ranked(top, |p| month_url(month, Some(p))),
+        top_pages: ranked(top, &titles, |p| month_url(month, Some(p))),
         previous_url: month.previous().map(|m| month_url(m, path.as_deref())),
         next_url: month.next().map(|m| month_url(m, path.as_deref())),
         all_pages_url: month_url(month, None),

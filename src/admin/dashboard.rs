@@ -49,6 +49,8 @@ pub struct DashboardPage {
     pub recent_comments: Vec<ModeratedComment>,
     pub views_today: i64,
     pub top_pages: Vec<PageCount>,
+    /// The titles of the top pages that have one.
+    pub page_titles: std::collections::HashMap<String, String>,
     pub traffic_url: String,
     /// The shop's currency, which the sales figures are shown in.
     pub currency: Currency,
@@ -62,6 +64,11 @@ impl DashboardPage {
 
     pub fn low_stock_threshold(&self) -> i64 {
         LOW_STOCK
+    }
+
+    /// A top page's title, or its path when it has none.
+    pub fn page_name<'a>(&'a self, path: &'a str) -> &'a str {
+        self.page_titles.get(path).map_or(path, String::as_str)
     }
 
     pub fn page_report(&self, path: &str) -> String {
@@ -95,6 +102,9 @@ pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRe
     chart.format = sales_in_request_currency;
     let low_stock = products::stock_levels(db, true).await?;
     let hourly = report::hourly(db, day, None).await?;
+    let top_pages = report::top_pages_of_day(db, day, TOP_PAGES).await?;
+    let page_titles =
+        super::page_titles::of_paths(db, top_pages.iter().map(|p| p.path.as_str())).await?;
     render(&DashboardPage {
         layout: Layout::admin(&req),
         admin_user: state.admin_user.clone(),
@@ -108,7 +118,8 @@ pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRe
         recent_orders: orders::list(db, None, RECENT_ORDERS).await?,
         recent_comments: newest_with_links(db, None, None, RECENT_COMMENTS).await?,
         views_today: hourly.iter().sum(),
-        top_pages: report::top_pages_of_day(db, day, TOP_PAGES).await?,
+        top_pages,
+        page_titles,
         traffic_url: day_url(day, None, None),
         currency: site::currency(),
     })

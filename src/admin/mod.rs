@@ -11,6 +11,7 @@ pub mod demo_data;
 pub mod media;
 pub mod menus;
 pub mod orders;
+pub mod page_titles;
 pub mod preview;
 pub mod product_form;
 pub mod product_lifecycle;

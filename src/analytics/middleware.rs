@@ -59,7 +59,20 @@ pub fn page_path(path: &str) -> Option<&str> {
         return None;
     }
     let trimmed = path.trim_end_matches('/');
-    Some(if trimmed.is_empty() { "/" } else { trimmed })
+    if trimmed.is_empty() {
+        return Some("/");
+    }
+    Some(page_of_comment(trimmed).unwrap_or(trimmed))
+}
+
+/// The page a comment's permalink belongs to: `/products/x/comments/abc` and
+/// `/blog/x/comments/abc/def` are views of `/products/x` and `/blog/x` (a product or a post is
+/// one page in the reports, however its comments are reached).
+fn page_of_comment(path: &str) -> Option<&str> {
+    let mut segments = path[1..].split('/');
+    let (first, second, third) = (segments.next()?, segments.next()?, segments.next()?);
+    (third == "comments" && !first.is_empty() && !second.is_empty())
+        .then(|| &path[..1 + first.len() + 1 + second.len()])
 }
 
 #[cfg(test)]
@@ -84,5 +97,15 @@ mod tests {
             assert_eq!(page_path(never), None, "{never}");
         }
         assert_eq!(page_path(&format!("/{}", "x".repeat(600))), None);
+    }
+
+    #[test]
+    fn a_comments_permalink_counts_as_its_page() {
+        assert_eq!(page_path("/products/x/comments/abc"), Some("/products/x"));
+        assert_eq!(page_path("/blog/x/comments/a/b/"), Some("/blog/x"));
+        assert_eq!(page_path("/blog/x/comments"), Some("/blog/x"));
+        // Not a page's comment: left as it is.
+        assert_eq!(page_path("/comments/x/y"), Some("/comments/x/y"));
+        assert_eq!(page_path("/blog/comments"), Some("/blog/comments"));
     }
 }

@@ -32,7 +32,12 @@ pub struct ListingQuery {
     pub max_price: Option<Money>,
     pub min_discount: Option<i32>,
     pub in_stock: bool,
+    /// The search box's words as typed (`q`).
     pub search: Option<String>,
+    /// What is sent to `$text` for [`ListingQuery::search`]: the site search's form of it (the
+    /// last word completed), set by the search area's listing handlers (`search::listing`);
+    /// `None` sends the words as typed.
+    pub text: Option<String>,
     pub sort: Sort,
     pub page: u64,
     /// A keyset page (`after` / `before`), which takes precedence over `page`.
@@ -101,6 +106,7 @@ impl ListingQuery {
                 .get("in_stock")
                 .is_some_and(|v| matches!(v.as_str(), "1" | "on" | "true")),
             search: non_empty(params, "q").map(|q| q.chars().take(MAX_SEARCH_CHARS).collect()),
+            text: None,
             sort: params
                 .get("sort")
                 .and_then(|s| Sort::parse(s.trim()))
@@ -154,9 +160,8 @@ impl ListingQuery {
         if self.in_stock {
             filter.insert("qty", doc! { "$gt": 0 });
         }
-        if let Some(search) = &self.search {
-            filter.insert("search_title", title_prefix(search));
-        }
+        // The search (`q`) is not a filter of this document: it is the site search's `$text`
+        // query, added by `find_page` (see `find_search_page`).
         filter
     }
 
@@ -207,7 +212,7 @@ impl ListingQuery {
             });
         };
         if let Some(q) = &self.search {
-            push(format!("Title starts with “{q}”"), |q| q.search = None);
+            push(format!("Matching “{q}”"), |q| q.search = None);
         }
         if let Some(kind) = self.kind {
             push(kind.label().to_string(), |q| q.kind = None);
@@ -363,18 +368,6 @@ pub fn contains_ignoring_case(text: &str) -> Bson {
     })
 }
 
-/// Title search: an anchored, case-folded prefix of `search_title`, so the index serves it.
-pub fn title_prefix(search: &str) -> Bson {
-    Bson::RegularExpression(bson::Regex {
-        // A BSON regex is a C string: NUL (or any control character) never reaches it.
-        pattern: format!(
-            "^{}",
-            regex::escape(&products::search_key(&without_control_chars(search)))
-        ),
-        options: String::new(),
-    })
-}
-
 /// One page of a listing.
 pub struct Page {
     pub products: Vec<ProductCard>,
@@ -460,11 +453,55 @@ pub async fn find_page(
     query: &ListingQuery,
 ) -> Result<Page, ListingError> {
     let filter = query.filter(base);
+    if let Some(search) = &query.search {
+        return find_search_page(db, filter, search, query).await;
+    }
     let total = cache::total(db, &filter).await?;
     match &query.seek {
         Some(seek) => find_seek_page(db, &filter, total, seek).await,
         None => find_numbered_page(db, &filter, total, query.sort, query.page).await,
     }
+}
+
+/// A listing narrowed by a search (`q`): the products the site search finds for it (the same
+/// `$text` query: [`ListingQuery::text`]) that pass the other filters, in the listing's sort,
+/// by page number. Counted and read without the catalog cache, page anchors or index hints:
+/// `$text` takes no hint, and its matches are few next to the catalog.
+async fn find_search_page(
+    db: &Db,
+    mut filter: Document,
+    search: &str,
+    query: &ListingQuery,
+) -> Result<Page, ListingError> {
+    let text = query.text.as_deref().unwrap_or(search);
+    filter.extend(crate::db::text_filter(text));
+    let total = products::collection(db)
+        .count_documents(filter.clone())
+        .await?;
+    let pages = total.div_ceil(PAGE_SIZE).max(1);
+    let page = query.page.clamp(1, pages);
+    let products: Vec<ProductCard> = products::collection(db)
+        .clone_with_type::<ProductCard>()
+        .find(filter)
+        .sort(query.sort.document())
+        .projection(ProductCard::projection())
+        .skip((page - 1) * PAGE_SIZE)
+        .limit(PAGE_SIZE as i64)
+        .await?
+        .try_collect()
+        .await?;
+    Ok(Page {
+        products,
+        total,
+        page,
+        pages,
+        has_prev: page > 1,
+        has_next: page < pages,
+        // Numbered links only: a keyset cursor walks the sort index, which `$text` cannot.
+        prev: None,
+        next: None,
+        seek: None,
+    })
 }
 
 /// Numbered pages deeper than the linked ones of a listing that cannot be anchored (a product
@@ -745,19 +782,7 @@ mod tests {
     }
 
     #[test]
-    fn regex_metacharacters_in_a_search_match_literally() {
-        let Bson::RegularExpression(re) = title_prefix("(*+?[ A.B") else {
-            panic!("a regex");
-        };
-        assert_eq!(re.pattern, r"^\(\*\+\?\[ a\.b");
-    }
-
-    #[test]
-    fn control_characters_never_reach_the_search_regex() {
-        let Bson::RegularExpression(re) = title_prefix("ki\0nd\u{1}") else {
-            panic!("a regex");
-        };
-        assert_eq!(re.pattern, "^kind");
+    fn control_characters_never_reach_the_search() {
         let q = ListingQuery::from_params(&params(&[("q", "\0\0"), ("genre", "ja\0zz")]));
         assert_eq!(q.search, None, "nothing but NULs is no search");
         assert_eq!(q.genre.as_deref(), Some("jazz"));

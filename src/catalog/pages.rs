@@ -262,7 +262,19 @@ pub async fn list(
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
-    let query = ListingQuery::from_address(&params)?;
+    list_searched(req, state, params, None).await
+}
+
+/// `GET /products` with the search box's words sent to `$text` as `text` (see
+/// [`ListingQuery::text`]).
+pub async fn list_searched(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    params: web::Query<HashMap<String, String>>,
+    text: Option<String>,
+) -> Result<HttpResponse, AppError> {
+    let mut query = ListingQuery::from_address(&params)?;
+    query.text = text;
     let page = listing::find_page(&state.db, bson::doc! {}, &query).await?;
     let mut layout = Layout::public(&req);
     layout.meta.listing("/products", &params);
@@ -539,12 +551,25 @@ pub async fn category(
     slug: web::Path<String>,
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
+    category_searched(req, state, slug, params, None).await
+}
+
+/// `GET /categories/{slug}` with the search box's words sent to `$text` as `text` (see
+/// [`ListingQuery::text`]).
+pub async fn category_searched(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    slug: web::Path<String>,
+    params: web::Query<HashMap<String, String>>,
+    text: Option<String>,
+) -> Result<HttpResponse, AppError> {
     // Breadcrumbs and children from the cached category tree.
     let tree = cache::categories(&state.db).await?;
     let found = tree.by_slug(&slug).ok_or(AppError::NotFound)?;
     let category = Breadcrumbs::of(found);
     let children = tree.children(found.id);
-    let query = ListingQuery::from_address(&params)?;
+    let mut query = ListingQuery::from_address(&params)?;
+    query.text = text;
     let page = listing::find_page(&state.db, listing::in_category(category.id), &query).await?;
     // The query matched the slug exactly, so it is the category's own (percent-encoded).
     let path = found.url();

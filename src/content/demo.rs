@@ -31,7 +31,8 @@ who would rather talk about them than sell them.\n\n\
 Questions? Write to us at [hello@example.com](mailto:hello@example.com).";
 
 const SHIPPING: &str = "We ship everywhere within **2 working days**.\n\n\
-| Weight | Price |\n|---|---|\n| up to 500 g | $4.00 |\n| up to 2 kg | $8.00 |\n| more | $15.00 |\n\n\
+Shipping is a flat charge per order plus a little for every started 500 g:\n\n\
+{shipping-rates}\n\n\
 Returns are free within 30 days: send the item back *unopened* and we refund the full price.";
 
 const JAZZ_ENTRY: &str = "Some records never leave the turntable. *Kind of Blue* is one: \

@@ -28,7 +28,8 @@ pub struct Summary {
 impl Summary {
     /// The summary of a Markdown body.
     pub fn of_markdown(markdown: &str) -> Summary {
-        let plain = PlainText::of(markdown);
+        // A live block (`{shipping-rates}`) is a table on the page, no words of the excerpt.
+        let plain = PlainText::of(&crate::content::live_blocks::strip(markdown));
         let words = plain.all.split_whitespace().count() as i64;
         let lead = plain.lead.trim();
         let text = cut_at_sentence(lead, EXCERPT_CHARS);
@@ -65,6 +66,12 @@ impl Summary {
     pub fn reading_minutes(&self) -> i64 {
         ((self.words + WORDS_PER_MINUTE - 1) / WORDS_PER_MINUTE).max(1)
     }
+}
+
+/// A Markdown body as plain text, all of it (markup, link addresses, images and live-block
+/// markers dropped): what search results show an excerpt of.
+pub fn plain_text(markdown: &str) -> String {
+    PlainText::of(&crate::content::live_blocks::strip(markdown)).all
 }
 
 /// A Markdown body as plain text: all of it, and its leading paragraphs (up to the first
@@ -162,6 +169,14 @@ fn cut_at_sentence(text: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_text_drops_markdown_and_quote_markers() {
+        assert_eq!(
+            plain_text("*Kind of Blue* is one.\n\n> So what?\n\n[A Love Supreme](/products/x)"),
+            "Kind of Blue is one. So what? A Love Supreme"
+        );
+    }
 
     #[test]
     fn a_short_body_is_its_own_excerpt_and_needs_no_continue_link() {

@@ -1,5 +1,6 @@
 //! The CMS and tumblelog: content nodes of several types in one collection (`model`), Markdown
 //! rendering (`markdown`), video embeds (`video`), the public pages and tag pages (`pages`),
+//! the index of tags (`tag_index`), blocks of text filled from the settings (`live_blocks`),
 //! Atom feeds (`feed`), photo uploads into GridFS (`photos`), the history of
 //! every node's saves (`revisions`) and the demo content (`demo`).
 //! The admin screens are in `crate::admin::content`.
@@ -8,6 +9,7 @@ pub mod demo;
 pub mod excerpt;
 pub mod feed;
 pub mod library;
+pub mod live_blocks;
 pub mod markdown;
 pub mod media_access;
 pub mod model;
@@ -16,6 +18,7 @@ pub mod photos;
 pub mod preview;
 pub mod revisions;
 pub mod stream;
+pub mod tag_index;
 pub mod video;
 
 /// Why a content change was refused, in words a form can show.

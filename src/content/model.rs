@@ -439,7 +439,7 @@ impl Node {
     pub fn text_html(&self) -> String {
         match self.detail() {
             Some(Detail::Page(d)) | Some(Detail::Entry(d)) => {
-                crate::content::markdown::render(&d.text)
+                crate::content::live_blocks::fill(crate::content::markdown::render(&d.text))
             }
             _ => String::new(),
         }

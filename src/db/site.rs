@@ -40,11 +40,25 @@ impl Default for ShippingRates {
     }
 }
 
+/// The parcel weights the published rate table lists a price for (the Shipping page's
+/// `{shipping-rates}` block, `content::live_blocks`), in grams.
+pub const RATE_TABLE_WEIGHTS: [i64; 4] = [500, 1_000, 2_000, 5_000];
+
 impl ShippingRates {
     /// Shipping for a parcel of `grams`.
     pub fn for_weight(&self, grams: i64) -> Money {
         let grams = grams.max(0);
         self.base_cents + self.per_half_kilo_cents.times((grams + 499) / 500)
+    }
+
+    /// `(up to grams, charge)` for each of [`RATE_TABLE_WEIGHTS`]: computed by
+    /// [`ShippingRates::for_weight`], the function checkout charges with, so the published
+    /// table and the charge cannot differ.
+    pub fn table(&self) -> Vec<(i64, Money)> {
+        RATE_TABLE_WEIGHTS
+            .iter()
+            .map(|&grams| (grams, self.for_weight(grams)))
+            .collect()
     }
 }
 
@@ -123,6 +137,7 @@ fn default_footer_menu() -> Vec<MenuItem> {
     vec![
         MenuItem::new("About", "/pages/about"),
         MenuItem::new("Shipping and returns", "/pages/shipping"),
+        MenuItem::new("Tags", "/tags/"),
         MenuItem::new("Find your order", "/orders/lookup"),
         MenuItem::new("Blog", "/blog/"),
         MenuItem::new("Gallery", "/gallery/"),

@@ -6,12 +6,19 @@
 //! on the embedded docstore. Which fields matched is worked out here with the same English
 //! stemming the index uses, so "loves" shows a match in a title that says "love".
 //!
+//! Search forgives ([`terms`]): the last word is completed from the indexes' own words as
+//! people type, and a word the indexes do not know gets a "did you mean" with the nearest one
+//! they do. Results show plain text (a post's Markdown rendered to words) with the matched
+//! words marked, and products show their price, picture and stock like a product card.
+//!
 //! The results page asks [`cache`] first (a search repeated within two seconds is answered
 //! from memory) and runs at most a few searches at once ([`limits`]).
 
 pub mod cache;
 pub mod limits;
+pub mod listing;
 pub mod pages;
+pub mod terms;
 
 use bson::{doc, Bson, Document};
 use docstore::text::language::{Language, Sensitivity, Tokenizer};
@@ -31,10 +38,20 @@ pub const PER_PAGE: usize = 20;
 /// Pages offered at most: a search shows its best `PER_PAGE * MAX_PAGES` results.
 pub const MAX_PAGES: u64 = 10;
 
-/// Name of the products' text index.
-pub const PRODUCT_INDEX: &str = "product_search";
-/// Name of the content nodes' text index.
-pub const NODE_INDEX: &str = "node_search";
+/// Name of the products' text index. A collection has at most one text index, and one of the
+/// same name with other fields cannot be created over it: a change of fields gets a new name,
+/// and the old one goes into [`RETIRED_INDEXES`].
+pub const PRODUCT_INDEX: &str = "product_search_2";
+/// Name of the content nodes' text index (renamed like [`PRODUCT_INDEX`]).
+pub const NODE_INDEX: &str = "node_search_2";
+
+/// Text indexes of earlier versions, `(collection, name)`, dropped at start-up before the
+/// current ones are created (see `startup::indexes`): `product_search` lacked films' writers,
+/// `node_search` the authors of posts.
+pub const RETIRED_INDEXES: [(&str, &str); 2] = [
+    (products::COLLECTION, "product_search"),
+    (model::COLLECTION, "node_search"),
+];
 
 /// Product fields searched, with their weights and the label shown when they match.
 pub const PRODUCT_FIELDS: &[(&str, i32, &str)] = &[
@@ -43,6 +60,7 @@ pub const PRODUCT_FIELDS: &[(&str, i32, &str)] = &[
     ("details.author", 6, "author"),
     ("details.actor", 6, "cast"),
     ("details.director", 4, "director"),
+    ("details.writer", 4, "writer"),
     ("details.genre", 3, "genre"),
     ("tags", 3, "tags"),
     ("description", 1, "description"),
@@ -52,6 +70,7 @@ pub const PRODUCT_FIELDS: &[(&str, i32, &str)] = &[
 pub const NODE_FIELDS: &[(&str, i32, &str)] = &[
     ("metadata.title", 10, "title"),
     ("metadata.tags", 3, "tags"),
+    ("metadata.author.name", 3, "author"),
     ("metadata.detail.caption", 2, "caption"),
     ("metadata.detail.source", 2, "source"),
     ("metadata.detail.text", 1, "text"),
@@ -119,11 +138,22 @@ pub struct Hit {
     pub url: String,
     /// "Album", "Blog entry"…
     pub label: String,
-    /// The start of the description or text.
-    pub excerpt: String,
+    /// Plain text from the description or text: its start, or the stretch around the first
+    /// matched word, with the matched words marked.
+    pub excerpt: Vec<Piece>,
+    /// A product's card (price, picture, stock); `None` for content.
+    pub product: Option<crate::catalog::card::ProductCard>,
     /// The fields the search words were found in ("title", "artist"…).
     pub matched: Vec<&'static str>,
     pub score: f64,
+}
+
+/// A stretch of an excerpt: words, and whether they are ones the search matched (shown
+/// marked; the template escapes the text like any other).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Piece {
+    pub text: String,
+    pub matched: bool,
 }
 
 /// A page of results.
@@ -132,6 +162,8 @@ pub struct Results {
     pub hits: Vec<Hit>,
     pub page: u64,
     pub has_next: bool,
+    /// "Did you mean": the search with unknown words replaced by the nearest known ones.
+    pub suggestion: Option<String>,
 }
 
 /// The `$text` filter for a search (kept in `db`, below the areas, as the content admin's
@@ -149,6 +181,10 @@ pub async fn search(db: &Db, query: &str, page: u64) -> Result<Results, DbError>
     let wanted = page as usize * PER_PAGE;
     // One more than needed tells whether a next page exists.
     let fetch = (wanted + 1) as i64;
+    let vocabulary = terms::current(db).await?;
+    let expanded = vocabulary.expand(query);
+    let suggestion = vocabulary.suggest(query);
+    let query = expanded.text.as_str();
     let terms = query_terms(query);
 
     let product_docs: Vec<Document> = db
@@ -194,12 +230,22 @@ pub async fn search(db: &Db, query: &str, page: u64) -> Result<Results, DbError>
         hits,
         page,
         has_next,
+        suggestion,
     })
+}
+
+/// `query` as a search sends it to `$text`: its last word completed (see [`terms`]). For
+/// other full-text searches of the storefront (the product list's `q`), so every search box
+/// finds the same.
+pub async fn expanded_query(db: &Db, query: &str) -> Result<String, DbError> {
+    Ok(terms::current(db).await?.expand(query).text)
 }
 
 /// The projection of a product search (the score included).
 pub fn product_projection() -> Document {
-    let mut p = doc! { "slug": 1, "type": 1, "score": { "$meta": "textScore" } };
+    // What a product card shows, too.
+    let mut p = crate::catalog::card::ProductCard::projection();
+    p.insert("score", doc! { "$meta": "textScore" });
     for (field, _, _) in PRODUCT_FIELDS {
         p.insert(*field, 1);
     }
@@ -227,7 +273,7 @@ fn query_terms(query: &str) -> Vec<String> {
 }
 
 /// Every string at a dotted path (through arrays), joined by spaces.
-fn text_at(doc: &Document, path: &str) -> String {
+pub(crate) fn text_at(doc: &Document, path: &str) -> String {
     fn collect(value: &Bson, rest: &[&str], out: &mut Vec<String>) {
         match (value, rest.split_first()) {
             (Bson::String(s), None) => out.push(s.clone()),
@@ -287,6 +333,72 @@ pub fn excerpt(text: &str, max: usize) -> String {
     format!("{cut}…")
 }
 
+/// Plain `text` cut to about `max` characters (from its start, or from shortly before the first
+/// matched word when that would be cut off), split into [`Piece`]s with the words whose index
+/// term is one of `terms` marked.
+pub fn highlighted(text: &str, terms: &[String], max: usize) -> Vec<Piece> {
+    let tokenizer = Tokenizer::new(Language::English, Sensitivity::default());
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let is_match = |word: &str| tokenizer.term(word).is_some_and(|t| terms.contains(&t));
+    // Where the first matched word starts, in characters.
+    let first = word_spans(&flat)
+        .into_iter()
+        .find(|&(start, end)| is_match(&flat[start..end]))
+        .map(|(start, _)| flat[..start].chars().count());
+    let window = match first {
+        // Far enough in that the excerpt would end before it: start a few words before it.
+        Some(at) if at + 20 > max => {
+            let from = at.saturating_sub(40);
+            let tail: String = flat.chars().skip(from).collect();
+            let tail = match tail.find(' ') {
+                Some(i) if from > 0 && i < 40 => tail[i + 1..].to_string(),
+                _ => tail,
+            };
+            format!("…{}", excerpt(&tail, max))
+        }
+        _ => excerpt(&flat, max),
+    };
+    let mut pieces: Vec<Piece> = Vec::new();
+    let mut push = |text: &str, matched: bool| match pieces.last_mut() {
+        Some(last) if last.matched == matched => last.text.push_str(text),
+        _ => pieces.push(Piece {
+            text: text.to_string(),
+            matched,
+        }),
+    };
+    let mut done = 0;
+    for (start, end) in word_spans(&window) {
+        if is_match(&window[start..end]) {
+            push(&window[done..start], false);
+            push(&window[start..end], true);
+            done = end;
+        }
+    }
+    push(&window[done..], false);
+    pieces.retain(|p| !p.text.is_empty());
+    pieces
+}
+
+/// The byte ranges of the words of `text`, as the index splits them.
+fn word_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (docstore::text::language::is_word_char(c), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                spans.push((s, i));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        spans.push((s, text.len()));
+    }
+    spans
+}
+
 fn score_of(doc: &Document) -> f64 {
     match doc.get("score") {
         Some(Bson::Double(s)) => *s,
@@ -308,7 +420,8 @@ fn product_hit(doc: &Document, terms: &[String]) -> Hit {
         title: doc.get_str("title").unwrap_or("").to_string(),
         url: crate::catalog::model::url_of(doc.get_str("slug").unwrap_or("")),
         label: label.to_string(),
-        excerpt: excerpt(doc.get_str("description").unwrap_or(""), 180),
+        excerpt: highlighted(doc.get_str("description").unwrap_or(""), terms, 180),
+        product: bson::from_document(doc.clone()).ok(),
         matched: matched_fields(doc, PRODUCT_FIELDS, terms),
         score: score_of(doc),
     }
@@ -328,17 +441,19 @@ fn node_hit(doc: &Document, terms: &[String]) -> Hit {
     };
     let detail_text = text_at(doc, "metadata.detail.text");
     let caption = text_at(doc, "metadata.detail.caption");
+    // Pages and entries are Markdown: shown as the words a reader sees.
     let body = if detail_text.is_empty() {
         caption
     } else {
-        detail_text
+        crate::content::excerpt::plain_text(&detail_text)
     };
     Hit {
         kind: Kind::Content,
         title: get("title").to_string(),
         url: crate::content::model::url_of(get("section"), get("slug")),
         label: label.to_string(),
-        excerpt: excerpt(&body, 180),
+        excerpt: highlighted(&body, terms, 180),
+        product: None,
         matched: matched_fields(doc, NODE_FIELDS, terms),
         score: score_of(doc),
     }
@@ -368,6 +483,34 @@ mod tests {
             vec!["title", "genre"]
         );
         assert!(matched_fields(&d, PRODUCT_FIELDS, &query_terms("piano")).is_empty());
+    }
+
+    #[test]
+    fn matched_words_are_marked_in_the_excerpt() {
+        let terms = query_terms("blue");
+        let pieces = highlighted("Kind of Blue is blue <b>", &terms, 180);
+        let shown: Vec<(&str, bool)> = pieces
+            .iter()
+            .map(|p| (p.text.as_str(), p.matched))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("Kind of ", false),
+                ("Blue", true),
+                (" is ", false),
+                ("blue", true),
+                (" <b>", false)
+            ]
+        );
+    }
+
+    #[test]
+    fn an_excerpt_starts_near_a_match_that_the_start_would_cut_off() {
+        let text = format!("{} Coltrane plays.", "word ".repeat(100));
+        let pieces = highlighted(&text, &query_terms("coltrane"), 60);
+        assert!(pieces[0].text.starts_with('…'), "{pieces:?}");
+        assert!(pieces.iter().any(|p| p.matched && p.text == "Coltrane"));
     }
 
     #[test]

@@ -25,6 +25,8 @@ pub struct SearchPage {
     pub hits: Vec<Hit>,
     pub page: u64,
     pub has_next: bool,
+    /// "Did you mean" this search instead.
+    pub suggestion: Option<String>,
 }
 
 impl SearchPage {
@@ -32,6 +34,14 @@ impl SearchPage {
         let qs = form_urlencoded::Serializer::new(String::new())
             .append_pair("q", &self.query)
             .append_pair("page", &n.to_string())
+            .finish();
+        format!("/search?{qs}")
+    }
+
+    /// The results of `suggestion` (the "did you mean" link).
+    pub fn suggestion_url(&self, suggestion: &str) -> String {
+        let qs = form_urlencoded::Serializer::new(String::new())
+            .append_pair("q", suggestion)
             .finish();
         format!("/search?{qs}")
     }
@@ -84,8 +94,8 @@ pub async fn results(
             )))
         }
     };
-    let (hits, has_next) = if query.is_empty() {
-        (Vec::new(), false)
+    let (hits, has_next, suggestion) = if query.is_empty() {
+        (Vec::new(), false, None)
     } else {
         // Registered by start-up next to the app state (the search area's own helper).
         let Some(limits) = req.app_data::<web::Data<SearchLimits>>() else {
@@ -107,7 +117,11 @@ pub async fn results(
                 search::cache::search(&state.db, &query, page).await?
             }
         };
-        (results.hits.clone(), results.has_next)
+        (
+            results.hits.clone(),
+            results.has_next,
+            results.suggestion.clone(),
+        )
     };
     render(&SearchPage {
         layout: Layout::public(&req),
@@ -115,5 +129,6 @@ pub async fn results(
         hits,
         page,
         has_next,
+        suggestion,
     })
 }

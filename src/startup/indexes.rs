@@ -100,7 +100,11 @@ pub fn retired_indexes() -> Vec<(&'static str, &'static str)> {
     let nodes = crate::content::model::RETIRED_INDEXES
         .iter()
         .map(|name| (crate::content::model::COLLECTION, *name));
-    products.chain(orders).chain(nodes).collect()
+    products
+        .chain(orders)
+        .chain(nodes)
+        .chain(crate::search::RETIRED_INDEXES)
+        .collect()
 }
 
 /// Create every index in [`index_plan`] and drop the [`retired_indexes`] still there; safe to

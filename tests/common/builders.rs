@@ -64,6 +64,12 @@ impl ProductBuilder {
         self
     }
 
+    /// Draft or archived instead of on the storefront.
+    pub fn status(mut self, status: ProductStatus) -> ProductBuilder {
+        self.status = status;
+        self
+    }
+
     pub fn tags(mut self, tags: &[&str]) -> ProductBuilder {
         self.tags = tags.iter().map(|t| t.to_string()).collect();
         self

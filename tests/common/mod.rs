@@ -574,3 +574,35 @@ pub async fn save_photo_form(
     let body = multipart_form_body(boundary, &fields, "photo", filename, bytes);
     app.post_admin_multipart(&action, boundary, body).await
 }
+
+/// Save Admin → Settings as the admin's browser would, with `changes` made to the form as
+/// loaded (panics on a field the form does not have, or a refused save).
+pub async fn save_settings(app: &TestApp, changes: &[(&str, &str)]) {
+    let page = admin_page(app, "/admin/settings").await;
+    let inputs = scraper::Selector::parse("form.settings-form input, form.settings-form textarea")
+        .expect("selector");
+    let mut form: Vec<(String, String)> = page
+        .select(&inputs)
+        .filter_map(|el| {
+            let name = el.value().attr("name")?.to_string();
+            let value = match el.value().name() {
+                "textarea" => el.text().collect(),
+                _ => el.value().attr("value").unwrap_or_default().to_string(),
+            };
+            Some((name, value))
+        })
+        .collect();
+    for (name, value) in changes {
+        match form.iter_mut().find(|(n, _)| n == name) {
+            Some(field) => field.1 = value.to_string(),
+            None => panic!("the settings form has no field {name}"),
+        }
+    }
+    let pairs: Vec<(&str, &str)> = form.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+    let saved = app.post_admin_form("/admin/settings", &pairs).await;
+    assert_eq!(
+        saved.status(),
+        reqwest::StatusCode::SEE_OTHER,
+        "settings saved"
+    );
+}
