@@ -115,10 +115,7 @@ async fn state_snapshot(app: &TestApp) -> (u64, u64, u64, i64, i64) {
             .expect("products")
     };
     let available = products.iter().map(|p| p.qty).sum();
-    let reserved = products
-        .iter()
-        .flat_map(|p| p.carted.iter().map(|c| c.qty))
-        .sum();
+    let reserved = products.iter().map(|p| p.reserved).sum();
     (
         count("carts").await,
         count("orders").await,

@@ -52,4 +52,5 @@ mod search;
 mod security;
 mod sessions;
 mod shopper;
+mod stock_moves;
 mod unicode_slugs;
