@@ -502,7 +502,7 @@ async fn every_cart_checkout_and_job_query_uses_an_index() {
     let db = &app.db;
     let now = bson::DateTime::now();
     let limit = now;
-    let queries: [(&str, &str, bson::Document, bson::Document); 17] = [
+    let queries: [(&str, &str, bson::Document, bson::Document); 18] = [
         (
             "carts stamped in the future",
             cart::COLLECTION,
@@ -511,8 +511,14 @@ async fn every_cart_checkout_and_job_query_uses_an_index() {
         ),
         (
             "reservations stamped in the future",
-            products::COLLECTION,
+            bazaar::stock::COLLECTION,
             bazaar::stock::reserved_after_query(limit),
+            doc! {},
+        ),
+        (
+            "stock moves stamped in the future",
+            products::COLLECTION,
+            doc! { "pending.at": { "$gt": limit } },
             doc! {},
         ),
         (
