@@ -734,6 +734,11 @@ pub fn init_logging(settings: &Settings) {
 /// start-up).
 async fn migrate_reservations(db: &Db) -> Result<(), crate::db::DbError> {
     const LEASE: &str = "migrate-reservations";
+    // Nothing to move (a database written by this version, or an empty one, which must stay
+    // empty for the seeding that follows): no lease either.
+    if !crate::stock::has_carted(db).await? {
+        return Ok(());
+    }
     let Some(lease) = crate::db::lease::try_take_here(db, LEASE, Duration::from_secs(600)).await?
     else {
         tracing::info!("another instance is moving reservations out of the products");

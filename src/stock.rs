@@ -47,7 +47,7 @@ use crate::db::{is_duplicate_key, Db, DbError};
 use crate::domain::{CartId, Sku, StockHolder};
 
 /// The reservations collection: one document per holder and product.
-pub const COLLECTION: &str = "reservations";
+pub const COLLECTION: &str = products::RESERVATIONS;
 
 /// How many recent move ids a reservation remembers. A replay looks its move up here, and
 /// replays happen within [`PENDING_GRACE`] of the move (plus one job interval): one cart's line
@@ -675,6 +675,15 @@ pub async fn stamped_before(db: &Db, before: DateTime) -> Result<Vec<Reservation
 /// The move id a product's migrated reservations record: replaying the migration of the same
 /// product after a crash finds it and adds nothing.
 const MIGRATED: &str = "migrated-from-carted";
+
+/// Whether any product still keeps reservations in a `carted` array (see [`migrate_carted`]).
+pub async fn has_carted(db: &Db) -> Result<bool, DbError> {
+    Ok(products_raw(db)
+        .find_one(doc! { "carted": { "$exists": true } })
+        .projection(doc! { "_id": 1 })
+        .await?
+        .is_some())
+}
 
 /// Move the reservations of products stored before the `reservations` collection existed (a
 /// `carted` array in the product) to their own documents, at start-up. Per product: (1) each

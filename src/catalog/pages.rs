@@ -352,14 +352,7 @@ async fn product_page(
     let own_cart = crate::web::session::cart_id(&req.get_session())
         .and_then(|id| crate::domain::CartId::parse(&id).ok());
     let own = match &own_cart {
-        Some(id) => {
-            crate::stock::held(
-                &state.db,
-                &product.sku,
-                &crate::domain::StockHolder::from(id),
-            )
-            .await?
-        }
+        Some(id) => products::held_by_cart(&state.db, &product.sku, id).await?,
         None => 0,
     };
     let held_by_others = product.held_by_others(own);

@@ -14,7 +14,7 @@ pub use crate::catalog::model::{
 };
 use crate::catalog::CatalogError;
 use crate::db::{redirects, Db, DbError};
-use crate::domain::{EditVersion, Money, Sku, Slug};
+use crate::domain::{CartId, EditVersion, Money, Sku, Slug};
 
 /// The indexes behind every product query the shop issues (listed in `docs/data-model.md`).
 pub fn indexes() -> Vec<IndexModel> {
@@ -185,6 +185,22 @@ pub async fn for_cart(db: &Db, sku: &Sku) -> Result<Option<ForCart>, DbError> {
         .find_one(doc! { "sku": sku })
         .projection(for_cart_fields())
         .await?)
+}
+
+/// The collection holding who the units a product counts as `reserved` are held for, one
+/// document per holder and product. Only `crate::stock` writes it; it is named here so that the
+/// product page, below the stock ledger, can read one cart's share.
+pub const RESERVATIONS: &str = "reservations";
+
+/// Units `cart_id` holds reserved of `sku` (by the unique `sku, cart_id` index).
+pub async fn held_by_cart(db: &Db, sku: &Sku, cart_id: &CartId) -> Result<i64, DbError> {
+    Ok(db
+        .collection::<Document>(RESERVATIONS)
+        .find_one(doc! { "sku": sku, "cart_id": cart_id.as_str() })
+        .projection(doc! { "_id": 0, "qty": 1 })
+        .await?
+        .and_then(|d| d.get_i64("qty").ok())
+        .unwrap_or(0))
 }
 
 /// The products with any of `skus`, by SKU, in one query on the `sku` index.
