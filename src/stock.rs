@@ -263,17 +263,31 @@ pub mod steps {
             "$set": { "timestamp": m.stamp },
             "$push": { "ops": { "$each": [&m.op], "$slice": -OPS_KEPT } },
         };
-        let result = reservations_raw(db)
-            .update_one(filter, update)
-            .upsert(create && m.is_take())
-            .await;
-        match result {
-            Ok(r) if r.matched_count == 1 || r.upserted_id.is_some() => return Ok(Applied::Yes),
-            Ok(_) => {}
-            // The reservation exists but already names the move (or its fence): an upsert then
-            // tries to insert a second one for the same holder and product.
-            Err(e) if is_duplicate_key(&e) => {}
-            Err(e) => return Err(e.into()),
+        let upsert = create && m.is_take();
+        // Two upserts of one missing reservation race to insert it; the loser's second try
+        // finds the winner's and applies to it.
+        for _ in 0..2 {
+            let result = reservations_raw(db)
+                .update_one(filter.clone(), update.clone())
+                .upsert(upsert)
+                .await;
+            match result {
+                Ok(r) if r.matched_count == 1 || r.upserted_id.is_some() => {
+                    return Ok(Applied::Yes)
+                }
+                Ok(_) => break,
+                // The reservation exists but already names the move (or its fence), or another
+                // upsert inserted it first: which one, the reservation says.
+                Err(e) if is_duplicate_key(&e) => {
+                    if recorded(db, m, &m.op).await? {
+                        return Ok(Applied::Yes);
+                    }
+                    if recorded(db, m, &m.fence()).await? {
+                        return Ok(Applied::No);
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         Ok(if recorded(db, m, &m.op).await? {
             Applied::Yes
