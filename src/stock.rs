@@ -371,8 +371,8 @@ async fn recorded(db: &Db, m: &Move, id: &str) -> Result<bool, DbError> {
         .is_some())
 }
 
-/// Make a move: record, apply, settle; a refused step 2 is cancelled. Returns whether the units
-/// moved.
+/// Make a move: record, apply, settle; a refused step 2 is fenced and cancelled. Returns whether
+/// the units moved.
 pub async fn run(db: &Db, m: &Move) -> Result<bool, DbError> {
     if !steps::record(db, m).await? {
         return Ok(false);
@@ -383,8 +383,16 @@ pub async fn run(db: &Db, m: &Move) -> Result<bool, DbError> {
             Ok(true)
         }
         Applied::No => {
-            steps::cancel(db, m).await?;
-            Ok(false)
+            // Fenced before it is cancelled: a recovery that found the move pending (this
+            // mover paused past the grace period) may be rolling it forward right now. After
+            // the fence it cannot; and if it already had, the move happened.
+            if steps::fence(db, m).await? {
+                steps::settle(db, m).await?;
+                Ok(true)
+            } else {
+                steps::cancel(db, m).await?;
+                Ok(false)
+            }
         }
     }
 }

@@ -228,3 +228,41 @@ async fn concurrent_recoveries_finish_each_pending_move_once() {
     nothing_pending(&app).await;
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_refused_grow_and_a_recovery_rolling_it_forward_settle_it_once_in_either_order() {
+    let app = spawn_app().await;
+    let db = &app.db;
+    for recovery_first in [true, false] {
+        fresh(&app).await;
+        // cart-b holds nothing, so growing its reservation is refused at step 2.
+        let m = Move::change(&sku("moves"), &holder("cart-b"), 2, db.now());
+        assert!(steps::record(db, &m).await.expect("record"));
+        assert_eq!(
+            steps::apply(db, &m, false).await.expect("apply"),
+            Applied::No
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let expected = if recovery_first {
+            // The recovery rolls the take forward; the mover's fence then finds it applied.
+            assert!(stock::finish(db, &m).await.expect("finish"));
+            assert!(steps::fence(db, &m).await.expect("fence"));
+            assert!(!steps::settle(db, &m).await.expect("settle"));
+            (5, 0, 3, 2)
+        } else {
+            // The mover fences and cancels; the recovery can no longer apply it.
+            assert!(!steps::fence(db, &m).await.expect("fence"));
+            assert!(steps::cancel(db, &m).await.expect("cancel"));
+            assert!(!stock::finish(db, &m).await.expect("finish"));
+            (7, 0, 3, 0)
+        };
+        assert_eq!(
+            position(&app).await,
+            expected,
+            "recovery first: {recovery_first}"
+        );
+        assert_stock_invariant(db, "moves", RECEIVED).await;
+        nothing_pending(&app).await;
+    }
+    app.stop().await;
+}

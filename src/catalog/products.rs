@@ -62,13 +62,13 @@ pub fn indexes() -> Vec<IndexModel> {
 /// replaced by the normalised `genre_keys` and `people_keys` ones when the filters became
 /// case-insensitive.
 pub const RETIRED_INDEXES: &[&str] = &[
-    // Reservations moved to their own collection (`crate::stock`).
-    "carted.cart_id_1",
-    "carted.timestamp_1",
     "type_1_details.genre_1_details.issue_date_-1",
     "type_1_details.actor_1_details.issue_date_-1",
     "type_1_details.artist_1_details.issue_date_-1",
     "type_1_details.author_1_details.issue_date_-1",
+    // Reservations moved to their own collection (`crate::stock`).
+    "carted.cart_id_1",
+    "carted.timestamp_1",
 ];
 
 pub fn collection(db: &Db) -> mongodb::Collection<Product> {
