@@ -11,7 +11,7 @@
 //! Rows: the unrelated page alone; 64 and 256 shoppers on different products; 64 and 256 on
 //! one product each (a fresh product per row, no holders at the start); 64 shoppers on a
 //! product already held by `FLASH_HOLDERS` carts (default 10 000). Afterwards it checks the
-//! invariants through the database: on every product `qty + Σ carted.qty + sold` equals what
+//! invariants through the database: on every product `qty + reserved + sold` equals what
 //! it held before the run and `qty >= 0` (no oversell), every cart line is reserved exactly,
 //! and a drop of 500 shoppers racing for 100 units sells exactly 100.
 //!
@@ -196,14 +196,13 @@ async fn bench() -> anyhow::Result<()> {
     let last = products::by_sku(&db, &hot[3].sku)
         .await?
         .ok_or_else(|| anyhow::anyhow!("the sell-out product vanished"))?;
+    let holding = bazaar::stock::reservations_of(&db, &last.sku).await?.len();
     println!(
-        "sell-out: 500 shoppers for 100 units: {} added, {} left on sale, {} reservations",
-        sold_out.requests,
-        last.qty,
-        last.carted.len()
+        "sell-out: 500 shoppers for 100 units: {} added, {} left on sale, {holding} reservations",
+        sold_out.requests, last.qty,
     );
     anyhow::ensure!(
-        sold_out.requests == 100 && last.qty == 0 && last.carted.len() == 100,
+        sold_out.requests == 100 && last.qty == 0 && holding == 100 && last.reserved == 100,
         "the sell-out did not sell exactly 100"
     );
     check_invariants(&db, &received).await?;
@@ -298,18 +297,22 @@ async fn hold(db: &Db, item: &Item, holders: u64) -> anyhow::Result<u64> {
             store::push_line(db, &c.id, &line, now).await?,
             "a new cart refused its line"
         );
-        entries.push(doc! { "cart_id": c.id, "qty": 1_i64, "timestamp": now });
+        entries.push(doc! {
+            "sku": &item.sku, "cart_id": c.id, "qty": 1_i64, "timestamp": now, "ops": [],
+        });
     }
     let moved = db
         .collection::<Document>(products::COLLECTION)
         .update_one(
             doc! { "sku": &item.sku, "qty": { "$gte": holders as i64 } },
-            doc! {
-                "$inc": { "qty": -(holders as i64) },
-                "$push": { "carted": { "$each": entries } },
-            },
+            doc! { "$inc": { "qty": -(holders as i64), "reserved": holders as i64 } },
         )
         .await?;
+    if moved.modified_count == 1 {
+        db.collection::<Document>(bazaar::stock::COLLECTION)
+            .insert_many(entries)
+            .await?;
+    }
     anyhow::ensure!(
         moved.modified_count == 1,
         "the holders' reservations were not made"
@@ -434,7 +437,7 @@ async fn fresh_session(base: &str, slug: &str) -> Option<Session> {
     Some((client, cookie.join("; "), token))
 }
 
-/// Per product, `qty + Σ carted.qty + sold`: what it has received (the stock invariant).
+/// Per product, `qty + reserved + sold`: what it has received (the stock invariant).
 async fn stock_totals(db: &Db) -> anyhow::Result<HashMap<String, i64>> {
     let all: Vec<products::Product> = products::collection(db)
         .find(doc! {})
@@ -443,10 +446,7 @@ async fn stock_totals(db: &Db) -> anyhow::Result<HashMap<String, i64>> {
         .await?;
     Ok(all
         .into_iter()
-        .map(|p| {
-            let carted: i64 = p.carted.iter().map(|c| c.qty).sum();
-            (p.sku.to_string(), p.qty + carted + p.sold)
-        })
+        .map(|p| (p.sku.to_string(), p.qty + p.reserved + p.sold))
         .collect())
 }
 
@@ -460,22 +460,39 @@ async fn check_invariants(db: &Db, received: &HashMap<String, i64>) -> anyhow::R
         .try_collect()
         .await?;
     let mut reserved: HashMap<(String, String), i64> = HashMap::new();
+    let held: Vec<bazaar::stock::Reservation> = db
+        .collection::<bazaar::stock::Reservation>(bazaar::stock::COLLECTION)
+        .find(doc! {})
+        .await?
+        .try_collect()
+        .await?;
+    let mut held_of: HashMap<String, i64> = HashMap::new();
+    for r in &held {
+        *held_of.entry(r.sku.to_string()).or_default() += r.qty;
+        if r.qty != 0 {
+            *reserved
+                .entry((r.holder.to_string(), r.sku.to_string()))
+                .or_default() += r.qty;
+        }
+    }
     for p in &all {
-        let carted: i64 = p.carted.iter().map(|c| c.qty).sum();
         anyhow::ensure!(p.qty >= 0, "{}: oversold, qty {}", p.sku, p.qty);
         anyhow::ensure!(
-            Some(&(p.qty + carted + p.sold)) == received.get(p.sku.as_str()),
-            "{}: qty {} + carted {carted} + sold {} differs from {:?} before the run",
+            Some(&(p.qty + p.reserved + p.sold)) == received.get(p.sku.as_str()),
+            "{}: qty {} + reserved {} + sold {} differs from {:?} before the run",
             p.sku,
             p.qty,
+            p.reserved,
             p.sold,
             received.get(p.sku.as_str())
         );
-        for c in &p.carted {
-            *reserved
-                .entry((c.holder.to_string(), p.sku.to_string()))
-                .or_default() += c.qty;
-        }
+        let in_reservations = held_of.get(p.sku.as_str()).copied().unwrap_or(0);
+        anyhow::ensure!(
+            in_reservations == p.reserved,
+            "{}: reservations hold {in_reservations}, the product counts {} reserved",
+            p.sku,
+            p.reserved
+        );
     }
     let carts: Vec<cart::Cart> = cart::collection(db)
         .find(doc! {})

@@ -347,6 +347,9 @@ impl Application {
         crate::catalog::facets::backfill(db)
             .await
             .context("normalising the products' filter keys failed")?;
+        migrate_reservations(db)
+            .await
+            .context("moving the reservations out of the product documents failed")?;
         // Also gives nodes stored before `metadata.live` existed their flag.
         crate::content::model::go_live_due(db)
             .await
@@ -732,4 +735,25 @@ fn worker_state(
 /// Start logging for the configured level (separate so the CLI can log before serving).
 pub fn init_logging(settings: &Settings) {
     telemetry::init(&settings.log.level, settings.log.format);
+}
+
+/// Move reservations kept in product documents by earlier versions to their own collection
+/// (`stock::migrate_carted`), under a lease so that several instances starting at once do not
+/// all scan the products; the migration is safe to repeat and to run concurrently anyway, so an
+/// instance that finds the lease taken just goes on (a crash mid-way is finished by the next
+/// start-up).
+async fn migrate_reservations(db: &Db) -> Result<(), crate::db::DbError> {
+    const LEASE: &str = "migrate-reservations";
+    // Nothing to move (a database written by this version, or an empty one, which must stay
+    // empty for the seeding that follows): no lease either.
+    if !crate::stock::has_carted(db).await? {
+        return Ok(());
+    }
+    let Some(lease) = crate::db::lease::try_take_here(db, LEASE, Duration::from_secs(600)).await?
+    else {
+        tracing::info!("another instance is moving reservations out of the products");
+        return Ok(());
+    };
+    crate::stock::migrate_carted(db).await?;
+    lease.release(db).await
 }

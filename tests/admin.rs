@@ -122,6 +122,7 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "payments",
             "products",
             "redirects",
+            "reservations",
             "revisions",
             "settings",
             "sign_in_limits",

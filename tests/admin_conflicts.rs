@@ -89,7 +89,7 @@ async fn of_two_admins_changing_different_fields_of_a_loaded_product_the_second_
     set(&mut bob_form, "description", "Bob's better description.");
     let response = bob.post(&edit_url(&p), &bob_form).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let stored = product(&app.db, "conflict-1").await;
+    let stored = stock(&app.db, "conflict-1").await;
     assert_eq!(stored.pricing.retail.cents(), 999, "Alice's price kept");
     assert_eq!(stored.description, "Bob's better description.");
     assert_eq!((stored.qty, stored.sold), (10, 0));
@@ -143,7 +143,7 @@ async fn of_two_admins_changing_the_same_field_the_second_gets_a_conflict_page_w
         Some(edit_url(&p).as_str())
     );
     // Nothing was written: Alice's save stands.
-    let stored = product(&app.db, "conflict-2").await;
+    let stored = stock(&app.db, "conflict-2").await;
     assert_eq!(stored.pricing.retail.cents(), 999);
     assert_eq!(stored.description, "Alice's description.");
 
@@ -165,7 +165,7 @@ async fn of_two_admins_changing_the_same_field_the_second_gets_a_conflict_page_w
     );
     let response = bob.post(&edit_url(&p), &reapply).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let stored = product(&app.db, "conflict-2").await;
+    let stored = stock(&app.db, "conflict-2").await;
     assert_eq!(stored.pricing.retail.cents(), 999, "Alice's price kept");
     assert_eq!(stored.title, "Bob's title");
     assert_eq!(stored.description, "Bob's better description.");
@@ -194,7 +194,7 @@ async fn of_sixteen_concurrent_saves_carrying_the_same_version_exactly_one_lands
         .filter(|s| **s == StatusCode::CONFLICT)
         .count();
     assert_eq!((won, lost), (1, 15), "{statuses:?}");
-    let stored = product(&app.db, "conflict-16").await;
+    let stored = stock(&app.db, "conflict-16").await;
     assert!(stored.title.starts_with("Title number "));
     assert_ne!(stored.edit_version, p.edit_version);
 }
@@ -209,7 +209,7 @@ async fn a_reservation_and_a_sale_between_loading_and_saving_the_form_neither_ma
     // The product form never carries the stock counters.
     assert!(!form
         .iter()
-        .any(|(k, _)| k == "qty" || k == "carted" || k == "sold"));
+        .any(|(k, _)| k == "qty" || k == "reserved" || k == "sold"));
 
     // One shopper buys 2; another holds 3 in their cart.
     let buyer = Shopper::new(&app).await;
@@ -218,12 +218,10 @@ async fn a_reservation_and_a_sale_between_loading_and_saving_the_form_neither_ma
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     let holder = Shopper::new(&app).await;
     holder.add("conflict-stock", "3").await;
-    let before = product(&app.db, "conflict-stock").await;
+    let before = stock(&app.db, "conflict-stock").await;
     assert_eq!(before.sold, 2);
-    assert_eq!(
-        before.reserved_for(before.carted[0].holder.cart().expect("a cart holds it")),
-        3
-    );
+    assert_eq!(before.reservations.len(), 1);
+    assert_eq!(before.reservations[0].qty, 3);
     assert_eq!(
         before.edit_version, p.edit_version,
         "stock left the version alone"
@@ -232,10 +230,10 @@ async fn a_reservation_and_a_sale_between_loading_and_saving_the_form_neither_ma
     set(&mut form, "title", "Renamed while selling");
     let response = admin.post(&edit_url(&p), &form).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let after = product(&app.db, "conflict-stock").await;
+    let after = stock(&app.db, "conflict-stock").await;
     assert_eq!(after.title, "Renamed while selling");
     assert_eq!((after.qty, after.sold), (5, 2));
-    assert_eq!(after.carted, before.carted);
+    assert_eq!(after.reservations, before.reservations);
     assert_stock_invariant(&app.db, "conflict-stock", 10).await;
 }
 
@@ -259,15 +257,12 @@ async fn a_product_stored_without_a_version_saves_once_from_a_form_that_had_none
     set(&mut form, "title", "First save");
     let first = admin.post(&edit_url(&p), &form).await;
     assert_eq!(first.status(), StatusCode::SEE_OTHER);
-    assert!(product(&app.db, "conflict-old")
-        .await
-        .edit_version
-        .is_some());
+    assert!(stock(&app.db, "conflict-old").await.edit_version.is_some());
     // The same unversioned form again is now stale.
     set(&mut form, "title", "Second save");
     let second = admin.post(&edit_url(&p), &form).await;
     assert_eq!(second.status(), StatusCode::CONFLICT);
-    assert_eq!(product(&app.db, "conflict-old").await.title, "First save");
+    assert_eq!(stock(&app.db, "conflict-old").await.title, "First save");
 }
 
 /// `(id, version)` of a category from the admin tree page.

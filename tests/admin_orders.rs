@@ -10,7 +10,7 @@ use bazaar::cart::{self, CartStatus};
 use bazaar::catalog::products;
 use bazaar::checkout::orders::{self, OrderStatus};
 use bazaar::db::Db;
-use bson::{doc, Document};
+use bson::doc;
 use reqwest::StatusCode;
 
 /// A shopper buys `qty` of `sku`; returns the order number.
@@ -233,7 +233,7 @@ async fn marking_an_order_shipped_is_reported_and_a_shipped_order_can_no_longer_
         "{flashes:?}"
     );
     assert_eq!(order_status(&app.db, &number).await, OrderStatus::Shipped);
-    let p = product(&app.db, "ship-1").await;
+    let p = stock(&app.db, "ship-1").await;
     assert_eq!((p.qty, p.sold), (3, 2));
     assert_stock_invariant(&app.db, "ship-1", 5).await;
 }
@@ -244,8 +244,8 @@ async fn cancelling_an_order_puts_its_units_back_on_sale_exactly_once() {
     product_with_stock(&app.db, "cancel-1", 5).await;
     let number = place_order(&app, "cancel-1", "2", "Ada Lovelace", "ada@example.com").await;
     let detail = format!("/admin/orders/{number}");
-    let p = product(&app.db, "cancel-1").await;
-    assert_eq!((p.qty, p.sold, p.carted.len()), (3, 2, 0));
+    let p = stock(&app.db, "cancel-1").await;
+    assert_eq!((p.qty, p.sold, p.reservations.len()), (3, 2, 0));
 
     let flashes = admin_action(&app, &format!("{detail}/cancel"), &detail).await;
     assert_eq!(
@@ -255,7 +255,7 @@ async fn cancelling_an_order_puts_its_units_back_on_sale_exactly_once() {
         )]
     );
     assert_eq!(order_status(&app.db, &number).await, OrderStatus::Cancelled);
-    let p = product(&app.db, "cancel-1").await;
+    let p = stock(&app.db, "cancel-1").await;
     assert_eq!((p.qty, p.sold), (5, 0));
     assert_stock_invariant(&app.db, "cancel-1", 5).await;
 
@@ -275,7 +275,7 @@ async fn cancelling_an_order_puts_its_units_back_on_sale_exactly_once() {
         "{flashes:?}"
     );
     assert_eq!(order_status(&app.db, &number).await, OrderStatus::Cancelled);
-    let p = product(&app.db, "cancel-1").await;
+    let p = stock(&app.db, "cancel-1").await;
     assert_eq!((p.qty, p.sold), (5, 0));
     assert_stock_invariant(&app.db, "cancel-1", 5).await;
     let doc = html(&body(app.get_admin("/admin/orders?status=cancelled").await).await);
@@ -361,7 +361,7 @@ async fn the_expire_button_expires_an_idle_cart_and_returns_its_stock() {
     product_with_stock(&app.db, "expire-1", 5).await;
     let idle = Shopper::new(&app).await;
     idle.add("expire-1", "2").await;
-    assert_eq!(product(&app.db, "expire-1").await.qty, 3);
+    assert_eq!(stock(&app.db, "expire-1").await.qty, 3);
 
     // Not idle long enough yet: nothing happens.
     let flashes = admin_action(&app, "/admin/carts/expire", "/admin/carts").await;
@@ -369,7 +369,7 @@ async fn the_expire_button_expires_an_idle_cart_and_returns_its_stock() {
         flashes,
         ["Expiry ran: 0 idle carts expired, 0 reservations returned to stock."]
     );
-    assert_eq!(product(&app.db, "expire-1").await.qty, 3);
+    assert_eq!(stock(&app.db, "expire-1").await.qty, 3);
 
     app.db.clock().step_forward(Duration::from_millis(1100));
     let flashes = admin_action(&app, "/admin/carts/expire", "/admin/carts").await;
@@ -377,8 +377,8 @@ async fn the_expire_button_expires_an_idle_cart_and_returns_its_stock() {
         flashes,
         ["Expiry ran: 1 idle cart expired, 1 reservation returned to stock."]
     );
-    let p = product(&app.db, "expire-1").await;
-    assert_eq!((p.qty, p.carted.len()), (5, 0));
+    let p = stock(&app.db, "expire-1").await;
+    assert_eq!((p.qty, p.reservations.len()), (5, 0));
     assert_stock_invariant(&app.db, "expire-1", 5).await;
     let doc = html(&body(app.get_admin("/admin/carts").await).await);
     assert_eq!(cart_counts(&doc), counts([0, 0, 0, 0, 1]));
@@ -400,27 +400,25 @@ async fn the_cleanup_button_returns_a_reservation_no_cart_holds_any_more() {
     // never recorded the line (here: a cart that does not exist), two hours ago.
     let two_hours_ago =
         bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() - 2 * 3_600_000);
-    app.db
-        .collection::<Document>(products::COLLECTION)
-        .update_one(
-            doc! { "sku": "cleanup-1" },
-            doc! {
-                "$inc": { "qty": -2 },
-                "$push": { "carted": { "cart_id": "lost-cart", "qty": 2_i64, "timestamp": two_hours_ago } },
-            },
-        )
-        .await
-        .expect("simulated crash");
+    plant_reservation(
+        &app.db,
+        "cleanup-1",
+        "lost-cart",
+        2,
+        two_hours_ago,
+        doc! { "qty": -2_i64 },
+    )
+    .await;
     assert_stock_invariant(&app.db, "cleanup-1", 5).await;
-    assert_eq!(product(&app.db, "cleanup-1").await.qty, 3);
+    assert_eq!(stock(&app.db, "cleanup-1").await.qty, 3);
 
     let flashes = admin_action(&app, "/admin/carts/cleanup", "/admin/carts").await;
     assert_eq!(
         flashes,
         ["Cleanup ran: 0 reservations of carts in use refreshed, 1 returned to stock, 0 counted as sold."]
     );
-    let p = product(&app.db, "cleanup-1").await;
-    assert_eq!((p.qty, p.carted.len()), (5, 0));
+    let p = stock(&app.db, "cleanup-1").await;
+    assert_eq!((p.qty, p.reservations.len()), (5, 0));
     assert_stock_invariant(&app.db, "cleanup-1", 5).await;
 }
 

@@ -1,6 +1,7 @@
 //! The cart and stock reservations through HTTP, many shoppers at once: every test ends by
 //! checking the stock invariant (`docs/invariants.md`),
-//! `qty + Σ carted.qty + sold == stock received`, on the products it touched.
+//! `qty + reserved + sold == stock received` and the reservations holding `reserved`, on the
+//! products it touched.
 
 use std::time::Duration;
 
@@ -31,15 +32,18 @@ async fn adding_to_the_cart_reserves_stock_and_shows_the_line_totals_and_header_
     assert_eq!(texts(&doc, ".cart-totals .shipping"), ["$5.99"]);
     assert_eq!(texts(&doc, ".cart-totals .total"), ["$29.99"]);
     assert_eq!(texts(&doc, "header .cart-count"), ["2"]);
-    let p = product(&app.db, "cart-basic").await;
+    let p = stock(&app.db, "cart-basic").await;
     assert_eq!(p.qty, 3);
-    assert_eq!(p.carted.len(), 1);
-    assert_eq!(p.carted[0].qty, 2);
+    assert_eq!(p.reservations.len(), 1);
+    assert_eq!(p.reservations[0].qty, 2);
     // Adding the same SKU again is a quantity change on the one line.
     shopper.add("cart-basic", "1").await;
     assert_eq!(shopper.cart_lines().await, [("cart-basic".to_string(), 3)]);
-    let p = product(&app.db, "cart-basic").await;
-    assert_eq!((p.qty, p.carted.len(), p.carted[0].qty), (2, 1, 3));
+    let p = stock(&app.db, "cart-basic").await;
+    assert_eq!(
+        (p.qty, p.reservations.len(), p.reservations[0].qty),
+        (2, 1, 3)
+    );
     assert_stock_invariant(&app.db, "cart-basic", 5).await;
     app.stop().await;
 }
@@ -87,9 +91,9 @@ async fn five_hundred_shoppers_racing_for_a_hundred_units_exactly_a_hundred_get_
         }
     }
     assert_eq!((got_one, told_sold_out), (100, 400));
-    let p = product(&app.db, "hot-item").await;
+    let p = stock(&app.db, "hot-item").await;
     assert_eq!(p.qty, 0);
-    assert_eq!(p.carted.len(), 100);
+    assert_eq!(p.reservations.len(), 100);
     assert_stock_invariant(&app.db, "hot-item", 100).await;
     assert_carts_match_reservations(&app.db).await;
     app.stop().await;
@@ -124,20 +128,20 @@ async fn quantity_changes_and_removal_move_stock_both_ways() {
     let shopper = Shopper::new(&app).await;
     shopper.add("qty", "3").await;
     shopper.set_qty("qty", "7").await;
-    assert_eq!(product(&app.db, "qty").await.qty, 13);
+    assert_eq!(stock(&app.db, "qty").await.qty, 13);
     shopper.set_qty("qty", "2").await;
-    assert_eq!(product(&app.db, "qty").await.qty, 18);
+    assert_eq!(stock(&app.db, "qty").await.qty, 18);
     assert_eq!(shopper.cart_lines().await, [("qty".to_string(), 2)]);
     let flashes = shopper.set_qty("qty", "0").await;
     assert!(flashes.iter().any(|f| f.contains("Removed")), "{flashes:?}");
-    let p = product(&app.db, "qty").await;
-    assert_eq!((p.qty, p.carted.len()), (20, 0));
+    let p = stock(&app.db, "qty").await;
+    assert_eq!((p.qty, p.reservations.len()), (20, 0));
     shopper.add("qty", "4").await;
     let response = shopper.post("/cart/items/qty/remove", &[]).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     assert!(shopper.cart_lines().await.is_empty());
-    let p = product(&app.db, "qty").await;
-    assert_eq!((p.qty, p.carted.len()), (20, 0));
+    let p = stock(&app.db, "qty").await;
+    assert_eq!((p.qty, p.reservations.len()), (20, 0));
     app.stop().await;
 }
 
@@ -168,9 +172,9 @@ async fn two_devices_changing_one_cart_at_once_converge_on_one_of_their_quantiti
             lines[0].1
         );
         // The reservation always matches the cart line.
-        let p = product(&app.db, "shared").await;
-        assert_eq!(p.carted.len(), 1);
-        assert_eq!(p.carted[0].qty, lines[0].1, "round {round}");
+        let p = stock(&app.db, "shared").await;
+        assert_eq!(p.reservations.len(), 1);
+        assert_eq!(p.reservations[0].qty, lines[0].1, "round {round}");
         assert_stock_invariant(&app.db, "shared", 1000).await;
     }
     app.stop().await;
@@ -248,10 +252,10 @@ async fn an_idle_cart_expires_once_even_with_two_expiry_runs_racing_a_shopper() 
     assert_eq!(first.carts_expired + second.carts_expired, 1);
     // The busy shopper's fresh cart is untouched.
     assert_eq!(busy.cart_lines().await, [("exp-a".to_string(), 4)]);
-    let a = product(&app.db, "exp-a").await;
-    assert_eq!((a.qty, a.carted.len()), (6, 1));
-    let b = product(&app.db, "exp-b").await;
-    assert_eq!((b.qty, b.carted.len()), (10, 0));
+    let a = stock(&app.db, "exp-a").await;
+    assert_eq!((a.qty, a.reservations.len()), (6, 1));
+    let b = stock(&app.db, "exp-b").await;
+    assert_eq!((b.qty, b.reservations.len()), (10, 0));
     // The idle shopper is told, and their cart is empty.
     let doc = html(&body(idle.get("/cart").await).await);
     assert!(
@@ -299,19 +303,9 @@ async fn cleanup_returns_stock_orphaned_by_a_crash_and_keeps_live_reservations()
     // A crash between the two writes of an add: the product was reserved for a cart whose own
     // write never happened (here: a cart that does not exist), and one that expired without
     // returning it.
-    let products = app.db.collection::<bson::Document>(products::COLLECTION);
     let old = bson::DateTime::from_millis(bson::DateTime::now().timestamp_millis() - 10_000);
     for (ghost, qty) in [("no-such-cart", 3_i64), ("expired-cart", 1)] {
-        products
-            .update_one(
-                doc! { "sku": "orphan" },
-                doc! {
-                    "$inc": { "qty": -qty },
-                    "$push": { "carted": { "cart_id": ghost, "qty": qty, "timestamp": old } },
-                },
-            )
-            .await
-            .expect("simulated crash");
+        plant_reservation(&app.db, "orphan", ghost, qty, old, doc! { "qty": -qty }).await;
     }
     let now = bson::DateTime::now();
     cart::collection(&app.db)
@@ -326,22 +320,23 @@ async fn cleanup_returns_stock_orphaned_by_a_crash_and_keeps_live_reservations()
         .await
         .expect("cart");
     // Age the live reservation too: cleanup must refresh it, not return it.
-    products
+    app.db
+        .collection::<bson::Document>(bazaar::stock::COLLECTION)
         .update_one(
-            doc! { "sku": "orphan", "carted.qty": 2 },
-            doc! { "$set": { "carted.$.timestamp": old } },
+            doc! { "sku": "orphan", "qty": 2 },
+            doc! { "$set": { "timestamp": old } },
         )
         .await
         .expect("aged");
-    assert_eq!(product(&app.db, "orphan").await.qty, 4);
+    assert_eq!(stock(&app.db, "orphan").await.qty, 4);
     let report = jobs::clean_up_reservations(&app.db, Duration::from_secs(5))
         .await
         .expect("cleanup");
     assert_eq!((report.returned, report.refreshed), (2, 1), "{report:?}");
-    let p = product(&app.db, "orphan").await;
+    let p = stock(&app.db, "orphan").await;
     assert_eq!(p.qty, 8);
-    assert_eq!(p.carted.len(), 1);
-    assert!(p.carted[0].timestamp > old);
+    assert_eq!(p.reservations.len(), 1);
+    assert!(p.reservations[0].timestamp > old);
     assert_eq!(live.cart_lines().await, [("orphan".to_string(), 2)]);
     let again = jobs::clean_up_reservations(&app.db, Duration::from_secs(5))
         .await
@@ -362,11 +357,11 @@ async fn the_background_jobs_expire_idle_carts_on_their_own() {
     product_with_stock(&app.db, "auto", 4).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("auto", "4").await;
-    assert_eq!(product(&app.db, "auto").await.qty, 0);
+    assert_eq!(stock(&app.db, "auto").await.qty, 0);
     let mut returned = false;
     for _ in 0..50 {
         tokio::time::sleep(Duration::from_millis(200)).await;
-        if product(&app.db, "auto").await.qty == 4 {
+        if stock(&app.db, "auto").await.qty == 4 {
             returned = true;
             break;
         }
@@ -408,8 +403,8 @@ async fn a_cart_touched_just_before_the_clock_steps_back_expires_on_time() {
         (1, 1),
         "the step back kept an idle cart's stock held past its expiry"
     );
-    let p = product(&app.db, "step-cart").await;
-    assert_eq!((p.qty, p.carted.len()), (10, 0));
+    let p = stock(&app.db, "step-cart").await;
+    assert_eq!((p.qty, p.reservations.len()), (10, 0));
     assert_stock_invariant(&app.db, "step-cart", 10).await;
     app.stop().await;
 }
@@ -420,17 +415,15 @@ async fn a_reservation_and_an_expired_cart_stamped_before_a_step_back_are_cleane
     product_with_stock(&app.db, "step-orphan", 10).await;
     let now = app.db.now();
     // A crash left a reservation for a cart that never got written, and a cart expired.
-    app.db
-        .collection::<bson::Document>(products::COLLECTION)
-        .update_one(
-            doc! { "sku": "step-orphan" },
-            doc! {
-                "$inc": { "qty": -3 },
-                "$push": { "carted": { "cart_id": "never-written", "qty": 3, "timestamp": now } },
-            },
-        )
-        .await
-        .expect("simulated crash");
+    plant_reservation(
+        &app.db,
+        "step-orphan",
+        "never-written",
+        3,
+        now,
+        doc! { "qty": -3_i64 },
+    )
+    .await;
     cart::collection(&app.db)
         .insert_one(cart::Cart {
             id: cart_id("step-expired"),
@@ -465,7 +458,7 @@ async fn a_reservation_and_an_expired_cart_stamped_before_a_step_back_are_cleane
             .expect("retention"),
         1
     );
-    assert_eq!(product(&app.db, "step-orphan").await.qty, 10);
+    assert_eq!(stock(&app.db, "step-orphan").await.qty, 10);
     assert_stock_invariant(&app.db, "step-orphan", 10).await;
     app.stop().await;
 }
@@ -496,8 +489,8 @@ async fn stamps_later_than_now_are_set_to_now_once_and_recent_ones_are_left_alon
         "{report:?}"
     );
     let now = app.db.now().timestamp_millis();
-    let p = product(&app.db, "step-stamps").await;
-    assert!((now - p.carted[0].timestamp.timestamp_millis()).abs() < 5_000);
+    let p = stock(&app.db, "step-stamps").await;
+    assert!((now - p.reservations[0].timestamp.timestamp_millis()).abs() < 5_000);
     let again = jobs::bound_future_stamps(&app.db).await.expect("bound");
     assert_eq!(again.total(), 0, "{again:?}");
     app.stop().await;
@@ -509,7 +502,7 @@ async fn every_cart_checkout_and_job_query_uses_an_index() {
     let db = &app.db;
     let now = bson::DateTime::now();
     let limit = now;
-    let queries: [(&str, &str, bson::Document, bson::Document); 16] = [
+    let queries: [(&str, &str, bson::Document, bson::Document); 18] = [
         (
             "carts stamped in the future",
             cart::COLLECTION,
@@ -518,8 +511,14 @@ async fn every_cart_checkout_and_job_query_uses_an_index() {
         ),
         (
             "reservations stamped in the future",
-            products::COLLECTION,
+            bazaar::stock::COLLECTION,
             bazaar::stock::reserved_after_query(limit),
+            doc! {},
+        ),
+        (
+            "stock moves stamped in the future",
+            products::COLLECTION,
+            doc! { "pending.at": { "$gt": limit } },
             doc! {},
         ),
         (
@@ -548,8 +547,14 @@ async fn every_cart_checkout_and_job_query_uses_an_index() {
         ),
         (
             "a product's reservation",
+            bazaar::stock::COLLECTION,
+            doc! { "sku": "x", "cart_id": "c" },
+            doc! {},
+        ),
+        (
+            "stock moves a crash left pending",
             products::COLLECTION,
-            doc! { "sku": "x", "carted.cart_id": "c" },
+            bazaar::stock::pending_before_query(now),
             doc! {},
         ),
         (
@@ -573,14 +578,14 @@ async fn every_cart_checkout_and_job_query_uses_an_index() {
         ),
         (
             "stale reservations",
-            products::COLLECTION,
-            doc! { "carted.timestamp": { "$lt": now } },
+            bazaar::stock::COLLECTION,
+            doc! { "timestamp": { "$lt": now } },
             doc! {},
         ),
         (
             "reservations of a cart",
-            products::COLLECTION,
-            doc! { "carted.cart_id": "c" },
+            bazaar::stock::COLLECTION,
+            doc! { "cart_id": "c" },
             doc! {},
         ),
         (
@@ -670,17 +675,7 @@ async fn two_cleanup_runs_at_once_return_an_orphaned_reservation_once() {
     let app = spawn_app().await;
     product_with_stock(&app.db, "twin", 10).await;
     let old = bson::DateTime::from_millis(0);
-    app.db
-        .collection::<bson::Document>(products::COLLECTION)
-        .update_one(
-            doc! { "sku": "twin" },
-            doc! {
-                "$inc": { "qty": -4_i64 },
-                "$push": { "carted": { "cart_id": "gone", "qty": 4_i64, "timestamp": old } },
-            },
-        )
-        .await
-        .expect("orphan");
+    plant_reservation(&app.db, "twin", "gone", 4, old, doc! { "qty": -4_i64 }).await;
     let (a, b) = tokio::join!(
         jobs::clean_up_reservations(&app.db, Duration::from_secs(60)),
         jobs::clean_up_reservations(&app.db, Duration::from_secs(60)),
@@ -689,8 +684,8 @@ async fn two_cleanup_runs_at_once_return_an_orphaned_reservation_once() {
         a.expect("cleanup").returned + b.expect("cleanup").returned,
         1
     );
-    let p = product(&app.db, "twin").await;
-    assert_eq!((p.qty, p.carted.len()), (10, 0));
+    let p = stock(&app.db, "twin").await;
+    assert_eq!((p.qty, p.reservations.len()), (10, 0));
     app.stop().await;
 }
 
@@ -746,7 +741,7 @@ async fn on_a_full_disk_adding_to_the_cart_says_the_shop_cannot_take_changes_and
     );
     // Nothing was reserved, and pages that only read still show.
     assert!(shopper.cart_lines().await.is_empty());
-    assert_eq!(product(&app.db, "full-disk").await.qty, 5);
+    assert_eq!(stock(&app.db, "full-disk").await.qty, 5);
     assert_stock_invariant(&app.db, "full-disk", 5).await;
 
     faults.heal();
@@ -779,7 +774,7 @@ async fn every_stock_ledger_move_keeps_the_invariant_and_refuses_what_is_not_the
     );
     assert_stock_invariant(db, "ledger", 5).await;
     assert_eq!(
-        product(db, "ledger").await.reserved_for(&cart_id("cart-a")),
+        stock(db, "ledger").await.reserved_for(&cart_id("cart-a")),
         3
     );
     // Cleanup's refresh matches the timestamp it saw, once.
@@ -829,8 +824,8 @@ async fn every_stock_ledger_move_keeps_the_invariant_and_refuses_what_is_not_the
             .await
             .expect("sell")
     );
-    let sold = product(db, "ledger").await;
-    assert_eq!((sold.qty, sold.sold, sold.carted.len()), (2, 3, 0));
+    let sold = stock(db, "ledger").await;
+    assert_eq!((sold.qty, sold.sold, sold.reservations.len()), (2, 3, 0));
     // A cancellation: the sold units go into a hold (only once), then back on sale.
     assert!(
         stock::unsell_into_hold(db, &sku("ledger"), &holder("cancelled:BZ-1"), 3)
@@ -853,9 +848,9 @@ async fn every_stock_ledger_move_keeps_the_invariant_and_refuses_what_is_not_the
             .await
             .expect("return")
     );
-    let restocked = product(db, "ledger").await;
+    let restocked = stock(db, "ledger").await;
     assert_eq!(
-        (restocked.qty, restocked.sold, restocked.carted.len()),
+        (restocked.qty, restocked.sold, restocked.reservations.len()),
         (5, 0, 0)
     );
     // Receiving changes what was received; writing off more than is on sale is refused.

@@ -139,11 +139,11 @@ async fn a_random_workload_with_expiry_cleanup_and_cancels_keeps_every_product_c
     assert_carts_match_reservations(&app.db).await;
     for sku in SKUS {
         assert_stock_invariant(&app.db, sku, STOCK).await;
-        let p = product(&app.db, sku).await;
+        let p = stock(&app.db, sku).await;
         assert!(
-            p.carted.is_empty(),
+            p.reservations.is_empty(),
             "{sku}: stray reservations {:?}",
-            p.carted
+            p.reservations
         );
         assert_eq!(
             p.sold,

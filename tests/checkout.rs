@@ -12,9 +12,9 @@ const NO_FUNDS: &str = "4000 0000 0000 0002";
 const PROCESSING: &str = "4000 0000 0000 0119";
 
 async fn cart_status(app: &TestApp, sku: &str) -> CartStatus {
-    let p = product(&app.db, sku).await;
+    let p = stock(&app.db, sku).await;
     let id = p
-        .carted
+        .reservations
         .first()
         .and_then(|c| c.holder.cart().cloned())
         .expect("reserved");
@@ -45,8 +45,8 @@ async fn a_paid_checkout_creates_the_order_and_counts_the_units_as_sold() {
     assert_eq!(texts(&doc, ".cart-totals .total"), ["$41.99"]);
     assert!(texts(&doc, ".order-payment")[0].contains("ending 4242"));
     assert_eq!(texts(&doc, "header .cart-count"), ["0"]);
-    let p = product(&app.db, "buy").await;
-    assert_eq!((p.qty, p.carted.len(), p.sold), (7, 0, 3));
+    let p = stock(&app.db, "buy").await;
+    assert_eq!((p.qty, p.reservations.len(), p.sold), (7, 0, 3));
     assert_stock_invariant(&app.db, "buy", 10).await;
     assert_eq!(app.gateway.charge_count().await, 1);
     let order = orders::by_number(&app.db, &order_number("BZ-000001"))
@@ -104,7 +104,7 @@ async fn a_double_submitted_checkout_makes_one_order_and_one_charge() {
     assert_eq!(location(&late), "/orders/BZ-000001");
     let doc = html(&body(other_tab.get("/orders/BZ-000001").await).await);
     assert_eq!(heading(&doc), "Order BZ-000001");
-    let p = product(&app.db, "twice").await;
+    let p = stock(&app.db, "twice").await;
     assert_eq!((p.qty, p.sold), (3, 2));
     assert_stock_invariant(&app.db, "twice", 5).await;
     app.stop().await;
@@ -135,8 +135,8 @@ async fn a_declined_card_returns_the_cart_to_active_with_its_stock_still_reserve
             Some("")
         );
         assert_eq!(cart_status(&app, "decline").await, CartStatus::Active);
-        let p = product(&app.db, "decline").await;
-        assert_eq!((p.qty, p.carted[0].qty, p.sold), (2, 2, 0));
+        let p = stock(&app.db, "decline").await;
+        assert_eq!((p.qty, p.reservations[0].qty, p.sold), (2, 2, 0));
     }
     assert_eq!(app.gateway.charge_count().await, 0);
     assert_eq!(shopper.cart_lines().await, [("decline".to_string(), 2)]);
@@ -144,8 +144,8 @@ async fn a_declined_card_returns_the_cart_to_active_with_its_stock_still_reserve
     shopper.set_qty("decline", "1").await;
     let response = shopper.checkout(APPROVED).await;
     assert_eq!(location(&response), "/orders/BZ-000001");
-    let p = product(&app.db, "decline").await;
-    assert_eq!((p.qty, p.carted.len(), p.sold), (3, 0, 1));
+    let p = stock(&app.db, "decline").await;
+    assert_eq!((p.qty, p.reservations.len(), p.sold), (3, 0, 1));
     assert_stock_invariant(&app.db, "decline", 4).await;
     app.stop().await;
 }
@@ -211,7 +211,7 @@ async fn checking_out_an_empty_or_expired_cart_explains_and_changes_nothing() {
     let flashes = shopper.follow(response).await;
     assert!(flashes.iter().any(|f| f.contains("expired")), "{flashes:?}");
     assert_eq!(app.gateway.charge_count().await, 0);
-    let p = product(&app.db, "late").await;
+    let p = stock(&app.db, "late").await;
     assert_eq!((p.qty, p.sold), (4, 0));
     app.stop().await;
 }
@@ -305,17 +305,15 @@ async fn checkouts_interrupted_by_a_crash_are_finished_or_handed_back() {
         )
         .await
         .expect("simulated crash");
-    app.db
-        .collection::<bson::Document>(bazaar::catalog::products::COLLECTION)
-        .update_one(
-            bson::doc! { "sku": "crash" },
-            bson::doc! {
-                "$inc": { "sold": -1_i64 },
-                "$push": { "carted": { "cart_id": &order.cart_id, "qty": 1_i64, "timestamp": long_ago } },
-            },
-        )
-        .await
-        .expect("simulated crash");
+    plant_reservation(
+        &app.db,
+        "crash",
+        order.cart_id.as_str(),
+        1,
+        long_ago,
+        bson::doc! { "sold": -1_i64 },
+    )
+    .await;
     carts
         .update_many(
             bson::doc! { "status": "active" },
@@ -332,7 +330,7 @@ async fn checkouts_interrupted_by_a_crash_are_finished_or_handed_back() {
     .await
     .expect("recovery");
     assert_eq!((recovered.finished, recovered.handed_back), (1, 1));
-    let p = product(&app.db, "crash").await;
+    let p = stock(&app.db, "crash").await;
     assert_eq!(
         (p.qty, p.sold),
         (3, 1),
@@ -360,10 +358,14 @@ async fn a_line_left_unreserved_by_a_crash_between_the_two_writes_of_an_add_is_n
     let shopper = Shopper::new(&app).await;
     shopper.add("kept", "1").await;
     // The crash: the line reached the cart (first write) but the product was never reserved.
-    let p = product(&app.db, "kept").await;
-    let cart_id = p.carted[0].holder.cart().expect("a cart holds it").clone();
-    let lost = product(&app.db, "lost").await;
-    let line = cart::CartLine::for_product(&(&lost).into(), 2);
+    let p = stock(&app.db, "kept").await;
+    let cart_id = p.reservations[0]
+        .holder
+        .cart()
+        .expect("a cart holds it")
+        .clone();
+    let lost = stock(&app.db, "lost").await;
+    let line = cart::CartLine::for_product(&(&lost.product).into(), 2);
     cart::collection(&app.db)
         .update_one(
             bson::doc! { "_id": &cart_id },
@@ -385,7 +387,7 @@ async fn a_line_left_unreserved_by_a_crash_between_the_two_writes_of_an_add_is_n
     assert_eq!(location(&response), "/orders/BZ-000001");
     assert_stock_invariant(&app.db, "kept", 5).await;
     assert_stock_invariant(&app.db, "lost", 5).await;
-    assert_eq!(product(&app.db, "lost").await.sold, 0);
+    assert_eq!(stock(&app.db, "lost").await.sold, 0);
     app.stop().await;
 }
 
@@ -404,20 +406,16 @@ async fn units_reserved_beyond_a_paid_order_go_back_on_sale_rather_than_being_so
     // Re-create the moment before the sale, with a change from another device that reserved two
     // more units after checkout had compared the cart with its reservations.
     let old = bson::DateTime::from_millis(0);
-    let products = app
-        .db
-        .collection::<bson::Document>(bazaar::catalog::products::COLLECTION);
     for finish in ["recovery", "cleanup"] {
-        products
-            .update_one(
-                bson::doc! { "sku": "surplus" },
-                bson::doc! {
-                    "$inc": { "sold": -1_i64, "qty": -2_i64 },
-                    "$push": { "carted": { "cart_id": &order.cart_id, "qty": 3_i64, "timestamp": old } },
-                },
-            )
-            .await
-            .expect("simulated race");
+        plant_reservation(
+            &app.db,
+            "surplus",
+            order.cart_id.as_str(),
+            3,
+            old,
+            bson::doc! { "sold": -1_i64, "qty": -2_i64 },
+        )
+        .await;
         assert_stock_invariant(&app.db, "surplus", 10).await;
         if finish == "recovery" {
             cart::collection(&app.db)
@@ -441,9 +439,9 @@ async fn units_reserved_beyond_a_paid_order_go_back_on_sale_rather_than_being_so
                     .expect("cleanup");
             assert_eq!(report.sold, 1, "{report:?}");
         }
-        let p = product(&app.db, "surplus").await;
+        let p = stock(&app.db, "surplus").await;
         assert_eq!(
-            (p.qty, p.carted.len(), p.sold),
+            (p.qty, p.reservations.len(), p.sold),
             (9, 0, 1),
             "{finish}: the order's one unit is sold, the two extra are back on sale"
         );
@@ -463,9 +461,6 @@ async fn a_cancellation_interrupted_by_a_crash_is_finished_exactly_once() {
     assert_eq!(location(&response), "/orders/BZ-000001");
     // The crash: the order was marked cancelled with both SKUs to restock, and undo-a got as far
     // as moving its units out of `sold` into the order's hold before the process died.
-    let products = app
-        .db
-        .collection::<bson::Document>(bazaar::catalog::products::COLLECTION);
     orders::collection(&app.db)
         .update_one(
             bson::doc! { "number": "BZ-000001" },
@@ -473,26 +468,23 @@ async fn a_cancellation_interrupted_by_a_crash_is_finished_exactly_once() {
         )
         .await
         .expect("simulated crash");
-    products
-        .update_one(
-            bson::doc! { "sku": "undo-a" },
-            bson::doc! {
-                "$inc": { "sold": -2_i64 },
-                "$push": { "carted": {
-                    "cart_id": "cancelled:BZ-000001", "qty": 2_i64, "timestamp": bson::DateTime::now(),
-                } },
-            },
-        )
-        .await
-        .expect("simulated crash");
+    plant_reservation(
+        &app.db,
+        "undo-a",
+        "cancelled:BZ-000001",
+        2,
+        bson::DateTime::now(),
+        bson::doc! { "sold": -2_i64 },
+    )
+    .await;
     assert_stock_invariant(&app.db, "undo-a", 10).await;
     for run in 0..2 {
         let finished = orders::resume_restocking(&app.db).await.expect("resume");
         assert_eq!(finished, if run == 0 { 1 } else { 0 }, "run {run}");
         for sku in ["undo-a", "undo-b"] {
-            let p = product(&app.db, sku).await;
+            let p = stock(&app.db, sku).await;
             assert_eq!(
-                (p.qty, p.carted.len(), p.sold),
+                (p.qty, p.reservations.len(), p.sold),
                 (10, 0, 0),
                 "{sku}, run {run}"
             );
@@ -503,7 +495,7 @@ async fn a_cancellation_interrupted_by_a_crash_is_finished_exactly_once() {
         .await
         .expect("cancel"));
     assert_stock_invariant(&app.db, "undo-b", 10).await;
-    assert_eq!(product(&app.db, "undo-b").await.qty, 10);
+    assert_eq!(stock(&app.db, "undo-b").await.qty, 10);
     app.stop().await;
 }
 
@@ -519,7 +511,7 @@ async fn interrupted_checkout(
     use bazaar::checkout::gateway::{ChargeRequest, PaymentGateway};
     use bazaar::checkout::payments::{self, PaymentRecord};
     shopper.add(sku, "2").await;
-    let cart_id = product(&app.db, sku).await.carted[0]
+    let cart_id = stock(&app.db, sku).await.reservations[0]
         .holder
         .cart()
         .expect("a cart holds it")
@@ -588,7 +580,7 @@ async fn a_payment_attempt_is_recorded_and_linked_to_the_order_it_paid_for() {
     shopper.add("ledger", "1").await;
     let declined = shopper.checkout(NO_FUNDS).await;
     assert_eq!(declined.status(), StatusCode::PAYMENT_REQUIRED);
-    let cart_id = product(&app.db, "ledger").await.carted[0]
+    let cart_id = stock(&app.db, "ledger").await.reservations[0]
         .holder
         .cart()
         .expect("a cart holds it")
@@ -669,8 +661,8 @@ async fn recovery_records_the_order_of_a_checkout_charged_just_before_a_crash() 
         .expect("q")
         .expect("cart");
     assert_eq!(cart.status, CartStatus::Complete);
-    let p = product(&app.db, "charged").await;
-    assert_eq!((p.qty, p.carted.len(), p.sold), (4, 0, 2));
+    let p = stock(&app.db, "charged").await;
+    assert_eq!((p.qty, p.reservations.len(), p.sold), (4, 0, 2));
     // The shopper's late second submit lands on that order; nothing is charged again.
     let again = shopper.checkout(APPROVED).await;
     assert_eq!(location(&again), order.url());
@@ -713,8 +705,8 @@ async fn recovery_hands_back_a_cart_whose_card_was_never_charged() {
         .expect("cart");
     assert_eq!(cart.status, CartStatus::Active);
     assert_eq!(app.gateway.charge_count().await, 0);
-    let p = product(&app.db, "uncharged").await;
-    assert_eq!((p.qty, p.carted[0].qty, p.sold), (4, 2, 0));
+    let p = stock(&app.db, "uncharged").await;
+    assert_eq!((p.qty, p.reservations[0].qty, p.sold), (4, 2, 0));
     // The shopper pays for the cart they got back.
     let response = shopper.checkout(APPROVED).await;
     assert_eq!(location(&response), "/orders/BZ-000001");
@@ -767,8 +759,8 @@ async fn a_charge_whose_cart_expired_before_recovery_is_refunded_not_kept() {
         .await
         .expect("q")
         .is_none());
-    let p = product(&app.db, "lapsed").await;
-    assert_eq!((p.qty, p.carted.len(), p.sold), (6, 0, 0));
+    let p = stock(&app.db, "lapsed").await;
+    assert_eq!((p.qty, p.reservations.len(), p.sold), (6, 0, 0));
     // Refunding is not repeated.
     let report = bazaar::checkout::recover_stuck_checkouts(
         &app.db,

@@ -122,7 +122,7 @@ where
 }
 
 fn units_held(p: &Product) -> i64 {
-    p.qty + p.carted.iter().map(|c| c.qty).sum::<i64>() + p.sold
+    p.qty + p.reserved + p.sold
 }
 
 /// Everything is settled when no cart is stuck paying and no payment attempt is unfinished.
@@ -194,17 +194,32 @@ async fn assert_nothing_lost(
             o.number
         );
     }
+    // Stock moves the kill interrupted are finished as the jobs would after their grace period.
+    bazaar::stock::recover_pending(db, std::time::Duration::ZERO)
+        .await
+        .expect("recover pending stock moves");
     let all_products: Vec<Product> = all(db, products::COLLECTION).await;
+    let reservations: Vec<bazaar::stock::Reservation> = all(db, bazaar::stock::COLLECTION).await;
     for p in &all_products {
         assert!(p.qty >= 0, "round {round}: {} qty {}", p.sku, p.qty);
         assert_eq!(
             units_held(p),
             received[p.sku.as_str()],
-            "round {round}: {}: qty {} + carted {:?} + sold {} != received",
+            "round {round}: {}: qty {} + reserved {} + sold {} != received",
             p.sku,
             p.qty,
-            p.carted,
+            p.reserved,
             p.sold
+        );
+        let held: i64 = reservations
+            .iter()
+            .filter(|r| r.sku == p.sku)
+            .map(|r| r.qty)
+            .sum();
+        assert_eq!(
+            held, p.reserved,
+            "round {round}: {}: reservations hold {held}, the product counts {}",
+            p.sku, p.reserved
         );
     }
     eprintln!(

@@ -116,10 +116,7 @@ async fn state_snapshot(app: &TestApp) -> (u64, u64, u64, i64, i64, u64) {
             .expect("products")
     };
     let available = products.iter().map(|p| p.qty).sum();
-    let reserved = products
-        .iter()
-        .flat_map(|p| p.carted.iter().map(|c| c.qty))
-        .sum();
+    let reserved = products.iter().map(|p| p.reserved).sum();
     let addresses: u64 = {
         use futures::TryStreamExt;
         let accounts: Vec<bazaar::accounts::Account> = bazaar::accounts::model::collection(&app.db)

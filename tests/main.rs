@@ -55,5 +55,6 @@ mod search;
 mod security;
 mod sessions;
 mod shopper;
+mod stock_moves;
 mod time_zone;
 mod unicode_slugs;

@@ -61,6 +61,7 @@ async fn the_menus_start_as_the_shops_sections_and_pages() {
         [
             "About",
             "Shipping and returns",
+            "Tags",
             "Find your order",
             "Blog",
             "Gallery"

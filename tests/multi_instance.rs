@@ -349,9 +349,13 @@ async fn a_cart_race_across_three_instances_sells_exactly_the_stock() {
         .filter(|ordered| *ordered)
         .count();
     assert_eq!(confirmed, 7, "exactly the 7 units were sold");
-    let product = common::shop::product(&db, "race").await;
+    let product = common::shop::stock(&db, "race").await;
     assert_eq!((product.qty, product.sold), (0, 7));
-    assert!(product.carted.is_empty(), "{:?}", product.carted);
+    assert!(
+        product.reservations.is_empty(),
+        "{:?}",
+        product.reservations
+    );
     let orders = documents(&db, "orders", doc! {}).await;
     assert_eq!(orders.len(), 7);
 }

@@ -86,9 +86,7 @@ impl ProductFormPage {
 
     /// Units held in shoppers' carts right now.
     pub fn in_carts(&self) -> i64 {
-        self.product
-            .as_ref()
-            .map_or(0, |p| p.carted.iter().map(|c| c.qty).sum())
+        self.product.as_ref().map_or(0, |p| p.reserved)
     }
 }
 

@@ -62,13 +62,11 @@ pub async fn add_item_within(
     for _ in 0..MAX_ATTEMPTS {
         let cart = active_cart(db, cart_id).await?;
         check_limits(
-            db,
             &cart,
             &product,
             cart.line(sku).map_or(0, |l| l.qty) + qty,
             limits,
-        )
-        .await?;
+        )?;
         let attempt = match cart.line(sku) {
             Some(line) => {
                 let wanted = line.qty + qty;
@@ -106,7 +104,7 @@ pub async fn set_quantity_within(
         let line = cart.line(sku).ok_or(CartError::NotInCart)?;
         if qty > line.qty && limits != CartLimits::NONE {
             if let Some(product) = products::for_cart(db, sku).await? {
-                check_limits(db, &cart, &product, qty, limits).await?;
+                check_limits(&cart, &product, qty, limits)?;
             }
         }
         let attempt = if qty == 0 {
@@ -125,10 +123,8 @@ pub async fn set_quantity_within(
 
 /// Whether `cart` may hold `wanted` units of `product` in its line: within the line's share of
 /// the product's stock and the cart's unit limit. The share counts the units held in carts
-/// too; they are summed in the store, and only when the units on sale alone do not already
-/// allow `wanted` (a cap only grows with more units held).
-async fn check_limits(
-    db: &Db,
+/// too (the product's `reserved` counter).
+fn check_limits(
     cart: &cart::Cart,
     product: &products::ForCart,
     wanted: i64,
@@ -136,13 +132,7 @@ async fn check_limits(
 ) -> Result<(), CartError> {
     let current = cart.line(&product.sku).map_or(0, |l| l.qty);
     if wanted > current {
-        let mut cap = limits.line_cap(product.qty, 0);
-        if wanted > cap {
-            cap = limits.line_cap(
-                product.qty,
-                products::units_reserved(db, &product.sku).await?,
-            );
-        }
+        let cap = limits.line_cap(product.qty, product.reserved);
         if wanted > cap {
             return Err(CartError::LineLimit {
                 title: product.title.clone(),
@@ -208,9 +198,7 @@ async fn change_line(
 /// Whether `cart_id` still holds a reservation of `sku` (one that some change in flight may be
 /// about to adjust), as opposed to none at all (lost to a crash: [`short_of_stock`] says so).
 async fn reservation_in_flight(db: &Db, sku: &Sku, cart_id: &CartId) -> Result<bool, DbError> {
-    Ok(products::for_cart_holding(db, sku, cart_id)
-        .await?
-        .is_some_and(|p| p.reserved_by_that_cart() > 0))
+    Ok(stock::held(db, sku, &StockHolder::from(cart_id)).await? > 0)
 }
 
 /// Pull a line from the cart if it still holds what was read, then return its stock.
@@ -227,16 +215,19 @@ async fn remove_line(db: &Db, cart_id: &CartId, line: &CartLine) -> Result<(), A
 /// the line is taken out of the cart so it cannot be bought unreserved.
 async fn short_of_stock(db: &Db, line: &CartLine, reserved_by: Option<&CartId>) -> CartError {
     let title = line.details.title.clone();
-    let found = match reserved_by {
-        Some(cart_id) => products::for_cart_holding(db, &line.sku, cart_id).await,
-        None => products::for_cart(db, &line.sku).await,
-    };
-    let product = match found {
+    let product = match products::for_cart(db, &line.sku).await {
         Ok(Some(p)) => p,
         Ok(None) => return CartError::UnknownSku,
         Err(e) => return e.into(),
     };
-    if let Some(cart_id) = reserved_by.filter(|_| product.reserved_by_that_cart() == 0) {
+    let held = match reserved_by {
+        Some(cart_id) => match stock::held(db, &line.sku, &StockHolder::from(cart_id)).await {
+            Ok(held) => held,
+            Err(e) => return e.into(),
+        },
+        None => 0,
+    };
+    if let Some(cart_id) = reserved_by.filter(|_| held == 0) {
         return match store::drop_line(db, cart_id, &line.sku).await {
             Ok(_) => CartError::ReservationLost { title },
             Err(e) => e.into(),

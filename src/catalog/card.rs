@@ -45,8 +45,8 @@ pub struct CardDetails {
 
 impl ProductCard {
     /// The fields a card reads: of `details` only the sort key, not the track listing or the
-    /// cast, and never the stock reservations (`carted`), which only the product page and the
-    /// cart need.
+    /// cast, and never the moves in flight on the stock (`pending`), which only the stock ledger
+    /// reads.
     pub fn projection() -> Document {
         doc! {
             "slug": 1, "type": 1, "title": 1, "search_title": 1, "pricing": 1, "photos": 1,

@@ -34,9 +34,8 @@ pub fn check_deletable(product: &Product, orders: u64) -> Result<(), DeleteRefus
     if orders > 0 || product.sold > 0 {
         return Err(DeleteRefused::Ordered(orders.max(1)));
     }
-    let carted: i64 = product.carted.iter().map(|c| c.qty).sum();
-    if carted > 0 {
-        return Err(DeleteRefused::InCarts(carted));
+    if product.reserved > 0 {
+        return Err(DeleteRefused::InCarts(product.reserved));
     }
     Ok(())
 }
@@ -56,7 +55,9 @@ pub async fn delete_unordered(
         .delete_one(doc! {
             "_id": product.id,
             "sold": { "$in": [0, null] },
-            "carted.0": { "$exists": false },
+            "reserved": { "$in": [0, null] },
+            // No move in flight either (one about to reserve a unit).
+            "pending.0": { "$exists": false },
         })
         .await
         .map_err(DbError::from)?;

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::CatalogError;
 use crate::db::{site, DbError};
-use crate::domain::{CartId, EditVersion, Money, Sku, Slug, StockHolder};
+use crate::domain::{EditVersion, Money, Sku, Slug, StockHolder};
 
 pub const COLLECTION: &str = "products";
 
@@ -200,7 +200,8 @@ impl Details {
     }
 }
 
-/// One reservation of stock by a cart.
+/// One reservation of stock by a cart, as products stored before the `reservations` collection
+/// kept them in their `carted` array (read once, by `stock::migrate_carted`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Carted {
     /// The cart (or cancelled order) holding the units; stored as `cart_id`, the name from
@@ -260,8 +261,11 @@ pub struct Product {
     #[serde(default)]
     pub people_keys: Vec<String>,
     pub qty: i64,
+    /// Units held for carts and cancelled orders; who holds them is in the `reservations`
+    /// collection (`crate::stock`). Products stored before the counter existed had a `carted`
+    /// array instead, which start-up moves out (`stock::migrate_carted`).
     #[serde(default)]
-    pub carted: Vec<Carted>,
+    pub reserved: i64,
     #[serde(default)]
     pub sold: i64,
     /// Visible comments on the product (kept by the comments area as they come and go).
@@ -301,14 +305,10 @@ impl Product {
         self.in_stock() && is_low_stock(self.qty)
     }
 
-    /// Units other shoppers' carts hold (all reservations but `own_cart`'s): they come back on
-    /// sale if those carts expire or lines are removed.
-    pub fn held_by_others(&self, own_cart: Option<&CartId>) -> i64 {
-        self.carted
-            .iter()
-            .filter(|c| c.holder.cart().is_none() || c.holder.cart() != own_cart)
-            .map(|c| c.qty.max(0))
-            .sum()
+    /// Units other shoppers' carts hold (all reservations but the `own` units the visitor's
+    /// cart holds): they come back on sale if those carts expire or lines are removed.
+    pub fn held_by_others(&self, own: i64) -> i64 {
+        (self.reserved - own).max(0)
     }
 
     pub fn retail_price(&self) -> String {
@@ -337,15 +337,6 @@ impl Product {
             closed: self.comments_closed,
             opened: Some(self.created),
         }
-    }
-
-    /// Units `cart_id` holds reserved of this product.
-    pub fn reserved_for(&self, cart_id: &CartId) -> i64 {
-        self.carted
-            .iter()
-            .filter(|c| c.holder.cart() == Some(cart_id))
-            .map(|c| c.qty)
-            .sum()
     }
 
     /// URL of the first photo's thumbnail, if there is a photo.
@@ -411,7 +402,7 @@ impl NewProduct {
             people_keys: keys(&self.details.people()),
             details,
             qty: self.qty,
-            carted: Vec::new(),
+            reserved: 0,
             sold: 0,
             comment_count: 0,
             comments_closed: false,

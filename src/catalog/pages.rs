@@ -363,7 +363,11 @@ async fn product_page(
     }
     let own_cart = crate::web::session::cart_id(&req.get_session())
         .and_then(|id| crate::domain::CartId::parse(&id).ok());
-    let held_by_others = product.held_by_others(own_cart.as_ref());
+    let own = match &own_cart {
+        Some(id) => products::held_by_cart(&state.db, &product.sku, id).await?,
+        None => 0,
+    };
+    let held_by_others = product.held_by_others(own);
     let mut layout = Layout::public(req);
     product_meta(&mut layout.meta, &product, &filed_under);
     Ok(ProductPage {

@@ -50,9 +50,9 @@ pub fn indexes() -> Vec<IndexModel> {
         plain(doc! { "tags": 1 }),
         // Orphaned-file clean-up asks whether a file is still a product photo.
         plain(doc! { "photos": 1 }),
-        // Stock reservations: found by cart (checkout, expiry) and by age (cleanup).
-        plain(doc! { "carted.cart_id": 1 }),
-        plain(doc! { "carted.timestamp": 1 }),
+        // Stock moves a crash left half-done, by age (`stock::recover_pending`); the list holds
+        // only the moves in flight, so few entries.
+        plain(doc! { "pending.at": 1 }),
     ]
 }
 
@@ -66,6 +66,9 @@ pub const RETIRED_INDEXES: &[&str] = &[
     "type_1_details.actor_1_details.issue_date_-1",
     "type_1_details.artist_1_details.issue_date_-1",
     "type_1_details.author_1_details.issue_date_-1",
+    // Reservations moved to their own collection (`crate::stock`).
+    "carted.cart_id_1",
+    "carted.timestamp_1",
 ];
 
 pub fn collection(db: &Db) -> mongodb::Collection<Product> {
@@ -123,8 +126,8 @@ pub async fn by_sku(db: &Db, sku: &str) -> Result<Option<Product>, DbError> {
     Ok(collection(db).find_one(doc! { "sku": sku }).await?)
 }
 
-/// What changing a cart needs of a product: never its reservations (a product in a drop holds
-/// one per cart, thousands of them), at most the one cart's own ([`for_cart_holding`]).
+/// What changing a cart needs of a product: its counters, never who holds its units (the
+/// `reservations` collection).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ForCart {
     pub sku: Sku,
@@ -136,9 +139,9 @@ pub struct ForCart {
     pub qty: i64,
     pub pricing: Pricing,
     pub shipping: Shipping,
-    /// The asking cart's reservation ([`for_cart_holding`]), else nothing.
+    /// Units held in carts (the line-share limit counts them as the product's stock).
     #[serde(default)]
-    carted: Vec<Carted>,
+    pub reserved: i64,
 }
 
 impl ForCart {
@@ -149,11 +152,6 @@ impl ForCart {
 
     pub fn url(&self) -> String {
         url_of(self.slug.as_str())
-    }
-
-    /// Units the cart [`for_cart_holding`] asked about holds reserved.
-    pub fn reserved_by_that_cart(&self) -> i64 {
-        self.carted.iter().map(|c| c.qty).sum()
     }
 }
 
@@ -167,7 +165,7 @@ impl From<&Product> for ForCart {
             qty: p.qty,
             pricing: p.pricing,
             shipping: p.shipping.clone(),
-            carted: Vec::new(),
+            reserved: p.reserved,
         }
     }
 }
@@ -176,7 +174,7 @@ impl From<&Product> for ForCart {
 fn for_cart_fields() -> Document {
     doc! {
         "_id": 0, "sku": 1, "slug": 1, "title": 1, "status": 1, "qty": 1, "pricing": 1,
-        "shipping": 1,
+        "shipping": 1, "reserved": 1,
     }
 }
 
@@ -189,41 +187,19 @@ pub async fn for_cart(db: &Db, sku: &Sku) -> Result<Option<ForCart>, DbError> {
         .await?)
 }
 
-/// [`for_cart`] with `cart_id`'s own reservation, if it holds one (`$elemMatch` projection:
-/// the other carts' entries stay in the store).
-pub async fn for_cart_holding(
-    db: &Db,
-    sku: &Sku,
-    cart_id: &CartId,
-) -> Result<Option<ForCart>, DbError> {
-    let mut fields = for_cart_fields();
-    fields.insert("carted", doc! { "$elemMatch": { "cart_id": cart_id } });
-    Ok(db
-        .collection::<ForCart>(COLLECTION)
-        .find_one(doc! { "sku": sku })
-        .projection(fields)
-        .await?)
-}
+/// The collection holding who the units a product counts as `reserved` are held for, one
+/// document per holder and product. Only `crate::stock` writes it; it is named here so that the
+/// product page, below the stock ledger, can read one cart's share.
+pub const RESERVATIONS: &str = "reservations";
 
-/// Units all carts hold reserved of `sku`, summed in the store (only the sum comes back).
-pub async fn units_reserved(db: &Db, sku: &Sku) -> Result<i64, DbError> {
-    use futures::TryStreamExt;
-    let rows: Vec<Document> = db
-        .collection::<Document>(COLLECTION)
-        .aggregate(vec![
-            doc! { "$match": { "sku": sku } },
-            doc! { "$project": { "_id": 0, "reserved": { "$sum": "$carted.qty" } } },
-        ])
+/// Units `cart_id` holds reserved of `sku` (by the unique `sku, cart_id` index).
+pub async fn held_by_cart(db: &Db, sku: &Sku, cart_id: &CartId) -> Result<i64, DbError> {
+    Ok(db
+        .collection::<Document>(RESERVATIONS)
+        .find_one(doc! { "sku": sku, "cart_id": cart_id.as_str() })
+        .projection(doc! { "_id": 0, "qty": 1 })
         .await?
-        .try_collect()
-        .await?;
-    Ok(rows
-        .first()
-        .and_then(|r| match r.get("reserved") {
-            Some(bson::Bson::Int64(n)) => Some(*n),
-            Some(bson::Bson::Int32(n)) => Some(i64::from(*n)),
-            _ => None,
-        })
+        .and_then(|d| d.get_i64("qty").ok())
         .unwrap_or(0))
 }
 
@@ -432,12 +408,6 @@ pub async fn add_first_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result
     Ok(result.modified_count == 1)
 }
 
-/// Units one cart holds of a product (all the stock screen needs of a reservation).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct ReservedUnits {
-    pub qty: i64,
-}
-
 /// One product's stock position: the fields the admin stock screen reads, nothing more.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct StockLevel {
@@ -445,8 +415,9 @@ pub struct StockLevel {
     pub title: String,
     /// On sale right now.
     pub qty: i64,
+    /// Held in carts.
     #[serde(default)]
-    pub carted: Vec<ReservedUnits>,
+    pub reserved: i64,
     #[serde(default)]
     pub sold: i64,
 }
@@ -454,10 +425,10 @@ pub struct StockLevel {
 impl StockLevel {
     /// Units held in shoppers' carts.
     pub fn reserved(&self) -> i64 {
-        self.carted.iter().map(|c| c.qty).sum()
+        self.reserved
     }
 
-    /// Everything ever received: `qty + Σ carted.qty + sold` (the stock ledger's invariant, see
+    /// Everything ever received: `qty + reserved + sold` (the stock ledger's invariant, see
     /// `crate::stock`).
     pub fn received(&self) -> i64 {
         self.qty + self.reserved() + self.sold
@@ -481,7 +452,7 @@ pub fn stock_levels_query(low_only: bool) -> (Document, Document) {
 
 /// What [`stock_levels`] loads of each product: no `details`, no prices.
 pub fn stock_levels_projection() -> Document {
-    doc! { "_id": 0, "sku": 1, "title": 1, "qty": 1, "carted.qty": 1, "sold": 1 }
+    doc! { "_id": 0, "sku": 1, "title": 1, "qty": 1, "reserved": 1, "sold": 1 }
 }
 
 /// Every product's stock (or only the low ones), fewest available first.

@@ -649,10 +649,11 @@ pub async fn outcome_of_other_submit(
 async fn review_reservations(db: &Db, cart: &Cart) -> Result<Vec<String>, CartError> {
     let skus: Vec<&Sku> = cart.items.iter().map(|l| &l.sku).collect();
     let on_file = products::by_skus(db, &skus).await?;
+    let held = crate::stock::held_by_cart(db, &cart.id).await?;
     let mut notices = Vec::new();
     for line in &cart.items {
         let product = on_file.get(&line.sku);
-        let reserved = product.map_or(0, |p| p.reserved_for(&cart.id));
+        let reserved = held.get(&line.sku).copied().unwrap_or(0);
         let title = &line.details.title;
         if reserved == 0 {
             store::drop_line(db, &cart.id, &line.sku).await?;

@@ -1,4 +1,4 @@
-//! Who holds a stock reservation on a product (`carted[].cart_id`): a cart, or a cancelled
+//! Who holds a stock reservation on a product (`reservations.cart_id`): a cart, or a cancelled
 //! order whose units are on their way back on sale.
 
 use std::fmt;
@@ -19,12 +19,12 @@ pub enum StockHolder {
 const CANCELLED: &str = "cancelled:";
 
 impl StockHolder {
-    /// The string stored in `carted.cart_id`.
+    /// The string stored in `reservations.cart_id`.
     pub fn stored(&self) -> String {
         self.to_string()
     }
 
-    /// The holder a stored `carted.cart_id` names. Total: every string is one or the other,
+    /// The holder a stored `reservations.cart_id` names. Total: every string is one or the other,
     /// so no product document becomes unreadable over a reservation.
     pub fn from_stored(stored: String) -> StockHolder {
         match stored.strip_prefix(CANCELLED) {

@@ -20,16 +20,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bson::{doc, DateTime};
-use futures::TryStreamExt;
-use serde::Deserialize;
+use bson::DateTime;
 
 use crate::cart::{self, store, CartError, CartStatus};
-use crate::catalog::products;
 use crate::checkout::gateway::PaymentGateway;
 use crate::config::CartSettings;
 use crate::db::Db;
-use crate::domain::{CartId, Sku, StockHolder};
+use crate::domain::{CartId, StockHolder};
 use crate::stock;
 
 /// The filter of [`delete_expired_carts`], for `explain` in tests.
@@ -102,6 +99,8 @@ pub struct CleanupReport {
     pub returned: u64,
     /// Reservations of paid carts counted as sold (checkout stopped before doing it).
     pub sold: u64,
+    /// Stock moves a crash left half-done, finished (`stock::recover_pending`).
+    pub moves_finished: u64,
 }
 
 /// Expire carts idle longer than `idle_for`: mark them `expiring` (one multi-update), return each
@@ -144,72 +143,58 @@ pub async fn delete_expired_carts(db: &Db, retention: Duration) -> Result<u64, C
     Ok(deleted)
 }
 
-#[derive(Deserialize)]
-struct Reservations {
-    sku: Sku,
-    #[serde(default)]
-    carted: Vec<products::Carted>,
-}
-
 /// Check every reservation older than `older_than` against its cart: a cart still in use gets a
 /// fresh timestamp; a paid cart's units are counted as sold; anything else (expired, expiring,
-/// gone) goes back on sale. This repairs stock trapped by a crash between two writes.
+/// gone) goes back on sale. This repairs stock trapped by a crash between two writes. Before
+/// that, stock moves pending longer than `stock::PENDING_GRACE` are finished.
 pub async fn clean_up_reservations(
     db: &Db,
     older_than: Duration,
 ) -> Result<CleanupReport, CartError> {
     bound_future_stamps(db).await?;
+    let mut report = CleanupReport {
+        // First the moves a crash left half-done, so the reservations below are whole.
+        moves_finished: stock::recover_pending(db, stock::PENDING_GRACE).await?,
+        ..CleanupReport::default()
+    };
     let before = cutoff(db.now(), older_than);
-    let stale: Vec<Reservations> = db
-        .collection::<Reservations>(products::COLLECTION)
-        .find(doc! { "carted.timestamp": { "$lt": before } })
-        .projection(doc! { "sku": 1, "carted": 1 })
-        .await?
-        .try_collect()
-        .await?;
+    let stale = stock::stamped_before(db, before).await?;
     let mut carts: HashMap<CartId, Option<cart::Cart>> = HashMap::new();
-    let mut report = CleanupReport::default();
-    for product in stale {
-        for entry in product.carted.iter().filter(|c| c.timestamp < before) {
-            // A cancelled order's hold has no cart: like a cart that is gone, its units go back
-            // on sale.
-            let owner = match entry.holder.cart() {
-                Some(id) => {
-                    if !carts.contains_key(id) {
-                        let found = cart::by_id(db, id).await?;
-                        carts.insert(id.clone(), found);
-                    }
-                    carts.get(id).and_then(Option::as_ref)
+    for entry in stale {
+        // A cancelled order's hold has no cart: like a cart that is gone, its units go back
+        // on sale.
+        let owner = match entry.holder.cart() {
+            Some(id) => {
+                if !carts.contains_key(id) {
+                    let found = cart::by_id(db, id).await?;
+                    carts.insert(id.clone(), found);
                 }
-                None => None,
-            };
-            match owner.map(|c| c.status) {
-                Some(CartStatus::Active | CartStatus::Pending) => {
-                    report.refreshed += stock::refresh_reservation(
-                        db,
-                        &product.sku,
-                        &entry.holder,
-                        entry.timestamp,
-                    )
-                    .await?;
+                carts.get(id).and_then(Option::as_ref)
+            }
+            None => None,
+        };
+        match owner.map(|c| c.status) {
+            Some(CartStatus::Active | CartStatus::Pending) => {
+                report.refreshed +=
+                    stock::refresh_reservation(db, &entry.sku, &entry.holder, entry.timestamp)
+                        .await?;
+            }
+            Some(CartStatus::Complete) => {
+                // The paid line's units are sold; anything held beyond them goes back.
+                let units = owner.and_then(|c| c.line(&entry.sku)).map_or(0, |l| l.qty);
+                if stock::sell_reservation(db, &entry.sku, &entry.holder, units).await? {
+                    report.sold += 1;
                 }
-                Some(CartStatus::Complete) => {
-                    // The paid line's units are sold; anything held beyond them goes back.
-                    let units = owner
-                        .and_then(|c| c.line(&product.sku))
-                        .map_or(0, |l| l.qty);
-                    if stock::sell_reservation(db, &product.sku, &entry.holder, units).await? {
-                        report.sold += 1;
-                    }
-                }
-                Some(CartStatus::Expiring | CartStatus::Expired) | None => {
-                    if stock::return_reservation(db, &product.sku, &entry.holder).await? {
-                        report.returned += 1;
-                    }
+            }
+            Some(CartStatus::Expiring | CartStatus::Expired) | None => {
+                if stock::return_reservation(db, &entry.sku, &entry.holder).await? {
+                    report.returned += 1;
                 }
             }
         }
     }
+    // Finished lines leave empty reservations, kept this long for their move ids.
+    stock::delete_empty_before(db, before).await?;
     if report.returned + report.sold > 0 {
         tracing::warn!(
             returned = report.returned,

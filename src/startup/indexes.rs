@@ -21,6 +21,7 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
             catalog::categories::indexes(),
         ),
         (cart::COLLECTION, cart::indexes()),
+        (crate::stock::COLLECTION, crate::stock::indexes()),
         (checkout::orders::COLLECTION, checkout::orders::indexes()),
         (content::model::COLLECTION, content::model::indexes()),
         // Each node's earlier versions, newest first.

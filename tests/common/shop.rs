@@ -23,17 +23,32 @@ pub async fn product(db: &Db, sku: &str) -> Product {
         .expect("product exists")
 }
 
-/// The stock invariant (`docs/invariants.md`) for one product.
+/// The reservations of `sku` holding units (`bazaar::stock::reservations_of`), oldest first.
+pub async fn reservations(db: &Db, sku: &str) -> Vec<bazaar::stock::Reservation> {
+    let sku = bazaar::domain::Sku::parse(sku).expect("a valid sku");
+    bazaar::stock::reservations_of(db, &sku)
+        .await
+        .expect("reservations")
+}
+
+/// The stock invariants (`docs/invariants.md`) for one product with no move in flight:
+/// `qty + reserved + sold = received`, and its reservations hold exactly `reserved`.
 pub async fn assert_stock_invariant(db: &Db, sku: &str, received: i64) {
     let p = product(db, sku).await;
-    let carted: i64 = p.carted.iter().map(|c| c.qty).sum();
     assert!(p.qty >= 0, "{sku}: qty went negative: {}", p.qty);
     assert_eq!(
-        p.qty + carted + p.sold,
+        p.qty + p.reserved + p.sold,
         received,
-        "{sku}: qty {} + carted {carted} + sold {} != received {received}",
+        "{sku}: qty {} + reserved {} + sold {} != received {received}",
         p.qty,
+        p.reserved,
         p.sold
+    );
+    let held: i64 = reservations(db, sku).await.iter().map(|r| r.qty).sum();
+    assert_eq!(
+        held, p.reserved,
+        "{sku}: reservations hold {held}, the product counts {} reserved",
+        p.reserved
     );
 }
 
@@ -200,21 +215,20 @@ pub async fn assert_carts_match_reservations(db: &Db) {
         .try_collect()
         .await
         .expect("carts");
-    let all: Vec<Product> = products::collection(db)
+    let all: Vec<bazaar::stock::Reservation> = db
+        .collection::<bazaar::stock::Reservation>(bazaar::stock::COLLECTION)
         .find(bson::doc! {})
         .await
-        .expect("products")
+        .expect("reservations")
         .try_collect()
         .await
-        .expect("products");
+        .expect("reservations");
     let mut reserved: HashMap<(String, String), i64> = HashMap::new();
     // Keyed by the stored strings, so a cancelled order's hold is one more holder.
-    for p in &all {
-        for c in &p.carted {
-            *reserved
-                .entry((c.holder.to_string(), p.sku.to_string()))
-                .or_default() += c.qty;
-        }
+    for r in &all {
+        *reserved
+            .entry((r.holder.to_string(), r.sku.to_string()))
+            .or_default() += r.qty;
     }
     for c in &carts {
         let in_use = matches!(c.status, CartStatus::Active | CartStatus::Pending);
@@ -235,4 +249,66 @@ pub async fn assert_carts_match_reservations(db: &Db) {
         stray.is_empty(),
         "reservations without a cart line: {stray:?}"
     );
+}
+
+/// A product with its reservations (`bazaar::stock::reservations_of`): what the stock tests
+/// compare. Reads as the product otherwise.
+pub struct Stock {
+    pub product: Product,
+    pub reservations: Vec<bazaar::stock::Reservation>,
+}
+
+impl Stock {
+    /// Units `cart_id` holds reserved of this product.
+    pub fn reserved_for(&self, cart_id: &bazaar::domain::CartId) -> i64 {
+        self.reservations
+            .iter()
+            .filter(|r| r.holder.cart() == Some(cart_id))
+            .map(|r| r.qty)
+            .sum()
+    }
+}
+
+impl std::ops::Deref for Stock {
+    type Target = Product;
+
+    fn deref(&self) -> &Product {
+        &self.product
+    }
+}
+
+/// The product `sku` and who holds its reserved units.
+pub async fn stock(db: &Db, sku: &str) -> Stock {
+    Stock {
+        product: product(db, sku).await,
+        reservations: reservations(db, sku).await,
+    }
+}
+
+/// Simulate what a crash or an older version left behind: `qty` units of `sku` held by
+/// `holder` (a cart id or `cancelled:<number>`) stamped `at`, counted in `reserved`, taken from
+/// the product's counters as `taken` says (`{"sold": -1}`; empty: received from nowhere, as a
+/// reservation whose units were never accounted for elsewhere).
+pub async fn plant_reservation(
+    db: &Db,
+    sku: &str,
+    holder: &str,
+    qty: i64,
+    at: bson::DateTime,
+    taken: bson::Document,
+) {
+    let mut inc = taken;
+    inc.insert("reserved", qty);
+    db.collection::<bson::Document>(products::COLLECTION)
+        .update_one(bson::doc! { "sku": sku }, bson::doc! { "$inc": inc })
+        .await
+        .expect("product counters");
+    db.collection::<bson::Document>(bazaar::stock::COLLECTION)
+        .update_one(
+            bson::doc! { "sku": sku, "cart_id": holder },
+            bson::doc! { "$inc": { "qty": qty }, "$set": { "timestamp": at } },
+        )
+        .upsert(true)
+        .await
+        .expect("reservation");
 }
