@@ -709,7 +709,7 @@ pub async fn has_carted(db: &Db) -> Result<bool, DbError> {
 
 /// Move the reservations of products stored before the `reservations` collection existed (a
 /// `carted` array in the product) to their own documents, at start-up. Per product: (1) each
-/// holder's units are added to its reservation, recording [`MIGRATED`] in its `ops` (a replay
+/// holder's units are added to its reservation, recording `MIGRATED` in its `ops` (a replay
 /// adds nothing); (2) the product's `carted` is removed and its units added to `reserved` in
 /// one write whose filter says `carted` is still exactly what was read. A crash between (1) and
 /// (2) is finished by the next start-up; nothing is counted twice because (2) happens once and
