@@ -189,3 +189,10 @@ pub fn scope() -> Scope<
         .route("/comments/{id}/reply", read().to(comments::reply_form))
         .route("/comments/{id}/reply", web::post().to(comments::reply))
 }
+
+/// The name of the admin making a request (their Basic user name), recorded as who saved an
+/// edit (`metadata.updated_by` on nodes, `updated_by` on products) and shown on conflict pages.
+pub(crate) fn admin_name(req: &actix_web::HttpRequest) -> Option<String> {
+    req.app_data::<web::Data<crate::web::basic_auth::AdminCredentials>>()
+        .map(|c| c.username().to_string())
+}
