@@ -333,6 +333,10 @@ section! {
         pub sign_ins_per_client_per_hour: u32 = "sign_ins_per_client_per_hour",
             whole(1, 1_000_000),
             "sign-in emails one client address may ask for per hour, counted in the database";
+        pub abandoned_after_days: u32 = "abandoned_after_days", whole(0, 36_500),
+            "an account not signed in to and without an order for this many days is deleted \
+             like a customer's own deletion (orders kept, anonymised) by a background job; `0` \
+             keeps abandoned accounts";
     }
 }
 

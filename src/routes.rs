@@ -95,6 +95,23 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             "/account/settings",
             web::post().to(accounts::pages::save_settings),
         )
+        .route("/account/privacy", read().to(accounts::privacy_pages::show))
+        .route(
+            "/account/privacy/export",
+            web::post().to(accounts::privacy_pages::ask_export),
+        )
+        .route(
+            "/account/privacy/delete",
+            web::post().to(accounts::privacy_pages::ask_delete),
+        )
+        .route(
+            "/account/privacy/confirm/{token}",
+            read().to(accounts::privacy_pages::open),
+        )
+        .route(
+            "/account/privacy/confirm/{token}",
+            web::post().to(accounts::privacy_pages::confirm),
+        )
         .route("/account/addresses", read().to(accounts::addresses::list))
         .route(
             "/account/addresses",

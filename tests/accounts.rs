@@ -640,3 +640,250 @@ async fn the_account_queries_use_their_indexes() {
     let (filter, sort) = bazaar::checkout::orders::account_query(bson::oid::ObjectId::new());
     assert_uses_index(&app.db, "a customer's orders", "orders", filter, sort).await;
 }
+
+/// The path of the newest privacy confirmation link emailed to `to` (read from the outbox).
+async fn outbox_privacy_link(app: &TestApp, to: &str) -> String {
+    let found = app
+        .db
+        .collection::<bson::Document>("outbox")
+        .find_one(doc! { "kind": "privacy", "to": to })
+        .sort(doc! { "created": -1 })
+        .await
+        .expect("query")
+        .expect("a privacy confirmation was queued");
+    let text = found.get_str("text").expect("text");
+    let link = text
+        .split_whitespace()
+        .find(|w| w.contains("/account/privacy/confirm/"))
+        .expect("the email holds a confirmation link");
+    link[link.find("/account/").expect("a path")..].to_string()
+}
+
+async fn comment_as(app: &TestApp, slug: &str, name: &str, email: &str, text: &str) {
+    let commenter = Shopper::new(app).await;
+    let posted = commenter
+        .post(
+            &format!("/products/{slug}/comments"),
+            &[
+                ("name", name),
+                ("email", email),
+                ("text", text),
+                ("website", ""),
+            ],
+        )
+        .await;
+    assert_eq!(posted.status(), StatusCode::SEE_OTHER, "{name}'s comment");
+}
+
+#[tokio::test]
+async fn the_data_export_holds_exactly_this_customers_account_addresses_orders_and_comments() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "acct-export", 10).await;
+    let mine = guest_order(&app, "acct-export", "Export.Me@example.com").await;
+    let theirs = guest_order(&app, "acct-export", "someone.else@example.com").await;
+    comment_as(
+        &app,
+        product.slug.as_str(),
+        "Exporter",
+        "export.me@example.com",
+        "My own words",
+    )
+    .await;
+    comment_as(
+        &app,
+        product.slug.as_str(),
+        "Other",
+        "someone.else@example.com",
+        "Not mine",
+    )
+    .await;
+
+    let visitor = signed_in_visitor(&app, "export.me@example.com").await;
+    let added = visitor
+        .post(
+            "/account/addresses",
+            &[
+                ("name", "Export Me"),
+                ("line1", "3 Data Lane"),
+                ("city", "Leeds"),
+                ("postcode", "LS1 1AA"),
+                ("country", "United Kingdom"),
+            ],
+        )
+        .await;
+    assert_eq!(added.status(), StatusCode::SEE_OTHER);
+    let page = html(&body(visitor.get("/account/privacy").await).await);
+    assert_eq!(count(&page, ".privacy-export-form"), 1);
+
+    let asked = visitor.post("/account/privacy/export", &[]).await;
+    assert_eq!(asked.status(), StatusCode::SEE_OTHER);
+    let link = outbox_privacy_link(&app, "export.me@example.com").await;
+    // Opening the link uses nothing; pressing its button downloads.
+    let opened = visitor.get(&link).await;
+    assert_eq!(opened.status(), StatusCode::OK);
+    let downloaded = visitor.post(&link, &[]).await;
+    assert_eq!(downloaded.status(), StatusCode::OK);
+    assert!(downloaded
+        .headers()
+        .get("content-disposition")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("attachment")));
+    let data: serde_json::Value =
+        serde_json::from_str(&downloaded.text().await.expect("body")).expect("JSON");
+
+    assert_eq!(data["account"]["email"], "export.me@example.com");
+    let addresses = data["addresses"].as_array().expect("addresses");
+    assert_eq!(addresses.len(), 1);
+    assert_eq!(addresses[0]["line1"], "3 Data Lane");
+    let orders: Vec<&str> = data["orders"]
+        .as_array()
+        .expect("orders")
+        .iter()
+        .filter_map(|o| o["number"].as_str())
+        .collect();
+    assert_eq!(orders, [mine.as_str()], "only this customer's order");
+    assert!(!orders.contains(&theirs.as_str()));
+    let comments: Vec<&str> = data["comments"]
+        .as_array()
+        .expect("comments")
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .collect();
+    assert_eq!(comments, ["My own words"], "only this customer's comment");
+    let whole = data.to_string();
+    assert!(!whole.contains("someone.else"), "nobody else's data");
+
+    // The link worked once.
+    let again = visitor.post(&link, &[]).await;
+    assert_eq!(again.status(), StatusCode::GONE);
+    // A forged or truncated link is refused.
+    let forged = visitor
+        .get(&format!("/account/privacy/confirm/{}", "0".repeat(64)))
+        .await;
+    assert_eq!(forged.status(), StatusCode::GONE);
+    let truncated = visitor.post(&link[..link.len() - 1], &[]).await;
+    assert_eq!(truncated.status(), StatusCode::GONE);
+}
+
+#[tokio::test]
+async fn deleting_an_account_keeps_its_orders_anonymised_with_stock_and_totals_unchanged() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "acct-erase", 10).await;
+    let mine = guest_order(&app, "acct-erase", "erase.me@example.com").await;
+    let theirs = guest_order(&app, "acct-erase", "keep.me@example.com").await;
+    let visitor = signed_in_visitor(&app, "erase.me@example.com").await;
+    let order_before = bazaar::checkout::orders::by_number(&app.db, &order_number(&mine))
+        .await
+        .expect("query")
+        .expect("order");
+    let theirs_before = bazaar::checkout::orders::by_number(&app.db, &order_number(&theirs))
+        .await
+        .expect("query")
+        .expect("order");
+    let product_before = crate::common::shop::product(&app.db, "acct-erase").await;
+
+    let asked = visitor.post("/account/privacy/delete", &[]).await;
+    assert_eq!(asked.status(), StatusCode::SEE_OTHER);
+    let link = outbox_privacy_link(&app, "erase.me@example.com").await;
+    assert!(signed_in(&visitor).await, "asking deletes nothing");
+    let confirmed = follow_link(&visitor, &link).await;
+    assert_eq!(confirmed.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&confirmed), "/");
+    assert!(
+        !signed_in(&visitor).await,
+        "the deleting browser is signed out"
+    );
+
+    let email = EmailAddress::parse("erase.me@example.com").expect("valid");
+    assert!(model::find_by_email(&app.db, &email)
+        .await
+        .expect("query")
+        .is_none());
+    let order = bazaar::checkout::orders::by_number(&app.db, &order_number(&mine))
+        .await
+        .expect("query")
+        .expect("the order is kept");
+    let placeholder = bazaar::accounts::privacy::PLACEHOLDER;
+    assert_eq!(order.name, placeholder);
+    assert_eq!(order.email, placeholder);
+    assert_eq!(order.address.street, placeholder);
+    assert_eq!(order.address.city, placeholder);
+    assert_eq!(order.address.postcode, placeholder);
+    assert_eq!(order.address.country, placeholder);
+    assert_eq!(order.account_id, None);
+    assert_eq!(order.items, order_before.items);
+    assert_eq!(order.total, order_before.total);
+    assert_eq!(order.subtotal, order_before.subtotal);
+    assert_eq!(order.status, order_before.status);
+    assert_eq!(order.payment, order_before.payment);
+    let theirs_after = bazaar::checkout::orders::by_number(&app.db, &order_number(&theirs))
+        .await
+        .expect("query")
+        .expect("order");
+    assert_eq!(
+        theirs_after, theirs_before,
+        "another customer's order is untouched"
+    );
+    let product_after = crate::common::shop::product(&app.db, "acct-erase").await;
+    assert_eq!(product_after.qty, product_before.qty);
+    assert_eq!(product_after.sold, product_before.sold);
+    crate::common::shop::assert_stock_invariant(&app.db, "acct-erase", 10).await;
+
+    // Signing in again with the address makes a new, empty account: the old orders are nobody's.
+    let back = signed_in_visitor(&app, "erase.me@example.com").await;
+    let account = html(&body(back.get("/account").await).await);
+    assert_eq!(count(&account, ".account-order"), 0);
+}
+
+#[tokio::test]
+async fn the_retention_job_erases_only_accounts_unused_and_without_orders_for_the_period() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "acct-retain", 10).await;
+    let _ = signed_in_visitor(&app, "abandoned@example.com").await;
+    let _ = signed_in_visitor(&app, "recent.buyer@example.com").await;
+    let _ = signed_in_visitor(&app, "active@example.com").await;
+    let bought = guest_order(&app, "acct-retain", "recent.buyer@example.com").await;
+    let three_years_ago = bson::DateTime::from_millis(
+        bson::DateTime::now().timestamp_millis() - 3 * 365 * 86_400_000,
+    );
+    for stale in ["abandoned@example.com", "recent.buyer@example.com"] {
+        app.db
+            .collection::<bson::Document>("accounts")
+            .update_one(
+                doc! { "email": stale },
+                doc! { "$set": { "last_seen": three_years_ago } },
+            )
+            .await
+            .expect("update");
+    }
+    let erased = bazaar::accounts::privacy::erase_abandoned_now(&app.db, 730)
+        .await
+        .expect("sweep");
+    assert_eq!(erased, 1);
+    let exists = |e: &'static str| {
+        let db = app.db.clone();
+        async move {
+            model::find_by_email(&db, &EmailAddress::parse(e).expect("valid"))
+                .await
+                .expect("query")
+                .is_some()
+        }
+    };
+    assert!(!exists("abandoned@example.com").await);
+    assert!(
+        exists("recent.buyer@example.com").await,
+        "ordered within the period"
+    );
+    assert!(exists("active@example.com").await, "seen within the period");
+    let order = bazaar::checkout::orders::by_number(&app.db, &order_number(&bought))
+        .await
+        .expect("query")
+        .expect("order");
+    assert_eq!(order.email, "recent.buyer@example.com");
+    assert_eq!(
+        bazaar::accounts::privacy::erase_abandoned_now(&app.db, 0)
+            .await
+            .expect("sweep"),
+        0
+    );
+}

@@ -118,6 +118,7 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "orders",
             "outbox",
             "payments",
+            "privacy_requests",
             "products",
             "redirects",
             "revisions",

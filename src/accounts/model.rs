@@ -91,10 +91,14 @@ impl SavedAddress {
 }
 
 pub fn indexes() -> Vec<IndexModel> {
-    vec![IndexModel::builder()
-        .keys(doc! { "email": 1 })
-        .options(IndexOptions::builder().unique(true).build())
-        .build()]
+    vec![
+        IndexModel::builder()
+            .keys(doc! { "email": 1 })
+            .options(IndexOptions::builder().unique(true).build())
+            .build(),
+        // The retention job's "not seen since" (`privacy::erase_abandoned`).
+        IndexModel::builder().keys(doc! { "last_seen": 1 }).build(),
+    ]
 }
 
 pub fn collection(db: &Db) -> mongodb::Collection<Account> {

@@ -37,6 +37,8 @@ pub fn indexes() -> Vec<IndexModel> {
         // The moderation policy's "approved before?" by email, else by name.
         plain(doc! { "email": 1, "status": 1 }),
         plain(doc! { "author.name": 1, "status": 1 }),
+        // A signed-in customer's comments (their account page, export and erasure).
+        plain(doc! { "account_id": 1, "posted": -1 }),
         // Deleted comments whose restore period is over, for the purge job.
         plain(doc! { "status": 1, "deleted_at": 1 }),
     ]
