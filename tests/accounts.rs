@@ -887,3 +887,109 @@ async fn the_retention_job_erases_only_accounts_unused_and_without_orders_for_th
         0
     );
 }
+
+#[tokio::test]
+async fn the_admin_lists_customers_shows_one_and_exports_or_anonymises_it_for_a_support_request() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "acct-admin", 10).await;
+    let first = guest_order(&app, "acct-admin", "first.customer@example.com").await;
+    guest_order(&app, "acct-admin", "first.customer@example.com").await;
+    let other = guest_order(&app, "acct-admin", "second.customer@example.com").await;
+    comment_as(
+        &app,
+        product.slug.as_str(),
+        "First",
+        "first.customer@example.com",
+        "A first comment",
+    )
+    .await;
+    let _ = signed_in_visitor(&app, "first.customer@example.com").await;
+    let _ = signed_in_visitor(&app, "second.customer@example.com").await;
+
+    let list = html(&body(app.get_admin("/admin/customers").await).await);
+    let mut emails = texts(&list, ".customer-email");
+    emails.sort();
+    assert_eq!(
+        emails,
+        ["first.customer@example.com", "second.customer@example.com"]
+    );
+    let found = html(&body(app.get_admin("/admin/customers?q=FIRST.cust").await).await);
+    assert_eq!(
+        texts(&found, ".customer-email"),
+        ["first.customer@example.com"]
+    );
+    assert_eq!(texts(&found, ".customer-orders"), ["2"]);
+    let none = html(&body(app.get_admin("/admin/customers?q=.*").await).await);
+    assert_eq!(count(&none, ".customer-row"), 0, "the search is literal");
+
+    let account = model::find_by_email(
+        &app.db,
+        &EmailAddress::parse("first.customer@example.com").expect("valid"),
+    )
+    .await
+    .expect("query")
+    .expect("account");
+    let page_path = format!("/admin/customers/{}", account.id.to_hex());
+    let page = html(&body(app.get_admin(&page_path).await).await);
+    assert_eq!(count(&page, ".customer-order"), 2);
+    assert!(texts(&page, ".customer-comment blockquote")
+        .iter()
+        .any(|t| t == "A first comment"));
+    let token = csrf_token(&page).expect("the customer page has forms");
+    let missing = app
+        .get_admin(&format!(
+            "/admin/customers/{}",
+            bson::oid::ObjectId::new().to_hex()
+        ))
+        .await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+
+    let export_path = format!("{page_path}/export");
+    let refused = app.post_admin_form(&export_path, &[]).await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN, "no CSRF token");
+    let exported = app
+        .post_admin_form(&export_path, &[("csrf_token", token.as_str())])
+        .await;
+    assert_eq!(exported.status(), StatusCode::OK);
+    let data: serde_json::Value =
+        serde_json::from_str(&exported.text().await.expect("body")).expect("JSON");
+    let numbers: Vec<&str> = data["orders"]
+        .as_array()
+        .expect("orders")
+        .iter()
+        .filter_map(|o| o["number"].as_str())
+        .collect();
+    assert_eq!(numbers.len(), 2);
+    assert!(numbers.contains(&first.as_str()));
+    assert!(!numbers.contains(&other.as_str()));
+
+    let confirm_path = format!("{page_path}/anonymise");
+    let confirm = html(&body(app.get_admin(&confirm_path).await).await);
+    assert_eq!(count(&confirm, ".delete-consequences li"), 4);
+    let still = model::find_by_id(&app.db, account.id).await.expect("query");
+    assert!(still.is_some(), "opening the confirmation deletes nothing");
+    let done = app
+        .post_admin_form(&confirm_path, &[("csrf_token", token.as_str())])
+        .await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&done), "/admin/customers");
+    assert!(model::find_by_id(&app.db, account.id)
+        .await
+        .expect("query")
+        .is_none());
+    let kept = bazaar::checkout::orders::by_number(&app.db, &order_number(&first))
+        .await
+        .expect("query")
+        .expect("order kept");
+    assert_eq!(kept.email, bazaar::accounts::privacy::PLACEHOLDER);
+    let untouched = bazaar::checkout::orders::by_number(&app.db, &order_number(&other))
+        .await
+        .expect("query")
+        .expect("order");
+    assert_eq!(untouched.email, "second.customer@example.com");
+    let list = html(&body(app.get_admin("/admin/customers").await).await);
+    assert_eq!(
+        texts(&list, ".customer-email"),
+        ["second.customer@example.com"]
+    );
+}

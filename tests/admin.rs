@@ -75,6 +75,7 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "Products",
             "Categories",
             "Orders",
+            "Customers",
             "Carts",
             "Stock",
             "Content",

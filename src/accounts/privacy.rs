@@ -144,7 +144,7 @@ pub async fn consume(db: &Db, token: &str) -> Result<Option<PrivacyRequest>, DbE
 
 /// The comments written by `account`: posted while signed in (`account_id`) or with the
 /// account's email (compared normalised, as orders are claimed).
-async fn comments_of(db: &Db, account: &Account) -> Result<Vec<Comment>, DbError> {
+pub async fn comments_of(db: &Db, account: &Account) -> Result<Vec<Comment>, DbError> {
     let mut found: Vec<Comment> = crate::comments::store::collection(db)
         .find(doc! { "account_id": account.id })
         .await?
