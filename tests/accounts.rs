@@ -993,3 +993,108 @@ async fn the_admin_lists_customers_shows_one_and_exports_or_anonymises_it_for_a_
         ["second.customer@example.com"]
     );
 }
+
+#[tokio::test]
+async fn a_customers_comment_name_is_theirs_alone_and_their_comments_are_marked_verified() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "acct-names", 5).await;
+    let comments_path = format!("/products/{}/comments", product.slug.as_str());
+    let ada = signed_in_visitor(&app, "ada.names@example.com").await;
+    let saved = ada
+        .post(
+            "/account/settings",
+            &[("display_name", "Ada Verified"), ("notify_replies", "on")],
+        )
+        .await;
+    assert_eq!(saved.status(), StatusCode::SEE_OTHER);
+
+    // Anonymous, in the same or a lookalike spelling: refused.
+    let anonymous = Shopper::new(&app).await;
+    for name in [
+        "Ada Verified",
+        "ada  verified",
+        "ＡＤＡ Verified",
+        "A.d.a Verified",
+    ] {
+        let refused = anonymous
+            .post(
+                &comments_path,
+                &[("name", name), ("text", "pretending"), ("website", "")],
+            )
+            .await;
+        assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY, "{name}");
+    }
+    // Another signed-in account: refused too, both for a comment and as its own display name.
+    let bob = signed_in_visitor(&app, "bob.names@example.com").await;
+    let refused = bob
+        .post(
+            &comments_path,
+            &[
+                ("name", "ada verified"),
+                ("text", "pretending"),
+                ("website", ""),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let taken = bob
+        .post("/account/settings", &[("display_name", "ADA VERIFIED")])
+        .await;
+    assert_eq!(taken.status(), StatusCode::BAD_REQUEST);
+    let staff = bob
+        .post("/account/settings", &[("display_name", "Moderator")])
+        .await;
+    assert_eq!(staff.status(), StatusCode::BAD_REQUEST);
+
+    // Ada herself posts under it: recorded with the account, shown verified.
+    let posted = ada
+        .post(
+            &comments_path,
+            &[
+                ("name", "Ada Verified"),
+                ("text", "Really me"),
+                ("website", ""),
+            ],
+        )
+        .await;
+    assert_eq!(posted.status(), StatusCode::SEE_OTHER);
+    let account = model::find_by_email(
+        &app.db,
+        &EmailAddress::parse("ada.names@example.com").expect("valid"),
+    )
+    .await
+    .expect("query")
+    .expect("account");
+    let stored = app
+        .db
+        .collection::<bazaar::comments::Comment>("comments")
+        .find_one(doc! { "text": "Really me" })
+        .await
+        .expect("query")
+        .expect("the comment");
+    assert_eq!(stored.account_id, Some(account.id));
+    assert!(stored.verified);
+    // Bob posting under a name of his own is recorded with his account, but not verified.
+    let plain = bob
+        .post(
+            &comments_path,
+            &[("name", "Bob"), ("text", "Just Bob"), ("website", "")],
+        )
+        .await;
+    assert_eq!(plain.status(), StatusCode::SEE_OTHER);
+    let page = html(
+        &body(
+            anonymous
+                .get(&format!("/products/{}", product.slug.as_str()))
+                .await,
+        )
+        .await,
+    );
+    assert_eq!(texts(&page, ".verified-badge"), ["✓ verified"]);
+    // The collection and field the comments area reads are the accounts area's.
+    assert_eq!(bazaar::comments::identity::ACCOUNTS, model::COLLECTION);
+    assert_eq!(
+        account.display_key.as_deref(),
+        Some(bazaar::comments::names::comparison_key("Ada Verified").as_str())
+    );
+}

@@ -279,7 +279,7 @@ pub async fn erase(db: &Db, account: &Account) -> Result<Erased, DbError> {
             .update_many(
                 doc! { "_id": { "$in": ids } },
                 doc! {
-                    "$set": { "author.name": PLACEHOLDER, "notify": false },
+                    "$set": { "author.name": PLACEHOLDER, "notify": false, "verified": false },
                     "$unset": { "email": "", "account_id": "" },
                 },
             )

@@ -154,6 +154,10 @@ pub struct NewComment {
     pub staff: bool,
     /// Held by the moderation policy: stored `pending`, not counted.
     pub held: bool,
+    /// The signed-in commenter's account (`identity::signed_in`).
+    pub account_id: Option<ObjectId>,
+    /// Signed with that account's own display name.
+    pub verified: bool,
 }
 
 /// Store a comment (a reply when `parent` is given) and count it. A reply's slug and full slug
@@ -202,6 +206,8 @@ pub async fn post(
             notify: new.notify && new.email.is_some(),
             deleted_at: None,
             deleted_from: None,
+            account_id: new.account_id,
+            verified: new.verified && new.account_id.is_some(),
         };
         // Journaled before the commenter sees it posted (`database.write_concern`).
         match db.durable::<Comment>(COLLECTION).insert_one(&comment).await {
