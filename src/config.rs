@@ -368,6 +368,9 @@ section! {
             "a comment deleted on Admin → Comments can be restored (status filter \"deleted\") for \
              this many days; then the background jobs delete it for good (text and name wiped, \
              kept as `[deleted]` only while replies hang from it)";
+        pub edit_window_minutes: u32 = "edit_window_minutes", whole(0, 10_080),
+            "a signed-in customer may edit a comment of theirs for this many minutes after \
+             posting it (Account → Comments); `0`: never. Deleting one's comment has no limit";
     }
 }
 

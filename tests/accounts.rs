@@ -1098,3 +1098,78 @@ async fn a_customers_comment_name_is_theirs_alone_and_their_comments_are_marked_
         Some(bazaar::comments::names::comparison_key("Ada Verified").as_str())
     );
 }
+
+#[tokio::test]
+async fn a_customer_edits_their_comment_within_the_window_only_and_deletes_it() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "acct-edit", 5).await;
+    let comments_path = format!("/products/{}/comments", product.slug.as_str());
+    let writer = signed_in_visitor(&app, "writer@example.com").await;
+    let posted = writer
+        .post(
+            &comments_path,
+            &[("name", "Writer"), ("text", "First draft"), ("website", "")],
+        )
+        .await;
+    assert_eq!(posted.status(), StatusCode::SEE_OTHER);
+    let stored = app
+        .db
+        .collection::<bazaar::comments::Comment>("comments")
+        .find_one(doc! { "text": "First draft" })
+        .await
+        .expect("query")
+        .expect("the comment");
+    let id = stored.id.to_hex();
+    let list = html(&body(writer.get("/account/comments").await).await);
+    assert_eq!(texts(&list, ".own-comment-text"), ["First draft"]);
+    assert_eq!(count(&list, ".own-comment-edit"), 1);
+
+    let edit_path = format!("/account/comments/{id}");
+    let edited = writer.post(&edit_path, &[("text", "Second draft")]).await;
+    assert_eq!(edited.status(), StatusCode::SEE_OTHER);
+    let empty = writer.post(&edit_path, &[("text", "  ")]).await;
+    assert_eq!(empty.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let text_now = |db: bazaar::db::Db| async move {
+        bazaar::comments::store::by_id(&db, stored.id)
+            .await
+            .expect("query")
+            .expect("comment")
+    };
+    assert_eq!(text_now(app.db.clone()).await.text, "Second draft");
+
+    // Someone else cannot touch it.
+    let other = signed_in_visitor(&app, "other.writer@example.com").await;
+    let theirs = other.post(&edit_path, &[("text", "Hijacked")]).await;
+    assert_eq!(theirs.status(), StatusCode::NOT_FOUND);
+    let theirs = other.post(&format!("{edit_path}/delete"), &[]).await;
+    assert_eq!(theirs.status(), StatusCode::NOT_FOUND);
+
+    // Past the 15-minute window: no edit link, and an edit changes nothing.
+    let twenty_minutes_ago =
+        bson::DateTime::from_millis(app.db.now().timestamp_millis() - 20 * 60_000);
+    app.db
+        .collection::<bson::Document>("comments")
+        .update_one(
+            doc! { "_id": stored.id },
+            doc! { "$set": { "posted": twenty_minutes_ago } },
+        )
+        .await
+        .expect("update");
+    let list = html(&body(writer.get("/account/comments").await).await);
+    assert_eq!(count(&list, ".own-comment-edit"), 0);
+    let late = writer.post(&edit_path, &[("text", "Too late")]).await;
+    assert_eq!(late.status(), StatusCode::SEE_OTHER);
+    assert_eq!(text_now(app.db.clone()).await.text, "Second draft");
+    let late_form = writer.get(&edit_path).await;
+    assert_eq!(late_form.status(), StatusCode::SEE_OTHER);
+
+    // Deleting works at any time.
+    let deleted = writer.post(&format!("{edit_path}/delete"), &[]).await;
+    assert_eq!(deleted.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        text_now(app.db.clone()).await.status,
+        bazaar::comments::CommentStatus::Deleted
+    );
+    let list = html(&body(writer.get("/account/comments").await).await);
+    assert_eq!(count(&list, ".own-comment"), 0);
+}

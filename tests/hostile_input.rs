@@ -276,6 +276,9 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
         format!("/account/addresses/{v}"),
         format!("/account/settings?{v}={v}"),
         format!("/account/privacy?{v}={v}"),
+        format!("/account/comments?{v}={v}"),
+        format!("/account/comments/{v}"),
+        format!("/account/comments/{FAKE_ID}"),
         format!("/account/privacy/confirm/{v}"),
         format!("/comments/unsubscribe/{v}/{v}"),
         format!("/comments/unsubscribe/{FAKE_ID}/{v}"),
@@ -429,6 +432,12 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
         ),
         (format!("/account/addresses/{v}/delete"), vec![]),
         (format!("/account/addresses/{v}/default"), vec![]),
+        (format!("/account/comments/{v}"), vec![("text", value)]),
+        (
+            format!("/account/comments/{FAKE_ID}"),
+            vec![("text", value)],
+        ),
+        (format!("/account/comments/{v}/delete"), vec![]),
         // Asking for a confirmation email takes no fields; the links' tokens are made up here.
         ("/account/privacy/export".to_string(), vec![("hx", value)]),
         ("/account/privacy/delete".to_string(), vec![("hx", value)]),

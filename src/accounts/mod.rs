@@ -6,9 +6,10 @@
 //! Bottom first: `model` (the `accounts` collection), `tokens` (sign-in tokens), `limits`
 //! (sign-in rate limits in the database), `email` (the sign-in message), `session` (who is
 //! signed in), `privacy` (export, erasure, retention), then the pages: `sign_in`, `addresses`,
-//! `pages`, `privacy_pages`.
+//! `pages`, `privacy_pages`, `comments` (the comments one wrote).
 
 pub mod addresses;
+pub mod comments;
 pub mod email;
 pub mod limits;
 pub mod model;

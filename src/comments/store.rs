@@ -517,6 +517,42 @@ pub async fn delete(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
     Ok(Moderated::Unchanged)
 }
 
+/// The newest `limit` comments posted by `account` (signed in), any status but deleted.
+pub async fn by_account(db: &Db, account: ObjectId, limit: i64) -> Result<Vec<Comment>, DbError> {
+    Ok(collection(db)
+        .find(doc! { "account_id": account, "status": { "$ne": CommentStatus::Deleted.as_str() } })
+        .sort(doc! { "account_id": 1, "posted": -1 })
+        .limit(limit)
+        .await?
+        .try_collect()
+        .await?)
+}
+
+/// Replace the text of `account`'s comment `id` if it was posted at or after `not_before` and
+/// is visible or pending: one conditional update, so a late or someone else's edit changes
+/// nothing. False when nothing matched.
+pub async fn edit_own(
+    db: &Db,
+    id: ObjectId,
+    account: ObjectId,
+    not_before: DateTime,
+    text: &str,
+) -> Result<bool, DbError> {
+    let done = db
+        .durable::<Comment>(COLLECTION)
+        .update_one(
+            doc! {
+                "_id": id,
+                "account_id": account,
+                "posted": { "$gte": not_before },
+                "status": { "$in": [CommentStatus::Visible.as_str(), CommentStatus::Pending.as_str()] },
+            },
+            doc! { "$set": { "text": text } },
+        )
+        .await?;
+    Ok(done.matched_count == 1)
+}
+
 /// The earliest deletion time still restorable with `restore_days`.
 fn restore_cutoff(db: &Db, restore_days: u32) -> DateTime {
     DateTime::from_millis(
