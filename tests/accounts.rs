@@ -16,7 +16,7 @@ use mailparse::MailHeaderMap;
 use reqwest::StatusCode;
 
 /// An app whose sender delivers to `sink` every 100 ms.
-async fn app_sending_to(sink: &SmtpSink, extra: &[(&str, &str)]) -> TestApp {
+pub(crate) async fn app_sending_to(sink: &SmtpSink, extra: &[(&str, &str)]) -> TestApp {
     let port = sink.port.to_string();
     let mut env = vec![
         ("BAZAAR_EMAIL__SMTP_HOST", "127.0.0.1"),
@@ -60,7 +60,7 @@ async fn outbox_sign_in(app: &TestApp, to: &str) -> (String, String) {
 }
 
 /// The sign-in email to `to` as the SMTP server received it.
-fn received_sign_in(got: &[Received], to: &str) -> (String, String) {
+pub(crate) fn received_sign_in(got: &[Received], to: &str) -> (String, String) {
     let message = got
         .iter()
         .rev()
