@@ -6,6 +6,7 @@ pub mod categories;
 pub mod changelist;
 pub mod comments;
 pub mod content;
+pub mod customers;
 pub mod dashboard;
 pub mod demo_data;
 pub mod media;
@@ -99,6 +100,14 @@ pub fn scope() -> Scope<
             web::resource("/orders/{number}/cancel")
                 .route(read().to(orders::confirm_cancel))
                 .post(orders::cancel),
+        )
+        .route("/customers", read().to(customers::index))
+        .route("/customers/{id}", read().to(customers::show))
+        .service(web::resource("/customers/{id}/export").post(customers::export))
+        .service(
+            web::resource("/customers/{id}/anonymise")
+                .route(read().to(customers::confirm_anonymise))
+                .post(customers::anonymise),
         )
         .route("/carts", read().to(carts::index))
         .service(web::resource("/carts/expire").post(carts::expire_now))
