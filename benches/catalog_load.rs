@@ -667,6 +667,8 @@ async fn seed_discussion(
             notify: false,
             deleted_at: None,
             deleted_from: None,
+            account_id: None,
+            verified: false,
         });
         if batch.len() == 1000 {
             comments::store::collection(db)

@@ -333,6 +333,10 @@ section! {
         pub sign_ins_per_client_per_hour: u32 = "sign_ins_per_client_per_hour",
             whole(1, 1_000_000),
             "sign-in emails one client address may ask for per hour, counted in the database";
+        pub abandoned_after_days: u32 = "abandoned_after_days", whole(0, 36_500),
+            "an account not signed in to and without an order for this many days is deleted \
+             like a customer's own deletion (orders kept, anonymised) by a background job; `0` \
+             keeps abandoned accounts";
     }
 }
 
@@ -364,6 +368,9 @@ section! {
             "a comment deleted on Admin → Comments can be restored (status filter \"deleted\") for \
              this many days; then the background jobs delete it for good (text and name wiped, \
              kept as `[deleted]` only while replies hang from it)";
+        pub edit_window_minutes: u32 = "edit_window_minutes", whole(0, 10_080),
+            "a signed-in customer may edit a comment of theirs for this many minutes after \
+             posting it (Account → Comments); `0`: never. Deleting one's comment has no limit";
     }
 }
 

@@ -95,6 +95,36 @@ pub fn routes(cfg: &mut web::ServiceConfig) {
             "/account/settings",
             web::post().to(accounts::pages::save_settings),
         )
+        .route("/account/comments", read().to(accounts::comments::list))
+        .route(
+            "/account/comments/{id}",
+            read().to(accounts::comments::edit_form),
+        )
+        .route(
+            "/account/comments/{id}",
+            web::post().to(accounts::comments::save),
+        )
+        .route(
+            "/account/comments/{id}/delete",
+            web::post().to(accounts::comments::delete),
+        )
+        .route("/account/privacy", read().to(accounts::privacy_pages::show))
+        .route(
+            "/account/privacy/export",
+            web::post().to(accounts::privacy_pages::ask_export),
+        )
+        .route(
+            "/account/privacy/delete",
+            web::post().to(accounts::privacy_pages::ask_delete),
+        )
+        .route(
+            "/account/privacy/confirm/{token}",
+            read().to(accounts::privacy_pages::open),
+        )
+        .route(
+            "/account/privacy/confirm/{token}",
+            web::post().to(accounts::privacy_pages::confirm),
+        )
         .route("/account/addresses", read().to(accounts::addresses::list))
         .route(
             "/account/addresses",

@@ -315,6 +315,7 @@ impl Application {
                     settings.cart.clone(),
                     built.gateway.clone(),
                     settings.comments.restore_days,
+                    settings.accounts.abandoned_after_days,
                 ),
                 backups: crate::backup::schedule::spawn(
                     database.db.clone(),

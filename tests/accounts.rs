@@ -16,7 +16,7 @@ use mailparse::MailHeaderMap;
 use reqwest::StatusCode;
 
 /// An app whose sender delivers to `sink` every 100 ms.
-async fn app_sending_to(sink: &SmtpSink, extra: &[(&str, &str)]) -> TestApp {
+pub(crate) async fn app_sending_to(sink: &SmtpSink, extra: &[(&str, &str)]) -> TestApp {
     let port = sink.port.to_string();
     let mut env = vec![
         ("BAZAAR_EMAIL__SMTP_HOST", "127.0.0.1"),
@@ -60,7 +60,7 @@ async fn outbox_sign_in(app: &TestApp, to: &str) -> (String, String) {
 }
 
 /// The sign-in email to `to` as the SMTP server received it.
-fn received_sign_in(got: &[Received], to: &str) -> (String, String) {
+pub(crate) fn received_sign_in(got: &[Received], to: &str) -> (String, String) {
     let message = got
         .iter()
         .rev()
@@ -639,4 +639,537 @@ async fn the_account_queries_use_their_indexes() {
     }
     let (filter, sort) = bazaar::checkout::orders::account_query(bson::oid::ObjectId::new());
     assert_uses_index(&app.db, "a customer's orders", "orders", filter, sort).await;
+}
+
+/// The path of the newest privacy confirmation link emailed to `to` (read from the outbox).
+async fn outbox_privacy_link(app: &TestApp, to: &str) -> String {
+    let found = app
+        .db
+        .collection::<bson::Document>("outbox")
+        .find_one(doc! { "kind": "privacy", "to": to })
+        .sort(doc! { "created": -1 })
+        .await
+        .expect("query")
+        .expect("a privacy confirmation was queued");
+    let text = found.get_str("text").expect("text");
+    let link = text
+        .split_whitespace()
+        .find(|w| w.contains("/account/privacy/confirm/"))
+        .expect("the email holds a confirmation link");
+    link[link.find("/account/").expect("a path")..].to_string()
+}
+
+async fn comment_as(app: &TestApp, slug: &str, name: &str, email: &str, text: &str) {
+    let commenter = Shopper::new(app).await;
+    let posted = commenter
+        .post(
+            &format!("/products/{slug}/comments"),
+            &[
+                ("name", name),
+                ("email", email),
+                ("text", text),
+                ("website", ""),
+            ],
+        )
+        .await;
+    assert_eq!(posted.status(), StatusCode::SEE_OTHER, "{name}'s comment");
+}
+
+#[tokio::test]
+async fn the_data_export_holds_exactly_this_customers_account_addresses_orders_and_comments() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "acct-export", 10).await;
+    let mine = guest_order(&app, "acct-export", "Export.Me@example.com").await;
+    let theirs = guest_order(&app, "acct-export", "someone.else@example.com").await;
+    comment_as(
+        &app,
+        product.slug.as_str(),
+        "Exporter",
+        "export.me@example.com",
+        "My own words",
+    )
+    .await;
+    comment_as(
+        &app,
+        product.slug.as_str(),
+        "Other",
+        "someone.else@example.com",
+        "Not mine",
+    )
+    .await;
+
+    let visitor = signed_in_visitor(&app, "export.me@example.com").await;
+    let added = visitor
+        .post(
+            "/account/addresses",
+            &[
+                ("name", "Export Me"),
+                ("line1", "3 Data Lane"),
+                ("city", "Leeds"),
+                ("postcode", "LS1 1AA"),
+                ("country", "United Kingdom"),
+            ],
+        )
+        .await;
+    assert_eq!(added.status(), StatusCode::SEE_OTHER);
+    let page = html(&body(visitor.get("/account/privacy").await).await);
+    assert_eq!(count(&page, ".privacy-export-form"), 1);
+
+    let asked = visitor.post("/account/privacy/export", &[]).await;
+    assert_eq!(asked.status(), StatusCode::SEE_OTHER);
+    let link = outbox_privacy_link(&app, "export.me@example.com").await;
+    // Opening the link uses nothing; pressing its button downloads.
+    let opened = visitor.get(&link).await;
+    assert_eq!(opened.status(), StatusCode::OK);
+    let downloaded = visitor.post(&link, &[]).await;
+    assert_eq!(downloaded.status(), StatusCode::OK);
+    assert!(downloaded
+        .headers()
+        .get("content-disposition")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("attachment")));
+    let data: serde_json::Value =
+        serde_json::from_str(&downloaded.text().await.expect("body")).expect("JSON");
+
+    assert_eq!(data["account"]["email"], "export.me@example.com");
+    let addresses = data["addresses"].as_array().expect("addresses");
+    assert_eq!(addresses.len(), 1);
+    assert_eq!(addresses[0]["line1"], "3 Data Lane");
+    let orders: Vec<&str> = data["orders"]
+        .as_array()
+        .expect("orders")
+        .iter()
+        .filter_map(|o| o["number"].as_str())
+        .collect();
+    assert_eq!(orders, [mine.as_str()], "only this customer's order");
+    assert!(!orders.contains(&theirs.as_str()));
+    let comments: Vec<&str> = data["comments"]
+        .as_array()
+        .expect("comments")
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .collect();
+    assert_eq!(comments, ["My own words"], "only this customer's comment");
+    let whole = data.to_string();
+    assert!(!whole.contains("someone.else"), "nobody else's data");
+
+    // The link worked once.
+    let again = visitor.post(&link, &[]).await;
+    assert_eq!(again.status(), StatusCode::GONE);
+    // A forged or truncated link is refused.
+    let forged = visitor
+        .get(&format!("/account/privacy/confirm/{}", "0".repeat(64)))
+        .await;
+    assert_eq!(forged.status(), StatusCode::GONE);
+    let truncated = visitor.post(&link[..link.len() - 1], &[]).await;
+    assert_eq!(truncated.status(), StatusCode::GONE);
+}
+
+#[tokio::test]
+async fn deleting_an_account_keeps_its_orders_anonymised_with_stock_and_totals_unchanged() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "acct-erase", 10).await;
+    let mine = guest_order(&app, "acct-erase", "erase.me@example.com").await;
+    let theirs = guest_order(&app, "acct-erase", "keep.me@example.com").await;
+    let visitor = signed_in_visitor(&app, "erase.me@example.com").await;
+    let order_before = bazaar::checkout::orders::by_number(&app.db, &order_number(&mine))
+        .await
+        .expect("query")
+        .expect("order");
+    let theirs_before = bazaar::checkout::orders::by_number(&app.db, &order_number(&theirs))
+        .await
+        .expect("query")
+        .expect("order");
+    let product_before = crate::common::shop::product(&app.db, "acct-erase").await;
+
+    let asked = visitor.post("/account/privacy/delete", &[]).await;
+    assert_eq!(asked.status(), StatusCode::SEE_OTHER);
+    let link = outbox_privacy_link(&app, "erase.me@example.com").await;
+    assert!(signed_in(&visitor).await, "asking deletes nothing");
+    let confirmed = follow_link(&visitor, &link).await;
+    assert_eq!(confirmed.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&confirmed), "/");
+    assert!(
+        !signed_in(&visitor).await,
+        "the deleting browser is signed out"
+    );
+
+    let email = EmailAddress::parse("erase.me@example.com").expect("valid");
+    assert!(model::find_by_email(&app.db, &email)
+        .await
+        .expect("query")
+        .is_none());
+    let order = bazaar::checkout::orders::by_number(&app.db, &order_number(&mine))
+        .await
+        .expect("query")
+        .expect("the order is kept");
+    let placeholder = bazaar::accounts::privacy::PLACEHOLDER;
+    assert_eq!(order.name, placeholder);
+    assert_eq!(order.email, placeholder);
+    assert_eq!(order.address.street, placeholder);
+    assert_eq!(order.address.city, placeholder);
+    assert_eq!(order.address.postcode, placeholder);
+    assert_eq!(order.address.country, placeholder);
+    assert_eq!(order.account_id, None);
+    assert_eq!(order.items, order_before.items);
+    assert_eq!(order.total, order_before.total);
+    assert_eq!(order.subtotal, order_before.subtotal);
+    assert_eq!(order.status, order_before.status);
+    assert_eq!(order.payment, order_before.payment);
+    let theirs_after = bazaar::checkout::orders::by_number(&app.db, &order_number(&theirs))
+        .await
+        .expect("query")
+        .expect("order");
+    assert_eq!(
+        theirs_after, theirs_before,
+        "another customer's order is untouched"
+    );
+    let product_after = crate::common::shop::product(&app.db, "acct-erase").await;
+    assert_eq!(product_after.qty, product_before.qty);
+    assert_eq!(product_after.sold, product_before.sold);
+    crate::common::shop::assert_stock_invariant(&app.db, "acct-erase", 10).await;
+
+    // Signing in again with the address makes a new, empty account: the old orders are nobody's.
+    let back = signed_in_visitor(&app, "erase.me@example.com").await;
+    let account = html(&body(back.get("/account").await).await);
+    assert_eq!(count(&account, ".account-order"), 0);
+}
+
+#[tokio::test]
+async fn the_retention_job_erases_only_accounts_unused_and_without_orders_for_the_period() {
+    let app = spawn_app().await;
+    product_with_stock(&app.db, "acct-retain", 10).await;
+    let _ = signed_in_visitor(&app, "abandoned@example.com").await;
+    let _ = signed_in_visitor(&app, "recent.buyer@example.com").await;
+    let _ = signed_in_visitor(&app, "active@example.com").await;
+    let bought = guest_order(&app, "acct-retain", "recent.buyer@example.com").await;
+    let three_years_ago = bson::DateTime::from_millis(
+        bson::DateTime::now().timestamp_millis() - 3 * 365 * 86_400_000,
+    );
+    for stale in ["abandoned@example.com", "recent.buyer@example.com"] {
+        app.db
+            .collection::<bson::Document>("accounts")
+            .update_one(
+                doc! { "email": stale },
+                doc! { "$set": { "last_seen": three_years_ago } },
+            )
+            .await
+            .expect("update");
+    }
+    let erased = bazaar::accounts::privacy::erase_abandoned_now(&app.db, 730)
+        .await
+        .expect("sweep");
+    assert_eq!(erased, 1);
+    let exists = |e: &'static str| {
+        let db = app.db.clone();
+        async move {
+            model::find_by_email(&db, &EmailAddress::parse(e).expect("valid"))
+                .await
+                .expect("query")
+                .is_some()
+        }
+    };
+    assert!(!exists("abandoned@example.com").await);
+    assert!(
+        exists("recent.buyer@example.com").await,
+        "ordered within the period"
+    );
+    assert!(exists("active@example.com").await, "seen within the period");
+    let order = bazaar::checkout::orders::by_number(&app.db, &order_number(&bought))
+        .await
+        .expect("query")
+        .expect("order");
+    assert_eq!(order.email, "recent.buyer@example.com");
+    assert_eq!(
+        bazaar::accounts::privacy::erase_abandoned_now(&app.db, 0)
+            .await
+            .expect("sweep"),
+        0
+    );
+}
+
+#[tokio::test]
+async fn the_admin_lists_customers_shows_one_and_exports_or_anonymises_it_for_a_support_request() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "acct-admin", 10).await;
+    let first = guest_order(&app, "acct-admin", "first.customer@example.com").await;
+    guest_order(&app, "acct-admin", "first.customer@example.com").await;
+    let other = guest_order(&app, "acct-admin", "second.customer@example.com").await;
+    comment_as(
+        &app,
+        product.slug.as_str(),
+        "First",
+        "first.customer@example.com",
+        "A first comment",
+    )
+    .await;
+    let _ = signed_in_visitor(&app, "first.customer@example.com").await;
+    let _ = signed_in_visitor(&app, "second.customer@example.com").await;
+
+    let list = html(&body(app.get_admin("/admin/customers").await).await);
+    let mut emails = texts(&list, ".customer-email");
+    emails.sort();
+    assert_eq!(
+        emails,
+        ["first.customer@example.com", "second.customer@example.com"]
+    );
+    let found = html(&body(app.get_admin("/admin/customers?q=FIRST.cust").await).await);
+    assert_eq!(
+        texts(&found, ".customer-email"),
+        ["first.customer@example.com"]
+    );
+    assert_eq!(texts(&found, ".customer-orders"), ["2"]);
+    let none = html(&body(app.get_admin("/admin/customers?q=.*").await).await);
+    assert_eq!(count(&none, ".customer-row"), 0, "the search is literal");
+
+    let account = model::find_by_email(
+        &app.db,
+        &EmailAddress::parse("first.customer@example.com").expect("valid"),
+    )
+    .await
+    .expect("query")
+    .expect("account");
+    let page_path = format!("/admin/customers/{}", account.id.to_hex());
+    let page = html(&body(app.get_admin(&page_path).await).await);
+    assert_eq!(count(&page, ".customer-order"), 2);
+    assert!(texts(&page, ".customer-comment blockquote")
+        .iter()
+        .any(|t| t == "A first comment"));
+    let token = csrf_token(&page).expect("the customer page has forms");
+    let missing = app
+        .get_admin(&format!(
+            "/admin/customers/{}",
+            bson::oid::ObjectId::new().to_hex()
+        ))
+        .await;
+    assert_eq!(missing.status(), StatusCode::NOT_FOUND);
+
+    let export_path = format!("{page_path}/export");
+    let refused = app.post_admin_form(&export_path, &[]).await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN, "no CSRF token");
+    let exported = app
+        .post_admin_form(&export_path, &[("csrf_token", token.as_str())])
+        .await;
+    assert_eq!(exported.status(), StatusCode::OK);
+    let data: serde_json::Value =
+        serde_json::from_str(&exported.text().await.expect("body")).expect("JSON");
+    let numbers: Vec<&str> = data["orders"]
+        .as_array()
+        .expect("orders")
+        .iter()
+        .filter_map(|o| o["number"].as_str())
+        .collect();
+    assert_eq!(numbers.len(), 2);
+    assert!(numbers.contains(&first.as_str()));
+    assert!(!numbers.contains(&other.as_str()));
+
+    let confirm_path = format!("{page_path}/anonymise");
+    let confirm = html(&body(app.get_admin(&confirm_path).await).await);
+    assert_eq!(count(&confirm, ".delete-consequences li"), 4);
+    let still = model::find_by_id(&app.db, account.id).await.expect("query");
+    assert!(still.is_some(), "opening the confirmation deletes nothing");
+    let done = app
+        .post_admin_form(&confirm_path, &[("csrf_token", token.as_str())])
+        .await;
+    assert_eq!(done.status(), StatusCode::SEE_OTHER);
+    assert_eq!(location(&done), "/admin/customers");
+    assert!(model::find_by_id(&app.db, account.id)
+        .await
+        .expect("query")
+        .is_none());
+    let kept = bazaar::checkout::orders::by_number(&app.db, &order_number(&first))
+        .await
+        .expect("query")
+        .expect("order kept");
+    assert_eq!(kept.email, bazaar::accounts::privacy::PLACEHOLDER);
+    let untouched = bazaar::checkout::orders::by_number(&app.db, &order_number(&other))
+        .await
+        .expect("query")
+        .expect("order");
+    assert_eq!(untouched.email, "second.customer@example.com");
+    let list = html(&body(app.get_admin("/admin/customers").await).await);
+    assert_eq!(
+        texts(&list, ".customer-email"),
+        ["second.customer@example.com"]
+    );
+}
+
+#[tokio::test]
+async fn a_customers_comment_name_is_theirs_alone_and_their_comments_are_marked_verified() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "acct-names", 5).await;
+    let comments_path = format!("/products/{}/comments", product.slug.as_str());
+    let ada = signed_in_visitor(&app, "ada.names@example.com").await;
+    let saved = ada
+        .post(
+            "/account/settings",
+            &[("display_name", "Ada Verified"), ("notify_replies", "on")],
+        )
+        .await;
+    assert_eq!(saved.status(), StatusCode::SEE_OTHER);
+
+    // Anonymous, in the same or a lookalike spelling: refused.
+    let anonymous = Shopper::new(&app).await;
+    for name in [
+        "Ada Verified",
+        "ada  verified",
+        "ＡＤＡ Verified",
+        "A.d.a Verified",
+    ] {
+        let refused = anonymous
+            .post(
+                &comments_path,
+                &[("name", name), ("text", "pretending"), ("website", "")],
+            )
+            .await;
+        assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY, "{name}");
+    }
+    // Another signed-in account: refused too, both for a comment and as its own display name.
+    let bob = signed_in_visitor(&app, "bob.names@example.com").await;
+    let refused = bob
+        .post(
+            &comments_path,
+            &[
+                ("name", "ada verified"),
+                ("text", "pretending"),
+                ("website", ""),
+            ],
+        )
+        .await;
+    assert_eq!(refused.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let taken = bob
+        .post("/account/settings", &[("display_name", "ADA VERIFIED")])
+        .await;
+    assert_eq!(taken.status(), StatusCode::BAD_REQUEST);
+    let staff = bob
+        .post("/account/settings", &[("display_name", "Moderator")])
+        .await;
+    assert_eq!(staff.status(), StatusCode::BAD_REQUEST);
+
+    // Ada herself posts under it: recorded with the account, shown verified.
+    let posted = ada
+        .post(
+            &comments_path,
+            &[
+                ("name", "Ada Verified"),
+                ("text", "Really me"),
+                ("website", ""),
+            ],
+        )
+        .await;
+    assert_eq!(posted.status(), StatusCode::SEE_OTHER);
+    let account = model::find_by_email(
+        &app.db,
+        &EmailAddress::parse("ada.names@example.com").expect("valid"),
+    )
+    .await
+    .expect("query")
+    .expect("account");
+    let stored = app
+        .db
+        .collection::<bazaar::comments::Comment>("comments")
+        .find_one(doc! { "text": "Really me" })
+        .await
+        .expect("query")
+        .expect("the comment");
+    assert_eq!(stored.account_id, Some(account.id));
+    assert!(stored.verified);
+    // Bob posting under a name of his own is recorded with his account, but not verified.
+    let plain = bob
+        .post(
+            &comments_path,
+            &[("name", "Bob"), ("text", "Just Bob"), ("website", "")],
+        )
+        .await;
+    assert_eq!(plain.status(), StatusCode::SEE_OTHER);
+    let page = html(
+        &body(
+            anonymous
+                .get(&format!("/products/{}", product.slug.as_str()))
+                .await,
+        )
+        .await,
+    );
+    assert_eq!(texts(&page, ".verified-badge"), ["✓ verified"]);
+    // The collection and field the comments area reads are the accounts area's.
+    assert_eq!(bazaar::comments::identity::ACCOUNTS, model::COLLECTION);
+    assert_eq!(
+        account.display_key.as_deref(),
+        Some(bazaar::comments::names::comparison_key("Ada Verified").as_str())
+    );
+}
+
+#[tokio::test]
+async fn a_customer_edits_their_comment_within_the_window_only_and_deletes_it() {
+    let app = spawn_app().await;
+    let product = product_with_stock(&app.db, "acct-edit", 5).await;
+    let comments_path = format!("/products/{}/comments", product.slug.as_str());
+    let writer = signed_in_visitor(&app, "writer@example.com").await;
+    let posted = writer
+        .post(
+            &comments_path,
+            &[("name", "Writer"), ("text", "First draft"), ("website", "")],
+        )
+        .await;
+    assert_eq!(posted.status(), StatusCode::SEE_OTHER);
+    let stored = app
+        .db
+        .collection::<bazaar::comments::Comment>("comments")
+        .find_one(doc! { "text": "First draft" })
+        .await
+        .expect("query")
+        .expect("the comment");
+    let id = stored.id.to_hex();
+    let list = html(&body(writer.get("/account/comments").await).await);
+    assert_eq!(texts(&list, ".own-comment-text"), ["First draft"]);
+    assert_eq!(count(&list, ".own-comment-edit"), 1);
+
+    let edit_path = format!("/account/comments/{id}");
+    let edited = writer.post(&edit_path, &[("text", "Second draft")]).await;
+    assert_eq!(edited.status(), StatusCode::SEE_OTHER);
+    let empty = writer.post(&edit_path, &[("text", "  ")]).await;
+    assert_eq!(empty.status(), StatusCode::UNPROCESSABLE_ENTITY);
+    let text_now = |db: bazaar::db::Db| async move {
+        bazaar::comments::store::by_id(&db, stored.id)
+            .await
+            .expect("query")
+            .expect("comment")
+    };
+    assert_eq!(text_now(app.db.clone()).await.text, "Second draft");
+
+    // Someone else cannot touch it.
+    let other = signed_in_visitor(&app, "other.writer@example.com").await;
+    let theirs = other.post(&edit_path, &[("text", "Hijacked")]).await;
+    assert_eq!(theirs.status(), StatusCode::NOT_FOUND);
+    let theirs = other.post(&format!("{edit_path}/delete"), &[]).await;
+    assert_eq!(theirs.status(), StatusCode::NOT_FOUND);
+
+    // Past the 15-minute window: no edit link, and an edit changes nothing.
+    let twenty_minutes_ago =
+        bson::DateTime::from_millis(app.db.now().timestamp_millis() - 20 * 60_000);
+    app.db
+        .collection::<bson::Document>("comments")
+        .update_one(
+            doc! { "_id": stored.id },
+            doc! { "$set": { "posted": twenty_minutes_ago } },
+        )
+        .await
+        .expect("update");
+    let list = html(&body(writer.get("/account/comments").await).await);
+    assert_eq!(count(&list, ".own-comment-edit"), 0);
+    let late = writer.post(&edit_path, &[("text", "Too late")]).await;
+    assert_eq!(late.status(), StatusCode::SEE_OTHER);
+    assert_eq!(text_now(app.db.clone()).await.text, "Second draft");
+    let late_form = writer.get(&edit_path).await;
+    assert_eq!(late_form.status(), StatusCode::SEE_OTHER);
+
+    // Deleting works at any time.
+    let deleted = writer.post(&format!("{edit_path}/delete"), &[]).await;
+    assert_eq!(deleted.status(), StatusCode::SEE_OTHER);
+    assert_eq!(
+        text_now(app.db.clone()).await.status,
+        bazaar::comments::CommentStatus::Deleted
+    );
+    let list = html(&body(writer.get("/account/comments").await).await);
+    assert_eq!(count(&list, ".own-comment"), 0);
 }

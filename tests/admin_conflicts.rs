@@ -399,6 +399,11 @@ async fn on_the_product_conflict_page_each_conflicting_field_can_keep_the_stored
     let response = bob.post(&edit_url(&p), &bob_form).await;
     assert_eq!(response.status(), StatusCode::CONFLICT);
     let doc = html(&body(response).await);
+    assert_eq!(
+        texts(&doc, ".saved-by"),
+        [ADMIN_USER],
+        "who saved the other version"
+    );
     // A choice per conflicting field, joined to the re-apply form by its id.
     let radios =
         scraper::Selector::parse("input[type=radio][form=conflict-form]").expect("selector");

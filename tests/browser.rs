@@ -3,7 +3,8 @@
 //! checkout's error summary taking focus, a sold-out product's disabled state), posts a comment and a reply and sees them threaded, loads the admin
 //! dashboard, submits the admin form, cancels an order through its confirmation page; and the
 //! content editor: every field typed and every button of its one form pressed with nothing
-//! lost, two windows merged or sent to the conflict page; and saves screenshots under
+//! lost, two windows merged or sent to the conflict page; signs a customer in at 390 px by the
+//! emailed code and link (read from a real SMTP exchange); and saves screenshots under
 //! `<target>/screenshots/`. Without Chromium it is skipped with a printed reason, except in CI
 //! (`CI` set), where it is required.
 
@@ -912,9 +913,12 @@ const ADMIN_LISTS: &[&str] = &[
     "/admin/products",
     "/admin/stock",
     "/admin/orders",
+    "/admin/customers",
     "/admin/carts",
     "/admin/categories",
     "/admin/content",
+    "/admin/media",
+    "/admin/menus",
     "/admin/comments",
     "/admin/analytics",
     "/admin/analytics/month",
@@ -1079,4 +1083,90 @@ async fn chromium_shows_every_admin_list_and_form_on_a_phone_without_sideways_sc
     );
     client.close().await.expect("browser closes");
     app.stop().await;
+}
+
+/// Click the submit button of the form `form_css` and wait for the page that answers.
+async fn submit_form(client: &Client, form_css: &str) {
+    client
+        .execute("document.body.dataset.leaving = '1';", vec![])
+        .await
+        .expect("page marked");
+    client
+        .find(Locator::Css(&format!("{form_css} button[type=submit]")))
+        .await
+        .unwrap_or_else(|e| panic!("{form_css}'s button: {e}"))
+        .click()
+        .await
+        .expect("clicked");
+    wait_for_new_page(client).await;
+}
+
+#[tokio::test]
+async fn chromium_signs_in_by_code_and_by_link_on_a_390_px_screen() {
+    let (driver, browser) = match browser_programs() {
+        Ok(programs) => programs,
+        Err(reason) if std::env::var_os("CI").is_some() => {
+            panic!("the browser test is required in CI: {reason}")
+        }
+        Err(reason) => {
+            eprintln!("skipping the browser test: {reason}");
+            return;
+        }
+    };
+    let sink = crate::common::smtp::SmtpSink::start().await;
+    let app = crate::accounts::app_sending_to(&sink, &[]).await;
+    let (_driver, driver_port) = start_driver(&driver);
+    let profile = tempfile::tempdir().expect("profile directory");
+    let client = connect(driver_port, &browser, profile.path()).await;
+    client
+        .set_window_size(390, 844)
+        .await
+        .expect("window resized");
+
+    // By the code, in the browser that asked.
+    client
+        .goto(&app.url("/account/sign-in"))
+        .await
+        .expect("sign-in loads");
+    assert_eq!(script(&client, NO_SIDEWAYS_SCROLL).await, json!(true));
+    save_screenshot(&client, "sign-in-mobile.png").await;
+    type_into(&client, "#sign-in-email", "phone.user@example.com").await;
+    submit_form(&client, "form.sign-in-form").await;
+    let url = client.current_url().await.expect("url");
+    assert_eq!(url.path(), "/account/sign-in/code");
+    assert_eq!(script(&client, NO_SIDEWAYS_SCROLL).await, json!(true));
+    save_screenshot(&client, "sign-in-code-mobile.png").await;
+    let got = sink.wait_for(1, Duration::from_secs(20)).await;
+    let (_, code) = crate::accounts::received_sign_in(&got, "phone.user@example.com");
+    type_into(&client, "#sign-in-code", &code).await;
+    submit_form(&client, "form.code-form").await;
+    let url = client.current_url().await.expect("url");
+    assert_eq!(url.path(), "/account");
+    assert_eq!(
+        text_of(&client, ".account-email").await,
+        "phone.user@example.com"
+    );
+    assert_eq!(script(&client, NO_SIDEWAYS_SCROLL).await, json!(true));
+    save_screenshot(&client, "account-mobile.png").await;
+
+    // Signed out, then back in by the emailed link: open it, press its button.
+    submit_form(&client, "form.sign-out-form").await;
+    client
+        .goto(&app.url("/account/sign-in"))
+        .await
+        .expect("sign-in loads");
+    type_into(&client, "#sign-in-email", "phone.user@example.com").await;
+    submit_form(&client, "form.sign-in-form").await;
+    let got = sink.wait_for(2, Duration::from_secs(20)).await;
+    let (link, _) = crate::accounts::received_sign_in(&got, "phone.user@example.com");
+    client.goto(&app.url(&link)).await.expect("link opens");
+    assert_eq!(script(&client, NO_SIDEWAYS_SCROLL).await, json!(true));
+    submit_form(&client, "form.link-form").await;
+    let url = client.current_url().await.expect("url");
+    assert_eq!(url.path(), "/account");
+    assert_eq!(
+        text_of(&client, ".account-email").await,
+        "phone.user@example.com"
+    );
+    client.close().await.expect("browser closes");
 }

@@ -905,6 +905,8 @@ async fn every_comment_query_uses_an_index() {
         notify: false,
         deleted_at: None,
         deleted_from: None,
+        account_id: None,
+        verified: false,
     };
     for (what, parent) in [
         ("latest top-level comment", None),

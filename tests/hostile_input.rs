@@ -134,7 +134,10 @@ async fn state_snapshot(app: &TestApp) -> (u64, u64, u64, i64, i64, u64) {
         count("comments").await,
         available,
         reserved,
-        count("accounts").await + count("sign_in_tokens").await + addresses,
+        count("accounts").await
+            + count("sign_in_tokens").await
+            + count("privacy_requests").await
+            + addresses,
     )
 }
 
@@ -269,6 +272,11 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
         format!("/account/addresses/new?{v}={v}"),
         format!("/account/addresses/{v}"),
         format!("/account/settings?{v}={v}"),
+        format!("/account/privacy?{v}={v}"),
+        format!("/account/comments?{v}={v}"),
+        format!("/account/comments/{v}"),
+        format!("/account/comments/{FAKE_ID}"),
+        format!("/account/privacy/confirm/{v}"),
         format!("/comments/unsubscribe/{v}/{v}"),
         format!("/comments/unsubscribe/{FAKE_ID}/{v}"),
         // Sitemaps, robots.txt and tag feeds.
@@ -421,6 +429,20 @@ async fn probe(app: &TestApp, shopper: &Shopper, value: &str) -> Result<(), Stri
         ),
         (format!("/account/addresses/{v}/delete"), vec![]),
         (format!("/account/addresses/{v}/default"), vec![]),
+        (format!("/account/comments/{v}"), vec![("text", value)]),
+        (
+            format!("/account/comments/{FAKE_ID}"),
+            vec![("text", value)],
+        ),
+        (format!("/account/comments/{v}/delete"), vec![]),
+        // Asking for a confirmation email takes no fields; the links' tokens are made up here.
+        ("/account/privacy/export".to_string(), vec![("hx", value)]),
+        ("/account/privacy/delete".to_string(), vec![("hx", value)]),
+        (format!("/account/privacy/confirm/{v}"), vec![("hx", value)]),
+        (
+            format!("/account/privacy/confirm/{}", "a".repeat(64)),
+            vec![],
+        ),
     ];
     for (path, fields) in &forms {
         let response = shopper.post(path, fields).await;

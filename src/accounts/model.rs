@@ -36,6 +36,10 @@ pub struct Account {
     /// The name shown on the customer's comments, when they chose one.
     #[serde(default)]
     pub display_name: Option<String>,
+    /// `comments::names::comparison_key` of the display name: what reserves it to this
+    /// account (`comments::identity`). Absent without a display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_key: Option<String>,
     /// Whether replies to the customer's comments are emailed to them.
     #[serde(default)]
     pub notify_replies: bool,
@@ -91,10 +95,18 @@ impl SavedAddress {
 }
 
 pub fn indexes() -> Vec<IndexModel> {
-    vec![IndexModel::builder()
-        .keys(doc! { "email": 1 })
-        .options(IndexOptions::builder().unique(true).build())
-        .build()]
+    vec![
+        IndexModel::builder()
+            .keys(doc! { "email": 1 })
+            .options(IndexOptions::builder().unique(true).build())
+            .build(),
+        // Who owns a comment name (`comments::identity::owner_of`).
+        IndexModel::builder()
+            .keys(doc! { "display_key": 1 })
+            .build(),
+        // The retention job's "not seen since" (`privacy::erase_abandoned`).
+        IndexModel::builder().keys(doc! { "last_seen": 1 }).build(),
+    ]
 }
 
 pub fn collection(db: &Db) -> mongodb::Collection<Account> {
@@ -176,19 +188,26 @@ pub async fn bump_sessions_epoch(db: &Db, id: ObjectId) -> Result<Option<i64>, D
     Ok(account.map(|a| a.sessions_epoch))
 }
 
-/// Store the comment settings.
+/// Store the comment settings; the display name with its comparison key, which reserves it.
 pub async fn set_comment_settings(
     db: &Db,
     id: ObjectId,
     display_name: Option<&str>,
     notify_replies: bool,
 ) -> Result<bool, DbError> {
-    let done = durable(db)
-        .update_one(
-            doc! { "_id": id },
-            doc! { "$set": { "display_name": display_name, "notify_replies": notify_replies } },
-        )
-        .await?;
+    let key = display_name.map(crate::comments::names::comparison_key);
+    let update = match key {
+        Some(key) => doc! { "$set": {
+            "display_name": display_name,
+            "display_key": key,
+            "notify_replies": notify_replies,
+        } },
+        None => doc! {
+            "$set": { "display_name": bson::Bson::Null, "notify_replies": notify_replies },
+            "$unset": { "display_key": "" },
+        },
+    };
+    let done = durable(db).update_one(doc! { "_id": id }, update).await?;
     Ok(done.matched_count == 1)
 }
 

@@ -126,17 +126,31 @@ pub async fn save_settings(
     let Some(account) = session::current(&session, &state.db).await? else {
         return Ok(to_sign_in());
     };
-    let name = form.display_name.trim();
+    let cleaned = crate::comments::names::clean_name(&form.display_name);
+    let name = cleaned.as_str();
     let mut errors = FieldErrors::new();
     if name.chars().count() > MAX_DISPLAY_NAME {
         errors.add(
             "display_name",
             format!("A display name has at most {MAX_DISPLAY_NAME} characters."),
         );
-    } else if name.chars().any(char::is_control) {
+    } else if form.display_name.trim().chars().any(char::is_control) {
         errors.add(
             "display_name",
             "The display name contains characters we cannot print.",
+        );
+    } else if crate::comments::names::is_reserved(name, &crate::db::site::current().name) {
+        errors.add(
+            "display_name",
+            "That name is kept for the shop's own staff; please choose another.",
+        );
+    } else if crate::comments::identity::owner_of(&state.db, name)
+        .await?
+        .is_some_and(|owner| owner != account.id)
+    {
+        errors.add(
+            "display_name",
+            "Another customer already comments under that name; please choose another.",
         );
     }
     let notify = form.notify_replies.is_some();

@@ -11,9 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::accounts::model::{self, Account};
 use crate::db::{Db, DbError};
 use crate::web::csrf;
-use crate::web::session::ACCOUNT_KEY;
+use crate::web::session::{ACCOUNT_EPOCH_KEY as EPOCH_KEY, ACCOUNT_KEY};
 
-const EPOCH_KEY: &str = "account_epoch";
 const PENDING_KEY: &str = "sign_in_pending";
 
 /// The sign-in this session asked for and may finish with a code.

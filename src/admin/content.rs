@@ -1048,11 +1048,7 @@ fn merge_edit(kind: NodeType, form: &Submitted, mine: Edit, stored: &Node) -> Me
     out
 }
 
-/// The name of the admin saving (`metadata.updated_by`).
-fn admin_name(req: &HttpRequest) -> Option<String> {
-    req.app_data::<web::Data<crate::web::basic_auth::AdminCredentials>>()
-        .map(|c| c.username().to_string())
-}
+use crate::admin::admin_name;
 
 /// `POST /admin/content/{id}/edit`: the one edit form (text, tags, publication) saved in one
 /// update under the form's nonce. When someone saved in between, the edit is merged three

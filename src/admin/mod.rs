@@ -6,6 +6,7 @@ pub mod categories;
 pub mod changelist;
 pub mod comments;
 pub mod content;
+pub mod customers;
 pub mod dashboard;
 pub mod demo_data;
 pub mod media;
@@ -100,6 +101,14 @@ pub fn scope() -> Scope<
                 .route(read().to(orders::confirm_cancel))
                 .post(orders::cancel),
         )
+        .route("/customers", read().to(customers::index))
+        .route("/customers/{id}", read().to(customers::show))
+        .service(web::resource("/customers/{id}/export").post(customers::export))
+        .service(
+            web::resource("/customers/{id}/anonymise")
+                .route(read().to(customers::confirm_anonymise))
+                .post(customers::anonymise),
+        )
         .route("/carts", read().to(carts::index))
         .service(web::resource("/carts/expire").post(carts::expire_now))
         .service(web::resource("/carts/cleanup").post(carts::clean_up_now))
@@ -188,4 +197,11 @@ pub fn scope() -> Scope<
         .service(web::resource("/comments/bulk").post(comments::bulk))
         .route("/comments/{id}/reply", read().to(comments::reply_form))
         .route("/comments/{id}/reply", web::post().to(comments::reply))
+}
+
+/// The name of the admin making a request (their Basic user name), recorded as who saved an
+/// edit (`metadata.updated_by` on nodes, `updated_by` on products) and shown on conflict pages.
+pub(crate) fn admin_name(req: &actix_web::HttpRequest) -> Option<String> {
+    req.app_data::<web::Data<crate::web::basic_auth::AdminCredentials>>()
+        .map(|c| c.username().to_string())
 }

@@ -534,6 +534,7 @@ pub async fn update(
                     edit,
                     &tags,
                     Some(status),
+                    crate::admin::admin_name(&req).as_deref(),
                 )
                 .await
                 {

@@ -276,6 +276,9 @@ pub struct Product {
     pub comments_closed: bool,
     pub created: DateTime,
     pub updated: DateTime,
+    /// The admin who saved the form last; missing until a save recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub updated_by: Option<String>,
     /// Replaced by every save of the admin form and checked by the next one, so a form loaded
     /// before someone else's save cannot overwrite it. Stock, reservations, sales and photos
     /// leave it alone: they are not fields of the form. Products stored before it existed have
@@ -408,6 +411,7 @@ impl NewProduct {
             comments_closed: false,
             created: now,
             updated: now,
+            updated_by: None,
             edit_version: Some(EditVersion::new()),
         })
     }

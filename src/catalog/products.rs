@@ -309,10 +309,11 @@ pub async fn update(
     edit: NewProduct,
     tags: &[String],
 ) -> Result<Saved, CatalogError> {
-    update_with_status(db, id, expected_version, edit, tags, None).await
+    update_with_status(db, id, expected_version, edit, tags, None, None).await
 }
 
-/// [`update`], also setting the lifecycle `status` when given (the admin form's Status).
+/// [`update`], also setting the lifecycle `status` when given (the admin form's Status), and
+/// recording who saved (`updated_by`, shown on the next conflict page) when known.
 pub async fn update_with_status(
     db: &Db,
     id: ObjectId,
@@ -320,6 +321,7 @@ pub async fn update_with_status(
     edit: NewProduct,
     tags: &[String],
     status: Option<ProductStatus>,
+    by: Option<&str>,
 ) -> Result<Saved, CatalogError> {
     let path = crate::catalog::categories::category_path_for(db, &edit.categories).await?;
     let details = edit
@@ -363,6 +365,9 @@ pub async fn update_with_status(
     };
     if let Some(status) = status {
         set.insert("status", status.as_str());
+    }
+    if let Some(by) = by {
+        set.insert("updated_by", by);
     }
     let result = db
         .durable::<Document>(COLLECTION)

@@ -7,6 +7,7 @@
 //! (`catalog::pages::post_comment`, `content::pages::post_reply` …) stay thin over
 //! [`pages::submit`] and [`pages::reply`].
 
+pub mod identity;
 pub mod names;
 pub mod notify;
 pub mod pages;
@@ -191,6 +192,13 @@ pub struct Comment {
     /// The status it had before it was deleted, which a restore gives back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deleted_from: Option<CommentStatus>,
+    /// The customer account signed in when it was posted (`identity`); absent for anonymous
+    /// comments and once the account is erased.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<ObjectId>,
+    /// Signed with the posting account's own display name: shown with the "verified" mark.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub verified: bool,
 }
 
 impl Comment {

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::comments::store::{self, NewComment, PostError};
 use crate::comments::thread::{self, CommentForm, ThreadView};
-use crate::comments::{names, notify, policy, slugs, Comment, CommentStatus, Discussion};
+use crate::comments::{identity, names, notify, policy, slugs, Comment, CommentStatus, Discussion};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
@@ -140,6 +140,21 @@ pub async fn submit(
     if form.has_errors() {
         return Ok(Submitted::Refused(form, StatusCode::UNPROCESSABLE_ENTITY));
     }
+    // One identity: a customer's display name is theirs alone.
+    let commenter = identity::signed_in(&req.get_session(), &state.db).await?;
+    let owner = identity::owner_of(&state.db, &names::clean_name(&input.name)).await?;
+    let verified = match (owner, &commenter) {
+        (None, _) => false,
+        (Some(owner), Some(me)) if owner == me.id => true,
+        (Some(_), _) => {
+            form.name_error = Some(
+                "That name belongs to a customer account; please sign with another (or sign \
+                 in, if it is yours)."
+                    .into(),
+            );
+            return Ok(Submitted::Refused(form, StatusCode::UNPROCESSABLE_ENTITY));
+        }
+    };
     if parent
         .as_ref()
         .is_some_and(|p| p.status != CommentStatus::Visible)
@@ -176,6 +191,8 @@ pub async fn submit(
         email,
         staff: false,
         held: false,
+        account_id: commenter.map(|c| c.id),
+        verified,
     };
     let hold = match policy::hold(&state.db, &state.comments, &new).await {
         Ok(hold) => hold,

@@ -37,6 +37,8 @@ pub fn indexes() -> Vec<IndexModel> {
         // The moderation policy's "approved before?" by email, else by name.
         plain(doc! { "email": 1, "status": 1 }),
         plain(doc! { "author.name": 1, "status": 1 }),
+        // A signed-in customer's comments (their account page, export and erasure).
+        plain(doc! { "account_id": 1, "posted": -1 }),
         // Deleted comments whose restore period is over, for the purge job.
         plain(doc! { "status": 1, "deleted_at": 1 }),
     ]
@@ -152,6 +154,10 @@ pub struct NewComment {
     pub staff: bool,
     /// Held by the moderation policy: stored `pending`, not counted.
     pub held: bool,
+    /// The signed-in commenter's account (`identity::signed_in`).
+    pub account_id: Option<ObjectId>,
+    /// Signed with that account's own display name.
+    pub verified: bool,
 }
 
 /// Store a comment (a reply when `parent` is given) and count it. A reply's slug and full slug
@@ -200,6 +206,8 @@ pub async fn post(
             notify: new.notify && new.email.is_some(),
             deleted_at: None,
             deleted_from: None,
+            account_id: new.account_id,
+            verified: new.verified && new.account_id.is_some(),
         };
         // Journaled before the commenter sees it posted (`database.write_concern`).
         match db.durable::<Comment>(COLLECTION).insert_one(&comment).await {
@@ -507,6 +515,42 @@ pub async fn delete(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
         }
     }
     Ok(Moderated::Unchanged)
+}
+
+/// The newest `limit` comments posted by `account` (signed in), any status but deleted.
+pub async fn by_account(db: &Db, account: ObjectId, limit: i64) -> Result<Vec<Comment>, DbError> {
+    Ok(collection(db)
+        .find(doc! { "account_id": account, "status": { "$ne": CommentStatus::Deleted.as_str() } })
+        .sort(doc! { "account_id": 1, "posted": -1 })
+        .limit(limit)
+        .await?
+        .try_collect()
+        .await?)
+}
+
+/// Replace the text of `account`'s comment `id` if it was posted at or after `not_before` and
+/// is visible or pending: one conditional update, so a late or someone else's edit changes
+/// nothing. False when nothing matched.
+pub async fn edit_own(
+    db: &Db,
+    id: ObjectId,
+    account: ObjectId,
+    not_before: DateTime,
+    text: &str,
+) -> Result<bool, DbError> {
+    let done = db
+        .durable::<Comment>(COLLECTION)
+        .update_one(
+            doc! {
+                "_id": id,
+                "account_id": account,
+                "posted": { "$gte": not_before },
+                "status": { "$in": [CommentStatus::Visible.as_str(), CommentStatus::Pending.as_str()] },
+            },
+            doc! { "$set": { "text": text } },
+        )
+        .await?;
+    Ok(done.matched_count == 1)
 }
 
 /// The earliest deletion time still restorable with `restore_days`.

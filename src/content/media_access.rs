@@ -1,8 +1,9 @@
 //! Who may fetch a stored image at the public `/media/{id}` URLs. A draft's page is hidden, so
 //! its photo must be too (file ids are ObjectIds, made in sequence and easy to guess): a file
 //! that only unpublished nodes show is served to the admin alone (Basic credentials on the
-//! request; the admin's own pages link `/admin/media/…`), never cached, and is a 404 for
-//! everyone else. Everything else (published photos, product photos, files only Markdown links
+//! request; the admin's own pages link `/admin/media/…`) and to a browser that opened a valid
+//! preview link of one of those nodes (`content::preview::granted`), never cached, and is a 404
+//! for everyone else. Everything else (published photos, product photos, files only Markdown links
 //! to) stays public and cacheable for a year.
 //!
 //! None of these URLs sends an original as uploaded (it may carry the uploader's EXIF: GPS
@@ -10,12 +11,13 @@
 //! already written in Markdown keep working and show the largest sized copy. The original is
 //! the admin's, at `/admin/media/{id}`.
 
+use actix_session::SessionExt;
 use actix_web::{web, HttpRequest, HttpResponse};
 use bson::doc;
 use bson::oid::ObjectId;
 use futures::TryStreamExt;
 
-use crate::content::model;
+use crate::content::{model, preview};
 use crate::db::{Db, DbError};
 use crate::media::{self, Audience, Variant};
 use crate::state::AppState;
@@ -23,10 +25,14 @@ use crate::web::basic_auth::carries_admin_credentials;
 use crate::web::errors::AppError;
 use crate::web::parse_object_id;
 
-/// Whether original `file` is shown only by nodes the public cannot see: at least one node
-/// shows it, none of them is published yet (a draft, or scheduled for a later date: checked
-/// against the clock at each request), and no product shows it. Both finds use an index (`photo_file` on nodes, `photos` on products).
-pub async fn shown_only_by_drafts(db: &Db, file: ObjectId) -> Result<bool, DbError> {
+/// The nodes that show original `file` when only nodes the public cannot see show it: at least
+/// one node shows it, none of them is published yet (a draft, or scheduled for a later date:
+/// checked against the clock at each request), and no product shows it. `None` when the file
+/// is public. Both finds use an index (`photo_file` on nodes, `photos` on products).
+pub async fn drafts_only_showing(
+    db: &Db,
+    file: ObjectId,
+) -> Result<Option<Vec<ObjectId>>, DbError> {
     let nodes: Vec<model::Node> = model::collection(db)
         .find(doc! { "metadata.detail.file_id": file })
         .limit(20)
@@ -34,7 +40,7 @@ pub async fn shown_only_by_drafts(db: &Db, file: ObjectId) -> Result<bool, DbErr
         .try_collect()
         .await?;
     if nodes.is_empty() || nodes.iter().any(model::Node::is_published) {
-        return Ok(false);
+        return Ok(None);
     }
     let on_a_product = db
         .collection::<bson::Document>(crate::catalog::products::COLLECTION)
@@ -42,7 +48,7 @@ pub async fn shown_only_by_drafts(db: &Db, file: ObjectId) -> Result<bool, DbErr
         .projection(doc! { "_id": 1 })
         .await?
         .is_some();
-    Ok(!on_a_product)
+    Ok((!on_a_product).then(|| nodes.iter().map(|n| n.id).collect()))
 }
 
 /// `GET /media/{file_id}`
@@ -108,10 +114,16 @@ async fn serve_variant(
         .await?
         .ok_or(AppError::NotFound)?
         .original;
-    let private = shown_only_by_drafts(db, original).await?;
-    // The same answer as for a file that does not exist: nothing tells a guesser it is there.
-    if private && !carries_admin_credentials(req).await {
-        return Err(AppError::NotFound);
+    let drafts = drafts_only_showing(db, original).await?;
+    let private = drafts.is_some();
+    if let Some(drafts) = drafts {
+        // A reviewer who opened a valid preview link of one of those drafts sees its photo;
+        // anyone else gets the same answer as for a file that does not exist: nothing tells a
+        // guesser it is there.
+        let previewing = preview::granted(&req.get_session(), &drafts, db.now());
+        if !previewing && !carries_admin_credentials(req).await {
+            return Err(AppError::NotFound);
+        }
     }
     let resolved = media::resolve_public(db, id, variant, state.max_image_pixels)
         .await?

@@ -192,6 +192,8 @@ pub async fn preview(
         }
         Checked::Valid => {}
     }
+    // This browser may now fetch the draft's photo until the link expires.
+    preview::grant(&actix_session::SessionExt::get_session(&req), id, expires);
     let node = model::by_id(&state.db, id)
         .await?
         .ok_or(AppError::NotFound)?;

@@ -6,9 +6,11 @@
 //! names its purpose, so an unsubscribe link's signature is no preview's).
 //!
 //! The page is marked `noindex` and `private, no-store`; it has no comment form and no links to
-//! neighbouring posts. A draft's photo is served only to the admin (`content::media_access`),
-//! so a reviewer without an admin account sees a photo post's text but not its picture.
+//! neighbouring posts. Opening a valid link also records it in the browser's session (signed
+//! and encrypted, so it cannot be forged), which lets that browser fetch the draft's photo
+//! until the link expires (`content::media_access`); nobody else can.
 
+use actix_session::Session;
 use bson::oid::ObjectId;
 
 use crate::db::{Db, DbError};
@@ -53,4 +55,42 @@ pub async fn check(db: &Db, id: ObjectId, expires: i64, sig: &str) -> Result<Che
         return Ok(Checked::Expired);
     }
     Ok(Checked::Valid)
+}
+
+/// The session key under which a browser keeps the previews it opened: `(node id, expiry in
+/// Unix seconds)`.
+const GRANTS_KEY: &str = "preview_grants";
+/// Previews one browser keeps at most (the newest).
+const MAX_GRANTS: usize = 8;
+
+fn grants(session: &Session) -> Vec<(String, i64)> {
+    session
+        .get::<Vec<(String, i64)>>(GRANTS_KEY)
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+/// Remember in `session` that it opened a valid preview link of node `id` expiring at
+/// `expires` (Unix seconds).
+pub fn grant(session: &Session, id: ObjectId, expires: i64) {
+    let hex = id.to_hex();
+    let mut kept: Vec<(String, i64)> = grants(session)
+        .into_iter()
+        .filter(|(node, _)| *node != hex)
+        .collect();
+    kept.push((hex, expires));
+    let excess = kept.len().saturating_sub(MAX_GRANTS);
+    kept.drain(..excess);
+    if let Err(e) = session.insert(GRANTS_KEY, kept) {
+        tracing::warn!(error = %e, "remembering a preview in the session failed");
+    }
+}
+
+/// Whether `session` opened a preview of one of `nodes` whose link has not expired at `now`.
+pub fn granted(session: &Session, nodes: &[ObjectId], now: bson::DateTime) -> bool {
+    let now = now.timestamp_millis() / 1000;
+    grants(session)
+        .iter()
+        .any(|(node, expires)| *expires > now && nodes.iter().any(|n| n.to_hex() == *node))
 }

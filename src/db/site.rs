@@ -88,11 +88,12 @@ pub struct SiteSettings {
     /// The rules of `/robots.txt`; the `Sitemap:` line is added when they have none.
     #[serde(default = "default_robots_txt")]
     pub robots_txt: String,
-    /// Where times are shown and typed (stored times stay UTC).
-    #[serde(default)]
+    /// Where times are shown and typed (stored times stay UTC). Like `menus`, not written when
+    /// it is the default, so settings stored before it existed read and write back unchanged.
+    #[serde(default, skip_serializing_if = "TimeZone::is_utc")]
     pub time_zone: TimeZone,
     /// The header's and footer's navigation (Admin → Menus).
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Menus::is_default")]
     pub menus: Menus,
 }
 
@@ -142,6 +143,13 @@ fn default_footer_menu() -> Vec<MenuItem> {
         MenuItem::new("Blog", "/blog/"),
         MenuItem::new("Gallery", "/gallery/"),
     ]
+}
+
+impl Menus {
+    /// Whether these are the menus a shop starts with.
+    pub fn is_default(&self) -> bool {
+        *self == Menus::default()
+    }
 }
 
 impl Default for Menus {

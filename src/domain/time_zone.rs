@@ -37,6 +37,11 @@ impl TimeZone {
             .map_err(|_| UnknownTimeZone(name.trim().chars().take(60).collect()))
     }
 
+    /// Whether this is UTC (the default).
+    pub fn is_utc(&self) -> bool {
+        *self == TimeZone::utc()
+    }
+
     /// The IANA name (`Europe/Paris`).
     pub fn name(&self) -> &'static str {
         self.0.name()

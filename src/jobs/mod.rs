@@ -1,8 +1,9 @@
 //! The background jobs, and the scheduler that runs them: cart expiry returns the stock of idle
 //! carts, cleanup repairs reservations a crash left behind, old expired carts are deleted,
 //! checkouts and cancellations a crash interrupted are finished, and scheduled content whose
-//! time came is marked live, and comments deleted longer ago than their restore period are
-//! deleted for good. Every job is idempotent, so any
+//! time came is marked live, comments deleted longer ago than their restore period are
+//! deleted for good, and customer accounts abandoned for `accounts.abandoned_after_days` are
+//! erased (`accounts::privacy`, under a lease). Every job is idempotent, so any
 //! number of app instances may run them at the same time.
 //!
 //! Clock steps: every job measures an age as "stored stamp against now", so a clock stepped
@@ -218,12 +219,15 @@ pub async fn recover_stuck_checkouts(
 
 /// Run expiry, cleanup and the recovery of interrupted checkouts (asking `gateway` what it
 /// charged) every `settings.jobs_every` until the returned task is aborted. `None` when the jobs
-/// are turned off. Comments deleted more than `restore_days` ago are deleted for good.
+/// are turned off. Comments deleted more than `restore_days` ago are deleted for good, and
+/// customer accounts abandoned for `abandoned_after_days` are erased (under a lease, by one
+/// instance at a time; `accounts::privacy::erase_abandoned`).
 pub fn spawn(
     db: Db,
     settings: CartSettings,
     gateway: Arc<dyn PaymentGateway>,
     restore_days: u32,
+    abandoned_after_days: u32,
 ) -> Option<tokio::task::JoinHandle<()>> {
     if settings.jobs_every.is_zero() {
         return None;
@@ -275,6 +279,10 @@ pub fn spawn(
                     comments = n,
                     "deleted comments past their restore period purged"
                 );
+            }
+            let abandoned = crate::accounts::privacy::erase_abandoned(&db, abandoned_after_days);
+            if let Some(n @ 1..) = run("erase_abandoned_accounts", abandoned).await {
+                tracing::info!(accounts = n, "abandoned customer accounts erased");
             }
         }
     }))

@@ -116,6 +116,8 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
                 notify: false,
                 deleted_at: None,
                 deleted_from: None,
+                account_id: None,
+                verified: false,
             };
             match collection(db).insert_one(&comment).await {
                 Ok(_) => added_here += 1,

@@ -39,6 +39,7 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
         // Sign-in tokens and rate-limit windows: TTL indexes clear what expired.
         (accounts::tokens::COLLECTION, accounts::tokens::indexes()),
         (accounts::limits::COLLECTION, accounts::limits::indexes()),
+        (accounts::privacy::COLLECTION, accounts::privacy::indexes()),
         (crate::mail::COLLECTION, crate::mail::indexes()),
         (
             checkout::payments::COLLECTION,

@@ -20,6 +20,7 @@ const ADMIN_AREAS: &[(&str, &str)] = &[
     ("/admin/products", "Products"),
     ("/admin/categories", "Categories"),
     ("/admin/orders", "Orders"),
+    ("/admin/customers", "Customers"),
     ("/admin/carts", "Carts"),
     ("/admin/stock", "Stock"),
     ("/admin/content", "Content"),

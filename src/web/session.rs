@@ -29,6 +29,10 @@ pub fn cart_id(session: &actix_session::Session) -> Option<String> {
 /// check it against the account's `sessions_epoch`.
 pub const ACCOUNT_KEY: &str = "account_id";
 
+/// The session key of the account's `sessions_epoch` the session signed in under (the accounts
+/// area writes it; comments read it to know a signed-in commenter without the accounts area).
+pub const ACCOUNT_EPOCH_KEY: &str = "account_epoch";
+
 /// Whether the session says a customer is signed in (for the header's "Account" link).
 pub fn signed_in(session: &actix_session::Session) -> bool {
     session.contains_key(ACCOUNT_KEY)
