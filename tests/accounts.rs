@@ -346,6 +346,33 @@ async fn a_code_works_only_in_the_browser_that_asked_for_it() {
 }
 
 #[tokio::test]
+async fn a_link_opened_in_another_browser_is_refused_and_still_works_where_it_was_asked_for() {
+    let app = spawn_app().await;
+    let asker = Shopper::new(&app).await;
+    ask_to_sign_in(&asker, "linked@example.com").await;
+    let (link, _) = outbox_sign_in(&app, "linked@example.com").await;
+
+    // Someone who only reads the mail (another browser, no sign-in asked there).
+    let reader = Shopper::new(&app).await;
+    let opened = reader.get(&link).await;
+    assert_eq!(opened.status(), StatusCode::FORBIDDEN);
+    let page = body(opened).await;
+    assert!(page.contains("asked for in another browser"), "{page}");
+    assert_eq!(
+        reader.post(&link, &[]).await.status(),
+        StatusCode::FORBIDDEN
+    );
+    assert!(!signed_in(&reader).await);
+
+    // The asking browser still signs in with it: the refusal used nothing.
+    assert_eq!(
+        follow_link(&asker, &link).await.status(),
+        StatusCode::SEE_OTHER
+    );
+    assert!(signed_in(&asker).await);
+}
+
+#[tokio::test]
 async fn five_wrong_codes_kill_the_token() {
     let app = spawn_app().await;
     let visitor = Shopper::new(&app).await;

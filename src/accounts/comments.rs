@@ -1,6 +1,6 @@
 //! The comments a signed-in customer wrote (`/account/comments`): each with its status, an edit
 //! form while it is younger than `comments.edit_window_minutes`, and a delete button. A delete
-//! is the moderators' delete (`comments::store::delete`): shown as "[deleted]" while replies
+//! is the moderators' delete (`comments::store::delete`): shown as "\[deleted\]" while replies
 //! hang from it, purged after `comments.restore_days`. Only comments posted while signed in
 //! (`account_id`) are listed and may be changed; every change is conditional on the account.
 

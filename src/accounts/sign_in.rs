@@ -214,15 +214,20 @@ pub async fn enter_code(
 /// the link, so a mail scanner fetching it spends nothing).
 pub async fn open_link(
     req: HttpRequest,
+    session: Session,
     state: web::Data<AppState>,
     token: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    let live = match tokens::id_of_link(&token) {
-        Some(id) => tokens::peek(&state.db, &id).await?.is_some(),
+    let id = tokens::id_of_link(&token);
+    let live = match &id {
+        Some(id) => tokens::peek(&state.db, id).await?.is_some(),
         None => false,
     };
     if !live {
         return sign_in_form(&req, "", Some(DEAD_TOKEN), StatusCode::GONE);
+    }
+    if !asked_here(&session, id.as_deref()) {
+        return sign_in_form(&req, "", Some(OTHER_BROWSER), StatusCode::FORBIDDEN);
     }
     rendered(
         &LinkPage {
@@ -240,7 +245,16 @@ pub async fn follow_link(
     state: web::Data<AppState>,
     token: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    let used = match tokens::id_of_link(&token) {
+    let id = tokens::id_of_link(&token);
+    // A link opened in another browser than the one that asked is refused and left unused,
+    // so it still works where it was asked for: whoever reads the mail alone cannot sign in.
+    // A dead or made-up link says so first, wherever it is opened.
+    if let Some(live) = &id {
+        if tokens::peek(&state.db, live).await?.is_some() && !asked_here(&session, id.as_deref()) {
+            return sign_in_form(&req, "", Some(OTHER_BROWSER), StatusCode::FORBIDDEN);
+        }
+    }
+    let used = match id {
         Some(id) => tokens::consume_link(&state.db, &id).await?,
         None => None,
     };
@@ -249,6 +263,21 @@ pub async fn follow_link(
         None => sign_in_form(&req, "", Some(DEAD_TOKEN), StatusCode::GONE),
     }
 }
+
+/// Whether this browser is the one that asked for the sign-in token `id` (its session holds
+/// the pending sign-in).
+fn asked_here(session: &Session, id: Option<&str>) -> bool {
+    match (session::pending(session), id) {
+        (Some(pending), Some(id)) => pending.id == id,
+        _ => false,
+    }
+}
+
+/// What a sign-in link opened in another browser says.
+pub const OTHER_BROWSER: &str =
+    "This sign-in link was asked for in another browser. Open it in the \
+     browser where you entered your email, or enter the 6-digit code from the same message there; \
+     or ask for a new link here.";
 
 /// The token was good: the account (created on a first sign-in), its orders claimed, the
 /// session renewed and signed in.
