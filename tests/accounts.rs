@@ -1200,3 +1200,40 @@ async fn a_customer_edits_their_comment_within_the_window_only_and_deletes_it() 
     let list = html(&body(writer.get("/account/comments").await).await);
     assert_eq!(count(&list, ".own-comment"), 0);
 }
+
+#[tokio::test]
+async fn of_two_accounts_taking_one_display_name_at_once_exactly_one_gets_it() {
+    use bazaar::accounts::model::{self, SettingsSaved};
+    let app = spawn_app().await;
+    let email = |e: &str| bazaar::domain::EmailAddress::parse(e).expect("an address");
+    let a = model::upsert_on_sign_in(&app.db, &email("a@example.com"))
+        .await
+        .expect("a");
+    let b = model::upsert_on_sign_in(&app.db, &email("b@example.com"))
+        .await
+        .expect("b");
+    for round in 0..10 {
+        let name = format!("Night Owl {round}");
+        let (x, y) = futures::join!(
+            model::set_comment_settings(&app.db, a.id, Some(&name), false),
+            model::set_comment_settings(&app.db, b.id, Some(&name), false),
+        );
+        let outcomes = [x.expect("a saves"), y.expect("b saves")];
+        assert_eq!(
+            outcomes
+                .iter()
+                .filter(|o| **o == SettingsSaved::Saved)
+                .count(),
+            1,
+            "{outcomes:?}"
+        );
+        assert!(outcomes.contains(&SettingsSaved::NameTaken));
+    }
+    // Accounts without a display name are many and never collide.
+    model::set_comment_settings(&app.db, a.id, None, false)
+        .await
+        .expect("cleared");
+    model::set_comment_settings(&app.db, b.id, None, false)
+        .await
+        .expect("cleared");
+}

@@ -100,9 +100,17 @@ pub fn indexes() -> Vec<IndexModel> {
             .keys(doc! { "email": 1 })
             .options(IndexOptions::builder().unique(true).build())
             .build(),
-        // Who owns a comment name (`comments::identity::owner_of`).
+        // Who owns a comment name (`comments::identity::owner_of`); unique, so two accounts
+        // choosing the same name at once cannot both get it (sparse: most have none).
         IndexModel::builder()
             .keys(doc! { "display_key": 1 })
+            .options(
+                IndexOptions::builder()
+                    .name("display_key_unique".to_string())
+                    .unique(true)
+                    .sparse(true)
+                    .build(),
+            )
             .build(),
         // The retention job's "not seen since" (`privacy::erase_abandoned`).
         IndexModel::builder().keys(doc! { "last_seen": 1 }).build(),
@@ -188,13 +196,24 @@ pub async fn bump_sessions_epoch(db: &Db, id: ObjectId) -> Result<Option<i64>, D
     Ok(account.map(|a| a.sessions_epoch))
 }
 
-/// Store the comment settings; the display name with its comparison key, which reserves it.
+/// What storing the comment settings did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SettingsSaved {
+    Saved,
+    /// The account is gone.
+    NoAccount,
+    /// Another account holds that display name (it took it since the page's check).
+    NameTaken,
+}
+
+/// Store the comment settings; the display name with its comparison key, which reserves it
+/// (the unique `display_key` index settles two accounts choosing one name at once).
 pub async fn set_comment_settings(
     db: &Db,
     id: ObjectId,
     display_name: Option<&str>,
     notify_replies: bool,
-) -> Result<bool, DbError> {
+) -> Result<SettingsSaved, DbError> {
     let key = display_name.map(crate::comments::names::comparison_key);
     let update = match key {
         Some(key) => doc! { "$set": {
@@ -207,8 +226,12 @@ pub async fn set_comment_settings(
             "$unset": { "display_key": "" },
         },
     };
-    let done = durable(db).update_one(doc! { "_id": id }, update).await?;
-    Ok(done.matched_count == 1)
+    match durable(db).update_one(doc! { "_id": id }, update).await {
+        Ok(done) if done.matched_count == 1 => Ok(SettingsSaved::Saved),
+        Ok(_) => Ok(SettingsSaved::NoAccount),
+        Err(e) if crate::db::is_duplicate_key(&e) => Ok(SettingsSaved::NameTaken),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Add `address` (the default when it is the first, or when it says so: the others then are

@@ -154,6 +154,16 @@ pub async fn save_settings(
         );
     }
     let notify = form.notify_replies.is_some();
+    let display_name = (!name.is_empty()).then_some(name);
+    if errors.is_empty()
+        && model::set_comment_settings(&state.db, account.id, display_name, notify).await?
+            == model::SettingsSaved::NameTaken
+    {
+        errors.add(
+            "display_name",
+            "Another customer already comments under that name; please choose another.",
+        );
+    }
     if !errors.is_empty() {
         let html = SettingsPage {
             layout: Layout::public(&req),
@@ -165,8 +175,6 @@ pub async fn save_settings(
         .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering the settings failed: {e}")))?;
         return Ok(html_response(StatusCode::BAD_REQUEST, html));
     }
-    let display_name = (!name.is_empty()).then_some(name);
-    model::set_comment_settings(&state.db, account.id, display_name, notify).await?;
     flash::push(&session, Level::Success, "Settings saved.");
     Ok(see_other("/account/settings"))
 }
