@@ -3,6 +3,7 @@
 //! `checkout::parse_country`), so a saved address is always one checkout accepts, and the
 //! default one prefills the checkout form ([`AccountPrefill`]).
 
+use crate::accounts::session::SignedIn;
 use actix_session::Session;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -131,14 +132,7 @@ fn form_page(page: AddressFormPage, status: StatusCode) -> Result<HttpResponse, 
 }
 
 /// `GET /account/addresses`
-pub async fn list(
-    req: HttpRequest,
-    session: Session,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, AppError> {
-    let Some(account) = session::current(&session, &state.db).await? else {
-        return Ok(to_sign_in());
-    };
+pub async fn list(req: HttpRequest, SignedIn(account): SignedIn) -> Result<HttpResponse, AppError> {
     crate::web::layout::render(&AddressesPage {
         layout: Layout::public(&req),
         account,
@@ -170,13 +164,11 @@ pub async fn new_form(
 /// `POST /account/addresses`
 pub async fn add(
     req: HttpRequest,
+    SignedIn(account): SignedIn,
     session: Session,
     state: web::Data<AppState>,
     form: web::Form<AddressForm>,
 ) -> Result<HttpResponse, AppError> {
-    let Some(account) = session::current(&session, &state.db).await? else {
-        return Ok(to_sign_in());
-    };
     let mut errors = FieldErrors::new();
     if account.addresses.len() >= MAX_ADDRESSES {
         errors.add(
@@ -230,13 +222,9 @@ fn add_again(
 /// `GET /account/addresses/{id}`
 pub async fn edit_form(
     req: HttpRequest,
-    session: Session,
-    state: web::Data<AppState>,
+    SignedIn(account): SignedIn,
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    let Some(account) = session::current(&session, &state.db).await? else {
-        return Ok(to_sign_in());
-    };
     let id = parse_object_id(&id)?;
     let address = account.address(&id).ok_or(AppError::NotFound)?;
     form_page(
@@ -255,14 +243,12 @@ pub async fn edit_form(
 /// `POST /account/addresses/{id}`
 pub async fn update(
     req: HttpRequest,
+    SignedIn(account): SignedIn,
     session: Session,
     state: web::Data<AppState>,
     id: web::Path<String>,
     form: web::Form<AddressForm>,
 ) -> Result<HttpResponse, AppError> {
-    let Some(account) = session::current(&session, &state.db).await? else {
-        return Ok(to_sign_in());
-    };
     let id = parse_object_id(&id)?;
     if account.address(&id).is_none() {
         return Err(AppError::NotFound);
@@ -291,13 +277,11 @@ pub async fn update(
 
 /// `POST /account/addresses/{id}/delete`
 pub async fn delete(
+    SignedIn(account): SignedIn,
     session: Session,
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    let Some(account) = session::current(&session, &state.db).await? else {
-        return Ok(to_sign_in());
-    };
     let id = parse_object_id(&id)?;
     if !model::delete_address(&state.db, account.id, id).await? {
         return Err(AppError::NotFound);
@@ -308,13 +292,11 @@ pub async fn delete(
 
 /// `POST /account/addresses/{id}/default`
 pub async fn make_default(
+    SignedIn(account): SignedIn,
     session: Session,
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    let Some(account) = session::current(&session, &state.db).await? else {
-        return Ok(to_sign_in());
-    };
     let id = parse_object_id(&id)?;
     if !model::set_default_address(&state.db, account.id, id).await? {
         return Err(AppError::NotFound);

@@ -4,6 +4,7 @@
 //! hang from it, purged after `comments.restore_days`. Only comments posted while signed in
 //! (`account_id`) are listed and may be changed; every change is conditional on the account.
 
+use crate::accounts::session::SignedIn;
 use actix_session::Session;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -12,7 +13,6 @@ use bson::oid::ObjectId;
 use bson::DateTime;
 use serde::Deserialize;
 
-use crate::accounts::session::{self, to_sign_in};
 use crate::comments::{names, store, Comment};
 use crate::state::AppState;
 use crate::web::errors::AppError;
@@ -69,12 +69,9 @@ fn edit_cutoff(state: &AppState) -> Option<DateTime> {
 /// `GET /account/comments`
 pub async fn list(
     req: HttpRequest,
-    session: Session,
+    SignedIn(account): SignedIn,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
-    let Some(account) = session::current(&session, &state.db).await? else {
-        return Ok(to_sign_in());
-    };
     let cutoff = edit_cutoff(&state);
     let comments = store::by_account(&state.db, account.id, SHOWN)
         .await?
@@ -112,13 +109,11 @@ fn too_late(session: &Session) -> HttpResponse {
 /// `GET /account/comments/{id}`: the edit form, while the window is open.
 pub async fn edit_form(
     req: HttpRequest,
+    SignedIn(account): SignedIn,
     session: Session,
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    let Some(account) = session::current(&session, &state.db).await? else {
-        return Ok(to_sign_in());
-    };
     let comment = own(&state, account.id, &id).await?;
     if edit_cutoff(&state).is_none_or(|c| comment.posted < c) {
         return Ok(too_late(&session));
@@ -134,14 +129,12 @@ pub async fn edit_form(
 /// `POST /account/comments/{id}`
 pub async fn save(
     req: HttpRequest,
+    SignedIn(account): SignedIn,
     session: Session,
     state: web::Data<AppState>,
     id: web::Path<String>,
     form: web::Form<EditForm>,
 ) -> Result<HttpResponse, AppError> {
-    let Some(account) = session::current(&session, &state.db).await? else {
-        return Ok(to_sign_in());
-    };
     let comment = own(&state, account.id, &id).await?;
     let Some(cutoff) = edit_cutoff(&state) else {
         return Ok(too_late(&session));
@@ -179,13 +172,11 @@ pub async fn save(
 
 /// `POST /account/comments/{id}/delete`
 pub async fn delete(
+    SignedIn(account): SignedIn,
     session: Session,
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    let Some(account) = session::current(&session, &state.db).await? else {
-        return Ok(to_sign_in());
-    };
     let comment = own(&state, account.id, &id).await?;
     store::delete(&state.db, comment.id).await?;
     flash::push(&session, Level::Success, "Your comment is deleted.");

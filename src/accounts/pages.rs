@@ -3,6 +3,7 @@
 //! `/account/settings` (the name shown on their comments, reply notifications). A signed-out
 //! visitor is sent to the sign-in form.
 
+use crate::accounts::session::SignedIn;
 use actix_session::Session;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -10,7 +11,6 @@ use askama::Template;
 use serde::Deserialize;
 
 use crate::accounts::model::{self, Account};
-use crate::accounts::session::{self, to_sign_in};
 use crate::checkout::orders::{self, Order};
 use crate::checkout::pages::OrderPage;
 use crate::domain::OrderNumber;
@@ -39,12 +39,9 @@ pub struct OverviewPage {
 /// first, so a guest order placed meanwhile shows too.
 pub async fn overview(
     req: HttpRequest,
-    session: Session,
+    SignedIn(account): SignedIn,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
-    let Some(account) = session::current(&session, &state.db).await? else {
-        return Ok(to_sign_in());
-    };
     orders::claim_for_account(&state.db, &account.email, account.id).await?;
     model::touch(&state.db, account.id).await?;
     let orders = orders::for_account(&state.db, account.id, ORDERS_SHOWN).await?;
@@ -58,13 +55,10 @@ pub async fn overview(
 /// `GET /account/orders/{number}`: only an order this account owns; any other is not found.
 pub async fn order(
     req: HttpRequest,
-    session: Session,
+    SignedIn(account): SignedIn,
     state: web::Data<AppState>,
     number: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
-    let Some(account) = session::current(&session, &state.db).await? else {
-        return Ok(to_sign_in());
-    };
     let number = OrderNumber::parse_exact(&number).map_err(|_| AppError::NotFound)?;
     let order = orders::by_number(&state.db, &number)
         .await?
@@ -102,12 +96,8 @@ pub struct SettingsForm {
 /// `GET /account/settings`
 pub async fn settings(
     req: HttpRequest,
-    session: Session,
-    state: web::Data<AppState>,
+    SignedIn(account): SignedIn,
 ) -> Result<HttpResponse, AppError> {
-    let Some(account) = session::current(&session, &state.db).await? else {
-        return Ok(to_sign_in());
-    };
     render(&SettingsPage {
         layout: Layout::public(&req),
         display_name: account.display_name.unwrap_or_default(),
@@ -119,13 +109,11 @@ pub async fn settings(
 /// `POST /account/settings`
 pub async fn save_settings(
     req: HttpRequest,
+    SignedIn(account): SignedIn,
     session: Session,
     state: web::Data<AppState>,
     form: web::Form<SettingsForm>,
 ) -> Result<HttpResponse, AppError> {
-    let Some(account) = session::current(&session, &state.db).await? else {
-        return Ok(to_sign_in());
-    };
     let cleaned = crate::comments::names::clean_name(&form.display_name);
     let name = cleaned.as_str();
     let mut errors = FieldErrors::new();

@@ -90,3 +90,66 @@ pub async fn current(session: &Session, db: &Db) -> Result<Option<Account>, DbEr
 pub fn to_sign_in() -> actix_web::HttpResponse {
     crate::web::see_other("/account/sign-in")
 }
+
+/// The signed-in account of a request, as a handler argument: extracting it reads the session
+/// and the account ([`current`]); a visitor who is not signed in (or whose session was ended
+/// elsewhere) is sent to the sign-in page instead of reaching the handler.
+pub struct SignedIn(pub Account);
+
+/// Why [`SignedIn`] was not extracted: the answer is the way to the sign-in page, or the
+/// database's error.
+#[derive(Debug)]
+pub enum NotSignedIn {
+    SignInFirst,
+    Db(crate::web::errors::AppError),
+}
+
+impl std::fmt::Display for NotSignedIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NotSignedIn::SignInFirst => f.write_str("sign in first"),
+            NotSignedIn::Db(e) => e.fmt(f),
+        }
+    }
+}
+
+impl actix_web::ResponseError for NotSignedIn {
+    fn status_code(&self) -> actix_web::http::StatusCode {
+        match self {
+            NotSignedIn::SignInFirst => actix_web::http::StatusCode::SEE_OTHER,
+            NotSignedIn::Db(e) => e.status_code(),
+        }
+    }
+
+    fn error_response(&self) -> actix_web::HttpResponse {
+        match self {
+            NotSignedIn::SignInFirst => to_sign_in(),
+            NotSignedIn::Db(e) => e.error_response(),
+        }
+    }
+}
+
+impl actix_web::FromRequest for SignedIn {
+    type Error = NotSignedIn;
+    type Future = futures::future::LocalBoxFuture<'static, Result<SignedIn, NotSignedIn>>;
+
+    fn from_request(req: &actix_web::HttpRequest, _: &mut actix_web::dev::Payload) -> Self::Future {
+        use actix_session::SessionExt;
+        let session = req.get_session();
+        let state = req
+            .app_data::<actix_web::web::Data<crate::state::AppState>>()
+            .cloned();
+        Box::pin(async move {
+            let state = state.ok_or_else(|| {
+                NotSignedIn::Db(crate::web::errors::AppError::Internal(anyhow::anyhow!(
+                    "no application state"
+                )))
+            })?;
+            match current(&session, &state.db).await {
+                Ok(Some(account)) => Ok(SignedIn(account)),
+                Ok(None) => Err(NotSignedIn::SignInFirst),
+                Err(e) => Err(NotSignedIn::Db(e.into())),
+            }
+        })
+    }
+}
