@@ -20,6 +20,7 @@ mod index;
 mod keystring;
 mod login_throttle;
 mod path;
+mod pattern;
 mod printing;
 mod query;
 mod repair;

@@ -20,25 +20,6 @@ pub(crate) fn type_of(v: &Option<Bson>) -> &'static str {
     }
 }
 
-/// A MongoDB pattern with its options (`i m s x`, and `u` which is always on) as a `regex`
-/// crate source with inline flags; `Err` names the first option letter that is not allowed.
-pub(crate) fn regex_source(pattern: &str, options: &str) -> std::result::Result<String, char> {
-    let mut flags = String::new();
-    for c in options.chars() {
-        match c {
-            'i' | 'm' | 's' | 'x' => flags.push(c),
-            // Unicode matching is always on in the regex crate.
-            'u' => {}
-            other => return Err(other),
-        }
-    }
-    Ok(if flags.is_empty() {
-        pattern.to_string()
-    } else {
-        format!("(?{flags}){pattern}")
-    })
-}
-
 /// A value as MongoDB prints it in error messages (`{ a: 1, b: "x" }`, `[ 1, 2 ]`).
 pub(crate) fn fmt_value(v: &Bson) -> String {
     match v {

@@ -71,6 +71,7 @@ const LAYERS: &[&[&str]] = &[
         "auth",
         "keystring",
         "path",
+        "pattern",
         "printing",
         "stats",
         "storage",

@@ -2,14 +2,13 @@
 //! with MongoDB 7.0's semantics (implicit array traversal, null versus missing, type brackets,
 //! and the matched array position that the positional `$` operator uses).
 //!
-//! Regular expressions run on the `regex` crate, which has no look-around and no backreferences:
-//! patterns using them are rejected with BadValue naming the pattern instead of being
-//! approximated.
+//! Regular expressions are [`Pattern`]s: linear-time matching, with a bounded backtracking
+//! engine for look-around and backreferences.
 
 use crate::error::{Error, Result};
 use crate::expression::Expression;
 use crate::path::{walk_path, walk_value, FieldPath, LeafArrays};
-use crate::printing::regex_source;
+use crate::pattern::{Pattern, PatternError};
 use crate::value::{
     canonical_rank, compare, is_truthy, to_f64, type_number, type_number_for_alias, Number,
 };
@@ -299,7 +298,7 @@ struct TypeSet {
 struct RegexCond {
     pattern: String,
     options: String,
-    regex: regex::Regex,
+    regex: Pattern,
 }
 
 impl Node {
@@ -538,13 +537,13 @@ impl TypeSet {
 
 impl RegexCond {
     fn new(pattern: &str, options: &str) -> Result<RegexCond> {
-        let source = regex_source(pattern, options)
-            .map_err(|c| Error::location(51108, format!("invalid flag in regex options: {c}")))?;
-        let regex = regex::Regex::new(&source).map_err(|e| {
-            Error::bad_value(format!(
-                "Regular expression /{pattern}/ is invalid or uses features docstore does not \
-                 support (look-around, backreferences): {e}"
-            ))
+        let regex = Pattern::new(pattern, options).map_err(|e| match e {
+            PatternError::Flag(c) => {
+                Error::location(51108, format!("invalid flag in regex options: {c}"))
+            }
+            PatternError::Syntax(e) => {
+                Error::bad_value(format!("Regular expression /{pattern}/ is invalid: {e}"))
+            }
         })?;
         Ok(RegexCond {
             pattern: pattern.to_string(),
@@ -555,7 +554,17 @@ impl RegexCond {
 
     fn matches(&self, value: &Bson) -> bool {
         match value {
-            Bson::String(s) | Bson::Symbol(s) => self.regex.is_match(s),
+            Bson::String(s) | Bson::Symbol(s) => match self.regex.is_match(s) {
+                Ok(matched) => matched,
+                Err(e) => {
+                    // Matching returns a bool; the error is kept for
+                    // `Filter::try_matches_with_position` to report.
+                    EXPR_ERROR.with(|slot| {
+                        slot.borrow_mut().get_or_insert(e);
+                    });
+                    false
+                }
+            },
             Bson::RegularExpression(r) => r.pattern == self.pattern && r.options == self.options,
             _ => false,
         }
@@ -1555,9 +1564,9 @@ mod tests {
         let e = parse_error(doc! {"a": {"$regex": "x", "$options": "z"}});
         assert_eq!(e.code, ErrorCode::Location(51108));
         assert_eq!(e.message, "invalid flag in regex options: z");
-        let e = parse_error(doc! {"a": {"$regex": "(?=x)y"}});
+        let e = parse_error(doc! {"a": {"$regex": "(x)\\2"}});
         assert_eq!(e.code, ErrorCode::BadValue);
-        assert!(e.message.contains("(?=x)y"));
+        assert!(e.message.contains("(x)\\2"), "{}", e.message);
         assert_eq!(
             parse_error(doc! {"a": {"$regex": "(x"}}).code,
             ErrorCode::BadValue

@@ -27,6 +27,17 @@ async fn fixture() -> (crate::common::TestDb, Collection<Document>) {
     (t, c)
 }
 
+async fn ids_result(
+    c: &Collection<Document>,
+    filter: Document,
+) -> mongodb::error::Result<Vec<Document>> {
+    c.find(filter)
+        .sort(doc! { "_id": 1 })
+        .await?
+        .try_collect()
+        .await
+}
+
 async fn ids(c: &Collection<Document>, filter: Document) -> Vec<i32> {
     let docs: Vec<Document> = c
         .find(filter)
@@ -126,6 +137,43 @@ async fn regex_options_and_bson_regex_values_work() {
     });
     assert_eq!(ids(&c, doc! { "s": re.clone() }).await, vec![2]);
     assert_eq!(ids(&c, doc! { "s": { "$in": [re, 5] } }).await, vec![2, 3]);
+}
+
+#[tokio::test]
+async fn look_around_and_backreferences_match_as_in_pcre() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("pcre");
+    c.insert_many(vec![
+        doc! { "_id": 1, "s": "users" },
+        doc! { "_id": 2, "s": "system.views" },
+        doc! { "_id": 3, "s": "hey hey" },
+    ])
+    .await
+    .unwrap();
+    // The filter pymongo's `list_collection_names` tests use to skip system collections.
+    assert_eq!(
+        ids(&c, doc! { "s": { "$regex": "^(?!system\\.)" } }).await,
+        vec![1, 3]
+    );
+    assert_eq!(
+        ids(&c, doc! { "s": { "$regex": "^(\\w+) \\1$" } }).await,
+        vec![3]
+    );
+    let found: Vec<Document> = c
+        .aggregate(vec![doc! { "$match": { "$expr": {
+        "$regexMatch": { "input": "$s", "regex": "(?<=sys)tem" } } } }])
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    // A pattern that backtracks without end is refused by name, never a silent non-match.
+    c.insert_one(doc! { "_id": 4, "s": format!("{}b", "a".repeat(60)) })
+        .await
+        .unwrap();
+    let err = ids_result(&c, doc! { "s": { "$regex": "^(a|aa)+(\\1)*$" } }).await;
+    assert_code(err, 2);
 }
 
 #[tokio::test]

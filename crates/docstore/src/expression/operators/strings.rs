@@ -1,6 +1,7 @@
 //! String operators: concatenation, case, substrings, splitting, trimming and regular expressions.
 
 use super::*;
+use crate::pattern::{Pattern, PatternError};
 
 pub(super) fn concat(args: &[Option<Bson>]) -> Result<Option<Bson>> {
     let mut out = String::new();
@@ -324,12 +325,14 @@ pub(crate) fn trim(
     some(Bson::String(trimmed.to_string()))
 }
 
-/// Build a `regex` for a MongoDB pattern and its options (`i m s x`).
-pub(crate) fn build_regex(pattern: &str, options: &str, op: &str) -> Result<regex::Regex> {
-    let full = crate::printing::regex_source(pattern, options)
-        .map_err(|c| Error::location(51108, format!("{op}: invalid flag in regex options: {c}")))?;
-    regex::Regex::new(&full)
-        .map_err(|e| Error::location(51111, format!("Invalid Regex in {op}: {e}")))
+/// Compile a MongoDB pattern and its options (`i m s x`) for the expression `op`.
+pub(crate) fn build_regex(pattern: &str, options: &str, op: &str) -> Result<Pattern> {
+    Pattern::new(pattern, options).map_err(|e| match e {
+        PatternError::Flag(c) => {
+            Error::location(51108, format!("{op}: invalid flag in regex options: {c}"))
+        }
+        PatternError::Syntax(e) => Error::location(51111, format!("Invalid Regex in {op}: {e}")),
+    })
 }
 
 pub(crate) fn regex_match(
@@ -383,7 +386,7 @@ pub(crate) fn regex_match(
         }
     };
     let re = build_regex(&pattern, &flags, "$regexMatch")?;
-    some(Bson::Boolean(re.is_match(text)))
+    some(Bson::Boolean(re.is_match(text)?))
 }
 
 pub(crate) fn replace(
