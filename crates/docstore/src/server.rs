@@ -525,6 +525,13 @@ impl Drop for OpenConnection {
 /// What to do after one message.
 enum Step {
     Reply(Vec<u8>),
+    /// The first reply of an exhaust cursor's stream (sent with `moreToCome`): the server then
+    /// runs `getMore` again and sends each batch unasked until the cursor is exhausted.
+    Exhaust {
+        first: Vec<u8>,
+        get_more: Document,
+        checksum: bool,
+    },
     Silent,
     Close,
 }
@@ -590,6 +597,26 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
                     break;
                 }
             }
+            Step::Exhaust {
+                first,
+                get_more,
+                checksum,
+            } => {
+                if let Err(e) = stream_exhaust(
+                    &state,
+                    &conn,
+                    stream.get_mut(),
+                    first,
+                    get_more,
+                    checksum,
+                    shared.as_ref(),
+                )
+                .await
+                {
+                    debug!(%peer, connection = conn.id, "writing an exhaust stream failed: {e}");
+                    break;
+                }
+            }
             Step::Silent => {}
             Step::Close => break,
         }
@@ -597,6 +624,63 @@ async fn serve_connection<S: AsyncRead + AsyncWrite + Unpin>(
     // The buffers go with the connection (a large one was already released after its message).
     drop((stream, buf, open));
     debug!(%peer, connection = conn.id, "connection closed");
+}
+
+/// Sends the rest of an exhaust cursor after its first reply: each batch answers the reply
+/// before it (`responseTo`), carries `moreToCome` while the cursor stays open, and the last one
+/// (the cursor exhausted, or an error) clears it, which hands the connection back to the client.
+async fn stream_exhaust<S: AsyncWrite + Unpin>(
+    state: &Arc<ServerState>,
+    conn: &Arc<ConnectionInfo>,
+    stream: &mut S,
+    first: Vec<u8>,
+    get_more: Document,
+    checksum: bool,
+    shared: Option<&tokio::runtime::Handle>,
+) -> std::io::Result<()> {
+    let mut reply = first;
+    loop {
+        stream.write_all(&reply).await?;
+        let answer = run_command(state, conn, get_more.clone(), shared).await;
+        let more = cursor_continues(&answer);
+        reply = wire::encode_op_msg_streamed(
+            wire::request_id_of(&reply),
+            &answer_bytes(answer),
+            checksum,
+            more,
+        );
+        if !more {
+            return stream.write_all(&reply).await;
+        }
+    }
+}
+
+/// Whether a command's answer is a cursor batch with more to come (a non-zero cursor id).
+fn cursor_continues(answer: &Answer) -> bool {
+    let id = |raw: &bson::RawDocument| {
+        raw.get_document("cursor")
+            .ok()
+            .and_then(|c| c.get_i64("id").ok())
+    };
+    let cursor_id = match answer {
+        Answer::Document(doc) => doc
+            .get_document("cursor")
+            .ok()
+            .and_then(|c| c.get_i64("id").ok()),
+        Answer::Encoded(bytes) => bson::RawDocument::from_bytes(bytes).ok().and_then(id),
+    };
+    cursor_id.is_some_and(|id| id != 0)
+}
+
+/// An answer as BSON bytes.
+fn answer_bytes(answer: Answer) -> Vec<u8> {
+    match answer {
+        Answer::Encoded(bytes) => bytes,
+        Answer::Document(doc) => bson::to_vec(&doc).unwrap_or_else(|e| {
+            bson::to_vec(&Error::internal(format!("cannot encode a reply: {e}")).to_command_reply())
+                .unwrap_or_default()
+        }),
+    }
 }
 
 /// The longest message `conn` may send next: small until it has authenticated, when
@@ -622,6 +706,10 @@ async fn handle_message(
             let request_id = msg.header.request_id;
             let more_to_come = msg.more_to_come();
             let checksum = msg.checksum_present();
+            // Only a getMore streams (as in mongod): the driver asked for the whole cursor.
+            let exhaust = (msg.exhaust_allowed()
+                && msg.body.keys().next().map(String::as_str) == Some("getMore"))
+            .then(|| msg.body.clone());
             let reply = if msg.body.contains_key("$db") {
                 let login = LoginStep::of(state, &msg.body);
                 let run = run_command(state, conn, msg.body, shared);
@@ -634,6 +722,16 @@ async fn handle_message(
             };
             match reply {
                 _ if more_to_come => Step::Silent,
+                answer if exhaust.is_some() && cursor_continues(&answer) => Step::Exhaust {
+                    first: wire::encode_op_msg_streamed(
+                        request_id,
+                        &answer_bytes(answer),
+                        checksum,
+                        true,
+                    ),
+                    get_more: exhaust.unwrap_or_default(),
+                    checksum,
+                },
                 Answer::Document(reply) => {
                     Step::Reply(wire::encode_op_msg(request_id, &reply, checksum))
                 }

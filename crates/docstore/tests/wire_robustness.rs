@@ -107,6 +107,7 @@ fn op_query(request_id: i32, namespace: &str, query: &Document) -> Vec<u8> {
 }
 
 struct Reply {
+    request_id: i32,
     response_to: i32,
     op_code: i32,
     flags: u32,
@@ -132,6 +133,7 @@ async fn read_reply(stream: &mut TcpStream) -> Reply {
         .await
         .expect("the rest of the reply arrives in time")
         .expect("the connection stays open");
+    let request_id = le_i32(&m, 4);
     let response_to = le_i32(&m, 8);
     let op_code = le_i32(&m, 12);
     match op_code {
@@ -147,6 +149,7 @@ async fn read_reply(stream: &mut TcpStream) -> Reply {
             let doc = Document::from_reader(&m[21..end]).expect("reply body is BSON");
             assert_eq!(21 + bson_bytes(&doc).len(), end, "nothing after the body");
             Reply {
+                request_id,
                 response_to,
                 op_code,
                 flags,
@@ -157,6 +160,7 @@ async fn read_reply(stream: &mut TcpStream) -> Reply {
             assert_eq!(le_i32(&m, 32), 1, "numberReturned");
             let doc = Document::from_reader(&m[36..]).expect("reply document is BSON");
             Reply {
+                request_id,
                 response_to,
                 op_code,
                 flags: le_i32(&m, 16) as u32,
@@ -335,6 +339,63 @@ async fn more_to_come_requests_get_no_reply() {
         .unwrap();
     // The first thing that comes back answers the acknowledged request.
     assert_eq!(read_reply(&mut s).await.response_to, 102);
+    server.shutdown().await;
+}
+
+/// OP_MSG's `exhaustAllowed` (bit 16) on a getMore: the server streams the rest of the cursor,
+/// each batch answering the one before it, with `moreToCome` on all but the last.
+#[tokio::test]
+async fn an_exhaust_get_more_streams_every_batch_until_the_cursor_is_exhausted() {
+    const EXHAUST_ALLOWED: u32 = 1 << 16;
+    let server = start().await;
+    let client = driver(&server).await;
+    let docs: Vec<Document> = (0..7).map(|i| doc! { "_id": i }).collect();
+    client
+        .database("wire")
+        .collection::<Document>("exhaust")
+        .insert_many(docs)
+        .await
+        .unwrap();
+    let mut s = connect(&server).await;
+    let find = doc! { "find": "exhaust", "batchSize": 2, "sort": { "_id": 1 }, "$db": "wire" };
+    s.write_all(&command(1, &find)).await.unwrap();
+    let first = read_reply(&mut s).await;
+    let cursor = first.doc.get_document("cursor").unwrap();
+    let id = cursor.get_i64("id").unwrap();
+    assert_ne!(id, 0);
+    let get_more = doc! { "getMore": id, "collection": "exhaust", "batchSize": 2, "$db": "wire" };
+    s.write_all(&op_msg(2, EXHAUST_ALLOWED, &body_section(&get_more)))
+        .await
+        .unwrap();
+    let mut seen = vec![];
+    let mut answers = 2;
+    loop {
+        let reply = read_reply(&mut s).await;
+        assert_eq!(
+            reply.response_to, answers,
+            "each batch answers the one before"
+        );
+        answers = reply.request_id;
+        let cursor = reply.doc.get_document("cursor").unwrap();
+        for d in cursor.get_array("nextBatch").unwrap() {
+            seen.push(d.as_document().unwrap().get_i32("_id").unwrap());
+        }
+        let open = cursor.get_i64("id").unwrap() != 0;
+        assert_eq!(
+            reply.flags & MORE_TO_COME != 0,
+            open,
+            "moreToCome while open"
+        );
+        if !open {
+            break;
+        }
+    }
+    assert_eq!(seen, vec![2, 3, 4, 5, 6]);
+    // The connection is the client's again.
+    s.write_all(&command(3, &doc! { "ping": 1, "$db": "admin" }))
+        .await
+        .unwrap();
+    assert_eq!(read_reply(&mut s).await.response_to, 3);
     server.shutdown().await;
 }
 

@@ -4,7 +4,10 @@
 mod op_msg;
 mod op_query;
 
-pub use op_msg::{encode_op_msg, encode_op_msg_bytes, OpMsg, CHECKSUM_PRESENT, MORE_TO_COME};
+pub use op_msg::{
+    encode_op_msg, encode_op_msg_bytes, encode_op_msg_streamed, request_id_of, OpMsg,
+    CHECKSUM_PRESENT, MORE_TO_COME,
+};
 pub use op_query::{encode_op_reply, OpQuery, OP_QUERY_ALLOWED_COMMANDS};
 
 use crate::bson_depth::{self, BsonError};

@@ -145,19 +145,44 @@ pub(super) fn parse(header: Header, bytes: &[u8]) -> Result<OpMsg, WireError> {
 
 /// Encodes a reply: flags 0 (or checksumPresent when `checksum`), one body section.
 pub fn encode_op_msg(response_to: i32, body: &Document, checksum: bool) -> Vec<u8> {
-    encode_with(response_to, checksum, 64, |out| write_document(out, body))
+    encode_with(response_to, checksum, false, 64, |out| {
+        write_document(out, body)
+    })
 }
 
 /// [`encode_op_msg`] of a body already encoded as BSON (copied as it is).
 pub fn encode_op_msg_bytes(response_to: i32, body: &[u8], checksum: bool) -> Vec<u8> {
-    encode_with(response_to, checksum, body.len() + 32, |out| {
-        out.extend_from_slice(body)
-    })
+    encode_op_msg_streamed(response_to, body, checksum, false)
+}
+
+/// [`encode_op_msg_bytes`], with `moreToCome` set when `more_to_come`: one reply of an exhaust
+/// cursor's stream, after which the server sends the next without being asked.
+pub fn encode_op_msg_streamed(
+    response_to: i32,
+    body: &[u8],
+    checksum: bool,
+    more_to_come: bool,
+) -> Vec<u8> {
+    encode_with(
+        response_to,
+        checksum,
+        more_to_come,
+        body.len() + 32,
+        |out| out.extend_from_slice(body),
+    )
+}
+
+/// The `requestID` of an encoded message (what the next message of a stream answers to).
+pub fn request_id_of(message: &[u8]) -> i32 {
+    message
+        .get(4..8)
+        .map_or(0, |b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
 }
 
 fn encode_with(
     response_to: i32,
     checksum: bool,
+    more_to_come: bool,
     capacity: usize,
     write_body: impl FnOnce(&mut Vec<u8>),
 ) -> Vec<u8> {
@@ -169,7 +194,10 @@ fn encode_with(
         op_code: OP_MSG,
     }
     .write(&mut out);
-    let flags = if checksum { CHECKSUM_PRESENT } else { 0 };
+    let mut flags = if checksum { CHECKSUM_PRESENT } else { 0 };
+    if more_to_come {
+        flags |= MORE_TO_COME;
+    }
     out.extend_from_slice(&flags.to_le_bytes());
     out.push(0);
     write_body(&mut out);
