@@ -129,6 +129,17 @@ impl StoredDoc {
         Ok(copy_kept(&self.0, &|key| keep.find(key), &mut out)?.then(|| StoredDoc(Arc::from(out))))
     }
 
+    /// This document without the parts `drop` names, the rest copied as stored and in order:
+    /// what an exclusion projection of plain paths (`{"metadata.detail.text": 0}`) returns,
+    /// without decoding the document. A field named with a subtree loses, of an embedded
+    /// document, the subtree's fields (keeping the document, empty or not), and is kept whole
+    /// when it holds a scalar. `None` when such a field holds an array (the projection then
+    /// reaches into each element): project the decoded document instead.
+    pub fn without_tree(&self, drop: &FieldTree) -> Result<Option<StoredDoc>> {
+        let mut out = Vec::with_capacity(self.0.len());
+        Ok(copy_without(&self.0, drop, &mut out)?.then(|| StoredDoc(Arc::from(out))))
+    }
+
     /// One top-level field, decoded.
     pub fn get(&self, key: &str) -> Result<Option<Bson>> {
         match self.raw()?.get(key).map_err(corrupt)? {
@@ -271,6 +282,34 @@ fn copy_kept(bytes: &[u8], keep: &Wanted<'_>, out: &mut Vec<u8>) -> Result<bool>
                 }
                 0x04 => return Ok(false),
                 _ => {}
+            },
+        }
+    }
+    out.push(0);
+    let len = i32::try_from(out.len() - start).map_err(|_| damaged("document too large"))?;
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    Ok(true)
+}
+
+/// The document `bytes` without the parts `drop` names, into `out` ([`StoredDoc::without_tree`]);
+/// `false` when a named subtree meets an array.
+fn copy_without(bytes: &[u8], drop: &FieldTree, out: &mut Vec<u8>) -> Result<bool> {
+    let start = out.len();
+    out.extend_from_slice(&[0; 4]);
+    for element in Elements::new(bytes)? {
+        let element = element?;
+        match drop.find(element.key) {
+            None => out.extend_from_slice(element.bytes),
+            Some(None) => {}
+            Some(Some(sub)) => match element.bytes[0] {
+                0x03 => {
+                    out.extend_from_slice(&element.bytes[..1 + element.key.len() + 1]);
+                    if !copy_without(element.value(), sub, out)? {
+                        return Ok(false);
+                    }
+                }
+                0x04 => return Ok(false),
+                _ => out.extend_from_slice(element.bytes),
             },
         }
     }
@@ -653,6 +692,53 @@ mod tests {
         ] {
             let projection = crate::query::projection::Projection::parse(&spec).unwrap();
             assert_eq!(projection.included_paths(), None, "{spec}");
+        }
+    }
+
+    #[test]
+    fn copying_without_excluded_paths_gives_what_the_projection_would_return() {
+        let doc = bson::doc! {
+            "_id": 1,
+            "metadata": { "detail": { "text": "long body", "format": "md" }, "summary": "s" },
+            "title": "Night",
+            "qty": 3,
+            "empty": {},
+        };
+        let stored = StoredDoc::from_document(&doc).unwrap();
+        for spec in [
+            bson::doc! { "metadata.detail.text": 0 },
+            bson::doc! { "metadata.detail.text": 0, "metadata.detail.format": 0, "qty": 0 },
+            bson::doc! { "metadata": { "summary": 0 }, "_id": 0 },
+            // Below a scalar there is nothing to leave out: the field is kept.
+            bson::doc! { "title.x": 0, "qty.y": 0 },
+            bson::doc! { "empty.a": 0, "absent.b": 0 },
+            bson::doc! { "metadata": 0 },
+        ] {
+            let projection = crate::query::projection::Projection::parse(&spec).unwrap();
+            let paths = projection.excluded_paths().expect("plain exclusions");
+            let projected = projection.apply_scored(&doc, None, None).unwrap();
+            let copied = stored
+                .without_tree(&paths)
+                .unwrap()
+                .expect("no array on the way");
+            assert_eq!(
+                copied.as_bytes(),
+                bson::to_vec(&projected).unwrap(),
+                "{spec}"
+            );
+        }
+        let with_array = StoredDoc::from_document(&bson::doc! { "a": [{ "b": 1 }] }).unwrap();
+        let projection =
+            crate::query::projection::Projection::parse(&bson::doc! { "a.b": 0 }).unwrap();
+        let paths = projection.excluded_paths().expect("plain exclusions");
+        assert_eq!(with_array.without_tree(&paths).unwrap(), None);
+        for spec in [
+            bson::doc! { "title": 1 },
+            bson::doc! { "a": { "$slice": 1 } },
+            bson::doc! {},
+        ] {
+            let projection = crate::query::projection::Projection::parse(&spec).unwrap();
+            assert_eq!(projection.excluded_paths(), None, "{spec}");
         }
     }
 

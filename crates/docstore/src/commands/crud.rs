@@ -264,8 +264,8 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
 
 /// The documents a find returns as BSON: the stored bytes themselves without a projection;
 /// with one that keeps or leaves out whole top-level fields, those fields of the stored bytes;
-/// with one that includes plain paths, those parts of the stored bytes (unless a path reaches
-/// into an array); with any other, each document decoded only as far as the projection reads
+/// with one that includes or leaves out plain paths, those parts of the stored bytes (unless a
+/// path reaches into an array); with any other, each document decoded only as far as the projection reads
 /// it, projected and encoded.
 fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<StoredDoc>> {
     let Some(p) = projection else {
@@ -278,10 +278,16 @@ fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<S
             .collect();
     }
     let included = p.included_paths();
+    let excluded = p.excluded_paths();
     let fields = p.top_level_fields();
     hits.into_iter()
         .map(|hit| {
             if let Some(copied) = included.as_ref().map(|paths| hit.doc.with_tree(paths)) {
+                if let Some(copied) = copied? {
+                    return Ok(copied);
+                }
+            }
+            if let Some(copied) = excluded.as_ref().map(|paths| hit.doc.without_tree(paths)) {
                 if let Some(copied) = copied? {
                     return Ok(copied);
                 }

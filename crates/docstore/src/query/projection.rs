@@ -238,6 +238,21 @@ impl Projection {
         Some(FieldTree::from_paths(paths.iter().map(String::as_str)))
     }
 
+    /// When the projection only leaves out plain paths (`{"metadata.detail.text": 0}`, whole
+    /// top-level fields among them): those paths, so a caller can copy the rest from the stored
+    /// bytes (see [`crate::stored::StoredDoc::without_tree`]) instead of decoding and
+    /// re-encoding the document.
+    pub fn excluded_paths(&self) -> Option<FieldTree> {
+        if self.identity || self.inclusion || !self.text_score.is_empty() {
+            return None;
+        }
+        let mut paths = Vec::new();
+        for (name, action) in &self.root.fields {
+            excluded_paths_of(name, action, &mut paths)?;
+        }
+        Some(FieldTree::from_paths(paths.iter().map(String::as_str)))
+    }
+
     /// The top-level fields an inclusion projection reads (`_id` among them unless excluded),
     /// or `None` when it keeps fields it does not name (exclusions, `{}`, `$slice` alone):
     /// applying it to a document holding only these fields gives the same result.
@@ -269,6 +284,19 @@ fn included_paths_of(path: &str, action: &Action, out: &mut Vec<String>) -> Opti
         Action::Nested(node) if !node.has_positional => {
             for (name, action) in &node.fields {
                 included_paths_of(&format!("{path}.{name}"), action, out)?;
+            }
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+fn excluded_paths_of(path: &str, action: &Action, out: &mut Vec<String>) -> Option<()> {
+    match action {
+        Action::Exclude => out.push(path.to_string()),
+        Action::Nested(node) if !node.has_positional => {
+            for (name, action) in &node.fields {
+                excluded_paths_of(&format!("{path}.{name}"), action, out)?;
             }
         }
         _ => return None,
