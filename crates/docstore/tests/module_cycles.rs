@@ -76,7 +76,7 @@ const LAYERS: &[&[&str]] = &[
         "storage",
         "wire",
     ],
-    &["stored"],
+    &["stored", "support"],
     &["bson_depth", "error", "login_throttle", "value"],
 ];
 
