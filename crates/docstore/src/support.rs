@@ -99,8 +99,8 @@ const PROFILER: &str = "no profiler or operation registry";
 /// Every row, grouped by kind in the README order.
 pub const FEATURES: &[Feature] = &[
     // Commands.
-    supported(Command, "collMod", "`index: {name | keyPattern, hidden}` only (hidden indexes); other options refused by name"),
-    supported(Command, "setParameter", "`ttlMonitorSleepSecs` (the TTL sweep interval) and the parameters drivers set; others refused by name (72)"),
+    supported(Command, "collMod", "`index: {name or keyPattern, hidden}` only (hidden indexes); other options refused by name"),
+    supported(Command, "setParameter", "`ttlMonitorSleepSecs` (the TTL sweep interval) and `cursorTimeoutMillis`; other names refused by name (72), start-up-only ones 20"),
     refused(Command, "replSetGetStatus", "replication", REPLICATION),
     refused(Command, "replSetInitiate", "replication", REPLICATION),
     refused(Command, "replSetReconfig", "replication", REPLICATION),

@@ -136,6 +136,7 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
         }
         (args.collection()?.to_string(), None)
     };
+    super::args::check_api_strict_stages(args.cmd, &stages)?;
     let pipeline = Pipeline::parse(&stages, &vars)?;
     if !pipeline.leading_text_match()
         && stages

@@ -375,3 +375,25 @@ pub fn check_api_parameters(name: &str, cmd: &Document) -> Result<()> {
     }
     Ok(())
 }
+
+/// Stages docstore runs that are outside the Stable API's version 1, refused under
+/// `apiStrict: true` as mongod refuses them.
+const STAGES_OUTSIDE_API_VERSION_1: &[&str] = &["$collStats"];
+
+/// With `apiStrict: true`, a pipeline stage outside API version 1 is 323 APIStrictError.
+pub fn check_api_strict_stages(cmd: &Document, stages: &[Document]) -> Result<()> {
+    if cmd.get("apiStrict") != Some(&Bson::Boolean(true)) {
+        return Ok(());
+    }
+    let outside = stages
+        .iter()
+        .filter_map(|s| s.keys().next())
+        .find(|name| STAGES_OUTSIDE_API_VERSION_1.contains(&name.as_str()));
+    match outside {
+        Some(name) => Err(Error::new(
+            ErrorCode::APIStrictError,
+            format!("{name} is not allowed with 'apiStrict: true' in API Version 1"),
+        )),
+        None => Ok(()),
+    }
+}

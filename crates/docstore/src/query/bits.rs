@@ -97,10 +97,9 @@ fn integral(v: &Bson) -> Option<i64> {
         Bson::Int64(n) => Some(*n),
         Bson::Double(_) | Bson::Decimal128(_) => {
             let d = crate::value::to_f64(v)?;
-            // 2^63 is the first double past i64::MAX.
-            let in_range = d.is_finite()
-                && d >= -9_223_372_036_854_775_808.0
-                && d < 9_223_372_036_854_775_808.0;
+            // 2^63 is the first double past i64::MAX (NaN and infinities are outside too).
+            const TWO_POW_63: f64 = 9_223_372_036_854_775_808.0;
+            let in_range = (-TWO_POW_63..TWO_POW_63).contains(&d);
             (in_range && d.fract() == 0.0).then_some(d as i64)
         }
         _ => None,

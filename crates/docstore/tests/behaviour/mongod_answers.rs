@@ -83,6 +83,19 @@ async fn api_strict_refuses_a_command_outside_api_version_1_with_api_strict_erro
     t.db.run_command(doc! { "distinct": "c", "key": "a", "apiVersion": "1" })
         .await
         .unwrap();
+    // So are the stages outside version 1.
+    let e = assert_code(
+        t.db.run_command(doc! {
+            "aggregate": "c", "pipeline": [{ "$collStats": { "count": {} } }], "cursor": {},
+            "apiVersion": "1", "apiStrict": true,
+        })
+        .await,
+        323,
+    );
+    assert!(
+        message_of(&e).starts_with("$collStats is not allowed with 'apiStrict: true'"),
+        "{e}"
+    );
 }
 
 #[tokio::test]
