@@ -344,6 +344,16 @@ mod tests {
     }
 
     #[test]
+    fn print_support_prints_the_readme_support_table() {
+        assert!(matches!(
+            parse(&["--print-support"]),
+            Ok(Command::PrintSupport)
+        ));
+        let table = docstore::support::markdown();
+        assert!(table.contains("| `mapReduce` | refused, 115 |"), "{table}");
+    }
+
+    #[test]
     fn repair_takes_the_data_directory() {
         assert!(matches!(
             parse(&["--repair", "--dbpath", "/d"]),
