@@ -350,3 +350,30 @@ async fn set_parameter_refuses_unknown_and_startup_only_parameters_by_name() {
         13,
     );
 }
+
+#[tokio::test]
+async fn set_parameter_cursor_timeout_millis_answers_the_previous_value_and_get_parameter_the_new()
+{
+    let t = test_db().await;
+    let admin = t.client.database("admin");
+    let reply = admin
+        .run_command(doc! { "setParameter": 1, "cursorTimeoutMillis": 120_000_i64 })
+        .await
+        .unwrap();
+    let was = reply.get("was").cloned().unwrap();
+    let now = admin
+        .run_command(doc! { "getParameter": 1, "cursorTimeoutMillis": 1 })
+        .await
+        .unwrap();
+    assert_eq!(now.get_i64("cursorTimeoutMillis"), Ok(120_000), "{now}");
+    admin
+        .run_command(doc! { "setParameter": 1, "cursorTimeoutMillis": was })
+        .await
+        .unwrap();
+    assert_code(
+        admin
+            .run_command(doc! { "setParameter": 1, "cursorTimeoutMillis": "soon" })
+            .await,
+        2,
+    );
+}
