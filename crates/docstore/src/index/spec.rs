@@ -30,9 +30,6 @@ pub struct IndexSpec {
     pub hidden: bool,
 }
 
-/// MongoDB's InvalidIndexSpecificationOption.
-const INVALID_INDEX_SPECIFICATION_OPTION: i32 = 197;
-
 impl IndexSpec {
     /// Parse one entry of `createIndexes.indexes` (validating options; unsupported kinds such as
     /// text or 2dsphere are errors naming the feature).
@@ -100,8 +97,8 @@ impl IndexSpec {
                 "wildcardProjection" => return Err(refuse(IndexOption, "wildcardProjection")),
                 "clustered" => return Err(refuse(IndexOption, "clustered")),
                 other => {
-                    return Err(Error::location(
-                        INVALID_INDEX_SPECIFICATION_OPTION,
+                    return Err(Error::new(
+                        ErrorCode::InvalidIndexSpecificationOption,
                         format!(
                             "The field '{other}' is not valid for an index specification. \
                              Specification: {}",
@@ -176,8 +173,8 @@ impl IndexSpec {
         }
         if expire_after_seconds.is_some() {
             if is_id_pattern {
-                return Err(Error::location(
-                    INVALID_INDEX_SPECIFICATION_OPTION,
+                return Err(Error::new(
+                    ErrorCode::InvalidIndexSpecificationOption,
                     format!(
                         "The field 'expireAfterSeconds' is not valid for an _id index \
                          specification. Specification: {}",
