@@ -414,7 +414,7 @@ impl Collection {
         }
         let mut bound_text = None;
         if let Some((filter, top_level)) = text {
-            let Some((_, index)) = self.text_index() else {
+            let Some((_, index)) = self.text_index().filter(|(_, i)| !i.spec.hidden) else {
                 return Err(Error::new(
                     ErrorCode::IndexNotFound,
                     "text index required for $text query",

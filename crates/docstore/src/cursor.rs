@@ -6,7 +6,7 @@ use crate::error::{Error, ErrorCode, Result};
 use bson::Document;
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// First batches hold 101 documents unless the client asks otherwise (MongoDB's default).
@@ -21,7 +21,8 @@ struct OpenCursor {
 }
 
 pub struct CursorManager {
-    timeout: Duration,
+    /// The idle timeout in milliseconds (`setParameter` `cursorTimeoutMillis` changes it).
+    timeout_ms: AtomicU64,
     next_id: AtomicI64,
     cursors: Mutex<HashMap<i64, OpenCursor>>,
 }
@@ -37,7 +38,7 @@ impl CursorManager {
         // Random start so ids from different server runs do not collide in a client's eyes.
         let start = (rand::random::<u32>() as i64) << 20 | 1;
         CursorManager {
-            timeout,
+            timeout_ms: AtomicU64::new(u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)),
             next_id: AtomicI64::new(start),
             cursors: Mutex::new(HashMap::new()),
         }
@@ -133,9 +134,21 @@ impl CursorManager {
     /// Close cursors idle for longer than the timeout.
     pub fn reap_idle(&self) {
         let now = Instant::now();
+        let timeout = self.timeout();
         self.cursors
             .lock()
-            .retain(|_, c| now.duration_since(c.last_used) < self.timeout);
+            .retain(|_, c| now.duration_since(c.last_used) < timeout);
+    }
+
+    /// How long a cursor may sit idle before it is closed.
+    pub fn timeout(&self) -> Duration {
+        Duration::from_millis(self.timeout_ms.load(Ordering::Relaxed))
+    }
+
+    /// Change the idle timeout (`setParameter` `cursorTimeoutMillis`).
+    pub fn set_timeout(&self, timeout: Duration) {
+        let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        self.timeout_ms.store(ms, Ordering::Relaxed);
     }
 }
 

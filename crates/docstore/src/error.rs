@@ -50,6 +50,11 @@ pub enum ErrorCode {
     LogWriteFailed,
     /// The journal cannot be written because the disk is full.
     OutOfDiskSpace,
+    /// An `apiVersion` other than "1".
+    APIVersionError,
+    /// A command outside the Stable API version under `apiStrict: true`.
+    APIStrictError,
+    InvalidIndexSpecificationOption,
 }
 
 impl ErrorCode {
@@ -94,6 +99,9 @@ impl ErrorCode {
             DuplicateKey => 11000,
             LogWriteFailed => 42,
             OutOfDiskSpace => 14031,
+            APIVersionError => 322,
+            APIStrictError => 323,
+            InvalidIndexSpecificationOption => 197,
             Location(n) => n,
         }
     }
@@ -139,6 +147,9 @@ impl ErrorCode {
             DuplicateKey => "DuplicateKey",
             LogWriteFailed => "LogWriteFailed",
             OutOfDiskSpace => "OutOfDiskSpace",
+            APIVersionError => "APIVersionError",
+            APIStrictError => "APIStrictError",
+            InvalidIndexSpecificationOption => "InvalidIndexSpecificationOption",
             Location(n) => return format!("Location{n}"),
         };
         s.to_string()

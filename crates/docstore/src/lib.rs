@@ -29,6 +29,7 @@ mod state;
 mod stats;
 pub mod storage;
 mod stored;
+pub mod support;
 pub mod text;
 mod update;
 mod value;

@@ -251,19 +251,17 @@ fn stop_requested(stop: &watch::Receiver<bool>) -> bool {
 }
 
 /// MongoDB's TTL monitor: every interval (first one after a full interval, as mongod sleeps
-/// before its first pass), delete the documents whose TTL index date has expired.
+/// before its first pass), delete the documents whose TTL index date has expired. The interval
+/// is read anew for each sleep, and a change (`setParameter` `ttlMonitorSleepSecs`) starts a
+/// new sleep of the new length at once.
 async fn ttl_monitor(state: Arc<ServerState>, mut stop: watch::Receiver<bool>) {
-    let period = state
-        .config
-        .ttl_monitor_interval
-        .max(Duration::from_millis(10));
-    let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + period, period);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     while !stop_requested(&stop) {
+        let period = (*state.ttl_monitor_interval.lock()).max(Duration::from_millis(10));
         tokio::select! {
             biased;
             _ = stop.changed() => {}
-            _ = ticks.tick() => {
+            _ = state.ttl_monitor_changed.notified() => {}
+            _ = tokio::time::sleep(period) => {
                 let sweeping = Arc::clone(&state);
                 let now = bson::DateTime::now();
                 // The sweep takes collection locks: keep it off the async worker threads.

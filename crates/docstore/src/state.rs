@@ -11,7 +11,7 @@ use bson::doc;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 pub struct ServerState {
     pub config: Config,
@@ -32,6 +32,12 @@ pub struct ServerState {
     pub refused_connections: AtomicI64,
     /// When refusing a connection was last logged (the log says it at most every few seconds).
     pub refusal_logged: parking_lot::Mutex<Option<Instant>>,
+    /// The TTL monitor's interval, which `setParameter` `ttlMonitorSleepSecs` changes at run
+    /// time (starting from `Config::ttl_monitor_interval`).
+    pub ttl_monitor_interval: parking_lot::Mutex<Duration>,
+    /// Woken when `ttl_monitor_interval` changes, so the monitor starts the new interval now
+    /// instead of finishing the old one.
+    pub ttl_monitor_changed: tokio::sync::Notify,
     next_connection_id: AtomicI64,
 }
 
@@ -63,6 +69,7 @@ impl ServerState {
             recovered,
             config.snapshot_threshold_bytes,
         )?;
+        let ttl_interval = config.ttl_monitor_interval;
         Ok(Arc::new(ServerState {
             auth: config.user.clone(),
             cursors: CursorManager::new(config.cursor_timeout),
@@ -75,6 +82,8 @@ impl ServerState {
             login_throttle: LoginThrottle::default(),
             refused_connections: AtomicI64::new(0),
             refusal_logged: parking_lot::Mutex::new(None),
+            ttl_monitor_interval: parking_lot::Mutex::new(ttl_interval),
+            ttl_monitor_changed: tokio::sync::Notify::new(),
             next_connection_id: AtomicI64::new(1),
         }))
     }

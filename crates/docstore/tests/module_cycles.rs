@@ -77,7 +77,7 @@ const LAYERS: &[&[&str]] = &[
         "storage",
         "wire",
     ],
-    &["stored"],
+    &["stored", "support"],
     &["bson_depth", "error", "login_throttle", "value"],
 ];
 

@@ -77,31 +77,6 @@ pub struct Pipeline {
     terminal: Option<TerminalWrite>,
 }
 
-/// Stages MongoDB has that docstore refuses by name.
-const UNSUPPORTED_STAGES: &[&str] = &[
-    "$geoNear",
-    "$search",
-    "$searchMeta",
-    "$vectorSearch",
-    "$listSearchIndexes",
-    "$changeStream",
-    "$changeStreamSplitLargeEvent",
-    "$graphLookup",
-    "$unionWith",
-    "$densify",
-    "$fill",
-    "$setWindowFields",
-    "$redact",
-    "$indexStats",
-    "$currentOp",
-    "$listSessions",
-    "$listLocalSessions",
-    "$listSampledQueries",
-    "$planCacheStats",
-    "$bucketAuto",
-    "$shardedDataDistribution",
-];
-
 impl Pipeline {
     /// Parse the `pipeline` array of an `aggregate` command; `vars` are its `let` variables.
     pub fn parse(stages: &[Document], vars: &Document) -> Result<Pipeline> {
@@ -386,14 +361,14 @@ fn parse_stage(stage: &Document, vars: &Document, position: Position) -> Result<
                 "$documents is only valid as the first stage in a pipeline",
             ))
         }
-        other if UNSUPPORTED_STAGES.contains(&other) => {
-            return Err(Error::not_supported(other));
-        }
         other => {
+            if let Some(refusal) = crate::support::refusal(crate::support::Kind::Stage, other) {
+                return Err(refusal);
+            }
             return Err(Error::location(
                 40324,
                 format!("Unrecognized pipeline stage name: '{other}'"),
-            ))
+            ));
         }
     })
 }

@@ -1,6 +1,7 @@
 //! `docstore --dbpath DIR [--port 27017] [--bind 127.0.0.1] [--in-memory] [--auth --user NAME]`:
 //! run docstore on its own so that mongosh, Compass or any driver can connect to it.
 //! `docstore --repair --dbpath DIR` salvages a damaged data directory and reports what was lost.
+//! `docstore --print-support` prints the supported/refused feature table the README carries.
 
 use docstore::{Config, Server};
 use std::path::PathBuf;
@@ -10,6 +11,7 @@ const USAGE: &str = "\
 usage: docstore --dbpath DIR [--port PORT] [--bind ADDRESS] [--auth --user NAME]
        docstore --in-memory [--port PORT] [--bind ADDRESS] [--auth --user NAME]
        docstore --repair --dbpath DIR
+       docstore --print-support
 
   --dbpath DIR      keep data in DIR (created if missing)
   --in-memory       keep nothing on disk; all data is lost at exit
@@ -27,6 +29,8 @@ usage: docstore --dbpath DIR [--port PORT] [--bind ADDRESS] [--auth --user NAME]
   --repair          salvage a damaged DIR instead of serving: keep every record
                     that still validates, write a fresh snapshot, move the old
                     files to DIR/repair-<time>/, and report exactly what was lost
+  --print-support   print the table of MongoDB features docstore supports and
+                    refuses (the crate README's section), in Markdown
   --help            show this help
 
 Logging goes to stderr; set RUST_LOG (default: info) to change it.";
@@ -42,6 +46,7 @@ enum Command {
     /// Boxed: a `Config` is large next to `Help`.
     Run(Box<Config>),
     Repair(PathBuf),
+    PrintSupport,
     Help,
 }
 
@@ -74,6 +79,7 @@ fn parse_args(
         };
         match flag.as_str() {
             "--help" | "-h" => return Ok(Command::Help),
+            "--print-support" => return Ok(Command::PrintSupport),
             "--dbpath" => dbpath = Some(PathBuf::from(value("--dbpath")?)),
             "--repair" => {
                 if inline.is_some() {
@@ -219,6 +225,10 @@ fn main() -> ExitCode {
             init_logging();
             return repair(&dir);
         }
+        Ok(Command::PrintSupport) => {
+            say(&docstore::support::markdown());
+            return ExitCode::SUCCESS;
+        }
         Ok(Command::Help) => {
             say(&format!("{USAGE}\n"));
             return ExitCode::SUCCESS;
@@ -331,6 +341,16 @@ mod tests {
             let e = parse(args).expect_err("should be refused");
             assert!(e.contains(needle), "{args:?}: {e}");
         }
+    }
+
+    #[test]
+    fn print_support_prints_the_readme_support_table() {
+        assert!(matches!(
+            parse(&["--print-support"]),
+            Ok(Command::PrintSupport)
+        ));
+        let table = docstore::support::markdown();
+        assert!(table.contains("| `mapReduce` | refused, 115 |"), "{table}");
     }
 
     #[test]

@@ -150,6 +150,30 @@ impl<'a> WriteSession<'a> {
         names
     }
 
+    /// Hide or unhide the index `name` (`collMod`); returns whether it was hidden before.
+    /// Journaled, when it changes, as dropping the index and creating it again with the new
+    /// spec: replay rebuilds it (the same entries), and the journal keeps its record kinds.
+    pub fn set_index_hidden(&mut self, name: &str, hidden: bool) -> Result<bool> {
+        let Some(index) = self.coll.indexes.iter_mut().find(|i| i.spec.name == name) else {
+            return Err(crate::error::Error::new(
+                crate::error::ErrorCode::IndexNotFound,
+                format!("cannot find index {name}"),
+            ));
+        };
+        let was = index.spec.hidden;
+        if was != hidden {
+            index.spec.hidden = hidden;
+            let spec = index.spec.to_document();
+            self.record_dropped_index(name);
+            self.ops.push(JournalOp::CreateIndex {
+                db: self.coll.db.clone(),
+                coll: self.coll.name.clone(),
+                spec,
+            });
+        }
+        Ok(was)
+    }
+
     fn record_dropped_index(&mut self, name: &str) {
         self.ops.push(JournalOp::DropIndex {
             db: self.coll.db.clone(),

@@ -33,7 +33,8 @@ pub fn handle(
         "buildInfo" | "buildinfo" => Ok(build_info()),
         "hostInfo" => Ok(host_info()),
         "whatsmyuri" => Ok(whatsmyuri(conn)),
-        "getParameter" => get_parameter(cmd),
+        "getParameter" => get_parameter(state, cmd),
+        "setParameter" => set_parameter(state, cmd),
         "getCmdLineOpts" => Ok(cmd_line_opts(state)),
         "getLog" => get_log(cmd),
         "serverStatus" => Ok(server_status(state)),
@@ -63,9 +64,7 @@ pub fn handle(
         | "dropUser"
         | "dropAllUsersFromDatabase"
         | "createRole"
-        | "getnonce" => Err(Error::not_supported(
-            "user management (the user comes from the configuration)",
-        )),
+        | "getnonce" => Err(crate::support::refuse(crate::support::Kind::Command, name)),
         _ => return None,
     };
     Some(reply)
@@ -192,7 +191,10 @@ struct Parameter {
 
 /// Server parameters docstore reports. `enableTestCommands` is false: docstore has none of
 /// mongod's test-only commands (`configureFailPoint` and the like), as a production mongod.
-fn parameters() -> Vec<Parameter> {
+/// `ttlMonitorSleepSecs` and `cursorTimeoutMillis` are the live settings, which
+/// `setParameter` changes.
+fn parameters(state: &ServerState) -> Vec<Parameter> {
+    let ttl = *state.ttl_monitor_interval.lock();
     vec![
         Parameter {
             name: "featureCompatibilityVersion",
@@ -206,12 +208,105 @@ fn parameters() -> Vec<Parameter> {
             settable_at_runtime: false,
             settable_at_startup: true,
         },
+        Parameter {
+            name: "ttlMonitorSleepSecs",
+            // A sub-second interval (tests configure one) reports as 1.
+            value: Bson::Int32(i32::try_from(ttl.as_secs().max(1)).unwrap_or(i32::MAX)),
+            settable_at_runtime: true,
+            settable_at_startup: true,
+        },
+        Parameter {
+            name: "cursorTimeoutMillis",
+            value: Bson::Int64(
+                i64::try_from(state.cursors.timeout().as_millis()).unwrap_or(i64::MAX),
+            ),
+            settable_at_runtime: true,
+            settable_at_startup: true,
+        },
     ]
+}
+
+/// `{setParameter: 1, <name>: <value>, ...}`, answered as mongod answers: `was` holds the
+/// first parameter's previous value; a parameter docstore does not know is 72 (naming it), one
+/// only settable at start-up 20, a value of the wrong type or range 2. Every value is checked
+/// before any is set.
+fn set_parameter(state: &ServerState, cmd: &Document) -> Result<Document> {
+    if db_of(cmd) != "admin" {
+        return Err(Error::new(
+            ErrorCode::Unauthorized,
+            "setParameter may only be run against the admin database.",
+        ));
+    }
+    let help = ", use help:true to see options ";
+    let known = parameters(state);
+    let mut changes = Vec::new();
+    for (name, value) in cmd.iter().skip(1) {
+        if super::args::is_generic_field(name) {
+            continue;
+        }
+        let Some(parameter) = known.iter().find(|p| p.name == name) else {
+            return Err(Error::new(
+                ErrorCode::InvalidOptions,
+                format!("attempted to set unrecognized parameter [{name}]{help}"),
+            ));
+        };
+        if !parameter.settable_at_runtime || name == "featureCompatibilityVersion" {
+            return Err(Error::new(
+                ErrorCode::IllegalOperation,
+                format!("not allowed to change [{name}] at runtime"),
+            ));
+        }
+        let invalid = || {
+            Error::bad_value(format!(
+                "Invalid value for parameter {name}: {} is not a positive integer",
+                crate::printing::fmt_value(value)
+            ))
+        };
+        let n = crate::value::Number::from_bson(value)
+            .and_then(|n| n.as_i64_exact())
+            .filter(|n| *n > 0)
+            .ok_or_else(invalid)?;
+        let change = match name.as_str() {
+            "ttlMonitorSleepSecs" => {
+                i32::try_from(n).map_err(|_| invalid())?;
+                Change::TtlSeconds(n as u64)
+            }
+            _ => Change::CursorTimeoutMillis(n as u64),
+        };
+        changes.push((parameter.value.clone(), change));
+    }
+    let Some((was, _)) = changes.first() else {
+        return Err(Error::new(
+            ErrorCode::InvalidOptions,
+            format!("no option found to set{help}"),
+        ));
+    };
+    let reply = doc! { "was": was.clone() };
+    for (_, change) in changes {
+        match change {
+            Change::TtlSeconds(secs) => {
+                *state.ttl_monitor_interval.lock() = std::time::Duration::from_secs(secs);
+                state.ttl_monitor_changed.notify_one();
+            }
+            Change::CursorTimeoutMillis(ms) => {
+                state
+                    .cursors
+                    .set_timeout(std::time::Duration::from_millis(ms));
+            }
+        }
+    }
+    Ok(reply)
+}
+
+/// A checked `setParameter` change, applied once every one is checked.
+enum Change {
+    TtlSeconds(u64),
+    CursorTimeoutMillis(u64),
 }
 
 /// `{getParameter: 1, <name>: 1, ...}` or `{getParameter: '*'}` (or `{allParameters: true}`).
 /// As in MongoDB, names it does not know are skipped; finding none at all is error 72.
-fn get_parameter(cmd: &Document) -> Result<Document> {
+fn get_parameter(state: &ServerState, cmd: &Document) -> Result<Document> {
     let (all, show_details) = match cmd.get("getParameter") {
         Some(Bson::String(s)) => (s == "*", false),
         Some(Bson::Document(opts)) => (
@@ -221,7 +316,7 @@ fn get_parameter(cmd: &Document) -> Result<Document> {
         _ => (false, false),
     };
     let mut reply = Document::new();
-    for p in parameters() {
+    for p in parameters(state) {
         if all || cmd.contains_key(p.name) {
             let value = if show_details {
                 Bson::Document(doc! {

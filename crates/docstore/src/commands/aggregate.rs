@@ -98,6 +98,14 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
     let vars = args.let_vars()?.unwrap_or_default();
     let (collection, documents) = if collectionless {
         let first = stages.first().and_then(|s| s.keys().next()).cloned();
+        if let Some(refusal) = first
+            .as_deref()
+            .and_then(|f| crate::support::refusal(crate::support::Kind::Stage, f))
+        {
+            // `$currentOp`, `$listLocalSessions`, `$changeStream` ... are collection-less
+            // stages: refused by name, not blamed on a missing collection.
+            return Err(refusal);
+        }
         if first.as_deref() != Some("$documents") {
             return Err(Error::new(
                 ErrorCode::InvalidNamespace,
@@ -128,6 +136,7 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
         }
         (args.collection()?.to_string(), None)
     };
+    super::args::check_api_strict_stages(args.cmd, &stages)?;
     let pipeline = Pipeline::parse(&stages, &vars)?;
     if !pipeline.leading_text_match()
         && stages

@@ -25,6 +25,11 @@ const GENERIC_FIELDS: &[&str] = &[
     "$client",
 ];
 
+/// Whether `field` is one the drivers attach to any command (`lsid`, `$db`, ...).
+pub fn is_generic_field(field: &str) -> bool {
+    GENERIC_FIELDS.contains(&field)
+}
+
 /// A command document with the command's name, for error messages.
 pub struct Args<'a> {
     pub name: &'a str,
@@ -273,4 +278,122 @@ pub fn write_concern(cmd: &Document) -> Result<WriteConcern> {
     Ok(WriteConcern {
         journal: flag("j") || flag("fsync"),
     })
+}
+
+/// The commands in the Stable API's version 1 (MongoDB 7.0), by the names mongod reports them
+/// under. `saslStart`/`saslContinue` are included as mongod declares them, so that a client
+/// with `apiStrict` can authenticate.
+const API_VERSION_1: &[&str] = &[
+    "abortTransaction",
+    "aggregate",
+    "authenticate",
+    "collMod",
+    "commitTransaction",
+    "count",
+    "create",
+    "createIndexes",
+    "delete",
+    "drop",
+    "dropDatabase",
+    "dropIndexes",
+    "endSessions",
+    "explain",
+    "find",
+    "findAndModify",
+    "getMore",
+    "hello",
+    "insert",
+    "killCursors",
+    "listCollections",
+    "listDatabases",
+    "listIndexes",
+    "ping",
+    "refreshSessions",
+    "saslContinue",
+    "saslStart",
+    "update",
+];
+
+/// The Stable API parameters (`apiVersion`, `apiStrict`, `apiDeprecationErrors`), enforced as
+/// mongod enforces them: `apiStrict`/`apiDeprecationErrors` need `apiVersion` (4886600), the
+/// only version is "1" (322 APIVersionError), and with `apiStrict: true` a command outside
+/// version 1 is refused (323 APIStrictError). No version-1 command is deprecated, so
+/// `apiDeprecationErrors: true` refuses nothing.
+pub fn check_api_parameters(name: &str, cmd: &Document) -> Result<()> {
+    let field_type = |field: &str, value: &Bson, expected: &str| {
+        Error::type_mismatch(format!(
+            "BSON field 'APIParametersFromClient.{field}' is the wrong type '{}', expected \
+             type '{expected}'",
+            type_name(value)
+        ))
+    };
+    let version = match cmd.get("apiVersion") {
+        None => None,
+        Some(Bson::String(v)) => Some(v.as_str()),
+        Some(other) => return Err(field_type("apiVersion", other, "string")),
+    };
+    let mut strict = false;
+    for field in ["apiStrict", "apiDeprecationErrors"] {
+        match cmd.get(field) {
+            None => {}
+            Some(Bson::Boolean(b)) => {
+                if version.is_none() {
+                    return Err(Error::location(
+                        4886600,
+                        "Provided apiStrict and/or apiDeprecationErrors without passing \
+                         apiVersion",
+                    ));
+                }
+                strict |= field == "apiStrict" && *b;
+            }
+            Some(other) => return Err(field_type(field, other, "bool")),
+        }
+    }
+    let Some(version) = version else {
+        return Ok(());
+    };
+    if version != "1" {
+        return Err(Error::new(
+            ErrorCode::APIVersionError,
+            "API version must be \"1\"",
+        ));
+    }
+    // mongod names a command by its canonical spelling.
+    let canonical = match name {
+        "findandmodify" => "findAndModify",
+        other => other,
+    };
+    if strict && !API_VERSION_1.contains(&canonical) {
+        return Err(Error::new(
+            ErrorCode::APIStrictError,
+            format!(
+                "Provided apiStrict:true, but the command {canonical} is not in API Version 1. \
+                 Information on supported commands and migrations in API Version 1 can be \
+                 found at https://dochub.mongodb.org/core/manual-versioned-api."
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Stages docstore runs that are outside the Stable API's version 1, refused under
+/// `apiStrict: true` as mongod refuses them.
+const STAGES_OUTSIDE_API_VERSION_1: &[&str] = &["$collStats"];
+
+/// With `apiStrict: true`, a pipeline stage outside API version 1 is 323 APIStrictError.
+pub fn check_api_strict_stages(cmd: &Document, stages: &[Document]) -> Result<()> {
+    if cmd.get("apiStrict") != Some(&Bson::Boolean(true)) {
+        return Ok(());
+    }
+    let outside = stages
+        .iter()
+        .filter_map(|s| s.keys().next())
+        .find(|name| STAGES_OUTSIDE_API_VERSION_1.contains(&name.as_str()));
+    match outside {
+        Some(name) => Err(Error::new(
+            ErrorCode::APIStrictError,
+            format!("{name} is not allowed with 'apiStrict: true' in API Version 1"),
+        )),
+        None => Ok(()),
+    }
 }

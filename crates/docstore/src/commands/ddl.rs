@@ -122,20 +122,27 @@ pub fn list_databases(state: &Arc<ServerState>, args: &Args<'_>) -> Result<Reply
     let name_only = args.bool("nameOnly", false)?;
     let mut total = 0i64;
     let mut out = Vec::new();
-    for name in state.catalog.database_names() {
+    // A mongod always has `admin`, `config` and `local`, and lists them; docstore keeps nothing
+    // of its own in them, so they are listed empty unless clients stored something there.
+    let mut names = state.catalog.database_names();
+    names.extend(["admin", "config", "local"].map(String::from));
+    names.sort();
+    names.dedup();
+    for name in names {
         let size: i64 = state
             .catalog
             .collections(&name)
             .iter()
             .map(|(_, c)| c.read().data_size() as i64)
             .sum();
-        total += size;
         let entry = if name_only {
             doc! { "name": name }
         } else {
             doc! { "name": name, "sizeOnDisk": size, "empty": size == 0 }
         };
+        // As in mongod, `totalSize` counts only the databases the filter lets through.
         if filter.as_ref().is_none_or(|f| f.matches(&entry)) {
+            total += size;
             out.push(entry);
         }
     }

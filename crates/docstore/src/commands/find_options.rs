@@ -83,7 +83,8 @@ impl FindExtras {
                         None => hit.doc.to_document()?,
                     }
                 };
-                if self.show_record_id {
+                // With `returnKey`, mongod returns the key alone: `showRecordId` adds nothing.
+                if self.show_record_id && !self.return_key {
                     out.insert("$recordId", Bson::Int64(hit.record as i64));
                 }
                 Ok(out)

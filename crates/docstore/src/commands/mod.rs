@@ -5,6 +5,7 @@ pub mod admin;
 pub mod aggregate;
 pub mod args;
 pub mod backup;
+pub mod coll_mod;
 pub mod crud;
 pub mod ddl;
 pub mod encoded;
@@ -99,6 +100,7 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
         None => "admin",
     };
     crate::auth::check_access(state.auth.as_ref(), conn, name)?;
+    args::check_api_parameters(name, cmd)?;
     if let Some(reply) = admin::handle(name, state, conn, cmd) {
         return reply.map(Answer::Document);
     }
@@ -133,6 +135,7 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
         "dbStats" | "dbstats" => ddl::db_stats(state, db, &a)?,
         "collStats" | "collstats" => ddl::coll_stats(state, db, &a)?,
         "validate" => validate::validate(state, db, &a)?,
+        "collMod" => coll_mod::coll_mod(state, db, &a)?,
         "createBackup" => backup::create_backup(state, db, &a).await?,
         _ => return Err(unsupported_or_unknown(name)),
     };
@@ -159,33 +162,13 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
     Ok(Answer::Document(doc))
 }
 
-/// MongoDB commands docstore deliberately lacks get a message naming the feature; anything
-/// else is CommandNotFound.
+/// MongoDB commands docstore deliberately lacks get the refusal of the support table
+/// ([`crate::support`]); anything else is CommandNotFound.
 fn unsupported_or_unknown(name: &str) -> Error {
-    let feature = match name {
-        "replSetGetStatus" | "replSetInitiate" | "replSetReconfig" | "replSetGetConfig"
-        | "replSetStepDown" | "replSetFreeze" | "replSetHeartbeat" => Some("replication"),
-        "shardCollection" | "enableSharding" | "addShard" | "listShards" | "balancerStatus" => {
-            Some("sharding")
-        }
-        "commitTransaction" | "abortTransaction" => Some("transactions"),
-        "createUser" | "updateUser" | "dropUser" | "usersInfo" | "createRole"
-        | "grantRolesToUser" => Some("user management (the user comes from the configuration)"),
-        "mapReduce" | "mapreduce" => Some("mapReduce"),
-        "geoSearch" | "geoNear" => Some("geospatial queries"),
-        "collMod" => Some("collMod"),
-        "currentOp" | "killOp" => Some("currentOp/killOp"),
-        "fsync" | "fsyncUnlock" => Some("fsync locking"),
-        "compact" => Some("compact"),
-        "cloneCollectionAsCapped" | "convertToCapped" => Some("capped collections"),
-        "bulkWrite" => Some("the bulkWrite command"),
-        _ => None,
-    };
-    match feature {
-        Some(f) => Error::not_supported(format!("{f} ('{name}')")),
-        None => Error::new(
+    crate::support::refusal(crate::support::Kind::Command, name).unwrap_or_else(|| {
+        Error::new(
             ErrorCode::CommandNotFound,
             format!("no such command: '{name}'"),
-        ),
-    }
+        )
+    })
 }

@@ -169,59 +169,6 @@ impl<'a> Scope<'a> {
     }
 }
 
-/// Names of operators MongoDB has but docstore does not implement: refused by name rather than
-/// reported as unknown.
-const UNSUPPORTED_OPERATORS: &[&str] = &[
-    "$accumulator",
-    "$function",
-    "$rand",
-    "$sampleRate",
-    "$dateAdd",
-    "$dateSubtract",
-    "$dateDiff",
-    "$dateFromParts",
-    "$dateToParts",
-    "$dateFromString",
-    "$regexFind",
-    "$regexFindAll",
-    "$zip",
-    "$sortArray",
-    "$firstN",
-    "$lastN",
-    "$maxN",
-    "$minN",
-    "$top",
-    "$topN",
-    "$bottom",
-    "$bottomN",
-    "$stdDevPop",
-    "$stdDevSamp",
-    "$binarySize",
-    "$bsonSize",
-    "$toHashedIndexKey",
-    "$tsIncrement",
-    "$tsSecond",
-    "$sin",
-    "$cos",
-    "$tan",
-    "$asin",
-    "$acos",
-    "$atan",
-    "$atan2",
-    "$sinh",
-    "$cosh",
-    "$tanh",
-    "$asinh",
-    "$acosh",
-    "$atanh",
-    "$degreesToRadians",
-    "$radiansToDegrees",
-    "$bitAnd",
-    "$bitOr",
-    "$bitXor",
-    "$bitNot",
-];
-
 impl Expression {
     pub fn parse(expr: &Bson) -> Result<Expression> {
         match expr {
@@ -735,6 +682,24 @@ fn parse_operator(name: &str, arg: &Bson) -> Result<Expression> {
                 on_null: find(&args, "onNull").map(Expression::parse).transpose()?,
             }
         }
+        "$rand" => {
+            // `{$rand: {}}`: mongod takes no arguments (an empty object or array).
+            let empty = match arg {
+                Bson::Document(d) => d.is_empty(),
+                Bson::Array(a) => a.is_empty(),
+                _ => false,
+            };
+            if !empty {
+                return Err(Error::location(
+                    3040501,
+                    "$rand does not currently accept arguments",
+                ));
+            }
+            Operator::Call {
+                func: operators::random,
+                args: Vec::new(),
+            }
+        }
         "$getField" => parse_get_field(arg)?,
         "$setField" => parse_set_field("$setField", arg)?,
         "$unsetField" => parse_set_field("$unsetField", arg)?,
@@ -745,8 +710,10 @@ fn parse_operator(name: &str, arg: &Bson) -> Result<Expression> {
                 let args = parse_args(arg)?;
                 check_arity(static_name, arity, args.len())?;
                 Operator::Call { func, args }
-            } else if UNSUPPORTED_OPERATORS.contains(&name) {
-                return Err(Error::not_supported(format!("the {name} expression")));
+            } else if let Some(refusal) =
+                crate::support::refusal(crate::support::Kind::Expression, name)
+            {
+                return Err(refusal);
             } else {
                 return Err(Error::new(
                     ErrorCode::InvalidPipelineOperator,

@@ -908,7 +908,7 @@ pub fn plan_limited(
         Some(Bson::String(name)) => Some(
             indexes
                 .iter()
-                .position(|i| i.spec.name == *name)
+                .position(|i| i.spec.name == *name && !i.spec.hidden)
                 .ok_or_else(unknown_hint)?,
         ),
         Some(Bson::Document(pattern)) if pattern.is_empty() => None,
@@ -920,7 +920,9 @@ pub fn plan_limited(
                 indexes
                     .iter()
                     .position(|i| {
-                        i.spec.key.keys().eq(pattern.keys())
+                        // A hidden index is invisible to hints, as in mongod.
+                        !i.spec.hidden
+                            && i.spec.key.keys().eq(pattern.keys())
                             && compare_documents(&i.spec.key, pattern) == Ordering::Equal
                     })
                     .ok_or_else(unknown_hint)?,
@@ -947,8 +949,8 @@ pub fn plan_limited(
     let mut sort_walk: Option<(Candidate, IndexBounds)> = None;
     for (position, idx) in indexes.iter().enumerate() {
         // A sparse index may lack matching documents; a partial one only when the query does
-        // not imply its filter.
-        if idx.spec.sparse || idx.text().is_some() {
+        // not imply its filter. A hidden one is not considered at all.
+        if idx.spec.sparse || idx.spec.hidden || idx.text().is_some() {
             continue;
         }
         if let Some(partial_filter) = &idx.spec.partial_filter {

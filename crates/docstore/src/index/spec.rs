@@ -5,6 +5,7 @@ use super::partial;
 use crate::error::{Error, ErrorCode, Result};
 use crate::keystring;
 use crate::query::Filter;
+use crate::support::{refuse, Kind::IndexOption};
 use crate::value::{compare_documents, type_name};
 use bson::{doc, Bson, Document};
 use std::cmp::Ordering;
@@ -24,10 +25,10 @@ pub struct IndexSpec {
     pub kept_options: Document,
     /// Set for a text index (whose `key` is then the normalised `{…, _fts: "text", _ftsx: 1}`).
     pub text: Option<crate::text::TextOptions>,
+    /// A hidden index is kept up to date (and its uniqueness enforced) but the planner never
+    /// chooses it and a hint cannot name it; `collMod` toggles it.
+    pub hidden: bool,
 }
-
-/// MongoDB's InvalidIndexSpecificationOption.
-const INVALID_INDEX_SPECIFICATION_OPTION: i32 = 197;
 
 impl IndexSpec {
     /// Parse one entry of `createIndexes.indexes` (validating options; unsupported kinds such as
@@ -40,6 +41,7 @@ impl IndexSpec {
         let mut partial_filter = None;
         let mut expire_after_seconds = None;
         let mut kept_options = Document::new();
+        let mut hidden = false;
         let mut raw_text = crate::text::RawTextOptions::default();
         for (field, value) in spec {
             match field.as_str() {
@@ -73,24 +75,30 @@ impl IndexSpec {
                 "background" | "dropDups" | "storageEngine" => {
                     kept_options.insert(field.clone(), value.clone());
                 }
-                "hidden" | "prepareUnique" => {
+                "hidden" => hidden = option_flag("hidden", value)?,
+                "prepareUnique" => {
                     if crate::value::is_truthy(value) {
-                        return Err(Error::not_supported(format!("{field} indexes")));
+                        return Err(refuse(IndexOption, "prepareUnique"));
                     }
                 }
-                "collation" => return Err(Error::not_supported("index collations")),
+                // The simple (binary) collation is what every index uses: mongod lists an
+                // index made with it without a collation, as docstore does.
+                "collation" => match value {
+                    Bson::Document(c) if c.len() == 1 && c.get_str("locale") == Ok("simple") => {}
+                    _ => return Err(refuse(IndexOption, "collation (other locales)")),
+                },
                 "weights" => raw_text.weights = Some(value.clone()),
                 "default_language" => raw_text.default_language = Some(value.clone()),
                 "language_override" => raw_text.language_override = Some(value.clone()),
                 "textIndexVersion" => raw_text.version = Some(value.clone()),
                 "2dsphereIndexVersion" | "bits" | "min" | "max" | "bucketSize" => {
-                    return Err(Error::not_supported("geospatial indexes"))
+                    return Err(refuse(IndexOption, "2dsphere / 2d"))
                 }
-                "wildcardProjection" => return Err(Error::not_supported("wildcard indexes")),
-                "clustered" => return Err(Error::not_supported("clustered indexes")),
+                "wildcardProjection" => return Err(refuse(IndexOption, "wildcardProjection")),
+                "clustered" => return Err(refuse(IndexOption, "clustered")),
                 other => {
-                    return Err(Error::location(
-                        INVALID_INDEX_SPECIFICATION_OPTION,
+                    return Err(Error::new(
+                        ErrorCode::InvalidIndexSpecificationOption,
                         format!(
                             "The field '{other}' is not valid for an index specification. \
                              Specification: {}",
@@ -149,10 +157,24 @@ impl IndexSpec {
         };
         let is_id_pattern =
             key.len() == 1 && key.get("_id").and_then(crate::value::to_f64) == Some(1.0);
+        // The _id index is always unique and never hidden: asking for either is refused by
+        // name, as mongod does (not answered "already exists").
+        for (option, given) in [("unique", unique), ("hidden", hidden)] {
+            if given && is_id_pattern {
+                return Err(Error::new(
+                    ErrorCode::InvalidIndexSpecificationOption,
+                    format!(
+                        "The field '{option}' is not valid for an _id index specification. \
+                         Specification: {}",
+                        keystring::render_document(spec)
+                    ),
+                ));
+            }
+        }
         if expire_after_seconds.is_some() {
             if is_id_pattern {
-                return Err(Error::location(
-                    INVALID_INDEX_SPECIFICATION_OPTION,
+                return Err(Error::new(
+                    ErrorCode::InvalidIndexSpecificationOption,
                     format!(
                         "The field 'expireAfterSeconds' is not valid for an _id index \
                          specification. Specification: {}",
@@ -210,6 +232,7 @@ impl IndexSpec {
             expire_after_seconds,
             kept_options,
             text,
+            hidden,
         })
     }
 
@@ -224,6 +247,7 @@ impl IndexSpec {
             expire_after_seconds: None,
             kept_options: Document::new(),
             text: None,
+            hidden: false,
         }
     }
 
@@ -245,6 +269,9 @@ impl IndexSpec {
                 Ok(s) => d.insert("expireAfterSeconds", s),
                 Err(_) => d.insert("expireAfterSeconds", secs),
             };
+        }
+        if self.hidden {
+            d.insert("hidden", true);
         }
         d.extend(self.kept_options.clone());
         if let Some(text) = &self.text {
@@ -301,7 +328,8 @@ impl IndexSpec {
         let same_options = self.unique == existing.unique
             && self.sparse == existing.sparse
             && self.expire_after_seconds == existing.expire_after_seconds
-            && self.text == existing.text;
+            && self.text == existing.text
+            && self.hidden == existing.hidden;
         let both = || {
             format!(
                 "Requested index: {}, existing index: {}",

@@ -1,6 +1,7 @@
 //! The read-side languages: query filters, projections and sort specifications (the dotted
 //! paths they read documents through are `crate::path`).
 
+mod bits;
 pub mod matcher;
 pub mod projection;
 pub mod sort;

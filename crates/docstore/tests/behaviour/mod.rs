@@ -3,6 +3,7 @@
 
 mod aggregation;
 mod auth;
+mod bitwise_and_rand;
 mod clients_regressions;
 mod collections;
 mod concurrency;
@@ -10,6 +11,8 @@ mod crud;
 mod driver_differences;
 mod explain;
 mod gridfs;
+mod hidden_indexes;
+mod mongod_answers;
 mod out_merge;
 mod pipeline_updates;
 mod query;

@@ -538,3 +538,8 @@ pub(super) fn min(args: &[Option<Bson>]) -> Result<Option<Bson>> {
 pub(super) fn max(args: &[Option<Bson>]) -> Result<Option<Bson>> {
     extreme(args, Ordering::Greater)
 }
+
+/// `$rand`: a double in [0, 1), drawn anew at each evaluation (each document), as mongod's.
+pub(crate) fn random(_: &[Option<Bson>]) -> Result<Option<Bson>> {
+    Ok(Some(Bson::Double(rand::random::<f64>())))
+}
