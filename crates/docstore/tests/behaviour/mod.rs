@@ -9,6 +9,7 @@ mod concurrency;
 mod crud;
 mod driver_differences;
 mod explain;
+mod geo;
 mod gridfs;
 mod out_merge;
 mod pipeline_updates;
