@@ -1056,11 +1056,22 @@ mod tests {
 
     #[test]
     fn spec_parse_names_unsupported_index_kinds() {
-        for (kind, feature) in [("2dsphere", "2dsphere indexes"), ("2d", "2d indexes")] {
+        for (kind, feature) in [
+            ("geoHaystack", "geoHaystack indexes"),
+            ("columnstore", "columnstore indexes"),
+        ] {
             let err = IndexSpec::parse(&doc! { "key": { "a": kind }, "name": "x" }).unwrap_err();
             assert_eq!(err.code, ErrorCode::CommandNotSupported);
             assert!(err.message.contains(feature), "{}", err.message);
         }
+        // Geo indexes: a 2d field comes first, and alone.
+        IndexSpec::parse(&doc! { "key": { "a": "2dsphere", "b": 1 }, "name": "x" }).unwrap();
+        IndexSpec::parse(&doc! { "key": { "a": "2d", "b": 1 }, "name": "x" }).unwrap();
+        let err = IndexSpec::parse(&doc! { "key": { "b": 1, "a": "2d" }, "name": "x" }).unwrap_err();
+        assert!(err.message.contains("2d has to be first in index"), "{}", err.message);
+        let err = IndexSpec::parse(&doc! { "key": { "a": "2d", "b": "2dsphere" }, "name": "x" })
+            .unwrap_err();
+        assert!(err.message.contains("can't have 2 geo fields"), "{}", err.message);
         let err = IndexSpec::parse(&doc! { "key": { "a": 0 }, "name": "x" }).unwrap_err();
         assert_eq!(err.code_number(), 67);
         // Hashed indexes: one hashed field at most, and never unique.

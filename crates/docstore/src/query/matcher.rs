@@ -1487,10 +1487,6 @@ mod tests {
         for filter in [
             doc! {"$where": "this.a == 1"},
             doc! {"$jsonSchema": {}},
-            doc! {"loc": {"$near": [0, 0]}},
-            doc! {"loc": {"$nearSphere": [0, 0]}},
-            doc! {"loc": {"$geoWithin": {}}},
-            doc! {"loc": {"$geoIntersects": {}}},
         ] {
             let e = parse_error(filter.clone());
             assert_eq!(e.code, ErrorCode::CommandNotSupported, "{filter}");
@@ -1503,6 +1499,37 @@ mod tests {
                 .next()
                 .unwrap();
             assert!(e.message.contains(&op), "{} should name {op}", e.message);
+        }
+    }
+
+    #[test]
+    fn geo_operators_test_the_whole_location_and_refuse_malformed_shapes() {
+        let square = doc! { "type": "Polygon", "coordinates": [[[0, 0], [4, 0], [4, 4], [0, 4], [0, 0]]] };
+        let within = doc! { "loc": { "$geoWithin": { "$geometry": square.clone() } } };
+        assert!(matches(within.clone(), doc! { "loc": [1, 1] }));
+        assert!(matches(within.clone(), doc! { "loc": { "type": "Point", "coordinates": [2, 2] } }));
+        assert!(!matches(within.clone(), doc! { "loc": [5, 1] }));
+        assert!(!matches(within.clone(), doc! { "loc": "nowhere" }));
+        assert!(matches(within, doc! { "loc": [[9, 9], [1, 1]] }));
+        let intersects = doc! { "loc": { "$geoIntersects": { "$geometry": square } } };
+        assert!(matches(
+            intersects,
+            doc! { "loc": { "type": "LineString", "coordinates": [[-1, 2], [5, 2]] } }
+        ));
+        let near = doc! { "loc": { "$near": [0, 0], "$maxDistance": 2 } };
+        assert!(matches(near.clone(), doc! { "loc": [1, 1] }));
+        assert!(!matches(near, doc! { "loc": [3, 3] }));
+        for bad in [
+            doc! {"loc": {"$geoWithin": {}}},
+            doc! {"loc": {"$geoWithin": {"$geometry": {"type": "Point", "coordinates": [0, 0]}}}},
+            doc! {"loc": {"$geoIntersects": {"$box": [[0, 0], [1, 1]]}}},
+            doc! {"loc": {"$near": {"$geometry": {"type": "LineString", "coordinates": [[0, 0], [1, 1]]}}}},
+            doc! {"loc": {"$near": [0, 0], "$maxDistance": -1}},
+            doc! {"loc": {"$maxDistance": 1}},
+            doc! {"$nor": [{"loc": {"$near": [0, 0]}}]},
+            doc! {"loc": {"$not": {"$near": [0, 0]}}},
+        ] {
+            assert_eq!(parse_error(bad.clone()).code, ErrorCode::BadValue, "{bad}");
         }
     }
 
