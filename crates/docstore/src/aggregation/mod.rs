@@ -204,8 +204,7 @@ impl Pipeline {
     /// The pipeline minus its leading `$match` (unchanged when it has none), for a caller that
     /// has already selected the matching documents.
     pub fn without_leading_match(&self) -> Pipeline {
-        let skip =
-            usize::from(self.leading_match().is_some() || self.leading_geo_near().is_some());
+        let skip = usize::from(self.leading_match().is_some() || self.leading_geo_near().is_some());
         Pipeline {
             stages: self.stages[skip..].to_vec(),
             names: self.names[skip..].to_vec(),

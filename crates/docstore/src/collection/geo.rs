@@ -52,7 +52,11 @@ impl Collection {
 
     /// The documents a `$geoNear` stage produces, nearest first, each with its distance (times
     /// `distanceMultiplier`) in `distanceField` and, with `includeLocs`, the location measured.
-    pub fn geo_near(&self, spec: &GeoNearSpec, explain: bool) -> Result<(Vec<Document>, ExecStats)> {
+    pub fn geo_near(
+        &self,
+        spec: &GeoNearSpec,
+        explain: bool,
+    ) -> Result<(Vec<Document>, ExecStats)> {
         let path = match &spec.key {
             Some(key) => key.clone(),
             None => self.geo_near_key()?,
@@ -191,14 +195,11 @@ impl Collection {
             let Some(position) = filter.try_matches_with_position(&d)? else {
                 continue;
             };
-            let closest = crate::path::collect_path_values(
-                &d,
-                path,
-                crate::path::LeafArrays::NoTraversal,
-            )
-            .iter()
-            .filter_map(|value| near.closest(value, units))
-            .min_by(|a, b| a.0.total_cmp(&b.0));
+            let closest =
+                crate::path::collect_path_values(&d, path, crate::path::LeafArrays::NoTraversal)
+                    .iter()
+                    .filter_map(|value| near.closest(value, units))
+                    .min_by(|a, b| a.0.total_cmp(&b.0));
             let Some((distance, location)) = closest else {
                 continue;
             };

@@ -8,8 +8,8 @@ use super::EARTH_RADIUS_METERS;
 use crate::error::{Error, Result};
 use bson::{Bson, Document};
 use geo::{
-    Closest, Contains, Coord, Covers, Distance, Euclidean, Geometry, HaversineClosestPoint,
-    HaversineMeasure, Intersects, LineString, Point, Polygon, Rect,
+    Closest, Coord, Covers, Distance, Euclidean, Geometry, HaversineClosestPoint, HaversineMeasure,
+    Intersects, LineString, Point, Polygon, Rect,
 };
 
 /// The sphere MongoDB measures on.
@@ -58,7 +58,9 @@ impl GeoPredicate {
                     "$geoIntersects expects a $geometry, found {name}"
                 )));
             }
-            return Ok(GeoPredicate::Intersects(Box::new(geometry_argument(value)?)));
+            return Ok(GeoPredicate::Intersects(Box::new(geometry_argument(
+                value,
+            )?)));
         }
         let region = match name.as_str() {
             "$geometry" => {
@@ -123,16 +125,19 @@ impl Region {
         let g = &location.geometry;
         match self {
             Region::Geometry(region) => region.covers(g),
-            Region::Box(rect) => g
-                .coords_iter()
-                .all(|c| rect.min().x <= c.x && c.x <= rect.max().x && rect.min().y <= c.y && c.y <= rect.max().y),
+            Region::Box(rect) => g.coords_iter().all(|c| {
+                rect.min().x <= c.x
+                    && c.x <= rect.max().x
+                    && rect.min().y <= c.y
+                    && c.y <= rect.max().y
+            }),
             Region::Polygon(polygon) => polygon.covers(g),
             Region::Center(center, radius) => g
                 .coords_iter()
                 .all(|c| Euclidean.distance(Point(c), Point(*center)) <= *radius),
-            Region::CenterSphere(center, radius) => g
-                .coords_iter()
-                .all(|c| SPHERE.distance(Point(c), Point(*center)) / EARTH_RADIUS_METERS <= *radius),
+            Region::CenterSphere(center, radius) => g.coords_iter().all(|c| {
+                SPHERE.distance(Point(c), Point(*center)) / EARTH_RADIUS_METERS <= *radius
+            }),
         }
     }
 }
@@ -171,7 +176,7 @@ fn circle_argument(value: &Bson, op: &str) -> Result<(Coord<f64>, f64)> {
     };
     let center = point_argument(center)?;
     let radius = crate::value::to_f64(radius).ok_or_else(malformed)?;
-    if !(radius >= 0.0) {
+    if radius.is_nan() || radius < 0.0 {
         return Err(Error::bad_value("radius must be a non-negative number"));
     }
     Ok((center, radius))
@@ -286,19 +291,18 @@ impl NearQuery {
     fn distance_to(&self, location: &Location, units: Units) -> Option<f64> {
         let point = Point(self.point);
         match units {
-            Units::Flat => {
-                Some(Euclidean.distance(&location.geometry, &Geometry::Point(point)))
-            }
+            Units::Flat => Some(Euclidean.distance(&location.geometry, &Geometry::Point(point))),
             Units::Meters | Units::Radians => {
-                let meters = match location.geometry.haversine_closest_point(&point) {
-                    Closest::Intersection(_) => 0.0,
-                    Closest::SinglePoint(p) => SPHERE.distance(point, p),
-                    // Several closest points (the query point at a polygon's centre, say):
-                    // any vertex is as far as the closest... unless the point is inside.
-                    Closest::Indeterminate => {
-                        if location.geometry.contains(&point) {
-                            0.0
-                        } else {
+                // A point on or inside the geometry is at distance 0; otherwise the nearest
+                // point along great circles, or, where the crate finds several equally near
+                // (a point equidistant from two edges), the nearest vertex.
+                let meters = if location.geometry.intersects(&point) {
+                    0.0
+                } else {
+                    match location.geometry.haversine_closest_point(&point) {
+                        Closest::Intersection(_) => 0.0,
+                        Closest::SinglePoint(p) => SPHERE.distance(point, p),
+                        Closest::Indeterminate => {
                             use geo::CoordsIter;
                             location
                                 .geometry
@@ -307,11 +311,6 @@ impl NearQuery {
                                 .min_by(f64::total_cmp)?
                         }
                     }
-                };
-                let meters = if location.geometry.intersects(&point) {
-                    0.0
-                } else {
-                    meters
                 };
                 Some(if units == Units::Meters {
                     meters
@@ -327,7 +326,7 @@ fn distance_limit(value: &Bson, name: &str) -> Result<f64> {
     let Some(n) = crate::value::to_f64(value) else {
         return Err(Error::bad_value(format!("{name} must be a number")));
     };
-    if !(n >= 0.0) {
+    if n.is_nan() || n < 0.0 {
         return Err(Error::bad_value(format!("{name} must be non-negative")));
     }
     Ok(n)
@@ -405,7 +404,9 @@ impl GeoNearSpec {
             }
         }
         let Some(near) = near else {
-            return Err(Error::bad_value("$geoNear requires a 'near' option as an Array"));
+            return Err(Error::bad_value(
+                "$geoNear requires a 'near' option as an Array",
+            ));
         };
         let Some(distance_field) = distance_field else {
             return Err(Error::bad_value(

@@ -250,8 +250,7 @@ fn polygon(rings: &[Bson]) -> Result<Polygon<f64>, String> {
         let coords = positions(ring)?;
         if coords.len() < 4 {
             return Err(
-                "Loop must have at least 3 different vertices (and the first repeated last)"
-                    .into(),
+                "Loop must have at least 3 different vertices (and the first repeated last)".into(),
             );
         }
         if coords.first() != coords.last() {
@@ -282,15 +281,13 @@ mod tests {
 
     #[test]
     fn geojson_objects_and_legacy_pairs_are_locations() {
-        let point = locations(&bson!({ "type": "Point", "coordinates": [-73.97, 40.77] }))
-            .unwrap();
+        let point = locations(&bson!({ "type": "Point", "coordinates": [-73.97, 40.77] })).unwrap();
         assert!(matches!(point[0].geometry, Geometry::Point(_)) && !point[0].legacy);
         let legacy = locations(&bson!([-73.97, 40.77])).unwrap();
         assert!(legacy[0].legacy);
         let embedded = locations(&bson!({ "lng": 1, "lat": 2.5 })).unwrap();
         assert_eq!(embedded[0].point(), Coord { x: 1.0, y: 2.5 });
-        let many = locations(&bson!([[1, 2], { "type": "Point", "coordinates": [3, 4] }]))
-            .unwrap();
+        let many = locations(&bson!([[1, 2], { "type": "Point", "coordinates": [3, 4] }])).unwrap();
         assert_eq!(many.len(), 2);
     }
 
@@ -299,8 +296,10 @@ mod tests {
         let reason = |d: Document| parse_geojson(&d).unwrap_err();
         assert!(reason(doc! { "type": "Point", "coordinates": [200, 0] })
             .starts_with("longitude/latitude is out of bounds"));
-        assert!(reason(doc! { "type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1]]] })
-            .starts_with("Loop must have at least 3 different vertices"));
+        assert!(
+            reason(doc! { "type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1]]] })
+                .starts_with("Loop must have at least 3 different vertices")
+        );
         assert!(reason(
             doc! { "type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 1], [0, 0.5]]] }
         )
@@ -320,7 +319,9 @@ mod tests {
         .starts_with("Secondary loops not contained"));
         assert!(reason(doc! { "type": "Circle", "coordinates": [0, 0] })
             .starts_with("unknown GeoJSON type"));
-        assert!(reason(doc! { "type": "LineString", "coordinates": [[0, 0]] })
-            .contains("at least 2 vertices"));
+        assert!(
+            reason(doc! { "type": "LineString", "coordinates": [[0, 0]] })
+                .contains("at least 2 vertices")
+        );
     }
 }

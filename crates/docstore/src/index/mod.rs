@@ -8,8 +8,8 @@ pub mod planner;
 mod spec;
 
 pub use build::build_all;
-use spec::{is_geo, is_hashed};
 pub use spec::IndexSpec;
+use spec::{is_geo, is_hashed};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::keystring;
@@ -1067,11 +1067,20 @@ mod tests {
         // Geo indexes: a 2d field comes first, and alone.
         IndexSpec::parse(&doc! { "key": { "a": "2dsphere", "b": 1 }, "name": "x" }).unwrap();
         IndexSpec::parse(&doc! { "key": { "a": "2d", "b": 1 }, "name": "x" }).unwrap();
-        let err = IndexSpec::parse(&doc! { "key": { "b": 1, "a": "2d" }, "name": "x" }).unwrap_err();
-        assert!(err.message.contains("2d has to be first in index"), "{}", err.message);
+        let err =
+            IndexSpec::parse(&doc! { "key": { "b": 1, "a": "2d" }, "name": "x" }).unwrap_err();
+        assert!(
+            err.message.contains("2d has to be first in index"),
+            "{}",
+            err.message
+        );
         let err = IndexSpec::parse(&doc! { "key": { "a": "2d", "b": "2dsphere" }, "name": "x" })
             .unwrap_err();
-        assert!(err.message.contains("can't have 2 geo fields"), "{}", err.message);
+        assert!(
+            err.message.contains("can't have 2 geo fields"),
+            "{}",
+            err.message
+        );
         let err = IndexSpec::parse(&doc! { "key": { "a": 0 }, "name": "x" }).unwrap_err();
         assert_eq!(err.code_number(), 67);
         // Hashed indexes: one hashed field at most, and never unique.

@@ -159,7 +159,9 @@ impl IndexSpec {
                 return Err(Error::not_supported("unique geospatial indexes"));
             }
             // mongod lists the version it builds: 3 unless asked for 2.
-            let sphere = key.values().any(|v| matches!(v, Bson::String(s) if s == "2dsphere"));
+            let sphere = key
+                .values()
+                .any(|v| matches!(v, Bson::String(s) if s == "2dsphere"));
             if sphere && !kept_options.contains_key("2dsphereIndexVersion") {
                 kept_options.insert("2dsphereIndexVersion", 3);
             }

@@ -52,7 +52,9 @@ impl Filter {
             return Err(Error::bad_value("geoNear must be top-level expr"));
         }
         if !nears.is_empty() && !texts.is_empty() {
-            return Err(Error::bad_value("text and geoNear not allowed in same query"));
+            return Err(Error::bad_value(
+                "text and geoNear not allowed in same query",
+            ));
         }
         Ok(Filter { root })
     }
@@ -335,7 +337,10 @@ enum Cond {
     Exists,
     Type(TypeSet),
     Regex(Box<RegexCond>),
-    Mod { divisor: i64, remainder: i64 },
+    Mod {
+        divisor: i64,
+        remainder: i64,
+    },
     Size(usize),
     ElemMatchObject(Box<Node>),
     ElemMatchValue(Box<ValuePred>),
@@ -489,9 +494,7 @@ impl Cond {
             | Cond::ElemMatchObject(_)
             | Cond::ElemMatchValue(_)
             | Cond::Geo(_)
-            | Cond::Near(_) => {
-                LeafArrays::NoTraversal
-            }
+            | Cond::Near(_) => LeafArrays::NoTraversal,
             _ => LeafArrays::Traverse,
         }
     }
@@ -1484,10 +1487,7 @@ mod tests {
 
     #[test]
     fn unsupported_operators_are_named_in_the_error() {
-        for filter in [
-            doc! {"$where": "this.a == 1"},
-            doc! {"$jsonSchema": {}},
-        ] {
+        for filter in [doc! {"$where": "this.a == 1"}, doc! {"$jsonSchema": {}}] {
             let e = parse_error(filter.clone());
             assert_eq!(e.code, ErrorCode::CommandNotSupported, "{filter}");
             let op = filter
@@ -1504,10 +1504,14 @@ mod tests {
 
     #[test]
     fn geo_operators_test_the_whole_location_and_refuse_malformed_shapes() {
-        let square = doc! { "type": "Polygon", "coordinates": [[[0, 0], [4, 0], [4, 4], [0, 4], [0, 0]]] };
+        let square =
+            doc! { "type": "Polygon", "coordinates": [[[0, 0], [4, 0], [4, 4], [0, 4], [0, 0]]] };
         let within = doc! { "loc": { "$geoWithin": { "$geometry": square.clone() } } };
         assert!(matches(within.clone(), doc! { "loc": [1, 1] }));
-        assert!(matches(within.clone(), doc! { "loc": { "type": "Point", "coordinates": [2, 2] } }));
+        assert!(matches(
+            within.clone(),
+            doc! { "loc": { "type": "Point", "coordinates": [2, 2] } }
+        ));
         assert!(!matches(within.clone(), doc! { "loc": [5, 1] }));
         assert!(!matches(within.clone(), doc! { "loc": "nowhere" }));
         assert!(matches(within, doc! { "loc": [[9, 9], [1, 1]] }));

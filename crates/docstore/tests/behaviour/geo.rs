@@ -123,7 +123,9 @@ async fn near_needs_a_geospatial_index() {
             .await,
         291,
     );
-    assert!(e.to_string().contains("unable to find index for $geoNear query"));
+    assert!(e
+        .to_string()
+        .contains("unable to find index for $geoNear query"));
 }
 
 #[tokio::test]
@@ -178,12 +180,24 @@ async fn geo_within_a_polygon_with_a_hole_leaves_out_the_hole() {
         [[4, 4], [6, 4], [6, 6], [4, 6], [4, 4]],
     ] };
     // No index is needed for $geoWithin.
-    let found = sorted_ids(&c, doc! { "loc": { "$geoWithin": { "$geometry": with_hole.clone() } } }).await;
+    let found = sorted_ids(
+        &c,
+        doc! { "loc": { "$geoWithin": { "$geometry": with_hole.clone() } } },
+    )
+    .await;
     assert_eq!(found, vec![1, 4]);
-    c.create_index(IndexModel::builder().keys(doc! { "loc": "2dsphere" }).build())
-        .await
-        .unwrap();
-    let found = sorted_ids(&c, doc! { "loc": { "$geoWithin": { "$geometry": with_hole } } }).await;
+    c.create_index(
+        IndexModel::builder()
+            .keys(doc! { "loc": "2dsphere" })
+            .build(),
+    )
+    .await
+    .unwrap();
+    let found = sorted_ids(
+        &c,
+        doc! { "loc": { "$geoWithin": { "$geometry": with_hole } } },
+    )
+    .await;
     assert_eq!(found, vec![1, 4]);
 }
 
@@ -199,11 +213,20 @@ async fn a_line_string_intersecting_a_polygon_matches_geo_intersects() {
     ])
     .await
     .unwrap();
-    c.create_index(IndexModel::builder().keys(doc! { "path": "2dsphere" }).build())
-        .await
-        .unwrap();
-    let square = doc! { "type": "Polygon", "coordinates": [[[0, 0], [10, 0], [10, 10], [0, 10], [0, 0]]] };
-    let found = sorted_ids(&c, doc! { "path": { "$geoIntersects": { "$geometry": square } } }).await;
+    c.create_index(
+        IndexModel::builder()
+            .keys(doc! { "path": "2dsphere" })
+            .build(),
+    )
+    .await
+    .unwrap();
+    let square =
+        doc! { "type": "Polygon", "coordinates": [[[0, 0], [10, 0], [10, 10], [0, 10], [0, 0]]] };
+    let found = sorted_ids(
+        &c,
+        doc! { "path": { "$geoIntersects": { "$geometry": square } } },
+    )
+    .await;
     assert_eq!(found, vec![1, 3, 4]);
 }
 
@@ -223,9 +246,13 @@ async fn a_city_scale_polygon_classifies_points_fifty_meters_from_its_edge() {
     ])
     .await
     .unwrap();
-    c.create_index(IndexModel::builder().keys(doc! { "loc": "2dsphere" }).build())
-        .await
-        .unwrap();
+    c.create_index(
+        IndexModel::builder()
+            .keys(doc! { "loc": "2dsphere" })
+            .build(),
+    )
+    .await
+    .unwrap();
     let found = sorted_ids(&c, doc! { "loc": { "$geoWithin": { "$geometry": area } } }).await;
     assert_eq!(found, vec![1, 3]);
 }
@@ -258,7 +285,8 @@ async fn an_invalid_geometry_in_a_2dsphere_field_is_refused_with_16755() {
         16755,
     );
     assert!(e.to_string().contains("Can't extract geo keys"));
-    let bow_tie = doc! { "type": "Polygon", "coordinates": [[[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]] };
+    let bow_tie =
+        doc! { "type": "Polygon", "coordinates": [[[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]] };
     assert_code(c.insert_one(doc! { "location": bow_tie }).await, 16755);
     assert_code(c.insert_one(doc! { "location": "downtown" }).await, 16755);
     // Building the index over such a document fails too.
@@ -266,7 +294,11 @@ async fn an_invalid_geometry_in_a_2dsphere_field_is_refused_with_16755() {
     other.insert_one(doc! { "loc": [500, 500] }).await.unwrap();
     assert_code(
         other
-            .create_index(IndexModel::builder().keys(doc! { "loc": "2dsphere" }).build())
+            .create_index(
+                IndexModel::builder()
+                    .keys(doc! { "loc": "2dsphere" })
+                    .build(),
+            )
             .await,
         16755,
     );
@@ -293,18 +325,17 @@ async fn documents_without_a_location_are_not_in_a_2dsphere_index() {
         .await
         .unwrap();
     assert_eq!(found.len(), 4);
-    let indexes: Vec<Document> = t
-        .db
-        .run_command(doc! { "listIndexes": "places" })
-        .await
-        .unwrap()
-        .get_document("cursor")
-        .unwrap()
-        .get_array("firstBatch")
-        .unwrap()
-        .iter()
-        .filter_map(|i| i.as_document().cloned())
-        .collect();
+    let indexes: Vec<Document> =
+        t.db.run_command(doc! { "listIndexes": "places" })
+            .await
+            .unwrap()
+            .get_document("cursor")
+            .unwrap()
+            .get_array("firstBatch")
+            .unwrap()
+            .iter()
+            .filter_map(|i| i.as_document().cloned())
+            .collect();
     let geo = indexes
         .iter()
         .find(|i| i.get_str("name") == Ok("location_2dsphere"))
@@ -361,7 +392,11 @@ async fn a_2d_index_answers_flat_near_and_legacy_shapes() {
     assert_eq!(nearest, vec![2, 1, 3, 4]);
     let within_5 = ids(&c, doc! { "loc": { "$near": [0, 0], "$maxDistance": 5 } }).await;
     assert_eq!(within_5, vec![1, 2]);
-    let boxed = sorted_ids(&c, doc! { "loc": { "$geoWithin": { "$box": [[0, 0], [10, 10]] } } }).await;
+    let boxed = sorted_ids(
+        &c,
+        doc! { "loc": { "$geoWithin": { "$box": [[0, 0], [10, 10]] } } },
+    )
+    .await;
     assert_eq!(boxed, vec![1, 2, 3]);
     let triangle = sorted_ids(
         &c,
@@ -369,7 +404,11 @@ async fn a_2d_index_answers_flat_near_and_legacy_shapes() {
     )
     .await;
     assert_eq!(triangle, vec![1, 2]);
-    let disc = sorted_ids(&c, doc! { "loc": { "$geoWithin": { "$center": [[0, 0], 5] } } }).await;
+    let disc = sorted_ids(
+        &c,
+        doc! { "loc": { "$geoWithin": { "$center": [[0, 0], 5] } } },
+    )
+    .await;
     assert_eq!(disc, vec![1, 2]);
     // A 2d index holds legacy pairs inside [-180, 180).
     assert_code(c.insert_one(doc! { "loc": point(1.0, 1.0) }).await, 13026);
@@ -428,7 +467,10 @@ async fn geo_near_reports_haversine_distances_nearest_first() {
         .unwrap();
     let km = out[0].get_f64("km").unwrap();
     let expected = haversine(CENTRAL_PARK, LA_GUARDIA) / 1000.0;
-    assert!((km - expected).abs() <= expected * 0.001, "{km} vs {expected}");
+    assert!(
+        (km - expected).abs() <= expected * 0.001,
+        "{km} vs {expected}"
+    );
 }
 
 #[tokio::test]
@@ -436,14 +478,23 @@ async fn geo_near_must_be_first_and_needs_one_geo_index_or_a_key() {
     let t = test_db().await;
     let c = places(&t.db).await;
     let stage = doc! { "$geoNear": { "near": point(0.0, 0.0), "distanceField": "d" } };
-    assert_code(c.aggregate([doc! { "$match": {} }, stage.clone()]).await, 40602);
+    assert_code(
+        c.aggregate([doc! { "$match": {} }, stage.clone()]).await,
+        40602,
+    );
     let bare = t.db.collection::<Document>("bare");
-    bare.insert_one(doc! { "loc": point(0.0, 0.0) }).await.unwrap();
-    let e = assert_code(bare.aggregate([stage.clone()]).await, 27);
-    assert!(e.to_string().contains("requires a 2d or 2dsphere index"));
-    c.create_index(IndexModel::builder().keys(doc! { "other": "2dsphere" }).build())
+    bare.insert_one(doc! { "loc": point(0.0, 0.0) })
         .await
         .unwrap();
+    let e = assert_code(bare.aggregate([stage.clone()]).await, 27);
+    assert!(e.to_string().contains("requires a 2d or 2dsphere index"));
+    c.create_index(
+        IndexModel::builder()
+            .keys(doc! { "other": "2dsphere" })
+            .build(),
+    )
+    .await
+    .unwrap();
     assert_code(c.aggregate([stage]).await, 27);
     let keyed: Vec<Document> = c
         .aggregate([doc! { "$geoNear": {
@@ -460,8 +511,10 @@ async fn geo_near_must_be_first_and_needs_one_geo_index_or_a_key() {
     assert_eq!(keyed[0].get_i32("_id"), Ok(1));
     // $near inside $match is not allowed in a pipeline.
     assert_code(
-        c.aggregate([doc! { "$match": { "location": { "$near": { "$geometry": point(0.0, 0.0) } } } }])
-            .await,
+        c.aggregate([
+            doc! { "$match": { "location": { "$near": { "$geometry": point(0.0, 0.0) } } } },
+        ])
+        .await,
         5626500,
     );
 }
@@ -470,9 +523,8 @@ async fn geo_near_must_be_first_and_needs_one_geo_index_or_a_key() {
 async fn explain_shows_the_geo_index_used() {
     let t = test_db().await;
     let c = places(&t.db).await;
-    let near = t
-        .db
-        .run_command(doc! { "explain": {
+    let near =
+        t.db.run_command(doc! { "explain": {
             "find": "places",
             "filter": { "location": { "$near": { "$geometry": point(0.0, 0.0) } } },
         } })
@@ -480,15 +532,17 @@ async fn explain_shows_the_geo_index_used() {
         .unwrap();
     let stage = find_stage(&Bson::Document(near), "GEO_NEAR_2DSPHERE").expect("geo near stage");
     assert_eq!(stage.get_str("indexName"), Ok("location_2dsphere"));
-    let within = t
-        .db
-        .run_command(doc! { "explain": {
+    let within =
+        t.db.run_command(doc! { "explain": {
             "find": "places",
             "filter": { "location": { "$geoWithin": { "$centerSphere": [[0, 0], 0.1] } } },
         } })
         .await
         .unwrap();
     let scan = find_stage(&Bson::Document(within), "IXSCAN").expect("index scan");
-    assert_eq!(scan.get_document("keyPattern"), Ok(&doc! { "location": "2dsphere" }));
+    assert_eq!(
+        scan.get_document("keyPattern"),
+        Ok(&doc! { "location": "2dsphere" })
+    );
     let _ = c;
 }
