@@ -544,5 +544,14 @@ async fn explain_shows_the_geo_index_used() {
         scan.get_document("keyPattern"),
         Ok(&doc! { "location": "2dsphere" })
     );
-    let _ = c;
+    let pipeline =
+        t.db.run_command(doc! { "explain": {
+            "aggregate": c.name(),
+            "pipeline": [{ "$geoNear": { "near": point(0.0, 0.0), "distanceField": "d" } }],
+            "cursor": {},
+        } })
+        .await
+        .unwrap();
+    let stage = find_stage(&Bson::Document(pipeline), "GEO_NEAR_2DSPHERE").expect("geo near stage");
+    assert_eq!(stage.get_str("indexName"), Ok("location_2dsphere"));
 }
