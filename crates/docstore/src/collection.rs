@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 mod background;
 mod bulk;
 mod count;
+mod geo;
 mod session;
 #[cfg(test)]
 mod update_tests;
@@ -407,6 +408,9 @@ impl Collection {
     }
 
     fn execute(&self, query: &QuerySpec<'_>, explain: bool) -> Result<(Vec<Hit>, ExecStats)> {
+        if let Some((path, near)) = query.filter.near() {
+            return self.execute_near(query, explain, path, near);
+        }
         let sort_uses_score = query.sort.is_some_and(|s| s.uses_text_score());
         let text = query.filter.text();
         if sort_uses_score && text.is_none() {
@@ -785,6 +789,14 @@ impl Collection {
             "indexSizes": index_sizes,
         }
     }
+}
+
+/// mongod's error for `$geoNear` over a collection that does not exist (it has no index).
+pub fn geo_near_without_collection() -> Error {
+    Error::new(
+        ErrorCode::IndexNotFound,
+        "$geoNear requires a 2d or 2dsphere index, but none were found",
+    )
 }
 
 /// MongoDB's error for `{$meta: "textScore"}` in a query without `$text`.

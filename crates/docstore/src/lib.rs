@@ -16,6 +16,7 @@ mod cursor;
 pub mod dump;
 mod error;
 mod expression;
+mod geospatial;
 mod index;
 mod keystring;
 mod login_throttle;

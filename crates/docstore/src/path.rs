@@ -28,6 +28,11 @@ impl FieldPath {
     }
 
     /// The first part: the top-level field the path starts at.
+    /// The path as written (`a.b.0`).
+    pub fn dotted(&self) -> &str {
+        &self.dotted
+    }
+
     pub fn head(&self) -> &str {
         self.parts.first().map_or("", String::as_str)
     }

@@ -92,7 +92,6 @@ use Kind::*;
 const REPLICATION: &str = "single node by design: no replica set";
 const SHARDING: &str = "single node by design";
 const USERS: &str = "the one user comes from the configuration (`--auth --user`)";
-const GEO: &str = "no geospatial indexes";
 const SEARCH: &str = "Atlas Search only";
 const PROFILER: &str = "no profiler or operation registry";
 
@@ -125,8 +124,8 @@ pub const FEATURES: &[Feature] = &[
     refused(Command, "getnonce", "user management (the user comes from the configuration)", "MONGODB-CR was removed in MongoDB 4.0"),
     refused(Command, "mapReduce", "mapReduce", "deprecated in MongoDB 5.0; needs a JavaScript engine (use an aggregation pipeline)"),
     refused(Command, "mapreduce", "mapReduce", "deprecated in MongoDB 5.0; needs a JavaScript engine (use an aggregation pipeline)"),
-    refused(Command, "geoSearch", "geospatial queries", GEO),
-    refused(Command, "geoNear", "geospatial queries", "removed in MongoDB 4.2; no geospatial indexes"),
+    refused(Command, "geoSearch", "geoHaystack queries", "removed in MongoDB 5.0 with geoHaystack indexes"),
+    refused(Command, "geoNear", "the geoNear command", "removed in MongoDB 4.2: use the `$geoNear` stage"),
     refused(Command, "currentOp", "currentOp/killOp", PROFILER),
     refused(Command, "killOp", "currentOp/killOp", PROFILER),
     refused(Command, "fsync", "fsync locking", "the journal is fsynced by group commit; no lock for file-copy backups (use `createBackup`)"),
@@ -136,7 +135,7 @@ pub const FEATURES: &[Feature] = &[
     refused(Command, "convertToCapped", "capped collections", "no capped collections"),
     refused(Command, "bulkWrite", "the bulkWrite command", "MongoDB 8.0's command; drivers' bulk writes use `insert`/`update`/`delete`"),
     // Aggregation stages.
-    refused(Stage, "$geoNear", "", GEO),
+    supported(Stage, "$geoNear", "first stage only, on a `2d` or `2dsphere` index (reads every located document: the index keeps no cells)"),
     refused(Stage, "$search", "", SEARCH),
     refused(Stage, "$searchMeta", "", SEARCH),
     refused(Stage, "$vectorSearch", "", SEARCH),
@@ -176,12 +175,8 @@ pub const FEATURES: &[Feature] = &[
         note: "no JavaScript engine (use `$expr`)",
     },
     refused(QueryOperator, "$jsonSchema", "", "no schema validation"),
-    refused(QueryOperator, "$near", "", GEO),
-    refused(QueryOperator, "$nearSphere", "", GEO),
-    refused(QueryOperator, "$geoNear", "", GEO),
-    refused(QueryOperator, "$geoWithin", "", GEO),
-    refused(QueryOperator, "$geoIntersects", "", GEO),
-    refused(QueryOperator, "$within", "", GEO),
+    supported(QueryOperator, "$near / $nearSphere", "need a `2d` or `2dsphere` index (291 otherwise); distances on mongod's sphere (6 378 100 m)"),
+    supported(QueryOperator, "$geoWithin / $geoIntersects", "GeoJSON and legacy shapes; polygon edges straight in (longitude, latitude), not geodesics"),
     // Expression operators.
     supported(Expression, "$rand", "a double in [0, 1), drawn anew for each document"),
     refused(Expression, "$accumulator", "", "needs a JavaScript engine"),
@@ -214,7 +209,8 @@ pub const FEATURES: &[Feature] = &[
     supported(IndexOption, "collation", "`{locale: \"simple\"}` only (the binary comparison every index uses)"),
     refused(IndexOption, "collation (other locales)", "index collations", "collations other than simple binary"),
     refused(IndexOption, "prepareUnique", "prepareUnique indexes", "converting an index to unique is not implemented"),
-    refused(IndexOption, "2dsphere / 2d", "geospatial indexes", GEO),
+    supported(IndexOption, "2dsphere / 2d", "validated keys, no cells: a geo query reads every located document"),
+    refused(IndexOption, "bucketSize", "geoHaystack indexes", "removed in MongoDB 5.0"),
     refused(IndexOption, "wildcardProjection", "wildcard indexes", "no wildcard indexes"),
     refused(IndexOption, "clustered", "clustered indexes", "no clustered collections"),
 ];

@@ -66,7 +66,7 @@ const LAYERS: &[&[&str]] = &[
     &["aggregation", "index"],
     &["query"],
     &["expression"],
-    &["text"],
+    &["text", "geospatial"],
     &[
         "auth",
         "keystring",

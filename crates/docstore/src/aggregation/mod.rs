@@ -64,6 +64,9 @@ enum Stage {
     Sample(usize),
     /// `$collStats`, which replaces its (empty) input with one report.
     CollStats(CollStats),
+    /// `$geoNear` (first stage only): the aggregate command asks the collection for its
+    /// documents, nearest first (see [`Pipeline::leading_geo_near`]).
+    GeoNear(Box<crate::geospatial::GeoNearSpec>),
 }
 
 /// A parsed aggregation pipeline.
@@ -160,6 +163,15 @@ impl Pipeline {
         }
     }
 
+    /// The leading `$geoNear`, whose documents (nearest first, with their distances) the
+    /// caller takes from the collection before running the rest of the pipeline.
+    pub fn leading_geo_near(&self) -> Option<&crate::geospatial::GeoNearSpec> {
+        match self.stages.first() {
+            Some(Stage::GeoNear(spec)) => Some(spec),
+            _ => None,
+        }
+    }
+
     /// Whether the pipeline starts with a `$match` holding `$text`.
     pub fn leading_text_match(&self) -> bool {
         matches!(self.stages.first(), Some(Stage::Match { filter, .. }) if filter.text().is_some())
@@ -168,7 +180,7 @@ impl Pipeline {
     /// The pipeline minus its leading `$match` (unchanged when it has none), for a caller that
     /// has already selected the matching documents.
     pub fn without_leading_match(&self) -> Pipeline {
-        let skip = usize::from(self.leading_match().is_some());
+        let skip = usize::from(self.leading_match().is_some() || self.leading_geo_near().is_some());
         Pipeline {
             stages: self.stages[skip..].to_vec(),
             names: self.names[skip..].to_vec(),
@@ -271,8 +283,17 @@ fn parse_stage(stage: &Document, vars: &Document, position: Position) -> Result<
                     "the match filter must be an expression in an object",
                 ));
             };
+            let filter = Filter::parse_with_vars(spec, vars)?;
+            if filter.near().is_some() {
+                return Err(Error::location(
+                    5626500,
+                    "$geoNear, $near, and $nearSphere are not allowed in this context, as these \
+                     operators require sorting geospatial data. If you do not need sort, \
+                     consider using $geoWithin instead.",
+                ));
+            }
             Stage::Match {
-                filter: Filter::parse_with_vars(spec, vars)?,
+                filter,
                 spec: spec.clone(),
             }
         }
@@ -348,6 +369,14 @@ fn parse_stage(stage: &Document, vars: &Document, position: Position) -> Result<
             // A sub-pipeline's collection is not the one the command names.
             Position::Nested => return Err(Error::not_supported(name)),
         },
+        "$geoNear" => match position {
+            Position::Opening => {
+                Stage::GeoNear(Box::new(crate::geospatial::GeoNearSpec::parse(spec)?))
+            }
+            Position::Later => return Err(geo_near_not_first()),
+            // A sub-pipeline reads another collection, whose indexes the stage would need.
+            Position::Nested => return Err(Error::not_supported("$geoNear in a sub-pipeline")),
+        },
         "$out" | "$merge" => {
             return Err(Error::location(
                 40601,
@@ -371,6 +400,13 @@ fn parse_stage(stage: &Document, vars: &Document, position: Position) -> Result<
             ));
         }
     })
+}
+
+fn geo_near_not_first() -> Error {
+    Error::location(
+        40602,
+        "$geoNear is only valid as the first stage in a pipeline",
+    )
 }
 
 fn text_not_first() -> Error {
@@ -477,6 +513,9 @@ fn run_stage(
             docs.retain(|d| filter.matches(d));
             docs
         }
+        // Only a pipeline over a collection's documents can start with it (the command
+        // answers it there); over `$documents` input it has no index to search.
+        Stage::GeoNear(_) => return Err(geo_near_not_first()),
         Stage::Project(p) => docs
             .iter()
             .map(|d| p.apply(d, &expression::Scope::new(d, vars)))

@@ -265,6 +265,13 @@ fn collection_results(
     spec: &AggregateSpec,
     ctx: &DatabaseContext<'_>,
 ) -> Result<Vec<Document>> {
+    if let Some(geo) = spec.pipeline.leading_geo_near() {
+        let input = match state.catalog.get(db, &spec.collection) {
+            Some(handle) => handle.read().geo_near(geo, false)?.0,
+            None => return Err(crate::collection::geo_near_without_collection()),
+        };
+        return spec.pipeline.without_leading_match().run(input, ctx);
+    }
     let input = match state.catalog.get(db, &spec.collection) {
         Some(handle) => {
             let c = handle.read();

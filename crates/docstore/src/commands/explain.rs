@@ -123,6 +123,20 @@ pub fn explain_aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) ->
         // No query plan to show: the pipeline reads no documents of the collection.
         return Err(Error::not_supported("explain of $collStats"));
     }
+    if let Some(geo) = spec.pipeline.leading_geo_near() {
+        let started = Instant::now();
+        let stats = match state.catalog.get(db, &spec.collection) {
+            Some(handle) => handle.read().geo_near(geo, true)?.1,
+            None => return Err(crate::collection::geo_near_without_collection()),
+        };
+        return Ok(Reply::read(explain_reply(
+            db,
+            &spec.collection,
+            &spec.input.filter_doc,
+            stats,
+            started,
+        )));
+    }
     explain_read(state, db, &spec.collection, &spec.input)
 }
 

@@ -8,8 +8,8 @@ pub mod planner;
 mod spec;
 
 pub use build::build_all;
-use spec::is_hashed;
 pub use spec::IndexSpec;
+use spec::{is_geo, is_hashed};
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::keystring;
@@ -147,7 +147,15 @@ struct KeyField {
     descending: bool,
     /// A hashed field (`"hashed"`): the key holds the value's 64-bit hash.
     hashed: bool,
+    /// A geospatial field (`"2dsphere"`, `"2d"`): its key part is [`GEO_KEY`] for every
+    /// document that has a valid location there (see [`Index::keys_for`]).
+    geo: Option<crate::geospatial::IndexKind>,
 }
+
+/// The key part of a geospatial field. The index holds no cells: it records which documents
+/// have a location (geo indexes leave the others out) and checks every location on the way
+/// in; a geo query reads all of its entries and tests each document's geometry.
+static GEO_KEY: Bson = Bson::Int32(0);
 
 /// One index's entries.
 #[derive(Debug)]
@@ -320,6 +328,26 @@ impl Index {
                     path: path.clone(),
                     descending: false,
                     hashed: true,
+                    geo: None,
+                });
+                continue;
+            }
+            if is_geo(direction) {
+                let bound = |name: &str, default: f64| {
+                    spec.kept_options
+                        .get(name)
+                        .and_then(crate::value::to_f64)
+                        .unwrap_or(default)
+                };
+                fields.push(KeyField {
+                    path: path.clone(),
+                    descending: false,
+                    hashed: false,
+                    geo: crate::geospatial::IndexKind::of(
+                        direction,
+                        bound("min", -180.0),
+                        bound("max", 180.0),
+                    ),
                 });
                 continue;
             }
@@ -333,6 +361,7 @@ impl Index {
                 path: path.clone(),
                 descending: n < 0.0,
                 hashed: false,
+                geo: None,
             });
         }
         let partial = match &spec.partial_filter {
@@ -373,6 +402,19 @@ impl Index {
             reads,
             building: false,
         })
+    }
+
+    /// The geospatial fields of the key pattern (`2dsphere`, `2d`), in order.
+    pub fn geo_fields(&self) -> impl Iterator<Item = (&str, crate::geospatial::IndexKind)> {
+        self.fields
+            .iter()
+            .filter_map(|f| f.geo.map(|kind| (f.path.as_str(), kind)))
+    }
+
+    /// Whether this is a geospatial index (only geo queries and hints use it: like a sparse
+    /// index it leaves out documents without a location).
+    pub fn is_geo(&self) -> bool {
+        self.fields.iter().any(|f| f.geo.is_some())
     }
 
     /// The text index definition, for a text index.
@@ -481,8 +523,22 @@ impl Index {
         if let Some(text) = &self.text {
             return text.keys_for_with(doc, terms);
         }
-        let mut paths: Vec<Option<&str>> = self.fields.iter().map(|f| Some(&*f.path)).collect();
-        let mut fixed = vec![Slot::Missing; self.fields.len()];
+        if self.is_geo() && !self.has_location(doc)? {
+            return Ok(Vec::new());
+        }
+        let mut paths: Vec<Option<&str>> = self
+            .fields
+            .iter()
+            .map(|f| f.geo.is_none().then_some(&*f.path))
+            .collect();
+        let mut fixed: Vec<Slot> = self
+            .fields
+            .iter()
+            .map(|f| match f.geo {
+                Some(_) => Slot::Value(&GEO_KEY),
+                None => Slot::Missing,
+            })
+            .collect();
         let mut tuples = Vec::new();
         let mut saw_array = false;
         generate(
@@ -524,6 +580,25 @@ impl Index {
             keys.dedup();
         }
         Ok(keys)
+    }
+
+    /// Whether `doc` has a location at a geo field (geo indexes leave out documents without
+    /// one); mongod's error when a location there is malformed (16755 for `2dsphere`, 13026
+    /// and 13027 for `2d`).
+    fn has_location(&self, doc: &Document) -> Result<bool> {
+        let mut found = false;
+        for (path, kind) in self.geo_fields() {
+            let values =
+                crate::path::collect_path_values(doc, path, crate::path::LeafArrays::NoTraversal);
+            match crate::geospatial::index_locations(&values, kind) {
+                Ok(locations) => found |= !locations.is_empty(),
+                Err(refusal) => {
+                    let (code, message) = refusal.code_and_message(doc);
+                    return Err(Error::location(code, message));
+                }
+            }
+        }
+        Ok(found)
     }
 
     fn descending_flags(&self) -> Vec<bool> {
@@ -981,11 +1056,31 @@ mod tests {
 
     #[test]
     fn spec_parse_names_unsupported_index_kinds() {
-        for (kind, feature) in [("2dsphere", "2dsphere indexes"), ("2d", "2d indexes")] {
+        for (kind, feature) in [
+            ("geoHaystack", "geoHaystack indexes"),
+            ("columnstore", "columnstore indexes"),
+        ] {
             let err = IndexSpec::parse(&doc! { "key": { "a": kind }, "name": "x" }).unwrap_err();
             assert_eq!(err.code, ErrorCode::CommandNotSupported);
             assert!(err.message.contains(feature), "{}", err.message);
         }
+        // Geo indexes: a 2d field comes first, and alone.
+        IndexSpec::parse(&doc! { "key": { "a": "2dsphere", "b": 1 }, "name": "x" }).unwrap();
+        IndexSpec::parse(&doc! { "key": { "a": "2d", "b": 1 }, "name": "x" }).unwrap();
+        let err =
+            IndexSpec::parse(&doc! { "key": { "b": 1, "a": "2d" }, "name": "x" }).unwrap_err();
+        assert!(
+            err.message.contains("2d has to be first in index"),
+            "{}",
+            err.message
+        );
+        let err = IndexSpec::parse(&doc! { "key": { "a": "2d", "b": "2dsphere" }, "name": "x" })
+            .unwrap_err();
+        assert!(
+            err.message.contains("can't have 2 geo fields"),
+            "{}",
+            err.message
+        );
         let err = IndexSpec::parse(&doc! { "key": { "a": 0 }, "name": "x" }).unwrap_err();
         assert_eq!(err.code_number(), 67);
         // Hashed indexes: one hashed field at most, and never unique.

@@ -938,6 +938,11 @@ pub fn plan_limited(
                  answer a $text query",
             ));
         }
+        // A geo index's key parts hold no values to bound: it is walked whole (the documents
+        // with a location), each checked against the filter.
+        if indexes[position].is_geo() {
+            return Ok(geo_plan(position));
+        }
         let c = evaluate(position, indexes[position], &constraints, sort);
         let bounds = c.bounds(indexes);
         return Ok(c.into_plan(bounds));
@@ -950,7 +955,7 @@ pub fn plan_limited(
     for (position, idx) in indexes.iter().enumerate() {
         // A sparse index may lack matching documents; a partial one only when the query does
         // not imply its filter. A hidden one is not considered at all.
-        if idx.spec.sparse || idx.spec.hidden || idx.text().is_some() {
+        if idx.spec.sparse || idx.spec.hidden || idx.text().is_some() || idx.is_geo() {
             continue;
         }
         if let Some(partial_filter) = &idx.spec.partial_filter {
@@ -978,7 +983,16 @@ pub fn plan_limited(
         }
     }
     let Some(best) = best else {
-        return Ok(Plan::CollScan);
+        // With nothing better, a `$geoWithin`/`$geoIntersects` on a geo index's field reads
+        // only the documents that have a location, as mongod's geo index scan does.
+        let geo_paths = geo_predicate_paths(filter);
+        let geo = indexes.iter().position(|idx| {
+            idx.spec.partial_filter.is_none()
+                && idx
+                    .geo_fields()
+                    .any(|(path, _)| geo_paths.iter().any(|p| p == path))
+        });
+        return Ok(geo.map_or(Plan::CollScan, geo_plan));
     };
     let bounds = match &sort_walk {
         Some((walk, walk_bounds)) if walk.index == best.index => walk_bounds.clone(),
@@ -999,6 +1013,43 @@ pub fn plan_limited(
         }
     }
     Ok(best.into_plan(bounds))
+}
+
+/// A walk of a whole geo index.
+fn geo_plan(index: usize) -> Plan {
+    Plan::IndexScan {
+        index,
+        bounds: IndexBounds::default(),
+        reverse: false,
+        provides_sort: false,
+    }
+}
+
+/// The paths a filter tests with `$geoWithin`, `$within` or `$geoIntersects` for every result
+/// (at the top level or in a top-level `$and`).
+fn geo_predicate_paths(filter: &Document) -> Vec<String> {
+    let mut out = Vec::new();
+    for (key, value) in filter {
+        match value {
+            Bson::Array(items) if key == "$and" => {
+                for item in items {
+                    if let Bson::Document(sub) = item {
+                        out.extend(geo_predicate_paths(sub));
+                    }
+                }
+            }
+            Bson::Document(ops)
+                if !key.starts_with('$')
+                    && ["$geoWithin", "$within", "$geoIntersects"]
+                        .iter()
+                        .any(|op| ops.contains_key(*op)) =>
+            {
+                out.push(key.clone());
+            }
+            _ => {}
+        }
+    }
+    out
 }
 
 #[cfg(test)]

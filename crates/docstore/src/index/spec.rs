@@ -32,7 +32,7 @@ pub struct IndexSpec {
 
 impl IndexSpec {
     /// Parse one entry of `createIndexes.indexes` (validating options; unsupported kinds such as
-    /// text or 2dsphere are errors naming the feature).
+    /// wildcard or columnstore are errors naming the feature).
     pub fn parse(spec: &Document) -> Result<IndexSpec> {
         let mut key = None;
         let mut name = None;
@@ -91,9 +91,28 @@ impl IndexSpec {
                 "default_language" => raw_text.default_language = Some(value.clone()),
                 "language_override" => raw_text.language_override = Some(value.clone()),
                 "textIndexVersion" => raw_text.version = Some(value.clone()),
-                "2dsphereIndexVersion" | "bits" | "min" | "max" | "bucketSize" => {
-                    return Err(refuse(IndexOption, "2dsphere / 2d"))
+                "2dsphereIndexVersion" => {
+                    let version = crate::value::to_f64(value);
+                    if !matches!(version, Some(v) if v == 2.0 || v == 3.0) {
+                        return Err(Error::new(
+                            ErrorCode::CannotCreateIndex,
+                            format!(
+                                "unsupported geo index version {{ 2dsphereIndexVersion : {} }}, \
+                                 only support versions: [2,3]",
+                                keystring::render(value)
+                            ),
+                        ));
+                    }
+                    kept_options.insert(field.clone(), value.clone());
                 }
+                // A `2d` index's precision and bounds (listed as given).
+                "bits" | "min" | "max" => {
+                    if !crate::value::is_number(value) {
+                        return Err(field_type_error(field, "a number", value));
+                    }
+                    kept_options.insert(field.clone(), value.clone());
+                }
+                "bucketSize" => return Err(refuse(IndexOption, "bucketSize")),
                 "wildcardProjection" => return Err(refuse(IndexOption, "wildcardProjection")),
                 "clustered" => return Err(refuse(IndexOption, "clustered")),
                 other => {
@@ -142,6 +161,19 @@ impl IndexSpec {
             KeyPatternError::Invalid(message) => in_spec(message),
             KeyPatternError::Unsupported(e) => e,
         })?;
+        let geo_fields = key.values().filter(|v| is_geo(v)).count();
+        if geo_fields > 0 {
+            if unique {
+                return Err(Error::not_supported("unique geospatial indexes"));
+            }
+            // mongod lists the version it builds: 3 unless asked for 2.
+            let sphere = key
+                .values()
+                .any(|v| matches!(v, Bson::String(s) if s == "2dsphere"));
+            if sphere && !kept_options.contains_key("2dsphereIndexVersion") {
+                kept_options.insert("2dsphereIndexVersion", 3);
+            }
+        }
         if unique && key.values().any(is_hashed) {
             return Err(Error::location(
                 16764,
@@ -460,9 +492,16 @@ fn validate_key_pattern(key: &Document) -> std::result::Result<(), KeyPatternErr
             }
             Bson::String(kind) => {
                 let feature = match kind.as_str() {
-                    "text" => continue,
-                    "2dsphere" => "2dsphere indexes",
-                    "2d" => "2d indexes",
+                    "text" | "2dsphere" => continue,
+                    "2d" => {
+                        if key.values().filter(|v| is_geo(v)).count() > 1 {
+                            return Err(Invalid("can't have 2 geo fields".into()));
+                        }
+                        if key.keys().next() != Some(field) {
+                            return Err(Invalid("2d has to be first in index".into()));
+                        }
+                        continue;
+                    }
                     "geoHaystack" => "geoHaystack indexes",
                     "hashed" => "hashed indexes",
                     "columnstore" => "columnstore indexes",
@@ -493,4 +532,9 @@ fn validate_key_pattern(key: &Document) -> std::result::Result<(), KeyPatternErr
 /// Whether a key pattern value asks for a hashed field.
 pub(super) fn is_hashed(direction: &Bson) -> bool {
     matches!(direction, Bson::String(s) if s == "hashed")
+}
+
+/// Whether a key pattern value asks for a geospatial field (`"2dsphere"` or `"2d"`).
+pub(super) fn is_geo(direction: &Bson) -> bool {
+    matches!(direction, Bson::String(s) if s == "2dsphere" || s == "2d")
 }

@@ -7,6 +7,7 @@
 
 use crate::error::{Error, Result};
 use crate::expression::Expression;
+use crate::geospatial::{GeoPredicate, NearQuery};
 use crate::path::{walk_path, walk_value, FieldPath, LeafArrays};
 use crate::pattern::{Pattern, PatternError};
 use crate::value::{
@@ -41,7 +42,38 @@ impl Filter {
         if texts.len() > 1 {
             return Err(Error::bad_value("Too many text expressions"));
         }
+        let mut nears = Vec::new();
+        root.near_nodes(true, &mut nears);
+        if nears.len() > 1 {
+            return Err(Error::bad_value("Too many geoNear expressions"));
+        }
+        if nears.iter().any(|(_, _, top)| !top) {
+            return Err(Error::bad_value("geoNear must be top-level expr"));
+        }
+        if !nears.is_empty() && !texts.is_empty() {
+            return Err(Error::bad_value(
+                "text and geoNear not allowed in same query",
+            ));
+        }
         Ok(Filter { root })
+    }
+
+    /// The filter's `$near`/`$nearSphere` (at most one, at the top level): its path and query.
+    pub fn near(&self) -> Option<(&str, &NearQuery)> {
+        let mut nears = Vec::new();
+        self.root.near_nodes(true, &mut nears);
+        nears
+            .into_iter()
+            .next()
+            .map(|(path, near, _)| (path.dotted(), near))
+    }
+
+    /// The filter with its `$near` taken as satisfied: the collection checks the distance
+    /// itself, in the units of the index that answers it.
+    pub fn without_near(&self) -> Filter {
+        Filter {
+            root: self.root.without_near(),
+        }
     }
 
     /// The filter's `$text` condition, with `true` when it applies to every result (it is at
@@ -241,6 +273,36 @@ impl Node {
     }
 }
 
+impl Node {
+    /// Collect the `$near` leaves, each with whether it applies to every result (`top`: not
+    /// under `$or`, `$nor` or a negation).
+    fn near_nodes<'a>(&'a self, top: bool, out: &mut Vec<(&'a FieldPath, &'a NearQuery, bool)>) {
+        match self {
+            Node::Leaf {
+                path,
+                cond: Cond::Near(near),
+            } => out.push((path, near, top)),
+            Node::And(children) => children.iter().for_each(|c| c.near_nodes(top, out)),
+            Node::Or(children) | Node::Nor(children) => {
+                children.iter().for_each(|c| c.near_nodes(false, out))
+            }
+            Node::Not(child) => child.near_nodes(false, out),
+            Node::Const(_) | Node::Leaf { .. } | Node::Expr(_) | Node::Text(_) => {}
+        }
+    }
+
+    fn without_near(&self) -> Node {
+        match self {
+            Node::Leaf {
+                cond: Cond::Near(_),
+                ..
+            } => Node::Const(true),
+            Node::And(children) => Node::And(children.iter().map(Node::without_near).collect()),
+            other => other.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 struct ExprMatch {
     expr: Expression,
@@ -274,11 +336,19 @@ enum Cond {
     Exists,
     Type(TypeSet),
     Regex(Box<RegexCond>),
-    Mod { divisor: i64, remainder: i64 },
+    Mod {
+        divisor: i64,
+        remainder: i64,
+    },
     Bits(Box<super::bits::BitTest>),
     Size(usize),
     ElemMatchObject(Box<Node>),
     ElemMatchValue(Box<ValuePred>),
+    /// `$geoWithin` / `$geoIntersects`: tests the whole value (a legacy pair is an array).
+    Geo(Box<GeoPredicate>),
+    /// `$near` / `$nearSphere`: the distance limits, in the units the query implies when no
+    /// index says otherwise (the collection orders by distance and measures per index).
+    Near(Box<NearQuery>),
 }
 
 #[derive(Debug, Clone)]
@@ -420,9 +490,11 @@ impl ValuePred {
 impl Cond {
     fn leaf_arrays(&self) -> LeafArrays {
         match self {
-            Cond::Size(_) | Cond::ElemMatchObject(_) | Cond::ElemMatchValue(_) => {
-                LeafArrays::NoTraversal
-            }
+            Cond::Size(_)
+            | Cond::ElemMatchObject(_)
+            | Cond::ElemMatchValue(_)
+            | Cond::Geo(_)
+            | Cond::Near(_) => LeafArrays::NoTraversal,
             _ => LeafArrays::Traverse,
         }
     }
@@ -439,6 +511,10 @@ impl Cond {
                 .is_some_and(|x| x.checked_rem(*divisor).unwrap_or(0) == *remainder),
             Cond::Bits(test) => value.is_some_and(|v| test.matches(v)),
             Cond::Size(n) => matches!(value, Some(Bson::Array(items)) if items.len() == *n),
+            Cond::Geo(predicate) => predicate.matches(value),
+            Cond::Near(near) => value
+                .and_then(|v| near.closest(v, near.units(false)))
+                .is_some_and(|(distance, _)| near.in_range(distance)),
             Cond::ElemMatchObject(_) | Cond::ElemMatchValue(_) => match value {
                 Some(Bson::Array(items)) => self.matches_array(items, position),
                 _ => false,
@@ -834,14 +910,23 @@ fn parse_operators(name: &str, ops: &Document) -> Result<ValuePred> {
             "$elemMatch" => ValuePred::Cond(parse_elem_match(arg)?),
             "$all" => parse_all(arg)?,
             "$not" => parse_not(name, arg)?,
+            "$geoWithin" | "$within" | "$geoIntersects" => {
+                ValuePred::Cond(Cond::Geo(Box::new(GeoPredicate::parse(op, arg)?)))
+            }
+            // `$geoNear` as a query operator is mongod's old spelling of `$near`.
+            "$near" | "$nearSphere" | "$geoNear" => {
+                ValuePred::Cond(Cond::Near(Box::new(NearQuery::parse(op, arg, ops)?)))
+            }
+            // Limits of a legacy `$near`, read with it.
+            "$maxDistance" | "$minDistance"
+                if ["$near", "$nearSphere", "$geoNear"]
+                    .iter()
+                    .any(|near| ops.contains_key(*near)) =>
+            {
+                continue
+            }
             "$bitsAllSet" | "$bitsAllClear" | "$bitsAnySet" | "$bitsAnyClear" => {
                 ValuePred::Cond(Cond::Bits(Box::new(super::bits::BitTest::parse(op, arg)?)))
-            }
-            "$near" | "$nearSphere" | "$geoNear" | "$geoWithin" | "$geoIntersects" | "$within" => {
-                return Err(crate::support::refuse(
-                    crate::support::Kind::QueryOperator,
-                    op,
-                ))
             }
             "$where" => return Err(Error::bad_value("$where cannot be applied to a field")),
             _ => return Err(Error::bad_value(format!("unknown operator: {op}"))),
@@ -1418,14 +1503,7 @@ mod tests {
 
     #[test]
     fn unsupported_operators_are_named_in_the_error() {
-        for filter in [
-            doc! {"$where": "this.a == 1"},
-            doc! {"$jsonSchema": {}},
-            doc! {"loc": {"$near": [0, 0]}},
-            doc! {"loc": {"$nearSphere": [0, 0]}},
-            doc! {"loc": {"$geoWithin": {}}},
-            doc! {"loc": {"$geoIntersects": {}}},
-        ] {
+        for filter in [doc! {"$where": "this.a == 1"}, doc! {"$jsonSchema": {}}] {
             let e = parse_error(filter.clone());
             // `$where` answers BadValue, as mongod's parser does without a JavaScript engine.
             let code = if filter.contains_key("$where") {
@@ -1443,6 +1521,41 @@ mod tests {
                 .next()
                 .unwrap();
             assert!(e.message.contains(&op), "{} should name {op}", e.message);
+        }
+    }
+
+    #[test]
+    fn geo_operators_test_the_whole_location_and_refuse_malformed_shapes() {
+        let square =
+            doc! { "type": "Polygon", "coordinates": [[[0, 0], [4, 0], [4, 4], [0, 4], [0, 0]]] };
+        let within = doc! { "loc": { "$geoWithin": { "$geometry": square.clone() } } };
+        assert!(matches(within.clone(), doc! { "loc": [1, 1] }));
+        assert!(matches(
+            within.clone(),
+            doc! { "loc": { "type": "Point", "coordinates": [2, 2] } }
+        ));
+        assert!(!matches(within.clone(), doc! { "loc": [5, 1] }));
+        assert!(!matches(within.clone(), doc! { "loc": "nowhere" }));
+        assert!(matches(within, doc! { "loc": [[9, 9], [1, 1]] }));
+        let intersects = doc! { "loc": { "$geoIntersects": { "$geometry": square } } };
+        assert!(matches(
+            intersects,
+            doc! { "loc": { "type": "LineString", "coordinates": [[-1, 2], [5, 2]] } }
+        ));
+        let near = doc! { "loc": { "$near": [0, 0], "$maxDistance": 2 } };
+        assert!(matches(near.clone(), doc! { "loc": [1, 1] }));
+        assert!(!matches(near, doc! { "loc": [3, 3] }));
+        for bad in [
+            doc! {"loc": {"$geoWithin": {}}},
+            doc! {"loc": {"$geoWithin": {"$geometry": {"type": "Point", "coordinates": [0, 0]}}}},
+            doc! {"loc": {"$geoIntersects": {"$box": [[0, 0], [1, 1]]}}},
+            doc! {"loc": {"$near": {"$geometry": {"type": "LineString", "coordinates": [[0, 0], [1, 1]]}}}},
+            doc! {"loc": {"$near": [0, 0], "$maxDistance": -1}},
+            doc! {"loc": {"$maxDistance": 1}},
+            doc! {"$nor": [{"loc": {"$near": [0, 0]}}]},
+            doc! {"loc": {"$not": {"$near": [0, 0]}}},
+        ] {
+            assert_eq!(parse_error(bad.clone()).code, ErrorCode::BadValue, "{bad}");
         }
     }
 

@@ -10,6 +10,7 @@ mod concurrency;
 mod crud;
 mod driver_differences;
 mod explain;
+mod geo;
 mod gridfs;
 mod hidden_indexes;
 mod mongod_answers;
