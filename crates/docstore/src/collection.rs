@@ -14,6 +14,7 @@ mod background;
 mod bulk;
 mod count;
 mod session;
+pub mod validation;
 #[cfg(test)]
 mod update_tests;
 pub use crate::stored::StoredDoc;
@@ -38,6 +39,10 @@ pub struct Collection {
     /// Records written since a background index build copied the documents (see
     /// `background`); `None` when no build is under way.
     changed: Option<BTreeSet<RecordId>>,
+    /// The validator and capped limits `options` describe (kept in step by
+    /// [`Collection::set_options`]).
+    validator: Option<validation::Validator>,
+    capped: Option<validation::Capped>,
 }
 
 /// A query as the collection executes it.
@@ -89,17 +94,47 @@ pub struct ExecStats {
 impl Collection {
     pub fn new(db: &str, name: &str, options: Document) -> Collection {
         let id_index = Index::new(IndexSpec::id_index()).expect("the _id index spec is valid");
-        Collection {
+        let mut coll = Collection {
             db: db.to_string(),
             name: name.to_string(),
-            options,
+            options: Document::new(),
             docs: BTreeMap::new(),
             data_bytes: 0,
             next_record: 1,
             indexes: vec![id_index],
             dropped: false,
             changed: None,
-        }
+            validator: None,
+            capped: None,
+        };
+        coll.set_options(options);
+        coll
+    }
+
+    /// Replace the options, and the validator and capped limits they describe. Options come
+    /// from `create`/`collMod`, which parsed them already, or from storage, which holds only
+    /// such options; should one not parse, it is logged and leaves that rule off rather than
+    /// making the collection unreadable.
+    pub fn set_options(&mut self, options: Document) {
+        self.validator = validation::Validator::from_options(&options).unwrap_or_else(|e| {
+            tracing::error!(ns = %self.namespace(), "stored validator does not parse: {e}");
+            None
+        });
+        self.capped = validation::Capped::from_options(&options).unwrap_or_else(|e| {
+            tracing::error!(ns = %self.namespace(), "stored capped options do not parse: {e}");
+            None
+        });
+        self.options = options;
+    }
+
+    /// The collection's validator, if it has one.
+    pub fn validator(&self) -> Option<&validation::Validator> {
+        self.validator.as_ref()
+    }
+
+    /// The capped limits, for a capped collection.
+    pub fn capped(&self) -> Option<validation::Capped> {
+        self.capped
     }
 
     pub fn namespace(&self) -> String {
@@ -773,7 +808,7 @@ impl Collection {
             total_index += bytes;
             index_sizes.insert(index.spec.name.clone(), bytes);
         }
-        doc! {
+        let mut stats = doc! {
             "ns": self.namespace(),
             "count": count,
             "size": size,
@@ -783,7 +818,13 @@ impl Collection {
             "totalIndexSize": total_index,
             "totalSize": size + total_index,
             "indexSizes": index_sizes,
+        };
+        if let Some(cap) = self.capped {
+            stats.insert("capped", true);
+            stats.insert("max", cap.max_docs.map_or(0, |m| m as i64));
+            stats.insert("maxSize", cap.max_bytes as i64);
         }
+        stats
     }
 }
 

@@ -50,6 +50,7 @@ pub enum ErrorCode {
     LogWriteFailed,
     /// The journal cannot be written because the disk is full.
     OutOfDiskSpace,
+    DocumentValidationFailure,
 }
 
 impl ErrorCode {
@@ -94,6 +95,7 @@ impl ErrorCode {
             DuplicateKey => 11000,
             LogWriteFailed => 42,
             OutOfDiskSpace => 14031,
+            DocumentValidationFailure => 121,
             Location(n) => n,
         }
     }
@@ -139,6 +141,7 @@ impl ErrorCode {
             DuplicateKey => "DuplicateKey",
             LogWriteFailed => "LogWriteFailed",
             OutOfDiskSpace => "OutOfDiskSpace",
+            DocumentValidationFailure => "DocumentValidationFailure",
             Location(n) => return format!("Location{n}"),
         };
         s.to_string()

@@ -20,6 +20,7 @@ pub fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
     let coll = args.collection()?;
     let docs = args.documents("documents")?;
     let ordered = args.bool("ordered", true)?;
+    let bypass = args.bool("bypassDocumentValidation", false)?;
     if docs.len() > 100_000 {
         return Err(Error::new(
             ErrorCode::InvalidOptions,
@@ -41,6 +42,7 @@ pub fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
         })
         .collect();
     let outcome = state.catalog.write(db, coll, true, |c| {
+        c.bypass_validation(bypass);
         let mut errors = Vec::new();
         // A large batch that goes in whole is inserted at once (its index work shared among
         // threads); otherwise, or if any document would fail, one document at a time.
@@ -483,6 +485,7 @@ pub fn update(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
         &["q", "u"],
     )?;
     let ordered = args.bool("ordered", true)?;
+    let bypass = args.bool("bypassDocumentValidation", false)?;
     let vars = args.let_vars()?;
     let vars = vars.as_ref();
     let now = bson::DateTime::now();
@@ -494,7 +497,10 @@ pub fn update(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
         let result = parse_update_statement(statement, vars, now).and_then(|plan| {
             let outcome = state
                 .catalog
-                .write(db, coll, plan.upsert, |c| apply_update(c, &plan))?;
+                .write(db, coll, plan.upsert, |c| {
+                    c.bypass_validation(bypass);
+                    apply_update(c, &plan)
+                })?;
             match outcome {
                 None => Ok((UpdateOutcome::default(), 0)),
                 Some(o) => o.value.map(|v| (v, o.lsn)),
@@ -719,6 +725,7 @@ pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
     let remove = args.bool("remove", false)?;
     let return_new = args.bool("new", false)?;
     let upsert = args.bool("upsert", false)?;
+    let bypass = args.bool("bypassDocumentValidation", false)?;
     let update_value = args.get("update");
     match (remove, update_value) {
         (true, Some(_)) => {
@@ -778,9 +785,10 @@ pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
         upsert,
         now: bson::DateTime::now(),
     };
-    let outcome = state
-        .catalog
-        .write(db, coll, upsert, |c| apply_update(c, &plan))?;
+    let outcome = state.catalog.write(db, coll, upsert, |c| {
+        c.bypass_validation(bypass);
+        apply_update(c, &plan)
+    })?;
     let (result, lsn) = match outcome {
         None => (UpdateOutcome::default(), 0),
         Some(o) => (o.value?, o.lsn),

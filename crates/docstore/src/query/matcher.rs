@@ -192,6 +192,8 @@ enum Node {
     Expr(Box<ExprMatch>),
     /// `$text`: matched against the collection's text index definition once bound.
     Text(Box<crate::text::TextFilter>),
+    /// `$jsonSchema`: the whole document against a schema.
+    Schema(Box<super::schema::Schema>),
 }
 
 /// Where a `$text` sits in a filter.
@@ -236,7 +238,7 @@ impl Node {
                     return Err(Error::bad_value("text expression not allowed in not"));
                 }
             }
-            Node::Const(_) | Node::Leaf { .. } | Node::Expr(_) => {}
+            Node::Const(_) | Node::Leaf { .. } | Node::Expr(_) | Node::Schema(_) => {}
         }
         Ok(())
     }
@@ -319,7 +321,7 @@ impl Node {
                     out.push(head.to_string());
                 }
             }
-            Node::Expr(_) | Node::Text(_) => return None,
+            Node::Expr(_) | Node::Text(_) | Node::Schema(_) => return None,
         }
         Some(())
     }
@@ -375,6 +377,7 @@ impl Node {
                 }
             },
             Node::Text(text) => text.matches(doc),
+            Node::Schema(schema) => schema.matches(doc),
         }
     }
 }
@@ -738,7 +741,13 @@ fn parse_top_level_operator(
                 crate::text::TextSearch::parse(value)?,
             )))
         }
-        "$where" | "$jsonSchema" => return Err(Error::not_supported(key)),
+        "$where" => return Err(Error::not_supported(key)),
+        "$jsonSchema" => {
+            let Bson::Document(spec) = value else {
+                return Err(Error::type_mismatch("$jsonSchema must be an object"));
+            };
+            Node::Schema(Box::new(super::schema::Schema::parse(spec)?))
+        }
         // DBRef fields queried directly are plain equalities.
         "$ref" | "$id" | "$db" => Node::Leaf {
             path: FieldPath::new(key),
@@ -1399,7 +1408,6 @@ mod tests {
     fn unsupported_operators_are_named_in_the_error() {
         for filter in [
             doc! {"$where": "this.a == 1"},
-            doc! {"$jsonSchema": {}},
             doc! {"loc": {"$near": [0, 0]}},
             doc! {"loc": {"$nearSphere": [0, 0]}},
             doc! {"loc": {"$geoWithin": {}}},

@@ -3,6 +3,7 @@
 
 pub mod matcher;
 pub mod projection;
+pub mod schema;
 pub mod sort;
 
 pub use matcher::{ElementMatcher, Filter};
