@@ -3,12 +3,14 @@
 
 mod aggregation;
 mod auth;
+mod capped;
 mod clients_regressions;
 mod collections;
 mod concurrency;
 mod crud;
 mod driver_differences;
 mod explain;
+mod graph_bucket_auto;
 mod gridfs;
 mod out_merge;
 mod pipeline_updates;
@@ -16,3 +18,4 @@ mod query;
 mod text;
 mod ttl_partial;
 mod update;
+mod validation;
