@@ -719,6 +719,10 @@ impl Collection {
         let sort = query.sort.filter(|s| !s.keys.is_empty());
         let (candidates, sorted_by_plan): (Box<dyn Iterator<Item = RecordId> + '_>, bool) =
             match &plan {
+                // `hint: {$natural: -1}` (or that sort) walks natural order backwards.
+                Plan::CollScan if natural_backward(query.hint) => {
+                    (Box::new(self.docs.keys().rev().copied()), false)
+                }
                 Plan::CollScan => (Box::new(self.docs.keys().copied()), false),
                 Plan::IndexScan {
                     index,
@@ -826,6 +830,12 @@ impl Collection {
         }
         stats
     }
+}
+
+/// Whether a hint asks for natural order backwards (`{$natural: -1}`).
+fn natural_backward(hint: Option<&Bson>) -> bool {
+    matches!(hint, Some(Bson::Document(h))
+        if h.get("$natural").and_then(crate::value::to_f64).is_some_and(|d| d < 0.0))
 }
 
 /// MongoDB's error for `{$meta: "textScore"}` in a query without `$text`.

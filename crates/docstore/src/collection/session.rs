@@ -83,6 +83,12 @@ impl<'a> WriteSession<'a> {
         v.check_update(&ns, old, new)
     }
 
+    /// A capped collection over its limits loses its oldest documents until it fits
+    /// (`convertToCapped`); each removal is journaled.
+    pub fn enforce_cap(&mut self) {
+        self.trim_capped(RecordId::MAX);
+    }
+
     /// A capped collection over its limits loses its oldest documents (never `keep`, the one
     /// just inserted); each removal is journaled.
     fn trim_capped(&mut self, keep: RecordId) {

@@ -162,6 +162,97 @@ pub fn coll_mod(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<R
     }
 }
 
+/// The `size` (and optional `max`) of `convertToCapped`/`cloneCollectionAsCapped`, as the
+/// options of the capped collection they make.
+fn capped_options(args: &Args<'_>) -> Result<Document> {
+    let Some(size) = args.get("size") else {
+        return Err(Error::location(
+            40414,
+            format!("BSON field '{}.size' is missing but a required field", args_name(args)),
+        ));
+    };
+    let mut options = doc! { "capped": true, "size": size.clone() };
+    if let Some(max) = args.get("max") {
+        options.insert("max", max.clone());
+    }
+    crate::collection::validation::Capped::from_options(&options)?;
+    Ok(options)
+}
+
+fn args_name(args: &Args<'_>) -> &'static str {
+    if args.get("convertToCapped").is_some() {
+        "convertToCapped"
+    } else {
+        "cloneCollectionAsCapped"
+    }
+}
+
+/// `convertToCapped`: the collection becomes capped in place, keeping its newest documents
+/// that fit; as in MongoDB, its indexes other than `_id`'s are dropped.
+pub fn convert_to_capped(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+    args.allow_only(&["size", "max"])?;
+    let coll = args.collection()?;
+    let options = capped_options(args)?;
+    let outcome = state.catalog.write(db, coll, false, |c| {
+        let mut kept = c.options.clone();
+        kept.remove("capped");
+        kept.remove("size");
+        kept.remove("max");
+        let mut merged = options.clone();
+        merged.extend(kept);
+        c.drop_all_indexes();
+        c.set_options(merged);
+        c.enforce_cap();
+    })?;
+    match outcome {
+        Some(o) => Ok(Reply::write(Document::new(), o.lsn)),
+        None => Err(Error::new(
+            ErrorCode::NamespaceNotFound,
+            format!("source collection {db}.{coll} does not exist"),
+        )),
+    }
+}
+
+/// `cloneCollectionAsCapped`: a new capped collection `toCollection` holding the source's
+/// documents in natural order, the oldest dropped as the cap requires.
+pub fn clone_collection_as_capped(
+    state: &Arc<ServerState>,
+    db: &str,
+    args: &Args<'_>,
+) -> Result<Reply> {
+    args.allow_only(&["toCollection", "size", "max"])?;
+    let from = args.collection()?;
+    let to = args.string("toCollection")?.ok_or_else(|| {
+        Error::location(
+            40414,
+            "BSON field 'cloneCollectionAsCapped.toCollection' is missing but a required field",
+        )
+    })?;
+    let options = capped_options(args)?;
+    let Some(source) = state.catalog.get(db, from) else {
+        return Err(Error::new(
+            ErrorCode::NamespaceNotFound,
+            format!("source collection {db}.{from} does not exist"),
+        ));
+    };
+    let docs: Vec<Document> = source
+        .read()
+        .all_documents()
+        .map(|d| d.to_document())
+        .collect::<Result<_>>()?;
+    state.catalog.create_collection(db, to, options)?;
+    let outcome = state.catalog.write(db, to, false, |c| {
+        for doc in docs {
+            c.insert(doc)?;
+        }
+        Ok(())
+    })?;
+    match outcome {
+        Some(o) => o.value.map(|()| Reply::write(Document::new(), o.lsn)),
+        None => Err(Error::internal("the capped copy vanished while it was filled")),
+    }
+}
+
 pub fn drop(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&[])?;
     let coll = args.collection()?;

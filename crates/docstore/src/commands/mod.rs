@@ -123,6 +123,8 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
         "explain" => explain::explain(state, db, &a)?,
         "create" => ddl::create(state, db, &a)?,
         "collMod" => ddl::coll_mod(state, db, &a)?,
+        "convertToCapped" => ddl::convert_to_capped(state, db, &a)?,
+        "cloneCollectionAsCapped" => ddl::clone_collection_as_capped(state, db, &a)?,
         "drop" => ddl::drop(state, db, &a)?,
         "dropDatabase" => ddl::drop_database(state, db, &a)?,
         "listCollections" => ddl::list_collections(state, db, &a)?,
@@ -177,7 +179,6 @@ fn unsupported_or_unknown(name: &str) -> Error {
         "currentOp" | "killOp" => Some("currentOp/killOp"),
         "fsync" | "fsyncUnlock" => Some("fsync locking"),
         "compact" => Some("compact"),
-        "cloneCollectionAsCapped" | "convertToCapped" => Some("capped collections"),
         "bulkWrite" => Some("the bulkWrite command"),
         _ => None,
     };

@@ -23,13 +23,37 @@ impl ReadSpec {
     /// Filter (from `filter_field`), `sort` and `hint` of a command; no skip or limit.
     pub fn parse(args: &Args<'_>, filter_field: &str, vars: Option<&Document>) -> Result<ReadSpec> {
         let filter_doc = args.document(filter_field)?.cloned().unwrap_or_default();
-        let (sort, sort_doc) = parse_sort(args.document("sort")?)?;
+        let mut hint = parse_hint(args, "hint")?;
+        let sort_given = args.document("sort")?;
+        // `sort: {$natural: ±1}` is natural order (a collection scan, forward or backward).
+        let natural = sort_given.filter(|s| s.len() == 1 && s.contains_key("$natural"));
+        let (sort, sort_doc) = match natural {
+            Some(s) => {
+                let forward = match s.get("$natural").and_then(crate::value::to_f64) {
+                    Some(d) if d == 1.0 => true,
+                    Some(d) if d == -1.0 => false,
+                    _ => {
+                        return Err(Error::location(
+                            17301,
+                            "$natural sort cannot be set to a value other than -1 or 1",
+                        ))
+                    }
+                };
+                if hint.is_none() {
+                    hint = Some(Bson::Document(
+                        bson::doc! { "$natural": if forward { 1 } else { -1 } },
+                    ));
+                }
+                (None, None)
+            }
+            None => parse_sort(sort_given)?,
+        };
         Ok(ReadSpec {
             filter: parse_filter(&filter_doc, vars)?,
             filter_doc,
             sort,
             sort_doc,
-            hint: parse_hint(args, "hint")?,
+            hint,
             skip: 0,
             limit: None,
         })

@@ -173,3 +173,75 @@ async fn a_capped_collection_keeps_its_limits_and_order_after_a_restart() {
     assert_eq!(natural_ids(&db, "log").await, vec![7, 6, 5]);
     server.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_natural_sort_returns_insertion_order_or_its_reverse() {
+    let t = test_db().await;
+    t.db.run_command(doc! { "create": "log", "capped": true, "size": 4096 })
+        .await
+        .unwrap();
+    insert_ids(&t.db, "log", [3, 1, 2]).await;
+    let c = t.db.collection::<Document>("log");
+    let order = |sort: Document| {
+        let c = c.clone();
+        async move {
+            c.find(doc! {})
+                .sort(sort)
+                .await
+                .unwrap()
+                .try_collect::<Vec<_>>()
+                .await
+                .unwrap()
+                .iter()
+                .map(|d| d.get_i32("_id").unwrap())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(order(doc! { "$natural": 1 }).await, vec![3, 1, 2]);
+    assert_eq!(order(doc! { "$natural": -1 }).await, vec![2, 1, 3]);
+    let newest = c
+        .find_one(doc! {})
+        .sort(doc! { "$natural": -1 })
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(newest.get_i32("_id").unwrap(), 2);
+}
+
+#[tokio::test]
+async fn convert_to_capped_keeps_the_newest_documents_that_fit_and_only_the_id_index() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("events");
+    insert_ids(&t.db, "events", 1..=5).await;
+    c.create_index(mongodb::IndexModel::builder().keys(doc! { "pad": 1 }).build())
+        .await
+        .unwrap();
+    t.db.run_command(doc! { "convertToCapped": "events", "size": 4096, "max": 2 })
+        .await
+        .unwrap();
+    assert_eq!(natural_ids(&t.db, "events").await, vec![4, 5]);
+    let indexes = c.list_index_names().await.unwrap();
+    assert_eq!(indexes, vec!["_id_".to_string()]);
+    let stats = t.db.run_command(doc! { "collStats": "events" }).await.unwrap();
+    assert_eq!(stats.get_bool("capped").unwrap(), true);
+}
+
+#[tokio::test]
+async fn clone_collection_as_capped_copies_the_source_into_a_new_capped_collection() {
+    let t = test_db().await;
+    insert_ids(&t.db, "source", [7, 8, 9]).await;
+    t.db.run_command(doc! {
+        "cloneCollectionAsCapped": "source", "toCollection": "copy", "size": 4096, "max": 2,
+    })
+    .await
+    .unwrap();
+    assert_eq!(natural_ids(&t.db, "copy").await, vec![8, 9]);
+    assert_eq!(natural_ids(&t.db, "source").await, vec![7, 8, 9]);
+    assert_code(
+        t.db.run_command(doc! {
+            "cloneCollectionAsCapped": "missing", "toCollection": "other", "size": 4096,
+        })
+        .await,
+        26,
+    );
+}
