@@ -14,9 +14,9 @@ mod background;
 mod bulk;
 mod count;
 mod session;
-pub mod validation;
 #[cfg(test)]
 mod update_tests;
+pub mod validation;
 pub use crate::stored::StoredDoc;
 pub use background::spawn_background_builds;
 pub use session::WriteSession;

@@ -1201,6 +1201,38 @@ mod tests {
     }
 
     #[test]
+    fn a_validator_and_capped_limits_are_restored_with_their_collection() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dump = tmp.path().join("dump");
+        fs::create_dir_all(dump.join("shop")).unwrap();
+        fs::write(dump.join("shop/log.bson"), b"").unwrap();
+        fs::write(
+            dump.join("shop/log.metadata.json"),
+            r#"{"options":{"capped":true,"size":{"$numberInt":"4096"},"validator":{"a":{"$gt":{"$numberInt":"1"}}},"validationLevel":"moderate","validationAction":"error"},"indexes":[],"collectionName":"log","type":"collection"}"#,
+        )
+        .unwrap();
+        let loaded = load_dump(&dump).unwrap();
+        assert_eq!(
+            loaded.images[0].options,
+            doc! {
+                "capped": true,
+                "size": 4096,
+                "validator": { "a": { "$gt": 1 } },
+                "validationLevel": "moderate",
+                "validationAction": "error",
+            }
+        );
+        // A validator that does not parse is refused, naming the file.
+        fs::write(
+            dump.join("shop/log.metadata.json"),
+            r#"{"options":{"validator":{"$jsonSchema":{"bogus":true}}},"indexes":[],"collectionName":"log","type":"collection"}"#,
+        )
+        .unwrap();
+        let err = load_dump(&dump).unwrap_err();
+        assert!(err.message.contains("log.metadata.json"), "{err}");
+    }
+
+    #[test]
     fn unsupported_collection_options_are_refused_by_name() {
         let tmp = tempfile::tempdir().unwrap();
         let dump = tmp.path().join("dump");

@@ -60,7 +60,12 @@ impl<'a> WriteSession<'a> {
         }
     }
 
-    fn validate_update(&self, record: RecordId, old: Option<&Document>, new: &Document) -> Result<()> {
+    fn validate_update(
+        &self,
+        record: RecordId,
+        old: Option<&Document>,
+        new: &Document,
+    ) -> Result<()> {
         let Some(v) = self.active_validator() else {
             return Ok(());
         };

@@ -160,7 +160,11 @@ impl Validator {
                 tracing::warn!(
                     namespace = ns,
                     "Document would fail validation: {}",
-                    error.extra.as_ref().map(|e| e.to_string()).unwrap_or_default()
+                    error
+                        .extra
+                        .as_ref()
+                        .map(|e| e.to_string())
+                        .unwrap_or_default()
                 );
                 Ok(())
             }
@@ -174,8 +178,11 @@ impl Validator {
             info.insert("failingDocumentId", id.clone());
         }
         info.insert("details", self.details(doc));
-        Error::new(ErrorCode::DocumentValidationFailure, "Document failed validation")
-            .with_extra(doc! { "errInfo": info })
+        Error::new(
+            ErrorCode::DocumentValidationFailure,
+            "Document failed validation",
+        )
+        .with_extra(doc! { "errInfo": info })
     }
 
     /// Why `doc` fails: each failing top-level clause explained, under `$and` when the
@@ -365,7 +372,9 @@ mod tests {
         let v = Validator::from_options(&doc! { "validator": { "a": { "$gte": 0 } } })
             .unwrap()
             .unwrap();
-        let e = v.check_insert("d.c", &doc! { "_id": 1, "a": -1 }).unwrap_err();
+        let e = v
+            .check_insert("d.c", &doc! { "_id": 1, "a": -1 })
+            .unwrap_err();
         assert_eq!(e.code_number(), 121);
         let info = e.extra.unwrap().get_document("errInfo").unwrap().clone();
         assert_eq!(info.get_i32("failingDocumentId").unwrap(), 1);

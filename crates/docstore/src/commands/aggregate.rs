@@ -299,7 +299,10 @@ fn build_collection(
     for spec in indexes {
         fresh.create_index(spec.clone())?;
     }
-    let validator = fresh.validator().filter(|v| !bypass && !v.is_off()).cloned();
+    let validator = fresh
+        .validator()
+        .filter(|v| !bypass && !v.is_off())
+        .cloned();
     let ns = fresh.namespace();
     for doc in docs {
         if let Some(v) = &validator {

@@ -495,12 +495,10 @@ pub fn update(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
     let mut last_lsn = 0;
     for (i, statement) in statements.iter().enumerate() {
         let result = parse_update_statement(statement, vars, now).and_then(|plan| {
-            let outcome = state
-                .catalog
-                .write(db, coll, plan.upsert, |c| {
-                    c.bypass_validation(bypass);
-                    apply_update(c, &plan)
-                })?;
+            let outcome = state.catalog.write(db, coll, plan.upsert, |c| {
+                c.bypass_validation(bypass);
+                apply_update(c, &plan)
+            })?;
             match outcome {
                 None => Ok((UpdateOutcome::default(), 0)),
                 Some(o) => o.value.map(|v| (v, o.lsn)),

@@ -131,8 +131,7 @@ pub fn coll_mod(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<R
             }
         }
         if options.contains_key("validator") {
-            for (field, default) in [("validationLevel", "strict"), ("validationAction", "error")]
-            {
+            for (field, default) in [("validationLevel", "strict"), ("validationAction", "error")] {
                 if !options.contains_key(field) {
                     options.insert(field, default);
                 }
@@ -168,7 +167,10 @@ fn capped_options(args: &Args<'_>) -> Result<Document> {
     let Some(size) = args.get("size") else {
         return Err(Error::location(
             40414,
-            format!("BSON field '{}.size' is missing but a required field", args_name(args)),
+            format!(
+                "BSON field '{}.size' is missing but a required field",
+                args_name(args)
+            ),
         ));
     };
     let mut options = doc! { "capped": true, "size": size.clone() };
@@ -249,7 +251,9 @@ pub fn clone_collection_as_capped(
     })?;
     match outcome {
         Some(o) => o.value.map(|()| Reply::write(Document::new(), o.lsn)),
-        None => Err(Error::internal("the capped copy vanished while it was filled")),
+        None => Err(Error::internal(
+            "the capped copy vanished while it was filled",
+        )),
     }
 }
 

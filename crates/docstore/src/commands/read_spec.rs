@@ -30,8 +30,8 @@ impl ReadSpec {
         let (sort, sort_doc) = match natural {
             Some(s) => {
                 let forward = match s.get("$natural").and_then(crate::value::to_f64) {
-                    Some(d) if d == 1.0 => true,
-                    Some(d) if d == -1.0 => false,
+                    Some(1.0) => true,
+                    Some(-1.0) => false,
                     _ => {
                         return Err(Error::location(
                             17301,

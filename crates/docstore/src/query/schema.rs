@@ -195,15 +195,18 @@ fn type_rule(keyword: &'static str, value: &Bson) -> Result<TypeRule> {
                     ))
                 }
                 other => {
-                    return Err(Error::bad_value(format!("Unknown type name alias: {other}")))
+                    return Err(Error::bad_value(format!(
+                        "Unknown type name alias: {other}"
+                    )))
                 }
             }
         } else if name == "number" {
             None
         } else {
-            Some(type_number_for_alias(name).ok_or_else(|| {
-                Error::bad_value(format!("Unknown type name alias: {name}"))
-            })?)
+            Some(
+                type_number_for_alias(name)
+                    .ok_or_else(|| Error::bad_value(format!("Unknown type name alias: {name}")))?,
+            )
         };
         accepted.push(entry);
     }
@@ -417,7 +420,10 @@ impl Schema {
             }
         }
         // The exclusive flags qualify the bound they go with, which must be present.
-        for (flag, bound) in [("exclusiveMinimum", "minimum"), ("exclusiveMaximum", "maximum")] {
+        for (flag, bound) in [
+            ("exclusiveMinimum", "minimum"),
+            ("exclusiveMaximum", "maximum"),
+        ] {
             if let Some(Bson::Boolean(b)) = spec.get(flag) {
                 let slot = if bound == "minimum" {
                     &mut s.minimum
@@ -576,7 +582,10 @@ impl Schema {
                     }
                 }
                 if let Some(divisor) = &self.multiple_of {
-                    let (x, d) = (to_f64(n).unwrap_or(f64::NAN), to_f64(divisor).unwrap_or(1.0));
+                    let (x, d) = (
+                        to_f64(n).unwrap_or(f64::NAN),
+                        to_f64(divisor).unwrap_or(1.0),
+                    );
                     if !(x / d).is_finite() || (x / d).fract() != 0.0 {
                         fail!(doc! {
                             "operatorName": "multipleOf",
@@ -990,7 +999,9 @@ mod tests {
 
     #[test]
     fn one_of_fails_when_two_match() {
-        let s = schema(doc! { "properties": { "a": { "oneOf": [ { "minimum": 1 }, { "minimum": 2 } ] } } });
+        let s = schema(
+            doc! { "properties": { "a": { "oneOf": [ { "minimum": 1 }, { "minimum": 2 } ] } } },
+        );
         assert!(s.matches(&doc! { "a": 1 }));
         assert!(!s.matches(&doc! { "a": 3 }));
     }

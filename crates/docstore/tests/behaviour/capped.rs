@@ -59,7 +59,10 @@ async fn inserts_beyond_size_remove_the_oldest_documents() {
     let kept = natural_ids(&t.db, "small").await;
     // Each document is 124 bytes of BSON: 4096 bytes hold 33 of them, the newest ones.
     assert_eq!(kept, (67..100).collect::<Vec<_>>());
-    let stats = t.db.run_command(doc! { "collStats": "small" }).await.unwrap();
+    let stats =
+        t.db.run_command(doc! { "collStats": "small" })
+            .await
+            .unwrap();
     assert!(stats.get_i32("size").unwrap() <= 4096, "{stats}");
 }
 
@@ -70,13 +73,18 @@ async fn coll_stats_and_list_collections_report_the_limits() {
         .await
         .unwrap();
     let stats = t.db.run_command(doc! { "collStats": "c" }).await.unwrap();
-    assert_eq!(stats.get_bool("capped").unwrap(), true);
+    assert!(stats.get_bool("capped").unwrap());
     assert_eq!(stats.get_i32("max").unwrap(), 10);
     assert_eq!(stats.get_i32("maxSize").unwrap(), 8192);
-    let list = t.db.run_command(doc! { "listCollections": 1, "filter": { "name": "c" } })
-        .await
-        .unwrap();
-    let entry = list.get_document("cursor").unwrap().get_array("firstBatch").unwrap()[0]
+    let list =
+        t.db.run_command(doc! { "listCollections": 1, "filter": { "name": "c" } })
+            .await
+            .unwrap();
+    let entry = list
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()[0]
         .as_document()
         .unwrap()
         .clone();
@@ -86,8 +94,11 @@ async fn coll_stats_and_list_collections_report_the_limits() {
     );
     let plain = t.db.collection::<Document>("plain");
     plain.insert_one(doc! { "a": 1 }).await.unwrap();
-    let stats = t.db.run_command(doc! { "collStats": "plain" }).await.unwrap();
-    assert_eq!(stats.get_bool("capped").unwrap(), false);
+    let stats =
+        t.db.run_command(doc! { "collStats": "plain" })
+            .await
+            .unwrap();
+    assert!(!stats.get_bool("capped").unwrap());
 }
 
 #[tokio::test]
@@ -98,9 +109,12 @@ async fn capped_documents_may_be_updated_to_another_size_and_deleted() {
         .unwrap();
     insert_ids(&t.db, "c", [1, 2, 3]).await;
     let c = t.db.collection::<Document>("c");
-    c.update_one(doc! { "_id": 2 }, doc! { "$set": { "pad": "longer".repeat(30) } })
-        .await
-        .unwrap();
+    c.update_one(
+        doc! { "_id": 2 },
+        doc! { "$set": { "pad": "longer".repeat(30) } },
+    )
+    .await
+    .unwrap();
     c.delete_one(doc! { "_id": 1 }).await.unwrap();
     // The updated document keeps its place in natural order.
     assert_eq!(natural_ids(&t.db, "c").await, vec![2, 3]);
@@ -110,7 +124,8 @@ async fn capped_documents_may_be_updated_to_another_size_and_deleted() {
 async fn a_capped_collection_needs_a_size() {
     let t = test_db().await;
     assert_code(
-        t.db.run_command(doc! { "create": "c", "capped": true }).await,
+        t.db.run_command(doc! { "create": "c", "capped": true })
+            .await,
         72,
     );
 }
@@ -129,9 +144,13 @@ async fn coll_mod_capped_max_removes_the_excess_on_the_next_insert() {
     insert_ids(&t.db, "c", [7]).await;
     assert_eq!(natural_ids(&t.db, "c").await, vec![6, 7]);
     // Only a capped collection has a cap to change.
-    t.db.collection::<Document>("plain").insert_one(doc! {}).await.unwrap();
+    t.db.collection::<Document>("plain")
+        .insert_one(doc! {})
+        .await
+        .unwrap();
     assert_code(
-        t.db.run_command(doc! { "collMod": "plain", "cappedSize": 4096 }).await,
+        t.db.run_command(doc! { "collMod": "plain", "cappedSize": 4096 })
+            .await,
         72,
     );
 }
@@ -146,7 +165,8 @@ async fn tailable_cursors_are_refused_by_name() {
         .await
         .unwrap();
     let e = assert_code(
-        t.db.run_command(doc! { "find": "c", "tailable": true, "awaitData": true }).await,
+        t.db.run_command(doc! { "find": "c", "tailable": true, "awaitData": true })
+            .await,
         115,
     );
     assert!(message_of(&e).contains("tailable"), "{e}");
@@ -213,17 +233,24 @@ async fn convert_to_capped_keeps_the_newest_documents_that_fit_and_only_the_id_i
     let t = test_db().await;
     let c = t.db.collection::<Document>("events");
     insert_ids(&t.db, "events", 1..=5).await;
-    c.create_index(mongodb::IndexModel::builder().keys(doc! { "pad": 1 }).build())
-        .await
-        .unwrap();
+    c.create_index(
+        mongodb::IndexModel::builder()
+            .keys(doc! { "pad": 1 })
+            .build(),
+    )
+    .await
+    .unwrap();
     t.db.run_command(doc! { "convertToCapped": "events", "size": 4096, "max": 2 })
         .await
         .unwrap();
     assert_eq!(natural_ids(&t.db, "events").await, vec![4, 5]);
     let indexes = c.list_index_names().await.unwrap();
     assert_eq!(indexes, vec!["_id_".to_string()]);
-    let stats = t.db.run_command(doc! { "collStats": "events" }).await.unwrap();
-    assert_eq!(stats.get_bool("capped").unwrap(), true);
+    let stats =
+        t.db.run_command(doc! { "collStats": "events" })
+            .await
+            .unwrap();
+    assert!(stats.get_bool("capped").unwrap());
 }
 
 #[tokio::test]

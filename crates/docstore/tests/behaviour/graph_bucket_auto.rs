@@ -6,7 +6,12 @@ use futures::TryStreamExt;
 use mongodb::{Collection, Database};
 
 async fn aggregate(c: &Collection<Document>, pipeline: Vec<Document>) -> Vec<Document> {
-    c.aggregate(pipeline).await.unwrap().try_collect().await.unwrap()
+    c.aggregate(pipeline)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap()
 }
 
 async fn employees(db: &Database) -> Collection<Document> {
@@ -30,7 +35,13 @@ fn names(doc: &Document, field: &str) -> Vec<String> {
         .get_array(field)
         .unwrap()
         .iter()
-        .map(|d| d.as_document().unwrap().get_str("name").unwrap().to_string())
+        .map(|d| {
+            d.as_document()
+                .unwrap()
+                .get_str("name")
+                .unwrap()
+                .to_string()
+        })
         .collect();
     names.sort();
     names
@@ -54,7 +65,10 @@ async fn graph_lookup_follows_a_reporting_chain_to_its_root() {
         ],
     )
     .await;
-    assert_eq!(names(&out[0], "reportingHierarchy"), vec!["Dev", "Eliot", "Ron"]);
+    assert_eq!(
+        names(&out[0], "reportingHierarchy"),
+        vec!["Dev", "Eliot", "Ron"]
+    );
 }
 
 #[tokio::test]
@@ -83,13 +97,19 @@ async fn graph_lookup_stops_at_max_depth_and_records_each_depth_as_a_long() {
         .iter()
         .map(|d| {
             let d = d.as_document().unwrap();
-            (d.get_str("name").unwrap().to_string(), d.get("level").unwrap().clone())
+            (
+                d.get_str("name").unwrap().to_string(),
+                d.get("level").unwrap().clone(),
+            )
         })
         .collect();
     found.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(
         found,
-        vec![("Eliot".into(), Bson::Int64(1)), ("Ron".into(), Bson::Int64(0))]
+        vec![
+            ("Eliot".into(), Bson::Int64(1)),
+            ("Ron".into(), Bson::Int64(0))
+        ]
     );
 }
 
@@ -143,7 +163,9 @@ async fn graph_lookup_needs_its_required_fields() {
     let t = test_db().await;
     let c = employees(&t.db).await;
     let r = c
-        .aggregate(vec![doc! { "$graphLookup": { "from": "employees", "as": "x" } }])
+        .aggregate(vec![
+            doc! { "$graphLookup": { "from": "employees", "as": "x" } },
+        ])
         .await;
     assert_code(r, 40105);
     let r = c
@@ -186,7 +208,11 @@ fn buckets(out: &[Document]) -> Vec<(f64, f64, i32)> {
 async fn bucket_auto_splits_documents_into_buckets_of_equal_size() {
     let t = test_db().await;
     let c = numbers(&t.db, 1..=100).await;
-    let out = aggregate(&c, vec![doc! { "$bucketAuto": { "groupBy": "$v", "buckets": 5 } }]).await;
+    let out = aggregate(
+        &c,
+        vec![doc! { "$bucketAuto": { "groupBy": "$v", "buckets": 5 } }],
+    )
+    .await;
     assert_eq!(
         buckets(&out),
         vec![
@@ -199,7 +225,11 @@ async fn bucket_auto_splits_documents_into_buckets_of_equal_size() {
     );
     // One more document goes into the last bucket.
     c.insert_one(doc! { "_id": 1000, "v": 101 }).await.unwrap();
-    let out = aggregate(&c, vec![doc! { "$bucketAuto": { "groupBy": "$v", "buckets": 5 } }]).await;
+    let out = aggregate(
+        &c,
+        vec![doc! { "$bucketAuto": { "groupBy": "$v", "buckets": 5 } }],
+    )
+    .await;
     assert_eq!(buckets(&out)[4], (81.0, 101.0, 21));
 }
 
@@ -229,9 +259,8 @@ async fn bucket_auto_keeps_equal_values_in_one_bucket_and_computes_the_output_ac
 async fn bucket_auto_rounds_boundaries_to_the_granularity_series() {
     let t = test_db().await;
     let c = numbers(&t.db, [1, 3, 5, 7, 9, 11, 20, 30]).await;
-    let run = |g: &str| {
-        vec![doc! { "$bucketAuto": { "groupBy": "$v", "buckets": 2, "granularity": g } }]
-    };
+    let run =
+        |g: &str| vec![doc! { "$bucketAuto": { "groupBy": "$v", "buckets": 2, "granularity": g } }];
     assert_eq!(
         buckets(&aggregate(&c, run("R5")).await),
         vec![(0.63, 10.0, 5), (10.0, 40.0, 3)]

@@ -58,7 +58,11 @@ async fn ids(db: &Database, coll: &str, filter: Document) -> Vec<i32> {
 #[tokio::test]
 async fn an_insert_failing_a_json_schema_validator_answers_121_with_the_rules_not_satisfied() {
     let t = test_db().await;
-    run(&t.db, doc! { "create": "products", "validator": product_schema() }).await;
+    run(
+        &t.db,
+        doc! { "create": "products", "validator": product_schema() },
+    )
+    .await;
     let reply = run(
         &t.db,
         doc! { "insert": "products", "documents": [
@@ -72,7 +76,10 @@ async fn an_insert_failing_a_json_schema_validator_answers_121_with_the_rules_no
     let errors = write_errors(&reply);
     assert_eq!(errors.len(), 2, "{reply}");
     assert_eq!(errors[0].get_i32("code").unwrap(), 121);
-    assert_eq!(errors[0].get_str("errmsg").unwrap(), "Document failed validation");
+    assert_eq!(
+        errors[0].get_str("errmsg").unwrap(),
+        "Document failed validation"
+    );
     let info = errors[0].get_document("errInfo").unwrap();
     assert_eq!(info.get_i32("failingDocumentId").unwrap(), 2);
     let details = info.get_document("details").unwrap();
@@ -85,7 +92,10 @@ async fn an_insert_failing_a_json_schema_validator_answers_121_with_the_rules_no
         .unwrap()
         .clone();
     assert_eq!(failing.get_str("propertyName").unwrap(), "price");
-    let why = failing.get_array("details").unwrap()[0].as_document().unwrap().clone();
+    let why = failing.get_array("details").unwrap()[0]
+        .as_document()
+        .unwrap()
+        .clone();
     assert_eq!(why.get_str("operatorName").unwrap(), "minimum");
     assert_eq!(why.get_str("reason").unwrap(), "comparison failed");
 
@@ -100,7 +110,10 @@ async fn an_insert_failing_a_json_schema_validator_answers_121_with_the_rules_no
         .iter()
         .map(|r| r.as_document().unwrap().get_str("operatorName").unwrap())
         .collect();
-    assert!(names.contains(&"required") && names.contains(&"properties"), "{names:?}");
+    assert!(
+        names.contains(&"required") && names.contains(&"properties"),
+        "{names:?}"
+    );
     let required = rules
         .iter()
         .map(|r| r.as_document().unwrap())
@@ -124,12 +137,24 @@ async fn query_validators_including_expr_check_inserts_and_updates() {
         } },
     )
     .await;
-    let ok = run(&t.db, doc! { "insert": "ranges", "documents": [{ "_id": 1, "low": 1, "high": 5 }] }).await;
+    let ok = run(
+        &t.db,
+        doc! { "insert": "ranges", "documents": [{ "_id": 1, "low": 1, "high": 5 }] },
+    )
+    .await;
     assert!(write_errors(&ok).is_empty());
-    let bad = run(&t.db, doc! { "insert": "ranges", "documents": [{ "_id": 2, "low": 9, "high": 5 }] }).await;
+    let bad = run(
+        &t.db,
+        doc! { "insert": "ranges", "documents": [{ "_id": 2, "low": 9, "high": 5 }] },
+    )
+    .await;
     let errors = write_errors(&bad);
     assert_eq!(errors[0].get_i32("code").unwrap(), 121);
-    let details = errors[0].get_document("errInfo").unwrap().get_document("details").unwrap();
+    let details = errors[0]
+        .get_document("errInfo")
+        .unwrap()
+        .get_document("details")
+        .unwrap();
     assert_eq!(details.get_str("operatorName").unwrap(), "$and");
     let update = run(
         &t.db,
@@ -170,26 +195,72 @@ async fn json_schema_keywords_select_documents_as_a_query_operator() {
     .unwrap();
     let schema = |s: Document| doc! { "$jsonSchema": s };
     let cases: Vec<(Document, Vec<i32>)> = vec![
-        (doc! { "properties": { "kind": { "enum": ["a", "b"] } } }, vec![1, 3, 4, 5, 6]),
-        (doc! { "properties": { "code": { "pattern": "^[A-Z]+-[0-9]+$", "minLength": 3, "maxLength": 5 } } }, vec![1, 2, 4, 5, 6]),
-        (doc! { "properties": { "tags": { "minItems": 1, "maxItems": 2, "uniqueItems": true, "items": { "bsonType": "string" } } } }, vec![1, 2, 5, 6]),
-        (doc! { "properties": { "n": { "minimum": 5, "exclusiveMinimum": true } } }, vec![4]),
-        (doc! { "properties": { "n": { "maximum": 5 } } }, vec![1, 2, 3, 5, 6]),
-        (doc! { "properties": { "n": { "multipleOf": 10 } } }, vec![4]),
+        (
+            doc! { "properties": { "kind": { "enum": ["a", "b"] } } },
+            vec![1, 3, 4, 5, 6],
+        ),
+        (
+            doc! { "properties": { "code": { "pattern": "^[A-Z]+-[0-9]+$", "minLength": 3, "maxLength": 5 } } },
+            vec![1, 2, 4, 5, 6],
+        ),
+        (
+            doc! { "properties": { "tags": { "minItems": 1, "maxItems": 2, "uniqueItems": true, "items": { "bsonType": "string" } } } },
+            vec![1, 2, 5, 6],
+        ),
+        (
+            doc! { "properties": { "n": { "minimum": 5, "exclusiveMinimum": true } } },
+            vec![4],
+        ),
+        (
+            doc! { "properties": { "n": { "maximum": 5 } } },
+            vec![1, 2, 3, 5, 6],
+        ),
+        (
+            doc! { "properties": { "n": { "multipleOf": 10 } } },
+            vec![4],
+        ),
         (doc! { "minProperties": 6 }, vec![5, 6]),
         (doc! { "maxProperties": 5 }, vec![1, 2, 3, 4]),
-        (doc! { "properties": { "_id": {}, "kind": {}, "code": {}, "tags": {}, "n": {} }, "additionalProperties": false }, vec![1, 2, 3, 4]),
-        (doc! { "patternProperties": { "^ca": { "bsonType": "string" } } }, vec![1, 2, 3, 4, 5]),
-        (doc! { "dependencies": { "card": ["extra"] } }, vec![1, 2, 3, 4, 5]),
+        (
+            doc! { "properties": { "_id": {}, "kind": {}, "code": {}, "tags": {}, "n": {} }, "additionalProperties": false },
+            vec![1, 2, 3, 4],
+        ),
+        (
+            doc! { "patternProperties": { "^ca": { "bsonType": "string" } } },
+            vec![1, 2, 3, 4, 5],
+        ),
+        (
+            doc! { "dependencies": { "card": ["extra"] } },
+            vec![1, 2, 3, 4, 5],
+        ),
         (doc! { "required": ["extra"] }, vec![5]),
-        (doc! { "allOf": [{ "properties": { "kind": { "enum": ["a"] } } }, { "required": ["card"] }] }, vec![6]),
-        (doc! { "anyOf": [{ "required": ["card"] }, { "required": ["extra"] }] }, vec![5, 6]),
-        (doc! { "oneOf": [{ "properties": { "n": { "minimum": 6 } } }, { "properties": { "kind": { "enum": ["z"] } } }] }, vec![2, 4]),
-        (doc! { "not": { "required": ["extra"] } }, vec![1, 2, 3, 4, 6]),
-        (doc! { "properties": { "kind": { "type": "string" }, "n": { "type": "number" } }, "description": "d", "title": "t" }, vec![1, 2, 3, 4, 5, 6]),
+        (
+            doc! { "allOf": [{ "properties": { "kind": { "enum": ["a"] } } }, { "required": ["card"] }] },
+            vec![6],
+        ),
+        (
+            doc! { "anyOf": [{ "required": ["card"] }, { "required": ["extra"] }] },
+            vec![5, 6],
+        ),
+        (
+            doc! { "oneOf": [{ "properties": { "n": { "minimum": 6 } } }, { "properties": { "kind": { "enum": ["z"] } } }] },
+            vec![2, 4],
+        ),
+        (
+            doc! { "not": { "required": ["extra"] } },
+            vec![1, 2, 3, 4, 6],
+        ),
+        (
+            doc! { "properties": { "kind": { "type": "string" }, "n": { "type": "number" } }, "description": "d", "title": "t" },
+            vec![1, 2, 3, 4, 5, 6],
+        ),
     ];
     for (s, expected) in cases {
-        assert_eq!(ids(&t.db, "things", schema(s.clone())).await, expected, "{s}");
+        assert_eq!(
+            ids(&t.db, "things", schema(s.clone())).await,
+            expected,
+            "{s}"
+        );
     }
     // $jsonSchema combines with other conditions.
     let combined = doc! { "$jsonSchema": { "required": ["card"] }, "n": 5 };
@@ -201,23 +272,34 @@ async fn malformed_schemas_and_validation_options_are_refused() {
     let t = test_db().await;
     // Unknown keywords: FailedToParse.
     assert_code(
-        t.db.run_command(doc! { "find": "c", "filter": { "$jsonSchema": { "bogus": 1 } } }).await,
+        t.db.run_command(doc! { "find": "c", "filter": { "$jsonSchema": { "bogus": 1 } } })
+            .await,
         9,
     );
     assert_code(
-        t.db.run_command(doc! { "create": "c", "validator": { "$jsonSchema": { "minimum": "x" } } }).await,
+        t.db.run_command(
+            doc! { "create": "c", "validator": { "$jsonSchema": { "minimum": "x" } } },
+        )
+        .await,
         14,
     );
     assert_code(
-        t.db.run_command(doc! { "create": "c", "validator": { "a": 1 }, "validationLevel": "sometimes" }).await,
+        t.db.run_command(
+            doc! { "create": "c", "validator": { "a": 1 }, "validationLevel": "sometimes" },
+        )
+        .await,
         2,
     );
     assert_code(
-        t.db.run_command(doc! { "create": "c", "validator": { "a": 1 }, "validationAction": "shout" }).await,
+        t.db.run_command(
+            doc! { "create": "c", "validator": { "a": 1 }, "validationAction": "shout" },
+        )
+        .await,
         2,
     );
     assert_code(
-        t.db.run_command(doc! { "collMod": "missing", "validator": { "a": 1 } }).await,
+        t.db.run_command(doc! { "collMod": "missing", "validator": { "a": 1 } })
+            .await,
         26,
     );
 }
@@ -226,9 +308,12 @@ async fn malformed_schemas_and_validation_options_are_refused() {
 async fn moderate_validation_lets_documents_already_invalid_be_updated() {
     let t = test_db().await;
     let c = t.db.collection::<Document>("people");
-    c.insert_many(vec![doc! { "_id": 1, "age": 30 }, doc! { "_id": 2, "age": -4 }])
-        .await
-        .unwrap();
+    c.insert_many(vec![
+        doc! { "_id": 1, "age": 30 },
+        doc! { "_id": 2, "age": -4 },
+    ])
+    .await
+    .unwrap();
     run(
         &t.db,
         doc! { "collMod": "people", "validator": { "age": { "$gte": 0 } }, "validationLevel": "moderate" },
@@ -240,11 +325,23 @@ async fn moderate_validation_lets_documents_already_invalid_be_updated() {
     let r = run(&t.db, doc! { "update": "people", "updates": [{ "q": { "_id": 1 }, "u": { "$set": { "age": -1 } } }] }).await;
     assert_eq!(write_errors(&r)[0].get_i32("code").unwrap(), 121);
     // Inserts are always checked.
-    let r = run(&t.db, doc! { "insert": "people", "documents": [{ "_id": 3, "age": -1 }] }).await;
+    let r = run(
+        &t.db,
+        doc! { "insert": "people", "documents": [{ "_id": 3, "age": -1 }] },
+    )
+    .await;
     assert_eq!(write_errors(&r)[0].get_i32("code").unwrap(), 121);
     // Level off checks nothing.
-    run(&t.db, doc! { "collMod": "people", "validationLevel": "off" }).await;
-    let r = run(&t.db, doc! { "insert": "people", "documents": [{ "_id": 3, "age": -1 }] }).await;
+    run(
+        &t.db,
+        doc! { "collMod": "people", "validationLevel": "off" },
+    )
+    .await;
+    let r = run(
+        &t.db,
+        doc! { "insert": "people", "documents": [{ "_id": 3, "age": -1 }] },
+    )
+    .await;
     assert!(write_errors(&r).is_empty(), "{r}");
 }
 
@@ -264,7 +361,11 @@ async fn validation_action_warn_stores_invalid_documents() {
 #[tokio::test]
 async fn bypass_document_validation_skips_the_validator_for_every_write() {
     let t = test_db().await;
-    run(&t.db, doc! { "create": "strict", "validator": { "ok": true } }).await;
+    run(
+        &t.db,
+        doc! { "create": "strict", "validator": { "ok": true } },
+    )
+    .await;
     let r = run(
         &t.db,
         doc! { "insert": "strict", "documents": [{ "_id": 1, "ok": false }], "bypassDocumentValidation": true },
@@ -287,11 +388,16 @@ async fn bypass_document_validation_skips_the_validator_for_every_write() {
         .insert_many(vec![doc! { "_id": 5, "ok": false }])
         .await
         .unwrap();
-    for stage in [doc! { "$merge": { "into": "strict" } }, doc! { "$out": "strict" }] {
+    for stage in [
+        doc! { "$merge": { "into": "strict" } },
+        doc! { "$out": "strict" },
+    ] {
         let pipeline = vec![Bson::Document(stage.clone())];
         assert_code(
-            t.db.run_command(doc! { "aggregate": "src", "pipeline": pipeline.clone(), "cursor": {} })
-                .await,
+            t.db.run_command(
+                doc! { "aggregate": "src", "pipeline": pipeline.clone(), "cursor": {} },
+            )
+            .await,
             121,
         );
         run(
@@ -325,7 +431,11 @@ async fn list_collections_shows_the_validator_with_its_level_and_action() {
 }
 
 async fn collection_options(db: &Database, name: &str) -> Document {
-    let reply = run(db, doc! { "listCollections": 1, "filter": { "name": name } }).await;
+    let reply = run(
+        db,
+        doc! { "listCollections": 1, "filter": { "name": name } },
+    )
+    .await;
     let batch = reply
         .get_document("cursor")
         .unwrap()
@@ -343,10 +453,18 @@ async fn collection_options(db: &Database, name: &str) -> Document {
 async fn validate_counts_the_documents_that_fail_the_validator() {
     let t = test_db().await;
     t.db.collection::<Document>("n")
-        .insert_many(vec![doc! { "_id": 1, "a": 1 }, doc! { "_id": 2 }, doc! { "_id": 3 }])
+        .insert_many(vec![
+            doc! { "_id": 1, "a": 1 },
+            doc! { "_id": 2 },
+            doc! { "_id": 3 },
+        ])
         .await
         .unwrap();
-    run(&t.db, doc! { "collMod": "n", "validator": { "a": { "$exists": true } } }).await;
+    run(
+        &t.db,
+        doc! { "collMod": "n", "validator": { "a": { "$exists": true } } },
+    )
+    .await;
     let report = run(&t.db, doc! { "validate": "n" }).await;
     assert_eq!(report.get_i64("nNonCompliantDocuments").unwrap(), 2);
     assert!(report.get_bool("valid").unwrap());
@@ -361,16 +479,32 @@ async fn a_validator_survives_a_restart() {
     let dir = tempfile::tempdir().unwrap();
     let server = Server::start(Config::persistent(dir.path())).await.unwrap();
     let db = client_for(&server.uri()).await.database("shop");
-    run(&db, doc! { "create": "items", "validator": product_schema() }).await;
+    run(
+        &db,
+        doc! { "create": "items", "validator": product_schema() },
+    )
+    .await;
     run(&db, doc! { "create": "later" }).await;
-    run(&db, doc! { "collMod": "later", "validator": { "x": 1 }, "validationLevel": "moderate" }).await;
+    run(
+        &db,
+        doc! { "collMod": "later", "validator": { "x": 1 }, "validationLevel": "moderate" },
+    )
+    .await;
     server.shutdown().await;
 
     let server = Server::start(Config::persistent(dir.path())).await.unwrap();
     let db = client_for(&server.uri()).await.database("shop");
-    let r = run(&db, doc! { "insert": "items", "documents": [{ "_id": 1, "name": "x" }] }).await;
+    let r = run(
+        &db,
+        doc! { "insert": "items", "documents": [{ "_id": 1, "name": "x" }] },
+    )
+    .await;
     assert_eq!(write_errors(&r)[0].get_i32("code").unwrap(), 121);
-    let r = run(&db, doc! { "insert": "later", "documents": [{ "_id": 1, "x": 2 }] }).await;
+    let r = run(
+        &db,
+        doc! { "insert": "later", "documents": [{ "_id": 1, "x": 2 }] },
+    )
+    .await;
     assert_eq!(write_errors(&r)[0].get_i32("code").unwrap(), 121);
     assert_eq!(
         collection_options(&db, "later").await,

@@ -48,8 +48,8 @@ const E12: &[f64] = &[
     10.0, 12.0, 15.0, 18.0, 22.0, 27.0, 33.0, 39.0, 47.0, 56.0, 68.0, 82.0,
 ];
 const E24: &[f64] = &[
-    10.0, 11.0, 12.0, 13.0, 15.0, 16.0, 18.0, 20.0, 22.0, 24.0, 27.0, 30.0, 33.0, 36.0, 39.0,
-    43.0, 47.0, 51.0, 56.0, 62.0, 68.0, 75.0, 82.0, 91.0,
+    10.0, 11.0, 12.0, 13.0, 15.0, 16.0, 18.0, 20.0, 22.0, 24.0, 27.0, 30.0, 33.0, 36.0, 39.0, 43.0,
+    47.0, 51.0, 56.0, 62.0, 68.0, 75.0, 82.0, 91.0,
 ];
 const E48: &[f64] = &[
     100.0, 105.0, 110.0, 115.0, 121.0, 127.0, 133.0, 140.0, 147.0, 154.0, 162.0, 169.0, 178.0,
@@ -131,7 +131,11 @@ impl Granularity {
                         return Ok(Bson::Double(previous_min));
                     }
                 }
-                let up = series.iter().map(|s| s * m).find(|s| x < *s).unwrap_or(last * m);
+                let up = series
+                    .iter()
+                    .map(|s| s * m)
+                    .find(|s| x < *s)
+                    .unwrap_or(last * m);
                 Bson::Double(up)
             }
         })
@@ -182,7 +186,10 @@ fn roundable(v: &Bson) -> Result<f64> {
         ));
     };
     if x.is_nan() {
-        return Err(Error::location(40263, "A granularity rounder cannot round NaN"));
+        return Err(Error::location(
+            40263,
+            "A granularity rounder cannot round NaN",
+        ));
     }
     if x < 0.0 {
         return Err(Error::location(
@@ -386,7 +393,11 @@ impl BucketAuto {
         while i < n && spans.len() < self.buckets {
             let start = i;
             let last_bucket = spans.len() + 1 == self.buckets;
-            let mut end = if last_bucket { n } else { (start + approx).min(n) };
+            let mut end = if last_bucket {
+                n
+            } else {
+                (start + approx).min(n)
+            };
             let mut max = keyed[end - 1].0.clone();
             if !last_bucket {
                 match self.granularity {
@@ -463,13 +474,22 @@ mod tests {
     fn preferred_numbers_round_strictly_up_and_down() {
         let r5 = Granularity::parse("R5").unwrap();
         assert_eq!(r5.round_up(&Bson::Int32(100)).unwrap(), Bson::Double(160.0));
-        assert_eq!(r5.round_down(&Bson::Int32(100)).unwrap(), Bson::Double(63.0));
+        assert_eq!(
+            r5.round_down(&Bson::Int32(100)).unwrap(),
+            Bson::Double(63.0)
+        );
         assert_eq!(r5.round_up(&Bson::Double(0.8)).unwrap(), Bson::Double(1.0));
         let e6 = Granularity::parse("E6").unwrap();
-        assert_eq!(e6.round_down(&Bson::Double(0.8)).unwrap(), Bson::Double(0.68));
+        assert_eq!(
+            e6.round_down(&Bson::Double(0.8)).unwrap(),
+            Bson::Double(0.68)
+        );
         let p2 = Granularity::parse("POWERSOF2").unwrap();
         assert_eq!(p2.round_up(&Bson::Int32(4)).unwrap(), Bson::Int32(8));
         assert_eq!(p2.round_down(&Bson::Int32(5)).unwrap(), Bson::Int32(4));
-        assert_eq!(p2.round_down(&Bson::Double(0.3)).unwrap(), Bson::Double(0.25));
+        assert_eq!(
+            p2.round_down(&Bson::Double(0.3)).unwrap(),
+            Bson::Double(0.25)
+        );
     }
 }

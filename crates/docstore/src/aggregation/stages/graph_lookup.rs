@@ -65,13 +65,19 @@ impl GraphLookup {
                     let Some(n) = Number::from_bson(v) else {
                         return Err(Error::location(
                             40100,
-                            format!("maxDepth must be numeric, found type: {}", value::type_name(v)),
+                            format!(
+                                "maxDepth must be numeric, found type: {}",
+                                value::type_name(v)
+                            ),
                         ));
                     };
                     let Some(n) = n.as_i64_exact() else {
                         return Err(Error::location(
                             40102,
-                            format!("maxDepth could not be represented as a long long: {}", fmt_value(v)),
+                            format!(
+                                "maxDepth could not be represented as a long long: {}",
+                                fmt_value(v)
+                            ),
                         ));
                     };
                     if n < 0 {
