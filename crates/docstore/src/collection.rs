@@ -164,6 +164,13 @@ impl Collection {
         self.docs.iter().map(|(rid, doc)| (*rid, doc))
     }
 
+    /// The documents after record `after`, in natural order (a tailable cursor's new ones).
+    pub fn records_after(&self, after: RecordId) -> impl Iterator<Item = (RecordId, &StoredDoc)> {
+        self.docs
+            .range((std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded))
+            .map(|(rid, doc)| (*rid, doc))
+    }
+
     /// Every document in natural order (snapshots, `$lookup`).
     pub fn all_documents(&self) -> impl Iterator<Item = &StoredDoc> {
         self.docs.values()

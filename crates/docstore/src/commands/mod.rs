@@ -110,7 +110,7 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
     let reply = match name {
         "insert" => crud::insert(state, db, &a)?,
         "find" => crud::find(state, db, &a)?,
-        "getMore" => crud::get_more(state, db, &a)?,
+        "getMore" => crud::get_more(state, db, &a).await?,
         "killCursors" => crud::kill_cursors(state, &a)?,
         "update" => crud::update(state, db, &a)?,
         "delete" => crud::delete(state, db, &a)?,

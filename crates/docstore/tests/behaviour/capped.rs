@@ -1,8 +1,9 @@
 //! Capped collections: `create` with `capped`/`size`/`max`, the oldest documents removed in
 //! insertion order to make room, natural order, updates and deletes (allowed since 5.0/6.0),
-//! `collMod` `cappedSize`/`cappedMax`, `collStats`/`listCollections`, and restarts.
+//! `collMod` `cappedSize`/`cappedMax`, `collStats`/`listCollections`, tailable cursors,
+//! `convertToCapped`/`cloneCollectionAsCapped`, and restarts.
 
-use crate::common::{assert_code, client_for, is_docstore, message_of, test_db};
+use crate::common::{assert_code, client_for, is_docstore, test_db};
 use bson::{doc, Document};
 use docstore::{Config, Server};
 use futures::TryStreamExt;
@@ -155,21 +156,116 @@ async fn coll_mod_capped_max_removes_the_excess_on_the_next_insert() {
     );
 }
 
+/// The `_id`s of a cursor reply's batch, and the cursor id.
+fn batch_ids(reply: &Document, batch: &str) -> (Vec<i32>, i64) {
+    let cursor = reply.get_document("cursor").unwrap();
+    let ids = cursor
+        .get_array(batch)
+        .unwrap()
+        .iter()
+        .map(|d| d.as_document().unwrap().get_i32("_id").unwrap())
+        .collect();
+    (ids, cursor.get_i64("id").unwrap())
+}
+
 #[tokio::test]
-async fn tailable_cursors_are_refused_by_name() {
-    if !is_docstore() {
-        return; // MongoDB supports them on capped collections.
-    }
+async fn a_tailable_cursor_returns_the_documents_inserted_after_it_was_opened() {
     let t = test_db().await;
-    t.db.run_command(doc! { "create": "c", "capped": true, "size": 4096 })
+    t.db.run_command(doc! { "create": "log", "capped": true, "size": 100_000 })
         .await
         .unwrap();
-    let e = assert_code(
-        t.db.run_command(doc! { "find": "c", "tailable": true, "awaitData": true })
-            .await,
-        115,
+    insert_ids(&t.db, "log", [1, 2]).await;
+    let reply = t
+        .db
+        .run_command(doc! { "find": "log", "filter": { "_id": { "$ne": 4 } }, "tailable": true })
+        .await
+        .unwrap();
+    let (ids, cursor) = batch_ids(&reply, "firstBatch");
+    assert_eq!(ids, vec![1, 2]);
+    assert_ne!(
+        cursor, 0,
+        "a tailable cursor stays open at the end of the data"
     );
-    assert!(message_of(&e).contains("tailable"), "{e}");
+    // Nothing new: an empty batch, the cursor still open.
+    let more =
+        t.db.run_command(doc! { "getMore": cursor, "collection": "log" })
+            .await
+            .unwrap();
+    assert_eq!(batch_ids(&more, "nextBatch"), (vec![], cursor));
+    insert_ids(&t.db, "log", [3, 4, 5]).await;
+    let more =
+        t.db.run_command(doc! { "getMore": cursor, "collection": "log" })
+            .await
+            .unwrap();
+    assert_eq!(batch_ids(&more, "nextBatch"), (vec![3, 5], cursor));
+}
+
+#[tokio::test]
+async fn an_await_data_get_more_waits_for_an_insert() {
+    let t = test_db().await;
+    t.db.run_command(doc! { "create": "log", "capped": true, "size": 100_000 })
+        .await
+        .unwrap();
+    insert_ids(&t.db, "log", [1]).await;
+    let reply =
+        t.db.run_command(doc! { "find": "log", "tailable": true, "awaitData": true })
+            .await
+            .unwrap();
+    let (_, cursor) = batch_ids(&reply, "firstBatch");
+    let db = t.db.clone();
+    let writer = tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        insert_ids(&db, "log", [2]).await;
+    });
+    let started = std::time::Instant::now();
+    let more =
+        t.db.run_command(doc! { "getMore": cursor, "collection": "log", "maxTimeMS": 5000 })
+            .await
+            .unwrap();
+    assert_eq!(batch_ids(&more, "nextBatch"), (vec![2], cursor));
+    assert!(started.elapsed() < std::time::Duration::from_secs(4));
+    writer.await.unwrap();
+    // With nothing arriving, it answers empty after maxTimeMS.
+    let more =
+        t.db.run_command(doc! { "getMore": cursor, "collection": "log", "maxTimeMS": 100 })
+            .await
+            .unwrap();
+    assert_eq!(batch_ids(&more, "nextBatch"), (vec![], cursor));
+}
+
+#[tokio::test]
+async fn tailable_cursors_need_a_capped_collection_and_lose_their_place_when_it_is_overwritten() {
+    let t = test_db().await;
+    t.db.collection::<Document>("plain")
+        .insert_one(doc! { "_id": 1 })
+        .await
+        .unwrap();
+    assert_code(
+        t.db.run_command(doc! { "find": "plain", "tailable": true })
+            .await,
+        2,
+    );
+    assert_code(
+        t.db.run_command(doc! { "find": "plain", "awaitData": true })
+            .await,
+        9,
+    );
+    t.db.run_command(doc! { "create": "log", "capped": true, "size": 100_000, "max": 2 })
+        .await
+        .unwrap();
+    insert_ids(&t.db, "log", [1, 2]).await;
+    let reply =
+        t.db.run_command(doc! { "find": "log", "tailable": true })
+            .await
+            .unwrap();
+    let (_, cursor) = batch_ids(&reply, "firstBatch");
+    // Two more inserts push out the document the cursor stopped at.
+    insert_ids(&t.db, "log", [3, 4]).await;
+    assert_code(
+        t.db.run_command(doc! { "getMore": cursor, "collection": "log" })
+            .await,
+        136,
+    );
 }
 
 #[tokio::test]
@@ -271,4 +367,41 @@ async fn clone_collection_as_capped_copies_the_source_into_a_new_capped_collecti
         .await,
         26,
     );
+}
+
+#[tokio::test]
+async fn the_drivers_tailable_await_cursor_sees_new_documents() {
+    let t = test_db().await;
+    t.db.run_command(doc! { "create": "log", "capped": true, "size": 100_000 })
+        .await
+        .unwrap();
+    insert_ids(&t.db, "log", [1]).await;
+    let c = t.db.collection::<Document>("log");
+    let mut cursor = c
+        .find(doc! {})
+        .cursor_type(mongodb::options::CursorType::TailableAwait)
+        .max_await_time(std::time::Duration::from_millis(200))
+        .await
+        .unwrap();
+    assert_eq!(
+        cursor
+            .try_next()
+            .await
+            .unwrap()
+            .unwrap()
+            .get_i32("_id")
+            .unwrap(),
+        1
+    );
+    let db = t.db.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+        insert_ids(&db, "log", [2]).await;
+    });
+    let next = tokio::time::timeout(std::time::Duration::from_secs(10), cursor.try_next())
+        .await
+        .expect("the cursor yields the new document")
+        .unwrap()
+        .unwrap();
+    assert_eq!(next.get_i32("_id").unwrap(), 2);
 }
