@@ -713,7 +713,11 @@ impl Collection {
         let plan = self.plan(query)?;
         let winning_plan = if explain {
             let refs: Vec<&Index> = self.indexes.iter().collect();
-            plan.describe(&refs)
+            let mut described = plan.describe(&refs);
+            if matches!(plan, Plan::CollScan) && natural_backward(query.hint) {
+                described.insert("direction", "backward");
+            }
+            described
         } else {
             Document::new()
         };

@@ -3,7 +3,7 @@
 //! `collMod` `cappedSize`/`cappedMax`, `collStats`/`listCollections`, tailable cursors,
 //! `convertToCapped`/`cloneCollectionAsCapped`, and restarts.
 
-use crate::common::{assert_code, client_for, is_docstore, test_db};
+use crate::common::{assert_code, client_for, find_stage, is_docstore, test_db};
 use bson::{doc, Document};
 use docstore::{Config, Server};
 use futures::TryStreamExt;
@@ -322,6 +322,12 @@ async fn a_natural_sort_returns_insertion_order_or_its_reverse() {
         .unwrap()
         .unwrap();
     assert_eq!(newest.get_i32("_id").unwrap(), 2);
+    let plan =
+        t.db.run_command(doc! { "explain": { "find": "log", "sort": { "$natural": -1 } } })
+            .await
+            .unwrap();
+    let scan = find_stage(&bson::Bson::Document(plan), "COLLSCAN").unwrap();
+    assert_eq!(scan.get_str("direction").unwrap(), "backward");
 }
 
 #[tokio::test]
