@@ -185,34 +185,44 @@ impl Validator {
         .with_extra(doc! { "errInfo": info })
     }
 
-    /// Why `doc` fails: each failing top-level clause explained, under `$and` when the
-    /// validator has several.
+    /// Why `doc` fails the validator.
     fn details(&self, doc: &Document) -> Document {
-        let mut failing = Vec::new();
-        for (i, (key, value)) in self.spec.iter().enumerate() {
-            let mut clause = Document::new();
-            clause.insert(key.clone(), value.clone());
-            let fails = Filter::parse(&clause).is_ok_and(|f| !f.matches(doc));
-            if fails {
-                failing.push((i, clause_details(key, value, doc)));
-            }
-        }
-        if self.spec.len() == 1 {
-            if let Some((_, d)) = failing.pop() {
-                return d;
-            }
-        }
-        doc! {
-            "operatorName": "$and",
-            "clausesNotSatisfied": failing
-                .into_iter()
-                .map(|(i, d)| doc! { "index": i as i32, "details": d })
-                .collect::<Vec<_>>(),
-        }
+        query_details(&self.spec, doc)
     }
 }
 
-/// One failing top-level clause explained.
+/// Whether `doc` matches the one-clause query `{key: value}`.
+fn clause_matches(key: &str, value: &Bson, doc: &Document) -> bool {
+    let mut clause = Document::new();
+    clause.insert(key, value.clone());
+    Filter::parse(&clause).is_ok_and(|f| f.matches(doc))
+}
+
+/// Why `doc` fails `query`: its one failing clause explained, or, when the query has several
+/// clauses, mongod's `$and` with `clausesNotSatisfied`.
+fn query_details(query: &Document, doc: &Document) -> Document {
+    let failing: Vec<(usize, Document)> = query
+        .iter()
+        .enumerate()
+        .filter(|(_, (key, value))| !clause_matches(key, value, doc))
+        .map(|(i, (key, value))| (i, clause_details(key, value, doc)))
+        .collect();
+    if query.len() == 1 {
+        if let Some((_, d)) = failing.into_iter().next() {
+            return d;
+        }
+        return Document::new();
+    }
+    doc! {
+        "operatorName": "$and",
+        "clausesNotSatisfied": failing
+            .into_iter()
+            .map(|(i, d)| doc! { "index": i as i32, "details": d })
+            .collect::<Vec<_>>(),
+    }
+}
+
+/// One failing clause explained.
 fn clause_details(key: &str, value: &Bson, doc: &Document) -> Document {
     match (key, value) {
         ("$jsonSchema", Bson::Document(spec)) => {
@@ -232,37 +242,69 @@ fn clause_details(key: &str, value: &Bson, doc: &Document) -> Document {
             "reason": "expression did not match",
             "expressionResult": false,
         },
-        (op @ ("$and" | "$or" | "$nor"), clauses) => doc! {
-            "operatorName": op,
-            "specifiedAs": { op: clauses.clone() },
-            "reason": "logical expression did not match",
-        },
-        (field, condition) => {
-            let operator = match condition {
-                Bson::Document(d) => d
-                    .keys()
-                    .next()
-                    .filter(|k| k.starts_with('$'))
-                    .cloned()
-                    .unwrap_or_else(|| "$eq".to_string()),
-                _ => "$eq".to_string(),
-            };
-            let mut d = doc! {
-                "operatorName": operator,
-                "specifiedAs": { field: condition.clone() },
-            };
-            match crate::path::get_path(doc, field) {
-                Some(v) => {
-                    d.insert("reason", "comparison failed");
-                    d.insert("consideredValue", v.clone());
-                }
-                None => {
-                    d.insert("reason", "field was missing");
-                }
+        (op @ ("$and" | "$or" | "$nor"), Bson::Array(clauses)) => {
+            let queries = clauses.iter().enumerate().filter_map(|(i, c)| match c {
+                Bson::Document(q) => Some((i, q)),
+                _ => None,
+            });
+            let matches = |q: &Document| Filter::parse(q).is_ok_and(|f| f.matches(doc));
+            if op == "$nor" {
+                // A `$nor` fails on the clauses the document satisfies.
+                let satisfied: Vec<Document> = queries
+                    .filter(|(_, q)| matches(q))
+                    .map(|(i, q)| doc! { "index": i as i32, "details": { "specifiedAs": q.clone() } })
+                    .collect();
+                return doc! { "operatorName": op, "clausesSatisfied": satisfied };
             }
-            d
+            let failing: Vec<Document> = queries
+                .filter(|(_, q)| !matches(q))
+                .map(|(i, q)| doc! { "index": i as i32, "details": query_details(q, doc) })
+                .collect();
+            doc! { "operatorName": op, "clausesNotSatisfied": failing }
+        }
+        (field, condition) => field_details(field, condition, doc),
+    }
+}
+
+/// A failing condition on one field: its first failing operator, the reason mongod gives for
+/// that operator, and the value considered.
+fn field_details(field: &str, condition: &Bson, doc: &Document) -> Document {
+    let operator = match condition {
+        Bson::Document(ops) if ops.keys().next().is_some_and(|k| k.starts_with('$')) => ops
+            .iter()
+            .find(|(op, arg)| {
+                let mut single = Document::new();
+                single.insert(op.as_str(), (*arg).clone());
+                !clause_matches(field, &Bson::Document(single), doc)
+            })
+            .or_else(|| ops.iter().next())
+            .map_or_else(|| "$eq".to_string(), |(op, _)| op.clone()),
+        Bson::RegularExpression(_) => "$regex".to_string(),
+        _ => "$eq".to_string(),
+    };
+    let mut d = doc! {
+        "operatorName": operator.as_str(),
+        "specifiedAs": { field: condition.clone() },
+    };
+    let value = crate::path::get_path(doc, field);
+    let reason = match (operator.as_str(), value) {
+        ("$exists", Some(_)) => "field was present",
+        ("$exists", None) | (_, None) => "field was missing",
+        ("$type", Some(_)) => "type did not match",
+        ("$in", Some(_)) => "no matching value found in array",
+        ("$nin", Some(_)) => "matching value found in array",
+        ("$regex", Some(_)) => "regular expression did not match",
+        ("$ne", Some(_)) | ("$not", Some(_)) => "comparison succeeded",
+        _ => "comparison failed",
+    };
+    d.insert("reason", reason);
+    if let Some(v) = value {
+        d.insert("consideredValue", v.clone());
+        if operator == "$type" {
+            d.insert("consideredType", crate::value::type_name(v));
         }
     }
+    d
 }
 
 /// A capped collection's limits, as enforced: `size` raised as mongod raises it.
@@ -365,6 +407,35 @@ mod tests {
         assert!(v
             .check_update("d.c", &doc! { "a": 5 }, &doc! { "a": -6 })
             .is_err());
+    }
+
+    #[test]
+    fn a_failing_or_lists_each_clause_with_its_reason() {
+        let v = Validator::from_options(&doc! { "validator": {
+            "$or": [ { "a": { "$type": "string" } }, { "b": { "$exists": true } } ],
+        } })
+        .unwrap()
+        .unwrap();
+        let e = v
+            .check_insert("d.c", &doc! { "_id": 1, "a": 5 })
+            .unwrap_err();
+        let info = e.extra.unwrap().get_document("errInfo").unwrap().clone();
+        let details = info.get_document("details").unwrap();
+        assert_eq!(details.get_str("operatorName").unwrap(), "$or");
+        let clauses = details.get_array("clausesNotSatisfied").unwrap();
+        let first = clauses[0]
+            .as_document()
+            .unwrap()
+            .get_document("details")
+            .unwrap();
+        assert_eq!(first.get_str("reason").unwrap(), "type did not match");
+        assert_eq!(first.get_str("consideredType").unwrap(), "int");
+        let second = clauses[1]
+            .as_document()
+            .unwrap()
+            .get_document("details")
+            .unwrap();
+        assert_eq!(second.get_str("reason").unwrap(), "field was missing");
     }
 
     #[test]
