@@ -17,6 +17,7 @@ mod geo;
 mod session;
 #[cfg(test)]
 mod update_tests;
+pub mod validation;
 pub use crate::stored::StoredDoc;
 pub use background::spawn_background_builds;
 pub use session::WriteSession;
@@ -39,6 +40,10 @@ pub struct Collection {
     /// Records written since a background index build copied the documents (see
     /// `background`); `None` when no build is under way.
     changed: Option<BTreeSet<RecordId>>,
+    /// The validator and capped limits `options` describe (kept in step by
+    /// [`Collection::set_options`]).
+    validator: Option<validation::Validator>,
+    capped: Option<validation::Capped>,
 }
 
 /// A query as the collection executes it.
@@ -90,17 +95,47 @@ pub struct ExecStats {
 impl Collection {
     pub fn new(db: &str, name: &str, options: Document) -> Collection {
         let id_index = Index::new(IndexSpec::id_index()).expect("the _id index spec is valid");
-        Collection {
+        let mut coll = Collection {
             db: db.to_string(),
             name: name.to_string(),
-            options,
+            options: Document::new(),
             docs: BTreeMap::new(),
             data_bytes: 0,
             next_record: 1,
             indexes: vec![id_index],
             dropped: false,
             changed: None,
-        }
+            validator: None,
+            capped: None,
+        };
+        coll.set_options(options);
+        coll
+    }
+
+    /// Replace the options, and the validator and capped limits they describe. Options come
+    /// from `create`/`collMod`, which parsed them already, or from storage, which holds only
+    /// such options; should one not parse, it is logged and leaves that rule off rather than
+    /// making the collection unreadable.
+    pub fn set_options(&mut self, options: Document) {
+        self.validator = validation::Validator::from_options(&options).unwrap_or_else(|e| {
+            tracing::error!(ns = %self.namespace(), "stored validator does not parse: {e}");
+            None
+        });
+        self.capped = validation::Capped::from_options(&options).unwrap_or_else(|e| {
+            tracing::error!(ns = %self.namespace(), "stored capped options do not parse: {e}");
+            None
+        });
+        self.options = options;
+    }
+
+    /// The collection's validator, if it has one.
+    pub fn validator(&self) -> Option<&validation::Validator> {
+        self.validator.as_ref()
+    }
+
+    /// The capped limits, for a capped collection.
+    pub fn capped(&self) -> Option<validation::Capped> {
+        self.capped
     }
 
     pub fn namespace(&self) -> String {
@@ -128,6 +163,13 @@ impl Collection {
     /// Every document with its record id, in natural order (`validate`).
     pub fn records(&self) -> impl Iterator<Item = (RecordId, &StoredDoc)> {
         self.docs.iter().map(|(rid, doc)| (*rid, doc))
+    }
+
+    /// The documents after record `after`, in natural order (a tailable cursor's new ones).
+    pub fn records_after(&self, after: RecordId) -> impl Iterator<Item = (RecordId, &StoredDoc)> {
+        self.docs
+            .range((std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded))
+            .map(|(rid, doc)| (*rid, doc))
     }
 
     /// Every document in natural order (snapshots, `$lookup`).
@@ -675,7 +717,11 @@ impl Collection {
         let plan = self.plan(query)?;
         let winning_plan = if explain {
             let refs: Vec<&Index> = self.indexes.iter().collect();
-            plan.describe(&refs)
+            let mut described = plan.describe(&refs);
+            if matches!(plan, Plan::CollScan) && natural_backward(query.hint) {
+                described.insert("direction", "backward");
+            }
+            described
         } else {
             Document::new()
         };
@@ -688,6 +734,10 @@ impl Collection {
         let sort = query.sort.filter(|s| !s.keys.is_empty());
         let (candidates, sorted_by_plan): (Box<dyn Iterator<Item = RecordId> + '_>, bool) =
             match &plan {
+                // `hint: {$natural: -1}` (or that sort) walks natural order backwards.
+                Plan::CollScan if natural_backward(query.hint) => {
+                    (Box::new(self.docs.keys().rev().copied()), false)
+                }
                 Plan::CollScan => (Box::new(self.docs.keys().copied()), false),
                 Plan::IndexScan {
                     index,
@@ -777,7 +827,7 @@ impl Collection {
             total_index += bytes;
             index_sizes.insert(index.spec.name.clone(), bytes);
         }
-        doc! {
+        let mut stats = doc! {
             "ns": self.namespace(),
             "count": count,
             "size": size,
@@ -787,7 +837,13 @@ impl Collection {
             "totalIndexSize": total_index,
             "totalSize": size + total_index,
             "indexSizes": index_sizes,
+        };
+        if let Some(cap) = self.capped {
+            stats.insert("capped", true);
+            stats.insert("max", cap.max_docs.map_or(0, |m| m as i64));
+            stats.insert("maxSize", cap.max_bytes as i64);
         }
+        stats
     }
 }
 
@@ -797,6 +853,12 @@ pub fn geo_near_without_collection() -> Error {
         ErrorCode::IndexNotFound,
         "$geoNear requires a 2d or 2dsphere index, but none were found",
     )
+}
+
+/// Whether a hint asks for natural order backwards (`{$natural: -1}`).
+fn natural_backward(hint: Option<&Bson>) -> bool {
+    matches!(hint, Some(Bson::Document(h))
+        if h.get("$natural").and_then(crate::value::to_f64).is_some_and(|d| d < 0.0))
 }
 
 /// MongoDB's error for `{$meta: "textScore"}` in a query without `$text`.

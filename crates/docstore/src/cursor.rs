@@ -1,5 +1,7 @@
 //! Open cursors: results not yet returned, handed out in batches by `getMore`, closed by
-//! `killCursors`, by exhaustion, or after sitting idle longer than the cursor timeout.
+//! `killCursors`, by exhaustion, or after sitting idle longer than the cursor timeout. A
+//! tailable cursor (on a capped collection) stays open when it runs out, remembering the last
+//! record it returned so that `getMore` can add the documents inserted since.
 
 use crate::collection::bson_size;
 use crate::error::{Error, ErrorCode, Result};
@@ -18,6 +20,20 @@ struct OpenCursor {
     namespace: String,
     remaining: VecDeque<Document>,
     last_used: Instant,
+    tail: Option<Tail>,
+}
+
+/// What a tailable cursor reads to continue: the documents after `last_record` in the
+/// collection that match `filter`, projected.
+#[derive(Debug, Clone)]
+pub struct Tail {
+    pub db: String,
+    pub coll: String,
+    pub filter: crate::query::Filter,
+    pub projection: Option<crate::query::Projection>,
+    pub last_record: crate::index::RecordId,
+    /// `awaitData`: `getMore` waits a while for new documents before answering empty.
+    pub await_data: bool,
 }
 
 pub struct CursorManager {
@@ -76,11 +92,61 @@ impl CursorManager {
                 namespace: namespace.to_string(),
                 remaining,
                 last_used: Instant::now(),
+                tail: None,
             },
         );
         Batch {
             documents,
             cursor_id: id,
+        }
+    }
+
+    /// The first batch of a tailable cursor, which stays open after it even when `results`
+    /// fit in it.
+    pub fn first_tailable_batch(
+        &self,
+        namespace: &str,
+        results: Vec<Document>,
+        batch_size: Option<usize>,
+        tail: Tail,
+    ) -> Batch {
+        self.reap_idle();
+        let mut remaining: VecDeque<Document> = results.into();
+        let documents = take_batch(&mut remaining, batch_size.unwrap_or(DEFAULT_FIRST_BATCH));
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.cursors.lock().insert(
+            id,
+            OpenCursor {
+                namespace: namespace.to_string(),
+                remaining,
+                last_used: Instant::now(),
+                tail: Some(tail),
+            },
+        );
+        Batch {
+            documents,
+            cursor_id: id,
+        }
+    }
+
+    /// For a tailable cursor of `namespace` with nothing left to return: what it reads next.
+    /// `None` for other cursors, and for a tailable one that still holds documents.
+    pub fn tail_to_refill(&self, id: i64, namespace: &str) -> Option<Tail> {
+        let cursors = self.cursors.lock();
+        let cursor = cursors.get(&id)?;
+        if cursor.namespace != namespace || !cursor.remaining.is_empty() {
+            return None;
+        }
+        cursor.tail.clone()
+    }
+
+    /// Add documents read by a tailable cursor, up to `last_record`.
+    pub fn refill(&self, id: i64, docs: Vec<Document>, last_record: crate::index::RecordId) {
+        if let Some(cursor) = self.cursors.lock().get_mut(&id) {
+            cursor.remaining.extend(docs);
+            if let Some(tail) = &mut cursor.tail {
+                tail.last_record = last_record;
+            }
         }
     }
 
@@ -105,7 +171,7 @@ impl CursorManager {
         }
         let documents = take_batch(&mut cursor.remaining, batch_size.unwrap_or(usize::MAX));
         cursor.last_used = Instant::now();
-        let cursor_id = if cursor.remaining.is_empty() {
+        let cursor_id = if cursor.remaining.is_empty() && cursor.tail.is_none() {
             cursors.remove(&id);
             0
         } else {

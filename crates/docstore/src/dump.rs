@@ -702,7 +702,7 @@ fn load_database(
         }
         validate_namespace(db, &coll_name)
             .map_err(|e| DumpError::new(format!("{}: {}", metadata_path.display(), e.message)))?;
-        check_options(&metadata_path, &parsed.options)?;
+        let kept_options = check_options(&metadata_path, &parsed.options)?;
         let mut docs = Vec::new();
         if bson_path.exists() {
             let namespace = format!("{db}.{coll_name}");
@@ -722,7 +722,7 @@ fn load_database(
         images.push(CollectionImage {
             db: db.to_string(),
             coll: coll_name,
-            options: Document::new(),
+            options: kept_options,
             indexes: parsed.indexes,
             docs,
         });
@@ -786,11 +786,35 @@ fn parse_metadata(path: &Path, bytes: &[u8]) -> DumpResult<Metadata> {
     })
 }
 
-/// docstore keeps no collection options: accept only those that change nothing.
-fn check_options(path: &Path, options: &Document) -> DumpResult<()> {
+/// Accept the collection options docstore keeps (a validator, capped limits), which it returns
+/// for the restored collection, and those that change nothing; refuse the rest by name.
+fn check_options(path: &Path, options: &Document) -> DumpResult<Document> {
+    const KEPT: &[&str] = &[
+        "validator",
+        "validationLevel",
+        "validationAction",
+        "capped",
+        "size",
+        "max",
+    ];
+    let mut kept = Document::new();
+    for (key, value) in options {
+        if KEPT.contains(&key.as_str()) {
+            kept.insert(key.clone(), value.clone());
+        }
+    }
+    let parsed = crate::collection::validation::Validator::from_options(&kept)
+        .and_then(|_| crate::collection::validation::Capped::from_options(&kept));
+    if let Err(e) = parsed {
+        return Err(DumpError::new(format!(
+            "{}: collection options cannot be restored: {}; nothing was restored",
+            path.display(),
+            e.message
+        )));
+    }
     for (key, value) in options {
         let harmless = match key.as_str() {
-            "capped" => value == &Bson::Boolean(false),
+            k if KEPT.contains(&k) => true,
             "uuid" | "idIndex" => true,
             "collation" => {
                 matches!(value, Bson::Document(d) if d.get_str("locale") == Ok("simple"))
@@ -804,7 +828,7 @@ fn check_options(path: &Path, options: &Document) -> DumpResult<()> {
             )));
         }
     }
-    Ok(())
+    Ok(kept)
 }
 
 /// What [`restore_into_directory`] did.
@@ -1177,6 +1201,38 @@ mod tests {
     }
 
     #[test]
+    fn a_validator_and_capped_limits_are_restored_with_their_collection() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dump = tmp.path().join("dump");
+        fs::create_dir_all(dump.join("shop")).unwrap();
+        fs::write(dump.join("shop/log.bson"), b"").unwrap();
+        fs::write(
+            dump.join("shop/log.metadata.json"),
+            r#"{"options":{"capped":true,"size":{"$numberInt":"4096"},"validator":{"a":{"$gt":{"$numberInt":"1"}}},"validationLevel":"moderate","validationAction":"error"},"indexes":[],"collectionName":"log","type":"collection"}"#,
+        )
+        .unwrap();
+        let loaded = load_dump(&dump).unwrap();
+        assert_eq!(
+            loaded.images[0].options,
+            doc! {
+                "capped": true,
+                "size": 4096,
+                "validator": { "a": { "$gt": 1 } },
+                "validationLevel": "moderate",
+                "validationAction": "error",
+            }
+        );
+        // A validator that does not parse is refused, naming the file.
+        fs::write(
+            dump.join("shop/log.metadata.json"),
+            r#"{"options":{"validator":{"$jsonSchema":{"bogus":true}}},"indexes":[],"collectionName":"log","type":"collection"}"#,
+        )
+        .unwrap();
+        let err = load_dump(&dump).unwrap_err();
+        assert!(err.message.contains("log.metadata.json"), "{err}");
+    }
+
+    #[test]
     fn unsupported_collection_options_are_refused_by_name() {
         let tmp = tempfile::tempdir().unwrap();
         let dump = tmp.path().join("dump");
@@ -1184,11 +1240,11 @@ mod tests {
         fs::write(dump.join("shop/log.bson"), b"").unwrap();
         fs::write(
             dump.join("shop/log.metadata.json"),
-            r#"{"options":{"capped":true,"size":{"$numberInt":"4096"}},"indexes":[],"collectionName":"log","type":"collection"}"#,
+            r#"{"options":{"timeseries":{"timeField":"t"}},"indexes":[],"collectionName":"log","type":"collection"}"#,
         )
         .unwrap();
         let err = load_dump(&dump).unwrap_err();
-        assert!(err.message.contains("\"capped\""), "{err}");
+        assert!(err.message.contains("\"timeseries\""), "{err}");
     }
 
     /// `bazaar restore` of a dump holding a document nested 1 200 or 100 000 levels deep (a

@@ -55,6 +55,7 @@ pub enum ErrorCode {
     /// A command outside the Stable API version under `apiStrict: true`.
     APIStrictError,
     InvalidIndexSpecificationOption,
+    DocumentValidationFailure,
 }
 
 impl ErrorCode {
@@ -102,6 +103,7 @@ impl ErrorCode {
             APIVersionError => 322,
             APIStrictError => 323,
             InvalidIndexSpecificationOption => 197,
+            DocumentValidationFailure => 121,
             Location(n) => n,
         }
     }
@@ -150,6 +152,7 @@ impl ErrorCode {
             APIVersionError => "APIVersionError",
             APIStrictError => "APIStrictError",
             InvalidIndexSpecificationOption => "InvalidIndexSpecificationOption",
+            DocumentValidationFailure => "DocumentValidationFailure",
             Location(n) => return format!("Location{n}"),
         };
         s.to_string()

@@ -66,7 +66,7 @@ pub(crate) enum PatternError {
 /// A MongoDB pattern with its options (`i m s x`, and `u` which is always on) as a source with
 /// inline flags (both engines read the same syntax); `Err` names the first option letter that is
 /// not allowed.
-fn regex_source(pattern: &str, options: &str) -> std::result::Result<String, char> {
+pub(crate) fn regex_source(pattern: &str, options: &str) -> std::result::Result<String, char> {
     let mut flags = String::new();
     for c in options.chars() {
         match c {

@@ -53,7 +53,7 @@ pub(crate) fn storage_stats(stats: &Document, scale: i64) -> Document {
             index_sizes.insert(name.clone(), int(bytes / scale));
         }
     }
-    doc! {
+    let mut out = doc! {
         "size": int(figure("size") / scale),
         "count": int(figure("count")),
         "avgObjSize": int(figure("avgObjSize")),
@@ -67,5 +67,12 @@ pub(crate) fn storage_stats(stats: &Document, scale: i64) -> Document {
         "totalSize": int(figure("totalSize") / scale),
         "indexSizes": index_sizes,
         "scaleFactor": int(scale),
+    };
+    // A capped collection's limits, as mongod reports them (`maxSize` scaled, `max` not).
+    if stats.get_bool("capped") == Ok(true) {
+        out.insert("capped", true);
+        out.insert("max", int(figure("max")));
+        out.insert("maxSize", int(figure("maxSize") / scale));
     }
+    out
 }

@@ -98,7 +98,7 @@ const PROFILER: &str = "no profiler or operation registry";
 /// Every row, grouped by kind in the README order.
 pub const FEATURES: &[Feature] = &[
     // Commands.
-    supported(Command, "collMod", "`index: {name or keyPattern, hidden}` only (hidden indexes); other options refused by name"),
+    supported(Command, "collMod", "`index: {name or keyPattern, hidden}` (hidden indexes), `validator`, `validationLevel`, `validationAction`, `cappedSize`, `cappedMax`; other options refused by name"),
     supported(Command, "setParameter", "`ttlMonitorSleepSecs` (the TTL sweep interval) and `cursorTimeoutMillis`; other names refused by name (72), start-up-only ones 20"),
     refused(Command, "replSetGetStatus", "replication", REPLICATION),
     refused(Command, "replSetInitiate", "replication", REPLICATION),
@@ -131,8 +131,7 @@ pub const FEATURES: &[Feature] = &[
     refused(Command, "fsync", "fsync locking", "the journal is fsynced by group commit; no lock for file-copy backups (use `createBackup`)"),
     refused(Command, "fsyncUnlock", "fsync locking", "the journal is fsynced by group commit; no lock for file-copy backups (use `createBackup`)"),
     refused(Command, "compact", "compact", "snapshots already compact the journal"),
-    refused(Command, "cloneCollectionAsCapped", "capped collections", "no capped collections"),
-    refused(Command, "convertToCapped", "capped collections", "no capped collections"),
+    supported(Command, "convertToCapped / cloneCollectionAsCapped", "as mongod: the other indexes are dropped"),
     refused(Command, "bulkWrite", "the bulkWrite command", "MongoDB 8.0's command; drivers' bulk writes use `insert`/`update`/`delete`"),
     // Aggregation stages.
     supported(Stage, "$geoNear", "first stage only, on a `2d` or `2dsphere` index (reads every located document: the index keeps no cells)"),
@@ -148,7 +147,7 @@ pub const FEATURES: &[Feature] = &[
         note: "as a standalone mongod: change streams need a replica set's oplog",
     },
     refused(Stage, "$changeStreamSplitLargeEvent", "", "no change streams (a standalone has none)"),
-    refused(Stage, "$graphLookup", "", "not implemented yet"),
+    supported(Stage, "$graphLookup", "breadth-first, cycles end; reads the `from` collection once per stage (no index)"),
     refused(Stage, "$unionWith", "", "not implemented yet"),
     refused(Stage, "$densify", "", "not implemented yet"),
     refused(Stage, "$fill", "", "not implemented yet"),
@@ -160,7 +159,7 @@ pub const FEATURES: &[Feature] = &[
     refused(Stage, "$listLocalSessions", "", "sessions are accepted and not recorded"),
     refused(Stage, "$listSampledQueries", "", SHARDING),
     refused(Stage, "$planCacheStats", "", "no plan cache"),
-    refused(Stage, "$bucketAuto", "", "not implemented yet"),
+    supported(Stage, "$bucketAuto", "mongod's bucketing and every `granularity` series"),
     refused(Stage, "$shardedDataDistribution", "", SHARDING),
     // Query operators.
     supported(QueryOperator, "$bitsAllSet", "numeric bitmask, bit positions or BinData; matches integral numbers and BinData"),
@@ -174,7 +173,7 @@ pub const FEATURES: &[Feature] = &[
         area: "$where (docstore has no JavaScript engine)",
         note: "no JavaScript engine (use `$expr`)",
     },
-    refused(QueryOperator, "$jsonSchema", "", "no schema validation"),
+    supported(QueryOperator, "$jsonSchema", "draft 4 keywords as mongod takes them; `$ref`, `format`, `default`, `definitions`, `id` refused (9) as in mongod"),
     supported(QueryOperator, "$near / $nearSphere", "need a `2d` or `2dsphere` index (291 otherwise); distances on mongod's sphere (6 378 100 m)"),
     supported(QueryOperator, "$geoWithin / $geoIntersects", "GeoJSON and legacy shapes; polygon edges straight in (longitude, latitude), not geodesics"),
     // Expression operators.

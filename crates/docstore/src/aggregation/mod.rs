@@ -14,7 +14,7 @@ use crate::query::{Filter, SortSpec};
 use accumulators::Group;
 use bson::{Bson, Document};
 use projection::Projection;
-use stages::{Bucket, CollStats, Lookup, Unwind};
+use stages::{Bucket, BucketAuto, CollStats, GraphLookup, Lookup, Unwind};
 pub use terminal::{MergeSpec, TerminalWrite, WhenMatched, WhenNotMatched};
 
 /// Access a pipeline needs beyond its input: other collections of the same database, and
@@ -61,6 +61,8 @@ enum Stage {
     Facet(Vec<(String, Pipeline)>),
     SortByCount(Expression),
     Bucket(Box<Bucket>),
+    BucketAuto(Box<BucketAuto>),
+    GraphLookup(Box<GraphLookup>),
     Sample(usize),
     /// `$collStats`, which replaces its (empty) input with one report.
     CollStats(CollStats),
@@ -357,6 +359,8 @@ fn parse_stage(stage: &Document, vars: &Document, position: Position) -> Result<
         "$facet" => Stage::Facet(parse_facet(spec, vars)?),
         "$sortByCount" => Stage::SortByCount(stages::parse_sort_by_count(spec)?),
         "$bucket" => Stage::Bucket(Box::new(Bucket::parse(spec)?)),
+        "$bucketAuto" => Stage::BucketAuto(Box::new(BucketAuto::parse(spec)?)),
+        "$graphLookup" => Stage::GraphLookup(Box::new(GraphLookup::parse(spec)?)),
         "$sample" => Stage::Sample(stages::parse_sample(spec)?),
         "$collStats" => match position {
             Position::Opening => Stage::CollStats(CollStats::parse(spec)?),
@@ -574,6 +578,8 @@ fn run_stage(
             groups
         }
         Stage::Bucket(b) => b.run(&docs, vars)?,
+        Stage::BucketAuto(b) => b.run(docs, vars)?,
+        Stage::GraphLookup(g) => g.run(docs, vars, ctx)?,
         Stage::Sample(n) => stages::sample(docs, *n),
         Stage::CollStats(c) => vec![c.run(ctx)?],
     })

@@ -18,6 +18,8 @@ use std::ops::Deref;
 pub struct WriteSession<'a> {
     coll: &'a mut Collection,
     ops: Vec<JournalOp>,
+    /// `bypassDocumentValidation: true`: the collection's validator is not consulted.
+    bypass_validation: bool,
 }
 
 impl Deref for WriteSession<'_> {
@@ -34,6 +36,83 @@ impl<'a> WriteSession<'a> {
         WriteSession {
             coll,
             ops: Vec::new(),
+            bypass_validation: false,
+        }
+    }
+
+    /// Skip the collection's validator for the rest of this session
+    /// (`bypassDocumentValidation: true`).
+    pub fn bypass_validation(&mut self, bypass: bool) {
+        self.bypass_validation = bypass;
+    }
+
+    /// The validator this session's writes must satisfy, if any.
+    fn active_validator(&self) -> Option<&super::validation::Validator> {
+        self.coll
+            .validator()
+            .filter(|v| !self.bypass_validation && !v.is_off())
+    }
+
+    fn validate_insert(&self, doc: &Document) -> Result<()> {
+        match self.active_validator() {
+            Some(v) => v.check_insert(&self.coll.namespace(), doc),
+            None => Ok(()),
+        }
+    }
+
+    fn validate_update(
+        &self,
+        record: RecordId,
+        old: Option<&Document>,
+        new: &Document,
+    ) -> Result<()> {
+        let Some(v) = self.active_validator() else {
+            return Ok(());
+        };
+        let ns = self.coll.namespace();
+        if !v.needs_old_document() {
+            return v.check_update(&ns, new, new);
+        }
+        let decoded;
+        let old = match old {
+            Some(old) => old,
+            None => {
+                decoded = self
+                    .coll
+                    .get(record)
+                    .ok_or_else(|| crate::error::Error::internal("a stored record vanished"))?
+                    .to_document()?;
+                &decoded
+            }
+        };
+        v.check_update(&ns, old, new)
+    }
+
+    /// A capped collection over its limits loses its oldest documents until it fits
+    /// (`convertToCapped`); each removal is journaled.
+    pub fn enforce_cap(&mut self) {
+        self.trim_capped(RecordId::MAX);
+    }
+
+    /// A capped collection over its limits loses its oldest documents (never `keep`, the one
+    /// just inserted); each removal is journaled.
+    fn trim_capped(&mut self, keep: RecordId) {
+        let Some(cap) = self.coll.capped() else {
+            return;
+        };
+        loop {
+            let over = self.coll.data_size() > cap.max_bytes
+                || cap.max_docs.is_some_and(|m| self.coll.len() as u64 > m);
+            if !over {
+                break;
+            }
+            let oldest = self.coll.records().next().map(|(rid, _)| rid);
+            match oldest {
+                Some(oldest) if oldest != keep => {
+                    self.remove(oldest);
+                }
+                _ => break,
+            }
         }
     }
 
@@ -52,8 +131,10 @@ impl<'a> WriteSession<'a> {
 
     /// Insert a document (already given its `_id`); journaled as a `Put`.
     pub fn insert(&mut self, doc: Document) -> Result<RecordId> {
+        self.validate_insert(&doc)?;
         let record = self.coll.insert(doc)?;
         self.record_put(record)?;
+        self.trim_capped(record);
         Ok(record)
     }
 
@@ -64,6 +145,11 @@ impl<'a> WriteSession<'a> {
         docs: &[Document],
         stored: Vec<StoredDoc>,
     ) -> Result<Option<usize>> {
+        // With a validator or a cap, documents go in one at a time (the caller's fallback), so
+        // each is checked, or makes room, in turn.
+        if self.active_validator().is_some() || self.coll.capped().is_some() {
+            return Ok(None);
+        }
         let Some(records) = self.coll.insert_all_encoded(docs, stored) else {
             return Ok(None);
         };
@@ -87,13 +173,16 @@ impl<'a> WriteSession<'a> {
     /// [`WriteSession::insert`] of a document encoded beforehand with
     /// [`Collection::encode_for_insert`](crate::collection::Collection::encode_for_insert).
     pub fn insert_encoded(&mut self, doc: &Document, stored: StoredDoc) -> Result<RecordId> {
+        self.validate_insert(doc)?;
         let record = self.coll.insert_encoded(doc, stored)?;
         self.record_put(record)?;
+        self.trim_capped(record);
         Ok(record)
     }
 
     /// Replace the document at `record`; journaled as a `Put` of the new version.
     pub fn replace(&mut self, record: RecordId, new_doc: Document) -> Result<()> {
+        self.validate_update(record, None, &new_doc)?;
         self.coll.replace(record, new_doc)?;
         self.record_put(record)
     }
@@ -106,6 +195,7 @@ impl<'a> WriteSession<'a> {
         new_doc: &Document,
         touched: Option<&[String]>,
     ) -> Result<()> {
+        self.validate_update(record, Some(old_doc), new_doc)?;
         self.coll.update_record(record, old_doc, new_doc, touched)?;
         self.record_put(record)
     }
@@ -180,6 +270,17 @@ impl<'a> WriteSession<'a> {
             coll: self.coll.name.clone(),
             name: name.to_string(),
         });
+    }
+
+    /// Replace the collection's options (`collMod`); journaled as a `CreateCollection` of the
+    /// existing collection, which replay applies to it in place, documents kept.
+    pub fn set_options(&mut self, options: Document) {
+        self.ops.push(JournalOp::CreateCollection {
+            db: self.coll.db.clone(),
+            coll: self.coll.name.clone(),
+            options: options.clone(),
+        });
+        self.coll.set_options(options);
     }
 
     /// Swap in a whole new collection (`$out`): journaled as dropping and re-creating the

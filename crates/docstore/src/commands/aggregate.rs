@@ -238,9 +238,12 @@ pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<
         let target = terminal.target();
         let target_db = target.db.as_deref().unwrap_or(db);
         validate_namespace(target_db, &target.coll)?;
+        let bypass = args.bool("bypassDocumentValidation", false)?;
         let lsn = match terminal {
-            TerminalWrite::Out(_) => write_out(&state.catalog, target_db, &target.coll, results)?,
-            TerminalWrite::Merge(m) => write_merge(&state.catalog, target_db, m, results)?,
+            TerminalWrite::Out(_) => {
+                write_out(&state.catalog, target_db, &target.coll, results, bypass)?
+            }
+            TerminalWrite::Merge(m) => write_merge(&state.catalog, target_db, m, results, bypass)?,
         };
         return Ok(Reply::write(
             cursor_reply(&ns, 0, "firstBatch", Vec::new()),
@@ -292,19 +295,35 @@ fn collection_results(
     spec.pipeline.without_leading_match().run(input, ctx)
 }
 
-/// A collection holding `docs` under the given indexes, or the error inserting them raised.
+/// A collection holding `docs` under the given indexes, or the error inserting them (or, unless
+/// `bypass`, the target's validator) raised.
 fn build_collection(
     db: &str,
     coll: &str,
     options: Document,
     indexes: &[IndexSpec],
     docs: &[Document],
+    bypass: bool,
 ) -> Result<Collection> {
     let mut fresh = Collection::new(db, coll, options);
+    if fresh.capped().is_some() {
+        return Err(Error::location(
+            17152,
+            format!("namespace '{db}.{coll}' is capped so it can't be used for $out"),
+        ));
+    }
     for spec in indexes {
         fresh.create_index(spec.clone())?;
     }
+    let validator = fresh
+        .validator()
+        .filter(|v| !bypass && !v.is_off())
+        .cloned();
+    let ns = fresh.namespace();
     for doc in docs {
+        if let Some(v) = &validator {
+            v.check_insert(&ns, doc)?;
+        }
         fresh.insert(doc.clone())?;
     }
     Ok(fresh)
@@ -312,7 +331,13 @@ fn build_collection(
 
 /// `$out`: replace the target's documents with `results` in one step under its write lock,
 /// keeping its options and indexes; on any error (a duplicate key, say) it is left untouched.
-fn write_out(catalog: &Catalog, db: &str, coll: &str, results: Vec<Document>) -> Result<u64> {
+fn write_out(
+    catalog: &Catalog,
+    db: &str,
+    coll: &str,
+    results: Vec<Document>,
+    bypass: bool,
+) -> Result<u64> {
     let docs: Vec<Document> = results
         .iter()
         .map(prepare_for_insert)
@@ -327,13 +352,13 @@ fn write_out(catalog: &Catalog, db: &str, coll: &str, results: Vec<Document>) ->
         }
         None => (Document::new(), Vec::new()),
     };
-    let prepared = build_collection(db, coll, options.clone(), &indexes, &docs)?;
+    let prepared = build_collection(db, coll, options.clone(), &indexes, &docs, bypass)?;
     let outcome = catalog.write(db, coll, true, |c| {
         let current: Vec<IndexSpec> = c.indexes()[1..].iter().map(|i| i.spec.clone()).collect();
         let fresh = if current == indexes && c.options == options {
             Ok(prepared)
         } else {
-            build_collection(db, coll, c.options.clone(), &current, &docs)
+            build_collection(db, coll, c.options.clone(), &current, &docs, bypass)
         };
         fresh.map(|fresh| c.replace_contents(fresh))
     })?;
@@ -494,10 +519,12 @@ fn write_merge(
     db: &str,
     spec: &MergeSpec,
     results: Vec<Document>,
+    bypass: bool,
 ) -> Result<u64> {
     check_merge_on(catalog, db, spec)?;
     let now = bson::DateTime::now();
     let outcome = catalog.write(db, &spec.into.coll, true, |c| {
+        c.bypass_validation(bypass);
         let mut result = Ok(());
         for doc in &results {
             let step = (|| -> Result<Option<Document>> {

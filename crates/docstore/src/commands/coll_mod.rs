@@ -1,6 +1,7 @@
 //! `collMod`: hiding and unhiding an index (`index: {name | keyPattern, hidden}`), answered
-//! with `hidden_old`/`hidden_new` as mongod does. The command's other options (validators,
-//! TTL changes, ...) are refused by name rather than ignored.
+//! with `hidden_old`/`hidden_new` as mongod does; the validator and capped-size options are
+//! `ddl::coll_mod`'s. Options docstore lacks (TTL changes, views, ...) are refused by name
+//! rather than ignored.
 
 use super::args::{self, Args};
 use super::Reply;
@@ -19,13 +20,19 @@ enum Target<'a> {
 
 pub fn coll_mod(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     let coll = args.collection()?;
-    if let Some(other) = args
+    let others = args
         .cmd
         .keys()
         .skip(1)
-        .find(|k| *k != "index" && !args::is_generic_field(k))
-    {
-        return Err(Error::not_supported(format!("collMod option '{other}'")));
+        .any(|k| k != "index" && !args::is_generic_field(k));
+    if others {
+        if args.get("index").is_some() {
+            // mongod applies both at once; two separate writes here would not be atomic.
+            return Err(Error::not_supported(
+                "collMod with 'index' together with other options (send them separately)",
+            ));
+        }
+        return super::ddl::coll_mod(state, db, args);
     }
     let Some(index) = args.document("index")? else {
         // `{collMod: "c"}` alone changes nothing and succeeds, as in mongod.

@@ -20,6 +20,7 @@ pub fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
     let coll = args.collection()?;
     let docs = args.documents("documents")?;
     let ordered = args.bool("ordered", true)?;
+    let bypass = args.bool("bypassDocumentValidation", false)?;
     if docs.len() > 100_000 {
         return Err(Error::new(
             ErrorCode::InvalidOptions,
@@ -41,6 +42,7 @@ pub fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
         })
         .collect();
     let outcome = state.catalog.write(db, coll, true, |c| {
+        c.bypass_validation(bypass);
         let mut errors = Vec::new();
         // A large batch that goes in whole is inserted at once (its index work shared among
         // threads); otherwise, or if any document would fail, one document at a time.
@@ -158,14 +160,7 @@ fn parse_projection(args: &Args<'_>, field: &str) -> Result<Option<Projection>> 
     }
 }
 
-const FIND_UNSUPPORTED: &[&str] = &[
-    "tailable",
-    "awaitData",
-    "oplogReplay",
-    "allowPartialResults",
-    "readOnce",
-    "exhaust",
-];
+const FIND_UNSUPPORTED: &[&str] = &["oplogReplay", "allowPartialResults", "readOnce", "exhaust"];
 
 pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     for opt in FIND_UNSUPPORTED {
@@ -191,8 +186,17 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
         "showRecordId",
         "min",
         "max",
+        "tailable",
+        "awaitData",
     ])?;
     let coll = args.collection()?;
+    let tailable = args.bool("tailable", false)?;
+    let await_data = args.bool("awaitData", false)?;
+    if await_data && !tailable {
+        return Err(Error::failed_to_parse(
+            "Cannot set 'awaitData' without also setting 'tailable'",
+        ));
+    }
     check_collation(args.get("collation"))?;
     let vars = args.let_vars()?;
     let vars = vars.as_ref();
@@ -217,6 +221,9 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
         None => None,
     };
     let ns = format!("{db}.{coll}");
+    if tailable {
+        return find_tailable(state, db, coll, read, projection, batch_size, await_data);
+    }
     let results = match state.catalog.get(db, coll) {
         None => {
             if let Some(hint) = &read.hint {
@@ -262,6 +269,113 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
     )))
 }
 
+/// A tailable `find` on a capped collection: the matching documents in natural order, under a
+/// cursor that stays open for the documents inserted later (see `get_more`). As in mongod, a
+/// query that matches nothing at first gives a dead cursor.
+fn find_tailable(
+    state: &Arc<ServerState>,
+    db: &str,
+    coll: &str,
+    read: ReadSpec,
+    projection: Option<Projection>,
+    batch_size: Option<usize>,
+    await_data: bool,
+) -> Result<Reply> {
+    let ns = format!("{db}.{coll}");
+    if read.sort.is_some() || read.skip > 0 || read.limit.is_some() {
+        return Err(Error::bad_value(
+            "cannot use tailable option with a sort other than {$natural: 1}, a skip or a limit",
+        ));
+    }
+    if matches!(&read.hint, Some(Bson::Document(h))
+        if h.get("$natural").and_then(crate::value::to_f64).is_some_and(|d| d < 0.0))
+    {
+        return Err(Error::bad_value(
+            "cannot use tailable option with a sort other than {$natural: 1}",
+        ));
+    }
+    let Some(handle) = state.catalog.get(db, coll) else {
+        return Ok(Reply::read(cursor_reply(&ns, 0, "firstBatch", Vec::new())));
+    };
+    let c = handle.read();
+    if c.capped().is_none() {
+        return Err(Error::bad_value(format!(
+            "error processing query: ns={ns}: tailable cursor requested on non capped collection"
+        )));
+    }
+    let (hits, _) = c.query(&read.query_spec())?;
+    drop(c);
+    let Some(last_record) = hits.last().map(|h| h.record) else {
+        return Ok(Reply::read(cursor_reply(&ns, 0, "firstBatch", Vec::new())));
+    };
+    let docs = project_hits(hits, projection.as_ref())?
+        .iter()
+        .map(StoredDoc::to_document)
+        .collect::<Result<Vec<_>>>()?;
+    let tail = crate::cursor::Tail {
+        db: db.to_string(),
+        coll: coll.to_string(),
+        filter: read.filter,
+        projection,
+        last_record,
+        await_data,
+    };
+    let batch = state
+        .cursors
+        .first_tailable_batch(&ns, docs, batch_size, tail);
+    Ok(Reply::read(cursor_reply(
+        &ns,
+        batch.cursor_id,
+        "firstBatch",
+        batch.documents,
+    )))
+}
+
+/// The documents a tailable cursor has not seen yet, and the record of the last one; an error
+/// when the record it stopped at is gone (overwritten, or deleted) or the collection dropped.
+fn tail_documents(
+    state: &Arc<ServerState>,
+    tail: &crate::cursor::Tail,
+) -> Result<(Vec<Document>, crate::index::RecordId)> {
+    let Some(handle) = state.catalog.get(&tail.db, &tail.coll) else {
+        return Err(Error::location(
+            175,
+            format!("collection dropped: {}.{}", tail.db, tail.coll),
+        ));
+    };
+    let c = handle.read();
+    if c.get(tail.last_record).is_none() {
+        return Err(Error::location(
+            136,
+            format!(
+                "CollectionScan died due to position in capped collection being deleted. Last \
+                 seen record id: RecordId({})",
+                tail.last_record
+            ),
+        ));
+    }
+    let mut last = tail.last_record;
+    let mut docs = Vec::new();
+    for (record, stored) in c.records_after(tail.last_record) {
+        last = record;
+        let doc = stored.to_document()?;
+        if let Some(position) = tail.filter.try_matches_with_position(&doc)? {
+            docs.push(match &tail.projection {
+                Some(p) => p.apply(&doc, position)?,
+                None => doc,
+            });
+        }
+    }
+    Ok((docs, last))
+}
+
+/// How long a `getMore` on an `awaitData` cursor waits for new documents by default (mongod's
+/// default `maxTimeMS` there).
+const AWAIT_DATA_DEFAULT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// How often an awaiting `getMore` looks for new documents.
+const TAIL_POLL: std::time::Duration = std::time::Duration::from_millis(10);
+
 /// The documents a find returns as BSON: the stored bytes themselves without a projection;
 /// with one that keeps or leaves out whole top-level fields, those fields of the stored bytes;
 /// with one that includes or leaves out plain paths, those parts of the stored bytes (unless a
@@ -306,7 +420,7 @@ pub fn cursor_reply(ns: &str, id: i64, batch_field: &str, docs: Vec<Document>) -
     doc! { "cursor": cursor }
 }
 
-pub fn get_more(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub async fn get_more(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&[
         "collection",
         "batchSize",
@@ -335,6 +449,37 @@ pub fn get_more(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<R
         .filter(|b| *b > 0)
         .map(|b| b as usize);
     let ns = format!("{db}.{coll}");
+    // A tailable cursor that has returned everything reads what was inserted since, waiting
+    // (without holding a thread) up to `maxTimeMS` for it when it awaits data.
+    if let Some(tail) = state.cursors.tail_to_refill(id, &ns) {
+        let wait = match args.non_negative("maxTimeMS")? {
+            Some(ms) => std::time::Duration::from_millis(ms as u64),
+            None => AWAIT_DATA_DEFAULT,
+        };
+        let deadline = std::time::Instant::now()
+            + if tail.await_data {
+                wait
+            } else {
+                Default::default()
+            };
+        let mut tail = tail;
+        loop {
+            let (docs, last) = match tail_documents(state, &tail) {
+                Ok(found) => found,
+                Err(e) => {
+                    state.cursors.kill(&[id]);
+                    return Err(e);
+                }
+            };
+            let found = !docs.is_empty();
+            state.cursors.refill(id, docs, last);
+            tail.last_record = last;
+            if found || std::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(TAIL_POLL).await;
+        }
+    }
     let batch = state.cursors.get_more(id, &ns, batch_size)?;
     Ok(Reply::read(cursor_reply(
         &ns,
@@ -489,6 +634,7 @@ pub fn update(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
         &["q", "u"],
     )?;
     let ordered = args.bool("ordered", true)?;
+    let bypass = args.bool("bypassDocumentValidation", false)?;
     let vars = args.let_vars()?;
     let vars = vars.as_ref();
     let now = bson::DateTime::now();
@@ -498,9 +644,10 @@ pub fn update(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
     let mut last_lsn = 0;
     for (i, statement) in statements.iter().enumerate() {
         let result = parse_update_statement(statement, vars, now).and_then(|plan| {
-            let outcome = state
-                .catalog
-                .write(db, coll, plan.upsert, |c| apply_update(c, &plan))?;
+            let outcome = state.catalog.write(db, coll, plan.upsert, |c| {
+                c.bypass_validation(bypass);
+                apply_update(c, &plan)
+            })?;
             match outcome {
                 None => Ok((UpdateOutcome::default(), 0)),
                 Some(o) => o.value.map(|v| (v, o.lsn)),
@@ -725,6 +872,7 @@ pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
     let remove = args.bool("remove", false)?;
     let return_new = args.bool("new", false)?;
     let upsert = args.bool("upsert", false)?;
+    let bypass = args.bool("bypassDocumentValidation", false)?;
     let update_value = args.get("update");
     match (remove, update_value) {
         (true, Some(_)) => {
@@ -784,9 +932,10 @@ pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
         upsert,
         now: bson::DateTime::now(),
     };
-    let outcome = state
-        .catalog
-        .write(db, coll, upsert, |c| apply_update(c, &plan))?;
+    let outcome = state.catalog.write(db, coll, upsert, |c| {
+        c.bypass_validation(bypass);
+        apply_update(c, &plan)
+    })?;
     let (result, lsn) = match outcome {
         None => (UpdateOutcome::default(), 0),
         Some(o) => (o.value?, o.lsn),

@@ -13,14 +13,8 @@ use crate::stats::{scale_factor, storage_stats};
 use bson::{doc, Bson, Document};
 use std::sync::Arc;
 
-/// `create` options docstore implements; the rest are refused by name.
+/// `create` options docstore refuses by name (the rest of MongoDB's are implemented below).
 const CREATE_UNSUPPORTED: &[&str] = &[
-    "capped",
-    "size",
-    "max",
-    "validator",
-    "validationLevel",
-    "validationAction",
     "viewOn",
     "pipeline",
     "timeseries",
@@ -34,18 +28,233 @@ const CREATE_UNSUPPORTED: &[&str] = &[
 
 pub fn create(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     for opt in CREATE_UNSUPPORTED {
-        if let Some(v) = args.get(opt) {
-            if *opt == "capped" && v == &Bson::Boolean(false) {
-                continue;
-            }
+        if args.get(opt).is_some() {
             return Err(Error::not_supported(format!("create option '{opt}'")));
         }
     }
-    args.allow_only(&["capped", "collation", "idIndex"])?;
+    args.allow_only(&[
+        "capped",
+        "size",
+        "max",
+        "validator",
+        "validationLevel",
+        "validationAction",
+        "collation",
+        "idIndex",
+    ])?;
     super::args::check_collation(args.get("collation"))?;
     let coll = args.collection()?;
-    let lsn = state.catalog.create_collection(db, coll, Document::new())?;
+    let options = create_options(args)?;
+    let lsn = state.catalog.create_collection(db, coll, options)?;
     Ok(Reply::write(Document::new(), lsn))
+}
+
+/// The options a `create` stores, as `listCollections` shows them: the capped limits as given,
+/// and a validator with its level and action (mongod fills in their defaults).
+fn create_options(args: &Args<'_>) -> Result<Document> {
+    use crate::collection::validation::{Capped, Validator};
+    let mut options = Document::new();
+    if args.get("capped") == Some(&Bson::Boolean(true)) {
+        options.insert("capped", true);
+        for field in ["size", "max"] {
+            if let Some(v) = args.get(field) {
+                options.insert(field, v.clone());
+            }
+        }
+    } else if let Some(v) = args.get("capped") {
+        if !matches!(v, Bson::Boolean(_)) {
+            return Err(Error::type_mismatch(
+                "BSON field 'create.capped' is the wrong type, expected type 'bool'",
+            ));
+        }
+    }
+    if let Some(v) = args.get("validator") {
+        options.insert("validator", v.clone());
+    }
+    for (field, default) in [("validationLevel", "strict"), ("validationAction", "error")] {
+        match args.get(field) {
+            Some(v) => {
+                options.insert(field, v.clone());
+            }
+            None if options.contains_key("validator") => {
+                options.insert(field, default);
+            }
+            None => {}
+        }
+    }
+    Capped::from_options(&options)?;
+    Validator::from_options(&options)?;
+    Ok(options)
+}
+
+/// `collMod`: change a collection's validator, validation level and action, or a capped
+/// collection's `cappedSize`/`cappedMax` (MongoDB 6.0+); other changes are refused by name.
+pub fn coll_mod(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+    use crate::collection::validation::{parse_action, parse_level, Capped, Validator};
+    for opt in [
+        "index",
+        "viewOn",
+        "pipeline",
+        "expireAfterSeconds",
+        "timeseries",
+        "changeStreamPreAndPostImages",
+        "clusteredIndex",
+        "dryRun",
+    ] {
+        if args.get(opt).is_some() {
+            return Err(Error::not_supported(format!("collMod option '{opt}'")));
+        }
+    }
+    args.allow_only(&[
+        "validator",
+        "validationLevel",
+        "validationAction",
+        "cappedSize",
+        "cappedMax",
+    ])?;
+    let coll = args.collection()?;
+    // Each given option parses alone first, so a bad one is refused before anything changes.
+    if let Some(v) = args.get("validator") {
+        crate::collection::validation::parse_validator_filter(v)?;
+    }
+    if let Some(v) = args.get("validationLevel") {
+        parse_level(v)?;
+    }
+    if let Some(v) = args.get("validationAction") {
+        parse_action(v)?;
+    }
+    let outcome = state.catalog.write(db, coll, false, |c| {
+        let mut options = c.options.clone();
+        for field in ["validator", "validationLevel", "validationAction"] {
+            if let Some(v) = args.get(field) {
+                options.insert(field, v.clone());
+            }
+        }
+        if options.contains_key("validator") {
+            for (field, default) in [("validationLevel", "strict"), ("validationAction", "error")] {
+                if !options.contains_key(field) {
+                    options.insert(field, default);
+                }
+            }
+        }
+        for (field, stored) in [("cappedSize", "size"), ("cappedMax", "max")] {
+            let Some(v) = args.get(field) else { continue };
+            if c.capped().is_none() {
+                return Err(Error::new(
+                    ErrorCode::InvalidOptions,
+                    format!("'{field}' can only be set on a capped collection"),
+                ));
+            }
+            options.insert(stored, v.clone());
+        }
+        Capped::from_options(&options)?;
+        Validator::from_options(&options)?;
+        c.set_options(options);
+        Ok(())
+    })?;
+    match outcome {
+        Some(o) => o.value.map(|()| Reply::write(Document::new(), o.lsn)),
+        None => Err(Error::new(
+            ErrorCode::NamespaceNotFound,
+            format!("ns does not exist: {db}.{coll}"),
+        )),
+    }
+}
+
+/// The `size` (and optional `max`) of `convertToCapped`/`cloneCollectionAsCapped`, as the
+/// options of the capped collection they make.
+fn capped_options(args: &Args<'_>) -> Result<Document> {
+    let Some(size) = args.get("size") else {
+        return Err(Error::location(
+            40414,
+            format!(
+                "BSON field '{}.size' is missing but a required field",
+                args_name(args)
+            ),
+        ));
+    };
+    let mut options = doc! { "capped": true, "size": size.clone() };
+    if let Some(max) = args.get("max") {
+        options.insert("max", max.clone());
+    }
+    crate::collection::validation::Capped::from_options(&options)?;
+    Ok(options)
+}
+
+fn args_name(args: &Args<'_>) -> &'static str {
+    if args.get("convertToCapped").is_some() {
+        "convertToCapped"
+    } else {
+        "cloneCollectionAsCapped"
+    }
+}
+
+/// `convertToCapped`: the collection becomes capped in place, keeping its newest documents
+/// that fit; as in MongoDB, its indexes other than `_id`'s are dropped.
+pub fn convert_to_capped(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+    args.allow_only(&["size", "max"])?;
+    let coll = args.collection()?;
+    let options = capped_options(args)?;
+    let outcome = state.catalog.write(db, coll, false, |c| {
+        let mut kept = c.options.clone();
+        kept.remove("capped");
+        kept.remove("size");
+        kept.remove("max");
+        let mut merged = options.clone();
+        merged.extend(kept);
+        c.drop_all_indexes();
+        c.set_options(merged);
+        c.enforce_cap();
+    })?;
+    match outcome {
+        Some(o) => Ok(Reply::write(Document::new(), o.lsn)),
+        None => Err(Error::new(
+            ErrorCode::NamespaceNotFound,
+            format!("source collection {db}.{coll} does not exist"),
+        )),
+    }
+}
+
+/// `cloneCollectionAsCapped`: a new capped collection `toCollection` holding the source's
+/// documents in natural order, the oldest dropped as the cap requires.
+pub fn clone_collection_as_capped(
+    state: &Arc<ServerState>,
+    db: &str,
+    args: &Args<'_>,
+) -> Result<Reply> {
+    args.allow_only(&["toCollection", "size", "max"])?;
+    let from = args.collection()?;
+    let to = args.string("toCollection")?.ok_or_else(|| {
+        Error::location(
+            40414,
+            "BSON field 'cloneCollectionAsCapped.toCollection' is missing but a required field",
+        )
+    })?;
+    let options = capped_options(args)?;
+    let Some(source) = state.catalog.get(db, from) else {
+        return Err(Error::new(
+            ErrorCode::NamespaceNotFound,
+            format!("source collection {db}.{from} does not exist"),
+        ));
+    };
+    let docs: Vec<Document> = source
+        .read()
+        .all_documents()
+        .map(|d| d.to_document())
+        .collect::<Result<_>>()?;
+    state.catalog.create_collection(db, to, options)?;
+    let outcome = state.catalog.write(db, to, false, |c| {
+        for doc in docs {
+            c.insert(doc)?;
+        }
+        Ok(())
+    })?;
+    match outcome {
+        Some(o) => o.value.map(|()| Reply::write(Document::new(), o.lsn)),
+        None => Err(Error::internal(
+            "the capped copy vanished while it was filled",
+        )),
+    }
 }
 
 pub fn drop(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {

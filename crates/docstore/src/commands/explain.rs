@@ -6,7 +6,7 @@ use super::read_spec::ReadSpec;
 use super::Reply;
 use crate::collection::ExecStats;
 use crate::error::{Error, Result};
-use crate::query::{Filter, SortSpec};
+use crate::query::Filter;
 use crate::state::ServerState;
 use bson::{doc, Bson, Document};
 use std::sync::Arc;
@@ -62,12 +62,16 @@ fn read_spec_for(
     limit: &str,
 ) -> Result<ReadSpec> {
     let filter_doc = args.document(filter)?.cloned().unwrap_or_default();
-    let sort_doc = if sort.is_empty() {
+    let given_sort = if sort.is_empty() {
         None
     } else {
-        args.document(sort)?.filter(|s| !s.is_empty()).cloned()
+        args.document(sort)?
     };
-    let sort = sort_doc.as_ref().map(SortSpec::parse).transpose()?;
+    let given_hint = args
+        .get("hint")
+        .filter(|h| !matches!(h, Bson::Null))
+        .cloned();
+    let (sort, sort_doc, hint) = super::read_spec::sort_and_hint(given_sort, given_hint)?;
     // The explained command's `let` variables, evaluated, for a filter's `$expr`.
     let filter_parsed = match args.let_vars()? {
         Some(vars) => Filter::parse_with_vars(&filter_doc, &vars)?,
@@ -78,10 +82,7 @@ fn read_spec_for(
         filter_doc,
         sort,
         sort_doc,
-        hint: args
-            .get("hint")
-            .filter(|h| !matches!(h, Bson::Null))
-            .cloned(),
+        hint,
         skip: if skip.is_empty() {
             0
         } else {

@@ -112,7 +112,7 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
     let reply = match name {
         "insert" => crud::insert(state, db, &a)?,
         "find" => crud::find(state, db, &a)?,
-        "getMore" => crud::get_more(state, db, &a)?,
+        "getMore" => crud::get_more(state, db, &a).await?,
         "killCursors" => crud::kill_cursors(state, &a)?,
         "update" => crud::update(state, db, &a)?,
         "delete" => crud::delete(state, db, &a)?,
@@ -124,6 +124,8 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
         "aggregate" => aggregate::aggregate(state, db, &a)?,
         "explain" => explain::explain(state, db, &a)?,
         "create" => ddl::create(state, db, &a)?,
+        "convertToCapped" => ddl::convert_to_capped(state, db, &a)?,
+        "cloneCollectionAsCapped" => ddl::clone_collection_as_capped(state, db, &a)?,
         "drop" => ddl::drop(state, db, &a)?,
         "dropDatabase" => ddl::drop_database(state, db, &a)?,
         "listCollections" => ddl::list_collections(state, db, &a)?,

@@ -23,13 +23,14 @@ impl ReadSpec {
     /// Filter (from `filter_field`), `sort` and `hint` of a command; no skip or limit.
     pub fn parse(args: &Args<'_>, filter_field: &str, vars: Option<&Document>) -> Result<ReadSpec> {
         let filter_doc = args.document(filter_field)?.cloned().unwrap_or_default();
-        let (sort, sort_doc) = parse_sort(args.document("sort")?)?;
+        let (sort, sort_doc, hint) =
+            sort_and_hint(args.document("sort")?, parse_hint(args, "hint")?)?;
         Ok(ReadSpec {
             filter: parse_filter(&filter_doc, vars)?,
             filter_doc,
             sort,
             sort_doc,
-            hint: parse_hint(args, "hint")?,
+            hint,
             skip: 0,
             limit: None,
         })
@@ -54,6 +55,35 @@ pub(super) fn parse_filter(filter_doc: &Document, vars: Option<&Document>) -> Re
         Some(vars) => Filter::parse_with_vars(filter_doc, vars),
         None => Filter::parse(filter_doc),
     }
+}
+
+/// `sort` and `hint` parsed: `sort: {$natural: ±1}` is natural order, a collection scan forward
+/// or backward, which the planner takes as that hint (unless one is given) with no sort.
+pub(super) fn sort_and_hint(
+    sort: Option<&Document>,
+    hint: Option<Bson>,
+) -> Result<(Option<SortSpec>, Option<Document>, Option<Bson>)> {
+    let natural = sort.filter(|s| s.len() == 1 && s.contains_key("$natural"));
+    let Some(natural) = natural else {
+        let (sort, sort_doc) = parse_sort(sort)?;
+        return Ok((sort, sort_doc, hint));
+    };
+    let forward = match natural.get("$natural").and_then(crate::value::to_f64) {
+        Some(1.0) => true,
+        Some(-1.0) => false,
+        _ => {
+            return Err(Error::location(
+                17301,
+                "$natural sort cannot be set to a value other than -1 or 1",
+            ))
+        }
+    };
+    let hint = hint.or_else(|| {
+        Some(Bson::Document(
+            bson::doc! { "$natural": if forward { 1 } else { -1 } },
+        ))
+    });
+    Ok((None, None, hint))
 }
 
 /// A non-empty `sort` parsed, with the document as given (for `explain` and the planner).

@@ -52,8 +52,14 @@ pub fn check(c: &Collection) -> Document {
     let mut errors: Vec<Bson> = Vec::new();
     let mut invalid_documents = 0i64;
     let mut nrecords = 0i64;
+    let mut non_compliant = 0i64;
     for (rid, doc) in c.records() {
         nrecords += 1;
+        if let (Some(v), Ok(decoded)) = (c.validator(), doc.to_document()) {
+            if !v.complies(&decoded) {
+                non_compliant += 1;
+            }
+        }
         let problem = match doc.to_document() {
             Err(e) => Some(format!(
                 "record {rid} does not decode as BSON: {}",
@@ -128,14 +134,22 @@ pub fn check(c: &Collection) -> Document {
     let valid = errors.is_empty();
     doc! {
         "nInvalidDocuments": invalid_documents,
-        "nNonCompliantDocuments": 0i64,
+        "nNonCompliantDocuments": non_compliant,
         "nrecords": nrecords,
         "nIndexes": c.indexes().len() as i32,
         "keysPerIndex": keys_per_index,
         "indexDetails": index_details,
         "valid": valid,
         "repaired": false,
-        "warnings": Vec::<Bson>::new(),
+        "warnings": if non_compliant > 0 {
+            vec![Bson::String(
+                "Detected one or more documents not compliant with the collection's schema. \
+                 See logs."
+                    .to_string(),
+            )]
+        } else {
+            Vec::new()
+        },
         "errors": errors,
         "extraIndexEntries": extra_entries,
         "missingIndexEntries": missing_entries,

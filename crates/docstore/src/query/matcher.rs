@@ -223,6 +223,8 @@ enum Node {
     Expr(Box<ExprMatch>),
     /// `$text`: matched against the collection's text index definition once bound.
     Text(Box<crate::text::TextFilter>),
+    /// `$jsonSchema`: the whole document against a schema.
+    Schema(Box<super::schema::Schema>),
 }
 
 /// Where a `$text` sits in a filter.
@@ -267,7 +269,7 @@ impl Node {
                     return Err(Error::bad_value("text expression not allowed in not"));
                 }
             }
-            Node::Const(_) | Node::Leaf { .. } | Node::Expr(_) => {}
+            Node::Const(_) | Node::Leaf { .. } | Node::Expr(_) | Node::Schema(_) => {}
         }
         Ok(())
     }
@@ -287,7 +289,11 @@ impl Node {
                 children.iter().for_each(|c| c.near_nodes(false, out))
             }
             Node::Not(child) => child.near_nodes(false, out),
-            Node::Const(_) | Node::Leaf { .. } | Node::Expr(_) | Node::Text(_) => {}
+            Node::Const(_)
+            | Node::Leaf { .. }
+            | Node::Expr(_)
+            | Node::Text(_)
+            | Node::Schema(_) => {}
         }
     }
 
@@ -389,7 +395,7 @@ impl Node {
                     out.push(head.to_string());
                 }
             }
-            Node::Expr(_) | Node::Text(_) => return None,
+            Node::Expr(_) | Node::Text(_) | Node::Schema(_) => return None,
         }
         Some(())
     }
@@ -445,6 +451,7 @@ impl Node {
                 }
             },
             Node::Text(text) => text.matches(doc),
+            Node::Schema(schema) => schema.matches(doc),
         }
     }
 }
@@ -825,11 +832,17 @@ fn parse_top_level_operator(
                 crate::text::TextSearch::parse(value)?,
             )))
         }
-        "$where" | "$jsonSchema" => {
+        "$where" => {
             return Err(crate::support::refuse(
                 crate::support::Kind::QueryOperator,
                 key,
             ))
+        }
+        "$jsonSchema" => {
+            let Bson::Document(spec) = value else {
+                return Err(Error::type_mismatch("$jsonSchema must be an object"));
+            };
+            Node::Schema(Box::new(super::schema::Schema::parse(spec)?))
         }
         // DBRef fields queried directly are plain equalities.
         "$ref" | "$id" | "$db" => Node::Leaf {
@@ -1503,7 +1516,7 @@ mod tests {
 
     #[test]
     fn unsupported_operators_are_named_in_the_error() {
-        for filter in [doc! {"$where": "this.a == 1"}, doc! {"$jsonSchema": {}}] {
+        for filter in [doc! {"$where": "this.a == 1"}] {
             let e = parse_error(filter.clone());
             // `$where` answers BadValue, as mongod's parser does without a JavaScript engine.
             let code = if filter.contains_key("$where") {

@@ -4,6 +4,7 @@
 mod bits;
 pub mod matcher;
 pub mod projection;
+pub mod schema;
 pub mod sort;
 
 pub use matcher::{ElementMatcher, Filter};

@@ -229,11 +229,11 @@ async fn unsupported_features_are_named_in_the_error() {
     }
     let t = test_db().await;
     let e =
-        t.db.run_command(doc! { "create": "capped", "capped": true, "size": 4096 })
+        t.db.run_command(doc! { "create": "ts", "timeseries": { "timeField": "t" } })
             .await
             .unwrap_err();
     assert_eq!(code_of(&e), Some(115));
-    assert!(message_of(&e).contains("capped"));
+    assert!(message_of(&e).contains("timeseries"));
     let e =
         t.db.run_command(doc! { "find": "c", "filter": {}, "collation": { "locale": "fr" } })
             .await

@@ -1,5 +1,5 @@
-//! The pipeline stages with more than a line of logic: `$unwind`, `$lookup`, `$bucket` and
-//! `$collStats` (one file each), `$replaceRoot`, `$sample`, the top-k sort, and the argument parsing of
+//! The pipeline stages with more than a line of logic: `$unwind`, `$lookup`, `$graphLookup`,
+//! `$bucket`, `$bucketAuto` and `$collStats` (one file each), `$replaceRoot`, `$sample`, the top-k sort, and the argument parsing of
 //! `$skip`/`$limit`/`$count`.
 
 use super::accumulators::{Group, OrdBson};
@@ -14,12 +14,16 @@ use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap};
 
 mod bucket;
+mod bucket_auto;
 mod coll_stats;
+mod graph_lookup;
 mod lookup;
 mod unwind;
 
 pub(crate) use bucket::Bucket;
+pub(crate) use bucket_auto::BucketAuto;
 pub(crate) use coll_stats::CollStats;
+pub(crate) use graph_lookup::GraphLookup;
 pub(crate) use lookup::Lookup;
 pub(crate) use unwind::Unwind;
 
