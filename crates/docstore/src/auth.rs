@@ -730,6 +730,66 @@ pub fn connection_status(conn: &ConnectionInfo, show_privileges: bool) -> Docume
     doc! { "authInfo": auth_info }
 }
 
+/// `usersInfo`, read-only: the one configured user (`--auth --user`) is `admin.<name>` with the
+/// `root` role; without authentication there are no users. Accepts mongod's forms (`1`, a
+/// name, `{user, db}`, a list of either, `forAllDBs: true`) and answers `{users: [...]}`.
+pub fn users_info(auth: Option<&User>, cmd: &Document) -> Result<Document> {
+    let db = cmd.get_str("$db").unwrap_or(AUTH_DB);
+    let wanted = |user: &str, user_db: &str| -> Result<bool> {
+        let names = |v: &Bson| -> Result<(String, String)> {
+            match v {
+                Bson::String(name) => Ok((name.clone(), db.to_string())),
+                Bson::Document(d) => match (d.get_str("user"), d.get_str("db")) {
+                    (Ok(u), Ok(d)) => Ok((u.to_string(), d.to_string())),
+                    _ => Err(Error::bad_value(
+                        "User name must contain 'user' and 'db' fields",
+                    )),
+                },
+                other => Err(Error::bad_value(format!(
+                    "User and role names must be either strings or objects, found {}",
+                    crate::value::type_name(other)
+                ))),
+            }
+        };
+        if cmd.get_bool("forAllDBs") == Ok(true) {
+            return Ok(true);
+        }
+        Ok(match cmd.get("usersInfo") {
+            Some(Bson::Int32(1) | Bson::Int64(1)) => user_db == db,
+            Some(Bson::Double(d)) if *d == 1.0 => user_db == db,
+            Some(Bson::Array(items)) => {
+                let mut any = false;
+                for item in items {
+                    let (u, d) = names(item)?;
+                    any |= u == user && d == user_db;
+                }
+                any
+            }
+            Some(v) => {
+                let (u, d) = names(v)?;
+                u == user && d == user_db
+            }
+            None => false,
+        })
+    };
+    let mut users = Vec::new();
+    if let Some(user) = auth {
+        if wanted(user.name(), AUTH_DB)? {
+            users.push(Bson::Document(doc! {
+                "_id": format!("{AUTH_DB}.{}", user.name()),
+                "user": user.name(),
+                "db": AUTH_DB,
+                "roles": [{ "role": "root", "db": AUTH_DB }],
+                "mechanisms": user.mechanisms(),
+            }));
+        }
+    } else {
+        // Validate the argument even when there is nobody to list.
+        wanted("", "")?;
+    }
+    Ok(doc! { "users": users })
+}
+
 /// A random password for a user only this process will know (the embedded store).
 pub fn generate_password() -> String {
     let mut bytes = [0u8; 32];

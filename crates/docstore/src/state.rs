@@ -38,7 +38,104 @@ pub struct ServerState {
     /// Woken when `ttl_monitor_interval` changes, so the monitor starts the new interval now
     /// instead of finishing the old one.
     pub ttl_monitor_changed: tokio::sync::Notify,
+    /// The database profiler's settings (`profile`; see `commands::profiler`).
+    pub profiler: Profiler,
     next_connection_id: AtomicI64,
+}
+
+/// The profiler's settings: `slowms` and `sampleRate` are global, as in mongod; the level and
+/// filter are per database. Not persisted: a restarted server profiles nothing, as mongod
+/// started without `--profile`.
+#[derive(Debug, Default)]
+pub struct Profiler {
+    settings: parking_lot::Mutex<ProfilerSettings>,
+    /// Whether any database is profiled: the one check every command pays.
+    any: std::sync::atomic::AtomicBool,
+}
+
+#[derive(Debug)]
+pub struct ProfilerSettings {
+    pub slowms: i64,
+    pub sample_rate: f64,
+    /// Databases with a level above 0 or a filter.
+    pub databases: std::collections::HashMap<String, DatabaseProfile>,
+}
+
+impl Default for ProfilerSettings {
+    fn default() -> Self {
+        ProfilerSettings {
+            slowms: 100,
+            sample_rate: 1.0,
+            databases: Default::default(),
+        }
+    }
+}
+
+/// One database's profiling level and filter (the filter's document and its parsed form).
+#[derive(Debug, Clone, Default)]
+pub struct DatabaseProfile {
+    pub level: i32,
+    pub filter: Option<(bson::Document, crate::query::Filter)>,
+}
+
+/// What [`Profiler::settings_for`] reports for one database.
+#[derive(Debug, Clone)]
+pub struct ProfileOf {
+    pub level: i32,
+    pub filter: Option<(bson::Document, crate::query::Filter)>,
+    pub slowms: i64,
+    pub sample_rate: f64,
+}
+
+impl Profiler {
+    /// The settings to change; the "anything profiled" flag follows when the guard drops.
+    pub fn lock(&self) -> ProfilerGuard<'_> {
+        ProfilerGuard {
+            settings: self.settings.lock(),
+            any: &self.any,
+        }
+    }
+
+    /// `db`'s settings when it is profiled at all.
+    pub fn settings_for(&self, db: &str) -> Option<ProfileOf> {
+        if !self.any.load(Ordering::Relaxed) {
+            return None;
+        }
+        let settings = self.settings.lock();
+        let profile = settings.databases.get(db)?;
+        Some(ProfileOf {
+            level: profile.level,
+            filter: profile.filter.clone(),
+            slowms: settings.slowms,
+            sample_rate: settings.sample_rate,
+        })
+    }
+}
+
+/// The profiler's settings, locked for a change.
+pub struct ProfilerGuard<'a> {
+    settings: parking_lot::MutexGuard<'a, ProfilerSettings>,
+    any: &'a std::sync::atomic::AtomicBool,
+}
+
+impl std::ops::Deref for ProfilerGuard<'_> {
+    type Target = ProfilerSettings;
+    fn deref(&self) -> &ProfilerSettings {
+        &self.settings
+    }
+}
+
+impl std::ops::DerefMut for ProfilerGuard<'_> {
+    fn deref_mut(&mut self) -> &mut ProfilerSettings {
+        &mut self.settings
+    }
+}
+
+impl Drop for ProfilerGuard<'_> {
+    fn drop(&mut self) {
+        self.any
+            .store(!self.settings.databases.is_empty(), Ordering::Relaxed);
+    }
 }
 
 impl ServerState {
@@ -84,6 +181,7 @@ impl ServerState {
             refusal_logged: parking_lot::Mutex::new(None),
             ttl_monitor_interval: parking_lot::Mutex::new(ttl_interval),
             ttl_monitor_changed: tokio::sync::Notify::new(),
+            profiler: Profiler::default(),
             next_connection_id: AtomicI64::new(1),
         }))
     }

@@ -93,12 +93,14 @@ const REPLICATION: &str = "single node by design: no replica set";
 const SHARDING: &str = "single node by design";
 const USERS: &str = "the one user comes from the configuration (`--auth --user`)";
 const SEARCH: &str = "Atlas Search only";
-const PROFILER: &str = "no profiler or operation registry";
+const PROFILER: &str = "no registry of running operations";
 
 /// Every row, grouped by kind in the README order.
 pub const FEATURES: &[Feature] = &[
     // Commands.
     supported(Command, "collMod", "`index: {name or keyPattern, hidden}` (hidden indexes), `validator`, `validationLevel`, `validationAction`, `cappedSize`, `cappedMax`; other options refused by name"),
+    supported(Command, "profile", "levels 0-2, `slowms`, `sampleRate` and `filter`; entries in a 1 MiB capped `system.profile` without execution statistics (`keysExamined`, `docsExamined`, `planSummary`)"),
+    supported(Command, "usersInfo", "read-only: the one configured user, with the `root` role"),
     supported(Command, "setParameter", "`ttlMonitorSleepSecs` (the TTL sweep interval) and `cursorTimeoutMillis`; other names refused by name (72), start-up-only ones 20"),
     refused(Command, "replSetGetStatus", "replication", REPLICATION),
     refused(Command, "replSetInitiate", "replication", REPLICATION),
@@ -118,7 +120,6 @@ pub const FEATURES: &[Feature] = &[
     refused(Command, "updateUser", "user management (the user comes from the configuration)", USERS),
     refused(Command, "dropUser", "user management (the user comes from the configuration)", USERS),
     refused(Command, "dropAllUsersFromDatabase", "user management (the user comes from the configuration)", USERS),
-    refused(Command, "usersInfo", "user management (the user comes from the configuration)", USERS),
     refused(Command, "createRole", "user management (the user comes from the configuration)", USERS),
     refused(Command, "grantRolesToUser", "user management (the user comes from the configuration)", USERS),
     refused(Command, "getnonce", "user management (the user comes from the configuration)", "MONGODB-CR was removed in MongoDB 4.0"),

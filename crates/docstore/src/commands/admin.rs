@@ -42,7 +42,8 @@ pub fn handle(
             conn,
             cmd.get("showPrivileges").is_some_and(truthy),
         )),
-        "profile" => profile(cmd),
+        "profile" => super::profiler::profile(state, cmd),
+        "usersInfo" => crate::auth::users_info(state.auth.as_ref(), cmd),
         "endSessions"
         | "killSessions"
         | "killAllSessions"
@@ -394,45 +395,6 @@ pub(crate) fn host(state: &ServerState) -> String {
     match state.listen_addr.get() {
         Some(addr) if addr.port() != 27017 => format!("{}:{}", hostname(), addr.port()),
         _ => hostname().to_string(),
-    }
-}
-
-/// `{profile: -1}` reads the profiler settings and `{profile: 0}` turns it off, as mongosh's
-/// `db.getProfilingStatus()` and `db.setProfilingLevel(0)` send; docstore never profiles, so
-/// level 0 is already in force. Levels 1 and 2, and changing the threshold or sampling, would
-/// need a profiler and are refused by name.
-fn profile(cmd: &Document) -> Result<Document> {
-    let level = match cmd.get("profile") {
-        Some(v @ (Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_))) => {
-            crate::value::Number::from_bson(v)
-                .and_then(|n| n.as_i64_exact())
-                .ok_or_else(|| Error::bad_value(format!("Invalid profiling level: {v}")))?
-        }
-        Some(other) => {
-            return Err(Error::type_mismatch(format!(
-                "BSON field 'profile.profile' is the wrong type '{}', expected type 'int'",
-                crate::value::type_name(other)
-            )))
-        }
-        None => return Err(Error::failed_to_parse("profile requires a level")),
-    };
-    super::args::Args::new("profile", cmd).allow_only(&["slowms", "sampleRate", "filter"])?;
-    if let Some(field) = ["slowms", "sampleRate", "filter"]
-        .into_iter()
-        .find(|f| cmd.contains_key(*f))
-    {
-        return Err(Error::not_supported(format!(
-            "the database profiler ('{field}')"
-        )));
-    }
-    match level {
-        -1 | 0 => Ok(doc! { "was": 0, "slowms": 100, "sampleRate": 1.0 }),
-        1 | 2 => Err(Error::not_supported(format!(
-            "the database profiler (profiling level {level})"
-        ))),
-        _ => Err(Error::bad_value(format!(
-            "Invalid profiling level: {level}"
-        ))),
     }
 }
 

@@ -11,6 +11,7 @@ pub mod ddl;
 pub mod encoded;
 pub mod explain;
 pub mod find_options;
+pub mod profiler;
 pub mod read_spec;
 pub mod validate;
 
@@ -109,38 +110,10 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
     let concern = args::write_concern(cmd)?;
     crate::catalog::validate_db_name(db)?;
     let a = Args::new(name, cmd);
-    let reply = match name {
-        "insert" => crud::insert(state, db, &a)?,
-        "find" => crud::find(state, db, &a)?,
-        "getMore" => crud::get_more(state, db, &a).await?,
-        "killCursors" => crud::kill_cursors(state, &a)?,
-        "update" => crud::update(state, db, &a)?,
-        "delete" => crud::delete(state, db, &a)?,
-        "findAndModify" | "findandmodify" => crud::find_and_modify(state, db, &a)?,
-        "count" => crud::count(state, db, &a)?,
-        "distinct" => crud::distinct(state, db, &a)?,
-        // `{aggregate, explain: true}` is the older spelling of `{explain: {aggregate}}`.
-        "aggregate" if a.bool("explain", false)? => explain::explain_aggregate(state, db, &a)?,
-        "aggregate" => aggregate::aggregate(state, db, &a)?,
-        "explain" => explain::explain(state, db, &a)?,
-        "create" => ddl::create(state, db, &a)?,
-        "convertToCapped" => ddl::convert_to_capped(state, db, &a)?,
-        "cloneCollectionAsCapped" => ddl::clone_collection_as_capped(state, db, &a)?,
-        "drop" => ddl::drop(state, db, &a)?,
-        "dropDatabase" => ddl::drop_database(state, db, &a)?,
-        "listCollections" => ddl::list_collections(state, db, &a)?,
-        "listDatabases" => ddl::list_databases(state, &a)?,
-        "renameCollection" => ddl::rename_collection(state, db, &a)?,
-        "createIndexes" => ddl::create_indexes(state, db, &a)?,
-        "listIndexes" => ddl::list_indexes(state, db, &a)?,
-        "dropIndexes" | "deleteIndexes" => ddl::drop_indexes(state, db, &a)?,
-        "dbStats" | "dbstats" => ddl::db_stats(state, db, &a)?,
-        "collStats" | "collstats" => ddl::coll_stats(state, db, &a)?,
-        "validate" => validate::validate(state, db, &a)?,
-        "collMod" => coll_mod::coll_mod(state, db, &a)?,
-        "createBackup" => backup::create_backup(state, db, &a).await?,
-        _ => return Err(unsupported_or_unknown(name)),
-    };
+    let started = std::time::Instant::now();
+    let outcome = run_on_database(state, db, name, &a).await;
+    profiler::record(state, conn, db, name, cmd, started, &outcome);
+    let reply = outcome?;
     if let Some(bytes) = reply.encoded {
         // Only reads are encoded ahead: there is no journal position to wait for.
         return Ok(Answer::Encoded(bytes));
@@ -162,6 +135,47 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
         }
     }
     Ok(Answer::Document(doc))
+}
+
+/// The commands that run on a database's collections (everything but the admin commands).
+async fn run_on_database(
+    state: &Arc<ServerState>,
+    db: &str,
+    name: &str,
+    a: &Args<'_>,
+) -> Result<Reply> {
+    Ok(match name {
+        "insert" => crud::insert(state, db, a)?,
+        "find" => crud::find(state, db, a)?,
+        "getMore" => crud::get_more(state, db, a).await?,
+        "killCursors" => crud::kill_cursors(state, a)?,
+        "update" => crud::update(state, db, a)?,
+        "delete" => crud::delete(state, db, a)?,
+        "findAndModify" | "findandmodify" => crud::find_and_modify(state, db, a)?,
+        "count" => crud::count(state, db, a)?,
+        "distinct" => crud::distinct(state, db, a)?,
+        // `{aggregate, explain: true}` is the older spelling of `{explain: {aggregate}}`.
+        "aggregate" if a.bool("explain", false)? => explain::explain_aggregate(state, db, a)?,
+        "aggregate" => aggregate::aggregate(state, db, a)?,
+        "explain" => explain::explain(state, db, a)?,
+        "create" => ddl::create(state, db, a)?,
+        "convertToCapped" => ddl::convert_to_capped(state, db, a)?,
+        "cloneCollectionAsCapped" => ddl::clone_collection_as_capped(state, db, a)?,
+        "drop" => ddl::drop(state, db, a)?,
+        "dropDatabase" => ddl::drop_database(state, db, a)?,
+        "listCollections" => ddl::list_collections(state, db, a)?,
+        "listDatabases" => ddl::list_databases(state, a)?,
+        "renameCollection" => ddl::rename_collection(state, db, a)?,
+        "createIndexes" => ddl::create_indexes(state, db, a)?,
+        "listIndexes" => ddl::list_indexes(state, db, a)?,
+        "dropIndexes" | "deleteIndexes" => ddl::drop_indexes(state, db, a)?,
+        "dbStats" | "dbstats" => ddl::db_stats(state, db, a)?,
+        "collStats" | "collstats" => ddl::coll_stats(state, db, a)?,
+        "validate" => validate::validate(state, db, a)?,
+        "collMod" => coll_mod::coll_mod(state, db, a)?,
+        "createBackup" => backup::create_backup(state, db, a).await?,
+        _ => return Err(unsupported_or_unknown(name)),
+    })
 }
 
 /// MongoDB commands docstore deliberately lacks get the refusal of the support table

@@ -1516,25 +1516,10 @@ mod tests {
 
     #[test]
     fn unsupported_operators_are_named_in_the_error() {
-        for filter in [doc! {"$where": "this.a == 1"}] {
-            let e = parse_error(filter.clone());
-            // `$where` answers BadValue, as mongod's parser does without a JavaScript engine.
-            let code = if filter.contains_key("$where") {
-                ErrorCode::BadValue
-            } else {
-                ErrorCode::CommandNotSupported
-            };
-            assert_eq!(e.code, code, "{filter}");
-            let op = filter
-                .iter()
-                .map(|(k, v)| match v {
-                    Bson::Document(d) if k == "loc" => d.keys().next().cloned().unwrap(),
-                    _ => k.clone(),
-                })
-                .next()
-                .unwrap();
-            assert!(e.message.contains(&op), "{} should name {op}", e.message);
-        }
+        // `$where` answers BadValue, as mongod's parser does without a JavaScript engine.
+        let e = parse_error(doc! {"$where": "this.a == 1"});
+        assert_eq!(e.code, ErrorCode::BadValue);
+        assert!(e.message.contains("$where"), "{}", e.message);
     }
 
     #[test]

@@ -212,20 +212,3 @@ async fn profile_reports_the_profiler_off_as_mongosh_get_profiling_status_reads(
         assert_eq!(r.get_f64("sampleRate").ok(), Some(1.0), "{r}");
     }
 }
-
-#[tokio::test]
-async fn profiling_levels_docstore_cannot_honour_are_refused_by_name() {
-    if !is_docstore() {
-        return;
-    }
-    let t = test_db().await;
-    for cmd in [
-        doc! { "profile": 2 },
-        doc! { "profile": 1 },
-        doc! { "profile": 0, "slowms": 5 },
-    ] {
-        let e = assert_code(t.db.run_command(cmd.clone()).await, 115);
-        assert!(message_of(&e).contains("profiler"), "{cmd}: {e}");
-    }
-    assert_code(t.db.run_command(doc! { "profile": 7 }).await, 2);
-}

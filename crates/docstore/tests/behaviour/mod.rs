@@ -18,6 +18,7 @@ mod hidden_indexes;
 mod mongod_answers;
 mod out_merge;
 mod pipeline_updates;
+mod profiler;
 mod query;
 mod text;
 mod ttl_partial;
