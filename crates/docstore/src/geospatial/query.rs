@@ -113,7 +113,9 @@ impl GeoPredicate {
             return false;
         };
         found.iter().any(|location| match self {
-            GeoPredicate::Intersects(g) => g.intersects(&location.geometry),
+            GeoPredicate::Intersects(g) => {
+                across_antimeridian(g, &location.geometry, |a, b| a.intersects(b))
+            }
             GeoPredicate::Within(region) => region.holds(location),
         })
     }
@@ -124,7 +126,7 @@ impl Region {
         use geo::CoordsIter;
         let g = &location.geometry;
         match self {
-            Region::Geometry(region) => region.covers(g),
+            Region::Geometry(region) => across_antimeridian(region, g, |a, b| a.covers(b)),
             Region::Box(rect) => g.coords_iter().all(|c| {
                 rect.min().x <= c.x
                     && c.x <= rect.max().x
@@ -139,6 +141,86 @@ impl Region {
                 SPHERE.distance(Point(c), Point(*center)) / EARTH_RADIUS_METERS <= *radius
             }),
         }
+    }
+}
+
+/// `test(a, b)` on the sphere's longitudes: an edge whose ends are more than 180° of longitude
+/// apart goes the short way round, across the antimeridian (a line from 178° to -178° is 4°
+/// long, not 356°), as edges do in mongod. Geometries without such an edge are tested as they
+/// are; otherwise each line and ring is made continuous (its far ends moved by 360°) and `b`
+/// is tried at its place and one turn either side.
+fn across_antimeridian(
+    a: &Geometry<f64>,
+    b: &Geometry<f64>,
+    test: impl Fn(&Geometry<f64>, &Geometry<f64>) -> bool,
+) -> bool {
+    if !crosses_antimeridian(a) && !crosses_antimeridian(b) {
+        return test(a, b);
+    }
+    use geo::MapCoords;
+    let (a, b) = (continuous(a), continuous(b));
+    [0.0, -360.0, 360.0].into_iter().any(|turn| {
+        let moved = b.map_coords(|c| Coord {
+            x: c.x + turn,
+            y: c.y,
+        });
+        test(&a, &moved)
+    })
+}
+
+/// Whether any line or ring of `g` has an edge spanning more than 180° of longitude.
+fn crosses_antimeridian(g: &Geometry<f64>) -> bool {
+    fn line(l: &LineString<f64>) -> bool {
+        l.lines().any(|e| (e.end.x - e.start.x).abs() > 180.0)
+    }
+    fn polygon(p: &Polygon<f64>) -> bool {
+        line(p.exterior()) || p.interiors().iter().any(line)
+    }
+    match g {
+        Geometry::LineString(l) => line(l),
+        Geometry::Polygon(p) => polygon(p),
+        Geometry::MultiLineString(m) => m.iter().any(line),
+        Geometry::MultiPolygon(m) => m.iter().any(polygon),
+        Geometry::GeometryCollection(c) => c.iter().any(crosses_antimeridian),
+        _ => false,
+    }
+}
+
+/// `g` with each line's and ring's longitudes made continuous (see [`across_antimeridian`]).
+fn continuous(g: &Geometry<f64>) -> Geometry<f64> {
+    fn line(l: &LineString<f64>) -> LineString<f64> {
+        let mut previous: Option<f64> = None;
+        let mut turn = 0.0;
+        l.coords()
+            .map(|c| {
+                let mut x = c.x + turn;
+                if let Some(p) = previous {
+                    while x - p > 180.0 {
+                        turn -= 360.0;
+                        x -= 360.0;
+                    }
+                    while p - x > 180.0 {
+                        turn += 360.0;
+                        x += 360.0;
+                    }
+                }
+                previous = Some(x);
+                Coord { x, y: c.y }
+            })
+            .collect()
+    }
+    fn polygon(p: &Polygon<f64>) -> Polygon<f64> {
+        Polygon::new(line(p.exterior()), p.interiors().iter().map(line).collect())
+    }
+    match g {
+        Geometry::LineString(l) => Geometry::LineString(line(l)),
+        Geometry::Polygon(p) => Geometry::Polygon(polygon(p)),
+        Geometry::MultiLineString(m) => Geometry::MultiLineString(m.iter().map(line).collect()),
+        Geometry::MultiPolygon(m) => Geometry::MultiPolygon(m.iter().map(polygon).collect()),
+        Geometry::GeometryCollection(c) => {
+            Geometry::GeometryCollection(c.iter().map(continuous).collect())
+        }
+        other => other.clone(),
     }
 }
 

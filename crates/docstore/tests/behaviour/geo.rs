@@ -555,3 +555,47 @@ async fn explain_shows_the_geo_index_used() {
     let stage = find_stage(&Bson::Document(pipeline), "GEO_NEAR_2DSPHERE").expect("geo near stage");
     assert_eq!(stage.get_str("indexName"), Ok("location_2dsphere"));
 }
+
+#[tokio::test]
+async fn lines_and_polygons_across_the_antimeridian_take_the_short_way_round() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("dateline");
+    c.create_index(IndexModel::builder().keys(doc! { "g": "2dsphere" }).build())
+        .await
+        .unwrap();
+    c.insert_many(vec![
+        // 4° long, crossing 180°: on the sphere this line never comes near longitude 0.
+        doc! { "_id": 1, "g": { "type": "LineString", "coordinates": [[-178.0, 10.0], [178.0, 10.0]] } },
+        doc! { "_id": 2, "g": { "type": "LineString", "coordinates": [[-2.0, 10.0], [2.0, 10.0]] } },
+        doc! { "_id": 3, "g": point(179.5, 0.5) },
+        doc! { "_id": 4, "g": point(0.0, 0.5) },
+    ])
+    .await
+    .unwrap();
+    let meridian_180 = doc! { "type": "LineString", "coordinates": [[180.0, 11.0], [180.0, 9.0]] };
+    assert_eq!(
+        ids(
+            &c,
+            doc! { "g": { "$geoIntersects": { "$geometry": meridian_180 } } }
+        )
+        .await,
+        vec![1]
+    );
+    let meridian_0 = doc! { "type": "LineString", "coordinates": [[0.0, 11.0], [0.0, 9.0]] };
+    assert_eq!(
+        ids(
+            &c,
+            doc! { "g": { "$geoIntersects": { "$geometry": meridian_0 } } }
+        )
+        .await,
+        vec![2]
+    );
+    // A square from 179° to -179°: 2° wide around the antimeridian.
+    let square = doc! { "type": "Polygon", "coordinates": [[
+        [179.0, -1.0], [-179.0, -1.0], [-179.0, 1.0], [179.0, 1.0], [179.0, -1.0]
+    ]] };
+    assert_eq!(
+        ids(&c, doc! { "g": { "$geoWithin": { "$geometry": square } } }).await,
+        vec![3]
+    );
+}
