@@ -26,6 +26,7 @@ mod printing;
 mod query;
 mod repair;
 mod server;
+mod sessions;
 mod state;
 mod stats;
 pub mod storage;

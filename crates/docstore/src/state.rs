@@ -40,6 +40,8 @@ pub struct ServerState {
     pub ttl_monitor_changed: tokio::sync::Notify,
     /// The database profiler's settings (`profile`; see `commands::profiler`).
     pub profiler: Profiler,
+    /// The sessions clients have used (`$listLocalSessions`).
+    pub sessions: crate::sessions::Sessions,
     next_connection_id: AtomicI64,
 }
 
@@ -182,6 +184,7 @@ impl ServerState {
             ttl_monitor_interval: parking_lot::Mutex::new(ttl_interval),
             ttl_monitor_changed: tokio::sync::Notify::new(),
             profiler: Profiler::default(),
+            sessions: Default::default(),
             next_connection_id: AtomicI64::new(1),
         }))
     }

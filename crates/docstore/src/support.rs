@@ -157,7 +157,7 @@ pub const FEATURES: &[Feature] = &[
     refused(Stage, "$indexStats", "", "no index usage counters"),
     refused(Stage, "$currentOp", "", PROFILER),
     refused(Stage, "$listSessions", "", "sessions are accepted and not recorded"),
-    refused(Stage, "$listLocalSessions", "", "sessions are accepted and not recorded"),
+    supported(Stage, "$listLocalSessions", "the sessions this server saw in the last 30 minutes (`{aggregate: 1}`)"),
     refused(Stage, "$listSampledQueries", "", SHARDING),
     refused(Stage, "$planCacheStats", "", "no plan cache"),
     supported(Stage, "$bucketAuto", "mongod's bucketing and every `granularity` series"),

@@ -73,6 +73,7 @@ const LAYERS: &[&[&str]] = &[
         "path",
         "pattern",
         "printing",
+        "sessions",
         "stats",
         "storage",
         "wire",

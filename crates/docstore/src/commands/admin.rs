@@ -44,11 +44,13 @@ pub fn handle(
         )),
         "profile" => super::profiler::profile(state, cmd),
         "usersInfo" => crate::auth::users_info(state.auth.as_ref(), cmd),
-        "endSessions"
-        | "killSessions"
-        | "killAllSessions"
-        | "killAllSessionsByPattern"
-        | "refreshSessions" => Ok(doc! {}),
+        "endSessions" | "killSessions" => {
+            if let Ok(ids) = cmd.get_array(name) {
+                state.sessions.end(ids);
+            }
+            Ok(doc! {})
+        }
+        "killAllSessions" | "killAllSessionsByPattern" | "refreshSessions" => Ok(doc! {}),
         "saslStart" => crate::auth::sasl_start(state.auth.as_ref(), conn, cmd, db_of(cmd)),
         "saslContinue" => crate::auth::sasl_continue(state.auth.as_ref(), conn, cmd),
         "logout" => Ok(crate::auth::logout(conn)),

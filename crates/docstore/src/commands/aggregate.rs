@@ -62,6 +62,8 @@ pub struct AggregateSpec {
     /// The documents of a leading `$documents` stage (database-level `aggregate: 1`), which
     /// are the pipeline's input instead of a collection's.
     pub documents: Option<Vec<Document>>,
+    /// A leading `$listLocalSessions` stage's argument: the sessions it lists are the input.
+    pub list_sessions: Option<Bson>,
 }
 
 /// The collection name a database-level aggregation reports in its cursor's namespace.
@@ -96,6 +98,7 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
     let stages = args.documents("pipeline")?;
     let mut stages: Vec<Document> = stages.into_iter().cloned().collect();
     let vars = args.let_vars()?.unwrap_or_default();
+    let mut list_sessions = None;
     let (collection, documents) = if collectionless {
         let first = stages.first().and_then(|s| s.keys().next()).cloned();
         if let Some(refusal) = first
@@ -106,7 +109,11 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
             // stages: refused by name, not blamed on a missing collection.
             return Err(refusal);
         }
-        if first.as_deref() != Some("$documents") {
+        if first.as_deref() == Some("$listLocalSessions") {
+            let stage = stages.remove(0);
+            list_sessions = stage.get("$listLocalSessions").cloned();
+            (COLLECTIONLESS.to_string(), Some(Vec::new()))
+        } else if first.as_deref() != Some("$documents") {
             return Err(Error::new(
                 ErrorCode::InvalidNamespace,
                 format!(
@@ -114,19 +121,20 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
                     first.unwrap_or_else(|| "an empty pipeline".into())
                 ),
             ));
+        } else {
+            let stage = stages.remove(0);
+            if stage.len() != 1 {
+                return Err(Error::location(
+                    40323,
+                    "A pipeline stage specification object must contain exactly one field.",
+                ));
+            }
+            let spec = stage.get("$documents").expect("checked above");
+            (
+                COLLECTIONLESS.to_string(),
+                Some(documents_stage(spec, &vars)?),
+            )
         }
-        let stage = stages.remove(0);
-        if stage.len() != 1 {
-            return Err(Error::location(
-                40323,
-                "A pipeline stage specification object must contain exactly one field.",
-            ));
-        }
-        let spec = stage.get("$documents").expect("checked above");
-        (
-            COLLECTIONLESS.to_string(),
-            Some(documents_stage(spec, &vars)?),
-        )
     } else {
         if stages.first().is_some_and(|s| s.contains_key("$documents")) {
             return Err(Error::new(
@@ -173,6 +181,7 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
         }
     };
     Ok(AggregateSpec {
+        list_sessions,
         collection,
         pipeline,
         input: ReadSpec {
@@ -187,6 +196,62 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
         batch_size,
         documents,
     })
+}
+
+/// `$listLocalSessions: {}` (this user's sessions), `{allUsers: true}` or `{users: [{user,
+/// db}, ...]}`: the sessions this server has seen, newest use first (see `crate::sessions`).
+fn list_local_sessions(state: &ServerState, spec: &Bson) -> Result<Vec<Document>> {
+    let Bson::Document(spec) = spec else {
+        return Err(Error::type_mismatch(
+            "$listLocalSessions must take a nested object but found a different type",
+        ));
+    };
+    let mut all = false;
+    let mut users: Option<Vec<String>> = None;
+    for (field, value) in spec {
+        match (field.as_str(), value) {
+            ("allUsers", Bson::Boolean(b)) => all = *b,
+            ("users", Bson::Array(list)) => {
+                let mut names = Vec::new();
+                for u in list {
+                    match u {
+                        Bson::Document(d) => match (d.get_str("user"), d.get_str("db")) {
+                            (Ok(user), Ok(db)) => names.push(format!("{user}@{db}")),
+                            _ => {
+                                return Err(Error::location(
+                                    40414,
+                                    "BSON field 'ListSessionsUser.user' is missing but a \
+                                     required field",
+                                ))
+                            }
+                        },
+                        _ => return Err(Error::type_mismatch("users must be objects")),
+                    }
+                }
+                users = Some(names);
+            }
+            (field, _) => {
+                return Err(Error::location(
+                    40415,
+                    format!("BSON field '$listLocalSessions.{field}' is an unknown field."),
+                ))
+            }
+        }
+    }
+    if all && users.is_some() {
+        return Err(Error::bad_value(
+            "$listLocalSessions may not specify both allUsers and users",
+        ));
+    }
+    let current = match &state.auth {
+        Some(u) => format!("{}@admin", u.name()),
+        None => String::new(),
+    };
+    Ok(state.sessions.list(|user| {
+        all || users
+            .as_ref()
+            .map_or(user == current, |names| names.iter().any(|n| n == user))
+    }))
 }
 
 /// `$documents: <expression>`: evaluated once (no input document; `let` variables and `$$NOW`
@@ -217,7 +282,10 @@ fn documents_stage(spec: &Bson, vars: &Document) -> Result<Vec<Document>> {
 
 /// `aggregate` without `explain: true` (which the dispatcher sends to `explain`).
 pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
-    let spec = parse(args, false)?;
+    let mut spec = parse(args, false)?;
+    if let Some(sessions) = &spec.list_sessions {
+        spec.documents = Some(list_local_sessions(state, sessions)?);
+    }
     let ctx = DatabaseContext {
         state,
         db,

@@ -101,6 +101,7 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
         None => "admin",
     };
     crate::auth::check_access(state.auth.as_ref(), conn, name)?;
+    state.sessions.touch(cmd, conn.auth.lock().user());
     args::check_api_parameters(name, cmd)?;
     if let Some(reply) = admin::handle(name, state, conn, cmd) {
         return reply.map(Answer::Document);

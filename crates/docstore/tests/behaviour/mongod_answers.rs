@@ -218,22 +218,51 @@ async fn create_indexes_of_id_with_unique_is_invalid_index_specification_option(
 }
 
 #[tokio::test]
-async fn list_local_sessions_is_refused_by_name_not_blamed_on_a_missing_collection() {
-    if !is_docstore() {
-        // mongod runs the stage; docstore has no session registry.
-        return;
-    }
+async fn list_local_sessions_lists_the_sessions_this_server_has_seen_until_they_end() {
     let t = test_db().await;
-    let e = assert_code(
-        t.client
-            .database("admin")
+    let admin = t.client.database("admin");
+    let mut session = t.client.start_session().await.unwrap();
+    t.db.collection::<Document>("c")
+        .insert_one(doc! { "a": 1 })
+        .session(&mut session)
+        .await
+        .unwrap();
+    let id = session.id().get("id").cloned().unwrap();
+    let listed = |reply: Document| -> Vec<Document> {
+        reply
+            .get_document("cursor")
+            .unwrap()
+            .get_array("firstBatch")
+            .unwrap()
+            .iter()
+            .map(|d| d.as_document().unwrap().clone())
+            .collect()
+    };
+    let pipeline = doc! {
+        "aggregate": 1,
+        "pipeline": [
+            { "$listLocalSessions": { "allUsers": true } },
+            { "$match": { "_id.id": id.clone() } },
+        ],
+        "cursor": {},
+    };
+    let found = listed(admin.run_command(pipeline.clone()).await.unwrap());
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(found[0].get_datetime("lastUse").is_ok());
+    assert!(found[0].get_document("_id").unwrap().contains_key("uid"));
+    admin
+        .run_command(doc! { "endSessions": [{ "id": id }] })
+        .await
+        .unwrap();
+    assert!(listed(admin.run_command(pipeline).await.unwrap()).is_empty());
+    assert_code(
+        admin
             .run_command(doc! {
-                "aggregate": 1, "pipeline": [{ "$listLocalSessions": {} }], "cursor": {},
+                "aggregate": 1, "pipeline": [{ "$listLocalSessions": { "bogus": 1 } }], "cursor": {},
             })
             .await,
-        115,
+        40415,
     );
-    assert!(message_of(&e).contains("$listLocalSessions"), "{e}");
 }
 
 #[tokio::test]
