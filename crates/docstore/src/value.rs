@@ -29,7 +29,8 @@ pub fn canonical_rank(v: &Bson) -> u8 {
 }
 
 /// Compare two values in MongoDB's total order (the order `sort` uses and that comparison
-/// operators use within a type bracket).
+/// operators use within a type bracket). Strings compare under the collation in force on this
+/// thread (`crate::collation::enter`), bytewise when there is none.
 pub fn compare(a: &Bson, b: &Bson) -> Ordering {
     let (ra, rb) = (canonical_rank(a), canonical_rank(b));
     if ra != rb {
@@ -39,7 +40,7 @@ pub fn compare(a: &Bson, b: &Bson) -> Ordering {
         (Bson::String(x), Bson::String(y))
         | (Bson::String(x), Bson::Symbol(y))
         | (Bson::Symbol(x), Bson::String(y))
-        | (Bson::Symbol(x), Bson::Symbol(y)) => x.as_bytes().cmp(y.as_bytes()),
+        | (Bson::Symbol(x), Bson::Symbol(y)) => crate::collation::compare_strings(x, y),
         (Bson::Document(x), Bson::Document(y)) => compare_documents(x, y),
         (Bson::Array(x), Bson::Array(y)) => compare_arrays(x, y),
         (Bson::Binary(x), Bson::Binary(y)) => x
