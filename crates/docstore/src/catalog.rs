@@ -526,7 +526,7 @@ fn replay(dbs: &mut Namespaces, op: JournalOp) -> Result<()> {
             coll: name,
             options,
         } => {
-            coll(dbs, &db, &name).write().options = options;
+            coll(dbs, &db, &name).write().set_options(options);
         }
         JournalOp::DropCollection { db, coll } => {
             if let Some(colls) = dbs.get_mut(&db) {

@@ -92,6 +92,7 @@ fn wrong_type(field: &str, value: &Bson, expected: &str) -> Error {
 }
 
 /// What one command's `collation` field asks for.
+#[derive(Clone)]
 pub enum Requested {
     /// No `collation` (or `collation: {}`): the collection's default applies.
     Default,
@@ -410,6 +411,11 @@ pub fn enter(collation: Option<Arc<Collation>>) -> Scope {
     ACTIVE.with(|a| a.set(collation.is_some()));
     let previous = CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), collation));
     Scope { previous }
+}
+
+/// Whether a collation is in force on this thread.
+pub fn active() -> bool {
+    ACTIVE.with(Cell::get)
 }
 
 /// The collation in force on this thread.

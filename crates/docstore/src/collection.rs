@@ -27,6 +27,8 @@ pub struct Collection {
     pub db: String,
     pub name: String,
     pub options: Document,
+    /// The default collation its options name (`None`: simple), parsed once.
+    collation: Option<std::sync::Arc<crate::collation::Collation>>,
     docs: BTreeMap<RecordId, StoredDoc>,
     /// Sum of the documents' BSON sizes.
     data_bytes: u64,
@@ -88,10 +90,12 @@ pub struct ExecStats {
 
 impl Collection {
     pub fn new(db: &str, name: &str, options: Document) -> Collection {
-        let id_index = Index::new(IndexSpec::id_index()).expect("the _id index spec is valid");
+        let collation = crate::collation::of_options(&options);
+        let id_index = Self::id_index(collation.as_ref());
         Collection {
             db: db.to_string(),
             name: name.to_string(),
+            collation,
             options,
             docs: BTreeMap::new(),
             data_bytes: 0,
@@ -100,6 +104,28 @@ impl Collection {
             dropped: false,
             changed: None,
         }
+    }
+
+    /// The collection's default collation (`None`: simple).
+    pub fn default_collation(&self) -> Option<&std::sync::Arc<crate::collation::Collation>> {
+        self.collation.as_ref()
+    }
+
+    /// Replace the collection's options (and so its default collation) while recovery replays
+    /// its creation, before it holds any document.
+    pub fn set_options(&mut self, options: Document) {
+        self.collation = crate::collation::of_options(&options);
+        if self.docs.is_empty() {
+            self.indexes[0] = Self::id_index(self.collation.as_ref());
+        }
+        self.options = options;
+    }
+
+    /// The `_id_` index, which has the collection's default collation as in mongod.
+    fn id_index(collation: Option<&std::sync::Arc<crate::collation::Collation>>) -> Index {
+        let mut spec = IndexSpec::id_index();
+        spec.collation = collation.cloned();
+        Index::new(spec).expect("the _id index spec is valid")
     }
 
     pub fn namespace(&self) -> String {

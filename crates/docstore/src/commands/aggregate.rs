@@ -1,7 +1,7 @@
 //! The `aggregate` command: pick the input documents (through an index when the pipeline starts
 //! with `$match`), run the pipeline, return a cursor, or write the results with `$out`/`$merge`.
 
-use super::args::{check_collation, Args};
+use super::args::Args;
 use super::crud::{cursor_reply, prepare_for_insert};
 use super::read_spec::ReadSpec;
 use super::Reply;
@@ -62,6 +62,24 @@ pub struct AggregateSpec {
     /// The documents of a leading `$documents` stage (database-level `aggregate: 1`), which
     /// are the pipeline's input instead of a collection's.
     pub documents: Option<Vec<Document>>,
+    /// The command's `collation` (the collection's default applies without one): in force for
+    /// the whole pipeline, as mongod applies it to `$match`, `$sort`, `$group`, `$lookup`...
+    pub collation: crate::collation::Requested,
+}
+
+impl AggregateSpec {
+    /// The collation the pipeline runs under.
+    pub fn collation_in_force(
+        &self,
+        state: &ServerState,
+        db: &str,
+    ) -> Option<Arc<crate::collation::Collation>> {
+        let default = state
+            .catalog
+            .get(db, &self.collection)
+            .and_then(|h| h.read().default_collation().cloned());
+        self.collation.clone().or_default(default)
+    }
 }
 
 /// The collection name a database-level aggregation reports in its cursor's namespace.
@@ -92,7 +110,7 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
                 .unwrap_or_else(|| Error::bad_value("bad collection")))
         }
     };
-    check_collation(args.get("collation"))?;
+    let collation = crate::collation::parse(args.get("collation"))?;
     let stages = args.documents("pipeline")?;
     let mut stages: Vec<Document> = stages.into_iter().cloned().collect();
     let vars = args.let_vars()?.unwrap_or_default();
@@ -177,6 +195,7 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
         },
         batch_size,
         documents,
+        collation,
     })
 }
 
@@ -209,6 +228,7 @@ fn documents_stage(spec: &Bson, vars: &Document) -> Result<Vec<Document>> {
 /// `aggregate` without `explain: true` (which the dispatcher sends to `explain`).
 pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     let spec = parse(args, false)?;
+    let _collation = crate::collation::enter(spec.collation_in_force(state, db));
     let ctx = DatabaseContext {
         state,
         db,

@@ -42,9 +42,13 @@ pub fn create(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
         }
     }
     args.allow_only(&["capped", "collation", "idIndex"])?;
-    super::args::check_collation(args.get("collation"))?;
+    let mut options = Document::new();
+    // The resolved collation becomes the collection's default (`{locale: "simple"}` is none).
+    if let Some(c) = crate::collation::parse(args.get("collation"))?.or_default(None) {
+        options.insert("collation", c.spec().clone());
+    }
     let coll = args.collection()?;
-    let lsn = state.catalog.create_collection(db, coll, Document::new())?;
+    let lsn = state.catalog.create_collection(db, coll, options)?;
     Ok(Reply::write(Document::new(), lsn))
 }
 
@@ -87,7 +91,7 @@ pub fn list_collections(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> 
                 "type": "collection",
                 "options": c.options.clone(),
                 "info": { "readOnly": false },
-                "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_" },
+                "idIndex": c.indexes()[0].spec.to_document(),
             }
         };
         if filter.as_ref().is_none_or(|f| f.matches(&entry)) {
@@ -197,7 +201,12 @@ pub fn create_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Re
         let before = c.indexes().len();
         let mut result = Ok(());
         for spec in &specs {
-            match existing_index(c.indexes().iter().map(|i| &i.spec), spec) {
+            let mut spec = spec.clone();
+            if let Err(e) = spec.inherit_collation(c.default_collation()) {
+                result = Err(e);
+                break;
+            }
+            match existing_index(c.indexes().iter().map(|i| &i.spec), &spec) {
                 Ok(true) => continue,
                 Ok(false) => {}
                 Err(e) => {
@@ -205,7 +214,7 @@ pub fn create_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Re
                     break;
                 }
             }
-            if let Err(e) = c.create_index(spec.clone()) {
+            if let Err(e) = c.create_index(spec) {
                 result = Err(e);
                 break;
             }

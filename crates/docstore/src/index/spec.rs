@@ -24,6 +24,12 @@ pub struct IndexSpec {
     pub kept_options: Document,
     /// Set for a text index (whose `key` is then the normalised `{…, _fts: "text", _ftsx: 1}`).
     pub text: Option<crate::text::TextOptions>,
+    /// The index's collation (`None`: simple): its string keys are the collation's comparison
+    /// keys.
+    pub collation: Option<std::sync::Arc<crate::collation::Collation>>,
+    /// Whether the spec named its collation (`{locale: "simple"}` included); when it did not,
+    /// `createIndexes` gives the index the collection's default collation.
+    pub collation_given: bool,
 }
 
 /// MongoDB's InvalidIndexSpecificationOption.
@@ -41,6 +47,7 @@ impl IndexSpec {
         let mut expire_after_seconds = None;
         let mut kept_options = Document::new();
         let mut raw_text = crate::text::RawTextOptions::default();
+        let mut collation = crate::collation::Requested::Default;
         for (field, value) in spec {
             match field.as_str() {
                 "key" => match value {
@@ -78,7 +85,7 @@ impl IndexSpec {
                         return Err(Error::not_supported(format!("{field} indexes")));
                     }
                 }
-                "collation" => return Err(Error::not_supported("index collations")),
+                "collation" => collation = crate::collation::parse(Some(value))?,
                 "weights" => raw_text.weights = Some(value.clone()),
                 "default_language" => raw_text.default_language = Some(value.clone()),
                 "language_override" => raw_text.language_override = Some(value.clone()),
@@ -201,6 +208,11 @@ impl IndexSpec {
                 return Err(in_spec("_id index cannot be a partial index".into()));
             }
         }
+        let collation_given = !matches!(collation, crate::collation::Requested::Default);
+        let collation = collation.or_default(None);
+        if let Some(c) = &collation {
+            refuse_collated_kind(text.is_some(), c)?;
+        }
         Ok(IndexSpec {
             name,
             key,
@@ -210,6 +222,8 @@ impl IndexSpec {
             expire_after_seconds,
             kept_options,
             text,
+            collation,
+            collation_given,
         })
     }
 
@@ -224,7 +238,25 @@ impl IndexSpec {
             expire_after_seconds: None,
             kept_options: Document::new(),
             text: None,
+            collation: None,
+            collation_given: false,
         }
+    }
+
+    /// Give an index that named no collation its collection's default (as `createIndexes`
+    /// does); a text index keeps the simple collation only when it asked for it.
+    pub fn inherit_collation(
+        &mut self,
+        default: Option<&std::sync::Arc<crate::collation::Collation>>,
+    ) -> Result<()> {
+        if self.collation_given {
+            return Ok(());
+        }
+        if let Some(c) = default {
+            refuse_collated_kind(self.text.is_some(), c)?;
+            self.collation = Some(c.clone());
+        }
+        Ok(())
     }
 
     /// The form `listIndexes` returns (`v: 2`, `key`, `name`, options that are set).
@@ -252,6 +284,9 @@ impl IndexSpec {
             d.insert("default_language", text.default_language.clone());
             d.insert("language_override", text.language_override.clone());
             d.insert("textIndexVersion", text.version);
+        }
+        if let Some(c) = &self.collation {
+            d.insert("collation", c.spec().clone());
         }
         d
     }
@@ -288,7 +323,7 @@ impl IndexSpec {
             (None, None) => true,
             (Some(a), Some(b)) => compare_documents(a, b) == Ordering::Equal,
             _ => false,
-        };
+        } && crate::collation::same(self.collation.as_ref(), existing.collation.as_ref());
         // Asking for the _id index again, under any name, is a no-op as in MongoDB.
         if existing.name == "_id_"
             && same_key
@@ -353,6 +388,23 @@ impl IndexSpec {
         }
         Ok(false)
     }
+}
+
+/// Text indexes hold terms, not values: mongod refuses them any collation but the simple one.
+fn refuse_collated_kind(
+    text: bool,
+    collation: &crate::collation::Collation,
+) -> Result<()> {
+    if text {
+        return Err(Error::new(
+            ErrorCode::CannotCreateIndex,
+            format!(
+                "Index type 'text' does not support collation: {}",
+                keystring::render_document(collation.spec())
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn field_type_error(field: &str, expected: &str, got: &Bson) -> Error {
