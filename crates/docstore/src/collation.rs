@@ -28,14 +28,116 @@ const ICU_VERSION: &str = "57.1";
 /// The locales MongoDB 7.0 documents ("Collation Locales and Default Parameters"), as ICU
 /// locale IDs. Anything else is refused as mongod refuses a locale ICU has no collation for.
 const LOCALES: &[&str] = &[
-    "af", "sq", "am", "ar", "hy", "as", "az", "bn", "be", "bs", "bs_Cyrl", "bg", "my", "ca",
-    "chr", "zh", "zh_Hant", "hr", "cs", "da", "nl", "dz", "en", "en_US", "en_US_POSIX", "eo",
-    "et", "ee", "fo", "fil", "fi", "fi_FI", "fr", "fr_CA", "gl", "ka", "de", "de_AT", "el", "gu",
-    "ha", "haw", "he", "hi", "hu", "is", "ig", "smn", "id", "ga", "it", "ja", "kl", "kn", "kk",
-    "km", "kok", "ko", "ky", "lkt", "lo", "lv", "ln", "lt", "dsb", "lb", "mk", "ms", "ml", "mt",
-    "mr", "mn", "ne", "se", "nb", "nn", "or", "om", "ps", "fa", "fa_AF", "pl", "pt", "pa", "ro",
-    "ru", "sr", "sr_Latn", "si", "sk", "sl", "es", "sw", "sv", "ta", "te", "th", "bo", "to",
-    "tr", "uk", "hsb", "ur", "ug", "vi", "wae", "cy", "yi", "yo", "zu",
+    "af",
+    "sq",
+    "am",
+    "ar",
+    "hy",
+    "as",
+    "az",
+    "bn",
+    "be",
+    "bs",
+    "bs_Cyrl",
+    "bg",
+    "my",
+    "ca",
+    "chr",
+    "zh",
+    "zh_Hant",
+    "hr",
+    "cs",
+    "da",
+    "nl",
+    "dz",
+    "en",
+    "en_US",
+    "en_US_POSIX",
+    "eo",
+    "et",
+    "ee",
+    "fo",
+    "fil",
+    "fi",
+    "fi_FI",
+    "fr",
+    "fr_CA",
+    "gl",
+    "ka",
+    "de",
+    "de_AT",
+    "el",
+    "gu",
+    "ha",
+    "haw",
+    "he",
+    "hi",
+    "hu",
+    "is",
+    "ig",
+    "smn",
+    "id",
+    "ga",
+    "it",
+    "ja",
+    "kl",
+    "kn",
+    "kk",
+    "km",
+    "kok",
+    "ko",
+    "ky",
+    "lkt",
+    "lo",
+    "lv",
+    "ln",
+    "lt",
+    "dsb",
+    "lb",
+    "mk",
+    "ms",
+    "ml",
+    "mt",
+    "mr",
+    "mn",
+    "ne",
+    "se",
+    "nb",
+    "nn",
+    "or",
+    "om",
+    "ps",
+    "fa",
+    "fa_AF",
+    "pl",
+    "pt",
+    "pa",
+    "ro",
+    "ru",
+    "sr",
+    "sr_Latn",
+    "si",
+    "sk",
+    "sl",
+    "es",
+    "sw",
+    "sv",
+    "ta",
+    "te",
+    "th",
+    "bo",
+    "to",
+    "tr",
+    "uk",
+    "hsb",
+    "ur",
+    "ug",
+    "vi",
+    "wae",
+    "cy",
+    "yi",
+    "yo",
+    "zu",
 ];
 
 /// The `@collation=` variants MongoDB documents, with the BCP 47 `co` value ICU4X knows them
@@ -84,10 +186,18 @@ fn invalid(field: &str, spec: &Document) -> Error {
     ))
 }
 
-fn wrong_type(field: &str, value: &Bson, expected: &str) -> Error {
+fn wrong_type(field: &str, expected: &str, spec: &Document) -> Error {
     Error::type_mismatch(format!(
-        "BSON field 'Collation.{field}' is the wrong type '{}', expected type '{expected}'",
-        crate::value::type_name(value)
+        "Field '{field}' must be of type {expected} in: {}",
+        keystring::render_document(spec)
+    ))
+}
+
+/// mongod's answer to a value outside a field's choices.
+fn not_one_of(field: &str, choices: &str, got: &Bson) -> Error {
+    Error::failed_to_parse(format!(
+        "Field '{field}' must be {choices}. Got: {}",
+        keystring::render(got)
     ))
 }
 
@@ -148,13 +258,8 @@ impl Collation {
     fn parse(spec: &Document) -> Result<Requested> {
         let locale = match spec.get("locale") {
             Some(Bson::String(s)) => s.as_str(),
-            Some(other) => return Err(wrong_type("locale", other, "string")),
-            None => {
-                return Err(Error::location(
-                    40414,
-                    "BSON field 'Collation.locale' is missing but a required field",
-                ))
-            }
+            Some(_) => return Err(wrong_type("locale", "string", spec)),
+            None => return Err(Error::failed_to_parse("Required field 'locale' missing")),
         };
         let cache_key = keystring::render_document(spec);
         if let Some(found) = cache().lock().get(&cache_key) {
@@ -171,11 +276,11 @@ impl Collation {
         for (field, value) in spec {
             let flag = |v: &Bson| match v {
                 Bson::Boolean(b) => Ok(*b),
-                other => Err(wrong_type(field, other, "bool")),
+                _ => Err(wrong_type(field, "bool", spec)),
             };
             let text = |v: &'_ Bson| match v {
                 Bson::String(s) => Ok(s.clone()),
-                other => Err(wrong_type(field, other, "string")),
+                _ => Err(wrong_type(field, "string", spec)),
             };
             match field.as_str() {
                 "locale" => {}
@@ -185,7 +290,7 @@ impl Collation {
                         "upper" => CollationCaseFirst::Upper,
                         "lower" => CollationCaseFirst::Lower,
                         "off" => CollationCaseFirst::False,
-                        _ => return Err(invalid("caseFirst", spec)),
+                        _ => return Err(not_one_of(field, "'upper', 'lower', or 'off'", value)),
                     })
                 }
                 "strength" => {
@@ -193,8 +298,8 @@ impl Collation {
                         .and_then(crate::value::Number::as_i64_exact)
                     {
                         Some(n @ 1..=5) => n,
-                        Some(_) => return Err(invalid("strength", spec)),
-                        None => return Err(wrong_type(field, value, "int")),
+                        Some(_) => return Err(not_one_of(field, "an integer 1 through 5", value)),
+                        None => return Err(wrong_type(field, "numeric", spec)),
                     }
                 }
                 "numericOrdering" => numeric = flag(value)?,
@@ -202,14 +307,14 @@ impl Collation {
                     alternate = Some(match text(value)?.as_str() {
                         "non-ignorable" => AlternateHandling::NonIgnorable,
                         "shifted" => AlternateHandling::Shifted,
-                        _ => return Err(invalid("alternate", spec)),
+                        _ => return Err(not_one_of(field, "'non-ignorable' or 'shifted'", value)),
                     })
                 }
                 "maxVariable" => {
                     max_variable = Some(match text(value)?.as_str() {
                         "punct" => MaxVariable::Punctuation,
                         "space" => MaxVariable::Space,
-                        _ => return Err(invalid("maxVariable", spec)),
+                        _ => return Err(not_one_of(field, "'punct' or 'space'", value)),
                     })
                 }
                 // ICU4X always normalizes (normalization: true). With `false`, ICU skips the
@@ -224,10 +329,9 @@ impl Collation {
                     }
                 }
                 other => {
-                    return Err(Error::location(
-                        40415,
-                        format!("BSON field 'Collation.{other}' is an unknown field."),
-                    ))
+                    return Err(Error::failed_to_parse(format!(
+                        "Collation spec contains unknown field: {other}"
+                    )))
                 }
             }
         }
@@ -470,7 +574,9 @@ mod tests {
     #[test]
     fn key_strings_order_as_the_collation_does() {
         let c = collation(doc! {"locale": "en", "numericOrdering": true});
-        let words = ["2", "10", "apple", "Apple", "banana", "Éclair", "eclair", ""];
+        let words = [
+            "2", "10", "apple", "Apple", "banana", "Éclair", "eclair", "",
+        ];
         for a in words {
             for b in words {
                 assert_eq!(
@@ -498,7 +604,10 @@ mod tests {
     #[test]
     fn unknown_locales_and_simple_with_options_are_refused() {
         assert!(parse(Some(&Bson::Document(doc! {"locale": "xx"}))).is_err());
-        assert!(parse(Some(&Bson::Document(doc! {"locale": "simple", "strength": 2}))).is_err());
+        assert!(parse(Some(&Bson::Document(
+            doc! {"locale": "simple", "strength": 2}
+        )))
+        .is_err());
         assert!(parse(Some(&Bson::Document(doc! {"locale": "en", "strength": 0}))).is_err());
         assert!(matches!(
             parse(Some(&Bson::Document(doc! {"locale": "simple"}))),

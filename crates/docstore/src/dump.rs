@@ -719,10 +719,18 @@ fn load_database(
         } else if entry.is_some() {
             return Err(corrupt(&bson_path, "is missing"));
         }
+        // The one option docstore keeps: the default collation, resolved (check_options
+        // validated it).
+        let mut options = Document::new();
+        if let Ok(requested) = crate::collation::parse(parsed.options.get("collation")) {
+            if let Some(c) = requested.or_default(None) {
+                options.insert("collation", c.spec().clone());
+            }
+        }
         images.push(CollectionImage {
             db: db.to_string(),
             coll: coll_name,
-            options: Document::new(),
+            options,
             indexes: parsed.indexes,
             docs,
         });
@@ -786,14 +794,15 @@ fn parse_metadata(path: &Path, bytes: &[u8]) -> DumpResult<Metadata> {
     })
 }
 
-/// docstore keeps no collection options: accept only those that change nothing.
+/// docstore keeps one collection option, the default collation: accept it when valid, and
+/// the others only when they change nothing.
 fn check_options(path: &Path, options: &Document) -> DumpResult<()> {
     for (key, value) in options {
         let harmless = match key.as_str() {
             "capped" => value == &Bson::Boolean(false),
             "uuid" | "idIndex" => true,
             "collation" => {
-                matches!(value, Bson::Document(d) if d.get_str("locale") == Ok("simple"))
+                matches!(value, Bson::Document(_)) && crate::collation::parse(Some(value)).is_ok()
             }
             _ => false,
         };

@@ -2,9 +2,9 @@
 //! distinct.
 
 use super::args::Args;
-use crate::collation;
 use super::read_spec::{parse_filter, parse_hint, ReadSpec};
 use super::Reply;
+use crate::collation;
 use crate::collection::{Collection, Hit, WriteSession};
 use crate::error::{Error, ErrorCode, Result};
 use crate::path;
@@ -627,7 +627,8 @@ pub fn delete(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
     for (i, statement) in statements.iter().enumerate() {
         let result = parse_delete_statement(statement, vars).and_then(|(read, multi, wanted)| {
             let outcome = state.catalog.write(db, coll, false, |c| {
-                let _collation = collation::enter(wanted.or_default(c.default_collation().cloned()));
+                let _collation =
+                    collation::enter(wanted.or_default(c.default_collation().cloned()));
                 delete_matching(c, &read, multi).map(|removed| removed.len() as u64)
             })?;
             match outcome {
@@ -769,13 +770,11 @@ pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
         }
     };
     if remove {
-        let outcome = state
-            .catalog
-            .write(db, coll, false, |c| {
-                let _collation =
-                    collation::enter(requested.clone().or_default(c.default_collation().cloned()));
-                delete_matching(c, &read, false)
-            })?;
+        let outcome = state.catalog.write(db, coll, false, |c| {
+            let _collation =
+                collation::enter(requested.clone().or_default(c.default_collation().cloned()));
+            delete_matching(c, &read, false)
+        })?;
         let (removed, lsn) = match outcome {
             None => (None, 0),
             Some(o) => (o.value?.into_iter().next(), o.lsn),

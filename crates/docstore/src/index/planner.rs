@@ -454,7 +454,11 @@ fn field_constraints(value: &Bson, keying: Keying<'_>) -> Vec<Constraint> {
         }
         Bson::RegularExpression(_) if !keying.allows_regex() => Vec::new(),
         Bson::RegularExpression(r) => regex(&r.pattern, &r.options, value).into_iter().collect(),
-        v => keying.key(v).and_then(|v| equality(&v)).into_iter().collect(),
+        v => keying
+            .key(v)
+            .and_then(|v| equality(&v))
+            .into_iter()
+            .collect(),
     }
 }
 
@@ -947,7 +951,8 @@ pub fn plan_limited(
     let collation = crate::collation::current();
     let mut constraints = HashMap::new();
     collect_constraints(filter, Keying::Same(collation.as_deref()), &mut constraints);
-    let same = |idx: &Index| crate::collation::same(idx.spec.collation.as_ref(), collation.as_ref());
+    let same =
+        |idx: &Index| crate::collation::same(idx.spec.collation.as_ref(), collation.as_ref());
     let mut string_free = HashMap::new();
     if !indexes.iter().all(|idx| same(idx)) {
         collect_constraints(filter, Keying::StringFree, &mut string_free);
@@ -994,7 +999,12 @@ pub fn plan_limited(
             ));
         }
         let (constraints, same) = for_index(indexes[position]);
-        let c = evaluate(position, indexes[position], constraints, sort.filter(|_| same));
+        let c = evaluate(
+            position,
+            indexes[position],
+            constraints,
+            sort.filter(|_| same),
+        );
         let bounds = c.bounds(indexes);
         return Ok(c.into_plan(bounds));
     }

@@ -319,11 +319,12 @@ impl IndexSpec {
     pub fn same_definition(&self, existing: &IndexSpec) -> Result<bool> {
         // Key pattern and partial filter identify an index; the other options only qualify it.
         let same_key = compare_documents(&self.key, &existing.key) == Ordering::Equal;
-        let same_partial = match (&self.partial_filter, &existing.partial_filter) {
-            (None, None) => true,
-            (Some(a), Some(b)) => compare_documents(a, b) == Ordering::Equal,
-            _ => false,
-        } && crate::collation::same(self.collation.as_ref(), existing.collation.as_ref());
+        let same_partial =
+            match (&self.partial_filter, &existing.partial_filter) {
+                (None, None) => true,
+                (Some(a), Some(b)) => compare_documents(a, b) == Ordering::Equal,
+                _ => false,
+            } && crate::collation::same(self.collation.as_ref(), existing.collation.as_ref());
         // Asking for the _id index again, under any name, is a no-op as in MongoDB.
         if existing.name == "_id_"
             && same_key
@@ -391,10 +392,7 @@ impl IndexSpec {
 }
 
 /// Text indexes hold terms, not values: mongod refuses them any collation but the simple one.
-fn refuse_collated_kind(
-    text: bool,
-    collation: &crate::collation::Collation,
-) -> Result<()> {
+fn refuse_collated_kind(text: bool, collation: &crate::collation::Collation) -> Result<()> {
     if text {
         return Err(Error::new(
             ErrorCode::CannotCreateIndex,

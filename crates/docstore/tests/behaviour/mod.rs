@@ -4,6 +4,7 @@
 mod aggregation;
 mod auth;
 mod clients_regressions;
+mod collation;
 mod collections;
 mod concurrency;
 mod crud;
