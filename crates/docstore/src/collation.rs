@@ -6,9 +6,9 @@
 //! `$regex`, which stays binary as in mongod), sorts, `$group` and `distinct` equality, and the
 //! update operators that compare. Rather than thread a collator through the matcher, the sort,
 //! the expression evaluator and the update engine (all synchronous and deep), a command installs
-//! its collation for the thread it runs on with [`enter`], and [`compare_strings`] — which
-//! `value::compare` calls for every pair of strings — consults it. With no collation in force
-//! that is one thread-local flag test before the binary comparison of old.
+//! its collation for the thread it runs on with [`enter`], as the string order that
+//! `value::compare` consults for every pair of strings. With no collation in force that is one
+//! thread-local flag test before the bytewise comparison.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::keystring;
@@ -17,7 +17,7 @@ use icu_collator::options::{AlternateHandling, CaseLevel, CollatorOptions, MaxVa
 use icu_collator::preferences::{CollationCaseFirst, CollationNumericOrdering};
 use icu_collator::{CollatorBorrowed, CollatorPreferences};
 use parking_lot::Mutex;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
@@ -488,10 +488,15 @@ fn icu_locale(locale: &str) -> Option<String> {
 }
 
 thread_local! {
-    /// Whether a collation is in force on this thread (tested first, so the simple case reads
-    /// one flag).
-    static ACTIVE: Cell<bool> = const { Cell::new(false) };
+    /// The collation in force on this thread (the planner needs it whole, for index keys;
+    /// `value` holds it as the thread's string order).
     static CURRENT: RefCell<Option<Arc<Collation>>> = const { RefCell::new(None) };
+}
+
+impl crate::value::StringOrder for Collation {
+    fn compare_strings(&self, a: &str, b: &str) -> Ordering {
+        self.compare(a, b)
+    }
 }
 
 /// Puts back the collation that was in force when [`enter`] was called.
@@ -502,9 +507,16 @@ pub struct Scope {
 impl Drop for Scope {
     fn drop(&mut self) {
         let previous = self.previous.take();
-        ACTIVE.with(|a| a.set(previous.is_some()));
-        CURRENT.with(|c| *c.borrow_mut() = previous);
+        install(previous);
     }
+}
+
+fn install(collation: Option<Arc<Collation>>) -> Option<Arc<Collation>> {
+    let order = collation
+        .clone()
+        .map(|c| c as Arc<dyn crate::value::StringOrder>);
+    crate::value::set_string_order(order);
+    CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), collation))
 }
 
 /// Make `collation` the one in force on this thread until the returned guard drops. Callers
@@ -512,33 +524,22 @@ impl Drop for Scope {
 /// behind.
 #[must_use = "the collation is in force only while the guard lives"]
 pub fn enter(collation: Option<Arc<Collation>>) -> Scope {
-    ACTIVE.with(|a| a.set(collation.is_some()));
-    let previous = CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), collation));
-    Scope { previous }
+    Scope {
+        previous: install(collation),
+    }
 }
 
 /// Whether a collation is in force on this thread.
 pub fn active() -> bool {
-    ACTIVE.with(Cell::get)
+    crate::value::has_string_order()
 }
 
 /// The collation in force on this thread.
 pub fn current() -> Option<Arc<Collation>> {
-    if !ACTIVE.with(Cell::get) {
+    if !active() {
         return None;
     }
     CURRENT.with(|c| c.borrow().clone())
-}
-
-/// Compare two strings under the collation in force (bytewise when none is).
-pub fn compare_strings(a: &str, b: &str) -> Ordering {
-    if !ACTIVE.with(Cell::get) {
-        return a.as_bytes().cmp(b.as_bytes());
-    }
-    CURRENT.with(|c| match &*c.borrow() {
-        Some(collation) => collation.compare(a, b),
-        None => a.as_bytes().cmp(b.as_bytes()),
-    })
 }
 
 /// Whether two collations (`None`: simple) are the same.
@@ -617,9 +618,15 @@ mod tests {
 
     #[test]
     fn a_scope_puts_back_the_previous_collation() {
+        use crate::value::compare_strings;
         assert_eq!(compare_strings("a", "B"), Ordering::Greater);
         {
             let _scope = enter(Some(collation(doc! {"locale": "en"})));
+            assert_eq!(compare_strings("a", "B"), Ordering::Less);
+            {
+                let _binary = enter(None);
+                assert_eq!(compare_strings("a", "B"), Ordering::Greater);
+            }
             assert_eq!(compare_strings("a", "B"), Ordering::Less);
         }
         assert_eq!(compare_strings("a", "B"), Ordering::Greater);
