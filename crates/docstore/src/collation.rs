@@ -247,7 +247,10 @@ pub fn of_options(options: &Document) -> Option<Arc<Collation>> {
     }
 }
 
-/// Collators already built, by resolved specification: building one loads its tailoring, and
+/// How many collators [`cache`] keeps at most.
+const CACHE_LIMIT: usize = 1024;
+
+/// Collators already built, by the specification as given: building one loads its tailoring, and
 /// the same few collations come with every command.
 fn cache() -> &'static Mutex<HashMap<String, Arc<Collation>>> {
     static CACHE: OnceLock<Mutex<HashMap<String, Arc<Collation>>>> = OnceLock::new();
@@ -347,6 +350,12 @@ impl Collation {
             }
             return Ok(Requested::Simple);
         }
+        if let Some((_, variant @ ("search" | "searchjl"))) = locale.split_once("@collation=") {
+            return Err(Error::bad_value(format!(
+                "collation variant '{variant}' (locale '{locale}') is not supported by \
+                 docstore: its collation library ships no search tailorings"
+            )));
+        }
         let bcp47 = icu_locale(locale).ok_or_else(|| invalid("locale", spec))?;
         let parsed: icu_locale_core::Locale = bcp47.parse().map_err(|_| invalid("locale", spec))?;
         let mut prefs = CollatorPreferences::from(&parsed);
@@ -420,7 +429,12 @@ impl Collation {
             spec: full,
             collator,
         });
-        cache().lock().insert(cache_key, collation.clone());
+        let mut cache = cache().lock();
+        // Specs differing only in field order are distinct entries: keep the map bounded.
+        if cache.len() >= CACHE_LIMIT {
+            cache.clear();
+        }
+        cache.insert(cache_key, collation.clone());
         Ok(Requested::Collation(collation))
     }
 
@@ -600,6 +614,20 @@ mod tests {
                 "normalization": false, "backwards": true, "version": "57.1",
             }
         );
+    }
+
+    #[test]
+    fn every_documented_locale_and_variant_builds_a_collator() {
+        for locale in LOCALES {
+            collation(doc! {"locale": *locale});
+        }
+        for (variant, _) in VARIANTS {
+            collation(doc! {"locale": format!("zh@collation={variant}")});
+        }
+        let search = parse(Some(&Bson::Document(
+            doc! {"locale": "de@collation=search"},
+        )));
+        assert!(search.is_err_and(|e| e.message.contains("search")));
     }
 
     #[test]

@@ -462,6 +462,8 @@ impl Index {
             return Ok(Vec::new());
         }
         if let Some(filter) = &self.partial {
+            // The filter compares under the index's collation, whatever command writes.
+            let _collation = crate::collation::enter(self.spec.collation.clone());
             if !filter.matches(doc) {
                 return Ok(Vec::new());
             }
