@@ -1176,6 +1176,38 @@ mod tests {
     }
 
     #[test]
+    fn a_collection_default_collation_and_collated_indexes_are_restored() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dump = tmp.path().join("dump");
+        fs::create_dir_all(dump.join("shop")).unwrap();
+        let mut bytes = Vec::new();
+        doc! {"_id": 1, "name": "Müller"}
+            .to_writer(&mut bytes)
+            .unwrap();
+        fs::write(dump.join("shop/people.bson"), &bytes).unwrap();
+        fs::write(
+            dump.join("shop/people.metadata.json"),
+            r#"{"options":{"collation":{"locale":"de","strength":{"$numberInt":"2"}}},"indexes":[{"v":{"$numberInt":"2"},"key":{"_id":{"$numberInt":"1"}},"name":"_id_","collation":{"locale":"de","strength":{"$numberInt":"2"}}},{"v":{"$numberInt":"2"},"key":{"name":{"$numberInt":"1"}},"name":"name_1","unique":true,"collation":{"locale":"de","strength":{"$numberInt":"2"}}}],"collectionName":"people","type":"collection"}"#,
+        )
+        .unwrap();
+        let data = tmp.path().join("data");
+        restore_into_directory(&dump, &data, false).unwrap();
+        let state = opened(&data);
+        let people = state.catalog.get("shop", "people").unwrap();
+        let people = people.read();
+        let default = people.default_collation().expect("the default collation");
+        assert_eq!(default.spec().get_i32("strength"), Ok(2));
+        for index in people.indexes() {
+            assert_eq!(
+                index.spec.collation.as_ref().map(|c| c.spec().clone()),
+                Some(default.spec().clone()),
+                "{}",
+                index.spec.name
+            );
+        }
+    }
+
+    #[test]
     fn a_gzipped_mongodump_is_refused_with_a_clear_message() {
         let tmp = tempfile::tempdir().unwrap();
         let dump = tmp.path().join("dump");
