@@ -583,3 +583,50 @@ async fn collations_survive_a_restart() {
         server.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn the_id_index_of_a_collection_with_a_default_collation_compares_ids_under_it() {
+    let t = test_db().await;
+    run(
+        &t.db,
+        doc! { "create": "tags", "collation": { "locale": "en", "strength": 2 } },
+    )
+    .await;
+    run(
+        &t.db,
+        doc! { "insert": "tags", "documents": [{ "_id": "Jazz" }] },
+    )
+    .await;
+    let reply = run(
+        &t.db,
+        doc! { "insert": "tags", "documents": [{ "_id": "jazz" }] },
+    )
+    .await;
+    let errors = reply.get_array("writeErrors").expect("a duplicate _id");
+    assert_eq!(
+        errors[0].as_document().unwrap().get_i32("code").unwrap(),
+        11000
+    );
+    let reply = run(
+        &t.db,
+        doc! { "listCollections": 1, "filter": { "name": "tags" } },
+    )
+    .await;
+    let entry = reply
+        .get_document("cursor")
+        .unwrap()
+        .get_array("firstBatch")
+        .unwrap()[0]
+        .as_document()
+        .unwrap()
+        .clone();
+    assert_eq!(
+        entry
+            .get_document("idIndex")
+            .unwrap()
+            .get_document("collation")
+            .unwrap()
+            .get_i32("strength"),
+        Ok(2)
+    );
+}
