@@ -29,6 +29,8 @@ pub struct Collection {
     pub db: String,
     pub name: String,
     pub options: Document,
+    /// The default collation its options name (`None`: simple), parsed once.
+    collation: Option<std::sync::Arc<crate::collation::Collation>>,
     docs: BTreeMap<RecordId, StoredDoc>,
     /// Sum of the documents' BSON sizes.
     data_bytes: u64,
@@ -94,10 +96,12 @@ pub struct ExecStats {
 
 impl Collection {
     pub fn new(db: &str, name: &str, options: Document) -> Collection {
-        let id_index = Index::new(IndexSpec::id_index()).expect("the _id index spec is valid");
+        let collation = crate::collation::of_options(&options);
+        let id_index = Self::id_index(collation.as_ref());
         let mut coll = Collection {
             db: db.to_string(),
             name: name.to_string(),
+            collation,
             options: Document::new(),
             docs: BTreeMap::new(),
             data_bytes: 0,
@@ -112,11 +116,17 @@ impl Collection {
         coll
     }
 
-    /// Replace the options, and the validator and capped limits they describe. Options come
-    /// from `create`/`collMod`, which parsed them already, or from storage, which holds only
-    /// such options; should one not parse, it is logged and leaves that rule off rather than
-    /// making the collection unreadable.
+    /// Replace the options, and the validator, capped limits and default collation they
+    /// describe. Options come from `create`/`collMod`, which parsed them already, or from
+    /// storage, which holds only such options; should one not parse, it is logged and leaves
+    /// that rule off rather than making the collection unreadable. The default collation
+    /// changes only while the collection is empty (recovery replaying its creation; `collMod`
+    /// cannot change it), and the `_id` index takes it, as in mongod.
     pub fn set_options(&mut self, options: Document) {
+        self.collation = crate::collation::of_options(&options);
+        if self.docs.is_empty() {
+            self.indexes[0] = Self::id_index(self.collation.as_ref());
+        }
         self.validator = validation::Validator::from_options(&options).unwrap_or_else(|e| {
             tracing::error!(ns = %self.namespace(), "stored validator does not parse: {e}");
             None
@@ -136,6 +146,18 @@ impl Collection {
     /// The capped limits, for a capped collection.
     pub fn capped(&self) -> Option<validation::Capped> {
         self.capped
+    }
+
+    /// The collection's default collation (`None`: simple).
+    pub fn default_collation(&self) -> Option<&std::sync::Arc<crate::collation::Collation>> {
+        self.collation.as_ref()
+    }
+
+    /// The `_id_` index, which has the collection's default collation as in mongod.
+    fn id_index(collation: Option<&std::sync::Arc<crate::collation::Collation>>) -> Index {
+        let mut spec = IndexSpec::id_index();
+        spec.collation = collation.cloned();
+        Index::new(spec).expect("the _id index spec is valid")
     }
 
     pub fn namespace(&self) -> String {

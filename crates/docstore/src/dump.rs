@@ -719,6 +719,14 @@ fn load_database(
         } else if entry.is_some() {
             return Err(corrupt(&bson_path, "is missing"));
         }
+        // The one option docstore keeps: the default collation, resolved (check_options
+        // validated it).
+        let mut options = Document::new();
+        if let Ok(requested) = crate::collation::parse(parsed.options.get("collation")) {
+            if let Some(c) = requested.or_default(None) {
+                options.insert("collation", c.spec().clone());
+            }
+        }
         images.push(CollectionImage {
             db: db.to_string(),
             coll: coll_name,
@@ -786,8 +794,9 @@ fn parse_metadata(path: &Path, bytes: &[u8]) -> DumpResult<Metadata> {
     })
 }
 
-/// Accept the collection options docstore keeps (a validator, capped limits), which it returns
-/// for the restored collection, and those that change nothing; refuse the rest by name.
+/// Accept the collection options docstore keeps (a validator, capped limits, the default
+/// collation), which it returns for the restored collection, and those that change nothing;
+/// refuse the rest by name.
 fn check_options(path: &Path, options: &Document) -> DumpResult<Document> {
     const KEPT: &[&str] = &[
         "validator",
@@ -816,8 +825,14 @@ fn check_options(path: &Path, options: &Document) -> DumpResult<Document> {
         let harmless = match key.as_str() {
             k if KEPT.contains(&k) => true,
             "uuid" | "idIndex" => true,
+            // The default collation is kept when valid.
             "collation" => {
-                matches!(value, Bson::Document(d) if d.get_str("locale") == Ok("simple"))
+                let valid = matches!(value, Bson::Document(_))
+                    && crate::collation::parse(Some(value)).is_ok();
+                if valid {
+                    kept.insert(key.clone(), value.clone());
+                }
+                valid
             }
             _ => false,
         };
@@ -1188,6 +1203,38 @@ mod tests {
             .collect();
         assert_eq!(names, vec!["_id_", "title_1_price_-1", "added_1"]);
         assert!(state.catalog.get("shop", "empty").is_some());
+    }
+
+    #[test]
+    fn a_collection_default_collation_and_collated_indexes_are_restored() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dump = tmp.path().join("dump");
+        fs::create_dir_all(dump.join("shop")).unwrap();
+        let mut bytes = Vec::new();
+        doc! {"_id": 1, "name": "Müller"}
+            .to_writer(&mut bytes)
+            .unwrap();
+        fs::write(dump.join("shop/people.bson"), &bytes).unwrap();
+        fs::write(
+            dump.join("shop/people.metadata.json"),
+            r#"{"options":{"collation":{"locale":"de","strength":{"$numberInt":"2"}}},"indexes":[{"v":{"$numberInt":"2"},"key":{"_id":{"$numberInt":"1"}},"name":"_id_","collation":{"locale":"de","strength":{"$numberInt":"2"}}},{"v":{"$numberInt":"2"},"key":{"name":{"$numberInt":"1"}},"name":"name_1","unique":true,"collation":{"locale":"de","strength":{"$numberInt":"2"}}}],"collectionName":"people","type":"collection"}"#,
+        )
+        .unwrap();
+        let data = tmp.path().join("data");
+        restore_into_directory(&dump, &data, false).unwrap();
+        let state = opened(&data);
+        let people = state.catalog.get("shop", "people").unwrap();
+        let people = people.read();
+        let default = people.default_collation().expect("the default collation");
+        assert_eq!(default.spec().get_i32("strength"), Ok(2));
+        for index in people.indexes() {
+            assert_eq!(
+                index.spec.collation.as_ref().map(|c| c.spec().clone()),
+                Some(default.spec().clone()),
+                "{}",
+                index.spec.name
+            );
+        }
     }
 
     #[test]

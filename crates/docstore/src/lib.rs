@@ -9,6 +9,7 @@ mod aggregation;
 pub mod auth;
 mod bson_depth;
 mod catalog;
+mod collation;
 mod collection;
 mod commands;
 mod config;

@@ -206,8 +206,7 @@ pub const FEATURES: &[Feature] = &[
     refused(Expression, "$bsonSize", "", "not implemented yet"),
     // Index options and kinds.
     supported(IndexOption, "hidden", "kept up to date and enforced (unique), never chosen by the planner nor hintable; `collMod` toggles it; persisted"),
-    supported(IndexOption, "collation", "`{locale: \"simple\"}` only (the binary comparison every index uses)"),
-    refused(IndexOption, "collation (other locales)", "index collations", "collations other than simple binary"),
+    supported(IndexOption, "collation", "ICU4X collations (strength 1-5, locales and variants, numericOrdering...); a text index takes only `{locale: \"simple\"}` (67)"),
     refused(IndexOption, "prepareUnique", "prepareUnique indexes", "converting an index to unique is not implemented"),
     supported(IndexOption, "2dsphere / 2d", "validated keys, no cells: a geo query reads every located document"),
     refused(IndexOption, "bucketSize", "geoHaystack indexes", "removed in MongoDB 5.0"),

@@ -1,8 +1,46 @@
-//! BSON value semantics shared by every layer: MongoDB's cross-type comparison order, type
-//! names and numbers, and numeric arithmetic with MongoDB's type promotion rules.
+//! BSON value semantics shared by every layer: MongoDB's cross-type comparison order (with
+//! the string order of the collation in force), type names and numbers, and numeric
+//! arithmetic with MongoDB's type promotion rules.
 
 use bson::{Bson, Decimal128, Document};
+use std::cell::{Cell, RefCell};
 use std::cmp::Ordering;
+use std::sync::Arc;
+
+/// An order on strings other than the bytewise one: a collation, which `crate::collation`
+/// installs on the thread that runs a command for the length of that command, so that every
+/// comparison the command makes (matching, sorting, grouping, updating) uses it.
+pub trait StringOrder: Send + Sync {
+    fn compare_strings(&self, a: &str, b: &str) -> Ordering;
+}
+
+thread_local! {
+    /// Whether a string order is installed (tested first: the simple case reads one flag).
+    static CUSTOM_ORDER: Cell<bool> = const { Cell::new(false) };
+    static STRING_ORDER: RefCell<Option<Arc<dyn StringOrder>>> = const { RefCell::new(None) };
+}
+
+/// Install `order` on this thread (`None`: bytewise); returns the one it replaces.
+pub fn set_string_order(order: Option<Arc<dyn StringOrder>>) -> Option<Arc<dyn StringOrder>> {
+    CUSTOM_ORDER.with(|c| c.set(order.is_some()));
+    STRING_ORDER.with(|o| std::mem::replace(&mut *o.borrow_mut(), order))
+}
+
+/// Whether a string order other than the bytewise one is installed on this thread.
+pub fn has_string_order() -> bool {
+    CUSTOM_ORDER.with(Cell::get)
+}
+
+/// Compare two strings under the order installed on this thread (bytewise when none is).
+pub fn compare_strings(a: &str, b: &str) -> Ordering {
+    if !has_string_order() {
+        return a.as_bytes().cmp(b.as_bytes());
+    }
+    STRING_ORDER.with(|o| match &*o.borrow() {
+        Some(order) => order.compare_strings(a, b),
+        None => a.as_bytes().cmp(b.as_bytes()),
+    })
+}
 
 /// Position of a value's type in MongoDB's comparison order. Numbers share one bracket, as do
 /// strings and symbols.
@@ -29,7 +67,8 @@ pub fn canonical_rank(v: &Bson) -> u8 {
 }
 
 /// Compare two values in MongoDB's total order (the order `sort` uses and that comparison
-/// operators use within a type bracket).
+/// operators use within a type bracket). Strings compare under the collation in force on this
+/// thread ([`set_string_order`]), bytewise when there is none.
 pub fn compare(a: &Bson, b: &Bson) -> Ordering {
     let (ra, rb) = (canonical_rank(a), canonical_rank(b));
     if ra != rb {
@@ -39,7 +78,7 @@ pub fn compare(a: &Bson, b: &Bson) -> Ordering {
         (Bson::String(x), Bson::String(y))
         | (Bson::String(x), Bson::Symbol(y))
         | (Bson::Symbol(x), Bson::String(y))
-        | (Bson::Symbol(x), Bson::Symbol(y)) => x.as_bytes().cmp(y.as_bytes()),
+        | (Bson::Symbol(x), Bson::Symbol(y)) => compare_strings(x, y),
         (Bson::Document(x), Bson::Document(y)) => compare_documents(x, y),
         (Bson::Array(x), Bson::Array(y)) => compare_arrays(x, y),
         (Bson::Binary(x), Bson::Binary(y)) => x

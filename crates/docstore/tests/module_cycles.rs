@@ -54,7 +54,9 @@ fn docstore_top_level_modules_import_each_other_without_cycles() {
 /// (`update` over `aggregation`); indexes hold partial filters (`index` over `query`); queries
 /// evaluate `$expr` and pipelines evaluate expressions (`expression` under both); expressions
 /// read the text score, and text indexes encode their entries as index keys read from dotted
-/// paths (`text` under `expression`, over `keystring` and `path`).
+/// paths (`text` under `expression`, over `keystring` and `path`). Collations are parsed and
+/// keyed beside text (over `keystring`), and installed as `value`'s string order, which
+/// `value` defines without knowing of them.
 const LAYERS: &[&[&str]] = &[
     &["server"],
     &["commands"],
@@ -66,7 +68,7 @@ const LAYERS: &[&[&str]] = &[
     &["aggregation", "index"],
     &["query"],
     &["expression"],
-    &["text", "geospatial"],
+    &["text", "geospatial", "collation"],
     &[
         "auth",
         "keystring",

@@ -46,7 +46,10 @@ impl Collection {
         coll.docs = (1..).zip(docs).collect();
         coll.indexes.clear();
         let mut all = Vec::with_capacity(specs.len() + 1);
-        all.push(IndexSpec::id_index());
+        // The `_id_` index has the collection's default collation.
+        let mut id_spec = IndexSpec::id_index();
+        id_spec.collation = coll.collation.clone();
+        all.push(id_spec);
         all.extend(specs.iter().cloned());
         let later =
             |spec: &IndexSpec| background && super::background::in_background(spec, docs_len);

@@ -1,7 +1,7 @@
 //! The `aggregate` command: pick the input documents (through an index when the pipeline starts
 //! with `$match`), run the pipeline, return a cursor, or write the results with `$out`/`$merge`.
 
-use super::args::{check_collation, Args};
+use super::args::Args;
 use super::crud::{cursor_reply, prepare_for_insert};
 use super::read_spec::ReadSpec;
 use super::Reply;
@@ -64,6 +64,24 @@ pub struct AggregateSpec {
     pub documents: Option<Vec<Document>>,
     /// A leading `$listLocalSessions` stage's argument: the sessions it lists are the input.
     pub list_sessions: Option<Bson>,
+    /// The command's `collation` (the collection's default applies without one): in force for
+    /// the whole pipeline, as mongod applies it to `$match`, `$sort`, `$group`, `$lookup`...
+    pub collation: crate::collation::Requested,
+}
+
+impl AggregateSpec {
+    /// The collation the pipeline runs under.
+    pub fn collation_in_force(
+        &self,
+        state: &ServerState,
+        db: &str,
+    ) -> Option<Arc<crate::collation::Collation>> {
+        let default = state
+            .catalog
+            .get(db, &self.collection)
+            .and_then(|h| h.read().default_collation().cloned());
+        self.collation.clone().or_default(default)
+    }
 }
 
 /// The collection name a database-level aggregation reports in its cursor's namespace.
@@ -94,7 +112,7 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
                 .unwrap_or_else(|| Error::bad_value("bad collection")))
         }
     };
-    check_collation(args.get("collation"))?;
+    let collation = crate::collation::parse(args.get("collation"))?;
     let stages = args.documents("pipeline")?;
     let mut stages: Vec<Document> = stages.into_iter().cloned().collect();
     let vars = args.let_vars()?.unwrap_or_default();
@@ -195,6 +213,7 @@ pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
         },
         batch_size,
         documents,
+        collation,
     })
 }
 
@@ -286,6 +305,7 @@ pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<
     if let Some(sessions) = &spec.list_sessions {
         spec.documents = Some(list_local_sessions(state, sessions)?);
     }
+    let _collation = crate::collation::enter(spec.collation_in_force(state, db));
     let ctx = DatabaseContext {
         state,
         db,

@@ -1,5 +1,6 @@
 //! Reading command arguments with MongoDB's type errors, rejecting fields a command does not
-//! know, and the options every command shares (write concern, transactions, collation).
+//! know, and the options every command shares (write concern, transactions); `collation` is
+//! `crate::collation`'s.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::value::{type_name, Number};
@@ -200,19 +201,6 @@ pub fn reject_transactions(cmd: &Document) -> Result<()> {
         ));
     }
     Ok(())
-}
-
-/// Only the simple (binary) collation is supported. An empty `collation: {}` means no
-/// collation, as MongoDB reads it.
-pub fn check_collation(collation: Option<&Bson>) -> Result<()> {
-    match collation {
-        None | Some(Bson::Null) => Ok(()),
-        Some(Bson::Document(d)) if d.is_empty() || d.get_str("locale") == Ok("simple") => Ok(()),
-        Some(_) => Err(Error::new(
-            ErrorCode::CommandNotSupported,
-            "collations other than { locale: \"simple\" } are not supported by docstore",
-        )),
-    }
 }
 
 /// `readConcern` levels a single node can honour.

@@ -1,9 +1,10 @@
 //! CRUD commands: insert, find, getMore, killCursors, update, delete, findAndModify, count,
 //! distinct.
 
-use super::args::{check_collation, Args};
+use super::args::Args;
 use super::read_spec::{parse_filter, parse_hint, ReadSpec};
 use super::Reply;
+use crate::collation;
 use crate::collection::{Collection, Hit, WriteSession};
 use crate::error::{Error, ErrorCode, Result};
 use crate::path;
@@ -197,7 +198,7 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
             "Cannot set 'awaitData' without also setting 'tailable'",
         ));
     }
-    check_collation(args.get("collation"))?;
+    let requested = collation::parse(args.get("collation"))?;
     let vars = args.let_vars()?;
     let vars = vars.as_ref();
     let projection = parse_projection(args, "projection")?;
@@ -237,6 +238,7 @@ pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
         }
         Some(handle) => {
             let c = handle.read();
+            let _collation = collation::enter(requested.or_default(c.default_collation().cloned()));
             if extras.is_plain() {
                 let (hits, _) = c.query(&read.query_spec())?;
                 drop(c);
@@ -524,6 +526,8 @@ pub struct UpdatePlan {
     pub multi: bool,
     pub upsert: bool,
     pub now: bson::DateTime,
+    /// The statement's `collation` (the collection's default applies without one).
+    pub collation: collation::Requested,
 }
 
 /// What an update did, with the documents before and after (single-document updates).
@@ -540,6 +544,11 @@ pub struct UpdateOutcome {
 /// changed even when a later one fails (MongoDB's updates are atomic per document, not per
 /// statement).
 pub fn apply_update(c: &mut WriteSession<'_>, plan: &UpdatePlan) -> Result<UpdateOutcome> {
+    let _collation = collation::enter(
+        plan.collation
+            .clone()
+            .or_default(c.default_collation().cloned()),
+    );
     let mut out = UpdateOutcome::default();
     let mut query = plan.read.query_spec();
     if !plan.multi {
@@ -687,7 +696,7 @@ fn parse_update_statement(
     now: bson::DateTime,
 ) -> Result<UpdatePlan> {
     let args = Args::new("q", st);
-    check_collation(st.get("collation"))?;
+    let requested = collation::parse(st.get("collation"))?;
     let filter_doc = args.required_document("q")?.clone();
     let u = st.get("u").ok_or_else(|| {
         Error::location(
@@ -729,6 +738,7 @@ fn parse_update_statement(
         multi,
         upsert: args.bool("upsert", false)?,
         now,
+        collation: requested,
     })
 }
 
@@ -768,8 +778,10 @@ pub fn delete(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
     let mut errors = Vec::new();
     let mut last_lsn = 0;
     for (i, statement) in statements.iter().enumerate() {
-        let result = parse_delete_statement(statement, vars).and_then(|(read, multi)| {
+        let result = parse_delete_statement(statement, vars).and_then(|(read, multi, wanted)| {
             let outcome = state.catalog.write(db, coll, false, |c| {
+                let _collation =
+                    collation::enter(wanted.or_default(c.default_collation().cloned()));
                 delete_matching(c, &read, multi).map(|removed| removed.len() as u64)
             })?;
             match outcome {
@@ -797,9 +809,12 @@ pub fn delete(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
     Ok(Reply::write(reply, last_lsn))
 }
 
-fn parse_delete_statement(st: &Document, vars: Option<&Document>) -> Result<(ReadSpec, bool)> {
+fn parse_delete_statement(
+    st: &Document,
+    vars: Option<&Document>,
+) -> Result<(ReadSpec, bool, collation::Requested)> {
     let args = Args::new("q", st);
-    check_collation(st.get("collation"))?;
+    let requested = collation::parse(st.get("collation"))?;
     let filter_doc = args.required_document("q")?.clone();
     let multi = match args.i64("limit")? {
         Some(0) => true,
@@ -827,6 +842,7 @@ fn parse_delete_statement(st: &Document, vars: Option<&Document>) -> Result<(Rea
             limit: if multi { None } else { Some(1) },
         },
         multi,
+        requested,
     ))
 }
 
@@ -866,7 +882,7 @@ pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
         "let",
     ])?;
     let coll = args.collection()?;
-    check_collation(args.get("collation"))?;
+    let requested = collation::parse(args.get("collation"))?;
     let vars = args.let_vars()?;
     let vars = vars.as_ref();
     let remove = args.bool("remove", false)?;
@@ -908,9 +924,11 @@ pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
         }
     };
     if remove {
-        let outcome = state
-            .catalog
-            .write(db, coll, false, |c| delete_matching(c, &read, false))?;
+        let outcome = state.catalog.write(db, coll, false, |c| {
+            let _collation =
+                collation::enter(requested.clone().or_default(c.default_collation().cloned()));
+            delete_matching(c, &read, false)
+        })?;
         let (removed, lsn) = match outcome {
             None => (None, 0),
             Some(o) => (o.value?.into_iter().next(), o.lsn),
@@ -931,6 +949,7 @@ pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
         multi: false,
         upsert,
         now: bson::DateTime::now(),
+        collation: requested,
     };
     let outcome = state.catalog.write(db, coll, upsert, |c| {
         c.bypass_validation(bypass);
@@ -961,7 +980,7 @@ pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
 pub fn count(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["query", "limit", "skip", "hint", "collation", "fields"])?;
     let coll = args.collection()?;
-    check_collation(args.get("collation"))?;
+    let requested = collation::parse(args.get("collation"))?;
     let filter_doc = args.document("query")?.cloned().unwrap_or_default();
     let read = ReadSpec {
         filter: Filter::parse(&filter_doc)?,
@@ -979,6 +998,7 @@ pub fn count(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Repl
         None => 0,
         Some(handle) => {
             let c = handle.read();
+            let _collation = collation::enter(requested.or_default(c.default_collation().cloned()));
             if read.filter_doc.is_empty() && read.hint.is_none() {
                 let total = c.len().saturating_sub(read.skip);
                 read.limit.map_or(total, |l| total.min(l))
@@ -993,7 +1013,7 @@ pub fn count(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Repl
 pub fn distinct(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["key", "query", "collation", "hint"])?;
     let coll = args.collection()?;
-    check_collation(args.get("collation"))?;
+    let requested = collation::parse(args.get("collation"))?;
     let key = args.string("key")?.ok_or_else(|| {
         Error::location(
             40414,
@@ -1016,8 +1036,13 @@ pub fn distinct(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<R
         limit: None,
     };
     let mut values: Vec<Bson> = Vec::new();
+    // Held to the end: equal values (under the collation) count once, and the answer is sorted.
+    let mut _collation = None;
     if let Some(handle) = state.catalog.get(db, coll) {
         let c = handle.read();
+        _collation = Some(collation::enter(
+            requested.or_default(c.default_collation().cloned()),
+        ));
         let (hits, _) = c.query(&read.query_spec())?;
         let head = [key.split('.').next().unwrap_or_default().to_string()];
         for hit in hits {

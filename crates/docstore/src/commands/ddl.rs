@@ -42,7 +42,6 @@ pub fn create(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
         "collation",
         "idIndex",
     ])?;
-    super::args::check_collation(args.get("collation"))?;
     let coll = args.collection()?;
     let options = create_options(args)?;
     let lsn = state.catalog.create_collection(db, coll, options)?;
@@ -50,7 +49,8 @@ pub fn create(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
 }
 
 /// The options a `create` stores, as `listCollections` shows them: the capped limits as given,
-/// and a validator with its level and action (mongod fills in their defaults).
+/// a validator with its level and action (mongod fills in their defaults), and the default
+/// collation resolved in full.
 fn create_options(args: &Args<'_>) -> Result<Document> {
     use crate::collection::validation::{Capped, Validator};
     let mut options = Document::new();
@@ -81,6 +81,10 @@ fn create_options(args: &Args<'_>) -> Result<Document> {
             }
             None => {}
         }
+    }
+    // The resolved collation becomes the collection's default (`{locale: "simple"}` is none).
+    if let Some(c) = crate::collation::parse(args.get("collation"))?.or_default(None) {
+        options.insert("collation", c.spec().clone());
     }
     Capped::from_options(&options)?;
     Validator::from_options(&options)?;
@@ -296,7 +300,7 @@ pub fn list_collections(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> 
                 "type": "collection",
                 "options": c.options.clone(),
                 "info": { "readOnly": false },
-                "idIndex": { "v": 2, "key": { "_id": 1 }, "name": "_id_" },
+                "idIndex": c.indexes()[0].spec.to_document(),
             }
         };
         if filter.as_ref().is_none_or(|f| f.matches(&entry)) {
@@ -413,7 +417,12 @@ pub fn create_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Re
         let before = c.indexes().len();
         let mut result = Ok(());
         for spec in &specs {
-            match existing_index(c.indexes().iter().map(|i| &i.spec), spec) {
+            let mut spec = spec.clone();
+            if let Err(e) = spec.inherit_collation(c.default_collation()) {
+                result = Err(e);
+                break;
+            }
+            match existing_index(c.indexes().iter().map(|i| &i.spec), &spec) {
                 Ok(true) => continue,
                 Ok(false) => {}
                 Err(e) => {
@@ -421,7 +430,7 @@ pub fn create_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Re
                     break;
                 }
             }
-            if let Err(e) = c.create_index(spec.clone()) {
+            if let Err(e) = c.create_index(spec) {
                 result = Err(e);
                 break;
             }

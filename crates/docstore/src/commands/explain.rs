@@ -22,19 +22,23 @@ pub fn explain(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Re
     match name {
         "find" => {
             let read = read_spec_for(&inner_args, "filter", "sort", "skip", "limit")?;
-            explain_read(state, db, inner_args.collection()?, &read)
+            let collation = crate::collation::parse(inner_args.get("collation"))?;
+            explain_read(state, db, inner_args.collection()?, &read, collation)
         }
         "count" => {
             let read = read_spec_for(&inner_args, "query", "", "skip", "limit")?;
-            explain_read(state, db, inner_args.collection()?, &read)
+            let collation = crate::collation::parse(inner_args.get("collation"))?;
+            explain_read(state, db, inner_args.collection()?, &read, collation)
         }
         "distinct" => {
             let read = read_spec_for(&inner_args, "query", "", "", "")?;
-            explain_read(state, db, inner_args.collection()?, &read)
+            let collation = crate::collation::parse(inner_args.get("collation"))?;
+            explain_read(state, db, inner_args.collection()?, &read, collation)
         }
         "findAndModify" | "findandmodify" => {
             let read = read_spec_for(&inner_args, "query", "sort", "", "")?;
-            explain_read(state, db, inner_args.collection()?, &read)
+            let collation = crate::collation::parse(inner_args.get("collation"))?;
+            explain_read(state, db, inner_args.collection()?, &read, collation)
         }
         "aggregate" => explain_aggregate(state, db, &inner_args),
         "update" | "delete" => {
@@ -48,7 +52,8 @@ pub fn explain(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Re
                 .first()
                 .ok_or_else(|| Error::bad_value(format!("{name} needs at least one statement")))?;
             let read = read_spec_for(&Args::new("q", first), "q", "", "", "")?;
-            explain_read(state, db, inner_args.collection()?, &read)
+            let collation = crate::collation::parse(first.get("collation"))?;
+            explain_read(state, db, inner_args.collection()?, &read, collation)
         }
         other => Err(Error::not_supported(format!("explain of '{other}'"))),
     }
@@ -98,10 +103,21 @@ fn read_spec_for(
     })
 }
 
-fn explain_read(state: &Arc<ServerState>, db: &str, coll: &str, read: &ReadSpec) -> Result<Reply> {
+fn explain_read(
+    state: &Arc<ServerState>,
+    db: &str,
+    coll: &str,
+    read: &ReadSpec,
+    collation: crate::collation::Requested,
+) -> Result<Reply> {
     let started = Instant::now();
     let stats = match state.catalog.get(db, coll) {
-        Some(handle) => handle.read().explain_query(&read.query_spec())?.1,
+        Some(handle) => {
+            let c = handle.read();
+            let _collation =
+                crate::collation::enter(collation.or_default(c.default_collation().cloned()));
+            c.explain_query(&read.query_spec())?.1
+        }
         None => ExecStats {
             winning_plan: doc! { "stage": "EOF" },
             keys_examined: 0,
@@ -138,7 +154,8 @@ pub fn explain_aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) ->
             started,
         )));
     }
-    explain_read(state, db, &spec.collection, &spec.input)
+    let collation = spec.collation.clone();
+    explain_read(state, db, &spec.collection, &spec.input, collation)
 }
 
 fn explain_reply(

@@ -504,6 +504,8 @@ impl Index {
             return Ok(Vec::new());
         }
         if let Some(filter) = &self.partial {
+            // The filter compares under the index's collation, whatever command writes.
+            let _collation = crate::collation::enter(self.spec.collation.clone());
             if !filter.matches(doc) {
                 return Ok(Vec::new());
             }
@@ -560,10 +562,17 @@ impl Index {
             }
             let mut key = Vec::with_capacity(16 * self.fields.len());
             for (slot, field) in tuple.iter().zip(&self.fields) {
+                let keyed;
                 let value = match slot {
                     Slot::Missing => &Bson::Null,
                     Slot::EmptyArray => &Bson::Undefined,
-                    Slot::Value(v) => *v,
+                    Slot::Value(v) => match &self.spec.collation {
+                        Some(c) => {
+                            keyed = c.key_value(v);
+                            &keyed
+                        }
+                        None => *v,
+                    },
                 };
                 if field.hashed {
                     keystring::encode_value(&Bson::Int64(hashed::hash_value(value)), &mut key);
@@ -781,14 +790,7 @@ impl Index {
         if values.len() != self.fields.len() {
             return Vec::new();
         }
-        let mut key = Vec::new();
-        for (value, field) in values.iter().zip(&self.fields) {
-            if field.descending {
-                keystring::encode_value_descending(value, &mut key);
-            } else {
-                keystring::encode_value(value, &mut key);
-            }
-        }
+        let key = self.encode_values(values);
         self.records_with_key(&key).collect()
     }
 
@@ -820,6 +822,14 @@ impl Index {
     pub fn encode_values(&self, values: &[Bson]) -> Vec<u8> {
         let mut key = Vec::new();
         for (value, field) in values.iter().zip(&self.fields) {
+            let keyed;
+            let value = match &self.spec.collation {
+                Some(c) => {
+                    keyed = c.key_value(value);
+                    &keyed
+                }
+                None => value,
+            };
             if field.descending {
                 keystring::encode_value_descending(value, &mut key);
             } else {

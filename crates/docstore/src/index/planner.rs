@@ -363,14 +363,53 @@ impl Constraint {
     }
 }
 
+/// How a filter's values bound an index, given the index's collation and the query's.
+#[derive(Clone, Copy)]
+enum Keying<'a> {
+    /// The same collation: values as they are (simple), or strings as the collation's keys
+    /// (and no regex bounds, since a regex compares the strings themselves).
+    Same(Option<&'a crate::collation::Collation>),
+    /// Different collations: only conditions whose values hold no string bound the index.
+    StringFree,
+}
+
+impl Keying<'_> {
+    /// The value as the index's keys hold it, or `None` when it cannot bound the index.
+    fn key<'v>(&self, v: &'v Bson) -> Option<std::borrow::Cow<'v, Bson>> {
+        use std::borrow::Cow;
+        match self {
+            Keying::Same(None) => Some(Cow::Borrowed(v)),
+            Keying::Same(Some(c)) => Some(Cow::Owned(c.key_value(v))),
+            Keying::StringFree => (!holds_string(v)).then_some(Cow::Borrowed(v)),
+        }
+    }
+
+    fn allows_regex(&self) -> bool {
+        matches!(self, Keying::Same(None))
+    }
+}
+
+fn holds_string(v: &Bson) -> bool {
+    match v {
+        Bson::String(_) | Bson::Symbol(_) => true,
+        Bson::Document(d) => d.values().any(holds_string),
+        Bson::Array(items) => items.iter().any(holds_string),
+        _ => false,
+    }
+}
+
 /// Conditions per dotted path, from the filter's top level and its `$and` members.
-fn collect_constraints(filter: &Document, out: &mut HashMap<String, Vec<Constraint>>) {
+fn collect_constraints(
+    filter: &Document,
+    keying: Keying<'_>,
+    out: &mut HashMap<String, Vec<Constraint>>,
+) {
     for (field, value) in filter {
         if field == "$and" {
             if let Bson::Array(members) = value {
                 for member in members {
                     if let Bson::Document(d) = member {
-                        collect_constraints(d, out);
+                        collect_constraints(d, keying, out);
                     }
                 }
             }
@@ -380,22 +419,23 @@ fn collect_constraints(filter: &Document, out: &mut HashMap<String, Vec<Constrai
         if field.starts_with('$') {
             continue;
         }
-        let constraints = field_constraints(value);
+        let constraints = field_constraints(value, keying);
         if !constraints.is_empty() {
             out.entry(field.clone()).or_default().extend(constraints);
         }
     }
 }
 
-fn field_constraints(value: &Bson) -> Vec<Constraint> {
+fn field_constraints(value: &Bson, keying: Keying<'_>) -> Vec<Constraint> {
     match value {
         Bson::Document(ops) if ops.keys().next().is_some_and(|k| k.starts_with('$')) => {
             let mut out = Vec::new();
             for (op, arg) in ops {
                 let c = match op.as_str() {
-                    "$eq" => equality(arg),
-                    "$in" => in_list(arg),
-                    "$gt" | "$gte" | "$lt" | "$lte" => range(op, arg),
+                    "$eq" => keying.key(arg).and_then(|v| equality(&v)),
+                    "$in" => keying.key(arg).and_then(|v| in_list(&v)),
+                    "$gt" | "$gte" | "$lt" | "$lte" => keying.key(arg).and_then(|v| range(op, &v)),
+                    "$regex" if !keying.allows_regex() => None,
                     "$regex" => {
                         let options = ops.get_str("$options").unwrap_or("");
                         match arg {
@@ -412,8 +452,13 @@ fn field_constraints(value: &Bson) -> Vec<Constraint> {
             }
             out
         }
+        Bson::RegularExpression(_) if !keying.allows_regex() => Vec::new(),
         Bson::RegularExpression(r) => regex(&r.pattern, &r.options, value).into_iter().collect(),
-        v => equality(v).into_iter().collect(),
+        v => keying
+            .key(v)
+            .and_then(|v| equality(&v))
+            .into_iter()
+            .collect(),
     }
 }
 
@@ -900,8 +945,25 @@ pub fn plan_limited(
     hint: Option<&Bson>,
     limit: Option<usize>,
 ) -> Result<Plan> {
+    // The query's collation (the one in force) and the bounds it gives an index of that
+    // collation; an index of another collation gets only the string-free conditions, and
+    // cannot give the order of a sort (which may compare strings).
+    let collation = crate::collation::current();
     let mut constraints = HashMap::new();
-    collect_constraints(filter, &mut constraints);
+    collect_constraints(filter, Keying::Same(collation.as_deref()), &mut constraints);
+    let same =
+        |idx: &Index| crate::collation::same(idx.spec.collation.as_ref(), collation.as_ref());
+    let mut string_free = HashMap::new();
+    if !indexes.iter().all(|idx| same(idx)) {
+        collect_constraints(filter, Keying::StringFree, &mut string_free);
+    }
+    let for_index = |idx: &Index| {
+        if same(idx) {
+            (&constraints, true)
+        } else {
+            (&string_free, false)
+        }
+    };
 
     let hinted = match hint {
         None => None,
@@ -943,7 +1005,13 @@ pub fn plan_limited(
         if indexes[position].is_geo() {
             return Ok(geo_plan(position));
         }
-        let c = evaluate(position, indexes[position], &constraints, sort);
+        let (constraints, same) = for_index(indexes[position]);
+        let c = evaluate(
+            position,
+            indexes[position],
+            constraints,
+            sort.filter(|_| same),
+        );
         let bounds = c.bounds(indexes);
         return Ok(c.into_plan(bounds));
     }
@@ -963,7 +1031,8 @@ pub fn plan_limited(
                 continue;
             }
         }
-        let c = evaluate(position, idx, &constraints, sort);
+        let (constraints, same) = for_index(idx);
+        let c = evaluate(position, idx, constraints, sort.filter(|_| same));
         if c.score() == (0, false, false) {
             continue;
         }

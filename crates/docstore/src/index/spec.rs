@@ -28,6 +28,12 @@ pub struct IndexSpec {
     /// A hidden index is kept up to date (and its uniqueness enforced) but the planner never
     /// chooses it and a hint cannot name it; `collMod` toggles it.
     pub hidden: bool,
+    /// The index's collation (`None`: simple): its string keys are the collation's comparison
+    /// keys.
+    pub collation: Option<std::sync::Arc<crate::collation::Collation>>,
+    /// Whether the spec named its collation (`{locale: "simple"}` included); when it did not,
+    /// `createIndexes` gives the index the collection's default collation.
+    pub collation_given: bool,
 }
 
 impl IndexSpec {
@@ -43,6 +49,7 @@ impl IndexSpec {
         let mut kept_options = Document::new();
         let mut hidden = false;
         let mut raw_text = crate::text::RawTextOptions::default();
+        let mut collation = crate::collation::Requested::Default;
         for (field, value) in spec {
             match field.as_str() {
                 "key" => match value {
@@ -81,12 +88,7 @@ impl IndexSpec {
                         return Err(refuse(IndexOption, "prepareUnique"));
                     }
                 }
-                // The simple (binary) collation is what every index uses: mongod lists an
-                // index made with it without a collation, as docstore does.
-                "collation" => match value {
-                    Bson::Document(c) if c.len() == 1 && c.get_str("locale") == Ok("simple") => {}
-                    _ => return Err(refuse(IndexOption, "collation (other locales)")),
-                },
+                "collation" => collation = crate::collation::parse(Some(value))?,
                 "weights" => raw_text.weights = Some(value.clone()),
                 "default_language" => raw_text.default_language = Some(value.clone()),
                 "language_override" => raw_text.language_override = Some(value.clone()),
@@ -255,6 +257,11 @@ impl IndexSpec {
                 return Err(in_spec("_id index cannot be a partial index".into()));
             }
         }
+        let collation_given = !matches!(collation, crate::collation::Requested::Default);
+        let collation = collation.or_default(None);
+        if let Some(c) = &collation {
+            refuse_collated_kind(text.is_some(), c)?;
+        }
         Ok(IndexSpec {
             name,
             key,
@@ -265,6 +272,8 @@ impl IndexSpec {
             kept_options,
             text,
             hidden,
+            collation,
+            collation_given,
         })
     }
 
@@ -280,7 +289,25 @@ impl IndexSpec {
             kept_options: Document::new(),
             text: None,
             hidden: false,
+            collation: None,
+            collation_given: false,
         }
+    }
+
+    /// Give an index that named no collation its collection's default (as `createIndexes`
+    /// does); a text index keeps the simple collation only when it asked for it.
+    pub fn inherit_collation(
+        &mut self,
+        default: Option<&std::sync::Arc<crate::collation::Collation>>,
+    ) -> Result<()> {
+        if self.collation_given {
+            return Ok(());
+        }
+        if let Some(c) = default {
+            refuse_collated_kind(self.text.is_some(), c)?;
+            self.collation = Some(c.clone());
+        }
+        Ok(())
     }
 
     /// The form `listIndexes` returns (`v: 2`, `key`, `name`, options that are set).
@@ -311,6 +338,9 @@ impl IndexSpec {
             d.insert("default_language", text.default_language.clone());
             d.insert("language_override", text.language_override.clone());
             d.insert("textIndexVersion", text.version);
+        }
+        if let Some(c) = &self.collation {
+            d.insert("collation", c.spec().clone());
         }
         d
     }
@@ -343,11 +373,12 @@ impl IndexSpec {
     pub fn same_definition(&self, existing: &IndexSpec) -> Result<bool> {
         // Key pattern and partial filter identify an index; the other options only qualify it.
         let same_key = compare_documents(&self.key, &existing.key) == Ordering::Equal;
-        let same_partial = match (&self.partial_filter, &existing.partial_filter) {
-            (None, None) => true,
-            (Some(a), Some(b)) => compare_documents(a, b) == Ordering::Equal,
-            _ => false,
-        };
+        let same_partial =
+            match (&self.partial_filter, &existing.partial_filter) {
+                (None, None) => true,
+                (Some(a), Some(b)) => compare_documents(a, b) == Ordering::Equal,
+                _ => false,
+            } && crate::collation::same(self.collation.as_ref(), existing.collation.as_ref());
         // Asking for the _id index again, under any name, is a no-op as in MongoDB.
         if existing.name == "_id_"
             && same_key
@@ -413,6 +444,20 @@ impl IndexSpec {
         }
         Ok(false)
     }
+}
+
+/// Text indexes hold terms, not values: mongod refuses them any collation but the simple one.
+fn refuse_collated_kind(text: bool, collation: &crate::collation::Collation) -> Result<()> {
+    if text {
+        return Err(Error::new(
+            ErrorCode::CannotCreateIndex,
+            format!(
+                "Index type 'text' does not support collation: {}",
+                keystring::render_document(collation.spec())
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn field_type_error(field: &str, expected: &str, got: &Bson) -> Error {

@@ -604,10 +604,18 @@ impl InList {
         match value {
             None | Some(Bson::Undefined) => self.has_null,
             Some(v) => {
-                self.values
-                    .binary_search_by(|probe| compare(probe, v))
-                    .is_ok()
-                    || self.regexes.iter().any(|r| r.matches(v))
+                // The list was sorted bytewise when parsed; under a collation equal values
+                // may sit anywhere in it.
+                let found = if crate::collation::active() {
+                    self.values
+                        .iter()
+                        .any(|probe| compare(probe, v) == Ordering::Equal)
+                } else {
+                    self.values
+                        .binary_search_by(|probe| compare(probe, v))
+                        .is_ok()
+                };
+                found || self.regexes.iter().any(|r| r.matches(v))
             }
         }
     }

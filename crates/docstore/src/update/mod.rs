@@ -252,8 +252,10 @@ fn replace(replacement: &Document, original: &Document) -> Result<Document> {
     Ok(updated)
 }
 
-/// `_id` counts as unchanged when it compares equal (so `1` and `1.0` are the same key).
+/// `_id` counts as unchanged when it compares equal (so `1` and `1.0` are the same key),
+/// bytewise for strings whatever the update's collation (mongod checks immutable fields so).
 fn same_id(old: &Bson, new: &Bson) -> bool {
+    let _binary = crate::collation::enter(None);
     value::values_equal(old, new) && value::canonical_rank(old) == value::canonical_rank(new)
 }
 

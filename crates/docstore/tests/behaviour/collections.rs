@@ -235,11 +235,6 @@ async fn unsupported_features_are_named_in_the_error() {
     assert_eq!(code_of(&e), Some(115));
     assert!(message_of(&e).contains("timeseries"));
     let e =
-        t.db.run_command(doc! { "find": "c", "filter": {}, "collation": { "locale": "fr" } })
-            .await
-            .unwrap_err();
-    assert!(message_of(&e).contains("collation"));
-    let e =
         t.db.run_command(doc! { "replSetGetStatus": 1 })
             .await
             .unwrap_err();

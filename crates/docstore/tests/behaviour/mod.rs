@@ -6,6 +6,7 @@ mod auth;
 mod bitwise_and_rand;
 mod capped;
 mod clients_regressions;
+mod collation;
 mod collections;
 mod concurrency;
 mod crud;
