@@ -278,15 +278,18 @@ fn find_tailable(
     state: &Arc<ServerState>,
     db: &str,
     coll: &str,
-    read: ReadSpec,
+    mut read: ReadSpec,
     projection: Option<Projection>,
     batch_size: Option<usize>,
     await_data: bool,
 ) -> Result<Reply> {
     let ns = format!("{db}.{coll}");
-    if read.sort.is_some() || read.skip > 0 || read.limit.is_some() {
+    let natural_forward = |sort: &Document| {
+        sort.len() == 1 && sort.get("$natural").and_then(crate::value::to_f64) == Some(1.0)
+    };
+    if read.sort_doc.as_ref().is_some_and(|s| !natural_forward(s)) {
         return Err(Error::bad_value(
-            "cannot use tailable option with a sort other than {$natural: 1}, a skip or a limit",
+            "cannot use tailable option with a sort other than {$natural: 1}",
         ));
     }
     if matches!(&read.hint, Some(Bson::Document(h))
@@ -305,11 +308,29 @@ fn find_tailable(
             "error processing query: ns={ns}: tailable cursor requested on non capped collection"
         )));
     }
-    let (hits, _) = c.query(&read.query_spec())?;
+    // The first batch reads the matches as they stand (`skip` and `limit` included); the
+    // cursor tails from the last document matched before the skip and limit applied.
+    let (skip, limit) = (read.skip, read.limit);
+    read.skip = 0;
+    read.limit = None;
+    read.sort = None;
+    let (mut hits, _) = c.query(&read.query_spec())?;
     drop(c);
     let Some(last_record) = hits.last().map(|h| h.record) else {
         return Ok(Reply::read(cursor_reply(&ns, 0, "firstBatch", Vec::new())));
     };
+    hits.drain(..skip.min(hits.len()));
+    if let Some(limit) = limit.filter(|&l| l > 0) {
+        if hits.len() >= limit {
+            // The limit is reached: nothing is left to tail for.
+            hits.truncate(limit);
+            let docs = project_hits(hits, projection.as_ref())?
+                .iter()
+                .map(StoredDoc::to_document)
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(Reply::read(cursor_reply(&ns, 0, "firstBatch", docs)));
+        }
+    }
     let docs = project_hits(hits, projection.as_ref())?
         .iter()
         .map(StoredDoc::to_document)

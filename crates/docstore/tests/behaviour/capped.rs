@@ -169,6 +169,42 @@ fn batch_ids(reply: &Document, batch: &str) -> (Vec<i32>, i64) {
 }
 
 #[tokio::test]
+async fn a_tailable_find_takes_skip_and_limit_and_refuses_other_sorts() {
+    let t = test_db().await;
+    t.db.run_command(doc! { "create": "log", "capped": true, "size": 100_000 })
+        .await
+        .unwrap();
+    insert_ids(&t.db, "log", [1, 2, 3]).await;
+    // What a driver sends for `cursor[1]`: skip one, one document, done.
+    let reply =
+        t.db.run_command(doc! {
+            "find": "log", "tailable": true, "skip": 1, "limit": 1, "singleBatch": true,
+        })
+        .await
+        .unwrap();
+    assert_eq!(batch_ids(&reply, "firstBatch"), (vec![2], 0));
+    // Skipping only: the cursor tails after the last document.
+    let reply =
+        t.db.run_command(doc! { "find": "log", "tailable": true, "skip": 2 })
+            .await
+            .unwrap();
+    let (ids, cursor) = batch_ids(&reply, "firstBatch");
+    assert_eq!(ids, vec![3]);
+    assert_ne!(cursor, 0);
+    insert_ids(&t.db, "log", [4]).await;
+    let more =
+        t.db.run_command(doc! { "getMore": cursor, "collection": "log" })
+            .await
+            .unwrap();
+    assert_eq!(batch_ids(&more, "nextBatch"), (vec![4], cursor));
+    assert_code(
+        t.db.run_command(doc! { "find": "log", "tailable": true, "sort": { "_id": 1 } })
+            .await,
+        2,
+    );
+}
+
+#[tokio::test]
 async fn a_tailable_cursor_returns_the_documents_inserted_after_it_was_opened() {
     let t = test_db().await;
     t.db.run_command(doc! { "create": "log", "capped": true, "size": 100_000 })
