@@ -220,7 +220,9 @@ impl Catalog {
 
     /// The TTL monitor's pass: in every collection with a TTL index, delete (under the
     /// collection's write lock, journaled like any delete) the documents whose indexed date
-    /// plus `expireAfterSeconds` is at or before `now`. Returns how many were deleted.
+    /// plus `expireAfterSeconds` is at or before `now`, and likewise in every time-series
+    /// collection with `expireAfterSeconds` the measurements whose time field is that old.
+    /// Returns how many were deleted.
     pub fn expire_ttl_documents(&self, now: bson::DateTime) -> usize {
         let targets: Vec<(String, String)> = {
             let dbs = self.databases.read();
@@ -228,7 +230,12 @@ impl Catalog {
                 .flat_map(|(db, colls)| {
                     colls
                         .iter()
-                        .filter(|(_, handle)| handle.read().indexes().iter().any(|i| i.is_ttl()))
+                        .filter(|(_, handle)| {
+                            let c = handle.read();
+                            c.indexes().iter().any(|i| i.is_ttl())
+                                || c.timeseries()
+                                    .is_some_and(|ts| ts.expire_after_seconds.is_some())
+                        })
                         .map(move |(name, _)| (db.clone(), name.clone()))
                 })
                 .collect()
@@ -236,11 +243,20 @@ impl Catalog {
         let mut deleted = 0;
         for (db, coll) in targets {
             let outcome = self.write(&db, &coll, false, |c| {
-                let expired: std::collections::BTreeSet<_> = c
+                let mut expired: std::collections::BTreeSet<_> = c
                     .indexes()
                     .iter()
                     .flat_map(|i| i.expired_records(now))
                     .collect();
+                // A time-series collection's `expireAfterSeconds` applies to its time field
+                // (there is no index on it to scan: every measurement is read).
+                if let Some(ts) = c.timeseries() {
+                    expired.extend(
+                        c.records()
+                            .filter(|(_, doc)| ts.expired(doc, now))
+                            .map(|(record, _)| record),
+                    );
+                }
                 expired
                     .into_iter()
                     .filter(|&record| c.remove(record).is_some())

@@ -15,6 +15,7 @@ mod bulk;
 mod count;
 mod geo;
 mod session;
+pub mod timeseries;
 #[cfg(test)]
 mod update_tests;
 pub mod validation;
@@ -46,6 +47,8 @@ pub struct Collection {
     /// [`Collection::set_options`]).
     validator: Option<validation::Validator>,
     capped: Option<validation::Capped>,
+    /// The time-series rules `options` describe, for a time-series collection.
+    timeseries: Option<timeseries::TimeSeries>,
 }
 
 /// A query as the collection executes it.
@@ -111,6 +114,7 @@ impl Collection {
             changed: None,
             validator: None,
             capped: None,
+            timeseries: None,
         };
         coll.set_options(options);
         coll
@@ -135,7 +139,16 @@ impl Collection {
             tracing::error!(ns = %self.namespace(), "stored capped options do not parse: {e}");
             None
         });
+        self.timeseries = timeseries::TimeSeries::from_options(&options).unwrap_or_else(|e| {
+            tracing::error!(ns = %self.namespace(), "stored time-series options do not parse: {e}");
+            None
+        });
         self.options = options;
+    }
+
+    /// The time-series rules, for a time-series collection.
+    pub fn timeseries(&self) -> Option<&timeseries::TimeSeries> {
+        self.timeseries.as_ref()
     }
 
     /// The collection's validator, if it has one.

@@ -794,8 +794,8 @@ fn parse_metadata(path: &Path, bytes: &[u8]) -> DumpResult<Metadata> {
     })
 }
 
-/// Accept the collection options docstore keeps (a validator, capped limits, the default
-/// collation), which it returns for the restored collection, and those that change nothing;
+/// Accept the collection options docstore keeps (a validator, capped limits, time-series
+/// options with their expiry, the default collation), which it returns for the restored collection, and those that change nothing;
 /// refuse the rest by name.
 fn check_options(path: &Path, options: &Document) -> DumpResult<Document> {
     const KEPT: &[&str] = &[
@@ -805,7 +805,17 @@ fn check_options(path: &Path, options: &Document) -> DumpResult<Document> {
         "capped",
         "size",
         "max",
+        "timeseries",
+        "expireAfterSeconds",
     ];
+    // `expireAfterSeconds` alone belongs to a clustered collection, which docstore lacks.
+    if options.contains_key("expireAfterSeconds") && !options.contains_key("timeseries") {
+        return Err(DumpError::new(format!(
+            "{}: collection option \"expireAfterSeconds\" without \"timeseries\" (a clustered \
+             collection) is not supported by docstore; nothing was restored",
+            path.display()
+        )));
+    }
     let mut kept = Document::new();
     for (key, value) in options {
         if KEPT.contains(&key.as_str()) {
@@ -813,7 +823,8 @@ fn check_options(path: &Path, options: &Document) -> DumpResult<Document> {
         }
     }
     let parsed = crate::collection::validation::Validator::from_options(&kept)
-        .and_then(|_| crate::collection::validation::Capped::from_options(&kept));
+        .and_then(|_| crate::collection::validation::Capped::from_options(&kept))
+        .and_then(|_| crate::collection::timeseries::TimeSeries::from_options(&kept));
     if let Err(e) = parsed {
         return Err(DumpError::new(format!(
             "{}: collection options cannot be restored: {}; nothing was restored",
@@ -1280,6 +1291,36 @@ mod tests {
     }
 
     #[test]
+    fn time_series_options_and_their_expiry_are_restored_with_their_collection() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dump = tmp.path().join("dump");
+        fs::create_dir_all(dump.join("shop")).unwrap();
+        fs::write(dump.join("shop/log.bson"), b"").unwrap();
+        fs::write(
+            dump.join("shop/log.metadata.json"),
+            r#"{"options":{"timeseries":{"timeField":"t","metaField":"m","granularity":"minutes","bucketMaxSpanSeconds":{"$numberInt":"86400"}},"expireAfterSeconds":{"$numberLong":"60"}},"indexes":[],"collectionName":"log","type":"collection"}"#,
+        )
+        .unwrap();
+        let loaded = load_dump(&dump).unwrap();
+        assert_eq!(
+            loaded.images[0].options,
+            doc! {
+                "timeseries": { "timeField": "t", "metaField": "m", "granularity": "minutes",
+                                "bucketMaxSpanSeconds": 86400 },
+                "expireAfterSeconds": 60i64,
+            }
+        );
+        // `expireAfterSeconds` alone (a clustered collection) is refused by name.
+        fs::write(
+            dump.join("shop/log.metadata.json"),
+            r#"{"options":{"expireAfterSeconds":{"$numberLong":"60"}},"indexes":[],"collectionName":"log","type":"collection"}"#,
+        )
+        .unwrap();
+        let err = load_dump(&dump).unwrap_err();
+        assert!(err.message.contains("expireAfterSeconds"), "{err}");
+    }
+
+    #[test]
     fn unsupported_collection_options_are_refused_by_name() {
         let tmp = tempfile::tempdir().unwrap();
         let dump = tmp.path().join("dump");
@@ -1287,11 +1328,14 @@ mod tests {
         fs::write(dump.join("shop/log.bson"), b"").unwrap();
         fs::write(
             dump.join("shop/log.metadata.json"),
-            r#"{"options":{"timeseries":{"timeField":"t"}},"indexes":[],"collectionName":"log","type":"collection"}"#,
+            r#"{"options":{"changeStreamPreAndPostImages":{"enabled":true}},"indexes":[],"collectionName":"log","type":"collection"}"#,
         )
         .unwrap();
         let err = load_dump(&dump).unwrap_err();
-        assert!(err.message.contains("\"timeseries\""), "{err}");
+        assert!(
+            err.message.contains("\"changeStreamPreAndPostImages\""),
+            "{err}"
+        );
     }
 
     /// `bazaar restore` of a dump holding a document nested 1 200 or 100 000 levels deep (a

@@ -98,7 +98,8 @@ const PROFILER: &str = "no registry of running operations";
 /// Every row, grouped by kind in the README order.
 pub const FEATURES: &[Feature] = &[
     // Commands.
-    supported(Command, "collMod", "`index: {name or keyPattern, hidden}` (hidden indexes), `validator`, `validationLevel`, `validationAction`, `cappedSize`, `cappedMax`; other options refused by name"),
+    supported(Command, "collMod", "`index: {name or keyPattern, hidden}` (hidden indexes), `validator`, `validationLevel`, `validationAction`, `cappedSize`, `cappedMax`; on a time-series collection `expireAfterSeconds` (or \"off\") and a coarser `timeseries.granularity`; other options refused by name"),
+    supported(Command, "create with timeseries", "`timeField`, `metaField`, `granularity` or `bucketMaxSpanSeconds`/`bucketRoundingSeconds`, `expireAfterSeconds`, validated with mongod's codes; measurements stored as ordinary documents (no `system.buckets.*`, no bucket statistics), expired by the TTL monitor one by one"),
     supported(Command, "profile", "levels 0-2, `slowms`, `sampleRate` and `filter`; entries in a 1 MiB capped `system.profile` without execution statistics (`keysExamined`, `docsExamined`, `planSummary`)"),
     supported(Command, "usersInfo", "read-only: the one configured user, with the `root` role"),
     supported(Command, "setParameter", "`ttlMonitorSleepSecs` (the TTL sweep interval) and `cursorTimeoutMillis`; other names refused by name (72), start-up-only ones 20"),

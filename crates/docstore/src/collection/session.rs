@@ -53,7 +53,17 @@ impl<'a> WriteSession<'a> {
             .filter(|v| !self.bypass_validation && !v.is_off())
     }
 
+    /// A time-series collection's measurements must carry a date in the time field; unlike a
+    /// validator, `bypassDocumentValidation` does not lift this (nor does it in mongod).
+    fn check_measurement(&self, doc: &Document) -> Result<()> {
+        match self.coll.timeseries() {
+            Some(ts) => ts.check_measurement(doc).map(|_| ()),
+            None => Ok(()),
+        }
+    }
+
     fn validate_insert(&self, doc: &Document) -> Result<()> {
+        self.check_measurement(doc)?;
         match self.active_validator() {
             Some(v) => v.check_insert(&self.coll.namespace(), doc),
             None => Ok(()),
@@ -66,6 +76,7 @@ impl<'a> WriteSession<'a> {
         old: Option<&Document>,
         new: &Document,
     ) -> Result<()> {
+        self.check_measurement(new)?;
         let Some(v) = self.active_validator() else {
             return Ok(());
         };
@@ -145,9 +156,12 @@ impl<'a> WriteSession<'a> {
         docs: &[Document],
         stored: Vec<StoredDoc>,
     ) -> Result<Option<usize>> {
-        // With a validator or a cap, documents go in one at a time (the caller's fallback), so
+        // With a validator, a cap or a time field to check, documents go in one at a time (the caller's fallback), so
         // each is checked, or makes room, in turn.
-        if self.active_validator().is_some() || self.coll.capped().is_some() {
+        if self.active_validator().is_some()
+            || self.coll.capped().is_some()
+            || self.coll.timeseries().is_some()
+        {
             return Ok(None);
         }
         let Some(records) = self.coll.insert_all_encoded(docs, stored) else {

@@ -400,6 +400,10 @@ fn build_collection(
             format!("namespace '{db}.{coll}' is capped so it can't be used for $out"),
         ));
     }
+    if fresh.timeseries().is_some() {
+        // As the `$out` stage's own `timeseries` option is (see `aggregation::terminal`).
+        return Err(Error::not_supported("$out to a time series collection"));
+    }
     for spec in indexes {
         fresh.create_index(spec.clone())?;
     }
@@ -610,6 +614,13 @@ fn write_merge(
     bypass: bool,
 ) -> Result<u64> {
     check_merge_on(catalog, db, spec)?;
+    let into_timeseries = catalog
+        .get(db, &spec.into.coll)
+        .is_some_and(|c| c.read().timeseries().is_some());
+    if into_timeseries {
+        // MongoDB documents a time-series collection as no `$merge` target.
+        return Err(Error::not_supported("$merge into a time series collection"));
+    }
     let now = bson::DateTime::now();
     let outcome = catalog.write(db, &spec.into.coll, true, |c| {
         c.bypass_validation(bypass);

@@ -17,8 +17,6 @@ use std::sync::Arc;
 const CREATE_UNSUPPORTED: &[&str] = &[
     "viewOn",
     "pipeline",
-    "timeseries",
-    "expireAfterSeconds",
     "clusteredIndex",
     "changeStreamPreAndPostImages",
     "encryptedFields",
@@ -26,7 +24,27 @@ const CREATE_UNSUPPORTED: &[&str] = &[
     "indexOptionDefaults",
 ];
 
+/// The `create` options mongod takes alongside `timeseries` (its
+/// `kAllowedCollectionCreationOptions`); any other is 72 InvalidOptions.
+const TIMESERIES_COMPATIBLE: &[&str] = &[
+    "timeseries",
+    "expireAfterSeconds",
+    "collation",
+    "storageEngine",
+    "indexOptionDefaults",
+];
+
 pub fn create(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+    if args.get("timeseries").is_some() {
+        return create_timeseries(state, db, args);
+    }
+    if args.get("expireAfterSeconds").is_some() && args.get("clusteredIndex").is_none() {
+        return Err(Error::new(
+            ErrorCode::InvalidOptions,
+            "'expireAfterSeconds' is only supported on time-series collections or when the \
+             'clusteredIndex' option is specified",
+        ));
+    }
     for opt in CREATE_UNSUPPORTED {
         if args.get(opt).is_some() {
             return Err(Error::not_supported(format!("create option '{opt}'")));
@@ -44,6 +62,50 @@ pub fn create(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Rep
     ])?;
     let coll = args.collection()?;
     let options = create_options(args)?;
+    let lsn = state.catalog.create_collection(db, coll, options)?;
+    Ok(Reply::write(Document::new(), lsn))
+}
+
+/// `create` of a time-series collection: the `timeseries` option with mongod's defaults filled
+/// in, `expireAfterSeconds` and a default collation; other options are refused as mongod
+/// refuses them (72). Creating it again with the same options succeeds, as in mongod.
+fn create_timeseries(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+    use crate::collection::timeseries;
+    let coll = args.collection()?;
+    for (field, value) in args.cmd.iter().skip(1) {
+        let compatible = TIMESERIES_COMPATIBLE.contains(&field.as_str())
+            || super::args::is_generic_field(field)
+            || (field == "capped" && value == &Bson::Boolean(false));
+        if !compatible {
+            return Err(Error::new(
+                ErrorCode::InvalidOptions,
+                format!("{db}.{coll}: 'timeseries' is not allowed with '{field}'"),
+            ));
+        }
+    }
+    for opt in ["storageEngine", "indexOptionDefaults"] {
+        if args.get(opt).is_some() {
+            return Err(Error::not_supported(format!("create option '{opt}'")));
+        }
+    }
+    let spec = args
+        .get("timeseries")
+        .ok_or_else(|| Error::internal("create_timeseries without 'timeseries'"))?;
+    let mut options = doc! { "timeseries": timeseries::parse_create(spec)? };
+    if let Some(v) = args.get("expireAfterSeconds") {
+        options.insert(
+            "expireAfterSeconds",
+            timeseries::parse_expire_after_seconds("create", v)?,
+        );
+    }
+    if let Some(c) = crate::collation::parse(args.get("collation"))?.or_default(None) {
+        options.insert("collation", c.spec().clone());
+    }
+    if let Some(existing) = state.catalog.get(db, coll) {
+        if existing.read().options == options {
+            return Ok(Reply::read(Document::new()));
+        }
+    }
     let lsn = state.catalog.create_collection(db, coll, options)?;
     Ok(Reply::write(Document::new(), lsn))
 }
@@ -92,15 +154,29 @@ fn create_options(args: &Args<'_>) -> Result<Document> {
 }
 
 /// `collMod`: change a collection's validator, validation level and action, or a capped
-/// collection's `cappedSize`/`cappedMax` (MongoDB 6.0+); other changes are refused by name.
+/// collection's `cappedSize`/`cappedMax` (MongoDB 6.0+), or a time-series collection's
+/// `expireAfterSeconds` and granularity; other changes are refused by name.
 pub fn coll_mod(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     use crate::collection::validation::{parse_action, parse_level, Capped, Validator};
+    let coll = args.collection()?;
+    let is_timeseries = state
+        .catalog
+        .get(db, coll)
+        .is_some_and(|c| c.read().timeseries().is_some());
+    if is_timeseries {
+        return coll_mod_timeseries(state, db, coll, args);
+    }
+    if args.get("timeseries").is_some() {
+        return Err(Error::new(
+            ErrorCode::InvalidOptions,
+            "option only supported on a time-series collection: timeseries",
+        ));
+    }
     for opt in [
         "index",
         "viewOn",
         "pipeline",
         "expireAfterSeconds",
-        "timeseries",
         "changeStreamPreAndPostImages",
         "clusteredIndex",
         "dryRun",
@@ -116,7 +192,6 @@ pub fn coll_mod(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<R
         "cappedSize",
         "cappedMax",
     ])?;
-    let coll = args.collection()?;
     // Each given option parses alone first, so a bad one is refused before anything changes.
     if let Some(v) = args.get("validator") {
         crate::collection::validation::parse_validator_filter(v)?;
@@ -154,6 +229,82 @@ pub fn coll_mod(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<R
         Capped::from_options(&options)?;
         Validator::from_options(&options)?;
         c.set_options(options);
+        Ok(())
+    })?;
+    match outcome {
+        Some(o) => o.value.map(|()| Reply::write(Document::new(), o.lsn)),
+        None => Err(Error::new(
+            ErrorCode::NamespaceNotFound,
+            format!("ns does not exist: {db}.{coll}"),
+        )),
+    }
+}
+
+/// `collMod` of a time-series collection: `expireAfterSeconds` (a number of seconds, or "off"
+/// to stop expiry) and `timeseries: {granularity}` growing coarser; the options mongod refuses
+/// on a time-series collection are refused with its 72, the rest it takes by name (115).
+fn coll_mod_timeseries(
+    state: &Arc<ServerState>,
+    db: &str,
+    coll: &str,
+    args: &Args<'_>,
+) -> Result<Reply> {
+    use crate::collection::timeseries;
+    for (field, _) in args.cmd.iter().skip(1) {
+        match field.as_str() {
+            "expireAfterSeconds" | "timeseries" => {}
+            "validator" | "validationLevel" | "validationAction" | "cappedSize" | "cappedMax"
+            | "viewOn" | "pipeline" | "clusteredIndex" => {
+                return Err(Error::new(
+                    ErrorCode::InvalidOptions,
+                    format!("option not supported on a time-series collection: {field}"),
+                ))
+            }
+            "changeStreamPreAndPostImages" | "dryRun" => {
+                return Err(Error::not_supported(format!("collMod option '{field}'")))
+            }
+            f if super::args::is_generic_field(f) => {}
+            other => {
+                return Err(Error::location(
+                    40415,
+                    format!("BSON field 'collMod.{other}' is an unknown field."),
+                ))
+            }
+        }
+    }
+    // `Some(None)`: expiry turned off.
+    let expire = match args.get("expireAfterSeconds") {
+        None => None,
+        Some(Bson::String(s)) if s == "off" => Some(None),
+        Some(Bson::String(s)) => {
+            return Err(Error::new(
+                ErrorCode::InvalidOptions,
+                format!("Invalid string value for the 'clusteredIndex::expireAfterSeconds' option. Got: '{s}'. Accepted value is 'off'"),
+            ))
+        }
+        Some(v) => Some(Some(timeseries::parse_expire_after_seconds("collMod", v)?)),
+    };
+    let outcome = state.catalog.write(db, coll, false, |c| {
+        let mut options = c.options.clone();
+        if let Some(change) = args.get("timeseries") {
+            let stored = match options.get("timeseries") {
+                Some(Bson::Document(d)) => d.clone(),
+                _ => return Err(Error::internal("a time-series collection lost its options")),
+            };
+            options.insert("timeseries", timeseries::modify(&stored, change)?);
+        }
+        match expire {
+            Some(Some(secs)) => {
+                options.insert("expireAfterSeconds", secs);
+            }
+            Some(None) => {
+                options.remove("expireAfterSeconds");
+            }
+            None => {}
+        }
+        if options != c.options {
+            c.set_options(options);
+        }
         Ok(())
     })?;
     match outcome {
@@ -291,18 +442,33 @@ pub fn list_collections(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> 
     let batch_size = batch_size(args)?;
     let mut out = Vec::new();
     for (name, handle) in state.catalog.collections(db) {
-        let entry = if name_only {
-            doc! { "name": name, "type": "collection" }
+        let c = handle.read();
+        // A time-series collection is listed as mongod lists one (`type: "timeseries"`, no
+        // `idIndex`: mongod's is a view over its buckets), but has no `system.buckets.*`.
+        let kind = if c.timeseries().is_some() {
+            "timeseries"
         } else {
-            let c = handle.read();
+            "collection"
+        };
+        let entry = if name_only {
+            doc! { "name": name, "type": kind }
+        } else if c.timeseries().is_some() {
             doc! {
                 "name": name,
-                "type": "collection",
+                "type": kind,
+                "options": c.options.clone(),
+                "info": { "readOnly": false },
+            }
+        } else {
+            doc! {
+                "name": name,
+                "type": kind,
                 "options": c.options.clone(),
                 "info": { "readOnly": false },
                 "idIndex": c.indexes()[0].spec.to_document(),
             }
         };
+        std::mem::drop(c);
         if filter.as_ref().is_none_or(|f| f.matches(&entry)) {
             out.push(entry);
         }

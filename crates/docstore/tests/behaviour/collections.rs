@@ -229,11 +229,11 @@ async fn unsupported_features_are_named_in_the_error() {
     }
     let t = test_db().await;
     let e =
-        t.db.run_command(doc! { "create": "ts", "timeseries": { "timeField": "t" } })
+        t.db.run_command(doc! { "create": "v", "viewOn": "src", "pipeline": [] })
             .await
             .unwrap_err();
     assert_eq!(code_of(&e), Some(115));
-    assert!(message_of(&e).contains("timeseries"));
+    assert!(message_of(&e).contains("viewOn"));
     let e =
         t.db.run_command(doc! { "replSetGetStatus": 1 })
             .await

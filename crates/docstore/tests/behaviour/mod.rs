@@ -22,6 +22,7 @@ mod pipeline_updates;
 mod profiler;
 mod query;
 mod text;
+mod timeseries;
 mod ttl_partial;
 mod update;
 mod validation;
