@@ -1,7 +1,7 @@
 //! `collMod`: hiding and unhiding an index (`index: {name | keyPattern, hidden}`), answered
-//! with `hidden_old`/`hidden_new` as mongod does; the validator and capped-size options are
-//! `ddl::coll_mod`'s. Options docstore lacks (TTL changes, views, ...) are refused by name
-//! rather than ignored.
+//! with `hidden_old`/`hidden_new` as mongod does; the validator, capped-size and time-series
+//! options are `ddl::coll_mod`'s. Options docstore lacks (TTL index changes, views, ...) are
+//! refused by name rather than ignored.
 
 use super::args::{self, Args};
 use super::Reply;
