@@ -269,3 +269,423 @@ async fn a_full_queue_drops_and_counts_instead_of_waiting() {
     assert_eq!(log.stats().written, 10);
     log.stop().await;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Roll-ups.
+
+use bazaar::analytics::hll;
+use bazaar::analytics::rollup::{self, CrashAfter, Level, WATERMARKS};
+use std::collections::BTreeMap;
+
+fn bson_time(t: DateTime<Utc>) -> bson::DateTime {
+    bson::DateTime::from_chrono(t)
+}
+
+/// Write `hits` through a traffic log of its own on `db`, and wait until they are stored.
+async fn log_all(db: &Db, hits: Vec<Hit>) {
+    let log = EventLog::spawn(db.clone(), hits.len().max(1));
+    for hit in hits {
+        log.record(hit);
+    }
+    log.stop().await;
+    assert_eq!(log.stats().dropped, 0);
+}
+
+/// A roll-up document's numbers: (views, the other kinds' counts, estimated visitors).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Numbers {
+    views: i64,
+    commerce: i64,
+    visitors: u64,
+}
+
+/// Every document of `level`, by (period start, path; `None` for the whole site).
+async fn numbers(db: &Db, level: Level) -> BTreeMap<(String, Option<String>), Numbers> {
+    let mut found = BTreeMap::new();
+    for d in all(db, level.collection(), doc! {}).await {
+        let at = d.get_datetime("at").expect("at").to_chrono().to_rfc3339();
+        let path = d.get_str("path").ok().map(str::to_string);
+        let count = |k: &str| match d.get(k) {
+            Some(Bson::Int32(n)) => i64::from(*n),
+            Some(Bson::Int64(n)) => *n,
+            other => panic!("{k}: {other:?} in {d}"),
+        };
+        let sketch: Vec<i32> = d
+            .get_array("hll")
+            .expect("hll")
+            .iter()
+            .map(|v| match v {
+                Bson::Int32(n) => *n,
+                Bson::Int64(n) => *n as i32,
+                Bson::Double(n) => *n as i32,
+                other => panic!("sketch value {other:?}"),
+            })
+            .collect();
+        let commerce = [
+            "product_viewed",
+            "added_to_cart",
+            "checkout_started",
+            "order_placed",
+            "search",
+        ]
+        .iter()
+        .map(|k| count(k))
+        .sum();
+        found.insert(
+            (at, path),
+            Numbers {
+                views: count("view"),
+                commerce,
+                visitors: hll::estimate(&sketch),
+            },
+        );
+    }
+    found
+}
+
+/// Every roll-up document of every level, as stored (the sketches sorted, since `$push` after
+/// `$group` promises no order).
+async fn snapshot(db: &Db) -> Vec<Document> {
+    let mut docs = Vec::new();
+    for level in Level::ALL {
+        let mut of_level: Vec<Document> = all(db, level.collection(), doc! {}).await;
+        for d in &mut of_level {
+            let mut sketch: Vec<i64> = d
+                .get_array("hll")
+                .expect("hll")
+                .iter()
+                .filter_map(|v| {
+                    v.as_i64()
+                        .or(v.as_i32().map(i64::from))
+                        .or(v.as_f64().map(|f| f as i64))
+                })
+                .collect();
+            sketch.sort_unstable();
+            d.insert("hll", sketch);
+            d.insert("level", level.unit());
+        }
+        of_level.sort_by_key(|d| format!("{:?}", d.get("_id")));
+        docs.extend(of_level);
+    }
+    docs
+}
+
+fn key(at: &str, path: Option<&str>) -> (String, Option<String>) {
+    (at.to_string(), path.map(str::to_string))
+}
+
+/// The events of the boundary tests: hour, day, month and ISO-week edges, with the week of
+/// Monday 30 November to Sunday 6 December 2026 spanning two months.
+fn boundary_hits() -> Vec<Hit> {
+    let product = |at, event| hit(at, "/products/x", 3, Some(event));
+    let mut bot = hit(utc(2026, 12, 1, 12, 0), "/a", 9, None);
+    bot.user_agent = GOOGLEBOT.to_string();
+    vec![
+        hit(utc(2026, 11, 29, 23, 30), "/a", 4, None),
+        hit(utc(2026, 11, 30, 9, 59), "/a", 1, None),
+        hit(utc(2026, 11, 30, 10, 0), "/a", 2, None),
+        hit(utc(2026, 11, 30, 23, 59), "/b", 1, None),
+        hit(utc(2026, 12, 1, 0, 0), "/b", 3, None),
+        product(
+            utc(2026, 12, 1, 12, 0),
+            CommerceEvent::ProductViewed { sku: "x".into() },
+        ),
+        product(
+            utc(2026, 12, 1, 12, 1),
+            CommerceEvent::AddedToCart {
+                sku: "x".into(),
+                qty: 1,
+            },
+        ),
+        product(
+            utc(2026, 12, 1, 12, 2),
+            CommerceEvent::OrderPlaced { total_cents: 1200 },
+        ),
+        bot,
+        hit(utc(2026, 12, 6, 23, 59), "/a", 5, None),
+        hit(utc(2026, 12, 7, 0, 0), "/a", 5, None),
+    ]
+}
+
+fn assert_visitors(found: &Numbers, exact: u64, what: &str) {
+    // A handful of visitors among 4096 registers: exact unless two share a register.
+    assert!(
+        found.visitors.abs_diff(exact) <= 1,
+        "{what}: {} visitors estimated, {exact} exact",
+        found.visitors
+    );
+}
+
+#[tokio::test]
+async fn roll_ups_count_exactly_across_hour_day_iso_week_and_month_boundaries() {
+    let (_server, db) = memory_db("rollup-boundaries").await;
+    log_all(&db, boundary_hits()).await;
+    let report = rollup::roll_up(&db, bson_time(utc(2026, 12, 8, 1, 0)))
+        .await
+        .expect("rolls up");
+    assert_eq!(report.built.len(), 4, "{report:?}");
+
+    let hours = numbers(&db, Level::Hour).await;
+    assert_eq!(
+        hours[&key("2026-11-30T09:00:00+00:00", Some("/a"))].views,
+        1
+    );
+    assert_eq!(
+        hours[&key("2026-11-30T10:00:00+00:00", Some("/a"))].views,
+        1
+    );
+    assert_eq!(hours[&key("2026-12-01T12:00:00+00:00", None)].commerce, 3);
+    assert_eq!(
+        hours[&key("2026-12-01T12:00:00+00:00", None)].views,
+        0,
+        "the bot's view is not counted"
+    );
+    // At 01:00 the hour from 00:00 is closed, the one from 01:00 is not.
+    assert!(!hours.keys().any(|(at, _)| at.starts_with("2026-12-08T01")));
+
+    let days = numbers(&db, Level::Day).await;
+    let nov30 = &days[&key("2026-11-30T00:00:00+00:00", None)];
+    assert_eq!(nov30.views, 3);
+    assert_visitors(nov30, 2, "30 November");
+    let dec1 = &days[&key("2026-12-01T00:00:00+00:00", None)];
+    assert_eq!((dec1.views, dec1.commerce), (1, 3));
+    assert_visitors(dec1, 1, "1 December");
+
+    let weeks = numbers(&db, Level::Week).await;
+    let before = &weeks[&key("2026-11-23T00:00:00+00:00", None)];
+    assert_eq!(before.views, 1);
+    // Monday 30 November to Sunday 6 December: both months, one week.
+    let spanning = &weeks[&key("2026-11-30T00:00:00+00:00", None)];
+    assert_eq!((spanning.views, spanning.commerce), (5, 3));
+    assert_visitors(spanning, 4, "the week spanning two months");
+    assert_eq!(
+        weeks[&key("2026-11-30T00:00:00+00:00", Some("/a"))].views,
+        3
+    );
+    assert_eq!(
+        weeks[&key("2026-11-30T00:00:00+00:00", Some("/b"))].views,
+        2
+    );
+    // The week of 7 December is not over.
+    assert!(!weeks.keys().any(|(at, _)| at.starts_with("2026-12-07")));
+
+    let months = numbers(&db, Level::Month).await;
+    let november = &months[&key("2026-11-01T00:00:00+00:00", None)];
+    assert_eq!((november.views, november.commerce), (4, 0));
+    assert_visitors(november, 3, "November");
+    assert!(
+        !months.keys().any(|(at, _)| at.starts_with("2026-12")),
+        "December is not over"
+    );
+
+    // A month later December is built, from its days (not from the week it shares).
+    rollup::roll_up(&db, bson_time(utc(2027, 1, 1, 2, 0)))
+        .await
+        .expect("rolls up");
+    let months = numbers(&db, Level::Month).await;
+    let december = &months[&key("2026-12-01T00:00:00+00:00", None)];
+    assert_eq!((december.views, december.commerce), (3, 3));
+    assert_visitors(december, 2, "December");
+    let weeks = numbers(&db, Level::Week).await;
+    assert_eq!(weeks[&key("2026-12-07T00:00:00+00:00", None)].views, 1);
+    // Every level sums to the same total of non-bot page views.
+    for level in Level::ALL {
+        let total: i64 = numbers(&db, level)
+            .await
+            .iter()
+            .filter(|((_, path), _)| path.is_none())
+            .map(|(_, n)| n.views)
+            .sum();
+        assert_eq!(total, 7, "{level:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_second_run_and_a_run_crashed_between_merge_and_watermark_change_nothing() {
+    let (_server, db) = memory_db("rollup-crash").await;
+    log_all(&db, boundary_hits()).await;
+    let now = bson_time(utc(2027, 1, 1, 2, 0));
+    rollup::roll_up(&db, now).await.expect("rolls up");
+    let uninterrupted = snapshot(&db).await;
+    assert!(!uninterrupted.is_empty());
+
+    // Again: nothing is due, nothing changes.
+    let again = rollup::roll_up(&db, now).await.expect("rolls up");
+    assert!(again.built.is_empty(), "{again:?}");
+    assert_eq!(snapshot(&db).await, uninterrupted);
+
+    // Crash after each level's merge in turn, then finish: the same documents.
+    for level in Level::ALL {
+        for collection in Level::ALL
+            .map(Level::collection)
+            .into_iter()
+            .chain([WATERMARKS])
+        {
+            db.collection::<Document>(collection)
+                .drop()
+                .await
+                .expect("dropped");
+        }
+        let crashed = rollup::roll_up_crashing(&db, now, CrashAfter::Merge(level)).await;
+        assert!(crashed.is_err());
+        assert_eq!(rollup::watermark(&db, level).await.expect("read"), None);
+        // A crash after the merge of every level but the first leaves earlier watermarks set.
+        rollup::roll_up(&db, now).await.expect("finishes");
+        assert_eq!(
+            snapshot(&db).await,
+            uninterrupted,
+            "crashed after the {level:?} merge"
+        );
+        // And the re-run of the crashed level's periods replaced, not added.
+        rollup::roll_up_crashing(&db, now, CrashAfter::Merge(level))
+            .await
+            .ok();
+        assert_eq!(snapshot(&db).await, uninterrupted);
+    }
+
+    // The events expire (as the TTL index deletes them); the roll-ups keep their counts.
+    db.collection::<Document>(EVENTS)
+        .delete_many(doc! {})
+        .await
+        .expect("deleted");
+    rollup::roll_up(&db, bson_time(utc(2027, 2, 1, 0, 0)))
+        .await
+        .expect("rolls up");
+    let after: Vec<Document> = snapshot(&db)
+        .await
+        .into_iter()
+        .filter(|d| {
+            uninterrupted
+                .iter()
+                .any(|u| u.get("_id") == d.get("_id") && u.get("level") == d.get("level"))
+        })
+        .collect();
+    assert_eq!(after, uninterrupted);
+}
+
+#[tokio::test]
+async fn rolled_up_visitors_stay_within_the_sketch_error_of_the_exact_distinct_count() {
+    let (_server, db) = memory_db("rollup-hll").await;
+    // 12 000 visitors over two days, most of them coming back on the second.
+    let mut hits = Vec::new();
+    for v in 0..10_000u32 {
+        hits.push(hit(utc(2026, 3, 2, v % 24, v % 60), "/", v, None));
+    }
+    for v in 2_000..12_000u32 {
+        hits.push(hit(utc(2026, 3, 3, v % 24, v % 60), "/", v, None));
+    }
+    log_all(&db, hits).await;
+    rollup::roll_up(&db, bson_time(utc(2026, 4, 2, 1, 0)))
+        .await
+        .expect("rolls up");
+    let within = |estimate: u64, exact: u64, what: &str| {
+        let allowed = 3.0 * hll::STANDARD_ERROR * exact as f64;
+        assert!(
+            (estimate as f64 - exact as f64).abs() <= allowed,
+            "{what}: {estimate} estimated, {exact} exact (±{allowed:.0} allowed)"
+        );
+    };
+    let days = numbers(&db, Level::Day).await;
+    within(
+        days[&key("2026-03-02T00:00:00+00:00", None)].visitors,
+        exact_of_day(&db, 2).await,
+        "2 March",
+    );
+    within(
+        days[&key("2026-03-03T00:00:00+00:00", None)].visitors,
+        exact_of_day(&db, 3).await,
+        "3 March",
+    );
+    let weeks = numbers(&db, Level::Week).await;
+    let all_distinct = db_distinct(&db, doc! {}).await;
+    // The salt rotates daily, so a returning visitor is a new hash the next day (as Plausible
+    // counts): the week's exact distinct is that of the hashes.
+    within(
+        weeks[&key("2026-03-02T00:00:00+00:00", None)].visitors,
+        all_distinct,
+        "the week",
+    );
+    let months = numbers(&db, Level::Month).await;
+    within(
+        months[&key("2026-03-01T00:00:00+00:00", None)].visitors,
+        all_distinct,
+        "March",
+    );
+    assert_eq!(
+        months[&key("2026-03-01T00:00:00+00:00", None)].views,
+        20_000
+    );
+}
+
+async fn exact_of_day(db: &Db, day: u32) -> u64 {
+    let filter = doc! { "at": {
+        "$gte": bson_time(utc(2026, 3, day, 0, 0)),
+        "$lt": bson_time(utc(2026, 3, day + 1, 0, 0)),
+    } };
+    db_distinct(db, filter).await
+}
+
+async fn db_distinct(db: &Db, filter: Document) -> u64 {
+    db.collection::<Document>(EVENTS)
+        .distinct("visitor", filter)
+        .await
+        .expect("distinct")
+        .len() as u64
+}
+
+#[tokio::test]
+async fn three_instances_writing_events_and_one_rolling_up_give_exact_sums() {
+    let (server, first) = memory_db("three-instances").await;
+    let mut handles = vec![first];
+    for _ in 0..2 {
+        handles.push(
+            Db::connect(
+                &server.uri(),
+                "three-instances",
+                std::time::Duration::from_secs(5),
+                bazaar::db::Store::EmbeddedMemory,
+            )
+            .await
+            .expect("connects"),
+        );
+    }
+    let base = Utc::now() - chrono::Duration::days(3);
+    let mut writers = Vec::new();
+    for (n, db) in handles.iter().enumerate() {
+        let db = db.clone();
+        writers.push(tokio::spawn(async move {
+            let log = EventLog::spawn(db, 10_000);
+            for i in 0..1_500u32 {
+                let at = base + chrono::Duration::minutes(i64::from(i % 600));
+                log.record(hit(at, &format!("/p{}", i % 5), i * 3 + n as u32, None));
+            }
+            log.stop().await;
+            log.stats()
+        }));
+    }
+    for writer in writers {
+        let stats = writer.await.expect("writer");
+        assert_eq!((stats.written, stats.dropped, stats.failed), (1_500, 0, 0));
+    }
+    // All three try to roll up at once; the lease lets them take turns.
+    let runs = futures::future::join_all(handles.iter().map(rollup::roll_up_under_lease)).await;
+    assert!(runs.iter().all(Result::is_ok), "{runs:?}");
+    assert!(runs.iter().any(|r| matches!(r, Ok(Some(_)))));
+    for level in Level::ALL.into_iter().take(3) {
+        let found = numbers(&handles[2], level).await;
+        let site: i64 = found
+            .iter()
+            .filter(|((_, p), _)| p.is_none())
+            .map(|(_, n)| n.views)
+            .sum();
+        let pages: i64 = found
+            .iter()
+            .filter(|((_, p), _)| p.is_some())
+            .map(|(_, n)| n.views)
+            .sum();
+        if level == Level::Week && found.is_empty() {
+            continue; // three days ago may still be this week
+        }
+        assert_eq!((site, pages), (4_500, 4_500), "{level:?}");
+    }
+}

@@ -12,13 +12,14 @@
 //!
 //! Beside the counters, the traffic log ([`events`]) keeps one document per page view and
 //! commerce event, rolled up hour by hour into visitor and view statistics ([`rollup`], with
-//! [`hll`] sketches for unique visitors) that the traffic reports ([`traffic`]) read.
+//! [`hll`] sketches for unique visitors) that the traffic reports read.
 
 pub mod counter;
 pub mod events;
 pub mod hll;
 pub mod middleware;
 pub mod report;
+pub mod rollup;
 pub mod sales;
 pub mod svg;
 
