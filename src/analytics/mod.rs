@@ -12,7 +12,7 @@
 //!
 //! Beside the counters, the traffic log ([`events`]) keeps one document per page view and
 //! commerce event, rolled up hour by hour into visitor and view statistics ([`rollup`], with
-//! [`hll`] sketches for unique visitors) that the traffic reports read.
+//! [`hll`] sketches for unique visitors) that the traffic reports ([`traffic`]) read.
 
 pub mod counter;
 pub mod events;
@@ -22,6 +22,7 @@ pub mod report;
 pub mod rollup;
 pub mod sales;
 pub mod svg;
+pub mod traffic;
 
 use bson::doc;
 use chrono::{Datelike, NaiveDate};
