@@ -234,6 +234,25 @@ async fn the_ttl_index_has_the_configured_retention_and_the_report_queries_use_i
         doc! {},
     )
     .await;
+    for level in Level::ALL {
+        let at = doc! { "$gte": bson::DateTime::from_millis(0), "$lt": bson::DateTime::now() };
+        assert_uses_index(
+            &app.db,
+            "a level's periods (the next level's input)",
+            level.collection(),
+            doc! { "at": at.clone() },
+            doc! {},
+        )
+        .await;
+        assert_uses_index(
+            &app.db,
+            "the site's periods",
+            level.collection(),
+            doc! { "path": Bson::Null, "at": at },
+            doc! {},
+        )
+        .await;
+    }
     assert_uses_index(
         &app.db,
         "all events over time",

@@ -56,6 +56,8 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
             checkout::gateway::TestGateway::indexes(),
         ),
     ];
+    // The traffic roll-ups, one collection per level.
+    plan.extend(analytics::rollup::indexes());
     // Site search: one weighted text index on products and one on content nodes.
     plan.extend(crate::search::indexes());
     plan
