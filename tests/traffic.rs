@@ -2,7 +2,8 @@
 //! and each commerce event store (and what they must never store), the TTL index and the
 //! indexes of the reports, the bounded queue, and the roll-ups' exact counts across hour, day,
 //! ISO week and month boundaries, their idempotence, a crash between a level's write and its
-//! watermark, HyperLogLog uniques, and three instances writing while one rolls up.
+//! watermark, HyperLogLog uniques, and three instances writing while one rolls up; and the
+//! Admin → Analytics → Traffic report and its CSV, from the events and from the roll-ups.
 
 use std::net::IpAddr;
 

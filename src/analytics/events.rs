@@ -261,10 +261,39 @@ pub fn visitor_hash(salt: &[u8], client: Option<IpAddr>, user_agent: &str) -> u6
     u64::from_be_bytes(first)
 }
 
+/// User agents already parsed by the writer: a site sees few distinct ones, and parsing (a few
+/// dozen regular expressions) cost more than the rest of an event together (the product page's
+/// throughput with logging on was 55 % of off without this cache on a 2-core VM).
+#[derive(Default)]
+pub struct Agents {
+    parsed: HashMap<String, Agent>,
+}
+
+/// Distinct user agents remembered; the cache starts afresh beyond.
+const AGENTS_REMEMBERED: usize = 2_000;
+
+impl Agents {
+    pub fn parse(&mut self, user_agent: &str) -> Agent {
+        if let Some(agent) = self.parsed.get(user_agent) {
+            return agent.clone();
+        }
+        if self.parsed.len() >= AGENTS_REMEMBERED {
+            self.parsed.clear();
+        }
+        let agent = parse_agent(user_agent);
+        self.parsed.insert(user_agent.to_string(), agent.clone());
+        agent
+    }
+}
+
 impl Event {
     /// The stored event of `hit`, hashed with its day's `salt`.
     pub fn from_hit(hit: &Hit, salt: &[u8]) -> Event {
-        let agent = parse_agent(&hit.user_agent);
+        Event::from_hit_as(hit, salt, parse_agent(&hit.user_agent))
+    }
+
+    /// [`Event::from_hit`] with the user agent already parsed.
+    pub fn from_hit_as(hit: &Hit, salt: &[u8], agent: Agent) -> Event {
         let hash = visitor_hash(salt, hit.client, &hit.user_agent);
         let [utm_source, utm_medium, utm_campaign] =
             hit.query.as_deref().map(utm).unwrap_or_default();
@@ -496,6 +525,7 @@ impl EventLog {
 /// The writer: takes whatever waits (up to a batch), writes it, answers flushes in order.
 async fn write_events(db: Db, mut receiver: mpsc::Receiver<Message>, counts: Arc<Counts>) {
     let mut salts: HashMap<Day, Vec<u8>> = HashMap::new();
+    let mut agents = Agents::default();
     let mut messages = Vec::with_capacity(BATCH);
     loop {
         messages.clear();
@@ -515,7 +545,7 @@ async fn write_events(db: Db, mut receiver: mpsc::Receiver<Message>, counts: Arc
                 }
             }
         }
-        write_batch(&db, &mut salts, &hits, &counts).await;
+        write_batch(&db, &mut salts, &mut agents, &hits, &counts).await;
         for done in flushed {
             let _ = done.send(());
         }
@@ -535,6 +565,7 @@ async fn write_events(db: Db, mut receiver: mpsc::Receiver<Message>, counts: Arc
 async fn write_batch(
     db: &Db,
     salts: &mut HashMap<Day, Vec<u8>>,
+    agents: &mut Agents,
     hits: &[Box<Hit>],
     counts: &Counts,
 ) {
@@ -560,7 +591,8 @@ async fn write_batch(
             }
         }
         let salt = salts.get(&day).map(Vec::as_slice).unwrap_or_default();
-        match bson::to_document(&Event::from_hit(hit, salt)) {
+        let agent = agents.parse(&hit.user_agent);
+        match bson::to_document(&Event::from_hit_as(hit, salt, agent)) {
             Ok(document) => documents.push(document),
             Err(e) => {
                 tracing::warn!(error = %e, "a traffic event could not be encoded");

@@ -120,10 +120,20 @@ pub fn indexes() -> Vec<(&'static str, Vec<IndexModel>)> {
         .collect()
 }
 
-/// What one run built, per level: the periods' range, or `None` when nothing was due.
+/// What one run built: each level that had periods due, with their range.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RollupReport {
-    pub built: Vec<(Level, DateTime, DateTime)>,
+    pub built: Vec<Built>,
+}
+
+/// One level's periods built by a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Built {
+    pub level: Level,
+    pub from: DateTime,
+    pub to: DateTime,
+    /// How long the level's pipeline took.
+    pub took: Duration,
 }
 
 /// Where a test stops a run, as a crash would: after `Level`'s `$merge`, before its watermark.
@@ -166,6 +176,7 @@ pub async fn roll_up_crashing(
             Some(_) => from_level(level, from, to),
         };
         let source = level.source().map_or(EVENTS, Level::collection);
+        let started = std::time::Instant::now();
         db.collection::<Document>(source)
             .aggregate(pipeline)
             .await?
@@ -184,7 +195,12 @@ pub async fn roll_up_crashing(
             )
             .upsert(true)
             .await?;
-        report.built.push((level, from, to));
+        report.built.push(Built {
+            level,
+            from,
+            to,
+            took: started.elapsed(),
+        });
     }
     Ok(report)
 }
