@@ -3,7 +3,10 @@
 //! catalog are started; rounds alternate which one is loaded first (so drift on a shared machine
 //! hits both alike), each loading product pages from 64 keep-alive clients for a few seconds.
 //! Prints each round and the medians, and the on/off ratio. An "on" round ends by writing the
-//! views it counted, and that time counts as part of the round.
+//! views it counted (and the traffic events it logged), and that time counts as part of the
+//! round. "On" also logs every page view and product view to the traffic log
+//! (`analytics.events`); `BENCH_EVENTS=false` measures the page-view counter alone. The clients
+//! send a browser's user agent, so the events are parsed as a person's.
 //!
 //! `cargo bench -p bazaar --bench analytics_overhead` (BENCH_SECONDS per round, default 5;
 //! BENCH_ROUNDS, default 3; BENCH_CONNECTIONS, default 64; BENCH_PRODUCTS, default 1 000; BENCH_FLUSH_MS, another `analytics.flush_interval_ms` than
@@ -43,6 +46,10 @@ fn settings(counting: bool) -> anyhow::Result<Settings> {
             (
                 "BAZAAR_ANALYTICS__ENABLED".to_string(),
                 counting.to_string(),
+            ),
+            (
+                "BAZAAR_ANALYTICS__EVENTS".to_string(),
+                std::env::var("BENCH_EVENTS").unwrap_or_else(|_| "true".to_string()),
             ),
         ]
         .into_iter()
@@ -104,6 +111,7 @@ async fn load(
     for c in 0..connections {
         let client = reqwest::Client::builder()
             .pool_max_idle_per_host(1)
+            .user_agent(BROWSER)
             .build()
             .expect("client");
         let base = base.to_string();
@@ -135,6 +143,9 @@ async fn load(
     (ok, started.elapsed(), failed)
 }
 
+/// The clients' user agent: a browser's, so the traffic log parses a person's visit.
+const BROWSER: &str = "Mozilla/5.0 (X11; Linux x86_64; rv:121.0) Gecko/20100101 Firefox/121.0";
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -159,6 +170,7 @@ async fn bench() -> anyhow::Result<()> {
     let (off_base, off_slugs, off_app) = start_site(false, products).await?;
     let (on_base, on_slugs, on_app) = start_site(true, products).await?;
     let counter = on_app.page_views().expect("counting is on");
+    let events = on_app.event_log();
     let handles = [off_app.server_handle(), on_app.server_handle()];
     let servers = [
         tokio::spawn(off_app.run_until_stopped()),
@@ -191,6 +203,9 @@ async fn bench() -> anyhow::Result<()> {
                 // timed write would land in the following round, which may be an "off" one.
                 let flushing = Instant::now();
                 counter.flush().await;
+                if let Some(events) = &events {
+                    events.flush().await;
+                }
                 took += flushing.elapsed();
             }
             let rate = pages as f64 / took.as_secs_f64();
@@ -214,6 +229,14 @@ async fn bench() -> anyhow::Result<()> {
         "views written {}, dropped (queue full) {}, failed {}",
         stats.written, stats.dropped, stats.failed
     );
+    if let Some(events) = &events {
+        events.flush().await;
+        let logged = events.stats();
+        println!(
+            "traffic events written {}, dropped (queue full) {}, failed {}",
+            logged.written, logged.dropped, logged.failed
+        );
+    }
     for handle in handles {
         handle.stop(true).await;
     }

@@ -529,6 +529,14 @@ section! {
             "distinct paths counted per day; views of any further path that day are counted under \
              `(other)`, so requests for many different addresses cannot create unbounded report \
              documents";
+        pub events: bool = "events", Flag,
+            "also log every public page view and commerce event (product viewed, added to cart, \
+             checkout started, order placed, search) to the `events` collection for the traffic \
+             reports (visitors, sources, devices, searches, the sales funnel); no cookie, no \
+             address or user agent stored";
+        pub events_retention_days: u32 = "events_retention_days", whole(1, 3_650),
+            "days the traffic events are kept (a TTL index deletes older ones); the hourly, \
+             daily, weekly and monthly roll-ups keep their counts for good";
     }
 }
 

@@ -16,6 +16,7 @@ use actix_web::middleware::{from_fn, ErrorHandlers};
 use actix_web::{web, App, HttpServer};
 use anyhow::Context;
 
+use crate::analytics::events::EventLog;
 use crate::analytics::PageViewCounter;
 use crate::backup::schedule::BackupMonitor;
 use crate::cart::pages::NewCartLimit;
@@ -39,6 +40,9 @@ const EMBEDDED_USER: &str = "bazaar";
 
 /// How long in-flight requests may take to finish once shutdown starts.
 const SHUTDOWN_GRACE_SECS: u64 = 10;
+/// At most this many traffic events wait to be written (fewer when `analytics.queue_capacity` is
+/// smaller).
+const EVENT_QUEUE_MAX: usize = 20_000;
 
 /// The database connection, and the embedded server when Bazaar started one.
 pub struct OpenDatabase {
@@ -267,6 +271,8 @@ pub struct Application {
     credentials: web::Data<AdminCredentials>,
     /// Counts page views when `analytics.enabled`; stopped (and flushed) with the server.
     page_views: Option<PageViewCounter>,
+    /// The traffic log when `analytics.events` is on too; stopped (and flushed) with the server.
+    event_log: Option<EventLog>,
     /// The bounds on site search (tests hold its slots to see the busy page).
     search_limits: web::Data<SearchLimits>,
 }
@@ -281,6 +287,7 @@ struct Assembled {
     credentials: web::Data<AdminCredentials>,
     backup_monitor: Arc<BackupMonitor>,
     page_views: Option<PageViewCounter>,
+    event_log: Option<EventLog>,
     search_limits: web::Data<SearchLimits>,
     mailer: web::Data<Mailer>,
 }
@@ -331,6 +338,7 @@ impl Application {
                 test_gateway: built.test_gateway,
                 credentials: built.credentials,
                 page_views: built.page_views,
+                event_log: built.event_log,
                 search_limits: built.search_limits,
             }),
             Err(e) => Err((e, database)),
@@ -345,6 +353,9 @@ impl Application {
         indexes::ensure_indexes(db)
             .await
             .context("creating the database indexes failed")?;
+        analytics::events::ensure_retention(db, settings.analytics.events_retention_days)
+            .await
+            .context("creating the traffic events' TTL index failed")?;
         crate::catalog::facets::backfill(db)
             .await
             .context("normalising the products' filter keys failed")?;
@@ -415,6 +426,14 @@ impl Application {
             .analytics
             .enabled
             .then(|| PageViewCounter::spawn(db.clone(), &settings.analytics));
+        // A waiting hit holds its headers (up to about 1.5 KB), so fewer of them wait than the
+        // counter's tallies.
+        let event_log = (settings.analytics.enabled && settings.analytics.events).then(|| {
+            EventLog::spawn(
+                db.clone(),
+                settings.analytics.queue_capacity.min(EVENT_QUEUE_MAX),
+            )
+        });
         let areas = AreaData {
             gateway: web::Data::from(gateway.clone()),
             comment_rate: web::Data::new(CommentRateLimit::new(
@@ -429,6 +448,7 @@ impl Application {
                 as Arc<dyn crate::checkout::pages::CheckoutPrefill>),
             backup_monitor: web::Data::from(backup_monitor.clone()),
             page_views: page_views.clone().map(web::Data::new),
+            event_log: event_log.clone().map(web::Data::new),
             search_limits: web::Data::new(SearchLimits::new(&settings.search)),
             readiness: web::Data::new(crate::health::ready::Readiness::new(
                 indexes::index_names(),
@@ -465,6 +485,7 @@ impl Application {
             test_gateway,
             credentials,
             page_views,
+            event_log,
             search_limits,
             mailer,
         })
@@ -515,6 +536,11 @@ impl Application {
         self.page_views.clone()
     }
 
+    /// The traffic log, when `analytics.events` (tests flush it).
+    pub fn event_log(&self) -> Option<EventLog> {
+        self.event_log.clone()
+    }
+
     /// The database handle (tests check stock invariants through it).
     pub fn db(&self) -> &Db {
         &self.database.db
@@ -553,6 +579,9 @@ impl Application {
         }
         if let Some(page_views) = &self.page_views {
             page_views.stop().await;
+        }
+        if let Some(event_log) = &self.event_log {
+            event_log.stop().await;
         }
         self.database.close().await;
         served.context("the HTTP server failed")
@@ -623,6 +652,8 @@ struct AreaData {
     backup_monitor: web::Data<BackupMonitor>,
     /// Page-view counting, when `analytics.enabled`.
     page_views: Option<web::Data<PageViewCounter>>,
+    /// The traffic log, when `analytics.events` too: the analytics middleware.
+    event_log: Option<web::Data<EventLog>>,
     /// Searches at once and per client: `search::pages`.
     search_limits: web::Data<SearchLimits>,
     /// What `/readyz` waits for: `health::ready`.
@@ -660,6 +691,9 @@ fn http_server(
         let mut app = App::new();
         if let Some(page_views) = &areas.page_views {
             app = app.app_data(page_views.clone());
+        }
+        if let Some(event_log) = &areas.event_log {
+            app = app.app_data(event_log.clone());
         }
         app.app_data(state.clone())
             .app_data(site_url.clone())

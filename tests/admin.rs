@@ -115,6 +115,8 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "carts",
             "categories",
             "comments",
+            // The traffic log (its TTL index is made at start-up).
+            "events",
             "gateway_charges",
             "leases",
             "nodes",
@@ -130,7 +132,11 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "sign_in_limits",
             "sign_in_tokens",
             "stats.daily",
-            "stats.monthly"
+            "stats.monthly",
+            "traffic.daily",
+            "traffic.hourly",
+            "traffic.monthly",
+            "traffic.weekly"
         ],
         "{rows:?}"
     );

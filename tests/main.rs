@@ -57,4 +57,5 @@ mod sessions;
 mod shopper;
 mod stock_moves;
 mod time_zone;
+mod traffic;
 mod unicode_slugs;

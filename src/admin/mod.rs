@@ -21,6 +21,7 @@ pub mod products;
 pub mod settings;
 pub mod stock;
 pub mod system;
+pub mod traffic;
 pub mod upload_form;
 
 use actix_web::middleware::from_fn;
@@ -49,6 +50,8 @@ pub fn scope() -> Scope<
         .route("/mail/retry", web::post().to(system::retry_mail))
         .route("/analytics", read().to(analytics::day))
         .route("/analytics/month", read().to(analytics::month))
+        .route("/analytics/traffic", read().to(traffic::show))
+        .route("/analytics/traffic.csv", read().to(traffic::csv))
         .route("/products", read().to(product_list::index))
         .service(
             web::resource("/products/new")

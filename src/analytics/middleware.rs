@@ -10,7 +10,9 @@ use actix_web::http::{header, Method, StatusCode};
 use actix_web::middleware::Next;
 use actix_web::web;
 
+use super::events::{clip, EventLog, Hit, MAX_HEADER_BYTES};
 use super::PageViewCounter;
+use crate::web::traffic::CommerceEvent;
 
 /// Paths under these prefixes are never page views.
 const NOT_PAGES: &[&str] = &["/admin", "/static", "/media", "/healthz"];
@@ -21,17 +23,77 @@ pub async fn count_page_views(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let started = std::time::Instant::now();
     let response = next.call(req).await?;
     let request = response.request();
-    if request.method() == Method::GET && response.status() == StatusCode::OK && is_html(&response)
-    {
+    let is_view = request.method() == Method::GET
+        && response.status() == StatusCode::OK
+        && is_html(&response);
+    if is_view {
         if let Some(counter) = request.app_data::<web::Data<PageViewCounter>>() {
             if let Some(path) = page_path(request.match_info().as_str()) {
                 counter.record(path, chrono::Utc::now());
             }
         }
     }
+    if let Some(log) = request.app_data::<web::Data<EventLog>>() {
+        let event = response
+            .response()
+            .extensions()
+            .get::<CommerceEvent>()
+            .cloned();
+        if is_view || event.is_some() {
+            log_events(log, &response, is_view, event, started.elapsed());
+        }
+    }
     Ok(response)
+}
+
+/// Hand the page view (when `is_view`) and the tagged `event` to the traffic log.
+fn log_events<B>(
+    log: &EventLog,
+    response: &ServiceResponse<B>,
+    is_view: bool,
+    event: Option<CommerceEvent>,
+    took: std::time::Duration,
+) {
+    let request = response.request();
+    let Some(path) = page_path(request.match_info().as_str()) else {
+        return;
+    };
+    let header = |name: header::HeaderName| {
+        request
+            .headers()
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| clip(v, MAX_HEADER_BYTES))
+    };
+    let query = request.query_string();
+    let hit = Hit {
+        at: chrono::Utc::now(),
+        event: None,
+        path: path.to_string(),
+        template: request
+            .match_pattern()
+            .map(|p| clip(&p, MAX_PATH_BYTES))
+            .unwrap_or_else(|| path.to_string()),
+        status: response.status().as_u16(),
+        response_ms: u32::try_from(took.as_millis()).unwrap_or(u32::MAX),
+        referrer: header(header::REFERER),
+        own_host: header(header::HOST),
+        query: (!query.is_empty()).then(|| clip(query, MAX_HEADER_BYTES)),
+        client: crate::web::client::client_ip(request),
+        user_agent: header(header::USER_AGENT).unwrap_or_default(),
+    };
+    if let Some(event) = event {
+        log.record(Hit {
+            event: Some(event),
+            ..hit.clone()
+        });
+    }
+    if is_view {
+        log.record(hit);
+    }
 }
 
 fn is_html<B>(response: &ServiceResponse<B>) -> bool {

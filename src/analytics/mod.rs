@@ -9,12 +9,20 @@
 //! The `_id` is the day (or month) and the path joined by `/`; paths always begin with `/`, so
 //! the id of the catch-all [`OTHER_PATH`] cannot collide with a real page's. Hours and minutes are
 //! UTC. Counters are created by the first `$inc` that needs them: a missing one reads as zero.
+//!
+//! Beside the counters, the traffic log ([`events`]) keeps one document per page view and
+//! commerce event, rolled up hour by hour into visitor and view statistics ([`rollup`], with
+//! [`hll`] sketches for unique visitors) that the traffic reports ([`traffic`]) read.
 
 pub mod counter;
+pub mod events;
+pub mod hll;
 pub mod middleware;
 pub mod report;
+pub mod rollup;
 pub mod sales;
 pub mod svg;
+pub mod traffic;
 
 use bson::doc;
 use chrono::{Datelike, NaiveDate};

@@ -16,6 +16,7 @@ use crate::web::flash::{self, Level};
 use crate::web::layout::{render, Layout};
 use crate::web::rate_limit::RateLimiter;
 use crate::web::see_other;
+use crate::web::traffic::{self, CommerceEvent};
 
 /// A refused cart change is shown to the shopper as a conflict; a database failure as its page.
 impl From<CartError> for AppError {
@@ -366,7 +367,11 @@ pub async fn add(
             if let Some(id) = &cart_id {
                 refresh_count(db, &session, id).await?;
             }
-            Ok(see_other("/cart"))
+            let added = CommerceEvent::AddedToCart {
+                sku: sku.to_string(),
+                qty,
+            };
+            Ok(traffic::tag(see_other("/cart"), added))
         }
         Err(CartError::UnknownSku) => {
             flash::push(&session, Level::Error, "That product does not exist.");

@@ -23,6 +23,7 @@ use crate::web::errors::AppError;
 use crate::web::layout::{html_response, render, Layout};
 use crate::web::meta::{breadcrumb_list, PageMeta};
 use crate::web::see_other;
+use crate::web::traffic::{self, CommerceEvent};
 
 /// A listing with its filter form and page links (the product list and category pages).
 /// A catalog refusal is shown as a conflict (or 404); a database failure as its page.
@@ -315,8 +316,11 @@ pub async fn show(
     )
     .await?;
     thread.prefill_remembered(&req);
+    let viewed = CommerceEvent::ProductViewed {
+        sku: product.sku.to_string(),
+    };
     let page = product_page(&req, &state, product, thread).await?;
-    render(&page)
+    Ok(traffic::tag(render(&page)?, viewed))
 }
 
 /// No product on sale at `/products/{slug}`: when one was renamed away from that slug, `301`

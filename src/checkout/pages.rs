@@ -17,6 +17,7 @@ use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{html_response, render, Layout};
 use crate::web::see_other;
+use crate::web::traffic::{self, CommerceEvent};
 
 /// Orders this session placed, newest last; bounded so the cookie stays small.
 const SESSION_ORDERS: &str = "orders";
@@ -176,13 +177,14 @@ pub async fn show(
             .unwrap_or_default(),
         None => CheckoutForm::default(),
     };
-    render(&CheckoutPage {
+    let page = render(&CheckoutPage {
         layout: Layout::public(&req),
         cart,
         form,
         errors: FieldErrors::new(),
         problem: None,
-    })
+    })?;
+    Ok(traffic::tag(page, CommerceEvent::CheckoutStarted))
 }
 
 /// `POST /checkout`
@@ -222,7 +224,12 @@ pub async fn submit(
     };
     let outcome = checkout::place_order(&state.db, gateway.get_ref(), &cart.id, &details).await?;
     match outcome {
-        CheckoutOutcome::Placed(order) => Ok(placed(&session, &order)),
+        CheckoutOutcome::Placed(order) => {
+            let event = CommerceEvent::OrderPlaced {
+                total_cents: order.total.cents(),
+            };
+            Ok(traffic::tag(placed(&session, &order), event))
+        }
         CheckoutOutcome::Declined(reason) => {
             let cart = cart::by_id(&state.db, &cart.id).await?.unwrap_or(cart);
             form_again(

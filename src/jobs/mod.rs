@@ -3,7 +3,8 @@
 //! checkouts and cancellations a crash interrupted are finished, and scheduled content whose
 //! time came is marked live, comments deleted longer ago than their restore period are
 //! deleted for good, and customer accounts abandoned for `accounts.abandoned_after_days` are
-//! erased (`accounts::privacy`, under a lease). Every job is idempotent, so any
+//! erased (`accounts::privacy`, under a lease), and the traffic log is rolled up into hourly,
+//! daily, weekly and monthly statistics (`analytics::rollup`, under a lease). Every job is idempotent, so any
 //! number of app instances may run them at the same time.
 //!
 //! Clock steps: every job measures an age as "stored stamp against now", so a clock stepped
@@ -279,6 +280,13 @@ pub fn spawn(
                     comments = n,
                     "deleted comments past their restore period purged"
                 );
+            }
+            // The traffic roll-ups, by one instance at a time (under a lease).
+            let rollup = crate::analytics::rollup::roll_up_under_lease(&db);
+            if let Some(Some(report)) = run("traffic_rollup", rollup).await {
+                if !report.built.is_empty() {
+                    tracing::debug!(?report, "traffic rolled up");
+                }
             }
             let abandoned = crate::accounts::privacy::erase_abandoned(&db, abandoned_after_days);
             if let Some(n @ 1..) = run("erase_abandoned_accounts", abandoned).await {

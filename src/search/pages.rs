@@ -15,6 +15,7 @@ use crate::state::AppState;
 use crate::web::error_page::error_page;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
+use crate::web::traffic::{self, CommerceEvent};
 
 #[derive(Template)]
 #[template(path = "search/results.html")]
@@ -123,12 +124,22 @@ pub async fn results(
             results.suggestion.clone(),
         )
     };
-    render(&SearchPage {
+    // A search is logged once, from its first page; `results` counts that page's hits (a
+    // query with none is what the "searches with no results" report lists).
+    let searched = (page == 1 && !query.is_empty()).then(|| CommerceEvent::Searched {
+        query: query.chars().take(traffic::MAX_QUERY_CHARS).collect(),
+        results: u32::try_from(hits.len()).unwrap_or(u32::MAX),
+    });
+    let response = render(&SearchPage {
         layout: Layout::public(&req),
         query,
         hits,
         page,
         has_next,
         suggestion,
+    })?;
+    Ok(match searched {
+        Some(event) => traffic::tag(response, event),
+        None => response,
     })
 }

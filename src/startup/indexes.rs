@@ -47,12 +47,17 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
         ),
         (analytics::DAILY, analytics::indexes()),
         (analytics::MONTHLY, analytics::monthly_indexes()),
+        // The traffic log (its TTL index is made with the configured retention:
+        // `analytics::events::ensure_retention`) and its roll-ups.
+        (analytics::events::EVENTS, analytics::events::indexes()),
         // The built-in test gateway's own charges (a real gateway keeps them elsewhere).
         (
             checkout::gateway::TEST_GATEWAY_CHARGES,
             checkout::gateway::TestGateway::indexes(),
         ),
     ];
+    // The traffic roll-ups, one collection per level.
+    plan.extend(analytics::rollup::indexes());
     // Site search: one weighted text index on products and one on content nodes.
     plan.extend(crate::search::indexes());
     plan

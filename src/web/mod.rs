@@ -23,6 +23,7 @@ pub mod rate_limit;
 pub mod request_log;
 pub mod security_headers;
 pub mod session;
+pub mod traffic;
 pub mod xml;
 
 use actix_web::http::header;

@@ -79,6 +79,8 @@ pub struct TestApp {
     pub store_address: Option<std::net::SocketAddr>,
     /// The page-view counter (`None` when `analytics.enabled` is off); tests flush it.
     pub page_views: Option<bazaar::analytics::PageViewCounter>,
+    /// The traffic log (`None` when `analytics.events` is off); tests flush it.
+    pub events: Option<bazaar::analytics::events::EventLog>,
     handle: actix_web::dev::ServerHandle,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -120,6 +122,7 @@ pub async fn spawn_with_settings(settings: Settings) -> TestApp {
     let store_address = app.embedded_store_address();
     let gateway = app.test_gateway().expect("tests run with the test gateway");
     let page_views = app.page_views();
+    let events = app.event_log();
     let task = tokio::spawn(app.run_until_stopped());
     let (client, jar) = new_client();
     TestApp {
@@ -131,6 +134,7 @@ pub async fn spawn_with_settings(settings: Settings) -> TestApp {
         gateway,
         store_address,
         page_views,
+        events,
         handle,
         task,
     }

@@ -1,0 +1,252 @@
+//! What the traffic log costs the embedded store, and how long its roll-ups take.
+//!
+//! 1. **Growth: a TTL index or daily collections.** One day of events (BENCH_DAY_EVENTS,
+//!    default 100 000) is inserted into `events` with its indexes and the TTL index, and into a
+//!    collection of its own (`events_YYYYMMDD`) with the same indexes but no TTL index; then the
+//!    day is expired both ways: the TTL monitor's delete of everything before a time, and
+//!    dropping the day's collection. Printed: insert rate and expiry time of each.
+//! 2. **Roll-ups**: BENCH_ROLLUP_EVENTS (default 1 000 000) events over 30 days on 500 pages
+//!    by 100 000 visitors, then one `rollup::roll_up` building every level from scratch.
+//! 3. **Reports**: the traffic report's queries over those 30 days from the events.
+//!
+//! All on the embedded store with its data on disk (a temporary directory), as a shop runs it.
+//! `cargo bench -p bazaar --bench traffic_store`.
+
+use std::time::{Duration, Instant};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+use bazaar::analytics::events::{self, Event, EVENTS};
+use bazaar::analytics::rollup::{self, Level};
+use bazaar::analytics::traffic::{self, Range, Source};
+use bazaar::analytics::{hll, Day};
+use bazaar::config::Settings;
+use bazaar::db::Db;
+use bazaar::startup::OpenDatabase;
+use bson::{doc, Document};
+use chrono::{TimeZone, Utc};
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Event `i` of `n` spread over `days` days from 1 October 2026.
+fn event(i: u64, n: u64, days: u64) -> Event {
+    let start = Utc
+        .with_ymd_and_hms(2026, 10, 1, 0, 0, 0)
+        .single()
+        .expect("valid");
+    let span_ms = (days * 86_400_000) as i64;
+    let at = start + chrono::Duration::milliseconds((i as i64) * span_ms / n.max(1) as i64);
+    let visitor = (i * 2_654_435_761) % 100_000;
+    let hash = u64::from_be_bytes(
+        sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(
+            visitor.to_be_bytes(),
+        ))[..8]
+            .try_into()
+            .expect("8 bytes"),
+    );
+    let kind = match i % 20 {
+        0 => "product_viewed",
+        1 => "search",
+        2 if i % 60 == 2 => "added_to_cart",
+        _ => events::VIEW,
+    };
+    Event {
+        at: bson::DateTime::from_chrono(at),
+        kind: kind.to_string(),
+        path: format!("/products/p{}", i % 500),
+        template: "/products/{slug}".to_string(),
+        status: 200,
+        response_ms: (i % 50) as i32 + 3,
+        referrer: i.is_multiple_of(7).then(|| "forum.example".to_string()),
+        utm_source: None,
+        utm_medium: None,
+        utm_campaign: i.is_multiple_of(11).then(|| "spring".to_string()),
+        device: if i.is_multiple_of(3) {
+            "mobile"
+        } else {
+            "desktop"
+        }
+        .to_string(),
+        browser: "Firefox".to_string(),
+        bot: i.is_multiple_of(50),
+        visitor: hash as i64,
+        hll: hll::packed(hash),
+        sku: None,
+        qty: None,
+        total_cents: None,
+        query: (kind == "search").then(|| format!("q{}", i % 40)),
+        results: (kind == "search").then_some((i % 4) as i32),
+    }
+}
+
+/// Insert `n` events spread over `days` days into `collection`, as the log writes them.
+async fn insert(db: &Db, collection: &str, n: u64, days: u64) -> anyhow::Result<Duration> {
+    let started = Instant::now();
+    let coll = db.collection::<Document>(collection);
+    let mut i = 0;
+    while i < n {
+        let batch: Vec<Document> = (i..(i + 1_000).min(n))
+            .map(|j| bson::to_document(&event(j, n, days)).expect("encodes"))
+            .collect();
+        i += batch.len() as u64;
+        coll.insert_many(batch)
+            .ordered(false)
+            .write_concern(events::write_concern())
+            .await?;
+    }
+    Ok(started.elapsed())
+}
+
+fn main() -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(bench())
+}
+
+async fn bench() -> anyhow::Result<()> {
+    let day_events = env_or("BENCH_DAY_EVENTS", 100_000);
+    let rollup_events = env_or("BENCH_ROLLUP_EVENTS", 1_000_000);
+    let dir = tempfile::tempdir()?;
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let settings = Settings::load(
+        Some(&root.join("config.toml")),
+        vec![
+            (
+                "BAZAAR_DATABASE__PATH".to_string(),
+                dir.path().display().to_string(),
+            ),
+            ("BAZAAR_LOG__LEVEL".to_string(), "error".to_string()),
+        ],
+    )?;
+    let database = OpenDatabase::open(&settings).await?;
+    let db = database.db.clone();
+
+    // 1. A TTL index or daily collections.
+    let daily = "events_20261001";
+    for (name, models) in [(EVENTS, events::indexes()), (daily, events::indexes())] {
+        db.collection::<Document>(name)
+            .create_indexes(models)
+            .await?;
+    }
+    events::ensure_retention(&db, 30).await?;
+    let ttl_insert = insert(&db, EVENTS, day_events, 1).await?;
+    let daily_insert = insert(&db, daily, day_events, 1).await?;
+    let end_of_day = bson::DateTime::from_chrono(
+        Utc.with_ymd_and_hms(2026, 10, 2, 0, 0, 0)
+            .single()
+            .expect("valid"),
+    );
+    let started = Instant::now();
+    let deleted = db
+        .collection::<Document>(EVENTS)
+        .delete_many(doc! { "at": { "$lt": end_of_day } })
+        .await?
+        .deleted_count;
+    let ttl_expire = started.elapsed();
+    let started = Instant::now();
+    db.collection::<Document>(daily).drop().await?;
+    let daily_expire = started.elapsed();
+    let rate = |d: Duration| day_events as f64 / d.as_secs_f64();
+    println!("one day of {day_events} events, embedded store on disk:");
+    println!("| layout | insert (events/s) | expire the day |");
+    println!("|---|---|---|");
+    println!(
+        "| one collection, TTL index | {:.0} | {:.0} ms (delete of {deleted}) |",
+        rate(ttl_insert),
+        ttl_expire.as_secs_f64() * 1000.0
+    );
+    println!(
+        "| a collection per day | {:.0} | {:.1} ms (drop) |",
+        rate(daily_insert),
+        daily_expire.as_secs_f64() * 1000.0
+    );
+
+    // 2. Roll-ups of a month of events.
+    let took = insert(&db, EVENTS, rollup_events, 30).await?;
+    println!(
+        "{rollup_events} events over 30 days inserted in {:.1} s ({:.0}/s)",
+        took.as_secs_f64(),
+        rollup_events as f64 / took.as_secs_f64()
+    );
+    let now = bson::DateTime::from_chrono(
+        Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0)
+            .single()
+            .expect("valid"),
+    );
+    let started = Instant::now();
+    let report = rollup::roll_up(&db, now).await?;
+    let rolled = started.elapsed();
+    let mut documents = Vec::new();
+    for level in Level::ALL {
+        let n = db
+            .collection::<Document>(level.collection())
+            .count_documents(doc! {})
+            .await?;
+        documents.push(format!("{} {n}", level.unit()));
+    }
+    let levels: Vec<String> = report
+        .built
+        .iter()
+        .map(|b| format!("{} {:.1} s", b.level.unit(), b.took.as_secs_f64()))
+        .collect();
+    println!(
+        "roll-up of {rollup_events} events from scratch: {:.1} s ({}; documents: {})",
+        rolled.as_secs_f64(),
+        levels.join(", "),
+        documents.join(", ")
+    );
+    let started = Instant::now();
+    rollup::roll_up(&db, now).await?;
+    println!(
+        "a second run with nothing due: {:.1} ms",
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+
+    // 3. The report's queries over the 30 days.
+    let range = Range::new(
+        Day::parse("2026-10-01").expect("day"),
+        Day::parse("2026-10-30").expect("day"),
+    )
+    .expect("range");
+    let mut timings = Vec::new();
+    let started = Instant::now();
+    traffic::series(&db, range, Level::Day, Source::Events).await?;
+    timings.push(("visitors and views by day", started.elapsed()));
+    let started = Instant::now();
+    traffic::visitors(&db, range, Source::Events).await?;
+    timings.push(("visitors over the range", started.elapsed()));
+    let started = Instant::now();
+    traffic::top(&db, range, events::VIEW, "path", 20).await?;
+    timings.push(("top pages", started.elapsed()));
+    let started = Instant::now();
+    traffic::top(&db, range, events::VIEW, "referrer", 20).await?;
+    timings.push(("referrers", started.elapsed()));
+    let started = Instant::now();
+    traffic::searches(&db, range, true, 20).await?;
+    timings.push(("searches without results", started.elapsed()));
+    let started = Instant::now();
+    traffic::funnel(&db, range).await?;
+    timings.push(("funnel", started.elapsed()));
+    let started = Instant::now();
+    traffic::slowest(&db, range, 5, 20).await?;
+    timings.push(("slowest pages", started.elapsed()));
+    let started = Instant::now();
+    traffic::series(&db, range, Level::Day, Source::Rollups).await?;
+    timings.push((
+        "visitors and views by day, from the roll-ups",
+        started.elapsed(),
+    ));
+    println!("report queries over 30 days ({rollup_events} events):");
+    for (what, took) in timings {
+        println!("| {what} | {:.0} ms |", took.as_secs_f64() * 1000.0);
+    }
+    database.close().await;
+    Ok(())
+}

@@ -1,0 +1,439 @@
+//! Admin → Analytics → Traffic: visitors and page views over a chosen range (by hour, day, week
+//! or month, chosen by its length), sources, top pages, devices and browsers, searches, the
+//! product funnel and the slowest pages, each table also as CSV. Read from the traffic log
+//! (`analytics::traffic`): the events while they hold the whole range, else the roll-ups for the
+//! time series and top pages, and the events for the part of the range they still hold for the
+//! rest. Charts are inline SVG with their numbers as tables.
+
+use std::collections::HashMap;
+
+use actix_web::http::header;
+use actix_web::{web, HttpRequest, HttpResponse};
+use askama::Template;
+use bson::{doc, Document};
+
+use crate::admin::analytics::Chart;
+use crate::analytics::events::{EVENTS, VIEW};
+use crate::analytics::rollup::Level;
+use crate::analytics::svg::{Bar, BarChart};
+use crate::analytics::traffic::{self, Range, Row, Source};
+use crate::analytics::Day;
+use crate::db::{Db, DbError};
+use crate::state::AppState;
+use crate::web::errors::AppError;
+use crate::web::layout::{render, Layout};
+
+/// Rows of each ranked table.
+const TOP: i64 = 20;
+/// Views a page template needs in the range to be ranked by its response time.
+const MIN_VIEWS_FOR_TIMING: i64 = 5;
+
+/// One table of the report, as shown and as exported.
+pub struct Table {
+    /// Also the `table` parameter of its CSV export.
+    pub id: &'static str,
+    pub title: String,
+    pub columns: Vec<&'static str>,
+    pub rows: Vec<Vec<String>>,
+    pub csv_url: String,
+    /// Said when there are no rows.
+    pub empty: &'static str,
+}
+
+#[derive(Template)]
+#[template(path = "admin/analytics/traffic.html")]
+pub struct TrafficPage {
+    pub layout: Layout,
+    pub from: Day,
+    pub to: Day,
+    pub views: i64,
+    pub visitors: u64,
+    /// How the numbers were read, for the page to say.
+    pub source_note: String,
+    pub views_chart: Chart,
+    pub visitors_chart: Chart,
+    pub tables: Vec<Table>,
+}
+
+/// The range asked for: `from` and `to` (`YYYY-MM-DD`), by default the last seven days.
+fn parse_range(query: &HashMap<String, String>, today: Day) -> Result<Range, AppError> {
+    let day = |name: &str| -> Result<Option<Day>, AppError> {
+        match query.get(name).map(|v| v.trim()).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(s) => Day::parse(s).map(Some).ok_or_else(|| {
+                AppError::BadRequest(format!(
+                    "{s:?} is not a date. Write the day as YYYY-MM-DD, for example 2026-11-21."
+                ))
+            }),
+        }
+    };
+    let to = day("to")?.unwrap_or(today);
+    let from = match day("from")? {
+        Some(from) => from,
+        None => Day::from_date(to.date() - chrono::Duration::days(6)),
+    };
+    Range::new(from, to).ok_or_else(|| {
+        AppError::BadRequest("The range must end on or after its start, within ten years.".into())
+    })
+}
+
+/// The day of the oldest event still kept (`None`: none yet).
+async fn oldest_event(db: &Db) -> Result<Option<Day>, DbError> {
+    let first = db
+        .collection::<Document>(EVENTS)
+        .find_one(doc! {})
+        .sort(doc! { "at": 1 })
+        .projection(doc! { "at": 1 })
+        .await?;
+    Ok(first
+        .and_then(|d| d.get_datetime("at").ok().copied())
+        .map(|at| Day::from_date(at.to_chrono().date_naive())))
+}
+
+fn period_label(at: bson::DateTime, level: Level) -> String {
+    let t = at.to_chrono();
+    match level {
+        Level::Hour => t.format("%a %-d %H:00").to_string(),
+        Level::Day => t.format("%a %-d %b").to_string(),
+        Level::Week => t.format("Week of %-d %b %Y").to_string(),
+        Level::Month => t.format("%B %Y").to_string(),
+    }
+}
+
+fn url(path: &str, range: Range, table: Option<&str>) -> String {
+    let mut query = form_urlencoded::Serializer::new(String::new());
+    query.append_pair("from", &range.from.iso());
+    query.append_pair("to", &range.to.iso());
+    if let Some(table) = table {
+        query.append_pair("table", table);
+    }
+    format!("{path}?{}", query.finish())
+}
+
+fn ranked(rows: Vec<Row>, name: impl Fn(&str) -> String) -> Vec<Vec<String>> {
+    rows.into_iter()
+        .map(|r| vec![name(&r.label), r.count.to_string(), r.visitors.to_string()])
+        .collect()
+}
+
+/// Every table of the report for `range`.
+async fn tables(db: &Db, range: Range, source: Source) -> Result<Vec<Table>, AppError> {
+    let table = |id, title: &str, columns, rows, empty| Table {
+        id,
+        title: title.to_string(),
+        columns,
+        rows,
+        csv_url: url("/admin/analytics/traffic.csv", range, Some(id)),
+        empty,
+    };
+    let counted = vec!["Page views", "Visitors"];
+    let pages = match source {
+        Source::Events => traffic::top(db, range, VIEW, "path", TOP).await?,
+        Source::Rollups => traffic::top_pages_rolled_up(db, range, TOP).await?,
+    };
+    let titles = super::page_titles::of_paths(db, pages.iter().map(|p| p.label.as_str())).await?;
+    let page_rows: Vec<Vec<String>> = pages
+        .into_iter()
+        .map(|p| {
+            vec![
+                titles
+                    .get(&p.label)
+                    .cloned()
+                    .unwrap_or_else(|| p.label.clone()),
+                p.label.clone(),
+                p.count.to_string(),
+                p.visitors.to_string(),
+            ]
+        })
+        .collect();
+    let plain = |s: &str| s.to_string();
+    let mut tables = vec![
+        table(
+            "pages",
+            "Top pages",
+            vec!["Title", "Path", "Page views", "Visitors"],
+            page_rows,
+            "No page views in this range.",
+        ),
+        table(
+            "referrers",
+            "Sources: referring sites",
+            [vec!["Site"], counted.clone()].concat(),
+            ranked(traffic::top(db, range, VIEW, "referrer", TOP).await?, plain),
+            "No visits came from another site.",
+        ),
+        table(
+            "campaigns",
+            "Sources: campaigns (utm_campaign)",
+            [vec!["Campaign"], counted.clone()].concat(),
+            ranked(
+                traffic::top(db, range, VIEW, "utm_campaign", TOP).await?,
+                plain,
+            ),
+            "No visits carried a campaign.",
+        ),
+        table(
+            "utm_sources",
+            "Sources: utm_source",
+            [vec!["Source"], counted.clone()].concat(),
+            ranked(
+                traffic::top(db, range, VIEW, "utm_source", TOP).await?,
+                plain,
+            ),
+            "No visits carried a utm_source.",
+        ),
+        table(
+            "devices",
+            "Devices",
+            [vec!["Device"], counted.clone()].concat(),
+            ranked(traffic::top(db, range, VIEW, "device", TOP).await?, plain),
+            "No page views in this range.",
+        ),
+        table(
+            "browsers",
+            "Browsers",
+            [vec!["Browser"], counted.clone()].concat(),
+            ranked(traffic::top(db, range, VIEW, "browser", TOP).await?, plain),
+            "No page views in this range.",
+        ),
+        table(
+            "searches",
+            "Top searches",
+            vec!["Search", "Searches", "Visitors"],
+            ranked(traffic::searches(db, range, false, TOP).await?, plain),
+            "Nobody searched in this range.",
+        ),
+        table(
+            "no_results",
+            "Searches with no results",
+            vec!["Search", "Searches", "Visitors"],
+            ranked(traffic::searches(db, range, true, TOP).await?, plain),
+            "Every search found something.",
+        ),
+    ];
+    let steps = traffic::funnel(db, range).await?;
+    let first = steps.first().map_or(0, |s| s.visitors);
+    let mut previous = first;
+    let funnel_rows = steps
+        .iter()
+        .map(|s| {
+            let row = vec![
+                s.name.to_string(),
+                s.visitors.to_string(),
+                s.events.to_string(),
+                traffic::rate(s.visitors, previous),
+                traffic::rate(s.visitors, first),
+            ];
+            previous = s.visitors;
+            row
+        })
+        .collect();
+    tables.push(table(
+        "funnel",
+        "Product funnel",
+        vec![
+            "Step",
+            "Visitors",
+            "Events",
+            "Of the step before",
+            "Of product viewers",
+        ],
+        funnel_rows,
+        "",
+    ));
+    let slowest = traffic::slowest(db, range, MIN_VIEWS_FOR_TIMING, TOP as usize).await?;
+    tables.push(table(
+        "slowest",
+        "Slowest pages (95th percentile response time)",
+        vec!["Page", "Page views", "95th percentile (ms)", "Median (ms)"],
+        slowest
+            .into_iter()
+            .map(|t| {
+                vec![
+                    t.template,
+                    t.views.to_string(),
+                    t.p95_ms.to_string(),
+                    t.median_ms.to_string(),
+                ]
+            })
+            .collect(),
+        "No page was viewed often enough in this range to time it.",
+    ));
+    Ok(tables)
+}
+
+/// The day of the first period the hourly roll-ups hold (`None`: nothing rolled up yet).
+async fn oldest_rollup(db: &Db) -> Result<Option<Day>, DbError> {
+    let first = db
+        .collection::<Document>(Level::Hour.collection())
+        .find_one(doc! { "path": bson::Bson::Null })
+        .sort(doc! { "path": 1, "at": 1 })
+        .projection(doc! { "at": 1 })
+        .await?;
+    Ok(first
+        .and_then(|d| d.get_datetime("at").ok().copied())
+        .map(|at| Day::from_date(at.to_chrono().date_naive())))
+}
+
+/// Where the numbers of `range` come from, and the range the events-only tables cover: the
+/// events when they hold the whole range, or at least everything ever rolled up (a log started
+/// within the range); else the roll-ups.
+async fn sources_of(db: &Db, range: Range) -> Result<(Source, Range, String), AppError> {
+    let oldest = oldest_event(db).await?;
+    let rolled_up = oldest_rollup(db).await?;
+    let events_hold_all = match (oldest, rolled_up) {
+        (Some(oldest), _) if oldest <= range.from => true,
+        (Some(oldest), Some(rolled)) => oldest <= rolled,
+        (Some(_), None) => true,
+        (None, _) => false,
+    };
+    Ok(match oldest {
+        _ if events_hold_all => (
+            Source::Events,
+            range,
+            "Counted from the traffic events: exact visitors.".to_string(),
+        ),
+        Some(oldest) if oldest <= range.to => (
+            Source::Rollups,
+            Range {
+                from: oldest.max(range.from),
+                to: range.to,
+            },
+            format!(
+                "The events from before {} have expired: the charts and top pages come from \
+                 the roll-ups (visitors estimated within about 2 %), the other tables from the \
+                 events of {} on.",
+                oldest.long(),
+                oldest.long(),
+            ),
+        ),
+        _ => (
+            Source::Rollups,
+            range,
+            "No events are kept for this range: the charts and top pages come from the \
+             roll-ups (visitors estimated within about 2 %); the other tables are empty."
+                .to_string(),
+        ),
+    })
+}
+
+/// `GET /admin/analytics/traffic?from=YYYY-MM-DD&to=YYYY-MM-DD`
+pub async fn show(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+    query: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, AppError> {
+    let db = &state.db;
+    let today = Day::from_date(db.now().to_chrono().date_naive());
+    let range = parse_range(&query, today)?;
+    let (source, table_range, source_note) = sources_of(db, range).await?;
+    let level = range.granularity();
+    let series = traffic::series(db, range, level, source).await?;
+    let visitors = traffic::visitors(db, range, source).await?;
+    let bars = |value: fn(&traffic::Point) -> i64| {
+        series
+            .iter()
+            .map(|p| Bar {
+                label: period_label(p.at, level),
+                value: value(p),
+            })
+            .collect::<Vec<_>>()
+    };
+    let period = format!("{} to {}", range.from.long(), range.to.long());
+    let x_axis = match level {
+        Level::Hour => "Hour (UTC)",
+        Level::Day => "Day",
+        Level::Week => "ISO week",
+        Level::Month => "Month",
+    };
+    let mut views_chart = BarChart::new(
+        "traffic-views",
+        &format!("Page views by {}, {period}", level.unit()),
+        x_axis,
+        "Page views",
+        bars(|p| p.views),
+    );
+    let mut visitors_chart = BarChart::new(
+        "traffic-visitors",
+        &format!("Visitors by {}, {period}", level.unit()),
+        x_axis,
+        "Visitors",
+        bars(|p| p.visitors as i64),
+    );
+    let every = (series.len() / 12).max(1);
+    views_chart.label_every = every;
+    visitors_chart.label_every = every;
+    render(&TrafficPage {
+        layout: Layout::admin(&req),
+        views: series.iter().map(|p| p.views).sum(),
+        visitors,
+        source_note,
+        views_chart: Chart::new(views_chart),
+        visitors_chart: Chart::new(visitors_chart),
+        tables: tables(db, table_range, source).await?,
+        from: range.from,
+        to: range.to,
+    })
+}
+
+/// `GET /admin/analytics/traffic.csv?table=…&from=…&to=…`: one table of the report as CSV.
+pub async fn csv(
+    state: web::Data<AppState>,
+    query: web::Query<HashMap<String, String>>,
+) -> Result<HttpResponse, AppError> {
+    let db = &state.db;
+    let today = Day::from_date(db.now().to_chrono().date_naive());
+    let range = parse_range(&query, today)?;
+    let (source, table_range, _) = sources_of(db, range).await?;
+    let wanted = query.get("table").map(String::as_str).unwrap_or_default();
+    let table = if wanted == "series" {
+        let level = range.granularity();
+        let series = traffic::series(db, range, level, source).await?;
+        Table {
+            id: "series",
+            title: String::new(),
+            columns: vec!["Period start (UTC)", "Page views", "Visitors"],
+            rows: series
+                .iter()
+                .map(|p| {
+                    vec![
+                        p.at.to_chrono().to_rfc3339(),
+                        p.views.to_string(),
+                        p.visitors.to_string(),
+                    ]
+                })
+                .collect(),
+            csv_url: String::new(),
+            empty: "",
+        }
+    } else {
+        tables(db, table_range, source)
+            .await?
+            .into_iter()
+            .find(|t| t.id == wanted)
+            .ok_or_else(|| AppError::BadRequest(format!("There is no table {wanted:?}.")))?
+    };
+    let name = format!(
+        "traffic-{}-{}-{}.csv",
+        table.id,
+        range.from.iso(),
+        range.to.iso()
+    );
+    Ok(HttpResponse::Ok()
+        .insert_header((header::CONTENT_TYPE, "text/csv; charset=utf-8"))
+        .insert_header((
+            header::CONTENT_DISPOSITION,
+            format!("attachment; filename=\"{name}\""),
+        ))
+        .body(traffic::csv(&table.columns, &table.rows)))
+}
+
+impl TrafficPage {
+    /// The CSV of the time series.
+    pub fn series_csv_url(&self) -> String {
+        match Range::new(self.from, self.to) {
+            Some(range) => url("/admin/analytics/traffic.csv", range, Some("series")),
+            None => String::new(),
+        }
+    }
+}

@@ -1,0 +1,695 @@
+//! The traffic log: one document in `events` per public page view and per commerce event
+//! (product viewed, added to cart, checkout started, order placed, search), with typed fields
+//! the reports filter and group by, written off the request path.
+//!
+//! **Events are statistics, not records.** A page hands its [`Hit`] to the [`EventLog`] without
+//! waiting: a bounded queue (`analytics.queue_capacity`) that drops and counts what does not fit,
+//! and one writer task that parses, hashes and inserts what waits as unordered `insert` batches
+//! with write concern `w: 1, j: false` (acknowledged by the store, not waited on for the
+//! journal). A crash may lose the last moments of events; nobody was promised them, and orders,
+//! carts and stock keep their own durable records.
+//!
+//! **No personal data.** Nothing identifying is stored: the visitor is a 64-bit hash of (the
+//! day's secret salt, the client address, the user agent), as Plausible counts visitors without
+//! cookies. The salt is random, one per UTC day, kept in `traffic.salts` so every instance on
+//! the database hashes alike, and deleted after two days, so a stored hash cannot be tied back
+//! to an address even by someone holding the database. The user agent is reduced to a device
+//! class, a browser family and a bot flag (parsed with `woothee`, in the writer task) before
+//! anything is written; the referrer to its host.
+//!
+//! **Growth** is bounded by a TTL index on `at` (`analytics.events_retention_days`, default 30;
+//! docs/data-model.md says why a TTL index rather than daily collections). The roll-ups
+//! ([`super::rollup`]) keep the counts after the events expire.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bson::{doc, Document};
+use chrono::{DateTime, Utc};
+use mongodb::options::{Acknowledgment, IndexOptions, WriteConcern};
+use mongodb::IndexModel;
+use rand::RngCore;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use super::{hll, Day};
+use crate::db::{is_duplicate_key, Db, DbError};
+use crate::web::traffic::CommerceEvent;
+
+/// One document per event.
+pub const EVENTS: &str = "events";
+/// One secret salt per UTC day: `{ _id: "2026-11-28", salt }`.
+pub const SALTS: &str = "traffic.salts";
+/// The `kind` of a page view.
+pub const VIEW: &str = "view";
+/// Every kind of event, page views first.
+pub const KINDS: [&str; 6] = [
+    VIEW,
+    "product_viewed",
+    "added_to_cart",
+    "checkout_started",
+    "order_placed",
+    "search",
+];
+/// The name of the TTL index on `events`.
+pub const TTL_INDEX: &str = "at_ttl";
+/// Bytes of a user agent, referrer or query string kept in memory until parsed.
+pub const MAX_HEADER_BYTES: usize = 512;
+/// Longest UTM value stored, in characters.
+const MAX_UTM_CHARS: usize = 100;
+/// Events written per `insert` command.
+const BATCH: usize = 1_000;
+
+/// What a page hands to the log: the raw request facts, held in memory only until the writer
+/// turns them into an [`Event`].
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub at: DateTime<Utc>,
+    /// `None` for a page view.
+    pub event: Option<CommerceEvent>,
+    /// The page's path as the counter normalises it.
+    pub path: String,
+    /// The route's pattern (`/products/{slug}`), or the path when no route matched.
+    pub template: String,
+    pub status: u16,
+    pub response_ms: u32,
+    /// The `Referer` header.
+    pub referrer: Option<String>,
+    /// The site's own host (`Host` header), so navigation within the site has no referrer.
+    pub own_host: Option<String>,
+    /// The query string (for UTM parameters).
+    pub query: Option<String>,
+    pub client: Option<IpAddr>,
+    pub user_agent: String,
+}
+
+/// Cut `s` to at most `max` bytes at a character boundary.
+pub fn clip(s: &str, max: usize) -> String {
+    let mut end = s.len().min(max);
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    s[..end].to_string()
+}
+
+/// One stored event. Optional fields are left out when empty.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    pub at: bson::DateTime,
+    pub kind: String,
+    pub path: String,
+    pub template: String,
+    pub status: i32,
+    pub response_ms: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub referrer: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_source: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_medium: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub utm_campaign: Option<String>,
+    /// `desktop`, `mobile`, `tablet` or `other`.
+    pub device: String,
+    /// The browser family (`Chrome`, `Firefox` …; `Other` when unknown).
+    pub browser: String,
+    pub bot: bool,
+    /// The visitor hash (see the module header).
+    pub visitor: i64,
+    /// The visitor's HyperLogLog register and rank ([`hll::packed`]).
+    pub hll: i32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sku: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qty: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_cents: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub results: Option<i32>,
+}
+
+/// A user agent reduced to what the reports show.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agent {
+    pub device: &'static str,
+    pub browser: String,
+    pub bot: bool,
+}
+
+/// Words in a user agent that mark automated clients woothee does not list.
+const BOT_WORDS: &[&str] = &[
+    "bot",
+    "crawl",
+    "spider",
+    "slurp",
+    "headless",
+    "curl",
+    "wget",
+    "python",
+    "go-http",
+    "java/",
+    "okhttp",
+    "libwww",
+    "httpclient",
+    "scrapy",
+    "lighthouse",
+    "monitor",
+    "uptime",
+    "preview",
+];
+
+/// Device class, browser family and bot flag of `user_agent`. An empty one is a bot (every
+/// browser sends one).
+pub fn parse_agent(user_agent: &str) -> Agent {
+    let ua = user_agent.trim();
+    let lower = ua.to_ascii_lowercase();
+    let mut bot = ua.is_empty() || BOT_WORDS.iter().any(|w| lower.contains(w));
+    let parsed = woothee::parser::Parser::new().parse(ua);
+    let (device, browser) = match &parsed {
+        Some(r) => {
+            bot |= r.category == "crawler";
+            let tablet = r.os == "iPad"
+                || (r.os == "Android" && !lower.contains("mobile"))
+                || lower.contains("tablet");
+            let device = match r.category {
+                _ if tablet && r.category != "crawler" => "tablet",
+                "pc" => "desktop",
+                "smartphone" | "mobilephone" => "mobile",
+                _ => "other",
+            };
+            let browser = match r.name {
+                "UNKNOWN" | "" => "Other".to_string(),
+                name => name.to_string(),
+            };
+            (device, browser)
+        }
+        None => ("other", "Other".to_string()),
+    };
+    Agent {
+        device,
+        browser,
+        bot,
+    }
+}
+
+/// The host of a `Referer` value, lowercased, without `www.` or a port; `None` for anything
+/// that is not an absolute http(s) address, or for `own_host` (a link within the site).
+pub fn referrer_host(referrer: &str, own_host: Option<&str>) -> Option<String> {
+    let lower = referrer.trim().to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("https://")
+        .or_else(|| lower.strip_prefix("http://"))?;
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority.rsplit('@').next()?;
+    let host = if host_port.starts_with('[') {
+        host_port.split(']').next().map(|h| format!("{h}]"))?
+    } else {
+        host_port.split(':').next()?.to_string()
+    };
+    let host = host.strip_prefix("www.").unwrap_or(&host).to_string();
+    let valid = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '[' | ']' | ':'));
+    let own = own_host.map(|h| {
+        let h = h.to_ascii_lowercase();
+        let h = h.split(':').next().unwrap_or_default().to_string();
+        h.strip_prefix("www.").unwrap_or(&h).to_string()
+    });
+    (valid && own.as_deref() != Some(host.as_str())).then_some(host)
+}
+
+/// `utm_source`, `utm_medium` and `utm_campaign` of a query string, trimmed and cut.
+pub fn utm(query: &str) -> [Option<String>; 3] {
+    let mut found: [Option<String>; 3] = Default::default();
+    for (key, value) in form_urlencoded::parse(query.as_bytes()) {
+        let slot = match key.as_ref() {
+            "utm_source" => 0,
+            "utm_medium" => 1,
+            "utm_campaign" => 2,
+            _ => continue,
+        };
+        let value: String = value.trim().chars().take(MAX_UTM_CHARS).collect();
+        if !value.is_empty() && found[slot].is_none() {
+            found[slot] = Some(value);
+        }
+    }
+    found
+}
+
+/// The visitor hash of (salt, address, user agent).
+pub fn visitor_hash(salt: &[u8], client: Option<IpAddr>, user_agent: &str) -> u64 {
+    let mut hasher = Sha256::new();
+    hasher.update(salt);
+    match client {
+        Some(IpAddr::V4(a)) => hasher.update(a.octets()),
+        Some(IpAddr::V6(a)) => hasher.update(a.octets()),
+        None => {}
+    }
+    hasher.update([0]);
+    hasher.update(user_agent.as_bytes());
+    let digest = hasher.finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(first)
+}
+
+/// User agents already parsed by the writer: a site sees few distinct ones, and parsing (a few
+/// dozen regular expressions) cost more than the rest of an event together (the product page's
+/// throughput with logging on was 55 % of off without this cache on a 2-core VM).
+#[derive(Default)]
+pub struct Agents {
+    parsed: HashMap<String, Agent>,
+}
+
+/// Distinct user agents remembered; the cache starts afresh beyond.
+const AGENTS_REMEMBERED: usize = 2_000;
+
+impl Agents {
+    pub fn parse(&mut self, user_agent: &str) -> Agent {
+        if let Some(agent) = self.parsed.get(user_agent) {
+            return agent.clone();
+        }
+        if self.parsed.len() >= AGENTS_REMEMBERED {
+            self.parsed.clear();
+        }
+        let agent = parse_agent(user_agent);
+        self.parsed.insert(user_agent.to_string(), agent.clone());
+        agent
+    }
+}
+
+impl Event {
+    /// The stored event of `hit`, hashed with its day's `salt`.
+    pub fn from_hit(hit: &Hit, salt: &[u8]) -> Event {
+        Event::from_hit_as(hit, salt, parse_agent(&hit.user_agent))
+    }
+
+    /// [`Event::from_hit`] with the user agent already parsed.
+    pub fn from_hit_as(hit: &Hit, salt: &[u8], agent: Agent) -> Event {
+        let hash = visitor_hash(salt, hit.client, &hit.user_agent);
+        let [utm_source, utm_medium, utm_campaign] =
+            hit.query.as_deref().map(utm).unwrap_or_default();
+        let mut event = Event {
+            at: bson::DateTime::from_chrono(hit.at),
+            kind: hit
+                .event
+                .as_ref()
+                .map_or(VIEW, CommerceEvent::kind)
+                .to_string(),
+            path: hit.path.clone(),
+            template: hit.template.clone(),
+            status: i32::from(hit.status),
+            response_ms: i32::try_from(hit.response_ms).unwrap_or(i32::MAX),
+            referrer: hit
+                .referrer
+                .as_deref()
+                .and_then(|r| referrer_host(r, hit.own_host.as_deref())),
+            utm_source,
+            utm_medium,
+            utm_campaign,
+            device: agent.device.to_string(),
+            browser: agent.browser,
+            bot: agent.bot,
+            visitor: hash as i64,
+            hll: hll::packed(hash),
+            sku: None,
+            qty: None,
+            total_cents: None,
+            query: None,
+            results: None,
+        };
+        match &hit.event {
+            Some(CommerceEvent::ProductViewed { sku }) => event.sku = Some(sku.clone()),
+            Some(CommerceEvent::AddedToCart { sku, qty }) => {
+                event.sku = Some(sku.clone());
+                event.qty = Some(*qty);
+            }
+            Some(CommerceEvent::OrderPlaced { total_cents }) => {
+                event.total_cents = Some(*total_cents)
+            }
+            Some(CommerceEvent::Searched { query, results }) => {
+                event.query = Some(query.clone());
+                event.results = Some(i32::try_from(*results).unwrap_or(i32::MAX));
+            }
+            Some(CommerceEvent::CheckoutStarted) | None => {}
+        }
+        event
+    }
+}
+
+/// The day's salt, created by whichever instance asks first (all instances then agree), and the
+/// salts of days before yesterday deleted.
+pub async fn salt_of(db: &Db, day: Day) -> Result<Vec<u8>, DbError> {
+    let salts = db.collection::<Document>(SALTS);
+    let mut fresh = [0u8; 32];
+    rand::thread_rng().fill_bytes(&mut fresh);
+    let taken = salts
+        .find_one_and_update(
+            doc! { "_id": day.iso() },
+            doc! { "$setOnInsert": { "salt": hex::encode(fresh) } },
+        )
+        .upsert(true)
+        .return_document(mongodb::options::ReturnDocument::After)
+        .await;
+    let stored = match taken {
+        Ok(found) => found,
+        // Two instances created the day's salt at once; the other's is the one.
+        Err(e) if is_duplicate_key(&e) => salts.find_one(doc! { "_id": day.iso() }).await?,
+        Err(e) => return Err(e.into()),
+    };
+    if let Some(before) = day.previous() {
+        salts
+            .delete_many(doc! { "_id": { "$lt": before.iso() } })
+            .await?;
+    }
+    stored
+        .and_then(|d| d.get_str("salt").ok().and_then(|s| hex::decode(s).ok()))
+        .ok_or_else(|| DbError::Invalid(format!("the salt of {} is unreadable", day.iso())))
+}
+
+/// The write concern of events: acknowledged by the store, not waited on for its journal.
+pub fn write_concern() -> WriteConcern {
+    WriteConcern::builder()
+        .w(Acknowledgment::Nodes(1))
+        .journal(false)
+        .build()
+}
+
+/// Indexes of `events` serving the reports: every report filters one kind over a time range
+/// (`kind, at`); a page's drill-down filters its path over a time range (`path, at`). The TTL
+/// index on `at` ([`ttl_index`]) is created separately, with the configured retention.
+pub fn indexes() -> Vec<IndexModel> {
+    vec![
+        IndexModel::builder()
+            .keys(doc! { "kind": 1, "at": 1 })
+            .build(),
+        IndexModel::builder()
+            .keys(doc! { "path": 1, "at": 1 })
+            .build(),
+    ]
+}
+
+/// The TTL index removing events `retention_days` after their time.
+pub fn ttl_index(retention_days: u32) -> IndexModel {
+    IndexModel::builder()
+        .keys(doc! { "at": 1 })
+        .options(
+            IndexOptions::builder()
+                .name(TTL_INDEX.to_string())
+                .expire_after(Duration::from_secs(u64::from(retention_days) * 86_400))
+                .build(),
+        )
+        .build()
+}
+
+/// Create the TTL index with `retention_days`, replacing one made with another retention (a
+/// changed setting takes effect at the next start).
+pub async fn ensure_retention(db: &Db, retention_days: u32) -> Result<(), DbError> {
+    let events = db.collection::<Document>(EVENTS);
+    let wanted = i64::from(retention_days) * 86_400;
+    let mut cursor = events.list_indexes().await;
+    let mut existing = None;
+    if let Ok(cursor) = &mut cursor {
+        use futures::TryStreamExt;
+        while let Some(index) = cursor.try_next().await? {
+            if index.options.as_ref().and_then(|o| o.name.as_deref()) == Some(TTL_INDEX) {
+                existing = index
+                    .options
+                    .and_then(|o| o.expire_after)
+                    .map(|d| d.as_secs() as i64);
+            }
+        }
+    }
+    match existing {
+        Some(secs) if secs == wanted => return Ok(()),
+        Some(_) => events.drop_index(TTL_INDEX).await?,
+        None => {}
+    }
+    events.create_index(ttl_index(retention_days)).await?;
+    Ok(())
+}
+
+/// What the log has done since start-up.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogStats {
+    /// Events accepted into the queue.
+    pub queued: u64,
+    /// Events dropped because the queue was full (or the log stopped).
+    pub dropped: u64,
+    pub written: u64,
+    /// Events lost to database errors.
+    pub failed: u64,
+}
+
+#[derive(Default)]
+struct Counts {
+    queued: AtomicU64,
+    dropped: AtomicU64,
+    written: AtomicU64,
+    failed: AtomicU64,
+}
+
+enum Message {
+    Hit(Box<Hit>),
+    Flush(oneshot::Sender<()>),
+    Stop(oneshot::Sender<()>),
+}
+
+/// The handle pages log events with; cheap to clone.
+#[derive(Clone)]
+pub struct EventLog {
+    queue: mpsc::Sender<Message>,
+    counts: Arc<Counts>,
+    task: Arc<Mutex<Option<JoinHandle<()>>>>,
+}
+
+impl EventLog {
+    /// Start the writer on the current Tokio runtime; at most `capacity` events wait.
+    pub fn spawn(db: Db, capacity: usize) -> EventLog {
+        let (queue, receiver) = mpsc::channel(capacity.max(1));
+        let counts = Arc::new(Counts::default());
+        let task = tokio::spawn(write_events(db, receiver, counts.clone()));
+        EventLog {
+            queue,
+            counts,
+            task: Arc::new(Mutex::new(Some(task))),
+        }
+    }
+
+    /// Queue `hit` without waiting; when the queue is full it is dropped and counted.
+    pub fn record(&self, hit: Hit) {
+        match self.queue.try_send(Message::Hit(Box::new(hit))) {
+            Ok(()) => self.counts.queued.fetch_add(1, Ordering::Relaxed),
+            Err(_) => self.counts.dropped.fetch_add(1, Ordering::Relaxed),
+        };
+    }
+
+    /// Write every event queued before this call, and wait until it is written.
+    pub async fn flush(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.queue.send(Message::Flush(done)).await.is_ok() {
+            let _ = wait.await;
+        }
+    }
+
+    /// Write what is queued and stop the writer; later events are dropped. Safe to call twice.
+    pub async fn stop(&self) {
+        let (done, wait) = oneshot::channel();
+        if self.queue.send(Message::Stop(done)).await.is_ok() {
+            let _ = wait.await;
+        }
+        let task = self.task.lock().ok().and_then(|mut t| t.take());
+        if let Some(task) = task {
+            let _ = task.await;
+        }
+    }
+
+    pub fn stats(&self) -> LogStats {
+        LogStats {
+            queued: self.counts.queued.load(Ordering::Relaxed),
+            dropped: self.counts.dropped.load(Ordering::Relaxed),
+            written: self.counts.written.load(Ordering::Relaxed),
+            failed: self.counts.failed.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// The writer: takes whatever waits (up to a batch), writes it, answers flushes in order.
+async fn write_events(db: Db, mut receiver: mpsc::Receiver<Message>, counts: Arc<Counts>) {
+    let mut salts: HashMap<Day, Vec<u8>> = HashMap::new();
+    let mut agents = Agents::default();
+    let mut messages = Vec::with_capacity(BATCH);
+    loop {
+        messages.clear();
+        if receiver.recv_many(&mut messages, BATCH).await == 0 {
+            return;
+        }
+        let mut hits = Vec::new();
+        let mut stop = None;
+        let mut flushed = Vec::new();
+        for message in messages.drain(..) {
+            match message {
+                Message::Hit(hit) => hits.push(hit),
+                Message::Flush(done) => flushed.push(done),
+                Message::Stop(done) => {
+                    stop = Some(done);
+                    receiver.close();
+                }
+            }
+        }
+        write_batch(&db, &mut salts, &mut agents, &hits, &counts).await;
+        for done in flushed {
+            let _ = done.send(());
+        }
+        if let Some(done) = stop {
+            // Events queued after the stop still in the channel are dropped, as counted.
+            while let Ok(message) = receiver.try_recv() {
+                if let Message::Hit(_) = message {
+                    counts.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            let _ = done.send(());
+            return;
+        }
+    }
+}
+
+async fn write_batch(
+    db: &Db,
+    salts: &mut HashMap<Day, Vec<u8>>,
+    agents: &mut Agents,
+    hits: &[Box<Hit>],
+    counts: &Counts,
+) {
+    if hits.is_empty() {
+        return;
+    }
+    let mut documents = Vec::with_capacity(hits.len());
+    for hit in hits {
+        let day = Day::from_date(hit.at.date_naive());
+        if !salts.contains_key(&day) {
+            match salt_of(db, day).await {
+                Ok(salt) => {
+                    if salts.len() > 3 {
+                        salts.clear();
+                    }
+                    salts.insert(day, salt);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "the traffic log's salt could not be read");
+                    counts.failed.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
+            }
+        }
+        let salt = salts.get(&day).map(Vec::as_slice).unwrap_or_default();
+        let agent = agents.parse(&hit.user_agent);
+        match bson::to_document(&Event::from_hit_as(hit, salt, agent)) {
+            Ok(document) => documents.push(document),
+            Err(e) => {
+                tracing::warn!(error = %e, "a traffic event could not be encoded");
+                counts.failed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+    let n = documents.len() as u64;
+    if n == 0 {
+        return;
+    }
+    let written = db
+        .collection::<Document>(EVENTS)
+        .insert_many(documents)
+        .ordered(false)
+        .write_concern(write_concern())
+        .await;
+    match written {
+        Ok(result) => {
+            counts
+                .written
+                .fetch_add(result.inserted_ids.len() as u64, Ordering::Relaxed);
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, events = n, "traffic events could not be written");
+            counts.failed.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FIREFOX: &str =
+        "Mozilla/5.0 (Windows NT 10.0; Win64; x64; rv:120.0) Gecko/20100101 Firefox/120.0";
+    const IPHONE: &str = "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) \
+        AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1";
+    const GOOGLEBOT: &str =
+        "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
+
+    #[test]
+    fn user_agents_become_a_device_class_a_browser_family_and_a_bot_flag() {
+        let firefox = parse_agent(FIREFOX);
+        assert_eq!(
+            (firefox.device, firefox.browser.as_str(), firefox.bot),
+            ("desktop", "Firefox", false)
+        );
+        let iphone = parse_agent(IPHONE);
+        assert_eq!(
+            (iphone.device, iphone.browser.as_str(), iphone.bot),
+            ("mobile", "Safari", false)
+        );
+        assert!(parse_agent(GOOGLEBOT).bot);
+        assert!(parse_agent("").bot);
+        assert!(parse_agent("curl/8.4.0").bot);
+    }
+
+    #[test]
+    fn a_referrer_is_kept_as_its_host_and_links_within_the_site_have_none() {
+        assert_eq!(
+            referrer_host("https://www.Google.com/search?q=x", Some("shop.example")),
+            Some("google.com".into())
+        );
+        assert_eq!(
+            referrer_host("http://user@forum.example:8080/t/1", None),
+            Some("forum.example".into())
+        );
+        assert_eq!(
+            referrer_host("https://shop.example/products/x", Some("shop.example:443")),
+            None
+        );
+        assert_eq!(referrer_host("android-app://com.x", None), None);
+        assert_eq!(referrer_host("https://<script>/", None), None);
+    }
+
+    #[test]
+    fn utm_parameters_are_read_from_the_query_string() {
+        assert_eq!(
+            utm("utm_source=newsletter&utm_medium=email&utm_campaign=Black%20Friday&x=1"),
+            [
+                Some("newsletter".into()),
+                Some("email".into()),
+                Some("Black Friday".into())
+            ]
+        );
+        assert_eq!(utm("utm_source=&q=1"), [None, None, None]);
+    }
+
+    #[test]
+    fn the_visitor_hash_changes_with_the_salt_the_address_and_the_agent() {
+        let ip: IpAddr = "203.0.113.9".parse().expect("address");
+        let base = visitor_hash(b"salt-a", Some(ip), FIREFOX);
+        assert_eq!(base, visitor_hash(b"salt-a", Some(ip), FIREFOX));
+        assert_ne!(base, visitor_hash(b"salt-b", Some(ip), FIREFOX));
+        assert_ne!(base, visitor_hash(b"salt-a", Some(ip), IPHONE));
+        let other: IpAddr = "203.0.113.10".parse().expect("address");
+        assert_ne!(base, visitor_hash(b"salt-a", Some(other), FIREFOX));
+    }
+}
