@@ -41,7 +41,7 @@ impl Kind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
     Supported,
-    /// Refused with 115 CommandNotSupported, "<subject> is not supported by docstore".
+    /// Refused with 115 CommandNotSupported, `"<subject> is not supported by docstore"`.
     NotSupported,
     /// Refused with 2 BadValue and the same message (query operators, as MongoDB's own
     /// refusals of operators are BadValue).

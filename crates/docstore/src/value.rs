@@ -68,7 +68,7 @@ pub fn canonical_rank(v: &Bson) -> u8 {
 
 /// Compare two values in MongoDB's total order (the order `sort` uses and that comparison
 /// operators use within a type bracket). Strings compare under the collation in force on this
-/// thread ([`set_string_order`]), bytewise when there is none.
+/// thread (`set_string_order`), bytewise when there is none.
 pub fn compare(a: &Bson, b: &Bson) -> Ordering {
     let (ra, rb) = (canonical_rank(a), canonical_rank(b));
     if ra != rb {
