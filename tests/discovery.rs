@@ -1122,6 +1122,7 @@ async fn the_sitemap_index_walks_the_products_once_a_period_and_a_new_product_is
     let app = spawn_app_with_demo_and(&[
         ("BAZAAR_SERVER__PUBLIC_URL", HOST),
         ("BAZAAR_LOG__DATABASE_COMMANDS", "true"),
+        ("BAZAAR_ANALYTICS__EVENTS", "false"),
     ])
     .await;
     let product_reads = |app: &TestApp| {

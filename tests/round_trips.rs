@@ -10,7 +10,13 @@ use bazaar::db::commands::Command;
 use reqwest::StatusCode;
 
 async fn counting_app() -> TestApp {
-    spawn_app_with_demo_and(&[("BAZAAR_LOG__DATABASE_COMMANDS", "true")]).await
+    // The traffic log writes off the request path (its own cost is the analytics_overhead
+    // bench's); the pins count what a page itself sends.
+    spawn_app_with_demo_and(&[
+        ("BAZAAR_LOG__DATABASE_COMMANDS", "true"),
+        ("BAZAAR_ANALYTICS__EVENTS", "false"),
+    ])
+    .await
 }
 
 /// The commands one GET of `path` sent.
