@@ -439,7 +439,7 @@ pub async fn tag(
     if tag.chars().count() > model::MAX_TAG_CHARS {
         return Err(AppError::NotFound);
     }
-    let nodes = model::published_cards_with_tag(&state.db, &tag, TAG_LIMIT).await?;
+    let nodes = model::published_with_tag(&state.db, &tag, TAG_LIMIT).await?;
     let products = products::with_tag(&state.db, &tag, TAG_LIMIT).await?;
     if nodes.is_empty() && products.is_empty() {
         return Err(AppError::NotFound);
