@@ -6,8 +6,9 @@
 //! An entry is keyed by the post's point in its stream (section, publication time, `_id`) and
 //! served for at most [`TTL`] (2 s). Every write to a node through this process (creating,
 //! editing, publishing, unpublishing, rescheduling, deleting: reported in
-//! [`crate::content::changes`]) makes every entry stale at once, so an editor sees their own change on the next page. Another instance's writes, and a
-//! scheduled post whose time comes, reach this one through nothing but time: a post page shows
+//! [`crate::content::changes`]) makes every entry stale at once, so an editor sees their own
+//! change on the next page. Another instance's writes, and a scheduled post whose time comes,
+//! reach this one through nothing but time: a post page shows
 //! neighbours at most [`TTL`] older than the database (the bound the search cache has, see
 //! `search::cache`). A stale neighbour link leads at worst to a post that was since renamed (its
 //! old address redirects), unpublished or deleted (a 404), or skips a post published meanwhile.
