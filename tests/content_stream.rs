@@ -1,12 +1,14 @@
 //! The content streams (`content::stream`): walking a section by its Older and Newer links visits
 //! every post once and in order, ties included; a stream shows cards (excerpt, "Continue
 //! reading", reading time), never whole bodies; a post links to its neighbours; every stream
-//! query runs on the `section_published_id` index without a sort in memory; and nodes stored
-//! before summaries existed get theirs at start-up.
+//! query runs on the `section_published_id` index without a sort in memory; a post's neighbours
+//! are cached within their staleness bound; and nodes stored before summaries existed get theirs
+//! at start-up.
 
 use crate::common::builders::NodeBuilder;
 use crate::common::*;
 use bazaar::content::model::{self, Detail, QuoteDetail, TextDetail};
+use bazaar::content::neighbour_cache;
 use bazaar::content::stream::{self, Cursor};
 use bson::{doc, Bson, DateTime};
 use reqwest::StatusCode;
@@ -365,11 +367,78 @@ async fn a_deep_stream_page_and_a_post_send_a_pinned_number_of_commands() {
     let older = older.expect("an Older link");
     // Deeper: the ties at the point (none here), then the rest.
     assert_eq!(commands(older).await, ["find nodes", "find nodes"]);
-    // A post: itself, then its two neighbours (its comments: none yet).
+    // A post: itself; its two neighbours come from the neighbour cache once the first visitor
+    // has read them (it was two more finds on every view; its comments: none yet).
+    assert_eq!(commands("/blog/p10".into()).await, ["find nodes"]);
+    // The first view of a post (nothing cached) reads the neighbours, both ways.
+    app.db.commands().record();
+    let _ = body(app.get("/blog/p11").await).await;
+    let first_view: Vec<String> = app
+        .db
+        .commands()
+        .take()
+        .iter()
+        .map(|c| c.to_string())
+        .collect();
+    assert_eq!(first_view, ["find nodes", "find nodes", "find nodes"]);
+    app.stop().await;
+}
+
+/// A post's neighbour links are cached per instance: this instance's own node writes show at
+/// once, another instance's (a write this process hears nothing of) within
+/// `neighbour_cache::TTL`.
+#[tokio::test]
+async fn cached_neighbours_follow_this_instances_writes_at_once_and_others_within_the_bound() {
+    let app = spawn_app().await;
+    let base = DateTime::now().timestamp_millis() - 3_600_000;
+    let at = |minutes: i64| Some(DateTime::from_millis(base - minutes * 60_000));
+    for (slug, minutes) in [("older", 20), ("newer", 10)] {
+        NodeBuilder::post(slug)
+            .title(&format!("The {slug}"))
+            .published(at(minutes))
+            .build(&app.db)
+            .await;
+    }
+    let newer_link = |doc: scraper::Html| attr(&doc, ".post-neighbours a[rel=prev]", "href");
+    let loaded = std::time::Instant::now();
     assert_eq!(
-        commands("/blog/p10".into()).await,
-        ["find nodes", "find nodes", "find nodes"]
+        newer_link(page(&app, "/blog/older").await),
+        Some("/blog/newer".into())
     );
+    // The entry was loaded between `loaded` and now.
+    let answered = std::time::Instant::now();
+    // Unpublished as another instance would: straight in the database.
+    let newer_id = model::collection(&app.db)
+        .find_one(doc! { "metadata.slug": "newer" })
+        .await
+        .unwrap()
+        .unwrap()
+        .id;
+    model::collection(&app.db)
+        .update_one(
+            doc! { "_id": newer_id },
+            doc! { "$set": { "metadata.published": Bson::Null, "metadata.live": false } },
+        )
+        .await
+        .unwrap();
+    let shown = newer_link(page(&app, "/blog/older").await);
+    if loaded.elapsed() < neighbour_cache::TTL {
+        assert_eq!(shown, Some("/blog/newer".into()), "served from the cache");
+    }
+    // Past the bound the link is gone.
+    tokio::time::sleep(neighbour_cache::TTL.saturating_sub(answered.elapsed())).await;
+    assert_eq!(newer_link(page(&app, "/blog/older").await), None);
+    // Published again through this instance: shown on the next view.
+    assert!(model::set_published(&app.db, newer_id, at(10))
+        .await
+        .unwrap());
+    assert_eq!(
+        newer_link(page(&app, "/blog/older").await),
+        Some("/blog/newer".into())
+    );
+    // Deleted through this instance: gone on the next view.
+    model::delete(&app.db, newer_id).await.unwrap();
+    assert_eq!(newer_link(page(&app, "/blog/older").await), None);
     app.stop().await;
 }
 

@@ -415,7 +415,9 @@ pub async fn seed_generated_posts(
                 }
             })
             .collect();
-        model::collection(db).insert_many(batch).await?;
+        let inserted = model::collection(db).insert_many(batch).await;
+        crate::content::changes::nodes_changed(db);
+        inserted?;
         i = end;
         progress(i - existing, n - existing);
     }

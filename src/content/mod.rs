@@ -1,10 +1,12 @@
 //! The CMS and tumblelog: content nodes of several types in one collection (`model`), Markdown
 //! rendering (`markdown`), video embeds (`video`), the public pages and tag pages (`pages`),
 //! the index of tags (`tag_index`), blocks of text filled from the settings (`live_blocks`),
-//! Atom feeds (`feed`), photo uploads into GridFS (`photos`), the history of
+//! Atom feeds (`feed`), a post's cached neighbours (`neighbour_cache`, following the node
+//! writes reported in `changes`), photo uploads into GridFS (`photos`), the history of
 //! every node's saves (`revisions`) and the demo content (`demo`).
 //! The admin screens are in `crate::admin::content`.
 
+pub mod changes;
 pub mod demo;
 pub mod excerpt;
 pub mod feed;
@@ -13,6 +15,7 @@ pub mod live_blocks;
 pub mod markdown;
 pub mod media_access;
 pub mod model;
+pub mod neighbour_cache;
 pub mod pages;
 pub mod photos;
 pub mod preview;

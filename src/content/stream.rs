@@ -20,6 +20,7 @@ use futures::TryStreamExt;
 use serde::Deserialize;
 
 use crate::content::model::{self, Node};
+use crate::content::neighbour_cache;
 use crate::db::{Db, DbError};
 
 /// Deepest `?page=N` still answered (older links); deeper pages are reached by "Older posts".
@@ -290,9 +291,8 @@ pub fn neighbour_probes(section: &str, point: Cursor, now: DateTime) -> [Documen
 }
 
 /// The posts just newer and just older than `node` in its section (for "Previous" and "Next"
-/// links). Usually two finds, run together: from the node's time towards each end, two nodes
-/// each, the node itself first; when another node shares its millisecond, the exact ranges of
-/// [`finds_past`] decide instead.
+/// links), from the [`neighbour_cache`] when it holds them fresh (no command), else as
+/// [`load_neighbours`] reads them.
 pub async fn neighbours(
     db: &Db,
     node: &Node,
@@ -301,12 +301,33 @@ pub async fn neighbours(
         return Ok((None, None));
     };
     let section = node.metadata.section.as_str();
+    neighbour_cache::neighbours(
+        db,
+        section,
+        point.published,
+        point.id,
+        load_neighbours(db, section, point, node.id),
+    )
+    .await
+}
+
+/// The neighbours of the node `id` at `point` of `section`, read from the database. Usually two
+/// finds, run together: from the node's time towards each end, two nodes each, the node itself
+/// first; when another node shares its millisecond, the exact ranges of [`finds_past`] decide
+/// instead. (One command for both directions is not to be had: docstore refuses `$unionWith`,
+/// and a `$facet` reads the whole section before its sub-pipelines narrow it.)
+async fn load_neighbours(
+    db: &Db,
+    section: &str,
+    point: Cursor,
+    id: ObjectId,
+) -> Result<(Option<Neighbour>, Option<Neighbour>), DbError> {
     let [newer_find, older_find] = neighbour_probes(section, point, db.now());
     let (newer_probe, older_probe) = futures::try_join!(
         run::<Neighbour>(db, &newer_find, neighbour_projection(), 2),
         run::<Neighbour>(db, &older_find, neighbour_projection(), 2),
     )?;
-    let starts_with_node = |found: &[Neighbour]| found.first().is_some_and(|n| n.id == node.id);
+    let starts_with_node = |found: &[Neighbour]| found.first().is_some_and(|n| n.id == id);
     if starts_with_node(&newer_probe) && starts_with_node(&older_probe) {
         // The node is first both ways: no other node shares its time.
         let mut newer = newer_probe;
