@@ -292,7 +292,7 @@ pub fn neighbour_probes(section: &str, point: Cursor, now: DateTime) -> [Documen
 
 /// The posts just newer and just older than `node` in its section (for "Previous" and "Next"
 /// links), from the [`neighbour_cache`] when it holds them fresh (no command), else as
-/// [`load_neighbours`] reads them.
+/// `load_neighbours` reads them.
 pub async fn neighbours(
     db: &Db,
     node: &Node,
