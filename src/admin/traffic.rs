@@ -117,6 +117,62 @@ fn ranked(rows: Vec<Row>, name: impl Fn(&str) -> String) -> Vec<Vec<String>> {
 }
 
 /// Every table of the report for `range`.
+/// The tables of page views broken down by one event field, in the report's order:
+/// (table id, field, title, first column, what an empty table says).
+const BREAKDOWNS: [(&str, &str, &str, &str, &str); 5] = [
+    (
+        "referrers",
+        "referrer",
+        "Sources: referring sites",
+        "Site",
+        "No visits came from another site.",
+    ),
+    (
+        "campaigns",
+        "utm_campaign",
+        "Sources: campaigns (utm_campaign)",
+        "Campaign",
+        "No visits carried a campaign.",
+    ),
+    (
+        "utm_sources",
+        "utm_source",
+        "Sources: utm_source",
+        "Source",
+        "No visits carried a utm_source.",
+    ),
+    (
+        "devices",
+        "device",
+        "Devices",
+        "Device",
+        "No page views in this range.",
+    ),
+    (
+        "browsers",
+        "browser",
+        "Browsers",
+        "Browser",
+        "No page views in this range.",
+    ),
+];
+
+/// The search tables: (table id, title, only searches without results, empty message).
+const SEARCHES: [(&str, &str, bool, &str); 2] = [
+    (
+        "searches",
+        "Top searches",
+        false,
+        "Nobody searched in this range.",
+    ),
+    (
+        "no_results",
+        "Searches with no results",
+        true,
+        "Every search found something.",
+    ),
+];
+
 async fn tables(db: &Db, range: Range, source: Source) -> Result<Vec<Table>, AppError> {
     let table = |id, title: &str, columns, rows, empty| Table {
         id,
@@ -147,70 +203,36 @@ async fn tables(db: &Db, range: Range, source: Source) -> Result<Vec<Table>, App
         })
         .collect();
     let plain = |s: &str| s.to_string();
-    let mut tables = vec![
-        table(
-            "pages",
-            "Top pages",
-            vec!["Title", "Path", "Page views", "Visitors"],
-            page_rows,
-            "No page views in this range.",
-        ),
-        table(
-            "referrers",
-            "Sources: referring sites",
-            [vec!["Site"], counted.clone()].concat(),
-            ranked(traffic::top(db, range, VIEW, "referrer", TOP).await?, plain),
-            "No visits came from another site.",
-        ),
-        table(
-            "campaigns",
-            "Sources: campaigns (utm_campaign)",
-            [vec!["Campaign"], counted.clone()].concat(),
-            ranked(
-                traffic::top(db, range, VIEW, "utm_campaign", TOP).await?,
-                plain,
-            ),
-            "No visits carried a campaign.",
-        ),
-        table(
-            "utm_sources",
-            "Sources: utm_source",
-            [vec!["Source"], counted.clone()].concat(),
-            ranked(
-                traffic::top(db, range, VIEW, "utm_source", TOP).await?,
-                plain,
-            ),
-            "No visits carried a utm_source.",
-        ),
-        table(
-            "devices",
-            "Devices",
-            [vec!["Device"], counted.clone()].concat(),
-            ranked(traffic::top(db, range, VIEW, "device", TOP).await?, plain),
-            "No page views in this range.",
-        ),
-        table(
-            "browsers",
-            "Browsers",
-            [vec!["Browser"], counted.clone()].concat(),
-            ranked(traffic::top(db, range, VIEW, "browser", TOP).await?, plain),
-            "No page views in this range.",
-        ),
-        table(
-            "searches",
-            "Top searches",
+    let mut tables = vec![table(
+        "pages",
+        "Top pages",
+        vec!["Title", "Path", "Page views", "Visitors"],
+        page_rows,
+        "No page views in this range.",
+    )];
+    for (id, field, title, column, empty) in BREAKDOWNS {
+        let rows = ranked(traffic::top(db, range, VIEW, field, TOP).await?, plain);
+        tables.push(table(
+            id,
+            title,
+            [vec![column], counted.clone()].concat(),
+            rows,
+            empty,
+        ));
+    }
+    for (id, title, without_results, empty) in SEARCHES {
+        let rows = ranked(
+            traffic::searches(db, range, without_results, TOP).await?,
+            plain,
+        );
+        tables.push(table(
+            id,
+            title,
             vec!["Search", "Searches", "Visitors"],
-            ranked(traffic::searches(db, range, false, TOP).await?, plain),
-            "Nobody searched in this range.",
-        ),
-        table(
-            "no_results",
-            "Searches with no results",
-            vec!["Search", "Searches", "Visitors"],
-            ranked(traffic::searches(db, range, true, TOP).await?, plain),
-            "Every search found something.",
-        ),
-    ];
+            rows,
+            empty,
+        ));
+    }
     let steps = traffic::funnel(db, range).await?;
     let first = steps.first().map_or(0, |s| s.visitors);
     let mut previous = first;

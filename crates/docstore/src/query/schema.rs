@@ -237,6 +237,18 @@ fn is_numeric(v: &Bson) -> bool {
 /// stops at the first failing rule.
 type Sink<'a> = Option<&'a mut Vec<Document>>;
 
+/// A rule failed: clears the checker's `ok` and keeps `detail` in its `sink`, or, when the
+/// caller wants no details, answers `false` at once.
+macro_rules! fail {
+    ($ok:ident, $sink:ident, $detail:expr) => {{
+        $ok = false;
+        match $sink.as_deref_mut() {
+            Some(out) => out.push($detail),
+            None => return false,
+        }
+    }};
+}
+
 impl Schema {
     /// Parse a `$jsonSchema` document; unknown keywords are errors, as in MongoDB.
     pub fn parse(spec: &Document) -> Result<Schema> {
@@ -472,36 +484,35 @@ impl Schema {
     fn check_value(&self, value: Value<'_>, mut sink: Sink<'_>) -> bool {
         let mut ok = true;
         let start = sink.as_ref().map_or(0, |s| s.len());
-        macro_rules! fail {
-            ($detail:expr) => {{
-                ok = false;
-                match sink.as_deref_mut() {
-                    Some(out) => out.push($detail),
-                    None => return false,
-                }
-            }};
-        }
         if let Some(rule) = &self.types {
             if !rule.accepts(value.type_number()) {
                 let v = value.to_bson();
-                fail!(doc! {
-                    "operatorName": rule.keyword,
-                    "specifiedAs": { rule.keyword: rule.spec.clone() },
-                    "reason": "type did not match",
-                    "consideredValue": v.clone(),
-                    "consideredType": type_name(&v),
-                });
+                fail!(
+                    ok,
+                    sink,
+                    doc! {
+                        "operatorName": rule.keyword,
+                        "specifiedAs": { rule.keyword: rule.spec.clone() },
+                        "reason": "type did not match",
+                        "consideredValue": v.clone(),
+                        "consideredType": type_name(&v),
+                    }
+                );
             }
         }
         if let Some(values) = &self.enumeration {
             let v = value.to_bson();
             if !values.iter().any(|e| values_equal(e, &v)) {
-                fail!(doc! {
-                    "operatorName": "enum",
-                    "specifiedAs": { "enum": values.clone() },
-                    "reason": "value was not found in enum",
-                    "consideredValue": v,
-                });
+                fail!(
+                    ok,
+                    sink,
+                    doc! {
+                        "operatorName": "enum",
+                        "specifiedAs": { "enum": values.clone() },
+                        "reason": "value was not found in enum",
+                        "consideredValue": v,
+                    }
+                );
             }
         }
         match value {
@@ -524,29 +535,41 @@ impl Schema {
             Value::Other(Bson::String(s)) => {
                 let len = s.chars().count() as i64;
                 if let Some(min) = self.min_length.filter(|m| len < *m) {
-                    fail!(doc! {
-                        "operatorName": "minLength",
-                        "specifiedAs": { "minLength": min },
-                        "reason": "specified string length was not satisfied",
-                        "consideredValue": s.clone(),
-                    });
+                    fail!(
+                        ok,
+                        sink,
+                        doc! {
+                            "operatorName": "minLength",
+                            "specifiedAs": { "minLength": min },
+                            "reason": "specified string length was not satisfied",
+                            "consideredValue": s.clone(),
+                        }
+                    );
                 }
                 if let Some(max) = self.max_length.filter(|m| len > *m) {
-                    fail!(doc! {
-                        "operatorName": "maxLength",
-                        "specifiedAs": { "maxLength": max },
-                        "reason": "specified string length was not satisfied",
-                        "consideredValue": s.clone(),
-                    });
+                    fail!(
+                        ok,
+                        sink,
+                        doc! {
+                            "operatorName": "maxLength",
+                            "specifiedAs": { "maxLength": max },
+                            "reason": "specified string length was not satisfied",
+                            "consideredValue": s.clone(),
+                        }
+                    );
                 }
                 if let Some((source, regex)) = &self.pattern {
                     if !regex.is_match(s) {
-                        fail!(doc! {
-                            "operatorName": "pattern",
-                            "specifiedAs": { "pattern": source.clone() },
-                            "reason": "regular expression did not match",
-                            "consideredValue": s.clone(),
-                        });
+                        fail!(
+                            ok,
+                            sink,
+                            doc! {
+                                "operatorName": "pattern",
+                                "specifiedAs": { "pattern": source.clone() },
+                                "reason": "regular expression did not match",
+                                "consideredValue": s.clone(),
+                            }
+                        );
                     }
                 }
             }
@@ -558,12 +581,16 @@ impl Schema {
                         if *exclusive {
                             spec.insert("exclusiveMinimum", true);
                         }
-                        fail!(doc! {
-                            "operatorName": "minimum",
-                            "specifiedAs": spec,
-                            "reason": "comparison failed",
-                            "consideredValue": n.clone(),
-                        });
+                        fail!(
+                            ok,
+                            sink,
+                            doc! {
+                                "operatorName": "minimum",
+                                "specifiedAs": spec,
+                                "reason": "comparison failed",
+                                "consideredValue": n.clone(),
+                            }
+                        );
                     }
                 }
                 if let Some((bound, exclusive)) = &self.maximum {
@@ -573,12 +600,16 @@ impl Schema {
                         if *exclusive {
                             spec.insert("exclusiveMaximum", true);
                         }
-                        fail!(doc! {
-                            "operatorName": "maximum",
-                            "specifiedAs": spec,
-                            "reason": "comparison failed",
-                            "consideredValue": n.clone(),
-                        });
+                        fail!(
+                            ok,
+                            sink,
+                            doc! {
+                                "operatorName": "maximum",
+                                "specifiedAs": spec,
+                                "reason": "comparison failed",
+                                "consideredValue": n.clone(),
+                            }
+                        );
                     }
                 }
                 if let Some(divisor) = &self.multiple_of {
@@ -587,12 +618,16 @@ impl Schema {
                         to_f64(divisor).unwrap_or(1.0),
                     );
                     if !(x / d).is_finite() || (x / d).fract() != 0.0 {
-                        fail!(doc! {
-                            "operatorName": "multipleOf",
-                            "specifiedAs": { "multipleOf": divisor.clone() },
-                            "reason": "considered value is not a multiple of the specified value",
-                            "consideredValue": n.clone(),
-                        });
+                        fail!(
+                            ok,
+                            sink,
+                            doc! {
+                                "operatorName": "multipleOf",
+                                "specifiedAs": { "multipleOf": divisor.clone() },
+                                "reason": "considered value is not a multiple of the specified value",
+                                "consideredValue": n.clone(),
+                            }
+                        );
                     }
                 }
             }
@@ -602,14 +637,22 @@ impl Schema {
         if !self.all_of.is_empty() {
             let failing = self.failing_schemas(&self.all_of, &whole(), sink.is_some());
             if !failing.is_empty() {
-                fail!(doc! { "operatorName": "allOf", "schemasNotSatisfied": failing });
+                fail!(
+                    ok,
+                    sink,
+                    doc! { "operatorName": "allOf", "schemasNotSatisfied": failing }
+                );
             }
         }
         if !self.any_of.is_empty() {
             let v = whole();
             if !self.any_of.iter().any(|s| s.check(&v, None)) {
                 let failing = self.failing_schemas(&self.any_of, &v, sink.is_some());
-                fail!(doc! { "operatorName": "anyOf", "schemasNotSatisfied": failing });
+                fail!(
+                    ok,
+                    sink,
+                    doc! { "operatorName": "anyOf", "schemasNotSatisfied": failing }
+                );
             }
         }
         if !self.one_of.is_empty() {
@@ -620,21 +663,33 @@ impl Schema {
                 .collect();
             if matching.is_empty() {
                 let failing = self.failing_schemas(&self.one_of, &v, sink.is_some());
-                fail!(doc! { "operatorName": "oneOf", "schemasNotSatisfied": failing });
+                fail!(
+                    ok,
+                    sink,
+                    doc! { "operatorName": "oneOf", "schemasNotSatisfied": failing }
+                );
             } else if matching.len() > 1 {
-                fail!(doc! {
-                    "operatorName": "oneOf",
-                    "reason": "more than one subschema matched",
-                    "matchingSchemaIndexes": matching,
-                });
+                fail!(
+                    ok,
+                    sink,
+                    doc! {
+                        "operatorName": "oneOf",
+                        "reason": "more than one subschema matched",
+                        "matchingSchemaIndexes": matching,
+                    }
+                );
             }
         }
         if let Some(not) = &self.not {
             if not.check(&whole(), None) {
-                fail!(doc! {
-                    "operatorName": "not",
-                    "reason": "child expression matched",
-                });
+                fail!(
+                    ok,
+                    sink,
+                    doc! {
+                        "operatorName": "not",
+                        "reason": "child expression matched",
+                    }
+                );
             }
         }
         if !ok {
@@ -675,31 +730,30 @@ impl Schema {
 
     fn check_document(&self, d: &Document, mut sink: Sink<'_>) -> bool {
         let mut ok = true;
-        macro_rules! fail {
-            ($detail:expr) => {{
-                ok = false;
-                match sink.as_deref_mut() {
-                    Some(out) => out.push($detail),
-                    None => return false,
-                }
-            }};
-        }
         let count = d.len() as i64;
         if let Some(min) = self.min_properties.filter(|m| count < *m) {
-            fail!(doc! {
-                "operatorName": "minProperties",
-                "specifiedAs": { "minProperties": min },
-                "reason": "specified number of properties was not satisfied",
-                "numberOfProperties": count,
-            });
+            fail!(
+                ok,
+                sink,
+                doc! {
+                    "operatorName": "minProperties",
+                    "specifiedAs": { "minProperties": min },
+                    "reason": "specified number of properties was not satisfied",
+                    "numberOfProperties": count,
+                }
+            );
         }
         if let Some(max) = self.max_properties.filter(|m| count > *m) {
-            fail!(doc! {
-                "operatorName": "maxProperties",
-                "specifiedAs": { "maxProperties": max },
-                "reason": "specified number of properties was not satisfied",
-                "numberOfProperties": count,
-            });
+            fail!(
+                ok,
+                sink,
+                doc! {
+                    "operatorName": "maxProperties",
+                    "specifiedAs": { "maxProperties": max },
+                    "reason": "specified number of properties was not satisfied",
+                    "numberOfProperties": count,
+                }
+            );
         }
         let missing: Vec<&String> = self
             .required
@@ -707,11 +761,15 @@ impl Schema {
             .filter(|r| !d.contains_key(r.as_str()))
             .collect();
         if !missing.is_empty() {
-            fail!(doc! {
-                "operatorName": "required",
-                "specifiedAs": { "required": self.required.clone() },
-                "missingProperties": missing.into_iter().cloned().collect::<Vec<_>>(),
-            });
+            fail!(
+                ok,
+                sink,
+                doc! {
+                    "operatorName": "required",
+                    "specifiedAs": { "required": self.required.clone() },
+                    "missingProperties": missing.into_iter().cloned().collect::<Vec<_>>(),
+                }
+            );
         }
         let mut not_satisfied = Vec::new();
         for (name, schema) in &self.properties {
@@ -728,7 +786,11 @@ impl Schema {
             }
         }
         if !not_satisfied.is_empty() {
-            fail!(doc! { "operatorName": "properties", "propertiesNotSatisfied": not_satisfied });
+            fail!(
+                ok,
+                sink,
+                doc! { "operatorName": "properties", "propertiesNotSatisfied": not_satisfied }
+            );
         }
         let mut pattern_failures = Vec::new();
         let mut extra = Vec::new();
@@ -772,24 +834,36 @@ impl Schema {
             }
         }
         if !pattern_failures.is_empty() {
-            fail!(doc! {
-                "operatorName": "patternProperties",
-                "details": pattern_failures,
-            });
+            fail!(
+                ok,
+                sink,
+                doc! {
+                    "operatorName": "patternProperties",
+                    "details": pattern_failures,
+                }
+            );
         }
         if !extra.is_empty() {
-            fail!(doc! {
-                "operatorName": "additionalProperties",
-                "specifiedAs": { "additionalProperties": false },
-                "additionalProperties": extra,
-            });
+            fail!(
+                ok,
+                sink,
+                doc! {
+                    "operatorName": "additionalProperties",
+                    "specifiedAs": { "additionalProperties": false },
+                    "additionalProperties": extra,
+                }
+            );
         }
         if !extra_failures.is_empty() {
-            fail!(doc! {
-                "operatorName": "additionalProperties",
-                "reason": "at least one additional property did not match the subschema",
-                "failingProperties": extra_failures,
-            });
+            fail!(
+                ok,
+                sink,
+                doc! {
+                    "operatorName": "additionalProperties",
+                    "reason": "at least one additional property did not match the subschema",
+                    "failingProperties": extra_failures,
+                }
+            );
         }
         let mut failing_deps = Vec::new();
         for (name, dep) in &self.dependencies {
@@ -829,38 +903,41 @@ impl Schema {
             }
         }
         if !failing_deps.is_empty() {
-            fail!(doc! { "operatorName": "dependencies", "failingDependencies": failing_deps });
+            fail!(
+                ok,
+                sink,
+                doc! { "operatorName": "dependencies", "failingDependencies": failing_deps }
+            );
         }
         ok
     }
 
     fn check_array(&self, items: &[Bson], mut sink: Sink<'_>) -> bool {
         let mut ok = true;
-        macro_rules! fail {
-            ($detail:expr) => {{
-                ok = false;
-                match sink.as_deref_mut() {
-                    Some(out) => out.push($detail),
-                    None => return false,
-                }
-            }};
-        }
         let len = items.len() as i64;
         if let Some(min) = self.min_items.filter(|m| len < *m) {
-            fail!(doc! {
-                "operatorName": "minItems",
-                "specifiedAs": { "minItems": min },
-                "reason": "array did not match specified length",
-                "consideredValue": items.to_vec(),
-            });
+            fail!(
+                ok,
+                sink,
+                doc! {
+                    "operatorName": "minItems",
+                    "specifiedAs": { "minItems": min },
+                    "reason": "array did not match specified length",
+                    "consideredValue": items.to_vec(),
+                }
+            );
         }
         if let Some(max) = self.max_items.filter(|m| len > *m) {
-            fail!(doc! {
-                "operatorName": "maxItems",
-                "specifiedAs": { "maxItems": max },
-                "reason": "array did not match specified length",
-                "consideredValue": items.to_vec(),
-            });
+            fail!(
+                ok,
+                sink,
+                doc! {
+                    "operatorName": "maxItems",
+                    "specifiedAs": { "maxItems": max },
+                    "reason": "array did not match specified length",
+                    "consideredValue": items.to_vec(),
+                }
+            );
         }
         if self.unique_items {
             let duplicate = items.iter().enumerate().find_map(|(i, a)| {
@@ -870,13 +947,17 @@ impl Schema {
                     .then(|| a.clone())
             });
             if let Some(dup) = duplicate {
-                fail!(doc! {
-                    "operatorName": "uniqueItems",
-                    "specifiedAs": { "uniqueItems": true },
-                    "reason": "found a duplicate item",
-                    "consideredValue": items.to_vec(),
-                    "duplicatedValue": dup,
-                });
+                fail!(
+                    ok,
+                    sink,
+                    doc! {
+                        "operatorName": "uniqueItems",
+                        "specifiedAs": { "uniqueItems": true },
+                        "reason": "found a duplicate item",
+                        "consideredValue": items.to_vec(),
+                        "duplicatedValue": dup,
+                    }
+                );
             }
         }
         let detailed = sink.is_some();
@@ -885,12 +966,16 @@ impl Schema {
                 for (i, item) in items.iter().enumerate() {
                     let mut details = Vec::new();
                     if !schema.check(item, detailed.then_some(&mut details)) {
-                        fail!(doc! {
-                            "operatorName": "items",
-                            "reason": "At least one item did not match the sub-schema",
-                            "itemIndex": i as i32,
-                            "details": details,
-                        });
+                        fail!(
+                            ok,
+                            sink,
+                            doc! {
+                                "operatorName": "items",
+                                "reason": "At least one item did not match the sub-schema",
+                                "itemIndex": i as i32,
+                                "details": details,
+                            }
+                        );
                         break;
                     }
                 }
@@ -899,33 +984,45 @@ impl Schema {
                 for (i, (item, schema)) in items.iter().zip(schemas).enumerate() {
                     let mut details = Vec::new();
                     if !schema.check(item, detailed.then_some(&mut details)) {
-                        fail!(doc! {
-                            "operatorName": "items",
-                            "reason": "At least one item did not match the sub-schema",
-                            "itemIndex": i as i32,
-                            "details": details,
-                        });
+                        fail!(
+                            ok,
+                            sink,
+                            doc! {
+                                "operatorName": "items",
+                                "reason": "At least one item did not match the sub-schema",
+                                "itemIndex": i as i32,
+                                "details": details,
+                            }
+                        );
                         break;
                     }
                 }
                 if items.len() > schemas.len() {
                     match &self.additional_items {
-                        Some(Additional::Allowed(false)) => fail!(doc! {
-                            "operatorName": "additionalItems",
-                            "specifiedAs": { "additionalItems": false },
-                            "reason": "found additional items",
-                            "additionalItems": items[schemas.len()..].to_vec(),
-                        }),
+                        Some(Additional::Allowed(false)) => fail!(
+                            ok,
+                            sink,
+                            doc! {
+                                "operatorName": "additionalItems",
+                                "specifiedAs": { "additionalItems": false },
+                                "reason": "found additional items",
+                                "additionalItems": items[schemas.len()..].to_vec(),
+                            }
+                        ),
                         Some(Additional::Schema(schema)) => {
                             for (i, item) in items.iter().enumerate().skip(schemas.len()) {
                                 let mut details = Vec::new();
                                 if !schema.check(item, detailed.then_some(&mut details)) {
-                                    fail!(doc! {
-                                        "operatorName": "additionalItems",
-                                        "reason": "At least one additional item did not match the sub-schema",
-                                        "itemIndex": i as i32,
-                                        "details": details,
-                                    });
+                                    fail!(
+                                        ok,
+                                        sink,
+                                        doc! {
+                                            "operatorName": "additionalItems",
+                                            "reason": "At least one additional item did not match the sub-schema",
+                                            "itemIndex": i as i32,
+                                            "details": details,
+                                        }
+                                    );
                                     break;
                                 }
                             }
