@@ -16,7 +16,8 @@
 //! and a drop of 500 shoppers racing for 100 units sells exactly 100.
 //!
 //! `cargo bench -p bazaar --bench flash_sale` (FLASH_SECONDS per row, default 5;
-//! FLASH_PRODUCTS; FLASH_HOLDERS). The machine's other load skews the figures: compare runs
+//! FLASH_PRODUCTS; FLASH_HOLDERS; FLASH_ONLY runs only the rows whose name contains it, e.g.
+//! `FLASH_ONLY="256 shoppers, the same"` to profile one). The machine's other load skews the figures: compare runs
 //! made together.
 
 use std::collections::HashMap;
@@ -164,7 +165,11 @@ async fn bench() -> anyhow::Result<()> {
             Arc::new(vec![hot[2].clone()]),
         ),
     ];
+    let only = std::env::var("FLASH_ONLY").unwrap_or_default();
     for (name, shoppers, items) in rows {
+        if !name.contains(only.as_str()) {
+            continue;
+        }
         // Sessions first: the unrelated page is measured while the adds run, not meanwhile.
         let ready = sessions(&base, shoppers, &items).await;
         let bystander_path = format!("/products/{bystander}");

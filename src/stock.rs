@@ -374,6 +374,9 @@ async fn recorded(db: &Db, m: &Move, id: &str) -> Result<bool, DbError> {
 /// Make a move: record, apply, settle; a refused step 2 is fenced and cancelled. Returns whether
 /// the units moved.
 pub async fn run(db: &Db, m: &Move) -> Result<bool, DbError> {
+    // Queued here, in the app, rather than in the store: see [`MoveLanes`].
+    let lanes = db.extension::<MoveLanes>();
+    let _lane = lanes.enter(&m.sku).await;
     if !steps::record(db, m).await? {
         return Ok(false);
     }
@@ -394,6 +397,52 @@ pub async fn run(db: &Db, m: &Move) -> Result<bool, DbError> {
                 Ok(false)
             }
         }
+    }
+}
+
+/// Moves of one product's units under way at once from this instance, at most. Chosen by
+/// `cargo bench --bench flash_sale` (docs/data-model.md): 1 halved a hot product's adds, 8 and 16
+/// let its writes crowd other pages' reads again; 2 kept both goals.
+const MOVES_IN_FLIGHT: usize = 2;
+/// Lanes products are spread over by a hash of their SKU.
+const LANES: usize = 64;
+
+/// Bounds the moves under way on one product from this instance (issue 44, a product drop).
+///
+/// Every move writes the product's document twice, and the store applies writes to one
+/// collection one at a time. Without a bound, a drop of 256 shoppers on one product put 256
+/// moves in flight: the product's `pending` list held 256 entries, each write decoded and
+/// re-encoded all of them, and every other page's read of `products` queued behind the
+/// resulting line of writes. With the bound the surplus shoppers wait here, on an async
+/// semaphore that holds no thread and serves them in arrival order (so nobody starves), and
+/// the store only ever sees a short queue of small writes. Products share a lane by a hash of
+/// their SKU; a lane admits [`MOVES_IN_FLIGHT`] moves, so products that happen to share one
+/// still proceed together. The bound is per instance: three instances put at most three times
+/// as many moves in flight, which changes speed, never correctness (the moves' own writes are
+/// what keep stock exact).
+pub struct MoveLanes {
+    lanes: Vec<tokio::sync::Semaphore>,
+}
+
+impl Default for MoveLanes {
+    fn default() -> Self {
+        MoveLanes {
+            lanes: (0..LANES)
+                .map(|_| tokio::sync::Semaphore::new(MOVES_IN_FLIGHT))
+                .collect(),
+        }
+    }
+}
+
+impl MoveLanes {
+    /// Wait for room to move units of `sku`; the room is given back when the permit drops.
+    async fn enter(&self, sku: &Sku) -> Option<tokio::sync::SemaphorePermit<'_>> {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        sku.as_str().hash(&mut hasher);
+        let lane = &self.lanes[(hasher.finish() % LANES as u64) as usize];
+        // The semaphores are never closed; should one be, the move goes ahead unbounded.
+        lane.acquire().await.ok()
     }
 }
 
@@ -776,4 +825,25 @@ pub async fn migrate_carted(db: &Db) -> Result<u64, DbError> {
         );
     }
     Ok(migrated)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_lane_admits_a_bounded_number_of_moves_of_one_product() {
+        let lanes = MoveLanes::default();
+        let sku = Sku::parse("HOT-1").unwrap();
+        let mut held = Vec::new();
+        for _ in 0..MOVES_IN_FLIGHT {
+            held.push(lanes.enter(&sku).await);
+        }
+        // The lane is full: the next mover waits until one of the moves under way ends.
+        let waiting = tokio::time::timeout(Duration::from_millis(50), lanes.enter(&sku)).await;
+        assert!(waiting.is_err(), "a move got past a full lane");
+        held.pop();
+        let admitted = tokio::time::timeout(Duration::from_secs(5), lanes.enter(&sku)).await;
+        assert!(admitted.is_ok(), "a freed place was not given to the waiting move");
+    }
 }
