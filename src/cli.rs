@@ -32,7 +32,7 @@ use crate::web::basic_auth::hash_password;
                        BAZAAR_SERVER__PORT=9000 bazaar serve  # on another port\n  \
                        bazaar seed --help                     # one command's help"
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
 }

@@ -17,7 +17,7 @@ pub struct Clock {
 }
 
 impl Clock {
-    pub fn now(&self) -> DateTime {
+    pub(crate) fn now(&self) -> DateTime {
         let offset = self.offset_ms.load(Ordering::Relaxed);
         DateTime::from_millis(DateTime::now().timestamp_millis().saturating_add(offset))
     }
@@ -41,7 +41,7 @@ fn millis(d: Duration) -> i64 {
 
 /// `age` before `now`: anything last touched before it is older than `age` (the background
 /// jobs' "idle for", "left behind for").
-pub fn before(now: DateTime, age: Duration) -> DateTime {
+pub(crate) fn before(now: DateTime, age: Duration) -> DateTime {
     DateTime::from_millis(now.timestamp_millis().saturating_sub(millis(age)))
 }
 

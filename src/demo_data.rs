@@ -20,17 +20,17 @@ fn demo_skus() -> Document {
 /// What a removal would do (a preview) or did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct DemoRemoval {
-    pub products_deleted: u64,
+    pub(crate) products_deleted: u64,
     /// Ordered or in carts: archived instead.
-    pub products_archived: u64,
-    pub nodes_deleted: u64,
-    pub categories_deleted: u64,
+    pub(crate) products_archived: u64,
+    pub(crate) nodes_deleted: u64,
+    pub(crate) categories_deleted: u64,
     /// Demo categories kept because something of the shop's own is filed under them.
-    pub categories_kept: u64,
+    pub(crate) categories_kept: u64,
 }
 
 impl DemoRemoval {
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         format!(
             "Demo data removed: {} products deleted, {} archived (ordered or in carts), {} pages \
              and posts deleted, {} categories deleted, {} kept (they hold your own products or \
@@ -45,7 +45,7 @@ impl DemoRemoval {
 }
 
 /// What [`remove`] would remove, counted without changing anything.
-pub async fn preview(db: &Db) -> Result<DemoRemoval, DbError> {
+pub(crate) async fn preview(db: &Db) -> Result<DemoRemoval, DbError> {
     let products = products::collection(db)
         .count_documents(demo_skus())
         .await?;
@@ -72,7 +72,7 @@ pub async fn preview(db: &Db) -> Result<DemoRemoval, DbError> {
 
 /// Remove the demo data. Each step is a complete write of its own: run again after a crash, it
 /// finishes the job.
-pub async fn remove(db: &Db) -> Result<DemoRemoval, DbError> {
+pub(crate) async fn remove(db: &Db) -> Result<DemoRemoval, DbError> {
     let mut report = DemoRemoval::default();
     let candidates: Vec<products::Product> = products::collection(db)
         .find(demo_skus())

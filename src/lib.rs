@@ -1,6 +1,8 @@
 //! Bazaar: a server-rendered storefront, CMS and tumblelog on MongoDB, running on the embedded
 //! docstore by default. `main.rs` only calls [`cli::run`].
 
+#![warn(unreachable_pub)]
+
 pub mod accounts;
 pub mod admin;
 pub mod analytics;

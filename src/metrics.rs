@@ -17,12 +17,12 @@ static ENABLED: AtomicBool = AtomicBool::new(false);
 static DB_COMMANDS_ENABLED: AtomicBool = AtomicBool::new(false);
 
 /// Time database commands too (`metrics.database_commands`); call before connecting.
-pub fn keep_database_commands() {
+pub(crate) fn keep_database_commands() {
     DB_COMMANDS_ENABLED.store(true, Ordering::Relaxed);
 }
 
 /// True when database commands are timed (metrics kept and `metrics.database_commands` on).
-pub fn database_commands_enabled() -> bool {
+pub(crate) fn database_commands_enabled() -> bool {
     enabled() && DB_COMMANDS_ENABLED.load(Ordering::Relaxed)
 }
 static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
@@ -35,7 +35,7 @@ const SECONDS_BUCKETS: &[f64] = &[
 /// Start keeping metrics in this process (once; later calls return the same handle). The
 /// process-wide recorder is the `metrics` crate's design: any module records without a handle
 /// being passed down to it.
-pub fn install() -> Result<&'static PrometheusHandle, String> {
+pub(crate) fn install() -> Result<&'static PrometheusHandle, String> {
     if let Some(handle) = HANDLE.get() {
         return Ok(handle);
     }
@@ -65,12 +65,12 @@ pub fn install() -> Result<&'static PrometheusHandle, String> {
 }
 
 /// True once [`install`] ran: callers with labels to build check this first.
-pub fn enabled() -> bool {
+pub(crate) fn enabled() -> bool {
     ENABLED.load(Ordering::Relaxed)
 }
 
 /// The text `/metrics` serves.
-pub fn render() -> Option<String> {
+pub(crate) fn render() -> Option<String> {
     HANDLE.get().map(PrometheusHandle::render)
 }
 
@@ -167,34 +167,34 @@ fn describe() {
     describe_gauge!(OUTBOX_BACKLOG, "Emails waiting in the outbox to be sent");
 }
 
-pub const HTTP_REQUESTS: &str = "bazaar_http_requests_total";
-pub const HTTP_SECONDS: &str = "bazaar_http_request_duration_seconds";
-pub const DB_COMMANDS: &str = "bazaar_db_commands_total";
-pub const DB_SECONDS: &str = "bazaar_db_command_duration_seconds";
-pub const CACHE_LOOKUPS: &str = "bazaar_cache_lookups_total";
-pub const CACHE_REFRESHES: &str = "bazaar_cache_refreshes_total";
-pub const CARTS_CREATED: &str = "bazaar_carts_created_total";
-pub const CARTS_EXPIRED: &str = "bazaar_carts_expired_total";
-pub const ORDERS: &str = "bazaar_orders_total";
-pub const PAYMENTS: &str = "bazaar_payments_total";
-pub const REFUNDS: &str = "bazaar_refunds_total";
-pub const JOB_RUNS: &str = "bazaar_job_runs_total";
-pub const JOB_SECONDS: &str = "bazaar_job_duration_seconds";
-pub const LEASE_TAKEOVERS: &str = "bazaar_lease_takeovers_total";
-pub const STORE_DOCUMENTS: &str = "bazaar_store_documents";
-pub const STORE_BYTES: &str = "bazaar_store_data_bytes";
-pub const STORE_INDEX_BYTES: &str = "bazaar_store_index_bytes";
-pub const JOURNAL_BYTES: &str = "docstore_journal_bytes";
-pub const JOURNAL_COMMITS: &str = "docstore_group_commits_total";
-pub const FSYNC_SECONDS_TOTAL: &str = "docstore_fsync_seconds";
-pub const SNAPSHOT_AGE: &str = "docstore_snapshot_age_seconds";
-pub const WRITES_REFUSED: &str = "docstore_writes_refused";
-pub const PROCESS_RSS: &str = "process_resident_memory_bytes";
-pub const PROCESS_FDS: &str = "process_open_fds";
-pub const UPTIME: &str = "bazaar_uptime_seconds";
-pub const EMAILS_SENT: &str = "bazaar_emails_sent_total";
-pub const EMAIL_FAILURES: &str = "bazaar_email_send_failures_total";
-pub const OUTBOX_BACKLOG: &str = "bazaar_outbox_waiting";
+pub(crate) const HTTP_REQUESTS: &str = "bazaar_http_requests_total";
+pub(crate) const HTTP_SECONDS: &str = "bazaar_http_request_duration_seconds";
+pub(crate) const DB_COMMANDS: &str = "bazaar_db_commands_total";
+pub(crate) const DB_SECONDS: &str = "bazaar_db_command_duration_seconds";
+pub(crate) const CACHE_LOOKUPS: &str = "bazaar_cache_lookups_total";
+pub(crate) const CACHE_REFRESHES: &str = "bazaar_cache_refreshes_total";
+pub(crate) const CARTS_CREATED: &str = "bazaar_carts_created_total";
+pub(crate) const CARTS_EXPIRED: &str = "bazaar_carts_expired_total";
+pub(crate) const ORDERS: &str = "bazaar_orders_total";
+pub(crate) const PAYMENTS: &str = "bazaar_payments_total";
+pub(crate) const REFUNDS: &str = "bazaar_refunds_total";
+pub(crate) const JOB_RUNS: &str = "bazaar_job_runs_total";
+pub(crate) const JOB_SECONDS: &str = "bazaar_job_duration_seconds";
+pub(crate) const LEASE_TAKEOVERS: &str = "bazaar_lease_takeovers_total";
+pub(crate) const STORE_DOCUMENTS: &str = "bazaar_store_documents";
+pub(crate) const STORE_BYTES: &str = "bazaar_store_data_bytes";
+pub(crate) const STORE_INDEX_BYTES: &str = "bazaar_store_index_bytes";
+pub(crate) const JOURNAL_BYTES: &str = "docstore_journal_bytes";
+pub(crate) const JOURNAL_COMMITS: &str = "docstore_group_commits_total";
+pub(crate) const FSYNC_SECONDS_TOTAL: &str = "docstore_fsync_seconds";
+pub(crate) const SNAPSHOT_AGE: &str = "docstore_snapshot_age_seconds";
+pub(crate) const WRITES_REFUSED: &str = "docstore_writes_refused";
+pub(crate) const PROCESS_RSS: &str = "process_resident_memory_bytes";
+pub(crate) const PROCESS_FDS: &str = "process_open_fds";
+pub(crate) const UPTIME: &str = "bazaar_uptime_seconds";
+pub(crate) const EMAILS_SENT: &str = "bazaar_emails_sent_total";
+pub(crate) const EMAIL_FAILURES: &str = "bazaar_email_send_failures_total";
+pub(crate) const OUTBOX_BACKLOG: &str = "bazaar_outbox_waiting";
 
 /// Every metric name above, for checks that a dashboard or alert names only real ones.
 pub const ALL: &[&str] = &[
@@ -229,7 +229,7 @@ pub const ALL: &[&str] = &[
 ];
 
 /// One HTTP request answered. `route` is the matched route's template, or `"unmatched"`.
-pub fn http_request(route: &str, method: &str, status: u16, took: Duration) {
+pub(crate) fn http_request(route: &str, method: &str, status: u16, took: Duration) {
     if !enabled() {
         return;
     }
@@ -258,7 +258,7 @@ pub fn http_request(route: &str, method: &str, status: u16, took: Duration) {
 }
 
 /// One database command answered (`ok`) or failed.
-pub fn db_command(command: &str, ok: bool, took: Duration) {
+pub(crate) fn db_command(command: &str, ok: bool, took: Duration) {
     if !enabled() {
         return;
     }
@@ -270,7 +270,7 @@ pub fn db_command(command: &str, ok: bool, took: Duration) {
 }
 
 /// A lookup in one of the read caches (`"catalog"`, `"settings"`).
-pub fn cache_lookup(cache: &'static str, hit: bool) {
+pub(crate) fn cache_lookup(cache: &'static str, hit: bool) {
     if enabled() {
         let result = if hit { "hit" } else { "miss" };
         ::metrics::counter!(CACHE_LOOKUPS, "cache" => cache, "result" => result).increment(1);
@@ -278,28 +278,28 @@ pub fn cache_lookup(cache: &'static str, hit: bool) {
 }
 
 /// A cache entry loaded or refreshed from the database.
-pub fn cache_refresh(cache: &'static str) {
+pub(crate) fn cache_refresh(cache: &'static str) {
     if enabled() {
         ::metrics::counter!(CACHE_REFRESHES, "cache" => cache).increment(1);
     }
 }
 
 /// Adds `n` to one of the label-free counters ([`CARTS_CREATED`], [`ORDERS`], ...).
-pub fn count(counter: &'static str, n: u64) {
+pub(crate) fn count(counter: &'static str, n: u64) {
     if enabled() && n > 0 {
         ::metrics::counter!(counter).increment(n);
     }
 }
 
 /// A payment attempt's outcome at checkout (`"charged"`, `"declined"`, `"failed"`).
-pub fn payment(outcome: &'static str) {
+pub(crate) fn payment(outcome: &'static str) {
     if enabled() {
         ::metrics::counter!(PAYMENTS, "outcome" => outcome).increment(1);
     }
 }
 
 /// An email the sender could not send: `"retrying"` later or `"given_up"`.
-pub fn email_failure(next: &'static str) {
+pub(crate) fn email_failure(next: &'static str) {
     if enabled() {
         ::metrics::counter!(EMAIL_FAILURES, "next" => next).increment(1);
     }
@@ -307,7 +307,7 @@ pub fn email_failure(next: &'static str) {
 
 /// One run of a background job: `error` is why it failed, `None` when it succeeded. Counted in
 /// the metrics (when kept) and, always, in this process's [`job_statuses`].
-pub fn job_run(job: &'static str, error: Option<&str>, took: Duration) {
+pub(crate) fn job_run(job: &'static str, error: Option<&str>, took: Duration) {
     if let Ok(mut jobs) = JOBS.lock() {
         let status = jobs.entry(job).or_default();
         status.runs += 1;
@@ -330,41 +330,41 @@ pub fn job_run(job: &'static str, error: Option<&str>, took: Duration) {
 
 /// What this process knows of one background job's runs.
 #[derive(Debug, Clone, Default)]
-pub struct JobStatus {
-    pub runs: u64,
-    pub failures: u64,
-    pub last_run: Option<std::time::SystemTime>,
-    pub last_took: Duration,
+pub(crate) struct JobStatus {
+    pub(crate) runs: u64,
+    pub(crate) failures: u64,
+    pub(crate) last_run: Option<std::time::SystemTime>,
+    pub(crate) last_took: Duration,
     /// Why the last run failed; `None` when it succeeded.
-    pub last_error: Option<String>,
+    pub(crate) last_error: Option<String>,
 }
 
 static JOBS: std::sync::Mutex<std::collections::BTreeMap<&'static str, JobStatus>> =
     std::sync::Mutex::new(std::collections::BTreeMap::new());
 
 /// Every background job this process has run, by name.
-pub fn job_statuses() -> Vec<(&'static str, JobStatus)> {
+pub(crate) fn job_statuses() -> Vec<(&'static str, JobStatus)> {
     JOBS.lock()
         .map(|jobs| jobs.iter().map(|(k, v)| (*k, v.clone())).collect())
         .unwrap_or_default()
 }
 
 /// A lease taken over from another instance whose lease had run out.
-pub fn lease_takeover(lease: &str) {
+pub(crate) fn lease_takeover(lease: &str) {
     if enabled() {
         ::metrics::counter!(LEASE_TAKEOVERS, "lease" => lease.to_string()).increment(1);
     }
 }
 
 /// Sets a counter kept elsewhere (the embedded store's) to its current `value`, at scrape time.
-pub fn counter_absolute(name: &'static str, value: u64) {
+pub(crate) fn counter_absolute(name: &'static str, value: u64) {
     if enabled() {
         ::metrics::counter!(name).absolute(value);
     }
 }
 
 /// Sets a gauge read at scrape time, with at most one label.
-pub fn gauge(name: &'static str, label: Option<(&'static str, String)>, value: f64) {
+pub(crate) fn gauge(name: &'static str, label: Option<(&'static str, String)>, value: f64) {
     if !enabled() {
         return;
     }
@@ -377,11 +377,11 @@ pub fn gauge(name: &'static str, label: Option<(&'static str, String)>, value: f
 static STARTED: OnceLock<std::time::Instant> = OnceLock::new();
 
 /// Note the moment this process started serving (the first call counts).
-pub fn mark_started() {
+pub(crate) fn mark_started() {
     STARTED.get_or_init(std::time::Instant::now);
 }
 
 /// Time since [`mark_started`]; zero before it.
-pub fn uptime() -> Duration {
+pub(crate) fn uptime() -> Duration {
     STARTED.get().map(|s| s.elapsed()).unwrap_or_default()
 }

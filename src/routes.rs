@@ -9,7 +9,7 @@ use crate::{
 };
 
 /// Every route of the site.
-pub fn routes(cfg: &mut web::ServiceConfig) {
+pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
     cfg.route("/", read().to(home::index))
         .route("/healthz", read().to(health::healthz))
         .route("/readyz", read().to(health::ready::readyz))

@@ -9,14 +9,14 @@ use std::time::Duration;
 use crate::db::{lease, site, Db, DbError};
 
 /// The lease an instance takes to seed an empty database.
-pub const SEED_LEASE: &str = "seed";
+pub(crate) const SEED_LEASE: &str = "seed";
 /// Longer than seeding takes (seconds), so no second instance starts while the first works.
 const SEED_LEASE_FOR: Duration = Duration::from_secs(600);
 
 /// What one seeding run added, by collection.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SeedReport {
-    pub added: Vec<(&'static str, u64)>,
+    pub(crate) added: Vec<(&'static str, u64)>,
 }
 
 impl SeedReport {
@@ -25,7 +25,7 @@ impl SeedReport {
     }
 
     /// One line for people: the CLI prints it, the admin shows it as a flash message.
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         let added: Vec<String> = self
             .added
             .iter()
@@ -84,7 +84,7 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
 /// seeds, the others find it taken (or the database no longer empty) and skip. The lease is
 /// never released, only left to expire: by then the database has documents. Each seeding write
 /// is conditional too (see [`run`]), so even a seeder whose lease ran out adds nothing twice.
-pub async fn run_if_empty(db: &Db, demo: bool) -> Result<Option<SeedReport>, DbError> {
+pub(crate) async fn run_if_empty(db: &Db, demo: bool) -> Result<Option<SeedReport>, DbError> {
     if db.has_documents().await? {
         return Ok(None);
     }

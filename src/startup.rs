@@ -4,7 +4,7 @@
 pub mod indexes;
 mod workers;
 
-pub use workers::WorkerStores;
+pub(crate) use workers::WorkerStores;
 
 use std::net::TcpListener;
 use std::sync::Arc;
@@ -154,7 +154,7 @@ impl OpenDatabase {
     }
 
     /// The address of the embedded store, when Bazaar started one.
-    pub fn embedded_store_address(&self) -> Option<std::net::SocketAddr> {
+    pub(crate) fn embedded_store_address(&self) -> Option<std::net::SocketAddr> {
         self.embedded
             .as_ref()
             .map(docstore::ServerHandle::local_addr)
@@ -162,7 +162,7 @@ impl OpenDatabase {
 
     /// Connect to the embedded store of the Bazaar that is serving `database.path` right now
     /// (through the address file it publishes there), for `bazaar backup` and `bazaar migrate`.
-    pub async fn attach_running(settings: &Settings) -> anyhow::Result<OpenDatabase> {
+    pub(crate) async fn attach_running(settings: &Settings) -> anyhow::Result<OpenDatabase> {
         let path = &settings.database.path;
         let uri = crate::backup::attach::read(path)?;
         let store = Store::EmbeddedDirectory(path.clone());
@@ -182,7 +182,7 @@ impl OpenDatabase {
 
     /// Open the configured store as [`OpenDatabase::open`] does or, when another Bazaar is
     /// serving the embedded store's directory, connect to that Bazaar's store instead.
-    pub async fn open_or_attach(settings: &Settings) -> anyhow::Result<OpenDatabase> {
+    pub(crate) async fn open_or_attach(settings: &Settings) -> anyhow::Result<OpenDatabase> {
         match OpenDatabase::open(settings).await {
             Ok(database) => Ok(database),
             Err(e)
@@ -239,7 +239,7 @@ fn unix_socket_path(data: &std::path::Path, file: &str) -> Option<std::path::Pat
 
 /// What to tell an operator whose embedded store refused to open because of damage: what is
 /// wrong, and the command that salvages it, rather than a bare error.
-pub fn damaged_store_message(path: &std::path::Path, damage: &str) -> String {
+pub(crate) fn damaged_store_message(path: &std::path::Path, damage: &str) -> String {
     format!(
         "the embedded store in {} is damaged: {damage}.\n\nBazaar will not start rather than \
          silently drop data. To keep every record that still validates and set the damaged bytes \
@@ -496,7 +496,7 @@ impl Application {
     }
 
     /// The address to print for people to open.
-    pub fn address(&self) -> &str {
+    pub(crate) fn address(&self) -> &str {
         &self.address
     }
 
@@ -554,7 +554,7 @@ impl Application {
     /// Stop gracefully on SIGINT or SIGTERM: stop accepting, let in-flight requests finish. The
     /// signals are caught from the moment this returns, so a stop right after start-up still
     /// closes the store cleanly.
-    pub fn stop_on_signals(&self) {
+    pub(crate) fn stop_on_signals(&self) {
         let handle = self.server.handle();
         let signals = Signals::listen();
         tokio::spawn(async move {
@@ -768,7 +768,7 @@ fn worker_state(
 }
 
 /// Start logging for the configured level (separate so the CLI can log before serving).
-pub fn init_logging(settings: &Settings) {
+pub(crate) fn init_logging(settings: &Settings) {
     telemetry::init(&settings.log.level, settings.log.format);
 }
 

@@ -26,31 +26,31 @@ use crate::web::errors::DbUnreachable;
 /// (see `startup::WorkerStores`); the limiters and the settings cache are shared by all.
 #[derive(Clone)]
 pub struct AppState {
-    pub db: Db,
-    pub db_timeout_ms: u64,
-    pub admin_user: String,
+    pub(crate) db: Db,
+    pub(crate) db_timeout_ms: u64,
+    pub(crate) admin_user: String,
     /// `media.max_upload_mb`, in bytes.
-    pub max_upload_bytes: usize,
+    pub(crate) max_upload_bytes: usize,
     /// `media.max_image_megapixels`, in pixels.
-    pub max_image_pixels: u64,
+    pub(crate) max_image_pixels: u64,
     /// Cart expiry and cleanup timeouts (admin can run the jobs by hand).
-    pub cart: CartSettings,
+    pub(crate) cart: CartSettings,
     /// The site's absolute address without a trailing slash (`server.public_url`, else the
     /// bound address): feeds need absolute links.
-    pub public_url: String,
+    pub(crate) public_url: String,
     /// Comment length and page size.
-    pub comments: CommentSettings,
+    pub(crate) comments: CommentSettings,
     /// `content.revisions_kept`: how many earlier versions of a node its saves keep.
-    pub revisions_kept: usize,
+    pub(crate) revisions_kept: usize,
     /// The site settings (name, currency, shipping rates) as last read, for every worker.
-    pub site: Arc<site::SettingsCache>,
+    pub(crate) site: Arc<site::SettingsCache>,
 }
 
 /// Middleware: run the request with the site settings (through [`AppState::site`]) as its
 /// [`site::current`] settings, and keep a database outage to one timeout per page (see
 /// [`crate::db::outage`]): while the database is known to be unreachable, requests other than
 /// the periodic probe get the 503 page at once; static assets never need it and always pass.
-pub async fn with_site_settings(
+pub(crate) async fn with_site_settings(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<EitherBody<impl MessageBody>>, actix_web::Error> {

@@ -121,17 +121,17 @@ impl Source {
 /// Stored in the product's `pending` list as `{op, cart_id, qty, sold, from, create, at}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Move {
-    pub op: String,
+    pub(crate) op: String,
     pub sku: Sku,
     pub holder: StockHolder,
     /// Units added to the reservation (taking), or removed from it (negative: freeing).
     pub delta: i64,
     /// Of the freed units, how many go to `sold` (the rest go back on sale).
-    pub sold: i64,
+    pub(crate) sold: i64,
     /// Taking: the counter the units come from (`qty`, or `sold` for a cancelled order).
     from: Source,
     /// The reservation's new timestamp.
-    pub stamp: DateTime,
+    pub(crate) stamp: DateTime,
     /// Taking: whether the reservation is created if missing (a new line) or must exist (a
     /// line growing: a missing reservation was lost to a crash and the line must be dropped).
     create: bool,
@@ -373,7 +373,7 @@ async fn recorded(db: &Db, m: &Move, id: &str) -> Result<bool, DbError> {
 
 /// Make a move: record, apply, settle; a refused step 2 is fenced and cancelled. Returns whether
 /// the units moved.
-pub async fn run(db: &Db, m: &Move) -> Result<bool, DbError> {
+pub(crate) async fn run(db: &Db, m: &Move) -> Result<bool, DbError> {
     // Queued here, in the app, rather than in the store: see [`MoveLanes`].
     let lanes = db.extension::<MoveLanes>();
     let _lane = lanes.enter(&m.sku).await;
@@ -420,7 +420,7 @@ const LANES: usize = 64;
 /// still proceed together. The bound is per instance: three instances put at most three times
 /// as many moves in flight, which changes speed, never correctness (the moves' own writes are
 /// what keep stock exact).
-pub struct MoveLanes {
+pub(crate) struct MoveLanes {
     lanes: Vec<tokio::sync::Semaphore>,
 }
 
@@ -447,7 +447,7 @@ impl MoveLanes {
 }
 
 /// Units `holder` holds of `sku` (0 without a reservation).
-pub async fn held(db: &Db, sku: &Sku, holder: &StockHolder) -> Result<i64, DbError> {
+pub(crate) async fn held(db: &Db, sku: &Sku, holder: &StockHolder) -> Result<i64, DbError> {
     Ok(reservations_raw(db)
         .find_one(doc! { "sku": sku, "cart_id": holder })
         .projection(doc! { "_id": 0, "qty": 1 })
@@ -457,7 +457,7 @@ pub async fn held(db: &Db, sku: &Sku, holder: &StockHolder) -> Result<i64, DbErr
 }
 
 /// Units `cart_id` holds of each product it holds any of (by the `cart_id` index).
-pub async fn held_by_cart(
+pub(crate) async fn held_by_cart(
     db: &Db,
     cart_id: &CartId,
 ) -> Result<std::collections::HashMap<Sku, i64>, DbError> {
@@ -634,7 +634,11 @@ pub fn reserved_after_query(limit: DateTime) -> Document {
 /// Give every reservation stamped after `limit` the stamp `now` (see
 /// `jobs::bound_future_stamps`), and every pending move too. Only stamps change; the units held
 /// do not. Returns how many reservations changed.
-pub async fn bound_future_stamps(db: &Db, limit: DateTime, now: DateTime) -> Result<u64, DbError> {
+pub(crate) async fn bound_future_stamps(
+    db: &Db,
+    limit: DateTime,
+    now: DateTime,
+) -> Result<u64, DbError> {
     let changed = reservations_raw(db)
         .update_many(
             reserved_after_query(limit),
@@ -724,7 +728,7 @@ pub async fn finish(db: &Db, m: &Move) -> Result<bool, DbError> {
 /// Delete reservations holding nothing that were last changed before `before`: what every
 /// finished line leaves behind. They are kept that long for their `ops`, which make a late
 /// replay of a move a no-op. Returns how many were deleted.
-pub async fn delete_empty_before(db: &Db, before: DateTime) -> Result<u64, DbError> {
+pub(crate) async fn delete_empty_before(db: &Db, before: DateTime) -> Result<u64, DbError> {
     Ok(reservations_raw(db)
         .delete_many(doc! { "timestamp": { "$lt": before }, "qty": 0_i64 })
         .await?
@@ -733,7 +737,7 @@ pub async fn delete_empty_before(db: &Db, before: DateTime) -> Result<u64, DbErr
 
 /// Reservations stamped before `before` that hold units (the cleanup job's candidates), by the
 /// `timestamp` index.
-pub async fn stamped_before(db: &Db, before: DateTime) -> Result<Vec<Reservation>, DbError> {
+pub(crate) async fn stamped_before(db: &Db, before: DateTime) -> Result<Vec<Reservation>, DbError> {
     Ok(db
         .collection::<Reservation>(COLLECTION)
         .find(doc! { "timestamp": { "$lt": before }, "qty": { "$gt": 0 } })
@@ -748,7 +752,7 @@ pub async fn stamped_before(db: &Db, before: DateTime) -> Result<Vec<Reservation
 const MIGRATED: &str = "migrated-from-carted";
 
 /// Whether any product still keeps reservations in a `carted` array (see [`migrate_carted`]).
-pub async fn has_carted(db: &Db) -> Result<bool, DbError> {
+pub(crate) async fn has_carted(db: &Db) -> Result<bool, DbError> {
     Ok(products_raw(db)
         .find_one(doc! { "carted": { "$exists": true } })
         .projection(doc! { "_id": 1 })
@@ -844,6 +848,9 @@ mod tests {
         assert!(waiting.is_err(), "a move got past a full lane");
         held.pop();
         let admitted = tokio::time::timeout(Duration::from_secs(5), lanes.enter(&sku)).await;
-        assert!(admitted.is_ok(), "a freed place was not given to the waiting move");
+        assert!(
+            admitted.is_ok(),
+            "a freed place was not given to the waiting move"
+        );
     }
 }

@@ -1,7 +1,7 @@
 //! Logging: the `tracing` subscriber, writing text or JSON lines (the request-logging
 //! middleware is `web::request_log`); progress of the long commands ([`progress`]).
 
-pub mod progress;
+pub(crate) mod progress;
 
 use std::collections::VecDeque;
 use std::io::IsTerminal;
@@ -47,11 +47,11 @@ pub fn init(level: &str, format: LogFormat) {
 
 /// One warning or error logged by this process, as Admin → System lists them.
 #[derive(Debug, Clone)]
-pub struct Problem {
-    pub at: std::time::SystemTime,
-    pub level: tracing::Level,
+pub(crate) struct Problem {
+    pub(crate) at: std::time::SystemTime,
+    pub(crate) level: tracing::Level,
     /// The message and the event's fields, `key=value`, as one line.
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// How many recent problems are kept.
@@ -60,7 +60,7 @@ const PROBLEMS_KEPT: usize = 50;
 static PROBLEMS: Mutex<VecDeque<Problem>> = Mutex::new(VecDeque::new());
 
 /// The warnings and errors this process logged most recently, newest first.
-pub fn recent_problems() -> Vec<Problem> {
+pub(crate) fn recent_problems() -> Vec<Problem> {
     PROBLEMS
         .lock()
         .map(|p| p.iter().rev().cloned().collect())

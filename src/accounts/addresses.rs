@@ -26,20 +26,20 @@ use crate::web::{parse_object_id, see_other};
 /// The address form as submitted: text, so bad input can be shown back.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
-pub struct AddressForm {
-    pub name: String,
-    pub line1: String,
-    pub line2: String,
-    pub city: String,
-    pub postcode: String,
-    pub country: String,
+pub(crate) struct AddressForm {
+    pub(crate) name: String,
+    pub(crate) line1: String,
+    pub(crate) line2: String,
+    pub(crate) city: String,
+    pub(crate) postcode: String,
+    pub(crate) country: String,
     /// A ticked "make this my default" box (any value).
-    pub default: Option<String>,
+    pub(crate) default: Option<String>,
 }
 
 impl AddressForm {
     /// The address with `id`, or a message per bad field.
-    pub fn parse(&self, id: ObjectId) -> Result<SavedAddress, FieldErrors> {
+    pub(crate) fn parse(&self, id: ObjectId) -> Result<SavedAddress, FieldErrors> {
         let mut errors = FieldErrors::new();
         let name = checkout::required_text(&mut errors, "name", &self.name, "name", 100);
         let line1 =
@@ -93,33 +93,33 @@ impl AddressForm {
 
 #[derive(Template)]
 #[template(path = "account/addresses.html")]
-pub struct AddressesPage {
-    pub layout: Layout,
-    pub account: Account,
+pub(crate) struct AddressesPage {
+    pub(crate) layout: Layout,
+    pub(crate) account: Account,
 }
 
 #[derive(Template)]
 #[template(path = "account/address_form.html")]
-pub struct AddressFormPage {
-    pub layout: Layout,
-    pub heading: &'static str,
-    pub action: String,
-    pub form: AddressForm,
-    pub errors: FieldErrors,
+pub(crate) struct AddressFormPage {
+    pub(crate) layout: Layout,
+    pub(crate) heading: &'static str,
+    pub(crate) action: String,
+    pub(crate) form: AddressForm,
+    pub(crate) errors: FieldErrors,
     /// Only a new address offers "make default" (an existing one has its own button).
-    pub is_new: bool,
+    pub(crate) is_new: bool,
 }
 
 impl AddressFormPage {
-    pub fn error(&self, field: &str) -> Option<&String> {
+    pub(crate) fn error(&self, field: &str) -> Option<&String> {
         self.errors.get(field)
     }
 
-    pub fn countries(&self) -> &'static [&'static str] {
+    pub(crate) fn countries(&self) -> &'static [&'static str] {
         checkout::countries::COUNTRIES
     }
 
-    pub fn is_country(&self, country: &&str) -> bool {
+    pub(crate) fn is_country(&self, country: &&str) -> bool {
         self.form.country.trim().eq_ignore_ascii_case(country)
     }
 }
@@ -132,7 +132,10 @@ fn form_page(page: AddressFormPage, status: StatusCode) -> Result<HttpResponse, 
 }
 
 /// `GET /account/addresses`
-pub async fn list(req: HttpRequest, SignedIn(account): SignedIn) -> Result<HttpResponse, AppError> {
+pub(crate) async fn list(
+    req: HttpRequest,
+    SignedIn(account): SignedIn,
+) -> Result<HttpResponse, AppError> {
     crate::web::layout::render(&AddressesPage {
         layout: Layout::public(&req),
         account,
@@ -140,7 +143,7 @@ pub async fn list(req: HttpRequest, SignedIn(account): SignedIn) -> Result<HttpR
 }
 
 /// `GET /account/addresses/new`
-pub async fn new_form(
+pub(crate) async fn new_form(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
@@ -162,7 +165,7 @@ pub async fn new_form(
 }
 
 /// `POST /account/addresses`
-pub async fn add(
+pub(crate) async fn add(
     req: HttpRequest,
     SignedIn(account): SignedIn,
     session: Session,
@@ -220,7 +223,7 @@ fn add_again(
 }
 
 /// `GET /account/addresses/{id}`
-pub async fn edit_form(
+pub(crate) async fn edit_form(
     req: HttpRequest,
     SignedIn(account): SignedIn,
     id: web::Path<String>,
@@ -241,7 +244,7 @@ pub async fn edit_form(
 }
 
 /// `POST /account/addresses/{id}`
-pub async fn update(
+pub(crate) async fn update(
     req: HttpRequest,
     SignedIn(account): SignedIn,
     session: Session,
@@ -276,7 +279,7 @@ pub async fn update(
 }
 
 /// `POST /account/addresses/{id}/delete`
-pub async fn delete(
+pub(crate) async fn delete(
     SignedIn(account): SignedIn,
     session: Session,
     state: web::Data<AppState>,
@@ -291,7 +294,7 @@ pub async fn delete(
 }
 
 /// `POST /account/addresses/{id}/default`
-pub async fn make_default(
+pub(crate) async fn make_default(
     SignedIn(account): SignedIn,
     session: Session,
     state: web::Data<AppState>,
@@ -307,7 +310,7 @@ pub async fn make_default(
 
 /// The checkout form of a signed-in customer: their email and default address (start-up
 /// registers this as the app's [`CheckoutPrefill`]).
-pub struct AccountPrefill;
+pub(crate) struct AccountPrefill;
 
 impl CheckoutPrefill for AccountPrefill {
     fn prefill<'a>(

@@ -24,32 +24,32 @@ use crate::web::see_other;
 const SHOWN: i64 = 200;
 
 /// A comment as the list shows it.
-pub struct OwnComment {
-    pub comment: Comment,
-    pub editable: bool,
+pub(crate) struct OwnComment {
+    pub(crate) comment: Comment,
+    pub(crate) editable: bool,
 }
 
 #[derive(Template)]
 #[template(path = "account/comments.html")]
-pub struct CommentsPage {
-    pub layout: Layout,
-    pub comments: Vec<OwnComment>,
-    pub edit_window_minutes: u32,
+pub(crate) struct CommentsPage {
+    pub(crate) layout: Layout,
+    pub(crate) comments: Vec<OwnComment>,
+    pub(crate) edit_window_minutes: u32,
 }
 
 #[derive(Template)]
 #[template(path = "account/comment_edit.html")]
-pub struct EditPage {
-    pub layout: Layout,
-    pub id: String,
-    pub text: String,
-    pub error: Option<String>,
+pub(crate) struct EditPage {
+    pub(crate) layout: Layout,
+    pub(crate) id: String,
+    pub(crate) text: String,
+    pub(crate) error: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct EditForm {
-    pub text: String,
+pub(crate) struct EditForm {
+    pub(crate) text: String,
 }
 
 /// The earliest posting time still editable now.
@@ -67,7 +67,7 @@ fn edit_cutoff(state: &AppState) -> Option<DateTime> {
 }
 
 /// `GET /account/comments`
-pub async fn list(
+pub(crate) async fn list(
     req: HttpRequest,
     SignedIn(account): SignedIn,
     state: web::Data<AppState>,
@@ -107,7 +107,7 @@ fn too_late(session: &Session) -> HttpResponse {
 }
 
 /// `GET /account/comments/{id}`: the edit form, while the window is open.
-pub async fn edit_form(
+pub(crate) async fn edit_form(
     req: HttpRequest,
     SignedIn(account): SignedIn,
     session: Session,
@@ -127,7 +127,7 @@ pub async fn edit_form(
 }
 
 /// `POST /account/comments/{id}`
-pub async fn save(
+pub(crate) async fn save(
     req: HttpRequest,
     SignedIn(account): SignedIn,
     session: Session,
@@ -171,7 +171,7 @@ pub async fn save(
 }
 
 /// `POST /account/comments/{id}/delete`
-pub async fn delete(
+pub(crate) async fn delete(
     SignedIn(account): SignedIn,
     session: Session,
     state: web::Data<AppState>,

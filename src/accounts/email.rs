@@ -30,12 +30,12 @@ struct SignInHtml<'a> {
 }
 
 /// The path a sign-in link opens.
-pub fn link_path(link_token: &str) -> String {
+pub(crate) fn link_path(link_token: &str) -> String {
     format!("/account/sign-in/link/{link_token}")
 }
 
 /// Queue the sign-in email for `issued` to `to`.
-pub async fn queue(db: &Db, to: &EmailAddress, issued: &Issued) -> Result<(), DbError> {
+pub(crate) async fn queue(db: &Db, to: &EmailAddress, issued: &Issued) -> Result<(), DbError> {
     let settings = crate::db::site::load(db).await?;
     let subject = format!("Sign in to {}", settings.name);
     let link = mail::absolute(&mail::site_address(db), &link_path(&issued.link_token));

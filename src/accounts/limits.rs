@@ -13,9 +13,9 @@ use sha2::{Digest, Sha256};
 
 use crate::db::{is_duplicate_key, Db, DbError};
 
-pub const COLLECTION: &str = "sign_in_limits";
+pub(crate) const COLLECTION: &str = "sign_in_limits";
 
-pub fn indexes() -> Vec<IndexModel> {
+pub(crate) fn indexes() -> Vec<IndexModel> {
     vec![IndexModel::builder()
         .keys(doc! { "expires": 1 })
         .options(
@@ -28,7 +28,7 @@ pub fn indexes() -> Vec<IndexModel> {
 
 /// Count one event for `key` in the window of length `window` that holds now; true while at
 /// most `allowed` events were counted in it (this one included).
-pub async fn allow(
+pub(crate) async fn allow(
     db: &Db,
     kind: &str,
     key: &str,

@@ -8,16 +8,16 @@
 //! signed in), `privacy` (export, erasure, retention), then the pages: `sign_in`, `addresses`,
 //! `pages`, `privacy_pages`, `comments` (the comments one wrote).
 
-pub mod addresses;
-pub mod comments;
-pub mod email;
-pub mod limits;
+pub(crate) mod addresses;
+pub(crate) mod comments;
+pub(crate) mod email;
+pub(crate) mod limits;
 pub mod model;
-pub mod pages;
+pub(crate) mod pages;
 pub mod privacy;
-pub mod privacy_pages;
-pub mod session;
-pub mod sign_in;
-pub mod tokens;
+pub(crate) mod privacy_pages;
+pub(crate) mod session;
+pub(crate) mod sign_in;
+pub(crate) mod tokens;
 
 pub use model::{Account, SavedAddress};

@@ -21,7 +21,7 @@ pub const COLLECTION: &str = "accounts";
 
 /// Saved addresses per account: enough for home, work and a few relatives, and a bound on the
 /// document's size.
-pub const MAX_ADDRESSES: usize = 20;
+pub(crate) const MAX_ADDRESSES: usize = 20;
 
 /// A customer account.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,10 +29,10 @@ pub struct Account {
     #[serde(rename = "_id")]
     pub id: ObjectId,
     /// Normalised (trimmed, lowercased); unique.
-    pub email: EmailAddress,
-    pub created: DateTime,
+    pub(crate) email: EmailAddress,
+    pub(crate) created: DateTime,
     /// The last sign-in or signed-in page view that touched it ([`touch`]).
-    pub last_seen: DateTime,
+    pub(crate) last_seen: DateTime,
     /// The name shown on the customer's comments, when they chose one.
     #[serde(default)]
     pub display_name: Option<String>,
@@ -47,23 +47,23 @@ pub struct Account {
     pub addresses: Vec<SavedAddress>,
     /// Sessions record the epoch they signed in under; one that differs is signed out.
     #[serde(default)]
-    pub sessions_epoch: i64,
+    pub(crate) sessions_epoch: i64,
 }
 
 impl Account {
     /// The default delivery address (the one marked, else the first saved).
-    pub fn default_address(&self) -> Option<&SavedAddress> {
+    pub(crate) fn default_address(&self) -> Option<&SavedAddress> {
         self.addresses
             .iter()
             .find(|a| a.default)
             .or_else(|| self.addresses.first())
     }
 
-    pub fn address(&self, id: &ObjectId) -> Option<&SavedAddress> {
+    pub(crate) fn address(&self, id: &ObjectId) -> Option<&SavedAddress> {
         self.addresses.iter().find(|a| &a.id == id)
     }
 
-    pub fn created_display(&self) -> String {
+    pub(crate) fn created_display(&self) -> String {
         self.created.to_chrono().format("%-d %B %Y").to_string()
     }
 }
@@ -72,20 +72,20 @@ impl Account {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct SavedAddress {
     pub id: ObjectId,
-    pub name: String,
-    pub line1: String,
+    pub(crate) name: String,
+    pub(crate) line1: String,
     #[serde(default)]
-    pub line2: String,
-    pub city: String,
-    pub postcode: String,
-    pub country: String,
+    pub(crate) line2: String,
+    pub(crate) city: String,
+    pub(crate) postcode: String,
+    pub(crate) country: String,
     #[serde(default)]
-    pub default: bool,
+    pub(crate) default: bool,
 }
 
 impl SavedAddress {
     /// The street as checkout's single field takes it: both lines, comma-separated.
-    pub fn street(&self) -> String {
+    pub(crate) fn street(&self) -> String {
         if self.line2.is_empty() {
             self.line1.clone()
         } else {
@@ -174,7 +174,7 @@ pub async fn upsert_on_sign_in(db: &Db, email: &EmailAddress) -> Result<Account,
 
 /// Record that the customer was here (`last_seen`). Not journaled: losing it in a crash costs
 /// nothing.
-pub async fn touch(db: &Db, id: ObjectId) -> Result<(), DbError> {
+pub(crate) async fn touch(db: &Db, id: ObjectId) -> Result<(), DbError> {
     collection(db)
         .update_one(
             doc! { "_id": id },
@@ -185,7 +185,7 @@ pub async fn touch(db: &Db, id: ObjectId) -> Result<(), DbError> {
 }
 
 /// Sign out every session: the new epoch, or `None` when the account is gone.
-pub async fn bump_sessions_epoch(db: &Db, id: ObjectId) -> Result<Option<i64>, DbError> {
+pub(crate) async fn bump_sessions_epoch(db: &Db, id: ObjectId) -> Result<Option<i64>, DbError> {
     let account = durable(db)
         .find_one_and_update(
             doc! { "_id": id },
@@ -236,7 +236,11 @@ pub async fn set_comment_settings(
 
 /// Add `address` (the default when it is the first, or when it says so: the others then are
 /// not). False when the account is gone or already holds [`MAX_ADDRESSES`].
-pub async fn add_address(db: &Db, id: ObjectId, address: SavedAddress) -> Result<bool, DbError> {
+pub(crate) async fn add_address(
+    db: &Db,
+    id: ObjectId,
+    address: SavedAddress,
+) -> Result<bool, DbError> {
     let mut filter = doc! { "_id": id };
     filter.insert(
         format!("addresses.{}", MAX_ADDRESSES - 1),
@@ -259,7 +263,7 @@ pub async fn add_address(db: &Db, id: ObjectId, address: SavedAddress) -> Result
 
 /// Replace the saved address with `address.id`, keeping which one is the default. False when
 /// there is no such address.
-pub async fn update_address(
+pub(crate) async fn update_address(
     db: &Db,
     id: ObjectId,
     address: &SavedAddress,
@@ -280,7 +284,11 @@ pub async fn update_address(
     Ok(done.matched_count == 1)
 }
 
-pub async fn delete_address(db: &Db, id: ObjectId, address: ObjectId) -> Result<bool, DbError> {
+pub(crate) async fn delete_address(
+    db: &Db,
+    id: ObjectId,
+    address: ObjectId,
+) -> Result<bool, DbError> {
     let done = durable(db)
         .update_one(
             doc! { "_id": id },
@@ -292,7 +300,7 @@ pub async fn delete_address(db: &Db, id: ObjectId, address: ObjectId) -> Result<
 
 /// Make `address` the default and every other saved address not. One update (two filtered
 /// positional paths) so no reader sees two defaults. False when there is no such address.
-pub async fn set_default_address(
+pub(crate) async fn set_default_address(
     db: &Db,
     id: ObjectId,
     address: ObjectId,

@@ -29,15 +29,15 @@ const MAX_DISPLAY_NAME: usize = 60;
 
 #[derive(Template)]
 #[template(path = "account/overview.html")]
-pub struct OverviewPage {
-    pub layout: Layout,
-    pub account: Account,
-    pub orders: Vec<Order>,
+pub(crate) struct OverviewPage {
+    pub(crate) layout: Layout,
+    pub(crate) account: Account,
+    pub(crate) orders: Vec<Order>,
 }
 
 /// `GET /account`: orders placed with the account's email since the last visit are claimed
 /// first, so a guest order placed meanwhile shows too.
-pub async fn overview(
+pub(crate) async fn overview(
     req: HttpRequest,
     SignedIn(account): SignedIn,
     state: web::Data<AppState>,
@@ -53,7 +53,7 @@ pub async fn overview(
 }
 
 /// `GET /account/orders/{number}`: only an order this account owns; any other is not found.
-pub async fn order(
+pub(crate) async fn order(
     req: HttpRequest,
     SignedIn(account): SignedIn,
     state: web::Data<AppState>,
@@ -72,29 +72,29 @@ pub async fn order(
 
 #[derive(Template)]
 #[template(path = "account/settings.html")]
-pub struct SettingsPage {
-    pub layout: Layout,
-    pub display_name: String,
-    pub notify_replies: bool,
-    pub errors: FieldErrors,
+pub(crate) struct SettingsPage {
+    pub(crate) layout: Layout,
+    pub(crate) display_name: String,
+    pub(crate) notify_replies: bool,
+    pub(crate) errors: FieldErrors,
 }
 
 impl SettingsPage {
-    pub fn error(&self, field: &str) -> Option<&String> {
+    pub(crate) fn error(&self, field: &str) -> Option<&String> {
         self.errors.get(field)
     }
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct SettingsForm {
-    pub display_name: String,
+pub(crate) struct SettingsForm {
+    pub(crate) display_name: String,
     /// A ticked box (any value).
-    pub notify_replies: Option<String>,
+    pub(crate) notify_replies: Option<String>,
 }
 
 /// `GET /account/settings`
-pub async fn settings(
+pub(crate) async fn settings(
     req: HttpRequest,
     SignedIn(account): SignedIn,
 ) -> Result<HttpResponse, AppError> {
@@ -107,7 +107,7 @@ pub async fn settings(
 }
 
 /// `POST /account/settings`
-pub async fn save_settings(
+pub(crate) async fn save_settings(
     req: HttpRequest,
     SignedIn(account): SignedIn,
     session: Session,

@@ -42,34 +42,25 @@ pub const PLACEHOLDER: &str = "deleted customer";
 pub const COLLECTION: &str = "privacy_requests";
 
 /// How long a confirmation link works.
-pub const LIFETIME: Duration = Duration::from_secs(30 * 60);
+pub(crate) const LIFETIME: Duration = Duration::from_secs(30 * 60);
 
 /// What a confirmation link confirms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Action {
+pub(crate) enum Action {
     Export,
     Delete,
 }
 
-impl Action {
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Action::Export => "export",
-            Action::Delete => "delete",
-        }
-    }
-}
-
 /// A pending confirmation as stored: `_id` is the SHA-256 (hex) of the link's token.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PrivacyRequest {
+pub(crate) struct PrivacyRequest {
     #[serde(rename = "_id")]
-    pub id: String,
-    pub account_id: ObjectId,
-    pub action: Action,
-    pub created: DateTime,
-    pub expires: DateTime,
+    pub(crate) id: String,
+    pub(crate) account_id: ObjectId,
+    pub(crate) action: Action,
+    pub(crate) created: DateTime,
+    pub(crate) expires: DateTime,
 }
 
 pub fn indexes() -> Vec<IndexModel> {
@@ -92,7 +83,7 @@ fn digest(text: &str) -> String {
 }
 
 /// The id a link's token stands for, or `None` when it cannot be one (not 64 lowercase hex).
-pub fn id_of_token(token: &str) -> Option<String> {
+pub(crate) fn id_of_token(token: &str) -> Option<String> {
     let well_formed = token.len() == 64
         && token
             .bytes()
@@ -101,7 +92,7 @@ pub fn id_of_token(token: &str) -> Option<String> {
 }
 
 /// Issue a confirmation for `action` on `account`: the token for the link (never stored).
-pub async fn issue(db: &Db, account: ObjectId, action: Action) -> Result<String, DbError> {
+pub(crate) async fn issue(db: &Db, account: ObjectId, action: Action) -> Result<String, DbError> {
     let mut bytes = [0u8; 32];
     rand::rngs::OsRng.fill_bytes(&mut bytes);
     let token = hex::encode(bytes);
@@ -127,7 +118,7 @@ fn live(db: &Db, id: &str) -> Document {
 }
 
 /// The live request a link stands for, without using it (the confirmation page).
-pub async fn peek(db: &Db, token: &str) -> Result<Option<PrivacyRequest>, DbError> {
+pub(crate) async fn peek(db: &Db, token: &str) -> Result<Option<PrivacyRequest>, DbError> {
     match id_of_token(token) {
         Some(id) => Ok(requests(db).find_one(live(db, &id)).await?),
         None => Ok(None),
@@ -135,7 +126,7 @@ pub async fn peek(db: &Db, token: &str) -> Result<Option<PrivacyRequest>, DbErro
 }
 
 /// Use the link: one `findOneAndDelete`, so it works once however many instances see it.
-pub async fn consume(db: &Db, token: &str) -> Result<Option<PrivacyRequest>, DbError> {
+pub(crate) async fn consume(db: &Db, token: &str) -> Result<Option<PrivacyRequest>, DbError> {
     match id_of_token(token) {
         Some(id) => Ok(requests(db).find_one_and_delete(live(db, &id)).await?),
         None => Ok(None),
@@ -144,7 +135,7 @@ pub async fn consume(db: &Db, token: &str) -> Result<Option<PrivacyRequest>, DbE
 
 /// The comments written by `account`: posted while signed in (`account_id`) or with the
 /// account's email (compared normalised, as orders are claimed).
-pub async fn comments_of(db: &Db, account: &Account) -> Result<Vec<Comment>, DbError> {
+pub(crate) async fn comments_of(db: &Db, account: &Account) -> Result<Vec<Comment>, DbError> {
     let mut found: Vec<Comment> = crate::comments::store::collection(db)
         .find(doc! { "account_id": account.id })
         .await?
@@ -181,7 +172,7 @@ async fn orders_of(db: &Db, account: &Account) -> Result<Vec<Order>, DbError> {
 
 /// The export: `{ account, addresses, orders, comments }` as JSON, each record as stored
 /// (minus the session epoch, which is the shop's bookkeeping, not the customer's data).
-pub async fn export(db: &Db, account: &Account) -> Result<serde_json::Value, DbError> {
+pub(crate) async fn export(db: &Db, account: &Account) -> Result<serde_json::Value, DbError> {
     let orders = orders_of(db, account).await?;
     let comments = comments_of(db, account).await?;
     let json = |e: serde_json::Error| DbError::Invalid(format!("exporting an account: {e}"));
@@ -239,16 +230,16 @@ pub async fn export(db: &Db, account: &Account) -> Result<serde_json::Value, DbE
 
 /// What an erasure did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Erased {
-    pub orders_anonymised: u64,
-    pub comments_anonymised: u64,
-    pub account_deleted: bool,
+pub(crate) struct Erased {
+    pub(crate) orders_anonymised: u64,
+    pub(crate) comments_anonymised: u64,
+    pub(crate) account_deleted: bool,
 }
 
 /// Erase `account`: its orders (guest orders with its email claimed first) and comments
 /// anonymised, then the account deleted. Each step is idempotent, so an erasure interrupted by
 /// a crash is finished by running it again (the admin's button, or the retention job).
-pub async fn erase(db: &Db, account: &Account) -> Result<Erased, DbError> {
+pub(crate) async fn erase(db: &Db, account: &Account) -> Result<Erased, DbError> {
     orders::claim_for_account(db, &account.email, account.id).await?;
     let anonymised = db
         .durable::<Document>(orders::COLLECTION)
@@ -301,11 +292,11 @@ pub async fn erase(db: &Db, account: &Account) -> Result<Erased, DbError> {
 }
 
 /// The lease the retention job runs under, so one instance sweeps at a time.
-pub const RETENTION_LEASE: &str = "accounts-retention";
+pub(crate) const RETENTION_LEASE: &str = "accounts-retention";
 
 /// How long one instance keeps the sweep to itself: other instances skip it meanwhile, so it
 /// runs about once per this period across all instances.
-pub const RETENTION_LEASE_FOR: Duration = Duration::from_secs(3600);
+pub(crate) const RETENTION_LEASE_FOR: Duration = Duration::from_secs(3600);
 
 /// Accounts the retention sweep looks at per run; the rest wait for the next run.
 const SWEEP_BATCH: i64 = 500;
@@ -313,7 +304,7 @@ const SWEEP_BATCH: i64 = 500;
 /// Erase the accounts abandoned for `days`: not seen (no sign-in or signed-in page view) since
 /// the cut-off, and no order placed since either. `days == 0` turns the sweep off. Only the
 /// instance holding [`RETENTION_LEASE`] sweeps; others return 0. Returns the accounts erased.
-pub async fn erase_abandoned(db: &Db, days: u32) -> Result<u64, DbError> {
+pub(crate) async fn erase_abandoned(db: &Db, days: u32) -> Result<u64, DbError> {
     if days == 0 {
         return Ok(0);
     }

@@ -27,29 +27,29 @@ use crate::web::see_other;
 const REQUESTS_PER_HOUR: u32 = 5;
 
 /// What the confirmation page says about a link that no longer works.
-pub const DEAD_LINK: &str =
+pub(crate) const DEAD_LINK: &str =
     "This confirmation link has expired or was already used. Ask for a new one on your account's privacy page.";
 
 #[derive(Template)]
 #[template(path = "account/privacy.html")]
-pub struct PrivacyPage {
-    pub layout: Layout,
-    pub account: Account,
-    pub placeholder: &'static str,
+pub(crate) struct PrivacyPage {
+    pub(crate) layout: Layout,
+    pub(crate) account: Account,
+    pub(crate) placeholder: &'static str,
 }
 
 #[derive(Template)]
 #[template(path = "account/privacy_confirm.html")]
-pub struct ConfirmPage {
-    pub layout: Layout,
+pub(crate) struct ConfirmPage {
+    pub(crate) layout: Layout,
     /// `None`: the link is dead, and the page says so.
-    pub action: Option<Action>,
-    pub form_action: String,
-    pub problem: Option<&'static str>,
+    pub(crate) action: Option<Action>,
+    pub(crate) form_action: String,
+    pub(crate) problem: Option<&'static str>,
 }
 
 /// `GET /account/privacy`
-pub async fn show(
+pub(crate) async fn show(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
@@ -65,7 +65,7 @@ pub async fn show(
 }
 
 /// `POST /account/privacy/export`
-pub async fn ask_export(
+pub(crate) async fn ask_export(
     session: Session,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
@@ -73,7 +73,7 @@ pub async fn ask_export(
 }
 
 /// `POST /account/privacy/delete`
-pub async fn ask_delete(
+pub(crate) async fn ask_delete(
     session: Session,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
@@ -119,7 +119,7 @@ async fn ask(
 }
 
 /// The path a confirmation link opens.
-pub fn confirm_path(token: &str) -> String {
+pub(crate) fn confirm_path(token: &str) -> String {
     format!("/account/privacy/confirm/{token}")
 }
 
@@ -208,7 +208,7 @@ fn confirm_page(
 }
 
 /// `GET /account/privacy/confirm/{token}`: what the link will do, and the button that does it.
-pub async fn open(
+pub(crate) async fn open(
     req: HttpRequest,
     state: web::Data<AppState>,
     token: web::Path<String>,
@@ -221,7 +221,7 @@ pub async fn open(
 
 /// `POST /account/privacy/confirm/{token}`: the download, or the erasure (then this browser is
 /// signed out, and every other session of the account ends with the account).
-pub async fn confirm(
+pub(crate) async fn confirm(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
@@ -250,7 +250,7 @@ pub async fn confirm(
 }
 
 /// A JSON document as a file download.
-pub fn download(data: &serde_json::Value) -> HttpResponse {
+pub(crate) fn download(data: &serde_json::Value) -> HttpResponse {
     let body = serde_json::to_string_pretty(data).unwrap_or_else(|_| "{}".to_string());
     HttpResponse::Ok()
         .content_type("application/json; charset=utf-8")

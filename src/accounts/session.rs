@@ -17,32 +17,32 @@ const PENDING_KEY: &str = "sign_in_pending";
 
 /// The sign-in this session asked for and may finish with a code.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Pending {
+pub(crate) struct Pending {
     /// The token's id (`tokens::Issued::id`).
-    pub id: String,
+    pub(crate) id: String,
     /// The secret the code is bound to (`tokens::Issued::binding`).
-    pub binding: String,
+    pub(crate) binding: String,
     /// Where the email went, to say so on the code page.
-    pub email: String,
+    pub(crate) email: String,
 }
 
-pub fn set_pending(session: &Session, pending: &Pending) {
+pub(crate) fn set_pending(session: &Session, pending: &Pending) {
     if let Err(e) = session.insert(PENDING_KEY, pending) {
         tracing::warn!(error = %e, "could not keep the pending sign-in in the session");
     }
 }
 
 /// Forget the pending sign-in (its token is dead).
-pub fn clear_pending(session: &Session) {
+pub(crate) fn clear_pending(session: &Session) {
     session.remove(PENDING_KEY);
 }
 
-pub fn pending(session: &Session) -> Option<Pending> {
+pub(crate) fn pending(session: &Session) -> Option<Pending> {
     session.get::<Pending>(PENDING_KEY).ok().flatten()
 }
 
 /// Sign `account` in on this session: a renewed session holding its id and epoch.
-pub fn sign_in(session: &Session, account: &Account) {
+pub(crate) fn sign_in(session: &Session, account: &Account) {
     session.remove(PENDING_KEY);
     csrf::rotate(session);
     session.renew();
@@ -56,7 +56,7 @@ pub fn sign_in(session: &Session, account: &Account) {
 
 /// Sign this session out: everything it held goes (on a shared computer the next person sees
 /// no cart or order of the last), and the cookie is renewed.
-pub fn sign_out(session: &Session) {
+pub(crate) fn sign_out(session: &Session) {
     session.clear();
     session.renew();
 }
@@ -64,7 +64,7 @@ pub fn sign_out(session: &Session) {
 /// The signed-in account, or `None` when the session is signed out, the account is gone, or
 /// "sign out everywhere" moved its epoch on since this session signed in (the session is then
 /// signed out).
-pub async fn current(session: &Session, db: &Db) -> Result<Option<Account>, DbError> {
+pub(crate) async fn current(session: &Session, db: &Db) -> Result<Option<Account>, DbError> {
     let Some(id) = session
         .get::<String>(ACCOUNT_KEY)
         .ok()
@@ -87,19 +87,19 @@ pub async fn current(session: &Session, db: &Db) -> Result<Option<Account>, DbEr
 }
 
 /// Where a signed-out visitor of an account page goes.
-pub fn to_sign_in() -> actix_web::HttpResponse {
+pub(crate) fn to_sign_in() -> actix_web::HttpResponse {
     crate::web::see_other("/account/sign-in")
 }
 
 /// The signed-in account of a request, as a handler argument: extracting it reads the session
 /// and the account ([`current`]); a visitor who is not signed in (or whose session was ended
 /// elsewhere) is sent to the sign-in page instead of reaching the handler.
-pub struct SignedIn(pub Account);
+pub(crate) struct SignedIn(pub Account);
 
 /// Why [`SignedIn`] was not extracted: the answer is the way to the sign-in page, or the
 /// database's error.
 #[derive(Debug)]
-pub enum NotSignedIn {
+pub(crate) enum NotSignedIn {
     SignInFirst,
     Db(crate::web::errors::AppError),
 }

@@ -32,45 +32,45 @@ use crate::web::see_other;
 const HOUR: Duration = Duration::from_secs(3600);
 
 /// What the sign-in form says about a link or code that no longer works.
-pub const DEAD_TOKEN: &str =
+pub(crate) const DEAD_TOKEN: &str =
     "This sign-in link or code has expired, was already used or was tried too often. Ask for a new one below.";
 
-pub const TOO_MANY: &str =
+pub(crate) const TOO_MANY: &str =
     "Too many sign-in emails were asked for from your network or for this address. Wait a while and try again.";
 
 #[derive(Template)]
 #[template(path = "account/sign_in.html")]
-pub struct SignInPage {
-    pub layout: Layout,
-    pub email: String,
-    pub problem: Option<&'static str>,
+pub(crate) struct SignInPage {
+    pub(crate) layout: Layout,
+    pub(crate) email: String,
+    pub(crate) problem: Option<&'static str>,
 }
 
 #[derive(Template)]
 #[template(path = "account/code.html")]
-pub struct CodePage {
-    pub layout: Layout,
-    pub email: String,
-    pub problem: Option<String>,
+pub(crate) struct CodePage {
+    pub(crate) layout: Layout,
+    pub(crate) email: String,
+    pub(crate) problem: Option<String>,
 }
 
 #[derive(Template)]
 #[template(path = "account/link.html")]
-pub struct LinkPage {
-    pub layout: Layout,
-    pub action: String,
+pub(crate) struct LinkPage {
+    pub(crate) layout: Layout,
+    pub(crate) action: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct EmailForm {
-    pub email: String,
+pub(crate) struct EmailForm {
+    pub(crate) email: String,
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct CodeForm {
-    pub code: String,
+pub(crate) struct CodeForm {
+    pub(crate) code: String,
 }
 
 fn rendered<T: Template>(page: &T, status: StatusCode) -> Result<HttpResponse, AppError> {
@@ -97,12 +97,12 @@ fn sign_in_form(
 }
 
 /// `GET /account/sign-in`
-pub async fn show(req: HttpRequest) -> Result<HttpResponse, AppError> {
+pub(crate) async fn show(req: HttpRequest) -> Result<HttpResponse, AppError> {
     sign_in_form(&req, "", None, StatusCode::OK)
 }
 
 /// `POST /account/sign-in`: send a link and a code, then ask for the code.
-pub async fn request(
+pub(crate) async fn request(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
@@ -175,7 +175,10 @@ fn code_page(
 }
 
 /// `GET /account/sign-in/code`
-pub async fn code_form(req: HttpRequest, session: Session) -> Result<HttpResponse, AppError> {
+pub(crate) async fn code_form(
+    req: HttpRequest,
+    session: Session,
+) -> Result<HttpResponse, AppError> {
     match session::pending(&session) {
         Some(pending) => code_page(&req, &pending, None, StatusCode::OK),
         None => Ok(see_other("/account/sign-in")),
@@ -183,7 +186,7 @@ pub async fn code_form(req: HttpRequest, session: Session) -> Result<HttpRespons
 }
 
 /// `POST /account/sign-in/code`: only the session that asked holds the binding the code needs.
-pub async fn enter_code(
+pub(crate) async fn enter_code(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
@@ -212,7 +215,7 @@ pub async fn enter_code(
 
 /// `GET /account/sign-in/link/{token}`: a button that signs in (nothing is used by opening
 /// the link, so a mail scanner fetching it spends nothing).
-pub async fn open_link(
+pub(crate) async fn open_link(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
@@ -239,7 +242,7 @@ pub async fn open_link(
 }
 
 /// `POST /account/sign-in/link/{token}`
-pub async fn follow_link(
+pub(crate) async fn follow_link(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
@@ -274,7 +277,7 @@ fn asked_here(session: &Session, id: Option<&str>) -> bool {
 }
 
 /// What a sign-in link opened in another browser says.
-pub const OTHER_BROWSER: &str =
+pub(crate) const OTHER_BROWSER: &str =
     "This sign-in link was asked for in another browser. Open it in the \
      browser where you entered your email, or enter the 6-digit code from the same message there; \
      or ask for a new link here.";
@@ -298,14 +301,14 @@ async fn finish(
 }
 
 /// `POST /account/sign-out`
-pub async fn sign_out(session: Session) -> HttpResponse {
+pub(crate) async fn sign_out(session: Session) -> HttpResponse {
     session::sign_out(&session);
     flash::push(&session, Level::Info, "You are signed out.");
     see_other("/")
 }
 
 /// `POST /account/sign-out-everywhere`: every session of the account, this one included.
-pub async fn sign_out_everywhere(
+pub(crate) async fn sign_out_everywhere(
     session: Session,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {

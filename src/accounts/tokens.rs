@@ -28,31 +28,31 @@ use crate::db::{Db, DbError};
 use crate::domain::EmailAddress;
 use crate::mail::signing;
 
-pub const COLLECTION: &str = "sign_in_tokens";
+pub(crate) const COLLECTION: &str = "sign_in_tokens";
 
 /// How long a link and its code work.
-pub const LIFETIME: Duration = Duration::from_secs(15 * 60);
+pub(crate) const LIFETIME: Duration = Duration::from_secs(15 * 60);
 
 /// Wrong codes a token survives; the last one deletes it.
-pub const MAX_CODE_ATTEMPTS: i32 = 5;
+pub(crate) const MAX_CODE_ATTEMPTS: i32 = 5;
 
 /// A pending sign-in as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SignInToken {
+pub(crate) struct SignInToken {
     /// SHA-256 (hex) of the link's token.
     #[serde(rename = "_id")]
-    pub id: String,
-    pub email: EmailAddress,
+    pub(crate) id: String,
+    pub(crate) email: EmailAddress,
     /// HMAC-SHA256 of `"<id>:<code>"` under the requesting session's binding secret.
-    pub code_hash: String,
-    pub created: DateTime,
-    pub expires: DateTime,
+    pub(crate) code_hash: String,
+    pub(crate) created: DateTime,
+    pub(crate) expires: DateTime,
     /// Codes tried so far.
     #[serde(default)]
-    pub attempts: i32,
+    pub(crate) attempts: i32,
 }
 
-pub fn indexes() -> Vec<IndexModel> {
+pub(crate) fn indexes() -> Vec<IndexModel> {
     vec![IndexModel::builder()
         .keys(doc! { "expires": 1 })
         .options(
@@ -69,15 +69,15 @@ fn collection(db: &Db) -> mongodb::Collection<SignInToken> {
 
 /// What a request hands out: the secrets go into the email and the session, never the database.
 #[derive(Debug, Clone)]
-pub struct Issued {
+pub(crate) struct Issued {
     /// The token's id (its SHA-256): kept in the requesting session to find it for the code.
-    pub id: String,
+    pub(crate) id: String,
     /// 64 hex digits, the last part of the link.
-    pub link_token: String,
+    pub(crate) link_token: String,
     /// Six digits.
-    pub code: String,
+    pub(crate) code: String,
     /// 64 hex digits, kept in the requesting session only.
-    pub binding: String,
+    pub(crate) binding: String,
 }
 
 fn digest(text: &str) -> String {
@@ -95,7 +95,7 @@ fn code_hash(binding: &str, id: &str, code: &str) -> String {
 }
 
 /// Issue a token for `email`, valid for [`LIFETIME`].
-pub async fn issue(db: &Db, email: &EmailAddress) -> Result<Issued, DbError> {
+pub(crate) async fn issue(db: &Db, email: &EmailAddress) -> Result<Issued, DbError> {
     let link_token = random_hex();
     let binding = random_hex();
     let code = format!("{:06}", rand::rngs::OsRng.gen_range(0..1_000_000u32));
@@ -124,7 +124,7 @@ pub async fn issue(db: &Db, email: &EmailAddress) -> Result<Issued, DbError> {
 
 /// The token id a link's last part stands for, or `None` when it cannot be one of ours (not
 /// 64 lowercase hex digits: truncated, padded, made up).
-pub fn id_of_link(link_token: &str) -> Option<String> {
+pub(crate) fn id_of_link(link_token: &str) -> Option<String> {
     let well_formed = link_token.len() == 64
         && link_token
             .bytes()
@@ -141,13 +141,13 @@ fn live(db: &Db, id: &str) -> bson::Document {
 }
 
 /// The live token with `id`, without using it (the link's confirmation page).
-pub async fn peek(db: &Db, id: &str) -> Result<Option<SignInToken>, DbError> {
+pub(crate) async fn peek(db: &Db, id: &str) -> Result<Option<SignInToken>, DbError> {
     Ok(collection(db).find_one(live(db, id)).await?)
 }
 
 /// Use the live token with `id` through its link: its email, or `None` when it is unknown,
 /// expired, used or dead.
-pub async fn consume_link(db: &Db, id: &str) -> Result<Option<EmailAddress>, DbError> {
+pub(crate) async fn consume_link(db: &Db, id: &str) -> Result<Option<EmailAddress>, DbError> {
     Ok(collection(db)
         .find_one_and_delete(live(db, id))
         .await?
@@ -156,7 +156,7 @@ pub async fn consume_link(db: &Db, id: &str) -> Result<Option<EmailAddress>, DbE
 
 /// What entering a code did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CodeOutcome {
+pub(crate) enum CodeOutcome {
     /// Right code: the token is used up; sign this email in.
     SignedIn(EmailAddress),
     /// Wrong code; this many tries are left.
@@ -168,7 +168,7 @@ pub enum CodeOutcome {
 /// Try `code` against the token `id` with the requesting session's `binding`. Every try is
 /// counted before it is compared, so at most [`MAX_CODE_ATTEMPTS`] guesses are ever compared,
 /// however many instances receive them at once.
-pub async fn try_code(
+pub(crate) async fn try_code(
     db: &Db,
     id: &str,
     binding: &str,

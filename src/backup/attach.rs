@@ -17,7 +17,7 @@ fn address_file(data_dir: &Path) -> PathBuf {
 
 /// Write the running store's URI (with credentials) for local tools; failure is only logged,
 /// since serving does not depend on it.
-pub fn publish(data_dir: &Path, uri: &str) {
+pub(crate) fn publish(data_dir: &Path, uri: &str) {
     if let Err(e) = write_private(&address_file(data_dir), uri) {
         tracing::warn!(
             "cannot write {} ({e}): `bazaar backup` and `bazaar migrate` will not reach this \
@@ -45,17 +45,17 @@ fn write_private(path: &Path, contents: &str) -> std::io::Result<()> {
 }
 
 /// Remove the address file at shutdown.
-pub fn withdraw(data_dir: &Path) {
+pub(crate) fn withdraw(data_dir: &Path) {
     let _ = std::fs::remove_file(address_file(data_dir));
 }
 
 /// Whether a serving Bazaar has published its store's address here.
-pub fn exists(data_dir: &Path) -> bool {
+pub(crate) fn exists(data_dir: &Path) -> bool {
     address_file(data_dir).is_file()
 }
 
 /// The published URI.
-pub fn read(data_dir: &Path) -> anyhow::Result<String> {
+pub(crate) fn read(data_dir: &Path) -> anyhow::Result<String> {
     let path = address_file(data_dir);
     let uri = std::fs::read_to_string(&path)
         .with_context(|| format!("cannot read {} (is Bazaar running?)", path.display()))?;

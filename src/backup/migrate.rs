@@ -48,7 +48,7 @@ pub enum MigrateOutcome {
 }
 
 /// The target database: the one the URI names, else the source's name.
-pub async fn target_database(uri: &str, default_name: &str) -> anyhow::Result<Database> {
+pub(crate) async fn target_database(uri: &str, default_name: &str) -> anyhow::Result<Database> {
     let options = mongodb::options::ClientOptions::parse(uri)
         .await
         .context("the --to URI is not a valid MongoDB URI")?;

@@ -11,7 +11,7 @@
 pub mod attach;
 pub mod migrate;
 mod private;
-pub mod record;
+pub(crate) mod record;
 pub mod rotation;
 pub mod schedule;
 
@@ -32,13 +32,13 @@ pub struct BackupReport {
     pub collections: u64,
     pub documents: u64,
     /// Bytes of document data.
-    pub bytes: u64,
+    pub(crate) bytes: u64,
     /// The point in time the backup shows.
-    pub taken_at: bson::DateTime,
+    pub(crate) taken_at: bson::DateTime,
 }
 
 impl BackupReport {
-    pub fn summary(&self) -> String {
+    pub(crate) fn summary(&self) -> String {
         format!(
             "Backup written to {} and verified: {} collections, {} documents, {} of data, as of {}.",
             self.dir.display(),
@@ -53,7 +53,7 @@ impl BackupReport {
 }
 
 /// `1234567` → `1.2 MB`.
-pub fn human_bytes(n: u64) -> String {
+pub(crate) fn human_bytes(n: u64) -> String {
     const UNITS: [&str; 5] = ["bytes", "kB", "MB", "GB", "TB"];
     let mut value = n as f64;
     let mut unit = 0;
@@ -78,7 +78,7 @@ pub async fn backup_to(db: &Db, dir: &Path) -> anyhow::Result<BackupReport> {
 /// [`backup_to`], showing progress on standard error when `progress` (see [`Progress`]): the
 /// documents read from an external MongoDB, or a spinner while the embedded store writes the
 /// backup in one command.
-pub async fn backup_to_with_progress(
+pub(crate) async fn backup_to_with_progress(
     db: &Db,
     dir: &Path,
     progress: bool,
@@ -292,8 +292,8 @@ pub async fn collection_checksum(
 pub struct DriverRestoreReport {
     pub collections: usize,
     pub documents: u64,
-    pub verified_manifest: bool,
-    pub skipped: Vec<String>,
+    pub(crate) verified_manifest: bool,
+    pub(crate) skipped: Vec<String>,
 }
 
 /// Restore a backup (or mongodump) into a MongoDB server through the driver: every file is
@@ -309,7 +309,7 @@ pub async fn restore_through_driver(
 
 /// [`restore_through_driver`], with a bar of the documents written on standard error when
 /// `progress` (see [`Progress`]).
-pub async fn restore_through_driver_with_progress(
+pub(crate) async fn restore_through_driver_with_progress(
     client: &mongodb::Client,
     dump_dir: &Path,
     force: bool,

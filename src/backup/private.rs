@@ -15,18 +15,18 @@ const DIR_MODE: u32 = store_private::DIR_MODE;
 const FILE_MODE: u32 = store_private::FILE_MODE;
 
 /// Create `dir` and any missing parents owner-only (existing ones are left as they are).
-pub fn create_dir_all(dir: &Path) -> io::Result<()> {
+pub(crate) fn create_dir_all(dir: &Path) -> io::Result<()> {
     store_private::create_dir_all(dir)
 }
 
 /// Create the single directory `dir` owner-only; fails if it exists, so two writers never
 /// share one.
-pub fn create_new_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn create_new_dir(dir: &Path) -> io::Result<()> {
     store_private::create_dir(dir)
 }
 
 /// Write a new owner-only file and sync it.
-pub fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
     use std::io::Write;
     let mut file = store_private::file_options()
         .write(true)
@@ -37,7 +37,7 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// Make `dir` itself owner-only.
-pub fn restrict_dir(dir: &Path) -> io::Result<()> {
+pub(crate) fn restrict_dir(dir: &Path) -> io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
@@ -50,7 +50,7 @@ pub fn restrict_dir(dir: &Path) -> io::Result<()> {
 
 /// Make everything under `dir` (and `dir`) owner-only. Symbolic links are neither followed nor
 /// changed: a backup holds none, and following one could change files outside it.
-pub fn restrict_tree(dir: &Path) -> io::Result<()> {
+pub(crate) fn restrict_tree(dir: &Path) -> io::Result<()> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -9,54 +9,54 @@ use serde::Deserialize;
 
 use crate::db::{Db, DbError};
 
-pub const COLLECTION: &str = "backups";
+pub(crate) const COLLECTION: &str = "backups";
 const SCHEDULED: &str = "scheduled";
 
 /// The last verified scheduled backup of any instance.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct SuccessDoc {
-    pub sequence: i64,
+pub(crate) struct SuccessDoc {
+    pub(crate) sequence: i64,
     /// The backup's directory name in `backup.dir`.
-    pub name: String,
-    pub instance: String,
+    pub(crate) name: String,
+    pub(crate) instance: String,
     /// The point in time the backup shows.
-    pub taken_at: DateTime,
-    pub bytes: i64,
-    pub documents: i64,
+    pub(crate) taken_at: DateTime,
+    pub(crate) bytes: i64,
+    pub(crate) documents: i64,
 }
 
 /// The last failed scheduled backup of any instance.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct FailureDoc {
+pub(crate) struct FailureDoc {
     /// The sequence the failed attempt was given: a failure matters while it is above the last
     /// success's (sequences, unlike clocks, never go back).
-    pub sequence: i64,
-    pub instance: String,
-    pub at: DateTime,
-    pub message: String,
+    pub(crate) sequence: i64,
+    pub(crate) instance: String,
+    pub(crate) at: DateTime,
+    pub(crate) message: String,
 }
 
 /// The shared document as stored.
 #[derive(Debug, Clone, Default, Deserialize)]
-pub struct ScheduleDoc {
+pub(crate) struct ScheduleDoc {
     /// The last sequence handed out.
     #[serde(default)]
-    pub sequence: i64,
+    pub(crate) sequence: i64,
     /// When the next scheduled backup is due; none yet: due now.
     #[serde(default)]
-    pub next_due: Option<DateTime>,
+    pub(crate) next_due: Option<DateTime>,
     /// The instance whose clock `next_due` was computed with.
     #[serde(default)]
-    pub next_due_by: Option<String>,
+    pub(crate) next_due_by: Option<String>,
     #[serde(default)]
-    pub last_success: Option<SuccessDoc>,
+    pub(crate) last_success: Option<SuccessDoc>,
     #[serde(default)]
-    pub last_failure: Option<FailureDoc>,
+    pub(crate) last_failure: Option<FailureDoc>,
 }
 
 impl ScheduleDoc {
     /// The failure to show: one after the last success.
-    pub fn current_failure(&self) -> Option<&FailureDoc> {
+    pub(crate) fn current_failure(&self) -> Option<&FailureDoc> {
         self.last_failure.as_ref().filter(|f| {
             self.last_success
                 .as_ref()
@@ -70,7 +70,7 @@ fn collection(db: &Db) -> mongodb::Collection<ScheduleDoc> {
 }
 
 /// The shared state; the default when no scheduled backup ever ran on this database.
-pub async fn load(db: &Db) -> Result<ScheduleDoc, DbError> {
+pub(crate) async fn load(db: &Db) -> Result<ScheduleDoc, DbError> {
     Ok(collection(db)
         .find_one(doc! {"_id": SCHEDULED})
         .await?
@@ -80,7 +80,7 @@ pub async fn load(db: &Db) -> Result<ScheduleDoc, DbError> {
 /// A new backup sequence number, above every one handed out before and above `at_least` (the
 /// highest found in `backup.dir`, which stays right even if the database was restored from an
 /// older backup and its counter went back). Atomic, so two callers never get the same one.
-pub async fn next_sequence(db: &Db, at_least: i64) -> Result<i64, DbError> {
+pub(crate) async fn next_sequence(db: &Db, at_least: i64) -> Result<i64, DbError> {
     let coll = collection(db);
     coll.update_one(
         doc! {"_id": SCHEDULED},
@@ -99,7 +99,7 @@ pub async fn next_sequence(db: &Db, at_least: i64) -> Result<i64, DbError> {
 }
 
 /// Record a verified backup, unless one with a higher sequence was recorded meanwhile.
-pub async fn record_success(db: &Db, success: &SuccessDoc) -> Result<(), DbError> {
+pub(crate) async fn record_success(db: &Db, success: &SuccessDoc) -> Result<(), DbError> {
     collection(db)
         .update_one(
             doc! {
@@ -123,7 +123,7 @@ pub async fn record_success(db: &Db, success: &SuccessDoc) -> Result<(), DbError
 }
 
 /// Record a failed attempt, unless a later attempt's failure was recorded meanwhile.
-pub async fn record_failure(db: &Db, failure: &FailureDoc) -> Result<(), DbError> {
+pub(crate) async fn record_failure(db: &Db, failure: &FailureDoc) -> Result<(), DbError> {
     collection(db)
         .update_one(
             doc! {
@@ -145,7 +145,7 @@ pub async fn record_failure(db: &Db, failure: &FailureDoc) -> Result<(), DbError
 }
 
 /// Set when the next scheduled backup is due. Only the holder of the backup lease calls this.
-pub async fn set_next_due(db: &Db, next_due: DateTime, by: &str) -> Result<(), DbError> {
+pub(crate) async fn set_next_due(db: &Db, next_due: DateTime, by: &str) -> Result<(), DbError> {
     collection(db)
         .update_one(
             doc! {"_id": SCHEDULED},

@@ -17,28 +17,28 @@ use serde::{Deserialize, Serialize};
 use super::private;
 
 /// Name prefix of scheduled backup directories.
-pub const PREFIX: &str = "backup-";
+pub(crate) const PREFIX: &str = "backup-";
 /// Prefix of a scheduled backup still being written or checked: never a backup yet.
 pub const PARTIAL_PREFIX: &str = ".partial-";
 /// Prefix a backup is renamed to before it is deleted, so that exactly one rotation (of however
 /// many instances run one) deletes it, and a half-deleted backup is never taken for one.
 const DELETING_PREFIX: &str = ".deleting-";
 /// Bazaar's completion marker in a scheduled backup, written after the read-back check passed.
-pub const MARKER_FILE: &str = "bazaar-backup.json";
+pub(crate) const MARKER_FILE: &str = "bazaar-backup.json";
 const MARKER_FORMAT: &str = "bazaar-scheduled-backup";
 
 /// The completion marker: what orders backups (the sequence) and who wrote one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Marker {
-    pub format: String,
+    pub(crate) format: String,
     pub sequence: i64,
     /// The instance that wrote it (`db::lease::this_instance`).
-    pub instance: String,
+    pub(crate) instance: String,
     /// The point in time the backup shows, by the writer's clock (for people, not for ordering).
-    pub taken_at_millis: i64,
-    pub bytes: u64,
-    pub documents: u64,
+    pub(crate) taken_at_millis: i64,
+    pub(crate) bytes: u64,
+    pub(crate) documents: u64,
 }
 
 impl Marker {
@@ -66,7 +66,7 @@ impl Marker {
     }
 
     /// The marker in `dir`, when there is a well-formed one.
-    pub fn read(dir: &Path) -> Option<Marker> {
+    pub(crate) fn read(dir: &Path) -> Option<Marker> {
         let bytes = std::fs::read(dir.join(MARKER_FILE)).ok()?;
         let marker: Marker = serde_json::from_slice(&bytes).ok()?;
         (marker.format == MARKER_FORMAT).then_some(marker)
@@ -149,7 +149,7 @@ fn is_old_style_name(name: &str) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Completed {
     pub dir: PathBuf,
-    pub name: String,
+    pub(crate) name: String,
     /// `None` for an old-style backup (named by time only), which counts as older than any
     /// backup with a sequence number.
     pub sequence: Option<i64>,
@@ -207,7 +207,7 @@ pub fn completed_backups(root: &Path) -> Vec<Completed> {
 /// The highest sequence any scheduled backup in `root` carries, finished or not: new sequences
 /// must be above it even if the database's counter went back (a database restored from an
 /// older backup).
-pub fn highest_sequence(root: &Path) -> i64 {
+pub(crate) fn highest_sequence(root: &Path) -> i64 {
     let Ok(entries) = std::fs::read_dir(root) else {
         return 0;
     };
@@ -219,14 +219,14 @@ pub fn highest_sequence(root: &Path) -> i64 {
 }
 
 /// The newest completed scheduled backup in `root`.
-pub fn newest(root: &Path) -> Option<Completed> {
+pub(crate) fn newest(root: &Path) -> Option<Completed> {
     completed_backups(root).pop()
 }
 
 /// Delete the oldest completed backups beyond `keep`, never `just_written`; returns the names
 /// deleted. Each is first renamed to `.deleting-<name>`, which only one rotation can do, then
 /// removed; leftovers of an interrupted deletion are removed too.
-pub fn rotate(root: &Path, keep: usize, just_written: &Path) -> Vec<String> {
+pub(crate) fn rotate(root: &Path, keep: usize, just_written: &Path) -> Vec<String> {
     let backups = completed_backups(root);
     let excess = backups.len().saturating_sub(keep.max(1));
     let mut deleted = Vec::new();
@@ -273,7 +273,7 @@ fn remove_deletion_leftovers(root: &Path) {
 
 /// `.partial-` directories in `root` not written by this process: left by a writer that crashed
 /// (or still being written by another instance, which is why they are only reported).
-pub fn foreign_partials(root: &Path, own: &[PathBuf]) -> Vec<PathBuf> {
+pub(crate) fn foreign_partials(root: &Path, own: &[PathBuf]) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(root) else {
         return Vec::new();
     };

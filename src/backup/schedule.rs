@@ -22,7 +22,7 @@ use super::rotation::{self, Marker};
 use super::{backup_to, human_bytes, private, BackupReport};
 
 /// The lease whose holder writes the scheduled backup.
-pub const LEASE: &str = "backup:scheduled";
+pub(crate) const LEASE: &str = "backup:scheduled";
 /// How long the lease is taken for; renewed every [`RENEW_EVERY`] while a backup runs, so an
 /// instance that dies mid-backup blocks the others for at most this long.
 const RUN_LEASE: Duration = Duration::from_secs(120);
@@ -32,7 +32,7 @@ const RENEW_EVERY: Duration = Duration::from_secs(30);
 const RETRY_AFTER: Duration = Duration::from_secs(15 * 60);
 
 /// A backup period as the admin reads it, in the largest unit that divides it.
-pub fn period_text(every: Duration) -> String {
+pub(crate) fn period_text(every: Duration) -> String {
     let secs = every.as_secs();
     if secs >= 3600 && secs.is_multiple_of(3600) {
         format!("{} h", secs / 3600)
@@ -47,15 +47,15 @@ pub fn period_text(every: Duration) -> String {
 #[derive(Debug, Clone)]
 pub struct BackupStatus {
     /// Scheduled backups are on (`backup.every_hours` > 0).
-    pub enabled: bool,
+    pub(crate) enabled: bool,
     /// The period for people: "24 h", "90 min", "5 s".
-    pub every: String,
-    pub keep: usize,
-    pub dir: String,
+    pub(crate) every: String,
+    pub(crate) keep: usize,
+    pub(crate) dir: String,
     /// The newest verified backup: when it was taken and its data size.
     pub last_success: Option<(String, String)>,
     /// The newest failure after that success, with its message.
-    pub last_failure: Option<(String, String)>,
+    pub(crate) last_failure: Option<(String, String)>,
 }
 
 impl BackupStatus {
@@ -105,7 +105,7 @@ fn millis(d: Duration) -> i64 {
 
 /// How often an instance checks whether a backup is due: a twelfth of the period, between 100 ms
 /// and 5 minutes, so a backup starts at most that late whichever instance is up.
-pub fn check_interval(every: Duration) -> Duration {
+pub(crate) fn check_interval(every: Duration) -> Duration {
     (every / 12).clamp(Duration::from_millis(100), Duration::from_secs(300))
 }
 
@@ -119,7 +119,7 @@ fn host_of(instance: &str) -> &str {
 /// it was this host's own clock the backup is due now (else a clock stepped back a month would
 /// stop backups for a month); another host's clock ahead of ours is left to that host, whose
 /// clock says when.
-pub fn is_due(state: &ScheduleDoc, now: bson::DateTime, every: Duration, me: &str) -> bool {
+pub(crate) fn is_due(state: &ScheduleDoc, now: bson::DateTime, every: Duration, me: &str) -> bool {
     let Some(due) = state.next_due else {
         return true;
     };
@@ -469,7 +469,7 @@ async fn renewing<T>(db: &Db, lease: &mut Lease, work: impl Future<Output = T>) 
 
 /// Check for a due backup every [`check_interval`] until aborted; `None` when scheduled backups
 /// are off. The first check is at start-up, so a new setup shows a backup at once.
-pub fn spawn(db: Db, monitor: Arc<BackupMonitor>) -> Option<tokio::task::JoinHandle<()>> {
+pub(crate) fn spawn(db: Db, monitor: Arc<BackupMonitor>) -> Option<tokio::task::JoinHandle<()>> {
     let every = monitor.settings.every?;
     Some(tokio::spawn(async move {
         let mut ticks = tokio::time::interval(check_interval(every));

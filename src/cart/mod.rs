@@ -8,8 +8,8 @@
 //! which checkout's review and the cleanup job already repair, and the shopper is shown the cart
 //! as it then is. Only a paid cart's completion is journaled (see `checkout::finish_paid_cart`).
 
-pub mod pages;
-pub mod reserve;
+pub(crate) mod pages;
+pub(crate) mod reserve;
 pub mod store;
 
 use actix_session::Session;
@@ -25,32 +25,32 @@ use crate::domain::{CartId, Currency, Money, Sku};
 pub const COLLECTION: &str = "carts";
 /// The most units of one product a cart line may hold (the product page's quantity box uses the
 /// same constant).
-pub use crate::catalog::products::MAX_LINE_QTY;
+pub(crate) use crate::catalog::products::MAX_LINE_QTY;
 
 /// A cart line may always hold this many units (when in stock), whatever the share below.
-pub const LINE_FLOOR: i64 = 10;
+pub(crate) const LINE_FLOOR: i64 = 10;
 
 /// How much of the shop one cart may hold, so one visitor cannot take a product off sale for
 /// everyone else for the life of a cart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CartLimits {
+pub(crate) struct CartLimits {
     /// Units in one cart, all lines together (`cart.max_units`).
-    pub max_units: i64,
+    pub(crate) max_units: i64,
     /// Percentage of a product's units on hand (on sale plus reserved) one line may hold
     /// (`cart.max_line_share_pct`), never less than [`LINE_FLOOR`] nor more than
     /// [`MAX_LINE_QTY`].
-    pub max_line_share_pct: i64,
+    pub(crate) max_line_share_pct: i64,
 }
 
 impl CartLimits {
     /// Only the fixed per-line maximum applies.
-    pub const NONE: CartLimits = CartLimits {
+    pub(crate) const NONE: CartLimits = CartLimits {
         max_units: i64::MAX,
         max_line_share_pct: 100,
     };
 
     /// The limits the `cart.*` settings configure.
-    pub fn configured(settings: &crate::config::CartSettings) -> CartLimits {
+    pub(crate) fn configured(settings: &crate::config::CartSettings) -> CartLimits {
         CartLimits {
             max_units: settings.max_units,
             max_line_share_pct: settings.max_line_share_pct,
@@ -59,7 +59,7 @@ impl CartLimits {
 
     /// The most units of a product one cart line may hold, with `on_sale` units of it on
     /// sale and `reserved` held in carts.
-    pub fn line_cap(&self, on_sale: i64, reserved: i64) -> i64 {
+    pub(crate) fn line_cap(&self, on_sale: i64, reserved: i64) -> i64 {
         let on_hand = on_sale.max(0).saturating_add(reserved.max(0));
         let share = on_hand
             .saturating_mul(self.max_line_share_pct.clamp(1, 100))
@@ -103,12 +103,12 @@ impl CartStatus {
         }
     }
 
-    pub fn parse(s: &str) -> Option<CartStatus> {
+    pub(crate) fn parse(s: &str) -> Option<CartStatus> {
         CartStatus::ALL.into_iter().find(|c| c.as_str() == s)
     }
 
     /// Expired (or on its way there): its stock went, or is going, back on sale.
-    pub fn has_expired(&self) -> bool {
+    pub(crate) fn has_expired(&self) -> bool {
         matches!(self, CartStatus::Expiring | CartStatus::Expired)
     }
 }
@@ -147,15 +147,15 @@ impl CartLine {
         }
     }
 
-    pub fn line_total(&self) -> Money {
+    pub(crate) fn line_total(&self) -> Money {
         self.details.price.times(self.qty)
     }
 
-    pub fn unit_price(&self) -> String {
+    pub(crate) fn unit_price(&self) -> String {
         self.details.price.display(&site::currency())
     }
 
-    pub fn total(&self) -> String {
+    pub(crate) fn total(&self) -> String {
         self.line_total().display(&site::currency())
     }
 }
@@ -179,12 +179,12 @@ pub struct Cart {
 }
 
 impl Cart {
-    pub fn line(&self, sku: &Sku) -> Option<&CartLine> {
+    pub(crate) fn line(&self, sku: &Sku) -> Option<&CartLine> {
         self.items.iter().find(|l| l.sku == *sku)
     }
 
     /// Units in the cart (the header's count).
-    pub fn item_count(&self) -> i64 {
+    pub(crate) fn item_count(&self) -> i64 {
         self.items.iter().map(|l| l.qty).sum()
     }
 
@@ -206,15 +206,15 @@ impl Cart {
         self.subtotal_amount() + self.shipping_amount()
     }
 
-    pub fn subtotal(&self) -> String {
+    pub(crate) fn subtotal(&self) -> String {
         self.subtotal_amount().display(&site::currency())
     }
 
-    pub fn shipping(&self) -> String {
+    pub(crate) fn shipping(&self) -> String {
         self.shipping_amount().display(&site::currency())
     }
 
-    pub fn total(&self) -> String {
+    pub(crate) fn total(&self) -> String {
         self.total_amount().display(&site::currency())
     }
 }
@@ -287,7 +287,12 @@ pub use store::create;
 
 /// What the shopper is told when a line took over a changed price (see
 /// [`store::take_over_price`]).
-pub fn price_changed_notice(title: &str, was: Money, now: Money, currency: &Currency) -> String {
+pub(crate) fn price_changed_notice(
+    title: &str,
+    was: Money,
+    now: Money,
+    currency: &Currency,
+) -> String {
     format!(
         "The price of {title} changed from {} to {} since you added it.",
         was.display(currency),
@@ -299,7 +304,7 @@ use crate::web::layout::CART_COUNT_KEY as SESSION_COUNT;
 use crate::web::session::CART_ID_KEY as SESSION_CART;
 
 /// The cart this visitor is using, if any.
-pub fn session_cart_id(session: &Session) -> Option<CartId> {
+pub(crate) fn session_cart_id(session: &Session) -> Option<CartId> {
     // The cookie is signed, so only an id this app stored can come back; parsing still keeps
     // anything else from reaching a query.
     crate::web::session::cart_id(session).and_then(|id| CartId::parse(&id).ok())
@@ -307,7 +312,7 @@ pub fn session_cart_id(session: &Session) -> Option<CartId> {
 
 /// Remember the visitor's cart and how many units it holds (shown in the header on every page
 /// without a database read).
-pub fn remember_in_session(session: &Session, cart: &Cart) {
+pub(crate) fn remember_in_session(session: &Session, cart: &Cart) {
     let stored = session
         .insert(SESSION_CART, &cart.id)
         .and_then(|()| session.insert(SESSION_COUNT, cart.item_count()));
@@ -317,13 +322,13 @@ pub fn remember_in_session(session: &Session, cart: &Cart) {
 }
 
 /// Forget the visitor's cart (it completed or expired); the next add starts a new one.
-pub fn forget_in_session(session: &Session) {
+pub(crate) fn forget_in_session(session: &Session) {
     session.remove(SESSION_CART);
     session.remove(SESSION_COUNT);
 }
 
 /// The header count after checkout: nothing in the cart any more.
-pub fn show_empty_in_session(session: &Session) {
+pub(crate) fn show_empty_in_session(session: &Session) {
     if let Err(e) = session.insert(SESSION_COUNT, 0_i64) {
         tracing::warn!(error = %e, "could not store the cart count in the session");
     }
@@ -331,7 +336,7 @@ pub fn show_empty_in_session(session: &Session) {
 
 /// How many carts are in `status` (the admin's carts screen; the `status, last_modified` index
 /// counts them).
-pub async fn count_by_status(db: &Db, status: CartStatus) -> Result<u64, DbError> {
+pub(crate) async fn count_by_status(db: &Db, status: CartStatus) -> Result<u64, DbError> {
     Ok(collection(db)
         .count_documents(doc! { "status": status.as_str() })
         .await?)

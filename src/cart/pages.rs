@@ -29,27 +29,27 @@ impl From<CartError> for AppError {
 }
 
 /// Shown once when a shopper comes back to a cart the expiry job emptied.
-pub const EXPIRED_NOTICE: &str =
+pub(crate) const EXPIRED_NOTICE: &str =
     "Your cart expired after a while without changes, and its items were returned to the shelves.";
 
 /// A cart line with what the shop knows about it now.
-pub struct LineView {
-    pub line: cart::CartLine,
+pub(crate) struct LineView {
+    pub(crate) line: cart::CartLine,
     /// Units still available to add (not counting this cart's own).
-    pub available: i64,
+    pub(crate) available: i64,
     /// The product's first photo, for the thumbnail.
-    pub cover: Option<bson::oid::ObjectId>,
+    pub(crate) cover: Option<bson::oid::ObjectId>,
     /// Whether the cart can still change (stock notes only matter then).
-    pub editable: bool,
+    pub(crate) editable: bool,
 }
 
 impl LineView {
-    pub fn few_left(&self) -> bool {
+    pub(crate) fn few_left(&self) -> bool {
         products::is_low_stock(self.available)
     }
 
     /// The low-stock note shown on the line itself (not as a banner above the cart).
-    pub fn stock_note(&self) -> Option<String> {
+    pub(crate) fn stock_note(&self) -> Option<String> {
         if !self.editable || !self.few_left() {
             return None;
         }
@@ -61,36 +61,36 @@ impl LineView {
     }
 
     /// The product's page (its slug percent-encoded).
-    pub fn product_url(&self) -> String {
+    pub(crate) fn product_url(&self) -> String {
         crate::catalog::model::url_of(&self.line.details.slug)
     }
 
     /// URL of the thumbnail, if the product has a photo.
-    pub fn thumbnail_url(&self) -> Option<String> {
+    pub(crate) fn thumbnail_url(&self) -> Option<String> {
         self.cover.map(|id| format!("/media/{}/thumb", id.to_hex()))
     }
 
     /// The most the quantity box may ask for.
-    pub fn max_qty(&self) -> i64 {
+    pub(crate) fn max_qty(&self) -> i64 {
         (self.line.qty + self.available).clamp(1, cart::MAX_LINE_QTY)
     }
 }
 
 #[derive(Template)]
 #[template(path = "cart/cart.html")]
-pub struct CartPage {
-    pub layout: Layout,
-    pub cart: Option<Cart>,
-    pub lines: Vec<LineView>,
-    pub notices: Vec<String>,
+pub(crate) struct CartPage {
+    pub(crate) layout: Layout,
+    pub(crate) cart: Option<Cart>,
+    pub(crate) lines: Vec<LineView>,
+    pub(crate) notices: Vec<String>,
 }
 
 impl CartPage {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.lines.is_empty()
     }
 
-    pub fn checking_out(&self) -> bool {
+    pub(crate) fn checking_out(&self) -> bool {
         matches!(&self.cart, Some(c) if c.status == CartStatus::Pending)
     }
 }
@@ -169,7 +169,7 @@ async fn review_lines(
 /// `GET /cart`. The one write a visit makes, on purpose: lines take over prices that changed
 /// since they were added ([`store::take_over_price`]), so the page shows what checkout will
 /// charge and tells the shopper once.
-pub async fn show(
+pub(crate) async fn show(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
@@ -194,7 +194,7 @@ pub async fn show(
 
 /// The add-to-cart form on a product page.
 #[derive(Deserialize)]
-pub struct AddForm {
+pub(crate) struct AddForm {
     #[serde(default)]
     sku: String,
     #[serde(default)]
@@ -203,7 +203,7 @@ pub struct AddForm {
 
 /// The quantity form of a cart line.
 #[derive(Deserialize)]
-pub struct QuantityForm {
+pub(crate) struct QuantityForm {
     #[serde(default)]
     qty: String,
 }
@@ -230,10 +230,10 @@ async fn active_cart_for_adding(db: &Db, session: &Session) -> Result<Option<Car
 /// New carts per client address (`cart.new_carts_per_hour`): the add handler's own limiter,
 /// registered by start-up as app data and taken by [`add`].
 #[derive(Debug)]
-pub struct NewCartLimit(RateLimiter);
+pub(crate) struct NewCartLimit(RateLimiter);
 
 impl NewCartLimit {
-    pub fn per_hour(carts: u32) -> NewCartLimit {
+    pub(crate) fn per_hour(carts: u32) -> NewCartLimit {
         NewCartLimit(RateLimiter::new(
             carts,
             std::time::Duration::from_secs(3600),
@@ -309,7 +309,7 @@ fn capitalised(message: &str) -> String {
 }
 
 /// `POST /cart/items`: add `qty` of `sku`.
-pub async fn add(
+pub(crate) async fn add(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
@@ -406,7 +406,7 @@ async fn back_to_product(db: &Db, sku: &str) -> Result<String, AppError> {
 }
 
 /// `POST /cart/items/{sku}`: set the line's quantity (0 removes it).
-pub async fn change(
+pub(crate) async fn change(
     session: Session,
     state: web::Data<AppState>,
     sku: web::Path<String>,
@@ -424,7 +424,7 @@ pub async fn change(
 }
 
 /// `POST /cart/items/{sku}/remove`
-pub async fn remove(
+pub(crate) async fn remove(
     session: Session,
     state: web::Data<AppState>,
     sku: web::Path<String>,

@@ -43,7 +43,7 @@ async fn active_cart(db: &Db, cart_id: &CartId) -> Result<cart::Cart, CartError>
 /// Put `qty` units of `sku` in the cart: a new line, or more of a line already there, within
 /// `limits`, checked against the cart and product as read before the change. Returns the
 /// product's title for the confirmation.
-pub async fn add_item_within(
+pub(crate) async fn add_item_within(
     db: &Db,
     cart_id: &CartId,
     sku: &Sku,
@@ -89,7 +89,7 @@ pub async fn add_item_within(
 /// Set a line's quantity (0 removes it and puts its stock back on sale), within `limits` (only a
 /// larger quantity is checked against them). The current quantity is read from the cart, never
 /// taken from the form, so a stale page cannot reserve the wrong amount.
-pub async fn set_quantity_within(
+pub(crate) async fn set_quantity_within(
     db: &Db,
     cart_id: &CartId,
     sku: &Sku,

@@ -44,7 +44,7 @@ pub async fn create(db: &Db) -> Result<Cart, DbError> {
 
 /// Delete a cart that is still active and empty (a new cart whose first line could not be
 /// added), so a request that added nothing leaves nothing behind.
-pub async fn delete_if_empty(db: &Db, cart_id: &CartId) -> Result<(), DbError> {
+pub(crate) async fn delete_if_empty(db: &Db, cart_id: &CartId) -> Result<(), DbError> {
     carts(db)
         .delete_one(doc! {
             "_id": cart_id, "status": CartStatus::Active.as_str(), "items": { "$size": 0 },
@@ -76,7 +76,7 @@ pub async fn push_line(
 
 /// Change an active cart's line for `sku` by `delta` units if it still holds `seen` units.
 /// Returns whether it changed.
-pub async fn change_line(
+pub(crate) async fn change_line(
     db: &Db,
     cart_id: &CartId,
     sku: &Sku,
@@ -98,7 +98,7 @@ pub async fn change_line(
 
 /// Undo [`change_line`] after its reservation step failed: take `delta` units off the line again,
 /// whatever the cart's status by now.
-pub async fn undo_line_change(
+pub(crate) async fn undo_line_change(
     db: &Db,
     cart_id: &CartId,
     sku: &Sku,
@@ -115,7 +115,12 @@ pub async fn undo_line_change(
 
 /// Pull an active cart's line for `sku` if it still holds `seen` units. Returns whether it was
 /// pulled.
-pub async fn remove_line(db: &Db, cart_id: &CartId, sku: &Sku, seen: i64) -> Result<bool, DbError> {
+pub(crate) async fn remove_line(
+    db: &Db,
+    cart_id: &CartId,
+    sku: &Sku,
+    seen: i64,
+) -> Result<bool, DbError> {
     let pulled = carts(db)
         .update_one(
             doc! {
@@ -134,7 +139,7 @@ pub async fn remove_line(db: &Db, cart_id: &CartId, sku: &Sku, seen: i64) -> Res
 /// Take the line for `sku` out of the cart whatever it holds and whatever the cart's status: the
 /// undo of [`push_line`], and how a line that lost its reservation leaves the cart (it must not
 /// be bought unreserved).
-pub async fn drop_line(db: &Db, cart_id: &CartId, sku: &Sku) -> Result<(), DbError> {
+pub(crate) async fn drop_line(db: &Db, cart_id: &CartId, sku: &Sku) -> Result<(), DbError> {
     carts(db)
         .update_one(
             doc! { "_id": cart_id },
@@ -146,7 +151,12 @@ pub async fn drop_line(db: &Db, cart_id: &CartId, sku: &Sku) -> Result<(), DbErr
 
 /// Cut the line for `sku` to `qty` units (what its reservation holds), whatever the cart's
 /// status: checkout's review of a cart it locked.
-pub async fn cut_line(db: &Db, cart_id: &CartId, sku: &Sku, qty: i64) -> Result<(), DbError> {
+pub(crate) async fn cut_line(
+    db: &Db,
+    cart_id: &CartId,
+    sku: &Sku,
+    qty: i64,
+) -> Result<(), DbError> {
     carts(db)
         .update_one(
             doc! { "_id": cart_id, "items.sku": sku },
@@ -164,7 +174,7 @@ pub async fn cut_line(db: &Db, cart_id: &CartId, sku: &Sku, qty: i64) -> Result<
 /// price `was` that the caller read, and takes over `current`. So a complete or expired cart never changes, and of two
 /// requests taking over the same change only one succeeds (and only that one tells the shopper).
 /// Returns whether the price was taken over.
-pub async fn take_over_price(
+pub(crate) async fn take_over_price(
     db: &Db,
     cart_id: &CartId,
     held_as: CartStatus,
@@ -187,7 +197,7 @@ pub async fn take_over_price(
 /// Lock a non-empty active cart for checkout (`active → pending`), returning it as locked; `None`
 /// when it is not active, or empty. Fast: a lost lock is a cart still active, and checkout's
 /// journaled payment record takes it to disk with it before any money moves.
-pub async fn lock_for_checkout(db: &Db, cart_id: &CartId) -> Result<Option<Cart>, DbError> {
+pub(crate) async fn lock_for_checkout(db: &Db, cart_id: &CartId) -> Result<Option<Cart>, DbError> {
     Ok(collection(db)
         .find_one_and_update(
             doc! {
@@ -203,7 +213,7 @@ pub async fn lock_for_checkout(db: &Db, cart_id: &CartId) -> Result<Option<Cart>
 }
 
 /// Put a locked cart back in the shopper's hands (`pending → active`).
-pub async fn unlock(db: &Db, cart_id: &CartId) -> Result<(), DbError> {
+pub(crate) async fn unlock(db: &Db, cart_id: &CartId) -> Result<(), DbError> {
     carts(db)
         .update_one(
             doc! { "_id": cart_id, "status": CartStatus::Pending.as_str() },
@@ -216,7 +226,7 @@ pub async fn unlock(db: &Db, cart_id: &CartId) -> Result<(), DbError> {
 }
 
 /// Hand a cart stuck `pending` back to its shopper, unless it changed since `cart` was read.
-pub async fn hand_back(db: &Db, cart: &Cart) -> Result<(), DbError> {
+pub(crate) async fn hand_back(db: &Db, cart: &Cart) -> Result<(), DbError> {
     carts(db)
         .update_one(
             doc! {
@@ -233,7 +243,7 @@ pub async fn hand_back(db: &Db, cart: &Cart) -> Result<(), DbError> {
 
 /// Mark a paid cart complete (`pending → complete`; repeating it is harmless). Durable: the
 /// shopper has been told the order is placed.
-pub async fn complete(db: &Db, cart_id: &CartId) -> Result<(), DbError> {
+pub(crate) async fn complete(db: &Db, cart_id: &CartId) -> Result<(), DbError> {
     let paid = [CartStatus::Pending.as_str(), CartStatus::Complete.as_str()];
     db.durable::<Document>(COLLECTION)
         .update_one(
@@ -247,7 +257,7 @@ pub async fn complete(db: &Db, cart_id: &CartId) -> Result<(), DbError> {
 }
 
 /// Carts still `pending` and unchanged since `before` (a checkout a crash interrupted).
-pub async fn pending_before(db: &Db, before: DateTime) -> Result<Vec<Cart>, DbError> {
+pub(crate) async fn pending_before(db: &Db, before: DateTime) -> Result<Vec<Cart>, DbError> {
     Ok(collection(db)
         .find(doc! {
             "status": CartStatus::Pending.as_str(), "last_modified": { "$lt": before },
@@ -259,7 +269,7 @@ pub async fn pending_before(db: &Db, before: DateTime) -> Result<Vec<Cart>, DbEr
 
 /// Start expiring every active cart unchanged since `before` (`active → expiring`, one
 /// multi-update).
-pub async fn start_expiring_idle(db: &Db, before: DateTime) -> Result<(), DbError> {
+pub(crate) async fn start_expiring_idle(db: &Db, before: DateTime) -> Result<(), DbError> {
     carts(db)
         .update_many(
             doc! { "status": CartStatus::Active.as_str(), "last_modified": { "$lt": before } },
@@ -270,7 +280,7 @@ pub async fn start_expiring_idle(db: &Db, before: DateTime) -> Result<(), DbErro
 }
 
 /// Every cart on its way to expired (including ones a crashed expiry run left half-done).
-pub async fn expiring(db: &Db) -> Result<Vec<Cart>, DbError> {
+pub(crate) async fn expiring(db: &Db) -> Result<Vec<Cart>, DbError> {
     Ok(collection(db)
         .find(doc! { "status": CartStatus::Expiring.as_str() })
         .await?
@@ -280,7 +290,7 @@ pub async fn expiring(db: &Db) -> Result<Vec<Cart>, DbError> {
 
 /// Finish expiring a cart whose stock went back on sale (`expiring → expired`). Returns how many
 /// carts changed (0 when another run finished it first).
-pub async fn mark_expired(db: &Db, cart_id: &CartId) -> Result<u64, DbError> {
+pub(crate) async fn mark_expired(db: &Db, cart_id: &CartId) -> Result<u64, DbError> {
     let done = carts(db)
         .update_one(
             doc! { "_id": cart_id, "status": CartStatus::Expiring.as_str() },
@@ -299,7 +309,7 @@ pub fn expired_before_query(before: DateTime) -> Document {
 }
 
 /// Delete carts that expired before `before`. Returns how many were deleted.
-pub async fn delete_expired_before(db: &Db, before: DateTime) -> Result<u64, DbError> {
+pub(crate) async fn delete_expired_before(db: &Db, before: DateTime) -> Result<u64, DbError> {
     let deleted = carts(db).delete_many(expired_before_query(before)).await?;
     Ok(deleted.deleted_count)
 }
@@ -313,7 +323,11 @@ pub fn modified_after_query(limit: DateTime) -> Document {
 
 /// Give every cart last modified after `limit` the stamp `now` (see `jobs::bound_future_stamps`:
 /// such stamps were written before the clock stepped back). Returns how many changed.
-pub async fn bound_future_stamps(db: &Db, limit: DateTime, now: DateTime) -> Result<u64, DbError> {
+pub(crate) async fn bound_future_stamps(
+    db: &Db,
+    limit: DateTime,
+    now: DateTime,
+) -> Result<u64, DbError> {
     let changed = carts(db)
         .update_many(
             modified_after_query(limit),

@@ -2,7 +2,7 @@
 //! list). A list rather than free text, so every order's address names its country the same way.
 
 /// Every country and territory a parcel can be sent to, in alphabetical order.
-pub const COUNTRIES: &[&str] = &[
+pub(crate) const COUNTRIES: &[&str] = &[
     "Afghanistan",
     "Åland Islands",
     "Albania",
@@ -256,7 +256,7 @@ pub const COUNTRIES: &[&str] = &[
 
 /// The list's spelling of `name` (compared without regard to case and surrounding spaces), if
 /// it names a country on the list.
-pub fn canonical(name: &str) -> Option<&'static str> {
+pub(crate) fn canonical(name: &str) -> Option<&'static str> {
     let name = name.trim();
     COUNTRIES
         .iter()

@@ -12,7 +12,7 @@ use crate::mail::{self, Email};
 
 /// Which order email.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OrderEmail {
+pub(crate) enum OrderEmail {
     Placed,
     Shipped,
     Cancelled,
@@ -28,7 +28,7 @@ impl OrderEmail {
     }
 
     /// The outbox id: one message of each kind per order.
-    pub fn outbox_id(&self, order_number: &str) -> String {
+    pub(crate) fn outbox_id(&self, order_number: &str) -> String {
         format!("order-{}/{order_number}", self.kind())
     }
 }
@@ -57,7 +57,7 @@ struct OrderHtml<'a> {
 /// The email `which` for `order`, with links under `site` (the public address) and amounts in
 /// `currency` (emails are often rendered by background jobs, outside any request, so the
 /// currency is passed rather than read from the request's settings).
-pub fn render(
+pub(crate) fn render(
     which: OrderEmail,
     order: &Order,
     site: &str,
@@ -108,7 +108,7 @@ pub fn render(
 }
 
 /// Queue email `which` for `order` (once per order and kind, however often this runs).
-pub async fn queue(db: &Db, which: OrderEmail, order: &Order) -> Result<(), DbError> {
+pub(crate) async fn queue(db: &Db, which: OrderEmail, order: &Order) -> Result<(), DbError> {
     let settings = crate::db::site::load(db).await?;
     let currency = settings.currency();
     let email = render(

@@ -32,7 +32,7 @@ impl std::fmt::Debug for Card {
 }
 
 impl Card {
-    pub fn last4(&self) -> String {
+    pub(crate) fn last4(&self) -> String {
         let n = self.number.len();
         self.number[n.saturating_sub(4)..].to_string()
     }
@@ -52,7 +52,7 @@ pub struct ChargeRequest {
 pub struct Charge {
     /// The gateway's id for the charge.
     pub reference: String,
-    pub last4: String,
+    pub(crate) last4: String,
     pub amount_cents: i64,
     /// Given back in full (see [`PaymentGateway::refund`]).
     pub refunded: bool,
@@ -98,12 +98,12 @@ pub struct StoredCharge {
     pub idempotency_key: String,
     pub reference: String,
     pub amount: i64,
-    pub last4: String,
-    pub created: DateTime,
+    pub(crate) last4: String,
+    pub(crate) created: DateTime,
     #[serde(default)]
     pub refunded: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub refunded_at: Option<DateTime>,
+    pub(crate) refunded_at: Option<DateTime>,
     /// Every refund request made for this charge, counted as it arrives (before the
     /// idempotency check): what tests compare with the charges that needed refunding, since a
     /// real provider would bill or flag each one.
@@ -111,7 +111,7 @@ pub struct StoredCharge {
     pub refund_requests: i64,
     /// The idempotency key of the refund that gave it back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub refund_key: Option<String>,
+    pub(crate) refund_key: Option<String>,
 }
 
 impl StoredCharge {
@@ -138,9 +138,9 @@ pub struct TestGateway {
     db: Db,
 }
 
-pub const APPROVED_CARD: &str = "4242424242424242";
-pub const INSUFFICIENT_FUNDS_CARD: &str = "4000000000000002";
-pub const PROCESSING_ERROR_CARD: &str = "4000000000000119";
+pub(crate) const APPROVED_CARD: &str = "4242424242424242";
+pub(crate) const INSUFFICIENT_FUNDS_CARD: &str = "4000000000000002";
+pub(crate) const PROCESSING_ERROR_CARD: &str = "4000000000000119";
 
 fn unavailable(e: impl std::fmt::Display) -> PaymentError {
     PaymentError::Unavailable(format!("the test gateway failed: {e}"))

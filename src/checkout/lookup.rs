@@ -23,29 +23,29 @@ use crate::web::rate_limit::RateLimiter;
 use crate::web::see_other;
 
 /// What the form says when nothing matches, whichever half was wrong.
-pub const NO_MATCH: &str =
+pub(crate) const NO_MATCH: &str =
     "No order matches that number and email address. Check both against the order page you bookmarked or your payment record.";
 
 /// What it says when this address tried too often.
-pub const TOO_MANY: &str =
+pub(crate) const TOO_MANY: &str =
     "Too many lookups came from your network. Wait a few minutes and try again.";
 
 #[derive(Template)]
 #[template(path = "checkout/lookup.html")]
-pub struct LookupPage {
-    pub layout: Layout,
-    pub number: String,
-    pub email: String,
+pub(crate) struct LookupPage {
+    pub(crate) layout: Layout,
+    pub(crate) number: String,
+    pub(crate) email: String,
     /// Why the last attempt found nothing.
-    pub problem: Option<&'static str>,
+    pub(crate) problem: Option<&'static str>,
 }
 
 /// The lookup form as submitted.
 #[derive(Debug, Default, Deserialize)]
 #[serde(default)]
-pub struct LookupForm {
-    pub number: String,
-    pub email: String,
+pub(crate) struct LookupForm {
+    pub(crate) number: String,
+    pub(crate) email: String,
 }
 
 /// Emails match whatever their case and surrounding spaces, compared in constant time.
@@ -73,17 +73,17 @@ fn page(
 }
 
 /// `GET /orders/lookup`
-pub async fn show(req: HttpRequest) -> Result<HttpResponse, AppError> {
+pub(crate) async fn show(req: HttpRequest) -> Result<HttpResponse, AppError> {
     page(&req, &LookupForm::default(), None, StatusCode::OK)
 }
 
 /// Order lookups per client address (`cart.order_lookups_per_hour`): [`submit`]'s own
 /// limiter, registered by start-up as app data.
 #[derive(Debug)]
-pub struct LookupLimit(RateLimiter);
+pub(crate) struct LookupLimit(RateLimiter);
 
 impl LookupLimit {
-    pub fn per_hour(lookups: u32) -> LookupLimit {
+    pub(crate) fn per_hour(lookups: u32) -> LookupLimit {
         LookupLimit(RateLimiter::new(
             lookups,
             std::time::Duration::from_secs(3600),
@@ -92,7 +92,7 @@ impl LookupLimit {
 }
 
 /// `POST /orders/lookup`: a match lets this session see the order and goes to it.
-pub async fn submit(
+pub(crate) async fn submit(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,

@@ -3,13 +3,13 @@
 //! record the order, complete the cart and count its units as sold. A decline puts the cart back to `active`, stock still
 //! reserved; a second submit of the same cart shows the one order.
 
-pub mod countries;
-pub mod emails;
+pub(crate) mod countries;
+pub(crate) mod emails;
 pub mod gateway;
-pub mod lookup;
-pub mod model;
+pub(crate) mod lookup;
+pub(crate) mod model;
 pub mod orders;
-pub mod pages;
+pub(crate) mod pages;
 pub mod payments;
 
 use std::time::Duration;
@@ -42,14 +42,14 @@ pub struct CheckoutForm {
     pub cvc: String,
 }
 
-pub use crate::web::field_errors::FieldErrors;
+pub(crate) use crate::web::field_errors::FieldErrors;
 
 /// A form that passed validation.
 #[derive(Debug, Clone)]
 pub struct ValidCheckout {
     pub email: String,
     pub name: String,
-    pub address: Address,
+    pub(crate) address: Address,
     pub card: Card,
 }
 
@@ -120,7 +120,7 @@ impl CheckoutForm {
     /// The form as shown again after a mistake in some field: everything kept but the
     /// security code, so a typo in the postcode does not cost the card number. (After a
     /// decline the card is not shown back at all: see [`CheckoutForm::without_card`].)
-    pub fn for_correction(&self) -> CheckoutForm {
+    pub(crate) fn for_correction(&self) -> CheckoutForm {
         CheckoutForm {
             cvc: String::new(),
             ..self.clone()
@@ -128,7 +128,7 @@ impl CheckoutForm {
     }
 
     /// The form as shown again after a decline: never echo the card number or CVC.
-    pub fn without_card(&self) -> CheckoutForm {
+    pub(crate) fn without_card(&self) -> CheckoutForm {
         CheckoutForm {
             card_number: String::new(),
             cvc: String::new(),
@@ -140,7 +140,7 @@ impl CheckoutForm {
 /// One required line of a delivery address (or the name on it), trimmed: a message in `errors`
 /// under `field` when it is empty, longer than `max` characters or holds control characters.
 /// Checkout and the saved addresses of accounts (`accounts::addresses`) check alike with it.
-pub fn required_text(
+pub(crate) fn required_text(
     errors: &mut FieldErrors,
     field: &'static str,
     value: &str,
@@ -157,7 +157,7 @@ pub fn required_text(
 }
 
 /// An optional line (a second address line): empty is fine, otherwise as [`required_text`].
-pub fn optional_text(
+pub(crate) fn optional_text(
     errors: &mut FieldErrors,
     field: &'static str,
     value: &str,
@@ -184,7 +184,7 @@ fn check_text(errors: &mut FieldErrors, field: &'static str, value: &str, label:
 }
 
 /// The country as the list spells it, or a message in `errors` under `field`.
-pub fn parse_country(errors: &mut FieldErrors, field: &'static str, value: &str) -> String {
+pub(crate) fn parse_country(errors: &mut FieldErrors, field: &'static str, value: &str) -> String {
     match countries::canonical(value) {
         Some(c) => c.to_string(),
         None => {
@@ -199,7 +199,7 @@ fn is_plausible_email(email: &str) -> bool {
 }
 
 /// The Luhn checksum every card number carries.
-pub fn luhn_valid(digits: &str) -> bool {
+pub(crate) fn luhn_valid(digits: &str) -> bool {
     let mut sum = 0;
     for (i, c) in digits.chars().rev().enumerate() {
         let Some(mut d) = c.to_digit(10) else {
@@ -239,7 +239,7 @@ pub fn current_month() -> (i32, u32) {
 
 /// How a checkout attempt ended.
 #[derive(Debug)]
-pub enum CheckoutOutcome {
+pub(crate) enum CheckoutOutcome {
     /// Paid, or already paid by an earlier submit of the same cart.
     Placed(Box<Order>),
     /// The gateway refused the card; the cart is active again with its stock still reserved.
@@ -250,7 +250,7 @@ pub enum CheckoutOutcome {
     /// Nothing to buy.
     Empty,
     /// The cart expired or does not exist.
-    NotActive(Option<CartStatus>),
+    NotActive,
     /// Another submit of this cart is still being charged.
     InProgress,
 }
@@ -259,7 +259,7 @@ pub enum CheckoutOutcome {
 const WAIT_FOR_OTHER_SUBMIT: Duration = Duration::from_secs(5);
 
 /// Run the whole checkout for `cart_id`.
-pub async fn place_order(
+pub(crate) async fn place_order(
     db: &Db,
     gateway: &dyn PaymentGateway,
     cart_id: &CartId,
@@ -406,7 +406,7 @@ async fn record_order(
 /// a change that raced the checkout, gives the surplus back). Idempotent, so a checkout
 /// interrupted after the order was recorded can be finished later. `cart` is the cart as locked,
 /// whose lines are the order's items.
-pub async fn finish_paid_cart(db: &Db, cart: &Cart) -> Result<(), CartError> {
+pub(crate) async fn finish_paid_cart(db: &Db, cart: &Cart) -> Result<(), CartError> {
     store::complete(db, &cart.id).await?;
     for line in &cart.items {
         stock::sell_reservation(db, &line.sku, &StockHolder::from(&cart.id), line.qty).await?;
@@ -425,7 +425,7 @@ pub struct RecoveryReport {
     pub refunded: u64,
     /// Unfinished attempts left for a later run (the gateway did not answer, or the shopper
     /// can still pay for the cart, which reuses its charge).
-    pub waiting: u64,
+    pub(crate) waiting: u64,
     /// Attempts another instance's recovery was settling at the time.
     pub elsewhere: u64,
 }
@@ -511,7 +511,7 @@ enum Settled {
 /// How long one instance's recovery holds an attempt it settles before another instance may take
 /// it over: far longer than the few gateway calls and writes a settlement makes, so only an
 /// instance that died mid-way loses it.
-pub const SETTLE_CLAIM: Duration = Duration::from_secs(120);
+pub(crate) const SETTLE_CLAIM: Duration = Duration::from_secs(120);
 
 /// Settle one unfinished payment attempt (see [`recover_stuck_checkouts`]), after claiming it
 /// for this instance so no other instance asks the gateway about it or refunds it meanwhile.
@@ -615,7 +615,7 @@ async fn settle(
 
 /// Why the cart could not be locked, and what the shopper should see instead: a submit racing
 /// another one for the same cart waits (briefly) for that one's order.
-pub async fn outcome_of_other_submit(
+pub(crate) async fn outcome_of_other_submit(
     db: &Db,
     cart_id: &CartId,
 ) -> Result<CheckoutOutcome, CartError> {
@@ -637,8 +637,8 @@ pub async fn outcome_of_other_submit(
                 }
                 tokio::time::sleep(Duration::from_millis(50)).await;
             }
-            Some((status, _)) => return Ok(CheckoutOutcome::NotActive(Some(status))),
-            None => return Ok(CheckoutOutcome::NotActive(None)),
+            Some(_) => return Ok(CheckoutOutcome::NotActive),
+            None => return Ok(CheckoutOutcome::NotActive),
         }
     }
 }

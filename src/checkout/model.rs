@@ -27,16 +27,12 @@ impl OrderStatus {
         OrderStatus::Cancelled,
     ];
 
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             OrderStatus::Paid => "paid",
             OrderStatus::Shipped => "shipped",
             OrderStatus::Cancelled => "cancelled",
         }
-    }
-
-    pub fn parse(s: &str) -> Option<OrderStatus> {
-        OrderStatus::ALL.into_iter().find(|o| o.as_str() == s)
     }
 }
 
@@ -61,11 +57,11 @@ impl OrderItem {
         self.unit_price.times(self.qty)
     }
 
-    pub fn unit(&self) -> String {
+    pub(crate) fn unit(&self) -> String {
         self.unit_price.display(&site::currency())
     }
 
-    pub fn total(&self) -> String {
+    pub(crate) fn total(&self) -> String {
         self.line_total().display(&site::currency())
     }
 }
@@ -121,7 +117,7 @@ impl Order {
     }
 
     /// `22 November 2026, 20:30 UTC`, in the site's time zone.
-    pub fn placed(&self) -> String {
+    pub(crate) fn placed(&self) -> String {
         let zone = site::time_zone();
         format!(
             "{} {}",

@@ -52,7 +52,7 @@ pub fn indexes() -> Vec<IndexModel> {
 }
 
 /// Indexes no query uses any more, dropped at start-up: the list by status sorts by number now.
-pub const RETIRED_INDEXES: &[&str] = &["status_1_created_-1"];
+pub(crate) const RETIRED_INDEXES: &[&str] = &["status_1_created_-1"];
 
 pub fn collection(db: &Db) -> mongodb::Collection<Order> {
     db.collection(COLLECTION)
@@ -64,7 +64,7 @@ fn durable(db: &Db) -> mongodb::Collection<Order> {
 }
 
 /// The next order number, `BZ-000001` upwards, from `counters {_id: "order"}`.
-pub async fn next_number(db: &Db) -> Result<OrderNumber, DbError> {
+pub(crate) async fn next_number(db: &Db) -> Result<OrderNumber, DbError> {
     // The number is shown with the order; a crash must not hand it out twice.
     let counters = db.durable::<Document>(COUNTERS);
     let mut attempts = 0;
@@ -92,7 +92,7 @@ pub async fn next_number(db: &Db) -> Result<OrderNumber, DbError> {
 
 /// How many orders list `sku` (served by the orders' `items.sku` index): a product that was
 /// ever ordered is archived, not deleted.
-pub async fn count_listing(db: &Db, sku: &Sku) -> Result<u64, DbError> {
+pub(crate) async fn count_listing(db: &Db, sku: &Sku) -> Result<u64, DbError> {
     Ok(collection(db)
         .count_documents(doc! { "items.sku": sku })
         .await?)
@@ -100,7 +100,7 @@ pub async fn count_listing(db: &Db, sku: &Sku) -> Result<u64, DbError> {
 
 /// Insert the order for its cart; if the cart already has one (a double submit won the race),
 /// that order is returned instead.
-pub async fn insert_once(db: &Db, order: Order) -> Result<Order, DbError> {
+pub(crate) async fn insert_once(db: &Db, order: Order) -> Result<Order, DbError> {
     match durable(db).insert_one(&order).await {
         Ok(_) => Ok(order),
         Err(e) if is_duplicate_key(&e) => by_cart(db, &order.cart_id)
@@ -180,7 +180,7 @@ pub async fn cancel(db: &Db, number: &OrderNumber) -> Result<bool, DbError> {
 /// the strike leaves only the held reservation, which cleanup returns (it has no cart).
 /// These writes stay fast (not journaled one by one): a crash that loses some of them is a crash
 /// part-way, which [`resume_restocking`] finishes from the durable `restock` list.
-pub async fn restock(db: &Db, order: &Order) -> Result<(), DbError> {
+pub(crate) async fn restock(db: &Db, order: &Order) -> Result<(), DbError> {
     // The cancellation email goes with the restock, which resumes after a crash; its outbox id
     // keeps it to one message.
     if !order.restock.is_empty() {
@@ -235,7 +235,7 @@ pub fn list_query(status: Option<OrderStatus>) -> (Document, Document) {
 }
 
 /// How many orders there are, optionally only those with `status`.
-pub async fn count(db: &Db, status: Option<OrderStatus>) -> Result<u64, DbError> {
+pub(crate) async fn count(db: &Db, status: Option<OrderStatus>) -> Result<u64, DbError> {
     let (filter, _) = list_query(status);
     Ok(collection(db).count_documents(filter).await?)
 }
@@ -274,7 +274,7 @@ pub fn claim_candidate_queries(email: &EmailAddress) -> Vec<Document> {
 /// claimed to `account`: run when someone proves they own the address (sign-in) and when they
 /// look at their orders, so a guest order placed since is theirs too. Returns how many it
 /// claimed. An order already owned by an account keeps its owner.
-pub async fn claim_for_account(
+pub(crate) async fn claim_for_account(
     db: &Db,
     email: &EmailAddress,
     account: bson::oid::ObjectId,
@@ -320,7 +320,7 @@ pub fn account_query(account: bson::oid::ObjectId) -> (Document, Document) {
 }
 
 /// The newest `limit` orders `account` owns.
-pub async fn for_account(
+pub(crate) async fn for_account(
     db: &Db,
     account: bson::oid::ObjectId,
     limit: i64,

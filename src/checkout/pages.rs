@@ -25,13 +25,13 @@ const MAX_REMEMBERED_ORDERS: usize = 20;
 
 #[derive(Template)]
 #[template(path = "checkout/checkout.html")]
-pub struct CheckoutPage {
-    pub layout: Layout,
-    pub cart: Cart,
-    pub form: CheckoutForm,
-    pub errors: FieldErrors,
+pub(crate) struct CheckoutPage {
+    pub(crate) layout: Layout,
+    pub(crate) cart: Cart,
+    pub(crate) form: CheckoutForm,
+    pub(crate) errors: FieldErrors,
     /// Why the last attempt did not go through (a decline), shown above the form.
-    pub problem: Option<String>,
+    pub(crate) problem: Option<String>,
 }
 
 /// The form's fields in page order with their labels: the error summary lists problems in
@@ -49,19 +49,19 @@ const FIELDS: [(&str, &str); 9] = [
 ];
 
 /// One entry of the error summary: a link to the field and what is wrong with it.
-pub struct SummaryEntry {
-    pub field: &'static str,
-    pub label: &'static str,
-    pub message: String,
+pub(crate) struct SummaryEntry {
+    pub(crate) field: &'static str,
+    pub(crate) label: &'static str,
+    pub(crate) message: String,
 }
 
 impl CheckoutPage {
-    pub fn error(&self, field: &str) -> Option<&String> {
+    pub(crate) fn error(&self, field: &str) -> Option<&String> {
         self.errors.get(field)
     }
 
     /// The fields to correct, in page order, for the summary at the top of the form.
-    pub fn error_summary(&self) -> Vec<SummaryEntry> {
+    pub(crate) fn error_summary(&self) -> Vec<SummaryEntry> {
         FIELDS
             .iter()
             .filter_map(|(field, label)| {
@@ -75,21 +75,21 @@ impl CheckoutPage {
     }
 
     /// The country list for the select.
-    pub fn countries(&self) -> &'static [&'static str] {
+    pub(crate) fn countries(&self) -> &'static [&'static str] {
         checkout::countries::COUNTRIES
     }
 
     /// Whether `country` is the one the form holds.
-    pub fn is_country(&self, country: &&str) -> bool {
+    pub(crate) fn is_country(&self, country: &&str) -> bool {
         self.form.country.trim().eq_ignore_ascii_case(country)
     }
 }
 
 #[derive(Template)]
 #[template(path = "checkout/order.html")]
-pub struct OrderPage {
-    pub layout: Layout,
-    pub order: Order,
+pub(crate) struct OrderPage {
+    pub(crate) layout: Layout,
+    pub(crate) order: Order,
 }
 
 /// Where the session's cart stands as checkout sees it.
@@ -149,7 +149,7 @@ fn elsewhere(session: &Session, state: CartState) -> HttpResponse {
 /// What the checkout form starts with for a visitor: a signed-in customer's email and default
 /// address. The accounts area (above checkout) provides it; start-up registers it as app data
 /// (`web::Data<dyn CheckoutPrefill>`), so checkout does not know about accounts.
-pub trait CheckoutPrefill: Send + Sync {
+pub(crate) trait CheckoutPrefill: Send + Sync {
     /// The form to start from, or `None` for the empty one. A failure to read is logged and
     /// treated as `None`: a guest's empty form is always a usable answer.
     fn prefill<'a>(
@@ -160,7 +160,7 @@ pub trait CheckoutPrefill: Send + Sync {
 }
 
 /// `GET /checkout`
-pub async fn show(
+pub(crate) async fn show(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
@@ -188,7 +188,7 @@ pub async fn show(
 }
 
 /// `POST /checkout`
-pub async fn submit(
+pub(crate) async fn submit(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,
@@ -260,7 +260,7 @@ pub async fn submit(
             );
             Ok(see_other("/cart"))
         }
-        CheckoutOutcome::NotActive(_) => {
+        CheckoutOutcome::NotActive => {
             cart::forget_in_session(&session);
             flash::push(&session, Level::Info, EXPIRED_NOTICE);
             Ok(see_other("/cart"))
@@ -307,7 +307,7 @@ fn placed(session: &Session, order: &Order) -> HttpResponse {
 }
 
 /// Let this session see `number` from now on (the order lookup found it for them).
-pub fn remember_order(session: &Session, number: &OrderNumber) {
+pub(crate) fn remember_order(session: &Session, number: &OrderNumber) {
     let mut mine: Vec<String> = session
         .get(SESSION_ORDERS)
         .ok()
@@ -335,7 +335,7 @@ fn show_empty_cart_after(session: &Session, order: &Order) {
 
 /// `GET /orders/{number}`: only for the session that placed it (others get 404, so order
 /// numbers reveal nothing).
-pub async fn order(
+pub(crate) async fn order(
     req: HttpRequest,
     session: Session,
     state: web::Data<AppState>,

@@ -41,7 +41,7 @@ pub enum PaymentState {
 }
 
 impl PaymentState {
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             PaymentState::Started => "started",
             PaymentState::Charged => "charged",
@@ -65,16 +65,16 @@ impl PaymentState {
 pub struct PaymentRecord {
     /// The gateway's idempotency key: the cart id.
     #[serde(rename = "_id")]
-    pub key: String,
-    pub cart_id: CartId,
+    pub(crate) key: String,
+    pub(crate) cart_id: CartId,
     pub state: PaymentState,
-    pub gateway: String,
+    pub(crate) gateway: String,
     /// As charged.
     pub amount: Money,
     pub last4: String,
-    pub email: String,
-    pub name: String,
-    pub address: Address,
+    pub(crate) email: String,
+    pub(crate) name: String,
+    pub(crate) address: Address,
     pub started: DateTime,
     pub updated: DateTime,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -84,9 +84,9 @@ pub struct PaymentRecord {
     pub order: Option<String>,
     /// Which instance's recovery is settling this attempt, until when (see [`claim`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claimed_by: Option<String>,
+    pub(crate) claimed_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claimed_until: Option<DateTime>,
+    pub(crate) claimed_until: Option<DateTime>,
 }
 
 impl PaymentRecord {
@@ -113,7 +113,7 @@ impl PaymentRecord {
     }
 
     /// What the order records about the payment, once `charge` went through.
-    pub fn payment(&self, charge: &Charge) -> Payment {
+    pub(crate) fn payment(&self, charge: &Charge) -> Payment {
         Payment {
             gateway: self.gateway.clone(),
             reference: charge.reference.clone(),
@@ -145,7 +145,7 @@ pub async fn start(db: &Db, record: &PaymentRecord) -> Result<(), DbError> {
 
 /// Move the attempt `key` from one of `from` to `to`, setting `extra` fields too. False when it
 /// was in none of `from` (already moved on).
-pub async fn advance(
+pub(crate) async fn advance(
     db: &Db,
     key: &str,
     from: &[PaymentState],
@@ -226,7 +226,11 @@ pub fn touched_after_query(limit: DateTime) -> Document {
 /// Give every unfinished attempt last touched after `limit` the stamp `now` (see
 /// `jobs::bound_future_stamps`), so recovery's "interrupted this long ago" counts from now
 /// rather than from a time the clock has not reached again. Returns how many changed.
-pub async fn bound_future_stamps(db: &Db, limit: DateTime, now: DateTime) -> Result<u64, DbError> {
+pub(crate) async fn bound_future_stamps(
+    db: &Db,
+    limit: DateTime,
+    now: DateTime,
+) -> Result<u64, DbError> {
     let changed = collection(db)
         .update_many(
             touched_after_query(limit),
@@ -237,7 +241,10 @@ pub async fn bound_future_stamps(db: &Db, limit: DateTime, now: DateTime) -> Res
 }
 
 /// Attempts started or charged but not ordered, last touched before `before`.
-pub async fn unfinished_before(db: &Db, before: DateTime) -> Result<Vec<PaymentRecord>, DbError> {
+pub(crate) async fn unfinished_before(
+    db: &Db,
+    before: DateTime,
+) -> Result<Vec<PaymentRecord>, DbError> {
     Ok(collection(db)
         .find(unfinished_query(before))
         .await?

@@ -23,17 +23,14 @@ pub const ACCOUNTS: &str = "accounts";
 
 /// The signed-in commenter as the comment forms need them.
 #[derive(Debug, Clone, Deserialize)]
-pub struct Commenter {
+pub(crate) struct Commenter {
     #[serde(rename = "_id")]
-    pub id: ObjectId,
-    /// [`names::comparison_key`] of the account's display name, when it chose one.
-    #[serde(default)]
-    pub display_key: Option<String>,
+    pub(crate) id: ObjectId,
 }
 
 /// The account this session is signed in as — `None` when signed out, or when the account is
 /// gone or signed out everywhere since (its epoch moved on).
-pub async fn signed_in(session: &Session, db: &Db) -> Result<Option<Commenter>, DbError> {
+pub(crate) async fn signed_in(session: &Session, db: &Db) -> Result<Option<Commenter>, DbError> {
     let Some(id) = session
         .get::<String>(ACCOUNT_KEY)
         .ok()
@@ -48,12 +45,12 @@ pub async fn signed_in(session: &Session, db: &Db) -> Result<Option<Commenter>, 
     Ok(db
         .collection::<Commenter>(ACCOUNTS)
         .find_one(doc! { "_id": id, "sessions_epoch": epoch })
-        .projection(doc! { "_id": 1, "display_key": 1 })
+        .projection(doc! { "_id": 1 })
         .await?)
 }
 
 /// The account whose display name `name` is (compared as [`names::comparison_key`]), if any.
-pub async fn owner_of(db: &Db, name: &str) -> Result<Option<ObjectId>, DbError> {
+pub(crate) async fn owner_of(db: &Db, name: &str) -> Result<Option<ObjectId>, DbError> {
     let key = names::comparison_key(name);
     if key.is_empty() {
         return Ok(None);
@@ -61,7 +58,7 @@ pub async fn owner_of(db: &Db, name: &str) -> Result<Option<ObjectId>, DbError> 
     Ok(db
         .collection::<Commenter>(ACCOUNTS)
         .find_one(doc! { "display_key": key })
-        .projection(doc! { "_id": 1, "display_key": 1 })
+        .projection(doc! { "_id": 1 })
         .await?
         .map(|c| c.id))
 }

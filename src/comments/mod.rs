@@ -9,14 +9,14 @@
 
 pub mod identity;
 pub mod names;
-pub mod notify;
-pub mod pages;
+pub(crate) mod notify;
+pub(crate) mod pages;
 pub mod policy;
-pub mod rate_limit;
+pub(crate) mod rate_limit;
 pub mod slugs;
 pub mod store;
-pub mod text;
-pub mod thread;
+pub(crate) mod text;
+pub(crate) mod thread;
 
 use bson::oid::ObjectId;
 use bson::DateTime;
@@ -38,7 +38,7 @@ pub enum DiscussionKind {
 }
 
 impl DiscussionKind {
-    pub const ALL: [DiscussionKind; 2] = [DiscussionKind::Product, DiscussionKind::Node];
+    pub(crate) const ALL: [DiscussionKind; 2] = [DiscussionKind::Product, DiscussionKind::Node];
 
     /// The collection of the discussed documents. Named here rather than taken from the
     /// catalog and content areas, which sit above comments and embed its threads (their tests
@@ -52,7 +52,7 @@ impl DiscussionKind {
 
     /// `(collection, field path)` of the number of visible comments on the discussion's own
     /// document, which listings show without counting comments.
-    pub fn counter(&self) -> (&'static str, &'static str) {
+    pub(crate) fn counter(&self) -> (&'static str, &'static str) {
         match self {
             DiscussionKind::Product => (self.collection(), "comment_count"),
             DiscussionKind::Node => (self.collection(), "metadata.comment_count"),
@@ -61,7 +61,7 @@ impl DiscussionKind {
 
     /// The field path of the owner's "comments closed" flag on the discussed document (set from
     /// Admin → Comments; missing reads as open).
-    pub fn closed_field(&self) -> &'static str {
+    pub(crate) fn closed_field(&self) -> &'static str {
         match self {
             DiscussionKind::Product => "comments_closed",
             DiscussionKind::Node => "metadata.comments_closed",
@@ -73,23 +73,23 @@ impl DiscussionKind {
 #[derive(Debug, Clone)]
 pub struct Discussion {
     pub id: ObjectId,
-    pub kind: DiscussionKind,
+    pub(crate) kind: DiscussionKind,
     /// What the discussion is about, for headings ("Comments on …").
-    pub title: String,
+    pub(crate) title: String,
     /// The discussion page's own URL (`/products/blue-train`); comments live under
     /// `{base_url}/comments`.
-    pub base_url: String,
+    pub(crate) base_url: String,
     /// Closed by the owner (Admin → Comments): no new comments or replies.
-    pub closed: bool,
+    pub(crate) closed: bool,
     /// When the discussion started (a node's publication, a product's creation): with
     /// `comments.close_after_days` it closes that many days later. `None`: never by age.
-    pub opened: Option<DateTime>,
+    pub(crate) opened: Option<DateTime>,
 }
 
 impl Discussion {
     /// Whether new comments and replies are taken at `now`: not closed by the owner, and
     /// (when `close_after_days` is not 0) started less than that many days ago.
-    pub fn is_open(&self, now: DateTime, close_after_days: u32) -> bool {
+    pub(crate) fn is_open(&self, now: DateTime, close_after_days: u32) -> bool {
         if self.closed {
             return false;
         }
@@ -103,12 +103,12 @@ impl Discussion {
     }
 
     /// Where a new top-level comment is posted.
-    pub fn comments_url(&self) -> String {
+    pub(crate) fn comments_url(&self) -> String {
         format!("{}/comments", self.base_url)
     }
 
     /// A comment's permalink, which is also where a reply to it is posted.
-    pub fn comment_url(&self, slug: &str) -> String {
+    pub(crate) fn comment_url(&self, slug: &str) -> String {
         format!("{}/comments/{slug}", self.base_url)
     }
 }
@@ -129,7 +129,7 @@ pub enum CommentStatus {
 }
 
 impl CommentStatus {
-    pub const ALL: [CommentStatus; 5] = [
+    pub(crate) const ALL: [CommentStatus; 5] = [
         CommentStatus::Pending,
         CommentStatus::Visible,
         CommentStatus::Hidden,
@@ -137,7 +137,7 @@ impl CommentStatus {
         CommentStatus::Deleted,
     ];
 
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             CommentStatus::Visible => "visible",
             CommentStatus::Pending => "pending",
@@ -147,7 +147,7 @@ impl CommentStatus {
         }
     }
 
-    pub fn parse(s: &str) -> Option<CommentStatus> {
+    pub(crate) fn parse(s: &str) -> Option<CommentStatus> {
         CommentStatus::ALL.into_iter().find(|c| c.as_str() == s)
     }
 }
@@ -203,12 +203,12 @@ pub struct Comment {
 
 impl Comment {
     /// 0 for a top-level comment.
-    pub fn depth(&self) -> usize {
+    pub(crate) fn depth(&self) -> usize {
         self.slug.matches('/').count()
     }
 
     /// The permalink of the top-level comment of this comment's thread.
-    pub fn thread_slug(&self) -> &str {
+    pub(crate) fn thread_slug(&self) -> &str {
         self.slug.split('/').next().unwrap_or(&self.slug)
     }
 
@@ -219,7 +219,7 @@ impl Comment {
     }
 
     /// `22 November 2026, 20:30 UTC`, in the site's time zone.
-    pub fn posted_display(&self) -> String {
+    pub(crate) fn posted_display(&self) -> String {
         let zone = crate::db::site::time_zone();
         format!(
             "{} {}",

@@ -27,14 +27,14 @@ const RESERVED: &[&str] = &[
 /// Characters that change the direction of the text around them: the embeddings and overrides
 /// (U+202A–U+202E), the isolates (U+2066–U+2069) and the direction marks (U+200E, U+200F,
 /// U+061C).
-pub fn is_bidi_control(c: char) -> bool {
+pub(crate) fn is_bidi_control(c: char) -> bool {
     matches!(c, '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// Characters that show nothing (or nothing but a blank) and so let two names that look the
 /// same differ: zero-width spaces and joiners, the soft hyphen, word joiners and invisible
 /// operators, fillers, variation selectors, the byte-order mark, tag characters.
-pub fn is_invisible(c: char) -> bool {
+pub(crate) fn is_invisible(c: char) -> bool {
     matches!(
         c,
         '\u{00AD}'
@@ -60,7 +60,7 @@ pub fn is_invisible(c: char) -> bool {
 /// `text` with at most [`MAX_MARKS_PER_BASE`] combining marks after each base character (and
 /// none at the very start, where they would stack on whatever precedes the text on the page).
 /// Composed first (NFC), so an accent that has a precomposed letter does not count as a mark.
-pub fn cap_combining_marks(text: &str) -> String {
+pub(crate) fn cap_combining_marks(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut marks = MAX_MARKS_PER_BASE;
     for c in text.nfc() {
@@ -79,7 +79,7 @@ pub fn cap_combining_marks(text: &str) -> String {
 
 /// A name as it is stored and shown: without direction controls or invisible characters, every
 /// kind of space as one plain space, trimmed, with combining marks capped, composed (NFC).
-pub fn clean_name(raw: &str) -> String {
+pub(crate) fn clean_name(raw: &str) -> String {
     let mut spaced = String::with_capacity(raw.len());
     let mut last_space = true;
     for c in raw.chars() {
@@ -113,7 +113,7 @@ pub fn comparison_key(name: &str) -> String {
 /// Whether `name` is one only the shop's staff may sign with: one of the fixed names, the
 /// shop's name `shop_name`, or "\<shop\> team" / "the \<shop\> team" / "\<shop\> staff", in any
 /// lookalike spelling.
-pub fn is_reserved(name: &str, shop_name: &str) -> bool {
+pub(crate) fn is_reserved(name: &str, shop_name: &str) -> bool {
     let key = comparison_key(name);
     if key.is_empty() {
         return false;

@@ -21,14 +21,14 @@ use crate::web::layout::{html_response, Layout};
 
 /// Where unsubscribe links live (`{PREFIX}{comment id}/{signature}`): the path the CSRF check
 /// leaves to the signature.
-pub const UNSUBSCRIBE_PREFIX: &str = crate::web::csrf::SIGNED_LINK_PREFIX;
+pub(crate) const UNSUBSCRIBE_PREFIX: &str = crate::web::csrf::SIGNED_LINK_PREFIX;
 
 fn subject_of(id: ObjectId) -> String {
     format!("unsubscribe/{}", id.to_hex())
 }
 
 /// The signed unsubscribe path for replies to comment `id`.
-pub async fn unsubscribe_path(db: &Db, id: ObjectId) -> Result<String, DbError> {
+pub(crate) async fn unsubscribe_path(db: &Db, id: ObjectId) -> Result<String, DbError> {
     let key = signing::key(db).await?;
     Ok(format!(
         "{UNSUBSCRIBE_PREFIX}{}/{}",
@@ -62,7 +62,7 @@ struct ReplyHtml<'a> {
 
 /// Queue the notification of `reply` to `parent`'s author, when they asked for one (and did not
 /// write the reply themselves). Returns whether a message was queued.
-pub async fn queue_reply_notification(
+pub(crate) async fn queue_reply_notification(
     db: &Db,
     discussion: &Discussion,
     parent: &Comment,
@@ -166,7 +166,7 @@ async fn page(
 
 /// `GET /comments/unsubscribe/{id}/{signature}`: asks to confirm (a GET changes nothing: link
 /// scanners follow links).
-pub async fn confirm(
+pub(crate) async fn confirm(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -178,7 +178,7 @@ pub async fn confirm(
 
 /// `POST /comments/unsubscribe/{id}/{signature}`: the one-click unsubscribe (RFC 8058) and the
 /// confirmation page's button. Repeating it is harmless.
-pub async fn unsubscribe(
+pub(crate) async fn unsubscribe(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,

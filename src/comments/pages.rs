@@ -21,31 +21,31 @@ use crate::web::layout::{html_response, Layout};
 use crate::web::see_other;
 
 /// Longest commenter name accepted, in characters.
-pub const MAX_NAME_CHARS: usize = 80;
+pub(crate) const MAX_NAME_CHARS: usize = 80;
 
 /// What the comment and reply forms send.
 #[derive(Debug, Deserialize)]
 pub struct CommentInput {
     #[serde(default)]
-    pub name: String,
+    pub(crate) name: String,
     #[serde(default)]
-    pub text: String,
+    pub(crate) text: String,
     /// Optional; never shown, kept only to send reply notifications.
     #[serde(default)]
-    pub email: String,
+    pub(crate) email: String,
     /// "yes" when the commenter asked to be emailed about replies.
     #[serde(default)]
-    pub notify: String,
+    pub(crate) notify: String,
     /// "yes" to keep the name and email (in the encrypted session cookie) for the next comment.
     #[serde(default)]
-    pub remember: String,
+    pub(crate) remember: String,
     /// The honeypot: hidden from people, filled in by naive spam robots.
     #[serde(default)]
-    pub website: String,
+    pub(crate) website: String,
 }
 
 /// The outcome of a submit.
-pub enum Submitted {
+pub(crate) enum Submitted {
     /// Stored: where to send the browser.
     Posted(HttpResponse),
     /// Not stored: show the form again with this state and status.
@@ -111,7 +111,7 @@ fn client_address(req: &HttpRequest) -> IpAddr {
 /// Check and store a comment on `discussion` — a reply when `parent_slug` is given. Spam checks
 /// and form errors come back as [`Submitted::Refused`] with the text kept, never as an error
 /// page; after a post the browser goes to the comment's place, under its parent.
-pub async fn submit(
+pub(crate) async fn submit(
     req: &HttpRequest,
     state: &AppState,
     comment_rate: &CommentRateLimit,
@@ -300,14 +300,14 @@ async fn posted_location(
 
 #[derive(Template)]
 #[template(path = "comments/permalink.html")]
-pub struct PermalinkPage {
-    pub layout: Layout,
-    pub thread: ThreadView,
+pub(crate) struct PermalinkPage {
+    pub(crate) layout: Layout,
+    pub(crate) thread: ThreadView,
 }
 
 /// `GET {discussion}/comments/{slug}`: the comment and its sub-thread; 404 for a malformed slug
 /// or one that names no comment a reader may see.
-pub async fn permalink(
+pub(crate) async fn permalink(
     req: &HttpRequest,
     state: &AppState,
     discussion: Discussion,
@@ -340,7 +340,7 @@ fn render_permalink(
 
 /// `POST {discussion}/comments/{slug}`: a reply. A refused reply shows the parent's permalink
 /// page with the reply form open and filled in.
-pub async fn reply(
+pub(crate) async fn reply(
     req: &HttpRequest,
     state: &AppState,
     comment_rate: &CommentRateLimit,

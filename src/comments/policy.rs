@@ -11,14 +11,14 @@ use crate::db::{Db, DbError};
 
 /// Why a comment is held.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Hold {
+pub(crate) enum Hold {
     FirstTime,
     Links(usize),
     Blocklisted,
 }
 
 /// Web addresses in `text`: words holding `://` or starting with `www.`.
-pub fn count_links(text: &str) -> usize {
+pub(crate) fn count_links(text: &str) -> usize {
     text.split_whitespace()
         .filter(|w| {
             let w = w.to_ascii_lowercase();
@@ -31,7 +31,7 @@ pub fn count_links(text: &str) -> usize {
 
 /// The blocklist entries (comma- or line-separated, case-insensitive) found in the name, email or
 /// text.
-pub fn blocklisted(blocklist: &str, new: &NewComment) -> bool {
+pub(crate) fn blocklisted(blocklist: &str, new: &NewComment) -> bool {
     let haystack = format!(
         "{}\n{}\n{}",
         new.name,
@@ -56,7 +56,7 @@ pub fn known_commenter_query(new: &NewComment) -> Document {
 }
 
 /// Whether `new` must wait for approval, and why; `None` when it may go live.
-pub async fn hold(
+pub(crate) async fn hold(
     db: &Db,
     settings: &CommentSettings,
     new: &NewComment,

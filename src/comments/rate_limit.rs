@@ -17,20 +17,20 @@ pub struct CommentRateLimit {
 
 impl CommentRateLimit {
     /// `per_minute` of 0 turns the limit off.
-    pub fn new(per_minute: u32) -> CommentRateLimit {
+    pub(crate) fn new(per_minute: u32) -> CommentRateLimit {
         CommentRateLimit {
             per_minute,
             recent: Mutex::new(HashMap::new()),
         }
     }
 
-    pub fn per_minute(&self) -> u32 {
+    pub(crate) fn per_minute(&self) -> u32 {
         self.per_minute
     }
 
     /// Count one comment from `client` now; false (and nothing counted) when the address
     /// already posted its allowance in the last minute.
-    pub fn try_acquire(&self, client: IpAddr) -> bool {
+    pub(crate) fn try_acquire(&self, client: IpAddr) -> bool {
         self.try_acquire_at(client, Instant::now())
     }
 
@@ -62,7 +62,7 @@ impl CommentRateLimit {
 
     /// Give back a counted comment that was not stored after all (a form error after the
     /// check), so a visitor fixing a typo is not locked out.
-    pub fn release(&self, client: IpAddr) {
+    pub(crate) fn release(&self, client: IpAddr) {
         let mut recent = self.recent.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(times) = recent.get_mut(&client) {
             times.pop_back();

@@ -19,17 +19,17 @@ const PART_LEN: usize = 4;
 
 /// The deepest permalink accepted: far beyond any real thread, it only bounds the work a crafted
 /// address can ask for.
-pub const MAX_DEPTH: usize = 500;
+pub(crate) const MAX_DEPTH: usize = 500;
 
 /// A fresh random part, e.g. `8bda`.
-pub fn random_part() -> String {
+pub(crate) fn random_part() -> String {
     let n: u16 = rand::thread_rng().gen();
     format!("{n:0width$x}", width = PART_LEN)
 }
 
 /// The next part for a comment in `discussion`: a scripted one when a test queued some, else
 /// random.
-pub fn next_part(discussion: ObjectId) -> String {
+pub(crate) fn next_part(discussion: ObjectId) -> String {
     scripted(discussion).unwrap_or_else(random_part)
 }
 
@@ -47,14 +47,14 @@ pub fn stamp(posted: DateTime) -> String {
 const STAMP_FORMAT: &str = "%Y.%m.%d.%H.%M.%S%.3f";
 
 /// The time a stamp written by [`stamp`] stands for; `None` for anything else.
-pub fn parse_stamp(stamp: &str) -> Option<DateTime> {
+pub(crate) fn parse_stamp(stamp: &str) -> Option<DateTime> {
     let naive = chrono::NaiveDateTime::parse_from_str(stamp, STAMP_FORMAT).ok()?;
     Some(DateTime::from_chrono(naive.and_utc()))
 }
 
 /// The stamp of the first level of `timed` (`stamp:part/stamp:part…`, a full slug or what
 /// follows a parent's full slug): the time that orders that comment among its siblings.
-pub fn leading_stamp(timed: &str) -> Option<DateTime> {
+pub(crate) fn leading_stamp(timed: &str) -> Option<DateTime> {
     let first = timed.split('/').next()?;
     let (stamp, _part) = first.split_once(':')?;
     parse_stamp(stamp)
@@ -65,7 +65,7 @@ pub fn leading_stamp(timed: &str) -> Option<DateTime> {
 /// instance whose clock runs behind another's). Two posts reading the same sibling at once may
 /// get the same stamp; their random parts then order them, as for any two posts in one
 /// millisecond.
-pub fn next_stamp(now: DateTime, latest: Option<DateTime>) -> DateTime {
+pub(crate) fn next_stamp(now: DateTime, latest: Option<DateTime>) -> DateTime {
     match latest {
         Some(latest) if latest.timestamp_millis() >= now.timestamp_millis() => {
             DateTime::from_millis(latest.timestamp_millis().saturating_add(1))

@@ -45,7 +45,7 @@ pub fn indexes() -> Vec<IndexModel> {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum PostError {
+pub(crate) enum PostError {
     /// The comment replied to is not (or no longer) open for replies.
     #[error("the comment replied to is gone")]
     ParentGone,
@@ -81,7 +81,7 @@ pub async fn adjust_count(
 
 /// Like [`adjust_count`] when only the discussion's id is at hand (moderation): the counter of
 /// whichever kind of document has that id. ObjectIds are unique across collections.
-pub async fn adjust_count_by_id(
+pub(crate) async fn adjust_count_by_id(
     db: &Db,
     discussion_id: ObjectId,
     delta: i64,
@@ -167,7 +167,7 @@ pub struct NewComment {
 /// The full slug's stamp is [`slugs::next_stamp`] of now and the latest sibling's stamp, read
 /// just before the insert: thread order is posting order even after the clock stepped back.
 /// `posted` keeps the clock's reading (what the page shows as the time).
-pub async fn post(
+pub(crate) async fn post(
     db: &Db,
     discussion: &Discussion,
     parent: Option<&Comment>,
@@ -250,7 +250,7 @@ pub fn up_to_query(discussion_id: ObjectId, full_slug: &str) -> Document {
 /// Whether the comment with `full_slug` is on the first page of its discussion (pages of
 /// `page_size` comments of any status, as [`crate::comments::thread::page`] reads them). Counts
 /// at most `page_size + 1` index entries.
-pub async fn on_first_page(
+pub(crate) async fn on_first_page(
     db: &Db,
     discussion_id: ObjectId,
     full_slug: &str,
@@ -289,7 +289,7 @@ pub fn below(discussion_id: ObjectId, full_slug: &str) -> Document {
 /// Up to `limit` comments of `filter` in thread order, starting after `after` (a full slug)
 /// when given: a range on the index rather than a skip, so a deep page costs what the first
 /// one does.
-pub async fn in_thread_order(
+pub(crate) async fn in_thread_order(
     db: &Db,
     mut filter: Document,
     after: Option<&str>,
@@ -317,7 +317,7 @@ pub async fn in_thread_order(
 
 /// Up to `limit` comments of a discussion just before `before` in thread order, returned in
 /// thread order (the "previous page").
-pub async fn before_in_thread_order(
+pub(crate) async fn before_in_thread_order(
     db: &Db,
     discussion_id: ObjectId,
     before: &str,
@@ -335,7 +335,7 @@ pub async fn before_in_thread_order(
 }
 
 /// True when any comment replies to the comment with `full_slug` (at any depth).
-pub async fn has_replies(
+pub(crate) async fn has_replies(
     db: &Db,
     discussion_id: ObjectId,
     full_slug: &str,
@@ -359,7 +359,7 @@ fn list_filter(status: Option<CommentStatus>, discussion_id: Option<ObjectId>) -
 }
 
 /// The newest comments, across discussions or in one, of one status or all (moderation).
-pub async fn newest(
+pub(crate) async fn newest(
     db: &Db,
     status: Option<CommentStatus>,
     discussion_id: Option<ObjectId>,
@@ -377,11 +377,11 @@ pub async fn newest(
 
 /// Comments a moderation search reads at most: the newest of the status (and discussion), by the
 /// same index as [`newest`], so a search costs a bounded scan however many comments there are.
-pub const SEARCH_SCAN: i64 = 5_000;
+pub(crate) const SEARCH_SCAN: i64 = 5_000;
 
 /// The newest comments (as [`newest`] filters them) whose author's name or text contains
 /// `needle` (ignoring case), up to `limit`, found among the newest [`SEARCH_SCAN`].
-pub async fn search_newest(
+pub(crate) async fn search_newest(
     db: &Db,
     status: Option<CommentStatus>,
     discussion_id: Option<ObjectId>,
@@ -411,7 +411,7 @@ pub async fn search_newest(
 
 /// What a moderation action did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Moderated {
+pub(crate) enum Moderated {
     Done,
     /// The comment was already in the requested state (or gone).
     Unchanged,
@@ -445,7 +445,7 @@ async fn change_status(
     Ok(before)
 }
 
-pub async fn hide(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
+pub(crate) async fn hide(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
     let changed = change_status(db, id, CommentStatus::Visible, CommentStatus::Hidden).await?;
     Ok(if changed.is_some() {
         Moderated::Done
@@ -455,12 +455,12 @@ pub async fn hide(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
 }
 
 /// Approve a held comment: it goes live (and is counted). Returns the comment as it was.
-pub async fn approve(db: &Db, id: ObjectId) -> Result<Option<Comment>, DbError> {
+pub(crate) async fn approve(db: &Db, id: ObjectId) -> Result<Option<Comment>, DbError> {
     change_status(db, id, CommentStatus::Pending, CommentStatus::Visible).await
 }
 
 /// Mark a held, visible or hidden comment as spam: never shown again.
-pub async fn mark_spam(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
+pub(crate) async fn mark_spam(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
     for from in [
         CommentStatus::Pending,
         CommentStatus::Visible,
@@ -476,7 +476,7 @@ pub async fn mark_spam(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
     Ok(Moderated::Unchanged)
 }
 
-pub async fn unhide(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
+pub(crate) async fn unhide(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
     let changed = change_status(db, id, CommentStatus::Hidden, CommentStatus::Visible).await?;
     Ok(if changed.is_some() {
         Moderated::Done
@@ -489,7 +489,7 @@ pub async fn unhide(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
 /// write (so two moderators clicking at once delete, and uncount, once). Readers see it as
 /// hidden ("\[deleted\]" while replies hang from it); its text is kept so [`restore`] can bring it
 /// back until [`purge_deleted`] wipes it after `comments.restore_days`.
-pub async fn delete(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
+pub(crate) async fn delete(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
     let now = db.now();
     for from in [
         CommentStatus::Visible,
@@ -518,7 +518,11 @@ pub async fn delete(db: &Db, id: ObjectId) -> Result<Moderated, DbError> {
 }
 
 /// The newest `limit` comments posted by `account` (signed in), any status but deleted.
-pub async fn by_account(db: &Db, account: ObjectId, limit: i64) -> Result<Vec<Comment>, DbError> {
+pub(crate) async fn by_account(
+    db: &Db,
+    account: ObjectId,
+    limit: i64,
+) -> Result<Vec<Comment>, DbError> {
     Ok(collection(db)
         .find(doc! { "account_id": account, "status": { "$ne": CommentStatus::Deleted.as_str() } })
         .sort(doc! { "account_id": 1, "posted": -1 })
@@ -531,7 +535,7 @@ pub async fn by_account(db: &Db, account: ObjectId, limit: i64) -> Result<Vec<Co
 /// Replace the text of `account`'s comment `id` if it was posted at or after `not_before` and
 /// is visible or pending: one conditional update, so a late or someone else's edit changes
 /// nothing. False when nothing matched.
-pub async fn edit_own(
+pub(crate) async fn edit_own(
     db: &Db,
     id: ObjectId,
     account: ObjectId,
@@ -565,7 +569,11 @@ fn restore_cutoff(db: &Db, restore_days: u32) -> DateTime {
 /// Undo a [`delete`] made less than `restore_days` ago: the comment gets back the status it had
 /// (and is counted again if that was visible). Conditional on the comment still being deleted
 /// from that status within the period, so a double click or a racing purge changes nothing.
-pub async fn restore(db: &Db, id: ObjectId, restore_days: u32) -> Result<Moderated, DbError> {
+pub(crate) async fn restore(
+    db: &Db,
+    id: ObjectId,
+    restore_days: u32,
+) -> Result<Moderated, DbError> {
     let Some(comment) = by_id(db, id).await? else {
         return Ok(Moderated::Unchanged);
     };
@@ -662,14 +670,14 @@ async fn remove_if_unanswered(db: &Db, mut comment: Comment) -> Result<(), DbErr
 /// Where a discussion is, for links from moderation screens.
 #[derive(Debug, Clone)]
 pub struct DiscussionLink {
-    pub title: String,
+    pub(crate) title: String,
     pub base_url: String,
-    pub kind: DiscussionKind,
+    pub(crate) kind: DiscussionKind,
 }
 
 impl DiscussionLink {
     /// The discussion as a page builds it, for posting into it from elsewhere (the admin).
-    pub fn discussion(&self, id: ObjectId) -> Discussion {
+    pub(crate) fn discussion(&self, id: ObjectId) -> Discussion {
         Discussion {
             id,
             kind: self.kind,
@@ -684,7 +692,7 @@ impl DiscussionLink {
 
 /// Whether the owner closed discussion `id` to new comments: `None` when no product or node has
 /// that id. Found by `_id`, products first.
-pub async fn closed_by_owner(db: &Db, id: ObjectId) -> Result<Option<bool>, DbError> {
+pub(crate) async fn closed_by_owner(db: &Db, id: ObjectId) -> Result<Option<bool>, DbError> {
     for kind in DiscussionKind::ALL {
         let found = db
             .collection::<Document>(kind.collection())
@@ -706,7 +714,7 @@ pub async fn closed_by_owner(db: &Db, id: ObjectId) -> Result<Option<bool>, DbEr
 
 /// Close (or reopen) discussion `id` to new comments: one write by `_id` per kind until one
 /// matches; `false` when no product or node has that id.
-pub async fn set_closed(db: &Db, id: ObjectId, closed: bool) -> Result<bool, DbError> {
+pub(crate) async fn set_closed(db: &Db, id: ObjectId, closed: bool) -> Result<bool, DbError> {
     for kind in DiscussionKind::ALL {
         let result = db
             .collection::<Document>(kind.collection())
@@ -788,7 +796,7 @@ pub async fn discussion_links(
 
 /// How many comments have `status` (all when `None`), in one discussion or all, for the
 /// moderation list's heading.
-pub async fn count(
+pub(crate) async fn count(
     db: &Db,
     status: Option<CommentStatus>,
     discussion_id: Option<ObjectId>,

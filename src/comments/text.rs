@@ -32,7 +32,7 @@ fn next_url_start(text: &str, from: usize) -> Option<usize> {
 }
 
 /// The comment text as safe HTML.
-pub fn render(text: &str) -> String {
+pub(crate) fn render(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + text.len() / 8);
     let mut pos = 0;
     let mut search = 0;

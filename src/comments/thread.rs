@@ -19,29 +19,29 @@ use crate::db::{Db, DbError};
 
 /// Replies deeper than this are drawn in the list of this level (each saying which comment it
 /// replies to): the thread keeps its depth, the page keeps its width.
-pub const MAX_INDENT: usize = 6;
+pub(crate) const MAX_INDENT: usize = 6;
 /// Longest `after`/`before` value taken from an address; a real full slug of a very deep reply
 /// fits easily, and anything longer matches nothing useful.
 const MAX_CURSOR_LEN: usize = 16 * 1024;
 
 /// What a comment form holds after a failed submit: the values typed, and what to fix.
 #[derive(Debug, Clone, Default)]
-pub struct CommentForm {
-    pub name: String,
-    pub email: String,
-    pub notify: bool,
+pub(crate) struct CommentForm {
+    pub(crate) name: String,
+    pub(crate) email: String,
+    pub(crate) notify: bool,
     /// "Remember me" ticked: the name and email are kept for the next comment.
-    pub remember: bool,
-    pub text: String,
-    pub name_error: Option<String>,
-    pub email_error: Option<String>,
-    pub text_error: Option<String>,
+    pub(crate) remember: bool,
+    pub(crate) text: String,
+    pub(crate) name_error: Option<String>,
+    pub(crate) email_error: Option<String>,
+    pub(crate) text_error: Option<String>,
     /// A message about the whole submit (spam checks, a vanished parent).
-    pub notice: Option<String>,
+    pub(crate) notice: Option<String>,
 }
 
 impl CommentForm {
-    pub fn has_errors(&self) -> bool {
+    pub(crate) fn has_errors(&self) -> bool {
         self.name_error.is_some()
             || self.email_error.is_some()
             || self.text_error.is_some()
@@ -50,27 +50,27 @@ impl CommentForm {
 }
 
 /// One comment as drawn.
-pub struct Entry {
-    pub comment: Comment,
+pub(crate) struct Entry {
+    pub(crate) comment: Comment,
     /// Depth below the top of what is shown (0 = top level, or the permalink's comment).
-    pub depth: usize,
+    pub(crate) depth: usize,
     /// How deep its `<li>` is nested in the page's lists (the depth, capped at [`MAX_INDENT`]).
-    pub level: usize,
+    pub(crate) level: usize,
     /// Markup closing the lists and items above this one that end before it, and opening the
     /// reply list of its parent when it is the first reply (fixed tags only).
-    pub before: String,
+    pub(crate) before: String,
     /// When it is not drawn inside the comment it replies to (past [`MAX_INDENT`], or its
     /// parent is on another page): `(name, permalink)` of that comment, for "replying to X".
-    pub replying_to: Option<(String, String)>,
+    pub(crate) replying_to: Option<(String, String)>,
     /// The escaped text as HTML (empty for a placeholder).
-    pub html: String,
+    pub(crate) html: String,
     /// "\[deleted\]" or "\[hidden\]" in place of a comment that is gone but has replies shown.
-    pub placeholder: Option<&'static str>,
+    pub(crate) placeholder: Option<&'static str>,
 }
 
 impl Entry {
     /// The CSS nesting step, capped at [`MAX_INDENT`].
-    pub fn indent(&self) -> usize {
+    pub(crate) fn indent(&self) -> usize {
         self.level
     }
 }
@@ -149,7 +149,7 @@ fn nest(entries: &mut [Entry], discussion: &Discussion) -> String {
 
 /// Where in a discussion a page starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PageAt {
+pub(crate) enum PageAt {
     First,
     /// The comments after this full slug.
     After(String),
@@ -159,7 +159,7 @@ pub enum PageAt {
 
 impl PageAt {
     /// From the page address's `after` / `before` parameters (anything unusable: the first page).
-    pub fn from_params(after: Option<&str>, before: Option<&str>) -> PageAt {
+    pub(crate) fn from_params(after: Option<&str>, before: Option<&str>) -> PageAt {
         let usable = |s: &&str| !s.is_empty() && s.len() <= MAX_CURSOR_LEN;
         match (after.filter(usable), before.filter(usable)) {
             (Some(a), _) => PageAt::After(a.to_string()),
@@ -171,42 +171,42 @@ impl PageAt {
 
 /// A page of a discussion, or a permalink's sub-thread, ready for `comments/_thread.html`.
 pub struct ThreadView {
-    pub discussion: Discussion,
+    pub(crate) discussion: Discussion,
     /// Visible comments in the whole discussion.
-    pub count: i64,
-    pub entries: Vec<Entry>,
+    pub(crate) count: i64,
+    pub(crate) entries: Vec<Entry>,
     /// On a permalink page: the comment it is for.
-    pub focus: Option<String>,
+    pub(crate) focus: Option<String>,
     /// Links to the neighbouring pages.
-    pub newer_url: Option<String>,
-    pub older_url: Option<String>,
+    pub(crate) newer_url: Option<String>,
+    pub(crate) older_url: Option<String>,
     /// When the page starts inside a thread: that thread's permalink.
-    pub thread_start_url: Option<String>,
+    pub(crate) thread_start_url: Option<String>,
     /// Markup closing the lists the last entry leaves open (see [`Entry::before`]).
-    pub closing: String,
+    pub(crate) closing: String,
     /// Whether new comments and replies are taken (the forms are shown).
-    pub open: bool,
+    pub(crate) open: bool,
     /// The new-comment form (discussion pages).
-    pub form: CommentForm,
+    pub(crate) form: CommentForm,
     /// A reply form to show open, filled in: `(parent slug, form)`.
-    pub reply: Option<(String, CommentForm)>,
+    pub(crate) reply: Option<(String, CommentForm)>,
     /// What every other reply form starts with: empty, or the remembered name and email.
-    pub blank: CommentForm,
+    pub(crate) blank: CommentForm,
 }
 
 /// The session key of the name and email a commenter asked to be remembered.
-pub const REMEMBERED_KEY: &str = "remembered_commenter";
+pub(crate) const REMEMBERED_KEY: &str = "remembered_commenter";
 
 /// The name and email kept by "remember me" (in the encrypted session cookie).
 #[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
-pub struct Remembered {
-    pub name: String,
-    pub email: String,
+pub(crate) struct Remembered {
+    pub(crate) name: String,
+    pub(crate) email: String,
 }
 
 impl ThreadView {
     /// Fill the name and email of the empty forms from "remember me", if the commenter asked.
-    pub fn prefill_remembered(&mut self, req: &actix_web::HttpRequest) {
+    pub(crate) fn prefill_remembered(&mut self, req: &actix_web::HttpRequest) {
         use actix_session::SessionExt;
         let Ok(Some(kept)) = req.get_session().get::<Remembered>(REMEMBERED_KEY) else {
             return;
@@ -224,19 +224,19 @@ impl ThreadView {
 
     /// Why a just-submitted comment or reply was refused, for a closed discussion, which shows
     /// no form to carry the message.
-    pub fn refused_notice(&self) -> Option<&str> {
+    pub(crate) fn refused_notice(&self) -> Option<&str> {
         self.form
             .notice
             .as_deref()
             .or_else(|| self.reply.as_ref().and_then(|(_, f)| f.notice.as_deref()))
     }
 
-    pub fn is_permalink(&self) -> bool {
+    pub(crate) fn is_permalink(&self) -> bool {
         self.focus.is_some()
     }
 
     /// The form state for a reply form under `slug`: the failed one, or empty.
-    pub fn reply_form(&self, slug: &str) -> Option<&CommentForm> {
+    pub(crate) fn reply_form(&self, slug: &str) -> Option<&CommentForm> {
         self.reply
             .as_ref()
             .filter(|(parent, _)| parent == slug)
@@ -244,11 +244,11 @@ impl ThreadView {
     }
 
     /// [`ThreadView::reply_form`], or the blank form.
-    pub fn reply_form_or_blank(&self, slug: &str) -> &CommentForm {
+    pub(crate) fn reply_form_or_blank(&self, slug: &str) -> &CommentForm {
         self.reply_form(slug).unwrap_or(&self.blank)
     }
 
-    pub fn comments_label(&self) -> String {
+    pub(crate) fn comments_label(&self) -> String {
         match self.count {
             1 => "1 comment".to_string(),
             n => format!("{n} comments"),
@@ -309,7 +309,7 @@ fn entries(comments: Vec<Comment>, next: Option<&str>, base_depth: usize) -> Vec
 }
 
 /// One page of a discussion's threads.
-pub async fn page(
+pub(crate) async fn page(
     db: &Db,
     discussion: Discussion,
     count: i64,
@@ -374,7 +374,7 @@ pub async fn page(
 }
 
 /// The first page of a discussion: what a discussion page calls.
-pub async fn first_page(
+pub(crate) async fn first_page(
     db: &Db,
     discussion: Discussion,
     count: i64,
@@ -386,7 +386,7 @@ pub async fn first_page(
 /// A permalink: the comment `slug` and its sub-thread (a page of it, continuing after `after`).
 /// `None` when the slug is malformed (checked before any query) or names no comment a reader
 /// may see.
-pub async fn sub_thread(
+pub(crate) async fn sub_thread(
     db: &Db,
     discussion: Discussion,
     count: i64,

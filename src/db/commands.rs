@@ -37,7 +37,7 @@ pub struct CommandLog {
 
 impl CommandLog {
     /// A log for a client that reports its commands (`log.database_commands`).
-    pub fn enabled() -> Arc<CommandLog> {
+    pub(crate) fn enabled() -> Arc<CommandLog> {
         let log = CommandLog::default();
         log.enabled.store(true, Ordering::Relaxed);
         Arc::new(log)
@@ -46,11 +46,6 @@ impl CommandLog {
     /// True when commands are counted at all.
     pub fn is_enabled(&self) -> bool {
         self.enabled.load(Ordering::Relaxed)
-    }
-
-    /// Commands sent since the client was created.
-    pub fn total(&self) -> u64 {
-        self.total.load(Ordering::Relaxed)
     }
 
     /// Start keeping each command (dropping any kept before); [`CommandLog::take`] returns them.
@@ -70,7 +65,7 @@ impl CommandLog {
 
     /// The driver's event handler feeding this log and, when metrics are kept, the database
     /// command metrics (`crate::metrics::db_command`).
-    pub fn handler(self: &Arc<Self>) -> EventHandler<CommandEvent> {
+    pub(crate) fn handler(self: &Arc<Self>) -> EventHandler<CommandEvent> {
         let log = Arc::clone(self);
         EventHandler::callback(move |event| match event {
             CommandEvent::Started(started) if log.is_enabled() => {

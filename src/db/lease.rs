@@ -25,11 +25,11 @@ use serde::{Deserialize, Serialize};
 
 use super::{is_duplicate_key, Db, DbError};
 
-pub const COLLECTION: &str = "leases";
+pub(crate) const COLLECTION: &str = "leases";
 
 /// This process's name in lease documents: the host name and a random id, fixed for the
 /// process's life, so two instances on one host differ and a log line says which one held it.
-pub fn this_instance() -> &'static str {
+pub(crate) fn this_instance() -> &'static str {
     static NAME: OnceLock<String> = OnceLock::new();
     NAME.get_or_init(|| {
         let host = std::fs::read_to_string("/etc/hostname")
@@ -53,12 +53,12 @@ struct LeaseDoc {
 
 /// A lease this process holds (until [`Lease::expires`], unless renewed).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lease {
-    pub name: String,
-    pub owner: String,
+pub(crate) struct Lease {
+    pub(crate) name: String,
+    pub(crate) owner: String,
     /// Grows by one at every take: larger means a later holder.
-    pub fence: i64,
-    pub expires: DateTime,
+    pub(crate) fence: i64,
+    pub(crate) expires: DateTime,
 }
 
 /// `ttl` from now on `db`'s clock.
@@ -70,7 +70,7 @@ fn after(db: &Db, ttl: Duration) -> DateTime {
 /// Take the lease `name` for `ttl` as `owner`: `Some` when it was free, expired, or already
 /// `owner`'s (then renewed, same holder, new fence); `None` when another holder's lease is still
 /// running. Journaled, so a lease granted is never forgotten by a crash of the store.
-pub async fn try_take(
+pub(crate) async fn try_take(
     db: &Db,
     name: &str,
     owner: &str,
@@ -115,14 +115,18 @@ pub async fn try_take(
 }
 
 /// [`try_take`] as this process ([`this_instance`]).
-pub async fn try_take_here(db: &Db, name: &str, ttl: Duration) -> Result<Option<Lease>, DbError> {
+pub(crate) async fn try_take_here(
+    db: &Db,
+    name: &str,
+    ttl: Duration,
+) -> Result<Option<Lease>, DbError> {
     try_take(db, name, this_instance(), ttl).await
 }
 
 impl Lease {
     /// Extend the lease by `ttl` from now; `false` when it was lost (expired and taken by
     /// another holder), in which case the caller must stop what it was doing under it.
-    pub async fn renew(&mut self, db: &Db, ttl: Duration) -> Result<bool, DbError> {
+    pub(crate) async fn renew(&mut self, db: &Db, ttl: Duration) -> Result<bool, DbError> {
         let expires = after(db, ttl);
         let renewed = db
             .collection::<LeaseDoc>(COLLECTION)
@@ -139,7 +143,7 @@ impl Lease {
 
     /// True while nobody took the lease over: same owner and fence as when taken. A holder
     /// checks this before a step it must not share (deleting old backups, say).
-    pub async fn still_held(&self, db: &Db) -> Result<bool, DbError> {
+    pub(crate) async fn still_held(&self, db: &Db) -> Result<bool, DbError> {
         let found = db
             .collection::<LeaseDoc>(COLLECTION)
             .find_one(doc! { "_id": &self.name, "owner": &self.owner, "fence": self.fence })
@@ -150,7 +154,7 @@ impl Lease {
     /// Give the lease up now (its work is done) so the next holder need not wait for expiry.
     /// Only this holder's lease is released: a lease taken over meanwhile is left alone. For
     /// work that must run once per period, keep the lease to its expiry instead.
-    pub async fn release(self, db: &Db) -> Result<(), DbError> {
+    pub(crate) async fn release(self, db: &Db) -> Result<(), DbError> {
         db.collection::<LeaseDoc>(COLLECTION)
             .update_one(
                 doc! { "_id": &self.name, "owner": &self.owner, "fence": self.fence },

@@ -15,8 +15,8 @@
 //! write that ends in a confirmation belongs there too.
 
 pub mod commands;
-pub mod lease;
-pub mod outage;
+pub(crate) mod lease;
+pub(crate) mod outage;
 pub mod redirects;
 pub mod site;
 
@@ -27,7 +27,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bson::doc;
-use futures::TryStreamExt;
 use mongodb::error::{ErrorKind, WriteFailure};
 use mongodb::options::{
     Acknowledgment, ClientOptions, CollectionOptions, ServerAddress, WriteConcern,
@@ -36,7 +35,7 @@ use mongodb::{Client, Collection, Database};
 
 /// True for a unique-index violation (server error 11000), which callers turn into their own
 /// domain error (a slug taken, an order already placed for the cart).
-pub fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
+pub(crate) fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
     match e.kind.as_ref() {
         ErrorKind::Write(WriteFailure::WriteError(w)) => w.code == 11000,
         ErrorKind::Command(c) => c.code == 11000,
@@ -94,20 +93,20 @@ impl From<mongodb::error::Error> for DbError {
 const INDEX_NOT_FOUND: i32 = 27;
 
 /// True when `e` is a `$text` query's "text index required" (see [`DbError::TextIndexNotReady`]).
-pub fn text_index_missing(e: &mongodb::error::Error) -> bool {
+pub(crate) fn text_index_missing(e: &mongodb::error::Error) -> bool {
     matches!(e.kind.as_ref(), ErrorKind::Command(c)
         if c.code == INDEX_NOT_FOUND && c.message.contains("text index required"))
 }
 
 /// MongoDB's (and docstore's) code for a write refused because the disk is full.
-pub const OUT_OF_DISK_SPACE: i32 = 14031;
+pub(crate) const OUT_OF_DISK_SPACE: i32 = 14031;
 /// The code docstore uses for a write refused because its journal cannot be written (an I/O
 /// error or a read-only disk).
-pub const LOG_WRITE_FAILED: i32 = 42;
+pub(crate) const LOG_WRITE_FAILED: i32 = 42;
 
 /// True when `e` says the server cannot store writes on its disk right now, whether the write
 /// was refused outright or applied without its journaling confirmed (a write concern error).
-pub fn refuses_writes(e: &mongodb::error::Error) -> bool {
+pub(crate) fn refuses_writes(e: &mongodb::error::Error) -> bool {
     let refusal = |code: i32| code == OUT_OF_DISK_SPACE || code == LOG_WRITE_FAILED;
     match e.kind.as_ref() {
         ErrorKind::Command(c) => refusal(c.code),
@@ -211,8 +210,8 @@ impl Extensions {
 /// A collection and how many documents it holds.
 #[derive(Debug, Clone)]
 pub struct CollectionCount {
-    pub name: String,
-    pub documents: u64,
+    pub(crate) name: String,
+    pub(crate) documents: u64,
 }
 
 impl Db {
@@ -228,7 +227,7 @@ impl Db {
 
     /// [`Db::connect`], counting every command sent when `count_commands` is true (see
     /// [`commands`]; `log.database_commands`).
-    pub async fn connect_counting(
+    pub(crate) async fn connect_counting(
         uri: &str,
         name: &str,
         timeout: Duration,
@@ -266,7 +265,7 @@ impl Db {
     /// store, see `startup::WorkerStores`): a client of its own, with everything else shared
     /// with this handle (the command log, the areas' caches, the durability). The client's
     /// background tasks run on the current runtime, so call it on the runtime that will use it.
-    pub fn through(&self, address: ServerAddress) -> Result<Db, DbError> {
+    pub(crate) fn through(&self, address: ServerAddress) -> Result<Db, DbError> {
         let mut options = (*self.options).clone();
         options.hosts = vec![address];
         let client = Client::with_options(options.clone())?;
@@ -283,18 +282,14 @@ impl Db {
     }
 
     /// The same connection with writes a person is told about made `durability`.
-    pub fn with_durability(mut self, durability: WriteDurability) -> Db {
+    pub(crate) fn with_durability(mut self, durability: WriteDurability) -> Db {
         self.durability = durability;
         self
     }
 
-    pub fn durability(&self) -> WriteDurability {
-        self.durability
-    }
-
     /// Journaled, and acknowledged by a majority of a replica set (a standalone MongoDB and
     /// docstore take `w: "majority"` as the one node).
-    pub fn journaled_write_concern(&self) -> WriteConcern {
+    pub(crate) fn journaled_write_concern(&self) -> WriteConcern {
         WriteConcern::builder()
             .w(Acknowledgment::Majority)
             .journal(true)
@@ -305,7 +300,7 @@ impl Db {
     /// The write concern for writes whose success is shown to a person: journaled (see
     /// [`Db::journaled_write_concern`]) unless `database.write_concern = "fast"`, then `None`
     /// (the server's default: acknowledged once applied).
-    pub fn durable_write_concern(&self) -> Option<WriteConcern> {
+    pub(crate) fn durable_write_concern(&self) -> Option<WriteConcern> {
         match self.durability {
             WriteDurability::Durable => Some(self.journaled_write_concern()),
             WriteDurability::Fast => None,
@@ -314,7 +309,7 @@ impl Db {
 
     /// `name` for writes whose success is shown to a person (see the table at the top of this
     /// module); reads through it are the same as through [`Db::collection`].
-    pub fn durable<T: Send + Sync>(&self, name: &str) -> Collection<T> {
+    pub(crate) fn durable<T: Send + Sync>(&self, name: &str) -> Collection<T> {
         match self.durable_write_concern() {
             Some(concern) => self.database.collection_with_options(
                 name,
@@ -335,7 +330,7 @@ impl Db {
     /// The value of type `T` kept with this handle, created with `T::default()` on first use.
     /// Every clone of the handle shares it; a second handle on the same store has its own. The
     /// catalog keeps its cache here, so `db` holds it without knowing the catalog.
-    pub fn extension<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+    pub(crate) fn extension<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
         self.extensions.get_or_default()
     }
 
@@ -355,7 +350,7 @@ impl Db {
         &self.commands
     }
 
-    pub fn store(&self) -> &Store {
+    pub(crate) fn store(&self) -> &Store {
         &self.store
     }
 
@@ -363,13 +358,13 @@ impl Db {
         self.database.collection(name)
     }
 
-    pub async fn ping(&self) -> Result<(), DbError> {
+    pub(crate) async fn ping(&self) -> Result<(), DbError> {
         self.database.run_command(doc! { "ping": 1 }).await?;
         Ok(())
     }
 
     /// The server's `serverStatus` document (docstore's carries its journal's figures).
-    pub async fn server_status(&self) -> Result<bson::Document, DbError> {
+    pub(crate) async fn server_status(&self) -> Result<bson::Document, DbError> {
         Ok(self
             .client
             .database("admin")
@@ -380,7 +375,7 @@ impl Db {
     /// Why the server refuses writes, when it says so: docstore reports it in `serverStatus`
     /// (`journal.writable`). `None` when writes are accepted or the server does not say (a
     /// MongoDB server, or a failed command; a ping tells whether it answers at all).
-    pub async fn writes_refused(&self) -> Option<String> {
+    pub(crate) async fn writes_refused(&self) -> Option<String> {
         let status = self.server_status().await.ok()?;
         let journal = status.get_document("journal").ok()?;
         if journal.get_bool("writable").unwrap_or(true) {
@@ -395,13 +390,13 @@ impl Db {
     }
 
     /// The server's reported version (docstore reports the MongoDB version it emulates).
-    pub async fn server_version(&self) -> Result<String, DbError> {
+    pub(crate) async fn server_version(&self) -> Result<String, DbError> {
         let info = self.database.run_command(doc! { "buildInfo": 1 }).await?;
         Ok(info.get_str("version").unwrap_or("unknown").to_string())
     }
 
     /// Every collection of the database with its document count, by name.
-    pub async fn collection_counts(&self) -> Result<Vec<CollectionCount>, DbError> {
+    pub(crate) async fn collection_counts(&self) -> Result<Vec<CollectionCount>, DbError> {
         let mut names: Vec<String> = self.database.list_collection_names().await?;
         names.sort();
         let mut counts = Vec::with_capacity(names.len());
@@ -418,7 +413,7 @@ impl Db {
 
     /// True when some collection of the database holds at least one document: one indexed
     /// read per collection, whatever their sizes (counting them would read every document).
-    pub async fn has_documents(&self) -> Result<bool, DbError> {
+    pub(crate) async fn has_documents(&self) -> Result<bool, DbError> {
         for name in self.database.list_collection_names().await? {
             let found = self
                 .database
@@ -431,17 +426,5 @@ impl Db {
             }
         }
         Ok(false)
-    }
-
-    /// True when the database has no collections at all (a first start).
-    pub async fn is_empty(&self) -> Result<bool, DbError> {
-        let names: Vec<String> = self
-            .database
-            .list_collections()
-            .await?
-            .map_ok(|spec| spec.name)
-            .try_collect()
-            .await?;
-        Ok(names.is_empty())
     }
 }

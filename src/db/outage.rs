@@ -14,11 +14,11 @@ use std::time::{Duration, Instant};
 
 /// How often, during an outage, one request is let through to find out whether the database is
 /// back.
-pub const PROBE_EVERY: Duration = Duration::from_secs(1);
+pub(crate) const PROBE_EVERY: Duration = Duration::from_secs(1);
 
 /// What a request may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Admission {
+pub(crate) enum Admission {
     /// The database answered last time: go ahead.
     Normal,
     /// The database is down, and this request finds out whether it is back.
@@ -35,14 +35,14 @@ struct Down {
 
 /// The breaker (see the module documentation).
 #[derive(Debug, Default)]
-pub struct Outage {
+pub(crate) struct Outage {
     /// Fast path: false while the database answers, so a request takes no lock.
     down: AtomicBool,
     state: Mutex<Down>,
 }
 
 impl Outage {
-    pub fn admit(&self) -> Admission {
+    pub(crate) fn admit(&self) -> Admission {
         if !self.down.load(Ordering::Acquire) {
             return Admission::Normal;
         }
@@ -60,7 +60,7 @@ impl Outage {
     }
 
     /// A request found the database unreachable.
-    pub fn failed(&self) {
+    pub(crate) fn failed(&self) {
         if let Ok(mut state) = self.state.lock() {
             if !self.down.swap(true, Ordering::AcqRel) {
                 tracing::warn!(
@@ -74,7 +74,7 @@ impl Outage {
     }
 
     /// A probe got its page without finding the database unreachable.
-    pub fn recovered(&self) {
+    pub(crate) fn recovered(&self) {
         if let Ok(mut state) = self.state.lock() {
             if self.down.swap(false, Ordering::AcqRel) {
                 tracing::info!("the database answers again");
@@ -83,7 +83,9 @@ impl Outage {
         }
     }
 
-    pub fn is_down(&self) -> bool {
+    /// Whether the store is taken for down now (the unit tests look).
+    #[cfg(test)]
+    fn is_down(&self) -> bool {
         self.down.load(Ordering::Acquire)
     }
 }

@@ -23,7 +23,7 @@ pub const COLLECTION: &str = "redirects";
 
 /// The section of product slugs (`/products/{slug}`); content sections are named by their URL
 /// segment too, and none is called `products`.
-pub const PRODUCTS: &str = "products";
+pub(crate) const PRODUCTS: &str = "products";
 
 pub fn indexes() -> Vec<IndexModel> {
     vec![
@@ -57,7 +57,7 @@ pub fn target_filter(target: ObjectId) -> Document {
 
 /// Remember that `/{section}/{old_slug}` now means `target`. Durable: the editor is told the
 /// rename is saved, and the old links working is part of it.
-pub async fn remember(
+pub(crate) async fn remember(
     db: &Db,
     section: &str,
     old_slug: &str,
@@ -84,7 +84,11 @@ pub async fn remember(
 }
 
 /// Where `/{section}/{slug}` used to lead, if something was renamed away from it.
-pub async fn target(db: &Db, section: &str, slug: &str) -> Result<Option<ObjectId>, DbError> {
+pub(crate) async fn target(
+    db: &Db,
+    section: &str,
+    slug: &str,
+) -> Result<Option<ObjectId>, DbError> {
     let record = db
         .collection::<Document>(COLLECTION)
         .find_one(address_filter(section, slug))
@@ -95,7 +99,7 @@ pub async fn target(db: &Db, section: &str, slug: &str) -> Result<Option<ObjectI
 
 /// Something took `/{section}/{slug}`: its old record would only ever be shadowed, and would
 /// send the address elsewhere once that thing is renamed or deleted.
-pub async fn forget(db: &Db, section: &str, slug: &str) -> Result<(), DbError> {
+pub(crate) async fn forget(db: &Db, section: &str, slug: &str) -> Result<(), DbError> {
     db.collection::<Document>(COLLECTION)
         .delete_one(address_filter(section, slug))
         .await?;
@@ -103,7 +107,7 @@ pub async fn forget(db: &Db, section: &str, slug: &str) -> Result<(), DbError> {
 }
 
 /// `target` was deleted: its old addresses lead nowhere now.
-pub async fn forget_target(db: &Db, target: ObjectId) -> Result<(), DbError> {
+pub(crate) async fn forget_target(db: &Db, target: ObjectId) -> Result<(), DbError> {
     db.collection::<Document>(COLLECTION)
         .delete_many(target_filter(target))
         .await?;

@@ -28,7 +28,7 @@ pub struct ShippingRates {
     /// Charged for any non-empty order.
     pub base_cents: Money,
     /// Added for every started 500 g of the parcel's weight.
-    pub per_half_kilo_cents: Money,
+    pub(crate) per_half_kilo_cents: Money,
 }
 
 impl Default for ShippingRates {
@@ -42,11 +42,11 @@ impl Default for ShippingRates {
 
 /// The parcel weights the published rate table lists a price for (the Shipping page's
 /// `{shipping-rates}` block, `content::live_blocks`), in grams.
-pub const RATE_TABLE_WEIGHTS: [i64; 4] = [500, 1_000, 2_000, 5_000];
+pub(crate) const RATE_TABLE_WEIGHTS: [i64; 4] = [500, 1_000, 2_000, 5_000];
 
 impl ShippingRates {
     /// Shipping for a parcel of `grams`.
-    pub fn for_weight(&self, grams: i64) -> Money {
+    pub(crate) fn for_weight(&self, grams: i64) -> Money {
         let grams = grams.max(0);
         self.base_cents + self.per_half_kilo_cents.times((grams + 499) / 500)
     }
@@ -54,7 +54,7 @@ impl ShippingRates {
     /// `(up to grams, charge)` for each of [`RATE_TABLE_WEIGHTS`]: computed by
     /// [`ShippingRates::for_weight`], the function checkout charges with, so the published
     /// table and the charge cannot differ.
-    pub fn table(&self) -> Vec<(i64, Money)> {
+    pub(crate) fn table(&self) -> Vec<(i64, Money)> {
         RATE_TABLE_WEIGHTS
             .iter()
             .map(|&grams| (grams, self.for_weight(grams)))
@@ -68,7 +68,7 @@ pub struct SiteSettings {
     pub tagline: String,
     /// Put before amounts: `$12.99`, `€12.99`.
     #[serde(default = "default_currency")]
-    pub currency_symbol: String,
+    pub(crate) currency_symbol: String,
     #[serde(default)]
     pub shipping: ShippingRates,
     /// ISO 4217 code of the prices (`USD`, `EUR`): structured data's `priceCurrency`.
@@ -77,7 +77,7 @@ pub struct SiteSettings {
     /// The site's description for search results and shared links, on pages with no text of
     /// their own (empty: the tagline).
     #[serde(default)]
-    pub description: String,
+    pub(crate) description: String,
     /// The picture a shared link shows for pages without one of their own: a path on this site
     /// (`/media/…/display`, `/static/…`) or an `https://` address; empty for none.
     #[serde(default)]
@@ -101,8 +101,8 @@ pub struct SiteSettings {
 /// address, checked when saved (`admin::menus`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct MenuItem {
-    pub label: String,
-    pub href: String,
+    pub(crate) label: String,
+    pub(crate) href: String,
 }
 
 impl MenuItem {
@@ -121,7 +121,7 @@ pub struct Menus {
     #[serde(default = "default_header_menu")]
     pub header: Vec<MenuItem>,
     #[serde(default = "default_footer_menu")]
-    pub footer: Vec<MenuItem>,
+    pub(crate) footer: Vec<MenuItem>,
 }
 
 fn default_header_menu() -> Vec<MenuItem> {
@@ -147,7 +147,7 @@ fn default_footer_menu() -> Vec<MenuItem> {
 
 impl Menus {
     /// Whether these are the menus a shop starts with.
-    pub fn is_default(&self) -> bool {
+    pub(crate) fn is_default(&self) -> bool {
         *self == Menus::default()
     }
 }
@@ -171,7 +171,7 @@ fn default_currency_code() -> String {
 
 /// What `/robots.txt` says until the admin changes it: the storefront is open, the admin, the
 /// shopper's own pages and search results are not for crawlers.
-pub const DEFAULT_ROBOTS_TXT: &str = "User-agent: *\n\
+pub(crate) const DEFAULT_ROBOTS_TXT: &str = "User-agent: *\n\
 Disallow: /admin\n\
 Disallow: /cart\n\
 Disallow: /checkout\n\
@@ -189,7 +189,7 @@ impl SiteSettings {
     }
 
     /// The description pages without their own show: the stored one, else the tagline.
-    pub fn description_or_tagline(&self) -> &str {
+    pub(crate) fn description_or_tagline(&self) -> &str {
         if self.description.trim().is_empty() {
             &self.tagline
         } else {
@@ -198,7 +198,7 @@ impl SiteSettings {
     }
 
     /// The organisation's name for structured data: the stored one, else the shop's name.
-    pub fn organisation_name(&self) -> &str {
+    pub(crate) fn organisation_name(&self) -> &str {
         if self.organisation.trim().is_empty() {
             &self.name
         } else {
@@ -240,7 +240,7 @@ pub async fn load(db: &Db) -> Result<SiteSettings, DbError> {
 }
 
 /// Store `settings` (Admin → Settings), durably: the admin is told they are saved.
-pub async fn save(db: &Db, settings: &SiteSettings) -> Result<(), DbError> {
+pub(crate) async fn save(db: &Db, settings: &SiteSettings) -> Result<(), DbError> {
     let shipping = bson::to_bson(&settings.shipping).map_err(|e| DbError::Other(e.into()))?;
     db.durable::<bson::Document>(COLLECTION)
         .update_one(
@@ -265,7 +265,7 @@ pub async fn save(db: &Db, settings: &SiteSettings) -> Result<(), DbError> {
 
 /// Store the navigation menus (Admin → Menus), durably; the other settings are left as they
 /// are (stored first as the defaults when there are none yet).
-pub async fn save_menus(db: &Db, menus: &Menus) -> Result<(), DbError> {
+pub(crate) async fn save_menus(db: &Db, menus: &Menus) -> Result<(), DbError> {
     insert_defaults(db).await?;
     let menus = bson::to_bson(menus).map_err(|e| DbError::Other(e.into()))?;
     db.durable::<bson::Document>(COLLECTION)
@@ -276,7 +276,7 @@ pub async fn save_menus(db: &Db, menus: &Menus) -> Result<(), DbError> {
 
 /// Store the defaults unless settings exist; returns whether a document was added. An existing
 /// document is never touched, so an edited tagline survives re-seeding.
-pub async fn insert_defaults(db: &Db) -> Result<bool, DbError> {
+pub(crate) async fn insert_defaults(db: &Db) -> Result<bool, DbError> {
     let defaults = SiteSettings::default();
     let shipping = bson::to_bson(&defaults.shipping).map_err(|e| DbError::Other(e.into()))?;
     let result = db
@@ -302,7 +302,7 @@ pub async fn insert_defaults(db: &Db) -> Result<bool, DbError> {
 
 /// The last read of the settings, shared by every server worker.
 #[derive(Default)]
-pub struct SettingsCache {
+pub(crate) struct SettingsCache {
     entry: Mutex<Option<(Instant, Arc<SiteSettings>)>>,
 }
 
@@ -312,7 +312,7 @@ impl SettingsCache {
     /// The failure is remembered like a read, so during an outage only one request per
     /// `CACHE_TTL` waits for the database here. The flag is true when this call found the
     /// database unreachable.
-    pub async fn get(&self, db: &Db) -> (Arc<SiteSettings>, bool) {
+    pub(crate) async fn get(&self, db: &Db) -> (Arc<SiteSettings>, bool) {
         let cached = self.entry.lock().ok().and_then(|e| e.clone());
         if let Some((at, settings)) = &cached {
             if at.elapsed() < CACHE_TTL {
@@ -337,7 +337,7 @@ impl SettingsCache {
     }
 
     /// Forget the last read (after a save), so the next request reads the new settings.
-    pub fn invalidate(&self) {
+    pub(crate) fn invalidate(&self) {
         if let Ok(mut entry) = self.entry.lock() {
             *entry = None;
         }
@@ -350,7 +350,7 @@ tokio::task_local! {
 
 /// The settings of the request being handled; the defaults outside a request (background jobs,
 /// the command line), which never format money for people or start carts.
-pub fn current() -> Arc<SiteSettings> {
+pub(crate) fn current() -> Arc<SiteSettings> {
     CURRENT
         .try_with(Arc::clone)
         .unwrap_or_else(|_| Arc::new(SiteSettings::default()))
@@ -362,7 +362,7 @@ pub fn current() -> Arc<SiteSettings> {
 /// a currency nobody chose (an email sent by a background job): code that runs there passes the
 /// currency of the settings it loads. Reaching this outside a request is a bug, so it is
 /// logged as one (and listed under Admin → System) while the page still shows the default.
-pub fn currency() -> Currency {
+pub(crate) fn currency() -> Currency {
     match CURRENT.try_with(|settings| settings.currency()) {
         Ok(currency) => currency,
         Err(_) => {
@@ -376,7 +376,7 @@ pub fn currency() -> Currency {
 
 /// The site's time zone for the request being handled; UTC outside a request (a background
 /// job that shows times to people loads the settings and uses theirs).
-pub fn time_zone() -> TimeZone {
+pub(crate) fn time_zone() -> TimeZone {
     CURRENT
         .try_with(|settings| settings.time_zone)
         .unwrap_or_default()
@@ -384,6 +384,9 @@ pub fn time_zone() -> TimeZone {
 
 /// Run `work` (a request) with `settings` as its [`current`] settings; the middleware that
 /// reads them for each request is `crate::state::with_site_settings`.
-pub async fn scope<F: std::future::Future>(settings: Arc<SiteSettings>, work: F) -> F::Output {
+pub(crate) async fn scope<F: std::future::Future>(
+    settings: Arc<SiteSettings>,
+    work: F,
+) -> F::Output {
     CURRENT.scope(settings, work).await
 }

@@ -3,5 +3,5 @@
 //! `<head>` metadata every page carries (canonical address, social cards, structured data, feed
 //! links) is built by `web::meta` and filled in by each area's pages.
 
-pub mod robots;
+pub(crate) mod robots;
 pub mod sitemap;

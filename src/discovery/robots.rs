@@ -8,7 +8,7 @@ use crate::state::AppState;
 use crate::web::conditional::{self, Document};
 
 /// The file served for `rules` on a site at `public_url` (no trailing slash).
-pub fn robots_txt(rules: &str, public_url: &str) -> String {
+pub(crate) fn robots_txt(rules: &str, public_url: &str) -> String {
     let rules = rules.replace("\r\n", "\n");
     let rules = rules.trim();
     let names_sitemap = rules
@@ -26,7 +26,7 @@ pub fn robots_txt(rules: &str, public_url: &str) -> String {
 }
 
 /// `GET /robots.txt`
-pub async fn serve(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
+pub(crate) async fn serve(req: HttpRequest, state: web::Data<AppState>) -> HttpResponse {
     let settings = crate::db::site::current();
     conditional::respond(
         &req,

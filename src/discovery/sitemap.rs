@@ -44,7 +44,7 @@ const NODES_PER_SITEMAP: usize = MAX_URLS - 1;
 const MAX_SECTION_SITEMAPS: u64 = 20_000;
 
 /// A W3C Datetime (`2026-11-28T12:00:00Z`), as `lastmod` wants it.
-pub fn w3c(at: DateTime) -> String {
+pub(crate) fn w3c(at: DateTime) -> String {
     at.to_chrono().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
@@ -157,11 +157,11 @@ pub async fn product_chunks(
 
 /// How long the index reuses its walk over the products: search engines fetch sitemaps hours
 /// apart, and what the walk finds changes little (see [`cached_product_chunks`]).
-pub const CHUNKS_TTL: std::time::Duration = std::time::Duration::from_secs(600);
+pub(crate) const CHUNKS_TTL: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// The last walk's product sitemap starts, kept with each database handle.
 #[derive(Default)]
-pub struct ChunkCache {
+pub(crate) struct ChunkCache {
     last: tokio::sync::Mutex<Option<(std::time::Instant, ProductChunks)>>,
 }
 
@@ -174,7 +174,7 @@ type ProductChunks = std::sync::Arc<Vec<(ObjectId, Option<DateTime>)>>;
 /// reads up to 50 000 products live from its start, so products added since are listed at
 /// once in the last sitemap (until it is full), and one taken off sale is simply not listed;
 /// only the index's `lastmod` values and a newly needed sitemap wait for the next walk.
-pub async fn cached_product_chunks(db: &Db) -> Result<ProductChunks, DbError> {
+pub(crate) async fn cached_product_chunks(db: &Db) -> Result<ProductChunks, DbError> {
     let cache = db.extension::<ChunkCache>();
     let mut last = cache.last.lock().await;
     if let Some((at, chunks)) = last.as_ref() {
@@ -250,7 +250,10 @@ pub fn tag_pipelines(now: DateTime) -> Vec<(&'static str, Vec<Document>)> {
 }
 
 /// `GET /sitemap.xml`: the sitemap index.
-pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
+pub(crate) async fn index(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AppError> {
     let db = &state.db;
     let base = &state.public_url;
     let mut out = Entries::start("sitemapindex", "sitemap");
@@ -279,7 +282,7 @@ pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpR
 }
 
 /// `GET /sitemaps/{name}`: one sitemap of the index; 404 for a name it would not list.
-pub async fn serve(
+pub(crate) async fn serve(
     req: HttpRequest,
     state: web::Data<AppState>,
     name: web::Path<String>,

@@ -5,8 +5,8 @@
 //! accepts writes, 503 `unavailable` when it does not answer, 503 `not writable` when it answers
 //! but refuses writes (docstore on a full or failing disk).
 
-pub mod ready;
-pub mod scrape;
+pub(crate) mod ready;
+pub(crate) mod scrape;
 
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use actix_web::{web, HttpResponse};
 use crate::state::AppState;
 use crate::web::errors::Rendered;
 
-pub async fn healthz(state: web::Data<AppState>) -> HttpResponse {
+pub(crate) async fn healthz(state: web::Data<AppState>) -> HttpResponse {
     // The driver's own server-selection timeout bounds this too; the outer limit keeps a
     // monitor's probe short even if a connection hangs mid-command.
     let limit = Duration::from_millis(state.db_timeout_ms);

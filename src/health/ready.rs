@@ -25,7 +25,7 @@ use crate::state::AppState;
 use crate::web::errors::Rendered;
 
 /// What `/readyz` waits for, registered by `startup` from its index plan.
-pub struct Readiness {
+pub(crate) struct Readiness {
     /// `(collection, index names)` that must exist.
     indexes: Vec<(String, Vec<String>)>,
     /// Collections whose text index must answer a `$text` query.
@@ -35,7 +35,10 @@ pub struct Readiness {
 }
 
 impl Readiness {
-    pub fn new(indexes: Vec<(String, Vec<String>)>, text_searched: Vec<String>) -> Readiness {
+    pub(crate) fn new(
+        indexes: Vec<(String, Vec<String>)>,
+        text_searched: Vec<String>,
+    ) -> Readiness {
         Readiness {
             indexes,
             text_searched,
@@ -44,7 +47,7 @@ impl Readiness {
     }
 
     /// What is not ready yet; empty when everything is.
-    pub async fn pending(&self, db: &Db, limit: Duration) -> Vec<String> {
+    pub(crate) async fn pending(&self, db: &Db, limit: Duration) -> Vec<String> {
         let mut pending = Vec::new();
         match tokio::time::timeout(limit, db.ping()).await {
             Ok(Ok(())) => {}
@@ -106,7 +109,7 @@ struct Answer {
     pending: Vec<String>,
 }
 
-pub async fn readyz(
+pub(crate) async fn readyz(
     state: web::Data<AppState>,
     readiness: Option<web::Data<Readiness>>,
 ) -> HttpResponse {

@@ -18,11 +18,11 @@ use crate::state::AppState;
 use crate::web::errors::Rendered;
 
 /// The token `/metrics` asks for (`metrics.token`), registered by `startup`.
-pub struct MetricsAccess {
-    pub token: Option<String>,
+pub(crate) struct MetricsAccess {
+    pub(crate) token: Option<String>,
 }
 
-pub async fn metrics(
+pub(crate) async fn metrics(
     req: HttpRequest,
     state: web::Data<AppState>,
     access: Option<web::Data<MetricsAccess>>,

@@ -16,23 +16,26 @@ use crate::web::meta::PageMeta;
 const SHELF_SIZE: i64 = 4;
 
 /// A row of products on the home page.
-pub struct Shelf {
-    pub id: &'static str,
-    pub title: &'static str,
+pub(crate) struct Shelf {
+    pub(crate) id: &'static str,
+    pub(crate) title: &'static str,
     /// The full listing this shelf previews.
-    pub more: &'static str,
-    pub products: Vec<ProductCard>,
+    pub(crate) more: &'static str,
+    pub(crate) products: Vec<ProductCard>,
 }
 
 #[derive(Template)]
 #[template(path = "home/index.html")]
-pub struct HomePage {
-    pub layout: Layout,
-    pub site: SiteSettings,
-    pub shelves: Vec<Shelf>,
+pub(crate) struct HomePage {
+    pub(crate) layout: Layout,
+    pub(crate) site: SiteSettings,
+    pub(crate) shelves: Vec<Shelf>,
 }
 
-pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
+pub(crate) async fn index(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AppError> {
     // Both from the catalog cache: a few seconds old at most (see `catalog::cache`).
     let site = cache::site(&state.db).await?;
     let loaded = cache::shelves(&state.db, |db| async move {
@@ -124,6 +127,6 @@ const SHELVES: [ShelfSpec; 3] = [
 ];
 
 /// The default service: anything no route matched.
-pub async fn not_found() -> Result<HttpResponse, AppError> {
+pub(crate) async fn not_found() -> Result<HttpResponse, AppError> {
     Err(AppError::NotFound)
 }

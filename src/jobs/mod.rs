@@ -39,7 +39,7 @@ pub use crate::db::cutoff;
 /// clock stepped back. It absorbs the ordinary skew between the clocks of several app instances
 /// sharing one database, so their stamps are not rewritten all the time; rewriting one anyway
 /// would be harmless (it only makes a record a few seconds younger).
-pub const CLOCK_SLACK: Duration = Duration::from_secs(5);
+pub(crate) const CLOCK_SLACK: Duration = Duration::from_secs(5);
 
 /// Stamps the jobs found in the future and set to now, by collection.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -102,7 +102,7 @@ pub struct CleanupReport {
     /// Reservations of paid carts counted as sold (checkout stopped before doing it).
     pub sold: u64,
     /// Stock moves a crash left half-done, finished (`stock::recover_pending`).
-    pub moves_finished: u64,
+    pub(crate) moves_finished: u64,
 }
 
 /// Expire carts idle longer than `idle_for`: mark them `expiring` (one multi-update), return each
@@ -209,7 +209,7 @@ pub async fn clean_up_reservations(
 
 /// [`crate::checkout::recover_stuck_checkouts`] after [`bound_future_stamps`], so a checkout
 /// interrupted just before the clock stepped back is recovered on time.
-pub async fn recover_stuck_checkouts(
+pub(crate) async fn recover_stuck_checkouts(
     db: &Db,
     gateway: &dyn PaymentGateway,
     older_than: Duration,
@@ -223,7 +223,7 @@ pub async fn recover_stuck_checkouts(
 /// are turned off. Comments deleted more than `restore_days` ago are deleted for good, and
 /// customer accounts abandoned for `abandoned_after_days` are erased (under a lease, by one
 /// instance at a time; `accounts::privacy::erase_abandoned`).
-pub fn spawn(
+pub(crate) fn spawn(
     db: Db,
     settings: CartSettings,
     gateway: Arc<dyn PaymentGateway>,

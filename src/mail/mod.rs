@@ -14,7 +14,7 @@
 
 pub mod message;
 pub mod sender;
-pub mod signing;
+pub(crate) mod signing;
 
 use bson::{doc, DateTime, Document};
 use futures::TryStreamExt;
@@ -39,7 +39,7 @@ pub enum MailStatus {
 }
 
 impl MailStatus {
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             MailStatus::Pending => "pending",
             MailStatus::Sending => "sending",
@@ -88,34 +88,34 @@ pub struct OutboxMessage {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub secret: bool,
     /// When the event happened: the message's `Date:`.
-    pub created: DateTime,
+    pub(crate) created: DateTime,
     pub status: MailStatus,
     /// Pending: not before this. Sending: the claim runs out at this time. Absent once sent or
     /// given up on, so only messages with work left are in the index's range.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub due: Option<DateTime>,
+    pub(crate) due: Option<DateTime>,
     /// Sends started (claims taken).
     #[serde(default)]
     pub attempts: u32,
     /// The sender holding the claim while sending.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claimed_by: Option<String>,
+    pub(crate) claimed_by: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sent: Option<DateTime>,
+    pub(crate) sent: Option<DateTime>,
 }
 
 impl OutboxMessage {
     /// `Message-ID` of this message: the outbox id made header-safe, at the sender's domain. The
     /// same for every attempt, so a receiver can recognise a re-send.
-    pub fn message_id(&self, from: &str) -> String {
+    pub(crate) fn message_id(&self, from: &str) -> String {
         let domain = from.rsplit_once('@').map_or("localhost", |(_, d)| d);
         format!("<{}@{domain}>", self.id_with('.'))
     }
 
     /// The `.eml` file name of this message when written into a folder.
-    pub fn file_name(&self) -> String {
+    pub(crate) fn file_name(&self) -> String {
         format!("{}.eml", self.id_with('_'))
     }
 
@@ -133,7 +133,7 @@ impl OutboxMessage {
             .collect()
     }
 
-    pub fn created_display(&self) -> String {
+    pub(crate) fn created_display(&self) -> String {
         self.created
             .to_chrono()
             .format("%-d %B %Y, %H:%M UTC")
@@ -195,7 +195,11 @@ pub fn list_query(status: MailStatus) -> (Document, Document) {
 }
 
 /// The newest `limit` messages with `status`.
-pub async fn list(db: &Db, status: MailStatus, limit: i64) -> Result<Vec<OutboxMessage>, DbError> {
+pub(crate) async fn list(
+    db: &Db,
+    status: MailStatus,
+    limit: i64,
+) -> Result<Vec<OutboxMessage>, DbError> {
     let (filter, sort) = list_query(status);
     Ok(collection(db)
         .find(filter)
@@ -214,7 +218,7 @@ pub async fn count(db: &Db, status: MailStatus) -> Result<u64, DbError> {
 
 /// How many messages wait to be sent (pending or being sent), counted in one query: every such
 /// message has a `due` time (index `{ due: 1 }`).
-pub async fn count_waiting(db: &Db) -> Result<u64, DbError> {
+pub(crate) async fn count_waiting(db: &Db) -> Result<u64, DbError> {
     Ok(collection(db).count_documents(waiting_query()).await?)
 }
 
@@ -225,7 +229,7 @@ pub fn waiting_query() -> Document {
 
 /// Give a failed message another round of attempts, due now. False when it is not (or no
 /// longer) failed.
-pub async fn retry_failed(db: &Db, id: &str) -> Result<bool, DbError> {
+pub(crate) async fn retry_failed(db: &Db, id: &str) -> Result<bool, DbError> {
     let updated = collection(db)
         .update_one(
             doc! { "_id": id, "status": MailStatus::Failed.as_str() },
@@ -242,24 +246,24 @@ pub async fn by_id(db: &Db, id: &str) -> Result<Option<OutboxMessage>, DbError> 
 
 /// Absolute address of `path` on the public site (`base` is `server.public_url`'s form, with or
 /// without a trailing slash), for links in emails.
-pub fn absolute(base: &str, path: &str) -> String {
+pub(crate) fn absolute(base: &str, path: &str) -> String {
     format!("{}{}", base.trim_end_matches('/'), path)
 }
 
 /// The site's public address, for links in emails, kept with the [`Db`] handle (start-up sets
 /// it once the listener is bound; every clone of the handle shares it).
 #[derive(Default)]
-pub struct SiteAddress(std::sync::RwLock<Option<String>>);
+pub(crate) struct SiteAddress(std::sync::RwLock<Option<String>>);
 
 impl SiteAddress {
-    pub fn set(&self, address: &str) {
+    pub(crate) fn set(&self, address: &str) {
         *self.0.write().unwrap_or_else(|e| e.into_inner()) =
             Some(address.trim_end_matches('/').to_string());
     }
 }
 
 /// The address start-up recorded in [`SiteAddress`] (`http://localhost` before it did).
-pub fn site_address(db: &Db) -> String {
+pub(crate) fn site_address(db: &Db) -> String {
     db.extension::<SiteAddress>()
         .0
         .read()

@@ -79,7 +79,7 @@ impl Transport {
     }
 
     /// The folder `.eml` files are written into, when that is the transport.
-    pub fn folder(&self) -> Option<&Path> {
+    pub(crate) fn folder(&self) -> Option<&Path> {
         match self {
             Transport::Folder(dir) => Some(dir),
             Transport::Smtp(_) => None,
@@ -116,7 +116,7 @@ fn write_eml(dir: &Path, name: &str, bytes: &[u8]) -> std::io::Result<()> {
 }
 
 /// The `.eml` files in `dir`, newest first, at most `limit` (Admin → System).
-pub fn eml_files(dir: &Path, limit: usize) -> Vec<(String, u64)> {
+pub(crate) fn eml_files(dir: &Path, limit: usize) -> Vec<(String, u64)> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
@@ -143,7 +143,7 @@ pub fn eml_files(dir: &Path, limit: usize) -> Vec<(String, u64)> {
 }
 
 /// The wait before attempt `attempts + 1` after a temporary failure of attempt `attempts`.
-pub fn backoff(retry_after: Duration, attempts: u32) -> Duration {
+pub(crate) fn backoff(retry_after: Duration, attempts: u32) -> Duration {
     let factor = 1u32
         .checked_shl(attempts.saturating_sub(1))
         .unwrap_or(u32::MAX);
@@ -241,8 +241,8 @@ pub async fn record(
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct SendReport {
     pub sent: u64,
-    pub retrying: u64,
-    pub failed: u64,
+    pub(crate) retrying: u64,
+    pub(crate) failed: u64,
 }
 
 /// Send every message due now, one claim at a time, as `owner`. `shop` is the name shown in
@@ -288,12 +288,12 @@ pub async fn send_due(
 
 /// Outgoing email as configured: the settings and the transport built from them.
 pub struct Mailer {
-    pub settings: EmailSettings,
-    pub transport: Transport,
+    pub(crate) settings: EmailSettings,
+    pub(crate) transport: Transport,
 }
 
 impl Mailer {
-    pub fn new(settings: EmailSettings) -> anyhow::Result<Mailer> {
+    pub(crate) fn new(settings: EmailSettings) -> anyhow::Result<Mailer> {
         Ok(Mailer {
             transport: Transport::from_settings(&settings)?,
             settings,
@@ -303,7 +303,7 @@ impl Mailer {
 
 /// Run [`send_due`] every `email.send_every_ms` until the task is aborted. `None` when sending
 /// is turned off (`email.send_every_ms = 0`).
-pub fn spawn(db: Db, mailer: Arc<Mailer>) -> Option<tokio::task::JoinHandle<()>> {
+pub(crate) fn spawn(db: Db, mailer: Arc<Mailer>) -> Option<tokio::task::JoinHandle<()>> {
     if mailer.settings.send_every.is_zero() {
         return None;
     }

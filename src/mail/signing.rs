@@ -22,7 +22,7 @@ struct KnownKey(tokio::sync::OnceCell<Vec<u8>>);
 
 /// The signing key: created once (an upsert with `$setOnInsert`, so instances racing at start
 /// agree on one), read back, and kept with the handle.
-pub async fn key(db: &Db) -> Result<Vec<u8>, DbError> {
+pub(crate) async fn key(db: &Db) -> Result<Vec<u8>, DbError> {
     let known = db.extension::<KnownKey>();
     known.0.get_or_try_init(|| stored_key(db)).await.cloned()
 }
@@ -57,7 +57,7 @@ async fn stored_key(db: &Db) -> Result<Vec<u8>, DbError> {
 }
 
 /// HMAC-SHA256 (RFC 2104) of `message` under `key`, as hex.
-pub fn sign(key: &[u8], message: &str) -> String {
+pub(crate) fn sign(key: &[u8], message: &str) -> String {
     let mut block = [0u8; BLOCK];
     if key.len() > BLOCK {
         block[..32].copy_from_slice(&Sha256::digest(key));
@@ -77,7 +77,7 @@ pub fn sign(key: &[u8], message: &str) -> String {
 }
 
 /// Whether `signature` is [`sign`]`(key, message)`, compared in constant time.
-pub fn verify(key: &[u8], message: &str, signature: &str) -> bool {
+pub(crate) fn verify(key: &[u8], message: &str, signature: &str) -> bool {
     let expected = sign(key, message);
     expected.len() == signature.len() && bool::from(expected.as_bytes().ct_eq(signature.as_bytes()))
 }

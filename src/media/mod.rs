@@ -12,7 +12,7 @@
 //! none carries the uploader's metadata; the public routes send copies only ([`resolve_public`]),
 //! the original itself goes to the admin alone.
 
-pub mod refs;
+pub(crate) mod refs;
 pub mod sizes;
 
 use std::io::Cursor;
@@ -35,16 +35,16 @@ use crate::web::errors::AppError;
 pub const BUCKET: &str = "assets";
 /// Limit for images the application generates itself (demo covers); uploads use the
 /// configured `media.max_upload_mb`.
-pub const MAX_GENERATED_BYTES: usize = 10 * 1024 * 1024;
+pub(crate) const MAX_GENERATED_BYTES: usize = 10 * 1024 * 1024;
 /// Thumbnails fit in this square.
-pub const THUMBNAIL_SIZE: u32 = 240;
+pub(crate) const THUMBNAIL_SIZE: u32 = 240;
 /// Pages show images scaled to fit this square (the original is kept for the admin).
-pub const DISPLAY_SIZE: u32 = 1200;
+pub(crate) const DISPLAY_SIZE: u32 = 1200;
 /// A link preview's picture (OpenGraph, Twitter cards): the image cover-cropped to exactly this
 /// width and height, as a JPEG.
-pub const SOCIAL_SIZE: (u32, u32) = crate::web::meta::SOCIAL_IMAGE_SIZE;
+pub(crate) const SOCIAL_SIZE: (u32, u32) = crate::web::meta::SOCIAL_IMAGE_SIZE;
 /// Largest image decoded when no limit is passed (`media.max_image_megapixels` otherwise).
-pub const DEFAULT_MAX_PIXELS: u64 = 40_000_000;
+pub(crate) const DEFAULT_MAX_PIXELS: u64 = 40_000_000;
 /// Decoding takes memory in proportion to the pixels (4 bytes each, and more for the scaled
 /// copies), so only this many images are decoded at once, each on the blocking pool.
 const MAX_CONCURRENT_DECODES: usize = 2;
@@ -92,7 +92,7 @@ impl ImageKind {
 const SNIFF_BYTES: usize = 12;
 
 /// The type of an image from its first bytes; `None` for anything else, whatever it is named.
-pub fn sniff(head: &[u8]) -> Option<ImageKind> {
+pub(crate) fn sniff(head: &[u8]) -> Option<ImageKind> {
     if head.starts_with(&[0xFF, 0xD8, 0xFF]) {
         Some(ImageKind::Jpeg)
     } else if head.starts_with(b"\x89PNG\r\n\x1a\n") {
@@ -157,9 +157,10 @@ pub fn bucket(db: &Db) -> GridFsBucket {
 
 /// The copies made of an original (its thumbnail, display copy and social card), as its
 /// metadata names them; the sized copies are listed in `sizes` ([`sizes::recorded`]).
-pub const DERIVATIVE_FIELDS: [&str; 3] = ["thumbnail", "display", "social"];
+pub(crate) const DERIVATIVE_FIELDS: [&str; 3] = ["thumbnail", "display", "social"];
 /// The metadata fields of a copy that name its original.
-pub const ORIGINAL_FIELDS: [&str; 4] = ["thumbnail_of", "display_of", "social_of", sizes::SIZE_OF];
+pub(crate) const ORIGINAL_FIELDS: [&str; 4] =
+    ["thumbnail_of", "display_of", "social_of", sizes::SIZE_OF];
 
 /// The original a stored file was made from, when it is a copy (a thumbnail or display copy).
 pub fn original_named_in(file: &Document) -> Option<ObjectId> {
@@ -170,7 +171,7 @@ pub fn original_named_in(file: &Document) -> Option<ObjectId> {
 }
 
 /// The copies a stored original names in its metadata, sized copies included.
-pub fn derivatives_named_in(file: &Document) -> Vec<ObjectId> {
+pub(crate) fn derivatives_named_in(file: &Document) -> Vec<ObjectId> {
     let mut copies: Vec<ObjectId> = file.get_document("metadata").map_or(Vec::new(), |m| {
         DERIVATIVE_FIELDS
             .iter()
@@ -248,7 +249,7 @@ where
 
 /// [`store_upload`] refusing images of more than `max_pixels` (read from the file's header,
 /// before anything is decoded).
-pub async fn store_upload_limited<S, E>(
+pub(crate) async fn store_upload_limited<S, E>(
     db: &Db,
     filename: &str,
     mut body: S,
@@ -628,7 +629,7 @@ use crate::web::parse_object_id as parse_id;
 
 /// Which copy of an image a URL asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Variant {
+pub(crate) enum Variant {
     /// `/media/{id}`: the file itself.
     Original,
     /// `/media/{id}/thumb`: its thumbnail (the file itself when it has none).
@@ -668,12 +669,12 @@ impl Variant {
 /// A URL's file, found: the file to send and the original it belongs to (the file itself when
 /// it is an original), whose owner decides who may see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Resolved {
-    pub file: ObjectId,
-    pub original: ObjectId,
+pub(crate) struct Resolved {
+    pub(crate) file: ObjectId,
+    pub(crate) original: ObjectId,
     /// False when the file only stands in until the sized copies exist (they are being made):
     /// the answer may then be cached only briefly.
-    pub lasting: bool,
+    pub(crate) lasting: bool,
 }
 
 /// The files-collection entry of stored file `id`, its `metadata` only.
@@ -686,7 +687,11 @@ async fn file_metadata(db: &Db, id: ObjectId) -> Result<Option<Document>, DbErro
 }
 
 /// The file to send for `variant` of stored file `id`; `None` when there is no such file.
-pub async fn resolve(db: &Db, id: ObjectId, variant: Variant) -> Result<Option<Resolved>, DbError> {
+pub(crate) async fn resolve(
+    db: &Db,
+    id: ObjectId,
+    variant: Variant,
+) -> Result<Option<Resolved>, DbError> {
     let Some(entry) = file_metadata(db, id).await? else {
         return Ok(None);
     };
@@ -713,7 +718,7 @@ pub async fn resolve(db: &Db, id: ObjectId, variant: Variant) -> Result<Option<R
 /// sized copies (made now if it has none yet, under the decode bound), and while another request
 /// or instance is making them, the display copy or thumbnail stands in. `None` when there is no
 /// such file, or nothing re-encoded to send yet.
-pub async fn resolve_public(
+pub(crate) async fn resolve_public(
     db: &Db,
     id: ObjectId,
     variant: Variant,
@@ -768,7 +773,7 @@ pub async fn resolve_public(
 
 /// Who a file is sent to, which decides how it may be cached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Audience {
+pub(crate) enum Audience {
     /// Anyone: cached for a year by browsers and shared caches.
     Public,
     /// Only the admin: never kept by a cache.
@@ -779,7 +784,7 @@ pub enum Audience {
 
 /// `GET /admin/media/{file_id}` (behind the admin's sign-in): any stored file, drafts' photos
 /// included, never cached.
-pub async fn serve_private(
+pub(crate) async fn serve_private(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -788,7 +793,7 @@ pub async fn serve_private(
 }
 
 /// `GET /admin/media/{file_id}/thumb`
-pub async fn serve_private_thumbnail(
+pub(crate) async fn serve_private_thumbnail(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -797,7 +802,7 @@ pub async fn serve_private_thumbnail(
 }
 
 /// `GET /admin/media/{file_id}/display`
-pub async fn serve_private_display(
+pub(crate) async fn serve_private_display(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -819,7 +824,7 @@ async fn serve_private_variant(
 
 /// Send stored file `id` with its type, length and ETag (304 when the client has it), cached as
 /// `audience` allows.
-pub async fn send(
+pub(crate) async fn send(
     req: &HttpRequest,
     db: &Db,
     id: ObjectId,

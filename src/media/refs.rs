@@ -10,7 +10,7 @@ const PREFIX: &str = "/media/";
 
 /// The file ids `text` links to (`/media/{24 hex digits}`, whatever follows), in order of
 /// appearance, each once.
-pub fn linked_ids(text: &str) -> Vec<ObjectId> {
+pub(crate) fn linked_ids(text: &str) -> Vec<ObjectId> {
     let mut ids: Vec<ObjectId> = Vec::new();
     for (at, _) in text.match_indices(PREFIX) {
         let start = at + PREFIX.len();

@@ -29,17 +29,17 @@ use super::{
 use crate::db::{Db, DbError};
 
 /// The widths of the copies, smallest first.
-pub const WIDTHS: [u32; 4] = [400, 800, 1200, 2000];
+pub(crate) const WIDTHS: [u32; 4] = [400, 800, 1200, 2000];
 /// JPEG quality of the copies: a 800 px photo stays well under 150 KB.
-pub const QUALITY: u8 = 80;
+pub(crate) const QUALITY: u8 = 80;
 /// A maker that has not recorded its copies after this long is taken to have crashed.
-pub const SIZING_TIMEOUT_MS: i64 = 2 * 60 * 1000;
+pub(crate) const SIZING_TIMEOUT_MS: i64 = 2 * 60 * 1000;
 /// The metadata field of a copy naming its original.
-pub const SIZE_OF: &str = "size_of";
+pub(crate) const SIZE_OF: &str = "size_of";
 
 /// The widths made of an original `width` pixels wide: those of [`WIDTHS`] below it, then its
 /// own width capped at the largest; none for an unknown width (0).
-pub fn widths_for(width: u32) -> Vec<u32> {
+pub(crate) fn widths_for(width: u32) -> Vec<u32> {
     let largest = width.min(WIDTHS[WIDTHS.len() - 1]);
     let mut widths: Vec<u32> = WIDTHS.iter().copied().filter(|w| *w < largest).collect();
     if largest > 0 {
@@ -53,7 +53,7 @@ pub fn widths_for(width: u32) -> Vec<u32> {
 pub struct Size {
     pub file: ObjectId,
     pub width: u32,
-    pub height: u32,
+    pub(crate) height: u32,
 }
 
 impl Size {
@@ -76,7 +76,7 @@ impl Size {
 }
 
 /// `sizes` as the original's `metadata.sizes` stores them.
-pub fn to_list(sizes: &[Size]) -> Vec<Document> {
+pub(crate) fn to_list(sizes: &[Size]) -> Vec<Document> {
     sizes.iter().map(|s| s.to_document()).collect()
 }
 
@@ -98,7 +98,7 @@ pub fn recorded(entry: &Document) -> Option<Vec<Size>> {
 
 /// The copy to send for a request of `width` pixels: the smallest at least that wide, else the
 /// largest (a photo narrower than asked).
-pub fn pick(sizes: &[Size], width: u32) -> Option<Size> {
+pub(crate) fn pick(sizes: &[Size], width: u32) -> Option<Size> {
     sizes
         .iter()
         .find(|s| s.width >= width)
@@ -108,7 +108,7 @@ pub fn pick(sizes: &[Size], width: u32) -> Option<Size> {
 
 /// Whether an original's copies exist, or are being made by someone else.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Sizes {
+pub(crate) enum Sizes {
     Made(Vec<Size>),
     /// Another request or instance holds `metadata.sizing`.
     Busy,
@@ -117,7 +117,11 @@ pub enum Sizes {
 /// The copies of original `id`, made now unless they exist or someone else is making them;
 /// `None` when there is no such file. The work runs as its own task, so a request that is
 /// abandoned meanwhile does not leave half of it undone; decoding takes one of the decode slots.
-pub async fn ensure(db: &Db, id: ObjectId, max_pixels: u64) -> Result<Option<Sizes>, DbError> {
+pub(crate) async fn ensure(
+    db: &Db,
+    id: ObjectId,
+    max_pixels: u64,
+) -> Result<Option<Sizes>, DbError> {
     let task = tokio::spawn(make(db.clone(), id, max_pixels));
     match task.await {
         Ok(outcome) => outcome,
@@ -261,20 +265,20 @@ pub(super) fn scale_all(img: &DynamicImage) -> Result<Vec<Encoded>, image::Image
 /// keeps its room before the image arrives).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Responsive {
-    pub src: String,
-    pub srcset: String,
+    pub(crate) src: String,
+    pub(crate) srcset: String,
     pub width: u32,
-    pub height: u32,
+    pub(crate) height: u32,
 }
 
 /// The URL of the copy of original `id` that is `width` pixels wide.
-pub fn url(id: ObjectId, width: u32) -> String {
+pub(crate) fn url(id: ObjectId, width: u32) -> String {
     format!("/media/{}/w/{width}", id.to_hex())
 }
 
 /// The `<img>` attributes of original `id` of `width`×`height` pixels; `None` for an unknown
 /// size (an image stored before sizes were recorded), which pages show by `/media/{id}`.
-pub fn responsive(id: ObjectId, width: u32, height: u32) -> Option<Responsive> {
+pub(crate) fn responsive(id: ObjectId, width: u32, height: u32) -> Option<Responsive> {
     if width == 0 || height == 0 {
         return None;
     }

@@ -63,7 +63,7 @@ const DISCUSSIONS: &[(On, &[DemoComment])] = &[
 ];
 
 /// Add the demo discussions that are missing; returns how many comments were added.
-pub async fn seed(db: &Db) -> Result<u64, DbError> {
+pub(crate) async fn seed(db: &Db) -> Result<u64, DbError> {
     let mut added = 0;
     for (on, comments) in DISCUSSIONS {
         // A demo product or post deleted on purpose gets no discussion back.

@@ -11,7 +11,7 @@ use crate::{accounts, analytics, cart, catalog, checkout, comments, content};
 
 /// `(collection, indexes)`. Each feature adds the indexes backing its queries here, with a test
 /// that `explain`s the query. `settings` is read by `_id`, which MongoDB always indexes.
-pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
+pub(crate) fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
     let mut plan = vec![
         (catalog::products::COLLECTION, catalog::products::indexes()),
         // Case-insensitive genre and people filters (normalised keys written with the product).
@@ -66,7 +66,7 @@ pub fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
 /// The name of every index in [`index_plan`], by collection: what `/readyz` checks exists. An
 /// index without a given name gets the server's default, its keys as `field_direction` joined
 /// by `_`.
-pub fn index_names() -> Vec<(String, Vec<String>)> {
+pub(crate) fn index_names() -> Vec<(String, Vec<String>)> {
     let mut names: Vec<(String, Vec<String>)> = Vec::new();
     for (collection, models) in index_plan() {
         let of_collection = models.iter().map(|model| {
@@ -97,7 +97,7 @@ pub fn index_names() -> Vec<(String, Vec<String>)> {
 }
 
 /// Indexes no query uses any more: `(collection, index name)`, dropped by [`ensure_indexes`].
-pub fn retired_indexes() -> Vec<(&'static str, &'static str)> {
+pub(crate) fn retired_indexes() -> Vec<(&'static str, &'static str)> {
     let products = catalog::products::RETIRED_INDEXES
         .iter()
         .map(|name| (catalog::products::COLLECTION, *name));

@@ -27,7 +27,7 @@ use crate::db::Db;
 
 /// Opens a worker's own listener and client on the embedded store.
 #[derive(Clone)]
-pub struct WorkerStores {
+pub(crate) struct WorkerStores {
     in_process: docstore::InProcess,
     /// Where the workers' Unix sockets go (the data directory); loopback TCP without one.
     socket_dir: Option<PathBuf>,
@@ -36,7 +36,10 @@ pub struct WorkerStores {
 }
 
 impl WorkerStores {
-    pub fn new(in_process: docstore::InProcess, socket_dir: Option<PathBuf>) -> WorkerStores {
+    pub(crate) fn new(
+        in_process: docstore::InProcess,
+        socket_dir: Option<PathBuf>,
+    ) -> WorkerStores {
         WorkerStores {
             in_process,
             socket_dir,
@@ -46,7 +49,7 @@ impl WorkerStores {
 
     /// A handle like `db` whose commands are served on the current runtime (call it on the
     /// worker's thread, while its services are being built).
-    pub fn connect_here(&self, db: &Db) -> anyhow::Result<Db> {
+    pub(crate) fn connect_here(&self, db: &Db) -> anyhow::Result<Db> {
         let n = self.opened.fetch_add(1, Ordering::Relaxed) + 1;
         let socket = self
             .socket_dir

@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressState, ProgressStyle};
 
 /// How often a step that is not on a terminal says it is still going.
-pub const STEP_LINE_EVERY: Duration = Duration::from_secs(30);
+pub(crate) const STEP_LINE_EVERY: Duration = Duration::from_secs(30);
 
 /// A counted task: `done` of `total` units.
-pub struct Progress {
+pub(crate) struct Progress {
     bar: Option<ProgressBar>,
     log: bool,
     unit: String,
@@ -27,7 +27,7 @@ pub struct Progress {
 
 impl Progress {
     /// Counting `total` `unit`s ("products", "documents"): a bar on a terminal, tenths in a log.
-    pub fn counting(total: u64, unit: &str) -> Progress {
+    pub(crate) fn counting(total: u64, unit: &str) -> Progress {
         let terminal = std::io::stderr().is_terminal();
         let bar = terminal.then(|| {
             let bar = ProgressBar::with_draw_target(Some(total), ProgressDrawTarget::stderr());
@@ -59,7 +59,7 @@ impl Progress {
     }
 
     /// No output at all (library callers, tests).
-    pub fn hidden() -> Progress {
+    pub(crate) fn hidden() -> Progress {
         Progress {
             bar: None,
             log: false,
@@ -72,19 +72,19 @@ impl Progress {
     }
 
     /// What is being worked on now (a collection's name), shown on the bar.
-    pub fn set_message(&self, message: &str) {
+    pub(crate) fn set_message(&self, message: &str) {
         if let Some(bar) = &self.bar {
             bar.set_message(message.to_string());
         }
     }
 
     /// `n` more units done.
-    pub fn inc(&mut self, n: u64) {
+    pub(crate) fn inc(&mut self, n: u64) {
         self.set_position(self.done + n);
     }
 
     /// `done` units done in all.
-    pub fn set_position(&mut self, done: u64) {
+    pub(crate) fn set_position(&mut self, done: u64) {
         self.done = done;
         if let Some(bar) = &self.bar {
             bar.set_position(done);
@@ -99,7 +99,7 @@ impl Progress {
     }
 
     /// Units done so far.
-    pub fn position(&self) -> u64 {
+    pub(crate) fn position(&self) -> u64 {
         self.done
     }
 
@@ -119,7 +119,7 @@ impl Progress {
     }
 
     /// The bar stays on screen with its final count.
-    pub fn finish(self) {
+    pub(crate) fn finish(self) {
         if let Some(bar) = &self.bar {
             bar.finish();
         }
@@ -128,7 +128,7 @@ impl Progress {
 
 /// A step of unknown size: a spinner with the elapsed time on a terminal, otherwise a line
 /// every [`STEP_LINE_EVERY`] while it lasts. Ends when dropped.
-pub struct Step {
+pub(crate) struct Step {
     bar: Option<ProgressBar>,
     stop: Option<mpsc::Sender<()>>,
     ticker: Option<std::thread::JoinHandle<()>>,
@@ -136,7 +136,7 @@ pub struct Step {
 
 impl Step {
     /// Start showing `what` ("writing the backup").
-    pub fn start(what: &str) -> Step {
+    pub(crate) fn start(what: &str) -> Step {
         if std::io::stderr().is_terminal() {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             bar.set_style(
