@@ -21,8 +21,7 @@ pub mod pages;
 pub mod terms;
 
 use bson::{doc, Bson, Document};
-use docstore::text::language::{Language, Sensitivity, Tokenizer};
-use docstore::text::search::ParsedQuery;
+use docstore::tokenizer::{word_spans, Language, ParsedQuery, Sensitivity, Tokenizer};
 use futures::TryStreamExt;
 use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
@@ -377,26 +376,6 @@ pub fn highlighted(text: &str, terms: &[String], max: usize) -> Vec<Piece> {
     push(&window[done..], false);
     pieces.retain(|p| !p.text.is_empty());
     pieces
-}
-
-/// The byte ranges of the words of `text`, as the index splits them.
-fn word_spans(text: &str) -> Vec<(usize, usize)> {
-    let mut spans = Vec::new();
-    let mut start = None;
-    for (i, c) in text.char_indices() {
-        match (docstore::text::language::is_word_char(c), start) {
-            (true, None) => start = Some(i),
-            (false, Some(s)) => {
-                spans.push((s, i));
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    if let Some(s) = start {
-        spans.push((s, text.len()));
-    }
-    spans
 }
 
 fn score_of(doc: &Document) -> f64 {

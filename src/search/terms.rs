@@ -29,7 +29,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bson::Document;
-use docstore::text::language::{fold, words, Language, Sensitivity, Tokenizer};
+use docstore::tokenizer::{fold, words, Language, Sensitivity, Tokenizer};
 use futures::TryStreamExt;
 
 use crate::catalog::changes;
