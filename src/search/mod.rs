@@ -263,6 +263,14 @@ pub fn node_projection() -> Document {
     p
 }
 
+/// The tokenizer of the search indexes: docstore's own, for English (their `default_language`),
+/// case and diacritics folded as a `$text` query without `$caseSensitive` or
+/// `$diacriticSensitive` folds them, so what search marks and suggests is what the index holds.
+/// The one place the app builds it.
+pub(crate) fn tokenizer() -> Tokenizer {
+    Tokenizer::new(Language::English, Sensitivity::default())
+}
+
 /// The positive terms of a search as the index stems them.
 fn query_terms(query: &str) -> Vec<String> {
     ParsedQuery::parse(query, Language::English, Sensitivity::default())
@@ -303,7 +311,7 @@ fn matched_fields(
     fields: &[(&str, i32, &'static str)],
     terms: &[String],
 ) -> Vec<&'static str> {
-    let tokenizer = Tokenizer::new(Language::English, Sensitivity::default());
+    let tokenizer = tokenizer();
     let mut matched = Vec::new();
     for (field, _, label) in fields {
         let text = text_at(doc, field);
@@ -336,7 +344,7 @@ pub fn excerpt(text: &str, max: usize) -> String {
 /// matched word when that would be cut off), split into [`Piece`]s with the words whose index
 /// term is one of `terms` marked.
 pub fn highlighted(text: &str, terms: &[String], max: usize) -> Vec<Piece> {
-    let tokenizer = Tokenizer::new(Language::English, Sensitivity::default());
+    let tokenizer = tokenizer();
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let is_match = |word: &str| tokenizer.term(word).is_some_and(|t| terms.contains(&t));
     // Where the first matched word starts, in characters.

@@ -270,8 +270,9 @@ pub(crate) fn write_dump(
     Ok(manifest)
 }
 
-/// [`write_dump`], then read every file back and check it against the manifest: a backup is
-/// only reported written when it can be restored.
+/// Write `images` as a backup in `dir` (the collections' files, then the manifest last), then
+/// read every file back and check it against the manifest: a backup is only reported written
+/// when it can be restored.
 pub fn write_verified_dump(
     dir: &Path,
     images: &[CollectionImage],

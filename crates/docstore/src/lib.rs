@@ -7,21 +7,25 @@
 //!
 //! # Public API
 //!
-//! Everything below is what other crates (Bazaar, the `docstore` binary) may use; every module
-//! of the implementation is private, so the compiler reports code nothing calls.
+//! What other crates (Bazaar, the `docstore` binary) may use is listed here; every module of the
+//! implementation is private and its items `pub(crate)` (`unreachable_pub` warns of a `pub` the
+//! API does not reach), so the compiler reports code nothing calls.
 //!
 //! - The server: [`Server`], [`ServerHandle`], [`Config`], [`StorageMode`], [`Endpoint`],
-//!   [`InProcess`], [`DEFAULT_MAX_CONNECTIONS`]; its one user, [`User`], and
-//!   [`generate_password`] for a process that starts its own; [`Error`], [`ErrorCode`],
-//!   [`Result`].
+//!   [`InProcess`], [`DEFAULT_MAX_CONNECTIONS`]; its one [`User`] (from a password, or from
+//!   stored [`ScramCredentials`]) and [`generate_password`] for a process that starts its own;
+//!   [`Error`], [`ErrorCode`], [`Result`].
 //! - Offline maintenance: [`repair`] and its [`RepairReport`]; [`support_table`], the
 //!   supported-features table the binary prints.
 //! - [`dump`]: backups (writing, verifying, loading and restoring a dump directory).
-//! - [`private_fs`]: owner-only files and directories, as the data directory's, for the
-//!   application's own private files (backups, session keys).
-//! - [`tokenizer`]: the text-search tokenizer, the one text indexes use, for the application's
-//!   highlighting and spelling help to split and stem words exactly as `$text` does.
+//! - [`private_fs`]: owner-only files and directories like the data directory's, for the
+//!   application's own private files (backups, the session key).
+//! - [`tokenizer`]: the tokenizer text indexes use, so that the application's search marks
+//!   matched words and suggests spellings with exactly the terms `$text` looks up.
 //! - [`faults`]: injected disk failures, for tests of a full or failing disk.
+//!
+//! The property tests reach the few internals they exercise through the hidden `internals`
+//! module, which is not part of the API.
 
 #![warn(unreachable_pub)]
 
@@ -58,7 +62,7 @@ mod update;
 mod value;
 mod wire;
 
-pub use auth::{generate_password, User};
+pub use auth::{generate_password, ScramCredentials, User};
 pub use config::{Config, StorageMode, DEFAULT_MAX_CONNECTIONS};
 pub use error::{Error, ErrorCode, Result};
 pub use repair::repair;

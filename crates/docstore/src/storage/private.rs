@@ -13,7 +13,7 @@ pub const DIR_MODE: u32 = 0o700;
 pub const FILE_MODE: u32 = 0o600;
 
 /// `fs::create_dir_all`, with every directory it creates owner-only. Directories that already
-/// exist are left as they are (see [`tighten_tree`] for those).
+/// exist are left as they are (docstore tightens its own data directory's when it opens it).
 pub fn create_dir_all(dir: &Path) -> io::Result<()> {
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
@@ -37,8 +37,8 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
 }
 
 /// Options that create a file owner-only (set `write`, `create`… on them as usual). The mode
-/// applies only when the call creates the file; callers that may open an existing file go
-/// through [`open_existing`] or [`tighten_tree`].
+/// applies only when the call creates the file; docstore's own code that may open an existing
+/// file goes through `open_existing` or `tighten_tree`, which tighten it.
 pub fn file_options() -> OpenOptions {
     let mut options = OpenOptions::new();
     #[cfg(unix)]

@@ -664,7 +664,7 @@ pub(super) fn replay(
 pub(crate) type Replay<'a> =
     &'a dyn Fn(Vec<CollectionImage>, Vec<JournalOp>) -> io::Result<Vec<CollectionImage>>;
 
-/// What [`repair_with`] kept, lost and moved.
+/// What [`repair`](crate::repair) kept, lost and moved.
 #[derive(Debug, Clone)]
 pub struct RepairReport {
     pub dir: PathBuf,

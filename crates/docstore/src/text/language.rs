@@ -85,7 +85,7 @@ impl Language {
     }
 
     /// The error MongoDB gives for a language it does not support.
-    pub fn unsupported(name: &str) -> String {
+    pub(crate) fn unsupported(name: &str) -> String {
         format!("unsupported language: \"{name}\" for text index version 3")
     }
 
@@ -112,7 +112,7 @@ impl Language {
 
     /// Whether `folded` (lower-case, without diacritics) is a stop word. Only English has a
     /// stop word list in docstore (see the crate README).
-    pub fn is_stop_word(self, folded: &str) -> bool {
+    pub(crate) fn is_stop_word(self, folded: &str) -> bool {
         self == Language::English && ENGLISH_STOP_WORDS.binary_search(&folded).is_ok()
     }
 }

@@ -170,7 +170,7 @@ impl ParsedQuery {
     }
 
     /// `explain`'s `parsedTextQuery`.
-    pub fn to_document(&self) -> Document {
+    pub(crate) fn to_document(&self) -> Document {
         doc! {
             "terms": self.terms.iter().cloned().collect::<Vec<_>>(),
             "negatedTerms": self.negated_terms.iter().cloned().collect::<Vec<_>>(),
