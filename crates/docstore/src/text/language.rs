@@ -270,4 +270,14 @@ mod tests {
         assert_eq!(Language::parse("es"), Some(Language::Spanish));
         assert_eq!(Language::parse("klingon"), None);
     }
+
+    #[test]
+    fn word_spans_are_where_the_words_are_without_quoting_apostrophes() {
+        let text = "'Tis Zoë's \u{2018}café' -- don't ''";
+        let spans = word_spans(text);
+        let at: Vec<&str> = spans.iter().map(|&(s, e)| &text[s..e]).collect();
+        assert_eq!(at, vec!["Tis", "Zoë's", "café", "don't"]);
+        assert_eq!(at, words(text));
+        assert!(word_spans("-- '' ").is_empty());
+    }
 }
