@@ -71,7 +71,7 @@ impl OpenDatabase {
                 let storage = match &settings.database.uri {
                     DatabaseUri::Embedded => {
                         let path = &settings.database.path;
-                        docstore::storage::private::create_dir_all(path).with_context(|| {
+                        docstore::private_fs::create_dir_all(path).with_context(|| {
                             format!("cannot create the data directory {}", path.display())
                         })?;
                         docstore::StorageMode::Directory(path.clone())
@@ -87,7 +87,7 @@ impl OpenDatabase {
                 // The store listens on a loopback port any local program could reach, so it
                 // requires a user whose password is generated now and known only to this
                 // process; the URI that carries it is never logged.
-                let password = docstore::auth::generate_password();
+                let password = docstore::generate_password();
                 let user = docstore::User::with_password(EMBEDDED_USER, &password)
                     .context("cannot set up the embedded store's user")?;
                 let unix_socket =

@@ -187,10 +187,10 @@ async fn logical_backup(db: &Db, dir: &Path, progress: bool) -> anyhow::Result<B
         let indexes = index_specs(database, &name).await?;
         let docs = docs
             .iter()
-            .map(docstore::storage::StoredDoc::from_document)
+            .map(docstore::dump::StoredDoc::from_document)
             .collect::<Result<_, _>>()
             .with_context(|| format!("encoding a document of {name}"))?;
-        images.push(docstore::storage::CollectionImage {
+        images.push(docstore::dump::CollectionImage {
             db: database.name().to_string(),
             coll: name,
             options: Document::new(),
@@ -360,7 +360,7 @@ pub(crate) async fn restore_through_driver_with_progress(
         for chunk in image.docs.chunks(BATCH) {
             let batch = chunk
                 .iter()
-                .map(docstore::storage::StoredDoc::to_document)
+                .map(docstore::dump::StoredDoc::to_document)
                 .collect::<Result<Vec<_>, _>>()
                 .with_context(|| format!("reading {}.{}", image.db, image.coll))?;
             coll.insert_many(batch)

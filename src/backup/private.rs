@@ -5,7 +5,7 @@
 use std::io;
 use std::path::Path;
 
-use docstore::storage::private as store_private;
+use docstore::private_fs as store_private;
 
 /// Owner-only mode bits of directories and files (the embedded store's, so a backup and a data
 /// directory are private alike).

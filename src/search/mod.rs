@@ -21,8 +21,7 @@ pub mod pages;
 pub mod terms;
 
 use bson::{doc, Bson, Document};
-use docstore::text::language::{Language, Sensitivity, Tokenizer};
-use docstore::text::search::ParsedQuery;
+use docstore::tokenizer::{word_spans, Language, ParsedQuery, Sensitivity, Tokenizer};
 use futures::TryStreamExt;
 use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
@@ -264,6 +263,14 @@ pub fn node_projection() -> Document {
     p
 }
 
+/// The tokenizer of the search indexes: docstore's own, for English (their `default_language`),
+/// case and diacritics folded as a `$text` query without `$caseSensitive` or
+/// `$diacriticSensitive` folds them, so what search marks and suggests is what the index holds.
+/// The one place the app builds it.
+pub(crate) fn tokenizer() -> Tokenizer {
+    Tokenizer::new(Language::English, Sensitivity::default())
+}
+
 /// The positive terms of a search as the index stems them.
 fn query_terms(query: &str) -> Vec<String> {
     ParsedQuery::parse(query, Language::English, Sensitivity::default())
@@ -304,7 +311,7 @@ fn matched_fields(
     fields: &[(&str, i32, &'static str)],
     terms: &[String],
 ) -> Vec<&'static str> {
-    let tokenizer = Tokenizer::new(Language::English, Sensitivity::default());
+    let tokenizer = tokenizer();
     let mut matched = Vec::new();
     for (field, _, label) in fields {
         let text = text_at(doc, field);
@@ -337,7 +344,7 @@ pub fn excerpt(text: &str, max: usize) -> String {
 /// matched word when that would be cut off), split into [`Piece`]s with the words whose index
 /// term is one of `terms` marked.
 pub fn highlighted(text: &str, terms: &[String], max: usize) -> Vec<Piece> {
-    let tokenizer = Tokenizer::new(Language::English, Sensitivity::default());
+    let tokenizer = tokenizer();
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let is_match = |word: &str| tokenizer.term(word).is_some_and(|t| terms.contains(&t));
     // Where the first matched word starts, in characters.
@@ -377,26 +384,6 @@ pub fn highlighted(text: &str, terms: &[String], max: usize) -> Vec<Piece> {
     push(&window[done..], false);
     pieces.retain(|p| !p.text.is_empty());
     pieces
-}
-
-/// The byte ranges of the words of `text`, as the index splits them.
-fn word_spans(text: &str) -> Vec<(usize, usize)> {
-    let mut spans = Vec::new();
-    let mut start = None;
-    for (i, c) in text.char_indices() {
-        match (docstore::text::language::is_word_char(c), start) {
-            (true, None) => start = Some(i),
-            (false, Some(s)) => {
-                spans.push((s, i));
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    if let Some(s) = start {
-        spans.push((s, text.len()));
-    }
-    spans
 }
 
 fn score_of(doc: &Document) -> f64 {

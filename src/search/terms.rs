@@ -29,9 +29,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bson::Document;
-use docstore::text::language::{fold, words, Language, Sensitivity, Tokenizer};
+use docstore::tokenizer::{fold, words, Sensitivity, Tokenizer};
 use futures::TryStreamExt;
 
+use super::tokenizer;
 use crate::catalog::changes;
 use crate::db::{Db, DbError};
 
@@ -64,10 +65,6 @@ pub struct Expanded {
     /// What is sent to `$text`: the search as typed, then the completions.
     pub text: String,
     pub completions: Vec<String>,
-}
-
-fn tokenizer() -> Tokenizer {
-    Tokenizer::new(Language::English, Sensitivity::default())
 }
 
 impl Vocabulary {

@@ -77,7 +77,7 @@ fn key_from_file(path: &Path) -> anyhow::Result<Key> {
 fn create_key_file(path: &Path) -> anyhow::Result<Key> {
     if let Some(dir) = path.parent() {
         // Owner-only, as the store makes it: the directory holds customers' data too.
-        docstore::storage::private::create_dir_all(dir)
+        docstore::private_fs::create_dir_all(dir)
             .with_context(|| format!("cannot create the data directory {}", dir.display()))?;
     }
     let mut bytes = [0u8; 64];

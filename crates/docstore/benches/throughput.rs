@@ -101,15 +101,27 @@ async fn group_commit_table(seconds: f64) {
         "{:<10} {:>12} {:>12} {:>16}",
         "clients", "j: false", "j: true", "j:true per fsync"
     );
-    let storage = std::sync::Arc::clone(server.state().catalog.storage());
-    let commits = move || storage.journal_status().map_or(0, |s| s.commits);
+    // The journal's group-commit counter, as `serverStatus` reports it.
+    let admin = client.database("admin");
+    let commits = move || {
+        let admin = admin.clone();
+        async move {
+            let status = admin.run_command(doc! { "serverStatus": 1 }).await.unwrap();
+            let journal = status.get_document("journal").unwrap();
+            match journal.get("commits") {
+                Some(bson::Bson::Int32(n)) => *n as u64,
+                Some(bson::Bson::Int64(n)) => *n as u64,
+                _ => 0,
+            }
+        }
+    };
     for clients in [1usize, 16, 64] {
         let mut figures = [0.0; 2];
         let mut per_fsync = 0.0;
         for (slot, journal) in [false, true].into_iter().enumerate() {
             let concern = WriteConcern::builder().journal(journal).build();
             let c = c.clone();
-            let before = commits();
+            let before = commits().await;
             let ops = Arc::new(AtomicU64::new(0));
             let counted = Arc::clone(&ops);
             figures[slot] = median_of_three(clients, seconds, move |i| {
@@ -124,7 +136,7 @@ async fn group_commit_table(seconds: f64) {
             })
             .await;
             if journal {
-                let fsyncs = commits().saturating_sub(before).max(1);
+                let fsyncs = commits().await.saturating_sub(before).max(1);
                 per_fsync = ops.load(Ordering::Relaxed) as f64 / fsyncs as f64;
             }
         }

@@ -21,11 +21,11 @@ use subtle::ConstantTimeEq;
 use tracing::{debug, info};
 
 /// The database users authenticate against (`authSource=admin`).
-pub const AUTH_DB: &str = "admin";
+pub(crate) const AUTH_DB: &str = "admin";
 /// MongoDB's default `scramSHA256IterationCount`.
-pub const SHA256_ITERATIONS: u32 = 15_000;
+pub(crate) const SHA256_ITERATIONS: u32 = 15_000;
 /// MongoDB's default `scramIterationCount` (SCRAM-SHA-1).
-pub const SHA1_ITERATIONS: u32 = 10_000;
+pub(crate) const SHA1_ITERATIONS: u32 = 10_000;
 /// Random bytes in the salt and in the server's half of the nonce (as MongoDB).
 const SALT_BYTES: usize = 16;
 const NONCE_BYTES: usize = 24;
@@ -49,13 +49,13 @@ const ALLOWED_UNAUTHENTICATED: &[&str] = &[
 ];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mechanism {
+pub(crate) enum Mechanism {
     ScramSha1,
     ScramSha256,
 }
 
 impl Mechanism {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Mechanism::ScramSha1 => "SCRAM-SHA-1",
             Mechanism::ScramSha256 => "SCRAM-SHA-256",
@@ -244,7 +244,7 @@ fn mongo_sha1_digest(user: &str, password: &str) -> String {
 
 /// Per-connection authentication state.
 #[derive(Debug, Default)]
-pub struct Session {
+pub(crate) struct Session {
     /// The user this connection authenticated as.
     user: Option<String>,
     conversation: Option<Conversation>,
@@ -252,7 +252,7 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn user(&self) -> Option<&str> {
+    pub(crate) fn user(&self) -> Option<&str> {
         self.user.as_deref()
     }
 }
@@ -261,7 +261,7 @@ impl Session {
 /// authentication state. Defined here, beside [`Session`], so that authentication needs nothing
 /// from the server state (`state` re-exports it).
 #[derive(Debug)]
-pub struct ConnectionInfo {
+pub(crate) struct ConnectionInfo {
     pub id: i64,
     pub peer: Option<SocketAddr>,
     pub auth: parking_lot::Mutex<Session>,
@@ -295,7 +295,11 @@ enum Step {
 /// Whether authentication is required and, if so, whether `name` may run on this connection.
 /// `configured` here and below is the user connections must authenticate as (`None`:
 /// authentication is off).
-pub fn check_access(configured: Option<&User>, conn: &ConnectionInfo, name: &str) -> Result<()> {
+pub(crate) fn check_access(
+    configured: Option<&User>,
+    conn: &ConnectionInfo,
+    name: &str,
+) -> Result<()> {
     if configured.is_none() || ALLOWED_UNAUTHENTICATED.contains(&name) {
         return Ok(());
     }
@@ -309,7 +313,7 @@ pub fn check_access(configured: Option<&User>, conn: &ConnectionInfo, name: &str
 }
 
 /// `saslStart`: the client's first SCRAM message; answers `server-first-message`.
-pub fn sasl_start(
+pub(crate) fn sasl_start(
     configured: Option<&User>,
     conn: &ConnectionInfo,
     cmd: &Document,
@@ -421,7 +425,7 @@ fn start(
 
 /// `saslContinue`: checks the proof and answers `v=<ServerSignature>`; with
 /// `skipEmptyExchange` that ends the conversation, otherwise one more empty round does.
-pub fn sasl_continue(
+pub(crate) fn sasl_continue(
     configured: Option<&User>,
     conn: &ConnectionInfo,
     cmd: &Document,
@@ -675,7 +679,7 @@ fn binary(bytes: &[u8]) -> Bson {
 /// the answer to `speculativeAuthenticate` (a `saslStart` carried in the handshake). A failed
 /// speculative attempt is simply left out, as in mongod; the driver then runs `saslStart`
 /// itself and sees the error.
-pub fn extend_hello(
+pub(crate) fn extend_hello(
     configured: Option<&User>,
     conn: &ConnectionInfo,
     cmd: &Document,
@@ -699,7 +703,7 @@ pub fn extend_hello(
 }
 
 /// `logout`: the connection is no longer authenticated.
-pub fn logout(conn: &ConnectionInfo) -> Document {
+pub(crate) fn logout(conn: &ConnectionInfo) -> Document {
     let mut session = conn.auth.lock();
     session.user = None;
     session.conversation = None;
@@ -707,7 +711,7 @@ pub fn logout(conn: &ConnectionInfo) -> Document {
 }
 
 /// `connectionStatus.authInfo`: the user this connection authenticated as, with `root`.
-pub fn connection_status(conn: &ConnectionInfo, show_privileges: bool) -> Document {
+pub(crate) fn connection_status(conn: &ConnectionInfo, show_privileges: bool) -> Document {
     let user = conn.auth.lock().user.clone();
     let (users, roles, privileges) = match user {
         Some(name) => (
@@ -733,7 +737,7 @@ pub fn connection_status(conn: &ConnectionInfo, show_privileges: bool) -> Docume
 /// `usersInfo`, read-only: the one configured user (`--auth --user`) is `admin.<name>` with the
 /// `root` role; without authentication there are no users. Accepts mongod's forms (`1`, a
 /// name, `{user, db}`, a list of either, `forAllDBs: true`) and answers `{users: [...]}`.
-pub fn users_info(auth: Option<&User>, cmd: &Document) -> Result<Document> {
+pub(crate) fn users_info(auth: Option<&User>, cmd: &Document) -> Result<Document> {
     let db = cmd.get_str("$db").unwrap_or(AUTH_DB);
     let wanted = |user: &str, user_db: &str| -> Result<bool> {
         let names = |v: &Bson| -> Result<(String, String)> {
@@ -798,7 +802,7 @@ pub fn generate_password() -> String {
 }
 
 /// Percent-encode a user name or password for a `mongodb://user:password@host` URI.
-pub fn uri_escape(s: &str) -> String {
+pub(crate) fn uri_escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for b in s.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {

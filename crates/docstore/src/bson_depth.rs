@@ -11,11 +11,11 @@ use std::fmt;
 /// Deepest nesting accepted anywhere (MongoDB's default `maxBSONDepth`): a document at the top
 /// level is depth 1, each embedded document or array one more. The same limit on every path,
 /// so whatever the wire lets a client store loads again from the journal, a snapshot or a dump.
-pub const MAX_BSON_DEPTH: usize = 200;
+pub(crate) const MAX_BSON_DEPTH: usize = 200;
 
 /// Why BSON bytes were refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BsonError {
+pub(crate) enum BsonError {
     /// Not valid BSON (a length, a type byte, a string that is not UTF-8 …).
     Invalid(String),
     /// Valid, but nested deeper than [`MAX_BSON_DEPTH`].
@@ -42,7 +42,7 @@ fn invalid(e: bson::raw::Error) -> BsonError {
 /// Check every element of `raw` (lengths, types, UTF-8 of keys and strings, embedded documents
 /// and arrays, an array's own keys included) as fully as decoding would, and its depth, without
 /// building anything. The walk stops one level past the limit, so its own recursion is bounded.
-pub fn check(raw: &RawDocument) -> Result<(), BsonError> {
+pub(crate) fn check(raw: &RawDocument) -> Result<(), BsonError> {
     check_at(raw, 1)
 }
 
@@ -67,19 +67,19 @@ fn check_at(doc: &RawDocument, depth: usize) -> Result<(), BsonError> {
 }
 
 /// Decode exactly `bytes` as one document, after [`check`].
-pub fn decode(bytes: &[u8]) -> Result<Document, BsonError> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Document, BsonError> {
     decode_raw(RawDocument::from_bytes(bytes).map_err(invalid)?)
 }
 
 /// [`decode`] of a document already framed.
-pub fn decode_raw(raw: &RawDocument) -> Result<Document, BsonError> {
+pub(crate) fn decode_raw(raw: &RawDocument) -> Result<Document, BsonError> {
     check(raw)?;
     Document::try_from(raw).map_err(invalid)
 }
 
 /// Whether a document built in memory (an update's result, say) stays within
 /// [`MAX_BSON_DEPTH`], so that it can be stored and read back. Stops one level past the limit.
-pub fn within_limit(doc: &Document) -> bool {
+pub(crate) fn within_limit(doc: &Document) -> bool {
     fn doc_within(doc: &Document, depth: usize) -> bool {
         depth <= MAX_BSON_DEPTH && doc.values().all(|v| value_within(v, depth))
     }

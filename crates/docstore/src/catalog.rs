@@ -15,11 +15,11 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-pub type SharedCollection = Arc<RwLock<Collection>>;
+pub(crate) type SharedCollection = Arc<RwLock<Collection>>;
 
 type Namespaces = BTreeMap<String, BTreeMap<String, SharedCollection>>;
 
-pub struct Catalog {
+pub(crate) struct Catalog {
     storage: Arc<Storage>,
     databases: RwLock<Namespaces>,
     gate: RwLock<()>,
@@ -71,14 +71,14 @@ impl SnapshotRetry {
 
 /// The result of a write: what the closure returned and the journal position to wait on for
 /// `j: true`.
-pub struct WriteOutcome<R> {
+pub(crate) struct WriteOutcome<R> {
     pub value: R,
     pub lsn: u64,
 }
 
 impl Catalog {
     /// Rebuild memory from a recovered snapshot and journal.
-    pub fn recover(
+    pub(crate) fn recover(
         storage: Arc<Storage>,
         recovered: Recovered,
         snapshot_threshold: u64,
@@ -136,7 +136,7 @@ impl Catalog {
         Ok(catalog)
     }
 
-    pub fn storage(&self) -> &Arc<Storage> {
+    pub(crate) fn storage(&self) -> &Arc<Storage> {
         &self.storage
     }
 
@@ -148,12 +148,12 @@ impl Catalog {
             .map_err(|failure| Error::from(&failure))
     }
 
-    pub fn get(&self, db: &str, coll: &str) -> Option<SharedCollection> {
+    pub(crate) fn get(&self, db: &str, coll: &str) -> Option<SharedCollection> {
         self.databases.read().get(db)?.get(coll).cloned()
     }
 
     /// Databases that hold at least one collection.
-    pub fn database_names(&self) -> Vec<String> {
+    pub(crate) fn database_names(&self) -> Vec<String> {
         self.databases
             .read()
             .iter()
@@ -162,7 +162,7 @@ impl Catalog {
             .collect()
     }
 
-    pub fn collections(&self, db: &str) -> Vec<(String, SharedCollection)> {
+    pub(crate) fn collections(&self, db: &str) -> Vec<(String, SharedCollection)> {
         self.databases
             .read()
             .get(db)
@@ -178,7 +178,7 @@ impl Catalog {
     /// Run `f` on a collection under its write lock, through a [`WriteSession`] that records a
     /// journal entry for every change `f` makes, and journal those entries.
     /// With `create`, a missing collection is created first; without, `None` is returned.
-    pub fn write<R>(
+    pub(crate) fn write<R>(
         &self,
         db: &str,
         coll: &str,
@@ -223,7 +223,7 @@ impl Catalog {
     /// plus `expireAfterSeconds` is at or before `now`, and likewise in every time-series
     /// collection with `expireAfterSeconds` the measurements whose time field is that old.
     /// Returns how many were deleted.
-    pub fn expire_ttl_documents(&self, now: bson::DateTime) -> usize {
+    pub(crate) fn expire_ttl_documents(&self, now: bson::DateTime) -> usize {
         let targets: Vec<(String, String)> = {
             let dbs = self.databases.read();
             dbs.iter()
@@ -272,7 +272,7 @@ impl Catalog {
     }
 
     /// Explicit `create`: error 48 if the collection exists.
-    pub fn create_collection(&self, db: &str, coll: &str, options: Document) -> Result<u64> {
+    pub(crate) fn create_collection(&self, db: &str, coll: &str, options: Document) -> Result<u64> {
         let _gate = self.gate.read();
         self.create_locked(db, coll, options, true)
             .map(|(_, lsn)| lsn)
@@ -312,7 +312,7 @@ impl Catalog {
     /// Drop a collection; `false` when it did not exist.
     /// Drop a collection: how many indexes it had (`None` when it did not exist) and the
     /// journal position of the drop.
-    pub fn drop_collection(&self, db: &str, coll: &str) -> Result<(Option<usize>, u64)> {
+    pub(crate) fn drop_collection(&self, db: &str, coll: &str) -> Result<(Option<usize>, u64)> {
         let _gate = self.gate.read();
         self.check_writable()?;
         let removed = {
@@ -336,7 +336,7 @@ impl Catalog {
         Ok((Some(indexes), lsn))
     }
 
-    pub fn drop_database(&self, db: &str) -> Result<u64> {
+    pub(crate) fn drop_database(&self, db: &str) -> Result<u64> {
         let _gate = self.gate.read();
         self.check_writable()?;
         let removed = self.databases.write().remove(db);
@@ -352,7 +352,7 @@ impl Catalog {
     }
 
     /// `renameCollection` within or across databases.
-    pub fn rename_collection(
+    pub(crate) fn rename_collection(
         &self,
         db: &str,
         from: &str,
@@ -466,7 +466,7 @@ impl Catalog {
 
     /// A point-in-time copy of every collection, consistent across collections (a backup): writes
     /// are held back only while document pointers are copied, and reads do not wait at all.
-    pub fn consistent_images(&self) -> Vec<CollectionImage> {
+    pub(crate) fn consistent_images(&self) -> Vec<CollectionImage> {
         let _gate = self.gate.write();
         self.images()
     }
@@ -495,7 +495,7 @@ impl Catalog {
 
     /// Write everything journaled so far to disk (clean shutdown), after waiting (bounded) for
     /// a snapshot in progress so that it completes and releases the data directory.
-    pub fn flush(&self) {
+    pub(crate) fn flush(&self) {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while self.snapshot_running.load(Ordering::Acquire) && std::time::Instant::now() < deadline
         {
@@ -603,7 +603,7 @@ fn replay(dbs: &mut Namespaces, op: JournalOp) -> Result<()> {
 }
 
 /// MongoDB's naming rules for databases and collections.
-pub fn validate_namespace(db: &str, coll: &str) -> Result<()> {
+pub(crate) fn validate_namespace(db: &str, coll: &str) -> Result<()> {
     validate_db_name(db)?;
     if coll.is_empty() || coll.contains('\0') || coll.starts_with('.') || coll.contains('$') {
         return Err(Error::new(
@@ -620,7 +620,7 @@ pub fn validate_namespace(db: &str, coll: &str) -> Result<()> {
     Ok(())
 }
 
-pub fn validate_db_name(db: &str) -> Result<()> {
+pub(crate) fn validate_db_name(db: &str) -> Result<()> {
     if db.is_empty() || db.len() >= 64 || db.chars().any(|c| "/\\. \"$\0".contains(c)) {
         return Err(Error::new(
             ErrorCode::InvalidNamespace,

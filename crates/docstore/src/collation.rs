@@ -162,7 +162,7 @@ const VARIANTS: &[(&str, &str)] = &[
 
 /// A non-simple collation: its resolved specification (every field, as `listIndexes` and
 /// `listCollections` show it) and the collator built from it.
-pub struct Collation {
+pub(crate) struct Collation {
     spec: Document,
     collator: CollatorBorrowed<'static>,
 }
@@ -203,7 +203,7 @@ fn not_one_of(field: &str, choices: &str, got: &Bson) -> Error {
 
 /// What one command's `collation` field asks for.
 #[derive(Clone)]
-pub enum Requested {
+pub(crate) enum Requested {
     /// No `collation` (or `collation: {}`): the collection's default applies.
     Default,
     /// `{locale: "simple"}`: binary comparison, whatever the collection's default.
@@ -213,7 +213,7 @@ pub enum Requested {
 
 impl Requested {
     /// The collation in force for a command on a collection whose default is `default`.
-    pub fn or_default(self, default: Option<Arc<Collation>>) -> Option<Arc<Collation>> {
+    pub(crate) fn or_default(self, default: Option<Arc<Collation>>) -> Option<Arc<Collation>> {
         match self {
             Requested::Default => default,
             Requested::Simple => None,
@@ -223,7 +223,7 @@ impl Requested {
 }
 
 /// Parse a command's or index's `collation` field.
-pub fn parse(value: Option<&Bson>) -> Result<Requested> {
+pub(crate) fn parse(value: Option<&Bson>) -> Result<Requested> {
     match value {
         None | Some(Bson::Null) => Ok(Requested::Default),
         Some(Bson::Document(d)) if d.is_empty() => Ok(Requested::Default),
@@ -236,7 +236,7 @@ pub fn parse(value: Option<&Bson>) -> Result<Requested> {
 }
 
 /// The default collation a collection's options hold (`None`: simple).
-pub fn of_options(options: &Document) -> Option<Arc<Collation>> {
+pub(crate) fn of_options(options: &Document) -> Option<Arc<Collation>> {
     match options.get_document("collation") {
         // Stored options were validated when the collection was created.
         Ok(d) => match Collation::parse(d) {
@@ -439,11 +439,11 @@ impl Collation {
     }
 
     /// The resolved specification, every field present.
-    pub fn spec(&self) -> &Document {
+    pub(crate) fn spec(&self) -> &Document {
         &self.spec
     }
 
-    pub fn compare(&self, a: &str, b: &str) -> Ordering {
+    pub(crate) fn compare(&self, a: &str, b: &str) -> Ordering {
         self.collator.compare(a, b)
     }
 
@@ -451,7 +451,7 @@ impl Collation {
     /// written as the character of that code point: UTF-8 keeps byte order and is prefix-free,
     /// so these strings compare bytewise exactly as the sort keys do). Strings equal under the
     /// collation get the same key, so a unique index refuses them.
-    pub fn key_string(&self, s: &str) -> String {
+    pub(crate) fn key_string(&self, s: &str) -> String {
         let mut key: Vec<u8> = Vec::with_capacity(s.len() * 2);
         let Ok(()) = self.collator.write_sort_key_to(s, &mut key);
         key.into_iter().map(char::from).collect()
@@ -460,7 +460,7 @@ impl Collation {
     /// `v` with every string (inside documents and arrays too, but not field names) replaced
     /// by its [`Collation::key_string`]: what a collated index stores and what its bounds are
     /// built from.
-    pub fn key_value(&self, v: &Bson) -> Bson {
+    pub(crate) fn key_value(&self, v: &Bson) -> Bson {
         match v {
             Bson::String(s) => Bson::String(self.key_string(s)),
             Bson::Document(d) => Bson::Document(
@@ -514,7 +514,7 @@ impl crate::value::StringOrder for Collation {
 }
 
 /// Puts back the collation that was in force when [`enter`] was called.
-pub struct Scope {
+pub(crate) struct Scope {
     previous: Option<Arc<Collation>>,
 }
 
@@ -537,19 +537,19 @@ fn install(collation: Option<Arc<Collation>>) -> Option<Arc<Collation>> {
 /// keep the guard within synchronous code: a task moved to another thread would leave it
 /// behind.
 #[must_use = "the collation is in force only while the guard lives"]
-pub fn enter(collation: Option<Arc<Collation>>) -> Scope {
+pub(crate) fn enter(collation: Option<Arc<Collation>>) -> Scope {
     Scope {
         previous: install(collation),
     }
 }
 
 /// Whether a collation is in force on this thread.
-pub fn active() -> bool {
+pub(crate) fn active() -> bool {
     crate::value::has_string_order()
 }
 
 /// The collation in force on this thread.
-pub fn current() -> Option<Arc<Collation>> {
+pub(crate) fn current() -> Option<Arc<Collation>> {
     if !active() {
         return None;
     }
@@ -557,7 +557,7 @@ pub fn current() -> Option<Arc<Collation>> {
 }
 
 /// Whether two collations (`None`: simple) are the same.
-pub fn same(a: Option<&Arc<Collation>>, b: Option<&Arc<Collation>>) -> bool {
+pub(crate) fn same(a: Option<&Arc<Collation>>, b: Option<&Arc<Collation>>) -> bool {
     match (a, b) {
         (None, None) => true,
         (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,

@@ -15,18 +15,18 @@ mod bulk;
 mod count;
 mod geo;
 mod session;
-pub mod timeseries;
+pub(crate) mod timeseries;
 #[cfg(test)]
 mod update_tests;
-pub mod validation;
-pub use crate::stored::StoredDoc;
-pub use background::spawn_background_builds;
-pub use session::WriteSession;
+pub(crate) mod validation;
+pub(crate) use crate::stored::StoredDoc;
+pub(crate) use background::spawn_background_builds;
+pub(crate) use session::WriteSession;
 
 /// Largest document MongoDB stores.
-pub const MAX_DOCUMENT_SIZE: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_DOCUMENT_SIZE: usize = 16 * 1024 * 1024;
 
-pub struct Collection {
+pub(crate) struct Collection {
     pub db: String,
     pub name: String,
     pub options: Document,
@@ -52,7 +52,7 @@ pub struct Collection {
 }
 
 /// A query as the collection executes it.
-pub struct QuerySpec<'a> {
+pub(crate) struct QuerySpec<'a> {
     pub filter: &'a Filter,
     pub filter_doc: &'a Document,
     pub sort: Option<&'a SortSpec>,
@@ -79,7 +79,7 @@ impl<'a> QuerySpec<'a> {
 }
 
 /// One matching document with the array position its filter matched (for positional `$`).
-pub struct Hit {
+pub(crate) struct Hit {
     pub record: RecordId,
     /// The stored document; [`StoredDoc::to_document`] decodes it.
     pub doc: StoredDoc,
@@ -90,7 +90,7 @@ pub struct Hit {
 
 /// What a query did, for `explain`.
 #[derive(Debug, Clone)]
-pub struct ExecStats {
+pub(crate) struct ExecStats {
     pub winning_plan: Document,
     pub keys_examined: u64,
     pub docs_examined: u64,
@@ -98,7 +98,7 @@ pub struct ExecStats {
 }
 
 impl Collection {
-    pub fn new(db: &str, name: &str, options: Document) -> Collection {
+    pub(crate) fn new(db: &str, name: &str, options: Document) -> Collection {
         let collation = crate::collation::of_options(&options);
         let id_index = Self::id_index(collation.as_ref());
         let mut coll = Collection {
@@ -126,7 +126,7 @@ impl Collection {
     /// that rule off rather than making the collection unreadable. The default collation
     /// changes only while the collection is empty (recovery replaying its creation; `collMod`
     /// cannot change it), and the `_id` index takes it, as in mongod.
-    pub fn set_options(&mut self, options: Document) {
+    pub(crate) fn set_options(&mut self, options: Document) {
         self.collation = crate::collation::of_options(&options);
         if self.docs.is_empty() {
             self.indexes[0] = Self::id_index(self.collation.as_ref());
@@ -147,22 +147,22 @@ impl Collection {
     }
 
     /// The time-series rules, for a time-series collection.
-    pub fn timeseries(&self) -> Option<&timeseries::TimeSeries> {
+    pub(crate) fn timeseries(&self) -> Option<&timeseries::TimeSeries> {
         self.timeseries.as_ref()
     }
 
     /// The collection's validator, if it has one.
-    pub fn validator(&self) -> Option<&validation::Validator> {
+    pub(crate) fn validator(&self) -> Option<&validation::Validator> {
         self.validator.as_ref()
     }
 
     /// The capped limits, for a capped collection.
-    pub fn capped(&self) -> Option<validation::Capped> {
+    pub(crate) fn capped(&self) -> Option<validation::Capped> {
         self.capped
     }
 
     /// The collection's default collation (`None`: simple).
-    pub fn default_collation(&self) -> Option<&std::sync::Arc<crate::collation::Collation>> {
+    pub(crate) fn default_collation(&self) -> Option<&std::sync::Arc<crate::collation::Collation>> {
         self.collation.as_ref()
     }
 
@@ -173,19 +173,15 @@ impl Collection {
         Index::new(spec).expect("the _id index spec is valid")
     }
 
-    pub fn namespace(&self) -> String {
+    pub(crate) fn namespace(&self) -> String {
         format!("{}.{}", self.db, self.name)
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.docs.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.docs.is_empty()
-    }
-
-    pub fn indexes(&self) -> &[Index] {
+    pub(crate) fn indexes(&self) -> &[Index] {
         &self.indexes
     }
 
@@ -196,55 +192,58 @@ impl Collection {
     }
 
     /// Every document with its record id, in natural order (`validate`).
-    pub fn records(&self) -> impl Iterator<Item = (RecordId, &StoredDoc)> {
+    pub(crate) fn records(&self) -> impl Iterator<Item = (RecordId, &StoredDoc)> {
         self.docs.iter().map(|(rid, doc)| (*rid, doc))
     }
 
     /// The documents after record `after`, in natural order (a tailable cursor's new ones).
-    pub fn records_after(&self, after: RecordId) -> impl Iterator<Item = (RecordId, &StoredDoc)> {
+    pub(crate) fn records_after(
+        &self,
+        after: RecordId,
+    ) -> impl Iterator<Item = (RecordId, &StoredDoc)> {
         self.docs
             .range((std::ops::Bound::Excluded(after), std::ops::Bound::Unbounded))
             .map(|(rid, doc)| (*rid, doc))
     }
 
     /// Every document in natural order (snapshots, `$lookup`).
-    pub fn all_documents(&self) -> impl Iterator<Item = &StoredDoc> {
+    pub(crate) fn all_documents(&self) -> impl Iterator<Item = &StoredDoc> {
         self.docs.values()
     }
 
     /// Data size in bytes: the sum of the documents' BSON sizes.
-    pub fn data_size(&self) -> u64 {
+    pub(crate) fn data_size(&self) -> u64 {
         self.data_bytes
     }
 
     /// Record id of the document with this `_id`.
-    pub fn find_by_id(&self, id: &Bson) -> Option<RecordId> {
+    pub(crate) fn find_by_id(&self, id: &Bson) -> Option<RecordId> {
         self.indexes[0]
             .lookup_exact(std::slice::from_ref(id))
             .into_iter()
             .next()
     }
 
-    pub fn get(&self, record: RecordId) -> Option<&StoredDoc> {
+    pub(crate) fn get(&self, record: RecordId) -> Option<&StoredDoc> {
         self.docs.get(&record)
     }
 
     /// Insert a document that already has its `_id` first. All indexes are checked before any
     /// is changed, so a duplicate key leaves the collection untouched.
-    pub fn insert(&mut self, doc: Document) -> Result<RecordId> {
+    pub(crate) fn insert(&mut self, doc: Document) -> Result<RecordId> {
         let stored = encode_checked(&doc)?;
         self.insert_encoded(&doc, stored)
     }
 
     /// The part of [`Collection::insert`] that needs no collection: `doc` encoded and its
     /// size checked, so a writer can do it before taking the collection's lock.
-    pub fn encode_for_insert(doc: &Document) -> Result<StoredDoc> {
+    pub(crate) fn encode_for_insert(doc: &Document) -> Result<StoredDoc> {
         encode_checked(doc)
     }
 
     /// [`Collection::insert`] of `doc` already encoded as `stored` by
     /// [`Collection::encode_for_insert`].
-    pub fn insert_encoded(&mut self, doc: &Document, stored: StoredDoc) -> Result<RecordId> {
+    pub(crate) fn insert_encoded(&mut self, doc: &Document, stored: StoredDoc) -> Result<RecordId> {
         let mut all_keys = Vec::with_capacity(self.indexes.len());
         for index in &self.indexes {
             all_keys.push(index.keys_for(doc)?);
@@ -254,7 +253,7 @@ impl Collection {
 
     /// Insert a document read from a snapshot (its bytes already validated), like
     /// [`Collection::insert`].
-    pub fn insert_stored(&mut self, stored: StoredDoc) -> Result<RecordId> {
+    pub(crate) fn insert_stored(&mut self, stored: StoredDoc) -> Result<RecordId> {
         check_size(stored.len())?;
         let mut all_keys = Vec::with_capacity(self.indexes.len());
         for index in &self.indexes {
@@ -285,7 +284,7 @@ impl Collection {
 
     /// Replace the document at `record` with `new_doc`, keeping indexes consistent; on a
     /// duplicate key nothing changes.
-    pub fn replace(&mut self, record: RecordId, new_doc: Document) -> Result<()> {
+    pub(crate) fn replace(&mut self, record: RecordId, new_doc: Document) -> Result<()> {
         self.replace_from(record, None, &new_doc, None)
     }
 
@@ -295,7 +294,7 @@ impl Collection {
     /// touched path are left alone without working out any key; the others get only the
     /// entries whose keys changed (MongoDB's old and new key sets, applied as a difference),
     /// so pushing one reservation onto an array of thousands adds one entry per index.
-    pub fn update_record(
+    pub(crate) fn update_record(
         &mut self,
         record: RecordId,
         old_doc: &Document,
@@ -365,7 +364,7 @@ impl Collection {
     }
 
     /// Remove a document; returns it.
-    pub fn remove(&mut self, record: RecordId) -> Option<StoredDoc> {
+    pub(crate) fn remove(&mut self, record: RecordId) -> Option<StoredDoc> {
         let doc = self.docs.remove(&record)?;
         self.data_bytes -= doc.len() as u64;
         self.note_change(record);
@@ -377,17 +376,8 @@ impl Collection {
         Some(doc)
     }
 
-    /// Insert, or replace the document with the same `_id` (journal replay).
-    pub fn put(&mut self, doc: Document) -> Result<()> {
-        let id = doc.get("_id").cloned().unwrap_or(Bson::Null);
-        match self.find_by_id(&id) {
-            Some(record) => self.replace(record, doc),
-            None => self.insert(doc).map(|_| ()),
-        }
-    }
-
-    /// [`Collection::put`] for a document read from a snapshot.
-    pub fn put_stored(&mut self, stored: StoredDoc) -> Result<()> {
+    /// Insert, or replace the document with the same `_id` (journal replay, snapshots).
+    pub(crate) fn put_stored(&mut self, stored: StoredDoc) -> Result<()> {
         match self.find_by_id(&stored.id()?) {
             Some(record) => self.replace(record, stored.to_document()?),
             None => self.insert_stored(stored).map(|_| ()),
@@ -396,7 +386,7 @@ impl Collection {
 
     /// Build a new index over the existing documents. Fails (leaving nothing behind) on a
     /// duplicate key or an unindexable document.
-    pub fn create_index(&mut self, spec: IndexSpec) -> Result<()> {
+    pub(crate) fn create_index(&mut self, spec: IndexSpec) -> Result<()> {
         if spec.text.is_some() {
             if let Some((_, existing)) = self.text_index() {
                 return Err(Error::new(
@@ -420,7 +410,7 @@ impl Collection {
         Ok(())
     }
 
-    pub fn drop_index(&mut self, name: &str) -> Result<IndexSpec> {
+    pub(crate) fn drop_index(&mut self, name: &str) -> Result<IndexSpec> {
         if name == "_id_" {
             return Err(Error::new(
                 ErrorCode::InvalidOptions,
@@ -437,14 +427,14 @@ impl Collection {
     }
 
     /// Drop every index but `_id_`; returns their names.
-    pub fn drop_all_indexes(&mut self) -> Vec<String> {
+    pub(crate) fn drop_all_indexes(&mut self) -> Vec<String> {
         self.indexes.drain(1..).map(|i| i.spec.name).collect()
     }
 
     /// Whether the planner would answer a find of `filter` (raw, as the command carries it) by
     /// reading every document: a collection scan, or a walk of a whole index without a limit.
     /// A filter the planner cannot read is not: the find itself answers it with an error.
-    pub fn find_reads_everything(
+    pub(crate) fn find_reads_everything(
         &self,
         filter: &Document,
         sort: Option<&Document>,
@@ -459,7 +449,7 @@ impl Collection {
         }
     }
 
-    pub fn plan(&self, query: &QuerySpec<'_>) -> Result<Plan> {
+    pub(crate) fn plan(&self, query: &QuerySpec<'_>) -> Result<Plan> {
         let refs: Vec<&Index> = self.indexes.iter().collect();
         let wanted = query.limit.map(|l| l.saturating_add(query.skip));
         planner::plan_limited(query.filter_doc, query.sort_doc, &refs, query.hint, wanted)
@@ -467,17 +457,17 @@ impl Collection {
 
     /// Run a query: candidates from the chosen plan, each re-checked against the full filter,
     /// then sorted (unless the index provides the order), skipped and limited.
-    pub fn query(&self, query: &QuerySpec<'_>) -> Result<(Vec<Hit>, ExecStats)> {
+    pub(crate) fn query(&self, query: &QuerySpec<'_>) -> Result<(Vec<Hit>, ExecStats)> {
         self.execute(query, false)
     }
 
     /// Like [`Collection::query`], with the winning plan described for `explain`.
-    pub fn explain_query(&self, query: &QuerySpec<'_>) -> Result<(Vec<Hit>, ExecStats)> {
+    pub(crate) fn explain_query(&self, query: &QuerySpec<'_>) -> Result<(Vec<Hit>, ExecStats)> {
         self.execute(query, true)
     }
 
     /// The collection's text index and its position among the indexes.
-    pub fn text_index(&self) -> Option<(usize, &Index)> {
+    pub(crate) fn text_index(&self) -> Option<(usize, &Index)> {
         self.indexes
             .iter()
             .enumerate()
@@ -512,7 +502,7 @@ impl Collection {
                 ));
             }
             let definition = index.text().expect("a text index has its definition");
-            let bound = filter.bind(definition, &index.spec.name);
+            let bound = filter.bind(definition);
             if top_level {
                 return self.execute_text(query, explain, index, &bound);
             }
@@ -852,7 +842,7 @@ impl Collection {
     }
 
     /// `collStats`-style figures.
-    pub fn stats(&self) -> Document {
+    pub(crate) fn stats(&self) -> Document {
         let size = self.data_size() as i64;
         let count = self.docs.len() as i64;
         let mut index_sizes = Document::new();
@@ -883,7 +873,7 @@ impl Collection {
 }
 
 /// mongod's error for `$geoNear` over a collection that does not exist (it has no index).
-pub fn geo_near_without_collection() -> Error {
+pub(crate) fn geo_near_without_collection() -> Error {
     Error::new(
         ErrorCode::IndexNotFound,
         "$geoNear requires a 2d or 2dsphere index, but none were found",
@@ -897,7 +887,7 @@ fn natural_backward(hint: Option<&Bson>) -> bool {
 }
 
 /// MongoDB's error for `{$meta: "textScore"}` in a query without `$text`.
-pub fn text_score_unavailable() -> Error {
+pub(crate) fn text_score_unavailable() -> Error {
     Error::location(
         40218,
         "query requires text score metadata, but it is not available",
@@ -1063,7 +1053,7 @@ fn sort_hits(hits: &mut Vec<Hit>, sort: &SortSpec, keep: Option<usize>) -> Resul
 }
 
 /// The encoded BSON size of a document, computed without encoding it.
-pub fn bson_size(doc: &Document) -> usize {
+pub(crate) fn bson_size(doc: &Document) -> usize {
     // length prefix + elements + terminating NUL
     4 + doc
         .iter()

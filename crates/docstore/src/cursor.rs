@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// First batches hold 101 documents unless the client asks otherwise (MongoDB's default).
-pub const DEFAULT_FIRST_BATCH: usize = 101;
+pub(crate) const DEFAULT_FIRST_BATCH: usize = 101;
 /// A batch never exceeds this many bytes (but always holds at least one document).
-pub const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_BATCH_BYTES: usize = 16 * 1024 * 1024;
 
 struct OpenCursor {
     namespace: String,
@@ -26,7 +26,7 @@ struct OpenCursor {
 /// What a tailable cursor reads to continue: the documents after `last_record` in the
 /// collection that match `filter`, projected.
 #[derive(Debug, Clone)]
-pub struct Tail {
+pub(crate) struct Tail {
     pub db: String,
     pub coll: String,
     pub filter: crate::query::Filter,
@@ -36,7 +36,7 @@ pub struct Tail {
     pub await_data: bool,
 }
 
-pub struct CursorManager {
+pub(crate) struct CursorManager {
     /// The idle timeout in milliseconds (`setParameter` `cursorTimeoutMillis` changes it).
     timeout_ms: AtomicU64,
     next_id: AtomicI64,
@@ -44,13 +44,13 @@ pub struct CursorManager {
 }
 
 /// One batch and the cursor id to continue with (0 when the cursor is exhausted).
-pub struct Batch {
+pub(crate) struct Batch {
     pub documents: Vec<Document>,
     pub cursor_id: i64,
 }
 
 impl CursorManager {
-    pub fn new(timeout: Duration) -> Self {
+    pub(crate) fn new(timeout: Duration) -> Self {
         // Random start so ids from different server runs do not collide in a client's eyes.
         let start = (rand::random::<u32>() as i64) << 20 | 1;
         CursorManager {
@@ -60,16 +60,14 @@ impl CursorManager {
         }
     }
 
-    pub fn len(&self) -> usize {
-        self.cursors.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    /// Whether no cursor is open (the tests check that finished cursors are closed).
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.cursors.lock().is_empty()
     }
 
     /// Return the first batch of `results`, keeping the rest under a new cursor id.
-    pub fn first_batch(
+    pub(crate) fn first_batch(
         &self,
         namespace: &str,
         results: Vec<Document>,
@@ -103,7 +101,7 @@ impl CursorManager {
 
     /// The first batch of a tailable cursor, which stays open after it even when `results`
     /// fit in it.
-    pub fn first_tailable_batch(
+    pub(crate) fn first_tailable_batch(
         &self,
         namespace: &str,
         results: Vec<Document>,
@@ -131,7 +129,7 @@ impl CursorManager {
 
     /// For a tailable cursor of `namespace` with nothing left to return: what it reads next.
     /// `None` for other cursors, and for a tailable one that still holds documents.
-    pub fn tail_to_refill(&self, id: i64, namespace: &str) -> Option<Tail> {
+    pub(crate) fn tail_to_refill(&self, id: i64, namespace: &str) -> Option<Tail> {
         let cursors = self.cursors.lock();
         let cursor = cursors.get(&id)?;
         if cursor.namespace != namespace || !cursor.remaining.is_empty() {
@@ -141,7 +139,7 @@ impl CursorManager {
     }
 
     /// Add documents read by a tailable cursor, up to `last_record`.
-    pub fn refill(&self, id: i64, docs: Vec<Document>, last_record: crate::index::RecordId) {
+    pub(crate) fn refill(&self, id: i64, docs: Vec<Document>, last_record: crate::index::RecordId) {
         if let Some(cursor) = self.cursors.lock().get_mut(&id) {
             cursor.remaining.extend(docs);
             if let Some(tail) = &mut cursor.tail {
@@ -151,7 +149,12 @@ impl CursorManager {
     }
 
     /// `getMore`: the next batch of cursor `id`, which must belong to `namespace`.
-    pub fn get_more(&self, id: i64, namespace: &str, batch_size: Option<usize>) -> Result<Batch> {
+    pub(crate) fn get_more(
+        &self,
+        id: i64,
+        namespace: &str,
+        batch_size: Option<usize>,
+    ) -> Result<Batch> {
         self.reap_idle();
         let mut cursors = self.cursors.lock();
         let Some(cursor) = cursors.get_mut(&id) else {
@@ -184,7 +187,7 @@ impl CursorManager {
     }
 
     /// Close cursors; returns (killed, not found).
-    pub fn kill(&self, ids: &[i64]) -> (Vec<i64>, Vec<i64>) {
+    pub(crate) fn kill(&self, ids: &[i64]) -> (Vec<i64>, Vec<i64>) {
         let mut cursors = self.cursors.lock();
         let (mut killed, mut missing) = (Vec::new(), Vec::new());
         for id in ids {
@@ -198,7 +201,7 @@ impl CursorManager {
     }
 
     /// Close cursors idle for longer than the timeout.
-    pub fn reap_idle(&self) {
+    pub(crate) fn reap_idle(&self) {
         let now = Instant::now();
         let timeout = self.timeout();
         self.cursors
@@ -207,12 +210,12 @@ impl CursorManager {
     }
 
     /// How long a cursor may sit idle before it is closed.
-    pub fn timeout(&self) -> Duration {
+    pub(crate) fn timeout(&self) -> Duration {
         Duration::from_millis(self.timeout_ms.load(Ordering::Relaxed))
     }
 
     /// Change the idle timeout (`setParameter` `cursorTimeoutMillis`).
-    pub fn set_timeout(&self, timeout: Duration) {
+    pub(crate) fn set_timeout(&self, timeout: Duration) {
         let ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
         self.timeout_ms.store(ms, Ordering::Relaxed);
     }

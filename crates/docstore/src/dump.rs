@@ -10,14 +10,14 @@
 //!
 //! Because the `.bson` file lists documents in `_id` order, its SHA-256 is also the checksum of
 //! the collection's content: anyone reading the collection sorted by `_id` through a driver and
-//! hashing each document's BSON gets the same value (see [`collection_checksum`]).
+//! hashing each document's BSON gets the same value (Bazaar's `backup::collection_checksum`
+//! compares two servers so).
 
 use crate::bson_depth::{self, BsonError};
 use crate::catalog::validate_namespace;
 use crate::index::IndexSpec;
 use crate::state::ServerState;
-use crate::storage::{private, CollectionImage, Storage};
-use crate::stored::StoredDoc;
+use crate::storage::{private, Storage};
 use crate::value;
 use bson::{doc, Bson, Document};
 use serde_json::{json, Value};
@@ -28,10 +28,15 @@ use std::io::{self, BufReader, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// A collection's documents and definition, as a dump holds it, and one stored document: what
+/// [`write_verified_dump`] takes and [`load_dump`] gives.
+pub use crate::storage::CollectionImage;
+pub use crate::stored::StoredDoc;
+
 /// The file that lists what a backup holds and the checksums `restore` verifies.
 pub const MANIFEST_FILE: &str = "backup-manifest.json";
 /// The `format` field of the manifest.
-pub const MANIFEST_FORMAT: &str = "docstore-backup";
+pub(crate) const MANIFEST_FORMAT: &str = "docstore-backup";
 const MANIFEST_VERSION: i64 = 1;
 /// A document larger than this cannot be valid (16 MiB plus MongoDB's small internal margin).
 const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024 + 16 * 1024;
@@ -172,16 +177,6 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// The checksum of a collection's content: SHA-256 over each document's BSON, in `_id` order.
-/// Equal to the `bsonSha256` of the collection in a backup's manifest.
-pub fn collection_checksum<'a>(docs_in_id_order: impl IntoIterator<Item = &'a [u8]>) -> String {
-    let mut hasher = Sha256::new();
-    for raw in docs_in_id_order {
-        hasher.update(raw);
-    }
-    hex(&hasher.finalize())
-}
-
 /// The file name mongodump gives a collection: `%` and `/` (which cannot appear in a file name)
 /// are percent-escaped.
 fn escape_collection_name(name: &str) -> String {
@@ -221,7 +216,7 @@ fn sync_dir(dir: &Path) -> io::Result<()> {
 /// Write `images` into `dir` (which must not exist or be empty) in mongodump's layout, then the
 /// manifest. Files are synced before the manifest is written. Does not verify: see
 /// [`write_verified_dump`].
-pub fn write_dump(
+pub(crate) fn write_dump(
     dir: &Path,
     images: &[CollectionImage],
     created_at_ms: i64,
@@ -275,8 +270,9 @@ pub fn write_dump(
     Ok(manifest)
 }
 
-/// [`write_dump`], then read every file back and check it against the manifest: a backup is
-/// only reported written when it can be restored.
+/// Write `images` as a backup in `dir` (the collections' files, then the manifest last), then
+/// read every file back and check it against the manifest: a backup is only reported written
+/// when it can be restored.
 pub fn write_verified_dump(
     dir: &Path,
     images: &[CollectionImage],
@@ -335,7 +331,7 @@ fn write_bson_file(path: &Path, docs: &[&StoredDoc]) -> io::Result<(u64, String)
 /// Take a point-in-time copy of every collection of a running server and write it to `dir` as
 /// a verified backup. Writes are held back only while document pointers are copied; reads never
 /// wait. Blocking: call from a blocking thread.
-pub fn backup_server(state: &ServerState, dir: &Path) -> DumpResult<Manifest> {
+pub(crate) fn backup_server(state: &ServerState, dir: &Path) -> DumpResult<Manifest> {
     let started = std::time::Instant::now();
     let images = state.catalog.consistent_images();
     let created_at_ms = bson::DateTime::now().timestamp_millis();
@@ -1016,6 +1012,16 @@ fn build_data_directory(dir: &Path, images: &[CollectionImage]) -> DumpResult<()
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The checksum of a collection's content: SHA-256 over each document's BSON, in `_id` order.
+    /// Equal to the `bsonSha256` of the collection in a backup's manifest.
+    fn collection_checksum<'a>(docs_in_id_order: impl IntoIterator<Item = &'a [u8]>) -> String {
+        let mut hasher = Sha256::new();
+        for raw in docs_in_id_order {
+            hasher.update(raw);
+        }
+        hex(&hasher.finalize())
+    }
 
     fn image(db: &str, coll: &str, ids: &[i32]) -> CollectionImage {
         CollectionImage {

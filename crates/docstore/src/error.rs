@@ -165,13 +165,13 @@ impl ErrorCode {
 pub struct Error {
     pub code: ErrorCode,
     pub message: String,
-    pub extra: Option<Document>,
+    pub(crate) extra: Option<Document>,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
-    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Error {
             code,
             message: message.into(),
@@ -180,35 +180,35 @@ impl Error {
     }
 
     /// MongoDB's numbered assertion errors ("Location40324" and friends).
-    pub fn location(code: i32, message: impl Into<String>) -> Self {
+    pub(crate) fn location(code: i32, message: impl Into<String>) -> Self {
         Self::new(ErrorCode::Location(code), message)
     }
 
-    pub fn bad_value(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_value(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::BadValue, message)
     }
 
-    pub fn failed_to_parse(message: impl Into<String>) -> Self {
+    pub(crate) fn failed_to_parse(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::FailedToParse, message)
     }
 
-    pub fn type_mismatch(message: impl Into<String>) -> Self {
+    pub(crate) fn type_mismatch(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::TypeMismatch, message)
     }
 
-    pub fn internal(message: impl Into<String>) -> Self {
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::InternalError, message)
     }
 
     /// A feature docstore deliberately does not implement; the message names it.
-    pub fn not_supported(feature: impl fmt::Display) -> Self {
+    pub(crate) fn not_supported(feature: impl fmt::Display) -> Self {
         Self::new(
             ErrorCode::CommandNotSupported,
             format!("{feature} is not supported by docstore"),
         )
     }
 
-    pub fn with_extra(mut self, extra: Document) -> Self {
+    pub(crate) fn with_extra(mut self, extra: Document) -> Self {
         self.extra = Some(extra);
         self
     }
@@ -226,12 +226,12 @@ impl Error {
         self.extra.as_ref()?.get_str("damage").ok()
     }
 
-    pub fn code_number(&self) -> i32 {
+    pub(crate) fn code_number(&self) -> i32 {
         self.code.code()
     }
 
     /// The reply document of a failed command.
-    pub fn to_command_reply(&self) -> Document {
+    pub(crate) fn to_command_reply(&self) -> Document {
         let mut reply = doc! {
             "ok": 0.0,
             "errmsg": self.message.clone(),
@@ -247,7 +247,7 @@ impl Error {
     }
 
     /// One entry of a write command's `writeErrors` array.
-    pub fn to_write_error(&self, index: usize) -> Document {
+    pub(crate) fn to_write_error(&self, index: usize) -> Document {
         let mut entry = doc! {
             "index": index as i32,
             "code": self.code.code(),

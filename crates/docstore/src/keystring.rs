@@ -14,14 +14,14 @@ use bson::{oid::ObjectId, Binary, Bson, Document, JavaScriptCodeWithScope, Regex
 const END: u8 = 0x00;
 
 /// The tag byte that starts every value's encoding: its type bracket, so brackets sort apart.
-pub fn type_tag(v: &Bson) -> u8 {
+pub(crate) fn type_tag(v: &Bson) -> u8 {
     canonical_rank(v)
 }
 
 /// Tag byte of the numeric bracket (for bracket-bounded index ranges).
-pub const NUMBER_TAG: u8 = 4;
+pub(crate) const NUMBER_TAG: u8 = 4;
 /// Tag byte of the string bracket.
-pub const STRING_TAG: u8 = 5;
+pub(crate) const STRING_TAG: u8 = 5;
 
 /// Append the encoding of `v` (tag and body) to `out`.
 pub fn encode_value(v: &Bson, out: &mut Vec<u8>) {
@@ -44,7 +44,7 @@ pub fn encode_value_descending(v: &Bson, out: &mut Vec<u8>) {
 }
 
 /// Flip every byte: reverses the order of prefix-free encodings.
-pub fn invert(bytes: &mut [u8]) {
+pub(crate) fn invert(bytes: &mut [u8]) {
     for b in bytes {
         *b = !*b;
     }
@@ -52,7 +52,7 @@ pub fn invert(bytes: &mut [u8]) {
 
 /// Append the escaped form of a string without its terminator: 0x00 becomes 0x00 0xFF so that
 /// the terminator 0x00 0x00 sorts below any continuation.
-pub fn push_escaped(s: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn push_escaped(s: &[u8], out: &mut Vec<u8>) {
     for &b in s {
         out.push(b);
         if b == 0 {
@@ -353,14 +353,14 @@ fn narrowest_number(d: f64, diff: i128) -> Bson {
 }
 
 /// Render a value the way MongoDB prints BSON in messages (`"x"`, `ObjectId('…')`, `{ a: 1 }`).
-pub fn render(v: &Bson) -> String {
+pub(crate) fn render(v: &Bson) -> String {
     let mut s = String::new();
     render_into(v, &mut s);
     s
 }
 
 /// Render a document the way MongoDB prints BSON in messages: `{ a: 1, b: "x" }`.
-pub fn render_document(d: &Document) -> String {
+pub(crate) fn render_document(d: &Document) -> String {
     let mut s = String::new();
     render_doc_into(d, &mut s);
     s
@@ -399,7 +399,7 @@ fn render_string(text: &str, s: &mut String) {
 }
 
 /// A double as MongoDB prints it: integral values keep a `.0`, infinities are `inf.0`.
-pub fn render_double(d: f64) -> String {
+pub(crate) fn render_double(d: f64) -> String {
     if d.is_nan() {
         "nan.0".into()
     } else if d.is_infinite() {

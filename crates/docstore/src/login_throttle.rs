@@ -11,24 +11,24 @@ use std::time::{Duration, Instant};
 
 /// Failed logins an address may have before its attempts are delayed (a person mistyping, a
 /// pool of connections all started with an old password).
-pub const FREE_FAILURES: u32 = 5;
+pub(crate) const FREE_FAILURES: u32 = 5;
 /// The wait before the first delayed attempt; it doubles with every further failure.
-pub const FIRST_DELAY: Duration = Duration::from_millis(500);
+pub(crate) const FIRST_DELAY: Duration = Duration::from_millis(500);
 /// The longest wait: long enough to cut guessing to a trickle (from 170 a second to one every
 /// five seconds), short enough that a client who has fixed its password is not locked out.
-pub const MAX_DELAY: Duration = Duration::from_secs(5);
+pub(crate) const MAX_DELAY: Duration = Duration::from_secs(5);
 /// An address whose last failure is this old starts again with a clean record.
-pub const FORGET_AFTER: Duration = Duration::from_secs(15 * 60);
+pub(crate) const FORGET_AFTER: Duration = Duration::from_secs(15 * 60);
 /// Most addresses remembered at once (about 100 bytes each).
-pub const MAX_TRACKED: usize = 10_000;
+pub(crate) const MAX_TRACKED: usize = 10_000;
 
 /// Who failed: an IPv4 address, an IPv6 address's /64 network (one host usually holds a whole
 /// /64, so counting single IPv6 addresses would be no limit at all), or the Unix socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Client(Option<IpAddr>);
+pub(crate) struct Client(Option<IpAddr>);
 
 impl Client {
-    pub fn of(peer: Option<SocketAddr>) -> Client {
+    pub(crate) fn of(peer: Option<SocketAddr>) -> Client {
         Client(peer.map(|addr| match addr.ip() {
             IpAddr::V4(v4) => IpAddr::V4(v4),
             IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
@@ -54,12 +54,12 @@ struct Record {
 
 /// The failed-login record of every client that failed recently.
 #[derive(Debug, Default)]
-pub struct LoginThrottle {
+pub(crate) struct LoginThrottle {
     clients: Mutex<HashMap<Client, Record>>,
 }
 
 /// The wait before an attempt by a client with `failures` failures behind it.
-pub fn delay_after(failures: u32) -> Duration {
+pub(crate) fn delay_after(failures: u32) -> Duration {
     if failures < FREE_FAILURES {
         return Duration::ZERO;
     }
@@ -70,7 +70,7 @@ pub fn delay_after(failures: u32) -> Duration {
 impl LoginThrottle {
     /// How long `client`'s login attempt starting `now` must wait first; the attempt's turn is
     /// booked, so the next one waits for it.
-    pub fn admit(&self, client: Client, now: Instant) -> Duration {
+    pub(crate) fn admit(&self, client: Client, now: Instant) -> Duration {
         let mut clients = self.clients.lock();
         let Some(record) = clients.get_mut(&client) else {
             return Duration::ZERO;
@@ -91,7 +91,7 @@ impl LoginThrottle {
     }
 
     /// `client` failed to authenticate at `now`.
-    pub fn failed(&self, client: Client, now: Instant) {
+    pub(crate) fn failed(&self, client: Client, now: Instant) {
         let mut clients = self.clients.lock();
         if !clients.contains_key(&client) && clients.len() >= MAX_TRACKED {
             make_room(&mut clients, now);
@@ -109,12 +109,13 @@ impl LoginThrottle {
     }
 
     /// `client` authenticated: its failures are forgiven.
-    pub fn succeeded(&self, client: Client) {
+    pub(crate) fn succeeded(&self, client: Client) {
         self.clients.lock().remove(&client);
     }
 
-    /// Clients remembered right now.
-    pub fn tracked(&self) -> usize {
+    /// Clients remembered right now (the tests check the bound on them).
+    #[cfg(test)]
+    pub(crate) fn tracked(&self) -> usize {
         self.clients.lock().len()
     }
 }

@@ -8,7 +8,7 @@ use bson::{Bson, Document};
 
 /// A dotted path split once into its parts, with each part's array position precomputed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldPath {
+pub(crate) struct FieldPath {
     dotted: String,
     parts: Vec<String>,
     /// `Some(n)` when the part is a canonical decimal number ("0", "12", not "01") and so can
@@ -17,7 +17,7 @@ pub struct FieldPath {
 }
 
 impl FieldPath {
-    pub fn new(dotted: &str) -> FieldPath {
+    pub(crate) fn new(dotted: &str) -> FieldPath {
         let parts: Vec<String> = dotted.split('.').map(str::to_string).collect();
         let positions = parts.iter().map(|p| array_position(p)).collect();
         FieldPath {
@@ -29,18 +29,18 @@ impl FieldPath {
 
     /// The first part: the top-level field the path starts at.
     /// The path as written (`a.b.0`).
-    pub fn dotted(&self) -> &str {
+    pub(crate) fn dotted(&self) -> &str {
         &self.dotted
     }
 
-    pub fn head(&self) -> &str {
+    pub(crate) fn head(&self) -> &str {
         self.parts.first().map_or("", String::as_str)
     }
 }
 
 /// The array position a path part names, if it is written as MongoDB's canonical index
 /// (all digits, no leading zero except "0" itself).
-pub fn array_position(part: &str) -> Option<usize> {
+pub(crate) fn array_position(part: &str) -> Option<usize> {
     if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -52,7 +52,7 @@ pub fn array_position(part: &str) -> Option<usize> {
 
 /// What to do with an array found at the end of a path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LeafArrays {
+pub(crate) enum LeafArrays {
     /// Visit each element (with its position), then the array itself: what most operators see.
     Traverse,
     /// Visit only the array itself (`$size`, `$elemMatch`).
@@ -61,14 +61,14 @@ pub enum LeafArrays {
 
 /// The callback of [`walk_path`]: a value the path reaches (`None` = missing) and the position
 /// in the outermost array traversed to reach it. Returning `true` stops the walk.
-pub type Visit<'v, 'a> = dyn FnMut(Option<&'a Bson>, Option<usize>) -> bool + 'v;
+pub(crate) type Visit<'v, 'a> = dyn FnMut(Option<&'a Bson>, Option<usize>) -> bool + 'v;
 
 /// Visit every value `path` reaches in `doc`, exactly as MongoDB's matcher enumerates them:
 /// embedded documents are walked; an array in the middle of the path is fanned out into its
 /// document elements (and its element at a numeric part's position); an array at the end is
 /// handled per `leaf`. A missing field is visited once as `None`, except below an array, where
 /// elements that cannot continue the path are skipped. Returns `true` if a visit returned `true`.
-pub fn walk_path<'a>(
+pub(crate) fn walk_path<'a>(
     doc: &'a Document,
     path: &FieldPath,
     leaf: LeafArrays,
@@ -78,7 +78,7 @@ pub fn walk_path<'a>(
 }
 
 /// Visit a standalone value as if it were the field at the end of a path (`$pull` conditions).
-pub fn walk_value<'a>(value: &'a Bson, leaf: LeafArrays, visit: &mut Visit<'_, 'a>) -> bool {
+pub(crate) fn walk_value<'a>(value: &'a Bson, leaf: LeafArrays, visit: &mut Visit<'_, 'a>) -> bool {
     if let (Bson::Array(items), LeafArrays::Traverse) = (value, leaf) {
         for (i, item) in items.iter().enumerate() {
             if visit(Some(item), Some(i)) {
@@ -172,7 +172,7 @@ fn walk_array<'a>(
 /// numeric part, a position in an array. `None` when any step is missing.
 ///
 /// `get_path(&doc! {"items": [{"qty": 5}]}, "items.0.qty")` is `Some(&Bson::Int32(5))`.
-pub fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
+pub(crate) fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
     let mut parts = path.split('.');
     let mut current = doc.get(parts.next()?)?;
     for part in parts {
@@ -190,14 +190,14 @@ pub fn get_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
 ///
 /// `collect_values(&doc! {"a": [{"b": 1}, {"b": [2, 3]}]}, "a.b")` is `[1, 2, 3, [2, 3]]`.
 #[cfg(test)]
-pub fn collect_values(doc: &Document, path: &str) -> Vec<Bson> {
+pub(crate) fn collect_values(doc: &Document, path: &str) -> Vec<Bson> {
     collect_path_values(doc, path, LeafArrays::Traverse)
 }
 
 /// The values at `path` with arrays along the way traversed and an array at the end handled per
 /// `leaf`: with [`LeafArrays::NoTraversal`] a final array comes back whole, once (what
 /// `distinct` needs before flattening one level).
-pub fn collect_path_values(doc: &Document, path: &str, leaf: LeafArrays) -> Vec<Bson> {
+pub(crate) fn collect_path_values(doc: &Document, path: &str, leaf: LeafArrays) -> Vec<Bson> {
     let path = FieldPath::new(path);
     let mut out = Vec::new();
     walk_path(doc, &path, leaf, &mut |value, _| {

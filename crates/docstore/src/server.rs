@@ -135,7 +135,9 @@ impl ServerHandle {
         self.local_addr
     }
 
-    pub fn state(&self) -> &Arc<ServerState> {
+    /// The server's state, for tests that look inside it.
+    #[cfg(test)]
+    pub(crate) fn state(&self) -> &Arc<ServerState> {
         &self.state
     }
 
@@ -766,7 +768,7 @@ async fn handle_message(
             Step::Reply(wire::encode_op_reply(request_id, &reply))
         }
         Err(WireError::Rejected { target, error }) => reject(target, &error),
-        Err(e @ (WireError::UnsupportedOpCode(_) | WireError::LegacyQuery(_))) => {
+        Err(e @ WireError::UnsupportedOpCode(_)) => {
             error!(%peer, connection = conn.id, "{e}; closing connection");
             Step::Close
         }

@@ -25,7 +25,7 @@ struct Seen {
 }
 
 #[derive(Debug, Default)]
-pub struct Sessions {
+pub(crate) struct Sessions {
     shards: [parking_lot::Mutex<HashMap<[u8; 16], Seen>>; SHARDS],
 }
 
@@ -46,7 +46,7 @@ impl Sessions {
     }
 
     /// Records a command's use of its session (`cmd.lsid`), if it names one.
-    pub fn touch(&self, cmd: &Document, user: Option<&str>) {
+    pub(crate) fn touch(&self, cmd: &Document, user: Option<&str>) {
         let Some(id) = cmd.get("lsid").and_then(id_of) else {
             return;
         };
@@ -71,7 +71,7 @@ impl Sessions {
     }
 
     /// Forgets the sessions `endSessions`/`killSessions` name (`[{id: UUID}, ...]`).
-    pub fn end(&self, ids: &[Bson]) {
+    pub(crate) fn end(&self, ids: &[Bson]) {
         for id in ids.iter().filter_map(id_of) {
             self.shard(&id).lock().remove(&id);
         }
@@ -79,7 +79,7 @@ impl Sessions {
 
     /// The live sessions, each as `$listLocalSessions` shows it, of the users `wanted` accepts
     /// (by `name@db`, empty without authentication).
-    pub fn list(&self, wanted: impl Fn(&str) -> bool) -> Vec<Document> {
+    pub(crate) fn list(&self, wanted: impl Fn(&str) -> bool) -> Vec<Document> {
         let cutoff = DateTime::now().timestamp_millis() - TIMEOUT_MS;
         let mut out = Vec::new();
         for shard in &self.shards {

@@ -1,6 +1,6 @@
 //! Everything a running server shares between connections.
 
-pub use crate::auth::ConnectionInfo;
+pub(crate) use crate::auth::ConnectionInfo;
 use crate::catalog::Catalog;
 use crate::config::{Config, StorageMode};
 use crate::cursor::CursorManager;
@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-pub struct ServerState {
+pub(crate) struct ServerState {
     pub config: Config,
     pub catalog: Catalog,
     pub cursors: CursorManager,
@@ -49,14 +49,14 @@ pub struct ServerState {
 /// filter are per database. Not persisted: a restarted server profiles nothing, as mongod
 /// started without `--profile`.
 #[derive(Debug, Default)]
-pub struct Profiler {
+pub(crate) struct Profiler {
     settings: parking_lot::Mutex<ProfilerSettings>,
     /// Whether any database is profiled: the one check every command pays.
     any: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Debug)]
-pub struct ProfilerSettings {
+pub(crate) struct ProfilerSettings {
     pub slowms: i64,
     pub sample_rate: f64,
     /// Databases with a level above 0 or a filter.
@@ -75,14 +75,14 @@ impl Default for ProfilerSettings {
 
 /// One database's profiling level and filter (the filter's document and its parsed form).
 #[derive(Debug, Clone, Default)]
-pub struct DatabaseProfile {
+pub(crate) struct DatabaseProfile {
     pub level: i32,
     pub filter: Option<(bson::Document, crate::query::Filter)>,
 }
 
 /// What [`Profiler::settings_for`] reports for one database.
 #[derive(Debug, Clone)]
-pub struct ProfileOf {
+pub(crate) struct ProfileOf {
     pub level: i32,
     pub filter: Option<(bson::Document, crate::query::Filter)>,
     pub slowms: i64,
@@ -91,7 +91,7 @@ pub struct ProfileOf {
 
 impl Profiler {
     /// The settings to change; the "anything profiled" flag follows when the guard drops.
-    pub fn lock(&self) -> ProfilerGuard<'_> {
+    pub(crate) fn lock(&self) -> ProfilerGuard<'_> {
         ProfilerGuard {
             settings: self.settings.lock(),
             any: &self.any,
@@ -99,7 +99,7 @@ impl Profiler {
     }
 
     /// `db`'s settings when it is profiled at all.
-    pub fn settings_for(&self, db: &str) -> Option<ProfileOf> {
+    pub(crate) fn settings_for(&self, db: &str) -> Option<ProfileOf> {
         if !self.any.load(Ordering::Relaxed) {
             return None;
         }
@@ -115,7 +115,7 @@ impl Profiler {
 }
 
 /// The profiler's settings, locked for a change.
-pub struct ProfilerGuard<'a> {
+pub(crate) struct ProfilerGuard<'a> {
     settings: parking_lot::MutexGuard<'a, ProfilerSettings>,
     any: &'a std::sync::atomic::AtomicBool,
 }
@@ -142,7 +142,7 @@ impl Drop for ProfilerGuard<'_> {
 
 impl ServerState {
     /// Open storage (recovering a data directory) and build the in-memory catalog.
-    pub fn open(config: Config) -> Result<Arc<ServerState>> {
+    pub(crate) fn open(config: Config) -> Result<Arc<ServerState>> {
         let (storage, recovered) = match &config.storage {
             StorageMode::InMemory => (Storage::in_memory(), Default::default()),
             StorageMode::Directory(dir) => {
@@ -189,7 +189,7 @@ impl ServerState {
         }))
     }
 
-    pub fn new_connection(&self, peer: Option<SocketAddr>) -> ConnectionInfo {
+    pub(crate) fn new_connection(&self, peer: Option<SocketAddr>) -> ConnectionInfo {
         ConnectionInfo {
             id: self.next_connection_id.fetch_add(1, Ordering::Relaxed),
             peer,
@@ -198,12 +198,12 @@ impl ServerState {
     }
 
     /// Connections handed out since start (`serverStatus` `totalCreated`).
-    pub fn connections_created(&self) -> i64 {
+    pub(crate) fn connections_created(&self) -> i64 {
         self.next_connection_id.load(Ordering::Relaxed) - 1
     }
 
     /// Flush the journal (clean shutdown).
-    pub fn shutdown(&self) {
+    pub(crate) fn shutdown(&self) {
         self.catalog.flush();
     }
 }

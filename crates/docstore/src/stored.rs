@@ -42,7 +42,7 @@ impl StoredDoc {
     /// Take BSON bytes read from disk, checking every element (lengths, types, UTF-8 of keys
     /// and strings, nested documents) as fully as decoding would, and the nesting depth,
     /// without building anything (`bson_depth::check`).
-    pub fn from_bytes(bytes: &[u8]) -> std::result::Result<StoredDoc, String> {
+    pub(crate) fn from_bytes(bytes: &[u8]) -> std::result::Result<StoredDoc, String> {
         let raw = RawDocument::from_bytes(bytes).map_err(|e| e.to_string())?;
         bson_depth::check(raw).map_err(|e| e.to_string())?;
         Ok(StoredDoc(Arc::from(bytes)))
@@ -55,18 +55,13 @@ impl StoredDoc {
     }
 
     /// The encoded document.
-    pub fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         &self.0
     }
 
     /// Encoded size in bytes.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.0.len()
-    }
-
-    /// Never true: the smallest document is 5 bytes.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
     }
 
     fn raw(&self) -> Result<&RawDocument> {
@@ -82,7 +77,7 @@ impl StoredDoc {
     /// whole document for `None`. Matching a filter, or extracting index keys, on it gives the
     /// same result as on the whole document when `fields` lists every top-level field they
     /// read.
-    pub fn select(&self, fields: Option<&[String]>) -> Result<Document> {
+    pub(crate) fn select(&self, fields: Option<&[String]>) -> Result<Document> {
         let Some(fields) = fields else {
             return self.to_document();
         };
@@ -93,7 +88,7 @@ impl StoredDoc {
 
     /// [`StoredDoc::select`] of `fields` into `out`, which is emptied first (and keeps its
     /// allocation, for a caller that selects from many documents in turn).
-    pub fn select_into(&self, fields: &[String], out: &mut Document) -> Result<()> {
+    pub(crate) fn select_into(&self, fields: &[String], out: &mut Document) -> Result<()> {
         out.clear();
         let whole = |key: &[u8]| fields.iter().any(|f| f.as_bytes() == key).then_some(None);
         select_from(&self.0, fields.len(), &whole, out)
@@ -104,7 +99,7 @@ impl StoredDoc {
     /// only those (anything else, an array included, is decoded whole). Following any of the
     /// tree's paths on the result finds what it finds on the whole document: index keys read
     /// from a product's `details` only its `genre`, `artist` …, not every track listing.
-    pub fn select_tree_into(&self, wanted: &FieldTree, out: &mut Document) -> Result<()> {
+    pub(crate) fn select_tree_into(&self, wanted: &FieldTree, out: &mut Document) -> Result<()> {
         out.clear();
         select_from(&self.0, wanted.0.len(), &|key| wanted.find(key), out)
     }
@@ -112,7 +107,7 @@ impl StoredDoc {
     /// This document with only the top-level fields `keep` accepts, each copied as stored and
     /// in order: what a projection that keeps or leaves out whole top-level fields
     /// (`{carted: 0}`, `{title: 1}`) returns, without decoding the document.
-    pub fn with_fields(&self, keep: impl Fn(&[u8]) -> bool) -> Result<StoredDoc> {
+    pub(crate) fn with_fields(&self, keep: impl Fn(&[u8]) -> bool) -> Result<StoredDoc> {
         let mut out = Vec::with_capacity(self.0.len());
         copy_kept(&self.0, &|key| keep(key).then_some(None), &mut out)?;
         Ok(StoredDoc(Arc::from(out)))
@@ -124,7 +119,7 @@ impl StoredDoc {
     /// embedded document, the subtree's fields (an empty document when it has none of them),
     /// and is left out when it holds a scalar. `None` when such a field holds an array (the
     /// projection then reaches into each element): project the decoded document instead.
-    pub fn with_tree(&self, keep: &FieldTree) -> Result<Option<StoredDoc>> {
+    pub(crate) fn with_tree(&self, keep: &FieldTree) -> Result<Option<StoredDoc>> {
         let mut out = Vec::with_capacity(self.0.len());
         Ok(copy_kept(&self.0, &|key| keep.find(key), &mut out)?.then(|| StoredDoc(Arc::from(out))))
     }
@@ -135,13 +130,13 @@ impl StoredDoc {
     /// document, the subtree's fields (keeping the document, empty or not), and is kept whole
     /// when it holds a scalar. `None` when such a field holds an array (the projection then
     /// reaches into each element): project the decoded document instead.
-    pub fn without_tree(&self, drop: &FieldTree) -> Result<Option<StoredDoc>> {
+    pub(crate) fn without_tree(&self, drop: &FieldTree) -> Result<Option<StoredDoc>> {
         let mut out = Vec::with_capacity(self.0.len());
         Ok(copy_without(&self.0, drop, &mut out)?.then(|| StoredDoc(Arc::from(out))))
     }
 
     /// One top-level field, decoded.
-    pub fn get(&self, key: &str) -> Result<Option<Bson>> {
+    pub(crate) fn get(&self, key: &str) -> Result<Option<Bson>> {
         match self.raw()?.get(key).map_err(corrupt)? {
             Some(value) => decode_value(value).map(Some).map_err(corrupt),
             None => Ok(None),
@@ -184,11 +179,11 @@ fn damaged(what: &str) -> Error {
 /// Paths into a document, as a tree of field names: what [`StoredDoc::select_tree_into`]
 /// decodes. A field without a subtree is wanted whole.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct FieldTree(Vec<(String, Option<FieldTree>)>);
+pub(crate) struct FieldTree(Vec<(String, Option<FieldTree>)>);
 
 impl FieldTree {
     /// The tree of dotted `paths` (`"details.genre"`; `"details"` wants all of it).
-    pub fn from_paths<'a>(paths: impl IntoIterator<Item = &'a str>) -> FieldTree {
+    pub(crate) fn from_paths<'a>(paths: impl IntoIterator<Item = &'a str>) -> FieldTree {
         let mut tree = FieldTree::default();
         for path in paths {
             tree.add(path);

@@ -10,7 +10,7 @@ use std::sync::Arc;
 /// An order on strings other than the bytewise one: a collation, which `crate::collation`
 /// installs on the thread that runs a command for the length of that command, so that every
 /// comparison the command makes (matching, sorting, grouping, updating) uses it.
-pub trait StringOrder: Send + Sync {
+pub(crate) trait StringOrder: Send + Sync {
     fn compare_strings(&self, a: &str, b: &str) -> Ordering;
 }
 
@@ -21,18 +21,20 @@ thread_local! {
 }
 
 /// Install `order` on this thread (`None`: bytewise); returns the one it replaces.
-pub fn set_string_order(order: Option<Arc<dyn StringOrder>>) -> Option<Arc<dyn StringOrder>> {
+pub(crate) fn set_string_order(
+    order: Option<Arc<dyn StringOrder>>,
+) -> Option<Arc<dyn StringOrder>> {
     CUSTOM_ORDER.with(|c| c.set(order.is_some()));
     STRING_ORDER.with(|o| std::mem::replace(&mut *o.borrow_mut(), order))
 }
 
 /// Whether a string order other than the bytewise one is installed on this thread.
-pub fn has_string_order() -> bool {
+pub(crate) fn has_string_order() -> bool {
     CUSTOM_ORDER.with(Cell::get)
 }
 
 /// Compare two strings under the order installed on this thread (bytewise when none is).
-pub fn compare_strings(a: &str, b: &str) -> Ordering {
+pub(crate) fn compare_strings(a: &str, b: &str) -> Ordering {
     if !has_string_order() {
         return a.as_bytes().cmp(b.as_bytes());
     }
@@ -115,7 +117,7 @@ pub fn values_equal(a: &Bson, b: &Bson) -> bool {
 }
 
 /// Field by field: the value's type bracket, then the field name, then the value.
-pub fn compare_documents(a: &Document, b: &Document) -> Ordering {
+pub(crate) fn compare_documents(a: &Document, b: &Document) -> Ordering {
     let mut ia = a.iter();
     let mut ib = b.iter();
     loop {
@@ -137,7 +139,7 @@ pub fn compare_documents(a: &Document, b: &Document) -> Ordering {
 }
 
 /// Arrays compared as values (not as sort keys): element by element, then by length.
-pub fn compare_arrays(a: &[Bson], b: &[Bson]) -> Ordering {
+pub(crate) fn compare_arrays(a: &[Bson], b: &[Bson]) -> Ordering {
     for (x, y) in a.iter().zip(b.iter()) {
         let ord = canonical_rank(x)
             .cmp(&canonical_rank(y))
@@ -151,7 +153,7 @@ pub fn compare_arrays(a: &[Bson], b: &[Bson]) -> Ordering {
 
 /// A numeric value widened for comparison and arithmetic.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Number {
+pub(crate) enum Number {
     Int(i32),
     Long(i64),
     Double(f64),
@@ -159,7 +161,7 @@ pub enum Number {
 }
 
 impl Number {
-    pub fn from_bson(v: &Bson) -> Option<Number> {
+    pub(crate) fn from_bson(v: &Bson) -> Option<Number> {
         match v {
             Bson::Int32(i) => Some(Number::Int(*i)),
             Bson::Int64(i) => Some(Number::Long(*i)),
@@ -169,7 +171,7 @@ impl Number {
         }
     }
 
-    pub fn as_f64(self) -> f64 {
+    pub(crate) fn as_f64(self) -> f64 {
         match self {
             Number::Int(i) => i as f64,
             Number::Long(i) => i as f64,
@@ -178,7 +180,7 @@ impl Number {
     }
 
     /// The value as an exact integer, if it is one (doubles only when integral and in range).
-    pub fn as_i64_exact(self) -> Option<i64> {
+    pub(crate) fn as_i64_exact(self) -> Option<i64> {
         match self {
             Number::Int(i) => Some(i as i64),
             Number::Long(i) => Some(i),
@@ -193,7 +195,7 @@ impl Number {
     }
 }
 
-pub fn is_number(v: &Bson) -> bool {
+pub(crate) fn is_number(v: &Bson) -> bool {
     matches!(
         v,
         Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_)
@@ -201,7 +203,7 @@ pub fn is_number(v: &Bson) -> bool {
 }
 
 /// The value as f64 when it is numeric.
-pub fn to_f64(v: &Bson) -> Option<f64> {
+pub(crate) fn to_f64(v: &Bson) -> Option<f64> {
     Number::from_bson(v).map(Number::as_f64)
 }
 
@@ -214,7 +216,7 @@ fn compare_numbers(a: &Bson, b: &Bson) -> Ordering {
 
 /// Numeric comparison across int32/int64/double (decimal128 via its nearest double).
 /// NaN equals NaN and sorts below every other number, as in MongoDB.
-pub fn compare_number_values(x: Number, y: Number) -> Ordering {
+pub(crate) fn compare_number_values(x: Number, y: Number) -> Ordering {
     use Number::*;
     match (x, y) {
         (Int(a), Int(b)) => a.cmp(&b),
@@ -320,7 +322,7 @@ fn scaled_to_f64(coefficient: u128, exponent: i32) -> f64 {
 }
 
 /// The name MongoDB gives a value's type (`$type` in queries and aggregation).
-pub fn type_name(v: &Bson) -> &'static str {
+pub(crate) fn type_name(v: &Bson) -> &'static str {
     match v {
         Bson::Double(_) => "double",
         Bson::String(_) => "string",
@@ -347,7 +349,7 @@ pub fn type_name(v: &Bson) -> &'static str {
 }
 
 /// The BSON type number of a value.
-pub fn type_number(v: &Bson) -> i32 {
+pub(crate) fn type_number(v: &Bson) -> i32 {
     match v {
         Bson::Double(_) => 1,
         Bson::String(_) => 2,
@@ -374,7 +376,7 @@ pub fn type_number(v: &Bson) -> i32 {
 }
 
 /// Type number for a `$type` alias ("string", "number" is handled by the caller).
-pub fn type_number_for_alias(alias: &str) -> Option<i32> {
+pub(crate) fn type_number_for_alias(alias: &str) -> Option<i32> {
     Some(match alias {
         "double" => 1,
         "string" => 2,
@@ -403,7 +405,7 @@ pub fn type_number_for_alias(alias: &str) -> Option<i32> {
 
 /// How integer overflow is handled by [`add`] and [`multiply`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Overflow {
+pub(crate) enum Overflow {
     /// int32 widens to int64, int64 widens to double (aggregation arithmetic).
     WidenToDouble,
     /// int32 widens to int64, int64 overflow is an error (update `$inc`/`$mul`).
@@ -412,7 +414,7 @@ pub enum Overflow {
 
 /// Result of numeric arithmetic on BSON values.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Arith {
+pub(crate) enum Arith {
     Value(Bson),
     /// One operand is not a number.
     NotNumeric,
@@ -466,20 +468,20 @@ fn unreachable_overflow(
     }
 }
 
-pub fn add(a: &Bson, b: &Bson, overflow: Overflow) -> Arith {
+pub(crate) fn add(a: &Bson, b: &Bson, overflow: Overflow) -> Arith {
     combine(a, b, overflow, i64::checked_add, |x, y| x + y)
 }
 
-pub fn subtract(a: &Bson, b: &Bson, overflow: Overflow) -> Arith {
+pub(crate) fn subtract(a: &Bson, b: &Bson, overflow: Overflow) -> Arith {
     combine(a, b, overflow, i64::checked_sub, |x, y| x - y)
 }
 
-pub fn multiply(a: &Bson, b: &Bson, overflow: Overflow) -> Arith {
+pub(crate) fn multiply(a: &Bson, b: &Bson, overflow: Overflow) -> Arith {
     combine(a, b, overflow, i64::checked_mul, |x, y| x * y)
 }
 
 /// A double as decimal128 through its shortest decimal representation.
-pub fn f64_to_decimal(f: f64) -> Decimal128 {
+pub(crate) fn f64_to_decimal(f: f64) -> Decimal128 {
     let text = if f.is_nan() {
         "NaN".to_string()
     } else if f.is_infinite() {
@@ -493,7 +495,7 @@ pub fn f64_to_decimal(f: f64) -> Decimal128 {
 
 /// Truthiness in the aggregation language: false, null, missing, undefined and numeric zero are
 /// false; everything else (including empty strings and arrays) is true.
-pub fn is_truthy(v: &Bson) -> bool {
+pub(crate) fn is_truthy(v: &Bson) -> bool {
     match v {
         Bson::Boolean(b) => *b,
         Bson::Null | Bson::Undefined => false,

@@ -185,7 +185,7 @@ async fn an_io_error_refuses_writes_with_log_write_failed() {
         .database("shop")
         .collection::<Document>("orders");
     c.insert_one(doc! { "_id": 0 }).await.unwrap();
-    faults.fail_with(docstore::storage::faults::EIO);
+    faults.fail_with(docstore::faults::EIO);
     let (_, code) = insert_until_refused(&c, 1).await;
     assert_eq!(code, LOG_WRITE_FAILED);
     // Reads still answer.
@@ -224,7 +224,7 @@ async fn a_journaled_write_waiting_when_the_disk_fails_gets_a_write_concern_erro
         assert!(Instant::now() < deadline, "the write never arrived");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
-    faults.fail_with(docstore::storage::faults::EIO);
+    faults.fail_with(docstore::faults::EIO);
     let err = waiting.await.unwrap().unwrap_err();
     assert!(
         matches!(

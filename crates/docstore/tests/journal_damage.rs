@@ -7,9 +7,9 @@
 //! are replayed as regression cases.
 
 use bson::{doc, Bson};
-use docstore::storage::journal;
-use docstore::storage::recovery::{self, salvage_segment, SegmentCheck};
-use docstore::storage::{JournalOp, Recovered, Storage};
+use docstore::internals::storage::journal;
+use docstore::internals::storage::recovery::{self, salvage_segment, SegmentCheck};
+use docstore::internals::storage::{JournalOp, Recovered, Storage};
 use proptest::prelude::*;
 use proptest::test_runner::Config as ProptestConfig;
 use std::collections::{BTreeMap, BTreeSet};
@@ -124,7 +124,7 @@ fn build(groups: &[Vec<JournalOp>], in_flight: Option<(Vec<JournalOp>, u16)>) ->
         let start = bytes.len();
         let mut payload = Vec::new();
         journal::encode_group(g, &mut payload).unwrap();
-        journal::frame_record(&payload, &mut bytes).unwrap();
+        journal::write_record(&mut bytes, &payload).unwrap();
         records.push((start, bytes.len(), g.clone()));
     }
     let acked_end = bytes.len();
@@ -132,7 +132,7 @@ fn build(groups: &[Vec<JournalOp>], in_flight: Option<(Vec<JournalOp>, u16)>) ->
         let mut payload = Vec::new();
         journal::encode_group(&g, &mut payload).unwrap();
         let mut record = Vec::new();
-        journal::frame_record(&payload, &mut record).unwrap();
+        journal::write_record(&mut record, &payload).unwrap();
         // Some but not all of its bytes reached the disk.
         let keep = 1 + usize::from(keep) % (record.len() - 1);
         bytes.extend_from_slice(&record[..keep]);
@@ -390,8 +390,8 @@ fn model_of_recovered(rec: &Recovered) -> Model {
     m
 }
 
-fn stored(doc: bson::Document) -> docstore::storage::StoredDoc {
-    docstore::storage::StoredDoc::from_document(&doc).unwrap()
+fn stored(doc: bson::Document) -> docstore::internals::storage::StoredDoc {
+    docstore::internals::storage::StoredDoc::from_document(&doc).unwrap()
 }
 
 const FAST: Duration = Duration::from_millis(50);
@@ -716,19 +716,19 @@ fn corpus_entries_can_be_regenerated() {
 // Snapshots: salvage never files a document under the wrong collection.
 // ---------------------------------------------------------------------------------------------
 
-fn images() -> impl Strategy<Value = Vec<docstore::storage::CollectionImage>> {
+fn images() -> impl Strategy<Value = Vec<docstore::internals::storage::CollectionImage>> {
     prop::collection::vec(0usize..8, 1..4).prop_map(|sizes| {
         sizes
             .iter()
             .enumerate()
-            .map(|(c, &n)| docstore::storage::CollectionImage {
+            .map(|(c, &n)| docstore::internals::storage::CollectionImage {
                 db: "shop".into(),
                 coll: format!("c{c}"),
                 options: doc! {},
                 indexes: vec![doc! {"v": 2, "key": {"a": 1}, "name": "a_1"}],
                 docs: (0..n as i32)
                     .map(|i| {
-                        docstore::storage::StoredDoc::from_document(
+                        docstore::internals::storage::StoredDoc::from_document(
                             &doc! {"_id": c as i32 * 100 + i, "a": i},
                         )
                         .unwrap()
@@ -749,7 +749,7 @@ proptest! {
     ) {
         let dir = scratch_dir();
         let path = dir.path().join("snapshot-0000000000000002.db");
-        docstore::storage::snapshot::write_file(&path, 2, &images, None).unwrap();
+        docstore::internals::storage::snapshot::write_file(&path, 2, &images, None).unwrap();
         let bytes = std::fs::read(&path).unwrap();
         // Record boundaries, for damage aimed near them.
         let mut records = Vec::new();

@@ -92,13 +92,13 @@ enum State {
 
 /// A parsed `$group` specification.
 #[derive(Debug, Clone)]
-pub struct Group {
+pub(super) struct Group {
     id: Expression,
     accumulators: Vec<Accumulator>,
 }
 
 impl Group {
-    pub fn parse(spec: &Bson) -> Result<Group> {
+    pub(super) fn parse(spec: &Bson) -> Result<Group> {
         let Bson::Document(spec) = spec else {
             return Err(Error::location(
                 15947,

@@ -5,7 +5,7 @@
 mod accumulators;
 mod projection;
 mod stages;
-pub mod terminal;
+pub(crate) mod terminal;
 mod update_pipeline;
 
 use crate::error::{Error, Result};
@@ -15,11 +15,11 @@ use accumulators::Group;
 use bson::{Bson, Document};
 use projection::Projection;
 use stages::{Bucket, BucketAuto, CollStats, GraphLookup, Lookup, Unwind};
-pub use terminal::{MergeSpec, TerminalWrite, WhenMatched, WhenNotMatched};
+pub(crate) use terminal::{MergeSpec, TerminalWrite, WhenMatched, WhenNotMatched};
 
 /// Access a pipeline needs beyond its input: other collections of the same database, and
 /// the collection it aggregates.
-pub trait PipelineContext {
+pub(crate) trait PipelineContext {
     /// All documents of `collection` in the current database (empty if it does not exist).
     fn collection_documents(&self, collection: &str) -> Result<Vec<Document>>;
 
@@ -29,7 +29,7 @@ pub trait PipelineContext {
 
 /// The collection a pipeline aggregates, as `$collStats` reports it.
 #[derive(Debug, Clone)]
-pub struct AggregatedCollection {
+pub(crate) struct AggregatedCollection {
     /// `db.collection`.
     pub namespace: String,
     /// The server's `host` (as `serverStatus` reports it).
@@ -73,7 +73,7 @@ enum Stage {
 
 /// A parsed aggregation pipeline.
 #[derive(Debug, Clone)]
-pub struct Pipeline {
+pub(crate) struct Pipeline {
     stages: Vec<Stage>,
     /// The stage names as written, parallel to `stages`.
     names: Vec<String>,
@@ -84,7 +84,7 @@ pub struct Pipeline {
 
 impl Pipeline {
     /// Parse the `pipeline` array of an `aggregate` command; `vars` are its `let` variables.
-    pub fn parse(stages: &[Document], vars: &Document) -> Result<Pipeline> {
+    pub(crate) fn parse(stages: &[Document], vars: &Document) -> Result<Pipeline> {
         for name in vars.keys().filter(|k| *k != expression::MISSING_VARIABLES) {
             expression::validate_variable_name(name)?;
         }
@@ -108,7 +108,7 @@ impl Pipeline {
     }
 
     /// The final `$out`/`$merge`, whose write the caller performs with the pipeline's results.
-    pub fn terminal_write(&self) -> Option<&TerminalWrite> {
+    pub(crate) fn terminal_write(&self) -> Option<&TerminalWrite> {
         self.terminal.as_ref()
     }
 
@@ -152,13 +152,13 @@ impl Pipeline {
 
     /// Whether the first stage makes the pipeline's documents itself (`$collStats`), so the
     /// caller has no input to read.
-    pub fn ignores_input(&self) -> bool {
+    pub(crate) fn ignores_input(&self) -> bool {
         matches!(self.stages.first(), Some(Stage::CollStats(_)))
     }
 
     /// The filter of a leading `$match`, which the caller may answer with an index before
     /// running the rest of the pipeline (see [`Pipeline::without_leading_match`]).
-    pub fn leading_match(&self) -> Option<&Document> {
+    pub(crate) fn leading_match(&self) -> Option<&Document> {
         match self.stages.first() {
             Some(Stage::Match { spec, .. }) => Some(spec),
             _ => None,
@@ -167,7 +167,7 @@ impl Pipeline {
 
     /// The leading `$geoNear`, whose documents (nearest first, with their distances) the
     /// caller takes from the collection before running the rest of the pipeline.
-    pub fn leading_geo_near(&self) -> Option<&crate::geospatial::GeoNearSpec> {
+    pub(crate) fn leading_geo_near(&self) -> Option<&crate::geospatial::GeoNearSpec> {
         match self.stages.first() {
             Some(Stage::GeoNear(spec)) => Some(spec),
             _ => None,
@@ -175,13 +175,13 @@ impl Pipeline {
     }
 
     /// Whether the pipeline starts with a `$match` holding `$text`.
-    pub fn leading_text_match(&self) -> bool {
+    pub(crate) fn leading_text_match(&self) -> bool {
         matches!(self.stages.first(), Some(Stage::Match { filter, .. }) if filter.text().is_some())
     }
 
     /// The pipeline minus its leading `$match` (unchanged when it has none), for a caller that
     /// has already selected the matching documents.
-    pub fn without_leading_match(&self) -> Pipeline {
+    pub(crate) fn without_leading_match(&self) -> Pipeline {
         let skip = usize::from(self.leading_match().is_some() || self.leading_geo_near().is_some());
         Pipeline {
             stages: self.stages[skip..].to_vec(),
@@ -193,7 +193,7 @@ impl Pipeline {
 
     /// The same stages with these variables added (overriding any of the same name), e.g.
     /// `$merge`'s `let` values for one result document.
-    pub fn with_vars(&self, extra: &Document) -> Pipeline {
+    pub(crate) fn with_vars(&self, extra: &Document) -> Pipeline {
         let mut p = self.clone();
         for (k, v) in extra {
             p.vars.insert(k.clone(), v.clone());
@@ -202,23 +202,27 @@ impl Pipeline {
     }
 
     /// The stage names as written, in order.
-    pub fn stage_names(&self) -> &[String] {
+    pub(crate) fn stage_names(&self) -> &[String] {
         &self.names
     }
 
     /// The number of stages (after parsing; `$count` and friends count as one).
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.stages.len()
     }
 
-    pub fn run(&self, input: Vec<Document>, ctx: &dyn PipelineContext) -> Result<Vec<Document>> {
+    pub(crate) fn run(
+        &self,
+        input: Vec<Document>,
+        ctx: &dyn PipelineContext,
+    ) -> Result<Vec<Document>> {
         self.run_at(input, ctx, bson::DateTime::now())
     }
 
     /// Run with `$$NOW` fixed to `now` (one instant for a whole command, e.g. a multi-document
     /// pipeline update), unless the pipeline's variables already set it.
-    pub fn run_at(
+    pub(crate) fn run_at(
         &self,
         input: Vec<Document>,
         ctx: &dyn PipelineContext,
@@ -421,7 +425,7 @@ fn text_not_first() -> Error {
 }
 
 /// Whether a stage specification asks for `{$meta: "textScore"}` anywhere.
-pub fn uses_text_score(value: &Bson) -> bool {
+pub(crate) fn uses_text_score(value: &Bson) -> bool {
     match value {
         Bson::Document(d) => {
             (d.len() == 1 && d.get("$meta") == Some(&Bson::String("textScore".into())))

@@ -89,7 +89,7 @@ enum Mode {
 
 /// A parsed `$project`, `$addFields`/`$set` or `$unset` specification.
 #[derive(Debug, Clone)]
-pub struct Projection {
+pub(super) struct Projection {
     mode: Mode,
     root: Node,
 }
@@ -131,7 +131,7 @@ fn is_expression_object(d: &Document) -> bool {
 
 impl Projection {
     /// Parse a `$project` stage's specification.
-    pub fn parse_project(spec: &Document) -> Result<Projection> {
+    pub(super) fn parse_project(spec: &Document) -> Result<Projection> {
         if spec.is_empty() {
             return Err(Error::location(
                 51272,
@@ -160,7 +160,7 @@ impl Projection {
     }
 
     /// Parse an `$addFields` (or `$set`, named by `stage`) specification.
-    pub fn parse_add_fields(spec: &Document, stage: &str) -> Result<Projection> {
+    pub(super) fn parse_add_fields(spec: &Document, stage: &str) -> Result<Projection> {
         let mut root = Node::default();
         parse_add_fields_into(spec, &mut root, stage)?;
         Ok(Projection {
@@ -170,7 +170,7 @@ impl Projection {
     }
 
     /// Parse an `$unset` specification: one path or an array of paths.
-    pub fn parse_unset(spec: &Bson) -> Result<Projection> {
+    pub(super) fn parse_unset(spec: &Bson) -> Result<Projection> {
         let paths: Vec<&str> = match spec {
             Bson::String(s) => vec![s.as_str()],
             Bson::Array(items) => {

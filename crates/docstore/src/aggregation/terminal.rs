@@ -8,7 +8,7 @@ use bson::{Bson, Document};
 
 /// Where and how a pipeline's results are written.
 #[derive(Debug, Clone)]
-pub enum TerminalWrite {
+pub(crate) enum TerminalWrite {
     /// Replace the target's documents (keeping its indexes) with the results, all at once.
     Out(Target),
     Merge(Box<MergeSpec>),
@@ -16,13 +16,13 @@ pub enum TerminalWrite {
 
 /// A target collection; `db` is the aggregate's own database when absent.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
+pub(crate) struct Target {
     pub db: Option<String>,
     pub coll: String,
 }
 
 #[derive(Debug, Clone)]
-pub struct MergeSpec {
+pub(crate) struct MergeSpec {
     pub into: Target,
     /// The fields that identify a result's match in the target (`["_id"]` by default).
     pub on: Vec<String>,
@@ -34,7 +34,7 @@ pub struct MergeSpec {
 }
 
 #[derive(Debug, Clone)]
-pub enum WhenMatched {
+pub(crate) enum WhenMatched {
     Replace,
     KeepExisting,
     Merge,
@@ -44,21 +44,21 @@ pub enum WhenMatched {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WhenNotMatched {
+pub(crate) enum WhenNotMatched {
     Insert,
     Discard,
     Fail,
 }
 
 impl TerminalWrite {
-    pub fn stage_name(&self) -> &'static str {
+    pub(crate) fn stage_name(&self) -> &'static str {
         match self {
             TerminalWrite::Out(_) => "$out",
             TerminalWrite::Merge(_) => "$merge",
         }
     }
 
-    pub fn target(&self) -> &Target {
+    pub(crate) fn target(&self) -> &Target {
         match self {
             TerminalWrite::Out(t) => t,
             TerminalWrite::Merge(m) => &m.into,

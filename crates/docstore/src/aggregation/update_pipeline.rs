@@ -20,7 +20,7 @@ const ALLOWED: &[&str] = &[
 impl Pipeline {
     /// Parse the `u` array: every element a document, the pipeline valid as an aggregation, then
     /// each stage one allowed in an update (code 72 naming it otherwise, as mongod does).
-    pub fn parse_for_update(stages: &[Bson], vars: &Document) -> Result<Pipeline> {
+    pub(crate) fn parse_for_update(stages: &[Bson], vars: &Document) -> Result<Pipeline> {
         let mut docs = Vec::with_capacity(stages.len());
         for stage in stages {
             match stage {

@@ -226,7 +226,7 @@ fn main() -> ExitCode {
             return repair(&dir);
         }
         Ok(Command::PrintSupport) => {
-            say(&docstore::support::markdown());
+            say(&docstore::support_table());
             return ExitCode::SUCCESS;
         }
         Ok(Command::Help) => {
@@ -251,7 +251,7 @@ fn main() -> ExitCode {
     };
     runtime.block_on(async {
         if let docstore::StorageMode::Directory(dir) = &config.storage {
-            if let Err(e) = docstore::storage::private::create_dir_all(dir) {
+            if let Err(e) = docstore::private_fs::create_dir_all(dir) {
                 eprintln!("docstore: cannot create {}: {e}", dir.display());
                 return ExitCode::FAILURE;
             }
@@ -349,7 +349,7 @@ mod tests {
             parse(&["--print-support"]),
             Ok(Command::PrintSupport)
         ));
-        let table = docstore::support::markdown();
+        let table = docstore::support_table();
         assert!(table.contains("| `mapReduce` | refused, 115 |"), "{table}");
     }
 

@@ -32,7 +32,7 @@ pub(super) fn in_background(spec: &IndexSpec, docs: usize) -> bool {
 }
 
 /// The documents a background build keys, as they were when it started.
-pub struct BuildJob {
+pub(crate) struct BuildJob {
     ns: String,
     specs: Vec<IndexSpec>,
     docs: Vec<(RecordId, StoredDoc)>,
@@ -86,14 +86,14 @@ impl Collection {
     }
 
     /// Whether any index is still being built in the background.
-    pub fn has_building_indexes(&self) -> bool {
+    pub(crate) fn has_building_indexes(&self) -> bool {
         self.indexes.iter().any(Index::is_building)
     }
 
     /// Start building the indexes still waiting: a copy of the document pointers, from which
     /// on every changed record is remembered for [`Collection::finish_background_build`].
     /// `None` when nothing waits or a build is already under way.
-    pub fn start_background_build(&mut self) -> Option<BuildJob> {
+    pub(crate) fn start_background_build(&mut self) -> Option<BuildJob> {
         let specs: Vec<IndexSpec> = self
             .indexes
             .iter()
@@ -114,7 +114,7 @@ impl Collection {
     /// Swap in the indexes built from `job`'s copy, once brought up to date with the records
     /// changed since. An index dropped meanwhile (or replaced by one built at once) is left
     /// out. Returns how many indexes became ready.
-    pub fn finish_background_build(&mut self, job: &BuildJob, built: Vec<Index>) -> usize {
+    pub(crate) fn finish_background_build(&mut self, job: &BuildJob, built: Vec<Index>) -> usize {
         let changed = self.changed.take().unwrap_or_default();
         let ns = self.namespace();
         let mut ready = 0;
@@ -154,7 +154,7 @@ impl Collection {
 
 /// Build, one collection after another on a thread of their own, every index the recovered
 /// `collections` left for the background.
-pub fn spawn_background_builds(collections: Vec<Shared>) {
+pub(crate) fn spawn_background_builds(collections: Vec<Shared>) {
     if collections.is_empty() {
         return;
     }

@@ -3,7 +3,7 @@
 //! indexes, `_id_` included, in parallel, each from its sorted keys, instead of updating every
 //! index for every document on one core.
 
-use super::{check_size, encode_checked, Collection, StoredDoc};
+use super::{check_size, Collection, StoredDoc};
 use crate::error::Result;
 use crate::index::{Index, IndexSpec, RecordId};
 use bson::Document;
@@ -28,7 +28,7 @@ impl Collection {
     ///
     /// With `background`, a large collection's text index is left to be built after start-up
     /// (see `background`): it is added empty, marked as being built.
-    pub fn load(
+    pub(crate) fn load(
         db: &str,
         name: &str,
         options: Document,
@@ -88,18 +88,20 @@ impl Collection {
     /// of a unique index is already stored or comes twice in the batch, nothing changes and
     /// `None` is returned, so the caller inserts one at a time and reports the failing document
     /// exactly as it would have. The result is the collection that inserting them one by one
-    /// gives (same record ids, entries and multikey flags).
-    pub fn insert_all(&mut self, docs: &[Document]) -> Option<Vec<RecordId>> {
+    /// gives (same record ids, entries and multikey flags). The tests' entry point: the insert
+    /// command encodes first and calls [`Collection::insert_all_encoded`].
+    #[cfg(test)]
+    pub(crate) fn insert_all(&mut self, docs: &[Document]) -> Option<Vec<RecordId>> {
         let mut stored = Vec::with_capacity(docs.len());
         for doc in docs {
-            stored.push(encode_checked(doc).ok()?);
+            stored.push(super::encode_checked(doc).ok()?);
         }
         self.insert_all_encoded(docs, stored)
     }
 
     /// [`Collection::insert_all`] of `docs` already encoded as `stored` (in the same order) by
     /// [`Collection::encode_for_insert`].
-    pub fn insert_all_encoded(
+    pub(crate) fn insert_all_encoded(
         &mut self,
         docs: &[Document],
         stored: Vec<StoredDoc>,
@@ -192,7 +194,7 @@ impl Collection {
     /// Build indexes for `specs` over the documents already stored, in parallel, and add them
     /// in the order given. Fails, adding none, on a duplicate key or an unindexable document
     /// (the first failing spec's error).
-    pub fn create_indexes_parallel(&mut self, specs: Vec<IndexSpec>) -> Result<()> {
+    pub(crate) fn create_indexes_parallel(&mut self, specs: Vec<IndexSpec>) -> Result<()> {
         let indexes = self.build_indexes(specs)?;
         self.indexes.extend(indexes);
         Ok(())

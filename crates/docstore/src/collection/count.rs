@@ -85,7 +85,7 @@ impl Collection {
 
     /// How many documents match `query` (after its skip, up to its limit): from index keys
     /// when the index answers the filter, else by matching documents.
-    pub fn count_matching(&self, query: &QuerySpec<'_>) -> Result<usize> {
+    pub(crate) fn count_matching(&self, query: &QuerySpec<'_>) -> Result<usize> {
         let plan = self.plan(query)?;
         if let (Plan::IndexScan { bounds, .. }, Some(index)) =
             (&plan, self.answering_index(&plan, query.filter_doc))

@@ -52,7 +52,7 @@ impl Collection {
 
     /// The documents a `$geoNear` stage produces, nearest first, each with its distance (times
     /// `distanceMultiplier`) in `distanceField` and, with `includeLocs`, the location measured.
-    pub fn geo_near(
+    pub(crate) fn geo_near(
         &self,
         spec: &GeoNearSpec,
         explain: bool,

@@ -15,7 +15,7 @@ use bson::{Bson, Document};
 use std::ops::Deref;
 
 /// A collection borrowed for writing, with the journal entries of the changes made so far.
-pub struct WriteSession<'a> {
+pub(crate) struct WriteSession<'a> {
     coll: &'a mut Collection,
     ops: Vec<JournalOp>,
     /// `bypassDocumentValidation: true`: the collection's validator is not consulted.
@@ -42,7 +42,7 @@ impl<'a> WriteSession<'a> {
 
     /// Skip the collection's validator for the rest of this session
     /// (`bypassDocumentValidation: true`).
-    pub fn bypass_validation(&mut self, bypass: bool) {
+    pub(crate) fn bypass_validation(&mut self, bypass: bool) {
         self.bypass_validation = bypass;
     }
 
@@ -101,7 +101,7 @@ impl<'a> WriteSession<'a> {
 
     /// A capped collection over its limits loses its oldest documents until it fits
     /// (`convertToCapped`); each removal is journaled.
-    pub fn enforce_cap(&mut self) {
+    pub(crate) fn enforce_cap(&mut self) {
         self.trim_capped(RecordId::MAX);
     }
 
@@ -141,7 +141,7 @@ impl<'a> WriteSession<'a> {
     }
 
     /// Insert a document (already given its `_id`); journaled as a `Put`.
-    pub fn insert(&mut self, doc: Document) -> Result<RecordId> {
+    pub(crate) fn insert(&mut self, doc: Document) -> Result<RecordId> {
         self.validate_insert(&doc)?;
         let record = self.coll.insert(doc)?;
         self.record_put(record)?;
@@ -151,7 +151,7 @@ impl<'a> WriteSession<'a> {
 
     /// [`Collection::insert_all_encoded`]: every document inserted and journaled, or (`None`)
     /// none.
-    pub fn insert_all(
+    pub(crate) fn insert_all(
         &mut self,
         docs: &[Document],
         stored: Vec<StoredDoc>,
@@ -186,7 +186,7 @@ impl<'a> WriteSession<'a> {
 
     /// [`WriteSession::insert`] of a document encoded beforehand with
     /// [`Collection::encode_for_insert`](crate::collection::Collection::encode_for_insert).
-    pub fn insert_encoded(&mut self, doc: &Document, stored: StoredDoc) -> Result<RecordId> {
+    pub(crate) fn insert_encoded(&mut self, doc: &Document, stored: StoredDoc) -> Result<RecordId> {
         self.validate_insert(doc)?;
         let record = self.coll.insert_encoded(doc, stored)?;
         self.record_put(record)?;
@@ -195,14 +195,14 @@ impl<'a> WriteSession<'a> {
     }
 
     /// Replace the document at `record`; journaled as a `Put` of the new version.
-    pub fn replace(&mut self, record: RecordId, new_doc: Document) -> Result<()> {
+    pub(crate) fn replace(&mut self, record: RecordId, new_doc: Document) -> Result<()> {
         self.validate_update(record, None, &new_doc)?;
         self.coll.replace(record, new_doc)?;
         self.record_put(record)
     }
 
     /// [`Collection::update_record`]; journaled as a `Put` of the new version.
-    pub fn update_record(
+    pub(crate) fn update_record(
         &mut self,
         record: RecordId,
         old_doc: &Document,
@@ -215,7 +215,7 @@ impl<'a> WriteSession<'a> {
     }
 
     /// Remove the document at `record`, if any; journaled as a `Delete` by `_id`.
-    pub fn remove(&mut self, record: RecordId) -> Option<StoredDoc> {
+    pub(crate) fn remove(&mut self, record: RecordId) -> Option<StoredDoc> {
         let doc = self.coll.remove(record)?;
         self.ops.push(JournalOp::Delete {
             db: self.coll.db.clone(),
@@ -227,7 +227,7 @@ impl<'a> WriteSession<'a> {
     }
 
     /// Build a secondary index; journaled as a `CreateIndex`.
-    pub fn create_index(&mut self, spec: IndexSpec) -> Result<()> {
+    pub(crate) fn create_index(&mut self, spec: IndexSpec) -> Result<()> {
         let document = spec.to_document();
         self.coll.create_index(spec)?;
         self.ops.push(JournalOp::CreateIndex {
@@ -239,14 +239,14 @@ impl<'a> WriteSession<'a> {
     }
 
     /// Drop one index by name; journaled as a `DropIndex`.
-    pub fn drop_index(&mut self, name: &str) -> Result<IndexSpec> {
+    pub(crate) fn drop_index(&mut self, name: &str) -> Result<IndexSpec> {
         let spec = self.coll.drop_index(name)?;
         self.record_dropped_index(&spec.name);
         Ok(spec)
     }
 
     /// Drop every index but `_id`'s; each is journaled as a `DropIndex`.
-    pub fn drop_all_indexes(&mut self) -> Vec<String> {
+    pub(crate) fn drop_all_indexes(&mut self) -> Vec<String> {
         let names = self.coll.drop_all_indexes();
         for name in &names {
             self.record_dropped_index(name);
@@ -257,7 +257,7 @@ impl<'a> WriteSession<'a> {
     /// Hide or unhide the index `name` (`collMod`); returns whether it was hidden before.
     /// Journaled, when it changes, as dropping the index and creating it again with the new
     /// spec: replay rebuilds it (the same entries), and the journal keeps its record kinds.
-    pub fn set_index_hidden(&mut self, name: &str, hidden: bool) -> Result<bool> {
+    pub(crate) fn set_index_hidden(&mut self, name: &str, hidden: bool) -> Result<bool> {
         let Some(index) = self.coll.indexes.iter_mut().find(|i| i.spec.name == name) else {
             return Err(crate::error::Error::new(
                 crate::error::ErrorCode::IndexNotFound,
@@ -288,7 +288,7 @@ impl<'a> WriteSession<'a> {
 
     /// Replace the collection's options (`collMod`); journaled as a `CreateCollection` of the
     /// existing collection, which replay applies to it in place, documents kept.
-    pub fn set_options(&mut self, options: Document) {
+    pub(crate) fn set_options(&mut self, options: Document) {
         self.ops.push(JournalOp::CreateCollection {
             db: self.coll.db.clone(),
             coll: self.coll.name.clone(),
@@ -299,7 +299,7 @@ impl<'a> WriteSession<'a> {
 
     /// Swap in a whole new collection (`$out`): journaled as dropping and re-creating the
     /// collection with `fresh`'s options, then its indexes, then its documents in natural order.
-    pub fn replace_contents(&mut self, fresh: Collection) {
+    pub(crate) fn replace_contents(&mut self, fresh: Collection) {
         let (db, coll) = (self.coll.db.clone(), self.coll.name.clone());
         self.ops.push(JournalOp::DropCollection {
             db: db.clone(),

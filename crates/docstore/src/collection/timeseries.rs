@@ -18,7 +18,7 @@ const MAX_EXPIRE_AFTER_SECONDS: i64 = i64::MAX / 2;
 
 /// A time-series granularity, coarsest last (`collMod` may only move it later).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Granularity {
+pub(crate) enum Granularity {
     Seconds,
     Minutes,
     Hours,
@@ -37,7 +37,7 @@ impl Granularity {
         }
     }
 
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Granularity::Seconds => "seconds",
             Granularity::Minutes => "minutes",
@@ -57,7 +57,7 @@ impl Granularity {
 
 /// A time-series collection's rules, as its stored options describe them.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TimeSeries {
+pub(crate) struct TimeSeries {
     pub time_field: String,
     pub meta_field: Option<String>,
     /// `None` when the collection was created with custom bucket spans.
@@ -116,7 +116,7 @@ fn field_name(field: &str, value: &Bson) -> Result<String> {
 
 /// `expireAfterSeconds` of `create`/`collMod`: a non-negative whole number of seconds, stored
 /// as a 64-bit integer as mongod shows it.
-pub fn parse_expire_after_seconds(command: &str, value: &Bson) -> Result<i64> {
+pub(crate) fn parse_expire_after_seconds(command: &str, value: &Bson) -> Result<i64> {
     let n = match value {
         Bson::Int32(i) => *i as i64,
         Bson::Int64(i) => *i,
@@ -146,7 +146,7 @@ pub fn parse_expire_after_seconds(command: &str, value: &Bson) -> Result<i64> {
 /// The `timeseries` option of `create`, validated as mongod validates it, with the defaults
 /// mongod fills in (`granularity: "seconds"`, and the bucket span of the granularity), in the
 /// shape `listCollections` shows.
-pub fn parse_create(spec: &Bson) -> Result<Document> {
+pub(crate) fn parse_create(spec: &Bson) -> Result<Document> {
     let Bson::Document(spec) = spec else {
         return Err(wrong_type("create.timeseries", spec, "object"));
     };
@@ -236,7 +236,7 @@ pub fn parse_create(spec: &Bson) -> Result<Document> {
 /// `collMod`'s `timeseries: {granularity}` applied to the stored `timeseries` options: the
 /// granularity may only grow (mongod's rule, as buckets cannot shrink); the same one changes
 /// nothing. Changing the bucket spans is refused by name.
-pub fn modify(stored: &Document, change: &Bson) -> Result<Document> {
+pub(crate) fn modify(stored: &Document, change: &Bson) -> Result<Document> {
     let Bson::Document(change) = change else {
         return Err(wrong_type("collMod.timeseries", change, "object"));
     };
@@ -286,7 +286,7 @@ pub fn modify(stored: &Document, change: &Bson) -> Result<Document> {
 
 impl TimeSeries {
     /// The rules the options describe; `None` for an ordinary collection.
-    pub fn from_options(options: &Document) -> Result<Option<TimeSeries>> {
+    pub(crate) fn from_options(options: &Document) -> Result<Option<TimeSeries>> {
         let Some(spec) = options.get("timeseries") else {
             return Ok(None);
         };
@@ -306,7 +306,7 @@ impl TimeSeries {
     }
 
     /// The time of a measurement, or mongod's error 2 for one without a date there.
-    pub fn check_measurement(&self, doc: &Document) -> Result<bson::DateTime> {
+    pub(crate) fn check_measurement(&self, doc: &Document) -> Result<bson::DateTime> {
         match doc.get(&self.time_field) {
             Some(Bson::DateTime(t)) => Ok(*t),
             _ => Err(Error::bad_value(format!(
@@ -318,7 +318,7 @@ impl TimeSeries {
 
     /// Whether a stored measurement has expired at `now`: its time plus `expireAfterSeconds`
     /// at or before `now`, as the TTL monitor judges a TTL index's dates.
-    pub fn expired(&self, doc: &crate::stored::StoredDoc, now: bson::DateTime) -> bool {
+    pub(crate) fn expired(&self, doc: &crate::stored::StoredDoc, now: bson::DateTime) -> bool {
         let Some(secs) = self.expire_after_seconds else {
             return false;
         };

@@ -12,28 +12,28 @@ use bson::{doc, Bson, Document};
 const MAX_CAPPED_SIZE: i64 = 1024 * 1024 * 1024 * 1024 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
+pub(crate) enum Level {
     Strict,
     Moderate,
     Off,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Action {
+pub(crate) enum Action {
     Error,
     Warn,
 }
 
 /// A collection's validator: the query every inserted or updated document must match.
 #[derive(Debug, Clone)]
-pub struct Validator {
+pub(crate) struct Validator {
     spec: Document,
     filter: Filter,
     level: Level,
     action: Action,
 }
 
-pub fn parse_level(value: &Bson) -> Result<Level> {
+pub(crate) fn parse_level(value: &Bson) -> Result<Level> {
     match value {
         Bson::String(s) if s == "strict" => Ok(Level::Strict),
         Bson::String(s) if s == "moderate" => Ok(Level::Moderate),
@@ -47,7 +47,7 @@ pub fn parse_level(value: &Bson) -> Result<Level> {
     }
 }
 
-pub fn parse_action(value: &Bson) -> Result<Action> {
+pub(crate) fn parse_action(value: &Bson) -> Result<Action> {
     match value {
         Bson::String(s) if s == "error" => Ok(Action::Error),
         Bson::String(s) if s == "warn" => Ok(Action::Warn),
@@ -61,7 +61,7 @@ pub fn parse_action(value: &Bson) -> Result<Action> {
 }
 
 /// Parse a `validator` option's query, refusing what mongod refuses in validators.
-pub fn parse_validator_filter(value: &Bson) -> Result<Filter> {
+pub(crate) fn parse_validator_filter(value: &Bson) -> Result<Filter> {
     let Bson::Document(spec) = value else {
         return Err(Error::type_mismatch(
             "BSON field 'validator' is the wrong type, expected type 'object'",
@@ -91,7 +91,7 @@ fn mentions(d: &Document, op: &str) -> bool {
 
 impl Validator {
     /// The validator the options describe; `None` without one (or with `{}`).
-    pub fn from_options(options: &Document) -> Result<Option<Validator>> {
+    pub(crate) fn from_options(options: &Document) -> Result<Option<Validator>> {
         let level = match options.get("validationLevel") {
             Some(v) => parse_level(v)?,
             None => Level::Strict,
@@ -117,12 +117,12 @@ impl Validator {
     }
 
     /// Whether the document satisfies the validator (whatever the level): `validate`'s count.
-    pub fn complies(&self, doc: &Document) -> bool {
+    pub(crate) fn complies(&self, doc: &Document) -> bool {
         self.filter.matches(doc)
     }
 
     /// An insert: checked unless the level is `off`.
-    pub fn check_insert(&self, ns: &str, doc: &Document) -> Result<()> {
+    pub(crate) fn check_insert(&self, ns: &str, doc: &Document) -> Result<()> {
         if self.level == Level::Off {
             return Ok(());
         }
@@ -131,7 +131,7 @@ impl Validator {
 
     /// An update of `old` into `new`: under `moderate`, a document that already failed the
     /// validator may be updated without being checked.
-    pub fn check_update(&self, ns: &str, old: &Document, new: &Document) -> Result<()> {
+    pub(crate) fn check_update(&self, ns: &str, old: &Document, new: &Document) -> Result<()> {
         match self.level {
             Level::Off => Ok(()),
             Level::Moderate if !self.complies(old) => Ok(()),
@@ -140,11 +140,11 @@ impl Validator {
     }
 
     /// Whether an update must look at the document it replaces (moderate only).
-    pub fn needs_old_document(&self) -> bool {
+    pub(crate) fn needs_old_document(&self) -> bool {
         self.level == Level::Moderate
     }
 
-    pub fn is_off(&self) -> bool {
+    pub(crate) fn is_off(&self) -> bool {
         self.level == Level::Off
     }
 
@@ -309,14 +309,14 @@ fn field_details(field: &str, condition: &Bson, doc: &Document) -> Document {
 
 /// A capped collection's limits, as enforced: `size` raised as mongod raises it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Capped {
+pub(crate) struct Capped {
     pub max_bytes: u64,
     pub max_docs: Option<u64>,
 }
 
 impl Capped {
     /// The limits the options describe; `None` for a collection that is not capped.
-    pub fn from_options(options: &Document) -> Result<Option<Capped>> {
+    pub(crate) fn from_options(options: &Document) -> Result<Option<Capped>> {
         let capped = match options.get("capped") {
             None => false,
             Some(Bson::Boolean(b)) => *b,
@@ -362,7 +362,7 @@ impl Capped {
 }
 
 /// mongod's rounding of a capped size: at least 4096 bytes, else up to a multiple of 256.
-pub fn effective_size(size: i64) -> u64 {
+pub(crate) fn effective_size(size: i64) -> u64 {
     let size = size.max(0) as u64;
     if size <= 4096 {
         4096

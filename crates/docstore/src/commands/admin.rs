@@ -10,16 +10,16 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
 /// The MongoDB release docstore answers as.
-pub const MONGODB_VERSION: &str = "7.0.0";
-pub const MAX_WRITE_BATCH_SIZE: i32 = 100_000;
-pub const MIN_WIRE_VERSION: i32 = 0;
+pub(crate) const MONGODB_VERSION: &str = "7.0.0";
+pub(crate) const MAX_WRITE_BATCH_SIZE: i32 = 100_000;
+pub(crate) const MIN_WIRE_VERSION: i32 = 0;
 /// MongoDB 7.0's wire version.
-pub const MAX_WIRE_VERSION: i32 = 21;
+pub(crate) const MAX_WIRE_VERSION: i32 = 21;
 /// `logicalSessionTimeoutMinutes` (MongoDB's default).
-pub const SESSION_TIMEOUT_MINUTES: i32 = 30;
+pub(crate) const SESSION_TIMEOUT_MINUTES: i32 = 30;
 
 /// `None` when `name` is not an admin command.
-pub fn handle(
+pub(crate) fn handle(
     name: &str,
     state: &Arc<ServerState>,
     conn: &ConnectionInfo,

@@ -54,7 +54,7 @@ impl PipelineContext for DatabaseContext<'_> {
 }
 
 /// The parsed command, shared with `explain`.
-pub struct AggregateSpec {
+pub(crate) struct AggregateSpec {
     pub collection: String,
     pub pipeline: Pipeline,
     pub input: ReadSpec,
@@ -71,7 +71,7 @@ pub struct AggregateSpec {
 
 impl AggregateSpec {
     /// The collation the pipeline runs under.
-    pub fn collation_in_force(
+    pub(crate) fn collation_in_force(
         &self,
         state: &ServerState,
         db: &str,
@@ -87,7 +87,7 @@ impl AggregateSpec {
 /// The collection name a database-level aggregation reports in its cursor's namespace.
 const COLLECTIONLESS: &str = "$cmd.aggregate";
 
-pub fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
+pub(crate) fn parse(args: &Args<'_>, explain: bool) -> Result<AggregateSpec> {
     args.allow_only(&[
         "pipeline",
         "cursor",
@@ -300,7 +300,7 @@ fn documents_stage(spec: &Bson, vars: &Document) -> Result<Vec<Document>> {
 }
 
 /// `aggregate` without `explain: true` (which the dispatcher sends to `explain`).
-pub fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     let mut spec = parse(args, false)?;
     if let Some(sessions) = &spec.list_sessions {
         spec.documents = Some(list_local_sessions(state, sessions)?);

@@ -27,23 +27,23 @@ const GENERIC_FIELDS: &[&str] = &[
 ];
 
 /// Whether `field` is one the drivers attach to any command (`lsid`, `$db`, ...).
-pub fn is_generic_field(field: &str) -> bool {
+pub(crate) fn is_generic_field(field: &str) -> bool {
     GENERIC_FIELDS.contains(&field)
 }
 
 /// A command document with the command's name, for error messages.
-pub struct Args<'a> {
+pub(crate) struct Args<'a> {
     pub name: &'a str,
     pub cmd: &'a Document,
 }
 
 impl<'a> Args<'a> {
-    pub fn new(name: &'a str, cmd: &'a Document) -> Self {
+    pub(crate) fn new(name: &'a str, cmd: &'a Document) -> Self {
         Args { name, cmd }
     }
 
     /// Refuse fields outside `known` (and the generic ones), as MongoDB's IDL parser does.
-    pub fn allow_only(&self, known: &[&str]) -> Result<()> {
+    pub(crate) fn allow_only(&self, known: &[&str]) -> Result<()> {
         for key in self.cmd.keys().skip(1) {
             if !known.contains(&key.as_str()) && !GENERIC_FIELDS.contains(&key.as_str()) {
                 return Err(Error::location(
@@ -66,7 +66,7 @@ impl<'a> Args<'a> {
     }
 
     /// The collection named by the command's first field.
-    pub fn collection(&self) -> Result<&'a str> {
+    pub(crate) fn collection(&self) -> Result<&'a str> {
         match self.cmd.get(self.name) {
             Some(Bson::String(s)) if !s.is_empty() => Ok(s.as_str()),
             Some(Bson::String(_)) => Err(Error::new(
@@ -81,19 +81,19 @@ impl<'a> Args<'a> {
         }
     }
 
-    pub fn get(&self, field: &str) -> Option<&'a Bson> {
+    pub(crate) fn get(&self, field: &str) -> Option<&'a Bson> {
         self.cmd.get(field)
     }
 
     /// The command's `let` variables, each value evaluated as an expression (see
     /// [`crate::expression::evaluate_let`]).
-    pub fn let_vars(&self) -> Result<Option<Document>> {
+    pub(crate) fn let_vars(&self) -> Result<Option<Document>> {
         self.document("let")?
             .map(crate::expression::evaluate_let)
             .transpose()
     }
 
-    pub fn document(&self, field: &str) -> Result<Option<&'a Document>> {
+    pub(crate) fn document(&self, field: &str) -> Result<Option<&'a Document>> {
         match self.cmd.get(field) {
             None | Some(Bson::Null) => Ok(None),
             Some(Bson::Document(d)) => Ok(Some(d)),
@@ -101,7 +101,7 @@ impl<'a> Args<'a> {
         }
     }
 
-    pub fn required_document(&self, field: &str) -> Result<&'a Document> {
+    pub(crate) fn required_document(&self, field: &str) -> Result<&'a Document> {
         self.document(field)?.ok_or_else(|| {
             Error::location(
                 40414,
@@ -113,7 +113,7 @@ impl<'a> Args<'a> {
         })
     }
 
-    pub fn array(&self, field: &str) -> Result<Option<&'a Vec<Bson>>> {
+    pub(crate) fn array(&self, field: &str) -> Result<Option<&'a Vec<Bson>>> {
         match self.cmd.get(field) {
             None => Ok(None),
             Some(Bson::Array(a)) => Ok(Some(a)),
@@ -122,7 +122,7 @@ impl<'a> Args<'a> {
     }
 
     /// An array of documents (`documents`, `updates`, `deletes`, `pipeline`...).
-    pub fn documents(&self, field: &str) -> Result<Vec<&'a Document>> {
+    pub(crate) fn documents(&self, field: &str) -> Result<Vec<&'a Document>> {
         let Some(items) = self.array(field)? else {
             return Err(Error::location(
                 40414,
@@ -142,7 +142,7 @@ impl<'a> Args<'a> {
             .collect()
     }
 
-    pub fn bool(&self, field: &str, default: bool) -> Result<bool> {
+    pub(crate) fn bool(&self, field: &str, default: bool) -> Result<bool> {
         match self.cmd.get(field) {
             None | Some(Bson::Null) => Ok(default),
             Some(Bson::Boolean(b)) => Ok(*b),
@@ -154,7 +154,7 @@ impl<'a> Args<'a> {
     }
 
     /// An integral numeric field.
-    pub fn i64(&self, field: &str) -> Result<Option<i64>> {
+    pub(crate) fn i64(&self, field: &str) -> Result<Option<i64>> {
         match self.cmd.get(field) {
             None | Some(Bson::Null) => Ok(None),
             Some(v) => match Number::from_bson(v) {
@@ -170,7 +170,7 @@ impl<'a> Args<'a> {
     }
 
     /// A non-negative integral field (`skip`, `limit`, `batchSize`).
-    pub fn non_negative(&self, field: &str) -> Result<Option<i64>> {
+    pub(crate) fn non_negative(&self, field: &str) -> Result<Option<i64>> {
         match self.i64(field)? {
             Some(n) if n < 0 => Err(Error::location(
                 51024,
@@ -180,7 +180,7 @@ impl<'a> Args<'a> {
         }
     }
 
-    pub fn string(&self, field: &str) -> Result<Option<&'a str>> {
+    pub(crate) fn string(&self, field: &str) -> Result<Option<&'a str>> {
         match self.cmd.get(field) {
             None | Some(Bson::Null) => Ok(None),
             Some(Bson::String(s)) => Ok(Some(s)),
@@ -190,7 +190,7 @@ impl<'a> Args<'a> {
 }
 
 /// Commands that carry transaction fields are refused as a standalone mongod refuses them.
-pub fn reject_transactions(cmd: &Document) -> Result<()> {
+pub(crate) fn reject_transactions(cmd: &Document) -> Result<()> {
     if cmd.contains_key("txnNumber")
         || cmd.contains_key("startTransaction")
         || cmd.contains_key("autocommit")
@@ -204,7 +204,7 @@ pub fn reject_transactions(cmd: &Document) -> Result<()> {
 }
 
 /// `readConcern` levels a single node can honour.
-pub fn check_read_concern(cmd: &Document) -> Result<()> {
+pub(crate) fn check_read_concern(cmd: &Document) -> Result<()> {
     let Some(rc) = cmd.get("readConcern") else {
         return Ok(());
     };
@@ -225,12 +225,12 @@ pub fn check_read_concern(cmd: &Document) -> Result<()> {
 
 /// What a write concern asks for, once validated for a standalone server.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct WriteConcern {
+pub(crate) struct WriteConcern {
     /// Wait for the journal to reach disk before replying.
     pub journal: bool,
 }
 
-pub fn write_concern(cmd: &Document) -> Result<WriteConcern> {
+pub(crate) fn write_concern(cmd: &Document) -> Result<WriteConcern> {
     let Some(wc) = cmd.get("writeConcern") else {
         return Ok(WriteConcern::default());
     };
@@ -307,7 +307,7 @@ const API_VERSION_1: &[&str] = &[
 /// only version is "1" (322 APIVersionError), and with `apiStrict: true` a command outside
 /// version 1 is refused (323 APIStrictError). No version-1 command is deprecated, so
 /// `apiDeprecationErrors: true` refuses nothing.
-pub fn check_api_parameters(name: &str, cmd: &Document) -> Result<()> {
+pub(crate) fn check_api_parameters(name: &str, cmd: &Document) -> Result<()> {
     let field_type = |field: &str, value: &Bson, expected: &str| {
         Error::type_mismatch(format!(
             "BSON field 'APIParametersFromClient.{field}' is the wrong type '{}', expected \
@@ -369,7 +369,7 @@ pub fn check_api_parameters(name: &str, cmd: &Document) -> Result<()> {
 const STAGES_OUTSIDE_API_VERSION_1: &[&str] = &["$collStats"];
 
 /// With `apiStrict: true`, a pipeline stage outside API version 1 is 323 APIStrictError.
-pub fn check_api_strict_stages(cmd: &Document, stages: &[Document]) -> Result<()> {
+pub(crate) fn check_api_strict_stages(cmd: &Document, stages: &[Document]) -> Result<()> {
     if cmd.get("apiStrict") != Some(&Bson::Boolean(true)) {
         return Ok(());
     }

@@ -13,7 +13,11 @@ use std::sync::Arc;
 
 /// `{createBackup: 1, backupDir: "/absolute/new/dir"}` → `{collections, documents, bytes,
 /// createdAt}` once the files are written and read back against their checksums.
-pub async fn create_backup(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) async fn create_backup(
+    state: &Arc<ServerState>,
+    db: &str,
+    args: &Args<'_>,
+) -> Result<Reply> {
     args.allow_only(&["backupDir"])?;
     if db != "admin" {
         return Err(Error::new(

@@ -18,7 +18,7 @@ enum Target<'a> {
     KeyPattern(&'a Document),
 }
 
-pub fn coll_mod(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn coll_mod(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     let coll = args.collection()?;
     let others = args
         .cmd

@@ -16,7 +16,7 @@ use crate::value::values_equal;
 use bson::{doc, oid::ObjectId, Bson, Document};
 use std::sync::Arc;
 
-pub fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["documents", "ordered", "bypassDocumentValidation"])?;
     let coll = args.collection()?;
     let docs = args.documents("documents")?;
@@ -90,7 +90,7 @@ const INSERT_ALL_MIN: usize = 64;
 
 /// `_id` first (generated when absent) and valid, as mongod stores inserted documents: not an
 /// array, regex or undefined, and with no `$`-prefixed field name anywhere inside it.
-pub fn prepare_for_insert(doc: &Document) -> Result<Document> {
+pub(crate) fn prepare_for_insert(doc: &Document) -> Result<Document> {
     let id = match doc.get("_id") {
         Some(id) => {
             validate_id(id)?;
@@ -163,7 +163,7 @@ fn parse_projection(args: &Args<'_>, field: &str) -> Result<Option<Projection>> 
 
 const FIND_UNSUPPORTED: &[&str] = &["oplogReplay", "allowPartialResults", "readOnce", "exhaust"];
 
-pub fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     for opt in FIND_UNSUPPORTED {
         if args.get(opt).is_some_and(|v| v != &Bson::Boolean(false)) {
             return Err(Error::not_supported(format!("find option '{opt}'")));
@@ -435,7 +435,7 @@ fn project_hits(hits: Vec<Hit>, projection: Option<&Projection>) -> Result<Vec<S
         .collect()
 }
 
-pub fn cursor_reply(ns: &str, id: i64, batch_field: &str, docs: Vec<Document>) -> Document {
+pub(crate) fn cursor_reply(ns: &str, id: i64, batch_field: &str, docs: Vec<Document>) -> Document {
     let mut cursor = Document::new();
     cursor.insert(batch_field, docs);
     cursor.insert("id", id);
@@ -443,7 +443,7 @@ pub fn cursor_reply(ns: &str, id: i64, batch_field: &str, docs: Vec<Document>) -
     doc! { "cursor": cursor }
 }
 
-pub async fn get_more(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) async fn get_more(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&[
         "collection",
         "batchSize",
@@ -512,7 +512,7 @@ pub async fn get_more(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Re
     )))
 }
 
-pub fn kill_cursors(state: &Arc<ServerState>, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn kill_cursors(state: &Arc<ServerState>, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["cursors"])?;
     args.collection()?;
     let ids: Vec<i64> = args
@@ -541,7 +541,7 @@ pub fn kill_cursors(state: &Arc<ServerState>, args: &Args<'_>) -> Result<Reply> 
 }
 
 /// One update to run against one collection.
-pub struct UpdatePlan {
+pub(crate) struct UpdatePlan {
     pub read: ReadSpec,
     pub update: UpdateSpec,
     pub multi: bool,
@@ -553,7 +553,7 @@ pub struct UpdatePlan {
 
 /// What an update did, with the documents before and after (single-document updates).
 #[derive(Default)]
-pub struct UpdateOutcome {
+pub(crate) struct UpdateOutcome {
     pub matched: u64,
     pub modified: u64,
     pub upserted_id: Option<Bson>,
@@ -564,7 +564,7 @@ pub struct UpdateOutcome {
 /// Apply an update under the collection's write lock; the session journals each document
 /// changed even when a later one fails (MongoDB's updates are atomic per document, not per
 /// statement).
-pub fn apply_update(c: &mut WriteSession<'_>, plan: &UpdatePlan) -> Result<UpdateOutcome> {
+pub(crate) fn apply_update(c: &mut WriteSession<'_>, plan: &UpdatePlan) -> Result<UpdateOutcome> {
     let _collation = collation::enter(
         plan.collation
             .clone()
@@ -653,7 +653,7 @@ fn check_statement_fields(
     Ok(())
 }
 
-pub fn update(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn update(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["updates", "ordered", "bypassDocumentValidation", "let"])?;
     let coll = args.collection()?;
     let statements = args.documents("updates")?;
@@ -782,7 +782,7 @@ fn array_filters(value: Option<&Bson>) -> Result<Option<Vec<Document>>> {
     }
 }
 
-pub fn delete(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn delete(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["deletes", "ordered", "let"])?;
     let coll = args.collection()?;
     let statements = args.documents("deletes")?;
@@ -868,7 +868,7 @@ fn parse_delete_statement(
 }
 
 /// Remove the documents a read selects; returns them.
-pub fn delete_matching(
+pub(crate) fn delete_matching(
     c: &mut WriteSession<'_>,
     read: &ReadSpec,
     multi: bool,
@@ -887,7 +887,11 @@ pub fn delete_matching(
     Ok(removed)
 }
 
-pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn find_and_modify(
+    state: &Arc<ServerState>,
+    db: &str,
+    args: &Args<'_>,
+) -> Result<Reply> {
     args.allow_only(&[
         "query",
         "sort",
@@ -998,7 +1002,7 @@ pub fn find_and_modify(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
     ))
 }
 
-pub fn count(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn count(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["query", "limit", "skip", "hint", "collation", "fields"])?;
     let coll = args.collection()?;
     let requested = collation::parse(args.get("collation"))?;
@@ -1031,7 +1035,7 @@ pub fn count(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Repl
     Ok(Reply::read(doc! { "n": n as i64 }))
 }
 
-pub fn distinct(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn distinct(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["key", "query", "collation", "hint"])?;
     let coll = args.collection()?;
     let requested = collation::parse(args.get("collation"))?;

@@ -34,7 +34,7 @@ const TIMESERIES_COMPATIBLE: &[&str] = &[
     "indexOptionDefaults",
 ];
 
-pub fn create(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn create(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     if args.get("timeseries").is_some() {
         return create_timeseries(state, db, args);
     }
@@ -156,7 +156,7 @@ fn create_options(args: &Args<'_>) -> Result<Document> {
 /// `collMod`: change a collection's validator, validation level and action, or a capped
 /// collection's `cappedSize`/`cappedMax` (MongoDB 6.0+), or a time-series collection's
 /// `expireAfterSeconds` and granularity; other changes are refused by name.
-pub fn coll_mod(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn coll_mod(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     use crate::collection::validation::{parse_action, parse_level, Capped, Validator};
     let coll = args.collection()?;
     let is_timeseries = state
@@ -346,7 +346,11 @@ fn args_name(args: &Args<'_>) -> &'static str {
 
 /// `convertToCapped`: the collection becomes capped in place, keeping its newest documents
 /// that fit; as in MongoDB, its indexes other than `_id`'s are dropped.
-pub fn convert_to_capped(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn convert_to_capped(
+    state: &Arc<ServerState>,
+    db: &str,
+    args: &Args<'_>,
+) -> Result<Reply> {
     args.allow_only(&["size", "max"])?;
     let coll = args.collection()?;
     let options = capped_options(args)?;
@@ -372,7 +376,7 @@ pub fn convert_to_capped(state: &Arc<ServerState>, db: &str, args: &Args<'_>) ->
 
 /// `cloneCollectionAsCapped`: a new capped collection `toCollection` holding the source's
 /// documents in natural order, the oldest dropped as the cap requires.
-pub fn clone_collection_as_capped(
+pub(crate) fn clone_collection_as_capped(
     state: &Arc<ServerState>,
     db: &str,
     args: &Args<'_>,
@@ -412,7 +416,7 @@ pub fn clone_collection_as_capped(
     }
 }
 
-pub fn drop(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn drop(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&[])?;
     let coll = args.collection()?;
     let (indexes, lsn) = state.catalog.drop_collection(db, coll)?;
@@ -426,13 +430,17 @@ pub fn drop(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply
     Ok(Reply::write(reply, lsn))
 }
 
-pub fn drop_database(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn drop_database(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&[])?;
     let lsn = state.catalog.drop_database(db)?;
     Ok(Reply::write(doc! { "dropped": db }, lsn))
 }
 
-pub fn list_collections(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn list_collections(
+    state: &Arc<ServerState>,
+    db: &str,
+    args: &Args<'_>,
+) -> Result<Reply> {
     args.allow_only(&["filter", "nameOnly", "authorizedCollections", "cursor"])?;
     let filter = match args.document("filter")? {
         Some(f) => Some(Filter::parse(f)?),
@@ -492,7 +500,7 @@ fn batch_size(args: &Args<'_>) -> Result<Option<usize>> {
     }
 }
 
-pub fn list_databases(state: &Arc<ServerState>, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn list_databases(state: &Arc<ServerState>, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["filter", "nameOnly", "authorizedDatabases"])?;
     let filter = match args.document("filter")? {
         Some(f) => Some(Filter::parse(f)?),
@@ -533,7 +541,11 @@ pub fn list_databases(state: &Arc<ServerState>, args: &Args<'_>) -> Result<Reply
     Ok(Reply::read(reply))
 }
 
-pub fn rename_collection(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn rename_collection(
+    state: &Arc<ServerState>,
+    db: &str,
+    args: &Args<'_>,
+) -> Result<Reply> {
     args.allow_only(&["to", "dropTarget", "stayTemp"])?;
     if db != "admin" {
         return Err(Error::new(
@@ -565,7 +577,7 @@ pub fn rename_collection(state: &Arc<ServerState>, db: &str, args: &Args<'_>) ->
     Ok(Reply::write(Document::new(), lsn))
 }
 
-pub fn create_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn create_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["indexes", "commitQuorum", "ignoreUnknownIndexOptions"])?;
     let coll = args.collection()?;
     let raw = args.documents("indexes")?;
@@ -628,7 +640,7 @@ fn existing_index<'a>(
     })
 }
 
-pub fn list_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn list_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["cursor"])?;
     let coll = args.collection()?;
     let batch_size = batch_size(args)?;
@@ -654,7 +666,7 @@ pub fn list_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Resu
     )))
 }
 
-pub fn drop_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn drop_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["index"])?;
     let coll = args.collection()?;
     let target = args.get("index").cloned().ok_or_else(|| {
@@ -720,7 +732,7 @@ pub fn drop_indexes(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Resu
     Ok(Reply::write(doc! { "nIndexesWas": was }, outcome.lsn))
 }
 
-pub fn db_stats(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn db_stats(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["scale", "freeStorage"])?;
     let scale = scale_factor(args.get("scale"), "dbStats.scale")?;
     let (mut objects, mut data, mut indexes, mut index_size) = (0i64, 0i64, 0i64, 0i64);
@@ -747,7 +759,7 @@ pub fn db_stats(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<R
     }))
 }
 
-pub fn coll_stats(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn coll_stats(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["scale"])?;
     let coll = args.collection()?;
     let scale = scale_factor(args.get("scale"), "collStats.scale")?;

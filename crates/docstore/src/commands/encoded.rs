@@ -15,14 +15,14 @@ const INT64: u8 = 0x12;
 /// Whether `docs` all go in a first batch of at most `batch_size` documents (the cursor
 /// manager's rule: a batch stops at the count, or before passing the byte cap unless empty),
 /// so the cursor is exhausted by it and no cursor stays open.
-pub fn fit_one_batch(docs: &[StoredDoc], batch_size: Option<usize>) -> bool {
+pub(crate) fn fit_one_batch(docs: &[StoredDoc], batch_size: Option<usize>) -> bool {
     docs.len() <= batch_size.unwrap_or(DEFAULT_FIRST_BATCH)
         && (docs.len() <= 1 || docs.iter().map(StoredDoc::len).sum::<usize>() <= MAX_BATCH_BYTES)
 }
 
 /// `{cursor: {firstBatch: docs, id: 0i64, ns}, ok: 1.0}` encoded: the complete reply to a
 /// find (or any cursor command) answered in one batch.
-pub fn exhausted_cursor_reply(ns: &str, docs: &[StoredDoc]) -> Vec<u8> {
+pub(crate) fn exhausted_cursor_reply(ns: &str, docs: &[StoredDoc]) -> Vec<u8> {
     let payload: usize = docs.iter().map(|d| d.len() + 8).sum();
     let mut out = Vec::with_capacity(64 + ns.len() + payload);
     let reply = begin(&mut out);

@@ -12,7 +12,7 @@ use bson::{doc, Bson, Document};
 use std::sync::Arc;
 use std::time::Instant;
 
-pub fn explain(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn explain(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["verbosity"])?;
     let inner = args.required_document("explain")?;
     let Some(name) = inner.keys().next().map(String::as_str) else {
@@ -134,7 +134,11 @@ fn explain_read(
     )))
 }
 
-pub fn explain_aggregate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn explain_aggregate(
+    state: &Arc<ServerState>,
+    db: &str,
+    args: &Args<'_>,
+) -> Result<Reply> {
     let spec = super::aggregate::parse(args, true)?;
     if spec.pipeline.ignores_input() {
         // No query plan to show: the pipeline reads no documents of the collection.

@@ -13,7 +13,7 @@ use bson::{Bson, Document};
 
 /// The options as given; all absent is an ordinary find.
 #[derive(Debug, Default)]
-pub struct FindExtras {
+pub(crate) struct FindExtras {
     min: Option<Document>,
     max: Option<Document>,
     return_key: bool,
@@ -21,7 +21,7 @@ pub struct FindExtras {
 }
 
 impl FindExtras {
-    pub fn parse(args: &Args<'_>) -> Result<FindExtras> {
+    pub(crate) fn parse(args: &Args<'_>) -> Result<FindExtras> {
         Ok(FindExtras {
             min: args.document("min")?.filter(|d| !d.is_empty()).cloned(),
             max: args.document("max")?.filter(|d| !d.is_empty()).cloned(),
@@ -31,12 +31,12 @@ impl FindExtras {
     }
 
     /// True when none of the options is set.
-    pub fn is_plain(&self) -> bool {
+    pub(crate) fn is_plain(&self) -> bool {
         self.min.is_none() && self.max.is_none() && !self.return_key && !self.show_record_id
     }
 
     /// Run `read` over `c` with these options, returning the documents to send.
-    pub fn run(
+    pub(crate) fn run(
         &self,
         c: &Collection,
         read: &ReadSpec,

@@ -1,19 +1,19 @@
 //! Command dispatch: find the command by its first field, check the options every command
 //! shares, run it, wait for the journal when the write concern asks, and shape the reply.
 
-pub mod admin;
-pub mod aggregate;
-pub mod args;
-pub mod backup;
-pub mod coll_mod;
-pub mod crud;
-pub mod ddl;
-pub mod encoded;
-pub mod explain;
-pub mod find_options;
-pub mod profiler;
-pub mod read_spec;
-pub mod validate;
+pub(crate) mod admin;
+pub(crate) mod aggregate;
+pub(crate) mod args;
+pub(crate) mod backup;
+pub(crate) mod coll_mod;
+pub(crate) mod crud;
+pub(crate) mod ddl;
+pub(crate) mod encoded;
+pub(crate) mod explain;
+pub(crate) mod find_options;
+pub(crate) mod profiler;
+pub(crate) mod read_spec;
+pub(crate) mod validate;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::state::{ConnectionInfo, ServerState};
@@ -22,7 +22,7 @@ use bson::{Bson, Document};
 use std::sync::Arc;
 
 /// A command's reply and, for writes, the journal position `j: true` waits for.
-pub struct Reply {
+pub(crate) struct Reply {
     pub doc: Document,
     pub lsn: u64,
     /// The whole reply already encoded (`ok: 1` included), used instead of `doc`: a read
@@ -31,7 +31,7 @@ pub struct Reply {
 }
 
 impl Reply {
-    pub fn read(doc: Document) -> Reply {
+    pub(crate) fn read(doc: Document) -> Reply {
         Reply {
             doc,
             lsn: 0,
@@ -39,7 +39,7 @@ impl Reply {
         }
     }
 
-    pub fn write(doc: Document, lsn: u64) -> Reply {
+    pub(crate) fn write(doc: Document, lsn: u64) -> Reply {
         Reply {
             doc,
             lsn,
@@ -48,7 +48,7 @@ impl Reply {
     }
 
     /// A read's complete reply as BSON bytes, `ok: 1` included.
-    pub fn encoded_read(bytes: Vec<u8>) -> Reply {
+    pub(crate) fn encoded_read(bytes: Vec<u8>) -> Reply {
         Reply {
             doc: Document::new(),
             lsn: 0,
@@ -58,7 +58,7 @@ impl Reply {
 }
 
 /// What a command answers: a document, or the reply already encoded as BSON.
-pub enum Answer {
+pub(crate) enum Answer {
     Document(Document),
     Encoded(Vec<u8>),
 }
@@ -66,7 +66,7 @@ pub enum Answer {
 impl Answer {
     /// The answer as a document (an encoded one decoded; bytes this module built always
     /// decode, anything else becomes an InternalError reply).
-    pub fn into_document(self) -> Document {
+    pub(crate) fn into_document(self) -> Document {
         match self {
             Answer::Document(doc) => doc,
             Answer::Encoded(bytes) => Document::from_reader(&bytes[..]).unwrap_or_else(|e| {
@@ -78,7 +78,11 @@ impl Answer {
 
 /// Run one command document (OP_MSG body with document sequences merged, or a legacy OP_QUERY
 /// command with `$db` added) and return the reply: `ok: 1` or MongoDB's error shape.
-pub async fn dispatch(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: Document) -> Answer {
+pub(crate) async fn dispatch(
+    state: &Arc<ServerState>,
+    conn: &ConnectionInfo,
+    cmd: Document,
+) -> Answer {
     match run(state, conn, &cmd).await {
         Ok(Answer::Document(mut reply)) => {
             if !reply.contains_key("ok") {

@@ -19,13 +19,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// Where profiled operations go, in each database.
-pub const PROFILE_COLLECTION: &str = "system.profile";
+pub(crate) const PROFILE_COLLECTION: &str = "system.profile";
 /// mongod's size for the profile collection it creates.
 const PROFILE_BYTES: i64 = 1024 * 1024;
 
 /// The `profile` command: reports the previous settings (`was`, `slowms`, `sampleRate`,
 /// `filter` when one was set) and applies the new ones; level -1 only reports.
-pub fn profile(state: &ServerState, cmd: &Document) -> Result<Document> {
+pub(crate) fn profile(state: &ServerState, cmd: &Document) -> Result<Document> {
     let db = cmd.get_str("$db").unwrap_or("admin").to_string();
     Args::new("profile", cmd).allow_only(&["slowms", "sampleRate", "filter"])?;
     let level = match cmd.get("profile") {
@@ -128,7 +128,7 @@ pub fn profile(state: &ServerState, cmd: &Document) -> Result<Document> {
 /// Writes the profile entry of a command that ran on `db` (started at `started`, answered
 /// `outcome`), when that database's settings profile it. Never fails the command: a profile
 /// entry that cannot be written is logged and dropped.
-pub fn record(
+pub(crate) fn record(
     state: &Arc<ServerState>,
     conn: &crate::state::ConnectionInfo,
     db: &str,

@@ -9,7 +9,7 @@ use crate::query::{Filter, SortSpec};
 use bson::{Bson, Document};
 
 /// The parsed parts of a read.
-pub struct ReadSpec {
+pub(crate) struct ReadSpec {
     pub filter: Filter,
     pub filter_doc: Document,
     pub sort: Option<SortSpec>,
@@ -21,7 +21,11 @@ pub struct ReadSpec {
 
 impl ReadSpec {
     /// Filter (from `filter_field`), `sort` and `hint` of a command; no skip or limit.
-    pub fn parse(args: &Args<'_>, filter_field: &str, vars: Option<&Document>) -> Result<ReadSpec> {
+    pub(crate) fn parse(
+        args: &Args<'_>,
+        filter_field: &str,
+        vars: Option<&Document>,
+    ) -> Result<ReadSpec> {
         let filter_doc = args.document(filter_field)?.cloned().unwrap_or_default();
         let (sort, sort_doc, hint) =
             sort_and_hint(args.document("sort")?, parse_hint(args, "hint")?)?;
@@ -36,7 +40,7 @@ impl ReadSpec {
         })
     }
 
-    pub fn query_spec(&self) -> QuerySpec<'_> {
+    pub(crate) fn query_spec(&self) -> QuerySpec<'_> {
         QuerySpec {
             filter: &self.filter,
             filter_doc: &self.filter_doc,

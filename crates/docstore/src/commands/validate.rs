@@ -19,7 +19,7 @@ const MAX_LISTED: usize = 100;
 /// MongoDB's largest stored document (16 MiB) plus the slack it allows internally.
 const MAX_DOCUMENT_BYTES: usize = 16 * 1024 * 1024 + 16 * 1024;
 
-pub fn validate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
+pub(crate) fn validate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&[
         "full",
         "scandata",
@@ -48,7 +48,7 @@ pub fn validate(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<R
 }
 
 /// The validation report for one collection (without `ns`).
-pub fn check(c: &Collection) -> Document {
+pub(crate) fn check(c: &Collection) -> Document {
     let mut errors: Vec<Bson> = Vec::new();
     let mut invalid_documents = 0i64;
     let mut nrecords = 0i64;

@@ -14,7 +14,7 @@ use crate::value::{self, Number};
 use bson::Bson;
 
 #[derive(Debug, Clone)]
-pub enum DateOp {
+pub(crate) enum DateOp {
     Part {
         part: Part,
         date: Expression,

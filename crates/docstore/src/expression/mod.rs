@@ -16,11 +16,11 @@ use operators::{Arity, OpFn};
 
 mod date_ops;
 mod dates;
-pub mod operators;
+pub(crate) mod operators;
 
 /// A parsed expression.
 #[derive(Debug, Clone)]
-pub enum Expression {
+pub(crate) enum Expression {
     Literal(Bson),
     /// `"$a.b"`: a path into `$$CURRENT`.
     FieldPath(Vec<String>),
@@ -34,7 +34,7 @@ pub enum Expression {
 /// Operators, either evaluated from their evaluated arguments (`Call`) or with their own
 /// evaluation rules (lazy arguments, named arguments, variables).
 #[derive(Debug, Clone)]
-pub enum Operator {
+pub(crate) enum Operator {
     Call {
         func: OpFn,
         args: Vec<Expression>,
@@ -170,7 +170,7 @@ impl<'a> Scope<'a> {
 }
 
 impl Expression {
-    pub fn parse(expr: &Bson) -> Result<Expression> {
+    pub(crate) fn parse(expr: &Bson) -> Result<Expression> {
         match expr {
             Bson::String(s) if s.starts_with('$') => parse_path(s),
             Bson::Document(d) => parse_object(d),
@@ -183,7 +183,7 @@ impl Expression {
 
     /// Evaluate with `$$ROOT`/`$$CURRENT` = `root` and user variables `vars` (`$$name`).
     /// A missing value evaluates to `None`.
-    pub fn evaluate(&self, root: &Document, vars: &Document) -> Result<Option<Bson>> {
+    pub(crate) fn evaluate(&self, root: &Document, vars: &Document) -> Result<Option<Bson>> {
         self.eval(&Scope::new(root, vars))
     }
 
@@ -319,7 +319,7 @@ fn is_missing_variable(vars: &Document, name: &str) -> bool {
 /// before the command examines any document: `{$literal: "$x"}` becomes the string `"$x"`,
 /// `{$add: [10, 1]}` becomes 11. The expressions see no document (field paths are missing),
 /// `$$NOW`, and the variables defined before them in the same `let`.
-pub fn evaluate_let(vars: &Document) -> Result<Document> {
+pub(crate) fn evaluate_let(vars: &Document) -> Result<Document> {
     let empty = Document::new();
     let mut out = Document::new();
     let mut missing = Vec::new();

@@ -12,17 +12,17 @@
 mod query;
 mod shape;
 
-pub use query::{GeoNearSpec, GeoPredicate, NearQuery};
-pub use shape::Location;
+pub(crate) use query::{GeoNearSpec, GeoPredicate, NearQuery};
+pub(crate) use shape::Location;
 
 use bson::{Bson, Document};
 
 /// The radius of the earth MongoDB's spherical distances use (`kRadiusOfEarthInMeters`).
-pub const EARTH_RADIUS_METERS: f64 = 6_378_100.0;
+pub(crate) const EARTH_RADIUS_METERS: f64 = 6_378_100.0;
 
 /// The kind of a geospatial index field.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum IndexKind {
+pub(crate) enum IndexKind {
     /// `"2dsphere"`: GeoJSON objects and legacy pairs on the sphere.
     Sphere,
     /// `"2d"`: legacy coordinate pairs on a flat plane bounded by `[min, max)`.
@@ -31,19 +31,11 @@ pub enum IndexKind {
 
 impl IndexKind {
     /// The kind a key pattern value names, with a `2d` index's bounds.
-    pub fn of(direction: &Bson, min: f64, max: f64) -> Option<IndexKind> {
+    pub(crate) fn of(direction: &Bson, min: f64, max: f64) -> Option<IndexKind> {
         match direction {
             Bson::String(s) if s == "2dsphere" => Some(IndexKind::Sphere),
             Bson::String(s) if s == "2d" => Some(IndexKind::Flat { min, max }),
             _ => None,
-        }
-    }
-
-    /// The name explain and the errors use (`2dsphere`, `2d`).
-    pub fn name(&self) -> &'static str {
-        match self {
-            IndexKind::Sphere => "2dsphere",
-            IndexKind::Flat { .. } => "2d",
         }
     }
 }
@@ -52,7 +44,10 @@ impl IndexKind {
 /// field is missing, null or an empty array, and the document is left out of the index).
 /// An error is mongod's reason for refusing the document (the caller adds the code and the
 /// document).
-pub fn index_locations(values: &[Bson], kind: IndexKind) -> Result<Vec<Location>, IndexRefusal> {
+pub(crate) fn index_locations(
+    values: &[Bson],
+    kind: IndexKind,
+) -> Result<Vec<Location>, IndexRefusal> {
     let mut out = Vec::new();
     for value in values {
         match value {
@@ -84,7 +79,7 @@ pub fn index_locations(values: &[Bson], kind: IndexKind) -> Result<Vec<Location>
 
 /// Why an index refuses a document's location.
 #[derive(Debug, Clone)]
-pub enum IndexRefusal {
+pub(crate) enum IndexRefusal {
     /// 16755: a `2dsphere` index cannot extract keys (the reason).
     Sphere(String),
     /// 13026: a `2d` index needs legacy coordinate pairs.
@@ -95,7 +90,7 @@ pub enum IndexRefusal {
 
 impl IndexRefusal {
     /// mongod's code and message for `doc` (as the index saw it).
-    pub fn code_and_message(&self, doc: &Document) -> (i32, String) {
+    pub(crate) fn code_and_message(&self, doc: &Document) -> (i32, String) {
         let shown = crate::keystring::render_document(doc);
         match self {
             IndexRefusal::Sphere(reason) => {

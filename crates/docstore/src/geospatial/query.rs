@@ -17,7 +17,7 @@ const SPHERE: HaversineMeasure = HaversineMeasure::new(EARTH_RADIUS_METERS);
 
 /// The region of a `$geoWithin`.
 #[derive(Debug, Clone)]
-pub enum Region {
+pub(crate) enum Region {
     /// `$geometry`: a GeoJSON Polygon or MultiPolygon.
     Geometry(Geometry<f64>),
     /// `$box`: flat, corners included.
@@ -32,14 +32,14 @@ pub enum Region {
 
 /// `$geoWithin` or `$geoIntersects` on a field.
 #[derive(Debug, Clone)]
-pub enum GeoPredicate {
+pub(crate) enum GeoPredicate {
     Within(Box<Region>),
     Intersects(Box<Geometry<f64>>),
 }
 
 impl GeoPredicate {
     /// Parse `{<op>: arg}` for `$geoWithin` (or its old name `$within`) and `$geoIntersects`.
-    pub fn parse(op: &str, arg: &Bson) -> Result<GeoPredicate> {
+    pub(crate) fn parse(op: &str, arg: &Bson) -> Result<GeoPredicate> {
         let Bson::Document(shape) = arg else {
             return Err(Error::bad_value(format!("{op} must be an object")));
         };
@@ -108,7 +108,7 @@ impl GeoPredicate {
 
     /// Whether the value a path reaches (arrays not traversed) has a location that is
     /// within the region / intersects the geometry. Values that are not locations never match.
-    pub fn matches(&self, value: Option<&Bson>) -> bool {
+    pub(crate) fn matches(&self, value: Option<&Bson>) -> bool {
         let Some(found) = value.and_then(|v| shape::locations(v).ok()) else {
             return false;
         };
@@ -266,7 +266,7 @@ fn circle_argument(value: &Bson, op: &str) -> Result<(Coord<f64>, f64)> {
 
 /// What distances a near query measures in.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Units {
+pub(crate) enum Units {
     /// Meters on the sphere (a GeoJSON point).
     Meters,
     /// Radians on the sphere (a legacy pair with `$nearSphere`, or on a `2dsphere` index).
@@ -277,7 +277,7 @@ pub enum Units {
 
 /// `$near` or `$nearSphere`: the point, and the distance limits in the query's units.
 #[derive(Debug, Clone)]
-pub struct NearQuery {
+pub(crate) struct NearQuery {
     pub point: Coord<f64>,
     /// The point is a GeoJSON `Point` (distances in meters; only a `2dsphere` index answers).
     pub geojson: bool,
@@ -290,7 +290,7 @@ pub struct NearQuery {
 impl NearQuery {
     /// Parse `{$near: arg, $maxDistance: .., $minDistance: ..}`: `ops` is the whole operator
     /// document (legacy forms put the limits beside the point).
-    pub fn parse(op: &str, arg: &Bson, ops: &Document) -> Result<NearQuery> {
+    pub(crate) fn parse(op: &str, arg: &Bson, ops: &Document) -> Result<NearQuery> {
         let spherical = op == "$nearSphere";
         let mut min = None;
         let mut max = None;
@@ -335,7 +335,7 @@ impl NearQuery {
     }
 
     /// The units distances are measured in when a `2dsphere` (`sphere`) or `2d` index answers.
-    pub fn units(&self, sphere_index: bool) -> Units {
+    pub(crate) fn units(&self, sphere_index: bool) -> Units {
         if self.geojson {
             Units::Meters
         } else if self.spherical || sphere_index {
@@ -347,7 +347,7 @@ impl NearQuery {
 
     /// The distance from the point to the closest location in `value` (the value a path
     /// reaches, arrays not traversed), with that location as the document holds it.
-    pub fn closest(&self, value: &Bson, units: Units) -> Option<(f64, Bson)> {
+    pub(crate) fn closest(&self, value: &Bson, units: Units) -> Option<(f64, Bson)> {
         // An array of locations (not a legacy pair): each element is measured on its own.
         if let Bson::Array(items) = value {
             if !items.first().is_some_and(crate::value::is_number) {
@@ -366,7 +366,7 @@ impl NearQuery {
     }
 
     /// Whether a distance lies within `$minDistance` and `$maxDistance`.
-    pub fn in_range(&self, distance: f64) -> bool {
+    pub(crate) fn in_range(&self, distance: f64) -> bool {
         self.min.is_none_or(|m| distance >= m) && self.max.is_none_or(|m| distance <= m)
     }
 
@@ -416,7 +416,7 @@ fn distance_limit(value: &Bson, name: &str) -> Result<f64> {
 
 /// The options of a `$geoNear` stage.
 #[derive(Debug, Clone)]
-pub struct GeoNearSpec {
+pub(crate) struct GeoNearSpec {
     pub near: NearQuery,
     pub distance_field: String,
     pub include_locs: Option<String>,
@@ -427,7 +427,7 @@ pub struct GeoNearSpec {
 }
 
 impl GeoNearSpec {
-    pub fn parse(spec: &Bson) -> Result<GeoNearSpec> {
+    pub(crate) fn parse(spec: &Bson) -> Result<GeoNearSpec> {
         let Bson::Document(spec) = spec else {
             return Err(Error::location(
                 10065,

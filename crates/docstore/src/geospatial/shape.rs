@@ -8,7 +8,7 @@ use geo::{Coord, Geometry, LineString, Point, Polygon, Validation};
 
 /// One location a document holds: a GeoJSON geometry, or a legacy coordinate pair.
 #[derive(Debug, Clone)]
-pub struct Location {
+pub(crate) struct Location {
     pub geometry: Geometry<f64>,
     /// Written as a legacy coordinate pair (flat queries and `2d` indexes read only those).
     pub legacy: bool,
@@ -17,7 +17,7 @@ pub struct Location {
 impl Location {
     /// The location as one point (a legacy pair or a GeoJSON `Point`); the first vertex of any
     /// other geometry.
-    pub fn point(&self) -> Coord<f64> {
+    pub(crate) fn point(&self) -> Coord<f64> {
         use geo::CoordsIter;
         self.geometry
             .coords_iter()
@@ -27,7 +27,7 @@ impl Location {
 
     /// Whether every coordinate is a longitude in [-180, 180] and a latitude in [-90, 90]
     /// (what a `2dsphere` index and spherical queries need).
-    pub fn check_on_sphere(&self) -> Result<(), String> {
+    pub(crate) fn check_on_sphere(&self) -> Result<(), String> {
         use geo::CoordsIter;
         for c in self.geometry.coords_iter() {
             if !(-180.0..=180.0).contains(&c.x) || !(-90.0..=90.0).contains(&c.y) {
@@ -44,7 +44,7 @@ impl Location {
 
 /// Every location in a stored value: a GeoJSON object, a legacy pair, or an array of either
 /// (a multi-location document). Errors say why a value is not a location.
-pub fn locations(value: &Bson) -> Result<Vec<Location>, String> {
+pub(super) fn locations(value: &Bson) -> Result<Vec<Location>, String> {
     match value {
         Bson::Document(d) if d.contains_key("type") => Ok(vec![Location {
             geometry: parse_geojson(d)?,
@@ -82,7 +82,7 @@ pub fn locations(value: &Bson) -> Result<Vec<Location>, String> {
 
 /// The legacy pairs in a value (`[x, y]`, `{a: x, b: y}`, or an array of them), or `None` when
 /// it holds anything else (what a `2d` index refuses).
-pub fn legacy_locations(value: &Bson) -> Option<Vec<Location>> {
+pub(super) fn legacy_locations(value: &Bson) -> Option<Vec<Location>> {
     let found = locations(value).ok()?;
     found.iter().all(|l| l.legacy).then_some(found)
 }
@@ -109,7 +109,7 @@ fn legacy_pair<'a>(mut values: impl Iterator<Item = &'a Bson>) -> Result<Coord<f
 
 /// A GeoJSON object, checked as mongod checks it (positions in range, rings closed and
 /// simple, holes inside the shell).
-pub fn parse_geojson(d: &Document) -> Result<Geometry<f64>, String> {
+pub(super) fn parse_geojson(d: &Document) -> Result<Geometry<f64>, String> {
     let kind = match d.get("type") {
         Some(Bson::String(s)) => s.as_str(),
         _ => {

@@ -78,8 +78,8 @@ fn key_part(
 /// Build every index of `indexes` (all empty) over `docs`, in record order, on up to `threads`
 /// threads. The result holds,
 /// per index, whether it was built; a failed one (a document it cannot index, or a duplicate
-/// of a unique index) is left empty, with the error [`Index::build`] alone would give.
-pub fn build_all(
+/// of a unique index) is left empty, with the error building it alone would give.
+pub(crate) fn build_all(
     indexes: &mut [Index],
     docs: &[(RecordId, &StoredDoc)],
     ns: &str,

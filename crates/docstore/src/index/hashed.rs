@@ -8,7 +8,7 @@ use bson::{Bson, Document};
 use md5::{Digest, Md5};
 
 /// The hash of `value` as a hashed index stores it (missing fields are hashed as null).
-pub fn hash_value(value: &Bson) -> i64 {
+pub(crate) fn hash_value(value: &Bson) -> i64 {
     let mut md5 = Md5::new();
     md5.update(0i32.to_le_bytes()); // the default hash seed
     add_element(&mut md5, None, value);

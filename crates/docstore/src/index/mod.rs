@@ -2,13 +2,13 @@
 //! values, with unique, sparse and partial variants, multikey expansion and the query planner.
 
 mod build;
-pub mod hashed;
-pub mod partial;
-pub mod planner;
+pub(crate) mod hashed;
+pub(crate) mod partial;
+pub(crate) mod planner;
 mod spec;
 
-pub use build::build_all;
-pub use spec::IndexSpec;
+pub(crate) use build::build_all;
+pub(crate) use spec::IndexSpec;
 use spec::{is_geo, is_hashed};
 
 use crate::error::{Error, ErrorCode, Result};
@@ -22,7 +22,7 @@ use std::ops::Bound;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 /// A document's position in its collection; also the natural (insertion) order.
-pub type RecordId = u64;
+pub(crate) type RecordId = u64;
 
 /// Longest key stored without a separate allocation: ObjectIds, numbers, short strings, and
 /// most compound keys of a string or number, a date and an `_id` (a type with the newest-first
@@ -32,11 +32,11 @@ pub type RecordId = u64;
 const INLINE_KEY: usize = 38;
 /// Bytes an index entry (key and record id) takes, before the tree's own overhead.
 pub(crate) const ENTRY_BYTES: usize = 48;
-/// From this many documents, [`Index::build`] works out keys on several threads.
+/// From this many documents, [`build_all`] works out keys on several threads.
 const PARALLEL_KEYS_MIN: usize = 20_000;
 
 /// The machine's cores: how many threads a large index build uses.
-pub fn cores() -> usize {
+pub(crate) fn cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
@@ -159,7 +159,7 @@ static GEO_KEY: Bson = Bson::Int32(0);
 
 /// One index's entries.
 #[derive(Debug)]
-pub struct Index {
+pub(crate) struct Index {
     pub spec: IndexSpec,
     fields: Vec<KeyField>,
     partial: Option<Filter>,
@@ -222,7 +222,7 @@ fn paths_overlap(a: &str, b: &str) -> bool {
 /// The keys in `old` but not in `new`, and those in `new` but not in `old` (both as
 /// [`Index::keys_for`] gives them: sorted, distinct): what an update must remove from and add
 /// to an index, leaving the keys both versions share alone.
-pub fn key_difference(old: Vec<Vec<u8>>, new: Vec<Vec<u8>>) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+pub(crate) fn key_difference(old: Vec<Vec<u8>>, new: Vec<Vec<u8>>) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let (mut old, mut new) = (old, new);
     for keys in [&mut old, &mut new] {
         if !keys.windows(2).all(|w| w[0] < w[1]) {
@@ -311,7 +311,7 @@ fn extract<'a>(obj: Option<&'a Document>, path: &'a str) -> Extracted<'a> {
 }
 
 impl Index {
-    pub fn new(spec: IndexSpec) -> Result<Index> {
+    pub(crate) fn new(spec: IndexSpec) -> Result<Index> {
         let text = match &spec.text {
             Some(options) => Some(std::sync::Arc::new(crate::text::TextIndex::new(
                 &spec.key, options,
@@ -405,7 +405,7 @@ impl Index {
     }
 
     /// The geospatial fields of the key pattern (`2dsphere`, `2d`), in order.
-    pub fn geo_fields(&self) -> impl Iterator<Item = (&str, crate::geospatial::IndexKind)> {
+    pub(crate) fn geo_fields(&self) -> impl Iterator<Item = (&str, crate::geospatial::IndexKind)> {
         self.fields
             .iter()
             .filter_map(|f| f.geo.map(|kind| (f.path.as_str(), kind)))
@@ -413,18 +413,18 @@ impl Index {
 
     /// Whether this is a geospatial index (only geo queries and hints use it: like a sparse
     /// index it leaves out documents without a location).
-    pub fn is_geo(&self) -> bool {
+    pub(crate) fn is_geo(&self) -> bool {
         self.fields.iter().any(|f| f.geo.is_some())
     }
 
     /// The text index definition, for a text index.
-    pub fn text(&self) -> Option<&crate::text::TextIndex> {
+    pub(crate) fn text(&self) -> Option<&crate::text::TextIndex> {
         self.text.as_deref()
     }
 
     /// Records holding `term` under the given equality prefix values, each with the term's
     /// score in it (text indexes: see [`crate::text::TextIndex::scored_key`]).
-    pub fn text_scores(&self, prefix: &[&Bson], term: &str) -> Vec<(RecordId, f64)> {
+    pub(crate) fn text_scores(&self, prefix: &[&Bson], term: &str) -> Vec<(RecordId, f64)> {
         let term_key = crate::text::TextIndex::key(prefix, term);
         self.entries
             .range((KeyBytes::from(term_key.as_slice()), 0)..)
@@ -436,14 +436,14 @@ impl Index {
     }
 
     /// A TTL index the monitor sweeps: `expireAfterSeconds` on a single field.
-    pub fn is_ttl(&self) -> bool {
+    pub(crate) fn is_ttl(&self) -> bool {
         self.spec.expire_after_seconds.is_some() && self.fields.len() == 1
     }
 
     /// Records whose indexed date (the earliest, for an array of dates) plus
     /// `expireAfterSeconds` is at or before `now`, as mongod's TTL monitor selects them: a scan
     /// of the index's date keys. Other types and missing fields never expire.
-    pub fn expired_records(&self, now: bson::DateTime) -> Vec<RecordId> {
+    pub(crate) fn expired_records(&self, now: bson::DateTime) -> Vec<RecordId> {
         let Some(secs) = self.spec.expire_after_seconds.filter(|_| self.is_ttl()) else {
             return Vec::new();
         };
@@ -459,7 +459,7 @@ impl Index {
     /// [`crate::update::UpdateSpec::touched_paths`]) can change this index's keys: whether
     /// some path the keys are made from (key fields, partial filter fields, text fields) lies
     /// on, above or below one of them. A wildcard text index reads every field.
-    pub fn reads_any_of(&self, touched: &[String]) -> bool {
+    pub(crate) fn reads_any_of(&self, touched: &[String]) -> bool {
         match &self.reads {
             None => true,
             Some(reads) => reads
@@ -469,12 +469,12 @@ impl Index {
     }
 
     /// Field paths of the key pattern, in order, with `true` for descending fields.
-    pub fn key_fields(&self) -> impl Iterator<Item = (&str, bool)> {
+    pub(crate) fn key_fields(&self) -> impl Iterator<Item = (&str, bool)> {
         self.fields.iter().map(|f| (f.path.as_str(), f.descending))
     }
 
     /// [`Index::keys_for`] of a stored document, decoding only the fields the keys read.
-    pub fn keys_for_stored(&self, doc: &crate::stored::StoredDoc) -> Result<Vec<Vec<u8>>> {
+    pub(crate) fn keys_for_stored(&self, doc: &crate::stored::StoredDoc) -> Result<Vec<Vec<u8>>> {
         match &self.read_tree {
             Some(tree) => {
                 let mut selected = Document::new();
@@ -489,7 +489,7 @@ impl Index {
     /// excludes it, or while the index is being built in the background, since the build keys
     /// every document changed meanwhile when it finishes). Errors on parallel arrays in a
     /// compound key (code 171).
-    pub fn keys_for(&self, doc: &Document) -> Result<Vec<Vec<u8>>> {
+    pub(crate) fn keys_for(&self, doc: &Document) -> Result<Vec<Vec<u8>>> {
         self.keys_for_with(doc, &mut crate::text::TermCache::disabled())
     }
 
@@ -616,7 +616,7 @@ impl Index {
 
     /// Duplicate-key check before inserting `keys` for record `rid` (E11000 error with
     /// `keyPattern`/`keyValue`; `ns` is `db.collection` for the message).
-    pub fn check_unique(&self, keys: &[Vec<u8>], rid: RecordId, ns: &str) -> Result<()> {
+    pub(crate) fn check_unique(&self, keys: &[Vec<u8>], rid: RecordId, ns: &str) -> Result<()> {
         if !self.spec.unique {
             return Ok(());
         }
@@ -637,7 +637,7 @@ impl Index {
     }
 
     /// Whether any stored document has this key.
-    pub fn has_key(&self, key: &[u8]) -> bool {
+    pub(crate) fn has_key(&self, key: &[u8]) -> bool {
         self.records_with_key(key).next().is_some()
     }
 
@@ -670,56 +670,10 @@ impl Index {
         .with_extra(doc! { "keyPattern": self.spec.key.clone(), "keyValue": key_value })
     }
 
-    pub fn insert(&mut self, keys: &[Vec<u8>], rid: RecordId) {
+    pub(crate) fn insert(&mut self, keys: &[Vec<u8>], rid: RecordId) {
         for key in keys {
             self.entries.insert((KeyBytes::from(key.as_slice()), rid));
         }
-    }
-
-    /// Build an empty index's entries from every document at once (start-up): the keys are
-    /// sorted first and the tree is built from them in order, which is faster than inserting
-    /// one at a time and packs its nodes full. Fails, leaving the index empty, as
-    /// [`Index::check_unique`] would on the first duplicate of a unique index.
-    pub fn build<'a>(
-        &mut self,
-        docs: impl Iterator<Item = (RecordId, &'a crate::stored::StoredDoc)>,
-        ns: &str,
-    ) -> Result<()> {
-        let docs: Vec<(RecordId, &crate::stored::StoredDoc)> = docs.collect();
-        // A large collection's keys are worked out in slices, one thread each: the slowest
-        // index (a text index stems every word) would otherwise hold start-up up on one core.
-        let threads = if docs.len() >= PARALLEL_KEYS_MIN {
-            std::thread::available_parallelism().map_or(1, |n| n.get())
-        } else {
-            1
-        };
-        let slice = docs.len().div_ceil(threads).max(1);
-        let this = &*self;
-        let parts: Vec<Result<Vec<(KeyBytes, RecordId)>>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = docs
-                .chunks(slice)
-                .map(|part| {
-                    scope.spawn(move || {
-                        let mut entries = Vec::new();
-                        for (rid, doc) in part {
-                            for key in this.keys_for_stored(doc)? {
-                                entries.push((KeyBytes::from(key.as_slice()), *rid));
-                            }
-                        }
-                        Ok(entries)
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
-        let mut entries: Vec<(KeyBytes, RecordId)> = Vec::new();
-        for part in parts {
-            entries.extend(part?);
-        }
-        self.finish_build(entries, ns)
     }
 
     /// The end of a bulk build: an empty index's entries from every document's (key, record)
@@ -741,7 +695,7 @@ impl Index {
         Ok(())
     }
 
-    pub fn remove(&mut self, keys: &[Vec<u8>], rid: RecordId) {
+    pub(crate) fn remove(&mut self, keys: &[Vec<u8>], rid: RecordId) {
         for key in keys {
             self.entries.remove(&(KeyBytes::from(key.as_slice()), rid));
         }
@@ -749,7 +703,7 @@ impl Index {
 
     /// Record ids whose keys fall within `bounds`, in key order (reversed when `reverse`),
     /// each at most once.
-    pub fn scan<'a>(
+    pub(crate) fn scan<'a>(
         &'a self,
         bounds: &'a planner::IndexBounds,
         reverse: bool,
@@ -786,7 +740,7 @@ impl Index {
 
     /// Record ids of the documents whose key equals `values` (one value per key field; for the
     /// `_id_` index, the `_id`).
-    pub fn lookup_exact(&self, values: &[Bson]) -> Vec<RecordId> {
+    pub(crate) fn lookup_exact(&self, values: &[Bson]) -> Vec<RecordId> {
         if values.len() != self.fields.len() {
             return Vec::new();
         }
@@ -796,7 +750,7 @@ impl Index {
 
     /// The key `returnKey` shows for a document: its first key (the least, for a multikey
     /// document), one field per key pattern field; empty when the index holds no key for it.
-    pub fn key_document(&self, doc: &Document) -> Result<Document> {
+    pub(crate) fn key_document(&self, doc: &Document) -> Result<Document> {
         let mut out = Document::new();
         let keys = self.keys_for(doc)?;
         if let Some(first) = keys.first() {
@@ -807,7 +761,7 @@ impl Index {
 
     /// An encoded key of this index as a document, field by field (empty if it does not
     /// decode).
-    pub fn key_to_document(&self, key: &[u8]) -> Document {
+    pub(crate) fn key_to_document(&self, key: &[u8]) -> Document {
         let mut out = Document::new();
         if let Some(values) = keystring::decode_key(key, &self.descending_flags()) {
             for (field, value) in self.fields.iter().zip(values) {
@@ -819,7 +773,7 @@ impl Index {
 
     /// The encoded key of one value per key field, as `find`'s `min`/`max` give a bound (a
     /// hashed field's bound is given as a hash already).
-    pub fn encode_values(&self, values: &[Bson]) -> Vec<u8> {
+    pub(crate) fn encode_values(&self, values: &[Bson]) -> Vec<u8> {
         let mut key = Vec::new();
         for (value, field) in values.iter().zip(&self.fields) {
             let keyed;
@@ -840,25 +794,25 @@ impl Index {
     }
 
     /// Whether the index holds the entry `key` → `rid` (for `validate`).
-    pub fn has_entry(&self, key: &[u8], rid: RecordId) -> bool {
+    pub(crate) fn has_entry(&self, key: &[u8], rid: RecordId) -> bool {
         self.entries.contains(&(KeyBytes::from(key), rid))
     }
 
     /// Every (key, record id) entry, in key order (for `validate`).
-    pub fn entries(&self) -> impl Iterator<Item = (&[u8], RecordId)> {
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&[u8], RecordId)> {
         self.entries.iter().map(|(k, rid)| (k.as_slice(), *rid))
     }
 
-    pub fn entry_count(&self) -> usize {
+    pub(crate) fn entry_count(&self) -> usize {
         self.entries.len()
     }
 
-    pub fn is_multikey(&self) -> bool {
+    pub(crate) fn is_multikey(&self) -> bool {
         self.multikey.load(AtomicOrdering::Relaxed)
     }
 
     /// Whether the index is still being built in the background after start-up.
-    pub fn is_building(&self) -> bool {
+    pub(crate) fn is_building(&self) -> bool {
         self.building
     }
 
@@ -1105,15 +1059,6 @@ mod tests {
         assert_eq!(err.code_number(), 67);
         let err = IndexSpec::parse(&doc! { "key": { "a": 1 } }).unwrap_err();
         assert_eq!(err.code_number(), 9);
-    }
-
-    #[test]
-    fn default_names_join_fields_and_directions() {
-        assert_eq!(
-            IndexSpec::default_name(&doc! { "a": 1, "b.c": -1 }),
-            "a_1_b.c_-1"
-        );
-        assert_eq!(IndexSpec::default_name(&doc! { "a": 1.0 }), "a_1");
     }
 
     #[test]

@@ -11,7 +11,7 @@ const MAX_DEPTH: usize = 4;
 
 /// Why a filter cannot be a partial filter.
 #[derive(Debug, PartialEq)]
-pub enum Refusal {
+pub(crate) enum Refusal {
     /// An operator the partial filter language lacks; carries mongod's rendering of it.
     Unsupported(String),
     TooDeep,
@@ -20,7 +20,7 @@ pub enum Refusal {
 }
 
 impl Refusal {
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         match self {
             Refusal::Unsupported(what) => {
                 format!("Expression not supported in partial index: {what}")
@@ -35,7 +35,7 @@ impl Refusal {
 
 /// mongod's `_checkValidFilterExpressions` with the 6.0+ rules: equality, `$exists: true`,
 /// `$gt/$gte/$lt/$lte`, `$type`, `$in`, and `$and`/`$or` at any level.
-pub fn validate(filter: &Document) -> Result<(), Refusal> {
+pub(crate) fn validate(filter: &Document) -> Result<(), Refusal> {
     for key in filter.keys() {
         match key.as_str() {
             "$expr" => return Err(Refusal::NotAllowed("$expr", 224)),
@@ -328,7 +328,7 @@ fn atom_implies(q: &Atom, f: &Atom) -> bool {
 /// Whether every document matching `query` matches the partial `filter`: each top-level
 /// condition of the filter must be guaranteed by some top-level condition of the query on the
 /// same path (a conservative version of mongod's `isSubsetOf`).
-pub fn query_implies(query: &Document, filter: &Document) -> bool {
+pub(crate) fn query_implies(query: &Document, filter: &Document) -> bool {
     let mut wanted = Vec::new();
     atoms(filter, &mut wanted);
     let mut have = Vec::new();

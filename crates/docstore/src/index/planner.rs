@@ -21,7 +21,7 @@ type Entry = (KeyBytes, RecordId);
 
 /// A contiguous range of encoded keys: `start <= key < end` (no `end`: to the last key).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyRange {
+pub(crate) struct KeyRange {
     start: Vec<u8>,
     end: Option<Vec<u8>>,
 }
@@ -52,7 +52,7 @@ impl KeyRange {
 
 /// Key ranges to scan; a superset of what matches (the filter is always re-checked).
 #[derive(Debug, Clone)]
-pub struct IndexBounds {
+pub(crate) struct IndexBounds {
     /// Disjoint, in ascending key order.
     pub(super) ranges: Vec<KeyRange>,
     /// Per key field, the intervals as explain prints them (`[5, 5]`, `(3, inf.0]`).
@@ -71,12 +71,12 @@ impl Default for IndexBounds {
 
 impl IndexBounds {
     /// True when the bounds cover every key of the index.
-    pub fn is_full(&self) -> bool {
+    pub(crate) fn is_full(&self) -> bool {
         self.ranges == [KeyRange::full()]
     }
 
     /// `indexBounds` of explain: field → list of interval strings.
-    pub fn to_document(&self) -> Document {
+    pub(crate) fn to_document(&self) -> Document {
         let mut d = Document::new();
         for (field, intervals) in &self.fields {
             d.insert(
@@ -92,7 +92,7 @@ impl IndexBounds {
 }
 
 #[derive(Debug, Clone)]
-pub enum Plan {
+pub(crate) enum Plan {
     CollScan,
     IndexScan {
         /// Position of the chosen index in the slice given to [`plan`].
@@ -106,7 +106,7 @@ pub enum Plan {
 
 impl Plan {
     /// The explain `winningPlan` for this plan (`indexes` is the slice given to [`plan`]).
-    pub fn describe(&self, indexes: &[&Index]) -> Document {
+    pub(crate) fn describe(&self, indexes: &[&Index]) -> Document {
         match self {
             Plan::CollScan => doc! { "stage": "COLLSCAN", "direction": "forward" },
             Plan::IndexScan {
@@ -911,7 +911,7 @@ fn evaluate(
 
 /// Bounds over the dates at or before `cutoff` in a single-field index (the TTL monitor's
 /// scan): other types are outside them.
-pub fn dates_up_to(idx: &Index, cutoff: bson::DateTime) -> IndexBounds {
+pub(crate) fn dates_up_to(idx: &Index, cutoff: bson::DateTime) -> IndexBounds {
     build_bounds(idx, &[range("$lte", &Bson::DateTime(cutoff))])
 }
 
@@ -921,7 +921,7 @@ fn unknown_hint() -> Error {
 
 /// Choose a plan. `hint` is the command's `hint` (index name or key pattern); an unknown hint
 /// is error 2 "hint provided does not correspond to an existing index".
-pub fn plan(
+pub(crate) fn plan(
     filter: &Document,
     sort: Option<&Document>,
     indexes: &[&Index],
@@ -938,7 +938,7 @@ pub fn plan(
 /// `n * n > 4 * limit * total` (counting `n` only up to that threshold, so deciding costs at
 /// most a few thousand key visits). This assumes matches are spread evenly along the sort
 /// order; results are the same either way, only the work differs.
-pub fn plan_limited(
+pub(crate) fn plan_limited(
     filter: &Document,
     sort: Option<&Document>,
     indexes: &[&Index],

@@ -12,7 +12,7 @@ use std::cmp::Ordering;
 
 /// An index definition as given to `createIndexes` and reported by `listIndexes`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct IndexSpec {
+pub(crate) struct IndexSpec {
     pub name: String,
     /// Key pattern, e.g. `{ a: 1, b: -1 }`.
     pub key: Document,
@@ -39,7 +39,7 @@ pub struct IndexSpec {
 impl IndexSpec {
     /// Parse one entry of `createIndexes.indexes` (validating options; unsupported kinds such as
     /// wildcard or columnstore are errors naming the feature).
-    pub fn parse(spec: &Document) -> Result<IndexSpec> {
+    pub(crate) fn parse(spec: &Document) -> Result<IndexSpec> {
         let mut key = None;
         let mut name = None;
         let mut unique = false;
@@ -278,7 +278,7 @@ impl IndexSpec {
     }
 
     /// The `_id_` index every collection has.
-    pub fn id_index() -> IndexSpec {
+    pub(crate) fn id_index() -> IndexSpec {
         IndexSpec {
             name: "_id_".into(),
             key: doc! { "_id": 1 },
@@ -296,7 +296,7 @@ impl IndexSpec {
 
     /// Give an index that named no collation its collection's default (as `createIndexes`
     /// does); a text index keeps the simple collation only when it asked for it.
-    pub fn inherit_collation(
+    pub(crate) fn inherit_collation(
         &mut self,
         default: Option<&std::sync::Arc<crate::collation::Collation>>,
     ) -> Result<()> {
@@ -311,7 +311,7 @@ impl IndexSpec {
     }
 
     /// The form `listIndexes` returns (`v: 2`, `key`, `name`, options that are set).
-    pub fn to_document(&self) -> Document {
+    pub(crate) fn to_document(&self) -> Document {
         let mut d = doc! { "v": 2, "key": self.key.clone(), "name": self.name.clone() };
         // The _id index is unique by nature and MongoDB does not list the flag for it.
         if self.unique && self.name != "_id_" {
@@ -345,32 +345,11 @@ impl IndexSpec {
         d
     }
 
-    /// The name drivers and the shell generate for a key pattern: `{ a: 1, b: -1 }` → `a_1_b_-1`.
-    pub fn default_name(key: &Document) -> String {
-        let parts: Vec<String> = key
-            .iter()
-            .map(|(field, value)| {
-                let v = match value {
-                    Bson::Int32(i) => i.to_string(),
-                    Bson::Int64(i) => i.to_string(),
-                    Bson::Double(d) if d.fract() == 0.0 && d.abs() < 1e15 => {
-                        (*d as i64).to_string()
-                    }
-                    Bson::Double(d) => d.to_string(),
-                    Bson::String(s) => s.clone(),
-                    other => keystring::render(other),
-                };
-                format!("{field}_{v}")
-            })
-            .collect();
-        parts.join("_")
-    }
-
     /// Compare a requested index (`self`) with an existing one for `createIndexes`:
     /// `Ok(true)` when it is the same index (nothing to do), `Ok(false)` when they are
     /// unrelated, and MongoDB's conflict errors (85 IndexOptionsConflict, 86
     /// IndexKeySpecsConflict) otherwise.
-    pub fn same_definition(&self, existing: &IndexSpec) -> Result<bool> {
+    pub(crate) fn same_definition(&self, existing: &IndexSpec) -> Result<bool> {
         // Key pattern and partial filter identify an index; the other options only qualify it.
         let same_key = compare_documents(&self.key, &existing.key) == Ordering::Equal;
         let same_partial =

@@ -18,14 +18,14 @@ enum BitOp {
 
 /// A parsed bit test: the operator and the bit positions it tests.
 #[derive(Debug, Clone)]
-pub struct BitTest {
+pub(super) struct BitTest {
     op: BitOp,
     positions: Vec<u32>,
 }
 
 impl BitTest {
     /// Parse `{<op>: <argument>}`; `op` is one of the four operator names.
-    pub fn parse(op: &str, arg: &Bson) -> Result<BitTest> {
+    pub(super) fn parse(op: &str, arg: &Bson) -> Result<BitTest> {
         let bit_op = match op {
             "$bitsAllSet" => BitOp::AllSet,
             "$bitsAnySet" => BitOp::AnySet,
@@ -52,7 +52,7 @@ impl BitTest {
     }
 
     /// Whether one value (not an array: the matcher walks arrays) passes the test.
-    pub fn matches(&self, value: &Bson) -> bool {
+    pub(super) fn matches(&self, value: &Bson) -> bool {
         let bits = match value {
             Bson::Binary(b) => Bits::Bytes(&b.bytes),
             other => match integral(other) {

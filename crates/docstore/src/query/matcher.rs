@@ -35,7 +35,7 @@ impl Filter {
     }
 
     /// Parse with `let` variables available to `$expr` as `$$name`.
-    pub fn parse_with_vars(filter: &Document, vars: &Document) -> Result<Filter> {
+    pub(crate) fn parse_with_vars(filter: &Document, vars: &Document) -> Result<Filter> {
         let root = parse_query(filter, Level::Top, vars)?;
         let mut texts = Vec::new();
         root.text_nodes(TextPlace::Top, &mut texts)?;
@@ -59,7 +59,7 @@ impl Filter {
     }
 
     /// The filter's `$near`/`$nearSphere` (at most one, at the top level): its path and query.
-    pub fn near(&self) -> Option<(&str, &NearQuery)> {
+    pub(crate) fn near(&self) -> Option<(&str, &NearQuery)> {
         let mut nears = Vec::new();
         self.root.near_nodes(true, &mut nears);
         nears
@@ -70,7 +70,7 @@ impl Filter {
 
     /// The filter with its `$near` taken as satisfied: the collection checks the distance
     /// itself, in the units of the index that answers it.
-    pub fn without_near(&self) -> Filter {
+    pub(crate) fn without_near(&self) -> Filter {
         Filter {
             root: self.root.without_near(),
         }
@@ -78,7 +78,7 @@ impl Filter {
 
     /// The filter's `$text` condition, with `true` when it applies to every result (it is at
     /// the top level or in a top-level `$and`) and `false` when it is one branch of an `$or`.
-    pub fn text(&self) -> Option<(&crate::text::TextFilter, bool)> {
+    pub(crate) fn text(&self) -> Option<(&crate::text::TextFilter, bool)> {
         let mut texts = Vec::new();
         self.root.text_nodes(TextPlace::Top, &mut texts).ok()?;
         texts
@@ -104,7 +104,10 @@ impl Filter {
 
     /// Like [`Filter::matches_with_position`], but an `$expr` whose evaluation fails is an error
     /// for the whole query, as in MongoDB, instead of a non-match.
-    pub fn try_matches_with_position(&self, doc: &Document) -> Result<Option<Option<usize>>> {
+    pub(crate) fn try_matches_with_position(
+        &self,
+        doc: &Document,
+    ) -> Result<Option<Option<usize>>> {
         EXPR_ERROR.with(|slot| slot.borrow_mut().take());
         let outcome = self.matches_with_position(doc);
         match EXPR_ERROR.with(|slot| slot.borrow_mut().take()) {
@@ -114,14 +117,14 @@ impl Filter {
     }
 
     /// True for the empty filter `{}` (or one holding only `$comment`): callers can skip matching.
-    pub fn matches_everything(&self) -> bool {
+    pub(crate) fn matches_everything(&self) -> bool {
         matches!(&self.root, Node::And(children) if children.is_empty())
     }
 
     /// The top-level fields the filter reads (the first part of each path), or `None` when it
     /// may read any field (`$expr`, `$text`). Matching a document that holds only these fields
     /// gives the same result, and the same array position, as matching the whole document.
-    pub fn top_level_fields(&self) -> Option<Vec<String>> {
+    pub(crate) fn top_level_fields(&self) -> Option<Vec<String>> {
         let mut fields = Vec::new();
         self.root.top_level_fields(&mut fields)?;
         Some(fields)
@@ -135,7 +138,7 @@ impl Filter {
 /// strings; any other document is a query that only element documents can match (`{}` matches
 /// every document); any other value is equality (`1` equals `1.0`).
 #[derive(Debug, Clone)]
-pub struct ElementMatcher {
+pub(crate) struct ElementMatcher {
     kind: ElementKind,
 }
 
@@ -147,7 +150,7 @@ enum ElementKind {
 }
 
 impl ElementMatcher {
-    pub fn parse(condition: &Bson) -> Result<ElementMatcher> {
+    pub(crate) fn parse(condition: &Bson) -> Result<ElementMatcher> {
         let kind = match condition {
             Bson::Document(d)
                 if d.keys()
@@ -167,7 +170,7 @@ impl ElementMatcher {
         Ok(ElementMatcher { kind })
     }
 
-    pub fn matches(&self, value: &Bson) -> bool {
+    pub(crate) fn matches(&self, value: &Bson) -> bool {
         match &self.kind {
             ElementKind::Value(pred) => pred.matches_traversing(value),
             ElementKind::Query(node) => match value {
@@ -182,21 +185,21 @@ impl ElementMatcher {
 /// The argument of an `$elemMatch`, for the `$elemMatch` projection: finds the first matching
 /// element of an array.
 #[derive(Debug, Clone)]
-pub struct ElemMatchCondition {
+pub(crate) struct ElemMatchCondition {
     cond: Cond,
 }
 
 impl ElemMatchCondition {
     /// `argument` is the value of `$elemMatch` (a query on element documents, or operators on
     /// the elements themselves).
-    pub fn parse(argument: &Bson) -> Result<ElemMatchCondition> {
+    pub(crate) fn parse(argument: &Bson) -> Result<ElemMatchCondition> {
         Ok(ElemMatchCondition {
             cond: parse_elem_match(argument)?,
         })
     }
 
     /// The position of the first element of `items` that matches.
-    pub fn first_match(&self, items: &[Bson]) -> Option<usize> {
+    pub(crate) fn first_match(&self, items: &[Bson]) -> Option<usize> {
         let mut position = None;
         if self.cond.matches_array(items, &mut position) {
             position

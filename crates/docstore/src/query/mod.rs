@@ -2,11 +2,11 @@
 //! paths they read documents through are `crate::path`).
 
 mod bits;
-pub mod matcher;
-pub mod projection;
-pub mod schema;
-pub mod sort;
+pub(crate) mod matcher;
+pub(crate) mod projection;
+pub(crate) mod schema;
+pub(crate) mod sort;
 
-pub use matcher::{ElementMatcher, Filter};
-pub use projection::Projection;
-pub use sort::SortSpec;
+pub(crate) use matcher::{ElementMatcher, Filter};
+pub(crate) use projection::Projection;
+pub(crate) use sort::SortSpec;

@@ -12,7 +12,7 @@ use crate::value::to_f64;
 use bson::{Bson, Document};
 
 #[derive(Debug, Clone)]
-pub struct Projection {
+pub(crate) struct Projection {
     root: Node,
     inclusion: bool,
     /// `{}`: the document is returned unchanged.
@@ -41,7 +41,7 @@ enum Action {
 /// The top-level fields a projection keeps, for one that keeps or leaves out whole top-level
 /// fields and does nothing else (see [`Projection::whole_top_level_fields`]).
 #[derive(Debug, PartialEq)]
-pub struct TopLevelFields<'a> {
+pub(crate) struct TopLevelFields<'a> {
     /// The fields named with the projection's mode (without an excluded `_id`).
     names: Vec<&'a str>,
     /// Whether the named fields are the ones kept (an inclusion) or the ones left out.
@@ -50,7 +50,7 @@ pub struct TopLevelFields<'a> {
 
 impl TopLevelFields<'_> {
     /// Whether a top-level field with this key is in the result.
-    pub fn keeps(&self, key: &[u8]) -> bool {
+    pub(crate) fn keeps(&self, key: &[u8]) -> bool {
         self.names.iter().any(|n| n.as_bytes() == key) == self.keep_named
     }
 }
@@ -69,7 +69,7 @@ const POSITIONAL_MISMATCH: &str =
     "Executor error during find command :: caused by :: positional operator '.$' element mismatch";
 
 impl Projection {
-    pub fn parse(spec: &Document) -> Result<Projection> {
+    pub(crate) fn parse(spec: &Document) -> Result<Projection> {
         let mut entries = Vec::new();
         flatten(spec, "", &mut entries)?;
 
@@ -161,13 +161,13 @@ impl Projection {
     }
 
     /// Whether the projection asks for `{$meta: "textScore"}`.
-    pub fn needs_text_score(&self) -> bool {
+    pub(crate) fn needs_text_score(&self) -> bool {
         !self.text_score.is_empty()
     }
 
     /// [`Projection::apply`], then the text score (when the query had `$text`) set on the
     /// fields that ask for it.
-    pub fn apply_scored(
+    pub(crate) fn apply_scored(
         &self,
         doc: &Document,
         matched_position: Option<usize>,
@@ -183,7 +183,11 @@ impl Projection {
     }
 
     /// Apply to one document; `matched_position` serves the positional `.$` projection.
-    pub fn apply(&self, doc: &Document, matched_position: Option<usize>) -> Result<Document> {
+    pub(crate) fn apply(
+        &self,
+        doc: &Document,
+        matched_position: Option<usize>,
+    ) -> Result<Document> {
         if self.identity {
             return Ok(doc.clone());
         }
@@ -198,7 +202,7 @@ impl Projection {
     /// (`{carted: 0}`, `{_id: 0, notes: 0}`, `{title: 1, qty: 1}`): which top-level fields it
     /// keeps. Those fields are returned as they are, so a caller can copy them from the stored
     /// bytes instead of decoding and re-encoding the document.
-    pub fn whole_top_level_fields(&self) -> Option<TopLevelFields<'_>> {
+    pub(crate) fn whole_top_level_fields(&self) -> Option<TopLevelFields<'_>> {
         if self.identity || !self.text_score.is_empty() {
             return None;
         }
@@ -224,7 +228,7 @@ impl Projection {
     /// When the projection only includes plain paths (`{slug: 1, "details.issue_date": 1}`,
     /// `_id` left out or not): those paths, which a caller can copy from the stored bytes (see
     /// [`crate::stored::StoredDoc::with_tree`]) instead of decoding and re-encoding the document.
-    pub fn included_paths(&self) -> Option<FieldTree> {
+    pub(crate) fn included_paths(&self) -> Option<FieldTree> {
         if self.identity || !self.inclusion || !self.text_score.is_empty() {
             return None;
         }
@@ -242,7 +246,7 @@ impl Projection {
     /// top-level fields among them): those paths, so a caller can copy the rest from the stored
     /// bytes (see [`crate::stored::StoredDoc::without_tree`]) instead of decoding and
     /// re-encoding the document.
-    pub fn excluded_paths(&self) -> Option<FieldTree> {
+    pub(crate) fn excluded_paths(&self) -> Option<FieldTree> {
         if self.identity || self.inclusion || !self.text_score.is_empty() {
             return None;
         }
@@ -256,7 +260,7 @@ impl Projection {
     /// The top-level fields an inclusion projection reads (`_id` among them unless excluded),
     /// or `None` when it keeps fields it does not name (exclusions, `{}`, `$slice` alone):
     /// applying it to a document holding only these fields gives the same result.
-    pub fn top_level_fields(&self) -> Option<Vec<String>> {
+    pub(crate) fn top_level_fields(&self) -> Option<Vec<String>> {
         if self.identity || !self.inclusion {
             return None;
         }
@@ -271,7 +275,7 @@ impl Projection {
 
     /// Whether `.$` is used, so callers must pass the filter's matched array position.
     #[cfg(test)]
-    pub fn needs_position(&self) -> bool {
+    pub(crate) fn needs_position(&self) -> bool {
         self.root.has_positional
     }
 }

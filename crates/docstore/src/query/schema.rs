@@ -14,7 +14,7 @@ use std::cmp::Ordering;
 
 /// A parsed `$jsonSchema` (or one of its sub-schemas).
 #[derive(Debug, Clone)]
-pub struct Schema {
+pub(crate) struct Schema {
     types: Option<TypeRule>,
     required: Vec<String>,
     properties: Vec<(String, Schema)>,
@@ -251,7 +251,7 @@ macro_rules! fail {
 
 impl Schema {
     /// Parse a `$jsonSchema` document; unknown keywords are errors, as in MongoDB.
-    pub fn parse(spec: &Document) -> Result<Schema> {
+    pub(crate) fn parse(spec: &Document) -> Result<Schema> {
         let mut s = Schema {
             types: None,
             required: Vec::new(),
@@ -456,13 +456,13 @@ impl Schema {
     }
 
     /// Whether a whole document satisfies the schema.
-    pub fn matches(&self, doc: &Document) -> bool {
+    pub(crate) fn matches(&self, doc: &Document) -> bool {
         self.check_object(doc, None)
     }
 
     /// Why a document fails the schema: mongod's `schemaRulesNotSatisfied` entries (empty when
     /// it satisfies it).
-    pub fn failures(&self, doc: &Document) -> Vec<Document> {
+    pub(crate) fn failures(&self, doc: &Document) -> Vec<Document> {
         let mut out = Vec::new();
         self.check_object(doc, Some(&mut out));
         out

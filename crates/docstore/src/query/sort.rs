@@ -12,7 +12,7 @@ use bson::{Bson, Document};
 use std::cmp::Ordering;
 
 #[derive(Debug, Clone)]
-pub struct SortSpec {
+pub(crate) struct SortSpec {
     /// (dotted path, ascending?)
     pub keys: Vec<(String, bool)>,
 }
@@ -37,7 +37,7 @@ static UNDEFINED: Bson = Bson::Undefined;
 impl SortSpec {
     /// Parse `{field: 1 | -1, ...}`. An empty spec parses (no keys); `$sort` stages reject it
     /// themselves, while `find` treats it as "no sort".
-    pub fn parse(spec: &Document) -> Result<SortSpec> {
+    pub(crate) fn parse(spec: &Document) -> Result<SortSpec> {
         let mut keys = Vec::with_capacity(spec.len());
         for (path, value) in spec {
             if path.is_empty() {
@@ -116,24 +116,20 @@ impl SortSpec {
         Ok(SortSpec { keys })
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.keys.is_empty()
-    }
-
     /// Whether a key is `{$meta: "textScore"}`.
-    pub fn uses_text_score(&self) -> bool {
+    pub(crate) fn uses_text_score(&self) -> bool {
         self.keys
             .iter()
             .any(|(path, _)| path == crate::text::SCORE_FIELD)
     }
 
-    pub fn compare(&self, a: &Document, b: &Document) -> Ordering {
+    pub(crate) fn compare(&self, a: &Document, b: &Document) -> Ordering {
         self.compare_scored(a, None, b, None)
     }
 
     /// [`SortSpec::compare`] with the documents' text scores given beside them (a document
     /// inside a pipeline carries its score in a hidden field instead).
-    pub fn compare_scored(
+    pub(crate) fn compare_scored(
         &self,
         a: &Document,
         a_score: Option<f64>,
@@ -161,30 +157,10 @@ impl SortSpec {
         }
         Ordering::Equal
     }
-
-    /// The values a document sorts by, one per key; compare them with [`SortSpec::compare_keys`].
-    /// Extracting keys once per document is cheaper than [`SortSpec::compare`] on large sorts.
-    pub fn sort_key(&self, doc: &Document) -> Vec<Bson> {
-        self.keys
-            .iter()
-            .map(|(path, ascending)| sort_value(doc, path, *ascending).clone())
-            .collect()
-    }
-
-    pub fn compare_keys(&self, a: &[Bson], b: &[Bson]) -> Ordering {
-        for ((x, y), (_, ascending)) in a.iter().zip(b.iter()).zip(self.keys.iter()) {
-            let ord = compare(x, y);
-            let ord = if *ascending { ord } else { ord.reverse() };
-            if ord != Ordering::Equal {
-                return ord;
-            }
-        }
-        Ordering::Equal
-    }
 }
 
 /// The least (ascending) or greatest (descending) candidate value at `path`.
-pub fn sort_value<'a>(doc: &'a Document, path: &str, ascending: bool) -> &'a Bson {
+pub(crate) fn sort_value<'a>(doc: &'a Document, path: &str, ascending: bool) -> &'a Bson {
     let mut best: Option<&'a Bson> = None;
     candidates_in_document(doc, path, &mut |candidate| {
         let better = match best {
@@ -261,18 +237,7 @@ mod tests {
         let spec = SortSpec::parse(&spec).unwrap();
         let mut docs = docs;
         docs.sort_by(|a, b| spec.compare(a, b));
-        let by_compare: Vec<i32> = docs.iter().map(|d| d.get_i32("_id").unwrap()).collect();
-        // The key-based path must agree with compare().
-        let mut keyed: Vec<(Vec<Bson>, i32)> = docs
-            .iter()
-            .map(|d| (spec.sort_key(d), d.get_i32("_id").unwrap()))
-            .collect();
-        keyed.sort_by(|a, b| spec.compare_keys(&a.0, &b.0));
-        assert_eq!(
-            keyed.into_iter().map(|(_, id)| id).collect::<Vec<_>>(),
-            by_compare
-        );
-        by_compare
+        docs.iter().map(|d| d.get_i32("_id").unwrap()).collect()
     }
 
     #[test]
@@ -287,7 +252,7 @@ mod tests {
                 ("d".to_string(), false)
             ]
         );
-        assert!(SortSpec::parse(&doc! {}).unwrap().is_empty());
+        assert!(SortSpec::parse(&doc! {}).unwrap().keys.is_empty());
     }
 
     #[test]

@@ -8,7 +8,7 @@ use bson::{Bson, Document};
 use std::io::{self, Read, Write};
 
 /// Bytes before each record's payload: length, then CRC-32C of the payload.
-pub const RECORD_HEADER_LEN: usize = 8;
+pub(crate) const RECORD_HEADER_LEN: usize = 8;
 
 /// A record payload may not exceed what its u32 length field can say.
 const MAX_PAYLOAD_LEN: usize = u32::MAX as usize;
@@ -18,7 +18,7 @@ fn invalid_data(msg: impl Into<String>) -> io::Error {
 }
 
 /// The journal form of one operation: `{op: "put", db, coll, doc}` and the like.
-pub fn op_to_document(op: &JournalOp) -> Document {
+pub(crate) fn op_to_document(op: &JournalOp) -> Document {
     let mut d = Document::new();
     match op {
         JournalOp::CreateCollection { db, coll, options } => {
@@ -96,7 +96,7 @@ fn get_doc(d: &Document, key: &str) -> Result<Document, String> {
 }
 
 /// Parse the journal form written by [`op_to_document`].
-pub fn op_from_document(d: &Document) -> Result<JournalOp, String> {
+pub(crate) fn op_from_document(d: &Document) -> Result<JournalOp, String> {
     let op = get_str(d, "op")?;
     let op = match op.as_str() {
         "create" => JournalOp::CreateCollection {
@@ -212,7 +212,7 @@ pub fn encode_group(ops: &[JournalOp], out: &mut Vec<u8>) -> io::Result<()> {
 
 /// Parse the payload of one journal record back into its operations. A well-formed `put`
 /// keeps its document's bytes (validated, not decoded): replay stores them as they are.
-pub fn decode_group(payload: &[u8]) -> io::Result<Vec<JournalOp>> {
+pub(crate) fn decode_group(payload: &[u8]) -> io::Result<Vec<JournalOp>> {
     let not_bson = |e: bson::raw::Error| invalid_data(format!("journal record is not BSON: {e}"));
     let raw = RawDocument::from_bytes(payload).map_err(not_bson)?;
     let ops = match raw.get("ops").map_err(not_bson)? {
@@ -255,17 +255,8 @@ fn decode_op(d: &RawDocument) -> Result<JournalOp, String> {
     op_from_document(&decoded)
 }
 
-/// Append one framed record (header, then `payload`) to `out`.
-pub fn frame_record(payload: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
-    let header = record_header(payload)?;
-    out.reserve(RECORD_HEADER_LEN + payload.len());
-    out.extend_from_slice(&header);
-    out.extend_from_slice(payload);
-    Ok(())
-}
-
 /// The 8-byte header of a record holding `payload`.
-pub fn record_header(payload: &[u8]) -> io::Result<[u8; RECORD_HEADER_LEN]> {
+pub(crate) fn record_header(payload: &[u8]) -> io::Result<[u8; RECORD_HEADER_LEN]> {
     if payload.len() > MAX_PAYLOAD_LEN {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -278,7 +269,7 @@ pub fn record_header(payload: &[u8]) -> io::Result<[u8; RECORD_HEADER_LEN]> {
     Ok(header)
 }
 
-/// Write one framed record to a stream.
+/// Write one framed record (header, then `payload`) to a stream.
 pub fn write_record<W: Write>(w: &mut W, payload: &[u8]) -> io::Result<()> {
     w.write_all(&record_header(payload)?)?;
     w.write_all(payload)
@@ -286,7 +277,7 @@ pub fn write_record<W: Write>(w: &mut W, payload: &[u8]) -> io::Result<()> {
 
 /// What reading the next record of a file found.
 #[derive(Debug)]
-pub enum ReadRecord {
+pub(crate) enum ReadRecord {
     /// A complete record with a valid checksum; its payload is in the caller's buffer.
     Ok,
     /// The file ended cleanly between records.
@@ -299,7 +290,7 @@ pub enum ReadRecord {
 
 /// Read the next record of a file of `remaining` bytes into `payload`, checking its checksum.
 /// `remaining` bounds the length field so a garbage length never causes a huge allocation.
-pub fn read_record<R: Read>(
+pub(crate) fn read_record<R: Read>(
     r: &mut R,
     remaining: u64,
     payload: &mut Vec<u8>,
@@ -429,8 +420,8 @@ mod tests {
     #[test]
     fn framed_records_read_back_and_detect_damage() {
         let mut file = Vec::new();
-        frame_record(b"first", &mut file).unwrap();
-        frame_record(b"second", &mut file).unwrap();
+        write_record(&mut file, b"first").unwrap();
+        write_record(&mut file, b"second").unwrap();
         let mut payload = Vec::new();
         let mut r = &file[..];
         let total = file.len() as u64;

@@ -7,20 +7,20 @@
 //! one background thread writes and fsyncs that buffer every commit interval, or at once when a
 //! `j: true` writer is waiting, and publishes the durable sequence number.
 
-pub mod faults;
+pub(crate) mod faults;
 mod files;
 mod group_commit;
-pub mod journal;
-pub mod private;
-pub mod recovery;
-pub mod snapshot;
+pub(crate) mod journal;
+pub(crate) mod private;
+pub(crate) mod recovery;
+pub(crate) mod snapshot;
 
 pub use crate::stored::StoredDoc;
-pub use faults::DiskFaults;
+pub(crate) use faults::DiskFaults;
 use faults::FaultyFile;
 use files::*;
 use group_commit::{run_flusher, Shared, Writer};
-pub use group_commit::{JournalFailure, JournalStatus};
+pub(crate) use group_commit::{JournalFailure, JournalStatus};
 use recovery::{choose_base, quarantine_snapshots_after, replay};
 
 use bson::{Bson, Document};
@@ -110,7 +110,7 @@ impl JournalOp {
 }
 
 /// Storage errors are I/O or corruption that recovery could not repair.
-pub type StorageResult<T> = std::io::Result<T>;
+pub(crate) type StorageResult<T> = std::io::Result<T>;
 
 /// A data directory's open journal and the thread that commits it.
 struct Disk {

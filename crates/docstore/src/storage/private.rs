@@ -13,7 +13,7 @@ pub const DIR_MODE: u32 = 0o700;
 pub const FILE_MODE: u32 = 0o600;
 
 /// `fs::create_dir_all`, with every directory it creates owner-only. Directories that already
-/// exist are left as they are (see [`tighten_tree`] for those).
+/// exist are left as they are (docstore tightens its own data directory's when it opens it).
 pub fn create_dir_all(dir: &Path) -> io::Result<()> {
     let mut builder = fs::DirBuilder::new();
     builder.recursive(true);
@@ -37,8 +37,8 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
 }
 
 /// Options that create a file owner-only (set `write`, `create`… on them as usual). The mode
-/// applies only when the call creates the file; callers that may open an existing file go
-/// through [`open_existing`] or [`tighten_tree`].
+/// applies only when the call creates the file; docstore's own code that may open an existing
+/// file goes through `open_existing` or `tighten_tree`, which tighten it.
 pub fn file_options() -> OpenOptions {
     let mut options = OpenOptions::new();
     #[cfg(unix)]
@@ -51,7 +51,7 @@ pub fn file_options() -> OpenOptions {
 
 /// `File::create` (write, create, truncate), owner-only. An existing file keeps its inode, so
 /// its mode is tightened too.
-pub fn create_file(path: &Path) -> io::Result<File> {
+pub(crate) fn create_file(path: &Path) -> io::Result<File> {
     let file = file_options()
         .write(true)
         .create(true)
@@ -63,7 +63,7 @@ pub fn create_file(path: &Path) -> io::Result<File> {
 
 /// Open an existing file for writing and make sure it is owner-only (a file from a version of
 /// docstore that created files 0644 would otherwise stay readable while it grows).
-pub fn open_existing(path: &Path) -> io::Result<File> {
+pub(crate) fn open_existing(path: &Path) -> io::Result<File> {
     let file = OpenOptions::new().write(true).open(path)?;
     restrict(&file)?;
     Ok(file)
@@ -86,7 +86,7 @@ fn restrict(file: &File) -> io::Result<()> {
 
 /// One path whose mode [`tighten_tree`] changed, for the warning it leads to.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tightened {
+pub(crate) struct Tightened {
     pub path: PathBuf,
     pub from: u32,
     pub to: u32,
@@ -110,7 +110,7 @@ impl std::fmt::Display for Tightened {
 /// sockets are left alone (docstore binds its own owner-only). Returns what was changed, so
 /// that the caller can say so: a data directory written by an older version, or copied with
 /// a permissive umask, was readable by every local user until now.
-pub fn tighten_tree(dir: &Path) -> io::Result<Vec<Tightened>> {
+pub(crate) fn tighten_tree(dir: &Path) -> io::Result<Vec<Tightened>> {
     let mut changed = Vec::new();
     #[cfg(unix)]
     {

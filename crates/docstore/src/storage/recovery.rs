@@ -105,7 +105,10 @@ fn framed_at(bytes: &[u8], off: usize, min_len: usize) -> Result<Option<&[u8]>, 
 }
 
 /// The journal record at `off`: its operations and total size, `None` at the end of the file.
-pub fn journal_record_at(bytes: &[u8], off: usize) -> Result<Option<(Vec<JournalOp>, usize)>, Bad> {
+pub(crate) fn journal_record_at(
+    bytes: &[u8],
+    off: usize,
+) -> Result<Option<(Vec<JournalOp>, usize)>, Bad> {
     let Some(payload) = framed_at(bytes, off, MIN_GROUP_LEN)? else {
         return Ok(None);
     };
@@ -132,7 +135,7 @@ fn plausible_journal_start(bytes: &[u8], off: usize) -> bool {
 
 /// The first offset at or after `from` where a whole valid journal record starts: length,
 /// checksum and BSON all check out. This is how salvage finds its footing after damage.
-pub fn next_valid_journal_record(bytes: &[u8], from: usize) -> Option<usize> {
+pub(crate) fn next_valid_journal_record(bytes: &[u8], from: usize) -> Option<usize> {
     (from..bytes.len().saturating_sub(RECORD_HEADER_LEN)).find(|&p| {
         let Some((len, _)) = header_at(bytes, p) else {
             return false;
@@ -164,7 +167,7 @@ fn count_valid_after(bytes: &[u8], from: usize) -> u64 {
 /// process or machine stopped. Only the newest non-empty segment can have one, it runs to the end
 /// of the file, its length field agrees with the BSON length and `{ops:` that follow it (a
 /// damaged length field does not), and nothing valid comes after it.
-pub fn is_torn_tail(bytes: &[u8], off: usize, bad: &Bad) -> bool {
+pub(crate) fn is_torn_tail(bytes: &[u8], off: usize, bad: &Bad) -> bool {
     let incomplete = match bad {
         Bad::HeaderCut => true,
         Bad::PastEnd { .. } => plausible_journal_start(bytes, off),
@@ -658,10 +661,10 @@ pub(super) fn replay(
 }
 
 /// Replays journal operations onto collection images (see [`repair_with`]).
-pub type Replay<'a> =
+pub(crate) type Replay<'a> =
     &'a dyn Fn(Vec<CollectionImage>, Vec<JournalOp>) -> io::Result<Vec<CollectionImage>>;
 
-/// What [`repair_with`] kept, lost and moved.
+/// What [`repair`](crate::repair) kept, lost and moved.
 #[derive(Debug, Clone)]
 pub struct RepairReport {
     pub dir: PathBuf,
@@ -952,7 +955,7 @@ fn keep_copy(from: &Path, to_dir: &Path) -> io::Result<()> {
 /// `replay` turns the salvaged base and journal operations into the collections they describe,
 /// as start-up would; the catalog supplies it (`crate::repair`), since what an operation means
 /// is not storage's to know.
-pub fn repair_with(dir: &Path, replay: Replay<'_>) -> io::Result<RepairReport> {
+pub(crate) fn repair_with(dir: &Path, replay: Replay<'_>) -> io::Result<RepairReport> {
     if !dir.is_dir() {
         return Err(io::Error::new(
             io::ErrorKind::NotFound,
@@ -1109,7 +1112,7 @@ mod tests {
             starts.push(bytes.len());
             let mut payload = Vec::new();
             journal::encode_group(&[put(i)], &mut payload).unwrap();
-            journal::frame_record(&payload, &mut bytes).unwrap();
+            journal::write_record(&mut bytes, &payload).unwrap();
         }
         (bytes, starts)
     }

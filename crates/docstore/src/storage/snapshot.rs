@@ -266,7 +266,7 @@ fn get_str(path: &Path, d: &Document, key: &str) -> io::Result<String> {
 }
 
 /// Read and verify a whole snapshot; returns its token and collections.
-pub fn read_file(path: &Path) -> io::Result<(u64, Vec<CollectionImage>)> {
+pub(crate) fn read_file(path: &Path) -> io::Result<(u64, Vec<CollectionImage>)> {
     let file = File::open(path)?;
     let remaining = file.metadata()?.len();
     let mut reader = Reader {

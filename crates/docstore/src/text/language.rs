@@ -85,7 +85,7 @@ impl Language {
     }
 
     /// The error MongoDB gives for a language it does not support.
-    pub fn unsupported(name: &str) -> String {
+    pub(crate) fn unsupported(name: &str) -> String {
         format!("unsupported language: \"{name}\" for text index version 3")
     }
 
@@ -112,7 +112,7 @@ impl Language {
 
     /// Whether `folded` (lower-case, without diacritics) is a stop word. Only English has a
     /// stop word list in docstore (see the crate README).
-    pub fn is_stop_word(self, folded: &str) -> bool {
+    pub(crate) fn is_stop_word(self, folded: &str) -> bool {
         self == Language::English && ENGLISH_STOP_WORDS.binary_search(&folded).is_ok()
     }
 }
@@ -143,34 +143,51 @@ pub fn fold(text: &str, sensitivity: Sensitivity) -> String {
 }
 
 /// Characters that belong to words; everything else delimits them.
-pub fn is_word_char(c: char) -> bool {
+pub(crate) fn is_word_char(c: char) -> bool {
     c.is_alphanumeric() || c == '\'' || c == '\u{2019}' || is_combining_mark(c)
 }
 
-/// The words of `text` in order, as byte ranges (apostrophes at either end trimmed).
+/// The words of `text` in order (apostrophes at either end trimmed).
 pub fn words(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
+    for_each_word(text, |start, end| out.push(&text[start..end]));
+    out
+}
+
+/// Where the words of [`words`] are in `text`: their byte ranges, in order, for a caller that
+/// marks them in the text (search results highlight matched words with these).
+pub fn word_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for_each_word(text, |start, end| out.push((start, end)));
+    out
+}
+
+/// Call `found` with the byte range of each word of `text`, in order: runs of word characters
+/// without the apostrophes at either end (a quoting `'word'` is the word), unless nothing is
+/// left of them.
+fn for_each_word(text: &str, mut found: impl FnMut(usize, usize)) {
+    let is_apostrophe = |c: char| c == '\'' || c == '\u{2019}';
+    let mut trimmed = |start: usize, end: usize| {
+        let word = &text[start..end];
+        let leading = word.len() - word.trim_start_matches(is_apostrophe).len();
+        let trailing = word.len() - word.trim_end_matches(is_apostrophe).len();
+        if leading + trailing < word.len() {
+            found(start + leading, end - trailing);
+        }
+    };
     let mut start = None;
     for (i, c) in text.char_indices() {
         match (is_word_char(c), start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {
-                push_word(&text[s..i], &mut out);
+                trimmed(s, i);
                 start = None;
             }
             _ => {}
         }
     }
     if let Some(s) = start {
-        push_word(&text[s..], &mut out);
-    }
-    out
-}
-
-fn push_word<'a>(word: &'a str, out: &mut Vec<&'a str>) {
-    let trimmed = word.trim_matches(|c| c == '\'' || c == '\u{2019}');
-    if !trimmed.is_empty() {
-        out.push(trimmed);
+        trimmed(s, text.len());
     }
 }
 
@@ -252,5 +269,15 @@ mod tests {
         assert_eq!(Language::parse("English"), Some(Language::English));
         assert_eq!(Language::parse("es"), Some(Language::Spanish));
         assert_eq!(Language::parse("klingon"), None);
+    }
+
+    #[test]
+    fn word_spans_are_where_the_words_are_without_quoting_apostrophes() {
+        let text = "'Tis Zoë's \u{2018}café' -- don't ''";
+        let spans = word_spans(text);
+        let at: Vec<&str> = spans.iter().map(|&(s, e)| &text[s..e]).collect();
+        assert_eq!(at, vec!["Tis", "Zoë's", "café", "don't"]);
+        assert_eq!(at, words(text));
+        assert!(word_spans("-- '' ").is_empty());
     }
 }

@@ -11,8 +11,8 @@
 //! against the documents (`TEXT_MATCH`). Scores are recomputed from the document for the hits
 //! with MongoDB's formula (see [`TextIndex::term_scores`]).
 
-pub mod language;
-pub mod search;
+pub(crate) mod language;
+pub(crate) mod search;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::keystring;
@@ -20,27 +20,27 @@ use bson::{doc, Bson, Document};
 use language::{Language, Sensitivity, Tokenizer};
 use std::collections::BTreeMap;
 
-pub use search::{TextFilter, TextSearch};
+pub(crate) use search::{TextFilter, TextSearch};
 
 /// The hidden field under which a document carries its text score between pipeline stages.
 /// A NUL can never appear in a field name that came over the wire, so it cannot collide with
 /// user data, and [`strip_score`] removes it before documents leave the server.
-pub const SCORE_FIELD: &str = "\u{0}textScore";
+pub(crate) const SCORE_FIELD: &str = "\u{0}textScore";
 
 /// The only text index version docstore builds.
-pub const TEXT_INDEX_VERSION: i32 = 3;
+pub(crate) const TEXT_INDEX_VERSION: i32 = 3;
 
 /// MongoDB's largest weight (exclusive) for one field.
 const MAX_WORD_WEIGHT: f64 = 100_000.0;
 
 /// Remove the hidden score field (top level) from a document about to leave the server.
-pub fn strip_score(doc: &mut Document) {
+pub(crate) fn strip_score(doc: &mut Document) {
     doc.remove(SCORE_FIELD);
 }
 
 /// The text-specific options of an index, as `listIndexes` shows them.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TextOptions {
+pub(crate) struct TextOptions {
     /// Field → weight, ordered by field name (`$**` for every string field).
     pub weights: Document,
     pub default_language: String,
@@ -50,7 +50,7 @@ pub struct TextOptions {
 
 /// The text options of a `createIndexes` entry, before validation.
 #[derive(Debug, Clone, Default)]
-pub struct RawTextOptions {
+pub(crate) struct RawTextOptions {
     pub weights: Option<Bson>,
     pub default_language: Option<Bson>,
     pub language_override: Option<Bson>,
@@ -58,7 +58,7 @@ pub struct RawTextOptions {
 }
 
 impl RawTextOptions {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.weights.is_none()
             && self.default_language.is_none()
             && self.language_override.is_none()
@@ -67,7 +67,7 @@ impl RawTextOptions {
 }
 
 /// Whether a key pattern declares a text index (a `"text"` value or the normalised `_fts`).
-pub fn is_text_key(key: &Document) -> bool {
+pub(crate) fn is_text_key(key: &Document) -> bool {
     key.iter()
         .any(|(f, v)| f == "_fts" || matches!(v, Bson::String(s) if s == "text"))
 }
@@ -78,7 +78,7 @@ fn location(code: i32, message: &str) -> Error {
 
 /// MongoDB's `fixSpec`: validate a text index definition and normalise its key pattern to
 /// `{prefix…, _fts: "text", _ftsx: 1, suffix…}`, gathering the text fields into the weights.
-pub fn normalize(key: &Document, raw: &RawTextOptions) -> Result<(Document, TextOptions)> {
+pub(crate) fn normalize(key: &Document, raw: &RawTextOptions) -> Result<(Document, TextOptions)> {
     let mut normalized = Document::new();
     let mut weights: BTreeMap<String, f64> = BTreeMap::new();
     // 0: before the text fields, 1: inside them, 2: after them.
@@ -240,7 +240,7 @@ pub fn normalize(key: &Document, raw: &RawTextOptions) -> Result<(Document, Text
 
 /// One string a document contributes to its text index, with its weight and language.
 #[derive(Debug)]
-pub struct TextValue<'a> {
+pub(crate) struct TextValue<'a> {
     pub text: &'a str,
     pub weight: f64,
     pub language: Language,
@@ -248,7 +248,7 @@ pub struct TextValue<'a> {
 
 /// A text index's definition as the index structure and the query engine use it.
 #[derive(Debug, Clone)]
-pub struct TextIndex {
+pub(crate) struct TextIndex {
     pub options: TextOptions,
     /// Key fields before the text fields: a `$text` query must give equality on each.
     pub prefix: Vec<String>,
@@ -261,7 +261,7 @@ pub struct TextIndex {
 
 impl TextIndex {
     /// From a normalised key pattern and validated options (see [`normalize`]).
-    pub fn new(key: &Document, options: &TextOptions) -> Result<TextIndex> {
+    pub(crate) fn new(key: &Document, options: &TextOptions) -> Result<TextIndex> {
         let mut prefix = Vec::new();
         let mut suffix = Vec::new();
         let mut seen_text = false;
@@ -321,7 +321,7 @@ impl TextIndex {
     /// The top-level fields keys are made from (weighted fields, the ordinary key fields
     /// around them and the language override), or `None` for a wildcard index, which reads
     /// every string field.
-    pub fn top_level_fields(&self) -> Option<Vec<String>> {
+    pub(crate) fn top_level_fields(&self) -> Option<Vec<String>> {
         if self.wildcard.is_some() {
             return None;
         }
@@ -353,7 +353,7 @@ impl TextIndex {
     /// Every indexed string of `doc` (MongoDB's FTSElementIterator): the weighted fields (or,
     /// for a wildcard index, every string field), through embedded documents and arrays, in
     /// the language of the nearest enclosing document that sets the override field.
-    pub fn values<'a>(&self, doc: &'a Document) -> Result<Vec<TextValue<'a>>> {
+    pub(crate) fn values<'a>(&self, doc: &'a Document) -> Result<Vec<TextValue<'a>>> {
         let mut out = Vec::new();
         let language = self.language_of(doc, self.default_language)?;
         self.walk_document(doc, "", language, &mut out)?;
@@ -422,7 +422,7 @@ impl TextIndex {
     /// previous one) and `adjustment` is 1.1 when the whole string equals the term
     /// (case-insensitively) and 1 otherwise. A query's score for the document is the sum of
     /// the scores of its distinct terms.
-    pub fn term_scores(&self, doc: &Document) -> Result<BTreeMap<String, f64>> {
+    pub(crate) fn term_scores(&self, doc: &Document) -> Result<BTreeMap<String, f64>> {
         let mut scores = BTreeMap::new();
         for value in self.values(doc)? {
             let tokenizer = Tokenizer::new(value.language, Sensitivity::default());
@@ -432,7 +432,7 @@ impl TextIndex {
     }
 
     /// The equality prefix values of `doc` (arrays are refused, as mongod refuses them).
-    pub fn prefix_values<'a>(&self, doc: &'a Document) -> Result<Vec<&'a Bson>> {
+    pub(crate) fn prefix_values<'a>(&self, doc: &'a Document) -> Result<Vec<&'a Bson>> {
         let mut values = Vec::with_capacity(self.prefix.len());
         for path in self.prefix.iter().chain(&self.suffix) {
             let value = crate::path::get_path(doc, path).unwrap_or(&Bson::Null);
@@ -449,7 +449,7 @@ impl TextIndex {
     }
 
     /// The index key of one term under the given prefix values.
-    pub fn key(prefix: &[&Bson], term: &str) -> Vec<u8> {
+    pub(crate) fn key(prefix: &[&Bson], term: &str) -> Vec<u8> {
         let mut key = Vec::new();
         for value in prefix {
             keystring::encode_value(value, &mut key);
@@ -462,7 +462,7 @@ impl TextIndex {
     /// (its bits, big-endian), as MongoDB keeps the score in the key (`_fts`, `_ftsx`): a
     /// `$text` query sums its terms' scores from the keys it reads instead of tokenizing every
     /// matching document again.
-    pub fn scored_key(prefix: &[&Bson], term: &str, score: f64) -> Vec<u8> {
+    pub(crate) fn scored_key(prefix: &[&Bson], term: &str, score: f64) -> Vec<u8> {
         let mut key = Self::key(prefix, term);
         key.extend_from_slice(&score.to_bits().to_be_bytes());
         key
@@ -470,7 +470,7 @@ impl TextIndex {
 
     /// The score a [`TextIndex::scored_key`] holds after the `term_key` it starts with, if it
     /// is one.
-    pub fn score_in_key(key: &[u8], term_key: &[u8]) -> Option<f64> {
+    pub(crate) fn score_in_key(key: &[u8], term_key: &[u8]) -> Option<f64> {
         let rest = key.strip_prefix(term_key)?;
         let bits: [u8; 8] = rest.try_into().ok()?;
         Some(f64::from_bits(u64::from_be_bytes(bits)))
@@ -479,7 +479,7 @@ impl TextIndex {
     /// Whether two versions of a document give the same keys without tokenizing them: the
     /// same indexed strings (with weights and languages) and the same prefix values. Most
     /// updates (stock counters, reservations) touch no indexed text.
-    pub fn same_input(&self, old: &Document, new: &Document) -> bool {
+    pub(crate) fn same_input(&self, old: &Document, new: &Document) -> bool {
         let (Ok(a), Ok(b)) = (self.values(old), self.values(new)) else {
             return false;
         };
@@ -494,14 +494,14 @@ impl TextIndex {
             }
     }
 
-    /// The index keys of `doc`: one per distinct term, under its prefix values.
-    pub fn keys_for(&self, doc: &Document) -> Result<Vec<Vec<u8>>> {
-        self.keys_for_with(doc, &mut TermCache::disabled())
-    }
-
-    /// [`TextIndex::keys_for`], remembering in `cache` the term each word becomes: the same
-    /// terms as [`TextIndex::term_scores`] gives, without the scores.
-    pub fn keys_for_with(&self, doc: &Document, cache: &mut TermCache) -> Result<Vec<Vec<u8>>> {
+    /// The index keys of `doc`: one per distinct term, under its prefix values, remembering in
+    /// `cache` the term each word becomes (the same terms as [`TextIndex::term_scores`] gives,
+    /// without the scores).
+    pub(crate) fn keys_for_with(
+        &self,
+        doc: &Document,
+        cache: &mut TermCache,
+    ) -> Result<Vec<Vec<u8>>> {
         let prefix = self.prefix_values(doc)?;
         let mut scores = BTreeMap::new();
         for value in self.values(doc)? {
@@ -516,20 +516,12 @@ impl TextIndex {
             .map(|(term, score)| Self::scored_key(&prefix, &term, score))
             .collect())
     }
-
-    /// The options as `listIndexes` shows them, after `v`, `key` and `name`.
-    pub fn append_options(&self, d: &mut Document) {
-        d.insert("weights", self.options.weights.clone());
-        d.insert("default_language", self.options.default_language.clone());
-        d.insert("language_override", self.options.language_override.clone());
-        d.insert("textIndexVersion", self.options.version);
-    }
 }
 
 /// The terms words become (per language, default sensitivity), remembered while one thread
 /// keys many documents for a text index: folding and stemming every occurrence of a word again
 /// was most of building a text index.
-pub struct TermCache {
+pub(crate) struct TermCache {
     terms: Vec<(Language, LanguageTerms)>,
     /// How many more words may be remembered (bounds the memory a huge vocabulary takes).
     room: usize,
@@ -552,7 +544,7 @@ impl Default for TermCache {
 
 impl TermCache {
     /// A cache that remembers nothing (keying one document).
-    pub fn disabled() -> TermCache {
+    pub(crate) fn disabled() -> TermCache {
         TermCache {
             terms: Vec::new(),
             room: 0,
@@ -631,7 +623,7 @@ fn score_terms<T: Ord + AsRef<str>>(
 }
 
 /// `explain`'s description of a text query's plan.
-pub fn describe_plan(
+pub(crate) fn describe_plan(
     index_name: &str,
     key: &Document,
     prefix: &Document,

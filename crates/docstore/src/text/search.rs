@@ -19,7 +19,7 @@ use std::sync::{Arc, OnceLock};
 
 /// The validated argument of `$text`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct TextSearch {
+pub(crate) struct TextSearch {
     pub search: String,
     pub language: Option<String>,
     pub sensitivity: Sensitivity,
@@ -28,7 +28,7 @@ pub struct TextSearch {
 impl TextSearch {
     /// Parse `{$search, $language?, $caseSensitive?, $diacriticSensitive?}` with MongoDB's
     /// errors.
-    pub fn parse(value: &Bson) -> Result<TextSearch> {
+    pub(crate) fn parse(value: &Bson) -> Result<TextSearch> {
         let Bson::Document(args) = value else {
             return Err(Error::bad_value("$text expects an object"));
         };
@@ -170,7 +170,7 @@ impl ParsedQuery {
     }
 
     /// `explain`'s `parsedTextQuery`.
-    pub fn to_document(&self) -> Document {
+    pub(crate) fn to_document(&self) -> Document {
         doc! {
             "terms": self.terms.iter().cloned().collect::<Vec<_>>(),
             "negatedTerms": self.negated_terms.iter().cloned().collect::<Vec<_>>(),
@@ -193,10 +193,8 @@ fn push_phrase(phrase: &str, negated: bool, parsed: &mut ParsedQuery) {
 
 /// A `$text` query bound to the collection's text index.
 #[derive(Debug)]
-pub struct BoundText {
+pub(crate) struct BoundText {
     pub index: TextIndex,
-    /// The index's name, for `explain`.
-    pub index_name: String,
     pub query: ParsedQuery,
     /// The query's terms as the index holds them (case- and diacritic-insensitive): what the
     /// index is searched for and what the score counts.
@@ -207,7 +205,7 @@ pub struct BoundText {
 impl BoundText {
     /// Whether `doc` matches (see the module documentation). A document whose text cannot be
     /// read (a bad language override) does not match.
-    pub fn matches(&self, doc: &Document) -> bool {
+    pub(crate) fn matches(&self, doc: &Document) -> bool {
         let Ok(values) = self.index.values(doc) else {
             return false;
         };
@@ -230,12 +228,12 @@ impl BoundText {
     /// and its negated terms exactly when the index holds one of them. True for the default
     /// (insensitive) matching, the form the index keeps its terms in; phrases are left to
     /// [`BoundText::phrases_match`].
-    pub fn postings_decide_terms(&self) -> bool {
+    pub(crate) fn postings_decide_terms(&self) -> bool {
         self.sensitivity == Sensitivity::default() && self.index_terms == self.query.terms
     }
 
     /// Whether the query has phrases or negated phrases (which need the document's text).
-    pub fn has_phrases(&self) -> bool {
+    pub(crate) fn has_phrases(&self) -> bool {
         !self.query.phrases.is_empty() || !self.query.negated_phrases.is_empty()
     }
 
@@ -257,7 +255,7 @@ impl BoundText {
     /// The phrase part of [`BoundText::matches`] alone: `doc` holds every phrase and none of
     /// the negated phrases. Folding the indexed strings is all it reads; tokenizing and
     /// stemming them (what checking the terms takes) is left to the index.
-    pub fn phrases_match(&self, doc: &Document) -> bool {
+    pub(crate) fn phrases_match(&self, doc: &Document) -> bool {
         if !self.has_phrases() {
             return true;
         }
@@ -269,7 +267,7 @@ impl BoundText {
 
     /// The document's text score: the sum over the query's distinct terms of their scores in
     /// the document (see [`TextIndex::term_scores`]).
-    pub fn score(&self, doc: &Document) -> f64 {
+    pub(crate) fn score(&self, doc: &Document) -> f64 {
         let Ok(scores) = self.index.term_scores(doc) else {
             return 0.0;
         };
@@ -280,13 +278,13 @@ impl BoundText {
 /// A `$text` condition inside a parsed filter. It is bound to the collection's text index when
 /// the query runs (the filter is parsed before the collection is known).
 #[derive(Debug, Clone)]
-pub struct TextFilter {
+pub(crate) struct TextFilter {
     pub search: TextSearch,
     bound: OnceLock<Arc<BoundText>>,
 }
 
 impl TextFilter {
-    pub fn new(search: TextSearch) -> TextFilter {
+    pub(crate) fn new(search: TextSearch) -> TextFilter {
         TextFilter {
             search,
             bound: OnceLock::new(),
@@ -294,7 +292,7 @@ impl TextFilter {
     }
 
     /// Bind to `index` (the first binding wins; a filter runs against one collection).
-    pub fn bind(&self, index: &TextIndex, index_name: &str) -> Arc<BoundText> {
+    pub(crate) fn bind(&self, index: &TextIndex) -> Arc<BoundText> {
         Arc::clone(self.bound.get_or_init(|| {
             let language = self
                 .search
@@ -310,7 +308,6 @@ impl TextFilter {
             };
             Arc::new(BoundText {
                 index: index.clone(),
-                index_name: index_name.to_string(),
                 query,
                 index_terms,
                 sensitivity: self.search.sensitivity,
@@ -318,12 +315,12 @@ impl TextFilter {
         }))
     }
 
-    pub fn bound(&self) -> Option<&Arc<BoundText>> {
+    pub(crate) fn bound(&self) -> Option<&Arc<BoundText>> {
         self.bound.get()
     }
 
     /// Unbound (no text index was found), nothing matches; the query fails before matching.
-    pub fn matches(&self, doc: &Document) -> bool {
+    pub(crate) fn matches(&self, doc: &Document) -> bool {
         self.bound().is_some_and(|b| b.matches(doc))
     }
 }

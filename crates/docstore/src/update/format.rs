@@ -5,12 +5,12 @@ use bson::{Bson, Document};
 use std::fmt::Write;
 
 /// `name: value`, as mongod prints one element.
-pub fn element(name: &str, value: &Bson) -> String {
+pub(super) fn element(name: &str, value: &Bson) -> String {
     format!("{name}: {}", value_string(value))
 }
 
 /// A whole document: `{ a: 1, b: "x" }`, or `{}` when empty.
-pub fn document(doc: &Document) -> String {
+pub(super) fn document(doc: &Document) -> String {
     if doc.is_empty() {
         return "{}".to_string();
     }
@@ -19,7 +19,7 @@ pub fn document(doc: &Document) -> String {
 }
 
 /// One value without its field name.
-pub fn value_string(value: &Bson) -> String {
+pub(super) fn value_string(value: &Bson) -> String {
     match value {
         Bson::Double(d) => double_nice(*d),
         Bson::String(s) | Bson::Symbol(s) => format!("\"{s}\""),
@@ -60,7 +60,7 @@ pub fn value_string(value: &Bson) -> String {
 }
 
 /// A number as mongod's SafeNum debug string, used in overflow messages.
-pub fn number_debug(value: &Bson) -> String {
+pub(super) fn number_debug(value: &Bson) -> String {
     match value {
         Bson::Int32(i) => format!("(NumberInt){i}"),
         Bson::Int64(i) => format!("(NumberLong){i}"),

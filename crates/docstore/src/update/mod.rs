@@ -20,7 +20,7 @@ use ops::{Op, OpKind};
 use std::collections::HashMap;
 
 /// Run an update pipeline on `doc`: the original `_id` is kept (error 66 if it changed).
-pub fn apply_update_pipeline(
+pub(crate) fn apply_update_pipeline(
     p: &crate::aggregation::Pipeline,
     doc: &Document,
     now: bson::DateTime,
@@ -30,7 +30,7 @@ pub fn apply_update_pipeline(
 
 /// Whether two documents are the same field for field, types included (an update that
 /// produces the same document modifies nothing).
-pub fn same_document(a: &Document, b: &Document) -> bool {
+pub(crate) fn same_document(a: &Document, b: &Document) -> bool {
     ops::identical_documents(a, b)
 }
 
@@ -82,7 +82,7 @@ impl UpdateSpec {
 
     /// [`UpdateSpec::parse`] with the command's `let` variables (or the statement's `c`
     /// constants), which a pipeline-style update sees as `$$name`.
-    pub fn parse_with_vars(
+    pub(crate) fn parse_with_vars(
         update: &Bson,
         array_filters: Option<&[Document]>,
         vars: Option<&Document>,
@@ -120,7 +120,7 @@ impl UpdateSpec {
         }
     }
 
-    pub fn is_replacement(&self) -> bool {
+    pub(crate) fn is_replacement(&self) -> bool {
         matches!(self.kind, Kind::Replacement(_))
     }
 
@@ -137,7 +137,7 @@ impl UpdateSpec {
 
     /// The new version of `doc`, or `None` when the update leaves it as it is. A writer keeps
     /// the old version to work out which index keys changed.
-    pub fn apply_to(&self, doc: &Document, ctx: &ApplyContext) -> Result<Option<Document>> {
+    pub(crate) fn apply_to(&self, doc: &Document, ctx: &ApplyContext) -> Result<Option<Document>> {
         let updated = match &self.kind {
             Kind::Replacement(replacement) => replace(replacement, doc)?,
             Kind::Operators(ops) => ops.apply(doc, ctx)?,
@@ -152,7 +152,7 @@ impl UpdateSpec {
     /// numeric part (`carted.$.qty` changes somewhere under `carted`), with both ends of a
     /// `$rename`; `None` when any field may change (a replacement or a pipeline). An index
     /// none of whose fields lies on or under one of these paths keeps its keys.
-    pub fn touched_paths(&self) -> Option<Vec<String>> {
+    pub(crate) fn touched_paths(&self) -> Option<Vec<String>> {
         let Kind::Operators(ops) = &self.kind else {
             return None;
         };

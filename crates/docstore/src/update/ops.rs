@@ -10,7 +10,7 @@ use std::cmp::Ordering;
 
 /// The operator names mongod accepts in an update document.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum OpKind {
+pub(super) enum OpKind {
     Set,
     SetOnInsert,
     Unset,
@@ -29,7 +29,7 @@ pub enum OpKind {
 }
 
 impl OpKind {
-    pub fn from_name(name: &str) -> Option<OpKind> {
+    pub(super) fn from_name(name: &str) -> Option<OpKind> {
         Some(match name {
             "$set" => OpKind::Set,
             "$setOnInsert" => OpKind::SetOnInsert,
@@ -53,7 +53,7 @@ impl OpKind {
 
 /// One parsed operator with its argument, ready to apply at a path.
 #[derive(Debug, Clone)]
-pub enum Op {
+pub(super) enum Op {
     Set(Bson),
     SetOnInsert(Bson),
     Unset,
@@ -80,7 +80,7 @@ pub enum Op {
 }
 
 #[derive(Debug, Clone)]
-pub struct PushSpec {
+pub(super) struct PushSpec {
     values: Vec<Bson>,
     position: Option<i64>,
     sort: Option<PushSort>,
@@ -97,7 +97,7 @@ enum PushSort {
 
 /// What `$pull` removes, chosen as mongod chooses it.
 #[derive(Debug, Clone)]
-pub enum PullMatcher {
+pub(super) enum PullMatcher {
     /// A scalar or array: elements equal to it.
     Equal(Bson),
     /// A document of field conditions: embedded documents matching it as a query.
@@ -120,14 +120,14 @@ impl PullMatcher {
 }
 
 #[derive(Debug, Clone, Copy)]
-pub enum BitOp {
+pub(super) enum BitOp {
     And,
     Or,
     Xor,
 }
 
 /// Validates the argument of `kind` for the field `field` (not used for `$rename`).
-pub fn parse_argument(kind: OpKind, field: &str, arg: &Bson) -> Result<Op> {
+pub(super) fn parse_argument(kind: OpKind, field: &str, arg: &Bson) -> Result<Op> {
     Ok(match kind {
         OpKind::Set => Op::Set(arg.clone()),
         OpKind::SetOnInsert => Op::SetOnInsert(arg.clone()),
@@ -524,14 +524,14 @@ fn sort_key<'a>(element: &'a Bson, field: &[String]) -> &'a Bson {
 }
 
 /// What an operator needs to know about the document being updated.
-pub struct Env {
+pub(super) struct Env {
     /// `_id: <value>` of the document (or `no id`), for error messages.
     pub id: String,
     pub now: bson::DateTime,
 }
 
 /// Applies `op` at the concrete `path` of `root`.
-pub fn apply(root: &mut Bson, path_parts: &[String], op: &Op, env: &Env) -> Result<()> {
+pub(super) fn apply(root: &mut Bson, path_parts: &[String], op: &Op, env: &Env) -> Result<()> {
     let depth = path::existing_depth(root, path_parts);
     if depth < path_parts.len() {
         return match new_value(op, env)? {
@@ -753,7 +753,7 @@ fn apply_bits(start: &Bson, ops: &[(BitOp, Bson)]) -> Bson {
 
 /// Whether two values are the same bytes: same types, same field order, same bits. A `$set` to an
 /// identical value is not a modification, but `1` to `1.0` is.
-pub fn identical(a: &Bson, b: &Bson) -> bool {
+pub(super) fn identical(a: &Bson, b: &Bson) -> bool {
     match (a, b) {
         (Bson::Double(x), Bson::Double(y)) => x.to_bits() == y.to_bits(),
         (Bson::Document(x), Bson::Document(y)) => identical_documents(x, y),
@@ -767,7 +767,7 @@ pub fn identical(a: &Bson, b: &Bson) -> bool {
     }
 }
 
-pub fn identical_documents(a: &Document, b: &Document) -> bool {
+pub(super) fn identical_documents(a: &Document, b: &Document) -> bool {
     a.len() == b.len()
         && a.iter()
             .zip(b.iter())

@@ -15,7 +15,7 @@ const EMPTY_FIELD_NAME: i32 = 56;
 const CANNOT_BACKFILL_ARRAY: i32 = 34;
 
 /// Splits and validates an update path (`a.b.$[x]`).
-pub fn split(path: &str) -> Result<Vec<String>> {
+pub(super) fn split(path: &str) -> Result<Vec<String>> {
     if path.is_empty() {
         return Err(Error::location(
             EMPTY_FIELD_NAME,
@@ -33,16 +33,16 @@ pub fn split(path: &str) -> Result<Vec<String>> {
 }
 
 /// `$[]` gives `Some("")`, `$[id]` gives `Some("id")`, anything else `None`.
-pub fn array_filter_identifier(part: &str) -> Option<&str> {
+pub(super) fn array_filter_identifier(part: &str) -> Option<&str> {
     part.strip_prefix("$[")?.strip_suffix(']')
 }
 
-pub fn is_positional(part: &str) -> bool {
+pub(super) fn is_positional(part: &str) -> bool {
     part == "$"
 }
 
 /// An array index written as a path part: decimal digits only.
-pub fn parse_index(part: &str) -> Option<usize> {
+pub(super) fn parse_index(part: &str) -> Option<usize> {
     if part.is_empty() || !part.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -55,7 +55,7 @@ fn is_numeric(part: &str) -> bool {
 
 /// mongod (5.0+) applies update paths in this order: field names bytewise, but two numeric
 /// parts by their numeric value, so `a.2` comes before `a.10`.
-pub fn compare_parts(a: &str, b: &str) -> Ordering {
+pub(super) fn compare_parts(a: &str, b: &str) -> Ordering {
     if is_numeric(a) && is_numeric(b) {
         let (ta, tb) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
         ta.len()
@@ -67,7 +67,7 @@ pub fn compare_parts(a: &str, b: &str) -> Ordering {
     }
 }
 
-pub fn compare_paths(a: &[String], b: &[String]) -> Ordering {
+pub(super) fn compare_paths(a: &[String], b: &[String]) -> Ordering {
     for (x, y) in a.iter().zip(b.iter()) {
         let ord = compare_parts(x, y);
         if ord != Ordering::Equal {
@@ -78,11 +78,11 @@ pub fn compare_paths(a: &[String], b: &[String]) -> Ordering {
 }
 
 /// Whether `a` is `b` or one of its ancestors.
-pub fn is_prefix(a: &[String], b: &[String]) -> bool {
+pub(super) fn is_prefix(a: &[String], b: &[String]) -> bool {
     a.len() <= b.len() && a.iter().zip(b.iter()).all(|(x, y)| x == y)
 }
 
-pub fn child<'a>(value: &'a Bson, part: &str) -> Option<&'a Bson> {
+pub(super) fn child<'a>(value: &'a Bson, part: &str) -> Option<&'a Bson> {
     match value {
         Bson::Document(d) => d.get(part),
         Bson::Array(items) => parse_index(part).and_then(|i| items.get(i)),
@@ -90,7 +90,7 @@ pub fn child<'a>(value: &'a Bson, part: &str) -> Option<&'a Bson> {
     }
 }
 
-pub fn child_mut<'a>(value: &'a mut Bson, part: &str) -> Option<&'a mut Bson> {
+pub(super) fn child_mut<'a>(value: &'a mut Bson, part: &str) -> Option<&'a mut Bson> {
     match value {
         Bson::Document(d) => d.get_mut(part),
         Bson::Array(items) => parse_index(part).and_then(move |i| items.get_mut(i)),
@@ -98,7 +98,7 @@ pub fn child_mut<'a>(value: &'a mut Bson, part: &str) -> Option<&'a mut Bson> {
     }
 }
 
-pub fn get<'a>(root: &'a Bson, parts: &[String]) -> Option<&'a Bson> {
+pub(super) fn get<'a>(root: &'a Bson, parts: &[String]) -> Option<&'a Bson> {
     let mut current = root;
     for part in parts {
         current = child(current, part)?;
@@ -106,7 +106,7 @@ pub fn get<'a>(root: &'a Bson, parts: &[String]) -> Option<&'a Bson> {
     Some(current)
 }
 
-pub fn get_mut<'a>(root: &'a mut Bson, parts: &[String]) -> Option<&'a mut Bson> {
+pub(super) fn get_mut<'a>(root: &'a mut Bson, parts: &[String]) -> Option<&'a mut Bson> {
     let mut current = root;
     for part in parts {
         current = child_mut(current, part)?;
@@ -115,7 +115,7 @@ pub fn get_mut<'a>(root: &'a mut Bson, parts: &[String]) -> Option<&'a mut Bson>
 }
 
 /// How many leading parts of `parts` exist in `root`.
-pub fn existing_depth(root: &Bson, parts: &[String]) -> usize {
+pub(super) fn existing_depth(root: &Bson, parts: &[String]) -> usize {
     let mut current = root;
     for (depth, part) in parts.iter().enumerate() {
         match child(current, part) {
@@ -129,7 +129,7 @@ pub fn existing_depth(root: &Bson, parts: &[String]) -> usize {
 /// Creates `parts[depth..]` below the existing element at `parts[..depth]` and stores `value` at
 /// the end. Intermediate parts become embedded documents (even numeric ones); an array parent is
 /// padded with nulls up to a numeric part.
-pub fn create(root: &mut Bson, parts: &[String], depth: usize, value: Bson) -> Result<()> {
+pub(super) fn create(root: &mut Bson, parts: &[String], depth: usize, value: Bson) -> Result<()> {
     let Some(first) = parts.get(depth) else {
         return Err(Error::internal(
             "update path creation past the end of the path",

@@ -25,7 +25,7 @@ impl PipelineContext for NoCollections {
 
 /// Run the pipeline on `doc`; the result replaces it, keeping the original `_id` (restored
 /// first when the pipeline dropped it; error 66 when the pipeline changed it).
-pub fn apply(pipeline: &Pipeline, doc: &Document, now: bson::DateTime) -> Result<Document> {
+pub(super) fn apply(pipeline: &Pipeline, doc: &Document, now: bson::DateTime) -> Result<Document> {
     let out = run(pipeline, doc, now)?;
     let mut updated = Document::new();
     match (doc.get("_id"), out.get("_id")) {
@@ -51,7 +51,7 @@ pub fn apply(pipeline: &Pipeline, doc: &Document, now: bson::DateTime) -> Result
 }
 
 /// The document an upsert inserts: the pipeline run on the seed built from the query.
-pub fn run(pipeline: &Pipeline, doc: &Document, now: bson::DateTime) -> Result<Document> {
+pub(super) fn run(pipeline: &Pipeline, doc: &Document, now: bson::DateTime) -> Result<Document> {
     let mut out = pipeline.run_at(vec![doc.clone()], &NoCollections, now)?;
     match (out.len(), out.pop()) {
         (1, Some(d)) => Ok(d),

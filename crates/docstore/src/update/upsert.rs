@@ -7,7 +7,7 @@ use bson::{Bson, Document};
 
 /// The equality conditions of `filter` (`field: value`, `field: {$eq: value}`, a one-element
 /// `$in`, and those inside `$and` or a one-clause `$or`), as `(path, value)` pairs.
-pub fn equalities(filter: &Document) -> Result<Vec<(String, Bson)>> {
+pub(super) fn equalities(filter: &Document) -> Result<Vec<(String, Bson)>> {
     let mut found: Vec<(String, Bson)> = Vec::new();
     collect(filter, &mut found)?;
     Ok(found)
@@ -97,7 +97,7 @@ fn add(found: &mut Vec<(String, Bson)>, key: &str, value: Bson) -> Result<()> {
 
 /// Builds the seed document: equality paths in path order (mongod keeps them in an ordered map),
 /// dotted paths as embedded documents.
-pub fn seed(mut equalities: Vec<(String, Bson)>) -> Result<Document> {
+pub(super) fn seed(mut equalities: Vec<(String, Bson)>) -> Result<Document> {
     equalities.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
     let mut root = Bson::Document(Document::new());
     for (key, value) in equalities {

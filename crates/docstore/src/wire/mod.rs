@@ -1,14 +1,13 @@
 //! The MongoDB wire protocol: message headers, OP_MSG (sections, checksum, flags), the legacy
 //! OP_QUERY handshake and its OP_REPLY answer. Parsing never trusts a length it has not checked.
 
-mod op_msg;
+pub(crate) mod op_msg;
 mod op_query;
 
-pub use op_msg::{
+pub(crate) use op_msg::{
     encode_op_msg, encode_op_msg_bytes, encode_op_msg_streamed, request_id_of, OpMsg,
-    CHECKSUM_PRESENT, MORE_TO_COME,
 };
-pub use op_query::{encode_op_reply, OpQuery, OP_QUERY_ALLOWED_COMMANDS};
+pub(crate) use op_query::{encode_op_reply, OpQuery, OP_QUERY_ALLOWED_COMMANDS};
 
 use crate::bson_depth::{self, BsonError};
 use crate::error::{Error, ErrorCode};
@@ -18,28 +17,28 @@ use std::io;
 use std::sync::atomic::{AtomicI32, Ordering};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-pub const OP_REPLY: i32 = 1;
-pub const OP_UPDATE: i32 = 2001;
-pub const OP_INSERT: i32 = 2002;
+pub(crate) const OP_REPLY: i32 = 1;
+pub(crate) const OP_UPDATE: i32 = 2001;
+pub(crate) const OP_INSERT: i32 = 2002;
 pub const OP_QUERY: i32 = 2004;
-pub const OP_GET_MORE: i32 = 2005;
-pub const OP_DELETE: i32 = 2006;
-pub const OP_KILL_CURSORS: i32 = 2007;
-pub const OP_COMPRESSED: i32 = 2012;
+pub(crate) const OP_GET_MORE: i32 = 2005;
+pub(crate) const OP_DELETE: i32 = 2006;
+pub(crate) const OP_KILL_CURSORS: i32 = 2007;
+pub(crate) const OP_COMPRESSED: i32 = 2012;
 pub const OP_MSG: i32 = 2013;
 
 /// The header every message starts with.
-pub const HEADER_LEN: usize = 16;
+pub(crate) const HEADER_LEN: usize = 16;
 /// `maxMessageSizeBytes` advertised in `hello`; longer messages close the connection.
-pub const MAX_MESSAGE_SIZE: usize = 48_000_000;
+pub(crate) const MAX_MESSAGE_SIZE: usize = 48_000_000;
 /// `maxBsonObjectSize` advertised in `hello` (the limit for stored documents).
-pub const MAX_BSON_OBJECT_SIZE: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_BSON_OBJECT_SIZE: usize = 16 * 1024 * 1024;
 /// A document on the wire may exceed the user limit by this much, so that a command can carry a
 /// maximum-size document plus its own fields (MongoDB's `BSONObjMaxInternalSize`).
-pub const MAX_WIRE_DOCUMENT_SIZE: usize = MAX_BSON_OBJECT_SIZE + 16 * 1024;
+pub(crate) const MAX_WIRE_DOCUMENT_SIZE: usize = MAX_BSON_OBJECT_SIZE + 16 * 1024;
 /// Deepest nesting accepted in a received document (MongoDB's default `maxBSONDepth`); the same
 /// check guards every other path that reads BSON (see [`bson_depth`]).
-pub use crate::bson_depth::MAX_BSON_DEPTH;
+pub(crate) use crate::bson_depth::MAX_BSON_DEPTH;
 
 /// The longest message a connection may send before it has authenticated, when authentication
 /// is on. Everything a driver sends before that is small: the handshake (`hello` with client
@@ -49,11 +48,11 @@ pub use crate::bson_depth::MAX_BSON_DEPTH;
 /// unusual clients while keeping what unauthenticated connections can hold to
 /// `max_connections` × 64 KiB (64 MiB at the default 1 000). A longer frame closes the
 /// connection before its body is read, as a malformed one does.
-pub const MAX_UNAUTHENTICATED_MESSAGE_SIZE: usize = 64 * 1024;
+pub(crate) const MAX_UNAUTHENTICATED_MESSAGE_SIZE: usize = 64 * 1024;
 
 /// A buffer that grew past this for one big message is released afterwards rather than kept
 /// for the life of the connection.
-pub const RETAINED_BUFFER_CAPACITY: usize = 1024 * 1024;
+pub(crate) const RETAINED_BUFFER_CAPACITY: usize = 1024 * 1024;
 
 /// `messageLength, requestID, responseTo, opCode`, all little-endian int32.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,8 +110,6 @@ pub enum WireError {
     Malformed(String),
     /// A legacy or unknown opcode docstore does not serve; the connection must close.
     UnsupportedOpCode(i32),
-    /// OP_QUERY on a collection rather than `<db>.$cmd` (legacy find); the connection must close.
-    LegacyQuery(String),
     /// A frame longer than the connection may send yet (it has not authenticated); the
     /// connection must close, and the body was not read.
     TooLarge { length: usize, limit: usize },
@@ -138,10 +135,6 @@ impl fmt::Display for WireError {
             WireError::UnsupportedOpCode(op) => {
                 write!(f, "unsupported opcode {op} ({})", op_code_name(*op))
             }
-            WireError::LegacyQuery(ns) => write!(
-                f,
-                "legacy OP_QUERY on namespace '{ns}' is not supported (only <db>.$cmd)"
-            ),
             WireError::Rejected { error, .. } => write!(f, "request rejected: {error}"),
             WireError::TooLarge { length, limit } => write!(
                 f,
@@ -161,7 +154,7 @@ impl From<io::Error> for WireError {
 }
 
 /// Name of an opcode, for log messages.
-pub fn op_code_name(op: i32) -> &'static str {
+pub(crate) fn op_code_name(op: i32) -> &'static str {
     match op {
         OP_REPLY => "OP_REPLY",
         OP_UPDATE => "OP_UPDATE",
@@ -184,7 +177,7 @@ pub fn op_code_name(op: i32) -> &'static str {
 /// refused with [`WireError::TooLarge`] without reading its body — and the buffer grows as
 /// bytes actually arrive, so that a peer announcing 48 MB and sending nothing does not get
 /// 48 MB allocated.
-pub async fn read_message<R: AsyncRead + Unpin>(
+pub(crate) async fn read_message<R: AsyncRead + Unpin>(
     reader: &mut R,
     buf: &mut Vec<u8>,
     limit: usize,
@@ -260,7 +253,7 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message, WireError> {
 }
 
 /// A fresh `requestID` for a message the server sends.
-pub fn next_request_id() -> i32 {
+pub(crate) fn next_request_id() -> i32 {
     static NEXT: AtomicI32 = AtomicI32::new(1);
     NEXT.fetch_add(1, Ordering::Relaxed)
 }

@@ -12,7 +12,7 @@ pub const CHECKSUM_PRESENT: u32 = 1 << 0;
 /// The sender will not wait for a reply (unacknowledged writes).
 pub const MORE_TO_COME: u32 = 1 << 1;
 /// The client accepts a stream of replies (awaitable `hello`); docstore replies once anyway.
-pub const EXHAUST_ALLOWED: u32 = 1 << 16;
+pub(super) const EXHAUST_ALLOWED: u32 = 1 << 16;
 
 /// Bits 0-15 are "required": a receiver that does not know one must fail.
 const REQUIRED_BITS: u32 = 0xFFFF;
@@ -151,13 +151,13 @@ pub fn encode_op_msg(response_to: i32, body: &Document, checksum: bool) -> Vec<u
 }
 
 /// [`encode_op_msg`] of a body already encoded as BSON (copied as it is).
-pub fn encode_op_msg_bytes(response_to: i32, body: &[u8], checksum: bool) -> Vec<u8> {
+pub(crate) fn encode_op_msg_bytes(response_to: i32, body: &[u8], checksum: bool) -> Vec<u8> {
     encode_op_msg_streamed(response_to, body, checksum, false)
 }
 
 /// [`encode_op_msg_bytes`], with `moreToCome` set when `more_to_come`: one reply of an exhaust
 /// cursor's stream, after which the server sends the next without being asked.
-pub fn encode_op_msg_streamed(
+pub(crate) fn encode_op_msg_streamed(
     response_to: i32,
     body: &[u8],
     checksum: bool,
@@ -173,7 +173,7 @@ pub fn encode_op_msg_streamed(
 }
 
 /// The `requestID` of an encoded message (what the next message of a stream answers to).
-pub fn request_id_of(message: &[u8]) -> i32 {
+pub(crate) fn request_id_of(message: &[u8]) -> i32 {
     message
         .get(4..8)
         .map_or(0, |b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))

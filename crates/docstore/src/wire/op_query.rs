@@ -9,7 +9,7 @@ use bson::{Bson, Document};
 
 /// Commands MongoDB 7.0 still accepts over OP_QUERY (`checkAllowedOpQueryCommand`); any other
 /// gets error 352 UnsupportedOpQueryCommand.
-pub const OP_QUERY_ALLOWED_COMMANDS: &[&str] = &[
+pub(crate) const OP_QUERY_ALLOWED_COMMANDS: &[&str] = &[
     "hello",
     "isMaster",
     "ismaster",
@@ -97,7 +97,7 @@ pub(super) fn parse(header: Header, bytes: &[u8]) -> Result<OpQuery, WireError> 
 }
 
 /// Encodes the OP_REPLY carrying one command reply document.
-pub fn encode_op_reply(response_to: i32, reply: &Document) -> Vec<u8> {
+pub(crate) fn encode_op_reply(response_to: i32, reply: &Document) -> Vec<u8> {
     let mut out = Vec::with_capacity(64);
     Header {
         message_length: 0,
