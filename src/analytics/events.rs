@@ -468,6 +468,9 @@ enum Message {
 pub struct EventLog {
     queue: mpsc::Sender<Message>,
     counts: Arc<Counts>,
+    /// The database's clock ([`Db::clock`]), which events are stamped with, so a test that
+    /// steps it sees its events (and their day's salt) at the stepped time.
+    clock: Arc<crate::clock::Clock>,
     task: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
@@ -476,12 +479,19 @@ impl EventLog {
     pub fn spawn(db: Db, capacity: usize) -> EventLog {
         let (queue, receiver) = mpsc::channel(capacity.max(1));
         let counts = Arc::new(Counts::default());
+        let clock = db.clock();
         let task = tokio::spawn(write_events(db, receiver, counts.clone()));
         EventLog {
             queue,
             counts,
+            clock,
             task: Arc::new(Mutex::new(Some(task))),
         }
+    }
+
+    /// The time an event happening now is stamped with: the database's clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now().to_chrono()
     }
 
     /// Queue `hit` without waiting; when the queue is full it is dropped and counted.
