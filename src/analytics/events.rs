@@ -11,9 +11,10 @@
 //!
 //! **No personal data.** Nothing identifying is stored: the visitor is a 64-bit hash of (the
 //! day's secret salt, the client address, the user agent), as Plausible counts visitors without
-//! cookies. The salt is random, one per UTC day, kept in `traffic.salts` so every instance on
-//! the database hashes alike, and deleted after two days, so a stored hash cannot be tied back
-//! to an address even by someone holding the database. The user agent is reduced to a device
+//! cookies. The salt is random, one per UTC day (the day of the event's time, which is read
+//! from the database's clock, so a test stepping it crosses days), kept in `traffic.salts` so
+//! every instance on the database hashes alike, and deleted after two days, so a stored hash
+//! cannot be tied back to an address even by someone holding the database. The user agent is reduced to a device
 //! class, a browser family and a bot flag (parsed with `woothee`, in the writer task) before
 //! anything is written; the referrer to its host.
 //!
