@@ -1,6 +1,7 @@
 //! Command-line interface (clap's derive API): `bazaar` (serve), `bazaar seed`, `bazaar
 //! hash-password`, `bazaar repair`, `bazaar backup`, `bazaar restore`, `bazaar migrate`,
-//! `bazaar completions`. Every subcommand has its own `--help` with examples; a usage error is
+//! `bazaar completions` (and the hidden `bazaar traffic-rollup`, for tests and operators).
+//! Every subcommand has its own `--help` with examples; a usage error is
 //! clap's message on standard error with exit status 2, a failed command `error: …` with 1.
 
 use std::io::{IsTerminal, Read, Write};
@@ -126,6 +127,20 @@ enum Command {
         #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
         max_batches: Option<u64>,
     },
+    /// Build the traffic roll-ups that are due, then exit
+    ///
+    /// What the background jobs of a serving instance do every run, under the same lease (when
+    /// another instance holds it, nothing is done). For tests and for operators catching up.
+    #[command(
+        hide = true,
+        after_help = "Examples:\n  bazaar traffic-rollup\n  \
+                            bazaar traffic-rollup --now 2027-01-01T02:00:00Z"
+    )]
+    TrafficRollup {
+        /// Roll up as of this time (RFC 3339) instead of the clock's
+        #[arg(long, value_name = "TIME", value_parser = rfc3339_time)]
+        now: Option<bson::DateTime>,
+    },
     /// Print a shell completion script for bazaar
     #[command(after_help = "Examples:\n  \
                             bazaar completions bash > /etc/bash_completion.d/bazaar\n  \
@@ -145,6 +160,13 @@ fn mongodb_uri(uri: &str) -> Result<String, String> {
     } else {
         Err("needs a mongodb:// or mongodb+srv:// URI".into())
     }
+}
+
+/// `--now` takes an RFC 3339 time.
+fn rfc3339_time(time: &str) -> Result<bson::DateTime, String> {
+    chrono::DateTime::parse_from_rfc3339(time)
+        .map(|t| bson::DateTime::from_chrono(t.with_timezone(&chrono::Utc)))
+        .map_err(|e| format!("needs an RFC 3339 time such as 2027-01-01T02:00:00Z ({e})"))
 }
 
 /// Run the command line (`args` starts with the program name) and return the exit status.
@@ -189,6 +211,7 @@ where
                 max_batches,
             }))
         }
+        Command::TrafficRollup { now } => with_runtime(traffic_rollup(now)),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "bazaar", &mut std::io::stdout());
             Ok(())
@@ -443,6 +466,32 @@ async fn migrate(args: MigrateArgs) -> anyhow::Result<()> {
             "Stopped after the requested batches: {copied} documents copied, {remaining} to go. \
              Run again with --resume to continue."
         ),
+    }
+    Ok(())
+}
+
+/// `bazaar traffic-rollup [--now TIME]`: one roll-up run under the lease.
+async fn traffic_rollup(now: Option<bson::DateTime>) -> anyhow::Result<()> {
+    let settings = load_settings()?;
+    let database = OpenDatabase::open_or_attach(&settings).await?;
+    let db = &database.db;
+    let now = now.unwrap_or_else(|| db.now());
+    let outcome = crate::analytics::rollup::roll_up_under_lease_at(db, now).await;
+    database.close().await;
+    match outcome.context("the traffic roll-up failed")? {
+        None => println!("Another instance holds the roll-up lease: nothing done."),
+        Some(report) if report.built.is_empty() => println!("Nothing was due."),
+        Some(report) => {
+            for built in report.built {
+                println!(
+                    "Built the {} roll-ups from {} to {} in {} ms.",
+                    built.level.unit(),
+                    built.from.to_chrono().to_rfc3339(),
+                    built.to.to_chrono().to_rfc3339(),
+                    built.took.as_millis()
+                );
+            }
+        }
     }
     Ok(())
 }

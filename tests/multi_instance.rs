@@ -57,8 +57,8 @@ fn docstore_binary() -> PathBuf {
     docstore
 }
 
-/// A standalone `docstore --auth` process.
-struct Database {
+/// A standalone `docstore --auth` process (also used by the traffic tests).
+pub(crate) struct Database {
     child: Child,
     port: u16,
     dir: Option<PathBuf>,
@@ -66,12 +66,12 @@ struct Database {
 
 impl Database {
     /// In memory, on any free port.
-    fn in_memory() -> Database {
+    pub(crate) fn in_memory() -> Database {
         Database::start(&["--in-memory", "--port", "0"], None)
     }
 
     /// On disk in `dir`, on `port` (0: any), so it can be killed and started again.
-    fn on_disk(dir: &Path, port: u16) -> Database {
+    pub(crate) fn on_disk(dir: &Path, port: u16) -> Database {
         let dir_arg = dir.display().to_string();
         let port_arg = port.to_string();
         Database::start(
@@ -109,14 +109,14 @@ impl Database {
         Database { child, port, dir }
     }
 
-    fn uri(&self) -> String {
+    pub(crate) fn uri(&self) -> String {
         format!(
             "mongodb://{USER}:{PASSWORD}@127.0.0.1:{}/?authSource=admin",
             self.port
         )
     }
 
-    async fn connect(&self) -> Db {
+    pub(crate) async fn connect(&self) -> Db {
         Db::connect(
             &self.uri(),
             "bazaar",
@@ -145,7 +145,7 @@ impl Drop for Database {
 }
 
 /// One `bazaar` process on the shared database.
-struct Instance {
+pub(crate) struct Instance {
     process: BazaarProcess,
     _home: tempfile::TempDir,
 }
@@ -172,7 +172,7 @@ impl Instance {
     }
 
     /// Start `n` instances at the same moment and wait until each serves.
-    fn start_together(n: usize, uri: &str, extra: &[(&str, &str)]) -> Vec<Instance> {
+    pub(crate) fn start_together(n: usize, uri: &str, extra: &[(&str, &str)]) -> Vec<Instance> {
         let launched: Vec<_> = (0..n).map(|_| Instance::launch(uri, extra)).collect();
         launched
             .into_iter()
@@ -193,11 +193,11 @@ impl Instance {
         self.process.kill();
     }
 
-    fn log_text(&self) -> String {
+    pub(crate) fn log_text(&self) -> String {
         self.process.log_text()
     }
 
-    fn address(&self) -> &str {
+    pub(crate) fn address(&self) -> &str {
         &self.process.address
     }
 

@@ -13,7 +13,7 @@ use askama::Template;
 use bson::{doc, Document};
 
 use crate::admin::analytics::Chart;
-use crate::analytics::events::{EVENTS, VIEW};
+use crate::analytics::events::{EventLog, LogStats, EVENTS, VIEW};
 use crate::analytics::rollup::Level;
 use crate::analytics::svg::{Bar, BarChart};
 use crate::analytics::traffic::{self, Range, Row, Source};
@@ -53,6 +53,8 @@ pub struct TrafficPage {
     pub views_chart: Chart,
     pub visitors_chart: Chart,
     pub tables: Vec<Table>,
+    /// This instance's traffic log since it started (`None`: the log is off).
+    pub queue: Option<LogStats>,
 }
 
 /// The range asked for: `from` and `to` (`YYYY-MM-DD`), by default the last seven days.
@@ -393,6 +395,9 @@ pub async fn show(
         views_chart: Chart::new(views_chart),
         visitors_chart: Chart::new(visitors_chart),
         tables: tables(db, table_range, source).await?,
+        // Each instance counts its own queue: behind a load balancer, this is the one that
+        // answered (the page says so).
+        queue: req.app_data::<web::Data<EventLog>>().map(|log| log.stats()),
         from: range.from,
         to: range.to,
     })

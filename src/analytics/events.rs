@@ -11,9 +11,10 @@
 //!
 //! **No personal data.** Nothing identifying is stored: the visitor is a 64-bit hash of (the
 //! day's secret salt, the client address, the user agent), as Plausible counts visitors without
-//! cookies. The salt is random, one per UTC day, kept in `traffic.salts` so every instance on
-//! the database hashes alike, and deleted after two days, so a stored hash cannot be tied back
-//! to an address even by someone holding the database. The user agent is reduced to a device
+//! cookies. The salt is random, one per UTC day (the day of the event's time, which is read
+//! from the database's clock, so a test stepping it crosses days), kept in `traffic.salts` so
+//! every instance on the database hashes alike, and deleted after two days, so a stored hash
+//! cannot be tied back to an address even by someone holding the database. The user agent is reduced to a device
 //! class, a browser family and a bot flag (parsed with `woothee`, in the writer task) before
 //! anything is written; the referrer to its host.
 //!
@@ -468,6 +469,9 @@ enum Message {
 pub struct EventLog {
     queue: mpsc::Sender<Message>,
     counts: Arc<Counts>,
+    /// The database's clock ([`Db::clock`]), which events are stamped with, so a test that
+    /// steps it sees its events (and their day's salt) at the stepped time.
+    clock: Arc<crate::clock::Clock>,
     task: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
@@ -476,12 +480,19 @@ impl EventLog {
     pub fn spawn(db: Db, capacity: usize) -> EventLog {
         let (queue, receiver) = mpsc::channel(capacity.max(1));
         let counts = Arc::new(Counts::default());
+        let clock = db.clock();
         let task = tokio::spawn(write_events(db, receiver, counts.clone()));
         EventLog {
             queue,
             counts,
+            clock,
             task: Arc::new(Mutex::new(Some(task))),
         }
+    }
+
+    /// The time an event happening now is stamped with: the database's clock.
+    pub fn now(&self) -> DateTime<Utc> {
+        self.clock.now().to_chrono()
     }
 
     /// Queue `hit` without waiting; when the queue is full it is dropped and counted.

@@ -70,7 +70,7 @@ fn log_events<B>(
     };
     let query = request.query_string();
     let hit = Hit {
-        at: chrono::Utc::now(),
+        at: log.now(),
         event: None,
         path: path.to_string(),
         template: request

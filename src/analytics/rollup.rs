@@ -207,10 +207,18 @@ pub async fn roll_up_crashing(
 
 /// [`roll_up`] by whichever instance holds the roll-up lease; `None` when another holds it.
 pub async fn roll_up_under_lease(db: &Db) -> Result<Option<RollupReport>, DbError> {
+    roll_up_under_lease_at(db, db.now()).await
+}
+
+/// [`roll_up_under_lease`] as of `now` (`bazaar traffic-rollup --now`).
+pub async fn roll_up_under_lease_at(
+    db: &Db,
+    now: DateTime,
+) -> Result<Option<RollupReport>, DbError> {
     let Some(lease) = crate::db::lease::try_take_here(db, LEASE, LEASE_FOR).await? else {
         return Ok(None);
     };
-    let report = roll_up(db, db.now()).await;
+    let report = roll_up(db, now).await;
     lease.release(db).await?;
     report.map(Some)
 }

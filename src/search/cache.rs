@@ -114,6 +114,7 @@ mod tests {
             hits: Vec::new(),
             page: 1,
             has_next: false,
+            total: 0,
             suggestion: None,
         })
     }

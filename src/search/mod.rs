@@ -161,6 +161,9 @@ pub struct Results {
     pub hits: Vec<Hit>,
     pub page: u64,
     pub has_next: bool,
+    /// How many products and published content match in all (not only the pages offered):
+    /// what the results page says and the traffic log records.
+    pub total: u64,
     /// "Did you mean": the search with unknown words replaced by the nearest known ones.
     pub suggestion: Option<String>,
 }
@@ -186,12 +189,11 @@ pub async fn search(db: &Db, query: &str, page: u64) -> Result<Results, DbError>
     let query = expanded.text.as_str();
     let terms = query_terms(query);
 
+    // Drafts and archived products are not on the storefront.
+    let product_filter = crate::catalog::lifecycle::on_sale_within(text_filter(query));
     let product_docs: Vec<Document> = db
         .collection::<Document>(products::COLLECTION)
-        // Drafts and archived products are not on the storefront.
-        .find(crate::catalog::lifecycle::on_sale_within(text_filter(
-            query,
-        )))
+        .find(product_filter.clone())
         .projection(product_projection())
         .sort(score_sort())
         .limit(fetch)
@@ -204,13 +206,28 @@ pub async fn search(db: &Db, query: &str, page: u64) -> Result<Results, DbError>
     node_filter.extend(model::visible_at(db.now()));
     let node_docs: Vec<Document> = db
         .collection::<Document>(model::COLLECTION)
-        .find(node_filter)
+        .find(node_filter.clone())
         .projection(node_projection())
         .sort(score_sort())
         .limit(fetch)
         .await?
         .try_collect()
         .await?;
+
+    // A list shorter than asked for is every match; only a full one needs counting.
+    let mut total = 0;
+    for (collection, filter, found) in [
+        (products::COLLECTION, product_filter, product_docs.len()),
+        (model::COLLECTION, node_filter, node_docs.len()),
+    ] {
+        total += if found < fetch as usize {
+            found as u64
+        } else {
+            db.collection::<Document>(collection)
+                .count_documents(filter)
+                .await?
+        };
+    }
 
     let mut hits: Vec<Hit> = product_docs
         .iter()
@@ -229,6 +246,7 @@ pub async fn search(db: &Db, query: &str, page: u64) -> Result<Results, DbError>
         hits,
         page,
         has_next,
+        total,
         suggestion,
     })
 }

@@ -26,6 +26,8 @@ pub struct SearchPage {
     pub hits: Vec<Hit>,
     pub page: u64,
     pub has_next: bool,
+    /// How many results the search found in all.
+    pub total: u64,
     /// "Did you mean" this search instead.
     pub suggestion: Option<String>,
 }
@@ -95,8 +97,8 @@ pub async fn results(
             )))
         }
     };
-    let (hits, has_next, suggestion) = if query.is_empty() {
-        (Vec::new(), false, None)
+    let (hits, has_next, total, suggestion) = if query.is_empty() {
+        (Vec::new(), false, 0, None)
     } else {
         // Registered by start-up next to the app state (the search area's own helper).
         let Some(limits) = req.app_data::<web::Data<SearchLimits>>() else {
@@ -121,14 +123,15 @@ pub async fn results(
         (
             results.hits.clone(),
             results.has_next,
+            results.total,
             results.suggestion.clone(),
         )
     };
-    // A search is logged once, from its first page; `results` counts that page's hits (a
-    // query with none is what the "searches with no results" report lists).
+    // A search is logged once, from its first page, with the total the page shows (a query
+    // with none is what the "searches with no results" report lists).
     let searched = (page == 1 && !query.is_empty()).then(|| CommerceEvent::Searched {
         query: query.chars().take(traffic::MAX_QUERY_CHARS).collect(),
-        results: u32::try_from(hits.len()).unwrap_or(u32::MAX),
+        results: u32::try_from(total).unwrap_or(u32::MAX),
     });
     let response = render(&SearchPage {
         layout: Layout::public(&req),
@@ -136,6 +139,7 @@ pub async fn results(
         hits,
         page,
         has_next,
+        total,
         suggestion,
     })?;
     Ok(match searched {
