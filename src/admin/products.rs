@@ -11,8 +11,9 @@ use bson::doc;
 use bson::oid::ObjectId;
 use futures::StreamExt;
 
+use crate::admin::form::{self, field_views, FieldSpec, Submitted, Values};
 use crate::admin::product_form::{
-    parse_product, tags_of, type_fields, Submitted, COMMON_FIELDS, SHIPPING_FIELDS,
+    parse_product, tags_of, type_fields, COMMON_FIELDS, PICKED_FIELDS, QTY_FIELD, SHIPPING_FIELDS,
 };
 use crate::catalog::categories::{self, TreeEntry};
 use crate::catalog::lifecycle::ProductStatus;
@@ -28,15 +29,7 @@ use crate::web::flash::{self, Level};
 use crate::web::layout::{html_response, render, render_status, Layout};
 use crate::web::see_other;
 
-/// One input of the product form, with what was entered and what is wrong with it.
-pub struct FieldView {
-    pub name: &'static str,
-    pub label: &'static str,
-    pub hint: &'static str,
-    pub input: &'static str,
-    pub value: String,
-    pub error: Option<String>,
-}
+pub use crate::admin::form::FieldView;
 
 /// A category the product can be filed under, for the picker.
 pub struct CategoryOption {
@@ -105,8 +98,8 @@ fn bad_status() -> FieldErrors {
 }
 
 /// The form's values for an existing product.
-fn values_of(product: &Product) -> HashMap<String, String> {
-    let mut v: HashMap<String, String> = HashMap::new();
+fn values_of(product: &Product) -> Values {
+    let mut v = Values::new();
     v.insert("title".into(), product.title.clone());
     v.insert("slug".into(), product.slug.to_string());
     v.insert("sku".into(), product.sku.to_string());
@@ -167,7 +160,7 @@ fn values_of(product: &Product) -> HashMap<String, String> {
 struct FormInput<'a> {
     kind: ProductType,
     product: Option<Product>,
-    values: &'a HashMap<String, String>,
+    values: &'a Values,
     selected: &'a [String],
     errors: &'a FieldErrors,
     form_error: Option<String>,
@@ -180,25 +173,13 @@ async fn form_page(
     state: &AppState,
     input: FormInput<'_>,
 ) -> Result<ProductFormPage, AppError> {
-    let mut specs: Vec<&(&str, &str, &str, &str)> = COMMON_FIELDS.iter().collect();
-    let qty_field = ("qty", "Units in stock", "", "number");
+    let mut specs: Vec<&FieldSpec> = COMMON_FIELDS.iter().collect();
     if input.product.is_none() {
-        specs.push(&qty_field);
+        specs.push(&QTY_FIELD);
     }
     specs.extend(type_fields(input.kind));
-    let view =
-        |(name, label, hint, kind): &(&'static str, &'static str, &'static str, &'static str)| {
-            FieldView {
-                name,
-                label,
-                hint,
-                input: kind,
-                value: input.values.get(*name).cloned().unwrap_or_default(),
-                error: input.errors.get(name).cloned(),
-            }
-        };
-    let fields = specs.into_iter().map(view).collect();
-    let shipping = SHIPPING_FIELDS.iter().map(view).collect();
+    let fields = field_views(specs, input.values, input.errors);
+    let shipping = field_views(SHIPPING_FIELDS, input.values, input.errors);
     let tree: Vec<TreeEntry> = categories::tree_order(categories::all(&state.db).await?);
     let categories = tree
         .into_iter()
@@ -257,7 +238,7 @@ pub async fn new(
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
     let kind = kind_param(&params)?;
-    let mut values = HashMap::new();
+    let mut values = Values::new();
     values.insert("qty".to_string(), "0".to_string());
     let page = form_page(
         &req,
@@ -377,8 +358,8 @@ pub async fn create_product(
         FormInput {
             kind,
             product: None,
-            values: &form.values,
-            selected: &form.categories,
+            values: &form.values(),
+            selected: form.all("categories"),
             errors: &errors,
             form_error: Some(form_error),
             edit_version: String::new(),
@@ -421,18 +402,13 @@ fn version_input(product: &Product) -> String {
     product.edit_version.map(|v| v.to_hex()).unwrap_or_default()
 }
 
-/// The names of every field the edit form of `kind` shows, in form order, with their labels.
-fn edit_fields(kind: ProductType) -> Vec<(&'static str, &'static str)> {
-    let mut names: Vec<(&'static str, &'static str)> = COMMON_FIELDS
+/// Every field the edit form of `kind` shows, in form order.
+fn edit_fields(kind: ProductType) -> impl Iterator<Item = &'static FieldSpec> + Clone {
+    COMMON_FIELDS
         .iter()
         .chain(type_fields(kind))
         .chain(SHIPPING_FIELDS)
-        .map(|(name, label, _, _)| (*name, *label))
-        .collect();
-    names.push(("categories", "Categories"));
-    names.push(("featured", "Featured on the home page"));
-    names.push(("status", "Status"));
-    names
+        .chain(PICKED_FIELDS)
 }
 
 /// A form value as compared between versions: trimmed, with the browser's CRLF line ends as LF.
@@ -442,15 +418,14 @@ fn normalise(value: &str) -> String {
 
 /// Every field of the edit form as one string each: categories as sorted ids joined by
 /// commas, featured as `1` or empty.
-type Snapshot = HashMap<String, String>;
+type Snapshot = Values;
 
 fn snapshot_of(product: &Product) -> Snapshot {
     let values = values_of(product);
     let mut snap: Snapshot = edit_fields(product.kind)
-        .into_iter()
-        .map(|(name, _)| {
-            let v = values.get(name).map_or("", String::as_str);
-            (name.to_string(), normalise(v))
+        .map(|spec| {
+            let v = values.get(spec.name).map_or("", String::as_str);
+            (spec.name.to_string(), normalise(v))
         })
         .collect();
     let mut categories: Vec<String> = product.categories.iter().map(|c| c.to_hex()).collect();
@@ -461,10 +436,9 @@ fn snapshot_of(product: &Product) -> Snapshot {
 
 fn snapshot_of_form(kind: ProductType, form: &Submitted) -> Snapshot {
     let mut snap: Snapshot = edit_fields(kind)
-        .into_iter()
-        .map(|(name, _)| (name.to_string(), normalise(form.get(name))))
+        .map(|spec| (spec.name.to_string(), normalise(form.get(spec.name))))
         .collect();
-    let mut categories = form.categories.clone();
+    let mut categories = form.all("categories").to_vec();
     categories.sort();
     categories.dedup();
     snap.insert("categories".into(), categories.join(","));
@@ -479,14 +453,11 @@ fn loaded_input(snapshot: &Snapshot) -> String {
     serde_json::to_string(snapshot).unwrap_or_default()
 }
 
-/// The form's `edit_version`: empty means the product had none when the form was loaded.
+/// The form's edit token: none means the product had none when the form was loaded.
 fn form_version(form: &Submitted) -> Result<Option<EditVersion>, AppError> {
-    match form.get("edit_version") {
-        "" => Ok(None),
-        v => EditVersion::parse(v).map(Some).map_err(|_| {
-            AppError::BadRequest("The form's version is damaged; open the editor again.".into())
-        }),
-    }
+    form.edit_version().map_err(|_| {
+        AppError::BadRequest("The form's version is damaged; open the editor again.".into())
+    })
 }
 
 /// `POST /admin/products/{id}/edit`: saves only if the product still carries the version the
@@ -501,22 +472,11 @@ pub async fn update(
         .await?
         .ok_or(AppError::NotFound)?;
     let mut submitted = Submitted::from_pairs(form.into_inner());
-    submitted.apply_choices();
+    // The conflict page's choices: "stored" takes the carried `stored_{name}`.
+    submitted.apply_choices(&["stored"], &["categories"]);
     let mut version = form_version(&submitted)?;
     // What is saved: the submission, or after a lost race its merge with the stored version.
-    let mut form = Submitted::from_pairs(
-        submitted
-            .values
-            .clone()
-            .into_iter()
-            .chain(
-                submitted
-                    .categories
-                    .iter()
-                    .map(|c| ("categories".to_string(), c.clone())),
-            )
-            .collect(),
-    );
+    let mut form = submitted.clone();
     let mut notice = String::new();
     for _ in 0..3 {
         let parsed =
@@ -576,15 +536,15 @@ pub async fn update(
             FormInput {
                 kind: product.kind,
                 product: Some(product),
-                values: &form.values,
-                selected: &form.categories,
+                values: &form.values(),
+                selected: form.all("categories"),
                 errors: &errors,
                 form_error: Some(
                     "The changes were not saved: correct the fields marked below.".into(),
                 ),
                 // Keep what the editor loaded (or, merged, the stored version): the next save
                 // must still be checked against it.
-                edit_version: form.get("edit_version").to_string(),
+                edit_version: form.get(form::EDIT_TOKEN).to_string(),
                 loaded: form.get("loaded").to_string(),
             },
         )
@@ -660,7 +620,6 @@ async fn conflict(
     kind: ProductType,
     form: &Submitted,
 ) -> Result<Resolution, AppError> {
-    use crate::web::merge::{merge_lines, merge_set, merge_value, Merged, Pick};
     let stored = products::by_id(&state.db, id).await?.ok_or_else(|| {
         AppError::Conflict("This product was deleted while you were editing it.".into())
     })?;
@@ -681,100 +640,38 @@ async fn conflict(
             .collect::<Vec<_>>()
             .join("\n")
     };
+    let merge = form::merge_fields(edit_fields(kind), loaded.as_ref(), &mine, &stored_snap);
     let mut conflict = Conflict::new();
-    let mut changed = Vec::new();
-    let mut theirs_merged = Vec::new();
-    let mut merged = stored_snap.clone();
-    for (name, label) in edit_fields(kind) {
-        let theirs = mine.get(name).map_or("", String::as_str);
-        let now = stored_snap.get(name).map_or("", String::as_str);
-        let conflicting = match &loaded {
-            None => {
-                if theirs != now {
-                    changed.push(label.to_string());
-                    merged.insert(name.to_string(), theirs.to_string());
-                }
-                theirs != now
-            }
-            Some(loaded) => {
-                let base = loaded.get(name).map_or("", String::as_str).to_string();
-                match merge_value(&base, &theirs.to_string(), &now.to_string()) {
-                    Merged::Same(_) => false,
-                    Merged::Theirs(_) => {
-                        theirs_merged.push(label.to_string());
-                        false
-                    }
-                    Merged::Mine(v) => {
-                        changed.push(label.to_string());
-                        merged.insert(name.to_string(), v);
-                        false
-                    }
-                    Merged::Conflict(m, t) => {
-                        changed.push(label.to_string());
-                        let clean = match name {
-                            "tags" => {
-                                let split = |v: &str| crate::admin::product_form::list(v, ',');
-                                Some(merge_set(&split(&base), &split(&m), &split(&t)).join(", "))
-                            }
-                            "description" => {
-                                let lines = merge_lines(&base, &m, &t);
-                                (lines.conflicts() == 0).then(|| lines.text(Pick::Mine))
-                            }
-                            _ => None,
-                        };
-                        match clean {
-                            Some(v) => {
-                                theirs_merged.push(label.to_string());
-                                merged.insert(name.to_string(), v);
-                                false
-                            }
-                            None => {
-                                merged.insert(name.to_string(), m);
-                                true
-                            }
-                        }
-                    }
-                }
-            }
-        };
-        if !conflicting {
-            continue;
-        }
-        match name {
+    for c in &merge.conflicts {
+        // The page shows each version readably and lets the form send the stored one.
+        let (theirs, now) = (c.mine.as_str(), c.theirs.as_str());
+        match c.name.as_str() {
             "categories" => conflict.field_with_choice(
-                label,
+                &c.label,
                 &category_label(theirs),
                 &category_label(now),
-                name,
+                &c.name,
                 now,
             ),
             "featured" => conflict.field_with_choice(
-                label,
+                &c.label,
                 if theirs == "1" { "yes" } else { "no" },
                 if now == "1" { "yes" } else { "no" },
-                name,
+                &c.name,
                 now,
             ),
-            _ => conflict.field_with_choice(label, theirs, now, name, now),
+            _ => conflict.field_with_choice(&c.label, theirs, now, &c.name, now),
         }
     }
+    let (changed, theirs_merged, merged) = (merge.changed, merge.merged, merge.values);
     let stored_updated = crate::db::site::time_zone().minute_label(stored.updated);
+    // The snapshot holds the categories as ids joined by commas; the form, one by one.
+    let selected = form::split_list(merged.get("categories").map_or("", String::as_str), ',');
     if knew_loaded && conflict.fields.is_empty() {
-        let mut pairs: Vec<(String, String)> = merged
-            .iter()
-            .filter(|(k, _)| *k != "categories")
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        pairs.extend(
-            crate::admin::product_form::list(
-                merged.get("categories").map_or("", String::as_str),
-                ',',
-            )
-            .into_iter()
-            .map(|c| ("categories".to_string(), c)),
-        );
-        pairs.push(("edit_version".into(), version_input(&stored)));
-        pairs.push(("loaded".into(), loaded_input(&stored_snap)));
+        let mut form = Submitted::from_pairs(merged);
+        form.set_all("categories", selected);
+        form.set(form::EDIT_TOKEN, version_input(&stored));
+        form.set("loaded", loaded_input(&stored_snap));
         let notice = if theirs_merged.is_empty() {
             String::new()
         } else {
@@ -784,20 +681,11 @@ async fn conflict(
             )
         };
         return Ok(Resolution::Merged {
-            form: Submitted::from_pairs(pairs),
+            form,
             version: stored.edit_version,
             notice,
         });
     }
-    let selected: Vec<String> = merged
-        .get("categories")
-        .map(|c| {
-            c.split(',')
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
     let page = form_page(
         req,
         state,
