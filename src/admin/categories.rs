@@ -1,7 +1,8 @@
 //! Admin categories: the tree with product counts and an add form; one edit page per category
 //! (rename, move) and a delete confirmation page saying what happens to its subcategories and
 //! products. Refusals (a cycle, a slug in use, a category that still has children or products)
-//! come back as messages, never a 500.
+//! come back as messages, never a 500. Rename and move carry the category's edit token
+//! (`admin::form::EDIT_TOKEN`) and are refused (409) when the tree changed since.
 
 use std::collections::HashMap;
 

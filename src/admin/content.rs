@@ -1,9 +1,10 @@
 //! Admin → Content: nodes by section and type with title search, paging and sorting; create
 //! per type; one edit form per node (fields, tags, publication; its buttons save draft,
-//! update, publish, schedule, unpublish) saved in one update under the nonce it was loaded
-//! with. A lost race is merged three ways with the stored version (changes on one side only
-//! are kept and saved); only true conflicts get the 409 page with both versions and a choice
-//! each. Photo upload and replace; delete with confirmation; orphaned-file clean-up.
+//! update, publish, schedule, unpublish) saved in one update under the edit token it was
+//! loaded with (`admin::form`; stored as the node's `nonce`). A lost race is merged three ways
+//! with the stored version (changes on one side only are kept and saved); only true conflicts
+//! get the 409 page with both versions and a choice each. Photo upload and replace; delete with
+//! confirmation; orphaned-file clean-up.
 
 use std::collections::{HashMap, HashSet};
 

@@ -5,14 +5,15 @@
 //!   required field is left empty, and how a save that lost a race merges it;
 //! - [`Submitted`]: what the browser sent (the urlencoded pairs; a name may repeat), read
 //!   trimmed, as long text, or as a list; the conflict page's per-field choices applied;
-//! - [`check`]: the rules every spec states (too long, required), as [`FieldErrors`]; the
-//!   conversion into domain types stays with each type (`Sku::parse`, `Money::parse`,
-//!   `EditVersion::parse`...), the form only says which field a refusal is shown next to;
+//! - [`check`]: the rules every spec states (too long, required), as [`FieldErrors`];
+//!   [`Submitted::parse`] converts a field into a domain type through its `TryFrom<&str>`
+//!   (the rules stay with the type: `Sku`, `Slug`...) and puts a refusal next to the field;
 //! - [`FieldView`] / [`field_views`]: the inputs shown again with what was typed and each
 //!   field's message next to it (`templates/admin/products/_field.html`);
 //! - [`EDIT_TOKEN`]: the one name of the hidden edit-conflict token ([`EditVersion`]);
 //! - [`merge_fields`]: the three-way merge of a save that lost a race, field by field, whose
-//!   [`FieldConflict`]s feed the conflict pages (`web::merge` does the merging of values).
+//!   [`FieldConflict`]s feed the conflict pages (`web::merge` does the merging of values;
+//!   [`choice_view`] lays them out side by side with a choice each).
 
 use std::collections::HashMap;
 
@@ -165,6 +166,19 @@ impl Submitted {
     /// Every value sent under `name` (checkboxes), in order.
     pub fn all(&self, name: &str) -> &[String] {
         self.fields.get(name).map_or(&[], Vec::as_slice)
+    }
+
+    /// The field converted into a domain type (`Sku`, `Slug`... through `TryFrom<&str>`, which
+    /// holds the type's rules); a refusal puts `message` next to the field.
+    pub fn parse<'a, T: TryFrom<&'a str>>(
+        &'a self,
+        name: &'static str,
+        errors: &mut FieldErrors,
+        message: &str,
+    ) -> Option<T> {
+        T::try_from(self.get(name))
+            .map_err(|_| errors.add(name, message))
+            .ok()
     }
 
     /// Whether the form sent the field at all (an older page may not have it).
@@ -425,6 +439,27 @@ pub fn merge_fields<'a>(
     out
 }
 
+/// The side-by-side view of `conflicts` (`partials/_conflict.html`): both versions with a line
+/// diff, and a choice each between this editor's value (in the form) and the stored one (sent
+/// as `stored_{name}`, read back by [`Submitted::apply_choices`] with side `stored`). `shown`
+/// writes a field's value for people (`shown(name, value)`: category names for their ids).
+pub fn choice_view(
+    conflicts: &[FieldConflict],
+    shown: impl Fn(&str, &str) -> String,
+) -> crate::web::conflict::Conflict {
+    let mut view = crate::web::conflict::Conflict::new();
+    for c in conflicts {
+        view.field_with_choice(
+            &c.label,
+            &shown(&c.name, &c.mine),
+            &shown(&c.name, &c.theirs),
+            &c.name,
+            &c.theirs,
+        );
+    }
+    view
+}
+
 fn value_conflict(spec: &FieldSpec, base: String, mine: String, theirs: String) -> FieldConflict {
     FieldConflict {
         name: spec.name.to_string(),
@@ -496,6 +531,18 @@ mod tests {
         assert_eq!(views[0].value, "typed");
         assert_eq!(views[0].error.as_deref(), Some("Enter a title."));
         assert_eq!(views[2].input, "textarea");
+    }
+
+    #[test]
+    fn a_field_parses_into_its_domain_type_or_says_why_next_to_it() {
+        let mut errors = FieldErrors::new();
+        let form = pairs(&[("sku", " KOB-1959 "), ("other", "not a sku!")]);
+        let sku: Option<crate::domain::Sku> = form.parse("sku", &mut errors, "Enter a SKU.");
+        assert_eq!(sku.unwrap().as_str(), "KOB-1959");
+        let bad: Option<crate::domain::Sku> = form.parse("other", &mut errors, "Enter a SKU.");
+        assert!(bad.is_none());
+        assert_eq!(errors.get("other").unwrap(), "Enter a SKU.");
+        assert_eq!(errors.get("sku"), None);
     }
 
     #[test]
@@ -578,6 +625,24 @@ mod tests {
         assert_eq!(text.take_theirs, "theirs\n2");
         assert!(crate::web::merge::has_conflict_markers(&text.unsettled));
         assert_eq!(merge.values["title"], "B");
+    }
+
+    #[test]
+    fn the_conflict_view_offers_the_stored_value_as_the_form_would_send_it() {
+        let base = values(&[("title", "A")]);
+        let merge = merge_fields(
+            SPECS,
+            Some(&base),
+            &values(&[("title", "B")]),
+            &values(&[("title", "C")]),
+        );
+        let view = choice_view(&merge.conflicts, |_, v| format!("“{v}”"));
+        let field = &view.fields[0];
+        assert_eq!(
+            (field.theirs.as_str(), field.stored.as_str()),
+            ("“B”", "“C”")
+        );
+        assert_eq!(field.choice, Some(("title".to_string(), "C".to_string())));
     }
 
     #[test]

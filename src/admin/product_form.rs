@@ -1,6 +1,6 @@
-//! The admin product form's fields and how a submitted form is checked and turned into a
-//! [`NewProduct`]: every field's rules and messages, each product type's own fields, shipping
-//! weight and size, dates and tags. The handlers are in `super::products`.
+//! The admin product form's fields (as `admin::form` specs) and how a submitted form is checked
+//! and turned into a [`NewProduct`]: every field's rules and messages, each product type's own
+//! fields, shipping weight and size, dates and tags. The handlers are in `super::products`.
 
 use bson::oid::ObjectId;
 
@@ -187,9 +187,11 @@ pub(super) fn parse_product(
             )
         })
         .ok();
-    let sku = Sku::parse(form.get("sku"))
-        .map_err(|_| errors.add("sku", "Enter a SKU of letters, digits and dashes."))
-        .ok();
+    let sku: Option<Sku> = form.parse(
+        "sku",
+        &mut errors,
+        "Enter a SKU of letters, digits and dashes.",
+    );
     let mut price = |name: &'static str| match Money::parse(form.get(name)) {
         Ok(amount) if amount.cents() <= 100_000_000 => amount,
         _ => {

@@ -1,5 +1,6 @@
-//! Admin products: the list with search, create and edit forms with each type's own fields,
-//! and stock adjustment.
+//! Admin products: create and edit forms with each type's own fields (on `admin::form`: a lost
+//! race is merged field by field, true conflicts get the 409 page), photos and stock
+//! adjustment.
 
 use std::collections::HashMap;
 
@@ -26,7 +27,7 @@ use crate::web::conflict::Conflict;
 use crate::web::errors::AppError;
 use crate::web::field_errors::FieldErrors;
 use crate::web::flash::{self, Level};
-use crate::web::layout::{html_response, render, render_status, Layout};
+use crate::web::layout::{render, render_status, Layout};
 use crate::web::see_other;
 
 pub use crate::admin::form::FieldView;
@@ -264,11 +265,10 @@ async fn invalid(
     state: &AppState,
     input: FormInput<'_>,
 ) -> Result<HttpResponse, AppError> {
-    let page = form_page(req, state, input).await?;
-    let html = page
-        .render()
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
-    Ok(html_response(StatusCode::UNPROCESSABLE_ENTITY, html))
+    render_status(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        &form_page(req, state, input).await?,
+    )
 }
 
 /// A duplicate slug or SKU becomes an error next to that field.
@@ -641,28 +641,12 @@ async fn conflict(
             .join("\n")
     };
     let merge = form::merge_fields(edit_fields(kind), loaded.as_ref(), &mine, &stored_snap);
-    let mut conflict = Conflict::new();
-    for c in &merge.conflicts {
-        // The page shows each version readably and lets the form send the stored one.
-        let (theirs, now) = (c.mine.as_str(), c.theirs.as_str());
-        match c.name.as_str() {
-            "categories" => conflict.field_with_choice(
-                &c.label,
-                &category_label(theirs),
-                &category_label(now),
-                &c.name,
-                now,
-            ),
-            "featured" => conflict.field_with_choice(
-                &c.label,
-                if theirs == "1" { "yes" } else { "no" },
-                if now == "1" { "yes" } else { "no" },
-                &c.name,
-                now,
-            ),
-            _ => conflict.field_with_choice(&c.label, theirs, now, &c.name, now),
-        }
-    }
+    // Each version written for people: categories by name, featured as yes or no.
+    let conflict = form::choice_view(&merge.conflicts, |name, value| match name {
+        "categories" => category_label(value),
+        "featured" => if value == "1" { "yes" } else { "no" }.to_string(),
+        _ => value.to_string(),
+    });
     let (changed, theirs_merged, merged) = (merge.changed, merge.merged, merge.values);
     let stored_updated = crate::db::site::time_zone().minute_label(stored.updated);
     // The snapshot holds the categories as ids joined by commas; the form, one by one.
