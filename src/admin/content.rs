@@ -657,27 +657,20 @@ async fn pictures_for(
     }
 }
 
-/// The hidden `base_*` fields of the edit form: the values it was loaded with, so that a save
-/// that lost a race can be merged three ways (base, stored, submitted). A tampered base only
-/// spoils its sender's own merge: the stored version is always read from the database.
+/// The hidden `base_*` fields of the edit form (`form::base_fields`): the values it was loaded
+/// with, and its photo, tags and exact publication, for the three-way merge of a lost race.
 fn base_fields(node: &Node) -> Vec<(String, String)> {
     let mut values = values_of(node);
-    let mut base: Vec<(String, String)> = all_fields(node.metadata.kind)
-        .map(|spec| {
-            let value = values.remove(spec.name).unwrap_or_default();
-            (format!("base_{}", spec.name), value)
-        })
-        .collect();
+    for spec in all_fields(node.metadata.kind) {
+        values.entry(spec.name.to_string()).or_default();
+    }
     if node.metadata.kind == NodeType::Photo {
         let photo = node.photo_file().map(|f| f.to_hex()).unwrap_or_default();
-        base.push(("base_photo".into(), photo));
+        values.insert("photo".into(), photo);
     }
-    base.push(("base_tags".into(), node.metadata.tags.join(", ")));
-    base.push((
-        "base_publication".into(),
-        millis_of(node.metadata.published),
-    ));
-    base
+    values.insert("tags".into(), node.metadata.tags.join(", "));
+    values.insert("publication".into(), millis_of(node.metadata.published));
+    form::base_fields(&values)
 }
 
 /// A publication time for the form's datetime-local input (minutes, in the site's time zone);
@@ -738,14 +731,13 @@ impl Action {
 }
 
 /// The field values as submitted (long text normalised like the save does).
-fn submitted_values(kind: NodeType, form: &Submitted, prefix: &str) -> Values {
+fn submitted_values(kind: NodeType, form: &Submitted) -> Values {
     all_fields(kind)
         .map(|spec| {
-            let key = format!("{prefix}{}", spec.name);
             let value = if spec.input == Input::Textarea {
-                form.text(&key)
+                form.text(spec.name)
             } else {
-                form.get(&key).to_string()
+                form.get(spec.name).to_string()
             };
             (spec.name.to_string(), value)
         })
@@ -764,7 +756,7 @@ fn read_edit(
     // The conflict page's per-conflict choices: take the carried value of the chosen side
     // (`mine_{name}`, `theirs_{name}`); "edit" keeps the field as typed.
     form.apply_choices(&["mine", "theirs"], &[]);
-    let values = submitted_values(kind, form, "");
+    let values = submitted_values(kind, form);
     for spec in all_fields(kind) {
         if spec.input == Input::Textarea
             && crate::web::merge::has_conflict_markers(values.get(spec.name).map_or("", |s| s))
@@ -857,7 +849,7 @@ struct MergeOutcome {
 
 fn merge_edit(kind: NodeType, form: &Submitted, mine: Edit, stored: &Node) -> MergeOutcome {
     use crate::web::merge::{merge_set, merge_value, Merged};
-    let base = submitted_values(kind, form, "base_");
+    let base = form.base().unwrap_or_default();
     let theirs = values_of(stored);
     let fields = form::merge_fields(all_fields(kind), Some(&base), &mine.values, &theirs);
     let mut out = MergeOutcome {
@@ -1193,7 +1185,7 @@ async fn preview_page(
         NodeType::Page | NodeType::Entry => crate::content::markdown::render(text),
         _ => String::new(),
     };
-    let base = form.prefixed("base_");
+    let base = form.prefixed(form::BASE_PREFIX);
     render(&ContentFormPage {
         layout: Layout::admin(req),
         section,

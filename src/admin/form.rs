@@ -10,7 +10,9 @@
 //!   (the rules stay with the type: `Sku`, `Slug`...) and puts a refusal next to the field;
 //! - [`FieldView`] / [`field_views`]: the inputs shown again with what was typed and each
 //!   field's message next to it (`templates/admin/products/_field.html`);
-//! - [`EDIT_TOKEN`]: the one name of the hidden edit-conflict token ([`EditVersion`]);
+//! - [`EDIT_TOKEN`]: the one name of the hidden edit-conflict token ([`EditVersion`]), and
+//!   [`base_fields`] / [`Submitted::base`]: the hidden `base_*` fields saying what the form was
+//!   loaded with;
 //! - [`merge_fields`]: the three-way merge of a save that lost a race, field by field, whose
 //!   [`FieldConflict`]s feed the conflict pages (`web::merge` does the merging of values;
 //!   [`choice_view`] lays them out side by side with a choice each).
@@ -122,6 +124,21 @@ pub const EDIT_TOKEN: &str = "edit_version";
 /// get a save (or the conflict page), not a refusal.
 const OLD_TOKEN_NAMES: [&str; 2] = ["version", "nonce"];
 
+/// The prefix of the hidden fields that carry what an edit form was loaded with
+/// (`base_title`...), so that a save that lost a race can be merged three ways. A tampered base
+/// only spoils its sender's own merge: the stored version is always read from the database.
+pub const BASE_PREFIX: &str = "base_";
+
+/// The hidden `base_*` fields for a form loaded with `loaded`, in name order.
+pub fn base_fields(loaded: &Values) -> Vec<(String, String)> {
+    let mut fields: Vec<(String, String)> = loaded
+        .iter()
+        .map(|(name, value)| (format!("{BASE_PREFIX}{name}"), value.clone()))
+        .collect();
+    fields.sort();
+    fields
+}
+
 /// The edit token a form sent could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DamagedToken;
@@ -214,6 +231,20 @@ impl Submitted {
             .collect();
         found.sort();
         found
+    }
+
+    /// What the form was loaded with (its `base_*` fields, read as [`Submitted::text`] reads,
+    /// since browsers send line ends as CRLF); `None` from a form without them.
+    pub fn base(&self) -> Option<Values> {
+        let base: Values = self
+            .fields
+            .keys()
+            .filter_map(|key| {
+                let name = key.strip_prefix(BASE_PREFIX)?;
+                Some((name.to_string(), self.text(key)))
+            })
+            .collect();
+        (!base.is_empty()).then_some(base)
     }
 
     /// The version the form was loaded with ([`EDIT_TOKEN`], or an older page's name for it):
@@ -543,6 +574,21 @@ mod tests {
         assert!(bad.is_none());
         assert_eq!(errors.get("other").unwrap(), "Enter a SKU.");
         assert_eq!(errors.get("sku"), None);
+    }
+
+    #[test]
+    fn the_base_a_form_carries_comes_back_as_it_was_loaded() {
+        let loaded = values(&[("title", "Kind of Blue"), ("text", "one\ntwo")]);
+        let fields = base_fields(&loaded);
+        assert_eq!(fields[0].0, "base_text");
+        // What a browser sends back: line ends as CRLF.
+        let sent = Submitted::from_pairs(
+            fields
+                .into_iter()
+                .map(|(name, value)| (name, value.replace('\n', "\r\n"))),
+        );
+        assert_eq!(sent.base(), Some(loaded));
+        assert_eq!(pairs(&[("title", "x")]).base(), None);
     }
 
     #[test]

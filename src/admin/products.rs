@@ -64,9 +64,9 @@ pub struct ProductFormPage {
     /// The version this form saves under (empty when creating, or for a product stored before
     /// versions existed).
     pub edit_version: String,
-    /// What the form showed when it was loaded (JSON of field → value), so a conflict can tell
-    /// which fields the editor changed.
-    pub loaded: String,
+    /// What the form showed when it was loaded (hidden `base_*` fields), so a conflict can
+    /// tell which fields the editor changed.
+    pub base: Vec<(String, String)>,
 }
 
 impl ProductFormPage {
@@ -166,7 +166,7 @@ struct FormInput<'a> {
     errors: &'a FieldErrors,
     form_error: Option<String>,
     edit_version: String,
-    loaded: String,
+    base: Vec<(String, String)>,
 }
 
 async fn form_page(
@@ -218,7 +218,7 @@ async fn form_page(
         status_error: input.errors.get("status").cloned(),
         form_error: input.form_error,
         edit_version: input.edit_version,
-        loaded: input.loaded,
+        base: input.base,
     })
 }
 
@@ -252,7 +252,7 @@ pub async fn new(
             errors: &FieldErrors::default(),
             form_error: None,
             edit_version: String::new(),
-            loaded: String::new(),
+            base: Vec::new(),
         },
     )
     .await?;
@@ -363,7 +363,7 @@ pub async fn create_product(
             errors: &errors,
             form_error: Some(form_error),
             edit_version: String::new(),
-            loaded: String::new(),
+            base: Vec::new(),
         },
     )
     .await
@@ -386,7 +386,7 @@ pub async fn edit(
         FormInput {
             kind: product.kind,
             edit_version: version_input(&product),
-            loaded: loaded_input(&snapshot_of(&product)),
+            base: form::base_fields(&snapshot_of(&product)),
             product: Some(product),
             values: &values,
             selected: &selected,
@@ -447,10 +447,6 @@ fn snapshot_of_form(kind: ProductType, form: &Submitted) -> Snapshot {
         if form.get("featured") == "1" { "1" } else { "" }.into(),
     );
     snap
-}
-
-fn loaded_input(snapshot: &Snapshot) -> String {
-    serde_json::to_string(snapshot).unwrap_or_default()
 }
 
 /// The form's edit token: none means the product had none when the form was loaded.
@@ -545,7 +541,7 @@ pub async fn update(
                 // Keep what the editor loaded (or, merged, the stored version): the next save
                 // must still be checked against it.
                 edit_version: form.get(form::EDIT_TOKEN).to_string(),
-                loaded: form.get("loaded").to_string(),
+                base: form.prefixed(form::BASE_PREFIX),
             },
         )
         .await;
@@ -589,7 +585,7 @@ pub struct ProductConflictPage {
     pub categories: Vec<CategoryOption>,
     pub categories_error: Option<String>,
     pub edit_version: String,
-    pub loaded: String,
+    pub base: Vec<(String, String)>,
     featured: bool,
     pub status: String,
     pub status_error: Option<String>,
@@ -605,8 +601,8 @@ impl ProductConflictPage {
     }
 }
 
-/// Merge a save that lost a race three ways: what the editor's form loaded (their hidden
-/// `loaded` snapshot), the stored version and their submission. A field changed on one side
+/// Merge a save that lost a race three ways: what the editor's form loaded (its hidden
+/// `base_*` fields), the stored version and their submission. A field changed on one side
 /// only takes that side's value; tags merge as sets and the description line by line. With
 /// no true conflict the merge is saved (under the stored version, so it too loses if someone
 /// saves again meanwhile). Otherwise the 409 page shows only the fields both changed
@@ -625,7 +621,7 @@ async fn conflict(
     })?;
     let stored_snap = snapshot_of(&stored);
     let mine = snapshot_of_form(kind, form);
-    let loaded: Option<Snapshot> = serde_json::from_str(form.get("loaded")).ok();
+    let loaded = form.base();
     let knew_loaded = loaded.is_some();
     let all_categories = categories::all(&state.db).await?;
     let category_label = |ids: &str| -> String {
@@ -655,7 +651,9 @@ async fn conflict(
         let mut form = Submitted::from_pairs(merged);
         form.set_all("categories", selected);
         form.set(form::EDIT_TOKEN, version_input(&stored));
-        form.set("loaded", loaded_input(&stored_snap));
+        for (name, value) in form::base_fields(&stored_snap) {
+            form.set(name, value);
+        }
         let notice = if theirs_merged.is_empty() {
             String::new()
         } else {
@@ -676,7 +674,7 @@ async fn conflict(
         FormInput {
             kind,
             edit_version: version_input(&stored),
-            loaded: loaded_input(&stored_snap),
+            base: form::base_fields(&stored_snap),
             product: Some(stored.clone()),
             values: &merged,
             selected: &selected,
@@ -699,7 +697,7 @@ async fn conflict(
         categories: page.categories,
         categories_error: None,
         edit_version: page.edit_version,
-        loaded: page.loaded,
+        base: page.base,
         featured: page.featured,
         status: page.status,
         status_error: None,
