@@ -463,7 +463,7 @@ async fn categories_can_be_added_moved_renamed_and_deleted_from_the_admin() {
         &[
             ("csrf_token", token.as_str()),
             ("parent", modal_value.as_str()),
-            ("version", jazz_version.as_str()),
+            ("edit_version", jazz_version.as_str()),
         ],
     )
     .await;
@@ -480,7 +480,7 @@ async fn categories_can_be_added_moved_renamed_and_deleted_from_the_admin() {
             &[
                 ("csrf_token", token.as_str()),
                 ("parent", jazz_value.as_str()),
-                ("version", bop_version.as_str()),
+                ("edit_version", bop_version.as_str()),
             ],
         )
         .await;
@@ -494,7 +494,7 @@ async fn categories_can_be_added_moved_renamed_and_deleted_from_the_admin() {
                 ("csrf_token", token.as_str()),
                 ("name", "Jazz & Blues"),
                 ("slug", "jazz-blues"),
-                ("version", jazz_version.as_str()),
+                ("edit_version", jazz_version.as_str()),
             ],
         )
         .await;

@@ -304,7 +304,7 @@ async fn a_category_rename_or_move_computed_from_an_older_tree_gets_a_409_and_ch
                 ("csrf_token", &alice_token),
                 ("name", "Jazz & Blues"),
                 ("slug", "jazz-blues"),
-                ("version", &jazz_version),
+                ("edit_version", &jazz_version),
             ]),
         )
         .await;
@@ -319,7 +319,7 @@ async fn a_category_rename_or_move_computed_from_an_older_tree_gets_a_409_and_ch
                 ("csrf_token", &bob_token),
                 ("name", "Jazz Music"),
                 ("slug", "jazz-music"),
-                ("version", &bob_jazz_version),
+                ("edit_version", &bob_jazz_version),
             ]),
         )
         .await;
@@ -347,7 +347,7 @@ async fn a_category_rename_or_move_computed_from_an_older_tree_gets_a_409_and_ch
             &fields(&[
                 ("csrf_token", &bob_token),
                 ("parent", &format!("{rock}:{rock_version}")),
-                ("version", &bop_version),
+                ("edit_version", &bop_version),
             ]),
         )
         .await;
@@ -368,7 +368,7 @@ async fn a_category_rename_or_move_computed_from_an_older_tree_gets_a_409_and_ch
             &fields(&[
                 ("csrf_token", &bob_token),
                 ("parent", &format!("{rock}:{rock_version}")),
-                ("version", &bop_version),
+                ("edit_version", &bop_version),
             ]),
         )
         .await;

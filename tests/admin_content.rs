@@ -120,7 +120,7 @@ async fn two_editors_changing_the_same_line_get_a_conflict_page_with_only_that_l
     let about = about_page(&app).await;
     let alice = open_editor(&app, about.id).await;
     let bob = open_editor(&app, about.id).await;
-    assert_eq!(alice.get("nonce"), bob.get("nonce"));
+    assert_eq!(alice.get("edit_version"), bob.get("edit_version"));
 
     let response = save_page(
         &app,
@@ -156,7 +156,10 @@ async fn two_editors_changing_the_same_line_get_a_conflict_page_with_only_that_l
     // The form holds the merged edit: Bob's title, both lines between markers, the stored nonce.
     let mut resolve = EditForm::read(&doc, "form.reapply-form");
     let stored_node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
-    assert_eq!(resolve.get("nonce"), stored_node.metadata.nonce.to_hex());
+    assert_eq!(
+        resolve.get("edit_version"),
+        stored_node.metadata.nonce.to_hex()
+    );
     assert_eq!(resolve.get("title"), "About us");
     let marked = resolve.get("text").to_string();
     assert!(marked.contains("Alice's line") && marked.contains("Bob's line"));
@@ -494,8 +497,8 @@ async fn empty_titles_slugs_with_spaces_duplicate_slugs_and_foreign_video_urls_a
     let doc = html(&body(response).await);
     assert!(texts(&doc, "#error-slug")[0].contains("already used"));
     assert_eq!(
-        attr(&doc, "input[name=nonce]", "value").unwrap(),
-        form.get("nonce")
+        attr(&doc, "input[name=edit_version]", "value").unwrap(),
+        form.get("edit_version")
     );
     assert_eq!(
         node_by_slug(&app, "pages", "shipping").await.metadata.title,
@@ -792,10 +795,10 @@ async fn upload_action(app: &TestApp, id: ObjectId) -> String {
     let doc = admin_page(app, &format!("/admin/content/{}/edit", id.to_hex())).await;
     let form = EditForm::read(&doc, "form.edit-form");
     format!(
-        "/admin/content/{}/photo?csrf_token={}&nonce={}",
+        "/admin/content/{}/photo?csrf_token={}&edit_version={}",
         id.to_hex(),
         form.get("csrf_token"),
-        form.get("nonce")
+        form.get("edit_version")
     )
 }
 
@@ -1348,7 +1351,7 @@ async fn preview_renders_the_typed_text_saves_nothing_and_the_form_it_returns_st
     let returned = EditForm::read(&doc, "form.edit-form");
     assert_eq!(returned.get("text"), typed);
     assert_eq!(returned.get("tags"), "news, jazz");
-    assert_eq!(returned.get("nonce"), form.get("nonce"));
+    assert_eq!(returned.get("edit_version"), form.get("edit_version"));
     assert_eq!(returned.get("base_text"), "Old text.");
     assert!(attr(&doc, "form.edit-form", "data-unsaved-changes").is_some());
 

@@ -106,8 +106,8 @@ async fn rename(app: &TestApp, id: ObjectId, slug: &str) -> reqwest::Response {
         &[
             ("csrf_token", &csrf_token(&doc).unwrap()),
             (
-                "nonce",
-                &attr(&doc, "form.content-form input[name=nonce]", "value").unwrap(),
+                "edit_version",
+                &attr(&doc, "form.content-form input[name=edit_version]", "value").unwrap(),
             ),
             ("title", &node.metadata.title),
             ("slug", slug),

@@ -1,7 +1,8 @@
 //! Admin categories: the tree with product counts and an add form; one edit page per category
 //! (rename, move) and a delete confirmation page saying what happens to its subcategories and
 //! products. Refusals (a cycle, a slug in use, a category that still has children or products)
-//! come back as messages, never a 500.
+//! come back as messages, never a 500. Rename and move carry the category's edit token
+//! (`admin::form::EDIT_TOKEN`) and are refused (409) when the tree changed since.
 
 use std::collections::HashMap;
 
@@ -11,13 +12,15 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use bson::oid::ObjectId;
 
+use crate::admin::form::Submitted;
 use crate::catalog::categories::{self, Category, TreeEntry};
 use crate::catalog::{is_valid_slug, typed_slug, CatalogError};
 use crate::domain::EditVersion;
 use crate::state::AppState;
 use crate::web::errors::AppError;
+use crate::web::field_errors::FieldErrors;
 use crate::web::flash::{self, Level};
-use crate::web::layout::{html_response, render, Layout};
+use crate::web::layout::{render, render_status, Layout};
 use crate::web::see_other;
 
 const MAX_NAME: usize = 100;
@@ -41,7 +44,7 @@ pub struct CategoriesPage {
     pub name: String,
     pub slug: String,
     pub parent: String,
-    pub errors: HashMap<&'static str, String>,
+    pub errors: FieldErrors,
     /// Why a rename or move was not applied because the tree changed after it was loaded.
     pub conflict: Option<String>,
     /// Products filed under each category or anything below it.
@@ -139,24 +142,12 @@ async fn product_counts(state: &AppState) -> Result<HashMap<ObjectId, u64>, AppE
     Ok(counts)
 }
 
-#[derive(serde::Deserialize)]
-pub struct CategoryForm {
-    #[serde(default)]
-    pub name: String,
-    #[serde(default)]
-    pub slug: String,
-    #[serde(default)]
-    pub parent: String,
-    /// The category's version when the rename or move form was loaded.
-    #[serde(default)]
-    pub version: String,
-}
-
+/// The tree page, its add form holding `form`'s values with `errors` next to them.
 async fn page(
     req: &HttpRequest,
     state: &AppState,
-    form: CategoryForm,
-    errors: HashMap<&'static str, String>,
+    form: &Submitted,
+    errors: FieldErrors,
 ) -> Result<CategoriesPage, AppError> {
     let tree = categories::tree_order(categories::all(&state.db).await?);
     let parents = tree
@@ -171,20 +162,13 @@ async fn page(
         layout: Layout::admin(req),
         tree,
         parents,
-        name: form.name,
-        slug: form.slug,
-        parent: form.parent,
+        name: form.raw("name").unwrap_or_default().to_string(),
+        slug: form.raw("slug").unwrap_or_default().to_string(),
+        parent: form.raw("parent").unwrap_or_default().to_string(),
         errors,
         conflict: None,
         counts: product_counts(state).await?,
     })
-}
-
-fn respond(status: StatusCode, page: &CategoriesPage) -> Result<HttpResponse, AppError> {
-    let html = page
-        .render()
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
-    Ok(html_response(status, html))
 }
 
 fn back() -> HttpResponse {
@@ -203,23 +187,19 @@ fn parse_parent(value: &str) -> Result<Option<ObjectId>, ()> {
 }
 
 /// Check a name and slug (an empty slug is made from the name).
-fn name_and_slug(
-    form: &CategoryForm,
-    errors: &mut HashMap<&'static str, String>,
-) -> (String, String) {
-    let name = form.name.trim().to_string();
+fn name_and_slug(form: &Submitted, errors: &mut FieldErrors) -> (String, String) {
+    let name = form.get("name").to_string();
     if name.is_empty() || name.chars().count() > MAX_NAME {
-        errors.insert(
+        errors.add(
             "name",
             format!("Enter a name of at most {MAX_NAME} characters."),
         );
     }
-    let slug = typed_slug(&form.slug, &name);
+    let slug = typed_slug(form.raw("slug").unwrap_or_default(), &name);
     if !is_valid_slug(&slug) {
-        errors.insert(
+        errors.add(
             "slug",
-            "Use lowercase letters and digits (of any alphabet) and single dashes, e.g. modal-jazz."
-                .to_string(),
+            "Use lowercase letters and digits (of any alphabet) and single dashes, e.g. modal-jazz.",
         );
     }
     (name, slug)
@@ -262,27 +242,21 @@ fn report(
 
 /// `GET /admin/categories`
 pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
-    let form = CategoryForm {
-        name: String::new(),
-        slug: String::new(),
-        parent: String::new(),
-        version: String::new(),
-    };
-    let page = page(&req, &state, form, HashMap::new()).await?;
-    respond(StatusCode::OK, &page)
+    let page = page(&req, &state, &Submitted::default(), FieldErrors::new()).await?;
+    render(&page)
 }
 
 /// `POST /admin/categories`: add a category.
 pub async fn add(
     req: HttpRequest,
     state: web::Data<AppState>,
-    form: web::Form<CategoryForm>,
+    form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
-    let form = form.into_inner();
-    let mut errors = HashMap::new();
+    let form = Submitted::from_pairs(form.into_inner());
+    let mut errors = FieldErrors::new();
     let (name, slug) = name_and_slug(&form, &mut errors);
-    let parent = parse_parent(&form.parent).unwrap_or_else(|()| {
-        errors.insert("parent", "Choose a parent from the list.".to_string());
+    let parent = parse_parent(form.get("parent")).unwrap_or_else(|()| {
+        errors.add("parent", "Choose a parent from the list.");
         None
     });
     if errors.is_empty() {
@@ -296,29 +270,25 @@ pub async fn add(
                 return Ok(back());
             }
             Err(CatalogError::SlugTaken) => {
-                errors.insert(
-                    "slug",
-                    "Another category already uses this slug.".to_string(),
-                );
+                errors.add("slug", "Another category already uses this slug.");
             }
             Err(CatalogError::NotFound) => {
-                errors.insert("parent", "That parent no longer exists.".to_string());
+                errors.add("parent", "That parent no longer exists.");
             }
             Err(e) => return Err(e.into()),
         }
     }
-    let page = page(&req, &state, form, errors).await?;
-    respond(StatusCode::UNPROCESSABLE_ENTITY, &page)
+    let page = page(&req, &state, &form, errors).await?;
+    render_status(StatusCode::UNPROCESSABLE_ENTITY, &page)
 }
 
-/// A version as a form carries it: empty means the category had none when loaded.
-fn parse_version(value: &str) -> Result<Option<EditVersion>, AppError> {
-    match value.trim() {
-        "" => Ok(None),
-        v => EditVersion::parse(v).map(Some).map_err(|_| {
-            AppError::BadRequest("The form's version is damaged; reload the categories.".into())
-        }),
-    }
+/// The form's edit token: none means the category had none when the page was loaded.
+fn form_version(form: &Submitted) -> Result<Option<EditVersion>, AppError> {
+    form.edit_version().map_err(|_| damaged_version())
+}
+
+fn damaged_version() -> AppError {
+    AppError::BadRequest("The form's version is damaged; reload the categories.".into())
 }
 
 /// The 409 answer to a rename or move computed from an older tree: the current tree, with
@@ -333,19 +303,13 @@ async fn stale(
         .await?
         .map(|c| format!(" It is now “{}” ({}).", c.path_label(), c.slug))
         .unwrap_or_default();
-    let form = CategoryForm {
-        name: String::new(),
-        slug: String::new(),
-        parent: String::new(),
-        version: String::new(),
-    };
-    let mut page = page(req, state, form, HashMap::new()).await?;
+    let mut page = page(req, state, &Submitted::default(), FieldErrors::new()).await?;
     page.conflict = Some(format!(
         "Not applied: you asked to {asked}, but the category or a category above it (or the \
          new parent) was renamed or moved by someone else after you loaded this page.{now} The \
          tree below is the current one; repeat your change on it if you still want it."
     ));
-    respond(StatusCode::CONFLICT, &page)
+    render_status(StatusCode::CONFLICT, &page)
 }
 
 /// `POST /admin/categories/{id}/rename`: applied only if the category still carries the
@@ -354,14 +318,15 @@ pub async fn rename(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
-    form: web::Form<CategoryForm>,
+    form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
     let id = parse_id(&id)?;
-    let version = parse_version(&form.version)?;
-    let mut errors = HashMap::new();
+    let form = Submitted::from_pairs(form.into_inner());
+    let version = form_version(&form)?;
+    let mut errors = FieldErrors::new();
     let (name, slug) = name_and_slug(&form, &mut errors);
     let session = req.get_session();
-    if let Some(message) = errors.values().next() {
+    if let Some(message) = errors.fields().next().and_then(|f| errors.get(f)) {
         flash::push(&session, Level::Error, format!("Not renamed: {message}"));
         return Ok(back());
     }
@@ -384,17 +349,22 @@ pub async fn move_category(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
-    form: web::Form<CategoryForm>,
+    form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
     let id = parse_id(&id)?;
-    let version = parse_version(&form.version)?;
+    let form = Submitted::from_pairs(form.into_inner());
+    let version = form_version(&form)?;
     let session = req.get_session();
-    let (parent_id, parent_version) = form
-        .parent
-        .split_once(':')
-        .unwrap_or((form.parent.as_str(), ""));
-    let (Ok(parent), Ok(parent_version)) = (parse_parent(parent_id), parse_version(parent_version))
-    else {
+    let picked = form.get("parent");
+    let (parent_id, parent_version) = picked.split_once(':').unwrap_or((picked, ""));
+    // The parent's token rides in the picked value: a damaged one is a damaged form.
+    let parent_version = match parent_version.trim() {
+        "" => Ok(None),
+        v => EditVersion::parse(v)
+            .map(Some)
+            .map_err(|_| damaged_version()),
+    };
+    let (Ok(parent), Ok(parent_version)) = (parse_parent(parent_id), parent_version) else {
         flash::push(
             &session,
             Level::Error,
@@ -418,14 +388,6 @@ pub async fn move_category(
         return stale(&req, &state, id, format!("move it under {target}")).await;
     }
     report(&session, outcome, "Moved.", "Not moved")
-}
-
-/// The delete form: a plain delete, or one that first hands children and products to the
-/// parent category.
-#[derive(serde::Deserialize)]
-pub struct DeleteForm {
-    #[serde(default)]
-    reparent: Option<String>,
 }
 
 async fn existing(state: &AppState, id: &str) -> Result<Category, AppError> {
@@ -509,11 +471,12 @@ pub async fn delete(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
-    form: web::Form<DeleteForm>,
+    form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
     let id = parse_id(&id)?;
     let session = req.get_session();
-    let outcome = if form.reparent.is_some() {
+    // A plain delete, or one that first hands children and products to the parent category.
+    let outcome = if Submitted::from_pairs(form.into_inner()).has("reparent") {
         categories::delete_reparenting(&state.db, id).await
     } else {
         categories::delete(&state.db, id).await

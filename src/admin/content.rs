@@ -1,9 +1,10 @@
 //! Admin → Content: nodes by section and type with title search, paging and sorting; create
 //! per type; one edit form per node (fields, tags, publication; its buttons save draft,
-//! update, publish, schedule, unpublish) saved in one update under the nonce it was loaded
-//! with. A lost race is merged three ways with the stored version (changes on one side only
-//! are kept and saved); only true conflicts get the 409 page with both versions and a choice
-//! each. Photo upload and replace; delete with confirmation; orphaned-file clean-up.
+//! update, publish, schedule, unpublish) saved in one update under the edit token it was
+//! loaded with (`admin::form`; stored as the node's `nonce`). A lost race is merged three ways
+//! with the stored version (changes on one side only are kept and saved); only true conflicts
+//! get the 409 page with both versions and a choice each. Photo upload and replace; delete with
+//! confirmation; orphaned-file clean-up.
 
 use std::collections::{HashMap, HashSet};
 
@@ -15,7 +16,9 @@ use bson::oid::ObjectId;
 use bson::{doc, DateTime};
 use futures::StreamExt;
 
-use crate::admin::products::FieldView;
+use crate::admin::form::{
+    self, field_views, FieldConflict, FieldSpec, FieldView, Input, MergeAs, Submitted, Values,
+};
 use crate::catalog::{is_valid_slug, typed_slug};
 use crate::content::model::{
     self, section, Detail, LinkDetail, Node, NodeInput, NodeType, PhotoDetail, QuoteDetail,
@@ -25,10 +28,10 @@ use crate::content::photos::{self, PhotoError};
 use crate::content::revisions::{self, Revision};
 use crate::content::video::Video;
 use crate::content::ContentError;
-use crate::domain::EditVersion;
 use crate::media::UploadError;
 use crate::state::AppState;
 use crate::web::errors::AppError;
+use crate::web::field_errors::FieldErrors;
 use crate::web::flash::{self, Level};
 use crate::web::layout::{render, render_status, Layout};
 use crate::web::see_other;
@@ -42,96 +45,81 @@ const DEFAULT_AUTHOR: &str = "The Bazaar team";
 /// Revisions the edit page lists, newest first.
 const REVISIONS_LISTED: i64 = 50;
 
-/// `(name, label, hint, input)` of the fields every node has.
-const COMMON_FIELDS: &[(&str, &str, &str, &str)] = &[
-    ("title", "Title", "", "text"),
-    (
-        "slug",
-        "Slug",
-        "Lowercase words joined by dashes; empty: made from the title.",
-        "text",
-    ),
-    ("author", "Author", "", "text"),
+/// The fields every node has.
+const COMMON_FIELDS: &[FieldSpec] = &[
+    FieldSpec::new("title", "Title", Input::Text)
+        .max_chars(MAX_TITLE)
+        .required("Enter a title."),
+    FieldSpec::new("slug", "Slug", Input::Text)
+        .max_chars(MAX_SHORT)
+        .help("Lowercase words joined by dashes; empty: made from the title."),
+    FieldSpec::new("author", "Author", Input::Text).max_chars(MAX_SHORT),
 ];
 
+/// A one-line field of a node.
+const fn short(name: &'static str, label: &'static str) -> FieldSpec {
+    FieldSpec::new(name, label, Input::Text).max_chars(MAX_SHORT)
+}
+
+/// A node's long text: Markdown, merged line by line when two editors changed it.
+const fn long(name: &'static str, label: &'static str) -> FieldSpec {
+    FieldSpec::new(name, label, Input::Textarea)
+        .max_chars(MAX_TEXT)
+        .merge(MergeAs::Lines)
+}
+
 /// The optional commentary of a video, quote or link.
-const COMMENTARY_FIELD: (&str, &str, &str, &str) = (
-    "commentary",
-    "Commentary",
-    "Optional: your words about it, in Markdown, shown under it.",
-    "textarea",
-);
+const COMMENTARY_FIELD: FieldSpec = long("commentary", "Commentary")
+    .help("Optional: your words about it, in Markdown, shown under it.");
 
-fn type_fields(
-    kind: NodeType,
-) -> &'static [(&'static str, &'static str, &'static str, &'static str)] {
+/// A page's and a blog entry's fields after the common ones.
+const TEXT_FIELDS: &[FieldSpec] = &[
+    long("text", "Text")
+        .help("Markdown: # headings, *emphasis*, [links](https://…), lists. HTML is removed.")
+        .required("Enter the text."),
+    short("excerpt", "Excerpt").help(
+        "Optional: what lists and search results show instead of the text's opening (plain text).",
+    ),
+];
+
+const PHOTO_FIELDS: &[FieldSpec] = &[
+    short("caption", "Caption").help("Printed under the photo."),
+    short("alt", "Alt text").help(
+        "What the photo shows, for people who cannot see it; empty: the caption is read out.",
+    ),
+];
+
+const VIDEO_FIELDS: &[FieldSpec] = &[
+    short("url", "Video address").help(
+        "A YouTube or Vimeo page, e.g. https://www.youtube.com/watch?v=… or https://vimeo.com/…",
+    ),
+    COMMENTARY_FIELD,
+];
+
+const QUOTE_FIELDS: &[FieldSpec] = &[
+    long("text", "Quote").required("Enter the quote."),
+    short("source", "Source").help("Who said or wrote it."),
+    COMMENTARY_FIELD,
+];
+
+const LINK_FIELDS: &[FieldSpec] = &[
+    short("url", "Address").help("https://…"),
+    short("text", "Link text"),
+    COMMENTARY_FIELD,
+];
+
+fn type_fields(kind: NodeType) -> &'static [FieldSpec] {
     match kind {
-        NodeType::Page | NodeType::Entry => &[
-            (
-                "text",
-                "Text",
-                "Markdown: # headings, *emphasis*, [links](https://…), lists. HTML is removed.",
-                "textarea",
-            ),
-            (
-                "excerpt",
-                "Excerpt",
-                "Optional: what lists and search results show instead of the text's opening (plain text).",
-                "text",
-            ),
-        ],
-        NodeType::Photo => &[
-            ("caption", "Caption", "Printed under the photo.", "text"),
-            (
-                "alt",
-                "Alt text",
-                "What the photo shows, for people who cannot see it; empty: the caption is read out.",
-                "text",
-            ),
-        ],
-        NodeType::Video => &[
-            (
-                "url",
-                "Video address",
-                "A YouTube or Vimeo page, e.g. https://www.youtube.com/watch?v=… or https://vimeo.com/…",
-                "text",
-            ),
-            COMMENTARY_FIELD,
-        ],
-        NodeType::Quote => &[
-            ("text", "Quote", "", "textarea"),
-            ("source", "Source", "Who said or wrote it.", "text"),
-            COMMENTARY_FIELD,
-        ],
-        NodeType::Link => &[
-            ("url", "Address", "https://…", "text"),
-            ("text", "Link text", "", "text"),
-            COMMENTARY_FIELD,
-        ],
+        NodeType::Page | NodeType::Entry => TEXT_FIELDS,
+        NodeType::Photo => PHOTO_FIELDS,
+        NodeType::Video => VIDEO_FIELDS,
+        NodeType::Quote => QUOTE_FIELDS,
+        NodeType::Link => LINK_FIELDS,
     }
 }
 
-fn all_fields(
-    kind: NodeType,
-) -> impl Iterator<Item = &'static (&'static str, &'static str, &'static str, &'static str)> {
+fn all_fields(kind: NodeType) -> impl Iterator<Item = &'static FieldSpec> + Clone {
     COMMON_FIELDS.iter().chain(type_fields(kind))
-}
-
-use crate::web::field_errors::FieldErrors;
-
-struct Submitted(HashMap<String, String>);
-
-impl Submitted {
-    fn get(&self, name: &str) -> &str {
-        self.0.get(name).map_or("", |v| v.trim())
-    }
-
-    /// Long text keeps its inner whitespace (Markdown depends on it); only the ends go.
-    fn text(&self, name: &str) -> String {
-        self.0.get(name).map_or(String::new(), |v| {
-            v.replace("\r\n", "\n").trim().to_string()
-        })
-    }
 }
 
 /// Check a submitted form for a node of `kind` in `section`.
@@ -141,25 +129,8 @@ fn parse_node(
     form: &Submitted,
 ) -> Result<NodeInput, FieldErrors> {
     let mut errors = FieldErrors::default();
-    for (name, label, _, input) in all_fields(kind) {
-        let limit = if *input == "textarea" {
-            MAX_TEXT
-        } else if *name == "title" {
-            MAX_TITLE
-        } else {
-            MAX_SHORT
-        };
-        if form.get(name).chars().count() > limit {
-            errors.add(
-                name,
-                format!("{label} is too long (at most {limit} characters)."),
-            );
-        }
-    }
+    form::check(all_fields(kind), form, &mut errors);
     let title = form.get("title").to_string();
-    if title.is_empty() {
-        errors.add("title", "Enter a title.");
-    }
     let slug = typed_slug(form.get("slug"), &title);
     if !is_valid_slug(&slug) || slug == "feed-atom" {
         errors.add(
@@ -173,12 +144,8 @@ fn parse_node(
     };
     let detail = match kind {
         NodeType::Page | NodeType::Entry => {
-            let text = form.text("text");
-            if text.is_empty() {
-                errors.add("text", "Enter the text.");
-            }
             let d = TextDetail {
-                text,
+                text: form.text("text"),
                 excerpt: form.get("excerpt").to_string(),
             };
             if kind == NodeType::Page {
@@ -207,17 +174,11 @@ fn parse_node(
                 commentary: form.text("commentary"),
             })
         }
-        NodeType::Quote => {
-            let text = form.text("text");
-            if text.is_empty() {
-                errors.add("text", "Enter the quote.");
-            }
-            Detail::Quote(QuoteDetail {
-                text,
-                source: form.get("source").to_string(),
-                commentary: form.text("commentary"),
-            })
-        }
+        NodeType::Quote => Detail::Quote(QuoteDetail {
+            text: form.text("text"),
+            source: form.get("source").to_string(),
+            commentary: form.text("commentary"),
+        }),
         NodeType::Link => {
             let url = form.get("url").to_string();
             if !model::is_web_url(&url) {
@@ -247,8 +208,8 @@ fn parse_node(
 }
 
 /// The form's values for a stored node.
-fn values_of(node: &Node) -> HashMap<String, String> {
-    let mut v = HashMap::new();
+fn values_of(node: &Node) -> Values {
+    let mut v = Values::new();
     v.insert("title".to_string(), node.metadata.title.clone());
     v.insert("slug".to_string(), node.metadata.slug.clone());
     v.insert("author".to_string(), node.metadata.author.name.clone());
@@ -280,21 +241,8 @@ fn values_of(node: &Node) -> HashMap<String, String> {
     v
 }
 
-fn field_views(
-    kind: NodeType,
-    values: &HashMap<String, String>,
-    errors: &FieldErrors,
-) -> Vec<FieldView> {
-    all_fields(kind)
-        .map(|(name, label, hint, input)| FieldView {
-            name,
-            label,
-            hint,
-            input,
-            value: values.get(*name).cloned().unwrap_or_default(),
-            error: errors.get(name).cloned(),
-        })
-        .collect()
+fn node_fields(kind: NodeType, values: &Values, errors: &FieldErrors) -> Vec<FieldView> {
+    field_views(all_fields(kind), values, errors)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -428,8 +376,8 @@ pub struct ContentFormPage {
     /// `None` when creating.
     pub node: Option<Node>,
     pub action: String,
-    /// The nonce this form saves under (empty when creating).
-    pub nonce: String,
+    /// The edit token this form saves under (empty when creating).
+    pub edit_version: String,
     pub fields: Vec<FieldView>,
     /// The tag field's value: the whole list, comma-separated.
     pub tags: String,
@@ -514,7 +462,7 @@ pub struct ContentConflictPage {
     pub layout: Layout,
     pub node: Node,
     pub action: String,
-    pub nonce: String,
+    pub edit_version: String,
     pub saved_by: String,
     pub saved_at: String,
     pub merged: Vec<String>,
@@ -573,8 +521,8 @@ pub async fn new(
         kind,
         node: None,
         action: new_action(section, kind),
-        nonce: String::new(),
-        fields: field_views(kind, &values, &FieldErrors::default()),
+        edit_version: String::new(),
+        fields: node_fields(kind, &values, &FieldErrors::default()),
         tags: String::new(),
         published_at: String::new(),
         base: Vec::new(),
@@ -591,10 +539,10 @@ pub async fn create(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
-    form: web::Form<HashMap<String, String>>,
+    form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
     let (section, kind) = kind_in_section(&params)?;
-    let form = Submitted(form.into_inner());
+    let form = Submitted::from_pairs(form.into_inner());
     let parsed = parse_node(section, kind, &form).and_then(|input| {
         if kind == NodeType::Photo && form.get("publish") == "1" {
             let mut errors = FieldErrors::default();
@@ -640,8 +588,8 @@ pub async fn create(
             kind,
             node: None,
             action: new_action(section, kind),
-            nonce: String::new(),
-            fields: field_views(kind, &form.0, &errors),
+            edit_version: String::new(),
+            fields: node_fields(kind, &form.values(), &errors),
             tags: String::new(),
             published_at: String::new(),
             base: Vec::new(),
@@ -683,8 +631,8 @@ pub async fn edit(
         section,
         kind: node.metadata.kind,
         action: edit_url(node.id),
-        nonce: node.metadata.nonce.to_hex(),
-        fields: field_views(node.metadata.kind, &values, &FieldErrors::default()),
+        edit_version: node.metadata.nonce.to_hex(),
+        fields: node_fields(node.metadata.kind, &values, &FieldErrors::default()),
         tags: node.metadata.tags.join(", "),
         published_at: minute_of(node.metadata.published),
         base: base_fields(&node),
@@ -709,26 +657,20 @@ async fn pictures_for(
     }
 }
 
-/// The hidden `base_*` fields of the edit form: the values it was loaded with, so that a save
-/// that lost a race can be merged three ways (base, stored, submitted). A tampered base only
-/// spoils its sender's own merge: the stored version is always read from the database.
+/// The hidden `base_*` fields of the edit form (`form::base_fields`): the values it was loaded
+/// with, and its photo, tags and exact publication, for the three-way merge of a lost race.
 fn base_fields(node: &Node) -> Vec<(String, String)> {
-    let mut base: Vec<(String, String)> = all_fields(node.metadata.kind)
-        .map(|(name, ..)| {
-            let value = values_of(node).remove(*name).unwrap_or_default();
-            (format!("base_{name}"), value)
-        })
-        .collect();
+    let mut values = values_of(node);
+    for spec in all_fields(node.metadata.kind) {
+        values.entry(spec.name.to_string()).or_default();
+    }
     if node.metadata.kind == NodeType::Photo {
         let photo = node.photo_file().map(|f| f.to_hex()).unwrap_or_default();
-        base.push(("base_photo".into(), photo));
+        values.insert("photo".into(), photo);
     }
-    base.push(("base_tags".into(), node.metadata.tags.join(", ")));
-    base.push((
-        "base_publication".into(),
-        millis_of(node.metadata.published),
-    ));
-    base
+    values.insert("tags".into(), node.metadata.tags.join(", "));
+    values.insert("publication".into(), millis_of(node.metadata.published));
+    form::base_fields(&values)
 }
 
 /// A publication time for the form's datetime-local input (minutes, in the site's time zone);
@@ -750,7 +692,7 @@ fn parse_millis(s: &str) -> Option<DateTime> {
 
 /// What a submission of the edit form asks, parsed once: its values, tags and publication.
 struct Edit {
-    values: HashMap<String, String>,
+    values: Values,
     /// `None`: the form had no tag field (the stored tags stay).
     tags: Option<Vec<String>>,
     publication: Option<DateTime>,
@@ -789,16 +731,15 @@ impl Action {
 }
 
 /// The field values as submitted (long text normalised like the save does).
-fn submitted_values(kind: NodeType, form: &Submitted, prefix: &str) -> HashMap<String, String> {
+fn submitted_values(kind: NodeType, form: &Submitted) -> Values {
     all_fields(kind)
-        .map(|(name, _, _, input)| {
-            let key = format!("{prefix}{name}");
-            let value = if *input == "textarea" {
-                form.text(&key)
+        .map(|spec| {
+            let value = if spec.input == Input::Textarea {
+                form.text(spec.name)
             } else {
-                form.get(&key).to_string()
+                form.get(spec.name).to_string()
             };
-            (name.to_string(), value)
+            (spec.name.to_string(), value)
         })
         .collect()
 }
@@ -812,37 +753,21 @@ fn read_edit(
     now: DateTime,
     errors: &mut FieldErrors,
 ) -> Edit {
-    // The conflict page's per-conflict choices: take the carried value of the chosen side.
-    let chosen: Vec<(String, String)> = form
-        .0
-        .iter()
-        .filter_map(|(k, v)| {
-            let name = k.strip_prefix("choice_")?;
-            let side = match v.as_str() {
-                "mine" => "mine_",
-                "theirs" => "theirs_",
-                _ => return None,
-            };
-            Some((name.to_string(), format!("{side}{name}")))
-        })
-        .collect();
-    for (name, from) in chosen {
-        if let Some(value) = form.0.get(&from).cloned() {
-            form.0.insert(name, value);
-        }
-    }
-    let values = submitted_values(kind, form, "");
-    for (name, label, _, input) in all_fields(kind) {
-        if *input == "textarea"
-            && crate::web::merge::has_conflict_markers(values.get(*name).map_or("", |s| s))
+    // The conflict page's per-conflict choices: take the carried value of the chosen side
+    // (`mine_{name}`, `theirs_{name}`); "edit" keeps the field as typed.
+    form.apply_choices(&["mine", "theirs"], &[]);
+    let values = submitted_values(kind, form);
+    for spec in all_fields(kind) {
+        if spec.input == Input::Textarea
+            && crate::web::merge::has_conflict_markers(values.get(spec.name).map_or("", |s| s))
         {
             errors.add(
-                name,
-                format!("{label} still holds both versions between <<<<<<< and >>>>>>> lines: keep what should stay and delete the marker lines."),
+                spec.name,
+                format!("{} still holds both versions between <<<<<<< and >>>>>>> lines: keep what should stay and delete the marker lines.", spec.label),
             );
         }
     }
-    let tags = form.0.contains_key("tags").then(|| {
+    let tags = form.has("tags").then(|| {
         model::parse_tags(form.get("tags")).unwrap_or_else(|why| {
             errors.add("tags", why);
             Vec::new()
@@ -913,99 +838,36 @@ fn read_edit(
     }
 }
 
-/// One field both editors changed differently, for the conflict page.
-pub struct FieldConflict {
-    pub name: String,
-    pub label: String,
-    pub base: String,
-    pub mine: String,
-    pub theirs: String,
-    /// For long text: the conflicting stretches only, `(base, mine, theirs)`.
-    pub hunks: Vec<(String, String, String)>,
-}
-
 /// The three-way merge of an edit with the version stored since its form was loaded.
 struct MergeOutcome {
     edit: Edit,
     /// Labels of the fields the other editor changed that were merged in.
     merged: Vec<String>,
+    /// The fields both changed differently (each carries what either choice takes).
     conflicts: Vec<FieldConflict>,
-    /// For each conflicting field: the value taking mine, and taking theirs (in conflicting
-    /// stretches only, for long text).
-    sides: Vec<(String, String, String)>,
 }
 
 fn merge_edit(kind: NodeType, form: &Submitted, mine: Edit, stored: &Node) -> MergeOutcome {
-    use crate::web::merge::{merge_lines, merge_set, merge_value, Chunk, Merged, Pick};
-    let base = submitted_values(kind, form, "base_");
+    use crate::web::merge::{merge_set, merge_value, Merged};
+    let base = form.base().unwrap_or_default();
     let theirs = values_of(stored);
+    let fields = form::merge_fields(all_fields(kind), Some(&base), &mine.values, &theirs);
     let mut out = MergeOutcome {
         edit: Edit {
-            values: HashMap::new(),
+            values: fields.values,
             tags: None,
             publication: None,
             keep_publication: false,
             typed_date: mine.typed_date.clone(),
         },
-        merged: Vec::new(),
-        conflicts: Vec::new(),
-        sides: Vec::new(),
+        merged: fields.merged,
+        conflicts: fields.conflicts,
     };
-    for (name, label, _, input) in all_fields(kind) {
-        let get = |m: &HashMap<String, String>| m.get(*name).cloned().unwrap_or_default();
-        let (b, m, t) = (get(&base), get(&mine.values), get(&theirs));
-        let value = match merge_value(&b, &m, &t) {
-            Merged::Same(v) | Merged::Mine(v) => v,
-            Merged::Theirs(v) => {
-                out.merged.push(label.to_string());
-                v
-            }
-            Merged::Conflict(m, t) if *input == "textarea" => {
-                let lines = merge_lines(&b, &m, &t);
-                if lines.conflicts() == 0 {
-                    out.merged.push(label.to_string());
-                    lines.text(Pick::Mine)
-                } else {
-                    let hunks = lines
-                        .chunks
-                        .iter()
-                        .filter_map(|c| match c {
-                            Chunk::Conflict { base, mine, theirs } => {
-                                Some((base.join("\n"), mine.join("\n"), theirs.join("\n")))
-                            }
-                            Chunk::Clean(_) => None,
-                        })
-                        .collect();
-                    out.sides.push((
-                        name.to_string(),
-                        lines.text(Pick::Mine),
-                        lines.text(Pick::Theirs),
-                    ));
-                    out.conflicts.push(FieldConflict {
-                        name: name.to_string(),
-                        label: label.to_string(),
-                        base: b.clone(),
-                        mine: m,
-                        theirs: t,
-                        hunks,
-                    });
-                    lines.text(Pick::Markers)
-                }
-            }
-            Merged::Conflict(m, t) => {
-                out.sides.push((name.to_string(), m.clone(), t.clone()));
-                out.conflicts.push(FieldConflict {
-                    name: name.to_string(),
-                    label: label.to_string(),
-                    base: b.clone(),
-                    mine: m.clone(),
-                    theirs: t,
-                    hunks: Vec::new(),
-                });
-                m
-            }
-        };
-        out.edit.values.insert(name.to_string(), value);
+    // The form holds long text with both versions between markers, other fields mine.
+    for conflict in &out.conflicts {
+        out.edit
+            .values
+            .insert(conflict.name.clone(), conflict.unsettled.clone());
     }
     let stored_tags = &stored.metadata.tags;
     out.edit.tags = mine.tags.map(|tags| {
@@ -1032,8 +894,6 @@ fn merge_edit(kind: NodeType, form: &Submitted, mine: Edit, stored: &Node) -> Me
                 None => "draft".to_string(),
                 Some(p) => crate::db::site::time_zone().minute_label(p),
             };
-            out.sides
-                .push(("publication".into(), millis_of(m), millis_of(t)));
             out.conflicts.push(FieldConflict {
                 name: "publication".into(),
                 label: "Publication".into(),
@@ -1041,6 +901,9 @@ fn merge_edit(kind: NodeType, form: &Submitted, mine: Edit, stored: &Node) -> Me
                 mine: label(m),
                 theirs: label(t),
                 hunks: Vec::new(),
+                take_mine: millis_of(m),
+                take_theirs: millis_of(t),
+                unsettled: millis_of(m),
             });
             m
         }
@@ -1058,10 +921,11 @@ pub async fn update(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
-    form: web::Form<HashMap<String, String>>,
+    form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
     let stored = load(&state, &id).await?;
-    let outcome = save_form(&req, &state, stored, form.into_inner(), None).await?;
+    let form = Submitted::from_pairs(form.into_inner());
+    let outcome = save_form(&req, &state, stored, form, None).await?;
     Ok(outcome.response)
 }
 
@@ -1104,9 +968,9 @@ pub async fn update_with_photo(
         .stored
         .pop()
         .map(|(image, filename)| model::NewPhoto { image, filename });
-    let mut fields: HashMap<String, String> = form.pairs.drain(..).collect();
+    let mut fields = Submitted::from_pairs(form.pairs.drain(..));
     if let Some(refused) = form.refused.first() {
-        fields.insert(PHOTO_REFUSED.into(), refused.clone());
+        fields.set(PHOTO_REFUSED, refused.clone());
     }
     let new_file = photo.as_ref().map(|p| p.image.id);
     let outcome = match save_form(&req, &state, stored, fields, photo).await {
@@ -1140,14 +1004,13 @@ async fn save_form(
     req: &HttpRequest,
     state: &AppState,
     mut stored: Node,
-    fields: HashMap<String, String>,
+    mut form: Submitted,
     photo: Option<model::NewPhoto>,
 ) -> Result<FormOutcome, AppError> {
     let req = req.clone();
     let section = node_section(&stored)?;
     let kind = stored.metadata.kind;
-    let mut form = Submitted(fields);
-    let form_nonce = EditVersion::parse(form.get("nonce")).map_err(|_| {
+    let form_nonce = form.edit_version().ok().flatten().ok_or_else(|| {
         AppError::BadRequest("The form is missing its version; open the editor again.".into())
     })?;
     let mut errors = FieldErrors::default();
@@ -1229,7 +1092,7 @@ async fn save_form(
                 "Upload the photo first: a photo post cannot be published without its photo.",
             );
         }
-        let input = match parse_node(section, kind, &Submitted(edit.values.clone())) {
+        let input = match parse_node(section, kind, &Submitted::from_pairs(edit.values.clone())) {
             Ok(input) if errors.is_empty() => input,
             Ok(_) => return Ok(edit_errors(&req, section, stored, &edit, errors)?.into()),
             Err(more) => {
@@ -1322,20 +1185,14 @@ async fn preview_page(
         NodeType::Page | NodeType::Entry => crate::content::markdown::render(text),
         _ => String::new(),
     };
-    let mut base: Vec<(String, String)> = form
-        .0
-        .iter()
-        .filter(|(k, _)| k.starts_with("base_"))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    base.sort();
+    let base = form.prefixed(form::BASE_PREFIX);
     render(&ContentFormPage {
         layout: Layout::admin(req),
         section,
         kind,
         action: edit_url(stored.id),
-        nonce: form.get("nonce").to_string(),
-        fields: field_views(kind, &edit.values, &FieldErrors::default()),
+        edit_version: form.get(form::EDIT_TOKEN).to_string(),
+        fields: node_fields(kind, &edit.values, &FieldErrors::default()),
         tags: form.get("tags").to_string(),
         published_at: edit.typed_date.clone(),
         base,
@@ -1380,8 +1237,8 @@ fn edit_errors(
             section,
             kind,
             action: edit_url(stored.id),
-            nonce: stored.metadata.nonce.to_hex(),
-            fields: field_views(kind, &edit.values, &errors),
+            edit_version: stored.metadata.nonce.to_hex(),
+            fields: node_fields(kind, &edit.values, &errors),
             tags: edit
                 .tags
                 .as_ref()
@@ -1410,15 +1267,16 @@ fn conflict_page(
 ) -> Result<HttpResponse, AppError> {
     let kind = stored.metadata.kind;
     let mut carried: Vec<(String, String)> = base_fields(&stored);
-    for (name, mine, theirs) in &outcome.sides {
-        carried.push((format!("mine_{name}"), mine.clone()));
-        carried.push((format!("theirs_{name}"), theirs.clone()));
+    // What each choice takes (`Submitted::apply_choices`).
+    for c in &outcome.conflicts {
+        carried.push((format!("mine_{}", c.name), c.take_mine.clone()));
+        carried.push((format!("theirs_{}", c.name), c.take_theirs.clone()));
     }
     carried.push(("publication".into(), millis_of(outcome.edit.publication)));
     let page = ContentConflictPage {
         layout: Layout::admin(req),
         action: edit_url(stored.id),
-        nonce: stored.metadata.nonce.to_hex(),
+        edit_version: stored.metadata.nonce.to_hex(),
         saved_by: stored
             .metadata
             .updated_by
@@ -1432,8 +1290,8 @@ fn conflict_page(
             section,
             kind,
             action: edit_url(stored.id),
-            nonce: stored.metadata.nonce.to_hex(),
-            fields: field_views(kind, &outcome.edit.values, &errors),
+            edit_version: stored.metadata.nonce.to_hex(),
+            fields: node_fields(kind, &outcome.edit.values, &errors),
             tags: outcome
                 .edit
                 .tags
@@ -1468,7 +1326,7 @@ fn parse_datetime(s: &str) -> Option<DateTime> {
 // ---------------------------------------------------------------------------------------------
 // Photos
 
-/// `POST /admin/content/{id}/photo?csrf_token=…&nonce=…` (multipart, field `photo`): streams
+/// `POST /admin/content/{id}/photo?csrf_token=…&edit_version=…` (multipart, field `photo`): streams
 /// into GridFS under the node's upload lock, then switches the node to the new file.
 pub async fn upload_photo(
     req: HttpRequest,
@@ -1478,9 +1336,10 @@ pub async fn upload_photo(
     mut payload: actix_multipart::Multipart,
 ) -> Result<HttpResponse, AppError> {
     let id = parse_id(&id)?;
-    let nonce = params
-        .get("nonce")
-        .and_then(|n| EditVersion::parse(n).ok())
+    let nonce = Submitted::from_pairs(params.into_inner())
+        .edit_version()
+        .ok()
+        .flatten()
         .ok_or_else(|| {
             AppError::BadRequest(
                 "The upload form is missing its version; open the editor again.".into(),
@@ -1543,9 +1402,9 @@ pub struct RevisionPage {
     pub against: Option<Revision>,
     /// `stored`: the revision's value; `theirs`: the compared version's.
     pub diff: crate::web::conflict::Conflict,
-    /// The current version's nonce: a restore saves under it, so an edit saved meanwhile is
-    /// detected rather than overwritten.
-    pub nonce: String,
+    /// The current version's edit token: a restore saves under it, so an edit saved meanwhile
+    /// is detected rather than overwritten.
+    pub edit_version: String,
     /// Other revisions to compare with.
     pub others: Vec<Revision>,
 }
@@ -1572,13 +1431,13 @@ fn publication_label(when: Option<DateTime>) -> String {
 fn version_diff(old: &Node, new: &Node) -> crate::web::conflict::Conflict {
     let mut diff = crate::web::conflict::Conflict::new();
     let (old_values, new_values) = (values_of(old), values_of(new));
-    for (name, label, ..) in all_fields(old.metadata.kind) {
+    for spec in all_fields(old.metadata.kind) {
         // The author is not part of a revision: the current one stays on restore.
-        if *name == "author" {
+        if spec.name == "author" {
             continue;
         }
-        let value = |v: &HashMap<String, String>| v.get(*name).cloned().unwrap_or_default();
-        diff.field(*label, &value(&new_values), &value(&old_values));
+        let value = |v: &Values| v.get(spec.name).cloned().unwrap_or_default();
+        diff.field(spec.label, &value(&new_values), &value(&old_values));
     }
     diff.field(
         "Tags",
@@ -1627,7 +1486,7 @@ pub async fn revision(
         .collect();
     render(&RevisionPage {
         layout: Layout::admin(&req),
-        nonce: node.metadata.nonce.to_hex(),
+        edit_version: node.metadata.nonce.to_hex(),
         node,
         revision,
         against,
@@ -1636,7 +1495,7 @@ pub async fn revision(
     })
 }
 
-/// `POST /admin/content/{id}/revisions/{rev}/restore` (`nonce`: the current version's when the
+/// `POST /admin/content/{id}/revisions/{rev}/restore` (`edit_version`: the current version's when the
 /// revision page was opened): saves the revision's fields through the same nonce-guarded save
 /// as the edit form, so the version it replaces becomes a revision in turn, and an edit saved
 /// since the page was opened is reported (409) rather than overwritten.
@@ -1644,14 +1503,15 @@ pub async fn restore_revision(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
-    form: web::Form<HashMap<String, String>>,
+    form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
     let (id, rev) = path.into_inner();
     let node = load(&state, &id).await?;
     let revision = load_revision(&state, &node, &rev).await?;
-    let form_nonce = form
-        .get("nonce")
-        .and_then(|n| EditVersion::parse(n.trim()).ok())
+    let form_nonce = Submitted::from_pairs(form.into_inner())
+        .edit_version()
+        .ok()
+        .flatten()
         .ok_or_else(|| {
             AppError::BadRequest("The form is missing its version; open the revision again.".into())
         })?;

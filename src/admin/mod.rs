@@ -9,6 +9,7 @@ pub mod content;
 pub mod customers;
 pub mod dashboard;
 pub mod demo_data;
+pub mod form;
 pub mod media;
 pub mod menus;
 pub mod orders;

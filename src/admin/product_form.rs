@@ -1,11 +1,10 @@
-//! The admin product form's fields and how a submitted form is checked and turned into a
-//! [`NewProduct`]: every field's rules and messages, each product type's own fields, shipping
-//! weight and size, dates and tags. The handlers are in `super::products`.
-
-use std::collections::HashMap;
+//! The admin product form's fields (as `admin::form` specs) and how a submitted form is checked
+//! and turned into a [`NewProduct`]: every field's rules and messages, each product type's own
+//! fields, shipping weight and size, dates and tags. The handlers are in `super::products`.
 
 use bson::oid::ObjectId;
 
+use crate::admin::form::{self, split_list as list, FieldSpec, Input, MergeAs, Submitted};
 use crate::catalog::demo::midnight_utc;
 use crate::catalog::products::{
     AlbumDetails, BookDetails, Details, Dimensions, FilmDetails, NewProduct, ProductType, Shipping,
@@ -14,46 +13,43 @@ use crate::catalog::typed_slug;
 use crate::domain::{Money, Sku, Slug};
 use crate::web::field_errors::FieldErrors;
 
-const MAX_TEXT: usize = 200;
 const MAX_DESCRIPTION: usize = 5_000;
 
-/// `(name, label, hint, input type)` of the fields every product has.
-pub(super) const COMMON_FIELDS: &[(&str, &str, &str, &str)] = &[
-    ("title", "Title", "", "text"),
-    (
-        "slug",
-        "Slug",
-        "Lowercase words joined by dashes; empty: made from the title.",
-        "text",
-    ),
-    ("sku", "SKU", "", "text"),
-    ("description", "Description", "", "textarea"),
-    (
-        "tags",
-        "Tags",
-        "Separated by commas; /tags/… pages list products and blog posts sharing a tag.",
-        "text",
-    ),
-    ("list_price", "List price ($)", "", "text"),
-    (
-        "retail_price",
-        "Retail price ($)",
-        "Savings are worked out from the two prices.",
-        "text",
-    ),
+/// The fields every product has.
+pub(super) const COMMON_FIELDS: &[FieldSpec] = &[
+    FieldSpec::new("title", "Title", Input::Text).required("Enter a title."),
+    FieldSpec::new("slug", "Slug", Input::Text)
+        .help("Lowercase words joined by dashes; empty: made from the title."),
+    FieldSpec::new("sku", "SKU", Input::Text),
+    FieldSpec::new("description", "Description", Input::Textarea)
+        .max_chars(MAX_DESCRIPTION)
+        .merge(MergeAs::Lines),
+    FieldSpec::new("tags", "Tags", Input::Text)
+        .help("Separated by commas; /tags/… pages list products and blog posts sharing a tag.")
+        .merge(MergeAs::Set),
+    FieldSpec::new("list_price", "List price ($)", Input::Text),
+    FieldSpec::new("retail_price", "Retail price ($)", Input::Text)
+        .help("Savings are worked out from the two prices."),
 ];
 
+/// The create form's opening stock (the edit page adjusts stock with its own form).
+pub(super) const QTY_FIELD: FieldSpec = FieldSpec::new("qty", "Units in stock", Input::Number);
+
 /// Shipping weight and package size; empty inputs count as 0 (not yet measured).
-pub(super) const SHIPPING_FIELDS: &[(&str, &str, &str, &str)] = &[
-    (
-        "shipping_weight",
-        "Weight (g)",
-        "Whole grams; checkout charges shipping by weight.",
-        "number",
-    ),
-    ("shipping_width", "Width (cm)", "", "decimal"),
-    ("shipping_height", "Height (cm)", "", "decimal"),
-    ("shipping_depth", "Depth (cm)", "", "decimal"),
+pub(super) const SHIPPING_FIELDS: &[FieldSpec] = &[
+    FieldSpec::new("shipping_weight", "Weight (g)", Input::Number)
+        .help("Whole grams; checkout charges shipping by weight."),
+    FieldSpec::new("shipping_width", "Width (cm)", Input::Decimal),
+    FieldSpec::new("shipping_height", "Height (cm)", Input::Decimal),
+    FieldSpec::new("shipping_depth", "Depth (cm)", Input::Decimal),
+];
+
+/// The edit form's inputs that are not drawn from specs (the category picker, the featured
+/// checkbox, the status select), for the merge of a save that lost a race.
+pub(super) const PICKED_FIELDS: &[FieldSpec] = &[
+    FieldSpec::new("categories", "Categories", Input::Text),
+    FieldSpec::new("featured", "Featured on the home page", Input::Text),
+    FieldSpec::new("status", "Status", Input::Text),
 ];
 
 /// Heaviest accepted shipping weight: a tonne, in grams.
@@ -61,92 +57,45 @@ const MAX_WEIGHT_GRAMS: i64 = 1_000_000;
 /// Largest accepted side of a package, in centimetres.
 const MAX_SIDE_CM: f64 = 10_000.0;
 
-pub(super) fn type_fields(
-    kind: ProductType,
-) -> &'static [(&'static str, &'static str, &'static str, &'static str)] {
+const GENRES: FieldSpec =
+    FieldSpec::new("genre", "Genres", Input::Text).help("Separated by commas.");
+
+const ALBUM_FIELDS: &[FieldSpec] = &[
+    FieldSpec::new("artist", "Artist", Input::Text).required("Enter the artist."),
+    FieldSpec::new("label", "Label", Input::Text).required("Enter the label."),
+    FieldSpec::new("issue_date", "Release date", Input::Date).help("YYYY-MM-DD"),
+    GENRES,
+    FieldSpec::new("tracks", "Track list", Input::Textarea)
+        .help("One track per line.")
+        .max_chars(MAX_DESCRIPTION),
+];
+
+const FILM_FIELDS: &[FieldSpec] = &[
+    FieldSpec::new("director", "Directors", Input::Text).help("Separated by commas."),
+    FieldSpec::new("writer", "Writers", Input::Text).help("Separated by commas."),
+    FieldSpec::new("actor", "Cast", Input::Text).help("Separated by commas."),
+    GENRES,
+    FieldSpec::new("issue_date", "Release date", Input::Date).help("YYYY-MM-DD"),
+    FieldSpec::new("rating", "Rating", Input::Text),
+    FieldSpec::new("aspect_ratio", "Aspect ratio", Input::Text),
+    FieldSpec::new("runtime", "Running time (minutes)", Input::Number),
+];
+
+const BOOK_FIELDS: &[FieldSpec] = &[
+    FieldSpec::new("author", "Authors", Input::Text).help("Separated by commas."),
+    FieldSpec::new("publisher", "Publisher", Input::Text).required("Enter the publisher."),
+    FieldSpec::new("pages", "Pages", Input::Number),
+    FieldSpec::new("isbn", "ISBN", Input::Text),
+    FieldSpec::new("issue_date", "Publication date", Input::Date).help("YYYY-MM-DD"),
+    GENRES,
+];
+
+pub(super) fn type_fields(kind: ProductType) -> &'static [FieldSpec] {
     match kind {
-        ProductType::Album => &[
-            ("artist", "Artist", "", "text"),
-            ("label", "Label", "", "text"),
-            ("issue_date", "Release date", "YYYY-MM-DD", "date"),
-            ("genre", "Genres", "Separated by commas.", "text"),
-            ("tracks", "Track list", "One track per line.", "textarea"),
-        ],
-        ProductType::Film => &[
-            ("director", "Directors", "Separated by commas.", "text"),
-            ("writer", "Writers", "Separated by commas.", "text"),
-            ("actor", "Cast", "Separated by commas.", "text"),
-            ("genre", "Genres", "Separated by commas.", "text"),
-            ("issue_date", "Release date", "YYYY-MM-DD", "date"),
-            ("rating", "Rating", "", "text"),
-            ("aspect_ratio", "Aspect ratio", "", "text"),
-            ("runtime", "Running time (minutes)", "", "number"),
-        ],
-        ProductType::Book => &[
-            ("author", "Authors", "Separated by commas.", "text"),
-            ("publisher", "Publisher", "", "text"),
-            ("pages", "Pages", "", "number"),
-            ("isbn", "ISBN", "", "text"),
-            ("issue_date", "Publication date", "YYYY-MM-DD", "date"),
-            ("genre", "Genres", "Separated by commas.", "text"),
-        ],
+        ProductType::Album => ALBUM_FIELDS,
+        ProductType::Film => FILM_FIELDS,
+        ProductType::Book => BOOK_FIELDS,
     }
-}
-
-/// What the form posted, by field; `categories` may repeat.
-pub(super) struct Submitted {
-    pub(super) values: HashMap<String, String>,
-    pub(super) categories: Vec<String>,
-}
-
-impl Submitted {
-    pub(super) fn from_pairs(pairs: Vec<(String, String)>) -> Submitted {
-        let mut values = HashMap::new();
-        let mut categories = Vec::new();
-        for (k, v) in pairs {
-            if k == "categories" {
-                categories.push(v);
-            } else {
-                values.insert(k, v);
-            }
-        }
-        Submitted { values, categories }
-    }
-
-    pub(super) fn get(&self, name: &str) -> &str {
-        self.values.get(name).map_or("", |v| v.trim())
-    }
-
-    /// Apply the conflict page's choices: a field whose `choice_{name}` is `stored` takes the
-    /// stored value the page carried (`stored_{name}`; categories as ids joined by commas).
-    pub(super) fn apply_choices(&mut self) {
-        let chosen: Vec<(String, String)> = self
-            .values
-            .iter()
-            .filter(|(_, side)| side.as_str() == "stored")
-            .filter_map(|(key, _)| {
-                let name = key.strip_prefix("choice_")?;
-                let value = self.values.get(&format!("stored_{name}"))?;
-                Some((name.to_string(), value.clone()))
-            })
-            .collect();
-        for (name, value) in chosen {
-            if name == "categories" {
-                self.categories = list(&value, ',');
-            } else {
-                self.values.insert(name, value);
-            }
-        }
-    }
-}
-
-pub(super) fn list(value: &str, separator: char) -> Vec<String> {
-    value
-        .split(separator)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
 }
 
 pub(super) fn parse_date(value: &str) -> Option<bson::DateTime> {
@@ -224,24 +173,12 @@ pub(super) fn parse_product(
     creating: bool,
 ) -> Result<NewProduct, FieldErrors> {
     let mut errors = FieldErrors::default();
-    for (name, label, _, _) in COMMON_FIELDS.iter().chain(type_fields(kind)) {
-        let value = form.get(name);
-        let limit = if *name == "description" || *name == "tracks" {
-            MAX_DESCRIPTION
-        } else {
-            MAX_TEXT
-        };
-        if value.chars().count() > limit {
-            errors.add(
-                name,
-                format!("{label} is too long (at most {limit} characters)."),
-            );
-        }
-    }
+    form::check(
+        COMMON_FIELDS.iter().chain(type_fields(kind)),
+        form,
+        &mut errors,
+    );
     let title = form.get("title").to_string();
-    if title.is_empty() {
-        errors.add("title", "Enter a title.");
-    }
     let slug = Slug::parse(&typed_slug(form.get("slug"), &title))
         .map_err(|_| {
             errors.add(
@@ -250,9 +187,11 @@ pub(super) fn parse_product(
             )
         })
         .ok();
-    let sku = Sku::parse(form.get("sku"))
-        .map_err(|_| errors.add("sku", "Enter a SKU of letters, digits and dashes."))
-        .ok();
+    let sku: Option<Sku> = form.parse(
+        "sku",
+        &mut errors,
+        "Enter a SKU of letters, digits and dashes.",
+    );
     let mut price = |name: &'static str| match Money::parse(form.get(name)) {
         Ok(amount) if amount.cents() <= 100_000_000 => amount,
         _ => {
@@ -280,7 +219,7 @@ pub(super) fn parse_product(
         0
     };
     let mut categories = Vec::new();
-    for id in &form.categories {
+    for id in form.all("categories") {
         match ObjectId::parse_str(id) {
             Ok(id) => categories.push(id),
             Err(_) => errors.add("categories", "Choose categories from the list."),
@@ -292,26 +231,15 @@ pub(super) fn parse_product(
     });
     let genre = list(form.get("genre"), ',');
     let shipping = parse_shipping(form, &mut errors);
-    let mut required = |name: &'static str, what: &str| {
-        let v = form.get(name).to_string();
-        if v.is_empty() {
-            errors.add(name, format!("Enter {what}."));
-        }
-        v
-    };
     let details = match kind {
-        ProductType::Album => {
-            let artist = required("artist", "the artist");
-            let label = required("label", "the label");
-            Details::Album(AlbumDetails {
-                title: title.clone(),
-                artist,
-                genre,
-                tracks: list(form.get("tracks"), '\n'),
-                issue_date,
-                label,
-            })
-        }
+        ProductType::Album => Details::Album(AlbumDetails {
+            title: title.clone(),
+            artist: form.get("artist").to_string(),
+            genre,
+            tracks: list(form.get("tracks"), '\n'),
+            issue_date,
+            label: form.get("label").to_string(),
+        }),
         ProductType::Film => {
             let rating = form.get("rating").to_string();
             let aspect_ratio = form.get("aspect_ratio").to_string();
@@ -339,7 +267,6 @@ pub(super) fn parse_product(
             })
         }
         ProductType::Book => {
-            let publisher = required("publisher", "the publisher");
             let pages = match form.get("pages").parse::<i32>() {
                 Ok(n) if (1..=100_000).contains(&n) => n,
                 _ => {
@@ -353,7 +280,7 @@ pub(super) fn parse_product(
             }
             Details::Book(BookDetails {
                 author,
-                publisher,
+                publisher: form.get("publisher").to_string(),
                 pages,
                 isbn: form.get("isbn").to_string(),
                 issue_date,

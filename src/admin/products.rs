@@ -1,5 +1,6 @@
-//! Admin products: the list with search, create and edit forms with each type's own fields,
-//! and stock adjustment.
+//! Admin products: create and edit forms with each type's own fields (on `admin::form`: a lost
+//! race is merged field by field, true conflicts get the 409 page), photos and stock
+//! adjustment.
 
 use std::collections::HashMap;
 
@@ -11,8 +12,9 @@ use bson::doc;
 use bson::oid::ObjectId;
 use futures::StreamExt;
 
+use crate::admin::form::{self, field_views, FieldSpec, Submitted, Values};
 use crate::admin::product_form::{
-    parse_product, tags_of, type_fields, Submitted, COMMON_FIELDS, SHIPPING_FIELDS,
+    parse_product, tags_of, type_fields, COMMON_FIELDS, PICKED_FIELDS, QTY_FIELD, SHIPPING_FIELDS,
 };
 use crate::catalog::categories::{self, TreeEntry};
 use crate::catalog::lifecycle::ProductStatus;
@@ -25,18 +27,10 @@ use crate::web::conflict::Conflict;
 use crate::web::errors::AppError;
 use crate::web::field_errors::FieldErrors;
 use crate::web::flash::{self, Level};
-use crate::web::layout::{html_response, render, render_status, Layout};
+use crate::web::layout::{render, render_status, Layout};
 use crate::web::see_other;
 
-/// One input of the product form, with what was entered and what is wrong with it.
-pub struct FieldView {
-    pub name: &'static str,
-    pub label: &'static str,
-    pub hint: &'static str,
-    pub input: &'static str,
-    pub value: String,
-    pub error: Option<String>,
-}
+pub use crate::admin::form::FieldView;
 
 /// A category the product can be filed under, for the picker.
 pub struct CategoryOption {
@@ -70,9 +64,9 @@ pub struct ProductFormPage {
     /// The version this form saves under (empty when creating, or for a product stored before
     /// versions existed).
     pub edit_version: String,
-    /// What the form showed when it was loaded (JSON of field → value), so a conflict can tell
-    /// which fields the editor changed.
-    pub loaded: String,
+    /// What the form showed when it was loaded (hidden `base_*` fields), so a conflict can
+    /// tell which fields the editor changed.
+    pub base: Vec<(String, String)>,
 }
 
 impl ProductFormPage {
@@ -105,8 +99,8 @@ fn bad_status() -> FieldErrors {
 }
 
 /// The form's values for an existing product.
-fn values_of(product: &Product) -> HashMap<String, String> {
-    let mut v: HashMap<String, String> = HashMap::new();
+fn values_of(product: &Product) -> Values {
+    let mut v = Values::new();
     v.insert("title".into(), product.title.clone());
     v.insert("slug".into(), product.slug.to_string());
     v.insert("sku".into(), product.sku.to_string());
@@ -167,12 +161,12 @@ fn values_of(product: &Product) -> HashMap<String, String> {
 struct FormInput<'a> {
     kind: ProductType,
     product: Option<Product>,
-    values: &'a HashMap<String, String>,
+    values: &'a Values,
     selected: &'a [String],
     errors: &'a FieldErrors,
     form_error: Option<String>,
     edit_version: String,
-    loaded: String,
+    base: Vec<(String, String)>,
 }
 
 async fn form_page(
@@ -180,25 +174,13 @@ async fn form_page(
     state: &AppState,
     input: FormInput<'_>,
 ) -> Result<ProductFormPage, AppError> {
-    let mut specs: Vec<&(&str, &str, &str, &str)> = COMMON_FIELDS.iter().collect();
-    let qty_field = ("qty", "Units in stock", "", "number");
+    let mut specs: Vec<&FieldSpec> = COMMON_FIELDS.iter().collect();
     if input.product.is_none() {
-        specs.push(&qty_field);
+        specs.push(&QTY_FIELD);
     }
     specs.extend(type_fields(input.kind));
-    let view =
-        |(name, label, hint, kind): &(&'static str, &'static str, &'static str, &'static str)| {
-            FieldView {
-                name,
-                label,
-                hint,
-                input: kind,
-                value: input.values.get(*name).cloned().unwrap_or_default(),
-                error: input.errors.get(name).cloned(),
-            }
-        };
-    let fields = specs.into_iter().map(view).collect();
-    let shipping = SHIPPING_FIELDS.iter().map(view).collect();
+    let fields = field_views(specs, input.values, input.errors);
+    let shipping = field_views(SHIPPING_FIELDS, input.values, input.errors);
     let tree: Vec<TreeEntry> = categories::tree_order(categories::all(&state.db).await?);
     let categories = tree
         .into_iter()
@@ -236,7 +218,7 @@ async fn form_page(
         status_error: input.errors.get("status").cloned(),
         form_error: input.form_error,
         edit_version: input.edit_version,
-        loaded: input.loaded,
+        base: input.base,
     })
 }
 
@@ -257,7 +239,7 @@ pub async fn new(
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
     let kind = kind_param(&params)?;
-    let mut values = HashMap::new();
+    let mut values = Values::new();
     values.insert("qty".to_string(), "0".to_string());
     let page = form_page(
         &req,
@@ -270,7 +252,7 @@ pub async fn new(
             errors: &FieldErrors::default(),
             form_error: None,
             edit_version: String::new(),
-            loaded: String::new(),
+            base: Vec::new(),
         },
     )
     .await?;
@@ -283,11 +265,10 @@ async fn invalid(
     state: &AppState,
     input: FormInput<'_>,
 ) -> Result<HttpResponse, AppError> {
-    let page = form_page(req, state, input).await?;
-    let html = page
-        .render()
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
-    Ok(html_response(StatusCode::UNPROCESSABLE_ENTITY, html))
+    render_status(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        &form_page(req, state, input).await?,
+    )
 }
 
 /// A duplicate slug or SKU becomes an error next to that field.
@@ -377,12 +358,12 @@ pub async fn create_product(
         FormInput {
             kind,
             product: None,
-            values: &form.values,
-            selected: &form.categories,
+            values: &form.values(),
+            selected: form.all("categories"),
             errors: &errors,
             form_error: Some(form_error),
             edit_version: String::new(),
-            loaded: String::new(),
+            base: Vec::new(),
         },
     )
     .await
@@ -405,7 +386,7 @@ pub async fn edit(
         FormInput {
             kind: product.kind,
             edit_version: version_input(&product),
-            loaded: loaded_input(&snapshot_of(&product)),
+            base: form::base_fields(&snapshot_of(&product)),
             product: Some(product),
             values: &values,
             selected: &selected,
@@ -421,18 +402,13 @@ fn version_input(product: &Product) -> String {
     product.edit_version.map(|v| v.to_hex()).unwrap_or_default()
 }
 
-/// The names of every field the edit form of `kind` shows, in form order, with their labels.
-fn edit_fields(kind: ProductType) -> Vec<(&'static str, &'static str)> {
-    let mut names: Vec<(&'static str, &'static str)> = COMMON_FIELDS
+/// Every field the edit form of `kind` shows, in form order.
+fn edit_fields(kind: ProductType) -> impl Iterator<Item = &'static FieldSpec> + Clone {
+    COMMON_FIELDS
         .iter()
         .chain(type_fields(kind))
         .chain(SHIPPING_FIELDS)
-        .map(|(name, label, _, _)| (*name, *label))
-        .collect();
-    names.push(("categories", "Categories"));
-    names.push(("featured", "Featured on the home page"));
-    names.push(("status", "Status"));
-    names
+        .chain(PICKED_FIELDS)
 }
 
 /// A form value as compared between versions: trimmed, with the browser's CRLF line ends as LF.
@@ -442,15 +418,14 @@ fn normalise(value: &str) -> String {
 
 /// Every field of the edit form as one string each: categories as sorted ids joined by
 /// commas, featured as `1` or empty.
-type Snapshot = HashMap<String, String>;
+type Snapshot = Values;
 
 fn snapshot_of(product: &Product) -> Snapshot {
     let values = values_of(product);
     let mut snap: Snapshot = edit_fields(product.kind)
-        .into_iter()
-        .map(|(name, _)| {
-            let v = values.get(name).map_or("", String::as_str);
-            (name.to_string(), normalise(v))
+        .map(|spec| {
+            let v = values.get(spec.name).map_or("", String::as_str);
+            (spec.name.to_string(), normalise(v))
         })
         .collect();
     let mut categories: Vec<String> = product.categories.iter().map(|c| c.to_hex()).collect();
@@ -461,10 +436,9 @@ fn snapshot_of(product: &Product) -> Snapshot {
 
 fn snapshot_of_form(kind: ProductType, form: &Submitted) -> Snapshot {
     let mut snap: Snapshot = edit_fields(kind)
-        .into_iter()
-        .map(|(name, _)| (name.to_string(), normalise(form.get(name))))
+        .map(|spec| (spec.name.to_string(), normalise(form.get(spec.name))))
         .collect();
-    let mut categories = form.categories.clone();
+    let mut categories = form.all("categories").to_vec();
     categories.sort();
     categories.dedup();
     snap.insert("categories".into(), categories.join(","));
@@ -475,18 +449,11 @@ fn snapshot_of_form(kind: ProductType, form: &Submitted) -> Snapshot {
     snap
 }
 
-fn loaded_input(snapshot: &Snapshot) -> String {
-    serde_json::to_string(snapshot).unwrap_or_default()
-}
-
-/// The form's `edit_version`: empty means the product had none when the form was loaded.
+/// The form's edit token: none means the product had none when the form was loaded.
 fn form_version(form: &Submitted) -> Result<Option<EditVersion>, AppError> {
-    match form.get("edit_version") {
-        "" => Ok(None),
-        v => EditVersion::parse(v).map(Some).map_err(|_| {
-            AppError::BadRequest("The form's version is damaged; open the editor again.".into())
-        }),
-    }
+    form.edit_version().map_err(|_| {
+        AppError::BadRequest("The form's version is damaged; open the editor again.".into())
+    })
 }
 
 /// `POST /admin/products/{id}/edit`: saves only if the product still carries the version the
@@ -501,22 +468,11 @@ pub async fn update(
         .await?
         .ok_or(AppError::NotFound)?;
     let mut submitted = Submitted::from_pairs(form.into_inner());
-    submitted.apply_choices();
+    // The conflict page's choices: "stored" takes the carried `stored_{name}`.
+    submitted.apply_choices(&["stored"], &["categories"]);
     let mut version = form_version(&submitted)?;
     // What is saved: the submission, or after a lost race its merge with the stored version.
-    let mut form = Submitted::from_pairs(
-        submitted
-            .values
-            .clone()
-            .into_iter()
-            .chain(
-                submitted
-                    .categories
-                    .iter()
-                    .map(|c| ("categories".to_string(), c.clone())),
-            )
-            .collect(),
-    );
+    let mut form = submitted.clone();
     let mut notice = String::new();
     for _ in 0..3 {
         let parsed =
@@ -576,16 +532,16 @@ pub async fn update(
             FormInput {
                 kind: product.kind,
                 product: Some(product),
-                values: &form.values,
-                selected: &form.categories,
+                values: &form.values(),
+                selected: form.all("categories"),
                 errors: &errors,
                 form_error: Some(
                     "The changes were not saved: correct the fields marked below.".into(),
                 ),
                 // Keep what the editor loaded (or, merged, the stored version): the next save
                 // must still be checked against it.
-                edit_version: form.get("edit_version").to_string(),
-                loaded: form.get("loaded").to_string(),
+                edit_version: form.get(form::EDIT_TOKEN).to_string(),
+                base: form.prefixed(form::BASE_PREFIX),
             },
         )
         .await;
@@ -629,7 +585,7 @@ pub struct ProductConflictPage {
     pub categories: Vec<CategoryOption>,
     pub categories_error: Option<String>,
     pub edit_version: String,
-    pub loaded: String,
+    pub base: Vec<(String, String)>,
     featured: bool,
     pub status: String,
     pub status_error: Option<String>,
@@ -645,8 +601,8 @@ impl ProductConflictPage {
     }
 }
 
-/// Merge a save that lost a race three ways: what the editor's form loaded (their hidden
-/// `loaded` snapshot), the stored version and their submission. A field changed on one side
+/// Merge a save that lost a race three ways: what the editor's form loaded (its hidden
+/// `base_*` fields), the stored version and their submission. A field changed on one side
 /// only takes that side's value; tags merge as sets and the description line by line. With
 /// no true conflict the merge is saved (under the stored version, so it too loses if someone
 /// saves again meanwhile). Otherwise the 409 page shows only the fields both changed
@@ -660,13 +616,12 @@ async fn conflict(
     kind: ProductType,
     form: &Submitted,
 ) -> Result<Resolution, AppError> {
-    use crate::web::merge::{merge_lines, merge_set, merge_value, Merged, Pick};
     let stored = products::by_id(&state.db, id).await?.ok_or_else(|| {
         AppError::Conflict("This product was deleted while you were editing it.".into())
     })?;
     let stored_snap = snapshot_of(&stored);
     let mine = snapshot_of_form(kind, form);
-    let loaded: Option<Snapshot> = serde_json::from_str(form.get("loaded")).ok();
+    let loaded = form.base();
     let knew_loaded = loaded.is_some();
     let all_categories = categories::all(&state.db).await?;
     let category_label = |ids: &str| -> String {
@@ -681,100 +636,24 @@ async fn conflict(
             .collect::<Vec<_>>()
             .join("\n")
     };
-    let mut conflict = Conflict::new();
-    let mut changed = Vec::new();
-    let mut theirs_merged = Vec::new();
-    let mut merged = stored_snap.clone();
-    for (name, label) in edit_fields(kind) {
-        let theirs = mine.get(name).map_or("", String::as_str);
-        let now = stored_snap.get(name).map_or("", String::as_str);
-        let conflicting = match &loaded {
-            None => {
-                if theirs != now {
-                    changed.push(label.to_string());
-                    merged.insert(name.to_string(), theirs.to_string());
-                }
-                theirs != now
-            }
-            Some(loaded) => {
-                let base = loaded.get(name).map_or("", String::as_str).to_string();
-                match merge_value(&base, &theirs.to_string(), &now.to_string()) {
-                    Merged::Same(_) => false,
-                    Merged::Theirs(_) => {
-                        theirs_merged.push(label.to_string());
-                        false
-                    }
-                    Merged::Mine(v) => {
-                        changed.push(label.to_string());
-                        merged.insert(name.to_string(), v);
-                        false
-                    }
-                    Merged::Conflict(m, t) => {
-                        changed.push(label.to_string());
-                        let clean = match name {
-                            "tags" => {
-                                let split = |v: &str| crate::admin::product_form::list(v, ',');
-                                Some(merge_set(&split(&base), &split(&m), &split(&t)).join(", "))
-                            }
-                            "description" => {
-                                let lines = merge_lines(&base, &m, &t);
-                                (lines.conflicts() == 0).then(|| lines.text(Pick::Mine))
-                            }
-                            _ => None,
-                        };
-                        match clean {
-                            Some(v) => {
-                                theirs_merged.push(label.to_string());
-                                merged.insert(name.to_string(), v);
-                                false
-                            }
-                            None => {
-                                merged.insert(name.to_string(), m);
-                                true
-                            }
-                        }
-                    }
-                }
-            }
-        };
-        if !conflicting {
-            continue;
-        }
-        match name {
-            "categories" => conflict.field_with_choice(
-                label,
-                &category_label(theirs),
-                &category_label(now),
-                name,
-                now,
-            ),
-            "featured" => conflict.field_with_choice(
-                label,
-                if theirs == "1" { "yes" } else { "no" },
-                if now == "1" { "yes" } else { "no" },
-                name,
-                now,
-            ),
-            _ => conflict.field_with_choice(label, theirs, now, name, now),
-        }
-    }
+    let merge = form::merge_fields(edit_fields(kind), loaded.as_ref(), &mine, &stored_snap);
+    // Each version written for people: categories by name, featured as yes or no.
+    let conflict = form::choice_view(&merge.conflicts, |name, value| match name {
+        "categories" => category_label(value),
+        "featured" => if value == "1" { "yes" } else { "no" }.to_string(),
+        _ => value.to_string(),
+    });
+    let (changed, theirs_merged, merged) = (merge.changed, merge.merged, merge.values);
     let stored_updated = crate::db::site::time_zone().minute_label(stored.updated);
+    // The snapshot holds the categories as ids joined by commas; the form, one by one.
+    let selected = form::split_list(merged.get("categories").map_or("", String::as_str), ',');
     if knew_loaded && conflict.fields.is_empty() {
-        let mut pairs: Vec<(String, String)> = merged
-            .iter()
-            .filter(|(k, _)| *k != "categories")
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        pairs.extend(
-            crate::admin::product_form::list(
-                merged.get("categories").map_or("", String::as_str),
-                ',',
-            )
-            .into_iter()
-            .map(|c| ("categories".to_string(), c)),
-        );
-        pairs.push(("edit_version".into(), version_input(&stored)));
-        pairs.push(("loaded".into(), loaded_input(&stored_snap)));
+        let mut form = Submitted::from_pairs(merged);
+        form.set_all("categories", selected);
+        form.set(form::EDIT_TOKEN, version_input(&stored));
+        for (name, value) in form::base_fields(&stored_snap) {
+            form.set(name, value);
+        }
         let notice = if theirs_merged.is_empty() {
             String::new()
         } else {
@@ -784,27 +663,18 @@ async fn conflict(
             )
         };
         return Ok(Resolution::Merged {
-            form: Submitted::from_pairs(pairs),
+            form,
             version: stored.edit_version,
             notice,
         });
     }
-    let selected: Vec<String> = merged
-        .get("categories")
-        .map(|c| {
-            c.split(',')
-                .filter(|s| !s.is_empty())
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default();
     let page = form_page(
         req,
         state,
         FormInput {
             kind,
             edit_version: version_input(&stored),
-            loaded: loaded_input(&stored_snap),
+            base: form::base_fields(&stored_snap),
             product: Some(stored.clone()),
             values: &merged,
             selected: &selected,
@@ -827,7 +697,7 @@ async fn conflict(
         categories: page.categories,
         categories_error: None,
         edit_version: page.edit_version,
-        loaded: page.loaded,
+        base: page.base,
         featured: page.featured,
         status: page.status,
         status_error: None,

@@ -3,19 +3,19 @@
 //! organisation name, robots.txt rules), kept in the database (see `db::site`), so they change
 //! without a restart and every instance agrees.
 
-use std::collections::HashMap;
-
 use actix_session::SessionExt;
 use actix_web::http::StatusCode;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
+use crate::admin::form::Submitted;
 use crate::db::site::{self, ShippingRates, SiteSettings};
 use crate::domain::{Money, TimeZone};
 use crate::state::AppState;
 use crate::web::errors::AppError;
+use crate::web::field_errors::FieldErrors;
 use crate::web::flash::{self, Level};
-use crate::web::layout::{html_response, Layout};
+use crate::web::layout::{render, render_status, Layout};
 use crate::web::see_other;
 
 const MAX_NAME: usize = 100;
@@ -33,7 +33,7 @@ const MAX_SHIPPING_CENTS: i64 = 100_000;
 pub struct SettingsPage {
     pub layout: Layout,
     pub form: SettingsForm,
-    pub errors: HashMap<&'static str, String>,
+    pub errors: FieldErrors,
 }
 
 impl SettingsPage {
@@ -42,33 +42,20 @@ impl SettingsPage {
     }
 }
 
-/// The form as posted (and as first shown, from the stored settings).
-#[derive(serde::Deserialize, Default)]
+/// The form's values as typed (and as first shown, from the stored settings).
+#[derive(Default)]
 pub struct SettingsForm {
-    #[serde(default)]
     pub name: String,
-    #[serde(default)]
     pub tagline: String,
-    #[serde(default)]
     pub currency_symbol: String,
-    #[serde(default)]
     pub shipping_base: String,
-    #[serde(default)]
     pub shipping_per_half_kilo: String,
-    /// The fields below, when a form does not send them (one from before they existed), keep
-    /// their stored values (`SettingsForm::keep_missing`).
-    #[serde(default)]
-    pub currency_code: Option<String>,
-    #[serde(default)]
-    pub description: Option<String>,
-    #[serde(default)]
-    pub social_image: Option<String>,
-    #[serde(default)]
-    pub organisation: Option<String>,
-    #[serde(default)]
-    pub robots_txt: Option<String>,
-    #[serde(default)]
-    pub time_zone: Option<String>,
+    pub currency_code: String,
+    pub description: String,
+    pub social_image: String,
+    pub organisation: String,
+    pub robots_txt: String,
+    pub time_zone: String,
 }
 
 /// `text` with its first letter in upper case (an error message that starts a sentence).
@@ -79,11 +66,6 @@ fn capitalised(text: &str) -> String {
     })
 }
 
-/// A form field's text (empty when it was not sent).
-fn text(field: &Option<String>) -> &str {
-    field.as_deref().unwrap_or_default()
-}
-
 impl SettingsForm {
     fn of(settings: &SiteSettings) -> SettingsForm {
         SettingsForm {
@@ -92,44 +74,49 @@ impl SettingsForm {
             currency_symbol: settings.currency_symbol.clone(),
             shipping_base: settings.shipping.base_cents.amount(),
             shipping_per_half_kilo: settings.shipping.per_half_kilo_cents.amount(),
-            currency_code: Some(settings.currency_code.clone()),
-            description: Some(settings.description.clone()),
-            social_image: Some(settings.social_image.clone()),
-            organisation: Some(settings.organisation.clone()),
-            robots_txt: Some(settings.robots_txt.clone()),
-            time_zone: Some(settings.time_zone.name().to_string()),
+            currency_code: settings.currency_code.clone(),
+            description: settings.description.clone(),
+            social_image: settings.social_image.clone(),
+            organisation: settings.organisation.clone(),
+            robots_txt: settings.robots_txt.clone(),
+            time_zone: settings.time_zone.name().to_string(),
         }
     }
 
-    /// Fill the fields the form did not send with the `stored` values.
-    fn keep_missing(&mut self, stored: &SiteSettings) {
-        let keep = |field: &mut Option<String>, value: &str| {
-            if field.is_none() {
-                *field = Some(value.to_string());
-            }
-        };
-        keep(&mut self.currency_code, &stored.currency_code);
-        keep(&mut self.description, &stored.description);
-        keep(&mut self.social_image, &stored.social_image);
-        keep(&mut self.organisation, &stored.organisation);
-        keep(&mut self.robots_txt, &stored.robots_txt);
-        keep(&mut self.time_zone, stored.time_zone.name());
+    /// What `form` sent, as typed. The fields added after the first settings page keep their
+    /// `stored` values when a form does not send them (one opened before they existed).
+    fn read(form: &Submitted, stored: &SiteSettings) -> SettingsForm {
+        let sent = |name: &str| form.raw(name).unwrap_or_default().to_string();
+        let or_stored = |name: &str, value: &str| form.raw(name).unwrap_or(value).to_string();
+        SettingsForm {
+            name: sent("name"),
+            tagline: sent("tagline"),
+            currency_symbol: sent("currency_symbol"),
+            shipping_base: sent("shipping_base"),
+            shipping_per_half_kilo: sent("shipping_per_half_kilo"),
+            currency_code: or_stored("currency_code", &stored.currency_code),
+            description: or_stored("description", &stored.description),
+            social_image: or_stored("social_image", &stored.social_image),
+            organisation: or_stored("organisation", &stored.organisation),
+            robots_txt: or_stored("robots_txt", &stored.robots_txt),
+            time_zone: or_stored("time_zone", stored.time_zone.name()),
+        }
     }
 
     /// Check every field; errors by field name say what to fix.
-    fn parse(&self) -> Result<SiteSettings, HashMap<&'static str, String>> {
-        let mut errors = HashMap::new();
+    fn parse(&self) -> Result<SiteSettings, FieldErrors> {
+        let mut errors = FieldErrors::new();
         let name = self.name.trim();
         if name.is_empty() || name.chars().count() > MAX_NAME || name.chars().any(char::is_control)
         {
-            errors.insert(
+            errors.add(
                 "name",
                 format!("Enter the shop's name, at most {MAX_NAME} characters."),
             );
         }
         let tagline = self.tagline.trim();
         if tagline.chars().count() > MAX_TAGLINE || tagline.chars().any(char::is_control) {
-            errors.insert(
+            errors.add(
                 "tagline",
                 format!("Keep the tagline to at most {MAX_TAGLINE} characters on one line."),
             );
@@ -141,16 +128,16 @@ impl SettingsForm {
                 .chars()
                 .any(|c| c.is_control() || c.is_ascii_digit() || c.is_whitespace())
         {
-            errors.insert(
+            errors.add(
                 "currency_symbol",
                 format!("Enter a symbol of 1 to {MAX_SYMBOL} characters without digits, e.g. $, € or CHF."),
             );
         }
-        let code = text(&self.currency_code).trim().to_ascii_uppercase();
+        let code = self.currency_code.trim().to_ascii_uppercase();
         if code.len() != 3 || !code.bytes().all(|b| b.is_ascii_uppercase()) {
-            errors.insert(
+            errors.add(
                 "currency_code",
-                "Enter the currency's three-letter ISO code, e.g. USD, EUR or CHF.".to_string(),
+                "Enter the currency's three-letter ISO code, e.g. USD, EUR or CHF.",
             );
         }
         let one_line = |field: &'static str, value: &str, max: usize, what: &str| {
@@ -161,9 +148,9 @@ impl SettingsForm {
                 )
             })
         };
-        let description = text(&self.description).trim();
-        let organisation = text(&self.organisation).trim();
-        let social_image = text(&self.social_image).trim();
+        let description = self.description.trim();
+        let organisation = self.organisation.trim();
+        let social_image = self.social_image.trim();
         for (field, message) in [
             one_line("description", description, MAX_DESCRIPTION, "description"),
             one_line(
@@ -176,14 +163,14 @@ impl SettingsForm {
         .into_iter()
         .flatten()
         {
-            errors.insert(field, message);
+            errors.add(field, message);
         }
         if !social_image.is_empty()
             && (social_image.chars().count() > MAX_SOCIAL_IMAGE
                 || (crate::web::links::local_path(social_image).is_none()
                     && !crate::web::meta::is_absolute_web_url(social_image)))
         {
-            errors.insert(
+            errors.add(
                 "social_image",
                 format!(
                     "Enter a path on this site starting with / (e.g. /media/…/display) or an \
@@ -191,28 +178,25 @@ impl SettingsForm {
                 ),
             );
         }
-        let robots_txt = text(&self.robots_txt).replace("\r\n", "\n");
+        let robots_txt = self.robots_txt.replace("\r\n", "\n");
         if robots_txt.chars().count() > MAX_ROBOTS
             || robots_txt
                 .chars()
                 .any(|c| c.is_control() && !matches!(c, '\n' | '\t'))
         {
-            errors.insert(
+            errors.add(
                 "robots_txt",
                 format!("Keep robots.txt to at most {MAX_ROBOTS} characters of plain text."),
             );
         }
-        let time_zone = TimeZone::parse(text(&self.time_zone)).unwrap_or_else(|e| {
-            errors.insert("time_zone", format!("{}.", capitalised(&e.to_string())));
+        let time_zone = TimeZone::parse(&self.time_zone).unwrap_or_else(|e| {
+            errors.add("time_zone", format!("{}.", capitalised(&e.to_string())));
             TimeZone::utc()
         });
         let mut money = |field: &'static str, value: &str| match Money::parse(value) {
             Ok(amount) if amount.cents() <= MAX_SHIPPING_CENTS => amount,
             _ => {
-                errors.insert(
-                    field,
-                    "Enter an amount from 0 to 1000.00, e.g. 3.99.".to_string(),
-                );
+                errors.add(field, "Enter an amount from 0 to 1000.00, e.g. 3.99.");
                 Money::ZERO
             }
         };
@@ -241,24 +225,14 @@ impl SettingsForm {
     }
 }
 
-fn respond(status: StatusCode, page: &SettingsPage) -> Result<HttpResponse, AppError> {
-    let html = page
-        .render()
-        .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
-    Ok(html_response(status, html))
-}
-
 /// `GET /admin/settings`
 pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
     let settings = site::load(&state.db).await?;
-    respond(
-        StatusCode::OK,
-        &SettingsPage {
-            layout: Layout::admin(&req),
-            form: SettingsForm::of(&settings),
-            errors: HashMap::new(),
-        },
-    )
+    render(&SettingsPage {
+        layout: Layout::admin(&req),
+        form: SettingsForm::of(&settings),
+        errors: FieldErrors::new(),
+    })
 }
 
 /// `POST /admin/settings`: saved and in use from the next request on (every worker), or the
@@ -266,10 +240,12 @@ pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRe
 pub async fn save(
     req: HttpRequest,
     state: web::Data<AppState>,
-    form: web::Form<SettingsForm>,
+    form: web::Form<Vec<(String, String)>>,
 ) -> Result<HttpResponse, AppError> {
-    let mut form = form.into_inner();
-    form.keep_missing(&site::load(&state.db).await?);
+    let form = SettingsForm::read(
+        &Submitted::from_pairs(form.into_inner()),
+        &site::load(&state.db).await?,
+    );
     match form.parse() {
         Ok(settings) => {
             site::save(&state.db, &settings).await?;
@@ -277,7 +253,7 @@ pub async fn save(
             flash::push(&req.get_session(), Level::Success, "Settings saved.");
             Ok(see_other("/admin/settings"))
         }
-        Err(errors) => respond(
+        Err(errors) => render_status(
             StatusCode::UNPROCESSABLE_ENTITY,
             &SettingsPage {
                 layout: Layout::admin(&req),
@@ -299,7 +275,7 @@ mod tests {
             currency_symbol: symbol.into(),
             shipping_base: base.into(),
             shipping_per_half_kilo: "1".into(),
-            currency_code: Some("eur".into()),
+            currency_code: "eur".into(),
             ..SettingsForm::of(&SiteSettings::default())
         }
     }
@@ -316,13 +292,15 @@ mod tests {
             assert!(form("$", bad)
                 .parse()
                 .unwrap_err()
-                .contains_key("shipping_base"));
+                .get("shipping_base")
+                .is_some());
         }
         for bad in ["", "12", "EURO€", "a b"] {
             assert!(form(bad, "1")
                 .parse()
                 .unwrap_err()
-                .contains_key("currency_symbol"));
+                .get("currency_symbol")
+                .is_some());
         }
     }
 
@@ -333,26 +311,27 @@ mod tests {
             f(&mut form);
             form.parse()
         };
-        assert!(with(|f| f.currency_code = Some("US".into()))
+        assert!(with(|f| f.currency_code = "US".into())
             .unwrap_err()
-            .contains_key("currency_code"));
-        assert!(
-            with(|f| f.social_image = Some("javascript:alert(1)".into()))
-                .unwrap_err()
-                .contains_key("social_image")
-        );
-        assert!(
-            with(|f| f.social_image = Some("//evil.example/x.png".into()))
-                .unwrap_err()
-                .contains_key("social_image")
-        );
-        assert!(with(|f| f.description = Some("two\nlines".into()))
+            .get("currency_code")
+            .is_some());
+        assert!(with(|f| f.social_image = "javascript:alert(1)".into())
             .unwrap_err()
-            .contains_key("description"));
-        assert!(with(|f| f.robots_txt = Some("User-agent: *\u{0}".into()))
+            .get("social_image")
+            .is_some());
+        assert!(with(|f| f.social_image = "//evil.example/x.png".into())
             .unwrap_err()
-            .contains_key("robots_txt"));
-        let ok = with(|f| f.social_image = Some("/static/images/card.png".into())).expect("valid");
+            .get("social_image")
+            .is_some());
+        assert!(with(|f| f.description = "two\nlines".into())
+            .unwrap_err()
+            .get("description")
+            .is_some());
+        assert!(with(|f| f.robots_txt = "User-agent: *\u{0}".into())
+            .unwrap_err()
+            .get("robots_txt")
+            .is_some());
+        let ok = with(|f| f.social_image = "/static/images/card.png".into()).expect("valid");
         assert_eq!(ok.social_image, "/static/images/card.png");
     }
 }
