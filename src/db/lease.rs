@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{is_duplicate_key, Db, DbError};
 
-pub(crate) const COLLECTION: &str = "leases";
+pub const COLLECTION: &str = "leases";
 
 /// This process's name in lease documents: the host name and a random id, fixed for the
 /// process's life, so two instances on one host differ and a log line says which one held it.

@@ -15,7 +15,7 @@
 //! write that ends in a confirmation belongs there too.
 
 pub mod commands;
-pub(crate) mod lease;
+pub mod lease;
 pub(crate) mod outage;
 pub mod redirects;
 pub mod site;
