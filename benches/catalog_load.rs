@@ -618,7 +618,7 @@ async fn seed_discussion(
 ) -> anyhow::Result<BenchDiscussion> {
     use bazaar::comments::{self, slugs, Author, Comment, CommentStatus};
     use bson::oid::ObjectId;
-    let product = bazaar::catalog::products::by_slug(db, slug)
+    let product = bazaar::catalog::products::by_slug(db, &bazaar::domain::Slug::parse(slug)?)
         .await?
         .ok_or_else(|| anyhow::anyhow!("demo product {slug} is missing"))?;
     // Each reply's parent, by position in the thread (0 is the top-level comment).

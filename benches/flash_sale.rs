@@ -198,7 +198,7 @@ async fn bench() -> anyhow::Result<()> {
         add_to_carts(&base, 500, Duration::ZERO, Arc::new(vec![hot[3].clone()])).await;
 
     println!();
-    let last = products::by_sku(&db, &hot[3].sku)
+    let last = products::by_sku(&db, &bazaar::domain::Sku::parse(&hot[3].sku)?)
         .await?
         .ok_or_else(|| anyhow::anyhow!("the sell-out product vanished"))?;
     let holding = bazaar::stock::reservations_of(&db, &last.sku).await?.len();

@@ -679,6 +679,7 @@ fn http_server(
     let trusted_proxies = web::Data::new(settings.server.trusted_proxies.clone());
     let session_policy = web::Data::new(session::SessionPolicy {
         max_age: settings.session.max_age,
+        clock: state.db.clock(),
     });
     let body_policy = web::Data::new(BodyPolicy::new(
         settings.server.body_timeout,

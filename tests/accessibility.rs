@@ -420,8 +420,13 @@ async fn the_main_pages_keep_their_heading_order() {
 
 #[tokio::test]
 async fn repeated_links_have_distinct_accessible_names() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    // On sale, featured and discounted: a product on each of the home page's three shelves.
+    crate::common::builders::ProductBuilder::new("n1")
+        .stock(5)
+        .featured()
+        .build(&app.db)
+        .await;
     let doc = html(&body(app.get("/").await).await);
     let s = Selector::parse(".shelf .more a").expect("selector");
     let names: Vec<String> = doc.select(&s).map(accessible_name).collect();
@@ -430,7 +435,6 @@ async fn repeated_links_have_distinct_accessible_names() {
     let distinct: std::collections::BTreeSet<&String> = names.iter().collect();
     assert_eq!(distinct.len(), names.len(), "{names:?}");
     // Cart buttons and filter chips name their item too.
-    product_with_stock(&app.db, "n1", 5).await;
     product_with_stock(&app.db, "n2", 5).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("n1", "1").await;

@@ -29,10 +29,20 @@ fn album_fields<'a>(token: &'a str, slug: &'a str, sku: &'a str) -> Vec<(&'a str
 
 #[tokio::test]
 async fn the_admin_product_list_searches_by_title_prefix_or_sku() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    for (sku, title) in [
+        ("demo0001", "Kind of Blue"),
+        (
+            "book0042",
+            "Kind of Blue: The Making of the Miles Davis Masterpiece",
+        ),
+        ("film0007", "Blade Runner"),
+        ("music0003", "Blue Train"),
+    ] {
+        ProductBuilder::new(sku).title(title).build(&app.db).await;
+    }
     let doc = admin_page(&app, "/admin/products").await;
-    assert_eq!(texts(&doc, ".result-count .total"), ["36"]);
+    assert_eq!(texts(&doc, ".result-count .total"), ["4"]);
     assert_eq!(
         attr(&doc, "header nav a[aria-current=page]", "href").as_deref(),
         Some("/admin/products")
@@ -208,8 +218,17 @@ async fn invalid_product_fields_are_reported_next_to_each_field() {
 
 #[tokio::test]
 async fn editing_a_product_keeps_its_type_fields_and_stock_can_be_adjusted() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    ProductBuilder::new("film0001")
+        .slug("casablanca")
+        .title("Casablanca")
+        .film()
+        .people(&["Humphrey Bogart", "Ingrid Bergman", "Paul Henreid"])
+        .price(999, 1499)
+        .stock(4)
+        .shipping(100, (19.0, 13.5, 1.5))
+        .build(&app.db)
+        .await;
     let doc = admin_page(&app, "/admin/products?q=casablanca").await;
     let edit = attr(&doc, "table.admin-products tbody a", "href").expect("edit link");
     let doc = admin_page(&app, &edit).await;
@@ -403,8 +422,44 @@ fn move_value(doc: &scraper::Html, slug: &str, parent: &str) -> String {
 
 #[tokio::test]
 async fn categories_can_be_added_moved_renamed_and_deleted_from_the_admin() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    // Music → Jazz → Ragtime → Bop → Modal Jazz, and Rock; Kind of Blue in Modal Jazz and
+    // Piano Rags in Ragtime.
+    let db = &app.db;
+    let music = CategoryBuilder::new("music").name("Music").build(db).await;
+    CategoryBuilder::new("rock").name("Rock").build(db).await;
+    let jazz = CategoryBuilder::new("jazz")
+        .name("Jazz")
+        .parent(&music)
+        .build(db)
+        .await;
+    let ragtime = CategoryBuilder::new("ragtime")
+        .name("Ragtime")
+        .parent(&jazz)
+        .build(db)
+        .await;
+    let bop = CategoryBuilder::new("bop")
+        .name("Bop")
+        .parent(&ragtime)
+        .build(db)
+        .await;
+    let modal = CategoryBuilder::new("modal-jazz")
+        .name("Modal Jazz")
+        .parent(&bop)
+        .build(db)
+        .await;
+    ProductBuilder::new("kob")
+        .slug("kind-of-blue")
+        .title("Kind of Blue")
+        .category(&modal)
+        .build(db)
+        .await;
+    ProductBuilder::new("rags")
+        .slug("piano-rags-by-scott-joplin")
+        .title("Piano Rags by Scott Joplin")
+        .category(&ragtime)
+        .build(db)
+        .await;
     let doc = admin_page(&app, "/admin/categories").await;
     let token = csrf_token(&doc).expect("token");
     let jazz = category_id(&doc, "jazz");

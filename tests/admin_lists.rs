@@ -4,6 +4,7 @@
 //! ask first and need the CSRF token; shop settings reach the storefront and checkout totals;
 //! admin error pages stay in the admin.
 
+use crate::common::builders::{CategoryBuilder, ProductBuilder};
 use crate::common::shop::*;
 use crate::common::*;
 use bazaar::catalog::products::{self, ProductStatus};
@@ -58,8 +59,15 @@ fn rows(doc: &scraper::Html, selector: &str) -> Vec<String> {
 
 #[tokio::test]
 async fn the_product_list_pages_past_a_hundred_rows_and_sorts_filters_and_searches() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    // Besides the 130 "page-" albums: two books and Kind of Blue.
+    for sku in ["book-1", "book-2"] {
+        ProductBuilder::new(sku).book().build(&app.db).await;
+    }
+    ProductBuilder::new("kob")
+        .title("Kind of Blue")
+        .build(&app.db)
+        .await;
     for n in 0..130 {
         product_with_stock(&app.db, &format!("page-{n:03}"), n % 7).await;
     }
@@ -111,6 +119,7 @@ async fn the_product_list_pages_past_a_hundred_rows_and_sorts_filters_and_search
         .count_documents(doc! { "type": "book" })
         .await
         .expect("count");
+    assert_eq!(books, 2);
     let doc = admin_page(&app, "/admin/products?type=book").await;
     assert_eq!(texts(&doc, ".result-count .total"), [books.to_string()]);
     assert_eq!(
@@ -315,7 +324,7 @@ async fn a_product_is_deleted_only_if_never_ordered_and_only_after_confirming() 
         .post_admin_form(&url, &[("csrf_token", token.as_str())])
         .await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    assert!(products::by_sku(&app.db, "del-ordered")
+    assert!(products::by_sku(&app.db, &sku("del-ordered"))
         .await
         .expect("query")
         .is_some());
@@ -334,7 +343,7 @@ async fn a_product_is_deleted_only_if_never_ordered_and_only_after_confirming() 
     assert!(product(&app.db, "del-spare").await.qty == 5);
     let response = app.post_admin_form(&url, &[]).await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
-    assert!(products::by_sku(&app.db, "del-spare")
+    assert!(products::by_sku(&app.db, &sku("del-spare"))
         .await
         .expect("query")
         .is_some());
@@ -343,7 +352,7 @@ async fn a_product_is_deleted_only_if_never_ordered_and_only_after_confirming() 
         .await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     assert_eq!(location(&response), "/admin/products");
-    assert!(products::by_sku(&app.db, "del-spare")
+    assert!(products::by_sku(&app.db, &sku("del-spare"))
         .await
         .expect("query")
         .is_none());
@@ -405,8 +414,28 @@ async fn cancelling_an_order_asks_first_and_says_what_goes_back_on_sale() {
 
 #[tokio::test]
 async fn deleting_a_category_asks_first_and_says_where_its_contents_go() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    // Music → Jazz (two products) → Ragtime.
+    let music = CategoryBuilder::new("music")
+        .name("Music")
+        .build(&app.db)
+        .await;
+    let jazz = CategoryBuilder::new("jazz")
+        .name("Jazz")
+        .parent(&music)
+        .build(&app.db)
+        .await;
+    CategoryBuilder::new("ragtime")
+        .name("Ragtime")
+        .parent(&jazz)
+        .build(&app.db)
+        .await;
+    for sku in ["jazz-1", "jazz-2"] {
+        ProductBuilder::new(sku)
+            .category(&jazz)
+            .build(&app.db)
+            .await;
+    }
     let tree = admin_page(&app, "/admin/categories").await;
     let jazz = attr(&tree, "#category-jazz", "data-id").expect("jazz");
     // The tree shows product counts and links to one edit page per category.
@@ -686,7 +715,7 @@ async fn photos_chosen_on_the_create_form_are_saved_in_order_and_can_be_reordere
     let response =
         create_multipart(&app, &token, &fields, &[("notes.png", b"hello".to_vec())]).await;
     assert_eq!(response.status(), StatusCode::UNPROCESSABLE_ENTITY);
-    assert!(products::by_sku(&app.db, "ph-1")
+    assert!(products::by_sku(&app.db, &sku("ph-1"))
         .await
         .expect("query")
         .is_none());

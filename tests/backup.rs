@@ -805,11 +805,10 @@ async fn three_schedulers_on_one_database_write_one_backup_per_period() {
         .collect();
     assert!(shown.iter().all(|s| *s == shown[0]), "{shown:?}");
 
-    // The next period: exactly one more.
-    tokio::time::sleep(
+    // The next period (by the database's clock, which the schedule reads): exactly one more.
+    db.clock().step_forward(
         (every + Duration::from_millis(200)).saturating_sub(period_started.elapsed()),
-    )
-    .await;
+    );
     assert_eq!(tick_all(&schedulers, &db).await, 1, "{:?}", names_in(&dir));
     assert_eq!(sequences_in(&dir), vec![Some(1), Some(2)]);
     for backup in rotation::completed_backups(&dir) {

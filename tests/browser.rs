@@ -164,7 +164,8 @@ async fn chromium_shows_the_home_page_and_the_admin_dashboard() {
             return;
         }
     };
-    // Not converted yet: still reads data from the demo catalog or content.
+    // The screenshots show the demo shop, and the admin part posts the demo-data form, whose
+    // "already in place" answer needs the demo seeded.
     let app = spawn_app_with_demo().await;
     let (_driver, driver_port) = start_driver(&driver);
     let profile = tempfile::tempdir().expect("profile directory");
@@ -969,8 +970,10 @@ async fn chromium_shows_every_admin_list_and_form_on_a_phone_without_sideways_sc
             return;
         }
     };
+    // Every admin list with rows and every kind of page they link to: the demo data fills
+    // them all (content of each type, categories, media, comments), and an order and a cart
+    // are added here.
     let app = spawn_app_with_demo().await;
-    // An order, a cart and a comment, so their lists have rows and detail pages.
     crate::common::shop::product_with_stock(&app.db, "phone1", 5).await;
     let shopper = crate::common::shop::Shopper::new(&app).await;
     shopper.add("phone1", "1").await;

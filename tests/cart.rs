@@ -628,12 +628,14 @@ async fn a_shopper_adding_while_two_expiry_runs_race_never_loses_or_doubles_stoc
         let shopper = Shopper::new(&app).await;
         shopper.add("race", "2").await;
         // Idle just past the timeout, then come back exactly as expiry runs twice.
-        tokio::time::sleep(Duration::from_millis(if round % 2 == 0 {
-            320
-        } else {
-            280
-        }))
-        .await;
+        // Carts idle by the database's clock, which the expiry runs read too.
+        app.db
+            .clock()
+            .step_forward(Duration::from_millis(if round % 2 == 0 {
+                320
+            } else {
+                280
+            }));
         let (first, second, flashes) = tokio::join!(
             jobs::expire_idle_carts(&app.db, Duration::from_millis(300)),
             jobs::expire_idle_carts(&app.db, Duration::from_millis(300)),

@@ -1,9 +1,11 @@
-//! The storefront catalog pages on the seeded demo catalog: what each page, filter, sort and
-//! page link shows, read from the HTML.
+//! The storefront catalog pages: what each page, filter, sort and page link shows, read from
+//! the HTML. Each test builds the products and categories it looks at on an empty database.
 
 use std::collections::BTreeSet;
 
+use crate::common::builders::{CategoryBuilder, ProductBuilder};
 use crate::common::*;
+use bazaar::catalog::categories::Category;
 use reqwest::StatusCode;
 
 fn cents(price: &str) -> i64 {
@@ -15,9 +17,111 @@ fn set(items: &[&str]) -> BTreeSet<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
 
+/// A product titled `title` with five units in stock, its slug and SKU made from the title.
+fn product(title: &str) -> ProductBuilder {
+    let slug = bazaar::domain::slugify(title);
+    let sku: String = slug.chars().take(40).collect();
+    ProductBuilder::new(&sku).slug(&slug).title(title).stock(5)
+}
+
+/// `count` albums "Record 01", "Record 02"… issued a day apart (the last is the newest).
+async fn records(app: &TestApp, count: usize, category: Option<&Category>) {
+    for n in 1..=count {
+        let mut record = product(&format!("Record {n:02}")).issued(&format!("20{n:02}-01-01"));
+        if let Some(category) = category {
+            record = record.category(category);
+        }
+        record.build(&app.db).await;
+    }
+}
+
+/// The categories the category pages show: Books, Film and Music at the root, and under Music
+/// Classical and Jazz; Jazz has Ragtime (→ Bop → Modal Jazz) and Swing.
+struct Tree {
+    music: Category,
+    jazz: Category,
+    bop: Category,
+    modal: Category,
+    ragtime: Category,
+    swing: Category,
+}
+
+async fn tree(app: &TestApp) -> Tree {
+    let db = &app.db;
+    CategoryBuilder::new("books").name("Books").build(db).await;
+    CategoryBuilder::new("film").name("Film").build(db).await;
+    let music = CategoryBuilder::new("music").name("Music").build(db).await;
+    CategoryBuilder::new("classical")
+        .name("Classical")
+        .parent(&music)
+        .build(db)
+        .await;
+    let jazz = CategoryBuilder::new("jazz")
+        .name("Jazz")
+        .parent(&music)
+        .build(db)
+        .await;
+    let ragtime = CategoryBuilder::new("ragtime")
+        .name("Ragtime")
+        .parent(&jazz)
+        .build(db)
+        .await;
+    let bop = CategoryBuilder::new("bop")
+        .name("Bop")
+        .parent(&ragtime)
+        .build(db)
+        .await;
+    let modal = CategoryBuilder::new("modal-jazz")
+        .name("Modal Jazz")
+        .parent(&bop)
+        .build(db)
+        .await;
+    let swing = CategoryBuilder::new("swing")
+        .name("Swing")
+        .parent(&jazz)
+        .build(db)
+        .await;
+    Tree {
+        music,
+        jazz,
+        bop,
+        modal,
+        ragtime,
+        swing,
+    }
+}
+
 #[tokio::test]
 async fn the_home_page_shows_featured_discounted_and_newest_shelves() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    // The three newest are sold out; five on sale, all featured, at 35, 30, 20, 10 and 5 % off.
+    for (title, issued) in [
+        ("Gone Three", "2024-06-01"),
+        ("Gone Two", "2024-05-01"),
+        ("Gone One", "2024-04-01"),
+    ] {
+        product(title)
+            .issued(issued)
+            .price(1200, 1200)
+            .stock(0)
+            .featured()
+            .build(&app.db)
+            .await;
+    }
+    for (title, issued, retail) in [
+        ("Fresh A", "2024-03-01", 1300),
+        ("Fresh B", "2024-02-01", 1400),
+        ("Fresh C", "2024-01-01", 1600),
+        ("Fresh D", "2023-12-01", 1800),
+        ("Fresh E", "2023-11-01", 1900),
+    ] {
+        product(title)
+            .issued(issued)
+            .price(retail, 2000)
+            .featured()
+            .build(&app.db)
+            .await;
+    }
     let doc = page(&app, "/").await;
     assert_eq!(
         texts(&doc, ".shelf h2"),
@@ -31,16 +135,11 @@ async fn the_home_page_shows_featured_discounted_and_newest_shelves() {
     assert_eq!(discounts.len(), 4);
     assert!(discounts.windows(2).all(|w| w[0] >= w[1]), "{discounts:?}");
     assert_eq!(discounts[0], 35);
-    // Newest first among products on sale: the newer SPQR, Neuromancer and Goldberg
-    // Variations are sold out, and sold-out products only fill a shelf that is short.
+    // Newest first among products on sale: the newer Gone ones are sold out, and sold-out
+    // products only fill a shelf that is short.
     assert_eq!(
         texts(&doc, "#newest .product-title"),
-        [
-            "Kind of Blue: The Making of the Miles Davis Masterpiece",
-            "Blade Runner",
-            "Raiders of the Lost Ark",
-            "Alien"
-        ]
+        ["Fresh A", "Fresh B", "Fresh C", "Fresh D"]
     );
     assert_eq!(count(&doc, "#newest .stock-out"), 0);
     assert_eq!(
@@ -51,9 +150,10 @@ async fn the_home_page_shows_featured_discounted_and_newest_shelves() {
 
 #[tokio::test]
 async fn the_product_list_pages_through_every_product_newest_first() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    records(&app, 25, None).await;
     let first = page(&app, "/products").await;
-    assert_eq!(texts(&first, ".result-count .total"), ["36"]);
+    assert_eq!(texts(&first, ".result-count .total"), ["25"]);
     assert_eq!(
         texts(&first, ".pagination a.page"),
         ["1", "2", "3"],
@@ -68,24 +168,97 @@ async fn the_product_list_pages_through_every_product_newest_first() {
         Some("/products")
     );
     let mut seen = Vec::new();
-    for n in 1..=3 {
+    for (n, expected) in [(1, 12), (2, 12), (3, 1)] {
         let doc = page(&app, &format!("/products?page={n}")).await;
         let t = titles(&doc);
-        assert_eq!(t.len(), 12, "page {n}");
+        assert_eq!(t.len(), expected, "page {n}");
         seen.extend(t);
     }
-    assert_eq!(seen[0], "SPQR: A History of Ancient Rome");
-    assert_eq!(
-        seen.last().map(String::as_str),
-        Some("The Murder of Roger Ackroyd")
-    );
+    assert_eq!(seen[0], "Record 25");
+    assert_eq!(seen.last().map(String::as_str), Some("Record 01"));
     let distinct: BTreeSet<&String> = seen.iter().collect();
-    assert_eq!(distinct.len(), 36, "no product twice, none missing");
+    assert_eq!(distinct.len(), 25, "no product twice, none missing");
 }
 
 #[tokio::test]
 async fn filters_by_type_person_and_genre_keep_newest_first() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    let db = &app.db;
+    for (title, issued, cast) in [
+        (
+            "Star Wars",
+            "1977-05-25",
+            &["Mark Hamill", "Harrison Ford"][..],
+        ),
+        ("Alien", "1979-05-25", &["Sigourney Weaver"][..]),
+        (
+            "Raiders of the Lost Ark",
+            "1981-06-12",
+            &["Harrison Ford"][..],
+        ),
+        (
+            "Blade Runner",
+            "1982-06-25",
+            &["Harrison Ford", "Rutger Hauer"][..],
+        ),
+    ] {
+        product(title)
+            .film()
+            .issued(issued)
+            .people(cast)
+            .build(db)
+            .await;
+    }
+    // The same person in a book is not a film.
+    product("Harrison Ford Reads")
+        .book()
+        .issued("1990-01-01")
+        .people(&["Harrison Ford"])
+        .build(db)
+        .await;
+    for (title, issued, artist, genre) in [
+        (
+            "Ellington at Newport",
+            "1956-07-07",
+            "Duke Ellington",
+            &["Swing", "Jazz"][..],
+        ),
+        (
+            "The Atomic Mr. Basie",
+            "1958-01-01",
+            "Count Basie",
+            &["Swing"][..],
+        ),
+        (
+            "Kind of Blue",
+            "1959-08-17",
+            "Miles Davis",
+            &["Modal Jazz"][..],
+        ),
+    ] {
+        product(title)
+            .issued(issued)
+            .people(&[artist])
+            .genre(genre)
+            .build(db)
+            .await;
+    }
+    for (title, issued, author) in [
+        ("Dune", "1965-08-01", "Frank Herbert"),
+        (
+            "The Left Hand of Darkness",
+            "1969-03-01",
+            "Ursula K. Le Guin",
+        ),
+        ("The Dispossessed", "1974-05-01", "Ursula K. Le Guin"),
+    ] {
+        product(title)
+            .book()
+            .issued(issued)
+            .people(&[author])
+            .build(db)
+            .await;
+    }
     let doc = page(&app, "/products?type=film&person=Harrison+Ford").await;
     assert_eq!(
         titles(&doc),
@@ -113,7 +286,20 @@ async fn filters_by_type_person_and_genre_keep_newest_first() {
 
 #[tokio::test]
 async fn a_price_range_sorted_by_price_lists_cheapest_first() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    for (title, retail) in [
+        ("Just Under", 999),
+        ("Roman Holiday", 1000),
+        ("The Big Sleep", 1050),
+        ("The Atomic Mr. Basie", 1100),
+        ("The Apartment", 1199),
+        ("The Left Hand of Darkness", 1200),
+        ("Just Over", 1201),
+        ("The Dearest", 1999),
+        ("In Between", 1500),
+    ] {
+        product(title).price(retail, 2000).build(&app.db).await;
+    }
     let doc = page(&app, "/products?min_price=10&max_price=12&sort=price").await;
     let found: BTreeSet<String> = titles(&doc).into_iter().collect();
     assert_eq!(
@@ -144,22 +330,24 @@ async fn a_price_range_sorted_by_price_lists_cheapest_first() {
 
 #[tokio::test]
 async fn a_minimum_discount_sorted_by_discount_lists_the_biggest_first() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    // List $20.00: the retail price makes the discount.
+    for (title, retail) in [
+        ("Half Price", 1000),
+        ("Forty Off", 1200),
+        ("Kind of Blue", 1300),
+        ("Exactly Thirty", 1400),
+        ("Twenty Nine", 1420),
+        ("Ten Off", 1800),
+        ("Full Price", 2000),
+    ] {
+        product(title).price(retail, 2000).build(&app.db).await;
+    }
     let doc = page(&app, "/products?min_discount=30&sort=discount").await;
     let found: BTreeSet<String> = titles(&doc).into_iter().collect();
     assert_eq!(
         found,
-        set(&[
-            "Kind of Blue",
-            "Blade Runner",
-            "Bird and Diz",
-            "Casablanca",
-            "SPQR: A History of Ancient Rome",
-            "Dune",
-            "The Four Seasons",
-            "Some Like It Hot",
-            "The Murder of Roger Ackroyd"
-        ])
+        set(&["Half Price", "Forty Off", "Kind of Blue", "Exactly Thirty"])
     );
     let pct: Vec<i64> = texts(&doc, ".product-grid .discount")
         .iter()
@@ -167,18 +355,25 @@ async fn a_minimum_discount_sorted_by_discount_lists_the_biggest_first() {
         .collect();
     assert!(pct.windows(2).all(|w| w[0] >= w[1]), "{pct:?}");
     assert!(pct.iter().all(|p| *p >= 30));
+    assert_eq!(pct, [50, 40, 35, 30]);
 }
 
 #[tokio::test]
 async fn in_stock_only_hides_sold_out_products() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    // 26 on sale under mixed-case titles (the title order ignores case), 3 sold out.
+    let words = ["delta", "Alpha", "echo", "Bravo", "charlie"];
+    for n in 0..29 {
+        let units = if n < 26 { 4 } else { 0 };
+        product(&format!("{} {n:02}", words[n % words.len()]))
+            .stock(units)
+            .build(&app.db)
+            .await;
+    }
     let all = page(&app, "/products?sort=title").await;
-    assert!(
-        count(&all, ".stock-out") > 0,
-        "some demo products are sold out"
-    );
+    assert!(count(&all, ".stock-out") > 0, "some products are sold out");
     let doc = page(&app, "/products?in_stock=1&sort=title").await;
-    assert_eq!(texts(&doc, ".result-count .total"), ["28"]);
+    assert_eq!(texts(&doc, ".result-count .total"), ["26"]);
     for n in 1..=3 {
         let doc = page(&app, &format!("/products?in_stock=1&sort=title&page={n}")).await;
         assert_eq!(count(&doc, ".stock-out"), 0);
@@ -187,6 +382,7 @@ async fn in_stock_only_hides_sold_out_products() {
     let mut sorted = t.clone();
     sorted.sort_by_key(|s| s.to_lowercase());
     assert_eq!(t, sorted, "title order");
+    assert_eq!(t[0], "Alpha 01");
     // Page links keep the filters; Next is a keyset link (after the page's last product).
     let next = attr(&doc, ".pagination a[rel=next]", "href").expect("a next page");
     assert!(
@@ -210,7 +406,15 @@ async fn in_stock_only_hides_sold_out_products() {
 
 #[tokio::test]
 async fn the_listings_search_is_the_site_search_and_treats_metacharacters_literally() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    for title in [
+        "Kind of Blue",
+        "Kind of Blue: The Making of the Miles Davis Masterpiece",
+        "12 Angry Men",
+        "Blade Runner",
+    ] {
+        product(title).build(&app.db).await;
+    }
     let doc = page(&app, "/products?q=KIND+of").await;
     let listed = titles(&doc);
     assert!(listed.contains(&"Kind of Blue".to_string()), "{listed:?}");
@@ -218,6 +422,7 @@ async fn the_listings_search_is_the_site_search_and_treats_metacharacters_litera
         listed.contains(&"Kind of Blue: The Making of the Miles Davis Masterpiece".to_string()),
         "{listed:?}"
     );
+    assert!(!listed.contains(&"Blade Runner".to_string()), "{listed:?}");
     assert_eq!(attr(&doc, "#f-q", "value").as_deref(), Some("KIND of"));
     for search in ["(*+?[", ".*", "^", "\\"] {
         let path = format!(
@@ -234,7 +439,12 @@ async fn the_listings_search_is_the_site_search_and_treats_metacharacters_litera
 
 #[tokio::test]
 async fn bad_listing_parameters_fall_back_to_defaults_and_unknown_slugs_are_404() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    let jazz = CategoryBuilder::new("jazz")
+        .name("Jazz")
+        .build(&app.db)
+        .await;
+    records(&app, 25, Some(&jazz)).await;
     for path in [
         "/products?page=0",
         "/products?page=abc",
@@ -252,7 +462,7 @@ async fn bad_listing_parameters_fall_back_to_defaults_and_unknown_slugs_are_404(
         assert!(count(&doc, "form.filters") == 1, "{path}");
     }
     let doc = page(&app, "/products?page=abc&sort=evil").await;
-    assert_eq!(titles(&doc)[0], "SPQR: A History of Ancient Rome");
+    assert_eq!(titles(&doc)[0], "Record 25");
     // Past the end: the last page.
     let doc = page(&app, "/products?page=999").await;
     assert_eq!(
@@ -268,7 +478,40 @@ async fn bad_listing_parameters_fall_back_to_defaults_and_unknown_slugs_are_404(
 
 #[tokio::test]
 async fn each_product_type_has_its_own_details_with_price_and_stock() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    let db = &app.db;
+    let tree = tree(&app).await;
+    product("Kind of Blue")
+        .price(1299, 1999)
+        .category(&tree.modal)
+        .tracks(&[
+            "So What",
+            "Freddie Freeloader",
+            "Blue in Green",
+            "All Blues",
+            "Flamenco Sketches",
+        ])
+        .build(db)
+        .await;
+    product("Casablanca")
+        .film()
+        .people(&["Humphrey Bogart", "Ingrid Bergman", "Paul Henreid"])
+        .director(&["Michael Curtiz"])
+        .build(db)
+        .await;
+    product("Dune")
+        .book()
+        .people(&["Frank Herbert"])
+        .isbn("978-0-441-17271-9")
+        .build(db)
+        .await;
+    product("A Love Supreme").stock(0).build(db).await;
+    product("Neuromancer")
+        .book()
+        .price(1500, 1500)
+        .build(db)
+        .await;
+
     let doc = page(&app, "/products/kind-of-blue").await;
     assert_eq!(heading(&doc), "Kind of Blue");
     assert_eq!(texts(&doc, ".product-summary .retail"), ["$12.99"]);
@@ -322,10 +565,11 @@ async fn each_product_type_has_its_own_details_with_price_and_stock() {
 
 #[tokio::test]
 async fn the_category_tree_lists_every_category_indented_by_depth() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    tree(&app).await;
     let doc = page(&app, "/categories").await;
     let all = texts(&doc, ".category-tree li");
-    assert_eq!(all.len(), 18);
+    assert_eq!(all.len(), 9);
     assert_eq!(
         texts(&doc, ".category-tree li.depth-0"),
         ["Books", "Film", "Music"]
@@ -340,7 +584,38 @@ async fn the_category_tree_lists_every_category_indented_by_depth() {
 
 #[tokio::test]
 async fn a_category_page_has_breadcrumbs_children_and_products_of_its_descendants() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    let db = &app.db;
+    let tree = tree(&app).await;
+    // Nine under Jazz, eight of them albums; Bird and Diz the cheapest album.
+    product("Kind of Blue: The Making of the Miles Davis Masterpiece")
+        .book()
+        .issued("2002-01-01")
+        .price(900, 1500)
+        .category(&tree.modal)
+        .build(db)
+        .await;
+    for (title, issued, category) in [
+        ("Maiden Voyage", "1965-05-17", &tree.modal),
+        ("A Love Supreme", "1965-01-01", &tree.modal),
+        ("Kind of Blue", "1959-08-17", &tree.modal),
+        ("Bird and Diz", "1952-01-01", &tree.bop),
+        ("Maple Leaf Rag", "1916-01-01", &tree.ragtime),
+        ("The Atomic Mr. Basie", "1958-01-01", &tree.swing),
+        ("Ellington at Newport", "1956-07-07", &tree.swing),
+        ("Jazz Samples", "1990-01-01", &tree.jazz),
+    ] {
+        let retail = if title == "Bird and Diz" { 999 } else { 1299 };
+        product(title)
+            .issued(issued)
+            .price(retail, 1999)
+            .category(category)
+            .build(db)
+            .await;
+    }
+    // Music, but not Jazz.
+    product("Elsewhere").category(&tree.music).build(db).await;
+
     let doc = page(&app, "/categories/modal-jazz").await;
     assert_eq!(heading(&doc), "Modal Jazz");
     assert_eq!(

@@ -117,7 +117,7 @@ async fn moving_a_category_rebuilds_descendants_and_product_paths() {
     let modal = category(&t.db, "modal-jazz").await;
     let names: Vec<&str> = modal.ancestors.iter().map(|a| a.name.as_str()).collect();
     assert_eq!(names, ["Music", "Jazz", "Bop"]);
-    let kind_of_blue = products::by_slug(&t.db, "kind-of-blue")
+    let kind_of_blue = products::by_slug(&t.db, &crate::common::slug("kind-of-blue"))
         .await
         .unwrap()
         .expect("seeded");

@@ -201,7 +201,7 @@ async fn hash_password_prints_a_hash_that_opens_the_admin() {
     let hash = String::from_utf8_lossy(&output.stdout).trim().to_string();
     assert!(hash.starts_with("$argon2id$"), "{hash}");
 
-    let app = spawn_app_with_demo_and(&[("BAZAAR_ADMIN__PASSWORD_HASH", hash.as_str())]).await;
+    let app = spawn_app_with(&[("BAZAAR_ADMIN__PASSWORD_HASH", hash.as_str())]).await;
     let response = app
         .client
         .get(app.url("/admin"))

@@ -2,6 +2,7 @@
 //! moderation, the exact comment count under concurrency, spam checks, escaping, and the index
 //! behind every comment query.
 
+use crate::common::builders::{CommentBuilder, NodeBuilder};
 use crate::common::shop::{product_with_stock, Shopper};
 use crate::common::*;
 use bazaar::catalog::products::{self, Product};
@@ -25,7 +26,7 @@ async fn stored(db: &Db, product: &Product) -> Vec<Comment> {
 }
 
 async fn comment_count(db: &Db, product: &Product) -> i64 {
-    products::by_slug(db, product.slug.as_str())
+    products::by_slug(db, &product.slug)
         .await
         .expect("query")
         .expect("product")
@@ -110,7 +111,7 @@ async fn page(shopper: &Shopper, path: &str) -> scraper::Html {
 }
 
 async fn admin_token(app: &TestApp) -> String {
-    // The System page always has a form (demo data), whatever the comment list holds.
+    // The System page always has a form (the demo-data one), whatever the comment list holds.
     csrf_token(&html(&body(app.get_admin("/admin/system").await).await)).expect("a token")
 }
 
@@ -239,7 +240,7 @@ async fn a_permalink_shows_exactly_its_comment_and_sub_thread_with_a_way_back() 
 
 /// The app with no comment rate limit, for tests that post more than a visitor may.
 async fn spawn_unlimited() -> TestApp {
-    spawn_app_with_demo_and(&[("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0")]).await
+    spawn_app_with(&[("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0")]).await
 }
 
 async fn page_status(s: &Shopper, path: &str) -> StatusCode {
@@ -248,7 +249,7 @@ async fn page_status(s: &Shopper, path: &str) -> StatusCode {
 
 #[tokio::test]
 async fn a_deleted_comment_leaves_the_page_and_its_place_after_the_restore_period_is_purged() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let product = product_with_stock(&app.db, "del1", 5).await;
     let s = Shopper::new(&app).await;
     let a = posted_slug(&post(&s, &product, "Alice", "parent text").await);
@@ -374,7 +375,7 @@ async fn a_deleted_comment_is_listed_under_deleted_and_restore_brings_it_back_wi
 
 #[tokio::test]
 async fn hiding_and_unhiding_keep_the_count_exact_and_a_hidden_comment_off_the_page() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let product = product_with_stock(&app.db, "hide1", 5).await;
     let s = Shopper::new(&app).await;
     let a = posted_slug(&post(&s, &product, "Spammer", "buy pills").await);
@@ -404,7 +405,7 @@ async fn hiding_and_unhiding_keep_the_count_exact_and_a_hidden_comment_off_the_p
 
 #[tokio::test]
 async fn thirty_two_concurrent_commenters_each_store_one_comment_and_the_count_is_exact() {
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
         ("BAZAAR_COMMENTS__PAGE_SIZE", "100"),
         ("BAZAAR_SERVER__WORKERS", "4"),
@@ -448,7 +449,7 @@ async fn thirty_two_concurrent_commenters_each_store_one_comment_and_the_count_i
 
 #[tokio::test]
 async fn two_comments_given_the_same_slug_in_the_same_second_are_both_stored() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let product = product_with_stock(&app.db, "clash1", 5).await;
     let s = Shopper::new(&app).await;
     slugs::script_parts(product.id, &["0a0a", "abcd", "abcd", "abce"]);
@@ -471,7 +472,7 @@ async fn two_comments_given_the_same_slug_in_the_same_second_are_both_stored() {
 
 #[tokio::test]
 async fn a_filled_honeypot_stores_nothing_and_says_why() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let product = product_with_stock(&app.db, "honey1", 5).await;
     let s = Shopper::new(&app).await;
     let response = s
@@ -501,7 +502,7 @@ async fn a_filled_honeypot_stores_nothing_and_says_why() {
 
 #[tokio::test]
 async fn past_the_rate_limit_a_comment_is_kept_in_the_form_with_a_message_and_not_stored() {
-    let app = spawn_app_with_demo_and(&[("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "3")]).await;
+    let app = spawn_app_with(&[("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "3")]).await;
     let product = product_with_stock(&app.db, "rate1", 5).await;
     let s = Shopper::new(&app).await;
     for i in 0..3 {
@@ -518,7 +519,7 @@ async fn past_the_rate_limit_a_comment_is_kept_in_the_form_with_a_message_and_no
 
 #[tokio::test]
 async fn a_comment_over_the_length_limit_gets_a_form_error_with_the_text_kept() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let product = product_with_stock(&app.db, "long1", 5).await;
     let s = Shopper::new(&app).await;
     let long = "x".repeat(5001);
@@ -544,7 +545,7 @@ async fn a_comment_over_the_length_limit_gets_a_form_error_with_the_text_kept() 
 
 #[tokio::test]
 async fn markup_in_a_comment_is_inert_and_a_web_address_becomes_a_nofollow_link() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let product = product_with_stock(&app.db, "xss1", 5).await;
     let s = Shopper::new(&app).await;
     let text = "<script>alert(1)</script>\n<a href=javascript:alert(2)>click</a>\n\
@@ -582,7 +583,7 @@ async fn markup_in_a_comment_is_inert_and_a_web_address_becomes_a_nofollow_link(
 
 #[tokio::test]
 async fn a_permalink_slug_with_regex_metacharacters_or_dots_is_not_found() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let product = product_with_stock(&app.db, "meta1", 5).await;
     let s = Shopper::new(&app).await;
     let a = posted_slug(&post(&s, &product, "A", "a").await);
@@ -613,7 +614,7 @@ async fn a_permalink_slug_with_regex_metacharacters_or_dots_is_not_found() {
 
 #[tokio::test]
 async fn pages_continue_from_the_last_comment_shown_and_link_to_a_thread_they_start_inside() {
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_COMMENTS__PAGE_SIZE", "3"),
         ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
     ])
@@ -651,7 +652,12 @@ async fn pages_continue_from_the_last_comment_shown_and_link_to_a_thread_they_st
 #[tokio::test]
 async fn the_admin_lists_comments_newest_first_with_links_in_context_and_the_dashboard_shows_them()
 {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    let elsewhere = product_with_stock(&app.db, "adm0", 5).await;
+    CommentBuilder::on_product(&elsewhere)
+        .text("on another product")
+        .build(&app.db)
+        .await;
     let product = product_with_stock(&app.db, "adm1", 5).await;
     let s = Shopper::new(&app).await;
     let a = posted_slug(&post(&s, &product, "First", "older one").await);
@@ -683,7 +689,7 @@ async fn the_admin_lists_comments_newest_first_with_links_in_context_and_the_das
     let all = html(&body(app.get_admin("/admin/comments").await).await);
     assert!(
         count(&all, ".comment-row") > 2,
-        "the demo comments are listed too"
+        "the other discussion's comments are listed too"
     );
     let dash = html(&body(app.get_admin("/admin").await).await);
     assert!(texts(&dash, ".recent-comment")[0].contains("Second"));
@@ -703,8 +709,9 @@ async fn the_admin_lists_comments_newest_first_with_links_in_context_and_the_das
 
 #[tokio::test]
 async fn demo_discussions_are_seeded_once_with_exact_counts() {
+    // About the demo data: its discussions, seeded once.
     let app = spawn_app_with_demo().await;
-    let product = products::by_slug(&app.db, "kind-of-blue")
+    let product = products::by_slug(&app.db, &slug("kind-of-blue"))
         .await
         .unwrap()
         .expect("demo product");
@@ -801,7 +808,7 @@ async fn comments_posted_after_the_clock_steps_back_still_sort_below_older_ones(
 
 #[tokio::test]
 async fn replies_posted_at_once_after_a_step_back_are_all_stored_after_the_older_reply() {
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
         ("BAZAAR_COMMENTS__PAGE_SIZE", "100"),
         ("BAZAAR_SERVER__WORKERS", "4"),
@@ -840,7 +847,7 @@ async fn replies_posted_at_once_after_a_step_back_are_all_stored_after_the_older
 
 #[tokio::test]
 async fn every_comment_query_uses_an_index() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let db = &app.db;
     let id = bson::oid::ObjectId::new();
     let c = comments::COLLECTION;
@@ -957,6 +964,8 @@ async fn node_comment_count(db: &Db, slug: &str) -> i64 {
 #[tokio::test]
 async fn a_blog_post_takes_threaded_comments_and_its_count_shows_in_the_stream() {
     let app = spawn_unlimited().await;
+    let post = NodeBuilder::post("miles-on-so-what").build(&app.db).await;
+    CommentBuilder::on_node(&post).build(&app.db).await;
     let s = Shopper::new(&app).await;
     let post_url = "/blog/miles-on-so-what";
     let before = node_comment_count(&app.db, "miles-on-so-what").await;
@@ -1015,7 +1024,7 @@ async fn a_blog_post_takes_threaded_comments_and_its_count_shows_in_the_stream()
 
 #[tokio::test]
 async fn a_name_with_a_right_to_left_override_is_stored_without_it_and_shown_isolated() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let product = product_with_stock(&app.db, "bidi1", 5).await;
     let s = Shopper::new(&app).await;
     posted_slug(&post(&s, &product, "Mallory\u{202E}\u{2066}gnp.exe", "Hello").await);
@@ -1036,7 +1045,7 @@ async fn a_name_with_a_right_to_left_override_is_stored_without_it_and_shown_iso
 
 #[tokio::test]
 async fn names_that_pass_for_the_shops_own_are_refused_in_any_lookalike_spelling() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let product = product_with_stock(&app.db, "bidi2", 5).await;
     let s = Shopper::new(&app).await;
     for name in [
@@ -1069,7 +1078,7 @@ async fn names_that_pass_for_the_shops_own_are_refused_in_any_lookalike_spelling
 
 #[tokio::test]
 async fn a_letter_with_thousands_of_combining_marks_keeps_only_a_few() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
     let product = product_with_stock(&app.db, "zalgo", 5).await;
     let s = Shopper::new(&app).await;
     let marks = "\u{0336}".repeat(4800);
@@ -1085,7 +1094,8 @@ async fn a_letter_with_thousands_of_combining_marks_keeps_only_a_few() {
 
 #[tokio::test]
 async fn every_demo_comment_has_a_working_permalink_and_a_reply_form_that_posts_under_it() {
-    let app = spawn_unlimited().await;
+    // About the demo data: every seeded comment, on products and posts.
+    let app = spawn_app_with_demo_and(&[("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0")]).await;
     let s = Shopper::new(&app).await;
     let all: Vec<Comment> = comments::store::collection(&app.db)
         .find(doc! {})
@@ -1221,7 +1231,7 @@ async fn a_refused_comment_shows_a_focused_error_summary_by_the_form_with_the_fi
 
 #[tokio::test]
 async fn posting_returns_to_the_post_at_the_new_comment_with_a_posted_notice() {
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
         ("BAZAAR_COMMENTS__PAGE_SIZE", "3"),
     ])
@@ -1276,7 +1286,7 @@ async fn the_query_placing_a_new_comment_on_the_first_page_uses_an_index() {
 
 #[tokio::test]
 async fn a_first_time_commenter_is_held_until_approved_from_the_queue_then_shown() {
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
         ("BAZAAR_COMMENTS__HOLD_FIRST_TIME", "true"),
         ("BAZAAR_COMMENTS__BLOCKLIST", "cheap watches, casino"),
@@ -1472,7 +1482,7 @@ async fn closed_line_and_form(s: &Shopper, product: &Product) -> (Vec<String>, b
 
 #[tokio::test]
 async fn a_discussion_closes_the_configured_days_after_it_started_and_posts_to_it_are_refused() {
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
         ("BAZAAR_COMMENTS__CLOSE_AFTER_DAYS", "2"),
     ])
@@ -1541,7 +1551,7 @@ async fn the_admin_closes_and_reopens_one_discussion_and_readers_can_post_only_w
         .await;
     assert_eq!(closed.status(), StatusCode::SEE_OTHER);
     assert_eq!(location(&closed), list);
-    let stored_product = products::by_slug(&app.db, product.slug.as_str())
+    let stored_product = products::by_slug(&app.db, &product.slug)
         .await
         .unwrap()
         .unwrap();
@@ -1668,7 +1678,7 @@ async fn remember_me_prefills_the_name_and_email_next_time_from_an_encrypted_htt
 
 #[tokio::test]
 async fn the_approval_queue_search_finds_comments_by_name_or_text_ignoring_case() {
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
         ("BAZAAR_COMMENTS__HOLD_FIRST_TIME", "true"),
     ])

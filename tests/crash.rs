@@ -179,7 +179,7 @@ async fn assert_nothing_lost(
                 orders_for.len()
             );
             assert_eq!(orders_for[0].payment.reference, charge.reference);
-            assert_eq!(orders_for[0].total.cents(), charge.amount);
+            assert_eq!(orders_for[0].total, charge.amount);
         }
     }
     let charged: BTreeSet<&str> = charges

@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
+use crate::common::builders::{CategoryBuilder, NodeBuilder};
 use crate::common::shop::*;
 use crate::common::*;
 use bazaar::catalog::products;
@@ -130,17 +131,11 @@ async fn app_on(host: &str) -> TestApp {
     spawn_app_with(&[("BAZAAR_SERVER__PUBLIC_URL", host)]).await
 }
 
-/// [`app_on`] with the demo data, for the tests not converted yet.
-async fn demo_app_on(host: &str) -> TestApp {
-    spawn_app_with_demo_and(&[("BAZAAR_SERVER__PUBLIC_URL", host)]).await
-}
-
-/// An app whose public address is its real one (feed finders fetch what pages announce), with
-/// the demo data: its one test is not converted yet.
-async fn demo_app_at_its_own_address() -> TestApp {
+/// An app whose public address is its real one (feed finders fetch what pages announce).
+async fn app_at_its_own_address() -> TestApp {
     let port = free_port().to_string();
     let url = format!("http://127.0.0.1:{port}");
-    spawn_app_with_demo_and(&[
+    spawn_app_with(&[
         ("BAZAAR_SERVER__PORT", port.as_str()),
         ("BAZAAR_SERVER__PUBLIC_URL", url.as_str()),
     ])
@@ -445,20 +440,20 @@ pub(crate) fn as_pairs(form: &[(String, String)]) -> Vec<(&str, &str)> {
 
 #[tokio::test]
 async fn products_posts_and_the_site_carry_structured_data_and_cards_an_extractor_reads() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = demo_app_on(HOST).await;
+    let app = app_on(HOST).await;
     let plenty = product_with_stock(&app.db, "plenty", 50).await;
     let few = product_with_stock(&app.db, "few", 2).await;
     let none = product_with_stock(&app.db, "none", 0).await;
     // Filed under a category with a parent: the breadcrumb has both.
-    let tree = bazaar::catalog::categories::all(&app.db)
-        .await
-        .expect("categories");
-    let child = tree
-        .iter()
-        .find(|c| !c.ancestors.is_empty())
-        .expect("a demo category with a parent")
-        .clone();
+    let music = CategoryBuilder::new("music")
+        .name("Music")
+        .build(&app.db)
+        .await;
+    let child = CategoryBuilder::new("jazz")
+        .name("Jazz")
+        .parent(&music)
+        .build(&app.db)
+        .await;
     products::collection(&app.db)
         .update_one(
             doc! { "_id": plenty.id },
@@ -721,8 +716,11 @@ async fn product_and_post_cards_show_a_stored_1200_by_630_jpeg_of_the_photo() {
 // Several threads: the feed finder (a blocking child process) fetches from this app meanwhile.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_feed_reader_given_the_home_page_or_a_tag_page_finds_their_feeds() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = demo_app_at_its_own_address().await;
+    let app = app_at_its_own_address().await;
+    NodeBuilder::page("about")
+        .title("About")
+        .build(&app.db)
+        .await;
     post(&app, "tagged-post", "Tagged post", "Hello", &["found-tag"]).await;
     post(&app, "untagged-post", "Other post", "Hello", &[]).await;
     add_node(
@@ -852,9 +850,16 @@ async fn feeds_sitemaps_and_robots_answer_not_modified_to_a_client_that_has_them
 
 #[tokio::test]
 async fn every_public_page_has_an_absolute_canonical_address_and_filtered_listings_are_noindex() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = demo_app_on(HOST).await;
+    let app = app_on(HOST).await;
     let product = product_with_stock(&app.db, "canon", 3).await;
+    // A second page of products, and the about page.
+    for n in 0..bazaar::catalog::seek::PAGE_SIZE {
+        product_with_stock(&app.db, &format!("canon-{n}"), 3).await;
+    }
+    NodeBuilder::page("about")
+        .title("About")
+        .build(&app.db)
+        .await;
     let cases: Vec<(String, String, bool)> = vec![
         ("/".into(), format!("{HOST}/"), false),
         ("/?utm_source=x".into(), format!("{HOST}/"), false),
@@ -1118,13 +1123,15 @@ async fn every_sitemap_query_runs_on_an_index() {
 
 #[tokio::test]
 async fn the_sitemap_index_walks_the_products_once_a_period_and_a_new_product_is_still_listed() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_SERVER__PUBLIC_URL", HOST),
         ("BAZAAR_LOG__DATABASE_COMMANDS", "true"),
         ("BAZAAR_ANALYTICS__EVENTS", "false"),
     ])
     .await;
+    for n in 0..5 {
+        product_with_stock(&app.db, &format!("mapped-{n}"), 3).await;
+    }
     let product_reads = |app: &TestApp| {
         app.db
             .commands()

@@ -171,7 +171,7 @@ async fn the_app_reads_and_shows_what_was_stored_before_the_domain_types() {
             .expect("migrated"),
         0
     );
-    let product = products::by_sku(&app.db, "old-1")
+    let product = products::by_sku(&app.db, &sku("old-1"))
         .await
         .expect("query")
         .expect("the old product");

@@ -11,6 +11,7 @@
 //! rather than taken from `PROPTEST_CASES` (CI sets 4096 for the cheap property tests, which
 //! would make this pass take many minutes); `HOSTILE_INPUT_CASES` raises it for a longer run.
 
+use crate::common::builders::{CategoryBuilder, CommentBuilder, NodeBuilder, ProductBuilder};
 use crate::common::shop::*;
 use crate::common::*;
 use bson::doc;
@@ -90,7 +91,7 @@ pub(crate) fn encode(text: &str) -> String {
     form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
-/// The demo post and product whose discussions the pass posts to.
+/// The post and product ([`hostile_app`] builds them) whose discussions the pass posts to.
 const POST: &str = "/blog/miles-on-so-what";
 const PRODUCT: &str = "/products/kind-of-blue";
 
@@ -158,7 +159,7 @@ async fn assert_comment_counts_exact(app: &TestApp) {
         .find_one(doc! { "metadata.section": "blog", "metadata.slug": "miles-on-so-what" })
         .await
         .expect("query")
-        .expect("demo post");
+        .expect("the post");
     let counter = match post
         .get_document("metadata")
         .expect("metadata")
@@ -169,10 +170,10 @@ async fn assert_comment_counts_exact(app: &TestApp) {
         other => panic!("comment_count is {other:?}"),
     };
     assert_eq!(counter, visible(post.get_object_id("_id").unwrap()).await);
-    let product = bazaar::catalog::products::by_slug(&app.db, "kind-of-blue")
+    let product = bazaar::catalog::products::by_slug(&app.db, &slug("kind-of-blue"))
         .await
         .expect("query")
-        .expect("demo product");
+        .expect("the product");
     assert_eq!(product.comment_count, visible(product.id).await);
 }
 
@@ -562,10 +563,13 @@ async fn sign_in(app: &TestApp, shopper: &mut Shopper) {
     assert_eq!(saved.status(), StatusCode::SEE_OTHER);
 }
 
+/// Who wrote the comment [`hostile_app`] starts the post's discussion with.
+const FIRST_COMMENTER: &str = "Early Reader";
+
 async fn hostile_app() -> (TestApp, Shopper) {
     // Generous cart and comment limits: this pass looks for errors, not for the limits
     // themselves.
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_CART__NEW_CARTS_PER_HOUR", "1000000"),
         ("BAZAAR_COMMENTS__RATE_LIMIT_PER_MINUTE", "0"),
         ("BAZAAR_CART__ORDER_LOOKUPS_PER_HOUR", "100000"),
@@ -574,6 +578,28 @@ async fn hostile_app() -> (TestApp, Shopper) {
         ("BAZAAR_METRICS__TOKEN", METRICS_TOKEN),
     ])
     .await;
+    let db = &app.db;
+    // What the probed pages show: a category with a product, a blog post with a comment, a
+    // page and a gallery photo.
+    let jazz = CategoryBuilder::new("jazz").name("Jazz").build(db).await;
+    ProductBuilder::new("kind")
+        .slug("kind-of-blue")
+        .title("Kind of Blue")
+        .stock(5)
+        .category(&jazz)
+        .build(db)
+        .await;
+    let post = NodeBuilder::post("miles-on-so-what")
+        .title("Miles on So What")
+        .text("Two chords, and all the room in between.")
+        .build(db)
+        .await;
+    CommentBuilder::on_node(&post)
+        .name(FIRST_COMMENTER)
+        .build(db)
+        .await;
+    NodeBuilder::page("about").title("About").build(db).await;
+    NodeBuilder::photo("blue-hour").build(db).await;
     product_with_stock(&app.db, "hx", 1000).await;
     let mut shopper = Shopper::new(&app).await;
     sign_in(&app, &mut shopper).await;
@@ -739,12 +765,12 @@ async fn the_admin_moderation_and_mail_forms_survive_the_hostile_corpus() {
         }
     }
     // A staff reply with the marker is stored and shown escaped.
-    let demo = bazaar::comments::store::collection(&app.db)
-        .find_one(doc! { "slug": "m001" })
+    let first = bazaar::comments::store::collection(&app.db)
+        .find_one(doc! { "author.name": FIRST_COMMENTER })
         .await
         .expect("query")
-        .expect("a demo comment");
-    let path = format!("/admin/comments/{}/reply", demo.id.to_hex());
+        .expect("the post's comment");
+    let path = format!("/admin/comments/{}/reply", first.id.to_hex());
     let response = app
         .post_admin_form(
             &path,
@@ -832,12 +858,16 @@ async fn searchable_products(app: &TestApp, n: usize) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unrelated_page_stays_fast_while_clients_loop_on_expensive_searches() {
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_SERVER__WORKERS", "2"),
         // The per-client limit is not what this measures: all clients share one address here.
         ("BAZAAR_SEARCH__PER_CLIENT_PER_MINUTE", "1000000"),
     ])
     .await;
+    NodeBuilder::page("about")
+        .title("About")
+        .build(&app.db)
+        .await;
     searchable_products(&app, 10_000).await;
     let expensive = [
         "/search?q=%22blue+note+session%22+-moon",

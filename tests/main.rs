@@ -3,8 +3,8 @@
 //! in-memory docstore through `common::spawn_app` (or starts `bazaar` processes,
 //! `common::process`) and builds the data it needs with `common::builders`
 //! (`ProductBuilder::new("sku").stock(3).build(&app.db)`), so what a test relies on is written
-//! in it. Tests about the demo data, and those not yet converted (marked so), start with it
-//! seeded through `common::spawn_app_with_demo`.
+//! in it. Only tests about the demo data itself start with it seeded, through
+//! `common::spawn_app_with_demo`, and say so where they do.
 //!
 //! Cargo's discovery of `tests/*.rs` is off (`autotests = false` in Cargo.toml): a new file here
 //! is a module of this binary and is declared below (the architecture test checks that every

@@ -377,7 +377,7 @@ async fn lost_charge(db: &Db, n: usize) {
     let charge = TestGateway::new(db.clone())
         .charge(ChargeRequest {
             idempotency_key: cart_id.clone(),
-            amount_cents: 1_000 + n as i64,
+            amount: bazaar::domain::Money::from_cents(1_000 + n as i64),
             card: Card {
                 number: "4242424242424242".into(),
                 exp_month: 12,

@@ -256,7 +256,17 @@ fn server_code(e: &mongodb::error::Error) -> Option<i32> {
 
 #[tokio::test]
 async fn every_page_title_names_the_shop_as_the_settings_call_it() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    // Something behind each address below: the shipping page, and a product and a post
+    // tagged jazz.
+    let db = &app.db;
+    NodeBuilder::page("shipping").build(db).await;
+    NodeBuilder::post("hello").tags(&["jazz"]).build(db).await;
+    ProductBuilder::new("jazz1")
+        .title("Jazz Sampler")
+        .tags(&["jazz"])
+        .build(db)
+        .await;
     save_settings(&app, &[("name", "Corner Records")]).await;
     let title = |doc: &scraper::Html| texts(doc, "head > title").concat();
     for path in [

@@ -7,6 +7,7 @@
 use std::cmp::Ordering;
 use std::collections::{HashMap, HashSet};
 
+use crate::common::builders::{CategoryBuilder, ProductBuilder};
 use crate::common::*;
 use bazaar::catalog::card::ProductCard;
 use bazaar::catalog::listing::{ListingQuery, Sort, PAGE_SIZE};
@@ -47,15 +48,16 @@ fn new_product(n: usize, category: Option<bson::oid::ObjectId>) -> NewProduct {
     }
 }
 
-/// The demo catalog plus [`EXTRA`] colliding products, a third of them filed under Music.
+/// [`EXTRA`] colliding products, a third of them filed under Swing (in Music).
 async fn app_with_ties() -> TestApp {
-    let app = spawn_app_with_demo().await;
-    let music = categories::by_slug(&app.db, "swing")
-        .await
-        .unwrap()
-        .expect("demo category");
+    let app = spawn_app().await;
+    let music = CategoryBuilder::new("music").build(&app.db).await;
+    let swing = CategoryBuilder::new("swing")
+        .parent(&music)
+        .build(&app.db)
+        .await;
     for n in 0..EXTRA {
-        let category = (n % 3 == 0).then_some(music.id);
+        let category = (n % 3 == 0).then_some(swing.id);
         products::create(&app.db, new_product(n, category))
             .await
             .expect("created");
@@ -217,8 +219,8 @@ async fn next_and_previous_links_visit_every_product_once_in_order_under_every_s
 
 #[tokio::test]
 async fn deep_pages_link_numbers_only_near_the_ends() {
-    let app = spawn_app_with_demo().await;
-    bazaar::catalog::demo::seed_bulk(&app.db, 600)
+    let app = spawn_app().await;
+    bazaar::catalog::demo::seed_bulk(&app.db, 636)
         .await
         .expect("seeded");
     // 636 products: 53 pages. Page 2 links its neighbours by number.
@@ -260,7 +262,16 @@ async fn deep_pages_link_numbers_only_near_the_ends() {
 
 #[tokio::test]
 async fn bad_cursors_are_a_400_page() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    // More than a page, at different prices, in a category.
+    let jazz = CategoryBuilder::new("jazz").build(&app.db).await;
+    for n in 0..PAGE_SIZE as i64 + 3 {
+        ProductBuilder::new(&format!("cursor{n}"))
+            .price(1_000 + n * 10, 2_000)
+            .category(&jazz)
+            .build(&app.db)
+            .await;
+    }
     let first = page(&app, "/products?sort=price").await;
     let next = link(&first, "next").expect("a second page");
     let token = next.split("after=").nth(1).expect("a token").to_string();
@@ -455,12 +466,12 @@ async fn a_keyset_page_walks_the_sort_index_from_its_cursor() {
 #[tokio::test]
 async fn a_keyset_page_sends_at_most_two_finds() {
     // The traffic log (off the request path) is off: only the page's own commands count.
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_LOG__DATABASE_COMMANDS", "true"),
         ("BAZAAR_ANALYTICS__EVENTS", "false"),
     ])
     .await;
-    bazaar::catalog::demo::seed_bulk(&app.db, 600)
+    bazaar::catalog::demo::seed_bulk(&app.db, 636)
         .await
         .expect("seeded");
     let middle = page(&app, "/products?sort=discount&page=27").await;
@@ -485,8 +496,8 @@ async fn a_keyset_page_sends_at_most_two_finds() {
 /// index in the listing's order, so it sorts nothing however many products the type has.
 #[tokio::test]
 async fn a_type_filtered_newest_page_is_read_in_index_order() {
-    let app = spawn_app_with_demo().await;
-    bazaar::catalog::demo::seed_bulk(&app.db, 300)
+    let app = spawn_app().await;
+    bazaar::catalog::demo::seed_bulk(&app.db, 336)
         .await
         .expect("seeded");
     let query = ListingQuery {
@@ -663,8 +674,8 @@ async fn deep_numbered_pages_show_the_listing_in_order() {
 /// walked again in the background, never by the page.
 #[tokio::test]
 async fn deep_page_numbers_drift_by_at_most_the_products_added_since_the_walk() {
-    let app = spawn_app_with_demo().await;
-    bazaar::catalog::demo::seed_bulk(&app.db, 600)
+    let app = spawn_app().await;
+    bazaar::catalog::demo::seed_bulk(&app.db, 636)
         .await
         .expect("seeded");
     let path = "/products?sort=price&page=30";
@@ -710,8 +721,8 @@ async fn deep_page_numbers_drift_by_at_most_the_products_added_since_the_walk() 
 /// answers 503 with Retry-After (never a long skip); pages near the ends need no anchors.
 #[tokio::test]
 async fn a_deep_page_before_its_anchors_exist_asks_to_retry() {
-    let app = spawn_app_with_demo().await;
-    bazaar::catalog::demo::seed_bulk(&app.db, 600)
+    let app = spawn_app().await;
+    bazaar::catalog::demo::seed_bulk(&app.db, 636)
         .await
         .expect("seeded");
     let held = bazaar::catalog::anchors::of(&app.db).hold_walks().await;

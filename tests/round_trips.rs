@@ -4,19 +4,63 @@
 //! Also: what the catalog cache serves is invalidated by this instance's own writes, and the
 //! embedded store on disk is reached through its Unix socket rather than TCP.
 
+use crate::common::builders::{CategoryBuilder, CommentBuilder, ProductBuilder};
 use crate::common::*;
 use bazaar::catalog::{categories, products};
 use bazaar::db::commands::Command;
 use reqwest::StatusCode;
 
+/// The app counting its database commands, with [`shop`] built.
 async fn counting_app() -> TestApp {
     // The traffic log writes off the request path (its own cost is the analytics_overhead
     // bench's); the pins count what a page itself sends.
-    spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_LOG__DATABASE_COMMANDS", "true"),
         ("BAZAAR_ANALYTICS__EVENTS", "false"),
     ])
-    .await
+    .await;
+    shop(&app).await;
+    app
+}
+
+/// Categories Books and Music → Jazz → Modal Jazz; "Kind of Blue" (`/products/kind-of-blue`)
+/// in Modal Jazz with one comment, and twenty more products in Music without comments: two
+/// pages of the product list and of Music, and every home page shelf filled from products in
+/// stock (four of them featured, all discounted).
+async fn shop(app: &TestApp) {
+    let db = &app.db;
+    CategoryBuilder::new("books").name("Books").build(db).await;
+    let music = CategoryBuilder::new("music").name("Music").build(db).await;
+    let jazz = CategoryBuilder::new("jazz")
+        .name("Jazz")
+        .parent(&music)
+        .build(db)
+        .await;
+    let modal = CategoryBuilder::new("modal-jazz")
+        .name("Modal Jazz")
+        .parent(&jazz)
+        .build(db)
+        .await;
+    let kind = ProductBuilder::new("kind")
+        .slug("kind-of-blue")
+        .title("Kind of Blue")
+        .stock(5)
+        .category(&modal)
+        .build(db)
+        .await;
+    CommentBuilder::on_product(&kind).build(db).await;
+    for n in 0..20 {
+        let mut listed = ProductBuilder::new(&format!("listed{n}"));
+        if n < 4 {
+            listed = listed.featured();
+        }
+        listed
+            .stock(3)
+            .issued(&format!("19{:02}-01-01", 50 + n))
+            .category(&music)
+            .build(db)
+            .await;
+    }
 }
 
 /// The commands one GET of `path` sent.
@@ -57,7 +101,7 @@ async fn each_main_page_sends_a_pinned_number_of_commands() {
         .find_one(bson::doc! { "comment_count": 0 })
         .await
         .unwrap()
-        .expect("a demo product without comments");
+        .expect("a product without comments");
     let quiet = format!("/products/{}", quiet.slug);
     let pages = pages
         .into_iter()
@@ -79,10 +123,10 @@ async fn each_main_page_sends_a_pinned_number_of_commands() {
 #[tokio::test]
 async fn a_product_page_loads_no_category_per_filing() {
     let app = counting_app().await;
-    let product = products::by_slug(&app.db, "kind-of-blue")
+    let product = products::by_slug(&app.db, &slug("kind-of-blue"))
         .await
         .unwrap()
-        .expect("demo product");
+        .expect("the shop's product");
     let extra = categories::by_slug(&app.db, "books")
         .await
         .unwrap()
@@ -139,10 +183,10 @@ async fn this_instances_writes_invalidate_the_cache() {
             .expect("the listing shows its total")
     };
     let before = total(&body(app.get("/categories/modal-jazz").await).await);
-    let template = products::by_slug(&app.db, "kind-of-blue")
+    let template = products::by_slug(&app.db, &slug("kind-of-blue"))
         .await
         .unwrap()
-        .expect("demo product");
+        .expect("the shop's product");
     let details = template.details().expect("details parse");
     products::create(
         &app.db,
@@ -177,6 +221,7 @@ async fn this_instances_writes_invalidate_the_cache() {
 async fn every_page_of_a_long_listing_shows_each_product_once_in_order() {
     use futures::TryStreamExt;
     let app = counting_app().await;
+    // Generated products filed across a category tree in which Music is one branch.
     bazaar::catalog::demo::seed_bulk(&app.db, 100)
         .await
         .expect("seeded");
@@ -240,7 +285,8 @@ fn attr_all(doc: &scraper::Html, selector: &str, name: &str) -> Vec<String> {
 /// listing gets none, and a visitor who already has one is not sent it again on every page.
 #[tokio::test]
 async fn page_views_do_not_rewrite_the_session_cookie() {
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    shop(&app).await;
     let sets_cookie = |r: &reqwest::Response| r.headers().contains_key("set-cookie");
     let listing = app.get("/products").await;
     assert!(
@@ -277,7 +323,7 @@ async fn page_views_do_not_rewrite_the_session_cookie() {
 async fn the_embedded_store_on_disk_is_reached_through_its_unix_sockets() {
     let data = tempfile::tempdir().expect("tempdir");
     let path = data.path().to_string_lossy().to_string();
-    let app = spawn_app_with_demo_and(&[
+    let app = spawn_app_with(&[
         ("BAZAAR_DATABASE__URI", "embedded"),
         ("BAZAAR_DATABASE__PATH", path.as_str()),
         ("BAZAAR_SERVER__WORKERS", "2"),

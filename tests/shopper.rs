@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::common::builders::ProductBuilder;
+use crate::common::builders::{CategoryBuilder, ProductBuilder};
 use crate::common::shop::*;
 use crate::common::*;
 use bson::doc;
@@ -19,10 +19,90 @@ fn hrefs(doc: &scraper::Html, selector: &str) -> Vec<String> {
         .collect()
 }
 
+/// What the filter tests filter: four jazz albums (Kind of Blue by Miles Davis, three by John
+/// Coltrane, filed under Jazz) and a swing one, Harrison Ford's three films and one without
+/// him, and a book by Ursula K. Le Guin; $9.99 to $19.99.
+async fn filterable_shop(app: &TestApp) {
+    let db = &app.db;
+    let jazz = CategoryBuilder::new("jazz").name("Jazz").build(db).await;
+    let album = |sku: &str, title: &str, artist: &str, genre: &str, cents: i64| {
+        ProductBuilder::new(sku)
+            .slug(sku)
+            .title(title)
+            .people(&[artist])
+            .genre(&[genre])
+            .price(cents, 1999)
+            .stock(3)
+    };
+    album("kind-of-blue", "Kind of Blue", "Miles Davis", "Jazz", 1299)
+        .build(db)
+        .await;
+    for (sku, title, cents) in [
+        ("a-love-supreme", "A Love Supreme", 1499),
+        ("blue-train", "Blue Train", 999),
+        ("giant-steps", "Giant Steps", 1999),
+    ] {
+        album(sku, title, "John Coltrane", "Jazz", cents)
+            .category(&jazz)
+            .build(db)
+            .await;
+    }
+    album(
+        "atomic-basie",
+        "The Atomic Mr. Basie",
+        "Count Basie",
+        "Swing",
+        1100,
+    )
+    .build(db)
+    .await;
+    for (sku, title, issued, cast) in [
+        (
+            "star-wars",
+            "Star Wars",
+            "1977-05-25",
+            &["Mark Hamill", "Harrison Ford"][..],
+        ),
+        ("alien", "Alien", "1979-05-25", &["Sigourney Weaver"][..]),
+        (
+            "raiders",
+            "Raiders of the Lost Ark",
+            "1981-06-12",
+            &["Harrison Ford"][..],
+        ),
+        (
+            "blade-runner",
+            "Blade Runner",
+            "1982-06-25",
+            &["Harrison Ford"][..],
+        ),
+    ] {
+        ProductBuilder::new(sku)
+            .slug(sku)
+            .title(title)
+            .film()
+            .issued(issued)
+            .people(cast)
+            .price(1599, 1999)
+            .stock(3)
+            .build(db)
+            .await;
+    }
+    ProductBuilder::new("dispossessed")
+        .slug("the-dispossessed")
+        .title("The Dispossessed")
+        .book()
+        .people(&["Ursula K. Le Guin"])
+        .price(1099, 1599)
+        .stock(3)
+        .build(db)
+        .await;
+}
+
 #[tokio::test]
 async fn genre_and_person_filters_ignore_case_and_spacing() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    filterable_shop(&app).await;
     let lower = titles(&page(&app, "/products?genre=jazz&sort=title").await);
     assert!(lower.len() > 3, "{lower:?}");
     for variant in ["JAZZ", "Jazz", "%20%20jaZZ%20"] {
@@ -49,8 +129,8 @@ async fn genre_and_person_filters_ignore_case_and_spacing() {
 
 #[tokio::test]
 async fn active_filters_show_as_removable_chips_and_in_the_heading() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    filterable_shop(&app).await;
     let doc = page(
         &app,
         "/products?type=album&genre=jazz&person=miles+davis&sort=title",
@@ -92,8 +172,8 @@ async fn active_filters_show_as_removable_chips_and_in_the_heading() {
 
 #[tokio::test]
 async fn a_bad_price_is_explained_on_the_page_and_not_applied() {
-    // Not converted yet: still reads data from the demo catalog or content.
-    let app = spawn_app_with_demo().await;
+    let app = spawn_app().await;
+    filterable_shop(&app).await;
     let all = page(&app, "/products").await;
     let doc = page(&app, "/products?min_price=abc&max_price=12").await;
     let problems = texts(&doc, ".filter-problem");

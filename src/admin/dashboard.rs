@@ -38,7 +38,7 @@ pub struct DashboardPage {
     pub today: DaySales,
     /// The last seven days, today included: orders and takings.
     pub week_orders: u64,
-    pub week_total: i64,
+    pub week_total: Money,
     pub sales_chart: Chart,
     /// Paid orders not yet shipped.
     pub to_ship: u64,
@@ -58,8 +58,8 @@ pub struct DashboardPage {
 
 impl DashboardPage {
     /// Sales figures (summed cents) in the shop's currency.
-    pub fn money(&self, cents: &i64) -> String {
-        Money::from_cents(*cents).display(&self.currency)
+    pub fn money(&self, amount: &Money) -> String {
+        amount.display(&self.currency)
     }
 
     pub fn low_stock_threshold(&self) -> i64 {
@@ -83,13 +83,13 @@ pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRe
     let today = week.last().cloned().unwrap_or(DaySales {
         day,
         orders: 0,
-        total: 0,
+        total: Money::ZERO,
     });
     let bars = week
         .iter()
         .map(|d| Bar {
             label: d.day.short(),
-            value: d.total,
+            value: d.total.cents(),
         })
         .collect();
     let mut chart = BarChart::new(

@@ -8,14 +8,15 @@ use serde::Deserialize;
 use super::Day;
 use crate::checkout::orders::{self, OrderStatus};
 use crate::db::{Db, DbError};
+use crate::domain::Money;
 
 /// One day's takings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DaySales {
     pub day: Day,
     pub orders: u64,
-    /// Order totals (shipping included), in cents.
-    pub total: i64,
+    /// Order totals (shipping included).
+    pub total: Money,
 }
 
 /// Orders that count as sales placed from `since` on: served by the orders' `status, created`
@@ -30,7 +31,7 @@ pub fn sales_query(since: DateTime) -> Document {
 #[derive(Deserialize)]
 struct Sale {
     created: DateTime,
-    total: i64,
+    total: Money,
 }
 
 /// Sales on each of the `days` days ending with `last` (oldest first; days without orders are
@@ -43,7 +44,7 @@ pub async fn daily_sales(db: &Db, last: Day, days: u32) -> Result<Vec<DaySales>,
         range.push(DaySales {
             day: d,
             orders: 0,
-            total: 0,
+            total: Money::ZERO,
         });
         day = d.previous();
     }

@@ -237,7 +237,8 @@ impl BackupMonitor {
         let Some(every) = self.settings.every else {
             return Ok(None);
         };
-        let due = |state: &ScheduleDoc| is_due(state, bson::DateTime::now(), every, &self.owner);
+        // The database's clock, which the lease reads too (and tests step).
+        let due = |state: &ScheduleDoc| is_due(state, db.now(), every, &self.owner);
         let reading = "cannot read the backup schedule from the database";
         if !due(&record::load(db).await.context(reading)?) {
             return Ok(None);
@@ -290,7 +291,7 @@ impl BackupMonitor {
 
     /// Write, check, rename, rotate and record, holding (and renewing) the lease throughout.
     async fn run_under_lease(&self, db: &Db, mut lease: Lease) -> anyhow::Result<BackupReport> {
-        let started = bson::DateTime::now();
+        let started = db.now();
         let written = renewing(db, &mut lease, self.write_backup(db)).await;
         let result = match written {
             Ok((report, sequence, name)) => {
@@ -331,14 +332,14 @@ impl BackupMonitor {
                 let failure = FailureDoc {
                     sequence: sequence.unwrap_or(0),
                     instance: self.owner.clone(),
-                    at: bson::DateTime::now(),
+                    at: db.now(),
                     message,
                 };
                 if let Err(e) = record::record_failure(db, &failure).await {
                     tracing::warn!("cannot record the backup failure in the database: {e}");
                 }
                 if let Some(every) = self.settings.every {
-                    self.set_next_due(db, bson::DateTime::now(), every.min(RETRY_AFTER))
+                    self.set_next_due(db, db.now(), every.min(RETRY_AFTER))
                         .await;
                 }
                 Err(e)

@@ -17,7 +17,7 @@ use crate::catalog::seek::{BadToken, Seek};
 use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::comments::thread::{self, PageAt, ThreadView};
-use crate::domain::Money;
+use crate::domain::{Money, Slug};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{html_response, render, Layout};
@@ -338,8 +338,10 @@ async fn moved(req: &HttpRequest, state: &AppState, slug: &str) -> Result<HttpRe
 }
 
 async fn existing_product(state: &AppState, slug: &str) -> Result<Product, AppError> {
+    // No product has an address that is not a slug.
+    let slug = Slug::parse(slug).map_err(|_| AppError::NotFound)?;
     // Drafts and archived products are not on the storefront.
-    products::by_slug(&state.db, slug)
+    products::by_slug(&state.db, &slug)
         .await?
         .filter(Product::is_on_sale)
         .ok_or(AppError::NotFound)

@@ -107,7 +107,7 @@ fn durable(db: &Db) -> mongodb::Collection<Product> {
     db.durable(COLLECTION)
 }
 
-pub async fn by_slug(db: &Db, slug: &str) -> Result<Option<Product>, DbError> {
+pub async fn by_slug(db: &Db, slug: &Slug) -> Result<Option<Product>, DbError> {
     Ok(collection(db).find_one(doc! { "slug": slug }).await?)
 }
 
@@ -122,7 +122,7 @@ pub async fn moved_to(db: &Db, slug: &str) -> Result<Option<String>, DbError> {
         .map(|p| p.url()))
 }
 
-pub async fn by_sku(db: &Db, sku: &str) -> Result<Option<Product>, DbError> {
+pub async fn by_sku(db: &Db, sku: &Sku) -> Result<Option<Product>, DbError> {
     Ok(collection(db).find_one(doc! { "sku": sku }).await?)
 }
 

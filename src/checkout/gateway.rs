@@ -11,6 +11,7 @@ use mongodb::{Collection, IndexModel};
 use serde::{Deserialize, Serialize};
 
 use crate::db::Db;
+use crate::domain::Money;
 
 /// A card as entered, already validated (Luhn, expiry in the future, CVC digits).
 #[derive(Clone)]
@@ -43,7 +44,7 @@ impl Card {
 #[derive(Debug, Clone)]
 pub struct ChargeRequest {
     pub idempotency_key: String,
-    pub amount_cents: i64,
+    pub amount: Money,
     pub card: Card,
     pub description: String,
 }
@@ -53,7 +54,7 @@ pub struct Charge {
     /// The gateway's id for the charge.
     pub reference: String,
     pub(crate) last4: String,
-    pub amount_cents: i64,
+    pub amount: Money,
     /// Given back in full (see [`PaymentGateway::refund`]).
     pub refunded: bool,
 }
@@ -97,7 +98,8 @@ pub struct StoredCharge {
     #[serde(rename = "_id")]
     pub idempotency_key: String,
     pub reference: String,
-    pub amount: i64,
+    /// Stored as cents (`Money`'s BSON), as before it was typed.
+    pub amount: Money,
     pub(crate) last4: String,
     pub(crate) created: DateTime,
     #[serde(default)]
@@ -119,7 +121,7 @@ impl StoredCharge {
         Charge {
             reference: self.reference.clone(),
             last4: self.last4.clone(),
-            amount_cents: self.amount,
+            amount: self.amount,
             refunded: self.refunded,
         }
     }
@@ -205,7 +207,7 @@ impl TestGateway {
         let charge = StoredCharge {
             idempotency_key: request.idempotency_key.clone(),
             reference: format!("test_ch_{}", ObjectId::new().to_hex()),
-            amount: request.amount_cents,
+            amount: request.amount,
             last4: request.card.last4(),
             created: DateTime::now(),
             refunded: false,

@@ -280,7 +280,7 @@ pub(crate) async fn place_order(
     let charge = gateway
         .charge(ChargeRequest {
             idempotency_key: attempt.key.clone(),
-            amount_cents: attempt.amount.cents(),
+            amount: attempt.amount,
             card: details.card.clone(),
             description: format!("Bazaar cart {}", cart.id),
         })
@@ -606,7 +606,7 @@ async fn settle(
             .await?;
             crate::metrics::count(crate::metrics::REFUNDS, 1);
             tracing::warn!(cart = %attempt.cart_id, reference = %charge.reference,
-                amount = charge.amount_cents,
+                amount = charge.amount.cents(),
                 "refunded a charge whose cart can no longer be ordered");
             Ok(Settled::Refunded)
         }

@@ -68,9 +68,13 @@ pub(crate) async fn seed(db: &Db) -> Result<u64, DbError> {
     for (on, comments) in DISCUSSIONS {
         // A demo product or post deleted on purpose gets no discussion back.
         let found = match on {
-            On::Product(slug) => products::by_slug(db, slug)
-                .await?
-                .map(|p| (DiscussionKind::Product, p.id)),
+            // A demo slug is always one; were it not, no product would have it.
+            On::Product(slug) => match crate::domain::Slug::parse(slug) {
+                Ok(slug) => products::by_slug(db, &slug)
+                    .await?
+                    .map(|p| (DiscussionKind::Product, p.id)),
+                Err(_) => None,
+            },
             On::Post(slug) => model::collection(db)
                 .find_one(doc! { "metadata.section": "blog", "metadata.slug": *slug })
                 .await?

@@ -123,15 +123,18 @@ const STARTED_KEY: &str = "started";
 
 /// App data: how long a session may live (`session.max_age_secs`). The cookie is signed and
 /// encrypted but otherwise self-contained, so without this a copied cookie would work forever.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct SessionPolicy {
     pub max_age: std::time::Duration,
+    /// The database's clock (`Db::clock`): sessions are stamped and aged by the same clock as
+    /// every other stamp in the shop, so a test ages a session by stepping it.
+    pub clock: std::sync::Arc<crate::clock::Clock>,
 }
 
-fn now_secs() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
+impl SessionPolicy {
+    fn now_secs(&self) -> i64 {
+        self.clock.now().timestamp_millis().div_euclid(1000)
+    }
 }
 
 /// Middleware inside the session middleware: a session older than the maximum age is emptied
@@ -144,7 +147,7 @@ pub async fn enforce_max_age(
     use actix_session::SessionExt;
     let Some(policy) = req
         .app_data::<actix_web::web::Data<SessionPolicy>>()
-        .map(|p| *p.get_ref())
+        .map(|p| p.get_ref().clone())
     else {
         return next
             .call(req)
@@ -154,7 +157,7 @@ pub async fn enforce_max_age(
     let session = req.get_session();
     let max_age = i64::try_from(policy.max_age.as_secs()).unwrap_or(i64::MAX);
     match session.get::<i64>(STARTED_KEY) {
-        Ok(Some(started)) if now_secs().saturating_sub(started) <= max_age => {}
+        Ok(Some(started)) if policy.now_secs().saturating_sub(started) <= max_age => {}
         // Not stamped yet (new, or written before stamping existed): stamped below from now.
         Ok(None) => {}
         // Too old, or a stamp that cannot be read: start over.
@@ -165,7 +168,7 @@ pub async fn enforce_max_age(
     }
     let res = next.call(req).await?;
     if !session.entries().is_empty() && !session.contains_key(STARTED_KEY) {
-        if let Err(e) = session.insert(STARTED_KEY, now_secs()) {
+        if let Err(e) = session.insert(STARTED_KEY, policy.now_secs()) {
             tracing::warn!(error = %e, "could not stamp the session's start");
         }
     }

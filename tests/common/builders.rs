@@ -5,13 +5,17 @@
 
 use bazaar::catalog::categories::{self, Category};
 use bazaar::catalog::lifecycle::ProductStatus;
-use bazaar::catalog::products::{self, AlbumDetails, Details, NewProduct, Product, Shipping};
+use bazaar::catalog::products::{
+    self, AlbumDetails, BookDetails, Details, FilmDetails, NewProduct, Product, Shipping,
+};
 use bazaar::content::model::{self, Detail, Node, NodeInput, PhotoDetail, TextDetail};
 use bazaar::db::Db;
 use bson::oid::ObjectId;
 
-/// A product: by default an album "Test album {sku}" at $12.00 (list $15.00), slug
-/// `test-{sku}`, no stock, in no category, untagged, without photos, active (on the storefront).
+/// A product: by default an album "Test album {sku}" by The Testers (genre Jazz, one track)
+/// issued on 1 January 1970, at $12.00 (list $15.00), slug `test-{sku}`, no stock, in no
+/// category, untagged, not featured, without photos, active (on the storefront).
+/// [`ProductBuilder::film`] and [`ProductBuilder::book`] make the other two types.
 pub struct ProductBuilder {
     sku: String,
     slug: String,
@@ -23,6 +27,9 @@ pub struct ProductBuilder {
     status: ProductStatus,
     tags: Vec<String>,
     cover: bool,
+    featured: bool,
+    details: Details,
+    shipping: Shipping,
 }
 
 impl ProductBuilder {
@@ -38,6 +45,58 @@ impl ProductBuilder {
             status: ProductStatus::Active,
             tags: Vec::new(),
             cover: false,
+            featured: false,
+            shipping: Shipping {
+                weight: 300,
+                ..Shipping::default()
+            },
+            details: Details::Album(AlbumDetails {
+                title: String::new(),
+                artist: "The Testers".to_string(),
+                genre: vec!["Jazz".to_string()],
+                tracks: vec!["One".to_string()],
+                issue_date: bson::DateTime::from_millis(0),
+                label: "Test".to_string(),
+            }),
+        }
+    }
+
+    /// A film (genre Drama, directed by Test Director, no writer or cast unless given): the
+    /// admin's form takes no film without a director.
+    pub fn film(mut self) -> ProductBuilder {
+        self.details = Details::Film(FilmDetails {
+            title: String::new(),
+            director: vec!["Test Director".to_string()],
+            writer: Vec::new(),
+            actor: Vec::new(),
+            genre: vec!["Drama".to_string()],
+            issue_date: self.issue_date(),
+            rating: "PG".to_string(),
+            aspect_ratio: "1.85:1".to_string(),
+            runtime: 100,
+        });
+        self
+    }
+
+    /// A book (genre Fiction, by Test Author unless given): the admin's form takes no book
+    /// without an author.
+    pub fn book(mut self) -> ProductBuilder {
+        self.details = Details::Book(BookDetails {
+            author: vec!["Test Author".to_string()],
+            publisher: "Test Press".to_string(),
+            pages: 200,
+            isbn: "978-0-00-000000-0".to_string(),
+            issue_date: self.issue_date(),
+            genre: vec!["Fiction".to_string()],
+        });
+        self
+    }
+
+    fn issue_date(&self) -> bson::DateTime {
+        match &self.details {
+            Details::Album(d) => d.issue_date,
+            Details::Film(d) => d.issue_date,
+            Details::Book(d) => d.issue_date,
         }
     }
 
@@ -49,6 +108,96 @@ impl ProductBuilder {
 
     pub fn title(mut self, title: &str) -> ProductBuilder {
         self.title = title.to_string();
+        self
+    }
+
+    /// The retail price and the list price, in cents.
+    pub fn price(mut self, retail_cents: i64, list_cents: i64) -> ProductBuilder {
+        self.retail_cents = retail_cents;
+        self.list_cents = list_cents;
+        self
+    }
+
+    /// Issued on `date` (`YYYY-MM-DD`): the newest-first order's key.
+    pub fn issued(mut self, date: &str) -> ProductBuilder {
+        let when = bson::DateTime::parse_rfc3339_str(format!("{date}T00:00:00Z"))
+            .expect("a test's date is YYYY-MM-DD");
+        match &mut self.details {
+            Details::Album(d) => d.issue_date = when,
+            Details::Film(d) => d.issue_date = when,
+            Details::Book(d) => d.issue_date = when,
+        }
+        self
+    }
+
+    /// The genres of any type.
+    pub fn genre(mut self, genres: &[&str]) -> ProductBuilder {
+        let genres = genres.iter().map(|g| g.to_string()).collect();
+        match &mut self.details {
+            Details::Album(d) => d.genre = genres,
+            Details::Film(d) => d.genre = genres,
+            Details::Book(d) => d.genre = genres,
+        }
+        self
+    }
+
+    /// The people of the product: an album's artist (the first name), a film's cast, a book's
+    /// authors.
+    pub fn people(mut self, names: &[&str]) -> ProductBuilder {
+        let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+        match &mut self.details {
+            Details::Album(d) => d.artist = names.first().cloned().unwrap_or_default(),
+            Details::Film(d) => d.actor = names,
+            Details::Book(d) => d.author = names,
+        }
+        self
+    }
+
+    /// An album's tracks.
+    pub fn tracks(mut self, tracks: &[&str]) -> ProductBuilder {
+        if let Details::Album(d) = &mut self.details {
+            d.tracks = tracks.iter().map(|t| t.to_string()).collect();
+        }
+        self
+    }
+
+    /// A film's directors.
+    pub fn director(mut self, names: &[&str]) -> ProductBuilder {
+        if let Details::Film(d) = &mut self.details {
+            d.director = names.iter().map(|n| n.to_string()).collect();
+        }
+        self
+    }
+
+    /// A book's ISBN.
+    pub fn isbn(mut self, isbn: &str) -> ProductBuilder {
+        if let Details::Book(d) = &mut self.details {
+            d.isbn = isbn.to_string();
+        }
+        self
+    }
+
+    /// Shipping weight in grams and size (width, height, depth) in centimetres (300 g and no
+    /// size by default).
+    pub fn shipping(
+        mut self,
+        grams: i64,
+        (width, height, depth): (f64, f64, f64),
+    ) -> ProductBuilder {
+        self.shipping = Shipping {
+            weight: grams,
+            dimensions: bazaar::catalog::products::Dimensions {
+                width,
+                height,
+                depth,
+            },
+        };
+        self
+    }
+
+    /// On the home page's featured shelf.
+    pub fn featured(mut self) -> ProductBuilder {
+        self.featured = true;
         self
     }
 
@@ -83,26 +232,22 @@ impl ProductBuilder {
 
     pub async fn build(self, db: &Db) -> Product {
         let (tags, cover) = (self.tags, self.cover);
+        let mut details = self.details;
+        match &mut details {
+            Details::Album(d) => d.title = self.title.clone(),
+            Details::Film(d) => d.title = self.title.clone(),
+            Details::Book(_) => {}
+        }
         let new = NewProduct {
             slug: super::slug(&self.slug),
             description: "For testing the cart.".to_string(),
             list_price: bazaar::domain::Money::from_cents(self.list_cents),
             retail_price: bazaar::domain::Money::from_cents(self.retail_cents),
             categories: self.categories,
-            details: Details::Album(AlbumDetails {
-                title: self.title.clone(),
-                artist: "The Testers".to_string(),
-                genre: vec!["Jazz".to_string()],
-                tracks: vec!["One".to_string()],
-                issue_date: bson::DateTime::from_millis(0),
-                label: "Test".to_string(),
-            }),
+            details,
             qty: self.stock,
-            featured: false,
-            shipping: Shipping {
-                weight: 300,
-                ..Shipping::default()
-            },
+            featured: self.featured,
+            shipping: self.shipping,
             title: self.title,
             sku: super::sku(&self.sku),
         };
@@ -291,5 +436,50 @@ impl NodeBuilder {
         )
         .await
         .expect("node created")
+    }
+}
+
+/// A comment on a product or a content node (its [`bazaar::comments::Discussion`]): by
+/// default a visible top-level comment by "Reader" saying "A comment.", posted now.
+pub struct CommentBuilder {
+    discussion: bazaar::comments::Discussion,
+    new: bazaar::comments::store::NewComment,
+}
+
+impl CommentBuilder {
+    pub fn on_product(product: &Product) -> CommentBuilder {
+        CommentBuilder::on(product.discussion())
+    }
+
+    pub fn on_node(node: &Node) -> CommentBuilder {
+        CommentBuilder::on(node.discussion())
+    }
+
+    fn on(discussion: bazaar::comments::Discussion) -> CommentBuilder {
+        CommentBuilder {
+            discussion,
+            new: bazaar::comments::store::NewComment {
+                name: "Reader".to_string(),
+                text: "A comment.".to_string(),
+                ..Default::default()
+            },
+        }
+    }
+
+    pub fn name(mut self, name: &str) -> CommentBuilder {
+        self.new.name = name.to_string();
+        self
+    }
+
+    pub fn text(mut self, text: &str) -> CommentBuilder {
+        self.new.text = text.to_string();
+        self
+    }
+
+    /// Through the comment store, as the comment form posts (counted on its discussion).
+    pub async fn build(self, db: &Db) -> bazaar::comments::Comment {
+        bazaar::comments::store::post(db, &self.discussion, None, &self.new)
+            .await
+            .expect("comment posted")
     }
 }

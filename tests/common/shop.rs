@@ -17,7 +17,7 @@ pub async fn product_with_stock(db: &Db, sku: &str, stock: i64) -> Product {
 }
 
 pub async fn product(db: &Db, sku: &str) -> Product {
-    products::by_sku(db, sku)
+    products::by_sku(db, &super::sku(sku))
         .await
         .expect("query")
         .expect("product exists")
