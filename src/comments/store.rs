@@ -45,7 +45,7 @@ pub fn indexes() -> Vec<IndexModel> {
 }
 
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum PostError {
+pub enum PostError {
     /// The comment replied to is not (or no longer) open for replies.
     #[error("the comment replied to is gone")]
     ParentGone,
@@ -167,7 +167,7 @@ pub struct NewComment {
 /// The full slug's stamp is [`slugs::next_stamp`] of now and the latest sibling's stamp, read
 /// just before the insert: thread order is posting order even after the clock stepped back.
 /// `posted` keeps the clock's reading (what the page shows as the time).
-pub(crate) async fn post(
+pub async fn post(
     db: &Db,
     discussion: &Discussion,
     parent: Option<&Comment>,
