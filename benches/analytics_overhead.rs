@@ -34,7 +34,8 @@ fn env_or(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
-fn settings(counting: bool) -> anyhow::Result<Settings> {
+/// The settings of a site counting page views, with the traffic log on (`events`) or off.
+fn settings(events: bool) -> anyhow::Result<Settings> {
     let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     Ok(Settings::load(
         Some(&root.join("config.toml")),
@@ -43,14 +44,8 @@ fn settings(counting: bool) -> anyhow::Result<Settings> {
             ("BAZAAR_SERVER__HOST".to_string(), "127.0.0.1".to_string()),
             ("BAZAAR_SERVER__PORT".to_string(), "0".to_string()),
             ("BAZAAR_LOG__LEVEL".to_string(), "error".to_string()),
-            (
-                "BAZAAR_ANALYTICS__ENABLED".to_string(),
-                counting.to_string(),
-            ),
-            (
-                "BAZAAR_ANALYTICS__EVENTS".to_string(),
-                std::env::var("BENCH_EVENTS").unwrap_or_else(|_| "true".to_string()),
-            ),
+            ("BAZAAR_ANALYTICS__ENABLED".to_string(), "true".to_string()),
+            ("BAZAAR_ANALYTICS__EVENTS".to_string(), events.to_string()),
         ]
         .into_iter()
         // BENCH_FLUSH_MS tries another flush interval than config.toml's.
@@ -66,10 +61,10 @@ fn settings(counting: bool) -> anyhow::Result<Settings> {
 /// A site with the demo catalog plus `products` generated ones; returns its address, the
 /// product slugs and what stops it.
 async fn start_site(
-    counting: bool,
+    events: bool,
     products: u64,
 ) -> anyhow::Result<(String, Arc<Vec<String>>, Application)> {
-    let settings = settings(counting)?;
+    let settings = settings(events)?;
     let database = OpenDatabase::open(&settings).await?;
     bazaar::startup::indexes::ensure_indexes(&database.db).await?;
     bazaar::seed::run(&database.db).await?;
@@ -169,18 +164,22 @@ async fn bench() -> anyhow::Result<()> {
     }
     let (off_base, off_slugs, off_app) = start_site(false, products).await?;
     let (on_base, on_slugs, on_app) = start_site(true, products).await?;
-    let counter = on_app.page_views().expect("counting is on");
-    let events = on_app.event_log();
+    let counters = [
+        off_app.page_views().expect("counting is on"),
+        on_app.page_views().expect("counting is on"),
+    ];
+    let events = on_app.event_log().expect("the traffic log is on");
     let handles = [off_app.server_handle(), on_app.server_handle()];
     let servers = [
         tokio::spawn(off_app.run_until_stopped()),
         tokio::spawn(on_app.run_until_stopped()),
     ];
     println!(
-        "product pages, {} products, {connections} connections, {seconds} s per round",
+        "product pages, {} products, {connections} connections, {seconds} s per round, \
+         page-view counter on in both",
         off_slugs.len()
     );
-    println!("| round | counting | requests/s | errors |");
+    println!("| round | traffic log | requests/s | errors |");
     println!("|---|---|---|---|");
     let duration = Duration::from_secs(seconds);
     let (mut on, mut off) = (Vec::new(), Vec::new());
@@ -191,52 +190,50 @@ async fn bench() -> anyhow::Result<()> {
         } else {
             [true, false]
         };
-        for counting in order {
-            let (base, slugs) = if counting {
+        for logging in order {
+            let (base, slugs) = if logging {
                 (&on_base, &on_slugs)
             } else {
                 (&off_base, &off_slugs)
             };
             let (pages, mut took, errors) = load(base, slugs, connections, duration).await;
-            if counting {
-                // Charge the round with writing what it counted: otherwise the writer's next
-                // timed write would land in the following round, which may be an "off" one.
-                let flushing = Instant::now();
-                counter.flush().await;
-                if let Some(events) = &events {
-                    events.flush().await;
-                }
-                took += flushing.elapsed();
+            // Charge the round with writing what it counted and logged: otherwise a writer's
+            // next timed write would land in the following round, which may be the other site's.
+            let flushing = Instant::now();
+            counters[usize::from(logging)].flush().await;
+            if logging {
+                events.flush().await;
             }
+            took += flushing.elapsed();
             let rate = pages as f64 / took.as_secs_f64();
-            let label = if counting { "on" } else { "off" };
+            let label = if logging { "on" } else { "off" };
             println!("| {round} | {label} | {rate:.0} | {errors} |");
-            if counting {
+            if logging {
                 on.push(rate);
             } else {
                 off.push(rate);
             }
         }
     }
-    counter.flush().await;
-    let stats = counter.stats();
     let (on, off) = (median(on), median(off));
     println!(
-        "median: counting off {off:.0} req/s, on {on:.0} req/s: on/off = {:.1}%",
+        "median: traffic log off {off:.0} req/s, on {on:.0} req/s: on/off = {:.1}%",
         on / off * 100.0
     );
-    println!(
-        "views written {}, dropped (queue full) {}, failed {}",
-        stats.written, stats.dropped, stats.failed
-    );
-    if let Some(events) = &events {
-        events.flush().await;
-        let logged = events.stats();
+    for (counter, site) in counters.iter().zip(["log off", "log on"]) {
+        counter.flush().await;
+        let stats = counter.stats();
         println!(
-            "traffic events written {}, dropped (queue full) {}, failed {}",
-            logged.written, logged.dropped, logged.failed
+            "{site}: views written {}, dropped (queue full) {}, failed {}",
+            stats.written, stats.dropped, stats.failed
         );
     }
+    events.flush().await;
+    let logged = events.stats();
+    println!(
+        "traffic events written {}, dropped (queue full) {}, failed {}",
+        logged.written, logged.dropped, logged.failed
+    );
     for handle in handles {
         handle.stop(true).await;
     }
@@ -246,9 +243,9 @@ async fn bench() -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Serve one site (counting on or off) for `duration`, for an outside load generator.
-async fn serve(counting: bool, products: u64, duration: Duration) -> anyhow::Result<()> {
-    let (base, slugs, app) = start_site(counting, products).await?;
+/// Serve one site (traffic log on or off) for `duration`, for an outside load generator.
+async fn serve(events: bool, products: u64, duration: Duration) -> anyhow::Result<()> {
+    let (base, slugs, app) = start_site(events, products).await?;
     let counter = app.page_views();
     let paths_file = std::env::var("BENCH_PATHS").unwrap_or_else(|_| {
         concat!(
@@ -261,7 +258,7 @@ async fn serve(counting: bool, products: u64, duration: Duration) -> anyhow::Res
     std::fs::write(&paths_file, paths)?;
     let handle = app.server_handle();
     let server = tokio::spawn(app.run_until_stopped());
-    println!("serving {base} (counting {counting}), paths in {paths_file}");
+    println!("serving {base} (traffic log {events}), paths in {paths_file}");
     tokio::time::sleep(duration).await;
     if let Some(counter) = counter {
         counter.flush().await;
