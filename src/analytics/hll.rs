@@ -190,6 +190,9 @@ mod tests {
         both.extend_from_slice(&b);
         both.extend_from_slice(&a);
         assert_eq!(compact(both), merged);
-        assert_eq!(compact(vec![5 * 64 + 2, 5 * 64 + 7, -3, 1 << 30, 64]), [5 * 64 + 7]);
+        assert_eq!(
+            compact(vec![5 * 64 + 2, 5 * 64 + 7, -3, 1 << 30, 64]),
+            [5 * 64 + 7]
+        );
     }
 }

@@ -398,7 +398,9 @@ async fn replace(
     documents.sort_by_key(|d| d.get_datetime("at").map(|at| at.timestamp_millis()).ok());
     while !documents.is_empty() {
         let rest = documents.split_off(documents.len().min(INSERT_BATCH));
-        collection.insert_many(std::mem::replace(&mut documents, rest)).await?;
+        collection
+            .insert_many(std::mem::replace(&mut documents, rest))
+            .await?;
     }
     Ok(())
 }

@@ -4,13 +4,10 @@
 use crate::error::{Error, Result};
 use crate::expression::operators::{merge_into, sum_numbers};
 use crate::expression::{Expression, Scope};
-use crate::value::{
-    canonical_rank, compare, f64_to_decimal, has_string_order, is_number, to_f64, Number,
-};
+use crate::value::{compare, f64_to_decimal, is_number, to_f64};
 use bson::{Bson, Document};
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::hash::{Hash, Hasher};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A value ordered (and made equal) by MongoDB's comparison: `1`, `1.0` and `NumberLong(1)` are
 /// one key.
@@ -34,145 +31,6 @@ impl PartialOrd for OrdBson {
 impl Ord for OrdBson {
     fn cmp(&self, other: &Self) -> Ordering {
         compare(&self.0, &other.0)
-    }
-}
-
-/// A value hashed and made equal by MongoDB's comparison under the bytewise string order: equal
-/// values (`1`, `1.0`, `NumberLong(1)`) hash alike. Grouping by hash instead of by order costs a
-/// hash per document instead of a score of comparisons of (often document-valued) keys; under a
-/// collation strings may be equal without being bytewise equal, so [`OrdBson`] is used then.
-#[derive(Debug, Clone)]
-pub(crate) struct HashBson(pub Bson);
-
-impl PartialEq for HashBson {
-    fn eq(&self, other: &Self) -> bool {
-        compare(&self.0, &other.0) == Ordering::Equal
-    }
-}
-
-impl Eq for HashBson {}
-
-impl Hash for HashBson {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        hash_value(&self.0, state);
-    }
-}
-
-/// Hash `v` so that values `compare` finds equal (with bytewise strings) hash alike.
-fn hash_value<H: Hasher>(v: &Bson, state: &mut H) {
-    canonical_rank(v).hash(state);
-    match v {
-        Bson::String(s) | Bson::Symbol(s) => s.as_bytes().hash(state),
-        Bson::Document(d) => {
-            d.len().hash(state);
-            for (k, v) in d {
-                k.hash(state);
-                hash_value(v, state);
-            }
-        }
-        Bson::Array(items) => {
-            items.len().hash(state);
-            for item in items {
-                hash_value(item, state);
-            }
-        }
-        Bson::Binary(b) => {
-            u8::from(b.subtype).hash(state);
-            b.bytes.hash(state);
-        }
-        Bson::ObjectId(id) => id.bytes().hash(state),
-        Bson::Boolean(b) => b.hash(state),
-        Bson::DateTime(d) => d.timestamp_millis().hash(state),
-        Bson::Timestamp(t) => (t.time, t.increment).hash(state),
-        Bson::RegularExpression(r) => (&r.pattern, &r.options).hash(state),
-        Bson::JavaScriptCode(code) => code.hash(state),
-        Bson::JavaScriptCodeWithScope(c) => {
-            c.code.hash(state);
-            hash_value(&Bson::Document(c.scope.clone()), state);
-        }
-        Bson::Int32(_) | Bson::Int64(_) | Bson::Double(_) | Bson::Decimal128(_) => {
-            // Equal numbers of any type are one integer when integral (so -0.0 is 0), else
-            // one double; NaN equals NaN.
-            match Number::from_bson(v) {
-                Some(n) => match n.as_i64_exact() {
-                    Some(i) => (0_u8, i).hash(state),
-                    None if n.as_f64().is_nan() => 1_u8.hash(state),
-                    None => (2_u8, n.as_f64().to_bits()).hash(state),
-                },
-                None => 3_u8.hash(state),
-            }
-        }
-        // MinKey, MaxKey, Null, Undefined, DbPointer: every value of the type is equal.
-        _ => {}
-    }
-}
-
-/// The groups' index: by hash, or by order under a collation.
-enum Keys {
-    Hashed(HashMap<HashBson, usize>),
-    Ordered(BTreeMap<OrdBson, usize>),
-}
-
-impl Keys {
-    fn new() -> Keys {
-        if has_string_order() {
-            Keys::Ordered(BTreeMap::new())
-        } else {
-            Keys::Hashed(HashMap::new())
-        }
-    }
-
-    /// The slot of `key`, made by `add` (given a copy of the key) when it is new.
-    fn slot(&mut self, key: Bson, add: impl FnOnce(Bson) -> usize) -> usize {
-        match self {
-            Keys::Hashed(index) => {
-                let probe = HashBson(key);
-                match index.get(&probe) {
-                    Some(i) => *i,
-                    None => {
-                        let i = add(probe.0.clone());
-                        index.insert(probe, i);
-                        i
-                    }
-                }
-            }
-            Keys::Ordered(index) => {
-                let probe = OrdBson(key);
-                match index.get(&probe) {
-                    Some(i) => *i,
-                    None => {
-                        let i = add(probe.0.clone());
-                        index.insert(probe, i);
-                        i
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The values `$addToSet` has seen: by hash, or by order under a collation.
-#[derive(Debug, Clone)]
-enum Seen {
-    Hashed(HashSet<HashBson>),
-    Ordered(BTreeSet<OrdBson>),
-}
-
-impl Seen {
-    fn new() -> Seen {
-        if has_string_order() {
-            Seen::Ordered(BTreeSet::new())
-        } else {
-            Seen::Hashed(HashSet::new())
-        }
-    }
-
-    /// Whether `v` is new (and now seen).
-    fn insert(&mut self, v: &Bson) -> bool {
-        match self {
-            Seen::Hashed(seen) => seen.insert(HashBson(v.clone())),
-            Seen::Ordered(seen) => seen.insert(OrdBson(v.clone())),
-        }
     }
 }
 
@@ -227,7 +85,7 @@ enum State {
     First(Option<Bson>),
     Last(Bson),
     Push(Vec<Bson>),
-    AddToSet(Vec<Bson>, Seen),
+    AddToSet(Vec<Bson>, BTreeSet<OrdBson>),
     Count(i64),
     Merge(Document),
 }
@@ -350,15 +208,19 @@ impl Group {
         vars: &Document,
         key_of: impl Fn(&Scope) -> Result<Bson>,
     ) -> Result<Vec<Document>> {
-        let mut index = Keys::new();
+        let mut index: BTreeMap<OrdBson, usize> = BTreeMap::new();
         let mut groups: Vec<(Bson, Vec<State>)> = Vec::new();
         for doc in input {
             let scope = Scope::new(doc, vars);
             let key = key_of(&scope)?;
-            let slot = index.slot(key, |key| {
-                groups.push((key, self.accumulators.iter().map(initial).collect()));
-                groups.len() - 1
-            });
+            let slot = match index.get(&OrdBson(key.clone())) {
+                Some(i) => *i,
+                None => {
+                    groups.push((key.clone(), self.accumulators.iter().map(initial).collect()));
+                    index.insert(OrdBson(key), groups.len() - 1);
+                    groups.len() - 1
+                }
+            };
             let states = &mut groups[slot].1;
             for (acc, state) in self.accumulators.iter().zip(states.iter_mut()) {
                 let v = acc.arg.eval(&scope)?;
@@ -391,7 +253,7 @@ fn initial(acc: &Accumulator) -> State {
         Kind::First => State::First(None),
         Kind::Last => State::Last(Bson::Null),
         Kind::Push => State::Push(Vec::new()),
-        Kind::AddToSet => State::AddToSet(Vec::new(), Seen::new()),
+        Kind::AddToSet => State::AddToSet(Vec::new(), BTreeSet::new()),
         Kind::Count => State::Count(0),
         Kind::MergeObjects => State::Merge(Document::new()),
     }
@@ -426,7 +288,7 @@ fn accumulate(state: &mut State, v: Option<Bson>) -> Result<()> {
         }
         State::AddToSet(items, seen) => {
             if let Some(v) = v {
-                if seen.insert(&v) {
+                if seen.insert(OrdBson(v.clone())) {
                     items.push(v);
                 }
             }
