@@ -24,7 +24,8 @@
 //! to the period holding the level below's watermark for the others, so a day is built only once
 //! all its hours are. Every period in that range is recomputed whole from the level below; the
 //! level's documents in the range (none, unless a run crashed before its watermark) are deleted
-//! and the new ones inserted, and only then is the watermark advanced. A crash anywhere before
+//! and the new ones inserted (a period another run inserted meanwhile is left as it is: it is the
+//! same document), and only then is the watermark advanced. A crash anywhere before
 //! that (or a second run) recomputes the same periods from the same sources and replaces them
 //! with identical documents: nothing is lost or counted twice. One instance rolls up at a time
 //! ([`roll_up_under_lease`]); a second at once would also be harmless.
@@ -398,11 +399,35 @@ async fn replace(
     documents.sort_by_key(|d| d.get_datetime("at").map(|at| at.timestamp_millis()).ok());
     while !documents.is_empty() {
         let rest = documents.split_off(documents.len().min(INSERT_BATCH));
-        collection
+        let inserted = collection
             .insert_many(std::mem::replace(&mut documents, rest))
-            .await?;
+            .ordered(false)
+            .await;
+        match inserted {
+            Ok(_) => {}
+            // Another run of the same range (handles of one process share the lease) inserted
+            // the same period first: the document is the one this run computed from the same
+            // sources, and every run inserts all of its range after its delete, so whichever
+            // deletes last leaves the range complete.
+            Err(e) if only_duplicates(&e) => {}
+            Err(e) => return Err(e.into()),
+        }
     }
     Ok(())
+}
+
+/// Whether every write error of an insert is a duplicate `_id`.
+fn only_duplicates(e: &mongodb::error::Error) -> bool {
+    match e.kind.as_ref() {
+        mongodb::error::ErrorKind::InsertMany(failure) => {
+            failure.write_concern_error.is_none()
+                && failure
+                    .write_errors
+                    .as_ref()
+                    .is_some_and(|errors| errors.iter().all(|w| w.code == 11000))
+        }
+        _ => false,
+    }
 }
 
 /// Roll-up documents written per `insert` command.
