@@ -1,7 +1,7 @@
-//! HyperLogLog sketches of visitors, small enough to live in roll-up documents and merged by the
-//! database itself. No crate was used: the maintained HLL crates keep their registers as opaque
-//! serialised bytes, which an aggregation pipeline cannot merge, and the roll-ups merge sketches
-//! in `$group` stages (see [`super::rollup`]). The sketch here is the textbook one (Flajolet et
+//! HyperLogLog sketches of visitors, small enough to live in roll-up documents as plain numbers
+//! (a sketch is readable and checkable in the database, and a pipeline can gather a period's
+//! values with `$push`). No crate was used: the maintained HLL crates keep their registers as
+//! opaque serialised bytes, and the roll-ups ([`super::rollup`]) keep sparse lists. The sketch here is the textbook one (Flajolet et
 //! al. 2007, read with Ertl's estimator, [`estimate`]), tested against exact counts
 //! below and in `tests/traffic.rs`.
 //!
@@ -9,8 +9,8 @@
 //! a rank (1 + the leading zeros of the rest). An event stores both packed into one integer,
 //! `register × 64 + rank` ([`packed`]); a sketch is the list of packed values with the highest
 //! rank per register (sparse: a page seen by three visitors keeps three numbers). Merging two
-//! sketches is keeping, per register, the larger packed value: in a pipeline, `$group` by
-//! `floor(packed / 64)` with `$max`. The relative standard error is 1.04 / √4096 ≈ 1.6 %.
+//! sketches is keeping, per register, the larger packed value ([`merge`], or [`compact`] for
+//! one list of values: sorted, the last of each register is its highest rank). The relative standard error is 1.04 / √4096 ≈ 1.6 %.
 
 /// Bits of the hash that choose the register.
 pub const PRECISION: u32 = 12;
@@ -48,6 +48,25 @@ pub fn merge<'a>(sketches: impl IntoIterator<Item = &'a [i32]>) -> Vec<i32> {
         .filter(|(_, r)| **r > 0)
         .map(|(i, r)| i as i32 * RANK_SPAN + r)
         .collect()
+}
+
+/// The sketch of packed `values` (in any order, with repeats and lower ranks): per register the
+/// highest rank, sorted by register; the same as [`merge`] without its 4096 registers, which
+/// matters for the many sketches of a few values each (a page's hour).
+pub fn compact(mut values: Vec<i32>) -> Vec<i32> {
+    values.retain(|&p| {
+        let (register, rank) = split(p);
+        p >= 0 && register < REGISTERS && rank > 0
+    });
+    values.sort_unstable();
+    let mut out: Vec<i32> = Vec::with_capacity(values.len());
+    for p in values {
+        match out.last_mut() {
+            Some(last) if *last / RANK_SPAN == p / RANK_SPAN => *last = p,
+            _ => out.push(p),
+        }
+    }
+    out
 }
 
 fn split(packed: i32) -> (usize, i32) {
@@ -167,5 +186,13 @@ mod tests {
         let estimate = estimate(&merged) as f64;
         assert!((estimate - 10_000.0).abs() <= 3.0 * STANDARD_ERROR * 10_000.0);
         assert_eq!(merge([merged.as_slice(), a.as_slice()]), merged);
+        let mut both = a.clone();
+        both.extend_from_slice(&b);
+        both.extend_from_slice(&a);
+        assert_eq!(compact(both), merged);
+        assert_eq!(
+            compact(vec![5 * 64 + 2, 5 * 64 + 7, -3, 1 << 30, 64]),
+            [5 * 64 + 7]
+        );
     }
 }

@@ -1,28 +1,39 @@
 //! Hierarchical roll-ups of the traffic log: hourly, daily, weekly (ISO weeks, Monday to Sunday)
 //! and monthly statistics, one document per period for the whole site and one per page and
-//! period, each level built from the one below by an aggregation pipeline ending in `$merge`.
-//! Events → hourly → daily → weekly, and daily → monthly: an ISO week may span two months, so
-//! months are summed from days, not weeks.
+//! period, each level built from the one below. Events → hourly → daily → weekly, and daily →
+//! monthly: an ISO week may span two months, so months are summed from days, not weeks.
 //!
 //! A document: `{ _id: { at, path }, at, path, view, product_viewed, added_to_cart,
 //! checkout_started, order_placed, search, hll: [packed] }` — `path` is `null` for the whole
-//! site; the counts are exact; `hll` is the [`super::hll`] sketch of the period's visitors,
-//! merged upward by `$group` on the register with `$max` (uniques cannot be summed). Bots are
-//! never counted.
+//! site; the counts are exact; `hll` is the [`super::hll`] sketch of the period's visitors
+//! (uniques cannot be summed: sketches are merged upward, register by register). Bots are never
+//! counted.
+//!
+//! **How a level is built.** An aggregation pipeline over the level below (the events for
+//! hours) groups its documents by period and page, summing the counts and pushing the packed
+//! sketch values; the app then compacts each period's values to its sketch ([`hll::compact`])
+//! and adds the page periods up into the site's. The store groups each source document once:
+//! the first version merged sketches inside the pipeline (`$unwind` every packed value, `$group`
+//! by register with `$max`, regroup by period), twice over (pages and site), and ended in a
+//! `$merge` looking up every period; building a month of 1 000 000 events took 168 s that way
+//! (docs/data-model.md has the figures now).
 //!
 //! **Watermarks.** Each level keeps in `traffic.watermarks` the end of the periods it has
 //! built (`{ _id: "hour", upto }`). A run builds only closed periods: from its watermark up to
 //! the current hour (less [`GRACE`], for events still queued in some instance) for hours, and up
 //! to the period holding the level below's watermark for the others, so a day is built only once
-//! all its hours are. Every period in that range is recomputed whole from the level below and
-//! written with `$merge … whenMatched: "replace"`, and only then is the watermark advanced. A
-//! crash between the two (or a second run) recomputes the same periods from the same sources and
-//! replaces them with identical documents: nothing is lost or counted twice. One instance rolls
-//! up at a time ([`roll_up_under_lease`]); a second at once would also be harmless.
+//! all its hours are. Every period in that range is recomputed whole from the level below; the
+//! level's documents in the range (none, unless a run crashed before its watermark) are deleted
+//! and the new ones inserted (a period another run inserted meanwhile is left as it is: it is the
+//! same document), and only then is the watermark advanced. A crash anywhere before
+//! that (or a second run) recomputes the same periods from the same sources and replaces them
+//! with identical documents: nothing is lost or counted twice. One instance rolls up at a time
+//! ([`roll_up_under_lease`]); a second at once would also be harmless.
 //!
 //! Events that reach the log after their hour was rolled up (a clock far behind, a writer stuck
 //! longer than [`GRACE`]) stay in the raw reports but not in the roll-ups.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use bson::{doc, Bson, DateTime, Document};
@@ -31,6 +42,7 @@ use futures::TryStreamExt;
 use mongodb::IndexModel;
 
 use super::events::{EVENTS, KINDS};
+use super::hll;
 use crate::db::{Db, DbError};
 
 /// Where each level's watermark is kept.
@@ -136,7 +148,8 @@ pub struct Built {
     pub took: Duration,
 }
 
-/// Where a test stops a run, as a crash would: after `Level`'s `$merge`, before its watermark.
+/// Where a test stops a run, as a crash would: after `Level`'s documents are written, before its
+/// watermark.
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CrashAfter {
@@ -171,17 +184,9 @@ pub async fn roll_up_crashing(
         if to <= from {
             continue;
         }
-        let pipeline = match level.source() {
-            None => from_events(from, to),
-            Some(_) => from_level(level, from, to),
-        };
-        let source = level.source().map_or(EVENTS, Level::collection);
         let started = std::time::Instant::now();
-        db.collection::<Document>(source)
-            .aggregate(pipeline)
-            .await?
-            .try_collect::<Vec<_>>()
-            .await?;
+        let periods = build(db, level, from, to).await?;
+        replace(db, level, from, to, periods).await?;
         if crash == CrashAfter::Merge(level) {
             return Err(DbError::Invalid(format!(
                 "roll-up stopped after the {} merge (test)",
@@ -232,36 +237,15 @@ pub async fn watermark(db: &Db, level: Level) -> Result<Option<DateTime>, DbErro
     Ok(found.and_then(|d| d.get_datetime("upto").ok().copied()))
 }
 
-/// `$sum` of one kind's events.
-fn kind_sums() -> Document {
-    let mut sums = Document::new();
-    for kind in KINDS {
-        sums.insert(
-            kind,
-            doc! { "$sum": { "$cond": [{ "$eq": ["$kind", kind] }, 1, 0] } },
-        );
-    }
-    sums
+/// One period of a level being built: its counts, by [`KINDS`] order, and its visitors' packed
+/// sketch values (any number, repeats and lower ranks included, until compacted).
+#[derive(Default)]
+struct Period {
+    counts: [i64; KINDS.len()],
+    values: Vec<i32>,
 }
 
-/// `{ kind: { op: "$kind" } }` for every kind.
-fn kinds_with(op: &str) -> Document {
-    let mut fields = Document::new();
-    for kind in KINDS {
-        fields.insert(kind, doc! { op: format!("${kind}") });
-    }
-    fields
-}
-
-fn merge_into(level: Level) -> Document {
-    doc! { "$merge": {
-        "into": level.collection(),
-        "on": "_id",
-        "whenMatched": "replace",
-        "whenNotMatched": "insert",
-    } }
-}
-
+/// The `$dateTrunc` of `at` to `unit`'s periods.
 fn truncated(unit: &str) -> Document {
     let mut trunc = doc! { "date": "$at", "unit": unit };
     if unit == "week" {
@@ -270,77 +254,192 @@ fn truncated(unit: &str) -> Document {
     doc! { "$dateTrunc": trunc }
 }
 
-/// The register of a packed sketch value.
-fn register(field: &str) -> Document {
-    doc! { "$floor": { "$divide": [field, super::hll::RANK_SPAN] } }
-}
-
-/// Hours `[from, to)` from the events: per hour, once for the site (`path: null`) and once per
-/// page, the count of each kind and the visitors' sketch.
-fn from_events(from: DateTime, to: DateTime) -> Vec<Document> {
-    let mut by_register = doc! {
-        "_id": { "at": "$at", "path": "$scope", "r": register("$hll") },
-        "hll": { "$max": "$hll" },
-    };
-    by_register.extend(kind_sums());
-    let mut by_period = doc! {
-        "_id": { "at": "$_id.at", "path": "$_id.path" },
-        "hll": { "$push": "$hll" },
-    };
-    by_period.extend(kinds_with("$sum"));
-    vec![
-        doc! { "$match": { "at": { "$gte": from, "$lt": to }, "bot": false } },
-        doc! { "$project": {
-            "at": truncated("hour"), "kind": 1, "hll": 1, "scope": [Bson::Null, "$path"],
-        } },
-        doc! { "$unwind": "$scope" },
-        doc! { "$group": by_register },
-        doc! { "$group": by_period },
-        doc! { "$set": { "at": "$_id.at", "path": "$_id.path" } },
-        merge_into(Level::Hour),
-    ]
-}
-
-/// Periods of `level` in `[from, to)` from the level below's documents: counts summed, sketches merged
-/// register by register.
-fn from_level(level: Level, from: DateTime, to: DateTime) -> Vec<Document> {
-    let mut by_period = doc! {
-        "_id": { "at": "$at", "path": "$path" },
-        "sketches": { "$push": "$hll" },
-    };
-    by_period.extend(kinds_with("$sum"));
-    let mut by_register = doc! {
-        "_id": { "at": "$_id.at", "path": "$_id.path", "r": register("$sketches") },
-        "hll": { "$max": "$sketches" },
-    };
-    by_register.extend(kinds_with("$first"));
-    let mut merged = doc! {
-        "_id": { "at": "$_id.at", "path": "$_id.path" },
-        "hll": { "$push": "$hll" },
-    };
-    merged.extend(kinds_with("$first"));
-    let mut projected = doc! { "at": truncated(level.unit()), "path": 1, "hll": 1 };
-    for kind in KINDS {
-        projected.insert(kind, 1);
+fn number(value: Option<&Bson>) -> i64 {
+    match value {
+        Some(Bson::Int32(n)) => i64::from(*n),
+        Some(Bson::Int64(n)) => *n,
+        Some(Bson::Double(n)) => *n as i64,
+        _ => 0,
     }
-    vec![
-        doc! { "$match": { "at": { "$gte": from, "$lt": to } } },
-        doc! { "$project": projected },
-        doc! { "$group": by_period },
-        // A list of sketches, flattened to their packed values (a period without visitors
-        // keeps one row, so its counts are not lost).
-        doc! { "$unwind": { "path": "$sketches", "preserveNullAndEmptyArrays": true } },
-        doc! { "$unwind": { "path": "$sketches", "preserveNullAndEmptyArrays": true } },
-        doc! { "$group": by_register },
-        doc! { "$group": merged },
-        doc! { "$set": {
-            "at": "$_id.at",
-            "path": "$_id.path",
-            "hll": { "$filter": { "input": "$hll", "cond": { "$ne": ["$$this", Bson::Null] } } },
-        } },
-        merge_into(level),
-    ]
 }
+
+/// Push the packed values of `value` (a number, or arrays of them at any depth) onto `out`.
+fn push_values(value: &Bson, out: &mut Vec<i32>) {
+    match value {
+        Bson::Array(items) => items.iter().for_each(|v| push_values(v, out)),
+        other => {
+            if let Ok(p) = i32::try_from(number(Some(other))) {
+                out.push(p);
+            }
+        }
+    }
+}
+
+/// The periods of `level` in `[from, to)`, by (period start, page; `None` for the site).
+async fn build(
+    db: &Db,
+    level: Level,
+    from: DateTime,
+    to: DateTime,
+) -> Result<HashMap<(DateTime, Option<String>), Period>, DbError> {
+    let mut periods: HashMap<(DateTime, Option<String>), Period> = HashMap::new();
+    let mut add = |at: DateTime, path: Option<String>, counts: &[(usize, i64)], values: &[i32]| {
+        for key in [(at, None), (at, path)] {
+            let period = periods.entry(key).or_default();
+            for &(kind, n) in counts {
+                period.counts[kind] += n;
+            }
+            period.values.extend_from_slice(values);
+        }
+    };
+    match level.source() {
+        // Hours from the events: one row per hour, page and kind.
+        None => {
+            let pipeline = vec![
+                doc! { "$match": { "at": { "$gte": from, "$lt": to }, "bot": false } },
+                doc! { "$group": {
+                    "_id": { "at": truncated("hour"), "path": "$path", "kind": "$kind" },
+                    "n": { "$sum": 1 },
+                    "hll": { "$push": "$hll" },
+                } },
+            ];
+            let mut rows = db
+                .collection::<Document>(EVENTS)
+                .aggregate(pipeline)
+                .await?;
+            let mut values = Vec::new();
+            while let Some(row) = rows.try_next().await? {
+                let Ok(id) = row.get_document("_id") else {
+                    continue;
+                };
+                let (Ok(at), Ok(path)) = (id.get_datetime("at"), id.get_str("path")) else {
+                    continue;
+                };
+                let kind = id.get_str("kind").unwrap_or_default();
+                let counts: Vec<(usize, i64)> = KINDS
+                    .iter()
+                    .position(|k| *k == kind)
+                    .map(|i| (i, number(row.get("n"))))
+                    .into_iter()
+                    .collect();
+                values.clear();
+                if let Some(hll) = row.get("hll") {
+                    push_values(hll, &mut values);
+                }
+                add(*at, Some(path.to_string()), &counts, &values);
+            }
+        }
+        // Other levels from the level below's pages (the site's periods are their sum).
+        Some(source) => {
+            let mut group = doc! {
+                "_id": { "at": truncated(level.unit()), "path": "$path" },
+                "hll": { "$push": "$hll" },
+            };
+            for kind in KINDS {
+                group.insert(kind, doc! { "$sum": format!("${kind}") });
+            }
+            let pipeline = vec![
+                doc! { "$match": {
+                    "at": { "$gte": from, "$lt": to },
+                    "path": { "$ne": Bson::Null },
+                } },
+                doc! { "$group": group },
+            ];
+            let mut rows = db
+                .collection::<Document>(source.collection())
+                .aggregate(pipeline)
+                .await?;
+            let mut values = Vec::new();
+            while let Some(row) = rows.try_next().await? {
+                let Ok(id) = row.get_document("_id") else {
+                    continue;
+                };
+                let (Ok(at), Ok(path)) = (id.get_datetime("at"), id.get_str("path")) else {
+                    continue;
+                };
+                let counts: Vec<(usize, i64)> = KINDS
+                    .iter()
+                    .enumerate()
+                    .map(|(i, kind)| (i, number(row.get(*kind))))
+                    .collect();
+                values.clear();
+                if let Some(hll) = row.get("hll") {
+                    push_values(hll, &mut values);
+                }
+                add(*at, Some(path.to_string()), &counts, &values);
+            }
+        }
+    }
+    Ok(periods)
+}
+
+/// A count as `$sum` stores it: a 32-bit integer when it fits.
+fn count(n: i64) -> Bson {
+    i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
+}
+
+/// Replace `level`'s documents in `[from, to)` with `periods`. Before the watermark moves the
+/// range holds nothing but what a crashed run wrote, so this is a delete of that and an insert.
+async fn replace(
+    db: &Db,
+    level: Level,
+    from: DateTime,
+    to: DateTime,
+    periods: HashMap<(DateTime, Option<String>), Period>,
+) -> Result<(), DbError> {
+    let collection = db.collection::<Document>(level.collection());
+    collection
+        .delete_many(doc! { "at": { "$gte": from, "$lt": to } })
+        .await?;
+    let mut documents: Vec<Document> = periods
+        .into_iter()
+        .map(|((at, path), period)| {
+            let path = path.map_or(Bson::Null, Bson::String);
+            let mut d = doc! { "_id": { "at": at, "path": path.clone() }, "at": at, "path": path };
+            for (kind, n) in KINDS.iter().zip(period.counts) {
+                d.insert(*kind, count(n));
+            }
+            d.insert("hll", hll::compact(period.values));
+            d
+        })
+        .collect();
+    // In period order, so the documents (and the indexes) grow at their end.
+    documents.sort_by_key(|d| d.get_datetime("at").map(|at| at.timestamp_millis()).ok());
+    while !documents.is_empty() {
+        let rest = documents.split_off(documents.len().min(INSERT_BATCH));
+        let inserted = collection
+            .insert_many(std::mem::replace(&mut documents, rest))
+            .ordered(false)
+            .await;
+        match inserted {
+            Ok(_) => {}
+            // Another run of the same range (handles of one process share the lease) inserted
+            // the same period first: the document is the one this run computed from the same
+            // sources, and every run inserts all of its range after its delete, so whichever
+            // deletes last leaves the range complete.
+            Err(e) if only_duplicates(&e) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
+}
+
+/// Whether every write error of an insert is a duplicate `_id`.
+fn only_duplicates(e: &mongodb::error::Error) -> bool {
+    match e.kind.as_ref() {
+        mongodb::error::ErrorKind::InsertMany(failure) => {
+            failure.write_concern_error.is_none()
+                && failure
+                    .write_errors
+                    .as_ref()
+                    .is_some_and(|errors| errors.iter().all(|w| w.code == 11000))
+        }
+        _ => false,
+    }
+}
+
+/// Roll-up documents written per `insert` command.
+const INSERT_BATCH: usize = 10_000;
 
 #[cfg(test)]
 mod tests {
