@@ -29,12 +29,15 @@ start_server() {
   local name="$1"
   shift
   local out="$work/$name.out"
+  # Created here, not by the background job's redirection, which may run after the first read
+  # below (under `set -e` a read of a missing file would end the whole script).
+  : >"$out"
   NO_COLOR=1 "$target/debug/docstore" --port 0 "$@" >"$out" 2>"$work/$name.log" &
   server_pid=$!
   server_pids+=("$server_pid")
   uri=""
   for _ in $(seq 1 300); do
-    uri="$(sed -n 's|^docstore listening on \(mongodb://[^ ]*\)$|\1|p' "$out")"
+    uri="$(sed -n 's|^docstore listening on \(mongodb://[^ ]*\)$|\1|p' "$out" || true)"
     [ -n "$uri" ] && break
     if ! kill -0 "$server_pid" 2>/dev/null; then break; fi
     sleep 0.1
