@@ -254,7 +254,8 @@ fn truncated(unit: &str) -> Document {
     doc! { "$dateTrunc": trunc }
 }
 
-fn number(value: Option<&Bson>) -> i64 {
+/// A count as the store returns it (`$sum` gives 32 or 64 bits), 0 when missing.
+pub(crate) fn number(value: Option<&Bson>) -> i64 {
     match value {
         Some(Bson::Int32(n)) => i64::from(*n),
         Some(Bson::Int64(n)) => *n,
@@ -292,44 +293,20 @@ async fn build(
             period.values.extend_from_slice(values);
         }
     };
-    match level.source() {
-        // Hours from the events: one row per hour, page and kind.
-        None => {
-            let pipeline = vec![
+    // Hours from the events: one row per hour, page and kind. Other levels from the level
+    // below's pages (the site's periods are their sum): one row per period and page.
+    let (collection, pipeline) = match level.source() {
+        None => (
+            EVENTS,
+            vec![
                 doc! { "$match": { "at": { "$gte": from, "$lt": to }, "bot": false } },
                 doc! { "$group": {
                     "_id": { "at": truncated("hour"), "path": "$path", "kind": "$kind" },
                     "n": { "$sum": 1 },
                     "hll": { "$push": "$hll" },
                 } },
-            ];
-            let mut rows = db
-                .collection::<Document>(EVENTS)
-                .aggregate(pipeline)
-                .await?;
-            let mut values = Vec::new();
-            while let Some(row) = rows.try_next().await? {
-                let Ok(id) = row.get_document("_id") else {
-                    continue;
-                };
-                let (Ok(at), Ok(path)) = (id.get_datetime("at"), id.get_str("path")) else {
-                    continue;
-                };
-                let kind = id.get_str("kind").unwrap_or_default();
-                let counts: Vec<(usize, i64)> = KINDS
-                    .iter()
-                    .position(|k| *k == kind)
-                    .map(|i| (i, number(row.get("n"))))
-                    .into_iter()
-                    .collect();
-                values.clear();
-                if let Some(hll) = row.get("hll") {
-                    push_values(hll, &mut values);
-                }
-                add(*at, Some(path.to_string()), &counts, &values);
-            }
-        }
-        // Other levels from the level below's pages (the site's periods are their sum).
+            ],
+        ),
         Some(source) => {
             let mut group = doc! {
                 "_id": { "at": truncated(level.unit()), "path": "$path" },
@@ -338,37 +315,50 @@ async fn build(
             for kind in KINDS {
                 group.insert(kind, doc! { "$sum": format!("${kind}") });
             }
-            let pipeline = vec![
-                doc! { "$match": {
-                    "at": { "$gte": from, "$lt": to },
-                    "path": { "$ne": Bson::Null },
-                } },
-                doc! { "$group": group },
-            ];
-            let mut rows = db
-                .collection::<Document>(source.collection())
-                .aggregate(pipeline)
-                .await?;
-            let mut values = Vec::new();
-            while let Some(row) = rows.try_next().await? {
-                let Ok(id) = row.get_document("_id") else {
-                    continue;
-                };
-                let (Ok(at), Ok(path)) = (id.get_datetime("at"), id.get_str("path")) else {
-                    continue;
-                };
-                let counts: Vec<(usize, i64)> = KINDS
-                    .iter()
-                    .enumerate()
-                    .map(|(i, kind)| (i, number(row.get(*kind))))
-                    .collect();
-                values.clear();
-                if let Some(hll) = row.get("hll") {
-                    push_values(hll, &mut values);
-                }
-                add(*at, Some(path.to_string()), &counts, &values);
-            }
+            (
+                source.collection(),
+                vec![
+                    doc! { "$match": {
+                        "at": { "$gte": from, "$lt": to },
+                        "path": { "$ne": Bson::Null },
+                    } },
+                    doc! { "$group": group },
+                ],
+            )
         }
+    };
+    let mut rows = db
+        .collection::<Document>(collection)
+        .aggregate(pipeline)
+        .await?;
+    let mut values = Vec::new();
+    while let Some(row) = rows.try_next().await? {
+        let Ok(id) = row.get_document("_id") else {
+            continue;
+        };
+        let (Ok(at), Ok(path)) = (id.get_datetime("at"), id.get_str("path")) else {
+            continue;
+        };
+        let counts: Vec<(usize, i64)> = match id.get_str("kind") {
+            // An hour's row counts one kind of event.
+            Ok(kind) => KINDS
+                .iter()
+                .position(|k| *k == kind)
+                .map(|i| (i, number(row.get("n"))))
+                .into_iter()
+                .collect(),
+            // A period's row carries every kind's sum.
+            Err(_) => KINDS
+                .iter()
+                .enumerate()
+                .map(|(i, kind)| (i, number(row.get(*kind))))
+                .collect(),
+        };
+        values.clear();
+        if let Some(hll) = row.get("hll") {
+            push_values(hll, &mut values);
+        }
+        add(*at, Some(path.to_string()), &counts, &values);
     }
     Ok(periods)
 }

@@ -13,7 +13,7 @@ use chrono::{Datelike, Duration, NaiveDate};
 use futures::TryStreamExt;
 
 use super::events::{EVENTS, VIEW};
-use super::rollup::Level;
+use super::rollup::{number, Level};
 use super::{hll, Day};
 use crate::db::{Db, DbError};
 
@@ -108,15 +108,6 @@ pub struct Timing {
 pub fn events_query(kind: &str, range: Range) -> Document {
     let (from, to) = range.bounds();
     doc! { "kind": kind, "at": { "$gte": from, "$lt": to }, "bot": false }
-}
-
-fn number(value: Option<&Bson>) -> i64 {
-    match value {
-        Some(Bson::Int32(n)) => i64::from(*n),
-        Some(Bson::Int64(n)) => *n,
-        Some(Bson::Double(n)) => *n as i64,
-        _ => 0,
-    }
 }
 
 async fn aggregate(db: &Db, pipeline: Vec<Document>) -> Result<Vec<Document>, DbError> {
