@@ -13,11 +13,12 @@
 //! `cargo bench -p bazaar --bench traffic_store`; BENCH_DAY_EVENTS=0 skips part 1,
 //! BENCH_ROLLUP=false part 2, BENCH_ROLLUP_EVENTS=3000000 is the 30 days of 100 000.
 //!
-//! Figures (a shared 2-core VM with other builds running, one run, 1 000 000 events): the
-//! roll-up from scratch took 168 s with the first version (pipelines merging sketches register
-//! by register, ending in `$merge`) and 17.3 s with the present one (hours 13.9 s, days 2.6 s,
-//! weeks 0.4 s, months 0.4 s), measured with a hash-keyed docstore `$group` since withdrawn
-//! (docs/data-model.md, which also says where the report queries stand).
+//! Figures (a shared 2-core VM, one run each, 1 000 000 events): the roll-up from scratch took
+//! 168 s with the first version (pipelines merging sketches register by register, ending in
+//! `$merge`) and 19.7 s with the present one (hours 15.9 s, days 3.0 s, weeks 0.5 s, months
+//! 0.4 s). The report queries depend on when they run: 1–138 ms with BENCH_SETTLE_SECONDS=60,
+//! 2.2–8.8 s right after the bulk insert, while the store's background work on the new data
+//! runs (docs/data-model.md).
 
 use std::time::{Duration, Instant};
 
@@ -206,6 +207,13 @@ async fn rollups_and_reports(db: &Db, rollup_events: u64) -> anyhow::Result<()> 
     if std::env::var("BENCH_ROLLUP").as_deref() != Ok("false") {
         roll_up(db, now, rollup_events).await?;
     }
+    // BENCH_SETTLE_SECONDS: wait before the reports, so the store's background work after the
+    // bulk insert (its snapshot) is over, or not, when they run.
+    let settle = std::env::var("BENCH_SETTLE_SECONDS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    tokio::time::sleep(Duration::from_secs(settle)).await;
     reports(db, rollup_events).await
 }
 
