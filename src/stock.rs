@@ -401,8 +401,8 @@ pub(crate) async fn run(db: &Db, m: &Move) -> Result<bool, DbError> {
 }
 
 /// Moves of one product's units under way at once from this instance, at most. Chosen by
-/// `cargo bench --bench flash_sale` (docs/data-model.md): 1 halved a hot product's adds, 8 and 16
-/// let its writes crowd other pages' reads again; 2 kept both goals.
+/// `cargo bench --bench flash_sale` (docs/data-model.md): 1 cost a quarter of a hot product's
+/// adds, 4 to 16 let its writes crowd other pages' reads again; 2 kept both goals.
 const MOVES_IN_FLIGHT: usize = 2;
 /// Lanes products are spread over by a hash of their SKU.
 const LANES: usize = 64;
