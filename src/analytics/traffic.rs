@@ -266,12 +266,18 @@ pub async fn top(
 ) -> Result<Vec<Row>, DbError> {
     let mut filter = events_query(kind, range);
     filter.insert(field, doc! { "$exists": true, "$ne": Bson::Null });
+    ranked(db, filter, Bson::String(format!("${field}")), limit).await
+}
+
+/// Events matching `filter` grouped by the value of `key` (an expression), with each group's
+/// count and distinct visitors, most first, at most `limit`: the shape of every "top" table.
+async fn ranked(db: &Db, filter: Document, key: Bson, limit: i64) -> Result<Vec<Row>, DbError> {
     let rows = aggregate(
         db,
         vec![
             doc! { "$match": filter },
             doc! { "$group": {
-                "_id": format!("${field}"),
+                "_id": key,
                 "count": { "$sum": 1 },
                 "visitors": { "$addToSet": "$visitor" },
             } },
@@ -286,8 +292,8 @@ pub async fn top(
         .map(|r| Row {
             label: match r.get("_id") {
                 Some(Bson::String(s)) => s.clone(),
+                Some(Bson::Null) | None => String::new(),
                 Some(other) => other.to_string(),
-                None => String::new(),
             },
             count: number(r.get("count")),
             visitors: number(r.get("visitors")),
@@ -333,29 +339,7 @@ pub async fn searches(
     if without_results {
         filter.insert("results", 0);
     }
-    let rows = aggregate(
-        db,
-        vec![
-            doc! { "$match": filter },
-            doc! { "$group": {
-                "_id": { "$toLower": "$query" },
-                "count": { "$sum": 1 },
-                "visitors": { "$addToSet": "$visitor" },
-            } },
-            doc! { "$project": { "count": 1, "visitors": { "$size": "$visitors" } } },
-            doc! { "$sort": { "count": -1, "_id": 1 } },
-            doc! { "$limit": limit },
-        ],
-    )
-    .await?;
-    Ok(rows
-        .iter()
-        .map(|r| Row {
-            label: r.get_str("_id").unwrap_or_default().to_string(),
-            count: number(r.get("count")),
-            visitors: number(r.get("visitors")),
-        })
-        .collect())
+    ranked(db, filter, doc! { "$toLower": "$query" }.into(), limit).await
 }
 
 /// The product funnel's steps, in order.
