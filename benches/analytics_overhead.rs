@@ -76,8 +76,8 @@ async fn start_site(
     let settings = settings(events)?;
     let database = OpenDatabase::open(&settings).await?;
     bazaar::startup::indexes::ensure_indexes(&database.db).await?;
-    bazaar::seed::run(&database.db).await?;
-    bazaar::catalog::demo::seed_bulk(&database.db, products)
+    bazaar::demo::run(&database.db).await?;
+    bazaar::demo::catalog::seed_bulk(&database.db, products)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let slugs: Vec<String> = database

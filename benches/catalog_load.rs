@@ -285,7 +285,7 @@ async fn blog(connections: u64, seconds: u64) -> anyhow::Result<()> {
     let settings = memory_settings()?;
     let database = OpenDatabase::open(&settings).await?;
     bazaar::startup::indexes::ensure_indexes(&database.db).await?;
-    bazaar::seed::run(&database.db).await?;
+    bazaar::demo::run(&database.db).await?;
     let db = &database.db;
     // Photo posts show the demo photo's picture, so every stored file they name exists.
     let photo = model::collection(db)
@@ -441,7 +441,7 @@ async fn checkout_on_disk(concern: &str, connections: u64, seconds: u64) -> anyh
     )?;
     let app = Application::build(settings).await?;
     // Generated editions too, as the sessions start on the first edition's page.
-    bazaar::catalog::demo::seed_bulk(app.db(), 200)
+    bazaar::demo::catalog::seed_bulk(app.db(), 200)
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let skus = stock_up(app.db()).await?;
@@ -471,14 +471,14 @@ async fn storefront(connections: u64, seconds: u64) -> anyhow::Result<()> {
     let settings = memory_settings()?;
     let database = OpenDatabase::open(&settings).await?;
     bazaar::startup::indexes::ensure_indexes(&database.db).await?;
-    bazaar::seed::run(&database.db).await?;
+    bazaar::demo::run(&database.db).await?;
     let only_comments = std::env::var("BENCH_ONLY").is_ok_and(|v| v == "comments");
     let seeding = Instant::now();
     let demo = 36;
     let added = if only_comments {
         0
     } else {
-        bazaar::catalog::demo::seed_bulk(&database.db, products.saturating_sub(demo))
+        bazaar::demo::catalog::seed_bulk(&database.db, products.saturating_sub(demo))
             .await
             .map_err(|e| anyhow::anyhow!("{e}"))?
     };

@@ -88,9 +88,9 @@ async fn bench() -> anyhow::Result<()> {
     )?;
     let database = OpenDatabase::open(&settings).await?;
     bazaar::startup::indexes::ensure_indexes(&database.db).await?;
-    bazaar::seed::run(&database.db).await?;
+    bazaar::demo::run(&database.db).await?;
     let seeding = Instant::now();
-    bazaar::catalog::demo::seed_bulk(&database.db, products.saturating_sub(36))
+    bazaar::demo::catalog::seed_bulk(&database.db, products.saturating_sub(36))
         .await
         .map_err(|e| anyhow::anyhow!("{e}"))?;
     let db = database.db.clone();

@@ -271,7 +271,7 @@ async fn seed(products: Option<u64>, posts: Option<u64>) -> anyhow::Result<()> {
     let database = OpenDatabase::open(&settings).await?;
     let outcome = async {
         crate::startup::indexes::ensure_indexes(&database.db).await?;
-        let report = crate::seed::run(&database.db).await?;
+        let report = crate::demo::run(&database.db).await?;
         let generated = match products {
             Some(n) => Some(seed_generated_products(&database.db, n).await?),
             None => None,
@@ -295,11 +295,11 @@ async fn seed(products: Option<u64>, posts: Option<u64>) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Generate products up to `n`, streamed in batches (see [`crate::catalog::demo::BULK_BATCH`]),
+/// Generate products up to `n`, streamed in batches (see [`crate::demo::catalog::BULK_BATCH`]),
 /// with progress on standard error (see [`Progress`]).
 async fn seed_generated_products(db: &crate::db::Db, n: u64) -> anyhow::Result<u64> {
     let mut progress = ProgressOf::new("products");
-    let added = crate::catalog::demo::seed_bulk_with_progress(db, n, |done, total| {
+    let added = crate::demo::catalog::seed_bulk_with_progress(db, n, |done, total| {
         progress.set(done, total)
     })
     .await?;
@@ -307,12 +307,12 @@ async fn seed_generated_products(db: &crate::db::Db, n: u64) -> anyhow::Result<u
     Ok(added)
 }
 
-/// Generate blog posts up to `n` (see [`crate::content::demo::seed_generated_posts`]), with
+/// Generate blog posts up to `n` (see [`crate::demo::content::seed_generated_posts`]), with
 /// progress on standard error.
 async fn seed_generated_posts(db: &crate::db::Db, n: u64) -> anyhow::Result<u64> {
     let mut progress = ProgressOf::new("posts");
     let added =
-        crate::content::demo::seed_generated_posts(db, n, |done, total| progress.set(done, total))
+        crate::demo::content::seed_generated_posts(db, n, |done, total| progress.set(done, total))
             .await?;
     progress.finish();
     Ok(added)

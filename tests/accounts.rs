@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::common::shop::{product_with_stock, Shopper};
 use crate::common::smtp::{Received, SmtpSink};
 use crate::common::*;
-use bazaar::accounts::model;
+use bazaar::accounts::store;
 use bazaar::domain::EmailAddress;
 use bson::doc;
 use mailparse::MailHeaderMap;
@@ -225,7 +225,7 @@ async fn a_customer_signs_in_by_the_emailed_link_and_sees_the_guest_order_placed
     let other = visitor.get(&format!("/account/orders/{theirs}")).await;
     assert_eq!(other.status(), StatusCode::NOT_FOUND);
 
-    let stored = model::find_by_email(
+    let stored = store::find_by_email(
         &app.db,
         &EmailAddress::parse("ada.lovelace@example.com").expect("valid"),
     )
@@ -491,7 +491,7 @@ async fn a_saved_default_address_prefills_checkout() {
     );
 
     // Make the second the default: it prefills instead.
-    let account = model::find_by_email(
+    let account = store::find_by_email(
         &app.db,
         &EmailAddress::parse("prefill@example.com").expect("valid"),
     )
@@ -545,7 +545,7 @@ async fn bad_address_and_settings_forms_come_back_with_messages() {
         )
         .await;
     assert_eq!(saved.status(), StatusCode::SEE_OTHER);
-    let account = model::find_by_email(
+    let account = store::find_by_email(
         &app.db,
         &EmailAddress::parse("forms@example.com").expect("valid"),
     )
@@ -619,7 +619,7 @@ async fn known_and_unknown_addresses_take_the_same_time_to_ask_for_a_sign_in() {
     const N: usize = 30;
     for i in 0..N {
         let email = EmailAddress::parse(&format!("known{i}@example.com")).expect("valid");
-        model::upsert_on_sign_in(&app.db, &email)
+        store::upsert_on_sign_in(&app.db, &email)
             .await
             .expect("account");
     }
@@ -822,7 +822,7 @@ async fn deleting_an_account_keeps_its_orders_anonymised_with_stock_and_totals_u
     );
 
     let email = EmailAddress::parse("erase.me@example.com").expect("valid");
-    assert!(model::find_by_email(&app.db, &email)
+    assert!(store::find_by_email(&app.db, &email)
         .await
         .expect("query")
         .is_none());
@@ -890,7 +890,7 @@ async fn the_retention_job_erases_only_accounts_unused_and_without_orders_for_th
     let exists = |e: &'static str| {
         let db = app.db.clone();
         async move {
-            model::find_by_email(&db, &EmailAddress::parse(e).expect("valid"))
+            store::find_by_email(&db, &EmailAddress::parse(e).expect("valid"))
                 .await
                 .expect("query")
                 .is_some()
@@ -949,7 +949,7 @@ async fn the_admin_lists_customers_shows_one_and_exports_or_anonymises_it_for_a_
     let none = html(&body(app.get_admin("/admin/customers?q=.*").await).await);
     assert_eq!(count(&none, ".customer-row"), 0, "the search is literal");
 
-    let account = model::find_by_email(
+    let account = store::find_by_email(
         &app.db,
         &EmailAddress::parse("first.customer@example.com").expect("valid"),
     )
@@ -993,14 +993,14 @@ async fn the_admin_lists_customers_shows_one_and_exports_or_anonymises_it_for_a_
     let confirm_path = format!("{page_path}/anonymise");
     let confirm = html(&body(app.get_admin(&confirm_path).await).await);
     assert_eq!(count(&confirm, ".delete-consequences li"), 4);
-    let still = model::find_by_id(&app.db, account.id).await.expect("query");
+    let still = store::find_by_id(&app.db, account.id).await.expect("query");
     assert!(still.is_some(), "opening the confirmation deletes nothing");
     let done = app
         .post_admin_form(&confirm_path, &[("csrf_token", token.as_str())])
         .await;
     assert_eq!(done.status(), StatusCode::SEE_OTHER);
     assert_eq!(location(&done), "/admin/customers");
-    assert!(model::find_by_id(&app.db, account.id)
+    assert!(store::find_by_id(&app.db, account.id)
         .await
         .expect("query")
         .is_none());
@@ -1085,7 +1085,7 @@ async fn a_customers_comment_name_is_theirs_alone_and_their_comments_are_marked_
         )
         .await;
     assert_eq!(posted.status(), StatusCode::SEE_OTHER);
-    let account = model::find_by_email(
+    let account = store::find_by_email(
         &app.db,
         &EmailAddress::parse("ada.names@example.com").expect("valid"),
     )
@@ -1119,7 +1119,7 @@ async fn a_customers_comment_name_is_theirs_alone_and_their_comments_are_marked_
     );
     assert_eq!(texts(&page, ".verified-badge"), ["✓ verified"]);
     // The collection and field the comments area reads are the accounts area's.
-    assert_eq!(bazaar::comments::identity::ACCOUNTS, model::COLLECTION);
+    assert_eq!(bazaar::comments::identity::ACCOUNTS, store::COLLECTION);
     assert_eq!(
         account.display_key.as_deref(),
         Some(bazaar::comments::names::comparison_key("Ada Verified").as_str())
@@ -1203,20 +1203,20 @@ async fn a_customer_edits_their_comment_within_the_window_only_and_deletes_it() 
 
 #[tokio::test]
 async fn of_two_accounts_taking_one_display_name_at_once_exactly_one_gets_it() {
-    use bazaar::accounts::model::{self, SettingsSaved};
+    use bazaar::accounts::store::{self, SettingsSaved};
     let app = spawn_app().await;
     let email = |e: &str| bazaar::domain::EmailAddress::parse(e).expect("an address");
-    let a = model::upsert_on_sign_in(&app.db, &email("a@example.com"))
+    let a = store::upsert_on_sign_in(&app.db, &email("a@example.com"))
         .await
         .expect("a");
-    let b = model::upsert_on_sign_in(&app.db, &email("b@example.com"))
+    let b = store::upsert_on_sign_in(&app.db, &email("b@example.com"))
         .await
         .expect("b");
     for round in 0..10 {
         let name = format!("Night Owl {round}");
         let (x, y) = futures::join!(
-            model::set_comment_settings(&app.db, a.id, Some(&name), false),
-            model::set_comment_settings(&app.db, b.id, Some(&name), false),
+            store::set_comment_settings(&app.db, a.id, Some(&name), false),
+            store::set_comment_settings(&app.db, b.id, Some(&name), false),
         );
         let outcomes = [x.expect("a saves"), y.expect("b saves")];
         assert_eq!(
@@ -1230,10 +1230,10 @@ async fn of_two_accounts_taking_one_display_name_at_once_exactly_one_gets_it() {
         assert!(outcomes.contains(&SettingsSaved::NameTaken));
     }
     // Accounts without a display name are many and never collide.
-    model::set_comment_settings(&app.db, a.id, None, false)
+    store::set_comment_settings(&app.db, a.id, None, false)
         .await
         .expect("cleared");
-    model::set_comment_settings(&app.db, b.id, None, false)
+    store::set_comment_settings(&app.db, b.id, None, false)
         .await
         .expect("cleared");
 }

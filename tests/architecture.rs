@@ -59,7 +59,7 @@ const LAYERS: &[&[&str]] = &[
     &["startup"],
     &["routes"],
     &["admin"],
-    &["demo_data", "seed", "jobs", "health"],
+    &["demo", "jobs", "health"],
     &["search", "home", "analytics", "discovery"],
     &["accounts"],
     &["checkout"],

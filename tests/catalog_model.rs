@@ -24,7 +24,7 @@ struct TestDb {
 async fn seeded_db() -> TestDb {
     let (server, db) = memory_db("catalog_test").await;
     indexes::ensure_indexes(&db).await.expect("indexes");
-    bazaar::seed::run(&db).await.expect("seeds");
+    bazaar::demo::run(&db).await.expect("seeds");
     TestDb {
         db,
         _server: server,
@@ -94,7 +94,7 @@ async fn the_seeded_tree_is_consistent_and_reseeding_adds_nothing() {
         .await
         .unwrap();
     assert!(count >= 36, "{count} products");
-    let report = bazaar::seed::run(&t.db).await.expect("re-seeds");
+    let report = bazaar::demo::run(&t.db).await.expect("re-seeds");
     assert_eq!(report.total(), 0, "{report:?}");
     assert_eq!(
         products::collection(&t.db)
@@ -433,12 +433,12 @@ async fn the_admin_product_search_runs_on_the_title_index_then_the_text_index() 
 #[tokio::test]
 async fn generated_products_fill_the_tree_consistently_and_regenerating_adds_nothing() {
     let t = seeded_db().await;
-    let added = bazaar::catalog::demo::seed_bulk(&t.db, 100)
+    let added = bazaar::demo::catalog::seed_bulk(&t.db, 100)
         .await
         .expect("generates");
     assert_eq!(added, 100);
     assert_eq!(
-        bazaar::catalog::demo::seed_bulk(&t.db, 100)
+        bazaar::demo::catalog::seed_bulk(&t.db, 100)
             .await
             .expect("again"),
         0

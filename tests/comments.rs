@@ -717,7 +717,7 @@ async fn demo_discussions_are_seeded_once_with_exact_counts() {
         .expect("demo product");
     let before = stored(&app.db, &product).await.len();
     assert!(before >= 4, "a demo thread on {}", product.slug);
-    bazaar::seed::run(&app.db).await.expect("seed again");
+    bazaar::demo::run(&app.db).await.expect("seed again");
     assert_eq!(stored(&app.db, &product).await.len(), before);
     assert_eq!(
         comment_count(&app.db, &product).await,
@@ -743,7 +743,7 @@ async fn demo_discussions_are_seeded_once_with_exact_counts() {
         .count_documents(doc! {})
         .await
         .expect("count");
-    bazaar::seed::run(&app.db).await.expect("seed a third time");
+    bazaar::demo::run(&app.db).await.expect("seed a third time");
     assert_eq!(
         comments::store::collection(&app.db)
             .count_documents(doc! {})

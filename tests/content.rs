@@ -943,7 +943,7 @@ async fn seeding_again_adds_no_content() {
         .count_documents(doc! {})
         .await
         .unwrap();
-    let report = bazaar::seed::run(&app.db).await.unwrap();
+    let report = bazaar::demo::run(&app.db).await.unwrap();
     assert_eq!(report.total(), 0, "{report:?}");
     let after = model::collection(&app.db)
         .count_documents(doc! {})

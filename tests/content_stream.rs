@@ -446,14 +446,14 @@ async fn cached_neighbours_follow_this_instances_writes_at_once_and_others_withi
 async fn generated_posts_for_load_tests_are_added_once_with_their_summaries() {
     let app = spawn_app().await;
     let mut reported = Vec::new();
-    let added = bazaar::content::demo::seed_generated_posts(&app.db, 12, |done, total| {
+    let added = bazaar::demo::content::seed_generated_posts(&app.db, 12, |done, total| {
         reported.push((done, total))
     })
     .await
     .unwrap();
     assert_eq!(added, 12);
     assert_eq!(reported.last(), Some(&(12, 12)));
-    let again = bazaar::content::demo::seed_generated_posts(&app.db, 12, |_, _| {})
+    let again = bazaar::demo::content::seed_generated_posts(&app.db, 12, |_, _| {})
         .await
         .unwrap();
     assert_eq!(again, 0);

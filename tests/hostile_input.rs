@@ -120,7 +120,7 @@ async fn state_snapshot(app: &TestApp) -> (u64, u64, u64, i64, i64, u64) {
     let reserved = products.iter().map(|p| p.reserved).sum();
     let addresses: u64 = {
         use futures::TryStreamExt;
-        let accounts: Vec<bazaar::accounts::Account> = bazaar::accounts::model::collection(&app.db)
+        let accounts: Vec<bazaar::accounts::Account> = bazaar::accounts::store::collection(&app.db)
             .find(doc! {})
             .await
             .expect("find")
@@ -516,7 +516,7 @@ const HOSTILE_ACCOUNT: &str = "hostile@example.com";
 /// The id of the pass's shopper's saved address.
 async fn hostile_address(app: &TestApp) -> String {
     let email = bazaar::domain::EmailAddress::parse(HOSTILE_ACCOUNT).expect("valid");
-    let account = bazaar::accounts::model::find_by_email(&app.db, &email)
+    let account = bazaar::accounts::store::find_by_email(&app.db, &email)
         .await
         .expect("query")
         .expect("the pass's shopper has an account");

@@ -220,7 +220,7 @@ async fn next_and_previous_links_visit_every_product_once_in_order_under_every_s
 #[tokio::test]
 async fn deep_pages_link_numbers_only_near_the_ends() {
     let app = spawn_app().await;
-    bazaar::catalog::demo::seed_bulk(&app.db, 636)
+    bazaar::demo::catalog::seed_bulk(&app.db, 636)
         .await
         .expect("seeded");
     // 636 products: 53 pages. Page 2 links its neighbours by number.
@@ -369,7 +369,7 @@ async fn products_added_during_a_walk_never_repeat_or_hide_others() {
 #[tokio::test]
 async fn a_keyset_page_walks_the_sort_index_from_its_cursor() {
     let app = app_with_ties().await;
-    bazaar::catalog::demo::seed_bulk(&app.db, 1_000)
+    bazaar::demo::catalog::seed_bulk(&app.db, 1_000)
         .await
         .expect("seeded");
     let music = categories::by_slug(&app.db, "music")
@@ -471,7 +471,7 @@ async fn a_keyset_page_sends_at_most_two_finds() {
         ("BAZAAR_ANALYTICS__EVENTS", "false"),
     ])
     .await;
-    bazaar::catalog::demo::seed_bulk(&app.db, 636)
+    bazaar::demo::catalog::seed_bulk(&app.db, 636)
         .await
         .expect("seeded");
     let middle = page(&app, "/products?sort=discount&page=27").await;
@@ -497,7 +497,7 @@ async fn a_keyset_page_sends_at_most_two_finds() {
 #[tokio::test]
 async fn a_type_filtered_newest_page_is_read_in_index_order() {
     let app = spawn_app().await;
-    bazaar::catalog::demo::seed_bulk(&app.db, 336)
+    bazaar::demo::catalog::seed_bulk(&app.db, 336)
         .await
         .expect("seeded");
     let query = ListingQuery {
@@ -649,7 +649,7 @@ async fn pages_read_from_anchors_are_the_pages_a_skip_reads() {
 #[tokio::test]
 async fn deep_numbered_pages_show_the_listing_in_order() {
     let app = app_with_ties().await;
-    bazaar::catalog::demo::seed_bulk(&app.db, 600)
+    bazaar::demo::catalog::seed_bulk(&app.db, 600)
         .await
         .expect("seeded");
     let filter = ListingQuery::default().filter(doc! {});
@@ -675,7 +675,7 @@ async fn deep_numbered_pages_show_the_listing_in_order() {
 #[tokio::test]
 async fn deep_page_numbers_drift_by_at_most_the_products_added_since_the_walk() {
     let app = spawn_app().await;
-    bazaar::catalog::demo::seed_bulk(&app.db, 636)
+    bazaar::demo::catalog::seed_bulk(&app.db, 636)
         .await
         .expect("seeded");
     let path = "/products?sort=price&page=30";
@@ -722,7 +722,7 @@ async fn deep_page_numbers_drift_by_at_most_the_products_added_since_the_walk() 
 #[tokio::test]
 async fn a_deep_page_before_its_anchors_exist_asks_to_retry() {
     let app = spawn_app().await;
-    bazaar::catalog::demo::seed_bulk(&app.db, 636)
+    bazaar::demo::catalog::seed_bulk(&app.db, 636)
         .await
         .expect("seeded");
     let held = bazaar::catalog::anchors::of(&app.db).hold_walks().await;

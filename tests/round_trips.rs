@@ -222,7 +222,7 @@ async fn every_page_of_a_long_listing_shows_each_product_once_in_order() {
     use futures::TryStreamExt;
     let app = counting_app().await;
     // Generated products filed across a category tree in which Music is one branch.
-    bazaar::catalog::demo::seed_bulk(&app.db, 100)
+    bazaar::demo::catalog::seed_bulk(&app.db, 100)
         .await
         .expect("seeded");
     use bazaar::catalog::listing::{self, ListingQuery, Sort};

@@ -11,8 +11,8 @@ use askama::Template;
 use bson::oid::ObjectId;
 use serde::Deserialize;
 
-use crate::accounts::model::{self, Account, SavedAddress, MAX_ADDRESSES};
 use crate::accounts::session::{self, to_sign_in};
+use crate::accounts::store::{self, Account, SavedAddress, MAX_ADDRESSES};
 use crate::checkout::pages::CheckoutPrefill;
 use crate::checkout::{self, CheckoutForm};
 use crate::db::Db;
@@ -192,7 +192,7 @@ pub(crate) async fn add(
             return add_again(&req, &form, errors);
         }
     };
-    if !model::add_address(&state.db, account.id, address).await? {
+    if !store::add_address(&state.db, account.id, address).await? {
         let mut errors = FieldErrors::new();
         errors.add(
             "name",
@@ -258,7 +258,7 @@ pub(crate) async fn update(
     }
     match form.parse(id) {
         Ok(address) => {
-            if !model::update_address(&state.db, account.id, &address).await? {
+            if !store::update_address(&state.db, account.id, &address).await? {
                 return Err(AppError::NotFound);
             }
             flash::push(&session, Level::Success, "Address saved.");
@@ -286,7 +286,7 @@ pub(crate) async fn delete(
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
     let id = parse_object_id(&id)?;
-    if !model::delete_address(&state.db, account.id, id).await? {
+    if !store::delete_address(&state.db, account.id, id).await? {
         return Err(AppError::NotFound);
     }
     flash::push(&session, Level::Success, "Address deleted.");
@@ -301,7 +301,7 @@ pub(crate) async fn make_default(
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
     let id = parse_object_id(&id)?;
-    if !model::set_default_address(&state.db, account.id, id).await? {
+    if !store::set_default_address(&state.db, account.id, id).await? {
         return Err(AppError::NotFound);
     }
     flash::push(&session, Level::Success, "Default address changed.");

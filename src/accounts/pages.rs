@@ -10,7 +10,7 @@ use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 use serde::Deserialize;
 
-use crate::accounts::model::{self, Account};
+use crate::accounts::store::{self, Account};
 use crate::checkout::orders::{self, Order};
 use crate::checkout::pages::OrderPage;
 use crate::domain::OrderNumber;
@@ -43,7 +43,7 @@ pub(crate) async fn overview(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
     orders::claim_for_account(&state.db, &account.email, account.id).await?;
-    model::touch(&state.db, account.id).await?;
+    store::touch(&state.db, account.id).await?;
     let orders = orders::for_account(&state.db, account.id, ORDERS_SHOWN).await?;
     render(&OverviewPage {
         layout: Layout::public(&req),
@@ -144,8 +144,8 @@ pub(crate) async fn save_settings(
     let notify = form.notify_replies.is_some();
     let display_name = (!name.is_empty()).then_some(name);
     if errors.is_empty()
-        && model::set_comment_settings(&state.db, account.id, display_name, notify).await?
-            == model::SettingsSaved::NameTaken
+        && store::set_comment_settings(&state.db, account.id, display_name, notify).await?
+            == store::SettingsSaved::NameTaken
     {
         errors.add(
             "display_name",

@@ -30,7 +30,7 @@ use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::accounts::model::{self, Account};
+use crate::accounts::store::{self, Account};
 use crate::checkout::orders::{self, Order};
 use crate::comments::Comment;
 use crate::db::{Db, DbError};
@@ -278,7 +278,7 @@ pub(crate) async fn erase(db: &Db, account: &Account) -> Result<Erased, DbError>
             .modified_count
     };
     let deleted = db
-        .durable::<Document>(model::COLLECTION)
+        .durable::<Document>(store::COLLECTION)
         .delete_one(doc! { "_id": account.id })
         .await?;
     db.durable::<Document>(COLLECTION)
@@ -323,7 +323,7 @@ pub async fn erase_abandoned_now(db: &Db, days: u32) -> Result<u64, DbError> {
         return Ok(0);
     }
     let cutoff = crate::db::cutoff(db.now(), Duration::from_secs(u64::from(days) * 86_400));
-    let stale: Vec<Account> = model::collection(db)
+    let stale: Vec<Account> = store::collection(db)
         .find(doc! { "last_seen": { "$lt": cutoff } })
         .limit(SWEEP_BATCH)
         .await?

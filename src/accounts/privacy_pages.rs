@@ -14,7 +14,7 @@ use askama::Template;
 
 use crate::accounts::privacy::{self, Action};
 use crate::accounts::session::{self, to_sign_in};
-use crate::accounts::{limits, model, Account};
+use crate::accounts::{limits, store, Account};
 use crate::db::{Db, DbError};
 use crate::mail::{self, Email};
 use crate::state::AppState;
@@ -231,7 +231,7 @@ pub(crate) async fn confirm(
     let Some(request) = privacy::consume(db, &token).await? else {
         return confirm_page(&req, None, "", StatusCode::GONE);
     };
-    let Some(account) = model::find_by_id(db, request.account_id).await? else {
+    let Some(account) = store::find_by_id(db, request.account_id).await? else {
         return confirm_page(&req, None, "", StatusCode::GONE);
     };
     match request.action {

@@ -8,7 +8,7 @@ use actix_session::Session;
 use bson::oid::ObjectId;
 use serde::{Deserialize, Serialize};
 
-use crate::accounts::model::{self, Account};
+use crate::accounts::store::{self, Account};
 use crate::db::{Db, DbError};
 use crate::web::csrf;
 use crate::web::session::{ACCOUNT_EPOCH_KEY as EPOCH_KEY, ACCOUNT_KEY};
@@ -77,7 +77,7 @@ pub(crate) async fn current(session: &Session, db: &Db) -> Result<Option<Account
         return Ok(None);
     };
     let epoch = session.get::<i64>(EPOCH_KEY).ok().flatten();
-    match model::find_by_id(db, id).await? {
+    match store::find_by_id(db, id).await? {
         Some(account) if Some(account.sessions_epoch) == epoch => Ok(Some(account)),
         _ => {
             sign_out(session);

@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use crate::accounts::session::{self, Pending};
 use crate::accounts::tokens::{self, CodeOutcome};
-use crate::accounts::{email, limits, model};
+use crate::accounts::{email, limits, store};
 use crate::checkout::orders;
 use crate::config::AccountSettings;
 use crate::db::Db;
@@ -289,7 +289,7 @@ async fn finish(
     session: &Session,
     address: &EmailAddress,
 ) -> Result<HttpResponse, AppError> {
-    let account = model::upsert_on_sign_in(db, address).await?;
+    let account = store::upsert_on_sign_in(db, address).await?;
     orders::claim_for_account(db, address, account.id).await?;
     session::sign_in(session, &account);
     flash::push(
@@ -313,7 +313,7 @@ pub(crate) async fn sign_out_everywhere(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
     if let Some(account) = session::current(&session, &state.db).await? {
-        model::bump_sessions_epoch(&state.db, account.id).await?;
+        store::bump_sessions_epoch(&state.db, account.id).await?;
     }
     session::sign_out(&session);
     flash::push(

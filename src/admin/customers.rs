@@ -15,7 +15,7 @@ use bson::{doc, Bson, Document};
 use futures::TryStreamExt;
 use serde::Deserialize;
 
-use crate::accounts::{model, privacy, privacy_pages, Account};
+use crate::accounts::{privacy, privacy_pages, store as accounts_store, Account};
 use crate::admin::changelist::{ChangeList, Column, ListSpec, SortKey};
 use crate::checkout::orders::{self, Order, OrderStatus};
 use crate::comments::Comment;
@@ -108,7 +108,7 @@ pub async fn index(
         );
     }
     let accounts = list
-        .load(&model::collection(&state.db), filter, None)
+        .load(&accounts_store::collection(&state.db), filter, None)
         .await?;
     let ids: Vec<ObjectId> = accounts.iter().map(|a| a.id).collect();
     let sums: Vec<OrderSum> = state
@@ -160,7 +160,7 @@ pub struct CustomerPage {
 
 async fn account_of(state: &AppState, id: &str) -> Result<Account, AppError> {
     let id = ObjectId::parse_str(id).map_err(|_| AppError::NotFound)?;
-    model::find_by_id(&state.db, id)
+    accounts_store::find_by_id(&state.db, id)
         .await?
         .ok_or(AppError::NotFound)
 }

@@ -1,11 +1,11 @@
 //! Admin: removing the demo data, through a confirmation page saying what goes and what stays
-//! (see [`crate::demo_data`]).
+//! (see [`crate::demo::removal`]).
 
 use actix_session::SessionExt;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
 
-use crate::demo_data::{self, DemoRemoval};
+use crate::demo::removal::{self, DemoRemoval};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
@@ -24,7 +24,7 @@ pub async fn confirm_remove(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
-    let found = demo_data::preview(&state.db).await?;
+    let found = removal::preview(&state.db).await?;
     render(&RemoveDemoDataPage {
         layout: Layout::admin(&req),
         found,
@@ -36,7 +36,7 @@ pub async fn remove(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
-    let report = demo_data::remove(&state.db).await?;
+    let report = removal::remove(&state.db).await?;
     flash::push(&req.get_session(), Level::Success, report.summary());
     Ok(see_other("/admin/settings"))
 }

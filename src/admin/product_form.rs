@@ -5,7 +5,7 @@
 use bson::oid::ObjectId;
 
 use crate::admin::form::{self, split_list as list, FieldSpec, Input, MergeAs, Submitted};
-use crate::catalog::demo::midnight_utc;
+use crate::catalog::model::midnight_utc;
 use crate::catalog::products::{
     AlbumDetails, BookDetails, Details, Dimensions, FilmDetails, NewProduct, ProductType, Shipping,
 };

@@ -11,9 +11,9 @@ use askama::Template;
 use crate::backup::schedule::{BackupMonitor, BackupStatus};
 use crate::config::{MailTransport, SmtpSecurity};
 use crate::db::CollectionCount;
+use crate::demo;
 use crate::mail::sender::{eml_files, Mailer};
 use crate::mail::{self, MailStatus, OutboxMessage};
-use crate::seed;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
@@ -244,7 +244,7 @@ pub async fn seed_demo_data(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
-    let report = seed::run(&state.db).await?;
+    let report = demo::run(&state.db).await?;
     flash::push(&req.get_session(), Level::Success, report.summary());
     Ok(see_other("/admin/system"))
 }

@@ -7,7 +7,6 @@ pub mod cache;
 pub mod card;
 pub mod categories;
 pub mod changes;
-pub mod demo;
 pub mod facets;
 pub mod lifecycle;
 pub mod listing;

@@ -525,3 +525,13 @@ pub fn keys(values: &[String]) -> Vec<String> {
     }
     out
 }
+
+/// Midnight UTC (a release date is stored as the start of its day) of a calendar date; `None` for a date that does not exist (30 February).
+pub fn midnight_utc(y: i32, m: u32, d: u32) -> Option<bson::DateTime> {
+    let day = chrono::NaiveDate::from_ymd_opt(y, m, d)?;
+    Some(bson::DateTime::from_millis(
+        day.and_time(chrono::NaiveTime::MIN)
+            .and_utc()
+            .timestamp_millis(),
+    ))
+}

@@ -7,7 +7,6 @@
 //! The admin screens are in `crate::admin::content`.
 
 pub mod changes;
-pub mod demo;
 pub mod excerpt;
 pub mod feed;
 pub mod library;

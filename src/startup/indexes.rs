@@ -35,7 +35,7 @@ pub(crate) fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
             crate::db::redirects::indexes(),
         ),
         (comments::COLLECTION, comments::indexes()),
-        (accounts::model::COLLECTION, accounts::model::indexes()),
+        (accounts::store::COLLECTION, accounts::store::indexes()),
         // Sign-in tokens and rate-limit windows: TTL indexes clear what expired.
         (accounts::tokens::COLLECTION, accounts::tokens::indexes()),
         (accounts::limits::COLLECTION, accounts::limits::indexes()),

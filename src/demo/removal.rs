@@ -50,13 +50,13 @@ pub(crate) async fn preview(db: &Db) -> Result<DemoRemoval, DbError> {
         .count_documents(demo_skus())
         .await?;
     let mut nodes = 0;
-    for (section, slug) in crate::content::demo::node_keys() {
+    for (section, slug) in super::content::node_keys() {
         nodes += model::collection(db)
             .count_documents(doc! { "metadata.section": section, "metadata.slug": slug })
             .await?;
     }
     let mut categories_found = 0;
-    for slug in crate::catalog::demo::category_slugs() {
+    for slug in super::catalog::category_slugs() {
         if categories::by_slug(db, slug).await?.is_some() {
             categories_found += 1;
         }
@@ -96,7 +96,7 @@ pub(crate) async fn remove(db: &Db) -> Result<DemoRemoval, DbError> {
             Err(DeleteRefused::Db(e)) => return Err(e),
         }
     }
-    for (section, slug) in crate::content::demo::node_keys() {
+    for (section, slug) in super::content::node_keys() {
         let Some(node) = model::collection(db)
             .find_one(doc! { "metadata.section": section, "metadata.slug": slug })
             .await?
@@ -115,7 +115,7 @@ pub(crate) async fn remove(db: &Db) -> Result<DemoRemoval, DbError> {
         report.nodes_deleted += 1;
     }
     // Children before parents, so an emptied subtree goes entirely.
-    for slug in crate::catalog::demo::category_slugs().into_iter().rev() {
+    for slug in super::catalog::category_slugs().into_iter().rev() {
         let Some(category) = categories::by_slug(db, slug).await? else {
             continue;
         };

@@ -33,7 +33,7 @@ use crate::web::body_timeout::{limit_body_time, BodyPolicy};
 use crate::web::error_page::{bad_request_page, render_bare_errors};
 use crate::web::security_headers::{add_security_headers, TransportPolicy};
 use crate::web::{assets, csrf, session};
-use crate::{analytics, home, seed, telemetry};
+use crate::{analytics, demo, home, telemetry};
 
 /// The user Bazaar creates in the embedded store (its password is random per start).
 const EMBEDDED_USER: &str = "bazaar";
@@ -369,7 +369,7 @@ impl Application {
         crate::content::model::backfill_summaries(db)
             .await
             .context("working out the summaries of content stored before them failed")?;
-        if let Some(report) = seed::run_if_empty(db, settings.seed.demo)
+        if let Some(report) = demo::run_if_empty(db, settings.seed.demo)
             .await
             .context("seeding the empty database failed")?
         {

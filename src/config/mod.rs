@@ -25,7 +25,7 @@ use layers::{
 pub use crate::telemetry::LogFormat;
 
 /// The defaults are the shipped `config.toml`, so the file and the code cannot disagree.
-const DEFAULTS: &str = include_str!("../config.toml");
+const DEFAULTS: &str = include_str!("../../config.toml");
 /// Environment variable naming the config file to read instead of `./config.toml`.
 pub const CONFIG_PATH_VAR: &str = "BAZAAR_CONFIG";
 
@@ -1245,7 +1245,7 @@ mod tests {
         let expected = settings_table();
         assert!(
             readme[start..end] == expected,
-            "README.md's settings table differs from the declarations in src/config.rs; \
+            "README.md's settings table differs from the declarations in src/config/mod.rs; \
              replace it with:\n\n{expected}"
         );
     }

@@ -5,6 +5,7 @@ use bson::oid::ObjectId;
 use bson::{doc, DateTime, Document};
 
 use crate::catalog::categories;
+use crate::catalog::model::midnight_utc;
 use crate::catalog::products::{
     self, AlbumDetails, BookDetails, Details, Dimensions, FilmDetails, NewProduct, Shipping,
 };
@@ -555,16 +556,6 @@ const BOOKS: &[Book] = &[
     },
 ];
 
-/// Midnight UTC of a calendar date; `None` for a date that does not exist (30 February).
-pub fn midnight_utc(y: i32, m: u32, d: u32) -> Option<DateTime> {
-    let day = chrono::NaiveDate::from_ymd_opt(y, m, d)?;
-    Some(DateTime::from_millis(
-        day.and_time(chrono::NaiveTime::MIN)
-            .and_utc()
-            .timestamp_millis(),
-    ))
-}
-
 /// Midnight UTC of one of the demo data's dates (all real dates; an impossible one would give
 /// the Unix epoch rather than fail the seeding).
 pub fn date(y: i32, m: u32, d: u32) -> DateTime {
@@ -816,7 +807,7 @@ pub async fn seed_bulk_with_progress(
         added += size;
         progress(added, to_add);
     }
-    super::changes::products_changed(db);
+    crate::catalog::changes::products_changed(db);
     Ok(added)
 }
 
@@ -896,17 +887,20 @@ pub async fn seed_covers(db: &Db) -> Result<u64, CatalogError> {
         .map_err(crate::db::DbError::from)?;
     let mut added = 0;
     for product in missing {
-        let cover =
-            match media::store_generated_cover(db, &product.title, &super::slugify(&product.title))
-                .await
-            {
-                Ok(cover) => cover,
-                Err(media::UploadError::Db(e)) => return Err(e.into()),
-                Err(e) => {
-                    tracing::warn!(error = %e, product = %product.slug, "a demo cover was refused");
-                    continue;
-                }
-            };
+        let cover = match media::store_generated_cover(
+            db,
+            &product.title,
+            &crate::catalog::slugify(&product.title),
+        )
+        .await
+        {
+            Ok(cover) => cover,
+            Err(media::UploadError::Db(e)) => return Err(e.into()),
+            Err(e) => {
+                tracing::warn!(error = %e, product = %product.slug, "a demo cover was refused");
+                continue;
+            }
+        };
         // Conditional: a second seeder (another instance starting at the same moment) that
         // found the product bare too must not give it a second cover.
         if products::add_first_photo(db, product.id, cover.id).await? {

@@ -1,9 +1,19 @@
-//! Demo data for an empty database. Each feature adds its own seeding step here; every step
-//! adds only what is missing, so `bazaar seed` can run any number of times without duplicates.
+//! Demo data, all of it in this module: seeding an empty database (each feature adds its own
+//! step in [`run`]; every step adds only what is missing, so `bazaar seed` can run any number of
+//! times without duplicates), the generated bulk catalog and posts the benchmarks and
+//! `bazaar seed --products/--posts` use, and taking the demo data off again ([`removal`]).
+//!
+//! - [`catalog`]: the demo category tree and products, their covers, the bulk generator;
+//! - [`content`]: the demo pages, posts and photos, the generated posts;
+//! - `comments`: the demo discussions;
+//! - [`removal`]: what Admin → System → Remove demo data deletes or keeps.
 
-mod demo_comments;
+pub mod catalog;
+mod comments;
+pub mod content;
+pub mod removal;
 
-use crate::catalog::{self, CatalogError};
+use crate::catalog::{self as shop_catalog, CatalogError};
 use std::time::Duration;
 
 use crate::db::{lease, site, Db, DbError};
@@ -43,7 +53,7 @@ impl SeedReport {
 /// Store the default site settings unless some exist, and let the storefront's cache know.
 async fn insert_default_site(db: &Db) -> Result<bool, DbError> {
     let added = site::insert_defaults(db).await?;
-    catalog::changes::site_changed(db);
+    shop_catalog::changes::site_changed(db);
     Ok(added)
 }
 
@@ -52,25 +62,27 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
     let mut report = SeedReport::default();
     let added = u64::from(insert_default_site(db).await?);
     report.added.push((site::COLLECTION, added));
-    let (categories, products) = catalog::demo::seed(db).await.map_err(|e| match e {
+    let (categories, products) = catalog::seed(db).await.map_err(|e| match e {
         CatalogError::Db(db) => db,
         other => DbError::Invalid(other.to_string()),
     })?;
     report
         .added
-        .push((catalog::categories::COLLECTION, categories));
-    report.added.push((catalog::products::COLLECTION, products));
-    let covers = catalog::demo::seed_covers(db).await.map_err(|e| match e {
+        .push((shop_catalog::categories::COLLECTION, categories));
+    report
+        .added
+        .push((shop_catalog::products::COLLECTION, products));
+    let covers = catalog::seed_covers(db).await.map_err(|e| match e {
         CatalogError::Db(db) => db,
         other => DbError::Invalid(other.to_string()),
     })?;
     report.added.push(("product covers", covers));
     // After the catalog: the demo content tags some demo products.
-    let nodes = crate::content::demo::seed(db).await?;
+    let nodes = content::seed(db).await?;
     report
         .added
         .push((crate::content::model::COLLECTION, nodes));
-    let comments = demo_comments::seed(db).await?;
+    let comments = comments::seed(db).await?;
     report.added.push((crate::comments::COLLECTION, comments));
     Ok(report)
 }
