@@ -333,7 +333,7 @@ async fn a_category_rename_or_move_computed_from_an_older_tree_gets_a_409_and_ch
         1,
         "the current tree is shown"
     );
-    let stored = categories::by_slug(&app.db, "jazz-blues")
+    let stored = categories::by_slug(&app.db, &crate::common::slug("jazz-blues"))
         .await
         .expect("query");
     assert!(stored.is_some(), "Alice's rename stands");
@@ -352,7 +352,7 @@ async fn a_category_rename_or_move_computed_from_an_older_tree_gets_a_409_and_ch
         )
         .await;
     assert_eq!(response.status(), StatusCode::CONFLICT);
-    let moved = categories::by_slug(&app.db, "bop")
+    let moved = categories::by_slug(&app.db, &crate::common::slug("bop"))
         .await
         .expect("query")
         .expect("bop");
@@ -373,7 +373,7 @@ async fn a_category_rename_or_move_computed_from_an_older_tree_gets_a_409_and_ch
         )
         .await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let moved = categories::by_slug(&app.db, "bop")
+    let moved = categories::by_slug(&app.db, &crate::common::slug("bop"))
         .await
         .expect("query")
         .expect("bop");

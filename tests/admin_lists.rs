@@ -457,20 +457,24 @@ async fn deleting_a_category_asks_first_and_says_where_its_contents_go() {
     );
     let response = app.post_admin_form(&url, &[("reparent", "1")]).await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
-    assert!(bazaar::catalog::categories::by_slug(&app.db, "jazz")
-        .await
-        .expect("query")
-        .is_some());
+    assert!(
+        bazaar::catalog::categories::by_slug(&app.db, &crate::common::slug("jazz"))
+            .await
+            .expect("query")
+            .is_some()
+    );
     let token = admin_token(&app).await;
     let response = app
         .post_admin_form(&url, &[("csrf_token", token.as_str()), ("reparent", "1")])
         .await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    assert!(bazaar::catalog::categories::by_slug(&app.db, "jazz")
-        .await
-        .expect("query")
-        .is_none());
-    let ragtime = bazaar::catalog::categories::by_slug(&app.db, "ragtime")
+    assert!(
+        bazaar::catalog::categories::by_slug(&app.db, &crate::common::slug("jazz"))
+            .await
+            .expect("query")
+            .is_none()
+    );
+    let ragtime = bazaar::catalog::categories::by_slug(&app.db, &crate::common::slug("ragtime"))
         .await
         .expect("query")
         .expect("ragtime stays");

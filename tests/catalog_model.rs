@@ -32,7 +32,7 @@ async fn seeded_db() -> TestDb {
 }
 
 async fn category(db: &Db, slug: &str) -> Category {
-    categories::by_slug(db, slug)
+    categories::by_slug(db, &crate::common::slug(slug))
         .await
         .expect("query")
         .unwrap_or_else(|| panic!("category {slug}"))
@@ -160,9 +160,14 @@ async fn moving_a_category_under_itself_or_a_descendant_is_refused() {
 async fn renaming_a_category_updates_every_descendants_breadcrumbs() {
     let t = seeded_db().await;
     let jazz = category(&t.db, "jazz").await;
-    categories::rename(&t.db, jazz.id, "Jazz & Blues", "jazz-and-blues")
-        .await
-        .expect("renames");
+    categories::rename(
+        &t.db,
+        jazz.id,
+        "Jazz & Blues",
+        &crate::common::slug("jazz-and-blues"),
+    )
+    .await
+    .expect("renames");
     for slug in ["ragtime", "bop", "modal-jazz", "swing"] {
         let c = category(&t.db, slug).await;
         let jazz_ref = c
@@ -177,7 +182,7 @@ async fn renaming_a_category_updates_every_descendants_breadcrumbs() {
     }
     assert_hierarchy_consistent(&t.db).await;
     // A slug another category has is refused.
-    let outcome = categories::rename(&t.db, jazz.id, "Jazz", "rock").await;
+    let outcome = categories::rename(&t.db, jazz.id, "Jazz", &crate::common::slug("rock")).await;
     assert!(
         matches!(outcome, Err(CatalogError::SlugTaken)),
         "{outcome:?}"
@@ -199,15 +204,22 @@ async fn a_category_with_children_or_products_cannot_be_deleted() {
         matches!(outcome, Err(CatalogError::HasProducts(2))),
         "{outcome:?}"
     );
-    let empty = categories::add(&t.db, "Bossa Nova", "bossa-nova", Some(jazz.id))
-        .await
-        .expect("adds");
+    let empty = categories::add(
+        &t.db,
+        "Bossa Nova",
+        &crate::common::slug("bossa-nova"),
+        Some(jazz.id),
+    )
+    .await
+    .expect("adds");
     assert_eq!(empty.ancestors.len(), 2);
     categories::delete(&t.db, empty.id).await.expect("deletes");
-    assert!(categories::by_slug(&t.db, "bossa-nova")
-        .await
-        .unwrap()
-        .is_none());
+    assert!(
+        categories::by_slug(&t.db, &crate::common::slug("bossa-nova"))
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 #[tokio::test]
@@ -297,7 +309,7 @@ async fn every_storefront_query_uses_an_index() {
 #[tokio::test]
 async fn breadcrumbs_come_from_one_projected_query_on_the_slug_index() {
     let t = seeded_db().await;
-    let crumbs = categories::breadcrumbs(&t.db, "modal-jazz")
+    let crumbs = categories::breadcrumbs(&t.db, &crate::common::slug("modal-jazz"))
         .await
         .expect("query")
         .expect("modal jazz");
@@ -334,10 +346,12 @@ async fn breadcrumbs_come_from_one_projected_query_on_the_slug_index() {
         .and_then(Bson::as_document)
         .expect("an ancestor");
     assert_eq!(first.keys().collect::<Vec<_>>(), ["slug", "name"]);
-    assert!(categories::breadcrumbs(&t.db, "no-such-category")
-        .await
-        .expect("query")
-        .is_none());
+    assert!(
+        categories::breadcrumbs(&t.db, &crate::common::slug("no-such-category"))
+            .await
+            .expect("query")
+            .is_none()
+    );
 
     // The query as the category page issues it, projection included.
     let explain =
@@ -486,7 +500,10 @@ async fn deleting_with_reparenting_hands_children_and_products_to_the_parent() {
         .await
         .expect("deletes, handing its contents to Music");
 
-    assert!(categories::by_slug(&t.db, "jazz").await.unwrap().is_none());
+    assert!(categories::by_slug(&t.db, &crate::common::slug("jazz"))
+        .await
+        .unwrap()
+        .is_none());
     let swing = category(&t.db, "swing").await;
     assert_eq!(swing.parent, Some(music.id));
     assert!(products

@@ -178,7 +178,7 @@ async fn walk(app: &TestApp, start: &str) -> (Vec<Vec<String>>, Vec<Vec<String>>
 async fn next_and_previous_links_visit_every_product_once_in_order_under_every_sort() {
     let app = app_with_ties().await;
     let on_sale = ListingQuery::default().filter(doc! {});
-    let swing = categories::by_slug(&app.db, "swing")
+    let swing = categories::by_slug(&app.db, &crate::common::slug("swing"))
         .await
         .unwrap()
         .unwrap();
@@ -372,7 +372,7 @@ async fn a_keyset_page_walks_the_sort_index_from_its_cursor() {
     bazaar::demo::catalog::seed_bulk(&app.db, 1_000)
         .await
         .expect("seeded");
-    let music = categories::by_slug(&app.db, "music")
+    let music = categories::by_slug(&app.db, &crate::common::slug("music"))
         .await
         .unwrap()
         .unwrap();
@@ -549,7 +549,7 @@ async fn a_type_filtered_newest_page_is_read_in_index_order() {
 async fn listing_totals_leave_out_draft_and_archived_products() {
     use bazaar::catalog::cache;
     let app = app_with_ties().await;
-    let music = categories::by_slug(&app.db, "music")
+    let music = categories::by_slug(&app.db, &crate::common::slug("music"))
         .await
         .unwrap()
         .unwrap();
@@ -611,7 +611,7 @@ fn ids(products: &[ProductCard]) -> Vec<bson::oid::ObjectId> {
 async fn pages_read_from_anchors_are_the_pages_a_skip_reads() {
     use bazaar::catalog::anchors;
     let app = app_with_ties().await;
-    let swing = categories::by_slug(&app.db, "swing")
+    let swing = categories::by_slug(&app.db, &crate::common::slug("swing"))
         .await
         .unwrap()
         .unwrap();

@@ -127,7 +127,7 @@ async fn a_product_page_loads_no_category_per_filing() {
         .await
         .unwrap()
         .expect("the shop's product");
-    let extra = categories::by_slug(&app.db, "books")
+    let extra = categories::by_slug(&app.db, &crate::common::slug("books"))
         .await
         .unwrap()
         .unwrap();
@@ -164,10 +164,18 @@ async fn this_instances_writes_invalidate_the_cache() {
         "{}",
         heading(&html(&first))
     );
-    let jazz = categories::by_slug(&app.db, "jazz").await.unwrap().unwrap();
-    categories::rename(&app.db, jazz.id, "Jazz Classics", "jazz")
+    let jazz = categories::by_slug(&app.db, &crate::common::slug("jazz"))
         .await
-        .expect("renamed");
+        .unwrap()
+        .unwrap();
+    categories::rename(
+        &app.db,
+        jazz.id,
+        "Jazz Classics",
+        &crate::common::slug("jazz"),
+    )
+    .await
+    .expect("renamed");
     let renamed = html(&body(app.get("/categories/jazz").await).await);
     assert!(
         heading(&renamed).contains("Jazz Classics"),
@@ -226,7 +234,7 @@ async fn every_page_of_a_long_listing_shows_each_product_once_in_order() {
         .await
         .expect("seeded");
     use bazaar::catalog::listing::{self, ListingQuery, Sort};
-    let music = categories::by_slug(&app.db, "music")
+    let music = categories::by_slug(&app.db, &crate::common::slug("music"))
         .await
         .unwrap()
         .unwrap();

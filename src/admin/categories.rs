@@ -14,8 +14,8 @@ use bson::oid::ObjectId;
 
 use crate::admin::form::Submitted;
 use crate::catalog::categories::{self, Category, TreeEntry};
-use crate::catalog::{is_valid_slug, typed_slug, CatalogError};
-use crate::domain::EditVersion;
+use crate::catalog::{typed_slug, CatalogError};
+use crate::domain::{EditVersion, Slug};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::field_errors::FieldErrors;
@@ -187,22 +187,28 @@ fn parse_parent(value: &str) -> Result<Option<ObjectId>, ()> {
 }
 
 /// Check a name and slug (an empty slug is made from the name).
-fn name_and_slug(form: &Submitted, errors: &mut FieldErrors) -> (String, String) {
+/// The form's name and slug, parsed; `None` (with the errors next to their fields) when
+/// either is refused.
+fn name_and_slug(form: &Submitted, errors: &mut FieldErrors) -> Option<(String, Slug)> {
     let name = form.get("name").to_string();
-    if name.is_empty() || name.chars().count() > MAX_NAME {
+    let name_ok = !name.is_empty() && name.chars().count() <= MAX_NAME;
+    if !name_ok {
         errors.add(
             "name",
             format!("Enter a name of at most {MAX_NAME} characters."),
         );
     }
-    let slug = typed_slug(form.raw("slug").unwrap_or_default(), &name);
-    if !is_valid_slug(&slug) {
+    let slug = Slug::parse(&typed_slug(form.raw("slug").unwrap_or_default(), &name));
+    if slug.is_err() {
         errors.add(
             "slug",
             "Use lowercase letters and digits (of any alphabet) and single dashes, e.g. modal-jazz.",
         );
     }
-    (name, slug)
+    match slug {
+        Ok(slug) if name_ok => Some((name, slug)),
+        _ => None,
+    }
 }
 
 fn refusal(e: CatalogError) -> Result<String, AppError> {
@@ -254,12 +260,12 @@ pub async fn add(
 ) -> Result<HttpResponse, AppError> {
     let form = Submitted::from_pairs(form.into_inner());
     let mut errors = FieldErrors::new();
-    let (name, slug) = name_and_slug(&form, &mut errors);
+    let named = name_and_slug(&form, &mut errors);
     let parent = parse_parent(form.get("parent")).unwrap_or_else(|()| {
         errors.add("parent", "Choose a parent from the list.");
         None
     });
-    if errors.is_empty() {
+    if let (Some((name, slug)), true) = (named, errors.is_empty()) {
         match categories::add(&state.db, &name, &slug, parent).await {
             Ok(c) => {
                 flash::push(
@@ -324,12 +330,14 @@ pub async fn rename(
     let form = Submitted::from_pairs(form.into_inner());
     let version = form_version(&form)?;
     let mut errors = FieldErrors::new();
-    let (name, slug) = name_and_slug(&form, &mut errors);
+    let named = name_and_slug(&form, &mut errors);
     let session = req.get_session();
-    if let Some(message) = errors.fields().next().and_then(|f| errors.get(f)) {
+    let Some((name, slug)) = named else {
+        let message = errors.fields().next().and_then(|f| errors.get(f));
+        let message = message.map_or("the name or slug was refused", String::as_str);
         flash::push(&session, Level::Error, format!("Not renamed: {message}"));
         return Ok(back());
-    }
+    };
     let outcome = categories::rename_checked(&state.db, id, &name, &slug, version).await;
     if let Err(CatalogError::Stale) = outcome {
         return stale(&req, &state, id, format!("rename it to “{name}” ({slug})")).await;

@@ -141,7 +141,7 @@ impl CategoryTree {
         let by_slug = all
             .iter()
             .enumerate()
-            .map(|(i, c)| (c.slug.clone(), i))
+            .map(|(i, c)| (c.slug.as_str().to_string(), i))
             .collect();
         CategoryTree {
             all,

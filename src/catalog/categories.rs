@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog::{model, CatalogError};
 use crate::db::{Db, DbError};
-use crate::domain::EditVersion;
+use crate::domain::{EditVersion, Slug};
 
 pub const COLLECTION: &str = "categories";
 
@@ -24,13 +24,13 @@ const MAX_DEPTH: usize = 64;
 pub struct AncestorRef {
     #[serde(rename = "_id")]
     pub id: ObjectId,
-    pub slug: String,
+    pub slug: Slug,
     pub name: String,
 }
 
 impl AncestorRef {
     pub fn url(&self) -> String {
-        url_of(&self.slug)
+        url_of(self.slug.as_str())
     }
 }
 
@@ -44,7 +44,7 @@ pub struct Category {
     #[serde(rename = "_id")]
     pub id: ObjectId,
     pub name: String,
-    pub slug: String,
+    pub slug: Slug,
     pub parent: Option<ObjectId>,
     /// Root first, parent last: the breadcrumb order.
     pub ancestors: Vec<AncestorRef>,
@@ -81,7 +81,7 @@ fn versioned(id: ObjectId, expected: Option<EditVersion>) -> Document {
 
 impl Category {
     pub fn url(&self) -> String {
-        url_of(&self.slug)
+        url_of(self.slug.as_str())
     }
 
     fn as_ancestor(&self) -> AncestorRef {
@@ -103,13 +103,13 @@ impl Category {
 /// One step of a breadcrumb trail as the breadcrumb query projects it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Crumb {
-    pub slug: String,
+    pub slug: Slug,
     pub name: String,
 }
 
 impl Crumb {
     pub fn url(&self) -> String {
-        url_of(&self.slug)
+        url_of(self.slug.as_str())
     }
 }
 
@@ -172,16 +172,18 @@ pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Category>, DbError> {
     Ok(collection(db).find_one(doc! { "_id": id }).await?)
 }
 
-pub async fn by_slug(db: &Db, slug: &str) -> Result<Option<Category>, DbError> {
-    Ok(collection(db).find_one(doc! { "slug": slug }).await?)
+pub async fn by_slug(db: &Db, slug: &Slug) -> Result<Option<Category>, DbError> {
+    Ok(collection(db)
+        .find_one(doc! { "slug": slug.as_str() })
+        .await?)
 }
 
 /// A category's breadcrumbs in one query by slug on the unique `slug` index, projected to
 /// what the trail shows.
-pub async fn breadcrumbs(db: &Db, slug: &str) -> Result<Option<Breadcrumbs>, DbError> {
+pub async fn breadcrumbs(db: &Db, slug: &Slug) -> Result<Option<Breadcrumbs>, DbError> {
     Ok(db
         .collection::<Breadcrumbs>(COLLECTION)
-        .find_one(doc! { "slug": slug })
+        .find_one(doc! { "slug": slug.as_str() })
         .projection(breadcrumbs_projection())
         .await?)
 }
@@ -236,7 +238,7 @@ pub fn tree_order(mut categories: Vec<Category>) -> Vec<TreeEntry> {
 pub async fn add(
     db: &Db,
     name: &str,
-    slug: &str,
+    slug: &Slug,
     parent: Option<ObjectId>,
 ) -> Result<Category, CatalogError> {
     let ancestors = match parent {
@@ -251,7 +253,7 @@ pub async fn add(
     let category = Category {
         id: ObjectId::new(),
         name: name.to_string(),
-        slug: slug.to_string(),
+        slug: slug.clone(),
         parent,
         ancestors,
         edit_version: Some(EditVersion::new()),
@@ -420,7 +422,7 @@ async fn rebuild_product_paths(db: &Db, category: ObjectId) -> Result<(), Catalo
 
 /// Rename a category (name and slug), then fix the copies in every descendant with one
 /// multi-document update through the positional operator.
-pub async fn rename(db: &Db, id: ObjectId, name: &str, slug: &str) -> Result<(), CatalogError> {
+pub async fn rename(db: &Db, id: ObjectId, name: &str, slug: &Slug) -> Result<(), CatalogError> {
     rename_category(db, id, name, slug, None).await
 }
 
@@ -430,7 +432,7 @@ pub async fn rename_checked(
     db: &Db,
     id: ObjectId,
     name: &str,
-    slug: &str,
+    slug: &Slug,
     expected: Option<EditVersion>,
 ) -> Result<(), CatalogError> {
     rename_category(db, id, name, slug, Some(expected)).await
@@ -440,7 +442,7 @@ async fn rename_category(
     db: &Db,
     id: ObjectId,
     name: &str,
-    slug: &str,
+    slug: &Slug,
     expected: Option<Option<EditVersion>>,
 ) -> Result<(), CatalogError> {
     let filter = match expected {

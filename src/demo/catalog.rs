@@ -567,27 +567,34 @@ fn strings(items: &[&str]) -> Vec<String> {
 }
 
 /// The demo tree's category slugs, parents before their children.
-pub fn category_slugs() -> Vec<&'static str> {
-    TREE.iter().map(|(_, slug, _)| *slug).collect()
+pub fn category_slugs() -> Vec<Slug> {
+    TREE.iter().map(|(_, slug, _)| demo_slug(slug)).collect()
+}
+
+/// One of the demo tree's constant slugs, all valid (the test
+/// `every_demo_category_slug_is_a_valid_slug` proves it).
+fn demo_slug(slug: &str) -> Slug {
+    Slug::parse(slug).expect("the demo tree's slugs are valid")
 }
 
 /// Add the demo category tree; returns how many categories were added.
 pub async fn seed_categories(db: &Db) -> Result<u64, CatalogError> {
     let mut added = 0;
     for (name, slug, parent) in TREE {
-        if categories::by_slug(db, slug).await?.is_some() {
+        let slug = demo_slug(slug);
+        if categories::by_slug(db, &slug).await?.is_some() {
             continue;
         }
         let parent_id = match parent {
             Some(p) => Some(
-                categories::by_slug(db, p)
+                categories::by_slug(db, &demo_slug(p))
                     .await?
                     .ok_or(CatalogError::NotFound)?
                     .id,
             ),
             None => None,
         };
-        match categories::add(db, name, slug, parent_id).await {
+        match categories::add(db, name, &slug, parent_id).await {
             Ok(_) => added += 1,
             // Another instance seeding at the same moment got there first.
             Err(CatalogError::SlugTaken) => {}
@@ -600,7 +607,7 @@ pub async fn seed_categories(db: &Db) -> Result<u64, CatalogError> {
 async fn category_ids(db: &Db, slugs: &[&str]) -> Result<Vec<ObjectId>, CatalogError> {
     let mut ids = Vec::new();
     for slug in slugs {
-        if let Some(c) = categories::by_slug(db, slug).await? {
+        if let Some(c) = categories::by_slug(db, &demo_slug(slug)).await? {
             ids.push(c.id);
         }
     }
@@ -915,6 +922,16 @@ pub async fn seed_covers(db: &Db) -> Result<u64, CatalogError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_demo_category_slug_is_a_valid_slug() {
+        for (_, slug, parent) in TREE {
+            assert!(Slug::parse(slug).is_ok(), "{slug}");
+            if let Some(parent) = parent {
+                assert!(Slug::parse(parent).is_ok(), "{parent}");
+            }
+        }
+    }
 
     #[test]
     fn dates_are_midnight_utc_of_the_calendar_day() {

@@ -57,7 +57,7 @@ pub(crate) async fn preview(db: &Db) -> Result<DemoRemoval, DbError> {
     }
     let mut categories_found = 0;
     for slug in super::catalog::category_slugs() {
-        if categories::by_slug(db, slug).await?.is_some() {
+        if categories::by_slug(db, &slug).await?.is_some() {
             categories_found += 1;
         }
     }
@@ -116,7 +116,7 @@ pub(crate) async fn remove(db: &Db) -> Result<DemoRemoval, DbError> {
     }
     // Children before parents, so an emptied subtree goes entirely.
     for slug in super::catalog::category_slugs().into_iter().rev() {
-        let Some(category) = categories::by_slug(db, slug).await? else {
+        let Some(category) = categories::by_slug(db, &slug).await? else {
             continue;
         };
         match categories::delete(db, category.id).await {

@@ -304,9 +304,14 @@ impl CategoryBuilder {
     }
 
     pub async fn build(self, db: &Db) -> Category {
-        categories::add(db, &self.name, &self.slug, self.parent)
-            .await
-            .expect("category created")
+        categories::add(
+            db,
+            &self.name,
+            &crate::common::slug(&self.slug),
+            self.parent,
+        )
+        .await
+        .expect("category created")
     }
 }
 
