@@ -654,7 +654,8 @@ async fn seed_discussion(
             id,
             discussion_id: product.id,
             parent_id,
-            slug,
+            slug: bazaar::comments::CommentPath::parse(&slug)
+                .expect("the bench's slugs are well-formed"),
             full_slug,
             posted,
             author: Author {

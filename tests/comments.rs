@@ -127,10 +127,14 @@ async fn moderate(app: &TestApp, comment: &Comment, action: &str) {
 }
 
 async fn by_slug(db: &Db, product: &Product, slug: &str) -> Comment {
-    comments::store::by_slug(db, product.id, slug)
-        .await
-        .expect("query")
-        .expect("comment exists")
+    comments::store::by_slug(
+        db,
+        product.id,
+        &bazaar::comments::CommentPath::parse(slug).expect("a test permalink"),
+    )
+    .await
+    .expect("query")
+    .expect("comment exists")
 }
 
 #[tokio::test]
@@ -292,10 +296,14 @@ async fn a_deleted_comment_leaves_the_page_and_its_place_after_the_restore_perio
     let kept = by_slug(&app.db, &product, &a).await;
     assert_eq!(kept.status, CommentStatus::Deleted);
     assert!(kept.text.is_empty() && kept.author.name.is_empty() && kept.deleted_at.is_none());
-    assert!(comments::store::by_slug(&app.db, product.id, &lone)
-        .await
-        .unwrap()
-        .is_none());
+    assert!(comments::store::by_slug(
+        &app.db,
+        product.id,
+        &bazaar::comments::CommentPath::parse(&lone).unwrap()
+    )
+    .await
+    .unwrap()
+    .is_none());
     assert_eq!(
         comments::store::purge_deleted(&app.db, 30).await.unwrap(),
         0
@@ -901,7 +909,7 @@ async fn every_comment_query_uses_an_index() {
         id: bson::oid::ObjectId::new(),
         discussion_id: id,
         parent_id: None,
-        slug: "abcd".into(),
+        slug: bazaar::comments::CommentPath::parse("abcd").unwrap(),
         full_slug: "2026.01.01.00.00.00.000:abcd".into(),
         posted: bson::DateTime::now(),
         author: comments::Author { name: "A".into() },

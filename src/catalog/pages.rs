@@ -515,7 +515,7 @@ pub async fn comment_permalink(
         &state,
         product.discussion(),
         product.comment_count,
-        &comment,
+        &crate::comments::CommentPath::parse(&comment).ok_or(AppError::NotFound)?,
         params.get("after").map(String::as_str),
     )
     .await
@@ -537,7 +537,7 @@ pub async fn post_reply(
         &comment_rate,
         product.discussion(),
         product.comment_count,
-        &comment,
+        &crate::comments::CommentPath::parse(&comment).ok_or(AppError::NotFound)?,
         input.into_inner(),
     )
     .await

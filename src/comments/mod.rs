@@ -22,6 +22,7 @@ use bson::oid::ObjectId;
 use bson::DateTime;
 use serde::{Deserialize, Serialize};
 
+pub use slugs::CommentPath;
 pub use store::{indexes, COLLECTION};
 
 /// The HTML id of the comment with permalink `slug` (see [`Comment::anchor`]).
@@ -167,7 +168,7 @@ pub struct Comment {
     pub parent_id: Option<ObjectId>,
     /// The path of random parts from the top-level comment down: `34db/8bda`. Unique per
     /// discussion; it is the permalink.
-    pub slug: String,
+    pub slug: CommentPath,
     /// The same path with each part prefixed by its posting time, so sorting by it gives each
     /// thread in posting order with replies right after their parent.
     pub full_slug: String,

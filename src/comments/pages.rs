@@ -11,9 +11,10 @@ use askama::Template;
 use serde::Deserialize;
 
 use crate::comments::rate_limit::CommentRateLimit;
+use crate::comments::slugs::CommentPath;
 use crate::comments::store::{self, NewComment, PostError};
 use crate::comments::thread::{self, CommentForm, ThreadView};
-use crate::comments::{identity, names, notify, policy, slugs, Comment, CommentStatus, Discussion};
+use crate::comments::{identity, names, notify, policy, Comment, CommentStatus, Discussion};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::flash::{self, Level};
@@ -116,14 +117,11 @@ pub(crate) async fn submit(
     state: &AppState,
     comment_rate: &CommentRateLimit,
     discussion: &Discussion,
-    parent_slug: Option<&str>,
+    parent_slug: Option<&CommentPath>,
     input: CommentInput,
 ) -> Result<Submitted, AppError> {
     let parent = match parent_slug {
         Some(slug) => {
-            if !slugs::is_valid(slug) {
-                return Err(AppError::NotFound);
-            }
             let parent = store::by_slug(&state.db, discussion.id, slug)
                 .await?
                 .ok_or(AppError::NotFound)?;
@@ -312,7 +310,7 @@ pub(crate) async fn permalink(
     state: &AppState,
     discussion: Discussion,
     count: i64,
-    slug: &str,
+    slug: &CommentPath,
     after: Option<&str>,
 ) -> Result<HttpResponse, AppError> {
     let thread = thread::sub_thread(&state.db, discussion, count, slug, after, &state.comments)
@@ -346,7 +344,7 @@ pub(crate) async fn reply(
     comment_rate: &CommentRateLimit,
     discussion: Discussion,
     count: i64,
-    slug: &str,
+    slug: &CommentPath,
     input: CommentInput,
 ) -> Result<HttpResponse, AppError> {
     match submit(req, state, comment_rate, &discussion, Some(slug), input).await? {

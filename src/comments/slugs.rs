@@ -12,6 +12,7 @@ use std::sync::{Mutex, OnceLock};
 use bson::oid::ObjectId;
 use bson::DateTime;
 use rand::Rng;
+use serde::{Deserialize, Serialize};
 
 /// Hex digits in one random part: 65 536 values per parent, so a collision is rare but real in
 /// a busy discussion, and posting retries with a new part when the unique index refuses one.
@@ -74,22 +75,70 @@ pub(crate) fn next_stamp(now: DateTime, latest: Option<DateTime>) -> DateTime {
     }
 }
 
-/// True when `slug` is a well-formed permalink: parts of four lowercase letters or digits joined
-/// by `/`. Random parts are hex ([`random_part`]); fixed ones (the demo comments' `m001`) use
-/// the rest of the alphabet, and the route must serve both. Anything else (regex
-/// metacharacters, `..`, empty parts) is no comment's slug.
-pub fn is_valid(slug: &str) -> bool {
-    let mut parts = 0;
-    for part in slug.split('/') {
-        parts += 1;
-        if parts > MAX_DEPTH
-            || part.len() != PART_LEN
-            || !part.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'z'))
-        {
-            return false;
+/// A comment's permalink: parts of four lowercase letters or digits joined by `/`
+/// (`34db/8bda`), at most [`MAX_DEPTH`] of them. Random parts are hex ([`random_part`]); fixed
+/// ones (the demo comments' `m001`) use the rest of the alphabet, and the route must serve both.
+/// Anything else (regex metacharacters, `..`, empty parts) is no comment's slug, so an address
+/// segment is parsed into one before any query is built from it. Stored as the plain string.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct CommentPath(String);
+
+impl CommentPath {
+    /// The permalink `text` names, or `None` when it is not well-formed.
+    pub fn parse(text: &str) -> Option<CommentPath> {
+        let mut parts = 0;
+        for part in text.split('/') {
+            parts += 1;
+            if parts > MAX_DEPTH
+                || part.len() != PART_LEN
+                || !part.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'z'))
+            {
+                return None;
+            }
         }
+        Some(CommentPath(text.to_string()))
     }
-    true
+
+    /// The path one level below this one, ending in `part` (a fresh random or scripted part).
+    pub(crate) fn child(&self, part: &str) -> CommentPath {
+        CommentPath(format!("{}/{part}", self.0))
+    }
+
+    /// A top-level comment's path: just its own part.
+    pub(crate) fn top_level(part: String) -> CommentPath {
+        CommentPath(part)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Read as the text it is (`path.split('/')`, `&path` where a `&str` is wanted).
+impl std::ops::Deref for CommentPath {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Display for CommentPath {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl PartialEq<str> for CommentPath {
+    fn eq(&self, other: &str) -> bool {
+        self.0 == other
+    }
+}
+
+impl From<CommentPath> for bson::Bson {
+    fn from(path: CommentPath) -> bson::Bson {
+        bson::Bson::String(path.0)
+    }
 }
 
 type Script = Mutex<HashMap<ObjectId, VecDeque<String>>>;
@@ -127,6 +176,10 @@ fn scripted(discussion: ObjectId) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn is_valid(text: &str) -> bool {
+        CommentPath::parse(text).is_some()
+    }
 
     #[test]
     fn permalink_slugs_are_lowercase_alphanumeric_parts_joined_by_slashes() {

@@ -7,7 +7,8 @@ use futures::TryStreamExt;
 use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 
-use crate::comments::{slugs, Author, Comment, CommentStatus, Discussion, DiscussionKind};
+use crate::comments::slugs::{self, CommentPath};
+use crate::comments::{Author, Comment, CommentStatus, Discussion, DiscussionKind};
 use crate::db::{is_duplicate_key, Db, DbError};
 use crate::web::meta::path_segment;
 
@@ -179,11 +180,8 @@ pub async fn post(
         let latest = latest_sibling_stamp(db, discussion.id, parent).await?;
         let timed = format!("{}:{part}", slugs::stamp(slugs::next_stamp(posted, latest)));
         let (slug, full_slug) = match parent {
-            Some(p) => (
-                format!("{}/{part}", p.slug),
-                format!("{}/{timed}", p.full_slug),
-            ),
-            None => (part, timed),
+            Some(p) => (p.slug.child(&part), format!("{}/{timed}", p.full_slug)),
+            None => (CommentPath::top_level(part), timed),
         };
         let comment = Comment {
             id: ObjectId::new(),
@@ -268,10 +266,10 @@ pub(crate) async fn on_first_page(
 pub async fn by_slug(
     db: &Db,
     discussion_id: ObjectId,
-    slug: &str,
+    slug: &CommentPath,
 ) -> Result<Option<Comment>, DbError> {
     Ok(collection(db)
-        .find_one(doc! { "discussion_id": discussion_id, "slug": slug })
+        .find_one(doc! { "discussion_id": discussion_id, "slug": slug.as_str() })
         .await?)
 }
 

@@ -12,8 +12,9 @@
 
 use bson::doc;
 
+use crate::comments::slugs::CommentPath;
 use crate::comments::store::{self, before_in_thread_order, in_thread_order};
-use crate::comments::{slugs, text, Comment, CommentStatus, Discussion};
+use crate::comments::{text, Comment, CommentStatus, Discussion};
 use crate::config::CommentSettings;
 use crate::db::{Db, DbError};
 
@@ -390,15 +391,12 @@ pub(crate) async fn sub_thread(
     db: &Db,
     discussion: Discussion,
     count: i64,
-    slug: &str,
+    slug: &CommentPath,
     after: Option<&str>,
     settings: &CommentSettings,
 ) -> Result<Option<ThreadView>, DbError> {
     let size = settings.page_size;
     let open = discussion.is_open(db.now(), settings.close_after_days);
-    if !slugs::is_valid(slug) {
-        return Ok(None);
-    }
     let Some(root) = store::by_slug(db, discussion.id, slug).await? else {
         return Ok(None);
     };
@@ -432,7 +430,7 @@ pub(crate) async fn sub_thread(
     );
     // The permalink's own comment: a hidden or deleted one is shown as a placeholder when it
     // has replies, and is not found otherwise.
-    if shown.first().is_none_or(|e| e.comment.slug != slug) {
+    if shown.first().is_none_or(|e| e.comment.slug != *slug) {
         return Ok(None);
     }
     let focus = Some(slug.to_string());

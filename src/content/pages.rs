@@ -387,7 +387,7 @@ pub async fn comment_permalink(
     let (section, slug, comment) = path.into_inner();
     let (_, node) = match published_node(&state, (section.clone(), slug.clone())).await {
         // Only a well-formed comment slug is carried over into the new address.
-        Err(AppError::NotFound) if crate::comments::slugs::is_valid(&comment) => {
+        Err(AppError::NotFound) if crate::comments::CommentPath::parse(&comment).is_some() => {
             let rest = format!("/comments/{comment}");
             return moved(&req, &state, &section, &slug, &rest).await;
         }
@@ -398,7 +398,7 @@ pub async fn comment_permalink(
         &state,
         node.discussion(),
         node.metadata.comment_count,
-        &comment,
+        &crate::comments::CommentPath::parse(&comment).ok_or(AppError::NotFound)?,
         params.get("after").map(String::as_str),
     )
     .await
@@ -420,7 +420,7 @@ pub async fn post_reply(
         &comment_rate,
         node.discussion(),
         node.metadata.comment_count,
-        &comment,
+        &crate::comments::CommentPath::parse(&comment).ok_or(AppError::NotFound)?,
         input.into_inner(),
     )
     .await
