@@ -21,27 +21,27 @@ const TOP_PAGES: i64 = 20;
 const MAX_PATH_BYTES: usize = 512;
 
 /// A chart ready for a page: the SVG and the same numbers as table rows.
-pub struct Chart {
-    pub id: String,
-    pub title: String,
-    pub x_axis: String,
-    pub y_axis: String,
-    pub svg: String,
-    pub rows: Vec<ChartRow>,
-    pub total: String,
+pub(crate) struct Chart {
+    pub(crate) id: String,
+    pub(crate) title: String,
+    pub(crate) x_axis: String,
+    pub(crate) y_axis: String,
+    pub(crate) svg: String,
+    pub(crate) rows: Vec<ChartRow>,
+    pub(crate) total: String,
 }
 
 /// One bar as a table row.
-pub struct ChartRow {
-    pub label: String,
+pub(crate) struct ChartRow {
+    pub(crate) label: String,
     /// The value as written (a count, or money).
-    pub value: String,
+    pub(crate) value: String,
     /// Where the row's label leads (a month's day leads to that day's report).
-    pub href: Option<String>,
+    pub(crate) href: Option<String>,
 }
 
 impl Chart {
-    pub fn new(chart: BarChart) -> Chart {
+    pub(crate) fn new(chart: BarChart) -> Chart {
         Chart {
             svg: chart.render(),
             rows: chart
@@ -62,7 +62,7 @@ impl Chart {
     }
 
     /// Link each row's label (in bar order; extra links are ignored).
-    pub fn with_links(mut self, links: impl IntoIterator<Item = Option<String>>) -> Chart {
+    pub(crate) fn with_links(mut self, links: impl IntoIterator<Item = Option<String>>) -> Chart {
         for (row, href) in self.rows.iter_mut().zip(links) {
             row.href = href;
         }
@@ -71,7 +71,7 @@ impl Chart {
 }
 
 /// A link to the day view.
-pub fn day_url(day: Day, path: Option<&str>, hour: Option<u32>) -> String {
+pub(crate) fn day_url(day: Day, path: Option<&str>, hour: Option<u32>) -> String {
     let mut query = form_urlencoded::Serializer::new(String::new());
     query.append_pair("date", &day.iso());
     if let Some(hour) = hour {
@@ -84,7 +84,7 @@ pub fn day_url(day: Day, path: Option<&str>, hour: Option<u32>) -> String {
 }
 
 /// A link to the month view.
-pub fn month_url(month: Month, path: Option<&str>) -> String {
+pub(crate) fn month_url(month: Month, path: Option<&str>) -> String {
     let mut query = form_urlencoded::Serializer::new(String::new());
     query.append_pair("month", &month.iso());
     if let Some(path) = path {
@@ -94,20 +94,20 @@ pub fn month_url(month: Month, path: Option<&str>) -> String {
 }
 
 /// A top page with the links of its drill-down.
-pub struct RankedPage {
-    pub path: String,
+pub(crate) struct RankedPage {
+    pub(crate) path: String,
     /// The page's title when it is known (a product, a post, a fixed page).
-    pub title: Option<String>,
-    pub views: i64,
+    pub(crate) title: Option<String>,
+    pub(crate) views: i64,
     /// Its own report for the same period.
-    pub report_url: String,
+    pub(crate) report_url: String,
     /// The page itself on the site (`None` for the catch-all).
-    pub site_url: Option<String>,
+    pub(crate) site_url: Option<String>,
 }
 
 /// The page itself on the site, when `path` is one (not the catch-all, nothing a browser would
 /// read as another site: see [`crate::web::links::local_path`]).
-pub fn site_link(path: &str) -> Option<String> {
+pub(crate) fn site_link(path: &str) -> Option<String> {
     crate::web::links::local_path(path).map(str::to_string)
 }
 
@@ -147,9 +147,9 @@ fn page_name(path: &str, titles: &HashMap<String, String>) -> String {
 }
 
 /// What the counter reports about itself, for the page footer.
-pub struct CounterStatus {
-    pub enabled: bool,
-    pub stats: CounterStats,
+pub(crate) struct CounterStatus {
+    pub(crate) enabled: bool,
+    pub(crate) stats: CounterStats,
 }
 
 fn counter_status(req: &HttpRequest) -> CounterStatus {
@@ -167,46 +167,46 @@ fn counter_status(req: &HttpRequest) -> CounterStatus {
 
 #[derive(Template)]
 #[template(path = "admin/analytics/day.html")]
-pub struct DayPage {
-    pub layout: Layout,
-    pub day: Day,
-    pub hour: u32,
-    pub path: Option<String>,
-    pub total: i64,
-    pub hourly: Chart,
-    pub by_minute: Chart,
-    pub top_pages: Vec<RankedPage>,
-    pub previous_url: Option<String>,
-    pub next_url: Option<String>,
-    pub month_url: String,
-    pub all_pages_url: String,
+pub(crate) struct DayPage {
+    pub(crate) layout: Layout,
+    pub(crate) day: Day,
+    pub(crate) hour: u32,
+    pub(crate) path: Option<String>,
+    pub(crate) total: i64,
+    pub(crate) hourly: Chart,
+    pub(crate) by_minute: Chart,
+    pub(crate) top_pages: Vec<RankedPage>,
+    pub(crate) previous_url: Option<String>,
+    pub(crate) next_url: Option<String>,
+    pub(crate) month_url: String,
+    pub(crate) all_pages_url: String,
     /// The chosen page on the site.
-    pub page_link: Option<String>,
-    pub counter: CounterStatus,
+    pub(crate) page_link: Option<String>,
+    pub(crate) counter: CounterStatus,
 }
 
 impl DayPage {
-    pub fn hours(&self) -> std::ops::Range<u32> {
+    pub(crate) fn hours(&self) -> std::ops::Range<u32> {
         0..24
     }
 }
 
 #[derive(Template)]
 #[template(path = "admin/analytics/month.html")]
-pub struct MonthPage {
-    pub layout: Layout,
-    pub month: Month,
-    pub path: Option<String>,
-    pub total: i64,
-    pub daily: Chart,
-    pub top_pages: Vec<RankedPage>,
-    pub previous_url: Option<String>,
-    pub next_url: Option<String>,
-    pub all_pages_url: String,
-    pub first_day_url: String,
+pub(crate) struct MonthPage {
+    pub(crate) layout: Layout,
+    pub(crate) month: Month,
+    pub(crate) path: Option<String>,
+    pub(crate) total: i64,
+    pub(crate) daily: Chart,
+    pub(crate) top_pages: Vec<RankedPage>,
+    pub(crate) previous_url: Option<String>,
+    pub(crate) next_url: Option<String>,
+    pub(crate) all_pages_url: String,
+    pub(crate) first_day_url: String,
     /// The chosen page on the site.
-    pub page_link: Option<String>,
-    pub counter: CounterStatus,
+    pub(crate) page_link: Option<String>,
+    pub(crate) counter: CounterStatus,
 }
 
 fn param<'a>(query: &'a HashMap<String, String>, name: &str) -> Option<&'a str> {
@@ -238,7 +238,7 @@ fn hour_bars(hourly: &[i64; 24]) -> Vec<Bar> {
 
 /// The hourly chart of `day` (shared with the dashboard).
 /// `path` is the page the chart is narrowed to, as the title should name it.
-pub fn hourly_chart(id: &str, day: Day, hourly: &[i64; 24], path: Option<&str>) -> Chart {
+pub(crate) fn hourly_chart(id: &str, day: Day, hourly: &[i64; 24], path: Option<&str>) -> Chart {
     let title = match path {
         Some(p) => format!("Views of {p} by hour, {}", day.long()),
         None => format!("Page views by hour, {}", day.long()),
@@ -253,7 +253,7 @@ pub fn hourly_chart(id: &str, day: Day, hourly: &[i64; 24], path: Option<&str>) 
 }
 
 /// `GET /admin/analytics?date=YYYY-MM-DD&hour=H&path=/p`: a day, today by default.
-pub async fn day(
+pub(crate) async fn day(
     req: HttpRequest,
     state: web::Data<AppState>,
     query: web::Query<HashMap<String, String>>,
@@ -316,7 +316,7 @@ pub async fn day(
 }
 
 /// `GET /admin/analytics/month?month=YYYY-MM&path=/p`: a month, this month by default.
-pub async fn month(
+pub(crate) async fn month(
     req: HttpRequest,
     state: web::Data<AppState>,
     query: web::Query<HashMap<String, String>>,

@@ -30,19 +30,19 @@ const SORTS: &[SortKey] = &[
 ];
 
 /// One state with its number of carts, for the tabs.
-pub struct StatusCount {
-    pub status: CartStatus,
-    pub count: u64,
+pub(crate) struct StatusCount {
+    pub(crate) status: CartStatus,
+    pub(crate) count: u64,
 }
 
 /// One cart as the list shows it.
-pub struct CartRow {
-    pub id: String,
-    pub short_id: String,
-    pub lines: usize,
-    pub units: i64,
-    pub subtotal: String,
-    pub last_modified: String,
+pub(crate) struct CartRow {
+    pub(crate) id: String,
+    pub(crate) short_id: String,
+    pub(crate) lines: usize,
+    pub(crate) units: i64,
+    pub(crate) subtotal: String,
+    pub(crate) last_modified: String,
 }
 
 impl CartRow {
@@ -68,14 +68,14 @@ impl CartRow {
 
 #[derive(Template)]
 #[template(path = "admin/carts.html")]
-pub struct CartsPage {
-    pub layout: Layout,
-    pub selected: CartStatus,
-    pub list: ChangeList,
-    pub counts: Vec<StatusCount>,
-    pub carts: Vec<CartRow>,
-    pub expire_after: String,
-    pub cleanup_after: String,
+pub(crate) struct CartsPage {
+    pub(crate) layout: Layout,
+    pub(crate) selected: CartStatus,
+    pub(crate) list: ChangeList,
+    pub(crate) counts: Vec<StatusCount>,
+    pub(crate) carts: Vec<CartRow>,
+    pub(crate) expire_after: String,
+    pub(crate) cleanup_after: String,
 }
 
 fn duration_words(d: std::time::Duration) -> String {
@@ -92,7 +92,7 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 }
 
 /// `GET /admin/carts?status=&sort=&page=`: an unknown status shows the active carts.
-pub async fn index(
+pub(crate) async fn index(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
@@ -149,7 +149,7 @@ pub async fn index(
 }
 
 /// `POST /admin/carts/expire`: run cart expiry now.
-pub async fn expire_now(
+pub(crate) async fn expire_now(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
@@ -167,7 +167,7 @@ pub async fn expire_now(
 }
 
 /// `POST /admin/carts/cleanup`: run the stale-reservation cleanup now.
-pub async fn clean_up_now(
+pub(crate) async fn clean_up_now(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {

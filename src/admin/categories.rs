@@ -26,38 +26,38 @@ use crate::web::see_other;
 const MAX_NAME: usize = 100;
 
 /// A possible new parent in the move picker.
-pub struct ParentOption {
-    pub id: String,
-    pub label: String,
+pub(crate) struct ParentOption {
+    pub(crate) id: String,
+    pub(crate) label: String,
     /// What the move picker posts: `id:version`, so a move is checked against the parent as
     /// it was when the page was loaded.
-    pub value: String,
+    pub(crate) value: String,
 }
 
 #[derive(Template)]
 #[template(path = "admin/categories.html")]
-pub struct CategoriesPage {
-    pub layout: Layout,
-    pub tree: Vec<TreeEntry>,
-    pub parents: Vec<ParentOption>,
+pub(crate) struct CategoriesPage {
+    pub(crate) layout: Layout,
+    pub(crate) tree: Vec<TreeEntry>,
+    pub(crate) parents: Vec<ParentOption>,
     /// The add form's values and errors.
-    pub name: String,
-    pub slug: String,
-    pub parent: String,
-    pub errors: FieldErrors,
+    pub(crate) name: String,
+    pub(crate) slug: String,
+    pub(crate) parent: String,
+    pub(crate) errors: FieldErrors,
     /// Why a rename or move was not applied because the tree changed after it was loaded.
-    pub conflict: Option<String>,
+    pub(crate) conflict: Option<String>,
     /// Products filed under each category or anything below it.
-    pub counts: HashMap<ObjectId, u64>,
+    pub(crate) counts: HashMap<ObjectId, u64>,
 }
 
 impl CategoriesPage {
-    pub fn error(&self, field: &str) -> Option<&String> {
+    pub(crate) fn error(&self, field: &str) -> Option<&String> {
         self.errors.get(field)
     }
 
     /// Products in `entry` and its subcategories (what its shop page lists).
-    pub fn product_count(&self, entry: &TreeEntry) -> u64 {
+    pub(crate) fn product_count(&self, entry: &TreeEntry) -> u64 {
         self.counts.get(&entry.category.id).copied().unwrap_or(0)
     }
 }
@@ -65,19 +65,19 @@ impl CategoriesPage {
 /// One category's edit page: rename and move, with what it holds.
 #[derive(Template)]
 #[template(path = "admin/category.html")]
-pub struct CategoryPage {
-    pub layout: Layout,
-    pub category: Category,
+pub(crate) struct CategoryPage {
+    pub(crate) layout: Layout,
+    pub(crate) category: Category,
     /// Where it may move: anywhere but itself and its own subtree.
-    pub targets: Vec<ParentOption>,
-    pub children: Vec<Category>,
+    pub(crate) targets: Vec<ParentOption>,
+    pub(crate) children: Vec<Category>,
     /// Products filed directly under it, and under it or below.
-    pub direct_products: u64,
-    pub all_products: u64,
+    pub(crate) direct_products: u64,
+    pub(crate) all_products: u64,
 }
 
 impl CategoryPage {
-    pub fn parent_id(&self) -> String {
+    pub(crate) fn parent_id(&self) -> String {
         self.category.parent.map(|p| p.to_hex()).unwrap_or_default()
     }
 }
@@ -85,27 +85,27 @@ impl CategoryPage {
 /// The delete confirmation: what happens to the subcategories and products.
 #[derive(Template)]
 #[template(path = "admin/category_delete.html")]
-pub struct CategoryDeletePage {
-    pub layout: Layout,
-    pub category: Category,
-    pub parent: Option<Category>,
-    pub children: Vec<Category>,
+pub(crate) struct CategoryDeletePage {
+    pub(crate) layout: Layout,
+    pub(crate) category: Category,
+    pub(crate) parent: Option<Category>,
+    pub(crate) children: Vec<Category>,
     /// Products filed directly under it.
-    pub direct_products: u64,
+    pub(crate) direct_products: u64,
 }
 
 impl CategoryDeletePage {
     /// Whether deleting must hand children or products to the parent.
-    pub fn reparents(&self) -> bool {
+    pub(crate) fn reparents(&self) -> bool {
         !self.children.is_empty() || self.direct_products > 0
     }
 
     /// A top-level category's products have no parent to go to: refused.
-    pub fn refused(&self) -> bool {
+    pub(crate) fn refused(&self) -> bool {
         self.parent.is_none() && self.direct_products > 0
     }
 
-    pub fn parent_name(&self) -> String {
+    pub(crate) fn parent_name(&self) -> String {
         self.parent.as_ref().map_or_else(
             || "the top level".to_string(),
             |p| format!("“{}”", p.path_label()),
@@ -247,13 +247,16 @@ fn report(
 }
 
 /// `GET /admin/categories`
-pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
+pub(crate) async fn index(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AppError> {
     let page = page(&req, &state, &Submitted::default(), FieldErrors::new()).await?;
     render(&page)
 }
 
 /// `POST /admin/categories`: add a category.
-pub async fn add(
+pub(crate) async fn add(
     req: HttpRequest,
     state: web::Data<AppState>,
     form: web::Form<Vec<(String, String)>>,
@@ -320,7 +323,7 @@ async fn stale(
 
 /// `POST /admin/categories/{id}/rename`: applied only if the category still carries the
 /// version the form was loaded with.
-pub async fn rename(
+pub(crate) async fn rename(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -353,7 +356,7 @@ pub async fn rename(
 /// `POST /admin/categories/{id}/move`: `parent` is `id:version` of the new parent as the page
 /// showed it (empty: the top level); applied only if neither it nor the moved category changed
 /// since.
-pub async fn move_category(
+pub(crate) async fn move_category(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -414,7 +417,7 @@ async fn direct_product_count(state: &AppState, id: ObjectId) -> Result<u64, App
 }
 
 /// `GET /admin/categories/{id}`: the category's edit page.
-pub async fn edit(
+pub(crate) async fn edit(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -453,7 +456,7 @@ pub async fn edit(
 
 /// `GET /admin/categories/{id}/delete`: what deleting would do to its subcategories and
 /// products, with the confirming form.
-pub async fn confirm_delete(
+pub(crate) async fn confirm_delete(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -475,7 +478,7 @@ pub async fn confirm_delete(
 }
 
 /// `POST /admin/categories/{id}/delete`
-pub async fn delete(
+pub(crate) async fn delete(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,

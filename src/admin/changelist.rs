@@ -19,28 +19,28 @@ use crate::catalog::listing::{contains_ignoring_case, without_control_chars};
 use crate::db::DbError;
 
 /// Rows per page unless the query asks for another of [`PER_PAGE_CHOICES`].
-pub const DEFAULT_PER_PAGE: u64 = 50;
+pub(crate) const DEFAULT_PER_PAGE: u64 = 50;
 /// The page sizes a list offers.
-pub const PER_PAGE_CHOICES: [u64; 4] = [25, 50, 100, 200];
+pub(crate) const PER_PAGE_CHOICES: [u64; 4] = [25, 50, 100, 200];
 /// Longest search accepted; longer input is cut.
 const MAX_SEARCH_CHARS: usize = 100;
 
 /// A sortable column: the key the URL carries and the stored field it sorts by.
-pub struct SortKey {
-    pub key: &'static str,
-    pub field: &'static str,
+pub(crate) struct SortKey {
+    pub(crate) key: &'static str,
+    pub(crate) field: &'static str,
 }
 
 /// A column header: its label, and its sort key when it sorts.
-pub struct Column {
-    pub label: &'static str,
-    pub sort: Option<&'static str>,
+pub(crate) struct Column {
+    pub(crate) label: &'static str,
+    pub(crate) sort: Option<&'static str>,
     /// Extra class of the header cell (`num` right-aligns).
-    pub class: &'static str,
+    pub(crate) class: &'static str,
 }
 
 impl Column {
-    pub const fn plain(label: &'static str) -> Column {
+    pub(crate) const fn plain(label: &'static str) -> Column {
         Column {
             label,
             sort: None,
@@ -49,7 +49,7 @@ impl Column {
     }
 
     /// A right-aligned column that does not sort.
-    pub const fn plain_number(label: &'static str) -> Column {
+    pub(crate) const fn plain_number(label: &'static str) -> Column {
         Column {
             label,
             sort: None,
@@ -57,7 +57,7 @@ impl Column {
         }
     }
 
-    pub const fn sorted(label: &'static str, key: &'static str) -> Column {
+    pub(crate) const fn sorted(label: &'static str, key: &'static str) -> Column {
         Column {
             label,
             sort: Some(key),
@@ -65,7 +65,7 @@ impl Column {
         }
     }
 
-    pub const fn number(label: &'static str, key: &'static str) -> Column {
+    pub(crate) const fn number(label: &'static str, key: &'static str) -> Column {
         Column {
             label,
             sort: Some(key),
@@ -75,18 +75,22 @@ impl Column {
 }
 
 /// A select filter: the query parameter, its label and the values it offers (value, label).
-pub struct Filter {
-    pub name: &'static str,
-    pub label: &'static str,
-    pub options: Vec<(String, String)>,
+pub(crate) struct Filter {
+    pub(crate) name: &'static str,
+    pub(crate) label: &'static str,
+    pub(crate) options: Vec<(String, String)>,
     /// The chosen value, when it is one of the options.
-    pub selected: Option<String>,
+    pub(crate) selected: Option<String>,
     /// The value used when none (or an unknown one) is chosen; such a filter offers no "All".
-    pub default: Option<&'static str>,
+    pub(crate) default: Option<&'static str>,
 }
 
 impl Filter {
-    pub fn new(name: &'static str, label: &'static str, options: Vec<(String, String)>) -> Filter {
+    pub(crate) fn new(
+        name: &'static str,
+        label: &'static str,
+        options: Vec<(String, String)>,
+    ) -> Filter {
         Filter {
             name,
             label,
@@ -97,13 +101,17 @@ impl Filter {
     }
 
     /// This filter always has a value: `value` unless another option is chosen.
-    pub fn with_default(mut self, value: &'static str) -> Filter {
+    pub(crate) fn with_default(mut self, value: &'static str) -> Filter {
         self.default = Some(value);
         self
     }
 
     /// Options from `(value, label)` string pairs.
-    pub fn fixed(name: &'static str, label: &'static str, options: &[(&str, &str)]) -> Filter {
+    pub(crate) fn fixed(
+        name: &'static str,
+        label: &'static str,
+        options: &[(&str, &str)],
+    ) -> Filter {
         Filter::new(
             name,
             label,
@@ -114,47 +122,47 @@ impl Filter {
         )
     }
 
-    pub fn is_selected(&self, value: &str) -> bool {
+    pub(crate) fn is_selected(&self, value: &str) -> bool {
         self.selected.as_deref() == Some(value)
     }
 }
 
 /// What a list offers: where it lives, its columns, sorts, filters and search.
-pub struct ListSpec {
-    pub path: &'static str,
-    pub columns: Vec<Column>,
-    pub sorts: &'static [SortKey],
+pub(crate) struct ListSpec {
+    pub(crate) path: &'static str,
+    pub(crate) columns: Vec<Column>,
+    pub(crate) sorts: &'static [SortKey],
     /// The sort when none (or an unknown one) is asked for, e.g. `-placed`.
-    pub default_sort: &'static str,
-    pub filters: Vec<Filter>,
+    pub(crate) default_sort: &'static str,
+    pub(crate) filters: Vec<Filter>,
     /// The search box's label; `None`: the list has no search.
-    pub search_label: Option<&'static str>,
+    pub(crate) search_label: Option<&'static str>,
 }
 
 /// One list as asked for by the query string, and after [`ChangeList::load`], the page found.
-pub struct ChangeList {
-    pub path: &'static str,
-    pub columns: Vec<Column>,
-    pub filters: Vec<Filter>,
-    pub search_label: Option<&'static str>,
+pub(crate) struct ChangeList {
+    pub(crate) path: &'static str,
+    pub(crate) columns: Vec<Column>,
+    pub(crate) filters: Vec<Filter>,
+    pub(crate) search_label: Option<&'static str>,
     /// The search as typed (trimmed, control characters removed); empty: no search.
-    pub search: String,
+    pub(crate) search: String,
     /// The sort key in effect, without its `-`.
-    pub sort: &'static str,
-    pub descending: bool,
+    pub(crate) sort: &'static str,
+    pub(crate) descending: bool,
     sort_field: &'static str,
     default_sort: &'static str,
-    pub page: u64,
-    pub per_page: u64,
-    pub total: u64,
+    pub(crate) page: u64,
+    pub(crate) per_page: u64,
+    pub(crate) total: u64,
     /// Rows on the loaded page.
-    pub shown: u64,
+    pub(crate) shown: u64,
 }
 
 impl ChangeList {
     /// Read `q`, `sort`, `page`, `per_page` and each filter from the query. Unknown sort keys,
     /// filter values and page sizes fall back to the defaults; a bad page number is page 1.
-    pub fn parse(spec: ListSpec, params: &HashMap<String, String>) -> ChangeList {
+    pub(crate) fn parse(spec: ListSpec, params: &HashMap<String, String>) -> ChangeList {
         let asked = params.get("sort").map(|s| s.trim()).unwrap_or("");
         let (descending, key) = match asked.strip_prefix('-') {
             Some(k) => (true, k),
@@ -219,7 +227,7 @@ impl ChangeList {
     }
 
     /// The chosen value of filter `name`, if any.
-    pub fn filter_value(&self, name: &str) -> Option<&str> {
+    pub(crate) fn filter_value(&self, name: &str) -> Option<&str> {
         self.filters
             .iter()
             .find(|f| f.name == name)
@@ -228,13 +236,13 @@ impl ChangeList {
 
     /// A case-insensitive "contains" match for the search, its metacharacters escaped;
     /// `None` without a search.
-    pub fn search_pattern(&self) -> Option<Bson> {
+    pub(crate) fn search_pattern(&self) -> Option<Bson> {
         (!self.search.is_empty()).then(|| contains_ignoring_case(&self.search))
     }
 
     /// The sort document: the chosen field, then `_id` in the same direction so that pages
     /// never overlap when the field has equal values.
-    pub fn sort_document(&self) -> Document {
+    pub(crate) fn sort_document(&self) -> Document {
         let dir = if self.descending { -1 } else { 1 };
         if self.sort_field == "_id" {
             doc! { "_id": dir }
@@ -245,7 +253,7 @@ impl ChangeList {
 
     /// Count the rows matching `filter`, move a page past the end to the last page, and load
     /// that page sorted, optionally projected.
-    pub async fn load<T>(
+    pub(crate) async fn load<T>(
         &mut self,
         collection: &mongodb::Collection<T>,
         filter: Document,
@@ -269,11 +277,11 @@ impl ChangeList {
         Ok(rows)
     }
 
-    pub fn pages(&self) -> u64 {
+    pub(crate) fn pages(&self) -> u64 {
         self.total.div_ceil(self.per_page).max(1)
     }
 
-    pub fn first_shown(&self) -> u64 {
+    pub(crate) fn first_shown(&self) -> u64 {
         if self.shown == 0 {
             0
         } else {
@@ -281,12 +289,12 @@ impl ChangeList {
         }
     }
 
-    pub fn last_shown(&self) -> u64 {
+    pub(crate) fn last_shown(&self) -> u64 {
         (self.first_shown() + self.shown).saturating_sub(1)
     }
 
     /// Whether any filter (other than one at its default) or the search narrows the list.
-    pub fn is_filtered(&self) -> bool {
+    pub(crate) fn is_filtered(&self) -> bool {
         !self.search.is_empty()
             || self
                 .filters
@@ -327,7 +335,7 @@ impl ChangeList {
     }
 
     /// The `sort` parameter now in effect (`-placed`, `title`).
-    pub fn sort_param(&self) -> String {
+    pub(crate) fn sort_param(&self) -> String {
         if self.descending {
             format!("-{}", self.sort)
         } else {
@@ -337,7 +345,7 @@ impl ChangeList {
 
     /// Where a column header links: its key ascending, or descending when it is the current
     /// ascending sort. Back to page 1.
-    pub fn sort_url(&self, key: &str) -> String {
+    pub(crate) fn sort_url(&self, key: &str) -> String {
         let sort = if self.sort == key && !self.descending {
             format!("-{key}")
         } else {
@@ -347,7 +355,7 @@ impl ChangeList {
     }
 
     /// `ascending`, `descending` or `none`, for a header's `aria-sort`.
-    pub fn aria_sort(&self, key: &str) -> &'static str {
+    pub(crate) fn aria_sort(&self, key: &str) -> &'static str {
         match (self.sort == key, self.descending) {
             (true, false) => "ascending",
             (true, true) => "descending",
@@ -355,7 +363,7 @@ impl ChangeList {
         }
     }
 
-    pub fn page_url(&self, n: &u64) -> String {
+    pub(crate) fn page_url(&self, n: &u64) -> String {
         let mut pairs = self.pairs(None);
         if *n > 1 {
             pairs.push(("page".to_string(), n.to_string()));
@@ -363,13 +371,13 @@ impl ChangeList {
         self.url(pairs)
     }
 
-    pub fn is_current(&self, n: &u64) -> bool {
+    pub(crate) fn is_current(&self, n: &u64) -> bool {
         *n == self.page
     }
 
     /// Page numbers to link: all when few, else the first, last and neighbours of the current
     /// one (`None` marks a gap).
-    pub fn page_links(&self) -> Vec<Option<u64>> {
+    pub(crate) fn page_links(&self) -> Vec<Option<u64>> {
         let pages = self.pages();
         let mut out: Vec<Option<u64>> = Vec::new();
         for n in 1..=pages {
@@ -383,7 +391,7 @@ impl ChangeList {
     }
 
     /// The sort and page size as hidden fields of the filter form, so filtering keeps them.
-    pub fn kept_fields(&self) -> Vec<(String, String)> {
+    pub(crate) fn kept_fields(&self) -> Vec<(String, String)> {
         self.pairs(None)
             .into_iter()
             .filter(|(k, _)| k == "sort" || k == "per_page")

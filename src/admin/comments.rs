@@ -28,15 +28,15 @@ const LIST_LIMIT: i64 = 100;
 const EXCERPT_CHARS: usize = 240;
 
 /// A comment as the moderation screens list it.
-pub struct ModeratedComment {
-    pub comment: Comment,
+pub(crate) struct ModeratedComment {
+    pub(crate) comment: Comment,
     /// `None` when its discussion no longer exists.
-    pub discussion: Option<DiscussionLink>,
+    pub(crate) discussion: Option<DiscussionLink>,
 }
 
 impl ModeratedComment {
     /// The comment in its thread on the public site.
-    pub fn context_url(&self) -> Option<String> {
+    pub(crate) fn context_url(&self) -> Option<String> {
         self.discussion.as_ref().map(|d| {
             format!(
                 "{}/comments/{}#{}",
@@ -47,7 +47,7 @@ impl ModeratedComment {
         })
     }
 
-    pub fn excerpt(&self) -> String {
+    pub(crate) fn excerpt(&self) -> String {
         let text = &self.comment.text;
         match text.char_indices().nth(EXCERPT_CHARS) {
             Some((cut, _)) => format!("{}…", &text[..cut]),
@@ -55,20 +55,12 @@ impl ModeratedComment {
         }
     }
 
-    pub fn is_visible(&self) -> bool {
+    pub(crate) fn is_visible(&self) -> bool {
         self.comment.status == CommentStatus::Visible
     }
 
-    pub fn is_hidden(&self) -> bool {
-        self.comment.status == CommentStatus::Hidden
-    }
-
-    pub fn is_pending(&self) -> bool {
-        self.comment.status == CommentStatus::Pending
-    }
-
     /// `(action, button label)` of the moderation buttons this comment's status allows.
-    pub fn actions(&self) -> Vec<(&'static str, &'static str)> {
+    pub(crate) fn actions(&self) -> Vec<(&'static str, &'static str)> {
         use CommentStatus::*;
         let status = self.comment.status;
         let mut actions = Vec::new();
@@ -96,7 +88,7 @@ impl ModeratedComment {
 }
 
 /// The newest comments (of `status`), each with its discussion's link.
-pub async fn newest_with_links(
+pub(crate) async fn newest_with_links(
     db: &Db,
     status: Option<CommentStatus>,
     discussion: Option<ObjectId>,
@@ -123,38 +115,38 @@ async fn with_links(db: &Db, comments: Vec<Comment>) -> Result<Vec<ModeratedComm
 
 #[derive(Template)]
 #[template(path = "admin/comments.html")]
-pub struct CommentListPage {
-    pub layout: Layout,
-    pub status: Option<CommentStatus>,
+pub(crate) struct CommentListPage {
+    pub(crate) layout: Layout,
+    pub(crate) status: Option<CommentStatus>,
     /// Only this discussion's comments, when set.
-    pub discussion: Option<ObjectId>,
-    pub comments: Vec<ModeratedComment>,
-    pub total: u64,
+    pub(crate) discussion: Option<ObjectId>,
+    pub(crate) comments: Vec<ModeratedComment>,
+    pub(crate) total: u64,
     /// The search text (name or comment text), empty when not searching.
-    pub query: String,
+    pub(crate) query: String,
     /// With the discussion filter: whether its owner closed it to new comments.
-    pub closed: Option<bool>,
+    pub(crate) closed: Option<bool>,
 }
 
 impl CommentListPage {
-    pub fn statuses(&self) -> [CommentStatus; 5] {
+    pub(crate) fn statuses(&self) -> [CommentStatus; 5] {
         CommentStatus::ALL
     }
 
-    pub fn is_selected(&self, status: &CommentStatus) -> bool {
+    pub(crate) fn is_selected(&self, status: &CommentStatus) -> bool {
         self.status == Some(*status)
     }
 
-    pub fn search_scan(&self) -> i64 {
+    pub(crate) fn search_scan(&self) -> i64 {
         store::SEARCH_SCAN
     }
 
-    pub fn status_param(&self) -> &'static str {
+    pub(crate) fn status_param(&self) -> &'static str {
         self.status.map(|s| s.as_str()).unwrap_or("")
     }
 
     /// The list address for `status` (all when empty), keeping the discussion filter.
-    pub fn filter_url(&self, status: &str) -> String {
+    pub(crate) fn filter_url(&self, status: &str) -> String {
         let mut qs = form_urlencoded::Serializer::new(String::new());
         if !status.is_empty() {
             qs.append_pair("status", status);
@@ -173,7 +165,7 @@ impl CommentListPage {
 
 /// `GET /admin/comments?status=&discussion=`: an unknown status shows every comment; a
 /// discussion id narrows the list to that discussion.
-pub async fn index(
+pub(crate) async fn index(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
@@ -213,15 +205,15 @@ pub async fn index(
 
 /// What the close/reopen button sends besides the CSRF token.
 #[derive(Debug, Deserialize)]
-pub struct ClosingForm {
+pub(crate) struct ClosingForm {
     /// "yes" closes the discussion, "no" reopens it.
     #[serde(default)]
-    pub closed: String,
+    pub(crate) closed: String,
 }
 
 /// `POST /admin/comments/discussions/{id}/closed`: close a discussion to new comments or reopen
 /// it; back to its comments. Anything but "yes"/"no" is refused without a change.
-pub async fn set_closed(
+pub(crate) async fn set_closed(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -257,9 +249,9 @@ pub async fn set_closed(
 
 /// What the moderation buttons send besides the CSRF token: the list filter to return to.
 #[derive(Debug, Deserialize)]
-pub struct ModerationForm {
+pub(crate) struct ModerationForm {
     #[serde(default)]
-    pub back_status: String,
+    pub(crate) back_status: String,
 }
 
 fn back_to_list(form: &ModerationForm) -> HttpResponse {
@@ -369,7 +361,7 @@ async fn moderate(
 }
 
 /// `POST /admin/comments/{id}/approve`: a held comment goes live.
-pub async fn approve(
+pub(crate) async fn approve(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -379,7 +371,7 @@ pub async fn approve(
 }
 
 /// `POST /admin/comments/{id}/spam`
-pub async fn spam(
+pub(crate) async fn spam(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -394,7 +386,7 @@ const BULK_LIMIT: usize = LIST_LIMIT as usize;
 /// `POST /admin/comments/bulk`: `action` (approve, spam, hide, delete) on every ticked `id`.
 /// Each comment is changed on its own conditional write, so a comment changed meanwhile is
 /// simply counted as unchanged.
-pub async fn bulk(
+pub(crate) async fn bulk(
     req: HttpRequest,
     state: web::Data<AppState>,
     body: web::Bytes,
@@ -445,7 +437,7 @@ pub async fn bulk(
 }
 
 /// `POST /admin/comments/{id}/hide`
-pub async fn hide(
+pub(crate) async fn hide(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -455,7 +447,7 @@ pub async fn hide(
 }
 
 /// `POST /admin/comments/{id}/unhide`
-pub async fn unhide(
+pub(crate) async fn unhide(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -465,7 +457,7 @@ pub async fn unhide(
 }
 
 /// `POST /admin/comments/{id}/delete`: off the page, restorable for `comments.restore_days`.
-pub async fn delete(
+pub(crate) async fn delete(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -475,7 +467,7 @@ pub async fn delete(
 }
 
 /// `POST /admin/comments/{id}/restore`: a deleted comment back as it was.
-pub async fn restore(
+pub(crate) async fn restore(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -486,21 +478,21 @@ pub async fn restore(
 
 #[derive(Template)]
 #[template(path = "admin/comment_reply.html")]
-pub struct StaffReplyPage {
-    pub layout: Layout,
-    pub parent: ModeratedComment,
-    pub name: String,
-    pub text: String,
-    pub error: Option<String>,
+pub(crate) struct StaffReplyPage {
+    pub(crate) layout: Layout,
+    pub(crate) parent: ModeratedComment,
+    pub(crate) name: String,
+    pub(crate) text: String,
+    pub(crate) error: Option<String>,
 }
 
 /// What the staff reply form sends.
 #[derive(Debug, Deserialize)]
-pub struct StaffReplyForm {
+pub(crate) struct StaffReplyForm {
     #[serde(default)]
-    pub name: String,
+    pub(crate) name: String,
     #[serde(default)]
-    pub text: String,
+    pub(crate) text: String,
 }
 
 /// The comment `id` with its discussion, when it can be replied to (visible, discussion there).
@@ -520,7 +512,7 @@ fn staff_name() -> String {
 }
 
 /// `GET /admin/comments/{id}/reply`: the staff reply form.
-pub async fn reply_form(
+pub(crate) async fn reply_form(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -539,7 +531,7 @@ pub async fn reply_form(
 }
 
 /// `POST /admin/comments/{id}/reply`: a reply marked as staff's, then to it on the site.
-pub async fn reply(
+pub(crate) async fn reply(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,

@@ -248,33 +248,33 @@ fn node_fields(kind: NodeType, values: &Values, errors: &FieldErrors) -> Vec<Fie
 // ---------------------------------------------------------------------------------------------
 // List
 
-pub struct SectionTab {
-    pub name: &'static str,
-    pub title: &'static str,
-    pub current: bool,
+pub(crate) struct SectionTab {
+    pub(crate) name: &'static str,
+    pub(crate) title: &'static str,
+    pub(crate) current: bool,
 }
 
 #[derive(Template)]
 #[template(path = "admin/content/list.html")]
-pub struct ContentListPage {
-    pub layout: Layout,
-    pub section: &'static Section,
-    pub tabs: Vec<SectionTab>,
-    pub kind: String,
-    pub search: String,
-    pub sort: String,
-    pub nodes: Vec<Node>,
-    pub total: u64,
-    pub page: u64,
-    pub pages: u64,
+pub(crate) struct ContentListPage {
+    pub(crate) layout: Layout,
+    pub(crate) section: &'static Section,
+    pub(crate) tabs: Vec<SectionTab>,
+    pub(crate) kind: String,
+    pub(crate) search: String,
+    pub(crate) sort: String,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) total: u64,
+    pub(crate) page: u64,
+    pub(crate) pages: u64,
 }
 
 impl ContentListPage {
-    pub fn types(&self) -> &'static [NodeType] {
+    pub(crate) fn types(&self) -> &'static [NodeType] {
         self.section.types
     }
 
-    pub fn page_url(&self, n: u64) -> String {
+    pub(crate) fn page_url(&self, n: u64) -> String {
         let mut url = form_urlencoded::Serializer::new(String::new());
         url.append_pair("section", self.section.name);
         if !self.kind.is_empty() {
@@ -299,7 +299,7 @@ fn section_param(params: &HashMap<String, String>) -> Result<&'static Section, A
 }
 
 /// `GET /admin/content?section=&type=&q=&sort=&page=`
-pub async fn index(
+pub(crate) async fn index(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
@@ -369,61 +369,61 @@ pub async fn index(
 
 #[derive(Template)]
 #[template(path = "admin/content/form.html")]
-pub struct ContentFormPage {
-    pub layout: Layout,
-    pub section: &'static Section,
-    pub kind: NodeType,
+pub(crate) struct ContentFormPage {
+    pub(crate) layout: Layout,
+    pub(crate) section: &'static Section,
+    pub(crate) kind: NodeType,
     /// `None` when creating.
-    pub node: Option<Node>,
-    pub action: String,
+    pub(crate) node: Option<Node>,
+    pub(crate) action: String,
     /// The edit token this form saves under (empty when creating).
-    pub edit_version: String,
-    pub fields: Vec<FieldView>,
+    pub(crate) edit_version: String,
+    pub(crate) fields: Vec<FieldView>,
     /// The tag field's value: the whole list, comma-separated.
-    pub tags: String,
+    pub(crate) tags: String,
     /// The publication field's value (`YYYY-MM-DDTHH:MM` in the site's time zone; empty for
     /// none).
-    pub published_at: String,
+    pub(crate) published_at: String,
     /// Hidden fields: what the form was loaded with (`base_*`), and on the conflict page the
     /// sides a choice can take (`mine_*`, `theirs_*`).
-    pub base: Vec<(String, String)>,
+    pub(crate) base: Vec<(String, String)>,
     /// Messages for the tag and publication fields (the others are in `fields`).
-    pub errors: FieldErrors,
-    pub form_error: Option<String>,
+    pub(crate) errors: FieldErrors,
+    pub(crate) form_error: Option<String>,
     /// The node's newest revisions, for the edit page's Revisions panel; `None` on the pages
     /// that do not show it (create, and the form sent back with errors or conflicts).
-    pub revisions: Option<Vec<Revision>>,
+    pub(crate) revisions: Option<Vec<Revision>>,
     /// The newest pictures of the media library, offered for insertion into a text (empty
     /// where the node has no Markdown text, and on the pages sent back with errors).
-    pub pictures: Vec<crate::content::library::LibraryFile>,
+    pub(crate) pictures: Vec<crate::content::library::LibraryFile>,
     /// The typed text rendered as readers would see it (the Preview button); `Some` also means
     /// the form holds unsaved changes.
-    pub preview: Option<String>,
+    pub(crate) preview: Option<String>,
 }
 
 impl ContentFormPage {
-    pub fn error(&self, field: &str) -> Option<String> {
+    pub(crate) fn error(&self, field: &str) -> Option<String> {
         self.errors.get(field).cloned()
     }
 
     /// The site's time zone, which the publication field is typed in.
-    pub fn zone_name(&self) -> &'static str {
+    pub(crate) fn zone_name(&self) -> &'static str {
         crate::db::site::time_zone().name()
     }
 
     /// Whether the node has its photo already.
-    pub fn has_photo(&self) -> bool {
+    pub(crate) fn has_photo(&self) -> bool {
         self.node.as_ref().is_some_and(|n| n.photo_file().is_some())
     }
 
     /// Whether the form carries a photo picker (a photo node's form: multipart).
-    pub fn is_photo(&self) -> bool {
+    pub(crate) fn is_photo(&self) -> bool {
         self.kind == NodeType::Photo
     }
 
     /// Where the form posts: a multipart form carries its CSRF token in the query, since the
     /// body is not read before the upload streams.
-    pub fn post_url(&self) -> String {
+    pub(crate) fn post_url(&self) -> String {
         if self.is_photo() {
             format!("{}?csrf_token={}", self.action, self.layout.csrf_token())
         } else {
@@ -432,24 +432,24 @@ impl ContentFormPage {
     }
 
     /// Whether the form offers a Preview (kinds with Markdown text).
-    pub fn has_preview(&self) -> bool {
+    pub(crate) fn has_preview(&self) -> bool {
         matches!(self.kind, NodeType::Page | NodeType::Entry)
     }
 
     /// Whether the page holds typed changes not saved yet (a preview, or errors to correct):
     /// the unsaved-changes warning is armed from the start.
-    pub fn unsaved(&self) -> bool {
+    pub(crate) fn unsaved(&self) -> bool {
         self.preview.is_some() || self.form_error.is_some()
     }
 
     /// Whether the node is published or scheduled (so the save button keeps it so).
-    pub fn has_date(&self) -> bool {
+    pub(crate) fn has_date(&self) -> bool {
         self.node
             .as_ref()
             .is_some_and(|n| n.metadata.published.is_some())
     }
 
-    pub fn is_live(&self) -> bool {
+    pub(crate) fn is_live(&self) -> bool {
         self.node.as_ref().is_some_and(|n| n.is_published())
     }
 }
@@ -458,16 +458,16 @@ impl ContentFormPage {
 /// the merged edit (it carries the stored nonce and the stored version as its base).
 #[derive(Template)]
 #[template(path = "admin/content/conflict.html")]
-pub struct ContentConflictPage {
-    pub layout: Layout,
-    pub node: Node,
-    pub action: String,
-    pub edit_version: String,
-    pub saved_by: String,
-    pub saved_at: String,
-    pub merged: Vec<String>,
-    pub conflicts: Vec<FieldConflict>,
-    pub form: ContentFormPage,
+pub(crate) struct ContentConflictPage {
+    pub(crate) layout: Layout,
+    pub(crate) node: Node,
+    pub(crate) action: String,
+    pub(crate) edit_version: String,
+    pub(crate) saved_by: String,
+    pub(crate) saved_at: String,
+    pub(crate) merged: Vec<String>,
+    pub(crate) conflicts: Vec<FieldConflict>,
+    pub(crate) form: ContentFormPage,
 }
 
 fn kind_in_section(
@@ -508,7 +508,7 @@ fn edit_url(id: ObjectId) -> String {
 use crate::web::parse_object_id as parse_id;
 
 /// `GET /admin/content/new?section=blog&type=entry`
-pub async fn new(
+pub(crate) async fn new(
     req: HttpRequest,
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
@@ -535,7 +535,7 @@ pub async fn new(
 }
 
 /// `POST /admin/content/new?section=blog&type=entry`
-pub async fn create(
+pub(crate) async fn create(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
@@ -618,7 +618,7 @@ fn node_section(node: &Node) -> Result<&'static Section, AppError> {
 }
 
 /// `GET /admin/content/{id}/edit`
-pub async fn edit(
+pub(crate) async fn edit(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -917,7 +917,7 @@ use crate::admin::admin_name;
 /// update under the form's nonce. When someone saved in between, the edit is merged three
 /// ways with what they saved: changes on one side only are kept and saved (conditional again,
 /// retried if it lost once more); true conflicts get the 409 page with both versions.
-pub async fn update(
+pub(crate) async fn update(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -955,7 +955,7 @@ const PHOTOS_PER_FORM: usize = 1;
 /// are then saved as [`update`] saves them, with the new photo in the same nonce-guarded
 /// update. The replaced photo is deleted once the save landed; when it does not (a field
 /// error, a conflict), the new one is deleted and the form says to choose it again.
-pub async fn update_with_photo(
+pub(crate) async fn update_with_photo(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -1328,7 +1328,7 @@ fn parse_datetime(s: &str) -> Option<DateTime> {
 
 /// `POST /admin/content/{id}/photo?csrf_token=…&edit_version=…` (multipart, field `photo`): streams
 /// into GridFS under the node's upload lock, then switches the node to the new file.
-pub async fn upload_photo(
+pub(crate) async fn upload_photo(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -1394,24 +1394,24 @@ pub async fn upload_photo(
 /// both, with a line diff from the revision to the other, and the form restoring the revision.
 #[derive(Template)]
 #[template(path = "admin/content/revision.html")]
-pub struct RevisionPage {
-    pub layout: Layout,
-    pub node: Node,
-    pub revision: Revision,
+pub(crate) struct RevisionPage {
+    pub(crate) layout: Layout,
+    pub(crate) node: Node,
+    pub(crate) revision: Revision,
     /// The revision compared with, when not the current version (`?against=`).
-    pub against: Option<Revision>,
+    pub(crate) against: Option<Revision>,
     /// `stored`: the revision's value; `theirs`: the compared version's.
-    pub diff: crate::web::conflict::Conflict,
+    pub(crate) diff: crate::web::conflict::Conflict,
     /// The current version's edit token: a restore saves under it, so an edit saved meanwhile
     /// is detected rather than overwritten.
-    pub edit_version: String,
+    pub(crate) edit_version: String,
     /// Other revisions to compare with.
-    pub others: Vec<Revision>,
+    pub(crate) others: Vec<Revision>,
 }
 
 impl RevisionPage {
     /// What the revision is compared with, in words.
-    pub fn other_label(&self) -> String {
+    pub(crate) fn other_label(&self) -> String {
         match &self.against {
             Some(r) => format!("the revision of {}", r.at_label()),
             None => "the current version".into(),
@@ -1461,7 +1461,7 @@ async fn load_revision(state: &AppState, node: &Node, rev: &str) -> Result<Revis
 
 /// `GET /admin/content/{id}/revisions/{rev}?against={other}`: the revision, its diff against
 /// the current version (or revision `other`), and a button restoring it.
-pub async fn revision(
+pub(crate) async fn revision(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -1499,7 +1499,7 @@ pub async fn revision(
 /// revision page was opened): saves the revision's fields through the same nonce-guarded save
 /// as the edit form, so the version it replaces becomes a revision in turn, and an edit saved
 /// since the page was opened is reported (409) rather than overwritten.
-pub async fn restore_revision(
+pub(crate) async fn restore_revision(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -1572,20 +1572,20 @@ const MAX_ORPHANS_LISTED: usize = 1000;
 
 #[derive(Template)]
 #[template(path = "admin/content/orphans.html")]
-pub struct OrphansPage {
-    pub layout: Layout,
-    pub orphans: Vec<photos::OrphanFile>,
+pub(crate) struct OrphansPage {
+    pub(crate) layout: Layout,
+    pub(crate) orphans: Vec<photos::OrphanFile>,
     /// Orphans found beyond the listed ones.
-    pub more: usize,
+    pub(crate) more: usize,
 }
 
 impl OrphansPage {
     /// Files the confirmation deletes, copies included.
-    pub fn total_files(&self) -> usize {
+    pub(crate) fn total_files(&self) -> usize {
         self.orphans.iter().map(|o| 1 + o.derivatives.len()).sum()
     }
 
-    pub fn size(&self, o: &photos::OrphanFile) -> String {
+    pub(crate) fn size(&self, o: &photos::OrphanFile) -> String {
         match o.length {
             n if n >= 1024 * 1024 => format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0)),
             n if n >= 1024 => format!("{} KiB", n / 1024),
@@ -1593,7 +1593,7 @@ impl OrphansPage {
         }
     }
 
-    pub fn uploaded(&self, o: &photos::OrphanFile) -> String {
+    pub(crate) fn uploaded(&self, o: &photos::OrphanFile) -> String {
         o.uploaded.map_or(String::new(), |d| {
             crate::db::site::time_zone().minute_label(d)
         })
@@ -1602,7 +1602,7 @@ impl OrphansPage {
 
 /// `GET /admin/content/orphans`: the dry run. Lists the files the clean-up would delete (older
 /// than an hour, referred to from nowhere), with a button to confirm.
-pub async fn review_orphans(
+pub(crate) async fn review_orphans(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
@@ -1618,7 +1618,7 @@ pub async fn review_orphans(
 
 /// `POST /admin/content/orphans` with the `file` ids the review page listed: delete those that
 /// are still orphans (one linked since the list was shown is kept), each with its copies.
-pub async fn clean_orphans(
+pub(crate) async fn clean_orphans(
     req: HttpRequest,
     state: web::Data<AppState>,
     form: web::Form<Vec<(String, String)>>,
@@ -1642,13 +1642,13 @@ pub async fn clean_orphans(
 
 #[derive(Template)]
 #[template(path = "admin/content/delete.html")]
-pub struct DeletePage {
-    pub layout: Layout,
-    pub node: Node,
+pub(crate) struct DeletePage {
+    pub(crate) layout: Layout,
+    pub(crate) node: Node,
 }
 
 /// `GET /admin/content/{id}/delete`: what will go, and a button.
-pub async fn confirm_delete(
+pub(crate) async fn confirm_delete(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -1661,7 +1661,7 @@ pub async fn confirm_delete(
 }
 
 /// `POST /admin/content/{id}/delete`
-pub async fn delete(
+pub(crate) async fn delete(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,

@@ -46,13 +46,13 @@ const SORTS: &[SortKey] = &[
 ];
 
 /// One account as the list shows it.
-pub struct CustomerRow {
-    pub id: String,
-    pub email: String,
-    pub name: String,
-    pub orders: u64,
-    pub spent: String,
-    pub last_seen: String,
+pub(crate) struct CustomerRow {
+    pub(crate) id: String,
+    pub(crate) email: String,
+    pub(crate) name: String,
+    pub(crate) orders: u64,
+    pub(crate) spent: String,
+    pub(crate) last_seen: String,
 }
 
 fn when(date: bson::DateTime) -> String {
@@ -61,10 +61,10 @@ fn when(date: bson::DateTime) -> String {
 
 #[derive(Template)]
 #[template(path = "admin/customers.html")]
-pub struct CustomerListPage {
-    pub layout: Layout,
-    pub list: ChangeList,
-    pub customers: Vec<CustomerRow>,
+pub(crate) struct CustomerListPage {
+    pub(crate) layout: Layout,
+    pub(crate) list: ChangeList,
+    pub(crate) customers: Vec<CustomerRow>,
 }
 
 #[derive(Deserialize)]
@@ -77,7 +77,7 @@ struct OrderSum {
 /// `GET /admin/customers?q=&sort=&page=`: `q` finds any part of the email or comment name,
 /// ignoring case. Orders and total spent (cancelled orders left out) come from one query over
 /// the page's accounts' orders.
-pub async fn index(
+pub(crate) async fn index(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
@@ -150,12 +150,12 @@ pub async fn index(
 
 #[derive(Template)]
 #[template(path = "admin/customer.html")]
-pub struct CustomerPage {
-    pub layout: Layout,
-    pub account: Account,
-    pub last_seen: String,
-    pub orders: Vec<Order>,
-    pub comments: Vec<Comment>,
+pub(crate) struct CustomerPage {
+    pub(crate) layout: Layout,
+    pub(crate) account: Account,
+    pub(crate) last_seen: String,
+    pub(crate) orders: Vec<Order>,
+    pub(crate) comments: Vec<Comment>,
 }
 
 async fn account_of(state: &AppState, id: &str) -> Result<Account, AppError> {
@@ -166,7 +166,7 @@ async fn account_of(state: &AppState, id: &str) -> Result<Account, AppError> {
 }
 
 /// `GET /admin/customers/{id}`
-pub async fn show(
+pub(crate) async fn show(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -184,7 +184,7 @@ pub async fn show(
 }
 
 /// `POST /admin/customers/{id}/export`: the customer's data file, for a support request.
-pub async fn export(
+pub(crate) async fn export(
     state: web::Data<AppState>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
@@ -195,15 +195,15 @@ pub async fn export(
 
 #[derive(Template)]
 #[template(path = "admin/customer_anonymise.html")]
-pub struct AnonymisePage {
-    pub layout: Layout,
-    pub account: Account,
-    pub orders: u64,
-    pub placeholder: &'static str,
+pub(crate) struct AnonymisePage {
+    pub(crate) layout: Layout,
+    pub(crate) account: Account,
+    pub(crate) orders: u64,
+    pub(crate) placeholder: &'static str,
 }
 
 /// `GET /admin/customers/{id}/anonymise`: what the erasure removes and keeps.
-pub async fn confirm_anonymise(
+pub(crate) async fn confirm_anonymise(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -222,7 +222,7 @@ pub async fn confirm_anonymise(
 }
 
 /// `POST /admin/customers/{id}/anonymise`
-pub async fn anonymise(
+pub(crate) async fn anonymise(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,

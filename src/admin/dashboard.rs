@@ -32,51 +32,54 @@ const SALES_DAYS: u32 = 7;
 
 #[derive(Template)]
 #[template(path = "admin/dashboard.html")]
-pub struct DashboardPage {
-    pub layout: Layout,
-    pub admin_user: String,
-    pub today: DaySales,
+pub(crate) struct DashboardPage {
+    pub(crate) layout: Layout,
+    pub(crate) admin_user: String,
+    pub(crate) today: DaySales,
     /// The last seven days, today included: orders and takings.
-    pub week_orders: u64,
-    pub week_total: Money,
-    pub sales_chart: Chart,
+    pub(crate) week_orders: u64,
+    pub(crate) week_total: Money,
+    pub(crate) sales_chart: Chart,
     /// Paid orders not yet shipped.
-    pub to_ship: u64,
-    pub low_stock: Vec<StockLevel>,
-    pub low_stock_count: usize,
-    pub recent_orders: Vec<Order>,
+    pub(crate) to_ship: u64,
+    pub(crate) low_stock: Vec<StockLevel>,
+    pub(crate) low_stock_count: usize,
+    pub(crate) recent_orders: Vec<Order>,
     /// The newest comments across the site, linked to where they are.
-    pub recent_comments: Vec<ModeratedComment>,
-    pub views_today: i64,
-    pub top_pages: Vec<PageCount>,
+    pub(crate) recent_comments: Vec<ModeratedComment>,
+    pub(crate) views_today: i64,
+    pub(crate) top_pages: Vec<PageCount>,
     /// The titles of the top pages that have one.
-    pub page_titles: std::collections::HashMap<String, String>,
-    pub traffic_url: String,
+    pub(crate) page_titles: std::collections::HashMap<String, String>,
+    pub(crate) traffic_url: String,
     /// The shop's currency, which the sales figures are shown in.
-    pub currency: Currency,
+    pub(crate) currency: Currency,
 }
 
 impl DashboardPage {
     /// Sales figures (summed cents) in the shop's currency.
-    pub fn money(&self, amount: &Money) -> String {
+    pub(crate) fn money(&self, amount: &Money) -> String {
         amount.display(&self.currency)
     }
 
-    pub fn low_stock_threshold(&self) -> i64 {
+    pub(crate) fn low_stock_threshold(&self) -> i64 {
         LOW_STOCK
     }
 
     /// A top page's title, or its path when it has none.
-    pub fn page_name<'a>(&'a self, path: &'a str) -> &'a str {
+    pub(crate) fn page_name<'a>(&'a self, path: &'a str) -> &'a str {
         self.page_titles.get(path).map_or(path, String::as_str)
     }
 
-    pub fn page_report(&self, path: &str) -> String {
+    pub(crate) fn page_report(&self, path: &str) -> String {
         day_url(self.today.day, Some(path), None)
     }
 }
 
-pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
+pub(crate) async fn show(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AppError> {
     let db = &state.db;
     let day = Day::today();
     let week = sales::daily_sales(db, day, SALES_DAYS).await?;

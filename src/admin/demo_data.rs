@@ -14,13 +14,13 @@ use crate::web::see_other;
 
 #[derive(Template)]
 #[template(path = "admin/demo_data_remove.html")]
-pub struct RemoveDemoDataPage {
-    pub layout: Layout,
-    pub found: DemoRemoval,
+pub(crate) struct RemoveDemoDataPage {
+    pub(crate) layout: Layout,
+    pub(crate) found: DemoRemoval,
 }
 
 /// `GET /admin/demo-data/remove`
-pub async fn confirm_remove(
+pub(crate) async fn confirm_remove(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
@@ -32,7 +32,7 @@ pub async fn confirm_remove(
 }
 
 /// `POST /admin/demo-data/remove`
-pub async fn remove(
+pub(crate) async fn remove(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {

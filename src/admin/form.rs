@@ -25,7 +25,7 @@ use crate::web::merge::{merge_lines, merge_set, merge_value, Chunk, Merged, Pick
 
 /// How a field is typed in (what `_field.html` draws).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Input {
+pub(crate) enum Input {
     Text,
     /// Several lines (Markdown, a track list).
     Textarea,
@@ -39,7 +39,7 @@ pub enum Input {
 
 impl Input {
     /// As the field template compares it (`f.input == "textarea"`).
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Input::Text => "text",
             Input::Textarea => "textarea",
@@ -52,7 +52,7 @@ impl Input {
 
 /// How a field that both editors changed, differently, is merged.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum MergeAs {
+pub(crate) enum MergeAs {
     /// As one value: a conflict for the editor to settle.
     Value,
     /// As a comma-separated set (tags): what either side added is in, what either removed is
@@ -65,22 +65,22 @@ pub enum MergeAs {
 
 /// One field of a form.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FieldSpec {
-    pub name: &'static str,
-    pub label: &'static str,
+pub(crate) struct FieldSpec {
+    pub(crate) name: &'static str,
+    pub(crate) label: &'static str,
     /// Shown under the input; empty for none.
-    pub help: &'static str,
-    pub input: Input,
+    pub(crate) help: &'static str,
+    pub(crate) input: Input,
     /// Longest accepted value, in characters (after trimming).
-    pub max_chars: usize,
+    pub(crate) max_chars: usize,
     /// The message when the field is left empty; `None`: it may be.
-    pub required: Option<&'static str>,
-    pub merge: MergeAs,
+    pub(crate) required: Option<&'static str>,
+    pub(crate) merge: MergeAs,
 }
 
 impl FieldSpec {
     /// A field of at most 200 characters, optional, merged as one value.
-    pub const fn new(name: &'static str, label: &'static str, input: Input) -> FieldSpec {
+    pub(crate) const fn new(name: &'static str, label: &'static str, input: Input) -> FieldSpec {
         FieldSpec {
             name,
             label,
@@ -92,32 +92,32 @@ impl FieldSpec {
         }
     }
 
-    pub const fn help(self, help: &'static str) -> FieldSpec {
+    pub(crate) const fn help(self, help: &'static str) -> FieldSpec {
         FieldSpec { help, ..self }
     }
 
-    pub const fn max_chars(self, max_chars: usize) -> FieldSpec {
+    pub(crate) const fn max_chars(self, max_chars: usize) -> FieldSpec {
         FieldSpec { max_chars, ..self }
     }
 
     /// Refuse the field empty, with `message` ("Enter a title.").
-    pub const fn required(self, message: &'static str) -> FieldSpec {
+    pub(crate) const fn required(self, message: &'static str) -> FieldSpec {
         FieldSpec {
             required: Some(message),
             ..self
         }
     }
 
-    pub const fn merge(self, merge: MergeAs) -> FieldSpec {
+    pub(crate) const fn merge(self, merge: MergeAs) -> FieldSpec {
         FieldSpec { merge, ..self }
     }
 }
 
 /// Field name → value, one string per field, as a form shows and compares them.
-pub type Values = HashMap<String, String>;
+pub(crate) type Values = HashMap<String, String>;
 
 /// The name under which every edit form carries the version it was loaded with.
-pub const EDIT_TOKEN: &str = "edit_version";
+pub(crate) const EDIT_TOKEN: &str = "edit_version";
 
 /// What the token was called before it had one name (categories `version`, content `nonce`):
 /// a page opened before an upgrade and saved after it still posts them, and its editor should
@@ -127,10 +127,10 @@ const OLD_TOKEN_NAMES: [&str; 2] = ["version", "nonce"];
 /// The prefix of the hidden fields that carry what an edit form was loaded with
 /// (`base_title`...), so that a save that lost a race can be merged three ways. A tampered base
 /// only spoils its sender's own merge: the stored version is always read from the database.
-pub const BASE_PREFIX: &str = "base_";
+pub(crate) const BASE_PREFIX: &str = "base_";
 
 /// The hidden `base_*` fields for a form loaded with `loaded`, in name order.
-pub fn base_fields(loaded: &Values) -> Vec<(String, String)> {
+pub(crate) fn base_fields(loaded: &Values) -> Vec<(String, String)> {
     let mut fields: Vec<(String, String)> = loaded
         .iter()
         .map(|(name, value)| (format!("{BASE_PREFIX}{name}"), value.clone()))
@@ -141,17 +141,17 @@ pub fn base_fields(loaded: &Values) -> Vec<(String, String)> {
 
 /// The edit token a form sent could not be read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct DamagedToken;
+pub(crate) struct DamagedToken;
 
 /// What a form sent: every value by name (a name may repeat, like checkboxes).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Submitted {
+pub(crate) struct Submitted {
     fields: HashMap<String, Vec<String>>,
 }
 
 impl Submitted {
     /// The form's pairs, in the order sent.
-    pub fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Submitted {
+    pub(crate) fn from_pairs(pairs: impl IntoIterator<Item = (String, String)>) -> Submitted {
         let mut fields: HashMap<String, Vec<String>> = HashMap::new();
         for (name, value) in pairs {
             fields.entry(name).or_default().push(value);
@@ -160,12 +160,12 @@ impl Submitted {
     }
 
     /// The field's value, trimmed; the last one when it repeats; empty when not sent.
-    pub fn get(&self, name: &str) -> &str {
+    pub(crate) fn get(&self, name: &str) -> &str {
         self.raw(name).map_or("", str::trim)
     }
 
     /// The field's value exactly as sent, if it was.
-    pub fn raw(&self, name: &str) -> Option<&str> {
+    pub(crate) fn raw(&self, name: &str) -> Option<&str> {
         self.fields
             .get(name)
             .and_then(|v| v.last())
@@ -174,20 +174,20 @@ impl Submitted {
 
     /// Long text: the browser's CRLF line ends as LF and the ends trimmed; the inner
     /// whitespace stays (Markdown depends on it).
-    pub fn text(&self, name: &str) -> String {
+    pub(crate) fn text(&self, name: &str) -> String {
         self.raw(name).map_or(String::new(), |v| {
             v.replace("\r\n", "\n").trim().to_string()
         })
     }
 
     /// Every value sent under `name` (checkboxes), in order.
-    pub fn all(&self, name: &str) -> &[String] {
+    pub(crate) fn all(&self, name: &str) -> &[String] {
         self.fields.get(name).map_or(&[], Vec::as_slice)
     }
 
     /// The field converted into a domain type (`Sku`, `Slug`... through `TryFrom<&str>`, which
     /// holds the type's rules); a refusal puts `message` next to the field.
-    pub fn parse<'a, T: TryFrom<&'a str>>(
+    pub(crate) fn parse<'a, T: TryFrom<&'a str>>(
         &'a self,
         name: &'static str,
         errors: &mut FieldErrors,
@@ -199,22 +199,22 @@ impl Submitted {
     }
 
     /// Whether the form sent the field at all (an older page may not have it).
-    pub fn has(&self, name: &str) -> bool {
+    pub(crate) fn has(&self, name: &str) -> bool {
         self.fields.contains_key(name)
     }
 
     /// Replace the field's values with one value.
-    pub fn set(&mut self, name: impl Into<String>, value: impl Into<String>) {
+    pub(crate) fn set(&mut self, name: impl Into<String>, value: impl Into<String>) {
         self.fields.insert(name.into(), vec![value.into()]);
     }
 
     /// Replace the field's values.
-    pub fn set_all(&mut self, name: impl Into<String>, values: Vec<String>) {
+    pub(crate) fn set_all(&mut self, name: impl Into<String>, values: Vec<String>) {
         self.fields.insert(name.into(), values);
     }
 
     /// One value per field as sent (the last, untrimmed), to show the form again as typed.
-    pub fn values(&self) -> Values {
+    pub(crate) fn values(&self) -> Values {
         self.fields
             .iter()
             .filter_map(|(name, values)| Some((name.clone(), values.last()?.clone())))
@@ -222,7 +222,7 @@ impl Submitted {
     }
 
     /// The fields whose names start with `prefix` (hidden fields a page carries), sorted.
-    pub fn prefixed(&self, prefix: &str) -> Vec<(String, String)> {
+    pub(crate) fn prefixed(&self, prefix: &str) -> Vec<(String, String)> {
         let mut found: Vec<(String, String)> = self
             .fields
             .iter()
@@ -235,7 +235,7 @@ impl Submitted {
 
     /// What the form was loaded with (its `base_*` fields, read as [`Submitted::text`] reads,
     /// since browsers send line ends as CRLF); `None` from a form without them.
-    pub fn base(&self) -> Option<Values> {
+    pub(crate) fn base(&self) -> Option<Values> {
         let base: Values = self
             .fields
             .keys()
@@ -249,7 +249,7 @@ impl Submitted {
 
     /// The version the form was loaded with ([`EDIT_TOKEN`], or an older page's name for it):
     /// `None` when it sent none or an empty one (a document stored before versions existed).
-    pub fn edit_version(&self) -> Result<Option<EditVersion>, DamagedToken> {
+    pub(crate) fn edit_version(&self) -> Result<Option<EditVersion>, DamagedToken> {
         let sent = std::iter::once(EDIT_TOKEN)
             .chain(OLD_TOKEN_NAMES)
             .find(|name| self.has(name))
@@ -263,7 +263,7 @@ impl Submitted {
     /// Apply a conflict page's per-field choices: `choice_{name}={side}`, where `side` is one
     /// of `sides`, takes the value the page carried as `{side}_{name}`. Fields in `lists` carry
     /// their values joined by commas (categories) and get them back one by one.
-    pub fn apply_choices(&mut self, sides: &[&str], lists: &[&str]) {
+    pub(crate) fn apply_choices(&mut self, sides: &[&str], lists: &[&str]) {
         let chosen: Vec<(String, String)> = self
             .fields
             .iter()
@@ -288,7 +288,7 @@ impl Submitted {
 }
 
 /// A list typed into one field: split at `separator`, each item trimmed, empty ones dropped.
-pub fn split_list(value: &str, separator: char) -> Vec<String> {
+pub(crate) fn split_list(value: &str, separator: char) -> Vec<String> {
     value
         .split(separator)
         .map(str::trim)
@@ -299,7 +299,7 @@ pub fn split_list(value: &str, separator: char) -> Vec<String> {
 
 /// The rules the specs state: a value longer than its field's limit, and a required field left
 /// empty. The form's own rules (formats, domain types) add theirs after.
-pub fn check<'a>(
+pub(crate) fn check<'a>(
     specs: impl IntoIterator<Item = &'a FieldSpec>,
     form: &Submitted,
     errors: &mut FieldErrors,
@@ -323,18 +323,18 @@ pub fn check<'a>(
 
 /// One input of a form, with what was entered and what is wrong with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldView {
-    pub name: &'static str,
-    pub label: &'static str,
-    pub hint: &'static str,
+pub(crate) struct FieldView {
+    pub(crate) name: &'static str,
+    pub(crate) label: &'static str,
+    pub(crate) hint: &'static str,
     /// [`Input::as_str`].
-    pub input: &'static str,
-    pub value: String,
-    pub error: Option<String>,
+    pub(crate) input: &'static str,
+    pub(crate) value: String,
+    pub(crate) error: Option<String>,
 }
 
 /// The inputs of `specs`, holding `values`, each with its message from `errors`.
-pub fn field_views<'a>(
+pub(crate) fn field_views<'a>(
     specs: impl IntoIterator<Item = &'a FieldSpec>,
     values: &Values,
     errors: &FieldErrors,
@@ -354,34 +354,34 @@ pub fn field_views<'a>(
 
 /// One field both editors changed differently, for a conflict page.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldConflict {
-    pub name: String,
-    pub label: String,
+pub(crate) struct FieldConflict {
+    pub(crate) name: String,
+    pub(crate) label: String,
     /// The value both started from (empty when the form did not say what it loaded).
-    pub base: String,
-    pub mine: String,
-    pub theirs: String,
+    pub(crate) base: String,
+    pub(crate) mine: String,
+    pub(crate) theirs: String,
     /// For line-merged fields: only the conflicting stretches, `(base, mine, theirs)`.
-    pub hunks: Vec<(String, String, String)>,
+    pub(crate) hunks: Vec<(String, String, String)>,
     /// The whole value taking this editor's side of every conflicting stretch, and taking the
     /// other's (for line-merged fields, every other line merged).
-    pub take_mine: String,
-    pub take_theirs: String,
+    pub(crate) take_mine: String,
+    pub(crate) take_theirs: String,
     /// What a form shows to settle it by hand: for line-merged fields both versions of each
     /// conflicting stretch between marker lines; otherwise this editor's value.
-    pub unsettled: String,
+    pub(crate) unsettled: String,
 }
 
 /// A save that lost a race, merged field by field with the version stored since.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct FormMerge {
+pub(crate) struct FormMerge {
     /// Every field's merge; a conflicting field holds this editor's value.
-    pub values: Values,
+    pub(crate) values: Values,
     /// Labels of the fields this editor changed (alone, or as well as the other editor).
-    pub changed: Vec<String>,
+    pub(crate) changed: Vec<String>,
     /// Labels of the fields whose other editor's change was merged in.
-    pub merged: Vec<String>,
-    pub conflicts: Vec<FieldConflict>,
+    pub(crate) merged: Vec<String>,
+    pub(crate) conflicts: Vec<FieldConflict>,
 }
 
 /// Merge `mine` (the submission) with `theirs` (the stored version) three ways, against `base`
@@ -389,7 +389,7 @@ pub struct FormMerge {
 /// side takes that side's value; changed on both, it merges as its spec says, and conflicts
 /// otherwise. Without a base (a form that did not say what it loaded) every field where the
 /// two differ conflicts. Missing values count as empty.
-pub fn merge_fields<'a>(
+pub(crate) fn merge_fields<'a>(
     specs: impl IntoIterator<Item = &'a FieldSpec>,
     base: Option<&Values>,
     mine: &Values,
@@ -474,7 +474,7 @@ pub fn merge_fields<'a>(
 /// diff, and a choice each between this editor's value (in the form) and the stored one (sent
 /// as `stored_{name}`, read back by [`Submitted::apply_choices`] with side `stored`). `shown`
 /// writes a field's value for people (`shown(name, value)`: category names for their ids).
-pub fn choice_view(
+pub(crate) fn choice_view(
     conflicts: &[FieldConflict],
     shown: impl Fn(&str, &str) -> String,
 ) -> crate::web::conflict::Conflict {

@@ -20,10 +20,10 @@ use crate::web::layout::{render, render_status, Layout};
 use crate::web::{parse_object_id, see_other};
 
 /// Files one upload may carry at most (each within `media.max_upload_mb`).
-pub const MAX_FILES_PER_UPLOAD: usize = 20;
+pub(crate) const MAX_FILES_PER_UPLOAD: usize = 20;
 
 /// Sizes as people read them.
-pub fn size_label(bytes: i64) -> String {
+pub(crate) fn size_label(bytes: i64) -> String {
     match bytes {
         n if n >= 1024 * 1024 => format!("{:.1} MiB", n as f64 / (1024.0 * 1024.0)),
         n if n >= 1024 => format!("{} KiB", n / 1024),
@@ -39,33 +39,33 @@ fn uploaded_label(file: &LibraryFile) -> String {
 
 #[derive(Template)]
 #[template(path = "admin/media/library.html")]
-pub struct LibraryPage {
-    pub layout: Layout,
-    pub files: Vec<(LibraryFile, Vec<Use>)>,
+pub(crate) struct LibraryPage {
+    pub(crate) layout: Layout,
+    pub(crate) files: Vec<(LibraryFile, Vec<Use>)>,
     /// The `?before=` of the next page, when there is one.
-    pub next: Option<String>,
-    pub first_page: bool,
-    pub max_upload_mb: usize,
-    pub max_files: usize,
+    pub(crate) next: Option<String>,
+    pub(crate) first_page: bool,
+    pub(crate) max_upload_mb: usize,
+    pub(crate) max_files: usize,
 }
 
 impl LibraryPage {
-    pub fn size(&self, file: &LibraryFile) -> String {
+    pub(crate) fn size(&self, file: &LibraryFile) -> String {
         size_label(file.length)
     }
 
-    pub fn uploaded(&self, file: &LibraryFile) -> String {
+    pub(crate) fn uploaded(&self, file: &LibraryFile) -> String {
         uploaded_label(file)
     }
 }
 
 #[derive(Debug, Deserialize)]
-pub struct LibraryQuery {
+pub(crate) struct LibraryQuery {
     before: Option<String>,
 }
 
 /// `GET /admin/media?before=…`: one page of the library, newest first.
-pub async fn index(
+pub(crate) async fn index(
     req: HttpRequest,
     state: web::Data<AppState>,
     query: web::Query<LibraryQuery>,
@@ -115,7 +115,7 @@ fn stored_name(field: &actix_multipart::Field) -> String {
 /// [`MAX_FILES_PER_UPLOAD`]): each file streams into GridFS as it arrives, checked like every
 /// upload (type sniffed from the bytes, size and pixel limits). One refused file does not stop
 /// the others; the flash says which were stored and why any were not.
-pub async fn upload(
+pub(crate) async fn upload(
     req: HttpRequest,
     state: web::Data<AppState>,
     mut payload: actix_multipart::Multipart,
@@ -188,23 +188,23 @@ pub async fn upload(
 
 #[derive(Template)]
 #[template(path = "admin/media/file.html")]
-pub struct FilePage {
-    pub layout: Layout,
-    pub file: LibraryFile,
-    pub uses: Vec<Use>,
+pub(crate) struct FilePage {
+    pub(crate) layout: Layout,
+    pub(crate) file: LibraryFile,
+    pub(crate) uses: Vec<Use>,
     /// The alt text and caption as typed (kept when refused).
-    pub alt: String,
-    pub caption: String,
-    pub error: Option<String>,
-    pub max_chars: usize,
+    pub(crate) alt: String,
+    pub(crate) caption: String,
+    pub(crate) error: Option<String>,
+    pub(crate) max_chars: usize,
 }
 
 impl FilePage {
-    pub fn size(&self) -> String {
+    pub(crate) fn size(&self) -> String {
         size_label(self.file.length)
     }
 
-    pub fn uploaded(&self) -> String {
+    pub(crate) fn uploaded(&self) -> String {
         uploaded_label(&self.file)
     }
 }
@@ -236,7 +236,7 @@ async fn file_page(
 }
 
 /// `GET /admin/media/{id}/edit`: one file, its alt text and caption, where it is used.
-pub async fn edit(
+pub(crate) async fn edit(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -246,7 +246,7 @@ pub async fn edit(
 }
 
 #[derive(Debug, Deserialize)]
-pub struct DescribeForm {
+pub(crate) struct DescribeForm {
     #[serde(default)]
     alt: String,
     #[serde(default)]
@@ -255,7 +255,7 @@ pub struct DescribeForm {
 
 /// `POST /admin/media/{id}/edit`: save the alt text and caption; a refused value comes back in
 /// the form with the reason.
-pub async fn describe(
+pub(crate) async fn describe(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -285,14 +285,14 @@ pub async fn describe(
 }
 
 #[derive(Debug, Deserialize)]
-pub struct DeleteForm {
+pub(crate) struct DeleteForm {
     #[serde(default)]
     confirm: String,
 }
 
 /// `POST /admin/media/{id}/delete` with `confirm=1`: delete the file and its copies, or, while
 /// anything shows it, refuse with the list of places (409, nothing deleted).
-pub async fn delete(
+pub(crate) async fn delete(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -328,9 +328,9 @@ pub async fn delete(
 }
 
 /// Pictures the content editor offers to insert (the newest of the library).
-pub const PICKER_SIZE: i64 = 12;
+pub(crate) const PICKER_SIZE: i64 = 12;
 
 /// The newest library files for the editor's "Insert a picture" list.
-pub async fn picker(state: &AppState) -> Result<Vec<LibraryFile>, AppError> {
+pub(crate) async fn picker(state: &AppState) -> Result<Vec<LibraryFile>, AppError> {
     Ok(library::page(&state.db, None, PICKER_SIZE).await?.0)
 }

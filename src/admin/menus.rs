@@ -19,43 +19,43 @@ use crate::web::layout::{render, render_status, Layout};
 use crate::web::see_other;
 
 /// Links one menu may hold.
-pub const MAX_ITEMS: usize = 12;
+pub(crate) const MAX_ITEMS: usize = 12;
 /// Longest label, in characters.
-pub const MAX_LABEL: usize = 40;
+pub(crate) const MAX_LABEL: usize = 40;
 /// Longest address, in characters.
-pub const MAX_HREF: usize = 300;
+pub(crate) const MAX_HREF: usize = 300;
 /// Empty rows offered for new links under each menu.
 const BLANK_ROWS: usize = 3;
 
 /// The two menus, by their form name.
-pub const MENUS: [(&str, &str); 2] = [("header", "Header"), ("footer", "Footer")];
+pub(crate) const MENUS: [(&str, &str); 2] = [("header", "Header"), ("footer", "Footer")];
 
 /// One row of the form, as shown or as typed.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Row {
-    pub label: String,
-    pub href: String,
-    pub position: String,
-    pub error: Option<String>,
+pub(crate) struct Row {
+    pub(crate) label: String,
+    pub(crate) href: String,
+    pub(crate) position: String,
+    pub(crate) error: Option<String>,
 }
 
 /// A menu's rows in the form.
-pub struct MenuRows {
-    pub name: &'static str,
-    pub title: &'static str,
-    pub rows: Vec<Row>,
-    pub error: Option<String>,
+pub(crate) struct MenuRows {
+    pub(crate) name: &'static str,
+    pub(crate) title: &'static str,
+    pub(crate) rows: Vec<Row>,
+    pub(crate) error: Option<String>,
 }
 
 #[derive(Template)]
 #[template(path = "admin/menus.html")]
-pub struct MenusPage {
-    pub layout: Layout,
-    pub menus: Vec<MenuRows>,
+pub(crate) struct MenusPage {
+    pub(crate) layout: Layout,
+    pub(crate) menus: Vec<MenuRows>,
     /// Paths of this site the address fields suggest.
-    pub targets: Vec<(String, String)>,
-    pub form_error: Option<String>,
-    pub max_items: usize,
+    pub(crate) targets: Vec<(String, String)>,
+    pub(crate) form_error: Option<String>,
+    pub(crate) max_items: usize,
 }
 
 fn rows_of(items: &[MenuItem]) -> Vec<Row> {
@@ -120,7 +120,10 @@ async fn page(
 }
 
 /// `GET /admin/menus`
-pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
+pub(crate) async fn show(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AppError> {
     let stored = site::load(&state.db).await?.menus;
     let menus = MENUS
         .iter()
@@ -213,7 +216,7 @@ fn posted_rows(form: &HashMap<String, String>, name: &str) -> Vec<Row> {
 /// `POST /admin/menus`: both menus saved together, ordered by position (ties and empty
 /// positions keep the rows' order); empty rows are dropped. Any mistake sends the form back as
 /// typed with the row's message, and nothing is saved.
-pub async fn save(
+pub(crate) async fn save(
     req: HttpRequest,
     state: web::Data<AppState>,
     form: web::Form<HashMap<String, String>>,

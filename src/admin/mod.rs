@@ -1,36 +1,36 @@
 //! The admin section under `/admin`, behind HTTP Basic auth (see `web::basic_auth`).
 
-pub mod analytics;
-pub mod carts;
-pub mod categories;
-pub mod changelist;
-pub mod comments;
-pub mod content;
-pub mod customers;
-pub mod dashboard;
-pub mod demo_data;
-pub mod form;
-pub mod media;
-pub mod menus;
-pub mod orders;
-pub mod page_titles;
-pub mod preview;
-pub mod product_form;
-pub mod product_lifecycle;
-pub mod product_list;
-pub mod products;
-pub mod settings;
-pub mod stock;
-pub mod system;
-pub mod traffic;
-pub mod upload_form;
+pub(crate) mod analytics;
+pub(crate) mod carts;
+pub(crate) mod categories;
+pub(crate) mod changelist;
+pub(crate) mod comments;
+pub(crate) mod content;
+pub(crate) mod customers;
+pub(crate) mod dashboard;
+pub(crate) mod demo_data;
+pub(crate) mod form;
+pub(crate) mod media;
+pub(crate) mod menus;
+pub(crate) mod orders;
+pub(crate) mod page_titles;
+pub(crate) mod preview;
+pub(crate) mod product_form;
+pub(crate) mod product_lifecycle;
+pub(crate) mod product_list;
+pub(crate) mod products;
+pub(crate) mod settings;
+pub(crate) mod stock;
+pub(crate) mod system;
+pub(crate) mod traffic;
+pub(crate) mod upload_form;
 
 use actix_web::middleware::from_fn;
 use actix_web::{web, Scope};
 
 use crate::web::{basic_auth, read};
 
-pub fn scope() -> Scope<
+pub(crate) fn scope() -> Scope<
     impl actix_web::dev::ServiceFactory<
         actix_web::dev::ServiceRequest,
         Config = (),

@@ -46,28 +46,28 @@ const SORTS: &[SortKey] = &[
 
 #[derive(Template)]
 #[template(path = "admin/orders.html")]
-pub struct OrderListPage {
-    pub layout: Layout,
-    pub list: ChangeList,
-    pub orders: Vec<Order>,
+pub(crate) struct OrderListPage {
+    pub(crate) layout: Layout,
+    pub(crate) list: ChangeList,
+    pub(crate) orders: Vec<Order>,
 }
 
 #[derive(Template)]
 #[template(path = "admin/order.html")]
-pub struct OrderPage {
-    pub layout: Layout,
-    pub order: Order,
+pub(crate) struct OrderPage {
+    pub(crate) layout: Layout,
+    pub(crate) order: Order,
 }
 
 impl OrderPage {
     /// The link to write to the customer; `None` for an address that is not strictly valid
     /// (then the page shows it as plain text).
-    pub fn mailto(&self) -> Option<String> {
+    pub(crate) fn mailto(&self) -> Option<String> {
         crate::web::email::mailto_href(&self.order.email)
     }
 
     /// Only a paid order can still be shipped or cancelled.
-    pub fn is_paid(&self) -> bool {
+    pub(crate) fn is_paid(&self) -> bool {
         self.order.status == OrderStatus::Paid
     }
 }
@@ -75,13 +75,13 @@ impl OrderPage {
 /// The confirmation page of a cancel: what comes back into stock.
 #[derive(Template)]
 #[template(path = "admin/order_cancel.html")]
-pub struct CancelOrderPage {
-    pub layout: Layout,
-    pub order: Order,
+pub(crate) struct CancelOrderPage {
+    pub(crate) layout: Layout,
+    pub(crate) order: Order,
 }
 
 impl CancelOrderPage {
-    pub fn is_paid(&self) -> bool {
+    pub(crate) fn is_paid(&self) -> bool {
         self.order.status == OrderStatus::Paid
     }
 }
@@ -92,7 +92,7 @@ fn detail_url(number: &OrderNumber) -> String {
 
 /// `GET /admin/orders?q=&status=&sort=&page=`: `q` finds any part of the order number, the
 /// customer's email or name, ignoring case.
-pub async fn index(
+pub(crate) async fn index(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
@@ -149,7 +149,7 @@ async fn existing(state: &AppState, number: &str) -> Result<Order, AppError> {
 }
 
 /// `GET /admin/orders/{number}`
-pub async fn show(
+pub(crate) async fn show(
     req: HttpRequest,
     state: web::Data<AppState>,
     number: web::Path<String>,
@@ -163,7 +163,7 @@ pub async fn show(
 
 /// `GET /admin/orders/{number}/cancel`: what cancelling would do (units back in stock, the
 /// refund left to the payment provider), with the confirming form.
-pub async fn confirm_cancel(
+pub(crate) async fn confirm_cancel(
     req: HttpRequest,
     state: web::Data<AppState>,
     number: web::Path<String>,
@@ -185,7 +185,7 @@ fn not_paid_reason(status: OrderStatus) -> &'static str {
 }
 
 /// `POST /admin/orders/{number}/ship`
-pub async fn mark_shipped(
+pub(crate) async fn mark_shipped(
     req: HttpRequest,
     state: web::Data<AppState>,
     number: web::Path<String>,
@@ -214,7 +214,7 @@ pub async fn mark_shipped(
 }
 
 /// `POST /admin/orders/{number}/cancel`: cancel a paid order and return its stock.
-pub async fn cancel(
+pub(crate) async fn cancel(
     req: HttpRequest,
     state: web::Data<AppState>,
     number: web::Path<String>,

@@ -12,7 +12,7 @@ use crate::content::model::SECTIONS;
 use crate::db::{Db, DbError};
 
 /// The title of each of `paths` that has one.
-pub async fn of_paths<'a>(
+pub(crate) async fn of_paths<'a>(
     db: &Db,
     paths: impl IntoIterator<Item = &'a str>,
 ) -> Result<HashMap<String, String>, DbError> {

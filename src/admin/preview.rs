@@ -10,7 +10,7 @@ use crate::content::{model, preview};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 
-pub async fn open(
+pub(crate) async fn open(
     state: web::Data<AppState>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {

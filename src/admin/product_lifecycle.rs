@@ -21,11 +21,11 @@ use crate::web::see_other;
 
 #[derive(Template)]
 #[template(path = "admin/products/delete.html")]
-pub struct DeleteProductPage {
-    pub layout: Layout,
-    pub product: Product,
+pub(crate) struct DeleteProductPage {
+    pub(crate) layout: Layout,
+    pub(crate) product: Product,
     /// Why it may not be deleted; `None`: it may.
-    pub refusal: Option<String>,
+    pub(crate) refusal: Option<String>,
 }
 
 fn parse_id(id: &str) -> Result<ObjectId, AppError> {
@@ -51,7 +51,7 @@ fn refusal_text(e: DeleteRefused) -> Result<String, AppError> {
 }
 
 /// `GET /admin/products/{id}/delete`: what deleting would do, or why it cannot be done.
-pub async fn confirm_delete(
+pub(crate) async fn confirm_delete(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -70,7 +70,7 @@ pub async fn confirm_delete(
 }
 
 /// `POST /admin/products/{id}/delete`: delete a product never ordered and not in any cart.
-pub async fn delete(
+pub(crate) async fn delete(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -101,13 +101,13 @@ pub async fn delete(
 }
 
 #[derive(serde::Deserialize)]
-pub struct MoveForm {
+pub(crate) struct MoveForm {
     #[serde(default)]
     direction: String,
 }
 
 /// `POST /admin/products/{id}/photos/{file}/remove`
-pub async fn remove_photo(
+pub(crate) async fn remove_photo(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -130,7 +130,7 @@ pub async fn remove_photo(
 
 /// `POST /admin/products/{id}/photos/{file}/move` with `direction` = `earlier` or `later`
 /// (the first photo is the cover).
-pub async fn move_photo(
+pub(crate) async fn move_photo(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -166,7 +166,7 @@ pub async fn move_photo(
 const MAX_NEW_PHOTOS: usize = 10;
 
 /// Whether a request carries a multipart body (the create form with its photo picker).
-pub fn is_multipart(ctx: &actix_web::guard::GuardContext<'_>) -> bool {
+pub(crate) fn is_multipart(ctx: &actix_web::guard::GuardContext<'_>) -> bool {
     ctx.head()
         .headers()
         .get(actix_web::http::header::CONTENT_TYPE)
@@ -178,7 +178,7 @@ pub fn is_multipart(ctx: &actix_web::guard::GuardContext<'_>) -> bool {
 /// form with photos (field `photos`, any number up to ten). Each photo streams into storage as
 /// it arrives, checked like an edit-page upload; the text fields are then saved as a plain
 /// create form would be.
-pub async fn create_with_photos(
+pub(crate) async fn create_with_photos(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,

@@ -46,23 +46,23 @@ const SORTS: &[SortKey] = &[
 
 #[derive(Template)]
 #[template(path = "admin/products/list.html")]
-pub struct ProductListPage {
-    pub layout: Layout,
-    pub list: ChangeList,
-    pub products: Vec<Product>,
+pub(crate) struct ProductListPage {
+    pub(crate) layout: Layout,
+    pub(crate) list: ChangeList,
+    pub(crate) products: Vec<Product>,
     /// No title or SKU contains the search, so these are the site search's full-text matches
     /// (people, genres, descriptions).
-    pub full_text: bool,
+    pub(crate) full_text: bool,
 }
 
 impl ProductListPage {
-    pub fn types(&self) -> [ProductType; 3] {
+    pub(crate) fn types(&self) -> [ProductType; 3] {
         ProductType::ALL
     }
 }
 
 /// `GET /admin/products?q=&type=&category=&status=&stock=&sort=&page=`
-pub async fn index(
+pub(crate) async fn index(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,

@@ -30,56 +30,56 @@ use crate::web::flash::{self, Level};
 use crate::web::layout::{render, render_status, Layout};
 use crate::web::see_other;
 
-pub use crate::admin::form::FieldView;
+pub(crate) use crate::admin::form::FieldView;
 
 /// A category the product can be filed under, for the picker.
-pub struct CategoryOption {
-    pub id: String,
+pub(crate) struct CategoryOption {
+    pub(crate) id: String,
     /// The full path, e.g. `Music › Jazz › Bop`.
-    pub label: String,
+    pub(crate) label: String,
     /// The category's own name, indented by `depth` in the checkbox tree.
-    pub name: String,
-    pub depth: usize,
-    pub selected: bool,
+    pub(crate) name: String,
+    pub(crate) depth: usize,
+    pub(crate) selected: bool,
 }
 
 #[derive(Template)]
 #[template(path = "admin/products/form.html")]
-pub struct ProductFormPage {
-    pub layout: Layout,
-    pub kind: ProductType,
+pub(crate) struct ProductFormPage {
+    pub(crate) layout: Layout,
+    pub(crate) kind: ProductType,
     /// `None` when creating.
-    pub product: Option<Product>,
-    pub action: String,
-    pub fields: Vec<FieldView>,
+    pub(crate) product: Option<Product>,
+    pub(crate) action: String,
+    pub(crate) fields: Vec<FieldView>,
     /// Weight and dimensions, in their own group.
-    pub shipping: Vec<FieldView>,
-    pub categories: Vec<CategoryOption>,
-    pub categories_error: Option<String>,
-    pub form_error: Option<String>,
+    pub(crate) shipping: Vec<FieldView>,
+    pub(crate) categories: Vec<CategoryOption>,
+    pub(crate) categories_error: Option<String>,
+    pub(crate) form_error: Option<String>,
     featured: bool,
     /// The lifecycle status the form shows (`draft`, `active`, `archived`).
-    pub status: String,
-    pub status_error: Option<String>,
+    pub(crate) status: String,
+    pub(crate) status_error: Option<String>,
     /// The version this form saves under (empty when creating, or for a product stored before
     /// versions existed).
-    pub edit_version: String,
+    pub(crate) edit_version: String,
     /// What the form showed when it was loaded (hidden `base_*` fields), so a conflict can
     /// tell which fields the editor changed.
-    pub base: Vec<(String, String)>,
+    pub(crate) base: Vec<(String, String)>,
 }
 
 impl ProductFormPage {
-    pub fn featured(&self) -> bool {
+    pub(crate) fn featured(&self) -> bool {
         self.featured
     }
 
-    pub fn statuses(&self) -> [ProductStatus; 3] {
+    pub(crate) fn statuses(&self) -> [ProductStatus; 3] {
         ProductStatus::ALL
     }
 
     /// Units held in shoppers' carts right now.
-    pub fn in_carts(&self) -> i64 {
+    pub(crate) fn in_carts(&self) -> i64 {
         self.product.as_ref().map_or(0, |p| p.reserved)
     }
 }
@@ -233,7 +233,7 @@ pub(crate) fn kind_param(params: &HashMap<String, String>) -> Result<ProductType
 }
 
 /// `GET /admin/products/new?type=album`
-pub async fn new(
+pub(crate) async fn new(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
@@ -283,7 +283,7 @@ fn duplicate_error(e: CatalogError) -> Result<FieldErrors, AppError> {
 }
 
 /// `POST /admin/products/new?type=album`
-pub async fn create(
+pub(crate) async fn create(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
@@ -296,15 +296,15 @@ pub async fn create(
 /// Photos that arrived with a create form (see `product_lifecycle::create_with_photos`):
 /// already stored, in the order chosen, and why any others were refused.
 #[derive(Default)]
-pub struct NewPhotos {
-    pub stored: Vec<ObjectId>,
-    pub refused: Vec<String>,
+pub(crate) struct NewPhotos {
+    pub(crate) stored: Vec<ObjectId>,
+    pub(crate) refused: Vec<String>,
 }
 
 /// Create a product of `kind` from the submitted fields. The photos are attached when it is
 /// saved; when it is not (a field error, or a photo refused), the stored photos are deleted
 /// and the form comes back saying to choose them again.
-pub async fn create_product(
+pub(crate) async fn create_product(
     req: &HttpRequest,
     state: &AppState,
     kind: ProductType,
@@ -370,7 +370,7 @@ pub async fn create_product(
 }
 
 /// `GET /admin/products/{id}/edit`
-pub async fn edit(
+pub(crate) async fn edit(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -458,7 +458,7 @@ fn form_version(form: &Submitted) -> Result<Option<EditVersion>, AppError> {
 
 /// `POST /admin/products/{id}/edit`: saves only if the product still carries the version the
 /// form was loaded with; otherwise the conflict page.
-pub async fn update(
+pub(crate) async fn update(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -567,36 +567,36 @@ enum Resolution {
 /// holding the stored version with the editor's changes applied over it.
 #[derive(Template)]
 #[template(path = "admin/products/conflict.html")]
-pub struct ProductConflictPage {
-    pub layout: Layout,
-    pub kind: ProductType,
-    pub product: Option<Product>,
-    pub conflict: Conflict,
+pub(crate) struct ProductConflictPage {
+    pub(crate) layout: Layout,
+    pub(crate) kind: ProductType,
+    pub(crate) product: Option<Product>,
+    pub(crate) conflict: Conflict,
     /// Labels of the fields the editor changed relative to what they loaded.
-    pub changed: Vec<String>,
+    pub(crate) changed: Vec<String>,
     /// When the stored version was saved, UTC.
-    pub stored_updated: String,
+    pub(crate) stored_updated: String,
     /// Whether the editor's form said what it was loaded with (else every field they submitted
     /// that differs from the stored version counts as theirs).
-    pub knew_loaded: bool,
-    pub action: String,
-    pub fields: Vec<FieldView>,
-    pub shipping: Vec<FieldView>,
-    pub categories: Vec<CategoryOption>,
-    pub categories_error: Option<String>,
-    pub edit_version: String,
-    pub base: Vec<(String, String)>,
+    pub(crate) knew_loaded: bool,
+    pub(crate) action: String,
+    pub(crate) fields: Vec<FieldView>,
+    pub(crate) shipping: Vec<FieldView>,
+    pub(crate) categories: Vec<CategoryOption>,
+    pub(crate) categories_error: Option<String>,
+    pub(crate) edit_version: String,
+    pub(crate) base: Vec<(String, String)>,
     featured: bool,
-    pub status: String,
-    pub status_error: Option<String>,
+    pub(crate) status: String,
+    pub(crate) status_error: Option<String>,
 }
 
 impl ProductConflictPage {
-    pub fn featured(&self) -> bool {
+    pub(crate) fn featured(&self) -> bool {
         self.featured
     }
 
-    pub fn statuses(&self) -> [ProductStatus; 3] {
+    pub(crate) fn statuses(&self) -> [ProductStatus; 3] {
         ProductStatus::ALL
     }
 }
@@ -709,12 +709,12 @@ async fn conflict(
 }
 
 #[derive(serde::Deserialize)]
-pub struct StockForm {
-    pub delta: String,
+pub(crate) struct StockForm {
+    pub(crate) delta: String,
 }
 
 /// `POST /admin/products/{id}/stock`: add or remove available units.
-pub async fn adjust_stock(
+pub(crate) async fn adjust_stock(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -753,7 +753,7 @@ pub async fn adjust_stock(
 
 /// `POST /admin/products/{id}/photos?csrf_token=…` (multipart, field `photo`): the file streams
 /// into GridFS as it arrives (the token is in the query so the body need not be buffered).
-pub async fn upload_photo(
+pub(crate) async fn upload_photo(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,

@@ -30,32 +30,32 @@ const MAX_SHIPPING_CENTS: i64 = 100_000;
 
 #[derive(Template)]
 #[template(path = "admin/settings.html")]
-pub struct SettingsPage {
-    pub layout: Layout,
-    pub form: SettingsForm,
-    pub errors: FieldErrors,
+pub(crate) struct SettingsPage {
+    pub(crate) layout: Layout,
+    pub(crate) form: SettingsForm,
+    pub(crate) errors: FieldErrors,
 }
 
 impl SettingsPage {
-    pub fn error(&self, field: &str) -> Option<&String> {
+    pub(crate) fn error(&self, field: &str) -> Option<&String> {
         self.errors.get(field)
     }
 }
 
 /// The form's values as typed (and as first shown, from the stored settings).
 #[derive(Default)]
-pub struct SettingsForm {
-    pub name: String,
-    pub tagline: String,
-    pub currency_symbol: String,
-    pub shipping_base: String,
-    pub shipping_per_half_kilo: String,
-    pub currency_code: String,
-    pub description: String,
-    pub social_image: String,
-    pub organisation: String,
-    pub robots_txt: String,
-    pub time_zone: String,
+pub(crate) struct SettingsForm {
+    pub(crate) name: String,
+    pub(crate) tagline: String,
+    pub(crate) currency_symbol: String,
+    pub(crate) shipping_base: String,
+    pub(crate) shipping_per_half_kilo: String,
+    pub(crate) currency_code: String,
+    pub(crate) description: String,
+    pub(crate) social_image: String,
+    pub(crate) organisation: String,
+    pub(crate) robots_txt: String,
+    pub(crate) time_zone: String,
 }
 
 /// `text` with its first letter in upper case (an error message that starts a sentence).
@@ -226,7 +226,10 @@ impl SettingsForm {
 }
 
 /// `GET /admin/settings`
-pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
+pub(crate) async fn show(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AppError> {
     let settings = site::load(&state.db).await?;
     render(&SettingsPage {
         layout: Layout::admin(&req),
@@ -237,7 +240,7 @@ pub async fn show(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRe
 
 /// `POST /admin/settings`: saved and in use from the next request on (every worker), or the
 /// form again with what to fix (422).
-pub async fn save(
+pub(crate) async fn save(
     req: HttpRequest,
     state: web::Data<AppState>,
     form: web::Form<Vec<(String, String)>>,

@@ -40,32 +40,32 @@ const SORTS: &[SortKey] = &[
 
 /// One product's row: its stock position and where to edit it.
 #[derive(Debug, Deserialize)]
-pub struct StockRow {
+pub(crate) struct StockRow {
     #[serde(rename = "_id")]
-    pub id: ObjectId,
+    pub(crate) id: ObjectId,
     #[serde(flatten)]
-    pub level: StockLevel,
+    pub(crate) level: StockLevel,
 }
 
 #[derive(Template)]
 #[template(path = "admin/stock.html")]
-pub struct StockPage {
-    pub layout: Layout,
-    pub list: ChangeList,
-    pub rows: Vec<StockRow>,
+pub(crate) struct StockPage {
+    pub(crate) layout: Layout,
+    pub(crate) list: ChangeList,
+    pub(crate) rows: Vec<StockRow>,
     /// Products at or below the low-stock threshold, whatever the filters.
-    pub low_count: u64,
+    pub(crate) low_count: u64,
 }
 
 impl StockPage {
-    pub fn threshold(&self) -> i64 {
+    pub(crate) fn threshold(&self) -> i64 {
         LOW_STOCK
     }
 }
 
 /// `GET /admin/stock?stock=low&type=&status=&q=&sort=&page=`; the older `low=1` means
 /// `stock=low`.
-pub async fn index(
+pub(crate) async fn index(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,

@@ -22,45 +22,45 @@ use crate::web::see_other;
 
 #[derive(Template)]
 #[template(path = "admin/system.html")]
-pub struct SystemPage {
-    pub layout: Layout,
+pub(crate) struct SystemPage {
+    pub(crate) layout: Layout,
     /// The kind of store and where its data lives.
-    pub store: String,
-    pub database: String,
-    pub server_version: String,
-    pub ping_ms: String,
-    pub collections: Vec<CollectionCount>,
+    pub(crate) store: String,
+    pub(crate) database: String,
+    pub(crate) server_version: String,
+    pub(crate) ping_ms: String,
+    pub(crate) collections: Vec<CollectionCount>,
     /// Scheduled backups: the last one, or why there is none (`admin/_backups.html`).
-    pub backups: BackupStatus,
+    pub(crate) backups: BackupStatus,
     /// This process: Bazaar's version, its instance name in leases, how long it has served.
-    pub version: &'static str,
-    pub instance: &'static str,
-    pub uptime: String,
+    pub(crate) version: &'static str,
+    pub(crate) instance: &'static str,
+    pub(crate) uptime: String,
     /// Data and index bytes of the whole database (`dbStats`), readable.
-    pub data_size: String,
+    pub(crate) data_size: String,
     /// The background jobs this instance ran.
-    pub jobs: Vec<JobRow>,
+    pub(crate) jobs: Vec<JobRow>,
     /// The warnings and errors this instance logged most recently, newest first.
-    pub problems: Vec<ProblemRow>,
-    pub mail: MailPanel,
+    pub(crate) problems: Vec<ProblemRow>,
+    pub(crate) mail: MailPanel,
 }
 
 /// One background job on the System page.
-pub struct JobRow {
-    pub name: &'static str,
-    pub runs: u64,
-    pub failures: u64,
-    pub last_run: String,
-    pub last_took: String,
+pub(crate) struct JobRow {
+    pub(crate) name: &'static str,
+    pub(crate) runs: u64,
+    pub(crate) failures: u64,
+    pub(crate) last_run: String,
+    pub(crate) last_took: String,
     /// Empty when the last run succeeded.
-    pub last_error: String,
+    pub(crate) last_error: String,
 }
 
 /// One logged warning or error on the System page.
-pub struct ProblemRow {
-    pub at: String,
-    pub level: String,
-    pub text: String,
+pub(crate) struct ProblemRow {
+    pub(crate) at: String,
+    pub(crate) level: String,
+    pub(crate) text: String,
 }
 
 fn utc(at: std::time::SystemTime) -> String {
@@ -114,15 +114,15 @@ async fn data_size(db: &crate::db::Db) -> String {
 }
 
 /// Outgoing email on the System page: where it goes, what waits, what failed.
-pub struct MailPanel {
+pub(crate) struct MailPanel {
     /// "SMTP smtp.example.com:587 (STARTTLS)" or the folder `.eml` files go into.
-    pub transport: String,
+    pub(crate) transport: String,
     /// The folder, when messages are written as files, with its newest files.
-    pub folder: Option<String>,
-    pub files: Vec<(String, u64)>,
-    pub waiting: u64,
-    pub sent: u64,
-    pub failed: Vec<OutboxMessage>,
+    pub(crate) folder: Option<String>,
+    pub(crate) files: Vec<(String, u64)>,
+    pub(crate) waiting: u64,
+    pub(crate) sent: u64,
+    pub(crate) failed: Vec<OutboxMessage>,
 }
 
 /// `.eml` files listed on the page.
@@ -168,7 +168,7 @@ async fn mail_panel(db: &crate::db::Db, mailer: &Mailer) -> Result<MailPanel, Ap
 }
 
 /// `POST /admin/mail/retry`: give a failed message another round of attempts.
-pub async fn retry_mail(
+pub(crate) async fn retry_mail(
     req: HttpRequest,
     state: web::Data<AppState>,
     form: web::Form<RetryForm>,
@@ -186,13 +186,13 @@ pub async fn retry_mail(
 }
 
 #[derive(serde::Deserialize)]
-pub struct RetryForm {
+pub(crate) struct RetryForm {
     #[serde(default)]
-    pub id: String,
+    pub(crate) id: String,
 }
 
 /// `GET /admin/system`.
-pub async fn show(
+pub(crate) async fn show(
     req: HttpRequest,
     state: web::Data<AppState>,
     backups: web::Data<BackupMonitor>,
@@ -240,7 +240,7 @@ pub async fn show(
 }
 
 /// `POST /admin/seed`: add missing demo data, then back to the System page with a notice.
-pub async fn seed_demo_data(
+pub(crate) async fn seed_demo_data(
     req: HttpRequest,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {

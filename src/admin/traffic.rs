@@ -29,32 +29,32 @@ const TOP: i64 = 20;
 const MIN_VIEWS_FOR_TIMING: i64 = 5;
 
 /// One table of the report, as shown and as exported.
-pub struct Table {
+pub(crate) struct Table {
     /// Also the `table` parameter of its CSV export.
-    pub id: &'static str,
-    pub title: String,
-    pub columns: Vec<&'static str>,
-    pub rows: Vec<Vec<String>>,
-    pub csv_url: String,
+    pub(crate) id: &'static str,
+    pub(crate) title: String,
+    pub(crate) columns: Vec<&'static str>,
+    pub(crate) rows: Vec<Vec<String>>,
+    pub(crate) csv_url: String,
     /// Said when there are no rows.
-    pub empty: &'static str,
+    pub(crate) empty: &'static str,
 }
 
 #[derive(Template)]
 #[template(path = "admin/analytics/traffic.html")]
-pub struct TrafficPage {
-    pub layout: Layout,
-    pub from: Day,
-    pub to: Day,
-    pub views: i64,
-    pub visitors: u64,
+pub(crate) struct TrafficPage {
+    pub(crate) layout: Layout,
+    pub(crate) from: Day,
+    pub(crate) to: Day,
+    pub(crate) views: i64,
+    pub(crate) visitors: u64,
     /// How the numbers were read, for the page to say.
-    pub source_note: String,
-    pub views_chart: Chart,
-    pub visitors_chart: Chart,
-    pub tables: Vec<Table>,
+    pub(crate) source_note: String,
+    pub(crate) views_chart: Chart,
+    pub(crate) visitors_chart: Chart,
+    pub(crate) tables: Vec<Table>,
     /// This instance's traffic log since it started (`None`: the log is off).
-    pub queue: Option<LogStats>,
+    pub(crate) queue: Option<LogStats>,
 }
 
 /// The range asked for: `from` and `to` (`YYYY-MM-DD`), by default the last seven days.
@@ -342,7 +342,7 @@ async fn sources_of(db: &Db, range: Range) -> Result<(Source, Range, String), Ap
 }
 
 /// `GET /admin/analytics/traffic?from=YYYY-MM-DD&to=YYYY-MM-DD`
-pub async fn show(
+pub(crate) async fn show(
     req: HttpRequest,
     state: web::Data<AppState>,
     query: web::Query<HashMap<String, String>>,
@@ -404,7 +404,7 @@ pub async fn show(
 }
 
 /// `GET /admin/analytics/traffic.csv?table=…&from=…&to=…`: one table of the report as CSV.
-pub async fn csv(
+pub(crate) async fn csv(
     state: web::Data<AppState>,
     query: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
@@ -457,7 +457,7 @@ pub async fn csv(
 
 impl TrafficPage {
     /// The CSV of the time series.
-    pub fn series_csv_url(&self) -> String {
+    pub(crate) fn series_csv_url(&self) -> String {
         match Range::new(self.from, self.to) {
             Some(range) => url("/admin/analytics/traffic.csv", range, Some("series")),
             None => String::new(),

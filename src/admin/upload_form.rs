@@ -16,18 +16,18 @@ const MAX_TEXT_BYTES: usize = crate::web::csrf::MAX_FORM_BYTES;
 
 /// A read multipart form.
 #[derive(Default)]
-pub struct ImageForm {
+pub(crate) struct ImageForm {
     /// The text fields, in the order sent.
-    pub pairs: Vec<(String, String)>,
+    pub(crate) pairs: Vec<(String, String)>,
     /// The images stored, in the order chosen, with the name each was sent under.
-    pub stored: Vec<(StoredImage, String)>,
+    pub(crate) stored: Vec<(StoredImage, String)>,
     /// Why any image was refused (`name: reason`).
-    pub refused: Vec<String>,
+    pub(crate) refused: Vec<String>,
 }
 
 impl ImageForm {
     /// Delete the images this form stored (it is not going to be saved).
-    pub async fn discard(&self, state: &AppState) -> Result<(), AppError> {
+    pub(crate) async fn discard(&self, state: &AppState) -> Result<(), AppError> {
         for (image, _) in &self.stored {
             media::delete_file(&state.db, image.id).await?;
         }
@@ -47,7 +47,7 @@ async fn skip(field: &mut actix_multipart::Field) {
 /// Read `payload`, storing the files of field `file_field` (at most `max_images`; an empty
 /// picker sends an empty part, which is skipped). A broken or oversized form is a 400, with
 /// whatever it stored already deleted.
-pub async fn read(
+pub(crate) async fn read(
     state: &AppState,
     mut payload: actix_multipart::Multipart,
     file_field: &str,

@@ -15,25 +15,25 @@ use crate::web::errors::AppError;
 const FILES: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/static_files.rs"));
 
 /// A year: the longest lifetime caches honour; the `?v=` hash changes whenever the file does.
-pub const IMMUTABLE_CACHE: &str = "public, max-age=31536000, immutable";
+pub(crate) const IMMUTABLE_CACHE: &str = "public, max-age=31536000, immutable";
 /// URLs without the current hash (old links, hand-typed) may change under the same name.
-pub const SHORT_CACHE: &str = "public, max-age=300";
+pub(crate) const SHORT_CACHE: &str = "public, max-age=300";
 
-pub struct StaticFile {
-    pub bytes: &'static [u8],
+pub(crate) struct StaticFile {
+    pub(crate) bytes: &'static [u8],
     /// First 16 hex digits of the SHA-256 of the contents.
-    pub hash: String,
-    pub content_type: &'static str,
+    pub(crate) hash: String,
+    pub(crate) content_type: &'static str,
 }
 
-pub struct Assets {
+pub(crate) struct Assets {
     files: HashMap<&'static str, StaticFile>,
 }
 
 static ASSETS: OnceLock<Assets> = OnceLock::new();
 
 /// The static files, hashed on first use; start-up calls this so no request pays for it.
-pub fn assets() -> &'static Assets {
+pub(crate) fn assets() -> &'static Assets {
     ASSETS.get_or_init(|| Assets {
         files: FILES
             .iter()
@@ -54,13 +54,13 @@ pub fn assets() -> &'static Assets {
 }
 
 impl Assets {
-    pub fn get(&self, path: &str) -> Option<&StaticFile> {
+    pub(crate) fn get(&self, path: &str) -> Option<&StaticFile> {
         self.files.get(path)
     }
 }
 
 /// The cache-busting URL of a static file, e.g. `/static/css/site.css?v=1a2b3c4d5e6f7a8b`.
-pub fn url(path: &str) -> String {
+pub(crate) fn url(path: &str) -> String {
     match assets().get(path) {
         Some(file) => format!("/static/{path}?v={}", file.hash),
         None => {
@@ -89,7 +89,10 @@ fn content_type(path: &str) -> &'static str {
 }
 
 /// `GET /static/{path}`.
-pub async fn serve(req: HttpRequest, path: web::Path<String>) -> Result<HttpResponse, AppError> {
+pub(crate) async fn serve(
+    req: HttpRequest,
+    path: web::Path<String>,
+) -> Result<HttpResponse, AppError> {
     let file = assets().get(path.as_str()).ok_or(AppError::NotFound)?;
     let etag = format!("\"{}\"", file.hash);
     let requested_version = form_urlencoded::parse(req.query_string().as_bytes())

@@ -34,7 +34,7 @@ use subtle::ConstantTimeEq;
 use crate::config::AdminSettings;
 use crate::web::error_page::error_page;
 
-pub const REALM_HEADER: &str = "Basic realm=\"Bazaar admin\", charset=\"UTF-8\"";
+pub(crate) const REALM_HEADER: &str = "Basic realm=\"Bazaar admin\", charset=\"UTF-8\"";
 const GENERATED_PASSWORD_LENGTH: usize = 24;
 /// How long a request waits for a free verification slot before it is answered 429.
 const VERIFICATION_WAIT: Duration = Duration::from_secs(3);
@@ -51,7 +51,7 @@ pub const MAX_IN_FLIGHT_PER_CLIENT: u32 = 2;
 
 /// The outcome of checking a request's credentials.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Granted,
     Denied,
     /// Not checked: the client failed too often recently, or every verification slot stayed
@@ -69,7 +69,7 @@ pub struct VerificationStats {
     /// The most that ever ran at the same time.
     pub peak_concurrent: usize,
     /// Requests refused without a verification (rate limit or no free slot).
-    pub throttled: u64,
+    pub(crate) throttled: u64,
 }
 
 /// Failed attempts from one client address.
@@ -327,7 +327,7 @@ enum Secret {
 impl AdminCredentials {
     /// Credentials from the settings, and the generated password if one had to be made (the
     /// caller logs it once).
-    pub fn from_settings(admin: &AdminSettings) -> (AdminCredentials, Option<String>) {
+    pub(crate) fn from_settings(admin: &AdminSettings) -> (AdminCredentials, Option<String>) {
         let mut pepper = [0u8; 32];
         rand::rngs::OsRng.fill_bytes(&mut pepper);
         let (secret, generated) = match &admin.password_hash {
@@ -348,20 +348,15 @@ impl AdminCredentials {
         (credentials, generated)
     }
 
-    pub fn username(&self) -> &str {
+    pub(crate) fn username(&self) -> &str {
         &self.username
-    }
-
-    /// Whether these are the admin's credentials (no per-address record is kept).
-    pub async fn verify(self: &Arc<Self>, username: &str, password: &str) -> bool {
-        self.check(None, username, password).await == Verdict::Granted
     }
 
     /// Check credentials sent from `client`. Comparisons are constant-time, and the password is
     /// checked even when the user name is wrong so timing does not reveal which. Credentials
     /// accepted before are recognised without argon2 even while the address is throttled, so
     /// a signed-in admin keeps working during a flood of wrong guesses from the same network.
-    pub async fn check(
+    pub(crate) async fn check(
         self: &Arc<Self>,
         client: Option<IpAddr>,
         username: &str,
@@ -500,7 +495,7 @@ fn credentials_in(headers: &header::HeaderMap) -> Option<(String, String)> {
 
 /// Whether a request outside `/admin` carries the admin's credentials (pages that admins may
 /// also see, such as an order's confirmation).
-pub async fn carries_admin_credentials(req: &actix_web::HttpRequest) -> bool {
+pub(crate) async fn carries_admin_credentials(req: &actix_web::HttpRequest) -> bool {
     let Some(credentials) = req.app_data::<web::Data<AdminCredentials>>().cloned() else {
         return false;
     };
@@ -518,13 +513,13 @@ pub async fn carries_admin_credentials(req: &actix_web::HttpRequest) -> bool {
 }
 
 /// Whether a path (as the router sees it, percent-decoding applied) is in the admin area.
-pub fn is_admin_path(path: &str) -> bool {
+pub(crate) fn is_admin_path(path: &str) -> bool {
     path == "/admin" || path.starts_with("/admin/")
 }
 
 /// Middleware for the whole app: requests for the admin area need the admin's credentials.
 /// It runs before the CSRF check, so an unauthenticated POST gets 401, not 403.
-pub async fn guard_admin_area(
+pub(crate) async fn guard_admin_area(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
@@ -540,7 +535,7 @@ pub async fn guard_admin_area(
 }
 
 /// Middleware: answer 401 unless the request carries the admin's credentials.
-pub async fn require_admin(
+pub(crate) async fn require_admin(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {

@@ -29,17 +29,17 @@ use tokio::time::{Instant, Sleep};
 use crate::web::error_page::error_page;
 
 /// Slowest steady rate a body may arrive at, once the grace period is used up.
-pub const MIN_BYTES_PER_SEC: u64 = 16 * 1024;
+pub(crate) const MIN_BYTES_PER_SEC: u64 = 16 * 1024;
 
 /// App data: the deadline and the number of bodies that may be arriving at once.
 #[derive(Debug, Clone)]
-pub struct BodyPolicy {
-    pub timeout: Duration,
+pub(crate) struct BodyPolicy {
+    pub(crate) timeout: Duration,
     slots: Arc<Semaphore>,
 }
 
 impl BodyPolicy {
-    pub fn new(timeout: Duration, max_concurrent: usize) -> BodyPolicy {
+    pub(crate) fn new(timeout: Duration, max_concurrent: usize) -> BodyPolicy {
         BodyPolicy {
             timeout,
             slots: Arc::new(Semaphore::new(max_concurrent.max(1))),
@@ -59,7 +59,7 @@ fn has_body(req: &ServiceRequest) -> bool {
 }
 
 /// Middleware: give the body its deadline and a slot, or answer 503 when all slots are taken.
-pub async fn limit_body_time(
+pub(crate) async fn limit_body_time(
     mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {

@@ -13,7 +13,7 @@ use crate::config::TrustedProxies;
 /// The client's address: the connecting peer, or, when the peer is a trusted proxy, the
 /// nearest address in `X-Forwarded-For` that is not itself a trusted proxy (proxies append the
 /// address they received a request from, so the list is read from the right).
-pub fn client_ip(req: &HttpRequest) -> Option<IpAddr> {
+pub(crate) fn client_ip(req: &HttpRequest) -> Option<IpAddr> {
     let peer = req.peer_addr().map(|a| a.ip())?;
     let Some(trusted) = req.app_data::<web::Data<TrustedProxies>>() else {
         return Some(peer);
@@ -22,7 +22,7 @@ pub fn client_ip(req: &HttpRequest) -> Option<IpAddr> {
 }
 
 /// Whether the connecting peer is a trusted proxy, whose forwarding headers are believed.
-pub fn from_trusted_proxy(req: &HttpRequest) -> bool {
+pub(crate) fn from_trusted_proxy(req: &HttpRequest) -> bool {
     match (req.peer_addr(), req.app_data::<web::Data<TrustedProxies>>()) {
         (Some(peer), Some(trusted)) => trusted.contains(peer.ip()),
         _ => false,
@@ -57,7 +57,7 @@ fn forwarded_client(trusted: &TrustedProxies, peer: IpAddr, req: &HttpRequest) -
 
 /// A request id a trusted proxy sent (`X-Request-Id`), when it is a sane token: 1 to 64
 /// characters of letters, digits, `-`, `_`, `.`. Anything else is replaced by a fresh id.
-pub fn forwarded_request_id(req: &HttpRequest) -> Option<String> {
+pub(crate) fn forwarded_request_id(req: &HttpRequest) -> Option<String> {
     if !from_trusted_proxy(req) {
         return None;
     }

@@ -9,22 +9,22 @@ use actix_web::{HttpRequest, HttpResponse};
 use sha2::{Digest, Sha256};
 
 /// A generated text document and how it may be cached.
-pub struct Document<'a> {
-    pub content_type: &'a str,
-    pub cache_control: &'a str,
-    pub body: String,
+pub(crate) struct Document<'a> {
+    pub(crate) content_type: &'a str,
+    pub(crate) cache_control: &'a str,
+    pub(crate) body: String,
     /// The newest change it shows, when known.
-    pub last_modified: Option<bson::DateTime>,
+    pub(crate) last_modified: Option<bson::DateTime>,
 }
 
 /// The strong ETag of `body`.
-pub fn etag_of(body: &[u8]) -> String {
+pub(crate) fn etag_of(body: &[u8]) -> String {
     let digest = Sha256::digest(body);
     format!("\"{}\"", hex::encode(&digest[..16]))
 }
 
 /// Whether an `If-None-Match` header of `req` names `etag` (weak or strong) or `*`.
-pub fn matches_etag(req: &HttpRequest, etag: &str) -> bool {
+pub(crate) fn matches_etag(req: &HttpRequest, etag: &str) -> bool {
     req.headers()
         .get_all(header::IF_NONE_MATCH)
         .filter_map(|v| v.to_str().ok())
@@ -53,7 +53,7 @@ fn not_modified_since(req: &HttpRequest, last_modified: bson::DateTime) -> bool 
 }
 
 /// `200` with the document, or `304` when the client's copy is current.
-pub fn respond(req: &HttpRequest, doc: Document<'_>) -> HttpResponse {
+pub(crate) fn respond(req: &HttpRequest, doc: Document<'_>) -> HttpResponse {
     let etag = etag_of(doc.body.as_bytes());
     let fresh = if req.headers().contains_key(header::IF_NONE_MATCH) {
         matches_etag(req, &etag)

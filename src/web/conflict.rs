@@ -9,14 +9,14 @@ use similar::{ChangeTag, TextDiff};
 
 /// One line of a diff: `kind` is `same`, `added` (only in theirs) or `removed` (only stored).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DiffLine {
-    pub kind: &'static str,
-    pub text: String,
+pub(crate) struct DiffLine {
+    pub(crate) kind: &'static str,
+    pub(crate) text: String,
 }
 
 impl DiffLine {
     /// The marker shown before the line (`+`, `-` or a space).
-    pub fn sign(&self) -> &'static str {
+    pub(crate) fn sign(&self) -> &'static str {
         match self.kind {
             "added" => "+",
             "removed" => "-",
@@ -26,40 +26,36 @@ impl DiffLine {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConflictField {
-    pub label: String,
-    pub theirs: String,
-    pub stored: String,
-    pub diff: Vec<DiffLine>,
+pub(crate) struct ConflictField {
+    pub(crate) label: String,
+    pub(crate) theirs: String,
+    pub(crate) stored: String,
+    pub(crate) diff: Vec<DiffLine>,
     /// When the page offers a choice for this field: the form field's name and the stored
     /// value as the form would send it (radios `choice_{name}` and the hidden `stored_{name}`,
     /// attached to the form with id [`CHOICE_FORM`]).
-    pub choice: Option<(String, String)>,
+    pub(crate) choice: Option<(String, String)>,
 }
 
-/// The id of the form a conflict page's per-field choices belong to (they sit outside it,
-/// next to the versions they choose between, and join it through the `form` attribute).
-pub const CHOICE_FORM: &str = "conflict-form";
-
 impl ConflictField {
-    pub fn differs(&self) -> bool {
+    pub(crate) fn differs(&self) -> bool {
         self.theirs != self.stored
     }
 }
 
 /// Both versions of everything the editor submitted.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Conflict {
-    pub fields: Vec<ConflictField>,
+pub(crate) struct Conflict {
+    pub(crate) fields: Vec<ConflictField>,
 }
 
 impl Conflict {
-    pub fn new() -> Conflict {
+    pub(crate) fn new() -> Conflict {
         Conflict::default()
     }
 
     /// Add a field: the editor's value and the stored one.
-    pub fn field(&mut self, label: impl Into<String>, theirs: &str, stored: &str) {
+    pub(crate) fn field(&mut self, label: impl Into<String>, theirs: &str, stored: &str) {
         self.fields.push(ConflictField {
             label: label.into(),
             theirs: theirs.to_string(),
@@ -71,7 +67,7 @@ impl Conflict {
 
     /// [`Conflict::field`] with a choice between the two versions: form field `name`, whose
     /// stored value the form would send as `stored_value`.
-    pub fn field_with_choice(
+    pub(crate) fn field_with_choice(
         &mut self,
         label: impl Into<String>,
         theirs: &str,
@@ -86,13 +82,13 @@ impl Conflict {
     }
 
     /// How many fields differ between the two versions.
-    pub fn differing(&self) -> usize {
+    pub(crate) fn differing(&self) -> usize {
         self.fields.iter().filter(|f| f.differs()).count()
     }
 }
 
 /// A line diff from `stored` to `theirs`.
-pub fn line_diff(stored: &str, theirs: &str) -> Vec<DiffLine> {
+pub(crate) fn line_diff(stored: &str, theirs: &str) -> Vec<DiffLine> {
     let stored = stored.replace("\r\n", "\n");
     let theirs = theirs.replace("\r\n", "\n");
     let diff = TextDiff::from_lines(&stored, &theirs);

@@ -28,11 +28,11 @@ use crate::web::errors::AppError;
 /// Paths whose POST is authorised by an HMAC signature in the path, not by a session: the
 /// one-click unsubscribe links in emails (RFC 8058), which mail providers POST without cookies.
 /// The handler refuses a wrong signature with 404, so no other request gets through here.
-pub const SIGNED_LINK_PREFIX: &str = "/comments/unsubscribe/";
+pub(crate) const SIGNED_LINK_PREFIX: &str = "/comments/unsubscribe/";
 
 /// Name of the hidden form field (and query parameter).
-pub const FIELD: &str = "csrf_token";
-pub const HEADER: &str = "x-csrf-token";
+pub(crate) const FIELD: &str = "csrf_token";
+pub(crate) const HEADER: &str = "x-csrf-token";
 const SESSION_KEY: &str = "csrf_token";
 /// The largest plain form: one holding the longest text a field accepts
 /// ([`crate::config::MAX_TEXT_CHARS`]) in the worst encoding. Anything larger is refused
@@ -40,7 +40,7 @@ const SESSION_KEY: &str = "csrf_token";
 pub const MAX_FORM_BYTES: usize = crate::config::max_form_bytes(crate::config::MAX_TEXT_CHARS);
 
 /// The session's token, created on first use.
-pub fn token(session: &Session) -> String {
+pub(crate) fn token(session: &Session) -> String {
     if let Ok(Some(existing)) = session.get::<String>(SESSION_KEY) {
         return existing;
     }
@@ -56,7 +56,7 @@ pub fn token(session: &Session) -> String {
 
 /// Forget the session's token: the next form gets a new one. Signing in and out do this with
 /// the session's renewal, so a token seen before cannot be used after.
-pub fn rotate(session: &Session) {
+pub(crate) fn rotate(session: &Session) {
     session.remove(SESSION_KEY);
 }
 
@@ -65,7 +65,7 @@ fn is_safe(method: &Method) -> bool {
 }
 
 /// Middleware: refuse unsafe requests that do not carry this session's token.
-pub async fn verify(
+pub(crate) async fn verify(
     mut req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {

@@ -5,7 +5,7 @@ use crate::db::DbError;
 use crate::web::errors::AppError;
 
 /// What a visitor is told when a search finds its text index still being built.
-pub const SEARCH_PREPARING: &str =
+pub(crate) const SEARCH_PREPARING: &str =
     "Search is being prepared and will be ready in a few seconds. Please try again shortly.";
 
 impl From<DbError> for AppError {

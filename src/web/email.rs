@@ -2,11 +2,11 @@
 //! `domain::email`, where accounts parse their normalised form) and `mailto:` links built only
 //! from addresses that passed it.
 
-pub use crate::domain::email::is_valid;
+pub(crate) use crate::domain::email::is_valid;
 
 /// `mailto:` link for `address`, or `None` when it is not a valid address (e.g. an order
 /// stored before the check was strict). `'` is percent-encoded; nothing else needs it.
-pub fn mailto_href(address: &str) -> Option<String> {
+pub(crate) fn mailto_href(address: &str) -> Option<String> {
     if !is_valid(address) {
         return None;
     }

@@ -123,7 +123,7 @@ fn wording(status: StatusCode) -> (&'static str, &'static str) {
 
 /// The error page for `status` in the site layout; `message` replaces the default explanation
 /// and must be fit for the public.
-pub fn error_page(status: StatusCode, message: Option<&str>) -> HttpResponse {
+pub(crate) fn error_page(status: StatusCode, message: Option<&str>) -> HttpResponse {
     error_page_in(Layout::bare(), status, message)
 }
 
@@ -150,7 +150,7 @@ fn error_page_in(layout: Layout, status: StatusCode, message: Option<&str>) -> H
 
 /// Error-handler middleware hook: responses with an error status that no handler turned into a
 /// page (the framework's own 405, payload errors, ...) get the page for their status.
-pub fn render_bare_errors<B>(
+pub(crate) fn render_bare_errors<B>(
     res: ServiceResponse<B>,
 ) -> actix_web::Result<ErrorHandlerResponse<B>> {
     let info = res.response().extensions().get::<ErrorPageInfo>().cloned();
@@ -211,7 +211,7 @@ fn layout_for(req: &actix_web::HttpRequest, status: StatusCode) -> Layout {
 
 /// Extractor configuration errors (bad form, query or path) become 400 pages, not the
 /// framework's plain-text replies.
-pub fn bad_request_page(err: impl std::fmt::Display) -> actix_web::Error {
+pub(crate) fn bad_request_page(err: impl std::fmt::Display) -> actix_web::Error {
     tracing::info!(error = %err, "rejected a malformed request");
     AppError::BadRequest(
         "The request could not be understood. Check the address or the form and try again."

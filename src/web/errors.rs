@@ -7,18 +7,18 @@
 /// Whether a request body ended with the error [`super::body_timeout`] gives a body past its
 /// deadline (an I/O error of kind `TimedOut`). It lives here, below every middleware, so the
 /// readers of bodies (`super::csrf`) need not depend on the middleware that renders pages.
-pub fn is_body_timeout(error: &actix_web::error::PayloadError) -> bool {
+pub(crate) fn is_body_timeout(error: &actix_web::error::PayloadError) -> bool {
     matches!(error, actix_web::error::PayloadError::Io(e) if e.kind() == std::io::ErrorKind::TimedOut)
 }
 
 /// Marks a response whose body is already a finished page, so [`super::error_page::render_bare_errors`] leaves it.
 #[derive(Clone, Copy)]
-pub struct Rendered;
+pub(crate) struct Rendered;
 
 /// Marks an error page given because the database could not be reached, so the outage breaker
 /// (`crate::db::outage`, consulted by `crate::state::with_site_settings`) learns of it.
 #[derive(Clone, Copy)]
-pub struct DbUnreachable;
+pub(crate) struct DbUnreachable;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
@@ -48,5 +48,5 @@ pub enum AppError {
 }
 
 /// What a visitor is told when the database refuses writes.
-pub const NOT_WRITABLE_MESSAGE: &str =
+pub(crate) const NOT_WRITABLE_MESSAGE: &str =
     "The shop cannot take changes right now. Please try again in a little while.";

@@ -9,33 +9,33 @@ use std::collections::BTreeMap;
 pub struct FieldErrors(BTreeMap<&'static str, String>);
 
 impl FieldErrors {
-    pub fn new() -> FieldErrors {
+    pub(crate) fn new() -> FieldErrors {
         FieldErrors::default()
     }
 
     /// Note `message` for `field`, unless it already has one.
-    pub fn add(&mut self, field: &'static str, message: impl Into<String>) {
+    pub(crate) fn add(&mut self, field: &'static str, message: impl Into<String>) {
         self.0.entry(field).or_insert_with(|| message.into());
     }
 
     /// The message for `field`, if any.
-    pub fn get(&self, field: &str) -> Option<&String> {
+    pub(crate) fn get(&self, field: &str) -> Option<&String> {
         self.0.get(field)
     }
 
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
     /// Add `other`'s messages, each unless its field already has one.
-    pub fn extend(&mut self, other: FieldErrors) {
+    pub(crate) fn extend(&mut self, other: FieldErrors) {
         for (field, message) in other.0 {
             self.add(field, message);
         }
     }
 
     /// The fields with a message, in name order.
-    pub fn fields(&self) -> impl Iterator<Item = &'static str> + '_ {
+    pub(crate) fn fields(&self) -> impl Iterator<Item = &'static str> + '_ {
         self.0.keys().copied()
     }
 }

@@ -17,7 +17,7 @@ const SESSION_BUDGET: usize = 2_400;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Level {
+pub(crate) enum Level {
     Success,
     Info,
     Warning,
@@ -26,7 +26,7 @@ pub enum Level {
 
 impl Level {
     /// CSS modifier and ARIA role hint in templates.
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             Level::Success => "success",
             Level::Info => "info",
@@ -37,14 +37,14 @@ impl Level {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Flash {
-    pub level: Level,
-    pub message: String,
+pub(crate) struct Flash {
+    pub(crate) level: Level,
+    pub(crate) message: String,
 }
 
 /// Queue a message for the next page this session sees. Older messages make room for newer
 /// ones, so the session stays within its cookie's size whatever is queued.
-pub fn push(session: &Session, level: Level, message: impl Into<String>) {
+pub(crate) fn push(session: &Session, level: Level, message: impl Into<String>) {
     let mut pending: Vec<Flash> = session.get(SESSION_KEY).ok().flatten().unwrap_or_default();
     pending.push(Flash {
         level,
@@ -99,7 +99,7 @@ fn truncated(message: String, max_chars: usize) -> String {
 }
 
 /// Take the pending messages, so each is shown once.
-pub fn take(session: &Session) -> Vec<Flash> {
+pub(crate) fn take(session: &Session) -> Vec<Flash> {
     // Removing marks the session changed (re-encrypted and sent back as a new cookie), so only
     // when there is something to take: a plain page view leaves the cookie alone.
     if !session.contains_key(SESSION_KEY) {

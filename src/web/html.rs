@@ -8,7 +8,7 @@ use std::fmt::Display;
 use askama::filters::{Escaper, Html};
 
 /// `text` escaped, for `format!` and `write!`.
-pub fn text(text: &str) -> impl Display + '_ {
+pub(crate) fn text(text: &str) -> impl Display + '_ {
     struct Escaped<'a>(&'a str);
     impl Display for Escaped<'_> {
         fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -19,7 +19,7 @@ pub fn text(text: &str) -> impl Display + '_ {
 }
 
 /// Append `text`, escaped, to `out`.
-pub fn push(out: &mut String, text: &str) {
+pub(crate) fn push(out: &mut String, text: &str) {
     // Writing into a `String` cannot fail.
     let _ = Html.write_escaped_str(out, text);
 }

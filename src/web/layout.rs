@@ -35,7 +35,7 @@ const ADMIN_AREAS: &[(&str, &str)] = &[
 /// The session key under which the cart area keeps how many units the visitor's cart holds, so
 /// the header can show it on every page without a database read (and without the layout knowing
 /// about carts).
-pub const CART_COUNT_KEY: &str = "cart_count";
+pub(crate) const CART_COUNT_KEY: &str = "cart_count";
 
 /// Units in the visitor's cart as last seen (0 without a cart).
 fn cart_count(session: &Session) -> i64 {
@@ -46,39 +46,39 @@ fn cart_count(session: &Session) -> i64 {
         .unwrap_or(0)
 }
 
-pub struct NavLink {
-    pub href: String,
-    pub label: String,
-    pub current: bool,
+pub(crate) struct NavLink {
+    pub(crate) href: String,
+    pub(crate) label: String,
+    pub(crate) current: bool,
 }
 
 pub struct Layout {
-    pub nav: Vec<NavLink>,
+    pub(crate) nav: Vec<NavLink>,
     /// The footer's links (the public site's footer menu; empty in the admin).
-    pub footer: Vec<NavLink>,
-    pub flashes: Vec<Flash>,
+    pub(crate) footer: Vec<NavLink>,
+    pub(crate) flashes: Vec<Flash>,
     /// True in the admin section (its own header and navigation).
-    pub admin: bool,
+    pub(crate) admin: bool,
     /// Units in the visitor's cart, for the header.
-    pub cart_count: i64,
+    pub(crate) cart_count: i64,
     /// The cart page marks the header's cart link as current.
-    pub on_cart_page: bool,
+    pub(crate) on_cart_page: bool,
     /// The shop's name from the site settings (Admin → Settings), for the header.
-    pub shop_name: String,
+    pub(crate) shop_name: String,
     /// What the page tells search engines and link previews; empty (nothing emitted) in the
     /// admin and on error pages.
-    pub meta: PageMeta,
+    pub(crate) meta: PageMeta,
     /// `None` on error pages rendered without a request.
     session: Option<Session>,
 }
 
 impl Layout {
     /// The public site's layout for this request; takes (and so clears) pending flash messages.
-    pub fn public(req: &HttpRequest) -> Layout {
+    pub(crate) fn public(req: &HttpRequest) -> Layout {
         Layout::for_request(req, false)
     }
 
-    pub fn admin(req: &HttpRequest) -> Layout {
+    pub(crate) fn admin(req: &HttpRequest) -> Layout {
         Layout::for_request(req, true)
     }
 
@@ -110,7 +110,7 @@ impl Layout {
 
     /// The admin's layout for an error page: its navigation, no flash messages taken (they
     /// wait for the next real page).
-    pub fn admin_error(req: &HttpRequest) -> Layout {
+    pub(crate) fn admin_error(req: &HttpRequest) -> Layout {
         Layout {
             nav: admin_links(req.path()),
             footer: Vec::new(),
@@ -126,7 +126,7 @@ impl Layout {
 
     /// For an error page: the public layout with the visitor's cart count, leaving pending
     /// flash messages for the next real page.
-    pub fn error(req: &HttpRequest) -> Layout {
+    pub(crate) fn error(req: &HttpRequest) -> Layout {
         let session = req.get_session();
         let (nav, footer) = public_links(req.path());
         Layout {
@@ -143,7 +143,7 @@ impl Layout {
     }
 
     /// For error pages built where no request is at hand: navigation, no flashes, no forms.
-    pub fn bare() -> Layout {
+    pub(crate) fn bare() -> Layout {
         let (nav, footer) = public_links("");
         Layout {
             nav,
@@ -159,12 +159,12 @@ impl Layout {
     }
 
     /// Cache-busting URL of a static file (`css/site.css` → `/static/css/site.css?v=…`).
-    pub fn asset(&self, path: &str) -> String {
+    pub(crate) fn asset(&self, path: &str) -> String {
         assets::url(path)
     }
 
     /// Whether a customer is signed in: the header links to "Account" instead of "Sign in".
-    pub fn signed_in(&self) -> bool {
+    pub(crate) fn signed_in(&self) -> bool {
         self.session
             .as_ref()
             .is_some_and(crate::web::session::signed_in)
@@ -172,7 +172,7 @@ impl Layout {
 
     /// The session's CSRF token, created on first use; every state-changing form embeds it as
     /// the hidden field `csrf_token` (see the `csrf_field` macro).
-    pub fn csrf_token(&self) -> String {
+    pub(crate) fn csrf_token(&self) -> String {
         match &self.session {
             Some(session) => csrf::token(session),
             None => String::new(),
@@ -231,13 +231,13 @@ fn nav_links<'a>(
 }
 
 /// Render a page as a 200 HTML response.
-pub fn render<T: Template>(page: &T) -> Result<HttpResponse, AppError> {
+pub(crate) fn render<T: Template>(page: &T) -> Result<HttpResponse, AppError> {
     render_status(actix_web::http::StatusCode::OK, page)
 }
 
 /// Render a page as an HTML response with `status` (a form sent back with its errors, a
 /// refused action explained).
-pub fn render_status<T: Template>(
+pub(crate) fn render_status<T: Template>(
     status: actix_web::http::StatusCode,
     page: &T,
 ) -> Result<HttpResponse, AppError> {
@@ -248,7 +248,7 @@ pub fn render_status<T: Template>(
 }
 
 /// An HTML response marked as a finished page (the error-page middleware leaves it alone).
-pub fn html_response(status: actix_web::http::StatusCode, html: String) -> HttpResponse {
+pub(crate) fn html_response(status: actix_web::http::StatusCode, html: String) -> HttpResponse {
     let mut response = HttpResponse::build(status)
         .insert_header((header::CONTENT_TYPE, "text/html; charset=utf-8"))
         .body(html);

@@ -9,7 +9,7 @@
 
 /// `path` if it is a path on this site that is safe to put in an `href` or a `Location`;
 /// `None` for anything a browser could read as another site (or that is not a path at all).
-pub fn local_path(path: &str) -> Option<&str> {
+pub(crate) fn local_path(path: &str) -> Option<&str> {
     let rest = path.strip_prefix('/')?;
     if rest.starts_with(['/', '\\']) {
         return None;
@@ -27,7 +27,7 @@ pub fn local_path(path: &str) -> Option<&str> {
 /// or backslash (`page-2`, `#notes`, `?page=2`) are relative to the page and stay on the site;
 /// anything starting with one must pass [`local_path`]. Leading spaces and controls are ignored
 /// as a browser ignores them.
-pub fn is_safe_relative_link(url: &str) -> bool {
+pub(crate) fn is_safe_relative_link(url: &str) -> bool {
     let trimmed: String = url
         .trim_matches(|c: char| c.is_ascii_control() || c == ' ')
         .chars()

@@ -8,7 +8,7 @@ use similar::{capture_diff_slices, Algorithm, DiffTag};
 
 /// How one value merged.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Merged<T> {
+pub(crate) enum Merged<T> {
     /// Neither side changed it, or both made the same change.
     Same(T),
     /// Only this editor changed it.
@@ -20,7 +20,7 @@ pub enum Merged<T> {
 }
 
 /// The three-way merge of a single value.
-pub fn merge_value<T: PartialEq + Clone>(base: &T, mine: &T, theirs: &T) -> Merged<T> {
+pub(crate) fn merge_value<T: PartialEq + Clone>(base: &T, mine: &T, theirs: &T) -> Merged<T> {
     if mine == theirs {
         Merged::Same(mine.clone())
     } else if mine == base {
@@ -34,7 +34,7 @@ pub fn merge_value<T: PartialEq + Clone>(base: &T, mine: &T, theirs: &T) -> Merg
 
 /// The merge of two edits of a set (tags): what either side added is in, what either side
 /// removed is out; never a conflict. Order: the stored order, then what this editor added.
-pub fn merge_set(base: &[String], mine: &[String], theirs: &[String]) -> Vec<String> {
+pub(crate) fn merge_set(base: &[String], mine: &[String], theirs: &[String]) -> Vec<String> {
     let removed_by_me = |t: &String| base.contains(t) && !mine.contains(t);
     let mut merged: Vec<String> = theirs
         .iter()
@@ -52,7 +52,7 @@ pub fn merge_set(base: &[String], mine: &[String], theirs: &[String]) -> Vec<Str
 
 /// A stretch of a line merge.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Chunk {
+pub(crate) enum Chunk {
     /// Lines both sides agree on (untouched, or changed by one side only, or alike).
     Clean(Vec<String>),
     /// The same base lines changed differently on both sides.
@@ -65,7 +65,7 @@ pub enum Chunk {
 
 /// Which side a conflicting stretch takes when the merge is written out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pick {
+pub(crate) enum Pick {
     Mine,
     Theirs,
     /// Both, between `<<<<<<<`, `=======` and `>>>>>>>` marker lines, for the editor to settle.
@@ -74,13 +74,13 @@ pub enum Pick {
 
 /// A line-based three-way merge of texts.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LineMerge {
-    pub chunks: Vec<Chunk>,
+pub(crate) struct LineMerge {
+    pub(crate) chunks: Vec<Chunk>,
 }
 
 impl LineMerge {
     /// How many stretches conflict.
-    pub fn conflicts(&self) -> usize {
+    pub(crate) fn conflicts(&self) -> usize {
         self.chunks
             .iter()
             .filter(|c| matches!(c, Chunk::Conflict { .. }))
@@ -88,7 +88,7 @@ impl LineMerge {
     }
 
     /// The merged text, each conflict written as `pick` says.
-    pub fn text(&self, pick: Pick) -> String {
+    pub(crate) fn text(&self, pick: Pick) -> String {
         let mut lines: Vec<&str> = Vec::new();
         for chunk in &self.chunks {
             match (chunk, pick) {
@@ -117,7 +117,7 @@ const MARK_SPLIT: &str = "=======";
 const MARK_THEIRS: &str = ">>>>>>> stored";
 
 /// Whether a text still holds the marker lines of an unsettled conflict.
-pub fn has_conflict_markers(text: &str) -> bool {
+pub(crate) fn has_conflict_markers(text: &str) -> bool {
     text.lines()
         .any(|l| l.starts_with("<<<<<<< ") || l.starts_with(">>>>>>> "))
 }
@@ -168,7 +168,7 @@ fn apply(base: &[&str], start: usize, end: usize, changes: &[&Change]) -> Vec<St
 }
 
 /// Merge texts line by line (Markdown paragraphs are runs of lines).
-pub fn merge_lines(base: &str, mine: &str, theirs: &str) -> LineMerge {
+pub(crate) fn merge_lines(base: &str, mine: &str, theirs: &str) -> LineMerge {
     let base: Vec<&str> = base.split('\n').collect();
     let mine: Vec<&str> = mine.split('\n').collect();
     let theirs: Vec<&str> = theirs.split('\n').collect();

@@ -11,11 +11,11 @@ use actix_web::HttpRequest;
 /// The site's absolute address without a trailing slash (`server.public_url`, else the bound
 /// address), registered as app data by `startup` so the layout can make links absolute.
 #[derive(Debug, Clone)]
-pub struct SiteUrl(pub String);
+pub(crate) struct SiteUrl(pub String);
 
 /// The site's absolute address for `req`: the registered [`SiteUrl`], else the address the
 /// request came in on.
-pub fn site_url(req: &HttpRequest) -> String {
+pub(crate) fn site_url(req: &HttpRequest) -> String {
     match req.app_data::<actix_web::web::Data<SiteUrl>>() {
         Some(url) => url.0.trim_end_matches('/').to_string(),
         None => {
@@ -30,58 +30,62 @@ pub fn site_url(req: &HttpRequest) -> String {
 const NOT_FOR_SEARCH_ENGINES: &[&str] = &["/cart", "/checkout", "/orders", "/search"];
 
 /// The longest description a page carries (search engines show about this much).
-pub const DESCRIPTION_CHARS: usize = 160;
+pub(crate) const DESCRIPTION_CHARS: usize = 160;
 
 /// The size of a stored photo's social card, in pixels: what link previews show best
 /// (`media` makes the cards to it).
-pub const SOCIAL_IMAGE_SIZE: (u32, u32) = (1200, 630);
+pub(crate) const SOCIAL_IMAGE_SIZE: (u32, u32) = (1200, 630);
 
 /// A link preview's picture.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SocialImage {
+pub(crate) struct SocialImage {
     /// Absolute address.
-    pub url: String,
+    pub(crate) url: String,
     /// What it shows (`og:image:alt`).
-    pub alt: String,
+    pub(crate) alt: String,
     /// Its size in pixels (`og:image:width`, `og:image:height`), when known.
-    pub size: Option<(u32, u32)>,
+    pub(crate) size: Option<(u32, u32)>,
 }
 
 /// A feed a page announces (`<link rel="alternate" type="application/atom+xml">`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FeedLink {
-    pub title: String,
+pub(crate) struct FeedLink {
+    pub(crate) title: String,
     /// Absolute address.
-    pub href: String,
+    pub(crate) href: String,
 }
 
 /// The `<head>` metadata of one page.
 #[derive(Debug, Clone, Default)]
-pub struct PageMeta {
+pub(crate) struct PageMeta {
     /// The site's absolute address without a trailing slash; empty on pages without metadata
     /// (admin and error pages), which then emit none.
-    pub site_url: String,
+    pub(crate) site_url: String,
     /// The shop's name (`og:site_name`).
-    pub site_name: String,
+    pub(crate) site_name: String,
     /// The page's preferred absolute address.
-    pub canonical: String,
+    pub(crate) canonical: String,
     /// `noindex, follow` on pages that must not be indexed (filtered or re-sorted listings).
-    pub noindex: bool,
+    pub(crate) noindex: bool,
     /// The title a shared link shows (without the " · shop" suffix of `<title>`).
-    pub title: String,
-    pub description: String,
+    pub(crate) title: String,
+    pub(crate) description: String,
     /// `website`, `product` or `article`.
-    pub og_type: &'static str,
-    pub image: Option<SocialImage>,
-    pub feeds: Vec<FeedLink>,
+    pub(crate) og_type: &'static str,
+    pub(crate) image: Option<SocialImage>,
+    pub(crate) feeds: Vec<FeedLink>,
     /// Structured data, one `<script type="application/ld+json">` each.
-    pub json_ld: Vec<serde_json::Value>,
+    pub(crate) json_ld: Vec<serde_json::Value>,
 }
 
 impl PageMeta {
     /// The defaults for a public page at `path`: canonical without the query, the site's
     /// description and picture, and the site feed (the blog's).
-    pub fn for_page(site_url: &str, path: &str, settings: &crate::db::site::SiteSettings) -> Self {
+    pub(crate) fn for_page(
+        site_url: &str,
+        path: &str,
+        settings: &crate::db::site::SiteSettings,
+    ) -> Self {
         let site_url = site_url.trim_end_matches('/').to_string();
         let image = default_image(&site_url, &settings.social_image).map(|url| SocialImage {
             url,
@@ -108,12 +112,12 @@ impl PageMeta {
     }
 
     /// Whether the page carries metadata at all.
-    pub fn is_public(&self) -> bool {
+    pub(crate) fn is_public(&self) -> bool {
         !self.site_url.is_empty()
     }
 
     /// An absolute address for a path on this site.
-    pub fn absolute(&self, path: &str) -> String {
+    pub(crate) fn absolute(&self, path: &str) -> String {
         format!("{}{path}", self.site_url)
     }
 
@@ -121,7 +125,7 @@ impl PageMeta {
     /// page numbers are pages of their own (`?page=N` stays in the canonical address), while any
     /// filter, sort or keyset position makes the page `noindex` with the unfiltered listing as
     /// canonical, so the combinations never become a crawl space of their own.
-    pub fn listing(&mut self, path: &str, params: &HashMap<String, String>) {
+    pub(crate) fn listing(&mut self, path: &str, params: &HashMap<String, String>) {
         let page = params
             .get("page")
             .and_then(|p| p.parse::<u64>().ok())
@@ -138,7 +142,7 @@ impl PageMeta {
 
     /// Set the description from page text (made plain and shortened); empty text keeps the
     /// site's.
-    pub fn describe(&mut self, text: &str) {
+    pub(crate) fn describe(&mut self, text: &str) {
         let text = plain_description(text);
         if !text.is_empty() {
             self.description = text;
@@ -147,7 +151,7 @@ impl PageMeta {
 
     /// Use the stored image's social card (`/media/{id}/social`, cover-cropped to
     /// [`SOCIAL_IMAGE_SIZE`]) as the picture.
-    pub fn picture(&mut self, file_id: bson::oid::ObjectId, alt: &str) {
+    pub(crate) fn picture(&mut self, file_id: bson::oid::ObjectId, alt: &str) {
         self.image = Some(SocialImage {
             url: self.absolute(&format!("/media/{}/social", file_id.to_hex())),
             alt: alt.to_string(),
@@ -156,7 +160,7 @@ impl PageMeta {
     }
 
     /// Announce another feed (after the site's), unless it is already announced.
-    pub fn add_feed(&mut self, title: String, path: &str) {
+    pub(crate) fn add_feed(&mut self, title: String, path: &str) {
         let href = self.absolute(path);
         if !self.feeds.iter().any(|f| f.href == href) {
             self.feeds.push(FeedLink { title, href });
@@ -164,7 +168,7 @@ impl PageMeta {
     }
 
     /// `summary_large_image` with a picture, else `summary`.
-    pub fn twitter_card(&self) -> &'static str {
+    pub(crate) fn twitter_card(&self) -> &'static str {
         if self.image.is_some() {
             "summary_large_image"
         } else {
@@ -173,7 +177,7 @@ impl PageMeta {
     }
 
     /// Each structured-data object as text safe inside `<script>` ([`json_for_script`]).
-    pub fn json_ld_scripts(&self) -> Vec<String> {
+    pub(crate) fn json_ld_scripts(&self) -> Vec<String> {
         self.json_ld.iter().map(json_for_script).collect()
     }
 }
@@ -192,7 +196,7 @@ fn default_image(site_url: &str, setting: &str) -> Option<String> {
 }
 
 /// Whether `url` is an `http://` or `https://` address with a host and no spaces or controls.
-pub fn is_absolute_web_url(url: &str) -> bool {
+pub(crate) fn is_absolute_web_url(url: &str) -> bool {
     let rest = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"));
@@ -211,7 +215,7 @@ pub fn is_absolute_web_url(url: &str) -> bool {
 /// `text` as one path segment of a URL: letters, digits and `-._~` as they are, every other
 /// byte percent-encoded (slugs and tags are plain already; this keeps stored oddities from
 /// breaking an address).
-pub fn path_segment(text: &str) -> String {
+pub(crate) fn path_segment(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
         if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
@@ -224,12 +228,12 @@ pub fn path_segment(text: &str) -> String {
 }
 
 /// One line of plain text of at most [`DESCRIPTION_CHARS`] characters, cut at a word.
-pub fn plain_description(text: &str) -> String {
+pub(crate) fn plain_description(text: &str) -> String {
     words_within(text, DESCRIPTION_CHARS)
 }
 
 /// The words of `text` on one line, as many as fit in `max_chars` (then `…`).
-pub fn words_within(text: &str, max_chars: usize) -> String {
+pub(crate) fn words_within(text: &str, max_chars: usize) -> String {
     let mut out = String::new();
     for word in text.split_whitespace() {
         if out.chars().count() + word.chars().count() + 1 > max_chars {
@@ -247,7 +251,7 @@ pub fn words_within(text: &str, max_chars: usize) -> String {
 /// `value` as JSON that cannot end the `<script>` element holding it nor be read as HTML:
 /// `<`, `>` and `&` become `\u003c`, `\u003e`, `\u0026` (the same characters to a JSON
 /// parser), and so do the line and paragraph separators some JavaScript parsers refuse.
-pub fn json_for_script(value: &serde_json::Value) -> String {
+pub(crate) fn json_for_script(value: &serde_json::Value) -> String {
     let json = serde_json::to_string(value).unwrap_or_else(|_| "null".to_string());
     let mut out = String::with_capacity(json.len() + 16);
     for c in json.chars() {
@@ -264,7 +268,7 @@ pub fn json_for_script(value: &serde_json::Value) -> String {
 }
 
 /// `BreadcrumbList` of `(name, absolute url)` steps, first to last.
-pub fn breadcrumb_list(steps: &[(String, String)]) -> serde_json::Value {
+pub(crate) fn breadcrumb_list(steps: &[(String, String)]) -> serde_json::Value {
     let items: Vec<serde_json::Value> = steps
         .iter()
         .enumerate()

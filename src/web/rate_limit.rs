@@ -20,14 +20,14 @@ struct Bucket {
 
 /// At most `burst` events per address at once, refilled at `burst` per `period`.
 #[derive(Debug)]
-pub struct RateLimiter {
+pub(crate) struct RateLimiter {
     burst: f64,
     period: Duration,
     buckets: Mutex<HashMap<IpAddr, Bucket>>,
 }
 
 impl RateLimiter {
-    pub fn new(burst: u32, period: Duration) -> RateLimiter {
+    pub(crate) fn new(burst: u32, period: Duration) -> RateLimiter {
         RateLimiter {
             burst: f64::from(burst.max(1)),
             period: period.max(Duration::from_millis(1)),
@@ -42,7 +42,7 @@ impl RateLimiter {
 
     /// Whether `client` may do one more now (and count it if so). Requests without a known
     /// address share one bucket.
-    pub fn allow(&self, client: Option<IpAddr>) -> bool {
+    pub(crate) fn allow(&self, client: Option<IpAddr>) -> bool {
         let client = client.unwrap_or(IpAddr::from([0, 0, 0, 0]));
         let now = Instant::now();
         let Ok(mut buckets) = self.buckets.lock() else {

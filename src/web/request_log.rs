@@ -14,7 +14,7 @@ use tracing::Instrument;
 /// sent (`web::client::forwarded_request_id`) or a fresh one — that is also returned to the
 /// client as `X-Request-Id` (so a user's report can be matched to the log). Every line logged
 /// while the request is served, database errors included, is inside that span.
-pub async fn log_requests(
+pub(crate) async fn log_requests(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {

@@ -13,7 +13,7 @@ use crate::web::error_page::error_page;
 
 /// No inline scripts or styles anywhere: everything comes from /static. Frames only from the
 /// two video hosts whose embeds video posts render (see `content::video`).
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
+pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
      style-src 'self'; img-src 'self' data:; \
      frame-src https://www.youtube-nocookie.com https://player.vimeo.com; \
      frame-ancestors 'none'; base-uri 'self'; form-action 'self'";
@@ -56,20 +56,20 @@ impl ResponseError for MiddlewareFailure {
 
 /// Sent when the site is served over HTTPS: browsers then refuse plain HTTP to it for a year,
 /// so a network attacker cannot strip TLS from a later visit.
-pub const STRICT_TRANSPORT_SECURITY: &str = "max-age=31536000";
+pub(crate) const STRICT_TRANSPORT_SECURITY: &str = "max-age=31536000";
 
 /// App data: whether the site is served over HTTPS (`server.tls`), which adds HSTS.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct TransportPolicy {
-    pub tls: bool,
+pub(crate) struct TransportPolicy {
+    pub(crate) tls: bool,
 }
 
 /// How long shared caches and browsers may keep a public page (one that is the same for every
 /// visitor): short, so an edit shows within a minute, yet a burst of anonymous visitors to one
 /// page costs the shop one render per cache.
-pub const PUBLIC_PAGE_CACHE_CONTROL: &str = "public, max-age=60";
+pub(crate) const PUBLIC_PAGE_CACHE_CONTROL: &str = "public, max-age=60";
 /// Anything personal: no cache may keep a copy, not even the browser's back-forward history.
-pub const PRIVATE_CACHE_CONTROL: &str = "no-store";
+pub(crate) const PRIVATE_CACHE_CONTROL: &str = "no-store";
 
 /// Areas whose pages show one visitor's (or the admin's) data, whatever else is true.
 fn is_personal_path(path: &str) -> bool {
@@ -81,20 +81,20 @@ fn is_personal_path(path: &str) -> bool {
 /// What of the request decides how its response may be cached, taken before the request is
 /// handed on.
 #[derive(Debug, Clone, Copy)]
-pub struct CacheContext {
+pub(crate) struct CacheContext {
     /// The path is in an area with personal data (`is_personal_path`).
-    pub personal_path: bool,
+    pub(crate) personal_path: bool,
     /// The request carries a session cookie: the page may show its cart count, flash messages
     /// and its CSRF token.
-    pub has_session: bool,
+    pub(crate) has_session: bool,
     /// The request carries credentials (the admin's Basic auth).
-    pub has_credentials: bool,
+    pub(crate) has_credentials: bool,
     /// GET or HEAD.
-    pub is_read: bool,
+    pub(crate) is_read: bool,
 }
 
 impl CacheContext {
-    pub fn of(req: &ServiceRequest) -> CacheContext {
+    pub(crate) fn of(req: &ServiceRequest) -> CacheContext {
         CacheContext {
             personal_path: is_personal_path(req.match_info().as_str())
                 || is_personal_path(req.path()),
@@ -116,7 +116,7 @@ impl CacheContext {
 /// - [`PUBLIC_PAGE_CACHE_CONTROL`] for the rest: a successful read of a public page by a visitor
 ///   without a session, which is then the same for everyone (with `Vary: Cookie`, so a cache
 ///   never hands it to a visitor who has one).
-pub fn cache_control(
+pub(crate) fn cache_control(
     context: CacheContext,
     status: StatusCode,
     headers: &HeaderMap,
@@ -144,7 +144,7 @@ fn apply_cache_control(context: CacheContext, status: StatusCode, headers: &mut 
 }
 
 /// Outermost middleware (inside request logging): adds the headers to every response.
-pub async fn add_security_headers(
+pub(crate) async fn add_security_headers(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {

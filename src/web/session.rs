@@ -13,35 +13,35 @@ use rand::RngCore;
 
 use crate::config::{DatabaseUri, Settings};
 
-pub const COOKIE_NAME: &str = "bazaar_session";
+pub(crate) const COOKIE_NAME: &str = "bazaar_session";
 
 /// The session key under which the cart area keeps the id of the visitor's cart.
-pub const CART_ID_KEY: &str = "cart_id";
+pub(crate) const CART_ID_KEY: &str = "cart_id";
 
 /// The visitor's cart, as the session records it. Other areas' pages (the product page's "in
 /// your cart" note) read it here, so they need not know the cart area.
-pub fn cart_id(session: &actix_session::Session) -> Option<String> {
+pub(crate) fn cart_id(session: &actix_session::Session) -> Option<String> {
     session.get::<String>(CART_ID_KEY).ok().flatten()
 }
 
 /// The session key under which the accounts area keeps the signed-in customer's account id.
 /// The header reads only whether it is there (no database read per page); the account pages
 /// check it against the account's `sessions_epoch`.
-pub const ACCOUNT_KEY: &str = "account_id";
+pub(crate) const ACCOUNT_KEY: &str = "account_id";
 
 /// The session key of the account's `sessions_epoch` the session signed in under (the accounts
 /// area writes it; comments read it to know a signed-in commenter without the accounts area).
-pub const ACCOUNT_EPOCH_KEY: &str = "account_epoch";
+pub(crate) const ACCOUNT_EPOCH_KEY: &str = "account_epoch";
 
 /// Whether the session says a customer is signed in (for the header's "Account" link).
-pub fn signed_in(session: &actix_session::Session) -> bool {
+pub(crate) fn signed_in(session: &actix_session::Session) -> bool {
     session.contains_key(ACCOUNT_KEY)
 }
 
 const KEY_FILE: &str = "session.key";
 
 /// The key that signs and encrypts session cookies.
-pub fn load_or_create_key(settings: &Settings) -> anyhow::Result<Key> {
+pub(crate) fn load_or_create_key(settings: &Settings) -> anyhow::Result<Key> {
     if let Some(secret) = &settings.session.key {
         // Config validation guarantees the 32 bytes `derive_from` needs.
         return Ok(Key::derive_from(secret.as_bytes()));
@@ -108,7 +108,7 @@ fn create_key_file(path: &Path) -> anyhow::Result<Key> {
 
 /// The session middleware: HttpOnly, SameSite=Lax, Secure when served over TLS, contents
 /// encrypted (the cookie may hold the cart id and CSRF token).
-pub fn middleware(key: Key, secure: bool) -> SessionMiddleware<CookieSessionStore> {
+pub(crate) fn middleware(key: Key, secure: bool) -> SessionMiddleware<CookieSessionStore> {
     SessionMiddleware::builder(CookieSessionStore::default(), key)
         .cookie_name(COOKIE_NAME.to_string())
         .cookie_http_only(true)
@@ -124,11 +124,11 @@ const STARTED_KEY: &str = "started";
 /// App data: how long a session may live (`session.max_age_secs`). The cookie is signed and
 /// encrypted but otherwise self-contained, so without this a copied cookie would work forever.
 #[derive(Debug, Clone)]
-pub struct SessionPolicy {
-    pub max_age: std::time::Duration,
+pub(crate) struct SessionPolicy {
+    pub(crate) max_age: std::time::Duration,
     /// The database's clock (`Db::clock`): sessions are stamped and aged by the same clock as
     /// every other stamp in the shop, so a test ages a session by stepping it.
-    pub clock: std::sync::Arc<crate::clock::Clock>,
+    pub(crate) clock: std::sync::Arc<crate::clock::Clock>,
 }
 
 impl SessionPolicy {
@@ -140,7 +140,7 @@ impl SessionPolicy {
 /// Middleware inside the session middleware: a session older than the maximum age is emptied
 /// before the request is handled, so its cart link, remembered orders and CSRF token all go
 /// (the next form gets a fresh token). A session that holds anything is stamped with its start.
-pub async fn enforce_max_age(
+pub(crate) async fn enforce_max_age(
     req: actix_web::dev::ServiceRequest,
     next: actix_web::middleware::Next<impl actix_web::body::MessageBody + 'static>,
 ) -> Result<actix_web::dev::ServiceResponse<actix_web::body::BoxBody>, actix_web::Error> {

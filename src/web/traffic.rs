@@ -8,7 +8,7 @@
 use actix_web::HttpResponse;
 
 /// The longest search query logged, in characters (longer ones are cut).
-pub const MAX_QUERY_CHARS: usize = 100;
+pub(crate) const MAX_QUERY_CHARS: usize = 100;
 
 /// What a response did, for the shop's funnel and search reports.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,7 +27,7 @@ pub enum CommerceEvent {
 
 impl CommerceEvent {
     /// The event's `kind` as stored.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             CommerceEvent::ProductViewed { .. } => "product_viewed",
             CommerceEvent::AddedToCart { .. } => "added_to_cart",
@@ -39,7 +39,7 @@ impl CommerceEvent {
 }
 
 /// `response` with `event` attached for the traffic log.
-pub fn tag(mut response: HttpResponse, event: CommerceEvent) -> HttpResponse {
+pub(crate) fn tag(mut response: HttpResponse, event: CommerceEvent) -> HttpResponse {
     response.extensions_mut().insert(event);
     response
 }
