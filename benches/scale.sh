@@ -89,7 +89,7 @@ CLIENT_CPUS="0-$((ALL_CORES - 1))"
 load() {
   taskset -c "$CLIENT_CPUS" wrk -t2 -c"$CONNECTIONS" -d"${2:-$SECONDS_EACH}s" --timeout 10s --latency "$BASE$1" |
     awk -v max="${3:-}" '/Requests\/sec/ { rps = $2 }
-         /^ +50%/ { p50 = $2 } /^ +99%/ { p99 = $2 } /^ +Latency/ { top = $4 }
+         /^ +50%/ { p50 = $2 } /^ +99%/ { p99 = $2 } /^ +Latency +[0-9]/ { top = $4 }
          /Non-2xx|Socket errors/ { errors = errors " " $0 }
          END { printf "%8.0f req/s  p50 %-8s p99 %-8s%s%s", rps, p50, p99, (max ? "max " top : ""), errors }'
 }
@@ -146,6 +146,8 @@ for N in $PRODUCTS; do
         CLIENT_CPUS="0-$((ALL_CORES - 1))"; shared=" (wrk shares the server's cores: none left for it)"
       fi
       start_server "$cores"
+      # The background text index build would share the cores with the measured pages.
+      until curl -sf "$BASE/readyz" >/dev/null; do sleep 0.2; done
       fetch "/products" "$WORK/first.html" >/dev/null
       product=$(sed -n 's/.*class="product-title"><a href="\([^"]*\)".*/\1/p' "$WORK/first.html" | head -1)
       fetch "$product" /dev/null >/dev/null; fetch "/blog/" /dev/null >/dev/null
