@@ -9,7 +9,15 @@
 #     page of /products and of the largest category, a deep keyset page (Next from the middle
 #     page), the same three pages of a filtered listing (SCALE_FILTER), and a product page,
 #   - the sitemap index's time (a walk over every product on sale) and the first product
-#     sitemap's (50 000 URLs), with the RSS after them.
+#     sitemap's (50 000 URLs), with the RSS after them,
+#   - right after /healthz answers, when a deep numbered page (the middle of /products and of
+#     the category) first answers with content, counted from the server's start,
+#   - the filtered listing's first page under load for SCALE_SERIES seconds (default 60) in
+#     back-to-back 5 s windows, each window's req/s, p50, p99 and maximum: a periodic stall
+#     (a recount holding the store) shows as a window with a high p99,
+#   - with SCALE_CORES (e.g. "1 2"), for each core count a server pinned to that many cores
+#     (taskset) and wrk pinned to the others, req/s of a product page and of /blog/; when no core
+#     is left for wrk it shares the server's (the line says so).
 #
 # Usage (from the repository root):
 #   benches/scale.sh                      # 10 000 and 100 000 products
@@ -19,7 +27,10 @@
 # SCALE_FILTER (a /products query string, default type=album&in_stock=1),
 # SCALE_PORT (default 18080), BAZAAR_BIN (default target/release/bazaar, built if missing),
 # SCALE_DATA (a data directory already seeded with one size: measured as it is, not seeded, and
-# kept; give SCALE_PRODUCTS the size it holds).
+# kept; give SCALE_PRODUCTS the size it holds), SCALE_ONLY (all, the default; series: start-up,
+# deep pages after start and the 5 s windows only; scaling: the per-core figures only; each part
+# stays well under ten minutes at 1 000 000 products on 2 cores), SCALE_SERIES (seconds of 5 s
+# windows), SCALE_CORES (core counts for the scaling figures, default: all the machine's).
 # Needs wrk and curl. The machine's other load skews the figures: compare runs made together.
 set -euo pipefail
 
@@ -32,8 +43,13 @@ FILTER=${SCALE_FILTER:-type=album&in_stock=1}
 PORT=${SCALE_PORT:-18080}
 BIN=${BAZAAR_BIN:-target/release/bazaar}
 BASE="http://127.0.0.1:$PORT"
+ONLY=${SCALE_ONLY:-all}
+SERIES=${SCALE_SERIES:-60}
+ALL_CORES=$(nproc)
+CORES=${SCALE_CORES:-$ALL_CORES}
 
 command -v wrk >/dev/null || { echo "scale.sh needs wrk (apt-get install -y wrk)" >&2; exit 1; }
+command -v taskset >/dev/null || { echo "scale.sh needs taskset (util-linux)" >&2; exit 1; }
 if [ ! -x "$BIN" ]; then
   cargo build --release
 fi
@@ -67,13 +83,45 @@ fetch_ready() {
   echo "$first, served after $(echo "$(date +%s.%N) - $began" | bc | cut -c1-5) s"
 }
 
-# One wrk run: "req/s p50 p99".
+# The cores wrk runs on: those the server does not have, or (none left) the server's own.
+CLIENT_CPUS="0-$((ALL_CORES - 1))"
+# One wrk run of $2 seconds (default SECONDS_EACH): "req/s p50 p99", with the maximum when $3 is set.
 load() {
-  wrk -t2 -c"$CONNECTIONS" -d"${SECONDS_EACH}s" --timeout 10s --latency "$BASE$1" |
-    awk '/Requests\/sec/ { rps = $2 }
-         /^ +50%/ { p50 = $2 } /^ +99%/ { p99 = $2 }
+  taskset -c "$CLIENT_CPUS" wrk -t2 -c"$CONNECTIONS" -d"${2:-$SECONDS_EACH}s" --timeout 10s --latency "$BASE$1" |
+    awk -v max="${3:-}" '/Requests\/sec/ { rps = $2 }
+         /^ +50%/ { p50 = $2 } /^ +99%/ { p99 = $2 } /^ +Latency +[0-9]/ { top = $4 }
          /Non-2xx|Socket errors/ { errors = errors " " $0 }
-         END { printf "%8.0f req/s  p50 %-8s p99 %-8s%s", rps, p50, p99, errors }'
+         END { printf "%8.0f req/s  p50 %-8s p99 %-8s%s%s", rps, p50, p99, (max ? "max " top : ""), errors }'
+}
+
+# Start the server pinned to the first $1 cores (all when empty) on $DATA; sets SERVER and the
+# start time STARTED, and waits for /healthz.
+start_server() {
+  local cpus="0-$(( ${1:-$ALL_CORES} - 1 ))"
+  STARTED=$(date +%s.%N)
+  taskset -c "$cpus" "$BIN" serve >"$WORK/server.log" 2>&1 &
+  SERVER=$!
+  until curl -sf "$BASE/healthz" >/dev/null; do
+    kill -0 "$SERVER" 2>/dev/null || { echo "the server exited:"; cat "$WORK/server.log"; exit 1; }
+    sleep 0.05
+  done
+}
+stop_server() {
+  kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
+  SERVER=""
+}
+since_start() { echo "$(date +%s.%N) - $STARTED" | bc | cut -c1-5; }
+# Poll $1 until it answers 200: prints the first answer's status and when content came, counted
+# from the server's start.
+deep_after_start() {
+  local first
+  first=$(curl -s -o /dev/null -w '%{http_code} at' "$BASE$1")
+  first="$first $(since_start) s"
+  until [ "$(curl -s -o /dev/null -w '%{http_code}' "$BASE$1")" = 200 ]; do
+    if [ "$(echo "$(since_start) > 300" | bc)" = 1 ]; then echo "first $first; no content after 300 s"; return; fi
+    sleep 0.2
+  done
+  echo "first $first; content at $(since_start) s after start"
 }
 
 for N in $PRODUCTS; do
@@ -90,24 +138,50 @@ for N in $PRODUCTS; do
     echo "seeded beforehand in $DATA: data directory $(du -sh "$DATA" | cut -f1)"
   fi
 
-  started=$(date +%s.%N)
-  "$BIN" serve >"$WORK/server.log" 2>&1 &
-  SERVER=$!
-  until curl -sf "$BASE/healthz" >/dev/null; do
-    kill -0 "$SERVER" 2>/dev/null || { echo "the server exited:"; cat "$WORK/server.log"; exit 1; }
-    sleep 0.05
-  done
+  if [ "$ONLY" = scaling ]; then
+    for cores in $CORES; do
+      if [ "$cores" -lt "$ALL_CORES" ]; then
+        CLIENT_CPUS="$cores-$((ALL_CORES - 1))"; shared=""
+      else
+        CLIENT_CPUS="0-$((ALL_CORES - 1))"; shared=" (wrk shares the server's cores: none left for it)"
+      fi
+      start_server "$cores"
+      # The background text index build would share the cores with the measured pages.
+      until curl -sf "$BASE/readyz" >/dev/null; do sleep 0.2; done
+      fetch "/products" "$WORK/first.html" >/dev/null
+      product=$(sed -n 's/.*class="product-title"><a href="\([^"]*\)".*/\1/p' "$WORK/first.html" | head -1)
+      fetch "$product" /dev/null >/dev/null; fetch "/blog/" /dev/null >/dev/null
+      echo "server on $cores core(s), wrk on cores $CLIENT_CPUS$shared:"
+      printf '  %-14s %s\n' "product page" "$(load "$product")"
+      printf '  %-14s %s\n' "/blog/" "$(load "/blog/")"
+      stop_server
+    done
+    CLIENT_CPUS="0-$((ALL_CORES - 1))"
+    rm -rf "$WORK"; WORK=""
+    continue
+  fi
+
+  start_server
+  started=$STARTED
   ready=$(date +%s.%N)
   echo "start-up to /healthz: $(echo "$ready - $started" | bc) s; RSS $(rss_mb "$SERVER") MB"
+  # Deep numbered pages right after start: page anchors are walked (or read back from the
+  # database) before such a page has content; until then it answers 503 "being prepared".
+  # The very first requests after start-up count the listing totals.
+  cold_all=$(fetch "/products" "$WORK/first.html")
+  cold_cat=$(fetch "/categories/$CATEGORY" "$WORK/cat.html")
+  early_pages=$(( ($(total_of "$WORK/first.html") + 11) / 12 ))
+  early_cat_pages=$(( ($(total_of "$WORK/cat.html") + 11) / 12 ))
+  echo "deep page after start: /products?page=$((early_pages / 2)): $(deep_after_start "/products?page=$((early_pages / 2))")"
+  echo "deep page after start: /categories/$CATEGORY?page=$((early_cat_pages / 2)): $(deep_after_start "/categories/$CATEGORY?page=$((early_cat_pages / 2))")"
   # /readyz is 503 while start-up work a page needs (the background text index build) runs.
   first_ready=$(curl -s "$BASE/readyz")
   echo "first /readyz: $first_ready"
   until curl -sf "$BASE/readyz" >/dev/null; do sleep 0.1; done
   echo "start-up to /readyz 200: $(echo "$(date +%s.%N) - $started" | bc) s"
 
-  # The very first requests after start-up count the listing totals.
-  cold_all=$(fetch "/products" "$WORK/first.html")
-  cold_cat=$(fetch "/categories/$CATEGORY" "$WORK/cat.html")
+  fetch "/products" "$WORK/first.html" >/dev/null
+  fetch "/categories/$CATEGORY" "$WORK/cat.html" >/dev/null
   cold_filtered=$(fetch "/products?$FILTER" "$WORK/filtered.html")
   all=$(total_of "$WORK/first.html")
   pages=$(( (all + 11) / 12 ))
@@ -124,6 +198,20 @@ for N in $PRODUCTS; do
   echo "first middle page=N: /categories/$CATEGORY $(fetch_ready "/categories/$CATEGORY?page=$((cat_pages / 2))" "$WORK/cat-middle.html")"
   echo "first middle page=N: /products?$FILTER $(fetch_ready "/products?$FILTER&page=$((filtered_pages / 2))" /dev/null)"
   cat_keyset=$(next_link "$WORK/cat-middle.html")
+
+  if [ "$SERIES" -gt 0 ]; then
+    echo "/products?$FILTER under load in 5 s windows (since start: $(since_start) s):"
+    for w in $(seq 1 $((SERIES / 5))); do
+      printf '  window %2d  %s\n' "$w" "$(load "/products?$FILTER" 5 max)"
+    done
+  fi
+  if [ "$ONLY" = series ]; then
+    echo "RSS after the load: $(rss_mb "$SERVER") MB"
+    stop_server
+    rm -rf "$WORK"; WORK=""
+    echo
+    continue
+  fi
 
   urls=(
     "/products"
@@ -164,8 +252,7 @@ for N in $PRODUCTS; do
   first_chunk=$(sed -n 's|.*<loc>[a-z]*://[^/]*\(/sitemaps/products-[0-9a-f]*\.xml\)</loc>.*|\1|p' "$WORK/sitemap.xml" | head -1)
   chunk_time=$(fetch "$first_chunk" "$WORK/products-sitemap.xml")
   echo "sitemap index: ${index_time} s, $children sitemaps; first product sitemap: ${chunk_time} s, $(grep -c '<loc>' "$WORK/products-sitemap.xml") URLs, $(du -k "$WORK/products-sitemap.xml" | cut -f1) KB; RSS after: $(rss_mb "$SERVER") MB"
-  kill "$SERVER"; wait "$SERVER" 2>/dev/null || true
-  SERVER=""
+  stop_server
   rm -rf "$WORK"; WORK=""
   echo
 done

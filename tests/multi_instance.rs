@@ -852,3 +852,97 @@ async fn sign_in_limits_and_single_use_links_hold_across_three_instances() {
     let accounts = documents(&db, "accounts", doc! { "email": "pressed@example.com" }).await;
     assert_eq!(accounts.len(), 1);
 }
+
+/// A deep numbered page of `db`'s whole listing, retried while its anchors are being walked.
+async fn deep_page_when_walked(db: &Db, page: u64) -> Vec<String> {
+    use bazaar::catalog::listing::{self, ListingError, ListingQuery};
+    let query = ListingQuery {
+        page,
+        ..ListingQuery::default()
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match listing::find_page(db, doc! {}, &query).await {
+            Ok(found) => return found.products.into_iter().map(|p| p.slug).collect(),
+            Err(ListingError::Preparing) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("page {page}: {e}"),
+        }
+    }
+}
+
+/// Page anchors kept in the database serve a deep page in a process that has walked none yet (a
+/// restarted instance, or another one), with its own walk held back; once another instance has
+/// added products, the kept anchors counted fewer than the listing now holds and are not used:
+/// the page waits for the process's own walk (503 "being prepared", as before any walk) and then
+/// shows the listing as it now is, never a page placed by outdated anchors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kept_page_anchors_serve_other_instances_until_a_write_outdates_them() {
+    use bazaar::catalog::anchors;
+    use bazaar::catalog::listing::{self, ListingError, ListingQuery, PAGE_SIZE};
+    let database = Database::in_memory();
+    let first = database.connect().await;
+    bazaar::startup::indexes::ensure_indexes(&first)
+        .await
+        .expect("indexes");
+    bazaar::catalog::demo::seed_bulk(&first, 636)
+        .await
+        .expect("seeded");
+    // Page 27 of 53 is read from anchors (more than the linked pages from either end).
+    let deep = ListingQuery {
+        page: 27,
+        ..ListingQuery::default()
+    };
+    let walked = deep_page_when_walked(&first, 27).await;
+    assert_eq!(walked.len(), PAGE_SIZE as usize);
+    let kept = eventually(Duration::from_secs(10), || async {
+        first
+            .collection::<Document>(anchors::COLLECTION)
+            .count_documents(doc! {})
+            .await
+            .unwrap_or(0)
+            > 0
+    })
+    .await;
+    assert!(kept, "the first instance keeps its walked anchors");
+
+    let second = database.connect().await;
+    let held = anchors::of(&second).hold_walks().await;
+    let served = listing::find_page(&second, doc! {}, &deep)
+        .await
+        .expect("served from the kept anchors, not 'being prepared'");
+    let served: Vec<String> = served.products.into_iter().map(|p| p.slug).collect();
+    assert_eq!(served, walked, "the same page as the instance that walked");
+    drop(held);
+
+    // Another instance adds products (newest first, so before page 27).
+    bazaar::catalog::demo::seed_bulk(&first, 639)
+        .await
+        .expect("three more");
+    let third = database.connect().await;
+    let held = anchors::of(&third).hold_walks().await;
+    match listing::find_page(&third, doc! {}, &deep).await {
+        Err(ListingError::Preparing) => {}
+        Ok(_) => panic!("outdated kept anchors placed a page"),
+        Err(e) => panic!("{e}"),
+    }
+    drop(held);
+    let now = deep_page_when_walked(&third, 27).await;
+    let skipped: Vec<String> = bazaar::catalog::products::collection(&third)
+        .clone_with_type::<Document>()
+        .find(bazaar::catalog::lifecycle::on_sale())
+        .sort(bazaar::catalog::seek::Sort::Newest.document())
+        .skip(26 * PAGE_SIZE)
+        .limit(PAGE_SIZE as i64)
+        .await
+        .expect("found")
+        .try_collect::<Vec<Document>>()
+        .await
+        .expect("read")
+        .iter()
+        .map(|d| d.get_str("slug").unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(now, skipped, "page 27 as the listing is now");
+    assert_ne!(now, walked, "three products moved it");
+}

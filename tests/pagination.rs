@@ -753,3 +753,93 @@ async fn a_deep_page_before_its_anchors_exist_asks_to_retry() {
         assert!(tries < 100, "the anchors are walked");
     }
 }
+
+/// The total a listing page shows ("of N products").
+async fn shown_total(app: &TestApp, path: &str) -> u64 {
+    let doc = page(app, path).await;
+    let total = scraper::Selector::parse("strong.total").expect("selector");
+    doc.select(&total)
+        .next()
+        .and_then(|t| t.text().collect::<String>().trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// A total no index answers (albums in stock) is counted by walking the listing in the
+/// background, and follows what happens to the catalog: a product added through this process, a
+/// sale of the last units and a restock (written to the database directly, as another instance's
+/// would be) each show in the total within the cache's bound, and it is then exact.
+#[tokio::test]
+async fn a_walked_in_stock_total_stays_exact_through_adds_sales_and_restocks() {
+    let app = spawn_app().await;
+    bazaar::catalog::cache::walk_every_total(&app.db);
+    bazaar::catalog::demo::seed_bulk(&app.db, 300)
+        .await
+        .expect("seeded");
+    let path = "/products?type=album&in_stock=1";
+    let filter = ListingQuery {
+        kind: Some(products::ProductType::Album),
+        in_stock: true,
+        ..ListingQuery::default()
+    }
+    .filter(doc! {});
+    let exact = || async {
+        products::collection(&app.db)
+            .count_documents(filter.clone())
+            .await
+            .expect("counted")
+    };
+    let before = exact().await;
+    assert!(before > 20, "{before} albums in stock");
+    assert_eq!(shown_total(&app, path).await, before);
+    // Within TTL plus a count: the bound on a walked total's age for a small listing.
+    let bound = bazaar::catalog::cache::MAX_AGE + std::time::Duration::from_secs(2);
+    let app = &app;
+    let follows = |want: u64| async move {
+        let deadline = std::time::Instant::now() + bound;
+        loop {
+            let shown = shown_total(app, path).await;
+            if shown == want {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "shows {shown}, {want} after the change"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    };
+
+    ProductBuilder::new("walked-add")
+        .stock(4)
+        .build(&app.db)
+        .await;
+    assert_eq!(exact().await, before + 1);
+    follows(before + 1).await;
+
+    let sold_out = products::collection(&app.db)
+        .find_one(filter.clone())
+        .await
+        .expect("found")
+        .expect("an album in stock");
+    products::collection(&app.db)
+        .clone_with_type::<Document>()
+        .update_one(
+            doc! { "_id": sold_out.id },
+            doc! { "$set": { "qty": 0_i64 } },
+        )
+        .await
+        .expect("sold");
+    assert_eq!(exact().await, before);
+    follows(before).await;
+
+    products::collection(&app.db)
+        .clone_with_type::<Document>()
+        .update_one(
+            doc! { "_id": sold_out.id },
+            doc! { "$set": { "qty": 6_i64 } },
+        )
+        .await
+        .expect("restocked");
+    assert_eq!(exact().await, before + 1);
+    follows(before + 1).await;
+}

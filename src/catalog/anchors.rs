@@ -35,6 +35,27 @@
 //! `Retry-After` (never a multi-second skip); the walk goes on and the next try is served from
 //! the anchors.
 //!
+//! # Across restarts and instances
+//!
+//! A walk's anchors are also kept in the database ([`COLLECTION`], at most once a
+//! [`PERSIST_EVERY`] per listing and instance), so a process that has none for a listing (just
+//! started, or it dropped them for memory) serves deep pages from the kept ones at once, while
+//! its own first walk runs in the background and replaces them. Kept anchors are used only when
+//! - their walk is at most [`KEPT_MAX_AGE`] old, by the database handle's clock, and
+//! - they counted as many products as the listing's total has now (the cached total the page
+//!   shows).
+//!
+//! So a write by another instance (or by this one before a restart) that added or removed
+//! products since the kept walk makes them unusable, and the page waits for this process's own
+//! walk as a first deep page always did; writes that added and removed equally many products
+//! before an anchor shift the pages after it by at most their number, as for anchors in memory,
+//! and only until this process's walk (seconds) replaces them. Every page read from anchors, kept
+//! or walked, is a run of the listing in order: the keyset read after an anchor never repeats or
+//! skips a product, only its page number can be off by the products moved since the walk.
+//!
+//! With several instances on one database each walks its own anchors (as above): another
+//! instance's writes reach this one's anchors by its periodic walks, as they reach its totals.
+//!
 //! [`NUMBERED_PAGES`]: crate::catalog::seek::NUMBERED_PAGES
 //! [`TTL`]: crate::catalog::cache::TTL
 
@@ -73,6 +94,19 @@ pub const WAIT: Duration = Duration::from_millis(500);
 /// A page more than this far past its anchor (the listing grew since the walk) waits for a
 /// new walk rather than skipping that far.
 const MAX_SKIP: u64 = 480;
+/// Where walked anchors are kept between restarts and for other instances: per listing, parts of
+/// at most [`PART`] anchors, `{_id: "<listing>#<part>", listing, walk, walked_at, sort, every,
+/// count, usable, parts, anchors: [[key, _id, ties_after], …]}`. A cache: losing it costs a
+/// walk.
+pub const COLLECTION: &str = "page_anchors";
+/// Anchors per kept document (a million products' listing has about 42 000: six documents of
+/// well under the 16 MiB limit even with long title keys).
+const PART: usize = 8_192;
+/// Kept anchors older than this are not used.
+pub const KEPT_MAX_AGE: Duration = Duration::from_secs(3_600);
+/// A listing's walked anchors are kept at most this often per instance (a kept set of a million
+/// products' listing is about 2 MB to write).
+pub const PERSIST_EVERY: Duration = Duration::from_secs(60);
 
 /// One anchor: the product at a multiple of [`SPACING`] (less one) in the listing's order.
 #[derive(Debug, Clone, PartialEq)]
@@ -182,6 +216,8 @@ pub fn of(db: &Db) -> Arc<AnchorCache> {
 struct Listing {
     anchors: watch::Sender<Option<Arc<Anchors>>>,
     state: Mutex<WalkState>,
+    /// The kept anchors were looked up (once per listing and process).
+    looked_up: tokio::sync::OnceCell<()>,
 }
 
 struct WalkState {
@@ -191,6 +227,8 @@ struct WalkState {
     /// A write through this process since the last walk started.
     changed: bool,
     last_used: Instant,
+    /// When this process last kept a walk's anchors in the database.
+    kept: Option<Instant>,
 }
 
 impl AnchorCache {
@@ -274,7 +312,9 @@ impl Listing {
                 walking: false,
                 changed: false,
                 last_used: Instant::now(),
+                kept: None,
             }),
+            looked_up: tokio::sync::OnceCell::new(),
         }
     }
 
@@ -316,24 +356,32 @@ async fn anchors(
     sort: Sort,
     hint: bool,
     too_far: bool,
+    total: u64,
 ) -> Option<Arc<Anchors>> {
     let cache = of(db);
-    let listing = cache.listing(format!("{}|{}", sort.as_str(), filter));
+    let key = format!("{}|{}", sort.as_str(), filter);
+    let listing = cache.listing(key.clone());
     if listing.walk_due(too_far) {
         let db = db.clone();
         let filter = filter.clone();
         let walks = Arc::clone(&cache.walks);
         let listing = Arc::clone(&listing);
         let cache = Arc::clone(&cache);
+        let key = key.clone();
         tokio::spawn(async move {
             let _one_at_a_time = walks.acquire_owned().await;
             let started = Instant::now();
             let walked = walk(&db, &filter, sort, SPACING, hint).await;
             let cost = started.elapsed();
+            let mut keep = false;
             if let Ok(mut state) = listing.state.lock() {
                 state.walking = false;
                 if walked.is_ok() {
                     state.walked = Some((started, cost));
+                    keep = state.kept.is_none_or(|at| at.elapsed() >= PERSIST_EVERY);
+                    if keep {
+                        state.kept = Some(Instant::now());
+                    }
                 }
             }
             match walked {
@@ -344,12 +392,41 @@ async fn anchors(
                         ms = cost.as_millis() as u64,
                         "walked a listing's page anchors"
                     );
-                    listing.anchors.send_replace(Some(Arc::new(anchors)));
+                    let anchors = Arc::new(anchors);
+                    listing.anchors.send_replace(Some(Arc::clone(&anchors)));
                     cache.bound_memory(&listing);
+                    if keep {
+                        if let Err(e) = store(&db, &key, &anchors).await {
+                            tracing::warn!(error = %e, "keeping a listing's page anchors failed");
+                        }
+                    }
                 }
                 Err(e) => tracing::warn!(error = %e, "walking a listing's page anchors failed"),
             }
         });
+    }
+    if listing.anchors.borrow().is_none() {
+        // None in this process yet: the kept ones serve until the walk started above is done.
+        listing
+            .looked_up
+            .get_or_init(|| async {
+                match load(db, &key, sort).await {
+                    Ok(Some((kept, walked_at)))
+                        if usable_kept(&kept, walked_at, db.now(), total) =>
+                    {
+                        listing.anchors.send_if_modified(|current| {
+                            let empty = current.is_none();
+                            if empty {
+                                *current = Some(Arc::new(kept));
+                            }
+                            empty
+                        });
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "reading kept page anchors failed"),
+                }
+            })
+            .await;
     }
     let mut seen = listing.anchors.subscribe();
     let current = seen.borrow_and_update().clone();
@@ -367,6 +444,8 @@ async fn anchors(
 
 /// The page of `filter` under `sort` that starts at `start` (counted from 0), `limit` products
 /// long, read from the nearest anchor before it.
+/// `total` is the listing's total as the page shows it (kept anchors that counted otherwise are
+/// not used).
 pub async fn read_page(
     db: &Db,
     filter: &Document,
@@ -374,14 +453,15 @@ pub async fn read_page(
     start: u64,
     limit: u64,
     hint: bool,
+    total: u64,
 ) -> Result<Anchored, DbError> {
-    let Some(mut found) = anchors(db, filter, sort, hint, false).await else {
+    let Some(mut found) = anchors(db, filter, sort, hint, false, total).await else {
         return Ok(Anchored::NotReady);
     };
     if found.plan(start) == Plan::TooFar {
         // The listing grew past the anchors since their walk: walk again (waiting as for a
         // first walk).
-        match anchors(db, filter, sort, hint, true).await {
+        match anchors(db, filter, sort, hint, true, total).await {
             Some(fresh) if fresh.plan(start) != Plan::TooFar => found = fresh,
             _ => return Ok(Anchored::NotReady),
         }
@@ -424,6 +504,136 @@ pub async fn read_planned(
     };
     let finds = seek::finds(filter, &Seek::After(cursor), hint);
     read_keyset(db, finds, limit, skip, Some(anchor.ties_after)).await
+}
+
+/// The `_id` of part `part` of a listing's kept anchors (parts sort in order).
+fn part_id(listing: &str, part: usize) -> String {
+    format!("{listing}#{part:05}")
+}
+
+/// The `_id` range of every part of a listing's kept anchors (`#` then `$` in ASCII).
+fn parts_of(listing: &str) -> Document {
+    doc! { "_id": { "$gte": format!("{listing}#"), "$lt": format!("{listing}$") } }
+}
+
+/// Keep `anchors` of `listing` in the database (see the module documentation): every part
+/// replaced, then the parts a longer earlier walk left removed. A reader that meets parts of two
+/// walks refuses them ([`load`]).
+async fn store(db: &Db, listing: &str, anchors: &Anchors) -> Result<(), DbError> {
+    let collection = db.collection::<Document>(COLLECTION);
+    let walk = ObjectId::new();
+    let walked_at = db.now();
+    let parts = anchors.list.len().div_ceil(PART).max(1);
+    for part in 0..parts {
+        let list: Vec<Bson> = anchors
+            .list
+            .iter()
+            .skip(part * PART)
+            .take(PART)
+            .map(|a| {
+                Bson::Array(vec![
+                    a.key.clone(),
+                    Bson::ObjectId(a.id),
+                    Bson::Int64(a.ties_after as i64),
+                ])
+            })
+            .collect();
+        let id = part_id(listing, part);
+        let document = doc! {
+            "_id": &id,
+            "listing": listing,
+            "walk": walk,
+            "walked_at": walked_at,
+            "sort": anchors.sort.as_str(),
+            "every": anchors.every as i64,
+            "count": anchors.count as i64,
+            "usable": anchors.usable,
+            "parts": parts as i64,
+            "anchors": list,
+        };
+        collection
+            .replace_one(doc! { "_id": id }, document)
+            .upsert(true)
+            .await?;
+    }
+    let mut beyond = parts_of(listing);
+    beyond.insert(
+        "$and",
+        vec![Bson::Document(
+            doc! { "_id": { "$gt": part_id(listing, parts - 1) } },
+        )],
+    );
+    collection.delete_many(beyond).await?;
+    Ok(())
+}
+
+/// The anchors of `listing` under `sort` kept in the database, with when they were walked;
+/// `None` when none are kept or the parts do not make up one walk's whole set.
+async fn load(
+    db: &Db,
+    listing: &str,
+    sort: Sort,
+) -> Result<Option<(Anchors, bson::DateTime)>, DbError> {
+    let parts: Vec<Document> = db
+        .collection::<Document>(COLLECTION)
+        .find(parts_of(listing))
+        .sort(doc! { "_id": 1 })
+        .await?
+        .try_collect()
+        .await?;
+    Ok(kept_anchors(&parts, sort))
+}
+
+/// The anchors the kept `parts` (in `_id` order) make up: one walk's, every part present,
+/// under `sort`.
+fn kept_anchors(parts: &[Document], sort: Sort) -> Option<(Anchors, bson::DateTime)> {
+    let first = parts.first()?;
+    let walk = first.get_object_id("walk").ok()?;
+    let count = u64::try_from(first.get_i64("count").ok()?).ok()?;
+    let every = u64::try_from(first.get_i64("every").ok()?).ok()?;
+    let walked_at = first.get_datetime("walked_at").ok()?;
+    if first.get_str("sort").ok()? != sort.as_str()
+        || first.get_i64("parts").ok()? != parts.len() as i64
+        || every == 0
+    {
+        return None;
+    }
+    let mut list = Vec::new();
+    for part in parts {
+        if part.get_object_id("walk").ok()? != walk {
+            return None;
+        }
+        for anchor in part.get_array("anchors").ok()? {
+            let Bson::Array(fields) = anchor else {
+                return None;
+            };
+            let [key, Bson::ObjectId(id), Bson::Int64(ties_after)] = fields.as_slice() else {
+                return None;
+            };
+            list.push(Anchor {
+                key: key.clone(),
+                id: *id,
+                ties_after: u64::try_from(*ties_after).ok()?,
+            });
+        }
+    }
+    let anchors = Anchors {
+        sort,
+        every,
+        list,
+        count,
+        usable: first.get_bool("usable").ok()?,
+    };
+    Some((anchors, *walked_at))
+}
+
+/// Whether kept anchors walked at `walked_at` may serve a listing of `total` products now (see
+/// the module documentation).
+fn usable_kept(kept: &Anchors, walked_at: bson::DateTime, now: bson::DateTime, total: u64) -> bool {
+    let age = now
+        .timestamp_millis()
+        .abs_diff(walked_at.timestamp_millis());
+    kept.count == total && kept.every == SPACING && age <= KEPT_MAX_AGE.as_millis() as u64
 }
 
 /// The value at a dotted `path` of `doc`.

@@ -21,6 +21,23 @@
 //!
 //! The cache lives in the [`Db`] handle (every clone shares it, see [`of`]), so a second handle
 //! on the same store — another instance — has its own.
+//!
+//! # Totals no index answers
+//!
+//! A listing total the store cannot count from index keys (an in-stock filter, `qty > 0`; a
+//! price range; a type and a genre together) over many products is a count that reads every
+//! candidate document: half a second for 300 000 products, on one store worker, holding the
+//! collection's lock against writers (and the readers queued behind them). Such a total is
+//! never counted on a request's path once known, and never in one piece: it is counted by
+//! walking the listing in its newest-first order, a thousand products per find (the page
+//! anchors' walk, [`crate::catalog::anchors::walk`]), in the background, one such recount at a
+//! time per handle. Its value is served meanwhile, so it is older than the other entries:
+//! recounted every `max(TTL, RECOUNT_SHARE × the last count's duration)` (so recounts take at most a
+//! fifth of a core; 4 s for small listings, about 10 s for 300 000 products on a 2-core machine)
+//! and, after a write through this process, as soon as the last count's duration has passed
+//! again. A total is such a walked one only when the candidates its indexed equality leaves
+//! are many ([`PLAIN_COUNT_MAX`]); fewer are counted in one plain count, like the others. Only the
+//! first request for such a listing waits for its first count (concurrent ones share it).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -29,12 +46,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bson::oid::ObjectId;
-use bson::{doc, Document};
+use bson::{doc, Bson, Document};
 
+use crate::catalog::anchors;
 use crate::catalog::card::ProductCard;
 use crate::catalog::categories::{self, Category};
 use crate::catalog::changes::{self, Seen};
 use crate::catalog::products;
+use crate::catalog::seek::Sort;
 use crate::db::site::{self, SiteSettings};
 use crate::db::{Db, DbError};
 
@@ -44,6 +63,16 @@ pub const TTL: Duration = Duration::from_secs(4);
 pub const MAX_AGE: Duration = Duration::from_secs(5);
 /// Distinct listing filters whose totals are kept; more start the map over.
 const MAX_TOTALS: usize = 1_000;
+/// A total no index answers is counted in one plain count when its indexed equality (a type, a
+/// category, a genre, a person; else the whole catalog) leaves at most this many candidates to
+/// read (about 20 ms of one store worker); more are counted by a walk in chunks.
+pub const PLAIN_COUNT_MAX: u64 = 10_000;
+/// Walked totals are recounted at most this often relative to a count's duration: background
+/// recounts take at most a fifth of a core.
+const RECOUNT_SHARE: u32 = 5;
+/// The fields with an index whose equality alone the store counts from index keys, in the order
+/// they are tried for a bound on a walked total's candidates.
+const COUNTED_EQUALITIES: [&str; 4] = ["type", "category_path", "genre_keys", "people_keys"];
 
 /// One cached value with when it was loaded, and whether a reload is under way.
 struct Entry<T> {
@@ -175,7 +204,6 @@ impl CategoryTree {
 pub type Shelves = Vec<Vec<ProductCard>>;
 
 /// The cached data of one [`Db`] handle.
-#[derive(Default)]
 pub struct CatalogCache {
     /// Bumped by every invalidation: a reload that started before one is not stored.
     generation: AtomicU64,
@@ -186,6 +214,12 @@ pub struct CatalogCache {
     site: Slot<SiteSettings>,
     shelves: Slot<Shelves>,
     totals: Mutex<HashMap<String, Arc<TotalSlot>>>,
+    /// Totals no index answers, counted by walks (see the module documentation).
+    walked: Mutex<HashMap<String, Arc<WalkedTotal>>>,
+    /// One background recount of a walked total at a time.
+    recounts: Arc<tokio::sync::Semaphore>,
+    /// [`PLAIN_COUNT_MAX`], lowered by tests to walk small listings' totals.
+    plain_count_max: AtomicU64,
 }
 
 /// A listing total: the cached value, and the one initial count concurrent requests share.
@@ -193,6 +227,53 @@ pub struct CatalogCache {
 struct TotalSlot {
     slot: Slot<u64>,
     initial: tokio::sync::OnceCell<u64>,
+}
+
+impl Default for CatalogCache {
+    fn default() -> Self {
+        CatalogCache {
+            generation: AtomicU64::default(),
+            seen: Mutex::default(),
+            seen_sum: AtomicU64::default(),
+            categories: Slot::default(),
+            site: Slot::default(),
+            shelves: Slot::default(),
+            totals: Mutex::default(),
+            walked: Mutex::default(),
+            recounts: Arc::new(tokio::sync::Semaphore::new(1)),
+            plain_count_max: AtomicU64::new(PLAIN_COUNT_MAX),
+        }
+    }
+}
+
+/// A total counted by walking its listing: the last count, kept and served while the next one
+/// runs (see the module documentation).
+#[derive(Default)]
+struct WalkedTotal {
+    /// The first count, which the requests that find no value share.
+    initial: tokio::sync::OnceCell<u64>,
+    state: Mutex<WalkedState>,
+}
+
+#[derive(Default)]
+struct WalkedState {
+    /// The last count: its value, when it started and how long it took.
+    counted: Option<(u64, Instant, Duration)>,
+    counting: bool,
+    /// A write through this process since the last count started.
+    changed: bool,
+}
+
+impl WalkedState {
+    /// Whether a recount should start now.
+    fn due(&self) -> bool {
+        match self.counted {
+            _ if self.counting => false,
+            None => false,
+            Some((_, at, cost)) if self.changed => at.elapsed() >= cost,
+            Some((_, at, cost)) => at.elapsed() >= TTL.max(cost * RECOUNT_SHARE),
+        }
+    }
 }
 
 impl CatalogCache {
@@ -240,6 +321,14 @@ impl CatalogCache {
         self.shelves.clear();
         if let Ok(mut totals) = self.totals.lock() {
             totals.clear();
+        }
+        // Walked totals are kept (a request never waits for their count) and recounted soon.
+        if let Ok(walked) = self.walked.lock() {
+            for total in walked.values() {
+                if let Ok(mut state) = total.state.lock() {
+                    state.changed = true;
+                }
+            }
         }
     }
 
@@ -386,6 +475,9 @@ async fn run_count(db: &Db, filter: Document, hint: Option<Document>) -> Result<
 /// The number of products matching `filter`: cached per filter (see the module documentation);
 /// only the first request for a filter waits, sharing one count with its concurrent peers.
 pub async fn total(db: &Db, filter: &Document) -> Result<u64, DbError> {
+    if !index_counts(filter) {
+        return walked_total(db, filter).await;
+    }
     let cache = of(db);
     let key = filter.to_string();
     let slot = {
@@ -431,6 +523,133 @@ pub async fn total(db: &Db, filter: &Document) -> Result<u64, DbError> {
             Ok(n)
         }
     }
+}
+
+/// Whether the store counts `filter` from index keys (see [`count_products`]): the whole
+/// catalog, or one scalar equality on an indexed field, each within the products on sale.
+fn index_counts(filter: &Document) -> bool {
+    let mut rest = filter.clone();
+    let on_sale = crate::catalog::lifecycle::on_sale();
+    if rest.get("status") == on_sale.get("status") {
+        rest.remove("status");
+    }
+    let mut conditions = rest.iter();
+    match (conditions.next(), conditions.next()) {
+        (None, _) => true,
+        (Some((field, value)), None) => {
+            COUNTED_EQUALITIES.contains(&field.as_str()) && is_scalar(value)
+        }
+        _ => false,
+    }
+}
+
+/// A value an equality on it is counted from index keys for.
+fn is_scalar(value: &Bson) -> bool {
+    matches!(
+        value,
+        Bson::String(_) | Bson::ObjectId(_) | Bson::Int32(_) | Bson::Int64(_) | Bson::Boolean(_)
+    )
+}
+
+/// A total no index answers (see the module documentation): the last count, recounted in the
+/// background when due; only when there is none yet does the request wait for the first.
+async fn walked_total(db: &Db, filter: &Document) -> Result<u64, DbError> {
+    let cache = of(db);
+    let key = filter.to_string();
+    let total = {
+        let Ok(mut walked) = cache.walked.lock() else {
+            return count_walked(db, filter).await;
+        };
+        if walked.len() >= MAX_TOTALS && !walked.contains_key(&key) {
+            walked.clear();
+        }
+        Arc::clone(walked.entry(key).or_default())
+    };
+    let (known, due) = match total.state.lock() {
+        Ok(mut state) => {
+            let due = state.due();
+            if due {
+                state.counting = true;
+                state.changed = false;
+            }
+            (state.counted.map(|(n, _, _)| n), due)
+        }
+        Err(_) => (None, false),
+    };
+    crate::metrics::cache_lookup("catalog", known.is_some());
+    if let Some(n) = known {
+        if due {
+            let db = db.clone();
+            let filter = filter.clone();
+            let recounts = Arc::clone(&cache.recounts);
+            tokio::spawn(async move {
+                let _one_at_a_time = recounts.acquire_owned().await;
+                let started = Instant::now();
+                let counted = count_walked(&db, &filter).await;
+                let cost = started.elapsed();
+                if let Err(e) = &counted {
+                    tracing::warn!(error = %e, "recounting a listing total failed");
+                }
+                if let Ok(mut state) = total.state.lock() {
+                    state.counting = false;
+                    if let Ok(n) = counted {
+                        crate::metrics::cache_refresh("catalog");
+                        state.counted = Some((n, started, cost));
+                    }
+                }
+            });
+        }
+        return Ok(n);
+    }
+    let first = total.initial.get_or_try_init(|| async {
+        let started = Instant::now();
+        let n = count_walked(db, filter).await?;
+        if let Ok(mut state) = total.state.lock() {
+            state.counted.get_or_insert((n, started, started.elapsed()));
+        }
+        Ok::<u64, DbError>(n)
+    });
+    Ok(*first.await?)
+}
+
+/// Count a total no index answers: by walking its listing newest first in chunks when many
+/// candidates are left by its indexed equality (or by none: the whole catalog) and matches are
+/// dense among them, else in one plain count.
+async fn count_walked(db: &Db, filter: &Document) -> Result<u64, DbError> {
+    let catalog = products::collection(db).estimated_document_count().await?;
+    let mut candidates = catalog;
+    // The type's own newest-first index holds the type's products in the listing's order (the
+    // store's planner picks it for a type-filtered walk); else the walk follows the whole
+    // catalog's newest-first index.
+    let mut own_order = false;
+    for field in COUNTED_EQUALITIES {
+        if let Some(value) = filter.get(field).filter(|v| is_scalar(v)) {
+            candidates = candidates.min(run_count(db, doc! { field: value.clone() }, None).await?);
+            own_order |= field == "type";
+        }
+    }
+    // Along the whole catalog's order, a chunk of a sparse listing would read many products of
+    // others: walked only when at least one product in `SPARSEST` is a candidate.
+    const SPARSEST: u64 = 30;
+    let dense = own_order || candidates.saturating_mul(SPARSEST) >= catalog;
+    let plain_max = of(db).plain_count_max.load(Ordering::Relaxed);
+    if candidates <= plain_max || !dense {
+        return count_products(db, filter.clone()).await;
+    }
+    let walked = anchors::walk(db, filter, Sort::Newest, u64::MAX, !own_order).await?;
+    if walked.usable {
+        Ok(walked.count)
+    } else {
+        // A product without a date cannot be walked past: count the listing as it is.
+        count_products(db, filter.clone()).await
+    }
+}
+
+/// Count every total no index answers of this handle by walking, however few its candidates
+/// (for tests of walked totals on small catalogs).
+#[doc(hidden)]
+pub fn walk_every_total(db: &Db) {
+    of(db).plain_count_max.store(0, Ordering::Relaxed);
 }
 
 /// Filed-under categories of a product, from the cached tree.

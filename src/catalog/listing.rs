@@ -575,7 +575,7 @@ async fn find_numbered_page(
     let deep = skip > NUMBERED_PAGES * PAGE_SIZE;
     let _deep = if deep {
         let hint = walk_sort_index(db, filter, sort, total).await?;
-        match anchors::read_page(db, filter, sort, start, limit, hint).await? {
+        match anchors::read_page(db, filter, sort, start, limit, hint, total).await? {
             Anchored::Page(products) => {
                 let links = Links {
                     page,
