@@ -886,7 +886,7 @@ async fn kept_page_anchors_serve_other_instances_until_a_write_outdates_them() {
     bazaar::startup::indexes::ensure_indexes(&first)
         .await
         .expect("indexes");
-    bazaar::catalog::demo::seed_bulk(&first, 636)
+    bazaar::demo::catalog::seed_bulk(&first, 636)
         .await
         .expect("seeded");
     // Page 27 of 53 is read from anchors (more than the linked pages from either end).
@@ -917,7 +917,7 @@ async fn kept_page_anchors_serve_other_instances_until_a_write_outdates_them() {
     drop(held);
 
     // Another instance adds products (newest first, so before page 27).
-    bazaar::catalog::demo::seed_bulk(&first, 639)
+    bazaar::demo::catalog::seed_bulk(&first, 639)
         .await
         .expect("three more");
     let third = database.connect().await;

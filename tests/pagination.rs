@@ -772,7 +772,7 @@ async fn shown_total(app: &TestApp, path: &str) -> u64 {
 async fn a_walked_in_stock_total_stays_exact_through_adds_sales_and_restocks() {
     let app = spawn_app().await;
     bazaar::catalog::cache::walk_every_total(&app.db);
-    bazaar::catalog::demo::seed_bulk(&app.db, 300)
+    bazaar::demo::catalog::seed_bulk(&app.db, 300)
         .await
         .expect("seeded");
     let path = "/products?type=album&in_stock=1";

@@ -104,6 +104,22 @@ pub const COLLECTION: &str = "page_anchors";
 const PART: usize = 8_192;
 /// Kept anchors older than this are not used.
 pub const KEPT_MAX_AGE: Duration = Duration::from_secs(3_600);
+/// Kept anchors of a listing nobody has walked for this long are deleted by a TTL index, so the
+/// filters and sorts a crawler tried once do not keep documents for ever.
+const KEPT_FOR: Duration = Duration::from_secs(24 * 3_600);
+
+/// The TTL index that clears anchors no walk has refreshed for [`KEPT_FOR`].
+pub fn indexes() -> Vec<mongodb::IndexModel> {
+    vec![mongodb::IndexModel::builder()
+        .keys(doc! { "walked_at": 1 })
+        .options(
+            mongodb::options::IndexOptions::builder()
+                .expire_after(KEPT_FOR)
+                .build(),
+        )
+        .build()]
+}
+
 /// A listing's walked anchors are kept at most this often per instance (a kept set of a million
 /// products' listing is about 2 MB to write).
 pub const PERSIST_EVERY: Duration = Duration::from_secs(60);

@@ -20,6 +20,8 @@ pub(crate) fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
             catalog::categories::COLLECTION,
             catalog::categories::indexes(),
         ),
+        // Page anchors kept between restarts: a TTL index clears the ones nobody walks.
+        (catalog::anchors::COLLECTION, catalog::anchors::indexes()),
         (cart::COLLECTION, cart::indexes()),
         (crate::stock::COLLECTION, crate::stock::indexes()),
         (checkout::orders::COLLECTION, checkout::orders::indexes()),
