@@ -683,8 +683,14 @@ impl Collection {
             }
             Box::new(candidates.into_iter())
         };
+        // Unsorted with a limit (a capped count), the first `skip + limit` matches are all
+        // that is kept: the walk stops there.
+        let enough = wanted.filter(|_| query.sort.is_none_or(|s| s.keys.is_empty()));
         let mut hits = Vec::new();
         for (record, score) in ordered {
+            if enough.is_some_and(|enough| hits.len() >= enough) {
+                break;
+            }
             if let Some(wanted) = best_first {
                 if hits.len() >= wanted {
                     let last: &Hit = &hits[wanted - 1];
@@ -848,7 +854,7 @@ impl Collection {
         let mut index_sizes = Document::new();
         let mut total_index = 0i64;
         for index in &self.indexes {
-            let bytes = (index.entry_count() * crate::index::ENTRY_BYTES) as i64;
+            let bytes = index.entry_bytes() as i64;
             total_index += bytes;
             index_sizes.insert(index.spec.name.clone(), bytes);
         }
