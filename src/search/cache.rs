@@ -3,12 +3,12 @@
 //!
 //! # Staleness
 //!
-//! A page of results is kept for at most [`TTL`] (2 s). Product writes through this process
-//! drop every entry at once (the writers report them in [`crate::catalog::changes`], as for the
-//! catalog cache), so an admin who edits a product and searches for it sees the edit. Content
-//! writes do not report changes, and another instance's writes reach this one through nothing
-//! but time: both show up within [`TTL`], which also bounds how late a post becomes searchable
-//! after its publication time. The expiry is kept shorter than the catalog cache's because a
+//! A page of results is kept for at most [`TTL`] (2 s). Product and content writes through
+//! this process drop every entry at once (the writers report them in
+//! [`crate::catalog::changes`] and [`crate::content::changes`], as for the catalog cache), so
+//! an admin who edits a product or a post and searches for it sees the edit. Another
+//! instance's writes reach this one through nothing but time: they show up within [`TTL`],
+//! which also bounds how late a post becomes searchable after its publication time. The expiry is kept shorter than the catalog cache's because a
 //! search answered from here after the database went away would hide the outage from the
 //! visitor for that long.
 //!
@@ -33,7 +33,7 @@ pub const MAX_ENTRIES: usize = 1_000;
 struct Entry {
     results: Arc<Results>,
     loaded: Instant,
-    /// The product change counter when the search started: another value means stale.
+    /// [`writes`] when the search started: another value means stale.
     products: u64,
 }
 
@@ -76,6 +76,11 @@ impl SearchCache {
     }
 }
 
+/// Product and content writes through `db`'s handle so far.
+fn writes(db: &Db) -> u64 {
+    changes::of(db).seen().products + crate::content::changes::nodes_seen(db)
+}
+
 /// The cache kept with `db`.
 pub fn of(db: &Db) -> Arc<SearchCache> {
     db.extension::<SearchCache>()
@@ -83,7 +88,7 @@ pub fn of(db: &Db) -> Arc<SearchCache> {
 
 /// The fresh cached page for `query` (already cleaned) and `page`, if there is one.
 pub fn cached(db: &Db, query: &str, page: u64) -> Option<Arc<Results>> {
-    let products = changes::of(db).seen().products;
+    let products = writes(db);
     of(db).get(&(query.to_string(), page), products, Instant::now())
 }
 
@@ -91,7 +96,7 @@ pub fn cached(db: &Db, query: &str, page: u64) -> Option<Arc<Results>> {
 /// Failures are not kept: the next visitor tries again.
 pub async fn search(db: &Db, query: &str, page: u64) -> Result<Arc<Results>, DbError> {
     // Read before the search runs: a product write while it runs makes this entry stale.
-    let products = changes::of(db).seen().products;
+    let products = writes(db);
     let loaded = Instant::now();
     let results = Arc::new(search::search(db, query, page).await?);
     of(db).put(
@@ -115,6 +120,7 @@ mod tests {
             page: 1,
             has_next: false,
             total: 0,
+            more: false,
             suggestion: None,
         })
     }

@@ -26,8 +26,10 @@ pub struct SearchPage {
     pub hits: Vec<Hit>,
     pub page: u64,
     pub has_next: bool,
-    /// How many results the search found in all.
+    /// How many results the search found in all (counted up to a bound, see `more`).
     pub total: u64,
+    /// More than `total` results were found (the count stopped at its bound).
+    pub more: bool,
     /// "Did you mean" this search instead.
     pub suggestion: Option<String>,
 }
@@ -97,8 +99,8 @@ pub async fn results(
             )))
         }
     };
-    let (hits, has_next, total, suggestion) = if query.is_empty() {
-        (Vec::new(), false, 0, None)
+    let (hits, has_next, total, more, suggestion) = if query.is_empty() {
+        (Vec::new(), false, 0, false, None)
     } else {
         // Registered by start-up next to the app state (the search area's own helper).
         let Some(limits) = req.app_data::<web::Data<SearchLimits>>() else {
@@ -124,6 +126,7 @@ pub async fn results(
             results.hits.clone(),
             results.has_next,
             results.total,
+            results.more,
             results.suggestion.clone(),
         )
     };
@@ -140,6 +143,7 @@ pub async fn results(
         page,
         has_next,
         total,
+        more,
         suggestion,
     })?;
     Ok(match searched {
