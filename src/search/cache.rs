@@ -12,6 +12,10 @@
 //! search answered from here after the database went away would hide the outage from the
 //! visitor for that long.
 //!
+//! Visitors who ask for a search another visitor is running wait for that one's answer
+//! ([`turn`]): at start-up or when a popular search expires, it runs once, not once per visitor
+//! (who each took one of the few search slots and turned the rest away as busy).
+//!
 //! The cache lives in the [`Db`] handle (every clone shares it), so a second handle on the same
 //! store — another instance — has its own. At most [`MAX_ENTRIES`] pages are kept: when it is
 //! full the expired entries go, and if none had expired every entry goes (a flood of distinct
@@ -41,6 +45,52 @@ struct Entry {
 #[derive(Default)]
 pub struct SearchCache {
     entries: Mutex<HashMap<(String, u64), Entry>>,
+    /// One lock per (search, page) being run: visitors asking what another is already running
+    /// wait for its answer instead of running it again (see [`turn`]).
+    running: Mutex<HashMap<(String, u64), Arc<tokio::sync::Mutex<()>>>>,
+}
+
+/// The turn of one visitor at a (search, page) no fresh entry answers: while held, visitors
+/// asking the same wait in [`turn`]; dropped, the next of them finds the page cached.
+pub struct Turn {
+    cache: Arc<SearchCache>,
+    key: (String, u64),
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        self.guard.take();
+        let mut running = self.cache.running.lock().unwrap_or_else(|e| e.into_inner());
+        // The map's own reference is the last one: nobody waits, the lock can go.
+        if running.get(&self.key).is_some_and(|l| Arc::strong_count(l) == 1) {
+            running.remove(&self.key);
+        }
+    }
+}
+
+/// Wait until no other visitor runs the search `query` (already cleaned) for `page`, and take
+/// the turn to run it: the caller asks [`cached`] again first (the visitor before may have
+/// just kept the page), then runs it. So a popular search whose entry expired runs once, not
+/// once per visitor who asked meanwhile (each taking a search slot).
+pub async fn turn(db: &Db, query: &str, page: u64) -> Turn {
+    of(db).turn((query.to_string(), page)).await
+}
+
+impl SearchCache {
+    /// See [`turn`].
+    async fn turn(self: Arc<Self>, key: (String, u64)) -> Turn {
+        let lock = {
+            let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(running.entry(key.clone()).or_default())
+        };
+        let guard = lock.lock_owned().await;
+        Turn {
+            cache: self,
+            key,
+            guard: Some(guard),
+        }
+    }
 }
 
 impl SearchCache {
@@ -143,6 +193,26 @@ mod tests {
         assert!(cache.get(&key, 8, loaded).is_none(), "a product changed");
         assert!(cache.get(&key, 7, loaded + TTL).is_none(), "expired");
         assert!(cache.get(&("jazz".to_string(), 2), 7, loaded).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_search_being_run_makes_the_same_search_wait_and_others_not() {
+        let cache = Arc::new(SearchCache::default());
+        let take = |query: &str| Arc::clone(&cache).turn((query.to_string(), 1));
+        let first = take("jazz").await;
+        let waiting = tokio::spawn(take("jazz"));
+        let other = tokio::time::timeout(Duration::from_secs(1), take("blues")).await;
+        assert!(other.is_ok(), "another search does not wait");
+        drop(other);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiting.is_finished(), "the same search waits for the first");
+        drop(first);
+        let second = tokio::time::timeout(Duration::from_secs(1), waiting)
+            .await
+            .expect("its turn comes when the first is done")
+            .expect("the task ran");
+        drop(second);
+        assert!(cache.running.lock().unwrap().is_empty(), "no lock is left behind");
     }
 
     #[test]
