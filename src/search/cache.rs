@@ -41,13 +41,16 @@ struct Entry {
     products: u64,
 }
 
+/// Held while one visitor runs a (search, page).
+type RunLock = Arc<tokio::sync::Mutex<()>>;
+
 /// The cached pages of one [`Db`] handle (a [`Db::extension`]), by (search, page).
 #[derive(Default)]
 pub struct SearchCache {
     entries: Mutex<HashMap<(String, u64), Entry>>,
     /// One lock per (search, page) being run: visitors asking what another is already running
     /// wait for its answer instead of running it again (see [`turn`]).
-    running: Mutex<HashMap<(String, u64), Arc<tokio::sync::Mutex<()>>>>,
+    running: Mutex<HashMap<(String, u64), RunLock>>,
 }
 
 /// The turn of one visitor at a (search, page) no fresh entry answers: while held, visitors
@@ -63,7 +66,10 @@ impl Drop for Turn {
         self.guard.take();
         let mut running = self.cache.running.lock().unwrap_or_else(|e| e.into_inner());
         // The map's own reference is the last one: nobody waits, the lock can go.
-        if running.get(&self.key).is_some_and(|l| Arc::strong_count(l) == 1) {
+        if running
+            .get(&self.key)
+            .is_some_and(|l| Arc::strong_count(l) == 1)
+        {
             running.remove(&self.key);
         }
     }
@@ -205,14 +211,20 @@ mod tests {
         assert!(other.is_ok(), "another search does not wait");
         drop(other);
         tokio::time::sleep(Duration::from_millis(20)).await;
-        assert!(!waiting.is_finished(), "the same search waits for the first");
+        assert!(
+            !waiting.is_finished(),
+            "the same search waits for the first"
+        );
         drop(first);
         let second = tokio::time::timeout(Duration::from_secs(1), waiting)
             .await
             .expect("its turn comes when the first is done")
             .expect("the task ran");
         drop(second);
-        assert!(cache.running.lock().unwrap().is_empty(), "no lock is left behind");
+        assert!(
+            cache.running.lock().unwrap().is_empty(),
+            "no lock is left behind"
+        );
     }
 
     #[test]
