@@ -18,6 +18,12 @@
 #   - with SCALE_CORES (e.g. "1 2"), for each core count a server pinned to that many cores
 #     (taskset) and wrk pinned to the others, req/s of a product page and of /blog/; when no core
 #     is left for wrk it shares the server's (the line says so).
+#   - site search (`/search?q=`): how long the first search after start-up takes and what it
+#     answers, one idle search of each kind, then requests/s with p50/p99/max for single words,
+#     several words, a phrase and a negation, every request a query not asked before (see
+#     benches/load/search_queries.lua: the result cache answers none of them), and a product
+#     page's p99 alone and while a search load runs beside it (SCALE_SEARCH=0 leaves search
+#     out).
 #
 # Usage (from the repository root):
 #   benches/scale.sh                      # 10 000 and 100 000 products
@@ -26,6 +32,8 @@
 # SCALE_CONNECTIONS (default 64), SCALE_CATEGORY (default music, the demo tree's largest),
 # SCALE_FILTER (a /products query string, default type=album&in_stock=1),
 # SCALE_PORT (default 18080), BAZAAR_BIN (default target/release/bazaar, built if missing),
+# SCALE_POSTS (generated blog posts seeded with the products, default 0),
+# SCALE_ONLY=search (skip the listing pages and sitemaps: start-up, then search),
 # SCALE_DATA (a data directory already seeded with one size: measured as it is, not seeded, and
 # kept; give SCALE_PRODUCTS the size it holds), SCALE_ONLY (all, the default; series: start-up,
 # deep pages after start and the 5 s windows only; scaling: the per-core figures only; each part
@@ -41,6 +49,9 @@ CONNECTIONS=${SCALE_CONNECTIONS:-64}
 CATEGORY=${SCALE_CATEGORY:-music}
 FILTER=${SCALE_FILTER:-type=album&in_stock=1}
 PORT=${SCALE_PORT:-18080}
+POSTS=${SCALE_POSTS:-0}
+SEARCH=${SCALE_SEARCH:-1}
+SEARCH_SCRIPT="$(pwd)/benches/load/search_queries.lua"
 BIN=${BAZAAR_BIN:-target/release/bazaar}
 BASE="http://127.0.0.1:$PORT"
 ONLY=${SCALE_ONLY:-all}
@@ -124,14 +135,37 @@ deep_after_start() {
   echo "first $first; content at $(since_start) s after start"
 }
 
+# A wrk run of distinct searches (SEARCH_FAMILY: single, several, phrase, negation):
+# "req/s p50 p99 max".
+load_search() {
+  wrk -t2 -c"$CONNECTIONS" -d"${SECONDS_EACH}s" --timeout 10s --latency -s "$SEARCH_SCRIPT" "$BASE/" |
+    awk '/Requests\/sec/ { rps = $2 }
+         /^ +Latency +[0-9]/ { max = $4 }
+         /^ +50%/ { p50 = $2 } /^ +99%/ { p99 = $2 }
+         /Non-2xx|Socket errors/ { errors = errors " " $0 }
+         END { printf "%8.0f req/s  p50 %-8s p99 %-8s max %-8s%s", rps, p50, p99, max, errors }'
+}
+
+# Wait until requests still queued from a run have drained (/healthz answers quickly again).
+drain() {
+  for _ in $(seq 1 600); do
+    t=$(curl -sf -o /dev/null -w '%{time_total}' "$BASE/healthz" || echo 9)
+    [ "$(echo "$t < 0.05" | bc)" = 1 ] && break
+    sleep 0.1
+  done
+}
+
 for N in $PRODUCTS; do
   WORK=$(mktemp -d)
   DATA=${SCALE_DATA:-$WORK/data}
   export BAZAAR_DATABASE__URI=embedded BAZAAR_DATABASE__PATH="$DATA"
   export BAZAAR_SERVER__HOST=127.0.0.1 BAZAAR_SERVER__PORT=$PORT BAZAAR_LOG__LEVEL=warn
+  # Every wrk connection comes from one address: the per-client search allowance (30 a
+  # minute) would answer nearly all of them 429.
+  export BAZAAR_SEARCH__PER_CLIENT_PER_MINUTE=1000000
   echo "== $N generated products (plus the demo catalog) =="
   if [ -z "${SCALE_DATA:-}" ]; then
-    /usr/bin/time -f "%e %M" -o "$WORK/seed.time" "$BIN" seed --products "$N" >/dev/null 2>"$WORK/seed.log"
+    /usr/bin/time -f "%e %M" -o "$WORK/seed.time" "$BIN" seed --products "$N" --posts "$POSTS" >/dev/null 2>"$WORK/seed.log"
     read -r seed_s seed_kb <"$WORK/seed.time"
     echo "seeding: ${seed_s} s, peak RSS $((seed_kb / 1024)) MB; data directory $(du -sh "$DATA" | cut -f1)"
   else
@@ -165,21 +199,32 @@ for N in $PRODUCTS; do
   started=$STARTED
   ready=$(date +%s.%N)
   echo "start-up to /healthz: $(echo "$ready - $started" | bc) s; RSS $(rss_mb "$SERVER") MB"
-  # Deep numbered pages right after start: page anchors are walked (or read back from the
-  # database) before such a page has content; until then it answers 503 "being prepared".
-  # The very first requests after start-up count the listing totals.
-  cold_all=$(fetch "/products" "$WORK/first.html")
-  cold_cat=$(fetch "/categories/$CATEGORY" "$WORK/cat.html")
-  early_pages=$(( ($(total_of "$WORK/first.html") + 11) / 12 ))
-  early_cat_pages=$(( ($(total_of "$WORK/cat.html") + 11) / 12 ))
-  echo "deep page after start: /products?page=$((early_pages / 2)): $(deep_after_start "/products?page=$((early_pages / 2))")"
-  echo "deep page after start: /categories/$CATEGORY?page=$((early_cat_pages / 2)): $(deep_after_start "/categories/$CATEGORY?page=$((early_cat_pages / 2))")"
+  if [ "$ONLY" != search ]; then
+    # Deep numbered pages right after start: page anchors are walked (or read back from the
+    # database) before such a page has content; until then it answers 503 "being prepared".
+    # The very first requests after start-up count the listing totals.
+    cold_all=$(fetch "/products" "$WORK/first.html")
+    cold_cat=$(fetch "/categories/$CATEGORY" "$WORK/cat.html")
+    early_pages=$(( ($(total_of "$WORK/first.html") + 11) / 12 ))
+    early_cat_pages=$(( ($(total_of "$WORK/cat.html") + 11) / 12 ))
+    echo "deep page after start: /products?page=$((early_pages / 2)): $(deep_after_start "/products?page=$((early_pages / 2))")"
+    echo "deep page after start: /categories/$CATEGORY?page=$((early_cat_pages / 2)): $(deep_after_start "/categories/$CATEGORY?page=$((early_cat_pages / 2))")"
+  fi
+  if [ "$SEARCH" = 1 ]; then
+    # Straight after start-up, before the text index build ends: what a visitor searching gets.
+    first_search=$(curl -s -o "$WORK/first-search.html" -w '%{http_code} in %{time_total} s' "$BASE/search?q=jazz")
+    echo "first search after start: $first_search ($(grep -o 'being prepared\|Search is busy\|class="total">[0-9]*' "$WORK/first-search.html" | head -1))"
+    began=$(date +%s.%N)
+    until [ "$(curl -s -o "$WORK/first-search.html" -w '%{http_code}' "$BASE/search?q=jazz+piano")" = 200 ]; do sleep 0.1; done
+    echo "first search answered 200: $(echo "$(date +%s.%N) - $started" | bc | cut -c1-5) s after start"
+  fi
   # /readyz is 503 while start-up work a page needs (the background text index build) runs.
   first_ready=$(curl -s "$BASE/readyz")
   echo "first /readyz: $first_ready"
   until curl -sf "$BASE/readyz" >/dev/null; do sleep 0.1; done
   echo "start-up to /readyz 200: $(echo "$(date +%s.%N) - $started" | bc) s"
 
+  if [ "$ONLY" != search ]; then
   fetch "/products" "$WORK/first.html" >/dev/null
   fetch "/categories/$CATEGORY" "$WORK/cat.html" >/dev/null
   cold_filtered=$(fetch "/products?$FILTER" "$WORK/filtered.html")
@@ -252,6 +297,34 @@ for N in $PRODUCTS; do
   first_chunk=$(sed -n 's|.*<loc>[a-z]*://[^/]*\(/sitemaps/products-[0-9a-f]*\.xml\)</loc>.*|\1|p' "$WORK/sitemap.xml" | head -1)
   chunk_time=$(fetch "$first_chunk" "$WORK/products-sitemap.xml")
   echo "sitemap index: ${index_time} s, $children sitemaps; first product sitemap: ${chunk_time} s, $(grep -c '<loc>' "$WORK/products-sitemap.xml") URLs, $(du -k "$WORK/products-sitemap.xml" | cut -f1) KB; RSS after: $(rss_mb "$SERVER") MB"
+  fi
+
+  if [ "$SEARCH" = 1 ]; then
+    # One search of each kind with nothing else running (queries no earlier request asked).
+    for q in "coltrane" "miles+davis+session" "%22the+second+chorus%22" "jazz+-blue"; do
+      printf 'idle search %-28s %s s\n' "$q" "$(fetch "/search?q=$q" /dev/null)"
+    done
+    for family in single several phrase negation; do
+      printf '%-26s %s\n' "search $family" "$(SEARCH_FAMILY=$family load_search)"
+      drain
+    done
+    if [ -z "${product:-}" ]; then
+      fetch "/products" "$WORK/first.html" >/dev/null || true
+      product=$(sed -n 's/.*class="product-title"><a href="\([^"]*\)".*/\1/p' "$WORK/first.html" | head -1)
+    fi
+    product=${product:-/products}
+    printf '%-26s %s\n' "product page alone" "$(load "$product")"
+    drain
+    # The same page while 16 more connections search (distinct phrase queries) beside it.
+    SEARCH_FAMILY=phrase CONNECTIONS=16 load_search >"$WORK/beside.txt" &
+    beside=$!
+    sleep 1
+    printf '%-26s %s\n' "product page + searches" "$(load "$product")"
+    wait "$beside"
+    printf '%-26s %s\n' "  (the searches beside it)" "$(cat "$WORK/beside.txt")"
+    drain
+    echo "RSS after search: $(rss_mb "$SERVER") MB"
+  fi
   stop_server
   rm -rf "$WORK"; WORK=""
   echo

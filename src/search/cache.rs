@@ -3,14 +3,18 @@
 //!
 //! # Staleness
 //!
-//! A page of results is kept for at most [`TTL`] (2 s). Product writes through this process
-//! drop every entry at once (the writers report them in [`crate::catalog::changes`], as for the
-//! catalog cache), so an admin who edits a product and searches for it sees the edit. Content
-//! writes do not report changes, and another instance's writes reach this one through nothing
-//! but time: both show up within [`TTL`], which also bounds how late a post becomes searchable
-//! after its publication time. The expiry is kept shorter than the catalog cache's because a
+//! A page of results is kept for at most [`TTL`] (2 s). Product and content writes through
+//! this process drop every entry at once (the writers report them in
+//! [`crate::catalog::changes`] and [`crate::content::changes`], as for the catalog cache), so
+//! an admin who edits a product or a post and searches for it sees the edit. Another
+//! instance's writes reach this one through nothing but time: they show up within [`TTL`],
+//! which also bounds how late a post becomes searchable after its publication time. The expiry is kept shorter than the catalog cache's because a
 //! search answered from here after the database went away would hide the outage from the
 //! visitor for that long.
+//!
+//! Visitors who ask for a search another visitor is running wait for that one's answer
+//! ([`turn`]): at start-up or when a popular search expires, it runs once, not once per visitor
+//! (who each took one of the few search slots and turned the rest away as busy).
 //!
 //! The cache lives in the [`Db`] handle (every clone shares it), so a second handle on the same
 //! store — another instance — has its own. At most [`MAX_ENTRIES`] pages are kept: when it is
@@ -33,14 +37,66 @@ pub const MAX_ENTRIES: usize = 1_000;
 struct Entry {
     results: Arc<Results>,
     loaded: Instant,
-    /// The product change counter when the search started: another value means stale.
+    /// [`writes`] when the search started: another value means stale.
     products: u64,
 }
+
+/// Held while one visitor runs a (search, page).
+type RunLock = Arc<tokio::sync::Mutex<()>>;
 
 /// The cached pages of one [`Db`] handle (a [`Db::extension`]), by (search, page).
 #[derive(Default)]
 pub struct SearchCache {
     entries: Mutex<HashMap<(String, u64), Entry>>,
+    /// One lock per (search, page) being run: visitors asking what another is already running
+    /// wait for its answer instead of running it again (see [`turn`]).
+    running: Mutex<HashMap<(String, u64), RunLock>>,
+}
+
+/// The turn of one visitor at a (search, page) no fresh entry answers: while held, visitors
+/// asking the same wait in [`turn`]; dropped, the next of them finds the page cached.
+pub struct Turn {
+    cache: Arc<SearchCache>,
+    key: (String, u64),
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        self.guard.take();
+        let mut running = self.cache.running.lock().unwrap_or_else(|e| e.into_inner());
+        // The map's own reference is the last one: nobody waits, the lock can go.
+        if running
+            .get(&self.key)
+            .is_some_and(|l| Arc::strong_count(l) == 1)
+        {
+            running.remove(&self.key);
+        }
+    }
+}
+
+/// Wait until no other visitor runs the search `query` (already cleaned) for `page`, and take
+/// the turn to run it: the caller asks [`cached`] again first (the visitor before may have
+/// just kept the page), then runs it. So a popular search whose entry expired runs once, not
+/// once per visitor who asked meanwhile (each taking a search slot).
+pub async fn turn(db: &Db, query: &str, page: u64) -> Turn {
+    of(db).turn((query.to_string(), page)).await
+}
+
+impl SearchCache {
+    /// See [`turn`].
+    async fn turn(self: Arc<Self>, key: (String, u64)) -> Turn {
+        let lock = {
+            let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(running.entry(key.clone()).or_default())
+        };
+        let guard = lock.lock_owned().await;
+        Turn {
+            cache: self,
+            key,
+            guard: Some(guard),
+        }
+    }
 }
 
 impl SearchCache {
@@ -76,6 +132,11 @@ impl SearchCache {
     }
 }
 
+/// Product and content writes through `db`'s handle so far.
+fn writes(db: &Db) -> u64 {
+    changes::of(db).seen().products + crate::content::changes::nodes_seen(db)
+}
+
 /// The cache kept with `db`.
 pub fn of(db: &Db) -> Arc<SearchCache> {
     db.extension::<SearchCache>()
@@ -83,7 +144,7 @@ pub fn of(db: &Db) -> Arc<SearchCache> {
 
 /// The fresh cached page for `query` (already cleaned) and `page`, if there is one.
 pub fn cached(db: &Db, query: &str, page: u64) -> Option<Arc<Results>> {
-    let products = changes::of(db).seen().products;
+    let products = writes(db);
     of(db).get(&(query.to_string(), page), products, Instant::now())
 }
 
@@ -91,7 +152,7 @@ pub fn cached(db: &Db, query: &str, page: u64) -> Option<Arc<Results>> {
 /// Failures are not kept: the next visitor tries again.
 pub async fn search(db: &Db, query: &str, page: u64) -> Result<Arc<Results>, DbError> {
     // Read before the search runs: a product write while it runs makes this entry stale.
-    let products = changes::of(db).seen().products;
+    let products = writes(db);
     let loaded = Instant::now();
     let results = Arc::new(search::search(db, query, page).await?);
     of(db).put(
@@ -115,6 +176,7 @@ mod tests {
             page: 1,
             has_next: false,
             total: 0,
+            more: false,
             suggestion: None,
         })
     }
@@ -137,6 +199,32 @@ mod tests {
         assert!(cache.get(&key, 8, loaded).is_none(), "a product changed");
         assert!(cache.get(&key, 7, loaded + TTL).is_none(), "expired");
         assert!(cache.get(&("jazz".to_string(), 2), 7, loaded).is_none());
+    }
+
+    #[tokio::test]
+    async fn a_search_being_run_makes_the_same_search_wait_and_others_not() {
+        let cache = Arc::new(SearchCache::default());
+        let take = |query: &str| Arc::clone(&cache).turn((query.to_string(), 1));
+        let first = take("jazz").await;
+        let waiting = tokio::spawn(take("jazz"));
+        let other = tokio::time::timeout(Duration::from_secs(1), take("blues")).await;
+        assert!(other.is_ok(), "another search does not wait");
+        drop(other);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(
+            !waiting.is_finished(),
+            "the same search waits for the first"
+        );
+        drop(first);
+        let second = tokio::time::timeout(Duration::from_secs(1), waiting)
+            .await
+            .expect("its turn comes when the first is done")
+            .expect("the task ran");
+        drop(second);
+        assert!(
+            cache.running.lock().unwrap().is_empty(),
+            "no lock is left behind"
+        );
     }
 
     #[test]

@@ -50,6 +50,12 @@ impl SearchLimits {
         60u64.div_ceil(u64::from(self.per_minute)).max(1)
     }
 
+    /// How long a search waits for a slot (`search.max_wait_ms`); also how long it waits for
+    /// the same search run by another visitor (see [`super::cache::turn`]).
+    pub fn max_wait(&self) -> Duration {
+        self.max_wait
+    }
+
     /// Count one search from `client`; false when it is over its allowance.
     pub fn allow(&self, client: Option<IpAddr>) -> bool {
         self.per_client.allow(client)

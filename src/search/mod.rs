@@ -36,6 +36,10 @@ pub const MAX_QUERY_CHARS: usize = 200;
 pub const PER_PAGE: usize = 20;
 /// Pages offered at most: a search shows its best `PER_PAGE * MAX_PAGES` results.
 pub const MAX_PAGES: u64 = 10;
+/// Matches counted at most in each collection: past it the page says "more than". Counting
+/// every match of a common word (a third of a million products and posts) cost seconds per
+/// search, for a figure nobody reads exactly; counting stops here instead.
+pub const MAX_COUNTED: u64 = 1_000;
 
 /// Name of the products' text index. A collection has at most one text index, and one of the
 /// same name with other fields cannot be created over it: a change of fields gets a new name,
@@ -162,8 +166,11 @@ pub struct Results {
     pub page: u64,
     pub has_next: bool,
     /// How many products and published content match in all (not only the pages offered):
-    /// what the results page says and the traffic log records.
+    /// what the results page says and the traffic log records. At most [`MAX_COUNTED`] per
+    /// collection are counted: see `more`.
     pub total: u64,
+    /// More than `total` match (a collection had more than [`MAX_COUNTED`] matches).
+    pub more: bool,
     /// "Did you mean": the search with unknown words replaced by the nearest known ones.
     pub suggestion: Option<String>,
 }
@@ -214,19 +221,24 @@ pub async fn search(db: &Db, query: &str, page: u64) -> Result<Results, DbError>
         .try_collect()
         .await?;
 
-    // A list shorter than asked for is every match; only a full one needs counting.
+    // A list shorter than asked for is every match; only a full one needs counting, and only
+    // up to MAX_COUNTED (one more tells that there are more).
     let mut total = 0;
+    let mut more = false;
     for (collection, filter, found) in [
         (products::COLLECTION, product_filter, product_docs.len()),
         (model::COLLECTION, node_filter, node_docs.len()),
     ] {
-        total += if found < fetch as usize {
+        let counted = if found < fetch as usize {
             found as u64
         } else {
             db.collection::<Document>(collection)
                 .count_documents(filter)
+                .limit(MAX_COUNTED + 1)
                 .await?
         };
+        more |= counted > MAX_COUNTED;
+        total += counted.min(MAX_COUNTED);
     }
 
     let mut hits: Vec<Hit> = product_docs
@@ -247,6 +259,7 @@ pub async fn search(db: &Db, query: &str, page: u64) -> Result<Results, DbError>
         page,
         has_next,
         total,
+        more,
         suggestion,
     })
 }

@@ -1,6 +1,7 @@
 //! `GET /search?q=&page=`: the results page behind the header's search box. A search is
 //! counted against the client's allowance, answered from [`crate::search::cache`] when it was
-//! asked within the last two seconds, and otherwise runs in one of a few slots
+//! asked within the last two seconds (or is being run for another visitor, whose answer it
+//! waits for), and otherwise runs in one of a few slots
 //! ([`crate::search::limits`]); an empty search costs nothing and is not counted.
 
 use std::collections::HashMap;
@@ -26,8 +27,10 @@ pub struct SearchPage {
     pub hits: Vec<Hit>,
     pub page: u64,
     pub has_next: bool,
-    /// How many results the search found in all.
+    /// How many results the search found in all (counted up to a bound, see `more`).
     pub total: u64,
+    /// More than `total` results were found (the count stopped at its bound).
+    pub more: bool,
     /// "Did you mean" this search instead.
     pub suggestion: Option<String>,
 }
@@ -97,8 +100,8 @@ pub async fn results(
             )))
         }
     };
-    let (hits, has_next, total, suggestion) = if query.is_empty() {
-        (Vec::new(), false, 0, None)
+    let (hits, has_next, total, more, suggestion) = if query.is_empty() {
+        (Vec::new(), false, 0, false, None)
     } else {
         // Registered by start-up next to the app state (the search area's own helper).
         let Some(limits) = req.app_data::<web::Data<SearchLimits>>() else {
@@ -114,16 +117,27 @@ pub async fn results(
         let results = match search::cache::cached(&state.db, &query, page) {
             Some(results) => results,
             None => {
-                let Some(_slot) = limits.slot().await else {
+                // The same search running for another visitor: its answer is kept for this one.
+                let turn = search::cache::turn(&state.db, &query, page);
+                let Ok(_turn) = tokio::time::timeout(limits.max_wait(), turn).await else {
                     return Err(AppError::Busy(BUSY_MESSAGE));
                 };
-                search::cache::search(&state.db, &query, page).await?
+                match search::cache::cached(&state.db, &query, page) {
+                    Some(results) => results,
+                    None => {
+                        let Some(_slot) = limits.slot().await else {
+                            return Err(AppError::Busy(BUSY_MESSAGE));
+                        };
+                        search::cache::search(&state.db, &query, page).await?
+                    }
+                }
             }
         };
         (
             results.hits.clone(),
             results.has_next,
             results.total,
+            results.more,
             results.suggestion.clone(),
         )
     };
@@ -140,10 +154,54 @@ pub async fn results(
         page,
         has_next,
         total,
+        more,
         suggestion,
     })?;
     Ok(match searched {
         Some(event) => traffic::tag(response, event),
         None => response,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::search::Kind;
+
+    fn page(total: u64, more: bool) -> String {
+        let req = actix_web::test::TestRequest::default().to_http_request();
+        SearchPage {
+            layout: Layout::public(&req),
+            query: "jazz".into(),
+            hits: vec![Hit {
+                kind: Kind::Content,
+                title: "A post".into(),
+                url: "/blog/a-post".into(),
+                label: "Blog entry".into(),
+                excerpt: Vec::new(),
+                product: None,
+                matched: vec!["title"],
+                score: 1.0,
+            }],
+            page: 1,
+            has_next: true,
+            total,
+            more,
+            suggestion: None,
+        }
+        .render()
+        .expect("the page renders")
+    }
+
+    #[test]
+    fn a_count_that_stopped_at_its_bound_says_more_than() {
+        let capped = page(1_000, true);
+        assert!(
+            capped.contains(r#"More than <span class="total">1000</span> results"#),
+            "{capped}"
+        );
+        let exact = page(1, false);
+        assert!(exact.contains(r#"<span class="total">1</span> result for"#));
+        assert!(!exact.contains("More than"));
+    }
 }

@@ -13,15 +13,19 @@
 //!
 //! # Staleness and cost
 //!
-//! The list is kept with the [`Db`] handle. A product write through this handle (reported in
-//! [`crate::catalog::changes`]) makes the next search rebuild it first when the last build was
-//! quick (under [`WAIT_FOR_REBUILD`]: a small shop); a list older than [`TTL`], or stale after
-//! a product write in a catalog whose build is slow, is still used while one rebuild runs in
-//! the background. So content writes and other instances' writes show up within about
-//! [`TTL`], and in a large catalog only the first search after start-up waits for a build
-//! (measured with 5,049 products and posts in a debug build: 3 s, once; later searches took
-//! 10 to 50 ms as before, the list answering in microseconds). Rebuilds never run twice at
-//! once.
+//! The list is kept with the [`Db`] handle and rebuilt in the background, one build at a time:
+//! a search never waits for a build longer than [`WAIT_FOR_REBUILD`]. After a product write
+//! or content write through this handle (reported in [`crate::catalog::changes`] and
+//! [`crate::content::changes`]) the next search starts a rebuild and waits up to that long for
+//! it, so a small shop sees its edit at once; a list older than [`TTL`] is still used while it
+//! is rebuilt. Other instances' writes show up within about [`TTL`]. A slow build (a large catalog) is redone less often:
+//! at most once per twenty build times, so it takes at most a twentieth of one core.
+//!
+//! Before the first build finishes (start-up of a large catalog: reading a million products'
+//! words takes seconds), searches run with an empty list: no completion and no "did you mean",
+//! but an answer, where waiting for the build once held every search slot for seconds and
+//! turned the searches behind them away as "busy". The build reads the products and posts one
+//! document at a time, never holding them all.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,11 +40,14 @@ use super::tokenizer;
 use crate::catalog::changes;
 use crate::db::{Db, DbError};
 
-/// The longest a word list is used before a rebuild is started.
+/// The longest a word list is used before a rebuild is started (longer for slow builds, see
+/// [`refresh_after`]).
 pub const TTL: Duration = Duration::from_secs(60);
-/// A build quicker than this is redone before the next search after a product write; a slower
-/// one is redone in the background while the stale list answers.
+/// The longest a search waits for a build it needs (the first, or one after a product write);
+/// past it the search uses the list it has (an empty one before the first build).
 pub const WAIT_FOR_REBUILD: Duration = Duration::from_millis(250);
+/// A list is rebuilt at most once per this many build times.
+const BUILD_SHARE: u32 = 20;
 /// Words the last word of a search is completed with at most (the most frequent ones).
 pub const MAX_COMPLETIONS: usize = 8;
 /// Shortest word that is completed: one letter would add half the list.
@@ -59,6 +66,45 @@ pub struct Vocabulary {
     stems: HashSet<String>,
 }
 
+/// A [`Vocabulary`] being filled one text at a time.
+#[derive(Default)]
+struct Builder {
+    vocabulary: Vocabulary,
+    /// Folded words that are stop words or of a length the list leaves out: each word is
+    /// stemmed once, not at every occurrence (a million descriptions repeat the same words).
+    skipped: HashSet<String>,
+    seen_here: HashSet<String>,
+}
+
+impl Builder {
+    /// Count the words of one field value.
+    fn add(&mut self, text: &str) {
+        let tokenizer = tokenizer();
+        self.seen_here.clear();
+        for word in words(text) {
+            let folded = fold(word, Sensitivity::default());
+            if self.skipped.contains(&folded) {
+                continue;
+            }
+            if !self.vocabulary.words.contains_key(&folded) {
+                // The term depends on the folded word alone (default sensitivity).
+                let chars = folded.chars().count();
+                let stem = tokenizer
+                    .term(word)
+                    .filter(|_| (2..=MAX_WORD_CHARS).contains(&chars));
+                let Some(stem) = stem else {
+                    self.skipped.insert(folded);
+                    continue;
+                };
+                self.vocabulary.stems.insert(stem);
+            }
+            if self.seen_here.insert(folded.clone()) {
+                *self.vocabulary.words.entry(folded).or_insert(0) += 1;
+            }
+        }
+    }
+}
+
 /// A search with its last word completed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Expanded {
@@ -70,26 +116,11 @@ pub struct Expanded {
 impl Vocabulary {
     /// The list of the words in `texts`.
     pub fn of_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vocabulary {
-        let tokenizer = tokenizer();
-        let mut vocabulary = Vocabulary::default();
+        let mut builder = Builder::default();
         for text in texts {
-            let mut seen_here: HashSet<String> = HashSet::new();
-            for word in words(text) {
-                let Some(stem) = tokenizer.term(word) else {
-                    continue;
-                };
-                let folded = fold(word, Sensitivity::default());
-                let chars = folded.chars().count();
-                if !(2..=MAX_WORD_CHARS).contains(&chars) {
-                    continue;
-                }
-                vocabulary.stems.insert(stem);
-                if seen_here.insert(folded.clone()) {
-                    *vocabulary.words.entry(folded).or_insert(0) += 1;
-                }
-            }
+            builder.add(text);
         }
-        vocabulary
+        builder.vocabulary
     }
 
     /// Distinct words in the list.
@@ -244,14 +275,20 @@ pub fn edit_distance_within(a: &[char], b: &str, limit: usize) -> Option<usize> 
     (distance <= limit).then_some(distance)
 }
 
+/// How long a list built in `took` is used before it is rebuilt: [`TTL`], or [`BUILD_SHARE`]
+/// build times when that is longer.
+pub fn refresh_after(took: Duration) -> Duration {
+    TTL.max(took * BUILD_SHARE)
+}
+
 /// The word list kept with one [`Db`] handle (a [`Db::extension`]).
 #[derive(Default)]
 pub struct VocabularyCache {
     held: Mutex<Option<Held>>,
-    /// Held while a search builds the list it waits for.
-    building: tokio::sync::Mutex<()>,
-    /// Set while a background rebuild runs.
-    refreshing: AtomicBool,
+    /// Set while a build runs (never two at once).
+    building: AtomicBool,
+    /// Woken when a build ends.
+    built: tokio::sync::Notify,
 }
 
 struct Held {
@@ -259,8 +296,8 @@ struct Held {
     loaded: Instant,
     /// How long the build took.
     took: Duration,
-    /// The product change counter when the build started.
-    products: u64,
+    /// [`writes`] when the build started.
+    seen: u64,
 }
 
 /// What the held list is good for.
@@ -269,79 +306,91 @@ enum Usable {
     Fresh(Arc<Vocabulary>),
     /// Use it, and rebuild in the background.
     Stale(Arc<Vocabulary>),
-    /// Build before searching.
-    Rebuild,
+    /// Products changed since it was built (or there is none yet): rebuild, and wait a
+    /// little for the build.
+    Rebuild(Option<Arc<Vocabulary>>),
 }
 
 impl VocabularyCache {
-    /// What the held list is good for at `now`, with `products` the product change counter.
-    fn usable(&self, products: u64, now: Instant) -> Usable {
+    /// What the held list is good for at `now`, with `seen` the [`writes`] counter.
+    fn usable(&self, seen: u64, now: Instant) -> Usable {
         let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         let Some(h) = held.as_ref() else {
-            return Usable::Rebuild;
+            return Usable::Rebuild(None);
         };
         let vocabulary = Arc::clone(&h.vocabulary);
-        if h.products != products {
-            if h.took < WAIT_FOR_REBUILD {
-                Usable::Rebuild
-            } else {
-                Usable::Stale(vocabulary)
-            }
-        } else if now.duration_since(h.loaded) < TTL {
+        if h.seen != seen {
+            Usable::Rebuild(Some(vocabulary))
+        } else if now.duration_since(h.loaded) < refresh_after(h.took) {
             Usable::Fresh(vocabulary)
         } else {
             Usable::Stale(vocabulary)
         }
     }
 
-    fn put(&self, vocabulary: Arc<Vocabulary>, loaded: Instant, products: u64) {
+    fn put(&self, vocabulary: Arc<Vocabulary>, loaded: Instant, seen: u64) {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         *held = Some(Held {
             vocabulary,
             loaded,
             took: loaded.elapsed(),
-            products,
+            seen,
+        });
+    }
+
+    /// Start a build in the background unless one runs.
+    fn start_build(self: &Arc<Self>, db: &Db, seen: u64) {
+        if self.building.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (db, cache) = (db.clone(), Arc::clone(self));
+        tokio::spawn(async move {
+            let loaded = Instant::now();
+            match build(&db).await {
+                Ok(v) => cache.put(Arc::new(v), loaded, seen),
+                Err(e) => tracing::warn!(error = %e, "search word list not built"),
+            }
+            cache.building.store(false, Ordering::SeqCst);
+            cache.built.notify_waiters();
         });
     }
 }
 
-/// The word list of `db`'s searchable fields (see the module's notes on staleness).
-pub async fn current(db: &Db) -> Result<Arc<Vocabulary>, DbError> {
-    let cache = db.extension::<VocabularyCache>();
-    let products = changes::of(db).seen().products;
-    match cache.usable(products, Instant::now()) {
-        Usable::Fresh(vocabulary) => return Ok(vocabulary),
-        Usable::Stale(vocabulary) => {
-            if !cache.refreshing.swap(true, Ordering::SeqCst) {
-                let (db, cache) = (db.clone(), Arc::clone(&cache));
-                tokio::spawn(async move {
-                    let loaded = Instant::now();
-                    match build(&db).await {
-                        Ok(v) => cache.put(Arc::new(v), loaded, products),
-                        Err(e) => tracing::warn!(error = %e, "search word list not rebuilt"),
-                    }
-                    cache.refreshing.store(false, Ordering::SeqCst);
-                });
-            }
-            return Ok(vocabulary);
-        }
-        Usable::Rebuild => {}
-    }
-    let _building = cache.building.lock().await;
-    // Another search may have built it while this one waited.
-    if let Usable::Fresh(vocabulary) = cache.usable(products, Instant::now()) {
-        return Ok(vocabulary);
-    }
-    let loaded = Instant::now();
-    let vocabulary = Arc::new(build(db).await?);
-    cache.put(Arc::clone(&vocabulary), loaded, products);
-    Ok(vocabulary)
+/// Product and content writes through `db`'s handle so far: a list built before the last of
+/// them may lack its words.
+fn writes(db: &Db) -> u64 {
+    changes::of(db).seen().products + crate::content::changes::nodes_seen(db)
 }
 
-/// Read the searchable fields of the products on sale and the published content.
+/// The word list of `db`'s searchable fields (see the module's notes on staleness): never
+/// waits longer than [`WAIT_FOR_REBUILD`].
+pub async fn current(db: &Db) -> Result<Arc<Vocabulary>, DbError> {
+    let cache = db.extension::<VocabularyCache>();
+    let seen = writes(db);
+    let fallback = match cache.usable(seen, Instant::now()) {
+        Usable::Fresh(vocabulary) => return Ok(vocabulary),
+        Usable::Stale(vocabulary) => {
+            cache.start_build(db, seen);
+            return Ok(vocabulary);
+        }
+        Usable::Rebuild(held) => held,
+    };
+    // Registered before the build starts, so its end cannot be missed.
+    let built = cache.built.notified();
+    cache.start_build(db, seen);
+    let waited = tokio::time::timeout(WAIT_FOR_REBUILD, built).await;
+    if waited.is_ok() {
+        if let Usable::Fresh(vocabulary) = cache.usable(seen, Instant::now()) {
+            return Ok(vocabulary);
+        }
+    }
+    Ok(fallback.unwrap_or_default())
+}
+
+/// Read the searchable fields of the products on sale and the published content, one
+/// document at a time.
 async fn build(db: &Db) -> Result<Vocabulary, DbError> {
     let started = Instant::now();
-    let mut texts: Vec<String> = Vec::new();
     let fields = |list: &[(&str, i32, &str)]| {
         let mut p = bson::doc! { "_id": 0 };
         for (field, _, _) in list {
@@ -349,34 +398,34 @@ async fn build(db: &Db) -> Result<Vocabulary, DbError> {
         }
         p
     };
-    let products: Vec<Document> = db
+    let mut builder = Builder::default();
+    let mut documents = 0u64;
+    let mut products = db
         .collection::<Document>(crate::catalog::products::COLLECTION)
         .find(crate::catalog::lifecycle::on_sale_within(Document::new()))
         .projection(fields(super::PRODUCT_FIELDS))
-        .await?
-        .try_collect()
         .await?;
-    for doc in &products {
+    while let Some(doc) = products.try_next().await? {
+        documents += 1;
         for (field, _, _) in super::PRODUCT_FIELDS {
-            texts.push(super::text_at(doc, field));
+            builder.add(&super::text_at(&doc, field));
         }
     }
-    let nodes: Vec<Document> = db
+    let mut nodes = db
         .collection::<Document>(crate::content::model::COLLECTION)
         .find(crate::content::model::visible_at(db.now()))
         .projection(fields(super::NODE_FIELDS))
-        .await?
-        .try_collect()
         .await?;
-    for doc in &nodes {
+    while let Some(doc) = nodes.try_next().await? {
+        documents += 1;
         for (field, _, _) in super::NODE_FIELDS {
-            texts.push(super::text_at(doc, field));
+            builder.add(&super::text_at(&doc, field));
         }
     }
-    let vocabulary = Vocabulary::of_texts(texts.iter().map(String::as_str));
+    let vocabulary = builder.vocabulary;
     tracing::debug!(
         words = vocabulary.len(),
-        documents = products.len() + nodes.len(),
+        documents,
         ms = started.elapsed().as_millis() as u64,
         "search word list built"
     );

@@ -669,32 +669,10 @@ impl Collection {
                 .and_then(|s| s.keys.first())
                 .is_some_and(|(path, _)| path == crate::text::SCORE_FIELD)
         });
-        // Best first from a heap: building it is linear and the walk pops only about a page,
-        // where sorting every candidate (a common word's hundreds of thousands) cost more than
-        // the rest of the query.
-        let ordered: Box<dyn Iterator<Item = (RecordId, f64)>> = if best_first.is_some() {
-            let mut heap: std::collections::BinaryHeap<BestFirst> =
-                candidates.into_iter().map(BestFirst).collect();
-            Box::new(std::iter::from_fn(move || heap.pop().map(|b| b.0)))
-        } else {
-            if single_term {
-                // Otherwise candidates go in record order, as every other query's do.
-                candidates.sort_unstable_by_key(|(record, _)| *record);
-            }
-            Box::new(candidates.into_iter())
-        };
         let mut hits = Vec::new();
-        for (record, score) in ordered {
-            if let Some(wanted) = best_first {
-                if hits.len() >= wanted {
-                    let last: &Hit = &hits[wanted - 1];
-                    if score.total_cmp(&last.score.unwrap_or(0.0)) == Ordering::Less {
-                        break;
-                    }
-                }
-            }
+        let mut examine = |record: RecordId, score: f64, hits: &mut Vec<Hit>| -> Result<()> {
             let Some(stored) = self.docs.get(&record) else {
-                continue;
+                return Ok(());
             };
             stats.docs_examined += 1;
             if let Some(position) = check(stored)? {
@@ -704,6 +682,71 @@ impl Collection {
                     position,
                     score: Some(score),
                 });
+            }
+            Ok(())
+        };
+        match (best_first, query.sort) {
+            (Some(wanted), Some(sort)) => {
+                // Best first from a heap: building it is linear and the walk pops only about a
+                // page, where sorting every candidate (a common word's hundreds of thousands)
+                // cost more than the rest of the query.
+                let mut heap: std::collections::BinaryHeap<BestFirst> =
+                    candidates.into_iter().map(BestFirst).collect();
+                let fields = sort_fields(sort);
+                while hits.len() < wanted {
+                    let Some(BestFirst((record, score))) = heap.pop() else {
+                        break;
+                    };
+                    // Every candidate tied at this score: thousands when many documents hold
+                    // the same text (a product's editions, generated posts). They are put in
+                    // the order of the later sort keys, reading only those fields, and checked
+                    // in that order until the page is full, instead of all being checked (a
+                    // phrase folding each one's text) and sorted afterwards.
+                    let mut group = vec![record];
+                    while heap
+                        .peek()
+                        .is_some_and(|b| b.0 .1.total_cmp(&score) == Ordering::Equal)
+                    {
+                        if let Some(b) = heap.pop() {
+                            group.push(b.0 .0);
+                        }
+                    }
+                    if group.len() > 1 && sort.keys.len() > 1 {
+                        let mut keyed: Vec<(usize, Document, RecordId)> =
+                            Vec::with_capacity(group.len());
+                        for (i, record) in group.iter().enumerate() {
+                            if let Some(stored) = self.docs.get(record) {
+                                keyed.push((i, stored.select(Some(&fields))?, *record));
+                            }
+                        }
+                        keyed.sort_unstable_by(|a, b| {
+                            sort.compare_scored(&a.1, Some(score), &b.1, Some(score))
+                                .then(a.0.cmp(&b.0))
+                        });
+                        group = keyed.into_iter().map(|(_, _, record)| record).collect();
+                    }
+                    for record in group {
+                        if hits.len() >= wanted {
+                            break;
+                        }
+                        examine(record, score, &mut hits)?;
+                    }
+                }
+            }
+            _ => {
+                if single_term {
+                    // Otherwise candidates go in record order, as every other query's do.
+                    candidates.sort_unstable_by_key(|(record, _)| *record);
+                }
+                // Unsorted with a limit (a capped count), the first `skip + limit` matches are
+                // all that is kept: the walk stops there.
+                let enough = wanted.filter(|_| query.sort.is_none_or(|s| s.keys.is_empty()));
+                for (record, score) in candidates {
+                    if enough.is_some_and(|enough| hits.len() >= enough) {
+                        break;
+                    }
+                    examine(record, score, &mut hits)?;
+                }
             }
         }
         if explain {
@@ -848,7 +891,7 @@ impl Collection {
         let mut index_sizes = Document::new();
         let mut total_index = 0i64;
         for index in &self.indexes {
-            let bytes = (index.entry_count() * crate::index::ENTRY_BYTES) as i64;
+            let bytes = index.entry_bytes() as i64;
             total_index += bytes;
             index_sizes.insert(index.spec.name.clone(), bytes);
         }
@@ -1020,7 +1063,8 @@ impl Ord for BestFirst {
     }
 }
 
-fn sort_hits(hits: &mut Vec<Hit>, sort: &SortSpec, keep: Option<usize>) -> Result<()> {
+/// The top-level fields a sort reads.
+fn sort_fields(sort: &SortSpec) -> Vec<String> {
     let mut fields: Vec<String> = Vec::new();
     for (path, _) in &sort.keys {
         let head = path.split('.').next().unwrap_or_default();
@@ -1028,6 +1072,11 @@ fn sort_hits(hits: &mut Vec<Hit>, sort: &SortSpec, keep: Option<usize>) -> Resul
             fields.push(head.to_string());
         }
     }
+    fields
+}
+
+fn sort_hits(hits: &mut Vec<Hit>, sort: &SortSpec, keep: Option<usize>) -> Result<()> {
+    let fields = sort_fields(sort);
     let cmp = |a: &(usize, Document, Hit), b: &(usize, Document, Hit)| -> Ordering {
         sort.compare_scored(&a.1, a.2.score, &b.1, b.2.score)
             .then(a.0.cmp(&b.0))

@@ -194,6 +194,18 @@ impl Group {
         }
     }
 
+    /// Whether the groups depend on nothing but how many documents come in: a constant `_id`
+    /// and only `$sum`s of constants or `$count`s (the driver's `count_documents` sends
+    /// `{$group: {_id: 1, n: {$sum: 1}}}`). Such a stage may be given placeholder documents.
+    pub(super) fn only_counts(&self) -> bool {
+        matches!(self.id, Expression::Literal(_))
+            && self.accumulators.iter().all(|a| match a.kind {
+                Kind::Count => true,
+                Kind::Sum => matches!(&a.arg, Expression::Literal(v) if crate::value::is_number(v)),
+                _ => false,
+            })
+    }
+
     /// Group `input`; groups come out in the order their first document came in.
     pub(crate) fn run(&self, input: &[Document], vars: &Document) -> Result<Vec<Document>> {
         self.run_keyed(input, vars, |scope| {

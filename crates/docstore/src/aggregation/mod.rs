@@ -179,6 +179,40 @@ impl Pipeline {
         matches!(self.stages.first(), Some(Stage::Match { filter, .. }) if filter.text().is_some())
     }
 
+    /// Whether what follows the leading `$match` depends only on how many documents it passes
+    /// (`$skip`, `$limit`, `$count` and counting `$group`s, see [`Group::only_counts`]): the
+    /// shape of the driver's `count_documents`. The caller may then pass placeholder documents
+    /// instead of decoding every match.
+    pub(crate) fn only_counts_after_match(&self) -> bool {
+        self.leading_match().is_some()
+            && self.terminal.is_none()
+            && self.stages[1..].iter().all(|stage| match stage {
+                Stage::Skip(_) | Stage::Limit(_) | Stage::Count(_) => true,
+                Stage::Group(g) => g.only_counts(),
+                _ => false,
+            })
+    }
+
+    /// How many of the leading `$match`'s documents the stages after it can use at most: the
+    /// `$skip`s and `$limit` right after it (`count_documents` with a `limit`), or `None`
+    /// without a `$limit` there. A caller may stop matching after that many.
+    pub(crate) fn used_after_match(&self) -> Option<usize> {
+        self.leading_match()?;
+        let mut skipped: u64 = 0;
+        let mut used: Option<u64> = None;
+        for stage in &self.stages[1..] {
+            match stage {
+                Stage::Skip(n) => skipped = skipped.saturating_add(*n),
+                Stage::Limit(n) => {
+                    let here = skipped.saturating_add(*n);
+                    used = Some(used.map_or(here, |u| u.min(here)));
+                }
+                _ => break,
+            }
+        }
+        used.map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+    }
+
     /// The pipeline minus its leading `$match` (unchanged when it has none), for a caller that
     /// has already selected the matching documents.
     pub(crate) fn without_leading_match(&self) -> Pipeline {

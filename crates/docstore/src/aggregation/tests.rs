@@ -838,3 +838,46 @@ fn coll_stats_only_opens_a_top_level_pipeline() {
         .unwrap()
         .ignores_input());
 }
+
+#[test]
+fn a_count_after_the_match_is_recognised_and_needs_no_document_contents() {
+    let shape = |stages: Vec<Document>| {
+        Pipeline::parse(&stages, &doc! {})
+            .unwrap()
+            .only_counts_after_match()
+    };
+    let matched = doc! { "$match": { "item": "a" } };
+    // The driver's count_documents.
+    let driver = vec![
+        matched.clone(),
+        doc! { "$skip": 1 },
+        doc! { "$limit": 5 },
+        doc! { "$group": { "_id": 1, "n": { "$sum": 1 } } },
+    ];
+    assert!(shape(driver.clone()));
+    assert!(shape(vec![matched.clone(), doc! { "$count": "n" }]));
+    assert!(!shape(vec![
+        matched.clone(),
+        doc! { "$group": { "_id": "$item", "n": { "$sum": 1 } } }
+    ]));
+    assert!(!shape(vec![
+        matched.clone(),
+        doc! { "$group": { "_id": 1, "n": { "$sum": "$qty" } } }
+    ]));
+    assert!(!shape(vec![doc! { "$count": "n" }]), "no leading $match");
+    // Placeholders give what the documents themselves give.
+    let p = Pipeline::parse(&driver, &doc! {})
+        .unwrap()
+        .without_leading_match();
+    let real = p
+        .run(
+            vec![doc! { "item": "a", "qty": 3 }; 4],
+            &Collections::default(),
+        )
+        .unwrap();
+    let placeholders = p
+        .run(vec![Document::new(); 4], &Collections::default())
+        .unwrap();
+    assert_eq!(real, placeholders);
+    assert_eq!(real, vec![doc! { "_id": 1, "n": 3 }]);
+}

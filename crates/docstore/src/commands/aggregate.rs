@@ -366,16 +366,29 @@ fn collection_results(
     let input = match state.catalog.get(db, &spec.collection) {
         Some(handle) => {
             let c = handle.read();
-            let (hits, _) = c.query(&spec.input.query_spec())?;
-            hits.into_iter()
-                .map(|h| {
-                    let mut d = h.doc.to_document()?;
-                    if let Some(score) = h.score {
-                        d.insert(crate::text::SCORE_FIELD, score);
-                    }
-                    Ok(d)
-                })
-                .collect::<Result<_>>()?
+            let counting = spec.pipeline.only_counts_after_match();
+            let mut query = spec.input.query_spec();
+            if counting {
+                // A capped count (`count_documents` with a `limit`) stops matching at the cap.
+                query.limit = spec.pipeline.used_after_match();
+            }
+            let (hits, _) = c.query(&query)?;
+            if counting {
+                // A count: the stages after the match see how many documents come, never what
+                // they hold, so decoding every match (a common word's hundreds of thousands of
+                // posts, bodies and all) would be wasted.
+                vec![Document::new(); hits.len()]
+            } else {
+                hits.into_iter()
+                    .map(|h| {
+                        let mut d = h.doc.to_document()?;
+                        if let Some(score) = h.score {
+                            d.insert(crate::text::SCORE_FIELD, score);
+                        }
+                        Ok(d)
+                    })
+                    .collect::<Result<_>>()?
+            }
         }
         None => Vec::new(),
     };

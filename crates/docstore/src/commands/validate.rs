@@ -112,7 +112,7 @@ pub(crate) fn check(c: &Collection) -> Document {
             if !expected.contains(&(key.to_vec(), rid)) {
                 extra += 1;
                 if extra_entries.len() < MAX_LISTED {
-                    extra_entries.push(entry(idx, &name, key, rid));
+                    extra_entries.push(entry(idx, &name, &key, rid));
                 }
             }
         }

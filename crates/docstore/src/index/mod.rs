@@ -2,6 +2,7 @@
 //! values, with unique, sparse and partial variants, multikey expansion and the query planner.
 
 mod build;
+mod entries;
 pub(crate) mod hashed;
 pub(crate) mod partial;
 pub(crate) mod planner;
@@ -16,9 +17,9 @@ use crate::keystring;
 use crate::query::Filter;
 use crate::stored::FieldTree;
 use bson::{doc, Bson, Document};
+use entries::Entries;
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashSet};
-use std::ops::Bound;
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
 
 /// A document's position in its collection; also the natural (insertion) order.
@@ -163,8 +164,8 @@ pub(crate) struct Index {
     pub spec: IndexSpec,
     fields: Vec<KeyField>,
     partial: Option<Filter>,
-    /// Entries ordered by key, then record id.
-    entries: BTreeSet<(KeyBytes, RecordId)>,
+    /// Entries ordered by key, then record id (postings for a text index, see [`entries`]).
+    entries: Entries,
     /// Set once any document had an array on an indexed path (never cleared, like MongoDB).
     multikey: AtomicBool,
     /// For a text index: its definition (keys are then prefix values plus one term).
@@ -393,7 +394,7 @@ impl Index {
             spec,
             fields,
             partial,
-            entries: BTreeSet::new(),
+            entries: Entries::new(text.is_some()),
             multikey: AtomicBool::new(false),
             text,
             read_tree: reads
@@ -426,13 +427,7 @@ impl Index {
     /// score in it (text indexes: see [`crate::text::TextIndex::scored_key`]).
     pub(crate) fn text_scores(&self, prefix: &[&Bson], term: &str) -> Vec<(RecordId, f64)> {
         let term_key = crate::text::TextIndex::key(prefix, term);
-        self.entries
-            .range((KeyBytes::from(term_key.as_slice()), 0)..)
-            .map_while(|(key, rid)| {
-                crate::text::TextIndex::score_in_key(key.as_slice(), &term_key)
-                    .map(|score| (*rid, score))
-            })
-            .collect()
+        self.entries.postings(&term_key)
     }
 
     /// A TTL index the monitor sweeps: `expireAfterSeconds` on a single field.
@@ -642,14 +637,7 @@ impl Index {
     }
 
     fn records_with_key<'a>(&'a self, key: &[u8]) -> impl Iterator<Item = RecordId> + 'a {
-        let lo = KeyBytes::from(key);
-        let hi = lo.clone();
-        self.entries
-            .range((
-                Bound::Included((lo, RecordId::MIN)),
-                Bound::Included((hi, RecordId::MAX)),
-            ))
-            .map(|(_, rid)| *rid)
+        self.entries.records_with_key(key)
     }
 
     fn duplicate_key_error(&self, key: &[u8], ns: &str) -> Error {
@@ -672,7 +660,7 @@ impl Index {
 
     pub(crate) fn insert(&mut self, keys: &[Vec<u8>], rid: RecordId) {
         for key in keys {
-            self.entries.insert((KeyBytes::from(key.as_slice()), rid));
+            self.entries.insert(key, rid);
         }
     }
 
@@ -691,13 +679,13 @@ impl Index {
                 return Err(self.duplicate_key_error(pair[1].0.as_slice(), ns));
             }
         }
-        self.entries = entries.into_iter().collect();
+        self.entries = Entries::from_sorted(self.text.is_some(), entries);
         Ok(())
     }
 
     pub(crate) fn remove(&mut self, keys: &[Vec<u8>], rid: RecordId) {
         for key in keys {
-            self.entries.remove(&(KeyBytes::from(key.as_slice()), rid));
+            self.entries.remove(key, rid);
         }
     }
 
@@ -721,13 +709,13 @@ impl Index {
                 ranges
                     .into_iter()
                     .rev()
-                    .flat_map(move |r| entries.range(r).rev().map(|(_, rid)| *rid)),
+                    .flat_map(move |r| entries.range(r, true)),
             )
         } else {
             Box::new(
                 ranges
                     .into_iter()
-                    .flat_map(move |r| entries.range(r).map(|(_, rid)| *rid)),
+                    .flat_map(move |r| entries.range(r, false)),
             )
         };
         if dedupe {
@@ -795,12 +783,17 @@ impl Index {
 
     /// Whether the index holds the entry `key` → `rid` (for `validate`).
     pub(crate) fn has_entry(&self, key: &[u8], rid: RecordId) -> bool {
-        self.entries.contains(&(KeyBytes::from(key), rid))
+        self.entries.contains(key, rid)
     }
 
     /// Every (key, record id) entry, in key order (for `validate`).
-    pub(crate) fn entries(&self) -> impl Iterator<Item = (&[u8], RecordId)> {
-        self.entries.iter().map(|(k, rid)| (k.as_slice(), *rid))
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (Vec<u8>, RecordId)> + '_ {
+        self.entries.all()
+    }
+
+    /// Bytes the entries take, before the trees' own overhead.
+    pub(crate) fn entry_bytes(&self) -> usize {
+        self.entries.bytes()
     }
 
     pub(crate) fn entry_count(&self) -> usize {

@@ -665,3 +665,52 @@ async fn text_indexes_survive_a_restart() {
         server.shutdown().await;
     }
 }
+
+#[tokio::test]
+async fn tied_scores_page_by_the_later_sort_keys_and_a_capped_count_stops_at_its_cap() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("tied");
+    // Every document scores the same for "blue"; only the even ones hold the phrase. Inserted
+    // in an order unlike their _id order.
+    let docs: Vec<Document> = (0..40)
+        .map(|i| (i * 7) % 40)
+        .map(|n: i32| {
+            let text = if n % 2 == 0 {
+                "kind of blue"
+            } else {
+                "blue of kind"
+            };
+            doc! { "_id": n, "t": text }
+        })
+        .collect();
+    c.insert_many(docs).await.unwrap();
+    text_index(&c, doc! { "t": "text" }, None).await;
+    let page = |filter: Document, skip: u64| {
+        let c = c.clone();
+        async move {
+            c.find(filter)
+                .projection(doc! { "score": { "$meta": "textScore" } })
+                .sort(doc! { "score": { "$meta": "textScore" }, "_id": -1 })
+                .skip(skip)
+                .limit(5)
+                .await
+                .unwrap()
+                .try_collect::<Vec<_>>()
+                .await
+                .unwrap()
+                .iter()
+                .map(|d| d.get_i32("_id").unwrap())
+                .collect::<Vec<i32>>()
+        }
+    };
+    let words = doc! { "$text": { "$search": "blue" } };
+    assert_eq!(page(words.clone(), 0).await, vec![39, 38, 37, 36, 35]);
+    assert_eq!(page(words.clone(), 5).await, vec![34, 33, 32, 31, 30]);
+    let phrase = doc! { "$text": { "$search": "\"kind of blue\"" } };
+    assert_eq!(page(phrase.clone(), 0).await, vec![38, 36, 34, 32, 30]);
+    assert_eq!(page(phrase.clone(), 15).await, vec![8, 6, 4, 2, 0]);
+    let capped = c.count_documents(phrase.clone()).limit(7).await.unwrap();
+    assert_eq!(capped, 7);
+    assert_eq!(c.count_documents(phrase).await.unwrap(), 20);
+    assert_eq!(c.count_documents(words).skip(35).await.unwrap(), 5);
+}
