@@ -369,10 +369,7 @@ async fn a_deep_stream_page_and_a_post_send_a_pinned_number_of_commands() {
     let (_, older) = stream_page(&app, "/blog/").await;
     let older = older.expect("an Older link");
     // Deeper: the ties at the point (none here), then the rest; then from the cache.
-    assert_eq!(
-        commands(older.clone()).await,
-        ["find nodes", "find nodes"]
-    );
+    assert_eq!(commands(older.clone()).await, ["find nodes", "find nodes"]);
     assert_eq!(commands(older).await, Vec::<String>::new());
     // An old numbered page: the anchors (one find of the points only), then the page read
     // from its anchor like an Older page; then from the cache.
@@ -393,8 +390,8 @@ async fn a_deep_stream_page_and_a_post_send_a_pinned_number_of_commands() {
         Vec::<String>::new()
     );
     commands("/blog/p10".into()).await; // the neighbours are cached
-    // A post: itself; its two neighbours come from the neighbour cache once the first visitor
-    // has read them (it was two more finds on every view; its comments: none yet).
+                                        // A post: itself; its two neighbours come from the neighbour cache once the first visitor
+                                        // has read them (it was two more finds on every view; its comments: none yet).
     assert_eq!(commands("/blog/p10".into()).await, ["find nodes"]);
     // The first view of a post (nothing cached) reads the neighbours, both ways.
     app.db.commands().record();
@@ -556,8 +553,14 @@ async fn a_numbered_page_shows_the_posts_the_older_links_reach_there() {
         let (numbered, _) = stream_page(&app, &format!("/blog/?page={}", n + 1)).await;
         assert_eq!(&numbered, titles, "page {}", n + 1);
     }
-    assert_eq!(app.get("/blog/?page=5").await.status(), StatusCode::NOT_FOUND);
-    assert_eq!(app.get("/blog/?page=100").await.status(), StatusCode::NOT_FOUND);
+    assert_eq!(
+        app.get("/blog/?page=5").await.status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        app.get("/blog/?page=100").await.status(),
+        StatusCode::NOT_FOUND
+    );
     app.stop().await;
 }
 

@@ -133,7 +133,10 @@ async fn each_content_page_sends_a_pinned_number_of_commands() {
             .build(&app.db)
             .await;
     }
-    NodeBuilder::photo("a-photo").days_ago(1).build(&app.db).await;
+    NodeBuilder::photo("a-photo")
+        .days_ago(1)
+        .build(&app.db)
+        .await;
     // The site settings are cached by the first page after start: not what these pin.
     let _ = body(app.get("/tags/").await).await;
     // (path, commands on a first load at most, commands once warm)

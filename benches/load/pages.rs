@@ -354,7 +354,11 @@ pub async fn run(products: u64, connections: u64, seconds: u64) -> anyhow::Resul
         }
     }
     if let Ok(only) = std::env::var("BENCH_PAGES") {
-        let words: Vec<&str> = only.split(',').map(str::trim).filter(|w| !w.is_empty()).collect();
+        let words: Vec<&str> = only
+            .split(',')
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+            .collect();
         cases.retain(|(name, _)| words.iter().any(|w| name.contains(w)));
     }
     println!();

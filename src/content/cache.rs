@@ -123,12 +123,7 @@ pub fn version(db: &Db, products: bool) -> u64 {
 /// The value for `key`: from the cache while fresh, else from `load` (one load shared by the
 /// requests that ask meanwhile), kept for the next [`TTL`]. `products`: the value shows
 /// products, so a product write makes it stale too.
-pub async fn get_or_load<K, V, E, F>(
-    db: &Db,
-    key: K,
-    products: bool,
-    load: F,
-) -> Result<Arc<V>, E>
+pub async fn get_or_load<K, V, E, F>(db: &Db, key: K, products: bool, load: F) -> Result<Arc<V>, E>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     V: Send + Sync + 'static,
@@ -170,7 +165,10 @@ mod tests {
         assert!(!made.fresh(8, now, at(10_000)), "a node changed");
         assert!(!made.fresh(7, now + TTL, at(10_000)), "expired");
         assert!(!made.fresh(7, now, at(12_000)), "the site's clock moved on");
-        assert!(!made.fresh(7, now, at(9_999)), "the site's clock stepped back");
+        assert!(
+            !made.fresh(7, now, at(9_999)),
+            "the site's clock stepped back"
+        );
         // The same entry is handed out while fresh, a new one once stale.
         assert!(Arc::ptr_eq(&made, &cache.entry(&1, 7, at(10_000))));
         assert!(!Arc::ptr_eq(&made, &cache.entry(&1, 8, at(10_000))));
