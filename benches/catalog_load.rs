@@ -17,7 +17,9 @@
 //! `cargo bench -p bazaar --bench catalog_load` (BENCH_SECONDS, BENCH_PRODUCTS and
 //! BENCH_CONNECTIONS override the defaults; BENCH_ONLY=pages runs only the pages phase
 //! (BENCH_BASELINE=path/to/another/bazaar adds that binary on a copy of the same data,
-//! BENCH_DEEP=0 leaves out the deep pages, BENCH_CATEGORY names the category, default music),
+//! BENCH_DEEP=0 leaves out the deep pages, BENCH_CATEGORY names the category, default music,
+//! BENCH_POSTS the generated blog posts, default 1 000, BENCH_CONTENT=0 leaves out the content
+//! pages, BENCH_PAGES=blog,tag measures only the pages whose label contains one of the words),
 //! BENCH_ONLY=comments runs only the comments phase,
 //! BENCH_ONLY=blog only the blog phase, BENCH_ONLY=durability only the on-disk checkouts).
 //! Prints requests/s and latency percentiles.

@@ -4,7 +4,7 @@
 //! Also: what the catalog cache serves is invalidated by this instance's own writes, and the
 //! embedded store on disk is reached through its Unix socket rather than TCP.
 
-use crate::common::builders::{CategoryBuilder, CommentBuilder, ProductBuilder};
+use crate::common::builders::{CategoryBuilder, CommentBuilder, NodeBuilder, ProductBuilder};
 use crate::common::*;
 use bazaar::catalog::{categories, products};
 use bazaar::db::commands::Command;
@@ -106,6 +106,54 @@ async fn each_main_page_sends_a_pinned_number_of_commands() {
     let pages = pages
         .into_iter()
         .chain([(quiet.as_str(), 4, &["find products"][..])]);
+    for (path, first_at_most, warm) in pages {
+        let first = commands_for(&app, path).await;
+        assert!(
+            first.len() <= first_at_most,
+            "{path}: first load sent {:?}",
+            names(&first)
+        );
+        let again = commands_for(&app, path).await;
+        assert_eq!(names(&again), warm, "{path} once warm");
+    }
+}
+
+/// The content pages (`content::pages`, `content::feed`): a stream page, an old numbered page,
+/// a post, a tag page, the gallery and a feed. Streams, tag pages and feeds come from the
+/// content cache once warm (`content::cache`); a post reads itself (its neighbours are
+/// cached, its rendered text remembered).
+#[tokio::test]
+async fn each_content_page_sends_a_pinned_number_of_commands() {
+    let app = counting_app().await;
+    for i in 0..25 {
+        NodeBuilder::post(&format!("post-{i:02}"))
+            .tags(&["modal"])
+            .text("Some *Markdown* text.")
+            .days_ago(i + 1)
+            .build(&app.db)
+            .await;
+    }
+    NodeBuilder::photo("a-photo")
+        .days_ago(1)
+        .build(&app.db)
+        .await;
+    // The site settings are cached by the first page after start: not what these pin.
+    let _ = body(app.get("/tags/").await).await;
+    // (path, commands on a first load at most, commands once warm)
+    let pages: [(&str, usize, &[&str]); 7] = [
+        // The page from the section index.
+        ("/blog/", 1, &[]),
+        // The anchors (points only), then the page after its anchor: no skip, no count.
+        ("/blog/?page=2", 3, &[]),
+        // The post itself, then its comments only when it has some; neighbours once.
+        ("/blog/post-10", 3, &["find nodes"]),
+        // The tag's newest nodes and its products.
+        ("/tags/modal", 2, &[]),
+        ("/gallery/", 1, &[]),
+        // 20 whole nodes, written into the document once.
+        ("/blog/feed.atom", 1, &[]),
+        ("/tags/modal/feed.atom", 1, &[]),
+    ];
     for (path, first_at_most, warm) in pages {
         let first = commands_for(&app, path).await;
         assert!(

@@ -6,6 +6,7 @@
 //! `BENCH_BASELINE=/path/to/another/bazaar` also starts that binary (e.g. a release build of
 //! `main`) on a copy of the same data and measures it in the same run: before/after figures.
 //! `BENCH_LOG_VARIANT=1` adds this build with `log.level = "warn"`: what the request log costs.
+//! `BENCH_PAGES=blog,tag` measures only the pages whose label contains one of those words.
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -351,6 +352,14 @@ pub async fn run(products: u64, connections: u64, seconds: u64) -> anyhow::Resul
         for (label, path) in content {
             cases.push((label, Arc::new(move |_| path.clone())));
         }
+    }
+    if let Ok(only) = std::env::var("BENCH_PAGES") {
+        let words: Vec<&str> = only
+            .split(',')
+            .map(str::trim)
+            .filter(|w| !w.is_empty())
+            .collect();
+        cases.retain(|(name, _)| words.iter().any(|w| name.contains(w)));
     }
     println!();
     println!(

@@ -3,6 +3,12 @@
 //! written through [`XmlWriter`] (every text escaped for XML by construction); both answer
 //! conditional requests (ETag, Last-Modified, 304). An entry's content is HTML, escaped by the
 //! templates' escaper ([`html`]) where it holds user text.
+//!
+//! A feed's finished document is kept in the content cache (`content::cache`): feed readers
+//! polling at once cost one read of 20 whole nodes and one rendering between them, and a feed
+//! is at most `cache::TTL` (2 s) older than the database.
+
+use std::sync::Arc;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
@@ -113,6 +119,35 @@ fn author(xml: &mut XmlWriter, name: &str) {
     xml.element("author", &[], |xml| xml.text_element("name", &[], name));
 }
 
+/// A feed as served: its document and the newest change it shows (`None`: no entries).
+#[derive(Debug)]
+pub struct Feed {
+    pub xml: String,
+    pub last_modified: Option<bson::DateTime>,
+    /// Whether it has entries.
+    pub entries: bool,
+}
+
+impl Feed {
+    fn of(xml: String, nodes: &[Node]) -> Feed {
+        Feed {
+            xml,
+            last_modified: nodes.iter().map(|n| n.metadata.updated).max(),
+            entries: !nodes.is_empty(),
+        }
+    }
+}
+
+/// The feed at `path` (its address: a key no two feeds share), from the content cache while
+/// fresh, else as `load` reads and writes it.
+async fn cached(
+    state: &AppState,
+    path: String,
+    load: impl std::future::Future<Output = Result<Feed, crate::db::DbError>>,
+) -> Result<Arc<Feed>, AppError> {
+    Ok(crate::content::cache::get_or_load(&state.db, path, false, load).await?)
+}
+
 /// `GET /{section}/feed.atom`
 pub async fn serve(
     req: HttpRequest,
@@ -120,9 +155,14 @@ pub async fn serve(
     path: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
     let section = section(&path).ok_or(AppError::NotFound)?;
-    let nodes = model::latest(&state.db, section.name, FEED_SIZE).await?;
-    let xml = atom(&state.public_url, section.name, section.title, &nodes);
-    Ok(feed_response(&req, xml, &nodes))
+    let db = &state.db;
+    let feed = cached(&state, format!("/{}/feed.atom", section.name), async {
+        let nodes = model::latest(db, section.name, FEED_SIZE).await?;
+        let xml = atom(&state.public_url, section.name, section.title, &nodes);
+        Ok(Feed::of(xml, &nodes))
+    })
+    .await?;
+    Ok(feed_response(&req, &feed))
 }
 
 /// Where the feed of `tag` is (tags are lowercase letters, digits and dashes).
@@ -141,28 +181,33 @@ pub async fn serve_tag(
     if tag.is_empty() || tag.len() > 100 {
         return Err(AppError::NotFound);
     }
-    let nodes = model::published_with_tag(&state.db, &tag, FEED_SIZE).await?;
-    if nodes.is_empty() {
+    let db = &state.db;
+    let feed = cached(&state, tag_feed_path(&tag), async {
+        let nodes = model::published_with_tag(db, &tag, FEED_SIZE).await?;
+        // The feed's `alternate` is the tag page, its `self` this address.
+        let xml = atom(
+            &state.public_url,
+            &format!("tags/{}", crate::web::meta::path_segment(&tag)),
+            &format!("Tagged {tag}"),
+            &nodes,
+        );
+        Ok(Feed::of(xml, &nodes))
+    })
+    .await?;
+    if !feed.entries {
         return Err(AppError::NotFound);
     }
-    // The feed's `alternate` is the tag page, its `self` this address.
-    let xml = atom(
-        &state.public_url,
-        &format!("tags/{}", crate::web::meta::path_segment(&tag)),
-        &format!("Tagged {tag}"),
-        &nodes,
-    );
-    Ok(feed_response(&req, xml, &nodes))
+    Ok(feed_response(&req, &feed))
 }
 
-fn feed_response(req: &HttpRequest, xml: String, nodes: &[Node]) -> HttpResponse {
+fn feed_response(req: &HttpRequest, feed: &Feed) -> HttpResponse {
     crate::web::conditional::respond(
         req,
         crate::web::conditional::Document {
             content_type: "application/atom+xml; charset=utf-8",
             cache_control: "public, max-age=300",
-            body: xml,
-            last_modified: nodes.iter().map(|n| n.metadata.updated).max(),
+            body: feed.xml.clone(),
+            last_modified: feed.last_modified,
         },
     )
 }

@@ -3,8 +3,13 @@
 //! page (pulldown-cmark passes inline HTML through; ammonia keeps only an allow-list). Links
 //! leaving the site are marked `rel="noopener noreferrer nofollow"`; links to the site's own
 //! pages (relative ones) are not, so search engines follow them.
+//!
+//! Rendering is a pure function of the text, and it was a fifth of the CPU a post page cost
+//! under load: [`render_cached`] keeps the HTML of recently shown texts, keyed by the text
+//! itself, so an edit (a different text) can never be served an old rendering, on any instance.
 
-use std::sync::LazyLock;
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
 
 use pulldown_cmark::{html, Options, Parser};
 
@@ -25,6 +30,38 @@ pub fn render(text: &str) -> String {
         .clean(&unsafe_html)
         .to_string();
     follow_local_links(&cleaned)
+}
+
+/// Texts whose rendering is kept at most; more start the memo over.
+const MEMO_ENTRIES: usize = 1_000;
+/// Longer texts are rendered every time (rare, and kept out of the memo's memory).
+const MEMO_MAX_TEXT: usize = 64 * 1024;
+
+/// Renderings of recently shown texts, by text.
+static MEMO: LazyLock<Mutex<HashMap<Box<str>, Arc<str>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// [`render`], from the memo when this text was rendered lately (the same HTML: rendering
+/// depends on nothing but the text).
+pub fn render_cached(text: &str) -> String {
+    if text.len() > MEMO_MAX_TEXT {
+        return render(text);
+    }
+    let found = MEMO
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .get(text)
+        .cloned();
+    if let Some(html) = found {
+        return html.to_string();
+    }
+    let html = render(text);
+    let mut kept = MEMO.lock().unwrap_or_else(|e| e.into_inner());
+    if kept.len() >= MEMO_ENTRIES {
+        kept.clear();
+    }
+    kept.insert(text.into(), Arc::from(html.as_str()));
+    html
 }
 
 /// A link as ammonia writes it: `href` first, `rel` (the one it adds to every link) last;
@@ -69,6 +106,15 @@ fn keep_local_relative(url: &str) -> Option<std::borrow::Cow<'_, str>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_remembered_rendering_is_the_rendering_of_that_very_text() {
+        let text = "Some *memo* text [here](/pages/about).";
+        assert_eq!(render_cached(text), render(text));
+        assert_eq!(render_cached(text), render(text), "from the memo");
+        let edited = "Some *memo* text [there](/pages/about).";
+        assert_eq!(render_cached(edited), render(edited));
+    }
 
     #[test]
     fn markdown_becomes_html() {

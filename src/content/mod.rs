@@ -3,9 +3,11 @@
 //! the index of tags (`tag_index`), blocks of text filled from the settings (`live_blocks`),
 //! Atom feeds (`feed`), a post's cached neighbours (`neighbour_cache`, following the node
 //! writes reported in `changes`), photo uploads into GridFS (`photos`), the history of
-//! every node's saves (`revisions`) and the demo content (`demo`).
+//! every node's saves (`revisions`) and the demo content (`demo`). Stream pages, tag pages and
+//! feeds are served from a cache of at most two seconds (`cache`), following the same writes.
 //! The admin screens are in `crate::admin::content`.
 
+pub mod cache;
 pub mod changes;
 pub mod excerpt;
 pub mod feed;

@@ -440,7 +440,7 @@ impl Node {
     pub fn text_html(&self) -> String {
         match self.detail() {
             Some(Detail::Page(d)) | Some(Detail::Entry(d)) => {
-                crate::content::live_blocks::fill(crate::content::markdown::render(&d.text))
+                crate::content::live_blocks::fill(crate::content::markdown::render_cached(&d.text))
             }
             _ => String::new(),
         }
@@ -466,7 +466,7 @@ impl Node {
         if commentary.trim().is_empty() {
             String::new()
         } else {
-            crate::content::markdown::render(&commentary)
+            crate::content::markdown::render_cached(&commentary)
         }
     }
 

@@ -3,6 +3,7 @@
 //! later are never shown: every query asks for `published <= now`.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
@@ -42,10 +43,9 @@ const TAG_LIMIT: i64 = 50;
 pub struct SectionPage {
     pub layout: Layout,
     pub section: &'static Section,
-    /// Cards: no body text; `metadata.summary` stands in for it.
-    pub nodes: Vec<Node>,
-    pub newer: Option<Cursor>,
-    pub older: Option<Cursor>,
+    /// The page's cards (no body text: `metadata.summary` stands in for it) and where its
+    /// "Newer" and "Older" links lead, as the content cache holds them.
+    pub stream: Arc<stream::Page>,
 }
 
 impl SectionPage {
@@ -79,9 +79,33 @@ pub struct NodePage {
 pub struct TagPage {
     pub layout: Layout,
     pub tag: String,
+    /// What the tag page lists, as the content cache holds it.
+    pub listing: Arc<TagListing>,
+}
+
+/// The newest published nodes and the products on sale carrying a tag (at most
+/// [`TAG_LIMIT`] of each).
+#[derive(Debug)]
+pub struct TagListing {
     pub nodes: Vec<Node>,
     pub products: Vec<ProductCard>,
 }
+
+/// The tag page's listing: from the content cache while fresh (a product write through this
+/// instance makes it stale too, since it lists products), else two finds.
+async fn tag_listing(state: &AppState, tag: &str) -> Result<Arc<TagListing>, AppError> {
+    let db = &state.db;
+    let key = (TAG_PAGE, tag.to_string());
+    Ok(crate::content::cache::get_or_load(db, key, true, async {
+        let nodes = model::published_with_tag(db, tag, TAG_LIMIT).await?;
+        let products = products::with_tag(db, tag, TAG_LIMIT).await?;
+        Ok::<_, crate::db::DbError>(TagListing { nodes, products })
+    })
+    .await?)
+}
+
+/// The tag pages' part of the content cache's keys.
+const TAG_PAGE: &str = "tag page";
 
 fn known_section(name: &str) -> Result<&'static Section, AppError> {
     section(name).ok_or(AppError::NotFound)
@@ -103,12 +127,8 @@ pub async fn list(
     } else {
         PAGE_SIZE
     };
-    let stream::Page {
-        nodes,
-        newer,
-        older,
-    } = stream::page(&state.db, section.name, at, size).await?;
-    if nodes.is_empty() && at != At::Newest {
+    let stream = stream::page(&state.db, section.name, at, size).await?;
+    if stream.nodes.is_empty() && at != At::Newest {
         return Err(AppError::NotFound);
     }
     let mut layout = Layout::public(&req);
@@ -122,9 +142,7 @@ pub async fn list(
     render(&SectionPage {
         layout,
         section,
-        nodes,
-        newer,
-        older,
+        stream,
     })
 }
 
@@ -439,9 +457,8 @@ pub async fn tag(
     if tag.chars().count() > model::MAX_TAG_CHARS {
         return Err(AppError::NotFound);
     }
-    let nodes = model::published_with_tag(&state.db, &tag, TAG_LIMIT).await?;
-    let products = products::with_tag(&state.db, &tag, TAG_LIMIT).await?;
-    if nodes.is_empty() && products.is_empty() {
+    let listing = tag_listing(&state, &tag).await?;
+    if listing.nodes.is_empty() && listing.products.is_empty() {
         return Err(AppError::NotFound);
     }
     let mut layout = Layout::public(&req);
@@ -456,7 +473,6 @@ pub async fn tag(
     render(&TagPage {
         layout,
         tag,
-        nodes,
-        products,
+        listing,
     })
 }

@@ -12,13 +12,22 @@
 //!
 //! A token is `<milliseconds>.<_id hex>`, both made by the site; anything else is refused with a
 //! 400 page. `?page=N`, the numbered pages of earlier versions, still works for links people
-//! kept (it skips, and is bounded by [`MAX_NUMBERED_PAGE`]).
+//! kept (bounded by [`MAX_NUMBERED_PAGE`]): it is read like an "Older posts" page, from the
+//! section's anchor before it (the point of every page's last node, [`anchors`]), not by
+//! skipping.
+//!
+//! Pages and anchors are kept in the content cache (`content::cache`): many visitors reading
+//! the same page cost one read between them, and a page is at most `cache::TTL` (2 s) older
+//! than the database (this instance's own writes show at once).
+
+use std::sync::Arc;
 
 use bson::oid::ObjectId;
 use bson::{doc, DateTime, Document};
 use futures::TryStreamExt;
 use serde::Deserialize;
 
+use crate::content::cache;
 use crate::content::model::{self, Node};
 use crate::content::neighbour_cache;
 use crate::db::{Db, DbError};
@@ -27,7 +36,7 @@ use crate::db::{Db, DbError};
 pub const MAX_NUMBERED_PAGE: u64 = 100;
 
 /// A point in a stream: a node's publication time and `_id`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Cursor {
     pub published: DateTime,
     pub id: ObjectId,
@@ -68,7 +77,7 @@ impl Cursor {
 }
 
 /// Which page of a stream to read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum At {
     /// The newest nodes.
     Newest,
@@ -194,29 +203,45 @@ where
 }
 
 /// The page of `section`'s stream at `at`, `size` nodes, as cards
-/// ([`model::card_projection`]: no body text).
-pub async fn page(db: &Db, section: &str, at: At, size: i64) -> Result<Page, DbError> {
+/// ([`model::card_projection`]: no body text), from the content cache while fresh.
+pub async fn page(db: &Db, section: &str, at: At, size: i64) -> Result<Arc<Page>, DbError> {
+    let key = (section.to_string(), at, size);
+    cache::get_or_load(db, key, false, load_page(db, section, at, size)).await
+}
+
+/// [`page`] read from the database: a numbered page from its anchor, the others from the
+/// index at their point.
+async fn load_page(db: &Db, section: &str, at: At, size: i64) -> Result<Page, DbError> {
     // One more than a page tells whether there is anything beyond it.
     let probe = size + 1;
     let projection = model::card_projection();
     let (mut nodes, newer_exists, older_exists) = match at {
-        At::Newest | At::Numbered(_) => {
-            let skip = match at {
-                At::Numbered(n) => (n - 1) * size as u64,
-                _ => 0,
-            };
+        At::Newest => {
             let filter = section_range(section, doc! {}, db.now());
             let nodes: Vec<Node> = model::collection(db)
                 .find(filter)
                 .sort(model::newest_first())
                 .projection(projection)
-                .skip(skip)
                 .limit(probe)
                 .await?
                 .try_collect()
                 .await?;
             let older = nodes.len() as i64 > size;
-            (nodes, skip > 0, older)
+            (nodes, false, older)
+        }
+        At::Numbered(n) => {
+            let anchors = anchors(db, section, size).await?;
+            // Page `n` starts after the last node of page `n - 1`; none: past the end.
+            let Some(point) = usize::try_from(n - 2).ok().and_then(|i| anchors.get(i)) else {
+                return Ok(Page {
+                    nodes: Vec::new(),
+                    newer: None,
+                    older: None,
+                });
+            };
+            let nodes: Vec<Node> = past(db, section, *point, true, projection, probe).await?;
+            let older = nodes.len() as i64 > size;
+            (nodes, true, older)
         }
         At::Before(point) => {
             let nodes: Vec<Node> = past(db, section, point, true, projection, probe).await?;
@@ -244,6 +269,54 @@ pub async fn page(db: &Db, section: &str, at: At, size: i64) -> Result<Page, DbE
         newer,
         older,
     })
+}
+
+/// Where a stream's node stands: what [`anchors`] reads of it.
+#[derive(Debug, Deserialize)]
+struct Point {
+    #[serde(rename = "_id")]
+    id: ObjectId,
+    metadata: PointMetadata,
+}
+
+#[derive(Debug, Deserialize)]
+struct PointMetadata {
+    published: Option<DateTime>,
+}
+
+/// The anchors of `section`'s numbered pages of `size` nodes: the point of the last node of
+/// page 1, 2, … up to page [`MAX_NUMBERED_PAGE`] − 1, so page `n` is the page after anchor
+/// `n − 2`. Read as one find of only the points (`_id` and publication time, no more than
+/// `MAX_NUMBERED_PAGE × size` of them), kept in the content cache like the pages.
+pub async fn anchors(db: &Db, section: &str, size: i64) -> Result<Arc<Vec<Cursor>>, DbError> {
+    let key = (section.to_string(), size);
+    cache::get_or_load(db, key, false, async {
+        let size = usize::try_from(size.max(1)).unwrap_or(1);
+        let depth = (MAX_NUMBERED_PAGE as usize - 1) * size;
+        let points: Vec<Point> = db
+            .collection::<Point>(model::COLLECTION)
+            .find(section_range(section, doc! {}, db.now()))
+            .sort(model::newest_first())
+            .projection(doc! { "_id": 1, "metadata.published": 1 })
+            .limit(i64::try_from(depth).unwrap_or(i64::MAX))
+            .await?
+            .try_collect()
+            .await?;
+        Ok::<_, DbError>(
+            points
+                .iter()
+                .skip(size - 1)
+                .step_by(size)
+                .filter_map(|p| {
+                    Some(Cursor {
+                        published: p.metadata.published?,
+                        id: p.id,
+                    })
+                })
+                .collect(),
+        )
+    })
+    .await
 }
 
 /// A neighbour of a post: enough to link to it.
