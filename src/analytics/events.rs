@@ -700,7 +700,8 @@ async fn write_events(
         let mut closed = false;
         let mut take = |message: Message,
                         hits: &mut Vec<(Box<Hit>, bool)>,
-                        receiver: &mut mpsc::Receiver<Message>| match message {
+                        receiver: &mut mpsc::Receiver<Message>| match message
+        {
             Message::Hit(hit, also_view) => hits.push((hit, also_view)),
             Message::Flush(done) => flushed.push(done),
             Message::Stop(done) => {
