@@ -231,14 +231,14 @@ async fn the_ttl_index_has_the_configured_retention_and_the_report_queries_use_i
         doc! {},
     )
     .await;
-    assert_uses_index(
-        &app.db,
-        "a page over time",
-        EVENTS,
-        doc! { "path": "/", "at": range.clone() },
-        doc! {},
-    )
-    .await;
+    // No query filters events by path (a page's drill-down reads the roll-ups): no index on it
+    // is kept up to date on every event written.
+    assert!(
+        listed.iter().all(|i| i
+            .get_document("key")
+            .map_or(true, |k| !k.contains_key("path"))),
+        "{listed:?}"
+    );
     for level in Level::ALL {
         let at = doc! { "$gte": bson::DateTime::from_millis(0), "$lt": bson::DateTime::now() };
         assert_uses_index(

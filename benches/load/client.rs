@@ -52,6 +52,8 @@ pub struct Connection {
     addr: String,
     stream: Option<TcpStream>,
     buf: Vec<u8>,
+    /// Sent as `User-Agent` when set (a server that tells browsers from bots sees a browser).
+    pub user_agent: Option<&'static str>,
 }
 
 impl Connection {
@@ -60,6 +62,7 @@ impl Connection {
             addr: addr.to_string(),
             stream: None,
             buf: Vec::with_capacity(64 * 1024),
+            user_agent: None,
         }
     }
 
@@ -82,8 +85,12 @@ impl Connection {
             self.buf.clear();
         }
         let stream = self.stream.as_mut().expect("connected");
+        let agent = self
+            .user_agent
+            .map(|ua| format!("User-Agent: {ua}\r\n"))
+            .unwrap_or_default();
         let request = format!(
-            "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: text/html\r\n\r\n",
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: text/html\r\n{agent}\r\n",
             self.addr
         );
         stream.write_all(request.as_bytes()).await?;

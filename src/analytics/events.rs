@@ -2,10 +2,11 @@
 //! (product viewed, added to cart, checkout started, order placed, search), with typed fields
 //! the reports filter and group by, written off the request path.
 //!
-//! **Events are statistics, not records.** A page hands its [`Hit`] to the [`EventLog`] without
-//! waiting: a bounded queue (`analytics.queue_capacity`) that drops and counts what does not fit,
-//! and one writer task that parses, hashes and inserts what waits as unordered `insert` batches
-//! with write concern `w: 1, j: false` (acknowledged by the store, not waited on for the
+//! **Events are statistics, not records.** A page hands its [`Hit`] (the raw request facts, one
+//! for a page view and its commerce event together) to the [`EventLog`] without waiting: a
+//! bounded queue (`analytics.queue_capacity`) that drops and counts what does not fit, and one
+//! writer task that parses, hashes, builds the BSON and inserts what waits as unordered `insert`
+//! batches with write concern `w: 1, j: false` (acknowledged by the store, not waited on for the
 //! journal). A crash may lose the last moments of events; nobody was promised them, and orders,
 //! carts and stock keep their own durable records.
 //!
@@ -28,14 +29,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bson::{doc, Document};
+use bson::{doc, Document, RawDocumentBuf};
 use chrono::{DateTime, Utc};
 use mongodb::options::{Acknowledgment, IndexOptions, WriteConcern};
 use mongodb::IndexModel;
 use rand::RngCore;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio::task::JoinHandle;
 
 use super::{hll, Day};
@@ -63,7 +64,7 @@ pub const TTL_INDEX: &str = "at_ttl";
 pub const MAX_HEADER_BYTES: usize = 512;
 /// Longest UTM value stored, in characters.
 const MAX_UTM_CHARS: usize = 100;
-/// Events written per `insert` command.
+/// Hits written per `insert` command (a product page's hit is two events).
 const BATCH: usize = 1_000;
 
 /// What a page hands to the log: the raw request facts, held in memory only until the writer
@@ -71,7 +72,8 @@ const BATCH: usize = 1_000;
 #[derive(Debug, Clone)]
 pub struct Hit {
     pub at: DateTime<Utc>,
-    /// `None` for a page view.
+    /// The commerce event; `None` for a page view alone ([`EventLog::record_page`] logs the
+    /// page view besides it).
     pub event: Option<CommerceEvent>,
     /// The page's path as the counter normalises it.
     pub path: String,
@@ -274,16 +276,16 @@ pub struct Agents {
 const AGENTS_REMEMBERED: usize = 2_000;
 
 impl Agents {
-    pub fn parse(&mut self, user_agent: &str) -> Agent {
-        if let Some(agent) = self.parsed.get(user_agent) {
-            return agent.clone();
+    pub fn parse(&mut self, user_agent: &str) -> &Agent {
+        // Looked up twice rather than through `entry`, which would allocate the key each time.
+        if !self.parsed.contains_key(user_agent) {
+            if self.parsed.len() >= AGENTS_REMEMBERED {
+                self.parsed.clear();
+            }
+            self.parsed
+                .insert(user_agent.to_string(), parse_agent(user_agent));
         }
-        if self.parsed.len() >= AGENTS_REMEMBERED {
-            self.parsed.clear();
-        }
-        let agent = parse_agent(user_agent);
-        self.parsed.insert(user_agent.to_string(), agent.clone());
-        agent
+        &self.parsed[user_agent]
     }
 }
 
@@ -387,6 +389,75 @@ impl Event {
     }
 }
 
+/// What the writer derives from a [`Hit`] once, whichever of its events it writes.
+struct Derived<'a> {
+    agent: &'a Agent,
+    hash: u64,
+    referrer: Option<String>,
+    utm: [Option<String>; 3],
+}
+
+impl<'a> Derived<'a> {
+    fn of(hit: &Hit, salt: &[u8], agent: &'a Agent) -> Derived<'a> {
+        Derived {
+            agent,
+            hash: visitor_hash(salt, hit.client, &hit.user_agent),
+            referrer: hit
+                .referrer
+                .as_deref()
+                .and_then(|r| referrer_host(r, hit.own_host.as_deref())),
+            utm: hit.query.as_deref().map(utm).unwrap_or_default(),
+        }
+    }
+}
+
+/// The stored document of `hit`'s `event` (`None`: its page view) as BSON bytes: exactly the
+/// fields of [`Event::into_document`] in its order, after `_id` (a fresh object id, first, as
+/// the driver would prepend it). Built straight from the hit, so no [`Event`] nor [`Document`]
+/// is made: the driver sends raw bytes as they are, where a `Document` is encoded field by
+/// field, on the same two cores the pages are served from.
+fn raw_event(hit: &Hit, event: Option<&CommerceEvent>, derived: &Derived<'_>) -> RawDocumentBuf {
+    let mut d = RawDocumentBuf::new();
+    d.append("_id", bson::oid::ObjectId::new());
+    d.append("at", bson::DateTime::from_chrono(hit.at));
+    d.append_ref("kind", event.map_or(VIEW, CommerceEvent::kind));
+    d.append_ref("path", hit.path.as_str());
+    d.append_ref("template", hit.template.as_str());
+    d.append("status", i32::from(hit.status));
+    d.append(
+        "response_ms",
+        i32::try_from(hit.response_ms).unwrap_or(i32::MAX),
+    );
+    let optional = |d: &mut RawDocumentBuf, key: &str, value: &Option<String>| {
+        if let Some(value) = value {
+            d.append_ref(key, value.as_str());
+        }
+    };
+    optional(&mut d, "referrer", &derived.referrer);
+    optional(&mut d, "utm_source", &derived.utm[0]);
+    optional(&mut d, "utm_medium", &derived.utm[1]);
+    optional(&mut d, "utm_campaign", &derived.utm[2]);
+    d.append_ref("device", derived.agent.device);
+    d.append_ref("browser", derived.agent.browser.as_str());
+    d.append("bot", derived.agent.bot);
+    d.append("visitor", derived.hash as i64);
+    d.append("hll", hll::packed(derived.hash));
+    match event {
+        Some(CommerceEvent::ProductViewed { sku }) => d.append_ref("sku", sku.as_str()),
+        Some(CommerceEvent::AddedToCart { sku, qty }) => {
+            d.append_ref("sku", sku.as_str());
+            d.append("qty", *qty);
+        }
+        Some(CommerceEvent::OrderPlaced { total_cents }) => d.append("total_cents", *total_cents),
+        Some(CommerceEvent::Searched { query, results }) => {
+            d.append_ref("query", query.as_str());
+            d.append("results", i32::try_from(*results).unwrap_or(i32::MAX));
+        }
+        Some(CommerceEvent::CheckoutStarted) | None => {}
+    }
+    d
+}
+
 /// The day's salt, created by whichever instance asks first (all instances then agree), and the
 /// salts of days before yesterday deleted.
 pub async fn salt_of(db: &Db, day: Day) -> Result<Vec<u8>, DbError> {
@@ -426,18 +497,19 @@ pub fn write_concern() -> WriteConcern {
 }
 
 /// Indexes of `events` serving the reports: every report filters one kind over a time range
-/// (`kind, at`); a page's drill-down filters its path over a time range (`path, at`). The TTL
-/// index on `at` ([`ttl_index`]) is created separately, with the configured retention.
+/// (`kind, at`); the roll-up reads all events over a time range and the admin the oldest event
+/// (the TTL index on `at`, [`ttl_index`], created separately with the configured retention).
+/// No query filters events by path: a page's drill-down reads the roll-ups.
 pub fn indexes() -> Vec<IndexModel> {
-    vec![
-        IndexModel::builder()
-            .keys(doc! { "kind": 1, "at": 1 })
-            .build(),
-        IndexModel::builder()
-            .keys(doc! { "path": 1, "at": 1 })
-            .build(),
-    ]
+    vec![IndexModel::builder()
+        .keys(doc! { "kind": 1, "at": 1 })
+        .build()]
 }
+
+/// Indexes of `events` no query uses, dropped at start-up: `path, at` was made for a page's
+/// drill-down over raw events, which reads the roll-ups instead; it was a fourth index to update
+/// on every event written (see docs/data-model.md, what logging costs a page).
+pub const RETIRED_INDEXES: [(&str, &str); 1] = [(EVENTS, "path_1_at_1")];
 
 /// The TTL index removing events `retention_days` after their time.
 pub fn ttl_index(retention_days: u32) -> IndexModel {
@@ -500,7 +572,8 @@ struct Counts {
 }
 
 enum Message {
-    Hit(Box<Hit>),
+    /// A hit's event and, when the flag is set, its page view too.
+    Hit(Box<Hit>, bool),
     Flush(oneshot::Sender<()>),
     Stop(oneshot::Sender<()>),
 }
@@ -513,20 +586,25 @@ pub struct EventLog {
     /// The database's clock ([`Db::clock`]), which events are stamped with, so a test that
     /// steps it sees its events (and their day's salt) at the stepped time.
     clock: Arc<crate::clock::Clock>,
+    /// Ends the writer's lingering wait when a flush or stop is queued.
+    wake: Arc<Notify>,
     task: Arc<Mutex<Option<JoinHandle<()>>>>,
 }
 
 impl EventLog {
-    /// Start the writer on the current Tokio runtime; at most `capacity` events wait.
+    /// Start the writer on the current Tokio runtime; at most `capacity` hits wait (a product
+    /// page's is two events).
     pub fn spawn(db: Db, capacity: usize) -> EventLog {
         let (queue, receiver) = mpsc::channel(capacity.max(1));
         let counts = Arc::new(Counts::default());
         let clock = db.clock();
-        let task = tokio::spawn(write_events(db, receiver, counts.clone()));
+        let wake = Arc::new(Notify::new());
+        let task = tokio::spawn(write_events(db, receiver, counts.clone(), wake.clone()));
         EventLog {
             queue,
             counts,
             clock,
+            wake,
             task: Arc::new(Mutex::new(Some(task))),
         }
     }
@@ -536,11 +614,25 @@ impl EventLog {
         self.clock.now().to_chrono()
     }
 
-    /// Queue `hit` without waiting; when the queue is full it is dropped and counted.
+    /// Queue `hit` (its `event`, or a page view when it has none) without waiting; when the
+    /// queue is full it is dropped and counted.
     pub fn record(&self, hit: Hit) {
-        match self.queue.try_send(Message::Hit(Box::new(hit))) {
-            Ok(()) => self.counts.queued.fetch_add(1, Ordering::Relaxed),
-            Err(_) => self.counts.dropped.fetch_add(1, Ordering::Relaxed),
+        self.send(hit, false);
+    }
+
+    /// Queue a page view and, when `hit` has one, its commerce event (a product page is both a
+    /// view and "product viewed"): one message for the two, so the page pays for one `Hit` and
+    /// one queue slot, and the writer derives the visitor, agent and source once for both.
+    pub fn record_page(&self, hit: Hit) {
+        let also_view = hit.event.is_some();
+        self.send(hit, also_view);
+    }
+
+    fn send(&self, hit: Hit, also_view: bool) {
+        let events = 1 + u64::from(also_view);
+        match self.queue.try_send(Message::Hit(Box::new(hit), also_view)) {
+            Ok(()) => self.counts.queued.fetch_add(events, Ordering::Relaxed),
+            Err(_) => self.counts.dropped.fetch_add(events, Ordering::Relaxed),
         };
     }
 
@@ -548,6 +640,7 @@ impl EventLog {
     pub async fn flush(&self) {
         let (done, wait) = oneshot::channel();
         if self.queue.send(Message::Flush(done)).await.is_ok() {
+            self.wake.notify_one();
             let _ = wait.await;
         }
     }
@@ -556,6 +649,7 @@ impl EventLog {
     pub async fn stop(&self) {
         let (done, wait) = oneshot::channel();
         if self.queue.send(Message::Stop(done)).await.is_ok() {
+            self.wake.notify_one();
             let _ = wait.await;
         }
         let task = self.task.lock().ok().and_then(|mut t| t.take());
@@ -579,51 +673,74 @@ impl EventLog {
 /// overhead dwarfs an event's), and nobody waits for an event to be written.
 const LINGER: Duration = Duration::from_millis(500);
 
-/// The writer: gathers events until a batch is full, [`LINGER`] has passed since its first one,
-/// or a flush or stop is asked; writes them; answers flushes in order.
-async fn write_events(db: Db, mut receiver: mpsc::Receiver<Message>, counts: Arc<Counts>) {
+/// The writer: waits for a first hit, lets more gather for [`LINGER`] (cut short by a flush or
+/// stop), writes what waits in batches of up to [`BATCH`] hits, answers flushes in order.
+///
+/// While it lingers it does not poll the queue: a task waiting on a channel is woken by every
+/// message sent, so each page view cost a wake-up and a thread switch of the writer (the
+/// profile of the product page showed them as the largest share of the log's cost after the
+/// store's own work). Now the pages only push; one wake-up starts a batch, and a flush or stop
+/// rings `wake` to end the wait.
+async fn write_events(
+    db: Db,
+    mut receiver: mpsc::Receiver<Message>,
+    counts: Arc<Counts>,
+    wake: Arc<Notify>,
+) {
     let mut salts: HashMap<Day, Vec<u8>> = HashMap::new();
     let mut agents = Agents::default();
     let mut messages = Vec::with_capacity(BATCH);
-    let mut hits: Vec<Box<Hit>> = Vec::with_capacity(BATCH);
+    let mut hits: Vec<(Box<Hit>, bool)> = Vec::with_capacity(BATCH);
+    let mut documents = Vec::with_capacity(2 * BATCH);
+    // A full batch was written and more may wait: write on without lingering.
+    let mut backlog = false;
     loop {
         let mut stop = None;
         let mut flushed = Vec::new();
         let mut closed = false;
-        let mut deadline = None;
-        loop {
-            messages.clear();
-            let room = BATCH - hits.len();
-            let received = match deadline {
-                None => receiver.recv_many(&mut messages, room).await,
-                // `recv_many` is cancel-safe: nothing is lost when the deadline wins.
-                Some(deadline) => tokio::select! {
-                    n = receiver.recv_many(&mut messages, room) => n,
-                    () = tokio::time::sleep_until(deadline) => break,
-                },
-            };
-            if received == 0 {
-                closed = true;
-                break;
+        let mut take = |message: Message,
+                        hits: &mut Vec<(Box<Hit>, bool)>,
+                        receiver: &mut mpsc::Receiver<Message>| match message
+        {
+            Message::Hit(hit, also_view) => hits.push((hit, also_view)),
+            Message::Flush(done) => flushed.push(done),
+            Message::Stop(done) => {
+                stop = Some(done);
+                receiver.close();
             }
-            for message in messages.drain(..) {
-                match message {
-                    Message::Hit(hit) => hits.push(hit),
-                    Message::Flush(done) => flushed.push(done),
-                    Message::Stop(done) => {
-                        stop = Some(done);
-                        receiver.close();
-                    }
-                }
-            }
-            if stop.is_some() || !flushed.is_empty() || hits.len() >= BATCH {
-                break;
-            }
-            if deadline.is_none() && !hits.is_empty() {
-                deadline = Some(tokio::time::Instant::now() + LINGER);
+        };
+        messages.clear();
+        if receiver.recv_many(&mut messages, BATCH).await == 0 {
+            closed = true;
+        }
+        let mut answer = false;
+        for message in messages.drain(..) {
+            answer |= !matches!(message, Message::Hit(..));
+            take(message, &mut hits, &mut receiver);
+        }
+        if !closed && !answer && !backlog && hits.len() < BATCH {
+            tokio::select! {
+                () = tokio::time::sleep(LINGER) => {}
+                () = wake.notified() => {}
             }
         }
-        write_batch(&db, &mut salts, &mut agents, &hits, &counts).await;
+        // What gathered meanwhile, up to a batch; a stop ends the gathering (what follows it
+        // is dropped below).
+        while hits.len() < BATCH && !answer {
+            match receiver.try_recv() {
+                Ok(message) => {
+                    answer |= matches!(message, Message::Stop(_));
+                    take(message, &mut hits, &mut receiver);
+                }
+                Err(mpsc::error::TryRecvError::Empty) => break,
+                Err(mpsc::error::TryRecvError::Disconnected) => {
+                    closed = true;
+                    break;
+                }
+            }
+        }
+        backlog = hits.len() >= BATCH;
+        write_batch(&db, &mut salts, &mut agents, &hits, &mut documents, &counts).await;
         hits.clear();
         for done in flushed {
             let _ = done.send(());
@@ -631,8 +748,10 @@ async fn write_events(db: Db, mut receiver: mpsc::Receiver<Message>, counts: Arc
         if let Some(done) = stop {
             // Events queued after the stop still in the channel are dropped, as counted.
             while let Ok(message) = receiver.try_recv() {
-                if let Message::Hit(_) = message {
-                    counts.dropped.fetch_add(1, Ordering::Relaxed);
+                if let Message::Hit(_, also_view) = message {
+                    counts
+                        .dropped
+                        .fetch_add(1 + u64::from(also_view), Ordering::Relaxed);
                 }
             }
             let _ = done.send(());
@@ -648,14 +767,12 @@ async fn write_batch(
     db: &Db,
     salts: &mut HashMap<Day, Vec<u8>>,
     agents: &mut Agents,
-    hits: &[Box<Hit>],
+    hits: &[(Box<Hit>, bool)],
+    documents: &mut Vec<RawDocumentBuf>,
     counts: &Counts,
 ) {
-    if hits.is_empty() {
-        return;
-    }
-    let mut documents = Vec::with_capacity(hits.len());
-    for hit in hits {
+    documents.clear();
+    for (hit, also_view) in hits {
         let day = Day::from_date(hit.at.date_naive());
         if !salts.contains_key(&day) {
             match salt_of(db, day).await {
@@ -667,22 +784,27 @@ async fn write_batch(
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "the traffic log's salt could not be read");
-                    counts.failed.fetch_add(1, Ordering::Relaxed);
+                    counts
+                        .failed
+                        .fetch_add(1 + u64::from(*also_view), Ordering::Relaxed);
                     continue;
                 }
             }
         }
         let salt = salts.get(&day).map(Vec::as_slice).unwrap_or_default();
-        let agent = agents.parse(&hit.user_agent);
-        documents.push(Event::from_hit_as(hit, salt, agent).into_document());
+        let derived = Derived::of(hit, salt, agents.parse(&hit.user_agent));
+        documents.push(raw_event(hit, hit.event.as_ref(), &derived));
+        if *also_view {
+            documents.push(raw_event(hit, None, &derived));
+        }
     }
     let n = documents.len() as u64;
     if n == 0 {
         return;
     }
     let written = db
-        .collection::<Document>(EVENTS)
-        .insert_many(documents)
+        .collection::<RawDocumentBuf>(EVENTS)
+        .insert_many(documents.drain(..))
         .ordered(false)
         .write_concern(write_concern())
         .await;
@@ -803,6 +925,68 @@ mod tests {
             assert_eq!(built, by_serde);
             let order = |d: &Document| d.keys().cloned().collect::<Vec<_>>();
             assert_eq!(order(&built), order(&by_serde));
+        }
+    }
+
+    #[test]
+    fn the_writers_raw_documents_hold_exactly_the_events_fields_after_an_id() {
+        let hit = Hit {
+            at: chrono::Utc::now(),
+            event: Some(CommerceEvent::ProductViewed { sku: "tea".into() }),
+            path: "/products/tea".into(),
+            template: "/products/{slug}".into(),
+            status: 200,
+            response_ms: 3,
+            referrer: Some("https://www.forum.example/t/1".into()),
+            own_host: Some("shop.example".into()),
+            query: Some("utm_source=news&utm_medium=email&utm_campaign=spring".into()),
+            client: "203.0.113.9".parse().ok(),
+            user_agent: FIREFOX.into(),
+        };
+        let events = [
+            None,
+            hit.event.clone(),
+            Some(CommerceEvent::AddedToCart {
+                sku: "tea".into(),
+                qty: 2,
+            }),
+            Some(CommerceEvent::CheckoutStarted),
+            Some(CommerceEvent::OrderPlaced { total_cents: 1200 }),
+            Some(CommerceEvent::Searched {
+                query: "tea".into(),
+                results: 0,
+            }),
+        ];
+        let agent = parse_agent(FIREFOX);
+        for plain in [false, true] {
+            let hit = if plain {
+                Hit {
+                    referrer: None,
+                    own_host: None,
+                    query: None,
+                    ..hit.clone()
+                }
+            } else {
+                hit.clone()
+            };
+            let derived = Derived::of(&hit, b"salt", &agent);
+            for event in &events {
+                let raw = raw_event(&hit, event.as_ref(), &derived);
+                let mut stored = Document::try_from(raw.as_ref()).expect("valid BSON");
+                let id = stored.remove("_id");
+                assert!(matches!(id, Some(bson::Bson::ObjectId(_))), "{id:?}");
+                let by_serde = bson::to_document(&Event::from_hit(
+                    &Hit {
+                        event: event.clone(),
+                        ..hit.clone()
+                    },
+                    b"salt",
+                ))
+                .expect("encodes");
+                assert_eq!(stored, by_serde);
+                let order = |d: &Document| d.keys().cloned().collect::<Vec<_>>();
+                assert_eq!(order(&stored), order(&by_serde));
+            }
         }
     }
 

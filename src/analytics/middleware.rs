@@ -69,9 +69,10 @@ fn log_events<B>(
             .map(|v| clip(v, MAX_HEADER_BYTES))
     };
     let query = request.query_string();
+    let referrer = header(header::REFERER);
     let hit = Hit {
         at: log.now(),
-        event: None,
+        event,
         path: path.to_string(),
         template: request
             .match_pattern()
@@ -79,19 +80,17 @@ fn log_events<B>(
             .unwrap_or_else(|| path.to_string()),
         status: response.status().as_u16(),
         response_ms: u32::try_from(took.as_millis()).unwrap_or(u32::MAX),
-        referrer: header(header::REFERER),
-        own_host: header(header::HOST),
+        // The site's host only matters to tell a link within the site from a referrer.
+        own_host: referrer.as_ref().and_then(|_| header(header::HOST)),
+        referrer,
         query: (!query.is_empty()).then(|| clip(query, MAX_HEADER_BYTES)),
         client: crate::web::client::client_ip(request),
         user_agent: header(header::USER_AGENT).unwrap_or_default(),
     };
-    if let Some(event) = event {
-        log.record(Hit {
-            event: Some(event),
-            ..hit.clone()
-        });
-    }
+    // One hit for the page's view and its event; the writer stores the two events.
     if is_view {
+        log.record_page(hit);
+    } else {
         log.record(hit);
     }
 }

@@ -113,6 +113,7 @@ pub(crate) fn retired_indexes() -> Vec<(&'static str, &'static str)> {
         .chain(orders)
         .chain(nodes)
         .chain(crate::search::RETIRED_INDEXES)
+        .chain(analytics::events::RETIRED_INDEXES)
         .collect()
 }
 
