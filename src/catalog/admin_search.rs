@@ -15,14 +15,14 @@ use crate::catalog::products::LOW_STOCK;
 
 /// The stock-level filter's choices: sold out, low (at most [`LOW_STOCK`], sold out
 /// included, as the stock screen flags them), plenty.
-pub const STOCK_LEVELS: &[(&str, &str)] = &[
+pub(crate) const STOCK_LEVELS: &[(&str, &str)] = &[
     ("out", "Sold out"),
     ("low", "Low (3 or fewer)"),
     ("in", "More than 3"),
 ];
 
 /// The `qty` condition of a stock-level filter value.
-pub fn stock_condition(level: &str) -> Option<Document> {
+pub(crate) fn stock_condition(level: &str) -> Option<Document> {
     match level {
         "out" => Some(doc! { "$lte": 0 }),
         "low" => Some(doc! { "$lte": LOW_STOCK }),
@@ -52,12 +52,12 @@ pub struct AdminProductSearch<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Attempt {
     pub filter: Document,
-    pub full_text: bool,
+    pub(crate) full_text: bool,
 }
 
 impl AdminProductSearch<'_> {
     /// The filters alone, without the search.
-    pub fn narrowed(&self) -> Document {
+    pub(crate) fn narrowed(&self) -> Document {
         let mut filter = Document::new();
         if let Some(kind) = self.kind {
             filter.insert("type", kind);
@@ -75,7 +75,7 @@ impl AdminProductSearch<'_> {
     }
 
     /// The filters with "the title or the SKU contains the search" (case-insensitive).
-    pub fn title_or_sku(&self) -> Document {
+    pub(crate) fn title_or_sku(&self) -> Document {
         let mut filter = self.narrowed();
         if !self.search.is_empty() {
             let pattern = contains_ignoring_case(self.search);
@@ -91,7 +91,7 @@ impl AdminProductSearch<'_> {
     }
 
     /// The filters with the site search's full-text match (the products' text index).
-    pub fn full_text(&self) -> Document {
+    pub(crate) fn full_text(&self) -> Document {
         let mut filter = self.narrowed();
         filter.extend(crate::db::text_filter(self.search));
         filter

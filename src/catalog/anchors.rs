@@ -79,7 +79,7 @@ use crate::db::{Db, DbError};
 /// is not free: docstore reads every skipped document (about 4 µs each at a million products,
 /// where a page that skips 228 serves a third of the requests one that skips none does); and a
 /// multiple of the page size, so a page skips either nothing or one page.
-pub const SPACING: u64 = 2 * crate::catalog::seek::PAGE_SIZE;
+pub(crate) const SPACING: u64 = 2 * crate::catalog::seek::PAGE_SIZE;
 /// Products read by one find of a walk (one round trip). Small enough that the store is not
 /// held up: docstore runs a find in place on its connection's worker thread, and a find of
 /// 4 800 products there made the pages served meanwhile wait tens of milliseconds.
@@ -90,7 +90,7 @@ const MAX_LISTINGS: usize = 32;
 /// used listings are dropped. A listing of a million products has about 42 000.
 const MAX_ANCHORS: usize = 300_000;
 /// How long a deep page waits for its listing's first walk.
-pub const WAIT: Duration = Duration::from_millis(500);
+pub(crate) const WAIT: Duration = Duration::from_millis(500);
 /// A page more than this far past its anchor (the listing grew since the walk) waits for a
 /// new walk rather than skipping that far.
 const MAX_SKIP: u64 = 480;
@@ -103,13 +103,13 @@ pub const COLLECTION: &str = "page_anchors";
 /// well under the 16 MiB limit even with long title keys).
 const PART: usize = 8_192;
 /// Kept anchors older than this are not used.
-pub const KEPT_MAX_AGE: Duration = Duration::from_secs(3_600);
+pub(crate) const KEPT_MAX_AGE: Duration = Duration::from_secs(3_600);
 /// Kept anchors of a listing nobody has walked for this long are deleted by a TTL index, so the
 /// filters and sorts a crawler tried once do not keep documents for ever.
 const KEPT_FOR: Duration = Duration::from_secs(24 * 3_600);
 
 /// The TTL index that clears anchors no walk has refreshed for [`KEPT_FOR`].
-pub fn indexes() -> Vec<mongodb::IndexModel> {
+pub(crate) fn indexes() -> Vec<mongodb::IndexModel> {
     vec![mongodb::IndexModel::builder()
         .keys(doc! { "walked_at": 1 })
         .options(
@@ -122,24 +122,24 @@ pub fn indexes() -> Vec<mongodb::IndexModel> {
 
 /// A listing's walked anchors are kept at most this often per instance (a kept set of a million
 /// products' listing is about 2 MB to write).
-pub const PERSIST_EVERY: Duration = Duration::from_secs(60);
+pub(crate) const PERSIST_EVERY: Duration = Duration::from_secs(60);
 
 /// One anchor: the product at a multiple of [`SPACING`] (less one) in the listing's order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Anchor {
-    pub key: Bson,
-    pub id: ObjectId,
+    pub(crate) key: Bson,
+    pub(crate) id: ObjectId,
     /// Products after this one with the same sort key (the keyset read after it starts with
     /// them, see [`seek::finds`]).
-    pub ties_after: u64,
+    pub(crate) ties_after: u64,
 }
 
 /// A listing's anchors as walked: anchor `i` is the product at position `(i + 1) · every - 1`
 /// (counted from 0).
 #[derive(Debug, Clone)]
 pub struct Anchors {
-    pub sort: Sort,
-    pub every: u64,
+    pub(crate) sort: Sort,
+    pub(crate) every: u64,
     pub list: Vec<Anchor>,
     /// Products the walk saw.
     pub count: u64,
@@ -150,7 +150,7 @@ pub struct Anchors {
 
 /// Where a page starting at `start` (counted from 0) is read from.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Plan<'a> {
+pub(crate) enum Plan<'a> {
     /// From the start of the listing, skipping `start` products.
     FromStart,
     /// After this anchor: skip `skip` products, `skip < ties_after` being among its ties.
@@ -160,7 +160,7 @@ pub enum Plan<'a> {
 }
 
 impl Anchors {
-    pub fn plan(&self, start: u64) -> Plan<'_> {
+    pub(crate) fn plan(&self, start: u64) -> Plan<'_> {
         let blocks = (start / self.every).min(self.list.len() as u64);
         if blocks == 0 {
             return if start <= MAX_SKIP {
@@ -180,7 +180,7 @@ impl Anchors {
 }
 
 /// What reading a page through anchors gave.
-pub enum Anchored {
+pub(crate) enum Anchored {
     Page(Vec<ProductCard>),
     /// The anchors are not walked yet (or too old for this page) and the walk did not finish
     /// within [`WAIT`]: answer "being prepared".
@@ -462,7 +462,7 @@ async fn anchors(
 /// long, read from the nearest anchor before it.
 /// `total` is the listing's total as the page shows it (kept anchors that counted otherwise are
 /// not used).
-pub async fn read_page(
+pub(crate) async fn read_page(
     db: &Db,
     filter: &Document,
     sort: Sort,

@@ -58,7 +58,7 @@ use crate::db::site::{self, SiteSettings};
 use crate::db::{Db, DbError};
 
 /// How long an entry is served before a background reload is started.
-pub const TTL: Duration = Duration::from_secs(4);
+pub(crate) const TTL: Duration = Duration::from_secs(4);
 /// The oldest an entry may be when served; older ones are reloaded before the page is answered.
 pub const MAX_AGE: Duration = Duration::from_secs(5);
 /// Distinct listing filters whose totals are kept; more start the map over.
@@ -66,7 +66,7 @@ const MAX_TOTALS: usize = 1_000;
 /// A total no index answers is counted in one plain count when its indexed equality (a type, a
 /// category, a genre, a person; else the whole catalog) leaves at most this many candidates to
 /// read (about 20 ms of one store worker); more are counted by a walk in chunks.
-pub const PLAIN_COUNT_MAX: u64 = 10_000;
+pub(crate) const PLAIN_COUNT_MAX: u64 = 10_000;
 /// Walked totals are recounted at most this often relative to a count's duration: background
 /// recounts take at most a fifth of a core.
 const RECOUNT_SHARE: u32 = 5;
@@ -158,8 +158,8 @@ impl<T> Slot<T> {
 }
 
 /// The category tree, indexed for the storefront's lookups.
-pub struct CategoryTree {
-    pub all: Vec<Category>,
+pub(crate) struct CategoryTree {
+    pub(crate) all: Vec<Category>,
     by_id: HashMap<ObjectId, usize>,
     by_slug: HashMap<String, usize>,
 }
@@ -179,16 +179,16 @@ impl CategoryTree {
         }
     }
 
-    pub fn by_id(&self, id: &ObjectId) -> Option<&Category> {
+    pub(crate) fn by_id(&self, id: &ObjectId) -> Option<&Category> {
         self.by_id.get(id).map(|i| &self.all[*i])
     }
 
-    pub fn by_slug(&self, slug: &str) -> Option<&Category> {
+    pub(crate) fn by_slug(&self, slug: &str) -> Option<&Category> {
         self.by_slug.get(slug).map(|i| &self.all[*i])
     }
 
     /// Direct children of `parent`, by name (as [`categories::children`] orders them).
-    pub fn children(&self, parent: ObjectId) -> Vec<Category> {
+    pub(crate) fn children(&self, parent: ObjectId) -> Vec<Category> {
         let mut kids: Vec<Category> = self
             .all
             .iter()
@@ -201,10 +201,10 @@ impl CategoryTree {
 }
 
 /// The home page's shelves as last loaded, in shelf order.
-pub type Shelves = Vec<Vec<ProductCard>>;
+pub(crate) type Shelves = Vec<Vec<ProductCard>>;
 
 /// The cached data of one [`Db`] handle.
-pub struct CatalogCache {
+pub(crate) struct CatalogCache {
     /// Bumped by every invalidation: a reload that started before one is not stored.
     generation: AtomicU64,
     /// The change counters ([`changes`]) this cache has caught up with, and their sum.
@@ -347,7 +347,7 @@ impl CatalogCache {
 
 /// The cache kept with `db` (a [`Db::extension`], so `db` holds it without knowing the catalog),
 /// caught up with the changes reported since it was last read.
-pub fn of(db: &Db) -> Arc<CatalogCache> {
+pub(crate) fn of(db: &Db) -> Arc<CatalogCache> {
     let cache = db.extension::<CatalogCache>();
     cache.catch_up(changes::of(db).seen());
     cache
@@ -399,7 +399,7 @@ where
 }
 
 /// The category tree.
-pub async fn categories(db: &Db) -> Result<Arc<CategoryTree>, DbError> {
+pub(crate) async fn categories(db: &Db) -> Result<Arc<CategoryTree>, DbError> {
     cached(
         db,
         |c| &c.categories,
@@ -409,13 +409,13 @@ pub async fn categories(db: &Db) -> Result<Arc<CategoryTree>, DbError> {
 }
 
 /// The site settings (name and tagline).
-pub async fn site(db: &Db) -> Result<Arc<SiteSettings>, DbError> {
+pub(crate) async fn site(db: &Db) -> Result<Arc<SiteSettings>, DbError> {
     cached(db, |c| &c.site, |db| async move { site::load(&db).await }).await
 }
 
 /// The home page's shelves, as `load` reads them (the home page passes the listing's shelf
 /// reads: the cache sits below the listings and does not know how shelves are found).
-pub async fn shelves<F, Fut>(db: &Db, load: F) -> Result<Arc<Shelves>, DbError>
+pub(crate) async fn shelves<F, Fut>(db: &Db, load: F) -> Result<Arc<Shelves>, DbError>
 where
     F: Fn(Db) -> Fut + Send + 'static,
     Fut: Future<Output = Result<Shelves, DbError>> + Send + 'static,
@@ -653,7 +653,7 @@ pub fn walk_every_total(db: &Db) {
 }
 
 /// Filed-under categories of a product, from the cached tree.
-pub async fn filed_under(db: &Db, ids: &[ObjectId]) -> Result<Vec<Category>, DbError> {
+pub(crate) async fn filed_under(db: &Db, ids: &[ObjectId]) -> Result<Vec<Category>, DbError> {
     let tree = categories(db).await?;
     Ok(ids
         .iter()

@@ -22,15 +22,15 @@ pub struct ProductCard {
     pub id: ObjectId,
     pub slug: String,
     #[serde(rename = "type")]
-    pub kind: ProductType,
-    pub title: String,
+    pub(crate) kind: ProductType,
+    pub(crate) title: String,
     /// The title sort's key.
     pub search_title: String,
     pub pricing: Pricing,
     #[serde(default)]
-    pub photos: Vec<ObjectId>,
+    pub(crate) photos: Vec<ObjectId>,
     /// Units on sale (not reserved by carts).
-    pub qty: i64,
+    pub(crate) qty: i64,
     #[serde(default)]
     pub details: CardDetails,
 }
@@ -47,31 +47,31 @@ impl ProductCard {
     /// The fields a card reads: of `details` only the sort key, not the track listing or the
     /// cast, and never the moves in flight on the stock (`pending`), which only the stock ledger
     /// reads.
-    pub fn projection() -> Document {
+    pub(crate) fn projection() -> Document {
         doc! {
             "slug": 1, "type": 1, "title": 1, "search_title": 1, "pricing": 1, "photos": 1,
             "qty": 1, "details.issue_date": 1,
         }
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         model::url_of(&self.slug)
     }
 
     /// URL of the first photo's thumbnail, if there is a photo.
-    pub fn cover_url(&self) -> Option<String> {
+    pub(crate) fn cover_url(&self) -> Option<String> {
         model::cover_url_of(&self.photos)
     }
 
-    pub fn retail_price(&self) -> String {
+    pub(crate) fn retail_price(&self) -> String {
         self.pricing.retail.display(&site::currency())
     }
 
-    pub fn list_price(&self) -> String {
+    pub(crate) fn list_price(&self) -> String {
         self.pricing.list.display(&site::currency())
     }
 
-    pub fn in_stock(&self) -> bool {
+    pub(crate) fn in_stock(&self) -> bool {
         self.qty > 0
     }
 

@@ -29,7 +29,7 @@ pub struct AncestorRef {
 }
 
 impl AncestorRef {
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         url_of(self.slug.as_str())
     }
 }
@@ -53,12 +53,12 @@ pub struct Category {
     /// and move forms carry it, so one computed from an older tree is refused. Categories
     /// stored before it existed have none until their first change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub edit_version: Option<EditVersion>,
+    pub(crate) edit_version: Option<EditVersion>,
 }
 
 impl Category {
     /// The version as a form carries it (empty: none yet).
-    pub fn version_input(&self) -> String {
+    pub(crate) fn version_input(&self) -> String {
         self.edit_version.map(|v| v.to_hex()).unwrap_or_default()
     }
 }
@@ -66,8 +66,8 @@ impl Category {
 /// What an admin form saw when it was loaded: the category's version and, for a move, the new
 /// parent's (`None` for either: it had none yet).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Expected {
-    pub category: Option<EditVersion>,
+pub(crate) struct Expected {
+    pub(crate) category: Option<EditVersion>,
     pub parent: Option<EditVersion>,
 }
 
@@ -80,7 +80,7 @@ fn versioned(id: ObjectId, expected: Option<EditVersion>) -> Document {
 }
 
 impl Category {
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         url_of(self.slug.as_str())
     }
 
@@ -93,7 +93,7 @@ impl Category {
     }
 
     /// The full path of names, e.g. "Music › Jazz › Swing" (for pickers in forms).
-    pub fn path_label(&self) -> String {
+    pub(crate) fn path_label(&self) -> String {
         let mut names: Vec<&str> = self.ancestors.iter().map(|a| a.name.as_str()).collect();
         names.push(&self.name);
         names.join(" › ")
@@ -108,7 +108,7 @@ pub struct Crumb {
 }
 
 impl Crumb {
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         url_of(self.slug.as_str())
     }
 }
@@ -125,7 +125,7 @@ pub struct Breadcrumbs {
 
 impl Breadcrumbs {
     /// The breadcrumbs of a category already loaded whole.
-    pub fn of(category: &Category) -> Breadcrumbs {
+    pub(crate) fn of(category: &Category) -> Breadcrumbs {
         Breadcrumbs {
             id: category.id,
             name: category.name.clone(),
@@ -146,7 +146,7 @@ pub fn breadcrumbs_projection() -> Document {
     doc! { "name": 1, "ancestors.slug": 1, "ancestors.name": 1 }
 }
 
-pub fn indexes() -> Vec<IndexModel> {
+pub(crate) fn indexes() -> Vec<IndexModel> {
     vec![
         IndexModel::builder()
             .keys(doc! { "slug": 1 })
@@ -159,7 +159,7 @@ pub fn indexes() -> Vec<IndexModel> {
     ]
 }
 
-pub fn collection(db: &Db) -> mongodb::Collection<Category> {
+pub(crate) fn collection(db: &Db) -> mongodb::Collection<Category> {
     db.collection(COLLECTION)
 }
 
@@ -168,7 +168,7 @@ fn durable(db: &Db) -> mongodb::Collection<Category> {
     db.durable(COLLECTION)
 }
 
-pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Category>, DbError> {
+pub(crate) async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Category>, DbError> {
     Ok(collection(db).find_one(doc! { "_id": id }).await?)
 }
 
@@ -205,13 +205,13 @@ pub async fn all(db: &Db) -> Result<Vec<Category>, DbError> {
 }
 
 /// A category with its depth, in tree order (parents before children, siblings by name).
-pub struct TreeEntry {
-    pub category: Category,
-    pub depth: usize,
+pub(crate) struct TreeEntry {
+    pub(crate) category: Category,
+    pub(crate) depth: usize,
 }
 
 /// The whole tree flattened depth-first, for an indented list.
-pub fn tree_order(mut categories: Vec<Category>) -> Vec<TreeEntry> {
+pub(crate) fn tree_order(mut categories: Vec<Category>) -> Vec<TreeEntry> {
     categories.sort_by(|a, b| a.name.cmp(&b.name));
     let mut by_parent: HashMap<Option<ObjectId>, Vec<Category>> = HashMap::new();
     for c in categories {
@@ -306,7 +306,7 @@ pub async fn move_to(
 /// [`move_to`] for an admin form: refused with [`CatalogError::Stale`], changing nothing, when
 /// the moved category or the new parent no longer carries the version the form was loaded
 /// with (one of them, or one of their ancestors, was renamed or moved meanwhile).
-pub async fn move_checked(
+pub(crate) async fn move_checked(
     db: &Db,
     id: ObjectId,
     new_parent: Option<ObjectId>,
@@ -428,7 +428,7 @@ pub async fn rename(db: &Db, id: ObjectId, name: &str, slug: &Slug) -> Result<()
 
 /// [`rename`] for an admin form: refused with [`CatalogError::Stale`], changing nothing, when
 /// the category no longer carries the version the form was loaded with.
-pub async fn rename_checked(
+pub(crate) async fn rename_checked(
     db: &Db,
     id: ObjectId,
     name: &str,
@@ -550,7 +550,10 @@ pub async fn delete_reparenting(db: &Db, id: ObjectId) -> Result<(), CatalogErro
 
 /// The category path of a product filed under `categories`: those categories and all their
 /// ancestors, each once, in a stable order.
-pub async fn category_path_for(db: &Db, categories: &[ObjectId]) -> Result<Vec<ObjectId>, DbError> {
+pub(crate) async fn category_path_for(
+    db: &Db,
+    categories: &[ObjectId],
+) -> Result<Vec<ObjectId>, DbError> {
     let mut path: Vec<ObjectId> = Vec::new();
     for id in categories {
         if let Some(category) = by_id(db, *id).await? {

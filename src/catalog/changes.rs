@@ -15,7 +15,7 @@ use crate::db::Db;
 
 /// The change counters of one [`Db`] handle (a [`Db::extension`]).
 #[derive(Debug, Default)]
-pub struct CatalogChanges {
+pub(crate) struct CatalogChanges {
     products: AtomicU64,
     categories: AtomicU64,
     site: AtomicU64,
@@ -23,14 +23,14 @@ pub struct CatalogChanges {
 
 /// The counters as read at one moment.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Seen {
-    pub products: u64,
-    pub categories: u64,
-    pub site: u64,
+pub(crate) struct Seen {
+    pub(crate) products: u64,
+    pub(crate) categories: u64,
+    pub(crate) site: u64,
 }
 
 impl CatalogChanges {
-    pub fn seen(&self) -> Seen {
+    pub(crate) fn seen(&self) -> Seen {
         Seen {
             products: self.products.load(Ordering::SeqCst),
             categories: self.categories.load(Ordering::SeqCst),
@@ -40,7 +40,7 @@ impl CatalogChanges {
 }
 
 /// The counters kept with `db`.
-pub fn of(db: &Db) -> Arc<CatalogChanges> {
+pub(crate) fn of(db: &Db) -> Arc<CatalogChanges> {
     db.extension::<CatalogChanges>()
 }
 
@@ -50,7 +50,7 @@ pub fn products_changed(db: &Db) {
 }
 
 /// Categories were added, renamed, moved or deleted through this handle.
-pub fn categories_changed(db: &Db) {
+pub(crate) fn categories_changed(db: &Db) {
     of(db).categories.fetch_add(1, Ordering::SeqCst);
 }
 

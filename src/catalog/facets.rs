@@ -9,13 +9,13 @@ use futures::TryStreamExt;
 use mongodb::IndexModel;
 
 use crate::catalog::model::Product;
-pub use crate::catalog::model::{keys, normalise};
+pub(crate) use crate::catalog::model::{keys, normalise};
 use crate::catalog::products;
 use crate::db::{Db, DbError};
 
 /// The indexes behind the two filters, newest first like the listing's default sort; the
 /// type filter, when present, narrows the scan (it is not needed to use them).
-pub fn indexes() -> Vec<IndexModel> {
+pub(crate) fn indexes() -> Vec<IndexModel> {
     let plain = |keys: Document| IndexModel::builder().keys(keys).build();
     vec![
         plain(doc! { "genre_keys": 1, "details.issue_date": -1 }),

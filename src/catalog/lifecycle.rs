@@ -16,7 +16,7 @@ use crate::db::{Db, DbError};
 
 /// Why a product may not be deleted.
 #[derive(Debug, thiserror::Error)]
-pub enum DeleteRefused {
+pub(crate) enum DeleteRefused {
     #[error("it appears on {0} orders; archive it instead, so those orders keep their history")]
     Ordered(u64),
     #[error("{0} units are held in shoppers' carts; archive it, or wait until the carts expire")]
@@ -30,7 +30,7 @@ pub enum DeleteRefused {
 /// Whether `product` may be deleted: never ordered, nothing reserved in carts. `orders` is how
 /// many orders list its SKU (`checkout::orders::count_listing`: the orders are the checkout's,
 /// which the catalog does not read).
-pub fn check_deletable(product: &Product, orders: u64) -> Result<(), DeleteRefused> {
+pub(crate) fn check_deletable(product: &Product, orders: u64) -> Result<(), DeleteRefused> {
     if orders > 0 || product.sold > 0 {
         return Err(DeleteRefused::Ordered(orders.max(1)));
     }
@@ -44,7 +44,7 @@ pub fn check_deletable(product: &Product, orders: u64) -> Result<(), DeleteRefus
 /// photo files.
 /// The delete itself re-checks that nothing was sold or reserved meanwhile. `orders` as for
 /// [`check_deletable`].
-pub async fn delete_unordered(
+pub(crate) async fn delete_unordered(
     db: &Db,
     product: &Product,
     orders: u64,
@@ -97,7 +97,7 @@ async fn delete_photo_file_if_unused(db: &Db, file: ObjectId) -> Result<(), DbEr
 
 /// Take photo `file` off product `id` and delete the file if no product uses it. False when
 /// the product does not have that photo.
-pub async fn remove_photo(db: &Db, id: ObjectId, file: ObjectId) -> Result<bool, DbError> {
+pub(crate) async fn remove_photo(db: &Db, id: ObjectId, file: ObjectId) -> Result<bool, DbError> {
     let result = db
         .durable::<Document>(products::COLLECTION)
         .update_one(
@@ -114,7 +114,7 @@ pub async fn remove_photo(db: &Db, id: ObjectId, file: ObjectId) -> Result<bool,
 
 /// Which way a photo moves in the product's list (the first is the cover).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Move {
+pub(crate) enum Move {
     Earlier,
     Later,
 }
@@ -122,7 +122,7 @@ pub enum Move {
 /// Move photo `file` one place earlier or later. The write only applies if the photo list is
 /// still the one read, so two reorders at once cannot lose a photo. False when the photo is
 /// not there, already at that end, or the list changed meanwhile.
-pub async fn move_photo(
+pub(crate) async fn move_photo(
     db: &Db,
     id: ObjectId,
     file: ObjectId,

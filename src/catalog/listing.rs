@@ -51,19 +51,19 @@ pub struct ListingQuery {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FilterProblem {
     /// The query parameter (and the filter form's input name).
-    pub param: &'static str,
+    pub(crate) param: &'static str,
     /// The value as given, for the form to show back.
-    pub given: String,
+    pub(crate) given: String,
     /// What was wrong, for the shopper.
-    pub message: String,
+    pub(crate) message: String,
 }
 
 /// One filter in force, with the address of the same listing without it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ActiveFilter {
-    pub label: String,
+pub(crate) struct ActiveFilter {
+    pub(crate) label: String,
     /// The query string without this filter (and back on page 1).
-    pub query_without: String,
+    pub(crate) query_without: String,
 }
 
 fn non_empty(params: &HashMap<String, String>, key: &str) -> Option<String> {
@@ -76,7 +76,7 @@ fn non_empty(params: &HashMap<String, String>, key: &str) -> Option<String> {
 
 /// Text typed by a visitor without control characters: nobody searches for them, and NUL cannot
 /// be stored in a BSON regular expression or key at all.
-pub fn without_control_chars(text: &str) -> String {
+pub(crate) fn without_control_chars(text: &str) -> String {
     text.chars().filter(|c| !c.is_control()).collect()
 }
 
@@ -119,7 +119,7 @@ impl ListingQuery {
     /// [`ListingQuery::from_params`] with the keyset parameters `after` / `before` as well,
     /// which, unlike the filters, are refused when unusable: they are made by the site, so a
     /// bad one is a mangled address rather than something a shopper typed.
-    pub fn from_address(params: &HashMap<String, String>) -> Result<ListingQuery, BadToken> {
+    pub(crate) fn from_address(params: &HashMap<String, String>) -> Result<ListingQuery, BadToken> {
         let mut query = ListingQuery::from_params(params);
         query.seek = Seek::from_params(
             params.get("after").map(String::as_str),
@@ -166,7 +166,7 @@ impl ListingQuery {
     }
 
     /// The query string for these choices on another page (for page links), without `page`.
-    pub fn query_string(&self) -> String {
+    pub(crate) fn query_string(&self) -> String {
         let mut s = form_urlencoded::Serializer::new(String::new());
         if let Some(kind) = self.kind {
             s.append_pair("type", kind.as_str());
@@ -200,7 +200,7 @@ impl ListingQuery {
 
     /// The filters in force, in the form's order, each with the query string that drops it
     /// (the removable chips above the results). Sort and page are not filters.
-    pub fn active_filters(&self) -> Vec<ActiveFilter> {
+    pub(crate) fn active_filters(&self) -> Vec<ActiveFilter> {
         let mut out = Vec::new();
         let mut push = |label: String, clear: fn(&mut ListingQuery)| {
             let mut without = self.clone();
@@ -245,7 +245,7 @@ impl ListingQuery {
 
     /// What the listing is narrowed to, for the page heading: `Albums · Jazz · by Miles Davis`
     /// (`None` without a type, genre or person filter).
-    pub fn heading_filter(&self) -> Option<String> {
+    pub(crate) fn heading_filter(&self) -> Option<String> {
         let mut parts: Vec<String> = Vec::new();
         if let Some(kind) = self.kind {
             parts.push(kind.label().to_string());
@@ -263,7 +263,7 @@ impl ListingQuery {
     }
 
     /// Why the value given for the form input `param` was not used, if it was not.
-    pub fn problem(&self, param: &str) -> Option<&FilterProblem> {
+    pub(crate) fn problem(&self, param: &str) -> Option<&FilterProblem> {
         self.problems.iter().find(|p| p.param == param)
     }
 
@@ -277,31 +277,31 @@ impl ListingQuery {
     }
 
     // Values for the filter form's inputs.
-    pub fn type_value(&self) -> &str {
+    pub(crate) fn type_value(&self) -> &str {
         self.kind.map_or("", |k| k.as_str())
     }
-    pub fn genre_value(&self) -> &str {
+    pub(crate) fn genre_value(&self) -> &str {
         self.genre.as_deref().unwrap_or("")
     }
-    pub fn person_value(&self) -> &str {
+    pub(crate) fn person_value(&self) -> &str {
         self.person.as_deref().unwrap_or("")
     }
-    pub fn search_value(&self) -> &str {
+    pub(crate) fn search_value(&self) -> &str {
         self.search.as_deref().unwrap_or("")
     }
-    pub fn min_price_value(&self) -> String {
+    pub(crate) fn min_price_value(&self) -> String {
         self.shown(
             "min_price",
             self.min_price.map(Money::short_amount).unwrap_or_default(),
         )
     }
-    pub fn max_price_value(&self) -> String {
+    pub(crate) fn max_price_value(&self) -> String {
         self.shown(
             "max_price",
             self.max_price.map(Money::short_amount).unwrap_or_default(),
         )
     }
-    pub fn min_discount_value(&self) -> String {
+    pub(crate) fn min_discount_value(&self) -> String {
         self.shown(
             "min_discount",
             self.min_discount.map(|d| d.to_string()).unwrap_or_default(),
@@ -361,7 +361,7 @@ fn shortened(text: &str) -> String {
 }
 
 /// A case-insensitive regex matching `text` anywhere, with every metacharacter escaped.
-pub fn contains_ignoring_case(text: &str) -> Bson {
+pub(crate) fn contains_ignoring_case(text: &str) -> Bson {
     Bson::RegularExpression(bson::Regex {
         pattern: regex::escape(&without_control_chars(text)),
         options: "i".to_string(),
@@ -374,14 +374,14 @@ pub struct Page {
     pub total: u64,
     /// This page's number (counted from where a keyset walk started, for keyset pages).
     pub page: u64,
-    pub pages: u64,
+    pub(crate) pages: u64,
     /// Whether there are products before and after this page.
-    pub has_prev: bool,
-    pub has_next: bool,
+    pub(crate) has_prev: bool,
+    pub(crate) has_next: bool,
     /// The keyset links to the neighbouring pages (`None`: link by number instead, as for the
     /// first page, or around a product whose sort key is missing).
-    pub prev: Option<Cursor>,
-    pub next: Option<Cursor>,
+    pub(crate) prev: Option<Cursor>,
+    pub(crate) next: Option<Cursor>,
     /// How this page was reached when by a keyset link (its own address).
     pub seek: Option<Seek>,
 }
@@ -389,7 +389,7 @@ pub struct Page {
 impl Page {
     /// Page numbers to link to: all of them when few, else the first, last, this page and its
     /// neighbours within [`NUMBERED_PAGES`] of either end (`None` marks a gap).
-    pub fn links(&self) -> Vec<Option<u64>> {
+    pub(crate) fn links(&self) -> Vec<Option<u64>> {
         let cheap = |n: u64| n <= NUMBERED_PAGES || n > self.pages.saturating_sub(NUMBERED_PAGES);
         let near = self.page.saturating_sub(2).max(1)..=(self.page + 2).min(self.pages);
         let mut wanted: Vec<u64> = near
@@ -410,7 +410,7 @@ impl Page {
         out
     }
 
-    pub fn first_shown(&self) -> u64 {
+    pub(crate) fn first_shown(&self) -> u64 {
         if self.total == 0 {
             0
         } else {
@@ -418,7 +418,7 @@ impl Page {
         }
     }
 
-    pub fn last_shown(&self) -> u64 {
+    pub(crate) fn last_shown(&self) -> u64 {
         (self.first_shown() + self.products.len() as u64).saturating_sub(1)
     }
 }
@@ -701,7 +701,7 @@ impl Links {
 /// A short list for the home page's shelves (active products only): in stock first, in `sort` order, then
 /// sold-out ones only if too few are on sale to fill the shelf (a shelf of "newest" should not
 /// lead with things nobody can buy).
-pub async fn shelf(
+pub(crate) async fn shelf(
     db: &Db,
     filter: Document,
     sort: Document,

@@ -11,7 +11,7 @@ pub mod facets;
 pub mod lifecycle;
 pub mod listing;
 pub mod model;
-pub mod pages;
+pub(crate) mod pages;
 pub mod products;
 pub mod seek;
 
@@ -84,12 +84,12 @@ fn duplicate_key_field(e: &mongodb::error::Error) -> Option<DuplicateKey> {
 /// The one slug rule of the shop and the content (`domain::slugify`: letters and digits of
 /// every script, lowercased, NFC, dashes between), re-exported where the forms have always
 /// found it.
-pub use crate::domain::slugify;
+pub(crate) use crate::domain::slugify;
 
 /// The slug a form asks for: the one typed, NFC-normalised (a keyboard may send `é` as `e` and
 /// a combining accent, which is the same slug), or when none is typed the one made from `name`.
 /// Still to be parsed: a typed slug may break the rule.
-pub fn typed_slug(typed: &str, name: &str) -> String {
+pub(crate) fn typed_slug(typed: &str, name: &str) -> String {
     use unicode_normalization::UnicodeNormalization;
     match typed.trim() {
         "" => slugify(name),
@@ -98,7 +98,7 @@ pub fn typed_slug(typed: &str, name: &str) -> String {
 }
 
 /// True when `slug` is what [`slugify`] would produce from it (what forms accept).
-pub fn is_valid_slug(slug: &str) -> bool {
+pub(crate) fn is_valid_slug(slug: &str) -> bool {
     crate::domain::Slug::parse(slug).is_ok()
 }
 

@@ -26,9 +26,10 @@ pub enum ProductType {
 }
 
 impl ProductType {
-    pub const ALL: [ProductType; 3] = [ProductType::Album, ProductType::Film, ProductType::Book];
+    pub(crate) const ALL: [ProductType; 3] =
+        [ProductType::Album, ProductType::Film, ProductType::Book];
 
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             ProductType::Album => "album",
             ProductType::Film => "film",
@@ -37,7 +38,7 @@ impl ProductType {
     }
 
     /// Plural heading for lists and filters.
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             ProductType::Album => "Albums",
             ProductType::Film => "Films",
@@ -45,7 +46,7 @@ impl ProductType {
         }
     }
 
-    pub fn parse(s: &str) -> Option<ProductType> {
+    pub(crate) fn parse(s: &str) -> Option<ProductType> {
         ProductType::ALL.into_iter().find(|t| t.as_str() == s)
     }
 
@@ -62,7 +63,7 @@ impl ProductType {
 /// Prices in integer cents; `savings` and `pct_savings` are derived, never entered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pricing {
-    pub list: Money,
+    pub(crate) list: Money,
     pub retail: Money,
     pub savings: Money,
     pub pct_savings: i32,
@@ -70,7 +71,7 @@ pub struct Pricing {
 
 impl Pricing {
     /// Pricing from the list and retail price; a retail price above list means no savings.
-    pub fn new(list: Money, retail: Money) -> Pricing {
+    pub(crate) fn new(list: Money, retail: Money) -> Pricing {
         let savings = (list - retail).max(Money::ZERO);
         let pct_savings = if list > Money::ZERO {
             i32::try_from(savings.cents() * 100 / list.cents()).unwrap_or(0)
@@ -86,7 +87,7 @@ impl Pricing {
     }
 
     /// Whether the retail price is below list (the pages then show both).
-    pub fn has_savings(&self) -> bool {
+    pub(crate) fn has_savings(&self) -> bool {
         self.savings > Money::ZERO
     }
 }
@@ -149,7 +150,7 @@ pub enum Details {
 }
 
 impl Details {
-    pub fn product_type(&self) -> ProductType {
+    pub(crate) fn product_type(&self) -> ProductType {
         match self {
             Details::Album(_) => ProductType::Album,
             Details::Film(_) => ProductType::Film,
@@ -157,7 +158,7 @@ impl Details {
         }
     }
 
-    pub fn to_document(&self) -> Result<Document, bson::ser::Error> {
+    pub(crate) fn to_document(&self) -> Result<Document, bson::ser::Error> {
         match self {
             Details::Album(d) => bson::to_document(d),
             Details::Film(d) => bson::to_document(d),
@@ -165,7 +166,7 @@ impl Details {
         }
     }
 
-    pub fn parse(kind: ProductType, details: &Document) -> Result<Details, bson::de::Error> {
+    pub(crate) fn parse(kind: ProductType, details: &Document) -> Result<Details, bson::de::Error> {
         let d = details.clone();
         Ok(match kind {
             ProductType::Album => Details::Album(bson::from_document(d)?),
@@ -174,7 +175,7 @@ impl Details {
         })
     }
 
-    pub fn genres(&self) -> &[String] {
+    pub(crate) fn genres(&self) -> &[String] {
         match self {
             Details::Album(d) => &d.genre,
             Details::Film(d) => &d.genre,
@@ -183,7 +184,7 @@ impl Details {
     }
 
     /// Who made it: the artist, the lead actors or the authors.
-    pub fn people(&self) -> Vec<String> {
+    pub(crate) fn people(&self) -> Vec<String> {
         match self {
             Details::Album(d) => vec![d.artist.clone()],
             Details::Film(d) => d.actor.clone(),
@@ -191,7 +192,7 @@ impl Details {
         }
     }
 
-    pub fn issue_date(&self) -> DateTime {
+    pub(crate) fn issue_date(&self) -> DateTime {
         match self {
             Details::Album(d) => d.issue_date,
             Details::Film(d) => d.issue_date,
@@ -207,9 +208,9 @@ pub struct Carted {
     /// The cart (or cancelled order) holding the units; stored as `cart_id`, the name from
     /// when only carts held stock.
     #[serde(rename = "cart_id")]
-    pub holder: StockHolder,
+    pub(crate) holder: StockHolder,
     pub qty: i64,
-    pub timestamp: DateTime,
+    pub(crate) timestamp: DateTime,
 }
 
 /// A product as stored. `details` stays a document here because its shape depends on `type`;
@@ -233,13 +234,13 @@ pub struct Product {
     pub sku: Sku,
     pub slug: Slug,
     #[serde(rename = "type")]
-    pub kind: ProductType,
+    pub(crate) kind: ProductType,
     pub title: String,
     /// Lowercased title: what title search and the title sort use (an index serves both).
-    pub search_title: String,
+    pub(crate) search_title: String,
     pub description: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub asin: Option<String>,
+    pub(crate) asin: Option<String>,
     pub shipping: Shipping,
     pub pricing: Pricing,
     pub categories: Vec<ObjectId>,
@@ -274,11 +275,11 @@ pub struct Product {
     /// Closed to new comments by the owner (Admin → Comments).
     #[serde(default)]
     pub comments_closed: bool,
-    pub created: DateTime,
-    pub updated: DateTime,
+    pub(crate) created: DateTime,
+    pub(crate) updated: DateTime,
     /// The admin who saved the form last; missing until a save recorded it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub updated_by: Option<String>,
+    pub(crate) updated_by: Option<String>,
     /// Replaced by every save of the admin form and checked by the next one, so a form loaded
     /// before someone else's save cannot overwrite it. Stock, reservations, sales and photos
     /// leave it alone: they are not fields of the form. Products stored before it existed have
@@ -295,11 +296,11 @@ impl Product {
     }
 
     /// Whether shoppers may see and buy it (neither draft nor archived).
-    pub fn is_on_sale(&self) -> bool {
+    pub(crate) fn is_on_sale(&self) -> bool {
         self.status == ProductStatus::Active
     }
 
-    pub fn in_stock(&self) -> bool {
+    pub(crate) fn in_stock(&self) -> bool {
         self.qty > 0
     }
 
@@ -314,15 +315,15 @@ impl Product {
         (self.reserved - own).max(0)
     }
 
-    pub fn retail_price(&self) -> String {
+    pub(crate) fn retail_price(&self) -> String {
         self.pricing.retail.display(&site::currency())
     }
 
-    pub fn list_price(&self) -> String {
+    pub(crate) fn list_price(&self) -> String {
         self.pricing.list.display(&site::currency())
     }
 
-    pub fn savings(&self) -> String {
+    pub(crate) fn savings(&self) -> String {
         self.pricing.savings.display(&site::currency())
     }
 
@@ -378,7 +379,10 @@ pub struct NewProduct {
 
 impl NewProduct {
     /// The product document for the first insert (stock counters start from `qty`).
-    pub fn into_product(self, category_path: Vec<ObjectId>) -> Result<Product, CatalogError> {
+    pub(crate) fn into_product(
+        self,
+        category_path: Vec<ObjectId>,
+    ) -> Result<Product, CatalogError> {
         let now = DateTime::now();
         let details = self
             .details
@@ -450,13 +454,13 @@ pub enum ProductStatus {
 }
 
 impl ProductStatus {
-    pub const ALL: [ProductStatus; 3] = [
+    pub(crate) const ALL: [ProductStatus; 3] = [
         ProductStatus::Draft,
         ProductStatus::Active,
         ProductStatus::Archived,
     ];
 
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             ProductStatus::Draft => "draft",
             ProductStatus::Active => "active",
@@ -464,7 +468,7 @@ impl ProductStatus {
         }
     }
 
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             ProductStatus::Draft => "Draft",
             ProductStatus::Active => "Active",
@@ -472,7 +476,7 @@ impl ProductStatus {
         }
     }
 
-    pub fn parse(s: &str) -> Option<ProductStatus> {
+    pub(crate) fn parse(s: &str) -> Option<ProductStatus> {
         ProductStatus::ALL.into_iter().find(|t| t.as_str() == s)
     }
 }
@@ -507,7 +511,7 @@ pub fn hidden() -> Document {
 
 /// The form a genre or name is compared in: lowercased, surrounding space trimmed and inner
 /// runs of white space collapsed to one space.
-pub fn normalise(text: &str) -> String {
+pub(crate) fn normalise(text: &str) -> String {
     text.split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
@@ -515,7 +519,7 @@ pub fn normalise(text: &str) -> String {
 }
 
 /// The normalised keys of `values`, each once, empty ones dropped, in their first order.
-pub fn keys(values: &[String]) -> Vec<String> {
+pub(crate) fn keys(values: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::with_capacity(values.len());
     for value in values {
         let key = normalise(value);
@@ -527,7 +531,7 @@ pub fn keys(values: &[String]) -> Vec<String> {
 }
 
 /// Midnight UTC (a release date is stored as the start of its day) of a calendar date; `None` for a date that does not exist (30 February).
-pub fn midnight_utc(y: i32, m: u32, d: u32) -> Option<bson::DateTime> {
+pub(crate) fn midnight_utc(y: i32, m: u32, d: u32) -> Option<bson::DateTime> {
     let day = chrono::NaiveDate::from_ymd_opt(y, m, d)?;
     Some(bson::DateTime::from_millis(
         day.and_time(chrono::NaiveTime::MIN)

@@ -45,16 +45,16 @@ impl From<BadToken> for AppError {
     }
 }
 
-pub struct Listing {
-    pub page: Page,
-    pub query: ListingQuery,
+pub(crate) struct Listing {
+    pub(crate) page: Page,
+    pub(crate) query: ListingQuery,
     /// Where the filter form and page links point.
-    pub path: String,
+    pub(crate) path: String,
 }
 
 impl Listing {
     /// The Previous link: before this page's first product (keyset), or page 1 by number.
-    pub fn prev_url(&self) -> String {
+    pub(crate) fn prev_url(&self) -> String {
         match &self.page.prev {
             Some(cursor) => self.seek_url(&Seek::Before(cursor.clone())),
             None => self.page_url(&self.page.page.saturating_sub(1).max(1)),
@@ -63,7 +63,7 @@ impl Listing {
 
     /// The Next link: after this page's last product (keyset), or by number when that product
     /// has no sort key to seek from.
-    pub fn next_url(&self) -> String {
+    pub(crate) fn next_url(&self) -> String {
         match &self.page.next {
             Some(cursor) => self.seek_url(&Seek::After(cursor.clone())),
             None => self.page_url(&(self.page.page + 1)),
@@ -81,7 +81,7 @@ impl Listing {
 
     /// A numbered page's address; for this page when reached by a keyset link, that link
     /// (a deep page by number would cost a skip), except the first page's plain address.
-    pub fn page_url(&self, n: &u64) -> String {
+    pub(crate) fn page_url(&self, n: &u64) -> String {
         if let (true, Some(seek)) = (*n == self.page.page && *n > 1, &self.page.seek) {
             return self.seek_url(seek);
         }
@@ -93,12 +93,12 @@ impl Listing {
         }
     }
 
-    pub fn is_current(&self, n: &u64) -> bool {
+    pub(crate) fn is_current(&self, n: &u64) -> bool {
         *n == self.page.page
     }
 
     /// Where a chip's "remove" link goes: this listing without that filter.
-    pub fn without_url(&self, filter: &ActiveFilter) -> String {
+    pub(crate) fn without_url(&self, filter: &ActiveFilter) -> String {
         if filter.query_without.is_empty() {
             self.path.clone()
         } else {
@@ -107,7 +107,7 @@ impl Listing {
     }
 
     /// "Clear all": the listing without any filter (the sort is kept).
-    pub fn clear_all_url(&self) -> String {
+    pub(crate) fn clear_all_url(&self) -> String {
         if self.query.sort == Sort::default() {
             self.path.clone()
         } else {
@@ -117,53 +117,53 @@ impl Listing {
 
     /// The filter form starts open when a value in it needs correcting; otherwise it stays
     /// folded on narrow screens (the chips show what is in force).
-    pub fn filters_open(&self) -> bool {
+    pub(crate) fn filters_open(&self) -> bool {
         !self.query.problems.is_empty()
     }
 
-    pub fn types(&self) -> [ProductType; 3] {
+    pub(crate) fn types(&self) -> [ProductType; 3] {
         ProductType::ALL
     }
 
-    pub fn sorts(&self) -> [Sort; 5] {
+    pub(crate) fn sorts(&self) -> [Sort; 5] {
         Sort::ALL
     }
 }
 
 #[derive(Template)]
 #[template(path = "catalog/products.html")]
-pub struct ProductsPage {
-    pub layout: Layout,
-    pub listing: Listing,
+pub(crate) struct ProductsPage {
+    pub(crate) layout: Layout,
+    pub(crate) listing: Listing,
 }
 
 #[derive(Template)]
 #[template(path = "catalog/product.html")]
-pub struct ProductPage {
-    pub layout: Layout,
-    pub product: Product,
-    pub album: Option<AlbumDetails>,
-    pub film: Option<FilmDetails>,
-    pub book: Option<BookDetails>,
+pub(crate) struct ProductPage {
+    pub(crate) layout: Layout,
+    pub(crate) product: Product,
+    pub(crate) album: Option<AlbumDetails>,
+    pub(crate) film: Option<FilmDetails>,
+    pub(crate) book: Option<BookDetails>,
     /// Where the product is filed, each with its full path.
-    pub filed_under: Vec<Category>,
+    pub(crate) filed_under: Vec<Category>,
     /// The release date, written out.
-    pub issued: String,
+    pub(crate) issued: String,
     /// The product's comments (first page, or the one asked for) and the comment form.
-    pub thread: ThreadView,
+    pub(crate) thread: ThreadView,
     /// Units other shoppers' carts hold (not this visitor's): they may come back on sale.
-    pub held_by_others: i64,
+    pub(crate) held_by_others: i64,
 }
 
 impl ProductPage {
     /// Whether to say "Only N left" (the site-wide low-stock threshold).
-    pub fn low_stock(&self) -> bool {
+    pub(crate) fn low_stock(&self) -> bool {
         self.product.is_low_stock()
     }
 
     /// "2 more are in shoppers' carts and may come back", when that matters: the product is
     /// sold out or nearly so and other carts hold some.
-    pub fn held_note(&self) -> Option<String> {
+    pub(crate) fn held_note(&self) -> Option<String> {
         let held = self.held_by_others;
         if held <= 0 || !crate::catalog::products::is_low_stock(self.product.qty) {
             return None;
@@ -176,12 +176,12 @@ impl ProductPage {
     }
 
     /// The most the add-to-cart quantity box offers (one cart line's maximum).
-    pub fn max_line_qty(&self) -> i64 {
+    pub(crate) fn max_line_qty(&self) -> i64 {
         crate::catalog::products::MAX_LINE_QTY
     }
 
     /// The list of films with this actor.
-    pub fn actor_url(&self, actor: &str) -> String {
+    pub(crate) fn actor_url(&self, actor: &str) -> String {
         let qs = form_urlencoded::Serializer::new(String::new())
             .append_pair("type", "film")
             .append_pair("person", actor)
@@ -190,7 +190,7 @@ impl ProductPage {
     }
 
     /// `350 g`, or `1.25 kg` from a kilogram up; `None` while the weight is not entered.
-    pub fn shipping_weight(&self) -> Option<String> {
+    pub(crate) fn shipping_weight(&self) -> Option<String> {
         let grams = self.product.shipping.weight;
         match grams {
             ..=0 => None,
@@ -200,7 +200,7 @@ impl ProductPage {
     }
 
     /// `14.2 × 12.5 × 1 cm` (width × height × depth); `None` while no side is entered.
-    pub fn shipping_dimensions(&self) -> Option<String> {
+    pub(crate) fn shipping_dimensions(&self) -> Option<String> {
         let d = &self.product.shipping.dimensions;
         (d.width > 0.0 || d.height > 0.0 || d.depth > 0.0).then(|| {
             format!(
@@ -221,28 +221,24 @@ fn trim_decimals(value: f64) -> String {
 
 #[derive(Template)]
 #[template(path = "catalog/categories.html")]
-pub struct CategoriesPage {
-    pub layout: Layout,
-    pub tree: Vec<TreeEntry>,
+pub(crate) struct CategoriesPage {
+    pub(crate) layout: Layout,
+    pub(crate) tree: Vec<TreeEntry>,
 }
 
 #[derive(Template)]
 #[template(path = "catalog/category.html")]
-pub struct CategoryPage {
-    pub layout: Layout,
+pub(crate) struct CategoryPage {
+    pub(crate) layout: Layout,
     /// The page needs only the category's id, name and trail: the projected breadcrumb query.
-    pub category: Breadcrumbs,
-    pub children: Vec<Category>,
-    pub listing: Listing,
+    pub(crate) category: Breadcrumbs,
+    pub(crate) children: Vec<Category>,
+    pub(crate) listing: Listing,
 }
 
 /// `1959-08-17` → `17 August 1959`.
-pub fn long_date(date: &bson::DateTime) -> String {
+pub(crate) fn long_date(date: &bson::DateTime) -> String {
     date.to_chrono().format("%-d %B %Y").to_string()
-}
-
-pub fn year(date: &bson::DateTime) -> String {
-    date.to_chrono().format("%Y").to_string()
 }
 
 impl From<listing::ListingError> for AppError {
@@ -257,18 +253,9 @@ impl From<listing::ListingError> for AppError {
     }
 }
 
-/// `GET /products`
-pub async fn list(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    params: web::Query<HashMap<String, String>>,
-) -> Result<HttpResponse, AppError> {
-    list_searched(req, state, params, None).await
-}
-
-/// `GET /products` with the search box's words sent to `$text` as `text` (see
-/// [`ListingQuery::text`]).
-pub async fn list_searched(
+/// `GET /products` (routed through `search::listing::products`), with the search box's words
+/// sent to `$text` as `text` when there are any (see [`ListingQuery::text`]).
+pub(crate) async fn list_searched(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
@@ -291,7 +278,7 @@ pub async fn list_searched(
 }
 
 /// `GET /products/{slug}` (`?after=` / `?before=` page through its comments)
-pub async fn show(
+pub(crate) async fn show(
     req: HttpRequest,
     state: web::Data<AppState>,
     slug: web::Path<String>,
@@ -453,7 +440,7 @@ fn product_meta(meta: &mut PageMeta, product: &Product, filed_under: &[Category]
 }
 
 /// `GET /products/{slug}/comments`: the comments are on the product page.
-pub async fn comments_anchor(
+pub(crate) async fn comments_anchor(
     state: web::Data<AppState>,
     slug: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
@@ -463,7 +450,7 @@ pub async fn comments_anchor(
 
 /// `POST /products/{slug}/comments`: a new comment. A refused one shows the product page again
 /// with the form filled in and what to fix.
-pub async fn post_comment(
+pub(crate) async fn post_comment(
     req: HttpRequest,
     state: web::Data<AppState>,
     comment_rate: web::Data<CommentRateLimit>,
@@ -502,7 +489,7 @@ pub async fn post_comment(
 }
 
 /// `GET /products/{slug}/comments/{comment}`: a comment's permalink.
-pub async fn comment_permalink(
+pub(crate) async fn comment_permalink(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -522,7 +509,7 @@ pub async fn comment_permalink(
 }
 
 /// `POST /products/{slug}/comments/{comment}`: a reply to that comment.
-pub async fn post_reply(
+pub(crate) async fn post_reply(
     req: HttpRequest,
     state: web::Data<AppState>,
     comment_rate: web::Data<CommentRateLimit>,
@@ -544,7 +531,10 @@ pub async fn post_reply(
 }
 
 /// `GET /categories`
-pub async fn tree(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
+pub(crate) async fn tree(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AppError> {
     let all = categories::all(&state.db).await?;
     let mut layout = Layout::public(&req);
     layout.meta.title = "Categories".to_string();
@@ -554,19 +544,9 @@ pub async fn tree(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpRe
     })
 }
 
-/// `GET /categories/{slug}`
-pub async fn category(
-    req: HttpRequest,
-    state: web::Data<AppState>,
-    slug: web::Path<String>,
-    params: web::Query<HashMap<String, String>>,
-) -> Result<HttpResponse, AppError> {
-    category_searched(req, state, slug, params, None).await
-}
-
-/// `GET /categories/{slug}` with the search box's words sent to `$text` as `text` (see
-/// [`ListingQuery::text`]).
-pub async fn category_searched(
+/// `GET /categories/{slug}` (routed through `search::listing::category`), with the search
+/// box's words sent to `$text` as `text` when there are any (see [`ListingQuery::text`]).
+pub(crate) async fn category_searched(
     req: HttpRequest,
     state: web::Data<AppState>,
     slug: web::Path<String>,

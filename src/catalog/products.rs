@@ -17,7 +17,7 @@ use crate::db::{redirects, Db, DbError};
 use crate::domain::{CartId, EditVersion, Money, Sku, Slug};
 
 /// The indexes behind every product query the shop issues (listed in `docs/data-model.md`).
-pub fn indexes() -> Vec<IndexModel> {
+pub(crate) fn indexes() -> Vec<IndexModel> {
     let unique = || IndexOptions::builder().unique(true).build();
     let plain = |keys: Document| IndexModel::builder().keys(keys).build();
     vec![
@@ -76,7 +76,7 @@ pub fn collection(db: &Db) -> mongodb::Collection<Product> {
 }
 
 /// Products carrying `tag`, by title, as grid cards.
-pub async fn with_tag(
+pub(crate) async fn with_tag(
     db: &Db,
     tag: &str,
     limit: i64,
@@ -112,7 +112,7 @@ pub async fn by_slug(db: &Db, slug: &Slug) -> Result<Option<Product>, DbError> {
 }
 
 /// The address now of the product on sale that was renamed away from `slug`, if one was.
-pub async fn moved_to(db: &Db, slug: &str) -> Result<Option<String>, DbError> {
+pub(crate) async fn moved_to(db: &Db, slug: &str) -> Result<Option<String>, DbError> {
     let Some(target) = redirects::target(db, redirects::PRODUCTS, slug).await? else {
         return Ok(None);
     };
@@ -130,27 +130,27 @@ pub async fn by_sku(db: &Db, sku: &Sku) -> Result<Option<Product>, DbError> {
 /// `reservations` collection).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct ForCart {
-    pub sku: Sku,
-    pub slug: Slug,
-    pub title: String,
+    pub(crate) sku: Sku,
+    pub(crate) slug: Slug,
+    pub(crate) title: String,
     #[serde(default)]
-    pub status: ProductStatus,
+    pub(crate) status: ProductStatus,
     /// Units on sale.
-    pub qty: i64,
-    pub pricing: Pricing,
-    pub shipping: Shipping,
+    pub(crate) qty: i64,
+    pub(crate) pricing: Pricing,
+    pub(crate) shipping: Shipping,
     /// Units held in carts (the line-share limit counts them as the product's stock).
     #[serde(default)]
-    pub reserved: i64,
+    pub(crate) reserved: i64,
 }
 
 impl ForCart {
     /// See [`Product::is_on_sale`].
-    pub fn is_on_sale(&self) -> bool {
+    pub(crate) fn is_on_sale(&self) -> bool {
         self.status == ProductStatus::Active
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         url_of(self.slug.as_str())
     }
 }
@@ -179,7 +179,7 @@ fn for_cart_fields() -> Document {
 }
 
 /// The product `sku` as adding it to a cart needs it, by the `sku` index.
-pub async fn for_cart(db: &Db, sku: &Sku) -> Result<Option<ForCart>, DbError> {
+pub(crate) async fn for_cart(db: &Db, sku: &Sku) -> Result<Option<ForCart>, DbError> {
     Ok(db
         .collection::<ForCart>(COLLECTION)
         .find_one(doc! { "sku": sku })
@@ -190,10 +190,10 @@ pub async fn for_cart(db: &Db, sku: &Sku) -> Result<Option<ForCart>, DbError> {
 /// The collection holding who the units a product counts as `reserved` are held for, one
 /// document per holder and product. Only `crate::stock` writes it; it is named here so that the
 /// product page, below the stock ledger, can read one cart's share.
-pub const RESERVATIONS: &str = "reservations";
+pub(crate) const RESERVATIONS: &str = "reservations";
 
 /// Units `cart_id` holds reserved of `sku` (by the unique `sku, cart_id` index).
-pub async fn held_by_cart(db: &Db, sku: &Sku, cart_id: &CartId) -> Result<i64, DbError> {
+pub(crate) async fn held_by_cart(db: &Db, sku: &Sku, cart_id: &CartId) -> Result<i64, DbError> {
     Ok(db
         .collection::<Document>(RESERVATIONS)
         .find_one(doc! { "sku": sku, "cart_id": cart_id.as_str() })
@@ -204,7 +204,7 @@ pub async fn held_by_cart(db: &Db, sku: &Sku, cart_id: &CartId) -> Result<i64, D
 }
 
 /// The products with any of `skus`, by SKU, in one query on the `sku` index.
-pub async fn by_skus(
+pub(crate) async fn by_skus(
     db: &Db,
     skus: &[&Sku],
 ) -> Result<std::collections::HashMap<Sku, Product>, DbError> {
@@ -217,22 +217,22 @@ pub async fn by_skus(
     Ok(found.into_iter().map(|p| (p.sku.clone(), p)).collect())
 }
 
-pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Product>, DbError> {
+pub(crate) async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Product>, DbError> {
     Ok(collection(db).find_one(doc! { "_id": id }).await?)
 }
 
 /// What the cart page needs to know of a product now: units available, the current price and
 /// its cover for the thumbnail.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SaleState {
-    pub qty: i64,
-    pub retail: Money,
+pub(crate) struct SaleState {
+    pub(crate) qty: i64,
+    pub(crate) retail: Money,
     /// The first photo, if the product has one.
-    pub cover: Option<ObjectId>,
+    pub(crate) cover: Option<ObjectId>,
 }
 
 /// [`SaleState`] of each of `skus` that exists, in one query on the `sku` index.
-pub async fn sale_states(
+pub(crate) async fn sale_states(
     db: &Db,
     skus: &[&Sku],
 ) -> Result<std::collections::HashMap<Sku, SaleState>, DbError> {
@@ -314,7 +314,7 @@ pub async fn update(
 
 /// [`update`], also setting the lifecycle `status` when given (the admin form's Status), and
 /// recording who saved (`updated_by`, shown on the next conflict page) when known.
-pub async fn update_with_status(
+pub(crate) async fn update_with_status(
     db: &Db,
     id: ObjectId,
     expected_version: Option<EditVersion>,
@@ -400,7 +400,11 @@ pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool,
 
 /// Give `id` its first photo, `file_id`: false (and nothing changed) when it has a photo
 /// already, e.g. one another instance's demo seeding gave it a moment earlier.
-pub async fn add_first_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool, DbError> {
+pub(crate) async fn add_first_photo(
+    db: &Db,
+    id: ObjectId,
+    file_id: ObjectId,
+) -> Result<bool, DbError> {
     let result = durable(db)
         .update_one(
             doc! { "_id": id, "photos": { "$size": 0 } },
@@ -415,31 +419,31 @@ pub async fn add_first_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result
 
 /// One product's stock position: the fields the admin stock screen reads, nothing more.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct StockLevel {
-    pub sku: String,
-    pub title: String,
+pub(crate) struct StockLevel {
+    pub(crate) sku: String,
+    pub(crate) title: String,
     /// On sale right now.
-    pub qty: i64,
+    pub(crate) qty: i64,
     /// Held in carts.
     #[serde(default)]
-    pub reserved: i64,
+    pub(crate) reserved: i64,
     #[serde(default)]
-    pub sold: i64,
+    pub(crate) sold: i64,
 }
 
 impl StockLevel {
     /// Units held in shoppers' carts.
-    pub fn reserved(&self) -> i64 {
+    pub(crate) fn reserved(&self) -> i64 {
         self.reserved
     }
 
     /// Everything ever received: `qty + reserved + sold` (the stock ledger's invariant, see
     /// `crate::stock`).
-    pub fn received(&self) -> i64 {
+    pub(crate) fn received(&self) -> i64 {
         self.qty + self.reserved() + self.sold
     }
 
-    pub fn is_low(&self) -> bool {
+    pub(crate) fn is_low(&self) -> bool {
         is_low_stock(self.qty)
     }
 }
@@ -461,7 +465,7 @@ pub fn stock_levels_projection() -> Document {
 }
 
 /// Every product's stock (or only the low ones), fewest available first.
-pub async fn stock_levels(db: &Db, low_only: bool) -> Result<Vec<StockLevel>, DbError> {
+pub(crate) async fn stock_levels(db: &Db, low_only: bool) -> Result<Vec<StockLevel>, DbError> {
     use futures::TryStreamExt;
     let (filter, sort) = stock_levels_query(low_only);
     Ok(db

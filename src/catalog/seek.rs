@@ -78,7 +78,7 @@ impl Sort {
         }
     }
 
-    pub fn label(&self) -> &'static str {
+    pub(crate) fn label(&self) -> &'static str {
         match self {
             Sort::Newest => "Newest",
             Sort::PriceLow => "Price: low to high",
@@ -88,7 +88,7 @@ impl Sort {
         }
     }
 
-    pub fn parse(s: &str) -> Option<Sort> {
+    pub(crate) fn parse(s: &str) -> Option<Sort> {
         Sort::ALL.into_iter().find(|x| x.as_str() == s)
     }
 
@@ -110,13 +110,13 @@ const MAX_TOKEN_CHARS: usize = 2_048;
 /// One product's place in a listing's order, and the page number a link to it leads to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Cursor {
-    pub sort: Sort,
+    pub(crate) sort: Sort,
     /// The product's sort key (a date, a number of cents, a percentage or a title).
-    pub key: Bson,
+    pub(crate) key: Bson,
     pub id: ObjectId,
     /// The number of the page this cursor's link shows (for "Showing n–m"; never trusted for
     /// anything else).
-    pub page: u64,
+    pub(crate) page: u64,
 }
 
 /// A keyset page request: the page after one product, or the page before one.
@@ -129,11 +129,11 @@ pub enum Seek {
 /// Why a page address's `after` / `before` value was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("This page link is not valid ({0}). Start again from the first page of the list.")]
-pub struct BadToken(pub &'static str);
+pub(crate) struct BadToken(pub &'static str);
 
 impl Sort {
     /// The field the sort orders by (then by `_id`).
-    pub fn key_field(&self) -> &'static str {
+    pub(crate) fn key_field(&self) -> &'static str {
         match self {
             Sort::Newest => "details.issue_date",
             Sort::PriceLow | Sort::PriceHigh => "pricing.retail",
@@ -158,7 +158,7 @@ impl Sort {
 
     /// A product's key under this sort; `None` when the stored document lacks it (such a
     /// product gets page-number links around it instead of keyset ones).
-    pub fn key_of(&self, product: &ProductCard) -> Option<Bson> {
+    pub(crate) fn key_of(&self, product: &ProductCard) -> Option<Bson> {
         match self {
             Sort::Newest => match &product.details.issue_date {
                 Some(Bson::DateTime(d)) => Some(Bson::DateTime(*d)),
@@ -207,7 +207,7 @@ impl Cursor {
     }
 
     /// The token for an address (see the module documentation).
-    pub fn token(&self) -> String {
+    pub(crate) fn token(&self) -> String {
         let key = self.sort.key_to_text(&self.key).unwrap_or_default();
         let text = format!(
             "v1.{}.{}.{}.{key}",
@@ -219,7 +219,7 @@ impl Cursor {
     }
 
     /// Read a token for a listing sorted by `sort`.
-    pub fn parse(token: &str, sort: Sort) -> Result<Cursor, BadToken> {
+    pub(crate) fn parse(token: &str, sort: Sort) -> Result<Cursor, BadToken> {
         let token = token.trim();
         if token.is_empty() || token.len() > MAX_TOKEN_CHARS {
             return Err(BadToken("empty or too long"));
@@ -260,7 +260,7 @@ impl Cursor {
 impl Seek {
     /// The `after` / `before` parameters of a listing address sorted by `sort`: `None` for
     /// neither, an error for a bad token or for both at once.
-    pub fn from_params(
+    pub(crate) fn from_params(
         after: Option<&str>,
         before: Option<&str>,
         sort: Sort,
@@ -273,7 +273,7 @@ impl Seek {
         }
     }
 
-    pub fn cursor(&self) -> &Cursor {
+    pub(crate) fn cursor(&self) -> &Cursor {
         match self {
             Seek::After(c) | Seek::Before(c) => c,
         }
@@ -285,7 +285,7 @@ impl Seek {
     }
 
     /// The address parameter for this seek: `after=TOKEN` or `before=TOKEN`.
-    pub fn param(&self) -> String {
+    pub(crate) fn param(&self) -> String {
         match self {
             Seek::After(c) => format!("after={}", c.token()),
             Seek::Before(c) => format!("before={}", c.token()),
@@ -296,11 +296,11 @@ impl Seek {
 /// One find a keyset page sends, described so tests can `explain` exactly what the page runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannedFind {
-    pub filter: Document,
-    pub sort: Document,
+    pub(crate) filter: Document,
+    pub(crate) sort: Document,
     /// The sort index, named when walking it is known to be cheap (see [`finds`]).
-    pub hint: Option<Document>,
-    pub limit: i64,
+    pub(crate) hint: Option<Document>,
+    pub(crate) limit: i64,
 }
 
 impl PlannedFind {
@@ -320,7 +320,7 @@ impl PlannedFind {
 }
 
 /// The sort with every direction turned round.
-pub fn reversed(sort: Document) -> Document {
+pub(crate) fn reversed(sort: Document) -> Document {
     sort.into_iter()
         .map(|(k, v)| {
             let dir = match v {
@@ -378,7 +378,7 @@ pub fn finds(filter: &Document, seek: &Seek, hint_sort_index: bool) -> [PlannedF
 /// matching` entries are read for `limit` matches, against `matching` products read and sorted
 /// through a narrower index. Walking wins when `matching² > 4 · limit · catalog` (the same
 /// rule the embedded store's planner applies to a first page).
-pub fn walk_is_cheap(matching: u64, catalog: u64) -> bool {
+pub(crate) fn walk_is_cheap(matching: u64, catalog: u64) -> bool {
     let limit = PAGE_SIZE + 1;
     (matching as u128).pow(2) > 4 * limit as u128 * catalog as u128
 }
@@ -387,7 +387,7 @@ pub fn walk_is_cheap(matching: u64, catalog: u64) -> bool {
 /// of them left out: those tied with the cursor's key, then those past it. `ties` is how many
 /// tied products follow the cursor when known (a page anchor knows), so a skip past them goes
 /// straight to the second find.
-pub async fn read_keyset(
+pub(crate) async fn read_keyset(
     db: &Db,
     [tied, past]: [PlannedFind; 2],
     limit: u64,
@@ -410,7 +410,11 @@ pub async fn read_keyset(
 }
 
 /// The products `find` plans, after skipping `skip` of them, as grid cards.
-pub async fn run_find(db: &Db, find: &PlannedFind, skip: u64) -> Result<Vec<ProductCard>, DbError> {
+pub(crate) async fn run_find(
+    db: &Db,
+    find: &PlannedFind,
+    skip: u64,
+) -> Result<Vec<ProductCard>, DbError> {
     let collection = products::collection(db).clone_with_type::<ProductCard>();
     let mut action = collection
         .find(find.filter.clone())

@@ -26,7 +26,7 @@ pub(crate) const MAX_NAME_CHARS: usize = 80;
 
 /// What the comment and reply forms send.
 #[derive(Debug, Deserialize)]
-pub struct CommentInput {
+pub(crate) struct CommentInput {
     #[serde(default)]
     pub(crate) name: String,
     #[serde(default)]

@@ -10,7 +10,7 @@ const WINDOW: Duration = Duration::from_secs(60);
 /// Above this many tracked addresses, idle ones are dropped so the map cannot grow without end.
 const PRUNE_ABOVE: usize = 10_000;
 
-pub struct CommentRateLimit {
+pub(crate) struct CommentRateLimit {
     per_minute: u32,
     recent: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
 }

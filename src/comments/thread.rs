@@ -171,7 +171,7 @@ impl PageAt {
 }
 
 /// A page of a discussion, or a permalink's sub-thread, ready for `comments/_thread.html`.
-pub struct ThreadView {
+pub(crate) struct ThreadView {
     pub(crate) discussion: Discussion,
     /// Visible comments in the whole discussion.
     pub(crate) count: i64,

@@ -38,7 +38,7 @@ use crate::db::Db;
 /// The longest an entry is served after its load started.
 pub const TTL: Duration = Duration::from_secs(2);
 /// Keys kept at most per kind of value.
-pub const MAX_ENTRIES: usize = 2_000;
+pub(crate) const MAX_ENTRIES: usize = 2_000;
 
 /// One key's value, loaded once by whoever comes first.
 struct Entry<V> {
@@ -60,7 +60,7 @@ impl<V> Entry<V> {
 }
 
 /// The cached values of one kind, by key (a [`Db::extension`]).
-pub struct Cache<K, V> {
+pub(crate) struct Cache<K, V> {
     entries: Mutex<HashMap<K, Arc<Entry<V>>>>,
 }
 
@@ -99,19 +99,15 @@ impl<K: Hash + Eq + Clone, V> Cache<K, V> {
     }
 
     /// Keys currently kept (stale ones included until they are replaced or swept).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries.lock().map(|e| e.len()).unwrap_or(0)
-    }
-
-    /// Whether no key is kept.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
 /// What makes a cached content page stale when it changes: the node writes through this
 /// handle and, for pages that show products (`products: true`), the product writes.
-pub fn version(db: &Db, products: bool) -> u64 {
+pub(crate) fn version(db: &Db, products: bool) -> u64 {
     let nodes = crate::content::changes::nodes_seen(db);
     if products {
         nodes.wrapping_add(crate::catalog::changes::of(db).seen().products)
@@ -123,7 +119,12 @@ pub fn version(db: &Db, products: bool) -> u64 {
 /// The value for `key`: from the cache while fresh, else from `load` (one load shared by the
 /// requests that ask meanwhile), kept for the next [`TTL`]. `products`: the value shows
 /// products, so a product write makes it stale too.
-pub async fn get_or_load<K, V, E, F>(db: &Db, key: K, products: bool, load: F) -> Result<Arc<V>, E>
+pub(crate) async fn get_or_load<K, V, E, F>(
+    db: &Db,
+    key: K,
+    products: bool,
+    load: F,
+) -> Result<Arc<V>, E>
 where
     K: Hash + Eq + Clone + Send + Sync + 'static,
     V: Send + Sync + 'static,

@@ -14,18 +14,18 @@ use crate::db::Db;
 
 /// The node write counter of one [`Db`] handle (a [`Db::extension`]).
 #[derive(Debug, Default)]
-pub struct NodeChanges {
+pub(crate) struct NodeChanges {
     nodes: AtomicU64,
 }
 
 /// Node writes through `db`'s handle so far.
-pub fn nodes_seen(db: &Db) -> u64 {
+pub(crate) fn nodes_seen(db: &Db) -> u64 {
     db.extension::<NodeChanges>().nodes.load(Ordering::SeqCst)
 }
 
 /// A node was created, edited, published, unpublished or deleted through this handle (called
 /// after the write whether or not it landed: a failure may still have written).
-pub fn nodes_changed(db: &Db) {
+pub(crate) fn nodes_changed(db: &Db) {
     db.extension::<NodeChanges>()
         .nodes
         .fetch_add(1, Ordering::SeqCst);

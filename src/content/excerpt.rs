@@ -10,9 +10,9 @@ use pulldown_cmark::{Event, Parser, Tag, TagEnd};
 use serde::{Deserialize, Serialize};
 
 /// Longest automatic excerpt, in characters.
-pub const EXCERPT_CHARS: usize = 320;
+pub(crate) const EXCERPT_CHARS: usize = 320;
 /// Words a reader reads in a minute, for "N min read" (the usual figure for screen reading).
-pub const WORDS_PER_MINUTE: i64 = 230;
+pub(crate) const WORDS_PER_MINUTE: i64 = 230;
 
 /// A node's stored summary.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -20,14 +20,14 @@ pub struct Summary {
     /// Plain text; escaped like any other text when shown.
     pub text: String,
     /// Words in the whole body.
-    pub words: i64,
+    pub(crate) words: i64,
     /// Whether the body holds more than the excerpt (a "Continue reading" link is worth it).
-    pub more: bool,
+    pub(crate) more: bool,
 }
 
 impl Summary {
     /// The summary of a Markdown body.
-    pub fn of_markdown(markdown: &str) -> Summary {
+    pub(crate) fn of_markdown(markdown: &str) -> Summary {
         // A live block (`{shipping-rates}`) is a table on the page, no words of the excerpt.
         let plain = PlainText::of(&crate::content::live_blocks::strip(markdown));
         let words = plain.all.split_whitespace().count() as i64;
@@ -38,7 +38,7 @@ impl Summary {
     }
 
     /// The summary of a short text shown whole when it fits (a quote, a link's text).
-    pub fn of_plain(text: &str) -> Summary {
+    pub(crate) fn of_plain(text: &str) -> Summary {
         let text = text.trim();
         let shown = cut_at_sentence(text, EXCERPT_CHARS * 3);
         Summary {
@@ -50,7 +50,7 @@ impl Summary {
 
     /// This summary with the editor's own excerpt instead of the automatic one, when they
     /// wrote one (the body's word count stays; a written excerpt always leads to the body).
-    pub fn with_excerpt(self, excerpt: &str) -> Summary {
+    pub(crate) fn with_excerpt(self, excerpt: &str) -> Summary {
         let excerpt = excerpt.trim();
         if excerpt.is_empty() {
             return self;
@@ -63,14 +63,14 @@ impl Summary {
     }
 
     /// Whole minutes to read the body, at least 1.
-    pub fn reading_minutes(&self) -> i64 {
+    pub(crate) fn reading_minutes(&self) -> i64 {
         ((self.words + WORDS_PER_MINUTE - 1) / WORDS_PER_MINUTE).max(1)
     }
 }
 
 /// A Markdown body as plain text, all of it (markup, link addresses, images and live-block
 /// markers dropped): what search results show an excerpt of.
-pub fn plain_text(markdown: &str) -> String {
+pub(crate) fn plain_text(markdown: &str) -> String {
     PlainText::of(&crate::content::live_blocks::strip(markdown)).all
 }
 

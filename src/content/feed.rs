@@ -18,7 +18,7 @@ use crate::web::errors::AppError;
 use crate::web::html;
 use crate::web::xml::XmlWriter;
 
-pub const FEED_SIZE: i64 = 20;
+pub(crate) const FEED_SIZE: i64 = 20;
 
 fn rfc3339(d: bson::DateTime) -> String {
     d.to_chrono().format("%Y-%m-%dT%H:%M:%SZ").to_string()
@@ -70,7 +70,7 @@ fn body_html(base: &str, node: &Node) -> String {
 }
 
 /// The feed document for `nodes` (newest first).
-pub fn atom(base: &str, section_name: &str, section_title: &str, nodes: &[Node]) -> String {
+pub(crate) fn atom(base: &str, section_name: &str, section_title: &str, nodes: &[Node]) -> String {
     let base = base.trim_end_matches('/');
     let section_url = format!("{base}/{section_name}/");
     let self_url = format!("{section_url}feed.atom");
@@ -121,11 +121,11 @@ fn author(xml: &mut XmlWriter, name: &str) {
 
 /// A feed as served: its document and the newest change it shows (`None`: no entries).
 #[derive(Debug)]
-pub struct Feed {
-    pub xml: String,
-    pub last_modified: Option<bson::DateTime>,
+pub(crate) struct Feed {
+    pub(crate) xml: String,
+    pub(crate) last_modified: Option<bson::DateTime>,
     /// Whether it has entries.
-    pub entries: bool,
+    pub(crate) entries: bool,
 }
 
 impl Feed {
@@ -149,7 +149,7 @@ async fn cached(
 }
 
 /// `GET /{section}/feed.atom`
-pub async fn serve(
+pub(crate) async fn serve(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<String>,
@@ -166,13 +166,13 @@ pub async fn serve(
 }
 
 /// Where the feed of `tag` is (tags are lowercase letters, digits and dashes).
-pub fn tag_feed_path(tag: &str) -> String {
+pub(crate) fn tag_feed_path(tag: &str) -> String {
     format!("/tags/{}/feed.atom", crate::web::meta::path_segment(tag))
 }
 
 /// `GET /tags/{tag}/feed.atom`: the tag's 20 latest published nodes; 404 for a tag no
 /// published node carries.
-pub async fn serve_tag(
+pub(crate) async fn serve_tag(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<String>,

@@ -27,19 +27,19 @@ pub const MAX_TEXT_CHARS: usize = 500;
 /// An uploaded original as the library lists it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LibraryFile {
-    pub id: ObjectId,
-    pub filename: String,
+    pub(crate) id: ObjectId,
+    pub(crate) filename: String,
     /// Bytes of the original (its copies not counted).
-    pub length: i64,
-    pub content_type: String,
+    pub(crate) length: i64,
+    pub(crate) content_type: String,
     /// Pixels, as measured at upload; 0 when not recorded.
-    pub width: i64,
-    pub height: i64,
-    pub uploaded: Option<DateTime>,
+    pub(crate) width: i64,
+    pub(crate) height: i64,
+    pub(crate) uploaded: Option<DateTime>,
     /// What a screen reader says instead of the picture (`metadata.alt`).
     pub alt: String,
     /// What is printed under it (`metadata.caption`).
-    pub caption: String,
+    pub(crate) caption: String,
 }
 
 impl LibraryFile {
@@ -71,7 +71,7 @@ impl LibraryFile {
     }
 
     /// The Markdown that shows this picture in a page or post.
-    pub fn markdown(&self) -> String {
+    pub(crate) fn markdown(&self) -> String {
         let alt: String = self
             .alt
             .chars()
@@ -95,7 +95,7 @@ fn originals() -> Document {
 
 /// One page of the library, newest first: the originals uploaded before `before` (the last id
 /// of the previous page), or the newest when `None`. Returns the page and whether more follow.
-pub async fn page(
+pub(crate) async fn page(
     db: &Db,
     before: Option<ObjectId>,
     limit: i64,
@@ -135,7 +135,7 @@ pub async fn file(db: &Db, id: ObjectId) -> Result<Option<LibraryFile>, DbError>
 
 /// A place that shows a stored file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Use {
+pub(crate) enum Use {
     Product {
         id: ObjectId,
         title: String,
@@ -150,7 +150,7 @@ pub enum Use {
 
 impl Use {
     /// What the admin is shown: the thing's kind and title.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self {
             Use::Product { title, .. } => format!("Product “{title}”"),
             Use::Node { title, .. } => format!("Content “{title}”"),
@@ -159,7 +159,7 @@ impl Use {
     }
 
     /// Where the admin edits it.
-    pub fn admin_url(&self) -> String {
+    pub(crate) fn admin_url(&self) -> String {
         match self {
             Use::Product { id, .. } => format!("/admin/products/{}/edit", id.to_hex()),
             Use::Node { id, .. } => format!("/admin/content/{}/edit", id.to_hex()),
@@ -173,7 +173,10 @@ const MAX_USES_READ: i64 = 200;
 
 /// Where each of `ids` is used, in two indexed queries and one read of the settings; a file
 /// used nowhere has no entry.
-pub async fn uses(db: &Db, ids: &[ObjectId]) -> Result<HashMap<ObjectId, Vec<Use>>, DbError> {
+pub(crate) async fn uses(
+    db: &Db,
+    ids: &[ObjectId],
+) -> Result<HashMap<ObjectId, Vec<Use>>, DbError> {
     let mut found: HashMap<ObjectId, Vec<Use>> = HashMap::new();
     if ids.is_empty() {
         return Ok(found);
@@ -253,7 +256,7 @@ pub enum DescribeError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Description {
     pub alt: String,
-    pub caption: String,
+    pub(crate) caption: String,
 }
 
 impl Description {
@@ -296,7 +299,8 @@ pub async fn describe(db: &Db, id: ObjectId, description: &Description) -> Resul
 
 /// What [`delete_unused`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Deleted {
+#[allow(clippy::enum_variant_names)] // `Deleted::Deleted(files)` reads as what happened
+pub(crate) enum Deleted {
     /// The original and its copies are gone (how many files in all).
     Deleted(u64),
     /// Refused: these places show it.
@@ -308,7 +312,7 @@ pub enum Deleted {
 /// between the check and the delete would show a missing picture (no transaction spans them);
 /// the window is one query long and only an admin deleting while another links the same file
 /// meets it.
-pub async fn delete_unused(db: &Db, id: ObjectId) -> Result<Deleted, DbError> {
+pub(crate) async fn delete_unused(db: &Db, id: ObjectId) -> Result<Deleted, DbError> {
     if file(db, id).await?.is_none() {
         return Ok(Deleted::NotFound);
     }

@@ -12,14 +12,14 @@ use crate::db::site::{self, SiteSettings};
 use crate::domain::Money;
 
 /// What an author writes, on a paragraph of its own, where the rate table goes.
-pub const SHIPPING_RATES: &str = "{shipping-rates}";
+pub(crate) const SHIPPING_RATES: &str = "{shipping-rates}";
 
 /// [`SHIPPING_RATES`] as the Markdown renderer leaves it.
 const SHIPPING_RATES_PARAGRAPH: &str = "<p>{shipping-rates}</p>";
 
 /// `html` (rendered, sanitised Markdown) with every live block filled in from the request's
 /// settings.
-pub fn fill(html: String) -> String {
+pub(crate) fn fill(html: String) -> String {
     if !html.contains(SHIPPING_RATES_PARAGRAPH) {
         return html;
     }
@@ -35,7 +35,7 @@ pub fn fill(html: String) -> String {
 
 /// `text` without the live blocks' markers, for excerpts and search (which show words, not
 /// tables).
-pub fn strip(text: &str) -> String {
+pub(crate) fn strip(text: &str) -> String {
     text.replace(SHIPPING_RATES, "")
 }
 
@@ -73,7 +73,7 @@ fn shipping_table(settings: &SiteSettings) -> Result<String, askama::Error> {
 }
 
 /// `500 g`, `1 kg`, `2.5 kg`.
-pub fn weight_label(grams: i64) -> String {
+pub(crate) fn weight_label(grams: i64) -> String {
     if grams < 1_000 {
         format!("{grams} g")
     } else if grams % 1_000 == 0 {

@@ -14,7 +14,7 @@ use std::sync::{Arc, LazyLock, Mutex};
 use pulldown_cmark::{html, Options, Parser};
 
 /// Safe HTML for `text`.
-pub fn render(text: &str) -> String {
+pub(crate) fn render(text: &str) -> String {
     let mut options = Options::empty();
     options.insert(Options::ENABLE_TABLES);
     options.insert(Options::ENABLE_STRIKETHROUGH);
@@ -43,7 +43,7 @@ static MEMO: LazyLock<Mutex<HashMap<Box<str>, Arc<str>>>> =
 
 /// [`render`], from the memo when this text was rendered lately (the same HTML: rendering
 /// depends on nothing but the text).
-pub fn render_cached(text: &str) -> String {
+pub(crate) fn render_cached(text: &str) -> String {
     if text.len() > MEMO_MAX_TEXT {
         return render(text);
     }

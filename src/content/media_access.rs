@@ -29,7 +29,7 @@ use crate::web::parse_object_id;
 /// one node shows it, none of them is published yet (a draft, or scheduled for a later date:
 /// checked against the clock at each request), and no product shows it. `None` when the file
 /// is public. Both finds use an index (`photo_file` on nodes, `photos` on products).
-pub async fn drafts_only_showing(
+pub(crate) async fn drafts_only_showing(
     db: &Db,
     file: ObjectId,
 ) -> Result<Option<Vec<ObjectId>>, DbError> {
@@ -52,7 +52,7 @@ pub async fn drafts_only_showing(
 }
 
 /// `GET /media/{file_id}`
-pub async fn serve(
+pub(crate) async fn serve(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -61,7 +61,7 @@ pub async fn serve(
 }
 
 /// `GET /media/{file_id}/thumb`: the image's thumbnail (the image itself when it has none).
-pub async fn serve_thumbnail(
+pub(crate) async fn serve_thumbnail(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -71,7 +71,7 @@ pub async fn serve_thumbnail(
 
 /// `GET /media/{file_id}/display`: the copy scaled for pages (the image itself when it is small
 /// enough already).
-pub async fn serve_display(
+pub(crate) async fn serve_display(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -80,7 +80,7 @@ pub async fn serve_display(
 }
 
 /// `GET /media/{file_id}/social`: the 1200×630 card link previews show (OpenGraph, Twitter).
-pub async fn serve_social(
+pub(crate) async fn serve_social(
     req: HttpRequest,
     state: web::Data<AppState>,
     id: web::Path<String>,
@@ -90,7 +90,7 @@ pub async fn serve_social(
 
 /// `GET /media/{file_id}/w/{width}`: the sized copy for a `srcset` candidate that wide (the
 /// nearest one the image has; see `media::sizes`).
-pub async fn serve_width(
+pub(crate) async fn serve_width(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,

@@ -8,22 +8,22 @@
 //! The admin screens are in `crate::admin::content`.
 
 pub mod cache;
-pub mod changes;
-pub mod excerpt;
-pub mod feed;
+pub(crate) mod changes;
+pub(crate) mod excerpt;
+pub(crate) mod feed;
 pub mod library;
-pub mod live_blocks;
-pub mod markdown;
-pub mod media_access;
+pub(crate) mod live_blocks;
+pub(crate) mod markdown;
+pub(crate) mod media_access;
 pub mod model;
 pub mod neighbour_cache;
 pub mod pages;
 pub mod photos;
-pub mod preview;
+pub(crate) mod preview;
 pub mod revisions;
 pub mod stream;
-pub mod tag_index;
-pub mod video;
+pub(crate) mod tag_index;
+pub(crate) mod video;
 
 /// Why a content change was refused, in words a form can show.
 #[derive(Debug, thiserror::Error)]

@@ -37,7 +37,7 @@ pub enum NodeType {
 }
 
 impl NodeType {
-    pub const ALL: [NodeType; 6] = [
+    pub(crate) const ALL: [NodeType; 6] = [
         NodeType::Page,
         NodeType::Entry,
         NodeType::Photo,
@@ -46,7 +46,7 @@ impl NodeType {
         NodeType::Link,
     ];
 
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             NodeType::Page => "page",
             NodeType::Entry => "entry",
@@ -57,22 +57,22 @@ impl NodeType {
         }
     }
 
-    pub fn parse(s: &str) -> Option<NodeType> {
+    pub(crate) fn parse(s: &str) -> Option<NodeType> {
         NodeType::ALL.into_iter().find(|t| t.as_str() == s)
     }
 }
 
 /// A section of the site: its URL segment, heading and the node types it holds.
-pub struct Section {
+pub(crate) struct Section {
     pub name: &'static str,
     pub title: &'static str,
-    pub types: &'static [NodeType],
+    pub(crate) types: &'static [NodeType],
     /// Galleries show a grid of thumbnails rather than a stream.
-    pub grid: bool,
+    pub(crate) grid: bool,
 }
 
 /// Every section. The blog is the tumblelog: a stream of every post type.
-pub const SECTIONS: &[Section] = &[
+pub(crate) const SECTIONS: &[Section] = &[
     Section {
         name: "pages",
         title: "Pages",
@@ -99,7 +99,7 @@ pub const SECTIONS: &[Section] = &[
     },
 ];
 
-pub fn section(name: &str) -> Option<&'static Section> {
+pub(crate) fn section(name: &str) -> Option<&'static Section> {
     SECTIONS.iter().find(|s| s.name == name)
 }
 
@@ -112,7 +112,7 @@ impl PhotoDetail {
     /// The `<img>` attributes (sized copies' `srcset`, size in pixels) of the photo; `None`
     /// before its first upload, or when its size was not recorded (pages then link
     /// `/media/{id}`, which sends the largest copy).
-    pub fn responsive(&self) -> Option<crate::media::sizes::Responsive> {
+    pub(crate) fn responsive(&self) -> Option<crate::media::sizes::Responsive> {
         crate::media::sizes::responsive(
             self.file_id?,
             u32::try_from(self.width).ok()?,
@@ -151,7 +151,7 @@ pub struct PhotoDetail {
 
 impl PhotoDetail {
     /// The `alt` of the photo's `<img>`: its alt text, else its caption, else `title`.
-    pub fn alt_or<'a>(&'a self, title: &'a str) -> &'a str {
+    pub(crate) fn alt_or<'a>(&'a self, title: &'a str) -> &'a str {
         [self.alt.as_str(), self.caption.as_str()]
             .into_iter()
             .find(|t| !t.trim().is_empty())
@@ -198,7 +198,7 @@ pub enum Detail {
 }
 
 impl Detail {
-    pub fn kind(&self) -> NodeType {
+    pub(crate) fn kind(&self) -> NodeType {
         match self {
             Detail::Page(_) => NodeType::Page,
             Detail::Entry(_) => NodeType::Entry,
@@ -209,7 +209,7 @@ impl Detail {
         }
     }
 
-    pub fn to_document(&self) -> Result<Document, bson::ser::Error> {
+    pub(crate) fn to_document(&self) -> Result<Document, bson::ser::Error> {
         match self {
             Detail::Page(d) | Detail::Entry(d) => bson::to_document(d),
             Detail::Photo(d) => bson::to_document(d),
@@ -221,7 +221,7 @@ impl Detail {
 
     /// What a stream shows instead of the body (`content::excerpt`): an excerpt of a text, a
     /// quote or a link's words, a photo's caption; nothing of a video.
-    pub fn summary(&self) -> Summary {
+    pub(crate) fn summary(&self) -> Summary {
         match self {
             Detail::Page(d) | Detail::Entry(d) => {
                 Summary::of_markdown(&d.text).with_excerpt(&d.excerpt)
@@ -236,7 +236,7 @@ impl Detail {
     /// The stored files this detail shows: a photo's file, and every file its text links to
     /// (`/media/{id}` in Markdown, a quote or a link's words). Stored as `metadata.media`, so
     /// the media library can tell where a file is used with one indexed query.
-    pub fn media(&self) -> Vec<ObjectId> {
+    pub(crate) fn media(&self) -> Vec<ObjectId> {
         let linked = crate::media::refs::linked_ids;
         match self {
             Detail::Page(d) | Detail::Entry(d) => linked(&d.text),
@@ -247,7 +247,7 @@ impl Detail {
         }
     }
 
-    pub fn parse(kind: NodeType, detail: &Document) -> Result<Detail, bson::de::Error> {
+    pub(crate) fn parse(kind: NodeType, detail: &Document) -> Result<Detail, bson::de::Error> {
         let d = detail.clone();
         Ok(match kind {
             NodeType::Page => Detail::Page(bson::from_document(d)?),
@@ -318,7 +318,7 @@ pub struct Node {
 
 impl Node {
     /// This version of the node as a revision, kept when a save replaces it.
-    pub fn revision(&self) -> Revision {
+    pub(crate) fn revision(&self) -> Revision {
         Revision {
             id: ObjectId::new(),
             node_id: self.id,
@@ -334,7 +334,7 @@ impl Node {
 
     /// The node with `revision`'s editable fields: what it looked like then (its type, section,
     /// author and counters are today's, which a revision does not change).
-    pub fn as_of(&self, revision: &Revision) -> Node {
+    pub(crate) fn as_of(&self, revision: &Revision) -> Node {
         let mut then = self.clone();
         then.metadata.title = revision.title.clone();
         then.metadata.slug = revision.slug.clone();
@@ -344,7 +344,7 @@ impl Node {
         then
     }
 
-    pub fn detail(&self) -> Option<Detail> {
+    pub(crate) fn detail(&self) -> Option<Detail> {
         Detail::parse(self.metadata.kind, &self.metadata.detail).ok()
     }
 
@@ -368,7 +368,7 @@ impl Node {
     }
 
     /// The node's tags, each with its tag page's address (percent-encoded like [`Node::url`]).
-    pub fn tag_links(&self) -> Vec<(&str, String)> {
+    pub(crate) fn tag_links(&self) -> Vec<(&str, String)> {
         self.metadata
             .tags
             .iter()
@@ -378,7 +378,7 @@ impl Node {
 
     /// What lists and link previews show of the node (`content::excerpt`): the stored summary,
     /// or one worked out from the detail for a node that has none yet.
-    pub fn summary(&self) -> Summary {
+    pub(crate) fn summary(&self) -> Summary {
         self.metadata
             .summary
             .clone()
@@ -386,7 +386,7 @@ impl Node {
             .unwrap_or_default()
     }
 
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         self.metadata.kind.as_str()
     }
 
@@ -409,14 +409,14 @@ impl Node {
         }
     }
 
-    pub fn published_label(&self) -> String {
+    pub(crate) fn published_label(&self) -> String {
         self.metadata
             .published
             .map(|p| crate::db::site::time_zone().format(p, "%-d %B %Y"))
             .unwrap_or_default()
     }
 
-    pub fn published_iso(&self) -> String {
+    pub(crate) fn published_iso(&self) -> String {
         self.metadata
             .published
             .map(|p| p.to_chrono().format("%Y-%m-%dT%H:%M:%SZ").to_string())
@@ -424,7 +424,7 @@ impl Node {
     }
 
     /// When it was last saved, in the site's time zone (`2026-11-28 21:40 CET`).
-    pub fn updated_label(&self) -> String {
+    pub(crate) fn updated_label(&self) -> String {
         crate::db::site::time_zone().minute_label(self.metadata.updated)
     }
 
@@ -437,7 +437,7 @@ impl Node {
     }
 
     /// Markdown text of a page or entry rendered to safe HTML.
-    pub fn text_html(&self) -> String {
+    pub(crate) fn text_html(&self) -> String {
         match self.detail() {
             Some(Detail::Page(d)) | Some(Detail::Entry(d)) => {
                 crate::content::live_blocks::fill(crate::content::markdown::render_cached(&d.text))
@@ -448,7 +448,7 @@ impl Node {
 
     /// Whether a video, quote or link carries commentary (works on a card: read from the
     /// stored detail without parsing it).
-    pub fn has_commentary(&self) -> bool {
+    pub(crate) fn has_commentary(&self) -> bool {
         self.metadata
             .detail
             .get_str("commentary")
@@ -456,7 +456,7 @@ impl Node {
     }
 
     /// A video's, quote's or link's commentary rendered to safe HTML (empty for none).
-    pub fn commentary_html(&self) -> String {
+    pub(crate) fn commentary_html(&self) -> String {
         let commentary = match self.detail() {
             Some(Detail::Video(d)) => d.commentary,
             Some(Detail::Quote(d)) => d.commentary,
@@ -471,7 +471,7 @@ impl Node {
     }
 
     /// The allow-listed embed of a video node (`None` when the stored URL is not one).
-    pub fn video(&self) -> Option<Video> {
+    pub(crate) fn video(&self) -> Option<Video> {
         match self.detail() {
             Some(Detail::Video(d)) => Video::parse(&d.url),
             _ => None,
@@ -479,7 +479,7 @@ impl Node {
     }
 
     /// The `<img>` attributes of the photo's sized copies (see [`PhotoDetail::responsive`]).
-    pub fn responsive_photo(&self) -> Option<crate::media::sizes::Responsive> {
+    pub(crate) fn responsive_photo(&self) -> Option<crate::media::sizes::Responsive> {
         self.photo()?.responsive()
     }
 
@@ -490,7 +490,7 @@ impl Node {
         }
     }
 
-    pub fn quote(&self) -> Option<QuoteDetail> {
+    pub(crate) fn quote(&self) -> Option<QuoteDetail> {
         match self.detail() {
             Some(Detail::Quote(d)) => Some(d),
             _ => None,
@@ -498,7 +498,7 @@ impl Node {
     }
 
     /// A link node's target, only when it is an http(s) address (never `javascript:`).
-    pub fn link(&self) -> Option<LinkDetail> {
+    pub(crate) fn link(&self) -> Option<LinkDetail> {
         match self.detail() {
             Some(Detail::Link(d)) if is_web_url(&d.url) => Some(d),
             _ => None,
@@ -507,7 +507,7 @@ impl Node {
 
     /// A link node's target when it is an http(s) address; unlike [`Node::link`] it needs only
     /// the address, so it works on a card.
-    pub fn link_url(&self) -> Option<&str> {
+    pub(crate) fn link_url(&self) -> Option<&str> {
         self.metadata
             .detail
             .get_str("url")
@@ -515,7 +515,7 @@ impl Node {
             .filter(|url| self.metadata.kind == NodeType::Link && is_web_url(url))
     }
 
-    pub fn comments_label(&self) -> String {
+    pub(crate) fn comments_label(&self) -> String {
         match self.metadata.comment_count {
             1 => "1 comment".to_string(),
             n => format!("{n} comments"),
@@ -529,12 +529,12 @@ pub fn url_of(section: &str, slug: &str) -> String {
 }
 
 /// The address of `tag`'s page.
-pub fn tag_url(tag: &str) -> String {
+pub(crate) fn tag_url(tag: &str) -> String {
     format!("/tags/{}", crate::web::meta::path_segment(tag))
 }
 
 /// True for an absolute http:// or https:// URL without spaces or control characters.
-pub fn is_web_url(url: &str) -> bool {
+pub(crate) fn is_web_url(url: &str) -> bool {
     let lower = url.to_ascii_lowercase();
     (lower.starts_with("https://") || lower.starts_with("http://"))
         && url.len() <= 2000
@@ -545,9 +545,9 @@ pub fn is_web_url(url: &str) -> bool {
 /// Indexes no query uses any more, dropped at start-up: `section_published` became
 /// `section_published_id` (ties in a stream are ordered by `_id`), `tags` became
 /// `tags_published` (a tag page reads only its newest nodes).
-pub const RETIRED_INDEXES: [&str; 2] = ["section_published", "tags"];
+pub(crate) const RETIRED_INDEXES: [&str; 2] = ["section_published", "tags"];
 
-pub fn indexes() -> Vec<IndexModel> {
+pub(crate) fn indexes() -> Vec<IndexModel> {
     vec![
         // A node's URL; unique so two nodes of a section cannot share a slug.
         IndexModel::builder()
@@ -612,7 +612,7 @@ pub fn indexes() -> Vec<IndexModel> {
 
 /// For saves an editor is shown as done (create, edit, publish, tags, photo swaps): journaled
 /// before the answer (`database.write_concern`).
-pub fn durable(db: &Db) -> mongodb::Collection<Node> {
+pub(crate) fn durable(db: &Db) -> mongodb::Collection<Node> {
     db.durable(COLLECTION)
 }
 
@@ -738,7 +738,7 @@ pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Node>, DbError> {
 }
 
 /// The published node at `/{section}/{slug}` (drafts and scheduled nodes are not found).
-pub async fn published_by_slug(
+pub(crate) async fn published_by_slug(
     db: &Db,
     section: &str,
     slug: &str,
@@ -752,7 +752,7 @@ pub async fn published_by_slug(
 }
 
 /// The newest `limit` published nodes of a section, whole (the feeds show their bodies).
-pub async fn latest(db: &Db, section: &str, limit: i64) -> Result<Vec<Node>, DbError> {
+pub(crate) async fn latest(db: &Db, section: &str, limit: i64) -> Result<Vec<Node>, DbError> {
     let filter = visible(doc! { "metadata.section": section }, db.now());
     let nodes: Vec<Node> = collection(db)
         .find(filter)
@@ -774,7 +774,7 @@ pub fn newest_first() -> Document {
 /// What a list shows of a node: everything but the body text (`metadata.detail.text`: a
 /// page's or entry's Markdown, a quote's or a link's words), which `metadata.summary` stands
 /// in for.
-pub fn card_projection() -> Document {
+pub(crate) fn card_projection() -> Document {
     doc! { "metadata.detail.text": 0 }
 }
 
@@ -830,7 +830,11 @@ pub async fn backfill_summaries(db: &Db) -> Result<u64, DbError> {
 /// without). Measured again once docstore copied an exclusion projection's bytes without
 /// decoding them: with [`card_projection`] the tag page was no faster (4.0% against 3.9%, then
 /// 2.4% against 2.9% of the ceiling, 1 000 posts, 2 cores), so it still reads them whole.
-pub async fn published_with_tag(db: &Db, tag: &str, limit: i64) -> Result<Vec<Node>, DbError> {
+pub(crate) async fn published_with_tag(
+    db: &Db,
+    tag: &str,
+    limit: i64,
+) -> Result<Vec<Node>, DbError> {
     let nodes: Vec<Node> = collection(db)
         .find(visible(doc! { "metadata.tags": tag }, db.now()))
         .sort(doc! { "metadata.published": -1 })
@@ -862,32 +866,32 @@ pub async fn save_with_nonce(
 
 /// What the one edit form changes besides the fields of [`NodeInput`], in the same update.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct EditExtras {
+pub(crate) struct EditExtras {
     /// The whole tag list; `None` keeps the stored one.
     pub tags: Option<Vec<String>>,
     /// `Some(when)`: publish at `when` (`None` inside: back to draft), with `metadata.live` as
     /// [`set_published`] sets it; `None` keeps the publication as stored.
     pub published: Option<Option<DateTime>>,
     /// Who saves (`metadata.updated_by`).
-    pub by: Option<String>,
+    pub(crate) by: Option<String>,
     /// How many revisions of the node to keep once this save's is written
     /// (`content.revisions_kept`).
-    pub kept: Retention,
+    pub(crate) kept: Retention,
     /// A photo node's new file, uploaded with the form: it replaces the stored one in the
     /// same update (the caller deletes the replaced file once the save landed).
-    pub photo: Option<NewPhoto>,
+    pub(crate) photo: Option<NewPhoto>,
 }
 
 /// A stored image becoming a photo node's file.
 #[derive(Debug, Clone, PartialEq)]
-pub struct NewPhoto {
-    pub image: crate::media::StoredImage,
+pub(crate) struct NewPhoto {
+    pub(crate) image: crate::media::StoredImage,
     pub filename: String,
 }
 
 /// [`save_with_nonce`] with the tags, the publication and the editor's name in the same
 /// nonce-guarded update, so a form's text and its status land together or not at all.
-pub async fn save_edit(
+pub(crate) async fn save_edit(
     db: &Db,
     stored: &Node,
     form_nonce: EditVersion,
@@ -995,14 +999,14 @@ pub async fn set_published(db: &Db, id: ObjectId, when: Option<DateTime>) -> Res
 }
 
 /// The longest tag, in characters.
-pub const MAX_TAG_CHARS: usize = 40;
+pub(crate) const MAX_TAG_CHARS: usize = 40;
 /// The most tags one form submission gives (a node's or product's whole list).
-pub const MAX_TAGS: usize = 20;
+pub(crate) const MAX_TAGS: usize = 20;
 
 /// Normalise a tag as typed, by the slug rule (`domain::slugify`): lowercase letters and digits
 /// of any script joined by dashes, at most [`MAX_TAG_CHARS`] characters; empty when nothing
 /// usable is left. One normalised form is stored and shown, so `Café` and `café` are one tag.
-pub fn normalise_tag(tag: &str) -> String {
+pub(crate) fn normalise_tag(tag: &str) -> String {
     crate::domain::slugify_within(tag, MAX_TAG_CHARS)
 }
 
@@ -1010,7 +1014,7 @@ pub fn normalise_tag(tag: &str) -> String {
 /// normalised, each once, in the order typed. Empty items (`a,,b`, a trailing comma) are not
 /// tags. Refused, with what to tell the editor, when an item has no letter or digit left or
 /// there are more than [`MAX_TAGS`]: nothing typed is dropped without a word.
-pub fn parse_tags(typed: &str) -> Result<Vec<String>, String> {
+pub(crate) fn parse_tags(typed: &str) -> Result<Vec<String>, String> {
     let mut tags: Vec<String> = Vec::new();
     let mut unusable: Vec<&str> = Vec::new();
     for item in typed.split(',').map(str::trim).filter(|t| !t.is_empty()) {
@@ -1074,7 +1078,7 @@ pub fn admin_sort(sort: &str) -> Document {
 
 /// [`admin_filter`] with the search as a full-text query (titles, tags, text, captions,
 /// sources) instead of a title substring.
-pub fn admin_text_filter(q: &AdminQuery<'_>) -> Document {
+pub(crate) fn admin_text_filter(q: &AdminQuery<'_>) -> Document {
     let mut filter = crate::db::text_filter(q.search);
     filter.insert("metadata.section", q.section);
     if let Some(kind) = q.kind {
@@ -1084,7 +1088,7 @@ pub fn admin_text_filter(q: &AdminQuery<'_>) -> Document {
 }
 
 /// The admin list: titles containing the search; when none does, the full-text matches.
-pub async fn admin_list(db: &Db, q: &AdminQuery<'_>) -> Result<(Vec<Node>, u64), DbError> {
+pub(crate) async fn admin_list(db: &Db, q: &AdminQuery<'_>) -> Result<(Vec<Node>, u64), DbError> {
     let mut filter = admin_filter(q);
     let mut total = collection(db).count_documents(filter.clone()).await?;
     if total == 0 && !q.search.trim().is_empty() {
@@ -1118,7 +1122,11 @@ pub async fn delete(db: &Db, id: ObjectId) -> Result<Option<Node>, DbError> {
 /// Where a visitor asking for `/{section}/{slug}` should go when no published node is there:
 /// the address now of the published node that was renamed away from it. `None` when nothing
 /// was, or when that node is gone or not published.
-pub async fn moved_to(db: &Db, section: &str, slug: &str) -> Result<Option<String>, DbError> {
+pub(crate) async fn moved_to(
+    db: &Db,
+    section: &str,
+    slug: &str,
+) -> Result<Option<String>, DbError> {
     let Some(target) = redirects::target(db, section, slug).await? else {
         return Ok(None);
     };

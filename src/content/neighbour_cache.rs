@@ -30,7 +30,7 @@ use crate::db::Db;
 /// The longest a post's neighbours are served from the cache.
 pub const TTL: Duration = Duration::from_secs(2);
 /// Posts whose neighbours are kept at most.
-pub const MAX_ENTRIES: usize = 10_000;
+pub(crate) const MAX_ENTRIES: usize = 10_000;
 
 /// Where a post stands: its section and its point in the section's stream (publication time in
 /// milliseconds, `_id`).
@@ -45,7 +45,7 @@ struct Entry<V> {
 
 /// The cached neighbours of one [`Db`] handle (a [`Db::extension`]); `V` is what the stream
 /// reads of a post's neighbours (`content::stream` owns that type: it uses this cache).
-pub struct NeighbourCache<V> {
+pub(crate) struct NeighbourCache<V> {
     entries: Mutex<HashMap<Key, Entry<V>>>,
 }
 
@@ -79,19 +79,15 @@ impl<V> NeighbourCache<V> {
     }
 
     /// Posts currently kept (expired ones included until they are replaced or swept).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries.lock().map(|e| e.len()).unwrap_or(0)
-    }
-
-    /// Whether no post is kept.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
 /// The neighbours of the post at (`published`, `id`) of `section`: from the cache when fresh,
 /// else from `load`, kept for the next visitors. Failures are not kept.
-pub async fn neighbours<V, F, E>(
+pub(crate) async fn neighbours<V, F, E>(
     db: &Db,
     section: &str,
     published: DateTime,

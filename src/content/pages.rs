@@ -23,7 +23,7 @@ use crate::web::meta::PageMeta;
 /// Nodes per list page.
 pub const PAGE_SIZE: i64 = 10;
 /// Gallery thumbnails per page.
-pub const GRID_PAGE_SIZE: i64 = 24;
+pub(crate) const GRID_PAGE_SIZE: i64 = 24;
 /// Most nodes and products a tag page lists of each.
 /// A content refusal is shown as a conflict; a database failure as its page.
 impl From<crate::content::ContentError> for AppError {
@@ -40,55 +40,55 @@ const TAG_LIMIT: i64 = 50;
 
 #[derive(Template)]
 #[template(path = "content/section.html")]
-pub struct SectionPage {
-    pub layout: Layout,
-    pub section: &'static Section,
+pub(crate) struct SectionPage {
+    pub(crate) layout: Layout,
+    pub(crate) section: &'static Section,
     /// The page's cards (no body text: `metadata.summary` stands in for it) and where its
     /// "Newer" and "Older" links lead, as the content cache holds them.
-    pub stream: Arc<stream::Page>,
+    pub(crate) stream: Arc<stream::Page>,
 }
 
 impl SectionPage {
     /// Where "Newer posts" leads: the first page when it is the newest.
-    pub fn newer_url(&self, point: &Cursor) -> String {
+    pub(crate) fn newer_url(&self, point: &Cursor) -> String {
         format!("/{}/?after={}", self.section.name, point.token())
     }
 
-    pub fn older_url(&self, point: &Cursor) -> String {
+    pub(crate) fn older_url(&self, point: &Cursor) -> String {
         format!("/{}/?before={}", self.section.name, point.token())
     }
 }
 
 #[derive(Template)]
 #[template(path = "content/node.html")]
-pub struct NodePage {
-    pub layout: Layout,
-    pub section: &'static Section,
-    pub node: Node,
+pub(crate) struct NodePage {
+    pub(crate) layout: Layout,
+    pub(crate) section: &'static Section,
+    pub(crate) node: Node,
     /// The posts just newer and just older in the section (none for pages).
-    pub newer: Option<Neighbour>,
-    pub older: Option<Neighbour>,
+    pub(crate) newer: Option<Neighbour>,
+    pub(crate) older: Option<Neighbour>,
     /// The node's comments (the page asked for) and the comment form.
-    pub thread: ThreadView,
+    pub(crate) thread: ThreadView,
     /// Shown through a preview link (`content::preview`): a banner, no comments, no neighbours.
-    pub preview: bool,
+    pub(crate) preview: bool,
 }
 
 #[derive(Template)]
 #[template(path = "content/tag.html")]
-pub struct TagPage {
-    pub layout: Layout,
-    pub tag: String,
+pub(crate) struct TagPage {
+    pub(crate) layout: Layout,
+    pub(crate) tag: String,
     /// What the tag page lists, as the content cache holds it.
-    pub listing: Arc<TagListing>,
+    pub(crate) listing: Arc<TagListing>,
 }
 
 /// The newest published nodes and the products on sale carrying a tag (at most
 /// [`TAG_LIMIT`] of each).
 #[derive(Debug)]
-pub struct TagListing {
-    pub nodes: Vec<Node>,
-    pub products: Vec<ProductCard>,
+pub(crate) struct TagListing {
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) products: Vec<ProductCard>,
 }
 
 /// The tag page's listing: from the content cache while fresh (a product write through this
@@ -112,7 +112,7 @@ fn known_section(name: &str) -> Result<&'static Section, AppError> {
 }
 
 /// `GET /{section}/` (and without the trailing slash).
-pub async fn list(
+pub(crate) async fn list(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<String>,
@@ -147,7 +147,7 @@ pub async fn list(
 }
 
 /// `GET /{section}/{slug}` (`?after=` / `?before=` page through its comments)
-pub async fn show(
+pub(crate) async fn show(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -188,7 +188,7 @@ pub async fn show(
 /// `GET /preview/{id}?expires=…&sig=…`: any node, draft or scheduled, as readers will see it,
 /// to whoever holds a link the site signed, until it expires (`content::preview`). A link that
 /// is not the site's is a 404; an expired one says so.
-pub async fn preview(
+pub(crate) async fn preview(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<String>,
@@ -333,7 +333,7 @@ async fn moved(
 }
 
 /// `GET /{section}/{slug}/comments`: the comments are on the node's page.
-pub async fn comments_anchor(
+pub(crate) async fn comments_anchor(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String)>,
@@ -348,7 +348,7 @@ pub async fn comments_anchor(
 
 /// `POST /{section}/{slug}/comments`: a new comment. A refused one shows the node again with
 /// the form filled in and what to fix.
-pub async fn post_comment(
+pub(crate) async fn post_comment(
     req: HttpRequest,
     state: web::Data<AppState>,
     comment_rate: web::Data<CommentRateLimit>,
@@ -396,7 +396,7 @@ pub async fn post_comment(
 }
 
 /// `GET /{section}/{slug}/comments/{comment}`: a comment's permalink.
-pub async fn comment_permalink(
+pub(crate) async fn comment_permalink(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<(String, String, String)>,
@@ -423,7 +423,7 @@ pub async fn comment_permalink(
 }
 
 /// `POST /{section}/{slug}/comments/{comment}`: a reply to that comment.
-pub async fn post_reply(
+pub(crate) async fn post_reply(
     req: HttpRequest,
     state: web::Data<AppState>,
     comment_rate: web::Data<CommentRateLimit>,
@@ -446,7 +446,7 @@ pub async fn post_reply(
 
 /// `GET /tags/{tag}` (and with a trailing slash, the tag feed's `alternate` link): published
 /// nodes and products carrying the tag.
-pub async fn tag(
+pub(crate) async fn tag(
     req: HttpRequest,
     state: web::Data<AppState>,
     path: web::Path<String>,

@@ -23,7 +23,7 @@ use crate::domain::EditVersion;
 use crate::media::{self, StoredImage, UploadError};
 
 /// An upload lock older than this is taken to belong to a crashed upload.
-pub const LOCK_TIMEOUT_SECS: i64 = 5 * 60;
+pub(crate) const LOCK_TIMEOUT_SECS: i64 = 5 * 60;
 /// Files younger than this are never called orphans: an upload may be between storing its
 /// file and pointing a node or product at it.
 pub const ORPHAN_GRACE: Duration = Duration::from_secs(60 * 60);
@@ -59,7 +59,7 @@ impl From<UploadError> for PhotoError {
 
 /// Take the upload lock of photo node `id`; `None` when it is held (or there is no such
 /// photo node). Returns the lock's time, needed to release exactly this lock.
-pub async fn take_lock(db: &Db, id: ObjectId) -> Result<Option<DateTime>, DbError> {
+pub(crate) async fn take_lock(db: &Db, id: ObjectId) -> Result<Option<DateTime>, DbError> {
     let now = DateTime::now();
     let stale = DateTime::from_millis(now.timestamp_millis() - LOCK_TIMEOUT_SECS * 1000);
     let taken = model::collection(db)
@@ -76,7 +76,7 @@ pub async fn take_lock(db: &Db, id: ObjectId) -> Result<Option<DateTime>, DbErro
 }
 
 /// Release the lock taken at `taken` (a lock taken over after a timeout is left alone).
-pub async fn release_lock(db: &Db, id: ObjectId, taken: DateTime) -> Result<(), DbError> {
+pub(crate) async fn release_lock(db: &Db, id: ObjectId, taken: DateTime) -> Result<(), DbError> {
     model::collection(db)
         .update_one(
             doc! { "_id": id, "metadata.locked": taken },
@@ -118,7 +118,7 @@ pub async fn swap_file(
 /// Upload `body` as the photo of node `id` (first photo or replacement), under the node's
 /// upload lock and the nonce its form was loaded with; `max_bytes` and `max_pixels` are the
 /// configured upload limits (`media.max_upload_mb`, `media.max_image_megapixels`).
-pub async fn upload<S, E>(
+pub(crate) async fn upload<S, E>(
     db: &Db,
     id: ObjectId,
     form_nonce: EditVersion,
@@ -173,16 +173,16 @@ where
 
 /// A stored file the clean-up would remove, as the admin is shown it before confirming.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OrphanFile {
-    pub id: ObjectId,
-    pub filename: String,
+pub(crate) struct OrphanFile {
+    pub(crate) id: ObjectId,
+    pub(crate) filename: String,
     /// Bytes of the file itself (its copies not counted).
-    pub length: i64,
-    pub uploaded: Option<DateTime>,
+    pub(crate) length: i64,
+    pub(crate) uploaded: Option<DateTime>,
     /// Its thumbnail and display copy, removed with it.
-    pub derivatives: Vec<ObjectId>,
+    pub(crate) derivatives: Vec<ObjectId>,
     /// A copy whose original is already gone (left by an interrupted delete or upload).
-    pub leftover_copy: bool,
+    pub(crate) leftover_copy: bool,
 }
 
 /// Where a file id can be held: every collection whose documents may name a stored file, as
@@ -219,7 +219,10 @@ fn collect_file_ids(value: &Bson, known: &HashSet<ObjectId>, found: &mut HashSet
 /// linking `/media/{id}/display`'s file directly) keeps the original. This reads every stored
 /// file's entry and every document of `REFERRING_COLLECTIONS` once: a maintenance job, not a
 /// page.
-pub async fn find_orphans(db: &Db, older_than: Duration) -> Result<Vec<OrphanFile>, DbError> {
+pub(crate) async fn find_orphans(
+    db: &Db,
+    older_than: Duration,
+) -> Result<Vec<OrphanFile>, DbError> {
     let cutoff = DateTime::from_millis(
         DateTime::now().timestamp_millis() - i64::try_from(older_than.as_millis()).unwrap_or(0),
     );
@@ -306,7 +309,7 @@ pub async fn find_orphans(db: &Db, older_than: Duration) -> Result<Vec<OrphanFil
 /// Delete the orphans among `chosen` (the files an admin confirmed from the list
 /// [`find_orphans`] showed), each with its copies; a file that is no longer an orphan (linked
 /// since the list was shown) is kept. Returns how many files were deleted, copies included.
-pub async fn remove_orphans(
+pub(crate) async fn remove_orphans(
     db: &Db,
     older_than: Duration,
     chosen: &HashSet<ObjectId>,

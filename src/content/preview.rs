@@ -17,7 +17,7 @@ use crate::db::{Db, DbError};
 use crate::mail::signing;
 
 /// How long a preview link works.
-pub const PREVIEW_DAYS: i64 = 7;
+pub(crate) const PREVIEW_DAYS: i64 = 7;
 
 /// What a preview link's signature covers.
 fn message(id: ObjectId, expires: i64) -> String {
@@ -25,7 +25,7 @@ fn message(id: ObjectId, expires: i64) -> String {
 }
 
 /// A preview link for node `id`, valid for [`PREVIEW_DAYS`] from now.
-pub async fn link(db: &Db, id: ObjectId) -> Result<String, DbError> {
+pub(crate) async fn link(db: &Db, id: ObjectId) -> Result<String, DbError> {
     let key = signing::key(db).await?;
     let expires = db.now().timestamp_millis() / 1000 + PREVIEW_DAYS * 24 * 3600;
     let sig = signing::sign(&key, &message(id, expires));
@@ -37,7 +37,7 @@ pub async fn link(db: &Db, id: ObjectId) -> Result<String, DbError> {
 
 /// What a presented link is worth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Checked {
+pub(crate) enum Checked {
     Valid,
     /// Made by the site, but its time is up.
     Expired,
@@ -46,7 +46,12 @@ pub enum Checked {
 }
 
 /// Check a link's `expires` and `sig` for node `id`.
-pub async fn check(db: &Db, id: ObjectId, expires: i64, sig: &str) -> Result<Checked, DbError> {
+pub(crate) async fn check(
+    db: &Db,
+    id: ObjectId,
+    expires: i64,
+    sig: &str,
+) -> Result<Checked, DbError> {
     let key = signing::key(db).await?;
     if !signing::verify(&key, &message(id, expires), sig) {
         return Ok(Checked::Forged);
@@ -73,7 +78,7 @@ fn grants(session: &Session) -> Vec<(String, i64)> {
 
 /// Remember in `session` that it opened a valid preview link of node `id` expiring at
 /// `expires` (Unix seconds).
-pub fn grant(session: &Session, id: ObjectId, expires: i64) {
+pub(crate) fn grant(session: &Session, id: ObjectId, expires: i64) {
     let hex = id.to_hex();
     let mut kept: Vec<(String, i64)> = grants(session)
         .into_iter()
@@ -88,7 +93,7 @@ pub fn grant(session: &Session, id: ObjectId, expires: i64) {
 }
 
 /// Whether `session` opened a preview of one of `nodes` whose link has not expired at `now`.
-pub fn granted(session: &Session, nodes: &[ObjectId], now: bson::DateTime) -> bool {
+pub(crate) fn granted(session: &Session, nodes: &[ObjectId], now: bson::DateTime) -> bool {
     let now = now.timestamp_millis() / 1000;
     grants(session)
         .iter()

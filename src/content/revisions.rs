@@ -20,18 +20,18 @@ pub const COLLECTION: &str = "revisions";
 /// How many revisions of one node are kept (`content.revisions_kept`): always at least one, so
 /// the version a save replaced can always be restored.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Retention(usize);
+pub(crate) struct Retention(usize);
 
 impl Retention {
     /// The most any node keeps (the setting's upper bound).
-    pub const MAX: usize = 1000;
+    pub(crate) const MAX: usize = 1000;
 
     /// `kept` revisions, brought into `1..=MAX`.
-    pub fn new(kept: usize) -> Retention {
+    pub(crate) fn new(kept: usize) -> Retention {
         Retention(kept.clamp(1, Self::MAX))
     }
 
-    pub fn get(self) -> usize {
+    pub(crate) fn get(self) -> usize {
         self.0
     }
 }
@@ -48,16 +48,16 @@ impl Default for Retention {
 pub struct Revision {
     #[serde(rename = "_id")]
     pub id: ObjectId,
-    pub node_id: ObjectId,
+    pub(crate) node_id: ObjectId,
     /// When this version was saved (the node's `metadata.updated` then).
-    pub at: DateTime,
+    pub(crate) at: DateTime,
     /// Who saved this version (the node's `metadata.updated_by` then); `None` when the node
     /// did not record it (created, or not edited since the name was recorded).
     pub by: Option<String>,
     pub title: String,
-    pub slug: String,
-    pub tags: Vec<String>,
-    pub published: Option<DateTime>,
+    pub(crate) slug: String,
+    pub(crate) tags: Vec<String>,
+    pub(crate) published: Option<DateTime>,
     /// The type's own fields, shaped like `metadata.detail`. Lists leave it out (`#[serde
     /// default]` reads it as empty then).
     #[serde(default)]
@@ -66,7 +66,7 @@ pub struct Revision {
 
 impl Revision {
     /// `YYYY-MM-DD HH:MM:SS ZONE` in the site's time zone, for lists and headings.
-    pub fn at_label(&self) -> String {
+    pub(crate) fn at_label(&self) -> String {
         let zone = crate::db::site::time_zone();
         format!(
             "{} {}",
@@ -76,12 +76,12 @@ impl Revision {
     }
 
     /// Who saved it, in words.
-    pub fn by_label(&self) -> &str {
+    pub(crate) fn by_label(&self) -> &str {
         self.by.as_deref().unwrap_or("unrecorded")
     }
 }
 
-pub fn indexes() -> Vec<IndexModel> {
+pub(crate) fn indexes() -> Vec<IndexModel> {
     vec![
         // A node's revisions, newest first: the edit page's list, one revision's page (by
         // `_id` and node), the retention cut and the delete of a node's history.
@@ -109,7 +109,7 @@ pub fn newest_first() -> Document {
 /// Keep `revision` (the version a save just replaced, built by `content::model`, which knows
 /// the node's shape) then drop its node's revisions beyond the newest `kept`. Journaled like the
 /// save it follows.
-pub async fn record(db: &Db, revision: &Revision, kept: Retention) -> Result<(), DbError> {
+pub(crate) async fn record(db: &Db, revision: &Revision, kept: Retention) -> Result<(), DbError> {
     db.durable::<Revision>(COLLECTION)
         .insert_one(revision)
         .await?;
@@ -119,7 +119,7 @@ pub async fn record(db: &Db, revision: &Revision, kept: Retention) -> Result<(),
 /// Delete the revisions of `node_id` older than its `kept`-th newest: one read of that one
 /// revision's time through the index, one delete. Revisions saved in the same millisecond as
 /// the cut are kept (a node may keep a few more than `kept` then, never fewer).
-pub async fn prune(db: &Db, node_id: ObjectId, kept: Retention) -> Result<(), DbError> {
+pub(crate) async fn prune(db: &Db, node_id: ObjectId, kept: Retention) -> Result<(), DbError> {
     let skip = u64::try_from(kept.get() - 1).unwrap_or(u64::MAX);
     let cut = db
         .collection::<Document>(COLLECTION)
@@ -158,7 +158,7 @@ pub async fn get(db: &Db, node_id: ObjectId, id: ObjectId) -> Result<Option<Revi
 }
 
 /// Delete every revision of a node (the node is being deleted).
-pub async fn delete_all(db: &Db, node_id: ObjectId) -> Result<u64, DbError> {
+pub(crate) async fn delete_all(db: &Db, node_id: ObjectId) -> Result<u64, DbError> {
     Ok(collection(db)
         .delete_many(of_node(node_id))
         .await?

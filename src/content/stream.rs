@@ -33,7 +33,7 @@ use crate::content::neighbour_cache;
 use crate::db::{Db, DbError};
 
 /// Deepest `?page=N` still answered (older links); deeper pages are reached by "Older posts".
-pub const MAX_NUMBERED_PAGE: u64 = 100;
+pub(crate) const MAX_NUMBERED_PAGE: u64 = 100;
 
 /// A point in a stream: a node's publication time and `_id`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -44,22 +44,22 @@ pub struct Cursor {
 
 /// A token that is not one the site makes.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BadToken;
+pub(crate) struct BadToken;
 
 impl Cursor {
     /// The point of `node` (`None` for a draft, which no stream holds).
-    pub fn of(node: &Node) -> Option<Cursor> {
+    pub(crate) fn of(node: &Node) -> Option<Cursor> {
         Some(Cursor {
             published: node.metadata.published?,
             id: node.id,
         })
     }
 
-    pub fn token(&self) -> String {
+    pub(crate) fn token(&self) -> String {
         format!("{}.{}", self.published.timestamp_millis(), self.id.to_hex())
     }
 
-    pub fn parse(token: &str) -> Result<Cursor, BadToken> {
+    pub(crate) fn parse(token: &str) -> Result<Cursor, BadToken> {
         let (millis, id) = token.split_once('.').ok_or(BadToken)?;
         // Only what `token` writes: an optional minus and digits, then 24 lowercase hex digits.
         let digits = millis.strip_prefix('-').unwrap_or(millis);
@@ -78,7 +78,7 @@ impl Cursor {
 
 /// Which page of a stream to read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum At {
+pub(crate) enum At {
     /// The newest nodes.
     Newest,
     /// The nodes older than the point (`?before=`).
@@ -91,7 +91,7 @@ pub enum At {
 
 impl At {
     /// From a request's `before`, `after` and `page` parameters (at most one of them).
-    pub fn from_params(
+    pub(crate) fn from_params(
         before: Option<&str>,
         after: Option<&str>,
         page: Option<&str>,
@@ -118,9 +118,9 @@ impl At {
 /// (`None`: there is nothing that way).
 #[derive(Debug)]
 pub struct Page {
-    pub nodes: Vec<Node>,
-    pub newer: Option<Cursor>,
-    pub older: Option<Cursor>,
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) newer: Option<Cursor>,
+    pub(crate) older: Option<Cursor>,
 }
 
 /// The filter of a section's visible nodes narrowed by `range` (on `metadata.published` and
@@ -204,7 +204,7 @@ where
 
 /// The page of `section`'s stream at `at`, `size` nodes, as cards
 /// ([`model::card_projection`]: no body text), from the content cache while fresh.
-pub async fn page(db: &Db, section: &str, at: At, size: i64) -> Result<Arc<Page>, DbError> {
+pub(crate) async fn page(db: &Db, section: &str, at: At, size: i64) -> Result<Arc<Page>, DbError> {
     let key = (section.to_string(), at, size);
     cache::get_or_load(db, key, false, load_page(db, section, at, size)).await
 }
@@ -288,7 +288,11 @@ struct PointMetadata {
 /// page 1, 2, … up to page [`MAX_NUMBERED_PAGE`] − 1, so page `n` is the page after anchor
 /// `n − 2`. Read as one find of only the points (`_id` and publication time, no more than
 /// `MAX_NUMBERED_PAGE × size` of them), kept in the content cache like the pages.
-pub async fn anchors(db: &Db, section: &str, size: i64) -> Result<Arc<Vec<Cursor>>, DbError> {
+pub(crate) async fn anchors(
+    db: &Db,
+    section: &str,
+    size: i64,
+) -> Result<Arc<Vec<Cursor>>, DbError> {
     let key = (section.to_string(), size);
     cache::get_or_load(db, key, false, async {
         let size = usize::try_from(size.max(1)).unwrap_or(1);
@@ -321,22 +325,22 @@ pub async fn anchors(db: &Db, section: &str, size: i64) -> Result<Arc<Vec<Cursor
 
 /// A neighbour of a post: enough to link to it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct Neighbour {
+pub(crate) struct Neighbour {
     #[serde(rename = "_id")]
     pub id: ObjectId,
-    pub metadata: NeighbourMetadata,
+    pub(crate) metadata: NeighbourMetadata,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct NeighbourMetadata {
-    pub section: String,
-    pub slug: String,
-    pub title: String,
+pub(crate) struct NeighbourMetadata {
+    pub(crate) section: String,
+    pub(crate) slug: String,
+    pub(crate) title: String,
     pub published: Option<DateTime>,
 }
 
 impl Neighbour {
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         model::url_of(&self.metadata.section, &self.metadata.slug)
     }
 }
@@ -366,7 +370,7 @@ pub fn neighbour_probes(section: &str, point: Cursor, now: DateTime) -> [Documen
 /// The posts just newer and just older than `node` in its section (for "Previous" and "Next"
 /// links), from the [`neighbour_cache`] when it holds them fresh (no command), else as
 /// `load_neighbours` reads them.
-pub async fn neighbours(
+pub(crate) async fn neighbours(
     db: &Db,
     node: &Node,
 ) -> Result<(Option<Neighbour>, Option<Neighbour>), DbError> {

@@ -20,26 +20,26 @@ use crate::web::layout::{render, Layout};
 
 /// One tag of the index.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TagCount {
-    pub tag: String,
+pub(crate) struct TagCount {
+    pub(crate) tag: String,
     /// Published posts and pages carrying the tag.
-    pub posts: u64,
+    pub(crate) posts: u64,
     /// Products on sale carrying the tag.
-    pub products: u64,
+    pub(crate) products: u64,
 }
 
 impl TagCount {
     /// Everything the tag page lists.
-    pub fn total(&self) -> u64 {
+    pub(crate) fn total(&self) -> u64 {
         self.posts + self.products
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         crate::content::model::tag_url(&self.tag)
     }
 
     /// "3 posts, 1 product": what the count is made of, for the link's description.
-    pub fn breakdown(&self) -> String {
+    pub(crate) fn breakdown(&self) -> String {
         let mut parts = Vec::new();
         if self.posts > 0 {
             parts.push(counted(self.posts, "post", "posts"));
@@ -57,7 +57,7 @@ fn counted(n: u64, one: &str, many: &str) -> String {
 
 /// Every tag on a published node or a product on sale, ordered by name (ignoring case so
 /// "Jazz" and "jazz" sit together).
-pub async fn all(db: &Db) -> Result<Vec<TagCount>, DbError> {
+pub(crate) async fn all(db: &Db) -> Result<Vec<TagCount>, DbError> {
     let posts = counts(
         db,
         crate::content::model::COLLECTION,
@@ -143,13 +143,16 @@ async fn counts(
 
 #[derive(Template)]
 #[template(path = "content/tags.html")]
-pub struct TagsPage {
-    pub layout: Layout,
-    pub tags: Vec<TagCount>,
+pub(crate) struct TagsPage {
+    pub(crate) layout: Layout,
+    pub(crate) tags: Vec<TagCount>,
 }
 
 /// `GET /tags/` (and `/tags`): the index of tags.
-pub async fn index(req: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, AppError> {
+pub(crate) async fn index(
+    req: HttpRequest,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, AppError> {
     let tags = all(&state.db).await?;
     let mut layout = Layout::public(&req);
     layout.meta.title = "Tags".to_string();

@@ -2,18 +2,18 @@
 //! out of the URL an editor gives; nothing from the form is ever put into the page as HTML.
 
 /// The embed hosts; the Content-Security-Policy allows frames from exactly these.
-pub const YOUTUBE_EMBED: &str = "https://www.youtube-nocookie.com";
-pub const VIMEO_EMBED: &str = "https://player.vimeo.com";
+pub(crate) const YOUTUBE_EMBED: &str = "https://www.youtube-nocookie.com";
+pub(crate) const VIMEO_EMBED: &str = "https://player.vimeo.com";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Video {
+pub(crate) enum Video {
     YouTube(String),
     Vimeo(String),
 }
 
 impl Video {
     /// The video behind a YouTube or Vimeo page URL; `None` for anything else.
-    pub fn parse(url: &str) -> Option<Video> {
+    pub(crate) fn parse(url: &str) -> Option<Video> {
         let url = url.trim();
         let rest = url
             .strip_prefix("https://")
@@ -47,14 +47,14 @@ impl Video {
         }
     }
 
-    pub fn provider(&self) -> &'static str {
+    pub(crate) fn provider(&self) -> &'static str {
         match self {
             Video::YouTube(_) => "youtube",
             Video::Vimeo(_) => "vimeo",
         }
     }
 
-    pub fn provider_label(&self) -> &'static str {
+    pub(crate) fn provider_label(&self) -> &'static str {
         match self {
             Video::YouTube(_) => "YouTube",
             Video::Vimeo(_) => "Vimeo",
@@ -62,7 +62,7 @@ impl Video {
     }
 
     /// The iframe address (built only from the checked id).
-    pub fn embed_url(&self) -> String {
+    pub(crate) fn embed_url(&self) -> String {
         match self {
             Video::YouTube(id) => format!("{YOUTUBE_EMBED}/embed/{id}"),
             Video::Vimeo(id) => format!("{VIMEO_EMBED}/video/{id}"),
@@ -70,7 +70,7 @@ impl Video {
     }
 
     /// The video's own page, for a plain link.
-    pub fn watch_url(&self) -> String {
+    pub(crate) fn watch_url(&self) -> String {
         match self {
             Video::YouTube(id) => format!("https://www.youtube.com/watch?v={id}"),
             Video::Vimeo(id) => format!("https://vimeo.com/{id}"),

@@ -30,9 +30,9 @@ use crate::db::{Db, DbError};
 use crate::search::{self, Results};
 
 /// The longest a page of results is served from the cache.
-pub const TTL: Duration = Duration::from_secs(2);
+pub(crate) const TTL: Duration = Duration::from_secs(2);
 /// Pages of results kept at most.
-pub const MAX_ENTRIES: usize = 1_000;
+pub(crate) const MAX_ENTRIES: usize = 1_000;
 
 struct Entry {
     results: Arc<Results>,
@@ -46,7 +46,7 @@ type RunLock = Arc<tokio::sync::Mutex<()>>;
 
 /// The cached pages of one [`Db`] handle (a [`Db::extension`]), by (search, page).
 #[derive(Default)]
-pub struct SearchCache {
+pub(crate) struct SearchCache {
     entries: Mutex<HashMap<(String, u64), Entry>>,
     /// One lock per (search, page) being run: visitors asking what another is already running
     /// wait for its answer instead of running it again (see [`turn`]).
@@ -55,7 +55,7 @@ pub struct SearchCache {
 
 /// The turn of one visitor at a (search, page) no fresh entry answers: while held, visitors
 /// asking the same wait in [`turn`]; dropped, the next of them finds the page cached.
-pub struct Turn {
+pub(crate) struct Turn {
     cache: Arc<SearchCache>,
     key: (String, u64),
     guard: Option<tokio::sync::OwnedMutexGuard<()>>,
@@ -79,7 +79,7 @@ impl Drop for Turn {
 /// the turn to run it: the caller asks [`cached`] again first (the visitor before may have
 /// just kept the page), then runs it. So a popular search whose entry expired runs once, not
 /// once per visitor who asked meanwhile (each taking a search slot).
-pub async fn turn(db: &Db, query: &str, page: u64) -> Turn {
+pub(crate) async fn turn(db: &Db, query: &str, page: u64) -> Turn {
     of(db).turn((query.to_string(), page)).await
 }
 
@@ -122,13 +122,9 @@ impl SearchCache {
     }
 
     /// Pages currently kept (expired ones included until they are replaced or swept).
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
         self.entries.lock().map(|e| e.len()).unwrap_or(0)
-    }
-
-    /// Whether no page is kept.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 
@@ -138,7 +134,7 @@ fn writes(db: &Db) -> u64 {
 }
 
 /// The cache kept with `db`.
-pub fn of(db: &Db) -> Arc<SearchCache> {
+pub(crate) fn of(db: &Db) -> Arc<SearchCache> {
     db.extension::<SearchCache>()
 }
 
@@ -150,7 +146,7 @@ pub fn cached(db: &Db, query: &str, page: u64) -> Option<Arc<Results>> {
 
 /// [`search::search`] of `query` (already cleaned) and `page`, kept for the next visitors.
 /// Failures are not kept: the next visitor tries again.
-pub async fn search(db: &Db, query: &str, page: u64) -> Result<Arc<Results>, DbError> {
+pub(crate) async fn search(db: &Db, query: &str, page: u64) -> Result<Arc<Results>, DbError> {
     // Read before the search runs: a product write while it runs makes this entry stale.
     let products = writes(db);
     let loaded = Instant::now();
@@ -173,7 +169,6 @@ mod tests {
     fn results() -> Arc<Results> {
         Arc::new(Results {
             hits: Vec::new(),
-            page: 1,
             has_next: false,
             total: 0,
             more: false,

@@ -28,7 +28,7 @@ pub struct SearchLimits {
 }
 
 impl SearchLimits {
-    pub fn new(settings: &SearchSettings) -> SearchLimits {
+    pub(crate) fn new(settings: &SearchSettings) -> SearchLimits {
         let max_concurrent = settings.max_concurrent.max(1);
         SearchLimits {
             slots: Arc::new(Semaphore::new(max_concurrent)),
@@ -40,30 +40,30 @@ impl SearchLimits {
     }
 
     /// Searches one address may start a minute.
-    pub fn per_minute(&self) -> u32 {
+    pub(crate) fn per_minute(&self) -> u32 {
         self.per_minute
     }
 
     /// Seconds until an address that has used its allowance may search again (one search's
     /// worth of refill, rounded up).
-    pub fn retry_after_secs(&self) -> u64 {
+    pub(crate) fn retry_after_secs(&self) -> u64 {
         60u64.div_ceil(u64::from(self.per_minute)).max(1)
     }
 
     /// How long a search waits for a slot (`search.max_wait_ms`); also how long it waits for
     /// the same search run by another visitor (see [`super::cache::turn`]).
-    pub fn max_wait(&self) -> Duration {
+    pub(crate) fn max_wait(&self) -> Duration {
         self.max_wait
     }
 
     /// Count one search from `client`; false when it is over its allowance.
-    pub fn allow(&self, client: Option<IpAddr>) -> bool {
+    pub(crate) fn allow(&self, client: Option<IpAddr>) -> bool {
         self.per_client.allow(client)
     }
 
     /// A slot to run one search in, waiting up to `search.max_wait_ms`; `None` when every
     /// slot stayed busy. The search runs while the permit is held.
-    pub async fn slot(&self) -> Option<OwnedSemaphorePermit> {
+    pub(crate) async fn slot(&self) -> Option<OwnedSemaphorePermit> {
         let acquire = Arc::clone(&self.slots).acquire_owned();
         match tokio::time::timeout(self.max_wait, acquire).await {
             Ok(Ok(permit)) => Some(permit),

@@ -26,7 +26,7 @@ async fn text_of(
 }
 
 /// `GET /products`
-pub async fn products(
+pub(crate) async fn products(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
@@ -36,7 +36,7 @@ pub async fn products(
 }
 
 /// `GET /categories/{slug}`
-pub async fn category(
+pub(crate) async fn category(
     req: HttpRequest,
     state: web::Data<AppState>,
     slug: web::Path<String>,

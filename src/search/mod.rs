@@ -15,10 +15,10 @@
 //! from memory) and runs at most a few searches at once ([`limits`]).
 
 pub mod cache;
-pub mod limits;
-pub mod listing;
-pub mod pages;
-pub mod terms;
+pub(crate) mod limits;
+pub(crate) mod listing;
+pub(crate) mod pages;
+pub(crate) mod terms;
 
 use bson::{doc, Bson, Document};
 use docstore::tokenizer::{word_spans, Language, ParsedQuery, Sensitivity, Tokenizer};
@@ -31,33 +31,33 @@ use crate::content::model;
 use crate::db::{Db, DbError};
 
 /// Longest search used; longer input is cut, not refused.
-pub const MAX_QUERY_CHARS: usize = 200;
+pub(crate) const MAX_QUERY_CHARS: usize = 200;
 /// Results per page.
 pub const PER_PAGE: usize = 20;
 /// Pages offered at most: a search shows its best `PER_PAGE * MAX_PAGES` results.
-pub const MAX_PAGES: u64 = 10;
+pub(crate) const MAX_PAGES: u64 = 10;
 /// Matches counted at most in each collection: past it the page says "more than". Counting
 /// every match of a common word (a third of a million products and posts) cost seconds per
 /// search, for a figure nobody reads exactly; counting stops here instead.
-pub const MAX_COUNTED: u64 = 1_000;
+pub(crate) const MAX_COUNTED: u64 = 1_000;
 
 /// Name of the products' text index. A collection has at most one text index, and one of the
 /// same name with other fields cannot be created over it: a change of fields gets a new name,
 /// and the old one goes into [`RETIRED_INDEXES`].
 pub const PRODUCT_INDEX: &str = "product_search_2";
 /// Name of the content nodes' text index (renamed like [`PRODUCT_INDEX`]).
-pub const NODE_INDEX: &str = "node_search_2";
+pub(crate) const NODE_INDEX: &str = "node_search_2";
 
 /// Text indexes of earlier versions, `(collection, name)`, dropped at start-up before the
 /// current ones are created (see `startup::indexes`): `product_search` lacked films' writers,
 /// `node_search` the authors of posts.
-pub const RETIRED_INDEXES: [(&str, &str); 2] = [
+pub(crate) const RETIRED_INDEXES: [(&str, &str); 2] = [
     (products::COLLECTION, "product_search"),
     (model::COLLECTION, "node_search"),
 ];
 
 /// Product fields searched, with their weights and the label shown when they match.
-pub const PRODUCT_FIELDS: &[(&str, i32, &str)] = &[
+pub(crate) const PRODUCT_FIELDS: &[(&str, i32, &str)] = &[
     ("title", 10, "title"),
     ("details.artist", 6, "artist"),
     ("details.author", 6, "author"),
@@ -70,7 +70,7 @@ pub const PRODUCT_FIELDS: &[(&str, i32, &str)] = &[
 ];
 
 /// Content fields searched, with their weights and labels.
-pub const NODE_FIELDS: &[(&str, i32, &str)] = &[
+pub(crate) const NODE_FIELDS: &[(&str, i32, &str)] = &[
     ("metadata.title", 10, "title"),
     ("metadata.tags", 3, "tags"),
     ("metadata.author.name", 3, "author"),
@@ -104,7 +104,7 @@ fn text_index(name: &str, fields: &[(&str, i32, &str)]) -> IndexModel {
 }
 
 /// The text indexes search needs: `(collection, indexes)` for [`crate::startup::indexes`].
-pub fn indexes() -> Vec<(&'static str, Vec<IndexModel>)> {
+pub(crate) fn indexes() -> Vec<(&'static str, Vec<IndexModel>)> {
     vec![
         (
             products::COLLECTION,
@@ -117,7 +117,7 @@ pub fn indexes() -> Vec<(&'static str, Vec<IndexModel>)> {
 /// The search a visitor typed, made safe to send: control characters (NUL included) removed,
 /// whitespace trimmed, at most [`MAX_QUERY_CHARS`] characters. Quotes and minus signs keep
 /// their `$text` meaning (phrases and negation).
-pub fn clean_query(raw: &str) -> String {
+pub(crate) fn clean_query(raw: &str) -> String {
     let cleaned: String = raw
         .chars()
         .filter(|c| !c.is_control())
@@ -126,53 +126,44 @@ pub fn clean_query(raw: &str) -> String {
     cleaned.trim().to_string()
 }
 
-/// What a result is.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Kind {
-    Product,
-    Content,
-}
-
 /// One search result.
 #[derive(Debug, Clone)]
-pub struct Hit {
-    pub kind: Kind,
-    pub title: String,
-    pub url: String,
+pub(crate) struct Hit {
+    pub(crate) title: String,
+    pub(crate) url: String,
     /// "Album", "Blog entry"…
-    pub label: String,
+    pub(crate) label: String,
     /// Plain text from the description or text: its start, or the stretch around the first
     /// matched word, with the matched words marked.
-    pub excerpt: Vec<Piece>,
+    pub(crate) excerpt: Vec<Piece>,
     /// A product's card (price, picture, stock); `None` for content.
-    pub product: Option<crate::catalog::card::ProductCard>,
+    pub(crate) product: Option<crate::catalog::card::ProductCard>,
     /// The fields the search words were found in ("title", "artist"…).
-    pub matched: Vec<&'static str>,
-    pub score: f64,
+    pub(crate) matched: Vec<&'static str>,
+    pub(crate) score: f64,
 }
 
 /// A stretch of an excerpt: words, and whether they are ones the search matched (shown
 /// marked; the template escapes the text like any other).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Piece {
-    pub text: String,
-    pub matched: bool,
+pub(crate) struct Piece {
+    pub(crate) text: String,
+    pub(crate) matched: bool,
 }
 
 /// A page of results.
 #[derive(Debug)]
 pub struct Results {
-    pub hits: Vec<Hit>,
-    pub page: u64,
-    pub has_next: bool,
+    pub(crate) hits: Vec<Hit>,
+    pub(crate) has_next: bool,
     /// How many products and published content match in all (not only the pages offered):
     /// what the results page says and the traffic log records. At most [`MAX_COUNTED`] per
     /// collection are counted: see `more`.
-    pub total: u64,
+    pub(crate) total: u64,
     /// More than `total` match (a collection had more than [`MAX_COUNTED`] matches).
-    pub more: bool,
+    pub(crate) more: bool,
     /// "Did you mean": the search with unknown words replaced by the nearest known ones.
-    pub suggestion: Option<String>,
+    pub(crate) suggestion: Option<String>,
 }
 
 /// The `$text` filter for a search (kept in `db`, below the areas, as the content admin's
@@ -185,7 +176,7 @@ pub fn score_sort() -> Document {
 }
 
 /// Search products and published content; `page` counts from 1 (at most [`MAX_PAGES`]).
-pub async fn search(db: &Db, query: &str, page: u64) -> Result<Results, DbError> {
+pub(crate) async fn search(db: &Db, query: &str, page: u64) -> Result<Results, DbError> {
     let page = page.clamp(1, MAX_PAGES);
     let wanted = page as usize * PER_PAGE;
     // One more than needed tells whether a next page exists.
@@ -256,7 +247,6 @@ pub async fn search(db: &Db, query: &str, page: u64) -> Result<Results, DbError>
         .collect();
     Ok(Results {
         hits,
-        page,
         has_next,
         total,
         more,
@@ -267,7 +257,7 @@ pub async fn search(db: &Db, query: &str, page: u64) -> Result<Results, DbError>
 /// `query` as a search sends it to `$text`: its last word completed (see [`terms`]). For
 /// other full-text searches of the storefront (the product list's `q`), so every search box
 /// finds the same.
-pub async fn expanded_query(db: &Db, query: &str) -> Result<String, DbError> {
+pub(crate) async fn expanded_query(db: &Db, query: &str) -> Result<String, DbError> {
     Ok(terms::current(db).await?.expand(query).text)
 }
 
@@ -358,7 +348,7 @@ fn matched_fields(
 }
 
 /// At most `max` characters of `text`, cut at a word, with an ellipsis when cut.
-pub fn excerpt(text: &str, max: usize) -> String {
+pub(crate) fn excerpt(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     if flat.chars().count() <= max {
         return flat;
@@ -374,7 +364,7 @@ pub fn excerpt(text: &str, max: usize) -> String {
 /// Plain `text` cut to about `max` characters (from its start, or from shortly before the first
 /// matched word when that would be cut off), split into [`Piece`]s with the words whose index
 /// term is one of `terms` marked.
-pub fn highlighted(text: &str, terms: &[String], max: usize) -> Vec<Piece> {
+pub(crate) fn highlighted(text: &str, terms: &[String], max: usize) -> Vec<Piece> {
     let tokenizer = tokenizer();
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
     let is_match = |word: &str| tokenizer.term(word).is_some_and(|t| terms.contains(&t));
@@ -434,7 +424,6 @@ fn product_hit(doc: &Document, terms: &[String]) -> Hit {
         _ => "Product",
     };
     Hit {
-        kind: Kind::Product,
         title: doc.get_str("title").unwrap_or("").to_string(),
         url: crate::catalog::model::url_of(doc.get_str("slug").unwrap_or("")),
         label: label.to_string(),
@@ -466,7 +455,6 @@ fn node_hit(doc: &Document, terms: &[String]) -> Hit {
         crate::content::excerpt::plain_text(&detail_text)
     };
     Hit {
-        kind: Kind::Content,
         title: get("title").to_string(),
         url: crate::content::model::url_of(get("section"), get("slug")),
         label: label.to_string(),

@@ -20,23 +20,23 @@ use crate::web::traffic::{self, CommerceEvent};
 
 #[derive(Template)]
 #[template(path = "search/results.html")]
-pub struct SearchPage {
-    pub layout: Layout,
+pub(crate) struct SearchPage {
+    pub(crate) layout: Layout,
     /// The search as used (cleaned); empty when nothing was asked.
-    pub query: String,
-    pub hits: Vec<Hit>,
-    pub page: u64,
-    pub has_next: bool,
+    pub(crate) query: String,
+    pub(crate) hits: Vec<Hit>,
+    pub(crate) page: u64,
+    pub(crate) has_next: bool,
     /// How many results the search found in all (counted up to a bound, see `more`).
-    pub total: u64,
+    pub(crate) total: u64,
     /// More than `total` results were found (the count stopped at its bound).
-    pub more: bool,
+    pub(crate) more: bool,
     /// "Did you mean" this search instead.
-    pub suggestion: Option<String>,
+    pub(crate) suggestion: Option<String>,
 }
 
 impl SearchPage {
-    pub fn page_url(&self, n: &u64) -> String {
+    pub(crate) fn page_url(&self, n: &u64) -> String {
         let qs = form_urlencoded::Serializer::new(String::new())
             .append_pair("q", &self.query)
             .append_pair("page", &n.to_string())
@@ -45,29 +45,29 @@ impl SearchPage {
     }
 
     /// The results of `suggestion` (the "did you mean" link).
-    pub fn suggestion_url(&self, suggestion: &str) -> String {
+    pub(crate) fn suggestion_url(&self, suggestion: &str) -> String {
         let qs = form_urlencoded::Serializer::new(String::new())
             .append_pair("q", suggestion)
             .finish();
         format!("/search?{qs}")
     }
 
-    pub fn prev_url(&self) -> String {
+    pub(crate) fn prev_url(&self) -> String {
         self.page_url(&self.page.saturating_sub(1))
     }
 
-    pub fn next_url(&self) -> String {
+    pub(crate) fn next_url(&self) -> String {
         self.page_url(&(self.page + 1))
     }
 
     /// The matched fields as "title, artist".
-    pub fn matched(&self, hit: &Hit) -> String {
+    pub(crate) fn matched(&self, hit: &Hit) -> String {
         hit.matched.join(", ")
     }
 }
 
 /// What a visitor is told when every search slot stayed busy (a 503 with `Retry-After`).
-pub const BUSY_MESSAGE: &str = "Search is busy, please try again in a moment.";
+pub(crate) const BUSY_MESSAGE: &str = "Search is busy, please try again in a moment.";
 
 /// The 429 page for a client over its allowance, saying when to come back.
 fn too_many_searches(limits: &SearchLimits) -> HttpResponse {
@@ -85,7 +85,7 @@ fn too_many_searches(limits: &SearchLimits) -> HttpResponse {
 }
 
 /// `GET /search`
-pub async fn results(
+pub(crate) async fn results(
     req: HttpRequest,
     state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
@@ -166,7 +166,6 @@ pub async fn results(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::search::Kind;
 
     fn page(total: u64, more: bool) -> String {
         let req = actix_web::test::TestRequest::default().to_http_request();
@@ -174,7 +173,6 @@ mod tests {
             layout: Layout::public(&req),
             query: "jazz".into(),
             hits: vec![Hit {
-                kind: Kind::Content,
                 title: "A post".into(),
                 url: "/blog/a-post".into(),
                 label: "Blog entry".into(),

@@ -42,14 +42,14 @@ use crate::db::{Db, DbError};
 
 /// The longest a word list is used before a rebuild is started (longer for slow builds, see
 /// [`refresh_after`]).
-pub const TTL: Duration = Duration::from_secs(60);
+pub(crate) const TTL: Duration = Duration::from_secs(60);
 /// The longest a search waits for a build it needs (the first, or one after a product write);
 /// past it the search uses the list it has (an empty one before the first build).
-pub const WAIT_FOR_REBUILD: Duration = Duration::from_millis(250);
+pub(crate) const WAIT_FOR_REBUILD: Duration = Duration::from_millis(250);
 /// A list is rebuilt at most once per this many build times.
 const BUILD_SHARE: u32 = 20;
 /// Words the last word of a search is completed with at most (the most frequent ones).
-pub const MAX_COMPLETIONS: usize = 8;
+pub(crate) const MAX_COMPLETIONS: usize = 8;
 /// Shortest word that is completed: one letter would add half the list.
 const MIN_PREFIX_CHARS: usize = 2;
 /// Longest word kept in the list (longer ones are codes and addresses, not words to suggest).
@@ -57,7 +57,7 @@ const MAX_WORD_CHARS: usize = 40;
 
 /// The words of the searchable fields.
 #[derive(Debug, Default)]
-pub struct Vocabulary {
+pub(crate) struct Vocabulary {
     /// Folded words (lower case, no diacritics; stop words left out) and how many field
     /// values hold each.
     words: BTreeMap<String, u32>,
@@ -107,15 +107,16 @@ impl Builder {
 
 /// A search with its last word completed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Expanded {
+pub(crate) struct Expanded {
     /// What is sent to `$text`: the search as typed, then the completions.
-    pub text: String,
-    pub completions: Vec<String>,
+    pub(crate) text: String,
+    pub(crate) completions: Vec<String>,
 }
 
 impl Vocabulary {
     /// The list of the words in `texts`.
-    pub fn of_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vocabulary {
+    #[cfg(test)]
+    pub(crate) fn of_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Vocabulary {
         let mut builder = Builder::default();
         for text in texts {
             builder.add(text);
@@ -124,12 +125,8 @@ impl Vocabulary {
     }
 
     /// Distinct words in the list.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.words.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.words.is_empty()
     }
 
     /// Whether the index knows `word` (its stem is one of the index's terms).
@@ -141,7 +138,7 @@ impl Vocabulary {
 
     /// `query` with its last word completed from the list: unless that word is negated
     /// (`-blue`) or inside an unclosed phrase, or shorter than two letters.
-    pub fn expand(&self, query: &str) -> Expanded {
+    pub(crate) fn expand(&self, query: &str) -> Expanded {
         let unchanged = Expanded {
             text: query.to_string(),
             completions: Vec::new(),
@@ -199,7 +196,7 @@ impl Vocabulary {
     /// word it does (edit distance 1 for words of up to four letters, else 2; the more
     /// frequent of equally near ones). `None` when every word is known or nothing is near, and
     /// for searches with phrases or negations (their words are not corrected one by one).
-    pub fn suggest(&self, query: &str) -> Option<String> {
+    pub(crate) fn suggest(&self, query: &str) -> Option<String> {
         if query.contains('"') || query.split_whitespace().any(|t| t.starts_with('-')) {
             return None;
         }
@@ -254,7 +251,7 @@ impl Vocabulary {
 
 /// The Levenshtein distance between `a` and `b` if it is at most `limit` (rows stop early
 /// once every cell is past the limit).
-pub fn edit_distance_within(a: &[char], b: &str, limit: usize) -> Option<usize> {
+pub(crate) fn edit_distance_within(a: &[char], b: &str, limit: usize) -> Option<usize> {
     let b: Vec<char> = b.chars().collect();
     let mut previous: Vec<usize> = (0..=b.len()).collect();
     let mut current = vec![0; b.len() + 1];
@@ -277,13 +274,13 @@ pub fn edit_distance_within(a: &[char], b: &str, limit: usize) -> Option<usize> 
 
 /// How long a list built in `took` is used before it is rebuilt: [`TTL`], or [`BUILD_SHARE`]
 /// build times when that is longer.
-pub fn refresh_after(took: Duration) -> Duration {
+pub(crate) fn refresh_after(took: Duration) -> Duration {
     TTL.max(took * BUILD_SHARE)
 }
 
 /// The word list kept with one [`Db`] handle (a [`Db::extension`]).
 #[derive(Default)]
-pub struct VocabularyCache {
+pub(crate) struct VocabularyCache {
     held: Mutex<Option<Held>>,
     /// Set while a build runs (never two at once).
     building: AtomicBool,
@@ -364,7 +361,7 @@ fn writes(db: &Db) -> u64 {
 
 /// The word list of `db`'s searchable fields (see the module's notes on staleness): never
 /// waits longer than [`WAIT_FOR_REBUILD`].
-pub async fn current(db: &Db) -> Result<Arc<Vocabulary>, DbError> {
+pub(crate) async fn current(db: &Db) -> Result<Arc<Vocabulary>, DbError> {
     let cache = db.extension::<VocabularyCache>();
     let seen = writes(db);
     let fallback = match cache.usable(seen, Instant::now()) {
