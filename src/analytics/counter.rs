@@ -43,8 +43,8 @@ const REMEMBERED_DAYS: usize = 3;
 /// One page view: the normalised path and when it was served.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PageView {
-    pub path: String,
-    pub at: DateTime<Utc>,
+    pub(crate) path: String,
+    pub(crate) at: DateTime<Utc>,
 }
 
 /// What the counter has done since start-up (shown under Admin → Analytics).
@@ -128,7 +128,7 @@ fn shard_index() -> usize {
 
 impl PageViewCounter {
     /// Start the background writer on the current Tokio runtime.
-    pub fn spawn(db: Db, settings: &AnalyticsSettings) -> PageViewCounter {
+    pub(crate) fn spawn(db: Db, settings: &AnalyticsSettings) -> PageViewCounter {
         let capacity = settings.queue_capacity as u64;
         let shared = Arc::new(Shared {
             shards: Default::default(),
@@ -204,7 +204,7 @@ impl PageViewCounter {
     }
 
     /// Write what is queued and stop the writer; later views are dropped. Safe to call twice.
-    pub async fn stop(&self) {
+    pub(crate) async fn stop(&self) {
         let (done, wait) = oneshot::channel();
         if self.control.send(Control::Stop(done)).is_ok() {
             let _ = wait.await;
@@ -289,12 +289,12 @@ async fn run(
 
 /// One page's views on one day, by hour and by minute.
 #[derive(Debug, Default, Clone, PartialEq)]
-pub struct DayTally {
-    pub views: i64,
+pub(crate) struct DayTally {
+    pub(crate) views: i64,
     /// Hour (0–23) → views.
-    pub hours: BTreeMap<u32, i64>,
+    pub(crate) hours: BTreeMap<u32, i64>,
     /// (hour, minute) → views.
-    pub minutes: BTreeMap<(u32, u32), i64>,
+    pub(crate) minutes: BTreeMap<(u32, u32), i64>,
 }
 
 impl DayTally {
@@ -315,7 +315,7 @@ impl DayTally {
     }
 
     /// The `$inc` of this tally on its daily document.
-    pub fn daily_increments(&self) -> Document {
+    pub(crate) fn daily_increments(&self) -> Document {
         let mut inc = doc! { "daily": self.views };
         for (hour, n) in &self.hours {
             inc.insert(format!("hourly.{hour}"), *n);
@@ -329,18 +329,19 @@ impl DayTally {
 
 /// Views gathered since the last write, by (day, path).
 #[derive(Debug, Default)]
-pub struct Batch {
-    pub tallies: HashMap<(Day, String), DayTally>,
-    pub views: u64,
+pub(crate) struct Batch {
+    pub(crate) tallies: HashMap<(Day, String), DayTally>,
+    pub(crate) views: u64,
 }
 
 impl Batch {
-    pub fn add(&mut self, view: &PageView) {
+    #[cfg(test)]
+    pub(crate) fn add(&mut self, view: &PageView) {
         self.add_views(&view.path, view.at, 1);
     }
 
     /// `n` views of `path` at `at`.
-    pub fn add_views(&mut self, path: &str, at: DateTime<Utc>, n: u64) {
+    pub(crate) fn add_views(&mut self, path: &str, at: DateTime<Utc>, n: u64) {
         let day = Day::from_date(at.date_naive());
         self.tallies
             .entry((day, path.to_string()))
@@ -350,7 +351,7 @@ impl Batch {
     }
 
     /// Per (month, path): day of month → views, from the daily tallies.
-    pub fn monthly(&self) -> BTreeMap<(Month, String), BTreeMap<u32, i64>> {
+    pub(crate) fn monthly(&self) -> BTreeMap<(Month, String), BTreeMap<u32, i64>> {
         let mut months: BTreeMap<(Month, String), BTreeMap<u32, i64>> = BTreeMap::new();
         for ((day, path), tally) in &self.tallies {
             *months

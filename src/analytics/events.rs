@@ -50,7 +50,7 @@ pub const SALTS: &str = "traffic.salts";
 /// The `kind` of a page view.
 pub const VIEW: &str = "view";
 /// Every kind of event, page views first.
-pub const KINDS: [&str; 6] = [
+pub(crate) const KINDS: [&str; 6] = [
     VIEW,
     "product_viewed",
     "added_to_cart",
@@ -61,7 +61,7 @@ pub const KINDS: [&str; 6] = [
 /// The name of the TTL index on `events`.
 pub const TTL_INDEX: &str = "at_ttl";
 /// Bytes of a user agent, referrer or query string kept in memory until parsed.
-pub const MAX_HEADER_BYTES: usize = 512;
+pub(crate) const MAX_HEADER_BYTES: usize = 512;
 /// Longest UTM value stored, in characters.
 const MAX_UTM_CHARS: usize = 100;
 /// Hits written per `insert` command (a product page's hit is two events).
@@ -92,7 +92,7 @@ pub struct Hit {
 }
 
 /// Cut `s` to at most `max` bytes at a character boundary.
-pub fn clip(s: &str, max: usize) -> String {
+pub(crate) fn clip(s: &str, max: usize) -> String {
     let mut end = s.len().min(max);
     while !s.is_char_boundary(end) {
         end -= 1;
@@ -140,7 +140,7 @@ pub struct Event {
 
 /// A user agent reduced to what the reports show.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Agent {
+pub(crate) struct Agent {
     pub device: &'static str,
     pub browser: String,
     pub bot: bool,
@@ -170,7 +170,7 @@ const BOT_WORDS: &[&str] = &[
 
 /// Device class, browser family and bot flag of `user_agent`. An empty one is a bot (every
 /// browser sends one).
-pub fn parse_agent(user_agent: &str) -> Agent {
+pub(crate) fn parse_agent(user_agent: &str) -> Agent {
     let ua = user_agent.trim();
     let lower = ua.to_ascii_lowercase();
     let mut bot = ua.is_empty() || BOT_WORDS.iter().any(|w| lower.contains(w));
@@ -204,7 +204,7 @@ pub fn parse_agent(user_agent: &str) -> Agent {
 
 /// The host of a `Referer` value, lowercased, without `www.` or a port; `None` for anything
 /// that is not an absolute http(s) address, or for `own_host` (a link within the site).
-pub fn referrer_host(referrer: &str, own_host: Option<&str>) -> Option<String> {
+pub(crate) fn referrer_host(referrer: &str, own_host: Option<&str>) -> Option<String> {
     let lower = referrer.trim().to_ascii_lowercase();
     let rest = lower
         .strip_prefix("https://")
@@ -230,7 +230,7 @@ pub fn referrer_host(referrer: &str, own_host: Option<&str>) -> Option<String> {
 }
 
 /// `utm_source`, `utm_medium` and `utm_campaign` of a query string, trimmed and cut.
-pub fn utm(query: &str) -> [Option<String>; 3] {
+pub(crate) fn utm(query: &str) -> [Option<String>; 3] {
     let mut found: [Option<String>; 3] = Default::default();
     for (key, value) in form_urlencoded::parse(query.as_bytes()) {
         let slot = match key.as_ref() {
@@ -248,7 +248,7 @@ pub fn utm(query: &str) -> [Option<String>; 3] {
 }
 
 /// The visitor hash of (salt, address, user agent).
-pub fn visitor_hash(salt: &[u8], client: Option<IpAddr>, user_agent: &str) -> u64 {
+pub(crate) fn visitor_hash(salt: &[u8], client: Option<IpAddr>, user_agent: &str) -> u64 {
     let mut hasher = Sha256::new();
     hasher.update(salt);
     match client {
@@ -268,7 +268,7 @@ pub fn visitor_hash(salt: &[u8], client: Option<IpAddr>, user_agent: &str) -> u6
 /// dozen regular expressions) cost more than the rest of an event together (the product page's
 /// throughput with logging on was 55 % of off without this cache on a 2-core VM).
 #[derive(Default)]
-pub struct Agents {
+pub(crate) struct Agents {
     parsed: HashMap<String, Agent>,
 }
 
@@ -276,7 +276,7 @@ pub struct Agents {
 const AGENTS_REMEMBERED: usize = 2_000;
 
 impl Agents {
-    pub fn parse(&mut self, user_agent: &str) -> &Agent {
+    pub(crate) fn parse(&mut self, user_agent: &str) -> &Agent {
         // Looked up twice rather than through `entry`, which would allocate the key each time.
         if !self.parsed.contains_key(user_agent) {
             if self.parsed.len() >= AGENTS_REMEMBERED {
@@ -296,7 +296,7 @@ impl Event {
     }
 
     /// [`Event::from_hit`] with the user agent already parsed.
-    pub fn from_hit_as(hit: &Hit, salt: &[u8], agent: Agent) -> Event {
+    pub(crate) fn from_hit_as(hit: &Hit, salt: &[u8], agent: Agent) -> Event {
         let hash = visitor_hash(salt, hit.client, &hit.user_agent);
         let [utm_source, utm_medium, utm_campaign] =
             hit.query.as_deref().map(utm).unwrap_or_default();
@@ -352,7 +352,8 @@ impl Event {
     /// The stored document: what `bson::to_document` makes of it (the same fields in the same
     /// order, optional ones left out when empty), built without serde's per-field detour, which
     /// the writer paid for every event.
-    pub fn into_document(self) -> Document {
+    #[cfg(test)]
+    pub(crate) fn into_document(self) -> Document {
         let mut d = Document::new();
         d.insert("at", self.at);
         d.insert("kind", self.kind);
@@ -412,7 +413,7 @@ impl<'a> Derived<'a> {
 }
 
 /// The stored document of `hit`'s `event` (`None`: its page view) as BSON bytes: exactly the
-/// fields of [`Event::into_document`] in its order, after `_id` (a fresh object id, first, as
+/// fields of `Event::into_document` (the tests compare the two) in its order, after `_id` (a fresh object id, first, as
 /// the driver would prepend it). Built straight from the hit, so no [`Event`] nor [`Document`]
 /// is made: the driver sends raw bytes as they are, where a `Document` is encoded field by
 /// field, on the same two cores the pages are served from.
@@ -460,7 +461,7 @@ fn raw_event(hit: &Hit, event: Option<&CommerceEvent>, derived: &Derived<'_>) ->
 
 /// The day's salt, created by whichever instance asks first (all instances then agree), and the
 /// salts of days before yesterday deleted.
-pub async fn salt_of(db: &Db, day: Day) -> Result<Vec<u8>, DbError> {
+pub(crate) async fn salt_of(db: &Db, day: Day) -> Result<Vec<u8>, DbError> {
     let salts = db.collection::<Document>(SALTS);
     let mut fresh = [0u8; 32];
     rand::thread_rng().fill_bytes(&mut fresh);
@@ -509,10 +510,10 @@ pub fn indexes() -> Vec<IndexModel> {
 /// Indexes of `events` no query uses, dropped at start-up: `path, at` was made for a page's
 /// drill-down over raw events, which reads the roll-ups instead; it was a fourth index to update
 /// on every event written (see docs/data-model.md, what logging costs a page).
-pub const RETIRED_INDEXES: [(&str, &str); 1] = [(EVENTS, "path_1_at_1")];
+pub(crate) const RETIRED_INDEXES: [(&str, &str); 1] = [(EVENTS, "path_1_at_1")];
 
 /// The TTL index removing events `retention_days` after their time.
-pub fn ttl_index(retention_days: u32) -> IndexModel {
+pub(crate) fn ttl_index(retention_days: u32) -> IndexModel {
     IndexModel::builder()
         .keys(doc! { "at": 1 })
         .options(
@@ -610,7 +611,7 @@ impl EventLog {
     }
 
     /// The time an event happening now is stamped with: the database's clock.
-    pub fn now(&self) -> DateTime<Utc> {
+    pub(crate) fn now(&self) -> DateTime<Utc> {
         self.clock.now().to_chrono()
     }
 
@@ -623,7 +624,7 @@ impl EventLog {
     /// Queue a page view and, when `hit` has one, its commerce event (a product page is both a
     /// view and "product viewed"): one message for the two, so the page pays for one `Hit` and
     /// one queue slot, and the writer derives the visitor, agent and source once for both.
-    pub fn record_page(&self, hit: Hit) {
+    pub(crate) fn record_page(&self, hit: Hit) {
         let also_view = hit.event.is_some();
         self.send(hit, also_view);
     }

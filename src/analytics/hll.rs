@@ -13,11 +13,11 @@
 //! one list of values: sorted, the last of each register is its highest rank). The relative standard error is 1.04 / √4096 ≈ 1.6 %.
 
 /// Bits of the hash that choose the register.
-pub const PRECISION: u32 = 12;
+pub(crate) const PRECISION: u32 = 12;
 /// 4096 registers.
-pub const REGISTERS: usize = 1 << PRECISION;
+pub(crate) const REGISTERS: usize = 1 << PRECISION;
 /// A packed value's register is `packed / RANK_SPAN`.
-pub const RANK_SPAN: i32 = 64;
+pub(crate) const RANK_SPAN: i32 = 64;
 /// The sketch's relative standard error, 1.04 / √m.
 pub const STANDARD_ERROR: f64 = 1.04 / 64.0;
 
@@ -32,7 +32,7 @@ pub fn packed(hash: u64) -> i32 {
 
 /// Merge sketches (lists of packed values, in any order, with repeats): per register the
 /// highest rank, sorted by register.
-pub fn merge<'a>(sketches: impl IntoIterator<Item = &'a [i32]>) -> Vec<i32> {
+pub(crate) fn merge<'a>(sketches: impl IntoIterator<Item = &'a [i32]>) -> Vec<i32> {
     let mut registers = vec![0_i32; REGISTERS];
     for sketch in sketches {
         for &p in sketch {
@@ -53,7 +53,7 @@ pub fn merge<'a>(sketches: impl IntoIterator<Item = &'a [i32]>) -> Vec<i32> {
 /// The sketch of packed `values` (in any order, with repeats and lower ranks): per register the
 /// highest rank, sorted by register; the same as [`merge`] without its 4096 registers, which
 /// matters for the many sketches of a few values each (a page's hour).
-pub fn compact(mut values: Vec<i32>) -> Vec<i32> {
+pub(crate) fn compact(mut values: Vec<i32>) -> Vec<i32> {
     values.retain(|&p| {
         let (register, rank) = split(p);
         p >= 0 && register < REGISTERS && rank > 0

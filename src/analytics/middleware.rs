@@ -19,7 +19,7 @@ const NOT_PAGES: &[&str] = &["/admin", "/static", "/media", "/healthz"];
 /// Longer paths are not counted (no page of the site has one; it keeps report ids small).
 const MAX_PATH_BYTES: usize = 512;
 
-pub async fn count_page_views(
+pub(crate) async fn count_page_views(
     req: ServiceRequest,
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {

@@ -14,7 +14,7 @@
 //! commerce event, rolled up hour by hour into visitor and view statistics ([`rollup`], with
 //! [`hll`] sketches for unique visitors) that the traffic reports ([`traffic`]) read.
 
-pub mod counter;
+pub(crate) mod counter;
 pub mod events;
 pub mod hll;
 pub mod middleware;
@@ -53,16 +53,16 @@ impl Day {
         NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().map(Day)
     }
 
-    pub fn from_date(date: NaiveDate) -> Day {
+    pub(crate) fn from_date(date: NaiveDate) -> Day {
         Day(date)
     }
 
     /// Today, in UTC.
-    pub fn today() -> Day {
+    pub(crate) fn today() -> Day {
         Day(chrono::Utc::now().date_naive())
     }
 
-    pub fn date(&self) -> NaiveDate {
+    pub(crate) fn date(&self) -> NaiveDate {
         self.0
     }
 
@@ -74,7 +74,7 @@ impl Day {
     }
 
     /// `YYYYMMDD`, the first part of a daily document's `_id`.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         self.0.format("%Y%m%d").to_string()
     }
 
@@ -83,26 +83,26 @@ impl Day {
         bson::DateTime::from_chrono(self.0.and_time(chrono::NaiveTime::MIN).and_utc())
     }
 
-    pub fn previous(&self) -> Option<Day> {
+    pub(crate) fn previous(&self) -> Option<Day> {
         self.0.pred_opt().map(Day)
     }
 
-    pub fn next(&self) -> Option<Day> {
+    pub(crate) fn next(&self) -> Option<Day> {
         self.0.succ_opt().map(Day)
     }
 
     /// `2026-11-21`, as the query string spells it.
-    pub fn iso(&self) -> String {
+    pub(crate) fn iso(&self) -> String {
         self.0.format("%Y-%m-%d").to_string()
     }
 
     /// `Saturday 21 November 2026`.
-    pub fn long(&self) -> String {
+    pub(crate) fn long(&self) -> String {
         self.0.format("%A %-d %B %Y").to_string()
     }
 
     /// `Sat 21`, a chart label.
-    pub fn short(&self) -> String {
+    pub(crate) fn short(&self) -> String {
         self.0.format("%a %-d").to_string()
     }
 }
@@ -125,13 +125,13 @@ impl Month {
         Some(Day(first).month())
     }
 
-    pub fn first_day(&self) -> Day {
+    pub(crate) fn first_day(&self) -> Day {
         // Every Month is built from a valid date, so its first day exists.
         Day(NaiveDate::from_ymd_opt(self.year, self.month, 1).unwrap_or_default())
     }
 
     /// 28 to 31.
-    pub fn days(&self) -> u32 {
+    pub(crate) fn days(&self) -> u32 {
         let next = self
             .next()
             .map(|m| m.first_day().date())
@@ -141,15 +141,15 @@ impl Month {
     }
 
     /// Day `n` (1-based) of the month, if the month has it.
-    pub fn day(&self, n: u32) -> Option<Day> {
+    pub(crate) fn day(&self, n: u32) -> Option<Day> {
         NaiveDate::from_ymd_opt(self.year, self.month, n).map(Day)
     }
 
-    pub fn previous(&self) -> Option<Month> {
+    pub(crate) fn previous(&self) -> Option<Month> {
         self.first_day().previous().map(|d| d.month())
     }
 
-    pub fn next(&self) -> Option<Month> {
+    pub(crate) fn next(&self) -> Option<Month> {
         let (year, month) = if self.month == 12 {
             (self.year.checked_add(1)?, 1)
         } else {
@@ -159,45 +159,45 @@ impl Month {
     }
 
     /// `YYYYMM`, the first part of a monthly document's `_id`.
-    pub fn key(&self) -> String {
+    pub(crate) fn key(&self) -> String {
         format!("{:04}{:02}", self.year, self.month)
     }
 
     /// The first of the month at midnight UTC, as stored in `metadata.date`.
-    pub fn start(&self) -> bson::DateTime {
+    pub(crate) fn start(&self) -> bson::DateTime {
         self.first_day().start()
     }
 
     /// `2026-11`, as the query string spells it.
-    pub fn iso(&self) -> String {
+    pub(crate) fn iso(&self) -> String {
         format!("{:04}-{:02}", self.year, self.month)
     }
 
     /// `November 2026`.
-    pub fn long(&self) -> String {
+    pub(crate) fn long(&self) -> String {
         self.first_day().date().format("%B %Y").to_string()
     }
 }
 
 /// The `_id` of `path`'s document for `day`.
-pub fn daily_id(day: Day, path: &str) -> String {
+pub(crate) fn daily_id(day: Day, path: &str) -> String {
     format!("{}/{path}", day.key())
 }
 
 /// The `_id` of `path`'s document for `month`.
-pub fn monthly_id(month: Month, path: &str) -> String {
+pub(crate) fn monthly_id(month: Month, path: &str) -> String {
     format!("{}/{path}", month.key())
 }
 
 /// The `metadata` of a report document, always built in this field order (`date`, then `path`)
 /// so that documents written by any version compare equal as embedded documents.
-pub fn metadata(date: bson::DateTime, path: &str) -> bson::Document {
+pub(crate) fn metadata(date: bson::DateTime, path: &str) -> bson::Document {
     doc! { "date": date, "path": path }
 }
 
 /// Indexes of both report collections: one page over time (the drill-down and a page's own
 /// charts) and every page of one day or month by its count (site totals and top pages).
-pub fn indexes() -> Vec<IndexModel> {
+pub(crate) fn indexes() -> Vec<IndexModel> {
     vec![
         IndexModel::builder()
             .keys(doc! { "metadata.path": 1, "metadata.date": 1 })
@@ -209,7 +209,7 @@ pub fn indexes() -> Vec<IndexModel> {
 }
 
 /// [`indexes`] for the monthly collection, whose documents rank by their `total`.
-pub fn monthly_indexes() -> Vec<IndexModel> {
+pub(crate) fn monthly_indexes() -> Vec<IndexModel> {
     vec![
         IndexModel::builder()
             .keys(doc! { "metadata.path": 1, "metadata.date": 1 })

@@ -9,9 +9,9 @@ use super::{Day, Month, DAILY, MONTHLY};
 use crate::db::{Db, DbError};
 
 /// The field daily documents are ranked by (a day's views of the page).
-pub const RANK_FIELD: &str = "daily";
+pub(crate) const RANK_FIELD: &str = "daily";
 /// The field monthly documents are ranked by (a month's views of the page).
-pub const MONTH_RANK_FIELD: &str = "total";
+pub(crate) const MONTH_RANK_FIELD: &str = "total";
 
 /// A page and how often it was viewed in a period.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -138,7 +138,11 @@ pub async fn daily(db: &Db, month: Month, path: Option<&str>) -> Result<Vec<i64>
 }
 
 /// The `limit` most viewed pages of `day`.
-pub async fn top_pages_of_day(db: &Db, day: Day, limit: i64) -> Result<Vec<PageCount>, DbError> {
+pub(crate) async fn top_pages_of_day(
+    db: &Db,
+    day: Day,
+    limit: i64,
+) -> Result<Vec<PageCount>, DbError> {
     let (filter, sort) = day_pages_query(day);
     top_pages(db, DAILY, filter, sort, RANK_FIELD, limit).await
 }

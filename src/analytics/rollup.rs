@@ -49,7 +49,7 @@ use crate::db::{Db, DbError};
 pub const WATERMARKS: &str = "traffic.watermarks";
 /// How long after an hour ends it is rolled up: events are queued for a few seconds before they
 /// are written.
-pub const GRACE: Duration = Duration::from_secs(120);
+pub(crate) const GRACE: Duration = Duration::from_secs(120);
 /// The lease one instance rolls up under.
 pub const LEASE: &str = "traffic.rollup";
 /// How long the lease is held at most (a run takes seconds).
@@ -88,7 +88,7 @@ impl Level {
     }
 
     /// The start of the period holding `at` (UTC; weeks start on Monday).
-    pub fn truncate(self, at: DateTime) -> DateTime {
+    pub(crate) fn truncate(self, at: DateTime) -> DateTime {
         let t = at.to_chrono();
         let day = t.date_naive();
         let start = match self {
@@ -115,7 +115,7 @@ impl Level {
 
 /// Indexes of every roll-up collection: the periods of a range (the next level's `$match`, top
 /// pages) and one page's (or the site's, `path: null`) periods of a range.
-pub fn indexes() -> Vec<(&'static str, Vec<IndexModel>)> {
+pub(crate) fn indexes() -> Vec<(&'static str, Vec<IndexModel>)> {
     Level::ALL
         .iter()
         .map(|level| {
@@ -142,8 +142,8 @@ pub struct RollupReport {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Built {
     pub level: Level,
-    pub from: DateTime,
-    pub to: DateTime,
+    pub(crate) from: DateTime,
+    pub(crate) to: DateTime,
     /// How long the level's pipeline took.
     pub took: Duration,
 }
@@ -216,7 +216,7 @@ pub async fn roll_up_under_lease(db: &Db) -> Result<Option<RollupReport>, DbErro
 }
 
 /// [`roll_up_under_lease`] as of `now` (`bazaar traffic-rollup --now`).
-pub async fn roll_up_under_lease_at(
+pub(crate) async fn roll_up_under_lease_at(
     db: &Db,
     now: DateTime,
 ) -> Result<Option<RollupReport>, DbError> {

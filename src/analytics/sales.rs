@@ -12,11 +12,11 @@ use crate::domain::Money;
 
 /// One day's takings.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DaySales {
-    pub day: Day,
-    pub orders: u64,
+pub(crate) struct DaySales {
+    pub(crate) day: Day,
+    pub(crate) orders: u64,
     /// Order totals (shipping included).
-    pub total: Money,
+    pub(crate) total: Money,
 }
 
 /// Orders that count as sales placed from `since` on: served by the orders' `status, created`
@@ -36,7 +36,7 @@ struct Sale {
 
 /// Sales on each of the `days` days ending with `last` (oldest first; days without orders are
 /// zero).
-pub async fn daily_sales(db: &Db, last: Day, days: u32) -> Result<Vec<DaySales>, DbError> {
+pub(crate) async fn daily_sales(db: &Db, last: Day, days: u32) -> Result<Vec<DaySales>, DbError> {
     let mut range = Vec::with_capacity(days as usize);
     let mut day = Some(last);
     for _ in 0..days.max(1) {

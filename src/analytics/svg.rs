@@ -17,35 +17,41 @@ pub const PLOT_HEIGHT: f64 = 170.0;
 
 /// One bar: its axis label and its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Bar {
-    pub label: String,
-    pub value: i64,
+pub(crate) struct Bar {
+    pub(crate) label: String,
+    pub(crate) value: i64,
 }
 
 /// A bar chart with a title and both axes labelled.
 #[derive(Debug, Clone)]
-pub struct BarChart {
+pub(crate) struct BarChart {
     /// Unique on the page: the SVG's title and description are referenced by id.
-    pub id: String,
-    pub title: String,
-    pub x_axis: String,
-    pub y_axis: String,
-    pub bars: Vec<Bar>,
+    pub(crate) id: String,
+    pub(crate) title: String,
+    pub(crate) x_axis: String,
+    pub(crate) y_axis: String,
+    pub(crate) bars: Vec<Bar>,
     /// Label every n-th bar on the x axis (1 = all), so 60 minutes stay legible.
-    pub label_every: usize,
+    pub(crate) label_every: usize,
     /// How values are written (ticks, tooltips, the description): counts as they are, money
     /// in cents through the shop's price format.
-    pub format: fn(i64) -> String,
+    pub(crate) format: fn(i64) -> String,
 }
 
 /// Values written as plain numbers.
-pub fn plain(n: i64) -> String {
+pub(crate) fn plain(n: i64) -> String {
     n.to_string()
 }
 
 impl BarChart {
     /// A chart of counts, every bar labelled.
-    pub fn new(id: &str, title: &str, x_axis: &str, y_axis: &str, bars: Vec<Bar>) -> BarChart {
+    pub(crate) fn new(
+        id: &str,
+        title: &str,
+        x_axis: &str,
+        y_axis: &str,
+        bars: Vec<Bar>,
+    ) -> BarChart {
         BarChart {
             id: id.to_string(),
             title: title.to_string(),
@@ -59,7 +65,7 @@ impl BarChart {
 
     /// The top of the value axis: the smallest 1, 2 or 5 × 10ⁿ at or above the largest value
     /// (1 for a chart of zeros, which then draws no bars).
-    pub fn scale_max(&self) -> i64 {
+    pub(crate) fn scale_max(&self) -> i64 {
         let max = self.bars.iter().map(|b| b.value).max().unwrap_or(0).max(1);
         let mut step: i64 = 1;
         loop {
@@ -77,17 +83,17 @@ impl BarChart {
     }
 
     /// The height a bar of `value` is drawn with.
-    pub fn bar_height(&self, value: i64) -> f64 {
+    pub(crate) fn bar_height(&self, value: i64) -> f64 {
         let h = value.max(0) as f64 / self.scale_max() as f64 * PLOT_HEIGHT;
         (h * 10.0).round() / 10.0
     }
 
-    pub fn total(&self) -> i64 {
+    pub(crate) fn total(&self) -> i64 {
         self.bars.iter().map(|b| b.value).sum()
     }
 
     /// What a screen reader announces after the title.
-    pub fn description(&self) -> String {
+    pub(crate) fn description(&self) -> String {
         let total = self.total();
         if total == 0 {
             return format!(
@@ -117,7 +123,7 @@ impl BarChart {
 
     /// The chart as an `<svg>` element, written through [`XmlWriter`] (escaped by
     /// construction: safe to embed in a page as is).
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let plot_width = WIDTH - LEFT - RIGHT;
         let bottom = TOP + PLOT_HEIGHT;
         let slot = plot_width / self.bars.len().max(1) as f64;

@@ -20,8 +20,8 @@ use crate::db::{Db, DbError};
 /// A report's days, both ends included.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Range {
-    pub from: Day,
-    pub to: Day,
+    pub(crate) from: Day,
+    pub(crate) to: Day,
 }
 
 impl Range {
@@ -31,12 +31,12 @@ impl Range {
         (0..=3_660).contains(&days).then_some(Range { from, to })
     }
 
-    pub fn days(&self) -> i64 {
+    pub(crate) fn days(&self) -> i64 {
         (self.to.date() - self.from.date()).num_days() + 1
     }
 
     /// The range's start and its end (midnight after `to`).
-    pub fn bounds(&self) -> (bson::DateTime, bson::DateTime) {
+    pub(crate) fn bounds(&self) -> (bson::DateTime, bson::DateTime) {
         let end = self
             .to
             .next()
@@ -46,7 +46,7 @@ impl Range {
 
     /// The granularity of its charts: hours up to two days, days up to ten weeks, weeks up to
     /// a year, months beyond.
-    pub fn granularity(&self) -> Level {
+    pub(crate) fn granularity(&self) -> Level {
         match self.days() {
             ..=2 => Level::Hour,
             3..=70 => Level::Day,
@@ -56,7 +56,8 @@ impl Range {
     }
 
     /// Whether the events still hold the whole range, `retention_days` being kept.
-    pub fn within(&self, retention_days: u32, today: Day) -> bool {
+    #[cfg(test)]
+    pub(crate) fn within(&self, retention_days: u32, today: Day) -> bool {
         let oldest = today.date() - Duration::days(i64::from(retention_days) - 1);
         self.from.date() >= oldest
     }
@@ -74,34 +75,34 @@ pub enum Source {
 /// One period of the time series.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Point {
-    pub at: bson::DateTime,
-    pub views: i64,
-    pub visitors: u64,
+    pub(crate) at: bson::DateTime,
+    pub(crate) views: i64,
+    pub(crate) visitors: u64,
 }
 
 /// One row of a ranked table: a label, its page views (or events) and its visitors.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
-    pub label: String,
-    pub count: i64,
-    pub visitors: i64,
+    pub(crate) label: String,
+    pub(crate) count: i64,
+    pub(crate) visitors: i64,
 }
 
 /// A step of the product funnel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
-    pub name: &'static str,
-    pub visitors: i64,
-    pub events: i64,
+    pub(crate) name: &'static str,
+    pub(crate) visitors: i64,
+    pub(crate) events: i64,
 }
 
 /// A page's response times.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Timing {
-    pub template: String,
-    pub views: i64,
-    pub p95_ms: i64,
-    pub median_ms: i64,
+    pub(crate) template: String,
+    pub(crate) views: i64,
+    pub(crate) p95_ms: i64,
+    pub(crate) median_ms: i64,
 }
 
 /// The events of `kind` in `range`, bots left out: served by the `kind, at` index.
@@ -120,7 +121,7 @@ async fn aggregate(db: &Db, pipeline: Vec<Document>) -> Result<Vec<Document>, Db
 }
 
 /// Every period start of `level` in `range`.
-pub fn periods(range: Range, level: Level) -> Vec<bson::DateTime> {
+pub(crate) fn periods(range: Range, level: Level) -> Vec<bson::DateTime> {
     let (from, to) = range.bounds();
     let mut at = level.truncate(from);
     let mut out = Vec::new();
@@ -216,7 +217,7 @@ pub async fn series(
 }
 
 /// A roll-up document's sketch.
-pub fn sketch(d: &Document) -> Vec<i32> {
+pub(crate) fn sketch(d: &Document) -> Vec<i32> {
     d.get_array("hll")
         .map(|a| a.iter().map(|v| number(Some(v)) as i32).collect())
         .unwrap_or_default()
@@ -303,7 +304,11 @@ async fn ranked(db: &Db, filter: Document, key: Bson, limit: i64) -> Result<Vec<
 
 /// The most viewed pages of `range` from the daily roll-ups (for ranges beyond the events'
 /// retention; visitors are not summed across days, so they are left at zero).
-pub async fn top_pages_rolled_up(db: &Db, range: Range, limit: i64) -> Result<Vec<Row>, DbError> {
+pub(crate) async fn top_pages_rolled_up(
+    db: &Db,
+    range: Range,
+    limit: i64,
+) -> Result<Vec<Row>, DbError> {
     let (from, to) = range.bounds();
     let rows: Vec<Document> = db
         .collection::<Document>(Level::Day.collection())
@@ -343,7 +348,7 @@ pub async fn searches(
 }
 
 /// The product funnel's steps, in order.
-pub const FUNNEL: [(&str, &str); 4] = [
+pub(crate) const FUNNEL: [(&str, &str); 4] = [
     ("product_viewed", "Viewed a product"),
     ("added_to_cart", "Added to cart"),
     ("checkout_started", "Started checkout"),
@@ -378,7 +383,7 @@ pub async fn funnel(db: &Db, range: Range) -> Result<Vec<Step>, DbError> {
 }
 
 /// `part` of `whole` as a percentage with one decimal (`—` when `whole` is zero).
-pub fn rate(part: i64, whole: i64) -> String {
+pub(crate) fn rate(part: i64, whole: i64) -> String {
     if whole <= 0 {
         return "—".to_string();
     }
@@ -386,7 +391,7 @@ pub fn rate(part: i64, whole: i64) -> String {
 }
 
 /// The `q`-quantile (0–1) of sorted `values`, by the nearest-rank method.
-pub fn quantile(sorted: &[i64], q: f64) -> i64 {
+pub(crate) fn quantile(sorted: &[i64], q: f64) -> i64 {
     if sorted.is_empty() {
         return 0;
     }
@@ -435,7 +440,7 @@ pub async fn slowest(
 
 /// A CSV field: quoted when it holds a separator, a quote or a line break, and prefixed with
 /// `'` when a spreadsheet would read it as a formula (search queries are typed by anyone).
-pub fn csv_field(value: &str) -> String {
+pub(crate) fn csv_field(value: &str) -> String {
     let value = if value.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{value}")
     } else {
@@ -449,7 +454,7 @@ pub fn csv_field(value: &str) -> String {
 }
 
 /// Rows as CSV text (CRLF line ends, as RFC 4180 has them).
-pub fn csv(header: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn csv(header: &[&str], rows: &[Vec<String>]) -> String {
     let mut out = String::new();
     let line = |fields: Vec<String>| fields.join(",") + "\r\n";
     out.push_str(&line(header.iter().map(|h| csv_field(h)).collect()));
