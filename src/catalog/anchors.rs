@@ -57,7 +57,7 @@
 //! instance's writes reach this one's anchors by its periodic walks, as they reach its totals.
 //!
 //! [`NUMBERED_PAGES`]: crate::catalog::seek::NUMBERED_PAGES
-//! [`TTL`]: crate::catalog::cache::TTL
+//! [`TTL`]: crate::catalog::changes::TTL
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -68,7 +68,7 @@ use bson::{doc, Bson, Document};
 use futures::TryStreamExt;
 use tokio::sync::{watch, Semaphore};
 
-use crate::catalog::cache::TTL;
+use crate::catalog::changes::TTL;
 use crate::catalog::card::ProductCard;
 use crate::catalog::changes;
 use crate::catalog::products;

@@ -58,7 +58,7 @@ use crate::db::site::{self, SiteSettings};
 use crate::db::{Db, DbError};
 
 /// How long an entry is served before a background reload is started.
-pub(crate) const TTL: Duration = Duration::from_secs(4);
+pub(crate) use crate::catalog::changes::TTL;
 /// The oldest an entry may be when served; older ones are reloaded before the page is answered.
 pub const MAX_AGE: Duration = Duration::from_secs(5);
 /// Distinct listing filters whose totals are kept; more start the map over.

@@ -13,6 +13,12 @@ use std::sync::Arc;
 
 use crate::db::Db;
 
+/// How long a reader of the catalog may serve what it loaded before it catches up: a cache
+/// entry is reloaded in the background after this (`catalog::cache`), and a listing's anchors
+/// are walked again no more often (`catalog::anchors`). Here, below both, so neither depends on
+/// the other for it.
+pub(crate) const TTL: std::time::Duration = std::time::Duration::from_secs(4);
+
 /// The change counters of one [`Db`] handle (a [`Db::extension`]).
 #[derive(Debug, Default)]
 pub(crate) struct CatalogChanges {
