@@ -331,7 +331,7 @@ async fn blog(connections: u64, seconds: u64) -> anyhow::Result<()> {
                 metadata: Metadata {
                     kind,
                     section: "blog".into(),
-                    slug: format!("bench-post-{i}"),
+                    slug: bazaar::domain::Slug::parse(&format!("bench-post-{i}")).expect("a valid slug"),
                     title: format!("Bench post {i}"),
                     created: published,
                     updated: published,

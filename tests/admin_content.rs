@@ -766,7 +766,7 @@ async fn the_admin_list_filters_by_section_and_type_searches_titles_sorts_and_pa
             &app.db,
             model::NodeInput {
                 section: "gallery".into(),
-                slug: format!("g{i}"),
+                slug: crate::common::slug(&format!("g{i}")),
                 title: format!("G{i:02}"),
                 author: "x".into(),
                 detail: model::Detail::Photo(Default::default()),
@@ -879,7 +879,7 @@ async fn new_photo_node(app: &TestApp, slug: &str) -> Node {
         &app.db,
         model::NodeInput {
             section: "gallery".into(),
-            slug: slug.into(),
+            slug: crate::common::slug(slug),
             title: "Upload test".into(),
             author: "x".into(),
             detail: model::Detail::Photo(Default::default()),

@@ -293,7 +293,7 @@ async fn nodes_stored_before_summaries_get_them_and_a_later_save_is_not_overwrit
     // An editor saves one of them first: the save writes its own summary.
     let input = model::NodeInput {
         section: "blog".into(),
-        slug: "edited-meanwhile".into(),
+        slug: crate::common::slug("edited-meanwhile"),
         title: "edited-meanwhile".into(),
         author: "Tester".into(),
         detail: Detail::Entry(TextDetail {

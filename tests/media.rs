@@ -461,7 +461,7 @@ async fn a_file_linked_only_from_a_markdown_body_survives_the_clean_up_and_an_un
         &app.db,
         model::NodeInput {
             section: "blog".into(),
-            slug: "with-a-picture".into(),
+            slug: crate::common::slug("with-a-picture"),
             title: "With a picture".into(),
             author: "x".into(),
             detail: model::Detail::Entry(model::TextDetail {
@@ -547,7 +547,7 @@ async fn photo_node(
         &app.db,
         model::NodeInput {
             section: "gallery".into(),
-            slug: slug.into(),
+            slug: crate::common::slug(slug),
             title: slug.into(),
             author: "x".into(),
             detail: model::Detail::Photo(model::PhotoDetail {

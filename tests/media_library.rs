@@ -316,7 +316,7 @@ async fn a_nodes_media_follows_its_text_and_old_nodes_get_theirs_at_start_up() {
 
     let input = model::NodeInput {
         section: "blog".into(),
-        slug: "pictures".into(),
+        slug: crate::common::slug("pictures"),
         title: "pictures".into(),
         author: "x".into(),
         detail: model::Detail::Entry(model::TextDetail {

@@ -114,7 +114,7 @@ async fn empty_photo_node(app: &TestApp, slug: &str) -> ObjectId {
         &app.db,
         model::NodeInput {
             section: "gallery".into(),
-            slug: slug.into(),
+            slug: crate::common::slug(slug),
             title: slug.into(),
             author: "x".into(),
             detail: model::Detail::Photo(Default::default()),

@@ -75,7 +75,7 @@ async fn entry(app: &TestApp, slug: &str, title: &str, text: &str, published: Op
         &app.db,
         NodeInput {
             section: "blog".to_string(),
-            slug: slug.to_string(),
+            slug: crate::common::slug(slug),
             title: title.to_string(),
             author: "Tester".to_string(),
             detail: Detail::Entry(TextDetail {
@@ -578,7 +578,7 @@ async fn posts_are_found_by_their_authors_name() {
         &app.db,
         NodeInput {
             section: "blog".to_string(),
-            slug: "field-notes".to_string(),
+            slug: crate::common::slug("field-notes"),
             title: "Field notes".to_string(),
             author: "Wilhelmina Oakshott".to_string(),
             detail: Detail::Entry(TextDetail {

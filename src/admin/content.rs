@@ -19,7 +19,7 @@ use futures::StreamExt;
 use crate::admin::form::{
     self, field_views, FieldConflict, FieldSpec, FieldView, Input, MergeAs, Submitted, Values,
 };
-use crate::catalog::{is_valid_slug, typed_slug};
+use crate::catalog::typed_slug;
 use crate::content::model::{
     self, section, Detail, LinkDetail, Node, NodeInput, NodeType, PhotoDetail, QuoteDetail,
     Section, TextDetail, VideoDetail, SECTIONS,
@@ -28,6 +28,7 @@ use crate::content::photos::{self, PhotoError};
 use crate::content::revisions::{self, Revision};
 use crate::content::video::Video;
 use crate::content::ContentError;
+use crate::domain::Slug;
 use crate::media::UploadError;
 use crate::state::AppState;
 use crate::web::errors::AppError;
@@ -131,8 +132,11 @@ fn parse_node(
     let mut errors = FieldErrors::default();
     form::check(all_fields(kind), form, &mut errors);
     let title = form.get("title").to_string();
-    let slug = typed_slug(form.get("slug"), &title);
-    if !is_valid_slug(&slug) || slug == "feed-atom" {
+    // `feed-atom` would shadow the section's feed address.
+    let slug = Slug::parse(&typed_slug(form.get("slug"), &title))
+        .ok()
+        .filter(|slug| slug.as_str() != "feed-atom");
+    if slug.is_none() {
         errors.add(
             "slug",
             "Use lowercase letters and digits (of any alphabet) and single dashes (no spaces), e.g. about-us.",
@@ -195,9 +199,9 @@ fn parse_node(
             })
         }
     };
-    if !errors.is_empty() {
+    let (Some(slug), true) = (slug, errors.is_empty()) else {
         return Err(errors);
-    }
+    };
     Ok(NodeInput {
         section: section.name.to_string(),
         slug,
@@ -211,7 +215,7 @@ fn parse_node(
 fn values_of(node: &Node) -> Values {
     let mut v = Values::new();
     v.insert("title".to_string(), node.metadata.title.clone());
-    v.insert("slug".to_string(), node.metadata.slug.clone());
+    v.insert("slug".to_string(), node.metadata.slug.to_string());
     v.insert("author".to_string(), node.metadata.author.name.clone());
     match node.detail() {
         Some(Detail::Page(d)) | Some(Detail::Entry(d)) => {

@@ -97,14 +97,13 @@ pub(crate) fn typed_slug(typed: &str, name: &str) -> String {
     }
 }
 
-/// True when `slug` is what [`slugify`] would produce from it (what forms accept).
-pub(crate) fn is_valid_slug(slug: &str) -> bool {
-    crate::domain::Slug::parse(slug).is_ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn is_valid_slug(slug: &str) -> bool {
+        crate::domain::Slug::parse(slug).is_ok()
+    }
 
     #[test]
     fn slugify_keeps_letters_and_digits_and_collapses_the_rest() {

@@ -20,7 +20,7 @@ use crate::content::revisions::{self, Retention, Revision};
 use crate::content::video::Video;
 use crate::content::ContentError;
 use crate::db::{redirects, Db, DbError};
-use crate::domain::EditVersion;
+use crate::domain::{EditVersion, Slug};
 
 pub const COLLECTION: &str = "nodes";
 
@@ -265,7 +265,7 @@ pub struct Metadata {
     #[serde(rename = "type")]
     pub kind: NodeType,
     pub section: String,
-    pub slug: String,
+    pub slug: Slug,
     pub title: String,
     pub created: DateTime,
     pub updated: DateTime,
@@ -364,7 +364,7 @@ impl Node {
     /// `/{section}/{slug}`, the slug percent-encoded (a Unicode slug is sent as UTF-8 bytes,
     /// `/blog/caf%C3%A9`; an ASCII slug reads as it is).
     pub fn url(&self) -> String {
-        url_of(&self.metadata.section, &self.metadata.slug)
+        url_of(&self.metadata.section, self.metadata.slug.as_str())
     }
 
     /// The node's tags, each with its tag page's address (percent-encoded like [`Node::url`]).
@@ -624,7 +624,7 @@ pub fn collection(db: &Db) -> mongodb::Collection<Node> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeInput {
     pub section: String,
-    pub slug: String,
+    pub slug: Slug,
     pub title: String,
     pub author: String,
     pub detail: Detail,
@@ -729,7 +729,7 @@ pub async fn create(
     let inserted = durable(db).insert_one(&node).await;
     changes::nodes_changed(db);
     inserted?;
-    redirects::forget(db, &node.metadata.section, &node.metadata.slug).await?;
+    redirects::forget(db, &node.metadata.section, node.metadata.slug.as_str()).await?;
     Ok(node)
 }
 
@@ -741,9 +741,9 @@ pub async fn by_id(db: &Db, id: ObjectId) -> Result<Option<Node>, DbError> {
 pub(crate) async fn published_by_slug(
     db: &Db,
     section: &str,
-    slug: &str,
+    slug: &Slug,
 ) -> Result<Option<Node>, DbError> {
-    let filter = doc! { "metadata.section": section, "metadata.slug": slug };
+    let filter = doc! { "metadata.section": section, "metadata.slug": slug.as_str() };
     let node = collection(db).find_one(visible(filter, db.now())).await?;
     if let Some(node) = &node {
         keep_shown(db, std::slice::from_ref(node)).await?;
@@ -901,7 +901,13 @@ pub(crate) async fn save_edit(
     let id = stored.id;
     let renamed = stored.metadata.nonce == form_nonce && stored.metadata.slug != input.slug;
     if renamed {
-        redirects::remember(db, &stored.metadata.section, &stored.metadata.slug, id).await?;
+        redirects::remember(
+            db,
+            &stored.metadata.section,
+            stored.metadata.slug.as_str(),
+            id,
+        )
+        .await?;
     }
     let detail = input
         .detail
@@ -966,7 +972,7 @@ pub(crate) async fn save_edit(
         return Ok(false);
     };
     if renamed {
-        redirects::forget(db, &stored.metadata.section, &input.slug).await?;
+        redirects::forget(db, &stored.metadata.section, input.slug.as_str()).await?;
     }
     // Written after the save: a crash in between loses one revision, never the save. A failure
     // here is logged, not returned: the edit is saved, and an error page would only make the

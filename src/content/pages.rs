@@ -15,6 +15,7 @@ use crate::comments::rate_limit::CommentRateLimit;
 use crate::comments::thread::{self, PageAt, ThreadView};
 use crate::content::model::{self, section, Node, Section};
 use crate::content::stream::{self, At, Cursor, Neighbour};
+use crate::domain::Slug;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
@@ -304,6 +305,8 @@ async fn published_node(
     (section_name, slug): (String, String),
 ) -> Result<(&'static Section, Node), AppError> {
     let section = known_section(&section_name)?;
+    // An address segment that is no slug names no node (a 404, like any unknown slug).
+    let slug = Slug::parse(&slug).map_err(|_| AppError::NotFound)?;
     let node = model::published_by_slug(&state.db, section.name, &slug)
         .await?
         .ok_or(AppError::NotFound)?;

@@ -14,6 +14,7 @@ use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
 
 use crate::db::{Db, DbError};
+use crate::domain::Slug;
 
 pub const COLLECTION: &str = "revisions";
 
@@ -55,7 +56,7 @@ pub struct Revision {
     /// did not record it (created, or not edited since the name was recorded).
     pub by: Option<String>,
     pub title: String,
-    pub(crate) slug: String,
+    pub(crate) slug: Slug,
     pub(crate) tags: Vec<String>,
     pub(crate) published: Option<DateTime>,
     /// The type's own fields, shaped like `metadata.detail`. Lists leave it out (`#[serde

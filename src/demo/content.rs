@@ -10,6 +10,7 @@ use crate::content::model::{
 };
 use crate::content::ContentError;
 use crate::db::{Db, DbError};
+use crate::domain::Slug;
 use crate::media;
 
 struct Demo {
@@ -276,7 +277,7 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
         let published = DateTime::from_millis(now - demo.days_ago * 24 * 3600 * 1000);
         let input = NodeInput {
             section: demo.section.to_string(),
-            slug: demo.slug.to_string(),
+            slug: Slug::parse(demo.slug).expect("the demo's slugs are valid (tested)"),
             title: demo.title.to_string(),
             author: "The Bazaar team".to_string(),
             detail,
@@ -393,7 +394,8 @@ pub async fn seed_generated_posts(
                     metadata: model::Metadata {
                         kind: detail.kind(),
                         section: "blog".into(),
-                        slug: format!("{GENERATED_PREFIX}{i}"),
+                        slug: Slug::parse(&format!("{GENERATED_PREFIX}{i}"))
+                            .expect("a generated post's slug is a valid slug"),
                         title: format!("Generated post {i}"),
                         created: published,
                         updated: published,

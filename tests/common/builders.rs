@@ -431,7 +431,7 @@ impl NodeBuilder {
             db,
             NodeInput {
                 section: self.section,
-                slug: self.slug,
+                slug: super::slug(&self.slug),
                 title: self.title,
                 author: "Tester".to_string(),
                 detail: self.detail,
