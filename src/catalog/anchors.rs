@@ -68,9 +68,9 @@ use bson::{doc, Bson, Document};
 use futures::TryStreamExt;
 use tokio::sync::{watch, Semaphore};
 
-use crate::catalog::changes::TTL;
 use crate::catalog::card::ProductCard;
 use crate::catalog::changes;
+use crate::catalog::changes::TTL;
 use crate::catalog::products;
 use crate::catalog::seek::{self, read_keyset, run_find, Cursor, PlannedFind, Seek, Sort};
 use crate::db::{Db, DbError};
