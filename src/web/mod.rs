@@ -24,7 +24,7 @@ pub(crate) mod request_log;
 pub(crate) mod security_headers;
 pub(crate) mod session;
 pub mod traffic;
-pub(crate) mod xml;
+pub mod xml;
 
 use actix_web::http::header;
 use actix_web::{guard, web, HttpResponse, Route};

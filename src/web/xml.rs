@@ -19,7 +19,7 @@ use quick_xml::events::{BytesDecl, BytesEnd, BytesStart, BytesText, Event};
 use quick_xml::Writer;
 
 /// An XML document or fragment being written into memory.
-pub(crate) struct XmlWriter {
+pub struct XmlWriter {
     writer: Writer<Vec<u8>>,
     /// A standalone document (declaration, indentation, final line break).
     document: bool,
@@ -28,7 +28,7 @@ pub(crate) struct XmlWriter {
 impl XmlWriter {
     /// A standalone document: the `<?xml version="1.0" encoding="utf-8"?>` declaration, then
     /// elements one per line, indented by two spaces (text stays on its element's line).
-    pub(crate) fn document() -> XmlWriter {
+    pub fn document() -> XmlWriter {
         let mut xml = XmlWriter {
             writer: Writer::new_with_indent(Vec::with_capacity(4096), b' ', 2),
             document: true,
@@ -38,7 +38,7 @@ impl XmlWriter {
     }
 
     /// A fragment to embed in a page (an inline `<svg>`): no declaration, no indentation.
-    pub(crate) fn fragment() -> XmlWriter {
+    pub fn fragment() -> XmlWriter {
         XmlWriter {
             writer: Writer::new(Vec::with_capacity(4096)),
             document: false,
@@ -46,7 +46,7 @@ impl XmlWriter {
     }
 
     /// `<name attributes…>`, what `children` writes, `</name>`.
-    pub(crate) fn element(
+    pub fn element(
         &mut self,
         name: &str,
         attributes: &[(&str, &str)],
@@ -59,32 +59,32 @@ impl XmlWriter {
 
     /// `<name attributes…>`, for an element whose children are written over several calls
     /// (a sitemap's entries as a database cursor yields them); [`XmlWriter::close`] ends it.
-    pub(crate) fn open(&mut self, name: &str, attributes: &[(&str, &str)]) {
+    pub fn open(&mut self, name: &str, attributes: &[(&str, &str)]) {
         self.write(Event::Start(start(name, attributes)));
     }
 
     /// `</name>`
-    pub(crate) fn close(&mut self, name: &str) {
+    pub fn close(&mut self, name: &str) {
         self.write(Event::End(BytesEnd::new(name)));
     }
 
     /// `<name attributes…>text</name>`, the text escaped.
-    pub(crate) fn text_element(&mut self, name: &str, attributes: &[(&str, &str)], text: &str) {
+    pub fn text_element(&mut self, name: &str, attributes: &[(&str, &str)], text: &str) {
         self.element(name, attributes, |xml| xml.text(text));
     }
 
     /// `<name attributes…/>`
-    pub(crate) fn empty_element(&mut self, name: &str, attributes: &[(&str, &str)]) {
+    pub fn empty_element(&mut self, name: &str, attributes: &[(&str, &str)]) {
         self.write(Event::Empty(start(name, attributes)));
     }
 
     /// Text inside the current element, escaped.
-    pub(crate) fn text(&mut self, text: &str) {
+    pub fn text(&mut self, text: &str) {
         self.write(Event::Text(BytesText::new(&xml_chars(text))));
     }
 
     /// The document, ending with a line break when it is a standalone document.
-    pub(crate) fn finish(self) -> String {
+    pub fn finish(self) -> String {
         let mut bytes = self.writer.into_inner();
         if self.document {
             bytes.push(b'\n');
