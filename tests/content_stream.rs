@@ -8,7 +8,6 @@
 use crate::common::builders::NodeBuilder;
 use crate::common::*;
 use bazaar::content::model::{self, Detail, QuoteDetail, TextDetail};
-use bazaar::content::neighbour_cache;
 use bazaar::content::stream::{self, Cursor};
 use bson::{doc, Bson, DateTime};
 use reqwest::StatusCode;
@@ -409,7 +408,7 @@ async fn a_deep_stream_page_and_a_post_send_a_pinned_number_of_commands() {
 
 /// A post's neighbour links are cached per instance: this instance's own node writes show at
 /// once, another instance's (a write this process hears nothing of) within
-/// `neighbour_cache::TTL`.
+/// `content::cache::TTL`.
 #[tokio::test]
 async fn cached_neighbours_follow_this_instances_writes_at_once_and_others_within_the_bound() {
     let app = spawn_app().await;
@@ -445,11 +444,11 @@ async fn cached_neighbours_follow_this_instances_writes_at_once_and_others_withi
         .await
         .unwrap();
     let shown = newer_link(page(&app, "/blog/older").await);
-    if loaded.elapsed() < neighbour_cache::TTL {
+    if loaded.elapsed() < bazaar::content::cache::TTL {
         assert_eq!(shown, Some("/blog/newer".into()), "served from the cache");
     }
     // Past the bound the link is gone.
-    tokio::time::sleep(neighbour_cache::TTL.saturating_sub(answered.elapsed())).await;
+    tokio::time::sleep(bazaar::content::cache::TTL.saturating_sub(answered.elapsed())).await;
     assert_eq!(newer_link(page(&app, "/blog/older").await), None);
     // Published again through this instance: shown on the next view.
     assert!(model::set_published(&app.db, newer_id, at(10))

@@ -1,5 +1,5 @@
 //! A short-lived cache of what the public content pages read: a page of a section's stream
-//! (cards), a section's page anchors (the points numbered pages start from), a tag page's
+//! (cards), a post's neighbours (its "Newer" and "Older" links), a section's page anchors (the points numbered pages start from), a tag page's
 //! nodes and products, and a feed's finished XML. Many visitors reading the same page at once
 //! then cost one read of the database between them rather than one each.
 //!
@@ -12,8 +12,8 @@
 //! change on the next page; an entry that also shows products (a tag page) is stale too after a
 //! product write through this process (`catalog::changes`). Another instance's writes, and a
 //! scheduled post whose time comes, reach this one through nothing but time: a content page is
-//! at most [`TTL`] older than the database, the bound the neighbour links of a post have
-//! (`content::neighbour_cache`). With several instances on one database, each keeps its own
+//! at most [`TTL`] older than the database. A stale neighbour link leads at worst to a post since
+//! renamed (its old address redirects), unpublished or deleted (a 404). With several instances on one database, each keeps its own
 //! cache and each follows the others within that bound.
 //!
 //! Concurrent requests for a missing or stale entry share one load: the first starts it, the

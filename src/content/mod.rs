@@ -1,10 +1,10 @@
 //! The CMS and tumblelog: content nodes of several types in one collection (`model`), Markdown
 //! rendering (`markdown`), video embeds (`video`), the public pages and tag pages (`pages`),
 //! the index of tags (`tag_index`), blocks of text filled from the settings (`live_blocks`),
-//! Atom feeds (`feed`), a post's cached neighbours (`neighbour_cache`, following the node
-//! writes reported in `changes`), photo uploads into GridFS (`photos`), the history of
-//! every node's saves (`revisions`) and the demo content (`demo`). Stream pages, tag pages and
-//! feeds are served from a cache of at most two seconds (`cache`), following the same writes.
+//! Atom feeds (`feed`), photo uploads into GridFS (`photos`) and the history of every node's
+//! saves (`revisions`). Stream pages, a post's neighbour links, tag pages and feeds are served
+//! from a cache of at most two seconds (`cache`), following the node writes reported in
+//! `changes`.
 //! The admin screens are in `crate::admin::content`.
 
 pub mod cache;
@@ -16,7 +16,6 @@ pub(crate) mod live_blocks;
 pub(crate) mod markdown;
 pub(crate) mod media_access;
 pub mod model;
-pub mod neighbour_cache;
 pub mod pages;
 pub mod photos;
 pub(crate) mod preview;

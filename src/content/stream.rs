@@ -29,7 +29,6 @@ use serde::Deserialize;
 
 use crate::content::cache;
 use crate::content::model::{self, Node};
-use crate::content::neighbour_cache;
 use crate::db::{Db, DbError};
 
 /// Deepest `?page=N` still answered (older links); deeper pages are reached by "Older posts".
@@ -368,8 +367,8 @@ pub fn neighbour_probes(section: &str, point: Cursor, now: DateTime) -> [Documen
 }
 
 /// The posts just newer and just older than `node` in its section (for "Previous" and "Next"
-/// links), from the [`neighbour_cache`] when it holds them fresh (no command), else as
-/// `load_neighbours` reads them.
+/// links), from the content cache ([`crate::content::cache`], keyed by the post's point in its
+/// stream) when it holds them fresh (no command), else as `load_neighbours` reads them.
 pub(crate) async fn neighbours(
     db: &Db,
     node: &Node,
@@ -378,14 +377,19 @@ pub(crate) async fn neighbours(
         return Ok((None, None));
     };
     let section = node.metadata.section.as_str();
-    neighbour_cache::neighbours(
-        db,
-        section,
-        point.published,
+    let key = (
+        section.to_string(),
+        point.published.timestamp_millis(),
         point.id,
+    );
+    let pair = crate::content::cache::get_or_load(
+        db,
+        key,
+        false,
         load_neighbours(db, section, point, node.id),
     )
-    .await
+    .await?;
+    Ok((*pair).clone())
 }
 
 /// The neighbours of the node `id` at `point` of `section`, read from the database. Usually two
