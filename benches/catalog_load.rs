@@ -282,6 +282,7 @@ const BLOG_POSTS: usize = 1_000;
 /// links, videos and photos), one hour apart, inserted directly through the driver.
 async fn blog(connections: u64, seconds: u64) -> anyhow::Result<()> {
     use bazaar::content::model::{self, Author, Metadata, Node};
+    use bazaar::content::store as nodes;
     use bson::oid::ObjectId;
 
     let settings = memory_settings()?;
@@ -290,7 +291,7 @@ async fn blog(connections: u64, seconds: u64) -> anyhow::Result<()> {
     bazaar::demo::run(&database.db).await?;
     let db = &database.db;
     // Photo posts show the demo photo's picture, so every stored file they name exists.
-    let photo = model::collection(db)
+    let photo = nodes::collection(db)
         .find_one(bson::doc! { "metadata.section": "blog", "metadata.type": "photo" })
         .await?
         .ok_or_else(|| anyhow::anyhow!("the demo blog has no photo post"))?;
@@ -353,8 +354,8 @@ async fn blog(connections: u64, seconds: u64) -> anyhow::Result<()> {
             }
         })
         .collect();
-    model::collection(db).insert_many(posts).await?;
-    let total = model::collection(db)
+    nodes::collection(db).insert_many(posts).await?;
+    let total = nodes::collection(db)
         .count_documents(bson::doc! { "metadata.section": "blog" })
         .await?;
     let pages = total.div_ceil(bazaar::content::pages::PAGE_SIZE as u64);

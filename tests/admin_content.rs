@@ -10,13 +10,14 @@ use crate::common::builders::{NodeBuilder, ProductBuilder};
 use crate::common::*;
 use bazaar::content::model::{self, Node};
 use bazaar::content::photos;
+use bazaar::content::store;
 use bson::oid::ObjectId;
 use bson::{doc, DateTime};
 use futures::future::join_all;
 use reqwest::StatusCode;
 
 async fn node_by_slug(app: &TestApp, section: &str, slug: &str) -> Node {
-    model::collection(&app.db)
+    store::collection(&app.db)
         .find_one(doc! { "metadata.section": section, "metadata.slug": slug })
         .await
         .unwrap()
@@ -33,7 +34,7 @@ async fn about_page(app: &TestApp) -> Node {
 }
 
 async fn stored_text(app: &TestApp, id: ObjectId) -> String {
-    let node = model::by_id(&app.db, id).await.unwrap().unwrap();
+    let node = store::by_id(&app.db, id).await.unwrap().unwrap();
     node.metadata.detail.get_str("text").unwrap().to_string()
 }
 
@@ -155,7 +156,7 @@ async fn two_editors_changing_the_same_line_get_a_conflict_page_with_only_that_l
 
     // The form holds the merged edit: Bob's title, both lines between markers, the stored nonce.
     let mut resolve = EditForm::read(&doc, "form.reapply-form");
-    let stored_node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
+    let stored_node = store::by_id(&app.db, about.id).await.unwrap().unwrap();
     assert_eq!(
         resolve.get("edit_version"),
         stored_node.metadata.nonce.to_hex()
@@ -175,7 +176,7 @@ async fn two_editors_changing_the_same_line_get_a_conflict_page_with_only_that_l
     resolve.set("choice_text", "mine");
     let response = resolve.post(&app, "").await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
+    let node = store::by_id(&app.db, about.id).await.unwrap().unwrap();
     assert_eq!(node.metadata.title, "About us");
     assert_eq!(node.metadata.updated_by.as_deref(), Some(ADMIN_USER));
     assert_eq!(
@@ -217,7 +218,7 @@ async fn two_editors_changing_different_lines_and_tags_are_merged_with_a_notice(
         .set("author", "Bob");
     let response = bob.post(&app, "save").await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
+    let node = store::by_id(&app.db, about.id).await.unwrap().unwrap();
     assert_eq!(
         stored_text(&app, about.id).await,
         "Line one, Alice\nLine two\nLine three, Bob"
@@ -258,7 +259,7 @@ async fn a_publication_changed_differently_by_two_editors_is_a_conflict_settled_
     let mut resolve = EditForm::read(&doc, "form.reapply-form");
     resolve.set("choice_publication", "theirs");
     assert_eq!(resolve.post(&app, "").await.status(), StatusCode::SEE_OTHER);
-    let node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
+    let node = store::by_id(&app.db, about.id).await.unwrap().unwrap();
     assert_eq!(node.metadata.published, None);
     assert_eq!(
         stored_text(&app, about.id).await,
@@ -432,7 +433,7 @@ async fn empty_titles_slugs_with_spaces_duplicate_slugs_and_foreign_video_urls_a
         .await;
     let doc = admin_page(&app, "/admin/content/new?section=pages&type=page").await;
     let token = csrf_token(&doc).unwrap();
-    let before = model::collection(&app.db)
+    let before = store::collection(&app.db)
         .count_documents(doc! {})
         .await
         .unwrap();
@@ -476,7 +477,7 @@ async fn empty_titles_slugs_with_spaces_duplicate_slugs_and_foreign_video_urls_a
         ["That slug is already used in this section; choose another."]
     );
     assert_eq!(
-        model::collection(&app.db)
+        store::collection(&app.db)
             .count_documents(doc! {})
             .await
             .unwrap(),
@@ -573,7 +574,7 @@ async fn tags_are_edited_as_one_list_in_the_edit_form_normalised_and_each_once()
         form.post(&app, "save").await.status(),
         StatusCode::SEE_OTHER
     );
-    let node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
+    let node = store::by_id(&app.db, about.id).await.unwrap().unwrap();
     assert_eq!(node.metadata.tags, ["jazz", "new-releases", "b"]);
     let tag_page = html(&body(app.get("/tags/new-releases").await).await);
     assert_eq!(texts(&tag_page, ".tag-nodes a"), ["About Bazaar"]);
@@ -585,7 +586,7 @@ async fn tags_are_edited_as_one_list_in_the_edit_form_normalised_and_each_once()
         form.post(&app, "save").await.status(),
         StatusCode::SEE_OTHER
     );
-    let node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
+    let node = store::by_id(&app.db, about.id).await.unwrap().unwrap();
     assert_eq!(node.metadata.tags, ["jazz", "b"]);
     assert_eq!(
         app.get("/tags/new-releases").await.status(),
@@ -762,7 +763,7 @@ async fn the_admin_list_filters_by_section_and_type_searches_titles_sorts_and_pa
     let doc = admin_page(&app, "/admin/content?section=blog&q=.*").await;
     assert_eq!(texts(&doc, ".result-count .total"), ["0"]);
     for i in 0..30 {
-        model::create(
+        store::create(
             &app.db,
             model::NodeInput {
                 section: "gallery".into(),
@@ -801,10 +802,10 @@ async fn deleting_asks_for_confirmation_then_removes_the_node_and_its_photo_file
         .any(|t| t.contains("photo file")));
     let token = csrf_token(&doc).unwrap();
     // A GET deletes nothing.
-    assert!(model::by_id(&app.db, photo.id).await.unwrap().is_some());
+    assert!(store::by_id(&app.db, photo.id).await.unwrap().is_some());
     let response = app.post_admin_form(&path, &[("csrf_token", &token)]).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    assert!(model::by_id(&app.db, photo.id).await.unwrap().is_none());
+    assert!(store::by_id(&app.db, photo.id).await.unwrap().is_none());
     assert_eq!(
         app.get(&format!("/media/{}", file.to_hex())).await.status(),
         StatusCode::NOT_FOUND
@@ -819,7 +820,7 @@ async fn deleting_asks_for_confirmation_then_removes_the_node_and_its_photo_file
         .post_admin_form(&format!("/admin/content/{}/delete", other.id.to_hex()), &[])
         .await;
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
-    assert!(model::by_id(&app.db, other.id).await.unwrap().is_some());
+    assert!(store::by_id(&app.db, other.id).await.unwrap().is_some());
 }
 
 // ------------------------------------------------------------------------------------------
@@ -875,7 +876,7 @@ async fn file_exists(app: &TestApp, id: ObjectId) -> bool {
 }
 
 async fn new_photo_node(app: &TestApp, slug: &str) -> Node {
-    model::create(
+    store::create(
         &app.db,
         model::NodeInput {
             section: "gallery".into(),
@@ -903,7 +904,7 @@ async fn a_photo_upload_records_its_size_and_thumbnail_and_a_replacement_deletes
     )
     .await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let stored = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+    let stored = store::by_id(&app.db, node.id).await.unwrap().unwrap();
     let photo = stored.photo().unwrap();
     let first = photo.file_id.unwrap();
     assert_eq!((photo.width, photo.height), (640, 480));
@@ -929,7 +930,7 @@ async fn a_photo_upload_records_its_size_and_thumbnail_and_a_replacement_deletes
     )
     .await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let second = model::by_id(&app.db, node.id)
+    let second = store::by_id(&app.db, node.id)
         .await
         .unwrap()
         .unwrap()
@@ -952,7 +953,7 @@ async fn a_photo_upload_records_its_size_and_thumbnail_and_a_replacement_deletes
     .await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
     assert_eq!(
-        model::by_id(&app.db, node.id)
+        store::by_id(&app.db, node.id)
             .await
             .unwrap()
             .unwrap()
@@ -992,7 +993,7 @@ async fn oversized_and_non_image_uploads_are_refused_with_a_message_and_nothing_
             "{name}: {flashes:?}"
         );
         assert_eq!(file_count(&app).await, files_before, "{name}");
-        let stored = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+        let stored = store::by_id(&app.db, node.id).await.unwrap().unwrap();
         assert_eq!(stored.photo_file(), None, "{name}");
         assert_eq!(stored.metadata.locked, None, "{name}: the lock is released");
     }
@@ -1041,7 +1042,7 @@ async fn of_two_concurrent_uploads_to_one_photo_node_exactly_one_proceeds() {
     // Wait until the first upload holds the lock.
     let mut held = false;
     for _ in 0..200 {
-        if model::by_id(&app.db, node.id)
+        if store::by_id(&app.db, node.id)
             .await
             .unwrap()
             .unwrap()
@@ -1073,7 +1074,7 @@ async fn of_two_concurrent_uploads_to_one_photo_node_exactly_one_proceeds() {
     drop(sender);
     let first = first.await.unwrap();
     assert_eq!(first.status(), StatusCode::SEE_OTHER);
-    let stored = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+    let stored = store::by_id(&app.db, node.id).await.unwrap().unwrap();
     let photo = stored.photo().unwrap();
     assert_eq!(photo.filename, "slow.png");
     assert_eq!((photo.width, photo.height), (64, 64));
@@ -1088,7 +1089,7 @@ async fn a_lock_left_by_a_crashed_upload_is_taken_over_after_five_minutes() {
     let set_lock = |age_secs: i64| {
         let db = app.db.clone();
         async move {
-            model::collection(&db)
+            store::collection(&db)
                 .update_one(
                     doc! { "_id": node.id },
                     doc! { "$set": { "metadata.locked": DateTime::from_millis(DateTime::now().timestamp_millis() - age_secs * 1000) } },
@@ -1101,7 +1102,7 @@ async fn a_lock_left_by_a_crashed_upload_is_taken_over_after_five_minutes() {
     let response = upload(&app, &action, multipart("a.png", &png(8, 8, 1)).into()).await;
     assert_eq!(response.status(), StatusCode::CONFLICT);
     assert_eq!(
-        model::by_id(&app.db, node.id)
+        store::by_id(&app.db, node.id)
             .await
             .unwrap()
             .unwrap()
@@ -1111,7 +1112,7 @@ async fn a_lock_left_by_a_crashed_upload_is_taken_over_after_five_minutes() {
     set_lock(6 * 60).await;
     let response = upload(&app, &action, multipart("a.png", &png(8, 8, 1)).into()).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let stored = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+    let stored = store::by_id(&app.db, node.id).await.unwrap().unwrap();
     assert!(stored.photo_file().is_some());
     assert_eq!(stored.metadata.locked, None);
 }
@@ -1129,12 +1130,12 @@ async fn while_photos_are_replaced_the_node_always_points_at_a_stored_file() {
         tokio::spawn(async move {
             let mut checks = 0u32;
             while !stop.load(std::sync::atomic::Ordering::SeqCst) {
-                let seen = model::by_id(&db, node.id).await.unwrap().unwrap();
+                let seen = store::by_id(&db, node.id).await.unwrap().unwrap();
                 if !photos::file_resolves(&db, &seen).await.unwrap() {
                     // The node may have moved to the next file (and the one read above been
                     // deleted) between the two reads: only a node still pointing at the
                     // missing file breaks the rule (a file id is never used again).
-                    let now = model::by_id(&db, node.id).await.unwrap().unwrap();
+                    let now = store::by_id(&db, node.id).await.unwrap().unwrap();
                     assert_ne!(
                         now.photo_file(),
                         seen.photo_file(),
@@ -1161,7 +1162,7 @@ async fn while_photos_are_replaced_the_node_always_points_at_a_stored_file() {
     let checks = watcher.await.expect("the watcher saw no missing file");
     assert!(checks > 5, "{checks}");
     assert_eq!(
-        model::by_id(&app.db, node.id)
+        store::by_id(&app.db, node.id)
             .await
             .unwrap()
             .unwrap()
@@ -1197,7 +1198,7 @@ async fn a_crash_between_the_swap_and_the_delete_leaves_only_an_orphan_that_clea
     photos::swap_file(&app.db, node.id, node.metadata.nonce, &first, "first.png")
         .await
         .unwrap();
-    let node = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+    let node = store::by_id(&app.db, node.id).await.unwrap().unwrap();
     // ...then a replacement that uploads and swaps, and "crashes" before deleting the old file.
     let second = bazaar::media::store_upload(
         &app.db,
@@ -1212,7 +1213,7 @@ async fn a_crash_between_the_swap_and_the_delete_leaves_only_an_orphan_that_clea
     // Crash point 1: uploaded, not swapped: the node still has its stored first file.
     assert!(photos::file_resolves(
         &app.db,
-        &model::by_id(&app.db, node.id).await.unwrap().unwrap()
+        &store::by_id(&app.db, node.id).await.unwrap().unwrap()
     )
     .await
     .unwrap());
@@ -1221,7 +1222,7 @@ async fn a_crash_between_the_swap_and_the_delete_leaves_only_an_orphan_that_clea
         .unwrap();
     assert_eq!(old, Some(first.id));
     // Crash point 2: swapped, old not deleted: the node points at the stored second file.
-    let after = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+    let after = store::by_id(&app.db, node.id).await.unwrap().unwrap();
     assert_eq!(after.photo_file(), Some(second.id));
     assert!(photos::file_resolves(&app.db, &after).await.unwrap());
     assert!(
@@ -1298,7 +1299,7 @@ async fn a_photo_over_the_configured_pixel_limit_is_refused_before_decoding_and_
         "{flashes:?}"
     );
     assert_eq!(file_count(&app).await, files_before);
-    let stored = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+    let stored = store::by_id(&app.db, node.id).await.unwrap().unwrap();
     assert_eq!(stored.photo_file(), None);
 
     // Under the limit the same node takes the photo.
@@ -1309,7 +1310,7 @@ async fn a_photo_over_the_configured_pixel_limit_is_refused_before_decoding_and_
     )
     .await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let stored = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+    let stored = store::by_id(&app.db, node.id).await.unwrap().unwrap();
     assert!(stored.photo_file().is_some());
 }
 
@@ -1409,7 +1410,7 @@ async fn preview_renders_the_typed_text_saves_nothing_and_the_form_it_returns_st
     let saved = returned.post(&app, "save").await;
     assert_eq!(saved.status(), StatusCode::SEE_OTHER);
     assert_eq!(stored_text(&app, post.id).await, typed);
-    let node = model::by_id(&app.db, post.id)
+    let node = store::by_id(&app.db, post.id)
         .await
         .expect("read")
         .expect("node");
@@ -1431,7 +1432,7 @@ async fn a_photo_is_chosen_in_the_one_edit_form_and_saved_with_the_fields_in_one
     )
     .await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let saved = model::by_id(&app.db, node.id)
+    let saved = store::by_id(&app.db, node.id)
         .await
         .expect("read")
         .expect("node");
@@ -1449,7 +1450,7 @@ async fn a_photo_is_chosen_in_the_one_edit_form_and_saved_with_the_fields_in_one
     let response =
         save_photo_form(&app, node.id, &[], "noon.png", &png(200, 100, 90), "save").await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let saved = model::by_id(&app.db, node.id)
+    let saved = store::by_id(&app.db, node.id)
         .await
         .expect("read")
         .expect("node");
@@ -1484,7 +1485,7 @@ async fn a_photo_is_chosen_in_the_one_edit_form_and_saved_with_the_fields_in_one
         attr(&doc, "#field-caption", "value").as_deref(),
         Some("Typed while refused")
     );
-    let unchanged = model::by_id(&app.db, node.id)
+    let unchanged = store::by_id(&app.db, node.id)
         .await
         .expect("read")
         .expect("node");
@@ -1503,7 +1504,7 @@ async fn a_photo_chosen_in_a_form_opened_before_another_editor_replaced_it_is_no
     let mut a_fields = form_fields(&doc, "form.edit-form");
     let b = save_photo_form(&app, node.id, &[], "b.png", &png(300, 200, 10), "save").await;
     assert_eq!(b.status(), StatusCode::SEE_OTHER);
-    let theirs = model::by_id(&app.db, node.id)
+    let theirs = store::by_id(&app.db, node.id)
         .await
         .expect("read")
         .expect("node")
@@ -1521,7 +1522,7 @@ async fn a_photo_chosen_in_a_form_opened_before_another_editor_replaced_it_is_no
         "{:?}",
         texts(&doc, "#error-photo")
     );
-    let after = model::by_id(&app.db, node.id)
+    let after = store::by_id(&app.db, node.id)
         .await
         .expect("read")
         .expect("node");

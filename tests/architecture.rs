@@ -120,7 +120,7 @@ fn comments_name_the_collections_their_discussions_live_in() {
     );
     assert_eq!(
         DiscussionKind::Node.collection(),
-        bazaar::content::model::COLLECTION
+        bazaar::content::store::COLLECTION
     );
 }
 

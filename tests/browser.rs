@@ -686,7 +686,7 @@ async fn wait_for_new_page(client: &Client) {
 }
 
 async fn stored_node(app: &TestApp, id: bson::oid::ObjectId) -> bazaar::content::model::Node {
-    bazaar::content::model::by_id(&app.db, id)
+    bazaar::content::store::by_id(&app.db, id)
         .await
         .expect("read")
         .expect("the node")

@@ -5,6 +5,7 @@
 use crate::common::builders::{NodeBuilder, ProductBuilder};
 use crate::common::*;
 use bazaar::content::model::{self, Detail, LinkDetail, QuoteDetail, TextDetail, VideoDetail};
+use bazaar::content::store;
 use bson::{doc, DateTime};
 use reqwest::StatusCode;
 
@@ -102,7 +103,7 @@ async fn the_blog_is_a_stream_of_every_post_type_newest_first_with_comment_count
         .build(db)
         .await;
     // Comments are kept by another area; it counts them on the node.
-    model::collection(&app.db)
+    store::collection(&app.db)
         .update_one(
             doc! { "metadata.section": "blog", "metadata.slug": "three-futures" },
             doc! { "$set": { "metadata.comment_count": 3 } },
@@ -286,7 +287,7 @@ async fn publicly_shown(app: &TestApp, slug: &str, title: &str) -> bool {
 }
 
 async fn stored_live(app: &TestApp, id: bson::oid::ObjectId) -> bool {
-    model::by_id(&app.db, id)
+    store::by_id(&app.db, id)
         .await
         .expect("query")
         .expect("node")
@@ -311,7 +312,7 @@ async fn a_post_published_now_stays_shown_when_the_clock_steps_back_and_goes_whe
     .await;
     assert!(!publicly_shown(&app, "step-now", "Published now").await);
     // What "Publish now" does.
-    assert!(model::set_published(&app.db, draft.id, Some(app.db.now()))
+    assert!(store::set_published(&app.db, draft.id, Some(app.db.now()))
         .await
         .expect("publish"));
     assert!(publicly_shown(&app, "step-now", "Published now").await);
@@ -322,7 +323,7 @@ async fn a_post_published_now_stays_shown_when_the_clock_steps_back_and_goes_whe
         "an hour's step back hid a published post"
     );
     // Back to draft: gone, and not live any more, whatever the clock says.
-    assert!(model::set_published(&app.db, draft.id, None)
+    assert!(store::set_published(&app.db, draft.id, None)
         .await
         .expect("unpublish"));
     assert!(!stored_live(&app, draft.id).await);
@@ -359,7 +360,7 @@ async fn a_scheduled_post_that_appeared_stays_shown_when_the_clock_steps_back_be
     );
     // Rescheduling it to later takes it off the site until then.
     let later = DateTime::from_millis(app.db.now().timestamp_millis() + HOUR.as_millis() as i64);
-    model::set_published(&app.db, node.id, Some(later))
+    store::set_published(&app.db, node.id, Some(later))
         .await
         .expect("reschedule");
     assert!(!stored_live(&app, node.id).await);
@@ -392,10 +393,10 @@ async fn the_jobs_mark_a_due_post_live_before_anyone_reads_it_and_only_once() {
     )
     .await;
     let draft = add_node(&app, "blog", "step-draft", "Draft", entry("."), None, &[]).await;
-    assert_eq!(model::go_live_due(&app.db).await.expect("job"), 0);
+    assert_eq!(store::go_live_due(&app.db).await.expect("job"), 0);
     clock.step_forward(std::time::Duration::from_secs(120));
-    assert_eq!(model::go_live_due(&app.db).await.expect("job"), 1);
-    assert_eq!(model::go_live_due(&app.db).await.expect("job again"), 0);
+    assert_eq!(store::go_live_due(&app.db).await.expect("job"), 1);
+    assert_eq!(store::go_live_due(&app.db).await.expect("job again"), 0);
     assert!(stored_live(&app, due.id).await);
     assert!(!stored_live(&app, far.id).await);
     assert!(!stored_live(&app, draft.id).await);
@@ -406,7 +407,7 @@ async fn the_jobs_mark_a_due_post_live_before_anyone_reads_it_and_only_once() {
 #[tokio::test]
 async fn nodes_stored_before_the_live_flag_are_shown_by_their_date_and_marked_live_once() {
     let app = spawn_app().await;
-    let nodes = app.db.collection::<bson::Document>(model::COLLECTION);
+    let nodes = app.db.collection::<bson::Document>(store::COLLECTION);
     let old = add_node(
         &app,
         "blog",
@@ -450,13 +451,13 @@ async fn nodes_stored_before_the_live_flag_are_shown_by_their_date_and_marked_li
     };
     forget_live().await;
     // Start-up's pass marks the one published in the past, and only it.
-    assert_eq!(model::go_live_due(&app.db).await.expect("migration"), 1);
+    assert_eq!(store::go_live_due(&app.db).await.expect("migration"), 1);
     assert!(stored_live(&app, old.id).await);
     for id in [soon.id, draft.id] {
         let raw = nodes.find_one(doc! { "_id": id }).await.unwrap().unwrap();
         assert!(raw.get_document("metadata").unwrap().get("live").is_none());
     }
-    assert_eq!(model::go_live_due(&app.db).await.expect("again"), 0);
+    assert_eq!(store::go_live_due(&app.db).await.expect("again"), 0);
     // Before that pass ran, readers see them by their date; the read marks what it showed.
     forget_live().await;
     assert!(publicly_shown(&app, "legacy-old", "Legacy old").await);
@@ -796,7 +797,7 @@ async fn markdown_titles_tags_videos_and_links_from_editors_come_out_inert() {
     )
     .await;
     // Tags with HTML (stored directly, bypassing the admin's normalising).
-    model::collection(&app.db)
+    store::collection(&app.db)
         .update_one(
             doc! { "metadata.slug": "xss" },
             doc! { "$set": { "metadata.tags": ["<b onmouseover=alert(6)>x</b>"] } },
@@ -932,7 +933,7 @@ async fn video_posts_embed_youtube_by_id_and_the_policy_allows_frames_only_from_
 async fn seeding_again_adds_no_content() {
     // About the demo data: seeding it again finds all of it in place.
     let app = spawn_app_with_demo().await;
-    let before = model::collection(&app.db)
+    let before = store::collection(&app.db)
         .count_documents(doc! {})
         .await
         .unwrap();
@@ -945,7 +946,7 @@ async fn seeding_again_adds_no_content() {
         .unwrap();
     let report = bazaar::demo::run(&app.db).await.unwrap();
     assert_eq!(report.total(), 0, "{report:?}");
-    let after = model::collection(&app.db)
+    let after = store::collection(&app.db)
         .count_documents(doc! {})
         .await
         .unwrap();
@@ -964,9 +965,9 @@ async fn every_content_query_uses_an_index() {
     let app = spawn_app().await;
     let db = &app.db;
     let now = DateTime::now();
-    let c = model::COLLECTION;
+    let c = store::COLLECTION;
     let visible = |mut filter: bson::Document| {
-        filter.extend(model::visible_at(now));
+        filter.extend(store::visible_at(now));
         filter
     };
     assert_uses_index(
@@ -993,7 +994,7 @@ async fn every_content_query_uses_an_index() {
         doc! { "metadata.published": -1 },
     )
     .await;
-    assert_uses_index(db, "due scheduled nodes", c, model::due_query(now), doc! {}).await;
+    assert_uses_index(db, "due scheduled nodes", c, store::due_query(now), doc! {}).await;
     assert_uses_index(
         db,
         "a tag page's products",
@@ -1003,7 +1004,7 @@ async fn every_content_query_uses_an_index() {
     )
     .await;
     for sort in ["updated", "title", "published"] {
-        let q = model::AdminQuery {
+        let q = store::AdminQuery {
             section: "blog",
             kind: Some(model::NodeType::Entry),
             search: "the",
@@ -1015,8 +1016,8 @@ async fn every_content_query_uses_an_index() {
             db,
             "the admin content list",
             c,
-            model::admin_filter(&q),
-            model::admin_sort(sort),
+            store::admin_filter(&q),
+            store::admin_sort(sort),
         )
         .await;
     }

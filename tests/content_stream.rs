@@ -8,6 +8,7 @@
 use crate::common::builders::NodeBuilder;
 use crate::common::*;
 use bazaar::content::model::{self, Detail, QuoteDetail, TextDetail};
+use bazaar::content::store;
 use bazaar::content::stream::{self, Cursor};
 use bson::{doc, Bson, DateTime};
 use reqwest::StatusCode;
@@ -177,7 +178,7 @@ async fn a_post_links_to_the_posts_just_newer_and_older_in_its_section() {
         .published(tied_at)
         .build(&app.db)
         .await;
-    let middle_id = model::collection(&app.db)
+    let middle_id = store::collection(&app.db)
         .find_one(doc! { "metadata.slug": "middle" })
         .await
         .unwrap()
@@ -211,7 +212,7 @@ async fn index_of(app: &TestApp, filter: bson::Document, sort: bson::Document) -
         .db
         .database()
         .run_command(doc! {
-            "explain": { "find": model::COLLECTION, "filter": filter, "sort": sort, "limit": 11 },
+            "explain": { "find": store::COLLECTION, "filter": filter, "sort": sort, "limit": 11 },
             "verbosity": "queryPlanner",
         })
         .await
@@ -240,8 +241,8 @@ async fn every_stream_query_reads_the_section_index_in_order() {
         id: bson::oid::ObjectId::new(),
     };
     let mut section = doc! { "metadata.section": "blog" };
-    section.extend(model::visible_at(now));
-    assert_eq!(index_of(&app, section, model::newest_first()).await, index);
+    section.extend(store::visible_at(now));
+    assert_eq!(index_of(&app, section, store::newest_first()).await, index);
     for find in stream::neighbour_probes("blog", point, now) {
         let filter = find.get_document("filter").unwrap().clone();
         let sort = find.get_document("sort").unwrap().clone();
@@ -249,7 +250,7 @@ async fn every_stream_query_reads_the_section_index_in_order() {
     }
     // A tag page: newest first within the tag.
     let mut tagged = doc! { "metadata.tags": "jazz" };
-    tagged.extend(model::visible_at(now));
+    tagged.extend(store::visible_at(now));
     assert_eq!(
         index_of(&app, tagged, doc! { "metadata.published": -1 }).await,
         doc! { "metadata.tags": 1, "metadata.published": -1 }
@@ -262,7 +263,7 @@ async fn every_stream_query_reads_the_section_index_in_order() {
         }
     }
     // The retired index is gone, and nothing else lost.
-    let names = model::collection(&app.db).list_index_names().await.unwrap();
+    let names = store::collection(&app.db).list_index_names().await.unwrap();
     assert!(
         names.contains(&"section_published_id".to_string()),
         "{names:?}"
@@ -285,7 +286,7 @@ async fn nodes_stored_before_summaries_get_them_and_a_later_save_is_not_overwrit
         .text("Before.")
         .build(&app.db)
         .await;
-    model::collection(&app.db)
+    store::collection(&app.db)
         .update_many(doc! {}, doc! { "$unset": { "metadata.summary": "" } })
         .await
         .unwrap();
@@ -301,15 +302,15 @@ async fn nodes_stored_before_summaries_get_them_and_a_later_save_is_not_overwrit
         }),
     };
     assert!(
-        model::save_with_nonce(&app.db, &edited, edited.metadata.nonce, &input)
+        store::save_with_nonce(&app.db, &edited, edited.metadata.nonce, &input)
             .await
             .unwrap()
     );
-    assert_eq!(model::backfill_summaries(&app.db).await.unwrap(), 1);
+    assert_eq!(store::backfill_summaries(&app.db).await.unwrap(), 1);
     let summary = |id| {
         let db = app.db.clone();
         async move {
-            model::by_id(&db, id)
+            store::by_id(&db, id)
                 .await
                 .unwrap()
                 .unwrap()
@@ -324,7 +325,7 @@ async fn nodes_stored_before_summaries_get_them_and_a_later_save_is_not_overwrit
     );
     assert_eq!(summary(edited.id).await.text, "After the edit.");
     // Nothing is left to fill: a second start-up writes nothing.
-    assert_eq!(model::backfill_summaries(&app.db).await.unwrap(), 0);
+    assert_eq!(store::backfill_summaries(&app.db).await.unwrap(), 0);
     let stream = page(&app, "/blog/").await;
     assert!(texts(&stream, ".post-excerpt").contains(&"After the edit.".to_string()));
     app.stop().await;
@@ -430,13 +431,13 @@ async fn cached_neighbours_follow_this_instances_writes_at_once_and_others_withi
     // The entry was loaded between `loaded` and now.
     let answered = std::time::Instant::now();
     // Unpublished as another instance would: straight in the database.
-    let newer_id = model::collection(&app.db)
+    let newer_id = store::collection(&app.db)
         .find_one(doc! { "metadata.slug": "newer" })
         .await
         .unwrap()
         .unwrap()
         .id;
-    model::collection(&app.db)
+    store::collection(&app.db)
         .update_one(
             doc! { "_id": newer_id },
             doc! { "$set": { "metadata.published": Bson::Null, "metadata.live": false } },
@@ -451,7 +452,7 @@ async fn cached_neighbours_follow_this_instances_writes_at_once_and_others_withi
     tokio::time::sleep(bazaar::content::cache::TTL.saturating_sub(answered.elapsed())).await;
     assert_eq!(newer_link(page(&app, "/blog/older").await), None);
     // Published again through this instance: shown on the next view.
-    assert!(model::set_published(&app.db, newer_id, at(10))
+    assert!(store::set_published(&app.db, newer_id, at(10))
         .await
         .unwrap());
     assert_eq!(
@@ -459,7 +460,7 @@ async fn cached_neighbours_follow_this_instances_writes_at_once_and_others_withi
         Some("/blog/newer".into())
     );
     // Deleted through this instance: gone on the next view.
-    model::delete(&app.db, newer_id).await.unwrap();
+    store::delete(&app.db, newer_id).await.unwrap();
     assert_eq!(newer_link(page(&app, "/blog/older").await), None);
     app.stop().await;
 }
@@ -487,13 +488,13 @@ async fn cached_content_pages_follow_this_instances_writes_at_once_and_others_wi
     }
     let loaded = std::time::Instant::now();
     // Unpublished as another instance would: straight in the database.
-    let newer_id = model::collection(&app.db)
+    let newer_id = store::collection(&app.db)
         .find_one(doc! { "metadata.slug": "newer" })
         .await
         .unwrap()
         .unwrap()
         .id;
-    model::collection(&app.db)
+    store::collection(&app.db)
         .update_one(
             doc! { "_id": newer_id },
             doc! { "$set": { "metadata.published": Bson::Null, "metadata.live": false } },
@@ -513,7 +514,7 @@ async fn cached_content_pages_follow_this_instances_writes_at_once_and_others_wi
     }
     // Published again through this instance: shown on the next view.
     assert!(
-        model::set_published(&app.db, newer_id, Some(DateTime::now()))
+        store::set_published(&app.db, newer_id, Some(DateTime::now()))
             .await
             .unwrap()
     );
@@ -521,7 +522,7 @@ async fn cached_content_pages_follow_this_instances_writes_at_once_and_others_wi
         assert!(shows_newer(&body(app.get(path).await).await), "{path}");
     }
     // Deleted through this instance: gone on the next view.
-    model::delete(&app.db, newer_id).await.unwrap();
+    store::delete(&app.db, newer_id).await.unwrap();
     for path in paths {
         assert!(!shows_newer(&body(app.get(path).await).await), "{path}");
     }
@@ -578,7 +579,7 @@ async fn generated_posts_for_load_tests_are_added_once_with_their_summaries() {
         .await
         .unwrap();
     assert_eq!(again, 0);
-    let stored = model::collection(&app.db)
+    let stored = store::collection(&app.db)
         .count_documents(doc! { "metadata.summary": { "$ne": null } })
         .await
         .unwrap();

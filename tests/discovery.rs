@@ -18,7 +18,8 @@ use crate::common::builders::{CategoryBuilder, NodeBuilder};
 use crate::common::shop::*;
 use crate::common::*;
 use bazaar::catalog::products;
-use bazaar::content::model::{self, Detail, PhotoDetail, TextDetail};
+use bazaar::content::model::{Detail, PhotoDetail, TextDetail};
+use bazaar::content::store;
 use bazaar::discovery::sitemap;
 use bson::{doc, Bson, DateTime};
 use reqwest::StatusCode;
@@ -1096,7 +1097,7 @@ async fn every_sitemap_query_runs_on_an_index() {
     .await;
     assert_eq!(key_of(&chunk), doc! { "_id": 1 });
     let section = explain(doc! {
-        "find": model::COLLECTION,
+        "find": store::COLLECTION,
         "filter": sitemap::section_filter("blog", DateTime::now()),
         "sort": { "metadata.published": -1 },
     })

@@ -304,6 +304,7 @@ async fn the_upload_limit_comes_from_configuration() {
 // Copies belong to their original; the orphan clean-up; drafts' photos.
 
 use bazaar::content::model;
+use bazaar::content::store;
 use bson::oid::ObjectId;
 use bson::{doc, DateTime, Document};
 use std::time::Duration;
@@ -457,7 +458,7 @@ async fn a_file_linked_only_from_a_markdown_body_survives_the_clean_up_and_an_un
     let app = spawn_app().await;
     let linked = store(&app, "linked.png", photo_png(300, 200)).await;
     let unused = store(&app, "unused.png", photo_png(300, 200)).await;
-    model::create(
+    store::create(
         &app.db,
         model::NodeInput {
             section: "blog".into(),
@@ -543,7 +544,7 @@ async fn photo_node(
     published: Option<DateTime>,
 ) -> (ObjectId, bazaar::media::StoredImage) {
     let image = store(app, &format!("{slug}.png"), photo_png(1600, 1200)).await;
-    model::create(
+    store::create(
         &app.db,
         model::NodeInput {
             section: "gallery".into(),
@@ -664,7 +665,7 @@ async fn a_published_photo_and_a_product_photo_stay_public_and_cacheable() {
     }
     // Unpublishing hides it again.
     let node = node_id(&app, "on-show").await;
-    bazaar::content::model::set_published(&app.db, ObjectId::parse_str(&node).unwrap(), None)
+    bazaar::content::store::set_published(&app.db, ObjectId::parse_str(&node).unwrap(), None)
         .await
         .expect("unpublished");
     let (anonymous, _) = new_client();

@@ -7,6 +7,7 @@ use std::io::Cursor;
 use crate::common::builders::{NodeBuilder, ProductBuilder};
 use crate::common::*;
 use bazaar::content::model;
+use bazaar::content::store;
 use bazaar::media::StoredImage;
 use bson::oid::ObjectId;
 use bson::{doc, Document};
@@ -304,7 +305,7 @@ async fn a_nodes_media_follows_its_text_and_old_nodes_get_theirs_at_start_up() {
     let media_of = |id: ObjectId| {
         let db = app.db.clone();
         async move {
-            model::by_id(&db, id)
+            store::by_id(&db, id)
                 .await
                 .expect("read")
                 .expect("node")
@@ -325,7 +326,7 @@ async fn a_nodes_media_follows_its_text_and_old_nodes_get_theirs_at_start_up() {
         }),
     };
     assert!(
-        model::save_with_nonce(&app.db, &node, node.metadata.nonce, &input)
+        store::save_with_nonce(&app.db, &node, node.metadata.nonce, &input)
             .await
             .expect("saved")
     );
@@ -333,7 +334,7 @@ async fn a_nodes_media_follows_its_text_and_old_nodes_get_theirs_at_start_up() {
 
     // A node stored before `metadata.media` existed gets it from start-up's back-fill.
     app.db
-        .collection::<Document>(model::COLLECTION)
+        .collection::<Document>(store::COLLECTION)
         .update_one(
             doc! { "_id": node.id },
             doc! { "$unset": { "metadata.media": "" } },
@@ -341,7 +342,7 @@ async fn a_nodes_media_follows_its_text_and_old_nodes_get_theirs_at_start_up() {
         .await
         .expect("unset");
     assert_eq!(media_of(node.id).await, None);
-    model::backfill_summaries(&app.db)
+    store::backfill_summaries(&app.db)
         .await
         .expect("back-filled");
     assert_eq!(media_of(node.id).await, Some(vec![b]));
@@ -355,7 +356,7 @@ async fn a_nodes_media_follows_its_text_and_old_nodes_get_theirs_at_start_up() {
     assert_uses_index(
         &app.db,
         "where a file is used",
-        model::COLLECTION,
+        store::COLLECTION,
         doc! { "metadata.media": { "$in": [a, b] } },
         doc! {},
     )

@@ -8,6 +8,7 @@ use std::io::Cursor;
 use crate::common::builders::NodeBuilder;
 use crate::common::*;
 use bazaar::content::model;
+use bazaar::content::store;
 use bson::oid::ObjectId;
 use bson::{doc, DateTime, Document};
 use futures::io::AsyncReadExt;
@@ -110,7 +111,7 @@ fn assert_no_metadata(bytes: &[u8], what: &str) {
 
 /// A published gallery photo node with no photo yet.
 async fn empty_photo_node(app: &TestApp, slug: &str) -> ObjectId {
-    model::create(
+    store::create(
         &app.db,
         model::NodeInput {
             section: "gallery".into(),
@@ -133,7 +134,7 @@ async fn empty_photo_node(app: &TestApp, slug: &str) -> ObjectId {
 async fn upload_photo(app: &TestApp, id: ObjectId, bytes: &[u8]) -> model::PhotoDetail {
     let response = save_photo_form(app, id, &[], "IMG_0042.JPG", bytes, "save").await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let node = model::by_id(&app.db, id)
+    let node = store::by_id(&app.db, id)
         .await
         .expect("read")
         .expect("node");

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use crate::common::builders::NodeBuilder;
 use crate::common::*;
-use bazaar::content::model::{self, Node};
+use bazaar::content::model::Node;
 use bazaar::content::revisions::{self, Revision};
+use bazaar::content::store;
 use bson::doc;
 use bson::oid::ObjectId;
 use reqwest::StatusCode;
@@ -70,7 +71,7 @@ async fn save(app: &TestApp, id: ObjectId, title: &str, text: &str) {
 }
 
 async fn stored_text(app: &TestApp, id: ObjectId) -> String {
-    let node = model::by_id(&app.db, id).await.unwrap().unwrap();
+    let node = store::by_id(&app.db, id).await.unwrap().unwrap();
     node.metadata.detail.get_str("text").unwrap().to_string()
 }
 
@@ -174,7 +175,7 @@ async fn restoring_an_old_revision_brings_its_text_back_and_keeps_the_version_it
     let response = post_fields(&app, &action, &fields).await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
 
-    let node = model::by_id(&app.db, about.id).await.unwrap().unwrap();
+    let node = store::by_id(&app.db, about.id).await.unwrap().unwrap();
     assert_eq!(node.metadata.title, "About");
     assert_eq!(stored_text(&app, about.id).await, "The good text");
     assert_eq!(node.metadata.updated_by.as_deref(), Some(ADMIN_USER));

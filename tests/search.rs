@@ -5,7 +5,8 @@
 
 use crate::common::*;
 use bazaar::catalog::products::{self, AlbumDetails, BookDetails, Details, NewProduct, Shipping};
-use bazaar::content::model::{self, Detail, NodeInput, TextDetail};
+use bazaar::content::model::{Detail, NodeInput, TextDetail};
+use bazaar::content::store;
 use bazaar::search;
 use bson::{doc, Bson, DateTime};
 use reqwest::StatusCode;
@@ -71,7 +72,7 @@ async fn book(app: &TestApp, sku: &str, title: &str, author: &str) {
 }
 
 async fn entry(app: &TestApp, slug: &str, title: &str, text: &str, published: Option<DateTime>) {
-    model::create(
+    store::create(
         &app.db,
         NodeInput {
             section: "blog".to_string(),
@@ -361,7 +362,7 @@ async fn searches_use_the_text_indexes() {
             search::product_projection(),
         ),
         (
-            model::COLLECTION,
+            store::COLLECTION,
             {
                 let mut f = search::text_filter("blue jazz");
                 f.insert("metadata.published", doc! { "$lte": now });
@@ -574,7 +575,7 @@ async fn a_misspelled_word_gets_a_did_you_mean_from_the_indexes_own_words() {
 #[tokio::test]
 async fn posts_are_found_by_their_authors_name() {
     let app = spawn_app().await;
-    model::create(
+    store::create(
         &app.db,
         NodeInput {
             section: "blog".to_string(),

@@ -4,7 +4,7 @@
 use crate::common::builders::NodeBuilder;
 use crate::common::*;
 use crate::discovery::{as_pairs, set_field, settings_form};
-use bazaar::content::model;
+use bazaar::content::store;
 use bson::DateTime;
 use reqwest::StatusCode;
 
@@ -83,7 +83,7 @@ async fn readers_see_dates_in_the_sites_zone_and_editors_type_times_in_it() {
     fields.push(("action", "schedule"));
     let saved = app.post_admin_form(&edit, &fields).await;
     assert_eq!(saved.status(), StatusCode::SEE_OTHER);
-    let stored = model::by_id(&app.db, draft.id)
+    let stored = store::by_id(&app.db, draft.id)
         .await
         .expect("read")
         .expect("node");

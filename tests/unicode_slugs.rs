@@ -6,14 +6,15 @@
 
 use crate::common::builders::{NodeBuilder, ProductBuilder};
 use crate::common::*;
-use bazaar::content::model::{self, Node};
+use bazaar::content::model::Node;
+use bazaar::content::store;
 use bazaar::db::redirects;
 use bson::doc;
 use bson::oid::ObjectId;
 use reqwest::StatusCode;
 
 async fn node_by_slug(app: &TestApp, section: &str, slug: &str) -> Option<Node> {
-    model::collection(&app.db)
+    store::collection(&app.db)
         .find_one(doc! { "metadata.section": section, "metadata.slug": slug })
         .await
         .unwrap()
@@ -100,7 +101,7 @@ async fn add_tags(app: &TestApp, id: ObjectId, tags: &str) -> Vec<String> {
 async fn rename(app: &TestApp, id: ObjectId, slug: &str) -> reqwest::Response {
     let edit = format!("/admin/content/{}/edit", id.to_hex());
     let doc = admin_page(app, &edit).await;
-    let node = model::by_id(&app.db, id).await.unwrap().unwrap();
+    let node = store::by_id(&app.db, id).await.unwrap().unwrap();
     app.post_admin_form(
         &edit,
         &[
@@ -131,7 +132,7 @@ async fn a_french_title_and_spanish_french_and_japanese_tags_round_trip_through_
 
     let flashes = add_tags(&app, id, "Ñandú, café, 日本のジャズ").await;
     assert!(flashes.iter().any(|f| f.contains("Saved")), "{flashes:?}");
-    let node = model::by_id(&app.db, id).await.unwrap().unwrap();
+    let node = store::by_id(&app.db, id).await.unwrap().unwrap();
     assert_eq!(node.metadata.tags, ["ñandú", "café", "日本のジャズ"]);
 
     let page = app.get("/blog/caf%C3%A9-society").await;
@@ -175,7 +176,7 @@ async fn a_japanese_title_is_accepted_and_its_page_is_served_at_its_encoded_addr
     let app = spawn_app().await;
     let (response, id) = create_entry(&app, "日本のジャズ入門").await;
     assert_eq!(response.status(), StatusCode::SEE_OTHER);
-    let node = model::by_id(&app.db, id.unwrap()).await.unwrap().unwrap();
+    let node = store::by_id(&app.db, id.unwrap()).await.unwrap().unwrap();
     assert_eq!(node.metadata.slug, "日本のジャズ入門");
     let page = app.get(&node.url()).await;
     assert_eq!(page.status(), StatusCode::OK);
@@ -204,7 +205,7 @@ async fn a_title_a_tag_or_a_product_tag_of_punctuation_only_is_refused_with_a_me
             .any(|f| f.contains("“!!!”") && f.contains("no letter or digit")),
         "{flashes:?}"
     );
-    let stored = model::by_id(&app.db, node.id).await.unwrap().unwrap();
+    let stored = store::by_id(&app.db, node.id).await.unwrap().unwrap();
     assert!(
         stored.metadata.tags.is_empty(),
         "nothing of a refused list is added"

@@ -26,6 +26,7 @@ use crate::content::model::{
 };
 use crate::content::photos::{self, PhotoError};
 use crate::content::revisions::{self, Revision};
+use crate::content::store;
 use crate::content::video::Video;
 use crate::content::ContentError;
 use crate::domain::Slug;
@@ -335,9 +336,9 @@ pub(crate) async fn index(
             ))
         }
     };
-    let (nodes, total) = model::admin_list(
+    let (nodes, total) = store::admin_list(
         &state.db,
-        &model::AdminQuery {
+        &store::AdminQuery {
             section: section.name,
             kind,
             search: &search,
@@ -561,7 +562,7 @@ pub(crate) async fn create(
     let errors = match parsed {
         Ok(input) => {
             let published = (form.get("publish") == "1").then(|| state.db.now());
-            match model::create(&state.db, input, published, Vec::new()).await {
+            match store::create(&state.db, input, published, Vec::new()).await {
                 Ok(node) => {
                     flash::push(
                         &req.get_session(),
@@ -607,7 +608,7 @@ pub(crate) async fn create(
 }
 
 async fn load(state: &AppState, id: &str) -> Result<Node, AppError> {
-    model::by_id(&state.db, parse_id(id)?)
+    store::by_id(&state.db, parse_id(id)?)
         .await?
         .ok_or(AppError::NotFound)
 }
@@ -971,7 +972,7 @@ pub(crate) async fn update_with_photo(
     let photo = form
         .stored
         .pop()
-        .map(|(image, filename)| model::NewPhoto { image, filename });
+        .map(|(image, filename)| store::NewPhoto { image, filename });
     let mut fields = Submitted::from_pairs(form.pairs.drain(..));
     if let Some(refused) = form.refused.first() {
         fields.set(PHOTO_REFUSED, refused.clone());
@@ -1009,7 +1010,7 @@ async fn save_form(
     state: &AppState,
     mut stored: Node,
     mut form: Submitted,
-    photo: Option<model::NewPhoto>,
+    photo: Option<store::NewPhoto>,
 ) -> Result<FormOutcome, AppError> {
     let req = req.clone();
     let section = node_section(&stored)?;
@@ -1104,7 +1105,7 @@ async fn save_form(
                 return Ok(edit_errors(&req, section, stored, &edit, errors)?.into());
             }
         };
-        let extras = model::EditExtras {
+        let extras = store::EditExtras {
             tags: edit.tags.clone(),
             published: (edit.publication != stored.metadata.published).then_some(edit.publication),
             by: by.clone(),
@@ -1112,7 +1113,7 @@ async fn save_form(
             photo: photo.clone(),
         };
         let nonce = stored.metadata.nonce;
-        match model::save_edit(&state.db, &stored, nonce, &input, &extras).await {
+        match store::save_edit(&state.db, &stored, nonce, &input, &extras).await {
             Ok(true) => {
                 let mut message = saved_message(&stored, &edit);
                 if !merged.is_empty() {
@@ -1138,7 +1139,7 @@ async fn save_form(
                 });
             }
             Ok(false) => {
-                stored = model::by_id(&state.db, stored.id).await?.ok_or_else(|| {
+                stored = store::by_id(&state.db, stored.id).await?.ok_or_else(|| {
                     AppError::Conflict("This item was deleted while you were editing it.".into())
                 })?;
                 if photo.is_some() && photo_chosen_again(&form, &stored) {
@@ -1543,14 +1544,14 @@ pub(crate) async fn restore_revision(
         author: node.metadata.author.name.clone(),
         detail,
     };
-    let extras = model::EditExtras {
+    let extras = store::EditExtras {
         tags: Some(revision.tags.clone()),
         published: (revision.published != node.metadata.published).then_some(revision.published),
         by: admin_name(&req),
         kept: revisions::Retention::new(state.revisions_kept),
         photo: None,
     };
-    match model::save_edit(&state.db, &node, form_nonce, &input, &extras).await {
+    match store::save_edit(&state.db, &node, form_nonce, &input, &extras).await {
         Ok(true) => {
             flash::push(
                 &req.get_session(),
@@ -1671,7 +1672,7 @@ pub(crate) async fn delete(
     id: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
     let id = parse_id(&id)?;
-    let node = model::delete(&state.db, id)
+    let node = store::delete(&state.db, id)
         .await?
         .ok_or(AppError::NotFound)?;
     // The node is gone first: its file then has no referrer, so a crash here leaves an orphan.

@@ -87,7 +87,7 @@ async fn targets(state: &AppState) -> Result<Vec<(String, String)>, AppError> {
     for section in crate::content::model::SECTIONS {
         targets.push((format!("/{}/", section.name), section.title.to_string()));
     }
-    let pages = crate::content::model::latest(&state.db, "pages", 50).await?;
+    let pages = crate::content::store::latest(&state.db, "pages", 50).await?;
     for page in pages {
         targets.push((page.url(), format!("Page “{}”", page.metadata.title)));
     }

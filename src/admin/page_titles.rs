@@ -53,7 +53,7 @@ pub(crate) async fn of_paths<'a>(
     }
     for (section, slugs) in node_slugs {
         let found: Vec<Document> = db
-            .collection::<Document>(crate::content::model::COLLECTION)
+            .collection::<Document>(crate::content::store::COLLECTION)
             .find(doc! { "metadata.section": section, "metadata.slug": { "$in": &slugs } })
             .projection(doc! { "_id": 0, "metadata.slug": 1, "metadata.title": 1 })
             .await?

@@ -6,7 +6,7 @@ use actix_web::http::header;
 use actix_web::{web, HttpResponse};
 use bson::oid::ObjectId;
 
-use crate::content::{model, preview};
+use crate::content::{preview, store};
 use crate::state::AppState;
 use crate::web::errors::AppError;
 
@@ -15,7 +15,7 @@ pub(crate) async fn open(
     path: web::Path<String>,
 ) -> Result<HttpResponse, AppError> {
     let id = ObjectId::parse_str(path.as_str()).map_err(|_| AppError::NotFound)?;
-    if model::by_id(&state.db, id).await?.is_none() {
+    if store::by_id(&state.db, id).await?.is_none() {
         return Err(AppError::NotFound);
     }
     let link = preview::link(&state.db, id).await?;

@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use actix_web::{web, HttpRequest, HttpResponse};
 
-use crate::content::model::{self, section, Detail, Node};
+use crate::content::model::{section, Detail, Node};
+use crate::content::store;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::html;
@@ -157,7 +158,7 @@ pub(crate) async fn serve(
     let section = section(&path).ok_or(AppError::NotFound)?;
     let db = &state.db;
     let feed = cached(&state, format!("/{}/feed.atom", section.name), async {
-        let nodes = model::latest(db, section.name, FEED_SIZE).await?;
+        let nodes = store::latest(db, section.name, FEED_SIZE).await?;
         let xml = atom(&state.public_url, section.name, section.title, &nodes);
         Ok(Feed::of(xml, &nodes))
     })
@@ -183,7 +184,7 @@ pub(crate) async fn serve_tag(
     }
     let db = &state.db;
     let feed = cached(&state, tag_feed_path(&tag), async {
-        let nodes = model::published_with_tag(db, &tag, FEED_SIZE).await?;
+        let nodes = store::published_with_tag(db, &tag, FEED_SIZE).await?;
         // The feed's `alternate` is the tag page, its `self` this address.
         let xml = atom(
             &state.public_url,

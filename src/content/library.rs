@@ -210,7 +210,7 @@ pub(crate) async fn uses(
     }
 
     let nodes: Vec<Document> = db
-        .collection::<Document>(super::model::COLLECTION)
+        .collection::<Document>(super::store::COLLECTION)
         .find(doc! { "metadata.media": { "$in": ids } })
         .projection(doc! { "metadata.title": 1, "metadata.media": 1 })
         .limit(limit)

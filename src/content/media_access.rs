@@ -17,7 +17,7 @@ use bson::doc;
 use bson::oid::ObjectId;
 use futures::TryStreamExt;
 
-use crate::content::{model, preview};
+use crate::content::{model, preview, store};
 use crate::db::{Db, DbError};
 use crate::media::{self, Audience, Variant};
 use crate::state::AppState;
@@ -33,7 +33,7 @@ pub(crate) async fn drafts_only_showing(
     db: &Db,
     file: ObjectId,
 ) -> Result<Option<Vec<ObjectId>>, DbError> {
-    let nodes: Vec<model::Node> = model::collection(db)
+    let nodes: Vec<model::Node> = store::collection(db)
         .find(doc! { "metadata.detail.file_id": file })
         .limit(20)
         .await?

@@ -1,4 +1,4 @@
-//! The CMS and tumblelog: content nodes of several types in one collection (`model`), Markdown
+//! The CMS and tumblelog: content nodes of several types (`model`) in one collection (`store`), Markdown
 //! rendering (`markdown`), video embeds (`video`), the public pages and tag pages (`pages`),
 //! the index of tags (`tag_index`), blocks of text filled from the settings (`live_blocks`),
 //! Atom feeds (`feed`), photo uploads into GridFS (`photos`) and the history of every node's
@@ -20,6 +20,7 @@ pub mod pages;
 pub mod photos;
 pub(crate) mod preview;
 pub mod revisions;
+pub mod store;
 pub mod stream;
 pub(crate) mod tag_index;
 pub(crate) mod video;

@@ -14,6 +14,7 @@ use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::comments::thread::{self, PageAt, ThreadView};
 use crate::content::model::{self, section, Node, Section};
+use crate::content::store;
 use crate::content::stream::{self, At, Cursor, Neighbour};
 use crate::domain::Slug;
 use crate::state::AppState;
@@ -98,7 +99,7 @@ async fn tag_listing(state: &AppState, tag: &str) -> Result<Arc<TagListing>, App
     let db = &state.db;
     let key = (TAG_PAGE, tag.to_string());
     Ok(crate::content::cache::get_or_load(db, key, true, async {
-        let nodes = model::published_with_tag(db, tag, TAG_LIMIT).await?;
+        let nodes = store::published_with_tag(db, tag, TAG_LIMIT).await?;
         let products = products::with_tag(db, tag, TAG_LIMIT).await?;
         Ok::<_, crate::db::DbError>(TagListing { nodes, products })
     })
@@ -213,7 +214,7 @@ pub(crate) async fn preview(
     }
     // This browser may now fetch the draft's photo until the link expires.
     preview::grant(&actix_session::SessionExt::get_session(&req), id, expires);
-    let node = model::by_id(&state.db, id)
+    let node = store::by_id(&state.db, id)
         .await?
         .ok_or(AppError::NotFound)?;
     let section = known_section(&node.metadata.section)?;
@@ -307,7 +308,7 @@ async fn published_node(
     let section = known_section(&section_name)?;
     // An address segment that is no slug names no node (a 404, like any unknown slug).
     let slug = Slug::parse(&slug).map_err(|_| AppError::NotFound)?;
-    let node = model::published_by_slug(&state.db, section.name, &slug)
+    let node = store::published_by_slug(&state.db, section.name, &slug)
         .await?
         .ok_or(AppError::NotFound)?;
     Ok((section, node))
@@ -324,7 +325,7 @@ async fn moved(
     rest: &str,
 ) -> Result<HttpResponse, AppError> {
     let section = known_section(section_name)?;
-    let Some(url) = model::moved_to(&state.db, section.name, slug).await? else {
+    let Some(url) = store::moved_to(&state.db, section.name, slug).await? else {
         return Err(AppError::NotFound);
     };
     let mut location = format!("{url}{rest}");

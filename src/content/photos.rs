@@ -18,6 +18,7 @@ use futures::{Stream, TryStreamExt};
 use mongodb::options::ReturnDocument;
 
 use crate::content::model::{self, Node};
+use crate::content::store;
 use crate::db::{Db, DbError};
 use crate::domain::EditVersion;
 use crate::media::{self, StoredImage, UploadError};
@@ -62,7 +63,7 @@ impl From<UploadError> for PhotoError {
 pub(crate) async fn take_lock(db: &Db, id: ObjectId) -> Result<Option<DateTime>, DbError> {
     let now = DateTime::now();
     let stale = DateTime::from_millis(now.timestamp_millis() - LOCK_TIMEOUT_SECS * 1000);
-    let taken = model::collection(db)
+    let taken = store::collection(db)
         .find_one_and_update(
             doc! {
                 "_id": id,
@@ -77,7 +78,7 @@ pub(crate) async fn take_lock(db: &Db, id: ObjectId) -> Result<Option<DateTime>,
 
 /// Release the lock taken at `taken` (a lock taken over after a timeout is left alone).
 pub(crate) async fn release_lock(db: &Db, id: ObjectId, taken: DateTime) -> Result<(), DbError> {
-    model::collection(db)
+    store::collection(db)
         .update_one(
             doc! { "_id": id, "metadata.locked": taken },
             doc! { "$set": { "metadata.locked": Bson::Null } },
@@ -95,7 +96,7 @@ pub async fn swap_file(
     image: &StoredImage,
     filename: &str,
 ) -> Result<Option<ObjectId>, PhotoError> {
-    let before = model::durable(db)
+    let before = store::durable(db)
         .find_one_and_update(
             doc! { "_id": id, "metadata.nonce": form_nonce },
             doc! { "$set": {
@@ -131,7 +132,7 @@ where
     E: std::fmt::Display,
 {
     let Some(taken) = take_lock(db, id).await? else {
-        return match model::by_id(db, id).await? {
+        return match store::by_id(db, id).await? {
             Some(node) if node.metadata.kind == model::NodeType::Photo => Err(PhotoError::Busy),
             _ => Err(PhotoError::NotFound),
         };
@@ -191,7 +192,7 @@ pub(crate) struct OrphanFile {
 /// a new place that stores file ids must be added here.
 const REFERRING_COLLECTIONS: [&str; 3] = [
     crate::catalog::products::COLLECTION,
-    model::COLLECTION,
+    store::COLLECTION,
     crate::db::site::COLLECTION,
 ];
 

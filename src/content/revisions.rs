@@ -1,6 +1,6 @@
 //! The `revisions` collection: the history of a content node (stored fields only: the node's
 //! shape is `content::model`'s, which builds a revision from a node and back). Every save through
-//! [`model::save_edit`](crate::content::model::save_edit) keeps the version it replaced — its
+//! [`store::save_edit`](crate::content::store::save_edit) keeps the version it replaced — its
 //! editable fields (title, slug, tags, publication, detail), when it was saved and by whom — so
 //! a bad save can be looked at, compared and undone (a restore is itself a save, and so itself
 //! leaves a revision). Each node keeps only its newest [`Retention`] revisions; deleting a node

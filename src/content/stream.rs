@@ -4,7 +4,7 @@
 //! next page is read from that point of the index. A page deep in a stream of 100 000 posts
 //! then costs what the first does. A post's previous and next neighbours are read the same way.
 //!
-//! Order: newest first, ties (the same millisecond) by `_id` ([`model::newest_first`]), so
+//! Order: newest first, ties (the same millisecond) by `_id` ([`store::newest_first`]), so
 //! `(published, _id)` orders a section completely. The nodes after a point are read as two
 //! finds, each a tight range of the index: the ties at the point's time (equal time, a range of
 //! `_id`), then the earlier times; the second is skipped when the ties fill the page. (One find
@@ -29,6 +29,7 @@ use serde::Deserialize;
 
 use crate::content::cache;
 use crate::content::model::{self, Node};
+use crate::content::store;
 use crate::db::{Db, DbError};
 
 /// Deepest `?page=N` still answered (older links); deeper pages are reached by "Older posts".
@@ -127,7 +128,7 @@ pub struct Page {
 fn section_range(section: &str, range: Document, now: DateTime) -> Document {
     let mut filter = doc! { "metadata.section": section };
     filter.extend(range);
-    filter.extend(model::visible_at(now));
+    filter.extend(store::visible_at(now));
     filter
 }
 
@@ -136,7 +137,7 @@ fn section_range(section: &str, range: Document, now: DateTime) -> Document {
 /// `explain` tests.
 pub fn finds_past(section: &str, point: Cursor, older: bool, now: DateTime) -> [Document; 2] {
     let (beyond, sort) = if older {
-        ("$lt", model::newest_first())
+        ("$lt", store::newest_first())
     } else {
         ("$gt", doc! { "metadata.published": 1, "_id": 1 })
     };
@@ -169,7 +170,7 @@ where
     let filter = find.get_document("filter").cloned().unwrap_or_default();
     let sort = find.get_document("sort").cloned().unwrap_or_default();
     Ok(db
-        .collection::<T>(model::COLLECTION)
+        .collection::<T>(store::COLLECTION)
         .find(filter)
         .sort(sort)
         .projection(projection)
@@ -202,7 +203,7 @@ where
 }
 
 /// The page of `section`'s stream at `at`, `size` nodes, as cards
-/// ([`model::card_projection`]: no body text), from the content cache while fresh.
+/// ([`store::card_projection`]: no body text), from the content cache while fresh.
 pub(crate) async fn page(db: &Db, section: &str, at: At, size: i64) -> Result<Arc<Page>, DbError> {
     let key = (section.to_string(), at, size);
     cache::get_or_load(db, key, false, load_page(db, section, at, size)).await
@@ -213,13 +214,13 @@ pub(crate) async fn page(db: &Db, section: &str, at: At, size: i64) -> Result<Ar
 async fn load_page(db: &Db, section: &str, at: At, size: i64) -> Result<Page, DbError> {
     // One more than a page tells whether there is anything beyond it.
     let probe = size + 1;
-    let projection = model::card_projection();
+    let projection = store::card_projection();
     let (mut nodes, newer_exists, older_exists) = match at {
         At::Newest => {
             let filter = section_range(section, doc! {}, db.now());
-            let nodes: Vec<Node> = model::collection(db)
+            let nodes: Vec<Node> = store::collection(db)
                 .find(filter)
-                .sort(model::newest_first())
+                .sort(store::newest_first())
                 .projection(projection)
                 .limit(probe)
                 .await?
@@ -256,7 +257,7 @@ async fn load_page(db: &Db, section: &str, at: At, size: i64) -> Result<Page, Db
         }
     };
     nodes.truncate(size as usize);
-    model::keep_shown(db, &nodes).await?;
+    store::keep_shown(db, &nodes).await?;
     let newer = newer_exists
         .then(|| nodes.first().and_then(Cursor::of))
         .flatten();
@@ -297,9 +298,9 @@ pub(crate) async fn anchors(
         let size = usize::try_from(size.max(1)).unwrap_or(1);
         let depth = (MAX_NUMBERED_PAGE as usize - 1) * size;
         let points: Vec<Point> = db
-            .collection::<Point>(model::COLLECTION)
+            .collection::<Point>(store::COLLECTION)
             .find(section_range(section, doc! {}, db.now()))
-            .sort(model::newest_first())
+            .sort(store::newest_first())
             .projection(doc! { "_id": 1, "metadata.published": 1 })
             .limit(i64::try_from(depth).unwrap_or(i64::MAX))
             .await?
@@ -356,7 +357,7 @@ fn neighbour_projection() -> Document {
 pub fn neighbour_probes(section: &str, point: Cursor, now: DateTime) -> [Document; 2] {
     let towards = |older: bool| {
         let (op, sort) = if older {
-            ("$lte", model::newest_first())
+            ("$lte", store::newest_first())
         } else {
             ("$gte", doc! { "metadata.published": 1, "_id": 1 })
         };

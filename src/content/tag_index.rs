@@ -60,8 +60,8 @@ fn counted(n: u64, one: &str, many: &str) -> String {
 pub(crate) async fn all(db: &Db) -> Result<Vec<TagCount>, DbError> {
     let posts = counts(
         db,
-        crate::content::model::COLLECTION,
-        crate::content::model::visible_at(db.now()),
+        crate::content::store::COLLECTION,
+        crate::content::store::visible_at(db.now()),
         "metadata.tags",
     )
     .await?;

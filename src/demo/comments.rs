@@ -8,7 +8,7 @@ use crate::catalog::products;
 use crate::comments::slugs::{self, CommentPath};
 use crate::comments::store::{self, collection};
 use crate::comments::{Author, Comment, CommentStatus, DiscussionKind};
-use crate::content::model;
+use crate::content::store as nodes;
 use crate::db::{is_duplicate_key, Db, DbError};
 
 /// `(comment slug, name, text)`.
@@ -76,7 +76,7 @@ pub(crate) async fn seed(db: &Db) -> Result<u64, DbError> {
                     .map(|p| (DiscussionKind::Product, p.id)),
                 Err(_) => None,
             },
-            On::Post(slug) => model::collection(db)
+            On::Post(slug) => nodes::collection(db)
                 .find_one(doc! { "metadata.section": "blog", "metadata.slug": *slug })
                 .await?
                 .map(|n| (DiscussionKind::Node, n.id)),

@@ -8,6 +8,7 @@ use crate::catalog::products;
 use crate::content::model::{
     self, Detail, LinkDetail, NodeInput, PhotoDetail, QuoteDetail, TextDetail, VideoDetail,
 };
+use crate::content::store;
 use crate::content::ContentError;
 use crate::db::{Db, DbError};
 use crate::domain::Slug;
@@ -250,7 +251,7 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
     let mut added = 0;
     let now = DateTime::now().timestamp_millis();
     for demo in demos() {
-        let exists = model::collection(db)
+        let exists = store::collection(db)
             .find_one(doc! { "metadata.section": demo.section, "metadata.slug": demo.slug })
             .await?
             .is_some();
@@ -283,7 +284,7 @@ pub async fn seed(db: &Db) -> Result<u64, DbError> {
             detail,
         };
         let tags = demo.tags.iter().map(|t| t.to_string()).collect();
-        match model::create(db, input, Some(published), tags).await {
+        match store::create(db, input, Some(published), tags).await {
             Ok(_) => added += 1,
             // Another seeding run added it meanwhile; its photo is the one kept.
             Err(ContentError::SlugTaken) => {
@@ -336,7 +337,7 @@ pub async fn seed_generated_posts(
     mut progress: impl FnMut(u64, u64),
 ) -> Result<u64, DbError> {
     let prefix = doc! { "$regex": format!("^{GENERATED_PREFIX}") };
-    let existing = model::collection(db)
+    let existing = store::collection(db)
         .count_documents(doc! { "metadata.section": "blog", "metadata.slug": prefix })
         .await?;
     if existing >= n {
@@ -417,7 +418,7 @@ pub async fn seed_generated_posts(
                 }
             })
             .collect();
-        let inserted = model::collection(db).insert_many(batch).await;
+        let inserted = store::collection(db).insert_many(batch).await;
         crate::content::changes::nodes_changed(db);
         inserted?;
         i = end;

@@ -81,7 +81,7 @@ pub async fn run(db: &Db) -> Result<SeedReport, DbError> {
     let nodes = content::seed(db).await?;
     report
         .added
-        .push((crate::content::model::COLLECTION, nodes));
+        .push((crate::content::store::COLLECTION, nodes));
     let comments = comments::seed(db).await?;
     report.added.push((crate::comments::COLLECTION, comments));
     Ok(report)

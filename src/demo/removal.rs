@@ -9,7 +9,7 @@ use futures::TryStreamExt;
 
 use crate::catalog::lifecycle::{self, DeleteRefused, ProductStatus};
 use crate::catalog::{categories, products, CatalogError};
-use crate::content::model;
+use crate::content::store;
 use crate::db::{Db, DbError};
 
 /// The SKUs the demo and bulk seeds use.
@@ -51,7 +51,7 @@ pub(crate) async fn preview(db: &Db) -> Result<DemoRemoval, DbError> {
         .await?;
     let mut nodes = 0;
     for (section, slug) in super::content::node_keys() {
-        nodes += model::collection(db)
+        nodes += store::collection(db)
             .count_documents(doc! { "metadata.section": section, "metadata.slug": slug })
             .await?;
     }
@@ -97,13 +97,13 @@ pub(crate) async fn remove(db: &Db) -> Result<DemoRemoval, DbError> {
         }
     }
     for (section, slug) in super::content::node_keys() {
-        let Some(node) = model::collection(db)
+        let Some(node) = store::collection(db)
             .find_one(doc! { "metadata.section": section, "metadata.slug": slug })
             .await?
         else {
             continue;
         };
-        if model::delete(db, node.id).await?.is_none() {
+        if store::delete(db, node.id).await?.is_none() {
             continue;
         }
         if let Some(file) = node.photo_file() {

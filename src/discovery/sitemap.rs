@@ -24,7 +24,8 @@ use futures::TryStreamExt;
 use serde::Deserialize;
 
 use crate::catalog::{categories, lifecycle, products};
-use crate::content::model::{self as nodes, SECTIONS};
+use crate::content::model::{self, SECTIONS};
+use crate::content::store as nodes;
 use crate::db::{Db, DbError};
 use crate::state::AppState;
 use crate::web::conditional::{self, Document as Served};
@@ -298,7 +299,7 @@ pub(crate) async fn serve(
             }
             None => {
                 let (section, n) = stem.rsplit_once('-').ok_or(AppError::NotFound)?;
-                let section = nodes::section(section).ok_or(AppError::NotFound)?;
+                let section = model::section(section).ok_or(AppError::NotFound)?;
                 let n = n
                     .parse::<u64>()
                     .ok()

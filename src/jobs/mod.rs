@@ -263,7 +263,7 @@ pub(crate) fn spawn(
             }
             // Scheduled posts whose time came go live once, recorded, so a later step of the
             // clock cannot take them off the site again.
-            let due = crate::content::model::go_live_due(&db);
+            let due = crate::content::store::go_live_due(&db);
             if let Some(n @ 1..) = run("go_live_due", due).await {
                 tracing::info!(nodes = n, "scheduled content went live");
             }

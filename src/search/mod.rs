@@ -27,7 +27,7 @@ use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 
 use crate::catalog::products;
-use crate::content::model;
+use crate::content::store;
 use crate::db::{Db, DbError};
 
 /// Longest search used; longer input is cut, not refused.
@@ -53,7 +53,7 @@ pub(crate) const NODE_INDEX: &str = "node_search_2";
 /// `node_search` the authors of posts.
 pub(crate) const RETIRED_INDEXES: [(&str, &str); 2] = [
     (products::COLLECTION, "product_search"),
-    (model::COLLECTION, "node_search"),
+    (store::COLLECTION, "node_search"),
 ];
 
 /// Product fields searched, with their weights and the label shown when they match.
@@ -110,7 +110,7 @@ pub(crate) fn indexes() -> Vec<(&'static str, Vec<IndexModel>)> {
             products::COLLECTION,
             vec![text_index(PRODUCT_INDEX, PRODUCT_FIELDS)],
         ),
-        (model::COLLECTION, vec![text_index(NODE_INDEX, NODE_FIELDS)]),
+        (store::COLLECTION, vec![text_index(NODE_INDEX, NODE_FIELDS)]),
     ]
 }
 
@@ -201,9 +201,9 @@ pub(crate) async fn search(db: &Db, query: &str, page: u64) -> Result<Results, D
     let mut node_filter = text_filter(query);
     // Published: live, or due by now (the same rule as the blog, so a clock stepped back hides
     // nothing from search either).
-    node_filter.extend(model::visible_at(db.now()));
+    node_filter.extend(store::visible_at(db.now()));
     let node_docs: Vec<Document> = db
-        .collection::<Document>(model::COLLECTION)
+        .collection::<Document>(store::COLLECTION)
         .find(node_filter.clone())
         .projection(node_projection())
         .sort(score_sort())
@@ -218,7 +218,7 @@ pub(crate) async fn search(db: &Db, query: &str, page: u64) -> Result<Results, D
     let mut more = false;
     for (collection, filter, found) in [
         (products::COLLECTION, product_filter, product_docs.len()),
-        (model::COLLECTION, node_filter, node_docs.len()),
+        (store::COLLECTION, node_filter, node_docs.len()),
     ] {
         let counted = if found < fetch as usize {
             found as u64

@@ -409,8 +409,8 @@ async fn build(db: &Db) -> Result<Vocabulary, DbError> {
         }
     }
     let mut nodes = db
-        .collection::<Document>(crate::content::model::COLLECTION)
-        .find(crate::content::model::visible_at(db.now()))
+        .collection::<Document>(crate::content::store::COLLECTION)
+        .find(crate::content::store::visible_at(db.now()))
         .projection(fields(super::NODE_FIELDS))
         .await?;
     while let Some(doc) = nodes.try_next().await? {

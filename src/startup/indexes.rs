@@ -25,7 +25,7 @@ pub(crate) fn index_plan() -> Vec<(&'static str, Vec<IndexModel>)> {
         (cart::COLLECTION, cart::indexes()),
         (crate::stock::COLLECTION, crate::stock::indexes()),
         (checkout::orders::COLLECTION, checkout::orders::indexes()),
-        (content::model::COLLECTION, content::model::indexes()),
+        (content::store::COLLECTION, content::store::indexes()),
         // Each node's earlier versions, newest first.
         (
             content::revisions::COLLECTION,
@@ -106,9 +106,9 @@ pub(crate) fn retired_indexes() -> Vec<(&'static str, &'static str)> {
     let orders = crate::checkout::orders::RETIRED_INDEXES
         .iter()
         .map(|name| (crate::checkout::orders::COLLECTION, *name));
-    let nodes = crate::content::model::RETIRED_INDEXES
+    let nodes = crate::content::store::RETIRED_INDEXES
         .iter()
-        .map(|name| (crate::content::model::COLLECTION, *name));
+        .map(|name| (crate::content::store::COLLECTION, *name));
     products
         .chain(orders)
         .chain(nodes)

@@ -363,10 +363,10 @@ impl Application {
             .await
             .context("moving the reservations out of the product documents failed")?;
         // Also gives nodes stored before `metadata.live` existed their flag.
-        crate::content::model::go_live_due(db)
+        crate::content::store::go_live_due(db)
             .await
             .context("marking due content live failed")?;
-        crate::content::model::backfill_summaries(db)
+        crate::content::store::backfill_summaries(db)
             .await
             .context("working out the summaries of content stored before them failed")?;
         if let Some(report) = demo::run_if_empty(db, settings.seed.demo)

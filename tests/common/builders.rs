@@ -8,7 +8,8 @@ use bazaar::catalog::lifecycle::ProductStatus;
 use bazaar::catalog::products::{
     self, AlbumDetails, BookDetails, Details, FilmDetails, NewProduct, Product, Shipping,
 };
-use bazaar::content::model::{self, Detail, Node, NodeInput, PhotoDetail, TextDetail};
+use bazaar::content::model::{Detail, Node, NodeInput, PhotoDetail, TextDetail};
+use bazaar::content::store as nodes;
 use bazaar::db::Db;
 use bson::oid::ObjectId;
 
@@ -427,7 +428,7 @@ impl NodeBuilder {
             photo.width = i64::from(image.width);
             photo.height = i64::from(image.height);
         }
-        model::create(
+        nodes::create(
             db,
             NodeInput {
                 section: self.section,
