@@ -1,6 +1,7 @@
-//! The wall clock the shop reads. One lives with each database handle (`Db::clock`), so a test
-//! can step it the way an NTP correction, a VM resume or an operator steps a server's clock,
-//! and check that nothing a reader was shown disappears and no cut-off stretches.
+//! The wall clock the shop reads, as a trait: the system clock in production, a clock the
+//! holder steps in tests. One lives with each database handle (`Db::clock`), so a test can step
+//! it the way an NTP correction, a VM resume or an operator steps a server's clock, and check
+//! that nothing a reader was shown disappears and no cut-off stretches.
 //!
 //! The kernel of the layer map: it uses nothing else in the crate.
 
@@ -9,27 +10,45 @@ use std::time::Duration;
 
 use bson::DateTime;
 
-/// The system clock plus an offset that only tests change. It reads the system clock on every
-/// call, so time keeps flowing after a step, as it does on a server.
+/// Where the shop reads the time. Production runs on [`SystemClock`]; tests and drills hand
+/// the application a [`SteppedClock`] (`Db::with_clock`) and step it.
+pub trait Clock: Send + Sync + std::fmt::Debug {
+    /// The current time by this clock.
+    fn now(&self) -> DateTime;
+}
+
+/// The operating system's wall clock: what every instance in production reads.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> DateTime {
+        DateTime::now()
+    }
+}
+
+/// The system clock plus an offset that the holder steps, the way an NTP correction, a VM
+/// resume or an operator steps a server's clock. It reads the system clock on every call, so
+/// time keeps flowing after a step, as it does on a server.
 #[derive(Debug, Default)]
-pub struct Clock {
+pub struct SteppedClock {
     offset_ms: AtomicI64,
 }
 
-impl Clock {
-    pub(crate) fn now(&self) -> DateTime {
+impl Clock for SteppedClock {
+    fn now(&self) -> DateTime {
         let offset = self.offset_ms.load(Ordering::Relaxed);
         DateTime::from_millis(DateTime::now().timestamp_millis().saturating_add(offset))
     }
+}
 
-    /// Test hook: step the clock back by `by` (as `ntpdate` or a VM restore does).
-    #[doc(hidden)]
+impl SteppedClock {
+    /// Step the clock back by `by` (as `ntpdate` or a VM restore does).
     pub fn step_back(&self, by: Duration) {
         self.offset_ms.fetch_sub(millis(by), Ordering::Relaxed);
     }
 
-    /// Test hook: step the clock forward by `by`.
-    #[doc(hidden)]
+    /// Step the clock forward by `by`.
     pub fn step_forward(&self, by: Duration) {
         self.offset_ms.fetch_add(millis(by), Ordering::Relaxed);
     }
@@ -51,7 +70,7 @@ mod tests {
 
     #[test]
     fn a_stepped_clock_reads_the_system_time_moved_by_the_steps() {
-        let clock = Clock::default();
+        let clock = SteppedClock::default();
         let before_step = DateTime::now().timestamp_millis();
         clock.step_back(Duration::from_secs(3600));
         let stepped = clock.now().timestamp_millis();
@@ -62,6 +81,13 @@ mod tests {
         assert!(stepped >= before_step - 3_600_000);
         clock.step_forward(Duration::from_secs(7200));
         assert!(clock.now().timestamp_millis() >= before_step + 3_600_000);
+    }
+
+    #[test]
+    fn the_system_clock_reads_the_operating_systems_time() {
+        let before_read = DateTime::now().timestamp_millis();
+        let read = SystemClock.now().timestamp_millis();
+        assert!(read >= before_read && read <= before_read + 1_000);
     }
 
     #[test]

@@ -265,7 +265,7 @@ async fn an_expired_link_and_code_are_refused() {
     let visitor = Shopper::new(&app).await;
     ask_to_sign_in(&visitor, "late@example.com").await;
     let (link, code) = outbox_sign_in(&app, "late@example.com").await;
-    app.db.clock().step_forward(Duration::from_secs(16 * 60));
+    app.clock.step_forward(Duration::from_secs(16 * 60));
     let entered = visitor
         .post("/account/sign-in/code", &[("code", &code)])
         .await;

@@ -371,7 +371,7 @@ async fn the_expire_button_expires_an_idle_cart_and_returns_its_stock() {
     );
     assert_eq!(stock(&app.db, "expire-1").await.qty, 3);
 
-    app.db.clock().step_forward(Duration::from_millis(1100));
+    app.clock.step_forward(Duration::from_millis(1100));
     let flashes = admin_action(&app, "/admin/carts/expire", "/admin/carts").await;
     assert_eq!(
         flashes,

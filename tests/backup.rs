@@ -12,6 +12,7 @@ use crate::common::shop::*;
 use crate::common::*;
 use bazaar::backup::migrate::{migrate, MigrateOptions, MigrateOutcome, TargetMode};
 use bazaar::backup::{backup_to, collection_checksum, collection_names, restore_embedded};
+use bazaar::clock::SteppedClock;
 use bazaar::db::{Db, Store};
 use bson::{doc, Document};
 use futures::{AsyncWriteExt, TryStreamExt};
@@ -776,6 +777,8 @@ async fn tick_all(schedulers: &[Arc<BackupMonitor>], db: &Db) -> usize {
 #[tokio::test]
 async fn three_schedulers_on_one_database_write_one_backup_per_period() {
     let (store, db) = shared_store().await;
+    let clock = Arc::new(SteppedClock::default());
+    let db = db.with_clock(clock.clone());
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("backups");
     let every = Duration::from_secs(3);
@@ -806,7 +809,7 @@ async fn three_schedulers_on_one_database_write_one_backup_per_period() {
     assert!(shown.iter().all(|s| *s == shown[0]), "{shown:?}");
 
     // The next period (by the database's clock, which the schedule reads): exactly one more.
-    db.clock().step_forward(
+    clock.step_forward(
         (every + Duration::from_millis(200)).saturating_sub(period_started.elapsed()),
     );
     assert_eq!(tick_all(&schedulers, &db).await, 1, "{:?}", names_in(&dir));

@@ -234,7 +234,7 @@ async fn an_idle_cart_expires_once_even_with_two_expiry_runs_racing_a_shopper() 
     idle.add("exp-a", "3").await;
     idle.add("exp-b", "2").await;
     // Idle for longer than the expiry's second: the shop's clock moves, no real waiting.
-    app.db.clock().step_forward(Duration::from_millis(1100));
+    app.clock.step_forward(Duration::from_millis(1100));
     let busy = Shopper::new(&app).await;
     let db1 = app.db.clone();
     let db2 = app.db.clone();
@@ -282,7 +282,7 @@ async fn a_shopper_adding_to_an_expired_cart_is_told_and_gets_a_new_cart() {
     product_with_stock(&app.db, "again", 10).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("again", "2").await;
-    app.db.clock().step_forward(Duration::from_millis(1100));
+    app.clock.step_forward(Duration::from_millis(1100));
     jobs::expire_idle_carts(&app.db, Duration::from_secs(1))
         .await
         .expect("expiry");
@@ -385,7 +385,7 @@ async fn a_cart_touched_just_before_the_clock_steps_back_expires_on_time() {
     product_with_stock(&app.db, "step-cart", 10).await;
     let shopper = Shopper::new(&app).await;
     shopper.add("step-cart", "2").await;
-    let clock = app.db.clock();
+    let clock = app.clock.clone();
     clock.step_back(HOUR);
     let fresh = jobs::expire_idle_carts(&app.db, IDLE)
         .await
@@ -435,7 +435,7 @@ async fn a_reservation_and_an_expired_cart_stamped_before_a_step_back_are_cleane
         })
         .await
         .expect("cart");
-    let clock = app.db.clock();
+    let clock = app.clock.clone();
     clock.step_back(HOUR);
     let early = jobs::clean_up_reservations(&app.db, IDLE)
         .await
@@ -478,10 +478,10 @@ async fn stamps_later_than_now_are_set_to_now_once_and_recent_ones_are_left_alon
         .await
         .expect("attempt");
     // Within the slack (instances' clocks a little apart): nothing is rewritten.
-    app.db.clock().step_back(Duration::from_secs(2));
+    app.clock.step_back(Duration::from_secs(2));
     let report = jobs::bound_future_stamps(&app.db).await.expect("bound");
     assert_eq!(report.total(), 0, "{report:?}");
-    app.db.clock().step_back(HOUR);
+    app.clock.step_back(HOUR);
     let report = jobs::bound_future_stamps(&app.db).await.expect("bound");
     assert_eq!(
         (report.carts, report.reservations, report.payments),
@@ -629,8 +629,7 @@ async fn a_shopper_adding_while_two_expiry_runs_race_never_loses_or_doubles_stoc
         shopper.add("race", "2").await;
         // Idle just past the timeout, then come back exactly as expiry runs twice.
         // Carts idle by the database's clock, which the expiry runs read too.
-        app.db
-            .clock()
+        app.clock
             .step_forward(Duration::from_millis(if round % 2 == 0 {
                 320
             } else {

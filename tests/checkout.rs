@@ -203,8 +203,7 @@ async fn checking_out_an_empty_or_expired_cart_explains_and_changes_nothing() {
     // A cart that expired before the shopper paid.
     shopper.add("late", "2").await;
     // Carts are stamped and expired by the database's clock: idle past the bound at once.
-    app.db
-        .clock()
+    app.clock
         .step_forward(std::time::Duration::from_millis(1100));
     bazaar::jobs::expire_idle_carts(&app.db, std::time::Duration::from_secs(1))
         .await

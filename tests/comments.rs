@@ -288,7 +288,7 @@ async fn a_deleted_comment_leaves_the_page_and_its_place_after_the_restore_perio
         0
     );
 
-    app.db.clock().step_forward(31 * 24 * HOUR);
+    app.clock.step_forward(31 * 24 * HOUR);
     assert_eq!(
         comments::store::purge_deleted(&app.db, 30).await.unwrap(),
         2
@@ -318,7 +318,7 @@ async fn a_deleted_comment_leaves_the_page_and_its_place_after_the_restore_perio
     moderate(&app, &by_slug(&app.db, &product, &b).await, "delete").await;
     assert_eq!(comment_count(&app.db, &product).await, 0);
     assert_eq!(stored(&app.db, &product).await.len(), 3);
-    app.db.clock().step_forward(31 * 24 * HOUR);
+    app.clock.step_forward(31 * 24 * HOUR);
     assert_eq!(
         comments::store::purge_deleted(&app.db, 30).await.unwrap(),
         2
@@ -372,7 +372,7 @@ async fn a_deleted_comment_is_listed_under_deleted_and_restore_brings_it_back_wi
     );
     assert_eq!(comment_count(&app.db, &product).await, 1);
     moderate(&app, &comment, "delete").await;
-    app.db.clock().step_forward(31 * 24 * HOUR);
+    app.clock.step_forward(31 * 24 * HOUR);
     moderate(&app, &comment, "restore").await;
     assert_eq!(
         by_slug(&app.db, &product, &a).await.status,
@@ -774,7 +774,7 @@ async fn comments_posted_after_the_clock_steps_back_still_sort_below_older_ones(
     let app = spawn_unlimited().await;
     let product = product_with_stock(&app.db, "step1", 5).await;
     let s = Shopper::new(&app).await;
-    let clock = app.db.clock();
+    let clock = app.clock;
     let first = posted_slug(&post(&s, &product, "Ada", "first").await);
     clock.step_back(HOUR);
     posted_slug(&post(&s, &product, "Bo", "second").await);
@@ -826,7 +826,7 @@ async fn replies_posted_at_once_after_a_step_back_are_all_stored_after_the_older
     let first = Shopper::new(&app).await;
     let root = posted_slug(&post(&first, &product, "Host", "root").await);
     posted_slug(&reply(&first, &product, &root, "Early", "early reply").await);
-    app.db.clock().step_back(HOUR);
+    app.clock.step_back(HOUR);
     let mut tasks = Vec::new();
     for i in 0..12 {
         let shopper = Shopper::new(&app).await;
@@ -1500,7 +1500,7 @@ async fn a_discussion_closes_the_configured_days_after_it_started_and_posts_to_i
     let first = posted_slug(&post(&s, &product, "Ada", "while open").await);
     assert_eq!(closed_line_and_form(&s, &product).await, (vec![], true));
 
-    app.db.clock().step_forward(3 * 24 * HOUR);
+    app.clock.step_forward(3 * 24 * HOUR);
     assert_eq!(
         closed_line_and_form(&s, &product).await,
         (vec!["Comments are closed.".to_string()], false)

@@ -317,7 +317,7 @@ async fn a_post_published_now_stays_shown_when_the_clock_steps_back_and_goes_whe
         .expect("publish"));
     assert!(publicly_shown(&app, "step-now", "Published now").await);
     assert!(stored_live(&app, draft.id).await);
-    app.db.clock().step_back(HOUR);
+    app.clock.step_back(HOUR);
     assert!(
         publicly_shown(&app, "step-now", "Published now").await,
         "an hour's step back hid a published post"
@@ -327,14 +327,14 @@ async fn a_post_published_now_stays_shown_when_the_clock_steps_back_and_goes_whe
         .await
         .expect("unpublish"));
     assert!(!stored_live(&app, draft.id).await);
-    app.db.clock().step_forward(2 * HOUR);
+    app.clock.step_forward(2 * HOUR);
     assert!(!publicly_shown(&app, "step-now", "Published now").await);
 }
 
 #[tokio::test]
 async fn a_scheduled_post_that_appeared_stays_shown_when_the_clock_steps_back_before_its_time() {
     let app = spawn_app().await;
-    let clock = app.db.clock();
+    let clock = app.clock.clone();
     let at = DateTime::from_millis(app.db.now().timestamp_millis() + 10 * 60 * 1000);
     let node = add_node(
         &app,
@@ -370,7 +370,7 @@ async fn a_scheduled_post_that_appeared_stays_shown_when_the_clock_steps_back_be
 #[tokio::test]
 async fn the_jobs_mark_a_due_post_live_before_anyone_reads_it_and_only_once() {
     let app = spawn_app().await;
-    let clock = app.db.clock();
+    let clock = app.clock.clone();
     let at = DateTime::from_millis(app.db.now().timestamp_millis() + 60_000);
     let due = add_node(
         &app,
@@ -466,7 +466,7 @@ async fn nodes_stored_before_the_live_flag_are_shown_by_their_date_and_marked_li
         StatusCode::NOT_FOUND
     );
     assert!(stored_live(&app, old.id).await);
-    app.db.clock().step_back(3 * 24 * HOUR);
+    app.clock.step_back(3 * 24 * HOUR);
     assert!(publicly_shown(&app, "legacy-old", "Legacy old").await);
 }
 

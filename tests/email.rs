@@ -6,7 +6,10 @@
 //! the admin); and the default with no mail server (`.eml` files listed on Admin → System).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
+
+use bazaar::clock::SteppedClock;
 
 use crate::common::shop::{product_with_stock, Shopper};
 use crate::common::smtp::{Received, SmtpSink};
@@ -387,6 +390,8 @@ async fn two_senders_on_one_database_send_each_message_exactly_once() {
 async fn a_sender_that_dies_after_sending_leaves_at_most_one_duplicate_with_the_same_message_id() {
     let sink = SmtpSink::start().await;
     let (_server, db) = memory_db("died-after-send").await;
+    let clock = Arc::new(SteppedClock::default());
+    let db = db.with_clock(clock.clone());
     mail::enqueue(&db, test_email(1)).await.expect("queued");
     let settings = smtp_settings(&sink);
     let transport = Transport::from_settings(&settings).expect("transport");
@@ -409,8 +414,7 @@ async fn a_sender_that_dies_after_sending_leaves_at_most_one_duplicate_with_the_
         .expect("pass");
     assert_eq!(report.sent, 0, "the claim still holds");
     // …and re-sends it once the claim ran out: the one documented duplicate, same Message-ID.
-    db.clock()
-        .step_forward(sender::CLAIM_FOR + Duration::from_secs(1));
+    clock.step_forward(sender::CLAIM_FOR + Duration::from_secs(1));
     let report = sender::send_due(&db, &transport, &settings, "survivor", "Bazaar")
         .await
         .expect("pass");

@@ -76,9 +76,7 @@ async fn a_drafts_preview_link_shows_it_logged_out_until_it_expires() {
     }
 
     // Eight days later the link has expired, and says so.
-    app.db
-        .clock()
-        .step_forward(Duration::from_secs(8 * 24 * 3600));
+    app.clock.step_forward(Duration::from_secs(8 * 24 * 3600));
     let response = reviewer.get(app.url(&link)).send().await.unwrap();
     assert_eq!(response.status(), StatusCode::FORBIDDEN);
     assert!(body(response).await.contains("expired"));
@@ -135,9 +133,7 @@ async fn a_reviewer_holding_a_preview_link_sees_the_drafts_photo_and_nobody_else
         StatusCode::NOT_FOUND
     );
     // Once the link's week is over, neither does the reviewer.
-    app.db
-        .clock()
-        .step_forward(Duration::from_secs(8 * 24 * 3600));
+    app.clock.step_forward(Duration::from_secs(8 * 24 * 3600));
     assert_eq!(
         reviewer.get(app.url(&src)).send().await.unwrap().status(),
         StatusCode::NOT_FOUND

@@ -55,7 +55,7 @@ async fn post_fields(app: &TestApp, path: &str, fields: &[(String, String)]) -> 
 /// Save `title` and `text` through the edit form, a second of the clock later than the last
 /// save (so that each version has its own time).
 async fn save(app: &TestApp, id: ObjectId, title: &str, text: &str) {
-    app.db.clock().step_forward(Duration::from_secs(1));
+    app.clock.step_forward(Duration::from_secs(1));
     let doc = admin_page(app, &edit_path(id)).await;
     let mut fields = form_fields(&doc, "form.edit-form");
     for (name, value) in fields.iter_mut() {
@@ -168,7 +168,7 @@ async fn restoring_an_old_revision_brings_its_text_back_and_keeps_the_version_it
     let good = all_revisions(&app, about.id).await.remove(0);
     assert_eq!(good.detail.get_str("text").unwrap(), "The good text");
 
-    app.db.clock().step_forward(Duration::from_secs(1));
+    app.clock.step_forward(Duration::from_secs(1));
     let doc = admin_page(&app, &revision_path(about.id, good.id)).await;
     let fields = form_fields(&doc, "form.restore-form");
     let action = attr(&doc, "form.restore-form", "action").unwrap();

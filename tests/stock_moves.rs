@@ -52,7 +52,7 @@ async fn nothing_pending(app: &TestApp) {
 /// Recover as the jobs would once the grace period passed.
 async fn recover(app: &TestApp) -> u64 {
     // Past the (zero) grace period by the database's clock, which recovery reads.
-    app.db.clock().step_forward(Duration::from_millis(5));
+    app.clock.step_forward(Duration::from_millis(5));
     stock::recover_pending(&app.db, Duration::ZERO)
         .await
         .expect("recovery")
@@ -217,7 +217,7 @@ async fn concurrent_recoveries_finish_each_pending_move_once() {
     let give = Move::free(&s, &a, 3, 1, db.now());
     assert!(steps::record(db, &take).await.expect("record"));
     assert!(steps::record(db, &give).await.expect("record"));
-    db.clock().step_forward(Duration::from_millis(5));
+    app.clock.step_forward(Duration::from_millis(5));
     let (x, y, z) = tokio::join!(
         stock::recover_pending(db, Duration::ZERO),
         stock::recover_pending(db, Duration::ZERO),
@@ -243,7 +243,7 @@ async fn a_refused_grow_and_a_recovery_rolling_it_forward_settle_it_once_in_eith
             steps::apply(db, &m, false).await.expect("apply"),
             Applied::No
         );
-        db.clock().step_forward(Duration::from_millis(5));
+        app.clock.step_forward(Duration::from_millis(5));
         let expected = if recovery_first {
             // The recovery rolls the take forward; the mover's fence then finds it applied.
             assert!(stock::finish(db, &m).await.expect("finish"));

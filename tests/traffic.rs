@@ -923,13 +923,13 @@ async fn a_range_beyond_the_kept_events_is_read_from_the_roll_ups() {
 use bazaar::analytics::rollup::LEASE;
 use std::time::Duration;
 
-/// Step `db`'s clock so that it reads `to` (it keeps flowing from there).
-fn set_clock(db: &Db, to: DateTime<Utc>) {
-    let now = db.now().to_chrono();
+/// Step the app's clock so that it reads `to` (it keeps flowing from there).
+fn set_clock(app: &TestApp, to: DateTime<Utc>) {
+    let now = app.db.now().to_chrono();
     match (to - now).to_std() {
-        Ok(forward) => db.clock().step_forward(forward),
-        Err(_) => db
-            .clock()
+        Ok(forward) => app.clock.step_forward(forward),
+        Err(_) => app
+            .clock
             .step_back((now - to).to_std().expect("a positive step back")),
     }
 }
@@ -959,7 +959,7 @@ async fn events_take_their_time_and_salt_from_the_stepped_clock_across_every_bou
         (utc(2032, 12, 6, 0, 30), "/"),
     ];
     for (at, path) in visits {
-        set_clock(&app.db, at);
+        set_clock(&app, at);
         visit_page(&app, path).await;
     }
     app.events.as_ref().expect("the traffic log").flush().await;
@@ -999,7 +999,7 @@ async fn events_take_their_time_and_salt_from_the_stepped_clock_across_every_bou
     assert_eq!(salts, ["2032-12-06"]);
 
     // The roll-up as the scheduler runs it: under the lease, at the clock's time.
-    set_clock(&app.db, utc(2033, 1, 1, 2, 0));
+    set_clock(&app, utc(2033, 1, 1, 2, 0));
     let report = rollup::roll_up_under_lease(&app.db)
         .await
         .expect("rolls up")

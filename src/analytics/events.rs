@@ -586,7 +586,7 @@ pub struct EventLog {
     counts: Arc<Counts>,
     /// The database's clock ([`Db::clock`]), which events are stamped with, so a test that
     /// steps it sees its events (and their day's salt) at the stepped time.
-    clock: Arc<crate::clock::Clock>,
+    clock: Arc<dyn crate::clock::Clock>,
     /// Ends the writer's lingering wait when a flush or stop is queued.
     wake: Arc<Notify>,
     task: Arc<Mutex<Option<JoinHandle<()>>>>,

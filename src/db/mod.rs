@@ -33,6 +33,8 @@ use mongodb::options::{
 };
 use mongodb::{Client, Collection, Database};
 
+use crate::clock::{Clock, SystemClock};
+
 /// True for a unique-index violation (server error 11000), which callers turn into their own
 /// domain error (a slug taken, an order already placed for the cart).
 pub(crate) fn is_duplicate_key(e: &mongodb::error::Error) -> bool {
@@ -174,6 +176,8 @@ pub struct Db {
     extensions: Arc<Extensions>,
     /// What `client` was built from, for [`Db::through`].
     options: Arc<ClientOptions>,
+    /// The wall clock this handle's users read ([`Db::now`]).
+    clock: Arc<dyn Clock>,
 }
 
 /// Values of any type, one per type, kept with a [`Db`] handle (see [`Db::extension`]).
@@ -258,6 +262,7 @@ impl Db {
             commands,
             extensions: Arc::default(),
             options: Arc::new(options),
+            clock: Arc::new(SystemClock),
         })
     }
 
@@ -278,7 +283,15 @@ impl Db {
             commands: Arc::clone(&self.commands),
             extensions: Arc::clone(&self.extensions),
             options: Arc::new(options),
+            clock: Arc::clone(&self.clock),
         })
+    }
+
+    /// The same connection reading the time from `clock` (tests give a [`crate::clock::SteppedClock`]
+    /// before the application starts, so every clone reads it).
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Db {
+        self.clock = clock;
+        self
     }
 
     /// The same connection with writes a person is told about made `durability`.
@@ -334,9 +347,9 @@ impl Db {
         self.extensions.get_or_default()
     }
 
-    /// The wall clock this handle's users read, shared by every clone (tests step it).
-    pub fn clock(&self) -> Arc<crate::clock::Clock> {
-        self.extension()
+    /// The wall clock this handle's users read, shared by every clone.
+    pub fn clock(&self) -> Arc<dyn Clock> {
+        Arc::clone(&self.clock)
     }
 
     /// The current time by [`Db::clock`]: what every stamp and cut-off that a clock step

@@ -128,7 +128,7 @@ pub(crate) struct SessionPolicy {
     pub(crate) max_age: std::time::Duration,
     /// The database's clock (`Db::clock`): sessions are stamped and aged by the same clock as
     /// every other stamp in the shop, so a test ages a session by stepping it.
-    pub(crate) clock: std::sync::Arc<crate::clock::Clock>,
+    pub(crate) clock: std::sync::Arc<dyn crate::clock::Clock>,
 }
 
 impl SessionPolicy {

@@ -73,6 +73,8 @@ pub struct TestApp {
     pub jar: Arc<Jar>,
     /// The app's database, for checking what pages did.
     pub db: bazaar::db::Db,
+    /// The clock the app reads (through `db`): tests step it instead of sleeping.
+    pub clock: Arc<bazaar::clock::SteppedClock>,
     /// The built-in test payment gateway (counts charges).
     pub gateway: Arc<bazaar::checkout::gateway::TestGateway>,
     /// Where the embedded store listens (it requires the app's generated credentials).
@@ -115,7 +117,15 @@ pub async fn spawn_with_settings(settings: Settings) -> TestApp {
     if std::env::var_os("TEST_LOG").is_some() {
         bazaar::telemetry::init("info", bazaar::telemetry::LogFormat::Text);
     }
-    let app = Application::build(settings).await.expect("the app starts");
+    let clock = Arc::new(bazaar::clock::SteppedClock::default());
+    let mut database = bazaar::startup::OpenDatabase::open(&settings)
+        .await
+        .expect("the store opens");
+    database.db = database.db.with_clock(clock.clone());
+    let app = Application::build_with_database(settings, database)
+        .await
+        .map_err(|(e, _)| e)
+        .expect("the app starts");
     let port = app.port();
     let handle = app.server_handle();
     let db = app.db().clone();
@@ -131,6 +141,7 @@ pub async fn spawn_with_settings(settings: Settings) -> TestApp {
         client,
         jar,
         db,
+        clock,
         gateway,
         store_address,
         page_views,
