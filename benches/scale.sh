@@ -38,7 +38,8 @@
 # kept; give SCALE_PRODUCTS the size it holds), SCALE_ONLY (all, the default; series: start-up,
 # deep pages after start and the 5 s windows only; scaling: the per-core figures only; each part
 # stays well under ten minutes at 1 000 000 products on 2 cores), SCALE_SERIES (seconds of 5 s
-# windows), SCALE_CORES (core counts for the scaling figures, default: all the machine's).
+# windows), SCALE_CORES (core counts for the scaling figures, default: all the machine's),
+# SCALE_KEEP_LOG (a file the last server's log is copied to, to read what a slow window held).
 # Needs wrk and curl. The machine's other load skews the figures: compare runs made together.
 set -euo pipefail
 
@@ -67,9 +68,13 @@ fi
 
 SERVER=""
 WORK=""
+# With SCALE_KEEP_LOG, the server's log outlives the work directory.
+keep_log() {
+  if [ -n "${SCALE_KEEP_LOG:-}" ] && [ -f "$WORK/server.log" ]; then cp "$WORK/server.log" "$SCALE_KEEP_LOG"; fi
+}
 cleanup() {
   if [ -n "$SERVER" ]; then kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; fi
-  if [ -n "$WORK" ]; then rm -rf "$WORK"; fi
+  if [ -n "$WORK" ]; then keep_log; rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
 
@@ -159,7 +164,7 @@ for N in $PRODUCTS; do
   WORK=$(mktemp -d)
   DATA=${SCALE_DATA:-$WORK/data}
   export BAZAAR_DATABASE__URI=embedded BAZAAR_DATABASE__PATH="$DATA"
-  export BAZAAR_SERVER__HOST=127.0.0.1 BAZAAR_SERVER__PORT=$PORT BAZAAR_LOG__LEVEL=warn
+  export BAZAAR_SERVER__HOST=127.0.0.1 BAZAAR_SERVER__PORT=$PORT BAZAAR_LOG__LEVEL=${SCALE_LOG_LEVEL:-warn}
   # Every wrk connection comes from one address: the per-client search allowance (30 a
   # minute) would answer nearly all of them 429.
   export BAZAAR_SEARCH__PER_CLIENT_PER_MINUTE=1000000
@@ -191,7 +196,7 @@ for N in $PRODUCTS; do
       stop_server
     done
     CLIENT_CPUS="0-$((ALL_CORES - 1))"
-    rm -rf "$WORK"; WORK=""
+    keep_log; rm -rf "$WORK"; WORK=""
     continue
   fi
 
@@ -253,7 +258,7 @@ for N in $PRODUCTS; do
   if [ "$ONLY" = series ]; then
     echo "RSS after the load: $(rss_mb "$SERVER") MB"
     stop_server
-    rm -rf "$WORK"; WORK=""
+    keep_log; rm -rf "$WORK"; WORK=""
     echo
     continue
   fi
@@ -326,6 +331,6 @@ for N in $PRODUCTS; do
     echo "RSS after search: $(rss_mb "$SERVER") MB"
   fi
   stop_server
-  rm -rf "$WORK"; WORK=""
+  keep_log; rm -rf "$WORK"; WORK=""
   echo
 done
