@@ -33,8 +33,9 @@ impl StoredDoc {
                 ),
             ));
         }
-        let mut bytes = Vec::new();
-        doc.to_writer(&mut bytes)
+        // `bson::to_vec` is what `Document::to_writer` does before copying its buffer out:
+        // called directly, the bytes are copied once (into the shared allocation), not twice.
+        let bytes = bson::to_vec(doc)
             .map_err(|e| Error::bad_value(format!("cannot encode document as BSON: {e}")))?;
         Ok(StoredDoc(Arc::from(bytes)))
     }

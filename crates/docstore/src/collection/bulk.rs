@@ -12,6 +12,15 @@ use std::collections::HashSet;
 /// Keys of a batch for one index: per document, the keys it contributes.
 type BatchKeys = Vec<Vec<Vec<u8>>>;
 
+/// Index keys (documents × indexes) from which a batch insert works out and adds them on
+/// several threads.
+#[cfg(not(test))]
+const PARALLEL_MIN_KEYS: usize = 50_000;
+/// The unit tests' batches are small: they go through the threads, which the insert command's
+/// (`tests/store`) do not.
+#[cfg(test)]
+const PARALLEL_MIN_KEYS: usize = 0;
+
 /// How many threads work on `jobs` independent pieces of work.
 fn threads_for(jobs: usize) -> usize {
     std::thread::available_parallelism()
@@ -96,14 +105,15 @@ impl Collection {
         for doc in docs {
             stored.push(super::encode_checked(doc).ok()?);
         }
-        self.insert_all_encoded(docs, stored)
+        let docs: Vec<&Document> = docs.iter().collect();
+        self.insert_all_encoded(&docs, stored)
     }
 
     /// [`Collection::insert_all`] of `docs` already encoded as `stored` (in the same order) by
     /// [`Collection::encode_for_insert`].
     pub(crate) fn insert_all_encoded(
         &mut self,
-        docs: &[Document],
+        docs: &[&Document],
         stored: Vec<StoredDoc>,
     ) -> Option<Vec<RecordId>> {
         let multikey: Vec<bool> = self.indexes.iter().map(Index::is_multikey).collect();
@@ -119,32 +129,42 @@ impl Collection {
     /// [`Collection::insert_all_encoded`] without undoing multikey flags on failure.
     fn insert_all_stored(
         &mut self,
-        docs: &[Document],
+        docs: &[&Document],
         stored: Vec<StoredDoc>,
     ) -> Option<Vec<RecordId>> {
-        // Per index, every document's keys: each thread takes every `threads`-th index.
-        let threads = threads_for(self.indexes.len());
+        // Per index, every document's keys: each thread takes every `threads`-th index. A
+        // batch too small to repay starting threads (a few per batch: the traffic log writes
+        // one every few dozen milliseconds under load, each thread a fresh stack and heap
+        // whose pages the kernel zeroes) is keyed on the caller's thread.
+        let threads = if docs.len() * self.indexes.len() < PARALLEL_MIN_KEYS {
+            1
+        } else {
+            threads_for(self.indexes.len())
+        };
         let indexes = &self.indexes;
-        let mut keyed: Vec<(usize, Option<BatchKeys>)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..threads)
-                .map(|first| {
-                    scope.spawn(move || {
-                        (first..indexes.len())
-                            .step_by(threads)
-                            .map(|i| {
-                                let keys: Option<BatchKeys> =
-                                    docs.iter().map(|d| indexes[i].keys_for(d).ok()).collect();
-                                (i, keys)
-                            })
-                            .collect::<Vec<_>>()
-                    })
+        let key_share = move |first: usize| {
+            (first..indexes.len())
+                .step_by(threads)
+                .map(|i| {
+                    let keys: Option<BatchKeys> =
+                        docs.iter().map(|d| indexes[i].keys_for(d).ok()).collect();
+                    (i, keys)
                 })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect()
-        });
+                .collect::<Vec<_>>()
+        };
+        let mut keyed: Vec<(usize, Option<BatchKeys>)> = if threads == 1 {
+            key_share(0)
+        } else {
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = (0..threads)
+                    .map(|first| scope.spawn(move || key_share(first)))
+                    .collect();
+                handles
+                    .into_iter()
+                    .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                    .collect()
+            })
+        };
         keyed.sort_by_key(|(i, _)| *i);
         let mut all_keys = Vec::with_capacity(keyed.len());
         for (_, keys) in keyed {
@@ -154,7 +174,7 @@ impl Collection {
             if !index.spec.unique {
                 continue;
             }
-            let mut seen = HashSet::new();
+            let mut seen = HashSet::with_capacity(docs.len());
             for key in keys.iter().flatten() {
                 if !seen.insert(key.as_slice()) || index.has_key(key) {
                     return None;
@@ -177,17 +197,22 @@ impl Collection {
             work[n % threads].push(pair);
         }
         let records = &records;
-        std::thread::scope(|scope| {
-            for share in work {
-                scope.spawn(move || {
-                    for (index, keys) in share {
-                        for (record, keys) in records.iter().zip(keys) {
-                            index.insert(&keys, *record);
-                        }
-                    }
-                });
+        let add = move |share: Vec<(&mut Index, BatchKeys)>| {
+            for (index, keys) in share {
+                for (record, keys) in records.iter().zip(keys) {
+                    index.insert(&keys, *record);
+                }
             }
-        });
+        };
+        if threads == 1 {
+            work.into_iter().for_each(add);
+        } else {
+            std::thread::scope(|scope| {
+                for share in work {
+                    scope.spawn(move || add(share));
+                }
+            });
+        }
         Some(records.clone())
     }
 

@@ -153,7 +153,7 @@ impl<'a> WriteSession<'a> {
     /// none.
     pub(crate) fn insert_all(
         &mut self,
-        docs: &[Document],
+        docs: &[&Document],
         stored: Vec<StoredDoc>,
     ) -> Result<Option<usize>> {
         // With a validator, a cap or a time field to check, documents go in one at a time (the caller's fallback), so
