@@ -280,6 +280,64 @@ async fn the_ttl_index_has_the_configured_retention_and_the_report_queries_use_i
     assert_eq!(names.iter().filter(|n| *n == events::TTL_INDEX).count(), 1);
 }
 
+#[tokio::test]
+async fn the_sites_periods_are_read_through_the_path_and_time_index_not_every_pages() {
+    // The site's rows are `path: null`: equality with null must bound the `path, at` index
+    // (as in mongod), not walk every page's periods of the range on the `at` index.
+    let (_server, db) = memory_db("site-periods").await;
+    let start = Utc
+        .with_ymd_and_hms(2026, 3, 2, 0, 0, 0)
+        .single()
+        .expect("t");
+    for level in Level::ALL {
+        let coll = db.collection::<Document>(level.collection());
+        coll.create_indexes(
+            rollup::indexes()
+                .into_iter()
+                .find(|(name, _)| *name == level.collection())
+                .map(|(_, models)| models)
+                .expect("the level's indexes"),
+        )
+        .await
+        .expect("indexes");
+        let mut docs = Vec::new();
+        for hour in 0..24 {
+            let at = bson_time(start + chrono::Duration::hours(hour));
+            docs.push(doc! { "_id": { "at": at, "path": Bson::Null }, "at": at, "path": Bson::Null, "view": 1 });
+            for page in 0..20 {
+                let path = format!("/p{page}");
+                docs.push(
+                    doc! { "_id": { "at": at, "path": &path }, "at": at, "path": &path, "view": 1 },
+                );
+            }
+        }
+        coll.insert_many(docs).await.expect("inserted");
+        let filter = doc! { "path": Bson::Null, "at": {
+            "$gte": bson_time(start),
+            "$lt": bson_time(start + chrono::Duration::hours(12)),
+        } };
+        let explain = db
+            .database()
+            .run_command(doc! {
+                "explain": { "find": level.collection(), "filter": filter },
+                "verbosity": "executionStats",
+            })
+            .await
+            .expect("explain");
+        let plan = Bson::Document(explain.clone());
+        let scan = find_stage(&plan, "IXSCAN").unwrap_or_else(|| panic!("{explain}"));
+        assert_eq!(scan.get_str("indexName"), Ok("path_1_at_1"), "{explain}");
+        let stats = explain.get_document("executionStats").expect("stats");
+        let n = |field: &str| {
+            stats
+                .get(field)
+                .and_then(|v| v.as_i64().or(v.as_i32().map(i64::from)))
+        };
+        assert_eq!(n("nReturned"), Some(12), "{explain}");
+        assert_eq!(n("totalDocsExamined"), Some(12), "{explain}");
+    }
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_full_queue_drops_and_counts_instead_of_waiting() {
     let (_server, db) = memory_db("full-queue").await;

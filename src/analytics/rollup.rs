@@ -115,7 +115,7 @@ impl Level {
 
 /// Indexes of every roll-up collection: the periods of a range (the next level's `$match`, top
 /// pages) and one page's (or the site's, `path: null`) periods of a range.
-pub(crate) fn indexes() -> Vec<(&'static str, Vec<IndexModel>)> {
+pub fn indexes() -> Vec<(&'static str, Vec<IndexModel>)> {
     Level::ALL
         .iter()
         .map(|level| {

@@ -6,8 +6,9 @@ use crate::expression::operators::{merge_into, sum_numbers};
 use crate::expression::{Expression, Scope};
 use crate::value::{compare, f64_to_decimal, is_number, to_f64};
 use bson::{Bson, Document};
+use std::borrow::Borrow;
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 /// A value ordered (and made equal) by MongoDB's comparison: `1`, `1.0` and `NumberLong(1)` are
 /// one key.
@@ -85,9 +86,40 @@ enum State {
     First(Option<Bson>),
     Last(Bson),
     Push(Vec<Bson>),
-    AddToSet(Vec<Bson>, BTreeSet<OrdBson>),
+    AddToSet(Vec<Bson>, Seen),
     Count(i64),
     Merge(Document),
+}
+
+/// The values an `$addToSet` has taken. While every value is a 32- or 64-bit integer they are
+/// kept in a hash set of `i64` (equal under MongoDB's comparison exactly when equal as
+/// integers): a report's distinct visitors are hundreds of thousands of `NumberLong`s, and a
+/// search tree of `Bson` compared by type and value cost several times more per value. The
+/// first value of any other type moves them into the ordered set, which compares across types.
+#[derive(Debug, Clone)]
+enum Seen {
+    Integers(HashSet<i64>),
+    Values(BTreeSet<OrdBson>),
+}
+
+impl Seen {
+    /// Add `v`; whether it was new.
+    fn insert(&mut self, v: &Bson) -> bool {
+        let integer = match v {
+            Bson::Int32(n) => Some(i64::from(*n)),
+            Bson::Int64(n) => Some(*n),
+            _ => None,
+        };
+        match (&mut *self, integer) {
+            (Seen::Integers(set), Some(n)) => set.insert(n),
+            (Seen::Integers(set), None) => {
+                let values = set.drain().map(|n| OrdBson(Bson::Int64(n))).collect();
+                *self = Seen::Values(values);
+                self.insert(v)
+            }
+            (Seen::Values(set), _) => set.insert(OrdBson(v.clone())),
+        }
+    }
 }
 
 /// A parsed `$group` specification.
@@ -95,6 +127,9 @@ enum State {
 pub(super) struct Group {
     id: Expression,
     accumulators: Vec<Accumulator>,
+    /// The top-level fields of its input it reads (`None`: it may read any, see
+    /// [`fields_read`]).
+    fields: Option<Vec<String>>,
 }
 
 impl Group {
@@ -179,7 +214,23 @@ impl Group {
         }
         let id =
             id.ok_or_else(|| Error::location(15955, "a group specification must include an _id"))?;
-        Ok(Group { id, accumulators })
+        let mut fields = Vec::new();
+        let fields = fields_read(&Bson::Document(spec.clone()), &mut fields).then(|| {
+            fields.sort();
+            fields.dedup();
+            fields
+        });
+        Ok(Group {
+            id,
+            accumulators,
+            fields,
+        })
+    }
+
+    /// The top-level fields of its input documents it reads, when known: a caller may give it
+    /// documents holding only those (the rest would not change its groups).
+    pub(super) fn fields(&self) -> Option<&[String]> {
+        self.fields.as_deref()
     }
 
     /// A `$group` stage built in code (for `$count`, `$sortByCount` and `$bucket`).
@@ -191,6 +242,7 @@ impl Group {
                 kind: Kind::Sum,
                 arg: Expression::Literal(Bson::Int32(1)),
             }],
+            fields: None,
         }
     }
 
@@ -208,7 +260,17 @@ impl Group {
 
     /// Group `input`; groups come out in the order their first document came in.
     pub(crate) fn run(&self, input: &[Document], vars: &Document) -> Result<Vec<Document>> {
-        self.run_keyed(input, vars, |scope| {
+        self.run_over(input.iter().map(Ok), vars)
+    }
+
+    /// [`Group::run`] over documents given one at a time, each dropped once counted: a
+    /// report's million matches are never all held decoded at once.
+    pub(crate) fn run_over<D: Borrow<Document>>(
+        &self,
+        input: impl IntoIterator<Item = Result<D>>,
+        vars: &Document,
+    ) -> Result<Vec<Document>> {
+        self.grouped(input, vars, |scope| {
             Ok(self.id.eval(scope)?.unwrap_or(Bson::Null))
         })
     }
@@ -220,16 +282,29 @@ impl Group {
         vars: &Document,
         key_of: impl Fn(&Scope) -> Result<Bson>,
     ) -> Result<Vec<Document>> {
+        self.grouped(input.iter().map(Ok), vars, key_of)
+    }
+
+    fn grouped<D: Borrow<Document>>(
+        &self,
+        input: impl IntoIterator<Item = Result<D>>,
+        vars: &Document,
+        key_of: impl Fn(&Scope) -> Result<Bson>,
+    ) -> Result<Vec<Document>> {
         let mut index: BTreeMap<OrdBson, usize> = BTreeMap::new();
         let mut groups: Vec<(Bson, Vec<State>)> = Vec::new();
         for doc in input {
-            let scope = Scope::new(doc, vars);
-            let key = key_of(&scope)?;
-            let slot = match index.get(&OrdBson(key.clone())) {
+            let doc = doc?;
+            let scope = Scope::new(doc.borrow(), vars);
+            let key = OrdBson(key_of(&scope)?);
+            let slot = match index.get(&key) {
                 Some(i) => *i,
                 None => {
-                    groups.push((key.clone(), self.accumulators.iter().map(initial).collect()));
-                    index.insert(OrdBson(key), groups.len() - 1);
+                    groups.push((
+                        key.0.clone(),
+                        self.accumulators.iter().map(initial).collect(),
+                    ));
+                    index.insert(key, groups.len() - 1);
                     groups.len() - 1
                 }
             };
@@ -265,7 +340,7 @@ fn initial(acc: &Accumulator) -> State {
         Kind::First => State::First(None),
         Kind::Last => State::Last(Bson::Null),
         Kind::Push => State::Push(Vec::new()),
-        Kind::AddToSet => State::AddToSet(Vec::new(), BTreeSet::new()),
+        Kind::AddToSet => State::AddToSet(Vec::new(), Seen::Integers(HashSet::new())),
         Kind::Count => State::Count(0),
         Kind::MergeObjects => State::Merge(Document::new()),
     }
@@ -300,7 +375,7 @@ fn accumulate(state: &mut State, v: Option<Bson>) -> Result<()> {
         }
         State::AddToSet(items, seen) => {
             if let Some(v) = v {
-                if seen.insert(OrdBson(v.clone())) {
+                if seen.insert(&v) {
                     items.push(v);
                 }
             }
@@ -309,6 +384,35 @@ fn accumulate(state: &mut State, v: Option<Bson>) -> Result<()> {
         State::Merge(out) => merge_into(out, &v)?,
     }
     Ok(())
+}
+
+/// Push onto `out` the top-level field of every field path (`"$a.b"` reads `a`) in an
+/// expression's specification, as written; `false` when it may read fields no path names: the
+/// whole document (`$$ROOT`, `$$CURRENT`), a field named by a literal (`$getField`,
+/// `$setField`, `$unsetField`) or the text score (`$meta`). Strings inside `$literal` are
+/// taken as paths too: naming a field too many only costs its decoding.
+pub(super) fn fields_read(spec: &Bson, out: &mut Vec<String>) -> bool {
+    match spec {
+        Bson::String(s) => {
+            if let Some(var) = s.strip_prefix("$$") {
+                let name = var.split('.').next().unwrap_or_default();
+                !matches!(name, "ROOT" | "CURRENT")
+            } else if let Some(path) = s.strip_prefix('$') {
+                out.push(path.split('.').next().unwrap_or_default().to_string());
+                true
+            } else {
+                true
+            }
+        }
+        Bson::Array(items) => items.iter().all(|v| fields_read(v, out)),
+        Bson::Document(d) => d.iter().all(|(k, v)| {
+            !matches!(
+                k.as_str(),
+                "$getField" | "$setField" | "$unsetField" | "$meta"
+            ) && fields_read(v, out)
+        }),
+        _ => true,
+    }
 }
 
 /// `$min`/`$max` skip null, undefined and missing values.

@@ -165,6 +165,53 @@ impl Pipeline {
         }
     }
 
+    /// The top-level fields the stages after the leading `$match` read, when they are known: a
+    /// `$group` right after it names them (its output is all later stages see). A caller may
+    /// then decode only those fields of each match, as mongod's dependency analysis projects
+    /// what a pipeline needs; `None` to pass whole documents.
+    pub(crate) fn fields_after_match(&self) -> Option<&[String]> {
+        self.leading_match()?;
+        match self.stages.get(1) {
+            Some(Stage::Group(g)) => g.fields(),
+            _ => None,
+        }
+    }
+
+    /// The stages after the leading `$match` over its matches given one at a time. When a
+    /// `$group` follows it (see [`Pipeline::fields_after_match`]) each match is grouped as it
+    /// comes and dropped, so a million matches are never all held decoded (their allocation
+    /// cost more than the grouping); otherwise they are collected and run as by
+    /// [`Pipeline::run`].
+    pub(crate) fn run_after_match<D: std::borrow::Borrow<Document>>(
+        &self,
+        matches: impl IntoIterator<Item = Result<D>>,
+        ctx: &dyn PipelineContext,
+    ) -> Result<Vec<Document>> {
+        let group = match self.stages.get(1) {
+            Some(Stage::Group(group)) if self.leading_match().is_some() => group,
+            _ => {
+                let input = matches
+                    .into_iter()
+                    .map(|d| d.map(|d| d.borrow().clone()))
+                    .collect::<Result<Vec<Document>>>()?;
+                return self.without_leading_match().run(input, ctx);
+            }
+        };
+        let now = bson::DateTime::now();
+        let mut vars = self.vars.clone();
+        if !vars.contains_key("NOW") {
+            vars.insert("NOW", Bson::DateTime(now));
+        }
+        let rest = Pipeline {
+            stages: self.stages[2..].to_vec(),
+            names: self.names.get(2..).unwrap_or_default().to_vec(),
+            vars: self.vars.clone(),
+            terminal: self.terminal.clone(),
+        };
+        let groups = group.run_over(matches, &vars)?;
+        rest.run_at(groups, ctx, now)
+    }
+
     /// The leading `$geoNear`, whose documents (nearest first, with their distances) the
     /// caller takes from the collection before running the rest of the pipeline.
     pub(crate) fn leading_geo_near(&self) -> Option<&crate::geospatial::GeoNearSpec> {

@@ -881,3 +881,119 @@ fn a_count_after_the_match_is_recognised_and_needs_no_document_contents() {
     assert_eq!(real, placeholders);
     assert_eq!(real, vec![doc! { "_id": 1, "n": 3 }]);
 }
+
+#[test]
+fn a_group_after_the_match_names_the_fields_it_reads_and_gives_the_same_groups_over_only_them() {
+    let fields = |stages: Vec<Document>| {
+        Pipeline::parse(&stages, &doc! {})
+            .unwrap()
+            .fields_after_match()
+            .map(<[String]>::to_vec)
+    };
+    let matched = doc! { "$match": { "kind": "view" } };
+    let report = vec![
+        matched.clone(),
+        doc! { "$group": {
+            "_id": { "$dateTrunc": { "date": "$at", "unit": "day" } },
+            "views": { "$sum": { "$cond": [{ "$eq": ["$kind", "view"] }, 1, 0] } },
+            "visitors": { "$addToSet": "$visitor" },
+            "deep": { "$max": "$a.b" },
+        } },
+        doc! { "$project": { "views": 1, "visitors": { "$size": "$visitors" } } },
+    ];
+    assert_eq!(
+        fields(report.clone()),
+        Some(vec![
+            "a".to_string(),
+            "at".into(),
+            "kind".into(),
+            "visitor".into()
+        ])
+    );
+    // Whatever may read the whole document, or a field no path names, gets it whole.
+    for whole in [
+        doc! { "_id": "$$ROOT" },
+        doc! { "_id": null, "d": { "$push": "$$CURRENT.a" } },
+        doc! { "_id": { "$getField": "a.b" } },
+        doc! { "_id": null, "s": { "$max": { "$meta": "textScore" } } },
+    ] {
+        assert_eq!(
+            fields(vec![matched.clone(), doc! { "$group": whole }]),
+            None
+        );
+    }
+    assert_eq!(fields(vec![matched.clone(), doc! { "$limit": 1 }]), None);
+    assert_eq!(
+        fields(vec![doc! { "$group": { "_id": "$a" } }]),
+        None,
+        "no leading $match"
+    );
+
+    // The same results from whole documents (run) and from the named fields given one by one.
+    let input: Vec<Document> = (0..40i64)
+        .map(|i| {
+            doc! {
+                "at": bson::DateTime::from_millis(i * 3_600_000 * 7),
+                "kind": if i % 3 == 0 { "search" } else { "view" },
+                "visitor": i % 7,
+                "a": { "b": i, "c": "unread" },
+                "big": "x".repeat(100),
+            }
+        })
+        .collect();
+    let pipeline = Pipeline::parse(&report, &doc! {}).unwrap();
+    let whole = pipeline
+        .without_leading_match()
+        .run(input.clone(), &Collections::default())
+        .unwrap();
+    let fields = pipeline.fields_after_match().unwrap().to_vec();
+    let selected = input.iter().map(|d| {
+        let mut out = Document::new();
+        for (k, v) in d {
+            if fields.contains(k) {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+        Ok(out)
+    });
+    let streamed = pipeline
+        .run_after_match(selected, &Collections::default())
+        .unwrap();
+    assert_eq!(whole, streamed);
+    assert_eq!(whole.len(), 12);
+}
+
+#[test]
+fn add_to_set_keeps_one_of_each_value_by_mongodb_equality_across_integer_and_other_types() {
+    let input = [
+        bson!(1),
+        bson!(1i64),
+        bson!(2i64),
+        bson!(2),
+        bson!(1.0),
+        bson!("a"),
+        bson!(3),
+        bson!(3.0),
+        bson!(2.5),
+        bson!("a"),
+        bson!(4i64),
+    ]
+    .into_iter()
+    .map(|v| doc! { "v": v })
+    .collect();
+    let out = run(
+        vec![doc! { "$group": { "_id": null, "s": { "$addToSet": "$v" } } }],
+        input,
+    );
+    assert_eq!(
+        out[0].get_array("s").unwrap(),
+        &vec![
+            bson!(1),
+            bson!(2i64),
+            bson!("a"),
+            bson!(3),
+            bson!(2.5),
+            bson!(4i64)
+        ]
+    );
+}

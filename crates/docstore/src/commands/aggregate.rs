@@ -363,7 +363,7 @@ fn collection_results(
         };
         return spec.pipeline.without_leading_match().run(input, ctx);
     }
-    let input = match state.catalog.get(db, &spec.collection) {
+    let hits = match state.catalog.get(db, &spec.collection) {
         Some(handle) => {
             let c = handle.read();
             let counting = spec.pipeline.only_counts_after_match();
@@ -377,21 +377,33 @@ fn collection_results(
                 // A count: the stages after the match see how many documents come, never what
                 // they hold, so decoding every match (a common word's hundreds of thousands of
                 // posts, bodies and all) would be wasted.
-                vec![Document::new(); hits.len()]
-            } else {
-                hits.into_iter()
-                    .map(|h| {
-                        let mut d = h.doc.to_document()?;
-                        if let Some(score) = h.score {
-                            d.insert(crate::text::SCORE_FIELD, score);
-                        }
-                        Ok(d)
-                    })
-                    .collect::<Result<_>>()?
+                let input = vec![Document::new(); hits.len()];
+                drop(c);
+                return spec.pipeline.without_leading_match().run(input, ctx);
             }
+            hits
         }
         None => Vec::new(),
     };
+    // Decoded outside the collection's lock (the hits share the stored bytes).
+    let decode = |h: crate::collection::Hit, fields: Option<&[String]>| {
+        let mut d = h.doc.select(fields)?;
+        if let Some(score) = h.score {
+            d.insert(crate::text::SCORE_FIELD, score);
+        }
+        Ok(d)
+    };
+    if let Some(fields) = spec.pipeline.fields_after_match() {
+        // A `$group` after the match reads a few fields of each document (a report's time,
+        // kind and visitor of a million events): only those are decoded, and each match is
+        // grouped as it is decoded.
+        let matches = hits.into_iter().map(|h| decode(h, Some(fields)));
+        return spec.pipeline.run_after_match(matches, ctx);
+    }
+    let input = hits
+        .into_iter()
+        .map(|h| decode(h, None))
+        .collect::<Result<Vec<Document>>>()?;
     // The input was already selected by the leading `$match`; don't filter it twice.
     spec.pipeline.without_leading_match().run(input, ctx)
 }
