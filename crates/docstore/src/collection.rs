@@ -650,7 +650,9 @@ impl Collection {
             let Some(position) = rest_matcher.matches(stored)? else {
                 return Ok(None);
             };
-            if bound.has_phrases() && !bound.phrases_match(&stored.select(text_fields.as_deref())?)
+            if bound.has_phrases()
+                && (bound.phrases_surely_missing(stored)
+                    || !bound.phrases_match(&stored.select(text_fields.as_deref())?))
             {
                 return Ok(None);
             }
@@ -700,11 +702,48 @@ impl Collection {
                     .collect();
                 let mut walk = BestFirstWalk::new(terms);
                 let fields = sort_fields(sort);
+                // The `_id` index, when the sort after the score is `_id` alone and neither
+                // the index nor the query compares under a collation (its key order is then
+                // the sort's).
+                let id_order = match sort.keys.as_slice() {
+                    [_, (path, ascending)] if path == "_id" && !crate::collation::active() => self
+                        .indexes
+                        .iter()
+                        .find(|i| i.spec.name == "_id_" && i.spec.collation.is_none())
+                        .map(|i| (i, *ascending)),
+                    _ => None,
+                };
                 while hits.len() < wanted {
                     let Some((score, mut group)) = walk.next_group() else {
                         break;
                     };
                     group.retain(|record| !excluded(*record));
+                    // A huge tie (a template's ten thousand editions) ordered by `_id` alone
+                    // after the score: the `_id` index gives that order, and walking it until
+                    // the page is full reads about `needed × documents / tied` entries instead
+                    // of every tied record's `_id`, when that is far fewer.
+                    let needed = wanted - hits.len();
+                    let tied = group.len();
+                    if tied >= TIE_WALK_FROM
+                        && needed.saturating_mul(self.docs.len()).saturating_mul(4)
+                            < tied.saturating_mul(tied)
+                    {
+                        if let Some((id_index, ascending)) = id_order.as_ref() {
+                            let members: std::collections::HashSet<RecordId> =
+                                group.iter().copied().collect();
+                            let mut left = members.len();
+                            for record in id_index.records_in_key_order(!*ascending) {
+                                if hits.len() >= wanted || left == 0 {
+                                    break;
+                                }
+                                if members.contains(&record) {
+                                    left -= 1;
+                                    examine(record, score, &mut hits)?;
+                                }
+                            }
+                            continue;
+                        }
+                    }
                     // Every candidate tied at this score (in record order): thousands when
                     // many documents hold the same text (a product's editions, generated
                     // posts). They are put in the order of the later sort keys, reading only
@@ -1041,6 +1080,10 @@ impl<'a> RawMatcher<'a> {
         }
     }
 }
+
+/// Records tied at one score from which a page sorted by `_id` after the score may walk the
+/// `_id` index instead of sorting the tied records (see `Collection::execute_text`).
+const TIE_WALK_FROM: usize = 2_048;
 
 /// The top-level fields a sort reads.
 fn sort_fields(sort: &SortSpec) -> Vec<String> {

@@ -450,6 +450,17 @@ impl Index {
         self.entries.term_by_score(&term_key)
     }
 
+    /// Every record in key order (reversed when `reverse`), read lazily.
+    pub(crate) fn records_in_key_order(
+        &self,
+        reverse: bool,
+    ) -> Box<dyn Iterator<Item = RecordId> + '_> {
+        self.entries.range(
+            (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded),
+            reverse,
+        )
+    }
+
     /// A TTL index the monitor sweeps: `expireAfterSeconds` on a single field.
     pub(crate) fn is_ttl(&self) -> bool {
         self.spec.expire_after_seconds.is_some() && self.fields.len() == 1
