@@ -6,6 +6,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::index::planner::{self, Plan};
 use crate::index::{Index, IndexSpec, RecordId};
 use crate::query::{Filter, SortSpec};
+use crate::text::topk::{BestFirst as BestFirstWalk, RecordOrder, TermPostings};
 use bson::{doc, Bson, Document};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
@@ -592,35 +593,29 @@ impl Collection {
             docs_examined: 0,
             returned: 0,
         };
-        // Each document holding a query term, with its score: the sum of its terms' scores as
-        // the index keys hold them, added in the order of `index_terms` (as `BoundText::score`
-        // adds them). The postings are gathered term by term and stably sorted by record, so
-        // each record's scores stay in that order.
-        let mut postings: Vec<(RecordId, f64)> = Vec::new();
-        for term in &bound.index_terms {
-            let scored = index.text_scores(&prefix_values, term);
-            stats.keys_examined += scored.len() as u64;
-            postings.extend(scored);
-        }
-        // One term has one entry per document: its postings are the candidates as they are
-        // (the common one-word search skips the merge), in the index's order (by score).
-        let single_term = bound.index_terms.len() == 1;
-        let mut candidates = if single_term {
-            postings
-                .into_iter()
-                .map(|(record, score)| (record, 0.0 + score))
-                .collect()
-        } else {
-            postings.sort_by_key(|(record, _)| *record);
-            let mut candidates: Vec<(RecordId, f64)> = Vec::with_capacity(postings.len());
-            for (record, score) in postings {
-                match candidates.last_mut() {
-                    Some((last, total)) if *last == record => *total += score,
-                    _ => candidates.push((record, 0.0 + score)),
-                }
+        // Each query term's postings, record → score bits, as the index holds them (copied only
+        // from an index that holds pairs). A record's score is the sum of its terms' scores,
+        // added in the order of `index_terms` (as `BoundText::score` adds them): both walks
+        // below (see `text::topk`) sum them so.
+        let postings_of = |term: &str| -> std::borrow::Cow<'_, BTreeMap<RecordId, u64>> {
+            match index.text_records(&prefix_values, term) {
+                Some(Some(records)) => std::borrow::Cow::Borrowed(records),
+                Some(None) => std::borrow::Cow::Owned(BTreeMap::new()),
+                None => std::borrow::Cow::Owned(
+                    index
+                        .text_scores(&prefix_values, term)
+                        .into_iter()
+                        .map(|(record, score)| (record, score.to_bits()))
+                        .collect(),
+                ),
             }
-            candidates
         };
+        let term_postings: Vec<(&str, std::borrow::Cow<'_, BTreeMap<RecordId, u64>>)> = bound
+            .index_terms
+            .iter()
+            .map(|term| (term.as_str(), postings_of(term)))
+            .filter(|(_, records)| !records.is_empty())
+            .collect();
         let rest_doc: Document = query
             .filter_doc
             .iter()
@@ -629,20 +624,22 @@ impl Collection {
             .collect();
         let rest = Filter::parse(&rest_doc)?;
         // When the index's terms are the query's (default sensitivity), the postings decide
-        // the terms: holding one is being a candidate, and the negated terms' postings say
-        // which candidates to drop. Only phrases need a candidate's text, and only its indexed
-        // strings folded, never tokenized and stemmed again.
+        // the terms: holding one is being a candidate, and holding a negated term drops a
+        // candidate (looked up in that term's postings as the walk meets it). Only phrases
+        // need a candidate's text, and only its indexed strings folded, never tokenized and
+        // stemmed again.
         let postings_decide = bound.postings_decide_terms() && rest.text().is_none();
-        if postings_decide && !bound.query.negated_terms.is_empty() {
-            let mut excluded: std::collections::HashSet<RecordId> =
-                std::collections::HashSet::new();
-            for term in &bound.query.negated_terms {
-                let scored = index.text_scores(&prefix_values, term);
-                stats.keys_examined += scored.len() as u64;
-                excluded.extend(scored.into_iter().map(|(record, _)| record));
-            }
-            candidates.retain(|(record, _)| !excluded.contains(record));
-        }
+        let negated: Vec<std::borrow::Cow<'_, BTreeMap<RecordId, u64>>> = if postings_decide {
+            bound
+                .query
+                .negated_terms
+                .iter()
+                .map(|term| postings_of(term))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let excluded = |record: RecordId| negated.iter().any(|n| n.contains_key(&record));
         let text_fields = definition.top_level_fields();
         let mut rest_matcher = RawMatcher::new(&rest);
         let mut check = |stored: &StoredDoc| -> Result<Option<Option<usize>>> {
@@ -653,7 +650,9 @@ impl Collection {
             let Some(position) = rest_matcher.matches(stored)? else {
                 return Ok(None);
             };
-            if bound.has_phrases() && !bound.phrases_match(&stored.select(text_fields.as_deref())?)
+            if bound.has_phrases()
+                && (bound.phrases_surely_missing(stored)
+                    || !bound.phrases_match(&stored.select(text_fields.as_deref())?))
             {
                 return Ok(None);
             }
@@ -670,11 +669,12 @@ impl Collection {
                 .is_some_and(|(path, _)| path == crate::text::SCORE_FIELD)
         });
         let mut hits = Vec::new();
+        let mut docs_examined = 0;
         let mut examine = |record: RecordId, score: f64, hits: &mut Vec<Hit>| -> Result<()> {
             let Some(stored) = self.docs.get(&record) else {
                 return Ok(());
             };
-            stats.docs_examined += 1;
+            docs_examined += 1;
             if let Some(position) = check(stored)? {
                 hits.push(Hit {
                     record,
@@ -687,30 +687,69 @@ impl Collection {
         };
         match (best_first, query.sort) {
             (Some(wanted), Some(sort)) => {
-                // Best first from a heap: building it is linear and the walk pops only about a
-                // page, where sorting every candidate (a common word's hundreds of thousands)
-                // cost more than the rest of the query.
-                let mut heap: std::collections::BinaryHeap<BestFirst> =
-                    candidates.into_iter().map(BestFirst).collect();
+                // Best first without scoring every candidate: the threshold walk over the
+                // terms' postings in score order hands out each score's records only once no
+                // record not yet met can score as high (a page of a common word reads about a
+                // page of postings, not the third of a million that hold it).
+                let terms: Vec<TermPostings<'_>> = term_postings
+                    .iter()
+                    .map(|(term, records)| TermPostings {
+                        records,
+                        by_score: index
+                            .text_by_score(&prefix_values, term)
+                            .unwrap_or_else(|| crate::text::topk::impact_order(records)),
+                    })
+                    .collect();
+                let mut walk = BestFirstWalk::new(terms);
                 let fields = sort_fields(sort);
+                // The `_id` index, when the sort after the score is `_id` alone and neither
+                // the index nor the query compares under a collation (its key order is then
+                // the sort's).
+                let id_order = match sort.keys.as_slice() {
+                    [_, (path, ascending)] if path == "_id" && !crate::collation::active() => self
+                        .indexes
+                        .iter()
+                        .find(|i| i.spec.name == "_id_" && i.spec.collation.is_none())
+                        .map(|i| (i, *ascending)),
+                    _ => None,
+                };
                 while hits.len() < wanted {
-                    let Some(BestFirst((record, score))) = heap.pop() else {
+                    let Some((score, mut group)) = walk.next_group() else {
                         break;
                     };
-                    // Every candidate tied at this score: thousands when many documents hold
-                    // the same text (a product's editions, generated posts). They are put in
-                    // the order of the later sort keys, reading only those fields, and checked
-                    // in that order until the page is full, instead of all being checked (a
-                    // phrase folding each one's text) and sorted afterwards.
-                    let mut group = vec![record];
-                    while heap
-                        .peek()
-                        .is_some_and(|b| b.0 .1.total_cmp(&score) == Ordering::Equal)
+                    group.retain(|record| !excluded(*record));
+                    // A huge tie (a template's ten thousand editions) ordered by `_id` alone
+                    // after the score: the `_id` index gives that order, and walking it until
+                    // the page is full reads about `needed × documents / tied` entries instead
+                    // of every tied record's `_id`, when that is far fewer.
+                    let needed = wanted - hits.len();
+                    let tied = group.len();
+                    if tied >= TIE_WALK_FROM
+                        && needed.saturating_mul(self.docs.len()).saturating_mul(4)
+                            < tied.saturating_mul(tied)
                     {
-                        if let Some(b) = heap.pop() {
-                            group.push(b.0 .0);
+                        if let Some((id_index, ascending)) = id_order.as_ref() {
+                            let members: std::collections::HashSet<RecordId> =
+                                group.iter().copied().collect();
+                            let mut left = members.len();
+                            for record in id_index.records_in_key_order(!*ascending) {
+                                if hits.len() >= wanted || left == 0 {
+                                    break;
+                                }
+                                if members.contains(&record) {
+                                    left -= 1;
+                                    examine(record, score, &mut hits)?;
+                                }
+                            }
+                            continue;
                         }
                     }
+                    // Every candidate tied at this score (in record order): thousands when
+                    // many documents hold the same text (a product's editions, generated
+                    // posts). They are put in the order of the later sort keys, reading only
+                    // those fields, and checked in that order until the page is full, instead
+                    // of all being checked (a phrase folding each one's text) and sorted
+                    // afterwards.
                     if group.len() > 1 && sort.keys.len() > 1 {
                         let mut keyed: Vec<(usize, Document, RecordId)> =
                             Vec::with_capacity(group.len());
@@ -732,23 +771,31 @@ impl Collection {
                         examine(record, score, &mut hits)?;
                     }
                 }
+                stats.keys_examined += walk.postings_read;
             }
             _ => {
-                if single_term {
-                    // Otherwise candidates go in record order, as every other query's do.
-                    candidates.sort_unstable_by_key(|(record, _)| *record);
-                }
-                // Unsorted with a limit (a capped count), the first `skip + limit` matches are
-                // all that is kept: the walk stops there.
+                // In record order, as every other query's candidates go: the terms' postings
+                // merged. Unsorted with a limit (a capped count), the first `skip + limit`
+                // matches are all that is kept: the walk stops there.
+                let records: Vec<&BTreeMap<RecordId, u64>> = term_postings
+                    .iter()
+                    .map(|(_, records)| &**records)
+                    .collect();
+                let mut walk = RecordOrder::new(&records);
                 let enough = wanted.filter(|_| query.sort.is_none_or(|s| s.keys.is_empty()));
-                for (record, score) in candidates {
+                for (record, score) in walk.by_ref() {
                     if enough.is_some_and(|enough| hits.len() >= enough) {
                         break;
                     }
+                    if excluded(record) {
+                        continue;
+                    }
                     examine(record, score, &mut hits)?;
                 }
+                stats.keys_examined += walk.postings_read;
             }
         }
+        stats.docs_examined += docs_examined;
         if explain {
             stats.winning_plan = crate::text::describe_plan(
                 &index.spec.name,
@@ -1034,34 +1081,9 @@ impl<'a> RawMatcher<'a> {
     }
 }
 
-/// Stable sort of hits (ties keep scan order); with `keep`, only the first `keep` are needed.
-/// Each hit's sort fields are decoded once, before sorting.
-/// A `$text` candidate (record, score) ordered for a max-heap: the higher score first, then the
-/// lower record (insertion order).
-struct BestFirst((RecordId, f64));
-
-impl PartialEq for BestFirst {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for BestFirst {}
-
-impl PartialOrd for BestFirst {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for BestFirst {
-    fn cmp(&self, other: &Self) -> Ordering {
-        let ((record, score), (other_record, other_score)) = (self.0, other.0);
-        score
-            .total_cmp(&other_score)
-            .then(other_record.cmp(&record))
-    }
-}
+/// Records tied at one score from which a page sorted by `_id` after the score may walk the
+/// `_id` index instead of sorting the tied records (see `Collection::execute_text`).
+const TIE_WALK_FROM: usize = 2_048;
 
 /// The top-level fields a sort reads.
 fn sort_fields(sort: &SortSpec) -> Vec<String> {
@@ -1075,6 +1097,8 @@ fn sort_fields(sort: &SortSpec) -> Vec<String> {
     fields
 }
 
+/// Stable sort of hits (ties keep scan order); with `keep`, only the first `keep` are needed.
+/// Each hit's sort fields are decoded once, before sorting.
 fn sort_hits(hits: &mut Vec<Hit>, sort: &SortSpec, keep: Option<usize>) -> Result<()> {
     let fields = sort_fields(sort);
     let cmp = |a: &(usize, Document, Hit), b: &(usize, Document, Hit)| -> Ordering {

@@ -9,6 +9,10 @@
 //! input. At a million products (about 40 million text entries) the pairs took about 2.5 GB
 //! more than the postings do.
 //!
+//! A `$text` query sorted by score with a limit walks its terms' records best first (see
+//! [`crate::text::topk`]): each term's records ordered by score, descending ("impact order"),
+//! are made on first use and kept in [`ImpactCache`] until a write changes that term.
+//!
 //! Both forms answer the same questions (insert, remove, exact key, ranges of keys, every
 //! entry in key order); the postings rebuild full keys only for the rare callers that want
 //! them (`validate`, a hinted scan).
@@ -32,7 +36,89 @@ pub(crate) enum Entries {
     Postings {
         terms: BTreeMap<Box<[u8]>, BTreeMap<RecordId, u64>>,
         len: usize,
+        by_score: ImpactCache,
     },
+}
+
+/// A term's postings by score, descending (ties by record id, ascending): `(score bits,
+/// record)`.
+pub(crate) type ImpactList = std::sync::Arc<[(u64, RecordId)]>;
+
+/// Terms with fewer postings are put in score order on each use (a sort of a few thousand
+/// entries costs less than remembering them).
+const IMPACT_CACHED_FROM: usize = 2_048;
+
+/// Entries the cache holds at most (16 bytes each): past it, it starts again empty.
+const IMPACT_CACHE_ENTRIES: usize = 8_000_000;
+
+/// The impact-ordered postings of the terms searches asked for, per term key. Read under the
+/// collection's read lock by concurrent queries (hence the mutex); a write to a term drops its
+/// list (writes hold the collection exclusively, so no lock is taken then).
+#[derive(Default)]
+pub(crate) struct ImpactCache {
+    lists: std::sync::Mutex<ImpactLists>,
+}
+
+#[derive(Default)]
+struct ImpactLists {
+    by_term: std::collections::HashMap<Box<[u8]>, ImpactList>,
+    entries: usize,
+}
+
+impl ImpactCache {
+    fn forget(&mut self, term: &[u8]) {
+        let lists = self
+            .lists
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if lists.by_term.is_empty() {
+            return;
+        }
+        if let Some(list) = lists.by_term.remove(term) {
+            lists.entries -= list.len();
+        }
+    }
+
+    /// `records` (the postings of `term`) by score, descending, from the cache or made now.
+    fn get(&self, term: &[u8], records: &BTreeMap<RecordId, u64>) -> ImpactList {
+        let make = || crate::text::topk::impact_order(records);
+        if records.len() < IMPACT_CACHED_FROM {
+            return make();
+        }
+        let lock = || {
+            self.lists
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        if let Some(list) = lock().by_term.get(term) {
+            return list.clone();
+        }
+        // Made outside the lock: other searches go on meanwhile (two making the same list
+        // at once both make it; one keeps its own).
+        let list = make();
+        let mut lists = lock();
+        if lists.entries + list.len() > IMPACT_CACHE_ENTRIES {
+            *lists = ImpactLists::default();
+        }
+        if !lists.by_term.contains_key(term) {
+            lists.entries += list.len();
+            lists.by_term.insert(Box::from(term), list.clone());
+        }
+        list
+    }
+}
+
+impl Clone for ImpactCache {
+    /// A copy starts with an empty cache (its lists are made again on use).
+    fn clone(&self) -> Self {
+        ImpactCache::default()
+    }
+}
+
+impl std::fmt::Debug for ImpactCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ImpactCache")
+    }
 }
 
 /// A (key, record id) bound of a key range, as the planner gives them.
@@ -60,6 +146,7 @@ impl Entries {
             Entries::Postings {
                 terms: BTreeMap::new(),
                 len: 0,
+                by_score: ImpactCache::default(),
             }
         } else {
             Entries::Pairs(BTreeSet::new())
@@ -72,7 +159,7 @@ impl Entries {
             return Entries::Pairs(pairs.into_iter().collect());
         }
         let mut entries = Entries::new(true);
-        let Entries::Postings { terms, len } = &mut entries else {
+        let Entries::Postings { terms, len, .. } = &mut entries else {
             return entries;
         };
         let mut run: Vec<(RecordId, u64)> = Vec::new();
@@ -114,10 +201,15 @@ impl Entries {
             Entries::Pairs(set) => {
                 set.insert((KeyBytes::from(key), rid));
             }
-            Entries::Postings { terms, len } => {
+            Entries::Postings {
+                terms,
+                len,
+                by_score,
+            } => {
                 let Some((term, bits)) = split(key) else {
                     return;
                 };
+                by_score.forget(term);
                 let records = match terms.get_mut(term) {
                     Some(records) => records,
                     None => terms.entry(Box::from(term)).or_default(),
@@ -134,13 +226,18 @@ impl Entries {
             Entries::Pairs(set) => {
                 set.remove(&(KeyBytes::from(key), rid));
             }
-            Entries::Postings { terms, len } => {
+            Entries::Postings {
+                terms,
+                len,
+                by_score,
+            } => {
                 let Some((term, bits)) = split(key) else {
                     return;
                 };
                 let Some(records) = terms.get_mut(term) else {
                     return;
                 };
+                by_score.forget(term);
                 // Only this very entry: a newer score of the same term stays.
                 if records.get(&rid) == Some(&bits) {
                     records.remove(&rid);
@@ -218,6 +315,28 @@ impl Entries {
         }
     }
 
+    /// A text index's postings of one term key, record → score bits (`Some(None)` when no
+    /// document holds the term); `None` when the index holds pairs.
+    pub(crate) fn term_records(&self, term_key: &[u8]) -> Option<Option<&BTreeMap<RecordId, u64>>> {
+        match self {
+            Entries::Pairs(_) => None,
+            Entries::Postings { terms, .. } => Some(terms.get(term_key)),
+        }
+    }
+
+    /// A text index's postings of one term key by score, descending (see [`ImpactCache`]);
+    /// `None` when the index holds pairs or no document holds the term.
+    pub(crate) fn term_by_score(&self, term_key: &[u8]) -> Option<ImpactList> {
+        match self {
+            Entries::Pairs(_) => None,
+            Entries::Postings {
+                terms, by_score, ..
+            } => terms
+                .get(term_key)
+                .map(|records| by_score.get(term_key, records)),
+        }
+    }
+
     /// Record ids of the entries in `range`, in key order (reversed when `reverse`).
     pub(crate) fn range<'a>(
         &'a self,
@@ -283,7 +402,7 @@ impl Entries {
     pub(crate) fn bytes(&self) -> usize {
         match self {
             Entries::Pairs(set) => set.len() * super::ENTRY_BYTES,
-            Entries::Postings { terms, len } => {
+            Entries::Postings { terms, len, .. } => {
                 len * POSTING_BYTES + terms.keys().map(|k| k.len()).sum::<usize>()
             }
         }

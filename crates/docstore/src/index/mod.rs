@@ -3,6 +3,7 @@
 
 mod build;
 mod entries;
+pub(crate) use entries::ImpactList;
 pub(crate) mod hashed;
 pub(crate) mod partial;
 pub(crate) mod planner;
@@ -428,6 +429,36 @@ impl Index {
     pub(crate) fn text_scores(&self, prefix: &[&Bson], term: &str) -> Vec<(RecordId, f64)> {
         let term_key = crate::text::TextIndex::key(prefix, term);
         self.entries.postings(&term_key)
+    }
+
+    /// A text index's postings of `term` under the given equality prefix values: record →
+    /// score bits (`Some(None)`: no document holds it; `None`: the index holds pairs, see
+    /// [`Index::text_scores`]).
+    pub(crate) fn text_records(
+        &self,
+        prefix: &[&Bson],
+        term: &str,
+    ) -> Option<Option<&std::collections::BTreeMap<RecordId, u64>>> {
+        let term_key = crate::text::TextIndex::key(prefix, term);
+        self.entries.term_records(&term_key)
+    }
+
+    /// The same postings by score, descending (made on first use and kept until a write
+    /// changes the term).
+    pub(crate) fn text_by_score(&self, prefix: &[&Bson], term: &str) -> Option<ImpactList> {
+        let term_key = crate::text::TextIndex::key(prefix, term);
+        self.entries.term_by_score(&term_key)
+    }
+
+    /// Every record in key order (reversed when `reverse`), read lazily.
+    pub(crate) fn records_in_key_order(
+        &self,
+        reverse: bool,
+    ) -> Box<dyn Iterator<Item = RecordId> + '_> {
+        self.entries.range(
+            (std::ops::Bound::Unbounded, std::ops::Bound::Unbounded),
+            reverse,
+        )
     }
 
     /// A TTL index the monitor sweeps: `expireAfterSeconds` on a single field.

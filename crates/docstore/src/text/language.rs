@@ -126,6 +126,15 @@ pub struct Sensitivity {
 
 /// Lower-case (unless case-sensitive) and strip diacritics (unless diacritic-sensitive).
 pub fn fold(text: &str, sensitivity: Sensitivity) -> String {
+    // ASCII has no diacritics and lower-cases byte for byte: the same result without the
+    // Unicode normalisation, which was most of checking a phrase against a candidate's text.
+    if text.is_ascii() {
+        return if sensitivity.case {
+            text.to_string()
+        } else {
+            text.to_ascii_lowercase()
+        };
+    }
     let cased: String = if sensitivity.case {
         text.to_string()
     } else {

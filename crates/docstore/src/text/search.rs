@@ -252,6 +252,31 @@ impl BoundText {
             && !self.query.negated_phrases.iter().any(|p| contains(p))
     }
 
+    /// Whether `doc` cannot hold the query's phrases, told from its bytes alone: folded with
+    /// the default sensitivity an ASCII string is its ASCII lower case, so a document none of
+    /// whose strings is non-ASCII or holds a phrase (ASCII case aside) holds it in no indexed
+    /// string. Most candidates of a phrase search are turned away so, without decoding and
+    /// folding their text. `false` means "check" ([`BoundText::phrases_match`]), not "holds".
+    pub(crate) fn phrases_surely_missing(&self, doc: &crate::stored::StoredDoc) -> bool {
+        if self.sensitivity != Sensitivity::default() {
+            return false;
+        }
+        self.query
+            .phrases
+            .iter()
+            .filter(|p| p.is_ascii() && !p.is_empty())
+            .any(|phrase| {
+                let needle = phrase.as_bytes();
+                !doc.any_string(&mut |text| {
+                    !text.is_ascii()
+                        || text
+                            .as_bytes()
+                            .windows(needle.len())
+                            .any(|w| w.eq_ignore_ascii_case(needle))
+                })
+            })
+    }
+
     /// The phrase part of [`BoundText::matches`] alone: `doc` holds every phrase and none of
     /// the negated phrases. Folding the indexed strings is all it reads; tokenizing and
     /// stemming them (what checking the terms takes) is left to the index.

@@ -714,3 +714,156 @@ async fn tied_scores_page_by_the_later_sort_keys_and_a_capped_count_stops_at_its
     assert_eq!(c.count_documents(phrase).await.unwrap(), 20);
     assert_eq!(c.count_documents(words).skip(35).await.unwrap(), 5);
 }
+
+#[tokio::test]
+async fn pages_walked_best_first_equal_the_full_ranking_on_random_documents() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("random");
+    // Random titles and bodies over a small vocabulary (many shared terms, many tied scores),
+    // deterministic (xorshift) so a failure repeats.
+    let words = [
+        "jazz", "blue", "kind", "of", "piano", "note", "session", "love", "notes", "loving",
+    ];
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut below = |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    let mut docs = Vec::new();
+    for i in 0..400 {
+        let mut text = |most: u64| {
+            (0..1 + below(most))
+                .map(|_| words[below(words.len() as u64) as usize])
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let title = text(3);
+        let body = text(8);
+        docs.push(doc! { "_id": i, "title": title, "body": body, "n": i % 3 });
+    }
+    c.insert_many(docs).await.unwrap();
+    text_index(
+        &c,
+        doc! { "title": "text", "body": "text" },
+        Some(doc! { "weights": { "title": 3 } }),
+    )
+    .await;
+    for search in [
+        "jazz",
+        "jazz blue",
+        "blue piano session",
+        "jazz -blue",
+        "love -jazz -piano",
+        "\"kind of blue\"",
+        "piano \"blue note\"",
+        "notes loving",
+    ] {
+        for filter in [
+            doc! { "$text": { "$search": search } },
+            doc! { "$text": { "$search": search }, "n": { "$ne": 1 } },
+        ] {
+            let all = scored_page(&c, filter.clone(), 0, 0).await;
+            for (skip, limit) in [(0, 1), (0, 20), (7, 13), (50, 25), (0, 400)] {
+                let page = scored_page(&c, filter.clone(), skip, limit).await;
+                let expected: Vec<(i32, f64)> = all
+                    .iter()
+                    .skip(skip as usize)
+                    .take(limit as usize)
+                    .copied()
+                    .collect();
+                assert_eq!(
+                    page, expected,
+                    "{search} {filter} skip {skip} limit {limit}"
+                );
+            }
+            let capped = c.count_documents(filter.clone()).limit(30).await.unwrap();
+            assert_eq!(capped, all.len().min(30) as u64, "{search} {filter}");
+            // Unsorted, in record (insertion) order: the same set as the ranking.
+            let mut unsorted = ids(&c, filter.clone()).await;
+            let mut ranked: Vec<i32> = all.iter().map(|(id, _)| *id).collect();
+            unsorted.sort();
+            ranked.sort();
+            assert_eq!(unsorted, ranked, "{search} {filter}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_huge_tie_pages_in_id_order_both_ways() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("huge_tie");
+    // Thousands of documents with the same text score, inserted out of `_id` order, a few
+    // with a better score and some filtered out: a page is walked through the `_id` index.
+    let docs: Vec<Document> = (0..5000)
+        .map(|i| (i * 7919) % 5000)
+        .map(|n: i32| {
+            let text = if n % 1000 == 3 {
+                "blue blue note"
+            } else {
+                "blue note"
+            };
+            doc! { "_id": n, "t": text, "n": n % 3 }
+        })
+        .collect();
+    c.insert_many(docs).await.unwrap();
+    text_index(&c, doc! { "t": "text" }, None).await;
+    for direction in [1, -1] {
+        for filter in [
+            doc! { "$text": { "$search": "blue" } },
+            doc! { "$text": { "$search": "blue -jazz" }, "n": { "$ne": 1 } },
+        ] {
+            let page = |skip: u64, limit: i64| {
+                let (c, filter) = (c.clone(), filter.clone());
+                async move {
+                    c.find(filter)
+                        .projection(doc! { "score": { "$meta": "textScore" } })
+                        .sort(doc! { "score": { "$meta": "textScore" }, "_id": direction })
+                        .skip(skip)
+                        .limit(limit)
+                        .await
+                        .unwrap()
+                        .try_collect::<Vec<_>>()
+                        .await
+                        .unwrap()
+                        .iter()
+                        .map(|d| (d.get_i32("_id").unwrap(), d.get_f64("score").unwrap()))
+                        .collect::<Vec<_>>()
+                }
+            };
+            let all = page(0, 0).await;
+            for (skip, limit) in [(0, 21), (3, 10), (200, 21)] {
+                let expected: Vec<(i32, f64)> = all
+                    .iter()
+                    .skip(skip as usize)
+                    .take(limit as usize)
+                    .copied()
+                    .collect();
+                assert_eq!(
+                    page(skip, limit).await,
+                    expected,
+                    "{filter} {direction} {skip}"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn phrases_fold_case_and_diacritics_in_ascii_and_other_text_alike() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("phrases");
+    c.insert_many([
+        doc! { "_id": 1, "t": "KIND OF BLUE" },
+        doc! { "_id": 2, "t": "Kínd of Blüe" },
+        doc! { "_id": 3, "t": ["other", "a kind of bluegrass"] },
+        doc! { "_id": 4, "t": "kind blue" },
+        doc! { "_id": 5, "t": "blue", "x": "kind of blue" },
+    ])
+    .await
+    .unwrap();
+    text_index(&c, doc! { "t": "text" }, None).await;
+    assert_eq!(search(&c, "\"kind of blue\"").await, vec![1, 2, 3]);
+    assert_eq!(search(&c, "blue -\"kind of blue\"").await, vec![4, 5]);
+}

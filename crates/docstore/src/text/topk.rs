@@ -1,0 +1,324 @@
+//! The two orders a `$text` query walks its candidates in without gathering every posting
+//! first: best first (a page sorted by score) and record order (an unsorted, limited query such
+//! as a capped count).
+//!
+//! A common word is held by a third of a million products; gathering its postings, summing
+//! several terms' scores per record and sorting or heaping them all cost tens to hundreds of
+//! milliseconds per search, for a page of twenty. Both walks here read only as far as the
+//! query needs:
+//!
+//! - [`BestFirst`] is Fagin's threshold algorithm over each term's postings in score order
+//!   ("impact order", see `index::entries::ImpactCache`): it reads the lists in step, scores
+//!   each record it meets in full from the terms' record maps, and hands out the best scores
+//!   once no record not yet met can reach them: the threshold, the sum of the lists' next
+//!   scores, is below. Every record tied at a score is handed out together, so the caller
+//!   orders ties by its later sort keys exactly as a full sort would.
+//! - [`RecordOrder`] merges the terms' record maps (already in record order), summing each
+//!   record's scores, and stops when the caller does.
+//!
+//! A record's score is the sum of its terms' scores added in the order of the query's terms,
+//! starting from zero, as the gathering path adds them, so both give the same bits; the
+//! threshold is summed the same way, and since rounding is monotone no record not yet met can
+//! score above it.
+
+use crate::index::{ImpactList, RecordId};
+use std::cmp::Ordering;
+use std::collections::{BTreeMap, BinaryHeap, HashSet};
+
+/// One query term's postings: record → score bits, and the same by score, descending.
+pub(crate) struct TermPostings<'a> {
+    pub records: &'a BTreeMap<RecordId, u64>,
+    pub by_score: ImpactList,
+}
+
+/// `records` (one term's postings) by score, descending, ties by record id.
+pub(crate) fn impact_order(records: &BTreeMap<RecordId, u64>) -> ImpactList {
+    let mut list: Vec<(u64, RecordId)> = records.iter().map(|(rid, bits)| (*bits, *rid)).collect();
+    list.sort_unstable_by(|a, b| {
+        f64::from_bits(b.0)
+            .total_cmp(&f64::from_bits(a.0))
+            .then(a.1.cmp(&b.1))
+    });
+    ImpactList::from(list)
+}
+
+/// A record's score: its terms' scores summed in term order, from zero.
+fn score_of(terms: &[TermPostings<'_>], record: RecordId) -> f64 {
+    let mut score = 0.0;
+    for term in terms {
+        if let Some(bits) = term.records.get(&record) {
+            score += f64::from_bits(*bits);
+        }
+    }
+    score
+}
+
+/// A met record in the best-first heap: highest score first, then lowest record.
+struct Met(f64, RecordId);
+
+impl PartialEq for Met {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Met {}
+
+impl PartialOrd for Met {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Met {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0).then(other.1.cmp(&self.1))
+    }
+}
+
+/// The records holding any of the terms, in groups of equal score, best first.
+pub(crate) struct BestFirst<'a> {
+    terms: Vec<TermPostings<'a>>,
+    /// How far each term's score-ordered list has been read.
+    read: Vec<usize>,
+    met: HashSet<RecordId>,
+    heap: BinaryHeap<Met>,
+    /// Postings read from the lists (`keysExamined`).
+    pub(crate) postings_read: u64,
+}
+
+impl<'a> BestFirst<'a> {
+    pub(crate) fn new(terms: Vec<TermPostings<'a>>) -> BestFirst<'a> {
+        let read = vec![0; terms.len()];
+        BestFirst {
+            terms,
+            read,
+            met: HashSet::new(),
+            heap: BinaryHeap::new(),
+            postings_read: 0,
+        }
+    }
+
+    /// The highest score a record not met yet can have, `None` once every list is read.
+    fn threshold(&self) -> Option<f64> {
+        let mut any = false;
+        let mut bound = 0.0;
+        for (term, &at) in self.terms.iter().zip(&self.read) {
+            if let Some((bits, _)) = term.by_score.get(at) {
+                any = true;
+                bound += f64::from_bits(*bits);
+            }
+        }
+        any.then_some(bound)
+    }
+
+    /// Read one more posting: from the list whose next score is highest (the first such).
+    fn advance(&mut self) {
+        let mut best: Option<(usize, f64)> = None;
+        for (i, (term, &at)) in self.terms.iter().zip(&self.read).enumerate() {
+            if let Some((bits, _)) = term.by_score.get(at) {
+                let score = f64::from_bits(*bits);
+                if best.is_none_or(|(_, b)| score > b) {
+                    best = Some((i, score));
+                }
+            }
+        }
+        let Some((i, _)) = best else {
+            return;
+        };
+        let record = self.terms[i].by_score[self.read[i]].1;
+        self.read[i] += 1;
+        self.postings_read += 1;
+        if self.met.insert(record) {
+            let score = score_of(&self.terms, record);
+            self.heap.push(Met(score, record));
+        }
+    }
+
+    /// The next best score and every record that has it, in record order; `None` when no
+    /// record is left.
+    pub(crate) fn next_group(&mut self) -> Option<(f64, Vec<RecordId>)> {
+        loop {
+            let threshold = self.threshold();
+            if let Some(top) = self.heap.peek() {
+                if threshold.is_none_or(|t| top.0 > t) {
+                    let score = top.0;
+                    let mut group = Vec::new();
+                    while self
+                        .heap
+                        .peek()
+                        .is_some_and(|m| m.0.total_cmp(&score) == Ordering::Equal)
+                    {
+                        if let Some(Met(_, record)) = self.heap.pop() {
+                            group.push(record);
+                        }
+                    }
+                    return Some((score, group));
+                }
+            }
+            threshold?;
+            self.advance();
+        }
+    }
+}
+
+/// The records holding any of the terms, in record order, each with its score.
+pub(crate) struct RecordOrder<'a> {
+    cursors: Vec<std::iter::Peekable<std::collections::btree_map::Iter<'a, RecordId, u64>>>,
+    /// Postings read (`keysExamined`).
+    pub(crate) postings_read: u64,
+}
+
+impl<'a> RecordOrder<'a> {
+    pub(crate) fn new(terms: &[&'a BTreeMap<RecordId, u64>]) -> RecordOrder<'a> {
+        RecordOrder {
+            cursors: terms.iter().map(|t| t.iter().peekable()).collect(),
+            postings_read: 0,
+        }
+    }
+}
+
+impl Iterator for RecordOrder<'_> {
+    type Item = (RecordId, f64);
+
+    fn next(&mut self) -> Option<(RecordId, f64)> {
+        let record = self
+            .cursors
+            .iter_mut()
+            .filter_map(|c| c.peek().map(|(record, _)| **record))
+            .min()?;
+        let mut score = 0.0;
+        for cursor in &mut self.cursors {
+            if let Some((_, bits)) = cursor.next_if(|(r, _)| **r == record) {
+                score += f64::from_bits(*bits);
+                self.postings_read += 1;
+            }
+        }
+        Some((record, score))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (xorshift), so failures repeat.
+    struct Random(u64);
+
+    impl Random {
+        fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+
+    use super::impact_order as impact;
+
+    /// Random postings: `terms` terms over `records` records, scores from a few values (many
+    /// ties) or many.
+    fn postings(rng: &mut Random, terms: usize, records: u64) -> Vec<BTreeMap<RecordId, u64>> {
+        let values = 1 + rng.below(40);
+        let mut maps = Vec::new();
+        for _ in 0..terms {
+            let share = 1 + rng.below(records);
+            let mut map = BTreeMap::new();
+            for r in 0..records {
+                if rng.below(records) < share {
+                    let score = 0.5 + rng.below(values) as f64 * 0.37 + 0.1 / 3.0;
+                    map.insert(r, score.to_bits());
+                }
+            }
+            maps.push(map);
+        }
+        maps
+    }
+
+    /// What gathering every posting gives: each record's sum in term order, sorted by score,
+    /// descending, then record.
+    fn gathered(maps: &[BTreeMap<RecordId, u64>]) -> Vec<(RecordId, f64)> {
+        let mut all: Vec<(RecordId, f64)> = Vec::new();
+        for map in maps {
+            all.extend(map.iter().map(|(r, b)| (*r, f64::from_bits(*b))));
+        }
+        all.sort_by_key(|(r, _)| *r);
+        let mut summed: Vec<(RecordId, f64)> = Vec::new();
+        for (r, s) in all {
+            match summed.last_mut() {
+                Some((last, total)) if *last == r => *total += s,
+                _ => summed.push((r, 0.0 + s)),
+            }
+        }
+        summed
+    }
+
+    #[test]
+    fn best_first_gives_every_record_in_the_order_of_a_full_sort() {
+        let mut rng = Random(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..300 {
+            let terms = 1 + rng.below(4) as usize;
+            let records = 1 + rng.below(300);
+            let maps = postings(&mut rng, terms, records);
+            let mut expected = gathered(&maps);
+            expected.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+            let mut walk = BestFirst::new(
+                maps.iter()
+                    .map(|m| TermPostings {
+                        records: m,
+                        by_score: impact(m),
+                    })
+                    .collect(),
+            );
+            let mut found = Vec::new();
+            let mut last: Option<f64> = None;
+            while let Some((score, group)) = walk.next_group() {
+                assert!(last.is_none_or(|l| score < l), "groups come best first");
+                last = Some(score);
+                assert!(group.windows(2).all(|w| w[0] < w[1]));
+                found.extend(group.into_iter().map(|r| (r, score)));
+            }
+            assert_eq!(found.len(), expected.len());
+            for (f, e) in found.iter().zip(&expected) {
+                assert_eq!((f.0, f.1.to_bits()), (e.0, e.1.to_bits()));
+            }
+        }
+    }
+
+    #[test]
+    fn best_first_reads_few_postings_for_a_short_page() {
+        // One term over 100 000 records, distinct scores: the best ten need about ten reads.
+        let map: BTreeMap<RecordId, u64> = (0..100_000u64)
+            .map(|r| (r, (1.0 + r as f64 / 1e5).to_bits()))
+            .collect();
+        let mut walk = BestFirst::new(vec![TermPostings {
+            records: &map,
+            by_score: impact(&map),
+        }]);
+        let best: Vec<RecordId> = (0..10)
+            .filter_map(|_| walk.next_group())
+            .flat_map(|(_, g)| g)
+            .collect();
+        assert_eq!(best, (99_990..100_000).rev().collect::<Vec<_>>());
+        assert!(walk.postings_read <= 11, "{}", walk.postings_read);
+    }
+
+    #[test]
+    fn record_order_sums_each_record_like_gathering() {
+        let mut rng = Random(0x2545_f491_4f6c_dd1d);
+        for _ in 0..300 {
+            let terms = 1 + rng.below(4) as usize;
+            let records = 1 + rng.below(300);
+            let maps = postings(&mut rng, terms, records);
+            let refs: Vec<&BTreeMap<RecordId, u64>> = maps.iter().collect();
+            let found: Vec<(RecordId, u64)> = RecordOrder::new(&refs)
+                .map(|(r, s)| (r, s.to_bits()))
+                .collect();
+            let expected: Vec<(RecordId, u64)> = gathered(&maps)
+                .into_iter()
+                .map(|(r, s)| (r, s.to_bits()))
+                .collect();
+            assert_eq!(found, expected);
+        }
+    }
+}
