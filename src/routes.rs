@@ -32,8 +32,41 @@ pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
         .route(
             "/products/{slug}/comments/{comment:.+}",
             web::post().to(catalog::pages::post_reply),
+        );
+    // Content sections (`/pages/`, `/blog/`, `/gallery/`): only the known names match, so
+    // these never shadow another area's routes, nor do other routes match these paths. They
+    // come early because the router tries every pattern in order (each dynamic one a regex
+    // match) until one fits: a post behind the account and media routes paid ~40 failed
+    // matches per view.
+    let names: Vec<&str> = content::model::SECTIONS.iter().map(|s| s.name).collect();
+    let section = format!("/{{section:(?:{})}}", names.join("|"));
+    cfg.route(&section, read().to(content::pages::list))
+        .route(&format!("{section}/"), read().to(content::pages::list))
+        .route(
+            &format!("{section}/feed.atom"),
+            read().to(content::feed::serve),
         )
-        .route("/categories", read().to(catalog::pages::tree))
+        .route(
+            &format!("{section}/{{slug}}"),
+            read().to(content::pages::show),
+        )
+        .route(
+            &format!("{section}/{{slug}}/comments"),
+            read().to(content::pages::comments_anchor),
+        )
+        .route(
+            &format!("{section}/{{slug}}/comments"),
+            web::post().to(content::pages::post_comment),
+        )
+        .route(
+            &format!("{section}/{{slug}}/comments/{{comment:.+}}"),
+            read().to(content::pages::comment_permalink),
+        )
+        .route(
+            &format!("{section}/{{slug}}/comments/{{comment:.+}}"),
+            web::post().to(content::pages::post_reply),
+        );
+    cfg.route("/categories", read().to(catalog::pages::tree))
         .route("/categories/{slug}", read().to(search::listing::category))
         .route("/cart", read().to(cart::pages::show))
         .route("/cart/items", web::post().to(cart::pages::add))
@@ -180,35 +213,5 @@ pub(crate) fn routes(cfg: &mut web::ServiceConfig) {
         .route("/sitemap.xml", read().to(discovery::sitemap::index))
         .route("/sitemaps/{name}", read().to(discovery::sitemap::serve))
         .route("/search", read().to(search::pages::results));
-    // Content sections (`/pages/`, `/blog/`, `/gallery/`): only the known names match, so
-    // these never shadow another area's routes.
-    let names: Vec<&str> = content::model::SECTIONS.iter().map(|s| s.name).collect();
-    let section = format!("/{{section:(?:{})}}", names.join("|"));
-    cfg.route(&section, read().to(content::pages::list))
-        .route(&format!("{section}/"), read().to(content::pages::list))
-        .route(
-            &format!("{section}/feed.atom"),
-            read().to(content::feed::serve),
-        )
-        .route(
-            &format!("{section}/{{slug}}"),
-            read().to(content::pages::show),
-        )
-        .route(
-            &format!("{section}/{{slug}}/comments"),
-            read().to(content::pages::comments_anchor),
-        )
-        .route(
-            &format!("{section}/{{slug}}/comments"),
-            web::post().to(content::pages::post_comment),
-        )
-        .route(
-            &format!("{section}/{{slug}}/comments/{{comment:.+}}"),
-            read().to(content::pages::comment_permalink),
-        )
-        .route(
-            &format!("{section}/{{slug}}/comments/{{comment:.+}}"),
-            web::post().to(content::pages::post_reply),
-        )
-        .service(admin::scope());
+    cfg.service(admin::scope());
 }

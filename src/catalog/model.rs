@@ -167,7 +167,11 @@ impl Details {
     }
 
     pub(crate) fn parse(kind: ProductType, details: &Document) -> Result<Details, bson::de::Error> {
-        let d = details.clone();
+        Details::parse_owned(kind, details.clone())
+    }
+
+    /// [`Details::parse`] of a document no longer needed: parsed without a copy.
+    pub(crate) fn parse_owned(kind: ProductType, d: Document) -> Result<Details, bson::de::Error> {
         Ok(match kind {
             ProductType::Album => Details::Album(bson::from_document(d)?),
             ProductType::Film => Details::Film(bson::from_document(d)?),
@@ -293,6 +297,12 @@ impl Product {
     /// the type's section rather than failing the page).
     pub fn details(&self) -> Option<Details> {
         Details::parse(self.kind, &self.details).ok()
+    }
+
+    /// [`Product::details`], leaving `details` empty: for a page that shows only the typed
+    /// details, so the stored document is parsed without a copy.
+    pub(crate) fn take_details(&mut self) -> Option<Details> {
+        Details::parse_owned(self.kind, std::mem::take(&mut self.details)).ok()
     }
 
     /// Whether shoppers may see and buy it (neither draft nor archived).

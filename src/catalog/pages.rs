@@ -337,13 +337,14 @@ async fn existing_product(state: &AppState, slug: &str) -> Result<Product, AppEr
 async fn product_page(
     req: &HttpRequest,
     state: &AppState,
-    product: Product,
+    mut product: Product,
     thread: ThreadView,
 ) -> Result<ProductPage, AppError> {
     // From the cached category tree: no query per filing category.
     let filed_under = cache::filed_under(&state.db, &product.categories).await?;
     let (mut album, mut film, mut book) = (None, None, None);
-    let details = product.details();
+    // The page shows the typed details only (`album`, `film`, `book`), never the document.
+    let details = product.take_details();
     let issued = details
         .as_ref()
         .map(|d| long_date(&d.issue_date()))

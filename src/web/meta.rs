@@ -235,15 +235,20 @@ pub(crate) fn plain_description(text: &str) -> String {
 /// The words of `text` on one line, as many as fit in `max_chars` (then `…`).
 pub(crate) fn words_within(text: &str, max_chars: usize) -> String {
     let mut out = String::new();
+    // Characters in `out`, kept as it grows (counting `out` again per word was quadratic).
+    let mut chars = 0;
     for word in text.split_whitespace() {
-        if out.chars().count() + word.chars().count() + 1 > max_chars {
+        let word_chars = word.chars().count();
+        if chars + word_chars + 1 > max_chars {
             out.push('…');
             break;
         }
         if !out.is_empty() {
             out.push(' ');
+            chars += 1;
         }
         out.push_str(word);
+        chars += word_chars;
     }
     out
 }
@@ -281,11 +286,14 @@ pub(crate) fn breadcrumb_list(steps: &[(String, String)]) -> serde_json::Value {
             })
         })
         .collect();
-    serde_json::json!({
+    let mut list = serde_json::json!({
         "@context": "https://schema.org",
         "@type": "BreadcrumbList",
-        "itemListElement": items,
-    })
+    });
+    // Moved in after: inside `json!` the items would be serialized into a second copy of every
+    // map. The key still comes last (the maps keep insertion order).
+    list["itemListElement"] = serde_json::Value::Array(items);
+    list
 }
 
 #[cfg(test)]
@@ -332,6 +340,27 @@ mod tests {
         assert!(d.chars().count() <= DESCRIPTION_CHARS + 1);
         assert!(d.ends_with('…'));
         assert_eq!(plain_description(" a\n b\tc "), "a b c");
+    }
+
+    #[test]
+    fn words_are_cut_at_the_same_place_whatever_their_characters() {
+        assert_eq!(words_within("ab cd ef", 5), "ab cd…");
+        assert_eq!(words_within("ab cd ef", 4), "ab…");
+        assert_eq!(words_within("é ü ö", 3), "é ü…");
+        assert_eq!(words_within("é ü", 3), "é ü");
+        assert_eq!(words_within("", 3), "");
+    }
+
+    #[test]
+    fn a_breadcrumb_list_keeps_its_keys_in_order() {
+        let steps = [
+            ("Shop".to_string(), "https://x/".to_string()),
+            ("Jazz".to_string(), "https://x/categories/jazz".to_string()),
+        ];
+        assert_eq!(
+            serde_json::to_string(&breadcrumb_list(&steps)).expect("json"),
+            r#"{"@context":"https://schema.org","@type":"BreadcrumbList","itemListElement":[{"@type":"ListItem","position":1,"name":"Shop","item":"https://x/"},{"@type":"ListItem","position":2,"name":"Jazz","item":"https://x/categories/jazz"}]}"#
+        );
     }
 
     #[test]
