@@ -16,10 +16,10 @@ type BatchKeys = Vec<Vec<Vec<u8>>>;
 /// several threads.
 #[cfg(not(test))]
 const PARALLEL_MIN_KEYS: usize = 50_000;
-/// The unit tests' batches are small: they go through the threads, which the insert command's
-/// (`tests/store`) do not.
+/// The unit tests' batches are small: every non-empty one goes through the threads, which the
+/// insert command's (`tests/store`) do not.
 #[cfg(test)]
-const PARALLEL_MIN_KEYS: usize = 0;
+const PARALLEL_MIN_KEYS: usize = 1;
 
 /// How many threads work on `jobs` independent pieces of work.
 fn threads_for(jobs: usize) -> usize {
