@@ -4,9 +4,9 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::planner::{self, Plan};
+use crate::index::topk::{BestFirst as BestFirstWalk, RecordOrder, TermPostings};
 use crate::index::{Index, IndexSpec, RecordId};
 use crate::query::{Filter, SortSpec};
-use crate::text::topk::{BestFirst as BestFirstWalk, RecordOrder, TermPostings};
 use bson::{doc, Bson, Document};
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
@@ -596,7 +596,7 @@ impl Collection {
         // Each query term's postings, record → score bits, as the index holds them (copied only
         // from an index that holds pairs). A record's score is the sum of its terms' scores,
         // added in the order of `index_terms` (as `BoundText::score` adds them): both walks
-        // below (see `text::topk`) sum them so.
+        // below (see `index::topk`) sum them so.
         let postings_of = |term: &str| -> std::borrow::Cow<'_, BTreeMap<RecordId, u64>> {
             match index.text_records(&prefix_values, term) {
                 Some(Some(records)) => std::borrow::Cow::Borrowed(records),
@@ -697,7 +697,7 @@ impl Collection {
                         records,
                         by_score: index
                             .text_by_score(&prefix_values, term)
-                            .unwrap_or_else(|| crate::text::topk::impact_order(records)),
+                            .unwrap_or_else(|| crate::index::topk::impact_order(records)),
                     })
                     .collect();
                 let mut walk = BestFirstWalk::new(terms);

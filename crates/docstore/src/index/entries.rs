@@ -10,13 +10,14 @@
 //! more than the postings do.
 //!
 //! A `$text` query sorted by score with a limit walks its terms' records best first (see
-//! [`crate::text::topk`]): each term's records ordered by score, descending ("impact order"),
+//! [`crate::index::topk`]): each term's records ordered by score, descending ("impact order"),
 //! are made on first use and kept in [`ImpactCache`] until a write changes that term.
 //!
 //! Both forms answer the same questions (insert, remove, exact key, ranges of keys, every
 //! entry in key order); the postings rebuild full keys only for the rare callers that want
 //! them (`validate`, a hinted scan).
 
+use super::topk::{impact_order, ImpactList};
 use super::{KeyBytes, RecordId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
@@ -39,10 +40,6 @@ pub(crate) enum Entries {
         by_score: ImpactCache,
     },
 }
-
-/// A term's postings by score, descending (ties by record id, ascending): `(score bits,
-/// record)`.
-pub(crate) type ImpactList = std::sync::Arc<[(u64, RecordId)]>;
 
 /// Terms with fewer postings are put in score order on each use (a sort of a few thousand
 /// entries costs less than remembering them).
@@ -81,7 +78,7 @@ impl ImpactCache {
 
     /// `records` (the postings of `term`) by score, descending, from the cache or made now.
     fn get(&self, term: &[u8], records: &BTreeMap<RecordId, u64>) -> ImpactList {
-        let make = || crate::text::topk::impact_order(records);
+        let make = || impact_order(records);
         if records.len() < IMPACT_CACHED_FROM {
             return make();
         }

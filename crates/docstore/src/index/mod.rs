@@ -3,11 +3,12 @@
 
 mod build;
 mod entries;
-pub(crate) use entries::ImpactList;
+pub(crate) use topk::ImpactList;
 pub(crate) mod hashed;
 pub(crate) mod partial;
 pub(crate) mod planner;
 mod spec;
+pub(crate) mod topk;
 
 pub(crate) use build::build_all;
 pub(crate) use spec::IndexSpec;

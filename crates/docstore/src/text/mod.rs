@@ -13,7 +13,6 @@
 
 pub(crate) mod language;
 pub(crate) mod search;
-pub(crate) mod topk;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::keystring;

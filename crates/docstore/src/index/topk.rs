@@ -21,9 +21,13 @@
 //! threshold is summed the same way, and since rounding is monotone no record not yet met can
 //! score above it.
 
-use crate::index::{ImpactList, RecordId};
+use super::RecordId;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BinaryHeap, HashSet};
+
+/// A term's postings by score, descending (ties by record id, ascending): `(score bits,
+/// record)`. Made by [`impact_order`] and kept by `index::entries::ImpactCache`.
+pub(crate) type ImpactList = std::sync::Arc<[(u64, RecordId)]>;
 
 /// One query term's postings: record → score bits, and the same by score, descending.
 pub(crate) struct TermPostings<'a> {
