@@ -25,10 +25,10 @@ use std::time::{Duration, Instant};
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use bazaar::analytics::events::{self, Event, EVENTS};
-use bazaar::analytics::rollup::{self, Level};
 use bazaar::analytics::dimensions::{self, Dim};
+use bazaar::analytics::events::{self, Event, EVENTS};
 use bazaar::analytics::rolled;
+use bazaar::analytics::rollup::{self, Level};
 use bazaar::analytics::traffic::{self, Range, Source};
 use bazaar::analytics::{hll, Day};
 use bazaar::config::Settings;
@@ -219,6 +219,9 @@ async fn rollups_and_reports(db: &Db, rollup_events: u64) -> anyhow::Result<()> 
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
     tokio::time::sleep(Duration::from_secs(settle)).await;
+    if std::env::var("BENCH_PROBE").as_deref() == Ok("true") {
+        probe(db).await?;
+    }
     reports(db, rollup_events).await
 }
 
@@ -264,7 +267,9 @@ async fn roll_up(db: &Db, now: bson::DateTime, rollup_events: u64) -> anyhow::Re
 }
 
 /// Time `f`, in milliseconds.
-async fn timed<T>(f: impl std::future::Future<Output = Result<T, bazaar::db::DbError>>) -> anyhow::Result<f64> {
+async fn timed<T>(
+    f: impl std::future::Future<Output = Result<T, bazaar::db::DbError>>,
+) -> anyhow::Result<f64> {
     let started = Instant::now();
     f.await?;
     Ok(started.elapsed().as_secs_f64() * 1000.0)
@@ -337,6 +342,121 @@ async fn reports(db: &Db, rollup_events: u64) -> anyhow::Result<()> {
     println!("|---|---|---|");
     for (what, before, after) in rows {
         println!("| {what} | {before:.0} ms | {after:.1} ms |");
+    }
+    Ok(())
+}
+
+/// BENCH_PROBE=true: the plan and time of each query the dimension reads make (diagnosis).
+async fn probe(db: &Db) -> anyhow::Result<()> {
+    let from = bson::DateTime::from_chrono(
+        Utc.with_ymd_and_hms(2026, 10, 1, 0, 0, 0)
+            .single()
+            .expect("t"),
+    );
+    let mid = bson::DateTime::from_chrono(
+        Utc.with_ymd_and_hms(2026, 10, 30, 0, 0, 0)
+            .single()
+            .expect("t"),
+    );
+    let to = bson::DateTime::from_chrono(
+        Utc.with_ymd_and_hms(2026, 10, 31, 0, 0, 0)
+            .single()
+            .expect("t"),
+    );
+    let finds = [
+        (
+            "dims path p1",
+            dimensions::DIMENSIONS,
+            doc! { "dim": "path", "key": "/products/p1", "at": { "$gte": from, "$lt": mid } },
+        ),
+        (
+            "dims path all",
+            dimensions::DIMENSIONS,
+            doc! { "dim": "path", "at": { "$gte": from, "$lt": mid }, "key": { "$ne": bson::Bson::Null } },
+        ),
+        (
+            "daily site",
+            Level::Day.collection(),
+            doc! { "path": bson::Bson::Null, "at": { "$gte": from, "$lt": mid } },
+        ),
+        (
+            "hourly site",
+            Level::Hour.collection(),
+            doc! { "path": bson::Bson::Null, "at": { "$gte": mid, "$lt": to } },
+        ),
+        (
+            "tail views",
+            EVENTS,
+            doc! { "kind": "view", "bot": false, "device": { "$exists": true, "$ne": bson::Bson::Null }, "at": { "$gte": mid, "$lt": to } },
+        ),
+    ];
+    for (what, coll, filter) in finds {
+        let explain = db
+            .database()
+            .run_command(doc! { "explain": { "find": coll, "filter": filter.clone() }, "verbosity": "executionStats" })
+            .await?;
+        let started = Instant::now();
+        let n = futures::TryStreamExt::try_collect::<Vec<Document>>(
+            db.collection::<Document>(coll).find(filter).await?,
+        )
+        .await?
+        .len();
+        let plan = format!("{:?}", explain.get("queryPlanner"));
+        let stats = explain.get_document("executionStats").ok().map(|s| {
+            format!(
+                "examined {:?} keys {:?}",
+                s.get("totalDocsExamined"),
+                s.get("totalKeysExamined")
+            )
+        });
+        println!(
+            "{what}: {n} docs in {:.1} ms; {stats:?}; {}",
+            started.elapsed().as_secs_f64() * 1000.0,
+            &plan[..plan.len().min(400)]
+        );
+    }
+    let tail = |group: Document| {
+        vec![
+            doc! { "$match": { "kind": "view", "bot": false, "at": { "$gte": mid, "$lt": to } } },
+            doc! { "$group": group },
+        ]
+    };
+    for (what, pipeline) in [
+        (
+            "tail count by device",
+            tail(doc! { "_id": "$device", "count": { "$sum": 1 } }),
+        ),
+        (
+            "tail addToSet hll by device",
+            tail(doc! { "_id": "$device", "count": { "$sum": 1 }, "hll": { "$addToSet": "$hll" } }),
+        ),
+        (
+            "tail push hll by device",
+            tail(doc! { "_id": "$device", "count": { "$sum": 1 }, "hll": { "$push": "$hll" } }),
+        ),
+        (
+            "tail addToSet visitor by device",
+            tail(
+                doc! { "_id": "$device", "count": { "$sum": 1 }, "v": { "$addToSet": "$visitor" } },
+            ),
+        ),
+        (
+            "tail addToSet hll by path",
+            tail(doc! { "_id": "$path", "count": { "$sum": 1 }, "hll": { "$addToSet": "$hll" } }),
+        ),
+    ] {
+        let started = Instant::now();
+        let n = futures::TryStreamExt::try_collect::<Vec<Document>>(
+            db.collection::<Document>(EVENTS)
+                .aggregate(pipeline)
+                .await?,
+        )
+        .await?
+        .len();
+        println!(
+            "{what}: {n} rows in {:.1} ms",
+            started.elapsed().as_secs_f64() * 1000.0
+        );
     }
     Ok(())
 }

@@ -641,13 +641,13 @@ fn varied_event(i: u32, n: u32) -> Document {
         template: pick(&["/", "/p/{x}", "/blog/{slug}"], i / 3),
         status: 200,
         response_ms: ((i * 7) % 120 + 1) as i32,
-        referrer: (i % 4 != 0).then(|| pick(&["a.example", "b.example", "forum.example"], i / 4)),
-        utm_source: (i % 9 == 0).then(|| pick(&["news", "forum"], i / 9)),
+        referrer: (!i.is_multiple_of(4)).then(|| pick(&["a.example", "b.example", "forum.example"], i / 4)),
+        utm_source: i.is_multiple_of(9).then(|| pick(&["news", "forum"], i / 9)),
         utm_medium: None,
-        utm_campaign: (i % 11 == 0).then(|| pick(&["spring", "fall", "winter"], i / 11)),
+        utm_campaign: i.is_multiple_of(11).then(|| pick(&["spring", "fall", "winter"], i / 11)),
         device: pick(&["desktop", "mobile", "tablet", "other"], i / 5),
         browser: pick(&["Firefox", "Chrome", "Safari"], i / 6),
-        bot: i % 50 == 0,
+        bot: i.is_multiple_of(50),
         visitor: hash as i64,
         hll: hll::packed(hash),
         sku: None,
@@ -745,7 +745,7 @@ async fn every_report_table_from_the_roll_ups_and_the_events_after_them_equals_t
     bazaar::startup::indexes::ensure_indexes(&db)
         .await
         .expect("indexes");
-    let n = 12_000;
+    let n = 3_000;
     let events: Vec<Document> = (0..n).map(|i| varied_event(i, n)).collect();
     db.collection::<Document>(EVENTS)
         .insert_many(events)

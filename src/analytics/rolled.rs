@@ -281,20 +281,30 @@ async fn counts(
     Ok(found)
 }
 
-/// The stored sketch values of `key` of `dim` over the documents' pieces (the `dim, key, at`
-/// index: one document per day).
-async fn key_sketches(db: &Db, dim: Dim, key: &str, pieces: &[Piece]) -> Result<Vec<i32>, DbError> {
-    let mut out = Vec::new();
+/// The stored sketch values of each of `keys` of `dim` over the documents' pieces: one query
+/// (the `dim, key, at` index: one document per key and day).
+async fn key_sketches(
+    db: &Db,
+    dim: Dim,
+    keys: &[&str],
+    pieces: &[Piece],
+) -> Result<HashMap<String, Vec<i32>>, DbError> {
+    let mut out: HashMap<String, Vec<i32>> = HashMap::new();
+    if keys.is_empty() {
+        return Ok(out);
+    }
     for piece in pieces.iter().filter(|p| p.source.is_some()) {
         let docs: Vec<Document> = db
             .collection::<Document>(DIMENSIONS)
-            .find(doc! { "dim": dim.name(), "key": key, "at": range_of(piece) })
-            .projection(doc! { "hll": 1 })
+            .find(doc! { "dim": dim.name(), "key": { "$in": keys }, "at": range_of(piece) })
+            .projection(doc! { "key": 1, "hll": 1 })
             .await?
             .try_collect()
             .await?;
         for d in docs {
-            out.extend(sketch(&d));
+            out.entry(dimensions::label(d.get("key")))
+                .or_default()
+                .extend(sketch(&d));
         }
     }
     Ok(out)
@@ -308,26 +318,31 @@ pub async fn top(db: &Db, range: Range, dim: Dim, limit: i64) -> Result<Vec<Row>
         counts(db, dim, &pieces).await?.into_iter().collect();
     keys.sort_by(|a, b| b.1 .0.cmp(&a.1 .0).then_with(|| a.0.cmp(&b.0)));
     keys.truncate(usize::try_from(limit).unwrap_or(0));
-    let mut rows = Vec::with_capacity(keys.len());
-    for (label, (count, mut values)) in keys {
-        values.extend(key_sketches(db, dim, &label, &pieces).await?);
-        rows.push(Row {
-            visitors: hll::estimate(&values) as i64,
-            label,
-            count,
-        });
-    }
-    Ok(rows)
+    let labels: Vec<&str> = keys.iter().map(|(label, _)| label.as_str()).collect();
+    let mut stored = key_sketches(db, dim, &labels, &pieces).await?;
+    Ok(keys
+        .into_iter()
+        .map(|(label, (count, mut values))| {
+            values.extend(stored.remove(&label).unwrap_or_default());
+            Row {
+                visitors: hll::estimate(&values) as i64,
+                label,
+                count,
+            }
+        })
+        .collect())
 }
 
 /// The product funnel's steps over `range` ([`super::traffic::funnel`]).
 pub async fn funnel(db: &Db, range: Range) -> Result<Vec<Step>, DbError> {
     let pieces = dimension_pieces(db, range).await?;
     let mut found = counts(db, Dim::Funnel, &pieces).await?;
+    let kinds: Vec<&str> = FUNNEL.iter().map(|(kind, _)| *kind).collect();
+    let mut stored = key_sketches(db, Dim::Funnel, &kinds, &pieces).await?;
     let mut steps = Vec::with_capacity(FUNNEL.len());
     for (kind, name) in FUNNEL {
         let (events, mut values) = found.remove(kind).unwrap_or_default();
-        values.extend(key_sketches(db, Dim::Funnel, kind, &pieces).await?);
+        values.extend(stored.remove(kind).unwrap_or_default());
         steps.push(Step {
             name,
             visitors: hll::estimate(&values) as i64,
