@@ -7,7 +7,12 @@
 //!    dropping the day's collection. Printed: insert rate and expiry time of each.
 //! 2. **Roll-ups**: BENCH_ROLLUP_EVENTS (default 1 000 000) events over 30 days on 500 pages
 //!    by 100 000 visitors, then one `rollup::roll_up` building every level from scratch.
-//! 3. **Reports**: the traffic report's queries over those 30 days from the events.
+//! 3. **Reports**: each of the traffic report's queries over those 30 days, from the events
+//!    alone (`analytics::traffic`, the reports before the dimension roll-ups) and as Admin →
+//!    Analytics reads them now (`analytics::rolled`: roll-ups, then the events after the
+//!    watermarks), side by side. The roll-up runs as of 00:01 after the 30th, so the tables
+//!    read that whole day from the events: their longest tail. BENCH_PROBE=true also prints
+//!    the plan and time of the dimension reads' queries.
 //!
 //! All on the embedded store with its data on disk (a temporary directory), as a shop runs it.
 //! `cargo bench -p bazaar --bench traffic_store`; BENCH_DAY_EVENTS=0 skips part 1,
