@@ -641,10 +641,13 @@ fn varied_event(i: u32, n: u32) -> Document {
         template: pick(&["/", "/p/{x}", "/blog/{slug}"], i / 3),
         status: 200,
         response_ms: ((i * 7) % 120 + 1) as i32,
-        referrer: (!i.is_multiple_of(4)).then(|| pick(&["a.example", "b.example", "forum.example"], i / 4)),
+        referrer: (!i.is_multiple_of(4))
+            .then(|| pick(&["a.example", "b.example", "forum.example"], i / 4)),
         utm_source: i.is_multiple_of(9).then(|| pick(&["news", "forum"], i / 9)),
         utm_medium: None,
-        utm_campaign: i.is_multiple_of(11).then(|| pick(&["spring", "fall", "winter"], i / 11)),
+        utm_campaign: i
+            .is_multiple_of(11)
+            .then(|| pick(&["spring", "fall", "winter"], i / 11)),
         device: pick(&["desktop", "mobile", "tablet", "other"], i / 5),
         browser: pick(&["Firefox", "Chrome", "Safari"], i / 6),
         bot: i.is_multiple_of(50),
