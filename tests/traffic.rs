@@ -1541,7 +1541,7 @@ async fn a_roll_up_killed_with_sigkill_and_run_again_gives_the_numbers_of_an_uni
         while child.try_wait().expect("polled").is_none() && std::time::Instant::now() < deadline {
             let marks = all(&crashed, WATERMARKS, doc! {}).await.len();
             let writing = crashed
-                .collection::<Document>(*collection)
+                .collection::<Document>(collection)
                 .estimated_document_count()
                 .await
                 .expect("counted");
