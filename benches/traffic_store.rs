@@ -7,7 +7,12 @@
 //!    dropping the day's collection. Printed: insert rate and expiry time of each.
 //! 2. **Roll-ups**: BENCH_ROLLUP_EVENTS (default 1 000 000) events over 30 days on 500 pages
 //!    by 100 000 visitors, then one `rollup::roll_up` building every level from scratch.
-//! 3. **Reports**: the traffic report's queries over those 30 days from the events.
+//! 3. **Reports**: each of the traffic report's queries over those 30 days, from the events
+//!    alone (`analytics::traffic`, the reports before the dimension roll-ups) and as Admin →
+//!    Analytics reads them now (`analytics::rolled`: roll-ups, then the events after the
+//!    watermarks), side by side. The roll-up runs as of 00:01 after the 30th, so the tables
+//!    read that whole day from the events: their longest tail. BENCH_PROBE=true also prints
+//!    the plan and time of the dimension reads' queries.
 //!
 //! All on the embedded store with its data on disk (a temporary directory), as a shop runs it.
 //! `cargo bench -p bazaar --bench traffic_store`; BENCH_DAY_EVENTS=0 skips part 1,
@@ -20,15 +25,18 @@
 //! The bench's events are in October 2026: with a 30-day TTL index the TTL monitor deleted
 //! most of them once the clock passed November, so report figures taken that way (3–220 ms at
 //! "3 000 000") ran over what was left; the retention is now BENCH_RETENTION_DAYS (default
-//! 3 650) and the events kept are printed. Over 3 000 000 kept events the reports take seconds
-//! (docs/data-model.md has the table, before and after).
+//! 3 650) and the events kept are printed. Over 3 000 000 kept events the events-only reports
+//! take 2–6 s and the roll-up reads 6–354 ms; the roll-up from scratch with the dimension
+//! documents takes 49.5 s (docs/data-model.md, `traffic.dimensions`, has the table).
 
 use std::time::{Duration, Instant};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+use bazaar::analytics::dimensions::{self, Dim};
 use bazaar::analytics::events::{self, Event, EVENTS};
+use bazaar::analytics::rolled;
 use bazaar::analytics::rollup::{self, Level};
 use bazaar::analytics::traffic::{self, Range, Source};
 use bazaar::analytics::{hll, Day};
@@ -214,8 +222,11 @@ async fn rollups_and_reports(db: &Db, rollup_events: u64) -> anyhow::Result<()> 
         took.as_secs_f64(),
         rollup_events as f64 / took.as_secs_f64()
     );
+    // One minute past midnight after the 30th: the hours are built to 23:00 on the 30th and the
+    // dimension documents to its start, so the report's tables read the whole of the 30th from
+    // the events: the longest tail they ever read.
     let now = bson::DateTime::from_chrono(
-        Utc.with_ymd_and_hms(2026, 11, 2, 0, 0, 0)
+        Utc.with_ymd_and_hms(2026, 10, 31, 0, 1, 0)
             .single()
             .expect("valid"),
     );
@@ -234,6 +245,9 @@ async fn rollups_and_reports(db: &Db, rollup_events: u64) -> anyhow::Result<()> 
         .estimated_document_count()
         .await?;
     println!("events kept when the reports run: {kept}");
+    if std::env::var("BENCH_PROBE").as_deref() == Ok("true") {
+        probe(db).await?;
+    }
     // BENCH_REPORT_RUNS: time the reports that many times in a row (the machine is shared).
     for _ in 0..env_or("BENCH_REPORT_RUNS", 1) {
         reports(db, rollup_events).await?;
@@ -254,11 +268,19 @@ async fn roll_up(db: &Db, now: bson::DateTime, rollup_events: u64) -> anyhow::Re
             .await?;
         documents.push(format!("{} {n}", level.unit()));
     }
-    let levels: Vec<String> = report
+    let mut levels: Vec<String> = report
         .built
         .iter()
         .map(|b| format!("{} {:.1} s", b.level.unit(), b.took.as_secs_f64()))
         .collect();
+    if let Some((_, _, took)) = report.dimensions {
+        let n = db
+            .collection::<Document>(dimensions::DIMENSIONS)
+            .count_documents(doc! {})
+            .await?;
+        levels.push(format!("dimensions {:.1} s", took.as_secs_f64()));
+        documents.push(format!("dimension {n}"));
+    }
     println!(
         "roll-up of {rollup_events} events from scratch: {:.1} s ({}; documents: {})",
         rolled.as_secs_f64(),
@@ -283,7 +305,9 @@ async fn timed<T>(
     Ok(started.elapsed().as_secs_f64() * 1000.0)
 }
 
-/// Part 3: every query Admin → Analytics makes for the 30 days, each timed.
+/// Part 3: the report's queries over the 30 days, each timed from the events alone (the
+/// reports before the dimension roll-ups) and as Admin → Analytics now reads them (roll-ups
+/// for the complete periods, events after the watermarks), side by side in one run.
 async fn reports(db: &Db, rollup_events: u64) -> anyhow::Result<()> {
     let range = Range::new(
         Day::parse("2026-10-01").expect("day"),
@@ -295,62 +319,168 @@ async fn reports(db: &Db, rollup_events: u64) -> anyhow::Result<()> {
         (
             "visitors and views by day",
             timed(traffic::series(db, range, Level::Day, Source::Events)).await?,
+            timed(rolled::series(db, range, Level::Day)).await?,
         ),
         (
             "visitors over the range",
             timed(traffic::visitors(db, range, Source::Events)).await?,
+            timed(rolled::visitors(db, range)).await?,
         ),
     ];
-    for (what, field) in [
-        ("top pages", "path"),
-        ("referrers", "referrer"),
-        ("campaigns", "utm_campaign"),
-        ("utm sources", "utm_source"),
-        ("devices", "device"),
-        ("browsers", "browser"),
+    for (what, field, dim) in [
+        ("top pages", "path", Dim::Path),
+        ("referrers", "referrer", Dim::Referrer),
+        ("campaigns", "utm_campaign", Dim::UtmCampaign),
+        ("utm sources", "utm_source", Dim::UtmSource),
+        ("devices", "device", Dim::Device),
+        ("browsers", "browser", Dim::Browser),
     ] {
-        rows.push((what, timed(traffic::top(db, range, view, field, 20)).await?));
+        rows.push((
+            what,
+            timed(traffic::top(db, range, view, field, 20)).await?,
+            timed(rolled::top(db, range, dim, 20)).await?,
+        ));
     }
     rows.push((
         "top searches",
         timed(traffic::searches(db, range, false, 20)).await?,
+        timed(rolled::top(db, range, Dim::Search, 20)).await?,
     ));
     rows.push((
         "searches without results",
         timed(traffic::searches(db, range, true, 20)).await?,
+        timed(rolled::top(db, range, Dim::NoResults, 20)).await?,
     ));
-    rows.push(("funnel", timed(traffic::funnel(db, range)).await?));
+    rows.push((
+        "funnel",
+        timed(traffic::funnel(db, range)).await?,
+        timed(rolled::funnel(db, range)).await?,
+    ));
     rows.push((
         "slowest pages",
         timed(traffic::slowest(db, range, 5, 20)).await?,
-    ));
-    rows.push((
-        "by day from the roll-ups",
-        timed(traffic::series(db, range, Level::Day, Source::Rollups)).await?,
-    ));
-    rows.push((
-        "by hour from the roll-ups (one day)",
-        timed(traffic::series(
-            db,
-            Range::new(
-                Day::parse("2026-10-30").expect("day"),
-                Day::parse("2026-10-30").expect("day"),
-            )
-            .expect("range"),
-            Level::Hour,
-            Source::Rollups,
-        ))
-        .await?,
-    ));
-    rows.push((
-        "visitors from the roll-ups",
-        timed(traffic::visitors(db, range, Source::Rollups)).await?,
+        timed(rolled::slowest(db, range, 5, 20)).await?,
     ));
     println!("report queries over 30 days ({rollup_events} events):");
-    println!("| report | took |");
-    println!("|---|---|");
-    for (what, took) in rows {
-        println!("| {what} | {took:.0} ms |");
+    println!("| report | events only (before) | roll-ups + events after them (now) |");
+    println!("|---|---|---|");
+    for (what, before, after) in rows {
+        println!("| {what} | {before:.0} ms | {after:.1} ms |");
+    }
+    Ok(())
+}
+
+/// BENCH_PROBE=true: the plan and time of each query the dimension reads make (diagnosis).
+async fn probe(db: &Db) -> anyhow::Result<()> {
+    let from = bson::DateTime::from_chrono(
+        Utc.with_ymd_and_hms(2026, 10, 1, 0, 0, 0)
+            .single()
+            .expect("t"),
+    );
+    let mid = bson::DateTime::from_chrono(
+        Utc.with_ymd_and_hms(2026, 10, 30, 0, 0, 0)
+            .single()
+            .expect("t"),
+    );
+    let to = bson::DateTime::from_chrono(
+        Utc.with_ymd_and_hms(2026, 10, 31, 0, 0, 0)
+            .single()
+            .expect("t"),
+    );
+    let finds = [
+        (
+            "dims path p1",
+            dimensions::DIMENSIONS,
+            doc! { "dim": "path", "key": "/products/p1", "at": { "$gte": from, "$lt": mid } },
+        ),
+        (
+            "dims path all",
+            dimensions::DIMENSIONS,
+            doc! { "dim": "path", "at": { "$gte": from, "$lt": mid }, "key": { "$ne": bson::Bson::Null } },
+        ),
+        (
+            "daily site",
+            Level::Day.collection(),
+            doc! { "path": bson::Bson::Null, "at": { "$gte": from, "$lt": mid } },
+        ),
+        (
+            "hourly site",
+            Level::Hour.collection(),
+            doc! { "path": bson::Bson::Null, "at": { "$gte": mid, "$lt": to } },
+        ),
+        (
+            "tail views",
+            EVENTS,
+            doc! { "kind": "view", "bot": false, "device": { "$exists": true, "$ne": bson::Bson::Null }, "at": { "$gte": mid, "$lt": to } },
+        ),
+    ];
+    for (what, coll, filter) in finds {
+        let explain = db
+            .database()
+            .run_command(doc! { "explain": { "find": coll, "filter": filter.clone() }, "verbosity": "executionStats" })
+            .await?;
+        let started = Instant::now();
+        let n = futures::TryStreamExt::try_collect::<Vec<Document>>(
+            db.collection::<Document>(coll).find(filter).await?,
+        )
+        .await?
+        .len();
+        let plan = format!("{:?}", explain.get("queryPlanner"));
+        let stats = explain.get_document("executionStats").ok().map(|s| {
+            format!(
+                "examined {:?} keys {:?}",
+                s.get("totalDocsExamined"),
+                s.get("totalKeysExamined")
+            )
+        });
+        println!(
+            "{what}: {n} docs in {:.1} ms; {stats:?}; {}",
+            started.elapsed().as_secs_f64() * 1000.0,
+            &plan[..plan.len().min(400)]
+        );
+    }
+    let tail = |group: Document| {
+        vec![
+            doc! { "$match": { "kind": "view", "bot": false, "at": { "$gte": mid, "$lt": to } } },
+            doc! { "$group": group },
+        ]
+    };
+    for (what, pipeline) in [
+        (
+            "tail count by device",
+            tail(doc! { "_id": "$device", "count": { "$sum": 1 } }),
+        ),
+        (
+            "tail addToSet hll by device",
+            tail(doc! { "_id": "$device", "count": { "$sum": 1 }, "hll": { "$addToSet": "$hll" } }),
+        ),
+        (
+            "tail push hll by device",
+            tail(doc! { "_id": "$device", "count": { "$sum": 1 }, "hll": { "$push": "$hll" } }),
+        ),
+        (
+            "tail addToSet visitor by device",
+            tail(
+                doc! { "_id": "$device", "count": { "$sum": 1 }, "v": { "$addToSet": "$visitor" } },
+            ),
+        ),
+        (
+            "tail addToSet hll by path",
+            tail(doc! { "_id": "$path", "count": { "$sum": 1 }, "hll": { "$addToSet": "$hll" } }),
+        ),
+    ] {
+        let started = Instant::now();
+        let n = futures::TryStreamExt::try_collect::<Vec<Document>>(
+            db.collection::<Document>(EVENTS)
+                .aggregate(pipeline)
+                .await?,
+        )
+        .await?
+        .len();
+        println!(
+            "{what}: {n} rows in {:.1} ms",
+            started.elapsed().as_secs_f64() * 1000.0
+        );
     }
     Ok(())
 }

@@ -480,7 +480,9 @@ async fn traffic_rollup(now: Option<bson::DateTime>) -> anyhow::Result<()> {
     database.close().await;
     match outcome.context("the traffic roll-up failed")? {
         None => println!("Another instance holds the roll-up lease: nothing done."),
-        Some(report) if report.built.is_empty() => println!("Nothing was due."),
+        Some(report) if report.built.is_empty() && report.dimensions.is_none() => {
+            println!("Nothing was due.")
+        }
         Some(report) => {
             for built in report.built {
                 println!(
@@ -489,6 +491,14 @@ async fn traffic_rollup(now: Option<bson::DateTime>) -> anyhow::Result<()> {
                     built.from.to_chrono().to_rfc3339(),
                     built.to.to_chrono().to_rfc3339(),
                     built.took.as_millis()
+                );
+            }
+            if let Some((from, to, took)) = report.dimensions {
+                println!(
+                    "Built the dimension roll-ups from {} to {} in {} ms.",
+                    from.to_chrono().to_rfc3339(),
+                    to.to_chrono().to_rfc3339(),
+                    took.as_millis()
                 );
             }
         }

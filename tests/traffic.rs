@@ -355,6 +355,7 @@ async fn a_full_queue_drops_and_counts_instead_of_waiting() {
 // ---------------------------------------------------------------------------------------------
 // Roll-ups.
 
+use bazaar::analytics::dimensions::{Dim, DIMENSIONS};
 use bazaar::analytics::hll;
 use bazaar::analytics::rollup::{self, CrashAfter, Level, WATERMARKS};
 use std::collections::BTreeMap;
@@ -449,6 +450,19 @@ async fn snapshot(db: &Db) -> Vec<Document> {
         of_level.sort_by_key(|d| format!("{:?}", d.get("_id")));
         docs.extend(of_level);
     }
+    let mut dims: Vec<Document> = all(db, DIMENSIONS, doc! {}).await;
+    for d in &mut dims {
+        let mut sketch: Vec<i64> = d
+            .get_array("hll")
+            .expect("hll")
+            .iter()
+            .filter_map(|v| v.as_i64().or(v.as_i32().map(i64::from)))
+            .collect();
+        sketch.sort_unstable();
+        d.insert("hll", sketch);
+    }
+    dims.sort_by_key(|d| format!("{:?}", d.get("_id")));
+    docs.extend(dims);
     docs
 }
 
@@ -596,32 +610,42 @@ async fn a_second_run_and_a_run_crashed_between_merge_and_watermark_change_nothi
     assert!(again.built.is_empty(), "{again:?}");
     assert_eq!(snapshot(&db).await, uninterrupted);
 
-    // Crash after each level's merge in turn, then finish: the same documents.
-    for level in Level::ALL {
+    // Crash after each level's merge in turn, and after the dimension documents, then finish:
+    // the same documents.
+    let crashes = Level::ALL
+        .map(CrashAfter::Merge)
+        .into_iter()
+        .chain([CrashAfter::Dimensions]);
+    for crash in crashes {
         for collection in Level::ALL
             .map(Level::collection)
             .into_iter()
-            .chain([WATERMARKS])
+            .chain([WATERMARKS, DIMENSIONS])
         {
             db.collection::<Document>(collection)
                 .drop()
                 .await
                 .expect("dropped");
         }
-        let crashed = rollup::roll_up_crashing(&db, now, CrashAfter::Merge(level)).await;
+        let crashed = rollup::roll_up_crashing(&db, now, crash).await;
         assert!(crashed.is_err());
-        assert_eq!(rollup::watermark(&db, level).await.expect("read"), None);
+        let unmarked = match crash {
+            CrashAfter::Merge(level) => level.unit(),
+            _ => bazaar::analytics::dimensions::WATERMARK,
+        };
+        assert_eq!(
+            rollup::named_watermark(&db, unmarked).await.expect("read"),
+            None
+        );
         // A crash after the merge of every level but the first leaves earlier watermarks set.
         rollup::roll_up(&db, now).await.expect("finishes");
         assert_eq!(
             snapshot(&db).await,
             uninterrupted,
-            "crashed after the {level:?} merge"
+            "crashed after {crash:?}"
         );
-        // And the re-run of the crashed level's periods replaced, not added.
-        rollup::roll_up_crashing(&db, now, CrashAfter::Merge(level))
-            .await
-            .ok();
+        // And the re-run of the crashed step's periods replaced, not added.
+        rollup::roll_up_crashing(&db, now, crash).await.ok();
         assert_eq!(snapshot(&db).await, uninterrupted);
     }
 
@@ -643,6 +667,178 @@ async fn a_second_run_and_a_run_crashed_between_merge_and_watermark_change_nothi
         })
         .collect();
     assert_eq!(after, uninterrupted);
+}
+
+/// Event `i` of the comparison below: four days from 29 November 2026 (a month's end inside),
+/// every kind, referrers, campaigns, devices, browsers, searches in mixed case with and without
+/// results, bots, response times under 128 ms, by 400 visitors.
+fn varied_event(i: u32, n: u32) -> Document {
+    let start = utc(2026, 11, 29, 0, 0);
+    let at = start + chrono::Duration::seconds(i64::from(i) * 4 * 86_400 / i64::from(n));
+    let visitor = u64::from(i * 7_919 % 400);
+    let hash = u64::from_be_bytes(
+        sha2::Digest::finalize(<sha2::Sha256 as sha2::Digest>::new_with_prefix(
+            visitor.to_be_bytes(),
+        ))[..8]
+            .try_into()
+            .expect("8 bytes"),
+    );
+    let kind = match i % 10 {
+        0 => "product_viewed",
+        1 => "search",
+        2 if i % 30 == 2 => "added_to_cart",
+        3 if i % 60 == 3 => "checkout_started",
+        4 if i % 90 == 4 => "order_placed",
+        _ => events::VIEW,
+    };
+    let pick = |options: &[&str], k: u32| options[(k as usize) % options.len()].to_string();
+    let event = Event {
+        at: bson::DateTime::from_chrono(at),
+        kind: kind.to_string(),
+        path: format!("/p{}", i % 37),
+        template: pick(&["/", "/p/{x}", "/blog/{slug}"], i / 3),
+        status: 200,
+        response_ms: ((i * 7) % 120 + 1) as i32,
+        referrer: (!i.is_multiple_of(4))
+            .then(|| pick(&["a.example", "b.example", "forum.example"], i / 4)),
+        utm_source: i.is_multiple_of(9).then(|| pick(&["news", "forum"], i / 9)),
+        utm_medium: None,
+        utm_campaign: i
+            .is_multiple_of(11)
+            .then(|| pick(&["spring", "fall", "winter"], i / 11)),
+        device: pick(&["desktop", "mobile", "tablet", "other"], i / 5),
+        browser: pick(&["Firefox", "Chrome", "Safari"], i / 6),
+        bot: i.is_multiple_of(50),
+        visitor: hash as i64,
+        hll: hll::packed(hash),
+        sku: None,
+        qty: None,
+        total_cents: None,
+        query: (kind == "search").then(|| pick(&["Shoes", "shoes", "hat", "Unicorn", "x"], i / 10)),
+        results: (kind == "search").then_some((i % 3) as i32),
+    };
+    bson::to_document(&event).expect("encodes")
+}
+
+/// Two visitor counts agree within three standard errors of the sketch (at least 2).
+fn close(estimate: i64, exact: i64, what: &str) {
+    let allowed = (3.0 * hll::STANDARD_ERROR * exact as f64).max(2.0);
+    assert!(
+        (estimate - exact).abs() as f64 <= allowed,
+        "{what}: {estimate} visitors from the roll-ups, {exact} from the events"
+    );
+}
+
+/// Every report of `range` from the roll-ups (and the events after them) against the same
+/// report from the events alone: equal counts, visitors within the sketch's error.
+async fn same_reports(db: &Db, range: reports::Range, when: &str) {
+    use bazaar::analytics::rolled;
+    for level in [Level::Hour, Level::Day, Level::Week, Level::Month] {
+        let from_events = reports::series(db, range, level, reports::Source::Events)
+            .await
+            .expect("series");
+        let from_rollups = rolled::series(db, range, level).await.expect("series");
+        assert_eq!(from_events.len(), from_rollups.len());
+        for (e, r) in from_events.iter().zip(&from_rollups) {
+            assert_eq!((e.at, e.views), (r.at, r.views), "{when}: {level:?} series");
+            close(r.visitors as i64, e.visitors as i64, when);
+        }
+    }
+    close(
+        rolled::visitors(db, range).await.expect("visitors") as i64,
+        reports::visitors(db, range, reports::Source::Events)
+            .await
+            .expect("visitors") as i64,
+        when,
+    );
+    let mut tables = Vec::new();
+    for dim in Dim::ALL.into_iter().take(6) {
+        tables.push((
+            dim,
+            reports::top(db, range, events::VIEW, dim.name(), 20)
+                .await
+                .expect("top"),
+        ));
+    }
+    for (dim, without_results) in [(Dim::Search, false), (Dim::NoResults, true)] {
+        tables.push((
+            dim,
+            reports::searches(db, range, without_results, 20)
+                .await
+                .expect("searches"),
+        ));
+    }
+    for (dim, from_events) in tables {
+        let from_rollups = rolled::top(db, range, dim, 20).await.expect("top");
+        assert!(!from_events.is_empty(), "{when}: {dim:?} has rows");
+        let counted = |rows: &[reports::Row]| -> Vec<(String, i64)> {
+            rows.iter().map(|r| (r.label.clone(), r.count)).collect()
+        };
+        assert_eq!(
+            counted(&from_rollups),
+            counted(&from_events),
+            "{when}: {dim:?}"
+        );
+        for (r, e) in from_rollups.iter().zip(&from_events) {
+            close(
+                r.visitors,
+                e.visitors,
+                &format!("{when}: {dim:?} {}", e.label),
+            );
+        }
+    }
+    let funnel_events = reports::funnel(db, range).await.expect("funnel");
+    let funnel_rollups = rolled::funnel(db, range).await.expect("funnel");
+    for (r, e) in funnel_rollups.iter().zip(&funnel_events) {
+        assert_eq!((r.name, r.events), (e.name, e.events), "{when}: funnel");
+        close(r.visitors, e.visitors, &format!("{when}: {}", e.name));
+    }
+    assert_eq!(
+        rolled::slowest(db, range, 5, 20).await.expect("slowest"),
+        reports::slowest(db, range, 5, 20).await.expect("slowest"),
+        "{when}: slowest pages"
+    );
+}
+
+#[tokio::test]
+async fn every_report_table_from_the_roll_ups_and_the_events_after_them_equals_the_events_alone() {
+    let (_server, db) = memory_db("rollup-reports").await;
+    bazaar::startup::indexes::ensure_indexes(&db)
+        .await
+        .expect("indexes");
+    let n = 3_000;
+    let events: Vec<Document> = (0..n).map(|i| varied_event(i, n)).collect();
+    db.collection::<Document>(EVENTS)
+        .insert_many(events)
+        .await
+        .expect("seeded");
+    let day = |s: &str| bazaar::analytics::Day::parse(s).expect("day");
+    let ranges = [
+        reports::Range::new(day("2026-11-29"), day("2026-12-02")).expect("range"),
+        reports::Range::new(day("2026-11-30"), day("2026-12-01")).expect("range"),
+        reports::Range::new(day("2026-12-02"), day("2026-12-02")).expect("range"),
+    ];
+    // Nothing rolled up: every report from the events.
+    for range in ranges {
+        same_reports(&db, range, "nothing rolled up").await;
+    }
+    // Rolled up to 13:00 on 2 December: days to the 2nd, hours to 13:00, the rest from the
+    // events.
+    let report = rollup::roll_up(&db, bson_time(utc(2026, 12, 2, 13, 30)))
+        .await
+        .expect("rolls up");
+    let (_, to, _) = report.dimensions.expect("dimensions built");
+    assert_eq!(to, bson_time(utc(2026, 12, 2, 0, 0)));
+    for range in ranges {
+        same_reports(&db, range, "rolled up to 2 December 13:00").await;
+    }
+    // Everything rolled up: every report from the roll-ups alone.
+    rollup::roll_up(&db, bson_time(utc(2027, 1, 1, 0, 0)))
+        .await
+        .expect("rolls up");
+    for range in ranges {
+        same_reports(&db, range, "all rolled up").await;
+    }
 }
 
 #[tokio::test]
@@ -968,8 +1164,13 @@ async fn a_range_beyond_the_kept_events_is_read_from_the_roll_ups() {
         .parse()
         .expect("a number");
     assert!(visitors.abs_diff(30) <= 1, "{visitors}");
+    // The page's row (title, path, views, visitors): its visitors from the daily sketches.
     let pages = texts(&page, "#table-pages tbody tr");
-    assert_eq!(pages, ["/old/old300"]);
+    assert_eq!(pages.len(), 1, "{pages:?}");
+    assert!(
+        ["/old/old3029", "/old/old3030", "/old/old3031"].contains(&pages[0].as_str()),
+        "{pages:?}"
+    );
     let text = texts(&page, ".report-source").join(" ");
     assert!(text.contains("roll-ups"), "{text}");
     app.stop().await;
@@ -1363,19 +1564,26 @@ async fn a_roll_up_killed_with_sigkill_and_run_again_gives_the_numbers_of_an_uni
     let said = finished(rollup_process(&uri, "clean", now, home.path()));
     let took = started.elapsed();
     assert!(said.contains("Built the month roll-ups"), "{said}");
+    assert!(said.contains("Built the dimension roll-ups"), "{said}");
     let uninterrupted = rolled_up(&clean).await;
-    assert_eq!(uninterrupted.1.len(), 4);
+    assert_eq!(uninterrupted.1.len(), 5);
 
     // The same on the other copy, killed at a point of the run, then run again to the end;
     // from the start again for each point: while the hourly documents are being written, and
     // while each level above is being built (its source's watermark set, its own not yet).
     // The points are watched for (every few milliseconds), not timed, so a slow machine moves
     // them with the run.
+    // The fifth point: while the dimension documents are written (the four levels done).
     let mut hit_points = Vec::new();
-    for (point, level) in Level::ALL.into_iter().enumerate() {
-        for level in Level::ALL {
+    let collections: Vec<(String, &str)> = Level::ALL
+        .into_iter()
+        .map(|l| (format!("{l:?}"), l.collection()))
+        .chain([("Dimensions".to_string(), DIMENSIONS)])
+        .collect();
+    for (point, (level, collection)) in collections.iter().enumerate() {
+        for emptied in collections.iter().map(|(_, c)| c) {
             crashed
-                .collection::<Document>(level.collection())
+                .collection::<Document>(emptied)
                 .delete_many(doc! {})
                 .await
                 .expect("emptied");
@@ -1391,7 +1599,7 @@ async fn a_roll_up_killed_with_sigkill_and_run_again_gives_the_numbers_of_an_uni
         while child.try_wait().expect("polled").is_none() && std::time::Instant::now() < deadline {
             let marks = all(&crashed, WATERMARKS, doc! {}).await.len();
             let writing = crashed
-                .collection::<Document>(level.collection())
+                .collection::<Document>(collection)
                 .estimated_document_count()
                 .await
                 .expect("counted");
@@ -1403,7 +1611,7 @@ async fn a_roll_up_killed_with_sigkill_and_run_again_gives_the_numbers_of_an_uni
             };
             if due {
                 let _ = child.kill();
-                killed_at = Some((level, marks, writing));
+                killed_at = Some((level.clone(), marks, writing));
                 break;
             }
             tokio::time::sleep(Duration::from_millis(5)).await;
@@ -1419,7 +1627,7 @@ async fn a_roll_up_killed_with_sigkill_and_run_again_gives_the_numbers_of_an_uni
         let after = rolled_up(&crashed).await;
         assert!(
             after == uninterrupted,
-            "killed while building the {level:?} roll-ups, then run again: they differ from the \
+            "killed while building the {level} roll-ups, then run again: they differ from the \
              uninterrupted run's"
         );
     }
@@ -1549,5 +1757,12 @@ async fn three_bazaar_processes_write_events_and_roll_up_under_the_lease_with_ex
         }
         assert_eq!(pages, by_path, "{level:?}");
     }
+    let mut dim_pages: BTreeMap<String, i64> = BTreeMap::new();
+    for d in all(&db, DIMENSIONS, doc! { "dim": Dim::Path.name() }).await {
+        *dim_pages
+            .entry(d.get_str("key").expect("a page").to_string())
+            .or_default() += i64::from(d.get_i32("count").expect("count"));
+    }
+    assert_eq!(dim_pages, by_path, "the dimension documents");
     drop(instances);
 }

@@ -1,24 +1,25 @@
 //! Admin → Analytics → Traffic: visitors and page views over a chosen range (by hour, day, week
 //! or month, chosen by its length), sources, top pages, devices and browsers, searches, the
 //! product funnel and the slowest pages, each table also as CSV. Read from the traffic log
-//! (`analytics::traffic`): the events while they hold the whole range, else the roll-ups for the
-//! time series and top pages, and the events for the part of the range they still hold for the
-//! rest. Charts are inline SVG with their numbers as tables.
+//! (`analytics::rolled`): the roll-ups for the complete days (and hours) of the range, the
+//! events only for what is not rolled up yet, so a report costs the same at any traffic.
+//! Charts are inline SVG with their numbers as tables.
 
 use std::collections::HashMap;
 
 use actix_web::http::header;
 use actix_web::{web, HttpRequest, HttpResponse};
 use askama::Template;
-use bson::{doc, Document};
 
 use crate::admin::analytics::Chart;
-use crate::analytics::events::{EventLog, LogStats, EVENTS, VIEW};
+use crate::analytics::dimensions::Dim;
+use crate::analytics::events::{EventLog, LogStats};
+use crate::analytics::rolled;
 use crate::analytics::rollup::Level;
 use crate::analytics::svg::{Bar, BarChart};
-use crate::analytics::traffic::{self, Range, Row, Source};
+use crate::analytics::traffic::{self, Range, Row};
 use crate::analytics::Day;
-use crate::db::{Db, DbError};
+use crate::db::Db;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
@@ -79,19 +80,6 @@ fn parse_range(query: &HashMap<String, String>, today: Day) -> Result<Range, App
     })
 }
 
-/// The day of the oldest event still kept (`None`: none yet).
-async fn oldest_event(db: &Db) -> Result<Option<Day>, DbError> {
-    let first = db
-        .collection::<Document>(EVENTS)
-        .find_one(doc! {})
-        .sort(doc! { "at": 1 })
-        .projection(doc! { "at": 1 })
-        .await?;
-    Ok(first
-        .and_then(|d| d.get_datetime("at").ok().copied())
-        .map(|at| Day::from_date(at.to_chrono().date_naive())))
-}
-
 fn period_label(at: bson::DateTime, level: Level) -> String {
     let t = at.to_chrono();
     match level {
@@ -120,62 +108,62 @@ fn ranked(rows: Vec<Row>, name: impl Fn(&str) -> String) -> Vec<Vec<String>> {
 
 /// Every table of the report for `range`.
 /// The tables of page views broken down by one event field, in the report's order:
-/// (table id, field, title, first column, what an empty table says).
-const BREAKDOWNS: [(&str, &str, &str, &str, &str); 5] = [
+/// (table id, dimension, title, first column, what an empty table says).
+const BREAKDOWNS: [(&str, Dim, &str, &str, &str); 5] = [
     (
         "referrers",
-        "referrer",
+        Dim::Referrer,
         "Sources: referring sites",
         "Site",
         "No visits came from another site.",
     ),
     (
         "campaigns",
-        "utm_campaign",
+        Dim::UtmCampaign,
         "Sources: campaigns (utm_campaign)",
         "Campaign",
         "No visits carried a campaign.",
     ),
     (
         "utm_sources",
-        "utm_source",
+        Dim::UtmSource,
         "Sources: utm_source",
         "Source",
         "No visits carried a utm_source.",
     ),
     (
         "devices",
-        "device",
+        Dim::Device,
         "Devices",
         "Device",
         "No page views in this range.",
     ),
     (
         "browsers",
-        "browser",
+        Dim::Browser,
         "Browsers",
         "Browser",
         "No page views in this range.",
     ),
 ];
 
-/// The search tables: (table id, title, only searches without results, empty message).
-const SEARCHES: [(&str, &str, bool, &str); 2] = [
+/// The search tables: (table id, title, dimension, empty message).
+const SEARCHES: [(&str, &str, Dim, &str); 2] = [
     (
         "searches",
         "Top searches",
-        false,
+        Dim::Search,
         "Nobody searched in this range.",
     ),
     (
         "no_results",
         "Searches with no results",
-        true,
+        Dim::NoResults,
         "Every search found something.",
     ),
 ];
 
-async fn tables(db: &Db, range: Range, source: Source) -> Result<Vec<Table>, AppError> {
+async fn tables(db: &Db, range: Range) -> Result<Vec<Table>, AppError> {
     let table = |id, title: &str, columns, rows, empty| Table {
         id,
         title: title.to_string(),
@@ -185,10 +173,7 @@ async fn tables(db: &Db, range: Range, source: Source) -> Result<Vec<Table>, App
         empty,
     };
     let counted = vec!["Page views", "Visitors"];
-    let pages = match source {
-        Source::Events => traffic::top(db, range, VIEW, "path", TOP).await?,
-        Source::Rollups => traffic::top_pages_rolled_up(db, range, TOP).await?,
-    };
+    let pages = rolled::top(db, range, Dim::Path, TOP).await?;
     let titles = super::page_titles::of_paths(db, pages.iter().map(|p| p.label.as_str())).await?;
     let page_rows: Vec<Vec<String>> = pages
         .into_iter()
@@ -212,8 +197,8 @@ async fn tables(db: &Db, range: Range, source: Source) -> Result<Vec<Table>, App
         page_rows,
         "No page views in this range.",
     )];
-    for (id, field, title, column, empty) in BREAKDOWNS {
-        let rows = ranked(traffic::top(db, range, VIEW, field, TOP).await?, plain);
+    for (id, dim, title, column, empty) in BREAKDOWNS {
+        let rows = ranked(rolled::top(db, range, dim, TOP).await?, plain);
         tables.push(table(
             id,
             title,
@@ -222,11 +207,8 @@ async fn tables(db: &Db, range: Range, source: Source) -> Result<Vec<Table>, App
             empty,
         ));
     }
-    for (id, title, without_results, empty) in SEARCHES {
-        let rows = ranked(
-            traffic::searches(db, range, without_results, TOP).await?,
-            plain,
-        );
+    for (id, title, dim, empty) in SEARCHES {
+        let rows = ranked(rolled::top(db, range, dim, TOP).await?, plain);
         tables.push(table(
             id,
             title,
@@ -235,7 +217,7 @@ async fn tables(db: &Db, range: Range, source: Source) -> Result<Vec<Table>, App
             empty,
         ));
     }
-    let steps = traffic::funnel(db, range).await?;
+    let steps = rolled::funnel(db, range).await?;
     let first = steps.first().map_or(0, |s| s.visitors);
     let mut previous = first;
     let funnel_rows = steps
@@ -265,7 +247,7 @@ async fn tables(db: &Db, range: Range, source: Source) -> Result<Vec<Table>, App
         funnel_rows,
         "",
     ));
-    let slowest = traffic::slowest(db, range, MIN_VIEWS_FOR_TIMING, TOP as usize).await?;
+    let slowest = rolled::slowest(db, range, MIN_VIEWS_FOR_TIMING, TOP as usize).await?;
     tables.push(table(
         "slowest",
         "Slowest pages (95th percentile response time)",
@@ -286,60 +268,9 @@ async fn tables(db: &Db, range: Range, source: Source) -> Result<Vec<Table>, App
     Ok(tables)
 }
 
-/// The day of the first period the hourly roll-ups hold (`None`: nothing rolled up yet).
-async fn oldest_rollup(db: &Db) -> Result<Option<Day>, DbError> {
-    let first = db
-        .collection::<Document>(Level::Hour.collection())
-        .find_one(doc! { "path": bson::Bson::Null })
-        .sort(doc! { "path": 1, "at": 1 })
-        .projection(doc! { "at": 1 })
-        .await?;
-    Ok(first
-        .and_then(|d| d.get_datetime("at").ok().copied())
-        .map(|at| Day::from_date(at.to_chrono().date_naive())))
-}
-
-/// Where the numbers of `range` come from, and the range the events-only tables cover: the
-/// events when they hold the whole range, or at least everything ever rolled up (a log started
-/// within the range); else the roll-ups.
-async fn sources_of(db: &Db, range: Range) -> Result<(Source, Range, String), AppError> {
-    let oldest = oldest_event(db).await?;
-    let rolled_up = oldest_rollup(db).await?;
-    let events_hold_all = match (oldest, rolled_up) {
-        (Some(oldest), _) if oldest <= range.from => true,
-        (Some(oldest), Some(rolled)) => oldest <= rolled,
-        (Some(_), None) => true,
-        (None, _) => false,
-    };
-    Ok(match oldest {
-        _ if events_hold_all => (
-            Source::Events,
-            range,
-            "Counted from the traffic events: exact visitors.".to_string(),
-        ),
-        Some(oldest) if oldest <= range.to => (
-            Source::Rollups,
-            Range {
-                from: oldest.max(range.from),
-                to: range.to,
-            },
-            format!(
-                "The events from before {} have expired: the charts and top pages come from \
-                 the roll-ups (visitors estimated within about 2 %), the other tables from the \
-                 events of {} on.",
-                oldest.long(),
-                oldest.long(),
-            ),
-        ),
-        _ => (
-            Source::Rollups,
-            range,
-            "No events are kept for this range: the charts and top pages come from the \
-             roll-ups (visitors estimated within about 2 %); the other tables are empty."
-                .to_string(),
-        ),
-    })
-}
+/// What the page says about where its numbers come from.
+const SOURCE_NOTE: &str = "Complete days come from the roll-ups, the hours since from the traffic \
+     events: page views and other counts are exact, visitors are estimated within about 2 %.";
 
 /// `GET /admin/analytics/traffic?from=YYYY-MM-DD&to=YYYY-MM-DD`
 pub(crate) async fn show(
@@ -350,10 +281,9 @@ pub(crate) async fn show(
     let db = &state.db;
     let today = Day::from_date(db.now().to_chrono().date_naive());
     let range = parse_range(&query, today)?;
-    let (source, table_range, source_note) = sources_of(db, range).await?;
     let level = range.granularity();
-    let series = traffic::series(db, range, level, source).await?;
-    let visitors = traffic::visitors(db, range, source).await?;
+    let series = rolled::series(db, range, level).await?;
+    let visitors = rolled::visitors(db, range).await?;
     let bars = |value: fn(&traffic::Point) -> i64| {
         series
             .iter()
@@ -391,10 +321,10 @@ pub(crate) async fn show(
         layout: Layout::admin(&req),
         views: series.iter().map(|p| p.views).sum(),
         visitors,
-        source_note,
+        source_note: SOURCE_NOTE.to_string(),
         views_chart: Chart::new(views_chart),
         visitors_chart: Chart::new(visitors_chart),
-        tables: tables(db, table_range, source).await?,
+        tables: tables(db, range).await?,
         // Each instance counts its own queue: behind a load balancer, this is the one that
         // answered (the page says so).
         queue: req.app_data::<web::Data<EventLog>>().map(|log| log.stats()),
@@ -411,11 +341,10 @@ pub(crate) async fn csv(
     let db = &state.db;
     let today = Day::from_date(db.now().to_chrono().date_naive());
     let range = parse_range(&query, today)?;
-    let (source, table_range, _) = sources_of(db, range).await?;
     let wanted = query.get("table").map(String::as_str).unwrap_or_default();
     let table = if wanted == "series" {
         let level = range.granularity();
-        let series = traffic::series(db, range, level, source).await?;
+        let series = rolled::series(db, range, level).await?;
         Table {
             id: "series",
             title: String::new(),
@@ -434,7 +363,7 @@ pub(crate) async fn csv(
             empty: "",
         }
     } else {
-        tables(db, table_range, source)
+        tables(db, range)
             .await?
             .into_iter()
             .find(|t| t.id == wanted)

@@ -15,10 +15,12 @@
 //! [`hll`] sketches for unique visitors) that the traffic reports ([`traffic`]) read.
 
 pub(crate) mod counter;
+pub mod dimensions;
 pub mod events;
 pub mod hll;
 pub mod middleware;
 pub mod report;
+pub mod rolled;
 pub mod rollup;
 pub mod sales;
 pub mod svg;

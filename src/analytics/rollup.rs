@@ -30,6 +30,10 @@
 //! with identical documents: nothing is lost or counted twice. One instance rolls up at a time
 //! ([`roll_up_under_lease`]); a second at once would also be harmless.
 //!
+//! **Dimensions.** After the four levels, a run builds the daily documents of what the report's
+//! tables group by ([`super::dimensions`]) for every day whose hours are all rolled up, from the
+//! events, with the same delete, insert, then watermark (`dimensions`) steps.
+//!
 //! Events that reach the log after their hour was rolled up (a clock far behind, a writer stuck
 //! longer than [`GRACE`]) stay in the raw reports but not in the roll-ups.
 
@@ -42,7 +46,7 @@ use futures::TryStreamExt;
 use mongodb::IndexModel;
 
 use super::events::{EVENTS, KINDS};
-use super::hll;
+use super::{dimensions, hll};
 use crate::db::{Db, DbError};
 
 /// Where each level's watermark is kept.
@@ -115,27 +119,29 @@ impl Level {
 
 /// Indexes of every roll-up collection: the periods of a range (the next level's `$match`, top
 /// pages) and one page's (or the site's, `path: null`) periods of a range.
+/// With them, the dimension documents' ([`dimensions::indexes`]).
 pub fn indexes() -> Vec<(&'static str, Vec<IndexModel>)> {
-    Level::ALL
-        .iter()
-        .map(|level| {
-            (
-                level.collection(),
-                vec![
-                    IndexModel::builder().keys(doc! { "at": 1 }).build(),
-                    IndexModel::builder()
-                        .keys(doc! { "path": 1, "at": 1 })
-                        .build(),
-                ],
-            )
-        })
-        .collect()
+    let levels = Level::ALL.iter().map(|level| {
+        (
+            level.collection(),
+            vec![
+                IndexModel::builder().keys(doc! { "at": 1 }).build(),
+                IndexModel::builder()
+                    .keys(doc! { "path": 1, "at": 1 })
+                    .build(),
+            ],
+        )
+    });
+    levels.chain([dimensions::indexes()]).collect()
 }
 
-/// What one run built: each level that had periods due, with their range.
+/// What one run built: each level that had periods due, with their range, and the days of
+/// dimension documents ([`super::dimensions`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RollupReport {
     pub built: Vec<Built>,
+    /// `(from, to, took)` of the dimension documents built, if any were due.
+    pub dimensions: Option<(DateTime, DateTime, Duration)>,
 }
 
 /// One level's periods built by a run.
@@ -155,6 +161,8 @@ pub struct Built {
 pub enum CrashAfter {
     Never,
     Merge(Level),
+    /// After the dimension documents are written, before their watermark.
+    Dimensions,
 }
 
 /// Build every level up to `now` (see the module header).
@@ -207,6 +215,35 @@ pub async fn roll_up_crashing(
             took: started.elapsed(),
         });
     }
+    // The dimension documents of every day whose hours are all rolled up, from the events.
+    let from = named_watermark(db, dimensions::WATERMARK)
+        .await?
+        .unwrap_or(DateTime::from_millis(0));
+    if let Some(hours) = watermark(db, Level::Hour).await? {
+        let to = Level::Day.truncate(hours);
+        if to > from {
+            let started = std::time::Instant::now();
+            let documents = dimensions::build(db, from, to).await?;
+            let collection = db.collection::<Document>(dimensions::DIMENSIONS);
+            collection
+                .delete_many(doc! { "at": { "$gte": from, "$lt": to } })
+                .await?;
+            insert_all(&collection, documents).await?;
+            if crash == CrashAfter::Dimensions {
+                return Err(DbError::Invalid(
+                    "roll-up stopped after the dimension documents (test)".into(),
+                ));
+            }
+            db.collection::<Document>(WATERMARKS)
+                .update_one(
+                    doc! { "_id": dimensions::WATERMARK },
+                    doc! { "$set": { "upto": to } },
+                )
+                .upsert(true)
+                .await?;
+            report.dimensions = Some((from, to, started.elapsed()));
+        }
+    }
     Ok(report)
 }
 
@@ -230,9 +267,14 @@ pub(crate) async fn roll_up_under_lease_at(
 
 /// How far `level` is built (the end of its last built period).
 pub async fn watermark(db: &Db, level: Level) -> Result<Option<DateTime>, DbError> {
+    named_watermark(db, level.unit()).await
+}
+
+/// The watermark kept under `_id` `name` (a level's unit, or [`dimensions::WATERMARK`]).
+pub async fn named_watermark(db: &Db, name: &str) -> Result<Option<DateTime>, DbError> {
     let found = db
         .collection::<Document>(WATERMARKS)
-        .find_one(doc! { "_id": level.unit() })
+        .find_one(doc! { "_id": name })
         .await?;
     Ok(found.and_then(|d| d.get_datetime("upto").ok().copied()))
 }
@@ -381,7 +423,7 @@ async fn replace(
     collection
         .delete_many(doc! { "at": { "$gte": from, "$lt": to } })
         .await?;
-    let mut documents: Vec<Document> = periods
+    let documents: Vec<Document> = periods
         .into_iter()
         .map(|((at, path), period)| {
             let path = path.map_or(Bson::Null, Bson::String);
@@ -393,7 +435,15 @@ async fn replace(
             d
         })
         .collect();
-    // In period order, so the documents (and the indexes) grow at their end.
+    insert_all(&collection, documents).await
+}
+
+/// Insert `documents` in period order (so the documents and the indexes grow at their end),
+/// in batches, unordered; a duplicate `_id` is left as it is (see below).
+async fn insert_all(
+    collection: &mongodb::Collection<Document>,
+    mut documents: Vec<Document>,
+) -> Result<(), DbError> {
     documents.sort_by_key(|d| d.get_datetime("at").map(|at| at.timestamp_millis()).ok());
     while !documents.is_empty() {
         let rest = documents.split_off(documents.len().min(INSERT_BATCH));

@@ -1,10 +1,11 @@
-//! The traffic reports: visitors and page views over time, sources (referrer hosts, UTM
-//! campaigns), top pages, devices and browsers, top searches and searches without results, the
-//! product funnel and the slowest pages. A range within the events' retention is answered from
-//! the events themselves (exact distinct visitors); a longer one from the roll-ups (visitors
-//! estimated by the merged HyperLogLog sketches; only the time series and the top pages are
-//! kept there). Bots are never counted. Every events query filters `kind` and a time range, the
-//! `kind, at` index.
+//! The traffic reports over the events themselves: visitors and page views over time, sources
+//! (referrer hosts, UTM campaigns), top pages, devices and browsers, top searches and searches
+//! without results, the product funnel and the slowest pages, with exact distinct visitors.
+//! They scan every event of their range, so Admin → Analytics reads the same numbers from the
+//! roll-ups instead ([`super::rolled`], which uses these queries' filters and keys for the part
+//! not yet rolled up); these are its reference in the tests and the benchmark. The time series
+//! and the visitors can also be read from the roll-ups alone ([`Source::Rollups`]). Bots are
+//! never counted. Every events query filters `kind` and a time range, the `kind, at` index.
 
 use std::collections::HashMap;
 
@@ -75,25 +76,25 @@ pub enum Source {
 /// One period of the time series.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Point {
-    pub(crate) at: bson::DateTime,
-    pub(crate) views: i64,
-    pub(crate) visitors: u64,
+    pub at: bson::DateTime,
+    pub views: i64,
+    pub visitors: u64,
 }
 
 /// One row of a ranked table: a label, its page views (or events) and its visitors.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row {
-    pub(crate) label: String,
-    pub(crate) count: i64,
-    pub(crate) visitors: i64,
+    pub label: String,
+    pub count: i64,
+    pub visitors: i64,
 }
 
 /// A step of the product funnel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
-    pub(crate) name: &'static str,
-    pub(crate) visitors: i64,
-    pub(crate) events: i64,
+    pub name: &'static str,
+    pub visitors: i64,
+    pub events: i64,
 }
 
 /// A page's response times.
@@ -127,26 +128,31 @@ pub(crate) fn periods(range: Range, level: Level) -> Vec<bson::DateTime> {
     let mut out = Vec::new();
     while at < to && out.len() < 10_000 {
         out.push(at);
-        let t = at.to_chrono();
-        let next = match level {
-            Level::Hour => t + Duration::hours(1),
-            Level::Day => t + Duration::days(1),
-            Level::Week => t + Duration::days(7),
-            Level::Month => {
-                let d = t.date_naive();
-                let (y, m) = if d.month0() == 11 {
-                    (d.year() + 1, 1)
-                } else {
-                    (d.year(), d.month() + 1)
-                };
-                NaiveDate::from_ymd_opt(y, m, 1)
-                    .and_then(|d| d.and_hms_opt(0, 0, 0))
-                    .map_or(t, |n| n.and_utc())
-            }
-        };
-        at = bson::DateTime::from_chrono(next);
+        at = next_period(level, at);
     }
     out
+}
+
+/// The start of the period of `level` after the one starting at `at`.
+pub fn next_period(level: Level, at: bson::DateTime) -> bson::DateTime {
+    let t = at.to_chrono();
+    let next = match level {
+        Level::Hour => t + Duration::hours(1),
+        Level::Day => t + Duration::days(1),
+        Level::Week => t + Duration::days(7),
+        Level::Month => {
+            let d = t.date_naive();
+            let (y, m) = if d.month0() == 11 {
+                (d.year() + 1, 1)
+            } else {
+                (d.year(), d.month() + 1)
+            };
+            NaiveDate::from_ymd_opt(y, m, 1)
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+                .map_or(t, |n| n.and_utc())
+        }
+    };
+    bson::DateTime::from_chrono(next)
 }
 
 /// Page views and visitors per period of `level` over `range`.
@@ -300,36 +306,6 @@ async fn ranked(db: &Db, filter: Document, key: Bson, limit: i64) -> Result<Vec<
             },
             count: number(r.get("count")),
             visitors: number(r.get("visitors")),
-        })
-        .collect())
-}
-
-/// The most viewed pages of `range` from the daily roll-ups (for ranges beyond the events'
-/// retention; visitors are not summed across days, so they are left at zero).
-pub(crate) async fn top_pages_rolled_up(
-    db: &Db,
-    range: Range,
-    limit: i64,
-) -> Result<Vec<Row>, DbError> {
-    let (from, to) = range.bounds();
-    let rows: Vec<Document> = db
-        .collection::<Document>(Level::Day.collection())
-        .aggregate(vec![
-            doc! { "$match": { "at": { "$gte": from, "$lt": to }, "path": { "$ne": Bson::Null } } },
-            doc! { "$group": { "_id": "$path", "count": { "$sum": format!("${VIEW}") } } },
-            doc! { "$match": { "count": { "$gt": 0 } } },
-            doc! { "$sort": { "count": -1, "_id": 1 } },
-            doc! { "$limit": limit },
-        ])
-        .await?
-        .try_collect()
-        .await?;
-    Ok(rows
-        .iter()
-        .map(|r| Row {
-            label: r.get_str("_id").unwrap_or_default().to_string(),
-            count: number(r.get("count")),
-            visitors: 0,
         })
         .collect())
 }
