@@ -165,21 +165,12 @@ pub fn bucket(ms: i64) -> i64 {
 }
 
 /// The `q`-quantile (0–1) of a histogram (bucket → count), by the nearest-rank method: the
-/// bucket holding the value [`super::traffic::quantile`] would give.
+/// bucket holding the value the events' exact quantile (`traffic::quantile`) would give. The
+/// walk is `traffic::histogram_quantile`'s, over the buckets in order.
 pub fn histogram_quantile(histogram: &BTreeMap<i64, i64>, q: f64) -> i64 {
     let total: i64 = histogram.values().sum();
-    if total <= 0 {
-        return 0;
-    }
-    let rank = ((q * total as f64).ceil() as i64).clamp(1, total);
-    let mut seen = 0;
-    for (&ms, &n) in histogram {
-        seen += n;
-        if seen >= rank {
-            return ms;
-        }
-    }
-    0
+    let buckets: Vec<(i64, i64)> = histogram.iter().map(|(&ms, &n)| (ms, n)).collect();
+    super::traffic::histogram_quantile(&buckets, total, q)
 }
 
 /// A key as the reports label it (the events' `ranked` rule).
