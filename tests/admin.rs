@@ -136,6 +136,7 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "stats.daily",
             "stats.monthly",
             "traffic.daily",
+            "traffic.dimensions",
             "traffic.hourly",
             "traffic.monthly",
             "traffic.weekly"

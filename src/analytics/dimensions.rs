@@ -29,10 +29,9 @@ use bson::{doc, Bson, DateTime, Document};
 use futures::TryStreamExt;
 use mongodb::IndexModel;
 
-use super::events::{EVENTS, VIEW};
+use super::events::{EVENTS, FUNNEL, VIEW};
 use super::hll;
-use super::rollup::number;
-use super::traffic::FUNNEL;
+use super::number;
 use crate::db::{Db, DbError};
 
 /// The daily dimension documents.
@@ -164,13 +163,29 @@ pub fn bucket(ms: i64) -> i64 {
     (ms >> shift) << shift
 }
 
-/// The `q`-quantile (0–1) of a histogram (bucket → count), by the nearest-rank method: the
-/// bucket holding the value the events' exact quantile (`traffic::quantile`) would give. The
-/// walk is `traffic::histogram_quantile`'s, over the buckets in order.
+/// [`quantile_of_buckets`] of a histogram kept as bucket → count.
 pub fn histogram_quantile(histogram: &BTreeMap<i64, i64>, q: f64) -> i64 {
     let total: i64 = histogram.values().sum();
     let buckets: Vec<(i64, i64)> = histogram.iter().map(|(&ms, &n)| (ms, n)).collect();
-    super::traffic::histogram_quantile(&buckets, total, q)
+    quantile_of_buckets(&buckets, total, q)
+}
+
+/// The `q`-quantile (0–1), by the nearest-rank method, of the `total` values a sorted histogram
+/// (`(value, how many)`) counts: the value the events' exact quantile (`traffic::quantile`)
+/// would give when the buckets are single values.
+pub(crate) fn quantile_of_buckets(histogram: &[(i64, i64)], total: i64, q: f64) -> i64 {
+    if total <= 0 {
+        return 0;
+    }
+    let rank = ((q * total as f64).ceil() as i64).clamp(1, total);
+    let mut seen = 0;
+    for &(value, n) in histogram {
+        seen += n;
+        if seen >= rank {
+            return value;
+        }
+    }
+    histogram.last().map_or(0, |&(value, _)| value)
 }
 
 /// A key as the reports label it (the events' `ranked` rule).

@@ -43,6 +43,14 @@ use super::{hll, Day};
 use crate::db::{is_duplicate_key, Db, DbError};
 use crate::web::traffic::CommerceEvent;
 
+/// The product funnel's steps, in order.
+pub(crate) const FUNNEL: [(&str, &str); 4] = [
+    ("product_viewed", "Viewed a product"),
+    ("added_to_cart", "Added to cart"),
+    ("checkout_started", "Started checkout"),
+    ("order_placed", "Placed an order"),
+];
+
 /// One document per event.
 pub const EVENTS: &str = "events";
 /// One secret salt per UTC day: `{ _id: "2026-11-28", salt }`.

@@ -222,6 +222,16 @@ pub(crate) fn monthly_indexes() -> Vec<IndexModel> {
     ]
 }
 
+/// A count as the store returns it (`$sum` gives 32 or 64 bits), 0 when missing.
+pub(crate) fn number(value: Option<&bson::Bson>) -> i64 {
+    match value {
+        Some(bson::Bson::Int32(n)) => i64::from(*n),
+        Some(bson::Bson::Int64(n)) => *n,
+        Some(bson::Bson::Double(n)) => *n as i64,
+        _ => 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -17,10 +17,12 @@ use bson::{doc, Bson, DateTime, Document};
 use futures::TryStreamExt;
 
 use super::dimensions::{self, Dim, DIMENSIONS};
+use super::events::FUNNEL;
 use super::events::{EVENTS, VIEW};
 use super::hll;
-use super::rollup::{named_watermark, number, watermark, Level};
-use super::traffic::{next_period, sketch, Point, Range, Row, Step, Timing, FUNNEL};
+use super::number;
+use super::rollup::{named_watermark, watermark, Level};
+use super::traffic::{next_period, sketch, Point, Range, Row, Step, Timing};
 use crate::db::{Db, DbError};
 
 /// A part of a range and where it is read from: a level's roll-ups (for the dimension

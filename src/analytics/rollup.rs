@@ -46,7 +46,7 @@ use futures::TryStreamExt;
 use mongodb::IndexModel;
 
 use super::events::{EVENTS, KINDS};
-use super::{dimensions, hll};
+use super::{dimensions, hll, number};
 use crate::db::{Db, DbError};
 
 /// Where each level's watermark is kept.
@@ -294,16 +294,6 @@ fn truncated(unit: &str) -> Document {
         trunc.insert("startOfWeek", "monday");
     }
     doc! { "$dateTrunc": trunc }
-}
-
-/// A count as the store returns it (`$sum` gives 32 or 64 bits), 0 when missing.
-pub(crate) fn number(value: Option<&Bson>) -> i64 {
-    match value {
-        Some(Bson::Int32(n)) => i64::from(*n),
-        Some(Bson::Int64(n)) => *n,
-        Some(Bson::Double(n)) => *n as i64,
-        _ => 0,
-    }
 }
 
 /// Push the packed values of `value` (a number, or arrays of them at any depth) onto `out`.

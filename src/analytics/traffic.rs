@@ -13,8 +13,11 @@ use bson::{doc, Bson, Document};
 use chrono::{Datelike, Duration, NaiveDate};
 use futures::TryStreamExt;
 
+use super::dimensions::quantile_of_buckets;
+use super::events::FUNNEL;
 use super::events::{EVENTS, VIEW};
-use super::rollup::{number, Level};
+use super::number;
+use super::rollup::Level;
 use super::{hll, Day};
 use crate::db::{Db, DbError};
 
@@ -325,14 +328,6 @@ pub async fn searches(
     ranked(db, filter, doc! { "$toLower": "$query" }.into(), limit).await
 }
 
-/// The product funnel's steps, in order.
-pub(crate) const FUNNEL: [(&str, &str); 4] = [
-    ("product_viewed", "Viewed a product"),
-    ("added_to_cart", "Added to cart"),
-    ("checkout_started", "Started checkout"),
-    ("order_placed", "Placed an order"),
-];
-
 /// Visitors (and events) at each step of the funnel in `range`.
 pub async fn funnel(db: &Db, range: Range) -> Result<Vec<Step>, DbError> {
     let mut steps = Vec::with_capacity(FUNNEL.len());
@@ -369,7 +364,7 @@ pub(crate) fn rate(part: i64, whole: i64) -> String {
 }
 
 /// The `q`-quantile (0–1) of sorted `values`, by the nearest-rank method: the reference the
-/// histogram's ([`histogram_quantile`]) is tested against.
+/// histogram's (`dimensions::quantile_of_buckets`) is tested against.
 #[cfg(test)]
 pub(crate) fn quantile(sorted: &[i64], q: f64) -> i64 {
     if sorted.is_empty() {
@@ -420,30 +415,14 @@ pub async fn slowest(
             (views >= min_views).then(|| Timing {
                 template,
                 views,
-                p95_ms: histogram_quantile(&histogram, views, 0.95),
-                median_ms: histogram_quantile(&histogram, views, 0.5),
+                p95_ms: quantile_of_buckets(&histogram, views, 0.95),
+                median_ms: quantile_of_buckets(&histogram, views, 0.5),
             })
         })
         .collect();
     timings.sort_by(|a, b| b.p95_ms.cmp(&a.p95_ms).then(a.template.cmp(&b.template)));
     timings.truncate(limit);
     Ok(timings)
-}
-
-/// [`quantile`] of the `total` values a sorted histogram (`(value, how many)`) counts.
-pub(crate) fn histogram_quantile(histogram: &[(i64, i64)], total: i64, q: f64) -> i64 {
-    if total <= 0 {
-        return 0;
-    }
-    let rank = ((q * total as f64).ceil() as i64).clamp(1, total);
-    let mut seen = 0;
-    for &(value, n) in histogram {
-        seen += n;
-        if seen >= rank {
-            return value;
-        }
-    }
-    histogram.last().map_or(0, |&(value, _)| value)
 }
 
 /// A CSV field: quoted when it holds a separator, a quote or a line break, and prefixed with
@@ -522,12 +501,12 @@ mod tests {
         }
         for q in [0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 1.0] {
             assert_eq!(
-                histogram_quantile(&histogram, values.len() as i64, q),
+                quantile_of_buckets(&histogram, values.len() as i64, q),
                 quantile(&values, q),
                 "{q}"
             );
         }
-        assert_eq!(histogram_quantile(&[], 0, 0.95), 0);
+        assert_eq!(quantile_of_buckets(&[], 0, 0.95), 0);
         assert_eq!(csv_field("a,b"), "\"a,b\"");
         assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
         assert_eq!(csv_field("=cmd()"), "'=cmd()");
