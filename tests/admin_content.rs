@@ -1437,7 +1437,7 @@ async fn a_photo_is_chosen_in_the_one_edit_form_and_saved_with_the_fields_in_one
         .expect("read")
         .expect("node");
     let first = saved.photo_file().expect("the photo was saved");
-    assert!(saved.is_published());
+    assert!(saved.is_published(app.db.now()));
     assert_eq!(saved.metadata.tags, ["sea", "morning"]);
     assert_eq!(
         saved.photo().expect("a photo").caption,

@@ -776,7 +776,7 @@ async fn chromium_edits_a_page_through_every_button_of_its_one_form_and_merges_t
             [format!("tag-{i}"), "common".into()],
             "{action}"
         );
-        assert_eq!(node.status(), *status, "{action}");
+        assert_eq!(node.status(app.db.now()), *status, "{action}");
     }
     let published = stored_node(&app, about.id).await.metadata.published;
     // Updating the published page again keeps its date.

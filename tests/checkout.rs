@@ -544,7 +544,7 @@ async fn interrupted_checkout(
     let details = form
         .validate(bazaar::checkout::current_month())
         .expect("valid form");
-    let mut attempt = PaymentRecord::started(&locked, "test", &details);
+    let mut attempt = PaymentRecord::started(&locked, "test", &details, app.db.now());
     attempt.started = long_ago;
     attempt.updated = long_ago;
     payments::start(&app.db, &attempt).await.expect("recorded");

@@ -272,6 +272,8 @@ pub(crate) struct ContentListPage {
     pub(crate) total: u64,
     pub(crate) page: u64,
     pub(crate) pages: u64,
+    /// The site clock's time the statuses are told at.
+    pub(crate) now: DateTime,
 }
 
 impl ContentListPage {
@@ -350,6 +352,7 @@ pub(crate) async fn index(
     .await?;
     render(&ContentListPage {
         layout: Layout::admin(&req),
+        now: state.db.now(),
         section,
         tabs: SECTIONS
             .iter()
@@ -404,6 +407,8 @@ pub(crate) struct ContentFormPage {
     /// The typed text rendered as readers would see it (the Preview button); `Some` also means
     /// the form holds unsaved changes.
     pub(crate) preview: Option<String>,
+    /// The site clock's time the node's status is told at.
+    pub(crate) now: DateTime,
 }
 
 impl ContentFormPage {
@@ -455,7 +460,7 @@ impl ContentFormPage {
     }
 
     pub(crate) fn is_live(&self) -> bool {
-        self.node.as_ref().is_some_and(|n| n.is_published())
+        self.node.as_ref().is_some_and(|n| n.is_published(self.now))
     }
 }
 
@@ -515,6 +520,7 @@ use crate::web::parse_object_id as parse_id;
 /// `GET /admin/content/new?section=blog&type=entry`
 pub(crate) async fn new(
     req: HttpRequest,
+    state: web::Data<AppState>,
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
     let (section, kind) = kind_in_section(&params)?;
@@ -522,6 +528,7 @@ pub(crate) async fn new(
     values.insert("author".to_string(), DEFAULT_AUTHOR.to_string());
     render(&ContentFormPage {
         layout: Layout::admin(&req),
+        now: state.db.now(),
         section,
         kind,
         node: None,
@@ -589,6 +596,7 @@ pub(crate) async fn create(
         StatusCode::UNPROCESSABLE_ENTITY,
         &ContentFormPage {
             layout: Layout::admin(&req),
+            now: state.db.now(),
             section,
             kind,
             node: None,
@@ -633,6 +641,7 @@ pub(crate) async fn edit(
     let values = values_of(&node);
     render(&ContentFormPage {
         layout: Layout::admin(&req),
+        now: state.db.now(),
         section,
         kind: node.metadata.kind,
         action: edit_url(node.id),
@@ -1071,7 +1080,9 @@ async fn save_form(
                 &stored,
             );
             if !outcome.conflicts.is_empty() {
-                return Ok(conflict_page(&req, section, stored, outcome, errors)?.into());
+                return Ok(
+                    conflict_page(&req, state.db.now(), section, stored, outcome, errors)?.into(),
+                );
             }
             (outcome.edit, outcome.merged)
         } else {
@@ -1099,10 +1110,16 @@ async fn save_form(
         }
         let input = match parse_node(section, kind, &Submitted::from_pairs(edit.values.clone())) {
             Ok(input) if errors.is_empty() => input,
-            Ok(_) => return Ok(edit_errors(&req, section, stored, &edit, errors)?.into()),
+            Ok(_) => {
+                return Ok(
+                    edit_errors(&req, state.db.now(), section, stored, &edit, errors)?.into(),
+                )
+            }
             Err(more) => {
                 errors.extend(more);
-                return Ok(edit_errors(&req, section, stored, &edit, errors)?.into());
+                return Ok(
+                    edit_errors(&req, state.db.now(), section, stored, &edit, errors)?.into(),
+                );
             }
         };
         let extras = store::EditExtras {
@@ -1115,7 +1132,7 @@ async fn save_form(
         let nonce = stored.metadata.nonce;
         match store::save_edit(&state.db, &stored, nonce, &input, &extras).await {
             Ok(true) => {
-                let mut message = saved_message(&stored, &edit);
+                let mut message = saved_message(&stored, &edit, state.db.now());
                 if !merged.is_empty() {
                     message = format!(
                         "{message} Merged with the changes {} saved at {}: {}.",
@@ -1150,12 +1167,16 @@ async fn save_form(
                         "The photo was replaced by another editor meanwhile: yours was not \
                          saved. Choose it again to replace theirs.",
                     );
-                    return Ok(edit_errors(&req, section, stored, &edit, errors)?.into());
+                    return Ok(
+                        edit_errors(&req, state.db.now(), section, stored, &edit, errors)?.into(),
+                    );
                 }
             }
             Err(ContentError::SlugTaken) => {
                 errors.extend(slug_taken());
-                return Ok(edit_errors(&req, section, stored, &edit, errors)?.into());
+                return Ok(
+                    edit_errors(&req, state.db.now(), section, stored, &edit, errors)?.into(),
+                );
             }
             Err(e) => return Err(e.into()),
         }
@@ -1193,6 +1214,7 @@ async fn preview_page(
     let base = form.prefixed(form::BASE_PREFIX);
     render(&ContentFormPage {
         layout: Layout::admin(req),
+        now: state.db.now(),
         section,
         kind,
         action: edit_url(stored.id),
@@ -1211,13 +1233,13 @@ async fn preview_page(
 }
 
 /// What the flash says after a save, by what happened to the publication.
-fn saved_message(stored: &Node, edit: &Edit) -> String {
+fn saved_message(stored: &Node, edit: &Edit, now: DateTime) -> String {
     if edit.publication == stored.metadata.published {
         return "Saved.".into();
     }
     match edit.publication {
         None => "Saved and unpublished: it is a draft again.".into(),
-        Some(when) if when > DateTime::now() => format!(
+        Some(when) if when > now => format!(
             "Saved and scheduled for {}.",
             crate::db::site::time_zone().minute_label(when)
         ),
@@ -1229,6 +1251,7 @@ fn saved_message(stored: &Node, edit: &Edit) -> String {
 /// under the stored nonce with the stored version as its base: what was sent is already merged.
 fn edit_errors(
     req: &HttpRequest,
+    now: DateTime,
     section: &'static Section,
     stored: Node,
     edit: &Edit,
@@ -1239,6 +1262,7 @@ fn edit_errors(
         StatusCode::UNPROCESSABLE_ENTITY,
         &ContentFormPage {
             layout: Layout::admin(req),
+            now,
             section,
             kind,
             action: edit_url(stored.id),
@@ -1265,6 +1289,7 @@ fn edit_errors(
 /// the version you started from) with a choice each, in a form holding the whole merged edit.
 fn conflict_page(
     req: &HttpRequest,
+    now: DateTime,
     section: &'static Section,
     stored: Node,
     outcome: MergeOutcome,
@@ -1292,6 +1317,7 @@ fn conflict_page(
         conflicts: outcome.conflicts,
         form: ContentFormPage {
             layout: Layout::admin(req),
+            now,
             section,
             kind,
             action: edit_url(stored.id),
@@ -1650,6 +1676,8 @@ pub(crate) async fn clean_orphans(
 pub(crate) struct DeletePage {
     pub(crate) layout: Layout,
     pub(crate) node: Node,
+    /// The site clock's time that says whether the node is public.
+    pub(crate) now: DateTime,
 }
 
 /// `GET /admin/content/{id}/delete`: what will go, and a button.
@@ -1661,6 +1689,7 @@ pub(crate) async fn confirm_delete(
     let node = load(&state, &id).await?;
     render(&DeletePage {
         layout: Layout::admin(&req),
+        now: state.db.now(),
         node,
     })
 }

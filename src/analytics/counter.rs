@@ -109,6 +109,9 @@ pub struct PageViewCounter {
     shared: Arc<Shared>,
     control: mpsc::UnboundedSender<Control>,
     task: Arc<Mutex<Option<JoinHandle<()>>>>,
+    /// The database's clock ([`Db::clock`]), which views are counted at, so a test stepping it
+    /// counts them in the stepped hour, as the traffic log's events are.
+    clock: Arc<dyn crate::clock::Clock>,
 }
 
 /// The shard this thread adds to, chosen once per thread in turn.
@@ -139,6 +142,7 @@ impl PageViewCounter {
             counts: Counts::default(),
         });
         let (control, control_rx) = mpsc::unbounded_channel();
+        let clock = db.clock();
         let writer = ReportWriter {
             db,
             max_paths_per_day: settings.max_paths_per_day,
@@ -150,7 +154,13 @@ impl PageViewCounter {
             shared,
             control,
             task: Arc::new(Mutex::new(Some(task))),
+            clock,
         }
+    }
+
+    /// The time a view happening now is counted at: the database's clock.
+    pub(crate) fn now(&self) -> DateTime<Utc> {
+        self.clock.now().to_chrono()
     }
 
     /// Count one view of `path` at `at` without waiting. False when the queue is full (the view

@@ -32,7 +32,7 @@ pub(crate) async fn count_page_views(
     if is_view {
         if let Some(counter) = request.app_data::<web::Data<PageViewCounter>>() {
             if let Some(path) = page_path(request.match_info().as_str()) {
-                counter.record(path, chrono::Utc::now());
+                counter.record(path, counter.now());
             }
         }
     }

@@ -59,9 +59,9 @@ impl Day {
         Day(date)
     }
 
-    /// Today, in UTC.
-    pub(crate) fn today() -> Day {
-        Day(chrono::Utc::now().date_naive())
+    /// The UTC day `now` (the site clock, `Db::now`) falls in.
+    pub(crate) fn today(now: bson::DateTime) -> Day {
+        Day(now.to_chrono().date_naive())
     }
 
     pub(crate) fn date(&self) -> NaiveDate {

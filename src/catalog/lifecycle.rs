@@ -7,7 +7,7 @@
 //! keep their history.
 
 use bson::oid::ObjectId;
-use bson::{doc, DateTime, Document};
+use bson::{doc, Document};
 
 use crate::catalog::model::Product;
 pub use crate::catalog::model::{hidden, on_sale, on_sale_within, with_status, ProductStatus};
@@ -102,7 +102,7 @@ pub(crate) async fn remove_photo(db: &Db, id: ObjectId, file: ObjectId) -> Resul
         .durable::<Document>(products::COLLECTION)
         .update_one(
             doc! { "_id": id, "photos": file },
-            doc! { "$pull": { "photos": file }, "$set": { "updated": DateTime::now() } },
+            doc! { "$pull": { "photos": file }, "$set": { "updated": db.now() } },
         )
         .await?;
     if result.modified_count == 0 {
@@ -145,7 +145,7 @@ pub(crate) async fn move_photo(
         .durable::<Document>(products::COLLECTION)
         .update_one(
             doc! { "_id": id, "photos": &product.photos },
-            doc! { "$set": { "photos": &photos, "updated": DateTime::now() } },
+            doc! { "$set": { "photos": &photos, "updated": db.now() } },
         )
         .await?;
     Ok(result.modified_count == 1)

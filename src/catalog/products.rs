@@ -2,7 +2,7 @@
 //! the type's own fields in `details`, and the stock counters on the same document.
 
 use bson::oid::ObjectId;
-use bson::{doc, DateTime, Document};
+use bson::{doc, Document};
 use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 use serde::Deserialize;
@@ -360,7 +360,7 @@ pub(crate) async fn update_with_status(
                 "description": &edit.description, "pricing": pricing, "shipping": shipping,
                 "categories": &edit.categories, "category_path": path, "details": details,
                 "genre_keys": genre_keys, "people_keys": people_keys,
-                "featured": edit.featured, "tags": tags, "updated": DateTime::now(),
+                "featured": edit.featured, "tags": tags, "updated": db.now(),
                 "edit_version": version,
     };
     if let Some(status) = status {
@@ -391,7 +391,7 @@ pub async fn add_photo(db: &Db, id: ObjectId, file_id: ObjectId) -> Result<bool,
     let result = durable(db)
         .update_one(
             doc! { "_id": id },
-            doc! { "$push": { "photos": file_id }, "$set": { "updated": DateTime::now() } },
+            doc! { "$push": { "photos": file_id }, "$set": { "updated": db.now() } },
         )
         .await?;
     super::changes::products_changed(db);
@@ -408,7 +408,7 @@ pub(crate) async fn add_first_photo(
     let result = durable(db)
         .update_one(
             doc! { "_id": id, "photos": { "$size": 0 } },
-            doc! { "$push": { "photos": file_id }, "$set": { "updated": DateTime::now() } },
+            doc! { "$push": { "photos": file_id }, "$set": { "updated": db.now() } },
         )
         .await?;
     if result.modified_count == 1 {

@@ -14,8 +14,8 @@ pub mod payments;
 
 use std::time::Duration;
 
+use bson::doc;
 use bson::oid::ObjectId;
-use bson::{doc, DateTime};
 use serde::Deserialize;
 
 use crate::cart::{self, price_changed_notice, store, Cart, CartError, CartStatus};
@@ -275,7 +275,7 @@ pub(crate) async fn place_order(
         return Ok(CheckoutOutcome::CartChanged(changes));
     }
     // On disk before the card is charged: after a crash, recovery asks the gateway about it.
-    let attempt = PaymentRecord::started(&cart, gateway.name(), details);
+    let attempt = PaymentRecord::started(&cart, gateway.name(), details, db.now());
     payments::start(db, &attempt).await?;
     let charge = gateway
         .charge(ChargeRequest {
@@ -364,7 +364,7 @@ async fn record_order(
         id: ObjectId::new(),
         number: orders::next_number(db).await?,
         cart_id: cart.id.clone(),
-        created: DateTime::now(),
+        created: db.now(),
         email: attempt.email.clone(),
         name: attempt.name.clone(),
         address: attempt.address.clone(),

@@ -90,9 +90,14 @@ pub struct PaymentRecord {
 }
 
 impl PaymentRecord {
-    /// A `started` attempt to pay for `cart` (as locked) with `details`.
-    pub fn started(cart: &Cart, gateway: &str, details: &ValidCheckout) -> PaymentRecord {
-        let now = DateTime::now();
+    /// A `started` attempt to pay for `cart` (as locked) with `details`, stamped `now` (the
+    /// site clock, which the recovery job's cut-offs read too).
+    pub fn started(
+        cart: &Cart,
+        gateway: &str,
+        details: &ValidCheckout,
+        now: DateTime,
+    ) -> PaymentRecord {
         PaymentRecord {
             key: cart.id.to_string(),
             cart_id: cart.id.clone(),
@@ -154,7 +159,7 @@ pub(crate) async fn advance(
 ) -> Result<bool, DbError> {
     let from: Vec<&str> = from.iter().map(PaymentState::as_str).collect();
     extra.insert("state", to.as_str());
-    extra.insert("updated", DateTime::now());
+    extra.insert("updated", db.now());
     let result = collection(db)
         .update_one(
             doc! { "_id": key, "state": { "$in": from } },

@@ -39,7 +39,8 @@ pub(crate) async fn drafts_only_showing(
         .await?
         .try_collect()
         .await?;
-    if nodes.is_empty() || nodes.iter().any(model::Node::is_published) {
+    let now = db.now();
+    if nodes.is_empty() || nodes.iter().any(|n| n.is_published(now)) {
         return Ok(None);
     }
     let on_a_product = db

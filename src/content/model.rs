@@ -382,21 +382,21 @@ impl Node {
         self.metadata.kind.as_str()
     }
 
-    /// Whether readers see it: live, or scheduled for a time that has come (the jobs will mark
-    /// it live).
-    pub fn is_published(&self) -> bool {
+    /// Whether readers see it at `now` (the site clock, `Db::now`): live, or scheduled for a
+    /// time that has come (the jobs will mark it live).
+    pub fn is_published(&self, now: DateTime) -> bool {
         self.metadata.live
             || self
                 .metadata
                 .published
-                .is_some_and(|p| p.timestamp_millis() <= DateTime::now().timestamp_millis())
+                .is_some_and(|p| p.timestamp_millis() <= now.timestamp_millis())
     }
 
-    /// "draft", "scheduled" or "published", for admin lists.
-    pub fn status(&self) -> &'static str {
+    /// "draft", "scheduled" or "published" at `now` (the site clock), for admin lists.
+    pub fn status(&self, now: DateTime) -> &'static str {
         match self.metadata.published {
             None => "draft",
-            Some(_) if !self.is_published() => "scheduled",
+            Some(_) if !self.is_published(now) => "scheduled",
             Some(_) => "published",
         }
     }

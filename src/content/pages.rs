@@ -74,6 +74,8 @@ pub(crate) struct NodePage {
     pub(crate) thread: ThreadView,
     /// Shown through a preview link (`content::preview`): a banner, no comments, no neighbours.
     pub(crate) preview: bool,
+    /// The site clock's time the preview banner tells the node's status at.
+    pub(crate) now: bson::DateTime,
 }
 
 #[derive(Template)]
@@ -184,6 +186,7 @@ pub(crate) async fn show(
         older,
         thread,
         preview: false,
+        now: state.db.now(),
     })
 }
 
@@ -236,6 +239,7 @@ pub(crate) async fn preview(
         older: None,
         thread,
         preview: true,
+        now: state.db.now(),
     })?;
     response.headers_mut().insert(
         actix_web::http::header::CACHE_CONTROL,
@@ -390,6 +394,7 @@ pub(crate) async fn post_comment(
                 older,
                 thread,
                 preview: false,
+                now: state.db.now(),
             };
             let html = page.render().map_err(|e| {
                 AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}"))

@@ -61,7 +61,7 @@ impl From<UploadError> for PhotoError {
 /// Take the upload lock of photo node `id`; `None` when it is held (or there is no such
 /// photo node). Returns the lock's time, needed to release exactly this lock.
 pub(crate) async fn take_lock(db: &Db, id: ObjectId) -> Result<Option<DateTime>, DbError> {
-    let now = DateTime::now();
+    let now = db.now();
     let stale = DateTime::from_millis(now.timestamp_millis() - LOCK_TIMEOUT_SECS * 1000);
     let taken = store::collection(db)
         .find_one_and_update(
@@ -107,7 +107,7 @@ pub async fn swap_file(
                 "metadata.detail.height": i64::from(image.height),
                 "metadata.media": [image.id],
                 "metadata.nonce": EditVersion::new(),
-                "metadata.updated": DateTime::now(),
+                "metadata.updated": db.now(),
             } },
         )
         .return_document(ReturnDocument::Before)
@@ -224,9 +224,7 @@ pub(crate) async fn find_orphans(
     db: &Db,
     older_than: Duration,
 ) -> Result<Vec<OrphanFile>, DbError> {
-    let cutoff = DateTime::from_millis(
-        DateTime::now().timestamp_millis() - i64::try_from(older_than.as_millis()).unwrap_or(0),
-    );
+    let cutoff = crate::clock::before(db.now(), older_than);
     let files: Vec<Document> = db
         .collection::<Document>(media::FILES)
         .find(doc! {})

@@ -131,7 +131,7 @@ pub(crate) async fn ensure(
 
 async fn make(db: Db, id: ObjectId, max_pixels: u64) -> Result<Option<Sizes>, DbError> {
     let files = db.collection::<Document>(FILES);
-    let now = DateTime::now();
+    let now = db.now();
     let stale = DateTime::from_millis(now.timestamp_millis() - SIZING_TIMEOUT_MS);
     let taken = files
         .find_one_and_update(
