@@ -293,7 +293,7 @@ fn node_meta(meta: &mut PageMeta, section: &Section, node: &Node) {
     if !node.metadata.tags.is_empty() {
         data["keywords"] = serde_json::json!(node.metadata.tags.join(", "));
     }
-    meta.json_ld.push(data);
+    meta.push_json_ld(&data);
 }
 
 fn iso(at: bson::DateTime) -> String {
