@@ -279,25 +279,62 @@ fn node_meta(meta: &mut PageMeta, section: &Section, node: &Node) {
     meta.og_type = "article";
     let url = meta.absolute(&node.url());
     let published = node.metadata.published.unwrap_or(node.metadata.created);
-    let mut data = serde_json::json!({
-        "@context": "https://schema.org",
-        "@type": "BlogPosting",
-        "headline": node.metadata.title,
-        "url": url,
-        "mainEntityOfPage": url,
-        "datePublished": iso(published),
-        "dateModified": iso(node.metadata.updated),
-        "author": { "@type": "Person", "name": node.metadata.author.name },
-        "publisher": { "@type": "Organization", "name": crate::db::site::current().organisation_name() },
-        "description": meta.description,
+    let settings = crate::db::site::current();
+    let keywords = node.metadata.tags.join(", ");
+    let data = crate::web::meta::json_for_script(&PostingData {
+        context: "https://schema.org",
+        kind: "BlogPosting",
+        headline: &node.metadata.title,
+        url: &url,
+        main_entity_of_page: &url,
+        date_published: iso(published),
+        date_modified: iso(node.metadata.updated),
+        author: NamedData {
+            kind: "Person",
+            name: &node.metadata.author.name,
+        },
+        publisher: NamedData {
+            kind: "Organization",
+            name: settings.organisation_name(),
+        },
+        description: &meta.description,
+        image: meta.image.as_ref().map(|image| [image.url.as_str()]),
+        keywords: (!keywords.is_empty()).then_some(keywords.as_str()),
     });
-    if let Some(image) = &meta.image {
-        data["image"] = serde_json::json!([image.url]);
-    }
-    if !node.metadata.tags.is_empty() {
-        data["keywords"] = serde_json::json!(node.metadata.tags.join(", "));
-    }
     meta.json_ld.push(data);
+}
+
+/// schema.org's `BlogPosting`, serialized in this key order (picture and keywords last, when
+/// there are any). Written from typed values, not built as `serde_json` maps first.
+#[derive(serde::Serialize)]
+struct PostingData<'a> {
+    #[serde(rename = "@context")]
+    context: &'static str,
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    headline: &'a str,
+    url: &'a str,
+    #[serde(rename = "mainEntityOfPage")]
+    main_entity_of_page: &'a str,
+    #[serde(rename = "datePublished")]
+    date_published: String,
+    #[serde(rename = "dateModified")]
+    date_modified: String,
+    author: NamedData<'a>,
+    publisher: NamedData<'a>,
+    description: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    image: Option<[&'a str; 1]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    keywords: Option<&'a str>,
+}
+
+/// A `Person` or `Organization` known by its name.
+#[derive(serde::Serialize)]
+struct NamedData<'a> {
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    name: &'a str,
 }
 
 fn iso(at: bson::DateTime) -> String {

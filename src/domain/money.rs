@@ -74,10 +74,13 @@ impl Money {
     /// As the shop shows money: `$12.99`, `-$2.50`, with `currency`'s symbol.
     pub fn display(self, currency: &Currency) -> String {
         let sign = if self.0 < 0 { "-" } else { "" };
+        // One string, not the amount's own and then this one (a listing page shows 48 prices).
+        let cents = self.0.unsigned_abs();
         format!(
-            "{sign}{}{}",
+            "{sign}{}{}.{:02}",
             currency.symbol,
-            self.amount_of(self.0.unsigned_abs())
+            cents / 100,
+            cents % 100
         )
     }
 

@@ -70,7 +70,7 @@ pub(crate) async fn index(
 /// `Organization` behind it, from the site settings.
 fn site_meta(meta: &mut PageMeta, site: &SiteSettings) {
     let home = meta.absolute("/");
-    meta.json_ld.push(serde_json::json!({
+    meta.push_json_ld(&serde_json::json!({
         "@context": "https://schema.org",
         "@type": "WebSite",
         "name": site.name,
@@ -94,7 +94,7 @@ fn site_meta(meta: &mut PageMeta, site: &SiteSettings) {
     if let Some(image) = &meta.image {
         organisation["logo"] = serde_json::json!(image.url);
     }
-    meta.json_ld.push(organisation);
+    meta.push_json_ld(&organisation);
 }
 
 /// The shelves: id, title, the listing it previews, and its `(filter, sort)`.

@@ -74,8 +74,9 @@ pub(crate) struct PageMeta {
     pub(crate) og_type: &'static str,
     pub(crate) image: Option<SocialImage>,
     pub(crate) feeds: Vec<FeedLink>,
-    /// Structured data, one `<script type="application/ld+json">` each.
-    pub(crate) json_ld: Vec<serde_json::Value>,
+    /// Structured data, one `<script type="application/ld+json">` each, as the text the
+    /// script holds ([`PageMeta::push_json_ld`]).
+    pub(crate) json_ld: Vec<String>,
 }
 
 impl PageMeta {
@@ -176,9 +177,16 @@ impl PageMeta {
         }
     }
 
-    /// Each structured-data object as text safe inside `<script>` ([`json_for_script`]).
-    pub(crate) fn json_ld_scripts(&self) -> Vec<String> {
-        self.json_ld.iter().map(json_for_script).collect()
+    /// Add a structured-data object, serialized once here as text safe inside `<script>`
+    /// ([`json_for_script`]). A page may pass a typed value (`Product`, [`BreadcrumbList`]):
+    /// written straight from its fields, with no map built per key in between.
+    pub(crate) fn push_json_ld(&mut self, value: &impl serde::Serialize) {
+        self.json_ld.push(json_for_script(value));
+    }
+
+    /// Each structured-data object as text safe inside `<script>`.
+    pub(crate) fn json_ld_scripts(&self) -> &[String] {
+        &self.json_ld
     }
 }
 
@@ -216,9 +224,14 @@ pub(crate) fn is_absolute_web_url(url: &str) -> bool {
 /// byte percent-encoded (slugs and tags are plain already; this keeps stored oddities from
 /// breaking an address).
 pub(crate) fn path_segment(text: &str) -> String {
+    let unreserved = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~');
+    // A slug always is (every card of a listing page links one): copied whole.
+    if text.bytes().all(unreserved) {
+        return text.to_string();
+    }
     let mut out = String::with_capacity(text.len());
     for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+        if unreserved(b) {
             out.push(b as char);
         } else {
             out.push_str(&format!("%{b:02X}"));
@@ -256,8 +269,13 @@ pub(crate) fn words_within(text: &str, max_chars: usize) -> String {
 /// `value` as JSON that cannot end the `<script>` element holding it nor be read as HTML:
 /// `<`, `>` and `&` become `\u003c`, `\u003e`, `\u0026` (the same characters to a JSON
 /// parser), and so do the line and paragraph separators some JavaScript parsers refuse.
-pub(crate) fn json_for_script(value: &serde_json::Value) -> String {
+pub(crate) fn json_for_script(value: &impl serde::Serialize) -> String {
     let json = serde_json::to_string(value).unwrap_or_else(|_| "null".to_string());
+    // Most objects hold none of the characters to escape (`\u{2028}` and `\u{2029}` both start
+    // with the byte 0xE2): then the text is used as it is, not copied a character at a time.
+    if !json.bytes().any(|b| matches!(b, b'<' | b'>' | b'&' | 0xE2)) {
+        return json;
+    }
     let mut out = String::with_capacity(json.len() + 16);
     for c in json.chars() {
         match c {
@@ -272,28 +290,43 @@ pub(crate) fn json_for_script(value: &serde_json::Value) -> String {
     out
 }
 
+/// schema.org's `BreadcrumbList` ([`breadcrumb_list`]), serialized in this key order.
+#[derive(Debug, serde::Serialize)]
+pub(crate) struct BreadcrumbList<'a> {
+    #[serde(rename = "@context")]
+    context: &'static str,
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    #[serde(rename = "itemListElement")]
+    items: Vec<ListItem<'a>>,
+}
+
+/// One step of a [`BreadcrumbList`].
+#[derive(Debug, serde::Serialize)]
+struct ListItem<'a> {
+    #[serde(rename = "@type")]
+    kind: &'static str,
+    position: usize,
+    name: &'a str,
+    item: &'a str,
+}
+
 /// `BreadcrumbList` of `(name, absolute url)` steps, first to last.
-pub(crate) fn breadcrumb_list(steps: &[(String, String)]) -> serde_json::Value {
-    let items: Vec<serde_json::Value> = steps
-        .iter()
-        .enumerate()
-        .map(|(i, (name, url))| {
-            serde_json::json!({
-                "@type": "ListItem",
-                "position": i + 1,
-                "name": name,
-                "item": url,
+pub(crate) fn breadcrumb_list(steps: &[(String, String)]) -> BreadcrumbList<'_> {
+    BreadcrumbList {
+        context: "https://schema.org",
+        kind: "BreadcrumbList",
+        items: steps
+            .iter()
+            .enumerate()
+            .map(|(i, (name, url))| ListItem {
+                kind: "ListItem",
+                position: i + 1,
+                name,
+                item: url,
             })
-        })
-        .collect();
-    let mut list = serde_json::json!({
-        "@context": "https://schema.org",
-        "@type": "BreadcrumbList",
-    });
-    // Moved in after: inside `json!` the items would be serialized into a second copy of every
-    // map. The key still comes last (the maps keep insertion order).
-    list["itemListElement"] = serde_json::Value::Array(items);
-    list
+            .collect(),
+    }
 }
 
 #[cfg(test)]
