@@ -45,7 +45,8 @@ pub(crate) enum Entries {
 /// entries costs less than remembering them).
 const IMPACT_CACHED_FROM: usize = 2_048;
 
-/// Entries the cache holds at most (16 bytes each): past it, it starts again empty.
+/// Entries the cache holds at most (16 bytes each, counted in [`Entries::bytes`]): past it,
+/// it starts again empty.
 const IMPACT_CACHE_ENTRIES: usize = 8_000_000;
 
 /// The impact-ordered postings of the terms searches asked for, per term key. Read under the
@@ -63,6 +64,14 @@ struct ImpactLists {
 }
 
 impl ImpactCache {
+    /// Postings the cached lists hold (16 bytes each), counted in the index's size.
+    fn entries(&self) -> usize {
+        self.lists
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entries
+    }
+
     fn forget(&mut self, term: &[u8]) {
         let lists = self
             .lists
@@ -190,6 +199,17 @@ impl Entries {
             run.push((rid, bits));
         }
         flush(current.take(), &mut run);
+        if *len >= 1_000_000 {
+            // What a large text index holds (issue 37's memory measurements): a term with
+            // few postings still takes a whole tree node.
+            let small = terms.values().filter(|r| r.len() < 11).count();
+            tracing::debug!(
+                terms = terms.len(),
+                postings = *len,
+                small_terms = small,
+                "text postings built"
+            );
+        }
         entries
     }
 
@@ -399,8 +419,15 @@ impl Entries {
     pub(crate) fn bytes(&self) -> usize {
         match self {
             Entries::Pairs(set) => set.len() * super::ENTRY_BYTES,
-            Entries::Postings { terms, len, .. } => {
-                len * POSTING_BYTES + terms.keys().map(|k| k.len()).sum::<usize>()
+            Entries::Postings {
+                terms,
+                len,
+                by_score,
+            } => {
+                // The lists kept in score order are a copy of some terms' postings: counted, so
+                // the index's size says what it holds in memory (up to 128 MB more per index).
+                (len + by_score.entries()) * POSTING_BYTES
+                    + terms.keys().map(|k| k.len()).sum::<usize>()
             }
         }
     }
