@@ -5,9 +5,9 @@
 //! entries per document (one per distinct term), all of the form `term key ‖ score`
 //! ([`crate::text::TextIndex::scored_key`]), and a `$text` query only ever asks for one term's
 //! records with their scores. So a text index keeps, per term key, its records and their
-//! scores: a record id and the score's bits, 16 bytes an entry in a map built full from sorted
-//! input. At a million products (about 40 million text entries) the pairs took about 2.5 GB
-//! more than the postings do.
+//! scores, compactly ([`TermRecords`]: a few bytes a posting). At a million products (about 40
+//! million text entries) the pairs took about 2.5 GB more than postings in maps did, and those
+//! maps (about 18 bytes a posting) were most of what the text index added to the process.
 //!
 //! A `$text` query sorted by score with a limit walks its terms' records best first (see
 //! [`crate::index::topk`]): each term's records ordered by score, descending ("impact order"),
@@ -17,12 +17,13 @@
 //! entry in key order); the postings rebuild full keys only for the rare callers that want
 //! them (`validate`, a hinted scan).
 
+use super::postings::TermRecords;
 use super::topk::{impact_order, ImpactList};
 use super::{KeyBytes, RecordId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
-/// Bytes a posting takes (a record id and a score's bits), before the map's overhead.
+/// Bytes an entry of a list in score order takes (a record id and a score's bits).
 const POSTING_BYTES: usize = 16;
 
 /// The bytes of a score at the end of a text index key.
@@ -35,7 +36,7 @@ pub(crate) enum Entries {
     Pairs(BTreeSet<(KeyBytes, RecordId)>),
     /// A text index: term key (the key without its score) → record id → the score's bits.
     Postings {
-        terms: BTreeMap<Box<[u8]>, BTreeMap<RecordId, u64>>,
+        terms: BTreeMap<Box<[u8]>, TermRecords>,
         len: usize,
         by_score: ImpactCache,
     },
@@ -86,7 +87,7 @@ impl ImpactCache {
     }
 
     /// `records` (the postings of `term`) by score, descending, from the cache or made now.
-    fn get(&self, term: &[u8], records: &BTreeMap<RecordId, u64>) -> ImpactList {
+    fn get(&self, term: &[u8], records: &TermRecords) -> ImpactList {
         let make = || impact_order(records);
         if records.len() < IMPACT_CACHED_FROM {
             return make();
@@ -176,16 +177,20 @@ impl Entries {
                 // from sorted input fills its nodes.
                 run.sort_unstable();
                 run.dedup_by_key(|(rid, _)| *rid);
-                *len += run.len();
-                let records: BTreeMap<RecordId, u64> = run.drain(..).collect();
                 match terms.entry(term) {
                     std::collections::btree_map::Entry::Vacant(slot) => {
-                        slot.insert(records);
+                        *len += run.len();
+                        slot.insert(TermRecords::from_sorted(run));
                     }
                     std::collections::btree_map::Entry::Occupied(mut slot) => {
-                        slot.get_mut().extend(records);
+                        for &(rid, bits) in run.iter() {
+                            if slot.get_mut().insert(rid, bits).is_none() {
+                                *len += 1;
+                            }
+                        }
                     }
                 }
+                run.clear();
             }
         };
         for (key, rid) in pairs {
@@ -301,8 +306,8 @@ impl Entries {
                     Some(records) => Box::new(
                         records
                             .iter()
-                            .filter(move |(_, b)| **b == bits)
-                            .map(|(rid, _)| *rid),
+                            .filter(move |(_, b)| *b == bits)
+                            .map(|(rid, _)| rid),
                     ),
                     None => Box::new(std::iter::empty()),
                 }
@@ -325,7 +330,7 @@ impl Entries {
                 .map(|records| {
                     records
                         .iter()
-                        .map(|(rid, bits)| (*rid, f64::from_bits(*bits)))
+                        .map(|(rid, bits)| (rid, f64::from_bits(bits)))
                         .collect()
                 })
                 .unwrap_or_default(),
@@ -334,7 +339,7 @@ impl Entries {
 
     /// A text index's postings of one term key, record → score bits (`Some(None)` when no
     /// document holds the term); `None` when the index holds pairs.
-    pub(crate) fn term_records(&self, term_key: &[u8]) -> Option<Option<&BTreeMap<RecordId, u64>>> {
+    pub(crate) fn term_records(&self, term_key: &[u8]) -> Option<Option<&TermRecords>> {
         match self {
             Entries::Pairs(_) => None,
             Entries::Postings { terms, .. } => Some(terms.get(term_key)),
@@ -405,7 +410,7 @@ impl Entries {
             Entries::Postings { terms, .. } => {
                 Box::new(terms.iter().flat_map(|(term, records)| {
                     let mut by_key: Vec<(u64, RecordId)> =
-                        records.iter().map(|(rid, bits)| (*bits, *rid)).collect();
+                        records.iter().map(|(rid, bits)| (bits, rid)).collect();
                     by_key.sort_unstable();
                     by_key
                         .into_iter()
@@ -420,14 +425,15 @@ impl Entries {
         match self {
             Entries::Pairs(set) => set.len() * super::ENTRY_BYTES,
             Entries::Postings {
-                terms,
-                len,
-                by_score,
+                terms, by_score, ..
             } => {
                 // The lists kept in score order are a copy of some terms' postings: counted, so
                 // the index's size says what it holds in memory (up to 128 MB more per index).
-                (len + by_score.entries()) * POSTING_BYTES
-                    + terms.keys().map(|k| k.len()).sum::<usize>()
+                by_score.entries() * POSTING_BYTES
+                    + terms
+                        .iter()
+                        .map(|(k, records)| k.len() + records.bytes())
+                        .sum::<usize>()
             }
         }
     }
