@@ -169,12 +169,12 @@ pub(crate) fn build_all(
                         // Which index a slow start-up waits for (issue 37's measurements).
                         if large {
                             tracing::debug!(
-                            ns,
-                            index = %index.spec.name,
-                            entries = index.entry_count(),
-                            built_ms = began.elapsed().as_millis() as u64,
-                            "index sorted and built"
-                        );
+                                ns,
+                                index = %index.spec.name,
+                                entries = index.entry_count(),
+                                built_ms = began.elapsed().as_millis() as u64,
+                                "index sorted and built"
+                            );
                         }
                         done.push((order[n], result));
                     }

@@ -173,8 +173,8 @@ impl Entries {
         let mut current: Option<Box<[u8]>> = None;
         let mut flush = |term: Option<Box<[u8]>>, run: &mut Vec<(RecordId, u64)>| {
             if let Some(term) = term {
-                // Sorted by (score, record) within a term: re-sorted by record, a map built
-                // from sorted input fills its nodes.
+                // Sorted by (score, record) within a term: re-sorted by record, the order the
+                // postings are kept in (a record's lowest score kept, as before).
                 run.sort_unstable();
                 run.dedup_by_key(|(rid, _)| *rid);
                 match terms.entry(term) {
@@ -205,8 +205,8 @@ impl Entries {
         }
         flush(current.take(), &mut run);
         if *len >= 1_000_000 {
-            // What a large text index holds (issue 37's memory measurements): a term with
-            // few postings still takes a whole tree node.
+            // What a large text index holds (issue 37's memory measurements): terms with few
+            // postings cost their own small allocations more than their postings.
             let small = terms.values().filter(|r| r.len() < 11).count();
             tracing::debug!(
                 terms = terms.len(),

@@ -361,7 +361,9 @@ mod tests {
 
     #[test]
     fn postings_collected_in_any_order_keep_each_records_last_score() {
-        let records: TermRecords = [(9, 1), (2, 5), (9, 4), (u64::MAX, 2)].into_iter().collect();
+        let records: TermRecords = [(9, 1), (2, 5), (9, 4), (u64::MAX, 2)]
+            .into_iter()
+            .collect();
         assert_eq!(
             records.iter().collect::<Vec<_>>(),
             vec![(2, 5), (9, 4), (u64::MAX, 2)]

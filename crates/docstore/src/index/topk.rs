@@ -35,7 +35,7 @@ pub(crate) trait Postings {
     /// The score bits of `record`, if it holds the term.
     fn score_bits(&self, record: RecordId) -> Option<u64>;
     /// Every (record, score bits), in record order.
-    fn in_record_order(&self) -> Box<dyn Iterator<Item = (RecordId, u64)> + '_>;
+    fn in_record_order(&self) -> InRecordOrder<'_>;
     /// How many records hold the term.
     fn count(&self) -> usize;
 }
@@ -45,7 +45,7 @@ impl Postings for BTreeMap<RecordId, u64> {
         self.get(&record).copied()
     }
 
-    fn in_record_order(&self) -> Box<dyn Iterator<Item = (RecordId, u64)> + '_> {
+    fn in_record_order(&self) -> InRecordOrder<'_> {
         Box::new(self.iter().map(|(record, bits)| (*record, *bits)))
     }
 
@@ -53,6 +53,9 @@ impl Postings for BTreeMap<RecordId, u64> {
         self.len()
     }
 }
+
+/// A term's (record, score bits) in record order, as [`Postings::in_record_order`] gives them.
+type InRecordOrder<'a> = Box<dyn Iterator<Item = (RecordId, u64)> + 'a>;
 
 /// One query term's postings: record → score bits, and the same by score, descending.
 pub(crate) struct TermPostings<'a> {
@@ -194,7 +197,7 @@ impl<'a> BestFirst<'a> {
 
 /// The records holding any of the terms, in record order, each with its score.
 pub(crate) struct RecordOrder<'a> {
-    cursors: Vec<std::iter::Peekable<Box<dyn Iterator<Item = (RecordId, u64)> + 'a>>>,
+    cursors: Vec<std::iter::Peekable<InRecordOrder<'a>>>,
     /// Postings read (`keysExamined`).
     pub(crate) postings_read: u64,
 }
