@@ -85,6 +85,11 @@ if curl -s -o /dev/null "$BASE/healthz"; then
 fi
 
 rss_mb() { awk '/VmRSS/ { printf "%d", $2 / 1024 }' "/proc/$1/status"; }
+# The RSS split as the kernel counts it (smaps_rollup): anonymous memory, file pages, and memory
+# freed with MADV_FREE that still counts until the kernel takes it back (LazyFree).
+memory_of() {
+  awk '/^(Rss|Anonymous|LazyFree|Private_Dirty|AnonHugePages):/ { printf "%s %d MB  ", $1, $2 / 1024 }' "/proc/$1/smaps_rollup"
+}
 
 # The listing total shown on a saved page ("of <strong class="total">N</strong>").
 total_of() { sed -n 's/.*class="total">\([0-9]*\)<.*/\1/p' "$1" | head -1; }
@@ -256,7 +261,7 @@ for N in $PRODUCTS; do
     done
   fi
   if [ "$ONLY" = series ]; then
-    echo "RSS after the load: $(rss_mb "$SERVER") MB"
+    echo "RSS after the load: $(rss_mb "$SERVER") MB ($(memory_of "$SERVER"))"
     stop_server
     keep_log; rm -rf "$WORK"; WORK=""
     echo

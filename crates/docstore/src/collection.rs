@@ -5,7 +5,7 @@
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::planner::{self, Plan};
 use crate::index::topk::{BestFirst as BestFirstWalk, RecordOrder, TermPostings};
-use crate::index::{Index, IndexSpec, RecordId};
+use crate::index::{Index, IndexSpec, RecordId, TermRecords};
 use crate::query::{Filter, SortSpec};
 use bson::{doc, Bson, Document};
 use std::cmp::Ordering;
@@ -597,10 +597,10 @@ impl Collection {
         // from an index that holds pairs). A record's score is the sum of its terms' scores,
         // added in the order of `index_terms` (as `BoundText::score` adds them): both walks
         // below (see `index::topk`) sum them so.
-        let postings_of = |term: &str| -> std::borrow::Cow<'_, BTreeMap<RecordId, u64>> {
+        let postings_of = |term: &str| -> std::borrow::Cow<'_, TermRecords> {
             match index.text_records(&prefix_values, term) {
                 Some(Some(records)) => std::borrow::Cow::Borrowed(records),
-                Some(None) => std::borrow::Cow::Owned(BTreeMap::new()),
+                Some(None) => std::borrow::Cow::Owned(TermRecords::default()),
                 None => std::borrow::Cow::Owned(
                     index
                         .text_scores(&prefix_values, term)
@@ -610,7 +610,7 @@ impl Collection {
                 ),
             }
         };
-        let term_postings: Vec<(&str, std::borrow::Cow<'_, BTreeMap<RecordId, u64>>)> = bound
+        let term_postings: Vec<(&str, std::borrow::Cow<'_, TermRecords>)> = bound
             .index_terms
             .iter()
             .map(|term| (term.as_str(), postings_of(term)))
@@ -629,7 +629,7 @@ impl Collection {
         // need a candidate's text, and only its indexed strings folded, never tokenized and
         // stemmed again.
         let postings_decide = bound.postings_decide_terms() && rest.text().is_none();
-        let negated: Vec<std::borrow::Cow<'_, BTreeMap<RecordId, u64>>> = if postings_decide {
+        let negated: Vec<std::borrow::Cow<'_, TermRecords>> = if postings_decide {
             bound
                 .query
                 .negated_terms
@@ -694,10 +694,10 @@ impl Collection {
                 let terms: Vec<TermPostings<'_>> = term_postings
                     .iter()
                     .map(|(term, records)| TermPostings {
-                        records,
+                        records: &**records,
                         by_score: index
                             .text_by_score(&prefix_values, term)
-                            .unwrap_or_else(|| crate::index::topk::impact_order(records)),
+                            .unwrap_or_else(|| crate::index::topk::impact_order(&**records)),
                     })
                     .collect();
                 let mut walk = BestFirstWalk::new(terms);
@@ -777,7 +777,7 @@ impl Collection {
                 // In record order, as every other query's candidates go: the terms' postings
                 // merged. Unsorted with a limit (a capped count), the first `skip + limit`
                 // matches are all that is kept: the walk stops there.
-                let records: Vec<&BTreeMap<RecordId, u64>> = term_postings
+                let records: Vec<&TermRecords> = term_postings
                     .iter()
                     .map(|(_, records)| &**records)
                     .collect();

@@ -139,6 +139,7 @@ pub(crate) fn build_all(
         .map(|&i| parking_lot::Mutex::new(jobs[i].take()))
         .collect();
     let next = AtomicUsize::new(0);
+    let large = docs.len() >= PARALLEL_KEYS_MIN;
     let mut results: Vec<Option<Result<()>>> = (0..queue.len()).map(|_| None).collect();
     let done: Vec<(usize, Result<()>)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..cores.min(queue.len()))
@@ -154,6 +155,7 @@ pub(crate) fn build_all(
                         let Some((index, keyed)) = job.lock().take() else {
                             continue;
                         };
+                        let began = std::time::Instant::now();
                         let result = keyed.and_then(|parts| {
                             // One vector of exactly the size needed, the parts freed as they
                             // are moved into it.
@@ -164,6 +166,16 @@ pub(crate) fn build_all(
                             }
                             index.finish_build(entries, ns)
                         });
+                        // Which index a slow start-up waits for (issue 37's measurements).
+                        if large {
+                            tracing::debug!(
+                                ns,
+                                index = %index.spec.name,
+                                entries = index.entry_count(),
+                                built_ms = began.elapsed().as_millis() as u64,
+                                "index sorted and built"
+                            );
+                        }
                         done.push((order[n], result));
                     }
                     done
@@ -178,7 +190,7 @@ pub(crate) fn build_all(
     for (i, result) in done {
         results[i] = Some(result);
     }
-    if docs.len() >= PARALLEL_KEYS_MIN {
+    if large {
         tracing::info!(
             ns,
             documents = docs.len(),
@@ -188,9 +200,6 @@ pub(crate) fn build_all(
             built_ms = (started.elapsed() - keyed).as_millis() as u64,
             "indexes built"
         );
-        for index in indexes.iter() {
-            tracing::debug!(ns, index = %index.spec.name, entries = index.entry_count(), "index built");
-        }
     }
     results
         .into_iter()

@@ -5,9 +5,9 @@
 //! entries per document (one per distinct term), all of the form `term key ‖ score`
 //! ([`crate::text::TextIndex::scored_key`]), and a `$text` query only ever asks for one term's
 //! records with their scores. So a text index keeps, per term key, its records and their
-//! scores: a record id and the score's bits, 16 bytes an entry in a map built full from sorted
-//! input. At a million products (about 40 million text entries) the pairs took about 2.5 GB
-//! more than the postings do.
+//! scores, compactly ([`TermRecords`]: a few bytes a posting). At a million products (about 40
+//! million text entries) the pairs took about 2.5 GB more than postings in maps did, and those
+//! maps (about 18 bytes a posting) were most of what the text index added to the process.
 //!
 //! A `$text` query sorted by score with a limit walks its terms' records best first (see
 //! [`crate::index::topk`]): each term's records ordered by score, descending ("impact order"),
@@ -17,12 +17,13 @@
 //! entry in key order); the postings rebuild full keys only for the rare callers that want
 //! them (`validate`, a hinted scan).
 
+use super::postings::TermRecords;
 use super::topk::{impact_order, ImpactList};
 use super::{KeyBytes, RecordId};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::Bound;
 
-/// Bytes a posting takes (a record id and a score's bits), before the map's overhead.
+/// Bytes an entry of a list in score order takes (a record id and a score's bits).
 const POSTING_BYTES: usize = 16;
 
 /// The bytes of a score at the end of a text index key.
@@ -35,7 +36,7 @@ pub(crate) enum Entries {
     Pairs(BTreeSet<(KeyBytes, RecordId)>),
     /// A text index: term key (the key without its score) → record id → the score's bits.
     Postings {
-        terms: BTreeMap<Box<[u8]>, BTreeMap<RecordId, u64>>,
+        terms: BTreeMap<Box<[u8]>, TermRecords>,
         len: usize,
         by_score: ImpactCache,
     },
@@ -45,7 +46,8 @@ pub(crate) enum Entries {
 /// entries costs less than remembering them).
 const IMPACT_CACHED_FROM: usize = 2_048;
 
-/// Entries the cache holds at most (16 bytes each): past it, it starts again empty.
+/// Entries the cache holds at most (16 bytes each, counted in [`Entries::bytes`]): past it,
+/// it starts again empty.
 const IMPACT_CACHE_ENTRIES: usize = 8_000_000;
 
 /// The impact-ordered postings of the terms searches asked for, per term key. Read under the
@@ -63,6 +65,14 @@ struct ImpactLists {
 }
 
 impl ImpactCache {
+    /// Postings the cached lists hold (16 bytes each), counted in the index's size.
+    fn entries(&self) -> usize {
+        self.lists
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .entries
+    }
+
     fn forget(&mut self, term: &[u8]) {
         let lists = self
             .lists
@@ -77,7 +87,7 @@ impl ImpactCache {
     }
 
     /// `records` (the postings of `term`) by score, descending, from the cache or made now.
-    fn get(&self, term: &[u8], records: &BTreeMap<RecordId, u64>) -> ImpactList {
+    fn get(&self, term: &[u8], records: &TermRecords) -> ImpactList {
         let make = || impact_order(records);
         if records.len() < IMPACT_CACHED_FROM {
             return make();
@@ -163,20 +173,24 @@ impl Entries {
         let mut current: Option<Box<[u8]>> = None;
         let mut flush = |term: Option<Box<[u8]>>, run: &mut Vec<(RecordId, u64)>| {
             if let Some(term) = term {
-                // Sorted by (score, record) within a term: re-sorted by record, a map built
-                // from sorted input fills its nodes.
+                // Sorted by (score, record) within a term: re-sorted by record, the order the
+                // postings are kept in (a record's lowest score kept, as before).
                 run.sort_unstable();
                 run.dedup_by_key(|(rid, _)| *rid);
-                *len += run.len();
-                let records: BTreeMap<RecordId, u64> = run.drain(..).collect();
                 match terms.entry(term) {
                     std::collections::btree_map::Entry::Vacant(slot) => {
-                        slot.insert(records);
+                        *len += run.len();
+                        slot.insert(TermRecords::from_sorted(run));
                     }
                     std::collections::btree_map::Entry::Occupied(mut slot) => {
-                        slot.get_mut().extend(records);
+                        for &(rid, bits) in run.iter() {
+                            if slot.get_mut().insert(rid, bits).is_none() {
+                                *len += 1;
+                            }
+                        }
                     }
                 }
+                run.clear();
             }
         };
         for (key, rid) in pairs {
@@ -190,6 +204,17 @@ impl Entries {
             run.push((rid, bits));
         }
         flush(current.take(), &mut run);
+        if *len >= 1_000_000 {
+            // What a large text index holds (issue 37's memory measurements): terms with few
+            // postings cost their own small allocations more than their postings.
+            let small = terms.values().filter(|r| r.len() < 11).count();
+            tracing::debug!(
+                terms = terms.len(),
+                postings = *len,
+                small_terms = small,
+                "text postings built"
+            );
+        }
         entries
     }
 
@@ -281,8 +306,8 @@ impl Entries {
                     Some(records) => Box::new(
                         records
                             .iter()
-                            .filter(move |(_, b)| **b == bits)
-                            .map(|(rid, _)| *rid),
+                            .filter(move |(_, b)| *b == bits)
+                            .map(|(rid, _)| rid),
                     ),
                     None => Box::new(std::iter::empty()),
                 }
@@ -305,7 +330,7 @@ impl Entries {
                 .map(|records| {
                     records
                         .iter()
-                        .map(|(rid, bits)| (*rid, f64::from_bits(*bits)))
+                        .map(|(rid, bits)| (rid, f64::from_bits(bits)))
                         .collect()
                 })
                 .unwrap_or_default(),
@@ -314,7 +339,7 @@ impl Entries {
 
     /// A text index's postings of one term key, record → score bits (`Some(None)` when no
     /// document holds the term); `None` when the index holds pairs.
-    pub(crate) fn term_records(&self, term_key: &[u8]) -> Option<Option<&BTreeMap<RecordId, u64>>> {
+    pub(crate) fn term_records(&self, term_key: &[u8]) -> Option<Option<&TermRecords>> {
         match self {
             Entries::Pairs(_) => None,
             Entries::Postings { terms, .. } => Some(terms.get(term_key)),
@@ -385,7 +410,7 @@ impl Entries {
             Entries::Postings { terms, .. } => {
                 Box::new(terms.iter().flat_map(|(term, records)| {
                     let mut by_key: Vec<(u64, RecordId)> =
-                        records.iter().map(|(rid, bits)| (*bits, *rid)).collect();
+                        records.iter().map(|(rid, bits)| (bits, rid)).collect();
                     by_key.sort_unstable();
                     by_key
                         .into_iter()
@@ -399,8 +424,16 @@ impl Entries {
     pub(crate) fn bytes(&self) -> usize {
         match self {
             Entries::Pairs(set) => set.len() * super::ENTRY_BYTES,
-            Entries::Postings { terms, len, .. } => {
-                len * POSTING_BYTES + terms.keys().map(|k| k.len()).sum::<usize>()
+            Entries::Postings {
+                terms, by_score, ..
+            } => {
+                // The lists kept in score order are a copy of some terms' postings: counted, so
+                // the index's size says what it holds in memory (up to 128 MB more per index).
+                by_score.entries() * POSTING_BYTES
+                    + terms
+                        .iter()
+                        .map(|(k, records)| k.len() + records.bytes())
+                        .sum::<usize>()
             }
         }
     }

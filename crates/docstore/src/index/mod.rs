@@ -3,6 +3,8 @@
 
 mod build;
 mod entries;
+mod postings;
+pub(crate) use postings::TermRecords;
 pub(crate) use topk::ImpactList;
 pub(crate) mod hashed;
 pub(crate) mod partial;
@@ -439,7 +441,7 @@ impl Index {
         &self,
         prefix: &[&Bson],
         term: &str,
-    ) -> Option<Option<&std::collections::BTreeMap<RecordId, u64>>> {
+    ) -> Option<Option<&postings::TermRecords>> {
         let term_key = crate::text::TextIndex::key(prefix, term);
         self.entries.term_records(&term_key)
     }

@@ -29,15 +29,44 @@ use std::collections::{BTreeMap, BinaryHeap, HashSet};
 /// record)`. Made by [`impact_order`] and kept by `index::entries::ImpactCache`.
 pub(crate) type ImpactList = std::sync::Arc<[(u64, RecordId)]>;
 
+/// One term's postings as a text index holds them (compactly, `index::postings`) or as a
+/// map: record → score bits.
+pub(crate) trait Postings {
+    /// The score bits of `record`, if it holds the term.
+    fn score_bits(&self, record: RecordId) -> Option<u64>;
+    /// Every (record, score bits), in record order.
+    fn in_record_order(&self) -> InRecordOrder<'_>;
+    /// How many records hold the term.
+    fn count(&self) -> usize;
+}
+
+impl Postings for BTreeMap<RecordId, u64> {
+    fn score_bits(&self, record: RecordId) -> Option<u64> {
+        self.get(&record).copied()
+    }
+
+    fn in_record_order(&self) -> InRecordOrder<'_> {
+        Box::new(self.iter().map(|(record, bits)| (*record, *bits)))
+    }
+
+    fn count(&self) -> usize {
+        self.len()
+    }
+}
+
+/// A term's (record, score bits) in record order, as [`Postings::in_record_order`] gives them.
+type InRecordOrder<'a> = Box<dyn Iterator<Item = (RecordId, u64)> + 'a>;
+
 /// One query term's postings: record → score bits, and the same by score, descending.
 pub(crate) struct TermPostings<'a> {
-    pub records: &'a BTreeMap<RecordId, u64>,
+    pub records: &'a dyn Postings,
     pub by_score: ImpactList,
 }
 
 /// `records` (one term's postings) by score, descending, ties by record id.
-pub(crate) fn impact_order(records: &BTreeMap<RecordId, u64>) -> ImpactList {
-    let mut list: Vec<(u64, RecordId)> = records.iter().map(|(rid, bits)| (*bits, *rid)).collect();
+pub(crate) fn impact_order<P: Postings + ?Sized>(records: &P) -> ImpactList {
+    let mut list: Vec<(u64, RecordId)> = Vec::with_capacity(records.count());
+    list.extend(records.in_record_order().map(|(rid, bits)| (bits, rid)));
     list.sort_unstable_by(|a, b| {
         f64::from_bits(b.0)
             .total_cmp(&f64::from_bits(a.0))
@@ -50,8 +79,8 @@ pub(crate) fn impact_order(records: &BTreeMap<RecordId, u64>) -> ImpactList {
 fn score_of(terms: &[TermPostings<'_>], record: RecordId) -> f64 {
     let mut score = 0.0;
     for term in terms {
-        if let Some(bits) = term.records.get(&record) {
-            score += f64::from_bits(*bits);
+        if let Some(bits) = term.records.score_bits(record) {
+            score += f64::from_bits(bits);
         }
     }
     score
@@ -168,15 +197,18 @@ impl<'a> BestFirst<'a> {
 
 /// The records holding any of the terms, in record order, each with its score.
 pub(crate) struct RecordOrder<'a> {
-    cursors: Vec<std::iter::Peekable<std::collections::btree_map::Iter<'a, RecordId, u64>>>,
+    cursors: Vec<std::iter::Peekable<InRecordOrder<'a>>>,
     /// Postings read (`keysExamined`).
     pub(crate) postings_read: u64,
 }
 
 impl<'a> RecordOrder<'a> {
-    pub(crate) fn new(terms: &[&'a BTreeMap<RecordId, u64>]) -> RecordOrder<'a> {
+    pub(crate) fn new<P: Postings + ?Sized>(terms: &[&'a P]) -> RecordOrder<'a> {
         RecordOrder {
-            cursors: terms.iter().map(|t| t.iter().peekable()).collect(),
+            cursors: terms
+                .iter()
+                .map(|t| t.in_record_order().peekable())
+                .collect(),
             postings_read: 0,
         }
     }
@@ -189,12 +221,12 @@ impl Iterator for RecordOrder<'_> {
         let record = self
             .cursors
             .iter_mut()
-            .filter_map(|c| c.peek().map(|(record, _)| **record))
+            .filter_map(|c| c.peek().map(|(record, _)| *record))
             .min()?;
         let mut score = 0.0;
         for cursor in &mut self.cursors {
-            if let Some((_, bits)) = cursor.next_if(|(r, _)| **r == record) {
-                score += f64::from_bits(*bits);
+            if let Some((_, bits)) = cursor.next_if(|(r, _)| *r == record) {
+                score += f64::from_bits(bits);
                 self.postings_read += 1;
             }
         }
