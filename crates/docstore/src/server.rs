@@ -1004,7 +1004,9 @@ async fn run_command(
         Some(runtime) if long && !on_multi_thread_runtime() => {
             let (state, conn) = (Arc::clone(state), Arc::clone(conn));
             match runtime
-                .spawn(async move { run_on_this_runtime(&state, &conn, cmd, documents, long).await })
+                .spawn(
+                    async move { run_on_this_runtime(&state, &conn, cmd, documents, long).await },
+                )
                 .await
             {
                 Ok(answer) => answer,
@@ -1033,9 +1035,8 @@ async fn run_on_this_runtime(
     if long && on_multi_thread_runtime() {
         let _running = LongCommand::new(state);
         tokio::task::block_in_place(|| {
-            tokio::runtime::Handle::current().block_on(commands::dispatch(
-                state, conn, cmd, documents,
-            ))
+            tokio::runtime::Handle::current()
+                .block_on(commands::dispatch(state, conn, cmd, documents))
         })
     } else {
         commands::dispatch(state, conn, cmd, documents).await

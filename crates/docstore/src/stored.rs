@@ -1,5 +1,6 @@
 //! How a collection keeps its documents: as their BSON bytes, validated once when they enter
-//! the store (encoded from a `Document`, or read from a snapshot), in one shared allocation.
+//! the store (encoded from a `Document`, read from a snapshot, or kept as an insert sent them),
+//! in one shared allocation.
 //!
 //! A decoded `bson::Document` is an ordered hash map of owned `String` keys and `Bson` enums,
 //! several times the size of its BSON encoding; the bytes are what a document costs on disk
@@ -554,7 +555,8 @@ fn round_trips(doc: &RawDocument, array: bool) -> bool {
         };
         if array {
             // Canonical array keys: the index in decimal, no leading zero.
-            let canonical = key.parse::<usize>() == Ok(i) && (key.len() == 1 || !key.starts_with('0'));
+            let canonical =
+                key.parse::<usize>() == Ok(i) && (key.len() == 1 || !key.starts_with('0'));
             if !canonical {
                 return false;
             }
@@ -693,7 +695,10 @@ mod tests {
             assert!(StoredDoc::as_sent(&bytes).is_none(), "{odd}");
         }
         // Built by hand, as a client could send them: what `Document` cannot hold.
-        let repeated = raw_document(&[(0x10, "a", &1i32.to_le_bytes()), (0x10, "a", &2i32.to_le_bytes())]);
+        let repeated = raw_document(&[
+            (0x10, "a", &1i32.to_le_bytes()),
+            (0x10, "a", &2i32.to_le_bytes()),
+        ]);
         assert!(StoredDoc::as_sent(&repeated).is_none());
         let nested_repeat = raw_document(&[(0x03, "d", &repeated[..])]);
         assert!(StoredDoc::as_sent(&nested_repeat).is_none());
@@ -705,8 +710,10 @@ mod tests {
             many.iter().map(|k| (0x0A, k.as_str(), &[][..])).collect();
         assert!(StoredDoc::as_sent(&raw_document(&fields)).is_none());
         let distinct: Vec<String> = (0..40).map(|i| format!("f{i}")).collect();
-        let fields: Vec<(u8, &str, &[u8])> =
-            distinct.iter().map(|k| (0x0A, k.as_str(), &[][..])).collect();
+        let fields: Vec<(u8, &str, &[u8])> = distinct
+            .iter()
+            .map(|k| (0x0A, k.as_str(), &[][..]))
+            .collect();
         assert!(StoredDoc::as_sent(&raw_document(&fields)).is_some());
     }
 

@@ -2,8 +2,8 @@
 //! and the optional CRC-32C checksum.
 
 use super::{
-    check_request_document, decode_request_document, document_len, finish_message, next_request_id, read_cstring,
-    write_document, Header, ReplyTarget, WireError, HEADER_LEN, OP_MSG,
+    check_request_document, decode_request_document, document_len, finish_message, next_request_id,
+    read_cstring, write_document, Header, ReplyTarget, WireError, HEADER_LEN, OP_MSG,
 };
 use bson::{Bson, Document};
 use std::sync::Arc;
