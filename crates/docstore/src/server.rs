@@ -641,7 +641,7 @@ async fn stream_exhaust<S: AsyncWrite + Unpin>(
     let mut reply = first;
     loop {
         stream.write_all(&reply).await?;
-        let answer = run_command(state, conn, get_more.clone(), shared).await;
+        let answer = run_command(state, conn, get_more.clone(), None, shared).await;
         let more = cursor_continues(&answer);
         reply = wire::encode_op_msg_streamed(
             wire::request_id_of(&reply),
@@ -701,7 +701,7 @@ async fn handle_message(
     bytes: &[u8],
     shared: Option<&tokio::runtime::Handle>,
 ) -> Step {
-    match wire::parse_message(bytes) {
+    match wire::parse_keeping_inserts(bytes) {
         Ok(Message::Msg(msg)) => {
             let request_id = msg.header.request_id;
             let more_to_come = msg.more_to_come();
@@ -712,7 +712,7 @@ async fn handle_message(
             .then(|| msg.body.clone());
             let reply = if msg.body.contains_key("$db") {
                 let login = LoginStep::of(state, &msg.body);
-                let run = run_command(state, conn, msg.body, shared);
+                let run = run_command(state, conn, msg.body, msg.documents, shared);
                 throttled(state, conn, login, run).await
             } else {
                 Answer::Document(
@@ -761,7 +761,7 @@ async fn handle_message(
                     // pymongo and mongosh start with a legacy `hello`, which may carry a
                     // speculative login: throttled like any other.
                     let login = LoginStep::of(state, &command);
-                    let run = commands::dispatch(state, conn, command);
+                    let run = commands::dispatch(state, conn, command, None);
                     throttled(state, conn, login, run).await.into_document()
                 }
             };
@@ -991,10 +991,12 @@ impl Drop for LongCommand<'_> {
 /// meanwhile rather than after it. On a current-thread runtime (there is no other worker to
 /// hand over to) a command runs in place, unless the connection belongs to an [`InProcess`]
 /// listener: then one that may take long is handed to the server's own runtime (`shared`).
+/// Run `cmd` (with an insert's `documents` as sent, [`wire::OpMsg::documents`]).
 async fn run_command(
     state: &Arc<ServerState>,
     conn: &Arc<ConnectionInfo>,
     cmd: Document,
+    documents: Option<Vec<Arc<[u8]>>>,
     shared: Option<&tokio::runtime::Handle>,
 ) -> Answer {
     let long = may_run_long(state, &cmd);
@@ -1002,7 +1004,9 @@ async fn run_command(
         Some(runtime) if long && !on_multi_thread_runtime() => {
             let (state, conn) = (Arc::clone(state), Arc::clone(conn));
             match runtime
-                .spawn(async move { run_on_this_runtime(&state, &conn, cmd, long).await })
+                .spawn(
+                    async move { run_on_this_runtime(&state, &conn, cmd, documents, long).await },
+                )
                 .await
             {
                 Ok(answer) => answer,
@@ -1011,7 +1015,7 @@ async fn run_command(
                 ),
             }
         }
-        _ => run_on_this_runtime(state, conn, cmd, long).await,
+        _ => run_on_this_runtime(state, conn, cmd, documents, long).await,
     }
 }
 
@@ -1025,15 +1029,17 @@ async fn run_on_this_runtime(
     state: &Arc<ServerState>,
     conn: &ConnectionInfo,
     cmd: Document,
+    documents: Option<Vec<Arc<[u8]>>>,
     long: bool,
 ) -> Answer {
     if long && on_multi_thread_runtime() {
         let _running = LongCommand::new(state);
         tokio::task::block_in_place(|| {
-            tokio::runtime::Handle::current().block_on(commands::dispatch(state, conn, cmd))
+            tokio::runtime::Handle::current()
+                .block_on(commands::dispatch(state, conn, cmd, documents))
         })
     } else {
-        commands::dispatch(state, conn, cmd).await
+        commands::dispatch(state, conn, cmd, documents).await
     }
 }
 

@@ -1,5 +1,6 @@
 //! How a collection keeps its documents: as their BSON bytes, validated once when they enter
-//! the store (encoded from a `Document`, or read from a snapshot), in one shared allocation.
+//! the store (encoded from a `Document`, read from a snapshot, or kept as an insert sent them),
+//! in one shared allocation.
 //!
 //! A decoded `bson::Document` is an ordered hash map of owned `String` keys and `Bson` enums,
 //! several times the size of its BSON encoding; the bytes are what a document costs on disk
@@ -47,6 +48,20 @@ impl StoredDoc {
         let raw = RawDocument::from_bytes(bytes).map_err(|e| e.to_string())?;
         bson_depth::check(raw).map_err(|e| e.to_string())?;
         Ok(StoredDoc(Arc::from(bytes)))
+    }
+
+    /// Keep a document a client sent as the bytes it sent (already checked at the wire,
+    /// [`bson_depth::check`]), when decoding and encoding it again gives exactly those bytes:
+    /// then storing them is storing what the decoded path stores, without building a
+    /// `Document` (which was most of the store's cost of the traffic log's inserts,
+    /// docs/data-model.md). `None` for anything that would change on the way through a
+    /// `Document`, or whose round trip was not worth proving for a hot path: a field name twice
+    /// in one document (decoding keeps the last value), array keys other than `0, 1, 2 …`
+    /// (decoding drops them), regular expressions (their options are sorted), old binary
+    /// (subtype 2), and the deprecated or JavaScript types. The caller decodes those.
+    pub(crate) fn as_sent(bytes: &Arc<[u8]>) -> Option<StoredDoc> {
+        let raw = RawDocument::from_bytes(&bytes[..]).ok()?;
+        round_trips(raw, false).then(|| StoredDoc(Arc::clone(bytes)))
     }
 
     /// Any bytes, unchecked (tests that write damaged snapshots).
@@ -526,6 +541,63 @@ impl<'a> Iterator for Elements<'a> {
     }
 }
 
+/// Whether `doc` (an array's elements when `array`) comes back byte for byte from a trip
+/// through `Document` (see [`StoredDoc::as_sent`]). Its nesting was bounded at the wire, so the
+/// recursion is too.
+fn round_trips(doc: &RawDocument, array: bool) -> bool {
+    /// Documents with more fields than this have their names checked for repeats by sorting
+    /// rather than pairwise.
+    const PAIRWISE: usize = 32;
+    let mut names: Vec<&str> = Vec::new();
+    for (i, element) in doc.into_iter().enumerate() {
+        let Ok((key, value)) = element else {
+            return false;
+        };
+        if array {
+            // Canonical array keys: the index in decimal, no leading zero.
+            let canonical =
+                key.parse::<usize>() == Ok(i) && (key.len() == 1 || !key.starts_with('0'));
+            if !canonical {
+                return false;
+            }
+        } else {
+            names.push(key);
+        }
+        let plain = match value {
+            RawBsonRef::Document(d) => round_trips(d, false),
+            RawBsonRef::Array(a) => {
+                RawDocument::from_bytes(a.as_bytes()).is_ok_and(|a| round_trips(a, true))
+            }
+            RawBsonRef::Binary(b) => b.subtype != bson::spec::BinarySubtype::BinaryOld,
+            RawBsonRef::Double(_)
+            | RawBsonRef::String(_)
+            | RawBsonRef::ObjectId(_)
+            | RawBsonRef::Boolean(_)
+            | RawBsonRef::DateTime(_)
+            | RawBsonRef::Null
+            | RawBsonRef::Int32(_)
+            | RawBsonRef::Timestamp(_)
+            | RawBsonRef::Int64(_)
+            | RawBsonRef::Decimal128(_)
+            | RawBsonRef::MaxKey
+            | RawBsonRef::MinKey => true,
+            _ => false,
+        };
+        if !plain {
+            return false;
+        }
+    }
+    if names.len() <= PAIRWISE {
+        names
+            .iter()
+            .enumerate()
+            .all(|(i, name)| !names[..i].contains(name))
+    } else {
+        names.sort_unstable();
+        names.windows(2).all(|w| w[0] != w[1])
+    }
+}
+
 /// A little-endian length at `at`, which must not be negative.
 fn read_len(bytes: &[u8], at: usize) -> Result<usize> {
     let four: [u8; 4] = bytes
@@ -596,6 +668,68 @@ mod tests {
         assert_eq!(stored.id().unwrap(), doc.get("_id").unwrap().clone());
         let copy = StoredDoc::from_bytes(stored.as_bytes()).unwrap();
         assert_eq!(copy, stored);
+    }
+
+    #[test]
+    fn a_sent_document_is_kept_as_sent_only_when_decoding_would_store_the_same_bytes() {
+        let plain = doc! {
+            "_id": ObjectId::new(), "at": bson::DateTime::now(), "kind": "view", "n": 1.5,
+            "i": 7, "l": 9i64, "ok": true, "none": Bson::Null,
+            "dec": Bson::Decimal128("1.5".parse().unwrap()),
+            "ts": Timestamp { time: 1, increment: 2 },
+            "bin": Binary { subtype: BinarySubtype::Generic, bytes: vec![1, 2, 3] },
+            "nested": { "a": [1, { "b": "c" }, []], "e": {} },
+            "min": Bson::MinKey, "max": Bson::MaxKey, "nan": f64::NAN,
+        };
+        let bytes: Arc<[u8]> = Arc::from(bson::to_vec(&plain).unwrap());
+        let kept = StoredDoc::as_sent(&bytes).expect("plain values are kept as sent");
+        let decoded = kept.to_document().unwrap();
+        assert_eq!(bson::to_vec(&decoded).unwrap(), kept.as_bytes());
+        for odd in [
+            doc! { "_id": 1, "re": Regex { pattern: "a".into(), options: "mi".into() } },
+            doc! { "_id": 1, "old": Binary { subtype: BinarySubtype::BinaryOld, bytes: vec![1] } },
+            doc! { "_id": 1, "u": Bson::Undefined },
+            doc! { "_id": 1, "js": Bson::JavaScriptCode("x()".into()) },
+        ] {
+            let bytes: Arc<[u8]> = Arc::from(bson::to_vec(&odd).unwrap());
+            assert!(StoredDoc::as_sent(&bytes).is_none(), "{odd}");
+        }
+        // Built by hand, as a client could send them: what `Document` cannot hold.
+        let repeated = raw_document(&[
+            (0x10, "a", &1i32.to_le_bytes()),
+            (0x10, "a", &2i32.to_le_bytes()),
+        ]);
+        assert!(StoredDoc::as_sent(&repeated).is_none());
+        let nested_repeat = raw_document(&[(0x03, "d", &repeated[..])]);
+        assert!(StoredDoc::as_sent(&nested_repeat).is_none());
+        let array_keys = raw_document(&[(0x10, "x", &1i32.to_le_bytes())]);
+        let array = raw_document(&[(0x04, "a", &array_keys[..])]);
+        assert!(StoredDoc::as_sent(&array).is_none());
+        let many: Vec<String> = (0..40).map(|i| format!("f{}", i % 39)).collect();
+        let fields: Vec<(u8, &str, &[u8])> =
+            many.iter().map(|k| (0x0A, k.as_str(), &[][..])).collect();
+        assert!(StoredDoc::as_sent(&raw_document(&fields)).is_none());
+        let distinct: Vec<String> = (0..40).map(|i| format!("f{i}")).collect();
+        let fields: Vec<(u8, &str, &[u8])> = distinct
+            .iter()
+            .map(|k| (0x0A, k.as_str(), &[][..]))
+            .collect();
+        assert!(StoredDoc::as_sent(&raw_document(&fields)).is_some());
+    }
+
+    /// A BSON document of `(type, name, value bytes)` elements, written without `Document`.
+    fn raw_document(elements: &[(u8, &str, &[u8])]) -> Arc<[u8]> {
+        let mut body = Vec::new();
+        for (kind, name, value) in elements {
+            body.push(*kind);
+            body.extend_from_slice(name.as_bytes());
+            body.push(0);
+            body.extend_from_slice(value);
+        }
+        let mut out = ((body.len() + 5) as i32).to_le_bytes().to_vec();
+        out.extend(body);
+        out.push(0);
+        Arc::from(out)
     }
 
     #[test]

@@ -288,6 +288,103 @@ async fn an_op_msg_with_a_document_sequence_and_checksum_is_answered() {
     server.shutdown().await;
 }
 
+/// A BSON document of `(type, name, value bytes)` elements, written by hand: what a client may
+/// send that a `Document` cannot hold (a field name twice, array keys out of order).
+fn raw_document(elements: &[(u8, &str, &[u8])]) -> Vec<u8> {
+    let mut body = Vec::new();
+    for (kind, name, value) in elements {
+        body.push(*kind);
+        body.extend_from_slice(name.as_bytes());
+        body.push(0);
+        body.extend_from_slice(value);
+    }
+    let mut out = ((body.len() + 5) as i32).to_le_bytes().to_vec();
+    out.extend(body);
+    out.push(0);
+    out
+}
+
+#[tokio::test]
+async fn an_inserts_document_sequence_is_stored_as_decoding_it_would_store_it() {
+    let server = start().await;
+    let mut s = connect(&server).await;
+    let int = |n: i32| n.to_le_bytes().to_vec();
+    let string = |v: &str| {
+        let mut b = ((v.len() + 1) as i32).to_le_bytes().to_vec();
+        b.extend(v.as_bytes());
+        b.push(0);
+        b
+    };
+    let odd_keys = raw_document(&[(0x10, "7", &int(1)), (0x10, "x", &int(2))]);
+    let sent = [
+        // Kept as sent.
+        bson_bytes(&doc! { "_id": 1, "kind": "view", "at": bson::DateTime::from_millis(5) }),
+        // Decoded: the last of a repeated name wins, in the first one's place.
+        raw_document(&[
+            (0x10, "_id", &int(2)),
+            (0x10, "a", &int(1)),
+            (0x10, "a", &int(9)),
+        ]),
+        // Decoded: array keys become 0, 1 ….
+        raw_document(&[(0x10, "_id", &int(3)), (0x04, "list", &odd_keys)]),
+        // `_id` moved first.
+        raw_document(&[(0x02, "s", &string("x")), (0x10, "_id", &int(4))]),
+        // A regular expression's options are sorted.
+        bson_bytes(
+            &doc! { "_id": 5, "re": bson::Regex { pattern: "a".into(), options: "mi".into() } },
+        ),
+    ];
+    let mut payload = b"documents\0".to_vec();
+    for d in &sent {
+        payload.extend(d);
+    }
+    let mut sections = body_section(&doc! { "insert": "c", "$db": "t" });
+    sections.push(1);
+    sections.extend(((payload.len() + 4) as i32).to_le_bytes());
+    sections.extend(payload);
+    s.write_all(&op_msg(9, 0, &sections)).await.unwrap();
+    let r = read_reply(&mut s).await;
+    assert_eq!(r.doc.get_i32("n").ok(), Some(5), "{:?}", r.doc);
+    let client = driver(&server).await;
+    let stored: Vec<Document> = {
+        use futures::TryStreamExt;
+        client
+            .database("t")
+            .collection::<Document>("c")
+            .find(doc! {})
+            .sort(doc! { "_id": 1 })
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap()
+    };
+    assert_eq!(
+        stored,
+        vec![
+            doc! { "_id": 1, "kind": "view", "at": bson::DateTime::from_millis(5) },
+            doc! { "_id": 2, "a": 9 },
+            doc! { "_id": 3, "list": [1, 2] },
+            doc! { "_id": 4, "s": "x" },
+            doc! { "_id": 5, "re": bson::Regex { pattern: "a".into(), options: "im".into() } },
+        ]
+    );
+    // A document nested too deep in the sequence is refused like one in the body.
+    let mut deep = doc! { "x": 1 };
+    for _ in 0..300 {
+        deep = doc! { "x": deep };
+    }
+    let mut sections = body_section(&doc! { "insert": "c", "$db": "t" });
+    sections.extend(sequence_section(
+        "documents",
+        &[doc! { "_id": 6, "deep": deep }],
+    ));
+    s.write_all(&op_msg(10, 0, &sections)).await.unwrap();
+    let r = read_reply(&mut s).await;
+    assert_eq!((r.response_to, r.doc.get_i32("code").ok()), (10, Some(15)));
+    server.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_command_without_db_gets_error_40571() {
     let server = start().await;

@@ -105,15 +105,16 @@ impl Collection {
         for doc in docs {
             stored.push(super::encode_checked(doc).ok()?);
         }
-        let docs: Vec<&Document> = docs.iter().collect();
+        let docs: Vec<Option<&Document>> = docs.iter().map(Some).collect();
         self.insert_all_encoded(&docs, stored)
     }
 
     /// [`Collection::insert_all`] of `docs` already encoded as `stored` (in the same order) by
-    /// [`Collection::encode_for_insert`].
+    /// [`Collection::encode_for_insert`]; a document given as `None` is keyed from its stored
+    /// bytes (one the insert command kept as the client sent it).
     pub(crate) fn insert_all_encoded(
         &mut self,
-        docs: &[&Document],
+        docs: &[Option<&Document>],
         stored: Vec<StoredDoc>,
     ) -> Option<Vec<RecordId>> {
         let multikey: Vec<bool> = self.indexes.iter().map(Index::is_multikey).collect();
@@ -129,7 +130,7 @@ impl Collection {
     /// [`Collection::insert_all_encoded`] without undoing multikey flags on failure.
     fn insert_all_stored(
         &mut self,
-        docs: &[&Document],
+        docs: &[Option<&Document>],
         stored: Vec<StoredDoc>,
     ) -> Option<Vec<RecordId>> {
         // Per index, every document's keys: each thread takes every `threads`-th index. A
@@ -142,12 +143,19 @@ impl Collection {
             threads_for(self.indexes.len())
         };
         let indexes = &self.indexes;
+        let encoded = &stored;
         let key_share = move |first: usize| {
             (first..indexes.len())
                 .step_by(threads)
                 .map(|i| {
-                    let keys: Option<BatchKeys> =
-                        docs.iter().map(|d| indexes[i].keys_for(d).ok()).collect();
+                    let keys: Option<BatchKeys> = docs
+                        .iter()
+                        .zip(encoded)
+                        .map(|(d, s)| match d {
+                            Some(d) => indexes[i].keys_for(d).ok(),
+                            None => indexes[i].keys_for_stored(s).ok(),
+                        })
+                        .collect();
                     (i, keys)
                 })
                 .collect::<Vec<_>>()

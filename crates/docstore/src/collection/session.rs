@@ -153,7 +153,7 @@ impl<'a> WriteSession<'a> {
     /// none.
     pub(crate) fn insert_all(
         &mut self,
-        docs: &[&Document],
+        docs: &[Option<&Document>],
         stored: Vec<StoredDoc>,
     ) -> Result<Option<usize>> {
         // With a validator, a cap or a time field to check, documents go in one at a time (the caller's fallback), so
@@ -189,6 +189,20 @@ impl<'a> WriteSession<'a> {
     pub(crate) fn insert_encoded(&mut self, doc: &Document, stored: StoredDoc) -> Result<RecordId> {
         self.validate_insert(doc)?;
         let record = self.coll.insert_encoded(doc, stored)?;
+        self.record_put(record)?;
+        self.trim_capped(record);
+        Ok(record)
+    }
+
+    /// [`WriteSession::insert_encoded`] of a document kept as the client sent it
+    /// ([`StoredDoc::as_sent`], `_id` first): keyed from its bytes, decoded only for a
+    /// validator or a time-series check, which read the whole document.
+    pub(crate) fn insert_sent(&mut self, stored: StoredDoc) -> Result<RecordId> {
+        if self.active_validator().is_some() || self.coll.timeseries().is_some() {
+            let doc = stored.to_document()?;
+            return self.insert_encoded(&doc, stored);
+        }
+        let record = self.coll.insert_stored(stored)?;
         self.record_put(record)?;
         self.trim_capped(record);
         Ok(record)

@@ -35,11 +35,23 @@ pub(crate) fn is_generic_field(field: &str) -> bool {
 pub(crate) struct Args<'a> {
     pub name: &'a str,
     pub cmd: &'a Document,
+    /// An insert's `documents` as the client sent them, not in `cmd`
+    /// ([`crate::wire::OpMsg::documents`]).
+    pub sent: Option<&'a [std::sync::Arc<[u8]>]>,
 }
 
 impl<'a> Args<'a> {
     pub(crate) fn new(name: &'a str, cmd: &'a Document) -> Self {
-        Args { name, cmd }
+        Args {
+            name,
+            cmd,
+            sent: None,
+        }
+    }
+
+    /// These arguments with an insert's `documents` as sent.
+    pub(crate) fn with_sent_documents(self, sent: Option<&'a [std::sync::Arc<[u8]>]>) -> Self {
+        Args { sent, ..self }
     }
 
     /// Refuse fields outside `known` (and the generic ones), as MongoDB's IDL parser does.

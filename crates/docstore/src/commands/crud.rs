@@ -20,38 +20,43 @@ use std::sync::Arc;
 pub(crate) fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Result<Reply> {
     args.allow_only(&["documents", "ordered", "bypassDocumentValidation"])?;
     let coll = args.collection()?;
-    let docs = args.documents("documents")?;
+    let docs = match args.sent {
+        Some(_) => Vec::new(),
+        None => args.documents("documents")?,
+    };
+    let count = args.sent.map_or(docs.len(), <[_]>::len);
     let ordered = args.bool("ordered", true)?;
     let bypass = args.bool("bypassDocumentValidation", false)?;
-    if docs.len() > 100_000 {
+    if count > 100_000 {
         return Err(Error::new(
             ErrorCode::InvalidOptions,
-            format!(
-                "Write batch sizes must be between 1 and 100000. Got {} operations.",
-                docs.len()
-            ),
+            format!("Write batch sizes must be between 1 and 100000. Got {count} operations."),
         ));
     }
     // Validated and encoded before the collection is locked, so concurrent writers to one
     // collection encode in parallel; the lock covers only the index checks and the insert.
-    // Errors are still reported (and, when ordered, stop the batch) in document order.
-    let prepared: Vec<Result<(Cow<'_, Document>, StoredDoc)>> = docs
-        .iter()
-        .map(|doc| {
-            let doc = prepared_for_insert(doc)?;
-            let stored = Collection::encode_for_insert(&doc)?;
-            Ok((doc, stored))
-        })
-        .collect();
+    // Errors are still reported (and, when ordered, stop the batch) in document order. A
+    // document kept as sent is stored as its bytes (`None` for the decoded document).
+    let prepared: Vec<Result<(Option<Cow<'_, Document>>, StoredDoc)>> = match args.sent {
+        Some(sent) => sent.iter().map(prepared_as_sent).collect(),
+        None => docs
+            .iter()
+            .map(|doc| {
+                let doc = prepared_for_insert(doc)?;
+                let stored = Collection::encode_for_insert(&doc)?;
+                Ok((Some(doc), stored))
+            })
+            .collect(),
+    };
     let outcome = state.catalog.write(db, coll, true, |c| {
         c.bypass_validation(bypass);
         let mut errors = Vec::new();
         // A large batch that goes in whole is inserted at once (its index work shared among
         // threads); otherwise, or if any document would fail, one document at a time.
-        let prepared = if docs.len() >= INSERT_ALL_MIN && prepared.iter().all(Result::is_ok) {
-            let (whole, stored): (Vec<Cow<'_, Document>>, Vec<StoredDoc>) =
+        let prepared = if count >= INSERT_ALL_MIN && prepared.iter().all(Result::is_ok) {
+            let (whole, stored): (Vec<Option<Cow<'_, Document>>>, Vec<StoredDoc>) =
                 prepared.into_iter().flatten().unzip();
-            let refs: Vec<&Document> = whole.iter().map(|d| &**d).collect();
+            let refs: Vec<Option<&Document>> = whole.iter().map(Option::as_deref).collect();
             match c.insert_all(&refs, stored.clone()) {
                 Ok(Some(inserted)) => return (inserted as i32, errors),
                 Ok(None) => {}
@@ -66,7 +71,11 @@ pub(crate) fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Res
         };
         let mut inserted = 0;
         for (i, doc) in prepared.into_iter().enumerate() {
-            match doc.and_then(|(doc, stored)| c.insert_encoded(&doc, stored)) {
+            let result = doc.and_then(|(doc, stored)| match doc {
+                Some(doc) => c.insert_encoded(&doc, stored),
+                None => c.insert_sent(stored),
+            });
+            match result {
                 Ok(_) => inserted += 1,
                 Err(e) => {
                     errors.push(e.to_write_error(i));
@@ -89,6 +98,44 @@ pub(crate) fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Res
 
 /// Batches from this many documents are first tried whole ([`WriteSession::insert_all`]).
 const INSERT_ALL_MIN: usize = 64;
+
+/// A document of an insert's sequence as sent ([`crate::wire::OpMsg::documents`]), prepared as
+/// [`prepared_for_insert`] and [`Collection::encode_for_insert`] prepare a decoded one: kept as
+/// its bytes (`None`) when that stores exactly what the decoded path stores, which is when
+/// [`StoredDoc::as_sent`] takes it and its `_id` comes first and is a plain value (as drivers
+/// send it: an `ObjectId`, a string, a number) needing no check; otherwise decoded.
+fn prepared_as_sent(bytes: &Arc<[u8]>) -> Result<(Option<Cow<'static, Document>>, StoredDoc)> {
+    if let Some(stored) = StoredDoc::as_sent(bytes).filter(|s| plain_id_first(s.as_bytes())) {
+        crate::collection::check_size(stored.len())?;
+        return Ok((None, stored));
+    }
+    let doc = crate::bson_depth::decode(bytes)
+        .map_err(|e| Error::internal(format!("a checked document does not decode: {e}")))?;
+    let doc = prepare_for_insert(&doc)?;
+    let stored = Collection::encode_for_insert(&doc)?;
+    Ok((Some(Cow::Owned(doc)), stored))
+}
+
+/// Whether the document in `bytes` starts with an `_id` that [`validate_id`] has nothing to
+/// check in (not an array, regex or undefined, and no document that could hold `$` names).
+fn plain_id_first(bytes: &[u8]) -> bool {
+    let Ok(raw) = bson::RawDocument::from_bytes(bytes) else {
+        return false;
+    };
+    match raw.into_iter().next() {
+        Some(Ok((key, value))) => {
+            key == "_id"
+                && !matches!(
+                    value,
+                    bson::RawBsonRef::Array(_)
+                        | bson::RawBsonRef::Document(_)
+                        | bson::RawBsonRef::RegularExpression(_)
+                        | bson::RawBsonRef::Undefined
+                )
+        }
+        _ => false,
+    }
+}
 
 /// `_id` first (generated when absent) and valid, as mongod stores inserted documents: not an
 /// array, regex or undefined, and with no `$`-prefixed field name anywhere inside it.

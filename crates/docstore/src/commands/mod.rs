@@ -78,12 +78,35 @@ impl Answer {
 
 /// Run one command document (OP_MSG body with document sequences merged, or a legacy OP_QUERY
 /// command with `$db` added) and return the reply: `ok: 1` or MongoDB's error shape.
+/// `documents` is an insert's document sequence kept as sent ([`crate::wire::OpMsg::documents`]).
 pub(crate) async fn dispatch(
     state: &Arc<ServerState>,
     conn: &ConnectionInfo,
-    cmd: Document,
+    mut cmd: Document,
+    documents: Option<Vec<Arc<[u8]>>>,
 ) -> Answer {
-    match run(state, conn, &cmd).await {
+    let documents = match documents {
+        // The profiler records a command as the client sent it, documents included: on a
+        // database it may profile, they are decoded into the command as before.
+        Some(sent) if profiles(state, &cmd) => {
+            let mut decoded = Vec::with_capacity(sent.len());
+            for bytes in &sent {
+                match crate::bson_depth::decode(bytes) {
+                    Ok(doc) => decoded.push(Bson::Document(doc)),
+                    Err(e) => {
+                        return Answer::Document(
+                            Error::internal(format!("a checked document does not decode: {e}"))
+                                .to_command_reply(),
+                        )
+                    }
+                }
+            }
+            cmd.insert("documents", decoded);
+            None
+        }
+        other => other,
+    };
+    match run(state, conn, &cmd, documents.as_deref()).await {
         Ok(Answer::Document(mut reply)) => {
             if !reply.contains_key("ok") {
                 reply.insert("ok", 1.0);
@@ -95,7 +118,18 @@ pub(crate) async fn dispatch(
     }
 }
 
-async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) -> Result<Answer> {
+/// Whether the profiler may record commands on `cmd`'s database.
+fn profiles(state: &ServerState, cmd: &Document) -> bool {
+    let db = cmd.get_str("$db").unwrap_or("admin");
+    state.profiler.settings_for(db).is_some()
+}
+
+async fn run(
+    state: &Arc<ServerState>,
+    conn: &ConnectionInfo,
+    cmd: &Document,
+    documents: Option<&[Arc<[u8]>]>,
+) -> Result<Answer> {
     let Some(name) = cmd.keys().next().map(String::as_str) else {
         return Err(Error::new(ErrorCode::FailedToParse, "empty command"));
     };
@@ -114,7 +148,7 @@ async fn run(state: &Arc<ServerState>, conn: &ConnectionInfo, cmd: &Document) ->
     args::check_read_concern(cmd)?;
     let concern = args::write_concern(cmd)?;
     crate::catalog::validate_db_name(db)?;
-    let a = Args::new(name, cmd);
+    let a = Args::new(name, cmd).with_sent_documents(documents);
     let started = std::time::Instant::now();
     let outcome = run_on_database(state, db, name, &a).await;
     profiler::record(state, conn, db, name, cmd, started, &outcome);

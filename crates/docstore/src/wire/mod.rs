@@ -236,6 +236,16 @@ fn check_message_length(len: i32) -> Result<usize, WireError> {
 
 /// Parses one complete message (header included).
 pub fn parse_message(bytes: &[u8]) -> Result<Message, WireError> {
+    parse(bytes, false)
+}
+
+/// [`parse_message`] as the server parses a request: an `insert`'s document sequence is kept
+/// as the bytes sent ([`OpMsg::documents`]), for the insert command to store without decoding.
+pub(crate) fn parse_keeping_inserts(bytes: &[u8]) -> Result<Message, WireError> {
+    parse(bytes, true)
+}
+
+fn parse(bytes: &[u8], keep_inserts: bool) -> Result<Message, WireError> {
     let header = Header::parse(bytes)
         .ok_or_else(|| WireError::malformed("message shorter than its header"))?;
     let len = check_message_length(header.message_length)?;
@@ -246,7 +256,7 @@ pub fn parse_message(bytes: &[u8]) -> Result<Message, WireError> {
         )));
     }
     match header.op_code {
-        OP_MSG => op_msg::parse(header, bytes).map(Message::Msg),
+        OP_MSG => op_msg::parse(header, bytes, keep_inserts).map(Message::Msg),
         OP_QUERY => op_query::parse(header, bytes).map(Message::Query),
         other => Err(WireError::UnsupportedOpCode(other)),
     }
@@ -305,7 +315,20 @@ fn document_len(bytes: &[u8], at: usize, end: usize) -> Result<usize, WireError>
 
 /// Decodes a document of a well-framed request; depth errors become an error reply.
 fn decode_request_document(bytes: &[u8], target: ReplyTarget) -> Result<Document, WireError> {
-    bson_depth::decode(bytes).map_err(|e| match e {
+    bson_depth::decode(bytes).map_err(|e| request_error(e, target))
+}
+
+/// What [`decode_request_document`] checks of `bytes`, without decoding them.
+fn check_request_document(bytes: &[u8], target: ReplyTarget) -> Result<(), WireError> {
+    bson::RawDocument::from_bytes(bytes)
+        .map_err(|e| BsonError::Invalid(e.to_string()))
+        .and_then(bson_depth::check)
+        .map_err(|e| request_error(e, target))
+}
+
+/// The wire's answer to a received document `bson_depth` refused.
+fn request_error(e: BsonError, target: ReplyTarget) -> WireError {
+    match e {
         BsonError::Invalid(m) => WireError::malformed(format!("invalid BSON: {m}")),
         BsonError::TooDeep => WireError::Rejected {
             target,
@@ -314,7 +337,7 @@ fn decode_request_document(bytes: &[u8], target: ReplyTarget) -> Result<Document
                 format!("BSONObj exceeds maximum nested object depth: {MAX_BSON_DEPTH}"),
             )),
         },
-    })
+    }
 }
 
 /// Appends `doc`'s BSON to `out`. A document that cannot be encoded (for example a key with a NUL

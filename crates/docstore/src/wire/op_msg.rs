@@ -2,10 +2,11 @@
 //! and the optional CRC-32C checksum.
 
 use super::{
-    decode_request_document, document_len, finish_message, next_request_id, read_cstring,
-    write_document, Header, ReplyTarget, WireError, HEADER_LEN, OP_MSG,
+    check_request_document, decode_request_document, document_len, finish_message, next_request_id,
+    read_cstring, write_document, Header, ReplyTarget, WireError, HEADER_LEN, OP_MSG,
 };
 use bson::{Bson, Document};
+use std::sync::Arc;
 
 /// The message ends with a CRC-32C of everything before it.
 pub const CHECKSUM_PRESENT: u32 = 1 << 0;
@@ -18,12 +19,17 @@ pub(super) const EXHAUST_ALLOWED: u32 = 1 << 16;
 const REQUIRED_BITS: u32 = 0xFFFF;
 const KNOWN_REQUIRED_BITS: u32 = CHECKSUM_PRESENT | MORE_TO_COME;
 
-/// A parsed OP_MSG request: the body with every document sequence merged in as an array field.
+/// A parsed OP_MSG request: the body with every document sequence merged in as an array field,
+/// but for an `insert`'s `documents` when the parse was asked to keep them as sent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpMsg {
     pub header: Header,
     pub flags: u32,
     pub body: Document,
+    /// An `insert`'s `documents` sequence, each document as the bytes the client sent (checked
+    /// as fully as decoding checks them), left out of `body`: the insert command stores them
+    /// without decoding ([`parse_keeping_inserts`](super::parse_keeping_inserts)).
+    pub documents: Option<Vec<Arc<[u8]>>>,
 }
 
 impl OpMsg {
@@ -40,8 +46,9 @@ impl OpMsg {
     }
 }
 
-/// Parses the OP_MSG in `bytes` (whole message, length already checked against `header`).
-pub(super) fn parse(header: Header, bytes: &[u8]) -> Result<OpMsg, WireError> {
+/// Parses the OP_MSG in `bytes` (whole message, length already checked against `header`); with
+/// `keep_inserts`, an `insert`'s `documents` sequence is kept as sent ([`OpMsg::documents`]).
+pub(super) fn parse(header: Header, bytes: &[u8], keep_inserts: bool) -> Result<OpMsg, WireError> {
     let flags = super::read_i32(bytes, HEADER_LEN)
         .map(|f| f as u32)
         .ok_or_else(|| WireError::malformed("OP_MSG too short for its flag bits"))?;
@@ -73,7 +80,9 @@ pub(super) fn parse(header: Header, bytes: &[u8]) -> Result<OpMsg, WireError> {
     };
 
     let mut body: Option<Document> = None;
-    let mut sequences: Vec<(String, Vec<Bson>)> = Vec::new();
+    // Each sequence's documents as ranges of `bytes`, checked as they are met (so errors come
+    // in message order) and decoded, or kept as sent, once the body says which command it is.
+    let mut sequences: Vec<(String, Vec<std::ops::Range<usize>>)> = Vec::new();
     let mut pos = HEADER_LEN + 4;
     while pos < end {
         let kind = bytes[pos];
@@ -111,10 +120,8 @@ pub(super) fn parse(header: Header, bytes: &[u8]) -> Result<OpMsg, WireError> {
                 let mut docs = Vec::new();
                 while at < section_end {
                     let len = document_len(bytes, at, section_end)?;
-                    docs.push(Bson::Document(decode_request_document(
-                        &bytes[at..at + len],
-                        target,
-                    )?));
+                    check_request_document(&bytes[at..at + len], target)?;
+                    docs.push(at..at + len);
                     at += len;
                 }
                 sequences.push((identifier.to_string(), docs));
@@ -128,18 +135,29 @@ pub(super) fn parse(header: Header, bytes: &[u8]) -> Result<OpMsg, WireError> {
         }
     }
     let mut body = body.ok_or_else(|| WireError::malformed("OP_MSG has no body section"))?;
+    let inserting = keep_inserts && body.keys().next().map(String::as_str) == Some("insert");
+    let mut documents = None;
     for (identifier, docs) in sequences {
         if body.contains_key(&identifier) {
             return Err(WireError::malformed(format!(
                 "field '{identifier}' is both in the body and a document sequence"
             )));
         }
+        if inserting && identifier == "documents" {
+            documents = Some(docs.into_iter().map(|r| Arc::from(&bytes[r])).collect());
+            continue;
+        }
+        let docs = docs
+            .into_iter()
+            .map(|r| decode_request_document(&bytes[r], target).map(Bson::Document))
+            .collect::<Result<Vec<_>, _>>()?;
         body.insert(identifier, Bson::Array(docs));
     }
     Ok(OpMsg {
         header,
         flags,
         body,
+        documents,
     })
 }
 
@@ -297,6 +315,31 @@ mod tests {
                 "empty": [],
             }
         );
+    }
+
+    #[test]
+    fn the_server_keeps_an_inserts_documents_as_sent_and_merges_other_sequences() {
+        let docs = [doc! { "_id": 1 }, doc! { "_id": 2, "x": "y" }];
+        let mut sections = sequence_section("documents", &docs);
+        sections.extend(body_section(&doc! { "insert": "items", "$db": "shop" }));
+        let bytes = raw_msg(5, 0, &sections);
+        let Ok(super::super::Message::Msg(msg)) = super::super::parse_keeping_inserts(&bytes)
+        else {
+            panic!("valid");
+        };
+        assert_eq!(msg.body, doc! { "insert": "items", "$db": "shop" });
+        let sent: Vec<Vec<u8>> = docs.iter().map(|d| bson::to_vec(d).unwrap()).collect();
+        let kept: Vec<Vec<u8>> = msg.documents.unwrap().iter().map(|d| d.to_vec()).collect();
+        assert_eq!(kept, sent);
+        let mut sections = body_section(&doc! { "delete": "c", "$db": "d" });
+        sections.extend(sequence_section("deletes", &[doc! { "q": {}, "limit": 0 }]));
+        let Ok(super::super::Message::Msg(msg)) =
+            super::super::parse_keeping_inserts(&raw_msg(6, 0, &sections))
+        else {
+            panic!("valid");
+        };
+        assert_eq!(msg.documents, None);
+        assert_eq!(msg.body.get_array("deletes").map(|a| a.len()).ok(), Some(1));
     }
 
     #[test]
