@@ -729,14 +729,16 @@ impl Collection {
                             < tied.saturating_mul(tied)
                     {
                         if let Some((id_index, ascending)) = id_order.as_ref() {
-                            let members: std::collections::HashSet<RecordId> =
-                                group.iter().copied().collect();
+                            // The walk hands out a group in record order: membership is a
+                            // binary search, where a set of the tied records (hashing tens of
+                            // thousands per search) was the walk's largest cost.
+                            let members = &group;
                             let mut left = members.len();
                             for record in id_index.records_in_key_order(!*ascending) {
                                 if hits.len() >= wanted || left == 0 {
                                     break;
                                 }
-                                if members.contains(&record) {
+                                if members.binary_search(&record).is_ok() {
                                     left -= 1;
                                     examine(record, score, &mut hits)?;
                                 }

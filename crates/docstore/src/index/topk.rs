@@ -22,8 +22,7 @@
 //! score above it.
 
 use super::RecordId;
-use std::cmp::Ordering;
-use std::collections::{BTreeMap, BinaryHeap, HashSet};
+use std::collections::BTreeMap;
 
 /// A term's postings by score, descending (ties by record id, ascending): `(score bits,
 /// record)`. Made by [`impact_order`] and kept by `index::entries::ImpactCache`.
@@ -75,47 +74,45 @@ pub(crate) fn impact_order<P: Postings + ?Sized>(records: &P) -> ImpactList {
     ImpactList::from(list)
 }
 
-/// A record's score: its terms' scores summed in term order, from zero.
-fn score_of(terms: &[TermPostings<'_>], record: RecordId) -> f64 {
-    let mut score = 0.0;
-    for term in terms {
-        if let Some(bits) = term.records.score_bits(record) {
-            score += f64::from_bits(bits);
-        }
-    }
-    score
-}
-
-/// A met record in the best-first heap: highest score first, then lowest record.
-struct Met(f64, RecordId);
-
-impl PartialEq for Met {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
+/// A score as a key whose integer order is `f64::total_cmp`'s (flip every bit of a negative,
+/// the sign bit of the rest), so a `BTreeMap` keeps scores in the walk's order.
+fn score_key(bits: u64) -> u64 {
+    if bits >> 63 == 1 {
+        !bits
+    } else {
+        bits | 1 << 63
     }
 }
 
-impl Eq for Met {}
-
-impl PartialOrd for Met {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
+/// The score of a [`score_key`].
+fn key_score(key: u64) -> f64 {
+    f64::from_bits(if key >> 63 == 1 {
+        key & !(1 << 63)
+    } else {
+        !key
+    })
 }
 
-impl Ord for Met {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.0.total_cmp(&other.0).then(other.1.cmp(&self.1))
-    }
-}
+/// Postings read from one list in one step at most, while they keep the same score: the
+/// threshold cannot change within such a run, so it is not recomputed for each posting, and
+/// stopping mid-run reads at most this many postings more than a posting-at-a-time walk.
+const RUN_STEP: usize = 256;
 
 /// The records holding any of the terms, in groups of equal score, best first.
+///
+/// Generated and templated catalogs tie by the ten thousand (a product's editions hold the
+/// same text), and a group is only handed out once every record of its score is met, so the
+/// per-record cost decides a search's cost: a record met is scored with one lookup per other
+/// term, and those lookups also tell whether an earlier list already met it (its posting there
+/// lies before that list's read position), so no set of met records is kept; met records wait
+/// in a map from score to records, whose few distinct scores make each insertion cheap (a heap
+/// of every met record cost most of a search's time).
 pub(crate) struct BestFirst<'a> {
     terms: Vec<TermPostings<'a>>,
     /// How far each term's score-ordered list has been read.
     read: Vec<usize>,
-    met: HashSet<RecordId>,
-    heap: BinaryHeap<Met>,
+    /// Met records not handed out yet: [`score_key`] → records, in the order met.
+    pending: BTreeMap<u64, Vec<RecordId>>,
     /// Postings read from the lists (`keysExamined`).
     pub(crate) postings_read: u64,
 }
@@ -126,8 +123,7 @@ impl<'a> BestFirst<'a> {
         BestFirst {
             terms,
             read,
-            met: HashSet::new(),
-            heap: BinaryHeap::new(),
+            pending: BTreeMap::new(),
             postings_read: 0,
         }
     }
@@ -145,7 +141,46 @@ impl<'a> BestFirst<'a> {
         any.then_some(bound)
     }
 
-    /// Read one more posting: from the list whose next score is highest (the first such).
+    /// Whether list `j` has read its posting `(bits, record)`: it lies before the list's read
+    /// position in the list's order (score descending, then record ascending).
+    fn read_in(&self, j: usize, bits: u64, record: RecordId) -> bool {
+        match self.terms[j].by_score.get(self.read[j]) {
+            None => true,
+            Some(&(next_bits, next_record)) => f64::from_bits(bits)
+                .total_cmp(&f64::from_bits(next_bits))
+                .then(next_record.cmp(&record))
+                .is_gt(),
+        }
+    }
+
+    /// Meet `record`, read from list `from` with score `bits` there: unless an earlier list met
+    /// it, score it (its terms' scores summed in term order, from zero) and keep it.
+    fn meet(&mut self, from: usize, bits: u64, record: RecordId) {
+        let mut score = 0.0;
+        for (j, term) in self.terms.iter().enumerate() {
+            let term_bits = if j == from {
+                bits
+            } else {
+                match term.records.score_bits(record) {
+                    Some(b) => {
+                        if self.read_in(j, b, record) {
+                            return;
+                        }
+                        b
+                    }
+                    None => continue,
+                }
+            };
+            score += f64::from_bits(term_bits);
+        }
+        self.pending
+            .entry(score_key(score.to_bits()))
+            .or_default()
+            .push(record);
+    }
+
+    /// Read more postings: from the list whose next score is highest (the first such), up to
+    /// [`RUN_STEP`] of them while their score stays the same.
     fn advance(&mut self) {
         let mut best: Option<(usize, f64)> = None;
         for (i, (term, &at)) in self.terms.iter().zip(&self.read).enumerate() {
@@ -159,12 +194,19 @@ impl<'a> BestFirst<'a> {
         let Some((i, _)) = best else {
             return;
         };
-        let record = self.terms[i].by_score[self.read[i]].1;
-        self.read[i] += 1;
-        self.postings_read += 1;
-        if self.met.insert(record) {
-            let score = score_of(&self.terms, record);
-            self.heap.push(Met(score, record));
+        let list = ImpactList::clone(&self.terms[i].by_score);
+        let at = self.read[i];
+        let run_bits = list[at].0;
+        let run = list[at..]
+            .iter()
+            .take(RUN_STEP)
+            .take_while(|(bits, _)| *bits == run_bits)
+            .count();
+        for &(bits, record) in &list[at..at + run] {
+            // Moved past the posting first: `meet` asks this list's position of no record.
+            self.read[i] += 1;
+            self.postings_read += 1;
+            self.meet(i, bits, record);
         }
     }
 
@@ -173,20 +215,12 @@ impl<'a> BestFirst<'a> {
     pub(crate) fn next_group(&mut self) -> Option<(f64, Vec<RecordId>)> {
         loop {
             let threshold = self.threshold();
-            if let Some(top) = self.heap.peek() {
-                if threshold.is_none_or(|t| top.0 > t) {
-                    let score = top.0;
-                    let mut group = Vec::new();
-                    while self
-                        .heap
-                        .peek()
-                        .is_some_and(|m| m.0.total_cmp(&score) == Ordering::Equal)
-                    {
-                        if let Some(Met(_, record)) = self.heap.pop() {
-                            group.push(record);
-                        }
-                    }
-                    return Some((score, group));
+            if let Some(&top_key) = self.pending.keys().next_back() {
+                let top = key_score(top_key);
+                if threshold.is_none_or(|t| top > t) {
+                    let mut group = self.pending.remove(&top_key).unwrap_or_default();
+                    group.sort_unstable();
+                    return Some((top, group));
                 }
             }
             threshold?;
@@ -337,6 +371,48 @@ mod tests {
             .collect();
         assert_eq!(best, (99_990..100_000).rev().collect::<Vec<_>>());
         assert!(walk.postings_read <= 11, "{}", walk.postings_read);
+    }
+
+    #[test]
+    fn score_keys_order_scores_as_total_cmp_does() {
+        let scores = [-3.5, -0.0, 0.0, 1e-300, 0.75, 1.0, 2.5, 1e300];
+        for a in scores {
+            assert_eq!(key_score(score_key(f64::to_bits(a))).to_bits(), a.to_bits());
+            for b in scores {
+                assert_eq!(
+                    score_key(a.to_bits()).cmp(&score_key(b.to_bits())),
+                    a.total_cmp(&b),
+                    "{a} {b}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn best_first_hands_out_a_large_tie_whole_and_in_record_order() {
+        // Two terms, every record tied in the first; some hold the second too.
+        let first: BTreeMap<RecordId, u64> = (0..5_000u64).map(|r| (r, 1.5f64.to_bits())).collect();
+        let second: BTreeMap<RecordId, u64> = (0..5_000u64)
+            .filter(|r| r % 7 == 0)
+            .map(|r| (r, 0.25f64.to_bits()))
+            .collect();
+        let mut walk = BestFirst::new(vec![
+            TermPostings {
+                records: &first,
+                by_score: impact(&first),
+            },
+            TermPostings {
+                records: &second,
+                by_score: impact(&second),
+            },
+        ]);
+        let (top, both) = walk.next_group().expect("a group");
+        assert_eq!(top, 1.75);
+        assert_eq!(both, (0..5_000).filter(|r| r % 7 == 0).collect::<Vec<_>>());
+        let (next, rest) = walk.next_group().expect("a second group");
+        assert_eq!(next, 1.5);
+        assert_eq!(rest, (0..5_000).filter(|r| r % 7 != 0).collect::<Vec<_>>());
+        assert!(walk.next_group().is_none());
     }
 
     #[test]
