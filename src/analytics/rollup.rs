@@ -30,9 +30,10 @@
 //! with identical documents: nothing is lost or counted twice. One instance rolls up at a time
 //! ([`roll_up_under_lease`]); a second at once would also be harmless.
 //!
-//! **Dimensions.** After the four levels, a run builds the daily documents of what the report's
-//! tables group by ([`super::dimensions`]) for every day whose hours are all rolled up, from the
-//! events, with the same delete, insert, then watermark (`dimensions`) steps.
+//! **Dimensions.** After the four levels, a run builds the documents of what the report's
+//! tables group by ([`super::dimensions`]): the hours rolled up since its `hours` watermark from
+//! the events, then the days those close from their hours, with the same delete, insert, then
+//! watermark steps (both of its watermarks, `upto` and `hours`, in one write).
 //!
 //! Events that reach the log after their hour was rolled up (a clock far behind, a writer stuck
 //! longer than [`GRACE`]) stay in the raw reports but not in the roll-ups.
