@@ -234,11 +234,7 @@ type Kept = Vec<(Option<String>, Entry)>;
 /// range's events by hour and key (and response time for templates), each on the `kind, at`
 /// index; each hour capped at [`CAP`] keys and its sketches compacted, so the hours are
 /// exactly what [`stored_hours`] reads back once they are written.
-pub(crate) async fn build_hours(
-    db: &Db,
-    from: DateTime,
-    to: DateTime,
-) -> Result<Hours, DbError> {
+pub(crate) async fn build_hours(db: &Db, from: DateTime, to: DateTime) -> Result<Hours, DbError> {
     let mut hours = Hours::default();
     for dim in Dim::ALL {
         let mut found: HashMap<DateTime, HashMap<String, Entry>> = HashMap::new();
@@ -321,11 +317,7 @@ impl Hours {
 }
 
 /// The hourly documents stored in [`HOURLY`] for `[from, to)`, as [`build_hours`] gives them.
-pub(crate) async fn stored_hours(
-    db: &Db,
-    from: DateTime,
-    to: DateTime,
-) -> Result<Hours, DbError> {
+pub(crate) async fn stored_hours(db: &Db, from: DateTime, to: DateTime) -> Result<Hours, DbError> {
     let mut hours = Hours::default();
     if to <= from {
         return Ok(hours);
@@ -335,8 +327,10 @@ pub(crate) async fn stored_hours(
         .find(doc! { "at": { "$gte": from, "$lt": to } })
         .await?;
     while let Some(d) = docs.try_next().await? {
-        let (Ok(at), Some(dim)) = (d.get_datetime("at"), d.get_str("dim").ok().and_then(Dim::named))
-        else {
+        let (Ok(at), Some(dim)) = (
+            d.get_datetime("at"),
+            d.get_str("dim").ok().and_then(Dim::named),
+        ) else {
             continue;
         };
         let key = match d.get("key") {
@@ -503,8 +497,17 @@ mod tests {
         assert_eq!(first.len(), CAP + 1);
         let (key, other) = first.last().expect("other");
         assert_eq!((key, other.count, other.keys), (&None, 1 + 2 + 3, 3));
-        assert_eq!(first[0].0.as_deref(), Some(format!("k{}", CAP + 2).as_str()));
-        let second = capped([(Some("k0".into()), entry(10)), (Some("new".into()), entry(1))].into_iter());
+        assert_eq!(
+            first[0].0.as_deref(),
+            Some(format!("k{}", CAP + 2).as_str())
+        );
+        let second = capped(
+            [
+                (Some("k0".into()), entry(10)),
+                (Some("new".into()), entry(1)),
+            ]
+            .into_iter(),
+        );
         let hours = Hours(HashMap::from([
             ((midnight, Dim::Search), first),
             ((one, Dim::Search), second),
@@ -532,7 +535,13 @@ mod tests {
     #[test]
     fn a_day_starts_at_its_utc_midnight_before_and_after_1970() {
         let day = 86_400_000;
-        assert_eq!(day_of(DateTime::from_millis(day + 5)), DateTime::from_millis(day));
-        assert_eq!(day_of(DateTime::from_millis(-5)), DateTime::from_millis(-day));
+        assert_eq!(
+            day_of(DateTime::from_millis(day + 5)),
+            DateTime::from_millis(day)
+        );
+        assert_eq!(
+            day_of(DateTime::from_millis(-5)),
+            DateTime::from_millis(-day)
+        );
     }
 }

@@ -2,11 +2,10 @@
 //! events only for the rest (after the watermarks, or a partial period at a range's edge): the
 //! time series and the visitors over the range from the level roll-ups ([`super::rollup`]),
 //! the tables from the dimension documents ([`super::dimensions`]: days, then the open day's
-//! hours). What the events alone
-//! give ([`super::traffic`]) is the reference: counts, page views, ranks and (below 128 ms)
-//! response-time quantiles are equal; visitors are estimated by merging the sketches of the
-//! documents read with the sketch of the events read (1.6 % standard error), since distinct
-//! visitors cannot be summed. A range's cost so no longer grows with its events: 30 days read
+//! hours). What the events alone give ([`super::traffic`]) is the reference: counts, page
+//! views, ranks and (below 128 ms) response-time quantiles are equal; visitors are estimated by
+//! merging the sketches of the documents read with the sketch of the events read (1.6 %
+//! standard error), since distinct visitors cannot be summed. A range's cost so no longer grows with its events: 30 days read
 //! 30 documents per key (and one per hour of the open day), and the events of at most the last
 //! hour.
 //!

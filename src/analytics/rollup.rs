@@ -278,9 +278,7 @@ async fn dimensions_up_to(
         .await?;
     // The closed days' hours: read by nothing now (a crash before this leaves them to the next
     // run's delete).
-    hourly
-        .delete_many(doc! { "at": { "$lt": day_to } })
-        .await?;
+    hourly.delete_many(doc! { "at": { "$lt": day_to } }).await?;
     let took = started.elapsed();
     report.dimension_hours = Some((hour_from, hour_to, took));
     if day_to > day_from {
