@@ -282,8 +282,12 @@ async fn roll_up(db: &Db, now: bson::DateTime, rollup_events: u64) -> anyhow::Re
             .collection::<Document>(dimensions::DIMENSIONS)
             .count_documents(doc! {})
             .await?;
+        let hourly = db
+            .collection::<Document>(dimensions::HOURLY)
+            .count_documents(doc! {})
+            .await?;
         levels.push(format!("dimensions {:.1} s", took.as_secs_f64()));
-        documents.push(format!("dimension {n}"));
+        documents.push(format!("dimension {n}, hourly dimension {hourly}"));
     }
     println!(
         "roll-up of {rollup_events} events from scratch: {:.1} s ({}; documents: {})",

@@ -7,8 +7,8 @@
 //! `traffic.dimensions` for the closed days, each the sum of its hours (hierarchical, as
 //! `traffic.hourly` → `traffic.daily`). A run replaces the documents of its range, then moves
 //! both watermarks in one write, so a re-run or a crash before that leaves the same documents;
-//! once a day is closed its hours are deleted (nothing reads them: the reports take whole days
-//! from the daily documents).
+//! the run after the one that closed a day deletes its hours (nothing reads them: the reports
+//! take whole days from the daily documents).
 //!
 //! A document: `{ _id: { at, dim, key }, at, dim, key, count, hll: [packed], ms?, n?, keys? }`:
 //! `count` is exact (bots excluded), `hll` the sketch of the key's visitors in the period

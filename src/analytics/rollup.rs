@@ -225,10 +225,10 @@ pub async fn roll_up_crashing(
 /// The dimension documents ([`super::dimensions`]) up to `hours`, the hourly roll-ups'
 /// watermark: the hours since their own watermark from the events, then every day those close
 /// from its hours (the ones stored by earlier runs and this run's), in one step: the days' and
-/// the open day's hours' documents replaced, then both watermarks set in one write, then the
-/// hourly documents of the closed days deleted. Before that write the stored hours the days
-/// read are untouched, so a re-run or a run after a crash reads the same sources; the hours of
-/// a day closed in the same run are never written (from scratch, 30 days of them would be).
+/// the open day's hours' documents replaced, then both watermarks set in one write. The stored
+/// hours the days read are deleted only by a later run, once the days' watermark is past them,
+/// so a re-run or a run after a crash reads the same sources; the hours of a day closed in the
+/// same run are never written (from scratch, 30 days of them would be).
 async fn dimensions_up_to(
     db: &Db,
     hours: Option<DateTime>,
@@ -240,6 +240,13 @@ async fn dimensions_up_to(
     };
     let (days_upto, hours_upto) = dimension_watermarks(db).await?;
     let day_from = days_upto.unwrap_or(DateTime::from_millis(0));
+    let hourly = db.collection::<Document>(dimensions::HOURLY);
+    // The hours of the days an earlier run closed: read by nothing now. Not the hours of the days
+    // this run closes: a second run at once (handles of one process share the lease) may still
+    // be reading them as the days' source.
+    hourly
+        .delete_many(doc! { "at": { "$lt": day_from } })
+        .await?;
     // A store whose dimensions were built by days only: its hours start where its days end.
     let hour_from = hours_upto.map_or(day_from, |h| h.max(day_from));
     if hour_to <= hour_from {
@@ -249,7 +256,6 @@ async fn dimensions_up_to(
     let started = std::time::Instant::now();
     let built = dimensions::build_hours(db, hour_from, hour_to).await?;
     let (closed, open) = built.split_before(day_to);
-    let hourly = db.collection::<Document>(dimensions::HOURLY);
     let daily = db.collection::<Document>(dimensions::DIMENSIONS);
     if day_to > day_from {
         let earlier = dimensions::stored_hours(db, day_from, hour_from.min(day_to)).await?;
@@ -276,9 +282,6 @@ async fn dimensions_up_to(
         .update_one(doc! { "_id": dimensions::WATERMARK }, doc! { "$set": set })
         .upsert(true)
         .await?;
-    // The closed days' hours: read by nothing now (a crash before this leaves them to the next
-    // run's delete).
-    hourly.delete_many(doc! { "at": { "$lt": day_to } }).await?;
     let took = started.elapsed();
     report.dimension_hours = Some((hour_from, hour_to, took));
     if day_to > day_from {
