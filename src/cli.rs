@@ -480,7 +480,7 @@ async fn traffic_rollup(now: Option<bson::DateTime>) -> anyhow::Result<()> {
     database.close().await;
     match outcome.context("the traffic roll-up failed")? {
         None => println!("Another instance holds the roll-up lease: nothing done."),
-        Some(report) if report.built.is_empty() && report.dimensions.is_none() => {
+        Some(report) if report.built.is_empty() && report.dimension_hours.is_none() => {
             println!("Nothing was due.")
         }
         Some(report) => {
@@ -493,12 +493,19 @@ async fn traffic_rollup(now: Option<bson::DateTime>) -> anyhow::Result<()> {
                     built.took.as_millis()
                 );
             }
-            if let Some((from, to, took)) = report.dimensions {
+            if let Some((from, to, took)) = report.dimension_hours {
                 println!(
-                    "Built the dimension roll-ups from {} to {} in {} ms.",
+                    "Built the hourly dimension roll-ups from {} to {} in {} ms.",
                     from.to_chrono().to_rfc3339(),
                     to.to_chrono().to_rfc3339(),
                     took.as_millis()
+                );
+            }
+            if let Some((from, to, _)) = report.dimensions {
+                println!(
+                    "Built the dimension roll-ups from {} to {} (from their hours).",
+                    from.to_chrono().to_rfc3339(),
+                    to.to_chrono().to_rfc3339(),
                 );
             }
         }

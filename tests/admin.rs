@@ -137,6 +137,7 @@ async fn admin_with_the_right_credentials_shows_the_dashboard_in_the_admin_layou
             "stats.monthly",
             "traffic.daily",
             "traffic.dimensions",
+            "traffic.dimensions.hourly",
             "traffic.hourly",
             "traffic.monthly",
             "traffic.weekly"

@@ -355,7 +355,7 @@ async fn a_full_queue_drops_and_counts_instead_of_waiting() {
 // ---------------------------------------------------------------------------------------------
 // Roll-ups.
 
-use bazaar::analytics::dimensions::{Dim, DIMENSIONS};
+use bazaar::analytics::dimensions::{Dim, DIMENSIONS, HOURLY};
 use bazaar::analytics::hll;
 use bazaar::analytics::rollup::{self, CrashAfter, Level, WATERMARKS};
 use std::collections::BTreeMap;
@@ -451,6 +451,10 @@ async fn snapshot(db: &Db) -> Vec<Document> {
         docs.extend(of_level);
     }
     let mut dims: Vec<Document> = all(db, DIMENSIONS, doc! {}).await;
+    for mut d in all(db, HOURLY, doc! {}).await {
+        d.insert("level", "hour");
+        dims.push(d);
+    }
     for d in &mut dims {
         let mut sketch: Vec<i64> = d
             .get_array("hll")
@@ -620,7 +624,7 @@ async fn a_second_run_and_a_run_crashed_between_merge_and_watermark_change_nothi
         for collection in Level::ALL
             .map(Level::collection)
             .into_iter()
-            .chain([WATERMARKS, DIMENSIONS])
+            .chain([WATERMARKS, DIMENSIONS, HOURLY])
         {
             db.collection::<Document>(collection)
                 .drop()
@@ -667,6 +671,107 @@ async fn a_second_run_and_a_run_crashed_between_merge_and_watermark_change_nothi
         })
         .collect();
     assert_eq!(after, uninterrupted);
+}
+
+/// Roll up `db` as of `now`, after a run crashed between the dimension documents and their
+/// watermarks (it changes nothing the finishing run does not redo).
+async fn roll_up_after_a_crash(db: &Db, now: bson::DateTime) {
+    let crashed = rollup::roll_up_crashing(db, now, CrashAfter::Dimensions).await;
+    assert!(crashed.is_err());
+    rollup::roll_up(db, now).await.expect("rolls up");
+}
+
+#[tokio::test]
+async fn hourly_dimension_documents_count_exactly_across_hour_and_day_boundaries_and_sum_into_the_days(
+) {
+    let (_server, stepped) = memory_db("dims-hourly-stepped").await;
+    let (_other, at_once) = memory_db("dims-hourly-at-once").await;
+    let n = 2_000;
+    let events: Vec<Document> = (0..n).map(|i| varied_event(i, n)).collect();
+    for db in [&stepped, &at_once] {
+        db.collection::<Document>(EVENTS)
+            .insert_many(events.clone())
+            .await
+            .expect("seeded");
+    }
+    // Rolled up every seven hours (each step crashed once before its watermarks, then run
+    // again), so the day boundaries fall inside the steps at varying hours.
+    let mut now = utc(2026, 11, 29, 3, 30);
+    while now < utc(2026, 12, 1, 13, 30) {
+        roll_up_after_a_crash(&stepped, bson_time(now)).await;
+        now += chrono::Duration::hours(7);
+    }
+    roll_up_after_a_crash(&stepped, bson_time(utc(2026, 12, 1, 13, 30))).await;
+    // Days to 1 December, hours to 13:00 that day; only that day's hours are kept.
+    let (days, hours) = rollup::dimension_watermarks(&stepped)
+        .await
+        .expect("watermarks");
+    assert_eq!(days, Some(bson_time(utc(2026, 12, 1, 0, 0))));
+    assert_eq!(hours, Some(bson_time(utc(2026, 12, 1, 13, 0))));
+    let hourly = all(&stepped, HOURLY, doc! {}).await;
+    assert!(!hourly.is_empty());
+    let mut seen = std::collections::BTreeSet::new();
+    for d in &hourly {
+        let at = *d.get_datetime("at").expect("at");
+        assert!(
+            at >= bson_time(utc(2026, 12, 1, 0, 0)) && at < bson_time(utc(2026, 12, 1, 13, 0)),
+            "{d:?}"
+        );
+        // Each hour's count of a page, device or template is its views in that hour, exactly.
+        let dim = d.get_str("dim").expect("dim");
+        let field = match dim {
+            "path" | "device" | "template" => dim,
+            _ => continue,
+        };
+        let key = d.get_str("key").expect("a named key");
+        let end = bson::DateTime::from_millis(at.timestamp_millis() + 3_600_000);
+        let exact = stepped
+            .collection::<Document>(EVENTS)
+            .count_documents(doc! {
+                "kind": events::VIEW, "bot": false, field: key, "at": { "$gte": at, "$lt": end },
+            })
+            .await
+            .expect("counted");
+        assert_eq!(d.get_i32("count").map(i64::from), Ok(exact as i64), "{d:?}");
+        seen.insert(at.timestamp_millis());
+    }
+    // The first hour of the day (just past the boundary) and the last built one have theirs.
+    assert!(seen.contains(&bson_time(utc(2026, 12, 1, 0, 0)).timestamp_millis()));
+    assert!(seen.contains(&bson_time(utc(2026, 12, 1, 12, 0)).timestamp_millis()));
+
+    // The same day tables whether the days were summed from hours over many runs or built
+    // in one run (where no hour of a closed day is ever written).
+    let end = bson_time(utc(2027, 1, 1, 0, 0));
+    roll_up_after_a_crash(&stepped, end).await;
+    rollup::roll_up(&at_once, end).await.expect("rolls up");
+    let uninterrupted = snapshot(&at_once).await;
+    // And a day's counts are its events': 30 November's devices.
+    for d in all(
+        &at_once,
+        DIMENSIONS,
+        doc! { "dim": "device", "at": bson_time(utc(2026, 11, 30, 0, 0)) },
+    )
+    .await
+    {
+        let exact = at_once
+            .collection::<Document>(EVENTS)
+            .count_documents(doc! {
+                "kind": events::VIEW, "bot": false, "device": d.get_str("key").expect("key"),
+                "at": { "$gte": bson_time(utc(2026, 11, 30, 0, 0)), "$lt": bson_time(utc(2026, 12, 1, 0, 0)) },
+            })
+            .await
+            .expect("counted");
+        assert_eq!(d.get_i32("count").map(i64::from), Ok(exact as i64), "{d:?}");
+    }
+
+    // Run again: nothing due; the hours of the days the last run closed are deleted (by the
+    // next run, not that one), and then the documents are the same.
+    let again = rollup::roll_up(&stepped, end).await.expect("rolls up");
+    assert_eq!(again.dimension_hours, None);
+    assert!(all(&stepped, HOURLY, doc! {}).await.is_empty());
+    assert_eq!(snapshot(&stepped).await, uninterrupted);
+    rollup::roll_up(&stepped, end).await.expect("rolls up");
+    assert_eq!(snapshot(&stepped).await, uninterrupted);
 }
 
 /// Event `i` of the comparison below: four days from 29 November 2026 (a month's end inside),
@@ -1581,7 +1686,7 @@ async fn a_roll_up_killed_with_sigkill_and_run_again_gives_the_numbers_of_an_uni
         .chain([("Dimensions".to_string(), DIMENSIONS)])
         .collect();
     for (point, (level, collection)) in collections.iter().enumerate() {
-        for emptied in collections.iter().map(|(_, c)| c) {
+        for emptied in collections.iter().map(|(_, c)| *c).chain([HOURLY]) {
             crashed
                 .collection::<Document>(emptied)
                 .delete_many(doc! {})

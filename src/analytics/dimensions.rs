@@ -1,27 +1,36 @@
-//! Daily roll-ups of what the traffic report's tables group by: pages, referrer hosts, UTM
-//! campaigns and sources, devices, browsers, searches (and those without results), the funnel's
-//! steps and each page template's response times. One document per day, dimension and key in
-//! `traffic.dimensions`, built from the events of complete days by [`super::rollup`] after the
-//! four levels, with a watermark of its own (`dimensions`) and the same replace-then-advance
-//! steps, so a re-run or a crash before the watermark moves leaves the same documents.
+//! Roll-ups of what the traffic report's tables group by: pages, referrer hosts, UTM campaigns
+//! and sources, devices, browsers, searches (and those without results), the funnel's steps and
+//! each page template's response times. Two levels, built by [`super::rollup`] after the four
+//! traffic levels, each up to its own watermark (`upto` and `hours` of the `dimensions`
+//! watermark): one document per hour, dimension and key in `traffic.dimensions.hourly` for the
+//! day not yet closed, built from the events; one per day, dimension and key in
+//! `traffic.dimensions` for the closed days, each the sum of its hours (hierarchical, as
+//! `traffic.hourly` → `traffic.daily`). A run replaces the documents of its range, then moves
+//! both watermarks in one write, so a re-run or a crash before that leaves the same documents;
+//! the run after the one that closed a day deletes its hours (nothing reads them: the reports
+//! take whole days from the daily documents).
 //!
 //! A document: `{ _id: { at, dim, key }, at, dim, key, count, hll: [packed], ms?, n?, keys? }`:
-//! `count` is exact (bots excluded), `hll` the sketch of the key's visitors that day (mergeable
-//! over any days, [`super::hll`]); a `template` document adds its response-time histogram, `ms`
-//! (bucket lower bounds, ascending, [`bucket`]) and `n` (views in each), which merge by adding.
+//! `count` is exact (bots excluded), `hll` the sketch of the key's visitors in the period
+//! (mergeable over any periods, [`super::hll`]); a `template` document adds its response-time
+//! histogram, `ms` (bucket lower bounds, ascending, [`bucket`]) and `n` (views in each), which
+//! merge by adding.
 //!
-//! **Bounded.** A day keeps at most [`CAP`] keys per dimension, the most counted; the others are
-//! summed into one document with `key: null` and `keys` (how many were folded). The reports
-//! leave that bucket out, so a key's total over a range misses its counts on the days it ranked
-//! below [`CAP`] that day: exact whenever no day had more than [`CAP`] distinct keys of the
-//! dimension (a shop's pages, sources, devices and templates; only searches can exceed it, by
-//! one-off queries that no top-20 table would show). Per-hour top-N lists would not merge
-//! exactly; full per-day counts under a cap do.
+//! **Bounded.** An hour, and a day summed from its hours, keeps at most [`CAP`] keys per
+//! dimension, the most counted; the others are summed into one document with `key: null` and
+//! `keys` (how many were folded: a day's adds its hours', so a key folded in two hours counts
+//! twice). The reports leave that bucket out, so a key's total over a range misses its counts
+//! in the periods it ranked below [`CAP`]: exact whenever no day had more than [`CAP`] distinct
+//! keys of the dimension (then none of its hours had either: a shop's pages, sources, devices
+//! and templates; only searches can exceed it, by one-off queries that no top-20 table would
+//! show). Per-hour top-N lists would not merge exactly; full per-period counts under a cap do.
 //!
-//! Why days, not hours: a report reads one document per key and day for the complete days and
-//! the events only after the watermark (at most a day and an hour, ~100 000 events at the
-//! issue's load: tens of milliseconds); hourly documents would be 24 times as many to build and
-//! to read for every range.
+//! Why hours only for the open day: a report reads one document per key and day for the closed
+//! days, one per key and hour for the open day, and the events only after the hours' watermark
+//! (at most an hour and [`super::rollup`]'s grace, ~4 000 events at the 100 000 a day);
+//! with days alone it grouped the whole open day's events with their sketches (~100 000 at
+//! 00:01: 150–350 ms of the reports' time). Keeping every hour would make 24 times as many
+//! documents for ranges the days already serve.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -36,7 +45,10 @@ use crate::db::{Db, DbError};
 
 /// The daily dimension documents.
 pub const DIMENSIONS: &str = "traffic.dimensions";
-/// Their watermark's `_id` in [`super::rollup::WATERMARKS`].
+/// The hourly dimension documents of the days not yet closed (same shape).
+pub const HOURLY: &str = "traffic.dimensions.hourly";
+/// Their watermarks' `_id` in [`super::rollup::WATERMARKS`]: `upto` for the daily documents,
+/// `hours` for the hourly ones.
 pub const WATERMARK: &str = "dimensions";
 /// Keys kept per day and dimension; the rest are summed into the `key: null` document.
 pub const CAP: usize = 2_000;
@@ -94,6 +106,11 @@ impl Dim {
         }
     }
 
+    /// The dimension stored as `name`.
+    pub fn named(name: &str) -> Option<Dim> {
+        Dim::ALL.into_iter().find(|d| d.name() == name)
+    }
+
     /// The breakdown of page views by the event field `field`, if there is one.
     pub fn of_field(field: &str) -> Option<Dim> {
         Dim::ALL.into_iter().take(6).find(|d| d.name() == field)
@@ -135,21 +152,23 @@ impl Dim {
     }
 }
 
-/// Indexes of [`DIMENSIONS`]: a dimension's days of a range (the counts), one key's days (its
-/// visitors), and a range of days (a run's replace).
-pub fn indexes() -> (&'static str, Vec<IndexModel>) {
-    (
-        DIMENSIONS,
-        vec![
-            IndexModel::builder()
-                .keys(doc! { "dim": 1, "at": 1 })
-                .build(),
-            IndexModel::builder()
-                .keys(doc! { "dim": 1, "key": 1, "at": 1 })
-                .build(),
-            IndexModel::builder().keys(doc! { "at": 1 }).build(),
-        ],
-    )
+/// Indexes of [`DIMENSIONS`] and of [`HOURLY`]: a dimension's periods of a range (the counts),
+/// one key's periods (its visitors), and a range of periods (a run's replace).
+pub fn indexes() -> [(&'static str, Vec<IndexModel>); 2] {
+    [DIMENSIONS, HOURLY].map(|collection| {
+        (
+            collection,
+            vec![
+                IndexModel::builder()
+                    .keys(doc! { "dim": 1, "at": 1 })
+                    .build(),
+                IndexModel::builder()
+                    .keys(doc! { "dim": 1, "key": 1, "at": 1 })
+                    .build(),
+                IndexModel::builder().keys(doc! { "at": 1 }).build(),
+            ],
+        )
+    })
 }
 
 /// The histogram bucket of a response time: the time itself below [`EXACT_MS`], above it the
@@ -197,25 +216,32 @@ pub(crate) fn label(key: Option<&Bson>) -> String {
     }
 }
 
-/// One key's day while a run builds it.
+/// One key's hour or day while a run builds it; `keys`: how many keys a `key: null` document
+/// folded.
 #[derive(Default)]
 struct Entry {
     count: i64,
     values: Vec<i32>,
     ms: BTreeMap<i64, i64>,
+    keys: i64,
 }
 
-/// The dimension documents of every complete day in `[from, to)` (both midnights), computed
-/// from the events: one pipeline per dimension (per step for the funnel) grouping the range's
-/// events by day and key (and response time for templates), each on the `kind, at` index.
-pub(crate) async fn build(db: &Db, from: DateTime, to: DateTime) -> Result<Vec<Document>, DbError> {
-    let mut documents = Vec::new();
+/// One period's documents of one dimension: `None` is the folded keys' document.
+type Kept = Vec<(Option<String>, Entry)>;
+
+/// The hourly dimension documents of `[from, to)` (both on the hour), by hour and dimension,
+/// computed from the events: one pipeline per dimension (per step for the funnel) grouping the
+/// range's events by hour and key (and response time for templates), each on the `kind, at`
+/// index; each hour capped at [`CAP`] keys and its sketches compacted, so the hours are
+/// exactly what [`stored_hours`] reads back once they are written.
+pub(crate) async fn build_hours(db: &Db, from: DateTime, to: DateTime) -> Result<Hours, DbError> {
+    let mut hours = Hours::default();
     for dim in Dim::ALL {
-        let mut days: HashMap<DateTime, HashMap<String, Entry>> = HashMap::new();
+        let mut found: HashMap<DateTime, HashMap<String, Entry>> = HashMap::new();
         for (mut filter, key) in dim.queries() {
             filter.insert("at", doc! { "$gte": from, "$lt": to });
             let mut id = doc! {
-                "at": { "$dateTrunc": { "date": "$at", "unit": "day" } },
+                "at": { "$dateTrunc": { "date": "$at", "unit": "hour" } },
                 "key": key,
             };
             if dim == Dim::Template {
@@ -240,7 +266,7 @@ pub(crate) async fn build(db: &Db, from: DateTime, to: DateTime) -> Result<Vec<D
                     continue;
                 };
                 let n = number(row.get("count"));
-                let entry = days
+                let entry = found
                     .entry(*at)
                     .or_default()
                     .entry(label(id.get("key")))
@@ -256,42 +282,155 @@ pub(crate) async fn build(db: &Db, from: DateTime, to: DateTime) -> Result<Vec<D
                 }
             }
         }
-        for (at, keys) in days {
-            documents.extend(day_documents(at, dim, keys));
+        for (at, keys) in found {
+            let mut kept = capped(keys.into_iter().map(|(k, e)| (Some(k), e)));
+            for (_, entry) in &mut kept {
+                entry.values = hll::compact(std::mem::take(&mut entry.values));
+            }
+            hours.0.insert((at, dim), kept);
         }
     }
-    Ok(documents)
+    Ok(hours)
 }
 
-/// One day's documents of `dim`: the [`CAP`] most counted keys, then the rest summed.
-fn day_documents(at: DateTime, dim: Dim, keys: HashMap<String, Entry>) -> Vec<Document> {
-    let mut keys: Vec<(String, Entry)> = keys.into_iter().collect();
-    keys.sort_by(|a, b| b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(&b.0)));
-    let folded = keys.split_off(keys.len().min(CAP));
-    let mut out: Vec<Document> = keys
-        .into_iter()
-        .map(|(key, entry)| document(at, dim, Bson::String(key), entry))
-        .collect();
-    if !folded.is_empty() {
-        let mut other = Entry::default();
-        let n = folded.len();
-        for (_, entry) in folded {
-            other.count += entry.count;
-            other.values.extend(entry.values);
+/// Hourly dimension documents not yet written, by (hour, dimension).
+#[derive(Default)]
+pub(crate) struct Hours(HashMap<(DateTime, Dim), Kept>);
+
+impl Hours {
+    /// The hours before `at`, taken out (they go into days), and the rest (kept as hours).
+    pub(crate) fn split_before(self, at: DateTime) -> (Hours, Hours) {
+        let (before, after) = self.0.into_iter().partition(|((hour, _), _)| *hour < at);
+        (Hours(before), Hours(after))
+    }
+
+    /// Their documents, as [`HOURLY`] keeps them.
+    pub(crate) fn documents(self) -> Vec<Document> {
+        self.0
+            .into_iter()
+            .flat_map(|((at, dim), kept)| {
+                kept.into_iter()
+                    .map(move |(key, entry)| document(at, dim, key, entry))
+            })
+            .collect()
+    }
+}
+
+/// The hourly documents stored in [`HOURLY`] for `[from, to)`, as [`build_hours`] gives them.
+pub(crate) async fn stored_hours(db: &Db, from: DateTime, to: DateTime) -> Result<Hours, DbError> {
+    let mut hours = Hours::default();
+    if to <= from {
+        return Ok(hours);
+    }
+    let mut docs = db
+        .collection::<Document>(HOURLY)
+        .find(doc! { "at": { "$gte": from, "$lt": to } })
+        .await?;
+    while let Some(d) = docs.try_next().await? {
+        let (Ok(at), Some(dim)) = (
+            d.get_datetime("at"),
+            d.get_str("dim").ok().and_then(Dim::named),
+        ) else {
+            continue;
+        };
+        let key = match d.get("key") {
+            Some(Bson::Null) | None => None,
+            key => Some(label(key)),
+        };
+        let mut entry = Entry {
+            count: number(d.get("count")),
+            values: d
+                .get_array("hll")
+                .map(|a| a.iter().map(|v| number(Some(v)) as i32).collect())
+                .unwrap_or_default(),
+            ms: BTreeMap::new(),
+            keys: number(d.get("keys")),
+        };
+        if let (Ok(ms), Ok(n)) = (d.get_array("ms"), d.get_array("n")) {
+            for (ms, n) in ms.iter().zip(n) {
+                *entry.ms.entry(number(Some(ms))).or_default() += number(Some(n));
+            }
         }
-        let mut d = document(at, dim, Bson::Null, other);
-        d.insert("keys", count(n as i64));
-        out.push(d);
+        hours.0.entry((*at, dim)).or_default().push((key, entry));
+    }
+    Ok(hours)
+}
+
+/// The daily documents of the days `hours` cover, each the sum of its hours: counts and
+/// histograms added, sketches merged, the [`CAP`] most counted keys kept and the rest folded
+/// into the `key: null` document with the hours' folded ones. Equal to a day built from its
+/// events whenever none of its hours and not the day had more than [`CAP`] keys.
+pub(crate) fn days(hours: impl IntoIterator<Item = Hours>) -> Vec<Document> {
+    let mut days: HashMap<(DateTime, Dim), (HashMap<String, Entry>, Entry)> = HashMap::new();
+    for part in hours {
+        for ((hour, dim), kept) in part.0 {
+            let (keys, folded) = days.entry((day_of(hour), dim)).or_default();
+            for (key, entry) in kept {
+                let into = match key {
+                    Some(key) => keys.entry(key).or_default(),
+                    None => &mut *folded,
+                };
+                into.count += entry.count;
+                into.values.extend(entry.values);
+                into.keys += entry.keys;
+                for (ms, n) in entry.ms {
+                    *into.ms.entry(ms).or_default() += n;
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for ((at, dim), (keys, folded)) in days {
+        let has_folded = folded.keys > 0 || folded.count > 0;
+        let named = keys.into_iter().map(|(k, e)| (Some(k), e));
+        let kept = if has_folded {
+            capped(named.chain([(None, folded)]))
+        } else {
+            capped(named)
+        };
+        out.extend(
+            kept.into_iter()
+                .map(|(key, entry)| document(at, dim, key, entry)),
+        );
     }
     out
 }
 
-fn document(at: DateTime, dim: Dim, key: Bson, entry: Entry) -> Document {
+/// The [`CAP`] most counted named keys, then (if any were folded, or `None` came in) the rest
+/// summed into one `None` entry whose `keys` says how many it folded.
+fn capped(keys: impl Iterator<Item = (Option<String>, Entry)>) -> Kept {
+    let mut folded: Option<Entry> = None;
+    let mut named: Vec<(String, Entry)> = Vec::new();
+    for (key, entry) in keys {
+        match key {
+            Some(key) => named.push((key, entry)),
+            None => folded = Some(entry),
+        }
+    }
+    named.sort_by(|a, b| b.1.count.cmp(&a.1.count).then_with(|| a.0.cmp(&b.0)));
+    let rest = named.split_off(named.len().min(CAP));
+    let mut out: Kept = named.into_iter().map(|(k, e)| (Some(k), e)).collect();
+    if !rest.is_empty() || folded.is_some() {
+        let mut other = folded.unwrap_or_default();
+        // Folded keys keep no histogram: the reports leave the folded document out.
+        other.ms.clear();
+        other.keys += rest.len() as i64;
+        for (_, entry) in rest {
+            other.count += entry.count;
+            other.values.extend(entry.values);
+        }
+        out.push((None, other));
+    }
+    out
+}
+
+fn document(at: DateTime, dim: Dim, key: Option<String>, entry: Entry) -> Document {
+    let key = key.map_or(Bson::Null, Bson::String);
     let mut d = doc! {
         "_id": { "at": at, "dim": dim.name(), "key": key.clone() },
         "at": at,
         "dim": dim.name(),
-        "key": key,
+        "key": key.clone(),
         "count": count(entry.count),
         "hll": hll::compact(entry.values),
     };
@@ -304,7 +443,16 @@ fn document(at: DateTime, dim: Dim, key: Bson, entry: Entry) -> Document {
         d.insert("ms", ms);
         d.insert("n", n);
     }
+    if key == Bson::Null {
+        d.insert("keys", count(entry.keys));
+    }
     d
+}
+
+/// The UTC midnight starting the day of `at`.
+fn day_of(at: DateTime) -> DateTime {
+    const DAY_MS: i64 = 86_400_000;
+    DateTime::from_millis(at.timestamp_millis().div_euclid(DAY_MS) * DAY_MS)
 }
 
 /// A count as `$sum` stores it: a 32-bit integer when it fits.
@@ -333,29 +481,67 @@ mod tests {
         assert_eq!(histogram_quantile(&BTreeMap::new(), 0.95), 0);
     }
 
+    fn entry(count: i64) -> Entry {
+        Entry {
+            count,
+            values: vec![64 + 1],
+            ..Entry::default()
+        }
+    }
+
     #[test]
-    fn a_day_keeps_the_most_counted_keys_and_sums_the_rest_into_one_bucket() {
-        let keys: HashMap<String, Entry> = (0..CAP as i64 + 3)
-            .map(|i| {
-                (
-                    format!("k{i}"),
-                    Entry {
-                        count: i + 1,
-                        values: vec![64 + 1],
-                        ms: BTreeMap::new(),
-                    },
-                )
-            })
-            .collect();
-        let docs = day_documents(DateTime::from_millis(0), Dim::Search, keys);
-        assert_eq!(docs.len(), CAP + 1);
-        let other = docs.last().expect("other");
-        assert_eq!(other.get("key"), Some(&Bson::Null));
-        assert_eq!(number(other.get("keys")), 3);
-        assert_eq!(number(other.get("count")), 1 + 2 + 3);
+    fn an_hour_keeps_the_most_counted_keys_and_its_day_sums_the_hours_then_folds_again() {
+        let midnight = DateTime::from_millis(0);
+        let one = DateTime::from_millis(3_600_000);
+        let first = capped((0..CAP as i64 + 3).map(|i| (Some(format!("k{i}")), entry(i + 1))));
+        assert_eq!(first.len(), CAP + 1);
+        let (key, other) = first.last().expect("other");
+        assert_eq!((key, other.count, other.keys), (&None, 1 + 2 + 3, 3));
         assert_eq!(
-            docs[0].get_str("key").ok(),
+            first[0].0.as_deref(),
             Some(format!("k{}", CAP + 2).as_str())
+        );
+        let second = capped(
+            [
+                (Some("k0".into()), entry(10)),
+                (Some("new".into()), entry(1)),
+            ]
+            .into_iter(),
+        );
+        let hours = Hours(HashMap::from([
+            ((midnight, Dim::Search), first),
+            ((one, Dim::Search), second),
+        ]));
+        let docs = days([hours]);
+        assert_eq!(docs.len(), CAP + 1);
+        let count_of = |key: &str| {
+            docs.iter()
+                .find(|d| d.get_str("key").ok() == Some(key))
+                .map(|d| number(d.get("count")))
+        };
+        // k0 was folded in the first hour and is named in the second: its day has the second's.
+        assert_eq!(count_of("k0"), Some(10));
+        // The day's two least counted keys, "new" (1) and k3 (4), fold with the hour's three.
+        assert_eq!((count_of("new"), count_of("k3")), (None, None));
+        let other = docs
+            .iter()
+            .find(|d| d.get("key") == Some(&Bson::Null))
+            .expect("other");
+        assert_eq!(number(other.get("count")), 6 + 1 + 4);
+        assert_eq!(number(other.get("keys")), 3 + 2);
+        assert!(docs.iter().all(|d| d.get_datetime("at") == Ok(&midnight)));
+    }
+
+    #[test]
+    fn a_day_starts_at_its_utc_midnight_before_and_after_1970() {
+        let day = 86_400_000;
+        assert_eq!(
+            day_of(DateTime::from_millis(day + 5)),
+            DateTime::from_millis(day)
+        );
+        assert_eq!(
+            day_of(DateTime::from_millis(-5)),
+            DateTime::from_millis(-day)
         );
     }
 }

@@ -1,12 +1,13 @@
 //! The traffic report read from the roll-ups for the complete periods of a range and from the
 //! events only for the rest (after the watermarks, or a partial period at a range's edge): the
 //! time series and the visitors over the range from the level roll-ups ([`super::rollup`]),
-//! the tables from the daily dimension documents ([`super::dimensions`]). What the events alone
-//! give ([`super::traffic`]) is the reference: counts, page views, ranks and (below 128 ms)
-//! response-time quantiles are equal; visitors are estimated by merging the sketches of the
-//! documents read with the sketch of the events read (1.6 % standard error), since distinct
-//! visitors cannot be summed. A range's cost so no longer grows with its events: 30 days read
-//! 30 documents per key, and the events of at most the last day and hour.
+//! the tables from the dimension documents ([`super::dimensions`]: days, then the open day's
+//! hours). What the events alone give ([`super::traffic`]) is the reference: counts, page
+//! views, ranks and (below 128 ms) response-time quantiles are equal; visitors are estimated by
+//! merging the sketches of the documents read with the sketch of the events read (1.6 %
+//! standard error), since distinct visitors cannot be summed. A range's cost so no longer grows with its events: 30 days read
+//! 30 documents per key (and one per hour of the open day), and the events of at most the last
+//! hour.
 //!
 //! Events that reach the log after their period was rolled up are counted by the events-only
 //! queries but not here (see [`super::rollup`]).
@@ -21,7 +22,7 @@ use super::events::FUNNEL;
 use super::events::{EVENTS, VIEW};
 use super::hll;
 use super::number;
-use super::rollup::{named_watermark, watermark, Level};
+use super::rollup::{dimension_watermarks, watermark, Level};
 use super::traffic::{next_period, sketch, Point, Range, Row, Step, Timing};
 use crate::db::{Db, DbError};
 
@@ -220,11 +221,20 @@ async fn aggregate(
         .await?)
 }
 
-/// The pieces of `range` for the dimension documents: their complete days, then the events.
+/// The pieces of `range` for the dimension documents: their complete days, then their hours
+/// (of the day not yet closed), then the events (at most the hour since).
 async fn dimension_pieces(db: &Db, range: Range) -> Result<Vec<Piece>, DbError> {
     let (from, to) = range.bounds();
-    let upto = named_watermark(db, dimensions::WATERMARK).await?;
-    Ok(plan(from, to, &[(Level::Day, upto)]))
+    let (days, hours) = dimension_watermarks(db).await?;
+    Ok(plan(from, to, &[(Level::Day, days), (Level::Hour, hours)]))
+}
+
+/// Where a piece read from dimension documents finds them: days or hours.
+fn dimension_collection(piece: &Piece) -> &'static str {
+    match piece.source {
+        Some(Level::Hour) => dimensions::HOURLY,
+        _ => DIMENSIONS,
+    }
 }
 
 /// Per key of `dim` over `range`: its count and the packed sketch values of the events read
@@ -239,7 +249,7 @@ async fn counts(
         if piece.source.is_some() {
             let rows = aggregate(
                 db,
-                DIMENSIONS,
+                dimension_collection(piece),
                 vec![
                     doc! { "$match": {
                         "dim": dim.name(),
@@ -297,7 +307,7 @@ async fn key_sketches(
     }
     for piece in pieces.iter().filter(|p| p.source.is_some()) {
         let docs: Vec<Document> = db
-            .collection::<Document>(DIMENSIONS)
+            .collection::<Document>(dimension_collection(piece))
             .find(doc! { "dim": dim.name(), "key": { "$in": keys }, "at": range_of(piece) })
             .projection(doc! { "key": 1, "hll": 1 })
             .await?
@@ -367,7 +377,7 @@ pub async fn slowest(
     for piece in dimension_pieces(db, range).await? {
         if piece.source.is_some() {
             let docs: Vec<Document> = db
-                .collection::<Document>(DIMENSIONS)
+                .collection::<Document>(dimension_collection(&piece))
                 .find(doc! {
                     "dim": Dim::Template.name(),
                     "at": range_of(&piece),

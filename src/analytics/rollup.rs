@@ -30,9 +30,10 @@
 //! with identical documents: nothing is lost or counted twice. One instance rolls up at a time
 //! ([`roll_up_under_lease`]); a second at once would also be harmless.
 //!
-//! **Dimensions.** After the four levels, a run builds the daily documents of what the report's
-//! tables group by ([`super::dimensions`]) for every day whose hours are all rolled up, from the
-//! events, with the same delete, insert, then watermark (`dimensions`) steps.
+//! **Dimensions.** After the four levels, a run builds the documents of what the report's
+//! tables group by ([`super::dimensions`]): the hours rolled up since its `hours` watermark from
+//! the events, then the days those close from their hours, with the same delete, insert, then
+//! watermark steps (both of its watermarks, `upto` and `hours`, in one write).
 //!
 //! Events that reach the log after their hour was rolled up (a clock far behind, a writer stuck
 //! longer than [`GRACE`]) stay in the raw reports but not in the roll-ups.
@@ -119,7 +120,7 @@ impl Level {
 
 /// Indexes of every roll-up collection: the periods of a range (the next level's `$match`, top
 /// pages) and one page's (or the site's, `path: null`) periods of a range.
-/// With them, the dimension documents' ([`dimensions::indexes`]).
+/// With them, the dimension documents' ([`dimensions::indexes`], daily and hourly).
 pub fn indexes() -> Vec<(&'static str, Vec<IndexModel>)> {
     let levels = Level::ALL.iter().map(|level| {
         (
@@ -132,7 +133,7 @@ pub fn indexes() -> Vec<(&'static str, Vec<IndexModel>)> {
             ],
         )
     });
-    levels.chain([dimensions::indexes()]).collect()
+    levels.chain(dimensions::indexes()).collect()
 }
 
 /// What one run built: each level that had periods due, with their range, and the days of
@@ -140,8 +141,10 @@ pub fn indexes() -> Vec<(&'static str, Vec<IndexModel>)> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct RollupReport {
     pub built: Vec<Built>,
-    /// `(from, to, took)` of the dimension documents built, if any were due.
+    /// `(from, to, took)` of the daily dimension documents built, if a day closed.
     pub dimensions: Option<(DateTime, DateTime, Duration)>,
+    /// `(from, to, took)` of the hours of dimension documents built, if any were due.
+    pub dimension_hours: Option<(DateTime, DateTime, Duration)>,
 }
 
 /// One level's periods built by a run.
@@ -215,36 +218,93 @@ pub async fn roll_up_crashing(
             took: started.elapsed(),
         });
     }
-    // The dimension documents of every day whose hours are all rolled up, from the events.
-    let from = named_watermark(db, dimensions::WATERMARK)
-        .await?
-        .unwrap_or(DateTime::from_millis(0));
-    if let Some(hours) = watermark(db, Level::Hour).await? {
-        let to = Level::Day.truncate(hours);
-        if to > from {
-            let started = std::time::Instant::now();
-            let documents = dimensions::build(db, from, to).await?;
-            let collection = db.collection::<Document>(dimensions::DIMENSIONS);
-            collection
-                .delete_many(doc! { "at": { "$gte": from, "$lt": to } })
-                .await?;
-            insert_all(&collection, documents).await?;
-            if crash == CrashAfter::Dimensions {
-                return Err(DbError::Invalid(
-                    "roll-up stopped after the dimension documents (test)".into(),
-                ));
-            }
-            db.collection::<Document>(WATERMARKS)
-                .update_one(
-                    doc! { "_id": dimensions::WATERMARK },
-                    doc! { "$set": { "upto": to } },
-                )
-                .upsert(true)
-                .await?;
-            report.dimensions = Some((from, to, started.elapsed()));
-        }
-    }
+    dimensions_up_to(db, watermark(db, Level::Hour).await?, crash, &mut report).await?;
     Ok(report)
+}
+
+/// The dimension documents ([`super::dimensions`]) up to `hours`, the hourly roll-ups'
+/// watermark: the hours since their own watermark from the events, then every day those close
+/// from its hours (the ones stored by earlier runs and this run's), in one step: the days' and
+/// the open day's hours' documents replaced, then both watermarks set in one write. The stored
+/// hours the days read are deleted only by a later run, once the days' watermark is past them,
+/// so a re-run or a run after a crash reads the same sources; the hours of a day closed in the
+/// same run are never written (from scratch, 30 days of them would be).
+async fn dimensions_up_to(
+    db: &Db,
+    hours: Option<DateTime>,
+    crash: CrashAfter,
+    report: &mut RollupReport,
+) -> Result<(), DbError> {
+    let Some(hour_to) = hours else {
+        return Ok(());
+    };
+    let (days_upto, hours_upto) = dimension_watermarks(db).await?;
+    let day_from = days_upto.unwrap_or(DateTime::from_millis(0));
+    let hourly = db.collection::<Document>(dimensions::HOURLY);
+    // The hours of the days an earlier run closed: read by nothing now. Not the hours of the days
+    // this run closes: a second run at once (handles of one process share the lease) may still
+    // be reading them as the days' source.
+    hourly
+        .delete_many(doc! { "at": { "$lt": day_from } })
+        .await?;
+    // A store whose dimensions were built by days only: its hours start where its days end.
+    let hour_from = hours_upto.map_or(day_from, |h| h.max(day_from));
+    if hour_to <= hour_from {
+        return Ok(());
+    }
+    let day_to = Level::Day.truncate(hour_to).max(day_from);
+    let started = std::time::Instant::now();
+    let built = dimensions::build_hours(db, hour_from, hour_to).await?;
+    let (closed, open) = built.split_before(day_to);
+    let daily = db.collection::<Document>(dimensions::DIMENSIONS);
+    if day_to > day_from {
+        let earlier = dimensions::stored_hours(db, day_from, hour_from.min(day_to)).await?;
+        let documents = dimensions::days([earlier, closed]);
+        daily
+            .delete_many(doc! { "at": { "$gte": day_from, "$lt": day_to } })
+            .await?;
+        insert_all(&daily, documents).await?;
+    }
+    hourly
+        .delete_many(doc! { "at": { "$gte": hour_from, "$lt": hour_to } })
+        .await?;
+    insert_all(&hourly, open.documents()).await?;
+    if crash == CrashAfter::Dimensions {
+        return Err(DbError::Invalid(
+            "roll-up stopped after the dimension documents (test)".into(),
+        ));
+    }
+    let mut set = doc! { "hours": hour_to };
+    if day_to > day_from {
+        set.insert("upto", day_to);
+    }
+    db.collection::<Document>(WATERMARKS)
+        .update_one(doc! { "_id": dimensions::WATERMARK }, doc! { "$set": set })
+        .upsert(true)
+        .await?;
+    let took = started.elapsed();
+    report.dimension_hours = Some((hour_from, hour_to, took));
+    if day_to > day_from {
+        report.dimensions = Some((day_from, day_to, took));
+    }
+    Ok(())
+}
+
+/// How far the daily and the hourly dimension documents are built (`upto` and `hours` of the
+/// [`dimensions::WATERMARK`] watermark).
+pub async fn dimension_watermarks(
+    db: &Db,
+) -> Result<(Option<DateTime>, Option<DateTime>), DbError> {
+    let found = db
+        .collection::<Document>(WATERMARKS)
+        .find_one(doc! { "_id": dimensions::WATERMARK })
+        .await?;
+    let at = |field: &str| {
+        found
+            .as_ref()
+            .and_then(|d| d.get_datetime(field).ok().copied())
+    };
+    Ok((at("upto"), at("hours")))
 }
 
 /// [`roll_up`] by whichever instance holds the roll-up lease; `None` when another holds it.
