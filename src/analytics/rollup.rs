@@ -317,6 +317,10 @@ pub(crate) async fn roll_up_under_lease_at(
     db: &Db,
     now: DateTime,
 ) -> Result<Option<RollupReport>, DbError> {
+    // Handles of one process share its lease (the owner is the process), so runs of one process
+    // take turns here: a run never reads the hours another run of this process is replacing.
+    static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _turn = ONE_AT_A_TIME.lock().await;
     let Some(lease) = crate::db::lease::try_take_here(db, LEASE, LEASE_FOR).await? else {
         return Ok(None);
     };
