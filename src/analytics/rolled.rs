@@ -5,7 +5,8 @@
 //! hours). What the events alone give ([`super::traffic`]) is the reference: counts, page
 //! views, ranks and (below 128 ms) response-time quantiles are equal; visitors are estimated by
 //! merging the sketches of the documents read with the sketch of the events read (1.6 %
-//! standard error), since distinct visitors cannot be summed. A range's cost so no longer grows with its events: 30 days read
+//! standard error), since distinct visitors cannot be summed. A range's cost so no longer grows
+//! with its events: 30 days read
 //! 30 documents per key (and one per hour of the open day), and the events of at most the last
 //! hour.
 //!
@@ -226,7 +227,35 @@ async fn aggregate(
 async fn dimension_pieces(db: &Db, range: Range) -> Result<Vec<Piece>, DbError> {
     let (from, to) = range.bounds();
     let (days, hours) = dimension_watermarks(db).await?;
-    Ok(plan(from, to, &[(Level::Day, days), (Level::Hour, hours)]))
+    let pieces = plan(from, to, &[(Level::Day, days), (Level::Hour, hours)]);
+    Ok(hours_from(pieces, days))
+}
+
+/// `pieces` with the hours before `days` (the days' watermark) read from the events instead:
+/// the hourly documents are kept only from there on. Ranges of whole UTC days never plan such
+/// hours (the days cover them); this keeps a range starting mid-day from reading nothing.
+fn hours_from(pieces: Vec<Piece>, days: Option<DateTime>) -> Vec<Piece> {
+    let start = days.unwrap_or(DateTime::from_millis(i64::MIN));
+    let mut out = Vec::with_capacity(pieces.len() + 1);
+    for piece in pieces {
+        if piece.source == Some(Level::Hour) && piece.from < start {
+            let split = start.min(piece.to);
+            out.push(Piece {
+                source: None,
+                to: split,
+                ..piece
+            });
+            if split < piece.to {
+                out.push(Piece {
+                    from: split,
+                    ..piece
+                });
+            }
+        } else {
+            out.push(piece);
+        }
+    }
+    out
 }
 
 /// Where a piece read from dimension documents finds them: days or hours.
@@ -453,6 +482,27 @@ mod tests {
                 .single()
                 .expect("t"),
         )
+    }
+
+    #[test]
+    fn dimension_hours_before_the_days_watermark_are_read_from_the_events() {
+        // Days built to the 20th, hours to 13:00 on the 21st; a range from 06:00 on the 19th:
+        // the hours of the 19th are no longer kept, so they come from the events.
+        let days = Some(at(20, 0));
+        let pieces = plan(
+            at(19, 6),
+            at(22, 0),
+            &[(Level::Day, days), (Level::Hour, Some(at(21, 13)))],
+        );
+        let piece = |from, to, source| Piece { from, to, source };
+        assert_eq!(
+            hours_from(pieces, days),
+            [
+                piece(at(19, 6), at(20, 0), None),
+                piece(at(20, 0), at(21, 13), Some(Level::Hour)),
+                piece(at(21, 13), at(22, 0), None),
+            ]
+        );
     }
 
     #[test]

@@ -108,7 +108,7 @@ mod tests {
             featured: false,
             shipping: Shipping::default(),
         }
-        .into_product(vec![ObjectId::new()])
+        .into_product(vec![ObjectId::new()], bson::DateTime::now())
         .unwrap();
         let mut product = product;
         product.photos = vec![ObjectId::new()];

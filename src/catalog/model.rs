@@ -388,12 +388,13 @@ pub struct NewProduct {
 }
 
 impl NewProduct {
-    /// The product document for the first insert (stock counters start from `qty`).
+    /// The product document for the first insert (stock counters start from `qty`), created
+    /// at `now` (the site clock, `Db::now`).
     pub(crate) fn into_product(
         self,
         category_path: Vec<ObjectId>,
+        now: DateTime,
     ) -> Result<Product, CatalogError> {
-        let now = DateTime::now();
         let details = self
             .details
             .to_document()

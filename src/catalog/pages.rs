@@ -459,7 +459,7 @@ fn product_meta(meta: &mut PageMeta, product: &Product, filed_under: &[Category]
         image: meta.image.as_ref().map(|image| [image.url.as_str()]),
     };
     let data = crate::web::meta::json_for_script(&data);
-    meta.json_ld.push(data);
+    meta.push_script_json(data);
     if let Some(category) = filed_under.first() {
         let mut steps = category_trail(meta, category);
         steps.push((product.title.clone(), url));

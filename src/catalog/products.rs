@@ -281,7 +281,7 @@ pub async fn create_as(
     status: ProductStatus,
 ) -> Result<Product, CatalogError> {
     let path = crate::catalog::categories::category_path_for(db, &new.categories).await?;
-    let mut product = new.into_product(path)?;
+    let mut product = new.into_product(path, db.now())?;
     product.status = status;
     durable(db).insert_one(&product).await?;
     super::changes::products_changed(db);

@@ -301,7 +301,7 @@ fn node_meta(meta: &mut PageMeta, section: &Section, node: &Node) {
         image: meta.image.as_ref().map(|image| [image.url.as_str()]),
         keywords: (!keywords.is_empty()).then_some(keywords.as_str()),
     });
-    meta.json_ld.push(data);
+    meta.push_script_json(data);
 }
 
 /// schema.org's `BlogPosting`, serialized in this key order (picture and keywords last, when

@@ -807,7 +807,7 @@ pub async fn seed_bulk_with_progress(
             let k = (i as usize) % templates.len();
             batch.push(
                 generated_product(&templates[k], i, templates.len() as u64)?
-                    .into_product(paths[k].clone())?,
+                    .into_product(paths[k].clone(), db.now())?,
             );
         }
         products::collection(db).insert_many(batch).await?;

@@ -75,8 +75,9 @@ pub(crate) struct PageMeta {
     pub(crate) image: Option<SocialImage>,
     pub(crate) feeds: Vec<FeedLink>,
     /// Structured data, one `<script type="application/ld+json">` each, as the text the
-    /// script holds ([`PageMeta::push_json_ld`]).
-    pub(crate) json_ld: Vec<String>,
+    /// script holds ([`PageMeta::push_json_ld`]). Private, and of a type only
+    /// [`json_for_script`] makes: the template prints it unescaped.
+    json_ld: Vec<ScriptJson>,
 }
 
 impl PageMeta {
@@ -184,9 +185,15 @@ impl PageMeta {
         self.json_ld.push(json_for_script(value));
     }
 
+    /// Add a structured-data object already made safe (a page whose object borrows from this
+    /// metadata serializes it first).
+    pub(crate) fn push_script_json(&mut self, json: ScriptJson) {
+        self.json_ld.push(json);
+    }
+
     /// Each structured-data object as text safe inside `<script>`.
-    pub(crate) fn json_ld_scripts(&self) -> &[String] {
-        &self.json_ld
+    pub(crate) fn json_ld_scripts(&self) -> impl Iterator<Item = &str> {
+        self.json_ld.iter().map(|json| json.0.as_str())
     }
 }
 
@@ -266,10 +273,18 @@ pub(crate) fn words_within(text: &str, max_chars: usize) -> String {
     out
 }
 
+/// JSON text safe inside a `<script>` element, made only by [`json_for_script`].
+#[derive(Debug, Clone)]
+pub(crate) struct ScriptJson(String);
+
 /// `value` as JSON that cannot end the `<script>` element holding it nor be read as HTML:
 /// `<`, `>` and `&` become `\u003c`, `\u003e`, `\u0026` (the same characters to a JSON
 /// parser), and so do the line and paragraph separators some JavaScript parsers refuse.
-pub(crate) fn json_for_script(value: &impl serde::Serialize) -> String {
+pub(crate) fn json_for_script(value: &impl serde::Serialize) -> ScriptJson {
+    ScriptJson(script_text(value))
+}
+
+fn script_text(value: &impl serde::Serialize) -> String {
     let json = serde_json::to_string(value).unwrap_or_else(|_| "null".to_string());
     // Most objects hold none of the characters to escape (`\u{2028}` and `\u{2029}` both start
     // with the byte 0xE2): then the text is used as it is, not copied a character at a time.
@@ -336,7 +351,7 @@ mod tests {
     #[test]
     fn script_json_cannot_close_the_script_element() {
         let value = serde_json::json!({ "name": "</script><script>alert(1)</script> & \u{2028}" });
-        let text = json_for_script(&value);
+        let text = script_text(&value);
         assert!(!text.contains('<') && !text.contains('>') && !text.contains('&'));
         let back: serde_json::Value = serde_json::from_str(&text).expect("still JSON");
         assert_eq!(back, value);

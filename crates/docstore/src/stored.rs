@@ -554,9 +554,11 @@ fn round_trips(doc: &RawDocument, array: bool) -> bool {
             return false;
         };
         if array {
-            // Canonical array keys: the index in decimal, no leading zero.
-            let canonical =
-                key.parse::<usize>() == Ok(i) && (key.len() == 1 || !key.starts_with('0'));
+            // Canonical array keys: the index in decimal digits only (`parse` would also take
+            // a leading `+`), no leading zero.
+            let canonical = key.bytes().all(|b| b.is_ascii_digit())
+                && key.parse::<usize>() == Ok(i)
+                && (key.len() == 1 || !key.starts_with('0'));
             if !canonical {
                 return false;
             }
@@ -705,6 +707,20 @@ mod tests {
         let array_keys = raw_document(&[(0x10, "x", &1i32.to_le_bytes())]);
         let array = raw_document(&[(0x04, "a", &array_keys[..])]);
         assert!(StoredDoc::as_sent(&array).is_none());
+        for keys in [["+0", "+1"], ["0", "01"], ["1", "0"]] {
+            let elements = raw_document(&[
+                (0x10, keys[0], &1i32.to_le_bytes()),
+                (0x10, keys[1], &2i32.to_le_bytes()),
+            ]);
+            let array = raw_document(&[(0x04, "a", &elements[..])]);
+            assert!(StoredDoc::as_sent(&array).is_none(), "{keys:?}");
+        }
+        let canonical = raw_document(&[
+            (0x10, "0", &1i32.to_le_bytes()),
+            (0x10, "1", &2i32.to_le_bytes()),
+        ]);
+        let array = raw_document(&[(0x04, "a", &canonical[..])]);
+        assert!(StoredDoc::as_sent(&array).is_some());
         let many: Vec<String> = (0..40).map(|i| format!("f{}", i % 39)).collect();
         let fields: Vec<(u8, &str, &[u8])> =
             many.iter().map(|k| (0x0A, k.as_str(), &[][..])).collect();

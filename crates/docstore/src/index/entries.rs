@@ -204,7 +204,7 @@ impl Entries {
             run.push((rid, bits));
         }
         flush(current.take(), &mut run);
-        if *len >= 1_000_000 {
+        if *len >= 1_000_000 && tracing::enabled!(tracing::Level::DEBUG) {
             // What a large text index holds (issue 37's memory measurements): terms with few
             // postings cost their own small allocations more than their postings.
             let small = terms.values().filter(|r| r.len() < 11).count();
