@@ -12,6 +12,22 @@ pub(crate) mod planner;
 mod spec;
 pub(crate) mod topk;
 
+/// A small deterministic generator (xorshift) for the index tests' random postings, so
+/// failures repeat.
+#[cfg(test)]
+mod test_random {
+    pub(super) struct Random(pub(super) u64);
+
+    impl Random {
+        pub(super) fn below(&mut self, n: u64) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0 % n
+        }
+    }
+}
+
 pub(crate) use build::build_all;
 pub(crate) use spec::IndexSpec;
 use spec::{is_geo, is_hashed};

@@ -306,17 +306,7 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
 
-    /// A small deterministic generator (xorshift), so failures repeat.
-    struct Random(u64);
-
-    impl Random {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0 % n
-        }
-    }
+    use super::super::test_random::Random;
 
     fn same(records: &TermRecords, map: &BTreeMap<RecordId, u64>) {
         assert_eq!(records.len(), map.len());

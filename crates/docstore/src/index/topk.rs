@@ -272,17 +272,7 @@ impl Iterator for RecordOrder<'_> {
 mod tests {
     use super::*;
 
-    /// A small deterministic generator (xorshift), so failures repeat.
-    struct Random(u64);
-
-    impl Random {
-        fn below(&mut self, n: u64) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0 % n
-        }
-    }
+    use super::super::test_random::Random;
 
     use super::impact_order as impact;
 
