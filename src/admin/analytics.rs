@@ -259,7 +259,7 @@ pub(crate) async fn day(
     query: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
     let day = match param(&query, "date") {
-        None => Day::today(state.db.now()),
+        None => Day::of(state.db.now()),
         Some(s) => Day::parse(s).ok_or_else(|| {
             AppError::BadRequest(format!(
                 "{s:?} is not a date. Write the day as YYYY-MM-DD, for example 2026-11-21."
@@ -322,7 +322,7 @@ pub(crate) async fn month(
     query: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
     let month = match param(&query, "month") {
-        None => Day::today(state.db.now()).month(),
+        None => Day::of(state.db.now()).month(),
         Some(s) => Month::parse(s).ok_or_else(|| {
             AppError::BadRequest(format!(
                 "{s:?} is not a month. Write it as YYYY-MM, for example 2026-11."

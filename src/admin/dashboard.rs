@@ -81,7 +81,7 @@ pub(crate) async fn show(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, AppError> {
     let db = &state.db;
-    let day = Day::today(state.db.now());
+    let day = Day::of(state.db.now());
     let week = sales::daily_sales(db, day, SALES_DAYS).await?;
     let today = week.last().cloned().unwrap_or(DaySales {
         day,

@@ -40,7 +40,7 @@ use mongodb::IndexModel;
 
 use super::events::{EVENTS, FUNNEL, VIEW};
 use super::hll;
-use super::number;
+use super::{number, Day};
 use crate::db::{Db, DbError};
 
 /// The daily dimension documents.
@@ -364,7 +364,7 @@ pub(crate) fn days(hours: impl IntoIterator<Item = Hours>) -> Vec<Document> {
     let mut days: HashMap<(DateTime, Dim), (HashMap<String, Entry>, Entry)> = HashMap::new();
     for part in hours {
         for ((hour, dim), kept) in part.0 {
-            let (keys, folded) = days.entry((day_of(hour), dim)).or_default();
+            let (keys, folded) = days.entry((Day::of(hour).start(), dim)).or_default();
             for (key, entry) in kept {
                 let into = match key {
                     Some(key) => keys.entry(key).or_default(),
@@ -449,12 +449,6 @@ fn document(at: DateTime, dim: Dim, key: Option<String>, entry: Entry) -> Docume
     d
 }
 
-/// The UTC midnight starting the day of `at`.
-fn day_of(at: DateTime) -> DateTime {
-    const DAY_MS: i64 = 86_400_000;
-    DateTime::from_millis(at.timestamp_millis().div_euclid(DAY_MS) * DAY_MS)
-}
-
 /// A count as `$sum` stores it: a 32-bit integer when it fits.
 fn count(n: i64) -> Bson {
     i32::try_from(n).map_or(Bson::Int64(n), Bson::Int32)
@@ -530,18 +524,5 @@ mod tests {
         assert_eq!(number(other.get("count")), 6 + 1 + 4);
         assert_eq!(number(other.get("keys")), 3 + 2);
         assert!(docs.iter().all(|d| d.get_datetime("at") == Ok(&midnight)));
-    }
-
-    #[test]
-    fn a_day_starts_at_its_utc_midnight_before_and_after_1970() {
-        let day = 86_400_000;
-        assert_eq!(
-            day_of(DateTime::from_millis(day + 5)),
-            DateTime::from_millis(day)
-        );
-        assert_eq!(
-            day_of(DateTime::from_millis(-5)),
-            DateTime::from_millis(-day)
-        );
     }
 }

@@ -59,9 +59,9 @@ impl Day {
         Day(date)
     }
 
-    /// The UTC day `now` (the site clock, `Db::now`) falls in.
-    pub(crate) fn today(now: bson::DateTime) -> Day {
-        Day(now.to_chrono().date_naive())
+    /// The UTC day `at` falls in (today, given the site clock's `Db::now`).
+    pub(crate) fn of(at: bson::DateTime) -> Day {
+        Day(at.to_chrono().date_naive())
     }
 
     pub(crate) fn date(&self) -> NaiveDate {
@@ -235,6 +235,14 @@ pub(crate) fn number(value: Option<&bson::Bson>) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_day_starts_at_its_utc_midnight_before_and_after_1970() {
+        let day = 86_400_000;
+        let start = |ms| Day::of(bson::DateTime::from_millis(ms)).start();
+        assert_eq!(start(day + 5), bson::DateTime::from_millis(day));
+        assert_eq!(start(-5), bson::DateTime::from_millis(-day));
+    }
 
     #[test]
     fn dates_parse_only_in_iso_form_and_only_when_they_exist() {
