@@ -189,6 +189,36 @@ async fn each_bad_field_is_explained_and_nothing_is_charged_or_reserved_anew() {
 }
 
 #[tokio::test]
+async fn a_cards_expiry_is_judged_by_the_site_clock() {
+    use chrono::Datelike;
+    // The session must outlive the month the clock is stepped by.
+    let app = spawn_app_with(&[("BAZAAR_SESSION__MAX_AGE_SECS", "8000000")]).await;
+    product_with_stock(&app.db, "clocked", 4).await;
+    let shopper = Shopper::new(&app).await;
+    shopper.add("clocked", "1").await;
+    // A card that runs out at the end of the site clock's month...
+    let now = app.db.now().to_chrono();
+    let expiry = format!("{:02}/{}", now.month(), now.year());
+    let mut form = checkout_form(APPROVED);
+    for (name, value) in form.iter_mut() {
+        if *name == "expiry" {
+            *value = expiry.clone();
+        }
+    }
+    let fields: Vec<(&str, &str)> = form.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // ...has expired once that clock is a month and a day further on, whatever the system says.
+    app.clock
+        .step_forward(std::time::Duration::from_secs(32 * 24 * 3600));
+    let response = shopper.post("/checkout", &fields).await;
+    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    let doc = html(&body(response).await);
+    let invalid = texts(&doc, ".field-error");
+    assert!(invalid.iter().any(|e| e.contains("expired")), "{invalid:?}");
+    assert_eq!(app.gateway.charge_count().await, 0);
+    app.stop().await;
+}
+
+#[tokio::test]
 async fn checking_out_an_empty_or_expired_cart_explains_and_changes_nothing() {
     let app = spawn_app().await;
     product_with_stock(&app.db, "late", 4).await;
@@ -542,7 +572,7 @@ async fn interrupted_checkout(
         cvc: "123".into(),
     };
     let details = form
-        .validate(bazaar::checkout::current_month())
+        .validate(bazaar::checkout::month_of(app.db.now()))
         .expect("valid form");
     let mut attempt = PaymentRecord::started(&locked, "test", &details, app.db.now());
     attempt.started = long_ago;

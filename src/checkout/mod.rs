@@ -230,10 +230,11 @@ fn parse_expiry(value: &str) -> Option<(i32, u32)> {
     (1..=12).contains(&month).then_some((year, month))
 }
 
-/// (year, month) now, for expiry checks.
-pub fn current_month() -> (i32, u32) {
+/// The (year, month) of `now` (the site clock, [`Db::now`](crate::db::Db::now)), for card expiry
+/// checks: a card expiring this month is still good.
+pub fn month_of(now: bson::DateTime) -> (i32, u32) {
     use chrono::Datelike;
-    let now = chrono::Utc::now();
+    let now = now.to_chrono();
     (now.year(), now.month())
 }
 

@@ -209,7 +209,7 @@ pub(crate) async fn submit(
         }
         other => return Ok(elsewhere(&session, other)),
     };
-    let details = match form.validate(checkout::current_month()) {
+    let details = match form.validate(checkout::month_of(state.db.now())) {
         Ok(d) => d,
         Err(errors) => {
             return form_again(
