@@ -11,7 +11,9 @@
 //! reference to them as a map would.
 //!
 //! Reads decode one block (at most [`BLOCK_MAX`] postings) for a lookup and walk the blocks in
-//! order for the records in order; a write decodes and re-encodes one block.
+//! order for the records in order; a write decodes and re-encodes one block. Many lookups in
+//! record order (a negated word's postings subtracted from a tie group) go through a
+//! [`Reader`], which keeps the block it read last decoded and searches on from it.
 
 use super::topk::Postings;
 use super::RecordId;
