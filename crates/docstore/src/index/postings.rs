@@ -176,10 +176,6 @@ impl TermRecords {
         None
     }
 
-    pub(crate) fn contains_key(&self, record: &RecordId) -> bool {
-        self.get(record).is_some()
-    }
-
     /// Set `record`'s score bits; the previous ones, if it held the term.
     pub(crate) fn insert(&mut self, record: RecordId, bits: u64) -> Option<u64> {
         let score = match self.scores.iter().position(|&s| s == bits) {
@@ -355,10 +351,6 @@ impl Iterator for Iter<'_> {
 }
 
 impl Postings for TermRecords {
-    fn score_bits(&self, record: RecordId) -> Option<u64> {
-        self.get(&record).copied()
-    }
-
     fn reader(&self) -> Box<dyn super::topk::PostingsReader + '_> {
         Box::new(TermRecords::reader(self))
     }

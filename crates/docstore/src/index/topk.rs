@@ -31,14 +31,12 @@ pub(crate) type ImpactList = std::sync::Arc<[(u64, RecordId)]>;
 /// One term's postings as a text index holds them (compactly, `index::postings`) or as a
 /// map: record → score bits.
 pub(crate) trait Postings {
-    /// The score bits of `record`, if it holds the term.
-    fn score_bits(&self, record: RecordId) -> Option<u64>;
     /// Every (record, score bits), in record order.
     fn in_record_order(&self) -> InRecordOrder<'_>;
     /// How many records hold the term.
     fn count(&self) -> usize;
-    /// A reader for many [`Postings::score_bits`] lookups, fastest when they come in record
-    /// order (the compact postings keep the block read last decoded).
+    /// A reader for lookups of records' score bits, fastest when they come in record order
+    /// (the compact postings keep the block read last decoded).
     fn reader(&self) -> Box<dyn PostingsReader + '_>;
 }
 
@@ -61,10 +59,6 @@ impl PostingsReader for &BTreeMap<RecordId, u64> {
 }
 
 impl Postings for BTreeMap<RecordId, u64> {
-    fn score_bits(&self, record: RecordId) -> Option<u64> {
-        self.get(&record).copied()
-    }
-
     fn reader(&self) -> Box<dyn PostingsReader + '_> {
         Box::new(self)
     }
