@@ -293,6 +293,12 @@ impl Reader<'_> {
     }
 }
 
+impl super::topk::PostingsReader for Reader<'_> {
+    fn get(&mut self, record: RecordId) -> Option<u64> {
+        Reader::get(self, record)
+    }
+}
+
 impl TermRecords {
     /// A [`Reader`] for many lookups, fastest when they come in record order.
     pub(crate) fn reader(&self) -> Reader<'_> {

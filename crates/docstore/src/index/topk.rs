@@ -46,12 +46,6 @@ pub(crate) trait PostingsReader {
     fn get(&mut self, record: RecordId) -> Option<u64>;
 }
 
-impl PostingsReader for super::postings::Reader<'_> {
-    fn get(&mut self, record: RecordId) -> Option<u64> {
-        super::postings::Reader::get(self, record)
-    }
-}
-
 impl PostingsReader for &BTreeMap<RecordId, u64> {
     fn get(&mut self, record: RecordId) -> Option<u64> {
         BTreeMap::get(self, &record).copied()
