@@ -21,9 +21,10 @@
 #   - site search (`/search?q=`): how long the first search after start-up takes and what it
 #     answers, one idle search of each kind, then requests/s with p50/p99/max for single words,
 #     several words, a phrase and a negation, every request a query not asked before (see
-#     benches/load/search_queries.lua: the result cache answers none of them), and a product
-#     page's p99 alone and while a search load runs beside it (SCALE_SEARCH=0 leaves search
-#     out).
+#     benches/load/search_queries.lua: the result cache answers none of them), then a
+#     realistic mix (popular searches repeated, Zipf-like, so the cache answers some), and a
+#     product page's p99 alone and while a search load runs beside it (SCALE_SEARCH=0 leaves
+#     search out).
 #
 # Usage (from the repository root):
 #   benches/scale.sh                      # 10 000 and 100 000 products
@@ -145,15 +146,17 @@ deep_after_start() {
   echo "first $first; content at $(since_start) s after start"
 }
 
-# A wrk run of distinct searches (SEARCH_FAMILY: single, several, phrase, negation):
-# "req/s p50 p99 max".
+# A wrk run of searches (SEARCH_FAMILY: single, several, phrase, negation, each request a
+# search not asked before; mix, popular searches repeated): "req/s p50 p99 max", and for the
+# mix how many requests repeated an earlier search.
 load_search() {
   wrk -t2 -c"$CONNECTIONS" -d"${SECONDS_EACH}s" --timeout 10s --latency -s "$SEARCH_SCRIPT" "$BASE/" |
     awk '/Requests\/sec/ { rps = $2 }
          /^ +Latency +[0-9]/ { max = $4 }
          /^ +50%/ { p50 = $2 } /^ +99%/ { p99 = $2 }
          /Non-2xx|Socket errors/ { errors = errors " " $0 }
-         END { printf "%8.0f req/s  p50 %-8s p99 %-8s max %-8s%s", rps, p50, p99, max, errors }'
+         /^mix: / { sub(/^mix: /, ""); repeats = " (" $0 ")" }
+         END { printf "%8.0f req/s  p50 %-8s p99 %-8s max %-8s%s%s", rps, p50, p99, max, errors, repeats }'
 }
 
 # Wait until requests still queued from a run have drained (/healthz answers quickly again).
@@ -314,7 +317,8 @@ for N in $PRODUCTS; do
     for q in "coltrane" "miles+davis+session" "%22the+second+chorus%22" "jazz+-blue"; do
       printf 'idle search %-28s %s s\n' "$q" "$(fetch "/search?q=$q" /dev/null)"
     done
-    for family in single several phrase negation; do
+    # Every request new (the result cache answers none), then the realistic mix.
+    for family in single several phrase negation mix; do
       printf '%-26s %s\n' "search $family" "$(SEARCH_FAMILY=$family load_search)"
       drain
     done

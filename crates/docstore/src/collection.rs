@@ -639,7 +639,12 @@ impl Collection {
         } else {
             Vec::new()
         };
-        let excluded = |record: RecordId| negated.iter().any(|n| n.contains_key(&record));
+        // Candidates are asked about in record order (a tie group, the record-order walk), so
+        // each negated term's postings are read forward, a block decoded once for all the
+        // candidates in it: the set difference of the postings, not a search per candidate.
+        let mut negated_readers: Vec<_> = negated.iter().map(|n| n.reader()).collect();
+        let mut excluded =
+            |record: RecordId| negated_readers.iter_mut().any(|n| n.get(record).is_some());
         let text_fields = definition.top_level_fields();
         let mut rest_matcher = RawMatcher::new(&rest);
         let mut check = |stored: &StoredDoc| -> Result<Option<Option<usize>>> {
@@ -647,12 +652,15 @@ impl Collection {
                 let doc = stored.to_document()?;
                 return query.filter.try_matches_with_position(&doc);
             }
+            // A phrase's byte scan first: it turns most phrase candidates away, before the
+            // other conditions decode anything.
+            if bound.has_phrases() && bound.phrases_surely_missing(stored) {
+                return Ok(None);
+            }
             let Some(position) = rest_matcher.matches(stored)? else {
                 return Ok(None);
             };
-            if bound.has_phrases()
-                && (bound.phrases_surely_missing(stored)
-                    || !bound.phrases_match(&stored.select(text_fields.as_deref())?))
+            if bound.has_phrases() && !bound.phrases_match(&stored.select(text_fields.as_deref())?)
             {
                 return Ok(None);
             }
@@ -1048,11 +1056,13 @@ fn collect_text_ors<'a>(filter: &'a Document, out: &mut Vec<&'a [Bson]>) {
 }
 
 /// A filter applied to stored documents: each is decoded only as far as the filter reads it
-/// (its top-level fields), and not at all for the empty filter.
+/// (the paths its conditions name, see [`Filter::paths`]), and not at all for the empty
+/// filter. A post's `metadata.published` is decoded without the post's body beside it in
+/// `metadata`, which decoding the whole top-level field cost.
 struct RawMatcher<'a> {
     filter: &'a Filter,
     everything: bool,
-    fields: Option<Vec<String>>,
+    paths: Option<crate::stored::FieldTree>,
     /// The partial document of the last candidate, refilled for the next one: a scan that
     /// matches thousands of documents allocates one map (and seeds one hasher), not one each.
     partial: Document,
@@ -1063,7 +1073,7 @@ impl<'a> RawMatcher<'a> {
         RawMatcher {
             filter,
             everything: filter.matches_everything(),
-            fields: filter.top_level_fields(),
+            paths: filter.paths().map(crate::stored::FieldTree::from_paths),
             partial: Document::new(),
         }
     }
@@ -1073,9 +1083,9 @@ impl<'a> RawMatcher<'a> {
         if self.everything {
             return Ok(Some(None));
         }
-        match self.fields.as_deref() {
-            Some(fields) => {
-                doc.select_into(fields, &mut self.partial)?;
+        match &self.paths {
+            Some(paths) => {
+                doc.select_tree_into(paths, &mut self.partial)?;
                 self.filter.try_matches_with_position(&self.partial)
             }
             None => self.filter.try_matches_with_position(&doc.to_document()?),
@@ -1278,6 +1288,9 @@ mod tests {
             doc! { "_id": 2, "a": [4, 6], "b": null, "z": 1 },
             doc! { "_id": 3, "b": { "c": 3 }, "tags": [] },
             doc! { "_id": 4, "a": "5", "arr": [{ "k": 1, "v": 2 }, { "k": 2, "v": 9 }] },
+            doc! { "_id": 5, "m": { "live": true, "when": 3, "body": { "text": "long" } } },
+            doc! { "_id": 6, "m": { "when": 9, "body": "short" }, "b": { "c": 3, "e": 1 } },
+            doc! { "_id": 7, "m": [{ "live": false }, { "when": 1 }], "b": { "e": 1, "c": 3 } },
         ];
         let filters = [
             doc! {},
@@ -1294,6 +1307,15 @@ mod tests {
             doc! { "arr.k": 2 },
             doc! { "$expr": { "$eq": ["$a", 5] } },
             doc! { "$and": [{ "a": { "$in": [6, "5"] } }, { "_id": { "$gte": 2 } }] },
+            // Paths into embedded documents: only the named fields are decoded, unless a
+            // condition reads the whole document (equality, $type, $exists) or meets an array.
+            doc! { "$or": [{ "m.live": true }, { "m.when": { "$lte": 3 } }] },
+            doc! { "m.body.text": "long" },
+            doc! { "m.body": "short", "m.when": { "$gt": 5 } },
+            doc! { "b": { "c": 3, "e": 1 }, "b.c": 3 },
+            doc! { "b.c": 3, "b": { "$type": "object" } },
+            doc! { "m.when": { "$exists": true }, "m.live": { "$exists": false } },
+            doc! { "m": { "$elemMatch": { "when": 1 } }, "m.live": false },
         ];
         for filter_doc in &filters {
             let filter = Filter::parse(filter_doc).unwrap();

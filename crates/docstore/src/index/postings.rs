@@ -11,7 +11,9 @@
 //! reference to them as a map would.
 //!
 //! Reads decode one block (at most [`BLOCK_MAX`] postings) for a lookup and walk the blocks in
-//! order for the records in order; a write decodes and re-encodes one block.
+//! order for the records in order; a write decodes and re-encodes one block. Many lookups in
+//! record order (a negated word's postings subtracted from a tie group) go through a
+//! [`Reader`], which keeps the block it read last decoded and searches on from it.
 
 use super::topk::Postings;
 use super::RecordId;
@@ -91,6 +93,13 @@ impl Block {
 
     fn decode(&self) -> Vec<(RecordId, u32)> {
         let mut out = Vec::with_capacity(self.count as usize);
+        self.decode_into(&mut out);
+        out
+    }
+
+    /// The block's postings into `out` (emptied first, its allocation kept).
+    fn decode_into(&self, out: &mut Vec<(RecordId, u32)>) {
+        out.clear();
         let mut at = 0;
         let mut previous = self.first;
         for _ in 0..self.count {
@@ -99,7 +108,6 @@ impl Block {
             out.push((record, score));
             previous = record;
         }
-        out
     }
 }
 
@@ -166,10 +174,6 @@ impl TermRecords {
             previous = here;
         }
         None
-    }
-
-    pub(crate) fn contains_key(&self, record: &RecordId) -> bool {
-        self.get(record).is_some()
     }
 
     /// Set `record`'s score bits; the previous ones, if it held the term.
@@ -241,6 +245,71 @@ impl TermRecords {
     }
 }
 
+/// Lookups of many records in one term's postings ([`TermRecords::reader`]): the block of the
+/// last lookup stays decoded, and a record after it is searched for from there on, so records
+/// asked for in record order (a tie group, a merge's candidates) cost one decoding per block
+/// they touch instead of a search of the blocks and a decoding each. Records in any order
+/// give the same answers ([`TermRecords::get`]'s).
+pub(crate) struct Reader<'a> {
+    records: &'a TermRecords,
+    /// The block decoded in `decoded`, if any.
+    block: Option<usize>,
+    decoded: Vec<(RecordId, u32)>,
+}
+
+impl Reader<'_> {
+    /// The index of the block that holds `record` if any holds it, else of the one it would go
+    /// in (or past the last block): from the block read last when `record` lies after it.
+    fn block_for(&self, record: RecordId) -> usize {
+        let blocks = &self.records.blocks;
+        match self.block {
+            Some(b) if blocks[b].first <= record && record <= blocks[b].last => b,
+            Some(b) if blocks[b].last < record => {
+                // Usually the next block or one soon after: look there before searching.
+                let next = b + 1;
+                match blocks.get(next) {
+                    Some(block) if block.last >= record => next,
+                    Some(_) => next + 1 + blocks[next + 1..].partition_point(|b| b.last < record),
+                    None => blocks.len(),
+                }
+            }
+            _ => blocks.partition_point(|b| b.last < record),
+        }
+    }
+
+    /// The score bits of `record`, if it holds the term.
+    pub(crate) fn get(&mut self, record: RecordId) -> Option<u64> {
+        let at = self.block_for(record);
+        let block = self.records.blocks.get(at)?;
+        if record < block.first {
+            return None;
+        }
+        if self.block != Some(at) {
+            block.decode_into(&mut self.decoded);
+            self.block = Some(at);
+        }
+        let i = self.decoded.binary_search_by_key(&record, |p| p.0).ok()?;
+        self.records.scores.get(self.decoded[i].1 as usize).copied()
+    }
+}
+
+impl super::topk::PostingsReader for Reader<'_> {
+    fn get(&mut self, record: RecordId) -> Option<u64> {
+        Reader::get(self, record)
+    }
+}
+
+impl TermRecords {
+    /// A [`Reader`] for many lookups, fastest when they come in record order.
+    pub(crate) fn reader(&self) -> Reader<'_> {
+        Reader {
+            records: self,
+            block: None,
+            decoded: Vec::with_capacity(BLOCK_MAX),
+        }
+    }
+}
+
 impl FromIterator<(RecordId, u64)> for TermRecords {
     /// Postings in any order; a record given twice keeps its last score, as a map would.
     fn from_iter<I: IntoIterator<Item = (RecordId, u64)>>(iter: I) -> TermRecords {
@@ -288,8 +357,8 @@ impl Iterator for Iter<'_> {
 }
 
 impl Postings for TermRecords {
-    fn score_bits(&self, record: RecordId) -> Option<u64> {
-        self.get(&record).copied()
+    fn reader(&self) -> Box<dyn super::topk::PostingsReader + '_> {
+        Box::new(TermRecords::reader(self))
     }
 
     fn in_record_order(&self) -> Box<dyn Iterator<Item = (RecordId, u64)> + '_> {
@@ -359,6 +428,29 @@ mod tests {
             vec![(2, 5), (9, 4), (u64::MAX, 2)]
         );
         assert_eq!(records.get(&u64::MAX), Some(&2));
+    }
+
+    #[test]
+    fn a_reader_answers_lookups_in_any_order_as_get_does() {
+        let mut rng = Random(0x2545_f491_4f6c_dd1d);
+        for _ in 0..50 {
+            let mut map = BTreeMap::new();
+            for _ in 0..rng.below(2_000) {
+                map.insert(rng.below(20_000), 1 + rng.below(5));
+            }
+            let sorted: Vec<(RecordId, u64)> = map.iter().map(|(r, s)| (*r, *s)).collect();
+            let records = TermRecords::from_sorted(&sorted);
+            // In record order (what the reader is for), then at random, on one reader.
+            let mut reader = records.reader();
+            for record in 0..20_050 {
+                assert_eq!(reader.get(record), map.get(&record).copied(), "{record}");
+            }
+            for _ in 0..5_000 {
+                let record = rng.below(20_050);
+                assert_eq!(reader.get(record), map.get(&record).copied(), "{record}");
+            }
+        }
+        assert_eq!(TermRecords::default().reader().get(3), None);
     }
 
     #[test]

@@ -31,17 +31,30 @@ pub(crate) type ImpactList = std::sync::Arc<[(u64, RecordId)]>;
 /// One term's postings as a text index holds them (compactly, `index::postings`) or as a
 /// map: record → score bits.
 pub(crate) trait Postings {
-    /// The score bits of `record`, if it holds the term.
-    fn score_bits(&self, record: RecordId) -> Option<u64>;
     /// Every (record, score bits), in record order.
     fn in_record_order(&self) -> InRecordOrder<'_>;
     /// How many records hold the term.
     fn count(&self) -> usize;
+    /// A reader for lookups of records' score bits, fastest when they come in record order
+    /// (the compact postings keep the block read last decoded).
+    fn reader(&self) -> Box<dyn PostingsReader + '_>;
+}
+
+/// Lookups of many records in one term's postings ([`Postings::reader`]).
+pub(crate) trait PostingsReader {
+    /// The score bits of `record`, if it holds the term.
+    fn get(&mut self, record: RecordId) -> Option<u64>;
+}
+
+impl PostingsReader for &BTreeMap<RecordId, u64> {
+    fn get(&mut self, record: RecordId) -> Option<u64> {
+        BTreeMap::get(self, &record).copied()
+    }
 }
 
 impl Postings for BTreeMap<RecordId, u64> {
-    fn score_bits(&self, record: RecordId) -> Option<u64> {
-        self.get(&record).copied()
+    fn reader(&self) -> Box<dyn PostingsReader + '_> {
+        Box::new(self)
     }
 
     fn in_record_order(&self) -> InRecordOrder<'_> {
@@ -109,6 +122,9 @@ const RUN_STEP: usize = 256;
 /// of every met record cost most of a search's time).
 pub(crate) struct BestFirst<'a> {
     terms: Vec<TermPostings<'a>>,
+    /// Each term's record map, for the lookups of records met in the other lists (a run of
+    /// one score comes in record order, which the readers are fastest for).
+    readers: Vec<Box<dyn PostingsReader + 'a>>,
     /// How far each term's score-ordered list has been read.
     read: Vec<usize>,
     /// Met records not handed out yet: [`score_key`] → records, in the order met.
@@ -120,8 +136,10 @@ pub(crate) struct BestFirst<'a> {
 impl<'a> BestFirst<'a> {
     pub(crate) fn new(terms: Vec<TermPostings<'a>>) -> BestFirst<'a> {
         let read = vec![0; terms.len()];
+        let readers = terms.iter().map(|t| t.records.reader()).collect();
         BestFirst {
             terms,
+            readers,
             read,
             pending: BTreeMap::new(),
             postings_read: 0,
@@ -157,11 +175,11 @@ impl<'a> BestFirst<'a> {
     /// it, score it (its terms' scores summed in term order, from zero) and keep it.
     fn meet(&mut self, from: usize, bits: u64, record: RecordId) {
         let mut score = 0.0;
-        for (j, term) in self.terms.iter().enumerate() {
+        for j in 0..self.terms.len() {
             let term_bits = if j == from {
                 bits
             } else {
-                match term.records.score_bits(record) {
+                match self.readers[j].get(record) {
                     Some(b) => {
                         if self.read_in(j, b, record) {
                             return;

@@ -129,6 +129,18 @@ impl Filter {
         self.root.top_level_fields(&mut fields)?;
         Some(fields)
     }
+
+    /// The paths the filter reads (`metadata.published`), or `None` when it may read any field
+    /// (`$expr`, `$text`, `$jsonSchema`). A condition on a path reads the value there and
+    /// nothing outside it, so matching a document that holds the values at these paths (an
+    /// embedded document on the way holding only the fields on the paths, see
+    /// `StoredDoc::select_tree_into`) gives the same result, and the same array position, as
+    /// matching the whole document.
+    pub(crate) fn paths(&self) -> Option<Vec<&str>> {
+        let mut paths = Vec::new();
+        self.root.paths(&mut paths)?;
+        Some(paths)
+    }
 }
 
 /// A condition on one value: `$elemMatch` bodies, `$pull` conditions, `arrayFilters`.
@@ -382,6 +394,26 @@ struct RegexCond {
 }
 
 impl Node {
+    /// Adds the paths this node reads to `out`; `None` when it may read any.
+    fn paths<'a>(&'a self, out: &mut Vec<&'a str>) -> Option<()> {
+        match self {
+            Node::And(children) | Node::Or(children) | Node::Nor(children) => {
+                for child in children {
+                    child.paths(out)?;
+                }
+            }
+            Node::Not(child) => child.paths(out)?,
+            Node::Const(_) => {}
+            Node::Leaf { path, .. } => {
+                if !out.contains(&path.dotted()) {
+                    out.push(path.dotted());
+                }
+            }
+            Node::Expr(_) | Node::Text(_) | Node::Schema(_) => return None,
+        }
+        Some(())
+    }
+
     /// Adds the top-level fields this node reads to `out`; `None` when it may read any.
     fn top_level_fields(&self, out: &mut Vec<String>) -> Option<()> {
         match self {
@@ -1274,6 +1306,26 @@ mod tests {
             pattern: pattern.to_string(),
             options: options.to_string(),
         })
+    }
+
+    #[test]
+    fn a_filter_names_the_paths_it_reads() {
+        let paths = |d: Document| {
+            Filter::parse(&d)
+                .unwrap()
+                .paths()
+                .map(|p| p.into_iter().map(str::to_string).collect::<Vec<_>>())
+        };
+        assert_eq!(
+            paths(doc! { "$or": [{ "m.live": true }, { "m.when": { "$lte": 3 } }], "a": 1 }),
+            Some(vec!["m.live".to_string(), "m.when".into(), "a".into()])
+        );
+        assert_eq!(
+            paths(doc! { "$nor": [{ "a.b": 1 }], "a.b": { "$ne": 2 } }),
+            Some(vec!["a.b".to_string()])
+        );
+        assert_eq!(paths(doc! {}), Some(Vec::new()));
+        assert_eq!(paths(doc! { "a": 1, "$expr": { "$eq": ["$b", 1] } }), None);
     }
 
     #[test]
