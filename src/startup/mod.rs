@@ -788,6 +788,7 @@ const SUMMARIES_PENDING: &str = "the summaries of content stored before them are
 /// Tries of [`backfill_summaries`], [`SUMMARIES_RETRY`] apart, before it gives up (and
 /// `/readyz` keeps saying so).
 const SUMMARIES_TRIES: u32 = 12;
+/// The wait between two tries of [`backfill_summaries`].
 const SUMMARIES_RETRY: Duration = Duration::from_secs(5);
 
 /// Give the nodes stored before summaries existed theirs (`content::store::backfill_summaries`),
