@@ -38,7 +38,7 @@ use std::time::Duration;
 use bson::oid::ObjectId;
 use bson::{doc, Bson, DateTime, Document};
 use futures::TryStreamExt;
-use mongodb::options::IndexOptions;
+use mongodb::options::{Hint, IndexOptions};
 use mongodb::IndexModel;
 use serde::{Deserialize, Serialize};
 
@@ -756,6 +756,7 @@ pub(crate) async fn has_carted(db: &Db) -> Result<bool, DbError> {
     Ok(products_raw(db)
         .find_one(doc! { "carted": { "$exists": true } })
         .projection(doc! { "_id": 1 })
+        .hint(Hint::Name(products::CARTED_INDEX.to_string()))
         .await?
         .is_some())
 }
@@ -771,6 +772,7 @@ pub async fn migrate_carted(db: &Db) -> Result<u64, DbError> {
     let legacy: Vec<Document> = products_raw(db)
         .find(doc! { "carted": { "$exists": true } })
         .projection(doc! { "_id": 1, "sku": 1, "carted": 1 })
+        .hint(Hint::Name(products::CARTED_INDEX.to_string()))
         .await?
         .try_collect()
         .await?;

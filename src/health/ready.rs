@@ -1,7 +1,8 @@
 //! `/readyz`: whether this instance can serve every page now, for a load balancer deciding
 //! where to send traffic (`/healthz` stays the liveness check: the process and the database
 //! answer). 503 until the store is open and writable, every index of the start-up plan exists,
-//! and the text indexes search needs have finished building (the embedded store builds a large
+//! the start-up work left to the background (older content's summaries) is done, and the text
+//! indexes search needs have finished building (the embedded store builds a large
 //! collection's text index in the background after start-up; until then search is refused).
 //! The JSON body lists what is still pending:
 //!
@@ -13,6 +14,7 @@
 //! running shop); the store's writability is checked on every call.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::http::{header, StatusCode};
@@ -30,6 +32,9 @@ pub(crate) struct Readiness {
     indexes: Vec<(String, Vec<String>)>,
     /// Collections whose text index must answer a `$text` query.
     text_searched: Vec<String>,
+    /// Start-up work left to run in the background: what `/readyz` says while it runs, and
+    /// whether it is done.
+    background: Vec<(&'static str, Arc<AtomicBool>)>,
     /// True once the start-up checks passed.
     settled: AtomicBool,
 }
@@ -38,10 +43,12 @@ impl Readiness {
     pub(crate) fn new(
         indexes: Vec<(String, Vec<String>)>,
         text_searched: Vec<String>,
+        background: Vec<(&'static str, Arc<AtomicBool>)>,
     ) -> Readiness {
         Readiness {
             indexes,
             text_searched,
+            background,
             settled: AtomicBool::new(false),
         }
     }
@@ -89,6 +96,11 @@ impl Readiness {
                 Err(_) => start_up.push(format!(
                     "searching the text index on {collection} did not answer in time"
                 )),
+            }
+        }
+        for (what, done) in &self.background {
+            if !done.load(Ordering::Relaxed) {
+                start_up.push(what.to_string());
             }
         }
         if start_up.is_empty() {

@@ -7,6 +7,7 @@ mod workers;
 pub(crate) use workers::WorkerStores;
 
 use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -366,9 +367,11 @@ impl Application {
         crate::content::store::go_live_due(db)
             .await
             .context("marking due content live failed")?;
-        crate::content::store::backfill_summaries(db)
-            .await
-            .context("working out the summaries of content stored before them failed")?;
+        // In the background: finding the nodes stored before summaries existed reads every node
+        // (half a second at 100 000 posts), and such nodes only lack their excerpt meanwhile.
+        // `/readyz` waits for it.
+        let summaries = Arc::new(AtomicBool::new(false));
+        tokio::spawn(backfill_summaries(db.clone(), Arc::clone(&summaries)));
         if let Some(report) = demo::run_if_empty(db, settings.seed.demo)
             .await
             .context("seeding the empty database failed")?
@@ -456,6 +459,7 @@ impl Application {
                     .into_iter()
                     .map(|(collection, _)| collection.to_string())
                     .collect(),
+                vec![(SUMMARIES_PENDING, summaries)],
             )),
             metrics_access: web::Data::new(crate::health::scrape::MetricsAccess {
                 token: settings.metrics.token.clone(),
@@ -778,6 +782,38 @@ pub(crate) fn init_logging(settings: &Settings) {
 /// all scan the products; the migration is safe to repeat and to run concurrently anyway, so an
 /// instance that finds the lease taken just goes on (a crash mid-way is finished by the next
 /// start-up).
+/// What `/readyz` says while [`backfill_summaries`] runs.
+const SUMMARIES_PENDING: &str = "the summaries of content stored before them are being worked out";
+
+/// Tries of [`backfill_summaries`], [`SUMMARIES_RETRY`] apart, before it gives up (and
+/// `/readyz` keeps saying so).
+const SUMMARIES_TRIES: u32 = 12;
+/// The wait between two tries of [`backfill_summaries`].
+const SUMMARIES_RETRY: Duration = Duration::from_secs(5);
+
+/// Give the nodes stored before summaries existed theirs (`content::store::backfill_summaries`),
+/// then set `done`; tried again a few seconds later while the database refuses.
+async fn backfill_summaries(db: Db, done: Arc<AtomicBool>) {
+    for attempt in 1..=SUMMARIES_TRIES {
+        match crate::content::store::backfill_summaries(&db).await {
+            Ok(filled) => {
+                if filled > 0 {
+                    tracing::info!(nodes = filled, "worked out the summaries of older content");
+                }
+                done.store(true, Ordering::Relaxed);
+                return;
+            }
+            Err(e) if attempt < SUMMARIES_TRIES => {
+                tracing::warn!(error = %e, "working out the summaries of older content failed; trying again");
+                tokio::time::sleep(SUMMARIES_RETRY).await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "working out the summaries of older content failed; giving up until the next start");
+            }
+        }
+    }
+}
+
 async fn migrate_reservations(db: &Db) -> Result<(), crate::db::DbError> {
     const LEASE: &str = "migrate-reservations";
     // Nothing to move (a database written by this version, or an empty one, which must stay

@@ -6,7 +6,7 @@
 //! Building one index at a time decoded every document once per index (25 times for Bazaar's
 //! products), which was most of start-up at a million documents.
 
-use super::{Index, KeyBytes, RecordId, PARALLEL_KEYS_MIN};
+use super::{Index, KeyBytes, KeyScratch, RecordId, PARALLEL_KEYS_MIN};
 use crate::error::{Error, Result};
 use crate::stored::{FieldTree, StoredDoc};
 use crate::text::TermCache;
@@ -31,25 +31,32 @@ fn fields_read(indexes: &[Index]) -> Option<FieldTree> {
     Some(FieldTree::from_paths(all))
 }
 
-/// Every index's entries for `part` (documents in record order).
+/// Every index's entries for `part` (documents in record order), in vectors with room for the
+/// entries of `room_for` documents (at the rate of the first [`SAMPLE`]): the first slice's
+/// vectors are sized for every document, so the other slices' entries are later moved into
+/// them (see [`concat`]) rather than all into a new vector, memory the kernel must zero first.
 fn key_part(
     indexes: &[Index],
     fields: Option<&FieldTree>,
     part: &[(RecordId, &StoredDoc)],
+    room_for: usize,
 ) -> Vec<Keyed> {
+    let room_for = room_for.max(part.len());
     let mut out: Vec<Keyed> = indexes
         .iter()
-        .map(|_| Ok(Vec::with_capacity(part.len())))
+        .map(|_| Ok(Vec::with_capacity(part.len().min(SAMPLE))))
         .collect();
     let mut terms = TermCache::default();
     let mut partial = Document::new();
+    // Where each key is encoded before it is stored (see [`Index::append_keys`]).
+    let mut scratch = KeyScratch::default();
     for (n, (rid, doc)) in part.iter().enumerate() {
         if n == SAMPLE {
             // Room for the rest at the rate seen so far, so the vectors are not copied as they
             // grow (the text index's holds tens of entries per document).
             for entries in out.iter_mut().flatten() {
-                let expected = entries.len() * part.len() / SAMPLE + entries.len() / 16;
-                entries.reserve(expected.saturating_sub(entries.len()));
+                let expected = entries.len() * room_for / SAMPLE + entries.len() / 16;
+                entries.reserve_exact(expected.saturating_sub(entries.len()));
             }
         }
         let decoded = match fields {
@@ -64,15 +71,34 @@ fn key_part(
         }
         for (index, slot) in indexes.iter().zip(out.iter_mut()) {
             let Ok(entries) = slot else { continue };
-            match index.keys_for_with(&partial, &mut terms) {
-                Ok(keys) => {
-                    entries.extend(keys.into_iter().map(|k| (KeyBytes::from_vec(k), *rid)));
-                }
-                Err(e) => *slot = Err(e),
+            if let Err(e) = index.append_keys(&partial, *rid, &mut terms, &mut scratch, entries) {
+                *slot = Err(e);
             }
         }
     }
     out
+}
+
+/// The entries of `parts`, one after another: in the first part's vector when it has room for
+/// all of them (as [`key_part`] sizes it), otherwise in a new one of exactly the size needed;
+/// each part is freed once it is moved.
+fn concat(parts: Vec<Vec<(KeyBytes, RecordId)>>) -> Vec<(KeyBytes, RecordId)> {
+    let total = parts.iter().map(Vec::len).sum();
+    let mut parts = parts.into_iter();
+    let Some(first) = parts.next() else {
+        return Vec::new();
+    };
+    let mut entries = if first.capacity() >= total {
+        first
+    } else {
+        let mut entries = Vec::with_capacity(total);
+        entries.extend(first);
+        entries
+    };
+    for part in parts {
+        entries.extend(part);
+    }
+    entries
 }
 
 /// Build every index of `indexes` (all empty) over `docs`, in record order, on up to `threads`
@@ -102,9 +128,11 @@ pub(crate) fn build_all(
     let parts: Vec<Vec<Keyed>> = std::thread::scope(|scope| {
         let handles: Vec<_> = docs
             .chunks(slice)
-            .map(|part| {
+            .enumerate()
+            .map(|(n, part)| {
                 let fields = fields.as_ref();
-                scope.spawn(move || key_part(shared, fields, part))
+                let room_for = if n == 0 { docs.len() } else { part.len() };
+                scope.spawn(move || key_part(shared, fields, part, room_for))
             })
             .collect();
         handles
@@ -156,16 +184,7 @@ pub(crate) fn build_all(
                             continue;
                         };
                         let began = std::time::Instant::now();
-                        let result = keyed.and_then(|parts| {
-                            // One vector of exactly the size needed, the parts freed as they
-                            // are moved into it.
-                            let total = parts.iter().map(Vec::len).sum();
-                            let mut entries = Vec::with_capacity(total);
-                            for part in parts {
-                                entries.extend(part);
-                            }
-                            index.finish_build(entries, ns)
-                        });
+                        let result = keyed.and_then(|parts| index.finish_build(concat(parts), ns));
                         // Which index a slow start-up waits for (issue 37's measurements).
                         if large {
                             tracing::debug!(

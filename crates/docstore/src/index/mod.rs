@@ -161,6 +161,16 @@ impl std::fmt::Debug for KeyBytes {
     }
 }
 
+/// Buffers an index build encodes each document's keys in (see [`Index::append_keys`]), kept
+/// from one document to the next.
+#[derive(Default)]
+pub(crate) struct KeyScratch {
+    /// The key's fields other than an array's.
+    fixed: Vec<u8>,
+    /// One key with an array element's part.
+    one: Vec<u8>,
+}
+
 /// One indexed path and its direction.
 #[derive(Debug, Clone)]
 struct KeyField {
@@ -634,6 +644,109 @@ impl Index {
             keys.dedup();
         }
         Ok(keys)
+    }
+
+    /// [`Index::keys_for_with`] of `doc`, each key appended to `out` with `rid`, in any order
+    /// and possibly more than once (an index build sorts its entries and drops repeats): what
+    /// building an index over many documents does for each of them. A plain index (no partial
+    /// filter, text, hashed or geo field), which is most indexes, has its keys encoded in
+    /// `scratch` and stored inline without the vectors [`Index::keys_for_with`] allocates for
+    /// the general case (start-up at a million documents made a hundred million of them), unless
+    /// the document has more than one array on the index's paths or an array inside the path;
+    /// anything else goes the general way, so the keys are the same either way.
+    pub(crate) fn append_keys(
+        &self,
+        doc: &Document,
+        rid: RecordId,
+        terms: &mut crate::text::TermCache,
+        scratch: &mut KeyScratch,
+        out: &mut Vec<(KeyBytes, RecordId)>,
+    ) -> Result<()> {
+        let plain = !self.building
+            && self.partial.is_none()
+            && self.text.is_none()
+            && self.fields.iter().all(|f| !f.hashed && f.geo.is_none());
+        if plain && self.plain_keys(doc, scratch, |key| out.push((KeyBytes::from(key), rid))) {
+            return Ok(());
+        }
+        let keys = self.keys_for_with(doc, terms)?;
+        out.extend(keys.into_iter().map(|k| (KeyBytes::from_vec(k), rid)));
+        Ok(())
+    }
+
+    /// A plain index's keys of `doc`, each given to `key` (a repeated array element gives its
+    /// key again), as [`generate`] makes them when at most one field's path ends at an array
+    /// and no path meets an array before its end: a key is the fields' encodings one after
+    /// another, so the other fields are encoded once and each element's encoding is put
+    /// between them. `false`, having given nothing, for any other document.
+    fn plain_keys(
+        &self,
+        doc: &Document,
+        scratch: &mut KeyScratch,
+        mut key: impl FnMut(&[u8]),
+    ) -> bool {
+        let KeyScratch { fixed, one } = scratch;
+        fixed.clear();
+        // The array field: its place among the fields, its elements, and where its encoding
+        // goes in `fixed`.
+        let mut array: Option<(usize, &[Bson], usize)> = None;
+        let mut found = false;
+        for (i, field) in self.fields.iter().enumerate() {
+            let value = match extract(Some(doc), &field.path) {
+                Extracted::Array(items, _, "") if array.is_none() => {
+                    array = Some((i, items, fixed.len()));
+                    continue;
+                }
+                Extracted::Array(..) => return false,
+                Extracted::Missing => &Bson::Null,
+                Extracted::Value(v) => {
+                    found = true;
+                    v
+                }
+            };
+            self.encode_key_part(field, value, fixed);
+        }
+        let Some((i, items, at)) = array else {
+            if found || !self.spec.sparse {
+                key(fixed);
+            }
+            return true;
+        };
+        self.multikey.store(true, AtomicOrdering::Relaxed);
+        let field = &self.fields[i];
+        let mut one_key = |value: &Bson| {
+            one.clear();
+            one.extend_from_slice(&fixed[..at]);
+            self.encode_key_part(field, value, one);
+            one.extend_from_slice(&fixed[at..]);
+            key(one);
+        };
+        if items.is_empty() {
+            // An empty array at the end of the path is indexed as undefined.
+            one_key(&Bson::Undefined);
+        }
+        for item in items {
+            one_key(item);
+        }
+        true
+    }
+
+    /// Append one plain field's part of a key for `value` (a value found at its path, or null
+    /// or undefined standing for none), under the index's collation.
+    fn encode_key_part(&self, field: &KeyField, value: &Bson, key: &mut Vec<u8>) {
+        let keyed;
+        let value = match (&self.spec.collation, value) {
+            (Some(c), v) if !matches!(v, Bson::Null | Bson::Undefined) => {
+                keyed = c.key_value(v);
+                &keyed
+            }
+            _ => value,
+        };
+        if field.descending {
+            keystring::encode_value_descending(value, key);
+        } else {
+            keystring::encode_value(value, key);
+        }
     }
 
     /// Whether `doc` has a location at a geo field (geo indexes leave out documents without
@@ -1337,5 +1450,61 @@ mod tests {
             idx.scan(&bounds, true).collect::<Vec<_>>(),
             vec![4, 2, 1, 3]
         );
+    }
+
+    #[test]
+    fn an_index_build_gets_each_document_the_keys_it_would_get_alone() {
+        let specs = [
+            doc! { "key": { "a": 1 }, "name": "a" },
+            doc! { "key": { "a": -1, "b.c": 1, "_id": -1 }, "name": "abc" },
+            doc! { "key": { "b.c": 1 }, "name": "bc", "sparse": true },
+            doc! { "key": { "a": 1, "b": 1 }, "name": "ab_sparse", "sparse": true },
+            doc! { "key": { "t": 1 }, "name": "t", "collation": { "locale": "en", "strength": 2 } },
+            doc! { "key": { "a.0": 1 }, "name": "a0" },
+            doc! { "key": { "a": 1 }, "name": "partial", "partialFilterExpression": { "b": { "$exists": true } } },
+            doc! { "key": { "h": "hashed" }, "name": "hashed" },
+        ];
+        let docs = [
+            doc! { "_id": 1, "a": 5, "b": { "c": "x" }, "t": "Été" },
+            doc! { "_id": 2 },
+            doc! { "_id": 3, "a": [3, 1, 3, [2, 4], { "z": 1 }], "b": { "c": [1, 2] } },
+            doc! { "_id": 4, "a": [], "b": [{ "c": 1 }, { "c": 2 }, {}] },
+            doc! { "_id": 5, "a": null, "b": { "c": null }, "t": ["b", "B", "é"] },
+            doc! { "_id": 6, "a": { "x": 1 }, "b": [], "h": [1] },
+            doc! { "_id": 7, "a": [[]], "b": 7, "h": "s", "t": [] },
+        ];
+        for spec in specs {
+            let alone = index(spec.clone());
+            let built = index(spec);
+            for (rid, d) in (1..).zip(&docs) {
+                let expected = alone.keys_for(d);
+                let mut got = Vec::new();
+                let mut scratch = KeyScratch::default();
+                let mut terms = crate::text::TermCache::disabled();
+                let appended = built.append_keys(d, rid, &mut terms, &mut scratch, &mut got);
+                match expected {
+                    Ok(keys) => {
+                        appended.unwrap();
+                        let mut got: Vec<Vec<u8>> = got
+                            .into_iter()
+                            .map(|(k, r)| {
+                                assert_eq!(r, rid);
+                                k.as_slice().to_vec()
+                            })
+                            .collect();
+                        got.sort();
+                        got.dedup();
+                        assert_eq!(got, keys, "{} of {d}", alone.spec.name);
+                    }
+                    Err(e) => assert_eq!(appended.unwrap_err().code_number(), e.code_number()),
+                }
+                assert_eq!(
+                    built.is_multikey(),
+                    alone.is_multikey(),
+                    "{} of {d}",
+                    alone.spec.name
+                );
+            }
+        }
     }
 }
