@@ -424,11 +424,40 @@ impl<'a> Element<'a> {
             .map_err(|_| damaged("key is not UTF-8"))
     }
 
-    /// The key and value, decoded: a common scalar straight from its bytes, anything else
-    /// through a one-element document (the bytes are checked as the driver would check them).
+    /// An array of common scalars (a product's category path of ObjectIds, a list of tags)
+    /// read element by element as [`Element::decode_scalar`] reads one value, with its checks:
+    /// a filter on such a field reads it for every candidate, and the driver's decoding built
+    /// and parsed a one-element document for it each time. `None` when the value is not an
+    /// array or holds anything else (a document, another array, a rarer type): the caller then
+    /// decodes it through the driver. The elements' keys are not read, as decoding ignores them.
+    fn decode_scalar_array(&self) -> Option<Result<Bson>> {
+        if self.bytes[0] != 0x04 {
+            return None;
+        }
+        let elements = match Elements::new(self.value()) {
+            Ok(elements) => elements,
+            Err(e) => return Some(Err(e)),
+        };
+        let mut items = Vec::new();
+        for element in elements {
+            match element.map(|e| e.decode_scalar()) {
+                Ok(Some(Ok(value))) => items.push(value),
+                Ok(None) => return None,
+                Ok(Some(Err(e))) | Err(e) => return Some(Err(e)),
+            }
+        }
+        Some(Ok(Bson::Array(items)))
+    }
+
+    /// The key and value, decoded: a common scalar (or an array of them) straight from its
+    /// bytes, anything else through a one-element document (the bytes are checked as the
+    /// driver would check them).
     fn decode(&self) -> Result<(String, Bson)> {
         if let Some(value) = self.decode_scalar() {
             return Ok((self.key_str()?, value?));
+        }
+        if let Some(items) = self.decode_scalar_array() {
+            return Ok((self.key_str()?, items?));
         }
         let len = self.bytes.len() + 5;
         let mut one = Vec::with_capacity(len);
@@ -926,6 +955,40 @@ mod tests {
     }
 
     #[test]
+    fn arrays_of_scalars_are_read_from_their_bytes_as_decoding_reads_them() {
+        let doc = doc! {
+            "path": [ObjectId::from_bytes([1; 12]), ObjectId::from_bytes([2; 12])],
+            "mixed": [1, 2i64, 2.5, "é", true, Bson::Null, bson::DateTime::from_millis(-5)],
+            "empty": [],
+            // Not all scalars: decoded by the driver, with the same result.
+            "nested": [1, [2, 3], { "a": 4 }],
+            "rare": [Bson::Decimal128("1.5".parse().unwrap()), Bson::MinKey],
+            "nan": [f64::NAN, -0.0],
+        };
+        let stored = StoredDoc::from_document(&doc).unwrap();
+        for key in doc.keys() {
+            let element = Elements::new(stored.as_bytes())
+                .unwrap()
+                .map(Result::unwrap)
+                .find(|e| e.key == key.as_bytes())
+                .unwrap();
+            let fast = element.decode_scalar_array();
+            assert_eq!(
+                fast.is_some(),
+                !matches!(key.as_str(), "nested" | "rare"),
+                "{key}"
+            );
+            let picked = stored.select(Some(std::slice::from_ref(key))).unwrap();
+            // Compare encodings: NaN is not equal to itself.
+            assert_eq!(
+                bson::to_vec(&picked).unwrap(),
+                bson::to_vec(&doc! { key.clone(): doc.get(key).unwrap().clone() }).unwrap(),
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
     fn damaged_bytes_are_refused_wherever_the_damage_is() {
         let bytes = bson::to_vec(&doc! { "a": "text", "n": { "x": [1, "é"] } }).unwrap();
         assert!(StoredDoc::from_bytes(&bytes).is_ok());
@@ -980,9 +1043,12 @@ mod tests {
             "a": "text", "re": Regex { pattern: "x".into(), options: "".into() },
             "bin": Binary { subtype: BinarySubtype::Generic, bytes: vec![1, 2] },
             "n": { "x": [1, "é"] }, "z": 1.5,
+            "tags": ["é", 2, ObjectId::from_bytes([7; 12]), true, Bson::Null],
         })
         .unwrap();
-        let fields: Vec<String> = ["a", "re", "bin", "n", "z"].map(String::from).to_vec();
+        let fields: Vec<String> = ["a", "re", "bin", "n", "z", "tags"]
+            .map(String::from)
+            .to_vec();
         for i in 0..bytes.len() {
             for delta in [1u8, 0x80, 0xff] {
                 let mut damaged = bytes.clone();
