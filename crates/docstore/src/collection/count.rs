@@ -5,7 +5,8 @@
 //! "Exactly" is deliberately narrow: every condition of the filter is an equality on a scalar
 //! (`{ f: v }` or `{ f: { $eq: v } }`, `v` a string, number, boolean, ObjectId or date), the
 //! fields are the leading fields of a plain ascending/descending index (not sparse, not
-//! partial), and the planner chose that index with bounds from those equalities. An empty filter
+//! partial, of the query's collation), and the planner chose that index with bounds from those
+//! equalities. An empty filter
 //! is answered by any such index scan with full bounds. Anything else (ranges, `$in`, nulls,
 //! arrays, regular expressions, `$or`) goes the ordinary way, matching each document.
 
@@ -39,6 +40,12 @@ fn scalar_equality(condition: &Bson) -> Option<&Bson> {
 pub(crate) fn index_answers(index: &Index, filter: &Document, bounds_full: bool) -> bool {
     let spec = &index.spec;
     if spec.sparse || spec.partial_filter.is_some() {
+        return false;
+    }
+    // An index of another collation than the query's gets no bounds from strings (a hinted
+    // scan of it walks every key of the other fields' bounds), so its keys cannot tell.
+    let collation = crate::collation::current();
+    if !crate::collation::same(spec.collation.as_ref(), collation.as_ref()) {
         return false;
     }
     // Plain key patterns only (no text or other special index kinds).

@@ -330,3 +330,79 @@ async fn an_expr_that_fails_to_evaluate_fails_the_query() {
         vec![1, 2]
     );
 }
+
+/// A count the store answers from index keys alone gives what matching the documents gives:
+/// a multikey field after the equality prefix (a document with two tags is one document, not two
+/// keys), two paths under one array (bounds on only one of them), and an index whose collation
+/// is not the query's (its string bounds cannot be used).
+#[tokio::test]
+async fn counts_answered_from_index_keys_match_counts_of_the_documents() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("counted");
+    c.insert_many(vec![
+        doc! { "_id": 1, "n": 5, "tags": ["a", "b"], "cat": "A", "arr": [{ "x": 1, "y": 2 }, { "x": 3, "y": 4 }] },
+        doc! { "_id": 2, "n": 5, "tags": ["a"], "cat": "a", "arr": [{ "x": 1, "y": 4 }] },
+        doc! { "_id": 3, "n": 6, "tags": [], "cat": "b", "arr": [] },
+    ])
+    .await
+    .unwrap();
+    for (name, keys, collation) in [
+        ("n_tags", doc! { "n": 1, "tags": 1 }, None),
+        ("arr_x_y", doc! { "arr.x": 1, "arr.y": 1 }, None),
+        (
+            "n_cat_ci",
+            doc! { "n": 1, "cat": 1 },
+            Some(doc! { "locale": "en", "strength": 2 }),
+        ),
+    ] {
+        let mut index = doc! { "key": keys, "name": name };
+        if let Some(collation) = collation {
+            index.insert("collation", collation);
+        }
+        t.db.run_command(doc! { "createIndexes": "counted", "indexes": [index] })
+            .await
+            .unwrap();
+    }
+    for filter in [
+        doc! { "n": 5 },
+        doc! { "n": 5, "tags": "a" },
+        doc! { "arr.x": 1, "arr.y": 4 },
+        doc! { "arr.x": 3, "arr.y": 2 },
+        doc! { "n": 5, "cat": "a" },
+    ] {
+        let found: Vec<Document> = c
+            .find(filter.clone())
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        let counted = c.count_documents(filter.clone()).await.unwrap();
+        assert_eq!(counted as usize, found.len(), "countDocuments {filter}");
+        // The `count` command, left to plan and with each index as its hint.
+        for hint in [None, Some("n_tags"), Some("arr_x_y"), Some("n_cat_ci")] {
+            let mut command = doc! { "count": "counted", "query": filter.clone() };
+            if let Some(hint) = hint {
+                command.insert("hint", hint);
+            }
+            let reply = t.db.run_command(command).await.unwrap();
+            let n = reply
+                .get_i32("n")
+                .map(i64::from)
+                .or_else(|_| reply.get_i64("n"))
+                .unwrap();
+            assert_eq!(n as usize, found.len(), "count {filter} hint {hint:?}");
+        }
+    }
+    // A skip walked over the keys of an index of another collation skips only matches too.
+    let after_skip: Vec<Document> = c
+        .find(doc! { "n": 5, "cat": "a" })
+        .hint(mongodb::options::Hint::Name("n_cat_ci".into()))
+        .skip(1)
+        .await
+        .unwrap()
+        .try_collect()
+        .await
+        .unwrap();
+    assert!(after_skip.is_empty(), "{after_skip:?}");
+}
