@@ -237,6 +237,12 @@ async fn a_backup_taken_during_checkouts_restores_every_collection_as_of_one_mom
             assert_eq!(sum, entry.bson_sha256, "{}", entry.collection);
         }
         assert_eq!(manifest.collections.len(), names.len());
+        // The moment may hold a stock move between its writes (a product's `pending` entry):
+        // the restored app's recovery job finishes it (`stock::recover_pending`), as this does,
+        // before the units add up.
+        bazaar::stock::recover_pending(&db, Duration::ZERO)
+            .await
+            .expect("pending moves finished");
         for sku in SKUS {
             assert_stock_invariant(&db, sku, STOCK).await;
         }
