@@ -292,6 +292,49 @@ async fn deleting_a_used_file_is_refused_with_its_places_and_an_unused_one_goes_
 }
 
 #[tokio::test]
+async fn no_file_is_deleted_while_older_content_waits_for_its_list_of_files() {
+    let app = spawn_app().await;
+    let shown = store(&app, "shown.png", png(40, 30)).await;
+    let node = NodeBuilder::page("old")
+        .title("Old page")
+        .text(&format!("![old](/media/{})", shown.id.to_hex()))
+        .build(&app.db)
+        .await;
+    // Stored before `metadata.media` existed, and not back-filled yet.
+    app.db
+        .collection::<Document>(store::COLLECTION)
+        .update_one(
+            doc! { "_id": node.id },
+            doc! { "$unset": { "metadata.media": "" } },
+        )
+        .await
+        .expect("unset");
+    let delete = || {
+        let app = &app;
+        async move {
+            let path = format!("/admin/media/{}/edit", shown.id.to_hex());
+            let token = csrf_of(app, &path).await;
+            app.post_admin_form(
+                &format!("/admin/media/{}/delete", shown.id.to_hex()),
+                &[("csrf_token", &token), ("confirm", "1")],
+            )
+            .await
+        }
+    };
+    let refused = delete().await;
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let doc = html(&body(refused).await);
+    assert!(texts(&doc, ".form-error")[0].contains("Try again in a minute"));
+    assert!(file_exists(&app, shown.id).await);
+    // Once the back-fill has run, the page is found showing it.
+    store::backfill_summaries(&app.db)
+        .await
+        .expect("back-filled");
+    assert_eq!(delete().await.status(), StatusCode::CONFLICT);
+    assert!(file_exists(&app, shown.id).await);
+}
+
+#[tokio::test]
 async fn a_nodes_media_follows_its_text_and_old_nodes_get_theirs_at_start_up() {
     let app = spawn_app().await;
     let a = store(&app, "a.png", png(20, 20)).await.id;

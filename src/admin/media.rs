@@ -306,6 +306,14 @@ pub(crate) async fn delete(
     }
     match library::delete_unused(&state.db, id).await? {
         Deleted::NotFound => Err(AppError::NotFound),
+        Deleted::NotYet => {
+            let mut page = file_page(&req, &state, id, None, None).await?;
+            page.error = Some(
+                "Not deleted yet: older content is still being checked for the files it shows. Try again in a minute."
+                    .to_string(),
+            );
+            render_status(StatusCode::SERVICE_UNAVAILABLE, &page)
+        }
         Deleted::InUse(places) => {
             let mut page = file_page(&req, &state, id, None, None).await?;
             page.error = Some(format!(

@@ -305,6 +305,9 @@ pub(crate) enum Deleted {
     Deleted(u64),
     /// Refused: these places show it.
     InUse(Vec<Use>),
+    /// Refused for now: older content is still being scanned for the files it shows
+    /// (`store::backfill_summaries`, running in the background after a start-up).
+    NotYet,
     NotFound,
 }
 
@@ -315,6 +318,9 @@ pub(crate) enum Deleted {
 pub(crate) async fn delete_unused(db: &Db, id: ObjectId) -> Result<Deleted, DbError> {
     if file(db, id).await?.is_none() {
         return Ok(Deleted::NotFound);
+    }
+    if super::store::media_backfill_pending(db).await? {
+        return Ok(Deleted::NotYet);
     }
     if let Some(places) = uses(db, &[id]).await?.remove(&id) {
         return Ok(Deleted::InUse(places));

@@ -251,8 +251,20 @@ fn missing_derived() -> Document {
     doc! { "$or": [{ "metadata.summary": null }, { "metadata.media": null }] }
 }
 
+/// Whether some node still lacks `metadata.media` (stored before it existed, and not yet given
+/// it by [`backfill_summaries`]): until none does, the media library cannot tell every file a
+/// node shows. Reads the `metadata.media` index.
+pub(crate) async fn media_backfill_pending(db: &Db) -> Result<bool, DbError> {
+    Ok(db
+        .collection::<Document>(COLLECTION)
+        .find_one(doc! { "metadata.media": null })
+        .projection(doc! { "_id": 1 })
+        .await?
+        .is_some())
+}
+
 /// Give every node stored before `metadata.summary` (or `metadata.media`) existed its summary
-/// (and the files it shows); run at start-up. Each
+/// (and the files it shows); run in the background from start-up, `/readyz` waiting for it. Each
 /// update names the nonce it read, so a node saved meanwhile (which set its own summary) is
 /// left alone, and several instances starting at once write the same values. Returns how many
 /// nodes were filled in.

@@ -777,24 +777,22 @@ pub(crate) fn init_logging(settings: &Settings) {
     telemetry::init(&settings.log.level, settings.log.format);
 }
 
-/// Move reservations kept in product documents by earlier versions to their own collection
-/// (`stock::migrate_carted`), under a lease so that several instances starting at once do not
-/// all scan the products; the migration is safe to repeat and to run concurrently anyway, so an
-/// instance that finds the lease taken just goes on (a crash mid-way is finished by the next
-/// start-up).
 /// What `/readyz` says while [`backfill_summaries`] runs.
 const SUMMARIES_PENDING: &str = "the summaries of content stored before them are being worked out";
 
-/// Tries of [`backfill_summaries`], [`SUMMARIES_RETRY`] apart, before it gives up (and
-/// `/readyz` keeps saying so).
-const SUMMARIES_TRIES: u32 = 12;
-/// The wait between two tries of [`backfill_summaries`].
+/// The first wait before [`backfill_summaries`] tries again; each failure doubles it, up to
+/// [`SUMMARIES_RETRY_MAX`].
 const SUMMARIES_RETRY: Duration = Duration::from_secs(5);
+/// The longest wait between two tries of [`backfill_summaries`].
+const SUMMARIES_RETRY_MAX: Duration = Duration::from_secs(60);
 
 /// Give the nodes stored before summaries existed theirs (`content::store::backfill_summaries`),
-/// then set `done`; tried again a few seconds later while the database refuses.
+/// then set `done`. While the database refuses it is tried again, a little less often each
+/// time, for as long as the process runs: it never gives up, so an instance whose database was
+/// away for a while becomes ready once it is back (`/readyz` says what it waits for meanwhile).
 async fn backfill_summaries(db: Db, done: Arc<AtomicBool>) {
-    for attempt in 1..=SUMMARIES_TRIES {
+    let mut wait = SUMMARIES_RETRY;
+    loop {
         match crate::content::store::backfill_summaries(&db).await {
             Ok(filled) => {
                 if filled > 0 {
@@ -803,17 +801,20 @@ async fn backfill_summaries(db: Db, done: Arc<AtomicBool>) {
                 done.store(true, Ordering::Relaxed);
                 return;
             }
-            Err(e) if attempt < SUMMARIES_TRIES => {
-                tracing::warn!(error = %e, "working out the summaries of older content failed; trying again");
-                tokio::time::sleep(SUMMARIES_RETRY).await;
-            }
             Err(e) => {
-                tracing::error!(error = %e, "working out the summaries of older content failed; giving up until the next start");
+                tracing::warn!(error = %e, retry_in_secs = wait.as_secs(), "working out the summaries of older content failed; trying again");
+                tokio::time::sleep(wait).await;
+                wait = (wait * 2).min(SUMMARIES_RETRY_MAX);
             }
         }
     }
 }
 
+/// Move reservations kept in product documents by earlier versions to their own collection
+/// (`stock::migrate_carted`), under a lease so that several instances starting at once do not
+/// all scan the products; the migration is safe to repeat and to run concurrently anyway, so an
+/// instance that finds the lease taken just goes on (a crash mid-way is finished by the next
+/// start-up).
 async fn migrate_reservations(db: &Db) -> Result<(), crate::db::DbError> {
     const LEASE: &str = "migrate-reservations";
     // Nothing to move (a database written by this version, or an empty one, which must stay
