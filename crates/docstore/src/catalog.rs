@@ -574,7 +574,8 @@ fn replay(dbs: &mut Namespaces, op: JournalOp) -> Result<()> {
             spec,
         } => {
             let spec = IndexSpec::parse(&spec)?;
-            coll(dbs, &db, &name).write().create_index(spec)?;
+            // Built on every core: a restart replays an index created since the snapshot.
+            coll(dbs, &db, &name).write().create_index_parallel(spec)?;
         }
         JournalOp::DropIndex {
             db,

@@ -388,6 +388,20 @@ impl Collection {
     /// Build a new index over the existing documents. Fails (leaving nothing behind) on a
     /// duplicate key or an unindexable document.
     pub(crate) fn create_index(&mut self, spec: IndexSpec) -> Result<()> {
+        self.check_text_index_room(&spec)?;
+        let mut index = Index::new(spec)?;
+        let ns = self.namespace();
+        for (record, doc) in &self.docs {
+            let keys = index.keys_for_stored(doc)?;
+            index.check_unique(&keys, *record, &ns)?;
+            index.insert(&keys, *record);
+        }
+        self.indexes.push(index);
+        Ok(())
+    }
+
+    /// Refuse a second text index: a collection has at most one.
+    fn check_text_index_room(&self, spec: &IndexSpec) -> Result<()> {
         if spec.text.is_some() {
             if let Some((_, existing)) = self.text_index() {
                 return Err(Error::new(
@@ -400,14 +414,6 @@ impl Collection {
                 ));
             }
         }
-        let mut index = Index::new(spec)?;
-        let ns = self.namespace();
-        for (record, doc) in &self.docs {
-            let keys = index.keys_for_stored(doc)?;
-            index.check_unique(&keys, *record, &ns)?;
-            index.insert(&keys, *record);
-        }
-        self.indexes.push(index);
         Ok(())
     }
 

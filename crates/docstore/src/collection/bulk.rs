@@ -233,6 +233,16 @@ impl Collection {
         Ok(())
     }
 
+    /// [`Collection::create_index`] built the way a load builds its indexes: the documents
+    /// keyed on every core, the keys sorted and the tree built at once, rather than each
+    /// document's keys inserted in turn on one thread. Journal replay builds an index created
+    /// since the snapshot this way (at 1 000 000 products, 0.8 s of a restart on one thread).
+    /// Fails, adding nothing, as [`Collection::create_index`] does.
+    pub(crate) fn create_index_parallel(&mut self, spec: IndexSpec) -> Result<()> {
+        self.check_text_index_room(&spec)?;
+        self.create_indexes_parallel(vec![spec])
+    }
+
     /// Indexes for `specs` over the stored documents, built together (each document decoded
     /// once for all of them, see [`crate::index::build_all`]), in the order given; the first
     /// failing spec's error otherwise.
@@ -543,5 +553,52 @@ mod tests {
         c.create_indexes_parallel(vec![fine]).unwrap();
         assert_eq!(c.indexes()[1].entry_count(), 25_000);
         assert!(c.insert(doc! { "_id": -1, "u": 5 }).is_err());
+    }
+
+    #[test]
+    fn one_index_built_in_parallel_equals_create_index_and_fails_like_it() {
+        // Enough documents for the keys to be worked out on several threads; a sparse field
+        // (as journal replay's `carted_1`) and an array field.
+        let docs: Vec<Document> = (0..25_000)
+            .map(|i| {
+                let mut d = doc! { "_id": i, "a": i % 7, "tags": [i % 3, "x"], "t": "a b" };
+                if i % 100 == 0 {
+                    d.insert("carted", i);
+                }
+                d
+            })
+            .collect();
+        let filled = || {
+            let mut c = Collection::new("db", "c", Document::new());
+            assert!(c.insert_all(&docs).is_some());
+            c
+        };
+        let spec = |d: Document| IndexSpec::parse(&d).unwrap();
+        let (mut serial, mut parallel) = (filled(), filled());
+        for made in [
+            spec(doc! { "key": { "carted": 1 }, "name": "carted_1", "sparse": true }),
+            spec(doc! { "key": { "tags": 1, "a": -1 }, "name": "tags_a" }),
+            spec(doc! { "key": { "t": "text" }, "name": "t_text" }),
+        ] {
+            serial.create_index(made.clone()).unwrap();
+            parallel.create_index_parallel(made).unwrap();
+        }
+        assert_eq!(entries(&parallel), entries(&serial));
+        assert_eq!(parallel.indexes()[1].entry_count(), 250, "sparse");
+        // A duplicate of a unique index and a second text index fail with the same error,
+        // adding nothing.
+        for refused in [
+            spec(doc! { "key": { "a": 1 }, "name": "a_u", "unique": true }),
+            spec(doc! { "key": { "a": "text" }, "name": "a_text" }),
+        ] {
+            let expected = serial.create_index(refused.clone()).unwrap_err();
+            let got = parallel.create_index_parallel(refused).unwrap_err();
+            assert_eq!((got.code, got.message), (expected.code, expected.message));
+        }
+        assert_eq!(
+            entries(&parallel),
+            entries(&serial),
+            "nothing added on failure"
+        );
     }
 }
