@@ -6,8 +6,8 @@
 --   mix      a realistic mix (see below)
 -- Each request takes the family's next query and varies the case of its letters (the search
 -- folds case, so every variant finds the same documents); once a query's case variants are
--- used up, a prefix of punctuation (which the tokenizer drops) makes it new again. The two wrk
--- threads start half a period apart so they do not repeat each other.
+-- used up, a prefix of punctuation (which the tokenizer drops) makes it new again. Each wrk
+-- thread starts 100 000 queries further on, so the threads do not repeat each other.
 --
 -- The mix: visitors repeat popular searches. Every search string of the four families and
 -- each of its variants is ranked (the families' plain queries first, then their first case

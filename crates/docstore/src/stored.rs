@@ -429,7 +429,8 @@ impl<'a> Element<'a> {
     /// a filter on such a field reads it for every candidate, and the driver's decoding built
     /// and parsed a one-element document for it each time. `None` when the value is not an
     /// array or holds anything else (a document, another array, a rarer type): the caller then
-    /// decodes it through the driver. The elements' keys are not read, as decoding ignores them.
+    /// decodes it through the driver, as it does when an element's key is not UTF-8 (the driver
+    /// refuses that; the keys' digits themselves are not checked, as decoding ignores them).
     fn decode_scalar_array(&self) -> Option<Result<Bson>> {
         if self.bytes[0] != 0x04 {
             return None;
@@ -440,6 +441,14 @@ impl<'a> Element<'a> {
         };
         let mut items = Vec::new();
         for element in elements {
+            // An element's key that is not UTF-8 (damaged bytes): the driver's decoding refuses
+            // it, so it decides.
+            if element
+                .as_ref()
+                .is_ok_and(|e| std::str::from_utf8(e.key).is_err())
+            {
+                return None;
+            }
             match element.map(|e| e.decode_scalar()) {
                 Ok(Some(Ok(value))) => items.push(value),
                 Ok(None) => return None,

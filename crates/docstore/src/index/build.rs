@@ -34,7 +34,7 @@ fn fields_read(indexes: &[Index]) -> Option<FieldTree> {
 /// Every index's entries for `part` (documents in record order), in vectors with room for the
 /// entries of `room_for` documents (at the rate of the first [`SAMPLE`]): the first slice's
 /// vectors are sized for every document, so the other slices' entries are later moved into
-/// them (see [`concat`]) rather than all into a new vector, memory the kernel must zero first.
+/// them (see [`concat`]) rather than all into a new vector: one copy and one allocation fewer.
 fn key_part(
     indexes: &[Index],
     fields: Option<&FieldTree>,
