@@ -56,6 +56,18 @@ async fn listed(app: &TestApp, path: &str) -> Vec<(String, String)> {
         .collect()
 }
 
+/// Make node `id` look stored before `metadata.media` existed (not yet back-filled).
+async fn forget_media(app: &TestApp, id: ObjectId) {
+    app.db
+        .collection::<Document>(store::COLLECTION)
+        .update_one(
+            doc! { "_id": id },
+            doc! { "$unset": { "metadata.media": "" } },
+        )
+        .await
+        .expect("unset");
+}
+
 async fn csrf_of(app: &TestApp, path: &str) -> String {
     csrf_token(&admin_page(app, path).await).expect("a form with a token")
 }
@@ -301,14 +313,7 @@ async fn no_file_is_deleted_while_older_content_waits_for_its_list_of_files() {
         .build(&app.db)
         .await;
     // Stored before `metadata.media` existed, and not back-filled yet.
-    app.db
-        .collection::<Document>(store::COLLECTION)
-        .update_one(
-            doc! { "_id": node.id },
-            doc! { "$unset": { "metadata.media": "" } },
-        )
-        .await
-        .expect("unset");
+    forget_media(&app, node.id).await;
     let delete = || {
         let app = &app;
         async move {
@@ -376,14 +381,7 @@ async fn a_nodes_media_follows_its_text_and_old_nodes_get_theirs_at_start_up() {
     assert_eq!(media_of(node.id).await, Some(vec![b]));
 
     // A node stored before `metadata.media` existed gets it from start-up's back-fill.
-    app.db
-        .collection::<Document>(store::COLLECTION)
-        .update_one(
-            doc! { "_id": node.id },
-            doc! { "$unset": { "metadata.media": "" } },
-        )
-        .await
-        .expect("unset");
+    forget_media(&app, node.id).await;
     assert_eq!(media_of(node.id).await, None);
     store::backfill_summaries(&app.db)
         .await
