@@ -7,8 +7,9 @@
 //! repeated, since it is timing-dependent), a cart race across instances, recovery of lost
 //! charges by three instances after one was SIGKILLed mid-checkout (one refund request per
 //! charge), scheduled backups on all three, another instance's write showing within the cache's
-//! bound after a quiet spell, a SIGKILLed database costing a page at most one timeout, and
-//! sign-in rate limits and single-use sign-in links holding across the three.
+//! bound after a quiet spell, a SIGKILLed database costing a page at most one timeout,
+//! sign-in rate limits and single-use sign-in links holding across the three, and the start-up
+//! back-fill of summaries run by three instances at once while an editor saves.
 //!
 //! CI runs a short version; `MULTI_INSTANCE_TRIALS` (default 3) sets how many joint first
 //! starts are tried and `MULTI_INSTANCE_LOST_CHARGES` (default 30) how many lost charges the
@@ -945,4 +946,152 @@ async fn kept_page_anchors_serve_other_instances_until_a_write_outdates_them() {
         .collect();
     assert_eq!(now, skipped, "page 27 as the listing is now");
     assert_ne!(now, walked, "three products moved it");
+}
+
+/// Nodes stored before `metadata.summary` and `metadata.media` existed, as an upgrade finds
+/// them: `count` posts with one-sentence texts (each its own summary), stripped of both.
+async fn nodes_from_before_summaries(db: &Db, count: usize) -> Vec<bazaar::content::model::Node> {
+    use crate::common::builders::NodeBuilder;
+    let mut nodes = Vec::with_capacity(count);
+    for i in 0..count {
+        let node = NodeBuilder::post(&format!("old-{i:03}"))
+            .text(&format!("Old text {i}."))
+            .build(db)
+            .await;
+        nodes.push(node);
+    }
+    bazaar::content::store::collection(db)
+        .update_many(
+            doc! {},
+            doc! { "$unset": { "metadata.summary": "", "metadata.media": "" } },
+        )
+        .await
+        .expect("stripped");
+    nodes
+}
+
+/// Every node's summary, by slug (`None`: not filled in).
+async fn summaries(db: &Db) -> Vec<(String, Option<String>)> {
+    let nodes: Vec<bazaar::content::model::Node> = bazaar::content::store::collection(db)
+        .find(doc! {})
+        .sort(doc! { "metadata.slug": 1 })
+        .await
+        .expect("find")
+        .try_collect()
+        .await
+        .expect("read");
+    nodes
+        .into_iter()
+        .map(|n| {
+            (
+                n.metadata.slug.to_string(),
+                n.metadata.summary.map(|s| s.text),
+            )
+        })
+        .collect()
+}
+
+/// The start-up back-fill (`content::store::backfill_summaries`) run by three instances at
+/// once, each on its own connection: every node gets the summary of its own text, and the
+/// counts the three report (and log) add up to the nodes filled, none counted twice (every
+/// update needs the summary still missing and names the nonce it read).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_back_fills_at_once_fill_every_node_and_count_each_once() {
+    use bazaar::content::store::backfill_summaries;
+    const NODES: usize = 200;
+    let database = Database::in_memory();
+    let setup = database.connect().await;
+    nodes_from_before_summaries(&setup, NODES).await;
+    let (a, b, c) = (
+        database.connect().await,
+        database.connect().await,
+        database.connect().await,
+    );
+    let (fa, fb, fc) = tokio::join!(
+        backfill_summaries(&a),
+        backfill_summaries(&b),
+        backfill_summaries(&c)
+    );
+    let filled = [fa.expect("a"), fb.expect("b"), fc.expect("c")];
+    assert_eq!(
+        filled.iter().sum::<u64>(),
+        NODES as u64,
+        "filled by each: {filled:?}"
+    );
+    for (slug, summary) in summaries(&setup).await {
+        let i: usize = slug["old-".len()..].parse().expect("a generated slug");
+        assert_eq!(summary.as_deref(), Some(format!("Old text {i}.").as_str()));
+    }
+}
+
+/// Three real instances starting at once on a database an older version wrote, while an editor
+/// saves some of its nodes: each instance's background back-fill runs, all three become ready,
+/// and every node ends with the summary of the text it holds now; no back-fill put an old
+/// summary over a save.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_instances_back_filling_at_start_keep_the_saves_made_meanwhile() {
+    use bazaar::content::model::{Detail, NodeInput, TextDetail};
+    use bazaar::content::store;
+    const NODES: usize = 1000;
+    let database = Database::in_memory();
+    let editor = database.connect().await;
+    let nodes = nodes_from_before_summaries(&editor, NODES).await;
+    let uri = database.uri();
+    let starting = tokio::task::spawn_blocking(move || {
+        Instance::start_together(3, &uri, &[("BAZAAR_SEED__DEMO", "false")])
+    });
+    // Every tenth node, saved while the instances start and back-fill: spread over a few
+    // seconds, so some saves land before an instance's back-fill reads the node, some between
+    // its read and its update, and some after.
+    let mut edited = std::collections::BTreeSet::new();
+    for node in nodes.iter().step_by(10) {
+        let stored = store::by_id(&editor, node.id)
+            .await
+            .expect("read")
+            .expect("the node");
+        let input = NodeInput {
+            section: "blog".into(),
+            slug: stored.metadata.slug.clone(),
+            title: stored.metadata.title.clone(),
+            author: "Editor".into(),
+            detail: Detail::Entry(TextDetail {
+                text: format!("Edited {}.", stored.metadata.slug),
+                ..Default::default()
+            }),
+        };
+        let saved = store::save_with_nonce(&editor, &stored, stored.metadata.nonce, &input)
+            .await
+            .expect("saved");
+        assert!(saved, "nobody else saves {}", stored.metadata.slug);
+        edited.insert(stored.metadata.slug.to_string());
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let instances = starting.await.expect("the instances start");
+    let client = reqwest::Client::new();
+    for instance in &instances {
+        let ready = eventually(Duration::from_secs(60), || async {
+            client
+                .get(format!("{}/readyz", instance.address()))
+                .send()
+                .await
+                .is_ok_and(|r| r.status().is_success())
+        })
+        .await;
+        assert!(
+            ready,
+            "ready once its back-fill is done:\n{}",
+            instance.log_text()
+        );
+    }
+    let all = summaries(&editor).await;
+    assert_eq!(all.len(), NODES);
+    for (slug, summary) in all {
+        let expected = if edited.contains(&slug) {
+            format!("Edited {slug}.")
+        } else {
+            let i: usize = slug["old-".len()..].parse().expect("a generated slug");
+            format!("Old text {i}.")
+        };
+        assert_eq!(summary.as_deref(), Some(expected.as_str()), "{slug}");
+    }
 }
