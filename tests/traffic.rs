@@ -774,6 +774,66 @@ async fn hourly_dimension_documents_count_exactly_across_hour_and_day_boundaries
     assert_eq!(snapshot(&stepped).await, uninterrupted);
 }
 
+/// A run that finds seven weeks due (a month's and a year's end inside, and ten days without a
+/// single event) builds them a stretch at a time (`rollup::Level::stretch`, the dimension
+/// documents a day at a time): the same documents as runs every five days, and exact counts.
+#[tokio::test]
+async fn a_catch_up_over_weeks_built_in_stretches_equals_runs_every_few_days() {
+    let (_server, at_once) = memory_db("rollup-catch-up").await;
+    let (_other, stepped) = memory_db("rollup-catch-up-stepped").await;
+    let n = 3_000;
+    // `varied_event`'s four days, moved by 5 days × (i mod 10): 29 November to 17 January,
+    // without the groups 3 and 4 (14 to 23 December).
+    let events: Vec<Document> = (0..n)
+        .filter(|i| !matches!(i % 10, 3 | 4))
+        .map(|i| {
+            let mut event = varied_event(i, n);
+            let at = *event.get_datetime("at").expect("at");
+            let moved = at.timestamp_millis() + i64::from(i % 10) * 5 * 86_400_000;
+            event.insert("at", bson::DateTime::from_millis(moved));
+            event
+        })
+        .collect();
+    for db in [&at_once, &stepped] {
+        db.collection::<Document>(EVENTS)
+            .insert_many(events.clone())
+            .await
+            .expect("seeded");
+    }
+    let end = utc(2027, 1, 20, 0, 0);
+    let report = rollup::roll_up(&at_once, bson_time(end))
+        .await
+        .expect("rolls up");
+    assert_eq!(report.built.len(), 4, "one entry a level: {report:?}");
+    let mut now = utc(2026, 11, 30, 0, 0);
+    while now < end {
+        rollup::roll_up(&stepped, bson_time(now))
+            .await
+            .expect("rolls up");
+        now += chrono::Duration::days(5);
+    }
+    rollup::roll_up(&stepped, bson_time(end))
+        .await
+        .expect("rolls up");
+    assert_eq!(snapshot(&at_once).await, snapshot(&stepped).await);
+    // Every view a person made before January (the month not over yet) is in its month, once.
+    let views: i64 = numbers(&at_once, Level::Month)
+        .await
+        .iter()
+        .filter(|((_, path), _)| path.is_none())
+        .map(|(_, n)| n.views)
+        .sum();
+    let exact = at_once
+        .collection::<Document>(EVENTS)
+        .count_documents(doc! {
+            "kind": events::VIEW, "bot": false, "at": { "$lt": bson_time(utc(2027, 1, 1, 0, 0)) },
+        })
+        .await
+        .expect("counted");
+    assert_eq!(views, exact as i64);
+    assert!(exact > 500, "{exact}");
+}
+
 /// Event `i` of the comparison below: four days from 29 November 2026 (a month's end inside),
 /// every kind, referrers, campaigns, devices, browsers, searches in mixed case with and without
 /// results, bots, response times under 128 ms, by 400 visitors.

@@ -30,6 +30,13 @@
 //! with identical documents: nothing is lost or counted twice. One instance rolls up at a time
 //! ([`roll_up_under_lease`]); a second at once would also be harmless.
 //!
+//! **Catching up.** A run that finds weeks due (the roll-up was off, every instance down) builds
+//! them a stretch at a time: a day of hours, a week of days, eight weeks of weeks (months in one
+//! go), each stretch's documents and watermark written before the next stretch is read, so a
+//! run holds one stretch in memory, not the whole retention; the dimension documents likewise go
+//! a day at a time. A stretch starts at the first document below it, so a first run starts at
+//! the oldest event.
+//!
 //! **Dimensions.** After the four levels, a run builds the documents of what the report's
 //! tables group by ([`super::dimensions`]): the hours rolled up since its `hours` watermark from
 //! the events, then the days those close from their hours, with the same delete, insert, then
@@ -108,6 +115,19 @@ impl Level {
         start.map_or(at, |s| DateTime::from_chrono(Utc.from_utc_datetime(&s)))
     }
 
+    /// The most of this level one step of a run builds (see [`stretch_end`]): periods of the
+    /// level below add up in memory until the stretch is written. Whole days, weeks from a
+    /// Monday, so a stretch ends on a period boundary; months, of uneven length, are built in
+    /// one stretch (from days: a year of them is a few hundred documents a page).
+    fn stretch(self) -> Option<Duration> {
+        match self {
+            Level::Hour => Some(DAY),
+            Level::Day => Some(7 * DAY),
+            Level::Week => Some(8 * 7 * DAY),
+            Level::Month => None,
+        }
+    }
+
     /// The level a level is built from (`None`: the events themselves).
     fn source(self) -> Option<Level> {
         match self {
@@ -182,7 +202,7 @@ pub async fn roll_up_crashing(
 ) -> Result<RollupReport, DbError> {
     let mut report = RollupReport::default();
     for level in Level::ALL {
-        let from = watermark(db, level)
+        let mut from = watermark(db, level)
             .await?
             .unwrap_or(DateTime::from_millis(0));
         let to = match level.source() {
@@ -192,52 +212,139 @@ pub async fn roll_up_crashing(
                 None => continue,
             },
         };
-        if to <= from {
-            continue;
-        }
         let started = std::time::Instant::now();
-        let periods = build(db, level, from, to).await?;
-        replace(db, level, from, to, periods).await?;
-        if crash == CrashAfter::Merge(level) {
-            return Err(DbError::Invalid(format!(
-                "roll-up stopped after the {} merge (test)",
-                level.unit()
-            )));
+        while from < to {
+            let upto = stretch_end(db, level, from, to).await?;
+            let periods = build(db, level, from, upto).await?;
+            replace(db, level, from, upto, periods).await?;
+            if crash == CrashAfter::Merge(level) {
+                return Err(DbError::Invalid(format!(
+                    "roll-up stopped after the {} merge (test)",
+                    level.unit()
+                )));
+            }
+            db.collection::<Document>(WATERMARKS)
+                .update_one(
+                    doc! { "_id": level.unit() },
+                    doc! { "$set": { "upto": upto } },
+                )
+                .upsert(true)
+                .await?;
+            match report.built.last_mut() {
+                Some(built) if built.level == level => built.to = upto,
+                _ => report.built.push(Built {
+                    level,
+                    from,
+                    to: upto,
+                    took: Duration::ZERO,
+                }),
+            }
+            from = upto;
         }
-        db.collection::<Document>(WATERMARKS)
-            .update_one(
-                doc! { "_id": level.unit() },
-                doc! { "$set": { "upto": to } },
-            )
-            .upsert(true)
-            .await?;
-        report.built.push(Built {
-            level,
-            from,
-            to,
-            took: started.elapsed(),
-        });
+        if let Some(built) = report.built.last_mut().filter(|b| b.level == level) {
+            built.took = started.elapsed();
+        }
     }
-    dimensions_up_to(db, watermark(db, Level::Hour).await?, crash, &mut report).await?;
+    if let Some(hours) = watermark(db, Level::Hour).await? {
+        dimensions_by_day(db, hours, crash, &mut report).await?;
+    }
     Ok(report)
 }
 
-/// The dimension documents ([`super::dimensions`]) up to `hours`, the hourly roll-ups'
-/// watermark: the hours since their own watermark from the events, then every day those close
-/// from its hours (the ones stored by earlier runs and this run's), in one step: the days' and
-/// the open day's hours' documents replaced, then both watermarks set in one write. The stored
-/// hours the days read are deleted only by a later run, once the days' watermark is past them,
-/// so a re-run or a run after a crash reads the same sources; the hours of a day closed in the
-/// same run are never written (from scratch, 30 days of them would be).
-async fn dimensions_up_to(
+/// Where the stretch of `level` a run builds next, from `from` (the level's watermark) towards
+/// `to`, ends: a catch-up over weeks (the roll-up off, every instance down) is built a bounded
+/// stretch at a time ([`Level::stretch`]), each stretch's watermark written before the next is
+/// read, so a run holds at most a stretch of periods in memory. Periods with nothing below them
+/// make no documents, so a stretch starts at the first source document at or after `from` (a
+/// first run starts at the oldest event, not in 1970); `[from, start)` is still part of the
+/// stretch, so a crashed run's documents there are deleted as before.
+async fn stretch_end(
     db: &Db,
-    hours: Option<DateTime>,
+    level: Level,
+    from: DateTime,
+    to: DateTime,
+) -> Result<DateTime, DbError> {
+    let source = level.source().map_or(EVENTS, Level::collection);
+    let Some(first) = first_at(db, source, from).await? else {
+        return Ok(to);
+    };
+    let start = level.truncate(first).max(from);
+    Ok(match level.stretch() {
+        Some(stretch) if start < to => {
+            let end = DateTime::from_millis(start.timestamp_millis() + stretch.as_millis() as i64);
+            end.min(to)
+        }
+        _ => to,
+    })
+}
+
+/// The time of the first document of `collection` at or after `from` (its `at` index).
+async fn first_at(db: &Db, collection: &str, from: DateTime) -> Result<Option<DateTime>, DbError> {
+    let first = db
+        .collection::<Document>(collection)
+        .find_one(doc! { "at": { "$gte": from } })
+        .sort(doc! { "at": 1 })
+        .projection(doc! { "_id": 0, "at": 1 })
+        .await?;
+    Ok(first.and_then(|d| d.get_datetime("at").ok().copied()))
+}
+
+/// [`dimensions_up_to`] the hourly roll-ups' watermark `hours`, a day of events at a time, each
+/// day as a run of its own would build it (its watermarks written before the next day is read):
+/// a catch-up over weeks holds one day of hours in memory, not all of them. Days without events
+/// are passed over in one step.
+async fn dimensions_by_day(
+    db: &Db,
+    hours: DateTime,
     crash: CrashAfter,
     report: &mut RollupReport,
 ) -> Result<(), DbError> {
-    let Some(hour_to) = hours else {
-        return Ok(());
-    };
+    loop {
+        let (days_upto, hours_upto) = dimension_watermarks(db).await?;
+        let day_from = days_upto.unwrap_or(DateTime::from_millis(0));
+        let hour_from = hours_upto.map_or(day_from, |h| h.max(day_from));
+        if hours <= hour_from {
+            return Ok(());
+        }
+        let start = first_at(db, EVENTS, hour_from)
+            .await?
+            .map_or(hours, |first| Level::Hour.truncate(first).max(hour_from));
+        let next_day = DateTime::from_millis(
+            Level::Day.truncate(start).timestamp_millis() + DAY.as_millis() as i64,
+        );
+        dimensions_up_to(db, hours.min(next_day), crash, report).await?;
+    }
+}
+
+/// A day.
+const DAY: Duration = Duration::from_secs(86_400);
+
+/// Widen `slot` (a report's `(from, to, took)`) by one more step of the same run.
+fn widen(
+    slot: &mut Option<(DateTime, DateTime, Duration)>,
+    from: DateTime,
+    to: DateTime,
+    took: Duration,
+) {
+    *slot = Some(match slot.take() {
+        Some((first, _, before)) => (first, to, before + took),
+        None => (from, to, took),
+    });
+}
+
+/// The dimension documents ([`super::dimensions`]) up to `hour_to` (at most the hourly roll-ups'
+/// watermark; [`dimensions_by_day`] gives a day at a time): the hours since their own watermark
+/// from the events, then every day those close from its hours (the ones stored by earlier steps
+/// and this step's), in one step: the days' and the open day's hours' documents replaced, then
+/// both watermarks set in one write. The stored hours the days read are deleted only by a later
+/// step, once the days' watermark is past them, so a re-run or a run after a crash reads the
+/// same sources; the hours of a day closed in the same step are never written.
+async fn dimensions_up_to(
+    db: &Db,
+    hour_to: DateTime,
+    crash: CrashAfter,
+    report: &mut RollupReport,
+) -> Result<(), DbError> {
     let (days_upto, hours_upto) = dimension_watermarks(db).await?;
     let day_from = days_upto.unwrap_or(DateTime::from_millis(0));
     let hourly = db.collection::<Document>(dimensions::HOURLY);
@@ -283,9 +390,9 @@ async fn dimensions_up_to(
         .upsert(true)
         .await?;
     let took = started.elapsed();
-    report.dimension_hours = Some((hour_from, hour_to, took));
+    widen(&mut report.dimension_hours, hour_from, hour_to, took);
     if day_to > day_from {
-        report.dimensions = Some((day_from, day_to, took));
+        widen(&mut report.dimensions, day_from, day_to, took);
     }
     Ok(())
 }
