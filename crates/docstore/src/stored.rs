@@ -619,8 +619,8 @@ impl<'a> Iterator for Elements<'a> {
 /// Whether the document in `bytes` (an array's elements when `array`) comes back byte for byte
 /// from a trip through `Document` (see [`StoredDoc::as_sent`]). The bytes were checked at the
 /// wire (lengths, UTF-8, values, nesting), so this walk only reads each element's type and key
-/// ([`Elements`]) rather than parsing every value again as the driver's iterator does, and its
-/// recursion is bounded.
+/// ([`Elements`]) rather than parsing every value again as the bson crate's iterator does, and
+/// its recursion is bounded.
 fn round_trips(bytes: &[u8], array: bool) -> bool {
     /// Documents with more fields than this have their names checked for repeats by sorting
     /// rather than pairwise.
