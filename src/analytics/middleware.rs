@@ -74,9 +74,16 @@ fn log_events<B>(
         at: log.now(),
         event,
         path: path.to_string(),
+        // The pattern is a fresh string already: cut only when too long (never, in practice).
         template: request
             .match_pattern()
-            .map(|p| clip(&p, MAX_PATH_BYTES))
+            .map(|p| {
+                if p.len() <= MAX_PATH_BYTES {
+                    p
+                } else {
+                    clip(&p, MAX_PATH_BYTES)
+                }
+            })
             .unwrap_or_else(|| path.to_string()),
         status: response.status().as_u16(),
         response_ms: u32::try_from(took.as_millis()).unwrap_or(u32::MAX),

@@ -204,13 +204,13 @@ impl Catalog {
                 return self.write(db, coll, create, f);
             }
             self.check_writable()?;
-            let mut session = WriteSession::new(&mut guard);
+            let mut session = WriteSession::journaling(&mut guard, self.storage.keeps_journal());
             let value = f(&mut session);
-            let ops = session.into_ops();
-            let lsn = if ops.is_empty() {
-                0
-            } else {
+            let (changed, ops) = session.into_changes();
+            let lsn = if changed {
                 self.storage.append(&ops)
+            } else {
+                0
             };
             WriteOutcome { value, lsn }
         };

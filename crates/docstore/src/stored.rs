@@ -60,8 +60,7 @@ impl StoredDoc {
     /// (decoding drops them), regular expressions (their options are sorted), old binary
     /// (subtype 2), and the deprecated or JavaScript types. The caller decodes those.
     pub(crate) fn as_sent(bytes: &Arc<[u8]>) -> Option<StoredDoc> {
-        let raw = RawDocument::from_bytes(&bytes[..]).ok()?;
-        round_trips(raw, false).then(|| StoredDoc(Arc::clone(bytes)))
+        round_trips(bytes, false).then(|| StoredDoc(Arc::clone(bytes)))
     }
 
     /// Any bytes, unchecked (tests that write damaged snapshots).
@@ -149,6 +148,44 @@ impl StoredDoc {
     pub(crate) fn without_tree(&self, drop: &FieldTree) -> Result<Option<StoredDoc>> {
         let mut out = Vec::with_capacity(self.0.len());
         Ok(copy_without(&self.0, drop, &mut out)?.then(|| StoredDoc(Arc::from(out))))
+    }
+
+    /// The values of `count` top-level fields, read straight from the bytes without building a
+    /// [`Document`]: `slot` tells which of them (`0..count`) a field name is, if any, and each
+    /// is `None` when the document has no such field. `Ok(None)` as soon as one of them holds
+    /// an array, which the caller handles the general way (index keys of an array are one per
+    /// element). The walk stops once every one is found, as [`StoredDoc::select`] does: a
+    /// stored document repeats no field name (see [`StoredDoc::as_sent`]).
+    pub(crate) fn top_level_values(
+        &self,
+        count: usize,
+        slot: impl Fn(&[u8]) -> Option<usize>,
+    ) -> Result<Option<Vec<Option<Bson>>>> {
+        let mut values = vec![None; count];
+        let mut found = 0;
+        if count == 0 {
+            return Ok(Some(values));
+        }
+        for element in Elements::new(&self.0)? {
+            let element = element?;
+            let Some(i) = slot(element.key) else {
+                continue;
+            };
+            if element.bytes[0] == 0x04 {
+                return Ok(None);
+            }
+            let value = match element.decode_scalar() {
+                Some(value) => value?,
+                None => element.decode()?.1,
+            };
+            if values[i].replace(value).is_none() {
+                found += 1;
+                if found == count {
+                    break;
+                }
+            }
+        }
+        Ok(Some(values))
     }
 
     /// One top-level field, decoded.
@@ -579,62 +616,81 @@ impl<'a> Iterator for Elements<'a> {
     }
 }
 
-/// Whether `doc` (an array's elements when `array`) comes back byte for byte from a trip
-/// through `Document` (see [`StoredDoc::as_sent`]). Its nesting was bounded at the wire, so the
-/// recursion is too.
-fn round_trips(doc: &RawDocument, array: bool) -> bool {
+/// Whether the document in `bytes` (an array's elements when `array`) comes back byte for byte
+/// from a trip through `Document` (see [`StoredDoc::as_sent`]). The bytes were checked at the
+/// wire (lengths, UTF-8, values, nesting), so this walk only reads each element's type and key
+/// ([`Elements`]) rather than parsing every value again as the bson crate's iterator does, and
+/// its recursion is bounded.
+fn round_trips(bytes: &[u8], array: bool) -> bool {
     /// Documents with more fields than this have their names checked for repeats by sorting
     /// rather than pairwise.
     const PAIRWISE: usize = 32;
-    let mut names: Vec<&str> = Vec::new();
-    for (i, element) in doc.into_iter().enumerate() {
-        let Ok((key, value)) = element else {
+    let Ok(elements) = Elements::new(bytes) else {
+        return false;
+    };
+    // The names seen so far: the first `PAIRWISE` without allocating, all of them in `many`
+    // once there are more.
+    let mut few: [&[u8]; PAIRWISE] = [&[]; PAIRWISE];
+    let mut many: Vec<&[u8]> = Vec::new();
+    let mut count = 0;
+    for (i, element) in elements.enumerate() {
+        let Ok(element) = element else {
             return false;
         };
+        let key = element.key;
         if array {
             // Canonical array keys: the index in decimal digits only (`parse` would also take
             // a leading `+`), no leading zero.
-            let canonical = key.bytes().all(|b| b.is_ascii_digit())
-                && key.parse::<usize>() == Ok(i)
-                && (key.len() == 1 || !key.starts_with('0'));
+            let canonical = key.iter().all(u8::is_ascii_digit)
+                && std::str::from_utf8(key)
+                    .ok()
+                    .and_then(|k| k.parse::<usize>().ok())
+                    == Some(i)
+                && (key.len() == 1 || key[0] != b'0');
             if !canonical {
                 return false;
             }
         } else {
-            names.push(key);
-        }
-        let plain = match value {
-            RawBsonRef::Document(d) => round_trips(d, false),
-            RawBsonRef::Array(a) => {
-                RawDocument::from_bytes(a.as_bytes()).is_ok_and(|a| round_trips(a, true))
+            if count < PAIRWISE {
+                few[count] = key;
+            } else {
+                if many.is_empty() {
+                    many.extend_from_slice(&few);
+                }
+                many.push(key);
             }
-            RawBsonRef::Binary(b) => b.subtype != bson::spec::BinarySubtype::BinaryOld,
-            RawBsonRef::Double(_)
-            | RawBsonRef::String(_)
-            | RawBsonRef::ObjectId(_)
-            | RawBsonRef::Boolean(_)
-            | RawBsonRef::DateTime(_)
-            | RawBsonRef::Null
-            | RawBsonRef::Int32(_)
-            | RawBsonRef::Timestamp(_)
-            | RawBsonRef::Int64(_)
-            | RawBsonRef::Decimal128(_)
-            | RawBsonRef::MaxKey
-            | RawBsonRef::MinKey => true,
+            count += 1;
+        }
+        let plain = match element.bytes[0] {
+            0x03 => round_trips(element.value(), false),
+            0x04 => round_trips(element.value(), true),
+            // Binary: its length, then the subtype; old binary (2) is rewritten by decoding.
+            0x05 => element
+                .value()
+                .get(4)
+                .is_some_and(|&subtype| subtype != 0x02),
+            // Double, string, ObjectId, boolean, date, null, int32, timestamp, int64,
+            // decimal128, max key, min key.
+            0x01 | 0x02 | 0x07 | 0x08 | 0x09 | 0x0A | 0x10 | 0x11 | 0x12 | 0x13 | 0x7F | 0xFF => {
+                true
+            }
+            // Undefined, regular expression, DBPointer, JavaScript (with or without scope),
+            // symbol.
             _ => false,
         };
         if !plain {
             return false;
         }
     }
-    if names.len() <= PAIRWISE {
+    if count <= PAIRWISE {
+        let names = &few[..count];
         names
             .iter()
             .enumerate()
             .all(|(i, name)| !names[..i].contains(name))
     } else {
-        names.sort_unstable();
-        names.windows(2).all(|w| w[0] != w[1])
+        many.sort_unstable();
+        many.windows(2).all(|w| w[0] != w[1])
     }
 }
 

@@ -148,15 +148,20 @@ impl Collection {
             (first..indexes.len())
                 .step_by(threads)
                 .map(|i| {
-                    let keys: Option<BatchKeys> = docs
-                        .iter()
-                        .zip(encoded)
-                        .map(|(d, s)| match d {
-                            Some(d) => indexes[i].keys_for(d).ok(),
-                            None => indexes[i].keys_for_stored(s).ok(),
-                        })
-                        .collect();
-                    (i, keys)
+                    // Sized up front (collecting into an `Option` grows the vector by
+                    // doubling).
+                    let mut keys: BatchKeys = Vec::with_capacity(docs.len());
+                    for (d, s) in docs.iter().zip(encoded) {
+                        let keyed = match d {
+                            Some(d) => indexes[i].keys_for(d),
+                            None => indexes[i].keys_for_stored(s),
+                        };
+                        match keyed {
+                            Ok(k) => keys.push(k),
+                            Err(_) => return (i, None),
+                        }
+                    }
+                    (i, Some(keys))
                 })
                 .collect::<Vec<_>>()
         };

@@ -3,7 +3,8 @@
 //! entry, so a command cannot change a document, an index or a whole collection without
 //! persisting it. [`Catalog::write`](crate::catalog::Catalog::write) opens a session under the
 //! collection's write lock and appends what it recorded to the journal when the command's
-//! closure returns.
+//! closure returns. A store kept only in memory has no journal: its sessions note that
+//! something changed but build no entries.
 //!
 //! Reads go through `Deref` to the [`Collection`]; there is deliberately no `DerefMut`.
 
@@ -18,6 +19,14 @@ use std::ops::Deref;
 pub(crate) struct WriteSession<'a> {
     coll: &'a mut Collection,
     ops: Vec<JournalOp>,
+    /// Whether changes are recorded as journal entries: not for a store kept only in memory,
+    /// whose journal takes nothing ([`Storage::keeps_journal`]); building an entry per document
+    /// (two names copied, the stored bytes looked up) was a share of a batch insert's cost.
+    ///
+    /// [`Storage::keeps_journal`]: crate::storage::Storage::keeps_journal
+    journaled: bool,
+    /// Whether anything changed (recorded or not).
+    changed: bool,
     /// `bypassDocumentValidation: true`: the collection's validator is not consulted.
     bypass_validation: bool,
 }
@@ -31,12 +40,31 @@ impl Deref for WriteSession<'_> {
 }
 
 impl<'a> WriteSession<'a> {
-    /// A session over `coll` with nothing recorded yet.
+    /// A session over `coll` with nothing recorded yet, recording journal entries.
+    #[cfg(test)]
     pub(crate) fn new(coll: &'a mut Collection) -> WriteSession<'a> {
+        WriteSession::journaling(coll, true)
+    }
+
+    /// A session over `coll` with nothing recorded yet; with `journaled` false the changes are
+    /// only noted ([`WriteSession::into_changes`]), for a store without a journal.
+    pub(crate) fn journaling(coll: &'a mut Collection, journaled: bool) -> WriteSession<'a> {
         WriteSession {
             coll,
             ops: Vec::new(),
+            journaled,
+            changed: false,
             bypass_validation: false,
+        }
+    }
+
+    /// Note a change, and record its journal entry (made by `op` from the collection) when the
+    /// session journals.
+    fn journal(&mut self, op: impl FnOnce(&Collection) -> JournalOp) {
+        self.changed = true;
+        if self.journaled {
+            let op = op(self.coll);
+            self.ops.push(op);
         }
     }
 
@@ -128,16 +156,15 @@ impl<'a> WriteSession<'a> {
     }
 
     /// The journal entries of the changes made, in the order they were made.
+    #[cfg(test)]
     pub(crate) fn into_ops(self) -> Vec<JournalOp> {
         self.ops
     }
 
-    fn put_op(&self, doc: StoredDoc) -> JournalOp {
-        JournalOp::Put {
-            db: self.coll.db.clone(),
-            coll: self.coll.name.clone(),
-            doc,
-        }
+    /// Whether anything changed, and the journal entries of the changes (none when the
+    /// session does not journal).
+    pub(crate) fn into_changes(self) -> (bool, Vec<JournalOp>) {
+        (self.changed, self.ops)
     }
 
     /// Insert a document (already given its `_id`); journaled as a `Put`.
@@ -167,6 +194,9 @@ impl<'a> WriteSession<'a> {
         let Some(records) = self.coll.insert_all_encoded(docs, stored) else {
             return Ok(None);
         };
+        if self.journaled {
+            self.ops.reserve(records.len());
+        }
         for record in &records {
             self.record_put(*record)?;
         }
@@ -175,12 +205,20 @@ impl<'a> WriteSession<'a> {
 
     /// Journal the document now stored at `record` (sharing its bytes).
     fn record_put(&mut self, record: RecordId) -> Result<()> {
+        self.changed = true;
+        if !self.journaled {
+            return Ok(());
+        }
         let stored = self
             .coll
             .get(record)
             .cloned()
             .ok_or_else(|| crate::error::Error::internal("a stored record vanished"))?;
-        self.ops.push(self.put_op(stored));
+        self.ops.push(JournalOp::Put {
+            db: self.coll.db.clone(),
+            coll: self.coll.name.clone(),
+            doc: stored,
+        });
         Ok(())
     }
 
@@ -231,9 +269,9 @@ impl<'a> WriteSession<'a> {
     /// Remove the document at `record`, if any; journaled as a `Delete` by `_id`.
     pub(crate) fn remove(&mut self, record: RecordId) -> Option<StoredDoc> {
         let doc = self.coll.remove(record)?;
-        self.ops.push(JournalOp::Delete {
-            db: self.coll.db.clone(),
-            coll: self.coll.name.clone(),
+        self.journal(|c| JournalOp::Delete {
+            db: c.db.clone(),
+            coll: c.name.clone(),
             // Stored bytes were validated when stored: `_id` decodes.
             id: doc.id().unwrap_or(Bson::Null),
         });
@@ -244,9 +282,9 @@ impl<'a> WriteSession<'a> {
     pub(crate) fn create_index(&mut self, spec: IndexSpec) -> Result<()> {
         let document = spec.to_document();
         self.coll.create_index(spec)?;
-        self.ops.push(JournalOp::CreateIndex {
-            db: self.coll.db.clone(),
-            coll: self.coll.name.clone(),
+        self.journal(|c| JournalOp::CreateIndex {
+            db: c.db.clone(),
+            coll: c.name.clone(),
             spec: document,
         });
         Ok(())
@@ -283,9 +321,9 @@ impl<'a> WriteSession<'a> {
             index.spec.hidden = hidden;
             let spec = index.spec.to_document();
             self.record_dropped_index(name);
-            self.ops.push(JournalOp::CreateIndex {
-                db: self.coll.db.clone(),
-                coll: self.coll.name.clone(),
+            self.journal(|c| JournalOp::CreateIndex {
+                db: c.db.clone(),
+                coll: c.name.clone(),
                 spec,
             });
         }
@@ -293,9 +331,9 @@ impl<'a> WriteSession<'a> {
     }
 
     fn record_dropped_index(&mut self, name: &str) {
-        self.ops.push(JournalOp::DropIndex {
-            db: self.coll.db.clone(),
-            coll: self.coll.name.clone(),
+        self.journal(|c| JournalOp::DropIndex {
+            db: c.db.clone(),
+            coll: c.name.clone(),
             name: name.to_string(),
         });
     }
@@ -303,9 +341,9 @@ impl<'a> WriteSession<'a> {
     /// Replace the collection's options (`collMod`); journaled as a `CreateCollection` of the
     /// existing collection, which replay applies to it in place, documents kept.
     pub(crate) fn set_options(&mut self, options: Document) {
-        self.ops.push(JournalOp::CreateCollection {
-            db: self.coll.db.clone(),
-            coll: self.coll.name.clone(),
+        self.journal(|c| JournalOp::CreateCollection {
+            db: c.db.clone(),
+            coll: c.name.clone(),
             options: options.clone(),
         });
         self.coll.set_options(options);
@@ -314,6 +352,11 @@ impl<'a> WriteSession<'a> {
     /// Swap in a whole new collection (`$out`): journaled as dropping and re-creating the
     /// collection with `fresh`'s options, then its indexes, then its documents in natural order.
     pub(crate) fn replace_contents(&mut self, fresh: Collection) {
+        self.changed = true;
+        if !self.journaled {
+            *self.coll = fresh;
+            return;
+        }
         let (db, coll) = (self.coll.db.clone(), self.coll.name.clone());
         self.ops.push(JournalOp::DropCollection {
             db: db.clone(),
@@ -392,6 +435,39 @@ mod tests {
             ]
         );
         assert_eq!(coll.all_documents().count(), 0);
+    }
+
+    #[test]
+    fn a_session_without_a_journal_notes_changes_and_records_none() {
+        let mut coll = Collection::new("shop", "items", Document::new());
+        let session = WriteSession::journaling(&mut coll, false);
+        assert_eq!(session.into_changes(), (false, Vec::new()));
+        let mut session = WriteSession::journaling(&mut coll, false);
+        assert!(session.insert(doc! { "_id": 1, "n": 1 }).is_ok());
+        assert_eq!(session.into_changes(), (true, Vec::new()));
+        let mut session = WriteSession::journaling(&mut coll, false);
+        assert!(session.insert(doc! { "_id": 1, "n": 2 }).is_err());
+        assert_eq!(session.into_changes(), (false, Vec::new()));
+        let mut session = WriteSession::journaling(&mut coll, false);
+        let stored = StoredDoc::from_document(&doc! { "_id": 2, "n": 2 }).unwrap();
+        let doc = doc! { "_id": 3, "n": 3 };
+        let encoded = StoredDoc::from_document(&doc).unwrap();
+        assert_eq!(
+            session
+                .insert_all(&[None, Some(&doc)], vec![stored, encoded])
+                .unwrap(),
+            Some(2)
+        );
+        assert_eq!(session.into_changes(), (true, Vec::new()));
+        let mut session = WriteSession::journaling(&mut coll, false);
+        let first = coll_records(&session)[0];
+        assert!(session.remove(first).is_some());
+        assert_eq!(session.into_changes(), (true, Vec::new()));
+        assert_eq!(coll.all_documents().count(), 2);
+    }
+
+    fn coll_records(session: &WriteSession<'_>) -> Vec<RecordId> {
+        session.records().map(|(record, _)| record).collect()
     }
 
     #[test]

@@ -54,8 +54,14 @@ pub(crate) fn insert(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Res
         // A large batch that goes in whole is inserted at once (its index work shared among
         // threads); otherwise, or if any document would fail, one document at a time.
         let prepared = if count >= INSERT_ALL_MIN && prepared.iter().all(Result::is_ok) {
-            let (whole, stored): (Vec<Option<Cow<'_, Document>>>, Vec<StoredDoc>) =
-                prepared.into_iter().flatten().unzip();
+            // Sized up front: a batch of thousands grown by doubling took fresh memory (which
+            // the kernel zeroes) several times over.
+            let mut whole: Vec<Option<Cow<'_, Document>>> = Vec::with_capacity(count);
+            let mut stored: Vec<StoredDoc> = Vec::with_capacity(count);
+            for (doc, bytes) in prepared.into_iter().flatten() {
+                whole.push(doc);
+                stored.push(bytes);
+            }
             let refs: Vec<Option<&Document>> = whole.iter().map(Option::as_deref).collect();
             match c.insert_all(&refs, stored.clone()) {
                 Ok(Some(inserted)) => return (inserted as i32, errors),

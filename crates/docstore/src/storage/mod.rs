@@ -268,6 +268,12 @@ impl Storage {
         }
     }
 
+    /// Whether writes are journaled: `false` in memory, where [`Storage::append`] keeps none of
+    /// the operations it is given (it only counts), so writers need not build them.
+    pub fn keeps_journal(&self) -> bool {
+        self.disk.is_some()
+    }
+
     /// Like [`Storage::append`], but reports an operation that cannot be encoded as BSON.
     pub fn try_append(&self, ops: &[JournalOp]) -> StorageResult<u64> {
         let Some(disk) = &self.disk else {
