@@ -192,6 +192,31 @@ pub fn decode_key(key: &[u8], descending: &[bool]) -> Option<Vec<Bson>> {
     (pos == key.len()).then_some(values)
 }
 
+/// Where each field of a compound key ends: `ends[i]` is the offset just past field `i`, so
+/// field `i` is `key[ends[i - 1]..ends[i]]` (from 0 for the first). `None` when the key does
+/// not hold `descending.len()` values.
+pub(crate) fn field_ends(key: &[u8], descending: &[bool]) -> Option<Vec<usize>> {
+    let mut ends = Vec::with_capacity(descending.len());
+    let mut pos = 0;
+    for &desc in descending {
+        let mut reader = Reader {
+            bytes: key.get(pos..)?,
+            pos: 0,
+            invert: desc,
+        };
+        reader.value()?;
+        pos += reader.pos;
+        ends.push(pos);
+    }
+    Some(ends)
+}
+
+/// The type tag of the value whose encoding `bytes` starts with (`descending`: inverted).
+pub(crate) fn tag_of(bytes: &[u8], descending: bool) -> Option<u8> {
+    let b = *bytes.first()?;
+    Some(if descending { !b } else { b })
+}
+
 /// Decode a single value's encoding.
 pub fn decode(bytes: &[u8]) -> Option<Bson> {
     let values = decode_key(bytes, &[false])?;
