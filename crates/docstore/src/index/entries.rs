@@ -366,7 +366,7 @@ impl Entries {
         &'a self,
         range: (Bound<Entry>, Bound<Entry>),
         reverse: bool,
-    ) -> Option<Box<dyn Iterator<Item = (&'a [u8], RecordId)> + 'a>> {
+    ) -> Option<super::KeyedEntries<'a>> {
         let Entries::Pairs(set) = self else {
             return None;
         };

@@ -45,6 +45,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 /// A document's position in its collection; also the natural (insertion) order.
 pub(crate) type RecordId = u64;
 
+/// Index entries as a scan yields them: each key with its record id.
+pub(crate) type KeyedEntries<'a> = Box<dyn Iterator<Item = (&'a [u8], RecordId)> + 'a>;
+
 /// Longest key stored without a separate allocation: ObjectIds, numbers, short strings, and
 /// most compound keys of a string or number, a date and an `_id` (a type with the newest-first
 /// order, a price with `_id`). A key on the heap costs an allocation and, for every comparison
@@ -902,7 +905,7 @@ impl Index {
         &'a self,
         bounds: &'a planner::IndexBounds,
         reverse: bool,
-    ) -> Option<Box<dyn Iterator<Item = (&'a [u8], RecordId)> + 'a>> {
+    ) -> Option<KeyedEntries<'a>> {
         if self.text.is_some() {
             return None;
         }
