@@ -35,11 +35,16 @@ pub(crate) fn indexes() -> Vec<IndexModel> {
         plain(doc! { "type": 1, "details.issue_date": -1, "_id": -1 }),
         // Listing sorts end in `_id` so pages never overlap; these indexes serve them whole
         // (and, by their leading field, price ranges, minimum discounts and title prefixes).
-        plain(doc! { "details.issue_date": -1, "_id": -1 }),
+        // The newest-first one (the default listing's) ends in `status`: the store tests the
+        // storefront's on-sale condition on its keys, so a page skips and returns products
+        // without reading the hidden ones, and a page anchor walk reads keys alone.
+        plain(doc! { "details.issue_date": -1, "_id": -1, "status": 1 }),
         plain(doc! { "pricing.pct_savings": -1, "_id": -1 }),
         plain(doc! { "pricing.retail": 1, "_id": 1 }),
         plain(doc! { "search_title": 1, "_id": 1 }),
-        plain(doc! { "category_path": 1, "details.issue_date": -1, "_id": -1 }),
+        // A category's listing, newest first; `status` last, as above (the store tells a key's
+        // category from its element, and the status from the product's one value).
+        plain(doc! { "category_path": 1, "details.issue_date": -1, "_id": -1, "status": 1 }),
         plain(doc! { "categories": 1 }),
         plain(doc! { "featured": 1, "details.issue_date": -1 }),
         // Stock levels; `_id` after it serves the admin lists' tie-broken stock sort.
@@ -81,6 +86,9 @@ pub const RETIRED_INDEXES: &[&str] = &[
     // Reservations moved to their own collection (`crate::stock`).
     "carted.cart_id_1",
     "carted.timestamp_1",
+    // The newest-first sort index and the categories' one, now ending in `status`.
+    "details.issue_date_-1__id_-1",
+    "category_path_1_details.issue_date_-1__id_-1",
 ];
 
 pub fn collection(db: &Db) -> mongodb::Collection<Product> {

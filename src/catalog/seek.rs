@@ -148,9 +148,11 @@ impl Sort {
     }
 
     /// The key pattern of the index that serves this sort whole (see `products::indexes`): a
-    /// descending sort may walk an ascending index backwards.
+    /// descending sort may walk an ascending index backwards. The newest-first one ends in
+    /// `status`, which the store tests the on-sale condition on.
     pub fn index(&self) -> Document {
         match self {
+            Sort::Newest => doc! { "details.issue_date": -1, "_id": -1, "status": 1 },
             Sort::PriceHigh => Sort::PriceLow.document(),
             other => other.document(),
         }

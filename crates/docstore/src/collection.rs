@@ -15,6 +15,7 @@ mod background;
 mod bulk;
 mod count;
 mod geo;
+mod keyed;
 mod session;
 pub(crate) mod timeseries;
 #[cfg(test)]
@@ -61,6 +62,9 @@ pub(crate) struct QuerySpec<'a> {
     pub hint: Option<&'a Bson>,
     pub skip: usize,
     pub limit: Option<usize>,
+    /// The find's projection, when its results are only returned projected: then the index
+    /// keys may answer it without the documents (see `keyed`).
+    pub projection: Option<&'a crate::query::Projection>,
 }
 
 #[cfg(test)]
@@ -75,6 +79,7 @@ impl<'a> QuerySpec<'a> {
             hint: None,
             skip: 0,
             limit: None,
+            projection: None,
         }
     }
 }
@@ -449,9 +454,14 @@ impl Collection {
         limit: Option<usize>,
     ) -> bool {
         let refs: Vec<&Index> = self.indexes.iter().collect();
-        match planner::plan_limited(filter, sort, &refs, hint, limit) {
+        if limit.is_some() {
+            // With a limit only a collection scan reads everything: whether the planner picks
+            // an index is enough, without choosing which (the find plans for itself).
+            return planner::scans_an_index(filter, sort, &refs, hint).is_ok_and(|index| !index);
+        }
+        match planner::plan(filter, sort, &refs, hint) {
             Ok(Plan::CollScan) => true,
-            Ok(Plan::IndexScan { bounds, .. }) => limit.is_none() && bounds.is_full(),
+            Ok(Plan::IndexScan { bounds, .. }) => bounds.is_full(),
             Err(_) => false,
         }
     }
@@ -863,64 +873,63 @@ impl Collection {
             returned: 0,
         };
         let sort = query.sort.filter(|s| !s.keys.is_empty());
-        let (candidates, sorted_by_plan): (Box<dyn Iterator<Item = RecordId> + '_>, bool) =
-            match &plan {
-                // `hint: {$natural: -1}` (or that sort) walks natural order backwards.
-                Plan::CollScan if natural_backward(query.hint) => {
-                    (Box::new(self.docs.keys().rev().copied()), false)
-                }
-                Plan::CollScan => (Box::new(self.docs.keys().copied()), false),
-                Plan::IndexScan {
-                    index,
-                    bounds,
-                    reverse,
-                    provides_sort,
-                } => (self.indexes[*index].scan(bounds, *reverse), *provides_sort),
-            };
-        let counts_keys = !matches!(plan, Plan::CollScan);
+        let sorted_by_plan = matches!(
+            plan,
+            Plan::IndexScan {
+                provides_sort: true,
+                ..
+            }
+        );
         let mut hits = Vec::new();
         let needs_sort = sort.is_some() && !sorted_by_plan;
         // When the index alone answers the filter and gives the order, the skipped keys need
         // no document fetched or matched (see `count.rs`).
         let mut skip = query.skip;
-        let candidates: Box<dyn Iterator<Item = RecordId> + '_> =
-            if skip > 0 && !needs_sort && self.answering_index(&plan, query.filter_doc).is_some() {
-                stats.keys_examined += skip as u64;
-                Box::new(candidates.skip(std::mem::take(&mut skip)))
-            } else {
-                candidates
-            };
+        let mut pre_skip = 0;
+        if skip > 0 && !needs_sort && self.answering_index(&plan, query.filter_doc).is_some() {
+            stats.keys_examined += skip as u64;
+            pre_skip = std::mem::take(&mut skip);
+        }
         // Without an in-memory sort, matches in the scan's order: the first `skip` of them are
         // only counted, and the scan stops as soon as `limit` more matched.
-        let (stop_after, mut to_pass) = if needs_sort {
+        let (stop_after, to_pass) = if needs_sort {
             (None, 0)
         } else {
             (query.limit, std::mem::take(&mut skip))
         };
-        let mut matcher = RawMatcher::new(query.filter);
-        for record in candidates {
-            if counts_keys {
-                stats.keys_examined += 1;
+        let matcher = RawMatcher::new(query.filter);
+        // An index whose keys decide conditions of the filter: each entry's key is tested
+        // before its document is read (see `keyed`).
+        let keyed = match &plan {
+            Plan::IndexScan {
+                index,
+                bounds,
+                reverse,
+                ..
+            } => {
+                let idx = &self.indexes[*index];
+                // A covered document holds only the projected fields: not for a sort to read.
+                let projection = query.projection.filter(|_| !needs_sort);
+                keyed::KeyFilter::new(idx, query.filter_doc, projection)
+                    .and_then(|kf| Some((kf, idx.scan_keys(bounds, *reverse)?)))
             }
-            let Some(doc) = self.docs.get(&record) else {
-                continue;
+            Plan::CollScan => None,
+        };
+        if let Some((key_filter, entries)) = keyed {
+            if explain {
+                describe_key_filter(&mut stats.winning_plan, &key_filter);
+            }
+            let mut scan = keyed::KeyedScan {
+                key_filter,
+                matcher,
+                to_pass,
+                stop_after,
             };
-            stats.docs_examined += 1;
-            if let Some(position) = matcher.matches(doc)? {
-                if to_pass > 0 {
-                    to_pass -= 1;
-                    continue;
-                }
-                hits.push(Hit {
-                    record,
-                    doc: doc.clone(),
-                    position,
-                    score: None,
-                });
-                if stop_after.is_some_and(|n| hits.len() >= n) {
-                    break;
-                }
-            }
+            self.scan_keyed(entries.skip(pre_skip), &mut scan, &mut stats, &mut hits)?;
+        } else {
+            self.scan_records(
+                &plan, query.hint, pre_skip, matcher, to_pass, stop_after, &mut stats, &mut hits,
+            )?;
         }
         if needs_sort {
             if explain {
@@ -945,6 +954,59 @@ impl Collection {
         };
         stats.returned = hits.len() as u64;
         Ok((hits, stats))
+    }
+
+    /// [`Collection::execute_plan`]'s scan of record ids: each document read and matched, the
+    /// first `to_pass` matches passed over, and the scan ended at `stop_after` hits.
+    #[allow(clippy::too_many_arguments)]
+    fn scan_records(
+        &self,
+        plan: &Plan,
+        hint: Option<&Bson>,
+        pre_skip: usize,
+        mut matcher: RawMatcher<'_>,
+        mut to_pass: usize,
+        stop_after: Option<usize>,
+        stats: &mut ExecStats,
+        hits: &mut Vec<Hit>,
+    ) -> Result<()> {
+        let candidates: Box<dyn Iterator<Item = RecordId> + '_> = match plan {
+            // `hint: {$natural: -1}` (or that sort) walks natural order backwards.
+            Plan::CollScan if natural_backward(hint) => Box::new(self.docs.keys().rev().copied()),
+            Plan::CollScan => Box::new(self.docs.keys().copied()),
+            Plan::IndexScan {
+                index,
+                bounds,
+                reverse,
+                ..
+            } => self.indexes[*index].scan(bounds, *reverse),
+        };
+        let counts_keys = !matches!(plan, Plan::CollScan);
+        for record in candidates.skip(pre_skip) {
+            if counts_keys {
+                stats.keys_examined += 1;
+            }
+            let Some(doc) = self.docs.get(&record) else {
+                continue;
+            };
+            stats.docs_examined += 1;
+            if let Some(position) = matcher.matches(doc)? {
+                if to_pass > 0 {
+                    to_pass -= 1;
+                    continue;
+                }
+                hits.push(Hit {
+                    record,
+                    doc: doc.clone(),
+                    position,
+                    score: None,
+                });
+                if stop_after.is_some_and(|n| hits.len() >= n) {
+                    break;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `collStats`-style figures.
@@ -984,6 +1046,26 @@ pub(crate) fn geo_near_without_collection() -> Error {
         ErrorCode::IndexNotFound,
         "$geoNear requires a 2d or 2dsphere index, but none were found",
     )
+}
+
+/// The explain of a plan whose index keys decide conditions (see `keyed`): its `IXSCAN`
+/// shows them as its `filter`, and a covered read has `PROJECTION_COVERED` over the `IXSCAN`
+/// in place of `FETCH`.
+fn describe_key_filter(winning_plan: &mut Document, key_filter: &keyed::KeyFilter) {
+    if winning_plan.get_str("stage") != Ok("FETCH") {
+        return;
+    }
+    let Ok(mut ixscan) = winning_plan.get_document("inputStage").cloned() else {
+        return;
+    };
+    if let Some(filter) = key_filter.describe() {
+        ixscan.insert("filter", filter);
+    }
+    *winning_plan = if key_filter.covers() {
+        doc! { "stage": "PROJECTION_COVERED", "inputStage": ixscan }
+    } else {
+        doc! { "stage": "FETCH", "inputStage": ixscan }
+    };
 }
 
 /// Whether a hint asks for natural order backwards (`{$natural: -1}`).

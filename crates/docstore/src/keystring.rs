@@ -192,6 +192,31 @@ pub fn decode_key(key: &[u8], descending: &[bool]) -> Option<Vec<Bson>> {
     (pos == key.len()).then_some(values)
 }
 
+/// Where each field of a compound key ends: `ends[i]` is the offset just past field `i`, so
+/// field `i` is `key[ends[i - 1]..ends[i]]` (from 0 for the first). `None` when the key does
+/// not hold `descending.len()` values.
+pub(crate) fn field_ends(key: &[u8], descending: &[bool]) -> Option<Vec<usize>> {
+    let mut ends = Vec::with_capacity(descending.len());
+    let mut pos = 0;
+    for &desc in descending {
+        let mut reader = Reader {
+            bytes: key.get(pos..)?,
+            pos: 0,
+            invert: desc,
+        };
+        reader.skip_value()?;
+        pos += reader.pos;
+        ends.push(pos);
+    }
+    Some(ends)
+}
+
+/// The type tag of the value whose encoding `bytes` starts with (`descending`: inverted).
+pub(crate) fn tag_of(bytes: &[u8], descending: bool) -> Option<u8> {
+    let b = *bytes.first()?;
+    Some(if descending { !b } else { b })
+}
+
 /// Decode a single value's encoding.
 pub fn decode(bytes: &[u8]) -> Option<Bson> {
     let values = decode_key(bytes, &[false])?;
@@ -261,6 +286,89 @@ impl Reader<'_> {
     fn value(&mut self) -> Option<Bson> {
         let tag = self.byte()?;
         self.body(tag)
+    }
+
+    /// Move past `n` bytes, if there are that many.
+    fn advance(&mut self, n: usize) -> Option<()> {
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|&end| end <= self.bytes.len())?;
+        self.pos = end;
+        Some(())
+    }
+
+    /// Move past one value's encoding without building it (see [`field_ends`]): what
+    /// [`Reader::value`] reads, not one byte more or less.
+    fn skip_value(&mut self) -> Option<()> {
+        let tag = self.byte()?;
+        self.skip_body(tag)
+    }
+
+    fn skip_string(&mut self) -> Option<()> {
+        loop {
+            if self.byte()? == 0 {
+                match self.byte()? {
+                    0 => return Some(()),
+                    0xFF => {}
+                    _ => return None,
+                }
+            }
+        }
+    }
+
+    fn skip_document(&mut self) -> Option<()> {
+        loop {
+            let tag = self.byte()?;
+            if tag == END {
+                return Some(());
+            }
+            self.skip_string()?;
+            self.skip_body(tag)?;
+        }
+    }
+
+    fn skip_body(&mut self, tag: u8) -> Option<()> {
+        match tag {
+            1 | 2 | 3 | 14 | 17 => Some(()),
+            4 => match self.byte()? {
+                NUMBER_NAN => Some(()),
+                NUMBER_VALUE => {
+                    self.advance(8)?;
+                    match self.byte()? {
+                        CORRECTION_NONE => Some(()),
+                        CORRECTION_NEGATIVE | CORRECTION_POSITIVE => self.advance(2),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            },
+            5 | 15 => self.skip_string(),
+            6 => self.skip_document(),
+            7 => {
+                while self.peek()? != END {
+                    self.skip_value()?;
+                }
+                self.byte().map(|_| ())
+            }
+            8 => {
+                let len = u32::from_be_bytes(self.array::<4>()?) as usize;
+                self.byte()?;
+                self.advance(len)
+            }
+            9 => self.advance(12),
+            10 => self.advance(1),
+            11 | 12 => self.advance(8),
+            13 => {
+                self.skip_string()?;
+                self.skip_string()
+            }
+            16 => {
+                self.skip_string()?;
+                self.skip_document()
+            }
+            _ => None,
+        }
     }
 
     fn body(&mut self, tag: u8) -> Option<Bson> {
@@ -693,5 +801,78 @@ mod tests {
             render_document(&d),
             "{ name: \"x\\\"y\", n: 1, f: 1.5, g: 2.0, id: ObjectId('abababababababababababab'), arr: [ 1, \"a\" ], e: {} }"
         );
+    }
+}
+
+#[cfg(test)]
+mod field_ends_tests {
+    use super::*;
+    use bson::doc;
+
+    #[test]
+    fn field_ends_skip_exactly_what_decoding_reads() {
+        let values = vec![
+            Bson::MinKey,
+            Bson::MaxKey,
+            Bson::Null,
+            Bson::Undefined,
+            Bson::Int32(-7),
+            Bson::Int64(i64::MAX),
+            Bson::Double(2.5),
+            Bson::Double(f64::NAN),
+            Bson::Double(9_007_199_254_740_993.0),
+            Bson::Int64(9_007_199_254_740_993),
+            Bson::Int64(-9_007_199_254_740_993),
+            Bson::String("a\0b".into()),
+            Bson::String(String::new()),
+            Bson::Document(doc! { "x": [1, "y", { "z": null }], "w": true }),
+            Bson::Array(vec![]),
+            Bson::Binary(Binary {
+                subtype: BinarySubtype::Generic,
+                bytes: vec![0, 1, 2],
+            }),
+            Bson::ObjectId(ObjectId::from_bytes([7; 12])),
+            Bson::Boolean(false),
+            Bson::DateTime(bson::DateTime::from_millis(-5)),
+            Bson::Timestamp(Timestamp {
+                time: 1,
+                increment: 2,
+            }),
+            Bson::RegularExpression(Regex {
+                pattern: "^a".into(),
+                options: "i".into(),
+            }),
+            Bson::JavaScriptCode("f()".into()),
+            Bson::JavaScriptCodeWithScope(JavaScriptCodeWithScope {
+                code: "g()".into(),
+                scope: doc! { "k": 1 },
+            }),
+        ];
+        for (i, a) in values.iter().enumerate() {
+            let b = &values[(i * 7 + 3) % values.len()];
+            for descending in [[false, true], [true, false], [false, false], [true, true]] {
+                let mut key = Vec::new();
+                for (value, &desc) in [a, b].into_iter().zip(&descending) {
+                    if desc {
+                        encode_value_descending(value, &mut key);
+                    } else {
+                        encode_value(value, &mut key);
+                    }
+                }
+                let first = if descending[0] {
+                    let mut one = Vec::new();
+                    encode_value_descending(a, &mut one);
+                    one.len()
+                } else {
+                    encode(a).len()
+                };
+                assert_eq!(
+                    field_ends(&key, &descending),
+                    Some(vec![first, key.len()]),
+                    "{a} {b} {descending:?}"
+                );
+                assert!(field_ends(&key[..key.len() - 1], &descending).is_none());
+            }
+        }
     }
 }

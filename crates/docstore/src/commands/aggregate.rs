@@ -561,6 +561,7 @@ fn find_match(c: &Collection, spec: &MergeSpec, doc: &Document) -> Result<Option
         hint: None,
         skip: 0,
         limit: Some(1),
+        projection: None,
     })?;
     Ok(hits.first().map(|h| h.record))
 }

@@ -5,7 +5,7 @@ use super::args::Args;
 use super::read_spec::{parse_filter, parse_hint, ReadSpec};
 use super::Reply;
 use crate::collation;
-use crate::collection::{Collection, Hit, WriteSession};
+use crate::collection::{Collection, Hit, QuerySpec, WriteSession};
 use crate::error::{Error, ErrorCode, Result};
 use crate::path;
 use crate::query::{Filter, Projection};
@@ -309,7 +309,11 @@ pub(crate) fn find(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Resul
             let c = handle.read();
             let _collation = collation::enter(requested.or_default(c.default_collation().cloned()));
             if extras.is_plain() {
-                let (hits, _) = c.query(&read.query_spec())?;
+                let query = QuerySpec {
+                    projection: projection.as_ref(),
+                    ..read.query_spec()
+                };
+                let (hits, _) = c.query(&query)?;
                 drop(c);
                 let docs = project_hits(hits, projection.as_ref())?;
                 if super::encoded::fit_one_batch(&docs, batch_size) {

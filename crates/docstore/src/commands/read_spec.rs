@@ -49,6 +49,7 @@ impl ReadSpec {
             hint: self.hint.as_ref(),
             skip: self.skip,
             limit: self.limit,
+            projection: None,
         }
     }
 }

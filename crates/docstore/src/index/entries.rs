@@ -360,6 +360,24 @@ impl Entries {
     }
 
     /// Record ids of the entries in `range`, in key order (reversed when `reverse`).
+    /// Like [`Entries::range`], with each entry's key; `None` for a text index, whose
+    /// entries hold postings rather than keys.
+    pub(crate) fn range_with_keys<'a>(
+        &'a self,
+        range: (Bound<Entry>, Bound<Entry>),
+        reverse: bool,
+    ) -> Option<super::KeyedEntries<'a>> {
+        let Entries::Pairs(set) = self else {
+            return None;
+        };
+        let entries = set.range(range);
+        Some(if reverse {
+            Box::new(entries.rev().map(|(key, rid)| (key.as_slice(), *rid)))
+        } else {
+            Box::new(entries.map(|(key, rid)| (key.as_slice(), *rid)))
+        })
+    }
+
     pub(crate) fn range<'a>(
         &'a self,
         range: (Bound<Entry>, Bound<Entry>),

@@ -40,10 +40,13 @@ use bson::{doc, Bson, Document};
 use entries::Entries;
 use std::cmp::Ordering;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicBool, Ordering as AtomicOrdering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering as AtomicOrdering};
 
 /// A document's position in its collection; also the natural (insertion) order.
 pub(crate) type RecordId = u64;
+
+/// Index entries as a scan yields them: each key with its record id.
+pub(crate) type KeyedEntries<'a> = Box<dyn Iterator<Item = (&'a [u8], RecordId)> + 'a>;
 
 /// Longest key stored without a separate allocation: ObjectIds, numbers, short strings, and
 /// most compound keys of a string or number, a date and an `_id` (a type with the newest-first
@@ -198,6 +201,10 @@ pub(crate) struct Index {
     entries: Entries,
     /// Set once any document had an array on an indexed path (never cleared, like MongoDB).
     multikey: AtomicBool,
+    /// Which key fields' paths met an array (bit `i` for field `i`, see [`field_bit`]): like
+    /// MongoDB's `multikeyPaths`, what tells a key field holding each document's one value
+    /// from one holding an array's elements.
+    multikey_fields: AtomicU64,
     /// For a text index: its definition (keys are then prefix values plus one term).
     text: Option<std::sync::Arc<crate::text::TextIndex>>,
     /// The paths keys are made from (the key paths, and the partial filter's top-level fields
@@ -218,6 +225,7 @@ impl Clone for Index {
             partial: self.partial.clone(),
             entries: self.entries.clone(),
             multikey: AtomicBool::new(self.is_multikey()),
+            multikey_fields: AtomicU64::new(self.multikey_fields.load(AtomicOrdering::Relaxed)),
             text: self.text.clone(),
             reads: self.reads.clone(),
             read_tree: self.read_tree.clone(),
@@ -426,6 +434,7 @@ impl Index {
             partial,
             entries: Entries::new(text.is_some()),
             multikey: AtomicBool::new(false),
+            multikey_fields: AtomicU64::new(0),
             text,
             read_tree: reads
                 .as_ref()
@@ -635,16 +644,16 @@ impl Index {
             })
             .collect();
         let mut tuples = Vec::new();
-        let mut saw_array = false;
+        let mut array_fields = 0;
         generate(
             &mut paths,
             &mut fixed,
             Some(doc),
             &mut tuples,
-            &mut saw_array,
+            &mut array_fields,
         )?;
-        if saw_array {
-            self.multikey.store(true, AtomicOrdering::Relaxed);
+        if array_fields != 0 {
+            self.note_arrays(array_fields);
         }
         // Sorted and distinct, as a set would give them (most documents have one key).
         let mut keys = Vec::with_capacity(tuples.len());
@@ -750,7 +759,7 @@ impl Index {
             }
             return true;
         };
-        self.multikey.store(true, AtomicOrdering::Relaxed);
+        self.note_arrays(field_bit(i));
         let field = &self.fields[i];
         let mut one_key = |value: &Bson| {
             one.clear();
@@ -829,6 +838,7 @@ impl Index {
     pub(crate) fn reset_multikey(&self, was: bool) {
         if !was {
             self.multikey.store(false, AtomicOrdering::Relaxed);
+            self.multikey_fields.store(0, AtomicOrdering::Relaxed);
         }
     }
 
@@ -927,6 +937,34 @@ impl Index {
         }
     }
 
+    /// Like [`Index::scan`], each record with the key it is first met at; `None` for a text
+    /// index, whose entries are postings.
+    pub(crate) fn scan_keys<'a>(
+        &'a self,
+        bounds: &'a planner::IndexBounds,
+        reverse: bool,
+    ) -> Option<KeyedEntries<'a>> {
+        if self.text.is_some() {
+            return None;
+        }
+        let mut ranges = Vec::with_capacity(bounds.ranges.len());
+        for range in bounds.ranges.iter().filter_map(|r| r.btree_range()) {
+            ranges.push(self.entries.range_with_keys(range, reverse)?);
+        }
+        if reverse {
+            ranges.reverse();
+        }
+        // As in `scan`: one range over a single-key-per-document index cannot repeat a record.
+        let dedupe = self.is_multikey() || ranges.len() > 1;
+        let entries = ranges.into_iter().flatten();
+        Some(if dedupe {
+            let mut seen = HashSet::new();
+            Box::new(entries.filter(move |(_, rid)| seen.insert(*rid)))
+        } else {
+            Box::new(entries)
+        })
+    }
+
     /// Record ids of the documents whose key equals `values` (one value per key field; for the
     /// `_id_` index, the `_id`).
     pub(crate) fn lookup_exact(&self, values: &[Bson]) -> Vec<RecordId> {
@@ -1005,6 +1043,19 @@ impl Index {
         self.multikey.load(AtomicOrdering::Relaxed)
     }
 
+    /// Whether key field `i`'s path met an array in some document (its keys then hold array
+    /// elements; the index's other fields still hold each document's one value).
+    pub(crate) fn is_multikey_field(&self, i: usize) -> bool {
+        self.multikey_fields.load(AtomicOrdering::Relaxed) & field_bit(i) != 0
+    }
+
+    /// Record that a document had arrays on the paths of the key fields in `fields` (bits).
+    fn note_arrays(&self, fields: u64) {
+        self.multikey.store(true, AtomicOrdering::Relaxed);
+        self.multikey_fields
+            .fetch_or(fields, AtomicOrdering::Relaxed);
+    }
+
     /// Whether the index is still being built in the background after start-up.
     pub(crate) fn is_building(&self) -> bool {
         self.building
@@ -1018,6 +1069,12 @@ impl Index {
     }
 }
 
+/// Key field `i`'s bit in [`Index::is_multikey_field`]'s set (fields past the 64th share the
+/// last bit: an index has at most 32 fields).
+fn field_bit(i: usize) -> u64 {
+    1 << i.min(63)
+}
+
 /// MongoDB's key generation: resolve every pending path up to its first array; at most one
 /// distinct array may be expanded per level (otherwise the arrays are "parallel"), and each of
 /// its elements continues the paths that reached it.
@@ -1026,7 +1083,7 @@ fn generate<'a>(
     fixed: &mut [Slot<'a>],
     obj: Option<&'a Document>,
     out: &mut Vec<Vec<Slot<'a>>>,
-    saw_array: &mut bool,
+    array_fields: &mut u64,
 ) -> Result<()> {
     let mut array: Option<(&'a [Bson], &'a str)> = None;
     let mut expanding = Vec::new();
@@ -1061,7 +1118,9 @@ fn generate<'a>(
         out.push(fixed.to_vec());
         return Ok(());
     };
-    *saw_array = true;
+    for &i in &expanding {
+        *array_fields |= field_bit(i);
+    }
     // An empty array contributes one key: undefined where it ends the path, null beyond.
     let elements: Vec<Option<&'a Bson>> = if items.is_empty() {
         vec![None]
@@ -1084,7 +1143,7 @@ fn generate<'a>(
             Some(Bson::Document(d)) => Some(d),
             _ => None,
         };
-        generate(&mut sub_paths, &mut sub_fixed, next, out, saw_array)?;
+        generate(&mut sub_paths, &mut sub_fixed, next, out, array_fields)?;
     }
     Ok(())
 }

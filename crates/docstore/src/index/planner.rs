@@ -1084,6 +1084,59 @@ pub(crate) fn plan_limited(
     Ok(best.into_plan(bounds))
 }
 
+/// Whether [`plan`] would scan an index (any index) rather than the collection, told without
+/// building key bounds or counting keys to choose between indexes: what a caller that only
+/// needs that much (the server, deciding whether a find with a limit may run long) asks
+/// before the find plans for itself.
+pub(crate) fn scans_an_index(
+    filter: &Document,
+    sort: Option<&Document>,
+    indexes: &[&Index],
+    hint: Option<&Bson>,
+) -> Result<bool> {
+    if hint.is_some_and(|h| !matches!(h, Bson::Document(d) if d.is_empty())) {
+        return Ok(matches!(
+            plan(filter, sort, indexes, hint)?,
+            Plan::IndexScan { .. }
+        ));
+    }
+    let collation = crate::collation::current();
+    let mut constraints = HashMap::new();
+    collect_constraints(filter, Keying::Same(collation.as_deref()), &mut constraints);
+    let same =
+        |idx: &Index| crate::collation::same(idx.spec.collation.as_ref(), collation.as_ref());
+    let mut string_free = HashMap::new();
+    if !indexes.iter().all(|idx| same(idx)) {
+        collect_constraints(filter, Keying::StringFree, &mut string_free);
+    }
+    for (position, idx) in indexes.iter().enumerate() {
+        // The candidates `plan_limited` weighs, and only those.
+        if idx.spec.sparse || idx.spec.hidden || idx.text().is_some() || idx.is_geo() {
+            continue;
+        }
+        if let Some(partial_filter) = &idx.spec.partial_filter {
+            if !super::partial::query_implies(filter, partial_filter) {
+                continue;
+            }
+        }
+        let (constraints, sort) = if same(idx) {
+            (&constraints, sort)
+        } else {
+            (&string_free, None)
+        };
+        if evaluate(position, idx, constraints, sort).score() != (0, false, false) {
+            return Ok(true);
+        }
+    }
+    let geo_paths = geo_predicate_paths(filter);
+    Ok(indexes.iter().any(|idx| {
+        idx.spec.partial_filter.is_none()
+            && idx
+                .geo_fields()
+                .any(|(path, _)| geo_paths.iter().any(|p| p == path))
+    }))
+}
+
 /// A walk of a whole geo index.
 fn geo_plan(index: usize) -> Plan {
     Plan::IndexScan {
@@ -1341,6 +1394,46 @@ mod tests {
         assert_eq!(chosen(doc! { "$or": [{ "a": 1 }, { "c": 1 }] }, None), None);
         assert_eq!(chosen(doc! { "a": [1, 2] }, None), None);
         assert_eq!(chosen(doc! { "a": { "$exists": true } }, None), None);
+    }
+
+    #[test]
+    fn telling_whether_an_index_is_scanned_agrees_with_planning() {
+        let id = build(doc! { "_id": 1 }, "_id_", &[]);
+        let a = build(doc! { "a": 1 }, "a_1", &numbers());
+        let ab = build(doc! { "a": 1, "b": 1 }, "a_1_b_1", &[]);
+        let sparse_spec =
+            IndexSpec::parse(&doc! { "key": { "c": 1 }, "name": "c_1", "sparse": true }).unwrap();
+        let c = Index::new(sparse_spec).unwrap();
+        let all = [&id, &a, &ab, &c];
+        let filters = [
+            doc! {},
+            doc! { "a": 1 },
+            doc! { "b": 2 },
+            doc! { "c": 3 },
+            doc! { "a": { "$nin": [1] } },
+            doc! { "_id": 4 },
+            doc! { "$or": [{ "a": 1 }, { "b": 1 }] },
+        ];
+        let sorts = [None, Some(doc! { "a": 1 }), Some(doc! { "b": -1 })];
+        let hints = [
+            None,
+            Some(Bson::String("c_1".into())),
+            Some(Bson::Document(doc! { "$natural": 1 })),
+            Some(Bson::Document(doc! {})),
+        ];
+        for filter in &filters {
+            for sort in &sorts {
+                for hint in &hints {
+                    let planned =
+                        plan_limited(filter, sort.as_ref(), &all, hint.as_ref(), Some(5)).unwrap();
+                    assert_eq!(
+                        scans_an_index(filter, sort.as_ref(), &all, hint.as_ref()).unwrap(),
+                        matches!(planned, Plan::IndexScan { .. }),
+                        "{filter} {sort:?} {hint:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]

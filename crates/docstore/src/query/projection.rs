@@ -242,6 +242,26 @@ impl Projection {
         Some(FieldTree::from_paths(paths.iter().map(String::as_str)))
     }
 
+    /// When the projection only includes plain paths: whether `_id` is among what it returns,
+    /// and the other paths (`{"details.issue_date": 1}` gives `(true, ["details.issue_date"])`),
+    /// for a read answered from index keys (see `collection::keyed`).
+    pub(crate) fn covered_paths(&self) -> Option<(bool, Vec<String>)> {
+        if self.identity || !self.inclusion || !self.text_score.is_empty() {
+            return None;
+        }
+        let mut id = true;
+        let mut paths = Vec::new();
+        for (name, action) in &self.root.fields {
+            match action {
+                Action::Exclude if name == "_id" => id = false,
+                Action::Include if name == "_id" => {}
+                _ if name == "_id" => return None,
+                action => included_paths_of(name, action, &mut paths)?,
+            }
+        }
+        Some((id, paths))
+    }
+
     /// When the projection only leaves out plain paths (`{"metadata.detail.text": 0}`, whole
     /// top-level fields among them): those paths, so a caller can copy the rest from the stored
     /// bytes (see [`crate::stored::StoredDoc::without_tree`]) instead of decoding and
