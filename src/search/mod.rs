@@ -140,7 +140,6 @@ pub(crate) struct Hit {
     pub(crate) product: Option<crate::catalog::card::ProductCard>,
     /// The fields the search words were found in ("title", "artist"…).
     pub(crate) matched: Vec<&'static str>,
-    pub(crate) score: f64,
 }
 
 /// A stretch of an excerpt: words, and whether they are ones the search matched (shown
@@ -232,18 +231,25 @@ pub(crate) async fn search(db: &Db, query: &str, page: u64) -> Result<Results, D
         total += counted.min(MAX_COUNTED);
     }
 
-    let mut hits: Vec<Hit> = product_docs
+    // The two ranked lists merged by score; only the page shown is made into results (each
+    // result reads and marks its text, which cost more than the two queries).
+    let mut ranked: Vec<(f64, Found<'_>)> = product_docs
         .iter()
-        .map(|d| product_hit(d, &terms))
-        .chain(node_docs.iter().map(|d| node_hit(d, &terms)))
+        .map(|d| (score_of(d), Found::Product(d)))
+        .chain(node_docs.iter().map(|d| (score_of(d), Found::Node(d))))
         .collect();
     // Stable: equal scores keep products before content, each in its own order.
-    hits.sort_by(|a, b| b.score.total_cmp(&a.score));
-    let has_next = hits.len() > wanted && page < MAX_PAGES;
-    let hits = hits
+    ranked.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let has_next = ranked.len() > wanted && page < MAX_PAGES;
+    let mut words = WordMatcher::new(&terms);
+    let hits = ranked
         .into_iter()
         .skip(wanted - PER_PAGE)
         .take(PER_PAGE)
+        .map(|(_, found)| match found {
+            Found::Product(d) => product_hit(d, &mut words),
+            Found::Node(d) => node_hit(d, &mut words),
+        })
         .collect();
     Ok(Results {
         hits,
@@ -326,21 +332,69 @@ pub(crate) fn text_at(doc: &Document, path: &str) -> String {
     out.join(" ")
 }
 
-/// The labels of the fields whose text holds one of `terms`.
+/// A document a search found, before it is made into a [`Hit`].
+enum Found<'a> {
+    Product(&'a Document),
+    Node(&'a Document),
+}
+
+/// Words remembered by a [`WordMatcher`] at most (a page's texts hold a few hundred distinct
+/// words; the bound only keeps an unusual text from growing the map without end).
+const MAX_REMEMBERED_WORDS: usize = 10_000;
+
+/// Tells whether a word of a result's text is one the search matched (its index term, as the
+/// index stems it, is one of the search's terms), remembering each word's answer: a page's
+/// texts repeat their words (a post's paragraphs, a product's editions), and stemming every
+/// occurrence again was most of the cost of making a results page.
+pub(crate) struct WordMatcher<'a> {
+    tokenizer: Tokenizer,
+    terms: &'a [String],
+    seen: std::collections::HashMap<String, bool>,
+}
+
+impl<'a> WordMatcher<'a> {
+    /// A matcher for the search terms `terms` (see [`query_terms`]).
+    pub(crate) fn new(terms: &'a [String]) -> WordMatcher<'a> {
+        WordMatcher {
+            tokenizer: tokenizer(),
+            terms,
+            seen: std::collections::HashMap::new(),
+        }
+    }
+
+    /// Whether `word` (one of [`docstore::tokenizer::words`]) is a match.
+    pub(crate) fn is_match(&mut self, word: &str) -> bool {
+        if let Some(&known) = self.seen.get(word) {
+            return known;
+        }
+        let terms = self.terms;
+        let matched = self
+            .tokenizer
+            .term(word)
+            .is_some_and(|t| terms.contains(&t));
+        if self.seen.len() < MAX_REMEMBERED_WORDS {
+            self.seen.insert(word.to_string(), matched);
+        }
+        matched
+    }
+}
+
+/// The labels of the fields whose text holds one of the search's terms.
 fn matched_fields(
     doc: &Document,
     fields: &[(&str, i32, &'static str)],
-    terms: &[String],
+    words: &mut WordMatcher<'_>,
 ) -> Vec<&'static str> {
-    let tokenizer = tokenizer();
     let mut matched = Vec::new();
     for (field, _, label) in fields {
-        let text = text_at(doc, field);
-        if text.is_empty() {
+        if matched.contains(label) {
             continue;
         }
-        let found = tokenizer.terms(&text);
-        if terms.iter().any(|t| found.contains(t)) && !matched.contains(label) {
+        let text = text_at(doc, field);
+        if docstore::tokenizer::words(&text)
+            .into_iter()
+            .any(|word| words.is_match(word))
+        {
             matched.push(*label);
         }
     }
@@ -362,16 +416,14 @@ pub(crate) fn excerpt(text: &str, max: usize) -> String {
 }
 
 /// Plain `text` cut to about `max` characters (from its start, or from shortly before the first
-/// matched word when that would be cut off), split into [`Piece`]s with the words whose index
-/// term is one of `terms` marked.
-pub(crate) fn highlighted(text: &str, terms: &[String], max: usize) -> Vec<Piece> {
-    let tokenizer = tokenizer();
+/// matched word when that would be cut off), split into [`Piece`]s with the words `words`
+/// matches marked.
+pub(crate) fn highlighted(text: &str, words: &mut WordMatcher<'_>, max: usize) -> Vec<Piece> {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let is_match = |word: &str| tokenizer.term(word).is_some_and(|t| terms.contains(&t));
     // Where the first matched word starts, in characters.
     let first = word_spans(&flat)
         .into_iter()
-        .find(|&(start, end)| is_match(&flat[start..end]))
+        .find(|&(start, end)| words.is_match(&flat[start..end]))
         .map(|(start, _)| flat[..start].chars().count());
     let window = match first {
         // Far enough in that the excerpt would end before it: start a few words before it.
@@ -396,7 +448,7 @@ pub(crate) fn highlighted(text: &str, terms: &[String], max: usize) -> Vec<Piece
     };
     let mut done = 0;
     for (start, end) in word_spans(&window) {
-        if is_match(&window[start..end]) {
+        if words.is_match(&window[start..end]) {
             push(&window[done..start], false);
             push(&window[start..end], true);
             done = end;
@@ -415,7 +467,7 @@ fn score_of(doc: &Document) -> f64 {
     }
 }
 
-fn product_hit(doc: &Document, terms: &[String]) -> Hit {
+fn product_hit(doc: &Document, words: &mut WordMatcher<'_>) -> Hit {
     let kind = doc.get_str("type").unwrap_or("");
     let label = match kind {
         "album" => "Album",
@@ -427,14 +479,13 @@ fn product_hit(doc: &Document, terms: &[String]) -> Hit {
         title: doc.get_str("title").unwrap_or("").to_string(),
         url: crate::catalog::model::url_of(doc.get_str("slug").unwrap_or("")),
         label: label.to_string(),
-        excerpt: highlighted(doc.get_str("description").unwrap_or(""), terms, 180),
+        excerpt: highlighted(doc.get_str("description").unwrap_or(""), words, 180),
         product: bson::from_document(doc.clone()).ok(),
-        matched: matched_fields(doc, PRODUCT_FIELDS, terms),
-        score: score_of(doc),
+        matched: matched_fields(doc, PRODUCT_FIELDS, words),
     }
 }
 
-fn node_hit(doc: &Document, terms: &[String]) -> Hit {
+fn node_hit(doc: &Document, words: &mut WordMatcher<'_>) -> Hit {
     let meta = doc.get_document("metadata").ok();
     let get = |field: &str| meta.and_then(|m| m.get_str(field).ok()).unwrap_or("");
     let label = match get("type") {
@@ -458,10 +509,9 @@ fn node_hit(doc: &Document, terms: &[String]) -> Hit {
         title: get("title").to_string(),
         url: crate::content::model::url_of(get("section"), get("slug")),
         label: label.to_string(),
-        excerpt: highlighted(&body, terms, 180),
+        excerpt: highlighted(&body, words, 180),
         product: None,
-        matched: matched_fields(doc, NODE_FIELDS, terms),
-        score: score_of(doc),
+        matched: matched_fields(doc, NODE_FIELDS, words),
     }
 }
 
@@ -485,16 +535,21 @@ mod tests {
         };
         let terms = query_terms("loves jazz");
         assert_eq!(
-            matched_fields(&d, PRODUCT_FIELDS, &terms),
+            matched_fields(&d, PRODUCT_FIELDS, &mut WordMatcher::new(&terms)),
             vec!["title", "genre"]
         );
-        assert!(matched_fields(&d, PRODUCT_FIELDS, &query_terms("piano")).is_empty());
+        let piano = query_terms("piano");
+        assert!(matched_fields(&d, PRODUCT_FIELDS, &mut WordMatcher::new(&piano)).is_empty());
     }
 
     #[test]
     fn matched_words_are_marked_in_the_excerpt() {
         let terms = query_terms("blue");
-        let pieces = highlighted("Kind of Blue is blue <b>", &terms, 180);
+        let pieces = highlighted(
+            "Kind of Blue is blue <b>",
+            &mut WordMatcher::new(&terms),
+            180,
+        );
         let shown: Vec<(&str, bool)> = pieces
             .iter()
             .map(|p| (p.text.as_str(), p.matched))
@@ -514,9 +569,28 @@ mod tests {
     #[test]
     fn an_excerpt_starts_near_a_match_that_the_start_would_cut_off() {
         let text = format!("{} Coltrane plays.", "word ".repeat(100));
-        let pieces = highlighted(&text, &query_terms("coltrane"), 60);
+        let terms = query_terms("coltrane");
+        let pieces = highlighted(&text, &mut WordMatcher::new(&terms), 60);
         assert!(pieces[0].text.starts_with('…'), "{pieces:?}");
         assert!(pieces.iter().any(|p| p.matched && p.text == "Coltrane"));
+    }
+
+    #[test]
+    fn a_word_matcher_answers_as_the_tokenizer_does_and_remembers_its_answers() {
+        let terms = query_terms("loves jazz");
+        let mut words = WordMatcher::new(&terms);
+        let tokenizer = tokenizer();
+        for text in [
+            "Loving jazz, LOVE and the jazzy loves",
+            "jazz jazz Jazz love the of",
+        ] {
+            for word in docstore::tokenizer::words(text) {
+                let expected = tokenizer.term(word).is_some_and(|t| terms.contains(&t));
+                assert_eq!(words.is_match(word), expected, "{word}");
+                assert_eq!(words.is_match(word), expected, "{word}, asked again");
+            }
+        }
+        assert_eq!(words.seen.len(), 10, "{:?}", words.seen);
     }
 
     #[test]

@@ -179,7 +179,6 @@ mod tests {
                 excerpt: Vec::new(),
                 product: None,
                 matched: vec!["title"],
-                score: 1.0,
             }],
             page: 1,
             has_next: true,

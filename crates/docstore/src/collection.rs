@@ -668,16 +668,16 @@ impl Collection {
                 let doc = stored.to_document()?;
                 return query.filter.try_matches_with_position(&doc);
             }
-            // A phrase's byte scan first: it turns most phrase candidates away, before the
-            // other conditions decode anything.
-            if bound.has_phrases() && bound.phrases_surely_missing(stored) {
+            // The phrases first, from the stored bytes of the indexed strings: they turn most
+            // phrase candidates away, before the other conditions decode anything.
+            let phrases = bound.phrases_match_stored(stored);
+            if phrases == Some(false) {
                 return Ok(None);
             }
             let Some(position) = rest_matcher.matches(stored)? else {
                 return Ok(None);
             };
-            if bound.has_phrases() && !bound.phrases_match(&stored.select(text_fields.as_deref())?)
-            {
+            if phrases.is_none() && !bound.phrases_match(&stored.select(text_fields.as_deref())?) {
                 return Ok(None);
             }
             Ok(Some(position))

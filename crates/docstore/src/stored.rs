@@ -196,24 +196,10 @@ impl StoredDoc {
         }
     }
 
-    /// Whether `test` holds for some string value of the document, at any depth (field names
-    /// aside), read from the bytes without decoding anything; true for a document that cannot
-    /// be read (the caller then decides on the decoded document, which reports the damage).
-    pub(crate) fn any_string(&self, test: &mut dyn FnMut(&str) -> bool) -> bool {
-        fn value(v: RawBsonRef<'_>, test: &mut dyn FnMut(&str) -> bool) -> bool {
-            match v {
-                RawBsonRef::String(s) => test(s),
-                RawBsonRef::Document(d) => d
-                    .into_iter()
-                    .any(|e| e.map_or(true, |(_, v)| value(v, test))),
-                RawBsonRef::Array(a) => a.into_iter().any(|e| e.map_or(true, |v| value(v, test))),
-                _ => false,
-            }
-        }
-        match self.raw() {
-            Ok(doc) => value(RawBsonRef::Document(doc), test),
-            Err(_) => true,
-        }
+    /// The document's bytes as a raw BSON document, for readers that walk it without decoding
+    /// (a phrase looked for in a text index's strings, `text::TextIndex::visit_raw_strings`).
+    pub(crate) fn raw_document(&self) -> Result<&RawDocument> {
+        self.raw()
     }
 
     /// The `_id` (null when there is none, which the store never allows).

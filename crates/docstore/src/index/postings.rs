@@ -13,7 +13,8 @@
 //! Reads decode one block (at most [`BLOCK_MAX`] postings) for a lookup and walk the blocks in
 //! order for the records in order; a write decodes and re-encodes one block. Many lookups in
 //! record order (a negated word's postings subtracted from a tie group) go through a
-//! [`Reader`], which keeps the block it read last decoded and searches on from it.
+//! [`Reader`], a cursor that decodes a block only as far as the records asked for and goes on
+//! from there.
 
 use super::topk::Postings;
 use super::RecordId;
@@ -91,15 +92,9 @@ impl Block {
         }
     }
 
+    /// The block's postings: (record, score index).
     fn decode(&self) -> Vec<(RecordId, u32)> {
         let mut out = Vec::with_capacity(self.count as usize);
-        self.decode_into(&mut out);
-        out
-    }
-
-    /// The block's postings into `out` (emptied first, its allocation kept).
-    fn decode_into(&self, out: &mut Vec<(RecordId, u32)>) {
-        out.clear();
         let mut at = 0;
         let mut previous = self.first;
         for _ in 0..self.count {
@@ -108,6 +103,7 @@ impl Block {
             out.push((record, score));
             previous = record;
         }
+        out
     }
 }
 
@@ -245,16 +241,23 @@ impl TermRecords {
     }
 }
 
-/// Lookups of many records in one term's postings ([`TermRecords::reader`]): the block of the
-/// last lookup stays decoded, and a record after it is searched for from there on, so records
-/// asked for in record order (a tie group, a merge's candidates) cost one decoding per block
-/// they touch instead of a search of the blocks and a decoding each. Records in any order
-/// give the same answers ([`TermRecords::get`]'s).
+/// Lookups of many records in one term's postings ([`TermRecords::reader`]): a cursor in the
+/// block of the last lookup, which a record after it is searched for from, so records asked
+/// for in record order (a tie group, a merge's candidates, the records of one score run met by
+/// the best-first walk) decode each posting of a block at most once, and only as far as the
+/// records asked for, instead of a search of the blocks and a whole block decoded each.
+/// Records in any order give the same answers ([`TermRecords::get`]'s): one before the cursor
+/// starts its block again.
 pub(crate) struct Reader<'a> {
     records: &'a TermRecords,
-    /// The block decoded in `decoded`, if any.
+    /// The block the cursor is in, if any.
     block: Option<usize>,
-    decoded: Vec<(RecordId, u32)>,
+    /// Where the next posting of the block starts in its bytes.
+    at: usize,
+    /// Postings of the block not decoded yet.
+    left: u32,
+    /// The last posting decoded: its record (the block's `first` before any) and score index.
+    last: (RecordId, Option<u32>),
 }
 
 impl Reader<'_> {
@@ -277,6 +280,14 @@ impl Reader<'_> {
         }
     }
 
+    /// Put the cursor at the start of block `at`.
+    fn start(&mut self, at: usize, block: &Block) {
+        self.block = Some(at);
+        self.at = 0;
+        self.left = block.count;
+        self.last = (block.first, None);
+    }
+
     /// The score bits of `record`, if it holds the term.
     pub(crate) fn get(&mut self, record: RecordId) -> Option<u64> {
         let at = self.block_for(record);
@@ -284,12 +295,36 @@ impl Reader<'_> {
         if record < block.first {
             return None;
         }
-        if self.block != Some(at) {
-            block.decode_into(&mut self.decoded);
-            self.block = Some(at);
+        if self.block != Some(at) || record < self.last.0 {
+            self.start(at, block);
         }
-        let i = self.decoded.binary_search_by_key(&record, |p| p.0).ok()?;
-        self.records.scores.get(self.decoded[i].1 as usize).copied()
+        if let (last, Some(score)) = self.last {
+            if last == record {
+                return self.score(score);
+            }
+        }
+        while self.left > 0 {
+            // Read the next posting without moving past it unless it is not after `record`:
+            // a later lookup may ask for it.
+            let mut next = self.at;
+            let here = self.last.0 + get_varint(&block.bytes, &mut next);
+            if here > record {
+                return None;
+            }
+            let score = get_varint(&block.bytes, &mut next) as u32;
+            self.at = next;
+            self.left -= 1;
+            self.last = (here, Some(score));
+            if here == record {
+                return self.score(score);
+            }
+        }
+        None
+    }
+
+    /// The score bits at `index` in the term's distinct scores.
+    fn score(&self, index: u32) -> Option<u64> {
+        self.records.scores.get(index as usize).copied()
     }
 }
 
@@ -305,7 +340,9 @@ impl TermRecords {
         Reader {
             records: self,
             block: None,
-            decoded: Vec::with_capacity(BLOCK_MAX),
+            at: 0,
+            left: 0,
+            last: (0, None),
         }
     }
 }

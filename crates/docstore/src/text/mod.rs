@@ -412,6 +412,65 @@ impl TextIndex {
         Ok(())
     }
 
+    /// The strings [`TextIndex::values`] gives for the stored document `doc`, in the same
+    /// order, handed to `visit` straight from the bytes: nothing is decoded into a `Document`
+    /// and fields the index does not cover are skipped (a phrase search checks thousands of
+    /// candidates this way). `None` when the walk cannot stand in for `values`: a document on
+    /// the way holds the language override field (`values` may then refuse the document, see
+    /// `language_of`; the languages themselves do not change which strings are
+    /// indexed), or the bytes do not read. `visit` may have seen some strings by then.
+    pub(crate) fn visit_raw_strings(
+        &self,
+        doc: &bson::RawDocument,
+        visit: &mut dyn FnMut(&str),
+    ) -> Option<()> {
+        let mut path = String::new();
+        self.walk_raw_document(doc, &mut path, visit)
+    }
+
+    fn walk_raw_document(
+        &self,
+        doc: &bson::RawDocument,
+        path: &mut String,
+        visit: &mut dyn FnMut(&str),
+    ) -> Option<()> {
+        let parent = path.len();
+        for element in doc {
+            let (field, value) = element.ok()?;
+            if field == self.options.language_override {
+                return None;
+            }
+            if parent > 0 {
+                path.push('.');
+            }
+            path.push_str(field);
+            if self.may_contain(path) {
+                self.walk_raw_value(value, path, visit)?;
+            }
+            path.truncate(parent);
+        }
+        Some(())
+    }
+
+    fn walk_raw_value(
+        &self,
+        value: bson::RawBsonRef<'_>,
+        path: &mut String,
+        visit: &mut dyn FnMut(&str),
+    ) -> Option<()> {
+        match value {
+            bson::RawBsonRef::String(text) if self.weight_of(path).is_some() => visit(text),
+            bson::RawBsonRef::Document(sub) => self.walk_raw_document(sub, path, visit)?,
+            bson::RawBsonRef::Array(items) => {
+                for item in items {
+                    self.walk_raw_value(item.ok()?, path, visit)?;
+                }
+            }
+            _ => {}
+        }
+        Some(())
+    }
+
     /// MongoDB's `FTSSpec::scoreDocument`: each term's score in `doc`, summed over the indexed
     /// strings. For one string of `n` terms (stop words excluded) with field weight `w`, a term
     /// occurring `c` times scores

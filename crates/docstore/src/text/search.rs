@@ -200,6 +200,10 @@ pub(crate) struct BoundText {
     /// index is searched for and what the score counts.
     pub index_terms: BTreeSet<String>,
     sensitivity: Sensitivity,
+    /// The query's phrases and negated phrases folded as the indexed strings are compared
+    /// (once per query, not once per candidate string).
+    folded_phrases: Vec<String>,
+    folded_negated_phrases: Vec<String>,
 }
 
 impl BoundText {
@@ -240,35 +244,26 @@ impl BoundText {
     /// Whether the indexed strings `values` hold every phrase and none of the negated phrases
     /// (folded like the query: case and diacritics as the query's sensitivity says).
     fn phrases_hold(&self, values: &[TextValue<'_>]) -> bool {
-        let folded: Vec<String> = values
-            .iter()
-            .map(|v| fold(v.text, self.sensitivity))
-            .collect();
-        let contains = |phrase: &str| {
-            let phrase = fold(phrase, self.sensitivity);
-            folded.iter().any(|text| text.contains(&phrase))
-        };
-        self.query.phrases.iter().all(|p| contains(p))
-            && !self.query.negated_phrases.iter().any(|p| contains(p))
+        let mut found = PhrasesFound::new(self);
+        for value in values {
+            found.see(self, value.text);
+        }
+        found.hold()
     }
 
-    /// Whether `doc` cannot hold the query's phrases, told from its bytes alone: folded with
-    /// the default sensitivity an ASCII string is its ASCII lower case, so a document none of
-    /// whose strings is non-ASCII or holds a phrase (ASCII case aside) holds it in no indexed
-    /// string. Most candidates of a phrase search are turned away so, without decoding and
-    /// folding their text. `false` means "check" ([`BoundText::phrases_match`]), not "holds".
-    pub(crate) fn phrases_surely_missing(&self, doc: &crate::stored::StoredDoc) -> bool {
-        if self.sensitivity != Sensitivity::default() {
-            return false;
+    /// [`BoundText::phrases_match`] read from the stored bytes: only the strings the index
+    /// covers are looked at, an ASCII one compared byte by byte (folding ASCII is lowering its
+    /// case), and nothing is decoded. `None` when the bytes cannot decide (see
+    /// [`TextIndex::visit_raw_strings`]): ask [`BoundText::phrases_match`] then.
+    pub(crate) fn phrases_match_stored(&self, doc: &crate::stored::StoredDoc) -> Option<bool> {
+        if !self.has_phrases() {
+            return Some(true);
         }
-        self.query
-            .phrases
-            .iter()
-            .filter(|p| p.is_ascii() && !p.is_empty())
-            .any(|phrase| {
-                let needle = phrase.as_bytes();
-                !doc.any_string(&mut |text| !text.is_ascii() || holds_ascii_phrase(text, needle))
-            })
+        let raw = doc.raw_document().ok()?;
+        let mut found = PhrasesFound::new(self);
+        self.index
+            .visit_raw_strings(raw, &mut |text| found.see(self, text))?;
+        Some(found.hold())
     }
 
     /// The phrase part of [`BoundText::matches`] alone: `doc` holds every phrase and none of
@@ -291,6 +286,57 @@ impl BoundText {
             return 0.0;
         };
         self.index_terms.iter().filter_map(|t| scores.get(t)).sum()
+    }
+}
+
+/// Which of a query's phrases the indexed strings seen so far hold ([`BoundText::phrases_hold`],
+/// [`BoundText::phrases_match_stored`]).
+struct PhrasesFound {
+    /// Per phrase: held by a string seen.
+    phrases: Vec<bool>,
+    /// A negated phrase is held by a string seen.
+    negated: bool,
+}
+
+impl PhrasesFound {
+    fn new(bound: &BoundText) -> PhrasesFound {
+        PhrasesFound {
+            phrases: vec![false; bound.folded_phrases.len()],
+            negated: false,
+        }
+    }
+
+    /// Look for the phrases in one indexed string: `fold(text).contains(phrase)` for each
+    /// folded phrase, where an ASCII `text` is compared as it is (folding it only changes its
+    /// ASCII case, and an ASCII string holds no folded phrase that is not ASCII).
+    fn see(&mut self, bound: &BoundText, text: &str) {
+        if !text.is_ascii() {
+            let folded = fold(text, bound.sensitivity);
+            let holds = |phrase: &String| folded.contains(phrase.as_str());
+            return self.record(bound, holds);
+        }
+        let holds = |phrase: &String| {
+            phrase.is_ascii()
+                && if bound.sensitivity.case {
+                    memchr::memmem::find(text.as_bytes(), phrase.as_bytes()).is_some()
+                } else {
+                    holds_ascii_phrase(text, phrase.as_bytes())
+                }
+        };
+        self.record(bound, holds);
+    }
+
+    /// Note the phrases `holds` says one string holds.
+    fn record(&mut self, bound: &BoundText, holds: impl Fn(&String) -> bool) {
+        for (held, phrase) in self.phrases.iter_mut().zip(&bound.folded_phrases) {
+            *held = *held || holds(phrase);
+        }
+        self.negated = self.negated || bound.folded_negated_phrases.iter().any(holds);
+    }
+
+    /// Every phrase held and no negated one.
+    fn hold(&self) -> bool {
+        self.phrases.iter().all(|held| *held) && !self.negated
     }
 }
 
@@ -345,11 +391,17 @@ impl TextFilter {
             } else {
                 ParsedQuery::parse(&self.search.search, language, Sensitivity::default()).terms
             };
+            let sensitivity = self.search.sensitivity;
+            let folded = |phrases: &[String]| -> Vec<String> {
+                phrases.iter().map(|p| fold(p, sensitivity)).collect()
+            };
             Arc::new(BoundText {
                 index: index.clone(),
+                folded_phrases: folded(&query.phrases),
+                folded_negated_phrases: folded(&query.negated_phrases),
                 query,
                 index_terms,
-                sensitivity: self.search.sensitivity,
+                sensitivity,
             })
         }))
     }
@@ -374,6 +426,83 @@ mod tests {
 
     fn set(items: &[&str]) -> BTreeSet<String> {
         items.iter().map(|s| s.to_string()).collect()
+    }
+
+    /// A text index over `title` and `body.text` (through arrays), or over every string.
+    fn bound(search: &str, sensitivity: Sensitivity, wildcard: bool) -> Arc<BoundText> {
+        let key = if wildcard {
+            doc! { "$**": "text" }
+        } else {
+            doc! { "title": "text", "body.text": "text" }
+        };
+        let (key, options) =
+            super::super::normalize(&key, &super::super::RawTextOptions::default()).unwrap();
+        let index = TextIndex::new(&key, &options).unwrap();
+        TextFilter::new(TextSearch {
+            search: search.to_string(),
+            language: None,
+            sensitivity,
+        })
+        .bind(&index)
+    }
+
+    #[test]
+    fn phrases_read_from_the_stored_bytes_agree_with_the_decoded_document() {
+        let docs = [
+            doc! { "title": "Kind of Blue", "sku": "kind of blue" },
+            doc! { "title": "x", "sku": "Kind of Blue", "body": { "text": "so kind of bluest" } },
+            doc! { "title": "x", "body": [{ "text": "KIND OF BLUE" }, { "text": 3 }] },
+            doc! { "title": ["Café Society", "kind  of blue"], "body": { "note": "kind of blue" } },
+            doc! { "title": "CAFÉ SOCIETY, the second chorus", "body": { "text": "Kind Of Blue" } },
+            doc! { "title": "cafe\u{301} society", "body": { "text": ["a", ["the second chorus"]] } },
+            doc! { "title": "the second", "body": { "text": "chorus" } },
+            doc! { "other": "kind of blue the second chorus" },
+            doc! {},
+        ];
+        let searches = [
+            "\"kind of blue\"",
+            "\"Café society\"",
+            "\"cafe society\" -\"second chorus\"",
+            "jazz -\"kind of blue\"",
+            "\"kind of blue\" \"the second chorus\"",
+            "\"société\"",
+        ];
+        let sensitivities = [
+            Sensitivity::default(),
+            Sensitivity {
+                case: true,
+                diacritics: false,
+            },
+            Sensitivity {
+                case: false,
+                diacritics: true,
+            },
+        ];
+        for search in searches {
+            for sensitivity in sensitivities {
+                for wildcard in [false, true] {
+                    let bound = bound(search, sensitivity, wildcard);
+                    for doc in &docs {
+                        let stored = crate::stored::StoredDoc::from_document(doc).unwrap();
+                        assert_eq!(
+                            bound.phrases_match_stored(&stored),
+                            Some(bound.phrases_match(doc)),
+                            "{search} {sensitivity:?} wildcard {wildcard} on {doc}"
+                        );
+                    }
+                }
+            }
+        }
+        // The language override anywhere on the way: the decoded document decides.
+        let bound = bound("\"kind of blue\"", Sensitivity::default(), false);
+        for doc in [
+            doc! { "title": "kind of blue", "language": "french" },
+            doc! { "title": "kind of blue", "body": { "language": 3, "text": "x" } },
+        ] {
+            let stored = crate::stored::StoredDoc::from_document(&doc).unwrap();
+            assert_eq!(bound.phrases_match_stored(&stored), None, "{doc}");
+        }
+        assert!(!bound.phrases_match(&doc! { "title": "kind of blue", "language": 3 }));
     }
 
     #[test]
