@@ -774,37 +774,45 @@ async fn hourly_dimension_documents_count_exactly_across_hour_and_day_boundaries
     assert_eq!(snapshot(&stepped).await, uninterrupted);
 }
 
-/// A run that finds seven weeks due (a month's and a year's end inside, and ten days without a
+/// A run that finds ten weeks due (a month's and a year's end inside, and two weeks without a
 /// single event) builds them a stretch at a time (`rollup::Level::stretch`, the dimension
-/// documents a day at a time): the same documents as runs every five days, and exact counts.
+/// documents a day at a time): the same documents as runs every five days, and exact counts;
+/// a crash after a later stretch (earlier stretches' watermarks written) changes nothing either.
 #[tokio::test]
 async fn a_catch_up_over_weeks_built_in_stretches_equals_runs_every_few_days() {
     let (_server, at_once) = memory_db("rollup-catch-up").await;
     let (_other, stepped) = memory_db("rollup-catch-up-stepped").await;
+    let (_third, crashed) = memory_db("rollup-catch-up-crashed").await;
     let n = 3_000;
-    // `varied_event`'s four days, moved by 5 days × (i mod 10): 29 November to 17 January,
-    // without the groups 3 and 4 (14 to 23 December).
+    // `varied_event`'s four days, moved by 7 days × (i mod 10): 29 November to 4 February,
+    // without the groups 3 and 4 (20 December to 2 January).
     let events: Vec<Document> = (0..n)
         .filter(|i| !matches!(i % 10, 3 | 4))
         .map(|i| {
             let mut event = varied_event(i, n);
             let at = *event.get_datetime("at").expect("at");
-            let moved = at.timestamp_millis() + i64::from(i % 10) * 5 * 86_400_000;
+            let moved = at.timestamp_millis() + i64::from(i % 10) * 7 * 86_400_000;
             event.insert("at", bson::DateTime::from_millis(moved));
             event
         })
         .collect();
-    for db in [&at_once, &stepped] {
+    for db in [&at_once, &stepped, &crashed] {
         db.collection::<Document>(EVENTS)
             .insert_many(events.clone())
             .await
             .expect("seeded");
     }
-    let end = utc(2027, 1, 20, 0, 0);
+    let end = utc(2027, 2, 20, 0, 0);
     let report = rollup::roll_up(&at_once, bson_time(end))
         .await
         .expect("rolls up");
     assert_eq!(report.built.len(), 4, "one entry a level: {report:?}");
+    let stretches: Vec<usize> = report.built.iter().map(|b| b.stretches).collect();
+    // Hours a day at a time (each run of empty days in one: the events fall on four days a
+    // week), days a week at a time, weeks eight at a time, months whole.
+    assert!(stretches[0] > 30, "{stretches:?}");
+    assert!(stretches[1] > 5, "{stretches:?}");
+    assert_eq!(stretches[2..], [2, 1], "{report:?}");
     let mut now = utc(2026, 11, 30, 0, 0);
     while now < end {
         rollup::roll_up(&stepped, bson_time(now))
@@ -815,8 +823,34 @@ async fn a_catch_up_over_weeks_built_in_stretches_equals_runs_every_few_days() {
     rollup::roll_up(&stepped, bson_time(end))
         .await
         .expect("rolls up");
-    assert_eq!(snapshot(&at_once).await, snapshot(&stepped).await);
-    // Every view a person made before January (the month not over yet) is in its month, once.
+    let uninterrupted = snapshot(&at_once).await;
+    assert_eq!(snapshot(&stepped).await, uninterrupted);
+    for crash in [
+        CrashAfter::Stretch(Level::Hour, 9),
+        CrashAfter::Stretch(Level::Day, 3),
+        CrashAfter::Stretch(Level::Week, 2),
+    ] {
+        // From scratch each time: the roll-ups and watermarks dropped, the events kept.
+        for collection in Level::ALL
+            .map(Level::collection)
+            .into_iter()
+            .chain([WATERMARKS, DIMENSIONS, HOURLY])
+        {
+            crashed
+                .collection::<Document>(collection)
+                .drop()
+                .await
+                .expect("dropped");
+        }
+        assert!(rollup::roll_up_crashing(&crashed, bson_time(end), crash)
+            .await
+            .is_err());
+        rollup::roll_up(&crashed, bson_time(end))
+            .await
+            .expect("rolls up");
+        assert_eq!(snapshot(&crashed).await, uninterrupted, "{crash:?}");
+    }
+    // Every view a person made before February (the month not over yet) is in its month, once.
     let views: i64 = numbers(&at_once, Level::Month)
         .await
         .iter()
@@ -826,7 +860,7 @@ async fn a_catch_up_over_weeks_built_in_stretches_equals_runs_every_few_days() {
     let exact = at_once
         .collection::<Document>(EVENTS)
         .count_documents(doc! {
-            "kind": events::VIEW, "bot": false, "at": { "$lt": bson_time(utc(2027, 1, 1, 0, 0)) },
+            "kind": events::VIEW, "bot": false, "at": { "$lt": bson_time(utc(2027, 2, 1, 0, 0)) },
         })
         .await
         .expect("counted");

@@ -980,10 +980,9 @@ mod tests {
                 results: 0,
             }),
         ];
-        assert_eq!(
-            empty_document(EVENT_BYTES).as_bytes(),
-            RawDocumentBuf::new().as_bytes()
-        );
+        let empty = empty_document(EVENT_BYTES);
+        assert_eq!(empty.as_bytes(), RawDocumentBuf::new().as_bytes());
+        assert!(empty.into_bytes().capacity() >= EVENT_BYTES);
         let agent = parse_agent(FIREFOX);
         for plain in [false, true] {
             let hit = if plain {

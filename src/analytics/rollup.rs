@@ -55,6 +55,7 @@ use mongodb::IndexModel;
 
 use super::events::{EVENTS, KINDS};
 use super::{dimensions, hll, number};
+use crate::db::lease::Lease;
 use crate::db::{Db, DbError};
 
 /// Where each level's watermark is kept.
@@ -64,7 +65,8 @@ pub const WATERMARKS: &str = "traffic.watermarks";
 pub(crate) const GRACE: Duration = Duration::from_secs(120);
 /// The lease one instance rolls up under.
 pub const LEASE: &str = "traffic.rollup";
-/// How long the lease is held at most (a run takes seconds).
+/// How long the lease is held at most without renewal; a run renews it after every stretch (a
+/// run takes seconds; a catch-up over weeks, a minute or more).
 const LEASE_FOR: Duration = Duration::from_secs(600);
 
 /// A level of the roll-ups.
@@ -128,6 +130,11 @@ impl Level {
         }
     }
 
+    /// The collection this level is built from: the level below's, or the events.
+    fn source_collection(self) -> &'static str {
+        self.source().map_or(EVENTS, Level::collection)
+    }
+
     /// The level a level is built from (`None`: the events themselves).
     fn source(self) -> Option<Level> {
         match self {
@@ -175,17 +182,34 @@ pub struct Built {
     pub(crate) to: DateTime,
     /// How long the level's pipeline took.
     pub took: Duration,
+    /// How many stretches ([`Level::stretch`]) the run built the periods in.
+    pub stretches: usize,
 }
 
-/// Where a test stops a run, as a crash would: after `Level`'s documents are written, before its
-/// watermark.
+/// Where a test stops a run, as a crash would: after some of a level's documents are written,
+/// before their watermark.
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CrashAfter {
     Never,
+    /// After the first stretch of `Level`'s documents.
     Merge(Level),
-    /// After the dimension documents are written, before their watermark.
+    /// After the `n`th stretch (from 1) of `Level`'s documents, the earlier stretches' watermarks
+    /// written.
+    Stretch(Level, usize),
+    /// After the first day's dimension documents are written, before their watermark.
     Dimensions,
+}
+
+impl CrashAfter {
+    /// Whether a run stops after stretch `n` (from 1) of `level`.
+    fn after_stretch(self, level: Level, n: usize) -> bool {
+        match self {
+            CrashAfter::Merge(l) => l == level && n == 1,
+            CrashAfter::Stretch(l, at) => l == level && n == at,
+            CrashAfter::Never | CrashAfter::Dimensions => false,
+        }
+    }
 }
 
 /// Build every level up to `now` (see the module header).
@@ -200,11 +224,28 @@ pub async fn roll_up_crashing(
     now: DateTime,
     crash: CrashAfter,
 ) -> Result<RollupReport, DbError> {
+    run(db, now, crash, None).await
+}
+
+/// Renew `lease` (when the run holds one) after a stretch: a catch-up can outlast
+/// [`LEASE_FOR`]. `false`: the lease was lost (another instance took it over after it lapsed),
+/// so this run stops and leaves the rest to that one.
+async fn still_ours(db: &Db, lease: &mut Option<&mut Lease>) -> Result<bool, DbError> {
+    match lease {
+        Some(lease) => lease.renew(db, LEASE_FOR).await,
+        None => Ok(true),
+    }
+}
+
+/// The run behind [`roll_up`] and [`roll_up_under_lease`] (which gives its `lease`).
+async fn run(
+    db: &Db,
+    now: DateTime,
+    crash: CrashAfter,
+    mut lease: Option<&mut Lease>,
+) -> Result<RollupReport, DbError> {
     let mut report = RollupReport::default();
     for level in Level::ALL {
-        let mut from = watermark(db, level)
-            .await?
-            .unwrap_or(DateTime::from_millis(0));
         let to = match level.source() {
             None => Level::Hour.truncate(crate::clock::before(now, GRACE)),
             Some(source) => match watermark(db, source).await? {
@@ -212,24 +253,30 @@ pub async fn roll_up_crashing(
                 None => continue,
             },
         };
+        // A first run starts at the period of the oldest document below (none: nothing to do).
+        let mut from = match watermark(db, level).await? {
+            Some(upto) => upto,
+            None => {
+                match first_at(db, level.source_collection(), DateTime::from_millis(0)).await? {
+                    Some(first) => level.truncate(first),
+                    None => continue,
+                }
+            }
+        };
         let started = std::time::Instant::now();
+        let mut stretches = 0;
         while from < to {
             let upto = stretch_end(db, level, from, to).await?;
             let periods = build(db, level, from, upto).await?;
             replace(db, level, from, upto, periods).await?;
-            if crash == CrashAfter::Merge(level) {
+            stretches += 1;
+            if crash.after_stretch(level, stretches) {
                 return Err(DbError::Invalid(format!(
-                    "roll-up stopped after the {} merge (test)",
+                    "roll-up stopped after stretch {stretches} of the {} merge (test)",
                     level.unit()
                 )));
             }
-            db.collection::<Document>(WATERMARKS)
-                .update_one(
-                    doc! { "_id": level.unit() },
-                    doc! { "$set": { "upto": upto } },
-                )
-                .upsert(true)
-                .await?;
+            set_watermark(db, level.unit(), doc! { "upto": upto }).await?;
             match report.built.last_mut() {
                 Some(built) if built.level == level => built.to = upto,
                 _ => report.built.push(Built {
@@ -237,18 +284,33 @@ pub async fn roll_up_crashing(
                     from,
                     to: upto,
                     took: Duration::ZERO,
+                    stretches: 0,
                 }),
             }
             from = upto;
+            if !still_ours(db, &mut lease).await? {
+                return Ok(report);
+            }
         }
         if let Some(built) = report.built.last_mut().filter(|b| b.level == level) {
             built.took = started.elapsed();
+            built.stretches = stretches;
         }
     }
     if let Some(hours) = watermark(db, Level::Hour).await? {
-        dimensions_by_day(db, hours, crash, &mut report).await?;
+        dimensions_by_day(db, hours, crash, &mut report, &mut lease).await?;
     }
     Ok(report)
+}
+
+/// Move watermark `name` forward to `upto` (each field of it; `$max`, so a run that lost its
+/// lease and ends late never moves a watermark back over what another run built since).
+async fn set_watermark(db: &Db, name: &str, upto: Document) -> Result<(), DbError> {
+    db.collection::<Document>(WATERMARKS)
+        .update_one(doc! { "_id": name }, doc! { "$max": upto })
+        .upsert(true)
+        .await?;
+    Ok(())
 }
 
 /// Where the stretch of `level` a run builds next, from `from` (the level's watermark) towards
@@ -264,18 +326,18 @@ async fn stretch_end(
     from: DateTime,
     to: DateTime,
 ) -> Result<DateTime, DbError> {
-    let source = level.source().map_or(EVENTS, Level::collection);
-    let Some(first) = first_at(db, source, from).await? else {
+    let Some(stretch) = level.stretch() else {
         return Ok(to);
     };
+    let Some(first) = first_at(db, level.source_collection(), from).await? else {
+        return Ok(to);
+    };
+    // `from` is a period's start (a watermark, or a first run's first period), so is `start`.
     let start = level.truncate(first).max(from);
-    Ok(match level.stretch() {
-        Some(stretch) if start < to => {
-            let end = DateTime::from_millis(start.timestamp_millis() + stretch.as_millis() as i64);
-            end.min(to)
-        }
-        _ => to,
-    })
+    if start >= to {
+        return Ok(to);
+    }
+    Ok(DateTime::from_millis(start.timestamp_millis() + stretch.as_millis() as i64).min(to))
 }
 
 /// The time of the first document of `collection` at or after `from` (its `at` index).
@@ -290,15 +352,23 @@ async fn first_at(db: &Db, collection: &str, from: DateTime) -> Result<Option<Da
 }
 
 /// [`dimensions_up_to`] the hourly roll-ups' watermark `hours`, a day of events at a time, each
-/// day as a run of its own would build it (its watermarks written before the next day is read):
-/// a catch-up over weeks holds one day of hours in memory, not all of them. Days without events
-/// are passed over in one step.
+/// day's documents and watermarks written before the next day is read: a catch-up over weeks
+/// holds one day of hours in memory, not all of them. Days without events are passed over in
+/// one step. The stored hours of the days closed before this run are deleted once, at its start
+/// (the hours of the days it closes stay for the next run: a run that lost its lease may still
+/// read them).
 async fn dimensions_by_day(
     db: &Db,
     hours: DateTime,
     crash: CrashAfter,
     report: &mut RollupReport,
+    lease: &mut Option<&mut Lease>,
 ) -> Result<(), DbError> {
+    let (days_upto, _) = dimension_watermarks(db).await?;
+    let closed_before = days_upto.unwrap_or(DateTime::from_millis(0));
+    db.collection::<Document>(dimensions::HOURLY)
+        .delete_many(doc! { "at": { "$lt": closed_before } })
+        .await?;
     loop {
         let (days_upto, hours_upto) = dimension_watermarks(db).await?;
         let day_from = days_upto.unwrap_or(DateTime::from_millis(0));
@@ -313,10 +383,13 @@ async fn dimensions_by_day(
             Level::Day.truncate(start).timestamp_millis() + DAY.as_millis() as i64,
         );
         dimensions_up_to(db, hours.min(next_day), crash, report).await?;
+        if !still_ours(db, lease).await? {
+            return Ok(());
+        }
     }
 }
 
-/// A day.
+/// The length of a UTC day (stretches and the dimension steps are counted in days).
 const DAY: Duration = Duration::from_secs(86_400);
 
 /// Widen `slot` (a report's `(from, to, took)`) by one more step of the same run.
@@ -348,12 +421,6 @@ async fn dimensions_up_to(
     let (days_upto, hours_upto) = dimension_watermarks(db).await?;
     let day_from = days_upto.unwrap_or(DateTime::from_millis(0));
     let hourly = db.collection::<Document>(dimensions::HOURLY);
-    // The hours of the days an earlier run closed: read by nothing now. Not the hours of the days
-    // this run closes: a second run at once (handles of one process share the lease) may still
-    // be reading them as the days' source.
-    hourly
-        .delete_many(doc! { "at": { "$lt": day_from } })
-        .await?;
     // A store whose dimensions were built by days only: its hours start where its days end.
     let hour_from = hours_upto.map_or(day_from, |h| h.max(day_from));
     if hour_to <= hour_from {
@@ -385,10 +452,7 @@ async fn dimensions_up_to(
     if day_to > day_from {
         set.insert("upto", day_to);
     }
-    db.collection::<Document>(WATERMARKS)
-        .update_one(doc! { "_id": dimensions::WATERMARK }, doc! { "$set": set })
-        .upsert(true)
-        .await?;
+    set_watermark(db, dimensions::WATERMARK, set).await?;
     let took = started.elapsed();
     widen(&mut report.dimension_hours, hour_from, hour_to, took);
     if day_to > day_from {
@@ -428,10 +492,10 @@ pub(crate) async fn roll_up_under_lease_at(
     // take turns here: a run never reads the hours another run of this process is replacing.
     static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
     let _turn = ONE_AT_A_TIME.lock().await;
-    let Some(lease) = crate::db::lease::try_take_here(db, LEASE, LEASE_FOR).await? else {
+    let Some(mut lease) = crate::db::lease::try_take_here(db, LEASE, LEASE_FOR).await? else {
         return Ok(None);
     };
-    let report = roll_up(db, now).await;
+    let report = run(db, now, CrashAfter::Never, Some(&mut lease)).await;
     lease.release(db).await?;
     report.map(Some)
 }

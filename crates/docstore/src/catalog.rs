@@ -176,7 +176,8 @@ impl Catalog {
     }
 
     /// Run `f` on a collection under its write lock, through a [`WriteSession`] that records a
-    /// journal entry for every change `f` makes, and journal those entries.
+    /// journal entry for every change `f` makes (on a store with a journal; a store kept in
+    /// memory only notes that something changed), and journal those entries.
     /// With `create`, a missing collection is created first; without, `None` is returned.
     pub(crate) fn write<R>(
         &self,
