@@ -930,6 +930,39 @@ pub(crate) fn plan(
     plan_limited(filter, sort, indexes, hint, None)
 }
 
+/// The conditions of a query the planner weighs indexes by: the query's collation (the one in
+/// force) and the bounds it gives an index of that collation; an index of another collation
+/// gets only the string-free conditions, and cannot give the order of a sort (which may
+/// compare strings).
+struct Conditions {
+    collation: Option<std::sync::Arc<crate::collation::Collation>>,
+    constraints: HashMap<String, Vec<Constraint>>,
+    /// Collected only when some index has another collation.
+    string_free: HashMap<String, Vec<Constraint>>,
+}
+
+impl Conditions {
+    fn of(filter: &Document, indexes: &[&Index]) -> Conditions {
+        let collation = crate::collation::current();
+        let mut constraints = HashMap::new();
+        collect_constraints(filter, Keying::Same(collation.as_deref()), &mut constraints);
+        let mut conditions = Conditions {
+            collation,
+            constraints,
+            string_free: HashMap::new(),
+        };
+        if !indexes.iter().all(|idx| conditions.same_collation(idx)) {
+            collect_constraints(filter, Keying::StringFree, &mut conditions.string_free);
+        }
+        conditions
+    }
+
+    /// Whether `idx` has the query's collation.
+    fn same_collation(&self, idx: &Index) -> bool {
+        crate::collation::same(idx.spec.collation.as_ref(), self.collation.as_ref())
+    }
+}
+
 /// [`plan`] for a query that needs only the first `limit` documents (skip included) in sort
 /// order. Then an index that walks the sort order can beat a more selective index that does
 /// not: with `n` documents matching the selective index's bounds out of `total`, walking the
@@ -945,18 +978,9 @@ pub(crate) fn plan_limited(
     hint: Option<&Bson>,
     limit: Option<usize>,
 ) -> Result<Plan> {
-    // The query's collation (the one in force) and the bounds it gives an index of that
-    // collation; an index of another collation gets only the string-free conditions, and
-    // cannot give the order of a sort (which may compare strings).
-    let collation = crate::collation::current();
-    let mut constraints = HashMap::new();
-    collect_constraints(filter, Keying::Same(collation.as_deref()), &mut constraints);
-    let same =
-        |idx: &Index| crate::collation::same(idx.spec.collation.as_ref(), collation.as_ref());
-    let mut string_free = HashMap::new();
-    if !indexes.iter().all(|idx| same(idx)) {
-        collect_constraints(filter, Keying::StringFree, &mut string_free);
-    }
+    let conditions = Conditions::of(filter, indexes);
+    let same = |idx: &Index| conditions.same_collation(idx);
+    let (constraints, string_free) = (&conditions.constraints, &conditions.string_free);
     let for_index = |idx: &Index| {
         if same(idx) {
             (&constraints, true)
@@ -1100,15 +1124,9 @@ pub(crate) fn scans_an_index(
             Plan::IndexScan { .. }
         ));
     }
-    let collation = crate::collation::current();
-    let mut constraints = HashMap::new();
-    collect_constraints(filter, Keying::Same(collation.as_deref()), &mut constraints);
-    let same =
-        |idx: &Index| crate::collation::same(idx.spec.collation.as_ref(), collation.as_ref());
-    let mut string_free = HashMap::new();
-    if !indexes.iter().all(|idx| same(idx)) {
-        collect_constraints(filter, Keying::StringFree, &mut string_free);
-    }
+    let conditions = Conditions::of(filter, indexes);
+    let same = |idx: &Index| conditions.same_collation(idx);
+    let (constraints, string_free) = (&conditions.constraints, &conditions.string_free);
     for (position, idx) in indexes.iter().enumerate() {
         // The candidates `plan_limited` weighs, and only those.
         if idx.spec.sparse || idx.spec.hidden || idx.text().is_some() || idx.is_geo() {
