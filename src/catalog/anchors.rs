@@ -3,9 +3,11 @@
 //!
 //! For each listing (its filter and sort) that someone asks a deep page number of, one
 //! background walk reads the listing in order, a few thousand products per find and only their
-//! sort key and `_id` (the projection the sort index covers: MongoDB and docstore answer it
-//! from the index keys, which for the newest-first and category listings also hold the
-//! status the on-sale condition tests), and keeps the place of every
+//! sort key and `_id` (the projection the sort index covers: MongoDB, and docstore for an index
+//! multikey on no field, answer it from the index keys, which for the newest-first listing
+//! also hold the status the on-sale condition tests; the category index is multikey on
+//! `category_path`, so docstore decides the status from its keys but reads the documents),
+//! and keeps the place of every
 //! [`SPACING`]th product: its sort key, `_id`, and how many products after it share its key.
 //! Page `N` then starts from the anchor just before it: a keyset read after that anchor (the
 //! same finds as a Next link, see [`crate::catalog::seek`]) that skips fewer than [`SPACING`]

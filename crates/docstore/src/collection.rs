@@ -916,9 +916,7 @@ impl Collection {
             Plan::CollScan => None,
         };
         if let Some((key_filter, entries)) = keyed {
-            if explain {
-                describe_key_filter(&mut stats.winning_plan, &key_filter);
-            }
+            let read_before = stats.docs_examined;
             let mut scan = keyed::KeyedScan {
                 key_filter,
                 matcher,
@@ -926,6 +924,10 @@ impl Collection {
                 stop_after,
             };
             self.scan_keyed(entries.skip(pre_skip), &mut scan, &mut stats, &mut hits)?;
+            if explain {
+                let read_none = stats.docs_examined == read_before;
+                describe_key_filter(&mut stats.winning_plan, &scan.key_filter, read_none);
+            }
         } else {
             self.scan_records(
                 &plan, query.hint, pre_skip, matcher, to_pass, stop_after, &mut stats, &mut hits,
@@ -1049,9 +1051,14 @@ pub(crate) fn geo_near_without_collection() -> Error {
 }
 
 /// The explain of a plan whose index keys decide conditions (see `keyed`): its `IXSCAN`
-/// shows them as its `filter`, and a covered read has `PROJECTION_COVERED` over the `IXSCAN`
-/// in place of `FETCH`.
-fn describe_key_filter(winning_plan: &mut Document, key_filter: &keyed::KeyFilter) {
+/// shows them as its `filter`, and a covered read that read no document (`read_none`: every
+/// value came from a key) has `PROJECTION_COVERED` over the `IXSCAN` in place of `FETCH`; one
+/// that had to read documents (values no key gives back, such as strings) keeps its `FETCH`.
+fn describe_key_filter(
+    winning_plan: &mut Document,
+    key_filter: &keyed::KeyFilter,
+    read_none: bool,
+) {
     if winning_plan.get_str("stage") != Ok("FETCH") {
         return;
     }
@@ -1061,7 +1068,7 @@ fn describe_key_filter(winning_plan: &mut Document, key_filter: &keyed::KeyFilte
     if let Some(filter) = key_filter.describe() {
         ixscan.insert("filter", filter);
     }
-    *winning_plan = if key_filter.covers() {
+    *winning_plan = if key_filter.covers() && read_none {
         doc! { "stage": "PROJECTION_COVERED", "inputStage": ixscan }
     } else {
         doc! { "stage": "FETCH", "inputStage": ixscan }

@@ -223,7 +223,7 @@ fn dollar_prefixed_name(d: &Document) -> Option<&str> {
     })
 }
 
-fn parse_projection(args: &Args<'_>, field: &str) -> Result<Option<Projection>> {
+pub(super) fn parse_projection(args: &Args<'_>, field: &str) -> Result<Option<Projection>> {
     match args.document(field)? {
         Some(p) if !p.is_empty() => Ok(Some(Projection::parse(p)?)),
         _ => Ok(None),

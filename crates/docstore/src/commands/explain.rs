@@ -23,7 +23,16 @@ pub(crate) fn explain(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Re
         "find" => {
             let read = read_spec_for(&inner_args, "filter", "sort", "skip", "limit")?;
             let collation = crate::collation::parse(inner_args.get("collation"))?;
-            explain_read(state, db, inner_args.collection()?, &read, collation)
+            // The find's projection too: one the index keys answer is a covered read.
+            let projection = super::crud::parse_projection(&inner_args, "projection")?;
+            explain_projected(
+                state,
+                db,
+                inner_args.collection()?,
+                &read,
+                collation,
+                projection.as_ref(),
+            )
         }
         "count" => {
             let read = read_spec_for(&inner_args, "query", "", "skip", "limit")?;
@@ -110,13 +119,27 @@ fn explain_read(
     read: &ReadSpec,
     collation: crate::collation::Requested,
 ) -> Result<Reply> {
+    explain_projected(state, db, coll, read, collation, None)
+}
+
+/// [`explain_read`] of a read returning `projection` of its documents (a find's).
+fn explain_projected(
+    state: &Arc<ServerState>,
+    db: &str,
+    coll: &str,
+    read: &ReadSpec,
+    collation: crate::collation::Requested,
+    projection: Option<&crate::query::projection::Projection>,
+) -> Result<Reply> {
     let started = Instant::now();
     let stats = match state.catalog.get(db, coll) {
         Some(handle) => {
             let c = handle.read();
             let _collation =
                 crate::collation::enter(collation.or_default(c.default_collation().cloned()));
-            c.explain_query(&read.query_spec())?.1
+            let mut query = read.query_spec();
+            query.projection = projection;
+            c.explain_query(&query)?.1
         }
         None => ExecStats {
             winning_plan: doc! { "stage": "EOF" },

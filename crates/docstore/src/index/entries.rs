@@ -359,7 +359,6 @@ impl Entries {
         }
     }
 
-    /// Record ids of the entries in `range`, in key order (reversed when `reverse`).
     /// Like [`Entries::range`], with each entry's key; `None` for a text index, whose
     /// entries hold postings rather than keys.
     pub(crate) fn range_with_keys<'a>(
@@ -378,6 +377,7 @@ impl Entries {
         })
     }
 
+    /// Record ids of the entries in `range`, in key order (reversed when `reverse`).
     pub(crate) fn range<'a>(
         &'a self,
         range: (Bound<Entry>, Bound<Entry>),

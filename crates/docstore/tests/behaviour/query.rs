@@ -406,3 +406,84 @@ async fn counts_answered_from_index_keys_match_counts_of_the_documents() {
         .unwrap();
     assert!(after_skip.is_empty(), "{after_skip:?}");
 }
+
+/// A find whose projection the index keys answer is explained over the wire as mongod explains
+/// it: `PROJECTION_COVERED` over the `IXSCAN`, no document examined; one whose values the keys
+/// do not give back (strings) reads its documents and is explained as a `FETCH`. Both return
+/// what the same find without the index does.
+#[tokio::test]
+async fn explain_shows_a_covered_find_as_covered_and_one_that_reads_documents_as_a_fetch() {
+    let t = test_db().await;
+    let c = t.db.collection::<Document>("covered");
+    let docs: Vec<Document> = (0..20)
+        .map(|i| {
+            doc! {
+                "_id": bson::oid::ObjectId::from_bytes([i as u8; 12]),
+                "at": bson::DateTime::from_millis(i * 1000),
+                "name": format!("n{i:02}"),
+            }
+        })
+        .collect();
+    c.insert_many(docs).await.unwrap();
+    t.db.run_command(doc! { "createIndexes": "covered", "indexes": [
+        { "key": { "at": 1, "_id": 1 }, "name": "at_id" },
+        { "key": { "name": 1, "_id": 1 }, "name": "name_id" },
+    ] })
+    .await
+    .unwrap();
+    let cases = [
+        (
+            "at_id",
+            doc! { "at": { "$gte": bson::DateTime::from_millis(5000) } },
+            "at",
+            "PROJECTION_COVERED",
+        ),
+        (
+            "name_id",
+            doc! { "name": { "$gte": "n05" } },
+            "name",
+            "FETCH",
+        ),
+    ];
+    for (hint, filter, field, stage) in cases {
+        let projection = doc! { "_id": 1, field: 1 };
+        let explained =
+            t.db.run_command(doc! {
+                "explain": {
+                    "find": "covered", "filter": filter.clone(), "projection": projection.clone(),
+                    "hint": hint,
+                },
+                "verbosity": "executionStats",
+            })
+            .await
+            .unwrap();
+        let plan = explained
+            .get_document("queryPlanner")
+            .and_then(|q| q.get_document("winningPlan"))
+            .unwrap();
+        assert_eq!(plan.get_str("stage"), Ok(stage), "{hint}: {plan}");
+        let examined = explained
+            .get_document("executionStats")
+            .and_then(|s| s.get_i64("totalDocsExamined"))
+            .unwrap();
+        assert_eq!(
+            examined == 0,
+            stage == "PROJECTION_COVERED",
+            "{hint}: {explained}"
+        );
+        let read = |hint: Option<&str>| {
+            let mut find = c.find(filter.clone()).projection(projection.clone());
+            if let Some(hint) = hint {
+                find = find.hint(mongodb::options::Hint::Name(hint.into()));
+            }
+            async move {
+                let mut found: Vec<Document> = find.await.unwrap().try_collect().await.unwrap();
+                found.sort_by_key(|d| d.get_object_id("_id").unwrap());
+                found
+            }
+        };
+        let through_index = read(Some(hint)).await;
+        assert_eq!(through_index.len(), 15, "{hint}");
+        assert_eq!(through_index, read(None).await, "{hint}");
+    }
+}
