@@ -930,6 +930,19 @@ pub(crate) fn plan(
     plan_limited(filter, sort, indexes, hint, None)
 }
 
+/// Whether the planner weighs `idx` for `filter` unasked (without a hint): a sparse index may
+/// lack matching documents, a partial one does when the query does not imply its filter, a
+/// text or geo index answers only its own operators, and a hidden one is not considered at all.
+fn weighed(idx: &Index, filter: &Document) -> bool {
+    if idx.spec.sparse || idx.spec.hidden || idx.text().is_some() || idx.is_geo() {
+        return false;
+    }
+    idx.spec
+        .partial_filter
+        .as_ref()
+        .is_none_or(|partial| super::partial::query_implies(filter, partial))
+}
+
 /// The conditions of a query the planner weighs indexes by: the query's collation (the one in
 /// force) and the bounds it gives an index of that collation; an index of another collation
 /// gets only the string-free conditions, and cannot give the order of a sort (which may
@@ -1045,15 +1058,8 @@ pub(crate) fn plan_limited(
     // (full) bounds.
     let mut sort_walk: Option<(Candidate, IndexBounds)> = None;
     for (position, idx) in indexes.iter().enumerate() {
-        // A sparse index may lack matching documents; a partial one only when the query does
-        // not imply its filter. A hidden one is not considered at all.
-        if idx.spec.sparse || idx.spec.hidden || idx.text().is_some() || idx.is_geo() {
+        if !weighed(idx, filter) {
             continue;
-        }
-        if let Some(partial_filter) = &idx.spec.partial_filter {
-            if !super::partial::query_implies(filter, partial_filter) {
-                continue;
-            }
         }
         let (constraints, same) = for_index(idx);
         let c = evaluate(position, idx, constraints, sort.filter(|_| same));
@@ -1129,13 +1135,8 @@ pub(crate) fn scans_an_index(
     let (constraints, string_free) = (&conditions.constraints, &conditions.string_free);
     for (position, idx) in indexes.iter().enumerate() {
         // The candidates `plan_limited` weighs, and only those.
-        if idx.spec.sparse || idx.spec.hidden || idx.text().is_some() || idx.is_geo() {
+        if !weighed(idx, filter) {
             continue;
-        }
-        if let Some(partial_filter) = &idx.spec.partial_filter {
-            if !super::partial::query_implies(filter, partial_filter) {
-                continue;
-            }
         }
         let (constraints, sort) = if same(idx) {
             (&constraints, sort)
