@@ -229,6 +229,23 @@ async fn documents(db: &Db, collection: &str, filter: Document) -> Vec<Document>
         .expect("read")
 }
 
+/// Wait until `instance` answers `path` with a success, up to `limit`; false if it never did.
+async fn answers_ok(
+    client: &reqwest::Client,
+    instance: &Instance,
+    path: &str,
+    limit: Duration,
+) -> bool {
+    eventually(limit, || async {
+        client
+            .get(format!("{}{path}", instance.address()))
+            .send()
+            .await
+            .is_ok_and(|r| r.status().is_success())
+    })
+    .await
+}
+
 /// Wait until `check` holds, up to `limit`; false if it never did.
 async fn eventually<F, Fut>(limit: Duration, mut check: F) -> bool
 where
@@ -645,14 +662,7 @@ async fn with_the_database_killed_a_page_costs_at_most_one_timeout_and_service_r
         "pages that need the database say so: {unavailable} 503s"
     );
     let _database = database.restart();
-    let back = eventually(Duration::from_secs(20), || async {
-        client
-            .get(format!("{}/products", instance.address()))
-            .send()
-            .await
-            .is_ok_and(|r| r.status().is_success())
-    })
-    .await;
+    let back = answers_ok(&client, &instance, "/products", Duration::from_secs(20)).await;
     assert!(back, "the shop serves again once the database is back");
 }
 
@@ -1071,14 +1081,7 @@ async fn three_instances_back_filling_at_start_keep_the_saves_made_meanwhile() {
     let instances = starting.await.expect("the instances start");
     let client = reqwest::Client::new();
     for instance in &instances {
-        let ready = eventually(Duration::from_secs(60), || async {
-            client
-                .get(format!("{}/readyz", instance.address()))
-                .send()
-                .await
-                .is_ok_and(|r| r.status().is_success())
-        })
-        .await;
+        let ready = answers_ok(&client, instance, "/readyz", Duration::from_secs(60)).await;
         assert!(
             ready,
             "ready once its back-fill is done:\n{}",
