@@ -776,7 +776,7 @@ async fn hourly_dimension_documents_count_exactly_across_hour_and_day_boundaries
 
 /// A run that finds ten weeks due (a month's and a year's end inside, and two weeks without a
 /// single event) builds them a stretch at a time (`rollup::Level::stretch`, the dimension
-/// documents a day at a time): the same documents as runs every five days, and exact counts;
+/// documents in one step): the same documents as runs every five days, and exact counts;
 /// a crash after a later stretch (earlier stretches' watermarks written) changes nothing either.
 #[tokio::test]
 async fn a_catch_up_over_weeks_built_in_stretches_equals_runs_every_few_days() {

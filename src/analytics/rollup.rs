@@ -33,8 +33,8 @@
 //! **Catching up.** A run that finds weeks due (the roll-up was off, every instance down) builds
 //! them a stretch at a time: a day of hours, a week of days, eight weeks of weeks (months in one
 //! go), each stretch's documents and watermark written before the next stretch is read, so a
-//! run holds one stretch in memory, not the whole retention; the dimension documents likewise go
-//! a day at a time. A stretch starts at the first document below it, so a first run starts at
+//! run holds one stretch in memory, not the whole retention (the dimension documents are still
+//! built in one step, see [`dimensions_once`]). A stretch starts at the first document below it, so a first run starts at
 //! the oldest event.
 //!
 //! **Dimensions.** After the four levels, a run builds the documents of what the report's
@@ -298,7 +298,7 @@ async fn run(
         }
     }
     if let Some(hours) = watermark(db, Level::Hour).await? {
-        dimensions_by_day(db, hours, crash, &mut report, &mut lease).await?;
+        dimensions_once(db, hours, crash, &mut report).await?;
     }
     Ok(report)
 }
@@ -351,45 +351,26 @@ async fn first_at(db: &Db, collection: &str, from: DateTime) -> Result<Option<Da
     Ok(first.and_then(|d| d.get_datetime("at").ok().copied()))
 }
 
-/// [`dimensions_up_to`] the hourly roll-ups' watermark `hours`, a day of events at a time, each
-/// day's documents and watermarks written before the next day is read: a catch-up over weeks
-/// holds one day of hours in memory, not all of them. Days without events are passed over in
-/// one step. The stored hours of the days closed before this run are deleted once, at its start
-/// (the hours of the days it closes stay for the next run: a run that lost its lease may still
-/// read them).
-async fn dimensions_by_day(
+/// The dimension documents up to the hourly roll-ups' watermark `hours`, in one step
+/// ([`dimensions_up_to`]). The stored hours of the days closed before this run are deleted
+/// first (not the hours of the days it closes: a run that lost its lease may still read them).
+/// Unlike the levels, this step is not cut into stretches: a day-at-a-time version failed the
+/// SIGKILL test (`traffic::a_roll_up_killed_with_sigkill_…`) once in a few runs, cause not found.
+async fn dimensions_once(
     db: &Db,
     hours: DateTime,
     crash: CrashAfter,
     report: &mut RollupReport,
-    lease: &mut Option<&mut Lease>,
 ) -> Result<(), DbError> {
     let (days_upto, _) = dimension_watermarks(db).await?;
     let closed_before = days_upto.unwrap_or(DateTime::from_millis(0));
     db.collection::<Document>(dimensions::HOURLY)
         .delete_many(doc! { "at": { "$lt": closed_before } })
         .await?;
-    loop {
-        let (days_upto, hours_upto) = dimension_watermarks(db).await?;
-        let day_from = days_upto.unwrap_or(DateTime::from_millis(0));
-        let hour_from = hours_upto.map_or(day_from, |h| h.max(day_from));
-        if hours <= hour_from {
-            return Ok(());
-        }
-        let start = first_at(db, EVENTS, hour_from)
-            .await?
-            .map_or(hours, |first| Level::Hour.truncate(first).max(hour_from));
-        let next_day = DateTime::from_millis(
-            Level::Day.truncate(start).timestamp_millis() + DAY.as_millis() as i64,
-        );
-        dimensions_up_to(db, hours.min(next_day), crash, report).await?;
-        if !still_ours(db, lease).await? {
-            return Ok(());
-        }
-    }
+    dimensions_up_to(db, hours, crash, report).await
 }
 
-/// The length of a UTC day (stretches and the dimension steps are counted in days).
+/// The length of a UTC day (stretches are counted in days).
 const DAY: Duration = Duration::from_secs(86_400);
 
 /// Widen `slot` (a report's `(from, to, took)`) by one more step of the same run.
@@ -406,7 +387,7 @@ fn widen(
 }
 
 /// The dimension documents ([`super::dimensions`]) up to `hour_to` (at most the hourly roll-ups'
-/// watermark; [`dimensions_by_day`] gives a day at a time): the hours since their own watermark
+/// watermark; see [`dimensions_once`]): the hours since their own watermark
 /// from the events, then every day those close from its hours (the ones stored by earlier steps
 /// and this step's), in one step: the days' and the open day's hours' documents replaced, then
 /// both watermarks set in one write. The stored hours the days read are deleted only by a later
