@@ -1698,6 +1698,42 @@ async fn expire_rollup_lease(db: &Db) {
         .expect("lease expired");
 }
 
+/// The connections the store has open (`serverStatus`).
+async fn open_connections(db: &Db) -> i64 {
+    let status = db
+        .client()
+        .database("admin")
+        .run_command(doc! { "serverStatus": 1 })
+        .await
+        .expect("serverStatus");
+    let current = status
+        .get_document("connections")
+        .expect("connections")
+        .get("current")
+        .expect("current");
+    match current {
+        bson::Bson::Int32(n) => i64::from(*n),
+        bson::Bson::Int64(n) => *n,
+        other => panic!("connections.current is {other:?}"),
+    }
+}
+
+/// Wait (at most 30 s) until the store has no more connections open than `before`: a killed
+/// process's connections are closed, so the commands it had sent are finished.
+async fn settled(db: &Db, before: i64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut now_open = open_connections(db).await;
+    while now_open > before {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the killed process's {} connections stayed open",
+            now_open - before
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        now_open = open_connections(db).await;
+    }
+}
+
 async fn connect_to(store: &Database, name: &str) -> Db {
     Db::connect(
         &store.uri(),
@@ -1792,6 +1828,7 @@ async fn a_roll_up_killed_with_sigkill_and_run_again_gives_the_numbers_of_an_uni
             .delete_many(doc! {})
             .await
             .expect("emptied");
+        let connections_before = open_connections(&crashed).await;
         let mut child = rollup_process(&uri, "crashed", now, home.path());
         let deadline = std::time::Instant::now() + took * 3 + Duration::from_secs(10);
         let mut killed_at = None;
@@ -1820,7 +1857,12 @@ async fn a_roll_up_killed_with_sigkill_and_run_again_gives_the_numbers_of_an_uni
         if let Some(state) = killed_at {
             hit_points.push(state);
         }
-        // The killed process held the lease: free it, as its expiry would ten minutes on.
+        // The killed process held the lease: free it, as its expiry would ten minutes on. By
+        // then the store has long finished the commands the process sent before it died (a
+        // write waiting for the journal, say); freed at once, the next run could overlap them
+        // (the killed run's insert landing after the next run emptied the range it fills). The
+        // store closes a connection only after the command on it is done: wait for that.
+        settled(&crashed, connections_before).await;
         expire_rollup_lease(&crashed).await;
         finished(rollup_process(&uri, "crashed", now, home.path()));
         let after = rolled_up(&crashed).await;
