@@ -48,6 +48,7 @@ mod operations;
 mod pages;
 mod pagination;
 mod photo_derivatives;
+mod post_cache;
 mod preview;
 mod revisions;
 mod round_trips;

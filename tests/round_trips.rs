@@ -120,8 +120,8 @@ async fn each_main_page_sends_a_pinned_number_of_commands() {
 
 /// The content pages (`content::pages`, `content::feed`): a stream page, an old numbered page,
 /// a post, a tag page, the gallery and a feed. Streams, tag pages and feeds come from the
-/// content cache once warm (`content::cache`); a post reads itself (its neighbours are
-/// cached, its rendered text remembered).
+/// content cache once warm (`content::cache`); so does a post (itself, its neighbours, the
+/// first page of its comments; its rendered text is remembered).
 #[tokio::test]
 async fn each_content_page_sends_a_pinned_number_of_commands() {
     let app = counting_app().await;
@@ -145,8 +145,9 @@ async fn each_content_page_sends_a_pinned_number_of_commands() {
         ("/blog/", 1, &[]),
         // The anchors (points only), then the page after its anchor: no skip, no count.
         ("/blog/?page=2", 3, &[]),
-        // The post itself, then its comments only when it has some; neighbours once.
-        ("/blog/post-10", 3, &["find nodes"]),
+        // The post itself, then its comments only when it has some, and its neighbours;
+        // then all from the content cache.
+        ("/blog/post-10", 3, &[]),
         // The tag's newest nodes and its products.
         ("/tags/modal", 2, &[]),
         ("/gallery/", 1, &[]),

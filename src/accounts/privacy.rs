@@ -266,7 +266,8 @@ pub(crate) async fn erase(db: &Db, account: &Account) -> Result<Erased, DbError>
     let comments = if ids.is_empty() {
         0
     } else {
-        db.durable::<Document>(crate::comments::COLLECTION)
+        let renamed = db
+            .durable::<Document>(crate::comments::COLLECTION)
             .update_many(
                 doc! { "_id": { "$in": ids } },
                 doc! {
@@ -274,8 +275,10 @@ pub(crate) async fn erase(db: &Db, account: &Account) -> Result<Erased, DbError>
                     "$unset": { "email": "", "account_id": "" },
                 },
             )
-            .await?
-            .modified_count
+            .await;
+        // The pages' caches show comments with their names: they reload.
+        crate::comments::changes::comments_changed(db);
+        renamed?.modified_count
     };
     let deleted = db
         .durable::<Document>(store::COLLECTION)

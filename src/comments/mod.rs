@@ -5,8 +5,10 @@
 //! [`thread::first_page`] (or [`thread::page`]); it includes `comments/_thread.html`, which also
 //! carries the post and reply forms. The POST handlers of each kind of discussion
 //! (`catalog::pages::post_comment`, `content::pages::post_reply` …) stay thin over
-//! [`pages::submit`] and [`pages::reply`].
+//! [`pages::submit`] and [`pages::reply`]. Every write of [`store`] reports itself in
+//! [`changes`], which the content pages' cache follows.
 
+pub(crate) mod changes;
 pub mod identity;
 pub mod names;
 pub(crate) mod notify;

@@ -1,5 +1,7 @@
 //! The `comments` collection: its indexes, posting with slug-collision retries, the thread
-//! queries and moderation, each keeping the discussion's visible-comment counter exact.
+//! queries and moderation, each keeping the discussion's visible-comment counter exact. Every
+//! write reports itself (`comments::changes`), so this instance's page caches drop what it
+//! made stale at once.
 
 use bson::oid::ObjectId;
 use bson::{doc, DateTime, Document};
@@ -7,6 +9,7 @@ use futures::TryStreamExt;
 use mongodb::options::IndexOptions;
 use mongodb::IndexModel;
 
+use crate::comments::changes::comments_changed;
 use crate::comments::slugs::{self, CommentPath};
 use crate::comments::{Author, Comment, CommentStatus, Discussion, DiscussionKind};
 use crate::db::{is_duplicate_key, Db, DbError};
@@ -71,12 +74,15 @@ pub async fn adjust_count(
     delta: i64,
 ) -> Result<(), DbError> {
     let (collection, field) = kind.counter();
-    db.collection::<Document>(collection)
+    let updated = db
+        .collection::<Document>(collection)
         .update_one(
             doc! { "_id": discussion_id },
             doc! { "$inc": { field: delta } },
         )
-        .await?;
+        .await;
+    comments_changed(db);
+    updated?;
     Ok(())
 }
 
@@ -95,8 +101,9 @@ pub(crate) async fn adjust_count_by_id(
                 doc! { "_id": discussion_id },
                 doc! { "$inc": { field: delta } },
             )
-            .await?;
-        if updated.matched_count > 0 {
+            .await;
+        comments_changed(db);
+        if updated?.matched_count > 0 {
             return Ok(());
         }
     }
@@ -208,7 +215,9 @@ pub async fn post(
             verified: new.verified && new.account_id.is_some(),
         };
         // Journaled before the commenter sees it posted (`database.write_concern`).
-        match db.durable::<Comment>(COLLECTION).insert_one(&comment).await {
+        let inserted = db.durable::<Comment>(COLLECTION).insert_one(&comment).await;
+        comments_changed(db);
+        match inserted {
             Ok(_) => {}
             Err(e) if is_duplicate_key(&e) => {
                 tracing::debug!(slug = %comment.slug, "comment slug taken; retrying");
@@ -225,9 +234,9 @@ pub async fn post(
                 .count_documents(doc! { "_id": parent.id, "status": "visible" })
                 .await?;
             if open == 0 {
-                collection(db)
-                    .delete_one(doc! { "_id": comment.id })
-                    .await?;
+                let withdrawn = collection(db).delete_one(doc! { "_id": comment.id }).await;
+                comments_changed(db);
+                withdrawn?;
                 return Err(PostError::ParentGone);
             }
         }
@@ -429,7 +438,9 @@ async fn change_status(
             doc! { "_id": id, "status": from.as_str() },
             doc! { "$set": { "status": to.as_str() } },
         )
-        .await?;
+        .await;
+    comments_changed(db);
+    let before = before?;
     if let Some(c) = &before {
         let delta = match (from, to) {
             (CommentStatus::Visible, _) => -1,
@@ -504,8 +515,9 @@ pub(crate) async fn delete(db: &Db, id: ObjectId) -> Result<Moderated, DbError> 
                     "deleted_from": from.as_str(),
                 } },
             )
-            .await?;
-        if let Some(c) = before {
+            .await;
+        comments_changed(db);
+        if let Some(c) = before? {
             if from == CommentStatus::Visible {
                 adjust_count_by_id(db, c.discussion_id, -1).await?;
             }
@@ -551,8 +563,9 @@ pub(crate) async fn edit_own(
             },
             doc! { "$set": { "text": text } },
         )
-        .await?;
-    Ok(done.matched_count == 1)
+        .await;
+    comments_changed(db);
+    Ok(done?.matched_count == 1)
 }
 
 /// The earliest deletion time still restorable with `restore_days`.
@@ -593,8 +606,9 @@ pub(crate) async fn restore(
                 "$unset": { "deleted_at": "", "deleted_from": "" },
             },
         )
-        .await?;
-    if result.modified_count == 0 {
+        .await;
+    comments_changed(db);
+    if result?.modified_count == 0 {
         return Ok(Moderated::Unchanged);
     }
     if from == CommentStatus::Visible {
@@ -635,8 +649,9 @@ pub async fn purge_deleted(db: &Db, restore_days: u32) -> Result<u64, DbError> {
                     "$unset": { "deleted_at": "", "deleted_from": "", "email": "" },
                 },
             )
-            .await?;
-        if taken.modified_count > 0 {
+            .await;
+        comments_changed(db);
+        if taken?.modified_count > 0 {
             purged += 1;
             remove_if_unanswered(db, comment).await?;
         }
@@ -654,7 +669,9 @@ async fn remove_if_unanswered(db: &Db, mut comment: Comment) -> Result<(), DbErr
         if has_replies(db, comment.discussion_id, &comment.full_slug).await? {
             return Ok(());
         }
-        collection(db).delete_one(purged(comment.id)).await?;
+        let removed = collection(db).delete_one(purged(comment.id)).await;
+        comments_changed(db);
+        removed?;
         let Some(parent_id) = comment.parent_id else {
             return Ok(());
         };
@@ -720,8 +737,9 @@ pub(crate) async fn set_closed(db: &Db, id: ObjectId, closed: bool) -> Result<bo
                 doc! { "_id": id },
                 doc! { "$set": { kind.closed_field(): closed } },
             )
-            .await?;
-        if result.matched_count > 0 {
+            .await;
+        comments_changed(db);
+        if result?.matched_count > 0 {
             return Ok(true);
         }
     }

@@ -309,6 +309,20 @@ fn entries(comments: Vec<Comment>, next: Option<&str>, base_depth: usize) -> Vec
     out
 }
 
+/// The comments one page of a discussion shows, as read from the database: nothing of the
+/// visitor or of the forms, so a cache may keep it (the content pages keep a post's first
+/// page, see `content::pages`) and build each view from it with [`view`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PageComments {
+    /// The page's comments in thread order, hidden and deleted ones included (a placeholder
+    /// when a shown reply hangs from one).
+    comments: Vec<Comment>,
+    /// The full slug of the comment after the page's last, if any.
+    next: Option<String>,
+    has_older: bool,
+    has_newer: bool,
+}
+
 /// One page of a discussion's threads.
 pub(crate) async fn page(
     db: &Db,
@@ -317,17 +331,28 @@ pub(crate) async fn page(
     at: PageAt,
     settings: &CommentSettings,
 ) -> Result<ThreadView, DbError> {
-    let size = settings.page_size;
-    let open = discussion.is_open(db.now(), settings.close_after_days);
+    let comments = read_page(db, discussion.id, count, &at, settings.page_size).await?;
+    Ok(view(db, discussion, count, comments, settings))
+}
+
+/// Read the comments of one page (`size` comments) of discussion `discussion_id`, which has
+/// `count` visible comments: nothing when it has none.
+pub(crate) async fn read_page(
+    db: &Db,
+    discussion_id: bson::oid::ObjectId,
+    count: i64,
+    at: &PageAt,
+    size: usize,
+) -> Result<PageComments, DbError> {
     let limit = size as i64 + 1;
-    let filter = doc! { "discussion_id": discussion.id };
-    let (mut comments, next, has_older, has_newer) = match &at {
+    let filter = doc! { "discussion_id": discussion_id };
+    let (comments, next, has_older, has_newer) = match at {
         // No comment a reader may see (the count is kept exact): nothing to read, since a
         // hidden comment is only shown as a placeholder above a visible reply. Most products
         // have no comments, and this would be their page's second round trip.
         _ if count <= 0 => (Vec::new(), None, false, false),
         PageAt::First | PageAt::After(_) => {
-            let after = match &at {
+            let after = match at {
                 PageAt::After(a) => Some(a.as_str()),
                 _ => None,
             };
@@ -337,7 +362,7 @@ pub(crate) async fn page(
             (found, next.map(|c| c.full_slug), after.is_some(), has_newer)
         }
         PageAt::Before(before) => {
-            let mut found = before_in_thread_order(db, discussion.id, before, limit).await?;
+            let mut found = before_in_thread_order(db, discussion_id, before, limit).await?;
             let has_older = found.len() > size;
             if has_older {
                 found.remove(0);
@@ -345,16 +370,40 @@ pub(crate) async fn page(
             (found, Some(before.clone()), has_older, true)
         }
     };
+    Ok(PageComments {
+        comments,
+        next,
+        has_older,
+        has_newer,
+    })
+}
+
+/// The page of `discussion` (with `count` visible comments) holding `page`'s comments, with
+/// empty forms, open or not by the settings and the site clock's now.
+pub(crate) fn view(
+    db: &Db,
+    discussion: Discussion,
+    count: i64,
+    page: PageComments,
+    settings: &CommentSettings,
+) -> ThreadView {
+    let open = discussion.is_open(db.now(), settings.close_after_days);
+    let PageComments {
+        comments,
+        next,
+        has_older,
+        has_newer,
+    } = page;
     let first_slug = comments.first().map(|c| c.full_slug.clone());
     let last_slug = comments.last().map(|c| c.full_slug.clone());
     let thread_start_url = comments
         .first()
         .filter(|c| c.depth() > 0)
         .map(|c| discussion.comment_url(c.thread_slug()));
-    let mut shown = entries(std::mem::take(&mut comments), next.as_deref(), 0);
+    let mut shown = entries(comments, next.as_deref(), 0);
     let closing = nest(&mut shown, &discussion);
     let base = &discussion.base_url;
-    Ok(ThreadView {
+    ThreadView {
         older_url: first_slug
             .filter(|_| has_older)
             .map(|s| page_link(base, "before", &s)),
@@ -371,7 +420,7 @@ pub(crate) async fn page(
         reply: None,
         blank: CommentForm::default(),
         discussion,
-    })
+    }
 }
 
 /// The first page of a discussion: what a discussion page calls.

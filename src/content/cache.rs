@@ -1,18 +1,22 @@
 //! A short-lived cache of what the public content pages read: a page of a section's stream
-//! (cards), a post's neighbours (its "Newer" and "Older" links), a section's page anchors (the points numbered pages start from), a tag page's
-//! nodes and products, and a feed's finished XML. Many visitors reading the same page at once
-//! then cost one read of the database between them rather than one each.
+//! (cards), a published post itself and the first page of its comments, a post's neighbours
+//! (its "Newer" and "Older" links), a section's page anchors (the points numbered pages start
+//! from), a tag page's nodes and products, and a feed's finished XML. Many visitors reading
+//! the same page at once then cost one read of the database between them rather than one each.
+//! Drafts, previews, the admin and the comment forms' posts never read it.
 //!
 //! # Staleness
 //!
 //! An entry is served for at most [`TTL`] (2 s) after its load started, measured on the
 //! monotonic clock and on the site's clock ([`Db::now`], which tests step; a step back makes
-//! every entry stale). Every write to a node through this process (reported in
-//! [`crate::content::changes`]) makes every entry stale at once, so an editor sees their own
-//! change on the next page; an entry that also shows products (a tag page) is stale too after a
-//! product write through this process (`catalog::changes`). Another instance's writes, and a
-//! scheduled post whose time comes, reach this one through nothing but time: a content page is
-//! at most [`TTL`] older than the database. A stale neighbour link leads at worst to a post since
+//! every entry stale). Every write to a node or a comment through this process (reported in
+//! [`crate::content::changes`] and `comments::changes`) makes every entry stale at once, so an
+//! editor sees their own change, and a commenter their comment, on the next page; an entry that
+//! also shows products (a tag page) is stale too after a product write through this process
+//! (`catalog::changes`). Another instance's writes reach this one through nothing but time: a
+//! content page is at most [`TTL`] older than the database. A scheduled post whose time comes
+//! shows at once on its own page (the cached post is kept with its publication time, which
+//! each view checks against the site's clock) and within [`TTL`] in the streams. A stale neighbour link leads at worst to a post since
 //! renamed (its old address redirects), unpublished or deleted (a 404). With several instances on one database, each keeps its own
 //! cache and each follows the others within that bound.
 //!
@@ -105,10 +109,13 @@ impl<K: Hash + Eq + Clone, V> Cache<K, V> {
     }
 }
 
-/// What makes a cached content page stale when it changes: the node writes through this
-/// handle and, for pages that show products (`products: true`), the product writes.
+/// What makes a cached content page stale when it changes: the node and comment writes
+/// through this handle (a node shows its comments and their count, a stream card the count)
+/// and, for pages that show products (`products: true`), the product writes. Each counter only
+/// grows, so their sum changes whenever one of them does.
 pub(crate) fn version(db: &Db, products: bool) -> u64 {
-    let nodes = crate::content::changes::nodes_seen(db);
+    let nodes =
+        crate::content::changes::nodes_seen(db).wrapping_add(crate::comments::changes::seen(db));
     if products {
         nodes.wrapping_add(crate::catalog::changes::of(db).seen().products)
     } else {

@@ -1,6 +1,7 @@
 //! What the content writers report and the content caches follow: a counter of node writes,
 //! kept with the [`Db`] handle. A writer (`content::store`'s create, save, publish and delete,
-//! the generator of load-test posts) bumps it after its write; a cache
+//! `content::photos`' swap of a photo's file, the generator of load-test posts) bumps it after
+//! its write; a cache
 //! (`content::cache`) notes the counter when it starts a load and
 //! serves the entry only while the counter is unchanged. So the writers know nothing of the caches, as with
 //! `catalog::changes`.

@@ -2,9 +2,10 @@
 //! rendering (`markdown`), video embeds (`video`), the public pages and tag pages (`pages`),
 //! the index of tags (`tag_index`), blocks of text filled from the settings (`live_blocks`),
 //! Atom feeds (`feed`), photo uploads into GridFS (`photos`) and the history of every node's
-//! saves (`revisions`). Stream pages, a post's neighbour links, tag pages and feeds are served
-//! from a cache of at most two seconds (`cache`), following the node writes reported in
-//! `changes`.
+//! saves (`revisions`). Stream pages, a post itself with the first page of its comments, a
+//! post's neighbour links, tag pages and feeds are served from a cache of at most two seconds
+//! (`cache`), following the node writes reported in `changes` and the comment writes reported
+//! in `comments::changes`.
 //! The admin screens are in `crate::admin::content`.
 
 pub mod cache;

@@ -1,8 +1,11 @@
 //! Public content pages: a section's list (`/{section}/`), a node (`/{section}/{slug}`) and
 //! the tag pages (`/tags/{tag}`) listing nodes and products. Drafts and nodes scheduled for
-//! later are never shown: every query asks for `published <= now`.
+//! later are never shown: every query asks for what a visitor may see at the site clock's now,
+//! and a node page read from the content cache (which keeps scheduled nodes, never drafts)
+//! checks its node's publication time against now on every view.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -16,6 +19,7 @@ use crate::comments::thread::{self, PageAt, ThreadView};
 use crate::content::model::{self, section, Node, Section};
 use crate::content::store;
 use crate::content::stream::{self, At, Cursor, Neighbour};
+use crate::db::{Db, DbError};
 use crate::domain::Slug;
 use crate::state::AppState;
 use crate::web::errors::AppError;
@@ -66,7 +70,8 @@ impl SectionPage {
 pub(crate) struct NodePage {
     pub(crate) layout: Layout,
     pub(crate) section: &'static Section,
-    pub(crate) node: Node,
+    /// The node, as the content cache holds it (shared by the views meanwhile).
+    pub(crate) node: Arc<Node>,
     /// The posts just newer and just older in the section (none for pages).
     pub(crate) newer: Option<Neighbour>,
     pub(crate) older: Option<Neighbour>,
@@ -158,7 +163,8 @@ pub(crate) async fn show(
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
     let (section_name, slug) = path.into_inner();
-    let (section, node) = match published_node(&state, (section_name.clone(), slug.clone())).await {
+    let path = (section_name.clone(), slug.clone());
+    let (section, node) = match published_node(&state, path, Read::Cached).await {
         Err(AppError::NotFound) => return moved(&req, &state, &section_name, &slug, "").await,
         found => found?,
     };
@@ -166,14 +172,7 @@ pub(crate) async fn show(
         params.get("after").map(String::as_str),
         params.get("before").map(String::as_str),
     );
-    let mut thread = thread::page(
-        &state.db,
-        node.discussion(),
-        node.metadata.comment_count,
-        at,
-        &state.comments,
-    )
-    .await?;
+    let mut thread = comments_page(&state, &node, at).await?;
     thread.prefill_remembered(&req);
     let (newer, older) = neighbours_of(&state, section, &node).await?;
     let mut layout = Layout::public(&req);
@@ -188,6 +187,30 @@ pub(crate) async fn show(
         preview: false,
         now: state.db.now(),
     })
+}
+
+/// A page of `node`'s comments. The first page, what nearly every view shows, is read from the
+/// content cache while fresh (keyed by the node and its count of visible comments, so it
+/// always matches the count shown above it); the pages further on are read each time.
+async fn comments_page(state: &AppState, node: &Node, at: PageAt) -> Result<ThreadView, DbError> {
+    let db = &state.db;
+    let count = node.metadata.comment_count;
+    if at != PageAt::First {
+        return thread::page(db, node.discussion(), count, at, &state.comments).await;
+    }
+    let size = state.comments.page_size;
+    let key = (node.id, count);
+    let comments = crate::content::cache::get_or_load(db, key, false, async {
+        thread::read_page(db, node.id, count, &PageAt::First, size).await
+    })
+    .await?;
+    Ok(thread::view(
+        db,
+        node.discussion(),
+        count,
+        (*comments).clone(),
+        &state.comments,
+    ))
 }
 
 /// `GET /preview/{id}?expires=…&sig=…`: any node, draft or scheduled, as readers will see it,
@@ -217,9 +240,12 @@ pub(crate) async fn preview(
     }
     // This browser may now fetch the draft's photo until the link expires.
     preview::grant(&actix_session::SessionExt::get_session(&req), id, expires);
-    let node = store::by_id(&state.db, id)
-        .await?
-        .ok_or(AppError::NotFound)?;
+    // Read from the database, never the content cache: a preview shows drafts.
+    let node = Arc::new(
+        store::by_id(&state.db, id)
+            .await?
+            .ok_or(AppError::NotFound)?,
+    );
     let section = known_section(&node.metadata.section)?;
     let thread = thread::first_page(
         &state.db,
@@ -341,18 +367,73 @@ fn iso(at: bson::DateTime) -> String {
     at.to_chrono().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+/// Where a handler reads the node it shows or posts to from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Read {
+    /// The content cache ([`shown_node`]): the pages a visitor reads.
+    Cached,
+    /// The database: a comment being posted, so that whether the discussion is closed, and
+    /// the count the refused form shows, are never up to [`crate::content::cache::TTL`] old.
+    Fresh,
+}
+
 /// The published node at `(section, slug)`, or 404.
 async fn published_node(
     state: &AppState,
     (section_name, slug): (String, String),
-) -> Result<(&'static Section, Node), AppError> {
+    read: Read,
+) -> Result<(&'static Section, Arc<Node>), AppError> {
     let section = known_section(&section_name)?;
     // An address segment that is no slug names no node (a 404, like any unknown slug).
     let slug = Slug::parse(&slug).map_err(|_| AppError::NotFound)?;
-    let node = store::published_by_slug(&state.db, section.name, &slug)
-        .await?
-        .ok_or(AppError::NotFound)?;
-    Ok((section, node))
+    let node = match read {
+        Read::Cached => shown_node(&state.db, section.name, &slug).await?,
+        Read::Fresh => store::published_by_slug(&state.db, section.name, &slug)
+            .await?
+            .map(Arc::new),
+    };
+    Ok((section, node.ok_or(AppError::NotFound)?))
+}
+
+/// A post (or page) as the content cache keeps it: the node at its address unless it is a
+/// draft (`None`: no node there, or a draft), and whether this entry's node was marked live.
+struct CachedNode {
+    node: Option<Arc<Node>>,
+    /// [`store::keep_shown`] has marked the node live for this entry: a scheduled node shown
+    /// before the background job marked it is written once per entry, not once per view.
+    marked_live: AtomicBool,
+}
+
+/// The node at `/{section}/{slug}` if a visitor may see it now: from the content cache while
+/// fresh (at most [`crate::content::cache::TTL`] old, dropped by this instance's node and
+/// comment writes), else one find. The cache keeps scheduled nodes too and each view checks
+/// the publication time against the site's clock at the view, so a scheduled post shows once
+/// its time comes, not once the entry is reloaded.
+async fn shown_node(
+    db: &Db,
+    section: &'static str,
+    slug: &Slug,
+) -> Result<Option<Arc<Node>>, DbError> {
+    let key = (section, slug.as_str().to_string());
+    let cached = crate::content::cache::get_or_load(db, key, false, async {
+        let node = store::published_or_scheduled_by_slug(db, section, slug).await?;
+        Ok::<_, DbError>(CachedNode {
+            node: node.map(Arc::new),
+            marked_live: AtomicBool::new(false),
+        })
+    })
+    .await?;
+    let Some(node) = &cached.node else {
+        return Ok(None);
+    };
+    if !store::is_visible_at(node, db.now()) {
+        return Ok(None);
+    }
+    if !node.metadata.live && !cached.marked_live.load(Ordering::Relaxed) {
+        store::keep_shown(db, std::slice::from_ref(&**node)).await?;
+        cached.marked_live.store(true, Ordering::Relaxed);
+    }
+    Ok(Some(Arc::clone(node)))
 }
 
 /// Nothing published at `/{section}/{slug}`: when a published node was renamed away from that
@@ -384,7 +465,7 @@ pub(crate) async fn comments_anchor(
     path: web::Path<(String, String)>,
 ) -> Result<HttpResponse, AppError> {
     let (section_name, slug) = path.into_inner();
-    match published_node(&state, (section_name.clone(), slug.clone())).await {
+    match published_node(&state, (section_name.clone(), slug.clone()), Read::Cached).await {
         Ok((_, node)) => Ok(crate::web::see_other(&format!("{}#comments", node.url()))),
         Err(AppError::NotFound) => moved(&req, &state, &section_name, &slug, "/comments").await,
         Err(e) => Err(e),
@@ -400,7 +481,7 @@ pub(crate) async fn post_comment(
     path: web::Path<(String, String)>,
     input: web::Form<CommentInput>,
 ) -> Result<HttpResponse, AppError> {
-    let (section, node) = published_node(&state, path.into_inner()).await?;
+    let (section, node) = published_node(&state, path.into_inner(), Read::Fresh).await?;
     let discussion = node.discussion();
     match comment_pages::submit(
         &req,
@@ -449,7 +530,8 @@ pub(crate) async fn comment_permalink(
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
     let (section, slug, comment) = path.into_inner();
-    let (_, node) = match published_node(&state, (section.clone(), slug.clone())).await {
+    let path = (section.clone(), slug.clone());
+    let (_, node) = match published_node(&state, path, Read::Cached).await {
         // Only a well-formed comment slug is carried over into the new address.
         Err(AppError::NotFound) if crate::comments::CommentPath::parse(&comment).is_some() => {
             let rest = format!("/comments/{comment}");
@@ -477,7 +559,7 @@ pub(crate) async fn post_reply(
     input: web::Form<CommentInput>,
 ) -> Result<HttpResponse, AppError> {
     let (section, slug, comment) = path.into_inner();
-    let (_, node) = published_node(&state, (section, slug)).await?;
+    let (_, node) = published_node(&state, (section, slug), Read::Fresh).await?;
     comment_pages::reply(
         &req,
         &state,

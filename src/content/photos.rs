@@ -17,6 +17,7 @@ use bson::{doc, Bson, DateTime, Document};
 use futures::{Stream, TryStreamExt};
 use mongodb::options::ReturnDocument;
 
+use crate::content::changes;
 use crate::content::model::{self, Node};
 use crate::content::store;
 use crate::db::{Db, DbError};
@@ -111,8 +112,9 @@ pub async fn swap_file(
             } },
         )
         .return_document(ReturnDocument::Before)
-        .await?
-        .ok_or(PhotoError::Changed)?;
+        .await;
+    changes::nodes_changed(db);
+    let before = before?.ok_or(PhotoError::Changed)?;
     Ok(before.photo_file())
 }
 

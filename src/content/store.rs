@@ -109,6 +109,13 @@ pub fn visible_at(now: DateTime) -> Document {
     ] }
 }
 
+/// Whether a visitor may see `node` at `now`: the rule of [`visible_at`], checked on a node
+/// already read (the content cache keeps published and scheduled nodes, and each view checks
+/// its own time).
+pub(crate) fn is_visible_at(node: &Node, now: DateTime) -> bool {
+    node.metadata.live || node.metadata.published.is_some_and(|p| p <= now)
+}
+
 /// `filter` narrowed to what a visitor may see at `now` ([`visible_at`]).
 fn visible(mut filter: Document, now: DateTime) -> Document {
     filter.extend(visible_at(now));
@@ -217,6 +224,22 @@ pub(crate) async fn published_by_slug(
         keep_shown(db, std::slice::from_ref(node)).await?;
     }
     Ok(node)
+}
+
+/// The node at `/{section}/{slug}` unless it is a draft: published, or scheduled for later.
+/// For the content cache, which keeps it and checks on each view whether its time has come
+/// ([`is_visible_at`]); a draft's text never enters the cache.
+pub(crate) async fn published_or_scheduled_by_slug(
+    db: &Db,
+    section: &str,
+    slug: &Slug,
+) -> Result<Option<Node>, DbError> {
+    let filter = doc! {
+        "metadata.section": section,
+        "metadata.slug": slug.as_str(),
+        "metadata.published": { "$ne": Bson::Null },
+    };
+    Ok(collection(db).find_one(filter).await?)
 }
 
 /// The newest `limit` published nodes of a section, whole (the feeds show their bodies).
