@@ -62,6 +62,29 @@ impl From<mongodb::error::Error> for PostError {
     }
 }
 
+/// How many times the fields a discussion keeps on the discussed document (its visible-comment
+/// counter, its closed flag) were written through one [`Db`] handle (a [`Db::extension`]). The
+/// pages that cache a discussed document (the catalog's product page) drop what they keep when
+/// it moves, as the catalog's own writes are reported to them: comments sit below the catalog,
+/// so they count, and the catalog follows.
+#[derive(Debug, Default)]
+struct DiscussionWrites(std::sync::atomic::AtomicU64);
+
+/// The number of writes to discussions' counters and closed flags through `db` so far (see
+/// [`DiscussionWrites`]).
+pub(crate) fn discussion_writes(db: &Db) -> u64 {
+    db.extension::<DiscussionWrites>()
+        .0
+        .load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Counts a write to a discussion's counter or closed flag, after it is made.
+fn discussion_written(db: &Db) {
+    db.extension::<DiscussionWrites>()
+        .0
+        .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+}
+
 /// Add `delta` to the discussion's visible-comment counter (an atomic `$inc`, so concurrent
 /// posts and moderation never lose an update).
 pub async fn adjust_count(
@@ -71,12 +94,15 @@ pub async fn adjust_count(
     delta: i64,
 ) -> Result<(), DbError> {
     let (collection, field) = kind.counter();
-    db.collection::<Document>(collection)
+    let written = db
+        .collection::<Document>(collection)
         .update_one(
             doc! { "_id": discussion_id },
             doc! { "$inc": { field: delta } },
         )
-        .await?;
+        .await;
+    discussion_written(db);
+    written?;
     Ok(())
 }
 
@@ -95,8 +121,9 @@ pub(crate) async fn adjust_count_by_id(
                 doc! { "_id": discussion_id },
                 doc! { "$inc": { field: delta } },
             )
-            .await?;
-        if updated.matched_count > 0 {
+            .await;
+        discussion_written(db);
+        if updated?.matched_count > 0 {
             return Ok(());
         }
     }
@@ -720,8 +747,9 @@ pub(crate) async fn set_closed(db: &Db, id: ObjectId, closed: bool) -> Result<bo
                 doc! { "_id": id },
                 doc! { "$set": { kind.closed_field(): closed } },
             )
-            .await?;
-        if result.matched_count > 0 {
+            .await;
+        discussion_written(db);
+        if result?.matched_count > 0 {
             return Ok(true);
         }
     }
