@@ -269,7 +269,7 @@ pub(crate) fn db_command(command: &str, ok: bool, took: Duration) {
     ::metrics::histogram!(DB_SECONDS, "command" => command).record(took.as_secs_f64());
 }
 
-/// A lookup in one of the read caches (`"catalog"`, `"settings"`).
+/// A lookup in one of the read caches (`"catalog"`, `"product"`, `"settings"`, `"content"`).
 pub(crate) fn cache_lookup(cache: &'static str, hit: bool) {
     if enabled() {
         let result = if hit { "hit" } else { "miss" };

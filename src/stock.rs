@@ -32,6 +32,12 @@
 //! if it was only paused, can no longer apply it) and drops the entry. Units are therefore never
 //! counted twice, and never freed from `reserved` without leaving the reservation. See
 //! `docs/invariants.md` for every crash point.
+//!
+//! Every write of a product's counters is reported to the catalog's caches after it is made:
+//! a move's steps 1 and 3 (and a cancel) as a stock move of that product
+//! ([`crate::catalog::changes::stock_moved`], which drops it from the product page's cache),
+//! stock received or written off as a change of the catalog
+//! ([`crate::catalog::changes::products_changed`]).
 
 use std::time::Duration;
 
@@ -242,11 +248,9 @@ pub mod steps {
                 doc! { "$push": { "pending": entry } },
             )
         };
-        Ok(products_raw(db)
-            .update_one(filter, update)
-            .await?
-            .matched_count
-            == 1)
+        let recorded = products_raw(db).update_one(filter, update).await;
+        crate::catalog::changes::stock_moved(db, &m.sku);
+        Ok(recorded?.matched_count == 1)
     }
 
     /// Step 2 on the reservation, idempotent: applied once whoever replays it. `create` also
@@ -316,11 +320,11 @@ pub mod steps {
         } else {
             products_raw(db)
         };
-        Ok(products
+        let settled = products
             .update_one(doc! { "sku": &m.sku, "pending.op": &m.op }, update)
-            .await?
-            .modified_count
-            == 1)
+            .await;
+        crate::catalog::changes::stock_moved(db, &m.sku);
+        Ok(settled?.modified_count == 1)
     }
 
     /// Undo step 1 of a move whose step 2 was refused: pull it, and for taking units put them
@@ -333,11 +337,11 @@ pub mod steps {
                 doc! { m.from.field(): m.delta, "reserved": -m.delta },
             );
         }
-        Ok(products_raw(db)
+        let cancelled = products_raw(db)
             .update_one(doc! { "sku": &m.sku, "pending.op": &m.op }, update)
-            .await?
-            .modified_count
-            == 1)
+            .await;
+        crate::catalog::changes::stock_moved(db, &m.sku);
+        Ok(cancelled?.modified_count == 1)
     }
 
     /// Make sure step 2 of `m` can never be applied from now on, unless it already was: put its
@@ -621,8 +625,11 @@ pub async fn adjust_available(db: &Db, id: ObjectId, delta: i64) -> Result<bool,
             filter,
             doc! { "$inc": { "qty": delta }, "$set": { "updated": db.now() } },
         )
-        .await?;
-    Ok(result.modified_count == 1)
+        .await;
+    // Reported as a change of the catalog, not a stock move: stock received can put a product
+    // back into the listings' in-stock filter, which a stock move leaves to the caches' bound.
+    crate::catalog::changes::products_changed(db);
+    Ok(result?.modified_count == 1)
 }
 
 /// The filter of [`bound_future_stamps`], for `explain` in tests: reservations stamped after
@@ -825,6 +832,7 @@ pub async fn migrate_carted(db: &Db) -> Result<u64, DbError> {
         migrated += done.modified_count;
     }
     if migrated > 0 {
+        crate::catalog::changes::products_changed(db);
         tracing::info!(
             products = migrated,
             "moved reservations out of the product documents"

@@ -84,17 +84,18 @@ async fn each_main_page_sends_a_pinned_number_of_commands() {
     let product = "/products/kind-of-blue";
     // (path, commands on a first load at most, commands once warm)
     let pages: [(&str, usize, &[&str]); 4] = [
-        // The product itself (fresh: its price and stock are what a shopper pays) and its
-        // first page of comments; the filing categories come from the cached tree (loaded on
-        // the first visit, with the shop settings).
-        (product, 4, &["find products", "find comments"]),
+        // The product from the product cache (at most a second old: adding to a cart and the
+        // checkout read the price and stock a shopper pays themselves) and its first page of
+        // comments; the filing categories come from the cached tree (loaded on the first
+        // visit, with the shop settings).
+        (product, 4, &["find comments"]),
         // Site settings and shelves are cached.
         ("/", 4, &[]),
-        // The page of products; the total is cached (counted on the first visit as the
+        // The page of products is cached, with its total (counted on the first visit as the
         // collection's size less the hidden products, two index-only commands).
-        ("/products?page=2", 3, &["find products"]),
-        // Breadcrumbs and children from the cached tree; the page of products.
-        ("/categories/music?page=2", 3, &["find products"]),
+        ("/products?page=2", 3, &[]),
+        // Breadcrumbs and children from the cached tree; the page of products cached.
+        ("/categories/music?page=2", 3, &[]),
     ];
     // A product nobody has commented on (most of a catalog) needs no comments query.
     let quiet = products::collection(&app.db)
@@ -103,9 +104,7 @@ async fn each_main_page_sends_a_pinned_number_of_commands() {
         .unwrap()
         .expect("a product without comments");
     let quiet = format!("/products/{}", quiet.slug);
-    let pages = pages
-        .into_iter()
-        .chain([(quiet.as_str(), 4, &["find products"][..])]);
+    let pages = pages.into_iter().chain([(quiet.as_str(), 4, &[][..])]);
     for (path, first_at_most, warm) in pages {
         let first = commands_for(&app, path).await;
         assert!(
@@ -270,6 +269,204 @@ async fn this_instances_writes_invalidate_the_cache() {
         before + 1,
         "the total counts the new product"
     );
+}
+
+/// The stock line of a product page and its note on units held in other shoppers' carts.
+fn stock_lines(doc: &scraper::Html) -> (String, Vec<String>) {
+    (
+        texts(doc, ".product-summary .stock").join(" "),
+        texts(doc, ".product-summary .stock-held"),
+    )
+}
+
+/// The product page is served from the product cache (`catalog::product_cache`), and every
+/// write through this instance that changes what it shows is on the next view: stock moves (a
+/// cart's add and removal, a checkout), an edit, a comment. The page's product read is gone
+/// once warm.
+#[tokio::test]
+async fn this_instances_writes_show_at_once_on_a_cached_product_page() {
+    use crate::common::shop::Shopper;
+    let app = counting_app().await;
+    let path = "/products/kind-of-blue";
+    let _ = commands_for(&app, path).await;
+    let warm = commands_for(&app, path).await;
+    assert!(
+        !warm.iter().any(|c| c.target == products::COLLECTION),
+        "served from the cache: {:?}",
+        names(&warm)
+    );
+    assert_eq!(
+        stock_lines(&page(&app, path).await),
+        ("In stock".to_string(), vec![])
+    );
+
+    // Five on sale: a cart takes three, then gives two back, then buys the one it keeps.
+    let shopper = Shopper::new(&app).await;
+    shopper.add("kind", "3").await;
+    assert_eq!(
+        stock_lines(&page(&app, path).await),
+        (
+            "Only 2 left".to_string(),
+            vec!["3 more are in shoppers' carts and may come back.".to_string()]
+        ),
+        "another visitor sees the add at once"
+    );
+    let own = html(&body(shopper.get(path).await).await);
+    assert_eq!(
+        stock_lines(&own),
+        ("Only 2 left".to_string(), vec![]),
+        "the shopper's own units are not counted as others'"
+    );
+    shopper.set_qty("kind", "1").await;
+    assert_eq!(
+        stock_lines(&page(&app, path).await),
+        ("In stock".to_string(), vec![]),
+        "the units given back are on sale at once"
+    );
+    let paid = shopper.checkout("4242424242424242").await;
+    assert_eq!(paid.status(), StatusCode::SEE_OTHER, "checkout");
+    let sold = products::by_slug(&app.db, &slug("kind-of-blue"))
+        .await
+        .unwrap()
+        .expect("the product");
+    assert_eq!((sold.qty, sold.reserved, sold.sold), (4, 0, 1));
+    let _ = page(&app, path).await;
+    let again = commands_for(&app, path).await;
+    assert!(
+        !again.iter().any(|c| c.target == products::COLLECTION),
+        "cached again after the checkout: {:?}",
+        names(&again)
+    );
+
+    // An edit: the new title on the product page and in the listing.
+    let mut edit = new_product_like(&sold, "kind-of-blue", "Kind of Blue (Legacy Edition)");
+    edit.sku = sold.sku.clone();
+    let listed = titles(&page(&app, "/categories/jazz").await);
+    assert!(listed.contains(&"Kind of Blue".to_string()), "{listed:?}");
+    let saved = products::update(&app.db, sold.id, sold.edit_version, edit, &[])
+        .await
+        .expect("saved");
+    assert!(matches!(saved, products::Saved::Saved(_)));
+    assert_eq!(
+        heading(&page(&app, path).await),
+        "Kind of Blue (Legacy Edition)"
+    );
+    let listed = titles(&page(&app, "/categories/jazz").await);
+    assert!(
+        listed.contains(&"Kind of Blue (Legacy Edition)".to_string()),
+        "the listing shows the edit at once: {listed:?}"
+    );
+
+    // A comment on a product without any: shown at once.
+    let quiet = products::by_slug(&app.db, &slug("test-listed3"))
+        .await
+        .unwrap()
+        .expect("a product without comments");
+    let quiet_path = quiet.url();
+    let before = body(app.get(&quiet_path).await).await;
+    assert!(before.contains("No comments yet"), "no comment yet");
+    CommentBuilder::on_product(&quiet).build(&app.db).await;
+    let after = body(app.get(&quiet_path).await).await;
+    assert!(
+        !after.contains("No comments yet"),
+        "the comment shows at once"
+    );
+}
+
+/// A product as a [`products::NewProduct`] titled `title`, with `key` as its slug and SKU.
+fn new_product_like(product: &products::Product, key: &str, title: &str) -> products::NewProduct {
+    products::NewProduct {
+        sku: bazaar::domain::Sku::parse(key).expect("a valid SKU"),
+        slug: bazaar::domain::Slug::parse(key).expect("a valid slug"),
+        title: title.into(),
+        description: product.description.clone(),
+        list_price: product.pricing.retail + product.pricing.savings,
+        retail_price: product.pricing.retail,
+        categories: product.categories.clone(),
+        details: product.details().expect("details parse"),
+        qty: product.qty,
+        featured: false,
+        shipping: product.shipping.clone(),
+    }
+}
+
+/// A product list page is kept in the catalog cache and dropped by this instance's writes: a new
+/// product is on the first page at once.
+#[tokio::test]
+async fn a_cached_listing_shows_a_new_product_at_once() {
+    let app = counting_app().await;
+    let _ = commands_for(&app, "/products").await;
+    let warm = commands_for(&app, "/products").await;
+    assert!(warm.is_empty(), "{:?}", names(&warm));
+    let template = products::by_slug(&app.db, &slug("kind-of-blue"))
+        .await
+        .unwrap()
+        .expect("the shop's product");
+    let mut newest = new_product_like(&template, "brand-new-release", "Brand New Release");
+    if let bazaar::catalog::products::Details::Album(album) = &mut newest.details {
+        album.issue_date = bson::DateTime::now();
+    }
+    products::create(&app.db, newest).await.expect("created");
+    let listed = titles(&page(&app, "/products").await);
+    assert_eq!(
+        listed.first().map(String::as_str),
+        Some("Brand New Release"),
+        "{listed:?}"
+    );
+}
+
+/// Another handle on the store (another instance) writes a product's stock: this handle's
+/// product cache serves what it loaded for at most its bound, then the write; its own writes
+/// show at once.
+#[tokio::test]
+async fn another_handles_write_shows_on_a_product_page_within_the_bound() {
+    use bazaar::catalog::product_cache::{self, MAX_AGE};
+    use std::time::{Duration, Instant};
+    let (server, first) = memory_db("product-cache").await;
+    let second = bazaar::db::Db::connect(
+        &server.uri(),
+        "product-cache",
+        Duration::from_secs(5),
+        bazaar::db::Store::EmbeddedMemory,
+    )
+    .await
+    .expect("connects");
+    let product = ProductBuilder::new("bound").stock(5).build(&first).await;
+    let qty = |db: &bazaar::db::Db| {
+        let db = db.clone();
+        let slug = product.slug.clone();
+        async move {
+            product_cache::by_slug(&db, &slug)
+                .await
+                .expect("read")
+                .expect("the product")
+                .product
+                .qty
+        }
+    };
+    let loaded = Instant::now();
+    assert_eq!(qty(&first).await, 5);
+    assert!(bazaar::stock::adjust_available(&second, product.id, 2)
+        .await
+        .expect("received"));
+    let written = Instant::now();
+    let seen = qty(&first).await;
+    if loaded.elapsed() < MAX_AGE {
+        assert_eq!(seen, 5, "served from the cache within its bound");
+    }
+    while qty(&first).await != 7 {
+        assert!(
+            written.elapsed() < MAX_AGE + Duration::from_secs(1),
+            "the other handle's write is not shown after the bound"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(qty(&second).await, 7);
+    assert!(bazaar::stock::adjust_available(&first, product.id, -1)
+        .await
+        .expect("written off"));
+    assert_eq!(qty(&first).await, 6, "this handle's own write at once");
+    drop(server);
 }
 
 /// Pages in the second half of a listing are read from its other end: walking every page of

@@ -1,6 +1,8 @@
 //! A small in-process cache for the storefront's read-mostly data: the category tree (the
 //! product page's "filed under", a category page's breadcrumbs and children), the site settings
-//! and home page shelves, and listing totals.
+//! and home page shelves, listing totals, and the pages of cards the product lists and category
+//! pages show ([`listing_page`], at most [`MAX_PAGES`] per handle). The product page's product
+//! has a cache of its own with a shorter bound (`catalog::product_cache`).
 //!
 //! # Staleness
 //!
@@ -15,9 +17,11 @@
 //! first catches up with those reports. With several app instances on one MongoDB, another instance's write shows up here
 //! within [`MAX_AGE`] (plus the time of the read that loads it).
 //!
-//! Stock and prices a shopper is about to pay are never read from here: the product page loads
-//! its product fresh, and the cart and checkout read products themselves. The shelves and
-//! listings may show a stock badge or price up to [`TTL`] old.
+//! Stock and prices a shopper is about to pay are never read from here: the cart and checkout
+//! read products themselves. The shelves and listing pages may show a stock badge or price up
+//! to [`MAX_AGE`] old: a stock move (a cart's add, a checkout) is not a change of the catalog
+//! here, so a flash sale does not empty the listings every moment; stock received, edits and
+//! lifecycle changes are.
 //!
 //! The cache lives in the [`Db`] handle (every clone shares it, see [`of`]), so a second handle
 //! on the same store — another instance — has its own.
@@ -63,6 +67,9 @@ pub(crate) use crate::catalog::changes::TTL;
 pub const MAX_AGE: Duration = Duration::from_secs(5);
 /// Distinct listing filters whose totals are kept; more start the map over.
 const MAX_TOTALS: usize = 1_000;
+/// Listing pages kept (see [`listing_page`]): a page holds at most
+/// [`crate::catalog::seek::PAGE_SIZE`] cards of a few hundred bytes each, so a few megabytes.
+const MAX_PAGES: usize = 1_000;
 /// A total no index answers is counted in one plain count when its indexed equality (a type, a
 /// category, a genre, a person; else the whole catalog) leaves at most this many candidates to
 /// read (about 20 ms of one store worker); more are counted by a walk in chunks.
@@ -155,6 +162,12 @@ impl<T> Slot<T> {
             *guard = None;
         }
     }
+
+    /// How long ago the value was loaded; `None` without one.
+    fn age(&self) -> Option<Duration> {
+        let guard = self.entry.lock().ok()?;
+        guard.as_ref().map(|e| e.loaded.elapsed())
+    }
 }
 
 /// The category tree, indexed for the storefront's lookups.
@@ -210,9 +223,9 @@ pub(crate) struct CatalogCache {
     /// The change counters ([`changes`]) this cache has caught up with, and their sum.
     seen: Mutex<Seen>,
     seen_sum: AtomicU64,
-    categories: Slot<CategoryTree>,
-    site: Slot<SiteSettings>,
-    shelves: Slot<Shelves>,
+    categories: Arc<Slot<CategoryTree>>,
+    site: Arc<Slot<SiteSettings>>,
+    shelves: Arc<Slot<Shelves>>,
     totals: Mutex<HashMap<String, Arc<TotalSlot>>>,
     /// Totals no index answers, counted by walks (see the module documentation).
     walked: Mutex<HashMap<String, Arc<WalkedTotal>>>,
@@ -235,9 +248,9 @@ impl Default for CatalogCache {
             generation: AtomicU64::default(),
             seen: Mutex::default(),
             seen_sum: AtomicU64::default(),
-            categories: Slot::default(),
-            site: Slot::default(),
-            shelves: Slot::default(),
+            categories: Arc::default(),
+            site: Arc::default(),
+            shelves: Arc::default(),
             totals: Mutex::default(),
             walked: Mutex::default(),
             recounts: Arc::new(tokio::sync::Semaphore::new(1)),
@@ -357,7 +370,7 @@ pub(crate) fn of(db: &Db) -> Arc<CatalogCache> {
 /// background when stale.
 async fn cached<T, F, Fut>(
     db: &Db,
-    slot: fn(&CatalogCache) -> &Slot<T>,
+    slot: fn(&CatalogCache) -> &Arc<Slot<T>>,
     load: F,
 ) -> Result<Arc<T>, DbError>
 where
@@ -366,7 +379,26 @@ where
     Fut: Future<Output = Result<T, DbError>> + Send + 'static,
 {
     let cache = of(db);
-    match slot(&cache).lookup() {
+    let slot = Arc::clone(slot(&cache));
+    serve(db, cache, slot, load).await
+}
+
+/// Serve `slot`, an entry of `cache` (`db`'s), loading it with `load` when missing and
+/// reloading it in the background when stale; a value loaded across an invalidation is served
+/// to its request but not kept.
+async fn serve<T, E, F, Fut>(
+    db: &Db,
+    cache: Arc<CatalogCache>,
+    slot: Arc<Slot<T>>,
+    load: F,
+) -> Result<Arc<T>, E>
+where
+    T: Send + Sync + 'static,
+    E: std::fmt::Display + Send + 'static,
+    F: Fn(Db) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+{
+    match slot.lookup() {
         Lookup::Fresh(v) | Lookup::Stale(v) => Ok(v),
         Lookup::StaleReload(v) => {
             let db = db.clone();
@@ -374,14 +406,14 @@ where
                 let generation = cache.generation(&db);
                 match load(db.clone()).await {
                     Ok(fresh) if cache.generation(&db) == generation => {
-                        slot(&cache).store(Arc::new(fresh));
+                        slot.store(Arc::new(fresh));
                     }
                     // Something was invalidated meanwhile: this value may predate the write, so
                     // it is dropped and a later request reloads.
-                    Ok(_) => slot(&cache).reload_failed(),
+                    Ok(_) => slot.reload_failed(),
                     Err(e) => {
                         tracing::warn!(error = %e, "reloading cached catalog data failed");
-                        slot(&cache).reload_failed();
+                        slot.reload_failed();
                     }
                 }
             });
@@ -391,11 +423,83 @@ where
             let generation = cache.generation(db);
             let value = Arc::new(load(db.clone()).await?);
             if cache.generation(db) == generation {
-                slot(&cache).store(Arc::clone(&value));
+                slot.store(Arc::clone(&value));
             }
             Ok(value)
         }
     }
+}
+
+/// The listing pages of one type `T` kept with a [`Db`] handle (a [`Db::extension`] of its
+/// own, as the cache sits below the listings and does not know what a page is), by the key the
+/// listing makes of its filter, order and page; emptied whenever the catalog cache is
+/// invalidated.
+struct ListingPages<T> {
+    kept: Mutex<KeptPages<T>>,
+}
+
+struct KeptPages<T> {
+    /// The catalog cache's invalidation count these pages were loaded under.
+    generation: u64,
+    by_key: HashMap<String, Arc<Slot<T>>>,
+}
+
+impl<T> Default for ListingPages<T> {
+    fn default() -> Self {
+        ListingPages {
+            kept: Mutex::new(KeptPages {
+                generation: 0,
+                by_key: HashMap::new(),
+            }),
+        }
+    }
+}
+
+impl<T> KeptPages<T> {
+    /// Room for one more page: when [`MAX_PAGES`] are kept, the expired ones are dropped, and
+    /// all of them if that is not enough.
+    fn make_room(&mut self) {
+        if self.by_key.len() < MAX_PAGES {
+            return;
+        }
+        self.by_key
+            .retain(|_, slot| slot.age().is_some_and(|age| age < MAX_AGE));
+        if self.by_key.len() >= MAX_PAGES {
+            self.by_key.clear();
+        }
+    }
+}
+
+/// A page of a listing, kept under `key` (which the listing makes of everything that decides
+/// the page: its filter, order, and page number or keyset cursor) with the life cycle of the
+/// other entries (see the module documentation): loaded with `load` when missing, served up to
+/// [`MAX_AGE`] old, reloaded in the background past [`TTL`], dropped by every change of the
+/// catalog reported through this handle. At most [`MAX_PAGES`] pages of a type are kept.
+pub(crate) async fn listing_page<T, E, F, Fut>(db: &Db, key: String, load: F) -> Result<Arc<T>, E>
+where
+    T: Send + Sync + 'static,
+    E: std::fmt::Display + Send + 'static,
+    F: Fn(Db) -> Fut + Send + 'static,
+    Fut: Future<Output = Result<T, E>> + Send + 'static,
+{
+    let cache = of(db);
+    let generation = cache.generation.load(Ordering::SeqCst);
+    let pages = db.extension::<ListingPages<T>>();
+    let slot = match pages.kept.lock() {
+        Ok(mut kept) => {
+            if kept.generation != generation {
+                kept.by_key.clear();
+                kept.generation = generation;
+            }
+            if !kept.by_key.contains_key(&key) {
+                kept.make_room();
+            }
+            Arc::clone(kept.by_key.entry(key).or_default())
+        }
+        // Poisoned: load the page, keeping nothing.
+        Err(_) => return Ok(Arc::new(load(db.clone()).await?)),
+    };
+    serve(db, cache, slot, load).await
 }
 
 /// The category tree.

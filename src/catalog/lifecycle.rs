@@ -61,6 +61,9 @@ pub(crate) async fn delete_unordered(
         })
         .await
         .map_err(DbError::from)?;
+    if result.deleted_count == 1 {
+        super::changes::products_changed(db);
+    }
     if result.deleted_count == 0 {
         return match products::by_id(db, product.id).await? {
             None => Err(DeleteRefused::Gone),
@@ -108,6 +111,7 @@ pub(crate) async fn remove_photo(db: &Db, id: ObjectId, file: ObjectId) -> Resul
     if result.modified_count == 0 {
         return Ok(false);
     }
+    super::changes::products_changed(db);
     delete_photo_file_if_unused(db, file).await?;
     Ok(true)
 }
@@ -148,5 +152,8 @@ pub(crate) async fn move_photo(
             doc! { "$set": { "photos": &photos, "updated": db.now() } },
         )
         .await?;
+    if result.modified_count == 1 {
+        super::changes::products_changed(db);
+    }
     Ok(result.modified_count == 1)
 }

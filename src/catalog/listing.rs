@@ -2,6 +2,7 @@
 //! values fall back to defaults), turned into an indexed query.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use bson::oid::ObjectId;
 use bson::{doc, Bson, Document};
@@ -461,6 +462,45 @@ pub async fn find_page(
         Some(seek) => find_seek_page(db, &filter, total, seek).await,
         None => find_numbered_page(db, &filter, total, query.sort, query.page).await,
     }
+}
+
+/// [`find_page`] as the storefront shows it: kept in the catalog cache
+/// ([`cache::listing_page`]) by the listing's filter, order and page (or keyset cursor), so its
+/// products are at most [`cache::MAX_AGE`] old and never older than a change of the catalog
+/// through this instance. The listing's total, as the cache has it now, is part of the key: a
+/// page shows the same total as when it was read each time (a kept page is not served with a
+/// total older than the cache's), and a new total reads the page anew (which products a page
+/// in the second half holds depends on the total). A search (`q`) is read each time, as
+/// before: its matches come from the site search's `$text` query, whose words are too many to
+/// keep pages for.
+pub(crate) async fn shown_page(
+    db: &Db,
+    base: Document,
+    query: &ListingQuery,
+) -> Result<Arc<Page>, ListingError> {
+    if query.search.is_some() {
+        return Ok(Arc::new(find_page(db, base, query).await?));
+    }
+    let filter = query.filter(base.clone());
+    let total = cache::total(db, &filter).await?;
+    let key = format!("{} total={total}", page_key(&filter, query));
+    let query = query.clone();
+    cache::listing_page(db, key, move |db| {
+        let base = base.clone();
+        let query = query.clone();
+        async move { find_page(&db, base, &query).await }
+    })
+    .await
+}
+
+/// What decides a page of a listing other than a search: the filter (with its base), the order,
+/// and the page number or keyset cursor asked for.
+fn page_key(filter: &Document, query: &ListingQuery) -> String {
+    let at = match &query.seek {
+        Some(seek) => seek.param(),
+        None => format!("page={}", query.page),
+    };
+    format!("{filter} sort={} {at}", query.sort.as_str())
 }
 
 /// A listing narrowed by a search (`q`): the products the site search finds for it (the same

@@ -12,6 +12,7 @@ pub mod lifecycle;
 pub mod listing;
 pub mod model;
 pub(crate) mod pages;
+pub mod product_cache;
 pub mod products;
 pub mod seek;
 

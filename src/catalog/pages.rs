@@ -2,6 +2,7 @@
 //! and a category with its breadcrumbs, child categories and products.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use actix_session::SessionExt;
 use actix_web::{web, HttpRequest, HttpResponse};
@@ -10,6 +11,7 @@ use askama::Template;
 use crate::catalog::cache;
 use crate::catalog::categories::{self, Breadcrumbs, Category, TreeEntry};
 use crate::catalog::listing::{self, ActiveFilter, ListingQuery, Page, Sort};
+use crate::catalog::product_cache::{self, Shown};
 use crate::catalog::products::{
     self, AlbumDetails, BookDetails, Details, FilmDetails, Product, ProductType,
 };
@@ -46,7 +48,8 @@ impl From<BadToken> for AppError {
 }
 
 pub(crate) struct Listing {
-    pub(crate) page: Page,
+    /// Shared with the catalog cache (`listing::shown_page`).
+    pub(crate) page: Arc<Page>,
     pub(crate) query: ListingQuery,
     /// Where the filter form and page links point.
     pub(crate) path: String,
@@ -141,7 +144,8 @@ pub(crate) struct ProductsPage {
 #[template(path = "catalog/product.html")]
 pub(crate) struct ProductPage {
     pub(crate) layout: Layout,
-    pub(crate) product: Product,
+    /// Shared with the product cache (`product_cache`), without its `details` document.
+    pub(crate) product: Arc<Product>,
     pub(crate) album: Option<AlbumDetails>,
     pub(crate) film: Option<FilmDetails>,
     pub(crate) book: Option<BookDetails>,
@@ -263,7 +267,7 @@ pub(crate) async fn list_searched(
 ) -> Result<HttpResponse, AppError> {
     let mut query = ListingQuery::from_address(&params)?;
     query.text = text;
-    let page = listing::find_page(&state.db, bson::doc! {}, &query).await?;
+    let page = listing::shown_page(&state.db, bson::doc! {}, &query).await?;
     let mut layout = Layout::public(&req);
     layout.meta.listing("/products", &params);
     layout.meta.title = "Shop".to_string();
@@ -284,12 +288,14 @@ pub(crate) async fn show(
     slug: web::Path<String>,
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
-    // Read fresh (its stock and price are what the shopper pays), with its reservations: the
-    // page says how many units other shoppers' carts hold.
-    let product = match existing_product(&state, &slug).await {
+    // From the product cache (at most a second old, and never older than a write through this
+    // instance: see `product_cache`); adding to the cart and the checkout read the stock and
+    // price a shopper pays themselves.
+    let shown = match shown_product(&state, &slug).await {
         Err(AppError::NotFound) => return moved(&req, &state, &slug).await,
         found => found?,
     };
+    let product = &shown.product;
     let at = PageAt::from_params(
         params.get("after").map(String::as_str),
         params.get("before").map(String::as_str),
@@ -306,7 +312,7 @@ pub(crate) async fn show(
     let viewed = CommerceEvent::ProductViewed {
         sku: product.sku.to_string(),
     };
-    let page = product_page(&req, &state, product, thread).await?;
+    let page = product_page(&req, &state, shown, thread).await?;
     Ok(traffic::tag(render(&page)?, viewed))
 }
 
@@ -324,6 +330,19 @@ async fn moved(req: &HttpRequest, state: &AppState, slug: &str) -> Result<HttpRe
     Ok(crate::web::moved_permanently(&location))
 }
 
+/// The product on sale at `slug` as its page shows it, from the product cache.
+async fn shown_product(state: &AppState, slug: &str) -> Result<Shown, AppError> {
+    // No product has an address that is not a slug.
+    let slug = Slug::parse(slug).map_err(|_| AppError::NotFound)?;
+    // Drafts and archived products are not on the storefront.
+    product_cache::by_slug(&state.db, &slug)
+        .await?
+        .filter(|shown| shown.product.is_on_sale())
+        .ok_or(AppError::NotFound)
+}
+
+/// The product on sale at `slug`, read fresh: for posting comments, which check the
+/// discussion's state as it is now.
 async fn existing_product(state: &AppState, slug: &str) -> Result<Product, AppError> {
     // No product has an address that is not a slug.
     let slug = Slug::parse(slug).map_err(|_| AppError::NotFound)?;
@@ -337,26 +356,29 @@ async fn existing_product(state: &AppState, slug: &str) -> Result<Product, AppEr
 async fn product_page(
     req: &HttpRequest,
     state: &AppState,
-    mut product: Product,
+    shown: Shown,
     thread: ThreadView,
 ) -> Result<ProductPage, AppError> {
+    let product = shown.product;
     // From the cached category tree: no query per filing category.
     let filed_under = cache::filed_under(&state.db, &product.categories).await?;
     let (mut album, mut film, mut book) = (None, None, None);
     // The page shows the typed details only (`album`, `film`, `book`), never the document.
-    let details = product.take_details();
+    let details = shown.details.as_ref();
     let issued = details
         .as_ref()
         .map(|d| long_date(&d.issue_date()))
         .unwrap_or_default();
     match details {
-        Some(Details::Album(d)) => album = Some(d),
-        Some(Details::Film(d)) => film = Some(d),
-        Some(Details::Book(d)) => book = Some(d),
+        Some(Details::Album(d)) => album = Some(d.clone()),
+        Some(Details::Film(d)) => film = Some(d.clone()),
+        Some(Details::Book(d)) => book = Some(d.clone()),
         None => tracing::warn!(slug = %product.slug, "product details do not fit its type"),
     }
     let own_cart = crate::web::session::cart_id(&req.get_session())
         .and_then(|id| crate::domain::CartId::parse(&id).ok());
+    // The visitor's own share is read fresh; the product's reservations may be a second old,
+    // so the difference is clamped at 0 (`held_by_others`).
     let own = match &own_cart {
         Some(id) => products::held_by_cart(&state.db, &product.sku, id).await?,
         None => 0,
@@ -507,7 +529,7 @@ pub(crate) async fn post_comment(
             )
             .await?;
             thread.form = form;
-            let page = product_page(&req, &state, product, thread).await?;
+            let page = product_page(&req, &state, Shown::new(product), thread).await?;
             let html = askama::Template::render(&page).map_err(|e| {
                 AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}"))
             })?;
@@ -588,7 +610,7 @@ pub(crate) async fn category_searched(
     let children = tree.children(found.id);
     let mut query = ListingQuery::from_address(&params)?;
     query.text = text;
-    let page = listing::find_page(&state.db, listing::in_category(category.id), &query).await?;
+    let page = listing::shown_page(&state.db, listing::in_category(category.id), &query).await?;
     // The query matched the slug exactly, so it is the category's own (percent-encoded).
     let path = found.url();
     let mut layout = Layout::public(&req);

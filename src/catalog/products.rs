@@ -119,6 +119,7 @@ pub async fn set_tags(db: &Db, id: ObjectId, tags: &[String]) -> Result<(), DbEr
     durable(db)
         .update_one(doc! { "_id": id }, doc! { "$set": { "tags": tags } })
         .await?;
+    super::changes::products_changed(db);
     Ok(())
 }
 

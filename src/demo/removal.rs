@@ -91,6 +91,7 @@ pub(crate) async fn remove(db: &Db) -> Result<DemoRemoval, DbError> {
                         doc! { "$set": { "status": ProductStatus::Archived.as_str() } },
                     )
                     .await?;
+                crate::catalog::changes::products_changed(db);
                 report.products_archived += 1;
             }
             Err(DeleteRefused::Db(e)) => return Err(e),
