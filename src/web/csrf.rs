@@ -39,13 +39,15 @@ const SESSION_KEY: &str = "csrf_token";
 /// before it is buffered. The form extractor's limit (`startup`) is this same value.
 pub const MAX_FORM_BYTES: usize = crate::config::max_form_bytes(crate::config::MAX_TEXT_CHARS);
 
-/// The session's token, created on first use.
+/// The session's token, created on first use: 32 bytes from the thread's generator, a
+/// cryptographically secure one seeded (and reseeded) from the operating system, so a new
+/// visitor's first page with a form costs no system call for it.
 pub(crate) fn token(session: &Session) -> String {
     if let Ok(Some(existing)) = session.get::<String>(SESSION_KEY) {
         return existing;
     }
     let mut bytes = [0u8; 32];
-    rand::rngs::OsRng.fill_bytes(&mut bytes);
+    rand::thread_rng().fill_bytes(&mut bytes);
     let token = hex::encode(bytes);
     if let Err(e) = session.insert(SESSION_KEY, &token) {
         // The form will then be refused with a 403; log why.

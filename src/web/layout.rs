@@ -214,7 +214,7 @@ fn nav_links<'a>(
         } else {
             href
         };
-        path == href || (href != "/" && path.starts_with(&format!("{href}/")))
+        path == href || (href != "/" && crate::web::links::is_within(path, href))
     };
     let current = links
         .clone()
@@ -241,11 +241,18 @@ pub(crate) fn render_status<T: Template>(
     status: actix_web::http::StatusCode,
     page: &T,
 ) -> Result<HttpResponse, AppError> {
-    let html = page
-        .render()
+    // Into a buffer sized for a whole page: askama's own guess is the template's fixed text,
+    // which a page with rows and menus outgrows two or three times, copying itself each time.
+    let mut html = String::with_capacity(T::SIZE_HINT.max(PAGE_BUFFER_BYTES));
+    page.render_into(&mut html)
         .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))?;
     Ok(html_response(status, html))
 }
+
+/// The buffer a page is rendered into starts this large: more than the storefront's pages
+/// (a home, product or listing page is 8–13 KB), so they render without growing it. It lives
+/// only until the response is written out.
+const PAGE_BUFFER_BYTES: usize = 16 * 1024;
 
 /// An HTML response marked as a finished page (the error-page middleware leaves it alone).
 pub(crate) fn html_response(status: actix_web::http::StatusCode, html: String) -> HttpResponse {

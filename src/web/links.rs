@@ -23,6 +23,14 @@ pub(crate) fn local_path(path: &str) -> Option<&str> {
     Some(path)
 }
 
+/// Whether `path` is `area` itself or a path under it (`/cart` and `/cart/items`, not
+/// `/cartography`). Checked on every request (cache policy, the header's current link), so it
+/// builds no string.
+pub(crate) fn is_within(path: &str, area: &str) -> bool {
+    path.strip_prefix(area)
+        .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+}
+
 /// Whether a relative link in rendered Markdown may stay: links that do not start with a slash
 /// or backslash (`page-2`, `#notes`, `?page=2`) are relative to the page and stay on the site;
 /// anything starting with one must pass [`local_path`]. Leading spaces and controls are ignored
@@ -70,6 +78,16 @@ mod tests {
         ] {
             assert_eq!(local_path(path), None, "{path:?}");
         }
+    }
+
+    #[test]
+    fn a_path_is_within_its_area_and_the_areas_sub_paths_only() {
+        assert!(is_within("/cart", "/cart"));
+        assert!(is_within("/cart/items/x", "/cart"));
+        assert!(is_within("/cart/", "/cart"));
+        assert!(!is_within("/cartography", "/cart"));
+        assert!(!is_within("/car", "/cart"));
+        assert!(!is_within("/", "/cart"));
     }
 
     #[test]

@@ -107,7 +107,7 @@ impl PageMeta {
             image,
             noindex: NOT_FOR_SEARCH_ENGINES
                 .iter()
-                .any(|p| path == *p || path.starts_with(&format!("{p}/"))),
+                .any(|p| crate::web::links::is_within(path, p)),
             json_ld: Vec::new(),
             site_url,
         }

@@ -75,7 +75,7 @@ pub(crate) const PRIVATE_CACHE_CONTROL: &str = "no-store";
 fn is_personal_path(path: &str) -> bool {
     ["/admin", "/cart", "/checkout", "/orders"]
         .iter()
-        .any(|area| path == *area || path.starts_with(&format!("{area}/")))
+        .any(|area| crate::web::links::is_within(path, area))
 }
 
 /// What of the request decides how its response may be cached, taken before the request is
