@@ -458,9 +458,20 @@ pub async fn find_page(
         return find_search_page(db, filter, search, query).await;
     }
     let total = cache::total(db, &filter).await?;
+    page_of(db, &filter, total, query).await
+}
+
+/// The page `query` asks for of the listing `filter` (not a search), which holds `total`
+/// products.
+async fn page_of(
+    db: &Db,
+    filter: &Document,
+    total: u64,
+    query: &ListingQuery,
+) -> Result<Page, ListingError> {
     match &query.seek {
-        Some(seek) => find_seek_page(db, &filter, total, seek).await,
-        None => find_numbered_page(db, &filter, total, query.sort, query.page).await,
+        Some(seek) => find_seek_page(db, filter, total, seek).await,
+        None => find_numbered_page(db, filter, total, query.sort, query.page).await,
     }
 }
 
@@ -470,7 +481,7 @@ pub async fn find_page(
 /// through this instance. The listing's total, as the cache has it now, is part of the key: a
 /// page shows the same total as when it was read each time (a kept page is not served with a
 /// total older than the cache's), and a new total reads the page anew (which products a page
-/// in the second half holds depends on the total). A search (`q`) is read each time, as
+/// in the second half holds depends on the total) and is read with that total. A search (`q`) is read each time, as
 /// before: its matches come from the site search's `$text` query, whose words are too many to
 /// keep pages for.
 pub(crate) async fn shown_page(
@@ -481,14 +492,15 @@ pub(crate) async fn shown_page(
     if query.search.is_some() {
         return Ok(Arc::new(find_page(db, base, query).await?));
     }
-    let filter = query.filter(base.clone());
+    let filter = query.filter(base);
     let total = cache::total(db, &filter).await?;
     let key = format!("{} total={total}", page_key(&filter, query));
     let query = query.clone();
+    // The page under this key is read with the key's total (not counted again).
     cache::listing_page(db, key, move |db| {
-        let base = base.clone();
+        let filter = filter.clone();
         let query = query.clone();
-        async move { find_page(&db, base, &query).await }
+        async move { page_of(&db, &filter, total, &query).await }
     })
     .await
 }
