@@ -99,19 +99,19 @@ fn settings(events: bool, store: &Store) -> anyhow::Result<Settings> {
             .settings()
             .into_iter()
             .chain([
-            ("BAZAAR_SERVER__HOST".to_string(), "127.0.0.1".to_string()),
-            ("BAZAAR_SERVER__PORT".to_string(), "0".to_string()),
-            ("BAZAAR_LOG__LEVEL".to_string(), "error".to_string()),
-            ("BAZAAR_ANALYTICS__ENABLED".to_string(), "true".to_string()),
-            ("BAZAAR_ANALYTICS__EVENTS".to_string(), events.to_string()),
-        ])
-        // BENCH_FLUSH_MS tries another flush interval than config.toml's.
-        .chain(
-            std::env::var("BENCH_FLUSH_MS")
-                .ok()
-                .map(|ms| ("BAZAAR_ANALYTICS__FLUSH_INTERVAL_MS".to_string(), ms)),
-        )
-        .collect::<Vec<_>>(),
+                ("BAZAAR_SERVER__HOST".to_string(), "127.0.0.1".to_string()),
+                ("BAZAAR_SERVER__PORT".to_string(), "0".to_string()),
+                ("BAZAAR_LOG__LEVEL".to_string(), "error".to_string()),
+                ("BAZAAR_ANALYTICS__ENABLED".to_string(), "true".to_string()),
+                ("BAZAAR_ANALYTICS__EVENTS".to_string(), events.to_string()),
+            ])
+            // BENCH_FLUSH_MS tries another flush interval than config.toml's.
+            .chain(
+                std::env::var("BENCH_FLUSH_MS")
+                    .ok()
+                    .map(|ms| ("BAZAAR_ANALYTICS__FLUSH_INTERVAL_MS".to_string(), ms)),
+            )
+            .collect::<Vec<_>>(),
     )?)
 }
 
