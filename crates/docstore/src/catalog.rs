@@ -23,9 +23,37 @@ pub(crate) struct Catalog {
     storage: Arc<Storage>,
     databases: RwLock<Namespaces>,
     gate: RwLock<()>,
-    snapshot_threshold: u64,
+    snapshot_trigger: SnapshotTrigger,
     snapshot_running: Arc<AtomicBool>,
     snapshot_retry: Arc<Mutex<SnapshotRetry>>,
+}
+
+/// When the journal has grown enough for a snapshot to compact it: past a fixed size, and past
+/// a share of the last snapshot's size, so that snapshots (each a rewrite of the whole store)
+/// cost at most a bounded multiple of the bytes the journal took, however large the store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SnapshotTrigger {
+    /// Never before the journal holds this many bytes (`Config::snapshot_threshold_bytes`).
+    pub min_journal_bytes: u64,
+    /// Nor before it holds this percentage of the last snapshot's size
+    /// (`Config::snapshot_journal_percent`; 0: the fixed size alone).
+    pub journal_percent: u64,
+}
+
+impl SnapshotTrigger {
+    /// No snapshot ever (a catalog rebuilt in memory, as repair does).
+    pub(crate) const NEVER: SnapshotTrigger = SnapshotTrigger {
+        min_journal_bytes: u64::MAX,
+        journal_percent: 0,
+    };
+
+    /// Whether a journal of `journal_bytes` since a snapshot of `snapshot_bytes` (0: none yet)
+    /// is due to be compacted.
+    pub(crate) fn due(&self, journal_bytes: u64, snapshot_bytes: u64) -> bool {
+        journal_bytes >= self.min_journal_bytes
+            && u128::from(journal_bytes) * 100
+                >= u128::from(snapshot_bytes) * u128::from(self.journal_percent)
+    }
 }
 
 /// After a failed snapshot (a full disk, say) the next attempt waits, doubling each time, rather
@@ -81,13 +109,13 @@ impl Catalog {
     pub(crate) fn recover(
         storage: Arc<Storage>,
         recovered: Recovered,
-        snapshot_threshold: u64,
+        snapshot_trigger: SnapshotTrigger,
     ) -> Result<Catalog> {
         let catalog = Catalog {
             storage,
             databases: RwLock::new(BTreeMap::new()),
             gate: RwLock::new(()),
-            snapshot_threshold,
+            snapshot_trigger,
             snapshot_running: Arc::new(AtomicBool::new(false)),
             snapshot_retry: Arc::new(Mutex::new(SnapshotRetry::new())),
         };
@@ -417,9 +445,13 @@ impl Catalog {
         Ok(self.storage.append(&ops))
     }
 
-    /// Take a snapshot once the journal has grown past the threshold.
+    /// Take a snapshot once the journal has grown past the threshold and, for a large store,
+    /// past a share of the last snapshot's size (see [`SnapshotTrigger`]).
     fn maybe_snapshot(&self) {
-        if self.storage.journal_bytes() < self.snapshot_threshold {
+        if !self
+            .snapshot_trigger
+            .due(self.storage.journal_bytes(), self.storage.snapshot_bytes())
+        {
             return;
         }
         if !self
@@ -505,7 +537,8 @@ impl Catalog {
         // A long journal since the last snapshot would be replayed one write at a time at the
         // next start (tens of seconds after a bulk load); a snapshot written now lets that
         // start load the documents as they are and build the indexes in parallel instead.
-        if self.storage.journal_bytes() >= self.snapshot_threshold / SHUTDOWN_SNAPSHOT_FRACTION
+        if self.storage.journal_bytes()
+            >= self.snapshot_trigger.min_journal_bytes / SHUTDOWN_SNAPSHOT_FRACTION
             && !self.snapshot_running.swap(true, Ordering::AcqRel)
         {
             let rotated = {
@@ -657,5 +690,36 @@ mod tests {
         retry.succeeded();
         assert!(retry.may_start(now));
         assert_eq!(retry.backoff, Duration::from_secs(1));
+    }
+
+    #[test]
+    fn a_snapshot_is_due_past_the_threshold_and_past_the_share_of_the_last_snapshot() {
+        let trigger = SnapshotTrigger {
+            min_journal_bytes: 1_000,
+            journal_percent: 100,
+        };
+        // No snapshot yet, or a small one: the fixed threshold decides.
+        assert!(!trigger.due(999, 0));
+        assert!(trigger.due(1_000, 0));
+        assert!(trigger.due(1_000, 800));
+        // A store larger than the threshold waits for a journal as large as its snapshot.
+        assert!(!trigger.due(1_000, 5_000));
+        assert!(!trigger.due(4_999, 5_000));
+        assert!(trigger.due(5_000, 5_000));
+        let half = SnapshotTrigger {
+            journal_percent: 50,
+            ..trigger
+        };
+        assert!(!half.due(2_499, 5_000));
+        assert!(half.due(2_500, 5_000));
+        let fixed = SnapshotTrigger {
+            journal_percent: 0,
+            ..trigger
+        };
+        assert!(fixed.due(1_000, u64::MAX));
+        assert!(!SnapshotTrigger::NEVER.due(u64::MAX - 1, 0));
+        // Sizes near the top of the range neither overflow nor wrap round.
+        assert!(!trigger.due(u64::MAX - 1, u64::MAX));
+        assert!(trigger.due(u64::MAX, u64::MAX));
     }
 }

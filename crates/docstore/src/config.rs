@@ -24,8 +24,16 @@ pub struct Config {
     pub commit_interval: Duration,
     /// Idle cursors are closed after this long.
     pub cursor_timeout: Duration,
-    /// Journal size that triggers a snapshot and journal compaction.
+    /// Journal size that triggers a snapshot and journal compaction (the least: see
+    /// [`Config::snapshot_journal_percent`]).
     pub snapshot_threshold_bytes: u64,
+    /// Nor is a snapshot taken before the journal has grown to this percentage of the last
+    /// snapshot's size (100 by default; 0 leaves the fixed threshold alone). A snapshot rewrites
+    /// the whole store, so with a fixed threshold a large store (or one that keeps growing, like
+    /// an event log) would rewrite far more bytes than its writes journal: at 100 % the
+    /// snapshots write at most as many bytes as the journal, whatever the store's size, and the
+    /// journal a crash leaves to replay is at most about the size of the store.
+    pub snapshot_journal_percent: u64,
     /// How often the TTL monitor deletes expired documents (MongoDB's default is 60 s).
     pub ttl_monitor_interval: Duration,
     /// The user clients must authenticate as (SCRAM, `authSource=admin`). `None` means no
@@ -62,6 +70,7 @@ impl Default for Config {
             commit_interval: Duration::from_millis(100),
             cursor_timeout: Duration::from_secs(600),
             snapshot_threshold_bytes: 64 * 1024 * 1024,
+            snapshot_journal_percent: 100,
             ttl_monitor_interval: Duration::from_secs(60),
             user: None,
             disk_faults: None,

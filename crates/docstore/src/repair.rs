@@ -3,7 +3,7 @@
 //! salvaged collections exactly as start-up does. Kept above both so that storage never calls
 //! up into the catalog.
 
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, SnapshotTrigger};
 use crate::storage::recovery::{repair_with, RepairReport};
 use crate::storage::{CollectionImage, JournalOp, Recovered, Storage};
 use std::io;
@@ -25,7 +25,7 @@ fn replay(base: Vec<CollectionImage>, ops: Vec<JournalOp>) -> io::Result<Vec<Col
             collections: base,
             ops,
         },
-        u64::MAX,
+        SnapshotTrigger::NEVER,
     )
     .map_err(|e| {
         io::Error::new(

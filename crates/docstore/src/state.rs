@@ -1,7 +1,7 @@
 //! Everything a running server shares between connections.
 
 pub(crate) use crate::auth::ConnectionInfo;
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, SnapshotTrigger};
 use crate::config::{Config, StorageMode};
 use crate::cursor::CursorManager;
 use crate::error::{Error, Result};
@@ -166,7 +166,10 @@ impl ServerState {
         let catalog = Catalog::recover(
             Arc::new(storage),
             recovered,
-            config.snapshot_threshold_bytes,
+            SnapshotTrigger {
+                min_journal_bytes: config.snapshot_threshold_bytes,
+                journal_percent: config.snapshot_journal_percent,
+            },
         )?;
         let ttl_interval = config.ttl_monitor_interval;
         Ok(Arc::new(ServerState {

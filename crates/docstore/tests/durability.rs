@@ -239,6 +239,69 @@ async fn snapshots_compact_the_journal_and_restore_everything() {
     server.shutdown().await;
 }
 
+/// A store larger than the snapshot threshold is not rewritten every threshold's worth of
+/// journal: the next snapshot waits until the journal is as large as the last snapshot
+/// (`Config::snapshot_journal_percent`, 100 by default), and everything still survives a
+/// restart. With the share at 0 (a fixed threshold) the same writes take many more snapshots.
+#[tokio::test]
+async fn a_store_larger_than_the_threshold_is_snapshotted_once_the_journal_matches_its_size() {
+    let with_share = snapshots_taken_by_growing_a_store(100).await;
+    let fixed = snapshots_taken_by_growing_a_store(0).await;
+    // About 1.4 MB of journal: a fixed 64 kB threshold snapshots some 20 times; growing by the
+    // store's own size from 64 kB (64, 128, 256, 512 kB, 1 MB) about 5 times, and once more at
+    // shutdown.
+    assert!(
+        with_share <= 8,
+        "{with_share} snapshots with the share, {fixed} without"
+    );
+    assert!(fixed >= 15, "{fixed} snapshots with a fixed threshold");
+}
+
+/// Grow a store to about 1.4 MB of documents in 48 inserts with a 64 kB snapshot threshold and
+/// `journal_percent`, each insert waiting for a snapshot it started to finish; restart it and
+/// check every document is there. Returns how many snapshots were taken (each one rotates the
+/// journal, and the newest snapshot is named after the segment it started).
+async fn snapshots_taken_by_growing_a_store(journal_percent: u64) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let config = docstore::Config {
+        snapshot_threshold_bytes: 64 * 1024,
+        snapshot_journal_percent: journal_percent,
+        ..docstore::Config::persistent(dir.path())
+    };
+    let server = docstore::Server::start(config.clone()).await.unwrap();
+    let c = items(&server.uri()).await;
+    for batch in 0..48 {
+        c.insert_many((0..100).map(|i| doc! { "_id": batch * 100 + i, "pad": "y".repeat(240) }))
+            .await
+            .unwrap();
+        // A snapshot under way leaves two journal segments until it deletes the older one;
+        // waiting for it keeps a busy snapshot thread from skipping one (the count is exact).
+        let waited = std::time::Instant::now();
+        while journal_files(dir.path()).len() > 1 && waited.elapsed() < Duration::from_secs(10) {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+    server.shutdown().await;
+    let newest = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            name.strip_prefix("snapshot-")?
+                .strip_suffix(".db")?
+                .parse::<u64>()
+                .ok()
+        })
+        .max()
+        .expect("a snapshot was written");
+
+    let server = docstore::Server::start(config).await.unwrap();
+    let c = items(&server.uri()).await;
+    assert_eq!(c.count_documents(doc! {}).await.unwrap(), 4_800);
+    server.shutdown().await;
+    // Segment 1 is the first; each snapshot starts the next.
+    newest - 1
+}
+
 /// Start offsets of the records in a journal segment (`[u32 length][u32 crc][payload]`).
 #[tokio::test]
 async fn a_clean_shutdown_after_a_long_journal_leaves_a_snapshot_to_start_from() {

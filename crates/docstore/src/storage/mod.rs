@@ -116,6 +116,9 @@ pub(crate) type StorageResult<T> = std::io::Result<T>;
 struct Disk {
     shared: Arc<Shared>,
     flusher: Option<JoinHandle<()>>,
+    /// The size of the newest snapshot file (0 while there is none), which decides when the
+    /// next one is due (`catalog::SnapshotTrigger`).
+    snapshot_bytes: AtomicU64,
     /// Held (locked) for as long as the directory is open.
     _lock: File,
 }
@@ -231,9 +234,9 @@ impl Storage {
             faults,
         ));
         // The snapshot this start read: its file's time is when it was written.
-        *shared.last_snapshot.lock() = fs::metadata(dir.join(snapshot_name(base.token)))
-            .and_then(|m| m.modified())
-            .ok();
+        let base_file = fs::metadata(dir.join(snapshot_name(base.token))).ok();
+        *shared.last_snapshot.lock() = base_file.as_ref().and_then(|m| m.modified().ok());
+        let snapshot_bytes = base_file.map_or(0, |m| m.len());
         let flusher = {
             let shared = Arc::clone(&shared);
             std::thread::Builder::new()
@@ -244,6 +247,7 @@ impl Storage {
             disk: Some(Disk {
                 shared,
                 flusher: Some(flusher),
+                snapshot_bytes: AtomicU64::new(snapshot_bytes),
                 _lock: lock,
             }),
             memory_lsn: AtomicU64::new(0),
@@ -339,6 +343,15 @@ impl Storage {
         }
     }
 
+    /// The size of the newest snapshot file: the one recovery started from, or the last one
+    /// written since (0 when there is none, and in memory).
+    pub fn snapshot_bytes(&self) -> u64 {
+        match &self.disk {
+            Some(disk) => disk.snapshot_bytes.load(Ordering::Relaxed),
+            None => 0,
+        }
+    }
+
     /// Start a new journal segment; the snapshot taken at this point covers everything before.
     /// Call with writes excluded. Returns a token for [`Storage::write_snapshot`].
     pub fn rotate(&self) -> StorageResult<u64> {
@@ -378,9 +391,11 @@ impl Storage {
             let _ = fs::remove_file(&tmp);
             return Err(e);
         }
+        let written = fs::metadata(&tmp)?.len();
         fs::rename(&tmp, dir.join(snapshot_name(token)))?;
         sync_dir(dir)?;
         *shared.last_snapshot.lock() = Some(std::time::SystemTime::now());
+        disk.snapshot_bytes.store(written, Ordering::Relaxed);
         delete_obsolete(dir, token)
     }
 
