@@ -30,7 +30,9 @@ pub(crate) struct Catalog {
 
 /// When the journal has grown enough for a snapshot to compact it: past a fixed size, and past
 /// a share of the last snapshot's size, so that snapshots (each a rewrite of the whole store)
-/// cost at most a bounded multiple of the bytes the journal took, however large the store.
+/// cost at most a bounded multiple of the bytes the journal took, however large the store; but
+/// always once it holds [`JOURNAL_CAP_BYTES`], so the journal a crash leaves to replay (one write
+/// at a time) stays bounded for a store of any size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct SnapshotTrigger {
     /// Never before the journal holds this many bytes (`Config::snapshot_threshold_bytes`).
@@ -51,10 +53,16 @@ impl SnapshotTrigger {
     /// is due to be compacted.
     pub(crate) fn due(&self, journal_bytes: u64, snapshot_bytes: u64) -> bool {
         journal_bytes >= self.min_journal_bytes
-            && u128::from(journal_bytes) * 100
-                >= u128::from(snapshot_bytes) * u128::from(self.journal_percent)
+            && (journal_bytes >= JOURNAL_CAP_BYTES
+                || u128::from(journal_bytes) * 100
+                    >= u128::from(snapshot_bytes) * u128::from(self.journal_percent))
     }
 }
+
+/// The longest journal a snapshot waits for, whatever the last snapshot's size (1 GiB): past
+/// it, a store larger than this is rewritten once per this many bytes of writes, and a restart
+/// after a crash replays at most this much.
+pub(crate) const JOURNAL_CAP_BYTES: u64 = 1 << 30;
 
 /// After a failed snapshot (a full disk, say) the next attempt waits, doubling each time, rather
 /// than coming with the very next write.
@@ -718,8 +726,10 @@ mod tests {
         };
         assert!(fixed.due(1_000, u64::MAX));
         assert!(!SnapshotTrigger::NEVER.due(u64::MAX - 1, 0));
-        // Sizes near the top of the range neither overflow nor wrap round.
-        assert!(!trigger.due(u64::MAX - 1, u64::MAX));
+        // A store larger than the cap waits for the cap, not for its own size; sizes near the
+        // top of the range neither overflow nor wrap round.
+        assert!(!trigger.due(JOURNAL_CAP_BYTES - 1, u64::MAX));
+        assert!(trigger.due(JOURNAL_CAP_BYTES, u64::MAX));
         assert!(trigger.due(u64::MAX, u64::MAX));
     }
 }

@@ -31,8 +31,9 @@ pub struct Config {
     /// snapshot's size (100 by default; 0 leaves the fixed threshold alone). A snapshot rewrites
     /// the whole store, so with a fixed threshold a large store (or one that keeps growing, like
     /// an event log) would rewrite far more bytes than its writes journal: at 100 % the
-    /// snapshots write at most as many bytes as the journal, whatever the store's size, and the
-    /// journal a crash leaves to replay is at most about the size of the store.
+    /// snapshots write at most as many bytes as the journal up to a store of 1 GiB, and the
+    /// journal a crash leaves to replay is at most about the size of the store. A journal of
+    /// 1 GiB is compacted whatever the store's size, so the replay stays bounded.
     pub snapshot_journal_percent: u64,
     /// How often the TTL monitor deletes expired documents (MongoDB's default is 60 s).
     pub ttl_monitor_interval: Duration,
