@@ -255,6 +255,34 @@ async fn results_are_paginated() {
 }
 
 #[tokio::test]
+async fn the_total_is_counted_up_to_the_results_a_search_offers_then_says_more_than() {
+    let app = spawn_app().await;
+    let offered = search::PER_PAGE * search::MAX_PAGES as usize;
+    assert_eq!(search::MAX_COUNTED, offered as u64);
+    for i in 0..offered {
+        album(
+            &app,
+            &format!("X{i:03}"),
+            "Xylophone",
+            "Ensemble",
+            "Mallets.",
+        )
+        .await;
+    }
+    let result_count = |doc: &scraper::Html| texts(doc, ".result-count").join(" ");
+    let doc = results(&app, "xylophone").await;
+    let shown = result_count(&doc);
+    assert!(shown.starts_with("200 results for"), "{shown}");
+    // One more than the search offers: the count stops and says so (the product write drops
+    // the cached page).
+    album(&app, "X999", "Xylophone", "Ensemble", "Mallets.").await;
+    let doc = results(&app, "xylophone").await;
+    let shown = result_count(&doc);
+    assert!(shown.starts_with("More than 200 results for"), "{shown}");
+    assert_eq!(count(&doc, ".search-hit"), search::PER_PAGE);
+}
+
+#[tokio::test]
 async fn hostile_input_gets_a_normal_page() {
     let app = spawn_app().await;
     album(&app, "H1", "Quiet Storm", "Band", "Soft.").await;

@@ -35,11 +35,14 @@ pub(crate) const MAX_QUERY_CHARS: usize = 200;
 /// Results per page.
 pub const PER_PAGE: usize = 20;
 /// Pages offered at most: a search shows its best `PER_PAGE * MAX_PAGES` results.
-pub(crate) const MAX_PAGES: u64 = 10;
-/// Matches counted at most in each collection: past it the page says "more than". Counting
-/// every match of a common word (a third of a million products and posts) cost seconds per
-/// search, for a figure nobody reads exactly; counting stops here instead.
-pub(crate) const MAX_COUNTED: u64 = 1_000;
+pub const MAX_PAGES: u64 = 10;
+/// Matches counted at most in each collection: past it the page says "More than 200
+/// results". Counting every match of a common word (a third of a million products and posts)
+/// cost seconds per search, for a figure nobody reads exactly; counting stops at the number
+/// of results a search offers (`PER_PAGE × MAX_PAGES`): past it, a visitor could not see more
+/// of them anyway. (It was 1 000: counting to a thousand read each match's document and cost
+/// a common word's search about as much as finding its page.)
+pub const MAX_COUNTED: u64 = PER_PAGE as u64 * MAX_PAGES;
 
 /// Name of the products' text index. A collection has at most one text index, and one of the
 /// same name with other fields cannot be created over it: a change of fields gets a new name,

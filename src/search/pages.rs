@@ -192,9 +192,9 @@ mod tests {
 
     #[test]
     fn a_count_that_stopped_at_its_bound_says_more_than() {
-        let capped = page(1_000, true);
+        let capped = page(search::MAX_COUNTED, true);
         assert!(
-            capped.contains(r#"More than <span class="total">1000</span> results"#),
+            capped.contains(r#"More than <span class="total">200</span> results"#),
             "{capped}"
         );
         let exact = page(1, false);

@@ -196,12 +196,6 @@ impl StoredDoc {
         }
     }
 
-    /// The document's bytes as a raw BSON document, for readers that walk it without decoding
-    /// (a phrase looked for in a text index's strings, `text::TextIndex::visit_raw_strings`).
-    pub(crate) fn raw_document(&self) -> Result<&RawDocument> {
-        self.raw()
-    }
-
     /// The `_id` (null when there is none, which the store never allows).
     pub fn id(&self) -> Result<Bson> {
         Ok(self.get("_id")?.unwrap_or(Bson::Null))
@@ -374,7 +368,7 @@ fn copy_without(bytes: &[u8], drop: &FieldTree, out: &mut Vec<u8>) -> Result<boo
 }
 
 /// One top-level element of a stored document, found by lengths alone.
-struct Element<'a> {
+pub(crate) struct Element<'a> {
     /// The key's bytes (UTF-8 when the document was stored).
     key: &'a [u8],
     /// The whole element: type byte, key, NUL, value.
@@ -382,9 +376,34 @@ struct Element<'a> {
 }
 
 impl<'a> Element<'a> {
-    /// The value's bytes (for an embedded document, the document).
-    fn value(&self) -> &'a [u8] {
+    /// The value's bytes (for an embedded document or an array, the document).
+    pub(crate) fn value(&self) -> &'a [u8] {
         &self.bytes[1 + self.key.len() + 1..]
+    }
+
+    /// The key's bytes (UTF-8, checked when the document was stored).
+    pub(crate) fn key(&self) -> &'a [u8] {
+        self.key
+    }
+
+    /// The BSON type byte (`0x02` a string, `0x03` an embedded document, `0x04` an array…).
+    pub(crate) fn kind(&self) -> u8 {
+        self.bytes[0]
+    }
+
+    /// A string value's bytes without its length and terminator, `None` for any other type
+    /// or a damaged length. The bytes are UTF-8 when the document was stored; they are not
+    /// checked again here.
+    pub(crate) fn string_bytes(&self) -> Option<&'a [u8]> {
+        if self.kind() != 0x02 {
+            return None;
+        }
+        let value = self.value();
+        let len = read_len(value, 0).ok()?;
+        value
+            .get(4..)
+            .filter(|rest| len >= 1 && rest.len() == len && rest[len - 1] == 0)
+            .map(|rest| &rest[..len - 1])
     }
 
     /// The value read straight from its bytes when it is one of the common scalars (a
@@ -512,14 +531,20 @@ impl<'a> Element<'a> {
 /// of many documents; the driver's iterator validates every key and value it passes, which
 /// cost most of a listing query's time. Lengths are still bounds-checked: damaged bytes give an
 /// error, never a panic or a read past the document.
-struct Elements<'a> {
+///
+/// Other modules walk embedded documents and arrays with it too (a phrase looked for in a
+/// text index's strings, `text::TextIndex::visit_stored_strings`): [`Elements::new`] takes
+/// any document's bytes, an element's [`Element::value`] included.
+pub(crate) struct Elements<'a> {
     bytes: &'a [u8],
     at: usize,
     end: usize,
 }
 
 impl<'a> Elements<'a> {
-    fn new(bytes: &'a [u8]) -> Result<Elements<'a>> {
+    /// The elements of the document (or array) `bytes`; an error when its length or
+    /// terminator is wrong.
+    pub(crate) fn new(bytes: &'a [u8]) -> Result<Elements<'a>> {
         let declared = read_len(bytes, 0)?;
         if bytes.len() < 5 || declared != bytes.len() || bytes[bytes.len() - 1] != 0 {
             return Err(damaged("bad document length"));

@@ -16,6 +16,7 @@ pub(crate) mod search;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::keystring;
+use crate::stored::{Element, Elements, StoredDoc};
 use bson::{doc, Bson, Document};
 use language::{Language, Sensitivity, Tokenizer};
 use std::collections::BTreeMap;
@@ -310,10 +311,11 @@ impl TextIndex {
         }
     }
 
-    fn weight_of(&self, path: &str) -> Option<f64> {
+    /// The weight of the strings at the dotted `path` (its bytes), if they are indexed.
+    fn weight_of(&self, path: &[u8]) -> Option<f64> {
         self.weights
             .iter()
-            .find(|(f, _)| f == path)
+            .find(|(f, _)| f.as_bytes() == path)
             .map(|(_, w)| *w)
             .or(self.wildcard)
     }
@@ -342,11 +344,12 @@ impl TextIndex {
         Some(heads)
     }
 
-    /// Whether anything at or below `path` can be indexed.
-    fn may_contain(&self, path: &str) -> bool {
+    /// Whether anything at or below the dotted `path` (its bytes) can be indexed.
+    fn may_contain(&self, path: &[u8]) -> bool {
         self.wildcard.is_some()
             || self.weights.iter().any(|(f, _)| {
-                f == path || (f.starts_with(path) && f.as_bytes().get(path.len()) == Some(&b'.'))
+                let f = f.as_bytes();
+                f == path || (f.starts_with(path) && f.get(path.len()) == Some(&b'.'))
             })
     }
 
@@ -373,7 +376,7 @@ impl TextIndex {
             } else {
                 format!("{path}.{field}")
             };
-            if !self.may_contain(&child) {
+            if !self.may_contain(child.as_bytes()) {
                 continue;
             }
             self.walk_value(value, &child, language, out)?;
@@ -390,7 +393,7 @@ impl TextIndex {
     ) -> Result<()> {
         match value {
             Bson::String(text) => {
-                if let Some(weight) = self.weight_of(path) {
+                if let Some(weight) = self.weight_of(path.as_bytes()) {
                     out.push(TextValue {
                         text,
                         weight,
@@ -419,51 +422,62 @@ impl TextIndex {
     /// the way holds the language override field (`values` may then refuse the document, see
     /// `language_of`; the languages themselves do not change which strings are
     /// indexed), or the bytes do not read. `visit` may have seen some strings by then.
-    pub(crate) fn visit_raw_strings(
+    ///
+    /// The walk reads elements by their type and length ([`Elements`]): keys are compared as
+    /// bytes and only the indexed strings are looked at, where the driver's raw iterator checked
+    /// every key and value it passed as UTF-8 (most of a phrase search's time).
+    pub(crate) fn visit_stored_strings(
         &self,
-        doc: &bson::RawDocument,
+        doc: &StoredDoc,
         visit: &mut dyn FnMut(&str),
     ) -> Option<()> {
-        let mut path = String::new();
-        self.walk_raw_document(doc, &mut path, visit)
+        let mut path = Vec::new();
+        self.walk_stored_document(doc.as_bytes(), &mut path, visit)
     }
 
-    fn walk_raw_document(
+    /// [`TextIndex::visit_stored_strings`] in the (embedded) document `bytes` found at the
+    /// dotted `path` (empty at the top).
+    fn walk_stored_document(
         &self,
-        doc: &bson::RawDocument,
-        path: &mut String,
+        bytes: &[u8],
+        path: &mut Vec<u8>,
         visit: &mut dyn FnMut(&str),
     ) -> Option<()> {
         let parent = path.len();
-        for element in doc {
-            let (field, value) = element.ok()?;
-            if field == self.options.language_override {
+        for element in Elements::new(bytes).ok()? {
+            let element = element.ok()?;
+            if element.key() == self.options.language_override.as_bytes() {
                 return None;
             }
             if parent > 0 {
-                path.push('.');
+                path.push(b'.');
             }
-            path.push_str(field);
+            path.extend_from_slice(element.key());
             if self.may_contain(path) {
-                self.walk_raw_value(value, path, visit)?;
+                self.walk_stored_value(&element, path, visit)?;
             }
             path.truncate(parent);
         }
         Some(())
     }
 
-    fn walk_raw_value(
+    /// The indexed strings of one element at `path`: a string when `path` is weighted, the
+    /// fields of an embedded document, the items of an array (nested arrays included), as
+    /// [`TextIndex::values`] takes them.
+    fn walk_stored_value(
         &self,
-        value: bson::RawBsonRef<'_>,
-        path: &mut String,
+        element: &Element<'_>,
+        path: &mut Vec<u8>,
         visit: &mut dyn FnMut(&str),
     ) -> Option<()> {
-        match value {
-            bson::RawBsonRef::String(text) if self.weight_of(path).is_some() => visit(text),
-            bson::RawBsonRef::Document(sub) => self.walk_raw_document(sub, path, visit)?,
-            bson::RawBsonRef::Array(items) => {
-                for item in items {
-                    self.walk_raw_value(item.ok()?, path, visit)?;
+        match element.kind() {
+            0x02 if self.weight_of(path).is_some() => {
+                visit(std::str::from_utf8(element.string_bytes()?).ok()?);
+            }
+            0x03 => self.walk_stored_document(element.value(), path, visit)?,
+            0x04 => {
+                for item in Elements::new(element.value()).ok()? {
+                    self.walk_stored_value(&item.ok()?, path, visit)?;
                 }
             }
             _ => {}

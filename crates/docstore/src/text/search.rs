@@ -254,15 +254,14 @@ impl BoundText {
     /// [`BoundText::phrases_match`] read from the stored bytes: only the strings the index
     /// covers are looked at, an ASCII one compared byte by byte (folding ASCII is lowering its
     /// case), and nothing is decoded. `None` when the bytes cannot decide (see
-    /// [`TextIndex::visit_raw_strings`]): ask [`BoundText::phrases_match`] then.
+    /// [`TextIndex::visit_stored_strings`]): ask [`BoundText::phrases_match`] then.
     pub(crate) fn phrases_match_stored(&self, doc: &crate::stored::StoredDoc) -> Option<bool> {
         if !self.has_phrases() {
             return Some(true);
         }
-        let raw = doc.raw_document().ok()?;
         let mut found = PhrasesFound::new(self);
         self.index
-            .visit_raw_strings(raw, &mut |text| found.see(self, text))?;
+            .visit_stored_strings(doc, &mut |text| found.see(self, text))?;
         Some(found.hold())
     }
 
@@ -457,6 +456,10 @@ mod tests {
             doc! { "title": "cafe\u{301} society", "body": { "text": ["a", ["the second chorus"]] } },
             doc! { "title": "the second", "body": { "text": "chorus" } },
             doc! { "other": "kind of blue the second chorus" },
+            // An indexed path holding a document, and strings under unindexed paths of an
+            // indexed field's parent: neither is indexed.
+            doc! { "title": { "x": "kind of blue" }, "body": { "note": ["the second chorus"], "text": [{ "text": "kind of blue" }] } },
+            doc! { "n": 1.5, "when": bson::DateTime::from_millis(7), "title": ["x", 3, null, { "a": "the second chorus" }], "body": [{ "text": "Kind of blue" }] },
             doc! {},
         ];
         let searches = [
