@@ -491,8 +491,13 @@ async fn deleting_a_category_asks_first_and_says_where_its_contents_go() {
 #[tokio::test]
 async fn shop_settings_change_the_name_currency_and_the_shipping_charged_at_checkout() {
     let app = spawn_app().await;
-    product_with_stock(&app.db, "ship-1", 10).await;
+    let product = product_with_stock(&app.db, "ship-1", 10).await;
     let token = admin_token(&app).await;
+    // The product page keeps its product for a second (`catalog::product_cache`) with the
+    // page's part made from it (`catalog::product_view`, prices included): viewed now, so the
+    // page after the change below comes from that cache.
+    let doc = html(&body(app.get(&product.url()).await).await);
+    assert_eq!(texts(&doc, ".product-summary .retail"), ["$12.00"]);
 
     // Invalid values are explained, nothing is saved.
     let response = app
@@ -534,6 +539,9 @@ async fn shop_settings_change_the_name_currency_and_the_shipping_charged_at_chec
     // Error pages too.
     let doc = html(&body(app.get("/products/no-such-thing").await).await);
     assert_eq!(texts(&doc, "header .brand"), ["Corner Records"]);
+    // The cached product's page part is made again for the new settings.
+    let doc = html(&body(app.get(&product.url()).await).await);
+    assert_eq!(texts(&doc, ".product-summary .retail"), ["€12.00"]);
 
     // A new shopper's cart and checkout charge the new rates: 3 × 300 g = 900 g, two started
     // half kilos: 5.00 + 2 × 2.50 = 10.00, shown with the new symbol.

@@ -141,7 +141,10 @@ mod tests {
         assert_eq!(card.cover_url(), product.cover_url());
         assert!(card.cover_url().is_some());
         assert_eq!(card.retail_price(), product.retail_price());
-        assert_eq!(card.list_price(), product.list_price());
+        assert_eq!(
+            card.list_price(),
+            product.pricing.list.display(&crate::db::site::currency())
+        );
         assert_eq!(card.in_stock(), product.in_stock());
         assert_eq!(card.is_low_stock(), product.is_low_stock());
         assert_eq!(

@@ -13,6 +13,7 @@ pub mod listing;
 pub mod model;
 pub(crate) mod pages;
 pub mod product_cache;
+pub(crate) mod product_view;
 pub mod products;
 pub mod seek;
 

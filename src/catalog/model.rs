@@ -329,14 +329,6 @@ impl Product {
         self.pricing.retail.display(&site::currency())
     }
 
-    pub(crate) fn list_price(&self) -> String {
-        self.pricing.list.display(&site::currency())
-    }
-
-    pub(crate) fn savings(&self) -> String {
-        self.pricing.savings.display(&site::currency())
-    }
-
     pub fn url(&self) -> String {
         url_of(self.slug.as_str())
     }

@@ -12,18 +12,17 @@ use crate::catalog::cache;
 use crate::catalog::categories::{self, Breadcrumbs, Category, TreeEntry};
 use crate::catalog::listing::{self, ActiveFilter, ListingQuery, Page, Sort};
 use crate::catalog::product_cache::{self, Shown};
-use crate::catalog::products::{
-    self, AlbumDetails, BookDetails, Details, FilmDetails, Product, ProductType,
-};
+use crate::catalog::product_view::{category_trail, ProductView};
+use crate::catalog::products::{self, Product, ProductType};
 use crate::catalog::seek::{BadToken, Seek};
 use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::comments::thread::{self, PageAt, ThreadView};
-use crate::domain::{Money, Slug};
+use crate::domain::Slug;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{html_response, render, Layout};
-use crate::web::meta::{breadcrumb_list, PageMeta};
+use crate::web::meta::breadcrumb_list;
 use crate::web::see_other;
 use crate::web::traffic::{self, CommerceEvent};
 
@@ -146,13 +145,8 @@ pub(crate) struct ProductPage {
     pub(crate) layout: Layout,
     /// Shared with the product cache (`product_cache`), without its `details` document.
     pub(crate) product: Arc<Product>,
-    pub(crate) album: Option<AlbumDetails>,
-    pub(crate) film: Option<FilmDetails>,
-    pub(crate) book: Option<BookDetails>,
-    /// Where the product is filed, each with its full path.
-    pub(crate) filed_under: Vec<Category>,
-    /// The release date, written out.
-    pub(crate) issued: String,
+    /// What the page shows of the product alone, made once per product read.
+    pub(crate) view: Arc<ProductView>,
     /// The product's comments (first page, or the one asked for) and the comment form.
     pub(crate) thread: ThreadView,
     /// Units other shoppers' carts hold (not this visitor's): they may come back on sale.
@@ -183,44 +177,6 @@ impl ProductPage {
     pub(crate) fn max_line_qty(&self) -> i64 {
         crate::catalog::products::MAX_LINE_QTY
     }
-
-    /// The list of films with this actor.
-    pub(crate) fn actor_url(&self, actor: &str) -> String {
-        let qs = form_urlencoded::Serializer::new(String::new())
-            .append_pair("type", "film")
-            .append_pair("person", actor)
-            .finish();
-        format!("/products?{qs}")
-    }
-
-    /// `350 g`, or `1.25 kg` from a kilogram up; `None` while the weight is not entered.
-    pub(crate) fn shipping_weight(&self) -> Option<String> {
-        let grams = self.product.shipping.weight;
-        match grams {
-            ..=0 => None,
-            1..=999 => Some(format!("{grams} g")),
-            _ => Some(format!("{} kg", trim_decimals(grams as f64 / 1000.0))),
-        }
-    }
-
-    /// `14.2 × 12.5 × 1 cm` (width × height × depth); `None` while no side is entered.
-    pub(crate) fn shipping_dimensions(&self) -> Option<String> {
-        let d = &self.product.shipping.dimensions;
-        (d.width > 0.0 || d.height > 0.0 || d.depth > 0.0).then(|| {
-            format!(
-                "{} × {} × {} cm",
-                trim_decimals(d.width),
-                trim_decimals(d.height),
-                trim_decimals(d.depth)
-            )
-        })
-    }
-}
-
-/// A measurement with at most two decimals and no trailing zeros: `1.50` → `1.5`, `1.00` → `1`.
-fn trim_decimals(value: f64) -> String {
-    let text = format!("{value:.2}");
-    text.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 #[derive(Template)]
@@ -238,11 +194,6 @@ pub(crate) struct CategoryPage {
     pub(crate) category: Breadcrumbs,
     pub(crate) children: Vec<Category>,
     pub(crate) listing: Listing,
-}
-
-/// `1959-08-17` → `17 August 1959`.
-pub(crate) fn long_date(date: &bson::DateTime) -> String {
-    date.to_chrono().format("%-d %B %Y").to_string()
 }
 
 impl From<listing::ListingError> for AppError {
@@ -360,21 +311,6 @@ async fn product_page(
     thread: ThreadView,
 ) -> Result<ProductPage, AppError> {
     let product = shown.product;
-    // From the cached category tree: no query per filing category.
-    let filed_under = cache::filed_under(&state.db, &product.categories).await?;
-    let (mut album, mut film, mut book) = (None, None, None);
-    // The page shows the typed details only (`album`, `film`, `book`), never the document.
-    let details = shown.details.as_ref();
-    let issued = details
-        .as_ref()
-        .map(|d| long_date(&d.issue_date()))
-        .unwrap_or_default();
-    match details {
-        Some(Details::Album(d)) => album = Some(d.clone()),
-        Some(Details::Film(d)) => film = Some(d.clone()),
-        Some(Details::Book(d)) => book = Some(d.clone()),
-        None => tracing::warn!(slug = %product.slug, "product details do not fit its type"),
-    }
     let own_cart = crate::web::session::cart_id(&req.get_session())
         .and_then(|id| crate::domain::CartId::parse(&id).ok());
     // The visitor's own share is read fresh; the product's reservations may be a second old,
@@ -385,108 +321,31 @@ async fn product_page(
     };
     let held_by_others = product.held_by_others(own);
     let mut layout = Layout::public(req);
-    product_meta(&mut layout.meta, &product, &filed_under);
+    let settings = crate::db::site::current();
+    let view = match shown.view.get(&settings, &layout.meta.site_url) {
+        Some(view) => view,
+        None => {
+            // From the cached category tree: no query per filing category.
+            let filed_under = cache::filed_under(&state.db, &product.categories).await?;
+            let view = Arc::new(ProductView::new(
+                &product,
+                shown.details.as_ref().as_ref(),
+                &filed_under,
+                settings,
+                layout.meta.site_url.clone(),
+            ));
+            shown.view.keep(Arc::clone(&view));
+            view
+        }
+    };
+    view.fill_meta(&mut layout.meta);
     Ok(ProductPage {
         layout,
         held_by_others,
         product,
-        album,
-        film,
-        book,
-        filed_under,
-        issued,
+        view,
         thread,
     })
-}
-
-/// schema.org's availability for a product's units on sale.
-fn availability(product: &Product) -> &'static str {
-    if !product.in_stock() {
-        "https://schema.org/OutOfStock"
-    } else if product.is_low_stock() {
-        "https://schema.org/LimitedAvailability"
-    } else {
-        "https://schema.org/InStock"
-    }
-}
-
-/// `(name, absolute url)` from the home page down to `category`.
-fn category_trail(meta: &PageMeta, category: &Category) -> Vec<(String, String)> {
-    let mut steps = vec![(meta.site_name.clone(), meta.absolute("/"))];
-    steps.extend(
-        category
-            .ancestors
-            .iter()
-            .map(|a| (a.name.clone(), meta.absolute(&a.url()))),
-    );
-    steps.push((category.name.clone(), meta.absolute(&category.url())));
-    steps
-}
-
-/// schema.org's `Product` with its `Offer`, serialized in this key order (the picture last).
-#[derive(serde::Serialize)]
-struct ProductData<'a> {
-    #[serde(rename = "@context")]
-    context: &'static str,
-    #[serde(rename = "@type")]
-    kind: &'static str,
-    name: &'a str,
-    sku: &'a str,
-    url: &'a str,
-    description: &'a str,
-    offers: OfferData<'a>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    image: Option<[&'a str; 1]>,
-}
-
-#[derive(serde::Serialize)]
-struct OfferData<'a> {
-    #[serde(rename = "@type")]
-    kind: &'static str,
-    url: &'a str,
-    price: String,
-    #[serde(rename = "priceCurrency")]
-    price_currency: &'a str,
-    availability: &'static str,
-}
-
-/// The product page's card and structured data: `Product` with its `Offer` (price in the
-/// settings' currency, availability from the units on sale) and the `BreadcrumbList` of its
-/// first category. Written from typed values: building them as `serde_json` maps cost a
-/// product page about 5% of its time.
-fn product_meta(meta: &mut PageMeta, product: &Product, filed_under: &[Category]) {
-    let url = meta.absolute(&product.url());
-    meta.title = product.title.clone();
-    meta.og_type = "product";
-    meta.describe(&product.description);
-    if let Some(photo) = product.photos.first() {
-        meta.picture(*photo, &product.title);
-    }
-    let settings = crate::db::site::current();
-    let price = product.pricing.retail.max(Money::ZERO);
-    let data = ProductData {
-        context: "https://schema.org",
-        kind: "Product",
-        name: &product.title,
-        sku: product.sku.as_str(),
-        url: &url,
-        description: &meta.description,
-        offers: OfferData {
-            kind: "Offer",
-            url: &url,
-            price: price.amount(),
-            price_currency: &settings.currency_code,
-            availability: availability(product),
-        },
-        image: meta.image.as_ref().map(|image| [image.url.as_str()]),
-    };
-    let data = crate::web::meta::json_for_script(&data);
-    meta.push_script_json(data);
-    if let Some(category) = filed_under.first() {
-        let mut steps = category_trail(meta, category);
-        steps.push((product.title.clone(), url));
-        meta.push_json_ld(&breadcrumb_list(&steps));
-    }
 }
 
 /// `GET /products/{slug}/comments`: the comments are on the product page.

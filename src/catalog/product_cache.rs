@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use crate::catalog::changes::{self, Seen};
 use crate::catalog::model::Details;
+use crate::catalog::product_view::ViewSlot;
 use crate::catalog::products::{self, Product};
 use crate::db::{Db, DbError};
 use crate::domain::Slug;
@@ -46,11 +47,14 @@ pub const MAX_AGE: Duration = Duration::from_secs(1);
 const MAX_PRODUCTS: usize = 1_000;
 
 /// A product as its page shows it: the stored product without its `details` document, and
-/// those details parsed, once per load (`None` when they do not fit the product's type).
+/// those details parsed, once per load (`None` when they do not fit the product's type); and
+/// the page's part made from them, once the first page has made it (`catalog::product_view`),
+/// kept with the entry and dropped with it.
 #[derive(Debug, Clone)]
 pub struct Shown {
     pub product: Arc<Product>,
     pub details: Arc<Option<Details>>,
+    pub(crate) view: Arc<ViewSlot>,
 }
 
 impl Shown {
@@ -60,6 +64,7 @@ impl Shown {
         Shown {
             product: Arc::new(product),
             details: Arc::new(details),
+            view: Arc::default(),
         }
     }
 }

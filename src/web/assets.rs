@@ -2,6 +2,7 @@
 //! start-up so templates can link `/static/css/site.css?v=<hash>` and browsers may cache that
 //! URL forever.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -23,6 +24,8 @@ pub(crate) struct StaticFile {
     pub(crate) bytes: &'static [u8],
     /// First 16 hex digits of the SHA-256 of the contents.
     pub(crate) hash: String,
+    /// `/static/{path}?v={hash}`, made once: every page links the stylesheet and the icon.
+    url: String,
     pub(crate) content_type: &'static str,
 }
 
@@ -44,6 +47,7 @@ pub(crate) fn assets() -> &'static Assets {
                     *path,
                     StaticFile {
                         bytes,
+                        url: format!("/static/{path}?v={hash}"),
                         hash,
                         content_type: content_type(path),
                     },
@@ -60,13 +64,13 @@ impl Assets {
 }
 
 /// The cache-busting URL of a static file, e.g. `/static/css/site.css?v=1a2b3c4d5e6f7a8b`.
-pub(crate) fn url(path: &str) -> String {
+pub(crate) fn url(path: &str) -> Cow<'static, str> {
     match assets().get(path) {
-        Some(file) => format!("/static/{path}?v={}", file.hash),
+        Some(file) => Cow::Borrowed(&file.url),
         None => {
             // A template names a file that does not exist: still produce a link, but say so.
             tracing::warn!(path, "template links a static file that does not exist");
-            format!("/static/{path}")
+            Cow::Owned(format!("/static/{path}"))
         }
     }
 }

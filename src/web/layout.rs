@@ -159,7 +159,7 @@ impl Layout {
     }
 
     /// Cache-busting URL of a static file (`css/site.css` → `/static/css/site.css?v=…`).
-    pub(crate) fn asset(&self, path: &str) -> String {
+    pub(crate) fn asset(&self, path: &str) -> std::borrow::Cow<'static, str> {
         assets::url(path)
     }
 

@@ -94,15 +94,13 @@ impl PageMeta {
             alt: settings.name.clone(),
             size: None,
         });
+        let (description, site_feed) = site_defaults(&site_url, settings);
         PageMeta {
             canonical: format!("{site_url}{path}"),
-            feeds: vec![FeedLink {
-                title: format!("{} · Blog", settings.name),
-                href: format!("{site_url}/blog/feed.atom"),
-            }],
+            feeds: vec![site_feed],
             site_name: settings.name.clone(),
             title: settings.name.clone(),
-            description: plain_description(settings.description_or_tagline()),
+            description,
             og_type: "website",
             image,
             noindex: NOT_FOR_SEARCH_ENGINES
@@ -191,6 +189,12 @@ impl PageMeta {
         self.json_ld.push(json);
     }
 
+    /// The structured-data objects added so far, taken out (a page part made once and
+    /// copied into each page's metadata keeps them).
+    pub(crate) fn take_json_ld(&mut self) -> Vec<ScriptJson> {
+        std::mem::take(&mut self.json_ld)
+    }
+
     /// Each structured-data object as text safe inside `<script>`.
     pub(crate) fn json_ld_scripts(&self) -> impl Iterator<Item = &str> {
         self.json_ld.iter().map(|json| json.0.as_str())
@@ -245,6 +249,41 @@ pub(crate) fn path_segment(text: &str) -> String {
         }
     }
     out
+}
+
+/// What every public page without its own carries, from the settings and the site's address:
+/// the description ([`plain_description`] of the settings' text) and the site feed's link.
+/// Remembered per thread for the last settings seen, since they change rarely and every page
+/// would otherwise cut the same text and format the same link again.
+fn site_defaults(site_url: &str, settings: &crate::db::site::SiteSettings) -> (String, FeedLink) {
+    /// `(site address, shop name, description text)` and what they give.
+    type Last = Option<((String, String, String), (String, FeedLink))>;
+    thread_local! {
+        static LAST: std::cell::RefCell<Last> = const { std::cell::RefCell::new(None) };
+    }
+    let text = settings.description_or_tagline();
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some(((url, name, described), made)) = last.as_ref() {
+            if url == site_url && *name == settings.name && described == text {
+                return made.clone();
+            }
+        }
+        let made = (
+            plain_description(text),
+            FeedLink {
+                title: format!("{} · Blog", settings.name),
+                href: format!("{site_url}/blog/feed.atom"),
+            },
+        );
+        let key = (
+            site_url.to_string(),
+            settings.name.clone(),
+            text.to_string(),
+        );
+        *last = Some((key, made.clone()));
+        made
+    })
 }
 
 /// One line of plain text of at most [`DESCRIPTION_CHARS`] characters, cut at a word.
