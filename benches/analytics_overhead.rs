@@ -22,12 +22,26 @@
 //! snapshots waited for a journal as large as the last snapshot: 87.5 % then 90.5 % (thirty
 //! rounds pooled, three busy lock sessions; in memory, where both builds run the same code,
 //! 84.6 % and 91.3 %: the noise between runs is of that size). The client runs in this process
-//! (pinning it apart with `taskset` is not possible), so both sites pay for it alike.
+//! (pinning it apart with `taskset` is not possible), so both sites pay for it alike. Server CPU
+//! per page (`BENCH_CPU=1`, six rounds, a busy lock session): 75.8 µs with the log off, 97.8 µs
+//! on; the release binary under `wrk` in the same session, 31.2 µs and 46.7 µs: the log costs
+//! about 15 µs a product page where 97 % allows about 1 µs (docs/data-model.md, "Server CPU per
+//! page").
 //!
 //! `cargo bench -p bazaar --bench analytics_overhead` (BENCH_SECONDS per round, default 5;
 //! BENCH_ROUNDS, default 7; BENCH_CONNECTIONS, default 64; BENCH_PRODUCTS, default 1 000;
 //! BENCH_FLUSH_MS, another `analytics.flush_interval_ms` than config.toml's; BENCH_STORE, `disk`
 //! by default or `memory`).
+//!
+//! `BENCH_CPU=1` measures what the log costs the server instead of its throughput: each site
+//! runs in a process of its own (this benchmark in `BENCH_SERVE` mode), loaded in turn as above,
+//! and the server's CPU time (user and system of every thread of its process, from `/proc`, so
+//! Linux only) is divided by the pages it served. Rounds alternate the order and each waits a
+//! second after its load, so the writer's batch of the round is written and counted. On a shared
+//! 2-core machine throughput ratios swing by about 7 points between runs (see the figures
+//! above), so a log costing 3 % cannot be told from one costing 10 % by them; CPU per page moves
+//! far less. With the cores saturated, throughput is inversely proportional to it, so the
+//! issue's 97 % means the log may add at most about 3 % of the server's CPU per page.
 //!
 //! `BENCH_SERVE=on` (or `off`: the traffic log) only starts that one site (on BENCH_STORE's store), writes its product
 //! paths one a line to `BENCH_PATHS` (default `target/analytics_overhead_paths.txt`), prints its
@@ -214,6 +228,9 @@ async fn bench() -> anyhow::Result<()> {
     if let Ok(which) = std::env::var("BENCH_SERVE") {
         return serve(which == "on", products, Duration::from_secs(seconds)).await;
     }
+    if std::env::var("BENCH_CPU").is_ok_and(|v| v != "0") {
+        return cpu_per_request(rounds, connections, Duration::from_secs(seconds)).await;
+    }
     // Kept until both sites have stopped: a store on disk is deleted with its directory.
     let (off_store, on_store) = (Store::from_env()?, Store::from_env()?);
     let (off_base, off_slugs, off_app) = start_site(false, products, &off_store).await?;
@@ -348,5 +365,156 @@ async fn serve(events: bool, products: u64, duration: Duration) -> anyhow::Resul
     }
     handle.stop(true).await;
     let _ = server.await;
+    Ok(())
+}
+
+/// A site served by a child process (this benchmark in `BENCH_SERVE` mode), so its CPU time can
+/// be read apart from the load client's.
+struct ChildSite {
+    child: std::process::Child,
+    /// The child's output, kept open so a line it prints later does not fail.
+    _output: std::io::BufReader<std::process::ChildStdout>,
+    base: String,
+    slugs: Arc<Vec<String>>,
+}
+
+impl ChildSite {
+    /// Start this executable serving one site (traffic log on or off) on BENCH_STORE's store,
+    /// with BENCH_PRODUCTS products, until it is killed.
+    fn start(events: bool) -> anyhow::Result<ChildSite> {
+        use std::io::BufRead;
+        let which = if events { "on" } else { "off" };
+        let paths = std::env::temp_dir().join(format!(
+            "analytics_overhead_{}_{which}.txt",
+            std::process::id()
+        ));
+        let mut child = std::process::Command::new(std::env::current_exe()?)
+            .arg("--bench")
+            .env("BENCH_SERVE", which)
+            .env_remove("BENCH_CPU")
+            // Served until killed (a day at most).
+            .env("BENCH_SECONDS", "86400")
+            .env("BENCH_PATHS", &paths)
+            .stdout(std::process::Stdio::piped())
+            .spawn()?;
+        let stdout = child
+            .stdout
+            .take()
+            .ok_or_else(|| anyhow::anyhow!("the site's output is not piped"))?;
+        let mut output = std::io::BufReader::new(stdout);
+        let mut first = String::new();
+        output.read_line(&mut first)?;
+        let Some(base) = first
+            .split_whitespace()
+            .find(|word| word.starts_with("http://"))
+        else {
+            let _ = child.kill();
+            anyhow::bail!("the site (traffic log {which}) did not start: {first:?}");
+        };
+        let slugs = std::fs::read_to_string(&paths)?
+            .lines()
+            .filter_map(|line| line.strip_prefix("/products/").map(str::to_string))
+            .collect();
+        let _ = std::fs::remove_file(&paths);
+        Ok(ChildSite {
+            base: base.to_string(),
+            slugs: Arc::new(slugs),
+            child,
+            _output: output,
+        })
+    }
+
+    /// The CPU time the site's process has used so far (user and system, every thread:
+    /// the HTTP workers, the traffic log's writer, the embedded store's threads).
+    fn cpu(&self) -> anyhow::Result<Duration> {
+        let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()))?;
+        // The fields after the command name (which may hold spaces) in parentheses; utime and
+        // stime are the 14th and 15th fields of the line, the 12th and 13th after it.
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        let ticks = |i: usize| -> anyhow::Result<u64> {
+            Ok(fields
+                .get(i)
+                .ok_or_else(|| anyhow::anyhow!("/proc stat without field {i}"))?
+                .parse()?)
+        };
+        // /proc counts in USER_HZ, which Linux fixes at 100 a second for user space.
+        Ok(Duration::from_millis(10 * (ticks(11)? + ticks(12)?)))
+    }
+}
+
+impl Drop for ChildSite {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `BENCH_CPU=1`: the server's CPU time per product page with the traffic log on and off. Each
+/// site runs in a process of its own, so its CPU time (read from `/proc`, Linux only) is the
+/// server's alone, not the load client's. Throughput on a shared 2-core machine swings by
+/// several points between rounds; the CPU a request costs the server moves far less, so a cost
+/// of a few percent can be seen. Each round loads one site then the other (alternating which
+/// goes first) and then waits a second, so the traffic log's writer (which lingers half a
+/// second before writing a batch) has written the round's events: their cost counts in the
+/// round. Prints each round and the medians; the log's cost is the difference per request.
+async fn cpu_per_request(rounds: u64, connections: u64, duration: Duration) -> anyhow::Result<()> {
+    let sites = [ChildSite::start(false)?, ChildSite::start(true)?];
+    println!(
+        "server CPU per product page, {} products, {}, {connections} connections, {} s per \
+         round, each site in its own process",
+        sites[0].slugs.len(),
+        std::env::var("BENCH_STORE")
+            .ok()
+            .filter(|s| s == "memory")
+            .map_or("embedded store on disk", |_| "in-memory store"),
+        duration.as_secs()
+    );
+    for site in &sites {
+        load(&site.base, &site.slugs, connections, Duration::from_secs(1)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    println!("| round | log off req/s | off µs/page | log on req/s | on µs/page | on − off µs |");
+    println!("|---|---|---|---|---|---|");
+    let (mut off, mut on, mut extra) = (Vec::new(), Vec::new(), Vec::new());
+    let mut rates = [Vec::new(), Vec::new()];
+    for round in 1..=rounds {
+        let order = if round % 2 == 1 { [0, 1] } else { [1, 0] };
+        let mut cost = [0.0f64; 2];
+        let mut rate = [0.0f64; 2];
+        for i in order {
+            let site = &sites[i];
+            let before = site.cpu()?;
+            let (pages, took, _) = load(&site.base, &site.slugs, connections, duration).await;
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let used = site.cpu()? - before;
+            cost[i] = used.as_secs_f64() * 1e6 / pages.max(1) as f64;
+            rate[i] = pages as f64 / took.as_secs_f64();
+        }
+        println!(
+            "| {round} | {:.0} | {:.1} | {:.0} | {:.1} | {:+.1} |",
+            rate[0],
+            cost[0],
+            rate[1],
+            cost[1],
+            cost[1] - cost[0]
+        );
+        off.push(cost[0]);
+        on.push(cost[1]);
+        extra.push(cost[1] - cost[0]);
+        rates[0].push(rate[0]);
+        rates[1].push(rate[1]);
+    }
+    let (off, on, extra) = (median(off), median(on), median(extra));
+    let [off_rate, on_rate] = rates.map(median);
+    println!(
+        "median of {rounds} rounds: server CPU per page, traffic log off {off:.1} µs, on {on:.1} µs \
+         (median difference {extra:+.1} µs, {:.1}% of off); the throughput this allows on \
+         saturated cores, off/on, {:.1}%; measured req/s off {off_rate:.0}, on {on_rate:.0}",
+        extra / off * 100.0,
+        off / on * 100.0
+    );
     Ok(())
 }
