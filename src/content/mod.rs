@@ -20,6 +20,7 @@ pub mod model;
 pub mod pages;
 pub mod photos;
 pub(crate) mod preview;
+pub(crate) mod rendered;
 pub mod revisions;
 pub mod store;
 pub mod stream;

@@ -17,6 +17,7 @@ use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::comments::thread::{self, PageAt, ThreadView};
 use crate::content::model::{self, section, Node, Section};
+use crate::content::rendered::Part;
 use crate::content::store;
 use crate::content::stream::{self, At, Cursor, Neighbour};
 use crate::db::{Db, DbError};
@@ -49,18 +50,28 @@ const TAG_LIMIT: i64 = 50;
 pub(crate) struct SectionPage {
     pub(crate) layout: Layout,
     pub(crate) section: &'static Section,
-    /// The page's cards (no body text: `metadata.summary` stands in for it) and where its
-    /// "Newer" and "Older" links lead, as the content cache holds them.
-    pub(crate) stream: Arc<stream::Page>,
+    /// The page's cards and its "Newer" and "Older" links ([`StreamPart`]), as rendered once
+    /// for the cached page.
+    pub(crate) cards: Arc<str>,
 }
 
-impl SectionPage {
+/// A stream page's cards (no body text: `metadata.summary` stands in for it) and its "Newer"
+/// and "Older" links: what a [`SectionPage`] shows of the cached [`stream::Page`], rendered
+/// once per cached page and site settings (`content::rendered`).
+#[derive(Template)]
+#[template(path = "content/_stream.html")]
+struct StreamPart<'a> {
+    section: &'static Section,
+    stream: &'a stream::Page,
+}
+
+impl StreamPart<'_> {
     /// Where "Newer posts" leads: the first page when it is the newest.
-    pub(crate) fn newer_url(&self, point: &Cursor) -> String {
+    fn newer_url(&self, point: &Cursor) -> String {
         format!("/{}/?after={}", self.section.name, point.token())
     }
 
-    pub(crate) fn older_url(&self, point: &Cursor) -> String {
+    fn older_url(&self, point: &Cursor) -> String {
         format!("/{}/?before={}", self.section.name, point.token())
     }
 }
@@ -88,8 +99,8 @@ pub(crate) struct NodePage {
 pub(crate) struct TagPage {
     pub(crate) layout: Layout,
     pub(crate) tag: String,
-    /// What the tag page lists, as the content cache holds it.
-    pub(crate) listing: Arc<TagListing>,
+    /// What the tag page lists ([`TagListingPart`]), as rendered once for the cached listing.
+    pub(crate) listed: Arc<str>,
 }
 
 /// The newest published nodes and the products on sale carrying a tag (at most
@@ -98,6 +109,22 @@ pub(crate) struct TagPage {
 pub(crate) struct TagListing {
     pub(crate) nodes: Vec<Node>,
     pub(crate) products: Vec<ProductCard>,
+    /// The listing rendered as the tag page shows it ([`TagListingPart`]).
+    shown: Part,
+}
+
+/// The posts and products a [`TagPage`] lists, rendered once per cached [`TagListing`] and
+/// site settings (`content::rendered`: the dates' time zone, the prices' currency).
+#[derive(Template)]
+#[template(path = "content/_tag_listing.html")]
+struct TagListingPart<'a> {
+    listing: &'a TagListing,
+}
+
+/// `part` rendered, as a page's error when rendering fails.
+fn render_part(part: &impl Template) -> Result<String, AppError> {
+    part.render()
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))
 }
 
 /// The tag page's listing: from the content cache while fresh (a product write through this
@@ -108,7 +135,11 @@ async fn tag_listing(state: &AppState, tag: &str) -> Result<Arc<TagListing>, App
     Ok(crate::content::cache::get_or_load(db, key, true, async {
         let nodes = store::published_with_tag(db, tag, TAG_LIMIT).await?;
         let products = products::with_tag(db, tag, TAG_LIMIT).await?;
-        Ok::<_, crate::db::DbError>(TagListing { nodes, products })
+        Ok::<_, crate::db::DbError>(TagListing {
+            nodes,
+            products,
+            shown: Part::default(),
+        })
     })
     .await?)
 }
@@ -148,10 +179,16 @@ pub(crate) async fn list(
         format!("{} · {}", layout.meta.site_name, section.title),
         &format!("/{}/feed.atom", section.name),
     );
+    let cards = stream.shown.get_or_render(&crate::db::site::current(), || {
+        render_part(&StreamPart {
+            section,
+            stream: &stream,
+        })
+    })?;
     render(&SectionPage {
         layout,
         section,
-        stream,
+        cards,
     })
 }
 
@@ -598,9 +635,14 @@ pub(crate) async fn tag(
         format!("{} · tagged {tag}", layout.meta.site_name),
         &crate::content::feed::tag_feed_path(&tag),
     );
+    let listed = listing
+        .shown
+        .get_or_render(&crate::db::site::current(), || {
+            render_part(&TagListingPart { listing: &listing })
+        })?;
     render(&TagPage {
         layout,
         tag,
-        listing,
+        listed,
     })
 }
