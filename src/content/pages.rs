@@ -20,12 +20,12 @@ use crate::content::model::{self, section, Node, Section};
 use crate::content::rendered::Part;
 use crate::content::store;
 use crate::content::stream::{self, At, Cursor, Neighbour};
+use crate::db::site::SiteSettings;
 use crate::db::{Db, DbError};
 use crate::domain::Slug;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
-use crate::db::site::SiteSettings;
 use crate::web::meta::{PageMeta, ScriptJson, SocialImage};
 
 /// Nodes per list page.
@@ -238,12 +238,14 @@ pub(crate) async fn list(
         format!("{} · {}", layout.meta.site_name, section.title),
         &format!("/{}/feed.atom", section.name),
     );
-    let cards = stream.shown.get_or_render(&crate::db::site::current(), || {
-        render_part(&StreamPart {
-            section,
-            stream: &stream,
-        })
-    })?;
+    let cards = stream
+        .shown
+        .get_or_render(&crate::db::site::current(), || {
+            render_part(&StreamPart {
+                section,
+                stream: &stream,
+            })
+        })?;
     render(&SectionPage {
         layout,
         section,

@@ -103,8 +103,14 @@ mod tests {
             renders.set(renders.get() + 1);
             Ok::<_, &str>(text.to_string())
         };
-        assert_eq!(&*part.get_or_render(&settings, || render("a")).unwrap(), "a");
-        assert_eq!(&*part.get_or_render(&settings, || render("b")).unwrap(), "a");
+        assert_eq!(
+            &*part.get_or_render(&settings, || render("a")).unwrap(),
+            "a"
+        );
+        assert_eq!(
+            &*part.get_or_render(&settings, || render("b")).unwrap(),
+            "a"
+        );
         assert_eq!(renders.get(), 1, "the second view used the kept part");
 
         // Settings read again (another allocation, even with equal values): made again.
