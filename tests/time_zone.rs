@@ -49,10 +49,17 @@ async fn readers_see_dates_in_the_sites_zone_and_editors_type_times_in_it() {
         .title("Late night")
         .text("Hello.")
         .published(Some(utc("2026-06-30T23:30:00Z")))
+        .tags(&["night"])
         .build(&app.db)
         .await;
     let before = page(&app, "/blog/late-night").await;
     assert_eq!(texts(&before, ".node-meta time"), ["30 June 2026"]);
+    // The stream and the tag page, viewed now, keep their rendered cards in the content cache
+    // (`content::rendered`): the views after the change below come from that cache.
+    let stream = page(&app, "/blog/").await;
+    assert_eq!(texts(&stream, ".node-meta time"), ["30 June 2026"]);
+    let tagged = page(&app, "/tags/night").await;
+    assert_eq!(texts(&tagged, ".tag-nodes time"), ["30 June 2026"]);
 
     assert_eq!(
         set_zone(&app, "Europe/Paris").await.status(),
@@ -65,6 +72,11 @@ async fn readers_see_dates_in_the_sites_zone_and_editors_type_times_in_it() {
         Some("2026-06-30T23:30:00Z"),
         "machines still read the instant in UTC"
     );
+    // The cached pages' parts are made again for the new settings.
+    let stream = page(&app, "/blog/").await;
+    assert_eq!(texts(&stream, ".node-meta time"), ["1 July 2026"]);
+    let tagged = page(&app, "/tags/night").await;
+    assert_eq!(texts(&tagged, ".tag-nodes time"), ["1 July 2026"]);
 
     // The editor shows and reads the publication time in Paris time.
     let draft = NodeBuilder::post("scheduled")

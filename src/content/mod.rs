@@ -5,7 +5,9 @@
 //! saves (`revisions`). Stream pages, a post itself with the first page of its comments, a
 //! post's neighbour links, tag pages and feeds are served from a cache of at most two seconds
 //! (`cache`), following the node writes reported in `changes` and the comment writes reported
-//! in `comments::changes`.
+//! in `comments::changes`; what those pages show of a cached value (a stream page's cards, a
+//! tag page's lists, a post's article and metadata) is rendered once and kept inside it
+//! (`rendered`).
 //! The admin screens are in `crate::admin::content`.
 
 pub mod cache;
@@ -20,6 +22,7 @@ pub mod model;
 pub mod pages;
 pub mod photos;
 pub(crate) mod preview;
+pub(crate) mod rendered;
 pub mod revisions;
 pub mod store;
 pub mod stream;

@@ -17,14 +17,16 @@ use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::comments::thread::{self, PageAt, ThreadView};
 use crate::content::model::{self, section, Node, Section};
+use crate::content::rendered::Part;
 use crate::content::store;
 use crate::content::stream::{self, At, Cursor, Neighbour};
+use crate::db::site::SiteSettings;
 use crate::db::{Db, DbError};
 use crate::domain::Slug;
 use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
-use crate::web::meta::PageMeta;
+use crate::web::meta::{PageMeta, ScriptJson, SocialImage};
 
 /// Nodes per list page.
 pub const PAGE_SIZE: i64 = 10;
@@ -49,18 +51,28 @@ const TAG_LIMIT: i64 = 50;
 pub(crate) struct SectionPage {
     pub(crate) layout: Layout,
     pub(crate) section: &'static Section,
-    /// The page's cards (no body text: `metadata.summary` stands in for it) and where its
-    /// "Newer" and "Older" links lead, as the content cache holds them.
-    pub(crate) stream: Arc<stream::Page>,
+    /// The page's cards and its "Newer" and "Older" links ([`StreamPart`]), as rendered once
+    /// for the cached page.
+    pub(crate) cards: Arc<str>,
 }
 
-impl SectionPage {
+/// A stream page's cards (no body text: `metadata.summary` stands in for it) and its "Newer"
+/// and "Older" links: what a [`SectionPage`] shows of the cached [`stream::Page`], rendered
+/// once per cached page and site settings (`content::rendered`).
+#[derive(Template)]
+#[template(path = "content/_stream.html")]
+struct StreamPart<'a> {
+    section: &'static Section,
+    stream: &'a stream::Page,
+}
+
+impl StreamPart<'_> {
     /// Where "Newer posts" leads: the first page when it is the newest.
-    pub(crate) fn newer_url(&self, point: &Cursor) -> String {
+    fn newer_url(&self, point: &Cursor) -> String {
         format!("/{}/?after={}", self.section.name, point.token())
     }
 
-    pub(crate) fn older_url(&self, point: &Cursor) -> String {
+    fn older_url(&self, point: &Cursor) -> String {
         format!("/{}/?before={}", self.section.name, point.token())
     }
 }
@@ -72,6 +84,8 @@ pub(crate) struct NodePage {
     pub(crate) section: &'static Section,
     /// The node, as the content cache holds it (shared by the views meanwhile).
     pub(crate) node: Arc<Node>,
+    /// What the page shows of the node alone, made once per cached node.
+    pub(crate) view: Arc<PostView>,
     /// The posts just newer and just older in the section (none for pages).
     pub(crate) newer: Option<Neighbour>,
     pub(crate) older: Option<Neighbour>,
@@ -83,13 +97,69 @@ pub(crate) struct NodePage {
     pub(crate) now: bson::DateTime,
 }
 
+/// What a post's (or page's) page shows of the node alone, made once per cached node and
+/// site settings and address (`content::rendered`) rather than once per view: the article's
+/// HTML ([`PostBody`]) and the node's `<head>` metadata. A preview and a refused comment's
+/// page, which read the node from the database, make their own.
+pub(crate) struct PostView {
+    /// The article's breadcrumb, title, date line, body and tags.
+    body: String,
+    /// The title, description, picture and structured data [`node_meta`] sets.
+    title: String,
+    description: String,
+    image: Option<SocialImage>,
+    json_ld: Vec<ScriptJson>,
+}
+
+impl PostView {
+    /// The view of `node` in `section` for pages with these settings at this site address.
+    fn new(
+        section: &'static Section,
+        node: &Node,
+        settings: &SiteSettings,
+        site_url: &str,
+    ) -> Result<PostView, AppError> {
+        let body = render_part(&PostBody { section, node })?;
+        // The defaults of a public page, then what the node changes: only the fields this
+        // view keeps are read back (the canonical address is the request's).
+        let mut meta = PageMeta::for_page(site_url, "", settings);
+        node_meta(&mut meta, section, node);
+        Ok(PostView {
+            body,
+            json_ld: meta.take_json_ld(),
+            title: meta.title,
+            description: meta.description,
+            image: meta.image,
+        })
+    }
+
+    /// Sets what [`node_meta`] sets in `meta` (the layout's defaults for the page).
+    fn fill_meta(&self, meta: &mut PageMeta, section: &Section) {
+        meta.title.clone_from(&self.title);
+        meta.description.clone_from(&self.description);
+        meta.image.clone_from(&self.image);
+        section_meta(meta, section);
+        for json in &self.json_ld {
+            meta.push_script_json(json.clone());
+        }
+    }
+}
+
+/// The part of a node's page inside its `<article>` before the neighbour links.
+#[derive(Template)]
+#[template(path = "content/_post.html")]
+struct PostBody<'a> {
+    section: &'static Section,
+    node: &'a Node,
+}
+
 #[derive(Template)]
 #[template(path = "content/tag.html")]
 pub(crate) struct TagPage {
     pub(crate) layout: Layout,
     pub(crate) tag: String,
-    /// What the tag page lists, as the content cache holds it.
-    pub(crate) listing: Arc<TagListing>,
+    /// What the tag page lists ([`TagListingPart`]), as rendered once for the cached listing.
+    pub(crate) listed: Arc<str>,
 }
 
 /// The newest published nodes and the products on sale carrying a tag (at most
@@ -98,6 +168,22 @@ pub(crate) struct TagPage {
 pub(crate) struct TagListing {
     pub(crate) nodes: Vec<Node>,
     pub(crate) products: Vec<ProductCard>,
+    /// The listing rendered as the tag page shows it ([`TagListingPart`]).
+    shown: Part,
+}
+
+/// The posts and products a [`TagPage`] lists, rendered once per cached [`TagListing`] and
+/// site settings (`content::rendered`: the dates' time zone, the prices' currency).
+#[derive(Template)]
+#[template(path = "content/_tag_listing.html")]
+struct TagListingPart<'a> {
+    listing: &'a TagListing,
+}
+
+/// `part` rendered, as a page's error when rendering fails.
+fn render_part(part: &impl Template) -> Result<String, AppError> {
+    part.render()
+        .map_err(|e| AppError::Internal(anyhow::anyhow!("rendering a template failed: {e}")))
 }
 
 /// The tag page's listing: from the content cache while fresh (a product write through this
@@ -108,7 +194,11 @@ async fn tag_listing(state: &AppState, tag: &str) -> Result<Arc<TagListing>, App
     Ok(crate::content::cache::get_or_load(db, key, true, async {
         let nodes = store::published_with_tag(db, tag, TAG_LIMIT).await?;
         let products = products::with_tag(db, tag, TAG_LIMIT).await?;
-        Ok::<_, crate::db::DbError>(TagListing { nodes, products })
+        Ok::<_, crate::db::DbError>(TagListing {
+            nodes,
+            products,
+            shown: Part::default(),
+        })
     })
     .await?)
 }
@@ -148,10 +238,18 @@ pub(crate) async fn list(
         format!("{} · {}", layout.meta.site_name, section.title),
         &format!("/{}/feed.atom", section.name),
     );
+    let cards = stream
+        .shown
+        .get_or_render(&crate::db::site::current(), || {
+            render_part(&StreamPart {
+                section,
+                stream: &stream,
+            })
+        })?;
     render(&SectionPage {
         layout,
         section,
-        stream,
+        cards,
     })
 }
 
@@ -163,10 +261,14 @@ pub(crate) async fn show(
     params: web::Query<HashMap<String, String>>,
 ) -> Result<HttpResponse, AppError> {
     let (section_name, slug) = path.into_inner();
-    let path = (section_name.clone(), slug.clone());
-    let (section, node) = match published_node(&state, path, Read::Cached).await {
-        Err(AppError::NotFound) => return moved(&req, &state, &section_name, &slug, "").await,
-        found => found?,
+    let section = known_section(&section_name)?;
+    let cached = match Slug::parse(&slug) {
+        Ok(slug) => shown_node(&state.db, section.name, &slug).await?,
+        // An address segment that is no slug names no node.
+        Err(_) => None,
+    };
+    let Some((node, cached)) = cached else {
+        return moved(&req, &state, &section_name, &slug, "").await;
     };
     let at = PageAt::from_params(
         params.get("after").map(String::as_str),
@@ -176,11 +278,17 @@ pub(crate) async fn show(
     thread.prefill_remembered(&req);
     let (newer, older) = neighbours_of(&state, section, &node).await?;
     let mut layout = Layout::public(&req);
-    node_meta(&mut layout.meta, section, &node);
+    let settings = crate::db::site::current();
+    let site_url = &layout.meta.site_url;
+    let view = cached.view.get_or_make(&settings, site_url, || {
+        PostView::new(section, &node, &settings, site_url).map(Arc::new)
+    })?;
+    view.fill_meta(&mut layout.meta, section);
     render(&NodePage {
         layout,
         section,
         node,
+        view,
         newer,
         older,
         thread,
@@ -255,12 +363,19 @@ pub(crate) async fn preview(
     )
     .await?;
     let mut layout = Layout::public(&req);
-    node_meta(&mut layout.meta, section, &node);
+    let view = PostView::new(
+        section,
+        &node,
+        &crate::db::site::current(),
+        &layout.meta.site_url,
+    )?;
+    view.fill_meta(&mut layout.meta, section);
     layout.meta.noindex = true;
     let mut response = render(&NodePage {
         layout,
         section,
         node,
+        view: Arc::new(view),
         newer: None,
         older: None,
         thread,
@@ -294,15 +409,10 @@ fn node_meta(meta: &mut PageMeta, section: &Section, node: &Node) {
     if let Some(file) = node.photo_file() {
         meta.picture(file, &node.metadata.title);
     }
-    meta.add_feed(
-        format!("{} · {}", meta.site_name, section.title),
-        &format!("/{}/feed.atom", section.name),
-    );
+    section_meta(meta, section);
     if section.name == "pages" {
         return;
     }
-    // Posts of the tumblelog and the gallery are articles with an author and dates.
-    meta.og_type = "article";
     let url = meta.absolute(&node.url());
     let published = node.metadata.published.unwrap_or(node.metadata.created);
     let settings = crate::db::site::current();
@@ -328,6 +438,19 @@ fn node_meta(meta: &mut PageMeta, section: &Section, node: &Node) {
         keywords: (!keywords.is_empty()).then_some(keywords.as_str()),
     });
     meta.push_script_json(data);
+}
+
+/// What a node's section sets in its page's metadata: the section's feed, and for the
+/// tumblelog and the gallery (not pages) the `article` type, since their posts are articles
+/// with an author and dates.
+fn section_meta(meta: &mut PageMeta, section: &Section) {
+    meta.add_feed(
+        format!("{} · {}", meta.site_name, section.title),
+        &format!("/{}/feed.atom", section.name),
+    );
+    if section.name != "pages" {
+        meta.og_type = "article";
+    }
 }
 
 /// schema.org's `BlogPosting`, serialized in this key order (picture and keywords last, when
@@ -387,7 +510,9 @@ async fn published_node(
     // An address segment that is no slug names no node (a 404, like any unknown slug).
     let slug = Slug::parse(&slug).map_err(|_| AppError::NotFound)?;
     let node = match read {
-        Read::Cached => shown_node(&state.db, section.name, &slug).await?,
+        Read::Cached => shown_node(&state.db, section.name, &slug)
+            .await?
+            .map(|(node, _)| node),
         Read::Fresh => store::published_by_slug(&state.db, section.name, &slug)
             .await?
             .map(Arc::new),
@@ -396,44 +521,47 @@ async fn published_node(
 }
 
 /// A post (or page) as the content cache keeps it: the node at its address unless it is a
-/// draft (`None`: no node there, or a draft), and whether this entry's node was marked live.
+/// draft (`None`: no node there, or a draft), what its page shows of it once a view has made
+/// that, and whether this entry's node was marked live.
 struct CachedNode {
     node: Option<Arc<Node>>,
+    view: Part<PostView>,
     /// [`store::keep_shown`] has marked the node live for this entry: a scheduled node shown
     /// before the background job marked it is written once per entry, not once per view.
     marked_live: AtomicBool,
 }
 
-/// The node at `/{section}/{slug}` if a visitor may see it now: from the content cache while
-/// fresh (at most [`crate::content::cache::TTL`] old, dropped by this instance's node and
-/// comment writes), else one find. The cache keeps scheduled nodes too and each view checks
-/// the publication time against the site's clock at the view, so a scheduled post shows once
-/// its time comes, not once the entry is reloaded.
+/// The node at `/{section}/{slug}` if a visitor may see it now, with the content cache's entry
+/// holding it: from the content cache while fresh (at most [`crate::content::cache::TTL`] old,
+/// dropped by this instance's node and comment writes), else one find. The cache keeps
+/// scheduled nodes too and each view checks the publication time against the site's clock at
+/// the view, so a scheduled post shows once its time comes, not once the entry is reloaded.
 async fn shown_node(
     db: &Db,
     section: &'static str,
     slug: &Slug,
-) -> Result<Option<Arc<Node>>, DbError> {
+) -> Result<Option<(Arc<Node>, Arc<CachedNode>)>, DbError> {
     let key = (section, slug.as_str().to_string());
     let cached = crate::content::cache::get_or_load(db, key, false, async {
         let node = store::published_or_scheduled_by_slug(db, section, slug).await?;
         Ok::<_, DbError>(CachedNode {
             node: node.map(Arc::new),
+            view: Part::default(),
             marked_live: AtomicBool::new(false),
         })
     })
     .await?;
-    let Some(node) = &cached.node else {
+    let Some(node) = cached.node.clone() else {
         return Ok(None);
     };
-    if !store::is_visible_at(node, db.now()) {
+    if !store::is_visible_at(&node, db.now()) {
         return Ok(None);
     }
     if !node.metadata.live && !cached.marked_live.load(Ordering::Relaxed) {
-        store::keep_shown(db, std::slice::from_ref(&**node)).await?;
+        store::keep_shown(db, std::slice::from_ref(&*node)).await?;
         cached.marked_live.store(true, Ordering::Relaxed);
     }
-    Ok(Some(Arc::clone(node)))
+    Ok(Some((node, cached)))
 }
 
 /// Nothing published at `/{section}/{slug}`: when a published node was renamed away from that
@@ -504,10 +632,18 @@ pub(crate) async fn post_comment(
             .await?;
             thread.form = form;
             let (newer, older) = neighbours_of(&state, section, &node).await?;
+            let layout = Layout::public(&req);
+            let view = PostView::new(
+                section,
+                &node,
+                &crate::db::site::current(),
+                &layout.meta.site_url,
+            )?;
             let page = NodePage {
-                layout: Layout::public(&req),
+                layout,
                 section,
                 node,
+                view: Arc::new(view),
                 newer,
                 older,
                 thread,
@@ -598,9 +734,14 @@ pub(crate) async fn tag(
         format!("{} · tagged {tag}", layout.meta.site_name),
         &crate::content::feed::tag_feed_path(&tag),
     );
+    let listed = listing
+        .shown
+        .get_or_render(&crate::db::site::current(), || {
+            render_part(&TagListingPart { listing: &listing })
+        })?;
     render(&TagPage {
         layout,
         tag,
-        listing,
+        listed,
     })
 }

@@ -29,6 +29,7 @@ use serde::Deserialize;
 
 use crate::content::cache;
 use crate::content::model::{self, Node};
+use crate::content::rendered::Part;
 use crate::content::store;
 use crate::db::{Db, DbError};
 
@@ -121,6 +122,9 @@ pub struct Page {
     pub(crate) nodes: Vec<Node>,
     pub(crate) newer: Option<Cursor>,
     pub(crate) older: Option<Cursor>,
+    /// The page's cards and links as a stream page shows them (`content::pages::StreamPart`),
+    /// once a view has rendered them.
+    pub(crate) shown: Part,
 }
 
 /// The filter of a section's visible nodes narrowed by `range` (on `metadata.published` and
@@ -237,6 +241,7 @@ async fn load_page(db: &Db, section: &str, at: At, size: i64) -> Result<Page, Db
                     nodes: Vec::new(),
                     newer: None,
                     older: None,
+                    shown: Part::default(),
                 });
             };
             let nodes: Vec<Node> = past(db, section, *point, true, projection, probe).await?;
@@ -268,6 +273,7 @@ async fn load_page(db: &Db, section: &str, at: At, size: i64) -> Result<Page, Db
         nodes,
         newer,
         older,
+        shown: Part::default(),
     })
 }
 
