@@ -760,8 +760,8 @@ impl Collection {
                     // more than half of the group: the walk then reads at most twice the
                     // entries it would after excluding first. Otherwise (or without that
                     // walk) the excluded records leave the group first.
-                    let exclude_as_met =
-                        walk_by_id(group.len()) && negated_postings.saturating_mul(2) <= group.len();
+                    let exclude_as_met = walk_by_id(group.len())
+                        && negated_postings.saturating_mul(2) <= group.len();
                     if !exclude_as_met {
                         group.retain(|record| !excluded(*record));
                     }

@@ -283,7 +283,11 @@ impl FieldTree {
         for path in paths {
             let mut node = &mut root;
             for part in path.split('.') {
-                let at = match node.children.iter().position(|(k, _)| &**k == part.as_bytes()) {
+                let at = match node
+                    .children
+                    .iter()
+                    .position(|(k, _)| &**k == part.as_bytes())
+                {
                     Some(at) => at,
                     None => {
                         node.children
