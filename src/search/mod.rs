@@ -404,11 +404,6 @@ fn matched_fields(
     matched
 }
 
-/// At most `max` characters of `text`, cut at a word, with an ellipsis when cut.
-pub(crate) fn excerpt(text: &str, max: usize) -> String {
-    excerpt_of_flat(&flatten(text), max)
-}
-
 /// `text`'s words joined by single spaces.
 fn flatten(text: &str) -> String {
     let mut flat = String::with_capacity(text.len());
@@ -421,8 +416,9 @@ fn flatten(text: &str) -> String {
     flat
 }
 
-/// [`excerpt`] of a text already [`flatten`]ed: only its first `max` characters are read (a
-/// post's whole body was read several times over for each result).
+/// At most `max` characters of the [`flatten`]ed text `flat`, cut at a word, with an ellipsis
+/// when cut. Only its first `max` characters are read (a post's whole body was read several
+/// times over for each result).
 fn excerpt_of_flat(flat: &str, max: usize) -> String {
     let Some((end, _)) = flat.char_indices().nth(max) else {
         return flat.to_string();
@@ -616,6 +612,11 @@ mod tests {
             }
         }
         assert_eq!(words.seen.len(), 10, "{:?}", words.seen);
+    }
+
+    /// At most `max` characters of `text`, cut at a word, with an ellipsis when cut.
+    fn excerpt(text: &str, max: usize) -> String {
+        excerpt_of_flat(&flatten(text), max)
     }
 
     #[test]
