@@ -404,15 +404,28 @@ fn matched_fields(
     matched
 }
 
-/// At most `max` characters of `text`, cut at a word, with an ellipsis when cut.
-pub(crate) fn excerpt(text: &str, max: usize) -> String {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() <= max {
-        return flat;
+/// `text`'s words joined by single spaces.
+fn flatten(text: &str) -> String {
+    let mut flat = String::with_capacity(text.len());
+    for word in text.split_whitespace() {
+        if !flat.is_empty() {
+            flat.push(' ');
+        }
+        flat.push_str(word);
     }
-    let cut: String = flat.chars().take(max).collect();
+    flat
+}
+
+/// At most `max` characters of the [`flatten`]ed text `flat`, cut at a word, with an ellipsis
+/// when cut. Only its first `max` characters are read (a post's whole body was read several
+/// times over for each result).
+fn excerpt_of_flat(flat: &str, max: usize) -> String {
+    let Some((end, _)) = flat.char_indices().nth(max) else {
+        return flat.to_string();
+    };
+    let cut = &flat[..end];
     let cut = match cut.rfind(' ') {
-        Some(i) if i > max / 2 => cut[..i].to_string(),
+        Some(i) if i > max / 2 => &cut[..i],
         _ => cut,
     };
     format!("{cut}…")
@@ -422,7 +435,7 @@ pub(crate) fn excerpt(text: &str, max: usize) -> String {
 /// matched word when that would be cut off), split into [`Piece`]s with the words `words`
 /// matches marked.
 pub(crate) fn highlighted(text: &str, words: &mut WordMatcher<'_>, max: usize) -> Vec<Piece> {
-    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat = flatten(text);
     // Where the first matched word starts, in characters.
     let first = word_spans(&flat)
         .into_iter()
@@ -432,14 +445,19 @@ pub(crate) fn highlighted(text: &str, words: &mut WordMatcher<'_>, max: usize) -
         // Far enough in that the excerpt would end before it: start a few words before it.
         Some(at) if at + 20 > max => {
             let from = at.saturating_sub(40);
-            let tail: String = flat.chars().skip(from).collect();
+            let tail = flat
+                .char_indices()
+                .nth(from)
+                .map_or("", |(i, _)| &flat[i..]);
+            // (A part of `flat`, so already flat: it never starts with a space, as a space
+            // found first is dropped here.)
             let tail = match tail.find(' ') {
-                Some(i) if from > 0 && i < 40 => tail[i + 1..].to_string(),
+                Some(i) if from > 0 && i < 40 => &tail[i + 1..],
                 _ => tail,
             };
-            format!("…{}", excerpt(&tail, max))
+            format!("…{}", excerpt_of_flat(tail, max))
         }
-        _ => excerpt(&flat, max),
+        _ => excerpt_of_flat(&flat, max),
     };
     let mut pieces: Vec<Piece> = Vec::new();
     let mut push = |text: &str, matched: bool| match pieces.last_mut() {
@@ -596,9 +614,45 @@ mod tests {
         assert_eq!(words.seen.len(), 10, "{:?}", words.seen);
     }
 
+    /// At most `max` characters of `text`, cut at a word, with an ellipsis when cut.
+    fn excerpt(text: &str, max: usize) -> String {
+        excerpt_of_flat(&flatten(text), max)
+    }
+
     #[test]
     fn excerpts_cut_at_a_word() {
         assert_eq!(excerpt("short  text", 50), "short text");
         assert_eq!(excerpt("one two three four", 12), "one two…");
+    }
+
+    #[test]
+    fn excerpts_read_only_their_start_and_say_what_reading_the_whole_text_said() {
+        // The excerpt as it was made from the whole text: every character counted and copied.
+        fn whole(text: &str, max: usize) -> String {
+            let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            if flat.chars().count() <= max {
+                return flat;
+            }
+            let cut: String = flat.chars().take(max).collect();
+            let cut = match cut.rfind(' ') {
+                Some(i) if i > max / 2 => cut[..i].to_string(),
+                _ => cut,
+            };
+            format!("{cut}…")
+        }
+        let texts = [
+            "",
+            "   ",
+            "one",
+            " café  crème\tbrûlée \n déjà vu ",
+            "naïve words — with ünïcödé, and   spaces\n\nbetween paragraphs of a longer post",
+            "a b c d e f g h i j k l m n o p q r s t u v w x y z",
+            "x",
+        ];
+        for text in texts {
+            for max in 0..40 {
+                assert_eq!(excerpt(text, max), whole(text, max), "{text:?} {max}");
+            }
+        }
     }
 }

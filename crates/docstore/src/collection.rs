@@ -737,21 +737,35 @@ impl Collection {
                         .map(|i| (i, *ascending)),
                     _ => None,
                 };
+                // Postings of the negated terms: at most this many records of a group are
+                // excluded.
+                let negated_postings: usize = negated.iter().map(|n| n.len()).sum();
                 while hits.len() < wanted {
                     let Some((score, mut group)) = walk.next_group() else {
                         break;
                     };
-                    group.retain(|record| !excluded(*record));
                     // A huge tie (a template's ten thousand editions) ordered by `_id` alone
                     // after the score: the `_id` index gives that order, and walking it until
                     // the page is full reads about `needed × documents / tied` entries instead
                     // of every tied record's `_id`, when that is far fewer.
                     let needed = wanted - hits.len();
-                    let tied = group.len();
-                    if tied >= TIE_WALK_FROM
-                        && needed.saturating_mul(self.docs.len()).saturating_mul(4)
-                            < tied.saturating_mul(tied)
-                    {
+                    let walk_by_id = |tied: usize| {
+                        id_order.is_some()
+                            && tied >= TIE_WALK_FROM
+                            && needed.saturating_mul(self.docs.len()).saturating_mul(4)
+                                < tied.saturating_mul(tied)
+                    };
+                    // The negated terms are looked up for the records the `_id` walk meets
+                    // only (a few pages' worth, not the whole tie), when they cannot exclude
+                    // more than half of the group: the walk then reads at most twice the
+                    // entries it would after excluding first. Otherwise (or without that
+                    // walk) the excluded records leave the group first.
+                    let exclude_as_met = walk_by_id(group.len())
+                        && negated_postings.saturating_mul(2) <= group.len();
+                    if !exclude_as_met {
+                        group.retain(|record| !excluded(*record));
+                    }
+                    if walk_by_id(group.len()) {
                         if let Some((id_index, ascending)) = id_order.as_ref() {
                             // The walk hands out a group in record order: membership is a
                             // binary search, where a set of the tied records (hashing tens of
@@ -764,6 +778,9 @@ impl Collection {
                                 }
                                 if members.binary_search(&record).is_ok() {
                                     left -= 1;
+                                    if exclude_as_met && excluded(record) {
+                                        continue;
+                                    }
                                     examine(record, score, &mut hits)?;
                                 }
                             }

@@ -129,6 +129,9 @@ pub(crate) struct BestFirst<'a> {
     read: Vec<usize>,
     /// Met records not handed out yet: [`score_key`] → records, in the order met.
     pending: BTreeMap<u64, Vec<RecordId>>,
+    /// The records one step of [`BestFirst::advance`] met, with their [`score_key`]s, before
+    /// they go into `pending` (kept to reuse its memory).
+    met: Vec<(u64, RecordId)>,
     /// Postings read from the lists (`keysExamined`).
     pub(crate) postings_read: u64,
 }
@@ -142,6 +145,7 @@ impl<'a> BestFirst<'a> {
             readers,
             read,
             pending: BTreeMap::new(),
+            met: Vec::new(),
             postings_read: 0,
         }
     }
@@ -171,9 +175,9 @@ impl<'a> BestFirst<'a> {
         }
     }
 
-    /// Meet `record`, read from list `from` with score `bits` there: unless an earlier list met
-    /// it, score it (its terms' scores summed in term order, from zero) and keep it.
-    fn meet(&mut self, from: usize, bits: u64, record: RecordId) {
+    /// Meet `record`, read from list `from` with score `bits` there: its score (its terms'
+    /// scores summed in term order, from zero), or `None` when an earlier list met it.
+    fn meet(&mut self, from: usize, bits: u64, record: RecordId) -> Option<f64> {
         let mut score = 0.0;
         for j in 0..self.terms.len() {
             let term_bits = if j == from {
@@ -182,7 +186,7 @@ impl<'a> BestFirst<'a> {
                 match self.readers[j].get(record) {
                     Some(b) => {
                         if self.read_in(j, b, record) {
-                            return;
+                            return None;
                         }
                         b
                     }
@@ -191,10 +195,7 @@ impl<'a> BestFirst<'a> {
             };
             score += f64::from_bits(term_bits);
         }
-        self.pending
-            .entry(score_key(score.to_bits()))
-            .or_default()
-            .push(record);
+        Some(score)
     }
 
     /// Read more postings: from the list whose next score is highest (the first such), up to
@@ -220,12 +221,25 @@ impl<'a> BestFirst<'a> {
             .take(RUN_STEP)
             .take_while(|(bits, _)| *bits == run_bits)
             .count();
+        let mut met = std::mem::take(&mut self.met);
         for &(bits, record) in &list[at..at + run] {
             // Moved past the posting first: `meet` asks this list's position of no record.
             self.read[i] += 1;
             self.postings_read += 1;
-            self.meet(i, bits, record);
+            if let Some(score) = self.meet(i, bits, record) {
+                met.push((score_key(score.to_bits()), record));
+            }
         }
+        // Into `pending` a run of equal scores at a time: a single word's run is one score,
+        // and looking its key up in the map once per record was most of the walk's time.
+        for same in met.chunk_by(|a, b| a.0 == b.0) {
+            self.pending
+                .entry(same[0].0)
+                .or_default()
+                .extend(same.iter().map(|&(_, record)| record));
+        }
+        met.clear();
+        self.met = met;
     }
 
     /// The next best score and every record that has it, in record order; `None` when no

@@ -256,8 +256,59 @@ pub(crate) struct TextIndex {
     /// Key fields after the text fields (kept in the definition; not used for matching).
     pub suffix: Vec<String>,
     weights: Vec<(String, f64)>,
+    /// The weighted fields as a tree of their paths' parts, for the walk over stored bytes
+    /// ([`TextIndex::visit_stored_strings`]); empty for a wildcard index.
+    fields: FieldTree,
     wildcard: Option<f64>,
     pub default_language: Language,
+}
+
+/// The weighted fields of a text index as a tree of their dotted paths' parts: `details.artist`
+/// and `details.genre` are the children `artist` and `genre` of the top-level child `details`.
+/// The walk over a stored document ([`TextIndex::visit_stored_strings`]) compares each key it
+/// meets with the few children of the field it is in, where building each dotted path and
+/// comparing it with every weighted field was most of a phrase search's time.
+#[derive(Debug, Clone, Default)]
+struct FieldTree {
+    /// Strings right at this path are indexed.
+    weighted: bool,
+    /// The next parts of the weighted paths below this one.
+    children: Vec<(Box<[u8]>, FieldTree)>,
+}
+
+impl FieldTree {
+    /// The tree of the dotted `paths`.
+    fn of<'a>(paths: impl IntoIterator<Item = &'a str>) -> FieldTree {
+        let mut root = FieldTree::default();
+        for path in paths {
+            let mut node = &mut root;
+            for part in path.split('.') {
+                let at = match node
+                    .children
+                    .iter()
+                    .position(|(k, _)| &**k == part.as_bytes())
+                {
+                    Some(at) => at,
+                    None => {
+                        node.children
+                            .push((part.as_bytes().into(), FieldTree::default()));
+                        node.children.len() - 1
+                    }
+                };
+                node = &mut node.children[at].1;
+            }
+            node.weighted = true;
+        }
+        root
+    }
+
+    /// The child for the key `key`.
+    fn child(&self, key: &[u8]) -> Option<&FieldTree> {
+        self.children
+            .iter()
+            .find(|(k, _)| &**k == key)
+            .map(|(_, child)| child)
+    }
 }
 
 impl TextIndex {
@@ -287,11 +338,13 @@ impl TextIndex {
         }
         let default_language = Language::parse(&options.default_language)
             .ok_or_else(|| Error::bad_value(Language::unsupported(&options.default_language)))?;
+        let fields = FieldTree::of(weights.iter().map(|(field, _)| field.as_str()));
         Ok(TextIndex {
             options: options.clone(),
             prefix,
             suffix,
             weights,
+            fields,
             wildcard,
             default_language,
         })
@@ -431,12 +484,66 @@ impl TextIndex {
         doc: &StoredDoc,
         visit: &mut dyn FnMut(&str),
     ) -> Option<()> {
-        let mut path = Vec::new();
-        self.walk_stored_document(doc.as_bytes(), &mut path, visit)
+        if self.wildcard.is_some() {
+            let mut path = Vec::new();
+            return self.walk_stored_document(doc.as_bytes(), &mut path, visit);
+        }
+        self.walk_stored_fields(doc.as_bytes(), &self.fields, visit)
     }
 
-    /// [`TextIndex::visit_stored_strings`] in the (embedded) document `bytes` found at the
-    /// dotted `path` (empty at the top).
+    /// [`TextIndex::visit_stored_strings`] for an index of named fields, in the (embedded)
+    /// document `bytes` at the field `node` of [`TextIndex::fields`] (the root at the top):
+    /// each key is looked up among the field's children, and only the elements found are read.
+    /// A key holding a dot that is not one of them gives `None`: with the path before it, it
+    /// could spell a weighted path (`values` joins keys with dots), so the decoded walk decides.
+    fn walk_stored_fields(
+        &self,
+        bytes: &[u8],
+        node: &FieldTree,
+        visit: &mut dyn FnMut(&str),
+    ) -> Option<()> {
+        let language_override = self.options.language_override.as_bytes();
+        for element in Elements::new(bytes).ok()? {
+            let element = element.ok()?;
+            let key = element.key();
+            if key == language_override {
+                return None;
+            }
+            match node.child(key) {
+                Some(child) => self.walk_stored_field(&element, child, visit)?,
+                None if key.contains(&b'.') => return None,
+                None => {}
+            }
+        }
+        Some(())
+    }
+
+    /// The indexed strings of one element at the field `node`: a string when the field is
+    /// weighted, the fields of an embedded document, the items of an array (nested arrays
+    /// included), as [`TextIndex::walk_stored_value`] takes them.
+    fn walk_stored_field(
+        &self,
+        element: &Element<'_>,
+        node: &FieldTree,
+        visit: &mut dyn FnMut(&str),
+    ) -> Option<()> {
+        match element.kind() {
+            0x02 if node.weighted => {
+                visit(std::str::from_utf8(element.string_bytes()?).ok()?);
+            }
+            0x03 => self.walk_stored_fields(element.value(), node, visit)?,
+            0x04 => {
+                for item in Elements::new(element.value()).ok()? {
+                    self.walk_stored_field(&item.ok()?, node, visit)?;
+                }
+            }
+            _ => {}
+        }
+        Some(())
+    }
+
+    /// [`TextIndex::visit_stored_strings`] for a wildcard index in the (embedded) document
+    /// `bytes` found at the dotted `path` (empty at the top).
     fn walk_stored_document(
         &self,
         bytes: &[u8],

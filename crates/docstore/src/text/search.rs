@@ -506,6 +506,16 @@ mod tests {
             assert_eq!(bound.phrases_match_stored(&stored), None, "{doc}");
         }
         assert!(!bound.phrases_match(&doc! { "title": "kind of blue", "language": 3 }));
+        // A key holding a dot spells an indexed path with the keys before it (`body.text` at
+        // the top, `text.x` under `body` does not): the decoded document decides.
+        for (doc, held) in [
+            (doc! { "body.text": "kind of blue" }, true),
+            (doc! { "body": { "text.x": "kind of blue" } }, false),
+        ] {
+            let stored = crate::stored::StoredDoc::from_document(&doc).unwrap();
+            assert_eq!(bound.phrases_match_stored(&stored), None, "{doc}");
+            assert_eq!(bound.phrases_match(&doc), held, "{doc}");
+        }
     }
 
     #[test]
