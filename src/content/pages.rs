@@ -133,6 +133,18 @@ impl PostView {
         })
     }
 
+    /// The view of `node` for a page not served from the content cache (a preview, a refused
+    /// comment's page), made for this request alone with the current settings and the
+    /// address `layout` was made for.
+    fn uncached(
+        section: &'static Section,
+        node: &Node,
+        layout: &Layout,
+    ) -> Result<Arc<PostView>, AppError> {
+        let settings = crate::db::site::current();
+        PostView::new(section, node, &settings, &layout.meta.site_url).map(Arc::new)
+    }
+
     /// Sets what [`node_meta`] sets in `meta` (the layout's defaults for the page).
     fn fill_meta(&self, meta: &mut PageMeta, section: &Section) {
         meta.title.clone_from(&self.title);
@@ -363,19 +375,14 @@ pub(crate) async fn preview(
     )
     .await?;
     let mut layout = Layout::public(&req);
-    let view = PostView::new(
-        section,
-        &node,
-        &crate::db::site::current(),
-        &layout.meta.site_url,
-    )?;
+    let view = PostView::uncached(section, &node, &layout)?;
     view.fill_meta(&mut layout.meta, section);
     layout.meta.noindex = true;
     let mut response = render(&NodePage {
         layout,
         section,
         node,
-        view: Arc::new(view),
+        view,
         newer: None,
         older: None,
         thread,
@@ -633,17 +640,12 @@ pub(crate) async fn post_comment(
             thread.form = form;
             let (newer, older) = neighbours_of(&state, section, &node).await?;
             let layout = Layout::public(&req);
-            let view = PostView::new(
-                section,
-                &node,
-                &crate::db::site::current(),
-                &layout.meta.site_url,
-            )?;
+            let view = PostView::uncached(section, &node, &layout)?;
             let page = NodePage {
                 layout,
                 section,
                 node,
-                view: Arc::new(view),
+                view,
                 newer,
                 older,
                 thread,
