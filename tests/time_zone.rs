@@ -55,7 +55,7 @@ async fn readers_see_dates_in_the_sites_zone_and_editors_type_times_in_it() {
     let before = page(&app, "/blog/late-night").await;
     assert_eq!(texts(&before, ".node-meta time"), ["30 June 2026"]);
     // The stream and the tag page, viewed now, keep their rendered cards in the content cache
-    // (`content::rendered`): the views after the change below come from that cache.
+    // (`web::rendered`): the views after the change below come from that cache.
     let stream = page(&app, "/blog/").await;
     assert_eq!(texts(&stream, ".node-meta time"), ["30 June 2026"]);
     let tagged = page(&app, "/tags/night").await;

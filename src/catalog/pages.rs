@@ -322,7 +322,7 @@ async fn product_page(
     let held_by_others = product.held_by_others(own);
     let mut layout = Layout::public(req);
     let settings = crate::db::site::current();
-    let view = match shown.view.get(&settings, &layout.meta.site_url) {
+    let view = match shown.view.kept(&settings, &layout.meta.site_url) {
         Some(view) => view,
         None => {
             // From the cached category tree: no query per filing category.
@@ -331,10 +331,12 @@ async fn product_page(
                 &product,
                 shown.details.as_ref().as_ref(),
                 &filed_under,
-                settings,
-                layout.meta.site_url.clone(),
+                &settings,
+                &layout.meta.site_url,
             ));
-            shown.view.keep(Arc::clone(&view));
+            shown
+                .view
+                .keep(&settings, &layout.meta.site_url, Arc::clone(&view));
             view
         }
     };

@@ -35,10 +35,11 @@ use std::time::{Duration, Instant};
 
 use crate::catalog::changes::{self, Seen};
 use crate::catalog::model::Details;
-use crate::catalog::product_view::ViewSlot;
+use crate::catalog::product_view::ProductView;
 use crate::catalog::products::{self, Product};
 use crate::db::{Db, DbError};
 use crate::domain::Slug;
+use crate::web::rendered::Part;
 
 /// The oldest a product may be when its page is served from the cache (see the module
 /// documentation for why a second).
@@ -54,7 +55,7 @@ const MAX_PRODUCTS: usize = 1_000;
 pub struct Shown {
     pub product: Arc<Product>,
     pub details: Arc<Option<Details>>,
-    pub(crate) view: Arc<ViewSlot>,
+    pub(crate) view: Arc<Part<ProductView>>,
 }
 
 impl Shown {

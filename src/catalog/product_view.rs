@@ -4,11 +4,11 @@
 //! `Product` and `BreadcrumbList` structured data). The page adds only what depends on the
 //! visitor (header, CSRF token, the units other carts hold, the comments).
 //!
-//! A [`ProductView`] is kept in the product cache's entry ([`ViewSlot`] in
+//! A [`ProductView`] is kept in the product cache's entry (a `web::rendered::Part` in
 //! `product_cache::Shown`), so it lives exactly as long as the product it was made from (at
 //! most `product_cache::MAX_AGE`) and is dropped with it by every change report. It also
 //! depends on the site settings (currency, shop name, default picture) and the site's address:
-//! it remembers the ones it was made with and is made again when the request's differ. Its
+//! the part remembers the ones it was made with and is made again when the request's differ. Its
 //! categories come from the category tree as it was when it was made (the product cache is
 //! emptied by every category change this instance reports; another instance's shows within
 //! the tree's own refresh plus `MAX_AGE`).
@@ -16,9 +16,6 @@
 //! Under load this turns the page's per-view work on the product (serializing its structured
 //! data, formatting prices and measurements, rendering the details section) into one per
 //! product per second: about a fifth of a product page's time (issue 37).
-
-use std::sync::{Arc, Mutex};
-
 use askama::Template;
 
 use crate::catalog::categories::Category;
@@ -29,10 +26,6 @@ use crate::web::meta::{breadcrumb_list, PageMeta, ScriptJson, SocialImage};
 
 /// A product's part of its page (see the module documentation).
 pub(crate) struct ProductView {
-    /// The settings this view was made with (kept, so comparing pointers is sound).
-    settings: Arc<SiteSettings>,
-    /// The site's address this view was made with.
-    site_url: String,
     pub(crate) album: Option<AlbumDetails>,
     pub(crate) book: Option<BookDetails>,
     /// The `<nav class="breadcrumbs">` of every category the product is filed under.
@@ -64,8 +57,8 @@ impl ProductView {
         product: &Product,
         details: Option<&Details>,
         filed_under: &[Category],
-        settings: Arc<SiteSettings>,
-        site_url: String,
+        settings: &SiteSettings,
+        site_url: &str,
     ) -> ProductView {
         let (mut album, mut film, mut book) = (None, None, None);
         match details {
@@ -80,8 +73,8 @@ impl ProductView {
         let currency = settings.currency();
         // The defaults of a public page, then what the product changes: only the fields this
         // view keeps are read back (the canonical address is the request's).
-        let mut meta = PageMeta::for_page(&site_url, "", &settings);
-        product_meta(&mut meta, product, filed_under, &settings);
+        let mut meta = PageMeta::for_page(site_url, "", settings);
+        product_meta(&mut meta, product, filed_under, settings);
         let details = DetailsSection {
             album: album.as_ref(),
             film: film.as_ref(),
@@ -104,14 +97,7 @@ impl ProductView {
             },
             album,
             book,
-            settings,
-            site_url,
         }
-    }
-
-    /// Whether this view was made with these settings and this site address.
-    fn fits(&self, settings: &Arc<SiteSettings>, site_url: &str) -> bool {
-        Arc::ptr_eq(&self.settings, settings) && self.site_url == site_url
     }
 
     /// Sets the product's title, description, picture and structured data in `meta` (the
@@ -123,38 +109,6 @@ impl ProductView {
         meta.image.clone_from(&self.meta.image);
         for json in &self.meta.json_ld {
             meta.push_script_json(json.clone());
-        }
-    }
-}
-
-/// Where a cached product keeps its [`ProductView`] once a page has made it; shared by every
-/// copy of the cache's entry.
-#[derive(Default)]
-pub(crate) struct ViewSlot(Mutex<Option<Arc<ProductView>>>);
-
-impl std::fmt::Debug for ViewSlot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ViewSlot")
-    }
-}
-
-impl ViewSlot {
-    /// The view kept here, if it was made with these settings and this site address.
-    pub(crate) fn get(
-        &self,
-        settings: &Arc<SiteSettings>,
-        site_url: &str,
-    ) -> Option<Arc<ProductView>> {
-        let kept = self.0.lock().ok()?;
-        kept.as_ref()
-            .filter(|view| view.fits(settings, site_url))
-            .cloned()
-    }
-
-    /// Keep `view` for the next pages of this product.
-    pub(crate) fn keep(&self, view: Arc<ProductView>) {
-        if let Ok(mut kept) = self.0.lock() {
-            *kept = Some(view);
         }
     }
 }

@@ -4,7 +4,7 @@
 //! from), a tag page's nodes and products, and a feed's finished XML. Many visitors reading
 //! the same page at once then cost one read of the database between them rather than one each.
 //! Drafts, previews, the admin and the comment forms' posts never read it. What a page shows of
-//! a cached value is rendered once and kept inside the value (`content::rendered`), so it goes
+//! a cached value is rendered once and kept inside the value (`web::rendered`), so it goes
 //! stale with it.
 //!
 //! # Staleness

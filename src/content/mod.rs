@@ -7,7 +7,7 @@
 //! (`cache`), following the node writes reported in `changes` and the comment writes reported
 //! in `comments::changes`; what those pages show of a cached value (a stream page's cards, a
 //! tag page's lists, a post's article and metadata) is rendered once and kept inside it
-//! (`rendered`).
+//! (`web::rendered`).
 //! The admin screens are in `crate::admin::content`.
 
 pub mod cache;
@@ -22,7 +22,6 @@ pub mod model;
 pub mod pages;
 pub mod photos;
 pub(crate) mod preview;
-pub(crate) mod rendered;
 pub mod revisions;
 pub mod store;
 pub mod stream;

@@ -17,7 +17,6 @@ use crate::comments::pages::{self as comment_pages, CommentInput, Submitted};
 use crate::comments::rate_limit::CommentRateLimit;
 use crate::comments::thread::{self, PageAt, ThreadView};
 use crate::content::model::{self, section, Node, Section};
-use crate::content::rendered::Part;
 use crate::content::store;
 use crate::content::stream::{self, At, Cursor, Neighbour};
 use crate::db::site::SiteSettings;
@@ -27,6 +26,7 @@ use crate::state::AppState;
 use crate::web::errors::AppError;
 use crate::web::layout::{render, Layout};
 use crate::web::meta::{PageMeta, ScriptJson, SocialImage};
+use crate::web::rendered::Part;
 
 /// Nodes per list page.
 pub const PAGE_SIZE: i64 = 10;
@@ -58,7 +58,7 @@ pub(crate) struct SectionPage {
 
 /// A stream page's cards (no body text: `metadata.summary` stands in for it) and its "Newer"
 /// and "Older" links: what a [`SectionPage`] shows of the cached [`stream::Page`], rendered
-/// once per cached page and site settings (`content::rendered`).
+/// once per cached page and site settings (`web::rendered`).
 #[derive(Template)]
 #[template(path = "content/_stream.html")]
 struct StreamPart<'a> {
@@ -98,7 +98,7 @@ pub(crate) struct NodePage {
 }
 
 /// What a post's (or page's) page shows of the node alone, made once per cached node and
-/// site settings and address (`content::rendered`) rather than once per view: the article's
+/// site settings and address (`web::rendered`) rather than once per view: the article's
 /// HTML ([`PostBody`]) and the node's `<head>` metadata. A preview and a refused comment's
 /// page, which read the node from the database, make their own.
 pub(crate) struct PostView {
@@ -185,7 +185,7 @@ pub(crate) struct TagListing {
 }
 
 /// The posts and products a [`TagPage`] lists, rendered once per cached [`TagListing`] and
-/// site settings (`content::rendered`: the dates' time zone, the prices' currency).
+/// site settings (`web::rendered`: the dates' time zone, the prices' currency).
 #[derive(Template)]
 #[template(path = "content/_tag_listing.html")]
 struct TagListingPart<'a> {

@@ -29,9 +29,9 @@ use serde::Deserialize;
 
 use crate::content::cache;
 use crate::content::model::{self, Node};
-use crate::content::rendered::Part;
 use crate::content::store;
 use crate::db::{Db, DbError};
+use crate::web::rendered::Part;
 
 /// Deepest `?page=N` still answered (older links); deeper pages are reached by "Older posts".
 pub(crate) const MAX_NUMBERED_PAGE: u64 = 100;

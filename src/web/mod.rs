@@ -20,6 +20,7 @@ pub(crate) mod links;
 pub(crate) mod merge;
 pub(crate) mod meta;
 pub(crate) mod rate_limit;
+pub(crate) mod rendered;
 pub(crate) mod request_log;
 pub(crate) mod security_headers;
 pub(crate) mod session;

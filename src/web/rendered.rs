@@ -1,11 +1,12 @@
-//! Parts of the content pages made once per cached value rather than once per view: the
-//! cards and "Newer"/"Older" links of a stream page, the lists of a tag page, what a post's
-//! page shows of the post itself (its article and its `<head>` metadata).
+//! Parts of pages made once per cached value rather than once per view: the cards and
+//! "Newer"/"Older" links of a stream page, the lists of a tag page, what a post's page shows of
+//! the post itself (its article and its `<head>` metadata), what a product page shows of its
+//! product (`catalog::product_view`).
 //!
-//! A [`Part`] is kept inside the value the content cache holds (`content::cache`), so it lives
-//! exactly as long as that value (at most `cache::TTL`, and dropped with it by every node,
-//! comment or product write this instance reports): a part never outlives what it was made
-//! from. It also depends on the site settings (the time zone dates are written in, the
+//! A [`Part`] is kept inside the value a cache holds (`content::cache`, `catalog::product_cache`),
+//! so it lives exactly as long as that value (at most the cache's bound, and dropped with it by
+//! every write this instance reports that drops the value): a part never outlives what it was
+//! made from. It also depends on the site settings (the time zone dates are written in, the
 //! currency prices are shown in) and, for metadata, on the site's address: it remembers the
 //! settings and address it was made with and is made again when the request's are others (the
 //! settings are read again every few seconds, so a part is made at most once per cached value
@@ -13,7 +14,8 @@
 //!
 //! Under load this turns the per-view work of a stream or tag page (dates formatted with
 //! `chrono`, addresses percent-encoded, a photo's stored detail decoded for its sizes) into
-//! one per page per two seconds: over a third of a tag page's time (issue 37).
+//! one per page per two seconds: over a third of a tag page's time (issue 37); on a product
+//! page, about a fifth.
 
 use std::sync::{Arc, Mutex};
 
@@ -59,18 +61,24 @@ impl<T: ?Sized> Part<T> {
         // Made outside the lock: two views that miss together both make it, and the second
         // one's is kept (the same part).
         let value = make()?;
+        self.keep(settings, site_url, Arc::clone(&value));
+        Ok(value)
+    }
+
+    /// Keep `value`, made with `settings` at `site_url`, for the next views (for a part made
+    /// by awaiting, which [`Part::get_or_make`] cannot).
+    pub(crate) fn keep(&self, settings: &Arc<SiteSettings>, site_url: &str, value: Arc<T>) {
         if let Ok(mut kept) = self.0.lock() {
             *kept = Some(Made {
                 settings: Arc::clone(settings),
                 site_url: site_url.to_string(),
-                value: Arc::clone(&value),
+                value,
             });
         }
-        Ok(value)
     }
 
     /// The part kept here, if it was made with `settings` at `site_url`.
-    fn kept(&self, settings: &Arc<SiteSettings>, site_url: &str) -> Option<Arc<T>> {
+    pub(crate) fn kept(&self, settings: &Arc<SiteSettings>, site_url: &str) -> Option<Arc<T>> {
         let kept = self.0.lock().ok()?;
         kept.as_ref()
             .filter(|made| Arc::ptr_eq(&made.settings, settings) && made.site_url == site_url)
