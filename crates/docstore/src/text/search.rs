@@ -11,7 +11,7 @@
 //! case- and diacritic-insensitively unless the query asks otherwise).
 
 use super::language::{fold, words, Language, Sensitivity, Tokenizer};
-use super::{TextIndex, TextValue};
+use super::{StoredString, TextIndex, TextValue};
 use crate::error::{Error, ErrorCode, Result};
 use bson::{doc, Bson, Document};
 use std::collections::BTreeSet;
@@ -246,7 +246,7 @@ impl BoundText {
     fn phrases_hold(&self, values: &[TextValue<'_>]) -> bool {
         let mut found = PhrasesFound::new(self);
         for value in values {
-            found.see(self, value.text);
+            found.see(self, value.text.into());
         }
         found.hold()
     }
@@ -308,16 +308,19 @@ impl PhrasesFound {
     /// Look for the phrases in one indexed string: `fold(text).contains(phrase)` for each
     /// folded phrase, where an ASCII `text` is compared as it is (folding it only changes its
     /// ASCII case, and an ASCII string holds no folded phrase that is not ASCII).
-    fn see(&mut self, bound: &BoundText, text: &str) {
-        if !text.is_ascii() {
-            let folded = fold(text, bound.sensitivity);
-            let holds = |phrase: &String| folded.contains(phrase.as_str());
-            return self.record(bound, holds);
-        }
+    fn see(&mut self, bound: &BoundText, text: StoredString<'_>) {
+        let text = match text {
+            StoredString::Ascii(bytes) => bytes,
+            StoredString::Other(text) => {
+                let folded = fold(text, bound.sensitivity);
+                let holds = |phrase: &String| folded.contains(phrase.as_str());
+                return self.record(bound, holds);
+            }
+        };
         let holds = |phrase: &String| {
             phrase.is_ascii()
                 && if bound.sensitivity.case {
-                    memchr::memmem::find(text.as_bytes(), phrase.as_bytes()).is_some()
+                    memchr::memmem::find(text, phrase.as_bytes()).is_some()
                 } else {
                     holds_ascii_phrase(text, phrase.as_bytes())
                 }
@@ -343,8 +346,8 @@ impl PhrasesFound {
 /// places where the needle's first byte (in either case) occurs are compared, found with
 /// `memchr`: phrase candidates are turned away by this scan over their strings, and comparing
 /// a window at every byte was a phrase search's largest cost.
-fn holds_ascii_phrase(text: &str, needle: &[u8]) -> bool {
-    let (hay, Some(&first)) = (text.as_bytes(), needle.first()) else {
+fn holds_ascii_phrase(hay: &[u8], needle: &[u8]) -> bool {
+    let Some(&first) = needle.first() else {
         return true;
     };
     if hay.len() < needle.len() {
@@ -520,14 +523,14 @@ mod tests {
 
     #[test]
     fn an_ascii_phrase_is_found_in_any_case_and_at_either_end() {
-        assert!(holds_ascii_phrase("Kind of Blue", b"kind of blue"));
-        assert!(holds_ascii_phrase("so KIND OF BLUE", b"kind of blue"));
-        assert!(holds_ascii_phrase("kind of bluest", b"kind of blue"));
-        assert!(holds_ascii_phrase("a kkind of blue", b"kind of blue"));
-        assert!(!holds_ascii_phrase("kind of blu", b"kind of blue"));
-        assert!(!holds_ascii_phrase("kind  of blue", b"kind of blue"));
-        assert!(!holds_ascii_phrase("", b"kind"));
-        assert!(holds_ascii_phrase("x", b"X"));
+        assert!(holds_ascii_phrase(b"Kind of Blue", b"kind of blue"));
+        assert!(holds_ascii_phrase(b"so KIND OF BLUE", b"kind of blue"));
+        assert!(holds_ascii_phrase(b"kind of bluest", b"kind of blue"));
+        assert!(holds_ascii_phrase(b"a kkind of blue", b"kind of blue"));
+        assert!(!holds_ascii_phrase(b"kind of blu", b"kind of blue"));
+        assert!(!holds_ascii_phrase(b"kind  of blue", b"kind of blue"));
+        assert!(!holds_ascii_phrase(b"", b"kind"));
+        assert!(holds_ascii_phrase(b"x", b"X"));
     }
 
     #[test]
