@@ -26,6 +26,11 @@ pub(crate) struct Catalog {
     snapshot_trigger: SnapshotTrigger,
     snapshot_running: Arc<AtomicBool>,
     snapshot_retry: Arc<Mutex<SnapshotRetry>>,
+    /// A snapshot is taken at the next write whatever the journal's size: set after a start
+    /// from a snapshot without kept indexes when the journal after it holds writes (see
+    /// [`Catalog::recover`]), so that the next start neither builds the indexes nor replays
+    /// that journal (an index created since the snapshot is built again at every replay).
+    snapshot_wanted: Arc<AtomicBool>,
 }
 
 /// When the journal has grown enough for a snapshot to compact it: past a fixed size, and past
@@ -126,12 +131,19 @@ impl Catalog {
             snapshot_trigger,
             snapshot_running: Arc::new(AtomicBool::new(false)),
             snapshot_retry: Arc::new(Mutex::new(SnapshotRetry::new())),
+            snapshot_wanted: Arc::new(AtomicBool::new(false)),
         };
         {
             let mut dbs = catalog.databases.write();
             let started = std::time::Instant::now();
             // Collections with an index left to build once the store answers.
             let mut later = Vec::new();
+            let mut kept = recovered.kept;
+            // The snapshot's documents, to keep its indexes from once the store answers, when
+            // it has none kept (pointers to the documents, not copies).
+            let to_keep: Option<(u64, Vec<CollectionImage>)> = recovered
+                .keep_for
+                .map(|token| (token, recovered.collections.clone()));
             for image in recovered.collections {
                 // Documents first, then every index built in parallel (start-up time at a
                 // million documents).
@@ -140,6 +152,7 @@ impl Catalog {
                     .iter()
                     .map(IndexSpec::parse)
                     .collect::<Result<Vec<_>>>()?;
+                let kept_indexes = kept.take(&image.db, &image.coll, image.docs.len() as u64);
                 let coll = Collection::load(
                     &image.db,
                     &image.coll,
@@ -147,6 +160,7 @@ impl Catalog {
                     image.docs,
                     specs,
                     true,
+                    kept_indexes,
                 )?;
                 let handle = Arc::new(RwLock::new(coll));
                 if handle.read().has_building_indexes() {
@@ -167,7 +181,29 @@ impl Catalog {
                 replayed_ops = ops,
                 "collections loaded and journal replayed"
             );
-            crate::collection::spawn_background_builds(later);
+            // Keeping the indexes waits for the background builds: both compete for the
+            // cores with the first requests. If the journal after the snapshot holds writes
+            // by then, a new snapshot (which keeps its indexes) is taken instead.
+            // Keeping counts as a snapshot under way: none starts meanwhile, and a shutdown
+            // waits for it (bounded) before the directory is released.
+            let storage = Arc::clone(&catalog.storage);
+            let wanted = Arc::clone(&catalog.snapshot_wanted);
+            let running = Arc::clone(&catalog.snapshot_running);
+            crate::collection::spawn_background_builds(
+                later,
+                to_keep.map(|(token, images)| -> Box<dyn FnOnce() + Send> {
+                    Box::new(move || {
+                        if storage.journal_bytes() != 0 {
+                            wanted.store(true, Ordering::Release);
+                        } else if !running.swap(true, Ordering::AcqRel) {
+                            keep_indexes(&storage, token, &images);
+                            drop(storage);
+                            drop(images);
+                            running.store(false, Ordering::Release);
+                        }
+                    })
+                }),
+            );
         }
         Ok(catalog)
     }
@@ -454,11 +490,13 @@ impl Catalog {
     }
 
     /// Take a snapshot once the journal has grown past the threshold and, for a large store,
-    /// past a share of the last snapshot's size (see [`SnapshotTrigger`]).
+    /// past a share of the last snapshot's size (see [`SnapshotTrigger`]), or when one is
+    /// wanted to keep the indexes (`snapshot_wanted`).
     fn maybe_snapshot(&self) {
-        if !self
-            .snapshot_trigger
-            .due(self.storage.journal_bytes(), self.storage.snapshot_bytes())
+        if !self.snapshot_wanted.load(Ordering::Acquire)
+            && !self
+                .snapshot_trigger
+                .due(self.storage.journal_bytes(), self.storage.snapshot_bytes())
         {
             return;
         }
@@ -472,11 +510,14 @@ impl Catalog {
         if self.snapshot_running.swap(true, Ordering::AcqRel) {
             return;
         }
-        if let Err(e) = self.start_snapshot() {
-            self.snapshot_retry
-                .lock()
-                .failed("snapshot failed to start", &e);
-            self.snapshot_running.store(false, Ordering::Release);
+        match self.start_snapshot() {
+            Ok(()) => self.snapshot_wanted.store(false, Ordering::Release),
+            Err(e) => {
+                self.snapshot_retry
+                    .lock()
+                    .failed("snapshot failed to start", &e);
+                self.snapshot_running.store(false, Ordering::Release);
+            }
         }
     }
 
@@ -493,7 +534,10 @@ impl Catalog {
             .name("docstore-snapshot".into())
             .spawn(move || {
                 match storage.write_snapshot(token, &images) {
-                    Ok(()) => retry.lock().succeeded(),
+                    Ok(()) => {
+                        retry.lock().succeeded();
+                        keep_indexes(&storage, token, &images);
+                    }
                     Err(e) => retry.lock().failed(&format!("snapshot {token} failed"), &e),
                 }
                 // Let go of the storage (and its directory lock) before reporting completion,
@@ -563,6 +607,24 @@ impl Catalog {
         if let Err(e) = self.storage.flush() {
             tracing::error!("journal flush failed: {e}");
         }
+    }
+}
+
+/// Write the kept indexes of snapshot `token`, whose collections are `images` (see
+/// `storage::kept`): built again from the documents, one index at a time on this thread. A
+/// failure is only logged: the next start then builds those indexes from the documents.
+fn keep_indexes(storage: &Storage, token: u64, images: &[CollectionImage]) {
+    let collections = images
+        .iter()
+        .map(|image| crate::storage::kept::CollectionIndexes {
+            db: &image.db,
+            coll: &image.coll,
+            docs: image.docs.len() as u64,
+            next_index: Box::new(crate::collection::indexes_to_keep(image)),
+        })
+        .collect();
+    if let Err(e) = storage.write_kept_indexes(token, collections) {
+        tracing::warn!("cannot keep snapshot {token}'s indexes (the next start builds them): {e}");
     }
 }
 

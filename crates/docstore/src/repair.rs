@@ -24,6 +24,7 @@ fn replay(base: Vec<CollectionImage>, ops: Vec<JournalOp>) -> io::Result<Vec<Col
         Recovered {
             collections: base,
             ops,
+            ..Recovered::default()
         },
         SnapshotTrigger::NEVER,
     )

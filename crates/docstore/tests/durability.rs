@@ -181,6 +181,163 @@ async fn a_torn_journal_tail_is_dropped_and_earlier_writes_are_kept() {
     drop(p);
 }
 
+/// The newest snapshot in `dir` (`snapshot-<n>.db`, and `indexes-<n>.db` for its kept
+/// indexes), if any.
+fn newest_file(dir: &Path, prefix: &str) -> Option<u64> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_prefix(prefix)?
+                .strip_suffix(".db")?
+                .parse::<u64>()
+                .ok()
+        })
+        .max()
+}
+
+/// Whether the newest snapshot's indexes are kept (true while there is no snapshot).
+fn newest_snapshot_has_kept_indexes(dir: &Path) -> bool {
+    match newest_file(dir, "snapshot-") {
+        Some(n) => newest_file(dir, "indexes-") == Some(n),
+        None => true,
+    }
+}
+
+/// What the indexed queries of `kept_indexes_...` find: per index, the `_id`s a hinted
+/// query returns in index order.
+async fn indexed_answers(c: &mongodb::Collection<Document>) -> Vec<Vec<i32>> {
+    use futures::TryStreamExt;
+    let mut answers = Vec::new();
+    for (hint, filter, sort) in [
+        (
+            doc! { "n": 1 },
+            doc! { "n": { "$gte": 5 } },
+            doc! { "n": 1, "_id": 1 },
+        ),
+        (doc! { "tags": 1 }, doc! { "tags": "t3" }, doc! { "_id": 1 }),
+        (doc! { "email": 1 }, doc! {}, doc! { "email": -1 }),
+    ] {
+        let found: Vec<Document> = c
+            .find(filter)
+            .hint(mongodb::options::Hint::Keys(hint))
+            .sort(sort)
+            .await
+            .unwrap()
+            .try_collect()
+            .await
+            .unwrap();
+        answers.push(found.iter().map(|d| d.get_i32("_id").unwrap()).collect());
+    }
+    answers
+}
+
+/// The kept indexes file of the newest snapshot in `dir` once it is there and does not hold
+/// `not` (a damaged copy): it is written in the background after a snapshot, or after a
+/// start from a snapshot without one (then with a new snapshot, taken at a write, when the
+/// journal after the old one holds writes: `c` gets one every few milliseconds meanwhile).
+async fn kept_indexes_file(dir: &Path, c: &mongodb::Collection<Document>, not: &[u8]) -> PathBuf {
+    for i in 0..400 {
+        // The first snapshot may still be on its way.
+        if let Some(snapshot) = newest_file(dir, "snapshot-") {
+            let path = dir.join(format!("indexes-{snapshot:016}.db"));
+            if newest_file(dir, "indexes-") == Some(snapshot)
+                && std::fs::read(&path).is_ok_and(|bytes| bytes != not)
+            {
+                return path;
+            }
+        }
+        c.insert_one(doc! { "ping": i }).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the newest snapshot's indexes were not kept");
+}
+
+/// A snapshot's indexes are kept beside it (`indexes-<n>.db`) and a restart loads them:
+/// the same answers, uniqueness still enforced. A damaged kept file only means the indexes
+/// are built from the documents (and kept again).
+#[tokio::test]
+async fn kept_indexes_load_at_a_restart_and_a_damaged_file_is_built_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = docstore::Config {
+        snapshot_threshold_bytes: 64 * 1024,
+        snapshot_journal_percent: 0,
+        ..docstore::Config::persistent(dir.path())
+    };
+    let pings = |uri: &str| {
+        let uri = uri.to_string();
+        async move {
+            client_for(&uri)
+                .await
+                .database("shop")
+                .collection::<Document>("pings")
+        }
+    };
+    let server = docstore::Server::start(config.clone()).await.unwrap();
+    let c = items(&server.uri()).await;
+    for (keys, unique) in [
+        (doc! { "n": 1 }, false),
+        (doc! { "tags": 1 }, false),
+        (doc! { "email": 1 }, true),
+    ] {
+        let options = mongodb::options::IndexOptions::builder()
+            .unique(unique)
+            .build();
+        c.create_index(
+            mongodb::IndexModel::builder()
+                .keys(keys)
+                .options(options)
+                .build(),
+        )
+        .await
+        .unwrap();
+    }
+    c.insert_many((0..600).map(|i| {
+        doc! {
+            "_id": i, "n": i % 11, "tags": [format!("t{}", i % 7), "all"],
+            "email": format!("u{i}@x"), "pad": "y".repeat(300),
+        }
+    }))
+    .await
+    .unwrap();
+    c.delete_many(doc! { "_id": { "$lt": 20 } }).await.unwrap();
+    let expected = indexed_answers(&c).await;
+    assert_eq!(expected[2].len(), 580);
+    let kept = kept_indexes_file(dir.path(), &pings(&server.uri()).await, &[]).await;
+    server.shutdown().await;
+    assert!(
+        kept.exists(),
+        "a short journal writes no snapshot at shutdown"
+    );
+
+    let answers_after_a_restart = || async {
+        let server = docstore::Server::start(config.clone()).await.unwrap();
+        let c = items(&server.uri()).await;
+        assert_eq!(indexed_answers(&c).await, expected);
+        let e = c
+            .insert_one(doc! { "_id": 1000, "email": "u30@x" })
+            .await
+            .unwrap_err();
+        assert_eq!(common::code_of(&e), Some(11000));
+        server
+    };
+    answers_after_a_restart().await.shutdown().await;
+
+    let mut damaged = std::fs::read(&kept).unwrap();
+    let mid = damaged.len() / 2;
+    damaged[mid] ^= 0x20;
+    std::fs::write(&kept, &damaged).unwrap();
+    let server = answers_after_a_restart().await;
+    // Kept again: for the same snapshot when nothing was written since, else with a new one.
+    let again = kept_indexes_file(dir.path(), &pings(&server.uri()).await, &damaged).await;
+    assert!(
+        again == kept || !kept.exists(),
+        "a damaged file is replaced or goes"
+    );
+    server.shutdown().await;
+    answers_after_a_restart().await.shutdown().await;
+}
+
 #[tokio::test]
 async fn snapshots_compact_the_journal_and_restore_everything() {
     let dir = tempfile::tempdir().unwrap();
@@ -274,10 +431,13 @@ async fn snapshots_taken_by_growing_a_store(journal_percent: u64) -> u64 {
         c.insert_many((0..100).map(|i| doc! { "_id": batch * 100 + i, "pad": "y".repeat(240) }))
             .await
             .unwrap();
-        // A snapshot under way leaves two journal segments until it deletes the older one;
-        // waiting for it keeps a busy snapshot thread from skipping one (the count is exact).
+        // A snapshot under way leaves two journal segments until it deletes the older one,
+        // then keeps its indexes; waiting for it keeps a busy snapshot thread from skipping
+        // one (the count is exact).
         let waited = std::time::Instant::now();
-        while journal_files(dir.path()).len() > 1 && waited.elapsed() < Duration::from_secs(10) {
+        while (journal_files(dir.path()).len() > 1 || !newest_snapshot_has_kept_indexes(dir.path()))
+            && waited.elapsed() < Duration::from_secs(10)
+        {
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
     }

@@ -154,14 +154,25 @@ impl Collection {
 
 /// Build, one collection after another on a thread of their own, every index the recovered
 /// `collections` left for the background.
-pub(crate) fn spawn_background_builds(collections: Vec<Shared>) {
-    if collections.is_empty() {
+///
+/// `then`, if given, runs on the same thread once the builds are done (keeping a snapshot's
+/// indexes, see `Catalog::recover`); it is skipped if the thread cannot be started.
+pub(crate) fn spawn_background_builds(
+    collections: Vec<Shared>,
+    then: Option<Box<dyn FnOnce() + Send>>,
+) {
+    if collections.is_empty() && then.is_none() {
         return;
     }
     let copy = collections.clone();
     let spawned = std::thread::Builder::new()
         .name("docstore-index-build".into())
-        .spawn(move || build_each(copy, 1));
+        .spawn(move || {
+            build_each(copy, 1);
+            if let Some(then) = then {
+                then();
+            }
+        });
     if let Err(e) = spawned {
         // Without the thread the indexes would never become usable: build them now.
         tracing::warn!("cannot start a thread for the index build, building now: {e}");
@@ -211,7 +222,16 @@ mod tests {
                 StoredDoc::from_document(&doc! { "_id": i, "n": i, "body": body }).unwrap()
             })
             .collect();
-        Collection::load("db", "c", Document::new(), docs, specs(), background).unwrap()
+        Collection::load(
+            "db",
+            "c",
+            Document::new(),
+            docs,
+            specs(),
+            background,
+            Vec::new(),
+        )
+        .unwrap()
     }
 
     fn search(c: &Collection, words: &str) -> crate::error::Result<usize> {
@@ -300,7 +320,8 @@ mod tests {
     #[test]
     fn small_collections_build_every_index_at_once() {
         let docs = vec![StoredDoc::from_document(&doc! { "_id": 1, "body": "river" }).unwrap()];
-        let c = Collection::load("db", "c", Document::new(), docs, specs(), true).unwrap();
+        let c =
+            Collection::load("db", "c", Document::new(), docs, specs(), true, Vec::new()).unwrap();
         assert!(!c.has_building_indexes());
         assert_eq!(search(&c, "river").unwrap(), 1);
     }

@@ -6,8 +6,11 @@
 use super::{check_size, Collection, StoredDoc};
 use crate::error::Result;
 use crate::index::{Index, IndexSpec, RecordId};
+use crate::storage::kept::KeptIndex;
+use crate::storage::CollectionImage;
 use bson::Document;
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Keys of a batch for one index: per document, the keys it contributes.
 type BatchKeys = Vec<Vec<Vec<u8>>>;
@@ -37,6 +40,10 @@ impl Collection {
     ///
     /// With `background`, a large collection's text index is left to be built after start-up
     /// (see `background`): it is added empty, marked as being built.
+    ///
+    /// An index whose entries the snapshot kept (`kept`, see `storage::kept`) with the same
+    /// definition is loaded from them instead of being built; kept entries that fail their
+    /// checks are ignored and that index is built.
     pub(crate) fn load(
         db: &str,
         name: &str,
@@ -44,6 +51,7 @@ impl Collection {
         docs: Vec<StoredDoc>,
         specs: Vec<IndexSpec>,
         background: bool,
+        kept: Vec<KeptIndex>,
     ) -> Result<Collection> {
         let mut coll = Collection::new(db, name, options.clone());
         for doc in &docs {
@@ -63,13 +71,23 @@ impl Collection {
         let later =
             |spec: &IndexSpec| background && super::background::in_background(spec, docs_len);
         let now: Vec<IndexSpec> = all.iter().filter(|spec| !later(spec)).cloned().collect();
-        match coll.build_indexes(now) {
+        let mut loaded = load_kept(&now, kept, docs_len as u64, &coll.namespace());
+        let to_build: Vec<IndexSpec> = now
+            .iter()
+            .zip(&loaded)
+            .filter(|(_, index)| index.is_none())
+            .map(|(spec, _)| spec.clone())
+            .collect();
+        match coll.build_indexes(to_build) {
             Ok(built) => {
-                // Back in the order given, the ones left for later empty.
+                // Back in the order given: loaded or built, the ones left for later empty.
                 let mut built = built.into_iter();
+                let mut loaded = loaded.iter_mut();
                 for spec in all {
                     let index = if later(&spec) {
                         Index::new_building(spec)?
+                    } else if let Some(index) = loaded.next().and_then(Option::take) {
+                        index
                     } else {
                         built.next().ok_or_else(|| {
                             crate::error::Error::internal("index build lost an index")
@@ -265,6 +283,104 @@ impl Collection {
     }
 }
 
+/// Per spec of `specs`, its index loaded from the kept index of the same definition, or `None`
+/// (none kept, or its entries fail their checks: see [`Index::from_kept`]). The entries are decoded and the trees built on every core.
+fn load_kept(
+    specs: &[IndexSpec],
+    mut kept: Vec<KeptIndex>,
+    records: u64,
+    ns: &str,
+) -> Vec<Option<Index>> {
+    if kept.is_empty() {
+        return specs.iter().map(|_| None).collect();
+    }
+    let started = std::time::Instant::now();
+    let jobs: Vec<parking_lot::Mutex<Option<(IndexSpec, KeptIndex)>>> = specs
+        .iter()
+        .map(|spec| {
+            let definition = spec.to_document();
+            let at = kept.iter().position(|k| k.spec == definition);
+            parking_lot::Mutex::new(at.map(|at| (spec.clone(), kept.swap_remove(at))))
+        })
+        .collect();
+    let next = AtomicUsize::new(0);
+    let load_one = || {
+        let mut done = Vec::new();
+        loop {
+            let n = next.fetch_add(1, Ordering::Relaxed);
+            let Some(job) = jobs.get(n) else { break };
+            let Some((spec, kept)) = job.lock().take() else {
+                continue;
+            };
+            let name = spec.name.clone();
+            let index = Index::from_kept(spec, &kept, records);
+            if index.is_none() {
+                tracing::warn!(ns, index = %name, "kept index entries are damaged; building it");
+            }
+            done.push((n, index));
+        }
+        done
+    };
+    let threads = threads_for(jobs.len());
+    let done: Vec<(usize, Option<Index>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads).map(|_| scope.spawn(load_one)).collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    let mut loaded: Vec<Option<Index>> = specs.iter().map(|_| None).collect();
+    for (n, index) in done {
+        loaded[n] = index;
+    }
+    let count = loaded.iter().flatten().count();
+    if count > 0 {
+        tracing::info!(
+            ns,
+            indexes = count,
+            entries = loaded
+                .iter()
+                .flatten()
+                .map(Index::entry_count)
+                .sum::<usize>(),
+            ms = started.elapsed().as_millis() as u64,
+            "indexes loaded from the snapshot's kept entries"
+        );
+    }
+    loaded
+}
+
+/// The indexes a load of `image` builds (`_id_` first, then its specs in order), each built
+/// over the image's documents numbered as a load numbers them, one at a time on one thread: a
+/// snapshot keeps their entries (see `storage::kept`) from this, in the background. A spec that
+/// cannot be parsed or built is skipped (a load builds it).
+pub(crate) fn indexes_to_keep(image: &CollectionImage) -> impl FnMut() -> Option<KeptIndex> + '_ {
+    let mut id_spec = IndexSpec::id_index();
+    id_spec.collation = crate::collation::of_options(&image.options);
+    let mut specs = std::iter::once(Some(id_spec))
+        .chain(image.indexes.iter().map(|d| IndexSpec::parse(d).ok()))
+        .flatten()
+        .filter(|spec| spec.text.is_none());
+    let docs: Vec<(RecordId, &StoredDoc)> = (1..).zip(&image.docs).collect();
+    let ns = format!("{}.{}", image.db, image.coll);
+    move || {
+        for spec in specs.by_ref() {
+            let Ok(index) = Index::new(spec) else {
+                continue;
+            };
+            let mut one = [index];
+            let built = crate::index::build_all(&mut one, &docs, &ns, 1);
+            if matches!(built.first(), Some(Ok(()))) {
+                let [index] = one;
+                if let Some(kept) = index.to_kept() {
+                    return Some(kept);
+                }
+            }
+        }
+        None
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,7 +448,16 @@ mod tests {
             .iter()
             .map(|d| StoredDoc::from_document(d).unwrap())
             .collect();
-        let loaded = Collection::load("db", "c", Document::new(), stored, specs(), false).unwrap();
+        let loaded = Collection::load(
+            "db",
+            "c",
+            Document::new(),
+            stored,
+            specs(),
+            false,
+            Vec::new(),
+        )
+        .unwrap();
         (loaded, one_by_one)
     }
 
@@ -451,6 +576,110 @@ mod tests {
         }
     }
 
+    /// The documents of the snapshot test above, as stored, and an image of them with
+    /// `plain_and_unique_indexes`.
+    fn image_of_300() -> CollectionImage {
+        let docs = (0..300)
+            .map(|i| {
+                let mut d = doc! { "_id": i, "a": i % 7, "tags": [i % 3, "x", i % 3] };
+                if i % 10 == 0 {
+                    d.insert("u", i);
+                }
+                StoredDoc::from_document(&d).unwrap()
+            })
+            .collect();
+        CollectionImage {
+            db: "db".into(),
+            coll: "c".into(),
+            options: Document::new(),
+            indexes: plain_and_unique_indexes()
+                .iter()
+                .map(IndexSpec::to_document)
+                .collect(),
+            docs,
+        }
+    }
+
+    fn load_image(image: &CollectionImage, kept: Vec<KeptIndex>) -> Collection {
+        let specs = plain_and_unique_indexes();
+        Collection::load(
+            "db",
+            "c",
+            Document::new(),
+            image.docs.clone(),
+            specs,
+            false,
+            kept,
+        )
+        .unwrap()
+    }
+
+    /// The kept form of `index` with its entries replaced by `entries` and its definition by
+    /// `spec`.
+    fn kept_with(spec: Document, index: &Index, entries: &[(Vec<u8>, u64)]) -> KeptIndex {
+        KeptIndex::new(
+            spec,
+            index.is_multikey(),
+            index.multikey_fields(),
+            entries.len() as u64,
+            entries.iter().map(|(k, rid)| (k.as_slice(), *rid)),
+        )
+    }
+
+    #[test]
+    fn a_load_from_kept_entries_gives_the_indexes_a_build_gives() {
+        let image = image_of_300();
+        let mut next = indexes_to_keep(&image);
+        let kept: Vec<KeptIndex> = std::iter::from_fn(&mut next).collect();
+        assert_eq!(kept.len(), 4, "_id_ and the three others");
+        let built = load_image(&image, Vec::new());
+        let loaded = load_image(&image, kept);
+        assert_eq!(entries(&loaded), entries(&built));
+        for (a, b) in loaded.indexes().iter().zip(built.indexes()) {
+            assert_eq!(a.multikey_fields(), b.multikey_fields(), "{}", a.spec.name);
+        }
+        assert!(loaded.indexes()[2].is_multikey_field(0), "tags is multikey");
+        assert!(!loaded.indexes()[2].is_multikey_field(1), "_id is not");
+    }
+
+    #[test]
+    fn kept_entries_are_used_only_for_the_same_definition_and_when_well_formed() {
+        let image = image_of_300();
+        let built = load_image(&image, Vec::new());
+        let a = &built.indexes()[1];
+        assert_eq!(a.spec.name, "a");
+        let all: Vec<(Vec<u8>, u64)> = a.entries().collect();
+        let definition = a.spec.to_document();
+        let a_of = |c: &Collection| c.indexes()[1].entries().collect::<Vec<_>>();
+
+        // Well formed, same definition: loaded as kept (one entry left out shows it).
+        let loaded = load_image(&image, vec![kept_with(definition.clone(), a, &all[1..])]);
+        assert_eq!(a_of(&loaded), all[1..].to_vec());
+
+        // Another definition (the index was dropped and made again differently): built.
+        let mut other = definition.clone();
+        other.insert("sparse", true);
+        let loaded = load_image(&image, vec![kept_with(other, a, &all[1..])]);
+        assert_eq!(a_of(&loaded), all);
+
+        // Out of order, a record the collection does not have, a duplicate of a unique
+        // index: built.
+        let mut reversed = all.clone();
+        reversed.reverse();
+        let mut beyond = all.clone();
+        beyond.last_mut().unwrap().1 = 301;
+        for bad in [reversed, beyond] {
+            let loaded = load_image(&image, vec![kept_with(definition.clone(), a, &bad)]);
+            assert_eq!(a_of(&loaded), all);
+        }
+        let u = &built.indexes()[3];
+        assert!(u.spec.unique);
+        let mut twice: Vec<(Vec<u8>, u64)> = u.entries().collect();
+        twice.insert(1, (twice[0].0.clone(), twice[0].1 + 1));
+        let loaded = load_image(&image, vec![kept_with(u.spec.to_document(), u, &twice)]);
+        assert_eq!(entries(&loaded), entries(&built));
+    }
+
     #[test]
     fn loading_two_documents_with_one_id_keeps_the_later_like_replayed_puts() {
         let stored = [
@@ -461,8 +690,16 @@ mod tests {
         .iter()
         .map(|d| StoredDoc::from_document(d).unwrap())
         .collect();
-        let loaded =
-            Collection::load("db", "c", Document::new(), stored, Vec::new(), false).unwrap();
+        let loaded = Collection::load(
+            "db",
+            "c",
+            Document::new(),
+            stored,
+            Vec::new(),
+            false,
+            Vec::new(),
+        )
+        .unwrap();
         assert_eq!(loaded.len(), 2);
         let id = loaded.find_by_id(&bson::Bson::Int32(1)).unwrap();
         assert_eq!(
@@ -476,7 +713,16 @@ mod tests {
             .collect();
         let unique =
             IndexSpec::parse(&doc! { "key": { "u": 1 }, "name": "u", "unique": true }).unwrap();
-        assert!(Collection::load("db", "c", Document::new(), stored, vec![unique], false).is_err());
+        assert!(Collection::load(
+            "db",
+            "c",
+            Document::new(),
+            stored,
+            vec![unique],
+            false,
+            Vec::new()
+        )
+        .is_err());
     }
 
     #[test]

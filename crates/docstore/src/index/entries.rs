@@ -218,6 +218,14 @@ impl Entries {
         entries
     }
 
+    /// The (key, record id) pairs of an ordinary index; `None` for a text index's postings.
+    pub(crate) fn pairs(&self) -> Option<&BTreeSet<(KeyBytes, RecordId)>> {
+        match self {
+            Entries::Pairs(set) => Some(set),
+            Entries::Postings { .. } => None,
+        }
+    }
+
     pub(crate) fn insert(&mut self, key: &[u8], rid: RecordId) {
         match self {
             Entries::Pairs(set) => {

@@ -35,6 +35,7 @@ use spec::{is_geo, is_hashed};
 use crate::error::{Error, ErrorCode, Result};
 use crate::keystring;
 use crate::query::Filter;
+use crate::storage::kept::KeptIndex;
 use crate::stored::FieldTree;
 use bson::{doc, Bson, Document};
 use entries::Entries;
@@ -1023,6 +1024,64 @@ impl Index {
     /// Whether the index holds the entry `key` → `rid` (for `validate`).
     pub(crate) fn has_entry(&self, key: &[u8], rid: RecordId) -> bool {
         self.entries.contains(key, rid)
+    }
+
+    /// What a snapshot keeps of this index (see `storage::kept`): its definition, multikey
+    /// flags and (key, record id) entries in order; `None` for a text index (kept as postings,
+    /// rebuilt at start-up instead) and one still being built.
+    pub(crate) fn to_kept(&self) -> Option<KeptIndex> {
+        if self.building {
+            return None;
+        }
+        let set = self.entries.pairs()?;
+        Some(KeptIndex::new(
+            self.spec.to_document(),
+            self.is_multikey(),
+            self.multikey_fields.load(AtomicOrdering::Relaxed),
+            set.len() as u64,
+            set.iter().map(|(k, rid)| (k.as_slice(), *rid)),
+        ))
+    }
+
+    /// Which key fields' paths met an array (bit `i` for field `i`), as a snapshot keeps it.
+    #[cfg(test)]
+    pub(crate) fn multikey_fields(&self) -> u64 {
+        self.multikey_fields.load(AtomicOrdering::Relaxed)
+    }
+
+    /// An index for `spec` holding the entries a snapshot kept (`kept`, over a collection of
+    /// `records` documents) and its multikey flags, instead of keying every document. `None`
+    /// for a text index (its entries are postings) and when the entries are malformed, out of
+    /// order or break a unique index: the caller builds the index then.
+    pub(crate) fn from_kept(spec: IndexSpec, kept: &KeptIndex, records: u64) -> Option<Index> {
+        let mut index = Index::new(spec).ok()?;
+        if index.text.is_some() {
+            return None;
+        }
+        let mut entries: Vec<(KeyBytes, RecordId)> =
+            Vec::with_capacity(usize::try_from(kept.len()).ok()?.min(records as usize * 64));
+        let unique = index.spec.unique;
+        let mut in_order = true;
+        let well_formed = kept.decode(records, |key, rid| {
+            if let Some((last, last_rid)) = entries.last() {
+                let last = last.as_slice();
+                in_order &= if unique {
+                    last < key
+                } else {
+                    (last, *last_rid) < (key, rid)
+                };
+            }
+            entries.push((KeyBytes::from(key), rid));
+        });
+        if !well_formed || !in_order {
+            return None;
+        }
+        index.entries = Entries::from_sorted(false, entries);
+        index.multikey.store(kept.multikey, AtomicOrdering::Relaxed);
+        index
+            .multikey_fields
+            .store(kept.multikey_fields, AtomicOrdering::Relaxed);
+        Some(index)
     }
 
     /// Every (key, record id) entry, in key order (for `validate`).

@@ -27,6 +27,15 @@ pub(super) fn snapshot_tmp_name(n: u64) -> String {
     format!("snapshot-{n:016}.tmp")
 }
 
+/// The kept indexes of snapshot `n` (see `storage::kept`).
+pub(super) fn kept_name(n: u64) -> String {
+    format!("indexes-{n:016}.db")
+}
+
+pub(super) fn kept_tmp_name(n: u64) -> String {
+    format!("indexes-{n:016}.tmp")
+}
+
 pub(super) fn parse_number(name: &str, prefix: &str, suffix: &str) -> Option<u64> {
     let digits = name.strip_prefix(prefix)?.strip_suffix(suffix)?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -42,7 +51,9 @@ pub(super) struct Listing {
     pub(super) segments: BTreeMap<u64, u64>,
     /// Snapshot tokens, ascending.
     pub(super) snapshots: Vec<u64>,
-    /// Snapshots whose writing never finished.
+    /// Tokens of the snapshots whose indexes are kept beside them, ascending.
+    pub(super) kept: Vec<u64>,
+    /// Snapshots and kept indexes whose writing never finished.
     pub(super) tmp: Vec<PathBuf>,
 }
 
@@ -60,11 +71,16 @@ pub(super) fn list_dir(dir: &Path) -> io::Result<Listing> {
             listing.segments.insert(n, entry.metadata()?.len());
         } else if let Some(n) = parse_number(&name, "snapshot-", ".db") {
             listing.snapshots.push(n);
-        } else if parse_number(&name, "snapshot-", ".tmp").is_some() {
+        } else if let Some(n) = parse_number(&name, "indexes-", ".db") {
+            listing.kept.push(n);
+        } else if parse_number(&name, "snapshot-", ".tmp").is_some()
+            || parse_number(&name, "indexes-", ".tmp").is_some()
+        {
             listing.tmp.push(entry.path());
         }
     }
     listing.snapshots.sort_unstable();
+    listing.kept.sort_unstable();
     Ok(listing)
 }
 
@@ -200,7 +216,8 @@ pub(super) fn new_segment_after_recovery(
     Ok((segment, create_segment(dir, segment)?))
 }
 
-/// Delete snapshots and segments that the snapshot `token` makes obsolete.
+/// Delete snapshots (with their kept indexes) and segments that the snapshot `token` makes
+/// obsolete.
 pub(super) fn delete_obsolete(dir: &Path, token: u64) -> io::Result<()> {
     let listing = list_dir(dir)?;
     let mut deleted = false;
@@ -213,7 +230,15 @@ pub(super) fn delete_obsolete(dir: &Path, token: u64) -> io::Result<()> {
         .iter()
         .filter(|&&n| n < token)
         .map(|&n| snapshot_name(n));
-    for name in obsolete_segments.chain(obsolete_snapshots) {
+    let obsolete_kept = listing
+        .kept
+        .iter()
+        .filter(|&&n| n < token)
+        .map(|&n| kept_name(n));
+    for name in obsolete_segments
+        .chain(obsolete_snapshots)
+        .chain(obsolete_kept)
+    {
         match fs::remove_file(dir.join(&name)) {
             Ok(()) => deleted = true,
             Err(e) => warn!("cannot delete obsolete {name}: {e}"),

@@ -1,9 +1,10 @@
 //! Durability: an append-only, checksummed journal of logical operations with group commit, and
 //! snapshots that let the journal be compacted. In-memory mode keeps nothing on disk.
 //!
-//! A data directory holds `journal-<n>.log` segments, `snapshot-<n>.db` files and a `LOCK` file.
-//! Snapshot `n` holds everything journaled before segment `n`; recovery loads the newest intact
-//! snapshot and replays segments `n, n+1, ...` on top. Writers only encode into a shared buffer;
+//! A data directory holds `journal-<n>.log` segments, `snapshot-<n>.db` files, optionally the
+//! snapshots' kept indexes `indexes-<n>.db` (see [`kept`]) and a `LOCK` file. Snapshot `n` holds
+//! everything journaled before segment `n`; recovery loads the newest intact snapshot (with its
+//! kept indexes when they are intact) and replays segments `n, n+1, ...` on top. Writers only encode into a shared buffer;
 //! one background thread writes and fsyncs that buffer every commit interval, or at once when a
 //! `j: true` writer is waiting, and publishes the durable sequence number.
 
@@ -11,6 +12,7 @@ pub(crate) mod faults;
 mod files;
 mod group_commit;
 pub(crate) mod journal;
+pub(crate) mod kept;
 pub(crate) mod private;
 pub(crate) mod recovery;
 pub(crate) mod snapshot;
@@ -95,6 +97,11 @@ pub struct CollectionImage {
 pub struct Recovered {
     pub collections: Vec<CollectionImage>,
     pub ops: Vec<JournalOp>,
+    /// The snapshot's kept indexes (none when it has no intact kept-indexes file).
+    pub(crate) kept: kept::Kept,
+    /// The snapshot's token when it was read without usable kept indexes: the catalog writes
+    /// them after start-up (see [`Storage::write_kept_indexes`]) for the next start.
+    pub(crate) keep_for: Option<u64>,
 }
 
 impl JournalOp {
@@ -166,6 +173,27 @@ struct Base {
     newest: bool,
 }
 
+/// The kept indexes of the snapshot recovery starts from, and that snapshot's token when it
+/// has none that can be used (so they are written after start-up). A damaged or mismatched
+/// file is only warned about: the indexes are then built from the documents.
+fn read_kept(dir: &Path, base: &Base) -> (kept::Kept, Option<u64>) {
+    let snapshot = dir.join(snapshot_name(base.token));
+    let Ok(meta) = fs::metadata(&snapshot) else {
+        // Recovery started from the journal alone.
+        return (kept::Kept::default(), None);
+    };
+    let path = dir.join(kept_name(base.token));
+    match kept::read_file(&path, base.token, meta.len()) {
+        Ok(kept) => (kept, None),
+        Err(e) => {
+            if e.kind() != io::ErrorKind::NotFound {
+                warn!("building the indexes from the documents: {e}");
+            }
+            (kept::Kept::default(), Some(base.token))
+        }
+    }
+}
+
 fn data_loss(msg: String) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, msg)
 }
@@ -201,6 +229,9 @@ impl Storage {
         let started = std::time::Instant::now();
         let base = choose_base(dir, &listing)?;
         let read = started.elapsed();
+        let kept_started = std::time::Instant::now();
+        let (kept, keep_for) = read_kept(dir, &base);
+        let kept_read = kept_started.elapsed();
         let (ops, journal_bytes) = replay(dir, &listing, base.token)?;
         quarantine_snapshots_after(dir, &listing, &base);
         if base.newest && base.token > FIRST_SEGMENT {
@@ -214,7 +245,9 @@ impl Storage {
             collections = base.collections.len(),
             replayed_ops = ops.len(),
             snapshot_ms = read.as_millis() as u64,
-            journal_ms = (started.elapsed() - read).as_millis() as u64,
+            kept_indexes = kept.len(),
+            kept_indexes_ms = kept_read.as_millis() as u64,
+            journal_ms = (started.elapsed() - read - kept_read).as_millis() as u64,
             "recovered data directory"
         );
 
@@ -255,6 +288,8 @@ impl Storage {
         let recovered = Recovered {
             collections: base.collections,
             ops,
+            kept,
+            keep_for,
         };
         Ok((storage, recovered))
     }
@@ -392,11 +427,62 @@ impl Storage {
             return Err(e);
         }
         let written = fs::metadata(&tmp)?.len();
+        // Kept indexes of an earlier snapshot with this token (one set aside as unusable) do
+        // not belong to this one.
+        match fs::remove_file(dir.join(kept_name(token))) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
         fs::rename(&tmp, dir.join(snapshot_name(token)))?;
         sync_dir(dir)?;
         *shared.last_snapshot.lock() = Some(std::time::SystemTime::now());
         disk.snapshot_bytes.store(written, Ordering::Relaxed);
         delete_obsolete(dir, token)
+    }
+
+    /// Write the kept indexes of snapshot `token` beside it (see [`kept`]), so that the next
+    /// start loads those indexes instead of building them. Nothing is written when that
+    /// snapshot is no longer the newest (a later one made it obsolete). Runs in the background
+    /// after a snapshot and after a start-up from a snapshot without them.
+    pub(crate) fn write_kept_indexes(
+        &self,
+        token: u64,
+        collections: Vec<kept::CollectionIndexes<'_>>,
+    ) -> StorageResult<()> {
+        let Some(disk) = &self.disk else {
+            return Ok(());
+        };
+        let shared = &disk.shared;
+        // One snapshot file at a time: a snapshot written meanwhile would delete this one's.
+        let _one_at_a_time = shared.snapshot_lock.lock();
+        let dir = &shared.dir;
+        let listing = list_dir(dir)?;
+        if listing.snapshots.last() != Some(&token) {
+            return Ok(());
+        }
+        let snapshot_bytes = fs::metadata(dir.join(snapshot_name(token)))?.len();
+        let tmp = dir.join(kept_tmp_name(token));
+        let started = std::time::Instant::now();
+        if let Err(e) = kept::write_file(
+            &tmp,
+            token,
+            snapshot_bytes,
+            collections,
+            shared.faults.clone(),
+        ) {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        fs::rename(&tmp, dir.join(kept_name(token)))?;
+        sync_dir(dir)?;
+        info!(
+            snapshot = token,
+            bytes = fs::metadata(dir.join(kept_name(token))).map_or(0, |m| m.len()),
+            ms = started.elapsed().as_millis() as u64,
+            "kept the snapshot's indexes"
+        );
+        Ok(())
     }
 
     /// Flush and fsync everything appended so far (clean shutdown).

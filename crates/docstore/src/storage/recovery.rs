@@ -12,8 +12,9 @@
 
 use super::journal::{self, RECORD_HEADER_LEN};
 use super::{
-    data_loss, list_dir, lock_dir, prepare_private_dir, segment_name, snapshot, snapshot_name,
-    snapshot_tmp_name, sync_dir, Base, CollectionImage, JournalOp, Listing, FIRST_SEGMENT,
+    data_loss, kept_name, list_dir, lock_dir, prepare_private_dir, segment_name, snapshot,
+    snapshot_name, snapshot_tmp_name, sync_dir, Base, CollectionImage, JournalOp, Listing,
+    FIRST_SEGMENT,
 };
 use bson::{Bson, Document};
 use std::fmt;
@@ -537,6 +538,8 @@ pub(super) fn quarantine_snapshots_after(dir: &Path, listing: &Listing, base: &B
             Ok(()) => warn!("moved unusable snapshot aside to {}", to.display()),
             Err(e) => warn!("cannot move unusable snapshot {}: {e}", from.display()),
         }
+        // Its kept indexes are of no use without it.
+        let _ = fs::remove_file(dir.join(kept_name(token)));
     }
 }
 

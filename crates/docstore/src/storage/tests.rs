@@ -520,3 +520,109 @@ fn a_world_readable_data_directory_is_made_owner_only_when_opened() {
     assert_eq!(mode_of(&dir.join("repair-old")), 0o700);
     assert_eq!(mode_of(&dir.join("repair-old/journal-1.log")), 0o600);
 }
+
+/// One collection to keep: `shop.items` of `docs` documents with one index `name_1` whose
+/// entries name records 1 to `docs`.
+fn items_to_keep(docs: u64) -> Vec<kept::CollectionIndexes<'static>> {
+    let mut index = Some(kept::KeptIndex::new(
+        doc! {"v": 2, "key": {"name": 1}, "name": "name_1"},
+        false,
+        0,
+        docs,
+        (1..=docs).map(|rid| (&b"same key"[..], rid)),
+    ));
+    vec![kept::CollectionIndexes {
+        db: "shop",
+        coll: "items",
+        docs,
+        next_index: Box::new(move || index.take()),
+    }]
+}
+
+fn items_image(n: i32) -> CollectionImage {
+    CollectionImage {
+        db: "shop".into(),
+        coll: "items".into(),
+        options: doc! {},
+        indexes: vec![doc! {"v": 2, "key": {"name": 1}, "name": "name_1"}],
+        docs: (1..=n)
+            .map(|i| StoredDoc::from_document(&doc! {"_id": i, "name": "same key"}).unwrap())
+            .collect(),
+    }
+}
+
+#[test]
+fn kept_indexes_come_back_with_their_snapshot_and_a_damaged_or_missing_file_is_left_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let token;
+    {
+        let (s, rec) = open(dir.path());
+        assert_eq!(rec.keep_for, None, "no snapshot, nothing to keep");
+        token = s.rotate().unwrap();
+        s.write_snapshot(token, &[items_image(3)]).unwrap();
+        s.write_kept_indexes(token, items_to_keep(3)).unwrap();
+    }
+    let kept_path = dir.path().join(kept_name(token));
+    let (s, mut rec) = open(dir.path());
+    assert_eq!(rec.keep_for, None);
+    assert_eq!(rec.kept.len(), 1);
+    assert_eq!(rec.kept.take("shop", "items", 3).len(), 1);
+    drop(s);
+
+    let bytes = fs::read(&kept_path).unwrap();
+    let mut damaged = bytes.clone();
+    let last = damaged.len() - 3;
+    damaged[last] ^= 0x01;
+    fs::write(&kept_path, &damaged).unwrap();
+    let (s, rec) = open(dir.path());
+    assert_eq!(
+        rec.keep_for,
+        Some(token),
+        "damaged: kept again after start-up"
+    );
+    assert_eq!(rec.kept.len(), 0);
+    assert_eq!(
+        rec.collections[0].docs.len(),
+        3,
+        "the snapshot itself is used"
+    );
+    drop(s);
+
+    fs::remove_file(&kept_path).unwrap();
+    let (s, rec) = open(dir.path());
+    assert_eq!(rec.keep_for, Some(token), "missing: kept after start-up");
+    assert_eq!(rec.kept.len(), 0);
+    // Kept again, then made obsolete by the next snapshot with its journal.
+    s.write_kept_indexes(token, items_to_keep(3)).unwrap();
+    assert!(kept_path.exists());
+    let next = s.rotate().unwrap();
+    s.write_snapshot(next, &[items_image(4)]).unwrap();
+    assert!(
+        !kept_path.exists(),
+        "an obsolete snapshot's kept indexes are deleted"
+    );
+    // Keeping the indexes of a snapshot that is no longer the newest writes nothing.
+    s.write_kept_indexes(token, items_to_keep(3)).unwrap();
+    assert!(!kept_path.exists());
+    assert_eq!(list_dir(dir.path()).unwrap().kept, Vec::<u64>::new());
+}
+
+#[test]
+fn kept_indexes_of_another_snapshot_with_the_same_token_are_not_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, _) = open(dir.path());
+    let token = s.rotate().unwrap();
+    s.write_snapshot(token, &[items_image(3)]).unwrap();
+    s.write_kept_indexes(token, items_to_keep(3)).unwrap();
+    let kept_path = dir.path().join(kept_name(token));
+    let kept_bytes = fs::read(&kept_path).unwrap();
+    // A snapshot written again under this token (as after a failed attempt) drops the file.
+    s.write_snapshot(token, &[items_image(5)]).unwrap();
+    assert!(!kept_path.exists());
+    drop(s);
+    // Put back by hand, it belongs to a snapshot of another size: refused.
+    fs::write(&kept_path, &kept_bytes).unwrap();
+    let (_s, rec) = open(dir.path());
+    assert_eq!(rec.kept.len(), 0);
+    assert_eq!(rec.keep_for, Some(token));
+}
