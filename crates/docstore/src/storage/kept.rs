@@ -26,6 +26,9 @@ use std::io::{self, BufReader, BufWriter, Write};
 use std::path::Path;
 
 const FORMAT: &str = "docstore-kept-indexes";
+/// The file's format. The entries are the index keys as `keystring` encodes them: a change to
+/// that encoding (or to how an index keys a document) must raise this number, so that files
+/// written by an older build are refused and those indexes built from the documents instead.
 const VERSION: i32 = 1;
 /// Bytes of encoded entries per record.
 const CHUNK_BYTES: usize = 1 << 20;
