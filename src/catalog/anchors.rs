@@ -3,10 +3,11 @@
 //!
 //! For each listing (its filter and sort) that someone asks a deep page number of, one
 //! background walk reads the listing in order, a few thousand products per find and only their
-//! sort key and `_id` (the projection the listing's index covers, see [`listing_index`]:
-//! MongoDB and docstore answer it from the index keys, which for the newest-first listings also
-//! hold the status the on-sale condition tests, and for a category's its category), and keeps
-//! the place of every
+//! sort key and `_id` (the projection the sort index covers: MongoDB, and docstore for an index
+//! multikey on no field, answer it from the index keys, which for the newest-first listing
+//! also hold the status the on-sale condition tests; the category index is multikey on
+//! `category_path`, so docstore decides the status from its keys but reads the documents),
+//! and keeps the place of every
 //! [`SPACING`]th product: its sort key, `_id`, and how many products after it share its key.
 //! Page `N` then starts from the anchor just before it: a keyset read after that anchor (the
 //! same finds as a Next link, see [`crate::catalog::seek`]) that skips fewer than [`SPACING`]
@@ -34,7 +35,7 @@
 //!
 //! A deep page of a listing with no anchors yet (right after start-up, a new filter, or kept
 //! anchors a write made unusable) is read by skipping, from the nearer end of the listing,
-//! along an index whose keys decide the whole filter ([`listing_index`]): the store counts the
+//! along an index whose keys decide the whole filter ([`skip_index`]): the store counts the
 //! skipped products from the index keys without reading them (docstore's keyed scan, MongoDB's
 //! covered `IXSCAN`), projecting only the sort key and `_id`, and the page's products are then
 //! read by `_id` ([`read_by_skipping`]). That read is bounded: one at a time per store handle,
@@ -105,7 +106,8 @@ const MAX_ANCHORS: usize = 300_000;
 pub(crate) const WAIT: Duration = Duration::from_millis(500);
 /// Most products a read by skipping passes over when the listing's index keys do not decide its
 /// whole filter, so the store reads each skipped product (about 4 µs each at a million products,
-/// against 0.2 µs for an entry the keys decide): about 0.2 s.
+/// against about 0.2 µs for an entry the keys decide; measured: 0.5–2.6 s for the other sorts'
+/// middle pages): about 0.2 s.
 const UNDECIDED_SKIP: u64 = 50_000;
 /// The longest a deep page's read by skipping may take before its listing has anchors (see
 /// "Before the anchors exist" above); past it the page waits for the walk for what is left of
@@ -597,13 +599,12 @@ pub(crate) async fn read_page(
 /// MongoDB's (and docstore's) code for a command stopped at its `maxTimeMS`.
 const MAX_TIME_EXPIRED: i32 = 50;
 
-/// The index a walk or a read by skipping goes along, so the store tells the listing's products
-/// from their keys: for a category's newest-first listing the category index (its keys hold
-/// the category, the order and the status: the whole filter, where the whole catalog's order
-/// would read every product to find the category's), else the sort index when `hint` (the
-/// listing is dense in it, see [`seek::walk_is_cheap`]; the newest-first one ends in
-/// `status`), else the store's choice.
-pub(crate) fn listing_index(filter: &Document, sort: Sort, hint: bool) -> Option<Document> {
+/// The index a read by skipping goes along, so the store counts the skipped products from its
+/// keys: for a category's newest-first listing the category index (its keys hold the category,
+/// the order and the status: the whole filter), else the sort index when `hint` (the listing
+/// is dense in it, see [`seek::walk_is_cheap`]; the newest-first one ends in `status`), else
+/// the store's choice.
+pub(crate) fn skip_index(filter: &Document, sort: Sort, hint: bool) -> Option<Document> {
     if sort == Sort::Newest && matches!(filter.get("category_path"), Some(Bson::ObjectId(_))) {
         return Some(products::category_order_index());
     }
@@ -611,7 +612,7 @@ pub(crate) fn listing_index(filter: &Document, sort: Sort, hint: bool) -> Option
 }
 
 /// The find of a read by skipping: the sort key and `_id` of the products at `nearer`, along
-/// [`listing_index`], stopped by the store at [`SKIP_BOUND`] (MongoDB does; docstore runs it to
+/// [`skip_index`], stopped by the store at [`SKIP_BOUND`] (MongoDB does; docstore runs it to
 /// the end, see [`read_by_skipping`]).
 pub fn skip_find(
     collection: &str,
@@ -629,7 +630,7 @@ pub fn skip_find(
         "limit": nearer.limit as i64,
         "maxTimeMS": SKIP_BOUND.as_millis() as i64,
     };
-    if let Some(index) = listing_index(filter, sort, hint) {
+    if let Some(index) = skip_index(filter, sort, hint) {
         command.insert("hint", index);
     }
     command
@@ -671,7 +672,7 @@ async fn read_by_skipping(
     hint: bool,
     nearer: &FromNearerEnd,
 ) -> Result<Option<Vec<ProductCard>>, DbError> {
-    let decided = listing_index(filter, sort, hint)
+    let decided = skip_index(filter, sort, hint)
         .is_some_and(|index| filter.keys().all(|field| index.contains_key(field)));
     if !decided && nearer.skip > UNDECIDED_SKIP {
         return Ok(None);
@@ -899,8 +900,7 @@ fn at_path<'a>(doc: &'a Document, path: &str) -> Option<&'a Bson> {
 }
 
 /// Walk `filter` in `sort` order, `CHUNK` products per find (each a keyset read after the
-/// previous one's last product, along [`listing_index`]), and place an anchor every `every`
-/// products.
+/// previous one's last product), and place an anchor every `every` products.
 pub async fn walk(
     db: &Db,
     filter: &Document,
@@ -909,7 +909,6 @@ pub async fn walk(
     hint: bool,
 ) -> Result<Anchors, DbError> {
     let every = every.max(1);
-    let index = listing_index(filter, sort, hint);
     let field = sort.key_field();
     let projection = doc! { field: 1, "_id": 1 };
     let collection = db.collection::<Document>(products::COLLECTION);
@@ -935,7 +934,7 @@ pub async fn walk(
             None => vec![PlannedFind {
                 filter: filter.clone(),
                 sort: sort.document(),
-                hint: index.clone(),
+                hint: hint.then(|| sort.index()),
                 limit: CHUNK as i64,
             }],
             Some((key, id)) => {
@@ -949,7 +948,6 @@ pub async fn walk(
                     .into_iter()
                     .map(|f| PlannedFind {
                         limit: CHUNK as i64,
-                        hint: index.clone(),
                         ..f
                     })
                     .collect()

@@ -885,11 +885,6 @@ fn write_may_wait(state: &ServerState, cmd: &Document) -> bool {
 /// to another thread would cost more than running it.
 const SMALL_COLLECTION: usize = 1_000;
 
-/// A find skipping more entries than this is handed over: even counted from the index keys
-/// alone (about 0.2 µs an entry at a million products) its skip holds the thread for
-/// milliseconds, and one whose skipped documents are read (about 4 µs each) for far longer.
-const LONG_SKIP: usize = 10_000;
-
 /// The rule for finds. A find is handed over when
 /// - its filter has `$text` (at the top or inside `$and`/`$or`/`$nor`): a text search reads
 ///   and scores every document holding a term, and with a phrase or a negation tokenizes each
@@ -898,8 +893,7 @@ const LONG_SKIP: usize = 10_000;
 ///   of a whole index without a limit) and the collection holds more than [`SMALL_COLLECTION`]
 ///   documents, or
 /// - its collection is being written right now (the planner cannot look without waiting, and
-///   the find would wait for the writer anyway: not on a thread that serves other requests), or
-/// - it skips more than [`LONG_SKIP`] matches (a deep page read by skipping).
+///   the find would wait for the writer anyway: not on a thread that serves other requests).
 ///
 /// Everything else runs in place, where it costs no hand-off: an index point or range lookup
 /// (the product page's by-slug find, a category listing's page), or any find on a small
@@ -931,9 +925,6 @@ fn find_may_run_long(state: &ServerState, cmd: &Document) -> bool {
         .iter()
         .map(|field| cmd.get(field).and_then(count_of))
         .collect::<Vec<_>>();
-    if limit[1].is_some_and(|skip| skip > LONG_SKIP) {
-        return true;
-    }
     let limit = match (limit[0], limit[1]) {
         (Some(0) | None, _) => None,
         (Some(limit), skip) => Some(limit.saturating_add(skip.unwrap_or(0))),
@@ -1502,14 +1493,6 @@ mod tests {
             &doc! { "find": "p", "filter": { "slug": { "$gte": "p1" } }, "limit": 20, "$db": "shop" }
         ));
         assert!(may_run_long(state, &find(doc! { "n": 5 })), "unindexed");
-        let skipping = |skip: usize| {
-            doc! {
-                "find": "p", "filter": { "slug": { "$gte": "p1" } }, "skip": skip as i64,
-                "limit": 12, "$db": "shop",
-            }
-        };
-        assert!(!may_run_long(state, &skipping(240)), "a short skip");
-        assert!(may_run_long(state, &skipping(LONG_SKIP + 1)), "a long skip");
         assert!(may_run_long(state, &find(doc! {})), "everything");
         assert!(
             may_run_long(
