@@ -35,10 +35,11 @@
 //!
 //! A deep page of a listing with no anchors yet (right after start-up, a new filter, or kept
 //! anchors a write made unusable) is read by skipping, from the nearer end of the listing,
-//! along an index whose keys decide the whole filter ([`skip_index`]): the store counts the
-//! skipped products from the index keys without reading them (docstore's keyed scan, MongoDB's
-//! covered `IXSCAN`), projecting only the sort key and `_id`, and the page's products are then
-//! read by `_id` ([`read_by_skipping`]). That read is bounded: one at a time per store handle,
+//! along the listing's index ([`skip_index`]), projecting only the sort key and `_id`; where
+//! that index's keys decide the whole filter (newest first, of all products or of a category)
+//! the store counts the skipped products from the keys without reading them (docstore's keyed
+//! scan, MongoDB's covered `IXSCAN`). The page's products are then read by `_id`
+//! ([`read_by_skipping`]). That read is bounded: one at a time per store handle,
 //! at most [`SKIP_BOUND`] (sent as `maxTimeMS` too), and, where the index's keys do not hold
 //! every field of the filter (so the store reads each skipped product), at most
 //! [`UNDECIDED_SKIP`] products skipped. When another such read is under way,
