@@ -679,6 +679,11 @@ async fn deep_page_numbers_drift_by_at_most_the_products_added_since_the_walk() 
     bazaar::demo::catalog::seed_bulk(&app.db, 636)
         .await
         .expect("seeded");
+    // The first deep page waits for the walk (not read by skipping), so the anchors are
+    // walked before the products below are added.
+    let _skipping = bazaar::catalog::anchors::of(&app.db)
+        .hold_skip_reads()
+        .await;
     let path = "/products?sort=price&page=30";
     let before = slugs(&page(&app, path).await);
     assert_eq!(before.len(), PAGE_SIZE as usize);
@@ -718,15 +723,121 @@ async fn deep_page_numbers_drift_by_at_most_the_products_added_since_the_walk() 
     );
 }
 
-/// Before a listing's anchors are walked, a deep page number waits for the walk a moment, then
-/// answers 503 with Retry-After (never a long skip); pages near the ends need no anchors.
+/// Before a listing's anchors are walked, a deep page number is read by skipping on the index
+/// keys: it answers at once with the listing's products at that place, from either half, under
+/// every sort and in a category.
 #[tokio::test]
-async fn a_deep_page_before_its_anchors_exist_asks_to_retry() {
+async fn a_deep_page_before_its_anchors_exist_is_read_by_skipping() {
+    let app = app_with_ties().await;
+    bazaar::demo::catalog::seed_bulk(&app.db, 1_500)
+        .await
+        .expect("seeded");
+    let music = categories::by_slug(&app.db, &crate::common::slug("music"))
+        .await
+        .unwrap()
+        .unwrap();
+    // No walk runs: every deep page below is read by skipping.
+    let _held = bazaar::catalog::anchors::of(&app.db).hold_walks().await;
+    let everything = ListingQuery::default().filter(doc! {});
+    let in_music = ListingQuery::default().filter(listing::in_category(music.id));
+    for sort in Sort::ALL {
+        for (base, filter) in [
+            ("/products".to_string(), everything.clone()),
+            ("/categories/music".to_string(), in_music.clone()),
+        ] {
+            let want = expected(&app, filter, sort).await;
+            let pages = want.len().div_ceil(PAGE_SIZE as usize);
+            assert!(pages > 2 * 20 + 2, "{base}: deep pages exist ({pages})");
+            // Just past the numbered pages at the start, the middle (read from the start),
+            // just past it (read from the end) and just before the numbered pages at the end.
+            for n in [22, pages / 2, pages / 2 + 1, pages - 21] {
+                let path = format!("{base}?sort={}&page={n}", sort.as_str());
+                let shown = slugs(&page(&app, &path).await);
+                let start = (n - 1) * PAGE_SIZE as usize;
+                let end = (start + PAGE_SIZE as usize).min(want.len());
+                let wanted: Vec<String> = want[start..end].iter().map(|p| p.slug.clone()).collect();
+                assert_eq!(shown, wanted, "{path}");
+            }
+        }
+    }
+}
+
+/// The find a deep page skips with before its listing's anchors exist goes along an index in
+/// the listing's order whose keys decide the whole filter: no sort, and no document read for
+/// the products it skips (the products listing's read is covered: none read at all; the
+/// category index is multikey, so the store reads the page's own twelve).
+#[tokio::test]
+async fn a_deep_page_skips_on_index_keys_alone() {
+    use bazaar::catalog::anchors::{self, FromNearerEnd};
+    let app = spawn_app().await;
+    bazaar::demo::catalog::seed_bulk(&app.db, 600)
+        .await
+        .expect("seeded");
+    let music = categories::by_slug(&app.db, &crate::common::slug("music"))
+        .await
+        .unwrap()
+        .unwrap();
+    for (what, filter, hint) in [
+        (
+            "all products",
+            ListingQuery::default().filter(doc! {}),
+            true,
+        ),
+        (
+            "a category",
+            ListingQuery::default().filter(listing::in_category(music.id)),
+            false,
+        ),
+    ] {
+        let listed = expected(&app, filter.clone(), Sort::Newest).await.len() as u64;
+        let skip = listed / 2 - PAGE_SIZE;
+        let nearer = FromNearerEnd {
+            order: Sort::Newest.document(),
+            skip,
+            limit: PAGE_SIZE,
+            from_end: false,
+        };
+        let find = anchors::skip_find(products::COLLECTION, &filter, Sort::Newest, hint, &nearer);
+        let explain = app
+            .db
+            .database()
+            .run_command(doc! { "explain": find, "verbosity": "executionStats" })
+            .await
+            .expect("explain runs");
+        let plan = Bson::Document(explain.clone());
+        assert!(find_stage(&plan, "IXSCAN").is_some(), "{what}: {explain}");
+        assert!(find_stage(&plan, "SORT").is_none(), "{what}: {explain}");
+        let stats = explain.get_document("executionStats").unwrap();
+        assert_eq!(
+            stats.get_i64("nReturned").unwrap(),
+            PAGE_SIZE as i64,
+            "{what}"
+        );
+        let read = stats.get_i64("totalDocsExamined").unwrap();
+        assert!(
+            read <= PAGE_SIZE as i64,
+            "{what}: {read} documents read: {explain}"
+        );
+        let keys = stats.get_i64("totalKeysExamined").unwrap() as u64;
+        assert!(
+            keys >= skip && keys <= skip + 2 * PAGE_SIZE + 2,
+            "{what}: {keys} keys for a skip of {skip}"
+        );
+    }
+}
+
+/// When a deep page can neither be read from anchors nor by skipping (another such read is
+/// under way, or one took longer than its bound), it waits for the walk a moment, then answers
+/// 503 with Retry-After (never a long skip); pages near the ends need neither.
+#[tokio::test]
+async fn a_deep_page_with_no_anchors_and_no_skip_read_asks_to_retry() {
     let app = spawn_app().await;
     bazaar::demo::catalog::seed_bulk(&app.db, 636)
         .await
         .expect("seeded");
-    let held = bazaar::catalog::anchors::of(&app.db).hold_walks().await;
+    let anchors = bazaar::catalog::anchors::of(&app.db);
+    let held = anchors.hold_walks().await;
+    let skipping = anchors.hold_skip_reads().await;
     let response = app.get("/products?page=27").await;
     assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
     assert_eq!(
@@ -742,7 +853,7 @@ async fn a_deep_page_before_its_anchors_exist_asks_to_retry() {
     }
     drop(held);
     // The walk was asked for by the first request and runs now; the page is served once it
-    // is done.
+    // is done (reads by skipping are still held off).
     let mut tries = 0;
     loop {
         let response = app.get("/products?page=27").await;
@@ -753,6 +864,7 @@ async fn a_deep_page_before_its_anchors_exist_asks_to_retry() {
         tries += 1;
         assert!(tries < 100, "the anchors are walked");
     }
+    drop(skipping);
 }
 
 /// The total a listing page shows ("of N products").

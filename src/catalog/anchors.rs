@@ -33,11 +33,21 @@
 //!
 //! # Before the anchors exist
 //!
-//! The first deep page of a listing waits for its walk up to [`WAIT`]. A walk that takes longer
-//! (a listing of hundreds of thousands of products, right after start-up) answers that request
-//! with [`Anchored::NotReady`], which the page turns into a 503 "being prepared" page with
-//! `Retry-After` (never a multi-second skip); the walk goes on and the next try is served from
-//! the anchors.
+//! A deep page of a listing with no anchors yet (right after start-up, a new filter, or kept
+//! anchors a write made unusable) is read by skipping, from the nearer end of the listing,
+//! along the listing's index ([`skip_index`]), projecting only the sort key and `_id`; where
+//! that index's keys decide the whole filter (newest first, of all products or of a category)
+//! the store counts the skipped products from the keys without reading them (docstore's keyed
+//! scan, MongoDB's covered `IXSCAN`). The page's products are then read by `_id`
+//! ([`read_by_skipping`]). That read is bounded: one at a time per store handle,
+//! at most [`SKIP_BOUND`] (sent as `maxTimeMS` too), and, where the index's keys do not hold
+//! every field of the filter (so the store reads each skipped product), at most
+//! [`UNDECIDED_SKIP`] products skipped. When another such read is under way,
+//! or the bound is hit, the request waits for the listing's walk for what is left of [`WAIT`],
+//! then answers [`Anchored::NotReady`], which the page turns into a 503 "being prepared" page
+//! with `Retry-After` (never a multi-second skip); the walk goes on and the next try is served
+//! from the anchors. A page read by skipping is exact (the listing as it is now), so it needs
+//! no anchors at all.
 //!
 //! # Across restarts and instances
 //!
@@ -95,6 +105,15 @@ const MAX_LISTINGS: usize = 32;
 const MAX_ANCHORS: usize = 300_000;
 /// How long a deep page waits for its listing's first walk.
 pub(crate) const WAIT: Duration = Duration::from_millis(500);
+/// Most products a read by skipping passes over when the listing's index keys do not decide its
+/// whole filter, so the store reads each skipped product (about 4 µs each at a million products,
+/// against about 0.2 µs for an entry the keys decide; measured: 0.5–2.6 s for the other sorts'
+/// middle pages): about 0.2 s.
+const UNDECIDED_SKIP: u64 = 50_000;
+/// The longest a deep page's read by skipping may take before its listing has anchors (see
+/// "Before the anchors exist" above); past it the page waits for the walk for what is left of
+/// [`WAIT`].
+pub(crate) const SKIP_BOUND: Duration = Duration::from_millis(300);
 /// A page more than this far past its anchor (the listing grew since the walk) waits for a
 /// new walk rather than skipping that far.
 const MAX_SKIP: u64 = 480;
@@ -198,6 +217,9 @@ pub struct AnchorCache {
     listings: Mutex<HashMap<String, Arc<Listing>>>,
     /// One walk at a time.
     walks: Arc<Semaphore>,
+    /// One read by skipping at a time (see [`read_by_skipping`]); held until the store has
+    /// answered, even when the request stopped waiting for it.
+    skip_reads: Arc<Semaphore>,
     /// The products change counter ([`changes`]) last caught up with.
     seen_products: std::sync::atomic::AtomicU64,
 }
@@ -207,6 +229,7 @@ impl Default for AnchorCache {
         AnchorCache {
             listings: Mutex::new(HashMap::new()),
             walks: Arc::new(Semaphore::new(1)),
+            skip_reads: Arc::new(Semaphore::new(1)),
             seen_products: std::sync::atomic::AtomicU64::new(0),
         }
     }
@@ -309,6 +332,16 @@ impl AnchorCache {
             .await
             .expect("the walk semaphore is never closed")
     }
+
+    /// Hold off every read by skipping of this handle while the guard lives (for tests of what
+    /// a deep page answers when that read is not possible).
+    #[doc(hidden)]
+    pub async fn hold_skip_reads(&self) -> tokio::sync::OwnedSemaphorePermit {
+        Arc::clone(&self.skip_reads)
+            .acquire_owned()
+            .await
+            .expect("the skip read semaphore is never closed")
+    }
 }
 
 /// The key of the listing among those `eligible` that was asked for longest ago.
@@ -367,9 +400,9 @@ impl Listing {
     }
 }
 
-/// The anchors of `filter` under `sort`, walked now in the background when missing or due; a
-/// request without any waits for the walk up to [`WAIT`]. `hint` names the sort index for the
-/// walk's finds (see [`seek::walk_is_cheap`]).
+/// The anchors of `filter` under `sort`, walked now in the background when missing or due (or
+/// `too_far`: the listing grew past them, so they are not served). `hint` names the sort index
+/// for the walk's finds (see [`seek::walk_is_cheap`]).
 async fn anchors(
     db: &Db,
     filter: &Document,
@@ -377,7 +410,7 @@ async fn anchors(
     hint: bool,
     too_far: bool,
     total: u64,
-) -> Option<Arc<Anchors>> {
+) -> Found {
     let cache = of(db);
     let key = format!("{}|{}", sort.as_str(), filter);
     let listing = cache.listing(key.clone());
@@ -450,22 +483,82 @@ async fn anchors(
     }
     let mut seen = listing.anchors.subscribe();
     let current = seen.borrow_and_update().clone();
-    match current {
-        Some(anchors) if !too_far => Some(anchors),
-        _ => {
-            let waited = tokio::time::timeout(WAIT, seen.changed()).await;
-            match waited {
-                Ok(Ok(())) => seen.borrow().clone(),
-                _ => None,
-            }
+    Found {
+        current: current.filter(|_| !too_far),
+        seen,
+    }
+}
+
+/// A listing's anchors as [`anchors`] found them.
+struct Found {
+    /// The anchors to serve now; `None` when there are none yet (or they are too old for the
+    /// page asked).
+    current: Option<Arc<Anchors>>,
+    /// The listing's anchors as walks replace them.
+    seen: watch::Receiver<Option<Arc<Anchors>>>,
+}
+
+impl Found {
+    /// The current anchors, or the next walk's when it ends within `wait`.
+    async fn within(mut self, wait: Duration) -> Option<Arc<Anchors>> {
+        if self.current.is_some() {
+            return self.current;
+        }
+        match tokio::time::timeout(wait, self.seen.changed()).await {
+            Ok(Ok(())) => self.seen.borrow().clone(),
+            _ => None,
         }
     }
 }
 
+/// What a deep page is read from when its listing's anchors are not there to serve it.
+enum Fallback {
+    /// The walk ended in time.
+    Walked(Arc<Anchors>),
+    /// The page, read by skipping.
+    Page(Vec<ProductCard>),
+    NotReady,
+}
+
+/// For a deep page whose listing has no anchors to serve it (`found.current` is `None`): the
+/// page read by skipping when that is possible within its bound, else the walk's anchors when
+/// it ends within what is left of [`WAIT`] since the request `asked`.
+async fn without_anchors(
+    db: &Db,
+    filter: &Document,
+    sort: Sort,
+    hint: bool,
+    nearer: &FromNearerEnd,
+    found: Found,
+    asked: Instant,
+) -> Result<Fallback, DbError> {
+    if let Some(page) = read_by_skipping(db, filter, sort, hint, nearer).await? {
+        return Ok(Fallback::Page(page));
+    }
+    let left = WAIT.saturating_sub(asked.elapsed());
+    Ok(match found.within(left).await {
+        Some(anchors) => Fallback::Walked(anchors),
+        None => Fallback::NotReady,
+    })
+}
+
+/// A deep page as a read from the nearer end of its listing: `skip` products in `order` (the
+/// listing's, or reversed when `from_end`), then `limit`.
+#[derive(Debug, Clone)]
+pub struct FromNearerEnd {
+    pub order: Document,
+    pub skip: u64,
+    pub limit: u64,
+    /// `order` is the listing's reversed: the products read come last first.
+    pub from_end: bool,
+}
+
 /// The page of `filter` under `sort` that starts at `start` (counted from 0), `limit` products
-/// long, read from the nearest anchor before it.
+/// long, read from the nearest anchor before it, or, while the listing has none, by skipping
+/// from its nearer end (`nearer`, see "Before the anchors exist" in the module documentation).
 /// `total` is the listing's total as the page shows it (kept anchors that counted otherwise are
 /// not used).
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn read_page(
     db: &Db,
     filter: &Document,
@@ -474,16 +567,26 @@ pub(crate) async fn read_page(
     limit: u64,
     hint: bool,
     total: u64,
+    nearer: &FromNearerEnd,
 ) -> Result<Anchored, DbError> {
-    let Some(mut found) = anchors(db, filter, sort, hint, false, total).await else {
-        return Ok(Anchored::NotReady);
+    let asked = Instant::now();
+    let found = anchors(db, filter, sort, hint, false, total).await;
+    let mut found = match found.current {
+        Some(current) => current,
+        None => match without_anchors(db, filter, sort, hint, nearer, found, asked).await? {
+            Fallback::Walked(walked) => walked,
+            Fallback::Page(page) => return Ok(Anchored::Page(page)),
+            Fallback::NotReady => return Ok(Anchored::NotReady),
+        },
     };
     if found.plan(start) == Plan::TooFar {
-        // The listing grew past the anchors since their walk: walk again (waiting as for a
-        // first walk).
-        match anchors(db, filter, sort, hint, true, total).await {
-            Some(fresh) if fresh.plan(start) != Plan::TooFar => found = fresh,
-            _ => return Ok(Anchored::NotReady),
+        // The listing grew past the anchors since their walk: walk again (read by skipping or
+        // waiting meanwhile, as for a first walk).
+        let fresh = anchors(db, filter, sort, hint, true, total).await;
+        match without_anchors(db, filter, sort, hint, nearer, fresh, asked).await? {
+            Fallback::Walked(fresh) if fresh.plan(start) != Plan::TooFar => found = fresh,
+            Fallback::Page(page) => return Ok(Anchored::Page(page)),
+            Fallback::Walked(_) | Fallback::NotReady => return Ok(Anchored::NotReady),
         }
     }
     if !found.usable {
@@ -492,6 +595,134 @@ pub(crate) async fn read_page(
     read_planned(db, filter, &found, start, limit, hint)
         .await
         .map(Anchored::Page)
+}
+
+/// MongoDB's (and docstore's) code for a command stopped at its `maxTimeMS`.
+const MAX_TIME_EXPIRED: i32 = 50;
+
+/// The index a read by skipping goes along, so the store counts the skipped products from its
+/// keys: for a category's newest-first listing the category index (its keys hold the category,
+/// the order and the status: the whole filter), else the sort index when `hint` (the listing
+/// is dense in it, see [`seek::walk_is_cheap`]; the newest-first one ends in `status`), else
+/// the store's choice.
+pub(crate) fn skip_index(filter: &Document, sort: Sort, hint: bool) -> Option<Document> {
+    if sort == Sort::Newest && matches!(filter.get("category_path"), Some(Bson::ObjectId(_))) {
+        return Some(products::category_order_index());
+    }
+    hint.then(|| sort.index())
+}
+
+/// The find of a read by skipping: the sort key and `_id` of the products at `nearer`, along
+/// [`skip_index`], stopped by the store at [`SKIP_BOUND`] (MongoDB does; docstore runs it to
+/// the end, see [`read_by_skipping`]).
+pub fn skip_find(
+    collection: &str,
+    filter: &Document,
+    sort: Sort,
+    hint: bool,
+    nearer: &FromNearerEnd,
+) -> Document {
+    let mut command = doc! {
+        "find": collection,
+        "filter": filter.clone(),
+        "sort": nearer.order.clone(),
+        "projection": { sort.key_field(): 1, "_id": 1 },
+        "skip": nearer.skip as i64,
+        "limit": nearer.limit as i64,
+        "maxTimeMS": SKIP_BOUND.as_millis() as i64,
+    };
+    if let Some(index) = skip_index(filter, sort, hint) {
+        command.insert("hint", index);
+    }
+    command
+}
+
+/// The `_id`s of the products at `nearer` in `filter`'s order, skipped to on the index keys
+/// ([`skip_find`], one batch).
+async fn skipped_to(
+    db: &Db,
+    filter: Document,
+    sort: Sort,
+    hint: bool,
+    nearer: FromNearerEnd,
+) -> Result<Vec<ObjectId>, DbError> {
+    let mut command = skip_find(products::COLLECTION, &filter, sort, hint, &nearer);
+    command.insert("singleBatch", true);
+    let reply = db.database().run_command(command).await?;
+    let batch = reply
+        .get_document("cursor")
+        .and_then(|cursor| cursor.get_array("firstBatch"))
+        .map_err(|e| DbError::Invalid(format!("a find's reply without its batch: {e}")))?;
+    Ok(batch
+        .iter()
+        .filter_map(|place| place.as_document()?.get_object_id("_id").ok())
+        .collect())
+}
+
+/// A deep page of a listing that has no anchors yet, read by skipping from the nearer end
+/// (`nearer`) on the index keys, then its products by `_id` (see "Before the anchors exist" in
+/// the module documentation); `None` when another such read is under way, this one took
+/// longer than [`SKIP_BOUND`], or it would read more than [`UNDECIDED_SKIP`] skipped products
+/// (the index's keys do not hold every field of the filter: another sort than newest first). A read the request stopped waiting for goes on in the
+/// background (docstore does not stop a find at its `maxTimeMS`) and keeps the next one from
+/// starting until the store has answered it, so at most one runs at a time.
+async fn read_by_skipping(
+    db: &Db,
+    filter: &Document,
+    sort: Sort,
+    hint: bool,
+    nearer: &FromNearerEnd,
+) -> Result<Option<Vec<ProductCard>>, DbError> {
+    let decided = skip_index(filter, sort, hint)
+        .is_some_and(|index| filter.keys().all(|field| index.contains_key(field)));
+    if !decided && nearer.skip > UNDECIDED_SKIP {
+        return Ok(None);
+    }
+    let Ok(permit) = Arc::clone(&of(db).skip_reads).try_acquire_owned() else {
+        return Ok(None);
+    };
+    let read = tokio::spawn({
+        let (db, filter, nearer) = (db.clone(), filter.clone(), nearer.clone());
+        async move {
+            let _one_at_a_time = permit;
+            let started = Instant::now();
+            let read = skipped_to(&db, filter, sort, hint, nearer.clone()).await;
+            tracing::debug!(
+                skip = nearer.skip,
+                ms = started.elapsed().as_millis() as u64,
+                ok = read.is_ok(),
+                "read a deep page's place by skipping"
+            );
+            read
+        }
+    });
+    let ids = match tokio::time::timeout(SKIP_BOUND, read).await {
+        Ok(Ok(Ok(ids))) => ids,
+        Ok(Ok(Err(DbError::Other(e))))
+            if matches!(e.kind.as_ref(), mongodb::error::ErrorKind::Command(c)
+                if c.code == MAX_TIME_EXPIRED) =>
+        {
+            return Ok(None)
+        }
+        Ok(Ok(Err(e))) => return Err(e),
+        // The bound passed (the read goes on, see above), or the read's task failed.
+        Ok(Err(_)) | Err(_) => return Ok(None),
+    };
+    // The page's products, still in the listing (one removed meanwhile is left out).
+    let mut products: Vec<ProductCard> = products::collection(db)
+        .clone_with_type::<ProductCard>()
+        .find(doc! { "$and": [{ "_id": { "$in": &ids } }, filter.clone()] })
+        .projection(ProductCard::projection())
+        .hint(mongodb::options::Hint::Keys(doc! { "_id": 1 }))
+        .await?
+        .try_collect()
+        .await?;
+    let place = |product: &ProductCard| ids.iter().position(|id| *id == product.id);
+    products.sort_by_key(place);
+    if nearer.from_end {
+        products.reverse();
+    }
+    Ok(Some(products))
 }
 
 /// The products at `start..start + limit` of `filter` as `anchors` place them.

@@ -627,7 +627,13 @@ async fn find_numbered_page(
     let deep = skip > NUMBERED_PAGES * PAGE_SIZE;
     let _deep = if deep {
         let hint = walk_sort_index(db, filter, sort, total).await?;
-        match anchors::read_page(db, filter, sort, start, limit, hint, total).await? {
+        let nearer = anchors::FromNearerEnd {
+            order: order.clone(),
+            skip,
+            limit,
+            from_end,
+        };
+        match anchors::read_page(db, filter, sort, start, limit, hint, total, &nearer).await? {
             Anchored::Page(products) => {
                 let links = Links {
                     page,

@@ -44,7 +44,7 @@ pub(crate) fn indexes() -> Vec<IndexModel> {
         plain(doc! { "search_title": 1, "_id": 1 }),
         // A category's listing, newest first; `status` last, as above (the store tells a key's
         // category from its element, and the status from the product's one value).
-        plain(doc! { "category_path": 1, "details.issue_date": -1, "_id": -1, "status": 1 }),
+        plain(category_order_index()),
         plain(doc! { "categories": 1 }),
         plain(doc! { "featured": 1, "details.issue_date": -1 }),
         // Stock levels; `_id` after it serves the admin lists' tie-broken stock sort.
@@ -66,6 +66,12 @@ pub(crate) fn indexes() -> Vec<IndexModel> {
             .options(IndexOptions::builder().sparse(true).build())
             .build(),
     ]
+}
+
+/// A category's listing newest first: the keys of its index (see [`indexes`]), which a read of
+/// a deep page by skipping names as its hint (`catalog::anchors::skip_index`).
+pub(crate) fn category_order_index() -> Document {
+    doc! { "category_path": 1, "details.issue_date": -1, "_id": -1, "status": 1 }
 }
 
 /// The name of the sparse index over `carted` (see [`indexes`]), which the start-up's look-up
