@@ -124,6 +124,16 @@ async fn page(app: &TestApp, path: &str) -> scraper::Html {
     html(&body(response).await)
 }
 
+/// Page `n` at `path` shows the products of `want` (the whole listing in order) that belong
+/// on it.
+async fn assert_shows_page(app: &TestApp, path: &str, want: &[ProductCard], n: usize) {
+    let shown = slugs(&page(app, path).await);
+    let start = (n - 1) * PAGE_SIZE as usize;
+    let end = (start + PAGE_SIZE as usize).min(want.len());
+    let wanted: Vec<String> = want[start..end].iter().map(|p| p.slug.clone()).collect();
+    assert_eq!(shown, wanted, "{path}");
+}
+
 fn link(doc: &scraper::Html, rel: &str) -> Option<String> {
     attr(doc, &format!(".pagination a[rel={rel}]"), "href")
 }
@@ -660,11 +670,7 @@ async fn deep_numbered_pages_show_the_listing_in_order() {
         assert!(pages > 50, "deep pages exist: {pages}");
         for n in (20..=pages - 19).step_by(3) {
             let path = format!("/products?sort={}&page={n}", sort.as_str());
-            let shown = slugs(&page(&app, &path).await);
-            let start = (n - 1) * PAGE_SIZE as usize;
-            let end = (start + PAGE_SIZE as usize).min(want.len());
-            let wanted: Vec<String> = want[start..end].iter().map(|p| p.slug.clone()).collect();
-            assert_eq!(shown, wanted, "{path}");
+            assert_shows_page(&app, &path, &want, n).await;
         }
     }
 }
@@ -752,11 +758,7 @@ async fn a_deep_page_before_its_anchors_exist_is_read_by_skipping() {
             // just past it (read from the end) and just before the numbered pages at the end.
             for n in [22, pages / 2, pages / 2 + 1, pages - 21] {
                 let path = format!("{base}?sort={}&page={n}", sort.as_str());
-                let shown = slugs(&page(&app, &path).await);
-                let start = (n - 1) * PAGE_SIZE as usize;
-                let end = (start + PAGE_SIZE as usize).min(want.len());
-                let wanted: Vec<String> = want[start..end].iter().map(|p| p.slug.clone()).collect();
-                assert_eq!(shown, wanted, "{path}");
+                assert_shows_page(&app, &path, &want, n).await;
             }
         }
     }

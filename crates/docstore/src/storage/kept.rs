@@ -19,10 +19,10 @@
 //! file is a fraction of the entries' size in memory.
 
 use super::faults::{DiskFaults, FaultyFile};
-use super::journal::{read_record, write_record, ReadRecord, RECORD_HEADER_LEN};
+use super::journal::{write_record, RECORD_HEADER_LEN};
+use super::records::{encode, Reader, IO_BUFFER};
 use bson::{doc, Document};
-use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Write};
+use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 const FORMAT: &str = "docstore-kept-indexes";
@@ -32,8 +32,6 @@ const FORMAT: &str = "docstore-kept-indexes";
 const VERSION: i32 = 1;
 /// Bytes of encoded entries per record.
 const CHUNK_BYTES: usize = 1 << 20;
-/// Large enough that the file goes to disk in big writes.
-const IO_BUFFER: usize = 1 << 20;
 
 /// One index as a kept-indexes file holds it.
 pub(crate) struct KeptIndex {
@@ -170,16 +168,7 @@ pub(crate) struct CollectionIndexes<'a> {
 }
 
 fn invalid_data(path: &Path, msg: impl std::fmt::Display) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("kept indexes {}: {msg}", path.display()),
-    )
-}
-
-fn encode(doc: &Document, scratch: &mut Vec<u8>) -> io::Result<()> {
-    scratch.clear();
-    doc.to_writer(&mut *scratch)
-        .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))
+    super::records::invalid_data("kept indexes", path, msg)
 }
 
 fn put_varint(out: &mut Vec<u8>, mut n: u64) {
@@ -294,34 +283,6 @@ fn encode_entries<'a>(entries: impl Iterator<Item = (&'a [u8], u64)>) -> Vec<Vec
     chunks
 }
 
-/// Streams the records of a kept-indexes file, failing on any damage.
-struct Reader<'a> {
-    path: &'a Path,
-    r: BufReader<File>,
-    remaining: u64,
-}
-
-impl Reader<'_> {
-    fn next_record(&mut self, payload: &mut Vec<u8>) -> io::Result<()> {
-        match read_record(&mut self.r, self.remaining, payload)? {
-            ReadRecord::Ok => {}
-            ReadRecord::End | ReadRecord::Truncated => {
-                return Err(invalid_data(self.path, "file is truncated"))
-            }
-            ReadRecord::BadChecksum => return Err(invalid_data(self.path, "checksum mismatch")),
-        }
-        self.remaining -= (RECORD_HEADER_LEN + payload.len()) as u64;
-        Ok(())
-    }
-
-    fn next_doc(&mut self) -> io::Result<Document> {
-        let mut payload = Vec::new();
-        self.next_record(&mut payload)?;
-        crate::bson_depth::decode(&payload)
-            .map_err(|e| invalid_data(self.path, format!("record is not BSON: {e}")))
-    }
-}
-
 fn count(path: &Path, d: &Document, key: &str) -> io::Result<u64> {
     d.get_i64(key)
         .ok()
@@ -333,13 +294,7 @@ fn count(path: &Path, d: &Document, key: &str) -> io::Result<u64> {
 /// `snapshot_bytes` bytes. Any damage or mismatch is an error: the caller then builds every
 /// index from the documents.
 pub(crate) fn read_file(path: &Path, token: u64, snapshot_bytes: u64) -> io::Result<Kept> {
-    let file = File::open(path)?;
-    let remaining = file.metadata()?.len();
-    let mut reader = Reader {
-        path,
-        r: BufReader::with_capacity(IO_BUFFER, file),
-        remaining,
-    };
+    let mut reader = Reader::open("kept indexes", path)?;
     let header = reader.next_doc()?;
     if header.get_str("format") != Ok(FORMAT) || header.get_i32("version") != Ok(VERSION) {
         return Err(invalid_data(
@@ -392,7 +347,7 @@ pub(crate) fn read_file(path: &Path, token: u64, snapshot_bytes: u64) -> io::Res
             };
             for _ in 0..chunks {
                 let mut chunk = Vec::new();
-                reader.next_record(&mut chunk)?;
+                reader.next_record_into(&mut chunk)?;
                 index.chunks.push(chunk);
             }
             collection.indexes.push(index);

@@ -14,6 +14,7 @@ mod group_commit;
 pub(crate) mod journal;
 pub(crate) mod kept;
 pub(crate) mod private;
+mod records;
 pub(crate) mod recovery;
 pub(crate) mod snapshot;
 

@@ -6,12 +6,12 @@
 //! `{end: true, collections, docs}`. Every record is framed like a journal record.
 
 use super::faults::{DiskFaults, FaultyFile};
-use super::journal::{read_record, write_record, ReadRecord, RECORD_HEADER_LEN};
+use super::journal::{write_record, RECORD_HEADER_LEN};
+use super::records::{encode, Reader, IO_BUFFER};
 use super::CollectionImage;
 use crate::stored::StoredDoc;
 use bson::{doc, Bson, Document};
-use std::fs::File;
-use std::io::{self, BufReader, BufWriter};
+use std::io::{self, BufWriter};
 use std::path::Path;
 
 const FORMAT: &str = "docstore-snapshot";
@@ -20,24 +20,8 @@ const VERSION: i32 = 1;
 /// A batch of validated documents with its place in the file (batches are validated on several
 /// threads and put back in order).
 type SeqBatch = (usize, Vec<StoredDoc>);
-/// Large enough that a snapshot of hundreds of MB goes to disk in big writes.
-const IO_BUFFER: usize = 1 << 20;
-
 fn invalid_data(path: &Path, msg: impl std::fmt::Display) -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        format!("snapshot {}: {msg}", path.display()),
-    )
-}
-
-fn encode(doc: &Document, scratch: &mut Vec<u8>) -> io::Result<()> {
-    scratch.clear();
-    doc.to_writer(&mut *scratch).map_err(|e| {
-        io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("cannot encode document: {e}"),
-        )
-    })
+    super::records::invalid_data("snapshot", path, msg)
 }
 
 /// Write a complete snapshot to `path` and fsync it. The caller renames it into place.
@@ -86,35 +70,9 @@ pub fn write_file(
     file.sync_all()
 }
 
-/// Streams the records of one snapshot file, failing on any damage: a snapshot is only used
-/// when it is entirely intact.
-struct Reader<'a> {
-    path: &'a Path,
-    r: BufReader<File>,
-    remaining: u64,
-    payload: Vec<u8>,
-}
-
+/// The snapshot's own reading of its records (a snapshot is only used when it is entirely
+/// intact, see `records`).
 impl Reader<'_> {
-    /// The next record's payload, its checksum verified.
-    fn next_record(&mut self) -> io::Result<&[u8]> {
-        match read_record(&mut self.r, self.remaining, &mut self.payload)? {
-            ReadRecord::Ok => {}
-            ReadRecord::End | ReadRecord::Truncated => {
-                return Err(invalid_data(self.path, "file is truncated"))
-            }
-            ReadRecord::BadChecksum => return Err(invalid_data(self.path, "checksum mismatch")),
-        }
-        self.remaining -= (RECORD_HEADER_LEN + self.payload.len()) as u64;
-        Ok(&self.payload)
-    }
-
-    fn next_doc(&mut self) -> io::Result<Document> {
-        let path = self.path;
-        crate::bson_depth::decode(self.next_record()?)
-            .map_err(|e| invalid_data(path, format!("record is not BSON: {e}")))
-    }
-
     /// The next `count` records as stored documents, each validated as thoroughly as decoding
     /// would, but kept as its bytes. This thread reads the records and checks their checksums
     /// while others validate the documents, a batch at a time (start-up at a million
@@ -267,14 +225,7 @@ fn get_str(path: &Path, d: &Document, key: &str) -> io::Result<String> {
 
 /// Read and verify a whole snapshot; returns its token and collections.
 pub(crate) fn read_file(path: &Path) -> io::Result<(u64, Vec<CollectionImage>)> {
-    let file = File::open(path)?;
-    let remaining = file.metadata()?.len();
-    let mut reader = Reader {
-        path,
-        r: BufReader::with_capacity(IO_BUFFER, file),
-        remaining,
-        payload: Vec::new(),
-    };
+    let mut reader = Reader::open("snapshot", path)?;
     let header = reader.next_doc()?;
     if header.get_str("format") != Ok(FORMAT) {
         return Err(invalid_data(path, "not a docstore snapshot"));
@@ -332,6 +283,7 @@ pub(crate) fn read_file(path: &Path) -> io::Result<(u64, Vec<CollectionImage>)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::journal::{read_record, ReadRecord};
 
     fn image(db: &str, coll: &str, n: i32) -> CollectionImage {
         CollectionImage {
