@@ -10,7 +10,6 @@ use crate::storage::kept::KeptIndex;
 use crate::storage::CollectionImage;
 use bson::Document;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Keys of a batch for one index: per document, the keys it contributes.
 type BatchKeys = Vec<Vec<Vec<u8>>>;
@@ -295,44 +294,25 @@ fn load_kept(
         return specs.iter().map(|_| None).collect();
     }
     let started = std::time::Instant::now();
-    let jobs: Vec<parking_lot::Mutex<Option<(IndexSpec, KeptIndex)>>> = specs
+    // Per spec, the kept index of the same definition, if any.
+    let jobs: Vec<Option<(IndexSpec, KeptIndex)>> = specs
         .iter()
         .map(|spec| {
             let definition = spec.to_document();
             let at = kept.iter().position(|k| k.spec == definition);
-            parking_lot::Mutex::new(at.map(|at| (spec.clone(), kept.swap_remove(at))))
+            at.map(|at| (spec.clone(), kept.swap_remove(at)))
         })
         .collect();
-    let next = AtomicUsize::new(0);
-    let load_one = || {
-        let mut done = Vec::new();
-        loop {
-            let n = next.fetch_add(1, Ordering::Relaxed);
-            let Some(job) = jobs.get(n) else { break };
-            let Some((spec, kept)) = job.lock().take() else {
-                continue;
-            };
-            let name = spec.name.clone();
-            let index = Index::from_kept(spec, &kept, records);
-            if index.is_none() {
-                tracing::warn!(ns, index = %name, "kept index entries are damaged; building it");
-            }
-            done.push((n, index));
-        }
-        done
-    };
     let threads = threads_for(jobs.len());
-    let done: Vec<(usize, Option<Index>)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads).map(|_| scope.spawn(load_one)).collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
+    let loaded: Vec<Option<Index>> = crate::index::on_threads(jobs, threads, |job| {
+        let (spec, kept) = job?;
+        let name = spec.name.clone();
+        let index = Index::from_kept(spec, &kept, records);
+        if index.is_none() {
+            tracing::warn!(ns, index = %name, "kept index entries are damaged; building it");
+        }
+        index
     });
-    let mut loaded: Vec<Option<Index>> = specs.iter().map(|_| None).collect();
-    for (n, index) in done {
-        loaded[n] = index;
-    }
     let count = loaded.iter().flatten().count();
     if count > 0 {
         tracing::info!(

@@ -162,52 +162,26 @@ pub(crate) fn build_all(
     order.sort_by_key(|&i| std::cmp::Reverse(size(&per_index[i])));
     let mut jobs: Vec<Option<(&mut Index, Parts)>> =
         indexes.iter_mut().zip(per_index).map(Some).collect();
-    let queue: Vec<parking_lot::Mutex<Option<(&mut Index, Parts)>>> = order
-        .iter()
-        .map(|&i| parking_lot::Mutex::new(jobs[i].take()))
-        .collect();
-    let next = AtomicUsize::new(0);
+    let queue: Vec<(&mut Index, Parts)> = order.iter().filter_map(|&i| jobs[i].take()).collect();
     let large = docs.len() >= PARALLEL_KEYS_MIN;
     let mut results: Vec<Option<Result<()>>> = (0..queue.len()).map(|_| None).collect();
-    let done: Vec<(usize, Result<()>)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..cores.min(queue.len()))
-            .map(|_| {
-                let queue = &queue;
-                let next = &next;
-                let order = &order;
-                scope.spawn(move || {
-                    let mut done = Vec::new();
-                    loop {
-                        let n = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(job) = queue.get(n) else { break };
-                        let Some((index, keyed)) = job.lock().take() else {
-                            continue;
-                        };
-                        let began = std::time::Instant::now();
-                        let result = keyed.and_then(|parts| index.finish_build(concat(parts), ns));
-                        // Which index a slow start-up waits for (issue 37's measurements).
-                        if large {
-                            tracing::debug!(
-                                ns,
-                                index = %index.spec.name,
-                                entries = index.entry_count(),
-                                built_ms = began.elapsed().as_millis() as u64,
-                                "index sorted and built"
-                            );
-                        }
-                        done.push((order[n], result));
-                    }
-                    done
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
+    let done = on_threads(queue, cores, |(index, keyed)| {
+        let began = std::time::Instant::now();
+        let result = keyed.and_then(|parts| index.finish_build(concat(parts), ns));
+        // Which index a slow start-up waits for (issue 37's measurements).
+        if large {
+            tracing::debug!(
+                ns,
+                index = %index.spec.name,
+                entries = index.entry_count(),
+                built_ms = began.elapsed().as_millis() as u64,
+                "index sorted and built"
+            );
+        }
+        result
     });
-    for (i, result) in done {
-        results[i] = Some(result);
+    for (n, result) in done.into_iter().enumerate() {
+        results[order[n]] = Some(result);
     }
     if large {
         tracing::info!(
@@ -224,4 +198,58 @@ pub(crate) fn build_all(
         .into_iter()
         .map(|r| r.unwrap_or_else(|| Err(Error::internal("index build did not run"))))
         .collect()
+}
+
+/// `work` done on each of `jobs` by up to `threads` threads, each taking the next job not yet
+/// taken (so a few long jobs and many short ones share the cores); the results in the jobs'
+/// order. A panic in `work` is raised again here.
+pub(crate) fn on_threads<T: Send, R: Send>(
+    jobs: Vec<T>,
+    threads: usize,
+    work: impl Fn(T) -> R + Sync,
+) -> Vec<R> {
+    let count = jobs.len();
+    let queue: Vec<parking_lot::Mutex<Option<T>>> = jobs
+        .into_iter()
+        .map(|job| parking_lot::Mutex::new(Some(job)))
+        .collect();
+    let next = AtomicUsize::new(0);
+    let take_jobs = || {
+        let mut done = Vec::new();
+        loop {
+            let n = next.fetch_add(1, Ordering::Relaxed);
+            let Some(job) = queue.get(n) else { break };
+            if let Some(job) = job.lock().take() {
+                done.push((n, work(job)));
+            }
+        }
+        done
+    };
+    let mut done: Vec<(usize, R)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads.clamp(1, count.max(1)))
+            .map(|_| scope.spawn(take_jobs))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    });
+    done.sort_by_key(|(n, _)| *n);
+    done.into_iter().map(|(_, result)| result).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::on_threads;
+
+    #[test]
+    fn on_threads_does_every_job_once_and_answers_in_the_jobs_order() {
+        for threads in [0, 1, 2, 8] {
+            let jobs: Vec<u64> = (0..100).collect();
+            let squares = on_threads(jobs, threads, |n| n * n);
+            let want: Vec<u64> = (0..100).map(|n| n * n).collect();
+            assert_eq!(squares, want, "{threads} threads");
+        }
+        assert!(on_threads(Vec::<u8>::new(), 4, |n| n).is_empty());
+    }
 }

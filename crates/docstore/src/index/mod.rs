@@ -28,7 +28,7 @@ mod test_random {
     }
 }
 
-pub(crate) use build::build_all;
+pub(crate) use build::{build_all, on_threads};
 pub(crate) use spec::IndexSpec;
 use spec::{is_geo, is_hashed};
 
