@@ -8,6 +8,7 @@
 use crate::collection::{Collection, WriteSession};
 use crate::error::{Error, ErrorCode, Result};
 use crate::index::IndexSpec;
+use crate::storage::kept::KeptIndex;
 use crate::storage::{CollectionImage, JournalOp, Recovered, Storage};
 use bson::Document;
 use parking_lot::{Mutex, RwLock};
@@ -31,6 +32,9 @@ pub(crate) struct Catalog {
     /// [`Catalog::recover`]), so that the next start neither builds the indexes nor replays
     /// that journal (an index created since the snapshot is built again at every replay).
     snapshot_wanted: Arc<AtomicBool>,
+    /// Set by a shutdown that writes a snapshot of its own: the kept indexes of an earlier one,
+    /// still being written in the background, are given up rather than waited for.
+    kept_superseded: Arc<AtomicBool>,
 }
 
 /// When the journal has grown enough for a snapshot to compact it: past a fixed size, and past
@@ -132,6 +136,7 @@ impl Catalog {
             snapshot_running: Arc::new(AtomicBool::new(false)),
             snapshot_retry: Arc::new(Mutex::new(SnapshotRetry::new())),
             snapshot_wanted: Arc::new(AtomicBool::new(false)),
+            kept_superseded: Arc::new(AtomicBool::new(false)),
         };
         {
             let mut dbs = catalog.databases.write();
@@ -189,6 +194,7 @@ impl Catalog {
             let storage = Arc::clone(&catalog.storage);
             let wanted = Arc::clone(&catalog.snapshot_wanted);
             let running = Arc::clone(&catalog.snapshot_running);
+            let superseded = catalog.kept_superseded();
             crate::collection::spawn_background_builds(
                 later,
                 to_keep.map(|(token, images)| -> Box<dyn FnOnce() + Send> {
@@ -196,7 +202,7 @@ impl Catalog {
                         if storage.journal_bytes() != 0 {
                             wanted.store(true, Ordering::Release);
                         } else if !running.swap(true, Ordering::AcqRel) {
-                            keep_indexes(&storage, token, &images);
+                            keep_indexes(&storage, token, &images, &superseded);
                             drop(storage);
                             drop(images);
                             running.store(false, Ordering::Release);
@@ -530,13 +536,14 @@ impl Catalog {
         let storage = Arc::clone(&self.storage);
         let running = Arc::clone(&self.snapshot_running);
         let retry = Arc::clone(&self.snapshot_retry);
+        let superseded = self.kept_superseded();
         std::thread::Builder::new()
             .name("docstore-snapshot".into())
             .spawn(move || {
                 match storage.write_snapshot(token, &images) {
                     Ok(()) => {
                         retry.lock().succeeded();
-                        keep_indexes(&storage, token, &images);
+                        keep_indexes(&storage, token, &images, &superseded);
                     }
                     Err(e) => retry.lock().failed(&format!("snapshot {token} failed"), &e),
                 }
@@ -578,9 +585,52 @@ impl Catalog {
         images
     }
 
+    /// Every collection's kept indexes read from its live indexes (see
+    /// `collection::kept_from_live`), with its database, name and document count; only while
+    /// the gate holds every write back.
+    fn live_kept_indexes(&self) -> Vec<(String, String, u64, Vec<KeptIndex>)> {
+        let dbs = self.databases.read();
+        let mut kept = Vec::new();
+        for (db, colls) in dbs.iter() {
+            for (name, handle) in colls {
+                let c = handle.read();
+                let docs = c.len() as u64;
+                kept.push((
+                    db.clone(),
+                    name.clone(),
+                    docs,
+                    crate::collection::kept_from_live(&c),
+                ));
+            }
+        }
+        kept
+    }
+
+    /// Whether the kept indexes being written now are not worth finishing (see
+    /// [`keep_indexes`]): a newer snapshot is due (during a bulk load, each snapshot's would be
+    /// obsolete soon after and hold the next snapshot back meanwhile), or a shutdown is about
+    /// to write one of its own.
+    fn kept_superseded(&self) -> impl Fn() -> bool + Send + 'static {
+        let storage = Arc::clone(&self.storage);
+        let trigger = self.snapshot_trigger;
+        let superseded = Arc::clone(&self.kept_superseded);
+        move || {
+            superseded.load(Ordering::Acquire)
+                || trigger.due(storage.journal_bytes(), storage.snapshot_bytes())
+        }
+    }
+
     /// Write everything journaled so far to disk (clean shutdown), after waiting (bounded) for
     /// a snapshot in progress so that it completes and releases the data directory.
     pub(crate) fn flush(&self) {
+        let snapshot_at_shutdown = |journal_bytes: u64| {
+            journal_bytes >= self.snapshot_trigger.min_journal_bytes / SHUTDOWN_SNAPSHOT_FRACTION
+        };
+        if snapshot_at_shutdown(self.storage.journal_bytes()) {
+            // This shutdown keeps its own snapshot's indexes: an earlier snapshot's, still
+            // being written, would be obsolete at once.
+            self.kept_superseded.store(true, Ordering::Release);
+        }
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while self.snapshot_running.load(Ordering::Acquire) && std::time::Instant::now() < deadline
         {
@@ -589,18 +639,56 @@ impl Catalog {
         // A long journal since the last snapshot would be replayed one write at a time at the
         // next start (tens of seconds after a bulk load); a snapshot written now lets that
         // start load the documents as they are and build the indexes in parallel instead.
-        if self.storage.journal_bytes()
-            >= self.snapshot_trigger.min_journal_bytes / SHUTDOWN_SNAPSHOT_FRACTION
+        if snapshot_at_shutdown(self.storage.journal_bytes())
             && !self.snapshot_running.swap(true, Ordering::AcqRel)
         {
+            // Its indexes are kept too, read from the live ones (no write can change them under
+            // the gate), so that the next start loads them instead of building them.
             let rotated = {
                 let _gate = self.gate.write();
-                self.storage.rotate().map(|token| (token, self.images()))
+                self.storage.rotate().map(|token| {
+                    let started = std::time::Instant::now();
+                    let kept = self.live_kept_indexes();
+                    tracing::info!(
+                        snapshot = token,
+                        ms = started.elapsed().as_millis() as u64,
+                        "read the live indexes to keep with the shutdown snapshot"
+                    );
+                    (token, self.images(), kept)
+                })
             };
-            let written =
-                rotated.and_then(|(token, images)| self.storage.write_snapshot(token, &images));
-            if let Err(e) = written {
-                tracing::warn!("snapshot at shutdown failed (the journal keeps every write): {e}");
+            let written = rotated.and_then(|(token, images, kept)| {
+                self.storage.write_snapshot(token, &images)?;
+                Ok((token, kept))
+            });
+            match written {
+                Ok((token, mut kept)) => {
+                    let collections = kept
+                        .iter_mut()
+                        .map(|(db, coll, docs, indexes)| {
+                            let mut indexes = std::mem::take(indexes).into_iter();
+                            crate::storage::kept::CollectionIndexes {
+                                db: db.as_str(),
+                                coll: coll.as_str(),
+                                docs: *docs,
+                                next_index: Box::new(move || indexes.next()),
+                            }
+                        })
+                        .collect();
+                    if let Err(e) = self
+                        .storage
+                        .write_kept_indexes(token, collections, &|| false)
+                    {
+                        tracing::warn!(
+                            "cannot keep snapshot {token}'s indexes (the next start builds them): {e}"
+                        );
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(
+                        "snapshot at shutdown failed (the journal keeps every write): {e}"
+                    )
+                }
             }
             self.snapshot_running.store(false, Ordering::Release);
         }
@@ -611,9 +699,15 @@ impl Catalog {
 }
 
 /// Write the kept indexes of snapshot `token`, whose collections are `images` (see
-/// `storage::kept`): built again from the documents, one index at a time on this thread. A
-/// failure is only logged: the next start then builds those indexes from the documents.
-fn keep_indexes(storage: &Storage, token: u64, images: &[CollectionImage]) {
+/// `storage::kept`): built again from the documents, one index at a time on this thread, given
+/// up once `superseded` says a newer snapshot makes them not worth finishing. A failure is only
+/// logged: the next start then builds those indexes from the documents.
+fn keep_indexes(
+    storage: &Storage,
+    token: u64,
+    images: &[CollectionImage],
+    superseded: &dyn Fn() -> bool,
+) {
     let collections = images
         .iter()
         .map(|image| crate::storage::kept::CollectionIndexes {
@@ -623,8 +717,16 @@ fn keep_indexes(storage: &Storage, token: u64, images: &[CollectionImage]) {
             next_index: Box::new(crate::collection::indexes_to_keep(image)),
         })
         .collect();
-    if let Err(e) = storage.write_kept_indexes(token, collections) {
-        tracing::warn!("cannot keep snapshot {token}'s indexes (the next start builds them): {e}");
+    match storage.write_kept_indexes(token, collections, superseded) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {
+            tracing::info!("snapshot {token}'s indexes not kept: {e}");
+        }
+        Err(e) => {
+            tracing::warn!(
+                "cannot keep snapshot {token}'s indexes (the next start builds them): {e}"
+            )
+        }
     }
 }
 

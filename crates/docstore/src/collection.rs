@@ -23,7 +23,7 @@ mod update_tests;
 pub(crate) mod validation;
 pub(crate) use crate::stored::StoredDoc;
 pub(crate) use background::spawn_background_builds;
-pub(crate) use bulk::indexes_to_keep;
+pub(crate) use bulk::{indexes_to_keep, kept_from_live};
 pub(crate) use session::WriteSession;
 
 /// Largest document MongoDB stores.

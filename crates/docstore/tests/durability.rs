@@ -465,6 +465,7 @@ async fn snapshots_taken_by_growing_a_store(journal_percent: u64) -> u64 {
 /// Start offsets of the records in a journal segment (`[u32 length][u32 crc][payload]`).
 #[tokio::test]
 async fn a_clean_shutdown_after_a_long_journal_leaves_a_snapshot_to_start_from() {
+    use futures::TryStreamExt;
     let dir = tempfile::tempdir().unwrap();
     // Far above what the writes below journal, so no snapshot is taken while they run.
     let config = docstore::Config {
@@ -490,14 +491,39 @@ async fn a_clean_shutdown_after_a_long_journal_leaves_a_snapshot_to_start_from()
     c.insert_many((0..1000).map(|i| doc! { "_id": i, "n": i % 7, "pad": "y".repeat(200) }))
         .await
         .unwrap();
+    // Gaps in the record ids: the kept entries are renumbered as a load numbers documents.
+    c.delete_many(doc! { "_id": { "$lt": 10 } }).await.unwrap();
+    c.insert_one(doc! { "_id": 1000, "n": 3 }).await.unwrap();
     assert_eq!(snapshots(dir.path()), 0, "no snapshot before the shutdown");
     server.shutdown().await;
     assert_eq!(snapshots(dir.path()), 1, "the shutdown wrote a snapshot");
+    assert!(
+        newest_snapshot_has_kept_indexes(dir.path())
+            && newest_file(dir.path(), "indexes-").is_some(),
+        "the shutdown kept its indexes beside it"
+    );
 
     // The next start has nothing to replay and finds every document and index.
     let server = docstore::Server::start(config.clone()).await.unwrap();
     let c = items(&server.uri()).await;
     assert_eq!(c.count_documents(doc! { "n": 3 }).await.unwrap(), 143);
+    let by_n: Vec<i32> = c
+        .find(doc! { "n": 3 })
+        .hint(mongodb::options::Hint::Keys(doc! { "n": 1 }))
+        .sort(doc! { "n": 1, "_id": 1 })
+        .await
+        .unwrap()
+        .try_collect::<Vec<Document>>()
+        .await
+        .unwrap()
+        .iter()
+        .map(|d| d.get_i32("_id").unwrap())
+        .collect();
+    let expected: Vec<i32> = (10..1000).filter(|i| i % 7 == 3).chain([1000]).collect();
+    assert_eq!(
+        by_n, expected,
+        "the kept n_1 index finds the same documents"
+    );
     assert!(c
         .list_index_names()
         .await

@@ -352,13 +352,42 @@ pub(crate) fn indexes_to_keep(image: &CollectionImage) -> impl FnMut() -> Option
             let built = crate::index::build_all(&mut one, &docs, &ns, 1);
             if matches!(built.first(), Some(Ok(()))) {
                 let [index] = one;
-                if let Some(kept) = index.to_kept() {
+                if let Some(kept) = index.to_kept(Some) {
                     return Some(kept);
                 }
             }
         }
         None
     }
+}
+
+/// What a snapshot of `c` taken now keeps of its indexes, read from its live indexes instead of
+/// built again from the documents (see [`indexes_to_keep`]); only for a snapshot taken while no
+/// write can change `c` (the shutdown snapshot, under the catalog's gate). A load numbers a
+/// snapshot's documents 1, 2, … in record order, so each entry's record id becomes its
+/// document's position. Text indexes and indexes still being built are left out (a start
+/// builds them).
+pub(crate) fn kept_from_live(c: &Collection) -> Vec<KeptIndex> {
+    let records: Vec<RecordId> = c.docs.keys().copied().collect();
+    let dense = records
+        .last()
+        .is_none_or(|&last| last == records.len() as RecordId);
+    let position = |rid: RecordId| {
+        if dense {
+            (1..=records.len() as RecordId)
+                .contains(&rid)
+                .then_some(rid)
+        } else {
+            records
+                .binary_search(&rid)
+                .ok()
+                .map(|at| at as RecordId + 1)
+        }
+    };
+    c.indexes()
+        .iter()
+        .filter_map(|index| index.to_kept(position))
+        .collect()
 }
 
 #[cfg(test)]
@@ -620,6 +649,60 @@ mod tests {
         }
         assert!(loaded.indexes()[2].is_multikey_field(0), "tags is multikey");
         assert!(!loaded.indexes()[2].is_multikey_field(1), "_id is not");
+    }
+
+    /// The live indexes of a collection with gaps in its record ids (deletes) and documents
+    /// changed since they were inserted give the kept entries a build over its snapshot image
+    /// gives, and a load from them gives the indexes a build gives; with no gaps too.
+    #[test]
+    fn kept_from_live_indexes_are_those_a_build_over_the_image_keeps() {
+        let mut c = Collection::new("db", "c", Document::new());
+        for spec in plain_and_unique_indexes() {
+            c.create_index(spec).unwrap();
+        }
+        for i in 0..300 {
+            let mut d = doc! { "_id": i, "a": i % 7, "tags": [i % 3, "x", i % 3] };
+            if i % 10 == 0 {
+                d.insert("u", i);
+            }
+            c.insert(d).unwrap();
+        }
+        let kept_of = |c: &Collection| -> Vec<IndexContents> {
+            let image = CollectionImage {
+                db: "db".into(),
+                coll: "c".into(),
+                options: Document::new(),
+                indexes: plain_and_unique_indexes()
+                    .iter()
+                    .map(IndexSpec::to_document)
+                    .collect(),
+                docs: c.all_documents().cloned().collect(),
+            };
+            let kept: Vec<KeptIndex> = std::iter::from_fn(indexes_to_keep(&image)).collect();
+            assert!(kept_from_live(c) == kept, "the same kept entries");
+            let built = load_image(&image, Vec::new());
+            let from_live = load_image(&image, kept_from_live(c));
+            assert_eq!(entries(&from_live), entries(&built));
+            entries(&from_live)
+        };
+        let dense = kept_of(&c);
+        assert_eq!(dense[0].1.len(), 300);
+
+        let gaps: Vec<RecordId> = c
+            .records()
+            .map(|(rid, _)| rid)
+            .filter(|r| r % 3 == 0)
+            .collect();
+        for rid in gaps {
+            c.remove(rid);
+        }
+        let rid = c.find_by_id(&bson::Bson::Int32(1)).unwrap();
+        c.replace(rid, doc! { "_id": 1, "a": 100, "tags": ["changed"] })
+            .unwrap();
+        c.insert(doc! { "_id": 1000, "a": 1, "u": 1000 }).unwrap();
+        let with_gaps = kept_of(&c);
+        assert_eq!(with_gaps[0].1.len(), 201, "300 - 100 deleted + 1 inserted");
+        assert_eq!(kept_from_live(&c).len(), 4, "_id_ and the three others");
     }
 
     #[test]

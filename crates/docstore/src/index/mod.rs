@@ -1027,20 +1027,33 @@ impl Index {
     }
 
     /// What a snapshot keeps of this index (see `storage::kept`): its definition, multikey
-    /// flags and (key, record id) entries in order; `None` for a text index (kept as postings,
-    /// rebuilt at start-up instead) and one still being built.
-    pub(crate) fn to_kept(&self) -> Option<KeptIndex> {
+    /// flags and (key, record id) entries in order, each record id as `renumber` gives it (the
+    /// document's position in the snapshot); `None` for a text index (kept as postings, rebuilt
+    /// at start-up instead), one still being built, and when `renumber` does not know a record.
+    /// `renumber` must keep the record ids' order, so that the entries stay in order.
+    pub(crate) fn to_kept(
+        &self,
+        renumber: impl Fn(RecordId) -> Option<RecordId>,
+    ) -> Option<KeptIndex> {
         if self.building {
             return None;
         }
         let set = self.entries.pairs()?;
-        Some(KeptIndex::new(
+        let unknown = std::cell::Cell::new(false);
+        let kept = KeptIndex::new(
             self.spec.to_document(),
             self.is_multikey(),
             self.multikey_fields.load(AtomicOrdering::Relaxed),
             set.len() as u64,
-            set.iter().map(|(k, rid)| (k.as_slice(), *rid)),
-        ))
+            set.iter().map(|(k, rid)| {
+                let position = renumber(*rid).unwrap_or_else(|| {
+                    unknown.set(true);
+                    0
+                });
+                (k.as_slice(), position)
+            }),
+        );
+        (!unknown.get()).then_some(kept)
     }
 
     /// Which key fields' paths met an array (bit `i` for field `i`), as a snapshot keeps it.

@@ -34,6 +34,7 @@ const VERSION: i32 = 1;
 const CHUNK_BYTES: usize = 1 << 20;
 
 /// One index as a kept-indexes file holds it.
+#[cfg_attr(test, derive(PartialEq))]
 pub(crate) struct KeptIndex {
     /// The definition, in `IndexSpec::to_document` form.
     pub(crate) spec: Document,
@@ -198,13 +199,15 @@ fn as_i64(n: u64) -> i64 {
 }
 
 /// Write the kept indexes of the snapshot `token` (a file of `snapshot_bytes` bytes) to `path`
-/// and fsync it. The caller renames it into place.
+/// and fsync it. The caller renames it into place. `stop` is asked before each index: once it
+/// says so, the write is given up (`ErrorKind::Interrupted`), as when a newer snapshot is due.
 pub(crate) fn write_file(
     path: &Path,
     token: u64,
     snapshot_bytes: u64,
     collections: Vec<CollectionIndexes<'_>>,
     faults: Option<DiskFaults>,
+    stop: &dyn Fn() -> bool,
 ) -> io::Result<()> {
     let file = FaultyFile::new(super::private::create_file(path)?, faults)?;
     let mut w = BufWriter::with_capacity(IO_BUFFER, file);
@@ -226,7 +229,16 @@ pub(crate) fn write_file(
         )?;
         write_record(&mut w, &scratch)?;
         let mut kept = 0i64;
-        while let Some(index) = (c.next_index)() {
+        loop {
+            if stop() {
+                return Err(io::Error::new(
+                    io::ErrorKind::Interrupted,
+                    "given up: a newer snapshot is due",
+                ));
+            }
+            let Some(index) = (c.next_index)() else {
+                break;
+            };
             encode(
                 &doc! {
                     "spec": index.spec,
@@ -420,7 +432,7 @@ mod tests {
                 next_index: Box::new(|| None),
             },
         ];
-        write_file(path, token, snapshot_bytes, collections, None).unwrap();
+        write_file(path, token, snapshot_bytes, collections, None, &|| false).unwrap();
     }
 
     #[test]

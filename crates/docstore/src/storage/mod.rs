@@ -444,12 +444,15 @@ impl Storage {
 
     /// Write the kept indexes of snapshot `token` beside it (see [`kept`]), so that the next
     /// start loads those indexes instead of building them. Nothing is written when that
-    /// snapshot is no longer the newest (a later one made it obsolete). Runs in the background
-    /// after a snapshot and after a start-up from a snapshot without them.
+    /// snapshot is no longer the newest (a later one made it obsolete), and the write is given
+    /// up (`ErrorKind::Interrupted`, no file left) once `stop` says so, asked before each
+    /// index. Runs in the background after a snapshot and after a start-up from a snapshot
+    /// without them, and at a clean shutdown after its snapshot.
     pub(crate) fn write_kept_indexes(
         &self,
         token: u64,
         collections: Vec<kept::CollectionIndexes<'_>>,
+        stop: &dyn Fn() -> bool,
     ) -> StorageResult<()> {
         let Some(disk) = &self.disk else {
             return Ok(());
@@ -471,6 +474,7 @@ impl Storage {
             snapshot_bytes,
             collections,
             shared.faults.clone(),
+            stop,
         ) {
             let _ = fs::remove_file(&tmp);
             return Err(e);

@@ -560,7 +560,8 @@ fn kept_indexes_come_back_with_their_snapshot_and_a_damaged_or_missing_file_is_l
         assert_eq!(rec.keep_for, None, "no snapshot, nothing to keep");
         token = s.rotate().unwrap();
         s.write_snapshot(token, &[items_image(3)]).unwrap();
-        s.write_kept_indexes(token, items_to_keep(3)).unwrap();
+        s.write_kept_indexes(token, items_to_keep(3), &|| false)
+            .unwrap();
     }
     let kept_path = dir.path().join(kept_name(token));
     let (s, mut rec) = open(dir.path());
@@ -593,7 +594,8 @@ fn kept_indexes_come_back_with_their_snapshot_and_a_damaged_or_missing_file_is_l
     assert_eq!(rec.keep_for, Some(token), "missing: kept after start-up");
     assert_eq!(rec.kept.len(), 0);
     // Kept again, then made obsolete by the next snapshot with its journal.
-    s.write_kept_indexes(token, items_to_keep(3)).unwrap();
+    s.write_kept_indexes(token, items_to_keep(3), &|| false)
+        .unwrap();
     assert!(kept_path.exists());
     let next = s.rotate().unwrap();
     s.write_snapshot(next, &[items_image(4)]).unwrap();
@@ -602,9 +604,45 @@ fn kept_indexes_come_back_with_their_snapshot_and_a_damaged_or_missing_file_is_l
         "an obsolete snapshot's kept indexes are deleted"
     );
     // Keeping the indexes of a snapshot that is no longer the newest writes nothing.
-    s.write_kept_indexes(token, items_to_keep(3)).unwrap();
+    s.write_kept_indexes(token, items_to_keep(3), &|| false)
+        .unwrap();
     assert!(!kept_path.exists());
     assert_eq!(list_dir(dir.path()).unwrap().kept, Vec::<u64>::new());
+}
+
+#[test]
+fn kept_indexes_given_up_leave_no_file_and_the_snapshot_loads_without_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let token;
+    {
+        let (s, _) = open(dir.path());
+        token = s.rotate().unwrap();
+        s.write_snapshot(token, &[items_image(3)]).unwrap();
+        let asked = std::cell::Cell::new(0);
+        let e = s
+            .write_kept_indexes(token, items_to_keep(3), &|| {
+                asked.set(asked.get() + 1);
+                asked.get() > 1
+            })
+            .unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::Interrupted);
+        assert_eq!(
+            asked.get(),
+            2,
+            "asked before each index, given up at the second"
+        );
+    }
+    let names: Vec<String> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.starts_with("indexes-")),
+        "no kept file, no temporary one: {names:?}"
+    );
+    let (_s, rec) = open(dir.path());
+    assert_eq!(rec.keep_for, Some(token), "kept after the next start-up");
+    assert_eq!(rec.collections[0].docs.len(), 3);
 }
 
 #[test]
@@ -613,7 +651,8 @@ fn kept_indexes_of_another_snapshot_with_the_same_token_are_not_used() {
     let (s, _) = open(dir.path());
     let token = s.rotate().unwrap();
     s.write_snapshot(token, &[items_image(3)]).unwrap();
-    s.write_kept_indexes(token, items_to_keep(3)).unwrap();
+    s.write_kept_indexes(token, items_to_keep(3), &|| false)
+        .unwrap();
     let kept_path = dir.path().join(kept_name(token));
     let kept_bytes = fs::read(&kept_path).unwrap();
     // A snapshot written again under this token (as after a failed attempt) drops the file.
