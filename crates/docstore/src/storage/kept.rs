@@ -233,7 +233,7 @@ pub(crate) fn write_file(
             if stop() {
                 return Err(io::Error::new(
                     io::ErrorKind::Interrupted,
-                    "given up: a newer snapshot is due",
+                    "given up: a newer snapshot is due, or a shutdown writes its own",
                 ));
             }
             let Some(index) = (c.next_index)() else {
