@@ -869,6 +869,52 @@ async fn a_deep_page_with_no_anchors_and_no_skip_read_asks_to_retry() {
     drop(skipping);
 }
 
+/// The read by skipping is bounded by the store too: on a store slower than the bound (every
+/// `maxTimeMS` check there sleeps past it), the very find the app sends is answered 50
+/// MaxTimeMSExpired rather than run to its end, and the deep page the app serves meanwhile is
+/// the 503 "being prepared" one, never an error page.
+#[tokio::test]
+async fn a_skip_read_past_its_bound_is_stopped_by_the_store_and_asks_to_retry() {
+    use bazaar::catalog::anchors::{self, FromNearerEnd};
+    let nearer = FromNearerEnd {
+        order: Sort::Newest.document(),
+        skip: 300,
+        limit: PAGE_SIZE,
+        from_end: false,
+    };
+    let find = anchors::skip_find(products::COLLECTION, &doc! {}, Sort::Newest, true, &nearer);
+    let bound = find
+        .get_i64("maxTimeMS")
+        .expect("the skip read sends maxTimeMS");
+    let store = docstore::Server::start(docstore::Config {
+        max_time_check_delay: Some(std::time::Duration::from_millis(bound as u64 + 100)),
+        ..docstore::Config::in_memory()
+    })
+    .await
+    .expect("docstore starts");
+    let app = spawn_app_with(&[("BAZAAR_DATABASE__URI", &store.uri())]).await;
+    bazaar::demo::catalog::seed_bulk(&app.db, 636)
+        .await
+        .expect("seeded");
+    let held = anchors::of(&app.db).hold_walks().await;
+    let response = app.get("/products?page=27").await;
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert!(body(response).await.contains("being prepared"));
+    let stopped = app
+        .db
+        .database()
+        .run_command(find)
+        .await
+        .expect_err("the store stops the find at its maxTimeMS");
+    match stopped.kind.as_ref() {
+        mongodb::error::ErrorKind::Command(c) => {
+            assert_eq!((c.code, c.code_name.as_str()), (50, "MaxTimeMSExpired"))
+        }
+        other => panic!("not the store's time limit: {other:?}"),
+    }
+    drop(held);
+}
+
 /// The total a listing page shows ("of N products").
 async fn shown_total(app: &TestApp, path: &str) -> u64 {
     let doc = page(app, path).await;

@@ -40,9 +40,9 @@
 //! the store counts the skipped products from the keys without reading them (docstore's keyed
 //! scan, MongoDB's covered `IXSCAN`). The page's products are then read by `_id`
 //! ([`read_by_skipping`]). That read is bounded: one at a time per store handle,
-//! at most [`SKIP_BOUND`] (sent as `maxTimeMS` too), and, where the index's keys do not hold
-//! every field of the filter (so the store reads each skipped product), at most
-//! [`UNDECIDED_SKIP`] products skipped. When another such read is under way,
+//! at most [`SKIP_BOUND`] (sent as `maxTimeMS` too: the store stops it there), and, where the
+//! index's keys do not hold every field of the filter (so the store reads each skipped
+//! product), at most [`UNDECIDED_SKIP`] products skipped. When another such read is under way,
 //! or the bound is hit, the request waits for the listing's walk for what is left of [`WAIT`],
 //! then answers [`Anchored::NotReady`], which the page turns into a 503 "being prepared" page
 //! with `Retry-After` (never a multi-second skip); the walk goes on and the next try is served
@@ -613,8 +613,8 @@ pub(crate) fn skip_index(filter: &Document, sort: Sort, hint: bool) -> Option<Do
 }
 
 /// The find of a read by skipping: the sort key and `_id` of the products at `nearer`, along
-/// [`skip_index`], stopped by the store at [`SKIP_BOUND`] (MongoDB does; docstore runs it to
-/// the end, see [`read_by_skipping`]).
+/// [`skip_index`], stopped by the store at [`SKIP_BOUND`] (`maxTimeMS`: MongoDB and docstore
+/// answer 50 MaxTimeMSExpired, see [`read_by_skipping`]).
 pub fn skip_find(
     collection: &str,
     filter: &Document,
@@ -663,9 +663,12 @@ async fn skipped_to(
 /// (`nearer`) on the index keys, then its products by `_id` (see "Before the anchors exist" in
 /// the module documentation); `None` when another such read is under way, this one took
 /// longer than [`SKIP_BOUND`], or it would read more than [`UNDECIDED_SKIP`] skipped products
-/// (the index's keys do not hold every field of the filter: another sort than newest first). A read the request stopped waiting for goes on in the
-/// background (docstore does not stop a find at its `maxTimeMS`) and keeps the next one from
-/// starting until the store has answered it, so at most one runs at a time.
+/// (the index's keys do not hold every field of the filter: another sort than newest first).
+/// The store stops the find at the same bound (its `maxTimeMS`) and answers 50
+/// MaxTimeMSExpired, taken here as the bound hit (`None`, the 503 page), not as a failure. The
+/// request's own wait ends at about the same moment (whichever comes first answers it); the
+/// read keeps the next one from starting until the store has answered it, so at most one runs
+/// at a time, and it no longer runs on past the bound.
 async fn read_by_skipping(
     db: &Db,
     filter: &Document,
@@ -705,7 +708,7 @@ async fn read_by_skipping(
             return Ok(None)
         }
         Ok(Ok(Err(e))) => return Err(e),
-        // The bound passed (the read goes on, see above), or the read's task failed.
+        // The bound passed (the store's answer, 50, follows), or the read's task failed.
         Ok(Err(_)) | Err(_) => return Ok(None),
     };
     // The page's products, still in the listing (one removed meanwhile is left out).

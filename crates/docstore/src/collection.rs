@@ -695,7 +695,9 @@ impl Collection {
         });
         let mut hits = Vec::new();
         let mut docs_examined = 0;
+        let mut clock = crate::deadline::Ticker::start();
         let mut examine = |record: RecordId, score: f64, hits: &mut Vec<Hit>| -> Result<()> {
+            clock.tick()?;
             let Some(stored) = self.docs.get(&record) else {
                 return Ok(());
             };
@@ -773,7 +775,9 @@ impl Collection {
                             // thousands per search) was the walk's largest cost.
                             let members = &group;
                             let mut left = members.len();
+                            let mut id_clock = crate::deadline::Ticker::start();
                             for record in id_index.records_in_key_order(!*ascending) {
+                                id_clock.tick()?;
                                 if hits.len() >= wanted || left == 0 {
                                     break;
                                 }
@@ -827,7 +831,11 @@ impl Collection {
                     .collect();
                 let mut walk = RecordOrder::new(&records);
                 let enough = wanted.filter(|_| query.sort.is_none_or(|s| s.keys.is_empty()));
+                // Records a negated term excludes are passed over without `examine`: the walk
+                // looks at the clock itself.
+                let mut walk_clock = crate::deadline::Ticker::start();
                 for (record, score) in walk.by_ref() {
+                    walk_clock.tick()?;
                     if enough.is_some_and(|enough| hits.len() >= enough) {
                         break;
                     }
@@ -858,11 +866,13 @@ impl Collection {
                     "inputStage": input,
                 };
             }
+            crate::deadline::check()?;
             sort_hits(
                 &mut hits,
                 sort,
                 query.limit.map(|l| l.saturating_add(query.skip)),
             )?;
+            crate::deadline::check()?;
         }
         let hits: Vec<Hit> = match query.limit {
             Some(limit) => hits.into_iter().skip(query.skip).take(limit).collect(),
@@ -941,7 +951,9 @@ impl Collection {
                 to_pass,
                 stop_after,
             };
-            self.scan_keyed(entries.skip(pre_skip), &mut scan, &mut stats, &mut hits)?;
+            let mut entries = entries;
+            crate::deadline::skip(&mut entries, pre_skip)?;
+            self.scan_keyed(entries, &mut scan, &mut stats, &mut hits)?;
             if explain {
                 let read_none = stats.docs_examined == read_before;
                 describe_key_filter(&mut stats.winning_plan, &scan.key_filter, read_none);
@@ -961,11 +973,14 @@ impl Collection {
                 };
             }
             if let Some(sort) = sort {
+                // A sort is not interrupted midway: the time limit is looked at around it.
+                crate::deadline::check()?;
                 sort_hits(
                     &mut hits,
                     sort,
                     query.limit.map(|l| l.saturating_add(query.skip)),
                 )?;
+                crate::deadline::check()?;
             }
         }
         let hits: Vec<Hit> = match query.limit {
@@ -1002,7 +1017,11 @@ impl Collection {
             } => self.indexes[*index].scan(bounds, *reverse),
         };
         let counts_keys = !matches!(plan, Plan::CollScan);
-        for record in candidates.skip(pre_skip) {
+        let mut candidates = candidates;
+        crate::deadline::skip(&mut candidates, pre_skip)?;
+        let mut clock = crate::deadline::Ticker::start();
+        for record in candidates {
+            clock.tick()?;
             if counts_keys {
                 stats.keys_examined += 1;
             }

@@ -56,6 +56,12 @@ pub struct Config {
     /// authenticated may hold at most 64 KiB of a message, so this also bounds the memory
     /// unauthenticated clients can take (see `wire::MAX_UNAUTHENTICATED_MESSAGE_SIZE`).
     pub max_connections: usize,
+    /// Tests only: every check of a command's `maxTimeMS` deadline (at the start of each scan,
+    /// then every thousand or so documents or keys) first sleeps this long, so that a test can
+    /// make a command outlast its time limit without racing the clock (MongoDB's own tests use
+    /// the `maxTimeAlwaysTimeOut` fail point for this). Commands without `maxTimeMS` never
+    /// check. `None` in normal use.
+    pub max_time_check_delay: Option<Duration>,
 }
 
 /// [`Config::max_connections`] by default: far more than an application's driver pools open
@@ -77,6 +83,7 @@ impl Default for Config {
             disk_faults: None,
             unix_socket: None,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_time_check_delay: None,
         }
     }
 }

@@ -138,6 +138,14 @@ impl CursorManager {
         cursor.tail.clone()
     }
 
+    /// Whether cursor `id` is a tailable `awaitData` one; `None` when no cursor `id` is open.
+    pub(crate) fn awaits_data(&self, id: i64) -> Option<bool> {
+        self.cursors
+            .lock()
+            .get(&id)
+            .map(|cursor| cursor.tail.as_ref().is_some_and(|tail| tail.await_data))
+    }
+
     /// Add documents read by a tailable cursor, up to `last_record`.
     pub(crate) fn refill(&self, id: i64, docs: Vec<Document>, last_record: crate::index::RecordId) {
         if let Some(cursor) = self.cursors.lock().get_mut(&id) {

@@ -56,6 +56,8 @@ pub enum ErrorCode {
     APIStrictError,
     InvalidIndexSpecificationOption,
     DocumentValidationFailure,
+    /// A command ran past its `maxTimeMS`.
+    MaxTimeMSExpired,
 }
 
 impl ErrorCode {
@@ -104,6 +106,7 @@ impl ErrorCode {
             APIStrictError => 323,
             InvalidIndexSpecificationOption => 197,
             DocumentValidationFailure => 121,
+            MaxTimeMSExpired => 50,
             Location(n) => n,
         }
     }
@@ -153,6 +156,7 @@ impl ErrorCode {
             APIStrictError => "APIStrictError",
             InvalidIndexSpecificationOption => "InvalidIndexSpecificationOption",
             DocumentValidationFailure => "DocumentValidationFailure",
+            MaxTimeMSExpired => "MaxTimeMSExpired",
             Location(n) => return format!("Location{n}"),
         };
         s.to_string()

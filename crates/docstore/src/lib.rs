@@ -38,6 +38,7 @@ mod collection;
 mod commands;
 mod config;
 mod cursor;
+mod deadline;
 pub mod dump;
 mod error;
 mod expression;

@@ -80,7 +80,7 @@ const LAYERS: &[&[&str]] = &[
         "storage",
         "wire",
     ],
-    &["stored", "support"],
+    &["deadline", "stored", "support"],
     &["bson_depth", "error", "login_throttle", "value"],
 ];
 

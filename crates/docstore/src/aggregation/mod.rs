@@ -208,6 +208,8 @@ impl Pipeline {
             vars: self.vars.clone(),
             terminal: self.terminal.clone(),
         };
+        let mut clock = crate::deadline::Ticker::start();
+        let matches = matches.into_iter().map(move |d| clock.tick().and(d));
         let groups = group.run_over(matches, &vars)?;
         rest.run_at(groups, ctx, now)
     }
@@ -316,6 +318,9 @@ impl Pipeline {
         let mut docs = input;
         let mut i = 0;
         while i < self.stages.len() {
+            // A command's `maxTimeMS` is looked at between stages (the collection's scan looks
+            // at it as it goes).
+            crate::deadline::check()?;
             let stage = &self.stages[i];
             // A sort feeding a limit keeps only the top k documents instead of sorting all.
             if let Stage::Sort(spec) = stage {

@@ -97,7 +97,8 @@ impl Collection {
         if let (Plan::IndexScan { bounds, .. }, Some(index)) =
             (&plan, self.answering_index(&plan, query.filter_doc))
         {
-            let total = index.scan(bounds, false).count().saturating_sub(query.skip);
+            let total =
+                crate::deadline::count(index.scan(bounds, false))?.saturating_sub(query.skip);
             return Ok(query.limit.map_or(total, |l| total.min(l)));
         }
         Ok(self.query(query)?.0.len())

@@ -182,7 +182,9 @@ impl Collection {
         let bounds = IndexBounds::default();
         let mut seen = HashSet::new();
         let mut found = Vec::new();
+        let mut clock = crate::deadline::Ticker::start();
         for record in index.scan(&bounds, false) {
+            clock.tick()?;
             stats.keys_examined += 1;
             if !seen.insert(record) {
                 continue;

@@ -422,7 +422,9 @@ impl Collection {
         hits: &mut Vec<Hit>,
     ) -> Result<()> {
         let whole = scan.key_filter.decides_whole_filter();
+        let mut clock = crate::deadline::Ticker::start();
         for (key, record) in entries {
+            clock.tick()?;
             stats.keys_examined += 1;
             let verdict = scan.key_filter.verdict(key);
             if verdict == Verdict::Fails {

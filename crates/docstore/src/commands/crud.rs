@@ -545,13 +545,19 @@ pub(crate) async fn get_more(state: &Arc<ServerState>, db: &str, args: &Args<'_>
         .filter(|b| *b > 0)
         .map(|b| b as usize);
     let ns = format!("{db}.{coll}");
+    // A getMore's `maxTimeMS` is how long an `awaitData` cursor waits for documents (0 or
+    // none: the default); mongod refuses it for any other open cursor, whose first command's
+    // `maxTimeMS` bounded its work (an id naming none is answered CursorNotFound below).
+    let await_time = crate::deadline::parse("getMore", args.get("maxTimeMS"))?;
+    if await_time.is_some() && state.cursors.awaits_data(id) == Some(false) {
+        return Err(Error::bad_value(
+            "cannot set maxTimeMS on getMore command for a non-awaitData cursor",
+        ));
+    }
     // A tailable cursor that has returned everything reads what was inserted since, waiting
     // (without holding a thread) up to `maxTimeMS` for it when it awaits data.
     if let Some(tail) = state.cursors.tail_to_refill(id, &ns) {
-        let wait = match args.non_negative("maxTimeMS")? {
-            Some(ms) => std::time::Duration::from_millis(ms as u64),
-            None => AWAIT_DATA_DEFAULT,
-        };
+        let wait = await_time.unwrap_or(AWAIT_DATA_DEFAULT);
         let deadline = std::time::Instant::now()
             + if tail.await_data {
                 wait
@@ -650,7 +656,11 @@ pub(crate) fn apply_update(c: &mut WriteSession<'_>, plan: &UpdatePlan) -> Resul
     }
     let (hits, _) = c.query(&query)?;
     let touched = plan.update.touched_paths();
+    // Stopped at the command's `maxTimeMS`, the documents updated so far stay updated, as in
+    // mongod (a multi-document update is atomic per document).
+    let mut clock = crate::deadline::Ticker::start();
     for hit in hits {
+        clock.tick()?;
         let doc = hit.doc.to_document()?;
         let ctx = ApplyContext {
             matched_position: hit.position,
@@ -766,6 +776,9 @@ pub(crate) fn update(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Res
                     upserted.push(doc! { "index": i as i32, "_id": id });
                 }
             }
+            // As in mongod, a statement stopped at the command's `maxTimeMS` fails the whole
+            // command, not just that statement (what earlier statements wrote stays).
+            Err(e) if e.code == ErrorCode::MaxTimeMSExpired => return Err(e),
             Err(e) => {
                 errors.push(e.to_write_error(i));
                 if ordered {
@@ -888,6 +901,8 @@ pub(crate) fn delete(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> Res
                 n += removed;
                 last_lsn = last_lsn.max(lsn);
             }
+            // A statement stopped at `maxTimeMS` fails the command, as in `update`.
+            Err(e) if e.code == ErrorCode::MaxTimeMSExpired => return Err(e),
             Err(e) => {
                 errors.push(e.to_write_error(i));
                 if ordered {
@@ -952,7 +967,9 @@ pub(crate) fn delete_matching(
     }
     let (hits, _) = c.query(&query)?;
     let mut removed = Vec::with_capacity(hits.len());
+    let mut clock = crate::deadline::Ticker::start();
     for hit in hits {
+        clock.tick()?;
         if let Some(doc) = c.remove(hit.record) {
             removed.push(doc.to_document()?);
         }
@@ -1143,7 +1160,9 @@ pub(crate) fn distinct(state: &Arc<ServerState>, db: &str, args: &Args<'_>) -> R
         ));
         let (hits, _) = c.query(&read.query_spec())?;
         let head = [key.split('.').next().unwrap_or_default().to_string()];
+        let mut clock = crate::deadline::Ticker::start();
         for hit in hits {
+            clock.tick()?;
             let doc = hit.doc.select(Some(&head))?;
             for value in path::collect_path_values(&doc, key, path::LeafArrays::NoTraversal) {
                 // Arrays contribute their elements, as MongoDB's distinct does.

@@ -150,7 +150,10 @@ async fn run(
     crate::catalog::validate_db_name(db)?;
     let a = Args::new(name, cmd).with_sent_documents(documents);
     let started = std::time::Instant::now();
-    let outcome = run_on_database(state, db, name, &a).await;
+    let max_time = crate::deadline::parse(name, cmd.get("maxTimeMS"))?;
+    let limit = max_time
+        .map(|time| crate::deadline::Limit::new(started, time, state.config.max_time_check_delay));
+    let outcome = run_on_database(state, db, name, &a, limit).await;
     profiler::record(state, conn, db, name, cmd, started, &outcome);
     let reply = outcome?;
     if let Some(bytes) = reply.encoded {
@@ -177,16 +180,32 @@ async fn run(
 }
 
 /// The commands that run on a database's collections (everything but the admin commands).
+/// The synchronous ones run under the command's `maxTimeMS` (`limit`, see [`crate::deadline`]);
+/// a `getMore`'s `maxTimeMS` is how long it awaits data instead (MongoDB's meaning there).
 async fn run_on_database(
     state: &Arc<ServerState>,
     db: &str,
     name: &str,
     a: &Args<'_>,
+    limit: Option<crate::deadline::Limit>,
 ) -> Result<Reply> {
+    match name {
+        "getMore" => crud::get_more(state, db, a).await,
+        "createBackup" => backup::create_backup(state, db, a).await,
+        _ => {
+            // In force only in this arm, which never awaits: the thread runs nothing else
+            // meanwhile.
+            let _limit = crate::deadline::enter(limit);
+            run_synchronous(state, db, name, a)
+        }
+    }
+}
+
+/// The commands of [`run_on_database`] that do all their work without awaiting.
+fn run_synchronous(state: &Arc<ServerState>, db: &str, name: &str, a: &Args<'_>) -> Result<Reply> {
     Ok(match name {
         "insert" => crud::insert(state, db, a)?,
         "find" => crud::find(state, db, a)?,
-        "getMore" => crud::get_more(state, db, a).await?,
         "killCursors" => crud::kill_cursors(state, a)?,
         "update" => crud::update(state, db, a)?,
         "delete" => crud::delete(state, db, a)?,
@@ -212,7 +231,6 @@ async fn run_on_database(
         "collStats" | "collstats" => ddl::coll_stats(state, db, a)?,
         "validate" => validate::validate(state, db, a)?,
         "collMod" => coll_mod::coll_mod(state, db, a)?,
-        "createBackup" => backup::create_backup(state, db, a).await?,
         _ => return Err(unsupported_or_unknown(name)),
     })
 }

@@ -1,14 +1,21 @@
-//! Text search languages and the tokenizer: how a string becomes index terms.
+//! Text search languages and the tokenizer: how a string becomes index terms, as mongod's
+//! text indexes (version 3) make them.
 //!
-//! A string is split into words at delimiters (whitespace and punctuation; an apostrophe inside
-//! a word belongs to it, so "don't" is one word). Each word is folded (lower-cased and stripped of
-//! diacritics unless the query asks to keep them), dropped if it is a stop word of its language,
-//! and stemmed with that language's Snowball stemmer (the stemmers MongoDB uses): "loves",
-//! "loved" and "loving" all become the term "love".
+//! A string is split into words at mongod's delimiters ([`delimiters`]: Unicode's white space,
+//! dashes, hyphens, quotation marks, terminal punctuation and pattern syntax; everything else,
+//! `_`, `™` and emoji included, belongs to words; an ASCII apostrophe inside a word belongs to
+//! it, so "don't" is one word). Each word is lower-cased (unless the query is case-sensitive),
+//! dropped if it is a stop word of its language, stemmed with that language's Snowball stemmer
+//! (the stemmers MongoDB uses: "loves", "loved" and "loving" all become the term "love"), and
+//! then stripped of its diacritics ([`diacritics`], unless the query is diacritic-sensitive),
+//! in mongod's order.
 
+mod delimiters;
+mod diacritics;
+
+use delimiters::is_delimiter;
 use rust_stemmers::{Algorithm, Stemmer};
-use unicode_normalization::char::is_combining_mark;
-use unicode_normalization::UnicodeNormalization;
+use std::borrow::Cow;
 
 /// A language of MongoDB's text search (text index version 3). `None` indexes words as they
 /// are: no stop words, no stemming.
@@ -110,10 +117,10 @@ impl Language {
         })
     }
 
-    /// Whether `folded` (lower-case, without diacritics) is a stop word. Only English has a
-    /// stop word list in docstore (see the crate README).
-    pub(crate) fn is_stop_word(self, folded: &str) -> bool {
-        self == Language::English && ENGLISH_STOP_WORDS.binary_search(&folded).is_ok()
+    /// Whether `lower` (lower-cased, diacritics kept, as mongod checks it) is a stop word. Only
+    /// English has a stop word list in docstore (see the crate README).
+    pub(crate) fn is_stop_word(self, lower: &str) -> bool {
+        self == Language::English && ENGLISH_STOP_WORDS.binary_search(&lower).is_ok()
     }
 }
 
@@ -124,39 +131,59 @@ pub struct Sensitivity {
     pub diacritics: bool,
 }
 
-/// Lower-case (unless case-sensitive) and strip diacritics (unless diacritic-sensitive).
+/// Lower-case (unless case-sensitive) and strip diacritics (unless diacritic-sensitive), as
+/// mongod's `caseFoldAndStripDiacritics` does for phrases: character by character, mongod's
+/// diacritics (Unicode 8.0.0's `Diacritic` property; ASCII's two, `^` and `` ` ``, included)
+/// dropped and the characters that decompose to a letter and diacritics replaced by that
+/// letter.
 pub fn fold(text: &str, sensitivity: Sensitivity) -> String {
-    // ASCII has no diacritics and lower-cases byte for byte: the same result without the
-    // Unicode normalisation, which was most of checking a phrase against a candidate's text.
-    if text.is_ascii() {
+    if sensitivity.case && sensitivity.diacritics {
+        return text.to_string();
+    }
+    // ASCII without `^` or `` ` `` only changes case: byte for byte, without looking anything
+    // up (most of checking a phrase against a candidate's text).
+    if text.is_ascii() && (sensitivity.diacritics || !text.contains(['^', '`'])) {
         return if sensitivity.case {
             text.to_string()
         } else {
             text.to_ascii_lowercase()
         };
     }
-    let cased: String = if sensitivity.case {
-        text.to_string()
-    } else {
-        text.to_lowercase()
-    };
-    if sensitivity.diacritics {
-        cased
-    } else {
-        cased
-            .nfd()
-            .filter(|c| !is_combining_mark(*c))
-            .nfc()
-            .collect()
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let c = if sensitivity.case { c } else { lower(c) };
+        if sensitivity.diacritics {
+            out.push(c);
+        } else if let Some(c) = diacritics::without_diacritics(c) {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `c` lower-cased one character for one, as mongod's `codepointToLower` (in its normal,
+/// not Turkish, mode) leaves `İ` as it is rather than lower-casing it to two characters.
+fn lower(c: char) -> char {
+    if c.is_ascii() {
+        return c.to_ascii_lowercase();
+    }
+    let mut lowered = c.to_lowercase();
+    match (lowered.next(), lowered.next()) {
+        (Some(one), None) => one,
+        _ => c,
     }
 }
 
-/// Characters that belong to words; everything else delimits them.
+/// Characters that belong to words: every one but mongod's delimiters, under the English rule
+/// (the ASCII apostrophe belongs to words; see [`words`]).
 pub(crate) fn is_word_char(c: char) -> bool {
-    c.is_alphanumeric() || c == '\'' || c == '\u{2019}' || is_combining_mark(c)
+    !is_delimiter(c)
 }
 
-/// The words of `text` in order (apostrophes at either end trimmed).
+/// The words of `text` in order: runs of characters between mongod's delimiters, under its
+/// English rule (an ASCII apostrophe belongs to the word; mongod's other languages split at
+/// it), with apostrophes at either end trimmed (mongod's English stemmer drops them, and in the
+/// other languages they delimit).
 pub fn words(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     for_each_word(text, |start, end| out.push(&text[start..end]));
@@ -175,7 +202,7 @@ pub fn word_spans(text: &str) -> Vec<(usize, usize)> {
 /// without the apostrophes at either end (a quoting `'word'` is the word), unless nothing is
 /// left of them.
 fn for_each_word(text: &str, mut found: impl FnMut(usize, usize)) {
-    let is_apostrophe = |c: char| c == '\'' || c == '\u{2019}';
+    let is_apostrophe = |c: char| c == '\'';
     let mut trimmed = |start: usize, end: usize| {
         let word = &text[start..end];
         let leading = word.len() - word.trim_start_matches(is_apostrophe).len();
@@ -216,23 +243,35 @@ impl Tokenizer {
         }
     }
 
-    /// The term a word becomes, or `None` for a stop word.
+    /// The term a word becomes, or `None` for a stop word: in mongod's order, lower-cased,
+    /// checked against the stop words, stemmed (the word as written when case-sensitive), then
+    /// stripped of its diacritics (unless diacritic-sensitive).
     pub fn term(&self, word: &str) -> Option<String> {
-        let insensitive = fold(word, Sensitivity::default());
-        if self
-            .language
-            .is_stop_word(&insensitive.replace('\u{2019}', "'"))
-        {
+        let lower = fold(
+            word,
+            Sensitivity {
+                case: false,
+                diacritics: true,
+            },
+        );
+        if self.language.is_stop_word(&lower) {
             return None;
         }
-        let folded = if self.sensitivity == Sensitivity::default() {
-            insensitive
-        } else {
-            fold(word, self.sensitivity)
+        let cased = if self.sensitivity.case { word } else { &lower };
+        let stemmed = match &self.stemmer {
+            Some(stemmer) => stemmer.stem(cased),
+            None => Cow::Borrowed(cased),
         };
-        Some(match &self.stemmer {
-            Some(stemmer) => stemmer.stem(&folded).into_owned(),
-            None => folded,
+        Some(if self.sensitivity.diacritics {
+            stemmed.into_owned()
+        } else {
+            fold(
+                &stemmed,
+                Sensitivity {
+                    case: true,
+                    diacritics: false,
+                },
+            )
         })
     }
 
@@ -271,6 +310,56 @@ mod tests {
             },
         );
         assert_eq!(sensitive.terms("Café"), vec!["Café"]);
+    }
+
+    #[test]
+    fn words_split_at_mongods_delimiters_only() {
+        // `_`, `™`, `¨` and emoji are word characters in mongod; `^`, `` ` ``, `©`, `’` and
+        // dashes are delimiters.
+        assert_eq!(
+            words("snake_case rock\u{2122} \u{1F3B8}guitar a^b c`d \u{00A9}2024 x\u{00A8}y"),
+            vec![
+                "snake_case",
+                "rock\u{2122}",
+                "\u{1F3B8}guitar",
+                "a",
+                "b",
+                "c",
+                "d",
+                "2024",
+                "x\u{00A8}y"
+            ]
+        );
+        assert_eq!(
+            words("don\u{2019}t stop\u{2014}now"),
+            vec!["don", "t", "stop", "now"]
+        );
+        let t = Tokenizer::new(Language::None, Sensitivity::default());
+        // The diaeresis inside the word is a diacritic: stripped from the term.
+        assert_eq!(t.terms("x\u{00A8}y don\u{2019}t"), vec!["xy", "don", "t"]);
+    }
+
+    #[test]
+    fn folding_drops_mongods_diacritics_only() {
+        let insensitive = Sensitivity::default();
+        assert_eq!(fold("A^b`C", insensitive), "abc");
+        assert_eq!(fold("Crème Brûlée", insensitive), "creme brulee");
+        // No decomposition: kept, as in mongod.
+        assert_eq!(fold("Øl Łódź", insensitive), "øl łodz");
+        // A Devanagari vowel sign is no diacritic: kept.
+        assert_eq!(fold("\u{0915}\u{093F}", insensitive), "\u{0915}\u{093F}");
+        let keep_diacritics = Sensitivity {
+            case: false,
+            diacritics: true,
+        };
+        assert_eq!(fold("A^b`É", keep_diacritics), "a^b`é");
+        let keep_case = Sensitivity {
+            case: true,
+            diacritics: false,
+        };
+        assert_eq!(fold("É^", keep_case), "E");
+        let sensitive = Tokenizer::new(Language::None, keep_case);
+        assert_eq!(sensitive.terms("Café"), vec!["Cafe"]);
     }
 
     #[test]

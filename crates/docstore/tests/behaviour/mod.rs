@@ -16,6 +16,7 @@ mod geo;
 mod graph_bucket_auto;
 mod gridfs;
 mod hidden_indexes;
+mod max_time;
 mod mongod_answers;
 mod out_merge;
 mod pipeline_updates;

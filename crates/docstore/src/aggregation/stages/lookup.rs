@@ -146,7 +146,11 @@ impl Lookup {
             .as_ref()
             .map(|path| ForeignIndex::build(&foreign_docs, path));
         let mut out = Vec::with_capacity(docs.len());
+        // Each document may join many foreign ones (or run a sub-pipeline): the command's
+        // `maxTimeMS` is looked at as they go.
+        let mut clock = crate::deadline::Ticker::start();
         for mut doc in docs {
+            clock.tick()?;
             let candidates: Vec<Document> = match (&index, &self.local) {
                 (Some(index), Some(local)) => index
                     .matching(&local_values(&doc, local))
