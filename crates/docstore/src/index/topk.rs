@@ -107,6 +107,27 @@ fn key_score(key: u64) -> f64 {
     })
 }
 
+/// How many of `list`'s first postings score `below` or more, counted no further than `cap`
+/// (a longer prefix gives `cap + 1`): a galloping search from the list's start, so a short
+/// prefix reads only the entries next to it (the walk picks a list before every run it reads,
+/// and a run is often a single posting).
+fn count_at_least(list: &[(u64, RecordId)], below: f64, cap: usize) -> usize {
+    let at_least = |entry: &(u64, RecordId)| f64::from_bits(entry.0) >= below;
+    let end = list.len().min(cap.saturating_add(1));
+    // Every entry before `from` scores `below` or more.
+    let mut from = 0;
+    let mut step = 1;
+    while from + step <= end {
+        let probe = from + step - 1;
+        if !at_least(&list[probe]) {
+            return from + list[from..probe].partition_point(at_least);
+        }
+        from = probe + 1;
+        step *= 2;
+    }
+    from + list[from..end].partition_point(at_least)
+}
+
 /// Postings read from one list in one step at most, while they keep the same score: the
 /// threshold cannot change within such a run, so it is not recomputed for each posting, and
 /// stopping mid-run reads at most this many postings more than a posting-at-a-time walk.
@@ -235,7 +256,8 @@ impl<'a> BestFirst<'a> {
             // below `top - others` (or the list end) for the threshold to fall below `top`.
             let others = threshold - next;
             let below = top - others;
-            let postings = rest.partition_point(|&(b, _)| f64::from_bits(b) >= below);
+            let cap = fewest.map_or(usize::MAX, |(_, p)| p);
+            let postings = count_at_least(rest, below, cap);
             if postings == rest.len() && others >= top {
                 // Even read to its end, this list leaves the threshold at `top` or above.
                 continue;
@@ -462,6 +484,30 @@ mod tests {
             .collect();
         assert_eq!(best, (99_990..100_000).rev().collect::<Vec<_>>());
         assert!(walk.postings_read <= 11, "{}", walk.postings_read);
+    }
+
+    #[test]
+    fn counting_a_prefix_by_galloping_agrees_with_a_binary_search() {
+        let mut rng = Random(0x51_7cc1_b727_220a);
+        for _ in 0..2_000 {
+            let len = rng.below(70) as usize;
+            let mut scores: Vec<u64> = (0..len).map(|_| rng.below(12)).collect();
+            scores.sort_unstable_by(|a, b| b.cmp(a));
+            let list: Vec<(u64, RecordId)> = scores
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| ((s as f64 * 0.5).to_bits(), i as RecordId))
+                .collect();
+            let below = rng.below(14) as f64 * 0.5 - 0.25;
+            let cap = rng.below(80) as usize;
+            let whole = list.partition_point(|e| f64::from_bits(e.0) >= below);
+            assert_eq!(
+                count_at_least(&list, below, cap),
+                whole.min(cap + 1),
+                "{scores:?} below {below} cap {cap}"
+            );
+            assert_eq!(count_at_least(&list, below, usize::MAX), whole);
+        }
     }
 
     #[test]
