@@ -8,11 +8,12 @@
 //! query needs:
 //!
 //! - [`BestFirst`] is Fagin's threshold algorithm over each term's postings in score order
-//!   ("impact order", see `index::entries::ImpactCache`): it reads the lists in step, scores
-//!   each record it meets in full from the terms' record maps, and hands out the best scores
-//!   once no record not yet met can reach them: the threshold, the sum of the lists' next
-//!   scores, is below. Every record tied at a score is handed out together, so the caller
-//!   orders ties by its later sort keys exactly as a full sort would.
+//!   ("impact order", see `index::entries::ImpactCache`): it reads the lists a run of equal
+//!   scores at a time (from the list that brings the threshold down soonest), scores each
+//!   record it meets in full from the terms' record maps, and hands out the best scores once
+//!   no record not yet met can reach them: the threshold, the sum of the lists' next scores,
+//!   is below. Every record tied at a score is handed out together, so the caller orders ties
+//!   by its later sort keys exactly as a full sort would.
 //! - [`RecordOrder`] merges the terms' record maps (already in record order), summing each
 //!   record's scores, and stops when the caller does.
 //!
@@ -104,6 +105,27 @@ fn key_score(key: u64) -> f64 {
     } else {
         !key
     })
+}
+
+/// How many of `list`'s first postings score `below` or more, counted no further than `cap`
+/// (a longer prefix gives `cap + 1`): a galloping search from the list's start, so a short
+/// prefix reads only the entries next to it (the walk picks a list before every run it reads,
+/// and a run is often a single posting).
+fn count_at_least(list: &[(u64, RecordId)], below: f64, cap: usize) -> usize {
+    let at_least = |entry: &(u64, RecordId)| f64::from_bits(entry.0) >= below;
+    let end = list.len().min(cap.saturating_add(1));
+    // Every entry before `from` scores `below` or more.
+    let mut from = 0;
+    let mut step = 1;
+    while from + step <= end {
+        let probe = from + step - 1;
+        if !at_least(&list[probe]) {
+            return from + list[from..probe].partition_point(at_least);
+        }
+        from = probe + 1;
+        step *= 2;
+    }
+    from + list[from..end].partition_point(at_least)
 }
 
 /// Postings read from one list in one step at most, while they keep the same score: the
@@ -198,19 +220,59 @@ impl<'a> BestFirst<'a> {
         Some(score)
     }
 
-    /// Read more postings: from the list whose next score is highest (the first such), up to
-    /// [`RUN_STEP`] of them while their score stays the same.
-    fn advance(&mut self) {
-        let mut best: Option<(usize, f64)> = None;
+    /// The list to read next: the one that alone brings the threshold below the best score
+    /// met (and so hands out its group) reading the fewest postings; before any record is met,
+    /// or when no list can do that alone, the one whose next score is highest (the first such).
+    ///
+    /// Any order of reading gives the same groups (a group is handed out only once no record
+    /// not yet met can reach it); the order only decides how many postings are read. Reading
+    /// the highest score first read a common word's whole tie run (tens of thousands of
+    /// templated products, each met with a lookup in every other list) where a rarer word's
+    /// short run would have brought the threshold down as far.
+    fn list_to_read(&self) -> Option<usize> {
+        let mut highest: Option<(usize, f64)> = None;
         for (i, (term, &at)) in self.terms.iter().zip(&self.read).enumerate() {
             if let Some((bits, _)) = term.by_score.get(at) {
                 let score = f64::from_bits(*bits);
-                if best.is_none_or(|(_, b)| score > b) {
-                    best = Some((i, score));
+                if highest.is_none_or(|(_, b)| score > b) {
+                    highest = Some((i, score));
                 }
             }
         }
-        let Some((i, _)) = best else {
+        let highest = highest.map(|(i, _)| i);
+        let (Some(&top_key), Some(threshold)) = (self.pending.keys().next_back(), self.threshold())
+        else {
+            return highest;
+        };
+        let top = key_score(top_key);
+        let mut fewest: Option<(usize, usize)> = None;
+        for (i, (term, &at)) in self.terms.iter().zip(&self.read).enumerate() {
+            let rest = &term.by_score[at.min(term.by_score.len())..];
+            let Some(&(bits, _)) = rest.first() else {
+                continue;
+            };
+            let next = f64::from_bits(bits);
+            // The other lists' share of the threshold: this list's next score must fall
+            // below `top - others` (or the list end) for the threshold to fall below `top`.
+            let others = threshold - next;
+            let below = top - others;
+            let cap = fewest.map_or(usize::MAX, |(_, p)| p);
+            let postings = count_at_least(rest, below, cap);
+            if postings == rest.len() && others >= top {
+                // Even read to its end, this list leaves the threshold at `top` or above.
+                continue;
+            }
+            if fewest.is_none_or(|(_, p)| postings < p) {
+                fewest = Some((i, postings));
+            }
+        }
+        fewest.map(|(i, _)| i).or(highest)
+    }
+
+    /// Read more postings from the list [`BestFirst::list_to_read`] picks, up to [`RUN_STEP`]
+    /// of them while their score stays the same.
+    fn advance(&mut self) {
+        let Some(i) = self.list_to_read() else {
             return;
         };
         let list = ImpactList::clone(&self.terms[i].by_score);
@@ -425,6 +487,30 @@ mod tests {
     }
 
     #[test]
+    fn counting_a_prefix_by_galloping_agrees_with_a_binary_search() {
+        let mut rng = Random(0x51_7cc1_b727_220a);
+        for _ in 0..2_000 {
+            let len = rng.below(70) as usize;
+            let mut scores: Vec<u64> = (0..len).map(|_| rng.below(12)).collect();
+            scores.sort_unstable_by(|a, b| b.cmp(a));
+            let list: Vec<(u64, RecordId)> = scores
+                .iter()
+                .enumerate()
+                .map(|(i, &s)| ((s as f64 * 0.5).to_bits(), i as RecordId))
+                .collect();
+            let below = rng.below(14) as f64 * 0.5 - 0.25;
+            let cap = rng.below(80) as usize;
+            let whole = list.partition_point(|e| f64::from_bits(e.0) >= below);
+            assert_eq!(
+                count_at_least(&list, below, cap),
+                whole.min(cap + 1),
+                "{scores:?} below {below} cap {cap}"
+            );
+            assert_eq!(count_at_least(&list, below, usize::MAX), whole);
+        }
+    }
+
+    #[test]
     fn score_keys_order_scores_as_total_cmp_does() {
         let scores = [-3.5, -0.0, 0.0, 1e-300, 0.75, 1.0, 2.5, 1e300];
         for a in scores {
@@ -464,6 +550,36 @@ mod tests {
         assert_eq!(next, 1.5);
         assert_eq!(rest, (0..5_000).filter(|r| r % 7 != 0).collect::<Vec<_>>());
         assert!(walk.next_group().is_none());
+    }
+
+    #[test]
+    fn best_first_reads_a_short_run_before_a_long_one_that_lowers_the_threshold_no_further() {
+        // A common word tied over 10 000 records and a rare word on ten of them: the best
+        // group (both words) is handed out once the rare word's run is read, without reading
+        // the common word's whole tie.
+        let common: BTreeMap<RecordId, u64> =
+            (0..10_000u64).map(|r| (r, 2.0f64.to_bits())).collect();
+        let rare: BTreeMap<RecordId, u64> = (0..10u64).map(|r| (r, 1.0f64.to_bits())).collect();
+        let mut walk = BestFirst::new(vec![
+            TermPostings {
+                records: &common,
+                by_score: impact(&common),
+            },
+            TermPostings {
+                records: &rare,
+                by_score: impact(&rare),
+            },
+        ]);
+        assert_eq!(walk.next_group(), Some((3.0, (0..10).collect())));
+        assert!(
+            walk.postings_read <= RUN_STEP as u64 + 10,
+            "{}",
+            walk.postings_read
+        );
+        let (next, rest) = walk.next_group().expect("the common word's records");
+        assert_eq!((next, rest), (2.0, (10..10_000).collect::<Vec<_>>()));
+        assert_eq!(walk.next_group(), None);
+        assert_eq!(walk.postings_read, 10_010);
     }
 
     #[test]

@@ -343,23 +343,44 @@ impl PhrasesFound {
 }
 
 /// Whether the ASCII `text` holds the non-empty ASCII `needle`, ASCII case aside. Only the
-/// places where the needle's first byte (in either case) occurs are compared, found with
-/// `memchr`: phrase candidates are turned away by this scan over their strings, and comparing
-/// a window at every byte was a phrase search's largest cost.
+/// places where the needle's rarest byte (in either case, see [`anchor`]) occurs are
+/// compared, found with `memchr`: phrase candidates are turned away by this scan over their
+/// strings, and comparing a window at every byte was a phrase search's largest cost (anchored
+/// on the needle's first byte, a phrase starting with "the" stopped at every `t` of a post).
 fn holds_ascii_phrase(hay: &[u8], needle: &[u8]) -> bool {
-    let Some(&first) = needle.first() else {
+    let Some(at) = anchor(needle) else {
         return true;
     };
     if hay.len() < needle.len() {
         return false;
     }
+    let byte = needle[at];
+    // A window starting at `start` has the anchor at `start + at`: the anchors looked for lie
+    // between `at` and `at + hay.len() - needle.len()`.
     let last_start = hay.len() - needle.len();
     memchr::memchr2_iter(
-        first.to_ascii_lowercase(),
-        first.to_ascii_uppercase(),
-        &hay[..=last_start],
+        byte.to_ascii_lowercase(),
+        byte.to_ascii_uppercase(),
+        &hay[at..=at + last_start],
     )
-    .any(|at| hay[at..at + needle.len()].eq_ignore_ascii_case(needle))
+    .any(|start| hay[start..start + needle.len()].eq_ignore_ascii_case(needle))
+}
+
+/// The index of the byte of `needle` that ordinary text holds least often (ASCII case aside),
+/// the first such; `None` for an empty needle. Letters rank by their frequency in English
+/// text, space and the common letters highest; other bytes (digits, punctuation) rank with
+/// `q`.
+fn anchor(needle: &[u8]) -> Option<usize> {
+    /// Letters and space from the most to the least frequent in English text.
+    const BY_FREQUENCY: &[u8] = b" etaoinshrdlcumwfgypbvkjxqz";
+    let rank = |byte: u8| -> usize {
+        let lower = byte.to_ascii_lowercase();
+        BY_FREQUENCY
+            .iter()
+            .position(|&b| b == lower)
+            .unwrap_or(BY_FREQUENCY.len() - 2)
+    };
+    (0..needle.len()).min_by_key(|&i| std::cmp::Reverse(rank(needle[i])))
 }
 
 /// A `$text` condition inside a parsed filter. It is bound to the collection's text index when
@@ -531,6 +552,43 @@ mod tests {
         assert!(!holds_ascii_phrase(b"kind  of blue", b"kind of blue"));
         assert!(!holds_ascii_phrase(b"", b"kind"));
         assert!(holds_ascii_phrase(b"x", b"X"));
+    }
+
+    #[test]
+    fn an_ascii_phrase_is_found_wherever_a_window_comparison_finds_it() {
+        // Random strings over a few letters (both cases), spaces and a digit: every needle is
+        // found exactly where comparing the needle with every window finds it.
+        let alphabet = b"aAbBeEtT 1-";
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |below: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % below as u64) as usize
+        };
+        for _ in 0..20_000 {
+            let hay: Vec<u8> = (0..next(24))
+                .map(|_| alphabet[next(alphabet.len())])
+                .collect();
+            let needle: Vec<u8> = (0..1 + next(5))
+                .map(|_| alphabet[next(alphabet.len())])
+                .collect();
+            let windows = hay
+                .windows(needle.len())
+                .any(|w| w.eq_ignore_ascii_case(&needle));
+            assert_eq!(
+                holds_ascii_phrase(&hay, &needle),
+                windows,
+                "{:?} in {:?}",
+                String::from_utf8_lossy(&needle),
+                String::from_utf8_lossy(&hay)
+            );
+        }
+        // The anchor is the rarest byte, the first of equally rare ones.
+        assert_eq!(anchor(b"the second chorus"), Some(15));
+        assert_eq!(anchor(b"kind of blue"), Some(0));
+        assert_eq!(anchor(b"ab1b1"), Some(2));
+        assert_eq!(anchor(b""), None);
     }
 
     #[test]
