@@ -166,6 +166,37 @@ async fn each_content_page_sends_a_pinned_number_of_commands() {
     }
 }
 
+/// A search the result cache does not hold: one `$text` query per collection for the best
+/// matches of the page (and one past it), with the fields a result shows; a capped count only
+/// for a collection whose list came back full. Repeated, it is answered from the result cache.
+#[tokio::test]
+async fn a_search_sends_one_query_per_collection_and_counts_only_full_lists() {
+    let app = counting_app().await;
+    NodeBuilder::post("blue-notes")
+        .title("Blue notes")
+        .text("On the records that taught us the blues.")
+        .days_ago(1)
+        .build(&app.db)
+        .await;
+    for n in 0..=bazaar::search::PER_PAGE {
+        ProductBuilder::new(&format!("marimba{n}"))
+            .title(&format!("Marimba volume {n}"))
+            .build(&app.db)
+            .await;
+    }
+    // The first search after a write waits for the word list's rebuild: not what this pins.
+    let _ = body(app.get("/search?q=modal").await).await;
+    let blue = commands_for(&app, "/search?q=blue").await;
+    assert_eq!(names(&blue), ["find products", "find nodes"]);
+    assert_eq!(names(&commands_for(&app, "/search?q=blue").await), [""; 0]);
+    // More products match than a page shows: they are counted (up to the bound).
+    let marimba = commands_for(&app, "/search?q=marimba").await;
+    assert_eq!(
+        names(&marimba),
+        ["find products", "find nodes", "aggregate products"]
+    );
+}
+
 /// A product filed in several categories still costs no category query (the old page loaded
 /// each filing category separately).
 #[tokio::test]

@@ -20,7 +20,7 @@ pub(crate) mod listing;
 pub(crate) mod pages;
 pub(crate) mod terms;
 
-use bson::{doc, Bson, Document};
+use bson::{doc, Bson, Document, RawBsonRef, RawDocument, RawDocumentBuf};
 use docstore::tokenizer::{word_spans, Language, ParsedQuery, Sensitivity, Tokenizer};
 use futures::TryStreamExt;
 use mongodb::options::IndexOptions;
@@ -191,8 +191,10 @@ pub(crate) async fn search(db: &Db, query: &str, page: u64) -> Result<Results, D
 
     // Drafts and archived products are not on the storefront.
     let product_filter = crate::catalog::lifecycle::on_sale_within(text_filter(query));
-    let product_docs: Vec<Document> = db
-        .collection::<Document>(products::COLLECTION)
+    // Read as the store sends them (no map built per document): only the page's results are
+    // read further, and each field a result shows is read in place.
+    let product_docs: Vec<RawDocumentBuf> = db
+        .collection::<RawDocumentBuf>(products::COLLECTION)
         .find(product_filter.clone())
         .projection(product_projection())
         .sort(score_sort())
@@ -204,8 +206,8 @@ pub(crate) async fn search(db: &Db, query: &str, page: u64) -> Result<Results, D
     // Published: live, or due by now (the same rule as the blog, so a clock stepped back hides
     // nothing from search either).
     node_filter.extend(store::visible_at(db.now()));
-    let node_docs: Vec<Document> = db
-        .collection::<Document>(store::COLLECTION)
+    let node_docs: Vec<RawDocumentBuf> = db
+        .collection::<RawDocumentBuf>(store::COLLECTION)
         .find(node_filter.clone())
         .projection(node_projection())
         .sort(score_sort())
@@ -309,7 +311,8 @@ fn query_terms(query: &str) -> Vec<String> {
         .collect()
 }
 
-/// Every string at a dotted path (through arrays), joined by spaces.
+/// Every string at a dotted path (through arrays), joined by spaces (the word list's
+/// builder reads decoded documents; a result reads its stored bytes with [`texts_at`]).
 pub(crate) fn text_at(doc: &Document, path: &str) -> String {
     fn collect(value: &Bson, rest: &[&str], out: &mut Vec<String>) {
         match (value, rest.split_first()) {
@@ -335,10 +338,37 @@ pub(crate) fn text_at(doc: &Document, path: &str) -> String {
     out.join(" ")
 }
 
+/// Every string at a dotted path (through arrays) of a document as stored, in place: what
+/// [`text_at`] joins, for a document read raw.
+fn texts_at<'a>(doc: &'a RawDocument, path: &str) -> Vec<&'a str> {
+    fn collect<'a>(value: RawBsonRef<'a>, rest: &[&str], out: &mut Vec<&'a str>) {
+        match (value, rest.split_first()) {
+            (RawBsonRef::String(s), None) => out.push(s),
+            (RawBsonRef::Array(items), _) => {
+                for item in items.into_iter().flatten() {
+                    collect(item, rest, out);
+                }
+            }
+            (RawBsonRef::Document(d), Some((head, tail))) => {
+                if let Ok(Some(v)) = d.get(head) {
+                    collect(v, tail, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let parts: Vec<&str> = path.split('.').collect();
+    let mut out = Vec::new();
+    if let Ok(Some(v)) = doc.get(parts[0]) {
+        collect(v, &parts[1..], &mut out);
+    }
+    out
+}
+
 /// A document a search found, before it is made into a [`Hit`].
 enum Found<'a> {
-    Product(&'a Document),
-    Node(&'a Document),
+    Product(&'a RawDocument),
+    Node(&'a RawDocument),
 }
 
 /// Words remembered by a [`WordMatcher`] at most (a page's texts hold a few hundred distinct
@@ -384,7 +414,7 @@ impl<'a> WordMatcher<'a> {
 
 /// The labels of the fields whose text holds one of the search's terms.
 fn matched_fields(
-    doc: &Document,
+    doc: &RawDocument,
     fields: &[(&str, i32, &'static str)],
     words: &mut WordMatcher<'_>,
 ) -> Vec<&'static str> {
@@ -393,11 +423,13 @@ fn matched_fields(
         if matched.contains(label) {
             continue;
         }
-        let text = text_at(doc, field);
-        if docstore::tokenizer::words(&text)
-            .into_iter()
-            .any(|word| words.is_match(word))
-        {
+        // Each string on its own: joined by spaces (as `text_at` joins them) they have the
+        // same words.
+        if texts_at(doc, field).into_iter().any(|text| {
+            docstore::tokenizer::words(text)
+                .into_iter()
+                .any(|word| words.is_match(word))
+        }) {
             matched.push(*label);
         }
     }
@@ -480,16 +512,22 @@ pub(crate) fn highlighted(text: &str, words: &mut WordMatcher<'_>, max: usize) -
     pieces
 }
 
-fn score_of(doc: &Document) -> f64 {
+fn score_of(doc: &RawDocument) -> f64 {
     match doc.get("score") {
-        Some(Bson::Double(s)) => *s,
-        Some(other) => other.as_i64().map(|i| i as f64).unwrap_or(0.0),
-        None => 0.0,
+        Ok(Some(RawBsonRef::Double(s))) => s,
+        Ok(Some(RawBsonRef::Int32(i))) => f64::from(i),
+        Ok(Some(RawBsonRef::Int64(i))) => i as f64,
+        _ => 0.0,
     }
 }
 
-fn product_hit(doc: &Document, words: &mut WordMatcher<'_>) -> Hit {
-    let kind = doc.get_str("type").unwrap_or("");
+/// The string field `key` of `doc`, or "" (missing, or not a string).
+fn str_of<'a>(doc: &'a RawDocument, key: &str) -> &'a str {
+    doc.get_str(key).unwrap_or("")
+}
+
+fn product_hit(doc: &RawDocument, words: &mut WordMatcher<'_>) -> Hit {
+    let kind = str_of(doc, "type");
     let label = match kind {
         "album" => "Album",
         "film" => "Film",
@@ -497,18 +535,19 @@ fn product_hit(doc: &Document, words: &mut WordMatcher<'_>) -> Hit {
         _ => "Product",
     };
     Hit {
-        title: doc.get_str("title").unwrap_or("").to_string(),
-        url: crate::catalog::model::url_of(doc.get_str("slug").unwrap_or("")),
+        title: str_of(doc, "title").to_string(),
+        url: crate::catalog::model::url_of(str_of(doc, "slug")),
         label: label.to_string(),
-        excerpt: highlighted(doc.get_str("description").unwrap_or(""), words, 180),
-        product: bson::from_document(doc.clone()).ok(),
+        excerpt: highlighted(str_of(doc, "description"), words, 180),
+        // The card's fields straight from the stored bytes (the other fields are skipped).
+        product: bson::from_slice(doc.as_bytes()).ok(),
         matched: matched_fields(doc, PRODUCT_FIELDS, words),
     }
 }
 
-fn node_hit(doc: &Document, words: &mut WordMatcher<'_>) -> Hit {
+fn node_hit(doc: &RawDocument, words: &mut WordMatcher<'_>) -> Hit {
     let meta = doc.get_document("metadata").ok();
-    let get = |field: &str| meta.and_then(|m| m.get_str(field).ok()).unwrap_or("");
+    let get = |field: &str| meta.map_or("", |m| str_of(m, field));
     let label = match get("type") {
         "page" => "Page",
         "entry" => "Blog entry",
@@ -518,8 +557,8 @@ fn node_hit(doc: &Document, words: &mut WordMatcher<'_>) -> Hit {
         "link" => "Link",
         _ => "Article",
     };
-    let detail_text = text_at(doc, "metadata.detail.text");
-    let caption = text_at(doc, "metadata.detail.caption");
+    let detail_text = texts_at(doc, "metadata.detail.text").join(" ");
+    let caption = texts_at(doc, "metadata.detail.caption").join(" ");
     // Pages and entries are Markdown: shown as the words a reader sees.
     let body = if detail_text.is_empty() {
         caption
@@ -554,6 +593,7 @@ mod tests {
             "details": { "artist": "John Coltrane", "genre": ["Jazz"] },
             "description": "A spiritual suite.",
         };
+        let d = RawDocumentBuf::from_document(&d).expect("a valid document");
         let terms = query_terms("loves jazz");
         assert_eq!(
             matched_fields(&d, PRODUCT_FIELDS, &mut WordMatcher::new(&terms)),
@@ -561,6 +601,69 @@ mod tests {
         );
         let piano = query_terms("piano");
         assert!(matched_fields(&d, PRODUCT_FIELDS, &mut WordMatcher::new(&piano)).is_empty());
+    }
+
+    #[test]
+    fn texts_read_in_place_are_the_strings_text_at_joins() {
+        let d = doc! {
+            "title": "Blue Train",
+            "tags": ["hard bop", 7, "jazz"],
+            "details": { "actor": [{ "name": "Ann" }, "Bo", { "name": ["Cy", "Di"] }], "year": 1957 },
+            "metadata": { "detail": { "text": "Para one.\n\nPara two." } },
+        };
+        let raw = RawDocumentBuf::from_document(&d).expect("a valid document");
+        for path in [
+            "title",
+            "tags",
+            "details.actor",
+            "details.actor.name",
+            "details.year",
+            "details.missing",
+            "missing.path",
+            "metadata.detail.text",
+            "title.deeper",
+        ] {
+            assert_eq!(texts_at(&raw, path).join(" "), text_at(&d, path), "{path}");
+        }
+    }
+
+    #[test]
+    fn a_product_result_read_in_place_shows_what_its_decoded_document_shows() {
+        let d = doc! {
+            "_id": bson::oid::ObjectId::new(),
+            "slug": "blue-train", "type": "album", "title": "Blue Train",
+            "search_title": "blue train",
+            "pricing": bson::to_bson(&crate::catalog::model::Pricing::new(
+                crate::domain::Money::from_cents(2000),
+                crate::domain::Money::from_cents(1500),
+            ))
+            .expect("prices serialize"),
+            "photos": [bson::oid::ObjectId::new()], "qty": 3_i64,
+            "details": { "artist": "John Coltrane", "issue_date": bson::DateTime::from_millis(0) },
+            "description": "A hard bop classic by Coltrane.",
+            "score": 1.5,
+        };
+        let decoded: Option<crate::catalog::card::ProductCard> =
+            bson::from_document(d.clone()).ok();
+        let decoded = decoded.expect("the test document is a card");
+        let raw = RawDocumentBuf::from_document(&d).expect("a valid document");
+        let terms = query_terms("coltrane");
+        let hit = product_hit(&raw, &mut WordMatcher::new(&terms));
+        assert_eq!(score_of(&raw), 1.5);
+        assert_eq!(hit.title, "Blue Train");
+        assert_eq!(hit.label, "Album");
+        assert_eq!(hit.url, crate::catalog::model::url_of("blue-train"));
+        assert_eq!(hit.matched, ["artist", "description"]);
+        assert!(hit
+            .excerpt
+            .iter()
+            .any(|p| p.matched && p.text == "Coltrane"));
+        let card = hit.product.expect("the card is read from the stored bytes");
+        assert_eq!(card.id, decoded.id);
+        assert_eq!(card.cover_url(), decoded.cover_url());
+        assert_eq!(card.retail_price(), decoded.retail_price());
+        assert_eq!(card.list_price(), decoded.list_price());
+        assert_eq!(card.qty, decoded.qty);
     }
 
     #[test]
