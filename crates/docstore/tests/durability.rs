@@ -207,7 +207,6 @@ fn newest_snapshot_has_kept_indexes(dir: &Path) -> bool {
 /// What the indexed queries of `kept_indexes_...` find: per index, the `_id`s a hinted
 /// query returns in index order.
 async fn indexed_answers(c: &mongodb::Collection<Document>) -> Vec<Vec<i32>> {
-    use futures::TryStreamExt;
     let mut answers = Vec::new();
     for (hint, filter, sort) in [
         (
@@ -218,16 +217,13 @@ async fn indexed_answers(c: &mongodb::Collection<Document>) -> Vec<Vec<i32>> {
         (doc! { "tags": 1 }, doc! { "tags": "t3" }, doc! { "_id": 1 }),
         (doc! { "email": 1 }, doc! {}, doc! { "email": -1 }),
     ] {
-        let found: Vec<Document> = c
+        let found = c
             .find(filter)
             .hint(mongodb::options::Hint::Keys(hint))
             .sort(sort)
             .await
-            .unwrap()
-            .try_collect()
-            .await
             .unwrap();
-        answers.push(found.iter().map(|d| d.get_i32("_id").unwrap()).collect());
+        answers.push(common::i32_ids(found).await);
     }
     answers
 }
@@ -465,7 +461,6 @@ async fn snapshots_taken_by_growing_a_store(journal_percent: u64) -> u64 {
 /// Start offsets of the records in a journal segment (`[u32 length][u32 crc][payload]`).
 #[tokio::test]
 async fn a_clean_shutdown_after_a_long_journal_leaves_a_snapshot_to_start_from() {
-    use futures::TryStreamExt;
     let dir = tempfile::tempdir().unwrap();
     // Far above what the writes below journal, so no snapshot is taken while they run.
     let config = docstore::Config {
@@ -507,18 +502,14 @@ async fn a_clean_shutdown_after_a_long_journal_leaves_a_snapshot_to_start_from()
     let server = docstore::Server::start(config.clone()).await.unwrap();
     let c = items(&server.uri()).await;
     assert_eq!(c.count_documents(doc! { "n": 3 }).await.unwrap(), 143);
-    let by_n: Vec<i32> = c
-        .find(doc! { "n": 3 })
-        .hint(mongodb::options::Hint::Keys(doc! { "n": 1 }))
-        .sort(doc! { "n": 1, "_id": 1 })
-        .await
-        .unwrap()
-        .try_collect::<Vec<Document>>()
-        .await
-        .unwrap()
-        .iter()
-        .map(|d| d.get_i32("_id").unwrap())
-        .collect();
+    let by_n = common::i32_ids(
+        c.find(doc! { "n": 3 })
+            .hint(mongodb::options::Hint::Keys(doc! { "n": 1 }))
+            .sort(doc! { "n": 1, "_id": 1 })
+            .await
+            .unwrap(),
+    )
+    .await;
     let expected: Vec<i32> = (10..1000).filter(|i| i % 7 == 3).chain([1000]).collect();
     assert_eq!(
         by_n, expected,

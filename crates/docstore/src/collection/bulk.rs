@@ -588,15 +588,21 @@ mod tests {
     /// The documents of the snapshot test above, as stored, and an image of them with
     /// `plain_and_unique_indexes`.
     fn image_of_300() -> CollectionImage {
-        let docs = (0..300)
-            .map(|i| {
-                let mut d = doc! { "_id": i, "a": i % 7, "tags": [i % 3, "x", i % 3] };
-                if i % 10 == 0 {
-                    d.insert("u", i);
-                }
-                StoredDoc::from_document(&d).unwrap()
-            })
-            .collect();
+        image_of(
+            (0..300)
+                .map(|i| {
+                    let mut d = doc! { "_id": i, "a": i % 7, "tags": [i % 3, "x", i % 3] };
+                    if i % 10 == 0 {
+                        d.insert("u", i);
+                    }
+                    StoredDoc::from_document(&d).unwrap()
+                })
+                .collect(),
+        )
+    }
+
+    /// An image of `docs` in `db.c` with `plain_and_unique_indexes`.
+    fn image_of(docs: Vec<StoredDoc>) -> CollectionImage {
         CollectionImage {
             db: "db".into(),
             coll: "c".into(),
@@ -668,16 +674,7 @@ mod tests {
             c.insert(d).unwrap();
         }
         let kept_of = |c: &Collection| -> Vec<IndexContents> {
-            let image = CollectionImage {
-                db: "db".into(),
-                coll: "c".into(),
-                options: Document::new(),
-                indexes: plain_and_unique_indexes()
-                    .iter()
-                    .map(IndexSpec::to_document)
-                    .collect(),
-                docs: c.all_documents().cloned().collect(),
-            };
+            let image = image_of(c.all_documents().cloned().collect());
             let kept: Vec<KeptIndex> = std::iter::from_fn(indexes_to_keep(&image)).collect();
             assert!(kept_from_live(c) == kept, "the same kept entries");
             let built = load_image(&image, Vec::new());

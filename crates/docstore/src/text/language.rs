@@ -163,6 +163,23 @@ pub fn fold(text: &str, sensitivity: Sensitivity) -> String {
 
 /// `c` lower-cased one character for one, as mongod's `codepointToLower` (in its normal,
 /// not Turkish, mode) leaves `İ` as it is rather than lower-casing it to two characters.
+/// Whether `c` lies in one of `ranges`: sorted, disjoint, inclusive code point ranges (the
+/// Unicode property tables of [`delimiters`] and [`diacritics`]).
+fn in_ranges(ranges: &[(u32, u32)], c: char) -> bool {
+    let c = c as u32;
+    ranges
+        .binary_search_by(|&(first, last)| {
+            if last < c {
+                std::cmp::Ordering::Less
+            } else if first > c {
+                std::cmp::Ordering::Greater
+            } else {
+                std::cmp::Ordering::Equal
+            }
+        })
+        .is_ok()
+}
+
 fn lower(c: char) -> char {
     if c.is_ascii() {
         return c.to_ascii_lowercase();

@@ -52,6 +52,13 @@ pub async fn test_db() -> TestDb {
     TestDb { client, db, server }
 }
 
+/// The `_id`s (all `i32`) of every document `cursor` returns, in its order.
+pub async fn i32_ids(cursor: mongodb::Cursor<bson::Document>) -> Vec<i32> {
+    use futures::TryStreamExt;
+    let docs: Vec<bson::Document> = cursor.try_collect().await.unwrap();
+    docs.iter().map(|d| d.get_i32("_id").unwrap()).collect()
+}
+
 /// The server error code inside a driver error (command error, write error, or the first
 /// write error of an insert_many).
 pub fn code_of(e: &Error) -> Option<i32> {

@@ -30,18 +30,7 @@ fn is_listed(c: char) -> bool {
     if c.is_ascii() {
         return ASCII_DELIMITERS[c as usize];
     }
-    let c = c as u32;
-    DELIMITERS
-        .binary_search_by(|&(first, last)| {
-            if last < c {
-                std::cmp::Ordering::Less
-            } else if first > c {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        })
-        .is_ok()
+    super::in_ranges(DELIMITERS, c)
 }
 
 /// [`DELIMITERS`] for the ASCII range, looked up without a search (most text is ASCII).

@@ -19,18 +19,7 @@ use unicode_normalization::UnicodeNormalization;
 
 /// Whether `c` has the `Diacritic` property (Unicode 8.0.0).
 pub(crate) fn is_diacritic(c: char) -> bool {
-    let c = c as u32;
-    DIACRITICS
-        .binary_search_by(|&(first, last)| {
-            if last < c {
-                std::cmp::Ordering::Less
-            } else if first > c {
-                std::cmp::Ordering::Greater
-            } else {
-                std::cmp::Ordering::Equal
-            }
-        })
-        .is_ok()
+    super::in_ranges(DIACRITICS, c)
 }
 
 /// `c` without its diacritics, as mongod's `codepointRemoveDiacritics`: `None` for a diacritic
