@@ -399,6 +399,19 @@ mod tests {
 
     use super::impact_order as impact;
 
+    /// A best-first walk over the terms whose postings are `terms`.
+    fn walk_over<'a>(terms: &[&'a BTreeMap<RecordId, u64>]) -> BestFirst<'a> {
+        BestFirst::new(
+            terms
+                .iter()
+                .map(|&records| TermPostings {
+                    records,
+                    by_score: impact(records),
+                })
+                .collect(),
+        )
+    }
+
     /// Random postings: `terms` terms over `records` records, scores from a few values (many
     /// ties) or many.
     fn postings(rng: &mut Random, terms: usize, records: u64) -> Vec<BTreeMap<RecordId, u64>> {
@@ -445,14 +458,7 @@ mod tests {
             let maps = postings(&mut rng, terms, records);
             let mut expected = gathered(&maps);
             expected.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-            let mut walk = BestFirst::new(
-                maps.iter()
-                    .map(|m| TermPostings {
-                        records: m,
-                        by_score: impact(m),
-                    })
-                    .collect(),
-            );
+            let mut walk = walk_over(&maps.iter().collect::<Vec<_>>());
             let mut found = Vec::new();
             let mut last: Option<f64> = None;
             while let Some((score, group)) = walk.next_group() {
@@ -474,10 +480,7 @@ mod tests {
         let map: BTreeMap<RecordId, u64> = (0..100_000u64)
             .map(|r| (r, (1.0 + r as f64 / 1e5).to_bits()))
             .collect();
-        let mut walk = BestFirst::new(vec![TermPostings {
-            records: &map,
-            by_score: impact(&map),
-        }]);
+        let mut walk = walk_over(&[&map]);
         let best: Vec<RecordId> = (0..10)
             .filter_map(|_| walk.next_group())
             .flat_map(|(_, g)| g)
@@ -533,16 +536,7 @@ mod tests {
             .filter(|r| r % 7 == 0)
             .map(|r| (r, 0.25f64.to_bits()))
             .collect();
-        let mut walk = BestFirst::new(vec![
-            TermPostings {
-                records: &first,
-                by_score: impact(&first),
-            },
-            TermPostings {
-                records: &second,
-                by_score: impact(&second),
-            },
-        ]);
+        let mut walk = walk_over(&[&first, &second]);
         let (top, both) = walk.next_group().expect("a group");
         assert_eq!(top, 1.75);
         assert_eq!(both, (0..5_000).filter(|r| r % 7 == 0).collect::<Vec<_>>());
@@ -560,16 +554,7 @@ mod tests {
         let common: BTreeMap<RecordId, u64> =
             (0..10_000u64).map(|r| (r, 2.0f64.to_bits())).collect();
         let rare: BTreeMap<RecordId, u64> = (0..10u64).map(|r| (r, 1.0f64.to_bits())).collect();
-        let mut walk = BestFirst::new(vec![
-            TermPostings {
-                records: &common,
-                by_score: impact(&common),
-            },
-            TermPostings {
-                records: &rare,
-                by_score: impact(&rare),
-            },
-        ]);
+        let mut walk = walk_over(&[&common, &rare]);
         assert_eq!(walk.next_group(), Some((3.0, (0..10).collect())));
         assert!(
             walk.postings_read <= RUN_STEP as u64 + 10,
@@ -595,10 +580,7 @@ mod tests {
                 (r, f64::to_bits(score))
             })
             .collect();
-        let mut walk = BestFirst::new(vec![TermPostings {
-            records: &map,
-            by_score: impact(&map),
-        }]);
+        let mut walk = walk_over(&[&map]);
         let (top, first) = walk.next_group().expect("a group");
         assert_eq!(top, 2.0);
         assert_eq!(first, (0..5_000).filter(|r| r % 5 < 3).collect::<Vec<_>>());
