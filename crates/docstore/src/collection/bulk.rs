@@ -150,7 +150,7 @@ impl Collection {
         docs: &[Option<&Document>],
         stored: Vec<StoredDoc>,
     ) -> Option<Vec<RecordId>> {
-        // Per index, every document's keys: each thread takes every `threads`-th index. A
+        // Per index, every document's keys, the indexes shared out over the threads. A
         // batch too small to repay starting threads (a few per batch: the traffic log writes
         // one every few dozen milliseconds under load, each thread a fresh stack and heap
         // whose pages the kernel zeroes) is keyed on the caller's thread.
@@ -160,44 +160,21 @@ impl Collection {
             threads_for(self.indexes.len())
         };
         let indexes = &self.indexes;
-        let encoded = &stored;
-        let key_share = move |first: usize| {
-            (first..indexes.len())
-                .step_by(threads)
-                .map(|i| {
-                    // Sized up front (collecting into an `Option` grows the vector by
-                    // doubling).
-                    let mut keys: BatchKeys = Vec::with_capacity(docs.len());
-                    for (d, s) in docs.iter().zip(encoded) {
-                        let keyed = match d {
-                            Some(d) => indexes[i].keys_for(d),
-                            None => indexes[i].keys_for_stored(s),
-                        };
-                        match keyed {
-                            Ok(k) => keys.push(k),
-                            Err(_) => return (i, None),
-                        }
-                    }
-                    (i, Some(keys))
-                })
-                .collect::<Vec<_>>()
-        };
-        let mut keyed: Vec<(usize, Option<BatchKeys>)> = if threads == 1 {
-            key_share(0)
-        } else {
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = (0..threads)
-                    .map(|first| scope.spawn(move || key_share(first)))
-                    .collect();
-                handles
-                    .into_iter()
-                    .flat_map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                    .collect()
-            })
-        };
-        keyed.sort_by_key(|(i, _)| *i);
+        let keyed: Vec<Option<BatchKeys>> =
+            crate::index::on_threads((0..indexes.len()).collect(), threads, |i| {
+                // Sized up front (collecting into an `Option` grows the vector by doubling).
+                let mut keys: BatchKeys = Vec::with_capacity(docs.len());
+                for (d, s) in docs.iter().zip(&stored) {
+                    let keyed = match d {
+                        Some(d) => indexes[i].keys_for(d),
+                        None => indexes[i].keys_for_stored(s),
+                    };
+                    keys.push(keyed.ok()?);
+                }
+                Some(keys)
+            });
         let mut all_keys = Vec::with_capacity(keyed.len());
-        for (_, keys) in keyed {
+        for keys in keyed {
             all_keys.push(keys?);
         }
         for (index, keys) in self.indexes.iter().zip(&all_keys) {

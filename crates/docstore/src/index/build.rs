@@ -202,13 +202,18 @@ pub(crate) fn build_all(
 
 /// `work` done on each of `jobs` by up to `threads` threads, each taking the next job not yet
 /// taken (so a few long jobs and many short ones share the cores); the results in the jobs'
-/// order. A panic in `work` is raised again here.
+/// order. A panic in `work` is raised again here. With one thread (or one job) the jobs run
+/// on the caller's thread: starting a thread is not free (a fresh stack whose pages the kernel
+/// zeroes), which a small batch of work would not repay.
 pub(crate) fn on_threads<T: Send, R: Send>(
     jobs: Vec<T>,
     threads: usize,
     work: impl Fn(T) -> R + Sync,
 ) -> Vec<R> {
     let count = jobs.len();
+    if threads <= 1 || count <= 1 {
+        return jobs.into_iter().map(work).collect();
+    }
     let queue: Vec<parking_lot::Mutex<Option<T>>> = jobs
         .into_iter()
         .map(|job| parking_lot::Mutex::new(Some(job)))
